@@ -1,0 +1,44 @@
+# rt-lidar: `make demo` and `make test` set everything up on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# Debian packages the tests need (installed with apt when running as root and missing).
+SYS_PKGS ?=
+
+.PHONY: demo test lint typecheck unit bench sysdeps clean
+
+sysdeps:
+	@missing=""; for p in $(SYS_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then echo "apt: installing$$missing"; apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "warning: missing system packages:$$missing (run as root or install them)"; fi; \
+	fi
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	@touch $(STAMP)
+
+demo: sysdeps $(STAMP)
+	$(BIN)/rt-lidar demo --out out/demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check rt_lidar unreal_bridge kernels tests tools
+	$(BIN)/ruff format --check rt_lidar unreal_bridge kernels tests tools
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: sysdeps $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(BIN)/python tools/bench/run_all.py --out docs/bench
+
+clean:
+	rm -rf $(VENV) out .mypy_cache .pytest_cache .ruff_cache

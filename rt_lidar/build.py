@@ -1,0 +1,51 @@
+"""Assembling a whole pipeline from names: preset + scene -> world, source, physics, pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rt_lidar.materials import MaterialTable, load_material_table
+from rt_lidar.physics import PhysicsConfig, SensorPhysics
+from rt_lidar.pipeline import Pipeline
+from rt_lidar.presets import SensorPreset, load_preset
+from rt_lidar.source import WorldSource
+from unreal_bridge.world import SCENES, Scene, World
+
+__all__ = ["BuiltPipeline", "build_pipeline", "build_world"]
+
+
+@dataclass
+class BuiltPipeline:
+    """A pipeline with the parts it was built from."""
+
+    pipeline: Pipeline
+    world: World
+    preset: SensorPreset
+    materials: MaterialTable
+
+
+def build_world(scene: str | Scene = "street", seed: int = 0, caster: str = "embree") -> World:
+    """The embedded world of a named scene (``SCENES``) or of a ready :class:`Scene`."""
+    if isinstance(scene, str):
+        if scene not in SCENES:
+            raise ValueError(f"unknown scene '{scene}'; known: {', '.join(sorted(SCENES))}")
+        scene = SCENES[scene](seed=seed)
+    return World(scene, caster=caster)
+
+
+def build_pipeline(
+    preset: str | SensorPreset,
+    scene: str | Scene | World = "street",
+    *,
+    seed: int = 0,
+    sim_hz: float = 20.0,
+    physics: PhysicsConfig | None = None,
+    materials: MaterialTable | None = None,
+) -> BuiltPipeline:
+    """Everything the frame loop needs for ``preset`` in ``scene``."""
+    sensor = preset if isinstance(preset, SensorPreset) else load_preset(preset)
+    world = scene if isinstance(scene, World) else build_world(scene, seed=seed)
+    table = materials or load_material_table()
+    phys = SensorPhysics.from_preset(sensor, world.material_names, table, physics)
+    source = WorldSource(world, sensor.range.max_m, phys.materials.transmission)
+    return BuiltPipeline(Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed), world, sensor, table)

@@ -1,0 +1,23 @@
+"""Errors raised by rt_lidar; each names what was wrong so a user can fix it."""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "PresetError", "RtLidarError"]
+
+
+class RtLidarError(Exception):
+    """Base class of every error rt_lidar raises on purpose."""
+
+
+class ConfigError(RtLidarError):
+    """A configuration value (CLI option, scenario, material table) is invalid."""
+
+
+class PresetError(ConfigError):
+    """A sensor preset is invalid: names the file, the field and what is allowed."""
+
+    def __init__(self, source: str, field: str, problem: str) -> None:
+        self.source = source
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{source}: field '{field}': {problem}")

@@ -1,0 +1,138 @@
+"""The material table (``sensor_presets/materials.toml``): reflectance spectra and BRDF terms.
+
+A :class:`MaterialTable` evaluated at a sensor's wavelength gives per-material arrays that the
+physics kernels index with the per-hit material number, in the order of the world's material names.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.errors import ConfigError
+
+__all__ = ["MaterialArrays", "MaterialTable", "load_material_table"]
+
+_OPTIONAL = {
+    "retro_gain": (0.0, 0.0, 1e5),
+    "retro_exponent": (1.0, 0.0, 1e5),
+    "specular_gain": (0.0, 0.0, 1e6),
+    "specular_exponent": (1.0, 0.0, 1e5),
+    "transmission": (0.0, 0.0, 1.0),
+}
+_ALLOWED = {"description", "spectrum", "spectrum_source", "spectrum_scale", *_OPTIONAL}
+
+
+@dataclass(frozen=True)
+class MaterialArrays:
+    """Per-material properties at one wavelength, as float64 arrays indexed by material number."""
+
+    names: tuple[str, ...]
+    diffuse: np.ndarray
+    retro_gain: np.ndarray
+    retro_exponent: np.ndarray
+    specular_gain: np.ndarray
+    specular_exponent: np.ndarray
+    transmission: np.ndarray
+
+    def index(self, name: str) -> int:
+        """Material number of ``name``."""
+        return self.names.index(name)
+
+
+@dataclass(frozen=True)
+class MaterialTable:
+    """All materials: a spectrum sampled at ``wavelengths_nm`` plus BRDF terms for each."""
+
+    source: str
+    wavelengths_nm: np.ndarray
+    materials: dict[str, dict[str, Any]]
+
+    @property
+    def names(self) -> list[str]:
+        """Material names in table order."""
+        return list(self.materials)
+
+    def reflectance(self, name: str, wavelength_nm: float) -> float:
+        """Diffuse reflectivity (0..1) of ``name`` at ``wavelength_nm`` (linear interpolation)."""
+        if name not in self.materials:
+            raise ConfigError(f"{self.source}: unknown material '{name}' (known: {', '.join(self.names)})")
+        lo, hi = float(self.wavelengths_nm[0]), float(self.wavelengths_nm[-1])
+        if not lo <= wavelength_nm <= hi:
+            raise ConfigError(f"{self.source}: wavelength {wavelength_nm} nm outside the table's [{lo}, {hi}] nm")
+        return float(np.interp(wavelength_nm, self.wavelengths_nm, self.materials[name]["spectrum"]))
+
+    def arrays(self, names: list[str] | tuple[str, ...], wavelength_nm: float) -> MaterialArrays:
+        """Property arrays for ``names`` (e.g. the world's material list) at ``wavelength_nm``.
+
+        Names the table does not know are an error, so a scene cannot silently render with a default.
+        """
+        unknown = [n for n in names if n not in self.materials]
+        if unknown:
+            raise ConfigError(
+                f"{self.source}: scene uses materials not in the table: {', '.join(unknown)} "
+                f"(known: {', '.join(self.names)})"
+            )
+
+        def col(key: str) -> np.ndarray:
+            return np.array([float(self.materials[n].get(key, _OPTIONAL[key][0])) for n in names])
+
+        return MaterialArrays(
+            names=tuple(names),
+            diffuse=np.array([self.reflectance(n, wavelength_nm) for n in names]),
+            retro_gain=col("retro_gain"),
+            retro_exponent=col("retro_exponent"),
+            specular_gain=col("specular_gain"),
+            specular_exponent=col("specular_exponent"),
+            transmission=col("transmission"),
+        )
+
+
+def _validate(source: str, data: dict[str, Any]) -> MaterialTable:
+    wl = data.get("spectrum_nm")
+    if not isinstance(wl, list) or len(wl) < 2:
+        raise ConfigError(f"{source}: field 'spectrum_nm' must be a list of >= 2 wavelengths in nm")
+    wavelengths = np.asarray(wl, dtype=float)
+    if np.any(np.diff(wavelengths) <= 0):
+        raise ConfigError(f"{source}: field 'spectrum_nm' must increase strictly")
+    mats = data.get("materials")
+    if not isinstance(mats, dict) or not mats:
+        raise ConfigError(f"{source}: needs a [materials.NAME] table for each material")
+    out: dict[str, dict[str, Any]] = {}
+    for name, mat in mats.items():
+        where = f"{source}: field 'materials.{name}"
+        extra = set(mat) - _ALLOWED
+        if extra:
+            raise ConfigError(f"{where}': unknown keys {sorted(extra)}; allowed: {sorted(_ALLOWED)}")
+        spectrum = mat.get("spectrum")
+        if not isinstance(spectrum, list) or len(spectrum) != len(wavelengths):
+            raise ConfigError(f"{where}.spectrum' must list {len(wavelengths)} reflectances (one per spectrum_nm)")
+        arr = np.asarray(spectrum, dtype=float)
+        if np.any(arr < 0) or np.any(arr > 1):
+            raise ConfigError(f"{where}.spectrum' values must be in [0, 1]")
+        for key, (_default, lo, hi) in _OPTIONAL.items():
+            if key in mat:
+                v = mat[key]
+                if not isinstance(v, int | float) or not lo <= float(v) <= hi:
+                    raise ConfigError(f"{where}.{key}' must be a number in [{lo}, {hi}], got {v!r}")
+        out[name] = {**mat, "spectrum": arr}
+    return MaterialTable(source=source, wavelengths_nm=wavelengths, materials=out)
+
+
+def load_material_table(path: str | Path | None = None) -> MaterialTable:
+    """Load and validate a material table; the packaged one when ``path`` is None."""
+    if path is None:
+        ref = resources.files("sensor_presets").joinpath("materials.toml")
+        source, text = "sensor_presets/materials.toml", ref.read_text()
+    else:
+        source, text = str(path), Path(path).read_text()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+    return _validate(source, data)

@@ -1,0 +1,51 @@
+"""The one point type every cloud that leaves the pipeline uses.
+
+Fields (DESIGN.md): ``x, y, z`` float32 metres in the sensor frame (x forward, y left, z up, as ROS),
+``intensity`` float32 in the sensor's own output units, ``reflectivity`` float32 calibrated 0..1 of a
+Lambertian target, ``ring`` uint16, ``t`` int64 nanoseconds from the scan start, ``return_id`` uint8,
+``flags`` uint8 (see :class:`PointFlag`), ``segment`` uint32 (segmentation id of the surface hit).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+__all__ = ["POINT_DTYPE", "POINT_FIELDS", "PointFlag", "empty_points"]
+
+POINT_DTYPE = np.dtype(
+    [
+        ("x", np.float32),
+        ("y", np.float32),
+        ("z", np.float32),
+        ("intensity", np.float32),
+        ("reflectivity", np.float32),
+        ("ring", np.uint16),
+        ("t", np.int64),
+        ("return_id", np.uint8),
+        ("flags", np.uint8),
+        ("segment", np.uint32),
+    ]
+)
+"""Packed structured dtype, 36 bytes a point, field order fixed."""
+
+POINT_FIELDS: tuple[str, ...] = tuple(POINT_DTYPE.names or ())
+
+
+class PointFlag(enum.IntFlag):
+    """Bits of the ``flags`` field."""
+
+    NONE = 0
+    RAIN_CLUTTER = 1
+    FOG_CLUTTER = 2
+    SNOW_CLUTTER = 4
+    BLOOM = 8
+    AMBIENT_NOISE = 16
+    THROUGH_GLASS = 32
+    SATURATED = 64
+
+
+def empty_points(n: int = 0) -> np.ndarray:
+    """A zeroed point array of ``n`` points."""
+    return np.zeros(n, dtype=POINT_DTYPE)

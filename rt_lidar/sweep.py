@@ -1,0 +1,94 @@
+"""The rotating sweep: stitching per-frame sectors into whole scans.
+
+Each sim frame fires only the firings that fall in its time slice (a sector of 360 deg * f_sim/f_lidar
+on a rotating sensor); :class:`ScanAssembler` gathers the points of consecutive frames and hands out a
+:class:`Scan` as soon as the firing schedule has moved past its end. Points keep their own firing time
+(``t`` from the scan start), so motion during the sweep shows as it does on a real sensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernels import scan_boundaries
+from rt_lidar.points import POINT_DTYPE
+from rt_lidar.presets import SensorPreset
+from rt_lidar.scan_pattern import scan_index, scan_start_ns
+
+__all__ = ["Scan", "ScanAssembler"]
+
+
+@dataclass
+class Scan:
+    """One whole rotation (or solid-state frame): points with ``t`` relative to ``start_ns``."""
+
+    index: int
+    start_ns: int
+    points: np.ndarray
+    fired: int
+    dropped: int
+    frames: int = 0
+    """Number of sim frames (sectors) that contributed."""
+
+    @property
+    def drop_fraction(self) -> float:
+        """Share of fired rays that returned no point."""
+        return self.dropped / self.fired if self.fired else 0.0
+
+
+@dataclass
+class _Pending:
+    index: int
+    parts: list[np.ndarray] = field(default_factory=list)
+    fired: int = 0
+    frames: int = 0
+
+
+class ScanAssembler:
+    """Accumulates sector points into scans of ``preset``'s schedule."""
+
+    def __init__(self, preset: SensorPreset) -> None:
+        self.preset = preset
+        self._pending: dict[int, _Pending] = {}
+
+    def add(
+        self,
+        points: np.ndarray,
+        fired_t_ns: np.ndarray,
+        frame_end_ns: int,
+    ) -> list[Scan]:
+        """Add one frame: its kept ``points`` (``t`` absolute ns) and the firing times of every ray it fired.
+        Returns the scans that ended at or before ``frame_end_ns``, in order.
+        """
+        if fired_t_ns.size:
+            uniq, counts = np.unique(scan_index(self.preset, fired_t_ns), return_counts=True)
+            for idx, fired in zip(uniq.tolist(), counts.tolist(), strict=True):
+                pend = self._pending.setdefault(idx, _Pending(idx))
+                pend.fired += fired
+                pend.frames += 1
+        if points.size:
+            sidx = scan_index(self.preset, points["t"])
+            order_ok = bool(np.all(sidx[1:] >= sidx[:-1]))
+            if not order_ok:
+                order = np.argsort(points["t"], kind="stable")
+                points, sidx = points[order], sidx[order]
+            indices, starts = scan_boundaries(sidx)
+            for k, idx in enumerate(indices.tolist()):
+                self._pending.setdefault(idx, _Pending(idx)).parts.append(points[starts[k] : starts[k + 1]])
+        current = int(scan_index(self.preset, np.asarray([frame_end_ns], np.int64))[0])
+        done = sorted(i for i in self._pending if i < current)
+        return [self._finish(self._pending.pop(i)) for i in done]
+
+    def flush(self) -> list[Scan]:
+        """Hand out whatever is pending (an incomplete last scan), in order."""
+        done = sorted(self._pending)
+        return [self._finish(self._pending.pop(i)) for i in done]
+
+    def _finish(self, pend: _Pending) -> Scan:
+        pts = np.concatenate(pend.parts) if pend.parts else np.zeros(0, POINT_DTYPE)
+        start = scan_start_ns(self.preset, pend.index)
+        pts = pts.copy()
+        pts["t"] -= start
+        return Scan(pend.index, start, pts, pend.fired, pend.fired - pts.size, pend.frames)

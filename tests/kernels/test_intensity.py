@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+
+from kernels import (
+    apply_range_noise,
+    calibrated_reflectivity_output,
+    effective_reflectance,
+    received_power,
+    received_power_output,
+    two_way_transmission,
+)
+from kernels.xp import cupy_available
+
+BACKENDS = ["numpy"] + (["cupy"] if cupy_available() else [])
+
+
+def _xp(name):
+    if name == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
+@pytest.fixture(params=BACKENDS)
+def xp(request):
+    return _xp(request.param)
+
+
+def test_lambertian_is_rho_cos(xp):
+    c = xp.asarray([1.0, 0.5, 0.0])
+    s = effective_reflectance(c, 0.3, 0.0, 1.0, 0.0, 1.0)
+    np.testing.assert_allclose(np.asarray(s.get() if hasattr(s, "get") else s), [0.3, 0.15, 0.0])
+
+
+def test_power_falls_with_r_squared_and_extinction(xp):
+    r = xp.asarray([10.0, 20.0])
+    p = received_power(r, 0.5, 1.0, 100.0, 0.02, 0.8)
+    p = np.asarray(p.get() if hasattr(p, "get") else p)
+    assert p[0] / p[1] == pytest.approx(4.0)
+    assert p[0] == pytest.approx(100.0 * 0.02**2 * 0.8 * 0.5 / (16 * 100.0))
+    t = two_way_transmission(xp.asarray([100.0]), 1e-3)
+    assert float(t[0]) == pytest.approx(np.exp(-0.2))
+
+
+def test_retro_beats_paint_beats_asphalt_and_specular_only_at_normal(xp):
+    c = xp.asarray([0.9])
+    retro = effective_reflectance(c, 0.6, 300.0, 1.0, 0.0, 1.0)
+    paint = effective_reflectance(c, 0.75, 2.0, 1.5, 0.0, 1.0)
+    asphalt = effective_reflectance(c, 0.28, 0.0, 1.0, 0.0, 1.0)
+    assert float(retro[0]) > float(paint[0]) > float(asphalt[0])
+    chrome = effective_reflectance(xp.asarray([1.0, 0.95]), 0.04, 0.0, 1.0, 500.0, 2000.0)
+    assert float(chrome[0]) > 100 and float(chrome[1]) < 0.1
+
+
+def test_noise_scales_with_accuracy_and_snr(xp):
+    rng = np.random.default_rng(1)
+    z = xp.asarray(rng.standard_normal(20000))
+    strong = apply_range_noise(xp.full(20000, 10.0), z, 0.02, 1e3, 1.0)
+    weak = apply_range_noise(xp.full(20000, 10.0), z, 0.02, 1.0, 1.0)
+    assert float(xp.std(strong)) == pytest.approx(0.02, rel=0.05)
+    assert float(xp.std(weak)) == pytest.approx(0.02 * np.sqrt(2), rel=0.05)
+
+
+def test_output_scales(xp):
+    s = xp.asarray([0.0, 0.5, 1.0, 10.0, 1000.0, 1e6])
+    out = calibrated_reflectivity_output(s, 100.0, 255.0)
+    out = np.asarray(out.get() if hasattr(out, "get") else out)
+    np.testing.assert_allclose(out[:3], [0, 50, 100])
+    assert 101 <= out[3] < out[4] == 255.0 == out[5]
+    counts = received_power_output(xp.asarray([1.0, 2.0, 1e9]), 1.0, 65535.0)
+    np.testing.assert_allclose(np.asarray(counts.get() if hasattr(counts, "get") else counts), [10, 20, 65535])

@@ -1,0 +1,76 @@
+import numpy as np
+import pytest
+from pypcd4 import PointCloud
+
+from rt_lidar.points import POINT_DTYPE, POINT_FIELDS
+from rt_lidar.sinks import (
+    atomic_write,
+    range_image,
+    read_kitti_bin,
+    read_pcd,
+    write_kitti_bin,
+    write_pcd,
+    write_range_image_png,
+)
+
+
+def _points(n=500, seed=3):
+    rng = np.random.default_rng(seed)
+    p = np.zeros(n, POINT_DTYPE)
+    for f in ("x", "y", "z"):
+        p[f] = rng.normal(0, 20, n)
+    p["intensity"] = rng.uniform(0, 255, n)
+    p["reflectivity"] = rng.uniform(0, 1, n)
+    p["ring"] = rng.integers(0, 64, n)
+    p["t"] = rng.integers(0, 100_000_000, n)
+    p["return_id"] = rng.integers(0, 2, n)
+    p["flags"] = rng.integers(0, 255, n)
+    p["segment"] = rng.integers(0, 2**31, n)
+    return p
+
+
+def test_pcd_read_back_by_pypcd4(tmp_path):
+    pts = _points()
+    path = write_pcd(tmp_path / "a.pcd", pts)
+    pc = PointCloud.from_path(path)
+    assert tuple(pc.fields) == POINT_FIELDS
+    arr = pc.numpy(POINT_FIELDS)
+    assert arr.shape == (pts.size, len(POINT_FIELDS))
+    for i, f in enumerate(POINT_FIELDS):
+        np.testing.assert_array_equal(arr[:, i].astype(pts[f].dtype), pts[f], err_msg=f)
+    np.testing.assert_array_equal(read_pcd(path, POINT_DTYPE), pts)
+
+
+def test_kitti_bin_round_trip(tmp_path):
+    pts = _points()
+    path = write_kitti_bin(tmp_path / "a.bin", pts, 255.0)
+    arr = read_kitti_bin(path)
+    assert arr.dtype == np.float32 and arr.shape == (pts.size, 4)
+    np.testing.assert_array_equal(arr[:, 0], pts["x"])
+    np.testing.assert_allclose(arr[:, 3], pts["intensity"] / 255.0, rtol=1e-6)
+    assert (arr[:, 3] >= 0).all() and (arr[:, 3] <= 1).all()
+
+
+def test_atomic_write_leaves_nothing_on_error(tmp_path):
+    target = tmp_path / "x.pcd"
+    with pytest.raises(RuntimeError), atomic_write(target) as fh:
+        fh.write(b"half")
+        raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_range_image(tmp_path):
+    p = np.zeros(2, POINT_DTYPE)
+    p["x"] = [10, -10]
+    p["y"] = [0, 0.001]
+    p["ring"] = [0, 1]
+    p["intensity"] = [100, 200]
+    img = range_image(p, np.array([-5.0, 5.0]), 360)
+    assert img.shape == (2, 360)
+    assert img[1, 180] == 100  # ring 0 is the lower beam -> second row; straight ahead -> middle column
+    assert img[0, 0] == 200 or img[0, 359] == 200
+    assert np.isnan(img).sum() == 2 * 360 - 2
+    from PIL import Image
+
+    out = write_range_image_png(tmp_path / "r.png", img, 255, row_scale=3)
+    assert Image.open(out).size == (360, 6)
