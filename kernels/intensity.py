@@ -32,23 +32,30 @@ SPEED_OF_LIGHT = 299_792_458.0
 
 def effective_reflectance(
     cos_incidence: Any,
+    material: Any,
     diffuse: Any,
     retro_gain: Any,
     retro_exponent: Any,
     specular_gain: Any,
     specular_exponent: Any,
 ) -> Any:
-    """``S = pi f_BRDF cos(theta)`` of a Lambertian + retro-reflective + specular surface.
+    """``S = pi f_BRDF cos(theta)`` of a Lambertian + retro-reflective + specular surface, per point.
 
-    ``diffuse`` is the Lambertian reflectivity at the sensor's wavelength (0..1). The retro term
-    ``retro_gain * cos^retro_exponent`` models glass-bead / prismatic sheeting, whose return stays high
-    over a wide entrance angle; the specular term ``specular_gain * cos^specular_exponent`` a mirror-like
-    lobe that only answers near normal incidence (chrome, clear coat, glass).
-    All arguments broadcast; per-point material properties come in by fancy indexing a table.
+    ``material`` (N,) indexes the per-material tables (M,): ``diffuse`` is the Lambertian reflectivity at
+    the sensor's wavelength (0..1); the retro term ``retro_gain * cos^retro_exponent`` models glass-bead /
+    prismatic sheeting, whose return stays high over a wide entrance angle; the specular term
+    ``specular_gain * cos^specular_exponent`` a mirror-like lobe that only answers near normal incidence
+    (chrome, clear coat, glass). Lobe terms are evaluated only for points whose material has them.
     """
     xp = array_module(cos_incidence)
     c = xp.clip(cos_incidence, 0.0, 1.0)
-    return diffuse * c + retro_gain * c**retro_exponent + specular_gain * c**specular_exponent
+    s = diffuse[material] * c
+    for gain, exponent in ((retro_gain, retro_exponent), (specular_gain, specular_exponent)):
+        sel = xp.nonzero(gain[material] > 0)[0]
+        if sel.size:
+            m = material[sel]
+            s[sel] += gain[m] * c[sel] ** exponent[m]
+    return s
 
 
 def two_way_transmission(range_m: Any, extinction_per_m: Any) -> Any:

@@ -12,7 +12,7 @@ __all__ = ["array_module", "cupy_available", "to_numpy"]
 
 def _cupy() -> ModuleType | None:
     try:
-        import cupy  # type: ignore[import-not-found]
+        import cupy
     except Exception:  # ImportError, or a CUDA runtime error on a machine without a GPU
         return None
     return cupy

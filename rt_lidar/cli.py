@@ -30,7 +30,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_demo(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run a sensor through the embedded street and write its scans")
     p.add_argument("--preset", default="HDL-64E", help="sensor preset name (see 'presets list')")
     p.add_argument("--frames", type=int, default=50, help="number of scans to produce (default 50)")

@@ -75,13 +75,17 @@ def run_demo(opts: DemoOptions) -> dict[str, object]:
             dropped += scan.dropped
             last = scan
             bar.update(1)
-            bar.set_postfix(points=scan.points.size, drop=f"{scan.drop_fraction:.2f}", sim=f"{pipe.sim_time_s:.2f}s")
+            bar.set_postfix(
+                points=scan.points.size, drop=f"{scan.drop_fraction:.2f}", sim=f"{pipe.sim_time_s:.2f}s"
+            )
     wall_s = time.perf_counter() - t_loop
     bar.close()
 
     assert last is not None
     img = range_image(last.points, preset.elevations_deg, _range_columns(last.fired, preset.n_rings))
-    write_range_image_png(out / "range_image.png", img, preset.output.intensity_max, row_scale=max(1, 256 // preset.n_rings))
+    write_range_image_png(
+        out / "range_image.png", img, preset.output.intensity_max, row_scale=max(1, 256 // preset.n_rings)
+    )
     sim_s = pipe.sim_time_s
     summary: dict[str, object] = {
         "preset": preset.name,

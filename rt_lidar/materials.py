@@ -30,7 +30,7 @@ _ALLOWED = {"description", "spectrum", "spectrum_source", "spectrum_scale", *_OP
 
 @dataclass(frozen=True)
 class MaterialArrays:
-    """Per-material properties at one wavelength, as float64 arrays indexed by material number."""
+    """Per-material properties at one wavelength, as float32 arrays indexed by material number."""
 
     names: tuple[str, ...]
     diffuse: np.ndarray
@@ -64,7 +64,9 @@ class MaterialTable:
             raise ConfigError(f"{self.source}: unknown material '{name}' (known: {', '.join(self.names)})")
         lo, hi = float(self.wavelengths_nm[0]), float(self.wavelengths_nm[-1])
         if not lo <= wavelength_nm <= hi:
-            raise ConfigError(f"{self.source}: wavelength {wavelength_nm} nm outside the table's [{lo}, {hi}] nm")
+            raise ConfigError(
+                f"{self.source}: wavelength {wavelength_nm} nm outside the table's [{lo}, {hi}] nm"
+            )
         return float(np.interp(wavelength_nm, self.wavelengths_nm, self.materials[name]["spectrum"]))
 
     def arrays(self, names: list[str] | tuple[str, ...], wavelength_nm: float) -> MaterialArrays:
@@ -80,11 +82,11 @@ class MaterialTable:
             )
 
         def col(key: str) -> np.ndarray:
-            return np.array([float(self.materials[n].get(key, _OPTIONAL[key][0])) for n in names])
+            return np.array([float(self.materials[n].get(key, _OPTIONAL[key][0])) for n in names], np.float32)
 
         return MaterialArrays(
             names=tuple(names),
-            diffuse=np.array([self.reflectance(n, wavelength_nm) for n in names]),
+            diffuse=np.array([self.reflectance(n, wavelength_nm) for n in names], np.float32),
             retro_gain=col("retro_gain"),
             retro_exponent=col("retro_exponent"),
             specular_gain=col("specular_gain"),
@@ -111,7 +113,9 @@ def _validate(source: str, data: dict[str, Any]) -> MaterialTable:
             raise ConfigError(f"{where}': unknown keys {sorted(extra)}; allowed: {sorted(_ALLOWED)}")
         spectrum = mat.get("spectrum")
         if not isinstance(spectrum, list) or len(spectrum) != len(wavelengths):
-            raise ConfigError(f"{where}.spectrum' must list {len(wavelengths)} reflectances (one per spectrum_nm)")
+            raise ConfigError(
+                f"{where}.spectrum' must list {len(wavelengths)} reflectances (one per spectrum_nm)"
+            )
         arr = np.asarray(spectrum, dtype=float)
         if np.any(arr < 0) or np.any(arr > 1):
             raise ConfigError(f"{where}.spectrum' values must be in [0, 1]")

@@ -73,16 +73,17 @@ class SensorPhysics:
         m = self.materials
         p = self.preset
         refl = effective_reflectance(
-            cos_inc.astype(np.float64),
-            m.diffuse[mat],
-            m.retro_gain[mat],
-            m.retro_exponent[mat],
-            m.specular_gain[mat],
-            m.specular_exponent[mat],
+            cos_inc.astype(np.float32),
+            mat,
+            m.diffuse,
+            m.retro_gain,
+            m.retro_exponent,
+            m.specular_gain,
+            m.specular_exponent,
         )
-        trans = two_way_transmission(range_m.astype(np.float64), self.config.extinction_per_m) * extra_t
+        trans = two_way_transmission(range_m, self.config.extinction_per_m) * extra_t
         power = received_power(
-            range_m.astype(np.float64),
+            range_m,
             refl,
             trans,
             p.pulse.peak_power_w,
@@ -99,13 +100,13 @@ class SensorPhysics:
         obj = hits.material >= 0
         glass = hits.glass_material >= 0
 
-        power = np.zeros(n)
-        refl = np.zeros(n)
+        power = np.zeros(n, np.float32)
+        refl = np.zeros(n, np.float32)
         if obj.any():
             power[obj], refl[obj] = self._power(
                 hits.range_m[obj], hits.cos_incidence[obj], hits.material[obj], hits.glass_transmission[obj]
             )
-        rng_m = hits.range_m.astype(np.float64)
+        rng_m = hits.range_m.copy()
         segment = hits.segment.copy()
         flags = np.where(glass & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)).astype(np.uint8)
         if glass.any():
@@ -113,7 +114,7 @@ class SensorPhysics:
                 hits.glass_range_m[glass],
                 hits.glass_cos[glass],
                 hits.glass_material[glass],
-                np.ones(int(glass.sum())),
+                np.ones(int(glass.sum()), np.float32),
             )
             gi = np.nonzero(glass)[0]
             stronger = gp > power[gi]
@@ -129,7 +130,7 @@ class SensorPhysics:
         measured = rng_m[idx]
         if self.config.range_noise and p.range.accuracy_m > 0:
             measured = apply_range_noise(
-                measured, rng.standard_normal(idx.size), p.range.accuracy_m, pw, threshold
+                measured, rng.standard_normal(idx.size, np.float32), p.range.accuracy_m, pw, threshold
             )
             measured = np.maximum(measured, 0.0)
 
@@ -137,7 +138,9 @@ class SensorPhysics:
         xyz = hits.direction[idx] * measured[:, None].astype(np.float32)
         out["x"], out["y"], out["z"] = xyz[:, 0], xyz[:, 1], xyz[:, 2]
         if p.output.intensity == "calibrated_reflectivity":
-            out["intensity"] = calibrated_reflectivity_output(refl[idx], p.output.diffuse_max, p.output.intensity_max)
+            out["intensity"] = calibrated_reflectivity_output(
+                refl[idx], p.output.diffuse_max or p.output.intensity_max, p.output.intensity_max
+            )
         else:
             out["intensity"] = received_power_output(pw, threshold, p.output.intensity_max)
         out["reflectivity"] = refl[idx]

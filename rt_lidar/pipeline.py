@@ -78,7 +78,9 @@ class Pipeline:
         # 4. stitch into scans
         scans = self.assembler.add(result.points, firings.t_ns, t1)
         self.frame += 1
-        self.last_stats = FrameStats(k, t0, t1, result.fired, result.points.size, time.perf_counter() - t_wall)
+        self.last_stats = FrameStats(
+            k, t0, t1, result.fired, result.points.size, time.perf_counter() - t_wall
+        )
         return scans
 
     def scans(self, count: int) -> list[Scan]:

@@ -12,7 +12,7 @@ import enum
 
 import numpy as np
 
-__all__ = ["POINT_DTYPE", "POINT_FIELDS", "PointFlag", "empty_points"]
+__all__ = ["POINT_DTYPE", "POINT_FIELDS", "PointFlag", "concat_points", "empty_points"]
 
 POINT_DTYPE = np.dtype(
     [
@@ -49,3 +49,14 @@ class PointFlag(enum.IntFlag):
 def empty_points(n: int = 0) -> np.ndarray:
     """A zeroed point array of ``n`` points."""
     return np.zeros(n, dtype=POINT_DTYPE)
+
+
+def concat_points(parts: list[np.ndarray]) -> np.ndarray:
+    """Concatenate point arrays through a byte view (NumPy copies structured records field by field,
+    several times slower)."""
+    if not parts:
+        return empty_points()
+    if len(parts) == 1:
+        return parts[0]
+    raw = np.concatenate([np.ascontiguousarray(p).view(np.uint8) for p in parts])
+    return raw.view(POINT_DTYPE)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels import scan_boundaries
-from rt_lidar.points import POINT_DTYPE
+from rt_lidar.points import concat_points
 from rt_lidar.presets import SensorPreset
 from rt_lidar.scan_pattern import scan_index, scan_start_ns
 
@@ -87,8 +87,8 @@ class ScanAssembler:
         return [self._finish(self._pending.pop(i)) for i in done]
 
     def _finish(self, pend: _Pending) -> Scan:
-        pts = np.concatenate(pend.parts) if pend.parts else np.zeros(0, POINT_DTYPE)
+        # A single part is a slice of one frame's physics output, which nothing else holds: shift in place.
+        pts = concat_points(pend.parts)
         start = scan_start_ns(self.preset, pend.index)
-        pts = pts.copy()
         pts["t"] -= start
         return Scan(pend.index, start, pts, pend.fired, pend.fired - pts.size, pend.frames)

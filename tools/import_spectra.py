@@ -1,6 +1,7 @@
 """Write the reflectance spectra of sensor_presets/materials.toml from the ASTER spectral library files.
 
-Usage: python tools/import_spectra.py --spectra ../shared/reference/spectra --materials sensor_presets/materials.toml
+Usage: python tools/import_spectra.py --spectra ../shared/reference/spectra \
+       --materials sensor_presets/materials.toml
 
 Each material of the table that names an ASTER ``spectrum_source`` gets its ``spectrum`` replaced by
 the measured hemispherical reflectance sampled at the wavelengths lidars use (800..1600 nm every 25 nm),
@@ -25,7 +26,11 @@ def read_aster(path: Path) -> tuple[np.ndarray, np.ndarray]:
     rows: list[tuple[float, float]] = []
     for line in path.read_text(errors="replace").splitlines():
         parts = line.split()
-        if len(parts) == 2 and re.fullmatch(r"[0-9.eE+-]+", parts[0]) and re.fullmatch(r"[0-9.eE+-]+", parts[1]):
+        if (
+            len(parts) == 2
+            and re.fullmatch(r"[0-9.eE+-]+", parts[0])
+            and re.fullmatch(r"[0-9.eE+-]+", parts[1])
+        ):
             rows.append((float(parts[0]) * 1000.0, float(parts[1]) / 100.0))
     if not rows:
         raise ValueError(f"{path}: no 'wavelength_um reflectance_percent' rows found")
@@ -38,7 +43,7 @@ def _fmt_list(values: np.ndarray) -> str:
 
 
 def rewrite(materials_path: Path, spectra_dir: Path) -> int:
-    """Replace the ``spectrum`` line of every material with a ``spectrum_source``; returns how many changed."""
+    """Replace the ``spectrum`` of every material that has a ``spectrum_source``; returns the count."""
     table = tomllib.loads(materials_path.read_text())
     text = materials_path.read_text()
     changed = 0

@@ -16,7 +16,9 @@ __all__ = ["atomic_write"]
 def atomic_write(path: str | Path) -> Iterator[BinaryIO]:
     """Open a temporary file beside ``path`` for binary writing; on success it replaces ``path``.
 
-    On an exception the temporary file is removed and ``path`` is left as it was.
+    On an exception the temporary file is removed and ``path`` is left as it was. The rename makes the
+    file appear whole to other processes and after a crash of ours; there is no fsync (a recording
+    writes tens of files a second, and power loss is not what this guards against).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -24,8 +26,6 @@ def atomic_write(path: str | Path) -> Iterator[BinaryIO]:
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -46,9 +46,7 @@ def range_image(
     return img
 
 
-def write_range_image_png(
-    path: str | Path, image: np.ndarray, vmax: float, row_scale: int = 4
-) -> Path:
+def write_range_image_png(path: str | Path, image: np.ndarray, vmax: float, row_scale: int = 4) -> Path:
     """Write a range image coloured by value / ``vmax``, each row repeated ``row_scale`` times."""
     rgb = colormap(image / float(vmax))
     rgb = np.repeat(rgb, max(1, row_scale), axis=0)

@@ -27,10 +27,35 @@ def xp(request):
     return _xp(request.param)
 
 
+def _refl(xp, c, diffuse, retro_gain=0.0, retro_exp=1.0, spec_gain=0.0, spec_exp=1.0):
+    """Effective reflectance of one material at every cosine in ``c``."""
+    one = [lambda v: xp.asarray([float(v)])][0]
+    mat = xp.zeros(len(c), dtype=xp.int64)
+    return effective_reflectance(
+        c, mat, one(diffuse), one(retro_gain), one(retro_exp), one(spec_gain), one(spec_exp)
+    )
+
+
 def test_lambertian_is_rho_cos(xp):
     c = xp.asarray([1.0, 0.5, 0.0])
-    s = effective_reflectance(c, 0.3, 0.0, 1.0, 0.0, 1.0)
+    s = _refl(xp, c, 0.3)
     np.testing.assert_allclose(np.asarray(s.get() if hasattr(s, "get") else s), [0.3, 0.15, 0.0])
+
+
+def test_mixed_materials_index_their_own_terms(xp):
+    c = xp.asarray([1.0, 1.0, 0.5])
+    mat = xp.asarray([0, 1, 1])
+    s = effective_reflectance(
+        c,
+        mat,
+        xp.asarray([0.2, 0.5]),
+        xp.asarray([0.0, 10.0]),
+        xp.asarray([1.0, 2.0]),
+        xp.asarray([0.0, 0.0]),
+        xp.asarray([1.0, 1.0]),
+    )
+    got = np.asarray(s.get() if hasattr(s, "get") else s)
+    np.testing.assert_allclose(got, [0.2, 10.5, 0.25 + 10.0 * 0.25])
 
 
 def test_power_falls_with_r_squared_and_extinction(xp):
@@ -45,11 +70,11 @@ def test_power_falls_with_r_squared_and_extinction(xp):
 
 def test_retro_beats_paint_beats_asphalt_and_specular_only_at_normal(xp):
     c = xp.asarray([0.9])
-    retro = effective_reflectance(c, 0.6, 300.0, 1.0, 0.0, 1.0)
-    paint = effective_reflectance(c, 0.75, 2.0, 1.5, 0.0, 1.0)
-    asphalt = effective_reflectance(c, 0.28, 0.0, 1.0, 0.0, 1.0)
+    retro = _refl(xp, c, 0.6, 300.0, 1.0)
+    paint = _refl(xp, c, 0.75, 2.0, 1.5)
+    asphalt = _refl(xp, c, 0.28)
     assert float(retro[0]) > float(paint[0]) > float(asphalt[0])
-    chrome = effective_reflectance(xp.asarray([1.0, 0.95]), 0.04, 0.0, 1.0, 500.0, 2000.0)
+    chrome = _refl(xp, xp.asarray([1.0, 0.95]), 0.04, 0.0, 1.0, 500.0, 2000.0)
     assert float(chrome[0]) > 100 and float(chrome[1]) < 0.1
 
 
@@ -69,4 +94,6 @@ def test_output_scales(xp):
     np.testing.assert_allclose(out[:3], [0, 50, 100])
     assert 101 <= out[3] < out[4] == 255.0 == out[5]
     counts = received_power_output(xp.asarray([1.0, 2.0, 1e9]), 1.0, 65535.0)
-    np.testing.assert_allclose(np.asarray(counts.get() if hasattr(counts, "get") else counts), [10, 20, 65535])
+    np.testing.assert_allclose(
+        np.asarray(counts.get() if hasattr(counts, "get") else counts), [10, 20, 65535]
+    )

@@ -38,8 +38,15 @@ def targets_scene(materials: list[str], distance_m: float, width_m: float = 1.0)
     objs = []
     for i, mat in enumerate(materials):
         y = (i - (len(materials) - 1) / 2) * (width_m * 1.5)
-        objs.append(panel(f"target_{mat}", mat, names, (distance_m, y, 0.0), (0, width_m / 2, 0), (0, 0, 2.0), 10 + i))
-    return Scene(objects=objs, material_names=names, ego=StaticTrajectory(Pose.identity()), sensor_mount=Pose.identity())
+        objs.append(
+            panel(f"target_{mat}", mat, names, (distance_m, y, 0.0), (0, width_m / 2, 0), (0, 0, 2.0), 10 + i)
+        )
+    return Scene(
+        objects=objs,
+        material_names=names,
+        ego=StaticTrajectory(Pose.identity()),
+        sensor_mount=Pose.identity(),
+    )
 
 
 def glass_scene(distance_m: float) -> Scene:
@@ -47,4 +54,9 @@ def glass_scene(distance_m: float) -> Scene:
     base = Scene(objects=[])
     names = list(base.material_names)
     pane = panel("pane", "glass", names, (distance_m, 0.0, 0.0), (0, 5.0, 0), (0, 0, 5.0), 3)
-    return Scene(objects=[pane], material_names=names, ego=StaticTrajectory(Pose.identity()), sensor_mount=Pose.identity())
+    return Scene(
+        objects=[pane],
+        material_names=names,
+        ego=StaticTrajectory(Pose.identity()),
+        sensor_mount=Pose.identity(),
+    )

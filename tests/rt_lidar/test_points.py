@@ -24,3 +24,18 @@ def test_flags_are_distinct_bits():
     assert all(v & (v - 1) == 0 for v in values)
     assert len(set(values)) == len(values)
     assert empty_points(3)["flags"].dtype == np.uint8
+
+
+def test_concat_points_keeps_every_field():
+    from rt_lidar.points import concat_points
+
+    a, b = empty_points(3), empty_points(2)
+    a["t"] = [1, 2, 3]
+    b["segment"] = [7, 8]
+    b["x"] = [0.5, -1.5]
+    c = concat_points([a, b])
+    assert c.dtype == POINT_DTYPE and c.size == 5
+    assert c["t"].tolist() == [1, 2, 3, 0, 0]
+    assert c["segment"].tolist() == [0, 0, 0, 7, 8]
+    assert c["x"].tolist() == [0, 0, 0, 0.5, -1.5]
+    assert concat_points([]).size == 0

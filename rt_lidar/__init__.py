@@ -1,0 +1,1 @@
+"""rt-lidar: a real-time, realistic LiDAR simulator (see DESIGN.md)."""

@@ -1,0 +1,520 @@
+"""Sensor presets: the validated, immutable description of one real sensor.
+
+A preset is data (``sensor_presets/*.toml``, written by ``tools/import_calibrations.py``). Loading checks
+every field for type and allowed range or choices; unknown keys are errors, so a typo cannot pass
+silently. Defaults of optional fields live here, in the dataclasses, and nowhere else.
+
+Conventions: angles in degrees; ``azimuth_offset_deg`` is in the math convention of the sensor frame
+(x forward, y left, counter-clockwise positive seen from above) and adds to the head's azimuth;
+rings follow each vendor's own driver (Velodyne ROS: ascending elevation; Ouster and Hesai: channel
+order, top beam first), with the vendor's laser id kept in ``laser_id``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.errors import PresetError
+
+__all__ = [
+    "INTENSITY_KINDS",
+    "PACKET_FORMATS",
+    "PATTERNS",
+    "RETURN_MODES",
+    "Beam",
+    "OpticsSpec",
+    "OutputSpec",
+    "PulseSpec",
+    "RangeSpec",
+    "ReturnsSpec",
+    "ScanSpec",
+    "SensorPreset",
+    "lambertian_return_w",
+    "list_presets",
+    "load_preset",
+    "preset_from_dict",
+    "preset_to_dict",
+]
+
+PATTERNS = ("rotating", "rosette", "raster", "mirror")
+PACKET_FORMATS = (
+    "velodyne-hdl64", "velodyne-vlp16", "velodyne-vlp32c", "velodyne-hdl32", "velodyne-vls128",
+    "ouster-legacy", "hesai-pandar64", "hesai-at128", "livox-mid40", "blickfeld", "valeo-scala", "none",
+)  # fmt: skip
+RETURN_MODES = ("strongest", "last", "first", "dual")
+INTENSITY_KINDS = ("calibrated_reflectivity", "received_power")
+CLEAR_AIR_EXTINCTION_PER_M = 1e-4
+NON_PRESET_FILES = frozenset({"materials.toml"})  # other data in the sensor_presets package
+
+
+def _f(
+    default: Any = dataclasses.MISSING,
+    lo: float | None = None,
+    hi: float | None = None,
+    unit: str = "",
+    choices: tuple[str, ...] | None = None,
+) -> Any:
+    """A dataclass field carrying its allowed range (inclusive) or choices for validation."""
+    meta = {"lo": lo, "hi": hi, "unit": unit, "choices": choices}
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """How the sensor sweeps: a spinning head or a solid-state pattern and its timing."""
+
+    pattern: str = _f(choices=PATTERNS)
+    rotation_hz: float | None = _f(None, unit="Hz")  # checked against rotation_hz_range
+    rotation_hz_range: tuple[float, float] = _f((5.0, 20.0), 0.1, 100.0, "Hz")
+    columns_per_rev: int | None = _f(None, 1, 100_000)
+    firing_cycle_us: float | None = _f(None, 0.01, 100_000.0, "us")
+    rotation_direction: str = _f("cw", choices=("cw", "ccw"))
+    scan_start_azimuth_deg: float = _f(180.0, -180.0, 360.0, "deg")
+    frame_rate_hz: float | None = _f(None, 0.1, 1000.0, "Hz")
+    fov_deg: float | None = _f(None, 0.1, 180.0, "deg")
+    fov_h_deg: float | None = _f(None, 0.1, 360.0, "deg")
+    fov_v_deg: float | None = _f(None, 0.1, 180.0, "deg")
+    point_rate_hz: float | None = _f(None, 1.0, 1e8, "Hz")
+    prism_rpm: tuple[float, float] | None = _f(None, -100_000.0, 100_000.0, "rpm")
+    lines_per_frame: int | None = _f(None, 1, 4096)
+    points_per_line: int | None = _f(None, 2, 100_000)
+    zigzag: bool = _f(True)
+    columns_per_frame: int | None = _f(None, 2, 100_000)
+
+
+# Which scan keys each pattern uses (besides ``pattern``); the first group is required.
+_PATTERN_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "rotating": (
+        ("rotation_hz",),
+        (
+            "rotation_hz_range",
+            "columns_per_rev",
+            "firing_cycle_us",
+            "rotation_direction",
+            "scan_start_azimuth_deg",
+        ),
+    ),
+    "rosette": (("frame_rate_hz", "fov_deg", "point_rate_hz", "prism_rpm"), ()),
+    "raster": (
+        ("frame_rate_hz", "fov_h_deg", "fov_v_deg", "lines_per_frame", "points_per_line"),
+        ("zigzag",),
+    ),
+    "mirror": (("frame_rate_hz", "fov_h_deg", "fov_v_deg", "columns_per_frame"), ("rotation_direction",)),
+}
+
+
+@dataclass(frozen=True)
+class RangeSpec:
+    """Range limits and noise."""
+
+    max_m: float = _f(lo=0.1, hi=10_000.0, unit="m")
+    min_m: float = _f(0.5, 0.0, 100.0, "m")
+    accuracy_m: float = _f(0.03, 0.0, 10.0, "m")
+    range_10pct_m: float | None = _f(None, 0.1, 10_000.0, "m")
+
+
+@dataclass(frozen=True)
+class OpticsSpec:
+    """Transmitter and receiver optics."""
+
+    wavelength_nm: float = _f(905.0, 200.0, 2000.0, "nm")
+    beam_divergence_h_mrad: float = _f(3.0, 0.0, 100.0, "mrad")
+    beam_divergence_v_mrad: float = _f(1.5, 0.0, 100.0, "mrad")
+    beam_profile: str = _f("gaussian", choices=("gaussian", "top_hat"))
+    receiver_aperture_m: float = _f(0.025, 0.001, 1.0, "m")
+    system_efficiency: float = _f(0.5, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class PulseSpec:
+    """Emitted pulse and the receiver's detection threshold."""
+
+    width_ns: float = _f(5.0, 0.1, 1000.0, "ns")
+    peak_power_w: float = _f(30.0, 1e-3, 1e5, "W")
+    detection_threshold_w: float = _f(5e-9, 1e-15, 1.0, "W")
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """What the sensor reports as intensity."""
+
+    intensity: str = _f("calibrated_reflectivity", choices=INTENSITY_KINDS)
+    intensity_max: int = _f(255, 1, 2**32 - 1)
+    diffuse_max: int | None = _f(None, 1, 2**32 - 1)
+
+
+@dataclass(frozen=True)
+class ReturnsSpec:
+    """Return modes the sensor offers."""
+
+    modes: tuple[str, ...] = _f(("strongest",), choices=RETURN_MODES)
+    default: str = _f("strongest", choices=RETURN_MODES)
+    min_separation_m: float = _f(1.0, 0.0, 100.0, "m")
+
+
+@dataclass(frozen=True)
+class Beam:
+    """One laser channel: its ring, direction offsets and firing time within the firing cycle."""
+
+    ring: int = _f(lo=0, hi=4095)
+    elevation_deg: float = _f(lo=-90.0, hi=90.0, unit="deg")
+    azimuth_offset_deg: float = _f(0.0, -180.0, 180.0, "deg")
+    firing_offset_us: float = _f(0.0, 0.0, 1e6, "us")
+    laser_id: int | None = _f(None, 0, 4095)
+    dist_correction_m: float | None = _f(None, -100.0, 100.0, "m")
+    dist_correction_x_m: float | None = _f(None, -100.0, 100.0, "m")
+    dist_correction_y_m: float | None = _f(None, -100.0, 100.0, "m")
+    vert_offset_correction_m: float | None = _f(None, -10.0, 10.0, "m")
+    horiz_offset_correction_m: float | None = _f(None, -10.0, 10.0, "m")
+    focal_distance: float | None = _f(None, -1e4, 1e4)
+    focal_slope: float | None = _f(None, -1e4, 1e4)
+
+
+@dataclass(frozen=True)
+class SensorPreset:
+    """A whole sensor: identity, scan, range, optics, pulse, output, returns and the beam table."""
+
+    name: str
+    vendor: str
+    model: str
+    source: str
+    packet_format: str = field(metadata={"lo": None, "hi": None, "unit": "", "choices": PACKET_FORMATS})
+    scan: ScanSpec
+    range: RangeSpec
+    beams: tuple[Beam, ...]
+    optics: OpticsSpec = field(default_factory=OpticsSpec)
+    pulse: PulseSpec = field(default_factory=PulseSpec)
+    output: OutputSpec = field(default_factory=OutputSpec)
+    returns: ReturnsSpec = field(default_factory=ReturnsSpec)
+
+    @property
+    def n_rings(self) -> int:
+        """Number of beams (rings, or scan lines for a raster pattern)."""
+        return len(self.beams)
+
+    def _column(self, name: str, dtype: type) -> np.ndarray:
+        arr: np.ndarray = np.array([getattr(b, name) for b in self.beams], dtype=dtype)
+        arr.flags.writeable = False
+        return arr
+
+    @functools.cached_property
+    def elevations_deg(self) -> np.ndarray:
+        """(n_rings,) float64 elevation per ring, index = ring."""
+        return self._column("elevation_deg", np.float64)
+
+    @functools.cached_property
+    def azimuth_offsets_deg(self) -> np.ndarray:
+        """(n_rings,) float64 azimuth offset per ring (math convention, adds to the head azimuth)."""
+        return self._column("azimuth_offset_deg", np.float64)
+
+    @functools.cached_property
+    def firing_offsets_us(self) -> np.ndarray:
+        """(n_rings,) float64 firing offset of each ring within the firing cycle."""
+        return self._column("firing_offset_us", np.float64)
+
+
+_NESTED: dict[str, type] = {
+    "scan": ScanSpec,
+    "range": RangeSpec,
+    "optics": OpticsSpec,
+    "pulse": PulseSpec,
+    "output": OutputSpec,
+    "returns": ReturnsSpec,
+}
+
+
+def lambertian_return_w(
+    peak_power_w: float,
+    receiver_aperture_m: float,
+    system_efficiency: float,
+    range_m: float,
+    reflectivity: float = 0.1,
+    incidence_deg: float = 0.0,
+    extinction_per_m: float = CLEAR_AIR_EXTINCTION_PER_M,
+) -> float:
+    """Power returned by a Lambertian target filling the beam (this project's laser radar equation).
+
+    ``P_r = P_e * D_r**2 * eta * rho * cos(theta) * exp(-2 R a) / (16 R**2)``; with the defaults (10 %
+    target, normal incidence, clear air) at the datasheet's 10 % range it gives the detection threshold.
+    """
+    return (
+        peak_power_w
+        * receiver_aperture_m**2
+        * system_efficiency
+        * reflectivity
+        * math.cos(math.radians(incidence_deg))
+        * math.exp(-2.0 * range_m * extinction_per_m)
+        / (16.0 * range_m**2)
+    )
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _fmt(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else repr(x)
+
+
+def _type_name(tp: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(tp, str(tp))
+
+
+def _check_scalar(value: Any, tp: Any, meta: dict[str, Any], source: str, where: str) -> Any:
+    ok = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+        str: isinstance(value, str),
+    }[tp]
+    if not ok:
+        raise PresetError(source, where, f"must be {_type_name(tp)}, got {type(value).__name__} {value!r}")
+    if tp is float:
+        value = float(value)
+        if not math.isfinite(value):
+            raise PresetError(source, where, f"must be finite, got {value!r}")
+    lo, hi, unit, choices = (meta.get(k) for k in ("lo", "hi", "unit", "choices"))
+    if choices is not None and value not in choices:
+        raise PresetError(source, where, f"must be one of {', '.join(choices)}; got {value!r}")
+    if tp in (int, float) and lo is not None and not lo <= value <= hi:
+        raise PresetError(
+            source,
+            where,
+            f"must be in [{_fmt(lo)}, {_fmt(hi)}]{' ' + unit if unit else ''}, got {_fmt(value)}",
+        )
+    return value
+
+
+def _check_value(value: Any, tp: Any, meta: dict[str, Any], source: str, where: str) -> Any:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        tp = next(a for a in args if a is not type(None))
+        origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise PresetError(source, where, f"must be an array, got {type(value).__name__} {value!r}")
+        variadic = len(args) == 2 and args[1] is Ellipsis
+        if not variadic and len(value) != len(args):
+            raise PresetError(source, where, f"must have {len(args)} elements, got {len(value)}")
+        elem = args[0]
+        return tuple(_check_scalar(v, elem, meta, source, f"{where}[{i}]") for i, v in enumerate(value))
+    return _check_scalar(value, tp, meta, source, where)
+
+
+def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
+    """Build dataclass ``cls`` from a TOML table, checking keys, types and ranges."""
+    if not isinstance(table, dict):
+        raise PresetError(source, prefix, f"must be a table, got {type(table).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in table:
+        if key not in fields:
+            raise PresetError(
+                source,
+                f"{prefix}.{key}" if prefix else key,
+                f"unknown key; allowed keys: {', '.join(fields)}",
+            )
+    kwargs: dict[str, Any] = {}
+    for name, fld in fields.items():
+        where = f"{prefix}.{name}" if prefix else name
+        if name not in table:
+            if fld.default is dataclasses.MISSING and fld.default_factory is dataclasses.MISSING:
+                raise PresetError(source, where, "is required")
+            continue
+        if name in _NESTED:
+            kwargs[name] = _build(_NESTED[name], table[name], source, where)
+        elif name == "beams":
+            kwargs[name] = _build_beams(table[name], source)
+        else:
+            kwargs[name] = _check_value(table[name], hints[name], dict(fld.metadata), source, where)
+    return cls(**kwargs)
+
+
+def _build_beams(beams: Any, source: str) -> tuple[Beam, ...]:
+    if not isinstance(beams, list) or not beams:
+        raise PresetError(source, "beams", "must be a non-empty array of tables ([[beams]])")
+    built = [_build(Beam, b, source, f"beams[{i}]") for i, b in enumerate(beams)]
+    seen: dict[int, int] = {}
+    for i, b in enumerate(built):
+        if b.ring in seen:
+            raise PresetError(
+                source, f"beams[{i}].ring", f"duplicate ring {b.ring} (also beams[{seen[b.ring]}])"
+            )
+        seen[b.ring] = i
+    n = len(built)
+    for i, b in enumerate(built):
+        if b.ring >= n:
+            raise PresetError(
+                source, f"beams[{i}].ring", f"rings must be 0..{n - 1} (one per beam), got {b.ring}"
+            )
+    return tuple(sorted(built, key=lambda b: b.ring))
+
+
+def _check_scan(scan_table: dict[str, Any], p: SensorPreset, source: str) -> None:
+    s = p.scan
+    required, optional = _PATTERN_KEYS[s.pattern]
+    for key in scan_table:
+        if key != "pattern" and key not in required and key not in optional:
+            raise PresetError(
+                source,
+                f"scan.{key}",
+                f"not used by pattern '{s.pattern}'; allowed: {', '.join(required + optional)}",
+            )
+    for key in required:
+        if key not in scan_table:
+            raise PresetError(source, f"scan.{key}", f"is required for pattern '{s.pattern}'")
+    if s.pattern == "rotating":
+        lo, hi = s.rotation_hz_range
+        if lo > hi:
+            raise PresetError(source, "scan.rotation_hz_range", f"must be [low, high], got [{lo:g}, {hi:g}]")
+        assert s.rotation_hz is not None
+        if not lo <= s.rotation_hz <= hi:
+            raise PresetError(
+                source, "scan.rotation_hz", f"must be in [{lo:g}, {hi:g}] Hz, got {s.rotation_hz:g}"
+            )
+        if (s.columns_per_rev is None) == (s.firing_cycle_us is None):
+            raise PresetError(
+                source, "scan.columns_per_rev", "give exactly one of columns_per_rev, firing_cycle_us"
+            )
+    elev = p.elevations_deg
+    if s.pattern == "raster" and s.lines_per_frame != p.n_rings:
+        raise PresetError(
+            source,
+            "scan.lines_per_frame",
+            f"must equal the number of beams (one per line), {p.n_rings}, got {s.lines_per_frame}",
+        )
+    if s.pattern in ("raster", "mirror"):
+        assert s.fov_v_deg is not None and s.fov_h_deg is not None
+        if float(elev.max() - elev.min()) > s.fov_v_deg + 1e-6:
+            raise PresetError(
+                source,
+                "scan.fov_v_deg",
+                f"must cover the beam elevations' span {elev.max() - elev.min():g} deg, got {s.fov_v_deg:g}",
+            )
+        az = p.azimuth_offsets_deg
+        if float(az.max() - az.min()) >= s.fov_h_deg:
+            raise PresetError(source, "scan.fov_h_deg", "must exceed the span of the beams' azimuth offsets")
+    if s.pattern == "rosette" and p.n_rings != 1:
+        raise PresetError(source, "beams", f"a rosette preset has exactly one beam, got {p.n_rings}")
+
+
+def _check_cross(p: SensorPreset, source: str) -> None:
+    r = p.range
+    if r.min_m >= r.max_m:
+        raise PresetError(
+            source, "range.min_m", f"must be below range.max_m = {r.max_m:g} m, got {r.min_m:g}"
+        )
+    if r.range_10pct_m is not None and not r.min_m < r.range_10pct_m <= r.max_m:
+        raise PresetError(
+            source, "range.range_10pct_m", f"must be in ({r.min_m:g}, {r.max_m:g}] m, got {r.range_10pct_m:g}"
+        )
+    ret = p.returns
+    if not ret.modes or len(set(ret.modes)) != len(ret.modes):
+        raise PresetError(
+            source, "returns.modes", f"must be non-empty without repeats, got {list(ret.modes)}"
+        )
+    if ret.default not in ret.modes:
+        raise PresetError(
+            source, "returns.default", f"must be one of returns.modes {list(ret.modes)}, got {ret.default!r}"
+        )
+    out = p.output
+    if out.diffuse_max is not None and out.diffuse_max > out.intensity_max:
+        raise PresetError(
+            source, "output.diffuse_max", f"must be in [1, {out.intensity_max}], got {out.diffuse_max}"
+        )
+
+
+def preset_from_dict(d: dict[str, Any], source: str = "<dict>") -> SensorPreset:
+    """Validate a preset given as a (TOML-shaped) dict; errors name ``source``, the field and the rule."""
+    preset: SensorPreset = _build(SensorPreset, d, source, "")
+    _check_scan(d["scan"], preset, source)
+    _check_cross(preset, source)
+    return preset
+
+
+def preset_to_dict(preset: SensorPreset) -> dict[str, Any]:
+    """The resolved preset as a JSON-able dict shaped like its TOML file.
+
+    Unset optional values are left out, and so are the scan keys the pattern does not use (so
+    ``scan.rotation_hz`` appears only for rotating sensors). ``preset_from_dict`` reads it back.
+    """
+
+    def plain(obj: Any) -> Any:
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return {
+                f.name: plain(getattr(obj, f.name))
+                for f in dataclasses.fields(obj)
+                if getattr(obj, f.name) is not None
+            }
+        if isinstance(obj, (tuple, list)):
+            return [plain(v) for v in obj]
+        return obj
+
+    d: dict[str, Any] = plain(preset)
+    required, optional = _PATTERN_KEYS[preset.scan.pattern]
+    d["scan"] = {k: v for k, v in d["scan"].items() if k == "pattern" or k in required or k in optional}
+    return d
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _read_toml(path: Path | Any, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise PresetError(source, "<file>", f"not valid TOML: {exc}") from exc
+
+
+@functools.cache
+def _package_index() -> dict[str, Any]:
+    """Lower-case preset name -> package resource of its TOML file."""
+    index: dict[str, Any] = {}
+    for res in resources.files("sensor_presets").iterdir():
+        if res.name.endswith(".toml") and res.name not in NON_PRESET_FILES:
+            name = _read_toml(res, f"sensor_presets/{res.name}").get("name")
+            index[str(name if isinstance(name, str) else res.name[:-5]).lower()] = res
+    return index
+
+
+def list_presets() -> list[str]:
+    """Names of the presets shipped in ``sensor_presets``, sorted case-insensitively."""
+    names = []
+    for key, res in _package_index().items():
+        name = _read_toml(res, f"sensor_presets/{res.name}").get("name", key)
+        names.append(str(name))
+    return sorted(names, key=str.lower)
+
+
+@functools.cache
+def _load_package(key: str) -> SensorPreset:
+    res = _package_index()[key]
+    source = f"sensor_presets/{res.name}"
+    return preset_from_dict(_read_toml(res, source), source)
+
+
+def load_preset(name_or_path: str | Path) -> SensorPreset:
+    """Load a shipped preset by name (case-insensitive) or any preset TOML file by path."""
+    if isinstance(name_or_path, Path) or str(name_or_path).endswith(".toml"):
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise PresetError(str(path), "<file>", "no such preset file")
+        return preset_from_dict(_read_toml(path, str(path)), str(path))
+    key = name_or_path.lower()
+    index = _package_index()
+    if key not in index:
+        stems = {res.name[:-5].lower(): k for k, res in index.items()}
+        if key not in stems:
+            raise PresetError(name_or_path, "name", f"unknown preset; available: {', '.join(list_presets())}")
+        key = stems[key]
+    return _load_package(key)

@@ -1,0 +1,136 @@
+"""End-to-end behaviour of the frame loop on analytic scenes and on the default street."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scenes import glass_scene, targets_scene, wall_scene
+
+from rt_lidar.build import build_pipeline
+from rt_lidar.physics import PhysicsConfig
+from rt_lidar.presets import list_presets, load_preset
+from rt_lidar.scan_pattern import firings_per_scan
+from unreal_bridge.world import World
+
+
+def _with_scan(preset, **changes):
+    return dataclasses.replace(preset, scan=dataclasses.replace(preset.scan, **changes))
+
+
+def _central_ring(preset) -> int:
+    return int(np.argmin(np.abs(preset.elevations_deg)))
+
+
+@pytest.mark.parametrize("name", list_presets())
+def test_every_preset_runs_the_whole_pipeline(name):
+    built = build_pipeline(name, wall_scene(20.0), sim_hz=30.0)
+    scans = built.pipeline.scans(1)
+    scan = scans[0]
+    assert scan.fired == firings_per_scan(built.preset)
+    assert scan.points.size > 0
+    assert (scan.points["t"] >= 0).all()
+    assert scan.points["ring"].max() < built.preset.n_rings
+    r = np.sqrt(scan.points["x"] ** 2 + scan.points["y"] ** 2 + scan.points["z"] ** 2)
+    assert r.max() <= built.preset.range.max_m + 1.0
+
+
+@pytest.mark.parametrize("name", ["VLP-16", "OS1-64"])
+def test_range_to_a_plane_is_right_within_the_noise(name):
+    preset = load_preset(name)
+    built = build_pipeline(preset, wall_scene(25.0), sim_hz=20.0)
+    pts = built.pipeline.scans(1)[0].points
+    front = pts[pts["x"] > 0]
+    assert front.size > 100
+    err = front["x"] - 25.0
+    sigma = preset.range.accuracy_m
+    assert abs(float(err.mean())) < 0.2 * sigma + 1e-3
+    assert float(err.std()) == pytest.approx(sigma, rel=0.5)
+    assert np.abs(err).max() < 6 * sigma * np.sqrt(2)
+
+
+def test_no_noise_means_exact_ranges():
+    built = build_pipeline("VLP-16", wall_scene(25.0), physics=PhysicsConfig(range_noise=False))
+    pts = built.pipeline.scans(1)[0].points
+    front = pts[pts["x"] > 0]
+    np.testing.assert_allclose(front["x"], 25.0, atol=2e-4)
+
+
+@pytest.mark.parametrize("sim_hz", [20.0, 37.0, 333.3])
+def test_ego_motion_gives_the_analytic_seam(sim_hz):
+    """Ego at 20 m/s towards a wall, 10 Hz sensor cutting the scan straight ahead: the wall seen at the
+    end of the rotation is 2.0 m closer than at its start."""
+    preset = _with_scan(load_preset("HDL-64E"), rotation_hz=10.0, scan_start_azimuth_deg=0.0)
+    built = build_pipeline(preset, wall_scene(60.0, ego_speed=20.0), sim_hz=sim_hz)
+    scan = built.pipeline.scans(2)[1]
+    pts = scan.points
+    az = np.degrees(np.arctan2(pts["y"], pts["x"]))
+    period_ns = 100_000_000
+    ahead = np.abs(az) < 2.0
+    first = ahead & (pts["t"] < 0.01 * period_ns)
+    last = ahead & (pts["t"] > 0.99 * period_ns)
+    assert first.sum() > 20 and last.sum() > 20
+    # x of a point on the wall = 60 - ego travel at its firing time; remove the (small) in-window spread
+    x_first = pts["x"][first] + 20.0 * pts["t"][first] * 1e-9
+    x_last = pts["x"][last] + 20.0 * (pts["t"][last] * 1e-9 - 0.1)
+    seam = float(np.mean(x_first) - np.mean(x_last))
+    assert seam == pytest.approx(2.0, abs=0.02)
+    # and the raw jump between the last and first firings straight ahead is 2 m less one firing step
+    assert float(np.mean(pts["x"][first]) - np.mean(pts["x"][last])) == pytest.approx(2.0, abs=0.05)
+
+
+def test_intensity_orders_retro_paint_asphalt():
+    mats = ["plate_sheeting", "lane_paint", "asphalt"]
+    built = build_pipeline("VLP-16", targets_scene(mats, 15.0))
+    pts = built.pipeline.scans(1)[0].points
+    seg_of = {m: 10 + i for i, m in enumerate(mats)}
+    mean = {m: float(pts["intensity"][pts["segment"] == s].mean()) for m, s in seg_of.items()}
+    assert mean["plate_sheeting"] > mean["lane_paint"] > mean["asphalt"] > 0
+    assert mean["plate_sheeting"] > 100  # Velodyne: retro-reflectors above 100
+
+
+def test_glass_drops_rays():
+    built = build_pipeline("VLP-16", glass_scene(10.0))
+    scan = built.pipeline.scans(1)[0]
+    # rays through the pane have nothing behind them: only the near-normal mirror echo may come back
+    through = scan.points[scan.points["segment"] == 3]
+    az = np.degrees(np.arctan2(scan.points["y"], scan.points["x"]))
+    pane_rays = scan.fired * (2 * np.degrees(np.arctan(5.0 / 10.0))) / 360.0
+    assert through.size < 0.05 * pane_rays
+    assert (
+        np.abs(az[scan.points["segment"] == 3]) < 2.0
+    ).all()  # a glint only within ~2 deg of normal incidence at 10 m
+
+
+def test_same_seed_gives_byte_identical_scans_and_another_seed_does_not():
+    def run(seed):
+        b = build_pipeline("VLP-16", "street", seed=seed, sim_hz=25.0)
+        return b.pipeline.scans(2)[1].points.tobytes()
+
+    a, b, c = run(1), run(1), run(2)
+    assert a == b
+    assert a != c
+
+
+def test_sim_rate_does_not_change_the_scan():
+    def run(hz):
+        b = build_pipeline("VLP-16", wall_scene(30.0), sim_hz=hz, physics=PhysicsConfig(range_noise=False))
+        return b.pipeline.scans(2)[1]
+
+    a, b = run(20.0), run(71.0)
+    assert a.fired == b.fired
+    np.testing.assert_array_equal(np.sort(a.points["t"]), np.sort(b.points["t"]))
+
+
+def test_street_scene_sees_the_street():
+    built = build_pipeline("HDL-64E", "street", sim_hz=20.0)
+    scan = built.pipeline.scans(1)[0]
+    world: World = built.world
+    names = world.material_names
+    assert scan.points.size > 50_000
+    assert 0.0 < scan.drop_fraction < 0.6
+    seen = set(np.unique(scan.points["segment"]).tolist())
+    assert len(seen) > 20
+    assert set(world.segment_ids().values()) & seen
+    assert len(names) >= 10

@@ -1,0 +1,81 @@
+"""Pose math and trajectories against hand-computed cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from unreal_bridge.world import ConstantVelocity, Pose, StaticTrajectory, WaypointTrajectory, WorldError
+
+
+def test_yaw_quarter_turn_maps_x_to_y() -> None:
+    p = Pose.from_xyz_rpy(1.0, 2.0, 3.0, yaw=np.pi / 2)
+    np.testing.assert_allclose(p.transform_points(np.array([[1.0, 0.0, 0.0]])), [[1.0, 3.0, 3.0]], atol=1e-12)
+    np.testing.assert_allclose(p.rotate(np.array([[0.0, 1.0, 0.0]])), [[-1.0, 0.0, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(p.rotation, [np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)], atol=1e-12)
+
+
+def test_pitch_and_roll_signs() -> None:
+    # positive pitch turns +x down (towards -z); positive roll turns +y up (towards +z)
+    pitch = Pose.from_xyz_rpy(0, 0, 0, pitch=np.pi / 2)
+    np.testing.assert_allclose(pitch.rotate([1.0, 0.0, 0.0]), [0.0, 0.0, -1.0], atol=1e-12)
+    roll = Pose.from_xyz_rpy(0, 0, 0, roll=np.pi / 2)
+    np.testing.assert_allclose(roll.rotate([0.0, 1.0, 0.0]), [0.0, 0.0, 1.0], atol=1e-12)
+
+
+def test_compose_is_self_times_other() -> None:
+    ego = Pose.from_xyz_rpy(10.0, 0.0, 0.0, yaw=np.pi / 2)
+    mount = Pose.from_xyz_rpy(1.0, 0.0, 1.8)
+    sensor = ego.compose(mount)
+    # the mount's 1 m forward offset is along the ego's heading, world +y
+    np.testing.assert_allclose(sensor.position, [10.0, 1.0, 1.8], atol=1e-12)
+    np.testing.assert_allclose(sensor.matrix(), ego.matrix() @ mount.matrix(), atol=1e-12)
+
+
+def test_inverse_round_trip_and_matrix() -> None:
+    p = Pose.from_xyz_rpy(1.0, -2.0, 0.5, 0.1, -0.3, 2.0)
+    pts = np.random.default_rng(0).normal(size=(20, 3))
+    np.testing.assert_allclose(p.inverse().transform_points(p.transform_points(pts)), pts, atol=1e-12)
+    np.testing.assert_allclose(p.inverse().matrix(), np.linalg.inv(p.matrix()), atol=1e-12)
+    ident = p.compose(p.inverse())
+    np.testing.assert_allclose(ident.position, 0.0, atol=1e-12)
+    np.testing.assert_allclose(abs(ident.rotation[0]), 1.0, atol=1e-12)
+    np.testing.assert_allclose(Pose.from_matrix(p.matrix()).matrix(), p.matrix(), atol=1e-12)
+    np.testing.assert_allclose(p.rpy(), (0.1, -0.3, 2.0), atol=1e-12)
+
+
+def test_bad_pose_raises() -> None:
+    with pytest.raises(WorldError, match="rotation"):
+        Pose(np.zeros(3), np.zeros(4))
+
+
+def test_constant_velocity_straight_and_turning() -> None:
+    cv = ConstantVelocity(Pose.from_xyz_rpy(1.0, 2.0, 0.0), (10.0, 0.0, 0.0))
+    np.testing.assert_allclose(cv.pose_at(2.0).position, [21.0, 2.0, 0.0])
+    # quarter circle of radius v / w = 10 m: from the origin heading +x to (10, 10) heading +y
+    turn = ConstantVelocity(Pose.identity(), (10.0, 0.0, 0.0), yaw_rate=1.0)
+    p = turn.pose_at(np.pi / 2)
+    np.testing.assert_allclose(p.position, [10.0, 10.0, 0.0], atol=1e-9)
+    np.testing.assert_allclose(p.rpy()[2], np.pi / 2, atol=1e-9)
+    pos, quat = turn.positions_rotations(np.array([0.0, np.pi / 2]))
+    assert pos.shape == (2, 3) and quat.shape == (2, 4)
+
+
+def test_waypoints_interpolate_head_and_hold() -> None:
+    wp = WaypointTrajectory([0.0, 1.0, 3.0], [(0, 0, 0), (10, 0, 0), (10, 10, 0)])
+    np.testing.assert_allclose(wp.pose_at(0.5).position, [5.0, 0.0, 0.0])
+    np.testing.assert_allclose(wp.pose_at(2.0).position, [10.0, 5.0, 0.0])
+    assert wp.pose_at(0.5).rpy()[2] == pytest.approx(0.0)
+    assert wp.pose_at(2.0).rpy()[2] == pytest.approx(np.pi / 2)
+    np.testing.assert_allclose(wp.pose_at(100.0).position, [10.0, 10.0, 0.0])  # holds the end
+    assert wp.pose_at(100.0).rpy()[2] == pytest.approx(np.pi / 2)
+    np.testing.assert_allclose(wp.pose_at(-5.0).position, [0.0, 0.0, 0.0])
+    with pytest.raises(WorldError, match="increasing"):
+        WaypointTrajectory([0.0, 0.0], [(0, 0, 0), (1, 0, 0)])
+
+
+def test_static_trajectory_repeats_pose() -> None:
+    pose = Pose.from_xyz_rpy(1, 2, 3)
+    pos, quat = StaticTrajectory(pose).positions_rotations(np.zeros(4))
+    np.testing.assert_array_equal(pos, np.tile([1.0, 2.0, 3.0], (4, 1)))
+    np.testing.assert_array_equal(quat, np.tile([1.0, 0, 0, 0], (4, 1)))

@@ -1,0 +1,85 @@
+"""Throughput of the whole frame loop per preset on the default street: rays/s, points/s, real-time factor.
+
+Run: .venv/bin/python tools/bench/bench_pipeline.py [--out FILE.json] [--scans 10] [--preset NAME ...]
+
+The real-time factor is simulated seconds per wall second of the pipeline alone (firings, ray cast,
+physics, sweep), and again with the demo's writers (PCD + KITTI .bin per scan) included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from rt_lidar.build import build_pipeline, build_world
+from rt_lidar.presets import list_presets
+from rt_lidar.scan_pattern import firings_per_scan, scan_period_ns
+from rt_lidar.sinks import write_kitti_bin, write_pcd
+
+
+def bench_preset(name: str, scans: int, sim_hz: float, world_seed: int = 0) -> dict[str, float | int | str]:
+    """Figures of ``scans`` scans of preset ``name`` (after one warm-up scan)."""
+    world = build_world("street", seed=world_seed)
+    built = build_pipeline(name, world, sim_hz=sim_hz)
+    pipe = built.pipeline
+    pipe.scans(1)
+    sim0 = pipe.sim_time_s
+    t0 = time.perf_counter()
+    out = pipe.scans(scans)
+    compute = time.perf_counter() - t0
+    sim = pipe.sim_time_s - sim0
+    with tempfile.TemporaryDirectory() as tmp:
+        t1 = time.perf_counter()
+        for i, s in enumerate(out):
+            write_pcd(Path(tmp) / f"{i}.pcd", s.points)
+            write_kitti_bin(Path(tmp) / f"{i}.bin", s.points, built.preset.output.intensity_max)
+        write = time.perf_counter() - t1
+    rays = sum(s.fired for s in out)
+    points = sum(s.points.size for s in out)
+    return {
+        "preset": built.preset.name,
+        "rays_per_scan": firings_per_scan(built.preset),
+        "scan_hz": 1e9 / scan_period_ns(built.preset),
+        "sim_hz": sim_hz,
+        "scans": scans,
+        "rays_per_s": rays / compute,
+        "points_per_s": points / compute,
+        "realtime_factor": sim / compute,
+        "realtime_factor_with_writers": sim / (compute + write),
+        "ms_per_scan": 1e3 * compute / scans,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--scans", type=int, default=10)
+    parser.add_argument("--sim-hz", type=float, default=20.0)
+    parser.add_argument("--preset", action="append", default=None)
+    args = parser.parse_args(argv)
+    names = args.preset or list_presets()
+    results = []
+    for name in names:
+        r = bench_preset(name, args.scans, args.sim_hz)
+        results.append(r)
+        print(
+            f"{r['preset']:>12}: {r['rays_per_s'] / 1e6:6.2f} M rays/s  "
+            f"{r['points_per_s'] / 1e6:6.2f} M points/s  "
+            f"RTF {r['realtime_factor']:5.2f} (with writers {r['realtime_factor_with_writers']:5.2f})"
+        )
+    report = {
+        "machine": {"cpus": platform.processor() or platform.machine(), "python": platform.python_version()},
+        "results": results,
+    }
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,96 @@
+"""Street furniture in object frames (x forward, y left, z up, origin on the ground): cars, trees,
+street lights, signs, rocks, and building shells with glazed facades."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .geometry import MeshBuilder
+
+__all__ = ["add_building", "add_car", "add_rock", "add_sign", "add_street_light", "add_tree"]
+
+CAR_LENGTH, CAR_WIDTH = 4.5, 1.8
+
+
+def add_car(b: MeshBuilder, paint: str) -> None:
+    """A 4.5 m sedan centred on the origin, facing +x: body, glazed cabin, chrome trim, tyres, plates."""
+    half_l, half_w = CAR_LENGTH / 2, CAR_WIDTH / 2
+    b.box((0.0, 0.0, 0.62), (CAR_LENGTH, CAR_WIDTH, 0.64), paint)
+    b.box((-0.25, 0.0, 1.18), (2.3, 1.6, 0.48), paint)
+    # glazing 1 cm proud of the cabin: windscreen, rear window, side windows
+    b.quad([(0.91, -0.72, 0.98), (0.91, 0.72, 0.98), (0.91, 0.72, 1.38), (0.91, -0.72, 1.38)], "glass")
+    b.quad([(-1.41, 0.72, 0.98), (-1.41, -0.72, 0.98), (-1.41, -0.72, 1.38), (-1.41, 0.72, 1.38)], "glass")
+    for s in (-1.0, 1.0):
+        y = s * 0.81
+        b.quad([(-1.25, y, 0.98), (0.75, y, 0.98), (0.75, y, 1.36), (-1.25, y, 1.36)], "glass")
+        b.box((0.0, s * (half_w + 0.005), 0.75), (3.6, 0.01, 0.05), "chrome")
+    b.box((half_l + 0.005, 0.0, 0.72), (0.01, 1.0, 0.12), "chrome")
+    for s in (-1.0, 1.0):
+        b.box((s * (half_l + 0.01), 0.0, 0.5), (0.01, 0.52, 0.11), "plate_sheeting")
+    for xw in (-1.4, 1.4):
+        for s in (-1.0, 1.0):
+            b.cylinder((xw, s * 0.8 + 0.11, 0.33), 0.33, 0.22, "rubber", sections=24, roll=np.pi / 2)
+
+
+def add_tree(b: MeshBuilder, rng: np.random.Generator) -> None:
+    """A low-poly tree: bark trunk and a roughened vegetation crown, random size."""
+    trunk_h = float(rng.uniform(2.2, 3.4))
+    r = float(rng.uniform(1.4, 2.4))
+    b.cylinder((0.0, 0.0, 0.0), float(rng.uniform(0.14, 0.25)), trunk_h + 0.5 * r, "bark", sections=10)
+    b.sphere(
+        (0.0, 0.0, trunk_h + 0.8 * r), (r, r, 1.1 * r), "vegetation", subdivisions=3, jitter=0.12, rng=rng
+    )
+
+
+def add_street_light(b: MeshBuilder, arm_dir: float) -> None:
+    """A 7 m pole with an arm reaching 1.6 m towards ``arm_dir`` * y and a lamp head."""
+    b.cylinder((0.0, 0.0, 0.0), 0.09, 7.0, "metal_pole", sections=12)
+    b.box((0.0, arm_dir * 0.8, 6.95), (0.08, 1.6, 0.08), "metal_pole")
+    b.box((0.0, arm_dir * 1.6, 6.85), (0.35, 0.6, 0.18), "metal_pole")
+
+
+def add_sign(b: MeshBuilder) -> None:
+    """A 0.7 m square sign plate facing -x on a 2.8 m pole."""
+    b.cylinder((0.0, 0.0, 0.0), 0.04, 2.8, "metal_pole", sections=10)
+    b.box((-0.06, 0.0, 2.5), (0.02, 0.7, 0.7), "sign_sheeting")
+
+
+def add_rock(b: MeshBuilder, rng: np.random.Generator) -> None:
+    """A roughened, flattened boulder about 1 m across."""
+    radii = (float(rng.uniform(0.5, 0.9)), float(rng.uniform(0.4, 0.7)), float(rng.uniform(0.3, 0.5)))
+    b.sphere((0.0, 0.0, 0.6 * radii[2]), radii, "rock", subdivisions=2, jitter=0.2, rng=rng)
+
+
+def add_building(
+    b: MeshBuilder, width: float, depth: float, floors: int, wall: str, floor_h: float = 3.2,
+    window_pitch: float = 2.6, window_w: float = 1.4, window_h: float = 1.6, sill: float = 0.9,
+) -> None:  # fmt: skip
+    """A building shell in a frame whose facade lies on y = 0 (facing -y), spanning x in [0, width] and
+    y in [0, depth]. The facade is a grid of wall pieces around window openings, each opening holds a
+    glass pane, and a plaster back wall 3 m inside stops rays that pass the glass."""
+    th = 0.3
+    height = floors * floor_h + 0.6
+    cols = max(1, int(width // window_pitch))
+    centers = (np.arange(cols) + 0.5) * width / cols
+    # horizontal bands: below the first row, between rows, above the last row
+    levels = [0.0]
+    for f in range(floors):
+        levels += [f * floor_h + sill, f * floor_h + sill + window_h]
+    levels.append(height)
+    for z0, z1 in zip(levels[0::2], levels[1::2], strict=True):
+        b.box((width / 2, th / 2, (z0 + z1) / 2), (width, th, z1 - z0), wall)
+    edges = np.concatenate([[0.0], np.ravel(np.c_[centers - window_w / 2, centers + window_w / 2]), [width]])
+    for f in range(floors):
+        z0, z1 = f * floor_h + sill, f * floor_h + sill + window_h
+        for x0, x1 in zip(edges[0::2], edges[1::2], strict=True):
+            b.box(((x0 + x1) / 2, th / 2, (z0 + z1) / 2), (x1 - x0, th, z1 - z0), wall)
+        for c in centers:
+            xa, xb = c - window_w / 2, c + window_w / 2
+            y = th / 2
+            b.quad([(xa, y, z0), (xb, y, z0), (xb, y, z1), (xa, y, z1)], "glass")
+    inner = depth - 2 * th
+    b.box((th / 2, depth / 2, height / 2), (th, depth, height), wall)
+    b.box((width - th / 2, depth / 2, height / 2), (th, depth, height), wall)
+    b.box((width / 2, depth - th / 2, height / 2), (width - 2 * th, th, height), wall)
+    b.box((width / 2, th + inner / 2, height - 0.15), (width - 2 * th, inner, 0.3), "concrete")
+    b.box((width / 2, th + 3.0, (height - 0.3) / 2), (width - 2 * th, 0.2, height - 0.3), "building_plaster")

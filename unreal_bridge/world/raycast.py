@@ -1,0 +1,196 @@
+"""Ray casters over one static triangle mesh: Embree (embreex) and a NumPy reference."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import WorldError
+
+__all__ = ["RAY_CASTERS", "EmbreeCaster", "NumpyCaster", "RayCaster", "face_normals", "parallel_map", "split"]
+
+F32 = NDArray[np.float32]
+T = TypeVar("T")
+CastResult = tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float32]]
+
+#: Rays per thread below which one Embree call does all the work.
+_PARALLEL_MIN_RAYS = 16_384
+_N_THREADS = 2
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+class RayCaster(Protocol):
+    """Nearest-hit ray casting against one fixed triangle mesh."""
+
+    def intersect(
+        self, origins: F32, directions: F32, max_distance: float = np.inf, threads: int | None = None
+    ) -> CastResult:
+        """Nearest hits: distance (N,) float32 (inf = miss), face (N,) int64 (-1 = miss), normal (N, 3)."""
+        ...
+
+
+def face_normals(vertices: F32, faces: NDArray[np.int32]) -> F32:
+    """Unit geometric normals (F, 3) float32, (v1 - v0) x (v2 - v0); degenerate faces get +z."""
+    v = vertices.astype(np.float64)
+    n = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
+    length = np.linalg.norm(n, axis=1, keepdims=True)
+    out = np.where(length > 0, n / np.where(length > 0, length, 1.0), np.array([0.0, 0.0, 1.0]))
+    return out.astype(np.float32)
+
+
+def _check_mesh(vertices: np.ndarray, faces: np.ndarray) -> tuple[F32, NDArray[np.int32]]:
+    v = np.ascontiguousarray(vertices, dtype=np.float32)
+    f = np.ascontiguousarray(faces, dtype=np.int32)
+    if v.ndim != 2 or v.shape[1] != 3 or f.ndim != 2 or f.shape[1] != 3:
+        raise WorldError(f"ray caster: need vertices (V, 3) and faces (F, 3), got {v.shape} and {f.shape}")
+    if f.size and (f.min() < 0 or f.max() >= v.shape[0]):
+        raise WorldError("ray caster: faces index vertices out of range")
+    return v, f
+
+
+def _check_rays(origins: np.ndarray, directions: np.ndarray) -> tuple[F32, F32]:
+    o = np.ascontiguousarray(origins, dtype=np.float32).reshape(-1, 3)
+    d = np.ascontiguousarray(directions, dtype=np.float32).reshape(-1, 3)
+    if o.shape != d.shape:
+        raise WorldError(f"ray caster: origins {o.shape} and directions {d.shape} differ")
+    return o, d
+
+
+def _empty(n: int) -> CastResult:
+    return (
+        np.full(n, np.inf, dtype=np.float32),
+        np.full(n, -1, dtype=np.int64),
+        np.zeros((n, 3), dtype=np.float32),
+    )
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_N_THREADS, thread_name_prefix="rt-lidar-embree")
+        return _pool
+
+
+class EmbreeCaster:
+    """Embree 4 BVH through ``embreex``; rays are split over two threads when there are many."""
+
+    def __init__(self, vertices: np.ndarray, faces: np.ndarray) -> None:
+        from embreex import rtcore_scene
+        from embreex.mesh_construction import TriangleMesh
+
+        v, f = _check_mesh(vertices, faces)
+        self.n_faces = int(f.shape[0])
+        normals = face_normals(v, f) if self.n_faces else np.zeros((0, 3), np.float32)
+        self._normals_ext = np.concatenate([normals, np.zeros((1, 3), np.float32)])
+        self._scene = rtcore_scene.EmbreeScene() if self.n_faces else None
+        if self._scene is not None:
+            TriangleMesh(self._scene, v, f)
+            # Commit now (the first run() builds the BVH) so that threads never race on it.
+            self._scene.run(np.zeros((1, 3), np.float32), np.array([[0.0, 0.0, 1.0]], np.float32))
+
+    def _run(self, o: F32, d: F32, max_distance: float) -> CastResult:
+        assert self._scene is not None
+        tfar = None if not np.isfinite(max_distance) else np.full(o.shape[0], max_distance, dtype=np.float32)
+        res = self._scene.run(o, d, dists=tfar, output=1)
+        face = res["primID"].astype(np.int64)
+        miss = face < 0
+        distance = res["tfar"]
+        distance[miss] = np.inf
+        normal = self._normals_ext[face]  # face -1 reads the trailing zero row
+        return distance, face, normal
+
+    def intersect(
+        self, origins: F32, directions: F32, max_distance: float = np.inf, threads: int | None = None
+    ) -> CastResult:
+        """Nearest hits within ``max_distance``: distance, face (-1 = miss), unit face normal.
+
+        ``threads``: how many threads share the rays (None: 2 when there are many rays, else 1).
+        """
+        o, d = _check_rays(origins, directions)
+        n = o.shape[0]
+        if self._scene is None or n == 0:
+            return _empty(n)
+        n_threads = threads if threads is not None else (_N_THREADS if n >= _PARALLEL_MIN_RAYS else 1)
+        if n_threads <= 1:
+            return self._run(o, d, max_distance)
+        parts = parallel_map(lambda s: self._run(o[s], d[s], max_distance), split(n, n_threads))
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+        )
+
+
+def split(n: int, parts: int) -> list[slice]:
+    """``parts`` contiguous slices covering range(n)."""
+    bounds = np.linspace(0, n, parts + 1).astype(int)
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+
+
+def parallel_map(fn: Callable[[slice], T], slices: list[slice]) -> list[T]:
+    """Run ``fn`` on each slice in the shared 2-thread pool (NumPy and Embree release the GIL)."""
+    if len(slices) == 1:
+        return [fn(slices[0])]
+    return list(_thread_pool().map(fn, slices))
+
+
+class NumpyCaster:
+    """Vectorised Möller–Trumbore over every face, in chunks: a slow reference for small meshes."""
+
+    def __init__(self, vertices: np.ndarray, faces: np.ndarray, chunk_elements: int = 2_000_000) -> None:
+        v, f = _check_mesh(vertices, faces)
+        vd = v.astype(np.float64)
+        self.n_faces = int(f.shape[0])
+        self._v0 = vd[f[:, 0]]
+        self._e1 = vd[f[:, 1]] - self._v0
+        self._e2 = vd[f[:, 2]] - self._v0
+        self._normals = face_normals(v, f) if self.n_faces else np.zeros((0, 3), np.float32)
+        self._chunk = max(1, chunk_elements // max(self.n_faces, 1))
+
+    def intersect(
+        self, origins: F32, directions: F32, max_distance: float = np.inf, threads: int | None = None
+    ) -> CastResult:
+        """Nearest hits within ``max_distance``: distance, face (-1 = miss), unit normal; one thread."""
+        o, d = _check_rays(origins, directions)
+        n = o.shape[0]
+        distance, face, normal = _empty(n)
+        if self.n_faces == 0:
+            return distance, face, normal
+        eps = 1e-12
+        for start in range(0, n, self._chunk):
+            sl = slice(start, min(n, start + self._chunk))
+            oc = o[sl].astype(np.float64)[:, None, :]
+            dc = d[sl].astype(np.float64)[:, None, :]
+            p = np.cross(dc, self._e2[None])
+            det = np.einsum("rfk,fk->rf", p, self._e1)
+            ok = np.abs(det) > eps
+            inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+            s = oc - self._v0[None]
+            u = np.einsum("rfk,rfk->rf", s, p) * inv
+            q = np.cross(s, self._e1[None])
+            v = np.einsum("rfk,rk->rf", q, dc[:, 0, :]) * inv
+            t = np.einsum("rfk,fk->rf", q, self._e2) * inv
+            hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t > 0) & (t <= max_distance)
+            t = np.where(hit, t, np.inf)
+            best = np.argmin(t, axis=1)
+            tbest = t[np.arange(t.shape[0]), best]
+            got = np.isfinite(tbest)
+            distance[sl] = np.where(got, tbest, np.inf).astype(np.float32)
+            face[sl] = np.where(got, best, -1)
+        hit_rows = face >= 0
+        normal[hit_rows] = self._normals[face[hit_rows]]
+        return distance, face, normal
+
+
+RAY_CASTERS: dict[str, Callable[[np.ndarray, np.ndarray], RayCaster]] = {
+    "embree": EmbreeCaster,
+    "numpy": NumpyCaster,
+}

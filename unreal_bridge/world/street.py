@@ -1,0 +1,171 @@
+"""The default procedural street: road, markings, kerbs, sidewalks, glazed buildings, parked and moving
+cars, street lights, signs, trees and rocks. Deterministic for a seed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .geometry import MeshBuilder
+from .pose import Pose
+from .props import CAR_LENGTH, add_building, add_car, add_rock, add_sign, add_street_light, add_tree
+from .scene import MeshObject, Scene
+from .trajectory import ConstantVelocity, StaticTrajectory, Trajectory, WaypointTrajectory
+
+__all__ = ["EGO_LANE_Y", "EGO_SPEED", "LANE_WIDTH", "street_scene"]
+
+LANE_WIDTH = 3.5
+EGO_LANE_Y = -LANE_WIDTH / 2  # right-hand traffic, driving towards +x
+EGO_SPEED = 10.0
+PARKING_Y = LANE_WIDTH + 1.1
+KERB_Y = LANE_WIDTH + 2.2
+SIDEWALK_Z = 0.15
+FACADE_Y = 10.0
+PAINTS = ("car_paint_red", "car_paint_white", "car_paint_black")
+
+
+class _Objects:
+    """Collects MeshObjects with segment ids 1..255 in creation order."""
+
+    def __init__(self) -> None:
+        self.items: list[MeshObject] = []
+
+    def add(
+        self, b: MeshBuilder, name: str, pose: Pose | None = None, trajectory: Trajectory | None = None
+    ) -> None:
+        traj = trajectory if trajectory is not None else StaticTrajectory(pose or Pose.identity())
+        self.items.append(b.build(name, 1 + len(self.items) % 255, traj))
+
+
+def _road(objs: _Objects, x0: float, x1: float) -> None:
+    b = MeshBuilder()
+    b.grid(x0, x1, -KERB_Y, KERB_Y, 0.0, 0.5, "asphalt")
+    objs.add(b, "road")
+    b = MeshBuilder()
+    z, w = 0.004, 0.15
+    for x in np.arange(x0, x1 - 3.0, 9.0):
+        b.quad([(x, -w / 2, z), (x + 3.0, -w / 2, z), (x + 3.0, w / 2, z), (x, w / 2, z)], "lane_paint")
+    for y in (-LANE_WIDTH, LANE_WIDTH):
+        for x in np.arange(x0, x1, 10.0):
+            xe = min(x + 10.0, x1)
+            b.quad(
+                [(x, y - w / 2, z), (xe, y - w / 2, z), (xe, y + w / 2, z), (x, y + w / 2, z)], "lane_paint"
+            )
+    objs.add(b, "lane_markings")
+    for side, s in (("right", -1.0), ("left", 1.0)):
+        b = MeshBuilder()
+        b.box(((x0 + x1) / 2, s * (KERB_Y + 0.075), SIDEWALK_Z / 2), (x1 - x0, 0.15, SIDEWALK_Z), "concrete")
+        walk = FACADE_Y - KERB_Y - 0.15
+        b.box(((x0 + x1) / 2, s * (KERB_Y + 0.15 + walk / 2), SIDEWALK_Z / 2 - 0.005),
+              (x1 - x0, walk, SIDEWALK_Z - 0.01), "concrete")  # fmt: skip
+        objs.add(b, f"sidewalk_{side}")
+    b = MeshBuilder()
+    b.box(((x0 + x1) / 2, 0.0, -0.03), (x1 - x0 + 40.0, 2 * (FACADE_Y + 30.0), 0.04), "concrete")
+    objs.add(b, "ground")
+
+
+def _buildings(objs: _Objects, rng: np.random.Generator, x0: float, x1: float) -> None:
+    for side, s in (("right", -1.0), ("left", 1.0)):
+        x, k = x0, 0
+        while x < x1:
+            width = float(rng.uniform(12.0, 24.0))
+            depth = float(rng.uniform(10.0, 14.0))
+            floors = int(rng.integers(3, 7))
+            wall = "brick" if rng.random() < 0.5 else "building_plaster"
+            b = MeshBuilder()
+            add_building(b, width, depth, floors, wall)
+            # local facade frame: y = 0 on the facade, +y into the building
+            pose = (
+                Pose.from_xyz_rpy(x, FACADE_Y, 0.0)
+                if s > 0
+                else Pose.from_xyz_rpy(x + width, -FACADE_Y, 0.0, yaw=np.pi)
+            )
+            objs.add(b, f"building_{side}_{k}", pose)
+            x += width + float(rng.uniform(1.5, 4.0))
+            k += 1
+
+
+def _car(paint: str) -> MeshBuilder:
+    b = MeshBuilder()
+    add_car(b, paint)
+    return b
+
+
+def _parked_cars(objs: _Objects, rng: np.random.Generator, x0: float, x1: float, keep_free: float) -> None:
+    for side, s in (("right", -1.0), ("left", 1.0)):
+        x, k = x0, 0
+        while x < x1:
+            if not (s < 0 and abs(x - keep_free) < 8.0):
+                paint = PAINTS[int(rng.integers(len(PAINTS)))]
+                yaw = 0.0 if s < 0 else np.pi
+                objs.add(
+                    _car(paint), f"car_parked_{side}_{k}", Pose.from_xyz_rpy(x, s * PARKING_Y, 0.0, yaw=yaw)
+                )
+                k += 1
+            x += CAR_LENGTH + float(rng.uniform(2.0, 14.0))
+
+
+def _moving_cars(objs: _Objects, rng: np.random.Generator, length_m: float, pull_out_x: float) -> None:
+    paints = [PAINTS[int(i)] for i in rng.integers(len(PAINTS), size=3)]
+    ahead = ConstantVelocity(Pose.from_xyz_rpy(30.0, EGO_LANE_Y, 0.0), (8.0, 0.0, 0.0))
+    objs.add(_car(paints[0]), "car_moving_0", trajectory=ahead)
+    oncoming = ConstantVelocity(
+        Pose.from_xyz_rpy(length_m - 20.0, -EGO_LANE_Y, 0.0, yaw=np.pi), (-11.0, 0.0, 0.0)
+    )
+    objs.add(_car(paints[1]), "car_moving_1", trajectory=oncoming)
+    pull_out = WaypointTrajectory(
+        times=[0.0, 2.0, 5.0, 60.0],
+        positions=[
+            (pull_out_x - 1.0, -PARKING_Y, 0.0),
+            (pull_out_x, -PARKING_Y, 0.0),
+            (pull_out_x + 12.0, EGO_LANE_Y, 0.0),
+            (pull_out_x + 12.0 + 7.0 * 55.0, EGO_LANE_Y, 0.0),
+        ],
+    )
+    objs.add(_car(paints[2]), "car_moving_2", trajectory=pull_out)
+
+
+def _furniture(objs: _Objects, rng: np.random.Generator, x0: float, x1: float) -> None:
+    for k, x in enumerate(np.arange(x0 + 5.0, x1, 30.0)):
+        for side, s in (("right", -1.0), ("left", 1.0)):
+            b = MeshBuilder()
+            add_street_light(b, -s)
+            objs.add(
+                b,
+                f"street_light_{side}_{k}",
+                Pose.from_xyz_rpy(float(x) + 15.0 * (s > 0), s * 6.3, SIDEWALK_Z),
+            )
+    for k, x in enumerate(np.arange(x0 + 25.0, x1, 50.0)):
+        b = MeshBuilder()
+        add_sign(b)
+        objs.add(b, f"sign_{k}", Pose.from_xyz_rpy(float(x), -6.7, SIDEWALK_Z))
+    for side, s in (("right", -1.0), ("left", 1.0)):
+        for k, x in enumerate(np.arange(x0 + 12.0, x1, 18.0)):
+            b = MeshBuilder()
+            add_tree(b, rng)
+            jitter = float(rng.uniform(-2.0, 2.0))
+            objs.add(b, f"tree_{side}_{k}", Pose.from_xyz_rpy(float(x) + jitter, s * 8.4, SIDEWALK_Z))
+    for k in range(2):
+        b = MeshBuilder()
+        add_rock(b, rng)
+        x = float(rng.uniform(x0 + 10.0, x1 - 10.0))
+        s = 1.0 if k == 0 else -1.0
+        yaw = float(rng.uniform(0, 2 * np.pi))
+        objs.add(b, f"rock_{k}", Pose.from_xyz_rpy(x, s * 9.3, SIDEWALK_Z, yaw=yaw))
+
+
+def street_scene(seed: int = 0, length_m: float = 200.0, ego_speed: float = EGO_SPEED) -> Scene:
+    """The default street, about ``length_m`` long along +x, ego driving in the right lane from x = 0.
+
+    The ego starts at (0, -1.75, 0) heading +x at ``ego_speed`` m/s; the lidar sits 1.8 m above the ground.
+    """
+    rng = np.random.default_rng(seed)
+    x0, x1 = -30.0, float(length_m) + 30.0
+    pull_out_x = min(70.0, 0.4 * length_m)
+    objs = _Objects()
+    _road(objs, x0, x1)
+    _buildings(objs, rng, x0, x1)
+    _parked_cars(objs, rng, x0 + 5.0, x1 - 5.0, pull_out_x)
+    _moving_cars(objs, rng, float(length_m), pull_out_x)
+    _furniture(objs, rng, x0, x1)
+    ego = ConstantVelocity(Pose.from_xyz_rpy(0.0, EGO_LANE_Y, 0.0), (ego_speed, 0.0, 0.0))
+    return Scene(objects=objs.items, ego=ego, sensor_mount=Pose.from_xyz_rpy(0.0, 0.0, 1.8))

@@ -1,0 +1,153 @@
+"""Scripted trajectories: where an object (or the ego car) is at time t, vectorised over t."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import WorldError
+from .pose import Pose, quat_from_yaw, quat_multiply
+
+__all__ = ["ConstantVelocity", "StaticTrajectory", "Trajectory", "WaypointTrajectory"]
+
+F64 = NDArray[np.float64]
+
+
+@runtime_checkable
+class Trajectory(Protocol):
+    """A pose as a function of time (seconds); the pose maps the object frame into the world frame."""
+
+    def positions_rotations(self, t: NDArray[np.float64]) -> tuple[F64, F64]:
+        """Positions (K, 3) and quaternions (K, 4) (w, x, y, z) at times t (K,)."""
+        ...
+
+    def pose_at(self, t: float) -> Pose:
+        """The pose at one time."""
+        ...
+
+
+def _times(t: ArrayLike) -> F64:
+    return np.atleast_1d(np.asarray(t, dtype=np.float64)).reshape(-1)
+
+
+class StaticTrajectory:
+    """An object that never moves."""
+
+    def __init__(self, pose: Pose | None = None) -> None:
+        self.pose = pose if pose is not None else Pose.identity()
+
+    def positions_rotations(self, t: NDArray[np.float64]) -> tuple[F64, F64]:
+        """The fixed pose repeated for every time in t."""
+        k = _times(t).shape[0]
+        return np.tile(self.pose.position, (k, 1)), np.tile(self.pose.rotation, (k, 1))
+
+    def pose_at(self, t: float) -> Pose:
+        """The fixed pose."""
+        return self.pose
+
+    def __repr__(self) -> str:
+        return f"StaticTrajectory({self.pose!r})"
+
+
+class ConstantVelocity:
+    """Constant speed with a constant turn rate (CTRV), from ``start`` at t = 0.
+
+    ``velocity_xyz`` is the world-frame velocity at t = 0 (m/s). With ``yaw_rate`` (rad/s) both the
+    heading and the horizontal velocity turn about world +z at that rate, so the path is a circle
+    arc; with ``yaw_rate == 0`` it is the straight line ``start.position + velocity_xyz * t``.
+    """
+
+    def __init__(self, start: Pose, velocity_xyz: ArrayLike, yaw_rate: float = 0.0) -> None:
+        v = np.asarray(velocity_xyz, dtype=np.float64).reshape(-1)
+        if v.shape != (3,) or not np.all(np.isfinite(v)):
+            raise WorldError(f"ConstantVelocity.velocity_xyz must be 3 finite numbers, got {velocity_xyz!r}")
+        if not np.isfinite(yaw_rate):
+            raise WorldError(f"ConstantVelocity.yaw_rate must be finite, got {yaw_rate!r}")
+        self.start = start
+        self.velocity = v
+        self.yaw_rate = float(yaw_rate)
+
+    def positions_rotations(self, t: NDArray[np.float64]) -> tuple[F64, F64]:
+        """Positions (K, 3) and quaternions (K, 4) at times t (K,)."""
+        tt = _times(t)
+        vx, vy, vz = self.velocity
+        w = self.yaw_rate
+        if abs(w) < 1e-12:
+            dx, dy = vx * tt, vy * tt
+        else:
+            s, c = np.sin(w * tt), np.cos(w * tt)
+            dx = (vx * s + vy * (c - 1.0)) / w
+            dy = (vx * (1.0 - c) + vy * s) / w
+        pos = self.start.position + np.stack([dx, dy, vz * tt], axis=-1)
+        quat = quat_multiply(quat_from_yaw(w * tt), self.start.rotation)
+        return pos, quat
+
+    def pose_at(self, t: float) -> Pose:
+        """The pose at time t."""
+        p, q = self.positions_rotations(np.array([t]))
+        return Pose(p[0], q[0])
+
+    def __repr__(self) -> str:
+        return f"ConstantVelocity({self.start!r}, {self.velocity.tolist()}, yaw_rate={self.yaw_rate})"
+
+
+class WaypointTrajectory:
+    """Piecewise-linear motion through timed waypoints; holds the first/last pose outside them.
+
+    ``yaws`` (K,) radians; when None the heading follows the direction of travel of the current
+    segment (yaw only, the object stays level), and a stop keeps the previous heading.
+    """
+
+    def __init__(self, times: ArrayLike, positions: ArrayLike, yaws: ArrayLike | None = None) -> None:
+        tt = np.asarray(times, dtype=np.float64).reshape(-1)
+        pp = np.asarray(positions, dtype=np.float64)
+        if tt.shape[0] < 1 or pp.shape != (tt.shape[0], 3):
+            raise WorldError(
+                f"WaypointTrajectory: positions must be (K, 3) matching times (K,), "
+                f"got {pp.shape} and {tt.shape}"
+            )
+        if not (np.all(np.isfinite(tt)) and np.all(np.isfinite(pp))):
+            raise WorldError("WaypointTrajectory: times and positions must be finite")
+        if np.any(np.diff(tt) <= 0):
+            raise WorldError("WaypointTrajectory: times must be strictly increasing")
+        self.times = tt
+        self.positions = pp
+        if yaws is None:
+            seg = np.diff(pp[:, :2], axis=0)
+            seg_yaw = np.zeros(max(len(tt) - 1, 1))
+            last = 0.0
+            first_set = False
+            for i, (dx, dy) in enumerate(seg):
+                if np.hypot(dx, dy) > 1e-9:
+                    last = float(np.arctan2(dy, dx))
+                    if not first_set:
+                        seg_yaw[:i] = last
+                        first_set = True
+                seg_yaw[i] = last
+            self.segment_yaws: F64 | None = seg_yaw
+            self.yaws: F64 | None = None
+        else:
+            yy = np.unwrap(np.asarray(yaws, dtype=np.float64).reshape(-1))
+            if yy.shape != tt.shape:
+                raise WorldError(f"WaypointTrajectory: yaws must be (K,) = {tt.shape}, got {yy.shape}")
+            self.yaws = yy
+            self.segment_yaws = None
+
+    def positions_rotations(self, t: NDArray[np.float64]) -> tuple[F64, F64]:
+        """Positions (K, 3) and quaternions (K, 4) at times t (K,)."""
+        tq = _times(t)
+        pos = np.stack([np.interp(tq, self.times, self.positions[:, i]) for i in range(3)], axis=-1)
+        if self.yaws is not None:
+            yaw = np.interp(tq, self.times, self.yaws)
+        else:
+            assert self.segment_yaws is not None
+            idx = np.clip(np.searchsorted(self.times, tq, side="right") - 1, 0, len(self.segment_yaws) - 1)
+            yaw = self.segment_yaws[idx]
+        return pos, quat_from_yaw(yaw)
+
+    def pose_at(self, t: float) -> Pose:
+        """The pose at time t."""
+        p, q = self.positions_rotations(np.array([t]))
+        return Pose(p[0], q[0])

@@ -1,0 +1,257 @@
+"""The embedded world: a scene with one static BVH, one BVH per moving object, and queries at time t."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import WorldError
+from .pose import Pose, quat_multiply, quat_rotate
+from .raycast import _PARALLEL_MIN_RAYS, RAY_CASTERS, RayCaster, parallel_map, split
+from .scene import Scene
+
+if TYPE_CHECKING:
+    from .camera import CameraImages, CameraSpec
+
+__all__ = ["RayHits", "World"]
+
+F64 = NDArray[np.float64]
+F32 = NDArray[np.float32]
+
+
+class RayHits(NamedTuple):
+    """Nearest hits of a ray batch, world frame.
+
+    distance (N,) float32 (inf = miss); normal (N, 3) float32 unit, facing the ray (dot(n, d) <= 0);
+    segment (N,) uint32 (0 = miss); material (N,) int16 (-1 = miss); object_index (N,) int32 (-1 = miss).
+    """
+
+    distance: NDArray[np.float32]
+    normal: NDArray[np.float32]
+    segment: NDArray[np.uint32]
+    material: NDArray[np.int16]
+    object_index: NDArray[np.int32]
+
+
+class _Moving:
+    """A moving object: its caster in the object frame and its bounding sphere."""
+
+    def __init__(self, index: int, caster: RayCaster, vertices: NDArray[np.float32]) -> None:
+        self.index = index
+        self.caster = caster
+        lo, hi = vertices.min(axis=0).astype(np.float64), vertices.max(axis=0).astype(np.float64)
+        self.center = 0.5 * (lo + hi)
+        self.radius = float(np.linalg.norm(vertices.astype(np.float64) - self.center, axis=1).max()) + 1e-3
+
+
+class World:
+    """A :class:`Scene` ready for ray casts and camera renders at any time t.
+
+    All static objects share one BVH built once, in world coordinates. Each moving object gets its own
+    BVH in its object frame; a cast at time t moves the candidate rays (those that meet the object's
+    bounding sphere) into that frame instead of moving the mesh.
+    """
+
+    def __init__(self, scene: Scene, caster: str = "embree") -> None:
+        if caster not in RAY_CASTERS:
+            raise WorldError(f"World: unknown caster {caster!r}; choose one of {sorted(RAY_CASTERS)}")
+        self.scene = scene
+        self.caster_name = caster
+        make = RAY_CASTERS[caster]
+        objs = scene.objects
+        self._segments = np.array([o.segment_id for o in objs] + [0], dtype=np.uint32)
+        verts: list[NDArray[np.float32]] = []
+        faces: list[NDArray[np.int32]] = []
+        mats: list[NDArray[np.int16]] = []
+        owner: list[NDArray[np.int32]] = []
+        offset = 0
+        self._moving: list[_Moving] = []
+        self._face_material: dict[int, NDArray[np.int16]] = {}
+        for i, obj in enumerate(objs):
+            if obj.triangle_count == 0:
+                continue
+            if obj.is_static:
+                pose = obj.trajectory.pose_at(0.0)
+                verts.append(pose.transform_points(obj.vertices).astype(np.float32))
+                faces.append(obj.faces + offset)
+                mats.append(obj.face_material)
+                owner.append(np.full(obj.triangle_count, i, dtype=np.int32))
+                offset += obj.vertices.shape[0]
+            else:
+                self._moving.append(_Moving(i, make(obj.vertices, obj.faces), obj.vertices))
+                self._face_material[i] = obj.face_material
+        if faces:
+            self._static: RayCaster | None = make(np.concatenate(verts), np.concatenate(faces))
+            self._static_material = np.concatenate([*mats, np.array([-1], np.int16)])
+            self._static_owner = np.concatenate([*owner, np.array([-1], np.int32)])
+        else:
+            self._static = None
+            self._static_material = np.array([-1], np.int16)
+            self._static_owner = np.array([-1], np.int32)
+        self._index = {o.name: i for i, o in enumerate(objs)}
+
+    # -- scene queries -------------------------------------------------------------------------
+
+    @property
+    def material_names(self) -> list[str]:
+        """The material table that RayHits.material indexes."""
+        return list(self.scene.material_names)
+
+    @property
+    def objects(self) -> list[str]:
+        """Object names, in scene order (RayHits.object_index indexes this list)."""
+        return [o.name for o in self.scene.objects]
+
+    @property
+    def triangle_count(self) -> int:
+        """Total faces in the scene."""
+        return self.scene.triangle_count
+
+    def ego_pose(self, t: float) -> Pose:
+        """The ego vehicle's pose at time t."""
+        return self.scene.ego.pose_at(float(t))
+
+    def ego_poses(self, t: ArrayLike) -> tuple[F64, F64]:
+        """Ego positions (K, 3) and quaternions (K, 4) at times t (K,)."""
+        return self.scene.ego.positions_rotations(np.atleast_1d(np.asarray(t, dtype=np.float64)))
+
+    def sensor_poses(self, t: ArrayLike) -> tuple[F64, F64]:
+        """Sensor positions (K, 3) and quaternions (K, 4) in the world: ego pose * sensor_mount."""
+        pos, quat = self.ego_poses(t)
+        mount = self.scene.sensor_mount
+        return pos + quat_rotate(quat, mount.position), quat_multiply(quat, mount.rotation)
+
+    def sensor_pose(self, t: float) -> Pose:
+        """The sensor's world pose at one time."""
+        return self.ego_pose(t).compose(self.scene.sensor_mount)
+
+    def object_pose(self, name: str, t: float) -> Pose:
+        """The world pose of the named object at time t."""
+        try:
+            obj = self.scene.objects[self._index[name]]
+        except KeyError:
+            raise WorldError(f"World: no object named {name!r}") from None
+        return obj.trajectory.pose_at(float(t))
+
+    def segment_ids(self) -> dict[str, int]:
+        """Current segment id of every object."""
+        return {o.name: int(self._segments[i]) for i, o in enumerate(self.scene.objects)}
+
+    def set_segment_id(self, name: str, segment_id: int, is_regex: bool = False) -> bool:
+        """Set the segment id (0..255) of the named object, or of every object whose name fully matches
+        the regex (case-insensitive, as AirSim's simSetSegmentationObjectID). False when nothing matched."""
+        if not 0 <= int(segment_id) <= 255:
+            raise WorldError(f"World.set_segment_id: segment_id must be 0..255, got {segment_id}")
+        if is_regex:
+            try:
+                pattern = re.compile(name, re.IGNORECASE)
+            except re.error as exc:
+                raise WorldError(f"World.set_segment_id: bad regex {name!r}: {exc}") from None
+            hits = [i for i, o in enumerate(self.scene.objects) if pattern.fullmatch(o.name)]
+        else:
+            hits = [self._index[name]] if name in self._index else []
+        for i in hits:
+            self._segments[i] = segment_id
+        return bool(hits)
+
+    # -- ray casting ---------------------------------------------------------------------------
+
+    def cast(self, origins: ArrayLike, directions: ArrayLike, t: float, max_range: float = np.inf) -> RayHits:
+        """Nearest hits of rays (world frame, unit directions) with every object posed at time t.
+
+        Hits farther than ``max_range`` are misses. Large batches are split over two threads.
+        """
+        o = np.ascontiguousarray(origins, dtype=np.float32).reshape(-1, 3)
+        d = np.ascontiguousarray(directions, dtype=np.float32).reshape(-1, 3)
+        if o.shape != d.shape:
+            raise WorldError(f"World.cast: origins {o.shape} and directions {d.shape} differ")
+        n = o.shape[0]
+        out = RayHits(
+            np.full(n, np.inf, dtype=np.float32),
+            np.zeros((n, 3), dtype=np.float32),
+            np.zeros(n, dtype=np.uint32),
+            np.full(n, -1, dtype=np.int16),
+            np.full(n, -1, dtype=np.int32),
+        )
+        if n == 0:
+            return out
+        poses = [self.scene.objects[mv.index].trajectory.pose_at(float(t)) for mv in self._moving]
+        # one shared origin (a lidar or camera) makes the bounding-sphere cull a cone test
+        shared = o[0].copy() if self._moving and bool(np.all(o == o[0])) else None
+        slices = split(n, 2 if n >= _PARALLEL_MIN_RAYS else 1)
+        parallel_map(
+            lambda sl: self._cast_chunk(o[sl], d[sl], poses, float(max_range), out, sl, shared), slices
+        )
+        return out
+
+    def _cast_chunk(
+        self, o: F32, d: F32, poses: list[Pose], max_range: float, out: RayHits, sl: slice, shared: F32 | None
+    ) -> None:
+        dist, normal = out.distance[sl], out.normal[sl]
+        material, obj_index = out.material[sl], out.object_index[sl]
+        if self._static is not None:
+            sd, sf, sn = self._static.intersect(o, d, max_range, threads=1)
+            dist[:] = sd
+            normal[:] = sn
+            material[:] = self._static_material[sf]  # face -1 reads the trailing -1
+            obj_index[:] = self._static_owner[sf]
+        if self._moving and shared is None:
+            od = np.einsum("ij,ij->i", o, d)
+            oo = np.einsum("ij,ij->i", o, o)
+        for mv, pose in zip(self._moving, poses, strict=True):
+            if shared is not None:
+                cand = self._cull_shared(mv, pose, shared, d)
+            else:
+                cand = self._cull(mv, pose, o, d, od, oo)
+            if cand.size:
+                self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
+        flip = np.einsum("ij,ij->i", normal, d) > 0
+        np.negative(normal, out=normal, where=flip[:, None])
+        out.segment[sl] = self._segments[obj_index]  # index -1 reads the trailing 0
+
+    @staticmethod
+    def _cull_shared(mv: _Moving, pose: Pose, origin: F32, d: F32) -> NDArray[np.intp]:
+        """Rays from one origin that meet the object's bounding sphere: a cone test, one matvec."""
+        u = pose.transform_points(mv.center) - origin
+        length = float(np.linalg.norm(u))
+        if length <= mv.radius * 1.001 + 1e-3:
+            return np.arange(d.shape[0])
+        cos_max = np.sqrt(max(0.0, 1.0 - (mv.radius / length) ** 2))
+        return np.flatnonzero(d @ (u / length).astype(np.float32) >= np.float32(cos_max - 1e-4))
+
+    @staticmethod
+    def _cull(mv: _Moving, pose: Pose, o: F32, d: F32, od: F32, oo: F32) -> NDArray[np.intp]:
+        """Rays that meet the object's bounding sphere, from precomputed o.d and o.o per ray."""
+        c = pose.transform_points(mv.center)
+        cf = c.astype(np.float32)
+        tca = d @ cf - od
+        d2 = float(c @ c) - 2.0 * (o @ cf) + oo - tca * tca
+        r2 = np.float32(mv.radius * mv.radius * 1.01 + 0.05)  # slack for float32 cancellation
+        cand = np.flatnonzero(d2 <= r2)
+        return cand[tca[cand] + np.sqrt(r2 - d2[cand]) >= 0.0]
+
+    def _cast_moving(
+        self, mv: _Moving, pose: Pose, cand: NDArray[np.intp], o: F32, d: F32, max_range: float,
+        dist: F32, normal: F32, material: NDArray[np.int16], obj_index: NDArray[np.int32],
+    ) -> None:  # fmt: skip
+        rot = pose.rotation_matrix()  # object -> world; for row vectors v_obj = (v_world - p) @ R
+        ol = ((o[cand].astype(np.float64) - pose.position) @ rot).astype(np.float32)
+        dl = (d[cand].astype(np.float64) @ rot).astype(np.float32)
+        hd, hf, hn = mv.caster.intersect(ol, dl, max_range, threads=1)
+        better = (hf >= 0) & (hd < dist[cand])
+        rows = cand[better]
+        dist[rows] = hd[better]
+        normal[rows] = (hn[better].astype(np.float64) @ rot.T).astype(np.float32)
+        material[rows] = self._face_material[mv.index][hf[better]]
+        obj_index[rows] = mv.index
+
+    # -- camera ----------------------------------------------------------------------------------
+
+    def render_camera(self, camera: CameraSpec, t: float) -> CameraImages:
+        """Ray-cast RGB, depth and segmentation images of ``camera`` (mounted on the ego) at time t."""
+        from .camera import render
+
+        return render(self, camera, float(t))
