@@ -13,7 +13,8 @@ from tqdm import tqdm
 from rt_lidar.build import build_pipeline
 from rt_lidar.presets import preset_to_dict
 from rt_lidar.scan_pattern import firings_per_scan
-from rt_lidar.sinks import range_image, write_kitti_bin, write_pcd, write_range_image_png
+from rt_lidar.sinks import range_image, write_range_image_png
+from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sweep import Scan
 
 __all__ = ["DemoOptions", "run_demo"]
@@ -30,6 +31,8 @@ class DemoOptions:
     out: str = "out/demo"
     scene: str = "street"
     progress: bool = True
+    sinks: tuple[str, ...] = ()
+    """Extra ``--sink KIND:TARGET`` outputs besides the demo's own PCD + KITTI files."""
 
 
 def _range_columns(n_fired: int, n_rings: int) -> int:
@@ -53,6 +56,11 @@ def run_demo(opts: DemoOptions) -> dict[str, object]:
     (out / "config.json").write_text(
         json.dumps({"options": asdict(opts), "preset": preset_to_dict(preset)}, indent=2)
     )
+    specs = (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *opts.sinks)
+    sinks: list[ScanSink] = [make_sink(s) for s in specs]
+    context = SinkContext(preset=preset, scenario={"demo": asdict(opts)})
+    for sink in sinks:
+        sink.open(context)
 
     points_per_scan: list[int] = []
     fired = dropped = 0
@@ -67,9 +75,8 @@ def run_demo(opts: DemoOptions) -> dict[str, object]:
         for scan in scans:
             if len(points_per_scan) >= opts.frames:
                 break
-            name = f"{len(points_per_scan):06d}"
-            write_pcd(scans_dir / f"{name}.pcd", scan.points)
-            write_kitti_bin(scans_dir / f"{name}.bin", scan.points, preset.output.intensity_max)
+            for sink in sinks:
+                sink.write(scan)
             points_per_scan.append(int(scan.points.size))
             fired += scan.fired
             dropped += scan.dropped
@@ -78,6 +85,8 @@ def run_demo(opts: DemoOptions) -> dict[str, object]:
             bar.set_postfix(
                 points=scan.points.size, drop=f"{scan.drop_fraction:.2f}", sim=f"{pipe.sim_time_s:.2f}s"
             )
+    for sink in sinks:
+        sink.close()
     wall_s = time.perf_counter() - t_loop
     bar.close()
 

@@ -77,6 +77,8 @@ class Pipeline:
         result = self.physics.apply(hits, self._rng(k))
         # 4. stitch into scans
         scans = self.assembler.add(result.points, firings.t_ns, t1)
+        for scan in scans:
+            scan.sensor_position, scan.sensor_rotation = self.source.sensor_pose(scan.start_ns * 1e-9)
         self.frame += 1
         self.last_stats = FrameStats(
             k, t0, t1, result.fired, result.points.size, time.perf_counter() - t_wall

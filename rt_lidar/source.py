@@ -57,6 +57,10 @@ class HitSource(Protocol):
         """Cast ``firings``; the scene's moving objects are posed at ``frame_time_s``."""
         ...
 
+    def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """World position (3,) and orientation (w, x, y, z) of the sensor at ``t_s``."""
+        ...
+
 
 def _interpolated_sensor_poses(world: World, t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sensor poses at every firing time, from the trajectory sampled every millisecond.
@@ -116,6 +120,11 @@ class WorldSource:
     def material_names(self) -> list[str]:
         """The world's material names."""
         return list(self.world.material_names)
+
+    def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """World pose of the sensor at ``t_s``."""
+        pos, quat = self.world.sensor_poses(np.array([t_s]))
+        return pos[0], quat[0]
 
     def hits(self, firings: Firings, frame_time_s: float) -> Hits:
         """Cast every firing from the sensor pose at its own firing time."""

@@ -31,6 +31,10 @@ class Scan:
     dropped: int
     frames: int = 0
     """Number of sim frames (sectors) that contributed."""
+    sensor_position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    """World position of the sensor at the scan start (x fwd, y left, z up)."""
+    sensor_rotation: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
+    """World orientation (w, x, y, z) of the sensor at the scan start."""
 
     @property
     def drop_fraction(self) -> float:

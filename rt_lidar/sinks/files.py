@@ -1,0 +1,71 @@
+"""File sinks: a folder of PCD files, a folder of KITTI ``.bin`` files (one file a scan)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rt_lidar.presets import preset_to_dict
+from rt_lidar.sinks.atomic import atomic_write
+from rt_lidar.sinks.base import SinkContext, register_sink, target_dir
+from rt_lidar.sinks.kitti import write_kitti_bin
+from rt_lidar.sinks.pcd import write_pcd
+from rt_lidar.sweep import Scan
+
+__all__ = ["KittiFolderSink", "PcdFolderSink", "write_resolved_config"]
+
+
+def write_resolved_config(folder: Path, context: SinkContext) -> None:
+    """Write the resolved preset and scenario beside a recording (``rt_lidar_config.json``)."""
+    doc = {"preset": preset_to_dict(context.preset), "scenario": context.scenario}
+    with atomic_write(folder / "rt_lidar_config.json") as fh:
+        fh.write(json.dumps(doc, indent=2).encode())
+
+
+class _FolderSink:
+    suffix = ""
+
+    def __init__(self, target: str, options: dict[str, str]) -> None:
+        if options:
+            raise ValueError(f"{type(self).__name__} takes no options, got {sorted(options)}")
+        self.folder = target_dir(target)
+        self.count = 0
+        self.context: SinkContext | None = None
+
+    def open(self, context: SinkContext) -> None:
+        self.context = context
+        write_resolved_config(self.folder, context)
+
+    def path_for(self, count: int) -> Path:
+        return self.folder / f"{count:06d}{self.suffix}"
+
+    def write(self, scan: Scan) -> None:
+        self._write(self.path_for(self.count), scan)
+        self.count += 1
+
+    def _write(self, path: Path, scan: Scan) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+@register_sink("pcd")
+class PcdFolderSink(_FolderSink):
+    """``--sink pcd:DIR``: one binary PCD per scan with every point field."""
+
+    suffix = ".pcd"
+
+    def _write(self, path: Path, scan: Scan) -> None:
+        write_pcd(path, scan.points)
+
+
+@register_sink("kitti")
+class KittiFolderSink(_FolderSink):
+    """``--sink kitti:DIR``: one KITTI ``.bin`` (x, y, z, reflectance 0..1) per scan."""
+
+    suffix = ".bin"
+
+    def _write(self, path: Path, scan: Scan) -> None:
+        assert self.context is not None, "open() first"
+        write_kitti_bin(path, scan.points, self.context.preset.output.intensity_max)
