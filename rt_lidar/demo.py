@@ -14,7 +14,8 @@ from rt_lidar.build import build_pipeline
 from rt_lidar.presets import preset_to_dict
 from rt_lidar.scan_pattern import firings_per_scan
 from rt_lidar.sinks import range_image, write_range_image_png
-from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
+from rt_lidar.sinks.base import SinkContext, make_sink
+from rt_lidar.sinks.fanout import SinkFanout
 from rt_lidar.sweep import Scan
 
 __all__ = ["DemoOptions", "run_demo"]
@@ -57,10 +58,8 @@ def run_demo(opts: DemoOptions) -> dict[str, object]:
         json.dumps({"options": asdict(opts), "preset": preset_to_dict(preset)}, indent=2)
     )
     specs = (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *opts.sinks)
-    sinks: list[ScanSink] = [make_sink(s) for s in specs]
-    context = SinkContext(preset=preset, scenario={"demo": asdict(opts)})
-    for sink in sinks:
-        sink.open(context)
+    sinks = SinkFanout([make_sink(s) for s in specs])
+    sinks.open(SinkContext(preset=preset, scenario={"demo": asdict(opts)}))
 
     points_per_scan: list[int] = []
     fired = dropped = 0
@@ -75,8 +74,7 @@ def run_demo(opts: DemoOptions) -> dict[str, object]:
         for scan in scans:
             if len(points_per_scan) >= opts.frames:
                 break
-            for sink in sinks:
-                sink.write(scan)
+            sinks.write(scan)
             points_per_scan.append(int(scan.points.size))
             fired += scan.fired
             dropped += scan.dropped
@@ -85,8 +83,7 @@ def run_demo(opts: DemoOptions) -> dict[str, object]:
             bar.set_postfix(
                 points=scan.points.size, drop=f"{scan.drop_fraction:.2f}", sim=f"{pipe.sim_time_s:.2f}s"
             )
-    for sink in sinks:
-        sink.close()
+    sinks.close()
     wall_s = time.perf_counter() - t_loop
     bar.close()
 

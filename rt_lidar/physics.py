@@ -100,12 +100,12 @@ class SensorPhysics:
         obj = hits.material >= 0
         glass = hits.glass_material >= 0
 
-        power = np.zeros(n, np.float32)
-        refl = np.zeros(n, np.float32)
-        if obj.any():
-            power[obj], refl[obj] = self._power(
-                hits.range_m[obj], hits.cos_incidence[obj], hits.material[obj], hits.glass_transmission[obj]
+        # Misses have range inf, so their power comes out 0 without masking every array first.
+        with np.errstate(invalid="ignore", over="ignore"):
+            power, refl = self._power(
+                hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
             )
+        power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
         rng_m = hits.range_m.copy()
         segment = hits.segment.copy()
         flags = np.where(glass & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)).astype(np.uint8)

@@ -146,3 +146,21 @@ def test_scan_index_and_start_agree() -> None:
     np.testing.assert_array_equal(scan_index(p, starts), np.arange(5))
     np.testing.assert_array_equal(scan_index(p, starts[1:] - 1), np.arange(4))
     assert len(firings_between(p, 5, 5)) == 0 and len(firings_between(p, -100, 0)) == 0
+
+
+@pytest.mark.parametrize("name", [n for n in list_presets() if load_preset(n).scan.pattern != "rosette"])
+def test_cached_scan_table_equals_the_direct_schedule(name):
+    from rt_lidar.scan_pattern import _compute_firings
+
+    preset = load_preset(name)
+    period = scan_period_ns(preset)
+    rng = np.random.default_rng(5)
+    cuts = [0, 7, period // 3, period - 1, period, 2 * period + 12345, int(2.5 * period)]
+    cuts += sorted(rng.integers(0, 4 * period, 5).tolist())
+    for t0, t1 in zip(cuts[:-1], cuts[1:], strict=True):
+        if t1 <= t0:
+            continue
+        a, b = firings_between(preset, t0, t1), _compute_firings(preset, t0, t1)
+        for f in ("ring", "t_ns", "azimuth_deg", "elevation_deg", "column"):
+            np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f"{name} {f} [{t0},{t1})")
+        np.testing.assert_allclose(a.directions(), b.directions(), atol=1e-6)

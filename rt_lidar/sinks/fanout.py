@@ -1,0 +1,90 @@
+"""Feeding several sinks from the frame loop without making it wait for disk.
+
+:class:`SinkFanout` hands each finished scan to a writer thread through a bounded queue; the thread
+calls every sink in turn. File writers mostly run outside the GIL (NumPy copies, ``write``), so the
+next sim frame is computed while the last scan is being written. A full queue makes the loop wait
+(recordings must not lose scans); sinks that must never block (streams, packets) drop on their own.
+An exception in a sink is re-raised in the loop at the next call, naming the sink.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Sequence
+
+from rt_lidar.errors import RtLidarError
+from rt_lidar.sinks.base import ScanSink, SinkContext
+from rt_lidar.sweep import Scan
+
+__all__ = ["SinkError", "SinkFanout"]
+
+_STOP = object()
+
+
+class SinkError(RtLidarError):
+    """A sink failed while writing a scan."""
+
+
+class SinkFanout:
+    """All of a run's sinks behind one ``open / write / close``, written from a background thread."""
+
+    def __init__(self, sinks: Sequence[ScanSink], queue_size: int = 4, background: bool = True) -> None:
+        self.sinks = list(sinks)
+        self.background = background
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, queue_size))
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self.written = 0
+
+    def open(self, context: SinkContext) -> None:
+        """Open every sink, then start the writer thread."""
+        for sink in self.sinks:
+            sink.open(context)
+        if self.background:
+            self._thread = threading.Thread(target=self._run, name="rt-lidar-sinks", daemon=True)
+            self._thread.start()
+
+    def write(self, scan: Scan) -> None:
+        """Queue ``scan`` for every sink (waits while the queue is full)."""
+        self._raise_pending()
+        if self._thread is None:
+            self._write_all(scan)
+        else:
+            self._queue.put(scan)
+
+    def close(self) -> None:
+        """Write what is queued, stop the thread, close every sink; re-raise a sink's error."""
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join()
+            self._thread = None
+        for sink in self.sinks:
+            sink.close()
+        self._raise_pending()
+
+    def _write_all(self, scan: Scan) -> None:
+        for sink in self.sinks:
+            try:
+                sink.write(scan)
+            except Exception as exc:
+                raise SinkError(f"sink {type(sink).__name__} failed on scan {scan.index}: {exc}") from exc
+        self.written += 1
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            if self._error is not None:
+                continue  # keep draining so the producer never blocks forever
+            try:
+                assert isinstance(item, Scan)
+                self._write_all(item)
+            except BaseException as exc:
+                self._error = exc
+
+    def _raise_pending(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
