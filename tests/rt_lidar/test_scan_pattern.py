@@ -157,7 +157,7 @@ def test_cached_scan_table_equals_the_direct_schedule(name):
     rng = np.random.default_rng(5)
     cuts = [0, 7, period // 3, period - 1, period, 2 * period + 12345, int(2.5 * period)]
     cuts += sorted(rng.integers(0, 4 * period, 5).tolist())
-    for t0, t1 in zip(cuts[:-1], cuts[1:], strict=True):
+    for t0, t1 in itertools.pairwise(cuts):
         if t1 <= t0:
             continue
         a, b = firings_between(preset, t0, t1), _compute_firings(preset, t0, t1)
