@@ -1,4 +1,9 @@
-"""``rt-lidar demo``: the embedded street seen by one sensor, written as PCD + KITTI + a range image."""
+"""``rt-lidar demo``: the embedded street seen by one sensor, written as PCD + KITTI + a range image.
+
+By default the demo goes the way a live session does: it starts the embedded AirSim-compatible server
+on loopback and runs the controller against it in lockstep (``rt-lidar serve`` + ``rt-lidar run`` in
+one process). ``in_process=True`` casts straight into the world instead, without the bridge.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,16 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
-import numpy as np
-from tqdm import tqdm
+from typing import Any
 
 from rt_lidar.build import build_pipeline
-from rt_lidar.presets import preset_to_dict
-from rt_lidar.scan_pattern import firings_per_scan
-from rt_lidar.sinks import range_image, write_range_image_png
-from rt_lidar.sinks.base import SinkContext, make_sink
-from rt_lidar.sinks.fanout import SinkFanout
-from rt_lidar.sweep import Scan
+from rt_lidar.controller import BridgeSource
+from rt_lidar.physics import SensorPhysics
+from rt_lidar.pipeline import Pipeline
+from rt_lidar.presets import load_preset, preset_to_dict
+from rt_lidar.runner import drive_scans
+from rt_lidar.serve import ServeOptions, start_embedded_server
+from unreal_bridge import AirSimClient
 
 __all__ = ["DemoOptions", "run_demo"]
 
@@ -34,81 +38,54 @@ class DemoOptions:
     progress: bool = True
     sinks: tuple[str, ...] = ()
     """Extra ``--sink KIND:TARGET`` outputs besides the demo's own PCD + KITTI files."""
+    in_process: bool = False
 
 
-def _range_columns(n_fired: int, n_rings: int) -> int:
-    return max(64, min(4096, n_fired // max(1, n_rings)))
-
-
-def run_demo(opts: DemoOptions) -> dict[str, object]:
+def run_demo(opts: DemoOptions) -> dict[str, Any]:
     """Run the demo; writes ``out/scans/*.pcd|*.bin``, ``range_image.png``, ``config.json`` and
     ``summary.json``; returns the summary.
     """
-    if opts.frames < 1:
-        raise ValueError(f"--frames must be >= 1, got {opts.frames}")
     out = Path(opts.out)
-    scans_dir = out / "scans"
-    scans_dir.mkdir(parents=True, exist_ok=True)
-    t_build = time.perf_counter()
-    built = build_pipeline(opts.preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz)
-    build_s = time.perf_counter() - t_build
-    preset = built.preset
-    pipe = built.pipeline
+    out.mkdir(parents=True, exist_ok=True)
+    preset = load_preset(opts.preset)
     (out / "config.json").write_text(
         json.dumps({"options": asdict(opts), "preset": preset_to_dict(preset)}, indent=2)
     )
-    specs = (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *opts.sinks)
-    sinks = SinkFanout([make_sink(s) for s in specs])
-    sinks.open(SinkContext(preset=preset, scenario={"demo": asdict(opts)}))
-
-    points_per_scan: list[int] = []
-    fired = dropped = 0
-    compute_s = 0.0
-    last: Scan | None = None
-    bar = tqdm(total=opts.frames, unit="scan", disable=not opts.progress, desc=f"{preset.name} demo")
-    t_loop = time.perf_counter()
-    while len(points_per_scan) < opts.frames:
-        t0 = time.perf_counter()
-        scans = pipe.step()
-        compute_s += time.perf_counter() - t0
-        for scan in scans:
-            if len(points_per_scan) >= opts.frames:
-                break
-            sinks.write(scan)
-            points_per_scan.append(int(scan.points.size))
-            fired += scan.fired
-            dropped += scan.dropped
-            last = scan
-            bar.update(1)
-            bar.set_postfix(
-                points=scan.points.size, drop=f"{scan.drop_fraction:.2f}", sim=f"{pipe.sim_time_s:.2f}s"
-            )
-    sinks.close()
-    wall_s = time.perf_counter() - t_loop
-    bar.close()
-
-    assert last is not None
-    img = range_image(last.points, preset.elevations_deg, _range_columns(last.fired, preset.n_rings))
-    write_range_image_png(
-        out / "range_image.png", img, preset.output.intensity_max, row_scale=max(1, 256 // preset.n_rings)
-    )
-    sim_s = pipe.sim_time_s
-    summary: dict[str, object] = {
-        "preset": preset.name,
-        "scene": opts.scene,
-        "seed": opts.seed,
-        "frames": len(points_per_scan),
-        "sim_frames": pipe.frame,
-        "sim_hz": opts.sim_hz,
-        "rays_per_scan": firings_per_scan(preset),
-        "points_per_scan_mean": float(np.mean(points_per_scan)),
-        "drop_fraction": dropped / fired if fired else 0.0,
-        "sim_time_s": sim_s,
-        "wall_time_s": wall_s,
-        "pipeline_time_s": compute_s,
-        "build_time_s": build_s,
-        "realtime_factor": sim_s / wall_s if wall_s > 0 else float("inf"),
-        "pipeline_realtime_factor": sim_s / compute_s if compute_s > 0 else float("inf"),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    return summary
+    scenario = {"demo": asdict(opts)}
+    t_build = time.perf_counter()
+    if opts.in_process:
+        built = build_pipeline(preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz)
+        result = drive_scans(built.pipeline, preset, opts.frames, out, opts.sinks, scenario, opts.progress)
+        result.summary["bridge"] = None
+    else:
+        served = start_embedded_server(
+            ServeOptions(port=0, scene=opts.scene, preset=preset.name, seed=opts.seed)
+        )
+        try:
+            with AirSimClient("127.0.0.1", served.port, timeout=60.0) as client:
+                client.confirm_connection()
+                client.reset()
+                source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz, prefetch=True)
+                physics = SensorPhysics.from_preset(preset, source.material_names)
+                pipe = Pipeline(
+                    preset, source, physics, sim_hz=opts.sim_hz, seed=opts.seed, start_ns=source.start_ns
+                )
+                try:
+                    result = drive_scans(
+                        pipe, preset, opts.frames, out, opts.sinks, scenario, opts.progress, True
+                    )
+                finally:
+                    source.close()
+                st = source.stats
+                result.summary["bridge"] = {
+                    "server": f"127.0.0.1:{served.port}",
+                    "extension": st.extension,
+                    "frames": st.frames,
+                    "sector_mismatches": st.sector_mismatches,
+                    "fetch_time_s": st.fetch_s,
+                }
+        finally:
+            served.close()
+    result.summary["build_time_s"] = time.perf_counter() - t_build - result.summary["wall_time_s"]
+    (out / "summary.json").write_text(json.dumps(result.summary, indent=2, default=str))
+    return result.summary

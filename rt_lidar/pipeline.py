@@ -48,6 +48,7 @@ class Pipeline:
         physics: SensorPhysics,
         sim_hz: float = 20.0,
         seed: int = 0,
+        start_ns: int = 0,
     ) -> None:
         if not 0.1 <= sim_hz <= 10_000:
             raise ValueError(f"sim_hz must be in [0.1, 10000] Hz, got {sim_hz}")
@@ -56,6 +57,8 @@ class Pipeline:
         self.physics = physics
         self.sim_hz = float(sim_hz)
         self.seed = int(seed)
+        self.start_ns = int(start_ns)
+        """Sim time of frame 0 (a remote sim's clock need not start at 0)."""
         self.frame = 0
         self.assembler = ScanAssembler(preset)
         self.last_stats: FrameStats | None = None
@@ -68,15 +71,17 @@ class Pipeline:
         """Advance one sim frame; returns the scans it completed (usually zero or one)."""
         t_wall = time.perf_counter()
         k = self.frame
-        t0, t1 = frame_time_ns(k, self.sim_hz), frame_time_ns(k + 1, self.sim_hz)
+        t0 = self.start_ns + frame_time_ns(k, self.sim_hz)
+        t1 = self.start_ns + frame_time_ns(k + 1, self.sim_hz)
         # 1. the firings of this frame's slice of the schedule (a sector on a rotating sensor)
         firings = firings_between(self.preset, t0, t1)
         # 2. what they hit, moving objects posed at the frame start
-        hits = self.source.hits(firings, t0 * 1e-9)
+        hits = self.source.hits(firings, t0, t1)
         # 3. received power, threshold, noise, output scale
         result = self.physics.apply(hits, self._rng(k))
-        # 4. stitch into scans
-        scans = self.assembler.add(result.points, firings.t_ns, t1)
+        # 4. stitch into scans (a remote source reports the firings it really swept)
+        t_end = hits.interval[1] if hits.interval is not None else t1
+        scans = self.assembler.add(result.points, hits.firings.t_ns, t_end)
         for scan in scans:
             scan.sensor_position, scan.sensor_rotation = self.source.sensor_pose(scan.start_ns * 1e-9)
         self.frame += 1

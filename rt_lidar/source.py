@@ -40,6 +40,8 @@ class Hits:
     glass_material: np.ndarray  # (N,) int16 material of that surface, -1 = none
     glass_segment: np.ndarray  # (N,) uint32
     glass_transmission: np.ndarray  # (N,) float32 two-way transmission of every surface passed (1 = none)
+    interval: tuple[int, int] | None = None
+    """The sim-time slice [t0, t1) these firings cover, when the source chose it (a free-running sim)."""
 
     def __len__(self) -> int:
         return int(self.range_m.shape[0])
@@ -53,8 +55,9 @@ class HitSource(Protocol):
         """Names of the materials that ``Hits.material`` indexes."""
         ...
 
-    def hits(self, firings: Firings, frame_time_s: float) -> Hits:
-        """Cast ``firings``; the scene's moving objects are posed at ``frame_time_s``."""
+    def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
+        """What the firings of the sim frame ``[t0_ns, t1_ns)`` hit (``firings`` is the local schedule of
+        that frame; a remote source may answer with its own firings, which the caller checks)."""
         ...
 
     def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -126,8 +129,9 @@ class WorldSource:
         pos, quat = self.world.sensor_poses(np.array([t_s]))
         return pos[0], quat[0]
 
-    def hits(self, firings: Firings, frame_time_s: float) -> Hits:
-        """Cast every firing from the sensor pose at its own firing time."""
+    def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
+        """Cast every firing from the sensor pose at its own firing time; moving objects at ``t0_ns``."""
+        frame_time_s = t0_ns * 1e-9
         d_sensor = firings.directions()
         pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
         origins = pos.astype(np.float32)

@@ -1,0 +1,96 @@
+"""Hits <-> the bridge's ``LidarHits`` (the ``rtLidarGetHits`` extension), both directions.
+
+The embedded server casts with :class:`~rt_lidar.source.WorldSource` and sends every ray with the
+extension's optional fields (direction, incidence, per-face material, glass); the controller turns the
+answer back into :class:`~rt_lidar.source.Hits` for the physics stage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.scan_pattern import Firings
+from rt_lidar.source import Hits
+from unreal_bridge import FluPose, LidarHits
+
+__all__ = ["firings_from_directions", "hits_from_wire", "hits_to_wire"]
+
+
+def hits_to_wire(
+    hits: Hits, pose: FluPose, time_stamp_ns: int, t_offset_ns: int = 0, info: dict[str, Any] | None = None
+) -> LidarHits:
+    """Every ray of ``hits`` as an extension answer; firing times shifted by ``t_offset_ns``."""
+    miss = ~np.isfinite(hits.range_m)
+    rng = np.where(miss, np.float32(np.nan), hits.range_m).astype(np.float32)
+    points = hits.direction * np.where(miss, 0.0, hits.range_m)[:, None].astype(np.float32)
+    normals = np.zeros_like(hits.direction)
+    # the physics needs only the incidence cosine; a normal consistent with it, facing the ray
+    normals[~miss] = -hits.direction[~miss]
+    return LidarHits(
+        points=points.astype(np.float32),
+        normals=normals,
+        segmentation=np.where(miss, -1, hits.segment.astype(np.int64)).astype(np.int32),
+        ring=hits.firings.ring.astype(np.uint16),
+        time=hits.firings.t_ns + np.int64(t_offset_ns),
+        range=rng,
+        miss=miss,
+        pose=pose,
+        time_stamp=int(time_stamp_ns),
+        extras={
+            "direction": hits.direction.astype(np.float32),
+            "cos_incidence": hits.cos_incidence.astype(np.float32),
+            "material": hits.material.astype(np.int16),
+            "glass_range": hits.glass_range_m.astype(np.float32),
+            "glass_cos": hits.glass_cos.astype(np.float32),
+            "glass_material": hits.glass_material.astype(np.int16),
+            "glass_segment": hits.glass_segment.astype(np.int64),
+            "glass_transmission": hits.glass_transmission.astype(np.float32),
+        },
+        info=dict(info or {}),
+    )
+
+
+def firings_from_directions(ring: np.ndarray, t_ns: np.ndarray, direction: np.ndarray) -> Firings:
+    """Firings rebuilt from per-ray rings, times and unit directions (column unknown: -1)."""
+    d = direction.astype(np.float64)
+    az = np.degrees(np.arctan2(d[:, 1], d[:, 0]))
+    el = np.degrees(np.arcsin(np.clip(d[:, 2], -1.0, 1.0)))
+    return Firings(
+        ring=ring.astype(np.uint16),
+        t_ns=t_ns.astype(np.int64),
+        azimuth_deg=az,
+        elevation_deg=el,
+        column=np.full(ring.shape[0], -1, np.int64),
+        unit=np.ascontiguousarray(direction, dtype=np.float32),
+    )
+
+
+def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
+    """Hits of an extension answer that carries our optional fields; times shifted by ``-t_offset_ns``."""
+    ex = answer.extras
+    missing = [k for k in ("direction", "cos_incidence", "material") if k not in ex]
+    if missing:
+        raise ValueError(f"rtLidarGetHits answer lacks the optional fields {missing} (not our server?)")
+    n = answer.ring.shape[0]
+    miss = answer.miss.astype(bool)
+    rng = np.where(miss, np.float32(np.inf), answer.range).astype(np.float32)
+    firings = firings_from_directions(answer.ring, answer.time - np.int64(t_offset_ns), ex["direction"])
+
+    def opt(name: str, fill: float, dtype: Any) -> np.ndarray:
+        return ex[name].astype(dtype) if name in ex else np.full(n, fill, dtype)
+
+    return Hits(
+        firings=firings,
+        direction=firings.directions(),
+        range_m=rng,
+        cos_incidence=ex["cos_incidence"].astype(np.float32),
+        material=ex["material"].astype(np.int16),
+        segment=np.maximum(answer.segmentation, 0).astype(np.uint32),
+        glass_range_m=opt("glass_range", np.inf, np.float32),
+        glass_cos=opt("glass_cos", 0.0, np.float32),
+        glass_material=opt("glass_material", -1, np.int16),
+        glass_segment=np.maximum(opt("glass_segment", 0, np.int64), 0).astype(np.uint32),
+        glass_transmission=opt("glass_transmission", 1.0, np.float32),
+    )

@@ -1,0 +1,243 @@
+"""The controller: pull each frame's hits from an AirSim-compatible server and run the pipeline on them.
+
+``rt-lidar run --airsim HOST:PORT`` drives a real AirSim / Cosys-AirSim in Unreal or our embedded
+server (``rt-lidar serve``) through the same calls. With the extension ``rtLidarGetHits`` (our server)
+every ray arrives with ring, firing time, incidence, material and glass; against stock AirSim the
+controller recovers them from ``getLidarData`` (:mod:`rt_lidar.recover`).
+
+Lockstep (``--lockstep``): the sim is paused and advanced by ``simContinueForTime`` one sim frame at a
+time, and each answer's firings are checked against the local schedule, so a skipped or repeated
+sector is detected and counted. Free run: the controller follows the sim's clock and takes whatever
+the sim swept since the previous read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rt_lidar.bridge_hits import hits_from_wire
+from rt_lidar.errors import RtLidarError
+from rt_lidar.materials import load_material_table
+from rt_lidar.presets import SensorPreset
+from rt_lidar.recover import recover_hits
+from rt_lidar.scan_pattern import Firings, firings_between
+from rt_lidar.source import Hits
+from unreal_bridge import AirSimClient, RpcError
+
+__all__ = ["BridgeSource", "BridgeStats", "ServerGone", "parse_address"]
+
+
+class ServerGone(RtLidarError):
+    """The AirSim server stopped answering."""
+
+
+def parse_address(addr: str, default_port: int = 41451) -> tuple[str, int]:
+    """``"HOST:PORT"`` (or ``"HOST"``) -> ``(host, port)``."""
+    host, sep, port = addr.rpartition(":")
+    if not sep:
+        return addr, default_port
+    try:
+        p = int(port)
+    except ValueError:
+        raise RtLidarError(f"--airsim '{addr}': port '{port}' is not a number") from None
+    if not 0 < p < 65536:
+        raise RtLidarError(f"--airsim '{addr}': port must be in 1..65535")
+    return host or "127.0.0.1", p
+
+
+@dataclass
+class BridgeStats:
+    """What the controller saw of the server."""
+
+    frames: int = 0
+    sector_mismatches: int = 0
+    """Lockstep answers whose firings differ from the local schedule (skipped or repeated rays)."""
+    extension: bool = False
+    server_skipped_ns: int = 0
+    last_weather: dict[str, float] | None = None
+    fetch_s: float = 0.0
+    mismatch_detail: list[str] = field(default_factory=list)
+
+
+class BridgeSource:
+    """A :class:`~rt_lidar.source.HitSource` that pulls each sim frame's hits over the AirSim bridge."""
+
+    def __init__(
+        self,
+        client: AirSimClient,
+        preset: SensorPreset,
+        *,
+        lockstep: bool = True,
+        sim_hz: float = 20.0,
+        lidar_name: str = "",
+        vehicle_name: str = "",
+        material_map: Mapping[int, str] | None = None,
+        use_extension: bool | None = None,
+        prefetch: bool = False,
+    ) -> None:
+        self.client = client
+        self.preset = preset
+        self.lockstep = lockstep
+        self.sim_hz = sim_hz
+        self.lidar_name = lidar_name
+        self.vehicle_name = vehicle_name
+        self.stats = BridgeStats()
+        self.prefetch = prefetch
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rt-lidar-prefetch")
+        self._pending: tuple[tuple[int, int], Future[Hits]] | None = None
+        self._origin_ns: int | None = None
+        self._last_ns: int | None = None
+        self._last_wall = time.perf_counter()
+        self._pose: tuple[np.ndarray, np.ndarray] = (np.zeros(3), np.array([1.0, 0, 0, 0]))
+        self._material_names: list[str] = []
+        self.stats.extension = self._probe_extension() if use_extension is None else use_extension
+        if not self.stats.extension:
+            if lockstep:
+                self.client.sim_pause(True)
+            first = self.client.get_lidar_data(lidar_name, vehicle_name)  # starts the time origin
+            self._origin_ns = self._last_ns = int(first.time_stamp)
+        if not self._material_names:
+            self._material_names = load_material_table().names
+        names = self._material_names
+        default = names.index("concrete") if "concrete" in names else 0
+        self._default_material = default
+        self._segment_material = {
+            int(k): names.index(v) for k, v in (material_map or {}).items() if v in names
+        }
+        unknown = sorted({v for v in (material_map or {}).values() if v not in names})
+        if unknown:
+            raise RtLidarError(f"material map names unknown materials: {', '.join(unknown)}")
+
+    def _probe_extension(self) -> bool:
+        """Ask for the extension once; also starts the time origin (an empty or tiny first sweep)."""
+        if self.lockstep:
+            self.client.sim_pause(True)
+        try:
+            answer = self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name)
+        except RpcError:
+            return False
+        self._material_names = list(answer.info.get("materials", []))
+        self._origin_ns = int(answer.info.get("t1_ns", answer.time_stamp))
+        self._last_ns = self._origin_ns
+        return "direction" in answer.extras
+
+    @property
+    def start_ns(self) -> int:
+        """Sim time at which the controller took over: frame 0 of its pipeline starts here."""
+        return int(self._origin_ns or 0)
+
+    @property
+    def material_names(self) -> list[str]:
+        """Material names the hits' material numbers index (the server's, or the packaged table's)."""
+        return self._material_names
+
+    def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """The sensor pose of the latest answer (the bridge reports one pose per answer)."""
+        return self._pose
+
+    def _fetch_extension(self) -> tuple[Hits, int, int]:
+        ans = self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name)
+        t0 = int(ans.info.get("t0_ns", self._last_ns or 0))
+        t1 = int(ans.info.get("t1_ns", ans.time_stamp))
+        if self._origin_ns is None:
+            self._origin_ns = t0
+        self.stats.last_weather = ans.info.get("weather")
+        self._pose = (np.asarray(ans.pose.position, float), np.asarray(ans.pose.orientation, float))
+        return hits_from_wire(ans), t0, t1
+
+    def _fetch_stock(self, local: Firings | None) -> tuple[Hits, int, int]:
+        frame = self.client.get_lidar_data(self.lidar_name, self.vehicle_name)
+        t1 = int(frame.time_stamp)
+        if self._origin_ns is None:
+            self._origin_ns = t1
+        t0 = self._last_ns if self._last_ns is not None else t1
+        self._pose = (np.asarray(frame.pose.position, float), np.asarray(frame.pose.orientation, float))
+        if local is None:
+            local = firings_between(self.preset, t0, t1)
+        hits = recover_hits(
+            frame.points,
+            frame.segmentation,
+            local,
+            self.preset,
+            self._segment_material,
+            self._default_material,
+        )
+        return hits, t0, t1
+
+    def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
+        """The hits of sim frame ``[t0_ns, t1_ns)``.
+
+        Lockstep: the sim is advanced by exactly that frame and the answer checked against ``firings``.
+        With ``prefetch`` the next frame (the same length) is requested in a background thread while
+        the caller works on this one, so the server's ray cast overlaps the local physics.
+        """
+        if self.prefetch and self.lockstep:
+            return self._prefetched(firings, t0_ns, t1_ns)
+        return self._fetch_frame(firings, t0_ns, t1_ns)
+
+    def _prefetched(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
+        pending = self._pending
+        self._pending = None
+        if pending is not None and pending[0] == (t0_ns, t1_ns):
+            hits = pending[1].result()
+        else:
+            if pending is not None:  # an unexpected frame: the sim already ran ahead; say so
+                pending[1].result()
+                self.stats.sector_mismatches += 1
+                self.stats.mismatch_detail.append(f"prefetched {pending[0]} but asked for {(t0_ns, t1_ns)}")
+            hits = self._fetch_frame(firings, t0_ns, t1_ns)
+        n0, n1 = t1_ns, t1_ns + (t1_ns - t0_ns)
+        nxt = firings_between(self.preset, n0, n1)
+        self._pending = ((n0, n1), self._pool.submit(self._fetch_frame, nxt, n0, n1))
+        return hits
+
+    def close(self) -> None:
+        """Wait for a prefetch in flight (its frame is discarded) and stop the prefetch thread."""
+        if self._pending is not None:
+            try:
+                self._pending[1].result()
+            except Exception:
+                pass
+            self._pending = None
+        self._pool.shutdown(wait=True)
+
+    def _fetch_frame(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
+        t_wall = time.perf_counter()
+        if self.lockstep:
+            self.client.sim_continue_for_time((t1_ns - t0_ns) * 1e-9)
+        else:
+            wait = 1.0 / self.sim_hz - (t_wall - self._last_wall)
+            if wait > 0:
+                time.sleep(wait)
+            self._last_wall = time.perf_counter()
+        if self.stats.extension:
+            hits, s0, s1 = self._fetch_extension()
+        else:
+            hits, s0, s1 = self._fetch_stock(firings if self.lockstep else None)
+        self._last_ns = s1
+        self.stats.frames += 1
+        self.stats.fetch_s += time.perf_counter() - t_wall
+        if self.lockstep:
+            self._check_sector(firings, hits, t0_ns, t1_ns, s0, s1)
+            return hits
+        hits.interval = (s0, s1)
+        return hits
+
+    def _check_sector(self, local: Firings, got: Hits, t0: int, t1: int, s0: int, s1: int) -> None:
+        same = (s0, s1) == (t0, t1) and len(local) == len(got.firings)
+        if same and self.stats.extension:
+            same = bool(
+                np.array_equal(local.t_ns, got.firings.t_ns) and np.array_equal(local.ring, got.firings.ring)
+            )
+        if not same:
+            self.stats.sector_mismatches += 1
+            if len(self.stats.mismatch_detail) < 5:
+                self.stats.mismatch_detail.append(
+                    f"frame [{t0}, {t1}) ns: server swept [{s0}, {s1}) with {len(got.firings)} rays, "
+                    f"expected {len(local)}"
+                )

@@ -1,0 +1,105 @@
+"""The real stock ``airsim`` 1.8.1 and ``cosysairsim`` clients, run in their own venv, against our server.
+
+The peer venv is made by ``tools/setup_airsim_peer.sh`` (default ``.venv-airsim``; override with
+``RT_LIDAR_AIRSIM_PEER=DIR``). Without it these tests skip and say how to make it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from backend_fixture import LIDAR_POSE, PlaneBackend
+
+from unreal_bridge import AirSimServer
+
+ROOT = Path(__file__).resolve().parents[2]
+PEER = Path(os.environ.get("RT_LIDAR_AIRSIM_PEER", ROOT / ".venv-airsim"))
+PEER_PYTHON = PEER / "bin" / "python"
+N_POINTS = 20_000
+
+# Run by the peer venv's python: argv = module name, port. Prints one JSON line of what it saw.
+PEER_SCRIPT = r"""
+import json, sys, contextlib, io
+mod = __import__(sys.argv[1])
+c = mod.CarClient(port=int(sys.argv[2]), timeout_value=20)
+out = {}
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    c.confirmConnection()
+out["confirm"] = printed.getvalue()
+lidar = c.getLidarData()
+out["n_cloud"] = len(lidar.point_cloud)
+out["first_point"] = list(lidar.point_cloud[:3])
+out["n_seg"] = len(getattr(lidar, "segmentation", []) or [])
+out["lidar_pose"] = [lidar.pose.position.x_val, lidar.pose.position.y_val, lidar.pose.position.z_val]
+out["time_stamp"] = lidar.time_stamp
+T = mod.ImageType
+reqs = [mod.ImageRequest("front", T.Scene), mod.ImageRequest("front", T.DepthPlanar, True, False)]
+imgs = c.simGetImages(reqs)
+out["images"] = [[r.width, r.height, bytes(r.image_data_uint8[:4]).hex(), len(r.image_data_float)]
+                 for r in imgs]
+pose = c.simGetVehiclePose()
+out["vehicle_pose"] = [pose.position.x_val, pose.position.y_val, pose.position.z_val]
+state = c.getCarState()
+out["car"] = [state.speed, state.gear, state.kinematics_estimated.linear_velocity.y_val]
+c.setCarControls(mod.CarControls(throttle=0.5, steering=0.1))
+c.simPause(True)
+out["paused"] = (getattr(c, "simIsPaused", None) or c.simIsPause)()  # 1.8.1 names it simIsPause
+c.simContinueForTime(0.05)
+out["objects"] = c.simListSceneObjects("Car.*")
+out["seg_id"] = c.simGetSegmentationObjectID("Tree_3")
+c.enableApiControl(True)
+out["api"] = c.isApiControlEnabled()
+out["home"] = c.getHomeGeoPoint().latitude
+obj = c.simGetObjectPose("Car_2")
+out["object_pose"] = [obj.position.x_val, obj.position.y_val, obj.position.z_val]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def backend_and_port() -> Iterator[tuple[PlaneBackend, int]]:
+    backend = PlaneBackend(n_points=N_POINTS)
+    with AirSimServer(backend, port=0) as server:
+        server.start()
+        yield backend, server.port
+
+
+def run_peer(module: str, port: int) -> dict:
+    if not PEER_PYTHON.exists():
+        pytest.skip(f"no AirSim peer venv at {PEER}: run tools/setup_airsim_peer.sh {PEER}")
+    probe = subprocess.run([PEER_PYTHON, "-c", f"import {module}"], capture_output=True, timeout=60)
+    if probe.returncode:
+        pytest.skip(f"{module} is not installed in {PEER}: run tools/setup_airsim_peer.sh {PEER}")
+    proc = subprocess.run(
+        [PEER_PYTHON, "-c", PEER_SCRIPT, module, str(port)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("module", ["airsim", "cosysairsim"])
+def test_stock_client_against_our_server(module: str, backend_and_port: tuple[PlaneBackend, int]) -> None:
+    backend, port = backend_and_port
+    t_before = backend.sim_time_ns
+    seen = run_peer(module, port)
+    assert "Connected!" in seen["confirm"] and "not supported" not in seen["confirm"]
+    assert seen["n_cloud"] == 3 * N_POINTS and seen["n_seg"] == N_POINTS
+    ned = backend.points[0] * np.float32([1, -1, -1])
+    assert seen["first_point"] == pytest.approx(ned.tolist())
+    assert seen["lidar_pose"] == pytest.approx([LIDAR_POSE.position[0], -LIDAR_POSE.position[1], -1.5])
+    assert seen["time_stamp"] == t_before
+    assert backend.sim_time_ns == t_before + 50_000_000  # simContinueForTime(0.05) sent as float64
+    assert seen["images"] == [[8, 6, "89504e47", 0], [8, 6, "", 48]]
+    assert seen["vehicle_pose"] == pytest.approx([3.0, 4.0, -0.5])
+    assert seen["car"] == pytest.approx([5.1, 2, -1.0])
+    assert seen["paused"] is True
+    assert seen["objects"] == ["Car_2"] and seen["seg_id"] == 200 and seen["api"] is True
+    assert seen["home"] == pytest.approx(47.641468)
+    assert seen["object_pose"] == pytest.approx([10.0, -1.0, -2.0])
+    assert backend.controls.throttle == 0.5

@@ -1,0 +1,303 @@
+"""``AirSimClient``: a fast client of AirSim's RPC API, in the project frame, on msgpack 1.x.
+
+It speaks to stock AirSim, Cosys-AirSim and the embedded server (:mod:`unreal_bridge.server`) alike.
+Calls use AirSim's method names and argument orders; where stock AirSim and Cosys-AirSim bind a
+method with different argument counts (``simGetImages``, ``simGetObjectPose``) the client tries the
+stock form first and remembers the form the server accepted. Poses, points and kinematics come back
+converted from NED to the project frame (x forward, y left, z up) by :mod:`unreal_bridge.wire`.
+
+``get_lidar_data`` decodes the point cloud straight into NumPy (see :mod:`unreal_bridge.fast_decode`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import RpcError, WireFormatError
+from .rpc import RpcClient
+from .wire import (
+    CarControls,
+    CarState,
+    FluCarState,
+    FluImage,
+    FluPose,
+    ImageRequest,
+    ImageResponse,
+    LidarFrame,
+    LidarHits,
+    Pose,
+    car_state_ned_to_flu,
+    ned_to_flu_points,
+    pose_flu_to_ned,
+    pose_ned_to_flu,
+)
+
+__all__ = ["CLIENT_VERSION", "HITS_DTYPES", "MIN_SERVER_VERSION", "AirSimClient", "decode_hits"]
+
+#: The API version this client reports (Cosys-AirSim's; stock AirSim servers need >= 1).
+CLIENT_VERSION = 4
+#: The oldest server API version this client works with (stock AirSim's).
+MIN_SERVER_VERSION = 1
+#: The field dtypes ``rtLidarGetHits`` may carry (anything else is refused, never interpreted).
+HITS_DTYPES = {"|u1", "<u2", "<i4", "<i8", "<f4", "<f8"}
+_LIDAR_ARRAYS = {"point_cloud": np.float32, "segmentation": np.int32}
+
+
+def _is_arity_error(exc: RpcError) -> bool:
+    return "invalid number of arguments" in str(exc.error)
+
+
+def _hits_field(fields: Mapping[str, Any], name: str, count: int) -> np.ndarray:
+    spec = fields.get(name)
+    if not isinstance(spec, Mapping):
+        raise WireFormatError(f"rtLidarGetHits: field '{name}' is missing")
+    dtype, shape, data = spec.get("dtype"), spec.get("shape"), spec.get("data")
+    if dtype not in HITS_DTYPES or not isinstance(data, bytes) or not isinstance(shape, list):
+        raise WireFormatError(f"rtLidarGetHits: field '{name}' has dtype {dtype!r} / no bin data")
+    if not shape or shape[0] != count or any(not isinstance(s, int) or s < 0 for s in shape):
+        raise WireFormatError(f"rtLidarGetHits: field '{name}' has shape {shape}, expected ({count}, ...)")
+    arr = np.frombuffer(data, dtype=np.dtype(dtype))
+    if arr.size != int(np.prod(shape)):
+        raise WireFormatError(f"rtLidarGetHits: field '{name}' holds {arr.size} values for shape {shape}")
+    return arr.reshape(shape)
+
+
+_CORE_FIELDS = frozenset({"point", "normal", "segmentation", "ring", "time", "range", "miss"})
+
+
+def decode_hits(answer: Any) -> LidarHits:
+    """Read an ``rtLidarGetHits`` answer (see docs/extension-call.md) into project-frame arrays."""
+    if not isinstance(answer, Mapping) or answer.get("version") != 1:
+        raise WireFormatError("rtLidarGetHits: not a version-1 answer")
+    count = answer.get("count")
+    fields = answer.get("fields")
+    if not isinstance(count, int) or count < 0 or not isinstance(fields, Mapping):
+        raise WireFormatError("rtLidarGetHits: bad 'count' or 'fields'")
+    flip = np.array([1.0, -1.0, -1.0], dtype=np.float32)
+    extras: dict[str, np.ndarray] = {}
+    for name in fields:
+        if name in _CORE_FIELDS or not isinstance(name, str):
+            continue
+        arr = _hits_field(fields, name, count)
+        extras[name] = arr.astype(np.float32) * flip if arr.ndim == 2 and arr.shape[1] == 3 else arr
+    info = answer.get("info", {})
+    return LidarHits(
+        points=ned_to_flu_points(_hits_field(fields, "point", count).reshape(count, 3)),
+        normals=_hits_field(fields, "normal", count).reshape(count, 3).astype(np.float32) * flip,
+        segmentation=_hits_field(fields, "segmentation", count).astype(np.int32),
+        ring=_hits_field(fields, "ring", count).astype(np.uint16),
+        time=_hits_field(fields, "time", count).astype(np.int64),
+        range=_hits_field(fields, "range", count).astype(np.float32),
+        miss=_hits_field(fields, "miss", count).astype(bool),
+        pose=pose_ned_to_flu(Pose.from_msgpack(answer.get("pose", {}))),
+        time_stamp=int(answer.get("time_stamp", 0)),
+        extras=extras,
+        info=dict(info) if isinstance(info, Mapping) else {},
+    )
+
+
+class AirSimClient:
+    """Client of an AirSim-compatible RPC server (stock AirSim, Cosys-AirSim, or ours).
+
+    ``timeout`` (s) bounds the connect and every call; a call that fails raises
+    :class:`~unreal_bridge.errors.RpcError` (the server's error) or
+    :class:`~unreal_bridge.errors.ConnectionLost` (naming the call); the next call reconnects.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 41451, timeout: float | None = 60.0) -> None:
+        # float64 arguments, as the stock Python client sends them: AirSim takes ``double`` times
+        # (simContinueForTime); its float parameters read float64 just as well.
+        self.rpc = RpcClient(host, port, timeout=timeout, single_float=False)
+        self._forms: dict[str, int] = {}
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.rpc.close()
+
+    def __enter__(self) -> AirSimClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def call(self, method: str, *args: Any) -> Any:
+        """Any RPC method by its AirSim name, with its arguments in AirSim's order; msgpack-decoded result."""
+        return self.rpc.call(method, *args)
+
+    def _call_forms(self, method: str, forms: Sequence[tuple[Any, ...]]) -> Any:
+        """Call with the first argument form the server accepts (stock AirSim's first)."""
+        start = self._forms.get(method, 0)
+        for i in range(start, len(forms)):
+            try:
+                result = self.rpc.call(method, *forms[i])
+            except RpcError as exc:
+                if i + 1 < len(forms) and _is_arity_error(exc):
+                    continue
+                raise
+            self._forms[method] = i
+            return result
+        raise AssertionError("unreachable")
+
+    # connection ------------------------------------------------------------------------------------
+    def ping(self) -> bool:
+        """``ping``: True when the server answers."""
+        return bool(self.rpc.call("ping"))
+
+    def get_server_version(self) -> int:
+        """``getServerVersion``."""
+        return int(self.rpc.call("getServerVersion"))
+
+    def get_min_required_client_version(self) -> int:
+        """``getMinRequiredClientVersion``."""
+        return int(self.rpc.call("getMinRequiredClientVersion"))
+
+    def confirm_connection(self) -> int:
+        """Ping and check versions as AirSim's ``confirmConnection`` does; return the server version.
+
+        Raises :class:`~unreal_bridge.errors.WireFormatError` when the server is too old for us or
+        needs a newer client than we are.
+        """
+        if not self.ping():
+            raise WireFormatError("the server answered ping with false")
+        server = self.get_server_version()
+        needed = self.get_min_required_client_version()
+        if server < MIN_SERVER_VERSION or needed > CLIENT_VERSION:
+            raise WireFormatError(
+                f"version mismatch: server {server} (we need >= {MIN_SERVER_VERSION}), "
+                f"client {CLIENT_VERSION} (server needs >= {needed})"
+            )
+        return server
+
+    # sensors ---------------------------------------------------------------------------------------
+    def get_lidar_data(self, lidar_name: str = "", vehicle_name: str = "") -> LidarFrame:
+        """``getLidarData``: points (N, 3) float32, segmentation (N,) int32, pose, time stamp (ns)."""
+        raw = self.rpc.call_arrays("getLidarData", (lidar_name, vehicle_name), _LIDAR_ARRAYS)
+        if not isinstance(raw, Mapping):
+            raise WireFormatError(f"getLidarData answered a {type(raw).__name__}, not a map")
+        cloud = raw.get("point_cloud")
+        cloud = np.asarray(cloud if cloud is not None else [], dtype=np.float32).ravel()
+        points = ned_to_flu_points(cloud if cloud.size >= 3 else cloud[:0], copy=False)  # a fresh array
+        seg = raw.get("segmentation")
+        if seg is None or (isinstance(seg, np.ndarray) and seg.size == 0 and len(points)):
+            segmentation = np.full(len(points), -1, dtype=np.int32)  # Cosys-AirSim sends none
+        else:
+            segmentation = np.asarray(seg, dtype=np.int32).ravel()
+        if len(segmentation) != len(points):
+            raise WireFormatError(
+                f"getLidarData: {len(segmentation)} segmentation ids for {len(points)} points"
+            )
+        return LidarFrame(
+            points=points,
+            segmentation=segmentation,
+            pose=pose_ned_to_flu(Pose.from_msgpack(raw.get("pose", {}))),
+            time_stamp=int(raw.get("time_stamp", 0)),
+        )
+
+    def rt_lidar_get_hits(self, lidar_name: str = "", vehicle_name: str = "") -> LidarHits:
+        """Extension ``rtLidarGetHits`` (our server only): rings, firing times, ranges, normals, misses."""
+        return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
+
+    def sim_get_images(
+        self, requests: Sequence[ImageRequest], vehicle_name: str = "", external: bool = False
+    ) -> list[FluImage]:
+        """``simGetImages``: one image a request, camera poses in the project frame."""
+        reqs = [r.to_msgpack() for r in requests]
+        raw = self._call_forms("simGetImages", [(reqs, vehicle_name, external), (reqs, vehicle_name)])
+        return [FluImage.from_wire(ImageResponse.from_msgpack(r)) for r in raw or []]
+
+    def sim_get_image(
+        self, camera_name: str, image_type: int, vehicle_name: str = "", external: bool = False
+    ) -> bytes | None:
+        """``simGetImage``: the compressed (PNG) image, or None when the server has none."""
+        result = self.rpc.call("simGetImage", str(camera_name), int(image_type), vehicle_name, external)
+        if isinstance(result, str):
+            result = result.encode("latin-1")
+        return None if not result or result == b"\0" else bytes(result)
+
+    # poses and objects -----------------------------------------------------------------------------
+    def sim_get_vehicle_pose(self, vehicle_name: str = "") -> FluPose:
+        """``simGetVehiclePose``."""
+        return pose_ned_to_flu(Pose.from_msgpack(self.rpc.call("simGetVehiclePose", vehicle_name)))
+
+    def sim_set_vehicle_pose(
+        self, pose: FluPose, ignore_collision: bool = True, vehicle_name: str = ""
+    ) -> None:
+        """``simSetVehiclePose``."""
+        self.rpc.call("simSetVehiclePose", pose_flu_to_ned(pose).to_msgpack(), ignore_collision, vehicle_name)
+
+    def sim_get_object_pose(self, object_name: str) -> FluPose:
+        """``simGetObjectPose`` (NaN pose for an unknown object, as AirSim answers)."""
+        raw = self._call_forms("simGetObjectPose", [(object_name,), (object_name, True)])
+        return pose_ned_to_flu(Pose.from_msgpack(raw))
+
+    def sim_list_scene_objects(self, name_regex: str = ".*") -> list[str]:
+        """``simListSceneObjects``."""
+        return list(self.rpc.call("simListSceneObjects", name_regex))
+
+    def sim_set_segmentation_object_id(
+        self, mesh_name: str, object_id: int, is_name_regex: bool = False
+    ) -> bool:
+        """``simSetSegmentationObjectID``: True when some mesh matched."""
+        return bool(self.rpc.call("simSetSegmentationObjectID", mesh_name, int(object_id), is_name_regex))
+
+    def sim_get_segmentation_object_id(self, mesh_name: str) -> int:
+        """``simGetSegmentationObjectID`` (-1 for an unknown mesh)."""
+        return int(self.rpc.call("simGetSegmentationObjectID", mesh_name))
+
+    # time ------------------------------------------------------------------------------------------
+    def sim_pause(self, is_paused: bool) -> None:
+        """``simPause``."""
+        self.rpc.call("simPause", bool(is_paused))
+
+    def sim_is_paused(self) -> bool:
+        """``simIsPaused``."""
+        return bool(self.rpc.call("simIsPaused"))
+
+    def sim_continue_for_time(self, seconds: float) -> None:
+        """``simContinueForTime``: run the sim for ``seconds`` of sim time, then pause."""
+        self.rpc.call("simContinueForTime", float(seconds))
+
+    def sim_continue_for_frames(self, frames: int) -> None:
+        """``simContinueForFrames``: run the sim for ``frames`` frames, then pause."""
+        self.rpc.call("simContinueForFrames", int(frames))
+
+    # car -------------------------------------------------------------------------------------------
+    def get_car_state(self, vehicle_name: str = "") -> FluCarState:
+        """``getCarState``, kinematics in the project frame."""
+        return car_state_ned_to_flu(CarState.from_msgpack(self.rpc.call("getCarState", vehicle_name)))
+
+    def set_car_controls(self, controls: CarControls, vehicle_name: str = "") -> None:
+        """``setCarControls``."""
+        self.rpc.call("setCarControls", controls.to_msgpack(), vehicle_name)
+
+    def enable_api_control(self, is_enabled: bool, vehicle_name: str = "") -> None:
+        """``enableApiControl``."""
+        self.rpc.call("enableApiControl", bool(is_enabled), vehicle_name)
+
+    def is_api_control_enabled(self, vehicle_name: str = "") -> bool:
+        """``isApiControlEnabled``."""
+        return bool(self.rpc.call("isApiControlEnabled", vehicle_name))
+
+    def reset(self) -> None:
+        """``reset``."""
+        self.rpc.call("reset")
+
+    # settings and weather --------------------------------------------------------------------------
+    def get_settings_string(self) -> str:
+        """``getSettingsString``: the server's settings.json text."""
+        return str(self.rpc.call("getSettingsString"))
+
+    def list_vehicles(self) -> list[str]:
+        """``listVehicles``."""
+        return list(self.rpc.call("listVehicles"))
+
+    def sim_enable_weather(self, enable: bool) -> None:
+        """``simEnableWeather``."""
+        self.rpc.call("simEnableWeather", bool(enable))
+
+    def sim_set_weather_parameter(self, param: int, value: float) -> None:
+        """``simSetWeatherParameter`` (param as AirSim's ``WeatherParameter``: 0 rain, ... 7 fog)."""
+        self.rpc.call("simSetWeatherParameter", int(param), float(value))

@@ -1,0 +1,496 @@
+"""msgpack-RPC as rpclib (and so AirSim) speaks it, on msgpack 1.x: a blocking client and a threaded server.
+
+Wire format (https://github.com/msgpack-rpc/msgpack-rpc/blob/master/spec.md, rpclib's flavour):
+
+- request ``[0, msgid, method, params]``, response ``[1, msgid, error, result]``,
+  notification ``[2, method, params]``; ``params`` is an array, ``error`` is nil on success;
+- floats are packed as float32 (rpclib packs C++ ``float``; we pack Python floats with
+  ``use_single_float=True``), strings as str, ``bytes`` as bin;
+- replies on one connection come in the order of the requests;
+- rpclib's fixed error strings for an unknown function, a wrong argument count and a throwing handler
+  (:func:`not_found_message`, :func:`arity_message`, :func:`exception_message`).
+
+The server runs one thread per connection, bounds each message's size, and closes a connection that
+sends malformed or oversized input without disturbing the others. Nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import logging
+import select
+import selectors
+import socket
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import msgpack
+import numpy as np
+import numpy.typing as npt
+
+from . import fast_decode
+from .errors import BackendError, ConnectionLost, MessageTooLarge, ProtocolError, RpcError, RpcTimeout
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "NOTIFY",
+    "REQUEST",
+    "RESPONSE",
+    "Raw",
+    "RpcClient",
+    "RpcServer",
+    "arity_message",
+    "exception_message",
+    "new_packer",
+    "not_found_message",
+    "pack",
+]
+
+REQUEST, RESPONSE, NOTIFY = 0, 1, 2
+#: Largest message a server accepts (and a client accepts by default): 64 MiB.
+DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+_RECV_CHUNK = 256 * 1024
+_SOCK_BUF = 8 * 1024 * 1024  # socket buffers that hold a 100k-point answer whole
+_log = logging.getLogger(__name__)
+
+
+def not_found_message(method: str, argc: int) -> str:
+    """rpclib's error for a call to a function the server does not bind."""
+    return f"rpclib: server could not find function '{method}' with argument count {argc}."
+
+
+def arity_message(method: str, expected: int, got: int) -> str:
+    """rpclib's error for a call with the wrong number of arguments."""
+    return (
+        f"rpclib: Function '{method}' was called with an invalid number of arguments. "
+        f"Expected: {expected}, got: {got}"
+    )
+
+
+def exception_message(method: str, argc: int, info: str) -> str:
+    """rpclib's error for a handler that threw (AirSim's servers answer their refusals this way)."""
+    return (
+        f"rpclib: function '{method}' (called with {argc} arg(s)) threw an exception. "
+        f"The exception contained this information: {info}."
+    )
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"cannot msgpack an object of type {type(obj).__name__}")
+
+
+def new_packer(single_float: bool = True) -> msgpack.Packer:
+    """A packer as rpclib packs: float32 floats, str as str, bytes as bin; NumPy values as plain ones.
+
+    ``single_float=False`` packs Python floats as float64, as rpclib packs C++ ``double`` arguments.
+    """
+    return msgpack.Packer(use_single_float=single_float, use_bin_type=True, default=_default)
+
+
+class Raw:
+    """Bytes that are already one msgpack value, spliced verbatim into a message by :func:`pack`."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes | bytearray) -> None:
+        self.data = data
+
+
+def _map_header(n: int) -> bytes:
+    if n < 16:
+        return bytes((0x80 | n,))
+    if n < 0x10000:
+        return b"\xde" + n.to_bytes(2, "big")
+    return b"\xdf" + n.to_bytes(4, "big")
+
+
+_CONTAINERS = (Raw, dict, list, tuple, np.ndarray)
+_INT32 = np.iinfo(np.int32)
+
+
+def _pack_ndarray(arr: np.ndarray, packer: msgpack.Packer) -> bytes:
+    """A numeric array as rpclib sends ``std::vector<float>`` / ``std::vector<int>``, built by NumPy."""
+    if arr.dtype.kind == "f":
+        return fast_decode.pack_float32_array(arr)
+    if arr.dtype.kind in "iu" and (arr.size == 0 or (arr.min() >= _INT32.min and arr.max() <= _INT32.max)):
+        return fast_decode.pack_int_array(arr)
+    return bytes(packer.pack(arr.tolist()))
+
+
+def _pack_into(out: list[bytes], obj: Any, packer: msgpack.Packer) -> None:
+    if isinstance(obj, Raw):
+        out.append(obj.data)
+    elif isinstance(obj, np.ndarray):
+        out.append(_pack_ndarray(obj, packer))
+    elif isinstance(obj, dict):
+        out.append(_map_header(len(obj)))
+        for key, value in obj.items():
+            _pack_into(out, key, packer)
+            _pack_into(out, value, packer)
+    elif isinstance(obj, list | tuple) and any(isinstance(v, _CONTAINERS) for v in obj):
+        out.append(fast_decode.array_header(len(obj)))
+        for value in obj:
+            _pack_into(out, value, packer)
+    else:
+        out.append(packer.pack(obj))
+
+
+def pack(obj: Any, packer: msgpack.Packer | None = None) -> bytes:
+    """msgpack bytes of ``obj`` as rpclib packs it, splicing any :class:`Raw` values in verbatim.
+
+    NumPy float arrays go as float32 arrays, int arrays that fit int32 as uniform int arrays of the
+    narrowest width (no per-element work).
+    """
+    out: list[bytes] = []
+    _pack_into(out, obj, packer or new_packer())
+    return b"".join(out)
+
+
+# --------------------------------------------------------------------------------------------- client
+
+
+class RpcClient:
+    """A blocking msgpack-RPC client on one TCP socket (thread-safe: one call in flight at a time).
+
+    Connects on the first call (and again after a lost connection). ``timeout`` bounds the connect and
+    each wait for an answer; on timeout the connection is closed and :class:`RpcTimeout` raised.
+    Arguments' floats go as float32 unless ``single_float=False`` (float64, for ``double`` parameters).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 41451,
+        timeout: float | None = 60.0,
+        max_message_size: int = 1 << 30,
+        single_float: bool = True,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self.max_message_size = max_message_size
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+        self._packer = new_packer(single_float)
+        self._sock: socket.socket | None = None
+        self._buf = bytearray(1 << 20)
+        self._filled = 0
+
+    # connection ------------------------------------------------------------------------------------
+    def connect(self) -> None:
+        """Open the connection now (calls do it on demand)."""
+        with self._lock:
+            self._connect(None)
+
+    def _connect(self, method: str | None) -> socket.socket:
+        if self._sock is not None:
+            return self._sock
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        except TimeoutError as exc:
+            raise RpcTimeout(method, f"connecting to {self.host}:{self.port} timed out") from exc
+        except OSError as exc:
+            raise ConnectionLost(method, f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCK_BUF)
+        sock.settimeout(self.timeout)
+        self._sock = sock
+        self._filled = 0
+        return sock
+
+    def close(self) -> None:
+        """Close the connection (a later call reconnects)."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def __enter__(self) -> RpcClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # calls -----------------------------------------------------------------------------------------
+    def call(self, method: str, *args: Any) -> Any:
+        """Call ``method(*args)`` and return its result as msgpack decodes it (str keys, bytes for bin)."""
+        return self._roundtrip(method, args, {})
+
+    def call_arrays(self, method: str, args: Sequence[Any], arrays: Mapping[str, npt.DTypeLike]) -> Any:
+        """Call ``method(*args)``; arrays under the map keys in ``arrays`` come back as NumPy arrays.
+
+        This is the fast path for big numeric answers (``point_cloud``): see :mod:`fast_decode`.
+        """
+        return self._roundtrip(method, tuple(args), arrays)
+
+    def notify(self, method: str, *args: Any) -> None:
+        """Send the notification ``[2, method, args]`` (no answer comes)."""
+        with self._lock:
+            self._send(method, self._packer.pack([NOTIFY, method, list(args)]))
+
+    def _send(self, method: str, data: bytes) -> None:
+        sock = self._connect(method)
+        try:
+            sock.sendall(data)
+        except TimeoutError as exc:
+            self.close()
+            raise RpcTimeout(method, f"sending the request timed out after {self.timeout} s") from exc
+        except OSError as exc:
+            self.close()
+            raise ConnectionLost(method, f"sending the request failed: {exc}") from exc
+
+    def _roundtrip(self, method: str, args: tuple[Any, ...], arrays: Mapping[str, npt.DTypeLike]) -> Any:
+        with self._lock:
+            msgid = next(self._ids) & 0xFFFFFFFF
+            self._send(method, self._packer.pack([REQUEST, msgid, method, list(args)]))
+            message = self._read_message(method, arrays)
+            if not (
+                isinstance(message, list)
+                and len(message) == 4
+                and message[0] == RESPONSE
+                and message[1] == msgid
+            ):
+                self.close()
+                raise ProtocolError(f"answer to '{method}' (id {msgid}) is not its response: {message!r:.80}")
+        if message[2] is not None:
+            raise RpcError(method, message[2])
+        return message[3]
+
+    def _read_message(self, method: str, arrays: Mapping[str, npt.DTypeLike]) -> Any:
+        """Receive one whole message into the buffer and decode it.
+
+        Decoding is tried when the socket has nothing more to read right now or when the buffer holds
+        the size the last try said is needed, so a big answer is not decoded once per chunk.
+        """
+        sock = self._sock
+        assert sock is not None
+        need, attempt = 1, self._filled > 0
+        while True:
+            if attempt or self._filled >= need:
+                view = memoryview(self._buf)[: self._filled]
+                try:
+                    message, end = fast_decode.decode(view, 0, arrays)
+                except fast_decode.Truncated as exc:
+                    need = max(exc.need, self._filled + 1)
+                except Exception as exc:
+                    self.close()
+                    raise ProtocolError(f"invalid msgpack in the answer to '{method}': {exc}") from exc
+                else:
+                    rest = self._filled - end
+                    if rest:  # bytes of a following message (same length slice: no resize)
+                        self._buf[:rest] = self._buf[end : self._filled]
+                    self._filled = rest
+                    return message
+                finally:
+                    del view
+            if need > self.max_message_size:
+                self.close()
+                raise MessageTooLarge(f"answer to '{method}' exceeds {self.max_message_size} bytes")
+            if self._filled == len(self._buf) or need > len(self._buf):
+                grown = bytearray(min(max(need, 2 * len(self._buf)), self.max_message_size + 1))
+                grown[: self._filled] = self._buf[: self._filled]
+                self._buf = grown
+            try:
+                got = sock.recv_into(memoryview(self._buf)[self._filled :])
+            except TimeoutError as exc:
+                self.close()
+                raise RpcTimeout(method, f"no answer within {self.timeout} s") from exc
+            except OSError as exc:
+                self.close()
+                raise ConnectionLost(method, f"receiving the answer failed: {exc}") from exc
+            if got == 0:
+                self.close()
+                raise ConnectionLost(method, "the server closed the connection")
+            self._filled += got
+            attempt = not select.select([sock], [], [], 0)[0]
+
+
+# --------------------------------------------------------------------------------------------- server
+
+Handler = Callable[..., Any]
+
+
+def _arities(func: Handler) -> tuple[int, ...]:
+    params = inspect.signature(func).parameters.values()
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return (sum(1 for p in params if p.kind in kinds),)
+
+
+class RpcServer:
+    """A threaded msgpack-RPC server with rpclib's behaviour; bind functions with :meth:`register`.
+
+    ``port=0`` picks a free port (read :attr:`port`). Handlers run in the connection's thread; calls
+    from different connections are serialised by one lock unless ``serialize=False``.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        serialize: bool = True,
+    ) -> None:
+        self.max_message_size = max_message_size
+        self._funcs: dict[str, tuple[Handler, tuple[int, ...]]] = {}
+        self._call_lock: threading.Lock | None = threading.Lock() if serialize else None
+        self._listener = socket.create_server((host, port), reuse_port=False)
+        self._listener.setblocking(False)
+        self.host, self.port = self._listener.getsockname()[:2]
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._closed = threading.Event()
+        self._conns: dict[socket.socket, threading.Thread] = {}
+        self._conns_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def register(self, name: str, func: Handler, arity: int | Sequence[int] | None = None) -> None:
+        """Bind ``func`` as ``name``; ``arity`` (default: its positional parameter count) is checked."""
+        if arity is None:
+            arities = _arities(func)
+        elif isinstance(arity, int):
+            arities = (arity,)
+        else:
+            arities = tuple(arity)
+        self._funcs[name] = (func, arities)
+
+    # lifecycle -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Serve in a background thread."""
+        self._thread = threading.Thread(
+            target=self.serve_forever, name=f"rpc-accept-{self.port}", daemon=True
+        )
+        self._thread.start()
+
+    def serve_forever(self) -> None:
+        """Accept connections until :meth:`close`."""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._listener, selectors.EVENT_READ)
+            sel.register(self._wake_r, selectors.EVENT_READ)
+            while not self._closed.is_set():
+                for key, _ in sel.select():
+                    if key.fileobj is self._wake_r or self._closed.is_set():
+                        return
+                    try:
+                        conn, _addr = self._listener.accept()
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:
+                        return
+                    self._spawn(conn)
+
+    def _spawn(self, conn: socket.socket) -> None:
+        conn.setblocking(True)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCK_BUF)
+        thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
+        with self._conns_lock:
+            if self._closed.is_set():
+                conn.close()
+                return
+            self._conns[conn] = thread
+        thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop accepting, close every connection and wait for their threads."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        self._listener.close()
+        with self._conns_lock:
+            conns = list(self._conns.items())
+        for conn, _ in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        for _, thread in conns:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def __enter__(self) -> RpcServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # connections -----------------------------------------------------------------------------------
+    def _serve_connection(self, conn: socket.socket) -> None:
+        unpacker = msgpack.Unpacker(raw=False, max_buffer_size=self.max_message_size, strict_map_key=False)
+        packer = new_packer()
+        try:
+            while not self._closed.is_set():
+                data = conn.recv(_RECV_CHUNK)
+                if not data:
+                    return
+                unpacker.feed(data)
+                for message in unpacker:
+                    reply = self._handle(message, packer)
+                    if reply is not None:
+                        conn.sendall(reply)
+        except msgpack.BufferFull:
+            _log.warning("closing a connection: message over %d bytes", self.max_message_size)
+        except (ValueError, msgpack.UnpackException, ProtocolError) as exc:
+            _log.warning("closing a connection: malformed message: %s", exc)
+        except OSError:
+            pass
+        finally:
+            with self._conns_lock:
+                self._conns.pop(conn, None)
+            conn.close()
+
+    def _handle(self, message: Any, packer: msgpack.Packer) -> bytes | None:
+        """Dispatch one message; return the reply bytes (None for a notification)."""
+        if not isinstance(message, list) or len(message) not in (3, 4):
+            raise ProtocolError(f"not a msgpack-RPC message: {message!r:.80}")
+        if len(message) == 4 and message[0] == REQUEST:
+            _, msgid, method, params = message
+            if not isinstance(msgid, int):
+                raise ProtocolError(f"request id is not an int: {msgid!r:.40}")
+            error, result = self._dispatch(method, params)
+            try:
+                return pack([RESPONSE, msgid, error, result], packer)
+            except (TypeError, ValueError, OverflowError) as exc:
+                _log.exception("cannot pack the answer to %r", method)
+                error = exception_message(str(method), len(params), f"unpackable result: {exc}")
+                return pack([RESPONSE, msgid, error, None], packer)
+        if len(message) == 3 and message[0] == NOTIFY:
+            _, method, params = message
+            error, _result = self._dispatch(method, params)
+            if error is not None:
+                _log.warning("notification %r failed: %s", method, error)
+            return None
+        raise ProtocolError(f"unexpected msgpack-RPC message type {message[0]!r:.20}")
+
+    def _dispatch(self, method: Any, params: Any) -> tuple[str | None, Any]:
+        if not isinstance(params, list):
+            params = [params]
+        if not isinstance(method, str):
+            return f"rpclib: invalid function name {method!r:.40}", None
+        entry = self._funcs.get(method)
+        if entry is None:
+            return not_found_message(method, len(params)), None
+        func, arities = entry
+        if len(params) not in arities:
+            return arity_message(method, arities[0], len(params)), None
+        try:
+            if self._call_lock is None:
+                return None, func(*params)
+            with self._call_lock:
+                return None, func(*params)
+        except BackendError as exc:
+            return exception_message(method, len(params), str(exc)), None
+        except Exception as exc:
+            _log.debug("handler %r raised", method, exc_info=True)
+            info = str(exc.args[0]) if len(exc.args) == 1 else str(exc)
+            return exception_message(method, len(params), info or type(exc).__name__), None

@@ -1,0 +1,348 @@
+"""``AirSimServer``: AirSim's RPC API (method names, argument orders, wire structs) over a backend.
+
+The server speaks rpclib's msgpack-RPC (:mod:`unreal_bridge.rpc`) and translates between AirSim's
+NED wire structs and a :class:`SimBackend` that works in the project frame with plain Python and NumPy
+values; stock AirSim and Cosys-AirSim clients connect to it unchanged. Big arrays (the lidar point
+cloud, float images) are encoded by NumPy as float32 arrays, not element by element.
+
+Beyond AirSim it binds one extension call, ``rtLidarGetHits`` (docs/extension-call.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import wire
+from .errors import WireFormatError
+from .rpc import DEFAULT_MAX_MESSAGE_SIZE, Raw, RpcServer
+from .wire import (
+    CarControls,
+    FluCarState,
+    FluImage,
+    FluPose,
+    GeoPoint,
+    ImageRequest,
+    LidarFrame,
+    LidarHits,
+    Pose,
+)
+
+__all__ = [
+    "DEFAULT_PORT",
+    "HOME_GEO_POINT",
+    "MIN_REQUIRED_CLIENT_VERSION",
+    "SERVER_VERSION",
+    "AirSimServer",
+    "SimBackend",
+    "encode_hits",
+]
+
+DEFAULT_PORT = 41451
+#: Cosys-AirSim clients need a server version >= 4, stock AirSim clients >= 1.
+SERVER_VERSION = 4
+#: Stock AirSim clients are version 1.
+MIN_REQUIRED_CLIENT_VERSION = 1
+#: AirSim's default home (settings.json ``OriginGeopoint``).
+HOME_GEO_POINT = GeoPoint(47.641468, -122.140165, 122.0)
+_log = logging.getLogger(__name__)
+_NAN_POSE = Pose(wire.Vector3r(np.nan, np.nan, np.nan), wire.Quaternionr(np.nan, np.nan, np.nan, np.nan))
+
+
+class SimBackend(Protocol):
+    """What the server needs from a simulation; every value in the project frame (x fwd, y left, z up).
+
+    Names are AirSim's (``""`` means the default lidar / vehicle). To refuse a call with a message,
+    raise :class:`~unreal_bridge.errors.BackendError` (any exception is answered the same way).
+    """
+
+    def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:
+        """The lidar's latest answer: points (N, 3) float32, segmentation (N,) int32, pose, time (ns)."""
+        ...
+
+    def lidar_hits(self, lidar_name: str, vehicle_name: str) -> LidarHits:
+        """The lidar's latest rays with ring, firing time, range, normal and miss flag."""
+        ...
+
+    def images(self, requests: Sequence[ImageRequest], vehicle_name: str) -> list[FluImage]:
+        """One image a request (``image_type`` as AirSim's ``ImageType``)."""
+        ...
+
+    def vehicle_pose(self, vehicle_name: str) -> FluPose:
+        """The vehicle's pose."""
+        ...
+
+    def set_vehicle_pose(self, pose: FluPose, ignore_collision: bool, vehicle_name: str) -> None:
+        """Teleport the vehicle."""
+        ...
+
+    def pause(self, paused: bool) -> None:
+        """Pause or resume the sim clock."""
+        ...
+
+    def is_paused(self) -> bool:
+        """Whether the sim clock is paused."""
+        ...
+
+    def continue_for_time(self, seconds: float) -> None:
+        """Run the sim for ``seconds`` of sim time, then pause (returns when done)."""
+        ...
+
+    def continue_for_frames(self, frames: int) -> None:
+        """Run the sim for ``frames`` frames, then pause (returns when done)."""
+        ...
+
+    def car_state(self, vehicle_name: str) -> FluCarState:
+        """The car's state."""
+        ...
+
+    def set_car_controls(self, controls: CarControls, vehicle_name: str) -> None:
+        """Apply car controls."""
+        ...
+
+    def object_pose(self, object_name: str) -> FluPose | None:
+        """A scene object's pose, None for an unknown object (answered as AirSim's NaN pose)."""
+        ...
+
+    def list_scene_objects(self, name_regex: str) -> list[str]:
+        """Names of scene objects matching ``name_regex`` (Python ``re.fullmatch``)."""
+        ...
+
+    def get_segmentation_object_id(self, mesh_name: str) -> int:
+        """A mesh's segmentation id, -1 when unknown."""
+        ...
+
+    def set_segmentation_object_id(self, mesh_name: str, object_id: int, is_name_regex: bool) -> bool:
+        """Set the segmentation id of a mesh (or of all matching ``mesh_name`` as a regex)."""
+        ...
+
+    def reset(self) -> None:
+        """Reset vehicles and sim to their start."""
+        ...
+
+    def settings_string(self) -> str:
+        """The settings.json text the sim runs with."""
+        ...
+
+    def list_vehicles(self) -> list[str]:
+        """Vehicle names."""
+        ...
+
+    def set_weather_parameter(self, param: int, value: float) -> None:
+        """AirSim ``WeatherParameter`` (0 rain, 7 fog, ...) to ``value`` in 0..1."""
+        ...
+
+    def enable_weather(self, enable: bool) -> None:
+        """Turn weather effects on or off."""
+        ...
+
+
+# Wire dtype of each NumPy dtype an extra field may have (narrow ints widen to the closed set).
+_EXTRA_DTYPES = {
+    np.dtype(np.bool_): "|u1",
+    np.dtype(np.uint8): "|u1",
+    np.dtype(np.uint16): "<u2",
+    np.dtype(np.int16): "<i4",
+    np.dtype(np.int32): "<i4",
+    np.dtype(np.uint32): "<i8",
+    np.dtype(np.int64): "<i8",
+    np.dtype(np.float32): "<f4",
+    np.dtype(np.float64): "<f8",
+}
+
+
+def encode_hits(hits: LidarHits) -> dict[str, Any]:
+    """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs."""
+    count = len(hits.points)
+    flip = np.array([1.0, -1.0, -1.0], dtype=np.float32)
+
+    def blob(arr: Any, dtype: str, shape: tuple[int, ...]) -> dict[str, Any]:
+        a = np.ascontiguousarray(np.asarray(arr).reshape(shape), dtype=np.dtype(dtype))
+        if a.shape[0] != count:
+            raise ValueError(f"rtLidarGetHits: a field has {a.shape[0]} rows for {count} points")
+        return {"dtype": dtype, "shape": list(shape), "data": a.tobytes()}
+
+    extras: dict[str, Any] = {}
+    for name, arr in hits.extras.items():
+        a = np.asarray(arr)
+        code = _EXTRA_DTYPES.get(a.dtype)
+        if code is None:
+            raise ValueError(f"rtLidarGetHits: extra field '{name}' has unsupported dtype {a.dtype}")
+        if a.ndim == 2 and a.shape[1] == 3:
+            a = a.astype(np.float32) * flip  # vectors go NED like every other
+        extras[name] = blob(a, code, tuple(a.shape))
+    return {
+        "version": 1,
+        "count": count,
+        "frame": "NED",
+        "time_stamp": int(hits.time_stamp),
+        "pose": wire.pose_flu_to_ned(hits.pose).to_msgpack(),
+        "info": dict(hits.info),
+        "fields": {
+            **extras,
+            "point": blob(wire.flu_to_ned_points(hits.points), "<f4", (count, 3)),
+            "normal": blob(
+                np.asarray(hits.normals, dtype=np.float32).reshape(-1, 3) * flip, "<f4", (count, 3)
+            ),
+            "segmentation": blob(hits.segmentation, "<i4", (count,)),
+            "ring": blob(hits.ring, "<u2", (count,)),
+            "time": blob(hits.time, "<i8", (count,)),
+            "range": blob(hits.range, "<f4", (count,)),
+            "miss": blob(hits.miss, "|u1", (count,)),
+        },
+    }
+
+
+def _requests(raw: Any) -> list[ImageRequest]:
+    if not isinstance(raw, list):
+        raise WireFormatError("simGetImages: requests must be an array")
+    return [ImageRequest.from_msgpack(r) for r in raw]
+
+
+class AirSimServer:
+    """An AirSim-compatible RPC server over ``backend``; ``port=0`` picks a free port (see :attr:`port`).
+
+    Binds 127.0.0.1 unless told otherwise. ``start()`` serves in a background thread,
+    ``serve_forever()`` in the caller's; ``close()`` stops and disconnects everyone.
+    """
+
+    def __init__(
+        self,
+        backend: SimBackend,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ) -> None:
+        self.backend = backend
+        self.rpc = RpcServer(host, port, max_message_size=max_message_size)
+        self._api_control: dict[str, bool] = {}
+        self._armed: dict[str, bool] = {}
+        for name, func, arity in self._table():
+            self.rpc.register(name, func, arity)
+
+    @property
+    def port(self) -> int:
+        """The port served."""
+        return int(self.rpc.port)
+
+    @property
+    def host(self) -> str:
+        """The address served."""
+        return str(self.rpc.host)
+
+    def start(self) -> AirSimServer:
+        """Serve in a background thread; returns self."""
+        self.rpc.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`close`."""
+        self.rpc.serve_forever()
+
+    def close(self) -> None:
+        """Stop serving and close every connection."""
+        self.rpc.close()
+
+    def __enter__(self) -> AirSimServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # the method table: AirSim name, handler, accepted argument counts (stock AirSim's first) -------
+    def _table(self) -> list[tuple[str, Any, int | tuple[int, ...]]]:
+        b = self.backend
+        return [
+            ("ping", lambda: True, 0),
+            ("getServerVersion", lambda: SERVER_VERSION, 0),
+            ("getMinRequiredClientVersion", lambda: MIN_REQUIRED_CLIENT_VERSION, 0),
+            ("getLidarData", self._lidar_data, 2),
+            ("rtLidarGetHits", lambda lidar, vehicle: encode_hits(b.lidar_hits(str(lidar), str(vehicle))), 2),
+            ("simGetImages", self._images, (3, 2)),  # stock: requests, vehicle, external; Cosys: 2
+            ("simGetImage", self._image, 4),  # 4th: stock ``external`` (bool), Cosys ``annotation_name``
+            ("simGetVehiclePose", lambda v: wire.pose_flu_to_ned(b.vehicle_pose(str(v))).to_msgpack(), 1),
+            ("simSetVehiclePose", self._set_vehicle_pose, 3),
+            ("simPause", lambda paused: b.pause(bool(paused)), 1),
+            ("simIsPaused", lambda: bool(b.is_paused()), 0),
+            ("simContinueForTime", lambda seconds: b.continue_for_time(float(seconds)), 1),
+            ("simContinueForFrames", lambda frames: b.continue_for_frames(int(frames)), 1),
+            ("getCarState", lambda v: wire.car_state_flu_to_ned(b.car_state(str(v))).to_msgpack(), 1),
+            ("setCarControls", lambda c, v: b.set_car_controls(CarControls.from_msgpack(c), str(v)), 2),
+            ("simGetObjectPose", self._object_pose, (1, 2)),  # Cosys adds ``ned`` (always NED here)
+            ("simListSceneObjects", lambda regex: list(b.list_scene_objects(self._regex(regex))), 1),
+            ("simGetSegmentationObjectID", lambda mesh: int(b.get_segmentation_object_id(str(mesh))), 1),
+            ("simSetSegmentationObjectID", self._set_segmentation_id, 3),
+            ("reset", lambda: b.reset(), 0),
+            ("enableApiControl", self._enable_api_control, 2),
+            ("isApiControlEnabled", lambda v: self._api_control.get(str(v), False), 1),
+            ("armDisarm", self._arm_disarm, 2),
+            ("getSettingsString", lambda: str(b.settings_string()), 0),
+            ("listVehicles", lambda: list(b.list_vehicles()), 0),
+            ("simSetWeatherParameter", lambda p, v: b.set_weather_parameter(int(p), float(v)), 2),
+            ("simEnableWeather", lambda enable: b.enable_weather(bool(enable)), 1),
+            ("getHomeGeoPoint", lambda v: HOME_GEO_POINT.to_msgpack(), 1),
+            ("simGetCollisionInfo", lambda v: wire.CollisionInfo().to_msgpack(), 1),
+            ("simGetGroundTruthKinematics", self._ground_truth_kinematics, 1),
+            ("simPrintLogMessage", self._log_message, 3),
+        ]
+
+    # handlers --------------------------------------------------------------------------------------
+    @staticmethod
+    def _regex(regex: Any) -> str:
+        text = str(regex)
+        re.compile(text)  # a bad pattern is answered as an error, not passed on
+        return text
+
+    def _lidar_data(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
+        frame = self.backend.lidar_data(str(lidar_name), str(vehicle_name))
+        points = np.asarray(frame.points, dtype=np.float32).reshape(-1, 3)
+        seg = np.asarray(frame.segmentation, dtype=np.int32).ravel()
+        if len(seg) != len(points):
+            raise ValueError(f"backend gave {len(seg)} segmentation ids for {len(points)} points")
+        return {
+            "time_stamp": int(frame.time_stamp),
+            "point_cloud": Raw(wire.flu_to_ned_points_msgpack(points)),
+            "pose": wire.pose_flu_to_ned(frame.pose).to_msgpack(),
+            "segmentation": seg,  # packed by rpc.pack as a uniform int array
+        }
+
+    def _images(self, requests: Any, vehicle_name: Any, external: Any = False) -> list[dict[str, Any]]:
+        reqs = _requests(requests)
+        images = self.backend.images(reqs, str(vehicle_name))
+        return [img.to_wire().to_msgpack() for img in images]
+
+    def _image(self, camera_name: Any, image_type: Any, vehicle_name: Any, fourth: Any) -> bytes:
+        annotation = fourth if isinstance(fourth, str) else ""
+        req = ImageRequest(str(camera_name), int(image_type), False, True, annotation)
+        images = self.backend.images([req], str(vehicle_name))
+        return bytes(images[0].data_uint8) if images else b""
+
+    def _set_vehicle_pose(self, pose: Any, ignore_collision: Any, vehicle_name: Any) -> None:
+        flu = wire.pose_ned_to_flu(Pose.from_msgpack(pose))
+        self.backend.set_vehicle_pose(flu, bool(ignore_collision), str(vehicle_name))
+
+    def _object_pose(self, object_name: Any, ned: Any = True) -> dict[str, Any]:
+        pose = self.backend.object_pose(str(object_name))
+        return (_NAN_POSE if pose is None else wire.pose_flu_to_ned(pose)).to_msgpack()
+
+    def _set_segmentation_id(self, mesh_name: Any, object_id: Any, is_name_regex: Any) -> bool:
+        name = self._regex(mesh_name) if is_name_regex else str(mesh_name)
+        return bool(self.backend.set_segmentation_object_id(name, int(object_id), bool(is_name_regex)))
+
+    def _enable_api_control(self, is_enabled: Any, vehicle_name: Any) -> None:
+        self._api_control[str(vehicle_name)] = bool(is_enabled)
+
+    def _arm_disarm(self, arm: Any, vehicle_name: Any) -> bool:
+        self._armed[str(vehicle_name)] = bool(arm)
+        return True
+
+    def _ground_truth_kinematics(self, vehicle_name: Any) -> dict[str, Any]:
+        state = self.backend.car_state(str(vehicle_name))
+        return wire.kinematics_flu_to_ned(state.kinematics).to_msgpack()
+
+    def _log_message(self, message: Any, param: Any, severity: Any) -> None:
+        _log.info("simPrintLogMessage: %s %s", message, param)

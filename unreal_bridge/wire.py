@@ -1,0 +1,544 @@
+"""AirSim's wire structs, and the one place NED is converted to and from the project frame.
+
+Every struct travels as a msgpack map keyed by AirSim's exact field names (rpclib's
+``MSGPACK_DEFINE_MAP``). ``to_msgpack()`` gives that map (NumPy arrays for big numeric fields, which
+:func:`unreal_bridge.rpc.pack` writes as float32/int32 arrays); ``from_msgpack()`` reads it, taking
+defaults for missing fields and ignoring unknown ones (Cosys-AirSim adds some).
+
+Frames. AirSim speaks NED: x forward (north), y right (east), z down. The project frame is FLU as ROS
+uses it: x forward, y left, z up. The change is a 180 deg rotation about x, ``(x, y, z) -> (x, -y, -z)``,
+its own inverse; a quaternion ``(w, x, y, z)`` becomes ``(w, x, -y, -z)`` (both the world and the body
+axes change the same way). Wire structs stay NED; the ``Flu*`` types and :class:`LidarFrame` are in the
+project frame. Nothing else in the code base converts frames.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from . import fast_decode
+from .errors import WireFormatError
+
+__all__ = [
+    "CarControls",
+    "CarState",
+    "CollisionInfo",
+    "FluCarState",
+    "FluImage",
+    "FluKinematics",
+    "FluPose",
+    "GeoPoint",
+    "ImageRequest",
+    "ImageResponse",
+    "KinematicsState",
+    "LidarData",
+    "LidarFrame",
+    "LidarHits",
+    "Pose",
+    "Quaternionr",
+    "Vector3r",
+    "car_state_flu_to_ned",
+    "car_state_ned_to_flu",
+    "flu_to_ned_points",
+    "flu_to_ned_points_msgpack",
+    "flu_to_ned_quaternion",
+    "flu_to_ned_vector",
+    "kinematics_flu_to_ned",
+    "kinematics_ned_to_flu",
+    "ned_to_flu_points",
+    "ned_to_flu_quaternion",
+    "ned_to_flu_vector",
+    "pose_flu_to_ned",
+    "pose_ned_to_flu",
+]
+
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]  # (w, x, y, z)
+_FLIP = np.array([1.0, -1.0, -1.0], dtype=np.float32)
+
+
+class _Struct:
+    """Base of the wire structs: a frozen dataclass <-> a msgpack map keyed by field name."""
+
+    #: Fields holding nested structs: name -> struct class.
+    _NESTED: ClassVar[dict[str, type[_Struct]]] = {}
+    #: Fields holding numeric arrays: name -> NumPy dtype.
+    _ARRAYS: ClassVar[dict[str, Any]] = {}
+
+    def to_msgpack(self) -> dict[str, Any]:
+        """The msgpack map AirSim sends for this struct."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            out[f.name] = value.to_msgpack() if isinstance(value, _Struct) else value
+        return out
+
+    @classmethod
+    def from_msgpack(cls, data: Any) -> Self:
+        """Read the struct from a decoded msgpack map (missing fields default, unknown ones ignored)."""
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, Mapping):
+            raise WireFormatError(f"{cls.__name__} must be a msgpack map, got {type(data).__name__}")
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            try:
+                if f.name in cls._NESTED:
+                    value = cls._NESTED[f.name].from_msgpack(value)
+                elif f.name in cls._ARRAYS:
+                    value = np.asarray(value if value is not None else [], dtype=cls._ARRAYS[f.name]).ravel()
+                elif isinstance(f.default, bool):
+                    value = bool(value)
+                elif isinstance(f.default, float):
+                    value = float(value)
+                elif isinstance(f.default, int):
+                    value = int(value)
+                elif isinstance(f.default, str):
+                    value = value.decode() if isinstance(value, bytes) else str(value)
+                elif isinstance(f.default, bytes):
+                    value = bytes(value) if isinstance(value, bytes | bytearray) else bytes(list(value or []))
+            except (TypeError, ValueError) as exc:
+                raise WireFormatError(f"{cls.__name__}.{f.name}: bad value {value!r:.60}: {exc}") from exc
+            kwargs[f.name] = value
+        return cls(**kwargs)
+
+
+def _empty_f32() -> np.ndarray:
+    return np.empty(0, dtype=np.float32)
+
+
+def _empty_i32() -> np.ndarray:
+    return np.empty(0, dtype=np.int32)
+
+
+@dataclass(frozen=True, slots=True)
+class Vector3r(_Struct):
+    """AirSim ``Vector3r`` (NED when it is a position)."""
+
+    x_val: float = 0.0
+    y_val: float = 0.0
+    z_val: float = 0.0
+
+    def as_tuple(self) -> Vec3:
+        return (self.x_val, self.y_val, self.z_val)
+
+
+@dataclass(frozen=True, slots=True)
+class Quaternionr(_Struct):
+    """AirSim ``Quaternionr``: ``w_val`` first on the wire."""
+
+    w_val: float = 1.0
+    x_val: float = 0.0
+    y_val: float = 0.0
+    z_val: float = 0.0
+
+    def as_tuple(self) -> Quat:
+        return (self.w_val, self.x_val, self.y_val, self.z_val)
+
+
+@dataclass(frozen=True, slots=True)
+class Pose(_Struct):
+    """AirSim ``Pose`` (NED)."""
+
+    position: Vector3r = field(default_factory=Vector3r)
+    orientation: Quaternionr = field(default_factory=Quaternionr)
+    _NESTED: ClassVar[dict[str, type[_Struct]]] = {"position": Vector3r, "orientation": Quaternionr}
+
+
+@dataclass(frozen=True, slots=True)
+class GeoPoint(_Struct):
+    """AirSim ``GeoPoint`` (degrees, metres)."""
+
+    latitude: float = 0.0
+    longitude: float = 0.0
+    altitude: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class KinematicsState(_Struct):
+    """AirSim ``KinematicsState`` (NED)."""
+
+    position: Vector3r = field(default_factory=Vector3r)
+    orientation: Quaternionr = field(default_factory=Quaternionr)
+    linear_velocity: Vector3r = field(default_factory=Vector3r)
+    angular_velocity: Vector3r = field(default_factory=Vector3r)
+    linear_acceleration: Vector3r = field(default_factory=Vector3r)
+    angular_acceleration: Vector3r = field(default_factory=Vector3r)
+    _NESTED: ClassVar[dict[str, type[_Struct]]] = {
+        "position": Vector3r,
+        "orientation": Quaternionr,
+        "linear_velocity": Vector3r,
+        "angular_velocity": Vector3r,
+        "linear_acceleration": Vector3r,
+        "angular_acceleration": Vector3r,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class CollisionInfo(_Struct):
+    """AirSim ``CollisionInfo`` (NED)."""
+
+    has_collided: bool = False
+    normal: Vector3r = field(default_factory=Vector3r)
+    impact_point: Vector3r = field(default_factory=Vector3r)
+    position: Vector3r = field(default_factory=Vector3r)
+    penetration_depth: float = 0.0
+    time_stamp: int = 0
+    object_name: str = ""
+    object_id: int = -1
+    _NESTED: ClassVar[dict[str, type[_Struct]]] = {
+        "normal": Vector3r,
+        "impact_point": Vector3r,
+        "position": Vector3r,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class LidarData(_Struct):
+    """AirSim ``LidarData``: flat NED ``point_cloud`` (x0, y0, z0, x1, ...) and per-point segmentation."""
+
+    time_stamp: int = 0
+    point_cloud: np.ndarray = field(default_factory=_empty_f32)
+    pose: Pose = field(default_factory=Pose)
+    segmentation: np.ndarray = field(default_factory=_empty_i32)
+    _NESTED: ClassVar[dict[str, type[_Struct]]] = {"pose": Pose}
+    _ARRAYS: ClassVar[dict[str, Any]] = {"point_cloud": np.float32, "segmentation": np.int32}
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRequest(_Struct):
+    """AirSim ``ImageRequest`` (Cosys-AirSim adds ``annotation_name``)."""
+
+    camera_name: str = "0"
+    image_type: int = 0
+    pixels_as_float: bool = False
+    compress: bool = True
+    annotation_name: str = ""
+
+    def to_msgpack(self) -> dict[str, Any]:
+        out = _Struct.to_msgpack(self)
+        if not self.annotation_name:  # stock AirSim does not know the field
+            del out["annotation_name"]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ImageResponse(_Struct):
+    """AirSim ``ImageResponse``: ``image_data_uint8`` (bin) or ``image_data_float`` (float32 array)."""
+
+    image_data_uint8: bytes = b""
+    image_data_float: np.ndarray = field(default_factory=_empty_f32)
+    camera_name: str = ""
+    camera_position: Vector3r = field(default_factory=Vector3r)
+    camera_orientation: Quaternionr = field(default_factory=Quaternionr)
+    time_stamp: int = 0
+    message: str = ""
+    pixels_as_float: bool = False
+    compress: bool = True
+    width: int = 0
+    height: int = 0
+    image_type: int = 0
+    _NESTED: ClassVar[dict[str, type[_Struct]]] = {
+        "camera_position": Vector3r,
+        "camera_orientation": Quaternionr,
+    }
+    _ARRAYS: ClassVar[dict[str, Any]] = {"image_data_float": np.float32}
+
+
+@dataclass(frozen=True, slots=True)
+class CarControls(_Struct):
+    """AirSim ``CarControls``."""
+
+    throttle: float = 0.0
+    steering: float = 0.0
+    brake: float = 0.0
+    handbrake: bool = False
+    is_manual_gear: bool = False
+    manual_gear: int = 0
+    gear_immediate: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CarState(_Struct):
+    """AirSim ``CarState`` (kinematics in NED)."""
+
+    speed: float = 0.0
+    gear: int = 0
+    rpm: float = 0.0
+    maxrpm: float = 0.0
+    handbrake: bool = False
+    collision: CollisionInfo = field(default_factory=CollisionInfo)
+    kinematics_estimated: KinematicsState = field(default_factory=KinematicsState)
+    timestamp: int = 0
+    _NESTED: ClassVar[dict[str, type[_Struct]]] = {
+        "collision": CollisionInfo,
+        "kinematics_estimated": KinematicsState,
+    }
+
+
+# ------------------------------------------------------------------------------------ project frame
+
+
+@dataclass(frozen=True, slots=True)
+class FluPose:
+    """A pose in the project frame (x forward, y left, z up): position in metres, unit quaternion wxyz."""
+
+    position: Vec3 = (0.0, 0.0, 0.0)
+    orientation: Quat = (1.0, 0.0, 0.0, 0.0)
+
+    def matrix(self) -> np.ndarray:
+        """The 4x4 homogeneous transform (float64) of this pose."""
+        w, x, y, z = self.orientation
+        out = np.eye(4)
+        out[:3, :3] = [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+        out[:3, 3] = self.position
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class FluKinematics:
+    """Kinematics in the project frame (m, m/s, rad/s, m/s^2, rad/s^2)."""
+
+    pose: FluPose = field(default_factory=FluPose)
+    linear_velocity: Vec3 = (0.0, 0.0, 0.0)
+    angular_velocity: Vec3 = (0.0, 0.0, 0.0)
+    linear_acceleration: Vec3 = (0.0, 0.0, 0.0)
+    angular_acceleration: Vec3 = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class FluCarState:
+    """A car's state in the project frame; ``timestamp`` in ns."""
+
+    speed: float = 0.0
+    gear: int = 0
+    rpm: float = 0.0
+    maxrpm: float = 0.0
+    handbrake: bool = False
+    kinematics: FluKinematics = field(default_factory=FluKinematics)
+    timestamp: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LidarFrame:
+    """One lidar answer in the project frame.
+
+    ``points`` (N, 3) float32 in the frame the lidar's ``DataFrame`` setting names (sensor-local or
+    vehicle-inertial), converted from NED; ``segmentation`` (N,) int32; ``pose`` the lidar's pose;
+    ``time_stamp`` ns.
+    """
+
+    points: np.ndarray
+    segmentation: np.ndarray
+    pose: FluPose
+    time_stamp: int
+
+
+def ned_to_flu_points(points: npt.ArrayLike, copy: bool = True) -> np.ndarray:
+    """(N, 3) float32 FLU points from NED points given as (N, 3) or flat (3N,).
+
+    ``copy=False`` converts a float32 array in place (the caller gives up the NED array).
+    """
+    arr = np.asarray(points, dtype=np.float32)
+    if arr.ndim == 1:
+        if arr.size % 3:
+            raise WireFormatError(f"a flat point cloud needs 3 values a point, got {arr.size} values")
+        arr = arr.reshape(-1, 3)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise WireFormatError(f"points must be (N, 3), got shape {arr.shape}")
+    if copy or not arr.flags.writeable:
+        return arr * _FLIP
+    np.negative(arr[:, 1:], out=arr[:, 1:])
+    return arr
+
+
+def flu_to_ned_points(points: npt.ArrayLike, copy: bool = True) -> np.ndarray:
+    """(N, 3) float32 NED points from FLU points (the same flip: it is its own inverse)."""
+    return ned_to_flu_points(points, copy)
+
+
+def flu_to_ned_points_msgpack(points: npt.ArrayLike) -> bytearray:
+    """FLU (N, 3) points as the msgpack float32 array of AirSim's flat NED ``point_cloud``."""
+    return fast_decode.pack_float32_rows(points, (False, True, True))
+
+
+def ned_to_flu_vector(v: Sequence[float] | Vector3r) -> Vec3:
+    """A NED vector (position, velocity, angular rate, ...) in FLU."""
+    x, y, z = v.as_tuple() if isinstance(v, Vector3r) else v
+    return (float(x), -float(y), -float(z))
+
+
+def flu_to_ned_vector(v: Sequence[float]) -> Vector3r:
+    """A FLU vector as a NED ``Vector3r``."""
+    x, y, z = v
+    return Vector3r(float(x), -float(y), -float(z))
+
+
+def ned_to_flu_quaternion(q: Sequence[float] | Quaternionr) -> Quat:
+    """A NED orientation ``(w, x, y, z)`` as the same physical orientation in FLU."""
+    w, x, y, z = q.as_tuple() if isinstance(q, Quaternionr) else q
+    return (float(w), float(x), -float(y), -float(z))
+
+
+def flu_to_ned_quaternion(q: Sequence[float]) -> Quaternionr:
+    """A FLU orientation ``(w, x, y, z)`` as a NED ``Quaternionr``."""
+    w, x, y, z = q
+    return Quaternionr(float(w), float(x), -float(y), -float(z))
+
+
+def pose_ned_to_flu(pose: Pose) -> FluPose:
+    """An AirSim pose in the project frame."""
+    return FluPose(ned_to_flu_vector(pose.position), ned_to_flu_quaternion(pose.orientation))
+
+
+def pose_flu_to_ned(pose: FluPose) -> Pose:
+    """A project-frame pose as an AirSim pose."""
+    return Pose(flu_to_ned_vector(pose.position), flu_to_ned_quaternion(pose.orientation))
+
+
+def kinematics_ned_to_flu(k: KinematicsState) -> FluKinematics:
+    """AirSim kinematics in the project frame."""
+    return FluKinematics(
+        FluPose(ned_to_flu_vector(k.position), ned_to_flu_quaternion(k.orientation)),
+        ned_to_flu_vector(k.linear_velocity),
+        ned_to_flu_vector(k.angular_velocity),
+        ned_to_flu_vector(k.linear_acceleration),
+        ned_to_flu_vector(k.angular_acceleration),
+    )
+
+
+def kinematics_flu_to_ned(k: FluKinematics) -> KinematicsState:
+    """Project-frame kinematics as AirSim's."""
+    pose = pose_flu_to_ned(k.pose)
+    return KinematicsState(
+        pose.position,
+        pose.orientation,
+        flu_to_ned_vector(k.linear_velocity),
+        flu_to_ned_vector(k.angular_velocity),
+        flu_to_ned_vector(k.linear_acceleration),
+        flu_to_ned_vector(k.angular_acceleration),
+    )
+
+
+def car_state_ned_to_flu(s: CarState) -> FluCarState:
+    """An AirSim car state in the project frame (the collision record is dropped)."""
+    return FluCarState(
+        s.speed,
+        s.gear,
+        s.rpm,
+        s.maxrpm,
+        s.handbrake,
+        kinematics_ned_to_flu(s.kinematics_estimated),
+        s.timestamp,
+    )
+
+
+def car_state_flu_to_ned(s: FluCarState) -> CarState:
+    """A project-frame car state as AirSim's ``CarState``."""
+    return CarState(
+        speed=s.speed,
+        gear=s.gear,
+        rpm=s.rpm,
+        maxrpm=s.maxrpm,
+        handbrake=s.handbrake,
+        kinematics_estimated=kinematics_flu_to_ned(s.kinematics),
+        timestamp=s.timestamp,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FluImage:
+    """One camera image with the camera pose in the project frame (AirSim's ``ImageResponse`` otherwise).
+
+    ``data_uint8`` holds PNG bytes when ``compress`` else raw pixels (AirSim: 3 bytes a pixel, BGR);
+    ``data_float`` float32 pixels when ``pixels_as_float``.
+    """
+
+    camera_name: str = ""
+    image_type: int = 0
+    width: int = 0
+    height: int = 0
+    data_uint8: bytes = b""
+    data_float: np.ndarray = field(default_factory=_empty_f32)
+    pixels_as_float: bool = False
+    compress: bool = True
+    camera_pose: FluPose = field(default_factory=FluPose)
+    time_stamp: int = 0
+    message: str = ""
+
+    def to_wire(self) -> ImageResponse:
+        """As AirSim's ``ImageResponse`` (NED camera pose)."""
+        pose = pose_flu_to_ned(self.camera_pose)
+        return ImageResponse(
+            self.data_uint8,
+            np.asarray(self.data_float, dtype=np.float32).ravel(),
+            self.camera_name,
+            pose.position,
+            pose.orientation,
+            self.time_stamp,
+            self.message,
+            self.pixels_as_float,
+            self.compress,
+            self.width,
+            self.height,
+            self.image_type,
+        )
+
+    @classmethod
+    def from_wire(cls, r: ImageResponse) -> FluImage:
+        """From AirSim's ``ImageResponse``."""
+        return cls(
+            r.camera_name,
+            r.image_type,
+            r.width,
+            r.height,
+            r.image_data_uint8,
+            r.image_data_float,
+            r.pixels_as_float,
+            r.compress,
+            pose_ned_to_flu(Pose(r.camera_position, r.camera_orientation)),
+            r.time_stamp,
+            r.message,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LidarHits:
+    """Every ray of one lidar answer with what stock AirSim does not send (extension ``rtLidarGetHits``).
+
+    All arrays have one row per ray fired, hits and misses: ``points`` (N, 3) float32 and ``normals``
+    (N, 3) float32 (unit, zero for a miss) in the project frame, ``segmentation`` (N,) int32, ``ring``
+    (N,) uint16, ``time`` (N,) int64 ns firing time on the ``time_stamp`` clock, ``range`` (N,) float32 m
+    (NaN for a miss), ``miss`` (N,) bool.
+
+    ``extras`` holds optional per-ray arrays a server may add (our embedded server: ``direction`` (N, 3)
+    unit ray direction in the lidar frame, project axes, ``cos_incidence``, ``material`` indexing
+    ``info["materials"]``, and the ``glass_*`` fields of the first transmissive surface crossed);
+    ``info`` optional header values (``materials``, ``t0_ns`` / ``t1_ns`` of the swept interval,
+    ``weather``). Vector extras are converted like every other vector.
+    """
+
+    points: np.ndarray
+    normals: np.ndarray
+    segmentation: np.ndarray
+    ring: np.ndarray
+    time: np.ndarray
+    range: np.ndarray
+    miss: np.ndarray
+    pose: FluPose
+    time_stamp: int
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)
+    info: Mapping[str, Any] = field(default_factory=dict)
