@@ -24,10 +24,82 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         out=args.out,
         scene=args.scene,
         progress=not args.quiet,
+        in_process=args.in_process,
     )
     summary = run_demo(opts)
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2, default=str))
     return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import threading
+
+    from rt_lidar.serve import ServeOptions, start_embedded_server
+
+    opts = ServeOptions(
+        host=args.host, port=args.port, scene=args.scene, preset=args.preset, settings=args.settings,
+        seed=args.seed, paused=args.paused,
+    )  # fmt: skip
+    served = start_embedded_server(opts)
+    print(
+        f"rt-lidar serve: embedded world '{opts.scene}' with {served.sim.preset.name} on "
+        f"{opts.host}:{served.port} (AirSim API; Ctrl-C stops)",
+        flush=True,
+    )
+    try:
+        threading.Event().wait()
+    finally:
+        served.close()
+    return 0
+
+
+def _add_serve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve the embedded world through AirSim's RPC API")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    p.add_argument("--port", type=int, default=41451, help="TCP port (default 41451, AirSim's)")
+    p.add_argument("--scene", default="street", help="embedded scene (default street)")
+    p.add_argument("--preset", default="HDL-64E", help="lidar preset (default HDL-64E)")
+    p.add_argument("--settings", default=None, help="AirSim settings.json whose lidar block sets the sensor")
+    p.add_argument("--seed", type=int, default=0, help="scene seed")
+    p.add_argument("--paused", action="store_true", help="start with the sim clock paused")
+    p.set_defaults(func=_cmd_serve)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from rt_lidar.run import RunOptions, run_controller
+
+    opts = RunOptions(
+        airsim=args.airsim, preset=args.preset, lockstep=args.lockstep, sim_hz=args.sim_hz,
+        frames=args.frames, out=args.out, seed=args.seed, lidar_name=args.lidar, vehicle_name=args.vehicle,
+        material_map=args.material_map, use_extension=False if args.no_extension else None,
+        reconnect=args.reconnect, sinks=tuple(args.sink or ()), progress=not args.quiet,
+    )  # fmt: skip
+    summary = run_controller(opts)
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the sensor model on a live AirSim / Cosys-AirSim / rt-lidar server")
+    p.add_argument("--airsim", default="127.0.0.1:41451", help="HOST:PORT of the AirSim RPC server")
+    p.add_argument("--preset", default="HDL-64E", help="sensor preset (must match the sim's lidar)")
+    p.add_argument("--lockstep", action="store_true", help="pause the sim and advance it frame by frame")
+    p.add_argument("--sim-hz", type=float, default=20.0, help="controller frame rate f_sim (default 20)")
+    p.add_argument("--frames", type=int, default=50, help="number of scans to write (default 50)")
+    p.add_argument("--out", default="out/run", help="output folder (default out/run)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    p.add_argument("--lidar", default="", help="AirSim lidar name (default: the first)")
+    p.add_argument("--vehicle", default="", help="AirSim vehicle name (default: the first)")
+    p.add_argument("--material-map", default=None, help="TOML [segments] ID = material (stock AirSim)")
+    p.add_argument(
+        "--no-extension", action="store_true", help="use stock getLidarData even if rtLidarGetHits exists"
+    )
+    p.add_argument("--reconnect", action="store_true", help="wait for a lost server to come back")
+    p.add_argument("--sink", action="append", help="extra output KIND:TARGET (repeatable)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_run)
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +111,9 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scene", default="street", help="embedded scene (default street)")
     p.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--in-process", action="store_true", help="cast into the world directly, without the bridge"
+    )
     p.set_defaults(func=_cmd_demo)
 
 
@@ -49,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rt-lidar", description="Real-time realistic LiDAR simulator")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_demo(sub)
+    _add_serve(sub)
+    _add_run(sub)
     add_presets_parser(sub)
     return parser
 

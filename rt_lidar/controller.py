@@ -95,6 +95,8 @@ class BridgeSource:
         self._last_wall = time.perf_counter()
         self._pose: tuple[np.ndarray, np.ndarray] = (np.zeros(3), np.array([1.0, 0, 0, 0]))
         self._material_names: list[str] = []
+        if not lockstep:
+            client.sim_pause(False)  # free run follows a running sim (a previous lockstep run left it paused)
         self.stats.extension = self._probe_extension() if use_extension is None else use_extension
         if not self.stats.extension:
             if lockstep:
