@@ -13,6 +13,7 @@ the sim swept since the previous read.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -201,10 +202,8 @@ class BridgeSource:
     def close(self) -> None:
         """Wait for a prefetch in flight (its frame is discarded) and stop the prefetch thread."""
         if self._pending is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._pending[1].result()
-            except Exception:
-                pass
             self._pending = None
         self._pool.shutdown(wait=True)
 

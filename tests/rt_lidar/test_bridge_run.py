@@ -23,7 +23,6 @@ from rt_lidar.pipeline import Pipeline
 from rt_lidar.presets import load_preset
 from rt_lidar.recover import recover_hits
 from rt_lidar.run import RunOptions, run_controller
-from rt_lidar.runner import drive_scans
 from rt_lidar.scan_pattern import firings_between, firings_per_scan
 from unreal_bridge import AirSimClient, AirSimServer
 from unreal_bridge.world import World, street_scene
@@ -36,12 +35,12 @@ def _serve(scene, preset_name="VLP-16", paused=True):
     sim = EmbeddedSim(World(scene), load_preset(preset_name), paused=paused)
     server = AirSimServer(sim, port=0)
     server.start()
-    return sim, server
+    return server
 
 
 def test_lockstep_1000_frames_have_no_skipped_or_repeated_sector(tmp_path):
     preset = load_preset("VLP-16")
-    sim, server = _serve(wall_scene(20.0))
+    server = _serve(wall_scene(20.0))
     try:
         with AirSimClient(port=server.port) as client:
             source = BridgeSource(client, preset, lockstep=True, sim_hz=100.0, prefetch=True)
@@ -62,7 +61,7 @@ def test_lockstep_1000_frames_have_no_skipped_or_repeated_sector(tmp_path):
 
 def test_stock_getlidardata_is_recovered_to_the_extension_hits():
     preset = load_preset("VLP-16")
-    sim, server = _serve(street_scene(0))
+    server = _serve(street_scene(0))
     try:
         with AirSimClient(port=server.port) as client:
             client.sim_pause(True)
@@ -89,7 +88,7 @@ def test_stock_getlidardata_is_recovered_to_the_extension_hits():
 
 
 def test_killing_the_server_mid_run_ends_cleanly_with_complete_scans(tmp_path):
-    sim, server = _serve(wall_scene(15.0))
+    server = _serve(wall_scene(15.0))
     port = server.port
 
     def kill_later():
@@ -121,7 +120,7 @@ def test_demo_pipeline_through_the_bridge_equals_in_process():
     from rt_lidar.build import build_pipeline
 
     preset = load_preset("VLP-16")
-    sim, server = _serve(wall_scene(18.0))
+    server = _serve(wall_scene(18.0))
     try:
         with AirSimClient(port=server.port) as client:
             client.reset()
@@ -161,7 +160,7 @@ print(json.dumps({"n": len(lidar.point_cloud), "seg": len(getattr(lidar, "segmen
 def test_stock_clients_drive_the_embedded_street(module):
     if not PEER_PYTHON.exists():
         pytest.skip(f"no AirSim peer venv at {PEER_PYTHON.parent.parent}: run tools/setup_airsim_peer.sh")
-    sim, server = _serve(street_scene(0), "VLP-16")
+    server = _serve(street_scene(0), "VLP-16")
     try:
         proc = subprocess.run(
             [PEER_PYTHON, "-c", PEER_SCRIPT, module, str(server.port)],
