@@ -6,7 +6,9 @@ STAMP  := $(VENV)/.installed
 # Debian packages the tests need (installed with apt when running as root and missing).
 SYS_PKGS ?=
 
-.PHONY: demo test lint typecheck unit bench sysdeps clean
+PEERS  := .venv-airsim/.installed
+
+.PHONY: demo test lint typecheck unit bench sysdeps peers clean
 
 sysdeps:
 	@missing=""; for p in $(SYS_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -22,6 +24,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	@touch $(STAMP)
 
+# Other people's clients the tests talk to, each in its own environment (their pins clash with ours).
+$(PEERS): tools/setup_airsim_peer.sh
+	bash tools/setup_airsim_peer.sh .venv-airsim
+	@touch $(PEERS)
+
+peers: $(PEERS)
+
 demo: sysdeps $(STAMP)
 	$(BIN)/rt-lidar demo --out out/demo
 
@@ -32,7 +41,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: sysdeps $(STAMP)
+unit: sysdeps $(STAMP) peers
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit
@@ -41,4 +50,4 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench/run_all.py --out docs/bench
 
 clean:
-	rm -rf $(VENV) out .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-airsim .venv-ouster out .mypy_cache .pytest_cache .ruff_cache
