@@ -9,7 +9,7 @@ from rt_lidar.physics import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline import Pipeline
 from rt_lidar.presets import SensorPreset, load_preset
 from rt_lidar.source import WorldSource
-from unreal_bridge.world import SCENES, Scene, World
+from unreal_bridge.world import SCENES, Pose, Scene, StaticTrajectory, World, load_mesh_file
 
 __all__ = ["BuiltPipeline", "build_pipeline", "build_world"]
 
@@ -24,12 +24,21 @@ class BuiltPipeline:
     materials: MaterialTable
 
 
+MESH_SUFFIXES = (".glb", ".gltf", ".obj", ".ply")
+
+
 def build_world(scene: str | Scene = "street", seed: int = 0, caster: str = "embree") -> World:
-    """The embedded world of a named scene (``SCENES``) or of a ready :class:`Scene`."""
+    """The embedded world of a named scene (``SCENES``), of a mesh file (glTF/GLB, OBJ, PLY: its meshes
+    are the static scene, the sensor starts at the origin 1.8 m up), or of a ready :class:`Scene`."""
     if isinstance(scene, str):
-        if scene not in SCENES:
-            raise ValueError(f"unknown scene '{scene}'; known: {', '.join(sorted(SCENES))}")
-        scene = SCENES[scene](seed=seed)
+        if scene.lower().endswith(MESH_SUFFIXES):
+            objects = load_mesh_file(scene)
+            scene = Scene(objects=objects, ego=StaticTrajectory(Pose.identity()))
+        elif scene not in SCENES:
+            known = ", ".join(sorted(SCENES))
+            raise ValueError(f"unknown scene '{scene}'; known: {known}, or a {'/'.join(MESH_SUFFIXES)} file")
+        else:
+            scene = SCENES[scene](seed=seed)
     return World(scene, caster=caster)
 
 

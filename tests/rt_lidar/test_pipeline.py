@@ -134,3 +134,19 @@ def test_street_scene_sees_the_street():
     assert len(seen) > 20
     assert set(world.segment_ids().values()) & seen
     assert len(names) >= 10
+
+
+def test_a_user_mesh_file_is_a_scene(tmp_path):
+    import trimesh
+
+    box = trimesh.creation.box(extents=(1.0, 40.0, 10.0))
+    box.apply_translation((12.0, 0.0, 1.0))
+    path = tmp_path / "wall.ply"
+    box.export(path)
+    built = build_pipeline("VLP-16", str(path), physics=PhysicsConfig(range_noise=False))
+    pts = built.pipeline.scans(1)[0].points
+    front = pts[np.abs(np.degrees(np.arctan2(pts["y"], pts["x"]))) < 30]
+    # the box's near face is at x = 11.5; the sensor sits 1.8 m up at the origin
+    np.testing.assert_allclose(front["x"], 11.5, atol=1e-3)
+    with pytest.raises(ValueError, match="unknown scene 'nowhere'"):
+        build_pipeline("VLP-16", "nowhere")
