@@ -50,6 +50,7 @@ def build_pipeline(
     sim_hz: float = 20.0,
     physics: PhysicsConfig | None = None,
     materials: MaterialTable | None = None,
+    prefetch: bool = False,
 ) -> BuiltPipeline:
     """Everything the frame loop needs for ``preset`` in ``scene``."""
     sensor = preset if isinstance(preset, SensorPreset) else load_preset(preset)
@@ -57,4 +58,6 @@ def build_pipeline(
     table = materials or load_material_table()
     phys = SensorPhysics.from_preset(sensor, world.material_names, table, physics)
     source = WorldSource(world, sensor.range.max_m, phys.materials.transmission)
-    return BuiltPipeline(Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed), world, sensor, table)
+    return BuiltPipeline(
+        Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch), world, sensor, table
+    )

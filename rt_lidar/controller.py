@@ -13,10 +13,8 @@ the sim swept since the previous read.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,7 +77,6 @@ class BridgeSource:
         vehicle_name: str = "",
         material_map: Mapping[int, str] | None = None,
         use_extension: bool | None = None,
-        prefetch: bool = False,
     ) -> None:
         self.client = client
         self.preset = preset
@@ -88,9 +85,6 @@ class BridgeSource:
         self.lidar_name = lidar_name
         self.vehicle_name = vehicle_name
         self.stats = BridgeStats()
-        self.prefetch = prefetch
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rt-lidar-prefetch")
-        self._pending: tuple[tuple[int, int], Future[Hits]] | None = None
         self._origin_ns: int | None = None
         self._last_ns: int | None = None
         self._last_wall = time.perf_counter()
@@ -173,41 +167,10 @@ class BridgeSource:
         return hits, t0, t1
 
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
-        """The hits of sim frame ``[t0_ns, t1_ns)``.
-
-        Lockstep: the sim is advanced by exactly that frame and the answer checked against ``firings``.
-        With ``prefetch`` the next frame (the same length) is requested in a background thread while
-        the caller works on this one, so the server's ray cast overlaps the local physics.
+        """The hits of sim frame ``[t0_ns, t1_ns)``: lockstep advances the sim by exactly that frame and
+        checks the answer against ``firings``; free run waits one frame of wall time and takes what the
+        sim swept. (The pipeline's ``prefetch`` overlaps this call with the previous frame's physics.)
         """
-        if self.prefetch and self.lockstep:
-            return self._prefetched(firings, t0_ns, t1_ns)
-        return self._fetch_frame(firings, t0_ns, t1_ns)
-
-    def _prefetched(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
-        pending = self._pending
-        self._pending = None
-        if pending is not None and pending[0] == (t0_ns, t1_ns):
-            hits = pending[1].result()
-        else:
-            if pending is not None:  # an unexpected frame: the sim already ran ahead; say so
-                pending[1].result()
-                self.stats.sector_mismatches += 1
-                self.stats.mismatch_detail.append(f"prefetched {pending[0]} but asked for {(t0_ns, t1_ns)}")
-            hits = self._fetch_frame(firings, t0_ns, t1_ns)
-        n0, n1 = t1_ns, t1_ns + (t1_ns - t0_ns)
-        nxt = firings_between(self.preset, n0, n1)
-        self._pending = ((n0, n1), self._pool.submit(self._fetch_frame, nxt, n0, n1))
-        return hits
-
-    def close(self) -> None:
-        """Wait for a prefetch in flight (its frame is discarded) and stop the prefetch thread."""
-        if self._pending is not None:
-            with contextlib.suppress(Exception):
-                self._pending[1].result()
-            self._pending = None
-        self._pool.shutdown(wait=True)
-
-    def _fetch_frame(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
         t_wall = time.perf_counter()
         if self.lockstep:
             self.client.sim_continue_for_time((t1_ns - t0_ns) * 1e-9)

@@ -54,8 +54,13 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
     scenario = {"demo": asdict(opts)}
     t_build = time.perf_counter()
     if opts.in_process:
-        built = build_pipeline(preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz)
-        result = drive_scans(built.pipeline, preset, opts.frames, out, opts.sinks, scenario, opts.progress)
+        built = build_pipeline(preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=True)
+        try:
+            result = drive_scans(
+                built.pipeline, preset, opts.frames, out, opts.sinks, scenario, opts.progress
+            )
+        finally:
+            built.pipeline.close()
         result.summary["bridge"] = None
     else:
         served = start_embedded_server(
@@ -65,17 +70,23 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
             with AirSimClient("127.0.0.1", served.port, timeout=60.0) as client:
                 client.confirm_connection()
                 client.reset()
-                source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz, prefetch=True)
+                source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
                 physics = SensorPhysics.from_preset(preset, source.material_names)
                 pipe = Pipeline(
-                    preset, source, physics, sim_hz=opts.sim_hz, seed=opts.seed, start_ns=source.start_ns
+                    preset,
+                    source,
+                    physics,
+                    sim_hz=opts.sim_hz,
+                    seed=opts.seed,
+                    start_ns=source.start_ns,
+                    prefetch=True,
                 )
                 try:
                     result = drive_scans(
                         pipe, preset, opts.frames, out, opts.sinks, scenario, opts.progress, True
                     )
                 finally:
-                    source.close()
+                    pipe.close()
                 st = source.stats
                 result.summary["bridge"] = {
                     "server": f"127.0.0.1:{served.port}",

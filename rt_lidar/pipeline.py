@@ -7,15 +7,17 @@ the time line exactly at any f_sim and no firing is skipped or repeated.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from rt_lidar.physics import SensorPhysics
 from rt_lidar.presets import SensorPreset
-from rt_lidar.scan_pattern import firings_between
-from rt_lidar.source import HitSource
+from rt_lidar.scan_pattern import Firings, firings_between
+from rt_lidar.source import Hits, HitSource
 from rt_lidar.sweep import Scan, ScanAssembler
 
 __all__ = ["FrameStats", "Pipeline", "frame_time_ns"]
@@ -49,6 +51,7 @@ class Pipeline:
         sim_hz: float = 20.0,
         seed: int = 0,
         start_ns: int = 0,
+        prefetch: bool = False,
     ) -> None:
         if not 0.1 <= sim_hz <= 10_000:
             raise ValueError(f"sim_hz must be in [0.1, 10000] Hz, got {sim_hz}")
@@ -62,6 +65,41 @@ class Pipeline:
         self.frame = 0
         self.assembler = ScanAssembler(preset)
         self.last_stats: FrameStats | None = None
+        self.prefetch = prefetch
+        """Ask the source for frame k+1 in a background thread while frame k goes through the physics:
+        the ray cast (or a server's answer) overlaps the rest of the loop. Results are identical."""
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: tuple[int, Future[tuple[Firings, Hits]]] | None = None
+
+    def _interval(self, k: int) -> tuple[int, int]:
+        return self.start_ns + frame_time_ns(k, self.sim_hz), self.start_ns + frame_time_ns(
+            k + 1, self.sim_hz
+        )
+
+    def _fetch(self, k: int) -> tuple[Firings, Hits]:
+        t0, t1 = self._interval(k)
+        firings = firings_between(self.preset, t0, t1)
+        return firings, self.source.hits(firings, t0, t1)
+
+    def _frame_hits(self, k: int) -> tuple[Firings, Hits]:
+        if not self.prefetch:
+            return self._fetch(k)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rt-lidar-prefetch")
+        pending, self._pending = self._pending, None
+        got = pending[1].result() if pending is not None and pending[0] == k else self._fetch(k)
+        self._pending = (k + 1, self._pool.submit(self._fetch, k + 1))
+        return got
+
+    def close(self) -> None:
+        """Wait for a prefetch in flight and stop its thread (the prefetched frame is dropped)."""
+        if self._pending is not None:
+            with contextlib.suppress(Exception):
+                self._pending[1].result()
+            self._pending = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _rng(self, frame: int) -> np.random.Generator:
         # One independent stream per (seed, frame): results do not depend on how frames are batched.
@@ -71,12 +109,10 @@ class Pipeline:
         """Advance one sim frame; returns the scans it completed (usually zero or one)."""
         t_wall = time.perf_counter()
         k = self.frame
-        t0 = self.start_ns + frame_time_ns(k, self.sim_hz)
-        t1 = self.start_ns + frame_time_ns(k + 1, self.sim_hz)
-        # 1. the firings of this frame's slice of the schedule (a sector on a rotating sensor)
-        firings = firings_between(self.preset, t0, t1)
-        # 2. what they hit, moving objects posed at the frame start
-        hits = self.source.hits(firings, t0, t1)
+        t0, t1 = self._interval(k)
+        # 1. the firings of this frame's slice of the schedule (a sector on a rotating sensor), and
+        # 2. what they hit, moving objects posed at the frame start (maybe fetched during frame k-1)
+        _firings, hits = self._frame_hits(k)
         # 3. received power, threshold, noise, output scale
         result = self.physics.apply(hits, self._rng(k))
         # 4. stitch into scans (a remote source reports the firings it really swept)

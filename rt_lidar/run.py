@@ -105,10 +105,17 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
             vehicle_name=opts.vehicle_name,
             material_map=material_map,
             use_extension=opts.use_extension,
-            prefetch=opts.lockstep,
         )
         physics = SensorPhysics.from_preset(preset, source.material_names)
-        pipe = Pipeline(preset, source, physics, sim_hz=opts.sim_hz, seed=opts.seed, start_ns=source.start_ns)
+        pipe = Pipeline(
+            preset,
+            source,
+            physics,
+            sim_hz=opts.sim_hz,
+            seed=opts.seed,
+            start_ns=source.start_ns,
+            prefetch=True,
+        )
         part_out = out if not parts else out / f"part{len(parts):02d}"
         try:
             result = drive_scans(
@@ -123,7 +130,7 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
                 stop_on=(ConnectionLost,),
             )
         finally:
-            source.close()
+            pipe.close()
             client.close()
         st = source.stats
         result.summary["bridge"] = {

@@ -43,13 +43,13 @@ def test_lockstep_1000_frames_have_no_skipped_or_repeated_sector(tmp_path):
     server = _serve(wall_scene(20.0))
     try:
         with AirSimClient(port=server.port) as client:
-            source = BridgeSource(client, preset, lockstep=True, sim_hz=100.0, prefetch=True)
+            source = BridgeSource(client, preset, lockstep=True, sim_hz=100.0)
             physics = SensorPhysics.from_preset(preset, source.material_names)
-            pipe = Pipeline(preset, source, physics, sim_hz=100.0, start_ns=source.start_ns)
+            pipe = Pipeline(preset, source, physics, sim_hz=100.0, start_ns=source.start_ns, prefetch=True)
             fired = []
             for _ in range(1000):
                 fired.extend(scan.fired for scan in pipe.step())
-            source.close()
+            pipe.close()
         assert source.stats.frames >= 1000
         assert source.stats.sector_mismatches == 0, source.stats.mismatch_detail
         # 1000 frames of 10 ms = 10 s = 100 rotations; every complete one holds every firing once

@@ -150,3 +150,14 @@ def test_a_user_mesh_file_is_a_scene(tmp_path):
     np.testing.assert_allclose(front["x"], 11.5, atol=1e-3)
     with pytest.raises(ValueError, match="unknown scene 'nowhere'"):
         build_pipeline("VLP-16", "nowhere")
+
+
+def test_prefetching_gives_the_same_scans():
+    def run(prefetch):
+        b = build_pipeline("VLP-16", "street", seed=4, sim_hz=30.0, prefetch=prefetch)
+        try:
+            return [s.points.tobytes() for s in b.pipeline.scans(3)]
+        finally:
+            b.pipeline.close()
+
+    assert run(True) == run(False)
