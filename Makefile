@@ -4,9 +4,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # Debian packages the tests need (installed with apt when running as root and missing).
-SYS_PKGS ?=
+SYS_PKGS ?= xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxcb-randr0 \
+	libxcb-shape0 libxcb-xkb1 libxcb-cursor0 libxkbcommon0 libxkbcommon-x11-0 libgl1 libegl1 libgl1-mesa-dri \
+	libglx-mesa0 libegl-mesa0 libfontconfig1 libdbus-1-3 libglib2.0-0
 
-PEERS  := .venv-airsim/.installed
+PEERS  := .venv-airsim/.installed .venv-ouster/.installed
 
 .PHONY: demo test lint typecheck unit bench sysdeps peers clean
 
@@ -21,17 +23,21 @@ sysdeps:
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,viewer]"
 	@touch $(STAMP)
 
 # Other people's clients the tests talk to, each in its own environment (their pins clash with ours).
-$(PEERS): tools/setup_airsim_peer.sh
+.venv-airsim/.installed: tools/setup_airsim_peer.sh
 	bash tools/setup_airsim_peer.sh .venv-airsim
-	@touch $(PEERS)
+	@touch $@
+
+.venv-ouster/.installed: tools/setup_ouster_peer.sh
+	bash tools/setup_ouster_peer.sh .venv-ouster
+	@touch $@
 
 peers: $(PEERS)
 
-demo: sysdeps $(STAMP)
+demo: $(STAMP)
 	$(BIN)/rt-lidar demo --out out/demo
 
 lint: $(STAMP)

@@ -8,6 +8,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from rt_lidar.cli_sinks import add_replay_parser, add_sink_argument
+from rt_lidar.cli_validate import add_weather_arguments, weather_from_args
 from rt_lidar.errors import RtLidarError
 
 __all__ = ["build_parser", "main"]
@@ -25,6 +27,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         scene=args.scene,
         progress=not args.quiet,
         in_process=args.in_process,
+        weather=weather_from_args(args),
+        sinks=tuple(args.sinks),
     )
     summary = run_demo(opts)
     print(json.dumps(summary, indent=2, default=str))
@@ -74,7 +78,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         airsim=args.airsim, preset=args.preset, lockstep=args.lockstep, sim_hz=args.sim_hz,
         frames=args.frames, out=args.out, seed=args.seed, lidar_name=args.lidar, vehicle_name=args.vehicle,
         material_map=args.material_map, use_extension=False if args.no_extension else None,
-        reconnect=args.reconnect, sinks=tuple(args.sink or ()), progress=not args.quiet,
+        reconnect=args.reconnect, sinks=tuple(args.sinks), progress=not args.quiet,
+        weather=weather_from_args(args),
     )  # fmt: skip
     summary = run_controller(opts)
     print(json.dumps(summary, indent=2, default=str))
@@ -97,8 +102,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--no-extension", action="store_true", help="use stock getLidarData even if rtLidarGetHits exists"
     )
     p.add_argument("--reconnect", action="store_true", help="wait for a lost server to come back")
-    p.add_argument("--sink", action="append", help="extra output KIND:TARGET (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_weather_arguments(p)
+    add_sink_argument(p)
     p.set_defaults(func=_cmd_run)
 
 
@@ -114,12 +120,16 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--in-process", action="store_true", help="cast into the world directly, without the bridge"
     )
+    add_weather_arguments(p)
+    add_sink_argument(p)
     p.set_defaults(func=_cmd_demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every sub-command."""
     from rt_lidar.cli_presets import add_presets_parser
+    from rt_lidar.cli_validate import add_validate_parser
+    from rt_lidar.cli_view import add_view_parser
 
     parser = argparse.ArgumentParser(prog="rt-lidar", description="Real-time realistic LiDAR simulator")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -127,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_run(sub)
     add_presets_parser(sub)
+    add_view_parser(sub)
+    add_validate_parser(sub)
+    add_replay_parser(sub)
     return parser
 
 

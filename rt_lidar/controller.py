@@ -14,7 +14,7 @@ the sim swept since the previous read.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,6 +90,8 @@ class BridgeSource:
         self._last_wall = time.perf_counter()
         self._pose: tuple[np.ndarray, np.ndarray] = (np.zeros(3), np.array([1.0, 0, 0, 0]))
         self._material_names: list[str] = []
+        self.on_weather: Callable[[dict[str, float] | None], None] | None = None
+        """Called with the server's weather (``info.weather``) whenever it changes."""
         if not lockstep:
             client.sim_pause(False)  # free run follows a running sim (a previous lockstep run left it paused)
         self.stats.extension = self._probe_extension() if use_extension is None else use_extension
@@ -143,7 +145,10 @@ class BridgeSource:
         t1 = int(ans.info.get("t1_ns", ans.time_stamp))
         if self._origin_ns is None:
             self._origin_ns = t0
-        self.stats.last_weather = ans.info.get("weather")
+        weather = ans.info.get("weather")
+        if weather != self.stats.last_weather and self.on_weather is not None:
+            self.on_weather(weather)
+        self.stats.last_weather = weather
         self._pose = (np.asarray(ans.pose.position, float), np.asarray(ans.pose.orientation, float))
         return hits_from_wire(ans), t0, t1
 

@@ -15,11 +15,12 @@ from typing import Any
 
 from rt_lidar.build import build_pipeline
 from rt_lidar.controller import BridgeSource
-from rt_lidar.physics import SensorPhysics
+from rt_lidar.physics import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline import Pipeline
 from rt_lidar.presets import load_preset, preset_to_dict
 from rt_lidar.runner import drive_scans
 from rt_lidar.serve import ServeOptions, start_embedded_server
+from rt_lidar.weather import WeatherConfig
 from unreal_bridge import AirSimClient
 
 __all__ = ["DemoOptions", "run_demo"]
@@ -39,6 +40,8 @@ class DemoOptions:
     sinks: tuple[str, ...] = ()
     """Extra ``--sink KIND:TARGET`` outputs besides the demo's own PCD + KITTI files."""
     in_process: bool = False
+    weather: WeatherConfig | None = None
+    """Rain, fog, snow; None = clear air (the embedded server's simSetWeatherParameter applies then)."""
 
 
 def run_demo(opts: DemoOptions) -> dict[str, Any]:
@@ -54,7 +57,14 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
     scenario = {"demo": asdict(opts)}
     t_build = time.perf_counter()
     if opts.in_process:
-        built = build_pipeline(preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=True)
+        built = build_pipeline(
+            preset,
+            opts.scene,
+            seed=opts.seed,
+            sim_hz=opts.sim_hz,
+            prefetch=True,
+            physics=PhysicsConfig(weather=opts.weather),
+        )
         try:
             result = drive_scans(
                 built.pipeline, preset, opts.frames, out, opts.sinks, scenario, opts.progress
@@ -71,7 +81,10 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
                 client.confirm_connection()
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
-                physics = SensorPhysics.from_preset(preset, source.material_names)
+                config = PhysicsConfig(weather=opts.weather)
+                physics = SensorPhysics.from_preset(preset, source.material_names, config=config)
+                if opts.weather is None:
+                    source.on_weather = physics.set_weather
                 pipe = Pipeline(
                     preset,
                     source,

@@ -28,6 +28,7 @@ from rt_lidar.materials import load_material_table
 from rt_lidar.presets import SensorPreset
 from rt_lidar.scan_pattern import firings_between
 from rt_lidar.source import Hits, WorldSource
+from rt_lidar.vehicle import BicycleModel
 from unreal_bridge import CarControls, FluCarState, FluImage, FluPose, ImageRequest, LidarFrame, LidarHits
 from unreal_bridge.errors import BackendError
 from unreal_bridge.wire import FluKinematics
@@ -79,6 +80,9 @@ class EmbeddedSim:
         self._frames: dict[str, int] = {"hits": 0, "data": 0}
         self.skipped_ns = 0
         self.controls = CarControls()
+        self._scripted_ego = world.scene.ego
+        self.vehicle: BicycleModel | None = None
+        """The driven ego, once ``setCarControls`` or ``simSetVehiclePose`` took it off its script."""
         self.weather: dict[int, float] = {}
         self.weather_enabled = False
 
@@ -129,6 +133,8 @@ class EmbeddedSim:
             self._wall_ref = time.perf_counter_ns()
             self._cursors = {k: 0 for k in self._cursors}
             self.controls = CarControls()
+            self.vehicle = None
+            self.world.scene.ego = self._scripted_ego
 
     # -- lidar -----------------------------------------------------------------------------------
     def _check(self, lidar_name: str, vehicle_name: str) -> None:
@@ -147,6 +153,7 @@ class EmbeddedSim:
                 t0 = t1 - self.max_backlog_ns
             self._cursors[reader] = t1
             self._frames[reader] += 1
+            self._advance_vehicle(t1)
         firings = firings_between(self.preset, t0, t1)
         return self.source.hits(firings, t0, t1), t0, t1
 
@@ -247,31 +254,63 @@ class EmbeddedSim:
         return (planar * scale).astype(np.float32)
 
     # -- vehicle and scene ---------------------------------------------------------------------------
+    def _advance_vehicle(self, t_ns: int) -> None:
+        if self.vehicle is not None:
+            self.vehicle.advance_to(t_ns * 1e-9)
+
+    def _drive(self) -> BicycleModel:
+        """Take the ego off its script: from now on a kinematic bicycle model drives it."""
+        if self.vehicle is None:
+            t = self.now_ns() * 1e-9
+            pos, quat = self.world.ego_poses(np.array([t, t + 0.01]))
+            model = BicycleModel(Pose(pos[0], quat[0]), t0=t)
+            model.speed = float(np.linalg.norm(pos[1] - pos[0]) / 0.01)  # keep rolling at the scripted speed
+            self.vehicle = model
+            self.world.scene.ego = model
+        return self.vehicle
+
     def vehicle_pose(self, vehicle_name: str) -> FluPose:
         """The ego vehicle's pose now."""
         self._check("", vehicle_name)
-        return _flu(self.world.ego_pose(self.now_ns() * 1e-9))
+        with self._lock:
+            t_ns = self.now_ns()
+            self._advance_vehicle(t_ns)
+        return _flu(self.world.ego_pose(t_ns * 1e-9))
 
     def set_vehicle_pose(self, pose: FluPose, ignore_collision: bool, vehicle_name: str) -> None:
-        """Teleporting is only possible for a driven ego (see ``set_car_controls``)."""
+        """Teleport the ego (it is driven from then on, standing still at the new pose)."""
         self._check("", vehicle_name)
-        raise BackendError("simSetVehiclePose: the embedded ego follows its scripted trajectory")
+        with self._lock:
+            model = self._drive()
+            model.advance_to(self.now_ns() * 1e-9)
+            model.reset(Pose(np.asarray(pose.position, float), np.asarray(pose.orientation, float)))
 
     def car_state(self, vehicle_name: str) -> FluCarState:
         """Speed and kinematics of the ego from its trajectory."""
         self._check("", vehicle_name)
-        t_ns = self.now_ns()
+        with self._lock:
+            t_ns = self.now_ns()
+            self._advance_vehicle(t_ns)
         t = t_ns * 1e-9
-        pos, quat = self.world.ego_poses(np.array([t, t + 0.01]))
+        if self.vehicle is not None:
+            pose, v = self.vehicle.pose, self.vehicle.velocity()
+            fp = _flu(pose)
+            kin = FluKinematics(pose=fp, linear_velocity=(float(v[0]), float(v[1]), float(v[2])))
+            return FluCarState(speed=float(abs(self.vehicle.speed)), gear=1, kinematics=kin, timestamp=t_ns)
+        pos, quat = self.world.ego_poses(np.array([t - 0.01, t]))
         vel = (pos[1] - pos[0]) / 0.01
-        pose = FluPose(tuple(float(v) for v in pos[0]), tuple(float(v) for v in quat[0]))  # type: ignore[arg-type]
-        kin = FluKinematics(pose=pose, linear_velocity=(float(vel[0]), float(vel[1]), float(vel[2])))
+        now = _flu(Pose(pos[1], quat[1]))
+        kin = FluKinematics(pose=now, linear_velocity=(float(vel[0]), float(vel[1]), float(vel[2])))
         return FluCarState(speed=float(np.linalg.norm(vel)), gear=1, kinematics=kin, timestamp=t_ns)
 
     def set_car_controls(self, controls: CarControls, vehicle_name: str) -> None:
-        """Store the controls (the scripted ego ignores them)."""
+        """Drive the ego with AirSim car controls (a kinematic bicycle model, speed and steering limits)."""
         self._check("", vehicle_name)
-        self.controls = controls
+        with self._lock:
+            model = self._drive()
+            model.advance_to(self.now_ns() * 1e-9)
+            model.set_controls(controls)
+            self.controls = controls
 
     def object_pose(self, object_name: str) -> FluPose | None:
         """A scene object's pose now, None when unknown."""

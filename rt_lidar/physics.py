@@ -8,6 +8,7 @@ the ray drops.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ from rt_lidar.materials import MaterialArrays, MaterialTable, load_material_tabl
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.presets import SensorPreset
 from rt_lidar.source import Hits
+from rt_lidar.weather import WeatherConfig, weather_model
 
 __all__ = ["PhysicsConfig", "PhysicsResult", "SensorPhysics"]
 
@@ -35,6 +37,8 @@ class PhysicsConfig:
     extinction_per_m: float = 1e-4
     """Clear-air extinction coefficient a (1/m) in exp(-2 a R)."""
     range_noise: bool = True
+    weather: WeatherConfig | None = None
+    """Rain, fog and snow (:mod:`rt_lidar.weather`); None = clear air."""
 
 
 @dataclass
@@ -66,6 +70,11 @@ class SensorPhysics:
         """Physics for ``preset`` with the scene's material names, evaluated at the preset's wavelength."""
         table = table or load_material_table()
         return cls(preset, table.arrays(material_names, preset.optics.wavelength_nm), config)
+
+    def set_weather(self, weather: dict[str, float] | None) -> None:
+        """Switch the weather (a dict of :class:`~rt_lidar.weather.WeatherConfig` fields, or None)."""
+        cfg = WeatherConfig(**weather) if weather else None
+        self.config = dataclasses.replace(self.config, weather=cfg)
 
     def _power(
         self, range_m: np.ndarray, cos_inc: np.ndarray, mat: np.ndarray, extra_t: np.ndarray
@@ -124,6 +133,11 @@ class SensorPhysics:
             segment[take] = hits.glass_segment[take]
             flags[take] = 0
 
+        if self.config.weather is not None:
+            weather_model(self.config.weather).apply(
+                rng_m, power, flags, hits.direction, p, threshold, rng,
+                clear_air_per_m=self.config.extinction_per_m, reflectivity=refl, segment=segment,
+            )  # fmt: skip
         keep = (power >= threshold) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
         idx = np.nonzero(keep)[0]
         pw = power[idx]

@@ -11,10 +11,11 @@ from typing import Any
 
 from rt_lidar.controller import BridgeSource, parse_address
 from rt_lidar.errors import ConfigError, RtLidarError
-from rt_lidar.physics import SensorPhysics
+from rt_lidar.physics import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline import Pipeline
 from rt_lidar.presets import load_preset, preset_to_dict
 from rt_lidar.runner import drive_scans
+from rt_lidar.weather import WeatherConfig
 from unreal_bridge import AirSimClient
 from unreal_bridge.errors import ConnectionLost
 
@@ -41,6 +42,8 @@ class RunOptions:
     timeout_s: float = 30.0
     sinks: tuple[str, ...] = ()
     progress: bool = True
+    weather: WeatherConfig | None = None
+    """Rain, fog, snow for the lidar; None = follow the server's simSetWeatherParameter (ours reports it)."""
 
 
 def load_material_map(path: str | Path) -> dict[int, str]:
@@ -106,7 +109,10 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
             material_map=material_map,
             use_extension=opts.use_extension,
         )
-        physics = SensorPhysics.from_preset(preset, source.material_names)
+        config = PhysicsConfig(weather=opts.weather)
+        physics = SensorPhysics.from_preset(preset, source.material_names, config=config)
+        if opts.weather is None:
+            source.on_weather = physics.set_weather
         pipe = Pipeline(
             preset,
             source,

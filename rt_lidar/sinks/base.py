@@ -72,7 +72,7 @@ def parse_sink_spec(spec: str) -> tuple[str, str, dict[str, str]]:
 
 def make_sink(spec: str) -> ScanSink:
     """Build the sink a ``--sink`` string names."""
-    from rt_lidar.sinks import files  # noqa: F401  (registers the file sinks)
+    from rt_lidar.sinks import registry  # noqa: F401  (registers every sink)
 
     kind, target, options = parse_sink_spec(spec)
     if kind not in SINKS:

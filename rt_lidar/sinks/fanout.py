@@ -9,6 +9,7 @@ An exception in a sink is re-raised in the loop at the next call, naming the sin
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Sequence
@@ -38,9 +39,18 @@ class SinkFanout:
         self.written = 0
 
     def open(self, context: SinkContext) -> None:
-        """Open every sink, then start the writer thread."""
-        for sink in self.sinks:
-            sink.open(context)
+        """Open every sink, then start the writer thread. If one fails to open, the ones opened before
+        it are closed again (so nothing is left half written) and the error is raised."""
+        opened: list[ScanSink] = []
+        try:
+            for sink in self.sinks:
+                sink.open(context)
+                opened.append(sink)
+        except BaseException:
+            for sink in opened:
+                with contextlib.suppress(Exception):
+                    sink.close()
+            raise
         if self.background:
             self._thread = threading.Thread(target=self._run, name="rt-lidar-sinks", daemon=True)
             self._thread.start()

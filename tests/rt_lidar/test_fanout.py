@@ -58,3 +58,15 @@ def test_a_failing_sink_is_reported_with_its_name():
             fan.write(_scan(i))
             time.sleep(0.002)
         fan.close()
+
+
+def test_a_sink_failing_to_open_closes_the_ones_before_it():
+    class _Refuses(_Recorder):
+        def open(self, context):
+            raise ValueError("bad target")
+
+    first = _Recorder()
+    fan = SinkFanout([first, _Refuses()])
+    with pytest.raises(ValueError, match="bad target"):
+        fan.open(SinkContext(load_preset("VLP-16")))
+    assert first.opened and first.closed

@@ -1,0 +1,51 @@
+"""CLI pieces for outputs: the repeatable ``--sink`` option and the ``replay`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["add_replay_parser", "add_sink_argument", "run_replay"]
+
+SINK_HELP = (
+    "an output, repeatable: velodyne-udp:127.0.0.1:2368, velodyne-pcap:out.pcap[,mode=dual], "
+    "rosbag2:out/[,storage=sqlite3], pcd:out/, kitti:out/, las:out/"
+)
+
+
+def add_sink_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--sink KIND:TARGET[,key=value...]`` (repeatable; collected in ``args.sinks``)."""
+    parser.add_argument(
+        "--sink", dest="sinks", action="append", default=[], metavar="KIND:TARGET", help=SINK_HELP
+    )
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``rt-lidar replay``: resend a pcap to each ``udp:HOST[:PORT]`` sink on its recorded schedule."""
+    from rt_lidar.errors import ConfigError
+    from rt_lidar.replay import replay_pcap
+    from rt_lidar.sinks.base import parse_sink_spec
+
+    if not args.sinks:
+        raise ConfigError("replay: give at least one --sink udp:HOST[:PORT]")
+    out: dict[str, Any] = {}
+    for spec in args.sinks:
+        kind, target, _ = parse_sink_spec(spec)
+        if kind != "udp":
+            raise ConfigError(f"replay: sink kind '{kind}' is not supported yet (only udp:HOST[:PORT])")
+        host, _, port = target.partition(":")
+        out[spec] = replay_pcap(args.recording, host or "127.0.0.1", int(port) if port else None).summary()
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """``rt-lidar replay RECORDING --sink udp:HOST[:PORT]``; sets ``func=run_replay``."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "replay", help="resend a recording at its recorded rate"
+    )
+    p.add_argument("recording", help="a .pcap recording (Velodyne or Ouster)")
+    add_sink_argument(p)
+    p.set_defaults(func=run_replay)
+    return p

@@ -1,0 +1,66 @@
+"""``--sink las:DIR``: one LAS 1.4 file (point format 6) per scan, with extra dimensions for the fields
+LAS has no slot for (reflectivity, ring, t, return_id, flags, segment). Written atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rt_lidar.sinks.atomic import atomic_write
+from rt_lidar.sinks.base import SinkContext, register_sink, target_dir
+from rt_lidar.sweep import Scan
+
+__all__ = ["EXTRA_DIMS", "LasFolderSink", "write_las"]
+
+EXTRA_DIMS = (("reflectivity", "f4"), ("ring", "u2"), ("t", "i8"), ("return_id", "u1"),
+              ("flags", "u1"), ("segment", "u4"))  # fmt: skip
+SCALE_M = 1e-4
+
+
+def write_las(path: str | Path, points: np.ndarray, intensity_max: int = 255) -> None:
+    """Write ``points`` (POINT_DTYPE) as LAS 1.4; intensity is scaled to uint16 by ``intensity_max``."""
+    import laspy
+
+    header = laspy.LasHeader(point_format=6, version="1.4")
+    header.scales = np.array([SCALE_M] * 3)
+    header.offsets = np.zeros(3)
+    for name, kind in EXTRA_DIMS:
+        header.add_extra_dim(laspy.ExtraBytesParams(name=name, type=np.dtype(kind)))
+    las = laspy.LasData(header)
+    las.x, las.y, las.z = points["x"], points["y"], points["z"]
+    scale = 65535.0 / max(intensity_max, 1)
+    las.intensity = np.clip(np.round(points["intensity"] * scale), 0, 65535).astype(np.uint16)
+    las.return_number = np.minimum(points["return_id"].astype(np.uint8) + 1, 15)
+    las.number_of_returns = np.maximum(las.return_number, 1)
+    for name, _ in EXTRA_DIMS:
+        las[name] = points[name]
+    with atomic_write(path) as fh:
+        las.write(fh)
+
+
+@register_sink("las")
+class LasFolderSink:
+    """One ``NNNNNN.las`` per scan in ``DIR``, with the resolved config beside them."""
+
+    def __init__(self, target: str, options: dict[str, str]) -> None:
+        if options:
+            raise ValueError(f"las sink takes no options, got {sorted(options)}")
+        self.folder = target_dir(target)
+        self.count = 0
+        self.intensity_max = 255
+
+    def open(self, context: SinkContext) -> None:
+        """Write the resolved preset and scenario."""
+        from rt_lidar.sinks.files import write_resolved_config
+
+        self.intensity_max = context.preset.output.intensity_max
+        write_resolved_config(self.folder, context)
+
+    def write(self, scan: Scan) -> None:
+        """Write one scan."""
+        write_las(self.folder / f"{self.count:06d}.las", scan.points, self.intensity_max)
+        self.count += 1
+
+    def close(self) -> None:
+        """Nothing is held open."""

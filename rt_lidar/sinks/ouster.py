@@ -1,0 +1,182 @@
+"""Ouster OS1 lidar packets (LEGACY profile) and the sensor metadata JSON that goes with them.
+
+LEGACY packet: 16 columns, each: timestamp u64 ns, measurement id u16, frame id u16, encoder count
+u32 (90112 a turn), per channel 12 bytes (range u32 mm in 20 bits, reflectivity u16, signal u16,
+near-IR u16, unused u16), status u32 (0xFFFFFFFF valid). Measurement id m = our firing slot within
+the rotation: Ouster's m = 0 looks backwards and the head turns clockwise, as our scan starts at 180
+deg. The metadata is ours (from the preset) or a real sensor's (``metadata=real.json``): then its beam
+angles and lidar mode are kept and completed to a file ouster-sdk 1.0 reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.presets import SensorPreset
+from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, PacketBatch, PacketPcapSink, point_columns, slots_per_scan
+from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
+from rt_lidar.sweep import Scan
+
+__all__ = ["OusterPacketizer", "metadata_for", "ouster_pcap_sink", "ouster_udp_sink"]
+
+COLUMNS_PER_PACKET = 16
+ENCODER_TICKS = 90112
+
+
+def metadata_for(preset: SensorPreset, given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Sensor metadata (ouster-sdk 1.0 layout) for ``preset``; beam angles and lidar mode of ``given``
+    (a real sensor's metadata, full or reduced) take precedence."""
+    cols = slots_per_scan(preset)
+    fps = round(preset.scan.rotation_hz or 10)
+    mode = f"{cols}x{fps}"
+    alt = [float(e) for e in preset.elevations_deg]
+    az = [float(-a) for a in preset.azimuth_offsets_deg]
+    if given:
+        intr = given.get("beam_intrinsics", given)
+        alt = list(intr.get("beam_altitude_angles", alt))
+        az = list(intr.get("beam_azimuth_angles", az))
+        mode = given.get("config_params", {}).get("lidar_mode", given.get("lidar_mode", mode))
+    h = len(alt)
+    if h != preset.n_rings:
+        raise ConfigError(f"ouster metadata has {h} beams, preset {preset.name} {preset.n_rings}")
+    m_cols, m_fps = (int(v) for v in str(mode).split("x"))
+    if m_cols != cols:
+        raise ConfigError(f"ouster metadata lidar_mode {mode}: the preset fires {cols} columns a turn")
+    return {
+        "beam_intrinsics": {
+            "beam_altitude_angles": alt,
+            "beam_azimuth_angles": az,
+            "beam_to_lidar_transform": [1.0, 0, 0, 15.806, 0, 1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0],
+            "lidar_origin_to_beam_origin_mm": 15.806,
+        },
+        "config_params": {
+            "lidar_mode": mode,
+            "udp_port_lidar": 7502,
+            "udp_port_imu": 7503,
+            "udp_profile_lidar": "LEGACY",
+            "udp_profile_imu": "LEGACY",
+        },
+        "lidar_data_format": {
+            "column_window": [0, cols - 1],
+            "columns_per_frame": cols,
+            "columns_per_packet": COLUMNS_PER_PACKET,
+            "pixels_per_column": h,
+            "pixel_shift_by_row": [[18, 12, 6, 0][i % 4] for i in range(h)] if h == 64 else [0] * h,
+            "udp_profile_lidar": "LEGACY",
+            "udp_profile_imu": "LEGACY",
+            "fps": m_fps,
+        },
+        "lidar_intrinsics": {
+            "lidar_to_sensor_transform": [-1.0, 0, 0, 0, 0, -1.0, 0, 0, 0, 0, 1.0, 36.18, 0, 0, 0, 1.0]
+        },
+        "imu_intrinsics": {
+            "imu_to_sensor_transform": [1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0]
+        },
+        "sensor_info": {
+            "prod_line": f"OS-1-{h}",
+            "prod_sn": "992000000001",
+            "prod_pn": "rt-lidar",
+            "build_rev": "v2.0.0",
+            "build_date": "",
+            "image_rev": "",
+            "initialization_id": 1,
+            "status": "RUNNING",
+        },
+        "calibration_status": {},
+        "user_data": "rt-lidar simulated sensor",
+    }
+
+
+class OusterPacketizer:
+    """Scans -> LEGACY lidar packets, one whole rotation (``columns / 16`` packets) a scan."""
+
+    def __init__(self, preset: SensorPreset, epoch_ns: int = DEFAULT_EPOCH_NS) -> None:
+        if preset.packet_format != "ouster-legacy":
+            raise ConfigError(f"preset {preset.name}: packet format {preset.packet_format} is not ouster")
+        self.preset, self.epoch_ns = preset, int(epoch_ns)
+        self.ports = {"data": 7502, "imu": 7503}
+        self.h = preset.n_rings
+        self.cols = slots_per_scan(preset)
+        self.period_ns = scan_period_ns(preset)
+        if self.cols % COLUMNS_PER_PACKET:
+            raise ConfigError(f"{self.cols} columns a turn is not a multiple of {COLUMNS_PER_PACKET}")
+        ch = np.dtype([("range", "<u4"), ("reflectivity", "<u2"), ("signal", "<u2"), ("nir", "<u2"),
+                       ("unused", "<u2")])  # fmt: skip
+        self.column_dtype = np.dtype([("ts", "<u8"), ("mid", "<u2"), ("fid", "<u2"), ("enc", "<u4"),
+                                      ("px", ch, (self.h,)), ("status", "<u4")])  # fmt: skip
+
+    def packetize(self, scan: Scan) -> list[PacketBatch]:
+        """All packets of the scan's rotation (firings without a return have range 0)."""
+        pts = scan.points
+        k = point_columns(self.preset, scan)
+        k0 = scan.index * self.cols
+        m = k - k0
+        ok = (m >= 0) & (m < self.cols)
+        colarr = np.zeros(self.cols, self.column_dtype)
+        kk = k0 + np.arange(self.cols, dtype=np.int64)
+        t_col = kk * self.period_ns // self.cols
+        colarr["ts"] = (t_col + self.epoch_ns).astype(np.uint64)
+        colarr["mid"] = np.arange(self.cols)
+        colarr["fid"] = scan.index & 0xFFFF
+        colarr["enc"] = np.arange(self.cols) * (ENCODER_TICKS // self.cols)
+        colarr["status"] = 0xFFFFFFFF
+        rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2)[ok]
+        mm = np.minimum(np.round(rng * 1000.0), (1 << 20) - 1).astype(np.uint32)
+        ring = pts["ring"][ok].astype(np.intp)
+        first = pts["return_id"][ok] == 0
+        px = colarr["px"]
+        sel_m, sel_r = m[ok][first], ring[first]
+        px["range"][sel_m, sel_r] = mm[first]
+        refl = np.clip(np.round(pts["reflectivity"][ok][first] * 100.0), 0, 65535)
+        px["reflectivity"][sel_m, sel_r] = refl.astype(np.uint16)
+        sig = np.clip(np.round(pts["intensity"][ok][first]), 0, 65535)
+        px["signal"][sel_m, sel_r] = sig.astype(np.uint16)
+        raw = colarr.view(np.uint8).reshape(self.cols // COLUMNS_PER_PACKET, -1)
+        send = t_col[COLUMNS_PER_PACKET - 1 :: COLUMNS_PER_PACKET] + self.period_ns // self.cols
+        return [PacketBatch("data", raw, send)]
+
+    def finish(self) -> list[PacketBatch]:
+        """Nothing is held back (packets never span rotations)."""
+        return []
+
+
+def _factory(options: dict[str, str], meta_out: Path | None) -> Callable[[SinkContext], OusterPacketizer]:
+    given = json.loads(Path(options["metadata"]).read_text()) if "metadata" in options else None
+    epoch = int(options.get("epoch_ns", DEFAULT_EPOCH_NS))
+
+    def make(context: SinkContext) -> OusterPacketizer:
+        meta = metadata_for(context.preset, given)
+        if meta_out is not None:
+            meta_out.write_text(json.dumps(meta, indent=2))
+        return OusterPacketizer(context.preset, epoch_ns=epoch)
+
+    return make
+
+
+@register_sink("ouster-pcap")
+def ouster_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
+    """``--sink ouster-pcap:out.pcap[,metadata=real.json]``: packets, and ``out.json`` beside them."""
+    unknown = set(options) - {"metadata", "epoch_ns"}
+    if unknown:
+        raise ConfigError(f"ouster-pcap: unknown options {sorted(unknown)}")
+    path = Path(target)
+    return PacketPcapSink(path, _factory(options, path.with_suffix(".json")), "169.254.0.2", "169.254.0.1")
+
+
+@register_sink("ouster-udp")
+def ouster_udp_sink(target: str, options: dict[str, str]) -> UdpPacketSink:
+    """``--sink ouster-udp:HOST:PORT[,metadata=real.json][,metadata_out=out.json][,latency_ms=50]``."""
+    unknown = set(options) - {"metadata", "epoch_ns", "metadata_out"} - PACER_OPTIONS
+    if unknown:
+        raise ConfigError(f"ouster-udp: unknown options {sorted(unknown)}")
+    meta_out = Path(options["metadata_out"]) if "metadata_out" in options else None
+    pacer = {k: v for k, v in options.items() if k in PACER_OPTIONS}
+    return UdpPacketSink(target or "127.0.0.1:7502", _factory(options, meta_out), pacer)

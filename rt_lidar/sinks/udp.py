@@ -1,0 +1,154 @@
+"""Live UDP output of a sensor's datagrams, paced to its real schedule (``velodyne-udp``, ``ouster-udp``).
+
+``write`` packetizes the scan in the caller's thread (a few ms) and hands the batches to a
+:class:`~rt_lidar.sinks.pacing.Pacer`; it never waits in wall-clock mode. With ``SinkContext.lockstep``
+the pacer follows sim time instead: the scan's end releases its datagrams. In wall mode the pacer runs
+in a child process by default (``process=0``: a thread), since the simulation's NumPy and ray casting
+hold the GIL for milliseconds and a sender thread then wakes late.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import queue
+import socket
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.sinks.base import SinkContext
+from rt_lidar.sinks.pacing import Pacer, PacingStats
+from rt_lidar.sinks.pcap import Packetizer
+from rt_lidar.sweep import Scan
+
+__all__ = ["UdpPacketSink", "parse_host_port"]
+
+PACER_OPTIONS = frozenset({"latency_ms", "late_ms", "clock", "process"})
+
+
+def parse_host_port(target: str, default_port: int) -> tuple[str, int]:
+    """``"127.0.0.1:2368"`` / ``"127.0.0.1"`` / ``""`` -> ``(host, port)``."""
+    host, sep, port = target.rpartition(":")
+    if not sep:
+        host, port = target, ""
+    try:
+        return host or "127.0.0.1", int(port) if port else default_port
+    except ValueError:
+        raise ConfigError(f"UDP target '{target}': expected HOST:PORT") from None
+
+
+def _udp_sender(addr: dict[str, tuple[str, int]]) -> Callable[[str, bytes], None]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    if any(host.endswith(".255") for host, _ in addr.values()):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+
+    def send(port: str, data: bytes) -> None:
+        with contextlib.suppress(OSError):  # nobody listening (ICMP refused): a sensor does not care
+            sock.sendto(data, addr[port])
+
+    return send
+
+
+def _sender_process(
+    addr: dict[str, tuple[str, int]], pacer_kw: dict[str, int], inbox: mp.Queue, result: Connection
+) -> None:
+    """Child process: a wall-clock :class:`Pacer` with no GIL shared with the simulation."""
+    pacer = Pacer(_udp_sender(addr), clock="wall", **pacer_kw)
+    pacer.start()
+    result.send("ready")
+    while (item := inbox.get()) is not None:
+        pacer.put_many(item)
+    result.send(pacer.close())
+
+
+class _ProcessPacer:
+    """The producer's side of a pacer running in a child process (same ``put``/``advance``/``close``)."""
+
+    def __init__(self, addr: dict[str, tuple[str, int]], pacer_kw: dict[str, int]) -> None:
+        ctx = mp.get_context("spawn")
+        self._inbox: mp.Queue = ctx.Queue(16)
+        self._result, child_end = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(
+            target=_sender_process, args=(addr, pacer_kw, self._inbox, child_end), daemon=True
+        )
+        self.dropped_full = 0
+
+    def start(self) -> None:
+        """Start the child and wait until it is ready (spawning imports NumPy: about a second)."""
+        self._proc.start()
+        if not self._result.poll(30.0) or self._result.recv() != "ready":
+            raise RuntimeError("UDP sender process did not start")
+
+    def put_many(self, batches: list[tuple[str, np.ndarray, np.ndarray]]) -> bool:
+        try:
+            self._inbox.put_nowait(batches)
+        except queue.Full:
+            self.dropped_full += sum(len(b[1]) for b in batches)
+            return False
+        return True
+
+    def advance(self, sim_ns: int) -> None:
+        pass
+
+    def close(self) -> PacingStats:
+        self._inbox.put(None)
+        stats: PacingStats = self._result.recv()
+        self._proc.join(timeout=10)
+        stats.dropped_full += self.dropped_full
+        return stats
+
+
+class UdpPacketSink:
+    """Sends a packetizer's datagrams to ``target`` (the data port; other ports from ``ports``)."""
+
+    def __init__(
+        self,
+        target: str,
+        make_packetizer: Callable[[SinkContext], Packetizer],
+        options: dict[str, str],
+        ports: dict[str, int] | None = None,
+    ) -> None:
+        self.target = target
+        self._make = make_packetizer
+        self._ports_override = dict(ports or {})
+        self.latency_ns = int(float(options.get("latency_ms", 50.0)) * 1e6)
+        self.late_ns = int(float(options.get("late_ms", 20.0)) * 1e6)
+        self.clock_option = options.get("clock")
+        self.process = options.get("process", "1") not in ("0", "false", "no")
+        self.packetizer: Packetizer | None = None
+        self.pacer: Pacer | _ProcessPacer | None = None
+        self.stats: PacingStats | None = None
+        self._addr: dict[str, tuple[str, int]] = {}
+
+    def open(self, context: SinkContext) -> None:
+        """Create the packetizer, the socket and the sender thread."""
+        self.packetizer = self._make(context)
+        ports = {**self.packetizer.ports, **self._ports_override}
+        host, data_port = parse_host_port(self.target, ports["data"])
+        ports["data"] = data_port
+        self._addr = {name: (host, port) for name, port in ports.items()}
+        clock = self.clock_option or ("sim" if context.lockstep else "wall")
+        kw = {"latency_ns": self.latency_ns, "late_ns": self.late_ns}
+        if clock == "wall" and self.process:
+            self.pacer = _ProcessPacer(self._addr, kw)
+        else:
+            self.pacer = Pacer(_udp_sender(self._addr), clock=clock, **kw)
+        self.pacer.start()
+
+    def write(self, scan: Scan) -> None:
+        """Packetize ``scan`` and queue its datagrams."""
+        assert self.packetizer is not None and self.pacer is not None, "open() first"
+        batches = self.packetizer.packetize(scan)
+        self.pacer.put_many([(b.port, b.payloads, b.send_ns) for b in batches])
+        self.pacer.advance(scan.start_ns + scan_period_ns(self.packetizer.preset))
+
+    def close(self) -> None:
+        """Send what is queued, stop the thread, close the socket; ``stats`` holds the pacing record."""
+        if self.pacer is not None and self.packetizer is not None:
+            self.pacer.put_many([(b.port, b.payloads, b.send_ns) for b in self.packetizer.finish()])
+            self.stats = self.pacer.close()

@@ -1,0 +1,320 @@
+"""Velodyne data and position packets (VLP-16, VLP-32C, HDL-32E), built vectorised from scans.
+
+Data packet (1206 bytes): 12 blocks of ``0xFFEE``, azimuth (uint16, 0.01 deg, clockwise from the
+sensor's forward axis: ``rot = -atan2(y, x)``), 32 x (distance uint16, intensity uint8); then the
+timestamp (uint32, microseconds past the hour of the packet's first firing), the return-mode byte
+(0x37 strongest, 0x38 last, 0x39 dual) and the product id. A VLP-16 block holds two firing sequences
+of 16 lasers, a 32-laser block one. In dual mode blocks come in pairs of the same firings: the even
+block holds the last return, the odd one the strongest (the second strongest where the strongest is
+also the last); with a single return both repeat it. No return: distance 0.
+
+Slots (columns) are counted over the whole run and packets hold a fixed number of them, so packets
+run on across scan boundaries as a real sensor's do; the packetizer holds back the partial packet.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.presets import SensorPreset
+from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.pcap import (
+    DEFAULT_EPOCH_NS,
+    PacketBatch,
+    PacketPcapSink,
+    point_columns,
+    slots_per_scan,
+)
+from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
+from rt_lidar.sweep import Scan
+
+__all__ = [
+    "DATA_PACKET",
+    "MODELS",
+    "RETURN_MODE_BYTE",
+    "VelodyneModel",
+    "VelodynePacketizer",
+    "calibration_yaml",
+    "position_packet",
+    "velodyne_pcap_sink",
+    "velodyne_udp_sink",
+]
+
+_HOUR_US = 3_600_000_000
+
+
+@dataclass(frozen=True)
+class VelodyneModel:
+    """Packet layout of one Velodyne model."""
+
+    name: str
+    product_id: int
+    lasers: int
+    sequences_per_block: int
+    distance_m: float
+
+
+MODELS: dict[str, VelodyneModel] = {
+    "velodyne-vlp16": VelodyneModel("VLP-16", 0x22, 16, 2, 0.002),
+    "velodyne-vlp32c": VelodyneModel("VLP-32C", 0x28, 32, 1, 0.004),
+    "velodyne-hdl32": VelodyneModel("HDL-32E", 0x21, 32, 1, 0.002),
+}
+RETURN_MODE_BYTE = {"strongest": 0x37, "last": 0x38, "dual": 0x39}
+
+_CHANNEL = np.dtype([("distance", "<u2"), ("intensity", "u1")])
+_BLOCK = np.dtype([("flag", "<u2"), ("azimuth", "<u2"), ("channels", _CHANNEL, (32,))])
+DATA_PACKET = np.dtype([("blocks", _BLOCK, (12,)), ("stamp", "<u4"), ("mode", "u1"), ("product", "u1")])
+"""The 1206-byte data packet as a packed structured dtype."""
+assert DATA_PACKET.itemsize == 1206
+
+
+def _nmea_checksum(body: str) -> str:
+    c = 0
+    for ch in body.encode():
+        c ^= ch
+    return f"{c:02X}"
+
+
+def position_packet(wall_ns: int) -> bytes:
+    """The 512-byte position packet at ``wall_ns`` (ns since the Unix epoch): timestamp at byte 198,
+    PPS status (2: locked) at 202, and a ``$GPRMC`` sentence (at a fixed position) from byte 206."""
+    t = dt.datetime.fromtimestamp(wall_ns / 1e9, dt.UTC)
+    body = f"GPRMC,{t:%H%M%S},A,4807.038,N,01131.000,E,000.0,000.0,{t:%d%m%y},,,A"
+    nmea = f"${body}*{_nmea_checksum(body)}\r\n".encode()
+    buf = bytearray(512)
+    buf[198:202] = int((wall_ns // 1000) % _HOUR_US).to_bytes(4, "little")
+    buf[202] = 2
+    buf[206 : 206 + len(nmea)] = nmea
+    return bytes(buf)
+
+
+class VelodynePacketizer:
+    """Scans -> Velodyne data packets (+ position packets at ``position_hz``), in send order."""
+
+    def __init__(
+        self,
+        preset: SensorPreset,
+        mode: str | None = None,
+        epoch_ns: int = DEFAULT_EPOCH_NS,
+        position_hz: float = 1.0,
+    ) -> None:
+        if preset.packet_format not in MODELS:
+            raise ConfigError(
+                f"preset {preset.name}: packet format '{preset.packet_format}' has no Velodyne packet "
+                f"writer; supported: {', '.join(sorted(MODELS))}"
+            )
+        self.preset = preset
+        self.model = MODELS[preset.packet_format]
+        self.mode = mode or preset.returns.default
+        if self.mode not in RETURN_MODE_BYTE:
+            raise ConfigError(f"velodyne return mode '{self.mode}': expected strongest, last or dual")
+        self.epoch_ns = int(epoch_ns)
+        self.ports = {"data": 2368, "position": 8308}
+        self.position_period_ns = round(1e9 / position_hz) if position_hz > 0 else 0
+        self.period_ns = scan_period_ns(preset)
+        self.slots = slots_per_scan(preset)
+        blocks_per_firing = 2 if self.mode == "dual" else 1
+        self.cols_per_packet = 12 * self.model.sequences_per_block // blocks_per_firing
+        laser = np.array([b.laser_id if b.laser_id is not None else b.ring for b in preset.beams], np.int64)
+        if laser.max() >= self.model.lasers:
+            raise ConfigError(f"preset {preset.name}: laser ids exceed {self.model.lasers}")
+        self.laser_of_ring = laser
+        self.max_offset_ns = int(np.round(preset.firing_offsets_us.max() * 1000.0))
+        s = preset.scan
+        self._az0 = s.scan_start_azimuth_deg
+        self._sign = -1.0 if s.rotation_direction == "cw" else 1.0
+        self._next_packet: int | None = None
+        self._next_position_ns = 0
+        self._carry: tuple[np.ndarray, ...] = tuple(
+            np.empty(0, d) for d in (np.int64,) * 2 + (np.float32,) * 2
+        )
+
+    # -- timing -----------------------------------------------------------------------------------
+    def slot_time_ns(self, k: np.ndarray | int) -> np.ndarray:
+        """Sim time of firing slot ``k`` (its first laser)."""
+        return np.asarray(k, np.int64) * self.period_ns // self.slots
+
+    def _rot_centideg(self, t_ns: np.ndarray) -> np.ndarray:
+        phase = np.mod(t_ns, self.period_ns).astype(np.float64) / self.period_ns
+        math_az = self._az0 + self._sign * 360.0 * phase
+        return (np.round(np.mod(-math_az, 360.0) * 100.0).astype(np.int64) % 36000).astype(np.uint16)
+
+    # -- packets ----------------------------------------------------------------------------------
+    def packetize(self, scan: Scan) -> list[PacketBatch]:
+        """The packets whose every firing lies before the end of ``scan``."""
+        cpp = self.cols_per_packet
+        pts = scan.points
+        col = point_columns(self.preset, scan)
+        laser = self.laser_of_ring[pts["ring"].astype(np.intp)]
+        rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2)
+        inten = pts["intensity"].astype(np.float32)
+        if self._next_packet is None:
+            first = int(-((-scan.start_ns * self.slots) // self.period_ns))
+            self._next_packet = first // cpp
+            self._next_position_ns = (
+                -(-scan.start_ns // max(self.position_period_ns, 1)) * self.position_period_ns
+            )
+        c0, l0, r0, i0 = self._carry
+        col, laser = np.concatenate([c0, col]), np.concatenate([l0, laser])
+        rng, inten = np.concatenate([r0, rng]), np.concatenate([i0, inten])
+        end_ns = scan.start_ns + self.period_ns
+        done_cols = int(-((-(end_ns - self.max_offset_ns) * self.slots) // self.period_ns))
+        p0, p1 = self._next_packet, max(done_cols // cpp, self._next_packet)
+        keep = col >= p1 * cpp
+        self._carry = (col[keep], laser[keep], rng[keep], inten[keep])
+        sel = (col >= p0 * cpp) & ~keep
+        out = [self._data_batch(p0, p1, col[sel], laser[sel], rng[sel], inten[sel])]
+        self._next_packet = p1
+        pos = self._position_batch(int(self.slot_time_ns(p1 * cpp)))
+        if pos is not None:
+            out.append(pos)
+        return out
+
+    def finish(self) -> list[PacketBatch]:
+        """The last partial packet (its missing firings empty)."""
+        if self._next_packet is None or self._carry[0].size == 0:
+            return []
+        c, las, r, i = self._carry
+        p0 = self._next_packet
+        p1 = int(c.max()) // self.cols_per_packet + 1
+        self._carry = tuple(a[:0] for a in self._carry)
+        self._next_packet = p1
+        return [self._data_batch(p0, p1, c, las, r, i)]
+
+    def _pick(self, key: np.ndarray, units: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per firing (``key``): indices of the one return (single modes), or of the last and the
+        strongest return (dual; the second strongest where the strongest is also the last)."""
+        n_out = 2 if self.mode == "dual" else 1
+        multi = np.bincount(key)[key] > 1
+        lone = np.flatnonzero(~multi)
+        if lone.size == key.size:  # one return per firing: nothing to choose (the common case)
+            return (lone,) * n_out
+        idx = np.flatnonzero(multi)
+        k, u, lv = key[idx] << 24, units[idx].astype(np.int64), level[idx].astype(np.int64)
+        by_power = idx[np.argsort(k | lv << 16 | u)]
+        k_sorted = key[by_power]
+        ends = np.flatnonzero(np.r_[k_sorted[1:] != k_sorted[:-1], True])
+        strongest = by_power[ends]
+        if self.mode == "strongest":
+            return (np.concatenate([lone, strongest]),)
+        last = idx[np.argsort(k | u << 8 | lv)][ends]
+        if self.mode == "last":
+            return (np.concatenate([lone, last]),)
+        second = np.where(strongest == last, by_power[ends - 1], strongest)  # groups have >= 2 members
+        return np.concatenate([lone, last]), np.concatenate([lone, second])
+
+    def _data_batch(
+        self, p0: int, p1: int, col: np.ndarray, laser: np.ndarray, rng: np.ndarray, inten: np.ndarray
+    ) -> PacketBatch:
+        n, cpp, m = p1 - p0, self.cols_per_packet, self.model
+        pk = np.zeros(n, DATA_PACKET)
+        if n == 0:
+            return PacketBatch("data", pk.view(np.uint8).reshape(0, 1206), np.empty(0, np.int64))
+        units = np.round(rng / m.distance_m)
+        valid = (units >= 1) & (units <= 65535)
+        col, laser, units, inten = col[valid], laser[valid], units[valid].astype(np.uint16), inten[valid]
+        local = col - p0 * cpp
+        packet, j = np.divmod(local, cpp)
+        key = local * m.lasers + laser
+        spb = m.sequences_per_block
+        slot = (j % spb) * (32 // spb) + laser
+        dist = np.zeros((n, 12, 32), np.uint16)
+        level = np.zeros((n, 12, 32), np.uint8)
+        ibyte = np.clip(np.round(inten), 0, 255).astype(np.uint8)
+        picks = self._pick(key, units, ibyte)
+        for b, idx in enumerate(picks):
+            blk = j[idx] // spb * len(picks) + b
+            dist[packet[idx], blk, slot[idx]] = units[idx]
+            level[packet[idx], blk, slot[idx]] = ibyte[idx]
+        blocks = pk["blocks"]
+        blocks["flag"] = 0xEEFF
+        blocks["channels"]["distance"] = dist
+        blocks["channels"]["intensity"] = level
+        first_col = (p0 + np.arange(n, dtype=np.int64))[:, None] * cpp
+        block_col = first_col + (np.arange(12) // len(picks) * spb)[None, :]
+        blocks["azimuth"] = self._rot_centideg(self.slot_time_ns(block_col))
+        t_first = self.slot_time_ns(first_col[:, 0])
+        pk["stamp"] = ((t_first + self.epoch_ns) // 1000 % _HOUR_US).astype(np.uint32)
+        pk["mode"] = RETURN_MODE_BYTE[self.mode]
+        pk["product"] = m.product_id
+        send = self.slot_time_ns(first_col[:, 0] + cpp)
+        return PacketBatch("data", pk.view(np.uint8).reshape(n, 1206), send)
+
+    def _position_batch(self, until_ns: int) -> PacketBatch | None:
+        if self.position_period_ns <= 0 or self._next_position_ns >= until_ns:
+            return None
+        times = np.arange(self._next_position_ns, until_ns, self.position_period_ns, dtype=np.int64)
+        self._next_position_ns = int(times[-1]) + self.position_period_ns
+        rows = [np.frombuffer(position_packet(int(t) + self.epoch_ns), np.uint8) for t in times]
+        return PacketBatch("position", np.stack(rows), times)
+
+
+def calibration_yaml(preset: SensorPreset) -> str:
+    """The preset's beam table as a ROS ``velodyne_pointcloud`` calibration (what velodyne-decoder's
+    ``Calibration.from_string`` and the ROS driver read): angles in radians, ``rot_correction`` equal to
+    the math-convention azimuth offset, corrections in metres."""
+    model = MODELS[preset.packet_format]
+    lines = [f"distance_resolution: {model.distance_m}", "lasers:"]
+    extra = (
+        "dist_correction", "dist_correction_x", "dist_correction_y",
+        "vert_offset_correction", "horiz_offset_correction",
+    )  # fmt: skip
+    for b in sorted(preset.beams, key=lambda b: b.laser_id if b.laser_id is not None else b.ring):
+        lid = b.laser_id if b.laser_id is not None else b.ring
+        lines += [
+            f"  - laser_id: {lid}",
+            f"    rot_correction: {np.radians(b.azimuth_offset_deg):.9f}",
+            f"    vert_correction: {np.radians(b.elevation_deg):.9f}",
+        ]
+        lines += [f"    {k}: {getattr(b, k + '_m') or 0.0}" for k in extra]
+        lines += [
+            f"    focal_distance: {b.focal_distance or 0.0}",
+            f"    focal_slope: {b.focal_slope or 0.0}",
+        ]
+    lines.append(f"num_lasers: {len(preset.beams)}")
+    return "\n".join(lines) + "\n"
+
+
+def _options(options: dict[str, str], allowed: set[str]) -> dict[str, str]:
+    unknown = set(options) - allowed
+    if unknown:
+        raise ConfigError(f"unknown sink options {sorted(unknown)}; allowed: {sorted(allowed)}")
+    return options
+
+
+def packetizer_factory(
+    options: dict[str, str],
+) -> tuple[Callable[[SinkContext], VelodynePacketizer], dict[str, str]]:
+    """``mode=``, ``epoch_ns=``, ``position_hz=`` -> a factory ``SinkContext -> VelodynePacketizer``."""
+    mode = options.get("mode")
+    epoch = int(options.get("epoch_ns", DEFAULT_EPOCH_NS))
+    pos_hz = float(options.get("position_hz", 1.0))
+
+    def make(context: SinkContext) -> VelodynePacketizer:
+        return VelodynePacketizer(context.preset, mode=mode, epoch_ns=epoch, position_hz=pos_hz)
+
+    rest = {k: v for k, v in options.items() if k not in {"mode", "epoch_ns", "position_hz"}}
+    return make, rest
+
+
+@register_sink("velodyne-pcap")
+def velodyne_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
+    """``--sink velodyne-pcap:out.pcap[,mode=dual][,epoch_ns=N][,position_hz=1]``."""
+    _options(options, {"mode", "epoch_ns", "position_hz"})
+    make, _ = packetizer_factory(options)
+    return PacketPcapSink(target, make, "192.168.1.201", "255.255.255.255")
+
+
+@register_sink("velodyne-udp")
+def velodyne_udp_sink(target: str, options: dict[str, str]) -> UdpPacketSink:
+    """``--sink velodyne-udp:HOST:PORT[,position_port=8308][,mode=dual][,latency_ms=50][,clock=wall|sim]``."""
+    _options(options, {"mode", "epoch_ns", "position_hz", "position_port"} | PACER_OPTIONS)
+    make, rest = packetizer_factory(options)
+    ports = {"position": int(rest.pop("position_port"))} if "position_port" in rest else {}
+    return UdpPacketSink(target or "127.0.0.1:2368", make, rest, ports)

@@ -1,0 +1,98 @@
+"""``rt-lidar validate``: run named validation experiments, write ``report.json``, ``report.md`` and plots.
+
+``report.json`` is ``{experiment: {metric: value or list}}``; ``report.md`` lists the same numbers as
+tables with the trend checks the seeds' published figures call for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.validation.experiments import EXPERIMENTS
+
+__all__ = ["CHECKS", "run_validation", "trend_checks"]
+
+
+def _down(x: list[float]) -> bool:
+    return all(b <= a for a, b in itertools.pairwise(x)) and x[-1] < x[0]
+
+
+def _up(x: list[float]) -> bool:
+    return all(b >= a for a, b in itertools.pairwise(x)) and x[-1] > x[0]
+
+
+CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
+    "rain_max_range": [
+        ("max range falls with rain rate", lambda m: _down(m["max_range_m"])),
+        ("extinction ~1e-3 /m at 5 mm/h (0.7..1.4e-3)", lambda m: 7e-4 <= m["extinction_per_m"][1] <= 1.4e-3),
+        (
+            "extinction ~4e-3 /m at 50 mm/h (2.8..5.6e-3)",
+            lambda m: 2.8e-3 <= m["extinction_per_m"][4] <= 5.6e-3,
+        ),
+    ],
+    "rain_range_bands": [
+        ("more near points with heavier rain", lambda m: _up(m["points_near"])),
+        ("fewer mid points with heavier rain", lambda m: _down(m["points_mid"])),
+        ("fewer far points with heavier rain", lambda m: _down(m["points_far"])),
+        ("fewer points in total with heavier rain", lambda m: _down(m["points_total"])),
+        ("more false points with heavier rain", lambda m: _up(m["false_points"])),
+        ("more false negatives with heavier rain", lambda m: _up(m["false_negatives"])),
+    ],
+    "rain_threshold_sweep": [
+        ("lower threshold: more false positives", lambda m: _down(m["false_positives"])),
+        ("lower threshold: fewer false negatives", lambda m: _up(m["false_negatives"])),
+    ],
+    "fog_max_range": [("max range falls with visibility", lambda m: _down(m["max_range_m"]))],
+}
+
+
+def trend_checks(report: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, bool]]]:
+    """The checks of every experiment in ``report``: (description, passed)."""
+    return {name: [(d, bool(f(report[name]))) for d, f in CHECKS.get(name, [])] for name in report}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _markdown(report: dict[str, dict[str, Any]]) -> str:
+    lines = ["# rt-lidar validation report", ""]
+    for name, checks in trend_checks(report).items():
+        m = report[name]
+        lines += [f"## {name}", "", f"![{name}]({name}.png)", ""]
+        lists = {k: v for k, v in m.items() if isinstance(v, list)}
+        if lists:
+            keys = list(lists)
+            lines += ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+            for i in range(max(len(v) for v in lists.values())):
+                lines.append(
+                    "| " + " | ".join(_fmt(lists[k][i]) if i < len(lists[k]) else "" for k in keys) + " |"
+                )
+            lines.append("")
+        for k, v in m.items():
+            if not isinstance(v, list):
+                lines.append(f"- {k}: {_fmt(v)}")
+        lines += [f"- [{'x' if ok else ' '}] {d}" for d, ok in checks]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def run_validation(out: str | Path, only: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Run the experiments named in ``only`` (all by default) and write the report into ``out``."""
+    names = list(only) if only else list(EXPERIMENTS)
+    unknown = [n for n in names if n not in EXPERIMENTS]
+    if unknown:
+        raise ConfigError(f"unknown experiment(s) {', '.join(unknown)}; known: {', '.join(EXPERIMENTS)}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = {name: EXPERIMENTS[name](out) for name in names}
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / "report.md").write_text(_markdown(report))
+    return report

@@ -1,0 +1,231 @@
+"""The weather validation experiments: each runs the model, returns ``{metric: value or list}`` and writes
+one PNG plot into the output folder.
+
+- ``rain_max_range`` / ``fog_max_range``: range at which a 10 % Lambertian target, head-on, is still
+  detected in at least half of 400 beams (Monte Carlo through :class:`~rt_lidar.weather.WeatherModel`,
+  drops stealing returns included), beside the analytic range from the extinction alone.
+- ``rain_range_bands``: one VLP-16 revolution in the seed's scene (:func:`rain_test_scene`) per rain
+  rate, counted in the +-35 deg sector in front of the sensor where the scene stands (behind it there
+  is only ground and sky, which gain rain clutter and lose nothing; ``points_total_all_around`` gives
+  the whole revolution): points by range band, false (clutter) points and false negatives (rays that
+  hit an object in
+  range but report no point at all, the seed's "removed" points; ground truth: the same scan at a
+  vanishing threshold; rays whose object is hidden behind a false point count as false points and
+  are reported apart as ``hidden_by_clutter``).
+- ``rain_threshold_sweep``: the same scene at 25 mm/h over detection thresholds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from kernels.intensity import received_power
+from rt_lidar.build import build_pipeline, build_world
+from rt_lidar.physics import PhysicsConfig
+from rt_lidar.points import PointFlag
+from rt_lidar.presets import SensorPreset, load_preset
+from rt_lidar.validation.scenes import rain_test_scene
+from rt_lidar.weather import WeatherConfig, WeatherModel
+from unreal_bridge.world import World
+
+__all__ = ["EXPERIMENTS", "RAIN_RATES_MM_H", "Experiment", "max_detection_range"]
+
+Experiment = Callable[[Path], dict[str, Any]]
+RAIN_RATES_MM_H = [0.0, 5.0, 10.0, 25.0, 50.0]
+FOG_VISIBILITIES_M = [200.0, 100.0, 50.0, 30.0]
+THRESHOLD_FACTORS = [0.25, 0.5, 1.0, 2.0, 4.0]
+FRONT_SECTOR_DEG = 35.0  # the seed's scene stands in front of the sensor; counts are of this sector
+PRESET = "VLP-16"
+CLEAR_AIR = PhysicsConfig().extinction_per_m
+CLUTTER = int(PointFlag.RAIN_CLUTTER | PointFlag.FOG_CLUTTER | PointFlag.SNOW_CLUTTER)
+
+
+def _k(preset: SensorPreset) -> tuple[float, float, float]:
+    return preset.pulse.peak_power_w, preset.optics.receiver_aperture_m, preset.optics.system_efficiency
+
+
+def max_detection_range(
+    preset: SensorPreset, weather: WeatherConfig | None, reflectivity: float = 0.1, beams: int = 400,
+    seed: int = 0,
+) -> tuple[float, float]:  # fmt: skip
+    """(Monte Carlo, analytic) range in m at which a head-on Lambertian target is still detected."""
+    thr = preset.pulse.detection_threshold_w
+    a = CLEAR_AIR + (weather.extinction_per_m if weather else 0.0)
+    lo, hi = 0.5, 1000.0  # analytic: P(R) = thr, P falls monotonically with R
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        p = received_power(mid, reflectivity, math.exp(-2 * a * mid), *_k(preset))
+        lo, hi = (mid, hi) if p >= thr else (lo, mid)
+    analytic = lo
+    ranges = np.arange(1.0, 200.0, 0.25, dtype=np.float32)
+    r = np.repeat(ranges, beams)
+    power = received_power(r, reflectivity, np.exp(-2 * CLEAR_AIR * r), *_k(preset)).astype(np.float32)
+    flags = np.zeros(r.size, np.uint8)
+    if weather is not None:
+        WeatherModel(weather).apply(
+            r, power, flags, None, preset, thr, np.random.default_rng(seed), clear_air_per_m=CLEAR_AIR
+        )
+    detected = ((power >= thr) & (flags == 0)).reshape(ranges.size, beams).mean(axis=1)
+    ok = np.nonzero(detected >= 0.5)[0]
+    return (float(ranges[ok[-1]]) if ok.size else 0.0), analytic
+
+
+def _plot(
+    path: Path, title: str, xlabel: str, ylabel: str, series: dict[str, tuple[list, list]], **kw: Any
+) -> None:
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+    for label, (x, y) in series.items():
+        ax.plot(x, y, marker="o", label=label)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel, **kw)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def rain_max_range(out: Path) -> dict[str, Any]:
+    """Max detection range of a 10 % target vs rain rate; rain extinction from Marshall-Palmer."""
+    preset = load_preset(PRESET)
+    mc, an, ext = [], [], []
+    for rate in RAIN_RATES_MM_H:
+        w = WeatherConfig(rain_mm_h=rate) if rate > 0 else None
+        m, a = max_detection_range(preset, w)
+        mc.append(m)
+        an.append(round(a, 2))
+        ext.append(WeatherConfig(rain_mm_h=rate).extinction_per_m)
+    _plot(out / "rain_max_range.png", f"{PRESET}: 10 % Lambertian target, head-on", "rain rate (mm/h)",
+          "max detection range (m)", {"simulated (50 % of beams)": (RAIN_RATES_MM_H, mc),
+                                      "extinction only": (RAIN_RATES_MM_H, an)})  # fmt: skip
+    return {"rates_mm_h": RAIN_RATES_MM_H, "max_range_m": mc, "max_range_analytic_m": an,
+            "extinction_per_m": ext}  # fmt: skip
+
+
+def fog_max_range(out: Path) -> dict[str, Any]:
+    """Max detection range of a 10 % target vs fog visibility (a = ln 20 / V)."""
+    preset = load_preset(PRESET)
+    mc, an, ext, soft = [], [], [], []
+    for vis in FOG_VISIBILITIES_M:
+        w = WeatherConfig(fog_visibility_m=vis)
+        m, a = max_detection_range(preset, w)
+        mc.append(m)
+        an.append(round(a, 2))
+        ext.append(w.extinction_per_m)
+        fog = WeatherModel(w).params(preset, preset.pulse.detection_threshold_w, CLEAR_AIR).fog
+        soft.append(round(fog.range_m, 2))
+    _plot(out / "fog_max_range.png", f"{PRESET}: 10 % Lambertian target in fog", "visibility (m)",
+          "max detection range (m)", {"simulated (50 % of beams)": (FOG_VISIBILITIES_M, mc),
+                                      "extinction only": (FOG_VISIBILITIES_M, an)}, xscale="log")  # fmt: skip
+    return {"visibility_m": FOG_VISIBILITIES_M, "max_range_m": mc, "max_range_analytic_m": an,
+            "extinction_per_m": ext, "soft_target_range_m": soft}  # fmt: skip
+
+
+def _scene_scan(world: World, preset: SensorPreset, weather: WeatherConfig | None, seed: int) -> np.ndarray:
+    cfg = PhysicsConfig(weather=weather)
+    return build_pipeline(preset, world, seed=seed, physics=cfg).pipeline.scans(1)[0].points
+
+
+def _with_threshold(preset: SensorPreset, threshold_w: float) -> SensorPreset:
+    return dataclasses.replace(
+        preset, pulse=dataclasses.replace(preset.pulse, detection_threshold_w=threshold_w)
+    )
+
+
+def _keys(points: np.ndarray) -> np.ndarray:
+    return points["t"].astype(np.int64) * 4096 + points["ring"].astype(np.int64)
+
+
+def _front(points: np.ndarray) -> np.ndarray:
+    """The points within +-FRONT_SECTOR_DEG of straight ahead, where the seed's scene stands."""
+    az = np.degrees(np.arctan2(points["y"], points["x"]))
+    return points[np.abs(az) <= FRONT_SECTOR_DEG]
+
+
+def _counts(points: np.ndarray, truth: np.ndarray) -> dict[str, int]:
+    """Band counts in the front sector; ``false`` = clutter points; ``fn`` = object rays (``truth``
+    keys) with no point at all (the seed's removed points); ``hidden`` = object rays that report a
+    clutter point instead; ``all`` = points of the whole revolution."""
+    n_all = int(points.size)
+    points = _front(points)
+    r = np.sqrt(points["x"] ** 2 + points["y"] ** 2 + points["z"] ** 2)
+    fake = (points["flags"] & CLUTTER) != 0
+    keys = _keys(points)
+    return {"near": int((r < 10).sum()), "mid": int(((r >= 10) & (r <= 50)).sum()),
+            "far": int((r > 50).sum()),
+            "false": int(fake.sum()), "fn": int((~np.isin(truth, keys)).sum()),
+            "hidden": int(np.isin(keys[fake], truth).sum()), "all": n_all}  # fmt: skip
+
+
+def _truth(world: World, preset: SensorPreset) -> np.ndarray:
+    """(ring, t) keys of every ray that hits an object within the sensor's range limits."""
+    return _keys(_front(_scene_scan(world, _with_threshold(preset, 1e-15), None, 0)))
+
+
+def rain_range_bands(out: Path) -> dict[str, Any]:
+    """Points by range band in the seed's scene vs rain rate (one VLP-16 revolution each)."""
+    preset = load_preset(PRESET)
+    world = build_world(rain_test_scene())
+    truth = _truth(world, preset)
+    rows = [_counts(_scene_scan(world, preset, WeatherConfig(rain_mm_h=r) if r else None, 1), truth)
+            for r in RAIN_RATES_MM_H]  # fmt: skip
+    res: dict[str, Any] = {"rates_mm_h": RAIN_RATES_MM_H}
+    for key, name in (("near", "points_near"), ("mid", "points_mid"), ("far", "points_far"),
+                      ("false", "false_points"),
+                      ("fn", "false_negatives"), ("hidden", "hidden_by_clutter")):  # fmt: skip
+        res[name] = [row[key] for row in rows]
+    res["points_total"] = [row["near"] + row["mid"] + row["far"] for row in rows]
+    res["points_total_all_around"] = [row["all"] for row in rows]
+    res["front_sector_deg"] = FRONT_SECTOR_DEG
+    fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=110)
+    x = np.arange(len(RAIN_RATES_MM_H))
+    for i, (name, label) in enumerate((("points_near", "near < 10 m"), ("points_mid", "mid 10-50 m"),
+                                       ("points_far", "far > 50 m"),
+                                       ("false_points", "false (rain)"))):  # fmt: skip
+        ax.bar(x + (i - 1.5) * 0.2, res[name], 0.2, label=label)
+    ax.set_xticks(x, [f"{r:g}" for r in RAIN_RATES_MM_H])
+    ax.set(title=f"{PRESET} in the seed's scene (sedan, rock, building)", xlabel="rain rate (mm/h)",
+           ylabel="points per revolution")  # fmt: skip
+    ax.legend()
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "rain_range_bands.png")
+    plt.close(fig)
+    return res
+
+
+def rain_threshold_sweep(out: Path) -> dict[str, Any]:
+    """False positives / negatives at 25 mm/h vs detection threshold (in the seed's scene)."""
+    preset = load_preset(PRESET)
+    world = build_world(rain_test_scene())
+    truth = _truth(world, preset)
+    dt = preset.pulse.detection_threshold_w
+    thresholds = [dt * f for f in THRESHOLD_FACTORS]
+    rows = [_counts(_scene_scan(world, _with_threshold(preset, t), WeatherConfig(rain_mm_h=25.0), 1), truth)
+            for t in thresholds]  # fmt: skip
+    res: dict[str, Any] = {"rate_mm_h": 25.0, "thresholds": thresholds,
+                           "threshold_factors": THRESHOLD_FACTORS,
+           "false_positives": [r["false"] for r in rows], "false_negatives": [r["fn"] for r in rows],
+           "hidden_by_clutter": [r["hidden"] for r in rows]}  # fmt: skip
+    _plot(out / "rain_threshold_sweep.png", f"{PRESET} at 25 mm/h: detection threshold sweep",
+          "detection threshold (W)", "count per revolution",
+          {"false positives": (thresholds, res["false_positives"]),
+           "false negatives": (thresholds, res["false_negatives"])}, xscale="log")  # fmt: skip
+    return res
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    "rain_max_range": rain_max_range,
+    "rain_range_bands": rain_range_bands,
+    "rain_threshold_sweep": rain_threshold_sweep,
+    "fog_max_range": fog_max_range,
+}

@@ -1,0 +1,121 @@
+"""``rt-lidar view``: open the live stream or a recording in the viewer window (or render N frames to a
+PNG and quit)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rt_lidar.stream import DEFAULT_ADDRESS
+
+__all__ = ["ViewerOptions", "ensure_display", "make_app", "run_viewer"]
+
+
+@dataclass(frozen=True)
+class ViewerOptions:
+    """Everything ``rt-lidar view`` takes."""
+
+    connect: str = DEFAULT_ADDRESS
+    recording: str | None = None
+    """A folder of PCDs to play instead of the live stream."""
+    screenshot: str | None = None
+    frames: int = 5
+    drive: bool = False
+    airsim: str = "127.0.0.1:41451"
+    demo: bool = False
+    """Start the embedded demo publisher (its own process) on ``connect`` and watch it."""
+    preset: str = "HDL-64E"
+    color_mode: str = "intensity"
+    point_size: float = 2.0
+    max_fps: float = 0.0
+    rate_hz: float = 10.0
+    """Playback rate of a recording."""
+    size: tuple[int, int] = (1280, 800)
+    timeout_s: float = 90.0
+
+
+def ensure_display() -> Any:
+    """Make sure Qt gets a real X display with GL: Qt's ``offscreen`` platform has no GL context for
+    GLViewWidget. Without ``DISPLAY`` a private Xvfb is started (PyVirtualDisplay, or ``Xvfb`` found on
+    PATH); returns the display object to stop later, or None."""
+    if os.environ.get("QT_QPA_PLATFORM", "") == "offscreen":
+        del os.environ["QT_QPA_PLATFORM"]
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    try:
+        pyvirtualdisplay: Any = importlib.import_module("pyvirtualdisplay")
+    except ImportError:
+        pyvirtualdisplay = None
+    if pyvirtualdisplay is None or shutil.which("Xvfb") is None:
+        raise RuntimeError(
+            "no display: run under X (or `xvfb-run -a rt-lidar view ...`); Qt's offscreen platform "
+            "cannot render the GL cloud. Needs the Debian packages xvfb and xauth."
+        )
+    display = pyvirtualdisplay.Display(visible=False, size=(1600, 1000), color_depth=24)
+    display.start()
+    return display
+
+
+def make_app() -> Any:
+    """The QApplication (created once)."""
+    import pyqtgraph as pg
+    from pyqtgraph.Qt import QtCore
+
+    QtCore.QCoreApplication.setAttribute(QtCore.Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+    return pg.mkQApp("rt-lidar viewer")
+
+
+def run_viewer(opts: ViewerOptions) -> int:
+    """Run the viewer until its window closes; returns the exit code."""
+    if opts.frames < 1:
+        raise ValueError(f"--frames must be >= 1, got {opts.frames}")
+    display = ensure_display()
+    demo = None
+    sink_close: Any = None
+    try:
+        app = make_app()
+        from rt_lidar.viewer.drive import AirSimControlSink, KeyboardDriver, parse_host_port
+        from rt_lidar.viewer.sources import FrameSource, LiveSource, RecordingSource
+        from rt_lidar.viewer.window import ViewerWindow, WindowOptions
+
+        source: FrameSource
+        if opts.recording:
+            source = RecordingSource(Path(opts.recording), rate_hz=opts.rate_hz)
+        else:
+            if opts.demo:
+                from rt_lidar.viewer.serve import ServeOptions, start_demo_process
+
+                demo = start_demo_process(
+                    ServeOptions(address=opts.connect, preset=opts.preset, camera_every=4)
+                )
+            source = LiveSource(opts.connect)
+        driver = None
+        if opts.drive:
+            control = AirSimControlSink(*parse_host_port(opts.airsim))
+            sink_close = control.close
+            driver = KeyboardDriver(control)
+        win_opts = WindowOptions(
+            color_mode=opts.color_mode,
+            point_size=opts.point_size,
+            max_fps=opts.max_fps,
+            size=opts.size,
+            screenshot=opts.screenshot,
+            frames=opts.frames,
+            timeout_s=opts.timeout_s,
+        )
+        window = ViewerWindow(source, win_opts, driver)
+        window.show()
+        app.exec()
+        return int(window.exit_code)
+    finally:
+        if sink_close is not None:
+            sink_close()
+        if demo is not None:
+            demo.terminate()
+            demo.wait(10)
+        if display is not None:
+            display.stop()

@@ -1,0 +1,162 @@
+"""Live driving from the viewer's keyboard: keys -> car controls -> a :class:`CarControlSink`.
+
+W / Up: throttle, S / Down: reverse throttle, A / Left and D / Right: steer (ramped, recentring when
+released), X: brake. The sink is the AirSim bridge (:class:`AirSimControlSink`, ``setCarControls`` on
+the server the viewer watches, embedded or Unreal) or a local :class:`~rt_lidar.vehicle.BicycleModel`.
+No Qt here: the window feeds key names in.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rt_lidar.vehicle import BicycleModel, VehicleControls
+
+__all__ = [
+    "DRIVE_KEYS",
+    "AirSimControlSink",
+    "BicycleControlSink",
+    "CarControlSink",
+    "DriveCommand",
+    "KeyboardDriver",
+    "parse_host_port",
+]
+
+DRIVE_KEYS: dict[str, str] = {
+    "w": "forward",
+    "up": "forward",
+    "s": "reverse",
+    "down": "reverse",
+    "a": "left",
+    "left": "left",
+    "d": "right",
+    "right": "right",
+    "x": "brake",
+}
+"""Key name (lower case, Qt's name without ``Key_``) -> action."""
+
+
+class CarControlSink(Protocol):
+    """Where the driver's controls go."""
+
+    def set_controls(self, throttle: float, steering: float, brake: float) -> None:
+        """Apply controls (AirSim conventions: steering positive = right)."""
+        ...
+
+
+@dataclass(frozen=True)
+class DriveCommand:
+    """Controls as sent."""
+
+    throttle: float = 0.0
+    steering: float = 0.0
+    brake: float = 0.0
+
+
+class KeyboardDriver:
+    """Turns held keys into controls; :meth:`tick` sends them when they change (and every
+    ``keepalive_s`` regardless, so a server that missed one catches up)."""
+
+    def __init__(
+        self, sink: CarControlSink, steer_rate: float = 3.0, throttle: float = 1.0, keepalive_s: float = 0.5
+    ) -> None:
+        self.sink = sink
+        self.steer_rate = steer_rate
+        self.throttle = throttle
+        self.keepalive_s = keepalive_s
+        self.held: set[str] = set()
+        self.steering = 0.0
+        self.last_sent: DriveCommand | None = None
+        self._last_send_t = 0.0
+        self._last_tick_t: float | None = None
+        self.sent = 0
+
+    def handles(self, key: str) -> bool:
+        """Is ``key`` a driving key?"""
+        return key.lower() in DRIVE_KEYS
+
+    def press(self, key: str) -> None:
+        """A driving key went down."""
+        if self.handles(key):
+            self.held.add(DRIVE_KEYS[key.lower()])
+
+    def release(self, key: str) -> None:
+        """A driving key came up."""
+        if self.handles(key):
+            self.held.discard(DRIVE_KEYS[key.lower()])
+
+    def command(self, dt: float) -> DriveCommand:
+        """The controls after ``dt`` seconds with the keys now held."""
+        target = (1.0 if "right" in self.held else 0.0) - (1.0 if "left" in self.held else 0.0)
+        step = self.steer_rate * dt
+        self.steering += max(-step, min(step, target - self.steering))
+        throttle = (self.throttle if "forward" in self.held else 0.0) - (
+            self.throttle if "reverse" in self.held else 0.0
+        )
+        return DriveCommand(throttle, round(self.steering, 4), 1.0 if "brake" in self.held else 0.0)
+
+    def tick(self, now: float | None = None) -> DriveCommand:
+        """Compute the controls and send them if they changed; returns them."""
+        now = time.monotonic() if now is None else now
+        dt = 0.0 if self._last_tick_t is None else min(now - self._last_tick_t, 0.2)
+        self._last_tick_t = now
+        cmd = self.command(dt)
+        if cmd != self.last_sent or now - self._last_send_t >= self.keepalive_s:
+            self.sink.set_controls(cmd.throttle, cmd.steering, cmd.brake)
+            self.last_sent, self._last_send_t = cmd, now
+            self.sent += 1
+        return cmd
+
+
+class BicycleControlSink:
+    """Drives a local :class:`BicycleModel` (the embedded world's ego, or a test's)."""
+
+    def __init__(self, model: BicycleModel) -> None:
+        self.model = model
+
+    def set_controls(self, throttle: float, steering: float, brake: float) -> None:
+        """Hold these controls on the model."""
+        self.model.set_controls(VehicleControls(throttle, steering, brake))
+
+
+def parse_host_port(spec: str, default_port: int = 41451) -> tuple[str, int]:
+    """``"HOST:PORT"`` / ``"HOST"`` / ``":PORT"`` -> (host, port)."""
+    host, sep, port = spec.rpartition(":")
+    if not sep:
+        return spec or "127.0.0.1", default_port
+    try:
+        return host or "127.0.0.1", int(port)
+    except ValueError:
+        raise ValueError(f"--airsim '{spec}': expected HOST:PORT") from None
+
+
+class AirSimControlSink:
+    """``setCarControls`` over the AirSim bridge (``unreal_bridge.client.AirSimClient``, imported
+    lazily, so the viewer runs without the bridge when it does not drive)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 41451, vehicle_name: str = "") -> None:
+        client_mod = importlib.import_module("unreal_bridge.client")
+        wire = importlib.import_module("unreal_bridge.wire")
+        self._controls_type: Any = wire.CarControls
+        self.client: Any = client_mod.AirSimClient(host, port)
+        self.vehicle_name = vehicle_name
+        self.client.enable_api_control(True, vehicle_name)
+
+    def set_controls(self, throttle: float, steering: float, brake: float) -> None:
+        """Send one ``setCarControls``."""
+        controls = self._controls_type(throttle=float(throttle), steering=float(steering), brake=float(brake))
+        self.client.set_car_controls(controls, self.vehicle_name)
+
+    def pose(self) -> Any:
+        """The car's pose (``simGetVehiclePose``), for the HUD."""
+        return self.client.sim_get_vehicle_pose(self.vehicle_name)
+
+    def close(self) -> None:
+        """Stop the car and close the connection."""
+        try:
+            self.set_controls(0.0, 0.0, 1.0)
+        finally:
+            self.client.close()

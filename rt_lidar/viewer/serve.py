@@ -1,0 +1,155 @@
+"""A publishing pipeline for the viewer to watch: the embedded street on the ``zmq`` sink, paced to real
+time, optionally with a camera image and its intensity mask every few scans.
+
+Run in its own process (``python -m rt_lidar.viewer.serve`` or :func:`start_demo_process`) so the
+viewer and the simulation never share an interpreter lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rt_lidar.build import build_pipeline
+from rt_lidar.sinks.base import SinkContext
+from rt_lidar.stream import DEFAULT_ADDRESS, ZmqStreamSink
+from unreal_bridge.world import CameraSpec, Pose
+
+__all__ = ["ServeOptions", "intensity_mask", "main", "serve", "start_demo_process"]
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What the demo publisher runs."""
+
+    address: str = DEFAULT_ADDRESS
+    preset: str = "HDL-64E"
+    scene: str = "street"
+    sim_hz: float = 20.0
+    scans: int = 0
+    """Stop after this many scans (0 = run until killed)."""
+    realtime: bool = True
+    """Pace sim time to wall-clock time (False: as fast as the pipeline goes)."""
+    camera_every: int = 0
+    """Publish a camera frame with every k-th scan (0 = never)."""
+    hwm: int = 2
+    seed: int = 0
+
+
+def intensity_mask(
+    points: np.ndarray, sensor_mount: Pose, camera: CameraSpec, intensity_max: float = 255.0
+) -> np.ndarray:
+    """(H, W) float32 image: per pixel the intensity of the nearest return projected into ``camera``
+    (0 where nothing returned); ``points`` in the sensor frame, both mounts on the ego."""
+    h, w = camera.height, camera.width
+    mask = np.zeros((h, w), np.float32)
+    if points.size == 0:
+        return mask
+    xyz = np.stack([points["x"], points["y"], points["z"]], axis=-1).astype(np.float64)
+    cam = camera.mount.inverse().compose(sensor_mount).transform_points(xyz)
+    ahead = cam[:, 0] > 0.5
+    cam, inten = cam[ahead], points["intensity"][ahead]
+    f = camera.focal_px
+    u = (w / 2 - f * cam[:, 1] / cam[:, 0]).astype(np.int64)
+    v = (h / 2 - f * cam[:, 2] / cam[:, 0]).astype(np.int64)
+    ok = (u >= 0) & (u < w) & (v >= 0) & (v < h)
+    u, v, depth, inten = u[ok], v[ok], cam[ok, 0], inten[ok]
+    order = np.argsort(-depth)  # far first, so the nearest return is written last and wins
+    mask[v[order], u[order]] = np.maximum(inten[order], 1e-6) / max(intensity_max, 1e-12)
+    return mask
+
+
+def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
+    """Run the pipeline and publish every scan; returns a summary (publish cost, real-time factor)."""
+    built = build_pipeline(opts.preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz)
+    sink = ZmqStreamSink(opts.address, hwm=opts.hwm)
+    sink.open(SinkContext(preset=built.preset))
+    if log:
+        print(json.dumps({"address": sink.address}), flush=True)
+    camera = CameraSpec(width=480, height=270)
+    pipe, n_scans = built.pipeline, 0
+    late_frames = 0
+    t_start = time.perf_counter()
+    try:
+        while opts.scans <= 0 or n_scans < opts.scans:
+            for scan in pipe.step():
+                sink.write(scan)
+                n_scans += 1
+                if opts.camera_every > 0 and n_scans % opts.camera_every == 0:
+                    t = scan.start_ns * 1e-9
+                    rgb = built.world.render_camera(camera, t).rgb
+                    mask = intensity_mask(
+                        scan.points, built.world.scene.sensor_mount, camera, built.preset.output.intensity_max
+                    )
+                    sink.write_camera(rgb, mask, scan.start_ns)
+            if opts.realtime:
+                ahead = pipe.sim_time_s - (time.perf_counter() - t_start)
+                if ahead > 0:
+                    time.sleep(ahead)
+                else:
+                    late_frames += 1
+    except KeyboardInterrupt:
+        pass  # SIGINT / SIGTERM: stop and report
+    finally:
+        wall = time.perf_counter() - t_start
+        stats = sink.stats
+        sink.close()
+    return {
+        "address": sink.address,
+        "scans": n_scans,
+        "sim_s": pipe.sim_time_s,
+        "wall_s": wall,
+        "realtime_factor": pipe.sim_time_s / wall if wall > 0 else 0.0,
+        "late_frames": late_frames,
+        "published": stats.sent,
+        "publish_dropped": stats.dropped,
+        "publish_ms_mean": stats.publish_ms_mean,
+        "publish_ms_max": 1e3 * stats.publish_s_max,
+    }
+
+
+def start_demo_process(opts: ServeOptions) -> subprocess.Popen[bytes]:
+    """Start :func:`serve` in a child process (same interpreter); the caller terminates it."""
+    args = [sys.executable, "-m", "rt_lidar.viewer.serve", "--address", opts.address, "--preset", opts.preset]
+    args += ["--scene", opts.scene, "--sim-hz", str(opts.sim_hz), "--scans", str(opts.scans)]
+    args += ["--camera-every", str(opts.camera_every), "--hwm", str(opts.hwm), "--seed", str(opts.seed)]
+    if not opts.realtime:
+        args.append("--no-realtime")
+    return subprocess.Popen(args, stdout=subprocess.PIPE)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rt_lidar.viewer.serve``: publish the demo; prints a JSON summary at the end."""
+    p = argparse.ArgumentParser(prog="rt_lidar.viewer.serve", description=__doc__)
+    p.add_argument("--address", default=DEFAULT_ADDRESS)
+    p.add_argument("--preset", default="HDL-64E")
+    p.add_argument("--scene", default="street")
+    p.add_argument("--sim-hz", type=float, default=20.0)
+    p.add_argument("--scans", type=int, default=0)
+    p.add_argument("--camera-every", type=int, default=0)
+    p.add_argument("--hwm", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-realtime", action="store_true")
+    a = p.parse_args(argv)
+    opts = ServeOptions(
+        a.address, a.preset, a.scene, a.sim_hz, a.scans, not a.no_realtime, a.camera_every, a.hwm, a.seed
+    )
+    signal.signal(signal.SIGTERM, _interrupt)
+    print(json.dumps(serve(opts, log=True)), flush=True)
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,374 @@
+"""The viewer window: GL point cloud, HUD, help overlay, range image and camera panels, playback bar."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyqtgraph.opengl as gl
+from OpenGL import GL
+from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
+
+from rt_lidar.sinks.range_image import colormap
+from rt_lidar.stream import StreamFrame
+from rt_lidar.viewer.colors import COLOR_MODES, ColorScales, point_colors, point_positions
+from rt_lidar.viewer.drive import KeyboardDriver
+from rt_lidar.viewer.sources import FrameSource, HudStats, LiveSource, RecordingSource
+
+__all__ = ["HELP_TEXT", "CloudView", "ViewerWindow", "WindowOptions", "key_name", "range_panel_rgb"]
+
+HELP_TEXT = """<b>rt-lidar viewer</b><br>
+1-6 &nbsp; colour: intensity, reflectivity, ring, range, return id, flags<br>
+C &nbsp; next colour mode &nbsp;&nbsp; + / - &nbsp; point size<br>
+Space &nbsp; pause / resume &nbsp;&nbsp; N or . &nbsp; single step (when paused)<br>
+, &nbsp; previous scan (recording) &nbsp;&nbsp; I &nbsp; image panels on / off<br>
+R &nbsp; reconnect (live) / reset the camera &nbsp;&nbsp; P &nbsp; save a screenshot<br>
+--drive: W/Up throttle, S/Down reverse, A/Left D/Right steer, X brake<br>
+H, F1 or ? &nbsp; this help &nbsp;&nbsp; Q or Esc &nbsp; quit"""
+
+
+@dataclass(frozen=True)
+class WindowOptions:
+    """How the window looks and paces itself."""
+
+    color_mode: str = "intensity"
+    point_size: float = 2.0
+    max_fps: float = 0.0
+    """Upper limit on frames shown per second (0 = as fast as frames come)."""
+    size: tuple[int, int] = (1280, 800)
+    screenshot: str | None = None
+    frames: int = 1
+    """With ``screenshot``: save after this many scans were painted, then quit."""
+    timeout_s: float = 60.0
+    """With ``screenshot``: give up (save what is there, exit code 1) after this long."""
+
+
+def key_name(event: Any) -> str:
+    """Lower-case name of a key event's key: ``"w"``, ``"up"``, ``"space"``, ``"f1"``, ``"+"``."""
+    text = QtGui.QKeySequence(int(event.key())).toString().lower()
+    return text or (event.text() or "").lower()
+
+
+def range_panel_rgb(points: np.ndarray, header: dict[str, Any]) -> np.ndarray:
+    """(rings, columns, 3) uint8 range image of a scan (row 0 the highest beam, middle column ahead)."""
+    elev = np.asarray(header.get("elevations_deg") or [0.0])
+    columns = int(header.get("columns", 1024))
+    order = np.argsort(-elev)
+    row_of_ring = np.empty_like(order)
+    row_of_ring[order] = np.arange(order.size)
+    img = np.full((elev.size, columns), np.nan, np.float32)
+    if points.size:
+        x, y, z = points["x"], points["y"], points["z"]
+        col = ((180.0 - np.degrees(np.arctan2(y, x))) / 360.0 * columns).astype(np.int64) % columns
+        rows = row_of_ring[np.minimum(points["ring"].astype(np.int64), elev.size - 1)]
+        img[rows, col] = np.sqrt(x * x + y * y + z * z)
+    vmax = min(float(header.get("range_max_m", 80.0)), 80.0)
+    return colormap(np.sqrt(img / vmax))
+
+
+def _qimage(rgb: np.ndarray) -> QtGui.QImage:
+    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
+    h, w = rgb.shape[:2]
+    return QtGui.QImage(rgb.data, w, h, 3 * w, QtGui.QImage.Format.Format_RGB888).copy()
+
+
+class CloudView(gl.GLViewWidget):
+    """GLViewWidget that reports each finished paint (after ``glFinish``) and routes keys."""
+
+    def __init__(self, on_painted: Callable[[], None], on_key: Callable[[Any, bool], bool]) -> None:
+        super().__init__()
+        self._on_painted = on_painted
+        self._on_key = on_key
+
+    def paintGL(self) -> None:
+        """Draw, wait for the GL pipeline to finish, then report."""
+        super().paintGL()
+        GL.glFinish()
+        self._on_painted()
+
+    def keyPressEvent(self, ev: Any) -> None:
+        """Viewer keys first; the rest (camera orbit) to pyqtgraph."""
+        if not self._on_key(ev, True):
+            super().keyPressEvent(ev)
+
+    def keyReleaseEvent(self, ev: Any) -> None:
+        """Release of a driving key."""
+        if not self._on_key(ev, False):
+            super().keyReleaseEvent(ev)
+
+
+class ViewerWindow(QtWidgets.QMainWindow):
+    """The main window; polls ``source`` from a timer and shows the newest scan."""
+
+    def __init__(
+        self, source: FrameSource, options: WindowOptions | None = None, driver: KeyboardDriver | None = None
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.options = opts = options or WindowOptions()
+        if opts.color_mode not in COLOR_MODES:
+            raise ValueError(f"unknown colour mode '{opts.color_mode}'; known: {', '.join(COLOR_MODES)}")
+        self.driver = driver
+        self.color_mode = opts.color_mode
+        self.point_size = float(opts.point_size)
+        self.paused = False
+        self.step_requested = False
+        self.hud_stats = HudStats()
+        self.current: StreamFrame | None = None
+        self.colors: np.ndarray = np.zeros((0, 4), np.float32)
+        self.exit_code = 0
+        self._pending: StreamFrame | None = None
+        self._paint_wall: int | None = None
+        self._paint_due = False
+        self._started = time.monotonic()
+        self._build_ui()
+        self.timer = QtCore.QTimer(self)
+        self.timer.timeout.connect(self._tick)
+        self.timer.start(int(1000.0 / opts.max_fps) if opts.max_fps > 0 else 5)
+        if driver is not None:
+            self.drive_timer = QtCore.QTimer(self)
+            self.drive_timer.timeout.connect(driver.tick)
+            self.drive_timer.start(50)
+
+    # -- layout -------------------------------------------------------------------------------------
+    def _build_ui(self) -> None:
+        self.setWindowTitle(f"rt-lidar viewer - {self.source.label}")
+        self.resize(*self.options.size)
+        self.view = CloudView(self._painted, self._key)
+        self.view.setBackgroundColor((12, 12, 16, 255))
+        self.view.setCameraPosition(distance=45.0, elevation=28.0, azimuth=180.0)
+        grid = gl.GLGridItem()
+        grid.setSize(100, 100)
+        grid.setSpacing(10, 10)
+        grid.setColor((70, 70, 80, 120))
+        self.view.addItem(grid)
+        self.scatter = gl.GLScatterPlotItem(
+            pos=np.zeros((1, 3), np.float32), color=(1.0, 1.0, 1.0, 0.0), size=self.point_size, pxMode=True
+        )
+        self.view.addItem(self.scatter)
+        mono = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
+        self.hud = QtWidgets.QLabel(self.view)
+        self.hud.setFont(mono)
+        self.hud.setStyleSheet("color: #e8e8e8; background: rgba(0,0,0,150); padding: 6px;")
+        self.hud.move(8, 8)
+        self.help = QtWidgets.QLabel(HELP_TEXT, self.view)
+        self.help.setStyleSheet("color: white; background: rgba(20,20,40,215); padding: 14px;")
+        self.help.setVisible(False)
+        self.range_label = QtWidgets.QLabel()
+        self.camera_label, self.mask_label = QtWidgets.QLabel(), QtWidgets.QLabel()
+        ignored = QtWidgets.QSizePolicy.Policy.Ignored
+        for lab in (self.range_label, self.camera_label, self.mask_label):
+            lab.setScaledContents(True)
+            lab.setSizePolicy(ignored, QtWidgets.QSizePolicy.Policy.Fixed)
+            lab.setFixedHeight(150)
+        self.range_label.setFixedHeight(110)
+        self.camera_label.setVisible(False)
+        self.mask_label.setVisible(False)
+        panels = QtWidgets.QWidget()
+        row = QtWidgets.QHBoxLayout(panels)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.range_label, 3)
+        row.addWidget(self.camera_label, 1)
+        row.addWidget(self.mask_label, 1)
+        self.panels = panels
+        self.slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+        self.slider.setVisible(isinstance(self.source, RecordingSource))
+        if isinstance(self.source, RecordingSource):
+            self.slider.setRange(0, len(self.source) - 1)
+            self.slider.sliderMoved.connect(self.source.seek)
+        central = QtWidgets.QWidget()
+        col = QtWidgets.QVBoxLayout(central)
+        col.setContentsMargins(2, 2, 2, 2)
+        col.addWidget(self.view, 1)
+        col.addWidget(panels)
+        col.addWidget(self.slider)
+        self.setCentralWidget(central)
+        self._update_hud()
+
+    def resizeEvent(self, ev: Any) -> None:
+        """Keep the help overlay centred."""
+        super().resizeEvent(ev)
+        self._place_help()
+
+    def _place_help(self) -> None:
+        self.help.adjustSize()
+        self.help.move(max(0, (self.view.width() - self.help.width()) // 2), 60)
+
+    # -- frames -------------------------------------------------------------------------------------
+    def _tick(self) -> None:
+        frames = self.source.poll()
+        cam = frames.get("camera")
+        if cam is not None:
+            self._show_camera(cam)
+        if "scan" in frames:
+            self._pending = frames["scan"]
+        if self._pending is not None and (not self.paused or self.step_requested):
+            self.step_requested = False
+            self.show_scan(self._pending)
+            self._pending = None
+        self._update_hud()
+        if self.options.screenshot and time.monotonic() - self._started > self.options.timeout_s:
+            self.exit_code = 1
+            self.save_screenshot_and_quit()
+
+    def scales(self, header: dict[str, Any]) -> ColorScales:
+        """Colour scales from a frame header."""
+        return ColorScales(
+            intensity_max=float(header.get("intensity_max", 255.0)),
+            range_max_m=min(float(header.get("range_max_m", 80.0)), 80.0),
+            n_rings=len(header.get("elevations_deg") or [0] * 64),
+        )
+
+    def show_scan(self, frame: StreamFrame) -> None:
+        """Put ``frame``'s points on screen (the paint follows from the event loop)."""
+        assert frame.points is not None
+        self.current = frame
+        self.colors = point_colors(frame.points, self.color_mode, self.scales(frame.header))
+        self.scatter.setData(pos=point_positions(frame.points), color=self.colors, size=self.point_size)
+        if self.panels.isVisible():
+            self.range_label.setPixmap(
+                QtGui.QPixmap.fromImage(_qimage(range_panel_rgb(frame.points, frame.header)))
+            )
+        if isinstance(self.source, RecordingSource):
+            self.slider.blockSignals(True)
+            self.slider.setValue(self.source.index)
+            self.slider.blockSignals(False)
+        wall = frame.header.get("wall_time_ns")
+        self._paint_wall = int(wall) if isinstance(self.source, LiveSource) and wall is not None else None
+        self._paint_due = True
+        self.view.update()
+
+    def _show_camera(self, frame: StreamFrame) -> None:
+        if frame.rgb is None:
+            return
+        self.camera_label.setPixmap(QtGui.QPixmap.fromImage(_qimage(frame.rgb)))
+        self.camera_label.setVisible(self.panels.isVisible())
+        if frame.mask is not None:
+            m = frame.mask
+            peak = float(np.max(m)) if m.size else 0.0
+            rgb = colormap(np.sqrt(m / peak)) if peak > 0 else np.zeros((*m.shape, 3), np.uint8)
+            rgb[m <= 0] = 0
+            self.mask_label.setPixmap(QtGui.QPixmap.fromImage(_qimage(rgb)))
+            self.mask_label.setVisible(self.panels.isVisible())
+
+    def _painted(self) -> None:
+        if not self._paint_due:
+            return
+        self._paint_due = False
+        self.hud_stats.shown(self._paint_wall)
+        if self.options.screenshot and self.hud_stats.frames_shown >= self.options.frames:
+            QtCore.QTimer.singleShot(0, self.save_screenshot_and_quit)
+
+    def set_color_mode(self, mode: str) -> None:
+        """Switch the colour mode and recolour the current scan."""
+        if mode not in COLOR_MODES:
+            raise ValueError(f"unknown colour mode '{mode}'")
+        self.color_mode = mode
+        if self.current is not None:
+            self.show_scan(self.current)
+
+    # -- HUD ----------------------------------------------------------------------------------------
+    def hud_text(self) -> str:
+        """The HUD's text (also what the tests read)."""
+        h = self.current.header if self.current else {}
+        lat = self.hud_stats.latency_ms()
+        lat_s = f"{lat:6.1f} ms (p95 {self.hud_stats.latency_ms(95):.1f})" if lat is not None else "   -"
+        state = "PAUSED" if self.paused else "live"
+        if isinstance(self.source, LiveSource) and not self.source.connected:
+            state = f"waiting for stream ({self.source.subscriber.silent_s:.0f} s)"
+        lines = [
+            f"{self.source.label}  [{state}]",
+            f"fps      {self.hud_stats.fps:6.1f}",
+            f"latency  {lat_s}",
+            f"points   {int(h.get('n', 0)):,}",
+            f"dropped  {self.dropped}",
+            f"seq      {h.get('seq', '-')}   preset {h.get('preset', '-')}",
+            f"colour   {self.color_mode}   size {self.point_size:g}   (H: help)",
+        ]
+        if self.driver is not None and self.driver.last_sent is not None:
+            c = self.driver.last_sent
+            lines.append(f"drive    throttle {c.throttle:+.2f} steer {c.steering:+.2f} brake {c.brake:.1f}")
+        return "\n".join(lines)
+
+    @property
+    def dropped(self) -> int:
+        """Frames published but never painted."""
+        return self.source.dropped
+
+    def _update_hud(self) -> None:
+        self.hud.setText(self.hud_text())
+        self.hud.adjustSize()
+
+    # -- keys ---------------------------------------------------------------------------------------
+    def _key(self, ev: Any, down: bool) -> bool:
+        name = key_name(ev)
+        if self.driver is not None and self.driver.handles(name):
+            if not ev.isAutoRepeat():
+                (self.driver.press if down else self.driver.release)(name)
+            return True
+        if not down:
+            return False
+        return self.handle_key(name)
+
+    def handle_key(self, name: str) -> bool:
+        """Act on a viewer shortcut; False when ``name`` is none."""
+        if name in {str(i) for i in range(1, len(COLOR_MODES) + 1)}:
+            self.set_color_mode(COLOR_MODES[int(name) - 1])
+        elif name == "c":
+            self.set_color_mode(COLOR_MODES[(COLOR_MODES.index(self.color_mode) + 1) % len(COLOR_MODES)])
+        elif name in {"+", "="}:
+            self.point_size = min(self.point_size + 1.0, 20.0)
+            self.scatter.setData(size=self.point_size)
+        elif name == "-":
+            self.point_size = max(self.point_size - 1.0, 1.0)
+            self.scatter.setData(size=self.point_size)
+        elif name == "space":
+            self.paused = not self.paused
+            if isinstance(self.source, RecordingSource):
+                self.source.playing = not self.paused
+        elif name in {"n", "."}:
+            self.step_requested = True
+            if isinstance(self.source, RecordingSource):
+                self.source.seek(self.source.index + 1)
+        elif name == "," and isinstance(self.source, RecordingSource):
+            self.step_requested = True
+            self.source.seek(self.source.index - 1)
+        elif name == "i":
+            self.panels.setVisible(not self.panels.isVisible())
+        elif name == "r":
+            if isinstance(self.source, LiveSource):
+                self.source.reconnect()
+            self.view.setCameraPosition(distance=45.0, elevation=28.0, azimuth=180.0)
+        elif name == "p":
+            self.grab().save(f"rt-lidar-{time.strftime('%Y%m%d-%H%M%S')}.png")
+        elif name in {"h", "f1", "?"}:
+            self.help.setVisible(not self.help.isVisible())
+            self._place_help()
+        elif name in {"q", "esc"}:
+            self.close()
+        else:
+            return False
+        self._update_hud()
+        return True
+
+    # -- screenshots --------------------------------------------------------------------------------
+    def save_screenshot_and_quit(self) -> None:
+        """Save the whole window as PNG to ``options.screenshot`` and close."""
+        if self.options.screenshot:
+            self.timer.stop()
+            self._update_hud()
+            self.grab().save(self.options.screenshot)
+            self.options = dataclasses.replace(self.options, screenshot=None)
+        self.close()
+
+    def closeEvent(self, ev: Any) -> None:
+        """Stop timers and release the source."""
+        self.timer.stop()
+        if self.driver is not None:
+            self.drive_timer.stop()
+        self.source.close()
+        super().closeEvent(ev)

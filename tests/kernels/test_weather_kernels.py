@@ -1,0 +1,114 @@
+"""Weather kernels: distributions, extinction magnitudes, beam geometry, RNG, RIRD units, CUDA parity."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kernels import weather as kw
+from kernels.intensity import received_power
+from kernels.xp import cupy_available
+
+
+def test_marshall_palmer_extinction_matches_design_magnitudes() -> None:
+    assert 0.7e-3 <= kw.rain_extinction(5.0) <= 1.4e-3
+    assert 2.8e-3 <= kw.rain_extinction(50.0) <= 5.6e-3
+    assert kw.rain_extinction(0.0) == 0.0
+    # closed form equals a numerical integral of the distribution
+    d = np.linspace(0.0, 20.0, 200_001)
+    num = kw.Q_EXT * math.pi / 4 * np.trapezoid(kw.marshall_palmer(d, 25.0) * d**2, d) * 1e-6
+    assert kw.rain_extinction(25.0) == pytest.approx(num, rel=1e-4)
+
+
+def test_snow_and_fog_extinction() -> None:
+    assert kw.fog_extinction(100.0) == pytest.approx(math.log(20) / 100)
+    assert kw.fog_extinction(None) == 0.0
+    vis = math.log(20) / kw.snow_extinction(1.0)
+    assert 500 < vis < 2000  # moderate snow, ~1 km visibility
+    assert kw.snow_extinction(2.0) > kw.snow_extinction(1.0)
+
+
+def test_beam_volume_is_the_integral_of_the_area() -> None:
+    z = np.linspace(0, 30, 300_001)
+    num = np.trapezoid(kw.beam_area(z, 0.011, 3e-3, 1.5e-3), z)
+    assert kw.beam_volume(30.0, 0.011, 3e-3, 1.5e-3) == pytest.approx(num, rel=1e-8)
+    n_t = kw.exponential_dsd_count(kw.MP_N0, float(kw.marshall_palmer_slope(10.0)), 0.5, 6.0)
+    assert kw.drop_count_mean(30.0, 10.0, 0.011, 3e-3, 1.5e-3) == pytest.approx(num * n_t, rel=1e-6)
+
+
+def test_hash_uniform_is_uniform_and_deterministic() -> None:
+    c = np.arange(200_000, dtype=np.uint64)
+    u = kw.hash_uniform(12345, c)
+    assert u.dtype == np.float32 and u.min() > 0 and u.max() < 1
+    assert abs(u.mean() - 0.5) < 0.005 and abs(u.var() - 1 / 12) < 0.002
+    np.testing.assert_array_equal(u, kw.hash_uniform(12345, c))
+    assert not np.array_equal(u, kw.hash_uniform(54321, c))
+
+
+def test_poisson_inverse_matches_poisson_moments() -> None:
+    mu = np.full(200_000, 1.3, np.float32)
+    k = kw.poisson_inverse(mu, kw.hash_uniform(7, np.arange(mu.size, dtype=np.uint64)))
+    assert k.mean() == pytest.approx(1.3, abs=0.02) and k.var() == pytest.approx(1.3, abs=0.03)
+
+
+def test_rird_is_the_projects_received_power() -> None:
+    """The drop's return is received_power with S = rho_F * min((D/d)^2, 1) * overlap."""
+    z, d_mm, beam = 4.0, 3.0, (0.011, 3e-3, 1.5e-3)
+    k = 31.0 * 0.025**2 * 0.5 / 16
+    fill = min((d_mm * 1e-3 / kw.beam_diameter(z, *beam)) ** 2, 1.0)
+    p = received_power(
+        z, kw.RHO_FRESNEL_WATER * fill * kw.overlap(z, 1.5, 6.0), math.exp(-2e-3 * z), 31.0, 0.025, 0.5
+    )
+    dmin = kw.min_detectable_diameter_mm(np.float64(z), k, kw.RHO_FRESNEL_WATER, p, 1e-3, *beam, 1.5, 6.0)
+    assert float(dmin) == pytest.approx(d_mm, rel=1e-6)  # the drop that returns exactly p is d_mm wide
+
+
+def _params() -> kw.WeatherKernelParams:
+    from rt_lidar.presets import load_preset
+    from rt_lidar.weather import WeatherConfig, WeatherModel
+
+    p = load_preset("VLP-16")
+    return WeatherModel(WeatherConfig(25.0, 150.0, 1.0)).params(p, p.pulse.detection_threshold_w)
+
+
+def _rays(n: int = 50_000) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    r = rng.uniform(1, 120, n).astype(np.float32)
+    r[::4] = np.inf
+    k = 31.0 * 0.025**2 * 0.5 / 16
+    p = np.where(np.isfinite(r), k * 0.2 / np.where(np.isfinite(r), r, 1) ** 2, 0).astype(np.float32)
+    return r, p
+
+
+def test_apply_weather_is_chunk_invariant_and_reproducible() -> None:
+    prm = _params()
+    outs = []
+    for chunk in (1000, 32768, 10**6):
+        r, p = _rays()
+        f, refl = np.zeros(r.size, np.uint8), np.zeros(r.size, np.float32)
+        kw.apply_weather(r, p, f, refl, prm, 99, chunk=chunk)
+        outs.append((r, p, f))
+    for r, _p, f in outs[1:]:
+        np.testing.assert_array_equal(r, outs[0][0])
+        np.testing.assert_array_equal(f, outs[0][2])
+    assert set(np.unique(outs[0][2])) <= {0, 1, 2, 4}
+
+
+@pytest.mark.skipif(not cupy_available(), reason="CuPy with a CUDA device is not available")
+def test_cuda_kernel_matches_numpy_reference() -> None:  # pragma: no cover - needs a GPU
+    import cupy as cp
+
+    from kernels.weather_cuda import apply_weather_cuda
+
+    prm = _params()
+    r, p = _rays()
+    f, refl = np.zeros(r.size, np.uint8), np.zeros(r.size, np.float32)
+    gr, gp, gf, grefl = cp.asarray(r), cp.asarray(p), cp.asarray(f), cp.asarray(refl)
+    kw.apply_weather(r, p, f, refl, prm, 99)
+    apply_weather_cuda(gr, gp, gf, grefl, prm, 99)
+    same = cp.asnumpy(gf) == f
+    assert same.mean() > 0.999
+    np.testing.assert_allclose(cp.asnumpy(gr)[same], r[same], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(cp.asnumpy(gp)[same], p[same], rtol=1e-3, atol=1e-15)

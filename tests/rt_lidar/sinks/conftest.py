@@ -1,0 +1,43 @@
+"""Shared fixtures of the sink tests: a few real pipeline scans per preset (cached per session)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rt_lidar.build import build_pipeline
+from rt_lidar.sweep import Scan
+
+
+@functools.lru_cache(maxsize=8)
+def _scans(preset: str, n: int) -> tuple[Scan, ...]:
+    built = build_pipeline(preset, "street", seed=0)
+    return tuple(built.pipeline.scans(n))
+
+
+@pytest.fixture(scope="session")
+def pipeline_scans():
+    """``pipeline_scans(preset, n)`` -> n consecutive scans of the street scene (do not modify)."""
+    return _scans
+
+
+def with_second_returns(scan: Scan, every: int = 3, factor: float = 1.25) -> Scan:
+    """A copy of ``scan`` where every ``every``-th point gains a farther, weaker second return."""
+    pts = scan.points
+    twin = pts[::every].copy()
+    for axis in ("x", "y", "z"):
+        twin[axis] *= np.float32(factor)
+    twin["intensity"] = np.floor(twin["intensity"] * 0.5)
+    twin["return_id"] = 1
+    merged = np.concatenate([pts, twin])
+    merged = merged[np.lexsort((merged["return_id"], merged["ring"], merged["t"]))]
+    return Scan(scan.index, scan.start_ns, merged, scan.fired, scan.dropped, scan.frames)
+
+
+_BENCH = Path(__file__).resolve().parents[3] / "tools" / "bench"
+if str(_BENCH) not in sys.path:
+    sys.path.insert(0, str(_BENCH))

@@ -1,0 +1,167 @@
+"""The ZeroMQ stream: real sockets on loopback; headers, zero-copy buffers, drops, reconnects."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from rt_lidar.points import POINT_DTYPE
+from rt_lidar.presets import load_preset
+from rt_lidar.sinks.base import SINKS, SinkContext
+from rt_lidar.stream import StreamPublisher, StreamSubscriber, ZmqStreamSink, decode_frame
+from rt_lidar.sweep import Scan
+
+
+def _scan(n: int, index: int = 0) -> Scan:
+    pts = np.zeros(n, POINT_DTYPE)
+    pts["x"] = np.linspace(1, 50, n, dtype=np.float32)
+    pts["intensity"] = np.arange(n) % 255
+    pts["ring"] = np.arange(n) % 64
+    return Scan(index, index * 100_000_000, pts, fired=n + 10, dropped=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _first_frame(sink: ZmqStreamSink, sub: StreamSubscriber, scan: Scan, timeout: float = 5.0) -> dict:
+    """Publish until the subscriber is joined (PUB drops everything before the handshake)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        sink.write(scan)
+        got = sub.poll(50)
+        if "scan" in got:
+            return got
+    raise AssertionError("subscriber never received a frame")
+
+
+@pytest.fixture
+def sink():
+    s = ZmqStreamSink("tcp://127.0.0.1:*", hwm=2)
+    s.open(SinkContext(preset=load_preset("HDL-64E")))
+    yield s
+    s.close()
+
+
+def test_roundtrip_header_and_points(sink: ZmqStreamSink) -> None:
+    scan = _scan(5000, index=7)
+    with StreamSubscriber(sink.address) as sub:
+        got = _first_frame(sink, sub, scan)["scan"]
+    h = got.header
+    assert h["kind"] == "scan" and h["v"] == 1 and h["preset"] == "HDL-64E" and h["frame_id"] == "lidar"
+    assert h["n"] == 5000 and h["scan_index"] == 7 and h["sim_time_ns"] == 700_000_000
+    assert abs(h["wall_time_ns"] - time.time_ns()) < 5e9 and len(h["elevations_deg"]) == 64
+    assert got.points is not None and got.points.dtype == POINT_DTYPE
+    np.testing.assert_array_equal(got.points, scan.points)
+    assert not got.points.flags.owndata  # a view of the received message, not a copy
+
+
+def test_publish_never_blocks_without_subscriber(sink: ZmqStreamSink) -> None:
+    scan = _scan(131_072)
+    t0 = time.perf_counter()
+    for _ in range(40):
+        sink.write(scan)
+    per_scan_ms = (time.perf_counter() - t0) / 40 * 1e3
+    assert per_scan_ms < 5.0, f"publishing a 131k-point scan took {per_scan_ms:.2f} ms"
+    assert sink.stats.sent + sink.stats.dropped == 40
+
+
+def test_slow_subscriber_drops_are_counted(sink: ZmqStreamSink) -> None:
+    scan = _scan(131_072)
+    with StreamSubscriber(sink.address, rcvhwm=2) as sub:
+        first = _first_frame(sink, sub, scan)["scan"].seq
+        t0 = time.perf_counter()
+        for _ in range(60):  # 60 x 4.7 MB: far more than the HWMs and the TCP buffers hold
+            sink.write(scan)
+        assert time.perf_counter() - t0 < 1.0  # the publisher did not wait for the reader
+        last = -1
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < 0.5:
+            got = sub.poll(20)
+            if "scan" in got:
+                last, quiet_since = got["scan"].seq, time.monotonic()
+                time.sleep(0.05)  # a slow reader
+        st = sub.stats
+    assert st.dropped > 0 and st.gaps > 0
+    # every sequence number from the first to the last one seen is either received or counted as lost
+    assert st.received + st.gaps == last - first + 1
+
+
+def test_subscriber_keeps_latest_and_counts_skipped(sink: ZmqStreamSink) -> None:
+    scan = _scan(100)
+    with StreamSubscriber(sink.address, rcvhwm=100) as sub:
+        first = _first_frame(sink, sub, scan)["scan"].seq
+        for _ in range(5):
+            sink.write(scan)
+        time.sleep(0.5)
+        received0, skipped0 = sub.stats.received, sub.stats.skipped
+        got = sub.poll(100)
+        st = sub.stats
+        # the PUB side's HWM of 2 may drop some (silently); whatever arrived, only the newest is kept
+        assert st.received + st.gaps == got["scan"].seq - first + 1
+        assert st.received - received0 >= 2
+        assert st.skipped - skipped0 == st.received - received0 - 1
+
+
+def test_reconnects_after_publisher_restart() -> None:
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    ctx = SinkContext(preset=load_preset("VLP-16"))
+    first = ZmqStreamSink(address)
+    first.open(ctx)
+    sub = StreamSubscriber(address, reconnect_after_s=0.3)
+    try:
+        _first_frame(first, sub, _scan(100))
+        for _ in range(3):
+            first.write(_scan(100))
+        time.sleep(0.1)
+        sub.poll(50)
+        first.close()
+        time.sleep(0.5)
+        assert sub.poll(400) == {}  # silent: the subscriber makes a new socket
+        second = ZmqStreamSink(address)
+        second.open(ctx)
+        try:
+            got = _first_frame(second, sub, _scan(100))
+        finally:
+            second.close()
+        assert got["scan"].header["preset"] == "VLP-16"
+        assert sub.stats.reconnects >= 1 and sub.stats.restarts == 1
+    finally:
+        sub.close()
+
+
+def test_camera_frames_and_sink_registry(sink: ZmqStreamSink) -> None:
+    rgb = np.random.default_rng(0).integers(0, 255, (27, 48, 3), dtype=np.uint8)
+    mask = np.linspace(0, 1, 27 * 48, dtype=np.float32).reshape(27, 48)
+    with StreamSubscriber(sink.address) as sub:
+        _first_frame(sink, sub, _scan(10))
+        sink.write_camera(rgb, mask, 123)
+        end = time.monotonic() + 3
+        got: dict = {}
+        while "camera" not in got and time.monotonic() < end:
+            got = sub.poll(50)
+    cam = got["camera"]
+    np.testing.assert_array_equal(cam.rgb, rgb)
+    np.testing.assert_array_equal(cam.mask, mask)
+    assert cam.header["sim_time_ns"] == 123 and cam.seq == 0
+    made = SINKS["zmq"]("tcp://127.0.0.1:*", {"hwm": "3", "frame_id": "top"})
+    assert isinstance(made, ZmqStreamSink) and made.hwm == 3 and made.frame_id == "top"
+    with pytest.raises(ValueError, match="unknown option"):
+        SINKS["zmq"]("tcp://127.0.0.1:*", {"bogus": "1"})
+
+
+def test_decode_frame_from_bytes() -> None:
+    pub = StreamPublisher("tcp://127.0.0.1:*")
+    pub.close()
+    pts = _scan(3).points
+    import json
+
+    header = {"kind": "scan", "seq": 4, "fields": pts.dtype.descr, "n": 3}
+    frame = decode_frame([json.dumps(header).encode(), pts.tobytes()])
+    assert frame.seq == 4 and frame.points is not None
+    np.testing.assert_array_equal(frame.points, pts)

@@ -1,0 +1,110 @@
+"""WeatherConfig / WeatherModel / AirSim mapping / physics integration."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+
+from rt_lidar.build import build_pipeline
+from rt_lidar.cli_validate import add_weather_arguments, weather_from_args
+from rt_lidar.errors import ConfigError
+from rt_lidar.physics import PhysicsConfig
+from rt_lidar.points import PointFlag
+from rt_lidar.presets import load_preset
+from rt_lidar.weather import WeatherConfig, WeatherModel, airsim_weather_to_config
+from unreal_bridge.world import wall_scene
+
+PRESET = load_preset("VLP-16")
+THR = PRESET.pulse.detection_threshold_w
+
+
+def test_config_validation() -> None:
+    assert WeatherConfig().is_clear
+    with pytest.raises(ConfigError, match="rain_mm_h"):
+        WeatherConfig(rain_mm_h=-1)
+    with pytest.raises(ConfigError, match="fog_visibility_m"):
+        WeatherConfig(fog_visibility_m=1.0)
+    with pytest.raises(ConfigError):
+        WeatherConfig(snow_mm_h=float("nan"))
+
+
+def test_airsim_mapping() -> None:
+    assert airsim_weather_to_config({}) is None
+    assert airsim_weather_to_config({0: 0.0, 8: 1.0}) is None
+    w = airsim_weather_to_config({0: 0.5, 2: 0.2, 7: 1.0})
+    assert w is not None and (w.rain_mm_h, w.snow_mm_h) == (25.0, 1.0)
+    assert w.fog_visibility_m == pytest.approx(20.0)
+    w = airsim_weather_to_config({7: 0.5, 0: 3.0})
+    assert w is not None and w.rain_mm_h == 50.0 and w.fog_visibility_m == pytest.approx(141.42, rel=1e-3)
+
+
+def test_cli_weather_arguments() -> None:
+    p = argparse.ArgumentParser()
+    add_weather_arguments(p)
+    assert weather_from_args(p.parse_args([])) is None
+    assert weather_from_args(p.parse_args(["--rain", "10", "--fog", "200"])) == WeatherConfig(10.0, 200.0)
+
+
+def _rays(n: int, range_m: float, reflectivity: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    k = (
+        PRESET.pulse.peak_power_w
+        * PRESET.optics.receiver_aperture_m**2
+        * PRESET.optics.system_efficiency
+        / 16
+    )
+    r = np.full(n, range_m, np.float32)
+    return r, np.full(n, k * reflectivity / range_m**2, np.float32), np.zeros(n, np.uint8)
+
+
+def test_extinction_and_sky_clutter() -> None:
+    r, p, f = _rays(20_000, 50.0, 0.5)
+    p0 = p[0]
+    WeatherModel(WeatherConfig(rain_mm_h=25.0)).apply(r, p, f, None, PRESET, THR, np.random.default_rng(0))
+    obj = f == 0
+    a = WeatherConfig(rain_mm_h=25.0).extinction_per_m
+    assert np.allclose(p[obj], p0 * np.exp(-2 * a * 50.0), rtol=1e-4)
+    r, p, f = np.full(20_000, np.inf, np.float32), np.zeros(20_000, np.float32), np.zeros(20_000, np.uint8)
+    WeatherModel(WeatherConfig(rain_mm_h=50.0)).apply(r, p, f, None, PRESET, THR, np.random.default_rng(0))
+    rain = f == PointFlag.RAIN_CLUTTER
+    assert 0.001 < rain.mean() < 0.2
+    assert np.all(p[rain] >= THR) and np.all((r[rain] > 1.5) & (r[rain] < 10))
+
+
+def test_fog_soft_target_and_lost_points() -> None:
+    r, p, f = _rays(5000, 80.0, 0.1)
+    WeatherModel(WeatherConfig(fog_visibility_m=50.0)).apply(
+        r, p, f, None, PRESET, THR, np.random.default_rng(0)
+    )
+    assert np.all(f == PointFlag.FOG_CLUTTER) and np.all(r < 15)
+    r, p, f = _rays(5000, 90.0, 0.1)
+    WeatherModel(WeatherConfig(fog_visibility_m=700.0)).apply(
+        r, p, f, None, PRESET, THR, np.random.default_rng(0)
+    )
+    assert np.all(f == 0) and np.all(p < THR)  # attenuated below the threshold: lost
+
+
+def test_same_seed_same_output() -> None:
+    outs = []
+    for seed in (1, 1, 2):
+        r, p, f = _rays(30_000, 30.0, 0.05)
+        WeatherModel(WeatherConfig(50.0, None, 2.0)).apply(
+            r, p, f, None, PRESET, THR, np.random.default_rng(seed)
+        )
+        outs.append(np.concatenate([r, p, f.astype(np.float32)]))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert not np.array_equal(outs[0], outs[2])
+
+
+def test_pipeline_with_rain_flags_clutter_and_is_reproducible() -> None:
+    cfg = PhysicsConfig(weather=WeatherConfig(rain_mm_h=50.0))
+    scans = [
+        build_pipeline(PRESET, wall_scene(30.0), seed=3, physics=cfg).pipeline.scans(1)[0] for _ in range(2)
+    ]
+    a, b = scans[0].points, scans[1].points
+    np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    rain = (a["flags"] & PointFlag.RAIN_CLUTTER) != 0
+    assert rain.sum() > 0 and np.all(a["segment"][rain] == 0)
+    rng = np.sqrt(a["x"] ** 2 + a["y"] ** 2 + a["z"] ** 2)
+    assert np.all(rng[rain] < 10)

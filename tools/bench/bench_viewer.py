@@ -1,0 +1,134 @@
+"""Viewer benchmark: stream publish cost, viewer frame rate and sim -> screen latency for 131k and 1.3M
+points (synthetic street-like scans published at 10 Hz on loopback TCP), JSON out.
+
+    .venv/bin/python tools/bench/bench_viewer.py --seconds 8 --out docs/bench/viewer.json
+
+Runs under the current X display, or a private Xvfb when there is none (Qt's offscreen platform has no
+GL context). Latency is publish -> end of the paint that shows the frame (``paintGL`` + ``glFinish``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rt_lidar.points import POINT_DTYPE
+from rt_lidar.presets import load_preset
+from rt_lidar.sinks.base import SinkContext
+from rt_lidar.stream import ZmqStreamSink
+from rt_lidar.sweep import Scan
+from rt_lidar.viewer.app import ensure_display, make_app
+
+
+def synthetic_scan(n: int, rings: int = 64, seed: int = 0) -> np.ndarray:
+    """``n`` points of a sensor 1.8 m above a road between two walls 10 m to each side."""
+    rng = np.random.default_rng(seed)
+    ring = np.arange(n) % rings
+    elev = np.radians(np.linspace(-25.0, 2.0, rings))[ring]
+    az = np.repeat(np.linspace(-np.pi, np.pi, n // rings + 1), rings)[:n]
+    d = np.stack([np.cos(elev) * np.cos(az), np.cos(elev) * np.sin(az), np.sin(elev)], -1)
+    with np.errstate(divide="ignore"):
+        t_ground = np.where(d[:, 2] < 0, -1.8 / d[:, 2], np.inf)
+        t_wall = np.where(np.abs(d[:, 1]) > 1e-6, 10.0 / np.abs(d[:, 1]), np.inf)
+    r = np.minimum(np.minimum(t_ground, t_wall), 80.0) + rng.normal(0, 0.02, n)
+    pts = np.zeros(n, POINT_DTYPE)
+    pts["x"], pts["y"], pts["z"] = (d * r[:, None]).T.astype(np.float32)
+    pts["intensity"] = rng.uniform(0, 255, n)
+    pts["reflectivity"] = rng.uniform(0, 1, n)
+    pts["ring"] = ring
+    return pts
+
+
+def _publisher(sink: ZmqStreamSink, pts: np.ndarray, hz: float, stop: threading.Event) -> None:
+    k = 0
+    t0 = time.perf_counter()
+    while not stop.is_set():
+        sink.write(Scan(k, int(k * 1e9 / hz), pts, pts.size, 0))
+        k += 1
+        time.sleep(max(0.0, t0 + k / hz - time.perf_counter()))
+
+
+def bench_one(n: int, seconds: float, hz: float, size: tuple[int, int]) -> dict[str, object]:
+    """Run the viewer on a 10 Hz stream of ``n``-point scans for ``seconds``; returns its figures."""
+    from rt_lidar.viewer.sources import LiveSource
+    from rt_lidar.viewer.window import ViewerWindow, WindowOptions
+
+    app = make_app()
+    sink = ZmqStreamSink("tcp://127.0.0.1:*", hwm=2)
+    sink.open(SinkContext(preset=load_preset("HDL-64E")))
+    pts = synthetic_scan(n)
+    t = time.perf_counter()
+    reps = 20
+    for i in range(reps):  # publish cost with nobody listening
+        sink.write(Scan(i, 0, pts, n, 0))
+    publish_ms_alone = (time.perf_counter() - t) / reps * 1e3
+    source = LiveSource(sink.address)
+    win = ViewerWindow(source, WindowOptions(size=size))
+    win.show()
+    stop = threading.Event()
+    thread = threading.Thread(target=_publisher, args=(sink, pts, hz, stop), daemon=True)
+    thread.start()
+    end = time.monotonic() + seconds
+    warm = time.monotonic() + 2.0
+    shown0 = None
+    t_meas = 0.0
+    while time.monotonic() < end:
+        app.processEvents()
+        if shown0 is None and time.monotonic() > warm:
+            shown0, t_meas = win.hud_stats.frames_shown, time.monotonic()
+            win.hud_stats._latency_ms.clear()
+    shown = win.hud_stats.frames_shown - (shown0 or 0)
+    elapsed = time.monotonic() - t_meas
+    stop.set()
+    thread.join()
+    out = {
+        "points": n,
+        "publish_hz": hz,
+        "window": list(size),
+        "viewer_fps": shown / elapsed if elapsed > 0 else 0.0,
+        "latency_ms_p50": win.hud_stats.latency_ms(50),
+        "latency_ms_p95": win.hud_stats.latency_ms(95),
+        "dropped_frames": win.dropped,
+        "publish_ms_no_subscriber": publish_ms_alone,
+        "publish_ms_mean": sink.stats.publish_ms_mean,
+        "publish_ms_max": sink.stats.publish_s_max * 1e3,
+    }
+    win.close()
+    sink.close()
+    return out
+
+
+def main() -> int:
+    """Benchmark 131k and 1.3M points; print (and write) the JSON."""
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--seconds", type=float, default=8.0)
+    p.add_argument("--hz", type=float, default=10.0)
+    p.add_argument("--points", type=int, nargs="+", default=[131_072, 1_310_720])
+    p.add_argument("--size", type=int, nargs=2, default=[1024, 768])
+    p.add_argument("--out", default=None)
+    a = p.parse_args()
+    display = ensure_display()
+    try:
+        results = [bench_one(n, a.seconds, a.hz, (a.size[0], a.size[1])) for n in a.points]
+    finally:
+        if display is not None:
+            display.stop()
+    from OpenGL import GL  # noqa: F401  (renderer recorded below when a context was made)
+
+    report = {"host": platform.node(), "cpu_count": __import__("os").cpu_count(), "results": results}
+    text = json.dumps(report, indent=2)
+    print(text)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
