@@ -22,13 +22,16 @@ import numpy as np
 from rt_lidar.bridge_hits import hits_from_wire
 from rt_lidar.errors import RtLidarError
 from rt_lidar.materials import load_material_table
+from rt_lidar.physics import PhysicsConfig, SensorPhysics
+from rt_lidar.pipeline import Pipeline
 from rt_lidar.presets import SensorPreset
 from rt_lidar.recover import recover_hits
 from rt_lidar.scan_pattern import Firings, firings_between
 from rt_lidar.source import Hits
+from rt_lidar.weather import WeatherConfig
 from unreal_bridge import AirSimClient, RpcError
 
-__all__ = ["BridgeSource", "BridgeStats", "ServerGone", "parse_address"]
+__all__ = ["BridgeSource", "BridgeStats", "ServerGone", "bridge_pipeline", "parse_address"]
 
 
 class ServerGone(RtLidarError):
@@ -61,6 +64,17 @@ class BridgeStats:
     last_weather: dict[str, float] | None = None
     fetch_s: float = 0.0
     mismatch_detail: list[str] = field(default_factory=list)
+
+    def as_dict(self, server: str) -> dict[str, object]:
+        """The figures for a run's summary.json."""
+        return {
+            "server": server,
+            "extension": self.extension,
+            "frames": self.frames,
+            "sector_mismatches": self.sector_mismatches,
+            "mismatch_detail": self.mismatch_detail,
+            "fetch_time_s": self.fetch_s,
+        }
 
 
 class BridgeSource:
@@ -210,3 +224,20 @@ class BridgeSource:
                     f"frame [{t0}, {t1}) ns: server swept [{s0}, {s1}) with {len(got.firings)} rays, "
                     f"expected {len(local)}"
                 )
+
+
+def bridge_pipeline(
+    source: BridgeSource, sim_hz: float, seed: int = 0, weather: WeatherConfig | None = None
+) -> Pipeline:
+    """The pipeline over ``source``, starting at the sim time the controller took over, with prefetch.
+
+    With no ``weather`` given the physics follows the server's (``simSetWeatherParameter``).
+    """
+    physics = SensorPhysics.from_preset(
+        source.preset, source.material_names, config=PhysicsConfig(weather=weather)
+    )
+    if weather is None:
+        source.on_weather = physics.set_weather
+    return Pipeline(
+        source.preset, source, physics, sim_hz=sim_hz, seed=seed, start_ns=source.start_ns, prefetch=True
+    )

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from rt_lidar.build import build_pipeline
-from rt_lidar.controller import BridgeSource
-from rt_lidar.physics import PhysicsConfig, SensorPhysics
-from rt_lidar.pipeline import Pipeline
+from rt_lidar.controller import BridgeSource, bridge_pipeline
+from rt_lidar.physics import PhysicsConfig
 from rt_lidar.presets import load_preset, preset_to_dict
 from rt_lidar.runner import drive_scans
 from rt_lidar.serve import ServeOptions, start_embedded_server
@@ -81,19 +80,7 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
                 client.confirm_connection()
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
-                config = PhysicsConfig(weather=opts.weather)
-                physics = SensorPhysics.from_preset(preset, source.material_names, config=config)
-                if opts.weather is None:
-                    source.on_weather = physics.set_weather
-                pipe = Pipeline(
-                    preset,
-                    source,
-                    physics,
-                    sim_hz=opts.sim_hz,
-                    seed=opts.seed,
-                    start_ns=source.start_ns,
-                    prefetch=True,
-                )
+                pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather)
                 try:
                     result = drive_scans(
                         pipe, preset, opts.frames, out, opts.sinks, scenario, opts.progress, True
@@ -101,13 +88,7 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
                 finally:
                     pipe.close()
                 st = source.stats
-                result.summary["bridge"] = {
-                    "server": f"127.0.0.1:{served.port}",
-                    "extension": st.extension,
-                    "frames": st.frames,
-                    "sector_mismatches": st.sector_mismatches,
-                    "fetch_time_s": st.fetch_s,
-                }
+                result.summary["bridge"] = st.as_dict(f"127.0.0.1:{served.port}")
         finally:
             served.close()
     result.summary["build_time_s"] = time.perf_counter() - t_build - result.summary["wall_time_s"]

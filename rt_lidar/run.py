@@ -9,10 +9,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rt_lidar.controller import BridgeSource, parse_address
+from rt_lidar.controller import BridgeSource, bridge_pipeline, parse_address
 from rt_lidar.errors import ConfigError, RtLidarError
-from rt_lidar.physics import PhysicsConfig, SensorPhysics
-from rt_lidar.pipeline import Pipeline
 from rt_lidar.presets import load_preset, preset_to_dict
 from rt_lidar.runner import drive_scans
 from rt_lidar.weather import WeatherConfig
@@ -109,19 +107,7 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
             material_map=material_map,
             use_extension=opts.use_extension,
         )
-        config = PhysicsConfig(weather=opts.weather)
-        physics = SensorPhysics.from_preset(preset, source.material_names, config=config)
-        if opts.weather is None:
-            source.on_weather = physics.set_weather
-        pipe = Pipeline(
-            preset,
-            source,
-            physics,
-            sim_hz=opts.sim_hz,
-            seed=opts.seed,
-            start_ns=source.start_ns,
-            prefetch=True,
-        )
+        pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather)
         part_out = out if not parts else out / f"part{len(parts):02d}"
         try:
             result = drive_scans(
@@ -139,13 +125,7 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
             pipe.close()
             client.close()
         st = source.stats
-        result.summary["bridge"] = {
-            "server": f"{host}:{port}",
-            "extension": st.extension,
-            "frames": st.frames,
-            "sector_mismatches": st.sector_mismatches,
-            "mismatch_detail": st.mismatch_detail,
-        }
+        result.summary["bridge"] = st.as_dict(f"{host}:{port}")
         parts.append(result.summary)
         written += int(result.summary["frames"])
         if result.error is not None:

@@ -18,6 +18,19 @@ from rt_lidar.viewer.window import ViewerWindow, WindowOptions
 BACKGROUND = np.array([12, 12, 16])
 
 
+class _Nothing:
+    """A source that never has a frame (for the driving tests)."""
+
+    label = "none"
+    dropped = 0
+
+    def poll(self):
+        return {}
+
+    def close(self):
+        pass
+
+
 def _window(qtbot, source, **kw) -> ViewerWindow:
     win = ViewerWindow(source, WindowOptions(size=(900, 640), **kw), kw.pop("driver", None))
     qtbot.addWidget(win)
@@ -96,16 +109,6 @@ def test_keyboard_drive_sends_controls(qtbot) -> None:
     car = BicycleModel()
     driver = KeyboardDriver(BicycleControlSink(car))
 
-    class _Nothing:
-        label = "none"
-        dropped = 0
-
-        def poll(self):
-            return {}
-
-        def close(self):
-            pass
-
     win = ViewerWindow(_Nothing(), WindowOptions(size=(640, 480)), driver)  # type: ignore[arg-type]
     qtbot.addWidget(win)
     win.show()
@@ -140,16 +143,6 @@ def test_keyboard_drives_the_embedded_ego_over_the_bridge(qtbot) -> None:
     try:
         sink = AirSimControlSink("127.0.0.1", server.port)
         driver = KeyboardDriver(sink)
-
-        class _Nothing:
-            label = "none"
-            dropped = 0
-
-            def poll(self):
-                return {}
-
-            def close(self):
-                pass
 
         win = ViewerWindow(_Nothing(), WindowOptions(size=(640, 480)), driver)  # type: ignore[arg-type]
         qtbot.addWidget(win)
