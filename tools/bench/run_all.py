@@ -11,7 +11,19 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ["bench_pipeline.py", "bench_raycast.py", "bench_bridge.py"]
+# script -> extra arguments; each writes its JSON to OUT/<name>.json
+BENCHES: dict[str, list[str]] = {
+    "bench_pipeline.py": [],
+    "bench_raycast.py": [],
+    "bench_bridge.py": [],
+    "bench_weather.py": [],
+    "bench_udp.py": ["--seconds", "60"],
+    "bench_viewer.py": [],
+    "bench_rinet.py": [],
+    "bench_waveform.py": [],
+    "bench_generate.py": [],
+}
+OUT_FLAG = {"bench_udp.py": "--json"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,13 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     failed = 0
-    for name in BENCHES:
+    for name, extra in BENCHES.items():
         script = HERE / name
         if not script.exists():
             continue
         out = args.out / (script.stem.removeprefix("bench_") + ".json")
         print(f"== {name} -> {out}", flush=True)
-        rc = subprocess.call([sys.executable, str(script), "--out", str(out)])
+        rc = subprocess.call([sys.executable, str(script), OUT_FLAG.get(name, "--out"), str(out), *extra])
         failed += rc != 0
     return 1 if failed else 0
 
