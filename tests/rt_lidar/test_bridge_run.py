@@ -179,3 +179,42 @@ def test_stock_clients_drive_the_embedded_street(module):
     assert seen["img"][1][3] == 640 * 360
     assert seen["x1"] - seen["x0"] == pytest.approx(10.0, abs=0.5)  # the ego drives at ~10 m/s
     assert seen["speed"] == pytest.approx(10.0, abs=0.5)
+
+
+def test_with_reconnect_the_controller_waits_for_the_server_and_goes_on(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    preset = load_preset("VLP-16")
+    first = AirSimServer(EmbeddedSim(World(wall_scene(15.0)), preset, paused=True), port=port)
+    first.start()
+    second: list[AirSimServer] = []
+
+    def restart_later():
+        while len(list((tmp_path / "scans").glob("*.pcd"))) < 3:
+            time.sleep(0.01)
+        first.close()
+        time.sleep(1.0)
+        server = AirSimServer(EmbeddedSim(World(wall_scene(15.0)), preset, paused=True), port=port)
+        server.start()
+        second.append(server)
+
+    helper = threading.Thread(target=restart_later)
+    helper.start()
+    try:
+        summary = run_controller(
+            RunOptions(airsim=f"127.0.0.1:{port}", preset="VLP-16", lockstep=True, frames=8, out=str(tmp_path),
+                       progress=False, timeout_s=5.0, reconnect=True, reconnect_timeout_s=20.0)
+        )  # fmt: skip
+    finally:
+        helper.join()
+        for s in second:
+            s.close()
+    assert summary["frames"] == 8
+    assert summary["parts"] == 2
+    pcds = sorted(tmp_path.glob("**/scans/*.pcd"))
+    assert len(pcds) == 8
+    for p in pcds:
+        assert PointCloud.from_path(p).points > 1000
