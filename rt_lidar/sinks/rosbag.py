@@ -6,11 +6,17 @@ frame), written with rosbags. The resolved preset and scenario go beside it.
 
 from __future__ import annotations
 
+import io
+import os
+import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from ruamel.yaml import YAML
 
 from rt_lidar.errors import ConfigError
+from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, register_sink
 from rt_lidar.sweep import Scan
 
@@ -34,24 +40,39 @@ def cloud_bytes(points: np.ndarray) -> np.ndarray:
 
 
 class RosbagSink:
-    """Writes one PointCloud2 and one TF message per scan."""
+    """Writes one PointCloud2 and one TF message per scan, as a bag split into segments.
+
+    Every ``segment`` scans (option ``segment=N``, default 10) the current storage file is finished
+    and moved into the bag, and ``metadata.yaml`` is rewritten to list every finished file (rosbag2's
+    split-bag layout, which rosbags and ``ros2 bag`` read as one bag). A recording killed at any moment
+    therefore stays readable up to its last finished segment; ``segment=1`` makes that every scan.
+    """
 
     def __init__(self, target: str, options: dict[str, str]) -> None:
-        unknown = set(options) - {"storage", "topic", "frame", "world"}
+        unknown = set(options) - {"storage", "topic", "frame", "world", "segment"}
         if unknown:
             raise ConfigError(f"rosbag2 sink: unknown options {sorted(unknown)}")
         self.path = Path(target)
         self.storage = options.get("storage", "mcap")
         if self.storage not in ("mcap", "sqlite3"):
             raise ConfigError(f"rosbag2 storage '{self.storage}': expected mcap or sqlite3")
+        try:
+            self.segment_scans = int(options.get("segment", "10"))
+        except ValueError:
+            self.segment_scans = 0
+        if not 1 <= self.segment_scans <= 100_000:
+            raise ConfigError(
+                f"rosbag2 option segment={options.get('segment')}: must be an integer 1..100000"
+            )
         self.topic = options.get("topic", "/points")
         self.frame = options.get("frame", "lidar")
         self.world = options.get("world", "map")
         self._writer: object | None = None
+        self._in_segment = 0
+        self._segments: list[dict[str, Any]] = []
 
     def open(self, context: SinkContext) -> None:
-        """Create the bag (the folder must not exist yet; rosbag2 refuses to overwrite)."""
-        from rosbags.rosbag2 import StoragePlugin, Writer
+        """Create the bag folder (it must not exist yet: recordings are never overwritten)."""
         from rosbags.typesys import Stores, get_typestore
 
         from rt_lidar.sinks.files import write_resolved_config
@@ -59,18 +80,69 @@ class RosbagSink:
         if self.path.exists():
             raise ConfigError(f"rosbag2 sink: {self.path} exists already; give a new folder name")
         self._ts = get_typestore(Stores.ROS2_HUMBLE)
+        self.path.mkdir(parents=True)
+        write_resolved_config(self.path.parent / f"{self.path.name}_config", context)
+
+    def _start_segment(self) -> None:
+        from rosbags.rosbag2 import StoragePlugin, Writer
+
         plugin = StoragePlugin.MCAP if self.storage == "mcap" else StoragePlugin.SQLITE3
-        writer = Writer(self.path, version=8, storage_plugin=plugin)
+        self._seg_dir = self.path / f".segment_{len(self._segments)}.part"
+        writer = Writer(self._seg_dir, version=8, storage_plugin=plugin)
         writer.open()
         self._cloud = writer.add_connection(self.topic, "sensor_msgs/msg/PointCloud2", typestore=self._ts)
         self._tf = writer.add_connection("/tf", "tf2_msgs/msg/TFMessage", typestore=self._ts)
         self._writer = writer
-        write_resolved_config(self.path.parent / f"{self.path.name}_config", context)
+        self._in_segment = 0
 
-    def write(self, scan: Scan) -> None:
-        """Serialize and append the scan's cloud and pose."""
+    def _finish_segment(self) -> None:
+        """Close the current storage file, move it into the bag and rewrite metadata.yaml."""
         from rosbags.rosbag2 import Writer
 
+        writer = self._writer
+        if not isinstance(writer, Writer):
+            return
+        writer.close()
+        self._writer = None
+        yaml = YAML(typ="safe")
+        info = yaml.load((self._seg_dir / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        (src,) = info["relative_file_paths"]
+        name = f"{self.path.name}_{len(self._segments)}{Path(src).suffix}"
+        os.replace(self._seg_dir / src, self.path / name)
+        shutil.rmtree(self._seg_dir)
+        info["relative_file_paths"] = [name]
+        info["files"][0]["path"] = name
+        self._segments.append(info)
+        self._write_metadata()
+
+    def _write_metadata(self) -> None:
+        segs = self._segments
+        merged = dict(segs[0])
+        merged["relative_file_paths"] = [s["relative_file_paths"][0] for s in segs]
+        merged["files"] = [s["files"][0] for s in segs]
+        start = min(s["starting_time"]["nanoseconds_since_epoch"] for s in segs)
+        end = max(s["starting_time"]["nanoseconds_since_epoch"] + s["duration"]["nanoseconds"] for s in segs)
+        merged["starting_time"] = {"nanoseconds_since_epoch": start}
+        merged["duration"] = {"nanoseconds": end - start}
+        merged["message_count"] = sum(s["message_count"] for s in segs)
+        topics = []
+        for i, t in enumerate(segs[0]["topics_with_message_count"]):
+            count = sum(s["topics_with_message_count"][i]["message_count"] for s in segs)
+            topics.append({**t, "message_count": count})
+        merged["topics_with_message_count"] = topics
+        buf = io.StringIO()
+        yaml = YAML(typ="safe")
+        yaml.default_flow_style = False
+        yaml.dump({"rosbag2_bagfile_information": merged}, buf)
+        with atomic_write(self.path / "metadata.yaml") as fh:
+            fh.write(buf.getvalue().encode())
+
+    def write(self, scan: Scan) -> None:
+        """Serialize and append the scan's cloud and pose; finish the segment when it is full."""
+        from rosbags.rosbag2 import Writer
+
+        if self._writer is None:
+            self._start_segment()
         ts = self._ts
         types = ts.types
         writer = self._writer
@@ -97,14 +169,15 @@ class RosbagSink:
         )
         tfm = types["tf2_msgs/msg/TFMessage"](transforms=[tf])
         writer.write(self._tf, stamp_ns, ts.serialize_cdr(tfm, tfm.__msgtype__))
+        self._in_segment += 1
+        if self._in_segment >= self.segment_scans:
+            self._finish_segment()
 
     def close(self) -> None:
-        """Finish the bag (writes its metadata.yaml)."""
-        from rosbags.rosbag2 import Writer
-
-        if isinstance(self._writer, Writer):
-            self._writer.close()
-            self._writer = None
+        """Finish the last segment (the bag is then complete; a run with no scan leaves an empty bag)."""
+        if self._writer is None and not self._segments:
+            self._start_segment()
+        self._finish_segment()
 
 
 @register_sink("rosbag2")

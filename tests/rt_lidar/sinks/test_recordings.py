@@ -36,6 +36,51 @@ def test_rosbag2_reads_back_bit_exact(tmp_path, pipeline_scans, storage):
     assert (tmp_path / "bag_config" / "rt_lidar_config.json").exists()
 
 
+_KILLED_WRITER = r"""
+import sys, time
+from rt_lidar.points import empty_points
+from rt_lidar.presets import load_preset
+from rt_lidar.sinks.base import SinkContext, make_sink
+from rt_lidar.sweep import Scan
+sink = make_sink(sys.argv[1])
+sink.open(SinkContext(load_preset("VLP-16")))
+for i in range(100_000):
+    p = empty_points(500)
+    p["x"] = i
+    sink.write(Scan(i, i * 100_000_000, p, 500, 0))
+    print(i, flush=True)
+    time.sleep(0.02)
+"""
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_a_killed_rosbag2_recording_reads_up_to_its_last_finished_segment(tmp_path, storage):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from rosbags.highlevel import AnyReader
+
+    bag = tmp_path / "bag"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, f"rosbag2:{bag},storage={storage},segment=2"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    written = [int(proc.stdout.readline()) for _ in range(7)]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with AnyReader([bag]) as reader:
+        clouds = [c for c in reader.connections if c.topic == "/points"]
+        xs = [float(np.frombuffer(bytes(reader.deserialize(raw, c.msgtype).data[:4]), "<f4")[0])
+              for c, _, raw in reader.messages(connections=clouds)]  # fmt: skip
+    # 7 scans were written when it died; segments of 2 finished at scans 2, 4 and 6 (maybe 8)
+    assert written == list(range(7))
+    assert xs[:6] == [0, 1, 2, 3, 4, 5]
+    assert len(xs) in (6, 8)
+
+
 def test_las_reads_back(tmp_path, pipeline_scans):
     import laspy
 
