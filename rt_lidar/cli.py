@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from rt_lidar.cli_beam import add_beam_arguments, beam_from_args
 from rt_lidar.cli_sinks import add_replay_parser, add_sink_argument
 from rt_lidar.cli_validate import add_weather_arguments, weather_from_args
 from rt_lidar.errors import RtLidarError
@@ -28,6 +29,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         in_process=args.in_process,
         weather=weather_from_args(args),
+        beam=beam_from_args(args),
         sinks=tuple(args.sinks),
     )
     summary = run_demo(opts)
@@ -80,6 +82,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         material_map=args.material_map, use_extension=False if args.no_extension else None,
         reconnect=args.reconnect, sinks=tuple(args.sinks), progress=not args.quiet,
         weather=weather_from_args(args),
+        beam=beam_from_args(args),
     )  # fmt: skip
     summary = run_controller(opts)
     print(json.dumps(summary, indent=2, default=str))
@@ -104,6 +107,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reconnect", action="store_true", help="wait for a lost server to come back")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_weather_arguments(p)
+    add_beam_arguments(p)
     add_sink_argument(p)
     p.set_defaults(func=_cmd_run)
 
@@ -121,6 +125,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
         "--in-process", action="store_true", help="cast into the world directly, without the bridge"
     )
     add_weather_arguments(p)
+    add_beam_arguments(p)
     add_sink_argument(p)
     p.set_defaults(func=_cmd_demo)
 

@@ -14,11 +14,13 @@ the sim swept since the previous read.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from rt_lidar.beam import BeamConfig
 from rt_lidar.bridge_hits import hits_from_wire
 from rt_lidar.errors import RtLidarError
 from rt_lidar.materials import load_material_table
@@ -227,14 +229,25 @@ class BridgeSource:
 
 
 def bridge_pipeline(
-    source: BridgeSource, sim_hz: float, seed: int = 0, weather: WeatherConfig | None = None
+    source: BridgeSource,
+    sim_hz: float,
+    seed: int = 0,
+    weather: WeatherConfig | None = None,
+    beam: BeamConfig | None = None,
 ) -> Pipeline:
     """The pipeline over ``source``, starting at the sim time the controller took over, with prefetch.
 
-    With no ``weather`` given the physics follows the server's (``simSetWeatherParameter``).
+    With no ``weather`` given the physics follows the server's (``simSetWeatherParameter``). The bridge
+    sends one ray per pulse, so a beam with several sub-rays is cast as its central ray (with a warning).
     """
+    if beam is not None and (beam.sub_rays or 1) > 1:
+        warnings.warn(
+            f"the AirSim bridge sends one ray per pulse: --sub-rays {beam.sub_rays} is not applied "
+            "(return modes and echo pulse width are)",
+            stacklevel=2,
+        )
     physics = SensorPhysics.from_preset(
-        source.preset, source.material_names, config=PhysicsConfig(weather=weather)
+        source.preset, source.material_names, config=PhysicsConfig(weather=weather, beam=beam)
     )
     if weather is None:
         source.on_weather = physics.set_weather

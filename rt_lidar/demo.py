@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rt_lidar.beam import BeamConfig
 from rt_lidar.build import build_pipeline
 from rt_lidar.controller import BridgeSource, bridge_pipeline
 from rt_lidar.physics import PhysicsConfig
@@ -41,6 +42,8 @@ class DemoOptions:
     in_process: bool = False
     weather: WeatherConfig | None = None
     """Rain, fog, snow; None = clear air (the embedded server's simSetWeatherParameter applies then)."""
+    beam: BeamConfig | None = None
+    """Sub-rays, return mode, echo pulse width; None = what the preset says."""
 
 
 def run_demo(opts: DemoOptions) -> dict[str, Any]:
@@ -62,7 +65,7 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
             seed=opts.seed,
             sim_hz=opts.sim_hz,
             prefetch=True,
-            physics=PhysicsConfig(weather=opts.weather),
+            physics=PhysicsConfig(weather=opts.weather, beam=opts.beam),
         )
         try:
             result = drive_scans(
@@ -80,7 +83,7 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
                 client.confirm_connection()
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
-                pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather)
+                pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam)
                 try:
                     result = drive_scans(
                         pipe, preset, opts.frames, out, opts.sinks, scenario, opts.progress, True

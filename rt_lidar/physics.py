@@ -1,9 +1,11 @@
 """The physics stage: received power, detection, range noise and output scale for every hit.
 
 Turns :class:`~rt_lidar.source.Hits` into points of :data:`~rt_lidar.points.POINT_DTYPE` with the
-kernels of :mod:`kernels.intensity`. A ray that crossed glass reports whichever echo is stronger, the
-glass's own mirror-like reflection or the attenuated object behind it; below the detection threshold
-the ray drops.
+kernels of :mod:`kernels.intensity`. With one ray per pulse and the ``strongest`` mode, a ray that
+crossed glass reports whichever echo is stronger, the glass's own mirror-like reflection or the
+attenuated object behind it; below the detection threshold the ray drops. Sub-ray bundles and the
+other return modes go through the waveform model (:mod:`rt_lidar.returns`); sunlight
+(:mod:`rt_lidar.ambient`) acts on the detections of either.
 """
 
 from __future__ import annotations
@@ -21,9 +23,14 @@ from kernels import (
     received_power_output,
     two_way_transmission,
 )
+from kernels.waveform import single_echo_epw_ns
+from rt_lidar.ambient import apply_ambient
+from rt_lidar.beam import BeamConfig, SubRayPattern, subray_pattern
+from rt_lidar.errors import ConfigError
 from rt_lidar.materials import MaterialArrays, MaterialTable, load_material_table
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.presets import SensorPreset
+from rt_lidar.returns import Detections, waveform_detections
 from rt_lidar.source import Hits
 from rt_lidar.weather import WeatherConfig, weather_model
 
@@ -39,6 +46,23 @@ class PhysicsConfig:
     range_noise: bool = True
     weather: WeatherConfig | None = None
     """Rain, fog and snow (:mod:`rt_lidar.weather`); None = clear air."""
+    beam: BeamConfig | None = None
+    """Sub-rays, return mode and echo pulse width output (:mod:`rt_lidar.beam`); None = the preset's."""
+    sun_illuminance_lux: float = 0.0
+    """Illuminance of the scene by the sun (0 = night, ~100 000 lx = full summer sun)."""
+    sun_direction: tuple[float, float, float] | None = None
+    """World-frame direction towards the sun (x fwd, y left, z up); None = the scene's."""
+
+    def __post_init__(self) -> None:
+        lux = self.sun_illuminance_lux
+        if isinstance(lux, bool) or not isinstance(lux, (int, float)) or not 0.0 <= lux <= 200_000.0:
+            raise ConfigError(f"physics: sun_illuminance_lux must be in [0, 200000] lx, got {lux!r}")
+        if self.sun_direction is not None:
+            d = np.asarray(self.sun_direction, np.float64)
+            if d.shape != (3,) or not np.isfinite(d).all() or float(np.linalg.norm(d)) < 1e-9:
+                raise ConfigError(
+                    f"physics: sun_direction must be a non-zero 3-vector, got {self.sun_direction!r}"
+                )
 
 
 @dataclass
@@ -49,6 +73,13 @@ class PhysicsResult:
     power_w: np.ndarray  # received power of each kept point
     fired: int
     dropped: int
+    """Pulses that reported no return at all."""
+    epw_ns: np.ndarray | None = None
+    """Echo pulse width (ns) of each point, when :attr:`BeamConfig.epw` asks for it."""
+
+    def extras(self) -> dict[str, np.ndarray]:
+        """Optional per-point fields beside ``points`` (``epw_ns`` when computed)."""
+        return {} if self.epw_ns is None else {"epw_ns": self.epw_ns}
 
 
 class SensorPhysics:
@@ -58,6 +89,9 @@ class SensorPhysics:
         self.preset = preset
         self.materials = materials
         self.config = config or PhysicsConfig()
+        self.beam = self.config.beam or BeamConfig()
+        self.sub_rays, self.return_mode = self.beam.resolve(preset)
+        self.pattern: SubRayPattern = subray_pattern(preset, self.sub_rays)
 
     @classmethod
     def from_preset(
@@ -76,9 +110,35 @@ class SensorPhysics:
         cfg = WeatherConfig(**weather) if weather else None
         self.config = dataclasses.replace(self.config, weather=cfg)
 
-    def _power(
+    @property
+    def needs_sun(self) -> bool:
+        """True when sunlight is on, so the source should report the sun cosines."""
+        return self.config.sun_illuminance_lux > 0
+
+    def uses_waveform(self, hits: Hits) -> bool:
+        """True when ``hits`` go through the waveform model (sub-rays, or a mode other than strongest)."""
+        return hits.subrays > 1 or self.return_mode != "strongest"
+
+    def unit_power(self, range_m: np.ndarray) -> np.ndarray:
+        """Received power (W) of a white Lambertian target (S = 1) filling the beam, in clear air."""
+        p = self.preset
+        trans = two_way_transmission(range_m, self.config.extinction_per_m)
+        return np.asarray(
+            received_power(
+                range_m,
+                1.0,
+                trans,
+                p.pulse.peak_power_w,
+                p.optics.receiver_aperture_m,
+                p.optics.system_efficiency,
+            ),
+            np.float32,
+        )
+
+    def power(
         self, range_m: np.ndarray, cos_inc: np.ndarray, mat: np.ndarray, extra_t: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
+        """(received power W, effective reflectance S) of full-beam echoes off materials ``mat``."""
         m = self.materials
         p = self.preset
         refl = effective_reflectance(
@@ -105,13 +165,57 @@ class SensorPhysics:
         """Detected points of ``hits``; ``rng`` gives the range-noise draws (seeded upstream)."""
         p = self.preset
         threshold = p.pulse.detection_threshold_w
-        n = len(hits)
+        det = waveform_detections(self, hits, rng) if self.uses_waveform(hits) else self._single(hits, rng)
+        pw = det.power_w
+        measured = det.range_m
+        if self.config.range_noise and p.range.accuracy_m > 0:
+            measured = apply_range_noise(
+                measured, rng.standard_normal(len(det), np.float32), p.range.accuracy_m, pw, threshold
+            )
+            measured = np.maximum(measured, 0.0)
+        if self.needs_sun:
+            det.range_m = np.asarray(measured, np.float32)
+            det = apply_ambient(self, hits, det, rng)
+            measured, pw = det.range_m, det.power_w
+        idx = det.pulse
+
+        out = np.zeros(len(det), dtype=POINT_DTYPE)
+        direction = hits.direction if hits.subrays == 1 else hits.firings.directions()
+        xyz = direction[idx] * measured[:, None].astype(np.float32)
+        out["x"], out["y"], out["z"] = xyz[:, 0], xyz[:, 1], xyz[:, 2]
+        refl = det.reflectivity
+        if p.output.intensity == "calibrated_reflectivity":
+            out["intensity"] = calibrated_reflectivity_output(
+                refl, p.output.diffuse_max or p.output.intensity_max, p.output.intensity_max
+            )
+        else:
+            out["intensity"] = received_power_output(pw, threshold, p.output.intensity_max)
+        out["reflectivity"] = refl
+        out["ring"] = hits.firings.ring[idx]
+        out["t"] = hits.firings.t_ns[idx]
+        out["return_id"] = det.return_id
+        out["flags"] = det.flags
+        out["segment"] = det.segment
+        epw = det.epw_ns
+        if self.beam.epw and epw is None:
+            epw = single_echo_epw_ns(pw, threshold, p.pulse.width_ns, p.pulse.epw_offset_ns).astype(
+                np.float32
+            )
+        with_return = int(np.count_nonzero(det.return_id == 0))
+        return PhysicsResult(
+            points=out, power_w=pw, fired=hits.pulses, dropped=hits.pulses - with_return, epw_ns=epw
+        )
+
+    def _single(self, hits: Hits, rng: np.random.Generator) -> Detections:
+        """One ray per firing, strongest echo: the stronger of glass and object, then the threshold."""
+        p = self.preset
+        threshold = p.pulse.detection_threshold_w
         obj = hits.material >= 0
         glass = hits.glass_material >= 0
 
         # Misses have range inf, so their power comes out 0 without masking every array first.
         with np.errstate(invalid="ignore", over="ignore"):
-            power, refl = self._power(
+            power, refl = self.power(
                 hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
             )
         power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
@@ -119,7 +223,7 @@ class SensorPhysics:
         segment = hits.segment.copy()
         flags = np.where(glass & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)).astype(np.uint8)
         if glass.any():
-            gp, grefl = self._power(
+            gp, grefl = self.power(
                 hits.glass_range_m[glass],
                 hits.glass_cos[glass],
                 hits.glass_material[glass],
@@ -140,26 +244,12 @@ class SensorPhysics:
             )  # fmt: skip
         keep = (power >= threshold) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
         idx = np.nonzero(keep)[0]
-        pw = power[idx]
-        measured = rng_m[idx]
-        if self.config.range_noise and p.range.accuracy_m > 0:
-            measured = apply_range_noise(
-                measured, rng.standard_normal(idx.size, np.float32), p.range.accuracy_m, pw, threshold
-            )
-            measured = np.maximum(measured, 0.0)
-
-        out = np.zeros(idx.size, dtype=POINT_DTYPE)
-        xyz = hits.direction[idx] * measured[:, None].astype(np.float32)
-        out["x"], out["y"], out["z"] = xyz[:, 0], xyz[:, 1], xyz[:, 2]
-        if p.output.intensity == "calibrated_reflectivity":
-            out["intensity"] = calibrated_reflectivity_output(
-                refl[idx], p.output.diffuse_max or p.output.intensity_max, p.output.intensity_max
-            )
-        else:
-            out["intensity"] = received_power_output(pw, threshold, p.output.intensity_max)
-        out["reflectivity"] = refl[idx]
-        out["ring"] = hits.firings.ring[idx]
-        out["t"] = hits.firings.t_ns[idx]
-        out["flags"] = flags[idx]
-        out["segment"] = segment[idx]
-        return PhysicsResult(points=out, power_w=pw, fired=n, dropped=n - idx.size)
+        return Detections(
+            pulse=idx,
+            return_id=np.zeros(idx.size, np.uint8),
+            range_m=rng_m[idx],
+            power_w=power[idx],
+            reflectivity=refl[idx],
+            segment=segment[idx],
+            flags=flags[idx],
+        )

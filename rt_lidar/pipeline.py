@@ -17,7 +17,7 @@ import numpy as np
 from rt_lidar.physics import SensorPhysics
 from rt_lidar.presets import SensorPreset
 from rt_lidar.scan_pattern import Firings, firings_between
-from rt_lidar.source import Hits, HitSource
+from rt_lidar.source import BeamHitSource, Hits, HitSource
 from rt_lidar.sweep import Scan, ScanAssembler
 
 __all__ = ["FrameStats", "Pipeline", "frame_time_ns"]
@@ -79,6 +79,16 @@ class Pipeline:
     def _fetch(self, k: int) -> tuple[Firings, Hits]:
         t0, t1 = self._interval(k)
         firings = firings_between(self.preset, t0, t1)
+        phys = self.physics
+        if (phys.sub_rays > 1 or phys.needs_sun) and isinstance(self.source, BeamHitSource):
+            # a bundle of sub-rays per pulse, and the sun terms (sources that cannot: one ray per pulse)
+            sun = (
+                phys.config.sun_direction
+                if phys.config.sun_direction is not None
+                else self.source.sun_direction
+            )
+            sun_dir = np.asarray(sun, np.float64) / np.linalg.norm(sun) if phys.needs_sun else None
+            return firings, self.source.beam_hits(firings, t0, t1, phys.pattern, sun_dir)
         return firings, self.source.hits(firings, t0, t1)
 
     def _frame_hits(self, k: int) -> tuple[Firings, Hits]:
@@ -117,7 +127,7 @@ class Pipeline:
         result = self.physics.apply(hits, self._rng(k))
         # 4. stitch into scans (a remote source reports the firings it really swept)
         t_end = hits.interval[1] if hits.interval is not None else t1
-        scans = self.assembler.add(result.points, hits.firings.t_ns, t_end)
+        scans = self.assembler.add(result.points, hits.firings.t_ns, t_end, result.extras())
         for scan in scans:
             scan.sensor_position, scan.sensor_rotation = self.source.sensor_pose(scan.start_ns * 1e-9)
         self.frame += 1

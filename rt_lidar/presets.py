@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 import tomllib
 import types
@@ -28,6 +29,8 @@ import numpy as np
 from rt_lidar.errors import PresetError
 
 __all__ = [
+    "BEAM_PROFILES",
+    "DUAL_KINDS",
     "INTENSITY_KINDS",
     "PACKET_FORMATS",
     "PATTERNS",
@@ -52,7 +55,9 @@ PACKET_FORMATS = (
     "velodyne-hdl64", "velodyne-vlp16", "velodyne-vlp32c", "velodyne-hdl32", "velodyne-vls128",
     "ouster-legacy", "hesai-pandar64", "hesai-at128", "livox-mid40", "blickfeld", "valeo-scala", "none",
 )  # fmt: skip
-RETURN_MODES = ("strongest", "last", "first", "dual")
+RETURN_MODES = ("strongest", "last", "first", "dual", "multi")
+DUAL_KINDS = ("strongest_last", "two_strongest")
+BEAM_PROFILES = ("gaussian", "top_hat", "table")
 INTENSITY_KINDS = ("calibrated_reflectivity", "received_power")
 CLEAR_AIR_EXTINCTION_PER_M = 1e-4
 NON_PRESET_FILES = frozenset({"materials.toml"})  # other data in the sensor_presets package
@@ -131,9 +136,27 @@ class OpticsSpec:
     wavelength_nm: float = _f(905.0, 200.0, 2000.0, "nm")
     beam_divergence_h_mrad: float = _f(3.0, 0.0, 100.0, "mrad")
     beam_divergence_v_mrad: float = _f(1.5, 0.0, 100.0, "mrad")
-    beam_profile: str = _f("gaussian", choices=("gaussian", "top_hat"))
+    beam_profile: str = _f("gaussian", choices=BEAM_PROFILES)
+    """Transmitter x receiver sensitivity over the footprint: a Gaussian whose 1/e^2 full angles are the
+    divergences, a top hat of those full angles, or a measured ``table``."""
     receiver_aperture_m: float = _f(0.025, 0.001, 1.0, "m")
     system_efficiency: float = _f(0.5, 0.0, 1.0)
+    sub_rays: int = _f(1, 1, 127)
+    """Rays cast per pulse over the footprint (1 = the nominal direction only)."""
+    footprint_extent: float = _f(1.5, 0.1, 5.0)
+    """Radius of the outer sub-ray ring, in 1/e^2 half-divergences (Gaussian) or half-widths."""
+    beam_profile_h_mrad: tuple[float, ...] | None = _f(None, -100.0, 100.0, "mrad")
+    """Measured profile: ascending horizontal angles of the table's columns."""
+    beam_profile_v_mrad: tuple[float, ...] | None = _f(None, -100.0, 100.0, "mrad")
+    """Measured profile: ascending vertical angles of the table's rows."""
+    beam_profile_table: tuple[float, ...] | None = _f(None, 0.0, 1e12)
+    """Measured profile, row-major (len(v) rows x len(h) columns), any positive scale."""
+    filter_bandwidth_nm: float = _f(30.0, 0.1, 500.0, "nm")
+    """Optical band-pass of the receiver: how much sunlight reaches the detector."""
+    shot_noise_w: float = _f(1.5e-9, 0.0, 1.0, "W")
+    """Ambient noise scale q: background power P_b gives a noise floor sigma = sqrt(P_b * q)."""
+    sun_blinding_deg: float = _f(2.0, 0.0, 45.0, "deg")
+    """Within this angle of the sun the receiver is blinded (stray light saturates it)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +166,8 @@ class PulseSpec:
     width_ns: float = _f(5.0, 0.1, 1000.0, "ns")
     peak_power_w: float = _f(30.0, 1e-3, 1e5, "W")
     detection_threshold_w: float = _f(5e-9, 1e-15, 1.0, "W")
+    epw_offset_ns: float = _f(0.0, -100.0, 1000.0, "ns")
+    """Echo pulse width = time the echo stays above the threshold plus this electronics offset."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +186,10 @@ class ReturnsSpec:
     modes: tuple[str, ...] = _f(("strongest",), choices=RETURN_MODES)
     default: str = _f("strongest", choices=RETURN_MODES)
     min_separation_m: float = _f(1.0, 0.0, 100.0, "m")
+    dual: str = _f("strongest_last", choices=DUAL_KINDS)
+    """What ``dual`` reports: strongest + last (Velodyne, Hesai) or the two strongest (Ouster)."""
+    max_returns: int = _f(3, 1, 8)
+    """Returns per pulse in ``multi`` mode (up to N, nearest first)."""
 
 
 @dataclass(frozen=True)
@@ -427,11 +456,36 @@ def _check_cross(p: SensorPreset, source: str) -> None:
         raise PresetError(
             source, "returns.default", f"must be one of returns.modes {list(ret.modes)}, got {ret.default!r}"
         )
+    _check_profile(p.optics, source)
     out = p.output
     if out.diffuse_max is not None and out.diffuse_max > out.intensity_max:
         raise PresetError(
             source, "output.diffuse_max", f"must be in [1, {out.intensity_max}], got {out.diffuse_max}"
         )
+
+
+def _check_profile(o: OpticsSpec, source: str) -> None:
+    given = [o.beam_profile_h_mrad, o.beam_profile_v_mrad, o.beam_profile_table]
+    if o.beam_profile != "table":
+        if any(g is not None for g in given):
+            raise PresetError(source, "optics.beam_profile_table", "needs optics.beam_profile = 'table'")
+        return
+    h, v, tab = given
+    if h is None or v is None or tab is None:
+        raise PresetError(
+            source,
+            "optics.beam_profile_table",
+            "a 'table' profile needs beam_profile_h_mrad, _v_mrad, _table",
+        )
+    for name, ax in (("beam_profile_h_mrad", h), ("beam_profile_v_mrad", v)):
+        if len(ax) < 2 or any(b <= a for a, b in itertools.pairwise(ax)):
+            raise PresetError(source, f"optics.{name}", "must hold >= 2 strictly ascending angles")
+    if len(tab) != len(h) * len(v):
+        raise PresetError(
+            source, "optics.beam_profile_table", f"must hold {len(v)} x {len(h)} values, got {len(tab)}"
+        )
+    if max(tab) <= 0:
+        raise PresetError(source, "optics.beam_profile_table", "must have a positive value")
 
 
 def preset_from_dict(d: dict[str, Any], source: str = "<dict>") -> SensorPreset:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rt_lidar.beam import BeamConfig
 from rt_lidar.controller import BridgeSource, bridge_pipeline, parse_address
 from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.presets import load_preset, preset_to_dict
@@ -40,6 +41,8 @@ class RunOptions:
     timeout_s: float = 30.0
     sinks: tuple[str, ...] = ()
     progress: bool = True
+    beam: BeamConfig | None = None
+    """Sub-rays, return mode, echo pulse width; None = what the preset says."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow for the lidar; None = follow the server's simSetWeatherParameter (ours reports it)."""
 
@@ -107,7 +110,7 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
             material_map=material_map,
             use_extension=opts.use_extension,
         )
-        pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather)
+        pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam)
         part_out = out if not parts else out / f"part{len(parts):02d}"
         try:
             result = drive_scans(

@@ -9,14 +9,15 @@ ego motion distorts the sweep exactly as on a rotating sensor.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from rt_lidar.beam import SubRayPattern, subray_directions
 from rt_lidar.scan_pattern import Firings
 from unreal_bridge.world import World
 
-__all__ = ["GLASS_MAX_CROSSINGS", "HitSource", "Hits", "WorldSource"]
+__all__ = ["GLASS_MAX_CROSSINGS", "BeamHitSource", "HitSource", "Hits", "WorldSource"]
 
 GLASS_MAX_CROSSINGS = 4
 """Transmissive surfaces a ray may pass before the cast gives up (a car has two windscreens)."""
@@ -27,7 +28,8 @@ _POSE_SAMPLE_S = 1e-3
 
 @dataclass
 class Hits:
-    """What each fired ray found, in firing order. All arrays have one row per firing."""
+    """What each fired ray found, in firing order. All arrays have one row per ray: one per firing, or
+    ``subrays`` consecutive rows per firing (pulse-major) when the pulse was cast as a sub-ray bundle."""
 
     firings: Firings
     direction: np.ndarray  # (N,3) float32, sensor frame at the firing time
@@ -42,9 +44,23 @@ class Hits:
     glass_transmission: np.ndarray  # (N,) float32 two-way transmission of every surface passed (1 = none)
     interval: tuple[int, int] | None = None
     """The sim-time slice [t0, t1) these firings cover, when the source chose it (a free-running sim)."""
+    subrays: int = 1
+    """Rays per firing (the sub-ray dimension; 1 = one ray along each firing's direction)."""
+    subray_weight: np.ndarray | None = None
+    """(subrays,) float32 share of the pulse energy x receiver sensitivity of each sub-ray (sum 1)."""
+    sun_cos: np.ndarray | None = None
+    """(rays,) float32 cosine between the (ray-facing) surface normal and the sun, 0 for misses / night;
+    None when the source does not know it."""
+    beam_sun_cos: np.ndarray | None = None
+    """(rays,) float32 cosine between each ray's world direction and the direction to the sun."""
 
     def __len__(self) -> int:
         return int(self.range_m.shape[0])
+
+    @property
+    def pulses(self) -> int:
+        """Number of firings (pulses) the rays belong to."""
+        return len(self.firings)
 
 
 class HitSource(Protocol):
@@ -62,6 +78,28 @@ class HitSource(Protocol):
 
     def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
         """World position (3,) and orientation (w, x, y, z) of the sensor at ``t_s``."""
+        ...
+
+
+@runtime_checkable
+class BeamHitSource(HitSource, Protocol):
+    """A source that can cast each firing as a bundle of sub-rays (and knows where the sun is)."""
+
+    @property
+    def sun_direction(self) -> np.ndarray:
+        """World-frame unit vector towards the sun of the source's scene."""
+        ...
+
+    def beam_hits(
+        self,
+        firings: Firings,
+        t0_ns: int,
+        t1_ns: int,
+        pattern: SubRayPattern,
+        sun_direction: np.ndarray | None = None,
+    ) -> Hits:
+        """Like :meth:`HitSource.hits` with ``len(pattern)`` rays per firing; with ``sun_direction``
+        (world frame, towards the sun) the sun cosines are filled in."""
         ...
 
 
@@ -124,6 +162,11 @@ class WorldSource:
         """The world's material names."""
         return list(self.world.material_names)
 
+    @property
+    def sun_direction(self) -> np.ndarray:
+        """The scene's direction towards the sun (world frame)."""
+        return np.asarray(self.world.scene.sun_direction, np.float64)
+
     def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
         """World pose of the sensor at ``t_s``."""
         pos, quat = self.world.sensor_poses(np.array([t_s]))
@@ -131,9 +174,44 @@ class WorldSource:
 
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
         """Cast every firing from the sensor pose at its own firing time; moving objects at ``t0_ns``."""
-        frame_time_s = t0_ns * 1e-9
         d_sensor = firings.directions()
         pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
+        return self._cast(firings, d_sensor, pos, quat, t0_ns, None)
+
+    def beam_hits(
+        self,
+        firings: Firings,
+        t0_ns: int,
+        t1_ns: int,
+        pattern: SubRayPattern,
+        sun_direction: np.ndarray | None = None,
+    ) -> Hits:
+        """Every firing as ``len(pattern)`` sub-rays (one batch of N * firings rays), all from the pose at
+        the firing time; a one-ray pattern without sun gives exactly :meth:`hits`."""
+        n = len(pattern)
+        if n == 1 and sun_direction is None:
+            return self.hits(firings, t0_ns, t1_ns)
+        pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
+        d_sensor = subray_directions(firings.directions(), pattern)
+        if n > 1:
+            pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
+        sun = None if sun_direction is None else np.asarray(sun_direction, np.float64)
+        hits = self._cast(firings, d_sensor, pos, quat, t0_ns, sun)
+        hits.subrays = n
+        hits.subray_weight = pattern.weights
+        return hits
+
+    def _cast(
+        self,
+        firings: Firings,
+        d_sensor: np.ndarray,
+        pos: np.ndarray,
+        quat: np.ndarray,
+        t0_ns: int,
+        sun: np.ndarray | None,
+    ) -> Hits:
+        """Cast rays ``d_sensor`` (sensor frame) from poses ``pos``/``quat``, one row per ray."""
+        frame_time_s = t0_ns * 1e-9
         origins = pos.astype(np.float32)
         dirs = _rotate_f32(quat.astype(np.float32), d_sensor)
 
@@ -144,6 +222,7 @@ class WorldSource:
         passes = hit & (trans_all > 0)
         opaque = hit & ~passes
         cosi = np.abs(_dot_f32(rh.normal, dirs))
+        sun_cos = _sun_cos(rh.normal, dirs, opaque, sun) if sun is not None else None
         range_m = np.where(opaque, rh.distance, np.float32(np.inf)).astype(np.float32)
         cos_inc = np.where(opaque, cosi, np.float32(0)).astype(np.float32)
         material = np.where(opaque, rh.material, -1).astype(np.int16)
@@ -173,6 +252,8 @@ class WorldSource:
             cos_inc[idx] = np.abs(_dot_f32(rh.normal[opaque], d_act[opaque]))
             material[idx] = rh.material[opaque]
             segment[idx] = rh.segment[opaque]
+            if sun_cos is not None and sun is not None:
+                sun_cos[idx] = _sun_cos(rh.normal[opaque], d_act[opaque], np.ones(idx.size, bool), sun)
             g_trans[active[more]] *= trans[more] ** 2
             step = rh.distance[more] + np.float32(_EPS_M)
             org = org[more] + d_act[more] * step[:, None]
@@ -191,4 +272,16 @@ class WorldSource:
             glass_material=g_mat,
             glass_segment=g_seg,
             glass_transmission=g_trans,
+            sun_cos=sun_cos,
+            beam_sun_cos=None if sun is None else (dirs.astype(np.float64) @ sun).astype(np.float32),
         )
+
+
+def _sun_cos(normal: np.ndarray, dirs: np.ndarray, valid: np.ndarray, sun: np.ndarray) -> np.ndarray:
+    """max(0, n . s) of normals turned to face the ray (the lit side seen by the sensor), 0 where invalid
+    (normals need not be normalised; shadowing by other objects is not cast)."""
+    n = normal.astype(np.float64)
+    norm = np.maximum(np.linalg.norm(n, axis=1), 1e-12)
+    facing = -np.sign(np.einsum("ij,ij->i", n, dirs.astype(np.float64)))
+    c = facing * (n @ sun) / norm
+    return np.where(valid, np.maximum(c, 0.0), 0.0).astype(np.float32)

@@ -29,12 +29,15 @@ class Scan:
     points: np.ndarray
     fired: int
     dropped: int
+    """Pulses that returned no point (a pulse with two returns counts once as returned)."""
     frames: int = 0
     """Number of sim frames (sectors) that contributed."""
     sensor_position: np.ndarray = field(default_factory=lambda: np.zeros(3))
     """World position of the sensor at the scan start (x fwd, y left, z up)."""
     sensor_rotation: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
     """World orientation (w, x, y, z) of the sensor at the scan start."""
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
+    """Optional per-point fields aligned with ``points`` (``epw_ns``: echo pulse width)."""
 
     @property
     def drop_fraction(self) -> float:
@@ -46,6 +49,7 @@ class Scan:
 class _Pending:
     index: int
     parts: list[np.ndarray] = field(default_factory=list)
+    extras: list[dict[str, np.ndarray]] = field(default_factory=list)
     fired: int = 0
     frames: int = 0
 
@@ -62,10 +66,12 @@ class ScanAssembler:
         points: np.ndarray,
         fired_t_ns: np.ndarray,
         frame_end_ns: int,
+        extras: dict[str, np.ndarray] | None = None,
     ) -> list[Scan]:
-        """Add one frame: its kept ``points`` (``t`` absolute ns) and the firing times of every ray it fired.
-        Returns the scans that ended at or before ``frame_end_ns``, in order.
+        """Add one frame: its kept ``points`` (``t`` absolute ns), the firing times of every pulse it fired
+        and optional per-point ``extras``. Returns the scans that ended at or before ``frame_end_ns``.
         """
+        extras = extras or {}
         if fired_t_ns.size:
             uniq, counts = np.unique(scan_index(self.preset, fired_t_ns), return_counts=True)
             for idx, fired in zip(uniq.tolist(), counts.tolist(), strict=True):
@@ -78,9 +84,13 @@ class ScanAssembler:
             if not order_ok:
                 order = np.argsort(points["t"], kind="stable")
                 points, sidx = points[order], sidx[order]
+                extras = {name: v[order] for name, v in extras.items()}
             indices, starts = scan_boundaries(sidx)
             for k, idx in enumerate(indices.tolist()):
-                self._pending.setdefault(idx, _Pending(idx)).parts.append(points[starts[k] : starts[k + 1]])
+                sl = slice(starts[k], starts[k + 1])
+                pend = self._pending.setdefault(idx, _Pending(idx))
+                pend.parts.append(points[sl])
+                pend.extras.append({name: v[sl] for name, v in extras.items()})
         current = int(scan_index(self.preset, np.asarray([frame_end_ns], np.int64))[0])
         done = sorted(i for i in self._pending if i < current)
         return [self._finish(self._pending.pop(i)) for i in done]
@@ -95,4 +105,8 @@ class ScanAssembler:
         pts = concat_points(pend.parts)
         start = scan_start_ns(self.preset, pend.index)
         pts["t"] -= start
-        return Scan(pend.index, start, pts, pend.fired, pend.fired - pts.size, pend.frames)
+        extras: dict[str, np.ndarray] = {}
+        if pend.extras and all(pend.extras):
+            extras = {name: np.concatenate([e[name] for e in pend.extras]) for name in pend.extras[0]}
+        returned = int(np.count_nonzero(pts["return_id"] == 0))  # one first return per returning pulse
+        return Scan(pend.index, start, pts, pend.fired, pend.fired - returned, pend.frames, extras=extras)

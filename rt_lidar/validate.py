@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_lidar.errors import ConfigError
+from rt_lidar.validation.beam_experiments import BEAM_CHECKS
 from rt_lidar.validation.experiments import EXPERIMENTS
 
 __all__ = ["CHECKS", "run_validation", "trend_checks"]
@@ -49,6 +50,7 @@ CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     ],
     "fog_max_range": [("max range falls with visibility", lambda m: _down(m["max_range_m"]))],
 }
+CHECKS.update(BEAM_CHECKS)
 
 
 def trend_checks(report: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, bool]]]:

@@ -52,12 +52,12 @@ class _FolderSink:
 
 @register_sink("pcd")
 class PcdFolderSink(_FolderSink):
-    """``--sink pcd:DIR``: one binary PCD per scan with every point field."""
+    """``--sink pcd:DIR``: one binary PCD per scan with every point field (and ``epw_ns`` when computed)."""
 
     suffix = ".pcd"
 
     def _write(self, path: Path, scan: Scan) -> None:
-        write_pcd(path, scan.points)
+        write_pcd(path, scan.points, scan.extras)
 
 
 @register_sink("kitti")

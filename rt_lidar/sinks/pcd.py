@@ -1,4 +1,5 @@
-"""PCD (Point Cloud Library) files: binary, every field of the point type."""
+"""PCD (Point Cloud Library) files: binary, every field of the point type, plus optional extra fields
+(``epw_ns``, the echo pulse width) appended after them when a scan carries them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from rt_lidar.sinks.atomic import atomic_write
 
-__all__ = ["pcd_header", "read_pcd", "write_pcd"]
+__all__ = ["pcd_header", "read_pcd", "with_extras", "write_pcd"]
 
 _PCD_TYPE = {"f": "F", "i": "I", "u": "U"}
 
@@ -33,8 +34,31 @@ def pcd_header(dtype: np.dtype, count: int, viewpoint: tuple[float, ...] = (0, 0
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
-def write_pcd(path: str | Path, points: np.ndarray) -> Path:
-    """Write structured ``points`` as a binary PCD (little-endian, packed); returns the path."""
+def with_extras(points: np.ndarray, extras: dict[str, np.ndarray] | None) -> np.ndarray:
+    """``points`` with the per-point ``extras`` appended as fields (the same array when there are none)."""
+    if not extras:
+        return points
+    names = points.dtype.names or ()
+    clash = [k for k in extras if k in names]
+    if clash:
+        raise ValueError(f"extra fields {clash} clash with the point fields")
+    for k, v in extras.items():
+        if v.shape != points.shape:
+            raise ValueError(f"extra field {k!r} has {v.shape[0]} values for {points.size} points")
+    fields = [(n, points.dtype.fields[n][0]) for n in names] if points.dtype.fields else []
+    dtype = np.dtype(fields + [(k, v.dtype) for k, v in extras.items()])
+    out = np.empty(points.shape, dtype)
+    for n in names:
+        out[n] = points[n]
+    for k, v in extras.items():
+        out[k] = v
+    return out
+
+
+def write_pcd(path: str | Path, points: np.ndarray, extras: dict[str, np.ndarray] | None = None) -> Path:
+    """Write structured ``points`` (and any per-point ``extras`` as further fields) as a binary PCD
+    (little-endian, packed); returns the path."""
+    points = with_extras(points, extras)
     packed = np.ascontiguousarray(points, dtype=points.dtype.newbyteorder("<"))
     with atomic_write(path) as fh:
         fh.write(pcd_header(packed.dtype, packed.size))

@@ -229,3 +229,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     "rain_threshold_sweep": rain_threshold_sweep,
     "fog_max_range": fog_max_range,
 }
+
+from rt_lidar.validation.beam_experiments import BEAM_EXPERIMENTS  # noqa: E402  (beam model, issue 5)
+
+EXPERIMENTS.update(BEAM_EXPERIMENTS)

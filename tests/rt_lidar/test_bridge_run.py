@@ -205,8 +205,9 @@ def test_with_reconnect_the_controller_waits_for_the_server_and_goes_on(tmp_path
     helper.start()
     try:
         summary = run_controller(
-            RunOptions(airsim=f"127.0.0.1:{port}", preset="VLP-16", lockstep=True, frames=8, out=str(tmp_path),
-                       progress=False, timeout_s=5.0, reconnect=True, reconnect_timeout_s=20.0)
+            RunOptions(airsim=f"127.0.0.1:{port}", preset="VLP-16", lockstep=True, frames=8,
+                       out=str(tmp_path), progress=False, timeout_s=5.0, reconnect=True,
+                       reconnect_timeout_s=20.0)
         )  # fmt: skip
     finally:
         helper.join()

@@ -1,0 +1,100 @@
+"""The waveform kernel: clustering, peak picking, return modes, echo pulse width; CUDA parity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns, waveform_returns
+from kernels.xp import cupy_available
+
+C = 0.299792458  # m/ns
+THR = 5e-9
+
+
+def _t(r: float) -> float:
+    return 2 * r / C
+
+
+def _two_planes(n: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """Pulse 0: 4 sub-rays at 10 m and 3 at 12 m; pulse 1: all at 10 m; pulse 2: nothing."""
+    t = np.array([[_t(10)] * 4 + [_t(12)] * 3, [_t(10)] * n, [np.inf] * n])
+    a = np.array([[1e-7] * 4 + [1e-7] * 3, [1e-7] * n, [0] * n], np.float32)
+    return t, a
+
+
+def test_single_echo_is_exact_in_time_height_and_width():
+    t = np.array([[_t(23.456)]])
+    a = np.array([[3e-6]], np.float32)
+    r = waveform_returns(t, a, 6.0, THR, "strongest", _t(1.0))
+    assert r.t_ns[0] * C / 2 == pytest.approx(23.456, abs=1e-4)
+    assert r.amp[0] == pytest.approx(3e-6, rel=1e-4)
+    assert r.epw_ns[0] == pytest.approx(single_echo_epw_ns(3e-6, THR, 6.0), rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("kind", "ranges"),
+    [
+        ("strongest", [10]),
+        ("last", [12]),
+        ("first", [10]),
+        ("strongest_last", [10, 12]),
+        ("two_strongest", [10, 12]),
+    ],
+)
+def test_return_modes_on_two_planes(kind, ranges):
+    t, a = _two_planes()
+    r = waveform_returns(t, a, 6.0, THR, kind, _t(1.0))
+    p0 = r.pulse == 0
+    np.testing.assert_allclose(r.t_ns[p0] * C / 2, ranges, atol=1e-3)
+    np.testing.assert_array_equal(r.return_id[p0], np.arange(len(ranges)))
+    assert (r.pulse == 1).sum() == 1 and (r.pulse == 2).sum() == 0
+
+
+def test_min_separation_suppresses_the_weaker_close_peak():
+    t = np.array([[_t(10.0), _t(11.5)]])
+    a = np.array([[1e-6, 5e-7]], np.float32)
+    assert waveform_returns(t, a, 3.0, THR, "two_strongest", _t(1.0)).pulse.size == 2
+    one = waveform_returns(t, a, 3.0, THR, "two_strongest", _t(2.0))
+    assert one.pulse.size == 1 and one.t_ns[0] * C / 2 == pytest.approx(10.0, abs=0.01)
+
+
+def test_strongest_last_reports_the_second_strongest_when_the_strongest_is_last():
+    t = np.array([[_t(10.0), _t(20.0), _t(30.0)]])
+    a = np.array([[2e-8, 3e-8, 9e-8]], np.float32)
+    r = waveform_returns(t, a, 6.0, THR, "strongest_last", _t(1.0))
+    np.testing.assert_allclose(r.t_ns * C / 2, [20.0, 30.0], atol=1e-3)
+
+
+def test_multi_returns_up_to_n_and_far_echoes_get_their_own_grid():
+    t = np.array([[_t(5.0), _t(40.0), _t(90.0), _t(150.0)]])
+    a = np.array([[4e-8, 3e-8, 2e-8, 1e-8]], np.float32)
+    r = waveform_returns(t, a, 6.0, THR, "multi", _t(1.0), max_returns=3)
+    np.testing.assert_allclose(r.t_ns * C / 2, [5.0, 40.0, 90.0], atol=1e-3)
+    assert r.echo.tolist() == [0, 1, 2]
+
+
+def test_echo_pulse_width_grows_with_power_and_below_threshold_nothing():
+    p = np.array([[1.2 * THR], [10 * THR], [1e3 * THR], [0.9 * THR]], np.float32)
+    t = np.full(p.shape, _t(20.0))
+    r = waveform_returns(t, p, 6.0, THR, "strongest", _t(1.0))
+    assert r.pulse.tolist() == [0, 1, 2]
+    assert np.all(np.diff(r.epw_ns) > 0)
+    assert pulse_sigma_ns(6.0) == pytest.approx(6.0 / 2.3548, rel=1e-4)
+
+
+@pytest.mark.skipif(not cupy_available(), reason="CuPy with a CUDA device is not available")
+def test_cuda_kernel_matches_numpy():
+    import cupy as cp
+
+    rng = np.random.default_rng(0)
+    t = rng.uniform(20, 600, (2000, 14))
+    a = (THR * 10 ** rng.uniform(-0.5, 4, t.shape)).astype(np.float32)
+    a[rng.random(t.shape) < 0.3] = 0
+    for kind in ("strongest", "strongest_last", "multi"):
+        ref = waveform_returns(t, a, 5.0, THR, kind, 6.0)
+        got = waveform_returns(cp.asarray(t), cp.asarray(a), 5.0, THR, kind, 6.0)
+        np.testing.assert_array_equal(cp.asnumpy(got.pulse), ref.pulse)
+        np.testing.assert_allclose(cp.asnumpy(got.t_ns), ref.t_ns, atol=1e-4)
+        np.testing.assert_allclose(cp.asnumpy(got.amp), ref.amp, rtol=1e-4)
+        np.testing.assert_allclose(cp.asnumpy(got.epw_ns), ref.epw_ns, atol=1e-3)

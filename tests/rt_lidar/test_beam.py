@@ -1,0 +1,160 @@
+"""The beam model end to end: sub-ray bundles, multiple returns, blooming, EPW, sunlight, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from scenes import glass_scene, targets_scene, wall_scene
+
+from rt_lidar.beam import BeamConfig, subray_directions, subray_pattern
+from rt_lidar.build import build_pipeline
+from rt_lidar.cli_beam import add_beam_arguments, beam_from_args
+from rt_lidar.errors import ConfigError, PresetError
+from rt_lidar.physics import PhysicsConfig
+from rt_lidar.points import POINT_DTYPE, PointFlag
+from rt_lidar.presets import load_preset, preset_from_dict, preset_to_dict
+from rt_lidar.sinks.pcd import read_pcd, with_extras, write_pcd
+from rt_lidar.validation.beam_experiments import BEAM_CHECKS, BEAM_EXPERIMENTS
+from unreal_bridge.world import Scene
+
+# sha256[:16] of scan 1's bytes, seed 3, computed with the single-ray pipeline of git main before the
+# beam model (5bd7f56): one sub-ray must give exactly these
+GOLDEN = {
+    "street": ("VLP-16", "5d1c45c8b946a208", 28928, 2650),
+    "targets": ("OS1-64", "5ea8fc1ae490d5a3", 65536, 64556),
+    "glass": ("VLP-16", "459f16fdbb161955", 28928, 28894),
+}
+SCENES: dict[str, Callable[[], str | Scene]] = {
+    "street": lambda: "street",
+    "targets": lambda: targets_scene(["plate_sheeting", "lane_paint", "glass"], 12.0),
+    "glass": lambda: glass_scene(6.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+@pytest.mark.parametrize("beam", [None, BeamConfig(sub_rays=1, return_mode="strongest")])
+def test_one_sub_ray_is_the_single_ray_pipeline_byte_for_byte(name, beam):
+    preset, digest, fired, dropped = GOLDEN[name]
+    scan = build_pipeline(preset, SCENES[name](), seed=3, physics=PhysicsConfig(beam=beam)).pipeline.scans(2)[
+        1
+    ]
+    assert hashlib.sha256(scan.points.tobytes()).hexdigest()[:16] == digest
+    assert (scan.fired, scan.dropped) == (fired, dropped)
+
+
+def test_pattern_rings_weights_and_directions():
+    p = load_preset("VLP-16")
+    one = subray_pattern(p, 1)
+    assert one.weights.tolist() == [1.0] and not one.offsets_rad.any()
+    for n in (7, 19, 10):
+        pat = subray_pattern(p, n)
+        assert len(pat) == n and pat.weights.sum() == pytest.approx(1.0, abs=1e-6)
+        assert pat.weights[0] == pat.weights.max()  # Gaussian: the centre weighs most
+        wh = p.optics.beam_divergence_h_mrad * 0.5e-3 * p.optics.footprint_extent
+        wv = p.optics.beam_divergence_v_mrad * 0.5e-3 * p.optics.footprint_extent
+        outer = np.hypot(pat.offsets_rad[:, 0] / wh, pat.offsets_rad[:, 1] / wv)
+        assert outer.max() == pytest.approx(1.0, rel=1e-6) and pat.radius.max() == pytest.approx(1.0)
+    d = np.array([[1.0, 0.0, 0.0], [0.0, 0.6, 0.8]], np.float32)
+    sub = subray_directions(d, subray_pattern(p, 7)).reshape(2, 7, 3)
+    np.testing.assert_array_equal(sub[:, 0], d)
+    np.testing.assert_allclose(np.linalg.norm(sub, axis=2), 1.0, atol=1e-6)
+    ang = np.degrees(np.arccos(np.clip(np.einsum("pnk,pk->pn", sub, d), -1, 1)))
+    assert ang.max() < 0.2
+
+
+def test_beam_config_and_preset_fields_are_validated():
+    with pytest.raises(ConfigError, match="sub_rays"):
+        BeamConfig(sub_rays=0)
+    with pytest.raises(ConfigError, match="return_mode"):
+        BeamConfig(return_mode="loudest")
+    with pytest.raises(ConfigError, match="offers"):
+        build_pipeline("Mid-40", wall_scene(10.0), physics=PhysicsConfig(beam=BeamConfig(return_mode="last")))
+    d = preset_to_dict(load_preset("VLP-16"))
+    d["optics"].update(beam_profile="table", beam_profile_h_mrad=[-2, 0, 2], beam_profile_v_mrad=[-1, 1])
+    with pytest.raises(PresetError, match="beam_profile_table"):
+        preset_from_dict(d, "t.toml")
+    d["optics"]["beam_profile_table"] = [0.1, 1.0, 0.1, 0.1, 1.0, 0.1]
+    p = preset_from_dict(d, "t.toml")
+    pat = subray_pattern(p, 7)
+    assert pat.weights.sum() == pytest.approx(1.0, abs=1e-6) and pat.weights[0] == pat.weights.max()
+
+
+def test_dual_returns_and_dropped_counts_pulses():
+    """A wall at 20 m and, in front of it, a panel at 12 m: the panel's edges give two returns per pulse;
+    ``Scan.dropped`` counts pulses without a return, not fired minus points."""
+    preset = load_preset("VLP-16")
+    scene = targets_scene(["concrete"], 12.0, width_m=1.0)
+    wall = wall_scene(20.0).objects[0]
+    scene = dataclasses.replace(scene, objects=[*scene.objects, wall])
+    cfg = PhysicsConfig(beam=BeamConfig(sub_rays=7, return_mode="dual"), range_noise=False)
+    scan = build_pipeline(preset, scene, physics=cfg).pipeline.scans(1)[0]
+    pts = scan.points
+    second = pts[pts["return_id"] == 1]
+    assert second.size > 0
+    assert scan.points.size > scan.fired - scan.dropped  # more points than returning pulses
+    assert scan.fired - scan.dropped == int((pts["return_id"] == 0).sum())
+    r2 = np.sqrt(second["x"] ** 2 + second["y"] ** 2 + second["z"] ** 2)
+    assert np.all(r2 > 12.5)  # the second return of a panel edge is the wall behind
+
+
+@pytest.mark.parametrize("name", list(BEAM_EXPERIMENTS))
+def test_beam_validation_experiments_pass_their_checks(name, tmp_path):
+    metrics = BEAM_EXPERIMENTS[name](tmp_path)
+    failed = [d for d, check in BEAM_CHECKS[name] if not check(metrics)]
+    assert not failed, (failed, metrics)
+    assert (tmp_path / f"{name}.png").is_file()
+
+
+def test_epw_travels_with_the_scan_into_pcd(tmp_path):
+    cfg = PhysicsConfig(beam=BeamConfig(epw=True))
+    scan = build_pipeline(
+        "VLP-16", targets_scene(["asphalt", "plate_sheeting"], 15.0), physics=cfg
+    ).pipeline.scans(1)[0]
+    epw = scan.extras["epw_ns"]
+    assert epw.shape == scan.points.shape and (epw > 0).all()
+    path = write_pcd(tmp_path / "a.pcd", scan.points, scan.extras)
+    back = read_pcd(path, with_extras(scan.points[:0], {"epw_ns": epw[:0]}).dtype)
+    np.testing.assert_array_equal(back["epw_ns"], epw)
+    assert (
+        b"FIELDS x y z intensity reflectivity ring t return_id flags segment epw_ns"
+        in path.read_bytes()[:300]
+    )
+    plain = build_pipeline("VLP-16", wall_scene(10.0)).pipeline.scans(1)[0]
+    assert plain.extras == {} and with_extras(plain.points, plain.extras).dtype == POINT_DTYPE
+
+
+def test_sunlight_adds_noise_and_blinds_near_the_sun():
+    preset = load_preset("VLP-16")
+    scene = wall_scene(30.0, material="concrete")
+    night = build_pipeline(preset, scene, physics=PhysicsConfig()).pipeline.scans(1)[0]
+    sun = (-1.0, 0.0, 0.05)  # low sun behind the sensor lights the wall; the sensor looks at it at az 180
+    day = build_pipeline(
+        preset, scene, physics=PhysicsConfig(sun_illuminance_lux=100_000.0, sun_direction=sun)
+    )
+    scan = day.pipeline.scans(1)[0]
+    noise = (scan.points["flags"] & PointFlag.AMBIENT_NOISE) != 0
+    assert noise.sum() > 0 and not ((night.points["flags"] & PointFlag.AMBIENT_NOISE) != 0).any()
+    az = np.degrees(np.arctan2(scan.points["y"], scan.points["x"]))
+    el = np.degrees(np.arctan2(scan.points["z"], np.hypot(scan.points["x"], scan.points["y"])))
+    near_sun = (np.abs(np.abs(az) - 180.0) < 1.0) & (np.abs(el - 2.9) < 1.0)
+    assert near_sun.any() and noise[near_sun].all()  # blinded: only noise where the sun is
+    front = scan.points[(scan.points["x"] > 0) & ~noise]
+    err = front["x"] - 30.0
+    assert float(err.std()) > 0.9 * float((night.points[night.points["x"] > 0]["x"] - 30.0).std())
+
+
+def test_cli_arguments():
+    ap = argparse.ArgumentParser()
+    add_beam_arguments(ap)
+    assert beam_from_args(ap.parse_args([])) is None
+    cfg = beam_from_args(ap.parse_args(["--sub-rays", "7", "--return-mode", "dual", "--epw"]))
+    assert cfg == BeamConfig(sub_rays=7, return_mode="dual", epw=True)
+    with pytest.raises(SystemExit):
+        ap.parse_args(["--sub-rays", "0"])
+    with pytest.raises(SystemExit):
+        ap.parse_args(["--return-mode", "first"])
