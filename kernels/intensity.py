@@ -110,10 +110,12 @@ def calibrated_reflectivity_output(
     """
     xp = array_module(effective_refl)
     s = xp.maximum(effective_refl, 0.0)
-    diffuse = xp.minimum(s, 1.0) * diffuse_max
-    frac = xp.clip(xp.log10(xp.maximum(s, 1.0)) / xp.log10(retro_saturation), 0.0, 1.0)
-    retro = (diffuse_max + 1.0) + frac * (intensity_max - diffuse_max - 1.0)
-    return xp.where(s > 1.0, retro, diffuse)
+    out = xp.minimum(s, 1.0) * diffuse_max
+    bright = xp.nonzero(s > 1.0)[0]  # few points: the log only where it is needed
+    if bright.size:
+        frac = xp.clip(xp.log10(s[bright]) / xp.log10(retro_saturation), 0.0, 1.0)
+        out[bright] = (diffuse_max + 1.0) + frac * (intensity_max - diffuse_max - 1.0)
+    return out
 
 
 def received_power_output(

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from rt_lidar.cli_beam import add_beam_arguments, beam_from_args
+from rt_lidar.cli_rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli_sinks import add_replay_parser, add_sink_argument
 from rt_lidar.cli_validate import add_weather_arguments, weather_from_args
 from rt_lidar.errors import RtLidarError
@@ -31,6 +32,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         weather=weather_from_args(args),
         beam=beam_from_args(args),
         sinks=tuple(args.sinks),
+        rinet=resolve_rinet_model(args.rinet),
     )
     summary = run_demo(opts)
     print(json.dumps(summary, indent=2, default=str))
@@ -127,11 +129,13 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     add_weather_arguments(p)
     add_beam_arguments(p)
     add_sink_argument(p)
+    add_rinet_argument(p)
     p.set_defaults(func=_cmd_demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every sub-command."""
+    from rt_lidar.cli_generate import add_generate_parser
     from rt_lidar.cli_presets import add_presets_parser
     from rt_lidar.cli_validate import add_validate_parser
     from rt_lidar.cli_view import add_view_parser
@@ -145,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_view_parser(sub)
     add_validate_parser(sub)
     add_replay_parser(sub)
+    add_rinet_parser(sub)
+    add_generate_parser(sub)
     return parser
 
 

@@ -11,19 +11,25 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rt_lidar.beam import BeamConfig
 from rt_lidar.build import build_pipeline
 from rt_lidar.controller import BridgeSource, bridge_pipeline
 from rt_lidar.physics import PhysicsConfig
 from rt_lidar.presets import load_preset, preset_to_dict
+from rt_lidar.rinet.stage import rgb_from_airsim
 from rt_lidar.runner import drive_scans
 from rt_lidar.serve import ServeOptions, start_embedded_server
+from rt_lidar.sweep import Scan
 from rt_lidar.weather import WeatherConfig
-from unreal_bridge import AirSimClient
+from unreal_bridge import AirSimClient, ImageRequest
+from unreal_bridge.world import CameraSpec, Pose
 
-__all__ = ["DemoOptions", "run_demo"]
+if TYPE_CHECKING:
+    from rt_lidar.rinet.stage import RinetStage
+
+__all__ = ["RINET_CAMERA", "DemoOptions", "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,26 @@ class DemoOptions:
     """Rain, fog, snow; None = clear air (the embedded server's simSetWeatherParameter applies then)."""
     beam: BeamConfig | None = None
     """Sub-rays, return mode, echo pulse width; None = what the preset says."""
+    rinet: str | None = None
+    """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
+
+
+RINET_CAMERA = CameraSpec(width=512, height=288, fov_deg=90.0)
+"""The camera the bundled RINet model was trained with (the embedded camera's default mount)."""
+
+
+def _rinet_stage(opts: DemoOptions, sensor_mount: Pose, intensity_max: float) -> RinetStage | None:
+    if opts.rinet is None:
+        return None
+    from rt_lidar.rinet.stage import RinetStage
+
+    return RinetStage(opts.rinet, RINET_CAMERA, sensor_mount, intensity_max=intensity_max)
+
+
+def _rinet_summary(opts: DemoOptions, stage: RinetStage | None) -> dict[str, Any] | None:
+    if stage is None or stage.last is None:
+        return None
+    return {"model": opts.rinet, **asdict(stage.last)}
 
 
 def run_demo(opts: DemoOptions) -> dict[str, Any]:
@@ -58,6 +84,7 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
     )
     scenario = {"demo": asdict(opts)}
     t_build = time.perf_counter()
+    imax = preset.output.intensity_max
     if opts.in_process:
         built = build_pipeline(
             preset,
@@ -67,10 +94,19 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
             prefetch=True,
             physics=PhysicsConfig(weather=opts.weather, beam=opts.beam),
         )
+        world = built.world
+        stage = _rinet_stage(opts, world.scene.sensor_mount, imax)
+
+        def render_post(scan: Scan) -> Scan:
+            assert stage is not None
+            rgb = world.render_camera(RINET_CAMERA, stage.camera_time_ns(scan) * 1e-9).rgb
+            return stage.apply(scan, rgb)
+
         try:
             result = drive_scans(
-                built.pipeline, preset, opts.frames, out, opts.sinks, scenario, opts.progress
-            )
+                built.pipeline, preset, opts.frames, out, opts.sinks, scenario, opts.progress,
+                post=render_post if stage is not None else None,
+            )  # fmt: skip
         finally:
             built.pipeline.close()
         result.summary["bridge"] = None
@@ -78,22 +114,31 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
         served = start_embedded_server(
             ServeOptions(port=0, scene=opts.scene, preset=preset.name, seed=opts.seed)
         )
+        served.sim.camera = RINET_CAMERA
+        stage = _rinet_stage(opts, served.sim.world.scene.sensor_mount, imax)
         try:
             with AirSimClient("127.0.0.1", served.port, timeout=60.0) as client:
                 client.confirm_connection()
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
                 pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam)
+
+                def bridge_post(scan: Scan) -> Scan:
+                    assert stage is not None
+                    (image,) = client.sim_get_images([ImageRequest("0", 0, False, False)])
+                    return stage.apply(scan, rgb_from_airsim(image))
+
                 try:
                     result = drive_scans(
-                        pipe, preset, opts.frames, out, opts.sinks, scenario, opts.progress, True
-                    )
+                        pipe, preset, opts.frames, out, opts.sinks, scenario, opts.progress, True,
+                        post=bridge_post if stage is not None else None,
+                    )  # fmt: skip
                 finally:
                     pipe.close()
-                st = source.stats
-                result.summary["bridge"] = st.as_dict(f"127.0.0.1:{served.port}")
+                result.summary["bridge"] = source.stats.as_dict(f"127.0.0.1:{served.port}")
         finally:
             served.close()
+    result.summary["rinet"] = _rinet_summary(opts, stage)
     result.summary["build_time_s"] = time.perf_counter() - t_build - result.summary["wall_time_s"]
     (out / "summary.json").write_text(json.dumps(result.summary, indent=2, default=str))
     return result.summary

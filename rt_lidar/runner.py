@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,12 +42,14 @@ def drive_scans(
     progress: bool = True,
     lockstep: bool = False,
     stop_on: tuple[type[BaseException], ...] = (),
+    post: Callable[[Scan], Scan] | None = None,
 ) -> RunResult:
     """Run ``pipeline`` until ``frames`` scans came out; every scan goes to ``out/scans`` as PCD + KITTI
     and to the extra ``sinks``; writes ``out/range_image.png`` and ``out/summary.json``.
 
     An exception of a type in ``stop_on`` (e.g. the server going away) ends the run early: the scans
     already written stay complete, the summary says what happened, and the error is returned.
+    ``post`` transforms each finished scan before the sinks see it (the RINet stage).
     """
     if frames < 1:
         raise ValueError(f"--frames must be >= 1, got {frames}")
@@ -73,6 +75,10 @@ def drive_scans(
                 break
             compute_s += time.perf_counter() - t0
             for scan in scans[: frames - len(counts)]:
+                if post is not None:
+                    t_post = time.perf_counter()
+                    scan = post(scan)
+                    compute_s += time.perf_counter() - t_post
                 fan.write(scan)
                 counts.append(int(scan.points.size))
                 fired += scan.fired

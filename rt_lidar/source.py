@@ -120,6 +120,10 @@ def _interpolated_sensor_poses(world: World, t_ns: np.ndarray) -> tuple[np.ndarr
     flip = np.einsum("ij,ij->i", q_s[1:], q_s[:-1]) < 0  # keep neighbours in one hemisphere
     q_s[1:][np.cumsum(flip) % 2 == 1] *= -1.0
     pos = np.stack([np.interp(t, ts, p_s[:, i]) for i in range(3)], axis=1)
+    if bool(np.all(q_s == q_s[0])):
+        # not turning (a straight road): one orientation for all, computed exactly as below
+        q = q_s[:1] / np.sqrt(np.einsum("ij,ij->i", q_s[:1], q_s[:1]))[:, None]
+        return pos, np.broadcast_to(q, (t.size, 4))
     quat = np.stack([np.interp(t, ts, q_s[:, i]) for i in range(4)], axis=1)
     quat /= np.sqrt(np.einsum("ij,ij->i", quat, quat))[:, None]
     return pos, quat

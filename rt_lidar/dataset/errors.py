@@ -1,0 +1,21 @@
+"""Errors of the dataset generator; each names the file, the field and what is allowed."""
+
+from __future__ import annotations
+
+from rt_lidar.errors import ConfigError, RtLidarError
+
+__all__ = ["DatasetError", "SweepError"]
+
+
+class SweepError(ConfigError):
+    """A sweep file is invalid: ``source`` (the file), ``field`` (dotted path) and the problem."""
+
+    def __init__(self, source: str, field: str, problem: str) -> None:
+        self.source = source
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{source}: field '{field}': {problem}")
+
+
+class DatasetError(RtLidarError):
+    """An output folder does not fit the sweep (e.g. a sequence holds a different run)."""

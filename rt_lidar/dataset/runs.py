@@ -1,0 +1,93 @@
+"""Expanding a sweep into runs: every scene x trajectory x sensor x weather x seed, with stable ids.
+
+A run's id is made of its parts' names (``street.1_scene_vlp-16_rain20_s0``), so it does not depend on
+the order of the sweep file; its ``sequence`` number (the ``sequences/NN`` folder) is its place in the
+expansion order. The :func:`run_digest` of a run's whole description tells a finished sequence of
+this run from one of another sweep.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from rt_lidar.dataset.labels import LabelRule
+from rt_lidar.dataset.sweep_spec import CameraSettings, SceneSpec, SensorSpec, SweepSpec, TrajectorySpec
+from rt_lidar.weather import WeatherConfig
+
+__all__ = ["RunSpec", "expand_runs", "run_digest", "run_to_dict", "sequence_name", "weather_label"]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one Ray task needs to write one sequence."""
+
+    run_id: str
+    sequence: int
+    scene: SceneSpec
+    trajectory: TrajectorySpec
+    sensor: SensorSpec
+    weather: WeatherConfig
+    seed: int
+    frames: int
+    sim_hz: float
+    camera: CameraSettings
+    labels: tuple[LabelRule, ...] = ()
+
+    @property
+    def sequence_name(self) -> str:
+        """The ``sequences/`` folder name: two digits or more."""
+        return sequence_name(self.sequence)
+
+
+def sequence_name(index: int) -> str:
+    """``00``, ``01``, ..., ``99``, ``100``, ..."""
+    return f"{index:02d}"
+
+
+def _g(v: float) -> str:
+    return f"{v:g}".replace(".", "p").replace("-", "m")
+
+
+def weather_label(w: WeatherConfig) -> str:
+    """``clear``, or the non-zero parts: ``rain20``, ``fog150``, ``snow2p5``, joined by ``-``."""
+    parts = []
+    if w.rain_mm_h:
+        parts.append(f"rain{_g(w.rain_mm_h)}")
+    if w.fog_visibility_m is not None:
+        parts.append(f"fog{_g(w.fog_visibility_m)}")
+    if w.snow_mm_h:
+        parts.append(f"snow{_g(w.snow_mm_h)}")
+    return "-".join(parts) or "clear"
+
+
+def expand_runs(spec: SweepSpec) -> list[RunSpec]:
+    """All runs of ``spec`` in a fixed order (scenes, then trajectories, sensors, weathers, seeds)."""
+    runs: list[RunSpec] = []
+    combos = itertools.product(spec.scenes, spec.trajectories, spec.sensors, spec.weathers, spec.seeds)
+    for i, (scene, traj, sensor, weather, seed) in enumerate(combos):
+        rid = f"{scene.name}_{traj.name}_{sensor.name}_{weather_label(weather)}_s{seed}"
+        runs.append(
+            RunSpec(rid, i, scene, traj, sensor, weather, seed, spec.frames, spec.sim_hz, spec.camera,
+                    spec.labels)
+        )  # fmt: skip
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        dup = sorted({r for r in ids if ids.count(r) > 1})
+        raise ValueError(f"{spec.source}: runs with the same id: {', '.join(dup[:5])}")
+    return runs
+
+
+def run_to_dict(run: RunSpec) -> dict[str, Any]:
+    """The run as plain JSON-able data (tuples as lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(run)))
+
+
+def run_digest(run: RunSpec) -> str:
+    """SHA-256 (hex, 16 chars) of the run's canonical JSON: equal digests mean equal output."""
+    text = json.dumps(run_to_dict(run), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,226 @@
+"""One run -> one SemanticKITTI / KITTI-odometry sequence, written whole or not at all.
+
+``sequences/NN/``: ``velodyne/NNNNNN.bin`` (float32 x, y, z, reflectance in [0, 1]),
+``labels/NNNNNN.label`` (uint32: semantic class low 16 bits, segmentation id high 16),
+``image_2/NNNNNN.png`` (when the sweep asks for images), ``calib.txt`` (``P0:``..``P3:`` and ``Tr:``
+velodyne -> camera 0), ``poses.txt`` (camera 0 in the first frame's camera 0, 12 numbers a line, as
+SemanticKITTI), ``times.txt`` (scan start, s) and ``run.json`` (the run, so it can be reproduced).
+
+The sequence is written into ``sequences/.NN.partial-<pid>-<random>`` and renamed to ``NN`` when
+complete; a sequence folder therefore always holds a whole run. Output depends only on the run (its
+sweep entries and seed): the same run gives the same bytes on any worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from rt_lidar.build import build_pipeline
+from rt_lidar.dataset.errors import DatasetError
+from rt_lidar.dataset.labels import DEFAULT_RULES, LabelRule, class_lut, make_labels
+from rt_lidar.dataset.runs import RunSpec, run_digest, run_to_dict
+from rt_lidar.dataset.sweep_spec import CameraSettings, MountSpec, SceneSpec, TrajectorySpec
+from rt_lidar.physics import PhysicsConfig
+from rt_lidar.pipeline import Pipeline
+from rt_lidar.sinks.kitti import to_kitti_array
+from rt_lidar.sweep import Scan
+from unreal_bridge.world import (
+    CameraSpec,
+    ConstantVelocity,
+    Pose,
+    Scene,
+    StaticTrajectory,
+    Trajectory,
+    WaypointTrajectory,
+    World,
+    load_mesh_file,
+    street_scene,
+)
+
+__all__ = [
+    "RunResult",
+    "build_run",
+    "calibration",
+    "partial_dirs",
+    "sequence_state",
+    "write_run",
+]
+
+RUN_FILE = "run.json"
+PARTIAL = ".partial-"
+# velodyne frame -> camera optical frame (z along the axis, x right = mount -y, y down = mount -z)
+_MOUNT_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one run wrote (``skipped``: the sequence was already complete)."""
+
+    run_id: str
+    sequence: int
+    frames: int
+    points: int
+    wall_s: float
+    skipped: bool = False
+    worker_pid: int = 0
+
+
+def _pose(m: MountSpec) -> Pose:
+    r, p, y = np.radians(m.rpy_deg)
+    return Pose.from_xyz_rpy(*m.xyz, roll=float(r), pitch=float(p), yaw=float(y))
+
+
+def _trajectory(t: TrajectorySpec) -> Trajectory | None:
+    yaw = float(np.radians(t.yaw_deg))
+    start = Pose.from_xyz_rpy(*t.start, yaw=yaw)
+    if t.kind == "static":
+        return StaticTrajectory(start)
+    if t.kind == "constant_velocity":
+        v = (t.speed_mps * np.cos(yaw), t.speed_mps * np.sin(yaw), 0.0)
+        return ConstantVelocity(start, v, yaw_rate=float(np.radians(t.yaw_rate_deg_s)))
+    if t.kind == "waypoints":
+        return WaypointTrajectory(t.times, t.positions)
+    return None
+
+
+def _scene(spec: SceneSpec) -> tuple[Scene, list[LabelRule]]:
+    if spec.kind == "street":
+        return street_scene(spec.seed, spec.length_m, spec.ego_speed), []
+    objects = load_mesh_file(spec.path, name=spec.name, material=spec.material, segment_id=1, y_up=spec.y_up)
+    return Scene(objects=objects), [LabelRule(f"{spec.name}*", "*", spec.label)]
+
+
+def _main_material(world: World, index: int) -> str:
+    obj = world.scene.objects[index]
+    if obj.face_material.size == 0:
+        return ""
+    return world.material_names[int(np.bincount(obj.face_material).argmax())]
+
+
+def build_run(run: RunSpec) -> tuple[Pipeline, World, np.ndarray]:
+    """The pipeline of ``run``, its world and its class table (:func:`~rt_lidar.dataset.labels.class_lut`)."""
+    scene, extra_rules = _scene(run.scene)
+    ego = _trajectory(run.trajectory)
+    if ego is not None:
+        scene.ego = ego
+    scene.sensor_mount = _pose(run.sensor.mount)
+    world = World(scene)
+    weather = None if run.weather.is_clear else run.weather
+    built = build_pipeline(
+        run.sensor.preset, world, seed=run.seed, sim_hz=run.sim_hz, physics=PhysicsConfig(weather=weather)
+    )
+    ids = world.segment_ids()
+    objects = [(n, ids[n], _main_material(world, i)) for i, n in enumerate(world.objects)]
+    try:
+        lut = class_lut(objects, [*run.labels, *extra_rules, *DEFAULT_RULES])
+    except ValueError as exc:
+        raise DatasetError(f"run {run.run_id}: {exc}") from None
+    return built.pipeline, world, lut
+
+
+def _camera_spec(c: CameraSettings) -> CameraSpec:
+    return CameraSpec(c.width, c.height, c.fov_deg, _pose(c.mount))
+
+
+def calibration(run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
+    """(P2 (3, 4), Tr (4, 4) velodyne -> camera 0) of the run's camera and lidar mounts."""
+    cam = _camera_spec(run.camera)
+    p2 = np.hstack([cam.intrinsics(), np.zeros((3, 1))])
+    ego_opt = cam.mount.matrix()
+    ego_opt[:3, :3] = ego_opt[:3, :3] @ _MOUNT_TO_OPTICAL
+    return p2, np.linalg.inv(ego_opt) @ _pose(run.sensor.mount).matrix()
+
+
+def _row(m: np.ndarray) -> str:
+    return " ".join(f"{v:.12e}" for v in np.asarray(m, dtype=np.float64).reshape(-1)[:12])
+
+
+def _sensor_matrix(scan: Scan) -> np.ndarray:
+    return Pose(scan.sensor_position, scan.sensor_rotation).matrix()
+
+
+def sequence_state(run: RunSpec, out: str | Path) -> str:
+    """``complete`` (this run, whole), ``foreign`` (another run's sequence), ``partial`` (only an
+    unfinished temporary folder) or ``missing``."""
+    seq = Path(out) / "sequences" / run.sequence_name
+    if seq.is_dir():
+        try:
+            digest = json.loads((seq / RUN_FILE).read_text()).get("digest")
+        except (OSError, ValueError):
+            return "foreign"
+        return "complete" if digest == run_digest(run) else "foreign"
+    return "partial" if partial_dirs(run, out) else "missing"
+
+
+def partial_dirs(run: RunSpec, out: str | Path) -> list[Path]:
+    """Temporary folders of unfinished attempts at ``run``."""
+    root = Path(out) / "sequences"
+    return sorted(root.glob(f".{run.sequence_name}{PARTIAL}*")) if root.is_dir() else []
+
+
+def write_run(run: RunSpec, out: str | Path) -> RunResult:
+    """Simulate ``run`` and write its sequence under ``out/sequences/``; returns what was written."""
+    t_wall = time.perf_counter()
+    root = Path(out) / "sequences"
+    final = root / run.sequence_name
+    if sequence_state(run, out) == "complete":
+        return RunResult(run.run_id, run.sequence, 0, 0, 0.0, skipped=True, worker_pid=os.getpid())
+    tmp = root / f".{run.sequence_name}{PARTIAL}{os.getpid()}-{secrets.token_hex(4)}"
+    (tmp / "velodyne").mkdir(parents=True)
+    try:
+        frames, points = _write_sequence(run, tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if sequence_state(run, out) != "complete":
+                raise DatasetError(f"{final}: exists and holds another run; use a new --out") from None
+            shutil.rmtree(tmp, ignore_errors=True)  # another attempt finished first
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return RunResult(run.run_id, run.sequence, frames, points, time.perf_counter() - t_wall,
+                     worker_pid=os.getpid())  # fmt: skip
+
+
+def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
+    pipeline, world, lut = build_run(run)
+    p2, tr = calibration(run)
+    camera = _camera_spec(run.camera) if run.camera.enabled else None
+    intensity_max = float(pipeline.preset.output.intensity_max)
+    (seq / "labels").mkdir()
+    if camera is not None:
+        (seq / "image_2").mkdir()
+    tr_inv = np.linalg.inv(tr)
+    poses, times, points = [], [], 0
+    cam0_first: np.ndarray | None = None
+    for k, scan in enumerate(pipeline.scans(run.frames)):
+        stem = f"{k:06d}"
+        (seq / "velodyne" / f"{stem}.bin").write_bytes(to_kitti_array(scan.points, intensity_max).tobytes())
+        labels = make_labels(scan.points["segment"], lut).astype("<u4")
+        (seq / "labels" / f"{stem}.label").write_bytes(labels.tobytes())
+        if camera is not None:
+            rgb = world.render_camera(camera, scan.start_ns * 1e-9).rgb
+            Image.fromarray(rgb).save(seq / "image_2" / f"{stem}.png", format="PNG")
+        cam0 = _sensor_matrix(scan) @ tr_inv  # camera 0 in the world
+        cam0_first = cam0 if cam0_first is None else cam0_first
+        poses.append(_row(np.linalg.inv(cam0_first) @ cam0))
+        times.append(f"{scan.start_ns * 1e-9:.6e}")
+        points += int(scan.points.size)
+    pipeline.close()
+    p_line = _row(p2)
+    calib = [f"P{i}: {p_line}" for i in range(4)] + [f"Tr: {_row(tr)}"]
+    (seq / "calib.txt").write_text("\n".join(calib) + "\n")
+    (seq / "poses.txt").write_text("\n".join(poses) + "\n")
+    (seq / "times.txt").write_text("\n".join(times) + "\n")
+    meta = {"digest": run_digest(run), "run": run_to_dict(run), "frames": run.frames, "points": points}
+    (seq / RUN_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return run.frames, points
