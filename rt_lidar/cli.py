@@ -46,7 +46,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     opts = ServeOptions(
         host=args.host, port=args.port, scene=args.scene, preset=args.preset, settings=args.settings,
-        seed=args.seed, paused=args.paused,
+        seed=args.seed, paused=args.paused, camera=args.camera,
     )  # fmt: skip
     served = start_embedded_server(opts)
     print(
@@ -54,8 +54,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         f"{opts.host}:{served.port} (AirSim API; Ctrl-C stops)",
         flush=True,
     )
+    stop = threading.Event()
+    if args.exit_with_stdin:
+        # a parent that started us (the demo) holds our stdin: when it goes, so do we
+        def watch_stdin() -> None:
+            sys.stdin.read()
+            stop.set()
+
+        threading.Thread(target=watch_stdin, daemon=True).start()
     try:
-        threading.Event().wait()
+        stop.wait()
     finally:
         served.close()
     return 0
@@ -72,6 +80,10 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--settings", default=None, help="AirSim settings.json whose lidar block sets the sensor")
     p.add_argument("--seed", type=int, default=0, help="scene seed")
     p.add_argument("--paused", action="store_true", help="start with the sim clock paused")
+    p.add_argument(
+        "--camera", default="640x360", metavar="WxH", help="embedded camera size (default 640x360)"
+    )
+    p.add_argument("--exit-with-stdin", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_serve)
 
 

@@ -1,26 +1,27 @@
 """``rt-lidar demo``: the embedded street seen by one sensor, written as PCD + KITTI + a range image.
 
 By default the demo goes the way a live session does: it starts the embedded AirSim-compatible server
-on loopback and runs the controller against it in lockstep (``rt-lidar serve`` + ``rt-lidar run`` in
-one process). ``in_process=True`` casts straight into the world instead, without the bridge.
+on loopback in its own process (``rt-lidar serve``) and runs the controller against it in lockstep
+(``rt-lidar run --lockstep``). ``in_process=True`` casts straight into the world instead, without the bridge.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rt_lidar.beam import BeamConfig
-from rt_lidar.build import build_pipeline
+from rt_lidar.build import build_pipeline, build_world
 from rt_lidar.controller import BridgeSource, bridge_pipeline
 from rt_lidar.physics import PhysicsConfig
 from rt_lidar.presets import load_preset, preset_to_dict
 from rt_lidar.rinet.stage import rgb_from_airsim
 from rt_lidar.runner import drive_scans
-from rt_lidar.serve import ServeOptions, start_embedded_server
+from rt_lidar.serve import ServeOptions, start_server_process
 from rt_lidar.sweep import Scan
 from rt_lidar.weather import WeatherConfig
 from unreal_bridge import AirSimClient, ImageRequest
@@ -72,6 +73,17 @@ def _rinet_summary(opts: DemoOptions, stage: RinetStage | None) -> dict[str, Any
     return {"model": opts.rinet, **asdict(stage.last)}
 
 
+def _stop(server: subprocess.Popen[str]) -> None:
+    """End the server process (closing its stdin is enough; terminate it if it lingers)."""
+    if server.stdin is not None:
+        server.stdin.close()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def run_demo(opts: DemoOptions) -> dict[str, Any]:
     """Run the demo; writes ``out/scans/*.pcd|*.bin``, ``range_image.png``, ``config.json`` and
     ``summary.json``; returns the summary.
@@ -111,13 +123,16 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
             built.pipeline.close()
         result.summary["bridge"] = None
     else:
-        served = start_embedded_server(
-            ServeOptions(port=0, scene=opts.scene, preset=preset.name, seed=opts.seed)
+        camera = f"{RINET_CAMERA.width}x{RINET_CAMERA.height}"
+        server, port = start_server_process(
+            ServeOptions(
+                port=0, scene=opts.scene, preset=preset.name, seed=opts.seed, camera=camera, paused=True
+            )
         )
-        served.sim.camera = RINET_CAMERA
-        stage = _rinet_stage(opts, served.sim.world.scene.sensor_mount, imax)
+        mount = build_world(opts.scene, seed=opts.seed).scene.sensor_mount if opts.rinet else Pose.identity()
+        stage = _rinet_stage(opts, mount, imax)
         try:
-            with AirSimClient("127.0.0.1", served.port, timeout=60.0) as client:
+            with AirSimClient("127.0.0.1", port, timeout=60.0) as client:
                 client.confirm_connection()
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
@@ -135,9 +150,9 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
                     )  # fmt: skip
                 finally:
                     pipe.close()
-                result.summary["bridge"] = source.stats.as_dict(f"127.0.0.1:{served.port}")
+                result.summary["bridge"] = source.stats.as_dict(f"127.0.0.1:{port}")
         finally:
-            served.close()
+            _stop(server)
     result.summary["rinet"] = _rinet_summary(opts, stage)
     result.summary["build_time_s"] = time.perf_counter() - t_build - result.summary["wall_time_s"]
     (out / "summary.json").write_text(json.dumps(result.summary, indent=2, default=str))

@@ -1,0 +1,61 @@
+"""``rt-lidar demo`` and friends run headless from the command line and write what they promise."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from pypcd4 import PointCloud
+
+from rt_lidar.cli import main
+from rt_lidar.points import POINT_FIELDS
+from rt_lidar.sinks import read_kitti_bin
+
+
+@pytest.mark.parametrize("mode", [[], ["--in-process"]])
+def test_demo_writes_scans_range_image_and_summary(tmp_path, mode, capsys):
+    out = tmp_path / "demo"
+    rc = main(["demo", "--preset", "VLP-16", "--frames", "3", "--quiet", "--out", str(out), *mode])
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["frames"] == 3
+    for key in ("points_per_scan_mean", "drop_fraction", "realtime_factor"):
+        assert summary[key] > 0 or key == "drop_fraction"
+    assert 0 <= summary["drop_fraction"] < 1
+    if not mode:
+        assert summary["bridge"]["extension"] is True and summary["bridge"]["sector_mismatches"] == 0
+    pcds = sorted((out / "scans").glob("*.pcd"))
+    bins = sorted((out / "scans").glob("*.bin"))
+    assert len(pcds) == len(bins) == 3
+    pc = PointCloud.from_path(pcds[0])
+    assert tuple(pc.fields) == POINT_FIELDS
+    assert pc.points == read_kitti_bin(bins[0]).shape[0] > 1000
+    assert (out / "range_image.png").stat().st_size > 1000
+    assert json.loads(capsys.readouterr().out)["frames"] == 3
+
+
+def test_bridge_and_in_process_demo_give_the_same_scans(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    args = ["demo", "--preset", "VLP-16", "--frames", "2", "--quiet", "--out"]
+    assert main([*args, str(a)]) == 0
+    assert main([*args, str(b), "--in-process"]) == 0
+    for name in ("000000.bin", "000001.bin"):
+        np.testing.assert_array_equal(read_kitti_bin(a / "scans" / name), read_kitti_bin(b / "scans" / name))
+
+
+def test_bad_input_gets_one_clear_line(tmp_path, capsys):
+    assert main(["demo", "--preset", "NOPE-1", "--frames", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "NOPE-1" in err and "Traceback" not in err
+    assert main(["demo", "--frames", "0", "--quiet", "--in-process", "--out", str(tmp_path)]) == 2
+    assert "--frames must be >= 1" in capsys.readouterr().err
+
+
+def test_console_script_runs():
+    proc = subprocess.run(
+        [sys.executable, "-m", "rt_lidar.cli", "presets", "list"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and "HDL-64E" in proc.stdout
