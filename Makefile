@@ -55,7 +55,7 @@ unit: sysdeps $(STAMP) peers
 test: lint typecheck unit
 
 bench: $(STAMP)
-	$(BIN)/python tools/bench/run_all.py --out docs/bench
+	$(BIN)/python tools/bench/run_all.py --out docs/bench; $(BIN)/python tools/bench/write_report.py
 
 clean:
 	rm -rf $(VENV) .venv-airsim .venv-ouster out .mypy_cache .pytest_cache .ruff_cache

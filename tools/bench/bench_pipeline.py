@@ -24,13 +24,14 @@ from rt_lidar.sinks import write_kitti_bin, write_pcd
 def bench_preset(name: str, scans: int, sim_hz: float, world_seed: int = 0) -> dict[str, float | int | str]:
     """Figures of ``scans`` scans of preset ``name`` (after one warm-up scan)."""
     world = build_world("street", seed=world_seed)
-    built = build_pipeline(name, world, sim_hz=sim_hz)
+    built = build_pipeline(name, world, sim_hz=sim_hz, prefetch=True)
     pipe = built.pipeline
     pipe.scans(1)
     sim0 = pipe.sim_time_s
     t0 = time.perf_counter()
     out = pipe.scans(scans)
     compute = time.perf_counter() - t0
+    pipe.close()
     sim = pipe.sim_time_s - sim0
     with tempfile.TemporaryDirectory() as tmp:
         t1 = time.perf_counter()
