@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rt_lidar.cli_beam import add_beam_arguments, beam_from_args
+from rt_lidar.cli_beam import add_beam_arguments, beam_from_args, sun_from_args
 from rt_lidar.cli_rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli_sinks import add_replay_parser, add_sink_argument
 from rt_lidar.cli_validate import add_weather_arguments, weather_from_args
@@ -31,6 +31,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         in_process=args.in_process,
         weather=weather_from_args(args),
         beam=beam_from_args(args),
+        sun=sun_from_args(args),
         sinks=tuple(args.sinks),
         rinet=resolve_rinet_model(args.rinet),
     )
@@ -97,6 +98,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         reconnect=args.reconnect, sinks=tuple(args.sinks), progress=not args.quiet,
         weather=weather_from_args(args),
         beam=beam_from_args(args),
+        sun=sun_from_args(args),
+        rinet=resolve_rinet_model(args.rinet),
     )  # fmt: skip
     summary = run_controller(opts)
     print(json.dumps(summary, indent=2, default=str))
@@ -123,6 +126,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     add_weather_arguments(p)
     add_beam_arguments(p)
     add_sink_argument(p)
+    add_rinet_argument(p)
     p.set_defaults(func=_cmd_run)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from rt_lidar.beam import BeamConfig
 from rt_lidar.bridge_hits import hits_from_wire
+from rt_lidar.cli_beam import SunConfig
 from rt_lidar.errors import RtLidarError
 from rt_lidar.materials import load_material_table
 from rt_lidar.physics import PhysicsConfig, SensorPhysics
@@ -234,12 +235,19 @@ def bridge_pipeline(
     seed: int = 0,
     weather: WeatherConfig | None = None,
     beam: BeamConfig | None = None,
+    sun: SunConfig | None = None,
 ) -> Pipeline:
     """The pipeline over ``source``, starting at the sim time the controller took over, with prefetch.
 
     With no ``weather`` given the physics follows the server's (``simSetWeatherParameter``). The bridge
     sends one ray per pulse, so a beam with several sub-rays is cast as its central ray (with a warning).
     """
+    if sun is not None and sun.lux > 0:
+        warnings.warn(
+            "sunlight needs the scene's surfaces facing the sun, which the AirSim bridge does not send: "
+            "--sun-lux is not applied over the bridge (use rt-lidar demo --in-process)",
+            stacklevel=2,
+        )
     if beam is not None and (beam.sub_rays or 1) > 1:
         warnings.warn(
             f"the AirSim bridge sends one ray per pulse: --sub-rays {beam.sub_rays} is not applied "

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rt_lidar.beam import BeamConfig
 from rt_lidar.build import build_pipeline, build_world
+from rt_lidar.cli_beam import SunConfig
 from rt_lidar.controller import BridgeSource, bridge_pipeline
 from rt_lidar.physics import PhysicsConfig
 from rt_lidar.presets import load_preset, preset_to_dict
@@ -51,6 +52,8 @@ class DemoOptions:
     """Rain, fog, snow; None = clear air (the embedded server's simSetWeatherParameter applies then)."""
     beam: BeamConfig | None = None
     """Sub-rays, return mode, echo pulse width; None = what the preset says."""
+    sun: SunConfig = field(default_factory=SunConfig)
+    """Sunlight (illuminance, direction); none by default."""
     rinet: str | None = None
     """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
 
@@ -104,7 +107,12 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
             seed=opts.seed,
             sim_hz=opts.sim_hz,
             prefetch=True,
-            physics=PhysicsConfig(weather=opts.weather, beam=opts.beam),
+            physics=PhysicsConfig(
+                weather=opts.weather,
+                beam=opts.beam,
+                sun_illuminance_lux=opts.sun.lux,
+                sun_direction=opts.sun.direction,
+            ),
         )
         world = built.world
         stage = _rinet_stage(opts, world.scene.sensor_mount, imax)
@@ -136,7 +144,7 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
                 client.confirm_connection()
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
-                pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam)
+                pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun)
 
                 def bridge_post(scan: Scan) -> Scan:
                     assert stage is not None

@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 import time
 import tomllib
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rt_lidar.beam import BeamConfig
+from rt_lidar.cli_beam import SunConfig
 from rt_lidar.controller import BridgeSource, bridge_pipeline, parse_address
 from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.presets import load_preset, preset_to_dict
 from rt_lidar.runner import drive_scans
+from rt_lidar.sweep import Scan
 from rt_lidar.weather import WeatherConfig
-from unreal_bridge import AirSimClient
+from unreal_bridge import AirSimClient, ImageRequest
 from unreal_bridge.errors import ConnectionLost
 
 __all__ = ["RunOptions", "load_material_map", "run_controller"]
@@ -43,6 +46,10 @@ class RunOptions:
     progress: bool = True
     beam: BeamConfig | None = None
     """Sub-rays, return mode, echo pulse width; None = what the preset says."""
+    sun: SunConfig = field(default_factory=SunConfig)
+    rinet: str | None = None
+    """An ONNX RINet model applied to camera "0" of the sim (see ``_rinet_post``)."""
+    """Sunlight: needs the scene's geometry, so over the bridge it is not applied (a warning says so)."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow for the lidar; None = follow the server's simSetWeatherParameter (ours reports it)."""
 
@@ -65,6 +72,26 @@ def load_material_map(path: str | Path) -> dict[int, str]:
             )
         out[int(key)] = value
     return out
+
+
+def _rinet_post(
+    opts: RunOptions, client: AirSimClient, intensity_max: float
+) -> Callable[[Scan], Scan] | None:
+    """The RINet stage over the bridge: camera "0" of the sim, at the embedded world's camera and lidar
+    mounts (an Unreal scene must mount its camera the same way, or train a model for its own)."""
+    if opts.rinet is None:
+        return None
+    from rt_lidar.demo import RINET_CAMERA
+    from rt_lidar.rinet.stage import RinetStage, rgb_from_airsim
+    from unreal_bridge.world import Scene
+
+    stage = RinetStage(opts.rinet, RINET_CAMERA, Scene(objects=[]).sensor_mount, intensity_max=intensity_max)
+
+    def post(scan: Scan) -> Scan:
+        (image,) = client.sim_get_images([ImageRequest("0", 0, False, False)], opts.vehicle_name)
+        return stage.apply(scan, rgb_from_airsim(image))
+
+    return post
 
 
 def _connect(host: str, port: int, opts: RunOptions) -> AirSimClient:
@@ -110,7 +137,7 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
             material_map=material_map,
             use_extension=opts.use_extension,
         )
-        pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam)
+        pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun)
         part_out = out if not parts else out / f"part{len(parts):02d}"
         try:
             result = drive_scans(
@@ -123,6 +150,7 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
                 opts.progress,
                 opts.lockstep,
                 stop_on=(ConnectionLost,),
+                post=_rinet_post(opts, client, preset.output.intensity_max),
             )
         finally:
             pipe.close()

@@ -59,3 +59,39 @@ def test_console_script_runs():
         [sys.executable, "-m", "rt_lidar.cli", "presets", "list"], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0 and "HDL-64E" in proc.stdout
+
+
+def test_demo_with_the_bundled_rinet_model(tmp_path):
+    out = tmp_path / "rinet"
+    assert main(["demo", "--frames", "1", "--quiet", "--rinet", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    r = summary["rinet"]
+    assert r["runtime"] == "onnxruntime" and r["provider"] == "CPUExecutionProvider"
+    assert r["in_view"] > 1000 and 0 < r["dropped"] < r["in_view"]
+    assert r["reintensified"] == r["in_view"] - r["dropped"]
+
+
+def test_demo_with_sun_and_beam_options(tmp_path):
+    out = tmp_path / "sun"
+    args = ["demo", "--preset", "VLP-16", "--frames", "1", "--quiet", "--in-process", "--out", str(out)]
+    assert (
+        main(
+            [
+                *args,
+                "--sun-lux",
+                "100000",
+                "--sun-elevation",
+                "10",
+                "--sub-rays",
+                "7",
+                "--return-mode",
+                "dual",
+            ]
+        )
+        == 0
+    )
+    pc = PointCloud.from_path(sorted((out / "scans").glob("*.pcd"))[0])
+    ret = pc.numpy(["return_id"])[:, 0]
+    assert set(np.unique(ret).tolist()) <= {0, 1}
+    with pytest.raises(SystemExit):
+        main([*args, "--sub-rays", "0"])
