@@ -34,6 +34,7 @@ from rt_lidar.points import PointFlag
 from rt_lidar.presets import SensorPreset, load_preset
 from rt_lidar.scan_pattern import Firings
 from rt_lidar.source import WorldSource
+from rt_lidar.validation.plots import plot_series
 from unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World, targets_scene
 
 __all__ = ["BEAM_CHECKS", "BEAM_EXPERIMENTS", "blooming_sign", "dual_return_two_planes", "epw_vs_power"]
@@ -74,20 +75,6 @@ def _fire(preset: SensorPreset, scene: Scene, cfg: PhysicsConfig, seed: int = 0)
     firings = _straight_ahead(preset, PULSES_PER_RING)
     hits = src.beam_hits(firings, 0, int(firings.t_ns[-1]) + 1, phys.pattern)
     return phys.apply(hits, np.random.default_rng(seed)).points
-
-
-def _plot(
-    path: Path, title: str, xlabel: str, ylabel: str, series: dict[str, tuple[list, list]], **kw: Any
-) -> None:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-    for label, (x, y) in series.items():
-        ax.plot(x, y, marker="o", label=label)
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel, **kw)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 def dual_return_two_planes(out: Path) -> dict[str, Any]:
@@ -140,9 +127,10 @@ def blooming_sign(out: Path) -> dict[str, Any]:
     o = preset.optics
     footprint = 20.0 * o.beam_divergence_h_mrad * 1e-3 * o.footprint_extent
     step = 20.0 * math.radians(360.0 / 1800.0)
-    _plot(out / "blooming_sign.png", f"{PRESET}: 0.6 m retro sign at 20 m", "sub-rays", "apparent width (m)",
-          {"apparent width": ([1, SUB_RAYS], [w1, wf]),
-           "true width": ([1, SUB_RAYS], [0.6, 0.6])})  # fmt: skip
+    plot_series(
+        out / "blooming_sign.png", f"{PRESET}: 0.6 m retro sign at 20 m", "sub-rays", "apparent width (m)",
+        {"apparent width": ([1, SUB_RAYS], [w1, wf]), "true width": ([1, SUB_RAYS], [0.6, 0.6])},
+    )  # fmt: skip
     return {"true_width_m": 0.6, "apparent_width_m_1_subray": round(w1, 4),
             "apparent_width_m_footprint": round(wf, 4), "footprint_diameter_m": round(footprint, 4),
             "azimuth_step_m": round(step, 4), "bloom_points_1_subray": b1,
@@ -186,7 +174,7 @@ def epw_vs_power(out: Path) -> dict[str, Any]:
     order = np.argsort(power)
     names = [EPW_MATERIALS[i] for i in order]
     power, width, formula = ([v[i] for i in order] for v in (power, width, formula))
-    _plot(out / "epw_vs_power.png", f"{PRESET}: echo pulse width vs received power (20 m)",
+    plot_series(out / "epw_vs_power.png", f"{PRESET}: echo pulse width vs received power (20 m)",
           "received power (W)", "echo pulse width (ns)",
           {"waveform": (power, width), "single-echo formula": (power, formula)}, xscale="log")  # fmt: skip
     return {"materials": names, "power_w": power, "epw_ns": width, "epw_formula_ns": formula}

@@ -34,6 +34,7 @@ from rt_lidar.build import build_pipeline, build_world
 from rt_lidar.physics import PhysicsConfig
 from rt_lidar.points import PointFlag
 from rt_lidar.presets import SensorPreset, load_preset
+from rt_lidar.validation.plots import plot_series
 from rt_lidar.validation.scenes import rain_test_scene
 from rt_lidar.weather import WeatherConfig, WeatherModel
 from unreal_bridge.world import World
@@ -80,20 +81,6 @@ def max_detection_range(
     return (float(ranges[ok[-1]]) if ok.size else 0.0), analytic
 
 
-def _plot(
-    path: Path, title: str, xlabel: str, ylabel: str, series: dict[str, tuple[list, list]], **kw: Any
-) -> None:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-    for label, (x, y) in series.items():
-        ax.plot(x, y, marker="o", label=label)
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel, **kw)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
 def rain_max_range(out: Path) -> dict[str, Any]:
     """Max detection range of a 10 % target vs rain rate; rain extinction from Marshall-Palmer."""
     preset = load_preset(PRESET)
@@ -104,7 +91,7 @@ def rain_max_range(out: Path) -> dict[str, Any]:
         mc.append(m)
         an.append(round(a, 2))
         ext.append(WeatherConfig(rain_mm_h=rate).extinction_per_m)
-    _plot(out / "rain_max_range.png", f"{PRESET}: 10 % Lambertian target, head-on", "rain rate (mm/h)",
+    plot_series(out / "rain_max_range.png", f"{PRESET}: 10 % Lambertian target, head-on", "rain rate (mm/h)",
           "max detection range (m)", {"simulated (50 % of beams)": (RAIN_RATES_MM_H, mc),
                                       "extinction only": (RAIN_RATES_MM_H, an)})  # fmt: skip
     return {"rates_mm_h": RAIN_RATES_MM_H, "max_range_m": mc, "max_range_analytic_m": an,
@@ -123,7 +110,7 @@ def fog_max_range(out: Path) -> dict[str, Any]:
         ext.append(w.extinction_per_m)
         fog = WeatherModel(w).params(preset, preset.pulse.detection_threshold_w, CLEAR_AIR).fog
         soft.append(round(fog.range_m, 2))
-    _plot(out / "fog_max_range.png", f"{PRESET}: 10 % Lambertian target in fog", "visibility (m)",
+    plot_series(out / "fog_max_range.png", f"{PRESET}: 10 % Lambertian target in fog", "visibility (m)",
           "max detection range (m)", {"simulated (50 % of beams)": (FOG_VISIBILITIES_M, mc),
                                       "extinction only": (FOG_VISIBILITIES_M, an)}, xscale="log")  # fmt: skip
     return {"visibility_m": FOG_VISIBILITIES_M, "max_range_m": mc, "max_range_analytic_m": an,
@@ -216,7 +203,7 @@ def rain_threshold_sweep(out: Path) -> dict[str, Any]:
                            "threshold_factors": THRESHOLD_FACTORS,
            "false_positives": [r["false"] for r in rows], "false_negatives": [r["fn"] for r in rows],
            "hidden_by_clutter": [r["hidden"] for r in rows]}  # fmt: skip
-    _plot(out / "rain_threshold_sweep.png", f"{PRESET} at 25 mm/h: detection threshold sweep",
+    plot_series(out / "rain_threshold_sweep.png", f"{PRESET} at 25 mm/h: detection threshold sweep",
           "detection threshold (W)", "count per revolution",
           {"false positives": (thresholds, res["false_positives"]),
            "false negatives": (thresholds, res["false_negatives"])}, xscale="log")  # fmt: skip
