@@ -22,13 +22,23 @@ def add_sink_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    """``rt-lidar replay``: resend a pcap to each ``udp:HOST[:PORT]`` sink on its recorded schedule."""
+    """``rt-lidar replay``: a pcap to ``udp:HOST[:PORT]`` sinks, or a cloud recording (PCD folder,
+    rosbag2) to any sinks, each on its recorded schedule."""
+    from pathlib import Path
+
     from rt_lidar.errors import ConfigError
-    from rt_lidar.replay import replay_pcap
+    from rt_lidar.presets import load_preset
+    from rt_lidar.replay import replay_clouds, replay_pcap
     from rt_lidar.sinks.base import parse_sink_spec
 
     if not args.sinks:
-        raise ConfigError("replay: give at least one --sink udp:HOST[:PORT]")
+        raise ConfigError(
+            "replay: give at least one --sink (udp:HOST[:PORT] for a pcap, any sink for clouds)"
+        )
+    if Path(args.recording).is_dir():
+        preset = load_preset(args.preset) if args.preset else None
+        print(json.dumps(replay_clouds(args.recording, list(args.sinks), preset, args.rate), indent=2))
+        return 0
     out: dict[str, Any] = {}
     for spec in args.sinks:
         kind, target, _ = parse_sink_spec(spec)
@@ -45,7 +55,11 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "replay", help="resend a recording at its recorded rate"
     )
-    p.add_argument("recording", help="a .pcap recording (Velodyne or Ouster)")
+    p.add_argument(
+        "recording", help="a .pcap (Velodyne or Ouster), a folder of PCD scans or a rosbag2 folder"
+    )
+    p.add_argument("--preset", default=None, help="sensor of a cloud recording without rt_lidar_config.json")
+    p.add_argument("--rate", type=float, default=1.0, help="replay speed for clouds (1 = recorded rate)")
     add_sink_argument(p)
     p.set_defaults(func=run_replay)
     return p

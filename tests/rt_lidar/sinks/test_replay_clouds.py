@@ -1,0 +1,54 @@
+"""Replaying cloud recordings (a PCD folder, a rosbag2 bag) into other sinks at the recorded rate."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from rt_lidar.cli import main
+from rt_lidar.errors import ConfigError
+from rt_lidar.replay import read_pcd_points, recorded_scans, replay_clouds
+from rt_lidar.sinks import read_kitti_bin
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rec")
+    args = ["demo", "--preset", "VLP-16", "--frames", "3", "--quiet", "--in-process", "--out", str(out)]
+    assert main([*args, "--sink", f"rosbag2:{out / 'bag'}"]) == 0
+    return out
+
+
+def test_pcd_folder_replays_into_kitti_with_the_same_points_at_the_scan_rate(recording, tmp_path):
+    t0 = time.perf_counter()
+    summary = replay_clouds(recording / "scans", [f"kitti:{tmp_path / 'k'}"])
+    assert summary["scans"] == 3 and summary["preset"] == "VLP-16"
+    assert time.perf_counter() - t0 >= 0.2  # three 10 Hz scans: the last leaves 0.2 s after the first
+    for i in range(3):
+        np.testing.assert_array_equal(
+            read_kitti_bin(tmp_path / "k" / f"{i:06d}.bin"),
+            read_kitti_bin(recording / "scans" / f"{i:06d}.bin"),
+        )
+
+
+def test_rosbag_replays_its_clouds(recording, tmp_path):
+    preset, scans = recorded_scans(recording / "bag")
+    assert preset.name == "VLP-16" and len(scans) == 3
+    original = read_pcd_points(recording / "scans" / "000001.pcd")
+    got = scans[1][1].points
+    for f in ("x", "y", "z", "intensity", "ring"):
+        np.testing.assert_array_equal(got[f], original[f])
+    assert scans[1][0] - scans[0][0] == 100_000_000  # the recorded stamps
+
+
+def test_cli_replay_of_a_folder_and_bad_input(recording, tmp_path, capsys):
+    assert main(["replay", str(recording / "scans"), "--rate", "10", "--sink", f"pcd:{tmp_path / 'p'}"]) == 0
+    assert json.loads(capsys.readouterr().out)["scans"] == 3
+    assert len(list((tmp_path / "p").glob("*.pcd"))) == 3
+    with pytest.raises(ConfigError, match="not a recording"):
+        recorded_scans(tmp_path / "p" / ".." / "p" / "..")
+    assert main(["replay", str(recording / "scans"), "--sink", "nope:x"]) == 2
+    assert "unknown kind 'nope'" in capsys.readouterr().err
