@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import fastcrc
 import numpy as np
 
 from rt_lidar.errors import ConfigError
@@ -31,9 +32,11 @@ COLUMNS_PER_PACKET = 16
 ENCODER_TICKS = 90112
 
 
-def metadata_for(preset: SensorPreset, given: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Sensor metadata (ouster-sdk 1.0 layout) for ``preset``; beam angles and lidar mode of ``given``
-    (a real sensor's metadata, full or reduced) take precedence."""
+def metadata_for(
+    preset: SensorPreset, given: dict[str, Any] | None = None, profile: str = "LEGACY"
+) -> dict[str, Any]:
+    """Sensor metadata (ouster-sdk 1.0 layout) for ``preset`` and the lidar packet ``profile``; beam
+    angles and lidar mode of ``given`` (a real sensor's metadata, full or reduced) take precedence."""
     cols = slots_per_scan(preset)
     fps = round(preset.scan.rotation_hz or 10)
     mode = f"{cols}x{fps}"
@@ -61,7 +64,7 @@ def metadata_for(preset: SensorPreset, given: dict[str, Any] | None = None) -> d
             "lidar_mode": mode,
             "udp_port_lidar": 7502,
             "udp_port_imu": 7503,
-            "udp_profile_lidar": "LEGACY",
+            "udp_profile_lidar": profile,
             "udp_profile_imu": "LEGACY",
         },
         "lidar_data_format": {
@@ -70,7 +73,7 @@ def metadata_for(preset: SensorPreset, given: dict[str, Any] | None = None) -> d
             "columns_per_packet": COLUMNS_PER_PACKET,
             "pixels_per_column": h,
             "pixel_shift_by_row": [[18, 12, 6, 0][i % 4] for i in range(h)] if h == 64 else [0] * h,
-            "udp_profile_lidar": "LEGACY",
+            "udp_profile_lidar": profile,
             "udp_profile_imu": "LEGACY",
             "fps": m_fps,
         },
@@ -82,12 +85,12 @@ def metadata_for(preset: SensorPreset, given: dict[str, Any] | None = None) -> d
         },
         "sensor_info": {
             "prod_line": f"OS-1-{h}",
-            "prod_sn": "992000000001",
+            "prod_sn": str(PROD_SN),
             "prod_pn": "rt-lidar",
             "build_rev": "v2.0.0",
             "build_date": "",
             "image_rev": "",
-            "initialization_id": 1,
+            "initialization_id": INIT_ID,
             "status": "RUNNING",
         },
         "calibration_status": {},
@@ -95,12 +98,30 @@ def metadata_for(preset: SensorPreset, given: dict[str, Any] | None = None) -> d
     }
 
 
-class OusterPacketizer:
-    """Scans -> LEGACY lidar packets, one whole rotation (``columns / 16`` packets) a scan."""
+PROFILES = {"LEGACY": "LEGACY", "RNG19": "RNG19_RFL8_SIG16_NIR16"}
+"""``profile=`` option value -> Ouster's ``udp_profile_lidar`` name."""
+INIT_ID = 1
+PROD_SN = 992000000001
 
-    def __init__(self, preset: SensorPreset, epoch_ns: int = DEFAULT_EPOCH_NS) -> None:
+
+class OusterPacketizer:
+    """Scans -> lidar packets, one whole rotation (``columns / 16`` packets) a scan.
+
+    LEGACY (firmware < 2.0 layout, see the module docstring) or RNG19 (``RNG19_RFL8_SIG16_NIR16``, the
+    single-return profile of firmware 2.x): a 32-byte packet header (packet type 1, frame id u16,
+    initialization id u24, serial number u40), 16 columns of [timestamp u64 ns, measurement id u16,
+    status u16 (bit 0 valid)] + 12 bytes a pixel [range u32 mm (19 bits), reflectivity u8, -, signal
+    u16, near-IR u16, -], and a 32-byte footer ending in the packet's CRC-64/XZ.
+    """
+
+    def __init__(
+        self, preset: SensorPreset, epoch_ns: int = DEFAULT_EPOCH_NS, profile: str = "LEGACY"
+    ) -> None:
         if preset.packet_format != "ouster-legacy":
             raise ConfigError(f"preset {preset.name}: packet format {preset.packet_format} is not ouster")
+        if profile not in PROFILES:
+            raise ConfigError(f"ouster profile '{profile}': expected one of {', '.join(PROFILES)}")
+        self.profile = profile
         self.preset, self.epoch_ns = preset, int(epoch_ns)
         self.ports = {"data": 7502, "imu": 7503}
         self.h = preset.n_rings
@@ -112,6 +133,19 @@ class OusterPacketizer:
                        ("unused", "<u2")])  # fmt: skip
         self.column_dtype = np.dtype([("ts", "<u8"), ("mid", "<u2"), ("fid", "<u2"), ("enc", "<u4"),
                                       ("px", ch, (self.h,)), ("status", "<u4")])  # fmt: skip
+        px19 = np.dtype([("range", "<u4"), ("reflectivity", "u1"), ("r0", "u1"), ("signal", "<u2"),
+                         ("nir", "<u2"), ("r1", "<u2")])  # fmt: skip
+        col19 = np.dtype([("ts", "<u8"), ("mid", "<u2"), ("status", "<u2"), ("px", px19, (self.h,))])
+        header = [
+            ("type", "<u2"),
+            ("fid", "<u2"),
+            ("init", "u1", (3,)),
+            ("sn", "u1", (5,)),
+            ("hrest", "u1", (20,)),
+        ]
+        self.rng19_packet_dtype = np.dtype(
+            [*header, ("cols", col19, (COLUMNS_PER_PACKET,)), ("footer", "u1", (32,))]
+        )
 
     def packetize(self, scan: Scan) -> list[PacketBatch]:
         """All packets of the scan's rotation (firings without a return have range 0)."""
@@ -139,9 +173,34 @@ class OusterPacketizer:
         px["reflectivity"][sel_m, sel_r] = refl.astype(np.uint16)
         sig = np.clip(np.round(pts["intensity"][ok][first]), 0, 65535)
         px["signal"][sel_m, sel_r] = sig.astype(np.uint16)
-        raw = colarr.view(np.uint8).reshape(self.cols // COLUMNS_PER_PACKET, -1)
         send = t_col[COLUMNS_PER_PACKET - 1 :: COLUMNS_PER_PACKET] + self.period_ns // self.cols
+        if self.profile == "RNG19":
+            return [PacketBatch("data", self._rng19(colarr, scan.index), send)]
+        raw = colarr.view(np.uint8).reshape(self.cols // COLUMNS_PER_PACKET, -1)
         return [PacketBatch("data", raw, send)]
+
+    def _rng19(self, colarr: np.ndarray, frame: int) -> np.ndarray:
+        """The same columns in the RNG19_RFL8_SIG16_NIR16 packet layout, one row of bytes a packet."""
+        n_pk = self.cols // COLUMNS_PER_PACKET
+        pk = np.zeros(n_pk, self.rng19_packet_dtype)
+        pk["type"] = 1
+        pk["fid"] = frame & 0xFFFF
+        pk["init"] = np.frombuffer(INIT_ID.to_bytes(3, "little"), np.uint8)
+        pk["sn"] = np.frombuffer(PROD_SN.to_bytes(5, "little"), np.uint8)
+        # (packets, 16) views into the packet bytes; a reshape to 1-D would copy (headers between them)
+        cols = pk["cols"]
+        src = colarr.reshape(n_pk, COLUMNS_PER_PACKET)
+        cols["ts"], cols["mid"], cols["status"] = src["ts"], src["mid"], 1
+        sp, dp = src["px"], cols["px"]
+        dp["range"] = np.minimum(sp["range"], (1 << 19) - 1)
+        dp["reflectivity"] = np.minimum(sp["reflectivity"], 255)
+        dp["signal"], dp["nir"] = sp["signal"], sp["nir"]
+        raw = pk.view(np.uint8).reshape(n_pk, -1)
+        # the footer ends with a CRC-64/XZ of every byte before it (ouster-sdk drops packets without it)
+        for row in raw:
+            crc = fastcrc.crc64.xz(row[:-8].tobytes())
+            row[-8:] = np.frombuffer(crc.to_bytes(8, "little"), np.uint8)
+        return raw
 
     def finish(self) -> list[PacketBatch]:
         """Nothing is held back (packets never span rotations)."""
@@ -151,20 +210,24 @@ class OusterPacketizer:
 def _factory(options: dict[str, str], meta_out: Path | None) -> Callable[[SinkContext], OusterPacketizer]:
     given = json.loads(Path(options["metadata"]).read_text()) if "metadata" in options else None
     epoch = int(options.get("epoch_ns", DEFAULT_EPOCH_NS))
+    profile = options.get("profile", "LEGACY").upper()
+    if profile not in PROFILES:
+        raise ConfigError(f"ouster sink: profile={profile}: expected one of {', '.join(PROFILES)}")
 
     def make(context: SinkContext) -> OusterPacketizer:
-        meta = metadata_for(context.preset, given)
+        meta = metadata_for(context.preset, given, profile=PROFILES[profile])
         if meta_out is not None:
             meta_out.write_text(json.dumps(meta, indent=2))
-        return OusterPacketizer(context.preset, epoch_ns=epoch)
+        return OusterPacketizer(context.preset, epoch_ns=epoch, profile=profile)
 
     return make
 
 
 @register_sink("ouster-pcap")
 def ouster_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
-    """``--sink ouster-pcap:out.pcap[,metadata=real.json]``: packets, and ``out.json`` beside them."""
-    unknown = set(options) - {"metadata", "epoch_ns"}
+    """``--sink ouster-pcap:out.pcap[,metadata=real.json][,profile=LEGACY|RNG19]``: packets, and ``out.json``
+    beside them."""
+    unknown = set(options) - {"metadata", "epoch_ns", "profile"}
     if unknown:
         raise ConfigError(f"ouster-pcap: unknown options {sorted(unknown)}")
     path = Path(target)
@@ -174,7 +237,7 @@ def ouster_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
 @register_sink("ouster-udp")
 def ouster_udp_sink(target: str, options: dict[str, str]) -> UdpPacketSink:
     """``--sink ouster-udp:HOST:PORT[,metadata=real.json][,metadata_out=out.json][,latency_ms=50]``."""
-    unknown = set(options) - {"metadata", "epoch_ns", "metadata_out"} - PACER_OPTIONS
+    unknown = set(options) - {"metadata", "epoch_ns", "metadata_out", "profile"} - PACER_OPTIONS
     if unknown:
         raise ConfigError(f"ouster-udp: unknown options {sorted(unknown)}")
     meta_out = Path(options["metadata_out"]) if "metadata_out" in options else None

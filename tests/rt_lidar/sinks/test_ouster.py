@@ -40,11 +40,13 @@ def _expected(scan, preset) -> np.ndarray:
     return img
 
 
+@pytest.mark.parametrize("profile", ["LEGACY", "RNG19"])
 @pytest.mark.parametrize("meta", ["ours", "real"])
-def test_ouster_sdk_decodes_our_ranges(tmp_path, pipeline_scans, meta):
+def test_ouster_sdk_decodes_our_ranges(tmp_path, pipeline_scans, meta, profile):
     preset = load_preset("OS1-64")
     scans = pipeline_scans("OS1-64", 2)
     options = {"metadata": str(REAL_META)} if meta == "real" else {}
+    options["profile"] = profile
     if meta == "real" and not REAL_META.exists():
         pytest.skip(f"{REAL_META} absent")
     sink = ouster_pcap_sink(str(tmp_path / "os.pcap"), options)
