@@ -69,7 +69,7 @@ def intensity_mask(
 
 def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
     """Run the pipeline and publish every scan; returns a summary (publish cost, real-time factor)."""
-    built = build_pipeline(opts.preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=True)
+    built = build_pipeline(opts.preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz)
     sink = ZmqStreamSink(opts.address, hwm=opts.hwm)
     sink.open(SinkContext(preset=built.preset))
     if log:
@@ -102,7 +102,6 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
         wall = time.perf_counter() - t_start
         stats = sink.stats
         sink.close()
-        pipe.close()
     return {
         "address": sink.address,
         "scans": n_scans,
