@@ -16,16 +16,17 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.points import POINT_DTYPE, POINT_FIELDS
+from rt_lidar.points import POINT_DTYPE
 from rt_lidar.presets import SensorPreset, preset_from_dict
 from rt_lidar.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
 from rt_lidar.sinks.pacing import Pacer, PacingStats
 from rt_lidar.sinks.pcap import read_pcap_udp
+from rt_lidar.sinks.pcd import read_pcd_points
 from rt_lidar.sweep import Scan
 
-__all__ = ["read_pcd_points", "recorded_scans", "replay_clouds", "replay_pcap"]
+__all__ = ["bag_scans", "recorded_scans", "replay_clouds", "replay_pcap"]
 
 
 def replay_pcap(path: str | Path, host: str = "127.0.0.1", port: int | None = None) -> PacingStats:
@@ -57,60 +58,6 @@ def replay_pcap(path: str | Path, host: str = "127.0.0.1", port: int | None = No
 # -- clouds: a folder of PCD scans, or a rosbag2 recording --------------------------------------------
 
 
-def read_pcd_points(path: str | Path) -> np.ndarray:
-    """A PCD file (binary or ascii, any subset of our fields) as :data:`POINT_DTYPE` points.
-
-    Fields the file lacks stay zero; ``t`` may also come as ``time`` (seconds, float) as the ROS drivers
-    write it. Anything else about the file that is not PCD v0.7 gives a ConfigError naming it.
-    """
-    data = Path(path).read_bytes()
-    header: dict[str, list[str]] = {}
-    pos = 0
-    while True:
-        end = data.find(b"\n", pos)
-        if end < 0:
-            raise ConfigError(f"{path}: not a PCD file (no DATA line)")
-        line = data[pos:end].decode("ascii", "replace").strip()
-        pos = end + 1
-        if not line or line.startswith("#"):
-            continue
-        key, *values = line.split()
-        header[key.upper()] = values
-        if key.upper() == "DATA":
-            break
-    try:
-        names = header["FIELDS"]
-        sizes = [int(v) for v in header["SIZE"]]
-        types = header["TYPE"]
-        counts = [int(v) for v in header.get("COUNT", ["1"] * len(names))]
-        n = int(header["POINTS"][0])
-    except (KeyError, ValueError, IndexError) as exc:
-        raise ConfigError(f"{path}: PCD header lacks or garbles {exc}") from None
-    kinds = {"F": "f", "I": "i", "U": "u"}
-    fields = [
-        (nm, f"<{kinds[t]}{s}", (c,) if c > 1 else ())
-        for nm, s, t, c in zip(names, sizes, types, counts, strict=True)
-    ]
-    dtype = np.dtype([(nm, dt, shape) if shape else (nm, dt) for nm, dt, shape in fields])
-    mode = header["DATA"][0].lower()
-    if mode == "binary":
-        raw = np.frombuffer(data, dtype=dtype, count=n, offset=pos)
-    elif mode == "ascii":
-        table = np.loadtxt(data[pos:].decode().splitlines(), ndmin=2) if n else np.zeros((0, len(names)))
-        raw = np.zeros(n, dtype)
-        for i, nm in enumerate(names):
-            raw[nm] = table[:, i]
-    else:
-        raise ConfigError(f"{path}: PCD 'DATA {mode}' is not supported (binary or ascii)")
-    out = np.zeros(n, POINT_DTYPE)
-    for nm in POINT_FIELDS:
-        if nm in names:
-            out[nm] = raw[nm]
-    if "t" not in names and "time" in names:
-        out["t"] = np.round(raw["time"].astype(np.float64) * 1e9).astype(np.int64)
-    return out
-
-
 def _config_preset(folder: Path) -> SensorPreset | None:
     cfg = folder / "rt_lidar_config.json"
     if not cfg.exists():
@@ -133,7 +80,7 @@ def recorded_scans(
             raise ConfigError(
                 f"{folder}: no {folder.name}_config/rt_lidar_config.json beside it: give --preset"
             )
-        return preset, _bag_scans(folder)
+        return preset, bag_scans(folder)
     pcds = sorted(folder.glob("*.pcd"))
     if not pcds:
         raise ConfigError(f"{folder}: no .pcd files and no metadata.yaml (not a recording)")
@@ -144,7 +91,8 @@ def recorded_scans(
     return preset, [(i * period, Scan(i, i * period, read_pcd_points(p), 0, 0)) for i, p in enumerate(pcds)]
 
 
-def _bag_scans(folder: Path) -> list[tuple[int, Scan]]:
+def bag_scans(folder: Path) -> list[tuple[int, Scan]]:
+    """The PointCloud2 scans of a rosbag2 recording (its first cloud topic) with their stamps (ns)."""
     from rosbags.highlevel import AnyReader
 
     out: list[tuple[int, Scan]] = []

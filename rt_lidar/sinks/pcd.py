@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rt_lidar.errors import ConfigError
+from rt_lidar.points import POINT_DTYPE, POINT_FIELDS
 from rt_lidar.sinks.atomic import atomic_write
 
 __all__ = ["pcd_header", "read_pcd", "with_extras", "write_pcd"]
@@ -74,3 +76,57 @@ def read_pcd(path: str | Path, dtype: np.dtype) -> np.ndarray:
     if pos < 0:
         raise ValueError(f"{path}: not a binary PCD file (no 'DATA binary' line)")
     return np.frombuffer(data, dtype=dtype, offset=pos + len(marker)).copy()
+
+
+def read_pcd_points(path: str | Path) -> np.ndarray:
+    """A PCD file (binary or ascii, any subset of our fields) as :data:`POINT_DTYPE` points.
+
+    Fields the file lacks stay zero; ``t`` may also come as ``time`` (seconds, float) as the ROS drivers
+    write it. Anything else about the file that is not PCD v0.7 gives a ConfigError naming it.
+    """
+    data = Path(path).read_bytes()
+    header: dict[str, list[str]] = {}
+    pos = 0
+    while True:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            raise ConfigError(f"{path}: not a PCD file (no DATA line)")
+        line = data[pos:end].decode("ascii", "replace").strip()
+        pos = end + 1
+        if not line or line.startswith("#"):
+            continue
+        key, *values = line.split()
+        header[key.upper()] = values
+        if key.upper() == "DATA":
+            break
+    try:
+        names = header["FIELDS"]
+        sizes = [int(v) for v in header["SIZE"]]
+        types = header["TYPE"]
+        counts = [int(v) for v in header.get("COUNT", ["1"] * len(names))]
+        n = int(header["POINTS"][0])
+    except (KeyError, ValueError, IndexError) as exc:
+        raise ConfigError(f"{path}: PCD header lacks or garbles {exc}") from None
+    kinds = {"F": "f", "I": "i", "U": "u"}
+    fields = [
+        (nm, f"<{kinds[t]}{s}", (c,) if c > 1 else ())
+        for nm, s, t, c in zip(names, sizes, types, counts, strict=True)
+    ]
+    dtype = np.dtype([(nm, dt, shape) if shape else (nm, dt) for nm, dt, shape in fields])
+    mode = header["DATA"][0].lower()
+    if mode == "binary":
+        raw = np.frombuffer(data, dtype=dtype, count=n, offset=pos)
+    elif mode == "ascii":
+        table = np.loadtxt(data[pos:].decode().splitlines(), ndmin=2) if n else np.zeros((0, len(names)))
+        raw = np.zeros(n, dtype)
+        for i, nm in enumerate(names):
+            raw[nm] = table[:, i]
+    else:
+        raise ConfigError(f"{path}: PCD 'DATA {mode}' is not supported (binary or ascii)")
+    out = np.zeros(n, POINT_DTYPE)
+    for nm in POINT_FIELDS:
+        if nm in names:
+            out[nm] = raw[nm]
+    if "t" not in names and "time" in names:
+        out["t"] = np.round(raw["time"].astype(np.float64) * 1e9).astype(np.int64)
+    return out

@@ -12,7 +12,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rt_lidar.points import POINT_DTYPE
 from rt_lidar.stream import StreamFrame, StreamSubscriber
 
 __all__ = ["FrameSource", "HudStats", "LiveSource", "RecordingSource", "read_any_pcd"]
@@ -68,53 +67,11 @@ class LiveSource:
         self.subscriber.close()
 
 
-_PCD_KIND = {"F": "f", "I": "i", "U": "u"}
-
-
 def read_any_pcd(path: str | Path) -> np.ndarray:
-    """Read a binary PCD (any fields) into POINT_DTYPE: fields of the same name are copied, the rest
-    are zero. ASCII PCDs are read too; compressed ones are refused."""
-    data = Path(path).read_bytes()
-    header: dict[str, list[str]] = {}
-    pos = 0
-    while pos < len(data):
-        end = data.index(b"\n", pos)
-        line = data[pos:end].decode("ascii", "replace").strip()
-        pos = end + 1
-        if not line or line.startswith("#"):
-            continue
-        key, *vals = line.split()
-        header[key.upper()] = vals
-        if key.upper() == "DATA":
-            break
-    names = header.get("FIELDS", [])
-    sizes = [int(v) for v in header.get("SIZE", [])]
-    types = header.get("TYPE", [])
-    counts = [int(v) for v in header.get("COUNT", ["1"] * len(names))]
-    n = int(header.get("POINTS", ["0"])[0])
-    mode = header.get("DATA", ["?"])[0].lower()
-    if not names or len(sizes) != len(names) or len(types) != len(names):
-        raise ValueError(f"{path}: not a PCD file (FIELDS/SIZE/TYPE missing or inconsistent)")
-    dtype = np.dtype(
-        [
-            (nm, f"<{_PCD_KIND[t]}{s}", (c,)) if c > 1 else (nm, f"<{_PCD_KIND[t]}{s}")
-            for nm, s, t, c in zip(names, sizes, types, counts, strict=True)
-        ]
-    )
-    if mode == "binary":
-        raw = np.frombuffer(data, dtype=dtype, count=n, offset=pos)
-    elif mode == "ascii":
-        table = np.loadtxt(data[pos:].decode().splitlines(), ndmin=2)
-        raw = np.zeros(table.shape[0], dtype)
-        for i, nm in enumerate(names):
-            raw[nm] = table[:, i]
-    else:
-        raise ValueError(f"{path}: PCD 'DATA {mode}' is not supported (binary or ascii only)")
-    out = np.zeros(raw.shape[0], POINT_DTYPE)
-    for nm in POINT_DTYPE.names or ():
-        if nm in (raw.dtype.names or ()):
-            out[nm] = raw[nm]
-    return out
+    """Read a PCD (binary or ascii, any fields) into POINT_DTYPE (``sinks.pcd.read_pcd_points``)."""
+    from rt_lidar.sinks.pcd import read_pcd_points
+
+    return read_pcd_points(path)
 
 
 def _ring_elevations(points: np.ndarray) -> list[float]:
@@ -137,7 +94,8 @@ class _RecordingMeta:
 
 
 class RecordingSource:
-    """A folder of PCD files (sorted by name) played at ``rate_hz``, with seeking for the time slider.
+    """A folder of PCD files (sorted by name), or a rosbag2 recording of PointCloud2, played at
+    ``rate_hz``, with seeking for the time slider.
 
     The folder's ``config.json`` (or its parent's, as ``rt-lidar demo`` writes it) names the preset.
     """
@@ -146,9 +104,16 @@ class RecordingSource:
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise FileNotFoundError(f"recording folder {self.folder} does not exist")
-        self.files = sorted(self.folder.glob("*.pcd"))
+        self._bag: list[np.ndarray] | None = None
+        if (self.folder / "metadata.yaml").is_file():
+            from rt_lidar.replay import bag_scans
+
+            self._bag = [scan.points for _stamp, scan in bag_scans(self.folder)]
+            self.files = [self.folder / f"{i:06d}" for i in range(len(self._bag))]
+        else:
+            self.files = sorted(self.folder.glob("*.pcd"))
         if not self.files:
-            raise FileNotFoundError(f"no .pcd files in {self.folder}")
+            raise FileNotFoundError(f"no .pcd files (and no rosbag2 metadata.yaml) in {self.folder}")
         self.label = f"recording {self.folder} ({len(self.files)} scans)"
         self.rate_hz = rate_hz
         self.loop = loop
@@ -160,7 +125,8 @@ class RecordingSource:
         self.meta = self._read_meta()
 
     def _read_meta(self) -> _RecordingMeta:
-        for cfg in (self.folder / "config.json", self.folder.parent / "config.json"):
+        bag_cfg = self.folder.parent / f"{self.folder.name}_config" / "rt_lidar_config.json"
+        for cfg in (self.folder / "config.json", self.folder.parent / "config.json", bag_cfg):
             if cfg.is_file():
                 try:
                     preset = json.loads(cfg.read_text()).get("preset", {})
@@ -182,7 +148,7 @@ class RecordingSource:
 
     def frame(self, index: int) -> StreamFrame:
         """Scan ``index`` as a stream frame."""
-        pts = read_any_pcd(self.files[index])
+        pts = self._bag[index] if self._bag is not None else read_any_pcd(self.files[index])
         if self._elevations is None:
             self._elevations = _ring_elevations(pts)
         header: dict[str, Any] = {

@@ -10,8 +10,9 @@ import pytest
 
 from rt_lidar.cli import main
 from rt_lidar.errors import ConfigError
-from rt_lidar.replay import read_pcd_points, recorded_scans, replay_clouds
+from rt_lidar.replay import recorded_scans, replay_clouds
 from rt_lidar.sinks import read_kitti_bin
+from rt_lidar.sinks.pcd import read_pcd_points
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +53,13 @@ def test_cli_replay_of_a_folder_and_bad_input(recording, tmp_path, capsys):
         recorded_scans(tmp_path / "p" / ".." / "p" / "..")
     assert main(["replay", str(recording / "scans"), "--sink", "nope:x"]) == 2
     assert "unknown kind 'nope'" in capsys.readouterr().err
+
+
+def test_the_viewer_plays_a_bag_recording(recording):
+    from rt_lidar.viewer.sources import RecordingSource
+
+    src = RecordingSource(recording / "bag", rate_hz=100.0)
+    assert len(src) == 3 and src.meta.preset == "VLP-16"
+    frame = src.poll()["scan"]
+    original = read_pcd_points(recording / "scans" / "000000.pcd")
+    np.testing.assert_array_equal(frame.points["x"], original["x"])
