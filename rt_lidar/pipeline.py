@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -65,6 +66,8 @@ class Pipeline:
         self.frame = 0
         self.assembler = ScanAssembler(preset)
         self.last_stats: FrameStats | None = None
+        self.on_sector: Callable[[np.ndarray, int, int], None] | None = None
+        """Called with each sim frame's points (``t`` absolute ns) and its interval, before stitching."""
         self.prefetch = prefetch
         """Ask the source for frame k+1 in a background thread while frame k goes through the physics:
         the ray cast (or a server's answer) overlaps the rest of the loop. Results are identical."""
@@ -127,6 +130,8 @@ class Pipeline:
         result = self.physics.apply(hits, self._rng(k))
         # 4. stitch into scans (a remote source reports the firings it really swept)
         t_end = hits.interval[1] if hits.interval is not None else t1
+        if self.on_sector is not None:
+            self.on_sector(result.points, t0, t_end)
         scans = self.assembler.add(result.points, hits.firings.t_ns, t_end, result.extras())
         for scan in scans:
             scan.sensor_position, scan.sensor_rotation = self.source.sensor_pose(scan.start_ns * 1e-9)

@@ -57,6 +57,8 @@ def drive_scans(
     scans_dir.mkdir(parents=True, exist_ok=True)
     fan = SinkFanout([make_sink(s) for s in (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *sinks)])
     fan.open(SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep))
+    if fan.wants_sectors:
+        pipeline.on_sector = fan.write_sector
     counts: list[int] = []
     fired = dropped = 0
     compute_s = 0.0
@@ -91,6 +93,7 @@ def drive_scans(
                     sim=f"{pipeline.sim_time_s:.2f}s",
                 )
     finally:
+        pipeline.on_sector = None
         fan.close()
         bar.close()
     wall_s = time.perf_counter() - t_loop

@@ -122,8 +122,12 @@ def _raw(arr: np.ndarray) -> memoryview:
 class ZmqStreamSink:
     """The ``zmq`` sink: every scan on a PUB socket (``--sink zmq:tcp://127.0.0.1:5555,hwm=2``)."""
 
-    def __init__(self, address: str = DEFAULT_ADDRESS, *, hwm: int = 2, frame_id: str = "lidar") -> None:
+    def __init__(
+        self, address: str = DEFAULT_ADDRESS, *, hwm: int = 2, frame_id: str = "lidar", sectors: bool = False
+    ) -> None:
         self.requested_address = address or DEFAULT_ADDRESS
+        self.wants_sectors = sectors
+        """Also publish every sim frame's sector (header kind ``"sector"``) as it is computed."""
         self.hwm = hwm
         self.frame_id = frame_id
         self.publisher: StreamPublisher | None = None
@@ -171,6 +175,20 @@ class ZmqStreamSink:
         }
         self.publisher.publish(header, [_raw(pts)])
 
+    def write_sector(self, points: np.ndarray, t0_ns: int, t1_ns: int) -> None:
+        """Publish one sim frame's points (``t`` absolute ns) as soon as they exist; never blocks."""
+        if self.publisher is None:
+            raise RuntimeError("ZmqStreamSink.write_sector before open")
+        header = {
+            "kind": "sector",
+            "sim_time_ns": int(t0_ns),
+            "t1_ns": int(t1_ns),
+            "fields": points.dtype.descr,
+            "n": int(points.size),
+            **self._static,
+        }
+        self.publisher.publish(header, [_raw(points)])
+
     def write_camera(self, rgb: np.ndarray, mask: np.ndarray | None, sim_time_ns: int) -> None:
         """Publish a camera image (H, W, 3) uint8 and, when given, its intensity mask (H, W) float32."""
         if self.publisher is None:
@@ -199,10 +217,14 @@ class ZmqStreamSink:
 
 @register_sink("zmq")
 def _make_zmq_sink(target: str, options: dict[str, str]) -> ZmqStreamSink:
-    unknown = set(options) - {"hwm", "frame_id"}
+    unknown = set(options) - {"hwm", "frame_id", "sectors"}
     if unknown:
-        raise ValueError(f"zmq sink: unknown option(s) {', '.join(sorted(unknown))}; known: hwm, frame_id")
-    return ZmqStreamSink(target, hwm=int(options.get("hwm", 2)), frame_id=options.get("frame_id", "lidar"))
+        known = "hwm, frame_id, sectors"
+        raise ValueError(f"zmq sink: unknown option(s) {', '.join(sorted(unknown))}; known: {known}")
+    sectors = options.get("sectors", "0").lower() in ("1", "true", "yes")
+    return ZmqStreamSink(
+        target, hwm=int(options.get("hwm", 2)), frame_id=options.get("frame_id", "lidar"), sectors=sectors
+    )
 
 
 @dataclass
@@ -217,7 +239,7 @@ class StreamFrame:
 
     @property
     def kind(self) -> str:
-        """``"scan"`` or ``"camera"``."""
+        """``"scan"``, ``"sector"`` or ``"camera"``."""
         return str(self.header.get("kind", "scan"))
 
     @property
@@ -234,7 +256,7 @@ def decode_frame(parts: list[Any]) -> StreamFrame:
 
     header = json.loads(bytes(buf(parts[0])))
     frame = StreamFrame(header)
-    if frame.kind == "scan":
+    if frame.kind in ("scan", "sector"):
         dtype = np.lib.format.descr_to_dtype([tuple(f) for f in header["fields"]])
         frame.points = np.frombuffer(buf(parts[1]), dtype=dtype, count=int(header["n"]))
     elif frame.kind == "camera":

@@ -13,6 +13,9 @@ import contextlib
 import queue
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
 
 from rt_lidar.errors import RtLidarError
 from rt_lidar.sinks.base import ScanSink, SinkContext
@@ -21,6 +24,13 @@ from rt_lidar.sweep import Scan
 __all__ = ["SinkError", "SinkFanout"]
 
 _STOP = object()
+
+
+@dataclass
+class _Sector:
+    points: np.ndarray
+    t0_ns: int
+    t1_ns: int
 
 
 class SinkError(RtLidarError):
@@ -54,6 +64,29 @@ class SinkFanout:
         if self.background:
             self._thread = threading.Thread(target=self._run, name="rt-lidar-sinks", daemon=True)
             self._thread.start()
+
+    @property
+    def wants_sectors(self) -> bool:
+        """True when a sink also takes each sim frame's sector (``write_sector``)."""
+        return any(getattr(s, "wants_sectors", False) for s in self.sinks)
+
+    def write_sector(self, points: np.ndarray, t0_ns: int, t1_ns: int) -> None:
+        """Queue one sim frame's points for the sinks that want sectors (a copy: the sweep goes on
+        to reuse the array)."""
+        self._raise_pending()
+        item = _Sector(points.copy(), int(t0_ns), int(t1_ns))
+        if self._thread is None:
+            self._write_sector(item)
+        else:
+            self._queue.put(item)
+
+    def _write_sector(self, item: _Sector) -> None:
+        for sink in self.sinks:
+            if getattr(sink, "wants_sectors", False):
+                try:
+                    sink.write_sector(item.points, item.t0_ns, item.t1_ns)  # type: ignore[attr-defined]
+                except Exception as exc:
+                    raise SinkError(f"sink {type(sink).__name__} failed on a sector: {exc}") from exc
 
     def write(self, scan: Scan) -> None:
         """Queue ``scan`` for every sink (waits while the queue is full)."""
@@ -89,6 +122,9 @@ class SinkFanout:
             if self._error is not None:
                 continue  # keep draining so the producer never blocks forever
             try:
+                if isinstance(item, _Sector):
+                    self._write_sector(item)
+                    continue
                 assert isinstance(item, Scan)
                 self._write_all(item)
             except BaseException as exc:
