@@ -37,6 +37,7 @@ class RunSpec:
     sim_hz: float
     camera: CameraSettings
     labels: tuple[LabelRule, ...] = ()
+    sinks: tuple[str, ...] = ()
 
     @property
     def sequence_name(self) -> str:
@@ -73,7 +74,7 @@ def expand_runs(spec: SweepSpec) -> list[RunSpec]:
         rid = f"{scene.name}_{traj.name}_{sensor.name}_{weather_label(weather)}_s{seed}"
         runs.append(
             RunSpec(rid, i, scene, traj, sensor, weather, seed, spec.frames, spec.sim_hz, spec.camera,
-                    spec.labels)
+                    spec.labels, spec.sinks)
         )  # fmt: skip
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):

@@ -7,6 +7,8 @@
     frames = 3                 # scans per run
     sim_hz = 20.0              # simulation frame rate
     seeds = [0, 1]             # physics seeds; every run is repeated for each
+    sinks = ["pcd", "las"]     # optional: extra recordings of each run in sequences/NN/recordings/
+                               # (pcd, kitti, las, rosbag2; options as on --sink: "rosbag2:storage=sqlite3")
 
     [camera]                   # optional: image_2/ PNGs and a P2 that matches them
     enabled = true
@@ -154,6 +156,12 @@ class SweepSpec:
     weathers: tuple[WeatherConfig, ...]
     camera: CameraSettings
     labels: tuple[LabelRule, ...] = ()
+    sinks: tuple[str, ...] = ()
+    """Extra recordings of every run (``kind[:options]``), written into the run's sequence folder."""
+
+
+RECORDING_SINKS = ("pcd", "kitti", "las", "rosbag2")
+"""Sinks a sweep may ask for (file recordings: deterministic, so runs stay byte-identical)."""
 
 
 class _Table:
@@ -376,12 +384,21 @@ def parse_sweep(data: dict[str, Any], source: str = "<sweep>", base: Path | None
     name = head.name("name", "sweep")
     frames = head.integer("frames", 10, 1, 100_000)
     sim_hz = head.number("sim_hz", 20.0, 1.0, 1000.0)
+    sinks = [str(s) for s in head.raw("sinks", [])] if isinstance(head.raw("sinks", []), list) else None
+    if sinks is None:
+        raise head.fail("sinks", 'must be a list such as ["pcd", "rosbag2:storage=sqlite3"]')
+    for i, s in enumerate(sinks):
+        kind = s.partition(":")[0]
+        if kind not in RECORDING_SINKS:
+            raise head.fail(
+                f"sinks[{i}]", f"'{kind}' is not a recording sink; allowed: {', '.join(RECORDING_SINKS)}"
+            )
     head.done()
     spec = SweepSpec(
         source=source, name=name, frames=frames, sim_hz=sim_hz, seeds=tuple(seeds),
         scenes=tuple(_scenes(top, base or Path.cwd())), trajectories=tuple(_trajectories(top)),
         sensors=tuple(_sensors(top)), weathers=tuple(_weathers(top)), camera=_camera(top),
-        labels=tuple(_labels(top)),
+        labels=tuple(_labels(top)), sinks=tuple(sinks),
     )  # fmt: skip
     top.done()
     named = {

@@ -31,6 +31,8 @@ from rt_lidar.dataset.runs import RunSpec, run_digest, run_to_dict
 from rt_lidar.dataset.sweep_spec import CameraSettings, MountSpec, SceneSpec, TrajectorySpec
 from rt_lidar.physics import PhysicsConfig
 from rt_lidar.pipeline import Pipeline
+from rt_lidar.presets import SensorPreset
+from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.kitti import to_kitti_array
 from rt_lidar.sweep import Scan
 from unreal_bridge.world import (
@@ -191,6 +193,19 @@ def write_run(run: RunSpec, out: str | Path) -> RunResult:
                      worker_pid=os.getpid())  # fmt: skip
 
 
+def _recording_sinks(run: RunSpec, seq: Path, preset: SensorPreset) -> list[ScanSink]:
+    """The run's extra recordings, each in ``seq/recordings/<kind>`` (inside the temporary sequence
+    folder, so they appear complete with it or not at all)."""
+    sinks = []
+    for spec in run.sinks:
+        kind, _, options = spec.partition(":")
+        target = seq / "recordings" / kind
+        sink = make_sink(f"{kind}:{target}" + (f",{options}" if options else ""))
+        sink.open(SinkContext(preset=preset, scenario={"run_id": run.run_id, "digest": run_digest(run)}))
+        sinks.append(sink)
+    return sinks
+
+
 def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
     pipeline, world, lut = build_run(run)
     p2, tr = calibration(run)
@@ -201,6 +216,7 @@ def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
         (seq / "image_2").mkdir()
     tr_inv = np.linalg.inv(tr)
     poses, times, points = [], [], 0
+    recordings = _recording_sinks(run, seq, pipeline.preset)
     cam0_first: np.ndarray | None = None
     for k, scan in enumerate(pipeline.scans(run.frames)):
         stem = f"{k:06d}"
@@ -215,6 +231,10 @@ def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
         poses.append(_row(np.linalg.inv(cam0_first) @ cam0))
         times.append(f"{scan.start_ns * 1e-9:.6e}")
         points += int(scan.points.size)
+        for sink in recordings:
+            sink.write(scan)
+    for sink in recordings:
+        sink.close()
     pipeline.close()
     p_line = _row(p2)
     calib = [f"P{i}: {p_line}" for i in range(4)] + [f"Tr: {_row(tr)}"]

@@ -118,3 +118,28 @@ def test_rinet_reader_loads_the_generated_sequence(tmp_path: Path) -> None:
         np.testing.assert_allclose(a.pose, b.pose)
         np.testing.assert_allclose(b.calib.projection(), read_calib(tmp_path / "sequences/00/calib.txt")
                                    .image2_projection())  # fmt: skip
+
+
+def test_sweep_sinks_record_each_run_byte_identically(tmp_path: Path) -> None:
+    from pypcd4 import PointCloud
+    from rosbags.highlevel import AnyReader
+
+    d = tiny_sweep_dict(sinks=["pcd", "rosbag2:storage=sqlite3", "las"])
+    d["weather"] = {"rain_mm_h": [0.0]}
+    (run,) = expand_runs(parse_sweep(d, "tiny.toml"))
+    write_run(run, tmp_path / "a")
+    write_run(run, tmp_path / "b")
+    assert tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")
+    rec = tmp_path / "a" / "sequences" / "00" / "recordings"
+    pcds = sorted((rec / "pcd").glob("*.pcd"))
+    frames = list(read_sequence(tmp_path / "a", 0))
+    assert len(pcds) == len(frames) == 2
+    assert PointCloud.from_path(pcds[0]).points == frames[0].points.shape[0]
+    with AnyReader([rec / "rosbag2"]) as reader:
+        assert sum(1 for c, _, _ in reader.messages() if c.topic == "/points") == 2
+    assert len(list((rec / "las").glob("*.las"))) == 2
+    d["sweep"]["sinks"] = ["velodyne-udp:127.0.0.1:2368"]
+    with pytest.raises(
+        Exception, match=r"sinks\[0\]'.*not a recording sink; allowed: pcd, kitti, las, rosbag2"
+    ):
+        parse_sweep(d, "tiny.toml")
