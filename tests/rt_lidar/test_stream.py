@@ -166,38 +166,46 @@ def test_decode_frame_from_bytes() -> None:
     np.testing.assert_array_equal(frame.points, pts)
 
 
-def test_every_sector_is_published_and_the_sectors_make_the_scan(tmp_path) -> None:
+def test_every_sector_is_published_and_the_sectors_make_the_scan() -> None:
     import zmq
 
     from rt_lidar.build import build_pipeline
-    from rt_lidar.runner import drive_scans
+    from rt_lidar.sinks.fanout import SinkFanout
 
     address = f"tcp://127.0.0.1:{_free_port()}"
-    ctx = zmq.Context.instance()
-    sub = ctx.socket(zmq.SUB)
+    built = build_pipeline("VLP-16", "street", sim_hz=40.0)
+    sink = ZmqStreamSink(address, hwm=1000, sectors=True)
+    fan = SinkFanout([sink])
+    fan.open(SinkContext(preset=built.preset))
+    sub = zmq.Context.instance().socket(zmq.SUB)
     sub.setsockopt(zmq.SUBSCRIBE, b"")
     sub.setsockopt(zmq.RCVHWM, 1000)
     sub.connect(address)
-    built = build_pipeline("VLP-16", "street", sim_hz=40.0)
     frames: list = []
     try:
-        # the PUB socket binds when the run opens its sinks; a first slow-joiner scan is thrown away
-        drive_scans(
-            built.pipeline, built.preset, 3, tmp_path, [f"zmq:{address},sectors=1,hwm=1000"], progress=False
-        )
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            if sub.poll(200):
+        # a subscriber joins a PUB socket asynchronously: publish a probe until one gets through
+        deadline = time.monotonic() + 10
+        while not frames and time.monotonic() < deadline:
+            fan.write(_scan(10, index=999))
+            if sub.poll(100):
                 frames.append(decode_frame(sub.recv_multipart()))
-            elif frames:
+        assert frames, "the subscriber never joined"
+        built.pipeline.on_sector = fan.write_sector
+        scans = built.pipeline.scans(2)
+        for scan in scans:
+            fan.write(scan)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and sum(f.kind == "scan" and f.seq >= 0 for f in frames) < 20:
+            if sub.poll(100):
+                frames.append(decode_frame(sub.recv_multipart()))
+            elif any(f.kind == "scan" and f.header.get("scan_index") == scans[-1].index for f in frames):
                 break
     finally:
+        fan.close()
         sub.close(linger=0)
     sectors = [f for f in frames if f.kind == "sector"]
-    scans = [f for f in frames if f.kind == "scan"]
-    assert sectors and scans
-    # a 10 Hz scan at f_sim 40 Hz is 4 sectors; the last scan received is the union of its sectors
-    last = scans[-1]
+    (last,) = [f for f in frames if f.kind == "scan" and f.header.get("scan_index") == scans[-1].index]
+    # a 10 Hz scan at f_sim 40 Hz is 4 sectors; the scan is exactly the union of its sectors
     start = int(last.header["sim_time_ns"])
     mine = [s for s in sectors if start <= s.header["sim_time_ns"] < start + 100_000_000]
     assert len(mine) == 4
