@@ -206,22 +206,28 @@ class SensorPhysics:
             points=out, power_w=pw, fired=hits.pulses, dropped=hits.pulses - with_return, epw_ns=epw
         )
 
-    def _single(self, hits: Hits, rng: np.random.Generator) -> Detections:
-        """One ray per firing, strongest echo: the stronger of glass and object, then the threshold."""
-        p = self.preset
-        threshold = p.pulse.detection_threshold_w
+    def object_echoes(self, hits: Hits) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
+        segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
+        crossed glass on the way is flagged THROUGH_GLASS)."""
         obj = hits.material >= 0
-        glass = hits.glass_material >= 0
-
         # Misses have range inf, so their power comes out 0 without masking every array first.
         with np.errstate(invalid="ignore", over="ignore"):
             power, refl = self.power(
                 hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
             )
         power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
-        rng_m = hits.range_m.copy()
-        segment = hits.segment.copy()
-        flags = np.where(glass & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)).astype(np.uint8)
+        flags = np.where(
+            (hits.glass_material >= 0) & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)
+        ).astype(np.uint8)
+        return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
+
+    def _single(self, hits: Hits, rng: np.random.Generator) -> Detections:
+        """One ray per firing, strongest echo: the stronger of glass and object, then the threshold."""
+        p = self.preset
+        threshold = p.pulse.detection_threshold_w
+        glass = hits.glass_material >= 0
+        power, refl, rng_m, segment, flags = self.object_echoes(hits)
         if glass.any():
             gp, grefl = self.power(
                 hits.glass_range_m[glass],

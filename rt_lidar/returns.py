@@ -73,16 +73,8 @@ def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Gener
     n_sub, n_pulse = hits.subrays, hits.pulses
     weight = hits.subray_weight if hits.subray_weight is not None else np.ones(n_sub, np.float32)
     w_ray = np.tile(weight.astype(np.float32), n_pulse)
-    obj = hits.material >= 0
     glass = hits.glass_material >= 0
-    with np.errstate(invalid="ignore", over="ignore"):
-        power, refl = physics.power(
-            hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
-        )
-    power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
-    rng_m = hits.range_m.copy()
-    segment = hits.segment.copy()
-    flags = np.where(glass & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)).astype(np.uint8)
+    power, refl, rng_m, segment, flags = physics.object_echoes(hits)
     if physics.config.weather is not None:  # each sub-ray sees the weather as a whole beam would
         weather_model(physics.config.weather).apply(
             rng_m, power, flags, hits.direction, p, thr, rng,
