@@ -20,12 +20,12 @@ from rt_lidar.cli_beam import SunConfig
 from rt_lidar.controller import BridgeSource, bridge_pipeline
 from rt_lidar.physics import PhysicsConfig
 from rt_lidar.presets import load_preset, preset_to_dict
-from rt_lidar.rinet.stage import rgb_from_airsim
+from rt_lidar.rinet.stage import airsim_camera_post
 from rt_lidar.runner import drive_scans
 from rt_lidar.serve import ServeOptions, start_server_process
 from rt_lidar.sweep import Scan
 from rt_lidar.weather import WeatherConfig
-from unreal_bridge import AirSimClient, ImageRequest
+from unreal_bridge import AirSimClient
 from unreal_bridge.world import CameraSpec, Pose
 
 if TYPE_CHECKING:
@@ -146,15 +146,10 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
                 pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun)
 
-                def bridge_post(scan: Scan) -> Scan:
-                    assert stage is not None
-                    (image,) = client.sim_get_images([ImageRequest("0", 0, False, False)])
-                    return stage.apply(scan, rgb_from_airsim(image))
-
                 try:
                     result = drive_scans(
                         pipe, preset, opts.frames, out, opts.sinks, scenario, opts.progress, True,
-                        post=bridge_post if stage is not None else None,
+                        post=airsim_camera_post(stage, client) if stage is not None else None,
                     )  # fmt: skip
                 finally:
                     pipe.close()

@@ -18,7 +18,7 @@ from rt_lidar.presets import load_preset, preset_to_dict
 from rt_lidar.runner import drive_scans
 from rt_lidar.sweep import Scan
 from rt_lidar.weather import WeatherConfig
-from unreal_bridge import AirSimClient, ImageRequest
+from unreal_bridge import AirSimClient
 from unreal_bridge.errors import ConnectionLost
 
 __all__ = ["RunOptions", "load_material_map", "run_controller"]
@@ -82,16 +82,11 @@ def _rinet_post(
     if opts.rinet is None:
         return None
     from rt_lidar.demo import RINET_CAMERA
-    from rt_lidar.rinet.stage import RinetStage, rgb_from_airsim
+    from rt_lidar.rinet.stage import RinetStage, airsim_camera_post
     from unreal_bridge.world import Scene
 
     stage = RinetStage(opts.rinet, RINET_CAMERA, Scene(objects=[]).sensor_mount, intensity_max=intensity_max)
-
-    def post(scan: Scan) -> Scan:
-        (image,) = client.sim_get_images([ImageRequest("0", 0, False, False)], opts.vehicle_name)
-        return stage.apply(scan, rgb_from_airsim(image))
-
-    return post
+    return airsim_camera_post(stage, client, opts.vehicle_name)
 
 
 def _connect(host: str, port: int, opts: RunOptions) -> AirSimClient:

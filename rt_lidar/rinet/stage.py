@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -23,7 +25,7 @@ from rt_lidar.rinet.runtime import RinetRuntime, load_runtime
 from rt_lidar.sweep import Scan
 from unreal_bridge.world import CameraSpec, Pose
 
-__all__ = ["RinetStage", "StageStats", "camera_projection", "rgb_from_airsim"]
+__all__ = ["RinetStage", "StageStats", "airsim_camera_post", "camera_projection", "rgb_from_airsim"]
 
 _MOUNT_TO_OPTICAL = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])
 
@@ -120,3 +122,15 @@ class RinetStage:
             self.runtime.provider,
         )
         return dataclasses.replace(scan, points=out, dropped=scan.dropped + n_drop)
+
+
+def airsim_camera_post(stage: RinetStage, client: Any, vehicle_name: str = "") -> Callable[[Scan], Scan]:
+    """A scan hook that applies ``stage`` with the scene image of camera "0" fetched over the bridge
+    (``client``: an :class:`unreal_bridge.AirSimClient`)."""
+    from unreal_bridge import ImageRequest
+
+    def post(scan: Scan) -> Scan:
+        (image,) = client.sim_get_images([ImageRequest("0", 0, False, False)], vehicle_name)
+        return stage.apply(scan, rgb_from_airsim(image))
+
+    return post
