@@ -53,7 +53,8 @@ _VELO_FIRING_US = {
     "velodyne-vlp16": lambda lid: lid * 2.304,
     "velodyne-vlp32c": lambda lid: (lid // 2) * 2.304,
     "velodyne-hdl32": lambda lid: lid * 1.152,
-    "velodyne-hdl64": lambda lid: (lid % 32) * 1.5,
+    # HDL-64E S2 firing table: upper and lower block fire together, four lasers a 6 us group
+    "velodyne-hdl64": lambda lid: (lid % 32) // 4 * 6.0 + (0.0, 1.26, 2.46, 3.66)[lid % 4],
     "velodyne-vls128": lambda lid: (lid // 8) * 2.665,
 }
 _NUM = re.compile(r"(\w+)\s*:\s*([^,\s{}]+)")

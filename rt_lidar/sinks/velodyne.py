@@ -1,12 +1,21 @@
-"""Velodyne data and position packets (VLP-16, VLP-32C, HDL-32E), built vectorised from scans.
+"""Velodyne data and position packets (VLP-16, VLP-32C, HDL-32E, HDL-64E), built vectorised from scans.
 
-Data packet (1206 bytes): 12 blocks of ``0xFFEE``, azimuth (uint16, 0.01 deg, clockwise from the
-sensor's forward axis: ``rot = -atan2(y, x)``), 32 x (distance uint16, intensity uint8); then the
-timestamp (uint32, microseconds past the hour of the packet's first firing), the return-mode byte
-(0x37 strongest, 0x38 last, 0x39 dual) and the product id. A VLP-16 block holds two firing sequences
-of 16 lasers, a 32-laser block one. In dual mode blocks come in pairs of the same firings: the even
-block holds the last return, the odd one the strongest (the second strongest where the strongest is
-also the last); with a single return both repeat it. No return: distance 0.
+Data packet (1206 bytes): 12 blocks of a bank flag (bytes ``FF EE``), azimuth (uint16, 0.01 deg,
+clockwise from the sensor's forward axis: ``rot = -atan2(y, x)``), 32 x (distance uint16, intensity
+uint8); then the timestamp (uint32, microseconds past the hour of the packet's first firing), the
+return-mode byte (0x37 strongest, 0x38 last, 0x39 dual) and the product id. A VLP-16 block holds two
+firing sequences of 16 lasers, a 32-laser block one. In dual mode blocks come in pairs of the same
+firings: the even block holds the last return, the odd one the strongest (the second strongest where
+the strongest is also the last); with a single return both repeat it. No return: distance 0.
+
+HDL-64E (S2 / S3): one firing of the 64 lasers fills two blocks of the same azimuth, the upper block
+(``FF EE``, lasers 0-31) and the lower (``FF DD``, lasers 32-63): six firings a packet. Dual return
+(the S3's layout): four blocks a firing, upper and lower strongest, then upper and lower last (the
+pairing rules above); three firings a packet. No return-mode byte or product id: the last two bytes
+are the status cycle of :mod:`rt_lidar.sinks.velodyne_hdl64`, which also carries the calibration.
+
+A distance is written as the sensor reports it: the range less the laser's ``dist_correction`` (the
+decoder adds it back), in the model's distance resolution.
 
 Slots (columns) are counted over the whole run and packets hold a fixed number of them, so packets
 run on across scan boundaries as a real sensor's do; the packetizer holds back the partial packet.
@@ -32,6 +41,7 @@ from rt_lidar.sinks.pcap import (
     slots_per_scan,
 )
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
+from rt_lidar.sinks.velodyne_hdl64 import calibration_stream, status_bytes
 from rt_lidar.sweep import Scan
 
 __all__ = [
@@ -47,6 +57,8 @@ __all__ = [
 ]
 
 _HOUR_US = 3_600_000_000
+_SENSOR_IP, _DEST_IP = "192.168.1.201", "255.255.255.255"
+_BANK_FLAGS = (0xEEFF, 0xDDFF)  # uint16 block flags of the upper and lower bank (bytes FF EE, FF DD)
 
 
 @dataclass(frozen=True)
@@ -54,16 +66,22 @@ class VelodyneModel:
     """Packet layout of one Velodyne model."""
 
     name: str
-    product_id: int
+    product_id: int | None
+    """Factory byte after the return mode; ``None``: the HDL-64E's status bytes instead."""
     lasers: int
     sequences_per_block: int
     distance_m: float
+    banks: int = 1
+    """Blocks one firing of all lasers fills (HDL-64E: upper and lower bank)."""
+    last_first: bool = True
+    """Dual return: the last-return block(s) of a firing come before the strongest ones."""
 
 
 MODELS: dict[str, VelodyneModel] = {
     "velodyne-vlp16": VelodyneModel("VLP-16", 0x22, 16, 2, 0.002),
     "velodyne-vlp32c": VelodyneModel("VLP-32C", 0x28, 32, 1, 0.004),
     "velodyne-hdl32": VelodyneModel("HDL-32E", 0x21, 32, 1, 0.002),
+    "velodyne-hdl64": VelodyneModel("HDL-64E", None, 64, 1, 0.002, banks=2, last_first=False),
 }
 RETURN_MODE_BYTE = {"strongest": 0x37, "last": 0x38, "dual": 0x39}
 
@@ -119,12 +137,19 @@ class VelodynePacketizer:
         self.position_period_ns = round(1e9 / position_hz) if position_hz > 0 else 0
         self.period_ns = scan_period_ns(preset)
         self.slots = slots_per_scan(preset)
-        blocks_per_firing = 2 if self.mode == "dual" else 1
-        self.cols_per_packet = 12 * self.model.sequences_per_block // blocks_per_firing
+        self.n_returns = 2 if self.mode == "dual" else 1
+        self.blocks_per_group = self.model.banks * self.n_returns
+        self.cols_per_packet = 12 * self.model.sequences_per_block // self.blocks_per_group
         laser = np.array([b.laser_id if b.laser_id is not None else b.ring for b in preset.beams], np.int64)
         if laser.max() >= self.model.lasers:
             raise ConfigError(f"preset {preset.name}: laser ids exceed {self.model.lasers}")
         self.laser_of_ring = laser
+        self.dist_correction_of_ring = _distance_corrections(preset)
+        self._status = (
+            None
+            if self.model.product_id is not None
+            else calibration_stream(preset, self.mode, self.epoch_ns, _SENSOR_IP, _DEST_IP)
+        )
         self.max_offset_ns = int(np.round(preset.firing_offsets_us.max() * 1000.0))
         s = preset.scan
         self._az0 = s.scan_start_azimuth_deg
@@ -151,8 +176,9 @@ class VelodynePacketizer:
         cpp = self.cols_per_packet
         pts = scan.points
         col = point_columns(self.preset, scan)
-        laser = self.laser_of_ring[pts["ring"].astype(np.intp)]
-        rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2)
+        ring = pts["ring"].astype(np.intp)
+        laser = self.laser_of_ring[ring]
+        rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2) - self.dist_correction_of_ring[ring]
         inten = pts["intensity"].astype(np.float32)
         if self._next_packet is None:
             first = int(-((-scan.start_ns * self.slots) // self.period_ns))
@@ -222,27 +248,34 @@ class VelodynePacketizer:
         local = col - p0 * cpp
         packet, j = np.divmod(local, cpp)
         key = local * m.lasers + laser
-        spb = m.sequences_per_block
-        slot = (j % spb) * (32 // spb) + laser
+        spb, banks, group = m.sequences_per_block, m.banks, self.blocks_per_group
+        bank, chan = np.divmod(laser, 32)
+        slot = (j % spb) * (32 // spb) + chan
         dist = np.zeros((n, 12, 32), np.uint16)
         level = np.zeros((n, 12, 32), np.uint8)
         ibyte = np.clip(np.round(inten), 0, 255).astype(np.uint8)
-        picks = self._pick(key, units, ibyte)
+        picks = self._pick(key, units, ibyte)  # (one) or (last, strongest)
         for b, idx in enumerate(picks):
-            blk = j[idx] // spb * len(picks) + b
+            place = b if m.last_first else len(picks) - 1 - b
+            blk = j[idx] // spb * group + place * banks + bank[idx]
             dist[packet[idx], blk, slot[idx]] = units[idx]
             level[packet[idx], blk, slot[idx]] = ibyte[idx]
         blocks = pk["blocks"]
-        blocks["flag"] = 0xEEFF
+        blocks["flag"] = np.array(_BANK_FLAGS, np.uint16)[np.arange(12) % banks]
         blocks["channels"]["distance"] = dist
         blocks["channels"]["intensity"] = level
-        first_col = (p0 + np.arange(n, dtype=np.int64))[:, None] * cpp
-        block_col = first_col + (np.arange(12) // len(picks) * spb)[None, :]
+        index = p0 + np.arange(n, dtype=np.int64)
+        first_col = index[:, None] * cpp
+        block_col = first_col + (np.arange(12) // group * spb)[None, :]
         blocks["azimuth"] = self._rot_centideg(self.slot_time_ns(block_col))
-        t_first = self.slot_time_ns(first_col[:, 0])
-        pk["stamp"] = ((t_first + self.epoch_ns) // 1000 % _HOUR_US).astype(np.uint32)
-        pk["mode"] = RETURN_MODE_BYTE[self.mode]
-        pk["product"] = m.product_id
+        wall = self.slot_time_ns(first_col[:, 0]) + self.epoch_ns
+        pk["stamp"] = (wall // 1000 % _HOUR_US).astype(np.uint32)
+        if self._status is None:
+            pk["mode"] = RETURN_MODE_BYTE[self.mode]
+            pk["product"] = m.product_id
+        else:
+            tail = status_bytes(index, wall, self._status)
+            pk["mode"], pk["product"] = tail[:, 0], tail[:, 1]
         send = self.slot_time_ns(first_col[:, 0] + cpp)
         return PacketBatch("data", pk.view(np.uint8).reshape(n, 1206), send)
 
@@ -253,6 +286,21 @@ class VelodynePacketizer:
         self._next_position_ns = int(times[-1]) + self.position_period_ns
         rows = [np.frombuffer(position_packet(int(t) + self.epoch_ns), np.uint8) for t in times]
         return PacketBatch("position", np.stack(rows), times)
+
+
+def _distance_corrections(preset: SensorPreset) -> np.ndarray:
+    """(n_rings,) float32 ``dist_correction`` per ring; refuses corrections a range cannot invert."""
+    out = np.zeros(preset.n_rings, np.float32)
+    for b in preset.beams:
+        rest = (b.dist_correction_x_m, b.dist_correction_y_m, b.vert_offset_correction_m,
+                b.horiz_offset_correction_m)  # fmt: skip
+        if any(v for v in rest):
+            raise ConfigError(
+                f"preset {preset.name}: ring {b.ring} has two-point distance or offset corrections; "
+                "the Velodyne packet writer handles only dist_correction"
+            )
+        out[b.ring] = b.dist_correction_m or 0.0
+    return out
 
 
 def calibration_yaml(preset: SensorPreset) -> str:
@@ -308,7 +356,7 @@ def velodyne_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
     """``--sink velodyne-pcap:out.pcap[,mode=dual][,epoch_ns=N][,position_hz=1]``."""
     _options(options, {"mode", "epoch_ns", "position_hz"})
     make, _ = packetizer_factory(options)
-    return PacketPcapSink(target, make, "192.168.1.201", "255.255.255.255")
+    return PacketPcapSink(target, make, _SENSOR_IP, _DEST_IP)
 
 
 @register_sink("velodyne-udp")

@@ -7,17 +7,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from conftest import with_second_returns
 
+from rt_lidar.points import empty_points
 from rt_lidar.presets import load_preset
 from rt_lidar.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, read_pcap_udp
+from rt_lidar.sinks.velodyne import MODELS as PACKET_MODELS
 from rt_lidar.sinks.velodyne import VelodynePacketizer, calibration_yaml, velodyne_pcap_sink
+from rt_lidar.sweep import Scan
 
 vd = pytest.importorskip("velodyne_decoder")
 
-MODELS = {"VLP-16": "VLP16", "VLP-32C": "VLP32C", "HDL-32E": "HDL32E"}
+# the HDL-64E preset is an S2 unit: its firing table (48 us a firing) is the decoder's S2 timing
+MODELS = {"VLP-16": "VLP16", "VLP-32C": "VLP32C", "HDL-32E": "HDL32E", "HDL-64E": "HDL64E_S2"}
+EPOCH_S = DEFAULT_EPOCH_NS // 1_000_000_000
 
 
 def _write(tmp_path: Path, name: str, scans, mode: str) -> Path:
@@ -30,15 +36,50 @@ def _write(tmp_path: Path, name: str, scans, mode: str) -> Path:
     return path
 
 
-def _decode(path: Path, name: str) -> np.ndarray:
-    preset = load_preset(name)
-    cfg = vd.Config(model=getattr(vd.Model, MODELS[name]), max_range=1000.0)
-    cfg.calibration = vd.Calibration.from_string(calibration_yaml(preset))
+def _decode(path: Path, name: str | None) -> np.ndarray:
+    """Decoded points + absolute device time (s); ``name=None``: the decoder finds model and calibration."""
+    cfg = vd.Config(max_range=1000.0)
+    if name is not None:
+        cfg.model = getattr(vd.Model, MODELS[name])
+        cfg.calibration = vd.Calibration.from_string(calibration_yaml(load_preset(name)))
     parts = []
     for stamp, pts in vd.read_pcap(str(path), cfg):
-        times = stamp.host + pts[:, vd.PointField.time].astype(np.float64)
+        times = stamp.device + pts[:, vd.PointField.time].astype(np.float64)
         parts.append(np.column_stack([pts.astype(np.float64), times]))
     return np.concatenate(parts)
+
+
+def _encodable(name: str, points: np.ndarray) -> np.ndarray:
+    """The points whose distance fits the 16-bit field (the test's far twins can exceed 131 m at 2 mm)."""
+    preset = load_preset(name)
+    corr = np.array([b.dist_correction_m or 0.0 for b in sorted(preset.beams, key=lambda b: b.ring)])
+    rng = np.sqrt(points["x"] ** 2 + points["y"] ** 2 + points["z"] ** 2) - corr[points["ring"]]
+    return points[np.round(rng / PACKET_MODELS[preset.packet_format].distance_m) <= 65535]
+
+
+def _agreement(name: str, scans, dec: np.ndarray, mode: str) -> dict[str, float]:
+    """Compare decoded points with ours point by point; returns the largest errors."""
+    ours = _encodable(name, np.concatenate([s.points for s in scans]))
+    assert dec.shape[0] == ours.size  # the decoder merges identical dual returns, as we expect
+    t_abs = ours["t"] * 1e-9 + EPOCH_S  # scan starts are multiples of the period: t is from sim 0 + start
+    t_abs += np.concatenate([np.full(_encodable(name, s.points).size, s.start_ns * 1e-9) for s in scans])
+    o_r = np.sqrt(ours["x"].astype(float) ** 2 + ours["y"] ** 2 + ours["z"] ** 2)
+    d_r = np.linalg.norm(dec[:, :3], axis=1)
+    f = vd.PointField
+    o = np.lexsort((o_r, t_abs, ours["ring"]))
+    d = np.lexsort((d_r, dec[:, 8], dec[:, f.ring]))
+    np.testing.assert_array_equal(dec[d, f.ring], ours["ring"][o])
+    o_az = np.degrees(np.arctan2(ours["y"][o], ours["x"][o]))
+    d_az = np.degrees(np.arctan2(dec[d, 1], dec[d, 0]))
+    np.testing.assert_array_equal(dec[d, f.intensity], np.clip(np.round(ours["intensity"][o]), 0, 255))
+    if mode == "dual":
+        twins = ours["return_id"][o] == 1
+        assert np.all(dec[d][twins, f.return_type] == 2)  # the farther echo is reported as the last one
+    return {
+        "range_m": float(np.abs(d_r[d] - o_r[o]).max()),
+        "azimuth_deg": float(np.abs((d_az - o_az + 180.0) % 360.0 - 180.0).max()),
+        "time_us": float(np.abs(dec[d, 8] - t_abs[o]).max() * 1e6),
+    }
 
 
 @pytest.mark.parametrize("mode", ["strongest", "dual"])
@@ -47,26 +88,63 @@ def test_decoder_reads_our_points(tmp_path, pipeline_scans, name, mode):
     scans = list(pipeline_scans(name, 2))
     if mode == "dual":
         scans = [with_second_returns(s) for s in scans]
-    dec = _decode(_write(tmp_path, name, scans, mode), name)
-    ours = np.concatenate([s.points for s in scans])
-    t_abs = np.concatenate([s.points["t"] + s.start_ns for s in scans])
-    assert dec.shape[0] == ours.size  # the decoder merges identical dual returns, as we expect
-
-    o_r = np.sqrt(ours["x"].astype(float) ** 2 + ours["y"] ** 2 + ours["z"] ** 2)
-    d_r = np.linalg.norm(dec[:, :3], axis=1)
-    f = vd.PointField
-    o = np.lexsort((o_r, t_abs, ours["ring"]))
-    d = np.lexsort((d_r, dec[:, 8], dec[:, f.ring]))
-    np.testing.assert_array_equal(dec[d, f.ring], ours["ring"][o])
-    assert np.abs(d_r[d] - o_r[o]).max() < 0.01
-    o_az = np.degrees(np.arctan2(ours["y"][o], ours["x"][o]))
-    d_az = np.degrees(np.arctan2(dec[d, 1], dec[d, 0]))
+    err = _agreement(name, scans, _decode(_write(tmp_path, name, scans, mode), name), mode)
+    assert err["range_m"] < 0.01
     # 0.01 deg packet resolution; the decoder interpolates between two rounded block azimuths
-    assert np.abs((d_az - o_az + 180.0) % 360.0 - 180.0).max() <= 0.015
-    np.testing.assert_array_equal(dec[d, f.intensity], np.clip(np.round(ours["intensity"][o]), 0, 255))
+    assert err["azimuth_deg"] <= 0.015
+    # our firing times are the decoder's timing tables (the stamp is floored to 1 us)
+    assert err["time_us"] < 2.0
+
+
+def _empty_scans(name: str, first: int, n: int) -> list[Scan]:
+    period = scan_period_ns(load_preset(name))
+    return [Scan(k, k * period, empty_points(), 0, 0) for k in range(first, first + n)]
+
+
+@pytest.mark.parametrize("mode", ["strongest", "dual"])
+def test_hdl64e_stream_carries_its_calibration(tmp_path, pipeline_scans, mode):
+    """An HDL-64E's status bytes carry the unit's calibration: the decoder finds the model and the
+    calibration in our packets alone (one status cycle: 4160 packets) and decodes the same points."""
+    scans = list(pipeline_scans("HDL-64E", 2))
     if mode == "dual":
-        twins = ours["return_id"][o] == 1
-        assert np.all(dec[d][twins, f.return_type] == 2)  # the farther echo is reported as the last one
+        scans = [with_second_returns(s) for s in scans]
+    n_empty = 11 if mode == "strongest" else 5  # dual: twice the packets per second
+    path = _write(tmp_path, "HDL-64E", scans + _empty_scans("HDL-64E", 2, n_empty), mode)
+    model, calib = vd.hdl64e.read_calibration_from_pcap(str(path))
+    assert model == vd.Model.HDL64E_S2
+    lasers = {las["laser_id"]: las for las in yaml.safe_load(calib.to_string())["lasers"]}
+    for b in load_preset("HDL-64E").beams:
+        got = lasers[b.laser_id]
+        assert got["dist_correction"] == pytest.approx(b.dist_correction_m, abs=1e-6)
+        assert np.degrees(got["vert_correction"]) == pytest.approx(b.elevation_deg, abs=0.005 + 1e-6)
+        assert np.degrees(got["rot_correction"]) == pytest.approx(b.azimuth_offset_deg, abs=1e-5)
+    status = vd.hdl64e.read_status_info(vd.hdl64e.iter_pcap_packets(str(path)))
+    assert status["Model"] == "S2" and status["RPM"] == 600 and status["IP Source"] == "192.168.1.201"
+    assert status["Multiple Return Status"] == ("Both" if mode == "dual" else "Strongest")
+    assert status["Current Time"].year == 2024 and status["GPS Time Present"]
+    err = _agreement("HDL-64E", scans, _decode(path, None), mode)
+    # angles travel in 0.01 deg (the preset's azimuth offsets are whole hundredths), distances in mm
+    assert err["range_m"] < 0.01 and err["azimuth_deg"] <= 0.015 and err["time_us"] < 2.0
+
+
+def test_hdl64e_blocks_banks_and_status_bytes(pipeline_scans):
+    preset = load_preset("HDL-64E")
+    for mode, group in (("strongest", 2), ("dual", 4)):
+        pz = VelodynePacketizer(preset, mode=mode, position_hz=0)
+        pk = np.concatenate([b.payloads for s in pipeline_scans("HDL-64E", 2) for b in pz.packetize(s)])
+        blocks = pk[:, :1200].reshape(-1, 12, 100)
+        flag = blocks[:, :, 0:2].copy().view("<u2")[..., 0]
+        np.testing.assert_array_equal(flag, np.tile([0xEEFF, 0xDDFF], (len(pk), 6)))
+        az = blocks[:, :, 2:4].copy().view("<u2")[..., 0].astype(np.int64)
+        firing_az = az.reshape(len(pk), -1, group)
+        assert np.all(firing_az == firing_az[..., :1])  # the blocks of one firing share its azimuth
+        step = np.diff(firing_az[..., 0].ravel()) % 36000
+        assert np.all((step >= 17) & (step <= 18))  # 48 us a firing at 10 Hz: 0.173 deg
+        stamps = pk[:, 1200:1204].copy().view("<u4").ravel().astype(np.int64)
+        assert set(np.diff(stamps)) <= {12 // group * 48 - 1, 12 // group * 48, 12 // group * 48 + 1}
+        kinds = pk[:16, 1204].tobytes()  # the status cycle starts with the first packet
+        assert kinds == b"HMSDNYGTV" + bytes(7)
+        assert list(pk[:6, 1205]) == [0, 0, 0, 1, 1, 24]  # 2024-01-01T00:00:00Z
 
 
 def test_timestamps_factory_bytes_and_position_packets(tmp_path, pipeline_scans):
@@ -105,3 +183,38 @@ def test_torn_pcap_reads_up_to_last_whole_packet(tmp_path, pipeline_scans):
     path.write_bytes(raw[:-700])
     assert len(list(read_pcap_udp(path))) == n - 1
     assert sum(len(p) for _, p in vd.read_pcap(str(path), vd.Config(model=vd.Model.VLP16))) > 0
+
+
+def test_hdl64e_through_the_sink_specs(tmp_path, pipeline_scans):
+    """``--sink velodyne-pcap:`` and ``--sink velodyne-udp:`` with the HDL-64E preset: data packets
+    and position packets, the same bytes both ways."""
+    import contextlib
+    import socket
+
+    from rt_lidar.sinks.base import make_sink
+
+    scan = pipeline_scans("HDL-64E", 1)[0]
+    rx = {}
+    for port in ("data", "position"):
+        rx[port] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        rx[port].setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        rx[port].bind(("127.0.0.1", 0))
+    data_port, pos_port = (rx[p].getsockname()[1] for p in ("data", "position"))
+    udp = make_sink(f"velodyne-udp:127.0.0.1:{data_port},position_port={pos_port},latency_ms=20")
+    pcap = make_sink(f"velodyne-pcap:{tmp_path / 'hdl64.pcap'}")
+    for sink in (udp, pcap):
+        sink.open(SinkContext(load_preset("HDL-64E")))
+        sink.write(scan)
+        sink.close()
+    got: dict[str, list[bytes]] = {"data": [], "position": []}
+    for port, sock in rx.items():
+        sock.settimeout(0.5)
+        with contextlib.suppress(TimeoutError):
+            while True:
+                got[port].append(sock.recv(2048))
+        sock.close()
+    recs = list(read_pcap_udp(tmp_path / "hdl64.pcap"))
+    data = [r.payload for r in recs if r.dst_port == 2368]
+    assert len(data) == -(-2083 // 6) and all(len(p) == 1206 for p in data)  # one scan, last one padded
+    assert [r.payload for r in recs if r.dst_port == 8308] == got["position"] and len(got["position"]) == 1
+    assert got["data"] == data
