@@ -33,15 +33,12 @@ Snow: the Gunn & Marshall (1958, J. Meteor. 15, 452) size distribution of aggreg
 (1/0.1)^(1/3) = 2.15 times the melted diameter, and ``Q_ext = 2`` over their area gives
 ``a ~ 3.3e-3 S^0.57`` /m (about 0.9 km visibility at 1 mm/h, as observed for moderate snow).
 
-Random numbers: a counter-based generator (SplitMix64 finaliser of ``key + counter * golden``), so a
-draw is a pure function of (seed, ray, slot): the NumPy kernels and the fused CUDA kernel of
-:mod:`kernels.weather_cuda` draw the same numbers, and runs with the same seed are identical.
+The per-ray kernels that draw and apply all this are in :mod:`kernels.weather_rays`.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -52,7 +49,6 @@ __all__ = [
     "FOG_BACKSCATTER_VIS",
     "MAX_PARTICLES",
     "MP_N0",
-    "NORMAL_TABLE",
     "Q_EXT",
     "RAIN_D_MAX_MM",
     "RAIN_D_MIN_MM",
@@ -63,11 +59,9 @@ __all__ = [
     "FogParams",
     "Species",
     "WeatherKernelParams",
-    "apply_weather",
     "beam_area",
     "beam_diameter",
     "beam_volume",
-    "counters",
     "detectable_particle_table",
     "drop_count_mean",
     "exponential_dsd_area",
@@ -75,19 +69,13 @@ __all__ = [
     "fog_backscatter",
     "fog_extinction",
     "fog_soft_target",
-    "hash_bits",
-    "hash_uniform",
     "marshall_palmer",
     "marshall_palmer_slope",
     "min_detectable_diameter_mm",
     "overlap",
-    "particle_returns",
-    "poisson_inverse",
     "rain_extinction",
     "snow_distribution",
     "snow_extinction",
-    "table_lookup",
-    "unit_from_bits",
 ]
 
 MP_N0 = 8000.0  # m^-3 mm^-1
@@ -99,12 +87,6 @@ SNOW_DIAMETER_FACTOR = (1.0 / 0.1) ** (1.0 / 3.0)  # flake / melted diameter at 
 MAX_PARTICLES = 8  # drops per beam drawn at most (P(k > 8) < 1e-9 for the thinned process)
 SLOTS_PER_RAY = 32  # counters per ray: 0 and 1 per-ray draws (see apply_weather), then particles
 SLOT_RAIN, SLOT_SNOW = 2, 2 + MAX_PARTICLES  # first particle slot of each species
-NORMAL_TABLE = np.array(
-    [statistics.NormalDist().inv_cdf((i + 0.5) / 4096) for i in range(4096)], dtype=np.float32
-)
-"""Standard-normal quantiles at the midpoints of 4096 equal-probability bins (indexed by 12 random bits)."""
-_GOLDEN, _M1 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 
 
 # --------------------------------------------------------------------------- distributions, extinction
@@ -310,192 +292,3 @@ def fog_soft_target(
     window[r < z_min] = 0.0
     i = int(np.argmax(window))
     return float(k_sensor * math.pi * beta * window[i]), float(r[i])
-
-
-# --------------------------------------------------------------------------- per-ray kernels
-
-
-def hash_bits(key: int, counter: Any) -> Any:
-    """64 random bits per uint64 counter: the SplitMix64 finaliser of ``key + counter * golden``."""
-    xp = array_module(counter)
-    z = counter.astype(xp.uint64, copy=True)
-    z *= _GOLDEN
-    z += xp.uint64(key & 0xFFFFFFFFFFFFFFFF)
-    t = z >> np.uint64(30)
-    z ^= t
-    z *= _M1
-    xp.right_shift(z, np.uint64(27), out=t)
-    z ^= t
-    z *= _M2
-    xp.right_shift(z, np.uint64(31), out=t)
-    z ^= t
-    return z
-
-
-def unit_from_bits(z: Any, shift: int, nbits: int) -> Any:
-    """Uniform float32 in (0, 1) from bits ``shift .. shift + nbits - 1`` of ``z`` (nbits <= 24)."""
-    xp = array_module(z)
-    f = ((z >> np.uint64(shift)) & np.uint64((1 << nbits) - 1)).astype(xp.float32)
-    return (f + xp.float32(0.5)) * xp.float32(2.0**-nbits)
-
-
-def hash_uniform(key: int, counter: Any) -> Any:
-    """Uniform float32 in (0, 1) from the top 24 bits of :func:`hash_bits`."""
-    return unit_from_bits(hash_bits(key, counter), 40, 24)
-
-
-def counters(ray: Any, slot: int) -> Any:
-    """The uint64 counters of ``slot`` for rays ``ray`` (``ray * SLOTS_PER_RAY + slot``)."""
-    xp = array_module(ray)
-    c = ray.astype(xp.uint64) * np.uint64(SLOTS_PER_RAY)
-    c += np.uint64(slot)
-    return c
-
-
-def table_lookup(z: Any, z0: float, dz: float, table: Any) -> Any:
-    """Linear interpolation in a table sampled every ``dz`` from ``z0`` (clamped at both ends)."""
-    xp = array_module(z)
-    n = table.shape[0]
-    t = xp.clip((z - xp.float32(z0)) * xp.float32(1.0 / dz), xp.float32(0), xp.float32(n - 1.001))
-    i = t.astype(xp.int32)
-    f = t - i.astype(xp.float32)
-    lo = table[i]
-    return (lo + f * (table[i + 1] - lo)).astype(xp.float32)
-
-
-def poisson_inverse(mu: Any, u: Any, kmax: int = MAX_PARTICLES) -> Any:
-    """Poisson(mu) counts by inverting the CDF at u (capped at ``kmax``), int32."""
-    xp = array_module(mu)
-    p = xp.exp(-mu)
-    cdf = p.copy()
-    k = xp.zeros(mu.shape, xp.int32)
-    for j in range(1, kmax + 1):
-        more = u > cdf
-        if not bool(more.any()):
-            break
-        k += more
-        p = p * mu / xp.float32(j)
-        cdf = cdf + p
-    return k
-
-
-def particle_returns(
-    range_m: Any, u_count: Any, ray: Any, key: int, sp: Species, prm: WeatherKernelParams
-) -> tuple[Any, Any, Any]:
-    """Strongest detectable particle of one species in each beam that holds any: (rays, power W, range m).
-
-    ``u_count`` holds each ray's uniform for the Poisson count and ``ray`` its index (uint64); particle
-    j of ray i draws its range and diameter from the 48 top bits of counter ``(i, sp.slot + j)``.
-    """
-    xp = array_module(range_m)
-    empty = xp.zeros(0, xp.int64), xp.zeros(0, xp.float32), xp.zeros(0, xp.float32)
-    if float(sp.cum[-1]) <= 0:
-        return empty
-    cum = xp.asarray(sp.cum, dtype=xp.float32)
-    z_end = sp.z0 + sp.dz * (cum.shape[0] - 1)
-    # P(k = 0) = exp(-mu(d)); beams longer than the table all share mu = cum[-1]
-    p0 = xp.full(range_m.shape, math.exp(-float(sp.cum[-1])), xp.float32)
-    near = xp.nonzero(range_m < xp.float32(z_end))[0]
-    p0[near] = xp.exp(-table_lookup(range_m[near], sp.z0, sp.dz, cum))
-    cand = xp.nonzero(u_count > p0)[0]  # k >= 1 (most beams stop here)
-    if cand.size == 0:
-        return empty
-    mu_c = -xp.log(p0[cand])
-    k = poisson_inverse(mu_c, u_count[cand])
-    grid = xp.arange(cum.shape[0], dtype=xp.float32) * xp.float32(sp.dz) + xp.float32(sp.z0)
-    cp = xp.zeros(cand.shape[0], xp.float32)
-    cz = xp.zeros(cand.shape[0], xp.float32)
-    for j in range(MAX_PARTICLES):
-        sel = xp.nonzero(k > j)[0]
-        if sel.size == 0:
-            break
-        h = hash_bits(key, counters(ray[cand[sel]], sp.slot + j))
-        uz, ud = unit_from_bits(h, 40, 24), unit_from_bits(h, 16, 24)
-        z = xp.interp(uz * mu_c[sel], cum, grid).astype(xp.float32)
-        dmin = min_detectable_diameter_mm(
-            z, prm.k_sensor, sp.rho, prm.threshold_w, prm.a_total, prm.d0, prm.th_h, prm.th_v, prm.r1, prm.r2
-        )
-        dmin = xp.clip(dmin, sp.d_lo_mm, sp.d_hi_mm)
-        span = 1.0 - xp.exp(-sp.lam * (sp.d_hi_mm - dmin))
-        d = dmin - xp.log1p(-ud * span) / sp.lam
-        fill = xp.minimum((d * 1e-3 / beam_diameter(z, prm.d0, prm.th_h, prm.th_v)) ** 2, 1.0)
-        xi = overlap(z, prm.r1, prm.r2)
-        p = (prm.k_sensor * sp.rho * fill * xi * xp.exp(-2.0 * prm.a_total * z) / (z * z)).astype(xp.float32)
-        better = p > cp[sel]
-        cp[sel[better]] = p[better]
-        cz[sel[better]] = z[better]
-    return cand, cp, cz
-
-
-def apply_weather(
-    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int, chunk: int = 32768
-) -> Any:
-    """The whole per-ray weather model, in place on float32 ``range_m``/``power_w``, uint8 ``flags`` and
-    float32 ``refl`` (effective reflectance). Returns the boolean mask of rays replaced by clutter.
-
-    1. two-way weather extinction on the object's return (RIO); 2. the strongest particle of each
-    species and the fog's soft target; 3. RIRD >= DT and RIRD > RIO: the ray reports the clutter point;
-    4. extra Gaussian range noise on every detected return.
-
-    Draws per ray i: counter (i, 0) gives the first species' count (bits 40..63) and the range noise
-    (bits 0..11 index :data:`NORMAL_TABLE`); counter (i, 1) the second species' count (bits 40..63)
-    and the fog range jitter (bits 16..39); species s's particles use slots from ``Species.slot``.
-    Rays go in chunks (small temporaries stay in cache); the result does not depend on ``chunk``.
-    """
-    xp = array_module(range_m)
-    n = range_m.shape[0]
-    clutter = xp.zeros(n, dtype=bool)
-    for a in range(0, n, chunk):
-        b = min(a + chunk, n)
-        clutter[a:b] = _apply_chunk(range_m[a:b], power_w[a:b], flags[a:b], refl[a:b], prm, key, a)
-    return clutter
-
-
-def _apply_chunk(
-    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int, ray0: int
-) -> Any:
-    xp = array_module(range_m)
-    n = range_m.shape[0]
-    ray = xp.arange(ray0, ray0 + n, dtype=xp.uint64)
-    if prm.a_weather > 0:  # exp(-inf) = 0 on misses, whose power is 0 anyway
-        power_w *= xp.exp(xp.float32(-2.0 * prm.a_weather) * range_m)
-    h0 = hash_bits(key, counters(ray, 0))
-    h1 = hash_bits(key, counters(ray, 1)) if len(prm.species) > 1 or prm.fog.power_w > 0 else None
-    found = [
-        particle_returns(range_m, unit_from_bits(h0 if s == 0 else h1, 40, 24), ray, key, sp, prm)
-        for s, sp in enumerate(prm.species)
-    ]
-    if len(found) == 1 and prm.fog.power_w <= 0:
-        idx, cp, cz = found[0]
-        cf = xp.full(idx.shape, prm.species[0].flag, xp.uint8)
-    else:
-        best_p = xp.zeros(n, xp.float32)
-        best_z = xp.zeros(n, xp.float32)
-        best_f = xp.zeros(n, xp.uint8)
-        for sp, (i, p, z) in zip(prm.species, found, strict=True):
-            better = p > best_p[i]
-            i, p, z = i[better], p[better], z[better]
-            best_p[i], best_z[i], best_f[i] = p, z, sp.flag
-        fog = prm.fog
-        if fog.power_w > 0:
-            sel = xp.nonzero((range_m > xp.float32(fog.range_m)) & (best_p < xp.float32(fog.power_w)))[0]
-            assert h1 is not None
-            jitter = -xp.log(unit_from_bits(h1[sel], 16, 24))
-            best_p[sel] = fog.power_w
-            zf = xp.float32(fog.range_m) + xp.float32(fog.jitter_m) * jitter
-            best_z[sel] = xp.minimum(zf, range_m[sel])
-            best_f[sel] = prm.fog_flag
-        idx = xp.nonzero(best_p > 0)[0]
-        cp, cz, cf = best_p[idx], best_z[idx], best_f[idx]
-    win = (cp >= xp.float32(prm.threshold_w)) & (cp > power_w[idx])
-    idx, cp, cz, cf = idx[win], cp[win], cz[win], cf[win]
-    range_m[idx] = cz
-    power_w[idx] = cp
-    flags[idx] = cf
-    refl[idx] = cp * cz * cz / (prm.k_sensor * xp.exp(-2.0 * prm.a_total * cz))
-    if prm.noise_sigma_m > 0:
-        g = xp.asarray(NORMAL_TABLE)[(h0 & np.uint64(NORMAL_TABLE.size - 1)).astype(xp.int32)]
-        range_m += g * (power_w >= xp.float32(prm.threshold_w)) * xp.float32(prm.noise_sigma_m)
-    clutter = xp.zeros(n, dtype=bool)
-    clutter[idx] = True
-    return clutter

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from kernels.weather import MAX_PARTICLES, NORMAL_TABLE, SLOTS_PER_RAY, WeatherKernelParams
+from kernels.weather import MAX_PARTICLES, SLOTS_PER_RAY, WeatherKernelParams
+from kernels.weather_rays import NORMAL_TABLE
 
 __all__ = ["CUDA_SOURCE", "apply_weather_cuda"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from kernels import weather as kw
+from kernels.weather_rays import NORMAL_TABLE
 
 __all__ = ["reference_ray"]
 
@@ -75,5 +76,5 @@ def reference_ray(
     else:
         bf = 0
     if prm.noise_sigma_m > 0 and p >= prm.threshold_w:
-        r += float(kw.NORMAL_TABLE[h0 & 4095]) * prm.noise_sigma_m
+        r += float(NORMAL_TABLE[h0 & 4095]) * prm.noise_sigma_m
     return r, p, bf

@@ -49,6 +49,15 @@ CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
         ("lower threshold: fewer false negatives", lambda m: _up(m["false_negatives"])),
     ],
     "fog_max_range": [("max range falls with visibility", lambda m: _down(m["max_range_m"]))],
+    "snow_clutter": [
+        ("more snow clutter with heavier snowfall", lambda m: _up(m["clutter_fraction"])),
+        ("max range falls with snowfall", lambda m: _down(m["max_range_m"])),
+        (
+            "snow clutter stays near the sensor (95 % within 15 m)",
+            lambda m: max(m["clutter_range_p95_m"]) < 15,
+        ),
+        ("visibility 0.5..2 km at 1 mm/h (moderate snow)", lambda m: 500 <= m["visibility_m"][1] <= 2000),
+    ],
 }
 CHECKS.update(BEAM_CHECKS)
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from kernels import weather as kw
+from kernels import weather_rays
 from kernels.intensity import SPEED_OF_LIGHT
 from kernels.xp import array_module
 from rt_lidar.errors import ConfigError
@@ -44,8 +45,11 @@ OVERLAP_START_M, OVERLAP_FULL_M = 1.5, 6.0
 """Where the receiver's field of view starts to / fully covers the beam (Hahner's R_1, R_2; "R_2 < 10 m
 in most sensor systems"): echoes from closer than that are weakened, as for a biaxial spinning lidar.
 Chosen so that fog clutter starts near 500 m visibility on a VLP-16 (see docs of :mod:`kernels.weather`)."""
-RHO_SNOWFLAKE = 0.2
-"""Backscatter reflectance of one aggregate flake (porous ice; an engineering value, not measured)."""
+ICE_REFRACTIVE_INDEX = 1.31  # at 905 nm (Warren & Brandt 2008)
+RHO_SNOWFLAKE = ((ICE_REFRACTIVE_INDEX - 1) / (ICE_REFRACTIVE_INDEX + 1)) ** 2
+"""Backscatter reflectance of one flake: the Fresnel reflectance of ice at normal incidence (0.018), as
+LISA (Kilic et al. 2021) treats snow and as the rain model treats drops. Clutter then stays within
+~10 m of the sensor and grows with the snowfall rate (``rt-lidar validate --only snow_clutter``)."""
 RANGE_NOISE_M_PER_MM_H = 5e-4
 """Extra range noise (1 sigma) per mm/h of precipitation: 2.5 cm at 50 mm/h, on top of the SNR-driven
 noise of the physics stage (which grows by itself as extinction weakens the return)."""
@@ -206,7 +210,7 @@ class WeatherModel:
         xp = array_module(range_m)
         refl = reflectivity if reflectivity is not None else xp.zeros(range_m.shape, xp.float32)
         if xp is np:
-            clutter = kw.apply_weather(range_m, power_w, flags, refl, prm, key)
+            clutter = weather_rays.apply_weather(range_m, power_w, flags, refl, prm, key)
         else:
             from kernels.weather_cuda import apply_weather_cuda
 

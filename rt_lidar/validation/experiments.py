@@ -13,6 +13,8 @@ one PNG plot into the output folder.
   vanishing threshold; rays whose object is hidden behind a false point count as false points and
   are reported apart as ``hidden_by_clutter``).
 - ``rain_threshold_sweep``: the same scene at 25 mm/h over detection thresholds.
+- ``snow_clutter``: the same scene over snowfall rates: the share of a revolution's points that are
+  snowflakes, how far out they lie, visibility and the 10 % target's max range.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = ["EXPERIMENTS", "RAIN_RATES_MM_H", "Experiment", "max_detection_range"
 Experiment = Callable[[Path], dict[str, Any]]
 RAIN_RATES_MM_H = [0.0, 5.0, 10.0, 25.0, 50.0]
 FOG_VISIBILITIES_M = [200.0, 100.0, 50.0, 30.0]
+SNOW_RATES_MM_H = [0.5, 1.0, 2.0, 5.0]
 THRESHOLD_FACTORS = [0.25, 0.5, 1.0, 2.0, 4.0]
 FRONT_SECTOR_DEG = 35.0  # the seed's scene stands in front of the sensor; counts are of this sector
 PRESET = "VLP-16"
@@ -210,11 +213,35 @@ def rain_threshold_sweep(out: Path) -> dict[str, Any]:
     return res
 
 
+def snow_clutter(out: Path) -> dict[str, Any]:
+    """Snowflake clutter in the seed's scene vs snowfall rate (water equivalent), one revolution each."""
+    preset = load_preset(PRESET)
+    world = build_world(rain_test_scene())
+    truth = _truth(world, preset)
+    frac, p95, fn, mr, vis = [], [], [], [], []
+    for rate in SNOW_RATES_MM_H:
+        w = WeatherConfig(snow_mm_h=rate)
+        pts = _scene_scan(world, preset, w, 1)
+        snow = (pts["flags"] & int(PointFlag.SNOW_CLUTTER)) != 0
+        r = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2)[snow]
+        frac.append(round(float(snow.mean()), 4))
+        p95.append(round(float(np.percentile(r, 95)), 2) if r.size else 0.0)
+        fn.append(_counts(pts, truth)["fn"])
+        mr.append(max_detection_range(preset, w)[0])
+        vis.append(round(math.log(20.0) / w.extinction_per_m, 1))
+    plot_series(out / "snow_clutter.png", f"{PRESET} in the seed's scene: snowfall", "snowfall (mm/h water)",
+          "share of points that are snowflakes (%)",
+          {"snow clutter": (SNOW_RATES_MM_H, [100 * f for f in frac])})  # fmt: skip
+    return {"rates_mm_h": SNOW_RATES_MM_H, "clutter_fraction": frac, "clutter_range_p95_m": p95,
+            "false_negatives": fn, "max_range_m": mr, "visibility_m": vis}  # fmt: skip
+
+
 EXPERIMENTS: dict[str, Experiment] = {
     "rain_max_range": rain_max_range,
     "rain_range_bands": rain_range_bands,
     "rain_threshold_sweep": rain_threshold_sweep,
     "fog_max_range": fog_max_range,
+    "snow_clutter": snow_clutter,
 }
 
 from rt_lidar.validation.beam_experiments import BEAM_EXPERIMENTS  # noqa: E402  (beam model, issue 5)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kernels import weather as kw
+from kernels import weather_rays as wr
 from kernels.intensity import received_power
 from kernels.xp import cupy_available
 
@@ -40,16 +41,16 @@ def test_beam_volume_is_the_integral_of_the_area() -> None:
 
 def test_hash_uniform_is_uniform_and_deterministic() -> None:
     c = np.arange(200_000, dtype=np.uint64)
-    u = kw.hash_uniform(12345, c)
+    u = wr.hash_uniform(12345, c)
     assert u.dtype == np.float32 and u.min() > 0 and u.max() < 1
     assert abs(u.mean() - 0.5) < 0.005 and abs(u.var() - 1 / 12) < 0.002
-    np.testing.assert_array_equal(u, kw.hash_uniform(12345, c))
-    assert not np.array_equal(u, kw.hash_uniform(54321, c))
+    np.testing.assert_array_equal(u, wr.hash_uniform(12345, c))
+    assert not np.array_equal(u, wr.hash_uniform(54321, c))
 
 
 def test_poisson_inverse_matches_poisson_moments() -> None:
     mu = np.full(200_000, 1.3, np.float32)
-    k = kw.poisson_inverse(mu, kw.hash_uniform(7, np.arange(mu.size, dtype=np.uint64)))
+    k = wr.poisson_inverse(mu, wr.hash_uniform(7, np.arange(mu.size, dtype=np.uint64)))
     assert k.mean() == pytest.approx(1.3, abs=0.02) and k.var() == pytest.approx(1.3, abs=0.03)
 
 
@@ -88,7 +89,7 @@ def test_apply_weather_is_chunk_invariant_and_reproducible() -> None:
     for chunk in (1000, 32768, 10**6):
         r, p = _rays()
         f, refl = np.zeros(r.size, np.uint8), np.zeros(r.size, np.float32)
-        kw.apply_weather(r, p, f, refl, prm, 99, chunk=chunk)
+        wr.apply_weather(r, p, f, refl, prm, 99, chunk=chunk)
         outs.append((r, p, f))
     for r, _p, f in outs[1:]:
         np.testing.assert_array_equal(r, outs[0][0])
@@ -106,7 +107,7 @@ def test_cuda_kernel_matches_numpy_reference() -> None:  # pragma: no cover - ne
     r, p = _rays()
     f, refl = np.zeros(r.size, np.uint8), np.zeros(r.size, np.float32)
     gr, gp, gf, grefl = cp.asarray(r), cp.asarray(p), cp.asarray(f), cp.asarray(refl)
-    kw.apply_weather(r, p, f, refl, prm, 99)
+    wr.apply_weather(r, p, f, refl, prm, 99)
     apply_weather_cuda(gr, gp, gf, grefl, prm, 99)
     same = cp.asnumpy(gf) == f
     assert same.mean() > 0.999
@@ -143,7 +144,7 @@ def test_array_kernel_equals_the_per_ray_reference(config: dict) -> None:
     ref = [reference_ray(i, float(r[i]), float(p[i]), prm, 4242) for i in range(n)]
     rr, rp, rf = (np.array(c) for c in zip(*ref, strict=True))
     f, refl = np.zeros(n, np.uint8), np.zeros(n, np.float32)
-    kw.apply_weather(r, p, f, refl, prm, 4242, chunk=2048)
+    wr.apply_weather(r, p, f, refl, prm, 4242, chunk=2048)
     same = f == rf
     assert same.mean() > 0.998, f"{(~same).sum()} of {n} rays differ in outcome"
     assert (rf != 0).sum() > 20  # the case makes clutter at all
