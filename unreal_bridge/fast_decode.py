@@ -141,8 +141,9 @@ def decode_array(buf: Buffer, pos: int, dtype: npt.DTypeLike) -> tuple[np.ndarra
     typed = _TYPED.get(first)
     if typed is not None:
         elem = np.dtype([("t", "u1"), ("v", typed)])
-        _need(buf, p + n)  # a cheap lower bound first: every element takes at least one byte
         end = p + n * elem.itemsize
+        if p + n > len(buf):  # surely short (every element takes a byte); ``end`` if uniform (a hint)
+            raise Truncated(end, len(buf))
         if end <= len(buf):
             rec = np.frombuffer(buf, dtype=elem, count=n, offset=p)
             if bool((rec["t"] == first).all()):

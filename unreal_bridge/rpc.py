@@ -53,6 +53,8 @@ REQUEST, RESPONSE, NOTIFY = 0, 1, 2
 #: Largest message a server accepts (and a client accepts by default): 64 MiB.
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 _RECV_CHUNK = 256 * 1024
+HINT_PAUSE_S = 0.05
+"""Silence after which a reader short of a hinted message size tries to decode what it has anyway."""
 _SOCK_BUF = 8 * 1024 * 1024  # socket buffers that hold a 100k-point answer whole
 _log = logging.getLogger(__name__)
 
@@ -267,14 +269,16 @@ class RpcClient:
     def _read_message(self, method: str, arrays: Mapping[str, npt.DTypeLike]) -> Any:
         """Receive one whole message into the buffer and decode it.
 
-        Decoding is tried when the socket has nothing more to read right now or when the buffer holds
-        the size the last try said is needed, so a big answer is not decoded once per chunk.
+        Decoding is tried when the stream pauses, so a big answer is decoded once, not once per chunk:
+        at once if the buffer holds the size the last try said is needed (or nothing is known yet),
+        after :data:`HINT_PAUSE_S` of silence short of it (that size is exact for uniform numeric
+        arrays, only a hint otherwise).
         """
         sock = self._sock
         assert sock is not None
         need, attempt = 1, self._filled > 0
         while True:
-            if attempt or self._filled >= need:
+            if attempt:
                 view = memoryview(self._buf)[: self._filled]
                 try:
                     message, end = fast_decode.decode(view, 0, arrays)
@@ -310,7 +314,9 @@ class RpcClient:
                 self.close()
                 raise ConnectionLost(method, "the server closed the connection")
             self._filled += got
-            attempt = not select.select([sock], [], [], 0)[0]
+            # all hinted bytes here: decode when the burst ends; short of the hint: after a pause
+            wait = 0.0 if need <= 1 or self._filled >= need else HINT_PAUSE_S
+            attempt = not select.select([sock], [], [], wait)[0]
 
 
 # --------------------------------------------------------------------------------------------- server

@@ -359,10 +359,25 @@ def ned_to_flu_points(points: npt.ArrayLike, copy: bool = True) -> np.ndarray:
         arr = arr.reshape(-1, 3)
     if arr.ndim != 2 or arr.shape[1] != 3:
         raise WireFormatError(f"points must be (N, 3), got shape {arr.shape}")
-    if copy or not arr.flags.writeable:
-        return arr * _FLIP
-    np.negative(arr[:, 1:], out=arr[:, 1:])
+    flip = _flip_rows(arr.shape[0])
+    if copy or not arr.flags.writeable or not arr.flags.c_contiguous:
+        return (arr.reshape(-1) * flip).reshape(-1, 3)
+    flat = arr.reshape(-1)
+    flat *= flip  # one contiguous pass (negating the strided y, z columns costs 5x more)
     return arr
+
+
+_flip_cache = np.ones(0, np.float32)
+
+
+def _flip_rows(n: int) -> np.ndarray:
+    """``[1, -1, -1] * n`` as a flat float32 array (a view of one cached, read-only array)."""
+    global _flip_cache
+    if _flip_cache.size < 3 * n:
+        grown = np.tile(_FLIP.astype(np.float32), max(n, 2 * (_flip_cache.size // 3), 1024))
+        grown.flags.writeable = False
+        _flip_cache = grown
+    return _flip_cache[: 3 * n]
 
 
 def flu_to_ned_points(points: npt.ArrayLike, copy: bool = True) -> np.ndarray:

@@ -6,6 +6,11 @@ One run: starts an AirSimServer (own process) whose lidar answers ``--points`` p
 ``get_lidar_data`` with our client in this process and ``getLidarData`` with the stock client in a
 subprocess of the peer venv (``tools/setup_airsim_peer.sh``, default ``.venv-airsim``), both against
 that server, and writes medians and the ratio stock / ours to ``--out``.
+
+Three figures: end to end (request to arrays, server work and the loopback transfer included), the
+client's own work on the same captured answer bytes (decode to arrays, stock: to ``LidarData`` and to
+NumPy), and the floor no client can go under: the same request on a raw socket that only receives
+the answer's bytes (``server_and_transfer_ms_median``).
 """
 
 from __future__ import annotations
@@ -96,6 +101,25 @@ def capture_answer(port: int) -> bytes:
                 continue
 
 
+def raw_roundtrip_ms(port: int, answer_bytes: int, reps: int) -> float:
+    """Median ms from sending the request to holding every answer byte, decoding nothing."""
+    times = []
+    buf = bytearray(answer_bytes)
+    view = memoryview(buf)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        for _ in range(reps + 1):
+            t0 = time.perf_counter()
+            sock.sendall(b"\x94\x00\x00\xacgetLidarData\x92\xa0\xa0")
+            got = 0
+            while got < answer_bytes:
+                n = sock.recv_into(view[got:])
+                if not n:
+                    raise ConnectionError("server closed before answering")
+                got += n
+            times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times[1:])
+
+
 def our_decode_ms(answer: bytes, reps: int) -> float:
     """Median ms for our client's work on the answer bytes: decode to arrays and convert the frame."""
     times = []
@@ -144,6 +168,7 @@ def main() -> int:
             "ours_ms_median": 1e3 * statistics.median(ours),
             "ours_ms_min": 1e3 * min(ours),
             "ours_decode_ms_median": our_decode_ms(answer, args.reps),
+            "server_and_transfer_ms_median": raw_roundtrip_ms(port, len(answer), args.reps),
             "machine": f"{platform.machine()} {platform.python_version()}",
         }
         peer_python = args.peer / "bin" / "python"

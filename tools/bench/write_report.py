@@ -96,6 +96,15 @@ def bridge(d: dict[str, Any]) -> str:
             f"{d['decode_to_numpy_ratio_stock_over_ours']:.1f}x",
         ],
     ]
+    if "server_and_transfer_ms_median" in d:
+        rows.append(
+            [
+                "server work + loopback transfer alone (raw socket, no decoding; median ms)",
+                f"{d['server_and_transfer_ms_median']:.1f}",
+                "",
+                "",
+            ]
+        )
     return (
         "## AirSim bridge (`tools/bench/bench_bridge.py`)\n\nOur client against the stock client (its own "
         f"venv) on the same server answer ({d['answer_bytes']:,} bytes, float32 point cloud).\n\n"
