@@ -69,15 +69,17 @@ def intensity_mask(
 
 def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
     """Run the pipeline and publish every scan; returns a summary (publish cost, real-time factor)."""
-    built = build_pipeline(opts.preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz)
+    built = build_pipeline(opts.preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=True)
     sink = ZmqStreamSink(opts.address, hwm=opts.hwm)
     sink.open(SinkContext(preset=built.preset))
     if log:
         print(json.dumps({"address": sink.address}), flush=True)
     camera = CameraSpec(width=480, height=270)
     pipe, n_scans = built.pipeline, 0
-    late_frames = 0
+    period = 1.0 / opts.sim_hz
+    lateness: list[float] = []  # per sim frame: wall time past its deadline (s; < 0 = early)
     t_start = time.perf_counter()
+    sim0 = 0.0
     try:
         while opts.scans <= 0 or n_scans < opts.scans:
             for scan in pipe.step():
@@ -90,25 +92,36 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
                         scan.points, built.world.scene.sensor_mount, camera, built.preset.output.intensity_max
                     )
                     sink.write_camera(rgb, mask, scan.start_ns)
+            now = time.perf_counter()
+            if not lateness and sim0 == 0.0:  # the clock starts when the first frame (caches built) is out
+                t_start, sim0 = now, pipe.sim_time_s
+                lateness.append(-period)
+                continue
+            # a frame's sector is due one frame period after the sensor finished sweeping it
+            lateness.append(now - (t_start + pipe.sim_time_s - sim0 + period))
             if opts.realtime:
-                ahead = pipe.sim_time_s - (time.perf_counter() - t_start)
+                ahead = t_start + pipe.sim_time_s - sim0 - time.perf_counter()
                 if ahead > 0:
                     time.sleep(ahead)
-                else:
-                    late_frames += 1
     except KeyboardInterrupt:
         pass  # SIGINT / SIGTERM: stop and report
     finally:
         wall = time.perf_counter() - t_start
         stats = sink.stats
         sink.close()
+    late = np.asarray(lateness[1:] or [0.0])
+    sim_s = pipe.sim_time_s - sim0
     return {
         "address": sink.address,
         "scans": n_scans,
-        "sim_s": pipe.sim_time_s,
+        "sim_s": sim_s,
         "wall_s": wall,
-        "realtime_factor": pipe.sim_time_s / wall if wall > 0 else 0.0,
-        "late_frames": late_frames,
+        "realtime_factor": sim_s / wall if wall > 0 else 0.0,
+        "frames": int(late.size),
+        "late_frames": int((late > 0).sum()),
+        "lateness_ms_p50": round(1e3 * float(np.percentile(late, 50)), 2),
+        "lateness_ms_p99": round(1e3 * float(np.percentile(late, 99)), 2),
+        "lateness_ms_max": round(1e3 * float(late.max()), 2),
         "published": stats.sent,
         "publish_dropped": stats.dropped,
         "publish_ms_mean": stats.publish_ms_mean,

@@ -104,6 +104,48 @@ def bench_one(n: int, seconds: float, hz: float, size: tuple[int, int]) -> dict[
     return out
 
 
+def bench_live_throttled(
+    preset: str, seconds: float, max_fps: float, size: tuple[int, int]
+) -> dict[str, object]:
+    """A live ``preset`` pipeline (own process, 20 Hz sim frames paced to real time) watched by a viewer
+    throttled to ``max_fps``: the publisher's real-time factor and sector deadlines, the HUD's drops."""
+    import json as _json
+    import socket
+
+    from rt_lidar.viewer.serve import ServeOptions, start_demo_process
+    from rt_lidar.viewer.sources import LiveSource
+    from rt_lidar.viewer.window import ViewerWindow, WindowOptions
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    app = make_app()
+    proc = start_demo_process(ServeOptions(address=address, preset=preset))
+    assert proc.stdout is not None
+    proc.stdout.readline()  # bound, pipeline built
+    win = ViewerWindow(LiveSource(address), WindowOptions(size=size, max_fps=max_fps))
+    win.show()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.005)
+    hud = {"viewer_fps": win.hud_stats.fps, "hud_dropped_frames": win.dropped, "hud": win.hud_text()}
+    proc.terminate()
+    out, _ = proc.communicate(timeout=30)
+    summary = _json.loads([ln for ln in out.decode().splitlines() if ln.startswith("{")][-1])
+    win.close()
+    keys = (
+        "realtime_factor",
+        "frames",
+        "late_frames",
+        "lateness_ms_p50",
+        "lateness_ms_p99",
+        "lateness_ms_max",
+    )
+    return {"preset": preset, "viewer_max_fps": max_fps, "seconds": seconds, **hud,
+            **{k: summary[k] for k in keys}}  # fmt: skip
+
+
 def main() -> int:
     """Benchmark 131k and 1.3M points; print (and write) the JSON."""
     p = argparse.ArgumentParser(description=__doc__)
@@ -111,17 +153,23 @@ def main() -> int:
     p.add_argument("--hz", type=float, default=10.0)
     p.add_argument("--points", type=int, nargs="+", default=[131_072, 1_310_720])
     p.add_argument("--size", type=int, nargs=2, default=[1024, 768])
+    p.add_argument("--live-preset", default="HDL-64E", help="live pipeline of the throttled case ('' = skip)")
+    p.add_argument("--live-seconds", type=float, default=20.0)
     p.add_argument("--out", default=None)
     a = p.parse_args()
     display = ensure_display()
+    live = None
     try:
         results = [bench_one(n, a.seconds, a.hz, (a.size[0], a.size[1])) for n in a.points]
+        if a.live_preset:
+            live = bench_live_throttled(a.live_preset, a.live_seconds, 2.0, (a.size[0], a.size[1]))
     finally:
         if display is not None:
             display.stop()
     from OpenGL import GL  # noqa: F401  (renderer recorded below when a context was made)
 
-    report = {"host": platform.node(), "cpu_count": __import__("os").cpu_count(), "results": results}
+    report = {"host": platform.node(), "cpu_count": __import__("os").cpu_count(), "results": results,
+              "live_throttled": live}  # fmt: skip
     text = json.dumps(report, indent=2)
     print(text)
     if a.out:
