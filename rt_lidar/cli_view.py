@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rt_lidar.stream import DEFAULT_ADDRESS
+from rt_lidar.viewer.app import VIEWER_NICE
 
 __all__ = ["add_view_parser"]
 
@@ -31,6 +32,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
         rate_hz=args.rate,
         size=(args.width, args.height),
         timeout_s=args.timeout,
+        nice=args.nice,
     )
     return run_viewer(opts)
 
@@ -59,4 +61,10 @@ def add_view_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--width", type=int, default=1280, help="window width")
     p.add_argument("--height", type=int, default=800, help="window height")
     p.add_argument("--timeout", type=float, default=90.0, help="--screenshot gives up after this long, s")
+    p.add_argument(
+        "--nice",
+        type=int,
+        default=VIEWER_NICE,
+        help=f"lower the viewer's CPU priority, the sim wins the CPU (default {VIEWER_NICE}; 0 = keep)",
+    )
     p.set_defaults(func=_cmd_view)

@@ -12,7 +12,11 @@ from typing import Any
 
 from rt_lidar.stream import DEFAULT_ADDRESS
 
-__all__ = ["ViewerOptions", "ensure_display", "make_app", "run_viewer"]
+__all__ = ["VIEWER_NICE", "ViewerOptions", "ensure_display", "lower_priority", "make_app", "run_viewer"]
+
+VIEWER_NICE = 10
+"""CPU niceness the viewer takes by default: on a shared machine the simulation's threads win the CPU,
+and the viewer (its software GL included) drops frames instead."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,8 @@ class ViewerOptions:
     """Playback rate of a recording."""
     size: tuple[int, int] = (1280, 800)
     timeout_s: float = 90.0
+    nice: int = VIEWER_NICE
+    """Lower the viewer's CPU priority by this much (0 = leave it)."""
 
 
 def ensure_display() -> Any:
@@ -58,6 +64,17 @@ def ensure_display() -> Any:
     display = pyvirtualdisplay.Display(visible=False, size=(1600, 1000), color_depth=24)
     display.start()
     return display
+
+
+def lower_priority(nice: int) -> int:
+    """Raise this process's niceness by ``nice`` (threads made later inherit it); returns the new one.
+    Where the OS has no niceness (or refuses), nothing changes."""
+    if nice <= 0 or not hasattr(os, "nice"):
+        return 0
+    try:
+        return os.nice(nice)
+    except OSError:
+        return 0
 
 
 def make_app() -> Any:
@@ -93,6 +110,7 @@ def run_viewer(opts: ViewerOptions) -> int:
                     ServeOptions(address=opts.connect, preset=opts.preset, camera_every=4)
                 )
             source = LiveSource(opts.connect)
+        lower_priority(opts.nice)  # after the demo publisher started: it keeps the normal priority
         driver = None
         if opts.drive:
             control = AirSimControlSink(*parse_host_port(opts.airsim))

@@ -23,7 +23,7 @@ from rt_lidar.presets import load_preset
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.stream import ZmqStreamSink
 from rt_lidar.sweep import Scan
-from rt_lidar.viewer.app import ensure_display, make_app
+from rt_lidar.viewer.app import VIEWER_NICE, ensure_display, lower_priority, make_app
 
 
 def synthetic_scan(n: int, rings: int = 64, seed: int = 0) -> np.ndarray:
@@ -123,13 +123,19 @@ def bench_live_throttled(
     proc = start_demo_process(ServeOptions(address=address, preset=preset))
     assert proc.stdout is not None
     proc.stdout.readline()  # bound, pipeline built
+    niceness = lower_priority(VIEWER_NICE)  # as ``rt-lidar view`` does (this is the bench's last case)
     win = ViewerWindow(LiveSource(address), WindowOptions(size=size, max_fps=max_fps))
     win.show()
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         app.processEvents()
         time.sleep(0.005)
-    hud = {"viewer_fps": win.hud_stats.fps, "hud_dropped_frames": win.dropped, "hud": win.hud_text()}
+    hud = {
+        "viewer_niceness": niceness,
+        "viewer_fps": win.hud_stats.fps,
+        "hud_dropped_frames": win.dropped,
+        "hud": win.hud_text(),
+    }
     proc.terminate()
     out, _ = proc.communicate(timeout=30)
     summary = _json.loads([ln for ln in out.decode().splitlines() if ln.startswith("{")][-1])
