@@ -62,6 +62,8 @@ def test_live_pipeline_frames_colours_and_screenshot(qtbot, live_stream, tmp_pat
     qtbot.waitUntil(lambda: win.camera_label.pixmap() is not None and not win.camera_label.pixmap().isNull())
     # colour modes: the same scan, different colour arrays
     win.handle_key("space")  # pause so every mode colours the same scan
+    frame = win.current  # a newer scan may have come since the checks above
+    assert frame is not None and frame.points is not None
     colours = {}
     for i, mode in enumerate(COLOR_MODES, start=1):
         win.handle_key(str(i))
