@@ -13,10 +13,11 @@ import math
 from typing import Any
 
 from kernels.waveform import Clusters, Peaks, pack_peaks, pulse_sigma_ns
+from kernels.xp import array_module
 
-__all__ = ["waveform_peaks_cuda"]
+__all__ = ["CUDA_SOURCE", "waveform_peaks_cuda"]
 
-_SOURCE = r"""
+CUDA_SOURCE = r"""
 extern "C" __global__ void wf_peaks(
     const double* t, const float* amp, const long long* cid, const double* start,
     int P, int E, int C, int B, double dt, double sigma, float thr,
@@ -78,13 +79,16 @@ extern "C" __global__ void wf_peaks(
 def _kernel() -> Any:
     import cupy as cp
 
-    return cp.RawKernel(_SOURCE, "wf_peaks")
+    return cp.RawKernel(CUDA_SOURCE, "wf_peaks")
 
 
-def waveform_peaks_cuda(cl: Clusters, width_ns: float, threshold_w: float) -> Peaks:
-    """:func:`kernels.waveform.waveform_peaks` for CuPy clusters (same candidates, same packing)."""
-    import cupy as cp
+def waveform_peaks_cuda(cl: Clusters, width_ns: float, threshold_w: float, kernel: Any = None) -> Peaks:
+    """:func:`kernels.waveform.waveform_peaks` for CuPy clusters (same candidates, same packing).
 
+    ``kernel`` launches :data:`CUDA_SOURCE` (default: CuPy's ``RawKernel``); with NumPy clusters and
+    :class:`kernels.cuda_host.HostKernel` the same source and this same wrapper run on the CPU.
+    """
+    cp = array_module(cl.t_ns)
     p, e = cl.t_ns.shape
     c, b = cl.n_clusters, cl.n_bins
     if c == 0 or p == 0:
@@ -103,6 +107,6 @@ def waveform_peaks_cuda(cl: Clusters, width_ns: float, threshold_w: float) -> Pe
         cp.int32(p), cp.int32(e), cp.int32(c), cp.int32(b), cp.float64(cl.dt_ns),
         cp.float64(pulse_sigma_ns(width_ns)), cp.float32(threshold_w), wave, is_peak, t_pk, a_pk, epw,
     )  # fmt: skip
-    _kernel()((math.ceil(n / threads),), (threads,), args)
+    (kernel or _kernel())((math.ceil(n / threads),), (threads,), args)
     pi, ci, bi = cp.nonzero(is_peak)
     return pack_peaks(pi, t_pk[pi, ci, bi], a_pk[pi, ci, bi], epw[pi, ci, bi], p)

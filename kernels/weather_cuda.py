@@ -17,6 +17,7 @@ import numpy as np
 
 from kernels.weather import MAX_PARTICLES, SLOTS_PER_RAY, WeatherKernelParams
 from kernels.weather_rays import NORMAL_TABLE
+from kernels.xp import array_module
 
 __all__ = ["CUDA_SOURCE", "apply_weather_cuda"]
 
@@ -151,14 +152,12 @@ def _kernel() -> Any:
     return cp.RawKernel(CUDA_SOURCE, "weather_kernel")
 
 
-def _species_args(prm: WeatherKernelParams, s: int) -> list[Any]:
-    import cupy as cp
-
+def _species_args(prm: WeatherKernelParams, s: int, xp: Any) -> list[Any]:
     f, i = np.float32, np.int32
     if s >= len(prm.species):
-        return [cp.zeros(2, cp.float32), i(0), f(0), f(1), f(1), f(1), f(0), f(0), f(0), i(0), i(0)]
+        return [xp.zeros(2, xp.float32), i(0), f(0), f(1), f(1), f(1), f(0), f(0), f(0), i(0), i(0)]
     sp = prm.species[s]
-    cum = cp.asarray(np.asarray(sp.cum, np.float32))
+    cum = xp.asarray(np.asarray(sp.cum, np.float32))
     p0_far = np.exp(-np.float32(sp.cum[-1]))
     return [
         cum, i(cum.shape[0]), f(sp.z0), f(sp.dz), f(p0_far), f(sp.lam), f(sp.d_lo_mm), f(sp.d_hi_mm),
@@ -167,13 +166,16 @@ def _species_args(prm: WeatherKernelParams, s: int) -> list[Any]:
 
 
 def apply_weather_cuda(
-    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int
+    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int, kernel: Any = None
 ) -> Any:
-    """CuPy twin of :func:`kernels.weather.apply_weather` (same arguments, same in-place effect)."""
-    import cupy as cp
+    """CuPy twin of :func:`kernels.weather_rays.apply_weather` (same arguments, same in-place effect).
 
+    ``kernel`` launches :data:`CUDA_SOURCE` (default: CuPy's ``RawKernel``); with NumPy arrays and
+    :class:`kernels.cuda_host.HostKernel` the same source and this same wrapper run on the CPU.
+    """
+    xp = array_module(range_m)
     n = int(range_m.shape[0])
-    clutter = cp.zeros(n, cp.uint8)
+    clutter = xp.zeros(n, xp.uint8)
     if n == 0:
         return clutter.astype(bool)
     f, i = np.float32, np.int32
@@ -181,11 +183,11 @@ def apply_weather_cuda(
     args = [
         range_m, power_w, flags, refl, clutter, i(n), np.uint64(key & 0xFFFFFFFFFFFFFFFF),
         i(len(prm.species)),
-        *_species_args(prm, 0), *_species_args(prm, 1),
+        *_species_args(prm, 0, xp), *_species_args(prm, 1, xp),
         f(prm.k_sensor), f(prm.threshold_w), f(prm.a_weather), f(prm.a_total), f(prm.d0), f(prm.th_h),
         f(prm.th_v), f(prm.r1), f(prm.r2), f(fog.power_w), f(fog.range_m), f(fog.jitter_m), i(prm.fog_flag),
-        f(prm.noise_sigma_m), cp.asarray(NORMAL_TABLE),
+        f(prm.noise_sigma_m), xp.asarray(NORMAL_TABLE),
     ]  # fmt: skip
     block = 256
-    _kernel()(((n + block - 1) // block,), (block,), tuple(args))
+    (kernel or _kernel())(((n + block - 1) // block,), (block,), tuple(args))
     return clutter.astype(bool)
