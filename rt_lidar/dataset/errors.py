@@ -18,4 +18,5 @@ class SweepError(ConfigError):
 
 
 class DatasetError(RtLidarError):
-    """An output folder does not fit the sweep (e.g. a sequence holds a different run)."""
+    """A dataset folder does not fit the sweep (e.g. a sequence holds a different run), or a file of one
+    being read is malformed (named with what is wrong)."""
