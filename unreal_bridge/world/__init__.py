@@ -12,7 +12,7 @@ from .raycast import RAY_CASTERS, RayCaster
 from .scene import MATERIAL_COLORS, MATERIAL_NAMES, MeshObject, Scene, stable_segment_id
 from .scenes import SCENES, glass_scene, plane_scene, targets_scene, wall_scene
 from .street import street_scene
-from .trajectory import ConstantVelocity, StaticTrajectory, Trajectory, WaypointTrajectory
+from .trajectory import ConstantVelocity, Looping, StaticTrajectory, Trajectory, WaypointTrajectory
 from .world import RayHits, World
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "CameraImages",
     "CameraSpec",
     "ConstantVelocity",
+    "Looping",
     "MeshObject",
     "Pose",
     "RayCaster",

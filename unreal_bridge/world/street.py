@@ -9,7 +9,7 @@ from .geometry import MeshBuilder
 from .pose import Pose
 from .props import CAR_LENGTH, add_building, add_car, add_rock, add_sign, add_street_light, add_tree
 from .scene import MeshObject, Scene
-from .trajectory import ConstantVelocity, StaticTrajectory, Trajectory, WaypointTrajectory
+from .trajectory import ConstantVelocity, Looping, StaticTrajectory, Trajectory, WaypointTrajectory
 
 __all__ = ["EGO_LANE_Y", "EGO_SPEED", "LANE_WIDTH", "street_scene"]
 
@@ -153,10 +153,13 @@ def _furniture(objs: _Objects, rng: np.random.Generator, x0: float, x1: float) -
         objs.add(b, f"rock_{k}", Pose.from_xyz_rpy(x, s * 9.3, SIDEWALK_Z, yaw=yaw))
 
 
-def street_scene(seed: int = 0, length_m: float = 200.0, ego_speed: float = EGO_SPEED) -> Scene:
+def street_scene(
+    seed: int = 0, length_m: float = 200.0, ego_speed: float = EGO_SPEED, loop: bool = True
+) -> Scene:
     """The default street, about ``length_m`` long along +x, ego driving in the right lane from x = 0.
 
     The ego starts at (0, -1.75, 0) heading +x at ``ego_speed`` m/s; the lidar sits 1.8 m above the ground.
+    With ``loop`` the drive (ego and moving cars) replays each time the ego reaches ``length_m``.
     """
     rng = np.random.default_rng(seed)
     x0, x1 = -30.0, float(length_m) + 30.0
@@ -167,5 +170,11 @@ def street_scene(seed: int = 0, length_m: float = 200.0, ego_speed: float = EGO_
     _parked_cars(objs, rng, x0 + 5.0, x1 - 5.0, pull_out_x)
     _moving_cars(objs, rng, float(length_m), pull_out_x)
     _furniture(objs, rng, x0, x1)
-    ego = ConstantVelocity(Pose.from_xyz_rpy(0.0, EGO_LANE_Y, 0.0), (ego_speed, 0.0, 0.0))
+    ego: Trajectory = ConstantVelocity(Pose.from_xyz_rpy(0.0, EGO_LANE_Y, 0.0), (ego_speed, 0.0, 0.0))
+    if loop and ego_speed > 0:
+        period = float(length_m) / ego_speed
+        ego = Looping(ego, period)
+        for obj in objs.items:
+            if not isinstance(obj.trajectory, StaticTrajectory):
+                obj.trajectory = Looping(obj.trajectory, period)
     return Scene(objects=objs.items, ego=ego, sensor_mount=Pose.from_xyz_rpy(0.0, 0.0, 1.8))

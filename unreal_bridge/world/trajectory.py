@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 from .errors import WorldError
 from .pose import Pose, quat_from_yaw, quat_multiply
 
-__all__ = ["ConstantVelocity", "StaticTrajectory", "Trajectory", "WaypointTrajectory"]
+__all__ = ["ConstantVelocity", "Looping", "StaticTrajectory", "Trajectory", "WaypointTrajectory"]
 
 F64 = NDArray[np.float64]
 
@@ -91,6 +91,28 @@ class ConstantVelocity:
 
     def __repr__(self) -> str:
         return f"ConstantVelocity({self.start!r}, {self.velocity.tolist()}, yaw_rate={self.yaw_rate})"
+
+
+class Looping:
+    """``inner`` replayed every ``period_s`` seconds: its pose at ``t mod period_s`` (a jump back to the
+    start at each period; a street scene uses it so that a live session never runs out of street)."""
+
+    def __init__(self, inner: Trajectory, period_s: float) -> None:
+        if not (np.isfinite(period_s) and period_s > 0):
+            raise WorldError(f"Looping.period_s must be a positive number of seconds, got {period_s!r}")
+        self.inner = inner
+        self.period_s = float(period_s)
+
+    def positions_rotations(self, t: NDArray[np.float64]) -> tuple[F64, F64]:
+        """Positions (K, 3) and quaternions (K, 4) at times t (K,)."""
+        return self.inner.positions_rotations(np.mod(_times(t), self.period_s))
+
+    def pose_at(self, t: float) -> Pose:
+        """The pose at time t."""
+        return self.inner.pose_at(float(np.mod(float(t), self.period_s)))
+
+    def __repr__(self) -> str:
+        return f"Looping({self.inner!r}, period_s={self.period_s})"
 
 
 class WaypointTrajectory:

@@ -79,3 +79,26 @@ def test_static_trajectory_repeats_pose() -> None:
     pos, quat = StaticTrajectory(pose).positions_rotations(np.zeros(4))
     np.testing.assert_array_equal(pos, np.tile([1.0, 2.0, 3.0], (4, 1)))
     np.testing.assert_array_equal(quat, np.tile([1.0, 0, 0, 0], (4, 1)))
+
+
+def test_looping_replays_the_inner_trajectory() -> None:
+    from unreal_bridge.world import Looping, World, street_scene
+
+    inner = ConstantVelocity(Pose.from_xyz_rpy(1.0, 2.0, 0.0), (10.0, 0.0, 0.0))
+    loop = Looping(inner, 20.0)
+    t = np.array([0.0, 5.0, 19.999, 20.0, 25.0, 45.0])
+    p, _q = loop.positions_rotations(t)
+    np.testing.assert_allclose(p[:, 0], [1.0, 51.0, 200.99, 1.0, 51.0, 51.0])
+    assert loop.pose_at(65.0).position[0] == pytest.approx(51.0)
+    with pytest.raises(WorldError, match="period_s"):
+        Looping(inner, 0.0)
+    # the street replays once the ego reaches its end: ego and moving cars alike, statics untouched
+    scene = street_scene(0, length_m=100.0)
+    world = World(scene)
+    np.testing.assert_allclose(world.ego_pose(12.5).position, world.ego_pose(2.5).position)
+    moving = [o.name for o in scene.objects if isinstance(o.trajectory, Looping)]
+    assert len(moving) == 3
+    np.testing.assert_allclose(
+        world.object_pose(moving[0], 11.0).position, world.object_pose(moving[0], 1.0).position
+    )
+    assert not isinstance(street_scene(0, loop=False).ego, Looping)
