@@ -191,12 +191,32 @@ class RecordingSource:
 
 
 class HudStats:
-    """Frame rate over the last second or so and sim -> screen latency percentiles of recent frames."""
+    """Frame rate over the last second or so, sim -> screen latency percentiles of recent frames, and
+    where a frame's time went: the viewer's own work on a scan (positions, colours, range panel) and
+    the GL paint that shows it."""
 
     def __init__(self, window: int = 60) -> None:
         self._shown: deque[float] = deque(maxlen=window)
         self._latency_ms: deque[float] = deque(maxlen=window)
+        self._prepare_ms: deque[float] = deque(maxlen=window)
+        self._paint_ms: deque[float] = deque(maxlen=window)
         self.frames_shown = 0
+
+    def prepared(self, seconds: float) -> None:
+        """The viewer spent ``seconds`` turning a scan into GL arrays (and the range panel)."""
+        self._prepare_ms.append(seconds * 1e3)
+
+    def painted(self, seconds: float) -> None:
+        """The paint of a new scan (``paintGL`` + ``glFinish``) took ``seconds``."""
+        self._paint_ms.append(seconds * 1e3)
+
+    def prepare_ms(self, q: float = 50.0) -> float | None:
+        """Percentile ``q`` of recent scans' preparation time, ms (None before the first)."""
+        return float(np.percentile(np.asarray(self._prepare_ms), q)) if self._prepare_ms else None
+
+    def paint_ms(self, q: float = 50.0) -> float | None:
+        """Percentile ``q`` of recent new-scan paints, ms (None before the first)."""
+        return float(np.percentile(np.asarray(self._paint_ms), q)) if self._paint_ms else None
 
     def shown(self, wall_time_ns: int | None, now_ns: int | None = None) -> None:
         """A frame published at ``wall_time_ns`` (None for recordings) finished painting at ``now_ns``."""

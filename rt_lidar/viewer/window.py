@@ -13,9 +13,14 @@ import pyqtgraph.opengl as gl
 from OpenGL import GL
 from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
-from rt_lidar.sinks.range_image import colormap
 from rt_lidar.stream import StreamFrame
-from rt_lidar.viewer.colors import COLOR_MODES, ColorScales, point_colors, point_positions
+from rt_lidar.viewer.colors import (
+    COLOR_MODES,
+    CloudBuffers,
+    ColorScales,
+    intensity_mask_rgb,
+    range_panel_rgb,
+)
 from rt_lidar.viewer.drive import KeyboardDriver
 from rt_lidar.viewer.sources import FrameSource, HudStats, LiveSource, RecordingSource
 
@@ -53,23 +58,6 @@ def key_name(event: Any) -> str:
     return text or (event.text() or "").lower()
 
 
-def range_panel_rgb(points: np.ndarray, header: dict[str, Any]) -> np.ndarray:
-    """(rings, columns, 3) uint8 range image of a scan (row 0 the highest beam, middle column ahead)."""
-    elev = np.asarray(header.get("elevations_deg") or [0.0])
-    columns = int(header.get("columns", 1024))
-    order = np.argsort(-elev)
-    row_of_ring = np.empty_like(order)
-    row_of_ring[order] = np.arange(order.size)
-    img = np.full((elev.size, columns), np.nan, np.float32)
-    if points.size:
-        x, y, z = points["x"], points["y"], points["z"]
-        col = ((180.0 - np.degrees(np.arctan2(y, x))) / 360.0 * columns).astype(np.int64) % columns
-        rows = row_of_ring[np.minimum(points["ring"].astype(np.int64), elev.size - 1)]
-        img[rows, col] = np.sqrt(x * x + y * y + z * z)
-    vmax = min(float(header.get("range_max_m", 80.0)), 80.0)
-    return colormap(np.sqrt(img / vmax))
-
-
 def _qimage(rgb: np.ndarray) -> QtGui.QImage:
     rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
     h, w = rgb.shape[:2]
@@ -83,11 +71,15 @@ class CloudView(gl.GLViewWidget):
         super().__init__()
         self._on_painted = on_painted
         self._on_key = on_key
+        self.paint_s = 0.0
+        """How long the last paint took, to the end of ``glFinish``."""
 
     def paintGL(self) -> None:
         """Draw, wait for the GL pipeline to finish, then report."""
+        t0 = time.perf_counter()
         super().paintGL()
         GL.glFinish()
+        self.paint_s = time.perf_counter() - t0
         self._on_painted()
 
     def keyPressEvent(self, ev: Any) -> None:
@@ -120,6 +112,11 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self.hud_stats = HudStats()
         self.current: StreamFrame | None = None
         self.colors: np.ndarray = np.zeros((0, 4), np.float32)
+        """The colours on screen (a view of a buffer reused by the next scan: copy to keep)."""
+        self.buffers = CloudBuffers()
+        self._positions: np.ndarray = np.zeros((0, 3), np.float32)
+        self._hud_at = 0.0
+        self._camera: StreamFrame | None = None
         self.exit_code = 0
         self._pending: StreamFrame | None = None
         self._paint_wall: int | None = None
@@ -210,7 +207,9 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self.step_requested = False
             self.show_scan(self._pending)
             self._pending = None
-        self._update_hud()
+            self._update_hud()
+        elif time.monotonic() - self._hud_at > 0.2:  # the figures move on between scans (waiting, fps)
+            self._update_hud()
         if self.options.screenshot and time.monotonic() - self._started > self.options.timeout_s:
             self.exit_code = 1
             self.save_screenshot_and_quit()
@@ -226,13 +225,17 @@ class ViewerWindow(QtWidgets.QMainWindow):
     def show_scan(self, frame: StreamFrame) -> None:
         """Put ``frame``'s points on screen (the paint follows from the event loop)."""
         assert frame.points is not None
+        t0 = time.perf_counter()
         self.current = frame
-        self.colors = point_colors(frame.points, self.color_mode, self.scales(frame.header))
-        self.scatter.setData(pos=point_positions(frame.points), color=self.colors, size=self.point_size)
+        # positions and colours go into buffers reused from scan to scan, float32 and contiguous, so
+        # setData keeps them as they are (no copy) and a big scan allocates nothing
+        self._positions = self.buffers.positions(frame.points)
+        self.colors = self.buffers.colors(
+            frame.points, self.color_mode, self.scales(frame.header), self._positions
+        )
+        self.scatter.setData(pos=self._positions, color=self.colors)
         if self.panels.isVisible():
-            self.range_label.setPixmap(
-                QtGui.QPixmap.fromImage(_qimage(range_panel_rgb(frame.points, frame.header)))
-            )
+            self._show_range_panel()
         if isinstance(self.source, RecordingSource):
             self.slider.blockSignals(True)
             self.slider.setValue(self.source.index)
@@ -240,36 +243,55 @@ class ViewerWindow(QtWidgets.QMainWindow):
         wall = frame.header.get("wall_time_ns")
         self._paint_wall = int(wall) if isinstance(self.source, LiveSource) and wall is not None else None
         self._paint_due = True
+        self.hud_stats.prepared(time.perf_counter() - t0)
         self.view.update()
+
+    def _show_range_panel(self) -> None:
+        frame = self.current
+        if frame is None or frame.points is None:
+            return
+        # no finer than the label shows it: the columns past its width would be scaled away
+        width = max(256, round(self.range_label.width() * self.range_label.devicePixelRatioF()))
+        rgb = range_panel_rgb(frame.points, frame.header, self._positions, max_columns=width)
+        self.range_label.setPixmap(QtGui.QPixmap.fromImage(_qimage(rgb)))
 
     def _show_camera(self, frame: StreamFrame) -> None:
         if frame.rgb is None:
             return
+        self._camera = frame
+        if self.panels.isVisible():  # else drawn when the panels are turned on
+            self._draw_camera()
+
+    def _draw_camera(self) -> None:
+        frame = self._camera
+        if frame is None or frame.rgb is None:
+            return
         self.camera_label.setPixmap(QtGui.QPixmap.fromImage(_qimage(frame.rgb)))
-        self.camera_label.setVisible(self.panels.isVisible())
+        self.camera_label.setVisible(True)
         if frame.mask is not None:
-            m = frame.mask
-            peak = float(np.max(m)) if m.size else 0.0
-            rgb = colormap(np.sqrt(m / peak)) if peak > 0 else np.zeros((*m.shape, 3), np.uint8)
-            rgb[m <= 0] = 0
-            self.mask_label.setPixmap(QtGui.QPixmap.fromImage(_qimage(rgb)))
-            self.mask_label.setVisible(self.panels.isVisible())
+            self.mask_label.setPixmap(QtGui.QPixmap.fromImage(_qimage(intensity_mask_rgb(frame.mask))))
+            self.mask_label.setVisible(True)
 
     def _painted(self) -> None:
         if not self._paint_due:
             return
         self._paint_due = False
+        self.hud_stats.painted(self.view.paint_s)
         self.hud_stats.shown(self._paint_wall)
         if self.options.screenshot and self.hud_stats.frames_shown >= self.options.frames:
             QtCore.QTimer.singleShot(0, self.save_screenshot_and_quit)
 
     def set_color_mode(self, mode: str) -> None:
-        """Switch the colour mode and recolour the current scan."""
+        """Switch the colour mode and recolour the current scan (its positions and range panel stay)."""
         if mode not in COLOR_MODES:
             raise ValueError(f"unknown colour mode '{mode}'")
         self.color_mode = mode
-        if self.current is not None:
-            self.show_scan(self.current)
+        frame = self.current
+        if frame is not None and frame.points is not None:
+            scales = self.scales(frame.header)
+            self.colors = self.buffers.colors(frame.points, mode, scales, self._positions)
+            self.scatter.setData(color=self.colors)
+            self.view.update()
 
     # -- HUD ----------------------------------------------------------------------------------------
     def hud_text(self) -> str:
@@ -284,6 +306,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             f"{self.source.label}  [{state}]",
             f"fps      {self.hud_stats.fps:6.1f}",
             f"latency  {lat_s}",
+            f"frame    {self._draw_text()}",
             f"points   {int(h.get('n', 0)):,}",
             f"dropped  {self.dropped}",
             f"seq      {h.get('seq', '-')}   preset {h.get('preset', '-')}",
@@ -294,12 +317,19 @@ class ViewerWindow(QtWidgets.QMainWindow):
             lines.append(f"drive    throttle {c.throttle:+.2f} steer {c.steering:+.2f} brake {c.brake:.1f}")
         return "\n".join(lines)
 
+    def _draw_text(self) -> str:
+        prep, paint = self.hud_stats.prepare_ms(), self.hud_stats.paint_ms()
+        if prep is None or paint is None:
+            return "   -"
+        return f"{prep:6.1f} ms prepare + {paint:.1f} ms paint"
+
     @property
     def dropped(self) -> int:
         """Frames published but never painted."""
         return self.source.dropped
 
     def _update_hud(self) -> None:
+        self._hud_at = time.monotonic()
         self.hud.setText(self.hud_text())
         self.hud.adjustSize()
 
@@ -339,6 +369,9 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self.source.seek(self.source.index - 1)
         elif name == "i":
             self.panels.setVisible(not self.panels.isVisible())
+            if self.panels.isVisible():  # they are not kept up to date while hidden
+                self._show_range_panel()
+                self._draw_camera()
         elif name == "r":
             if isinstance(self.source, LiveSource):
                 self.source.reconnect()

@@ -9,7 +9,18 @@ import pytest
 
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sinks.pcd import write_pcd
-from rt_lidar.viewer.colors import COLOR_MODES, FLAG_COLORS, ColorScales, point_colors, point_positions
+from rt_lidar.sinks.range_image import colormap
+from rt_lidar.viewer.colors import (
+    COLOR_MODES,
+    FLAG_COLORS,
+    CloudBuffers,
+    ColorScales,
+    intensity_mask_rgb,
+    point_colors,
+    point_positions,
+    range_panel_rgb,
+    range_panel_stride,
+)
 from rt_lidar.viewer.drive import DriveCommand, KeyboardDriver, parse_host_port
 from rt_lidar.viewer.sources import RecordingSource, read_any_pcd
 
@@ -52,6 +63,125 @@ def test_positions_are_contiguous_xyz() -> None:
     pos = point_positions(pts)
     assert pos.shape == (50, 3) and pos.dtype == np.float32 and pos.flags.c_contiguous
     np.testing.assert_array_equal(pos[:, 1], pts["y"])
+
+
+def _reference_colors(points: np.ndarray, mode: str, s: ColorScales) -> np.ndarray:
+    """The colour modes written the plain way (float temporaries, boolean masks): what the buffered,
+    take-based ones must reproduce exactly."""
+    lut = np.concatenate(
+        [colormap(np.linspace(0.0, 1.0, 256)).astype(np.float32) / 255.0, np.ones((256, 1))], 1
+    )
+    lut = lut.astype(np.float32)
+
+    def via_lut(v: np.ndarray) -> np.ndarray:
+        return lut[np.clip(np.nan_to_num(v, nan=0.0) * 255.0, 0.0, 255.0).astype(np.uint8)]
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        if mode == "intensity":
+            return via_lut(np.sqrt(np.maximum(points["intensity"], 0.0) / s.intensity_max))
+        if mode == "reflectivity":
+            return via_lut(points["reflectivity"])
+        if mode == "ring":
+            return via_lut(points["ring"].astype(np.float32) / max(s.n_rings - 1, 1))
+        if mode == "range":
+            x, y, z = points["x"], points["y"], points["z"]
+            return via_lut(np.sqrt(x * x + y * y + z * z) / s.range_max_m)
+    if mode == "return_id":
+        from rt_lidar.viewer.colors import RETURN_COLORS
+
+        return RETURN_COLORS[np.minimum(points["return_id"], 3)]
+    out = np.empty((points.size, 4), np.float32)
+    out[:] = [0.45, 0.45, 0.45, 1.0]
+    for bit, rgba in reversed(FLAG_COLORS):
+        out[(points["flags"] & int(bit)) != 0] = rgba
+    return out
+
+
+def test_buffered_colours_match_the_plain_computation_and_reuse_memory() -> None:
+    pts = _points(5000)
+    pts["intensity"][:4] = [np.nan, -3.0, np.inf, 1e9]
+    pts["reflectivity"][:4] = [np.nan, -1.0, np.inf, 2.0]
+    pts["ring"][:3] = [63, 64, 1000]  # past the last ring: the last ring's colour
+    pts["return_id"] = np.arange(pts.size) % 6
+    pts["flags"] = np.arange(pts.size) % 256
+    bufs = CloudBuffers()
+    for scales in (ColorScales(255.0, 80.0, 64), ColorScales(100.0, 30.0, 16), ColorScales(1.0, 120.0, 1)):
+        pos = bufs.positions(pts)
+        np.testing.assert_array_equal(pos, point_positions(pts))
+        for mode in COLOR_MODES:
+            ref = _reference_colors(pts, mode, scales)
+            np.testing.assert_array_equal(bufs.colors(pts, mode, scales, pos), ref, err_msg=mode)
+            np.testing.assert_array_equal(point_colors(pts, mode, scales), ref, err_msg=mode)
+    # the next scan (a little smaller) lands in the same memory; a bigger one grows the buffers once
+    first = bufs.colors(pts, "intensity")
+    again = bufs.colors(pts[:4900], "range", positions=bufs.positions(pts[:4900]))
+    assert np.shares_memory(first, again) and again.shape == (4900, 4) and again.flags.c_contiguous
+    bigger = _points(6000)
+    grown = bufs.colors(bigger, "ring")
+    assert bufs.capacity >= 6000 and not np.shares_memory(first, grown)
+    assert bufs.positions(pts[:0]).shape == (0, 3) and bufs.colors(pts[:0], "flags").shape == (0, 4)
+
+
+def _firing_ordered_scan(rings: int, firings: int) -> np.ndarray:
+    """A sensor in a 10 m cylinder: every firing one point a ring, in firing order (as scans come)."""
+    n = rings * firings
+    pts = np.zeros(n, POINT_DTYPE)
+    az = np.repeat(np.linspace(-np.pi, np.pi, firings, endpoint=False), rings)
+    ring = np.arange(n) % rings
+    elev = np.radians(np.linspace(-15.0, 15.0, rings))[ring]
+    r = 10.0 / np.cos(elev) * (1.0 + 0.2 * np.sin(3 * az))
+    pts["x"], pts["y"], pts["z"] = (
+        r * np.cos(elev) * np.cos(az),
+        r * np.cos(elev) * np.sin(az),
+        r * np.sin(elev),
+    )
+    pts["ring"] = ring
+    return pts
+
+
+def test_range_panel_is_the_colormap_of_sqrt_range_and_thins_out_dense_scans() -> None:
+    rings, columns = 16, 64
+    header = {
+        "elevations_deg": list(np.linspace(-15.0, 15.0, rings)),
+        "columns": columns,
+        "range_max_m": 80.0,
+    }
+    pts = _firing_ordered_scan(rings, columns)  # one point a pixel: every point is read
+    assert range_panel_stride(pts.size, rings * columns, rings) == 1
+    img = range_panel_rgb(pts, header)
+    assert img.shape == (rings, columns, 3) and img.dtype == np.uint8
+    # reference: the ranges placed by hand (row 0 the highest beam, column 0 behind), then the colormap
+    r = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2)
+    az = np.degrees(np.arctan2(pts["y"], pts["x"]))
+    col = ((180.0 - az) / 360.0 * columns).astype(int) % columns
+    ref = np.full((rings, columns), np.nan)
+    ref[rings - 1 - pts["ring"].astype(int), col] = r
+    want = colormap(np.sqrt(ref / 80.0))
+    assert np.abs(want.astype(int) - img).max() <= 3  # 256 colour steps instead of a continuous map
+    assert np.array_equal(want.sum(-1) == 0, img.sum(-1) == 0)
+    np.testing.assert_array_equal(range_panel_rgb(pts, header, point_positions(pts)), img)
+    # ten points a pixel: read at a stride prime to the ring count, still no pixel left empty
+    dense = _firing_ordered_scan(rings, 10 * columns)
+    k = range_panel_stride(dense.size, rings * columns, rings)
+    assert k == 5 and range_panel_stride(dense.size, rings * columns, 15) == 2
+    thin = range_panel_rgb(dense, header)
+    assert not np.any(thin.sum(-1) == 0)
+    assert np.abs(thin.astype(int) - img).max() <= 12  # the same cylinder
+    assert not range_panel_rgb(pts[:0], header).any()  # no points: all black
+    # capped to the width shown: fewer columns, each the same cylinder, and more points a pixel
+    narrow = range_panel_rgb(dense, header, max_columns=16)
+    assert narrow.shape == (rings, 16, 3) and not np.any(narrow.sum(-1) == 0)
+    assert range_panel_rgb(pts, header, max_columns=10_000).shape == (rings, columns, 3)
+
+
+def test_intensity_mask_colours() -> None:
+    m = np.array([[0.0, 1.0], [4.0, -1.0]], np.float32)
+    rgb = intensity_mask_rgb(m)
+    want = colormap(np.sqrt(np.clip(m, 0, None) / 4.0))
+    assert rgb.shape == (2, 2, 3) and rgb.dtype == np.uint8
+    assert not rgb[0, 0].any() and not rgb[1, 1].any()  # dropped rays black
+    assert np.abs(rgb[[0, 1], [1, 0]].astype(int) - want[[0, 1], [1, 0]]).max() <= 3
+    assert not intensity_mask_rgb(np.zeros((3, 4), np.float32)).any()
 
 
 def test_recording_plays_and_seeks(tmp_path) -> None:

@@ -107,6 +107,72 @@ def test_throttled_viewer_counts_drops_and_the_sim_keeps_real_time(qtbot, live_s
     assert summary["realtime_factor"] > 0.9 and summary["publish_ms_mean"] < 5.0
 
 
+class _Scans:
+    """A source that hands out the same synthetic scan whenever asked (``more`` times)."""
+
+    label = "scans"
+    dropped = 0
+
+    def __init__(self, n: int) -> None:
+        from rt_lidar.points import POINT_DTYPE
+        from rt_lidar.stream import StreamFrame
+
+        rng = np.random.default_rng(0)
+        pts = np.zeros(n, POINT_DTYPE)
+        az = rng.uniform(-np.pi, np.pi, n)
+        pts["x"], pts["y"], pts["z"] = 15 * np.cos(az), 15 * np.sin(az), rng.uniform(-2, 2, n)
+        pts["intensity"] = rng.uniform(0, 255, n)
+        pts["ring"] = np.arange(n) % 16
+        header = {"kind": "scan", "n": n, "seq": 0, "elevations_deg": list(np.linspace(-15, 15, 16)),
+                  "columns": 512, "range_max_m": 80.0}  # fmt: skip
+        self.frame = StreamFrame(header, points=pts)
+        self.more = 0
+
+    def poll(self):
+        if self.more <= 0:
+            return {}
+        self.more -= 1
+        return {"scan": self.frame}
+
+    def close(self):
+        pass
+
+
+def test_scan_goes_to_gl_without_copies_recolours_in_place_and_panels_follow_visibility(qtbot) -> None:
+    from rt_lidar.viewer.colors import point_colors, point_positions
+
+    src = _Scans(20_000)
+    win = _window(qtbot, src)
+    src.more = 1
+    qtbot.waitUntil(lambda: win.hud_stats.frames_shown >= 1, timeout=10_000)
+    pts = src.frame.points
+    # setData kept the viewer's own float32 buffers (no conversion copy)
+    assert win.scatter.pos is win._positions and win.scatter.color is win.colors
+    assert np.shares_memory(win.scatter.pos, win.buffers._pos)
+    np.testing.assert_array_equal(win.scatter.pos, point_positions(pts))
+    scales = win.scales(src.frame.header)
+    np.testing.assert_array_equal(win.colors, point_colors(pts, "intensity", scales))
+    # the HUD says where a frame's time went
+    assert win.hud_stats.prepare_ms() is not None and win.hud_stats.paint_ms() is not None
+    assert "ms prepare +" in win.hud_text() and "ms paint" in win.hud_text()
+    # a colour key recolours the scan on screen in place: same buffer, positions untouched
+    before = win.colors
+    win.handle_key("4")
+    assert win.color_mode == "range" and np.shares_memory(before, win.colors)
+    np.testing.assert_array_equal(win.colors, point_colors(pts, "range", scales))
+    assert win.scatter.pos is win._positions
+    # range panel drawn while the panels show, left alone while hidden, redrawn when shown again
+    assert win.range_label.pixmap() is not None and not win.range_label.pixmap().isNull()
+    win.handle_key("i")
+    assert not win.panels.isVisible()
+    win.range_label.clear()
+    src.more = 1
+    qtbot.waitUntil(lambda: win.hud_stats.frames_shown >= 2, timeout=10_000)
+    assert win.range_label.pixmap() is None or win.range_label.pixmap().isNull()
+    win.handle_key("i")
+    assert win.panels.isVisible() and not win.range_label.pixmap().isNull()
+
+
 def test_keyboard_drive_sends_controls(qtbot) -> None:
     car = BicycleModel()
     driver = KeyboardDriver(BicycleControlSink(car))
