@@ -23,9 +23,18 @@ import numpy as np
 from rt_lidar.errors import ConfigError
 from rt_lidar.presets import RETURN_MODES, SensorPreset
 
-__all__ = ["BeamConfig", "SubRayPattern", "profile_weight", "subray_directions", "subray_pattern"]
+__all__ = [
+    "BeamConfig",
+    "SubRayPattern",
+    "pattern_from_offsets",
+    "profile_weight",
+    "subray_directions",
+    "subray_pattern",
+]
 
 MAX_SUB_RAYS = 127
+MAX_OFFSET_RAD = 0.1
+"""Largest sub-ray offset :func:`pattern_from_offsets` accepts (~5.7 deg; real divergences are mrad)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,29 @@ def subray_pattern(preset: SensorPreset, n: int) -> SubRayPattern:
     weights = w.astype(np.float32)
     weights.setflags(write=False)
     return SubRayPattern(off, weights, radius)
+
+
+def pattern_from_offsets(offsets_rad: np.ndarray, weights: np.ndarray) -> SubRayPattern:
+    """A pattern of explicit sub-ray offsets (N, 2) rad and weights (N,), as a controller sends them to
+    the embedded server (``rtLidarGetBeamHits``); checked: 1..MAX_SUB_RAYS rays, offsets within
+    MAX_OFFSET_RAD, weights >= 0. Weights are kept as given (float32); radii are normalised distances
+    from the first sub-ray."""
+    off = np.array(offsets_rad, dtype=np.float64).reshape(-1, 2)
+    w = np.array(weights, dtype=np.float32).ravel()
+    n = w.shape[0]
+    if not 1 <= n <= MAX_SUB_RAYS or off.shape[0] != n:
+        raise ConfigError(
+            f"beam: need 1..{MAX_SUB_RAYS} sub-rays with one offset each, got {off.shape[0]} / {n}"
+        )
+    if not (np.isfinite(off).all() and np.isfinite(w).all()) or float(np.abs(off).max()) > MAX_OFFSET_RAD:
+        raise ConfigError(f"beam: sub-ray offsets must be finite and within {MAX_OFFSET_RAD} rad")
+    if (w < 0).any() or float(w.sum()) <= 0.0:
+        raise ConfigError("beam: sub-ray weights must be >= 0 and not all 0")
+    dist = np.hypot(off[:, 0] - off[0, 0], off[:, 1] - off[0, 1])
+    radius = dist / dist.max() if dist.max() > 0 else dist
+    for a in (off, w, radius):
+        a.setflags(write=False)
+    return SubRayPattern(off, w, radius)
 
 
 def subray_directions(directions: np.ndarray, pattern: SubRayPattern) -> np.ndarray:

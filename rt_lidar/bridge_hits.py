@@ -2,7 +2,9 @@
 
 The embedded server casts with :class:`~rt_lidar.source.WorldSource` and sends every ray with the
 extension's optional fields (direction, incidence, per-face material, glass); the controller turns the
-answer back into :class:`~rt_lidar.source.Hits` for the physics stage.
+answer back into :class:`~rt_lidar.source.Hits` for the physics stage. Hits cast as sub-ray bundles
+(``rtLidarGetBeamHits``) go as one row per sub-ray, pulse-major, with each row's pulse direction
+(``pulse_direction``) and the bundle in the header (``info.sub_rays``, ``info.subray_weights``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,17 @@ __all__ = ["firings_from_directions", "hits_from_wire", "hits_to_wire"]
 def hits_to_wire(
     hits: Hits, pose: FluPose, time_stamp_ns: int, t_offset_ns: int = 0, info: dict[str, Any] | None = None
 ) -> LidarHits:
-    """Every ray of ``hits`` as an extension answer; firing times shifted by ``t_offset_ns``."""
+    """Every ray of ``hits`` as an extension answer; firing times shifted by ``t_offset_ns``. Sub-ray
+    hits (``hits.subrays`` > 1) give one row per sub-ray, with the sub-ray fields of the extension."""
+    n = hits.subrays
+    info = dict(info or {})
+    extras: dict[str, np.ndarray] = {}
+    if n > 1:
+        if hits.subray_weight is None:
+            raise ValueError("sub-ray hits need their subray_weight")
+        info["sub_rays"] = n
+        info["subray_weights"] = [float(w) for w in hits.subray_weight]
+        extras["pulse_direction"] = np.repeat(hits.firings.directions(), n, axis=0)
     miss = ~np.isfinite(hits.range_m)
     rng = np.where(miss, np.float32(np.nan), hits.range_m).astype(np.float32)
     points = hits.direction * np.where(miss, 0.0, hits.range_m)[:, None].astype(np.float32)
@@ -32,8 +44,8 @@ def hits_to_wire(
         points=points.astype(np.float32),
         normals=normals,
         segmentation=np.where(miss, -1, hits.segment.astype(np.int64)).astype(np.int32),
-        ring=hits.firings.ring.astype(np.uint16),
-        time=hits.firings.t_ns + np.int64(t_offset_ns),
+        ring=np.repeat(hits.firings.ring, n).astype(np.uint16),
+        time=np.repeat(hits.firings.t_ns, n) + np.int64(t_offset_ns),
         range=rng,
         miss=miss,
         pose=pose,
@@ -47,8 +59,9 @@ def hits_to_wire(
             "glass_material": hits.glass_material.astype(np.int16),
             "glass_segment": hits.glass_segment.astype(np.int64),
             "glass_transmission": hits.glass_transmission.astype(np.float32),
+            **extras,
         },
-        info=dict(info or {}),
+        info=info,
     )
 
 
@@ -68,7 +81,11 @@ def firings_from_directions(ring: np.ndarray, t_ns: np.ndarray, direction: np.nd
 
 
 def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
-    """Hits of an extension answer that carries our optional fields; times shifted by ``-t_offset_ns``."""
+    """Hits of an extension answer that carries our optional fields; times shifted by ``-t_offset_ns``.
+
+    An answer of sub-ray bundles (``info.sub_rays`` = N > 1) gives Hits with ``subrays`` = N, the
+    pattern's weights, per-sub-ray directions and one firing per bundle.
+    """
     ex = answer.extras
     missing = [k for k in ("direction", "cos_incidence", "material") if k not in ex]
     if missing:
@@ -76,14 +93,21 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
     n = answer.ring.shape[0]
     miss = answer.miss.astype(bool)
     rng = np.where(miss, np.float32(np.inf), answer.range).astype(np.float32)
-    firings = firings_from_directions(answer.ring, answer.time - np.int64(t_offset_ns), ex["direction"])
+    sub, weights = _bundle(answer)
+    times = answer.time - np.int64(t_offset_ns)
+    if sub == 1:
+        firings = firings_from_directions(answer.ring, times, ex["direction"])
+        direction = firings.directions()
+    else:
+        firings = firings_from_directions(answer.ring[::sub], times[::sub], ex["pulse_direction"][::sub])
+        direction = np.ascontiguousarray(ex["direction"], dtype=np.float32)
 
     def opt(name: str, fill: float, dtype: Any) -> np.ndarray:
         return ex[name].astype(dtype) if name in ex else np.full(n, fill, dtype)
 
     return Hits(
         firings=firings,
-        direction=firings.directions(),
+        direction=direction,
         range_m=rng,
         cos_incidence=ex["cos_incidence"].astype(np.float32),
         material=ex["material"].astype(np.int16),
@@ -93,4 +117,26 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
         glass_material=opt("glass_material", -1, np.int16),
         glass_segment=np.maximum(opt("glass_segment", 0, np.int64), 0).astype(np.uint32),
         glass_transmission=opt("glass_transmission", 1.0, np.float32),
+        subrays=sub,
+        subray_weight=weights,
     )
+
+
+def _bundle(answer: LidarHits) -> tuple[int, np.ndarray | None]:
+    """(sub-rays per firing, their weights) of an answer, checked: N consecutive rows share a firing."""
+    sub = answer.info.get("sub_rays", 1)
+    if not isinstance(sub, int) or sub < 1:
+        raise ValueError(f"rtLidarGetHits answer: bad info.sub_rays {sub!r}")
+    if sub == 1:
+        return 1, None
+    weights = np.asarray(answer.info.get("subray_weights", []), dtype=np.float32)
+    rows = answer.ring.shape[0]
+    if weights.shape != (sub,) or rows % sub or "pulse_direction" not in answer.extras:
+        raise ValueError(
+            f"rtLidarGetHits answer of {sub} sub-rays: needs {sub} subray_weights, a multiple of {sub} "
+            f"rays (got {rows}) and the pulse_direction field"
+        )
+    ring, t = answer.ring.reshape(-1, sub), answer.time.reshape(-1, sub)
+    if not ((ring == ring[:, :1]).all() and (t == t[:, :1]).all()):
+        raise ValueError(f"rtLidarGetHits answer: rows of one bundle of {sub} differ in ring or time")
+    return sub, weights

@@ -3,7 +3,9 @@
 ``rt-lidar run --airsim HOST:PORT`` drives a real AirSim / Cosys-AirSim in Unreal or our embedded
 server (``rt-lidar serve``) through the same calls. With the extension ``rtLidarGetHits`` (our server)
 every ray arrives with ring, firing time, incidence, material and glass; against stock AirSim the
-controller recovers them from ``getLidarData`` (:mod:`rt_lidar.recover`).
+controller recovers them from ``getLidarData`` (:mod:`rt_lidar.recover`). A beam of several sub-rays
+(``--sub-rays N``) is asked for with ``rtLidarGetBeamHits``: the server casts every firing as the
+bundle and the physics sums its echoes as in-process; a server without that call gets one ray a pulse.
 
 Lockstep (``--lockstep``): the sim is paused and advanced by ``simContinueForTime`` one sim frame at a
 time, and each answer's firings are checked against the local schedule, so a skipped or repeated
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rt_lidar.beam import BeamConfig
+from rt_lidar.beam import BeamConfig, SubRayPattern
 from rt_lidar.bridge_hits import hits_from_wire
 from rt_lidar.cli_beam import SunConfig
 from rt_lidar.errors import RtLidarError
@@ -63,6 +65,8 @@ class BridgeStats:
     sector_mismatches: int = 0
     """Lockstep answers whose firings differ from the local schedule (skipped or repeated rays)."""
     extension: bool = False
+    sub_rays: int = 1
+    """Rays the server casts per pulse (> 1 once :meth:`BridgeSource.use_beam` was granted)."""
     server_skipped_ns: int = 0
     last_weather: dict[str, float] | None = None
     fetch_s: float = 0.0
@@ -73,6 +77,7 @@ class BridgeStats:
         return {
             "server": server,
             "extension": self.extension,
+            "sub_rays": self.sub_rays,
             "frames": self.frames,
             "sector_mismatches": self.sector_mismatches,
             "mismatch_detail": self.mismatch_detail,
@@ -107,6 +112,7 @@ class BridgeSource:
         self._last_wall = time.perf_counter()
         self._pose: tuple[np.ndarray, np.ndarray] = (np.zeros(3), np.array([1.0, 0, 0, 0]))
         self._material_names: list[str] = []
+        self._beam: SubRayPattern | None = None
         self.on_weather: Callable[[dict[str, float] | None], None] | None = None
         """Called with the server's weather (``info.weather``) whenever it changes."""
         if not lockstep:
@@ -142,6 +148,31 @@ class BridgeSource:
         self._last_ns = self._origin_ns
         return "direction" in answer.extras
 
+    def use_beam(self, pattern: SubRayPattern) -> bool:
+        """Ask the server to cast every firing as ``pattern``'s sub-ray bundle (``rtLidarGetBeamHits``)
+        from the next frame on; call it before the first frame. Returns False, and the source stays at
+        one ray a pulse, when the server does not offer the call (stock AirSim, an older server).
+
+        The first call is the probe: in lockstep it sweeps nothing (the sim is paused); in free run it
+        restarts the time origin after the rays it swept.
+        """
+        if len(pattern) == 1:
+            self._beam, self.stats.sub_rays = None, 1
+            return True
+        if not self.stats.extension:
+            return False
+        try:
+            answer = self.client.rt_lidar_get_beam_hits(
+                self.lidar_name, self.vehicle_name, pattern.offsets_rad, pattern.weights
+            )
+        except RpcError as exc:
+            if exc.unbound:
+                return False
+            raise RtLidarError(f"the server refused {len(pattern)} sub-rays a pulse: {exc.error}") from exc
+        self._origin_ns = self._last_ns = int(answer.info.get("t1_ns", answer.time_stamp))
+        self._beam, self.stats.sub_rays = pattern, len(pattern)
+        return True
+
     @property
     def start_ns(self) -> int:
         """Sim time at which the controller took over: frame 0 of its pipeline starts here."""
@@ -157,7 +188,13 @@ class BridgeSource:
         return self._pose
 
     def _fetch_extension(self) -> tuple[Hits, int, int]:
-        ans = self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name)
+        if self._beam is None:
+            ans = self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name)
+        else:
+            b = self._beam
+            ans = self.client.rt_lidar_get_beam_hits(
+                self.lidar_name, self.vehicle_name, b.offsets_rad, b.weights
+            )
         t0 = int(ans.info.get("t0_ns", self._last_ns or 0))
         t1 = int(ans.info.get("t1_ns", ans.time_stamp))
         if self._origin_ns is None:
@@ -239,8 +276,9 @@ def bridge_pipeline(
 ) -> Pipeline:
     """The pipeline over ``source``, starting at the sim time the controller took over, with prefetch.
 
-    With no ``weather`` given the physics follows the server's (``simSetWeatherParameter``). The bridge
-    sends one ray per pulse, so a beam with several sub-rays is cast as its central ray (with a warning).
+    With no ``weather`` given the physics follows the server's (``simSetWeatherParameter``). A beam of
+    several sub-rays (``beam`` or the preset's) is cast by the server as bundles when it offers
+    ``rtLidarGetBeamHits``; otherwise as its central ray, with a warning.
     """
     if sun is not None and sun.lux > 0:
         warnings.warn(
@@ -248,15 +286,16 @@ def bridge_pipeline(
             "--sun-lux is not applied over the bridge (use rt-lidar demo --in-process)",
             stacklevel=2,
         )
-    if beam is not None and (beam.sub_rays or 1) > 1:
-        warnings.warn(
-            f"the AirSim bridge sends one ray per pulse: --sub-rays {beam.sub_rays} is not applied "
-            "(return modes and echo pulse width are)",
-            stacklevel=2,
-        )
     physics = SensorPhysics.from_preset(
         source.preset, source.material_names, config=PhysicsConfig(weather=weather, beam=beam)
     )
+    if physics.sub_rays > 1 and not source.use_beam(physics.pattern):
+        warnings.warn(
+            f"the AirSim server offers no rtLidarGetBeamHits (stock AirSim, an older server, or "
+            f"--no-extension), so it sends one ray per pulse: {physics.sub_rays} sub-rays (--sub-rays / "
+            "the preset's) are not applied (return modes and echo pulse width are)",
+            stacklevel=2,
+        )
     if weather is None:
         source.on_weather = physics.set_weather
     return Pipeline(

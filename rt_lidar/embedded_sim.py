@@ -4,7 +4,8 @@
 running at wall-clock speed, or advanced in lockstep by ``simContinueForTime``), sweeps the lidar's
 firing schedule over the time that passed since the previous read, casts those rays into the world and
 answers ``getLidarData`` (AirSim's xyz + segmentation of the hits, sensor frame) and the extension
-``rtLidarGetHits`` (every ray, hits and misses, with the fields the physics needs). Consecutive answers
+``rtLidarGetHits`` (every ray, hits and misses, with the fields the physics needs; with
+``rtLidarGetBeamHits`` every firing as the sub-ray bundle the caller sends). Consecutive answers
 tile the time line: no firing is skipped or sent twice, as long as the reader keeps up (a backlog longer
 than ``max_backlog_s`` is cut, and counted in :attr:`EmbeddedSim.skipped_ns`).
 """
@@ -23,7 +24,9 @@ import numpy as np
 from PIL import Image
 
 from rt_lidar.airsim_settings import airsim_settings_json
+from rt_lidar.beam import SubRayPattern, pattern_from_offsets
 from rt_lidar.bridge_hits import hits_to_wire
+from rt_lidar.errors import ConfigError
 from rt_lidar.materials import load_material_table
 from rt_lidar.presets import SensorPreset
 from rt_lidar.scan_pattern import firings_between
@@ -143,8 +146,9 @@ class EmbeddedSim:
         if vehicle_name not in ("", self.vehicle_name):
             raise BackendError(f"no vehicle '{vehicle_name}' (this sim has '{self.vehicle_name}')")
 
-    def _sweep(self, reader: str) -> tuple[Hits, int, int]:
-        """Cast the firings since ``reader``'s previous read; returns them with their interval."""
+    def _sweep(self, reader: str, pattern: SubRayPattern | None = None) -> tuple[Hits, int, int]:
+        """Cast the firings since ``reader``'s previous read (each as ``pattern``'s sub-ray bundle when
+        given); returns them with their interval."""
         with self._lock:
             t1 = self.now_ns()
             t0 = self._cursors[reader]
@@ -155,16 +159,35 @@ class EmbeddedSim:
             self._frames[reader] += 1
             self._advance_vehicle(t1)
         firings = firings_between(self.preset, t0, t1)
-        return self.source.hits(firings, t0, t1), t0, t1
+        if pattern is None:
+            return self.source.hits(firings, t0, t1), t0, t1
+        return self.source.beam_hits(firings, t0, t1, pattern), t0, t1
 
     def _sensor_pose(self, t_ns: int) -> FluPose:
         pos, quat = self.source.sensor_pose(t_ns * 1e-9)
         return FluPose(tuple(float(v) for v in pos), tuple(float(v) for v in quat))  # type: ignore[arg-type]
 
     def lidar_hits(self, lidar_name: str, vehicle_name: str) -> LidarHits:
-        """Every ray fired since the previous ``rtLidarGetHits``, with the optional fields."""
+        """Every ray fired since the previous ``rtLidarGetHits`` / ``rtLidarGetBeamHits``, with the
+        optional fields."""
         self._check(lidar_name, vehicle_name)
-        hits, t0, t1 = self._sweep("hits")
+        return self._hits_answer(None)
+
+    def lidar_beam_hits(
+        self, lidar_name: str, vehicle_name: str, offsets_rad: np.ndarray, weights: np.ndarray
+    ) -> LidarHits:
+        """Like :meth:`lidar_hits` (the same time line: the two calls share one cursor), every firing
+        cast as the sub-ray bundle ``offsets_rad`` (N, 2) rad / ``weights`` (N,) by
+        :meth:`WorldSource.beam_hits`: N consecutive rows a firing."""
+        self._check(lidar_name, vehicle_name)
+        try:
+            pattern = pattern_from_offsets(offsets_rad, weights)
+        except ConfigError as exc:
+            raise BackendError(f"rtLidarGetBeamHits: {exc}") from None
+        return self._hits_answer(pattern)
+
+    def _hits_answer(self, pattern: SubRayPattern | None) -> LidarHits:
+        hits, t0, t1 = self._sweep("hits", pattern)
         info = {
             "materials": list(self.world.material_names),
             "t0_ns": t0,

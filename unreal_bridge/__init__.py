@@ -20,7 +20,7 @@ from .errors import (
     WireFormatError,
 )
 from .rpc import RpcClient, RpcServer
-from .server import AirSimServer, SimBackend
+from .server import AirSimServer, BeamSimBackend, SimBackend
 from .wire import (
     CarControls,
     CarState,
@@ -39,6 +39,7 @@ __all__ = [
     "AirSimClient",
     "AirSimServer",
     "BackendError",
+    "BeamSimBackend",
     "BridgeError",
     "CarControls",
     "CarState",

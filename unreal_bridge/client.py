@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .beam_call import BEAM_HITS_METHOD, encode_beam
 from .errors import RpcError, WireFormatError
 from .rpc import RpcClient
 from .wire import (
@@ -199,6 +200,16 @@ class AirSimClient:
     def rt_lidar_get_hits(self, lidar_name: str = "", vehicle_name: str = "") -> LidarHits:
         """Extension ``rtLidarGetHits`` (our server only): rings, firing times, ranges, normals, misses."""
         return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
+
+    def rt_lidar_get_beam_hits(
+        self, lidar_name: str, vehicle_name: str, offsets_rad: Any, weights: Any
+    ) -> LidarHits:
+        """Extension ``rtLidarGetBeamHits`` (our server only): like :meth:`rt_lidar_get_hits` with every
+        firing cast as ``len(weights)`` sub-rays at angular ``offsets_rad`` (N, 2) rad (horizontal,
+        vertical) from its direction, pulse-major; ``info["sub_rays"]`` says N. A server without it
+        raises an :class:`~unreal_bridge.errors.RpcError` whose ``unbound`` is true."""
+        beam = encode_beam(offsets_rad, weights)
+        return decode_hits(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
 
     def sim_get_images(
         self, requests: Sequence[ImageRequest], vehicle_name: str = "", external: bool = False

@@ -30,6 +30,13 @@ class RpcError(BridgeError):
         self.error = error
         super().__init__(f"RPC call '{method}' failed: {error}")
 
+    @property
+    def unbound(self) -> bool:
+        """True when the server binds no ``method`` with the argument count sent: rpclib's "could not
+        find function" and "invalid number of arguments" errors (how an absent extension answers)."""
+        text = str(self.error)
+        return "could not find function" in text or "invalid number of arguments" in text
+
 
 class ConnectionLost(BridgeError):
     """The connection to the server could not be made, or broke before the answer to a call arrived."""

@@ -5,7 +5,8 @@ NED wire structs and a :class:`SimBackend` that works in the project frame with 
 values; stock AirSim and Cosys-AirSim clients connect to it unchanged. Big arrays (the lidar point
 cloud, float images) are encoded by NumPy as float32 arrays, not element by element.
 
-Beyond AirSim it binds one extension call, ``rtLidarGetHits`` (docs/extension-call.md).
+Beyond AirSim it binds the extension call ``rtLidarGetHits`` (docs/extension-call.md), and
+``rtLidarGetBeamHits`` (every firing as a sub-ray bundle) when the backend offers ``lidar_beam_hits``.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from . import wire
+from .beam_call import BEAM_HITS_METHOD, decode_beam
 from .errors import WireFormatError
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, Raw, RpcServer
 from .wire import (
@@ -38,6 +40,7 @@ __all__ = [
     "MIN_REQUIRED_CLIENT_VERSION",
     "SERVER_VERSION",
     "AirSimServer",
+    "BeamSimBackend",
     "SimBackend",
     "encode_hits",
 ]
@@ -141,6 +144,18 @@ class SimBackend(Protocol):
         ...
 
 
+class BeamSimBackend(SimBackend, Protocol):
+    """A backend that also casts each firing as a bundle of sub-rays (extension ``rtLidarGetBeamHits``)."""
+
+    def lidar_beam_hits(
+        self, lidar_name: str, vehicle_name: str, offsets_rad: np.ndarray, weights: np.ndarray
+    ) -> LidarHits:
+        """Like :meth:`SimBackend.lidar_hits`, every firing cast as ``len(weights)`` sub-rays at angular
+        ``offsets_rad`` (N, 2) float64 (horizontal, vertical) from its direction: N consecutive rays a
+        firing, with ``info["sub_rays"]`` = N and ``info["subray_weights"]`` = ``weights``."""
+        ...
+
+
 # Wire dtype of each NumPy dtype an extra field may have (narrow ints widen to the closed set).
 _EXTRA_DTYPES = {
     np.dtype(np.bool_): "|u1",
@@ -223,6 +238,8 @@ class AirSimServer:
         self._armed: dict[str, bool] = {}
         for name, func, arity in self._table():
             self.rpc.register(name, func, arity)
+        if callable(getattr(backend, "lidar_beam_hits", None)):  # a backend without it: rpclib's not-found
+            self.rpc.register(BEAM_HITS_METHOD, self._beam_hits, 3)
 
     @property
     def port(self) -> int:
@@ -309,6 +326,11 @@ class AirSimServer:
             "pose": wire.pose_flu_to_ned(frame.pose).to_msgpack(),
             "segmentation": seg,  # packed by rpc.pack as a uniform int array
         }
+
+    def _beam_hits(self, lidar_name: Any, vehicle_name: Any, beam: Any) -> dict[str, Any]:
+        offsets, weights = decode_beam(beam)
+        backend = cast(BeamSimBackend, self.backend)  # registered only when it has lidar_beam_hits
+        return encode_hits(backend.lidar_beam_hits(str(lidar_name), str(vehicle_name), offsets, weights))
 
     def _images(self, requests: Any, vehicle_name: Any, external: Any = False) -> list[dict[str, Any]]:
         reqs = _requests(requests)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import subprocess
@@ -9,18 +11,21 @@ import threading
 import time
 from pathlib import Path
 
+import msgpack
 import numpy as np
 import pytest
 from pypcd4 import PointCloud
-from scenes import wall_scene
+from scenes import targets_scene, wall_scene
 
+from rt_lidar.beam import BeamConfig, subray_pattern
 from rt_lidar.bridge_hits import hits_from_wire
-from rt_lidar.controller import BridgeSource
+from rt_lidar.build import build_pipeline
+from rt_lidar.controller import BridgeSource, bridge_pipeline
 from rt_lidar.embedded_sim import EmbeddedSim
 from rt_lidar.errors import RtLidarError
-from rt_lidar.physics import SensorPhysics
+from rt_lidar.physics import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline import Pipeline
-from rt_lidar.presets import load_preset
+from rt_lidar.presets import load_preset, preset_from_dict, preset_to_dict
 from rt_lidar.recover import recover_hits
 from rt_lidar.run import RunOptions, run_controller
 from rt_lidar.scan_pattern import firings_between, firings_per_scan
@@ -117,8 +122,6 @@ def test_killing_the_server_mid_run_ends_cleanly_with_complete_scans(tmp_path):
 
 def test_demo_pipeline_through_the_bridge_equals_in_process():
     """The same scene and seed through the server gives the same scan as casting in-process."""
-    from rt_lidar.build import build_pipeline
-
     preset = load_preset("VLP-16")
     server = _serve(wall_scene(18.0))
     try:
@@ -219,3 +222,160 @@ def test_with_reconnect_the_controller_waits_for_the_server_and_goes_on(tmp_path
     assert len(pcds) == 8
     for p in pcds:
         assert PointCloud.from_path(p).points > 1000
+
+
+# -- sub-ray bundles over the bridge (rtLidarGetBeamHits) ----------------------------------------------
+
+
+def _two_planes():
+    """A 1 m concrete panel at 12 m before a wall at 20 m: the panel's edges give two returns a pulse."""
+    scene = wall_scene(20.0)
+    panel = targets_scene(["concrete"], 12.0, width_m=1.0)
+    return dataclasses.replace(panel, objects=[*panel.objects, *scene.objects])
+
+
+def _off_centre_table_preset():
+    """VLP-16 with a measured (table) beam profile whose centre is off the axis: sub-ray 0 is not the
+    pulse's direction, so the bridge must carry the pulse directions."""
+    d = preset_to_dict(load_preset("VLP-16"))
+    d["optics"].update(
+        beam_profile="table", beam_profile_h_mrad=[-1.0, 0.0, 3.0], beam_profile_v_mrad=[-1.0, 1.0],
+        beam_profile_table=[0.2, 1.0, 0.3, 0.2, 1.0, 0.3],
+    )  # fmt: skip
+    return preset_from_dict(d, "table.toml")
+
+
+def _bridged_scans(backend, preset, beam, scans=2, use_extension=None):
+    server = AirSimServer(backend, port=0)
+    server.start()
+    try:
+        with AirSimClient(port=server.port) as client:
+            client.reset()
+            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0, use_extension=use_extension)
+            pipe = bridge_pipeline(source, 20.0, seed=3, beam=beam)
+            try:
+                return pipe.scans(scans), source.stats
+            finally:
+                pipe.close()
+    finally:
+        server.close()
+
+
+def _in_process_scans(preset, scene, beam, scans=2):
+    cfg = PhysicsConfig(beam=beam)
+    return build_pipeline(preset, scene, sim_hz=20.0, seed=3, physics=cfg).pipeline.scans(scans)
+
+
+DUAL7 = BeamConfig(sub_rays=7, return_mode="dual")
+
+
+@pytest.mark.parametrize(
+    ("scene", "preset", "beam"),
+    [
+        (_two_planes, lambda: load_preset("VLP-16"), DUAL7),
+        (lambda: street_scene(0), lambda: load_preset("VLP-16"), DUAL7),  # moving ego, cars, glass
+        (_two_planes, _off_centre_table_preset, BeamConfig(sub_rays=10, return_mode="dual", epw=True)),
+    ],
+    ids=["two-planes", "street", "table-profile"],
+)
+def test_sub_rays_over_the_bridge_give_the_in_process_points_byte_for_byte(scene, preset, beam, recwarn):
+    p = preset()
+    bridged, stats = _bridged_scans(EmbeddedSim(World(scene()), p, paused=True), p, beam)
+    assert not [w for w in recwarn if "sub-rays" in str(w.message)]
+    assert stats.sub_rays == beam.sub_rays and stats.sector_mismatches == 0
+    direct = _in_process_scans(p, scene(), beam)
+    for b, d in zip(bridged, direct, strict=True):
+        assert b.points.size > 1000
+        assert b.points.tobytes() == d.points.tobytes()
+        assert (b.fired, b.dropped) == (d.fired, d.dropped)
+        assert b.extras.keys() == d.extras.keys()
+        for k in b.extras:
+            assert b.extras[k].tobytes() == d.extras[k].tobytes()
+
+
+def test_the_two_plane_scene_gives_dual_returns_over_the_bridge():
+    preset = load_preset("VLP-16")
+    beam = BeamConfig(sub_rays=7, return_mode="dual")
+    (scan,), stats = _bridged_scans(EmbeddedSim(World(_two_planes()), preset, paused=True), preset, beam, 1)
+    pts = scan.points
+    second = pts[pts["return_id"] == 1]
+    assert stats.sub_rays == 7 and second.size > 0
+    assert scan.fired - scan.dropped == int((pts["return_id"] == 0).sum()) < pts.size
+    assert np.all(np.sqrt(second["x"] ** 2 + second["y"] ** 2 + second["z"] ** 2) > 12.5)  # the wall
+
+
+class _WithoutBeamCall:
+    """The embedded sim behind a server that has ``rtLidarGetHits`` but not ``rtLidarGetBeamHits``."""
+
+    def __init__(self, sim: EmbeddedSim) -> None:
+        self._sim = sim
+
+    def __getattr__(self, name: str):
+        if name == "lidar_beam_hits":
+            raise AttributeError(name)
+        return getattr(self._sim, name)
+
+
+@pytest.mark.parametrize("use_extension", [None, False], ids=["older-server", "stock-calls"])
+def test_sub_rays_from_a_server_without_the_call_warn_and_cast_one_ray_a_pulse(use_extension):
+    preset = load_preset("VLP-16")
+    backend = _WithoutBeamCall(EmbeddedSim(World(_two_planes()), preset, paused=True))
+    with pytest.warns(UserWarning, match=r"no rtLidarGetBeamHits .* 7 sub-rays .* not applied"):
+        bridged, stats = _bridged_scans(backend, preset, DUAL7, use_extension=use_extension)
+    assert stats.sub_rays == 1 and stats.extension is (use_extension is None)
+    assert all(s.points.size > 1000 for s in bridged)
+    if use_extension is None:  # exactly the in-process single-ray pipeline in the same return mode
+        direct = _in_process_scans(preset, _two_planes(), BeamConfig(sub_rays=1, return_mode="dual"))
+        assert [s.points.tobytes() for s in bridged] == [s.points.tobytes() for s in direct]
+
+
+# sha256[:16] of the msgpack of a 2-argument rtLidarGetHits answer (two-plane scene, VLP-16, 10 ms),
+# computed at git fbc8de0, before rtLidarGetBeamHits existed
+HITS_ANSWER_V1 = "cb69cc1853b37eb9"
+
+
+def _raw_hits(client, method="rtLidarGetHits", *extra):
+    return msgpack.packb(client.call(method, "Lidar1", "Car1", *extra), use_bin_type=True)
+
+
+def test_a_two_argument_rtlidargethits_answer_is_unchanged():
+    preset = load_preset("VLP-16")
+    pattern = subray_pattern(preset, 7)
+    beam = {"sub_rays": {"offsets_rad": pattern.offsets_rad.tolist(), "weights": pattern.weights.tolist()}}
+    answers = []
+    for first in ("rtLidarGetHits", "rtLidarGetBeamHits"):
+        server = AirSimServer(EmbeddedSim(World(_two_planes()), preset, paused=True), port=0)
+        server.start()
+        try:
+            with AirSimClient(port=server.port) as client:
+                _raw_hits(client)
+                client.sim_continue_for_time(0.01)
+                one = _raw_hits(client, first, *([beam] if first == "rtLidarGetBeamHits" else []))
+                client.sim_continue_for_time(0.01)
+                answers.append((one, _raw_hits(client)))
+        finally:
+            server.close()
+    (plain, plain_next), (bundled, after_bundle) = answers
+    assert hashlib.sha256(plain).hexdigest()[:16] == HITS_ANSWER_V1
+    assert after_bundle == plain_next  # a beam call leaves nothing behind for the 2-argument call
+    assert len(bundled) > 6 * len(plain)
+
+
+def test_sub_rays_in_free_run_follow_the_running_sim():
+    preset = load_preset("VLP-16")
+    server = AirSimServer(EmbeddedSim(World(wall_scene(15.0)), preset, paused=False), port=0)
+    server.start()
+    try:
+        with AirSimClient(port=server.port) as client:
+            source = BridgeSource(client, preset, lockstep=False, sim_hz=50.0)
+            pipe = bridge_pipeline(source, 50.0, beam=DUAL7)
+            sectors = []
+            pipe.on_sector = lambda pts, t0, t1: sectors.append(pts)
+            for _ in range(2):  # (each frame casts what the sim swept meanwhile: keep it short)
+                pipe.step()
+            pipe.close()
+    finally:
+        server.close()
+    assert source.stats.sub_rays == 7 and source.stats.frames >= 2
+    assert sum(s.size for s in sectors) > 0
+    assert set(np.unique(np.concatenate(sectors)["return_id"]).tolist()) <= {0, 1}

@@ -37,13 +37,18 @@ def test_demo_writes_scans_range_image_and_summary(tmp_path, mode, capsys):
     assert json.loads(capsys.readouterr().out)["frames"] == 3
 
 
-def test_bridge_and_in_process_demo_give_the_same_scans(tmp_path):
+@pytest.mark.parametrize(
+    "beam", [[], ["--sub-rays", "7", "--return-mode", "dual"]], ids=["one-ray", "sub-rays"]
+)
+def test_bridge_and_in_process_demo_give_the_same_scans(tmp_path, beam, recwarn):
     a, b = tmp_path / "a", tmp_path / "b"
-    args = ["demo", "--preset", "VLP-16", "--frames", "2", "--quiet", "--out"]
+    args = ["demo", "--preset", "VLP-16", "--frames", "2", "--quiet", *beam, "--out"]
     assert main([*args, str(a)]) == 0
     assert main([*args, str(b), "--in-process"]) == 0
-    for name in ("000000.bin", "000001.bin"):
-        np.testing.assert_array_equal(read_kitti_bin(a / "scans" / name), read_kitti_bin(b / "scans" / name))
+    assert not [w for w in recwarn if "sub-rays" in str(w.message)]
+    assert json.loads((a / "summary.json").read_text())["bridge"]["sub_rays"] == (7 if beam else 1)
+    for name in ("000000.pcd", "000001.pcd"):  # every field, second returns included
+        assert (a / "scans" / name).read_bytes() == (b / "scans" / name).read_bytes()
 
 
 def test_bad_input_gets_one_clear_line(tmp_path, capsys):
