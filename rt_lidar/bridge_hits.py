@@ -4,7 +4,8 @@ The embedded server casts with :class:`~rt_lidar.source.WorldSource` and sends e
 extension's optional fields (direction, incidence, per-face material, glass); the controller turns the
 answer back into :class:`~rt_lidar.source.Hits` for the physics stage. Hits cast as sub-ray bundles
 (``rtLidarGetBeamHits``) go as one row per sub-ray, pulse-major, with each row's pulse direction
-(``pulse_direction``) and the bundle in the header (``info.sub_rays``, ``info.subray_weights``).
+(``pulse_direction``) and the bundle in the header (``info.sub_rays``, ``info.subray_weights``). Hits
+cast with a sun carry its per-ray cosines both ways (``sun_cos``, ``beam_sun_cos``).
 """
 
 from __future__ import annotations
@@ -24,10 +25,15 @@ def hits_to_wire(
     hits: Hits, pose: FluPose, time_stamp_ns: int, t_offset_ns: int = 0, info: dict[str, Any] | None = None
 ) -> LidarHits:
     """Every ray of ``hits`` as an extension answer; firing times shifted by ``t_offset_ns``. Sub-ray
-    hits (``hits.subrays`` > 1) give one row per sub-ray, with the sub-ray fields of the extension."""
+    hits (``hits.subrays`` > 1) give one row per sub-ray, with the sub-ray fields of the extension;
+    the sun cosines go as the ``sun_cos`` / ``beam_sun_cos`` fields when the hits have them."""
     n = hits.subrays
     info = dict(info or {})
     extras: dict[str, np.ndarray] = {}
+    for name in _SUN_FIELDS:
+        value = getattr(hits, name)
+        if value is not None:
+            extras[name] = np.asarray(value, np.float32)
     if n > 1:
         if hits.subray_weight is None:
             raise ValueError("sub-ray hits need their subray_weight")
@@ -119,7 +125,18 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
         glass_transmission=opt("glass_transmission", 1.0, np.float32),
         subrays=sub,
         subray_weight=weights,
+        sun_cos=_sun_field(ex, "sun_cos"),
+        beam_sun_cos=_sun_field(ex, "beam_sun_cos"),
     )
+
+
+_SUN_FIELDS = ("sun_cos", "beam_sun_cos")
+"""The per-ray sun fields of :class:`~rt_lidar.source.Hits`, under the same names on the wire."""
+
+
+def _sun_field(extras: Any, name: str) -> np.ndarray | None:
+    """A sun field of an answer as float32, None when the server did not send it (no sun asked)."""
+    return np.ascontiguousarray(extras[name], dtype=np.float32) if name in extras else None
 
 
 def _bundle(answer: LidarHits) -> tuple[int, np.ndarray | None]:

@@ -6,6 +6,9 @@ every ray arrives with ring, firing time, incidence, material and glass; against
 controller recovers them from ``getLidarData`` (:mod:`rt_lidar.recover`). A beam of several sub-rays
 (``--sub-rays N``) is asked for with ``rtLidarGetBeamHits``: the server casts every firing as the
 bundle and the physics sums its echoes as in-process; a server without that call gets one ray a pulse.
+Sunlight (``--sun-lux``) goes the same way: the call names the sun (the scenario's direction, or the
+server's scene sun) and the server adds every ray's sun cosines, so the ambient light acts as
+in-process; against a server without it sunlight is not applied (a warning says so).
 
 Lockstep (``--lockstep``): the sim is paused and advanced by ``simContinueForTime`` one sim frame at a
 time, and each answer's firings are checked against the local schedule, so a skipped or repeated
@@ -15,6 +18,7 @@ the sim swept since the previous read.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -32,9 +36,10 @@ from rt_lidar.pipeline import Pipeline
 from rt_lidar.presets import SensorPreset
 from rt_lidar.recover import recover_hits
 from rt_lidar.scan_pattern import Firings, firings_between
-from rt_lidar.source import Hits
+from rt_lidar.source import Hits, sun_unit
 from rt_lidar.weather import WeatherConfig
 from unreal_bridge import AirSimClient, RpcError
+from unreal_bridge.beam_call import SCENE_SUN, SunArg
 
 __all__ = ["BridgeSource", "BridgeStats", "ServerGone", "bridge_pipeline", "parse_address"]
 
@@ -67,6 +72,10 @@ class BridgeStats:
     extension: bool = False
     sub_rays: int = 1
     """Rays the server casts per pulse (> 1 once :meth:`BridgeSource.use_beam` was granted)."""
+    sun: bool = False
+    """The server reports every ray's sun cosines (a sun granted by :meth:`BridgeSource.use_beam`)."""
+    sun_direction: tuple[float, float, float] | None = None
+    """The world direction towards the sun the server casts with (its ``info.sun_direction``)."""
     server_skipped_ns: int = 0
     last_weather: dict[str, float] | None = None
     fetch_s: float = 0.0
@@ -78,6 +87,8 @@ class BridgeStats:
             "server": server,
             "extension": self.extension,
             "sub_rays": self.sub_rays,
+            "sun": self.sun,
+            "sun_direction": self.sun_direction,
             "frames": self.frames,
             "sector_mismatches": self.sector_mismatches,
             "mismatch_detail": self.mismatch_detail,
@@ -113,6 +124,7 @@ class BridgeSource:
         self._pose: tuple[np.ndarray, np.ndarray] = (np.zeros(3), np.array([1.0, 0, 0, 0]))
         self._material_names: list[str] = []
         self._beam: SubRayPattern | None = None
+        self._sun: SunArg = None
         self.on_weather: Callable[[dict[str, float] | None], None] | None = None
         """Called with the server's weather (``info.weather``) whenever it changes."""
         if not lockstep:
@@ -148,29 +160,42 @@ class BridgeSource:
         self._last_ns = self._origin_ns
         return "direction" in answer.extras
 
-    def use_beam(self, pattern: SubRayPattern) -> bool:
+    def use_beam(self, pattern: SubRayPattern, sun: SunArg = None) -> bool:
         """Ask the server to cast every firing as ``pattern``'s sub-ray bundle (``rtLidarGetBeamHits``)
-        from the next frame on; call it before the first frame. Returns False, and the source stays at
-        one ray a pulse, when the server does not offer the call (stock AirSim, an older server).
+        from the next frame on, with every ray's sun cosines when ``sun`` names the sun (a world-frame
+        unit vector towards it, or ``"scene"`` for the server's scene sun); call it before the first
+        frame. Returns False, and the source stays at one ray a pulse, when a bundle of several rays is
+        asked for and the server does not offer the call (stock AirSim, an older server). Whether the
+        sun was granted is :attr:`BridgeStats.sun` (False without the call, or from a server that
+        predates the sun entry and answers without the cosines).
 
         The first call is the probe: in lockstep it sweeps nothing (the sim is paused); in free run it
         restarts the time origin after the rays it swept.
         """
-        if len(pattern) == 1:
-            self._beam, self.stats.sub_rays = None, 1
+        self._beam, self._sun, self.stats.sub_rays, self.stats.sun = None, None, 1, False
+        self.stats.sun_direction = None
+        if len(pattern) == 1 and sun is None:
             return True
         if not self.stats.extension:
-            return False
-        try:
+            return len(pattern) == 1
+        try:  # always with the sub-ray entry: a server older than the sun entry needs it (and ignores sun)
             answer = self.client.rt_lidar_get_beam_hits(
-                self.lidar_name, self.vehicle_name, pattern.offsets_rad, pattern.weights
+                self.lidar_name, self.vehicle_name, pattern.offsets_rad, pattern.weights, sun
             )
         except RpcError as exc:
             if exc.unbound:
-                return False
-            raise RtLidarError(f"the server refused {len(pattern)} sub-rays a pulse: {exc.error}") from exc
+                return len(pattern) == 1
+            what = f"{len(pattern)} sub-rays a pulse" + (" with a sun" if sun is not None else "")
+            raise RtLidarError(f"the server refused {what}: {exc.error}") from exc
         self._origin_ns = self._last_ns = int(answer.info.get("t1_ns", answer.time_stamp))
-        self._beam, self.stats.sub_rays = pattern, len(pattern)
+        granted = sun is not None and "sun_cos" in answer.extras and "beam_sun_cos" in answer.extras
+        if granted or len(pattern) > 1:  # else nothing rtLidarGetHits does not give: stay with it
+            self._beam, self.stats.sub_rays = pattern, len(pattern)
+        if granted:
+            self._sun, self.stats.sun = sun, True
+            if "sun_direction" in answer.info:
+                x, y, z = answer.info["sun_direction"]
+                self.stats.sun_direction = (float(x), float(y), float(z))
         return True
 
     @property
@@ -193,7 +218,7 @@ class BridgeSource:
         else:
             b = self._beam
             ans = self.client.rt_lidar_get_beam_hits(
-                self.lidar_name, self.vehicle_name, b.offsets_rad, b.weights
+                self.lidar_name, self.vehicle_name, b.offsets_rad, b.weights, self._sun
             )
         t0 = int(ans.info.get("t0_ns", self._last_ns or 0))
         t1 = int(ans.info.get("t1_ns", ans.time_stamp))
@@ -278,24 +303,35 @@ def bridge_pipeline(
 
     With no ``weather`` given the physics follows the server's (``simSetWeatherParameter``). A beam of
     several sub-rays (``beam`` or the preset's) is cast by the server as bundles when it offers
-    ``rtLidarGetBeamHits``; otherwise as its central ray, with a warning.
+    ``rtLidarGetBeamHits``; otherwise as its central ray, with a warning. Sunlight (``sun``) is cast
+    the same way, for the direction the in-process pipeline takes (the scenario's, else the scene's:
+    then the server's own); a server without the sun entry gets no sunlight, with a warning.
     """
-    if sun is not None and sun.lux > 0:
-        warnings.warn(
-            "sunlight needs the scene's surfaces facing the sun, which the AirSim bridge does not send: "
-            "--sun-lux is not applied over the bridge (use rt-lidar demo --in-process)",
-            stacklevel=2,
-        )
-    physics = SensorPhysics.from_preset(
-        source.preset, source.material_names, config=PhysicsConfig(weather=weather, beam=beam)
+    config = PhysicsConfig(
+        weather=weather,
+        beam=beam,
+        sun_illuminance_lux=sun.lux if sun is not None else 0.0,
+        sun_direction=sun.direction if sun is not None else None,
     )
-    if physics.sub_rays > 1 and not source.use_beam(physics.pattern):
+    physics = SensorPhysics.from_preset(source.preset, source.material_names, config=config)
+    want_sun: SunArg = None
+    if physics.needs_sun:
+        want_sun = SCENE_SUN if config.sun_direction is None else sun_unit(config.sun_direction)
+    if (physics.sub_rays > 1 or want_sun is not None) and not source.use_beam(physics.pattern, want_sun):
         warnings.warn(
             f"the AirSim server offers no rtLidarGetBeamHits (stock AirSim, an older server, or "
             f"--no-extension), so it sends one ray per pulse: {physics.sub_rays} sub-rays (--sub-rays / "
             "the preset's) are not applied (return modes and echo pulse width are)",
             stacklevel=2,
         )
+    if want_sun is not None and not source.stats.sun:
+        warnings.warn(
+            "sunlight needs every ray's sun cosines, which this AirSim server does not send (stock "
+            "AirSim, an older server, or --no-extension: our rt-lidar serve answers rtLidarGetBeamHits "
+            "with a sun): --sun-lux is not applied over this bridge (or use rt-lidar demo --in-process)",
+            stacklevel=2,
+        )
+        physics.config = dataclasses.replace(physics.config, sun_illuminance_lux=0.0)
     if weather is None:
         source.on_weather = physics.set_weather
     return Pipeline(

@@ -5,9 +5,10 @@ running at wall-clock speed, or advanced in lockstep by ``simContinueForTime``),
 firing schedule over the time that passed since the previous read, casts those rays into the world and
 answers ``getLidarData`` (AirSim's xyz + segmentation of the hits, sensor frame) and the extension
 ``rtLidarGetHits`` (every ray, hits and misses, with the fields the physics needs; with
-``rtLidarGetBeamHits`` every firing as the sub-ray bundle the caller sends). Consecutive answers
-tile the time line: no firing is skipped or sent twice, as long as the reader keeps up (a backlog longer
-than ``max_backlog_s`` is cut, and counted in :attr:`EmbeddedSim.skipped_ns`).
+``rtLidarGetBeamHits`` every firing as the sub-ray bundle the caller sends, and the per-ray sun cosines
+for the sun it names or the scene's). Consecutive answers tile the time line: no firing is skipped or
+sent twice, as long as the reader keeps up (a backlog longer than ``max_backlog_s`` is cut, and counted
+in :attr:`EmbeddedSim.skipped_ns`).
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.materials import load_material_table
 from rt_lidar.presets import SensorPreset
 from rt_lidar.scan_pattern import firings_between
-from rt_lidar.source import Hits, WorldSource
+from rt_lidar.source import Hits, WorldSource, sun_unit
 from rt_lidar.vehicle import BicycleModel
 from unreal_bridge import CarControls, FluCarState, FluImage, FluPose, ImageRequest, LidarFrame, LidarHits
+from unreal_bridge.beam_call import SunRequest
 from unreal_bridge.errors import BackendError
 from unreal_bridge.wire import FluKinematics
 from unreal_bridge.world import CameraSpec, Pose, World
@@ -146,9 +148,11 @@ class EmbeddedSim:
         if vehicle_name not in ("", self.vehicle_name):
             raise BackendError(f"no vehicle '{vehicle_name}' (this sim has '{self.vehicle_name}')")
 
-    def _sweep(self, reader: str, pattern: SubRayPattern | None = None) -> tuple[Hits, int, int]:
-        """Cast the firings since ``reader``'s previous read (each as ``pattern``'s sub-ray bundle when
-        given); returns them with their interval."""
+    def _sweep(
+        self, reader: str, pattern: SubRayPattern | None = None, sun: np.ndarray | None = None
+    ) -> tuple[Hits, int, int]:
+        """Cast the firings since ``reader``'s previous read (each as ``pattern``'s sub-ray bundle, with
+        the sun cosines for world direction ``sun``, when given); returns them with their interval."""
         with self._lock:
             t1 = self.now_ns()
             t0 = self._cursors[reader]
@@ -161,7 +165,7 @@ class EmbeddedSim:
         firings = firings_between(self.preset, t0, t1)
         if pattern is None:
             return self.source.hits(firings, t0, t1), t0, t1
-        return self.source.beam_hits(firings, t0, t1, pattern), t0, t1
+        return self.source.beam_hits(firings, t0, t1, pattern, sun), t0, t1
 
     def _sensor_pose(self, t_ns: int) -> FluPose:
         pos, quat = self.source.sensor_pose(t_ns * 1e-9)
@@ -174,21 +178,32 @@ class EmbeddedSim:
         return self._hits_answer(None)
 
     def lidar_beam_hits(
-        self, lidar_name: str, vehicle_name: str, offsets_rad: np.ndarray, weights: np.ndarray
+        self,
+        lidar_name: str,
+        vehicle_name: str,
+        offsets_rad: np.ndarray,
+        weights: np.ndarray,
+        sun: SunRequest | None = None,
     ) -> LidarHits:
         """Like :meth:`lidar_hits` (the same time line: the two calls share one cursor), every firing
         cast as the sub-ray bundle ``offsets_rad`` (N, 2) rad / ``weights`` (N,) by
-        :meth:`WorldSource.beam_hits`: N consecutive rows a firing."""
+        :meth:`WorldSource.beam_hits`: N consecutive rows a firing. With ``sun`` the cast also gives
+        every ray's sun cosines, for the direction sent (used as it is) or, when it names none, for the
+        scene's sun normalised as the in-process pipeline does (:func:`~rt_lidar.source.sun_unit`)."""
         self._check(lidar_name, vehicle_name)
         try:
             pattern = pattern_from_offsets(offsets_rad, weights)
         except ConfigError as exc:
             raise BackendError(f"rtLidarGetBeamHits: {exc}") from None
-        return self._hits_answer(pattern)
+        if sun is None:
+            return self._hits_answer(pattern)
+        if sun.direction is None:
+            return self._hits_answer(pattern, sun_unit(self.source.sun_direction))
+        return self._hits_answer(pattern, np.array(sun.direction, np.float64))
 
-    def _hits_answer(self, pattern: SubRayPattern | None) -> LidarHits:
-        hits, t0, t1 = self._sweep("hits", pattern)
-        info = {
+    def _hits_answer(self, pattern: SubRayPattern | None, sun: np.ndarray | None = None) -> LidarHits:
+        hits, t0, t1 = self._sweep("hits", pattern, sun)
+        info: dict[str, Any] = {
             "materials": list(self.world.material_names),
             "t0_ns": t0,
             "t1_ns": t1,
@@ -196,6 +211,8 @@ class EmbeddedSim:
             "weather": self.weather_config(),
             "preset": self.preset.name,
         }
+        if sun is not None:
+            info["sun_direction"] = [float(v) for v in sun]
         return hits_to_wire(hits, self._sensor_pose(t1), t1, info=info)
 
     def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:

@@ -18,7 +18,7 @@ import numpy as np
 from rt_lidar.physics import SensorPhysics
 from rt_lidar.presets import SensorPreset
 from rt_lidar.scan_pattern import Firings, firings_between
-from rt_lidar.source import BeamHitSource, Hits, HitSource
+from rt_lidar.source import BeamHitSource, Hits, HitSource, sun_unit
 from rt_lidar.sweep import Scan, ScanAssembler
 
 __all__ = ["FrameStats", "Pipeline", "frame_time_ns"]
@@ -90,7 +90,7 @@ class Pipeline:
                 if phys.config.sun_direction is not None
                 else self.source.sun_direction
             )
-            sun_dir = np.asarray(sun, np.float64) / np.linalg.norm(sun) if phys.needs_sun else None
+            sun_dir = sun_unit(sun) if phys.needs_sun else None
             return firings, self.source.beam_hits(firings, t0, t1, phys.pattern, sun_dir)
         return firings, self.source.hits(firings, t0, t1)
 

@@ -47,9 +47,10 @@ class RunOptions:
     beam: BeamConfig | None = None
     """Sub-rays, return mode, echo pulse width; None = what the preset says."""
     sun: SunConfig = field(default_factory=SunConfig)
+    """Sunlight: cast by our server (``rtLidarGetBeamHits`` with a sun); not applied, with a warning,
+    against a server without it."""
     rinet: str | None = None
     """An ONNX RINet model applied to camera "0" of the sim (see ``_rinet_post``)."""
-    """Sunlight: needs the scene's geometry, so over the bridge it is not applied (a warning says so)."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow for the lidar; None = follow the server's simSetWeatherParameter (ours reports it)."""
 

@@ -8,6 +8,7 @@ ego motion distorts the sweep exactly as on a rotating sensor.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -17,7 +18,7 @@ from rt_lidar.beam import SubRayPattern, subray_directions
 from rt_lidar.scan_pattern import Firings
 from unreal_bridge.world import World
 
-__all__ = ["GLASS_MAX_CROSSINGS", "BeamHitSource", "HitSource", "Hits", "WorldSource"]
+__all__ = ["GLASS_MAX_CROSSINGS", "BeamHitSource", "HitSource", "Hits", "WorldSource", "sun_unit"]
 
 GLASS_MAX_CROSSINGS = 4
 """Transmissive surfaces a ray may pass before the cast gives up (a car has two windscreens)."""
@@ -101,6 +102,14 @@ class BeamHitSource(HitSource, Protocol):
         """Like :meth:`HitSource.hits` with ``len(pattern)`` rays per firing; with ``sun_direction``
         (world frame, towards the sun) the sun cosines are filled in."""
         ...
+
+
+def sun_unit(direction: Sequence[float] | np.ndarray) -> np.ndarray:
+    """(3,) float64 unit vector of a (non-zero) direction towards the sun: the one normalisation every
+    caster's sun goes through (in-process, and the embedded server's scene sun), so that they agree
+    bit for bit."""
+    d = np.asarray(direction, np.float64)
+    return d / np.linalg.norm(d)
 
 
 def _interpolated_sensor_poses(world: World, t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

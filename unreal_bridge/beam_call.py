@@ -1,10 +1,17 @@
 """The beam argument of the extension call ``rtLidarGetBeamHits`` (docs/extension-call.md), both ends.
 
 ``rtLidarGetBeamHits(lidar_name, vehicle_name, beam)`` answers like ``rtLidarGetHits`` but casts every
-firing as a bundle of sub-rays. ``beam`` is a map; its one key so far is ``sub_rays``:
-``{"sub_rays": {"offsets_rad": [[dh, dv], ...], "weights": [w, ...]}}`` -- the angular offsets of the
-sub-rays from the pulse's nominal direction (horizontal, vertical; rad) and their weights. The client
-packs it with :func:`encode_beam`, the server reads it with :func:`decode_beam`.
+firing as a bundle of sub-rays. ``beam`` is a map with up to two keys:
+
+- ``sub_rays``: ``{"offsets_rad": [[dh, dv], ...], "weights": [w, ...]}`` -- the angular offsets of the
+  sub-rays from the pulse's nominal direction (horizontal, vertical; rad) and their weights; absent =
+  one ray along the pulse's direction (only together with ``sun``);
+- ``sun``: ``{"direction": [x, y, z]}`` -- a unit vector towards the sun in AirSim's NED world frame,
+  or ``{}`` for the sun of the server's own scene: the answer then carries the per-ray sun cosines.
+
+The client packs it with :func:`encode_beam`, the server reads it with :func:`decode_beam` and
+:func:`decode_sun`. The sun direction is converted between NED and the project frame here, once each
+way (with :mod:`unreal_bridge.wire`'s vector flip).
 
 It is a method of its own, not a third argument of ``rtLidarGetHits``: rpclib binds one function per
 name with one argument count (binding a name twice throws), so an rpclib server in Unreal could not
@@ -14,36 +21,123 @@ are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from .errors import WireFormatError
+from .wire import Vec3, flu_to_ned_vector, ned_to_flu_vector
 
-__all__ = ["BEAM_HITS_METHOD", "MAX_WIRE_SUB_RAYS", "decode_beam", "encode_beam"]
+__all__ = [
+    "BEAM_HITS_METHOD",
+    "INFO_VECTORS",
+    "MAX_WIRE_SUB_RAYS",
+    "SCENE_SUN",
+    "SUN_UNIT_TOLERANCE",
+    "SunArg",
+    "SunRequest",
+    "decode_beam",
+    "decode_sun",
+    "encode_beam",
+]
 
 BEAM_HITS_METHOD = "rtLidarGetBeamHits"
 """The method name (three arguments: lidar name, vehicle name, beam map)."""
 MAX_WIRE_SUB_RAYS = 1024
 """Most sub-rays a request may carry (a backend may accept fewer)."""
+SCENE_SUN: Literal["scene"] = "scene"
+"""The ``sun`` of :func:`encode_beam` that asks for the server's own scene sun (``"sun": {}``)."""
+SUN_UNIT_TOLERANCE = 1e-6
+"""How far from 1 the length of a sent sun direction may be (it is used as sent, never re-normalised)."""
+
+INFO_VECTORS = ("sun_direction",)
+"""Answer header (``info``) entries that are world-frame vectors: NED on the wire like every other vector
+(``sun_direction``: the direction towards the sun a sun request was cast with)."""
+
+SunArg = Sequence[float] | np.ndarray | Literal["scene"] | None
+"""What :func:`encode_beam` takes as ``sun``: a project-frame unit vector, :data:`SCENE_SUN`, or None."""
 
 
-def encode_beam(offsets_rad: Any, weights: Any) -> dict[str, Any]:
-    """The ``beam`` argument for sub-ray ``offsets_rad`` (N, 2) rad and ``weights`` (N,).
+@dataclass(frozen=True)
+class SunRequest:
+    """The ``sun`` entry of a request, in the project frame (x forward, y left, z up)."""
 
-    Values go as plain msgpack arrays of floats (the client sends float64: the offsets arrive exact).
+    direction: Vec3 | None
+    """Unit world-frame vector towards the sun, exactly as sent; None = the server's scene sun."""
+
+
+def encode_beam(offsets_rad: Any = None, weights: Any = None, sun: SunArg = None) -> dict[str, Any]:
+    """The ``beam`` argument for sub-ray ``offsets_rad`` (N, 2) rad and ``weights`` (N,) (both None: no
+    ``sub_rays`` entry, one ray a pulse) and ``sun``: None (no sun), :data:`SCENE_SUN`, or a unit
+    world-frame vector towards the sun in the project frame (sent in NED).
+
+    Values go as plain msgpack arrays of floats (the client sends float64: offsets and sun arrive exact).
+    Raises ValueError for a beam with neither entry or a sun direction that is not a unit 3-vector.
     """
-    off = np.asarray(offsets_rad, np.float64).reshape(-1, 2)
-    w = np.asarray(weights, np.float64).ravel()
-    return {"sub_rays": {"offsets_rad": off.tolist(), "weights": w.tolist()}}
+    beam: dict[str, Any] = {}
+    if offsets_rad is not None or weights is not None:
+        off = np.asarray(offsets_rad, np.float64).reshape(-1, 2)
+        w = np.asarray(weights, np.float64).ravel()
+        beam["sub_rays"] = {"offsets_rad": off.tolist(), "weights": w.tolist()}
+    if isinstance(sun, str):
+        if sun != SCENE_SUN:
+            raise ValueError(f"sun must be a unit 3-vector or {SCENE_SUN!r}, got {sun!r}")
+        beam["sun"] = {}
+    elif sun is not None:
+        d = _unit(sun)
+        if d is None:
+            raise ValueError(f"sun must be a finite unit 3-vector, got {sun!r}")
+        beam["sun"] = {"direction": list(flu_to_ned_vector(d).as_tuple())}
+    if not beam:
+        raise ValueError(f"{BEAM_HITS_METHOD}: a beam needs sub-rays or a sun")
+    return beam
+
+
+def _unit(v: Any) -> Vec3 | None:
+    """``v`` as three floats when it is a finite vector of length 1 (within the tolerance), else None."""
+    try:
+        d = np.array(v, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if d.shape != (3,) or not np.isfinite(d).all():
+        return None
+    if abs(float(np.linalg.norm(d)) - 1.0) > SUN_UNIT_TOLERANCE:
+        return None
+    return (float(d[0]), float(d[1]), float(d[2]))
+
+
+def decode_sun(beam: Any) -> SunRequest | None:
+    """The ``sun`` entry of a ``beam`` argument in the project frame, None when it has none; raises
+    :class:`~unreal_bridge.errors.WireFormatError` for a sun that is not a map or whose ``direction`` is
+    not a finite unit 3-vector (NED)."""
+    if not isinstance(beam, Mapping) or "sun" not in beam:
+        return None
+    sun = beam["sun"]
+    if not isinstance(sun, Mapping):
+        raise WireFormatError(f"{BEAM_HITS_METHOD}: sun must be a map ({{}} or {{'direction': [x, y, z]}})")
+    if "direction" not in sun:
+        return SunRequest(None)
+    ned = sun["direction"]
+    numbers = isinstance(ned, list) and all(type(x) in (int, float) for x in ned)  # no bools, no strings
+    d = _unit(ned) if numbers else None
+    if d is None:
+        raise WireFormatError(
+            f"{BEAM_HITS_METHOD}: sun.direction must be a unit vector [x, y, z] "
+            f"(length 1 +- {SUN_UNIT_TOLERANCE}), got {ned!r:.80}"
+        )
+    return SunRequest(ned_to_flu_vector(d))
 
 
 def decode_beam(beam: Any) -> tuple[np.ndarray, np.ndarray]:
     """(offsets (N, 2) float64 rad, weights (N,) float32) of a ``beam`` argument, checked for shape and
-    finiteness; raises :class:`~unreal_bridge.errors.WireFormatError` naming what is wrong."""
+    finiteness; a beam with a ``sun`` but no ``sub_rays`` is one ray along the pulse (offset 0, weight
+    1). Raises :class:`~unreal_bridge.errors.WireFormatError` naming what is wrong."""
+    if isinstance(beam, Mapping) and "sub_rays" not in beam and isinstance(beam.get("sun"), Mapping):
+        return np.zeros((1, 2), np.float64), np.ones(1, np.float32)
     if not isinstance(beam, Mapping) or not isinstance(beam.get("sub_rays"), Mapping):
-        raise WireFormatError(f"{BEAM_HITS_METHOD}: beam must be a map with a 'sub_rays' map")
+        raise WireFormatError(f"{BEAM_HITS_METHOD}: beam must be a map with a 'sub_rays' or a 'sun' map")
     sub = beam["sub_rays"]
     raw_off, raw_w = sub.get("offsets_rad"), sub.get("weights")
     if not isinstance(raw_off, list) or not isinstance(raw_w, list):

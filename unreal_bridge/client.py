@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .beam_call import BEAM_HITS_METHOD, encode_beam
+from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunArg, encode_beam
 from .errors import RpcError, WireFormatError
 from .rpc import RpcClient
 from .wire import (
@@ -32,6 +32,7 @@ from .wire import (
     Pose,
     car_state_ned_to_flu,
     ned_to_flu_points,
+    ned_to_flu_vector,
     pose_flu_to_ned,
     pose_ned_to_flu,
 )
@@ -84,7 +85,14 @@ def decode_hits(answer: Any) -> LidarHits:
             continue
         arr = _hits_field(fields, name, count)
         extras[name] = arr.astype(np.float32) * flip if arr.ndim == 2 and arr.shape[1] == 3 else arr
-    info = answer.get("info", {})
+    raw_info = answer.get("info", {})
+    info = dict(raw_info) if isinstance(raw_info, Mapping) else {}
+    for key in INFO_VECTORS:
+        if key in info:
+            try:
+                info[key] = ned_to_flu_vector(info[key])
+            except (TypeError, ValueError):
+                raise WireFormatError(f"rtLidarGetHits: info.{key} must be [x, y, z]") from None
     return LidarHits(
         points=ned_to_flu_points(_hits_field(fields, "point", count).reshape(count, 3)),
         normals=_hits_field(fields, "normal", count).reshape(count, 3).astype(np.float32) * flip,
@@ -96,7 +104,7 @@ def decode_hits(answer: Any) -> LidarHits:
         pose=pose_ned_to_flu(Pose.from_msgpack(answer.get("pose", {}))),
         time_stamp=int(answer.get("time_stamp", 0)),
         extras=extras,
-        info=dict(info) if isinstance(info, Mapping) else {},
+        info=info,
     )
 
 
@@ -202,13 +210,21 @@ class AirSimClient:
         return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
 
     def rt_lidar_get_beam_hits(
-        self, lidar_name: str, vehicle_name: str, offsets_rad: Any, weights: Any
+        self,
+        lidar_name: str,
+        vehicle_name: str,
+        offsets_rad: Any = None,
+        weights: Any = None,
+        sun: SunArg = None,
     ) -> LidarHits:
         """Extension ``rtLidarGetBeamHits`` (our server only): like :meth:`rt_lidar_get_hits` with every
         firing cast as ``len(weights)`` sub-rays at angular ``offsets_rad`` (N, 2) rad (horizontal,
-        vertical) from its direction, pulse-major; ``info["sub_rays"]`` says N. A server without it
-        raises an :class:`~unreal_bridge.errors.RpcError` whose ``unbound`` is true."""
-        beam = encode_beam(offsets_rad, weights)
+        vertical) from its direction, pulse-major; ``info["sub_rays"]`` says N. ``sun`` (a project-frame
+        unit vector towards the sun, or ``"scene"`` for the server's) asks for the per-ray sun cosines
+        (extras ``sun_cos`` / ``beam_sun_cos``, ``info["sun_direction"]``); without offsets and weights,
+        one ray a pulse. A server without the call raises an :class:`~unreal_bridge.errors.RpcError`
+        whose ``unbound`` is true; a server that predates the sun entry answers without those fields."""
+        beam = encode_beam(offsets_rad, weights, sun)
         return decode_hits(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
 
     def sim_get_images(

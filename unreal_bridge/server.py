@@ -6,7 +6,8 @@ values; stock AirSim and Cosys-AirSim clients connect to it unchanged. Big array
 cloud, float images) are encoded by NumPy as float32 arrays, not element by element.
 
 Beyond AirSim it binds the extension call ``rtLidarGetHits`` (docs/extension-call.md), and
-``rtLidarGetBeamHits`` (every firing as a sub-ray bundle) when the backend offers ``lidar_beam_hits``.
+``rtLidarGetBeamHits`` (every firing as a sub-ray bundle, optionally with the per-ray sun cosines) when
+the backend offers ``lidar_beam_hits``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 
 from . import wire
-from .beam_call import BEAM_HITS_METHOD, decode_beam
+from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunRequest, decode_beam, decode_sun
 from .errors import WireFormatError
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, Raw, RpcServer
 from .wire import (
@@ -148,11 +149,18 @@ class BeamSimBackend(SimBackend, Protocol):
     """A backend that also casts each firing as a bundle of sub-rays (extension ``rtLidarGetBeamHits``)."""
 
     def lidar_beam_hits(
-        self, lidar_name: str, vehicle_name: str, offsets_rad: np.ndarray, weights: np.ndarray
+        self,
+        lidar_name: str,
+        vehicle_name: str,
+        offsets_rad: np.ndarray,
+        weights: np.ndarray,
+        sun: SunRequest | None = None,
     ) -> LidarHits:
         """Like :meth:`SimBackend.lidar_hits`, every firing cast as ``len(weights)`` sub-rays at angular
         ``offsets_rad`` (N, 2) float64 (horizontal, vertical) from its direction: N consecutive rays a
-        firing, with ``info["sub_rays"]`` = N and ``info["subray_weights"]`` = ``weights``."""
+        firing, with ``info["sub_rays"]`` = N and ``info["subray_weights"]`` = ``weights``. With ``sun``
+        (passed only when the request has one) the extras also hold the per-ray ``sun_cos`` and
+        ``beam_sun_cos`` and ``info["sun_direction"]`` the (project-frame) direction used."""
         ...
 
 
@@ -174,6 +182,10 @@ def encode_hits(hits: LidarHits) -> dict[str, Any]:
     """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs."""
     count = len(hits.points)
     flip = np.array([1.0, -1.0, -1.0], dtype=np.float32)
+    info = dict(hits.info)
+    for key in INFO_VECTORS:
+        if key in info:
+            info[key] = list(wire.flu_to_ned_vector(info[key]).as_tuple())
 
     def blob(arr: Any, dtype: str, shape: tuple[int, ...]) -> dict[str, Any]:
         a = np.ascontiguousarray(np.asarray(arr).reshape(shape), dtype=np.dtype(dtype))
@@ -196,7 +208,7 @@ def encode_hits(hits: LidarHits) -> dict[str, Any]:
         "frame": "NED",
         "time_stamp": int(hits.time_stamp),
         "pose": wire.pose_flu_to_ned(hits.pose).to_msgpack(),
-        "info": dict(hits.info),
+        "info": info,
         "fields": {
             **extras,
             "point": blob(wire.flu_to_ned_points(hits.points), "<f4", (count, 3)),
@@ -329,8 +341,12 @@ class AirSimServer:
 
     def _beam_hits(self, lidar_name: Any, vehicle_name: Any, beam: Any) -> dict[str, Any]:
         offsets, weights = decode_beam(beam)
+        sun = decode_sun(beam)
         backend = cast(BeamSimBackend, self.backend)  # registered only when it has lidar_beam_hits
-        return encode_hits(backend.lidar_beam_hits(str(lidar_name), str(vehicle_name), offsets, weights))
+        lidar, vehicle = str(lidar_name), str(vehicle_name)
+        if sun is None:  # a backend that knows no sun is called as before
+            return encode_hits(backend.lidar_beam_hits(lidar, vehicle, offsets, weights))
+        return encode_hits(backend.lidar_beam_hits(lidar, vehicle, offsets, weights, sun=sun))
 
     def _images(self, requests: Any, vehicle_name: Any, external: Any = False) -> list[dict[str, Any]]:
         reqs = _requests(requests)

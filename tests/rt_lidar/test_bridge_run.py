@@ -20,11 +20,13 @@ from scenes import targets_scene, wall_scene
 from rt_lidar.beam import BeamConfig, subray_pattern
 from rt_lidar.bridge_hits import hits_from_wire
 from rt_lidar.build import build_pipeline
+from rt_lidar.cli_beam import SunConfig
 from rt_lidar.controller import BridgeSource, bridge_pipeline
 from rt_lidar.embedded_sim import EmbeddedSim
 from rt_lidar.errors import RtLidarError
 from rt_lidar.physics import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline import Pipeline
+from rt_lidar.points import PointFlag
 from rt_lidar.presets import load_preset, preset_from_dict, preset_to_dict
 from rt_lidar.recover import recover_hits
 from rt_lidar.run import RunOptions, run_controller
@@ -245,14 +247,14 @@ def _off_centre_table_preset():
     return preset_from_dict(d, "table.toml")
 
 
-def _bridged_scans(backend, preset, beam, scans=2, use_extension=None):
+def _bridged_scans(backend, preset, beam, scans=2, use_extension=None, sun=None):
     server = AirSimServer(backend, port=0)
     server.start()
     try:
         with AirSimClient(port=server.port) as client:
             client.reset()
             source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0, use_extension=use_extension)
-            pipe = bridge_pipeline(source, 20.0, seed=3, beam=beam)
+            pipe = bridge_pipeline(source, 20.0, seed=3, beam=beam, sun=sun)
             try:
                 return pipe.scans(scans), source.stats
             finally:
@@ -261,8 +263,9 @@ def _bridged_scans(backend, preset, beam, scans=2, use_extension=None):
         server.close()
 
 
-def _in_process_scans(preset, scene, beam, scans=2):
-    cfg = PhysicsConfig(beam=beam)
+def _in_process_scans(preset, scene, beam, scans=2, sun=None):
+    sun = sun or SunConfig()
+    cfg = PhysicsConfig(beam=beam, sun_illuminance_lux=sun.lux, sun_direction=sun.direction)
     return build_pipeline(preset, scene, sim_hz=20.0, seed=3, physics=cfg).pipeline.scans(scans)
 
 
@@ -379,3 +382,89 @@ def test_sub_rays_in_free_run_follow_the_running_sim():
     assert source.stats.sub_rays == 7 and source.stats.frames >= 2
     assert sum(s.size for s in sectors) > 0
     assert set(np.unique(np.concatenate(sectors)["return_id"]).tolist()) <= {0, 1}
+
+
+# -- sunlight over the bridge (rtLidarGetBeamHits with a sun) --------------------------------------------
+
+LOW_SUN = SunConfig(100_000.0, (-1.0, 0.0, 0.05))  # behind the sensor: lights the wall it looks at
+ONE_RAY = BeamConfig(sub_rays=1)
+
+
+def _sunlit_wall():
+    return wall_scene(30.0, material="concrete")
+
+
+def _assert_same_scans(bridged, direct):
+    for b, d in zip(bridged, direct, strict=True):
+        assert b.points.size > 1000 and b.points.tobytes() == d.points.tobytes()
+        assert (b.fired, b.dropped) == (d.fired, d.dropped)
+
+
+@pytest.mark.parametrize(
+    ("scene", "beam", "sun"),
+    [
+        (_sunlit_wall, ONE_RAY, LOW_SUN),
+        (_two_planes, DUAL7, LOW_SUN),
+        (lambda: street_scene(0), None, SunConfig(100_000.0)),  # the scene's own sun: the server's
+        (lambda: street_scene(0), DUAL7, SunConfig(60_000.0, (0.3, -0.5, 0.4))),
+    ],
+    ids=["one-ray", "sub-rays", "scene-sun-street", "sub-rays-street"],
+)
+def test_sunlight_over_the_bridge_gives_the_in_process_points_byte_for_byte(scene, beam, sun, recwarn):
+    preset = load_preset("VLP-16")
+    backend = EmbeddedSim(World(scene()), preset, paused=True)
+    bridged, stats = _bridged_scans(backend, preset, beam, sun=sun)
+    assert not [w for w in recwarn if "sun" in str(w.message) or "sub-rays" in str(w.message)]
+    assert stats.sun and stats.sub_rays == (beam.sub_rays if beam else 1) and stats.sector_mismatches == 0
+    expect = sun.direction or backend.world.scene.sun_direction
+    np.testing.assert_allclose(stats.sun_direction, np.asarray(expect) / np.linalg.norm(expect), atol=1e-7)
+    direct = _in_process_scans(preset, scene(), beam, sun=sun)
+    _assert_same_scans(bridged, direct)
+    night = _in_process_scans(preset, scene(), beam)
+    assert all(b.points.tobytes() != n.points.tobytes() for b, n in zip(bridged, night, strict=True))
+
+
+def test_the_sun_over_the_bridge_adds_false_detections_and_blinds_near_the_sun():
+    preset = load_preset("VLP-16")
+    (night,), _ = _bridged_scans(EmbeddedSim(World(_sunlit_wall()), preset, paused=True), preset, None, 1)
+    (day,), stats = _bridged_scans(
+        EmbeddedSim(World(_sunlit_wall()), preset, paused=True), preset, None, 1, sun=LOW_SUN
+    )
+    assert stats.sun and not ((night.points["flags"] & PointFlag.AMBIENT_NOISE) != 0).any()
+    pts = day.points
+    noise = (pts["flags"] & PointFlag.AMBIENT_NOISE) != 0
+    assert noise.sum() > 10 and night.points.tobytes() != pts.tobytes()
+    az = np.degrees(np.arctan2(pts["y"], pts["x"]))
+    el = np.degrees(np.arctan2(pts["z"], np.hypot(pts["x"], pts["y"])))
+    near_sun = (np.abs(np.abs(az) - 180.0) < 1.0) & (np.abs(el - 2.9) < 1.0)  # 2.9 deg = atan(0.05)
+    assert near_sun.sum() > 0 and noise[near_sun].all()  # blinded: only noise where the sun is
+    front = pts[(pts["x"] > 0) & ~noise]  # the sunlit wall ahead: its ranges jitter more
+    assert float(front["x"].std()) > float(night.points[night.points["x"] > 0]["x"].std())
+
+
+class _WithoutSun(_WithoutBeamCall):
+    """A server that has ``rtLidarGetBeamHits`` but predates its sun entry (it casts no sun)."""
+
+    def lidar_beam_hits(self, lidar, vehicle, offsets_rad, weights, sun=None):
+        return self._sim.lidar_beam_hits(lidar, vehicle, offsets_rad, weights)
+
+
+@pytest.mark.filterwarnings("ignore:the AirSim server offers no rtLidarGetBeamHits")
+@pytest.mark.parametrize(
+    ("backend", "use_extension", "beam"),
+    [(_WithoutBeamCall, None, None), (_WithoutBeamCall, False, DUAL7), (_WithoutSun, None, DUAL7)],
+    ids=["no-call", "stock-calls", "call-without-sun"],
+)
+def test_sunlight_from_a_server_without_it_warns_and_goes_on_without_sun(backend, use_extension, beam):
+    preset = load_preset("VLP-16")
+    sim = backend(EmbeddedSim(World(_sunlit_wall()), preset, paused=True))
+    with pytest.warns(UserWarning, match=r"sun cosines, which this AirSim server does not send.*not applied"):
+        bridged, stats = _bridged_scans(sim, preset, beam, use_extension=use_extension, sun=LOW_SUN)
+    assert not stats.sun and stats.sun_direction is None
+    assert all(((s.points["flags"] & PointFlag.AMBIENT_NOISE) == 0).all() for s in bridged)
+    if backend is _WithoutSun:  # the sub-rays still are: the in-process night scans with 7 sub-rays
+        assert stats.sub_rays == 7
+        _assert_same_scans(bridged, _in_process_scans(preset, _sunlit_wall(), beam))
+    elif use_extension is None:
+        assert stats.sub_rays == 1
+        _assert_same_scans(bridged, _in_process_scans(preset, _sunlit_wall(), beam))

@@ -37,16 +37,23 @@ def test_demo_writes_scans_range_image_and_summary(tmp_path, mode, capsys):
     assert json.loads(capsys.readouterr().out)["frames"] == 3
 
 
+SUN_30 = ["--sun-lux", "100000", "--sun-elevation", "30", "--sun-azimuth", "0"]
+
+
 @pytest.mark.parametrize(
-    "beam", [[], ["--sub-rays", "7", "--return-mode", "dual"]], ids=["one-ray", "sub-rays"]
+    "beam",
+    [[], ["--sub-rays", "7", "--return-mode", "dual"], SUN_30, ["--sub-rays", "3", "--sun-lux", "80000"]],
+    ids=["one-ray", "sub-rays", "sun", "sub-rays-scene-sun"],
 )
 def test_bridge_and_in_process_demo_give_the_same_scans(tmp_path, beam, recwarn):
     a, b = tmp_path / "a", tmp_path / "b"
     args = ["demo", "--preset", "VLP-16", "--frames", "2", "--quiet", *beam, "--out"]
     assert main([*args, str(a)]) == 0
     assert main([*args, str(b), "--in-process"]) == 0
-    assert not [w for w in recwarn if "sub-rays" in str(w.message)]
-    assert json.loads((a / "summary.json").read_text())["bridge"]["sub_rays"] == (7 if beam else 1)
+    assert not [w for w in recwarn if "sub-rays" in str(w.message) or "sun" in str(w.message)]
+    bridge = json.loads((a / "summary.json").read_text())["bridge"]
+    sub_rays = int(beam[beam.index("--sub-rays") + 1]) if "--sub-rays" in beam else 1
+    assert (bridge["sub_rays"], bridge["sun"]) == (sub_rays, "--sun-lux" in beam)
     for name in ("000000.pcd", "000001.pcd"):  # every field, second returns included
         assert (a / "scans" / name).read_bytes() == (b / "scans" / name).read_bytes()
 

@@ -1,4 +1,5 @@
-"""The extension ``rtLidarGetBeamHits`` on the wire: request map, server binding, absence, refusals."""
+"""The extension ``rtLidarGetBeamHits`` on the wire: request map (sub-rays, sun), server binding, absence,
+refusals."""
 
 from __future__ import annotations
 
@@ -10,9 +11,17 @@ import pytest
 from backend_fixture import PlaneBackend
 
 from unreal_bridge import AirSimClient, AirSimServer, LidarHits
-from unreal_bridge.beam_call import BEAM_HITS_METHOD, decode_beam, encode_beam
+from unreal_bridge.beam_call import (
+    BEAM_HITS_METHOD,
+    SCENE_SUN,
+    SunRequest,
+    decode_beam,
+    decode_sun,
+    encode_beam,
+)
 from unreal_bridge.errors import RpcError, WireFormatError
 
+SUN_FLU = (0.48, -0.6, 0.64)  # a unit vector towards the sun (x fwd, y left, z up)
 OFFSETS = np.array([[0.0, 0.0], [1.5e-3, -2.5e-4], [-1.2345678901e-3, 7e-4]])
 WEIGHTS = np.array([0.5, 0.3, 0.2], np.float32)
 
@@ -22,16 +31,29 @@ class BeamBackend(PlaneBackend):
     """The plane backend that also answers sub-ray bundles: 3 rows a ray, the bundle in ``info``."""
 
     beams: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    suns: list[SunRequest | None] = field(default_factory=list)
 
     def lidar_beam_hits(
-        self, lidar_name: str, vehicle_name: str, offsets_rad: np.ndarray, weights: np.ndarray
+        self, lidar_name: str, vehicle_name: str, offsets_rad: np.ndarray, weights: np.ndarray, **kw
     ) -> LidarHits:
         self.beams.append((offsets_rad, weights))
+        self.suns.append(kw.pop("sun", "not passed"))
         one = self.lidar_hits(lidar_name, vehicle_name)
         n = len(weights)
         rep = {k: np.repeat(getattr(one, k), n, axis=0) for k in ("points", "normals", "segmentation")}
         rep |= {k: np.repeat(getattr(one, k), n) for k in ("ring", "time", "range", "miss")}
-        return replace(one, **rep, info={"sub_rays": n, "subray_weights": [float(w) for w in weights]})
+        info = {"sub_rays": n, "subray_weights": [float(w) for w in weights]}
+        sun = self.suns[-1]
+        if isinstance(sun, SunRequest):
+            info["sun_direction"] = list(sun.direction or SUN_FLU)
+            rows = len(rep["ring"])
+            sun_cos = np.full(rows, 0.25, np.float32)
+            rep["extras"] = {
+                **one.extras,
+                "sun_cos": sun_cos,
+                "beam_sun_cos": np.linspace(-1, 1, rows, dtype=np.float32),
+            }
+        return replace(one, **rep, info=info)
 
 
 @pytest.fixture
@@ -103,3 +125,55 @@ def test_a_backend_without_bundles_does_not_bind_the_call():
                 c.rt_lidar_get_beam_hits("", "", OFFSETS, WEIGHTS)
             assert err.value.unbound
             assert c.rt_lidar_get_hits().ring.shape == (100,)
+
+
+# -- the sun entry -----------------------------------------------------------------------------------------
+
+SUN_ODD = np.array([0.1, 0.2, 0.3]) / np.linalg.norm([0.1, 0.2, 0.3])  # no exact binary fractions
+
+
+def test_the_sun_goes_ned_on_the_wire_and_comes_back_exact():
+    beam = encode_beam(OFFSETS, WEIGHTS, SUN_ODD)
+    assert beam["sun"]["direction"] == [SUN_ODD[0], -SUN_ODD[1], -SUN_ODD[2]]  # NED, float64
+    assert decode_sun(beam) == SunRequest(tuple(SUN_ODD.tolist()))
+    assert decode_sun(encode_beam(OFFSETS, WEIGHTS)) is None
+    scene = encode_beam(sun=SCENE_SUN)
+    assert scene == {"sun": {}} and decode_sun(scene) == SunRequest(None)
+    off, w = decode_beam(scene)  # a sun without sub-rays: one ray along the pulse
+    np.testing.assert_array_equal(off, np.zeros((1, 2)))
+    np.testing.assert_array_equal(w, np.ones(1, np.float32))
+
+
+@pytest.mark.parametrize(
+    "sun",
+    [[], {"direction": [1.0, 0.0]}, {"direction": [2.0, 0.0, 0.0]}, {"direction": [float("nan"), 0, 1]},
+     {"direction": ["1", 0, 0]}, {"direction": [True, 0, 0]}, {"direction": 1.0}],
+)  # fmt: skip
+def test_bad_suns_are_refused(sun):
+    with pytest.raises(WireFormatError, match=f"{BEAM_HITS_METHOD}: sun"):
+        decode_sun({"sun": sun})
+
+
+@pytest.mark.parametrize("sun", ["moon", [2.0, 0.0, 0.0], [float("nan"), 0.0, 1.0], [1.0, 0.0]])
+def test_the_client_sends_no_bad_sun(sun):
+    with pytest.raises(ValueError, match="sun must be"):
+        encode_beam(OFFSETS, WEIGHTS, sun)
+    with pytest.raises(ValueError, match="sub-rays or a sun"):
+        encode_beam()
+
+
+def test_the_server_passes_the_sun_only_when_asked_and_answers_its_fields(client, beam_backend):
+    plain = client.rt_lidar_get_beam_hits("", "", OFFSETS, WEIGHTS)
+    assert beam_backend.suns == ["not passed"] and "sun_cos" not in plain.extras  # as before the sun
+    hits = client.rt_lidar_get_beam_hits("", "", OFFSETS, WEIGHTS, SUN_FLU)
+    assert beam_backend.suns[-1] == SunRequest(SUN_FLU)
+    rows = 3 * beam_backend.n_points
+    assert hits.extras["sun_cos"].shape == hits.extras["beam_sun_cos"].shape == (rows,)
+    np.testing.assert_array_equal(hits.extras["beam_sun_cos"], np.linspace(-1, 1, rows, dtype=np.float32))
+    # NED on the wire (float32, as every float of an answer), the project frame again here
+    assert hits.info["sun_direction"] == pytest.approx(SUN_FLU, abs=1e-7)
+    client.rt_lidar_get_beam_hits("", "", sun=SCENE_SUN)
+    assert beam_backend.suns[-1] == SunRequest(None) and beam_backend.beams[-1][1].tolist() == [1.0]
+    with pytest.raises(RpcError, match=r"sun\.direction must be a unit vector") as err:
+        client.call(BEAM_HITS_METHOD, "", "", {"sun": {"direction": [0.0, 0.0, 0.0]}})
+    assert not err.value.unbound and len(beam_backend.suns) == 3
