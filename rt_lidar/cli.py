@@ -13,6 +13,7 @@ from rt_lidar.cli_rinet import add_rinet_argument, add_rinet_parser, resolve_rin
 from rt_lidar.cli_sinks import add_replay_parser, add_sink_argument
 from rt_lidar.cli_validate import add_weather_arguments, weather_from_args
 from rt_lidar.errors import RtLidarError
+from rt_lidar.runtime import tune_allocator
 
 __all__ = ["build_parser", "main"]
 
@@ -175,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     args = build_parser().parse_args(argv)
+    tune_allocator()
     try:
         return int(args.func(args))
     except (RtLidarError, ValueError, FileNotFoundError) as exc:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rt_lidar.build import build_pipeline
+from rt_lidar.runtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.stream import DEFAULT_ADDRESS, ZmqStreamSink
 from unreal_bridge.world import CameraSpec, Pose
@@ -156,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         a.address, a.preset, a.scene, a.sim_hz, a.scans, not a.no_realtime, a.camera_every, a.hwm, a.seed
     )
     signal.signal(signal.SIGTERM, _interrupt)
+    tune_allocator()
     print(json.dumps(serve(opts, log=True)), flush=True)
     return 0
 

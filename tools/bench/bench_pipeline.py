@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rt_lidar.build import build_pipeline, build_world
 from rt_lidar.presets import list_presets
+from rt_lidar.runtime import tune_allocator
 from rt_lidar.scan_pattern import firings_per_scan, scan_period_ns
 from rt_lidar.sinks import write_kitti_bin, write_pcd
 
@@ -56,6 +57,7 @@ def bench_preset(name: str, scans: int, sim_hz: float, world_seed: int = 0) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_allocator()  # as the rt-lidar CLI runs the product
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--scans", type=int, default=10)

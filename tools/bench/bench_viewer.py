@@ -23,6 +23,7 @@ import numpy as np
 
 from rt_lidar.points import POINT_DTYPE
 from rt_lidar.presets import load_preset
+from rt_lidar.runtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.stream import ZmqStreamSink
 from rt_lidar.sweep import Scan
@@ -196,6 +197,7 @@ def bench_live_throttled(
 
 def main() -> int:
     """Benchmark 131k and 1.3M points; print (and write) the JSON."""
+    tune_allocator()  # as the rt-lidar CLI runs the product
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--hz", type=float, default=10.0)

@@ -23,6 +23,7 @@ from rt_lidar.build import build_world
 from rt_lidar.materials import load_material_table
 from rt_lidar.physics import PhysicsConfig, SensorPhysics
 from rt_lidar.presets import load_preset
+from rt_lidar.runtime import tune_allocator
 from rt_lidar.scan_pattern import firings_between, scan_period_ns
 from rt_lidar.source import WorldSource
 
@@ -40,6 +41,7 @@ def _best(fn, repeat: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print (and optionally write) JSON."""
+    tune_allocator()  # as the rt-lidar CLI runs the product
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--preset", default="HDL-64E")
     ap.add_argument("--sub-rays", type=int, default=7)
