@@ -29,6 +29,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from rt_lidar.runtime import tune_allocator
 from unreal_bridge import AirSimClient, AirSimServer, FluPose, LidarFrame, SimBackend, fast_decode, wire
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,6 +140,7 @@ def main() -> int:
     ap.add_argument("--peer", type=Path, default=ROOT / ".venv-airsim", help="peer venv with airsim 1.8.1")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    tune_allocator()  # as the rt-lidar CLI runs our client and server (the stock client runs untouched)
     if args.serve:
         serve(args.points)
         return 0
