@@ -56,6 +56,12 @@ def hash_bits(key: int, counter: Any) -> Any:
     z = counter.astype(xp.uint64, copy=True)
     z *= _GOLDEN
     z += xp.uint64(key & 0xFFFFFFFFFFFFFFFF)
+    return _finalise(z)
+
+
+def _finalise(z: Any) -> Any:
+    """SplitMix64's finaliser of the uint64 array ``z``, in place (returns it)."""
+    xp = array_module(z)
     t = z >> np.uint64(30)
     z ^= t
     z *= _M1
@@ -183,18 +189,9 @@ def _segment_max(values: Any, owner: Any, n: int) -> Any:
 def ray_hash(key: int, ray: Any, slot: int) -> Any:
     """:func:`hash_bits` of the counters ``(ray, slot)``, with the counter arithmetic folded into one
     multiply-add (``(ray * SLOTS + slot) * golden + key`` modulo 2^64)."""
-    xp = array_module(ray)
     z = ray * np.uint64((SLOTS_PER_RAY * int(_GOLDEN)) & _U64)
     z += np.uint64((slot * int(_GOLDEN) + key) & _U64)
-    t = z >> np.uint64(30)
-    z ^= t
-    z *= _M1
-    xp.right_shift(z, np.uint64(27), out=t)
-    z ^= t
-    z *= _M2
-    xp.right_shift(z, np.uint64(31), out=t)
-    z ^= t
-    return z
+    return _finalise(z)
 
 
 def apply_weather(
