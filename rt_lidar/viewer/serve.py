@@ -79,8 +79,8 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
     pipe, n_scans = built.pipeline, 0
     period = 1.0 / opts.sim_hz
     lateness: list[float] = []  # per sim frame: wall time past its deadline (s; < 0 = early)
-    t_start = time.perf_counter()
-    sim0 = 0.0
+    started = False  # the clock starts when the first frame (caches built) is out
+    t_start, sim0 = time.perf_counter(), 0.0
     try:
         while opts.scans <= 0 or n_scans < opts.scans:
             for scan in pipe.step():
@@ -94,23 +94,20 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
                     )
                     sink.write_camera(rgb, mask, scan.start_ns)
             now = time.perf_counter()
-            if not lateness and sim0 == 0.0:  # the clock starts when the first frame (caches built) is out
-                t_start, sim0 = now, pipe.sim_time_s
-                lateness.append(-period)
+            if not started:
+                started, t_start, sim0 = True, now, pipe.sim_time_s
                 continue
-            # a frame's sector is due one frame period after the sensor finished sweeping it
-            lateness.append(now - (t_start + pipe.sim_time_s - sim0 + period))
-            if opts.realtime:
-                ahead = t_start + pipe.sim_time_s - sim0 - time.perf_counter()
-                if ahead > 0:
-                    time.sleep(ahead)
+            swept = t_start + pipe.sim_time_s - sim0  # wall time at which the sensor finished this frame
+            lateness.append(now - (swept + period))  # its sector is due one frame period later
+            if opts.realtime and swept > now:
+                time.sleep(swept - now)
     except KeyboardInterrupt:
         pass  # SIGINT / SIGTERM: stop and report
     finally:
         wall = time.perf_counter() - t_start
         stats = sink.stats
         sink.close()
-    late = np.asarray(lateness[1:] or [0.0])
+    late = np.asarray(lateness or [0.0])
     sim_s = pipe.sim_time_s - sim0
     return {
         "address": sink.address,
