@@ -229,13 +229,16 @@ def apply_weather(
             xp.exp(att, out=att)
             p *= att
         h0: Any = ray_hash(key, ray, 0) if prm.species or prm.noise_sigma_m > 0 else None
-        for s in range(len(prm.species)):
-            h: Any = h0 if s == 0 else ray_hash(key, ray, 1)
+        h1: Any = ray_hash(key, ray, 1) if len(prm.species) > 1 else None
+        for s, h in zip(range(len(prm.species)), (h0, h1), strict=False):
             i = xp.nonzero(h >= lowest[s])[0]
             pre[s].append(i + a)
             bits[s].append(h[i])
         f = _fog_candidates(r, p, prm)
-        fogs.append((f, _fog_ranges(r, f, ray, key, prm)) if f.shape[0] else None)
+        if f.shape[0]:  # the fog's draws share counter (i, 1) with the second species' count
+            fogs.append((f, _fog_ranges(r, f, h1[f] if h1 is not None else ray_hash(key, ray[f], 1), prm)))
+        else:
+            fogs.append(None)
         if noise is not None:
             g = noise[a:b] = _range_noise(h0, prm.noise_sigma_m)
             r += g * (p >= thr)
@@ -282,11 +285,11 @@ def _fog_candidates(range_m: Any, power_w: Any, prm: WeatherKernelParams) -> Any
     return xp.nonzero((range_m > xp.float32(fog.range_m)) & (power_w < xp.float32(fog.power_w)))[0]
 
 
-def _fog_ranges(range_m: Any, sel: Any, ray: Any, key: int, prm: WeatherKernelParams) -> Any:
-    """Range of the fog point of rays ``sel``: the peak plus an exponential spread (counter (i, 1),
-    bits 16..39), never beyond the object."""
+def _fog_ranges(range_m: Any, sel: Any, bits1: Any, prm: WeatherKernelParams) -> Any:
+    """Range of the fog point of rays ``sel``: the peak plus an exponential spread (bits 16..39 of
+    their counter-(i, 1) bits ``bits1``), never beyond the object."""
     xp = array_module(range_m)
-    u = unit_from_bits(ray_hash(key, ray[sel], 1), 16, 24)
+    u = unit_from_bits(bits1, 16, 24)
     z = xp.log(u)
     z *= xp.float32(-prm.fog.jitter_m)
     z += xp.float32(prm.fog.range_m)
