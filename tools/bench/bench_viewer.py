@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import socket
 import threading
 import time
 from pathlib import Path
@@ -152,8 +153,6 @@ def bench_live_throttled(
 ) -> dict[str, object]:
     """A live ``preset`` pipeline (own process, 20 Hz sim frames paced to real time) watched by a viewer
     throttled to ``max_fps``: the publisher's real-time factor and sector deadlines, the HUD's drops."""
-    import json as _json
-    import socket
 
     from rt_lidar.viewer.serve import ServeOptions, start_demo_process
     from rt_lidar.viewer.sources import LiveSource
@@ -181,7 +180,7 @@ def bench_live_throttled(
     }
     proc.terminate()
     out, _ = proc.communicate(timeout=30)
-    summary = _json.loads([ln for ln in out.decode().splitlines() if ln.startswith("{")][-1])
+    summary = json.loads([ln for ln in out.decode().splitlines() if ln.startswith("{")][-1])
     win.close()
     keys = (
         "realtime_factor",
