@@ -181,8 +181,10 @@ class SensorPhysics:
 
         out = np.zeros(len(det), dtype=POINT_DTYPE)
         direction = hits.direction if hits.subrays == 1 else hits.firings.directions()
-        xyz = direction[idx] * measured[:, None].astype(np.float32)
-        out["x"], out["y"], out["z"] = xyz[:, 0], xyz[:, 1], xyz[:, 2]
+        dsel = direction[idx]
+        m32 = np.asarray(measured, np.float32)
+        for k, axis in enumerate("xyz"):
+            np.multiply(dsel[:, k], m32, out=out[axis])
         refl = det.reflectivity
         if p.output.intensity == "calibrated_reflectivity":
             out["intensity"] = calibrated_reflectivity_output(

@@ -227,6 +227,14 @@ class SensorPreset:
     output: OutputSpec = field(default_factory=OutputSpec)
     returns: ReturnsSpec = field(default_factory=ReturnsSpec)
 
+    def __hash__(self) -> int:
+        # The frame loop's table caches key on the preset: hash its deep field tuple once, not per frame.
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+            self.__dict__["_hash"] = cached
+        return cached
+
     @property
     def n_rings(self) -> int:
         """Number of beams (rings, or scan lines for a raster pattern)."""

@@ -236,15 +236,15 @@ class WorldSource:
         opaque = hit & ~passes
         cosi = np.abs(_dot_f32(rh.normal, dirs))
         sun_cos = _sun_cos(rh.normal, dirs, opaque, sun) if sun is not None else None
-        range_m = np.where(opaque, rh.distance, np.float32(np.inf)).astype(np.float32)
-        cos_inc = np.where(opaque, cosi, np.float32(0)).astype(np.float32)
-        material = np.where(opaque, rh.material, -1).astype(np.int16)
-        segment = np.where(opaque, rh.segment, 0).astype(np.uint32)
-        g_range = np.where(passes, rh.distance, np.float32(np.inf)).astype(np.float32)
-        g_cos = np.where(passes, cosi, np.float32(0)).astype(np.float32)
-        g_mat = np.where(passes, rh.material, -1).astype(np.int16)
-        g_seg = np.where(passes, rh.segment, 0).astype(np.uint32)
-        g_trans = np.where(passes, trans_all**2, 1.0).astype(np.float32)
+        range_m = np.where(opaque, rh.distance, np.float32(np.inf)).astype(np.float32, copy=False)
+        cos_inc = np.where(opaque, cosi, np.float32(0)).astype(np.float32, copy=False)
+        material = np.where(opaque, rh.material, -1).astype(np.int16, copy=False)
+        segment = np.where(opaque, rh.segment, 0).astype(np.uint32, copy=False)
+        g_range = np.where(passes, rh.distance, np.float32(np.inf)).astype(np.float32, copy=False)
+        g_cos = np.where(passes, cosi, np.float32(0)).astype(np.float32, copy=False)
+        g_mat = np.where(passes, rh.material, -1).astype(np.int16, copy=False)
+        g_seg = np.where(passes, rh.segment, 0).astype(np.uint32, copy=False)
+        g_trans = np.where(passes, trans_all**2, 1.0).astype(np.float32, copy=False)
 
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
         active = np.nonzero(passes)[0]

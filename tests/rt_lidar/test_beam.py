@@ -23,9 +23,11 @@ from rt_lidar.validation.beam_experiments import BEAM_CHECKS, BEAM_EXPERIMENTS
 from unreal_bridge.world import Scene
 
 # sha256[:16] of scan 1's bytes, seed 3, computed with the single-ray pipeline of git main before the
-# beam model (5bd7f56): one sub-ray must give exactly these
+# beam model (5bd7f56): one sub-ray must give exactly these. The street's was taken again when moving
+# objects came to be cast in float32 (5 of its 26,278 points moved, by 1.9 um at most; was
+# 5d1c45c8b946a208).
 GOLDEN = {
-    "street": ("VLP-16", "5d1c45c8b946a208", 28928, 2650),
+    "street": ("VLP-16", "65c3c5e847b372f1", 28928, 2650),
     "targets": ("OS1-64", "5ea8fc1ae490d5a3", 65536, 64556),
     "glass": ("VLP-16", "459f16fdbb161955", 28928, 28894),
 }

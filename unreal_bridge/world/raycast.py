@@ -18,6 +18,8 @@ __all__ = ["RAY_CASTERS", "EmbreeCaster", "NumpyCaster", "RayCaster", "face_norm
 F32 = NDArray[np.float32]
 T = TypeVar("T")
 CastResult = tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float32]]
+MaxDistance = float | NDArray[np.float32]
+"""One far limit for every ray, or one per ray."""
 
 #: Rays per thread below which one Embree call does all the work.
 _PARALLEL_MIN_RAYS = 16_384
@@ -30,9 +32,10 @@ class RayCaster(Protocol):
     """Nearest-hit ray casting against one fixed triangle mesh."""
 
     def intersect(
-        self, origins: F32, directions: F32, max_distance: float = np.inf, threads: int | None = None
+        self, origins: F32, directions: F32, max_distance: MaxDistance = np.inf, threads: int | None = None
     ) -> CastResult:
-        """Nearest hits: distance (N,) float32 (inf = miss), face (N,) int64 (-1 = miss), normal (N, 3)."""
+        """Nearest hits within ``max_distance`` (a number, or one per ray): distance (N,) float32
+        (inf = miss), face (N,) int64 (-1 = miss), normal (N, 3)."""
         ...
 
 
@@ -63,12 +66,41 @@ def _check_rays(origins: np.ndarray, directions: np.ndarray) -> tuple[F32, F32]:
     return o, d
 
 
+def _limits(max_distance: MaxDistance, n: int) -> NDArray[np.float32] | None:
+    """Per-ray far limits (float32, a fresh array Embree may write into), or None for no limit at all."""
+    if np.ndim(max_distance) == 0:
+        limit = float(max_distance)
+        if np.isnan(limit):
+            raise WorldError("ray caster: max_distance is NaN")
+        return None if np.isposinf(limit) else np.full(n, limit, dtype=np.float32)
+    lim = np.array(max_distance, dtype=np.float32).reshape(-1)
+    if lim.shape[0] != n:
+        raise WorldError(f"ray caster: {lim.shape[0]} max_distance values for {n} rays")
+    if np.isnan(lim).any():
+        raise WorldError("ray caster: max_distance has NaN")
+    return lim
+
+
 def _empty(n: int) -> CastResult:
     return (
         np.full(n, np.inf, dtype=np.float32),
         np.full(n, -1, dtype=np.int64),
         np.zeros((n, 3), dtype=np.float32),
     )
+
+
+_device: object | None = None
+
+
+def _embree_device() -> object:
+    """One Embree device for every scene (a device per scene costs a millisecond more per build)."""
+    global _device
+    with _pool_lock:
+        if _device is None:
+            from embreex import rtcore
+
+            _device = rtcore.EmbreeDevice()
+        return _device
 
 
 def _thread_pool() -> ThreadPoolExecutor:
@@ -96,9 +128,8 @@ class EmbreeCaster:
             # Commit now (the first run() builds the BVH) so that threads never race on it.
             self._scene.run(np.zeros((1, 3), np.float32), np.array([[0.0, 0.0, 1.0]], np.float32))
 
-    def _run(self, o: F32, d: F32, max_distance: float) -> CastResult:
+    def _run(self, o: F32, d: F32, tfar: NDArray[np.float32] | None) -> CastResult:
         assert self._scene is not None
-        tfar = None if not np.isfinite(max_distance) else np.full(o.shape[0], max_distance, dtype=np.float32)
         res = self._scene.run(o, d, dists=tfar, output=1)
         face = res["primID"].astype(np.int64)
         miss = face < 0
@@ -108,20 +139,24 @@ class EmbreeCaster:
         return distance, face, normal
 
     def intersect(
-        self, origins: F32, directions: F32, max_distance: float = np.inf, threads: int | None = None
+        self, origins: F32, directions: F32, max_distance: MaxDistance = np.inf, threads: int | None = None
     ) -> CastResult:
-        """Nearest hits within ``max_distance``: distance, face (-1 = miss), unit face normal.
+        """Nearest hits within ``max_distance`` (a number, or one per ray): distance, face (-1 = miss),
+        unit face normal.
 
         ``threads``: how many threads share the rays (None: 2 when there are many rays, else 1).
         """
         o, d = _check_rays(origins, directions)
         n = o.shape[0]
+        tfar = _limits(max_distance, n)
         if self._scene is None or n == 0:
             return _empty(n)
         n_threads = threads if threads is not None else (_N_THREADS if n >= _PARALLEL_MIN_RAYS else 1)
         if n_threads <= 1:
-            return self._run(o, d, max_distance)
-        parts = parallel_map(lambda s: self._run(o[s], d[s], max_distance), split(n, n_threads))
+            return self._run(o, d, tfar)
+        parts = parallel_map(
+            lambda s: self._run(o[s], d[s], None if tfar is None else tfar[s]), split(n, n_threads)
+        )
         return (
             np.concatenate([p[0] for p in parts]),
             np.concatenate([p[1] for p in parts]),
@@ -156,11 +191,14 @@ class NumpyCaster:
         self._chunk = max(1, chunk_elements // max(self.n_faces, 1))
 
     def intersect(
-        self, origins: F32, directions: F32, max_distance: float = np.inf, threads: int | None = None
+        self, origins: F32, directions: F32, max_distance: MaxDistance = np.inf, threads: int | None = None
     ) -> CastResult:
-        """Nearest hits within ``max_distance``: distance, face (-1 = miss), unit normal; one thread."""
+        """Nearest hits within ``max_distance`` (a number, or one per ray): distance, face (-1 = miss),
+        unit normal; one thread."""
         o, d = _check_rays(origins, directions)
         n = o.shape[0]
+        tfar = _limits(max_distance, n)
+        limit = np.full(n, np.inf) if tfar is None else tfar.astype(np.float64)
         distance, face, normal = _empty(n)
         if self.n_faces == 0:
             return distance, face, normal
@@ -178,7 +216,7 @@ class NumpyCaster:
             q = np.cross(s, self._e1[None])
             v = np.einsum("rfk,rk->rf", q, dc[:, 0, :]) * inv
             t = np.einsum("rfk,fk->rf", q, self._e2) * inv
-            hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t > 0) & (t <= max_distance)
+            hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t > 0) & (t <= limit[sl, None])
             t = np.where(hit, t, np.inf)
             best = np.argmin(t, axis=1)
             tbest = t[np.arange(t.shape[0]), best]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -36,6 +37,10 @@ class RayHits(NamedTuple):
     object_index: NDArray[np.int32]
 
 
+#: Cast times whose moving-object poses are kept (a frame, its prefetched successor, a camera's time).
+_POSE_CACHE = 8
+
+
 class _Moving:
     """A moving object: its caster in the object frame and its bounding sphere."""
 
@@ -43,8 +48,24 @@ class _Moving:
         self.index = index
         self.caster = caster
         lo, hi = vertices.min(axis=0).astype(np.float64), vertices.max(axis=0).astype(np.float64)
+        self.box = (lo.astype(np.float32) - 1e-3, hi.astype(np.float32) + 1e-3)
+        """The object-frame bounding box, a millimetre wider."""
         self.center = 0.5 * (lo + hi)
         self.radius = float(np.linalg.norm(vertices.astype(np.float64) - self.center, axis=1).max()) + 1e-3
+
+
+def _meets_box(o: F32, d: F32, lo: F32, hi: F32) -> NDArray[np.intp]:
+    """Rays (object frame) whose forward half meets the box [lo, hi] (slab test, axis by axis: a
+    reduction over the short axis of (N, 3) rows is many times slower)."""
+    near = np.zeros(o.shape[0], np.float32)
+    far = np.full(o.shape[0], np.inf, np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in range(3):
+            inv = np.float32(1.0) / d[:, k]
+            t1, t2 = (lo[k] - o[:, k]) * inv, (hi[k] - o[:, k]) * inv
+            np.fmax(near, np.fmin(t1, t2), out=near)  # fmin/fmax skip the NaN of a ray in a slab's plane
+            np.fmin(far, np.fmax(t1, t2), out=far)
+    return np.flatnonzero(far >= near)
 
 
 class World:
@@ -92,6 +113,8 @@ class World:
             self._static_material = np.array([-1], np.int16)
             self._static_owner = np.array([-1], np.int32)
         self._index = {o.name: i for i, o in enumerate(objs)}
+        self._pose_cache: dict[float, list[Pose]] = {}
+        self._pose_lock = threading.Lock()
 
     # -- scene queries -------------------------------------------------------------------------
 
@@ -178,17 +201,24 @@ class World:
         )
         if n == 0:
             return out
-        poses = [self.scene.objects[mv.index].trajectory.pose_at(float(t)) for mv in self._moving]
-        # one shared origin (a lidar or camera) makes the bounding-sphere cull a cone test
-        shared = o[0].copy() if self._moving and bool(np.all(o == o[0])) else None
+        poses = self._moving_poses(float(t))
         slices = split(n, 2 if n >= _PARALLEL_MIN_RAYS else 1)
-        parallel_map(
-            lambda sl: self._cast_chunk(o[sl], d[sl], poses, float(max_range), out, sl, shared), slices
-        )
+        parallel_map(lambda sl: self._cast_chunk(o[sl], d[sl], poses, float(max_range), out, sl), slices)
         return out
 
+    def _moving_poses(self, t: float) -> list[Pose]:
+        """Poses of the moving objects at ``t`` (a lidar frame casts at one t two or three times)."""
+        with self._pose_lock:
+            poses = self._pose_cache.get(t)
+            if poses is None:
+                poses = [self.scene.objects[mv.index].trajectory.pose_at(t) for mv in self._moving]
+                if len(self._pose_cache) >= _POSE_CACHE:
+                    self._pose_cache.pop(next(iter(self._pose_cache)))
+                self._pose_cache[t] = poses
+            return poses
+
     def _cast_chunk(
-        self, o: F32, d: F32, poses: list[Pose], max_range: float, out: RayHits, sl: slice, shared: F32 | None
+        self, o: F32, d: F32, poses: list[Pose], max_range: float, out: RayHits, sl: slice
     ) -> None:
         dist, normal = out.distance[sl], out.normal[sl]
         material, obj_index = out.material[sl], out.object_index[sl]
@@ -198,54 +228,68 @@ class World:
             normal[:] = sn
             material[:] = self._static_material[sf]  # face -1 reads the trailing -1
             obj_index[:] = self._static_owner[sf]
-        if self._moving and shared is None:
-            od = np.einsum("ij,ij->i", o, d)
-            oo = np.einsum("ij,ij->i", o, o)
-        for mv, pose in zip(self._moving, poses, strict=True):
-            if shared is not None:
-                cand = self._cull_shared(mv, pose, shared, d)
-            else:
-                cand = self._cull(mv, pose, o, d, od, oo)
-            if cand.size:
-                self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
+        if self._moving:
+            c0 = o[0].astype(np.float64)
+            off = o - o[0]  # (a min/max over axis 0 of (N, 3) rows costs three times as much)
+            spread = float(np.sqrt(np.einsum("ij,ij->i", off, off).max())) * 1.0001 + 1e-6
+            od = oo = None
+            for mv, pose in zip(self._moving, poses, strict=True):
+                center = pose.transform_points(mv.center)
+                if spread <= 0.25 * mv.radius:  # origins close together (a lidar's or a camera's)
+                    cand = self._cull_cone(mv, center, c0, spread, d)
+                else:
+                    if od is None or oo is None:
+                        od, oo = np.einsum("ij,ij->i", o, d), np.einsum("ij,ij->i", o, o)
+                    cand = self._cull_rays(mv, center, o, d, od, oo)
+                if cand is None or cand.size:
+                    self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
         flip = np.einsum("ij,ij->i", normal, d) > 0
         np.negative(normal, out=normal, where=flip[:, None])
         out.segment[sl] = self._segments[obj_index]  # index -1 reads the trailing 0
 
     @staticmethod
-    def _cull_shared(mv: _Moving, pose: Pose, origin: F32, d: F32) -> NDArray[np.intp]:
-        """Rays from one origin that meet the object's bounding sphere: a cone test, one matvec."""
-        u = pose.transform_points(mv.center) - origin
+    def _cull_cone(mv: _Moving, center: F64, c0: F64, spread: float, d: F32) -> NDArray[np.intp] | None:
+        """Rays that may meet the object's bounding sphere (None: all of them), their origins lying
+        within ``spread`` of ``c0``: a ray from there that meets the sphere of radius r runs parallel to a
+        ray from ``c0`` that meets the sphere of radius r + spread, so this is a cone test."""
+        u = center - c0
         length = float(np.linalg.norm(u))
-        if length <= mv.radius * 1.001 + 1e-3:
-            return np.arange(d.shape[0])
-        cos_max = np.sqrt(max(0.0, 1.0 - (mv.radius / length) ** 2))
+        reach = mv.radius + spread
+        if length <= reach * 1.001 + 1e-3:
+            return None  # an origin may lie inside the sphere: every direction can meet it
+        cos_max = np.sqrt(max(0.0, 1.0 - (reach / length) ** 2))
         return np.flatnonzero(d @ (u / length).astype(np.float32) >= np.float32(cos_max - 1e-4))
 
     @staticmethod
-    def _cull(mv: _Moving, pose: Pose, o: F32, d: F32, od: F32, oo: F32) -> NDArray[np.intp]:
-        """Rays that meet the object's bounding sphere, from precomputed o.d and o.o per ray."""
-        c = pose.transform_points(mv.center)
-        cf = c.astype(np.float32)
+    def _cull_rays(mv: _Moving, center: F64, o: F32, d: F32, od: F32, oo: F32) -> NDArray[np.intp]:
+        """Rays that meet the object's bounding sphere, one by one, from precomputed o.d and o.o."""
+        cf = center.astype(np.float32)
         tca = d @ cf - od
-        d2 = float(c @ c) - 2.0 * (o @ cf) + oo - tca * tca
+        d2 = float(center @ center) - 2.0 * (o @ cf) + oo - tca * tca
         r2 = np.float32(mv.radius * mv.radius * 1.01 + 0.05)  # slack for float32 cancellation
         cand = np.flatnonzero(d2 <= r2)
         return cand[tca[cand] + np.sqrt(r2 - d2[cand]) >= 0.0]
 
     def _cast_moving(
-        self, mv: _Moving, pose: Pose, cand: NDArray[np.intp], o: F32, d: F32, max_range: float,
+        self, mv: _Moving, pose: Pose, cand: NDArray[np.intp] | None, o: F32, d: F32, max_range: float,
         dist: F32, normal: F32, material: NDArray[np.int16], obj_index: NDArray[np.int32],
     ) -> None:  # fmt: skip
-        rot = pose.rotation_matrix()  # object -> world; for row vectors v_obj = (v_world - p) @ R
-        ol = ((o[cand].astype(np.float64) - pose.position) @ rot).astype(np.float32)
-        dl = (d[cand].astype(np.float64) @ rot).astype(np.float32)
-        hd, hf, hn = mv.caster.intersect(ol, dl, max_range, threads=1)
-        better = (hf >= 0) & (hd < dist[cand])
-        rows = cand[better]
-        dist[rows] = hd[better]
-        normal[rows] = (hn[better].astype(np.float64) @ rot.T).astype(np.float32)
-        material[rows] = self._face_material[mv.index][hf[better]]
+        """Cast the candidate rays (None: all) in the object frame; keep the hits nearer than what each
+        ray met so far (that distance is the ray's far limit, so Embree stops early)."""
+        rot = pose.rotation_matrix().astype(np.float32)  # object -> world; row vectors v_obj = v_world @ R
+        oc, dc = (o, d) if cand is None else (o[cand], d[cand])
+        ol = (oc - pose.position.astype(np.float32)) @ rot
+        dl = dc @ rot
+        if cand is None:  # no cull so far (an origin near the object): keep the rays that meet its box
+            cand = _meets_box(ol, dl, *mv.box)
+            ol, dl = ol[cand], dl[cand]
+        limit = np.minimum(dist[cand], np.float32(max_range))
+        hd, hf, hn = mv.caster.intersect(ol, dl, limit, threads=1)
+        got = np.flatnonzero((hf >= 0) & (hd < limit))
+        rows = cand[got]
+        dist[rows] = hd[got]
+        normal[rows] = hn[got] @ rot.T
+        material[rows] = self._face_material[mv.index][hf[got]]
         obj_index[rows] = mv.index
 
     # -- camera ----------------------------------------------------------------------------------
