@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rt_lidar.stream import DEFAULT_ADDRESS
-from rt_lidar.viewer.app import VIEWER_NICE
+from rt_lidar.viewer.app import PRIORITIES, VIEWER_NICE
 
 __all__ = ["add_view_parser"]
 
@@ -32,6 +32,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
         rate_hz=args.rate,
         size=(args.width, args.height),
         timeout_s=args.timeout,
+        priority=args.priority,
         nice=args.nice,
     )
     return run_viewer(opts)
@@ -62,9 +63,16 @@ def add_view_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--height", type=int, default=800, help="window height")
     p.add_argument("--timeout", type=float, default=90.0, help="--screenshot gives up after this long, s")
     p.add_argument(
+        "--priority",
+        default="idle",
+        choices=PRIORITIES,
+        help="how the viewer yields the CPU to the simulation: idle (Linux SCHED_IDLE: only CPU time "
+        "nothing else wants; the default), nice (niceness + --nice) or normal",
+    )
+    p.add_argument(
         "--nice",
         type=int,
         default=VIEWER_NICE,
-        help=f"lower the viewer's CPU priority, the sim wins the CPU (default {VIEWER_NICE}; 0 = keep)",
+        help=f"niceness added with --priority nice, or where there is no idle class (default {VIEWER_NICE})",
     )
     p.set_defaults(func=_cmd_view)

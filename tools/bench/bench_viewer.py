@@ -16,6 +16,8 @@ import argparse
 import json
 import platform
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -28,7 +30,7 @@ from rt_lidar.runtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.stream import ZmqStreamSink
 from rt_lidar.sweep import Scan
-from rt_lidar.viewer.app import VIEWER_NICE, ensure_display, lower_priority, make_app
+from rt_lidar.viewer.app import VIEWER_NICE, display_pid, ensure_display, lower_priority, make_app
 
 
 def synthetic_scan(n: int, rings: int = 64, seed: int = 0) -> np.ndarray:
@@ -149,39 +151,37 @@ def raw_paint_ms(pts: np.ndarray, size: tuple[int, int], reps: int = 6) -> float
 
 
 def bench_live_throttled(
-    preset: str, seconds: float, max_fps: float, size: tuple[int, int]
+    preset: str, seconds: float, max_fps: float, size: tuple[int, int], priority: str, xpid: int | None
 ) -> dict[str, object]:
     """A live ``preset`` pipeline (own process, 20 Hz sim frames paced to real time) watched by a viewer
-    throttled to ``max_fps``: the publisher's real-time factor and sector deadlines, the HUD's drops."""
-
+    (own process) throttled to ``max_fps`` that yields the CPU as ``priority`` says (``alone``: no
+    viewer): the publisher's real-time factor and sector deadlines, and the viewer's HUD. The X server
+    ``xpid`` takes the viewer's priority (and keeps it: run ``alone``, ``nice``, ``idle`` in order)."""
     from rt_lidar.viewer.serve import ServeOptions, start_demo_process
-    from rt_lidar.viewer.sources import LiveSource
-    from rt_lidar.viewer.window import ViewerWindow, WindowOptions
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
-    app = make_app()
+    viewer = None
+    if priority != "alone":  # the viewer first (it waits for the stream), so its start-up is not timed
+        args = [sys.executable, __file__, "--viewer-case", address, priority, str(seconds + 30), str(max_fps)]
+        args += ["--size", str(size[0]), str(size[1])] + (["--xpid", str(xpid)] if xpid else [])
+        viewer = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert viewer.stdout is not None
+        viewer.stdout.readline()  # window shown, priority lowered
     proc = start_demo_process(ServeOptions(address=address, preset=preset))
     assert proc.stdout is not None
-    proc.stdout.readline()  # bound, pipeline built
-    niceness = lower_priority(VIEWER_NICE)  # as ``rt-lidar view`` does (this is the bench's last case)
-    win = ViewerWindow(LiveSource(address), WindowOptions(size=size, max_fps=max_fps))
-    win.show()
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        app.processEvents()
-        time.sleep(0.005)
-    hud = {
-        "viewer_niceness": niceness,
-        "viewer_fps": win.hud_stats.fps,
-        "hud_dropped_frames": win.dropped,
-        "hud": win.hud_text(),
-    }
-    proc.terminate()
-    out, _ = proc.communicate(timeout=30)
+    hud: dict[str, object] = {"viewer_priority": priority}
+    try:
+        proc.stdout.readline()  # bound, pipeline built
+        time.sleep(seconds)
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=60)
+        if viewer is not None:
+            got, _ = viewer.communicate(b"stop\n", timeout=60)  # it stops at the line
+            hud = json.loads([ln for ln in got.decode().splitlines() if ln.startswith("{")][-1])
     summary = json.loads([ln for ln in out.decode().splitlines() if ln.startswith("{")][-1])
-    win.close()
     keys = (
         "realtime_factor",
         "frames",
@@ -194,6 +194,35 @@ def bench_live_throttled(
             **{k: summary[k] for k in keys}}  # fmt: skip
 
 
+def viewer_case(
+    address: str, priority: str, seconds: float, max_fps: float, size: tuple[int, int], xpid: int | None
+) -> dict[str, object]:
+    """The viewer side of :func:`bench_live_throttled`, in its own process: watch ``address`` at most
+    ``max_fps``, yielding the CPU as ``rt-lidar view --priority`` does, until a line on stdin (or
+    ``seconds``); prints ``ready`` once its window is up."""
+    from rt_lidar.viewer.sources import LiveSource
+    from rt_lidar.viewer.window import ViewerWindow, WindowOptions
+
+    app = make_app()
+    applied = lower_priority(priority, VIEWER_NICE)
+    if xpid is not None:
+        lower_priority(priority, VIEWER_NICE, pid=xpid)
+    win = ViewerWindow(LiveSource(address), WindowOptions(size=size, max_fps=max_fps))
+    win.show()
+    app.processEvents()
+    print("ready", flush=True)
+    stop = threading.Event()
+    threading.Thread(target=lambda: sys.stdin.readline() and stop.set(), daemon=True).start()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not stop.is_set():
+        app.processEvents()
+        time.sleep(0.005)
+    hud = {"viewer_priority": applied, "viewer_fps": win.hud_stats.fps, "hud_dropped_frames": win.dropped,
+           "hud": win.hud_text()}  # fmt: skip
+    win.close()
+    return hud
+
+
 def main() -> int:
     """Benchmark 131k and 1.3M points; print (and write) the JSON."""
     tune_allocator()  # as the rt-lidar CLI runs the product
@@ -204,14 +233,31 @@ def main() -> int:
     p.add_argument("--size", type=int, nargs=2, default=[1024, 768])
     p.add_argument("--live-preset", default="HDL-64E", help="live pipeline of the throttled case ('' = skip)")
     p.add_argument("--live-seconds", type=float, default=20.0)
+    p.add_argument(
+        "--live-priorities",
+        nargs="+",
+        default=["alone", "nice", "idle"],
+        choices=["alone", "nice", "idle"],
+        help="throttled cases, in this order (a process cannot take back a lowered priority)",
+    )
     p.add_argument("--out", default=None)
+    p.add_argument("--viewer-case", nargs=4, metavar=("ADDRESS", "PRIORITY", "SECONDS", "MAX_FPS"),
+                   help=argparse.SUPPRESS)  # fmt: skip
+    p.add_argument("--xpid", type=int, default=None, help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.viewer_case:
+        address, prio, secs, fps = a.viewer_case
+        case = viewer_case(address, prio, float(secs), float(fps), (a.size[0], a.size[1]), a.xpid)
+        print(json.dumps(case), flush=True)
+        return 0
     display = ensure_display()
-    live = None
+    live = []
     try:
         results = [bench_one(n, a.seconds, a.hz, (a.size[0], a.size[1])) for n in a.points]
-        if a.live_preset:
-            live = bench_live_throttled(a.live_preset, a.live_seconds, 2.0, (a.size[0], a.size[1]))
+        xpid = display_pid(display) if display is not None else None
+        for prio in a.live_priorities if a.live_preset else []:
+            size = (a.size[0], a.size[1])
+            live.append(bench_live_throttled(a.live_preset, a.live_seconds, 2.0, size, prio, xpid))
         report = {"host": platform.node(), "cpu_count": __import__("os").cpu_count(), "results": results,
                   "live_throttled": live}  # fmt: skip
         text = json.dumps(report, indent=2)
