@@ -50,9 +50,10 @@ def build_pipeline(
     sim_hz: float = 20.0,
     physics: PhysicsConfig | None = None,
     materials: MaterialTable | None = None,
-    prefetch: bool = False,
+    prefetch: bool | int = False,
 ) -> BuiltPipeline:
-    """Everything the frame loop needs for ``preset`` in ``scene``."""
+    """Everything the frame loop needs for ``preset`` in ``scene`` (``prefetch``: frames cast ahead,
+    see :attr:`Pipeline.prefetch`)."""
     sensor = preset if isinstance(preset, SensorPreset) else load_preset(preset)
     world = scene if isinstance(scene, World) else build_world(scene, seed=seed)
     table = materials or load_material_table()

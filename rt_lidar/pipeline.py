@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ class Pipeline:
         sim_hz: float = 20.0,
         seed: int = 0,
         start_ns: int = 0,
-        prefetch: bool = False,
+        prefetch: bool | int = False,
     ) -> None:
         if not 0.1 <= sim_hz <= 10_000:
             raise ValueError(f"sim_hz must be in [0.1, 10000] Hz, got {sim_hz}")
@@ -68,11 +69,17 @@ class Pipeline:
         self.last_stats: FrameStats | None = None
         self.on_sector: Callable[[np.ndarray, int, int], None] | None = None
         """Called with each sim frame's points (``t`` absolute ns) and its interval, before stitching."""
-        self.prefetch = prefetch
-        """Ask the source for frame k+1 in a background thread while frame k goes through the physics:
-        the ray cast (or a server's answer) overlaps the rest of the loop. Results are identical."""
+        depth = int(prefetch)
+        if depth < 0:
+            raise ValueError(f"prefetch must be a bool or a number of frames >= 0, got {prefetch}")
+        self.prefetch = depth
+        """Frames the source is asked for ahead, in a background thread, while frame k goes through the
+        physics (0 = none): the ray cast (or a server's answer) overlaps the rest of the loop, and with
+        more than one a scripted world's light frames bank time for its dense ones. Results are
+        identical. Keep 1 for a source whose future depends on what happens meanwhile (a server whose
+        ego car answers a driver's controls)."""
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: tuple[int, Future[tuple[Firings, Hits]]] | None = None
+        self._pending: deque[tuple[int, Future[tuple[Firings, Hits]]]] = deque()
 
     def _interval(self, k: int) -> tuple[int, int]:
         return self.start_ns + frame_time_ns(k, self.sim_hz), self.start_ns + frame_time_ns(
@@ -99,17 +106,31 @@ class Pipeline:
             return self._fetch(k)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rt-lidar-prefetch")
-        pending, self._pending = self._pending, None
-        got = pending[1].result() if pending is not None and pending[0] == k else self._fetch(k)
-        self._pending = (k + 1, self._pool.submit(self._fetch, k + 1))
+        pending = self._pending
+        while pending and pending[0][0] < k:  # frames skipped over (none in the frame loop)
+            pending.popleft()[1].cancel()
+        if pending and pending[0][0] == k:
+            got = pending.popleft()[1].result()
+        else:
+            self._drain()
+            got = self._fetch(k)
+        nxt = pending[-1][0] + 1 if pending else k + 1
+        while len(pending) < self.prefetch:
+            pending.append((nxt, self._pool.submit(self._fetch, nxt)))
+            nxt += 1
         return got
 
+    def _drain(self) -> None:
+        """Drop the frames asked for ahead (waiting for the one in flight)."""
+        while self._pending:
+            future = self._pending.popleft()[1]
+            if not future.cancel():
+                with contextlib.suppress(Exception):
+                    future.result()
+
     def close(self) -> None:
-        """Wait for a prefetch in flight and stop its thread (the prefetched frame is dropped)."""
-        if self._pending is not None:
-            with contextlib.suppress(Exception):
-                self._pending[1].result()
-            self._pending = None
+        """Wait for a prefetch in flight and stop its thread (the prefetched frames are dropped)."""
+        self._drain()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

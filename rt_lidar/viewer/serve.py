@@ -27,6 +27,11 @@ from unreal_bridge.world import CameraSpec, Pose
 __all__ = ["ServeOptions", "intensity_mask", "main", "serve", "start_demo_process"]
 
 
+LOOKAHEAD = 8
+"""Frames the demo casts ahead: the light stretches of the street bank enough time (8 x 50 ms) for its
+densest seconds, where one frame costs about a frame period on two cores."""
+
+
 @dataclass(frozen=True)
 class ServeOptions:
     """What the demo publisher runs."""
@@ -43,6 +48,8 @@ class ServeOptions:
     """Publish a camera frame with every k-th scan (0 = never)."""
     hwm: int = 2
     seed: int = 0
+    lookahead: int = LOOKAHEAD
+    """Sim frames cast ahead of the one going through the physics (the street is scripted)."""
 
 
 def intensity_mask(
@@ -70,7 +77,9 @@ def intensity_mask(
 
 def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
     """Run the pipeline and publish every scan; returns a summary (publish cost, real-time factor)."""
-    built = build_pipeline(opts.preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=True)
+    built = build_pipeline(
+        opts.preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=max(1, opts.lookahead)
+    )
     sink = ZmqStreamSink(opts.address, hwm=opts.hwm)
     sink.open(SinkContext(preset=built.preset))
     if log:
@@ -107,6 +116,7 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
         wall = time.perf_counter() - t_start
         stats = sink.stats
         sink.close()
+        pipe.close()
     late = np.asarray(lateness or [0.0])
     sim_s = pipe.sim_time_s - sim0
     return {
@@ -132,6 +142,7 @@ def start_demo_process(opts: ServeOptions) -> subprocess.Popen[bytes]:
     args = [sys.executable, "-m", "rt_lidar.viewer.serve", "--address", opts.address, "--preset", opts.preset]
     args += ["--scene", opts.scene, "--sim-hz", str(opts.sim_hz), "--scans", str(opts.scans)]
     args += ["--camera-every", str(opts.camera_every), "--hwm", str(opts.hwm), "--seed", str(opts.seed)]
+    args += ["--lookahead", str(opts.lookahead)]
     if not opts.realtime:
         args.append("--no-realtime")
     return subprocess.Popen(args, stdout=subprocess.PIPE)
@@ -149,10 +160,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--hwm", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-realtime", action="store_true")
+    p.add_argument("--lookahead", type=int, default=LOOKAHEAD, help="sim frames cast ahead (>= 1)")
     a = p.parse_args(argv)
+    if a.lookahead < 1:
+        p.error(f"--lookahead must be >= 1, got {a.lookahead}")
     opts = ServeOptions(
-        a.address, a.preset, a.scene, a.sim_hz, a.scans, not a.no_realtime, a.camera_every, a.hwm, a.seed
-    )
+        a.address, a.preset, a.scene, a.sim_hz, a.scans, not a.no_realtime, a.camera_every, a.hwm, a.seed,
+        a.lookahead,
+    )  # fmt: skip
     signal.signal(signal.SIGTERM, _interrupt)
     tune_allocator()
     print(json.dumps(serve(opts, log=True)), flush=True)

@@ -160,4 +160,22 @@ def test_prefetching_gives_the_same_scans():
         finally:
             b.pipeline.close()
 
-    assert run(True) == run(False)
+    plain = run(False)
+    assert run(True) == plain
+    assert run(4) == plain  # four frames cast ahead by the background thread
+
+
+def test_lookahead_casts_ahead_and_survives_a_jump():
+    b = build_pipeline("VLP-16", "street", seed=4, sim_hz=30.0, prefetch=3)
+    pipe = b.pipeline
+    try:
+        pipe.step()
+        assert [k for k, _ in pipe._pending] == [1, 2, 3]
+        pipe.frame = 7  # a jump: the frames asked for are dropped and the lookahead starts again
+        pipe.step()
+        assert [k for k, _ in pipe._pending] == [8, 9, 10]
+    finally:
+        pipe.close()
+    assert not pipe._pending
+    with pytest.raises(ValueError, match="prefetch must be a bool or a number of frames >= 0, got -1"):
+        build_pipeline("VLP-16", "street", prefetch=-1)

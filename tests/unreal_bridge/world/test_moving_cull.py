@@ -63,7 +63,7 @@ def test_close_origins_inside_the_bounding_sphere(caster: str) -> None:
     """A lidar right beside the car (inside its bounding sphere): the box test decides, not the sphere."""
     moving, static = _worlds(caster)
     n = 40_000 if caster == "embree" else 3_000
-    o, d = _sphere_rays(n, MOVING.pose_at(T).position + [0.0, 2.4, 1.8], 0.2, seed=1)
+    o, d = _sphere_rays(n, MOVING.pose_at(T).position + np.array([0.0, 2.4, 1.8]), 0.2, seed=1)
     _assert_same_hits(moving, static, o, d)
 
 
@@ -72,7 +72,7 @@ def test_close_origins_outside_the_sphere(caster: str) -> None:
     """A lidar 12 m away, its origins spread over 0.5 m as in one sim frame: the cone test culls."""
     moving, static = _worlds(caster)
     n = 40_000 if caster == "embree" else 12_000
-    o, d = _sphere_rays(n, MOVING.pose_at(T).position + [-12.0, 0.0, 1.8], 0.25, seed=2)
+    o, d = _sphere_rays(n, MOVING.pose_at(T).position + np.array([-12.0, 0.0, 1.8]), 0.25, seed=2)
     _assert_same_hits(moving, static, o, d)
 
 
