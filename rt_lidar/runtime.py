@@ -11,9 +11,18 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import sys
+from pathlib import Path
 
-__all__ = ["MMAP_THRESHOLD_BYTES", "TOP_PAD_BYTES", "TRIM_THRESHOLD_BYTES", "tune_allocator"]
+__all__ = [
+    "MMAP_THRESHOLD_BYTES",
+    "PRIORITIES",
+    "TOP_PAD_BYTES",
+    "TRIM_THRESHOLD_BYTES",
+    "lower_priority",
+    "tune_allocator",
+]
 
 # glibc mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
@@ -47,3 +56,48 @@ def tune_allocator() -> bool:
     ]
     _applied = all(r == 1 for r in done)
     return _applied
+
+
+PRIORITIES = ("idle", "nice", "normal")
+"""How a process or thread yields the CPU to the frame loop: ``idle`` (Linux SCHED_IDLE: it runs only
+on CPU time nothing else wants; elsewhere it falls back to ``nice``), ``nice`` (niceness + ``nice``),
+or ``normal``. On two cores a nice-19 CPU hog still cost a 10 Hz HDL-64E publisher 20 % of its real-time
+factor (the pipeline's threads lose the CPU at every wake-up); an idle-class one cost it little."""
+
+
+def lower_priority(
+    priority: str = "idle", nice: int = 10, pid: int | None = None, this_thread_only: bool = False
+) -> str:
+    """Make every thread of process ``pid`` (None: this one) yield the CPU (:data:`PRIORITIES`), or
+    with ``this_thread_only`` just the calling thread; threads started later inherit it. Returns what
+    was applied (``"idle"``, ``"nice+N"`` or ``"normal"``); where the OS refuses or lacks a class,
+    nothing changes."""
+    if priority not in PRIORITIES:
+        raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
+    if priority == "normal":
+        return "normal"
+    threads = [0] if this_thread_only else _threads(pid)
+    if priority == "idle" and hasattr(os, "SCHED_IDLE"):
+        try:
+            for tid in threads:
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+            return "idle"
+        except OSError:
+            pass
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return "normal"
+    try:
+        for tid in threads:
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except OSError:
+        return "normal"
+    return f"nice+{nice}"
+
+
+def _threads(pid: int | None) -> list[int]:
+    """Thread ids of ``pid`` (Linux: the scheduler's calls act per thread), or just the process."""
+    task = Path(f"/proc/{pid if pid is not None else 'self'}/task")
+    try:
+        return sorted(int(t.name) for t in task.iterdir())
+    except OSError:
+        return [pid if pid is not None else 0]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rt_lidar.runtime import PRIORITIES, lower_priority
 from rt_lidar.stream import DEFAULT_ADDRESS
 
 __all__ = [
@@ -24,13 +25,6 @@ __all__ = [
 
 VIEWER_NICE = 10
 """CPU niceness the viewer takes where it cannot take the idle class (or with ``--priority nice``)."""
-
-PRIORITIES = ("idle", "nice", "normal")
-"""How the viewer yields the CPU to the simulation: ``idle`` (Linux SCHED_IDLE: the viewer runs only on
-CPU time nothing else wants; elsewhere it falls back to ``nice``), ``nice`` (niceness + ``--nice``), or
-``normal``. On two cores a nice-19 viewer still cost a 10 Hz HDL-64E publisher 20 % of its real-time
-factor (it loses the CPU at every wake-up of the pipeline's threads); an idle-class one costs it nothing
-measurable."""
 
 
 @dataclass(frozen=True)
@@ -89,41 +83,6 @@ def display_pid(display: Any) -> int | None:
     return pid if isinstance(pid, int) else None
 
 
-def lower_priority(priority: str = "idle", nice: int = VIEWER_NICE, pid: int | None = None) -> str:
-    """Make every thread of process ``pid`` (None: this one) yield the CPU (:data:`PRIORITIES`); threads
-    started later inherit it. Returns what was applied (``"idle"``, ``"nice+N"`` or ``"normal"``);
-    where the OS refuses or lacks a class, nothing changes."""
-    if priority not in PRIORITIES:
-        raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
-    if priority == "normal":
-        return "normal"
-    threads = _threads(pid)
-    if priority == "idle" and hasattr(os, "SCHED_IDLE"):
-        try:
-            for tid in threads:
-                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-            return "idle"
-        except OSError:
-            pass
-    if nice <= 0 or not hasattr(os, "setpriority"):
-        return "normal"
-    try:
-        for tid in threads:
-            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
-    except OSError:
-        return "normal"
-    return f"nice+{nice}"
-
-
-def _threads(pid: int | None) -> list[int]:
-    """Thread ids of ``pid`` (Linux: the scheduler's calls act per thread), or just the process."""
-    task = Path(f"/proc/{pid if pid is not None else 'self'}/task")
-    try:
-        return sorted(int(t.name) for t in task.iterdir())
-    except OSError:
-        return [pid if pid is not None else 0]
-
-
 def make_app() -> Any:
     """The QApplication (created once)."""
     import pyqtgraph as pg
@@ -151,10 +110,10 @@ def run_viewer(opts: ViewerOptions) -> int:
             source = RecordingSource(Path(opts.recording), rate_hz=opts.rate_hz)
         else:
             if opts.demo:
-                from rt_lidar.viewer.serve import ServeOptions, start_demo_process
+                from rt_lidar.viewer.serve import DEMO_CAMERA_EVERY, ServeOptions, start_demo_process
 
                 demo = start_demo_process(
-                    ServeOptions(address=opts.connect, preset=opts.preset, camera_every=4)
+                    ServeOptions(address=opts.connect, preset=opts.preset, camera_every=DEMO_CAMERA_EVERY)
                 )
             source = LiveSource(opts.connect)
         # after the demo publisher started (it keeps the normal priority); the private X server paints

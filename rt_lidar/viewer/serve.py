@@ -22,10 +22,25 @@ from rt_lidar.build import build_pipeline
 from rt_lidar.runtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.stream import DEFAULT_ADDRESS, ZmqStreamSink
-from unreal_bridge.world import CameraSpec, Pose
+from rt_lidar.viewer.painter import CameraPainter, intensity_mask
 
-__all__ = ["ServeOptions", "intensity_mask", "main", "serve", "start_demo_process"]
+__all__ = [
+    "DEMO_CAMERA_EVERY",
+    "LOOKAHEAD",
+    "ServeOptions",
+    "intensity_mask",
+    "main",
+    "serve",
+    "start_demo_process",
+]
 
+
+DEMO_CAMERA_EVERY = 10
+"""``view --demo``: a camera frame and its mask with every 10th scan (1 Hz at 10 Hz)."""
+
+DEMO_CAMERA = (320, 180)
+"""Width and height of the demo's camera: a 480x270 render cost 80-100 ms on two cores, and one with
+every 4th scan took a real-time HDL-64E publisher down to 0.88x; 320x180 costs 40 ms."""
 
 LOOKAHEAD = 8
 """Frames the demo casts ahead: the light stretches of the street bank enough time (8 x 50 ms) for its
@@ -45,34 +60,11 @@ class ServeOptions:
     realtime: bool = True
     """Pace sim time to wall-clock time (False: as fast as the pipeline goes)."""
     camera_every: int = 0
-    """Publish a camera frame with every k-th scan (0 = never)."""
+    """Publish a camera frame with every k-th scan (0 = never), rendered beside the frame loop."""
     hwm: int = 2
     seed: int = 0
     lookahead: int = LOOKAHEAD
     """Sim frames cast ahead of the one going through the physics (the street is scripted)."""
-
-
-def intensity_mask(
-    points: np.ndarray, sensor_mount: Pose, camera: CameraSpec, intensity_max: float = 255.0
-) -> np.ndarray:
-    """(H, W) float32 image: per pixel the intensity of the nearest return projected into ``camera``
-    (0 where nothing returned); ``points`` in the sensor frame, both mounts on the ego."""
-    h, w = camera.height, camera.width
-    mask = np.zeros((h, w), np.float32)
-    if points.size == 0:
-        return mask
-    xyz = np.stack([points["x"], points["y"], points["z"]], axis=-1).astype(np.float64)
-    cam = camera.mount.inverse().compose(sensor_mount).transform_points(xyz)
-    ahead = cam[:, 0] > 0.5
-    cam, inten = cam[ahead], points["intensity"][ahead]
-    f = camera.focal_px
-    u = (w / 2 - f * cam[:, 1] / cam[:, 0]).astype(np.int64)
-    v = (h / 2 - f * cam[:, 2] / cam[:, 0]).astype(np.int64)
-    ok = (u >= 0) & (u < w) & (v >= 0) & (v < h)
-    u, v, depth, inten = u[ok], v[ok], cam[ok, 0], inten[ok]
-    order = np.argsort(-depth)  # far first, so the nearest return is written last and wins
-    mask[v[order], u[order]] = np.maximum(inten[order], 1e-6) / max(intensity_max, 1e-12)
-    return mask
 
 
 def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
@@ -84,7 +76,17 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
     sink.open(SinkContext(preset=built.preset))
     if log:
         print(json.dumps({"address": sink.address}), flush=True)
-    camera = CameraSpec(width=480, height=270)
+    painter = None
+    if opts.camera_every > 0:
+        if not isinstance(opts.scene, str):
+            raise ValueError("camera frames need a named scene (the painter process builds its own world)")
+        painter = CameraPainter(opts.scene, opts.seed, DEMO_CAMERA, built.preset.output.intensity_max)
+
+    def publish_painted(wait: bool = False) -> None:
+        got = painter.take(wait) if painter is not None else None
+        if got is not None:
+            sink.write_camera(*got)
+
     pipe, n_scans = built.pipeline, 0
     period = 1.0 / opts.sim_hz
     lateness: list[float] = []  # per sim frame: wall time past its deadline (s; < 0 = early)
@@ -95,13 +97,10 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
             for scan in pipe.step():
                 sink.write(scan)
                 n_scans += 1
-                if opts.camera_every > 0 and n_scans % opts.camera_every == 0:
-                    t = scan.start_ns * 1e-9
-                    rgb = built.world.render_camera(camera, t).rgb
-                    mask = intensity_mask(
-                        scan.points, built.world.scene.sensor_mount, camera, built.preset.output.intensity_max
-                    )
-                    sink.write_camera(rgb, mask, scan.start_ns)
+                publish_painted()
+                if painter is not None and n_scans % opts.camera_every == 0:
+                    painter.submit(scan.points, scan.start_ns)  # skipped while it paints the last
+            publish_painted()
             now = time.perf_counter()
             if not started:
                 started, t_start, sim0 = True, now, pipe.sim_time_s
@@ -110,10 +109,13 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
             lateness.append(now - (swept + period))  # its sector is due one frame period later
             if opts.realtime and swept > now:
                 time.sleep(swept - now)
+        publish_painted(wait=True)  # the camera frame of the last scans
     except KeyboardInterrupt:
         pass  # SIGINT / SIGTERM: stop and report
     finally:
         wall = time.perf_counter() - t_start
+        if painter is not None:
+            painter.close()
         stats = sink.stats
         sink.close()
         pipe.close()

@@ -151,7 +151,13 @@ def raw_paint_ms(pts: np.ndarray, size: tuple[int, int], reps: int = 6) -> float
 
 
 def bench_live_throttled(
-    preset: str, seconds: float, max_fps: float, size: tuple[int, int], priority: str, xpid: int | None
+    preset: str,
+    seconds: float,
+    max_fps: float,
+    size: tuple[int, int],
+    priority: str,
+    xpid: int | None,
+    camera_every: int = 0,
 ) -> dict[str, object]:
     """A live ``preset`` pipeline (own process, 20 Hz sim frames paced to real time) watched by a viewer
     (own process) throttled to ``max_fps`` that yields the CPU as ``priority`` says (``alone``: no
@@ -169,7 +175,7 @@ def bench_live_throttled(
         viewer = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert viewer.stdout is not None
         viewer.stdout.readline()  # window shown, priority lowered
-    proc = start_demo_process(ServeOptions(address=address, preset=preset))
+    proc = start_demo_process(ServeOptions(address=address, preset=preset, camera_every=camera_every))
     assert proc.stdout is not None
     hud: dict[str, object] = {"viewer_priority": priority}
     try:
@@ -190,7 +196,8 @@ def bench_live_throttled(
         "lateness_ms_p99",
         "lateness_ms_max",
     )
-    return {"preset": preset, "viewer_max_fps": max_fps, "seconds": seconds, **hud,
+    return {"preset": preset, "viewer_max_fps": max_fps, "seconds": seconds, "camera_every": camera_every,
+            **hud,
             **{k: summary[k] for k in keys}}  # fmt: skip
 
 
@@ -212,7 +219,12 @@ def viewer_case(
     app.processEvents()
     print("ready", flush=True)
     stop = threading.Event()
-    threading.Thread(target=lambda: sys.stdin.readline() and stop.set(), daemon=True).start()
+
+    def wait_for_stop() -> None:
+        sys.stdin.readline()
+        stop.set()
+
+    threading.Thread(target=wait_for_stop, daemon=True).start()
     end = time.monotonic() + seconds
     while time.monotonic() < end and not stop.is_set():
         app.processEvents()
@@ -240,6 +252,13 @@ def main() -> int:
         choices=["alone", "nice", "idle"],
         help="throttled cases, in this order (a process cannot take back a lowered priority)",
     )
+    p.add_argument(
+        "--live-camera-every",
+        type=int,
+        default=0,
+        help="the publisher renders a camera "
+        "frame and its mask with every k-th scan, as `view --demo` does with 4 (0 = never)",
+    )
     p.add_argument("--out", default=None)
     p.add_argument("--viewer-case", nargs=4, metavar=("ADDRESS", "PRIORITY", "SECONDS", "MAX_FPS"),
                    help=argparse.SUPPRESS)  # fmt: skip
@@ -257,7 +276,8 @@ def main() -> int:
         xpid = display_pid(display) if display is not None else None
         for prio in a.live_priorities if a.live_preset else []:
             size = (a.size[0], a.size[1])
-            live.append(bench_live_throttled(a.live_preset, a.live_seconds, 2.0, size, prio, xpid))
+            cam = a.live_camera_every
+            live.append(bench_live_throttled(a.live_preset, a.live_seconds, 2.0, size, prio, xpid, cam))
         report = {"host": platform.node(), "cpu_count": __import__("os").cpu_count(), "results": results,
                   "live_throttled": live}  # fmt: skip
         text = json.dumps(report, indent=2)

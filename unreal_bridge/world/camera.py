@@ -70,13 +70,15 @@ def camera_rays(camera: CameraSpec) -> tuple[NDArray[np.float64], NDArray[np.flo
     return d / norm[:, None], 1.0 / norm
 
 
-def render(world: World, camera: CameraSpec, t: float, max_range: float = 1000.0) -> CameraImages:
+def render(
+    world: World, camera: CameraSpec, t: float, max_range: float = 1000.0, threads: int | None = None
+) -> CameraImages:
     """Render ``camera`` in ``world`` at time t (one ray per pixel, nearest hit)."""
     dirs_cam, cos_axis = camera_rays(camera)
     pose = world.ego_pose(t).compose(camera.mount)
     dirs = pose.rotate(dirs_cam).astype(np.float32)
     origins = np.broadcast_to(pose.position.astype(np.float32), dirs.shape)
-    hits = world.cast(origins, dirs, t, max_range)
+    hits = world.cast(origins, dirs, t, max_range, threads=threads)
     h, w = camera.height, camera.width
     hit = hits.object_index >= 0
     colors = np.array(

@@ -182,10 +182,18 @@ class World:
 
     # -- ray casting ---------------------------------------------------------------------------
 
-    def cast(self, origins: ArrayLike, directions: ArrayLike, t: float, max_range: float = np.inf) -> RayHits:
+    def cast(
+        self,
+        origins: ArrayLike,
+        directions: ArrayLike,
+        t: float,
+        max_range: float = np.inf,
+        threads: int | None = None,
+    ) -> RayHits:
         """Nearest hits of rays (world frame, unit directions) with every object posed at time t.
 
-        Hits farther than ``max_range`` are misses. Large batches are split over two threads.
+        Hits farther than ``max_range`` are misses. Large batches are split over two threads (``threads``
+        = 1: all in the calling thread, at its priority).
         """
         o = np.ascontiguousarray(origins, dtype=np.float32).reshape(-1, 3)
         d = np.ascontiguousarray(directions, dtype=np.float32).reshape(-1, 3)
@@ -202,7 +210,8 @@ class World:
         if n == 0:
             return out
         poses = self._moving_poses(float(t))
-        slices = split(n, 2 if n >= _PARALLEL_MIN_RAYS else 1)
+        parts = threads if threads is not None else (2 if n >= _PARALLEL_MIN_RAYS else 1)
+        slices = split(n, max(1, min(parts, 2)))
         parallel_map(lambda sl: self._cast_chunk(o[sl], d[sl], poses, float(max_range), out, sl), slices)
         return out
 
@@ -294,8 +303,8 @@ class World:
 
     # -- camera ----------------------------------------------------------------------------------
 
-    def render_camera(self, camera: CameraSpec, t: float) -> CameraImages:
+    def render_camera(self, camera: CameraSpec, t: float, threads: int | None = None) -> CameraImages:
         """Ray-cast RGB, depth and segmentation images of ``camera`` (mounted on the ego) at time t."""
         from .camera import render
 
-        return render(self, camera, float(t))
+        return render(self, camera, float(t), threads=threads)

@@ -115,3 +115,12 @@ def test_per_ray_max_distance(caster: str) -> None:
         c.intersect(o, d, np.array([1.0, 2.0], np.float32))
     with pytest.raises(WorldError, match="NaN"):
         c.intersect(o, d, np.array([1.0, np.nan, 2.0], np.float32))
+
+
+def test_one_thread_casts_the_same_as_two() -> None:
+    """``threads=1`` (a camera drawn on an idle-class thread keeps the whole cast at its own priority)."""
+    moving, _ = _worlds("embree")
+    o, d = _sphere_rays(40_000, MOVING.pose_at(T).position + np.array([0.0, 2.4, 1.8]), 0.2, seed=5)
+    one, two = moving.cast(o, d, T, 100.0, threads=1), moving.cast(o, d, T, 100.0)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a, b)
