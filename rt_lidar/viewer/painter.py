@@ -3,7 +3,7 @@
 A camera frame is a picture for people, not the sensor: the child renders it (and the intensity mask of
 the scan it belongs to) on CPU time the frame loop leaves over. In a thread of the publisher it took the
 interpreter lock from the frame loop, and an idle-class thread would hold that lock while it waits for a
-core; a process of its own has neither problem. Scans go over a pipe as raw bytes (no pickling).
+core; a process of its own has neither problem. Data goes through shared memory (no pickling).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing
+from multiprocessing import shared_memory
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -45,11 +46,6 @@ def intensity_mask(
     return mask
 
 
-def _raw(a: np.ndarray) -> memoryview:
-    """The bytes of a contiguous array (a memoryview of an (H, W) array has H items, not its bytes)."""
-    return np.ascontiguousarray(a).reshape(-1).view(np.uint8).data
-
-
 def _paint_loop(conn: Connection, scene: str, seed: int, size: tuple[int, int], intensity_max: float) -> None:
     from rt_lidar.build import build_world
     from rt_lidar.runtime import lower_priority
@@ -57,28 +53,49 @@ def _paint_loop(conn: Connection, scene: str, seed: int, size: tuple[int, int], 
     lower_priority("idle")
     world = build_world(scene, seed=seed)
     camera = CameraSpec(width=size[0], height=size[1])
+    w, h = size
+    blocks: dict[str, shared_memory.SharedMemory] = {}
     conn.send_bytes(b"ready")
-    while True:
-        head = conn.recv_bytes()
-        if not head:
-            return
-        start_ns = int(json.loads(head)["start_ns"])
-        points = np.frombuffer(conn.recv_bytes(), dtype=POINT_DTYPE)
-        rgb = np.ascontiguousarray(world.render_camera(camera, start_ns * 1e-9).rgb, np.uint8)
-        mask = intensity_mask(points, world.scene.sensor_mount, camera, intensity_max)
-        conn.send_bytes(json.dumps({"start_ns": start_ns, "rgb": rgb.shape, "mask": mask.shape}).encode())
-        conn.send_bytes(_raw(rgb))
-        conn.send_bytes(_raw(mask))
+    try:
+        while True:
+            head = conn.recv_bytes()
+            if not head:
+                return
+            ask = json.loads(head)
+            for name in (ask["points"], ask["out"]):
+                if name not in blocks:
+                    blocks[name] = shared_memory.SharedMemory(name=name)  # the parent owns and unlinks it
+            src = blocks[ask["points"]].buf
+            points = np.ndarray((int(ask["n"]),), POINT_DTYPE, buffer=src).copy()
+            out = blocks[ask["out"]].buf
+            rgb = np.ndarray((h, w, 3), np.uint8, buffer=out)
+            mask = np.ndarray((h, w), np.float32, buffer=out, offset=h * w * 3)
+            rgb[:] = world.render_camera(camera, int(ask["start_ns"]) * 1e-9).rgb
+            mask[:] = intensity_mask(points, world.scene.sensor_mount, camera, intensity_max)
+            del points, rgb, mask, src, out
+            conn.send_bytes(head)  # a few bytes: the pipe takes them without waiting for the parent
+    finally:
+        for shm in blocks.values():
+            with contextlib.suppress(Exception):
+                shm.close()
 
 
 class CameraPainter:
-    """Camera frames of the scripted ``scene`` painted by an idle-class child process, one at a time."""
+    """Camera frames of the scripted ``scene`` painted by an idle-class child process, one at a time.
+
+    Scans go to the child and frames come back through shared memory, with a few bytes of JSON on a pipe
+    to say so: neither side ever waits on the other (an idle-class child may not run for a while, and a
+    pipe of megabytes would stall the frame loop until it did)."""
 
     def __init__(self, scene: str, seed: int, size: tuple[int, int], intensity_max: float) -> None:
         ctx = multiprocessing.get_context("spawn")
+        self.size = (int(size[0]), int(size[1]))
+        w, h = self.size
+        self._out = shared_memory.SharedMemory(create=True, size=h * w * 3 + h * w * 4)
+        self._points: shared_memory.SharedMemory | None = None
         self._conn, child = ctx.Pipe()
         self._proc: Any = ctx.Process(
-            target=_paint_loop, args=(child, scene, seed, size, intensity_max), daemon=True
+            target=_paint_loop, args=(child, scene, seed, self.size, intensity_max), daemon=True
         )
         self._proc.start()
         child.close()
@@ -95,8 +112,20 @@ class CameraPainter:
             self._ready = self._conn.recv_bytes() == b"ready"
         if self.busy or not self._ready:
             return False
-        self._conn.send_bytes(json.dumps({"start_ns": int(start_ns)}).encode())
-        self._conn.send_bytes(_raw(np.ascontiguousarray(points, POINT_DTYPE)))
+        pts = np.ascontiguousarray(points, POINT_DTYPE)
+        if self._points is None or self._points.size < max(pts.nbytes, 1):
+            if self._points is not None:
+                self._points.close()
+                self._points.unlink()
+            self._points = shared_memory.SharedMemory(create=True, size=max(pts.nbytes, 1) * 5 // 4 + 64)
+        np.ndarray((pts.size,), POINT_DTYPE, buffer=self._points.buf)[:] = pts
+        ask = {
+            "start_ns": int(start_ns),
+            "n": int(pts.size),
+            "points": self._points.name,
+            "out": self._out.name,
+        }
+        self._conn.send_bytes(json.dumps(ask).encode())
         self.busy = True
         return True
 
@@ -104,14 +133,15 @@ class CameraPainter:
         """The frame asked for last as (rgb, mask, start_ns), once it is there (``wait``: block)."""
         if not self.busy or (not wait and not self._conn.poll()):
             return None
-        head = json.loads(self._conn.recv_bytes())
-        rgb = np.frombuffer(self._conn.recv_bytes(), np.uint8).reshape(head["rgb"])
-        mask = np.frombuffer(self._conn.recv_bytes(), np.float32).reshape(head["mask"])
+        done = json.loads(self._conn.recv_bytes())
+        w, h = self.size
+        rgb = np.ndarray((h, w, 3), np.uint8, buffer=self._out.buf).copy()
+        mask = np.ndarray((h, w), np.float32, buffer=self._out.buf, offset=h * w * 3).copy()
         self.busy = False
-        return rgb, mask, int(head["start_ns"])
+        return rgb, mask, int(done["start_ns"])
 
     def close(self) -> None:
-        """Stop the child (a frame in flight is dropped)."""
+        """Stop the child (a frame in flight is dropped) and free the shared blocks."""
         with contextlib.suppress(OSError):
             self._conn.send_bytes(b"")
         self._proc.join(timeout=5)
@@ -119,3 +149,8 @@ class CameraPainter:
             self._proc.terminate()
             self._proc.join(timeout=5)
         self._conn.close()
+        for shm in (self._out, self._points):
+            if shm is not None:
+                with contextlib.suppress(Exception):
+                    shm.close()
+                    shm.unlink()
