@@ -129,9 +129,10 @@ class CameraPainter:
         self.busy = True
         return True
 
-    def take(self, wait: bool = False) -> tuple[np.ndarray, np.ndarray, int] | None:
-        """The frame asked for last as (rgb, mask, start_ns), once it is there (``wait``: block)."""
-        if not self.busy or (not wait and not self._conn.poll()):
+    def take(self, timeout_s: float = 0.0) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """The frame asked for last as (rgb, mask, start_ns), once it is there (waiting up to
+        ``timeout_s`` for it; an idle-class child may get no CPU for a long time)."""
+        if not self.busy or not self._conn.poll(timeout_s):
             return None
         done = json.loads(self._conn.recv_bytes())
         w, h = self.size

@@ -82,8 +82,8 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
             raise ValueError("camera frames need a named scene (the painter process builds its own world)")
         painter = CameraPainter(opts.scene, opts.seed, DEMO_CAMERA, built.preset.output.intensity_max)
 
-    def publish_painted(wait: bool = False) -> None:
-        got = painter.take(wait) if painter is not None else None
+    def publish_painted(timeout_s: float = 0.0) -> None:
+        got = painter.take(timeout_s) if painter is not None else None
         if got is not None:
             sink.write_camera(*got)
 
@@ -109,7 +109,7 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
             lateness.append(now - (swept + period))  # its sector is due one frame period later
             if opts.realtime and swept > now:
                 time.sleep(swept - now)
-        publish_painted(wait=True)  # the camera frame of the last scans
+        publish_painted(timeout_s=10.0)  # the camera frame of the last scans
     except KeyboardInterrupt:
         pass  # SIGINT / SIGTERM: stop and report
     finally:

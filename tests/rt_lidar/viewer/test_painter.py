@@ -23,7 +23,7 @@ def test_painter_paints_what_the_world_renders() -> None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         assert painter.busy and not painter.submit(scan.points, scan.start_ns)  # one at a time
-        got = painter.take(wait=True)
+        got = painter.take(timeout_s=60.0)
         assert got is not None and not painter.busy
         rgb, mask, start_ns = got
         camera = CameraSpec(width=size[0], height=size[1])
