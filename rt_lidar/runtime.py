@@ -65,18 +65,15 @@ or ``normal``. On two cores a nice-19 CPU hog still cost a 10 Hz HDL-64E publish
 factor (the pipeline's threads lose the CPU at every wake-up); an idle-class one cost it little."""
 
 
-def lower_priority(
-    priority: str = "idle", nice: int = 10, pid: int | None = None, this_thread_only: bool = False
-) -> str:
-    """Make every thread of process ``pid`` (None: this one) yield the CPU (:data:`PRIORITIES`), or
-    with ``this_thread_only`` just the calling thread; threads started later inherit it. Returns what
-    was applied (``"idle"``, ``"nice+N"`` or ``"normal"``); where the OS refuses or lacks a class,
-    nothing changes."""
+def lower_priority(priority: str = "idle", nice: int = 10, pid: int | None = None) -> str:
+    """Make every thread of process ``pid`` (None: this one) yield the CPU (:data:`PRIORITIES`); threads
+    started later inherit it. Returns what was applied (``"idle"``, ``"nice+N"`` or ``"normal"``);
+    where the OS refuses or lacks a class, nothing changes."""
     if priority not in PRIORITIES:
         raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
     if priority == "normal":
         return "normal"
-    threads = [0] if this_thread_only else _threads(pid)
+    threads = _threads(pid)
     if priority == "idle" and hasattr(os, "SCHED_IDLE"):
         try:
             for tid in threads:

@@ -21,6 +21,7 @@ __all__ = [
     "lower_priority",
     "make_app",
     "run_viewer",
+    "yield_viewer_cpu",
 ]
 
 VIEWER_NICE = 10
@@ -83,6 +84,15 @@ def display_pid(display: Any) -> int | None:
     return pid if isinstance(pid, int) else None
 
 
+def yield_viewer_cpu(priority: str, nice: int = VIEWER_NICE, xpid: int | None = None) -> str:
+    """Make this viewer process yield the CPU as ``priority`` says, and the private X server ``xpid``
+    with it (it paints for the viewer); returns what was applied to the viewer."""
+    applied = lower_priority(priority, nice)
+    if xpid is not None:
+        lower_priority(priority, nice, pid=xpid)
+    return applied
+
+
 def make_app() -> Any:
     """The QApplication (created once)."""
     import pyqtgraph as pg
@@ -118,10 +128,7 @@ def run_viewer(opts: ViewerOptions) -> int:
             source = LiveSource(opts.connect)
         # after the demo publisher started (it keeps the normal priority); the private X server paints
         # for the viewer, so it yields as the viewer does
-        lower_priority(opts.priority, opts.nice)
-        xpid = display_pid(display) if display is not None else None
-        if xpid is not None:
-            lower_priority(opts.priority, opts.nice, pid=xpid)
+        yield_viewer_cpu(opts.priority, opts.nice, display_pid(display))
         driver = None
         if opts.drive:
             control = AirSimControlSink(*parse_host_port(opts.airsim))

@@ -46,6 +46,21 @@ def intensity_mask(
     return mask
 
 
+def _frame_views(block: shared_memory.SharedMemory, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The (H, W, 3) uint8 image and the (H, W) float32 mask behind it, in one shared block."""
+    w, h = size
+    buf = block.buf
+    assert buf is not None
+    return np.ndarray((h, w, 3), np.uint8, buffer=buf), np.ndarray(
+        (h, w), np.float32, buffer=buf, offset=h * w * 3
+    )
+
+
+def _frame_bytes(size: tuple[int, int]) -> int:
+    w, h = size
+    return h * w * 3 + h * w * 4
+
+
 def _paint_loop(conn: Connection, scene: str, seed: int, size: tuple[int, int], intensity_max: float) -> None:
     from rt_lidar.build import build_world
     from rt_lidar.runtime import lower_priority
@@ -53,7 +68,6 @@ def _paint_loop(conn: Connection, scene: str, seed: int, size: tuple[int, int], 
     lower_priority("idle")
     world = build_world(scene, seed=seed)
     camera = CameraSpec(width=size[0], height=size[1])
-    w, h = size
     blocks: dict[str, shared_memory.SharedMemory] = {}
     conn.send_bytes(b"ready")
     try:
@@ -62,17 +76,17 @@ def _paint_loop(conn: Connection, scene: str, seed: int, size: tuple[int, int], 
             if not head:
                 return
             ask = json.loads(head)
+            for stale in set(blocks) - {ask["points"], ask["out"]}:  # a points block the parent outgrew
+                blocks.pop(stale).close()
             for name in (ask["points"], ask["out"]):
                 if name not in blocks:
                     blocks[name] = shared_memory.SharedMemory(name=name)  # the parent owns and unlinks it
             src = blocks[ask["points"]].buf
             points = np.ndarray((int(ask["n"]),), POINT_DTYPE, buffer=src).copy()
-            out = blocks[ask["out"]].buf
-            rgb = np.ndarray((h, w, 3), np.uint8, buffer=out)
-            mask = np.ndarray((h, w), np.float32, buffer=out, offset=h * w * 3)
+            rgb, mask = _frame_views(blocks[ask["out"]], size)
             rgb[:] = world.render_camera(camera, int(ask["start_ns"]) * 1e-9).rgb
             mask[:] = intensity_mask(points, world.scene.sensor_mount, camera, intensity_max)
-            del points, rgb, mask, src, out
+            del points, rgb, mask, src
             conn.send_bytes(head)  # a few bytes: the pipe takes them without waiting for the parent
     finally:
         for shm in blocks.values():
@@ -90,8 +104,7 @@ class CameraPainter:
     def __init__(self, scene: str, seed: int, size: tuple[int, int], intensity_max: float) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.size = (int(size[0]), int(size[1]))
-        w, h = self.size
-        self._out = shared_memory.SharedMemory(create=True, size=h * w * 3 + h * w * 4)
+        self._out = shared_memory.SharedMemory(create=True, size=_frame_bytes(self.size))
         self._points: shared_memory.SharedMemory | None = None
         self._conn, child = ctx.Pipe()
         self._proc: Any = ctx.Process(
@@ -135,11 +148,9 @@ class CameraPainter:
         if not self.busy or not self._conn.poll(timeout_s):
             return None
         done = json.loads(self._conn.recv_bytes())
-        w, h = self.size
-        rgb = np.ndarray((h, w, 3), np.uint8, buffer=self._out.buf).copy()
-        mask = np.ndarray((h, w), np.float32, buffer=self._out.buf, offset=h * w * 3).copy()
+        rgb, mask = _frame_views(self._out, self.size)
         self.busy = False
-        return rgb, mask, int(done["start_ns"])
+        return rgb.copy(), mask.copy(), int(done["start_ns"])
 
     def close(self) -> None:
         """Stop the child (a frame in flight is dropped) and free the shared blocks."""

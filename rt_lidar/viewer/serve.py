@@ -25,6 +25,7 @@ from rt_lidar.stream import DEFAULT_ADDRESS, ZmqStreamSink
 from rt_lidar.viewer.painter import CameraPainter, intensity_mask
 
 __all__ = [
+    "DEMO_CAMERA",
     "DEMO_CAMERA_EVERY",
     "LOOKAHEAD",
     "ServeOptions",
@@ -77,9 +78,7 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
     if log:
         print(json.dumps({"address": sink.address}), flush=True)
     painter = None
-    if opts.camera_every > 0:
-        if not isinstance(opts.scene, str):
-            raise ValueError("camera frames need a named scene (the painter process builds its own world)")
+    if opts.camera_every > 0:  # the painter process builds its own world of the named scene
         painter = CameraPainter(opts.scene, opts.seed, DEMO_CAMERA, built.preset.output.intensity_max)
 
     def publish_painted(timeout_s: float = 0.0) -> None:

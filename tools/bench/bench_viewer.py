@@ -30,7 +30,7 @@ from rt_lidar.runtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.stream import ZmqStreamSink
 from rt_lidar.sweep import Scan
-from rt_lidar.viewer.app import VIEWER_NICE, display_pid, ensure_display, lower_priority, make_app
+from rt_lidar.viewer.app import display_pid, ensure_display, make_app, yield_viewer_cpu
 
 
 def synthetic_scan(n: int, rings: int = 64, seed: int = 0) -> np.ndarray:
@@ -211,9 +211,7 @@ def viewer_case(
     from rt_lidar.viewer.window import ViewerWindow, WindowOptions
 
     app = make_app()
-    applied = lower_priority(priority, VIEWER_NICE)
-    if xpid is not None:
-        lower_priority(priority, VIEWER_NICE, pid=xpid)
+    applied = yield_viewer_cpu(priority, xpid=xpid)
     win = ViewerWindow(LiveSource(address), WindowOptions(size=size, max_fps=max_fps))
     win.show()
     app.processEvents()
@@ -273,7 +271,7 @@ def main() -> int:
     live = []
     try:
         results = [bench_one(n, a.seconds, a.hz, (a.size[0], a.size[1])) for n in a.points]
-        xpid = display_pid(display) if display is not None else None
+        xpid = display_pid(display)
         for prio in a.live_priorities if a.live_preset else []:
             size = (a.size[0], a.size[1])
             cam = a.live_camera_every

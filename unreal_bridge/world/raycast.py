@@ -151,7 +151,7 @@ class EmbreeCaster:
         tfar = _limits(max_distance, n)
         if self._scene is None or n == 0:
             return _empty(n)
-        n_threads = threads if threads is not None else (_N_THREADS if n >= _PARALLEL_MIN_RAYS else 1)
+        n_threads = thread_count(n, threads)
         if n_threads <= 1:
             return self._run(o, d, tfar)
         parts = parallel_map(
@@ -162,6 +162,13 @@ class EmbreeCaster:
             np.concatenate([p[1] for p in parts]),
             np.concatenate([p[2] for p in parts]),
         )
+
+
+def thread_count(n: int, threads: int | None = None) -> int:
+    """Threads that share ``n`` rays: ``threads`` when given, else 2 when there are many rays, else 1."""
+    if threads is not None:
+        return max(1, threads)
+    return _N_THREADS if n >= _PARALLEL_MIN_RAYS else 1
 
 
 def split(n: int, parts: int) -> list[slice]:

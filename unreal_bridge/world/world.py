@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import WorldError
 from .pose import Pose, quat_multiply, quat_rotate
-from .raycast import _PARALLEL_MIN_RAYS, RAY_CASTERS, RayCaster, parallel_map, split
+from .raycast import _N_THREADS, RAY_CASTERS, RayCaster, parallel_map, split, thread_count
 from .scene import Scene
 
 if TYPE_CHECKING:
@@ -210,8 +210,7 @@ class World:
         if n == 0:
             return out
         poses = self._moving_poses(float(t))
-        parts = threads if threads is not None else (2 if n >= _PARALLEL_MIN_RAYS else 1)
-        slices = split(n, max(1, min(parts, 2)))
+        slices = split(n, min(thread_count(n, threads), _N_THREADS))
         parallel_map(lambda sl: self._cast_chunk(o[sl], d[sl], poses, float(max_range), out, sl), slices)
         return out
 
