@@ -30,6 +30,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
         point_size=args.point_size,
         max_fps=args.max_fps,
         rate_hz=args.rate,
+        speed=args.speed,
         size=(args.width, args.height),
         timeout_s=args.timeout,
         priority=args.priority,
@@ -43,9 +44,12 @@ def add_view_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "view",
         help="watch the live stream (or play a recording) in the Qt viewer",
-        description="pyqtgraph viewer of the live point stream or of a folder of PCDs. Press H for keys.",
+        description="pyqtgraph viewer of the live point stream, or player of a recording (a folder of "
+        "PCDs or a rosbag2 bag). Press H for keys.",
     )
-    p.add_argument("recording", nargs="?", default=None, help="a folder of .pcd scans to play instead")
+    p.add_argument(
+        "recording", nargs="?", default=None, help="a recording to play: a folder of .pcd scans, or a bag"
+    )
     p.add_argument(
         "--connect", default=DEFAULT_ADDRESS, metavar="ADDR", help=f"stream (default {DEFAULT_ADDRESS})"
     )
@@ -58,7 +62,8 @@ def add_view_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--color", default="intensity", choices=_COLOR_MODES, help="initial colour mode")
     p.add_argument("--point-size", type=float, default=2.0, help="point size in pixels (default 2)")
     p.add_argument("--max-fps", type=float, default=0.0, help="cap the viewer's frame rate (0 = none)")
-    p.add_argument("--rate", type=float, default=10.0, help="playback rate of a recording, Hz")
+    p.add_argument("--rate", type=float, default=None, help="recording: scans/s (default: as recorded)")
+    p.add_argument("--speed", type=float, default=1.0, help="recording: x real time (default 1)")
     p.add_argument("--width", type=int, default=1280, help="window width")
     p.add_argument("--height", type=int, default=800, help="window height")
     p.add_argument("--timeout", type=float, default=90.0, help="--screenshot gives up after this long, s")

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import zmq
 
+from rt_lidar.presets import SensorPreset
 from rt_lidar.scan_pattern import firings_per_scan
 from rt_lidar.sinks.base import SinkContext, register_sink
 from rt_lidar.sweep import Scan
@@ -42,6 +43,7 @@ __all__ = [
     "SubscriberStats",
     "ZmqStreamSink",
     "decode_frame",
+    "scan_header_figures",
 ]
 
 DEFAULT_ADDRESS = "tcp://127.0.0.1:5555"
@@ -114,6 +116,18 @@ class StreamPublisher:
         self._sock.close(linger=0)
 
 
+def scan_header_figures(preset: SensorPreset) -> dict[str, Any]:
+    """What a scan header says of its sensor: the preset's name, beam elevations, range-image columns,
+    intensity scale and maximum range (the viewer's colour scales and range panel follow them)."""
+    return {
+        "preset": preset.name,
+        "elevations_deg": [round(float(e), 4) for e in preset.elevations_deg],
+        "columns": max(64, min(4096, firings_per_scan(preset) // max(1, preset.n_rings))),
+        "intensity_max": float(preset.output.intensity_max),
+        "range_max_m": float(preset.range.max_m),
+    }
+
+
 def _raw(arr: np.ndarray) -> memoryview:
     """A byte view of ``arr`` (made contiguous only when it is not)."""
     return np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data
@@ -147,14 +161,7 @@ class ZmqStreamSink:
         """Bind the socket; the preset's beam table and limits go into every header."""
         preset = context.preset
         self.publisher = StreamPublisher(self.requested_address, hwm=self.hwm)
-        self._static = {
-            "preset": preset.name,
-            "frame_id": self.frame_id,
-            "elevations_deg": [round(float(e), 4) for e in preset.elevations_deg],
-            "columns": max(64, min(4096, firings_per_scan(preset) // max(1, preset.n_rings))),
-            "intensity_max": float(preset.output.intensity_max),
-            "range_max_m": float(preset.range.max_m),
-        }
+        self._static = {"frame_id": self.frame_id, **scan_header_figures(preset)}
 
     def write(self, scan: Scan) -> None:
         """Publish one scan; never blocks (a frame the socket cannot take is counted and dropped)."""

@@ -45,8 +45,10 @@ class ViewerOptions:
     color_mode: str = "intensity"
     point_size: float = 2.0
     max_fps: float = 0.0
-    rate_hz: float = 10.0
-    """Playback rate of a recording."""
+    rate_hz: float | None = None
+    """Playback rate of a recording, scans a second (None: at its recorded times)."""
+    speed: float = 1.0
+    """Playback speed of a recording played at its recorded times (x real time)."""
     size: tuple[int, int] = (1280, 800)
     timeout_s: float = 90.0
     priority: str = "idle"
@@ -117,7 +119,7 @@ def run_viewer(opts: ViewerOptions) -> int:
 
         source: FrameSource
         if opts.recording:
-            source = RecordingSource(Path(opts.recording), rate_hz=opts.rate_hz)
+            source = RecordingSource(Path(opts.recording), rate_hz=opts.rate_hz, speed=opts.speed)
         else:
             if opts.demo:
                 from rt_lidar.viewer.serve import DEMO_CAMERA_EVERY, ServeOptions, start_demo_process

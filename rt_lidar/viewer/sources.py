@@ -3,16 +3,15 @@ figures (frame rate, sim -> screen latency, drops). No Qt here."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from rt_lidar.stream import StreamFrame, StreamSubscriber
+from rt_lidar.errors import ConfigError
+from rt_lidar.stream import StreamFrame, StreamSubscriber, scan_header_figures
 
 __all__ = ["FrameSource", "HudStats", "LiveSource", "RecordingSource", "read_any_pcd"]
 
@@ -86,82 +85,80 @@ def _ring_elevations(points: np.ndarray) -> list[float]:
     return [float(v) for v in out]
 
 
-@dataclass
-class _RecordingMeta:
-    preset: str = "recording"
-    intensity_max: float = 255.0
-    range_max_m: float = 120.0
-
-
 class RecordingSource:
-    """A folder of PCD files (sorted by name), or a rosbag2 recording of PointCloud2, played at
-    ``rate_hz``, with seeking for the time slider.
+    """A folder of PCD files (sorted by name), or a rosbag2 recording of PointCloud2, played at its
+    recorded times (``speed`` x real time) or at a fixed ``rate_hz``, with seeking for the time slider.
 
-    The folder's ``config.json`` (or its parent's, as ``rt-lidar demo`` writes it) names the preset.
+    Scans are read when shown (:class:`~rt_lidar.recording.CloudRecording`), so a recording of any
+    length opens at once in bounded memory. The sensor comes from the recording's config file
+    (``rt_lidar_config.json``, or the ``config.json`` that ``rt-lidar demo`` writes).
     """
 
-    def __init__(self, folder: str | Path, rate_hz: float = 10.0, loop: bool = False) -> None:
-        self.folder = Path(folder)
-        if not self.folder.is_dir():
-            raise FileNotFoundError(f"recording folder {self.folder} does not exist")
-        self._bag: list[np.ndarray] | None = None
-        if (self.folder / "metadata.yaml").is_file():
-            from rt_lidar.replay import bag_scans
+    def __init__(
+        self, folder: str | Path, rate_hz: float | None = None, loop: bool = False, speed: float = 1.0
+    ) -> None:
+        from rt_lidar.recording import CloudRecording
 
-            self._bag = [scan.points for _stamp, scan in bag_scans(self.folder)]
-            self.files = [self.folder / f"{i:06d}" for i in range(len(self._bag))]
-        else:
-            self.files = sorted(self.folder.glob("*.pcd"))
-        if not self.files:
-            raise FileNotFoundError(f"no .pcd files (and no rosbag2 metadata.yaml) in {self.folder}")
-        self.label = f"recording {self.folder} ({len(self.files)} scans)"
+        if rate_hz is not None and not rate_hz > 0:
+            raise ConfigError(f"recording playback rate must be > 0 Hz, got {rate_hz}")
+        if not speed > 0:
+            raise ConfigError(f"recording playback speed must be > 0, got {speed}")
+        self.recording = CloudRecording(folder)
+        self.folder = self.recording.path
+        self.label = f"recording {self.folder} ({len(self.recording)} scans)"
         self.rate_hz = rate_hz
+        self.speed = speed
         self.loop = loop
         self.index = -1
         self.playing = True
         self._next_due = 0.0
         self._pending_seek: int | None = 0
-        self._elevations: list[float] | None = None
-        self.meta = self._read_meta()
-
-    def _read_meta(self) -> _RecordingMeta:
-        bag_cfg = self.folder.parent / f"{self.folder.name}_config" / "rt_lidar_config.json"
-        for cfg in (self.folder / "config.json", self.folder.parent / "config.json", bag_cfg):
-            if cfg.is_file():
-                try:
-                    preset = json.loads(cfg.read_text()).get("preset", {})
-                    return _RecordingMeta(
-                        str(preset.get("name", "recording")),
-                        float(preset.get("output", {}).get("intensity_max", 255.0)),
-                        float(preset.get("range", {}).get("max_m", 120.0)),
-                    )
-                except (ValueError, AttributeError):
-                    break
-        return _RecordingMeta()
+        preset = self.recording.preset
+        self._figures: dict[str, Any] | None = scan_header_figures(preset) if preset is not None else None
 
     def __len__(self) -> int:
-        return len(self.files)
+        return len(self.recording)
+
+    def time_s(self, index: int) -> float:
+        """Recorded time of scan ``index`` from the first scan, s."""
+        stamps = self.recording.stamps_ns
+        return float(stamps[index] - stamps[0]) * 1e-9
+
+    @property
+    def duration_s(self) -> float:
+        """Recorded time from the first scan to the last, s."""
+        return self.time_s(len(self) - 1)
+
+    def _gap_s(self, index: int) -> float:
+        """Wall time to wait after showing scan ``index`` before the next one."""
+        if self.rate_hz is not None:
+            return 1.0 / self.rate_hz
+        if index + 1 >= len(self):
+            return 0.0
+        return max(0.0, self.time_s(index + 1) - self.time_s(index)) / self.speed
 
     def seek(self, index: int) -> None:
         """Show scan ``index`` on the next poll."""
-        self._pending_seek = int(np.clip(index, 0, len(self.files) - 1))
+        self._pending_seek = int(np.clip(index, 0, len(self) - 1))
 
     def frame(self, index: int) -> StreamFrame:
         """Scan ``index`` as a stream frame."""
-        pts = self._bag[index] if self._bag is not None else read_any_pcd(self.files[index])
-        if self._elevations is None:
-            self._elevations = _ring_elevations(pts)
+        pts = self.recording.points(index)
+        if self._figures is None:  # a recording that does not name its sensor: figures from its points
+            self._figures = {
+                "preset": "recording",
+                "elevations_deg": _ring_elevations(pts),
+                "columns": 1024,
+                "intensity_max": 255.0,
+                "range_max_m": 120.0,
+            }
         header: dict[str, Any] = {
             "kind": "scan",
             "seq": index,
-            "sim_time_ns": round(index * 1e9 / self.rate_hz),
-            "preset": self.meta.preset,
-            "frame_id": self.files[index].name,
+            "sim_time_ns": int(self.recording.stamps_ns[index]),
+            "frame_id": self.recording.name(index),
             "n": int(pts.size),
-            "elevations_deg": self._elevations,
-            "columns": 1024,
-            "intensity_max": self.meta.intensity_max,
-            "range_max_m": self.meta.range_max_m,
+            **self._figures,
         }
         return StreamFrame(header, points=pts)
 
@@ -171,14 +168,14 @@ class RecordingSource:
         if self._pending_seek is not None:
             self.index, self._pending_seek = self._pending_seek, None
         elif self.playing and now >= self._next_due:
-            if self.index + 1 >= len(self.files):
+            if self.index + 1 >= len(self):
                 if not self.loop:
                     return {}
                 self.index = -1
             self.index += 1
         else:
             return {}
-        self._next_due = now + 1.0 / self.rate_hz
+        self._next_due = now + self._gap_s(self.index)
         return {"scan": self.frame(self.index)}
 
     @property
@@ -187,7 +184,8 @@ class RecordingSource:
         return 0
 
     def close(self) -> None:
-        """Nothing to release."""
+        """Close the recording's files."""
+        self.recording.close()
 
 
 class HudStats:

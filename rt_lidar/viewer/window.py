@@ -173,16 +173,23 @@ class ViewerWindow(QtWidgets.QMainWindow):
         row.addWidget(self.mask_label, 1)
         self.panels = panels
         self.slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
-        self.slider.setVisible(isinstance(self.source, RecordingSource))
+        self.slider_label = QtWidgets.QLabel()
+        self.slider_label.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
+        playbar = QtWidgets.QWidget()
+        bar = QtWidgets.QHBoxLayout(playbar)
+        bar.setContentsMargins(4, 0, 4, 0)
+        bar.addWidget(self.slider, 1)
+        bar.addWidget(self.slider_label)
+        playbar.setVisible(isinstance(self.source, RecordingSource))
         if isinstance(self.source, RecordingSource):
             self.slider.setRange(0, len(self.source) - 1)
-            self.slider.sliderMoved.connect(self.source.seek)
+            self.slider.valueChanged.connect(self._slider_moved)
         central = QtWidgets.QWidget()
         col = QtWidgets.QVBoxLayout(central)
         col.setContentsMargins(2, 2, 2, 2)
         col.addWidget(self.view, 1)
         col.addWidget(panels)
-        col.addWidget(self.slider)
+        col.addWidget(playbar)
         self.setCentralWidget(central)
         self._update_hud()
 
@@ -240,11 +247,25 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self.slider.blockSignals(True)
             self.slider.setValue(self.source.index)
             self.slider.blockSignals(False)
+            self.slider_label.setText(self.playback_text())
         wall = frame.header.get("wall_time_ns")
         self._paint_wall = int(wall) if isinstance(self.source, LiveSource) and wall is not None else None
         self._paint_due = True
         self.hud_stats.prepared(time.perf_counter() - t0)
         self.view.update()
+
+    def _slider_moved(self, index: int) -> None:
+        """The time slider was dragged, clicked or stepped with its keys: show that scan."""
+        if isinstance(self.source, RecordingSource):
+            self.source.seek(index)
+            self.step_requested = True  # shown even while paused
+
+    def playback_text(self) -> str:
+        """Where the recording's player is: recorded time and scan number (empty for a live stream)."""
+        src = self.source
+        if not isinstance(src, RecordingSource) or src.index < 0:
+            return ""
+        return f"{src.time_s(src.index):7.2f} / {src.duration_s:.2f} s   scan {src.index + 1}/{len(src)}"
 
     def _show_range_panel(self) -> None:
         frame = self.current

@@ -58,8 +58,53 @@ def test_cli_replay_of_a_folder_and_bad_input(recording, tmp_path, capsys):
 def test_the_viewer_plays_a_bag_recording(recording):
     from rt_lidar.viewer.sources import RecordingSource
 
-    src = RecordingSource(recording / "bag", rate_hz=100.0)
-    assert len(src) == 3 and src.meta.preset == "VLP-16"
+    src = RecordingSource(recording / "bag", speed=10.0)
+    assert len(src) == 3 and src.recording.preset is not None and src.recording.preset.name == "VLP-16"
     frame = src.poll()["scan"]
     original = read_pcd_points(recording / "scans" / "000000.pcd")
     np.testing.assert_array_equal(frame.points["x"], original["x"])
+    assert frame.header["preset"] == "VLP-16" and len(frame.header["elevations_deg"]) == 16
+    # played at the recorded stamps (100 ms apart), ten times faster
+    assert src.time_s(2) == pytest.approx(0.2) and src._gap_s(0) == pytest.approx(0.01)
+    src.close()
+
+
+def test_a_bag_opens_lazily_and_reads_any_scan(recording):
+    import tracemalloc
+
+    from rt_lidar.recording import CloudRecording
+
+    originals = [read_pcd_points(recording / "scans" / f"{i:06d}.pcd") for i in range(3)]
+    tracemalloc.start()
+    try:
+        rec = CloudRecording(recording / "bag")
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # opening keeps the index, not the clouds: less than one scan's points (~30k x 22 bytes in the bag)
+    assert held < originals[0].size * 22 // 2, held
+    assert len(rec) == 3 and np.all(np.diff(rec.stamps_ns) == 100_000_000)
+    for i in (2, 0, 1):  # random access
+        got = rec.points(i)
+        for f in ("x", "y", "z", "intensity", "ring"):
+            np.testing.assert_array_equal(got[f], originals[i][f])
+    streamed = [scan.points.size for _stamp, scan in rec]
+    assert streamed == [o.size for o in originals]
+    with pytest.raises(IndexError):
+        rec.points(3)
+    rec.close()
+
+
+def test_bad_recordings_say_what_is_wrong(recording, tmp_path):
+    from rt_lidar.recording import CloudRecording
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "metadata.yaml").write_text("rosbag2_bagfile_information: [not, a, bag]\n")
+    with pytest.raises(ConfigError, match="not a readable rosbag2 recording"):
+        CloudRecording(bad)
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "000000.pcd").write_bytes((recording / "scans" / "000000.pcd").read_bytes())
+    (tmp_path / "cfg" / "rt_lidar_config.json").write_text("{broken")
+    with pytest.raises(ConfigError, match=r"rt_lidar_config.json: not valid JSON"):
+        CloudRecording(tmp_path / "cfg")

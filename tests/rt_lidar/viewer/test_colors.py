@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sinks.pcd import write_pcd
 from rt_lidar.sinks.range_image import colormap
@@ -126,7 +127,8 @@ def _firing_ordered_scan(rings: int, firings: int) -> np.ndarray:
     """A sensor in a 10 m cylinder: every firing one point a ring, in firing order (as scans come)."""
     n = rings * firings
     pts = np.zeros(n, POINT_DTYPE)
-    az = np.repeat(np.linspace(-np.pi, np.pi, firings, endpoint=False), rings)
+    # half a firing step off the column edges, where float32 atan2 may round either way
+    az = np.repeat(np.linspace(-np.pi, np.pi, firings, endpoint=False) + np.pi / firings, rings)
     ring = np.arange(n) % rings
     elev = np.radians(np.linspace(-15.0, 15.0, rings))[ring]
     r = 10.0 / np.cos(elev) * (1.0 + 0.2 * np.sin(3 * az))
@@ -190,6 +192,7 @@ def test_recording_plays_and_seeks(tmp_path) -> None:
         write_pcd(tmp_path / f"{i:06d}.pcd", pts)
     np.testing.assert_array_equal(read_any_pcd(tmp_path / "000001.pcd"), _points(101))
     rec = RecordingSource(tmp_path, rate_hz=1000.0)
+    assert rec.recording.preset is None and rec.time_s(2) == pytest.approx(0.2)  # 10 Hz when unknown
     sizes = []
     end = time.monotonic() + 2.0
     while time.monotonic() < end:
@@ -201,8 +204,10 @@ def test_recording_plays_and_seeks(tmp_path) -> None:
     assert sizes == [100, 101, 102] and rec.poll() == {}  # stops at the end
     rec.seek(1)
     assert rec.poll()["scan"].points.size == 101 and len(rec.frame(0).header["elevations_deg"]) == 64
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ConfigError, match="none: not a folder of PCD scans"):
         RecordingSource(tmp_path / "none")
+    with pytest.raises(ConfigError, match="speed must be > 0"):
+        RecordingSource(tmp_path, speed=0)
 
 
 class _Recorder:

@@ -1,0 +1,186 @@
+"""Cloud recordings read lazily: a folder of PCD scans or a rosbag2 bag of ``sensor_msgs/PointCloud2``.
+
+Opening a recording reads only its index (file names, or the bag's message stamps); a scan's points
+are read when asked for, so a recording of any length opens in bounded memory and can be played,
+seeked and replayed scan by scan. The replay command and the viewer's player both read through here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.points import POINT_DTYPE
+from rt_lidar.presets import SensorPreset, preset_from_dict
+from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.sinks.pcd import read_pcd_points
+from rt_lidar.sweep import Scan
+
+__all__ = ["DEFAULT_SCAN_PERIOD_NS", "CloudRecording", "cloud_points"]
+
+DEFAULT_SCAN_PERIOD_NS = 100_000_000
+"""The scan period assumed for a PCD folder whose sensor is unknown (10 Hz)."""
+
+_CLOUD_TYPE = "sensor_msgs/msg/PointCloud2"
+_PF_DTYPES = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
+_COPIED_FIELDS = ("x", "y", "z", "intensity", "reflectivity", "ring", "return_id", "flags", "segment")
+
+
+def cloud_points(msg: Any) -> np.ndarray:
+    """A deserialised PointCloud2 message as :data:`POINT_DTYPE` points.
+
+    The fields it shares with our point type are copied; a ``time`` field (seconds from the scan
+    start, as the ROS drivers write it) becomes ``t``; the rest stay zero.
+    """
+    try:
+        formats = [_PF_DTYPES[f.datatype] for f in msg.fields]
+    except KeyError as exc:
+        raise ConfigError(f"PointCloud2: unknown PointField datatype {exc.args[0]} (allowed 1-8)") from None
+    layout: Any = np.dtype(
+        {
+            "names": [f.name for f in msg.fields],
+            "formats": formats,
+            "offsets": [f.offset for f in msg.fields],
+            "itemsize": msg.point_step,
+        }
+    )
+    n = int(msg.width) * int(msg.height)
+    if len(msg.data) < n * msg.point_step:
+        raise ConfigError(f"PointCloud2: {len(msg.data)} data bytes for {n} points of {msg.point_step} bytes")
+    cloud: Any = np.frombuffer(msg.data, dtype=layout, count=n)
+    pts = np.zeros(n, POINT_DTYPE)
+    for name in _COPIED_FIELDS:
+        if name in layout.names:
+            pts[name] = cloud[name]
+    if "time" in layout.names:
+        pts["t"] = np.round(cloud["time"].astype(np.float64) * 1e9).astype(np.int64)
+    elif "t" in layout.names:
+        pts["t"] = cloud["t"]
+    return pts
+
+
+def _config_preset(*candidates: Path) -> SensorPreset | None:
+    """The sensor of the first config file among ``candidates`` that exists (None when none does)."""
+    for cfg in candidates:
+        if cfg.is_file():
+            try:
+                doc = json.loads(cfg.read_text())
+            except ValueError as exc:
+                raise ConfigError(f"{cfg}: not valid JSON ({exc})") from None
+            if isinstance(doc, dict) and isinstance(doc.get("preset"), dict):
+                return preset_from_dict(doc["preset"], source=str(cfg))
+    return None
+
+
+class CloudRecording:
+    """The scans of a recording, opened lazily: ``len()``, ``stamps_ns``, ``points(i)``, iteration.
+
+    ``preset`` is the sensor (from the recording's ``rt_lidar_config.json``, the ``config.json`` that
+    ``rt-lidar demo`` writes beside its scans, or the argument); None when the recording does not say.
+    A PCD folder's scans are one scan period apart; a bag's carry their message stamps.
+    """
+
+    def __init__(self, path: str | Path, preset: SensorPreset | None = None) -> None:
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise ConfigError(f"{self.path}: not a folder of PCD scans or a rosbag2 recording")
+        self._reader: Any = None
+        self._conn: Any = None
+        self._stamp_rank: np.ndarray = np.zeros(0, np.int64)
+        if (self.path / "metadata.yaml").is_file():
+            self.kind = "rosbag2"
+            self.preset = preset or _config_preset(
+                self.path.parent / f"{self.path.name}_config" / "rt_lidar_config.json"
+            )
+            self.files: list[Path] = []
+            self.stamps_ns = self._open_bag()
+        else:
+            self.kind = "pcd"
+            self.files = sorted(self.path.glob("*.pcd"))
+            if not self.files:
+                raise ConfigError(f"{self.path}: no .pcd files and no metadata.yaml (not a recording)")
+            configs = ("rt_lidar_config.json", "config.json", "../config.json")
+            self.preset = preset or _config_preset(*(self.path / c for c in configs))
+            period = scan_period_ns(self.preset) if self.preset is not None else DEFAULT_SCAN_PERIOD_NS
+            self.stamps_ns = np.arange(len(self.files), dtype=np.int64) * period
+
+    def _open_bag(self) -> np.ndarray:
+        from rosbags.highlevel import AnyReader
+
+        try:
+            reader = AnyReader([self.path])
+            reader.open()
+        except Exception as exc:  # rosbags raises its own error types for every kind of bad bag
+            raise ConfigError(f"{self.path}: not a readable rosbag2 recording ({exc})") from None
+        conns = [c for c in reader.connections if c.msgtype == _CLOUD_TYPE]
+        if not conns:
+            reader.close()
+            raise ConfigError(f"{self.path}: no {_CLOUD_TYPE} topic in the bag")
+        self._reader, self._conn = reader, conns[0]
+        # the index: every cloud's stamp (the message bodies are read and let go, one at a time)
+        messages = reader.messages(connections=[self._conn])
+        stamps = np.fromiter((stamp for _conn, stamp, _raw in messages), np.int64)
+        if stamps.size == 0:
+            self.close()
+            raise ConfigError(f"{self.path}: the topic {self._conn.topic} holds no clouds")
+        # messages that share a stamp are told apart by their rank among them
+        first = np.searchsorted(stamps, stamps, side="left")
+        self._stamp_rank = np.arange(stamps.size) - first
+        return stamps
+
+    def __len__(self) -> int:
+        return int(self.stamps_ns.size)
+
+    def name(self, index: int) -> str:
+        """A short name of scan ``index`` (its file name, or its number in the bag)."""
+        return self.files[index].name if self.kind == "pcd" else f"{self._conn.topic}#{index}"
+
+    def points(self, index: int) -> np.ndarray:
+        """The points of scan ``index`` (read now)."""
+        if not 0 <= index < len(self):
+            raise IndexError(f"scan {index} of a recording of {len(self)}")
+        if self.kind == "pcd":
+            return read_pcd_points(self.files[index])
+        stamp = int(self.stamps_ns[index])
+        rank = int(self._stamp_rank[index])
+        for i, (conn, _stamp, raw) in enumerate(
+            self._reader.messages(connections=[self._conn], start=stamp, stop=stamp + 1)
+        ):
+            if i == rank:
+                return cloud_points(self._reader.deserialize(raw, conn.msgtype))
+        raise ConfigError(f"{self.path}: the cloud stamped {stamp} ns is gone from the bag")
+
+    def scan(self, index: int) -> Scan:
+        """Scan ``index`` with its recorded start time."""
+        return Scan(index, int(self.stamps_ns[index]), self.points(index), 0, 0)
+
+    def __iter__(self) -> Iterator[tuple[int, Scan]]:
+        """``(stamp_ns, scan)`` in recorded order, reading one scan at a time."""
+        if self.kind == "pcd":
+            for i in range(len(self)):
+                yield int(self.stamps_ns[i]), self.scan(i)
+            return
+        for i, (conn, stamp, raw) in enumerate(self._reader.messages(connections=[self._conn])):
+            pts = cloud_points(self._reader.deserialize(raw, conn.msgtype))
+            yield int(stamp), Scan(i, int(stamp), pts, 0, 0)
+
+    def __getitem__(self, index: int) -> tuple[int, Scan]:
+        index = index + len(self) if index < 0 else index
+        return int(self.stamps_ns[index]), self.scan(index)
+
+    def close(self) -> None:
+        """Close the bag (nothing to do for a PCD folder)."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def __enter__(self) -> CloudRecording:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
