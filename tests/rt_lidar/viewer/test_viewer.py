@@ -252,3 +252,44 @@ def test_recording_plays_with_a_time_slider(qtbot, tmp_path) -> None:
     win.slider.setValue(1)
     qtbot.waitUntil(lambda: win.current is not None and win.current.points.size == 2_000, timeout=5_000)
     assert "scan 2/4" in win.slider_label.text() and win.paused
+
+
+def test_viewer_waits_for_a_stream_that_went_away_and_shows_it_again(qtbot) -> None:
+    """The publisher goes away (a crashed or restarted simulation): the HUD says the viewer is waiting;
+    a new publisher on the same address is picked up without touching the viewer."""
+    import socket
+
+    from rt_lidar.presets import load_preset
+    from rt_lidar.sinks.base import SinkContext
+    from rt_lidar.stream import ZmqStreamSink
+    from rt_lidar.sweep import Scan
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    context = SinkContext(preset=load_preset("VLP-16"))
+    pts = _Scans(5_000).frame.points
+
+    def publishing() -> tuple[ZmqStreamSink, QtCore.QTimer]:
+        sink = ZmqStreamSink(address)
+        sink.open(context)
+        timer = QtCore.QTimer()
+        timer.timeout.connect(lambda: sink.write(Scan(0, 0, pts, pts.size, 0)))
+        timer.start(50)
+        return sink, timer
+
+    sink, timer = publishing()
+    win = _window(qtbot, LiveSource(address, reconnect_after_s=0.5))
+    qtbot.waitUntil(lambda: win.hud_stats.frames_shown >= 2, timeout=10_000)
+    timer.stop()
+    sink.close()
+    qtbot.waitUntil(lambda: "waiting for stream" in win.hud_text(), timeout=5_000)
+    shown = win.hud_stats.frames_shown
+    sink, timer = publishing()
+    try:
+        qtbot.waitUntil(lambda: win.hud_stats.frames_shown >= shown + 2, timeout=15_000)
+        qtbot.waitUntil(lambda: "[live]" in win.hud_text(), timeout=5_000)
+        assert win.source.subscriber.stats.restarts == 1  # type: ignore[attr-defined]
+    finally:
+        timer.stop()
+        sink.close()
