@@ -119,8 +119,8 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
 
         def render_post(scan: Scan) -> Scan:
             assert stage is not None
-            rgb = world.render_camera(RINET_CAMERA, stage.camera_time_ns(scan) * 1e-9).rgb
-            return stage.apply(scan, rgb)
+            t_ns = stage.camera_time_ns(scan)
+            return stage.apply(scan, world.render_camera(RINET_CAMERA, t_ns * 1e-9).rgb, t_ns)
 
         try:
             result = drive_scans(

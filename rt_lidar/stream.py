@@ -8,7 +8,8 @@ Wire format, one multipart message a frame:
   ``sim_time_ns``, ``wall_time_ns`` (``time.time_ns()`` when published), ``preset``, ``frame_id`` and,
   for a scan, ``fields`` (the NumPy dtype ``descr`` of the points), ``n`` and the scan's figures;
 - part 1 (and 2): the raw buffers, sent zero-copy: the point array of a scan, or the RGB image and the
-  float32 intensity mask of a camera frame (shapes in the header).
+  float32 intensity mask of a camera frame (shapes in the header). A scan that carries the RINet
+  stage's camera image and mask (``Scan.camera``) is followed by that camera frame.
 
 The publisher sends with ``NOBLOCK`` on a socket with a small high-water mark: a slow or absent
 subscriber loses frames, the simulation never waits. PUB drops silently, so both sides count: the
@@ -137,11 +138,22 @@ class ZmqStreamSink:
     """The ``zmq`` sink: every scan on a PUB socket (``--sink zmq:tcp://127.0.0.1:5555,hwm=2``)."""
 
     def __init__(
-        self, address: str = DEFAULT_ADDRESS, *, hwm: int = 2, frame_id: str = "lidar", sectors: bool = False
+        self,
+        address: str = DEFAULT_ADDRESS,
+        *,
+        hwm: int = 2,
+        frame_id: str = "lidar",
+        sectors: bool = False,
+        camera_every: int = 1,
     ) -> None:
+        if camera_every < 0:
+            raise ValueError(f"zmq sink: camera_every must be >= 0, got {camera_every}")
         self.requested_address = address or DEFAULT_ADDRESS
         self.wants_sectors = sectors
         """Also publish every sim frame's sector (header kind ``"sector"``) as it is computed."""
+        self.camera_every = camera_every
+        """Publish the camera image and mask a scan carries (the RINet stage's) with every k-th scan."""
+        self._scans = 0
         self.hwm = hwm
         self.frame_id = frame_id
         self.publisher: StreamPublisher | None = None
@@ -181,6 +193,9 @@ class ZmqStreamSink:
             **self._static,
         }
         self.publisher.publish(header, [_raw(pts)])
+        if scan.camera is not None and self.camera_every > 0 and self._scans % self.camera_every == 0:
+            self.write_camera(scan.camera.rgb, scan.camera.mask, scan.camera.time_ns)
+        self._scans += 1
 
     def write_sector(self, points: np.ndarray, t0_ns: int, t1_ns: int) -> None:
         """Publish one sim frame's points (``t`` absolute ns) as soon as they exist; never blocks."""
@@ -197,7 +212,8 @@ class ZmqStreamSink:
         self.publisher.publish(header, [_raw(points)])
 
     def write_camera(self, rgb: np.ndarray, mask: np.ndarray | None, sim_time_ns: int) -> None:
-        """Publish a camera image (H, W, 3) uint8 and, when given, its intensity mask (H, W) float32."""
+        """Publish a camera image (H, W, 3) uint8 and, when given, its intensity mask (h, w) float32 (the
+        model's own resolution: it need not be the image's)."""
         if self.publisher is None:
             raise RuntimeError("ZmqStreamSink.write_camera before open")
         h, w = rgb.shape[:2]
@@ -207,6 +223,7 @@ class ZmqStreamSink:
             "width": int(w),
             "height": int(h),
             "mask": mask is not None,
+            "mask_shape": list(np.shape(mask)) if mask is not None else None,
             "preset": self._static.get("preset", ""),
             "frame_id": "camera",
         }
@@ -224,13 +241,17 @@ class ZmqStreamSink:
 
 @register_sink("zmq")
 def _make_zmq_sink(target: str, options: dict[str, str]) -> ZmqStreamSink:
-    unknown = set(options) - {"hwm", "frame_id", "sectors"}
+    unknown = set(options) - {"hwm", "frame_id", "sectors", "camera_every"}
     if unknown:
-        known = "hwm, frame_id, sectors"
+        known = "hwm, frame_id, sectors, camera_every"
         raise ValueError(f"zmq sink: unknown option(s) {', '.join(sorted(unknown))}; known: {known}")
     sectors = options.get("sectors", "0").lower() in ("1", "true", "yes")
+    try:
+        hwm, camera_every = int(options.get("hwm", 2)), int(options.get("camera_every", 1))
+    except ValueError as exc:
+        raise ValueError(f"zmq sink: hwm and camera_every take whole numbers ({exc})") from None
     return ZmqStreamSink(
-        target, hwm=int(options.get("hwm", 2)), frame_id=options.get("frame_id", "lidar"), sectors=sectors
+        target, hwm=hwm, frame_id=options.get("frame_id", "lidar"), sectors=sectors, camera_every=camera_every
     )
 
 
@@ -270,7 +291,8 @@ def decode_frame(parts: list[Any]) -> StreamFrame:
         h, w = int(header["height"]), int(header["width"])
         frame.rgb = np.frombuffer(buf(parts[1]), np.uint8).reshape(h, w, 3)
         if header.get("mask") and len(parts) > 2:
-            frame.mask = np.frombuffer(buf(parts[2]), np.float32).reshape(h, w)
+            mh, mw = header.get("mask_shape") or (h, w)
+            frame.mask = np.frombuffer(buf(parts[2]), np.float32).reshape(int(mh), int(mw))
     return frame
 
 

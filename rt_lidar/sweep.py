@@ -17,7 +17,20 @@ from rt_lidar.points import concat_points
 from rt_lidar.presets import SensorPreset
 from rt_lidar.scan_pattern import scan_index, scan_start_ns
 
-__all__ = ["Scan", "ScanAssembler"]
+__all__ = ["CameraView", "Scan", "ScanAssembler"]
+
+
+@dataclass(frozen=True)
+class CameraView:
+    """What a camera-driven model stage saw for a scan: the image it was given and its output mask."""
+
+    rgb: np.ndarray
+    """(H, W, 3) uint8 camera image."""
+    mask: np.ndarray
+    """(h, w) float32 intensity mask of the model: intensity in [0, 1] where a return is kept, 0 where
+    the ray is dropped."""
+    time_ns: int
+    """Absolute sim time (ns) the image was taken at."""
 
 
 @dataclass
@@ -38,6 +51,8 @@ class Scan:
     """World orientation (w, x, y, z) of the sensor at the scan start."""
     extras: dict[str, np.ndarray] = field(default_factory=dict)
     """Optional per-point fields aligned with ``points`` (``epw_ns``: echo pulse width)."""
+    camera: CameraView | None = None
+    """The camera image and intensity mask of the learned stage (RINet) when it ran on this scan."""
 
     @property
     def drop_fraction(self) -> float:

@@ -22,7 +22,7 @@ from PIL import Image
 
 from rt_lidar.rinet.masks import project
 from rt_lidar.rinet.runtime import RinetRuntime, load_runtime
-from rt_lidar.sweep import Scan
+from rt_lidar.sweep import CameraView, Scan
 from unreal_bridge.world import CameraSpec, Pose
 
 __all__ = ["RinetStage", "StageStats", "airsim_camera_post", "camera_projection", "rgb_from_airsim"]
@@ -96,8 +96,9 @@ class RinetStage:
         inside = project(xyz, self.projection, self.runtime.width, self.runtime.height)[3]
         return scan.start_ns + (int(np.median(pts["t"][inside])) if inside.any() else 0)
 
-    def apply(self, scan: Scan, rgb: np.ndarray) -> Scan:
-        """The scan with the camera-seen points dropped or re-intensified; ``rgb`` (H, W, 3) uint8."""
+    def apply(self, scan: Scan, rgb: np.ndarray, time_ns: int | None = None) -> Scan:
+        """The scan with the camera-seen points dropped or re-intensified; ``rgb`` (H, W, 3) uint8, taken
+        at sim time ``time_ns``. The scan carries the image and the model's mask (``scan.camera``)."""
         res = self.runtime.infer(rgb)
         w, h = self.runtime.width, self.runtime.height
         pts = scan.points
@@ -121,7 +122,10 @@ class RinetStage:
             self.runtime.name,
             self.runtime.provider,
         )
-        return dataclasses.replace(scan, points=out, dropped=scan.dropped + n_drop)
+        drop_px = res.drop_prob[0, 0] > self.drop_threshold
+        mask = np.where(drop_px, np.float32(0.0), res.intensity[0, 0]).astype(np.float32)
+        view = CameraView(rgb, mask, int(time_ns) if time_ns is not None else int(scan.start_ns))
+        return dataclasses.replace(scan, points=out, dropped=scan.dropped + n_drop, camera=view)
 
 
 def airsim_camera_post(stage: RinetStage, client: Any, vehicle_name: str = "") -> Callable[[Scan], Scan]:

@@ -152,6 +152,11 @@ def test_camera_frames_and_sink_registry(sink: ZmqStreamSink) -> None:
     assert isinstance(made, ZmqStreamSink) and made.hwm == 3 and made.frame_id == "top"
     with pytest.raises(ValueError, match="unknown option"):
         SINKS["zmq"]("tcp://127.0.0.1:*", {"bogus": "1"})
+    assert SINKS["zmq"]("tcp://127.0.0.1:*", {"camera_every": "5"}).camera_every == 5  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="camera_every"):
+        SINKS["zmq"]("tcp://127.0.0.1:*", {"camera_every": "often"})
+    with pytest.raises(ValueError, match="camera_every must be >= 0"):
+        SINKS["zmq"]("tcp://127.0.0.1:*", {"camera_every": "-1"})
 
 
 def test_decode_frame_from_bytes() -> None:

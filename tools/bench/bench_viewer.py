@@ -31,6 +31,7 @@ from rt_lidar.sinks.base import SinkContext
 from rt_lidar.stream import ZmqStreamSink
 from rt_lidar.sweep import Scan
 from rt_lidar.viewer.app import display_pid, ensure_display, make_app, yield_viewer_cpu
+from rt_lidar.viewer.serve import LOOKAHEAD, ServeOptions, start_demo_process
 
 
 def synthetic_scan(n: int, rings: int = 64, seed: int = 0) -> np.ndarray:
@@ -158,13 +159,12 @@ def bench_live_throttled(
     priority: str,
     xpid: int | None,
     camera_every: int = 0,
+    lookahead: int = LOOKAHEAD,
 ) -> dict[str, object]:
     """A live ``preset`` pipeline (own process, 20 Hz sim frames paced to real time) watched by a viewer
     (own process) throttled to ``max_fps`` that yields the CPU as ``priority`` says (``alone``: no
     viewer): the publisher's real-time factor and sector deadlines, and the viewer's HUD. The X server
     ``xpid`` takes the viewer's priority (and keeps it: run ``alone``, ``nice``, ``idle`` in order)."""
-    from rt_lidar.viewer.serve import ServeOptions, start_demo_process
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
@@ -175,7 +175,8 @@ def bench_live_throttled(
         viewer = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert viewer.stdout is not None
         viewer.stdout.readline()  # window shown, priority lowered
-    proc = start_demo_process(ServeOptions(address=address, preset=preset, camera_every=camera_every))
+    opts = ServeOptions(address=address, preset=preset, camera_every=camera_every, lookahead=lookahead)
+    proc = start_demo_process(opts)
     assert proc.stdout is not None
     hud: dict[str, object] = {"viewer_priority": priority}
     try:
@@ -197,7 +198,7 @@ def bench_live_throttled(
         "lateness_ms_max",
     )
     return {"preset": preset, "viewer_max_fps": max_fps, "seconds": seconds, "camera_every": camera_every,
-            **hud,
+            "lookahead": lookahead, **hud,
             **{k: summary[k] for k in keys}}  # fmt: skip
 
 
@@ -257,6 +258,12 @@ def main() -> int:
         help="the publisher renders a camera "
         "frame and its mask with every k-th scan, as `view --demo` does with 4 (0 = never)",
     )
+    p.add_argument(
+        "--live-lookahead",
+        type=int,
+        default=LOOKAHEAD,
+        help=f"sim frames the publisher casts ahead (default {LOOKAHEAD}; 1 = no banking, as a driven sim)",
+    )
     p.add_argument("--out", default=None)
     p.add_argument("--viewer-case", nargs=4, metavar=("ADDRESS", "PRIORITY", "SECONDS", "MAX_FPS"),
                    help=argparse.SUPPRESS)  # fmt: skip
@@ -274,8 +281,8 @@ def main() -> int:
         xpid = display_pid(display)
         for prio in a.live_priorities if a.live_preset else []:
             size = (a.size[0], a.size[1])
-            cam = a.live_camera_every
-            live.append(bench_live_throttled(a.live_preset, a.live_seconds, 2.0, size, prio, xpid, cam))
+            cam, ahead = a.live_camera_every, a.live_lookahead
+            live.append(bench_live_throttled(a.live_preset, a.live_seconds, 2.0, size, prio, xpid, cam, ahead))
         report = {"host": platform.node(), "cpu_count": __import__("os").cpu_count(), "results": results,
                   "live_throttled": live}  # fmt: skip
         text = json.dumps(report, indent=2)

@@ -55,6 +55,42 @@ def test_stage_drops_and_reintensifies_only_what_the_camera_sees(street):
     assert out.dropped == scan.dropped + stage.last.dropped
     # the left half (image u < w/2) is the sensor's +y side
     assert np.all(kept_in["y"] < 0.5)
+    # the scan carries what the stage saw and said: the image, and the mask (0 where dropped)
+    assert out.camera is not None and out.camera.rgb is rgb and out.camera.time_ns == scan.start_ns
+    assert out.camera.mask.shape == (36, 64) and out.camera.mask.dtype == np.float32
+    assert not out.camera.mask[:, :32].any() and np.all(out.camera.mask[:, 32:] == np.float32(0.25))
+    assert stage.apply(scan, rgb, time_ns=123).camera.time_ns == 123  # type: ignore[union-attr]
+
+
+def test_the_stream_carries_the_stages_camera_and_mask_to_the_viewer(tmp_path):
+    """``demo --rinet --sink zmq:...``: each scan is followed by the camera frame the model saw and the
+    intensity mask it predicted, at the model's resolution, as the viewer's camera panel shows them."""
+    pytest.importorskip("onnxruntime")
+    import socket
+
+    from rt_lidar.cli import main
+    from rt_lidar.demo import RINET_CAMERA
+    from rt_lidar.stream import StreamSubscriber
+
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{sk.getsockname()[1]}"
+    cameras = []
+    with StreamSubscriber(address) as sub:
+        args = ["demo", "--preset", "VLP-16", "--frames", "3", "--in-process", "--quiet", "--rinet"]
+        assert main([*args, "--out", str(tmp_path), "--sink", f"zmq:{address}"]) == 0
+        for _ in range(20):
+            got = sub.poll(100)
+            if "camera" in got:
+                cameras.append(got["camera"])
+        assert sub.stats.received >= 2
+    assert cameras, "no camera frame on the stream"
+    cam = cameras[-1]
+    assert cam.rgb is not None and cam.rgb.shape == (RINET_CAMERA.height, RINET_CAMERA.width, 3)
+    assert cam.rgb.std() > 5  # a rendered street, not a blank image
+    assert cam.mask is not None and cam.mask.shape == (72, 128)  # the bundled model's resolution
+    assert float(cam.mask.min()) >= 0.0 and float(cam.mask.max()) <= 1.0
+    assert (cam.mask == 0).any() and (cam.mask > 0).mean() > 0.5  # some rays dropped, most kept
 
 
 @pytest.mark.skipif(not bundled_model_path().is_file(), reason="bundled model missing")
