@@ -144,6 +144,7 @@ def run_viewer(opts: ViewerOptions) -> int:
             screenshot=opts.screenshot,
             frames=opts.frames,
             timeout_s=opts.timeout_s,
+            screenshot_camera=opts.demo,  # the demo publishes camera frames: the picture shows one
         )
         window = ViewerWindow(source, win_opts, driver)
         window.show()

@@ -97,7 +97,8 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
                 sink.write(scan)
                 n_scans += 1
                 publish_painted()
-                if painter is not None and n_scans % opts.camera_every == 0:
+                # the 1st, 11th, 21st, ... scan: a viewer that just connected soon has a picture
+                if painter is not None and (n_scans - 1) % opts.camera_every == 0:
                     painter.submit(scan.points, scan.start_ns)  # skipped while it paints the last
             publish_painted()
             now = time.perf_counter()

@@ -50,6 +50,8 @@ class WindowOptions:
     """With ``screenshot``: save after this many scans were painted, then quit."""
     timeout_s: float = 60.0
     """With ``screenshot``: give up (save what is there, exit code 1) after this long."""
+    screenshot_camera: bool = False
+    """With ``screenshot``: also wait for a camera frame (the source publishes them now and then)."""
 
 
 def key_name(event: Any) -> str:
@@ -282,6 +284,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self._camera = frame
         if self.panels.isVisible():  # else drawn when the panels are turned on
             self._draw_camera()
+        self._screenshot_if_ready()
 
     def _draw_camera(self) -> None:
         frame = self._camera
@@ -299,8 +302,15 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self._paint_due = False
         self.hud_stats.painted(self.view.paint_s)
         self.hud_stats.shown(self._paint_wall)
-        if self.options.screenshot and self.hud_stats.frames_shown >= self.options.frames:
-            QtCore.QTimer.singleShot(0, self.save_screenshot_and_quit)
+        self._screenshot_if_ready()
+
+    def _screenshot_if_ready(self) -> None:
+        opts = self.options
+        if not opts.screenshot or self.hud_stats.frames_shown < opts.frames:
+            return
+        if opts.screenshot_camera and self._camera is None:
+            return
+        QtCore.QTimer.singleShot(0, self.save_screenshot_and_quit)
 
     def set_color_mode(self, mode: str) -> None:
         """Switch the colour mode and recolour the current scan (its positions and range panel stay)."""
