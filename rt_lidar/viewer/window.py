@@ -102,6 +102,10 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self, source: FrameSource, options: WindowOptions | None = None, driver: KeyboardDriver | None = None
     ) -> None:
         super().__init__()
+        # a closed window frees its GL context here, in the GUI thread: left to Python's garbage
+        # collector, the GL widget could be destroyed in whichever thread collects (the stream's reader
+        # thread, say), and Qt aborts when a context is made current in a thread it does not live in
+        self.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
         self.source = source
         self.options = opts = options or WindowOptions()
         if opts.color_mode not in COLOR_MODES:

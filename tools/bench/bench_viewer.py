@@ -110,7 +110,8 @@ def bench_one(n: int, seconds: float, hz: float, size: tuple[int, int]) -> dict[
         "publish_ms_mean": sink.stats.publish_ms_mean,
         "publish_ms_max": sink.stats.publish_s_max * 1e3,
     }
-    win.close()
+    win.close()  # deleted on close (in this thread, below), not by a garbage collection in another one
+    _flush_deletes(app)
     sink.close()
     raw_ms = raw_paint_ms(pts, size)
     out["raw_paint_ms"] = raw_ms
@@ -147,8 +148,16 @@ def raw_paint_ms(pts: np.ndarray, size: tuple[int, int], reps: int = 6) -> float
     view.doneCurrent()
     view.close()
     view.deleteLater()
-    app.processEvents()
+    _flush_deletes(app)
     return float(np.median(times[1:])) * 1e3
+
+
+def _flush_deletes(app: object) -> None:
+    """Run the deferred deletions of closed GL widgets now, in the GUI thread."""
+    from pyqtgraph.Qt import QtCore
+
+    app.processEvents()  # type: ignore[attr-defined]
+    QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
 
 
 def bench_live_throttled(
@@ -279,9 +288,8 @@ def main() -> int:
     try:
         results = [bench_one(n, a.seconds, a.hz, (a.size[0], a.size[1])) for n in a.points]
         xpid = display_pid(display)
+        size, cam, ahead = (a.size[0], a.size[1]), a.live_camera_every, a.live_lookahead
         for prio in a.live_priorities if a.live_preset else []:
-            size = (a.size[0], a.size[1])
-            cam, ahead = a.live_camera_every, a.live_lookahead
             live.append(bench_live_throttled(a.live_preset, a.live_seconds, 2.0, size, prio, xpid, cam, ahead))
         report = {"host": platform.node(), "cpu_count": __import__("os").cpu_count(), "results": results,
                   "live_throttled": live}  # fmt: skip
