@@ -290,7 +290,8 @@ def main() -> int:
         xpid = display_pid(display)
         size, cam, ahead = (a.size[0], a.size[1]), a.live_camera_every, a.live_lookahead
         for prio in a.live_priorities if a.live_preset else []:
-            live.append(bench_live_throttled(a.live_preset, a.live_seconds, 2.0, size, prio, xpid, cam, ahead))
+            case = bench_live_throttled(a.live_preset, a.live_seconds, 2.0, size, prio, xpid, cam, ahead)
+            live.append(case)
         report = {"host": platform.node(), "cpu_count": __import__("os").cpu_count(), "results": results,
                   "live_throttled": live}  # fmt: skip
         text = json.dumps(report, indent=2)
