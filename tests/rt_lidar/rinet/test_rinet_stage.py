@@ -75,17 +75,16 @@ def test_the_stream_carries_the_stages_camera_and_mask_to_the_viewer(tmp_path):
     with socket.socket() as sk:
         sk.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{sk.getsockname()[1]}"
-    cameras = []
-    with StreamSubscriber(address) as sub:
-        args = ["demo", "--preset", "VLP-16", "--frames", "3", "--in-process", "--quiet", "--rinet"]
+    # a reader thread takes every frame as it comes and keeps the newest of each kind; a PUB socket
+    # sends nothing to a subscriber before it has joined (about half a second here after the bind),
+    # so the run is long enough for the scans after that
+    with StreamSubscriber(address, background=True) as sub:
+        args = ["demo", "--preset", "VLP-16", "--frames", "20", "--in-process", "--quiet", "--rinet"]
         assert main([*args, "--out", str(tmp_path), "--sink", f"zmq:{address}"]) == 0
-        for _ in range(20):
-            got = sub.poll(100)
-            if "camera" in got:
-                cameras.append(got["camera"])
-        assert sub.stats.received >= 2
-    assert cameras, "no camera frame on the stream"
-    cam = cameras[-1]
+        got = sub.poll(1000)
+        assert sub.stats.received >= 4, sub.stats  # scans and camera frames
+    assert "camera" in got, f"no camera frame on the stream: {sorted(got)}"
+    cam = got["camera"]
     assert cam.rgb is not None and cam.rgb.shape == (RINET_CAMERA.height, RINET_CAMERA.width, 3)
     assert cam.rgb.std() > 5  # a rendered street, not a blank image
     assert cam.mask is not None and cam.mask.shape == (72, 128)  # the bundled model's resolution
