@@ -1,7 +1,11 @@
-"""``--sink rosbag2:DIR[,storage=mcap|sqlite3][,topic=/points][,frame=lidar]``: a rosbag2 recording of
-``sensor_msgs/msg/PointCloud2`` (the fields the ROS Velodyne driver publishes: x, y, z, intensity
-float32, ring uint16, time float32 s from the scan start) and the sensor pose on ``/tf`` (world ->
-frame), written with rosbags. The resolved preset and scenario go beside it.
+"""``--sink rosbag2:DIR[,storage=mcap|sqlite3][,topic=/points][,frame=lidar][,fields=all|velodyne]``: a
+rosbag2 recording of ``sensor_msgs/msg/PointCloud2`` and the sensor pose on ``/tf`` (world -> frame),
+written with rosbags. The resolved preset and scenario go beside it.
+
+A cloud holds the fields the ROS Velodyne driver publishes (x, y, z, intensity float32, ring uint16,
+time float32 s from the scan start), then by default the rest of our point type: reflectivity float32,
+return_id and flags uint8, segment uint32, so a recording shows in the viewer as the live stream does.
+``fields=velodyne`` writes the driver's fields alone.
 """
 
 from __future__ import annotations
@@ -20,21 +24,27 @@ from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, register_sink
 from rt_lidar.sweep import Scan
 
-__all__ = ["CLOUD_DTYPE", "RosbagSink", "cloud_bytes"]
+__all__ = ["CLOUD_DTYPE", "CLOUD_DTYPE_ALL", "RosbagSink", "cloud_bytes"]
 
 CLOUD_DTYPE = np.dtype(
     [("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4"), ("ring", "<u2"), ("time", "<f4")]
 )
-"""The PointCloud2 point layout (packed, 22 bytes, as velodyne_pointcloud)."""
-_PF_TYPE = {"<f4": 7, "<u2": 4}  # sensor_msgs/PointField FLOAT32, UINT16
-_LAYOUT = [(n, CLOUD_DTYPE[n], CLOUD_DTYPE.fields[n][1]) for n in CLOUD_DTYPE.names or ()]  # type: ignore[index]
+"""The PointCloud2 point layout of ``fields=velodyne`` (packed, 22 bytes, as velodyne_pointcloud)."""
+CLOUD_DTYPE_ALL = np.dtype(
+    [*((n, CLOUD_DTYPE[n]) for n in CLOUD_DTYPE.names or ()),
+     ("reflectivity", "<f4"), ("return_id", "u1"), ("flags", "u1"), ("segment", "<u4")]
+)  # fmt: skip
+"""The default layout: the Velodyne driver's fields, then the rest of our point type (packed, 32 bytes)."""
+LAYOUTS = {"all": CLOUD_DTYPE_ALL, "velodyne": CLOUD_DTYPE}
+_PF_TYPE = {"<f4": 7, "<u2": 4, "|u1": 2, "<u4": 6}  # sensor_msgs/PointField FLOAT32, UINT16, UINT8, UINT32
 
 
-def cloud_bytes(points: np.ndarray) -> np.ndarray:
-    """Our points -> the PointCloud2 ``data`` bytes (uint8)."""
-    out = np.empty(points.size, CLOUD_DTYPE)
-    for name in ("x", "y", "z", "intensity", "ring"):
-        out[name] = points[name]
+def cloud_bytes(points: np.ndarray, layout: np.dtype = CLOUD_DTYPE) -> np.ndarray:
+    """Our points -> the PointCloud2 ``data`` bytes (uint8) of ``layout``."""
+    out = np.empty(points.size, layout)
+    for name in layout.names or ():
+        if name != "time":
+            out[name] = points[name]
     out["time"] = points["t"].astype(np.float64) * 1e-9
     return out.view(np.uint8)
 
@@ -49,7 +59,7 @@ class RosbagSink:
     """
 
     def __init__(self, target: str, options: dict[str, str]) -> None:
-        unknown = set(options) - {"storage", "topic", "frame", "world", "segment"}
+        unknown = set(options) - {"storage", "topic", "frame", "world", "segment", "fields"}
         if unknown:
             raise ConfigError(f"rosbag2 sink: unknown options {sorted(unknown)}")
         self.path = Path(target)
@@ -64,6 +74,10 @@ class RosbagSink:
             raise ConfigError(
                 f"rosbag2 option segment={options.get('segment')}: must be an integer 1..100000"
             )
+        fields = options.get("fields", "all")
+        if fields not in LAYOUTS:
+            raise ConfigError(f"rosbag2 option fields={fields}: expected {' or '.join(LAYOUTS)}")
+        self.layout = LAYOUTS[fields]
         self.topic = options.get("topic", "/points")
         self.frame = options.get("frame", "lidar")
         self.world = options.get("world", "map")
@@ -151,11 +165,15 @@ class RosbagSink:
         stamp = types["builtin_interfaces/msg/Time"](sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
         header = types["std_msgs/msg/Header"](stamp=stamp, frame_id=self.frame)
         pf = types["sensor_msgs/msg/PointField"]
-        fields = [pf(name=n, offset=off, datatype=_PF_TYPE[k.str], count=1) for n, k, off in _LAYOUT]
-        data = cloud_bytes(scan.points)
+        layout = self.layout
+        fields = [
+            pf(name=n, offset=off, datatype=_PF_TYPE[k.str], count=1)
+            for n, (k, off) in ((n, layout.fields[n][:2]) for n in layout.names or ())  # type: ignore[index]
+        ]
+        data = cloud_bytes(scan.points, layout)
         msg = types["sensor_msgs/msg/PointCloud2"](
             header=header, height=1, width=scan.points.size, fields=fields, is_bigendian=False,
-            point_step=CLOUD_DTYPE.itemsize, row_step=CLOUD_DTYPE.itemsize * scan.points.size,
+            point_step=layout.itemsize, row_step=layout.itemsize * scan.points.size,
             data=data, is_dense=True,
         )  # fmt: skip
         writer.write(self._cloud, stamp_ns, ts.serialize_cdr(msg, msg.__msgtype__))

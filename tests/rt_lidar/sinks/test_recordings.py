@@ -8,17 +8,28 @@ import numpy as np
 import pytest
 
 import rt_lidar.sinks.registry  # noqa: F401  (registers every sink until make_sink imports it)
+from rt_lidar.errors import ConfigError
 from rt_lidar.presets import load_preset
 from rt_lidar.sinks.base import SinkContext, make_sink
-from rt_lidar.sinks.rosbag import cloud_bytes
+
+_PF_NUMPY = {2: "u1", 4: "<u2", 6: "<u4", 7: "<f4"}  # sensor_msgs/PointField datatypes we write
 
 
-@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
-def test_rosbag2_reads_back_bit_exact(tmp_path, pipeline_scans, storage):
+@pytest.mark.parametrize(
+    ("storage", "fields", "names", "step"),
+    [
+        ("mcap", None, ["x", "y", "z", "intensity", "ring", "time", "reflectivity", "return_id", "flags",
+                        "segment"], 32),
+        ("sqlite3", "velodyne", ["x", "y", "z", "intensity", "ring", "time"], 22),
+    ],
+)  # fmt: skip
+def test_rosbag2_reads_back_bit_exact(tmp_path, pipeline_scans, storage, fields, names, step):
     from rosbags.highlevel import AnyReader
 
     scans = pipeline_scans("VLP-16", 2)
-    sink = make_sink(f"rosbag2:{tmp_path / 'bag'},storage={storage}")
+    assert scans[0].points["flags"].any() or scans[0].points["segment"].any()  # fields worth carrying
+    opts = f",fields={fields}" if fields else ""
+    sink = make_sink(f"rosbag2:{tmp_path / 'bag'},storage={storage}{opts}")
     sink.open(SinkContext(load_preset("VLP-16")))
     for s in scans:
         sink.write(s)
@@ -30,10 +41,19 @@ def test_rosbag2_reads_back_bit_exact(tmp_path, pipeline_scans, storage):
         assert len(list(reader.messages(connections=tfs))) == len(scans)
     assert len(msgs) == len(scans)
     for msg, scan in zip(msgs, scans, strict=True):
-        assert [f.name for f in msg.fields] == ["x", "y", "z", "intensity", "ring", "time"]
-        assert msg.width == scan.points.size and msg.point_step == 22
-        np.testing.assert_array_equal(np.asarray(msg.data), cloud_bytes(scan.points))
+        assert [f.name for f in msg.fields] == names
+        assert msg.width == scan.points.size and msg.point_step == step
+        # decoded from the message's own field table, not from our layout
+        fmt = [_PF_NUMPY[f.datatype] for f in msg.fields]
+        offsets = [f.offset for f in msg.fields]
+        layout = np.dtype({"names": names, "formats": fmt, "offsets": offsets, "itemsize": msg.point_step})
+        got = np.frombuffer(np.asarray(msg.data).tobytes(), layout)
+        for name in names:
+            want = scan.points["t"] * 1e-9 if name == "time" else scan.points[name]
+            np.testing.assert_array_equal(got[name], want.astype(layout[name]), err_msg=name)
     assert (tmp_path / "bag_config" / "rt_lidar_config.json").exists()
+    with pytest.raises(ConfigError, match="fields=xyz: expected all or velodyne"):
+        make_sink(f"rosbag2:{tmp_path / 'other'},fields=xyz")
 
 
 _KILLED_WRITER = r"""

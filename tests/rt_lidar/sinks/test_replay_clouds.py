@@ -40,8 +40,8 @@ def test_rosbag_replays_its_clouds(recording, tmp_path):
     assert preset.name == "VLP-16" and len(scans) == 3
     original = read_pcd_points(recording / "scans" / "000001.pcd")
     got = scans[1][1].points
-    for f in ("x", "y", "z", "intensity", "ring"):
-        np.testing.assert_array_equal(got[f], original[f])
+    for f in ("x", "y", "z", "intensity", "ring", "reflectivity", "return_id", "flags", "segment"):
+        np.testing.assert_array_equal(got[f], original[f])  # every field the viewer colours by
     assert scans[1][0] - scans[0][0] == 100_000_000  # the recorded stamps
 
 
