@@ -9,6 +9,7 @@ No Qt here: the window feeds key names in.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -44,6 +45,11 @@ class CarControlSink(Protocol):
 
     def set_controls(self, throttle: float, steering: float, brake: float) -> None:
         """Apply controls (AirSim conventions: steering positive = right)."""
+        ...
+
+    @property
+    def status(self) -> str:
+        """Where the controls go and whether they get there (for the HUD)."""
         ...
 
 
@@ -116,6 +122,7 @@ class BicycleControlSink:
 
     def __init__(self, model: BicycleModel) -> None:
         self.model = model
+        self.status = "local vehicle model"
 
     def set_controls(self, throttle: float, steering: float, brake: float) -> None:
         """Hold these controls on the model."""
@@ -135,28 +142,97 @@ def parse_host_port(spec: str, default_port: int = 41451) -> tuple[str, int]:
 
 class AirSimControlSink:
     """``setCarControls`` over the AirSim bridge (``unreal_bridge.client.AirSimClient``, imported
-    lazily, so the viewer runs without the bridge when it does not drive)."""
+    lazily, so the viewer runs without the bridge when it does not drive).
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 41451, vehicle_name: str = "") -> None:
+    The calls go out from a sender thread of its own: the viewer's GUI thread only hands over the newest
+    controls and never waits on the network. A server that is not up yet, goes away or restarts is
+    tried again every ``retry_s`` (API control is enabled anew on each connection), and :attr:`status`
+    says where the link stands, for the HUD.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 41451,
+        vehicle_name: str = "",
+        *,
+        retry_s: float = 1.0,
+        timeout_s: float = 2.0,
+    ) -> None:
         client_mod = importlib.import_module("unreal_bridge.client")
         wire = importlib.import_module("unreal_bridge.wire")
+        bridge_error = importlib.import_module("unreal_bridge.errors").BridgeError
+        self._errors: tuple[type[BaseException], ...] = (bridge_error, OSError)
         self._controls_type: Any = wire.CarControls
-        self.client: Any = client_mod.AirSimClient(host, port)
+        self.client: Any = client_mod.AirSimClient(host, port, timeout=timeout_s)
+        self.address = f"{host}:{port}"
         self.vehicle_name = vehicle_name
-        self.client.enable_api_control(True, vehicle_name)
+        self.retry_s = retry_s
+        self.sent = 0
+        """Controls the server took."""
+        self.connections = 0
+        """Connections on which API control was enabled."""
+        self.error: str | None = None
+        """Why the last call failed (None once a call went through)."""
+        self._pending: DriveCommand | None = None
+        self._cond = threading.Condition()
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="rt-lidar-drive", daemon=True)
+        self._thread.start()
+
+    @property
+    def status(self) -> str:
+        """``connected to HOST:PORT``, or why not and that it keeps trying."""
+        if self.error is not None:
+            return f"no link to {self.address} ({self.error}); retrying every {self.retry_s:g} s"
+        if self.connections == 0:
+            return f"connecting to {self.address}"
+        return f"connected to {self.address}"
 
     def set_controls(self, throttle: float, steering: float, brake: float) -> None:
-        """Send one ``setCarControls``."""
-        controls = self._controls_type(throttle=float(throttle), steering=float(steering), brake=float(brake))
+        """Queue these controls; the sender thread sends the newest (earlier unsent ones are dropped)."""
+        with self._cond:
+            self._pending = DriveCommand(float(throttle), float(steering), float(brake))
+            self._cond.notify()
+
+    def _send(self, cmd: DriveCommand) -> None:
+        if self.connections == 0 or self.error is not None:
+            self.client.enable_api_control(True, self.vehicle_name)
+            self.connections += 1
+        controls = self._controls_type(throttle=cmd.throttle, steering=cmd.steering, brake=cmd.brake)
         self.client.set_car_controls(controls, self.vehicle_name)
+        self.sent += 1
+        self.error = None
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._pending is None and not self._closing:
+                    self._cond.wait()
+                if self._pending is None:
+                    return
+                cmd, self._pending = self._pending, None
+            try:
+                self._send(cmd)
+            except self._errors as exc:
+                self.error = str(exc)
+                self.client.close()  # the next call connects anew
+                with self._cond:
+                    if self._pending is None:
+                        self._pending = cmd  # resent once the server is back
+                    self._cond.wait(self.retry_s)
+                    if self._closing:
+                        return
 
     def pose(self) -> Any:
         """The car's pose (``simGetVehiclePose``), for the HUD."""
         return self.client.sim_get_vehicle_pose(self.vehicle_name)
 
     def close(self) -> None:
-        """Stop the car and close the connection."""
-        try:
-            self.set_controls(0.0, 0.0, 1.0)
-        finally:
-            self.client.close()
+        """Brake (sent if the link is up), stop the sender thread and close the connection."""
+        self.set_controls(0.0, 0.0, 1.0)
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(timeout=self.retry_s + 5.0)
+        self.client.close()

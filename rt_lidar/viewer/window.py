@@ -350,6 +350,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
         if self.driver is not None and self.driver.last_sent is not None:
             c = self.driver.last_sent
             lines.append(f"drive    throttle {c.throttle:+.2f} steer {c.steering:+.2f} brake {c.brake:.1f}")
+        if self.driver is not None:
+            lines.append(f"link     {self.driver.sink.status}")
         return "\n".join(lines)
 
     def _draw_text(self) -> str:
