@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -89,13 +90,21 @@ class RecordingSource:
     """A folder of PCD files (sorted by name), or a rosbag2 recording of PointCloud2, played at its
     recorded times (``speed`` x real time) or at a fixed ``rate_hz``, with seeking for the time slider.
 
-    Scans are read when shown (:class:`~rt_lidar.recording.CloudRecording`), so a recording of any
-    length opens at once in bounded memory. The sensor comes from the recording's config file
-    (``rt_lidar_config.json``, or the ``config.json`` that ``rt-lidar demo`` writes).
+    Playback keeps to the clock: when the viewer is slower than the recording, the scans whose time has
+    passed are skipped (and counted in :attr:`dropped`), as a video player drops frames, so the picture
+    and the time slider stay at the recorded time. Scans are read when shown
+    (:class:`~rt_lidar.recording.CloudRecording`), so a recording of any length opens in bounded
+    memory. The sensor comes from the recording's config file (``rt_lidar_config.json``, or the
+    ``config.json`` that ``rt-lidar demo`` writes).
     """
 
     def __init__(
-        self, folder: str | Path, rate_hz: float | None = None, loop: bool = False, speed: float = 1.0
+        self,
+        folder: str | Path,
+        rate_hz: float | None = None,
+        loop: bool = False,
+        speed: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         from rt_lidar.recording import CloudRecording
 
@@ -109,9 +118,18 @@ class RecordingSource:
         self.rate_hz = rate_hz
         self.speed = speed
         self.loop = loop
+        self.clock = clock
+        """Wall-clock seconds (monotonic) that playback keeps to."""
         self.index = -1
-        self.playing = True
-        self._next_due = 0.0
+        self.skipped = 0
+        """Scans passed over to keep to the clock."""
+        stamps = self.recording.stamps_ns
+        self._play_s = (
+            np.arange(len(self.recording)) / rate_hz if rate_hz is not None else (stamps - stamps[0]) * 1e-9
+        )
+        """When each scan is due, s of playback from the first."""
+        self._playing = True
+        self._anchor = (0.0, 0.0)  # (wall s, playback s) at the last seek or resume
         self._pending_seek: int | None = 0
         preset = self.recording.preset
         self._figures: dict[str, Any] | None = scan_header_figures(preset) if preset is not None else None
@@ -129,16 +147,27 @@ class RecordingSource:
         """Recorded time from the first scan to the last, s."""
         return self.time_s(len(self) - 1)
 
-    def _gap_s(self, index: int) -> float:
-        """Wall time to wait after showing scan ``index`` before the next one."""
-        if self.rate_hz is not None:
-            return 1.0 / self.rate_hz
-        if index + 1 >= len(self):
-            return 0.0
-        return max(0.0, self.time_s(index + 1) - self.time_s(index)) / self.speed
+    @property
+    def playing(self) -> bool:
+        """Playing (True) or paused; resuming plays on from the scan on screen."""
+        return self._playing
+
+    @playing.setter
+    def playing(self, value: bool) -> None:
+        if value and not self._playing:
+            self._anchor_at(max(self.index, 0))
+        self._playing = bool(value)
+
+    def _anchor_at(self, index: int) -> None:
+        self._anchor = (self.clock(), float(self._play_s[index]))
+
+    def _due_index(self, now: float) -> int:
+        """The newest scan whose playback time has come."""
+        wall0, play0 = self._anchor
+        return int(np.searchsorted(self._play_s, play0 + (now - wall0) * self.speed, side="right")) - 1
 
     def seek(self, index: int) -> None:
-        """Show scan ``index`` on the next poll."""
+        """Show scan ``index`` on the next poll (and play on from there)."""
         self._pending_seek = int(np.clip(index, 0, len(self) - 1))
 
     def frame(self, index: int) -> StreamFrame:
@@ -163,25 +192,27 @@ class RecordingSource:
         return StreamFrame(header, points=pts)
 
     def poll(self) -> dict[str, StreamFrame]:
-        """The next scan when it is due (or a seeked one at once)."""
-        now = time.monotonic()
+        """The newest scan whose time has come (or a seeked one at once); ``{}`` when none is new."""
         if self._pending_seek is not None:
             self.index, self._pending_seek = self._pending_seek, None
-        elif self.playing and now >= self._next_due:
-            if self.index + 1 >= len(self):
-                if not self.loop:
-                    return {}
-                self.index = -1
-            self.index += 1
-        else:
+            self._anchor_at(self.index)
+            return {"scan": self.frame(self.index)}
+        if not self._playing:
             return {}
-        self._next_due = now + self._gap_s(self.index)
-        return {"scan": self.frame(self.index)}
+        due = min(self._due_index(self.clock()), len(self) - 1)
+        if due <= self.index:
+            if self.index < len(self) - 1 or not self.loop:
+                return {}
+            self.index, due = -1, 0  # loop: from the start
+            self._anchor_at(0)
+        self.skipped += max(0, due - self.index - 1)
+        self.index = due
+        return {"scan": self.frame(due)}
 
     @property
     def dropped(self) -> int:
-        """A recording drops nothing."""
-        return 0
+        """Scans skipped to keep to the recorded time."""
+        return self.skipped
 
     def close(self) -> None:
         """Close the recording's files."""

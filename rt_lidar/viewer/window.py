@@ -334,7 +334,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
         h = self.current.header if self.current else {}
         lat = self.hud_stats.latency_ms()
         lat_s = f"{lat:6.1f} ms (p95 {self.hud_stats.latency_ms(95):.1f})" if lat is not None else "   -"
-        state = "PAUSED" if self.paused else "live"
+        state = "PAUSED" if self.paused else "playing" if isinstance(self.source, RecordingSource) else "live"
         if isinstance(self.source, LiveSource) and not self.source.connected:
             state = f"waiting for stream ({self.source.subscriber.silent_s:.0f} s)"
         lines = [

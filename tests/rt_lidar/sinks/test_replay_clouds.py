@@ -65,7 +65,9 @@ def test_the_viewer_plays_a_bag_recording(recording):
     np.testing.assert_array_equal(frame.points["x"], original["x"])
     assert frame.header["preset"] == "VLP-16" and len(frame.header["elevations_deg"]) == 16
     # played at the recorded stamps (100 ms apart), ten times faster
-    assert src.time_s(2) == pytest.approx(0.2) and src._gap_s(0) == pytest.approx(0.01)
+    assert src.time_s(2) == pytest.approx(0.2)
+    wall0, _ = src._anchor  # anchored when scan 0 was handed out
+    assert [src._due_index(wall0 + dt) for dt in (0.005, 0.0105, 0.0195, 0.5)] == [0, 1, 1, 2]
     src.close()
 
 

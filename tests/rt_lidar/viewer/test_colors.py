@@ -199,15 +199,50 @@ def test_recording_plays_and_seeks(tmp_path) -> None:
         got = rec.poll()
         if "scan" in got:
             sizes.append(got["scan"].header["n"])
-        if len(sizes) == 3:
+        if sizes and sizes[-1] == 102:
             break
-    assert sizes == [100, 101, 102] and rec.poll() == {}  # stops at the end
+    # in order, to the end, and every scan either shown or counted as skipped to keep to the clock
+    assert sizes == sorted(sizes) and sizes[-1] == 102 and len(sizes) + rec.dropped == 3
+    assert rec.poll() == {}  # stops at the end
     rec.seek(1)
     assert rec.poll()["scan"].points.size == 101 and len(rec.frame(0).header["elevations_deg"]) == 64
     with pytest.raises(ConfigError, match="none: not a folder of PCD scans"):
         RecordingSource(tmp_path / "none")
     with pytest.raises(ConfigError, match="speed must be > 0"):
         RecordingSource(tmp_path, speed=0)
+
+
+def test_recording_playback_keeps_to_the_clock_and_skips_what_it_cannot_show(tmp_path) -> None:
+    for i in range(5):
+        write_pcd(tmp_path / f"{i:06d}.pcd", _points(100 + i))
+    clock = [100.0]
+    rec = RecordingSource(tmp_path, clock=lambda: clock[0])  # no sensor named: 10 Hz
+
+    def shown() -> int | None:
+        got = rec.poll()
+        return got["scan"].seq if "scan" in got else None
+
+    assert shown() == 0 and shown() is None
+    clock[0] += 0.05
+    assert shown() is None
+    clock[0] += 0.06  # 0.11 s: scan 1 is due
+    assert shown() == 1
+    clock[0] += 0.25  # a slow paint: at 0.36 s scan 3 is due, so scan 2 is skipped and counted
+    assert shown() == 3 and rec.dropped == 1
+    rec.playing = False
+    clock[0] += 5.0
+    assert shown() is None
+    rec.playing = True  # resumes from scan 3 (the pause is not made up for)
+    clock[0] += 0.05
+    assert shown() is None
+    clock[0] += 0.06
+    assert shown() == 4 and rec.dropped == 1
+    clock[0] += 1.0
+    assert shown() is None  # the end
+    rec.seek(1)
+    assert shown() == 1
+    clock[0] += 0.101
+    assert shown() == 2  # plays on from where it was sought
 
 
 class _Recorder:
