@@ -118,15 +118,25 @@ class StreamPublisher:
 
 
 def scan_header_figures(preset: SensorPreset) -> dict[str, Any]:
-    """What a scan header says of its sensor: the preset's name, beam elevations, range-image columns,
-    intensity scale and maximum range (the viewer's colour scales and range panel follow them)."""
-    return {
+    """What a scan header says of its sensor: the preset's name, beam elevations, range-image columns
+    and the horizontal field they span (a rosette's image is an elevation x azimuth grid over its
+    field instead), intensity scale and maximum range (the viewer's colour scales and range panel
+    follow them)."""
+    scan = preset.scan
+    figures: dict[str, Any] = {
         "preset": preset.name,
         "elevations_deg": [round(float(e), 4) for e in preset.elevations_deg],
         "columns": max(64, min(4096, firings_per_scan(preset) // max(1, preset.n_rings))),
+        "azimuth_span_deg": float(scan.fov_h_deg or scan.fov_deg or 360.0),
         "intensity_max": float(preset.output.intensity_max),
         "range_max_m": float(preset.range.max_m),
     }
+    if scan.pattern == "rotating":
+        figures["azimuth_span_deg"] = 360.0
+    elif scan.pattern == "rosette":  # one "ring" sweeping a circle: a square angle grid, ~1 point a pixel
+        figures["elevation_span_deg"] = float(scan.fov_deg or 38.4)
+        figures["columns"] = max(32, min(256, int(np.sqrt(firings_per_scan(preset)))))
+    return figures
 
 
 def _raw(arr: np.ndarray) -> memoryview:

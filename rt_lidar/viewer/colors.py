@@ -263,9 +263,12 @@ def range_panel_rgb(
     positions: F32 | None = None,
     max_columns: int | None = None,
 ) -> U8:
-    """(rings, columns, 3) uint8 range image of a scan (row 0 the highest beam, middle column ahead,
+    """(rows, columns, 3) uint8 range image of a scan (row 0 the highest beam, middle column ahead,
     black where no return); ``positions`` (``point_positions(points)``) saves a strided pass.
 
+    Columns span the sensor's horizontal field of view (``azimuth_span_deg`` in the header: 360 for a
+    spinning head, from behind to behind; the mirror or raster's field ahead otherwise). Rows are the
+    rings, or, for a pattern without rings (``elevation_span_deg``: a rosette), elevation over its field.
     The colour is the colormap of sqrt(range / range_max) in 256 steps. ``max_columns`` (the panel's
     width on screen) caps the header's column count: finer columns would only be scaled away. A scan
     with many more points than pixels is read at a stride (:func:`range_panel_stride`)."""
@@ -273,23 +276,37 @@ def range_panel_rgb(
     columns = max(1, int(header.get("columns", 1024)))
     if max_columns is not None:
         columns = max(1, min(columns, int(max_columns)))
-    rings = elev.size
-    order = np.argsort(-elev)
-    row_of_ring = np.empty(rings, np.intp)
-    row_of_ring[order] = np.arange(rings)
+    span_h = float(header.get("azimuth_span_deg") or 360.0)
+    span_v = header.get("elevation_span_deg")
+    rings = elev.size if not span_v else columns
     img = np.full(rings * columns, np.nan, np.float32)
     n = points.shape[0]
     if n:
-        k = range_panel_stride(n, rings * columns, rings)
+        k = range_panel_stride(n, rings * columns, elev.size)
         xyz = positions[::k] if positions is not None else point_positions(points[::k])
-        # column: (180 deg - azimuth) / 360 deg * columns, in float32
+        # column: (span / 2 - azimuth) / span * columns, in float32 (behind-to-behind for a full turn)
         col_f = np.arctan2(xyz[:, 1], xyz[:, 0])
-        col_f *= -columns / (2.0 * np.pi)
+        col_f *= -columns / np.radians(span_h)
         col_f += columns / 2.0
-        col = col_f.astype(np.intp)
-        col %= columns  # azimuth exactly -180 deg lands on column 0
-        flat = np.take(row_of_ring * columns, points["ring"][::k], mode="clip")
-        flat += col
+        if span_v:  # rows by elevation over the field, as many as columns
+            row_f = np.arctan2(xyz[:, 2], np.hypot(xyz[:, 0], xyz[:, 1]))
+            row_f *= -rings / np.radians(float(span_v))
+            row_f += rings / 2.0
+            inside = (row_f >= 0) & (row_f < rings) & (col_f >= 0) & (col_f < columns)
+            flat = row_f[inside].astype(np.intp) * columns + col_f[inside].astype(np.intp)
+            xyz = xyz[inside]
+        else:
+            order = np.argsort(-elev)
+            row_of_ring = np.empty(rings, np.intp)
+            row_of_ring[order] = np.arange(rings)
+            ring = points["ring"][::k]
+            if span_h < 360.0:  # a field ahead: what lies outside it is not drawn
+                inside = (col_f >= 0) & (col_f < columns)
+                col_f, ring, xyz = col_f[inside], ring[inside], xyz[inside]
+            col = col_f.astype(np.intp)
+            col %= columns  # azimuth exactly -180 deg lands on column 0
+            flat = np.take(row_of_ring * columns, ring, mode="clip")
+            flat += col
         # the panel's value sqrt(r / vmax) * 255 = (r^2)^(1/4) * 255 / sqrt(vmax)
         vmax = min(float(header.get("range_max_m", 80.0)), 80.0)
         v = np.einsum("ij,ij->i", xyz, xyz)

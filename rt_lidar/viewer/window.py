@@ -54,6 +54,10 @@ class WindowOptions:
     """With ``screenshot``: also wait for a camera frame (the source publishes them now and then)."""
 
 
+_KEEP_ASPECT = QtCore.Qt.AspectRatioMode.KeepAspectRatio
+_FAST = QtCore.Qt.TransformationMode.FastTransformation
+
+
 def key_name(event: Any) -> str:
     """Lower-case name of a key event's key: ``"w"``, ``"up"``, ``"space"``, ``"f1"``, ``"+"``."""
     text = QtGui.QKeySequence(int(event.key())).toString().lower()
@@ -169,6 +173,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             lab.setSizePolicy(ignored, QtWidgets.QSizePolicy.Policy.Fixed)
             lab.setFixedHeight(150)
         self.range_label.setFixedHeight(110)
+        self.range_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
         self.camera_label.setVisible(False)
         self.mask_label.setVisible(False)
         panels = QtWidgets.QWidget()
@@ -280,7 +285,12 @@ class ViewerWindow(QtWidgets.QMainWindow):
         # no finer than the label shows it: the columns past its width would be scaled away
         width = max(256, round(self.range_label.width() * self.range_label.devicePixelRatioF()))
         rgb = range_panel_rgb(frame.points, frame.header, self._positions, max_columns=width)
-        self.range_label.setPixmap(QtGui.QPixmap.fromImage(_qimage(rgb)))
+        pixmap = QtGui.QPixmap.fromImage(_qimage(rgb))
+        square = bool(frame.header.get("elevation_span_deg"))  # an angle grid: keep its pixels square
+        self.range_label.setScaledContents(not square)
+        if square:
+            pixmap = pixmap.scaled(self.range_label.size(), _KEEP_ASPECT, _FAST)
+        self.range_label.setPixmap(pixmap)
 
     def _show_camera(self, frame: StreamFrame) -> None:
         if frame.rgb is None:

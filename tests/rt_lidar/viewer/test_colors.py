@@ -176,6 +176,37 @@ def test_range_panel_is_the_colormap_of_sqrt_range_and_thins_out_dense_scans() -
     assert range_panel_rgb(pts, header, max_columns=10_000).shape == (rings, columns, 3)
 
 
+def _at(az_deg: float, el_deg: float, r: float, ring: int = 0) -> np.ndarray:
+    pts = np.zeros(1, POINT_DTYPE)
+    az, el = np.radians(az_deg), np.radians(el_deg)
+    pts["x"], pts["y"], pts["z"] = r * np.cos(el) * np.cos(az), r * np.cos(el) * np.sin(az), r * np.sin(el)
+    pts["ring"] = ring
+    return pts
+
+
+def test_range_panel_spans_the_field_of_view_of_a_sensor_that_looks_ahead() -> None:
+    from rt_lidar.presets import load_preset
+    from rt_lidar.stream import scan_header_figures
+
+    header = {"elevations_deg": [-1.0, 1.0], "columns": 90, "azimuth_span_deg": 90.0, "range_max_m": 80.0}
+    pts = np.concatenate([_at(40.0, 1.0, 20.0, ring=1), _at(-20.0, -1.0, 20.0), _at(170.0, 1.0, 20.0, 1)])
+    img = range_panel_rgb(pts, header)
+    lit = np.argwhere(img.sum(-1) > 0)
+    # 40 deg left of ahead: column (45 - 40) / 90 * 90 = 5, top row (ring 1 is the higher beam);
+    # 20 deg right: column 65, bottom row; the point behind the sensor is outside the field: not drawn
+    assert sorted(map(tuple, lit.tolist())) == [(0, 5), (1, 65)]
+    # a rosette: an elevation x azimuth grid over its circular field, square
+    rosette = {"elevations_deg": [0.0], "columns": 40, "azimuth_span_deg": 40.0, "elevation_span_deg": 40.0}
+    img = range_panel_rgb(np.concatenate([_at(0.0, 10.0, 20.0), _at(-15.0, -15.0, 20.0)]), rosette)
+    assert img.shape == (40, 40, 3)
+    assert sorted(map(tuple, np.argwhere(img.sum(-1) > 0).tolist())) == [(10, 20), (35, 35)]
+    # what the presets put in their headers
+    spans = {n: scan_header_figures(load_preset(n)) for n in ("HDL-64E", "AT128", "Cube 1", "Mid-40")}
+    assert [spans[n]["azimuth_span_deg"] for n in spans] == [360.0, 120.0, 70.0, 38.4]
+    assert spans["Mid-40"]["elevation_span_deg"] == 38.4 and "elevation_span_deg" not in spans["AT128"]
+    assert spans["Mid-40"]["columns"] == 100  # sqrt of its 10,000 points a frame
+
+
 def test_intensity_mask_colours() -> None:
     m = np.array([[0.0, 1.0], [4.0, -1.0]], np.float32)
     rgb = intensity_mask_rgb(m)
