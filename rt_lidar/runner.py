@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from rt_lidar.pipeline import Pipeline
 from rt_lidar.presets import SensorPreset
-from rt_lidar.scan_pattern import firings_per_scan
+from rt_lidar.scan_pattern import azimuth_span_deg, firings_per_scan
 from rt_lidar.sinks import range_image, write_range_image_png
 from rt_lidar.sinks.base import SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
@@ -99,7 +99,7 @@ def drive_scans(
     wall_s = time.perf_counter() - t_loop
     if last is not None:
         cols = max(64, min(4096, last.fired // max(1, preset.n_rings)))
-        img = range_image(last.points, preset.elevations_deg, cols)
+        img = range_image(last.points, preset.elevations_deg, cols, azimuth_span_deg=azimuth_span_deg(preset))
         rows = max(1, 256 // preset.n_rings)
         write_range_image_png(out / "range_image.png", img, preset.output.intensity_max, row_scale=rows)
     sim_s = pipeline.sim_time_s - sim0

@@ -20,7 +20,15 @@ import numpy as np
 
 from rt_lidar.presets import SensorPreset
 
-__all__ = ["Firings", "firings_between", "firings_per_scan", "scan_index", "scan_period_ns", "scan_start_ns"]
+__all__ = [
+    "Firings",
+    "azimuth_span_deg",
+    "firings_between",
+    "firings_per_scan",
+    "scan_index",
+    "scan_period_ns",
+    "scan_start_ns",
+]
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,14 @@ def _schedule(preset: SensorPreset) -> _Schedule:
 def scan_period_ns(preset: SensorPreset) -> int:
     """Rotation period (rotating) or frame period (solid state), integer ns."""
     return _schedule(preset).period_ns
+
+
+def azimuth_span_deg(preset: SensorPreset) -> float:
+    """Horizontal field of view, deg: 360 for a spinning head, the field ahead for a solid-state one."""
+    scan = preset.scan
+    if scan.pattern == "rotating":
+        return 360.0
+    return float(scan.fov_h_deg or scan.fov_deg or 360.0)
 
 
 def firings_per_scan(preset: SensorPreset) -> int:

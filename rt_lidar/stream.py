@@ -30,7 +30,7 @@ import numpy as np
 import zmq
 
 from rt_lidar.presets import SensorPreset
-from rt_lidar.scan_pattern import firings_per_scan
+from rt_lidar.scan_pattern import azimuth_span_deg, firings_per_scan
 from rt_lidar.sinks.base import SinkContext, register_sink
 from rt_lidar.sweep import Scan
 
@@ -127,13 +127,11 @@ def scan_header_figures(preset: SensorPreset) -> dict[str, Any]:
         "preset": preset.name,
         "elevations_deg": [round(float(e), 4) for e in preset.elevations_deg],
         "columns": max(64, min(4096, firings_per_scan(preset) // max(1, preset.n_rings))),
-        "azimuth_span_deg": float(scan.fov_h_deg or scan.fov_deg or 360.0),
+        "azimuth_span_deg": azimuth_span_deg(preset),
         "intensity_max": float(preset.output.intensity_max),
         "range_max_m": float(preset.range.max_m),
     }
-    if scan.pattern == "rotating":
-        figures["azimuth_span_deg"] = 360.0
-    elif scan.pattern == "rosette":  # one "ring" sweeping a circle: a square angle grid, ~1 point a pixel
+    if scan.pattern == "rosette":  # one "ring" sweeping a circle: a square angle grid, ~1 point a pixel
         figures["elevation_span_deg"] = float(scan.fov_deg or 38.4)
         figures["columns"] = max(32, min(256, int(np.sqrt(firings_per_scan(preset)))))
     return figures

@@ -27,11 +27,17 @@ def colormap(values: np.ndarray) -> np.ndarray:
 
 
 def range_image(
-    points: np.ndarray, elevations_deg: np.ndarray, columns: int, field: str = "intensity"
+    points: np.ndarray,
+    elevations_deg: np.ndarray,
+    columns: int,
+    field: str = "intensity",
+    azimuth_span_deg: float = 360.0,
 ) -> np.ndarray:
     """(rings, columns) float32 image of ``field`` (NaN where no return); row 0 is the highest beam.
 
-    Column 0 is azimuth +180 deg (behind), the middle column straight ahead, as a viewer expects.
+    The columns span ``azimuth_span_deg`` centred straight ahead: for a full turn column 0 is azimuth
+    +180 deg (behind), as a viewer expects; for a sensor that looks ahead, its field (points outside it
+    are left out).
     """
     order = np.argsort(-np.asarray(elevations_deg))
     row_of_ring = np.empty_like(order)
@@ -40,7 +46,11 @@ def range_image(
     if points.size == 0:
         return img
     az = np.degrees(np.arctan2(points["y"], points["x"]))
-    col = ((180.0 - az) / 360.0 * columns).astype(np.int64) % columns
+    col_f = (azimuth_span_deg / 2.0 - az) / azimuth_span_deg * columns
+    if azimuth_span_deg < 360.0:
+        inside = (col_f >= 0) & (col_f < columns)
+        points, col_f = points[inside], col_f[inside]
+    col = col_f.astype(np.int64) % columns
     rows = row_of_ring[points["ring"].astype(np.int64)]
     img[rows, col] = points[field]
     return img

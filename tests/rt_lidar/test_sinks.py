@@ -70,6 +70,9 @@ def test_range_image(tmp_path):
     assert img[1, 180] == 100  # ring 0 is the lower beam -> second row; straight ahead -> middle column
     assert img[0, 0] == 200 or img[0, 359] == 200
     assert np.isnan(img).sum() == 2 * 360 - 2
+    # a sensor that looks 120 deg ahead: its field fills the columns, the point behind is left out
+    ahead = range_image(p, np.array([-5.0, 5.0]), 120, azimuth_span_deg=120.0)
+    assert ahead[1, 60] == 100 and np.isnan(ahead).sum() == 2 * 120 - 1
     from PIL import Image
 
     out = write_range_image_png(tmp_path / "r.png", img, 255, row_scale=3)
