@@ -45,10 +45,10 @@ def add_view_parser(sub: argparse._SubParsersAction) -> None:
         "view",
         help="watch the live stream (or play a recording) in the Qt viewer",
         description="pyqtgraph viewer of the live point stream, or player of a recording (a folder of "
-        "PCDs or a rosbag2 bag). Press H for keys.",
+        "PCDs, a KITTI sequence's velodyne/ folder, or a rosbag2 bag). Press H for keys.",
     )
     p.add_argument(
-        "recording", nargs="?", default=None, help="a recording to play: a folder of .pcd scans, or a bag"
+        "recording", nargs="?", default=None, help="a recording: a folder of .pcd or KITTI .bin scans, or a bag"
     )
     p.add_argument(
         "--connect", default=DEFAULT_ADDRESS, metavar="ADDR", help=f"stream (default {DEFAULT_ADDRESS})"

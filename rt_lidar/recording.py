@@ -1,4 +1,5 @@
-"""Cloud recordings read lazily: a folder of PCD scans or a rosbag2 bag of ``sensor_msgs/PointCloud2``.
+"""Cloud recordings read lazily: a folder of PCD scans, a folder of KITTI ``.bin`` scans (ours, or a
+KITTI sequence's ``velodyne/`` with its ``times.txt``), or a rosbag2 bag of ``sensor_msgs/PointCloud2``.
 
 Opening a recording reads only its index (file names, or the bag's message stamps); a scan's points
 are read when asked for, so a recording of any length opens in bounded memory and can be played,
@@ -16,12 +17,13 @@ import numpy as np
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.points import POINT_DTYPE
-from rt_lidar.presets import SensorPreset, preset_from_dict
+from rt_lidar.presets import SensorPreset, load_preset, preset_from_dict
 from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.sinks.kitti import read_kitti_bin
 from rt_lidar.sinks.pcd import read_pcd_points
 from rt_lidar.sweep import Scan
 
-__all__ = ["DEFAULT_SCAN_PERIOD_NS", "CloudRecording", "cloud_points"]
+__all__ = ["DEFAULT_SCAN_PERIOD_NS", "CloudRecording", "cloud_points", "kitti_points"]
 
 DEFAULT_SCAN_PERIOD_NS = 100_000_000
 """The scan period assumed for a PCD folder whose sensor is unknown (10 Hz)."""
@@ -64,6 +66,38 @@ def cloud_points(msg: Any) -> np.ndarray:
     return pts
 
 
+def kitti_points(kitti: np.ndarray, preset: SensorPreset) -> np.ndarray:
+    """A KITTI ``(N, 4)`` array (x, y, z, reflectance in [0, 1]) as :data:`POINT_DTYPE` points of
+    ``preset``: ``reflectivity`` the reflectance, ``intensity`` it times the sensor's scale, ``ring`` the
+    beam whose elevation is nearest the point's (the format keeps no ring)."""
+    pts = np.zeros(kitti.shape[0], POINT_DTYPE)
+    pts["x"], pts["y"], pts["z"] = kitti[:, 0], kitti[:, 1], kitti[:, 2]
+    pts["reflectivity"] = kitti[:, 3]
+    pts["intensity"] = kitti[:, 3] * np.float32(preset.output.intensity_max)
+    elev = np.degrees(np.arctan2(kitti[:, 2], np.hypot(kitti[:, 0], kitti[:, 1])))
+    beams = np.asarray(preset.elevations_deg, np.float64)
+    order = np.argsort(beams)
+    edges = (beams[order][1:] + beams[order][:-1]) / 2.0  # halfway between neighbouring beams
+    pts["ring"] = order[np.searchsorted(edges, elev)]
+    return pts
+
+
+def _kitti_times(path: Path, count: int, fallback: np.ndarray) -> np.ndarray:
+    """A KITTI sequence's ``times.txt`` (one time in seconds a line) as ns, when it has ``count``
+    lines; else ``fallback``."""
+    if not path.is_file():
+        return fallback
+    try:
+        seconds = np.loadtxt(path, dtype=np.float64, ndmin=1)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not a KITTI times.txt (one time in seconds a line): {exc}") from None
+    if seconds.size != count:
+        return fallback
+    if np.any(np.diff(seconds) < 0):
+        raise ConfigError(f"{path}: times go backwards")
+    return np.round(seconds * 1e9).astype(np.int64)
+
+
 def _config_preset(*candidates: Path) -> SensorPreset | None:
     """The sensor of the first config file among ``candidates`` that exists (None when none does)."""
     for cfg in candidates:
@@ -88,7 +122,7 @@ class CloudRecording:
     def __init__(self, path: str | Path, preset: SensorPreset | None = None) -> None:
         self.path = Path(path)
         if not self.path.is_dir():
-            raise ConfigError(f"{self.path}: not a folder of PCD scans or a rosbag2 recording")
+            raise ConfigError(f"{self.path}: not a folder of PCD or KITTI scans or a rosbag2 recording")
         self._reader: Any = None
         self._conn: Any = None
         self._stamp_rank: np.ndarray = np.zeros(0, np.int64)
@@ -100,14 +134,22 @@ class CloudRecording:
             self.files: list[Path] = []
             self.stamps_ns = self._open_bag()
         else:
-            self.kind = "pcd"
             self.files = sorted(self.path.glob("*.pcd"))
+            self.kind = "pcd"
             if not self.files:
-                raise ConfigError(f"{self.path}: no .pcd files and no metadata.yaml (not a recording)")
+                self.files, self.kind = sorted(self.path.glob("*.bin")), "kitti"
+            if not self.files:
+                raise ConfigError(
+                    f"{self.path}: no .pcd or KITTI .bin files and no metadata.yaml (not a recording)"
+                )
             configs = ("rt_lidar_config.json", "config.json", "../config.json")
             self.preset = preset or _config_preset(*(self.path / c for c in configs))
+            if self.kind == "kitti" and self.preset is None:
+                self.preset = load_preset("HDL-64E")  # the KITTI datasets' sensor
             period = scan_period_ns(self.preset) if self.preset is not None else DEFAULT_SCAN_PERIOD_NS
             self.stamps_ns = np.arange(len(self.files), dtype=np.int64) * period
+            if self.kind == "kitti":
+                self.stamps_ns = _kitti_times(self.path.parent / "times.txt", len(self.files), self.stamps_ns)
 
     def _open_bag(self) -> np.ndarray:
         from rosbags.highlevel import AnyReader
@@ -138,7 +180,7 @@ class CloudRecording:
 
     def name(self, index: int) -> str:
         """A short name of scan ``index`` (its file name, or its number in the bag)."""
-        return self.files[index].name if self.kind == "pcd" else f"{self._conn.topic}#{index}"
+        return self.files[index].name if self.kind != "rosbag2" else f"{self._conn.topic}#{index}"
 
     def points(self, index: int) -> np.ndarray:
         """The points of scan ``index`` (read now)."""
@@ -146,6 +188,9 @@ class CloudRecording:
             raise IndexError(f"scan {index} of a recording of {len(self)}")
         if self.kind == "pcd":
             return read_pcd_points(self.files[index])
+        if self.kind == "kitti":
+            assert self.preset is not None
+            return kitti_points(read_kitti_bin(self.files[index]), self.preset)
         stamp = int(self.stamps_ns[index])
         rank = int(self._stamp_rank[index])
         for i, (conn, _stamp, raw) in enumerate(
@@ -161,7 +206,7 @@ class CloudRecording:
 
     def __iter__(self) -> Iterator[tuple[int, Scan]]:
         """``(stamp_ns, scan)`` in recorded order, reading one scan at a time."""
-        if self.kind == "pcd":
+        if self.kind != "rosbag2":
             for i in range(len(self)):
                 yield int(self.stamps_ns[i]), self.scan(i)
             return

@@ -110,3 +110,40 @@ def test_bad_recordings_say_what_is_wrong(recording, tmp_path):
     (tmp_path / "cfg" / "rt_lidar_config.json").write_text("{broken")
     with pytest.raises(ConfigError, match=r"rt_lidar_config.json: not valid JSON"):
         CloudRecording(tmp_path / "cfg")
+
+
+def test_a_kitti_sequence_plays_with_its_times_and_rings_from_the_beam_table(tmp_path):
+    """The real KITTI HDL-64E frame laid out as a sequence: its velodyne/ folder opens as a recording
+    of the HDL-64E, at the times of times.txt, each point on the beam nearest its elevation."""
+    from pathlib import Path
+
+    from rt_lidar.presets import load_preset
+    from rt_lidar.recording import CloudRecording
+    from rt_lidar.viewer.sources import RecordingSource
+
+    real = Path(__file__).resolve().parents[4] / "shared" / "reference" / "real" / "kitti_000008"
+    if not (real / "velodyne_000008.bin").is_file():
+        pytest.skip("../shared/reference/real/kitti_000008 not present")
+    velo = tmp_path / "sequences" / "08" / "velodyne"
+    velo.mkdir(parents=True)
+    for i in range(3):
+        (velo / f"{i:06d}.bin").symlink_to(real / "velodyne_000008.bin")
+    (velo.parent / "times.txt").write_text("0.000000e+00\n1.036290e-01\n2.072120e-01\n")
+    kitti = read_kitti_bin(real / "velodyne_000008.bin")
+    with CloudRecording(velo) as rec:
+        assert rec.kind == "kitti" and rec.preset is not None and rec.preset.name == "HDL-64E"
+        assert rec.stamps_ns.tolist() == [0, 103_629_000, 207_212_000]
+        pts = rec.points(1)
+    np.testing.assert_array_equal(pts["x"], kitti[:, 0])
+    np.testing.assert_array_equal(pts["reflectivity"], kitti[:, 3])
+    # rings: each point on its nearest beam (of the HDL-64E's table)
+    beams = load_preset("HDL-64E").elevations_deg
+    elev = np.degrees(np.arctan2(pts["z"], np.hypot(pts["x"], pts["y"])))
+    err = np.abs(elev[:, None] - beams[None, :])
+    assert np.array_equal(err.argmin(1), pts["ring"])
+    assert len(np.unique(pts["ring"])) >= 40  # the frame is cropped to the camera: 44 beams see it
+    assert np.median(err.min(1)) < 0.1  # KITTI's points lie close to the published beam elevations
+    src = RecordingSource(velo)
+    frame = src.poll()["scan"]
+    assert frame.header["preset"] == "HDL-64E" and frame.points.size == kitti.shape[0]
+    assert src.time_s(2) == pytest.approx(0.207212)

@@ -237,7 +237,7 @@ def test_recording_plays_and_seeks(tmp_path) -> None:
     assert rec.poll() == {}  # stops at the end
     rec.seek(1)
     assert rec.poll()["scan"].points.size == 101 and len(rec.frame(0).header["elevations_deg"]) == 64
-    with pytest.raises(ConfigError, match="none: not a folder of PCD scans"):
+    with pytest.raises(ConfigError, match="none: not a folder of PCD or KITTI scans"):
         RecordingSource(tmp_path / "none")
     with pytest.raises(ConfigError, match="speed must be > 0"):
         RecordingSource(tmp_path, speed=0)
