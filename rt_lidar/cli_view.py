@@ -48,7 +48,7 @@ def add_view_parser(sub: argparse._SubParsersAction) -> None:
         "PCDs, a KITTI sequence's velodyne/ folder, or a rosbag2 bag). Press H for keys.",
     )
     p.add_argument(
-        "recording", nargs="?", default=None, help="a recording: a folder of .pcd or KITTI .bin scans, or a bag"
+        "recording", nargs="?", default=None, help="a recording: a folder of .pcd or KITTI .bin scans, a bag"
     )
     p.add_argument(
         "--connect", default=DEFAULT_ADDRESS, metavar="ADDR", help=f"stream (default {DEFAULT_ADDRESS})"
