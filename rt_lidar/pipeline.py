@@ -147,6 +147,7 @@ class Pipeline:
         # 1. the firings of this frame's slice of the schedule (a sector on a rotating sensor), and
         # 2. what they hit, moving objects posed at the frame start (maybe fetched during frame k-1)
         _firings, hits = self._frame_hits(k)
+        hits_wall_ns = time.time_ns()
         # 3. received power, threshold, noise, output scale
         result = self.physics.apply(hits, self._rng(k))
         # 4. stitch into scans (a remote source reports the firings it really swept)
@@ -156,6 +157,7 @@ class Pipeline:
         scans = self.assembler.add(result.points, hits.firings.t_ns, t_end, result.extras())
         for scan in scans:
             scan.sensor_position, scan.sensor_rotation = self.source.sensor_pose(scan.start_ns * 1e-9)
+            scan.sim_wall_ns = hits_wall_ns
         self.frame += 1
         self.last_stats = FrameStats(
             k, t0, t1, result.fired, result.points.size, time.perf_counter() - t_wall

@@ -6,7 +6,8 @@ Wire format, one multipart message a frame:
   ``"camera"``), ``seq`` (counts up by one per frame of that kind, from 0 when the publisher starts),
   ``session`` (a random id of the publisher, new at every start),
   ``sim_time_ns``, ``wall_time_ns`` (``time.time_ns()`` when published), ``preset``, ``frame_id`` and,
-  for a scan, ``fields`` (the NumPy dtype ``descr`` of the points), ``n`` and the scan's figures;
+  for a scan, ``fields`` (the NumPy dtype ``descr`` of the points), ``n``, ``sim_wall_ns`` (when the
+  pipeline had the sim's last sector of it, or null) and the scan's figures;
 - part 1 (and 2): the raw buffers, sent zero-copy: the point array of a scan, or the RGB image and the
   float32 intensity mask of a camera frame (shapes in the header). A scan that carries the RINet
   stage's camera image and mask (``Scan.camera``) is followed by that camera frame.
@@ -196,6 +197,7 @@ class ZmqStreamSink:
             "n": int(pts.size),
             "fired": int(scan.fired),
             "dropped": int(scan.dropped),
+            "sim_wall_ns": scan.sim_wall_ns,
             "position": [float(v) for v in scan.sensor_position],
             "rotation": [float(v) for v in scan.sensor_rotation],
             **self._static,

@@ -53,6 +53,9 @@ class Scan:
     """Optional per-point fields aligned with ``points`` (``epw_ns``: echo pulse width)."""
     camera: CameraView | None = None
     """The camera image and intensity mask of the learned stage (RINet) when it ran on this scan."""
+    sim_wall_ns: int | None = None
+    """Wall time (``time.time_ns()``) at which the pipeline had the sim's last sector of this scan in
+    hand: where the viewer's sim -> screen latency starts."""
 
     @property
     def drop_fraction(self) -> float:

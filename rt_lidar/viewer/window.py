@@ -259,7 +259,9 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self.slider.setValue(self.source.index)
             self.slider.blockSignals(False)
             self.slider_label.setText(self.playback_text())
-        wall = frame.header.get("wall_time_ns")
+        # sim -> screen: from when the pipeline had the sim's sector (when the stream says), else from
+        # when the scan was published
+        wall = frame.header.get("sim_wall_ns") or frame.header.get("wall_time_ns")
         self._paint_wall = int(wall) if isinstance(self.source, LiveSource) and wall is not None else None
         self._paint_due = True
         self.hud_stats.prepared(time.perf_counter() - t0)

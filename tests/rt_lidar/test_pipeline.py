@@ -179,3 +179,16 @@ def test_lookahead_casts_ahead_and_survives_a_jump():
     assert not pipe._pending
     with pytest.raises(ValueError, match="prefetch must be a bool or a number of frames >= 0, got -1"):
         build_pipeline("VLP-16", "street", prefetch=-1)
+
+
+def test_scans_say_when_the_pipeline_had_their_last_sector() -> None:
+    import time
+
+    from rt_lidar.build import build_pipeline
+
+    pipe = build_pipeline("VLP-16", "street", seed=0).pipeline
+    before = time.time_ns()
+    scans = pipe.scans(2)
+    after = time.time_ns()
+    stamps = [s.sim_wall_ns for s in scans]
+    assert all(t is not None and before <= t <= after for t in stamps) and stamps[0] < stamps[1]

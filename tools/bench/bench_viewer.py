@@ -4,7 +4,8 @@ points (synthetic street-like scans published at 10 Hz on loopback TCP), JSON ou
     .venv/bin/python tools/bench/bench_viewer.py --seconds 8 --out docs/bench/viewer.json
 
 Runs under the current X display, or a private Xvfb when there is none (Qt's offscreen platform has no
-GL context). Latency is publish -> end of the paint that shows the frame (``paintGL`` + ``glFinish``).
+GL context). Latency is sim -> screen: from the scan's ``sim_wall_ns`` (here the synthetic "sim" makes a
+scan and publishes it at once) to the end of the paint that shows it (``paintGL`` + ``glFinish``).
 Each case also splits a shown frame into the viewer's own work (``prepare_ms``: positions, colours,
 range panel) and its paint (``paint_ms``), and times the floor: a bare ``GLScatterPlotItem`` with the
 same points in a bare ``GLViewWidget`` of the same size, painted back to back (``raw_paint_ms``).
@@ -57,7 +58,7 @@ def _publisher(sink: ZmqStreamSink, pts: np.ndarray, hz: float, stop: threading.
     k = 0
     t0 = time.perf_counter()
     while not stop.is_set():
-        sink.write(Scan(k, int(k * 1e9 / hz), pts, pts.size, 0))
+        sink.write(Scan(k, int(k * 1e9 / hz), pts, pts.size, 0, sim_wall_ns=time.time_ns()))
         k += 1
         time.sleep(max(0.0, t0 + k / hz - time.perf_counter()))
 

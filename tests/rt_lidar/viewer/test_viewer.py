@@ -292,3 +292,35 @@ def test_viewer_waits_for_a_stream_that_went_away_and_shows_it_again(qtbot) -> N
     finally:
         timer.stop()
         sink.close()
+
+
+def test_latency_runs_from_when_the_pipeline_had_the_sims_sector(qtbot) -> None:
+    """The HUD's latency is sim -> screen: from the scan's ``sim_wall_ns`` (when the pipeline had the
+    sim's last sector), not from when it was published."""
+    import socket
+
+    from rt_lidar.presets import load_preset
+    from rt_lidar.sinks.base import SinkContext
+    from rt_lidar.stream import ZmqStreamSink
+    from rt_lidar.sweep import Scan
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    sink = ZmqStreamSink(address)
+    sink.open(SinkContext(preset=load_preset("VLP-16")))
+    pts = _Scans(2_000).frame.points
+    # the sim's sector was in hand 400 ms before each publish (a slow pipeline)
+    timer = QtCore.QTimer()
+    timer.timeout.connect(
+        lambda: sink.write(Scan(0, 0, pts, pts.size, 0, sim_wall_ns=time.time_ns() - 400_000_000))
+    )
+    timer.start(50)
+    try:
+        win = _window(qtbot, LiveSource(address))
+        qtbot.waitUntil(lambda: win.hud_stats.frames_shown >= 3, timeout=10_000)
+        latency = win.hud_stats.latency_ms()
+        assert latency is not None and 400.0 <= latency < 1400.0
+    finally:
+        timer.stop()
+        sink.close()
