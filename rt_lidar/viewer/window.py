@@ -22,6 +22,7 @@ from rt_lidar.viewer.colors import (
     range_panel_rgb,
 )
 from rt_lidar.viewer.drive import KeyboardDriver
+from rt_lidar.viewer.picking import describe_point, pick_point
 from rt_lidar.viewer.sources import FrameSource, HudStats, LiveSource, RecordingSource
 
 __all__ = ["HELP_TEXT", "CloudView", "ViewerWindow", "WindowOptions", "key_name", "range_panel_rgb"]
@@ -32,6 +33,7 @@ C &nbsp; next colour mode &nbsp;&nbsp; + / - &nbsp; point size<br>
 Space &nbsp; pause / resume &nbsp;&nbsp; N or . &nbsp; single step (when paused)<br>
 , &nbsp; previous scan (recording) &nbsp;&nbsp; I &nbsp; image panels on / off<br>
 R &nbsp; reconnect (live) / reset the camera &nbsp;&nbsp; P &nbsp; save a screenshot<br>
+click a point &nbsp; its fields (range, intensity, ring, time, flags, ...) &nbsp;&nbsp; drag &nbsp; orbit<br>
 --drive: W/Up throttle, S/Down reverse, A/Left D/Right steer, X brake<br>
 H, F1 or ? &nbsp; this help &nbsp;&nbsp; Q or Esc &nbsp; quit"""
 
@@ -71,14 +73,43 @@ def _qimage(rgb: np.ndarray) -> QtGui.QImage:
 
 
 class CloudView(gl.GLViewWidget):
-    """GLViewWidget that reports each finished paint (after ``glFinish``) and routes keys."""
+    """GLViewWidget that reports each finished paint (after ``glFinish``), routes keys, and reports a
+    click (a left press and release without a drag) for picking."""
 
-    def __init__(self, on_painted: Callable[[], None], on_key: Callable[[Any, bool], bool]) -> None:
+    def __init__(
+        self,
+        on_painted: Callable[[], None],
+        on_key: Callable[[Any, bool], bool],
+        on_click: Callable[[float, float], object],
+    ) -> None:
         super().__init__()
         self._on_painted = on_painted
         self._on_key = on_key
+        self._on_click = on_click
+        self._press: tuple[float, float] | None = None
         self.paint_s = 0.0
         """How long the last paint took, to the end of ``glFinish``."""
+
+    def mvp(self) -> np.ndarray:
+        """The camera's 4x4 model-view-projection matrix (row-major), as the last paint used it."""
+        viewport = (0, 0, self.width(), self.height())
+        m = self.projectionMatrix(viewport, viewport) * self.viewMatrix()
+        return np.asarray(m.data(), np.float64).reshape(4, 4).T  # Qt stores columns
+
+    def mousePressEvent(self, ev: Any) -> None:
+        """Remember where a left press was (a release there is a click)."""
+        pos = ev.position()
+        self._press = (pos.x(), pos.y()) if ev.button() == QtCore.Qt.MouseButton.LeftButton else None
+        super().mousePressEvent(ev)
+
+    def mouseReleaseEvent(self, ev: Any) -> None:
+        """A left release within 3 px of its press picks the point there."""
+        pos = ev.position()
+        press, left = self._press, ev.button() == QtCore.Qt.MouseButton.LeftButton
+        if press is not None and left and abs(pos.x() - press[0]) <= 3 and abs(pos.y() - press[1]) <= 3:
+            self._on_click(pos.x(), pos.y())
+        self._press = None
+        super().mouseReleaseEvent(ev)
 
     def paintGL(self) -> None:
         """Draw, wait for the GL pipeline to finish, then report."""
@@ -145,7 +176,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
     def _build_ui(self) -> None:
         self.setWindowTitle(f"rt-lidar viewer - {self.source.label}")
         self.resize(*self.options.size)
-        self.view = CloudView(self._painted, self._key)
+        self.view = CloudView(self._painted, self._key, self.pick_at)
         self.view.setBackgroundColor((12, 12, 16, 255))
         self.view.setCameraPosition(distance=45.0, elevation=28.0, azimuth=180.0)
         grid = gl.GLGridItem()
@@ -157,11 +188,21 @@ class ViewerWindow(QtWidgets.QMainWindow):
             pos=np.zeros((1, 3), np.float32), color=(1.0, 1.0, 1.0, 0.0), size=self.point_size, pxMode=True
         )
         self.view.addItem(self.scatter)
+        self.marker = gl.GLScatterPlotItem(
+            pos=np.zeros((1, 3), np.float32), color=(1.0, 0.2, 1.0, 0.0), size=12.0, pxMode=True
+        )
+        self.view.addItem(self.marker)
+        self.picked: int | None = None
+        """Index of the picked point in the scan on screen (None when none)."""
         mono = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
         self.hud = QtWidgets.QLabel(self.view)
         self.hud.setFont(mono)
         self.hud.setStyleSheet("color: #e8e8e8; background: rgba(0,0,0,150); padding: 6px;")
         self.hud.move(8, 8)
+        self.pick_label = QtWidgets.QLabel(self.view)
+        self.pick_label.setFont(mono)
+        self.pick_label.setStyleSheet("color: #ffd0ff; background: rgba(0,0,0,170); padding: 6px;")
+        self.pick_label.setVisible(False)
         self.help = QtWidgets.QLabel(HELP_TEXT, self.view)
         self.help.setStyleSheet("color: white; background: rgba(20,20,40,215); padding: 14px;")
         self.help.setVisible(False)
@@ -266,6 +307,27 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self._paint_due = True
         self.hud_stats.prepared(time.perf_counter() - t0)
         self.view.update()
+
+    def pick_at(self, x: float, y: float) -> int | None:
+        """Pick the point drawn at view position (``x``, ``y``): mark it and show its fields (a click
+        on no point clears the pick); returns its index in the scan on screen."""
+        frame = self.current
+        index = None
+        if frame is not None and frame.points is not None and len(self._positions):
+            index = pick_point(self._positions, self.view.mvp(), self.view.width(), self.view.height(), x, y)
+        self.picked = index
+        if index is None or frame is None or frame.points is None:
+            self.marker.setData(color=(1.0, 0.2, 1.0, 0.0))
+            self.pick_label.setVisible(False)
+        else:
+            self.marker.setData(pos=self._positions[index : index + 1].copy(), color=(1.0, 0.2, 1.0, 1.0))
+            text = describe_point(frame.points[index], frame.header)
+            self.pick_label.setText(f"{text}\nscan     seq {frame.header.get('seq', '-')}  (click: another)")
+            self.pick_label.adjustSize()
+            self.pick_label.move(8, max(8, self.view.height() - self.pick_label.height() - 8))
+            self.pick_label.setVisible(True)
+        self.view.update()
+        return index
 
     def _slider_moved(self, index: int) -> None:
         """The time slider was dragged, clicked or stepped with its keys: show that scan."""

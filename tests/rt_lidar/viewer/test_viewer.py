@@ -324,3 +324,39 @@ def test_latency_runs_from_when_the_pipeline_had_the_sims_sector(qtbot) -> None:
     finally:
         timer.stop()
         sink.close()
+
+
+def test_clicking_a_point_marks_it_and_shows_its_fields(qtbot) -> None:
+    """A click (press and release without a drag) on the cloud picks the point drawn there: the marker is
+    painted where the GL view drew it, and the label gives its fields."""
+    from rt_lidar.viewer.picking import pick_point, project_points
+
+    src = _Scans(20_000)
+    win = _window(qtbot, src)
+    src.more = 1
+    qtbot.waitUntil(lambda: win.hud_stats.frames_shown >= 1, timeout=10_000)
+    w, h = win.view.width(), win.view.height()
+    screen = project_points(win._positions, win.view.mvp(), w, h)
+    # a point well inside the view, in front of the camera
+    ok = np.nonzero((screen[:, 2] > 0) & (screen[:, 0] > 100) & (screen[:, 0] < w - 100)
+                    & (screen[:, 1] > 100) & (screen[:, 1] < h - 100))[0]  # fmt: skip
+    x, y = screen[ok[len(ok) // 2], :2]
+    click = QtCore.QPoint(round(float(x)), round(float(y)))
+    want = pick_point(win._positions, win.view.mvp(), w, h, click.x(), click.y())
+    assert want is not None
+    qtbot.mouseClick(win.view, QtCore.Qt.MouseButton.LeftButton, pos=click)
+    assert win.picked == want and win.pick_label.isVisible()
+    p = src.frame.points[want]
+    rng = float(np.sqrt(p["x"] ** 2 + p["y"] ** 2 + p["z"] ** 2))
+    text = win.pick_label.text()
+    assert f"range    {rng:.3f} m" in text and f"ring     {int(p['ring'])}" in text
+    # the GL view drew the marker (magenta) where the pick says the point is
+    qtbot.wait(200)
+    px = _gl_pixels(win).astype(int)
+    sx, sy = project_points(win._positions[want : want + 1], win.view.mvp(), w, h)[0, :2]
+    patch = px[max(0, int(sy) - 4) : int(sy) + 5, max(0, int(sx) - 4) : int(sx) + 5]
+    magenta = (patch[..., 0] > 200) & (patch[..., 1] < 120) & (patch[..., 2] > 200)
+    assert magenta.any(), "no marker drawn at the picked point"
+    # a click on empty sky clears the pick
+    qtbot.mouseClick(win.view, QtCore.Qt.MouseButton.LeftButton, pos=QtCore.QPoint(5, 5))
+    assert win.picked is None and not win.pick_label.isVisible()
