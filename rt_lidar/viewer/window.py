@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyqtgraph.opengl as gl
-from OpenGL import GL
 from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
 from rt_lidar.stream import StreamFrame
+from rt_lidar.viewer.cloud_view import CloudView, key_name
 from rt_lidar.viewer.colors import (
     COLOR_MODES,
     CloudBuffers,
@@ -60,74 +59,10 @@ _KEEP_ASPECT = QtCore.Qt.AspectRatioMode.KeepAspectRatio
 _FAST = QtCore.Qt.TransformationMode.FastTransformation
 
 
-def key_name(event: Any) -> str:
-    """Lower-case name of a key event's key: ``"w"``, ``"up"``, ``"space"``, ``"f1"``, ``"+"``."""
-    text = QtGui.QKeySequence(int(event.key())).toString().lower()
-    return text or (event.text() or "").lower()
-
-
 def _qimage(rgb: np.ndarray) -> QtGui.QImage:
     rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
     h, w = rgb.shape[:2]
     return QtGui.QImage(rgb.data, w, h, 3 * w, QtGui.QImage.Format.Format_RGB888).copy()
-
-
-class CloudView(gl.GLViewWidget):
-    """GLViewWidget that reports each finished paint (after ``glFinish``), routes keys, and reports a
-    click (a left press and release without a drag) for picking."""
-
-    def __init__(
-        self,
-        on_painted: Callable[[], None],
-        on_key: Callable[[Any, bool], bool],
-        on_click: Callable[[float, float], object],
-    ) -> None:
-        super().__init__()
-        self._on_painted = on_painted
-        self._on_key = on_key
-        self._on_click = on_click
-        self._press: tuple[float, float] | None = None
-        self.paint_s = 0.0
-        """How long the last paint took, to the end of ``glFinish``."""
-
-    def mvp(self) -> np.ndarray:
-        """The camera's 4x4 model-view-projection matrix (row-major), as the last paint used it."""
-        viewport = (0, 0, self.width(), self.height())
-        m = self.projectionMatrix(viewport, viewport) * self.viewMatrix()
-        return np.asarray(m.data(), np.float64).reshape(4, 4).T  # Qt stores columns
-
-    def mousePressEvent(self, ev: Any) -> None:
-        """Remember where a left press was (a release there is a click)."""
-        pos = ev.position()
-        self._press = (pos.x(), pos.y()) if ev.button() == QtCore.Qt.MouseButton.LeftButton else None
-        super().mousePressEvent(ev)
-
-    def mouseReleaseEvent(self, ev: Any) -> None:
-        """A left release within 3 px of its press picks the point there."""
-        pos = ev.position()
-        press, left = self._press, ev.button() == QtCore.Qt.MouseButton.LeftButton
-        if press is not None and left and abs(pos.x() - press[0]) <= 3 and abs(pos.y() - press[1]) <= 3:
-            self._on_click(pos.x(), pos.y())
-        self._press = None
-        super().mouseReleaseEvent(ev)
-
-    def paintGL(self) -> None:
-        """Draw, wait for the GL pipeline to finish, then report."""
-        t0 = time.perf_counter()
-        super().paintGL()
-        GL.glFinish()
-        self.paint_s = time.perf_counter() - t0
-        self._on_painted()
-
-    def keyPressEvent(self, ev: Any) -> None:
-        """Viewer keys first; the rest (camera orbit) to pyqtgraph."""
-        if not self._on_key(ev, True):
-            super().keyPressEvent(ev)
-
-    def keyReleaseEvent(self, ev: Any) -> None:
-        """Release of a driving key."""
-        if not self._on_key(ev, False):
-            super().keyReleaseEvent(ev)
 
 
 class ViewerWindow(QtWidgets.QMainWindow):
