@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyqtgraph.opengl as gl
 from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
+from rt_lidar.sinks.pcd import write_pcd
 from rt_lidar.stream import StreamFrame
 from rt_lidar.viewer.cloud_view import CloudView, key_name
 from rt_lidar.viewer.colors import (
@@ -32,6 +34,7 @@ C &nbsp; next colour mode &nbsp;&nbsp; + / - &nbsp; point size<br>
 Space &nbsp; pause / resume &nbsp;&nbsp; N or . &nbsp; single step (when paused)<br>
 , &nbsp; previous scan (recording) &nbsp;&nbsp; I &nbsp; image panels on / off<br>
 R &nbsp; reconnect (live) / reset the camera &nbsp;&nbsp; P &nbsp; save a screenshot<br>
+E &nbsp; export the scan on screen as PCD (every field)<br>
 click a point &nbsp; its fields (range, intensity, ring, time, flags, ...) &nbsp;&nbsp; drag &nbsp; orbit<br>
 --drive: W/Up throttle, S/Down reverse, A/Left D/Right steer, X brake<br>
 H, F1 or ? &nbsp; this help &nbsp;&nbsp; Q or Esc &nbsp; quit"""
@@ -127,6 +130,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
             pos=np.zeros((1, 3), np.float32), color=(1.0, 0.2, 1.0, 0.0), size=12.0, pxMode=True
         )
         self.view.addItem(self.marker)
+        self.exported: Path | None = None
+        """The last scan exported (key E)."""
         self.picked: int | None = None
         """Index of the picked point in the scan on screen (None when none)."""
         mono = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
@@ -243,6 +248,17 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self.hud_stats.prepared(time.perf_counter() - t0)
         self.view.update()
 
+    def export_scan(self, folder: str | Path = ".") -> Path | None:
+        """Write the scan on screen, every field, as a PCD in ``folder``; returns its path (None when no
+        scan is shown). The HUD's first line says where it went."""
+        frame = self.current
+        if frame is None or frame.points is None:
+            return None
+        name = f"rt-lidar-scan-{frame.header.get('seq', 0)}-{time.strftime('%Y%m%d-%H%M%S')}.pcd"
+        path = write_pcd(Path(folder) / name, np.ascontiguousarray(frame.points))
+        self.exported = path
+        return path
+
     def pick_at(self, x: float, y: float) -> int | None:
         """Pick the point drawn at view position (``x``, ``y``): mark it and show its fields (a click
         on no point clears the pick); returns its index in the scan on screen."""
@@ -348,6 +364,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             state = f"waiting for stream ({self.source.subscriber.silent_s:.0f} s)"
         lines = [
             f"{self.source.label}  [{state}]",
+            *([f"exported {self.exported}"] if self.exported is not None else []),
             f"fps      {self.hud_stats.fps:6.1f}",
             f"latency  {lat_s}",
             f"frame    {self._draw_text()}",
@@ -424,6 +441,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self.view.setCameraPosition(distance=45.0, elevation=28.0, azimuth=180.0)
         elif name == "p":
             self.grab().save(f"rt-lidar-{time.strftime('%Y%m%d-%H%M%S')}.png")
+        elif name == "e":
+            self.export_scan()
         elif name in {"h", "f1", "?"}:
             self.help.setVisible(not self.help.isVisible())
             self._place_help()

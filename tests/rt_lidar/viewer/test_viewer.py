@@ -360,3 +360,18 @@ def test_clicking_a_point_marks_it_and_shows_its_fields(qtbot) -> None:
     # a click on empty sky clears the pick
     qtbot.mouseClick(win.view, QtCore.Qt.MouseButton.LeftButton, pos=QtCore.QPoint(5, 5))
     assert win.picked is None and not win.pick_label.isVisible()
+
+
+def test_key_e_exports_the_scan_on_screen_as_pcd(qtbot, tmp_path, monkeypatch) -> None:
+    from rt_lidar.sinks.pcd import read_pcd_points
+
+    monkeypatch.chdir(tmp_path)
+    src = _Scans(3_000)
+    win = _window(qtbot, src)
+    assert win.export_scan() is None  # nothing on screen yet
+    src.more = 1
+    qtbot.waitUntil(lambda: win.hud_stats.frames_shown >= 1, timeout=10_000)
+    win.handle_key("e")
+    (path,) = tmp_path.glob("rt-lidar-scan-0-*.pcd")
+    np.testing.assert_array_equal(read_pcd_points(path), src.frame.points)  # every field, every point
+    assert f"exported {win.exported}" in win.hud_text()
