@@ -12,10 +12,10 @@ Wire format, one multipart message a frame:
   float32 intensity mask of a camera frame (shapes in the header). A scan that carries the RINet
   stage's camera image and mask (``Scan.camera``) is followed by that camera frame.
 
-The publisher sends with ``NOBLOCK`` on a socket with a small high-water mark: a slow or absent
-subscriber loses frames, the simulation never waits. PUB drops silently, so both sides count: the
-publisher what it could not hand to ZeroMQ, the subscriber the gaps in ``seq`` (lost on the way) and
-the frames it received but skipped because a newer one had arrived.
+The publisher sends with ``NOBLOCK`` on an XPUB socket with a small high-water mark: a slow or absent
+subscriber loses frames, the simulation never waits. Both sides count the drops: the publisher the
+frames a subscriber's full queue made it drop (``XPUB_NODROP``), the subscriber the same frames as gaps
+in ``seq``, and the frames it received but skipped because a newer one had arrived.
 """
 
 from __future__ import annotations
@@ -55,10 +55,13 @@ _MAX_DRAIN = 512  # messages one poll reads at most, so a fast publisher cannot 
 
 @dataclass
 class PublisherStats:
-    """What the publisher did: frames handed to ZeroMQ, frames it had to drop, time spent sending."""
+    """What the publisher did: frames handed to ZeroMQ, frames it had to drop because a subscriber's
+    queue was full, frames published while nobody subscribed, and time spent sending."""
 
     sent: int = 0
     dropped: int = 0
+    unheard: int = 0
+    """Frames sent while no subscriber was connected (counted in :attr:`sent` too)."""
     publish_s_total: float = 0.0
     publish_s_max: float = 0.0
 
@@ -70,18 +73,34 @@ class PublisherStats:
 
 
 class StreamPublisher:
-    """A bound PUB socket that publishes numbered frames without ever blocking.
+    """A bound XPUB socket that publishes numbered frames without ever blocking.
+
+    A frame that a subscriber's queue (``hwm`` frames, then the TCP buffers) cannot take is dropped by
+    the publisher and counted (``XPUB_NODROP``): a subscriber sees it as a gap in ``seq``, so both sides
+    count the same drops. With several subscribers the slowest one sets the pace of all; ``nodrop=False``
+    drops per subscriber instead (a plain PUB socket's way), and the publisher then cannot count them.
+    The subscriptions that arrive on the socket tell the publisher how many subscribers it has.
 
     ``address`` may end in ``:*`` (or ``:0``) to bind a free port; :attr:`address` is then the real one.
     """
 
-    def __init__(self, address: str = DEFAULT_ADDRESS, *, hwm: int = 2, context: zmq.Context | None = None):
+    def __init__(
+        self,
+        address: str = DEFAULT_ADDRESS,
+        *,
+        hwm: int = 2,
+        nodrop: bool = True,
+        context: zmq.Context | None = None,
+    ):
         if hwm < 1:
             raise ValueError(f"stream hwm must be >= 1, got {hwm}")
         self._ctx = context or zmq.Context.instance()
-        self._sock = self._ctx.socket(zmq.PUB)
+        self._sock = self._ctx.socket(zmq.XPUB)
         self._sock.setsockopt(zmq.SNDHWM, hwm)
         self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.setsockopt(zmq.XPUB_NODROP, int(nodrop))
+        self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription reaches us, so we can count them
+        self._sock.setsockopt(zmq.XPUB_VERBOSER, 1)  # and every unsubscription (a subscriber going away)
         if address.endswith(":0"):
             address = address[:-2] + ":*"
         self._sock.bind(address)
@@ -89,12 +108,26 @@ class StreamPublisher:
         self._seq: dict[str, int] = {}
         self.session = uuid.uuid4().hex[:12]
         """Identifies this publisher: a subscriber seeing a new one resets its counting (no false drops)."""
+        self.subscribers = 0
+        """Subscribers connected now (as their subscriptions say)."""
         self.stats = PublisherStats()
+
+    def _read_subscriptions(self) -> None:
+        while True:
+            try:
+                msg = self._sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if msg[:1] == b"\x01":
+                self.subscribers += 1
+            elif msg[:1] == b"\x00":
+                self.subscribers = max(0, self.subscribers - 1)
 
     def publish(self, header: dict[str, Any], buffers: list[Any]) -> bool:
         """Send ``header`` (``seq``, ``v`` and ``wall_time_ns`` are filled in) and the raw ``buffers``
-        zero-copy; returns False when ZeroMQ would have blocked and the frame was dropped."""
+        zero-copy; returns False when a subscriber could not take it and the frame was dropped."""
         t0 = time.perf_counter()
+        self._read_subscriptions()
         kind = str(header.get("kind", "scan"))
         seq = self._seq.get(kind, 0)
         self._seq[kind] = seq + 1
@@ -105,6 +138,7 @@ class StreamPublisher:
             self._sock.send_multipart(parts, flags=zmq.NOBLOCK, copy=False)
             ok = True
             self.stats.sent += 1
+            self.stats.unheard += self.subscribers == 0
         except zmq.Again:
             ok = False
             self.stats.dropped += 1
@@ -154,6 +188,7 @@ class ZmqStreamSink:
         frame_id: str = "lidar",
         sectors: bool = False,
         camera_every: int = 1,
+        nodrop: bool = True,
     ) -> None:
         if camera_every < 0:
             raise ValueError(f"zmq sink: camera_every must be >= 0, got {camera_every}")
@@ -162,6 +197,8 @@ class ZmqStreamSink:
         """Also publish every sim frame's sector (header kind ``"sector"``) as it is computed."""
         self.camera_every = camera_every
         """Publish the camera image and mask a scan carries (the RINet stage's) with every k-th scan."""
+        self.nodrop = nodrop
+        """Drop a frame for all when a subscriber is full, and count it (see :class:`StreamPublisher`)."""
         self._scans = 0
         self.hwm = hwm
         self.frame_id = frame_id
@@ -181,7 +218,7 @@ class ZmqStreamSink:
     def open(self, context: SinkContext) -> None:
         """Bind the socket; the preset's beam table and limits go into every header."""
         preset = context.preset
-        self.publisher = StreamPublisher(self.requested_address, hwm=self.hwm)
+        self.publisher = StreamPublisher(self.requested_address, hwm=self.hwm, nodrop=self.nodrop)
         self._static = {"frame_id": self.frame_id, **scan_header_figures(preset)}
 
     def write(self, scan: Scan) -> None:
@@ -251,17 +288,23 @@ class ZmqStreamSink:
 
 @register_sink("zmq")
 def _make_zmq_sink(target: str, options: dict[str, str]) -> ZmqStreamSink:
-    unknown = set(options) - {"hwm", "frame_id", "sectors", "camera_every"}
+    unknown = set(options) - {"hwm", "frame_id", "sectors", "camera_every", "nodrop"}
     if unknown:
-        known = "hwm, frame_id, sectors, camera_every"
+        known = "hwm, frame_id, sectors, camera_every, nodrop"
         raise ValueError(f"zmq sink: unknown option(s) {', '.join(sorted(unknown))}; known: {known}")
     sectors = options.get("sectors", "0").lower() in ("1", "true", "yes")
+    nodrop = options.get("nodrop", "1").lower() in ("1", "true", "yes")
     try:
         hwm, camera_every = int(options.get("hwm", 2)), int(options.get("camera_every", 1))
     except ValueError as exc:
         raise ValueError(f"zmq sink: hwm and camera_every take whole numbers ({exc})") from None
     return ZmqStreamSink(
-        target, hwm=hwm, frame_id=options.get("frame_id", "lidar"), sectors=sectors, camera_every=camera_every
+        target,
+        hwm=hwm,
+        frame_id=options.get("frame_id", "lidar"),
+        sectors=sectors,
+        camera_every=camera_every,
+        nodrop=nodrop,
     )
 
 

@@ -134,6 +134,7 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
         "lateness_ms_max": round(1e3 * float(late.max()), 2),
         "published": stats.sent,
         "publish_dropped": stats.dropped,
+        "publish_unheard": stats.unheard,
         "publish_ms_mean": stats.publish_ms_mean,
         "publish_ms_max": 1e3 * stats.publish_s_max,
     }

@@ -48,6 +48,23 @@ def sink():
     s.close()
 
 
+def test_without_nodrop_a_full_subscriber_loses_frames_the_publisher_cannot_see() -> None:
+    """``nodrop=0``: ZeroMQ drops per subscriber, silently; only the subscriber's gaps show it."""
+    s = ZmqStreamSink("tcp://127.0.0.1:*", hwm=2, nodrop=False)
+    s.open(SinkContext(preset=load_preset("HDL-64E")))
+    scan = _scan(131_072)
+    try:
+        with StreamSubscriber(s.address, rcvhwm=2) as sub:
+            _first_frame(s, sub, scan)
+            for _ in range(60):
+                s.write(scan)
+            while sub.poll(300):
+                time.sleep(0.05)
+            assert sub.stats.gaps > 0 and s.stats.dropped == 0
+    finally:
+        s.close()
+
+
 def test_roundtrip_header_and_points(sink: ZmqStreamSink) -> None:
     scan = _scan(5000, index=7)
     with StreamSubscriber(sink.address) as sub:
@@ -65,14 +82,16 @@ def test_publish_never_blocks_without_subscriber(sink: ZmqStreamSink) -> None:
     scan = _scan(131_072)
     for _ in range(40):
         sink.write(scan)
-    # nobody reads: beyond the high-water mark frames are dropped and counted, never queued
-    assert sink.stats.sent + sink.stats.dropped == 40
+    # nobody subscribes: every frame goes nowhere, at once, and the publisher says so
+    assert sink.stats.sent + sink.stats.dropped == 40 and sink.stats.unheard == 40
 
 
 def test_slow_subscriber_drops_are_counted(sink: ZmqStreamSink) -> None:
     scan = _scan(131_072)
     with StreamSubscriber(sink.address, rcvhwm=2) as sub:
         first = _first_frame(sink, sub, scan)["scan"].seq
+        assert sink.publisher is not None and sink.publisher.subscribers == 1
+        dropped0 = sink.stats.dropped
         t0 = time.perf_counter()
         for _ in range(60):  # 60 x 4.7 MB: far more than the HWMs and the TCP buffers hold
             sink.write(scan)
@@ -84,10 +103,15 @@ def test_slow_subscriber_drops_are_counted(sink: ZmqStreamSink) -> None:
             if "scan" in got:
                 last, quiet_since = got["scan"].seq, time.monotonic()
                 time.sleep(0.05)  # a slow reader
+        sink.write(scan)  # the queue is empty now: this one arrives, so no drop lies past the last seen
+        got = sub.poll(2000)
+        last = got["scan"].seq
         st = sub.stats
     assert st.dropped > 0 and st.gaps > 0
     # every sequence number from the first to the last one seen is either received or counted as lost
     assert st.received + st.gaps == last - first + 1
+    # and both sides counted the same drops: the publisher's are exactly the subscriber's gaps
+    assert sink.stats.dropped - dropped0 == st.gaps
 
 
 def test_subscriber_keeps_latest_and_counts_skipped(sink: ZmqStreamSink) -> None:
@@ -153,6 +177,7 @@ def test_camera_frames_and_sink_registry(sink: ZmqStreamSink) -> None:
     with pytest.raises(ValueError, match="unknown option"):
         SINKS["zmq"]("tcp://127.0.0.1:*", {"bogus": "1"})
     assert SINKS["zmq"]("tcp://127.0.0.1:*", {"camera_every": "5"}).camera_every == 5  # type: ignore[attr-defined]
+    assert SINKS["zmq"]("tcp://127.0.0.1:*", {"nodrop": "0"}).nodrop is False  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="camera_every"):
         SINKS["zmq"]("tcp://127.0.0.1:*", {"camera_every": "often"})
     with pytest.raises(ValueError, match="camera_every must be >= 0"):
@@ -218,3 +243,26 @@ def test_every_sector_is_published_and_the_sectors_make_the_scan() -> None:
     assert union.size == last.points.size
     np.testing.assert_array_equal(union["t"] - start, last.points["t"])
     np.testing.assert_array_equal(union["x"], last.points["x"])
+
+
+def test_the_publisher_knows_its_subscribers(sink: ZmqStreamSink) -> None:
+    scan = _scan(10)
+    pub = sink.publisher
+    assert pub is not None and pub.subscribers == 0
+    subs = [StreamSubscriber(sink.address) for _ in range(2)]
+    for sub in subs:
+        _first_frame(sink, sub, scan)
+    assert pub.subscribers == 2
+    subs[0].close()
+    end = time.monotonic() + 5.0
+    while pub.subscribers != 1 and time.monotonic() < end:  # the unsubscription comes with a publish
+        sink.write(scan)
+        time.sleep(0.02)
+    assert pub.subscribers == 1
+    subs[1].close()
+    while pub.subscribers != 0 and time.monotonic() < end:
+        sink.write(scan)
+        time.sleep(0.02)
+    unheard = sink.stats.unheard
+    sink.write(scan)
+    assert pub.subscribers == 0 and sink.stats.unheard == unheard + 1
