@@ -28,6 +28,7 @@ __all__ = [
     "RETURN_COLORS",
     "CloudBuffers",
     "ColorScales",
+    "color_legend",
     "intensity_mask_rgb",
     "point_colors",
     "point_positions",
@@ -154,6 +155,24 @@ def _colors_into(
     if mode == "return_id":
         return _palette_into(RETURN_COLORS, points["return_id"], idx, out)
     return _palette_into(_FLAG_PALETTE, points["flags"], idx, out)  # flags
+
+
+def color_legend(mode: str, scales: ColorScales | None = None) -> str:
+    """What the colours of ``mode`` mean, in a line (the HUD shows it)."""
+    s = scales or ColorScales()
+    if mode == "intensity":
+        return f"dark..bright = 0..{s.intensity_max:g} (sqrt scale)"
+    if mode == "reflectivity":
+        return "dark..bright = 0..1 of Lambertian"
+    if mode == "range":
+        return f"dark..bright = 0..{s.range_max_m:g} m (sqrt scale)"
+    if mode == "ring":
+        return f"dark..bright = ring 0..{s.n_rings - 1}"
+    if mode == "return_id":
+        return "blue 1st/strongest, orange 2nd, green 3rd, magenta 4th+"
+    if mode == "flags":
+        return "red saturated, pink bloom, cyan rain, white snow, lavender fog, yellow sun, green glass, grey"
+    raise ValueError(f"unknown colour mode '{mode}'; known: {', '.join(COLOR_MODES)}")
 
 
 def point_colors(

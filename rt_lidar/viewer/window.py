@@ -19,6 +19,7 @@ from rt_lidar.viewer.colors import (
     COLOR_MODES,
     CloudBuffers,
     ColorScales,
+    color_legend,
     intensity_mask_rgb,
     range_panel_rgb,
 )
@@ -125,6 +126,9 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self.scatter = gl.GLScatterPlotItem(
             pos=np.zeros((1, 3), np.float32), color=(1.0, 1.0, 1.0, 0.0), size=self.point_size, pxMode=True
         )
+        # opaque, with the depth test: a point shows its own colour (additive blending, pyqtgraph's
+        # default, sums dense points towards white, and the colours stop meaning what the legend says)
+        self.scatter.setGLOptions("opaque")
         self.view.addItem(self.scatter)
         self.marker = gl.GLScatterPlotItem(
             pos=np.zeros((1, 3), np.float32), color=(1.0, 0.2, 1.0, 0.0), size=12.0, pxMode=True
@@ -372,6 +376,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             f"dropped  {self.dropped}",
             f"seq      {h.get('seq', '-')}   preset {h.get('preset', '-')}",
             f"colour   {self.color_mode}   size {self.point_size:g}   (H: help)",
+            f"         {color_legend(self.color_mode, self.scales(h))}",
         ]
         if self.driver is not None and self.driver.last_sent is not None:
             c = self.driver.last_sent

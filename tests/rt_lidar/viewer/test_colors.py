@@ -207,6 +207,21 @@ def test_range_panel_spans_the_field_of_view_of_a_sensor_that_looks_ahead() -> N
     assert spans["Mid-40"]["columns"] == 100  # sqrt of its 10,000 points a frame
 
 
+def test_the_legend_names_every_mode_and_flag() -> None:
+    from rt_lidar.viewer.colors import color_legend
+
+    scales = ColorScales(intensity_max=100.0, range_max_m=50.0, n_rings=16)
+    assert "0..100" in color_legend("intensity", scales) and "0..50 m" in color_legend("range", scales)
+    assert "ring 0..15" in color_legend("ring", scales)
+    flags = color_legend("flags")
+    words = {"SATURATED": "saturated", "BLOOM": "bloom", "RAIN_CLUTTER": "rain", "SNOW_CLUTTER": "snow",
+             "FOG_CLUTTER": "fog", "AMBIENT_NOISE": "sun", "THROUGH_GLASS": "glass"}  # fmt: skip
+    assert all(words[str(flag.name)] in flags for flag, _rgba in FLAG_COLORS)
+    assert all(color_legend(m) for m in COLOR_MODES)
+    with pytest.raises(ValueError, match="unknown colour mode"):
+        color_legend("heat")
+
+
 def test_intensity_mask_colours() -> None:
     m = np.array([[0.0, 1.0], [4.0, -1.0]], np.float32)
     rgb = intensity_mask_rgb(m)
