@@ -132,9 +132,9 @@ def raw_paint_ms(pts: np.ndarray, size: tuple[int, int], reps: int = 6) -> float
     view = gl.GLViewWidget()
     view.resize(*size)
     view.setCameraPosition(distance=45.0, elevation=28.0, azimuth=180.0)
-    view.addItem(
-        gl.GLScatterPlotItem(pos=point_positions(pts), color=point_colors(pts, "intensity"), size=2.0)
-    )
+    item = gl.GLScatterPlotItem(pos=point_positions(pts), color=point_colors(pts, "intensity"), size=2.0)
+    item.setGLOptions("opaque")  # as the viewer draws its cloud
+    view.addItem(item)
     view.show()
     end = time.monotonic() + 1.0
     while time.monotonic() < end:
