@@ -14,8 +14,9 @@ Wire format, one multipart message a frame:
 
 The publisher sends with ``NOBLOCK`` on an XPUB socket with a small high-water mark: a slow or absent
 subscriber loses frames, the simulation never waits. Both sides count the drops: the publisher the
-frames a subscriber's full queue made it drop (``XPUB_NODROP``), the subscriber the same frames as gaps
-in ``seq``, and the frames it received but skipped because a newer one had arrived.
+frames its subscriber's full queue made it drop (``XPUB_NODROP``, while there is one subscriber), the
+subscriber the same frames as gaps in ``seq``, and the frames it received but skipped because a newer
+one had arrived.
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ class PublisherStats:
 class StreamPublisher:
     """A bound XPUB socket that publishes numbered frames without ever blocking.
 
-    A frame that a subscriber's queue (``hwm`` frames, then the TCP buffers) cannot take is dropped by
-    the publisher and counted (``XPUB_NODROP``): a subscriber sees it as a gap in ``seq``, so both sides
-    count the same drops. With several subscribers the slowest one sets the pace of all; ``nodrop=False``
-    drops per subscriber instead (a plain PUB socket's way), and the publisher then cannot count them.
-    The subscriptions that arrive on the socket tell the publisher how many subscribers it has.
+    With one subscriber (a viewer: the usual case), a frame its queue (``hwm`` frames, then the TCP
+    buffers) cannot take is dropped by the publisher and counted (``XPUB_NODROP``): the subscriber sees
+    it as a gap in ``seq``, so both sides count the same drops. With several, each loses frames on its
+    own (a plain PUB socket's way), so none can hold up the others, and only the subscribers can count;
+    ``nodrop=False`` always does so. The subscriptions that arrive on the socket tell the publisher how
+    many subscribers it has.
 
     ``address`` may end in ``:*`` (or ``:0``) to bind a free port; :attr:`address` is then the real one.
     """
@@ -98,7 +100,8 @@ class StreamPublisher:
         self._sock = self._ctx.socket(zmq.XPUB)
         self._sock.setsockopt(zmq.SNDHWM, hwm)
         self._sock.setsockopt(zmq.LINGER, 0)
-        self._sock.setsockopt(zmq.XPUB_NODROP, int(nodrop))
+        self.nodrop = nodrop
+        self._nodrop_on = False  # XPUB_NODROP as set on the socket now (see _pace)
         self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription reaches us, so we can count them
         self._sock.setsockopt(zmq.XPUB_VERBOSER, 1)  # and every unsubscription (a subscriber going away)
         if address.endswith(":0"):
@@ -123,11 +126,21 @@ class StreamPublisher:
             elif msg[:1] == b"\x00":
                 self.subscribers = max(0, self.subscribers - 1)
 
+    def _pace(self) -> None:
+        """``XPUB_NODROP`` only while there is exactly one subscriber: then a frame it cannot take is
+        dropped here and counted; with several, each one loses frames on its own (a subscriber that
+        stopped reading must not hold up the others, and a stopped process may never be cut off)."""
+        want = self.nodrop and self.subscribers == 1
+        if want != self._nodrop_on:
+            self._sock.setsockopt(zmq.XPUB_NODROP, int(want))
+            self._nodrop_on = want
+
     def publish(self, header: dict[str, Any], buffers: list[Any]) -> bool:
         """Send ``header`` (``seq``, ``v`` and ``wall_time_ns`` are filled in) and the raw ``buffers``
-        zero-copy; returns False when a subscriber could not take it and the frame was dropped."""
+        zero-copy; returns False when the subscriber could not take it and the frame was dropped."""
         t0 = time.perf_counter()
         self._read_subscriptions()
+        self._pace()
         kind = str(header.get("kind", "scan"))
         seq = self._seq.get(kind, 0)
         self._seq[kind] = seq + 1
@@ -142,6 +155,7 @@ class StreamPublisher:
         except zmq.Again:
             ok = False
             self.stats.dropped += 1
+        self._read_subscriptions()  # a departure is noticed during the send: count it now
         dt = time.perf_counter() - t0
         self.stats.publish_s_total += dt
         self.stats.publish_s_max = max(self.stats.publish_s_max, dt)

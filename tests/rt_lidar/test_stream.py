@@ -266,3 +266,37 @@ def test_the_publisher_knows_its_subscribers(sink: ZmqStreamSink) -> None:
     unheard = sink.stats.unheard
     sink.write(scan)
     assert pub.subscribers == 0 and sink.stats.unheard == unheard + 1
+
+
+def test_a_subscriber_that_stopped_reading_does_not_hold_up_another(sink: ZmqStreamSink) -> None:
+    """Two subscribers, one in a process that never reads (then is suspended): the other still gets
+    every frame, and the publisher drops nothing on its account."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    code = (
+        "import time; from rt_lidar.stream import StreamSubscriber; "
+        f"s = StreamSubscriber({sink.address!r}); print('up', flush=True); time.sleep(60)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == b"up"
+        scan = _scan(131_072)
+        with StreamSubscriber(sink.address, background=True) as sub:
+            end = time.monotonic() + 10.0
+            while (sink.publisher is None or sink.publisher.subscribers < 2) and time.monotonic() < end:
+                sink.write(scan)  # both joined (the subscriptions are read as frames go out)
+                time.sleep(0.02)
+            os.kill(child.pid, signal.SIGSTOP)
+            received0 = sub.stats.received
+            for _ in range(60):  # 60 x 4.7 MB: far more than the stopped one's queue and TCP buffers
+                sink.write(scan)
+                time.sleep(0.03)
+            time.sleep(0.3)
+            assert sub.stats.received - received0 >= 55, sub.stats
+            assert sink.stats.dropped == 0
+    finally:
+        child.kill()
+        child.wait()
