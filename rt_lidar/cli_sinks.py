@@ -56,9 +56,11 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         "replay", help="resend a recording at its recorded rate"
     )
     p.add_argument(
-        "recording", help="a .pcap (Velodyne or Ouster), a folder of PCD scans or a rosbag2 folder"
+        "recording", help="a .pcap (Velodyne or Ouster), a folder of PCD or KITTI .bin scans, or a bag"
     )
-    p.add_argument("--preset", default=None, help="sensor of a cloud recording without rt_lidar_config.json")
+    p.add_argument(
+        "--preset", default=None, help="sensor of a cloud recording that does not name one (KITTI: HDL-64E)"
+    )
     p.add_argument("--rate", type=float, default=1.0, help="replay speed for clouds (1 = recorded rate)")
     add_sink_argument(p)
     p.set_defaults(func=run_replay)

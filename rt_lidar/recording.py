@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rt_lidar.errors import ConfigError
+from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.points import POINT_DTYPE
 from rt_lidar.presets import SensorPreset, load_preset, preset_from_dict
 from rt_lidar.scan_pattern import scan_period_ns
@@ -99,15 +99,22 @@ def _kitti_times(path: Path, count: int, fallback: np.ndarray) -> np.ndarray:
 
 
 def _config_preset(*candidates: Path) -> SensorPreset | None:
-    """The sensor of the first config file among ``candidates`` that exists (None when none does)."""
+    """The sensor of the first config file among ``candidates`` that names one (None when none does).
+
+    ``rt_lidar_config.json`` is ours: a broken one is an error naming it. A ``config.json`` (as
+    ``rt-lidar demo`` writes beside its scans) may be another tool's: one that does not hold a valid
+    preset is passed over."""
     for cfg in candidates:
-        if cfg.is_file():
-            try:
-                doc = json.loads(cfg.read_text())
-            except ValueError as exc:
-                raise ConfigError(f"{cfg}: not valid JSON ({exc})") from None
+        if not cfg.is_file():
+            continue
+        ours = cfg.name == "rt_lidar_config.json"
+        try:
+            doc = json.loads(cfg.read_text())
             if isinstance(doc, dict) and isinstance(doc.get("preset"), dict):
                 return preset_from_dict(doc["preset"], source=str(cfg))
+        except (ValueError, KeyError, TypeError, RtLidarError) as exc:  # not JSON, or not a valid preset
+            if ours:
+                raise ConfigError(f"{cfg}: not a valid rt-lidar config ({exc})") from None
     return None
 
 
@@ -116,7 +123,8 @@ class CloudRecording:
 
     ``preset`` is the sensor (from the recording's ``rt_lidar_config.json``, the ``config.json`` that
     ``rt-lidar demo`` writes beside its scans, or the argument); None when the recording does not say.
-    A PCD folder's scans are one scan period apart; a bag's carry their message stamps.
+    A PCD folder's scans are one scan period apart; a bag's carry their message stamps (clouds that
+    share a stamp are told apart by their order in the bag, as its storage returns them).
     """
 
     def __init__(self, path: str | Path, preset: SensorPreset | None = None) -> None:

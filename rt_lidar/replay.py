@@ -2,8 +2,9 @@
 
 A pcap recording (ours or a real sensor's) is resent as UDP to a ``udp:HOST:PORT`` target, each
 datagram at its recorded time offset, keeping the recorded destination ports unless one is given.
-A cloud recording (a folder of PCD scans, or a rosbag2 bag of PointCloud2) is fed scan by scan to any
-``--sink`` (packets, stream, files) at its recorded times.
+A cloud recording (a folder of PCD or KITTI ``.bin`` scans, or a rosbag2 bag of PointCloud2, read one
+scan at a time: :mod:`rt_lidar.recording`) is fed scan by scan to any ``--sink`` (packets, stream,
+files) at its recorded times.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ class CameraView:
     """(h, w) float32 intensity mask of the model: intensity in [0, 1] where a return is kept, 0 where
     the ray is dropped."""
     time_ns: int
-    """Absolute sim time (ns) the image was taken at."""
+    """Absolute sim time (ns) the image was taken at (the scan start where the source does not say, as
+    over the AirSim bridge, whose image stamps run on the simulator's own clock)."""
 
 
 @dataclass

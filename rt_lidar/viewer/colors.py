@@ -165,7 +165,7 @@ def color_legend(mode: str, scales: ColorScales | None = None) -> str:
     if mode == "reflectivity":
         return "dark..bright = 0..1 of Lambertian"
     if mode == "range":
-        return f"dark..bright = 0..{s.range_max_m:g} m (sqrt scale)"
+        return f"dark..bright = 0..{s.range_max_m:g} m"
     if mode == "ring":
         return f"dark..bright = ring 0..{s.n_rings - 1}"
     if mode == "return_id":

@@ -214,13 +214,17 @@ class AirSimControlSink:
                 cmd, self._pending = self._pending, None
             try:
                 self._send(cmd)
-            except self._errors as exc:
-                self.error = str(exc)
+            except Exception as exc:  # any failure: say it and try again; the thread never dies
+                known = isinstance(exc, self._errors)
+                self.error = str(exc) if known else f"{type(exc).__name__}: {exc}"
                 self.client.close()  # the next call connects anew
+                retry_at = time.monotonic() + self.retry_s
                 with self._cond:
                     if self._pending is None:
                         self._pending = cmd  # resent once the server is back
-                    self._cond.wait(self.retry_s)
+                    # new controls only replace the pending ones: the next try waits for its time
+                    while not self._closing and (left := retry_at - time.monotonic()) > 0:
+                        self._cond.wait(left)
                     if self._closing:
                         return
 

@@ -87,8 +87,8 @@ def _ring_elevations(points: np.ndarray) -> list[float]:
 
 
 class RecordingSource:
-    """A folder of PCD files (sorted by name), or a rosbag2 recording of PointCloud2, played at its
-    recorded times (``speed`` x real time) or at a fixed ``rate_hz``, with seeking for the time slider.
+    """A recording (a folder of PCD or KITTI ``.bin`` scans, or a rosbag2 bag of PointCloud2) played at
+    its recorded times (``speed`` x real time) or at a fixed ``rate_hz``, with seeking for the slider.
 
     Playback keeps to the clock: when the viewer is slower than the recording, the scans whose time has
     passed are skipped (and counted in :attr:`dropped`), as a video player drops frames, so the picture
@@ -166,6 +166,13 @@ class RecordingSource:
         wall0, play0 = self._anchor
         return int(np.searchsorted(self._play_s, play0 + (now - wall0) * self.speed, side="right")) - 1
 
+    def _past_the_end(self, now: float) -> bool:
+        """The last scan has been on screen for one scan period (its time to loop)."""
+        play = self._play_s
+        period = (play[-1] - play[0]) / (len(play) - 1) if len(play) > 1 else 0.1
+        wall0, play0 = self._anchor
+        return bool(play0 + (now - wall0) * self.speed >= play[-1] + max(period, 1e-3))
+
     def seek(self, index: int) -> None:
         """Show scan ``index`` on the next poll (and play on from there)."""
         self._pending_seek = int(np.clip(index, 0, len(self) - 1))
@@ -199,11 +206,12 @@ class RecordingSource:
             return {"scan": self.frame(self.index)}
         if not self._playing:
             return {}
-        due = min(self._due_index(self.clock()), len(self) - 1)
+        now = self.clock()
+        due = min(self._due_index(now), len(self) - 1)
         if due <= self.index:
-            if self.index < len(self) - 1 or not self.loop:
+            if self.index < len(self) - 1 or not self.loop or not self._past_the_end(now):
                 return {}
-            self.index, due = -1, 0  # loop: from the start
+            self.index, due = -1, 0  # loop: from the start, one scan period after the last
             self._anchor_at(0)
         self.skipped += max(0, due - self.index - 1)
         self.index = due

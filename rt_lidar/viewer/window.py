@@ -137,6 +137,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self.exported: Path | None = None
         """The last scan exported (key E)."""
         self.picked: int | None = None
+        self._pick_xy: tuple[float, float] | None = None
         """Index of the picked point in the scan on screen (None when none)."""
         mono = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
         self.hud = QtWidgets.QLabel(self.view)
@@ -237,6 +238,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
             frame.points, self.color_mode, self.scales(frame.header), self._positions
         )
         self.scatter.setData(pos=self._positions, color=self.colors)
+        if self._pick_xy is not None:  # a pick stays where it was on screen: the point there now
+            self.pick_at(*self._pick_xy, follow=True)
         if self.panels.isVisible():
             self._show_range_panel()
         if isinstance(self.source, RecordingSource):
@@ -263,21 +266,25 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self.exported = path
         return path
 
-    def pick_at(self, x: float, y: float) -> int | None:
-        """Pick the point drawn at view position (``x``, ``y``): mark it and show its fields (a click
-        on no point clears the pick); returns its index in the scan on screen."""
+    def pick_at(self, x: float, y: float, follow: bool = False) -> int | None:
+        """Pick the point drawn at view position (``x``, ``y``): mark it and show its fields; returns its
+        index in the scan on screen. A click on no point clears the pick; a pick follows new scans (the
+        point at that place on screen, ``follow``) until then, hidden while no point is there."""
         frame = self.current
         index = None
         if frame is not None and frame.points is not None and len(self._positions):
             index = pick_point(self._positions, self.view.mvp(), self.view.width(), self.view.height(), x, y)
         self.picked = index
+        if not follow:
+            self._pick_xy = (x, y) if index is not None else None
         if index is None or frame is None or frame.points is None:
             self.marker.setData(color=(1.0, 0.2, 1.0, 0.0))
             self.pick_label.setVisible(False)
         else:
             self.marker.setData(pos=self._positions[index : index + 1].copy(), color=(1.0, 0.2, 1.0, 1.0))
             text = describe_point(frame.points[index], frame.header)
-            self.pick_label.setText(f"{text}\nscan     seq {frame.header.get('seq', '-')}  (click: another)")
+            seq = frame.header.get("seq", "-")
+            self.pick_label.setText(f"{text}\nscan     seq {seq}  (follows new scans; click: another)")
             self.pick_label.adjustSize()
             self.pick_label.move(8, max(8, self.view.height() - self.pick_label.height() - 8))
             self.pick_label.setVisible(True)

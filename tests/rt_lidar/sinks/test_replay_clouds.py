@@ -108,8 +108,12 @@ def test_bad_recordings_say_what_is_wrong(recording, tmp_path):
     (tmp_path / "cfg").mkdir()
     (tmp_path / "cfg" / "000000.pcd").write_bytes((recording / "scans" / "000000.pcd").read_bytes())
     (tmp_path / "cfg" / "rt_lidar_config.json").write_text("{broken")
-    with pytest.raises(ConfigError, match=r"rt_lidar_config.json: not valid JSON"):
+    with pytest.raises(ConfigError, match=r"rt_lidar_config.json: not a valid rt-lidar config"):
         CloudRecording(tmp_path / "cfg")
+    # another tool's config.json beside the scans is passed over: the recording opens, sensor unknown
+    (tmp_path / "cfg" / "rt_lidar_config.json").unlink()
+    (tmp_path / "cfg" / "config.json").write_text('{"preset": {"name": "not ours"}}')
+    assert CloudRecording(tmp_path / "cfg").preset is None
 
 
 def test_a_kitti_sequence_plays_with_its_times_and_rings_from_the_beam_table(tmp_path):

@@ -289,6 +289,17 @@ def test_recording_playback_keeps_to_the_clock_and_skips_what_it_cannot_show(tmp
     assert shown() == 1
     clock[0] += 0.101
     assert shown() == 2  # plays on from where it was sought
+    # looping: the last scan stays one scan period, then playback starts over on the clock
+    looped = RecordingSource(tmp_path, loop=True, clock=lambda: clock[0])
+    assert looped.poll()["scan"].seq == 0
+    clock[0] += 0.41
+    assert looped.poll()["scan"].seq == 4
+    clock[0] += 0.05
+    assert looped.poll() == {}  # 0.46 s: the last scan is still due on screen
+    clock[0] += 0.05
+    assert looped.poll()["scan"].seq == 0 and looped.poll() == {}
+    clock[0] += 0.11
+    assert looped.poll()["scan"].seq == 1
 
 
 class _Recorder:

@@ -71,3 +71,25 @@ def test_the_drive_link_waits_for_the_server_and_follows_it_through_a_restart() 
             server.close()
     finally:
         sink.close()
+
+
+def test_a_down_server_is_tried_at_the_retry_pace_however_fast_controls_come() -> None:
+    port = _free_port()
+    sink = AirSimControlSink("127.0.0.1", port, retry_s=0.5)
+    tries = []
+    real_send = sink._send
+
+    def counting_send(cmd):  # type: ignore[no-untyped-def]
+        tries.append(time.monotonic())
+        real_send(cmd)
+
+    sink._send = counting_send  # type: ignore[method-assign]
+    try:
+        end = time.monotonic() + 1.6
+        while time.monotonic() < end:  # the keyboard driver sends every 50 ms while a key is held
+            sink.set_controls(1.0, 0.1, 0.0)
+            time.sleep(0.05)
+        assert 2 <= len(tries) <= 5, tries  # ~every 0.5 s, not every 50 ms
+        assert "retrying every 0.5 s" in sink.status
+    finally:
+        sink.close()

@@ -357,8 +357,17 @@ def test_clicking_a_point_marks_it_and_shows_its_fields(qtbot) -> None:
     patch = px[max(0, int(sy) - 4) : int(sy) + 5, max(0, int(sx) - 4) : int(sx) + 5]
     magenta = (patch[..., 0] > 200) & (patch[..., 1] < 120) & (patch[..., 2] > 200)
     assert magenta.any(), "no marker drawn at the picked point"
-    # a click on empty sky clears the pick
+    # the next scan: the pick follows the place on screen (the same scan again here: the same point)
+    src.more = 1
+    shown = win.hud_stats.frames_shown
+    qtbot.waitUntil(lambda: win.hud_stats.frames_shown > shown, timeout=10_000)
+    assert win.picked == want and win.pick_label.isVisible()
+    # a click on empty sky clears the pick, and new scans leave it cleared
     qtbot.mouseClick(win.view, QtCore.Qt.MouseButton.LeftButton, pos=QtCore.QPoint(5, 5))
+    assert win.picked is None and not win.pick_label.isVisible()
+    src.more = 1
+    shown = win.hud_stats.frames_shown
+    qtbot.waitUntil(lambda: win.hud_stats.frames_shown > shown, timeout=10_000)
     assert win.picked is None and not win.pick_label.isVisible()
 
 
