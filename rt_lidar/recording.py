@@ -18,6 +18,7 @@ import numpy as np
 from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.points import POINT_DTYPE
 from rt_lidar.presets import SensorPreset, load_preset, preset_from_dict
+from rt_lidar.recover import nearest_ring
 from rt_lidar.scan_pattern import scan_period_ns
 from rt_lidar.sinks.kitti import read_kitti_bin
 from rt_lidar.sinks.pcd import read_pcd_points
@@ -75,10 +76,7 @@ def kitti_points(kitti: np.ndarray, preset: SensorPreset) -> np.ndarray:
     pts["reflectivity"] = kitti[:, 3]
     pts["intensity"] = kitti[:, 3] * np.float32(preset.output.intensity_max)
     elev = np.degrees(np.arctan2(kitti[:, 2], np.hypot(kitti[:, 0], kitti[:, 1])))
-    beams = np.asarray(preset.elevations_deg, np.float64)
-    order = np.argsort(beams)
-    edges = (beams[order][1:] + beams[order][:-1]) / 2.0  # halfway between neighbouring beams
-    pts["ring"] = order[np.searchsorted(edges, elev)]
+    pts["ring"] = nearest_ring(elev, np.asarray(preset.elevations_deg, np.float64))
     return pts
 
 

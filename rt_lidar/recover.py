@@ -17,10 +17,11 @@ from rt_lidar.presets import SensorPreset
 from rt_lidar.scan_pattern import Firings
 from rt_lidar.source import Hits
 
-__all__ = ["recover_hits"]
+__all__ = ["nearest_ring", "recover_hits"]
 
 
-def _match_rings(el: np.ndarray, elevations: np.ndarray) -> np.ndarray:
+def nearest_ring(el: np.ndarray, elevations: np.ndarray) -> np.ndarray:
+    """The ring (index into ``elevations``, deg) whose elevation is nearest each of ``el`` (deg)."""
     order = np.argsort(elevations)
     sorted_el = elevations[order]
     i = np.clip(np.searchsorted(sorted_el, el), 1, len(sorted_el) - 1)
@@ -56,7 +57,7 @@ def recover_hits(
     if pts.shape[0] and n:
         el = np.degrees(np.arcsin(np.clip(pts[:, 2] / r, -1, 1)))
         az = np.degrees(np.arctan2(pts[:, 1], pts[:, 0]))
-        ring = _match_rings(el, np.asarray(preset.elevations_deg, np.float64))
+        ring = nearest_ring(el, np.asarray(preset.elevations_deg, np.float64))
         # nearest firing of the same ring by azimuth (circular distance)
         key_f = firings.ring.astype(np.int64)
         order = np.lexsort((firings.azimuth_deg, key_f))
