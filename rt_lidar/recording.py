@@ -22,6 +22,7 @@ from rt_lidar.recover import nearest_ring
 from rt_lidar.scan_pattern import scan_period_ns
 from rt_lidar.sinks.kitti import read_kitti_bin
 from rt_lidar.sinks.pcd import read_pcd_points
+from rt_lidar.sinks.rosbag import POINTFIELD_DTYPES
 from rt_lidar.sweep import Scan
 
 __all__ = ["DEFAULT_SCAN_PERIOD_NS", "CloudRecording", "cloud_points", "kitti_points"]
@@ -30,7 +31,6 @@ DEFAULT_SCAN_PERIOD_NS = 100_000_000
 """The scan period assumed for a PCD folder whose sensor is unknown (10 Hz)."""
 
 _CLOUD_TYPE = "sensor_msgs/msg/PointCloud2"
-_PF_DTYPES = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
 _COPIED_FIELDS = ("x", "y", "z", "intensity", "reflectivity", "ring", "return_id", "flags", "segment")
 
 
@@ -41,7 +41,7 @@ def cloud_points(msg: Any) -> np.ndarray:
     start, as the ROS drivers write it) becomes ``t``; the rest stay zero.
     """
     try:
-        formats = [_PF_DTYPES[f.datatype] for f in msg.fields]
+        formats = [POINTFIELD_DTYPES[f.datatype] for f in msg.fields]
     except KeyError as exc:
         raise ConfigError(f"PointCloud2: unknown PointField datatype {exc.args[0]} (allowed 1-8)") from None
     layout: Any = np.dtype(

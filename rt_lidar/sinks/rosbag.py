@@ -24,7 +24,7 @@ from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, register_sink
 from rt_lidar.sweep import Scan
 
-__all__ = ["CLOUD_DTYPE", "CLOUD_DTYPE_ALL", "RosbagSink", "cloud_bytes"]
+__all__ = ["CLOUD_DTYPE", "CLOUD_DTYPE_ALL", "POINTFIELD_DTYPES", "RosbagSink", "cloud_bytes"]
 
 CLOUD_DTYPE = np.dtype(
     [("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4"), ("ring", "<u2"), ("time", "<f4")]
@@ -36,7 +36,9 @@ CLOUD_DTYPE_ALL = np.dtype(
 )  # fmt: skip
 """The default layout: the Velodyne driver's fields, then the rest of our point type (packed, 32 bytes)."""
 LAYOUTS = {"all": CLOUD_DTYPE_ALL, "velodyne": CLOUD_DTYPE}
-_PF_TYPE = {"<f4": 7, "<u2": 4, "|u1": 2, "<u4": 6}  # sensor_msgs/PointField FLOAT32, UINT16, UINT8, UINT32
+POINTFIELD_DTYPES = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
+"""sensor_msgs/PointField datatype (INT8 .. FLOAT64) -> NumPy dtype; readers of clouds use it too."""
+_PF_TYPE = {np.dtype(v).str: k for k, v in POINTFIELD_DTYPES.items()}
 
 
 def cloud_bytes(points: np.ndarray, layout: np.dtype = CLOUD_DTYPE) -> np.ndarray:
@@ -167,8 +169,8 @@ class RosbagSink:
         pf = types["sensor_msgs/msg/PointField"]
         layout = self.layout
         fields = [
-            pf(name=n, offset=off, datatype=_PF_TYPE[k.str], count=1)
-            for n, (k, off) in ((n, layout.fields[n][:2]) for n in layout.names or ())  # type: ignore[index]
+            pf(name=name, offset=spec[1], datatype=_PF_TYPE[spec[0].str], count=1)
+            for name, spec in (layout.fields or {}).items()
         ]
         data = cloud_bytes(scan.points, layout)
         msg = types["sensor_msgs/msg/PointCloud2"](
