@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from unreal_bridge.world.camera import project
+
 __all__ = [
     "LABEL_DROP",
     "LABEL_NONE",
@@ -75,21 +77,6 @@ class IntensityMask:
         with np.load(path) as z:
             stats = z["stats"]
             return cls(z["intensity"], z["label"], z["depth"], int(stats[0]), int(stats[1]))
-
-
-def project(
-    xyz: np.ndarray, projection: np.ndarray, width: int, height: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Pixel coordinates (u, v float64), depth and the inside-the-image flag of points (N, 3) under a
-    (3, 4) projection. Inside: depth > 0 and 0 <= u < width, 0 <= v < height."""
-    pts = np.asarray(xyz, dtype=np.float64)
-    hom = pts @ projection[:, :3].T + projection[:, 3]
-    depth = hom[:, 2]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u = hom[:, 0] / depth
-        v = hom[:, 1] / depth
-    inside = (depth > 0) & (u >= 0) & (u < width) & (v >= 0) & (v < height)
-    return u, v, depth, inside
 
 
 def zbuffer(

@@ -24,16 +24,9 @@ from rt_lidar.rinet.masks import project
 from rt_lidar.rinet.runtime import RinetRuntime, load_runtime
 from rt_lidar.sweep import CameraView, Scan
 from unreal_bridge.world import CameraSpec, Pose
+from unreal_bridge.world.camera import camera_projection
 
 __all__ = ["RinetStage", "StageStats", "airsim_camera_post", "camera_projection", "rgb_from_airsim"]
-
-_MOUNT_TO_OPTICAL = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])
-
-
-def camera_projection(camera: CameraSpec, sensor_mount: Pose) -> np.ndarray:
-    """(3, 4) matrix: sensor-frame points (both mounts on the ego) -> ``camera`` pixels times depth."""
-    sensor_to_cam = camera.mount.inverse().compose(sensor_mount).matrix()
-    return camera.intrinsics() @ _MOUNT_TO_OPTICAL @ sensor_to_cam[:3, :]
 
 
 def rgb_from_airsim(image: object) -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 
 from rt_lidar.points import POINT_DTYPE
 from unreal_bridge.world import CameraSpec, Pose
+from unreal_bridge.world.camera import camera_projection, project
 
 __all__ = ["CameraPainter", "intensity_mask"]
 
@@ -32,17 +33,13 @@ def intensity_mask(
     mask = np.zeros((h, w), np.float32)
     if points.size == 0:
         return mask
-    xyz = np.stack([points["x"], points["y"], points["z"]], axis=-1).astype(np.float64)
-    cam = camera.mount.inverse().compose(sensor_mount).transform_points(xyz)
-    ahead = cam[:, 0] > 0.5
-    cam, inten = cam[ahead], points["intensity"][ahead]
-    f = camera.focal_px
-    u = (w / 2 - f * cam[:, 1] / cam[:, 0]).astype(np.int64)
-    v = (h / 2 - f * cam[:, 2] / cam[:, 0]).astype(np.int64)
-    ok = (u >= 0) & (u < w) & (v >= 0) & (v < h)
-    u, v, depth, inten = u[ok], v[ok], cam[ok, 0], inten[ok]
+    xyz = np.stack([points["x"], points["y"], points["z"]], axis=-1)
+    u, v, depth, inside = project(xyz, camera_projection(camera, sensor_mount), w, h)
+    keep = inside & (depth > 0.5)  # no closer than half a metre to the camera
+    u, v, depth, inten = u[keep], v[keep], depth[keep], points["intensity"][keep]
     order = np.argsort(-depth)  # far first, so the nearest return is written last and wins
-    mask[v[order], u[order]] = np.maximum(inten[order], 1e-6) / max(intensity_max, 1e-12)
+    rows, cols = v[order].astype(np.int64), u[order].astype(np.int64)
+    mask[rows, cols] = np.maximum(inten[order], 1e-6) / max(intensity_max, 1e-12)
     return mask
 
 

@@ -14,7 +14,7 @@ from .pose import Pose
 if TYPE_CHECKING:
     from .world import World
 
-__all__ = ["AMBIENT", "CameraImages", "CameraSpec", "camera_rays", "render"]
+__all__ = ["AMBIENT", "CameraImages", "CameraSpec", "camera_projection", "camera_rays", "project", "render"]
 
 #: Fraction of the albedo lit by the sky alone (faces turned away from the sun).
 AMBIENT = 0.35
@@ -47,6 +47,30 @@ class CameraSpec:
         """The (3, 3) matrix K for the optical frame (z along the axis, x right, y down)."""
         f = self.focal_px
         return np.array([[f, 0.0, self.width / 2], [0.0, f, self.height / 2], [0.0, 0.0, 1.0]])
+
+
+_MOUNT_TO_OPTICAL = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])
+
+
+def camera_projection(camera: CameraSpec, sensor_mount: Pose) -> NDArray[np.float64]:
+    """(3, 4) matrix: sensor-frame points (both mounts on the ego) -> ``camera`` pixels times depth."""
+    sensor_to_cam = camera.mount.inverse().compose(sensor_mount).matrix()
+    return camera.intrinsics() @ _MOUNT_TO_OPTICAL @ sensor_to_cam[:3, :]
+
+
+def project(
+    xyz: NDArray[np.floating], projection: NDArray[np.float64], width: int, height: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Pixel coordinates (u, v float64), depth and the inside-the-image flag of points (N, 3) under a
+    (3, 4) projection. Inside: depth > 0 and 0 <= u < width, 0 <= v < height."""
+    pts = np.asarray(xyz, dtype=np.float64)
+    hom = pts @ projection[:, :3].T + projection[:, 3]
+    depth = hom[:, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = hom[:, 0] / depth
+        v = hom[:, 1] / depth
+    inside = (depth > 0) & (u >= 0) & (u < width) & (v >= 0) & (v < height)
+    return u, v, depth, inside
 
 
 class CameraImages(NamedTuple):
