@@ -59,6 +59,8 @@ class WindowOptions:
     """With ``screenshot``: also wait for a camera frame (the source publishes them now and then)."""
 
 
+_MARKER_RGB = (1.0, 0.2, 1.0)
+"""Colour of the picked point's marker (magenta: no colour mode uses it)."""
 _KEEP_ASPECT = QtCore.Qt.AspectRatioMode.KeepAspectRatio
 _FAST = QtCore.Qt.TransformationMode.FastTransformation
 
@@ -131,14 +133,14 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self.scatter.setGLOptions("opaque")
         self.view.addItem(self.scatter)
         self.marker = gl.GLScatterPlotItem(
-            pos=np.zeros((1, 3), np.float32), color=(1.0, 0.2, 1.0, 0.0), size=12.0, pxMode=True
+            pos=np.zeros((1, 3), np.float32), color=(*_MARKER_RGB, 0.0), size=12.0, pxMode=True
         )
         self.view.addItem(self.marker)
         self.exported: Path | None = None
         """The last scan exported (key E)."""
         self.picked: int | None = None
-        self._pick_xy: tuple[float, float] | None = None
         """Index of the picked point in the scan on screen (None when none)."""
+        self._pick_xy: tuple[float, float] | None = None
         mono = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
         self.hud = QtWidgets.QLabel(self.view)
         self.hud.setFont(mono)
@@ -171,7 +173,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self.panels = panels
         self.slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.slider_label = QtWidgets.QLabel()
-        self.slider_label.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
+        self.slider_label.setFont(mono)
         playbar = QtWidgets.QWidget()
         bar = QtWidgets.QHBoxLayout(playbar)
         bar.setContentsMargins(4, 0, 4, 0)
@@ -278,10 +280,10 @@ class ViewerWindow(QtWidgets.QMainWindow):
         if not follow:
             self._pick_xy = (x, y) if index is not None else None
         if index is None or frame is None or frame.points is None:
-            self.marker.setData(color=(1.0, 0.2, 1.0, 0.0))
+            self.marker.setData(color=(*_MARKER_RGB, 0.0))
             self.pick_label.setVisible(False)
         else:
-            self.marker.setData(pos=self._positions[index : index + 1].copy(), color=(1.0, 0.2, 1.0, 1.0))
+            self.marker.setData(pos=self._positions[index : index + 1].copy(), color=(*_MARKER_RGB, 1.0))
             text = describe_point(frame.points[index], frame.header)
             seq = frame.header.get("seq", "-")
             self.pick_label.setText(f"{text}\nscan     seq {seq}  (follows new scans; click: another)")

@@ -32,7 +32,7 @@ from rt_lidar.sinks.base import SinkContext
 from rt_lidar.stream import ZmqStreamSink
 from rt_lidar.sweep import Scan
 from rt_lidar.viewer.app import display_pid, ensure_display, make_app, yield_viewer_cpu
-from rt_lidar.viewer.serve import LOOKAHEAD, ServeOptions, start_demo_process
+from rt_lidar.viewer.serve import DEMO_CAMERA_EVERY, LOOKAHEAD, ServeOptions, start_demo_process
 
 
 def synthetic_scan(n: int, rings: int = 64, seed: int = 0) -> np.ndarray:
@@ -265,8 +265,8 @@ def main() -> int:
         "--live-camera-every",
         type=int,
         default=0,
-        help="the publisher renders a camera "
-        "frame and its mask with every k-th scan, as `view --demo` does with 4 (0 = never)",
+        help="the publisher renders a camera frame and its mask with every k-th scan, as `view --demo` "
+        f"does with {DEMO_CAMERA_EVERY} (0 = never)",
     )
     p.add_argument(
         "--live-lookahead",
