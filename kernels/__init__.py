@@ -13,7 +13,7 @@ from kernels.intensity import (
     received_power_output,
     two_way_transmission,
 )
-from kernels.sweep import scan_boundaries
+from kernels.sectors import scan_boundaries
 from kernels.xp import array_module, to_numpy
 
 __all__ = [

@@ -1,1 +1,1 @@
-"""rt-lidar: a real-time, realistic LiDAR simulator (see DESIGN.md)."""
+"""rt-lidar: a real-time, realistic LiDAR simulator (see docs/architecture.md)."""

@@ -1,6 +1,6 @@
 """The one point type every cloud that leaves the pipeline uses.
 
-Fields (DESIGN.md): ``x, y, z`` float32 metres in the sensor frame (x forward, y left, z up, as ROS),
+Fields: ``x, y, z`` float32 metres in the sensor frame (x forward, y left, z up, as ROS),
 ``intensity`` float32 in the sensor's own output units, ``reflectivity`` float32 calibrated 0..1 of a
 Lambertian target, ``ring`` uint16, ``t`` int64 nanoseconds from the scan start, ``return_id`` uint8,
 ``flags`` uint8 (see :class:`PointFlag`), ``segment`` uint32 (segmentation id of the surface hit).

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rt_lidar.calibration import (
+from rt_lidar.sensor.calibration import (
     calibrate,
     fit_beam_profile,
     fit_epw,
@@ -33,7 +33,7 @@ from rt_lidar.calibration import (
     synthetic_intensity_table,
     synthetic_profile_table,
 )
-from rt_lidar.presets import load_preset
+from rt_lidar.sensor.presets import load_preset
 
 __all__ = ["main", "read_csv"]
 

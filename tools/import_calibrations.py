@@ -6,7 +6,7 @@
 The non-beam fields (datasheet figures, with their provenance in ``source``) live in the TOML files
 themselves, in one place, and are kept as they are; only ``pulse.detection_threshold_w`` is
 recomputed: the power a 10 % Lambertian target at normal incidence returns from ``range.range_10pct_m``
-(``rt_lidar.presets.lambertian_return_w``). Every written file is validated by loading it back.
+(``rt_lidar.sensor.presets.lambertian_return_w``). Every written file is validated by loading it back.
 
 Azimuth conventions: the presets store offsets counter-clockwise positive (math convention). The ROS
 velodyne driver's ``rot_correction`` already is (it computes the ROS-frame azimuth as rot - head);
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_lidar.errors import PresetError
-from rt_lidar.presets import lambertian_return_w, load_preset
+from rt_lidar.sensor.presets import lambertian_return_w, load_preset
 
 __all__ = ["SOURCES", "beams_for", "main", "parse_velodyne_yaml", "render_toml"]
 

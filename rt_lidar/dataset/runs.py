@@ -17,7 +17,7 @@ from typing import Any
 
 from rt_lidar.dataset.labels import LabelRule
 from rt_lidar.dataset.sweep_spec import CameraSettings, SceneSpec, SensorSpec, SweepSpec, TrajectorySpec
-from rt_lidar.weather import WeatherConfig
+from rt_lidar.physics.weather import WeatherConfig
 
 __all__ = ["RunSpec", "expand_runs", "run_digest", "run_to_dict", "sequence_name", "weather_label"]
 

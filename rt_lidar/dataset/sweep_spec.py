@@ -64,8 +64,8 @@ from typing import Any
 from rt_lidar.dataset.errors import SweepError
 from rt_lidar.dataset.labels import SEMANTIC_KITTI_CLASSES, LabelRule
 from rt_lidar.errors import ConfigError
-from rt_lidar.presets import list_presets, load_preset
-from rt_lidar.weather import WeatherConfig
+from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.sensor.presets import list_presets, load_preset
 
 __all__ = [
     "CameraSettings",

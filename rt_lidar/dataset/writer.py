@@ -24,17 +24,17 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from rt_lidar.build import build_pipeline
 from rt_lidar.dataset.errors import DatasetError
 from rt_lidar.dataset.labels import DEFAULT_RULES, LabelRule, class_lut, make_labels
 from rt_lidar.dataset.runs import RunSpec, run_digest, run_to_dict
 from rt_lidar.dataset.sweep_spec import CameraSettings, MountSpec, SceneSpec, TrajectorySpec
-from rt_lidar.physics import PhysicsConfig
-from rt_lidar.pipeline import Pipeline
-from rt_lidar.presets import SensorPreset
+from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.frame_loop import Pipeline
+from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.kitti import to_kitti_array
-from rt_lidar.sweep import Scan
 from unreal_bridge.world import (
     CameraSpec,
     ConstantVelocity,

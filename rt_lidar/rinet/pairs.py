@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
-from rt_lidar.build import build_pipeline
+from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.rinet.maskdir import frame_entry, write_index
 from rt_lidar.rinet.masks import build_mask, project
 from rt_lidar.rinet.stage import camera_projection

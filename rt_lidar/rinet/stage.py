@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from rt_lidar.pipeline.assembler import CameraView, Scan
 from rt_lidar.rinet.masks import project
 from rt_lidar.rinet.runtime import RinetRuntime, load_runtime
-from rt_lidar.sweep import CameraView, Scan
 from unreal_bridge.world import CameraSpec, Pose
 from unreal_bridge.world.camera import camera_projection
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.presets import SensorPreset
-from rt_lidar.sweep import Scan
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.presets import SensorPreset
 
 __all__ = ["SINKS", "ScanSink", "SinkContext", "make_sink", "parse_sink_spec", "register_sink"]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rt_lidar.errors import RtLidarError
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sinks.base import ScanSink, SinkContext
-from rt_lidar.sweep import Scan
 
 __all__ = ["SinkError", "SinkFanout"]
 

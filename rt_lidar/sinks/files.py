@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rt_lidar.presets import preset_to_dict
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.presets import preset_to_dict
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, register_sink, target_dir
 from rt_lidar.sinks.kitti import write_kitti_bin
 from rt_lidar.sinks.pcd import write_pcd
-from rt_lidar.sweep import Scan
 
 __all__ = ["KittiFolderSink", "PcdFolderSink", "write_resolved_config"]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, register_sink, target_dir
-from rt_lidar.sweep import Scan
 
 __all__ = ["EXTRA_DIMS", "LasFolderSink", "write_las"]
 

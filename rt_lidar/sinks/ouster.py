@@ -19,12 +19,12 @@ import fastcrc
 import numpy as np
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.presets import SensorPreset
-from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, register_sink
 from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, PacketBatch, PacketPcapSink, point_columns, slots_per_scan
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
-from rt_lidar.sweep import Scan
 
 __all__ = ["OusterPacketizer", "metadata_for", "ouster_pcap_sink", "ouster_udp_sink"]
 

@@ -16,10 +16,10 @@ from typing import BinaryIO, Protocol
 
 import numpy as np
 
-from rt_lidar.presets import SensorPreset
-from rt_lidar.scan_pattern import firings_per_scan, scan_period_ns
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import firings_per_scan, scan_period_ns
 from rt_lidar.sinks.base import SinkContext
-from rt_lidar.sweep import Scan
 
 __all__ = [
     "DEFAULT_EPOCH_NS",

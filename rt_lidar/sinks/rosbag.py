@@ -20,9 +20,9 @@ import numpy as np
 from ruamel.yaml import YAML
 
 from rt_lidar.errors import ConfigError
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, register_sink
-from rt_lidar.sweep import Scan
 
 __all__ = ["CLOUD_DTYPE", "CLOUD_DTYPE_ALL", "POINTFIELD_DTYPES", "RosbagSink", "cloud_bytes"]
 

@@ -19,11 +19,11 @@ from multiprocessing.connection import Connection
 import numpy as np
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.pacing import Pacer, PacingStats
 from rt_lidar.sinks.pcap import Packetizer
-from rt_lidar.sweep import Scan
 
 __all__ = ["UdpPacketSink", "parse_host_port"]
 

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.presets import SensorPreset
-from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, register_sink
 from rt_lidar.sinks.pcap import (
     DEFAULT_EPOCH_NS,
@@ -42,7 +43,6 @@ from rt_lidar.sinks.pcap import (
 )
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
 from rt_lidar.sinks.velodyne_hdl64 import calibration_stream, status_bytes
-from rt_lidar.sweep import Scan
 
 __all__ = [
     "DATA_PACKET",

@@ -21,7 +21,7 @@ import struct
 
 import numpy as np
 
-from rt_lidar.presets import SensorPreset
+from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.pcap import ipv4_bytes
 
 __all__ = ["CYCLE", "STREAM_BYTES", "calibration_stream", "status_bytes"]

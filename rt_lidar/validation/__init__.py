@@ -1,4 +1,4 @@
-"""Validation experiments of the sensor model against published figures (see :mod:`rt_lidar.validate`)."""
+"""Validation experiments against published figures (run by :mod:`rt_lidar.validation.report`)."""
 
 from rt_lidar.validation.experiments import EXPERIMENTS, Experiment
 from rt_lidar.validation.scenes import rain_test_scene

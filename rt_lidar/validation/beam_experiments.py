@@ -26,14 +26,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from kernels.waveform import single_echo_epw_ns
-from rt_lidar.beam import BeamConfig
-from rt_lidar.build import build_pipeline
-from rt_lidar.materials import load_material_table
-from rt_lidar.physics import PhysicsConfig, SensorPhysics
+from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
+from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.sources import WorldSource
 from rt_lidar.points import PointFlag
-from rt_lidar.presets import SensorPreset, load_preset
-from rt_lidar.scan_pattern import Firings
-from rt_lidar.source import WorldSource
+from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.sensor.materials import load_material_table
+from rt_lidar.sensor.presets import SensorPreset, load_preset
+from rt_lidar.sensor.scan_pattern import Firings
 from rt_lidar.validation.plots import plot_series
 from unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World, targets_scene
 

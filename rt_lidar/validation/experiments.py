@@ -2,7 +2,7 @@
 one PNG plot into the output folder.
 
 - ``rain_max_range`` / ``fog_max_range``: range at which a 10 % Lambertian target, head-on, is still
-  detected in at least half of 400 beams (Monte Carlo through :class:`~rt_lidar.weather.WeatherModel`,
+  detected in at least half of 400 beams (Monte Carlo through :class:`~rt_lidar.physics.weather.WeatherModel`,
   drops stealing returns included), beside the analytic range from the extinction alone.
 - ``rain_range_bands``: one VLP-16 revolution in the seed's scene (:func:`rain_test_scene`) per rain
   rate, counted in the +-35 deg sector in front of the sensor where the scene stands (behind it there
@@ -32,13 +32,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from kernels.intensity import received_power
-from rt_lidar.build import build_pipeline, build_world
-from rt_lidar.physics import PhysicsConfig
+from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.physics.weather import WeatherConfig, WeatherModel
+from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.points import PointFlag
-from rt_lidar.presets import SensorPreset, load_preset
+from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.validation.plots import plot_series
 from rt_lidar.validation.scenes import rain_test_scene
-from rt_lidar.weather import WeatherConfig, WeatherModel
 from unreal_bridge.world import World
 
 __all__ = ["EXPERIMENTS", "RAIN_RATES_MM_H", "Experiment", "max_detection_range"]

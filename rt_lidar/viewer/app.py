@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rt_lidar.runtime import PRIORITIES, lower_priority
-from rt_lidar.stream import DEFAULT_ADDRESS
+from rt_lidar.session.realtime import PRIORITIES, lower_priority
+from rt_lidar.sinks.stream import DEFAULT_ADDRESS
 
 __all__ = [
     "PRIORITIES",
@@ -122,7 +122,7 @@ def run_viewer(opts: ViewerOptions) -> int:
             source = RecordingSource(Path(opts.recording), rate_hz=opts.rate_hz, speed=opts.speed)
         else:
             if opts.demo:
-                from rt_lidar.viewer.serve import DEMO_CAMERA_EVERY, ServeOptions, start_demo_process
+                from rt_lidar.viewer.publisher import DEMO_CAMERA_EVERY, ServeOptions, start_demo_process
 
                 demo = start_demo_process(
                     ServeOptions(address=opts.connect, preset=opts.preset, camera_every=DEMO_CAMERA_EVERY)

@@ -2,7 +2,7 @@
 
 W / Up: throttle, S / Down: reverse throttle, A / Left and D / Right: steer (ramped, recentring when
 released), X: brake. The sink is the AirSim bridge (:class:`AirSimControlSink`, ``setCarControls`` on
-the server the viewer watches, embedded or Unreal) or a local :class:`~rt_lidar.vehicle.BicycleModel`.
+the server the viewer watches, embedded or Unreal) or a local :class:`~rt_lidar.server.vehicle.BicycleModel`.
 No Qt here: the window feeds key names in.
 """
 
@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rt_lidar.vehicle import BicycleModel, VehicleControls
+from rt_lidar.server.vehicle import BicycleModel, VehicleControls
 
 __all__ = [
     "DRIVE_KEYS",

@@ -59,8 +59,8 @@ def _frame_bytes(size: tuple[int, int]) -> int:
 
 
 def _paint_loop(conn: Connection, scene: str, seed: int, size: tuple[int, int], intensity_max: float) -> None:
-    from rt_lidar.build import build_world
-    from rt_lidar.runtime import lower_priority
+    from rt_lidar.pipeline.builder import build_world
+    from rt_lidar.session.realtime import lower_priority
 
     lower_priority("idle")
     world = build_world(scene, seed=seed)

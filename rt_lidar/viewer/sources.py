@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.stream import StreamFrame, StreamSubscriber, scan_header_figures
+from rt_lidar.sinks.stream import StreamFrame, StreamSubscriber, scan_header_figures
 
 __all__ = ["FrameSource", "HudStats", "LiveSource", "RecordingSource", "read_any_pcd"]
 
@@ -37,7 +37,7 @@ class FrameSource(Protocol):
 
 
 class LiveSource:
-    """Frames from a :class:`~rt_lidar.stream.StreamSubscriber` on ``address``."""
+    """Frames from a :class:`~rt_lidar.sinks.stream.StreamSubscriber` on ``address``."""
 
     def __init__(self, address: str, reconnect_after_s: float = 3.0) -> None:
         self.address = address
@@ -93,7 +93,7 @@ class RecordingSource:
     Playback keeps to the clock: when the viewer is slower than the recording, the scans whose time has
     passed are skipped (and counted in :attr:`dropped`), as a video player drops frames, so the picture
     and the time slider stay at the recorded time. Scans are read when shown
-    (:class:`~rt_lidar.recording.CloudRecording`), so a recording of any length opens in bounded
+    (:class:`~rt_lidar.sinks.recording.CloudRecording`), so a recording of any length opens in bounded
     memory. The sensor comes from the recording's config file (``rt_lidar_config.json``, or the
     ``config.json`` that ``rt-lidar demo`` writes).
     """
@@ -106,7 +106,7 @@ class RecordingSource:
         speed: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        from rt_lidar.recording import CloudRecording
+        from rt_lidar.sinks.recording import CloudRecording
 
         if rate_hz is not None and not rate_hz > 0:
             raise ConfigError(f"recording playback rate must be > 0 Hz, got {rate_hz}")

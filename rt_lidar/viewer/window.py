@@ -13,7 +13,7 @@ import pyqtgraph.opengl as gl
 from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
 from rt_lidar.sinks.pcd import write_pcd
-from rt_lidar.stream import StreamFrame
+from rt_lidar.sinks.stream import StreamFrame
 from rt_lidar.viewer.cloud_view import CloudView, key_name
 from rt_lidar.viewer.colors import (
     COLOR_MODES,

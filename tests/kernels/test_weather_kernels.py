@@ -66,8 +66,8 @@ def test_rird_is_the_projects_received_power() -> None:
 
 
 def _params() -> kw.WeatherKernelParams:
-    from rt_lidar.presets import load_preset
-    from rt_lidar.weather import WeatherConfig, WeatherModel
+    from rt_lidar.physics.weather import WeatherConfig, WeatherModel
+    from rt_lidar.sensor.presets import load_preset
 
     p = load_preset("VLP-16")
     return WeatherModel(WeatherConfig(25.0, 150.0, 1.0)).params(p, p.pulse.detection_threshold_w)
@@ -127,8 +127,8 @@ def test_cuda_kernel_matches_numpy_reference(cuda_backend) -> None:
 def test_array_kernel_equals_the_per_ray_reference(config: dict) -> None:
     """The vectorised kernel and the plain-Python loop of the same model agree ray for ray."""
     from kernels.weather_reference import reference_ray
-    from rt_lidar.presets import load_preset
-    from rt_lidar.weather import WeatherConfig, WeatherModel
+    from rt_lidar.physics.weather import WeatherConfig, WeatherModel
+    from rt_lidar.sensor.presets import load_preset
 
     preset = load_preset("VLP-16")
     thr = preset.pulse.detection_threshold_w

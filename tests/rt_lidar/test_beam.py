@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from scenes import glass_scene, targets_scene, wall_scene
 
-from rt_lidar.beam import BeamConfig, subray_directions, subray_pattern
-from rt_lidar.build import build_pipeline
-from rt_lidar.cli_beam import add_beam_arguments, beam_from_args
+from rt_lidar.cli.beam import add_beam_arguments, beam_from_args
 from rt_lidar.errors import ConfigError, PresetError
-from rt_lidar.physics import PhysicsConfig
+from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.points import POINT_DTYPE, PointFlag
-from rt_lidar.presets import load_preset, preset_from_dict, preset_to_dict
+from rt_lidar.sensor.beam import BeamConfig, subray_directions, subray_pattern
+from rt_lidar.sensor.presets import load_preset, preset_from_dict, preset_to_dict
 from rt_lidar.sinks.pcd import read_pcd, with_extras, write_pcd
 from rt_lidar.validation.beam_experiments import BEAM_CHECKS, BEAM_EXPERIMENTS
 from unreal_bridge.world import Scene

@@ -17,20 +17,20 @@ import pytest
 from pypcd4 import PointCloud
 from scenes import targets_scene, wall_scene
 
-from rt_lidar.beam import BeamConfig, subray_pattern
-from rt_lidar.bridge_hits import hits_from_wire
-from rt_lidar.build import build_pipeline
-from rt_lidar.cli_beam import SunConfig
-from rt_lidar.controller import BridgeSource, bridge_pipeline
-from rt_lidar.embedded_sim import EmbeddedSim
+from rt_lidar.bridge.hits import hits_from_wire
+from rt_lidar.bridge.recover import recover_hits
+from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
+from rt_lidar.cli.beam import SunConfig
 from rt_lidar.errors import RtLidarError
-from rt_lidar.physics import PhysicsConfig, SensorPhysics
-from rt_lidar.pipeline import Pipeline
+from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
+from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.points import PointFlag
-from rt_lidar.presets import load_preset, preset_from_dict, preset_to_dict
-from rt_lidar.recover import recover_hits
-from rt_lidar.run import RunOptions, run_controller
-from rt_lidar.scan_pattern import firings_between, firings_per_scan
+from rt_lidar.sensor.beam import BeamConfig, subray_pattern
+from rt_lidar.sensor.presets import load_preset, preset_from_dict, preset_to_dict
+from rt_lidar.sensor.scan_pattern import firings_between, firings_per_scan
+from rt_lidar.server.embedded_sim import EmbeddedSim
+from rt_lidar.session.live import RunOptions, run_controller
 from unreal_bridge import AirSimClient, AirSimServer
 from unreal_bridge.world import World, street_scene
 

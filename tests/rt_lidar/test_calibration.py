@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rt_lidar.calibration import (
+from rt_lidar.sensor.calibration import (
     calibrate,
     fit_beam_profile,
     fit_epw,
@@ -20,7 +20,7 @@ from rt_lidar.calibration import (
     synthetic_intensity_table,
     synthetic_profile_table,
 )
-from rt_lidar.presets import load_preset
+from rt_lidar.sensor.presets import load_preset
 
 ROOT = Path(__file__).resolve().parents[2]
 TRUE = load_preset("VLP-16")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pypcd4 import PointCloud
 
-from rt_lidar.cli import main
+from rt_lidar.cli.main import main
 from rt_lidar.points import POINT_FIELDS
 from rt_lidar.sinks import read_kitti_bin
 
@@ -68,7 +68,10 @@ def test_bad_input_gets_one_clear_line(tmp_path, capsys):
 
 def test_console_script_runs():
     proc = subprocess.run(
-        [sys.executable, "-m", "rt_lidar.cli", "presets", "list"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "rt_lidar.cli.main", "presets", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0 and "HDL-64E" in proc.stdout
 

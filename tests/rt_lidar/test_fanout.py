@@ -4,10 +4,10 @@ import time
 import numpy as np
 import pytest
 
-from rt_lidar.presets import load_preset
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.fanout import SinkError, SinkFanout
-from rt_lidar.sweep import Scan
 
 
 class _Recorder:

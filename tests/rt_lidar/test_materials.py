@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.materials import load_material_table
+from rt_lidar.sensor.materials import load_material_table
 
 SPECTRA = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "spectra"
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scenes import glass_scene, targets_scene, wall_scene
 
-from rt_lidar.build import build_pipeline
-from rt_lidar.physics import PhysicsConfig
-from rt_lidar.presets import list_presets, load_preset
-from rt_lidar.scan_pattern import firings_per_scan
+from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.sensor.presets import list_presets, load_preset
+from rt_lidar.sensor.scan_pattern import firings_per_scan
 from unreal_bridge.world import World
 
 
@@ -184,7 +184,7 @@ def test_lookahead_casts_ahead_and_survives_a_jump():
 def test_scans_say_when_the_pipeline_had_their_last_sector() -> None:
     import time
 
-    from rt_lidar.build import build_pipeline
+    from rt_lidar.pipeline.builder import build_pipeline
 
     pipe = build_pipeline("VLP-16", "street", seed=0).pipeline
     before = time.time_ns()

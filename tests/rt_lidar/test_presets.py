@@ -13,10 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from rt_lidar.airsim_settings import airsim_lidar_settings, airsim_settings_json, preset_from_airsim_settings
-from rt_lidar.cli_presets import add_presets_parser
+from rt_lidar.bridge.airsim_settings import (
+    airsim_lidar_settings,
+    airsim_settings_json,
+    preset_from_airsim_settings,
+)
+from rt_lidar.cli.presets import add_presets_parser
 from rt_lidar.errors import PresetError
-from rt_lidar.presets import (
+from rt_lidar.sensor.presets import (
     NON_PRESET_FILES,
     lambertian_return_w,
     list_presets,

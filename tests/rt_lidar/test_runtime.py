@@ -12,7 +12,7 @@ CHILD = r"""
 import resource, sys
 import numpy as np
 if sys.argv[1] == "tuned":
-    from rt_lidar.runtime import tune_allocator
+    from rt_lidar.session.realtime import tune_allocator
     assert tune_allocator() and tune_allocator()  # idempotent
 a = np.random.default_rng(0).random(600_000)  # 4.8 MB, like a frame's temporaries
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

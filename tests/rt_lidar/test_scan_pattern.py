@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from rt_lidar.presets import list_presets, load_preset
-from rt_lidar.scan_pattern import (
+from rt_lidar.sensor.presets import list_presets, load_preset
+from rt_lidar.sensor.scan_pattern import (
     Firings,
     firings_between,
     firings_per_scan,
@@ -150,7 +150,7 @@ def test_scan_index_and_start_agree() -> None:
 
 @pytest.mark.parametrize("name", [n for n in list_presets() if load_preset(n).scan.pattern != "rosette"])
 def test_cached_scan_table_equals_the_direct_schedule(name):
-    from rt_lidar.scan_pattern import _compute_firings
+    from rt_lidar.sensor.scan_pattern import _compute_firings
 
     preset = load_preset(name)
     period = scan_period_ns(preset)

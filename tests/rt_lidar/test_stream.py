@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.points import POINT_DTYPE
-from rt_lidar.presets import load_preset
+from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sinks.base import SINKS, SinkContext
-from rt_lidar.stream import StreamPublisher, StreamSubscriber, ZmqStreamSink, decode_frame
-from rt_lidar.sweep import Scan
+from rt_lidar.sinks.stream import StreamPublisher, StreamSubscriber, ZmqStreamSink, decode_frame
 
 
 def _scan(n: int, index: int = 0) -> Scan:
@@ -199,7 +199,7 @@ def test_decode_frame_from_bytes() -> None:
 def test_every_sector_is_published_and_the_sectors_make_the_scan() -> None:
     import zmq
 
-    from rt_lidar.build import build_pipeline
+    from rt_lidar.pipeline.builder import build_pipeline
     from rt_lidar.sinks.fanout import SinkFanout
 
     address = f"tcp://127.0.0.1:{_free_port()}"
@@ -277,7 +277,7 @@ def test_a_subscriber_that_stopped_reading_does_not_hold_up_another(sink: ZmqStr
     import sys
 
     code = (
-        "import time; from rt_lidar.stream import StreamSubscriber; "
+        "import time; from rt_lidar.sinks.stream import StreamSubscriber; "
         f"s = StreamSubscriber({sink.address!r}); print('up', flush=True); time.sleep(60)"
     )
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rt_lidar.cli_validate import add_validate_parser
+from rt_lidar.cli.validate import add_validate_parser
 from rt_lidar.errors import ConfigError
-from rt_lidar.validate import run_validation, trend_checks
+from rt_lidar.validation.report import run_validation, trend_checks
 
 
 @pytest.fixture(scope="module")

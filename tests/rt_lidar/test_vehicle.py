@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rt_lidar.vehicle import BicycleModel, VehicleControls, VehicleLimits
+from rt_lidar.server.vehicle import BicycleModel, VehicleControls, VehicleLimits
 from unreal_bridge.world import Pose, Trajectory, World, plane_scene
 
 

@@ -7,13 +7,13 @@ import argparse
 import numpy as np
 import pytest
 
-from rt_lidar.build import build_pipeline
-from rt_lidar.cli_validate import add_weather_arguments, weather_from_args
+from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
 from rt_lidar.errors import ConfigError
-from rt_lidar.physics import PhysicsConfig
+from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.physics.weather import WeatherConfig, WeatherModel, airsim_weather_to_config
+from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.points import PointFlag
-from rt_lidar.presets import load_preset
-from rt_lidar.weather import WeatherConfig, WeatherModel, airsim_weather_to_config
+from rt_lidar.sensor.presets import load_preset
 from unreal_bridge.world import wall_scene
 
 PRESET = load_preset("VLP-16")

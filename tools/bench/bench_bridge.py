@@ -29,7 +29,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from rt_lidar.runtime import tune_allocator
+from rt_lidar.session.realtime import tune_allocator
 from unreal_bridge import AirSimClient, AirSimServer, FluPose, LidarFrame, SimBackend, fast_decode, wire
 
 ROOT = Path(__file__).resolve().parents[2]

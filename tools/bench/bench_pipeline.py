@@ -15,10 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from rt_lidar.build import build_pipeline, build_world
-from rt_lidar.presets import list_presets
-from rt_lidar.runtime import tune_allocator
-from rt_lidar.scan_pattern import firings_per_scan, scan_period_ns
+from rt_lidar.pipeline.builder import build_pipeline, build_world
+from rt_lidar.sensor.presets import list_presets
+from rt_lidar.sensor.scan_pattern import firings_per_scan, scan_period_ns
+from rt_lidar.session.realtime import tune_allocator
 from rt_lidar.sinks import write_kitti_bin, write_pcd
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rt_lidar.build import build_pipeline
+from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.rinet.runtime import RUNTIMES, bundled_model_path, load_runtime, runtime_unavailable_reason
 from rt_lidar.rinet.stage import RinetStage
 from unreal_bridge.world import CameraSpec

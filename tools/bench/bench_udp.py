@@ -22,12 +22,12 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from rt_lidar.build import BuiltPipeline, build_pipeline
-from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.pipeline.builder import BuiltPipeline, build_pipeline
+from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.udp import UdpPacketSink
 from rt_lidar.sinks.velodyne import velodyne_udp_sink
-from rt_lidar.sweep import Scan
 
 REAL_VLP16_PACKET_S = 24 * 55.296e-6
 OPTS: dict[str, str] = {}

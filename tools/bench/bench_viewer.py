@@ -25,14 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.points import POINT_DTYPE
-from rt_lidar.presets import load_preset
-from rt_lidar.runtime import tune_allocator
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.session.realtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext
-from rt_lidar.stream import ZmqStreamSink
-from rt_lidar.sweep import Scan
+from rt_lidar.sinks.stream import ZmqStreamSink
 from rt_lidar.viewer.app import display_pid, ensure_display, make_app, yield_viewer_cpu
-from rt_lidar.viewer.serve import DEMO_CAMERA_EVERY, LOOKAHEAD, ServeOptions, start_demo_process
+from rt_lidar.viewer.publisher import DEMO_CAMERA_EVERY, LOOKAHEAD, ServeOptions, start_demo_process
 
 
 def synthetic_scan(n: int, rings: int = 64, seed: int = 0) -> np.ndarray:

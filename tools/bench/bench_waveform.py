@@ -18,14 +18,14 @@ import time
 
 import numpy as np
 
-from rt_lidar.beam import BeamConfig
-from rt_lidar.build import build_world
-from rt_lidar.materials import load_material_table
-from rt_lidar.physics import PhysicsConfig, SensorPhysics
-from rt_lidar.presets import load_preset
-from rt_lidar.runtime import tune_allocator
-from rt_lidar.scan_pattern import firings_between, scan_period_ns
-from rt_lidar.source import WorldSource
+from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
+from rt_lidar.pipeline.builder import build_world
+from rt_lidar.pipeline.sources import WorldSource
+from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.sensor.materials import load_material_table
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.scan_pattern import firings_between, scan_period_ns
+from rt_lidar.session.realtime import tune_allocator
 
 C_M_PER_NS = 0.299792458
 

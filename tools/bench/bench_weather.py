@@ -18,9 +18,9 @@ import time
 import numpy as np
 
 from kernels.weather_reference import reference_ray
-from rt_lidar.presets import load_preset
-from rt_lidar.runtime import tune_allocator
-from rt_lidar.weather import WeatherConfig, WeatherModel
+from rt_lidar.physics.weather import WeatherConfig, WeatherModel
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.session.realtime import tune_allocator
 
 CONFIGS = {
     "rain_25mm_h": WeatherConfig(rain_mm_h=25.0),

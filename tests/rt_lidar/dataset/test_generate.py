@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from dataset_support import SMALL_SWEEP, tiny_sweep_dict, tree_digest
 
-from rt_lidar.cli_generate import add_generate_parser
+from rt_lidar.cli.generate import add_generate_parser
 from rt_lidar.dataset import (
     DatasetError,
     GenerateSummary,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from rt_lidar.cli_rinet import BUNDLED, add_rinet_argument, add_rinet_parser, resolve_rinet_model
+from rt_lidar.cli.rinet import BUNDLED, add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.rinet.datasets import read_semantic_kitti
 from rt_lidar.rinet.masks import (
     LABEL_DROP,

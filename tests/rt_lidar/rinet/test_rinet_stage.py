@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from rt_lidar.build import build_pipeline
+from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.rinet.masks import project
 from rt_lidar.rinet.runtime import InferenceResult, bundled_model_path
 from rt_lidar.rinet.stage import RinetStage, camera_projection, rgb_from_airsim
@@ -68,9 +68,9 @@ def test_the_stream_carries_the_stages_camera_and_mask_to_the_viewer(tmp_path):
     pytest.importorskip("onnxruntime")
     import socket
 
-    from rt_lidar.cli import main
-    from rt_lidar.demo import RINET_CAMERA
-    from rt_lidar.stream import StreamSubscriber
+    from rt_lidar.cli.main import main
+    from rt_lidar.session.demo import RINET_CAMERA
+    from rt_lidar.sinks.stream import StreamSubscriber
 
     with socket.socket() as sk:
         sk.bind(("127.0.0.1", 0))

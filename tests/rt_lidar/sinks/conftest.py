@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rt_lidar.build import build_pipeline
-from rt_lidar.sweep import Scan
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.pipeline.builder import build_pipeline
 
 
 @functools.lru_cache(maxsize=8)

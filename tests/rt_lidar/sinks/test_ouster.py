@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rt_lidar.presets import load_preset
+from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.ouster import ouster_pcap_sink
 from rt_lidar.sinks.pcap import point_columns

@@ -9,7 +9,7 @@ import pytest
 
 import rt_lidar.sinks.registry  # noqa: F401  (registers every sink until make_sink imports it)
 from rt_lidar.errors import ConfigError
-from rt_lidar.presets import load_preset
+from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sinks.base import SinkContext, make_sink
 
 _PF_NUMPY = {2: "u1", 4: "<u2", 6: "<u4", 7: "<f4"}  # sensor_msgs/PointField datatypes we write
@@ -59,9 +59,9 @@ def test_rosbag2_reads_back_bit_exact(tmp_path, pipeline_scans, storage, fields,
 _KILLED_WRITER = r"""
 import sys, time
 from rt_lidar.points import empty_points
-from rt_lidar.presets import load_preset
+from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sinks.base import SinkContext, make_sink
-from rt_lidar.sweep import Scan
+from rt_lidar.pipeline.assembler import Scan
 sink = make_sink(sys.argv[1])
 sink.open(SinkContext(load_preset("VLP-16")))
 for i in range(100_000):
@@ -120,7 +120,7 @@ def test_las_reads_back(tmp_path, pipeline_scans):
 def test_replay_resends_a_pcap_on_schedule(tmp_path, pipeline_scans):
     import socket
 
-    from rt_lidar.replay import replay_pcap
+    from rt_lidar.sinks.replay import replay_pcap
 
     sink = make_sink(f"velodyne-pcap:{tmp_path / 'v.pcap'}")
     sink.open(SinkContext(load_preset("VLP-16")))

@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from rt_lidar.cli import main
+from rt_lidar.cli.main import main
 from rt_lidar.errors import ConfigError
-from rt_lidar.replay import recorded_scans, replay_clouds
 from rt_lidar.sinks import read_kitti_bin
 from rt_lidar.sinks.pcd import read_pcd_points
+from rt_lidar.sinks.replay import recorded_scans, replay_clouds
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_the_viewer_plays_a_bag_recording(recording):
 def test_a_bag_opens_lazily_and_reads_any_scan(recording):
     import tracemalloc
 
-    from rt_lidar.recording import CloudRecording
+    from rt_lidar.sinks.recording import CloudRecording
 
     originals = [read_pcd_points(recording / "scans" / f"{i:06d}.pcd") for i in range(3)]
     tracemalloc.start()
@@ -98,7 +98,7 @@ def test_a_bag_opens_lazily_and_reads_any_scan(recording):
 
 
 def test_bad_recordings_say_what_is_wrong(recording, tmp_path):
-    from rt_lidar.recording import CloudRecording
+    from rt_lidar.sinks.recording import CloudRecording
 
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -121,8 +121,8 @@ def test_a_kitti_sequence_plays_with_its_times_and_rings_from_the_beam_table(tmp
     of the HDL-64E, at the times of times.txt, each point on the beam nearest its elevation."""
     from pathlib import Path
 
-    from rt_lidar.presets import load_preset
-    from rt_lidar.recording import CloudRecording
+    from rt_lidar.sensor.presets import load_preset
+    from rt_lidar.sinks.recording import CloudRecording
     from rt_lidar.viewer.sources import RecordingSource
 
     real = Path(__file__).resolve().parents[4] / "shared" / "reference" / "real" / "kitti_000008"

@@ -10,14 +10,14 @@ import pytest
 import yaml
 from conftest import with_second_returns
 
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.points import empty_points
-from rt_lidar.presets import load_preset
-from rt_lidar.scan_pattern import scan_period_ns
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, read_pcap_udp
 from rt_lidar.sinks.velodyne import MODELS as PACKET_MODELS
 from rt_lidar.sinks.velodyne import VelodynePacketizer, calibration_yaml, velodyne_pcap_sink
-from rt_lidar.sweep import Scan
 
 vd = pytest.importorskip("velodyne_decoder")
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pyqtgraph.Qt import QtCore
 
-from rt_lidar.viewer.serve import ServeOptions, start_demo_process
+from rt_lidar.viewer.publisher import ServeOptions, start_demo_process
 
 # pyqtgraph caches its shader programs; with one share group they stay valid in every test's window
 QtCore.QCoreApplication.setAttribute(QtCore.Qt.ApplicationAttribute.AA_ShareOpenGLContexts)

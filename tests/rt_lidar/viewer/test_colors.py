@@ -185,8 +185,8 @@ def _at(az_deg: float, el_deg: float, r: float, ring: int = 0) -> np.ndarray:
 
 
 def test_range_panel_spans_the_field_of_view_of_a_sensor_that_looks_ahead() -> None:
-    from rt_lidar.presets import load_preset
-    from rt_lidar.stream import scan_header_figures
+    from rt_lidar.sensor.presets import load_preset
+    from rt_lidar.sinks.stream import scan_header_figures
 
     header = {"elevations_deg": [-1.0, 1.0], "columns": 90, "azimuth_span_deg": 90.0, "range_max_m": 80.0}
     pts = np.concatenate([_at(40.0, 1.0, 20.0, ring=1), _at(-20.0, -1.0, 20.0), _at(170.0, 1.0, 20.0, 1)])

@@ -8,8 +8,8 @@ import socket
 import time
 from collections.abc import Callable
 
-from rt_lidar.embedded_sim import EmbeddedSim
-from rt_lidar.presets import load_preset
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.server.embedded_sim import EmbeddedSim
 from rt_lidar.viewer.drive import AirSimControlSink
 from unreal_bridge import AirSimClient, AirSimServer
 from unreal_bridge.world import World, street_scene

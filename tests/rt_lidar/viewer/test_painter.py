@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from rt_lidar.build import build_pipeline
+from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.viewer.painter import CameraPainter, intensity_mask
 from unreal_bridge.world import CameraSpec
 

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 from pyqtgraph.Qt import QtCore, QtGui
 
-from rt_lidar.vehicle import BicycleModel
+from rt_lidar.server.vehicle import BicycleModel
 from rt_lidar.viewer.colors import COLOR_MODES
 from rt_lidar.viewer.drive import BicycleControlSink, KeyboardDriver
 from rt_lidar.viewer.sources import LiveSource, RecordingSource
@@ -115,7 +115,7 @@ class _Scans:
 
     def __init__(self, n: int) -> None:
         from rt_lidar.points import POINT_DTYPE
-        from rt_lidar.stream import StreamFrame
+        from rt_lidar.sinks.stream import StreamFrame
 
         rng = np.random.default_rng(0)
         pts = np.zeros(n, POINT_DTYPE)
@@ -199,8 +199,8 @@ def test_keyboard_drive_sends_controls(qtbot) -> None:
 def test_keyboard_drives_the_embedded_ego_over_the_bridge(qtbot) -> None:
     """Keys sent to the viewer under Xvfb reach the embedded server as setCarControls, and the ego's
     pose from simGetVehiclePose moves as the controls say (forward, turning right)."""
-    from rt_lidar.embedded_sim import EmbeddedSim
-    from rt_lidar.presets import load_preset
+    from rt_lidar.sensor.presets import load_preset
+    from rt_lidar.server.embedded_sim import EmbeddedSim
     from rt_lidar.viewer.drive import AirSimControlSink
     from unreal_bridge import AirSimClient, AirSimServer
     from unreal_bridge.world import World, street_scene
@@ -258,10 +258,10 @@ def test_viewer_waits_for_a_stream_that_went_away_and_shows_it_again(qtbot) -> N
     a new publisher on the same address is picked up without touching the viewer."""
     import socket
 
-    from rt_lidar.presets import load_preset
+    from rt_lidar.pipeline.assembler import Scan
+    from rt_lidar.sensor.presets import load_preset
     from rt_lidar.sinks.base import SinkContext
-    from rt_lidar.stream import ZmqStreamSink
-    from rt_lidar.sweep import Scan
+    from rt_lidar.sinks.stream import ZmqStreamSink
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -299,10 +299,10 @@ def test_latency_runs_from_when_the_pipeline_had_the_sims_sector(qtbot) -> None:
     sim's last sector), not from when it was published."""
     import socket
 
-    from rt_lidar.presets import load_preset
+    from rt_lidar.pipeline.assembler import Scan
+    from rt_lidar.sensor.presets import load_preset
     from rt_lidar.sinks.base import SinkContext
-    from rt_lidar.stream import ZmqStreamSink
-    from rt_lidar.sweep import Scan
+    from rt_lidar.sinks.stream import ZmqStreamSink
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,0 +1,159 @@
+"""Hits <-> the bridge's ``LidarHits`` (the ``rtLidarGetHits`` extension), both directions.
+
+The embedded server casts with :class:`~rt_lidar.pipeline.sources.WorldSource` and sends every ray with the
+extension's optional fields (direction, incidence, per-face material, glass); the controller turns the
+answer back into :class:`~rt_lidar.pipeline.sources.Hits` for the physics stage. Hits cast as sub-ray bundles
+(``rtLidarGetBeamHits``) go as one row per sub-ray, pulse-major, with each row's pulse direction
+(``pulse_direction``) and the bundle in the header (``info.sub_rays``, ``info.subray_weights``). Hits
+cast with a sun carry its per-ray cosines both ways (``sun_cos``, ``beam_sun_cos``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.pipeline.sources import Hits
+from rt_lidar.sensor.scan_pattern import Firings
+from unreal_bridge import FluPose, LidarHits
+
+__all__ = ["firings_from_directions", "hits_from_wire", "hits_to_wire"]
+
+
+def hits_to_wire(
+    hits: Hits, pose: FluPose, time_stamp_ns: int, t_offset_ns: int = 0, info: dict[str, Any] | None = None
+) -> LidarHits:
+    """Every ray of ``hits`` as an extension answer; firing times shifted by ``t_offset_ns``. Sub-ray
+    hits (``hits.subrays`` > 1) give one row per sub-ray, with the sub-ray fields of the extension;
+    the sun cosines go as the ``sun_cos`` / ``beam_sun_cos`` fields when the hits have them."""
+    n = hits.subrays
+    info = dict(info or {})
+    extras: dict[str, np.ndarray] = {}
+    for name in _SUN_FIELDS:
+        value = getattr(hits, name)
+        if value is not None:
+            extras[name] = np.asarray(value, np.float32)
+    if n > 1:
+        if hits.subray_weight is None:
+            raise ValueError("sub-ray hits need their subray_weight")
+        info["sub_rays"] = n
+        info["subray_weights"] = [float(w) for w in hits.subray_weight]
+        extras["pulse_direction"] = np.repeat(hits.firings.directions(), n, axis=0)
+    miss = ~np.isfinite(hits.range_m)
+    rng = np.where(miss, np.float32(np.nan), hits.range_m).astype(np.float32)
+    points = hits.direction * np.where(miss, 0.0, hits.range_m)[:, None].astype(np.float32)
+    normals = np.zeros_like(hits.direction)
+    # the physics needs only the incidence cosine; a normal consistent with it, facing the ray
+    normals[~miss] = -hits.direction[~miss]
+    return LidarHits(
+        points=points.astype(np.float32),
+        normals=normals,
+        segmentation=np.where(miss, -1, hits.segment.astype(np.int64)).astype(np.int32),
+        ring=np.repeat(hits.firings.ring, n).astype(np.uint16),
+        time=np.repeat(hits.firings.t_ns, n) + np.int64(t_offset_ns),
+        range=rng,
+        miss=miss,
+        pose=pose,
+        time_stamp=int(time_stamp_ns),
+        extras={
+            "direction": hits.direction.astype(np.float32),
+            "cos_incidence": hits.cos_incidence.astype(np.float32),
+            "material": hits.material.astype(np.int16),
+            "glass_range": hits.glass_range_m.astype(np.float32),
+            "glass_cos": hits.glass_cos.astype(np.float32),
+            "glass_material": hits.glass_material.astype(np.int16),
+            "glass_segment": hits.glass_segment.astype(np.int64),
+            "glass_transmission": hits.glass_transmission.astype(np.float32),
+            **extras,
+        },
+        info=info,
+    )
+
+
+def firings_from_directions(ring: np.ndarray, t_ns: np.ndarray, direction: np.ndarray) -> Firings:
+    """Firings rebuilt from per-ray rings, times and unit directions (column unknown: -1)."""
+    d = direction.astype(np.float64)
+    az = np.degrees(np.arctan2(d[:, 1], d[:, 0]))
+    el = np.degrees(np.arcsin(np.clip(d[:, 2], -1.0, 1.0)))
+    return Firings(
+        ring=ring.astype(np.uint16),
+        t_ns=t_ns.astype(np.int64),
+        azimuth_deg=az,
+        elevation_deg=el,
+        column=np.full(ring.shape[0], -1, np.int64),
+        unit=np.ascontiguousarray(direction, dtype=np.float32),
+    )
+
+
+def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
+    """Hits of an extension answer that carries our optional fields; times shifted by ``-t_offset_ns``.
+
+    An answer of sub-ray bundles (``info.sub_rays`` = N > 1) gives Hits with ``subrays`` = N, the
+    pattern's weights, per-sub-ray directions and one firing per bundle.
+    """
+    ex = answer.extras
+    missing = [k for k in ("direction", "cos_incidence", "material") if k not in ex]
+    if missing:
+        raise ValueError(f"rtLidarGetHits answer lacks the optional fields {missing} (not our server?)")
+    n = answer.ring.shape[0]
+    miss = answer.miss.astype(bool)
+    rng = np.where(miss, np.float32(np.inf), answer.range).astype(np.float32)
+    sub, weights = _bundle(answer)
+    times = answer.time - np.int64(t_offset_ns)
+    if sub == 1:
+        firings = firings_from_directions(answer.ring, times, ex["direction"])
+        direction = firings.directions()
+    else:
+        firings = firings_from_directions(answer.ring[::sub], times[::sub], ex["pulse_direction"][::sub])
+        direction = np.ascontiguousarray(ex["direction"], dtype=np.float32)
+
+    def opt(name: str, fill: float, dtype: Any) -> np.ndarray:
+        return ex[name].astype(dtype) if name in ex else np.full(n, fill, dtype)
+
+    return Hits(
+        firings=firings,
+        direction=direction,
+        range_m=rng,
+        cos_incidence=ex["cos_incidence"].astype(np.float32),
+        material=ex["material"].astype(np.int16),
+        segment=np.maximum(answer.segmentation, 0).astype(np.uint32),
+        glass_range_m=opt("glass_range", np.inf, np.float32),
+        glass_cos=opt("glass_cos", 0.0, np.float32),
+        glass_material=opt("glass_material", -1, np.int16),
+        glass_segment=np.maximum(opt("glass_segment", 0, np.int64), 0).astype(np.uint32),
+        glass_transmission=opt("glass_transmission", 1.0, np.float32),
+        subrays=sub,
+        subray_weight=weights,
+        sun_cos=_sun_field(ex, "sun_cos"),
+        beam_sun_cos=_sun_field(ex, "beam_sun_cos"),
+    )
+
+
+_SUN_FIELDS = ("sun_cos", "beam_sun_cos")
+"""The per-ray sun fields of :class:`~rt_lidar.pipeline.sources.Hits`, under the same names on the wire."""
+
+
+def _sun_field(extras: Any, name: str) -> np.ndarray | None:
+    """A sun field of an answer as float32, None when the server did not send it (no sun asked)."""
+    return np.ascontiguousarray(extras[name], dtype=np.float32) if name in extras else None
+
+
+def _bundle(answer: LidarHits) -> tuple[int, np.ndarray | None]:
+    """(sub-rays per firing, their weights) of an answer, checked: N consecutive rows share a firing."""
+    sub = answer.info.get("sub_rays", 1)
+    if not isinstance(sub, int) or sub < 1:
+        raise ValueError(f"rtLidarGetHits answer: bad info.sub_rays {sub!r}")
+    if sub == 1:
+        return 1, None
+    weights = np.asarray(answer.info.get("subray_weights", []), dtype=np.float32)
+    rows = answer.ring.shape[0]
+    if weights.shape != (sub,) or rows % sub or "pulse_direction" not in answer.extras:
+        raise ValueError(
+            f"rtLidarGetHits answer of {sub} sub-rays: needs {sub} subray_weights, a multiple of {sub} "
+            f"rays (got {rows}) and the pulse_direction field"
+        )
+    ring, t = answer.ring.reshape(-1, sub), answer.time.reshape(-1, sub)
+    if not ((ring == ring[:, :1]).all() and (t == t[:, :1]).all()):
+        raise ValueError(f"rtLidarGetHits answer: rows of one bundle of {sub} differ in ring or time")
+    return sub, weights

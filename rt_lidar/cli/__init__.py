@@ -1,0 +1,1 @@
+"""The ``rt-lidar`` command line: one module per command group."""

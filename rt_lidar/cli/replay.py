@@ -1,0 +1,67 @@
+"""CLI pieces for outputs: the repeatable ``--sink`` option and the ``replay`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["add_replay_parser", "add_sink_argument", "run_replay"]
+
+SINK_HELP = (
+    "an output, repeatable: velodyne-udp:127.0.0.1:2368, velodyne-pcap:out.pcap[,mode=dual], "
+    "rosbag2:out/[,storage=sqlite3], pcd:out/, kitti:out/, las:out/"
+)
+
+
+def add_sink_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--sink KIND:TARGET[,key=value...]`` (repeatable; collected in ``args.sinks``)."""
+    parser.add_argument(
+        "--sink", dest="sinks", action="append", default=[], metavar="KIND:TARGET", help=SINK_HELP
+    )
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``rt-lidar replay``: a pcap to ``udp:HOST[:PORT]`` sinks, or a cloud recording (PCD folder,
+    rosbag2) to any sinks, each on its recorded schedule."""
+    from pathlib import Path
+
+    from rt_lidar.errors import ConfigError
+    from rt_lidar.sensor.presets import load_preset
+    from rt_lidar.sinks.base import parse_sink_spec
+    from rt_lidar.sinks.replay import replay_clouds, replay_pcap
+
+    if not args.sinks:
+        raise ConfigError(
+            "replay: give at least one --sink (udp:HOST[:PORT] for a pcap, any sink for clouds)"
+        )
+    if Path(args.recording).is_dir():
+        preset = load_preset(args.preset) if args.preset else None
+        print(json.dumps(replay_clouds(args.recording, list(args.sinks), preset, args.rate), indent=2))
+        return 0
+    out: dict[str, Any] = {}
+    for spec in args.sinks:
+        kind, target, _ = parse_sink_spec(spec)
+        if kind != "udp":
+            raise ConfigError(f"replay: sink kind '{kind}' is not supported yet (only udp:HOST[:PORT])")
+        host, _, port = target.partition(":")
+        out[spec] = replay_pcap(args.recording, host or "127.0.0.1", int(port) if port else None).summary()
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """``rt-lidar replay RECORDING --sink udp:HOST[:PORT]``; sets ``func=run_replay``."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "replay", help="resend a recording at its recorded rate"
+    )
+    p.add_argument(
+        "recording", help="a .pcap (Velodyne or Ouster), a folder of PCD or KITTI .bin scans, or a bag"
+    )
+    p.add_argument(
+        "--preset", default=None, help="sensor of a cloud recording that does not name one (KITTI: HDL-64E)"
+    )
+    p.add_argument("--rate", type=float, default=1.0, help="replay speed for clouds (1 = recorded rate)")
+    add_sink_argument(p)
+    p.set_defaults(func=run_replay)
+    return p

@@ -1,0 +1,49 @@
+"""CLI pieces of the weather work: ``rt-lidar validate`` and the ``--rain/--fog/--snow`` options."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rt_lidar.physics.weather import WeatherConfig
+
+__all__ = ["add_validate_parser", "add_weather_arguments", "weather_from_args"]
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from rt_lidar.validation.report import run_validation, trend_checks
+
+    report = run_validation(args.out, args.only)
+    checks = trend_checks(report)
+    print(json.dumps({name: {d: ok for d, ok in c} for name, c in checks.items()}, indent=2))
+    print(f"report: {args.out}/report.json, {args.out}/report.md")
+    return 0 if all(ok for c in checks.values() for _, ok in c) else 1
+
+
+def add_validate_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``validate --out DIR [--only NAME ...]``."""
+    from rt_lidar.validation.experiments import EXPERIMENTS
+
+    p = subparsers.add_parser("validate", help="run validation experiments and write a report")
+    p.add_argument("--out", default="out/validate", help="output folder (default out/validate)")
+    p.add_argument("--only", nargs="+", metavar="NAME", choices=list(EXPERIMENTS),
+                   help=f"experiments to run (default all: {', '.join(EXPERIMENTS)})")  # fmt: skip
+    p.set_defaults(func=_cmd_validate)
+
+
+def add_weather_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--rain MM_H``, ``--fog VIS_M`` and ``--snow MM_H`` to a sub-command."""
+    g = parser.add_argument_group("weather")
+    g.add_argument("--rain", type=float, default=0.0, metavar="MM_H", help="rain rate in mm/h (0..200)")
+    g.add_argument(
+        "--fog", type=float, default=None, metavar="VIS_M", help="fog visibility in m (10..100000)"
+    )
+    g.add_argument(
+        "--snow", type=float, default=0.0, metavar="MM_H", help="snowfall, mm/h water equiv. (0..20)"
+    )
+
+
+def weather_from_args(args: argparse.Namespace) -> WeatherConfig | None:
+    """The :class:`WeatherConfig` of parsed weather options; None for clear air."""
+    w = WeatherConfig(rain_mm_h=args.rain, fog_visibility_m=args.fog, snow_mm_h=args.snow)
+    return None if w.is_clear else w

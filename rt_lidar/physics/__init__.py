@@ -1,0 +1,1 @@
+"""The sensor physics: the echo model, returns and waveforms, sunlight, weather."""

@@ -1,0 +1,263 @@
+"""The physics stage: received power, detection, range noise and output scale for every hit.
+
+Turns :class:`~rt_lidar.pipeline.sources.Hits` into points of :data:`~rt_lidar.points.POINT_DTYPE` with the
+kernels of :mod:`kernels.intensity`. With one ray per pulse and the ``strongest`` mode, a ray that
+crossed glass reports whichever echo is stronger, the glass's own mirror-like reflection or the
+attenuated object behind it; below the detection threshold the ray drops. Sub-ray bundles and the
+other return modes go through the waveform model (:mod:`rt_lidar.physics.returns`); sunlight
+(:mod:`rt_lidar.physics.ambient`) acts on the detections of either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels import (
+    apply_range_noise,
+    calibrated_reflectivity_output,
+    effective_reflectance,
+    received_power,
+    received_power_output,
+    two_way_transmission,
+)
+from kernels.waveform import single_echo_epw_ns
+from rt_lidar.errors import ConfigError
+from rt_lidar.physics.ambient import apply_ambient
+from rt_lidar.physics.returns import Detections, waveform_detections
+from rt_lidar.physics.weather import WeatherConfig, weather_model
+from rt_lidar.pipeline.sources import Hits
+from rt_lidar.points import POINT_DTYPE, PointFlag
+from rt_lidar.sensor.beam import BeamConfig, SubRayPattern, subray_pattern
+from rt_lidar.sensor.materials import MaterialArrays, MaterialTable, load_material_table
+from rt_lidar.sensor.presets import SensorPreset
+
+__all__ = ["PhysicsConfig", "PhysicsResult", "SensorPhysics"]
+
+
+@dataclass(frozen=True)
+class PhysicsConfig:
+    """Scenario settings of the physics stage (the sensor's own numbers come from its preset)."""
+
+    extinction_per_m: float = 1e-4
+    """Clear-air extinction coefficient a (1/m) in exp(-2 a R)."""
+    range_noise: bool = True
+    weather: WeatherConfig | None = None
+    """Rain, fog and snow (:mod:`rt_lidar.physics.weather`); None = clear air."""
+    beam: BeamConfig | None = None
+    """Sub-rays, return mode and echo pulse width (:mod:`rt_lidar.sensor.beam`); None = the preset's."""
+    sun_illuminance_lux: float = 0.0
+    """Illuminance of the scene by the sun (0 = night, ~100 000 lx = full summer sun)."""
+    sun_direction: tuple[float, float, float] | None = None
+    """World-frame direction towards the sun (x fwd, y left, z up); None = the scene's."""
+
+    def __post_init__(self) -> None:
+        lux = self.sun_illuminance_lux
+        if isinstance(lux, bool) or not isinstance(lux, (int, float)) or not 0.0 <= lux <= 200_000.0:
+            raise ConfigError(f"physics: sun_illuminance_lux must be in [0, 200000] lx, got {lux!r}")
+        if self.sun_direction is not None:
+            d = np.asarray(self.sun_direction, np.float64)
+            if d.shape != (3,) or not np.isfinite(d).all() or float(np.linalg.norm(d)) < 1e-9:
+                raise ConfigError(
+                    f"physics: sun_direction must be a non-zero 3-vector, got {self.sun_direction!r}"
+                )
+
+
+@dataclass
+class PhysicsResult:
+    """Detected points of one batch plus what the batch fired and lost."""
+
+    points: np.ndarray  # POINT_DTYPE, t = absolute firing time in ns (the sweep makes it scan-relative)
+    power_w: np.ndarray  # received power of each kept point
+    fired: int
+    dropped: int
+    """Pulses that reported no return at all."""
+    epw_ns: np.ndarray | None = None
+    """Echo pulse width (ns) of each point, when :attr:`BeamConfig.epw` asks for it."""
+
+    def extras(self) -> dict[str, np.ndarray]:
+        """Optional per-point fields beside ``points`` (``epw_ns`` when computed)."""
+        return {} if self.epw_ns is None else {"epw_ns": self.epw_ns}
+
+
+class SensorPhysics:
+    """Received power and output of one sensor for the materials of one scene."""
+
+    def __init__(self, preset: SensorPreset, materials: MaterialArrays, config: PhysicsConfig | None = None):
+        self.preset = preset
+        self.materials = materials
+        self.config = config or PhysicsConfig()
+        self.beam = self.config.beam or BeamConfig()
+        self.sub_rays, self.return_mode = self.beam.resolve(preset)
+        self.pattern: SubRayPattern = subray_pattern(preset, self.sub_rays)
+
+    @classmethod
+    def from_preset(
+        cls,
+        preset: SensorPreset,
+        material_names: list[str],
+        table: MaterialTable | None = None,
+        config: PhysicsConfig | None = None,
+    ) -> SensorPhysics:
+        """Physics for ``preset`` with the scene's material names, evaluated at the preset's wavelength."""
+        table = table or load_material_table()
+        return cls(preset, table.arrays(material_names, preset.optics.wavelength_nm), config)
+
+    def set_weather(self, weather: dict[str, float] | None) -> None:
+        """Switch the weather (a dict of :class:`~rt_lidar.physics.weather.WeatherConfig` fields, or None)."""
+        cfg = WeatherConfig(**weather) if weather else None
+        self.config = dataclasses.replace(self.config, weather=cfg)
+
+    @property
+    def needs_sun(self) -> bool:
+        """True when sunlight is on, so the source should report the sun cosines."""
+        return self.config.sun_illuminance_lux > 0
+
+    def uses_waveform(self, hits: Hits) -> bool:
+        """True when ``hits`` go through the waveform model (sub-rays, or a mode other than strongest)."""
+        return hits.subrays > 1 or self.return_mode != "strongest"
+
+    def unit_power(self, range_m: np.ndarray) -> np.ndarray:
+        """Received power (W) of a white Lambertian target (S = 1) filling the beam, in clear air."""
+        p = self.preset
+        trans = two_way_transmission(range_m, self.config.extinction_per_m)
+        return np.asarray(
+            received_power(
+                range_m,
+                1.0,
+                trans,
+                p.pulse.peak_power_w,
+                p.optics.receiver_aperture_m,
+                p.optics.system_efficiency,
+            ),
+            np.float32,
+        )
+
+    def power(
+        self, range_m: np.ndarray, cos_inc: np.ndarray, mat: np.ndarray, extra_t: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(received power W, effective reflectance S) of full-beam echoes off materials ``mat``."""
+        m = self.materials
+        p = self.preset
+        refl = effective_reflectance(
+            cos_inc.astype(np.float32),
+            mat,
+            m.diffuse,
+            m.retro_gain,
+            m.retro_exponent,
+            m.specular_gain,
+            m.specular_exponent,
+        )
+        trans = two_way_transmission(range_m, self.config.extinction_per_m) * extra_t
+        power = received_power(
+            range_m,
+            refl,
+            trans,
+            p.pulse.peak_power_w,
+            p.optics.receiver_aperture_m,
+            p.optics.system_efficiency,
+        )
+        return power, refl
+
+    def apply(self, hits: Hits, rng: np.random.Generator) -> PhysicsResult:
+        """Detected points of ``hits``; ``rng`` gives the range-noise draws (seeded upstream)."""
+        p = self.preset
+        threshold = p.pulse.detection_threshold_w
+        det = waveform_detections(self, hits, rng) if self.uses_waveform(hits) else self._single(hits, rng)
+        pw = det.power_w
+        measured = det.range_m
+        if self.config.range_noise and p.range.accuracy_m > 0:
+            measured = apply_range_noise(
+                measured, rng.standard_normal(len(det), np.float32), p.range.accuracy_m, pw, threshold
+            )
+            measured = np.maximum(measured, 0.0)
+        if self.needs_sun:
+            det.range_m = np.asarray(measured, np.float32)
+            det = apply_ambient(self, hits, det, rng)
+            measured, pw = det.range_m, det.power_w
+        idx = det.pulse
+
+        out = np.zeros(len(det), dtype=POINT_DTYPE)
+        direction = hits.direction if hits.subrays == 1 else hits.firings.directions()
+        dsel = direction[idx]
+        m32 = np.asarray(measured, np.float32)
+        for k, axis in enumerate("xyz"):
+            np.multiply(dsel[:, k], m32, out=out[axis])
+        refl = det.reflectivity
+        if p.output.intensity == "calibrated_reflectivity":
+            out["intensity"] = calibrated_reflectivity_output(
+                refl, p.output.diffuse_max or p.output.intensity_max, p.output.intensity_max
+            )
+        else:
+            out["intensity"] = received_power_output(pw, threshold, p.output.intensity_max)
+        out["reflectivity"] = refl
+        out["ring"] = hits.firings.ring[idx]
+        out["t"] = hits.firings.t_ns[idx]
+        out["return_id"] = det.return_id
+        out["flags"] = det.flags
+        out["segment"] = det.segment
+        epw = det.epw_ns
+        if self.beam.epw and epw is None:
+            epw = single_echo_epw_ns(pw, threshold, p.pulse.width_ns, p.pulse.epw_offset_ns).astype(
+                np.float32
+            )
+        with_return = int(np.count_nonzero(det.return_id == 0))
+        return PhysicsResult(
+            points=out, power_w=pw, fired=hits.pulses, dropped=hits.pulses - with_return, epw_ns=epw
+        )
+
+    def object_echoes(self, hits: Hits) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
+        segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
+        crossed glass on the way is flagged THROUGH_GLASS)."""
+        obj = hits.material >= 0
+        # Misses have range inf, so their power comes out 0 without masking every array first.
+        with np.errstate(invalid="ignore", over="ignore"):
+            power, refl = self.power(
+                hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
+            )
+        power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
+        flags = np.where(
+            (hits.glass_material >= 0) & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)
+        ).astype(np.uint8)
+        return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
+
+    def _single(self, hits: Hits, rng: np.random.Generator) -> Detections:
+        """One ray per firing, strongest echo: the stronger of glass and object, then the threshold."""
+        p = self.preset
+        threshold = p.pulse.detection_threshold_w
+        glass = hits.glass_material >= 0
+        power, refl, rng_m, segment, flags = self.object_echoes(hits)
+        if glass.any():
+            gp, grefl = self.power(
+                hits.glass_range_m[glass],
+                hits.glass_cos[glass],
+                hits.glass_material[glass],
+                np.ones(int(glass.sum()), np.float32),
+            )
+            gi = np.nonzero(glass)[0]
+            stronger = gp > power[gi]
+            take = gi[stronger]
+            power[take], refl[take] = gp[stronger], grefl[stronger]
+            rng_m[take] = hits.glass_range_m[take]
+            segment[take] = hits.glass_segment[take]
+            flags[take] = 0
+
+        if self.config.weather is not None:
+            weather_model(self.config.weather).apply(
+                rng_m, power, flags, hits.direction, p, threshold, rng,
+                clear_air_per_m=self.config.extinction_per_m, reflectivity=refl, segment=segment,
+            )  # fmt: skip
+        keep = (power >= threshold) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
+        idx = np.nonzero(keep)[0]
+        return Detections(
+            pulse=idx,
+            return_id=np.zeros(idx.size, np.uint8),
+            range_m=rng_m[idx],
+            power_w=power[idx],
+            reflectivity=refl[idx],
+            segment=segment[idx],
+            flags=flags[idx],
+        )

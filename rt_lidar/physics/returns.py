@@ -1,0 +1,137 @@
+"""Detections of a batch: what each pulse reports before range noise and output scaling.
+
+Two ways to get there: the single-ray model of :class:`~rt_lidar.physics.model.SensorPhysics` (one return per
+firing, the stronger of the glass and object echoes) and :func:`waveform_detections` here, used when a
+pulse was cast as a sub-ray bundle or a multi-return mode is on: every sub-ray's object echo and glass
+echo, scaled by the sub-ray's weight, are summed in time and peak-picked by :mod:`kernels.waveform`.
+
+Each reported return names the surface of the echo that contributes most at its peak (segment, flags);
+its power is the waveform's height and its reflectivity the apparent one, inverted from that height by
+the radar equation at the measured range (so a plane half in the beam looks half as bright, as on a
+real sensor). A return whose strongest echo is a retro-reflector seen only by an outer sub-ray, not by
+the nominal direction, is flagged :attr:`~rt_lidar.points.PointFlag.BLOOM`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kernels.intensity import SPEED_OF_LIGHT
+from kernels.waveform import waveform_returns
+from rt_lidar.physics.weather import weather_model
+from rt_lidar.pipeline.sources import Hits
+from rt_lidar.points import PointFlag
+
+if TYPE_CHECKING:
+    from rt_lidar.physics.model import SensorPhysics
+
+__all__ = ["Detections", "select_kind", "waveform_detections"]
+
+_C_M_PER_NS = SPEED_OF_LIGHT * 1e-9
+
+
+@dataclass
+class Detections:
+    """Returns of one batch, sorted by (pulse, return_id): one row per reported return."""
+
+    pulse: np.ndarray  # (M,) int64 index of the firing
+    return_id: np.ndarray  # (M,) uint8
+    range_m: np.ndarray  # (M,) float32 true range of the return (before range noise)
+    power_w: np.ndarray  # (M,) float32
+    reflectivity: np.ndarray  # (M,) float32 effective reflectance S (apparent for waveform returns)
+    segment: np.ndarray  # (M,) uint32
+    flags: np.ndarray  # (M,) uint8
+    epw_ns: np.ndarray | None = None  # (M,) float32 echo pulse width, when asked for
+
+    def __len__(self) -> int:
+        return int(self.pulse.shape[0])
+
+    def take(self, idx: np.ndarray) -> Detections:
+        """The rows ``idx`` (an index or boolean mask)."""
+        return Detections(
+            self.pulse[idx], self.return_id[idx], self.range_m[idx], self.power_w[idx],
+            self.reflectivity[idx],
+            self.segment[idx], self.flags[idx], None if self.epw_ns is None else self.epw_ns[idx],
+        )  # fmt: skip
+
+
+def select_kind(physics: SensorPhysics) -> str:
+    """The waveform selection of the physics' return mode (``dual`` as the preset defines it)."""
+    mode = physics.return_mode
+    if mode == "dual":
+        return physics.preset.returns.dual
+    return mode
+
+
+def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Generator) -> Detections:
+    """Sub-ray echoes summed in time and peak-picked (the module docstring); weather per sub-ray."""
+    p = physics.preset
+    thr = p.pulse.detection_threshold_w
+    n_sub, n_pulse = hits.subrays, hits.pulses
+    weight = hits.subray_weight if hits.subray_weight is not None else np.ones(n_sub, np.float32)
+    w_ray = np.tile(weight.astype(np.float32), n_pulse)
+    glass = hits.glass_material >= 0
+    power, refl, rng_m, segment, flags = physics.object_echoes(hits)
+    if physics.config.weather is not None:  # each sub-ray sees the weather as a whole beam would
+        weather_model(physics.config.weather).apply(
+            rng_m, power, flags, hits.direction, p, thr, rng,
+            clear_air_per_m=physics.config.extinction_per_m, reflectivity=refl, segment=segment,
+        )  # fmt: skip
+    cols_r, cols_a, cols_s, cols_seg, cols_f = [rng_m], [power * w_ray], [refl], [segment], [flags]
+    if glass.any():
+        gi = np.nonzero(glass)[0]
+        gp_full = np.zeros(len(hits), np.float32)
+        grefl = np.zeros(len(hits), np.float32)
+        gp, gr = physics.power(
+            hits.glass_range_m[gi], hits.glass_cos[gi], hits.glass_material[gi], np.ones(gi.size, np.float32)
+        )
+        gp_full[gi], grefl[gi] = gp, gr
+        cols_r.append(hits.glass_range_m)
+        cols_a.append(gp_full * w_ray)
+        cols_s.append(grefl)
+        cols_seg.append(hits.glass_segment)
+        cols_f.append(np.zeros(len(hits), np.uint8))
+    n_e = len(cols_r)
+
+    # (P, E) echo tables, E = sub-rays x (object [, glass]); echo column = kind * n_sub + sub-ray
+    def table(cols: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate([c.reshape(n_pulse, n_sub) for c in cols], axis=1)
+
+    r_tab = table(cols_r)
+    a_tab = table(cols_a)
+    gate = np.isfinite(r_tab) & (r_tab >= p.range.min_m) & (r_tab <= p.range.max_m)
+    a_tab = np.where(gate, a_tab, np.float32(0))
+    t_tab = np.where(gate, 2.0 * r_tab.astype(np.float64) / _C_M_PER_NS, np.inf)
+    ret = waveform_returns(
+        t_tab, a_tab, p.pulse.width_ns, thr, select_kind(physics),
+        2.0 * p.returns.min_separation_m / _C_M_PER_NS, p.returns.max_returns,
+    )  # fmt: skip
+    e_tot = n_sub * n_e
+    flat = ret.pulse * e_tot + ret.echo
+    range_m = (ret.t_ns * (_C_M_PER_NS / 2.0)).astype(np.float32)
+    s_tab, seg_tab, f_tab = table(cols_s).reshape(-1), table(cols_seg).reshape(-1), table(cols_f).reshape(-1)
+    seg = seg_tab[flat].astype(np.uint32)
+    fl = f_tab[flat].astype(np.uint8)
+    # blooming: a retro-reflector found by an outer sub-ray that the nominal ray does not hit
+    sub = ret.echo % n_sub
+    centre = ret.pulse * n_sub
+    centre_seg = np.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
+    bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)
+    fl = np.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(np.uint8)
+    k_full = physics.unit_power(range_m)
+    apparent = (ret.amp / np.maximum(k_full, 1e-30)).astype(np.float32)
+    return Detections(
+        pulse=ret.pulse,
+        return_id=ret.return_id.astype(np.uint8),
+        range_m=range_m,
+        power_w=ret.amp.astype(np.float32),
+        reflectivity=apparent,
+        segment=seg,
+        flags=fl,
+        epw_ns=(ret.epw_ns + np.float32(p.pulse.epw_offset_ns)).astype(np.float32)
+        if physics.beam.epw
+        else None,
+    )

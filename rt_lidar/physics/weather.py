@@ -1,0 +1,225 @@
+"""Weather as the sensor sees it: the :class:`WeatherConfig` of a scenario and the :class:`WeatherModel`
+that applies rain, fog and snow to one batch of rays (physics in :mod:`kernels.weather`).
+
+The model runs inside :meth:`rt_lidar.physics.model.SensorPhysics.apply`, after the received power of every
+ray is known and before the detection threshold: it attenuates each object's return, replaces a ray's
+return by a rain-drop, snowflake or fog point where that echo is stronger and above the threshold, and
+adds the extra range noise of precipitation. The sensor-side numbers come from the preset (peak power,
+aperture, efficiency, divergence, pulse width, threshold, range limits); the few it does not hold are
+the module constants below.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernels import weather as kw
+from kernels import weather_rays
+from kernels.intensity import SPEED_OF_LIGHT
+from kernels.xp import array_module
+from rt_lidar.errors import ConfigError
+from rt_lidar.points import PointFlag
+from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
+
+__all__ = [
+    "AIRSIM_FOG",
+    "AIRSIM_RAIN",
+    "AIRSIM_SNOW",
+    "BEAM_EXIT_DIAMETER_M",
+    "OVERLAP_FULL_M",
+    "OVERLAP_START_M",
+    "WeatherConfig",
+    "WeatherModel",
+    "airsim_weather_to_config",
+    "weather_model",
+]
+
+BEAM_EXIT_DIAMETER_M = 0.011
+"""Beam diameter at the exit window (VLP-16 manual: about 12.7 mm x 9.5 mm; equal-area 11 mm)."""
+OVERLAP_START_M, OVERLAP_FULL_M = 1.5, 6.0
+"""Where the receiver's field of view starts to / fully covers the beam (Hahner's R_1, R_2; "R_2 < 10 m
+in most sensor systems"): echoes from closer than that are weakened, as for a biaxial spinning lidar.
+Chosen so that fog clutter starts near 500 m visibility on a VLP-16 (see docs of :mod:`kernels.weather`)."""
+ICE_REFRACTIVE_INDEX = 1.31  # at 905 nm (Warren & Brandt 2008)
+RHO_SNOWFLAKE = ((ICE_REFRACTIVE_INDEX - 1) / (ICE_REFRACTIVE_INDEX + 1)) ** 2
+"""Backscatter reflectance of one flake: the Fresnel reflectance of ice at normal incidence (0.018), as
+LISA (Kilic et al. 2021) treats snow and as the rain model treats drops. Clutter then stays within
+~10 m of the sensor and grows with the snowfall rate (``rt-lidar validate --only snow_clutter``)."""
+RANGE_NOISE_M_PER_MM_H = 5e-4
+"""Extra range noise (1 sigma) per mm/h of precipitation: 2.5 cm at 50 mm/h, on top of the SNR-driven
+noise of the physics stage (which grows by itself as extinction weakens the return)."""
+
+# AirSim's WeatherParameter enum (Rain = 0, Roadwetness = 1, Snow = 2, ..., Fog = 7, Enabled = 8)
+AIRSIM_RAIN, AIRSIM_SNOW, AIRSIM_FOG = 0, 2, 7
+AIRSIM_RAIN_MAX_MM_H = 50.0  # Rain 1.0 = 50 mm/h (violent rain), linear
+AIRSIM_SNOW_MAX_MM_H = 5.0  # Snow 1.0 = 5 mm/h water equivalent (heavy snow), linear
+AIRSIM_FOG_VIS_M = (1000.0, 20.0)  # Fog f in (0, 1]: V = 1000 m * (20 / 1000)^f (0.5 -> 141 m)
+
+_LIMITS = {"rain_mm_h": (0.0, 200.0), "fog_visibility_m": (10.0, 100_000.0), "snow_mm_h": (0.0, 20.0)}
+
+
+@dataclass(frozen=True)
+class WeatherConfig:
+    """Rain rate and snowfall rate (mm/h, water equivalent) and fog visibility (m, None = no fog)."""
+
+    rain_mm_h: float = 0.0
+    fog_visibility_m: float | None = None
+    snow_mm_h: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name, (lo, hi) in _LIMITS.items():
+            v = getattr(self, name)
+            if v is None and name == "fog_visibility_m":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ConfigError(f"weather: {name} must be a finite number, got {v!r}")
+            if not lo <= v <= hi:
+                raise ConfigError(f"weather: {name} must be in [{lo:g}, {hi:g}], got {v:g}")
+            object.__setattr__(self, name, float(v))
+
+    @property
+    def is_clear(self) -> bool:
+        """True when no rain, snow or fog is set."""
+        return self.rain_mm_h == 0 and self.snow_mm_h == 0 and self.fog_visibility_m is None
+
+    @property
+    def extinction_per_m(self) -> float:
+        """Weather extinction (1/m) of rain, snow and fog together (two-way: exp(-2 a R))."""
+        return (
+            kw.rain_extinction(self.rain_mm_h)
+            + kw.snow_extinction(self.snow_mm_h)
+            + kw.fog_extinction(self.fog_visibility_m)
+        )
+
+
+def airsim_weather_to_config(params: dict[int, float]) -> WeatherConfig | None:
+    """Map AirSim's ``simSetWeatherParameter`` values (0..1, keyed by the WeatherParameter enum) to a
+    :class:`WeatherConfig`; None when rain, snow and fog are all 0.
+
+    Scale: Rain r -> 50 r mm/h; Snow s -> 5 s mm/h water equivalent; Fog f > 0 -> visibility
+    ``1000 m * (20 / 1000)^f`` (f = 0.1: 676 m, 0.5: 141 m, 1: 20 m). Values are clipped to 0..1; the
+    other parameters (road wetness, leaves, dust, Enabled) do not change the lidar.
+    """
+
+    def get(k: int) -> float:
+        v = float(params.get(k, 0.0))
+        return min(max(v, 0.0), 1.0) if math.isfinite(v) else 0.0
+
+    rain, snow, fog = get(AIRSIM_RAIN), get(AIRSIM_SNOW), get(AIRSIM_FOG)
+    if rain == 0 and snow == 0 and fog == 0:
+        return None
+    v_hi, v_lo = AIRSIM_FOG_VIS_M
+    vis = v_hi * (v_lo / v_hi) ** fog if fog > 0 else None
+    return WeatherConfig(rain * AIRSIM_RAIN_MAX_MM_H, vis, snow * AIRSIM_SNOW_MAX_MM_H)
+
+
+class WeatherModel:
+    """Applies one :class:`WeatherConfig` to batches of rays of any preset (tables cached per sensor)."""
+
+    def __init__(self, config: WeatherConfig) -> None:
+        self.config = config
+        self._params: dict[tuple[Any, ...], kw.WeatherKernelParams] = {}
+
+    def params(
+        self, preset: SensorPreset, threshold_w: float, clear_air_per_m: float = CLEAR_AIR_EXTINCTION_PER_M
+    ) -> kw.WeatherKernelParams:
+        """The kernel parameters for ``preset`` at ``threshold_w`` (built once, then cached)."""
+        key = (preset.name, id(preset), float(threshold_w), float(clear_air_per_m))
+        if key not in self._params:
+            self._params[key] = self._build(preset, float(threshold_w), float(clear_air_per_m))
+        return self._params[key]
+
+    def _build(self, preset: SensorPreset, threshold_w: float, a0: float) -> kw.WeatherKernelParams:
+        c, o = self.config, preset.optics
+        k_sensor = preset.pulse.peak_power_w * o.receiver_aperture_m**2 * o.system_efficiency / 16.0
+        a_w = c.extinction_per_m
+        a_tot = a0 + a_w
+        beam = (BEAM_EXIT_DIAMETER_M, o.beam_divergence_h_mrad * 1e-3, o.beam_divergence_v_mrad * 1e-3)
+        r1, r2 = OVERLAP_START_M, OVERLAP_FULL_M
+        zmin, zmax = preset.range.min_m, preset.range.max_m
+        species = []
+        if c.rain_mm_h > 0:
+            lam = float(kw.marshall_palmer_slope(c.rain_mm_h))
+            lo, hi, rho = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, kw.RHO_FRESNEL_WATER
+            tab = kw.detectable_particle_table(
+                kw.MP_N0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, r1, r2, zmin, zmax
+            )
+            species.append(
+                kw.Species(kw.MP_N0, lam, lo, hi, rho, int(PointFlag.RAIN_CLUTTER), kw.SLOT_RAIN, *tab)
+            )
+        if c.snow_mm_h > 0:
+            n0, lam = kw.snow_distribution(c.snow_mm_h)
+            lo, hi = 0.5, 10.0
+            tab = kw.detectable_particle_table(
+                n0, lam, lo, hi, RHO_SNOWFLAKE, k_sensor, threshold_w, a_tot, beam, r1, r2, zmin, zmax
+            )
+            species.append(
+                kw.Species(n0, lam, lo, hi, RHO_SNOWFLAKE, int(PointFlag.SNOW_CLUTTER), kw.SLOT_SNOW, *tab)
+            )
+        pulse_len = SPEED_OF_LIGHT * preset.pulse.width_ns * 1e-9 / 2
+        fog_p, fog_z = kw.fog_soft_target(k_sensor, c.fog_visibility_m, a_tot, pulse_len, r1, r2, zmin)
+        return kw.WeatherKernelParams(
+            k_sensor=k_sensor,
+            threshold_w=threshold_w,
+            a_weather=a_w,
+            a_total=a_tot,
+            d0=beam[0],
+            th_h=beam[1],
+            th_v=beam[2],
+            r1=r1,
+            r2=r2,
+            species=tuple(species),
+            fog=kw.FogParams(fog_p, fog_z, pulse_len),
+            noise_sigma_m=RANGE_NOISE_M_PER_MM_H * (c.rain_mm_h + c.snow_mm_h),
+            fog_flag=int(PointFlag.FOG_CLUTTER),
+        )
+
+    def apply(
+        self,
+        range_m: Any,
+        power_w: Any,
+        flags: Any,
+        direction: Any,
+        preset: SensorPreset,
+        threshold_w: float,
+        rng: np.random.Generator,
+        *,
+        clear_air_per_m: float = CLEAR_AIR_EXTINCTION_PER_M,
+        reflectivity: Any = None,
+        segment: Any = None,
+    ) -> None:
+        """Apply the weather to one batch in place.
+
+        ``range_m`` (float32, inf = miss), ``power_w`` (float32 W, 0 = miss) and ``flags`` (uint8) are
+        changed in place: object returns are attenuated; rays whose clutter echo wins get the clutter's
+        range, power and flag (and reflectivity / segment 0 when those arrays are given); detected object
+        returns get the extra range noise. ``direction`` (N, 3) is accepted for the interface (the model
+        is isotropic). One draw of ``rng`` seeds the counter-based generator, so the same seed gives the
+        same output. CuPy arrays run the fused CUDA kernel.
+        """
+        del direction
+        if self.config.is_clear or range_m.shape[0] == 0:
+            return
+        prm = self.params(preset, threshold_w, clear_air_per_m)
+        key = int(rng.integers(0, 2**63 - 1))
+        xp = array_module(range_m)
+        refl = reflectivity if reflectivity is not None else xp.zeros(range_m.shape, xp.float32)
+        if xp is np:
+            clutter = weather_rays.apply_weather(range_m, power_w, flags, refl, prm, key)
+        else:
+            from kernels.weather_cuda import apply_weather_cuda
+
+            clutter = apply_weather_cuda(range_m, power_w, flags, refl, prm, key)
+        if segment is not None:
+            segment[clutter] = 0
+
+
+@functools.lru_cache(maxsize=32)
+def weather_model(config: WeatherConfig) -> WeatherModel:
+    """The shared :class:`WeatherModel` of ``config`` (its tables are built once per sensor)."""
+    return WeatherModel(config)

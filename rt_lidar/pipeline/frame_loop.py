@@ -1,0 +1,177 @@
+"""The frame loop: firings of the sim frame -> hits -> physics -> sweep -> scans.
+
+One :meth:`Pipeline.step` is one sim frame of length 1/f_sim. Frame ``k`` covers the integer
+nanosecond slice ``[t(k), t(k+1))`` with ``t(k) = round(k * 1e9 / f_sim)``, so consecutive frames tile
+the time line exactly at any f_sim and no firing is skipped or repeated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from rt_lidar.physics.model import SensorPhysics
+from rt_lidar.pipeline.assembler import Scan, ScanAssembler
+from rt_lidar.pipeline.sources import BeamHitSource, Hits, HitSource, sun_unit
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import Firings, firings_between
+
+__all__ = ["FrameStats", "Pipeline", "frame_time_ns"]
+
+
+def frame_time_ns(frame: int, sim_hz: float) -> int:
+    """Start of sim frame ``frame`` in integer nanoseconds."""
+    return round(frame * 1e9 / sim_hz)
+
+
+@dataclass
+class FrameStats:
+    """Figures of one sim frame."""
+
+    frame: int
+    t0_ns: int
+    t1_ns: int
+    fired: int
+    kept: int
+    wall_s: float
+
+
+class Pipeline:
+    """Runs one sensor over a hit source, frame by frame, and hands out complete scans."""
+
+    def __init__(
+        self,
+        preset: SensorPreset,
+        source: HitSource,
+        physics: SensorPhysics,
+        sim_hz: float = 20.0,
+        seed: int = 0,
+        start_ns: int = 0,
+        prefetch: bool | int = False,
+    ) -> None:
+        if not 0.1 <= sim_hz <= 10_000:
+            raise ValueError(f"sim_hz must be in [0.1, 10000] Hz, got {sim_hz}")
+        self.preset = preset
+        self.source = source
+        self.physics = physics
+        self.sim_hz = float(sim_hz)
+        self.seed = int(seed)
+        self.start_ns = int(start_ns)
+        """Sim time of frame 0 (a remote sim's clock need not start at 0)."""
+        self.frame = 0
+        self.assembler = ScanAssembler(preset)
+        self.last_stats: FrameStats | None = None
+        self.on_sector: Callable[[np.ndarray, int, int], None] | None = None
+        """Called with each sim frame's points (``t`` absolute ns) and its interval, before stitching."""
+        depth = int(prefetch)
+        if depth < 0:
+            raise ValueError(f"prefetch must be a bool or a number of frames >= 0, got {prefetch}")
+        self.prefetch = depth
+        """Frames the source is asked for ahead, in a background thread, while frame k goes through the
+        physics (0 = none): the ray cast (or a server's answer) overlaps the rest of the loop, and with
+        more than one a scripted world's light frames bank time for its dense ones. Results are
+        identical. Keep 1 for a source whose future depends on what happens meanwhile (a server whose
+        ego car answers a driver's controls)."""
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: deque[tuple[int, Future[tuple[Firings, Hits]]]] = deque()
+
+    def _interval(self, k: int) -> tuple[int, int]:
+        return self.start_ns + frame_time_ns(k, self.sim_hz), self.start_ns + frame_time_ns(
+            k + 1, self.sim_hz
+        )
+
+    def _fetch(self, k: int) -> tuple[Firings, Hits]:
+        t0, t1 = self._interval(k)
+        firings = firings_between(self.preset, t0, t1)
+        phys = self.physics
+        if (phys.sub_rays > 1 or phys.needs_sun) and isinstance(self.source, BeamHitSource):
+            # a bundle of sub-rays per pulse, and the sun terms (sources that cannot: one ray per pulse)
+            sun = (
+                phys.config.sun_direction
+                if phys.config.sun_direction is not None
+                else self.source.sun_direction
+            )
+            sun_dir = sun_unit(sun) if phys.needs_sun else None
+            return firings, self.source.beam_hits(firings, t0, t1, phys.pattern, sun_dir)
+        return firings, self.source.hits(firings, t0, t1)
+
+    def _frame_hits(self, k: int) -> tuple[Firings, Hits]:
+        if not self.prefetch:
+            return self._fetch(k)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rt-lidar-prefetch")
+        pending = self._pending
+        while pending and pending[0][0] < k:  # frames skipped over (none in the frame loop)
+            pending.popleft()[1].cancel()
+        if pending and pending[0][0] == k:
+            got = pending.popleft()[1].result()
+        else:
+            self._drain()
+            got = self._fetch(k)
+        nxt = pending[-1][0] + 1 if pending else k + 1
+        while len(pending) < self.prefetch:
+            pending.append((nxt, self._pool.submit(self._fetch, nxt)))
+            nxt += 1
+        return got
+
+    def _drain(self) -> None:
+        """Drop the frames asked for ahead (waiting for the one in flight)."""
+        while self._pending:
+            future = self._pending.popleft()[1]
+            if not future.cancel():
+                with contextlib.suppress(Exception):
+                    future.result()
+
+    def close(self) -> None:
+        """Wait for a prefetch in flight and stop its thread (the prefetched frames are dropped)."""
+        self._drain()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _rng(self, frame: int) -> np.random.Generator:
+        # One independent stream per (seed, frame): results do not depend on how frames are batched.
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence([self.seed, frame])))
+
+    def step(self) -> list[Scan]:
+        """Advance one sim frame; returns the scans it completed (usually zero or one)."""
+        t_wall = time.perf_counter()
+        k = self.frame
+        t0, t1 = self._interval(k)
+        # 1. the firings of this frame's slice of the schedule (a sector on a rotating sensor), and
+        # 2. what they hit, moving objects posed at the frame start (maybe fetched during frame k-1)
+        _firings, hits = self._frame_hits(k)
+        hits_wall_ns = time.time_ns()
+        # 3. received power, threshold, noise, output scale
+        result = self.physics.apply(hits, self._rng(k))
+        # 4. stitch into scans (a remote source reports the firings it really swept)
+        t_end = hits.interval[1] if hits.interval is not None else t1
+        if self.on_sector is not None:
+            self.on_sector(result.points, t0, t_end)
+        scans = self.assembler.add(result.points, hits.firings.t_ns, t_end, result.extras())
+        for scan in scans:
+            scan.sensor_position, scan.sensor_rotation = self.source.sensor_pose(scan.start_ns * 1e-9)
+            scan.sim_wall_ns = hits_wall_ns
+        self.frame += 1
+        self.last_stats = FrameStats(
+            k, t0, t1, result.fired, result.points.size, time.perf_counter() - t_wall
+        )
+        return scans
+
+    def scans(self, count: int) -> list[Scan]:
+        """Run until ``count`` complete scans came out; returns them."""
+        out: list[Scan] = []
+        while len(out) < count:
+            out.extend(self.step())
+        return out[:count]
+
+    @property
+    def sim_time_s(self) -> float:
+        """Simulated time reached so far."""
+        return frame_time_ns(self.frame, self.sim_hz) * 1e-9

@@ -1,0 +1,300 @@
+"""Hit sources: where the laser hits of a batch of firings come from.
+
+A :class:`HitSource` answers, for the firings of one sim frame, each ray's range (or miss), incidence
+angle, material, segmentation id and any glass it passed on the way. :class:`WorldSource` casts the
+rays into the embedded world in-process, each from the sensor pose at the ray's own firing time, so
+ego motion distorts the sweep exactly as on a rotating sensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from rt_lidar.sensor.beam import SubRayPattern, subray_directions
+from rt_lidar.sensor.scan_pattern import Firings
+from unreal_bridge.world import World
+
+__all__ = ["GLASS_MAX_CROSSINGS", "BeamHitSource", "HitSource", "Hits", "WorldSource", "sun_unit"]
+
+GLASS_MAX_CROSSINGS = 4
+"""Transmissive surfaces a ray may pass before the cast gives up (a car has two windscreens)."""
+
+_EPS_M = 1e-3
+_POSE_SAMPLE_S = 1e-3
+
+
+@dataclass
+class Hits:
+    """What each fired ray found, in firing order. All arrays have one row per ray: one per firing, or
+    ``subrays`` consecutive rows per firing (pulse-major) when the pulse was cast as a sub-ray bundle."""
+
+    firings: Firings
+    direction: np.ndarray  # (N,3) float32, sensor frame at the firing time
+    range_m: np.ndarray  # (N,) float32, np.inf = nothing within range
+    cos_incidence: np.ndarray  # (N,) float32, 0 for misses
+    material: np.ndarray  # (N,) int16, index into the source's material_names, -1 = miss
+    segment: np.ndarray  # (N,) uint32
+    glass_range_m: np.ndarray  # (N,) float32 range of the first transmissive surface, inf = none
+    glass_cos: np.ndarray  # (N,) float32 incidence cosine there
+    glass_material: np.ndarray  # (N,) int16 material of that surface, -1 = none
+    glass_segment: np.ndarray  # (N,) uint32
+    glass_transmission: np.ndarray  # (N,) float32 two-way transmission of every surface passed (1 = none)
+    interval: tuple[int, int] | None = None
+    """The sim-time slice [t0, t1) these firings cover, when the source chose it (a free-running sim)."""
+    subrays: int = 1
+    """Rays per firing (the sub-ray dimension; 1 = one ray along each firing's direction)."""
+    subray_weight: np.ndarray | None = None
+    """(subrays,) float32 share of the pulse energy x receiver sensitivity of each sub-ray (sum 1)."""
+    sun_cos: np.ndarray | None = None
+    """(rays,) float32 cosine between the (ray-facing) surface normal and the sun, 0 for misses / night;
+    None when the source does not know it."""
+    beam_sun_cos: np.ndarray | None = None
+    """(rays,) float32 cosine between each ray's world direction and the direction to the sun."""
+
+    def __len__(self) -> int:
+        return int(self.range_m.shape[0])
+
+    @property
+    def pulses(self) -> int:
+        """Number of firings (pulses) the rays belong to."""
+        return len(self.firings)
+
+
+class HitSource(Protocol):
+    """Anything that can say what a batch of firings hit."""
+
+    @property
+    def material_names(self) -> list[str]:
+        """Names of the materials that ``Hits.material`` indexes."""
+        ...
+
+    def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
+        """What the firings of the sim frame ``[t0_ns, t1_ns)`` hit (``firings`` is the local schedule of
+        that frame; a remote source may answer with its own firings, which the caller checks)."""
+        ...
+
+    def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """World position (3,) and orientation (w, x, y, z) of the sensor at ``t_s``."""
+        ...
+
+
+@runtime_checkable
+class BeamHitSource(HitSource, Protocol):
+    """A source that can cast each firing as a bundle of sub-rays (and knows where the sun is)."""
+
+    @property
+    def sun_direction(self) -> np.ndarray:
+        """World-frame unit vector towards the sun of the source's scene."""
+        ...
+
+    def beam_hits(
+        self,
+        firings: Firings,
+        t0_ns: int,
+        t1_ns: int,
+        pattern: SubRayPattern,
+        sun_direction: np.ndarray | None = None,
+    ) -> Hits:
+        """Like :meth:`HitSource.hits` with ``len(pattern)`` rays per firing; with ``sun_direction``
+        (world frame, towards the sun) the sun cosines are filled in."""
+        ...
+
+
+def sun_unit(direction: Sequence[float] | np.ndarray) -> np.ndarray:
+    """(3,) float64 unit vector of a (non-zero) direction towards the sun: the one normalisation every
+    caster's sun goes through (in-process, and the embedded server's scene sun), so that they agree
+    bit for bit."""
+    d = np.asarray(direction, np.float64)
+    return d / np.linalg.norm(d)
+
+
+def _interpolated_sensor_poses(world: World, t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sensor poses at every firing time, from the trajectory sampled every millisecond.
+
+    Positions are interpolated linearly and rotations by normalised lerp between samples 1 ms apart,
+    which is exact for constant velocity and within 1e-7 rad for any yaw rate a car reaches; evaluating
+    the trajectory at each of ~10^5 firing times per frame would cost more than the ray cast.
+    """
+    if t_ns.size == 0:
+        return np.zeros((0, 3)), np.zeros((0, 4))
+    t = t_ns.astype(np.float64) * 1e-9
+    lo, hi = float(t.min()), float(t.max())
+    k = max(2, int(np.ceil((hi - lo) / _POSE_SAMPLE_S)) + 1)
+    ts = np.linspace(lo, hi, k)
+    p_s, q_s = world.sensor_poses(ts)
+    flip = np.einsum("ij,ij->i", q_s[1:], q_s[:-1]) < 0  # keep neighbours in one hemisphere
+    q_s[1:][np.cumsum(flip) % 2 == 1] *= -1.0
+    pos = np.stack([np.interp(t, ts, p_s[:, i]) for i in range(3)], axis=1)
+    if bool(np.all(q_s == q_s[0])):
+        # not turning (a straight road): one orientation for all, computed exactly as below
+        q = q_s[:1] / np.sqrt(np.einsum("ij,ij->i", q_s[:1], q_s[:1]))[:, None]
+        return pos, np.broadcast_to(q, (t.size, 4))
+    quat = np.stack([np.interp(t, ts, q_s[:, i]) for i in range(4)], axis=1)
+    quat /= np.sqrt(np.einsum("ij,ij->i", quat, quat))[:, None]
+    return pos, quat
+
+
+def _dot_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]).astype(np.float32)
+
+
+def _rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate (N,3) float32 vectors by (N,4) wxyz unit quaternions, component-wise (no np.cross)."""
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    vx, vy, vz = v[:, 0], v[:, 1], v[:, 2]
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    out = np.empty(v.shape, dtype=np.float32)
+    out[:, 0] = vx + w * tx + (y * tz - z * ty)
+    out[:, 1] = vy + w * ty + (z * tx - x * tz)
+    out[:, 2] = vz + w * tz + (x * ty - y * tx)
+    return out
+
+
+class WorldSource:
+    """Casts firings into an embedded :class:`~unreal_bridge.world.World` in-process.
+
+    ``transmission`` gives the one-way transmission of each world material (0 = opaque); rays that hit a
+    transmissive surface are continued behind it, and the surface is remembered for its own echo.
+    """
+
+    def __init__(self, world: World, max_range_m: float, transmission: np.ndarray) -> None:
+        if transmission.shape != (len(world.material_names),):
+            raise ValueError("transmission must have one entry per world material")
+        self.world = world
+        self.max_range_m = float(max_range_m)
+        self._transmission = transmission.astype(np.float32)
+
+    @property
+    def material_names(self) -> list[str]:
+        """The world's material names."""
+        return list(self.world.material_names)
+
+    @property
+    def sun_direction(self) -> np.ndarray:
+        """The scene's direction towards the sun (world frame)."""
+        return np.asarray(self.world.scene.sun_direction, np.float64)
+
+    def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """World pose of the sensor at ``t_s``."""
+        pos, quat = self.world.sensor_poses(np.array([t_s]))
+        return pos[0], quat[0]
+
+    def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
+        """Cast every firing from the sensor pose at its own firing time; moving objects at ``t0_ns``."""
+        d_sensor = firings.directions()
+        pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
+        return self._cast(firings, d_sensor, pos, quat, t0_ns, None)
+
+    def beam_hits(
+        self,
+        firings: Firings,
+        t0_ns: int,
+        t1_ns: int,
+        pattern: SubRayPattern,
+        sun_direction: np.ndarray | None = None,
+    ) -> Hits:
+        """Every firing as ``len(pattern)`` sub-rays (one batch of N * firings rays), all from the pose at
+        the firing time; a one-ray pattern without sun gives exactly :meth:`hits`."""
+        n = len(pattern)
+        if n == 1 and sun_direction is None:
+            return self.hits(firings, t0_ns, t1_ns)
+        pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
+        d_sensor = subray_directions(firings.directions(), pattern)
+        if n > 1:
+            pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
+        sun = None if sun_direction is None else np.asarray(sun_direction, np.float64)
+        hits = self._cast(firings, d_sensor, pos, quat, t0_ns, sun)
+        hits.subrays = n
+        hits.subray_weight = pattern.weights
+        return hits
+
+    def _cast(
+        self,
+        firings: Firings,
+        d_sensor: np.ndarray,
+        pos: np.ndarray,
+        quat: np.ndarray,
+        t0_ns: int,
+        sun: np.ndarray | None,
+    ) -> Hits:
+        """Cast rays ``d_sensor`` (sensor frame) from poses ``pos``/``quat``, one row per ray."""
+        frame_time_s = t0_ns * 1e-9
+        origins = pos.astype(np.float32)
+        dirs = _rotate_f32(quat.astype(np.float32), d_sensor)
+
+        # First surface of every ray, without indexing: most rays end here.
+        rh = self.world.cast(origins, dirs, frame_time_s, self.max_range_m)
+        hit = np.isfinite(rh.distance)
+        trans_all = self._transmission[np.maximum(rh.material, 0)]
+        passes = hit & (trans_all > 0)
+        opaque = hit & ~passes
+        cosi = np.abs(_dot_f32(rh.normal, dirs))
+        sun_cos = _sun_cos(rh.normal, dirs, opaque, sun) if sun is not None else None
+        range_m = np.where(opaque, rh.distance, np.float32(np.inf)).astype(np.float32, copy=False)
+        cos_inc = np.where(opaque, cosi, np.float32(0)).astype(np.float32, copy=False)
+        material = np.where(opaque, rh.material, -1).astype(np.int16, copy=False)
+        segment = np.where(opaque, rh.segment, 0).astype(np.uint32, copy=False)
+        g_range = np.where(passes, rh.distance, np.float32(np.inf)).astype(np.float32, copy=False)
+        g_cos = np.where(passes, cosi, np.float32(0)).astype(np.float32, copy=False)
+        g_mat = np.where(passes, rh.material, -1).astype(np.int16, copy=False)
+        g_seg = np.where(passes, rh.segment, 0).astype(np.uint32, copy=False)
+        g_trans = np.where(passes, trans_all**2, 1.0).astype(np.float32, copy=False)
+
+        # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
+        active = np.nonzero(passes)[0]
+        travelled = rh.distance[active] + np.float32(_EPS_M)
+        org = origins[active] + dirs[active] * travelled[:, None]
+        for _ in range(GLASS_MAX_CROSSINGS):
+            if active.size == 0:
+                break
+            d_act = dirs[active]
+            rh = self.world.cast(org, d_act, frame_time_s, self.max_range_m - float(travelled.min()))
+            dist = rh.distance + travelled
+            hit = np.isfinite(rh.distance) & (dist <= self.max_range_m)
+            trans = np.where(hit, self._transmission[np.maximum(rh.material, 0)], 0.0)
+            more = hit & (trans > 0)
+            opaque = hit & ~more
+            idx = active[opaque]
+            range_m[idx] = dist[opaque]
+            cos_inc[idx] = np.abs(_dot_f32(rh.normal[opaque], d_act[opaque]))
+            material[idx] = rh.material[opaque]
+            segment[idx] = rh.segment[opaque]
+            if sun_cos is not None and sun is not None:
+                sun_cos[idx] = _sun_cos(rh.normal[opaque], d_act[opaque], np.ones(idx.size, bool), sun)
+            g_trans[active[more]] *= trans[more] ** 2
+            step = rh.distance[more] + np.float32(_EPS_M)
+            org = org[more] + d_act[more] * step[:, None]
+            travelled = travelled[more] + step
+            active = active[more]
+
+        return Hits(
+            firings=firings,
+            direction=d_sensor,
+            range_m=range_m,
+            cos_incidence=cos_inc,
+            material=material,
+            segment=segment,
+            glass_range_m=g_range,
+            glass_cos=g_cos,
+            glass_material=g_mat,
+            glass_segment=g_seg,
+            glass_transmission=g_trans,
+            sun_cos=sun_cos,
+            beam_sun_cos=None if sun is None else (dirs.astype(np.float64) @ sun).astype(np.float32),
+        )
+
+
+def _sun_cos(normal: np.ndarray, dirs: np.ndarray, valid: np.ndarray, sun: np.ndarray) -> np.ndarray:
+    """max(0, n . s) of normals turned to face the ray (the lit side seen by the sensor), 0 where invalid
+    (normals need not be normalised; shadowing by other objects is not cast)."""
+    n = normal.astype(np.float64)
+    norm = np.maximum(np.linalg.norm(n, axis=1), 1e-12)
+    facing = -np.sign(np.einsum("ij,ij->i", n, dirs.astype(np.float64)))
+    c = facing * (n @ sun) / norm
+    return np.where(valid, np.maximum(c, 0.0), 0.0).astype(np.float32)

@@ -1,0 +1,1 @@
+"""What a sensor is: presets, scan patterns, beams, materials, calibration tables."""

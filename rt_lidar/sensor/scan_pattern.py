@@ -1,0 +1,266 @@
+"""The firing schedule of a preset: which ring fires when, and in which direction.
+
+Time is integer nanoseconds since sensor start (t = 0). A scan (one rotation, or one solid-state frame)
+lasts ``P = scan_period_ns`` and holds ``C`` firing slots ("columns"); slot k (counted over all scans)
+fires at ``k * P // C``, so no float error accumulates and any split of time into intervals gives the
+same firings as one call over their union. Rotating and mirror patterns fire every ring in a slot,
+each at its own ``firing_offset_us``; raster and rosette patterns fire one ring (line) per slot.
+
+Azimuths are in the math convention of the sensor frame (x forward, y left, CCW positive seen from
+above), wrapped to [-180, 180). A clockwise head (Velodyne, Ouster, Hesai) has decreasing azimuth.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rt_lidar.sensor.presets import SensorPreset
+
+__all__ = [
+    "Firings",
+    "azimuth_span_deg",
+    "firings_between",
+    "firings_per_scan",
+    "scan_index",
+    "scan_period_ns",
+    "scan_start_ns",
+]
+
+
+@dataclass(frozen=True)
+class Firings:
+    """Firings of an interval, all (N,) arrays sorted by ``t_ns`` (then ring)."""
+
+    ring: np.ndarray  # uint16
+    t_ns: np.ndarray  # int64, ns since sensor start
+    azimuth_deg: np.ndarray  # float64, atan2(y, x) in the sensor frame, [-180, 180)
+    elevation_deg: np.ndarray  # float64
+    column: np.ndarray  # int64 firing slot index since sensor start
+    unit: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """Precomputed (N, 3) directions (periodic patterns take them from a per-preset table)."""
+
+    def directions(self) -> np.ndarray:
+        """(N, 3) float32 unit vectors in the sensor frame (x forward, y left, z up)."""
+        if self.unit is not None:
+            return self.unit
+        az = np.radians(self.azimuth_deg)
+        el = np.radians(self.elevation_deg)
+        ce = np.cos(el)
+        return np.stack([ce * np.cos(az), ce * np.sin(az), np.sin(el)], axis=1).astype(np.float32)
+
+    def __len__(self) -> int:
+        return int(self.t_ns.shape[0])
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    period_ns: int
+    slots: int  # firing slots per scan
+    all_rings: bool  # every ring fires in each slot (rotating, mirror) or one per slot
+    offsets_ns: np.ndarray  # (R,) int64
+
+
+@functools.lru_cache(maxsize=64)
+def _schedule(preset: SensorPreset) -> _Schedule:
+    s = preset.scan
+    offsets = np.round(preset.firing_offsets_us * 1000.0).astype(np.int64)
+    if s.pattern == "rotating":
+        assert s.rotation_hz is not None
+        period = round(1e9 / s.rotation_hz)
+        if s.columns_per_rev is not None:
+            slots = s.columns_per_rev
+        else:
+            assert s.firing_cycle_us is not None
+            slots = max(1, round(period / (s.firing_cycle_us * 1000.0)))
+        return _Schedule(period, slots, True, offsets)
+    assert s.frame_rate_hz is not None
+    period = round(1e9 / s.frame_rate_hz)
+    if s.pattern == "mirror":
+        assert s.columns_per_frame is not None
+        return _Schedule(period, s.columns_per_frame, True, offsets)
+    if s.pattern == "raster":
+        assert s.lines_per_frame is not None and s.points_per_line is not None
+        return _Schedule(period, s.lines_per_frame * s.points_per_line, False, offsets)
+    assert s.point_rate_hz is not None
+    return _Schedule(period, max(1, round(s.point_rate_hz / s.frame_rate_hz)), False, offsets)
+
+
+def scan_period_ns(preset: SensorPreset) -> int:
+    """Rotation period (rotating) or frame period (solid state), integer ns."""
+    return _schedule(preset).period_ns
+
+
+def azimuth_span_deg(preset: SensorPreset) -> float:
+    """Horizontal field of view, deg: 360 for a spinning head, the field ahead for a solid-state one."""
+    scan = preset.scan
+    if scan.pattern == "rotating":
+        return 360.0
+    return float(scan.fov_h_deg or scan.fov_deg or 360.0)
+
+
+def firings_per_scan(preset: SensorPreset) -> int:
+    """Firings in one scan period (columns x rings for rotating and mirror patterns)."""
+    sch = _schedule(preset)
+    return sch.slots * (preset.n_rings if sch.all_rings else 1)
+
+
+def scan_index(preset: SensorPreset, t_ns: np.ndarray) -> np.ndarray:
+    """Index (int64) of the scan each time belongs to; scan i covers [i * P, (i + 1) * P)."""
+    return np.floor_divide(np.asarray(t_ns, dtype=np.int64), _schedule(preset).period_ns)
+
+
+def scan_start_ns(preset: SensorPreset, index: int) -> int:
+    """Start time of scan ``index`` (ns since sensor start)."""
+    return int(index) * _schedule(preset).period_ns
+
+
+def _first_slot(t: int, sch: _Schedule) -> int:
+    """Smallest slot k with k * P // C >= t (exact integer arithmetic)."""
+    return -((-t * sch.slots) // sch.period_ns)
+
+
+def _wrap(az: np.ndarray) -> np.ndarray:
+    return np.mod(az + 180.0, 360.0) - 180.0
+
+
+def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
+    """Every firing with ``t0_ns <= t < t1_ns`` (times before sensor start have none).
+
+    Periodic patterns (all but the rosette) slice a cached table of one whole scan, with directions
+    precomputed, instead of recomputing the schedule: the same firings, several times faster.
+    """
+    if preset.scan.pattern == "rosette":
+        return _compute_firings(preset, t0_ns, t1_ns)
+    sch = _schedule(preset)
+    tpl = _scan_table(preset)
+    t0, t1 = max(int(t0_ns), 0), int(t1_ns)
+    pieces: list[tuple[int, slice, np.ndarray | None]] = []
+    for s in range(t0 // sch.period_ns, max(t1 - 1, t0) // sch.period_ns + 1):
+        start = s * sch.period_ns
+        a = int(np.searchsorted(tpl.t_ns, t0 - start, "left"))
+        b = int(np.searchsorted(tpl.t_ns, t1 - start, "left"))
+        if b > a:
+            # scan 0 has no firings of the (non-existent) slots before t = 0
+            mask = tpl.column[a:b] + s * sch.slots >= 0 if s == 0 else None
+            pieces.append((s, slice(a, b), mask))
+
+    def cat(arr: np.ndarray, shift: int = 0, per_slot: bool = False) -> np.ndarray:
+        chunks = []
+        for s, sl, mask in pieces:
+            v = arr[sl]
+            if shift or per_slot:
+                v = v + (s * sch.slots if per_slot else s * shift)
+            chunks.append(v if mask is None else v[mask])
+        return np.concatenate(chunks) if chunks else arr[:0]
+
+    unit = tpl.unit
+    assert unit is not None
+    return Firings(
+        ring=cat(tpl.ring),
+        t_ns=cat(tpl.t_ns, shift=sch.period_ns),
+        azimuth_deg=cat(tpl.azimuth_deg),
+        elevation_deg=cat(tpl.elevation_deg),
+        column=cat(tpl.column, per_slot=True),
+        unit=cat(unit),
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _scan_table(preset: SensorPreset) -> Firings:
+    """Firings of scan 1 (a whole period past start-up) with times and slots relative to that scan."""
+    sch = _schedule(preset)
+    f = _compute_firings(preset, sch.period_ns, 2 * sch.period_ns)
+    table = Firings(
+        ring=f.ring,
+        t_ns=f.t_ns - sch.period_ns,
+        azimuth_deg=f.azimuth_deg,
+        elevation_deg=f.elevation_deg,
+        column=f.column - sch.slots,
+        unit=f.directions(),
+    )
+    for arr in (table.ring, table.t_ns, table.azimuth_deg, table.elevation_deg, table.column, table.unit):
+        if arr is not None:
+            arr.setflags(write=False)
+    return table
+
+
+def _compute_firings(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
+    """The schedule evaluated directly for ``[t0_ns, t1_ns)`` (the reference the table is built from)."""
+    sch = _schedule(preset)
+    t0, t1 = max(int(t0_ns), 0), int(t1_ns)
+    n_rings = preset.n_rings
+    if sch.all_rings:
+        omin, omax = int(sch.offsets_ns.min()), int(sch.offsets_ns.max())
+        k_lo, k_hi = max(_first_slot(t0 - omax, sch), 0), _first_slot(t1 - omin, sch)
+    else:
+        k_lo, k_hi = _first_slot(t0, sch), _first_slot(t1, sch)
+    ks = np.arange(k_lo, max(k_hi, k_lo), dtype=np.int64)
+    t_slot = ks * sch.period_ns // sch.slots
+    if sch.all_rings:
+        t = t_slot[:, None] + sch.offsets_ns[None, :]
+        keep = (t >= t0) & (t < t1)
+        ring = np.broadcast_to(np.arange(n_rings, dtype=np.int64), t.shape)[keep]
+        col = np.broadcast_to(ks[:, None], t.shape)[keep]
+        t = t[keep]
+        order = np.lexsort((ring, t))
+        t, ring, col = t[order], ring[order], col[order]
+    else:
+        t, col = t_slot, ks
+        ring = np.zeros_like(ks)
+    az, el = _directions(preset, sch, t, ring, col)
+    return Firings(
+        ring=ring.astype(np.uint16),
+        t_ns=t.astype(np.int64),
+        azimuth_deg=az,
+        elevation_deg=el,
+        column=col.astype(np.int64),
+    )
+
+
+def _directions(
+    preset: SensorPreset, sch: _Schedule, t: np.ndarray, ring: np.ndarray, col: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Azimuth and elevation (deg) of each firing; ``ring`` is rewritten in place for raster lines."""
+    s = preset.scan
+    sign = -1.0 if s.rotation_direction == "cw" else 1.0
+    elev, az_off = preset.elevations_deg, preset.azimuth_offsets_deg
+    if s.pattern == "rotating":
+        phase = np.mod(t, sch.period_ns).astype(np.float64) / sch.period_ns
+        az = s.scan_start_azimuth_deg + sign * 360.0 * phase + az_off[ring]
+        return _wrap(az), elev[ring].astype(np.float64)
+    slot = np.mod(col, sch.slots)
+    if s.pattern == "mirror":
+        assert s.fov_h_deg is not None
+        lo = -s.fov_h_deg / 2.0 - float(az_off.min())
+        hi = s.fov_h_deg / 2.0 - float(az_off.max())
+        frac = slot.astype(np.float64) / max(sch.slots - 1, 1)
+        col_az = hi - (hi - lo) * frac if sign < 0 else lo + (hi - lo) * frac
+        return _wrap(col_az + az_off[ring]), elev[ring].astype(np.float64)
+    if s.pattern == "raster":
+        assert s.fov_h_deg is not None and s.points_per_line is not None
+        ppl = s.points_per_line
+        line, j = np.divmod(slot, ppl)
+        ring[:] = line
+        u = j.astype(np.float64) / (ppl - 1)
+        if s.zigzag:
+            u = np.where(line % 2 == 1, 1.0 - u, u)
+        az = s.fov_h_deg / 2.0 - s.fov_h_deg * u + az_off[line]  # each line sweeps left to right
+        return _wrap(az), elev[line].astype(np.float64)
+    # rosette: two counter-rotating Risley prisms; the sum of their deflections is the beam's
+    # off-axis vector (|d| <= fov/2). It depends on absolute time, so frames never repeat.
+    assert s.prism_rpm is not None and s.fov_deg is not None
+    ts = t.astype(np.float64) * 1e-9
+    w1, w2 = (2.0 * math.pi * rpm / 60.0 for rpm in s.prism_rpm)
+    half = math.radians(s.fov_deg / 2.0)
+    dy = 0.5 * half * (np.cos(w1 * ts) + np.cos(w2 * ts))
+    dz = 0.5 * half * (np.sin(w1 * ts) + np.sin(w2 * ts))
+    alpha = np.hypot(dy, dz)
+    phi = np.arctan2(dz, dy)
+    x, y, z = np.cos(alpha), np.sin(alpha) * np.cos(phi), np.sin(alpha) * np.sin(phi)
+    az = np.degrees(np.arctan2(y, x)) + az_off[0]
+    el = np.degrees(np.arcsin(np.clip(z, -1.0, 1.0))) + elev[0]
+    return _wrap(az), el

@@ -1,0 +1,421 @@
+"""The embedded world as an AirSim simulation: the backend ``rt-lidar serve`` puts behind the RPC server.
+
+:class:`EmbeddedSim` implements :class:`unreal_bridge.SimBackend`. It keeps a sim clock (paused, free
+running at wall-clock speed, or advanced in lockstep by ``simContinueForTime``), sweeps the lidar's
+firing schedule over the time that passed since the previous read, casts those rays into the world and
+answers ``getLidarData`` (AirSim's xyz + segmentation of the hits, sensor frame) and the extension
+``rtLidarGetHits`` (every ray, hits and misses, with the fields the physics needs; with
+``rtLidarGetBeamHits`` every firing as the sub-ray bundle the caller sends, and the per-ray sun cosines
+for the sun it names or the scene's). Consecutive answers tile the time line: no firing is skipped or
+sent twice, as long as the reader keeps up (a backlog longer than ``max_backlog_s`` is cut, and counted
+in :attr:`EmbeddedSim.skipped_ns`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from rt_lidar.bridge.airsim_settings import airsim_settings_json
+from rt_lidar.bridge.hits import hits_to_wire
+from rt_lidar.errors import ConfigError
+from rt_lidar.pipeline.sources import Hits, WorldSource, sun_unit
+from rt_lidar.sensor.beam import SubRayPattern, pattern_from_offsets
+from rt_lidar.sensor.materials import load_material_table
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import firings_between
+from rt_lidar.server.vehicle import BicycleModel
+from unreal_bridge import CarControls, FluCarState, FluImage, FluPose, ImageRequest, LidarFrame, LidarHits
+from unreal_bridge.beam_call import SunRequest
+from unreal_bridge.errors import BackendError
+from unreal_bridge.wire import FluKinematics
+from unreal_bridge.world import CameraSpec, Pose, World
+
+__all__ = ["IMAGE_TYPES", "EmbeddedSim"]
+
+IMAGE_TYPES = {0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 5: "Segmentation"}
+"""AirSim ``ImageType`` values the embedded camera renders."""
+
+_FRAME_NS = 10_000_000  # one "frame" of simContinueForFrames: 100 Hz physics, as AirSim's default
+
+
+def _flu(pose: Pose) -> FluPose:
+    p, q = pose.position, pose.rotation
+    return FluPose(
+        (float(p[0]), float(p[1]), float(p[2])), (float(q[0]), float(q[1]), float(q[2]), float(q[3]))
+    )
+
+
+class EmbeddedSim:
+    """One vehicle with one lidar and one camera in an embedded :class:`World`."""
+
+    def __init__(
+        self,
+        world: World,
+        preset: SensorPreset,
+        *,
+        lidar_name: str = "Lidar1",
+        vehicle_name: str = "Car1",
+        camera: CameraSpec | None = None,
+        paused: bool = False,
+        max_backlog_s: float = 1.0,
+    ) -> None:
+        self.world = world
+        self.preset = preset
+        self.lidar_name = lidar_name
+        self.vehicle_name = vehicle_name
+        self.camera = camera or CameraSpec()
+        self.max_backlog_ns = int(max_backlog_s * 1e9)
+        table = load_material_table()
+        self._transmission = table.arrays(world.material_names, preset.optics.wavelength_nm).transmission
+        self.source = WorldSource(world, preset.range.max_m, self._transmission)
+        self._lock = threading.RLock()
+        self._t_ns = 0
+        self._paused = paused
+        self._wall_ref = time.perf_counter_ns()
+        self._cursors: dict[str, int] = {"hits": 0, "data": 0}
+        self._frames: dict[str, int] = {"hits": 0, "data": 0}
+        self.skipped_ns = 0
+        self.controls = CarControls()
+        self._scripted_ego = world.scene.ego
+        self.vehicle: BicycleModel | None = None
+        """The driven ego, once ``setCarControls`` or ``simSetVehiclePose`` took it off its script."""
+        self.weather: dict[int, float] = {}
+        self.weather_enabled = False
+
+    # -- clock -----------------------------------------------------------------------------------
+    def now_ns(self) -> int:
+        """Current sim time in ns."""
+        with self._lock:
+            if self._paused:
+                return self._t_ns
+            return self._t_ns + (time.perf_counter_ns() - self._wall_ref)
+
+    def _sync(self) -> None:
+        self._t_ns = self.now_ns()
+        self._wall_ref = time.perf_counter_ns()
+
+    def pause(self, paused: bool) -> None:
+        """Pause or resume the clock."""
+        with self._lock:
+            self._sync()
+            self._paused = bool(paused)
+
+    def is_paused(self) -> bool:
+        """Whether the clock is paused."""
+        return self._paused
+
+    def continue_for_time(self, seconds: float) -> None:
+        """Advance the sim by ``seconds`` (as fast as it can compute), then stay paused."""
+        if not 0 <= seconds <= 3600:
+            raise BackendError(f"simContinueForTime: seconds must be in [0, 3600], got {seconds}")
+        with self._lock:
+            self._sync()
+            self._t_ns += round(seconds * 1e9)
+            self._paused = True
+
+    def continue_for_frames(self, frames: int) -> None:
+        """Advance ``frames`` physics frames of 10 ms, then stay paused."""
+        if not 0 <= frames <= 360_000:
+            raise BackendError(f"simContinueForFrames: frames must be in [0, 360000], got {frames}")
+        with self._lock:
+            self._sync()
+            self._t_ns += int(frames) * _FRAME_NS
+            self._paused = True
+
+    def reset(self) -> None:
+        """Back to t = 0, paused state kept, lidar cursors rewound."""
+        with self._lock:
+            self._t_ns = 0
+            self._wall_ref = time.perf_counter_ns()
+            self._cursors = {k: 0 for k in self._cursors}
+            self.controls = CarControls()
+            self.vehicle = None
+            self.world.scene.ego = self._scripted_ego
+
+    # -- lidar -----------------------------------------------------------------------------------
+    def _check(self, lidar_name: str, vehicle_name: str) -> None:
+        if lidar_name not in ("", self.lidar_name):
+            raise BackendError(f"no lidar '{lidar_name}' (this sim has '{self.lidar_name}')")
+        if vehicle_name not in ("", self.vehicle_name):
+            raise BackendError(f"no vehicle '{vehicle_name}' (this sim has '{self.vehicle_name}')")
+
+    def _sweep(
+        self, reader: str, pattern: SubRayPattern | None = None, sun: np.ndarray | None = None
+    ) -> tuple[Hits, int, int]:
+        """Cast the firings since ``reader``'s previous read (each as ``pattern``'s sub-ray bundle, with
+        the sun cosines for world direction ``sun``, when given); returns them with their interval."""
+        with self._lock:
+            t1 = self.now_ns()
+            t0 = self._cursors[reader]
+            if t1 - t0 > self.max_backlog_ns:
+                self.skipped_ns += t1 - self.max_backlog_ns - t0
+                t0 = t1 - self.max_backlog_ns
+            self._cursors[reader] = t1
+            self._frames[reader] += 1
+            self._advance_vehicle(t1)
+        firings = firings_between(self.preset, t0, t1)
+        if pattern is None:
+            return self.source.hits(firings, t0, t1), t0, t1
+        return self.source.beam_hits(firings, t0, t1, pattern, sun), t0, t1
+
+    def _sensor_pose(self, t_ns: int) -> FluPose:
+        pos, quat = self.source.sensor_pose(t_ns * 1e-9)
+        return FluPose(tuple(float(v) for v in pos), tuple(float(v) for v in quat))  # type: ignore[arg-type]
+
+    def lidar_hits(self, lidar_name: str, vehicle_name: str) -> LidarHits:
+        """Every ray fired since the previous ``rtLidarGetHits`` / ``rtLidarGetBeamHits``, with the
+        optional fields."""
+        self._check(lidar_name, vehicle_name)
+        return self._hits_answer(None)
+
+    def lidar_beam_hits(
+        self,
+        lidar_name: str,
+        vehicle_name: str,
+        offsets_rad: np.ndarray,
+        weights: np.ndarray,
+        sun: SunRequest | None = None,
+    ) -> LidarHits:
+        """Like :meth:`lidar_hits` (the same time line: the two calls share one cursor), every firing
+        cast as the sub-ray bundle ``offsets_rad`` (N, 2) rad / ``weights`` (N,) by
+        :meth:`WorldSource.beam_hits`: N consecutive rows a firing. With ``sun`` the cast also gives
+        every ray's sun cosines, for the direction sent (used as it is) or, when it names none, for the
+        scene's sun normalised as in-process (:func:`~rt_lidar.pipeline.sources.sun_unit`)."""
+        self._check(lidar_name, vehicle_name)
+        try:
+            pattern = pattern_from_offsets(offsets_rad, weights)
+        except ConfigError as exc:
+            raise BackendError(f"rtLidarGetBeamHits: {exc}") from None
+        if sun is None:
+            return self._hits_answer(pattern)
+        if sun.direction is None:
+            return self._hits_answer(pattern, sun_unit(self.source.sun_direction))
+        return self._hits_answer(pattern, np.array(sun.direction, np.float64))
+
+    def _hits_answer(self, pattern: SubRayPattern | None, sun: np.ndarray | None = None) -> LidarHits:
+        hits, t0, t1 = self._sweep("hits", pattern, sun)
+        info: dict[str, Any] = {
+            "materials": list(self.world.material_names),
+            "t0_ns": t0,
+            "t1_ns": t1,
+            "frame": self._frames["hits"],
+            "weather": self.weather_config(),
+            "preset": self.preset.name,
+        }
+        if sun is not None:
+            info["sun_direction"] = [float(v) for v in sun]
+        return hits_to_wire(hits, self._sensor_pose(t1), t1, info=info)
+
+    def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:
+        """AirSim's ``getLidarData``: the hit points (sensor frame) since the previous read."""
+        self._check(lidar_name, vehicle_name)
+        hits, _t0, t1 = self._sweep("data")
+        opaque = np.isfinite(hits.range_m)
+        glass_only = ~opaque & np.isfinite(hits.glass_range_m)
+        rng = np.where(opaque, hits.range_m, hits.glass_range_m)
+        keep = opaque | glass_only
+        seg = np.where(opaque, hits.segment, hits.glass_segment)[keep].astype(np.int32)
+        points = (hits.direction[keep] * rng[keep][:, None]).astype(np.float32)
+        return LidarFrame(points, seg, self._sensor_pose(t1), t1)
+
+    # -- camera ----------------------------------------------------------------------------------
+    def images(self, requests: Sequence[ImageRequest], vehicle_name: str) -> list[FluImage]:
+        """Render the embedded camera for each request (Scene, depth, segmentation)."""
+        self._check("", vehicle_name)
+        t_ns = self.now_ns()
+        rendered = self.world.render_camera(self.camera, t_ns * 1e-9)
+        cam_pose = _flu(self.world.ego_pose(t_ns * 1e-9).compose(self.camera.mount))
+        out = []
+        for req in requests:
+            if req.image_type not in IMAGE_TYPES:
+                out.append(
+                    FluImage(
+                        req.camera_name, req.image_type, message=f"image type {req.image_type} unsupported"
+                    )
+                )
+                continue
+            h, w = rendered.depth.shape
+            if req.image_type in (1, 2, 3):
+                depth = rendered.depth if req.image_type == 1 else self._perspective(rendered.depth)
+                depth = np.where(np.isfinite(depth), depth, np.float32(65504.0)).astype(np.float32)
+                if req.pixels_as_float:
+                    out.append(
+                        FluImage(
+                            req.camera_name,
+                            req.image_type,
+                            w,
+                            h,
+                            data_float=depth.ravel(),
+                            pixels_as_float=True,
+                            compress=False,
+                            camera_pose=cam_pose,
+                            time_stamp=t_ns,
+                        )
+                    )
+                    continue
+                vis = np.clip(depth / 100.0 * 255.0, 0, 255).astype(np.uint8)
+                pixels = np.repeat(vis[:, :, None], 3, axis=2)
+            elif req.image_type == 5:
+                seg = rendered.segmentation.astype(np.uint32)
+                pixels = _segment_colours(seg)
+            else:
+                pixels = rendered.rgb
+            bgr = np.ascontiguousarray(pixels[:, :, ::-1])
+            data = _png(pixels) if req.compress else bgr.tobytes()
+            out.append(
+                FluImage(
+                    req.camera_name,
+                    req.image_type,
+                    w,
+                    h,
+                    data_uint8=data,
+                    compress=req.compress,
+                    camera_pose=cam_pose,
+                    time_stamp=t_ns,
+                )
+            )
+        return out
+
+    def _perspective(self, planar: np.ndarray) -> np.ndarray:
+        h, w = planar.shape
+        f = self.camera.focal_px
+        u = (np.arange(w) - (w - 1) / 2.0) / f
+        v = (np.arange(h) - (h - 1) / 2.0) / f
+        scale = np.sqrt(1.0 + u[None, :] ** 2 + v[:, None] ** 2)
+        return (planar * scale).astype(np.float32)
+
+    # -- vehicle and scene ---------------------------------------------------------------------------
+    def _advance_vehicle(self, t_ns: int) -> None:
+        if self.vehicle is not None:
+            self.vehicle.advance_to(t_ns * 1e-9)
+
+    def _drive(self) -> BicycleModel:
+        """Take the ego off its script: from now on a kinematic bicycle model drives it."""
+        if self.vehicle is None:
+            t = self.now_ns() * 1e-9
+            pos, quat = self.world.ego_poses(np.array([t, t + 0.01]))
+            model = BicycleModel(Pose(pos[0], quat[0]), t0=t)
+            model.speed = float(np.linalg.norm(pos[1] - pos[0]) / 0.01)  # keep rolling at the scripted speed
+            self.vehicle = model
+            self.world.scene.ego = model
+        return self.vehicle
+
+    def vehicle_pose(self, vehicle_name: str) -> FluPose:
+        """The ego vehicle's pose now."""
+        self._check("", vehicle_name)
+        with self._lock:
+            t_ns = self.now_ns()
+            self._advance_vehicle(t_ns)
+        return _flu(self.world.ego_pose(t_ns * 1e-9))
+
+    def set_vehicle_pose(self, pose: FluPose, ignore_collision: bool, vehicle_name: str) -> None:
+        """Teleport the ego (it is driven from then on, standing still at the new pose)."""
+        self._check("", vehicle_name)
+        with self._lock:
+            model = self._drive()
+            model.advance_to(self.now_ns() * 1e-9)
+            model.reset(Pose(np.asarray(pose.position, float), np.asarray(pose.orientation, float)))
+
+    def car_state(self, vehicle_name: str) -> FluCarState:
+        """Speed and kinematics of the ego from its trajectory."""
+        self._check("", vehicle_name)
+        with self._lock:
+            t_ns = self.now_ns()
+            self._advance_vehicle(t_ns)
+        t = t_ns * 1e-9
+        if self.vehicle is not None:
+            pose, v = self.vehicle.pose, self.vehicle.velocity()
+            fp = _flu(pose)
+            kin = FluKinematics(pose=fp, linear_velocity=(float(v[0]), float(v[1]), float(v[2])))
+            return FluCarState(speed=float(abs(self.vehicle.speed)), gear=1, kinematics=kin, timestamp=t_ns)
+        pos, quat = self.world.ego_poses(np.array([t - 0.01, t]))
+        vel = (pos[1] - pos[0]) / 0.01
+        now = _flu(Pose(pos[1], quat[1]))
+        kin = FluKinematics(pose=now, linear_velocity=(float(vel[0]), float(vel[1]), float(vel[2])))
+        return FluCarState(speed=float(np.linalg.norm(vel)), gear=1, kinematics=kin, timestamp=t_ns)
+
+    def set_car_controls(self, controls: CarControls, vehicle_name: str) -> None:
+        """Drive the ego with AirSim car controls (a kinematic bicycle model, speed and steering limits)."""
+        self._check("", vehicle_name)
+        with self._lock:
+            model = self._drive()
+            model.advance_to(self.now_ns() * 1e-9)
+            model.set_controls(controls)
+            self.controls = controls
+
+    def object_pose(self, object_name: str) -> FluPose | None:
+        """A scene object's pose now, None when unknown."""
+        if object_name not in self.world.objects:
+            return None
+        return _flu(self.world.object_pose(object_name, self.now_ns() * 1e-9))
+
+    def list_scene_objects(self, name_regex: str) -> list[str]:
+        """Scene objects whose name fully matches ``name_regex``."""
+        try:
+            pattern = re.compile(name_regex)
+        except re.error as exc:
+            raise BackendError(f"simListSceneObjects: bad regex {name_regex!r}: {exc}") from None
+        return [n for n in self.world.objects if pattern.fullmatch(n)]
+
+    def get_segmentation_object_id(self, mesh_name: str) -> int:
+        """Segment id of a mesh, -1 when unknown."""
+        return int(self.world.segment_ids().get(mesh_name, -1))
+
+    def set_segmentation_object_id(self, mesh_name: str, object_id: int, is_name_regex: bool) -> bool:
+        """Set a mesh's segment id (0..255)."""
+        return self.world.set_segment_id(mesh_name, int(object_id), is_regex=bool(is_name_regex))
+
+    def settings_string(self) -> str:
+        """The settings.json of this sim (its lidar block from the preset)."""
+        return json.dumps(airsim_settings_json(self.preset))
+
+    def list_vehicles(self) -> list[str]:
+        """The one vehicle."""
+        return [self.vehicle_name]
+
+    # -- weather ---------------------------------------------------------------------------------
+    def set_weather_parameter(self, param: int, value: float) -> None:
+        """AirSim ``WeatherParameter`` in 0..1 (0 Rain, 1 Roadwetness, 2 Snow, ..., 7 Fog)."""
+        if not 0.0 <= value <= 1.0:
+            raise BackendError(f"simSetWeatherParameter: value must be in [0, 1], got {value}")
+        self.weather[int(param)] = float(value)
+
+    def enable_weather(self, enable: bool) -> None:
+        """Weather takes effect only while enabled, as in AirSim."""
+        self.weather_enabled = bool(enable)
+
+    def weather_config(self) -> dict[str, Any] | None:
+        """The weather as the lidar physics takes it, or None (see ``rt_lidar.physics.weather``)."""
+        if not self.weather_enabled or not any(self.weather.values()):
+            return None
+        try:
+            from rt_lidar.physics.weather import airsim_weather_to_config
+        except ImportError:  # weather model not installed in this build
+            return None
+        cfg = airsim_weather_to_config(self.weather)
+        if cfg is None:
+            return None
+        return {k: getattr(cfg, k) for k in ("rain_mm_h", "fog_visibility_m", "snow_mm_h")}
+
+
+def _png(rgb: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb), "RGB").save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _segment_colours(seg: np.ndarray) -> np.ndarray:
+    """AirSim-like segmentation colours: a fixed pseudo-random colour per id, black for 0."""
+    ids = np.arange(256, dtype=np.uint32)
+    palette = np.stack([(ids * 67) % 256, (ids * 149) % 256, (ids * 211) % 256], axis=1).astype(np.uint8)
+    palette[0] = 0
+    return palette[np.minimum(seg, 255)]

@@ -1,0 +1,115 @@
+"""``rt-lidar serve``: the embedded world behind an AirSim-compatible RPC server on loopback."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rt_lidar.bridge.airsim_settings import preset_from_airsim_settings
+from rt_lidar.errors import ConfigError
+from rt_lidar.pipeline.builder import build_world
+from rt_lidar.sensor.presets import SensorPreset, load_preset
+from rt_lidar.server.embedded_sim import EmbeddedSim
+from unreal_bridge import AirSimServer
+from unreal_bridge.world import CameraSpec
+
+__all__ = ["EmbeddedServer", "ServeOptions", "start_embedded_server", "start_server_process"]
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What ``rt-lidar serve`` runs."""
+
+    host: str = "127.0.0.1"
+    port: int = 41451
+    scene: str = "street"
+    preset: str | None = "HDL-64E"
+    settings: str | None = None
+    """An AirSim settings.json whose lidar block sets the sensor (overrides ``preset``)."""
+    seed: int = 0
+    paused: bool = False
+    camera: str = "640x360"
+    """Embedded camera size WxH (90 deg horizontal field of view)."""
+
+
+@dataclass
+class EmbeddedServer:
+    """A running server with its simulation."""
+
+    server: AirSimServer
+    sim: EmbeddedSim
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful with port 0)."""
+        return int(self.server.port)
+
+    def close(self) -> None:
+        """Stop serving and disconnect every client."""
+        self.server.close()
+
+
+def _preset(opts: ServeOptions) -> SensorPreset:
+    if opts.settings:
+        path = Path(opts.settings)
+        try:
+            settings = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read AirSim settings: {exc}") from exc
+        return preset_from_airsim_settings(settings)
+    if not opts.preset:
+        raise ConfigError("serve: give --preset NAME or --settings FILE")
+    return load_preset(opts.preset)
+
+
+def _camera(spec: str) -> CameraSpec:
+    w, sep, h = spec.lower().partition("x")
+    if not sep or not w.isdigit() or not h.isdigit() or not (16 <= int(w) <= 4096 and 16 <= int(h) <= 4096):
+        raise ConfigError(f"--camera '{spec}': expected WxH with 16..4096 pixels each, e.g. 640x360")
+    return CameraSpec(width=int(w), height=int(h))
+
+
+def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[subprocess.Popen[str], int]:
+    """``rt-lidar serve`` in its own process (its own core, its own GIL) on a free port of 127.0.0.1.
+
+    Returns the process and its port. The process exits when the caller does (it watches its stdin).
+    """
+    cmd = [
+        sys.executable, "-m", "rt_lidar.cli.main", "serve", "--host", "127.0.0.1", "--port", "0",
+        "--scene", opts.scene, "--seed", str(opts.seed), "--camera", opts.camera, "--exit-with-stdin",
+    ]  # fmt: skip
+    cmd += ["--settings", opts.settings] if opts.settings else ["--preset", str(opts.preset)]
+    if opts.paused:
+        cmd.append("--paused")
+    # stderr goes to a file, not a pipe nobody reads (a full pipe would block the server)
+    err_log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (outlives this call: the server writes it)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_log, text=True)
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        found = re.search(r" on 127\.0\.0\.1:(\d+) ", line)
+        if found:
+            return proc, int(found.group(1))
+    proc.kill()
+    proc.wait()
+    err_log.seek(0)
+    err = err_log.read()
+    raise ConfigError(f"the embedded server did not start: {err.strip()[-2000:] or 'no output'}")
+
+
+def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
+    """Build the world and start serving it in a background thread."""
+    world = build_world(opts.scene, seed=opts.seed)
+    sim = EmbeddedSim(world, _preset(opts), paused=opts.paused, camera=_camera(opts.camera))
+    server = AirSimServer(sim, host=opts.host, port=opts.port)
+    server.start()
+    return EmbeddedServer(server, sim)
