@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "PresetError", "RtLidarError"]
+__all__ = ["ConfigError", "FieldError", "PresetError", "RtLidarError"]
 
 
 class RtLidarError(Exception):
@@ -13,11 +13,15 @@ class ConfigError(RtLidarError):
     """A configuration value (CLI option, scenario, material table) is invalid."""
 
 
-class PresetError(ConfigError):
-    """A sensor preset is invalid: names the file, the field and what is allowed."""
+class FieldError(ConfigError):
+    """A field of an input file or table is invalid: names the source, the field and what is allowed."""
 
     def __init__(self, source: str, field: str, problem: str) -> None:
         self.source = source
         self.field = field
         self.problem = problem
         super().__init__(f"{source}: field '{field}': {problem}")
+
+
+class PresetError(FieldError):
+    """A sensor preset is invalid: names the file, the field and what is allowed."""

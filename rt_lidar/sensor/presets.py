@@ -17,8 +17,6 @@ import functools
 import itertools
 import math
 import tomllib
-import types
-import typing
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.errors import PresetError
+from rt_lidar.schema import build, spec
 
 __all__ = [
     "BEAM_PROFILES",
@@ -63,39 +62,27 @@ CLEAR_AIR_EXTINCTION_PER_M = 1e-4
 NON_PRESET_FILES = frozenset({"materials.toml"})  # other data in the sensor_presets package
 
 
-def _f(
-    default: Any = dataclasses.MISSING,
-    lo: float | None = None,
-    hi: float | None = None,
-    unit: str = "",
-    choices: tuple[str, ...] | None = None,
-) -> Any:
-    """A dataclass field carrying its allowed range (inclusive) or choices for validation."""
-    meta = {"lo": lo, "hi": hi, "unit": unit, "choices": choices}
-    return field(default=default, metadata=meta)
-
-
 @dataclass(frozen=True)
 class ScanSpec:
     """How the sensor sweeps: a spinning head or a solid-state pattern and its timing."""
 
-    pattern: str = _f(choices=PATTERNS)
-    rotation_hz: float | None = _f(None, unit="Hz")  # checked against rotation_hz_range
-    rotation_hz_range: tuple[float, float] = _f((5.0, 20.0), 0.1, 100.0, "Hz")
-    columns_per_rev: int | None = _f(None, 1, 100_000)
-    firing_cycle_us: float | None = _f(None, 0.01, 100_000.0, "us")
-    rotation_direction: str = _f("cw", choices=("cw", "ccw"))
-    scan_start_azimuth_deg: float = _f(180.0, -180.0, 360.0, "deg")
-    frame_rate_hz: float | None = _f(None, 0.1, 1000.0, "Hz")
-    fov_deg: float | None = _f(None, 0.1, 180.0, "deg")
-    fov_h_deg: float | None = _f(None, 0.1, 360.0, "deg")
-    fov_v_deg: float | None = _f(None, 0.1, 180.0, "deg")
-    point_rate_hz: float | None = _f(None, 1.0, 1e8, "Hz")
-    prism_rpm: tuple[float, float] | None = _f(None, -100_000.0, 100_000.0, "rpm")
-    lines_per_frame: int | None = _f(None, 1, 4096)
-    points_per_line: int | None = _f(None, 2, 100_000)
-    zigzag: bool = _f(True)
-    columns_per_frame: int | None = _f(None, 2, 100_000)
+    pattern: str = spec(choices=PATTERNS)
+    rotation_hz: float | None = spec(None, unit="Hz")  # checked against rotation_hz_range
+    rotation_hz_range: tuple[float, float] = spec((5.0, 20.0), 0.1, 100.0, "Hz")
+    columns_per_rev: int | None = spec(None, 1, 100_000)
+    firing_cycle_us: float | None = spec(None, 0.01, 100_000.0, "us")
+    rotation_direction: str = spec("cw", choices=("cw", "ccw"))
+    scan_start_azimuth_deg: float = spec(180.0, -180.0, 360.0, "deg")
+    frame_rate_hz: float | None = spec(None, 0.1, 1000.0, "Hz")
+    fov_deg: float | None = spec(None, 0.1, 180.0, "deg")
+    fov_h_deg: float | None = spec(None, 0.1, 360.0, "deg")
+    fov_v_deg: float | None = spec(None, 0.1, 180.0, "deg")
+    point_rate_hz: float | None = spec(None, 1.0, 1e8, "Hz")
+    prism_rpm: tuple[float, float] | None = spec(None, -100_000.0, 100_000.0, "rpm")
+    lines_per_frame: int | None = spec(None, 1, 4096)
+    points_per_line: int | None = spec(None, 2, 100_000)
+    zigzag: bool = spec(True)
+    columns_per_frame: int | None = spec(None, 2, 100_000)
 
 
 # Which scan keys each pattern uses (besides ``pattern``); the first group is required.
@@ -123,39 +110,39 @@ _PATTERN_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 class RangeSpec:
     """Range limits and noise."""
 
-    max_m: float = _f(lo=0.1, hi=10_000.0, unit="m")
-    min_m: float = _f(0.5, 0.0, 100.0, "m")
-    accuracy_m: float = _f(0.03, 0.0, 10.0, "m")
-    range_10pct_m: float | None = _f(None, 0.1, 10_000.0, "m")
+    max_m: float = spec(lo=0.1, hi=10_000.0, unit="m")
+    min_m: float = spec(0.5, 0.0, 100.0, "m")
+    accuracy_m: float = spec(0.03, 0.0, 10.0, "m")
+    range_10pct_m: float | None = spec(None, 0.1, 10_000.0, "m")
 
 
 @dataclass(frozen=True)
 class OpticsSpec:
     """Transmitter and receiver optics."""
 
-    wavelength_nm: float = _f(905.0, 200.0, 2000.0, "nm")
-    beam_divergence_h_mrad: float = _f(3.0, 0.0, 100.0, "mrad")
-    beam_divergence_v_mrad: float = _f(1.5, 0.0, 100.0, "mrad")
-    beam_profile: str = _f("gaussian", choices=BEAM_PROFILES)
+    wavelength_nm: float = spec(905.0, 200.0, 2000.0, "nm")
+    beam_divergence_h_mrad: float = spec(3.0, 0.0, 100.0, "mrad")
+    beam_divergence_v_mrad: float = spec(1.5, 0.0, 100.0, "mrad")
+    beam_profile: str = spec("gaussian", choices=BEAM_PROFILES)
     """Transmitter x receiver sensitivity over the footprint: a Gaussian whose 1/e^2 full angles are the
     divergences, a top hat of those full angles, or a measured ``table``."""
-    receiver_aperture_m: float = _f(0.025, 0.001, 1.0, "m")
-    system_efficiency: float = _f(0.5, 0.0, 1.0)
-    sub_rays: int = _f(1, 1, 127)
+    receiver_aperture_m: float = spec(0.025, 0.001, 1.0, "m")
+    system_efficiency: float = spec(0.5, 0.0, 1.0)
+    sub_rays: int = spec(1, 1, 127)
     """Rays cast per pulse over the footprint (1 = the nominal direction only)."""
-    footprint_extent: float = _f(1.5, 0.1, 5.0)
+    footprint_extent: float = spec(1.5, 0.1, 5.0)
     """Radius of the outer sub-ray ring, in 1/e^2 half-divergences (Gaussian) or half-widths."""
-    beam_profile_h_mrad: tuple[float, ...] | None = _f(None, -100.0, 100.0, "mrad")
+    beam_profile_h_mrad: tuple[float, ...] | None = spec(None, -100.0, 100.0, "mrad")
     """Measured profile: ascending horizontal angles of the table's columns."""
-    beam_profile_v_mrad: tuple[float, ...] | None = _f(None, -100.0, 100.0, "mrad")
+    beam_profile_v_mrad: tuple[float, ...] | None = spec(None, -100.0, 100.0, "mrad")
     """Measured profile: ascending vertical angles of the table's rows."""
-    beam_profile_table: tuple[float, ...] | None = _f(None, 0.0, 1e12)
+    beam_profile_table: tuple[float, ...] | None = spec(None, 0.0, 1e12)
     """Measured profile, row-major (len(v) rows x len(h) columns), any positive scale."""
-    filter_bandwidth_nm: float = _f(30.0, 0.1, 500.0, "nm")
+    filter_bandwidth_nm: float = spec(30.0, 0.1, 500.0, "nm")
     """Optical band-pass of the receiver: how much sunlight reaches the detector."""
-    shot_noise_w: float = _f(1.5e-9, 0.0, 1.0, "W")
+    shot_noise_w: float = spec(1.5e-9, 0.0, 1.0, "W")
     """Ambient noise scale q: background power P_b gives a noise floor sigma = sqrt(P_b * q)."""
-    sun_blinding_deg: float = _f(2.0, 0.0, 45.0, "deg")
+    sun_blinding_deg: float = spec(2.0, 0.0, 45.0, "deg")
     """Within this angle of the sun the receiver is blinded (stray light saturates it)."""
 
 
@@ -163,10 +150,10 @@ class OpticsSpec:
 class PulseSpec:
     """Emitted pulse and the receiver's detection threshold."""
 
-    width_ns: float = _f(5.0, 0.1, 1000.0, "ns")
-    peak_power_w: float = _f(30.0, 1e-3, 1e5, "W")
-    detection_threshold_w: float = _f(5e-9, 1e-15, 1.0, "W")
-    epw_offset_ns: float = _f(0.0, -100.0, 1000.0, "ns")
+    width_ns: float = spec(5.0, 0.1, 1000.0, "ns")
+    peak_power_w: float = spec(30.0, 1e-3, 1e5, "W")
+    detection_threshold_w: float = spec(5e-9, 1e-15, 1.0, "W")
+    epw_offset_ns: float = spec(0.0, -100.0, 1000.0, "ns")
     """Echo pulse width = time the echo stays above the threshold plus this electronics offset."""
 
 
@@ -174,21 +161,21 @@ class PulseSpec:
 class OutputSpec:
     """What the sensor reports as intensity."""
 
-    intensity: str = _f("calibrated_reflectivity", choices=INTENSITY_KINDS)
-    intensity_max: int = _f(255, 1, 2**32 - 1)
-    diffuse_max: int | None = _f(None, 1, 2**32 - 1)
+    intensity: str = spec("calibrated_reflectivity", choices=INTENSITY_KINDS)
+    intensity_max: int = spec(255, 1, 2**32 - 1)
+    diffuse_max: int | None = spec(None, 1, 2**32 - 1)
 
 
 @dataclass(frozen=True)
 class ReturnsSpec:
     """Return modes the sensor offers."""
 
-    modes: tuple[str, ...] = _f(("strongest",), choices=RETURN_MODES)
-    default: str = _f("strongest", choices=RETURN_MODES)
-    min_separation_m: float = _f(1.0, 0.0, 100.0, "m")
-    dual: str = _f("strongest_last", choices=DUAL_KINDS)
+    modes: tuple[str, ...] = spec(("strongest",), choices=RETURN_MODES)
+    default: str = spec("strongest", choices=RETURN_MODES)
+    min_separation_m: float = spec(1.0, 0.0, 100.0, "m")
+    dual: str = spec("strongest_last", choices=DUAL_KINDS)
     """What ``dual`` reports: strongest + last (Velodyne, Hesai) or the two strongest (Ouster)."""
-    max_returns: int = _f(3, 1, 8)
+    max_returns: int = spec(3, 1, 8)
     """Returns per pulse in ``multi`` mode (up to N, nearest first)."""
 
 
@@ -196,18 +183,18 @@ class ReturnsSpec:
 class Beam:
     """One laser channel: its ring, direction offsets and firing time within the firing cycle."""
 
-    ring: int = _f(lo=0, hi=4095)
-    elevation_deg: float = _f(lo=-90.0, hi=90.0, unit="deg")
-    azimuth_offset_deg: float = _f(0.0, -180.0, 180.0, "deg")
-    firing_offset_us: float = _f(0.0, 0.0, 1e6, "us")
-    laser_id: int | None = _f(None, 0, 4095)
-    dist_correction_m: float | None = _f(None, -100.0, 100.0, "m")
-    dist_correction_x_m: float | None = _f(None, -100.0, 100.0, "m")
-    dist_correction_y_m: float | None = _f(None, -100.0, 100.0, "m")
-    vert_offset_correction_m: float | None = _f(None, -10.0, 10.0, "m")
-    horiz_offset_correction_m: float | None = _f(None, -10.0, 10.0, "m")
-    focal_distance: float | None = _f(None, -1e4, 1e4)
-    focal_slope: float | None = _f(None, -1e4, 1e4)
+    ring: int = spec(lo=0, hi=4095)
+    elevation_deg: float = spec(lo=-90.0, hi=90.0, unit="deg")
+    azimuth_offset_deg: float = spec(0.0, -180.0, 180.0, "deg")
+    firing_offset_us: float = spec(0.0, 0.0, 1e6, "us")
+    laser_id: int | None = spec(None, 0, 4095)
+    dist_correction_m: float | None = spec(None, -100.0, 100.0, "m")
+    dist_correction_x_m: float | None = spec(None, -100.0, 100.0, "m")
+    dist_correction_y_m: float | None = spec(None, -100.0, 100.0, "m")
+    vert_offset_correction_m: float | None = spec(None, -10.0, 10.0, "m")
+    horiz_offset_correction_m: float | None = spec(None, -10.0, 10.0, "m")
+    focal_distance: float | None = spec(None, -1e4, 1e4)
+    focal_slope: float | None = spec(None, -1e4, 1e4)
 
 
 @dataclass(frozen=True)
@@ -261,16 +248,6 @@ class SensorPreset:
         return self._column("firing_offset_us", np.float64)
 
 
-_NESTED: dict[str, type] = {
-    "scan": ScanSpec,
-    "range": RangeSpec,
-    "optics": OpticsSpec,
-    "pulse": PulseSpec,
-    "output": OutputSpec,
-    "returns": ReturnsSpec,
-}
-
-
 def lambertian_return_w(
     peak_power_w: float,
     receiver_aperture_m: float,
@@ -299,82 +276,10 @@ def lambertian_return_w(
 # --------------------------------------------------------------------------- validation
 
 
-def _fmt(x: Any) -> str:
-    return f"{x:g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else repr(x)
-
-
-def _type_name(tp: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(tp, str(tp))
-
-
-def _check_scalar(value: Any, tp: Any, meta: dict[str, Any], source: str, where: str) -> Any:
-    ok = {
-        bool: isinstance(value, bool),
-        int: isinstance(value, int) and not isinstance(value, bool),
-        float: isinstance(value, (int, float)) and not isinstance(value, bool),
-        str: isinstance(value, str),
-    }[tp]
-    if not ok:
-        raise PresetError(source, where, f"must be {_type_name(tp)}, got {type(value).__name__} {value!r}")
-    if tp is float:
-        value = float(value)
-        if not math.isfinite(value):
-            raise PresetError(source, where, f"must be finite, got {value!r}")
-    lo, hi, unit, choices = (meta.get(k) for k in ("lo", "hi", "unit", "choices"))
-    if choices is not None and value not in choices:
-        raise PresetError(source, where, f"must be one of {', '.join(choices)}; got {value!r}")
-    if tp in (int, float) and lo is not None and not lo <= value <= hi:
-        raise PresetError(
-            source,
-            where,
-            f"must be in [{_fmt(lo)}, {_fmt(hi)}]{' ' + unit if unit else ''}, got {_fmt(value)}",
-        )
-    return value
-
-
-def _check_value(value: Any, tp: Any, meta: dict[str, Any], source: str, where: str) -> Any:
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (types.UnionType, typing.Union):
-        tp = next(a for a in args if a is not type(None))
-        origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            raise PresetError(source, where, f"must be an array, got {type(value).__name__} {value!r}")
-        variadic = len(args) == 2 and args[1] is Ellipsis
-        if not variadic and len(value) != len(args):
-            raise PresetError(source, where, f"must have {len(args)} elements, got {len(value)}")
-        elem = args[0]
-        return tuple(_check_scalar(v, elem, meta, source, f"{where}[{i}]") for i, v in enumerate(value))
-    return _check_scalar(value, tp, meta, source, where)
-
-
 def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
-    """Build dataclass ``cls`` from a TOML table, checking keys, types and ranges."""
-    if not isinstance(table, dict):
-        raise PresetError(source, prefix, f"must be a table, got {type(table).__name__}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for key in table:
-        if key not in fields:
-            raise PresetError(
-                source,
-                f"{prefix}.{key}" if prefix else key,
-                f"unknown key; allowed keys: {', '.join(fields)}",
-            )
-    kwargs: dict[str, Any] = {}
-    for name, fld in fields.items():
-        where = f"{prefix}.{name}" if prefix else name
-        if name not in table:
-            if fld.default is dataclasses.MISSING and fld.default_factory is dataclasses.MISSING:
-                raise PresetError(source, where, "is required")
-            continue
-        if name in _NESTED:
-            kwargs[name] = _build(_NESTED[name], table[name], source, where)
-        elif name == "beams":
-            kwargs[name] = _build_beams(table[name], source)
-        else:
-            kwargs[name] = _check_value(table[name], hints[name], dict(fld.metadata), source, where)
-    return cls(**kwargs)
+    """Build dataclass ``cls`` from a TOML table with the shared schema (keys, types, ranges)."""
+    special = {"beams": lambda value, src, where: _build_beams(value, src)} if cls is SensorPreset else None
+    return build(cls, table, source, prefix, PresetError, special)
 
 
 def _build_beams(beams: Any, source: str) -> tuple[Beam, ...]:
