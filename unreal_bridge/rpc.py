@@ -10,13 +10,17 @@ Wire format (https://github.com/msgpack-rpc/msgpack-rpc/blob/master/spec.md, rpc
 - rpclib's fixed error strings for an unknown function, a wrong argument count and a throwing handler
   (:func:`not_found_message`, :func:`arity_message`, :func:`exception_message`).
 
-The server runs one thread per connection, bounds each message's size, and closes a connection that
+The server runs one thread per connection (a capped number), bounds each request's size, decoded
+containers, nesting and time (:mod:`unreal_bridge.limits`), and closes a connection that
 sends malformed or oversized input without disturbing the others. Nothing is ever unpickled.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import dataclasses
+import errno
 import inspect
 import itertools
 import logging
@@ -24,6 +28,7 @@ import select
 import selectors
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,6 +38,7 @@ import numpy.typing as npt
 
 from . import fast_decode
 from .errors import BackendError, ConnectionLost, MessageTooLarge, ProtocolError, RpcError, RpcTimeout
+from .limits import RequestRefused, ServerLimits, check_params, is_loopback
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -50,7 +56,7 @@ __all__ = [
 ]
 
 REQUEST, RESPONSE, NOTIFY = 0, 1, 2
-#: Largest message a server accepts (and a client accepts by default): 64 MiB.
+#: Largest answer a client accepts by default from :class:`~unreal_bridge.client`: 64 MiB.
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 _RECV_CHUNK = 256 * 1024
 HINT_PAUSE_S = 0.05
@@ -334,37 +340,67 @@ class RpcServer:
     """A threaded msgpack-RPC server with rpclib's behaviour; bind functions with :meth:`register`.
 
     ``port=0`` picks a free port (read :attr:`port`). Handlers run in the connection's thread; calls
-    from different connections are serialised by one lock unless ``serialize=False``.
+    from different connections are serialised by one lock unless ``serialize=False`` (a handler
+    registered with ``locked=False`` takes :attr:`call_lock` itself, around bounded work only).
+    ``limits`` bounds what clients can cost (:class:`~unreal_bridge.limits.ServerLimits`);
+    ``max_message_size`` is the largest request.
     """
 
     def __init__(
         self,
         host: str = "127.0.0.1",
         port: int = 0,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int | None = None,
         serialize: bool = True,
+        limits: ServerLimits | None = None,
     ) -> None:
-        self.max_message_size = max_message_size
-        self._funcs: dict[str, tuple[Handler, tuple[int, ...]]] = {}
+        limits = limits or ServerLimits()
+        if max_message_size is not None:
+            limits = dataclasses.replace(limits, max_request_bytes=int(max_message_size))
+        self.limits = limits
+        self.max_message_size = limits.max_request_bytes
+        self._funcs: dict[str, tuple[Handler, tuple[int, ...], bool]] = {}
         self._call_lock: threading.Lock | None = threading.Lock() if serialize else None
         self._listener = socket.create_server((host, port), reuse_port=False)
         self._listener.setblocking(False)
         self.host, self.port = self._listener.getsockname()[:2]
+        if not is_loopback(str(self.host)):
+            _log.warning(
+                "serving %s:%s beyond this machine: the AirSim API has no authentication, anyone who "
+                "reaches the port can drive the sim",
+                self.host,
+                self.port,
+            )
         self._wake_r, self._wake_w = socket.socketpair()
         self._closed = threading.Event()
         self._conns: dict[socket.socket, threading.Thread] = {}
         self._conns_lock = threading.Lock()
+        self._budget_lock = threading.Lock()
+        self._pending_total = 0
+        self._reply_total = 0
         self._thread: threading.Thread | None = None
+        self.stats = {"refused_connections": 0, "accept_errors": 0, "closed_for_limits": 0}
+        """Counts of connections refused over the cap, failed accepts, connections closed for a limit."""
 
-    def register(self, name: str, func: Handler, arity: int | Sequence[int] | None = None) -> None:
-        """Bind ``func`` as ``name``; ``arity`` (default: its positional parameter count) is checked."""
+    @property
+    def call_lock(self) -> contextlib.AbstractContextManager[Any]:
+        """The lock that serialises handlers (a no-op without ``serialize``)."""
+        return self._call_lock if self._call_lock is not None else contextlib.nullcontext()
+
+    def register(
+        self, name: str, func: Handler, arity: int | Sequence[int] | None = None, locked: bool = True
+    ) -> None:
+        """Bind ``func`` as ``name``; ``arity`` (default: its positional parameter count) is checked.
+
+        ``locked=False``: the handler runs without the call lock (it takes :attr:`call_lock` itself).
+        """
         if arity is None:
             arities = _arities(func)
         elif isinstance(arity, int):
             arities = (arity,)
         else:
             arities = tuple(arity)
-        self._funcs[name] = (func, arities)
+        self._funcs[name] = (func, arities, locked)
 
     # lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -375,7 +411,9 @@ class RpcServer:
         self._thread.start()
 
     def serve_forever(self) -> None:
-        """Accept connections until :meth:`close`."""
+        """Accept connections until :meth:`close`; a failed accept never stops it (out of file
+        descriptors: it pauses ``accept_backoff_s``, doubling up to 2 s, and tries again)."""
+        backoff = self.limits.accept_backoff_s
         with selectors.DefaultSelector() as sel:
             sel.register(self._listener, selectors.EVENT_READ)
             sel.register(self._wake_r, selectors.EVENT_READ)
@@ -387,21 +425,36 @@ class RpcServer:
                         conn, _addr = self._listener.accept()
                     except (BlockingIOError, InterruptedError):
                         continue
-                    except OSError:
-                        return
+                    except OSError as exc:
+                        self.stats["accept_errors"] += 1
+                        if exc.errno in _OUT_OF_RESOURCES:
+                            _log.warning("accept failed (%s): retrying in %.1f s", exc, backoff)
+                            if self._closed.wait(backoff):
+                                return
+                            backoff = min(2 * backoff, 2.0)
+                        continue
+                    backoff = self.limits.accept_backoff_s
                     self._spawn(conn)
 
     def _spawn(self, conn: socket.socket) -> None:
-        conn.setblocking(True)
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCK_BUF)
-        thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
         with self._conns_lock:
-            if self._closed.is_set():
+            if self._closed.is_set() or len(self._conns) >= self.limits.max_connections:
+                if not self._closed.is_set():
+                    self.stats["refused_connections"] += 1
+                    _log.warning("refusing a connection: %d open", len(self._conns))
                 conn.close()
                 return
-            self._conns[conn] = thread
-        thread.start()
+            try:
+                conn.setblocking(True)
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCK_BUF)
+                thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
+                self._conns[conn] = thread
+                thread.start()
+            except (OSError, RuntimeError) as exc:  # out of threads or a socket already reset
+                self._conns.pop(conn, None)
+                _log.warning("cannot serve a connection: %s", exc)
+                conn.close()
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop accepting, close every connection and wait for their threads."""
@@ -430,30 +483,124 @@ class RpcServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def connection_count(self) -> int:
+        """Connections open now."""
+        with self._conns_lock:
+            return len(self._conns)
+
     # connections -----------------------------------------------------------------------------------
+    def _charge(self, delta: int) -> bool:
+        """Add ``delta`` bytes to the pending total; False (and nothing added) when it would go over."""
+        with self._budget_lock:
+            if delta > 0 and self._pending_total + delta > self.limits.max_pending_bytes:
+                return False
+            self._pending_total += delta
+            return True
+
+    def _new_unpacker(self, containers: list[int]) -> msgpack.Unpacker:
+        lim = self.limits
+
+        def count(obj: Any) -> Any:
+            containers[0] += 1
+            if containers[0] > lim.max_containers:
+                raise RequestRefused(f"a request holds more than {lim.max_containers} arrays and maps")
+            return obj
+
+        unpacker = msgpack.Unpacker(
+            raw=False,
+            strict_map_key=False,
+            max_buffer_size=lim.max_request_bytes,
+            max_str_len=lim.max_request_bytes,
+            max_bin_len=lim.max_request_bytes,
+            max_ext_len=lim.max_request_bytes,
+            max_array_len=lim.max_array_len,
+            max_map_len=lim.max_map_len,
+            list_hook=count,
+            object_hook=count,
+        )
+        return unpacker
+
     def _serve_connection(self, conn: socket.socket) -> None:
-        unpacker = msgpack.Unpacker(raw=False, max_buffer_size=self.max_message_size, strict_map_key=False)
+        lim = self.limits
+        containers = [0]  # arrays and maps of the request now decoding
+        unpacker = self._new_unpacker(containers)
         packer = new_packer()
+        fed = charged = 0  # bytes fed to the unpacker; bytes charged to the pending budget
+        started: float | None = None  # when the request now arriving began
+        reason = ""
         try:
             while not self._closed.is_set():
-                data = conn.recv(_RECV_CHUNK)
+                now = time.monotonic()
+                if started is None:
+                    conn.settimeout(lim.idle_timeout_s)
+                else:
+                    conn.settimeout(max(started + lim.read_timeout_s - now, 0.001))
+                try:
+                    data = conn.recv(_RECV_CHUNK)
+                except TimeoutError:
+                    reason = "idle" if started is None else "request not whole in time"
+                    return
                 if not data:
                     return
+                if not self._charge(len(data)):
+                    reason = "pending bytes over all connections"
+                    return
+                charged += len(data)
+                fed += len(data)
                 unpacker.feed(data)
+                if started is None:
+                    started = now
                 for message in unpacker:
+                    containers[0] = 0
                     reply = self._handle(message, packer)
                     if reply is not None:
-                        conn.sendall(reply)
+                        self._send_reply(conn, reply)
+                pending = fed - unpacker.tell()
+                if pending > lim.max_request_bytes:
+                    reason = f"request over {lim.max_request_bytes} bytes"
+                    return
+                self._charge(pending - charged)
+                charged = pending
+                if pending == 0:
+                    started = None
         except msgpack.BufferFull:
-            _log.warning("closing a connection: message over %d bytes", self.max_message_size)
-        except (ValueError, msgpack.UnpackException, ProtocolError) as exc:
+            reason = f"request over {lim.max_request_bytes} bytes"
+        except RequestRefused as exc:
+            reason = str(exc)
+        except (ValueError, msgpack.UnpackException, ProtocolError, RecursionError) as exc:
             _log.warning("closing a connection: malformed message: %s", exc)
+        except TimeoutError:
+            reason = "reply not taken in time"
         except OSError:
             pass
+        except Exception:  # a bug must not leak the connection or its budget
+            _log.exception("closing a connection after an unexpected error")
         finally:
+            if reason:
+                self.stats["closed_for_limits"] += 1
+                _log.warning("closing a connection: %s", reason)
+            self._charge(-charged)
             with self._conns_lock:
                 self._conns.pop(conn, None)
             conn.close()
+
+    def _send_reply(self, conn: socket.socket, reply: bytes) -> None:
+        lim = self.limits
+        with self._budget_lock:
+            over = self._reply_total + len(reply) > lim.max_reply_bytes_in_flight
+            if not over:
+                self._reply_total += len(reply)
+        if over:
+            raise RequestRefused(f"replies over {lim.max_reply_bytes_in_flight} bytes in flight")
+        try:
+            conn.settimeout(lim.write_timeout_s)  # sendall's whole duration (Python >= 3.5)
+            conn.sendall(reply)
+        finally:
+            with self._budget_lock:
+                self._reply_total -= len(reply)
+            if len(reply) >= _TRIM_AFTER:
+                _release_memory()
 
     def _handle(self, message: Any, packer: msgpack.Packer) -> bytes | None:
         """Dispatch one message; return the reply bytes (None for a notification)."""
@@ -486,11 +633,12 @@ class RpcServer:
         entry = self._funcs.get(method)
         if entry is None:
             return not_found_message(method, len(params)), None
-        func, arities = entry
+        func, arities, locked = entry
         if len(params) not in arities:
             return arity_message(method, arities[0], len(params)), None
         try:
-            if self._call_lock is None:
+            check_params(params, self.limits.max_depth)
+            if self._call_lock is None or not locked:
                 return None, func(*params)
             with self._call_lock:
                 return None, func(*params)
@@ -500,3 +648,13 @@ class RpcServer:
             _log.debug("handler %r raised", method, exc_info=True)
             info = str(exc.args[0]) if len(exc.args) == 1 else str(exc)
             return exception_message(method, len(params), info or type(exc).__name__), None
+
+
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+_TRIM_AFTER = 16 << 20  # after a reply this big, hand freed heap back to the system
+
+
+def _release_memory() -> None:
+    """glibc's ``malloc_trim(0)``: freed memory goes back to the system after a spike (no-op elsewhere)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -13,7 +13,6 @@ the backend offers ``lidar_beam_hits``.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
@@ -22,7 +21,8 @@ import numpy as np
 from . import wire
 from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunRequest, decode_beam, decode_sun
 from .errors import WireFormatError
-from .rpc import DEFAULT_MAX_MESSAGE_SIZE, Raw, RpcServer
+from .limits import ServerLimits, safe_pattern
+from .rpc import Raw, RpcServer
 from .wire import (
     CarControls,
     FluCarState,
@@ -54,6 +54,10 @@ MIN_REQUIRED_CLIENT_VERSION = 1
 #: AirSim's default home (settings.json ``OriginGeopoint``).
 HOME_GEO_POINT = GeoPoint(47.641468, -122.140165, 122.0)
 _log = logging.getLogger(__name__)
+MAX_IMAGE_REQUESTS = 16
+"""Most image requests one ``simGetImages`` call may carry."""
+MAX_NAMED_STATES = 64
+"""Most vehicle names ``enableApiControl`` / ``armDisarm`` remember."""
 _NAN_POSE = Pose(wire.Vector3r(np.nan, np.nan, np.nan), wire.Quaternionr(np.nan, np.nan, np.nan, np.nan))
 
 
@@ -227,6 +231,8 @@ def encode_hits(hits: LidarHits) -> dict[str, Any]:
 def _requests(raw: Any) -> list[ImageRequest]:
     if not isinstance(raw, list):
         raise WireFormatError("simGetImages: requests must be an array")
+    if len(raw) > MAX_IMAGE_REQUESTS:
+        raise WireFormatError(f"simGetImages: {len(raw)} requests; at most {MAX_IMAGE_REQUESTS} a call")
     return [ImageRequest.from_msgpack(r) for r in raw]
 
 
@@ -242,14 +248,18 @@ class AirSimServer:
         backend: SimBackend,
         host: str = "127.0.0.1",
         port: int = DEFAULT_PORT,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int | None = None,
+        limits: ServerLimits | None = None,
     ) -> None:
         self.backend = backend
-        self.rpc = RpcServer(host, port, max_message_size=max_message_size)
+        self.rpc = RpcServer(host, port, max_message_size=max_message_size, limits=limits)
         self._api_control: dict[str, bool] = {}
         self._armed: dict[str, bool] = {}
         for name, func, arity in self._table():
             self.rpc.register(name, func, arity)
+        # name patterns are matched by RE2 outside the call lock; the backend is asked under it
+        self.rpc.register("simListSceneObjects", self._list_scene_objects, 1, locked=False)
+        self.rpc.register("simSetSegmentationObjectID", self._set_segmentation_id, 3, locked=False)
         if callable(getattr(backend, "lidar_beam_hits", None)):  # a backend without it: rpclib's not-found
             self.rpc.register(BEAM_HITS_METHOD, self._beam_hits, 3)
 
@@ -302,9 +312,7 @@ class AirSimServer:
             ("getCarState", lambda v: wire.car_state_flu_to_ned(b.car_state(str(v))).to_msgpack(), 1),
             ("setCarControls", lambda c, v: b.set_car_controls(CarControls.from_msgpack(c), str(v)), 2),
             ("simGetObjectPose", self._object_pose, (1, 2)),  # Cosys adds ``ned`` (always NED here)
-            ("simListSceneObjects", lambda regex: list(b.list_scene_objects(self._regex(regex))), 1),
             ("simGetSegmentationObjectID", lambda mesh: int(b.get_segmentation_object_id(str(mesh))), 1),
-            ("simSetSegmentationObjectID", self._set_segmentation_id, 3),
             ("reset", lambda: b.reset(), 0),
             ("enableApiControl", self._enable_api_control, 2),
             ("isApiControlEnabled", lambda v: self._api_control.get(str(v), False), 1),
@@ -320,11 +328,24 @@ class AirSimServer:
         ]
 
     # handlers --------------------------------------------------------------------------------------
-    @staticmethod
-    def _regex(regex: Any) -> str:
-        text = str(regex)
-        re.compile(text)  # a bad pattern is answered as an error, not passed on
-        return text
+    def _scene_names(self) -> list[str]:
+        with self.rpc.call_lock:
+            return [str(n) for n in self.backend.list_scene_objects(".*")]
+
+    def _list_scene_objects(self, regex: Any) -> list[str]:
+        pattern = safe_pattern(regex)  # a bad pattern is answered as an error, not passed on
+        return [n for n in self._scene_names() if pattern.fullmatch(n)]
+
+    def _vehicle(self, vehicle_name: Any) -> str:
+        """``vehicle_name`` when the backend has that vehicle (``""``: the default one)."""
+        name = str(vehicle_name)
+        if name == "":
+            return name
+        with self.rpc.call_lock:
+            known = [str(v) for v in self.backend.list_vehicles()]
+        if name not in known:
+            raise WireFormatError(f"no vehicle '{name:.80}' (vehicles: {', '.join(known)})")
+        return name
 
     def _lidar_data(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
         frame = self.backend.lidar_data(str(lidar_name), str(vehicle_name))
@@ -368,14 +389,24 @@ class AirSimServer:
         return (_NAN_POSE if pose is None else wire.pose_flu_to_ned(pose)).to_msgpack()
 
     def _set_segmentation_id(self, mesh_name: Any, object_id: Any, is_name_regex: Any) -> bool:
-        name = self._regex(mesh_name) if is_name_regex else str(mesh_name)
-        return bool(self.backend.set_segmentation_object_id(name, int(object_id), bool(is_name_regex)))
+        if not is_name_regex:
+            with self.rpc.call_lock:
+                return bool(self.backend.set_segmentation_object_id(str(mesh_name), int(object_id), False))
+        pattern = safe_pattern(mesh_name, ignore_case=True)  # AirSim matches these case-insensitively
+        names = [n for n in self._scene_names() if pattern.fullmatch(n)]
+        with self.rpc.call_lock:
+            done = [self.backend.set_segmentation_object_id(n, int(object_id), False) for n in names]
+        return any(done)
 
     def _enable_api_control(self, is_enabled: Any, vehicle_name: Any) -> None:
-        self._api_control[str(vehicle_name)] = bool(is_enabled)
+        name = self._vehicle(vehicle_name)
+        if len(self._api_control) < MAX_NAMED_STATES or name in self._api_control:
+            self._api_control[name] = bool(is_enabled)
 
     def _arm_disarm(self, arm: Any, vehicle_name: Any) -> bool:
-        self._armed[str(vehicle_name)] = bool(arm)
+        name = self._vehicle(vehicle_name)
+        if len(self._armed) < MAX_NAMED_STATES or name in self._armed:
+            self._armed[name] = bool(arm)
         return True
 
     def _ground_truth_kinematics(self, vehicle_name: Any) -> dict[str, Any]:

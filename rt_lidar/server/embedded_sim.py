@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import threading
 import time
@@ -44,6 +45,8 @@ __all__ = ["IMAGE_TYPES", "EmbeddedSim"]
 IMAGE_TYPES = {0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 5: "Segmentation"}
 """AirSim ``ImageType`` values the embedded camera renders."""
 
+MAX_RAYS_PER_CALL = 4_000_000
+"""Rays one lidar answer may cast (firings x sub-rays); an older backlog is cut, as ``max_backlog_s``."""
 _FRAME_NS = 10_000_000  # one "frame" of simContinueForFrames: 100 Hz physics, as AirSim's default
 
 
@@ -162,7 +165,15 @@ class EmbeddedSim:
             self._cursors[reader] = t1
             self._frames[reader] += 1
             self._advance_vehicle(t1)
+        sub_rays = 1 if pattern is None else max(len(pattern.weights), 1)
         firings = firings_between(self.preset, t0, t1)
+        if len(firings.t_ns) * sub_rays > MAX_RAYS_PER_CALL:  # the ray budget: keep the newest firings
+            keep = MAX_RAYS_PER_CALL // sub_rays
+            cut = int(firings.t_ns[-keep])
+            with self._lock:
+                self.skipped_ns += cut - t0
+            t0 = cut
+            firings = firings_between(self.preset, t0, t1)
         if pattern is None:
             return self.source.hits(firings, t0, t1), t0, t1
         return self.source.beam_hits(firings, t0, t1, pattern, sun), t0, t1
@@ -346,6 +357,10 @@ class EmbeddedSim:
     def set_car_controls(self, controls: CarControls, vehicle_name: str) -> None:
         """Drive the ego with AirSim car controls (a kinematic bicycle model, speed and steering limits)."""
         self._check("", vehicle_name)
+        for key in ("throttle", "steering", "brake"):
+            value = float(getattr(controls, key, 0.0))
+            if not math.isfinite(value):
+                raise BackendError(f"setCarControls: {key} must be a finite number, got {value}")
         with self._lock:
             model = self._drive()
             model.advance_to(self.now_ns() * 1e-9)
