@@ -101,7 +101,8 @@ extern "C" __global__ void weather_kernel(
     const float* cum1, int n1, float z01, float dz1, float pf1, float lam1, float lo1, float hi1,
     float rho1, int flag1, int slot1,
     float k, float thr, float a_w, float a_tot, float d0, float thh, float thv, float r1, float r2,
-    float fog_p, float fog_z, float fog_j, int fog_flag, float sigma, const float* normal)
+    float fog_p, float fog_z, float fog_j, int fog_flag, float sigma, const float* normal,
+    int extra, float* c_range, float* c_power, unsigned char* c_flag)
 {
     int i = blockDim.x * blockIdx.x + threadIdx.x;
     if (i >= n) return;
@@ -127,6 +128,15 @@ extern "C" __global__ void weather_kernel(
         bz = fminf(fog_z + fog_j * jitter, range);
         bf = fog_flag;
     }
+    float g = sigma > 0.0f ? normal[(int)(h0 & 4095ULL)] * sigma : 0.0f;
+    if (extra) {
+        unsigned char has = bp >= thr ? 1 : 0;
+        if (has) { c_range[i] = bz + g; c_power[i] = bp; c_flag[i] = (unsigned char)bf; }
+        range_m[i] = range + g;
+        power_w[i] = power;
+        clutter[i] = has;
+        return;
+    }
     unsigned char won = (bp >= thr && bp > power) ? 1 : 0;
     if (won) {
         range = bz;
@@ -134,10 +144,7 @@ extern "C" __global__ void weather_kernel(
         flags[i] = (unsigned char)bf;
         refl[i] = bp * bz * bz / (k * expf(-2.0f * a_tot * bz));
     }
-    if (sigma > 0.0f) {
-        float g = normal[(int)(h0 & 4095ULL)];
-        range += g * (power >= thr ? 1.0f : 0.0f) * sigma;
-    }
+    if (sigma > 0.0f) range += g * (power >= thr ? 1.0f : 0.0f);
     range_m[i] = range;
     power_w[i] = power;
     clutter[i] = won;
@@ -166,9 +173,11 @@ def _species_args(prm: WeatherKernelParams, s: int, xp: Any) -> list[Any]:
 
 
 def apply_weather_cuda(
-    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int, kernel: Any = None
-) -> Any:
-    """CuPy twin of :func:`kernels.weather_rays.apply_weather` (same arguments, same in-place effect).
+    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int, kernel: Any = None,
+    echoes: tuple[Any, Any, Any] | None = None,
+) -> Any:  # fmt: skip
+    """CuPy twin of :func:`kernels.weather_rays.apply_weather` (same arguments, same in-place effect,
+    ``echoes`` the same extra-echo mode).
 
     ``kernel`` launches :data:`CUDA_SOURCE` (default: CuPy's ``RawKernel``); with NumPy arrays and
     :class:`kernels.cuda_host.HostKernel` the same source and this same wrapper run on the CPU.
@@ -187,6 +196,7 @@ def apply_weather_cuda(
         f(prm.k_sensor), f(prm.threshold_w), f(prm.a_weather), f(prm.a_total), f(prm.d0), f(prm.th_h),
         f(prm.th_v), f(prm.r1), f(prm.r2), f(fog.power_w), f(fog.range_m), f(fog.jitter_m), i(prm.fog_flag),
         f(prm.noise_sigma_m), xp.asarray(NORMAL_TABLE),
+        i(echoes is not None), *(echoes if echoes is not None else (range_m, power_w, flags)),
     ]  # fmt: skip
     block = 256
     (kernel or _kernel())(((n + block - 1) // block,), (block,), tuple(args))

@@ -195,10 +195,17 @@ def ray_hash(key: int, ray: Any, slot: int) -> Any:
 
 
 def apply_weather(
-    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int, chunk: int = 32768
-) -> Any:
+    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int, chunk: int = 32768,
+    echoes: tuple[Any, Any, Any] | None = None,
+) -> Any:  # fmt: skip
     """The whole per-ray weather model, in place on float32 ``range_m``/``power_w``, uint8 ``flags`` and
     float32 ``refl`` (effective reflectance). Returns the boolean mask of rays replaced by clutter.
+
+    With ``echoes`` = (range, power, flag) output arrays (float32, float32, uint8, one row per ray) the
+    model runs in *extra-echo* mode: no ray is replaced; each ray's strongest clutter echo at or above
+    the threshold (drop, flake or fog, whether or not it beats the object) is written there (power 0:
+    none), the object keeps its attenuated return, ``range_m`` gets the precipitation range noise
+    whatever its power (the caller decides what is detected), and the mask says which rays have one.
 
     1. two-way weather extinction on the object's return (RIO); 2. the strongest particle of each
     species and the fog's soft target; 3. RIRD >= DT and RIRD > RIO: the ray reports the clutter point;
@@ -234,18 +241,21 @@ def apply_weather(
             i = xp.nonzero(h >= lowest[s])[0]
             pre[s].append(i + a)
             bits[s].append(h[i])
-        f = _fog_candidates(r, p, prm)
+        f = _fog_candidates(r, p if echoes is None else None, prm)
         if f.shape[0]:  # the fog's draws share counter (i, 1) with the second species' count
             fogs.append((f, _fog_ranges(r, f, h1[f] if h1 is not None else ray_hash(key, ray[f], 1), prm)))
         else:
             fogs.append(None)
         if noise is not None:
             g = noise[a:b] = _range_noise(h0, prm.noise_sigma_m)
-            r += g * (p >= thr)
+            if echoes is None:
+                r += g * (p >= thr)
     found = []
     for s, sp in enumerate(prm.species):  # pass 2: the few beams that may hold a detectable particle
         i, cp, cz = particle_returns(range_m, xp.concatenate(pre[s]), xp.concatenate(bits[s]), key, sp, prm)
-        keep = (cp >= thr) & (cp > power_w[i])  # only particles that beat the object change the ray
+        keep = cp >= thr
+        if echoes is None:  # only particles that beat the object change the ray
+            keep &= cp > power_w[i]
         found.append((i[keep], cp[keep], cz[keep], sp.flag))
     clutter = xp.zeros(n, dtype=bool)
     for (a, b), fog in zip(spans, fogs, strict=True):  # pass 3: the winning echo of each ray
@@ -258,13 +268,18 @@ def apply_weather(
             continue
         if noise is not None:
             cz += noise[a:b][idx]
+        clutter[a:b][idx] = True
+        if echoes is not None:
+            echoes[0][a:b][idx], echoes[1][a:b][idx], echoes[2][a:b][idx] = cz, cp, cf
+            continue
         range_m[a:b][idx] = cz
         power_w[a:b][idx] = cp
         flags[a:b][idx] = cf
         refl[a:b][idx] = (
             cp * cz * cz * xp.exp(xp.float32(2.0 * prm.a_total) * cz) * xp.float32(1 / prm.k_sensor)
         )
-        clutter[a:b][idx] = True
+    if echoes is not None and noise is not None:
+        range_m += noise
     return clutter
 
 
@@ -277,12 +292,16 @@ def _range_noise(h0: Any, sigma_m: float) -> Any:
 
 
 def _fog_candidates(range_m: Any, power_w: Any, prm: WeatherKernelParams) -> Any:
-    """Rays whose fog soft target can win: past the fog's peak and weaker than it (above threshold)."""
+    """Rays whose fog soft target can win: past the fog's peak and weaker than it (above threshold);
+    ``power_w`` None (extra-echo mode): every ray past the peak."""
     xp = array_module(range_m)
     fog = prm.fog
     if fog.power_w < prm.threshold_w:  # below threshold the fog never reports, nor hides a particle
         return xp.zeros(0, xp.int64)
-    return xp.nonzero((range_m > xp.float32(fog.range_m)) & (power_w < xp.float32(fog.power_w)))[0]
+    past = range_m > xp.float32(fog.range_m)
+    if power_w is not None:
+        past &= power_w < xp.float32(fog.power_w)
+    return xp.nonzero(past)[0]
 
 
 def _fog_ranges(range_m: Any, sel: Any, bits1: Any, prm: WeatherKernelParams) -> Any:

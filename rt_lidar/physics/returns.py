@@ -66,8 +66,51 @@ def select_kind(physics: SensorPhysics) -> str:
     return mode
 
 
+def weather_echoes(
+    physics: SensorPhysics, hits: Hits, rng: np.random.Generator, rng_m: np.ndarray, power: np.ndarray,
+    *cols: list[np.ndarray],
+) -> None:  # fmt: skip
+    """The weather of one batch of pulses, once per pulse whatever the sub-ray count.
+
+    Each pulse's particles and fog are drawn once over its beam (up to the farthest surface any of its
+    sub-rays met): its strongest clutter echo is appended to ``cols`` (range, amplitude, reflectance,
+    segment, flags columns) as one more echo of the pulse, beside its sub-rays' object echoes, whose
+    power ``power`` is attenuated two-way by the weather (in place) and whose range ``rng_m`` gets the
+    precipitation range noise of the pulse.
+    """
+    p = physics.preset
+    n_sub, n_pulse = hits.subrays, hits.pulses
+    r_sub = rng_m.reshape(n_pulse, n_sub)
+    with np.errstate(invalid="ignore"):
+        r_pulse = np.max(r_sub, axis=1).astype(np.float32)
+    r_noisy = r_pulse.copy()
+    er = np.full(n_pulse, np.inf, np.float32)
+    ep = np.zeros(n_pulse, np.float32)
+    ef = np.zeros(n_pulse, np.uint8)
+    model = weather_model(physics.config.weather)  # type: ignore[arg-type]
+    model.apply(
+        r_noisy, np.zeros(n_pulse, np.float32), np.zeros(n_pulse, np.uint8), None, p,
+        p.pulse.detection_threshold_w, rng, clear_air_per_m=physics.config.extinction_per_m, echoes=(er, ep, ef),
+    )  # fmt: skip
+    a_w = np.float32(physics.config.weather.extinction_per_m)  # type: ignore[union-attr]
+    with np.errstate(invalid="ignore"):
+        power *= np.exp(np.float32(-2.0) * a_w * np.where(np.isfinite(rng_m), rng_m, np.float32(0)))
+        shift = np.where(np.isfinite(r_pulse), r_noisy - r_pulse, np.float32(0)).astype(np.float32)
+    rng_m += np.repeat(shift, n_sub)
+    first = np.arange(n_pulse) * n_sub  # the clutter echo sits in the first sub-ray's column
+    n = len(hits)
+    col_r, col_a = np.full(n, np.inf, np.float32), np.zeros(n, np.float32)
+    col_f = np.zeros(n, np.uint8)
+    col_r[first], col_a[first], col_f[first] = er, ep, ef
+    for out, col in zip(
+        cols, (col_r, col_a, np.zeros(n, np.float32), np.zeros(n, np.uint32), col_f), strict=True
+    ):
+        out.append(col)
+
+
 def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Generator) -> Detections:
-    """Sub-ray echoes summed in time and peak-picked (the module docstring); weather per sub-ray."""
+    """Sub-ray echoes summed in time and peak-picked (the module docstring); the weather's clutter
+    echoes (:func:`weather_echoes`) join them as extra echoes of each pulse."""
     p = physics.preset
     thr = p.pulse.detection_threshold_w
     n_sub, n_pulse = hits.subrays, hits.pulses
@@ -75,12 +118,10 @@ def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Gener
     w_ray = np.tile(weight.astype(np.float32), n_pulse)
     glass = hits.glass_material >= 0
     power, refl, rng_m, segment, flags = physics.object_echoes(hits)
-    if physics.config.weather is not None:  # each sub-ray sees the weather as a whole beam would
-        weather_model(physics.config.weather).apply(
-            rng_m, power, flags, hits.direction, p, thr, rng,
-            clear_air_per_m=physics.config.extinction_per_m, reflectivity=refl, segment=segment,
-        )  # fmt: skip
     cols_r, cols_a, cols_s, cols_seg, cols_f = [rng_m], [power * w_ray], [refl], [segment], [flags]
+    if physics.config.weather is not None:
+        weather_echoes(physics, hits, rng, rng_m, power, cols_r, cols_a, cols_s, cols_seg, cols_f)
+        cols_a[0] = power * w_ray
     if glass.any():
         gi = np.nonzero(glass)[0]
         gp_full = np.zeros(len(hits), np.float32)

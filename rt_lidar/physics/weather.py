@@ -192,6 +192,7 @@ class WeatherModel:
         clear_air_per_m: float = CLEAR_AIR_EXTINCTION_PER_M,
         reflectivity: Any = None,
         segment: Any = None,
+        echoes: tuple[Any, Any, Any] | None = None,
     ) -> None:
         """Apply the weather to one batch in place.
 
@@ -201,6 +202,10 @@ class WeatherModel:
         returns get the extra range noise. ``direction`` (N, 3) is accepted for the interface (the model
         is isotropic). One draw of ``rng`` seeds the counter-based generator, so the same seed gives the
         same output. CuPy arrays run the fused CUDA kernel.
+
+        With ``echoes`` = (range, power, flag) output arrays the clutter is *added* instead: each ray's
+        strongest clutter echo is written there (power 0 = none) and the object return is only
+        attenuated (:func:`kernels.weather_rays.apply_weather`'s extra-echo mode).
         """
         del direction
         if self.config.is_clear or range_m.shape[0] == 0:
@@ -210,12 +215,12 @@ class WeatherModel:
         xp = array_module(range_m)
         refl = reflectivity if reflectivity is not None else xp.zeros(range_m.shape, xp.float32)
         if xp is np:
-            clutter = weather_rays.apply_weather(range_m, power_w, flags, refl, prm, key)
+            clutter = weather_rays.apply_weather(range_m, power_w, flags, refl, prm, key, echoes=echoes)
         else:
             from kernels.weather_cuda import apply_weather_cuda
 
-            clutter = apply_weather_cuda(range_m, power_w, flags, refl, prm, key)
-        if segment is not None:
+            clutter = apply_weather_cuda(range_m, power_w, flags, refl, prm, key, echoes=echoes)
+        if segment is not None and echoes is None:
             segment[clutter] = 0
 
 

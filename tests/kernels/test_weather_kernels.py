@@ -150,3 +150,56 @@ def test_array_kernel_equals_the_per_ray_reference(config: dict) -> None:
     np.testing.assert_allclose(r[det], rr[det], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(p[det], rp[det], rtol=1e-3)
     assert np.all(np.isfinite(refl[f != 0])) and np.all(refl[f != 0] > 0)
+
+
+def test_extra_echo_mode_keeps_the_object_and_matches_replace_mode() -> None:
+    """Extra-echo mode: every object return survives (attenuated), the clutter echoes are reported
+    beside it, and where the clutter is stronger they are exactly what replace mode puts in the ray."""
+    prm = _params()
+    r, p = _rays()
+    f, refl = np.zeros(r.size, np.uint8), np.zeros(r.size, np.float32)
+    rr, pr, fr, reflr = r.copy(), p.copy(), f.copy(), refl.copy()
+    replaced = wr.apply_weather(rr, pr, fr, reflr, prm, 7)
+    er, ep, ef = np.full(r.size, np.inf, np.float32), np.zeros(r.size, np.float32), np.zeros(r.size, np.uint8)
+    re_, pe = r.copy(), p.copy()
+    has = wr.apply_weather(re_, pe, f.copy(), refl.copy(), prm, 7, echoes=(er, ep, ef))
+    assert replaced.sum() > 100
+    assert (has & ~replaced).sum() > 0  # clutter weaker than the object: kept as an extra echo
+    # object power is only attenuated, never replaced
+    att = p * np.exp(-2 * prm.a_weather * np.where(np.isfinite(r), r, 0)).astype(np.float32)
+    np.testing.assert_allclose(pe, att, rtol=1e-5)
+    np.testing.assert_array_equal(ep[replaced], pr[replaced])
+    np.testing.assert_array_equal(ef[replaced], fr[replaced])
+    np.testing.assert_allclose(er[replaced], rr[replaced], rtol=1e-6)
+    assert (ep[has] >= prm.threshold_w).all() and (ep[~has] == 0).all()
+
+
+def test_cuda_kernel_extra_echo_mode_matches_numpy(cuda_backend) -> None:
+    """The CUDA kernel's extra-echo mode against the NumPy one."""
+    from kernels.weather_cuda import CUDA_SOURCE, apply_weather_cuda
+
+    prm = _params()
+    r, p = _rays()
+    n = r.size
+    f, refl = np.zeros(n, np.uint8), np.zeros(n, np.float32)
+
+    def outs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return np.full(n, np.inf, np.float32), np.zeros(n, np.float32), np.zeros(n, np.uint8)
+
+    echo = outs()
+    has = wr.apply_weather(r, p, f, refl, prm, 99, echoes=echo)
+    r0, p0 = _rays()
+    g = [cuda_backend.asarray(x) for x in (r0, p0, np.zeros(n, np.uint8), np.zeros(n, np.float32))]
+    ge = tuple(cuda_backend.asarray(x) for x in outs())
+    ghas = apply_weather_cuda(
+        *g, prm, 99, kernel=cuda_backend.kernel(CUDA_SOURCE, "weather_kernel"), echoes=ge
+    )
+    ghas = cuda_backend.asnumpy(ghas)
+    same = ghas == has
+    assert same.mean() > 0.999 and has.sum() > 100
+    both = same & has
+    np.testing.assert_array_equal(cuda_backend.asnumpy(ge[2])[both], echo[2][both])
+    np.testing.assert_allclose(cuda_backend.asnumpy(ge[1])[both], echo[1][both], rtol=1e-3, atol=1e-15)
+    np.testing.assert_allclose(cuda_backend.asnumpy(ge[0])[both], echo[0][both], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(cuda_backend.asnumpy(g[0]), r, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(cuda_backend.asnumpy(g[1]), p, rtol=1e-3, atol=1e-15)

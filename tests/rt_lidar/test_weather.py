@@ -108,3 +108,29 @@ def test_pipeline_with_rain_flags_clutter_and_is_reproducible() -> None:
     assert rain.sum() > 0 and np.all(a["segment"][rain] == 0)
     rng = np.sqrt(a["x"] ** 2 + a["y"] ** 2 + a["z"] ** 2)
     assert np.all(rng[rain] < 10)
+
+
+def _wall_points(mode: str, sub_rays: int, weather: WeatherConfig) -> np.ndarray:
+    from rt_lidar.beam import BeamConfig
+
+    cfg = PhysicsConfig(weather=weather, beam=BeamConfig(sub_rays=sub_rays, return_mode=mode))
+    scene = wall_scene(40.0, "building_plaster", ground=False)
+    return build_pipeline(PRESET, scene, seed=3, physics=cfg).pipeline.scans(1)[0].points
+
+
+def test_fog_echo_is_an_extra_echo_beside_the_wall() -> None:
+    """Issue 14.1: in fog of 100 m visibility the last return of a pulse at a 40 m wall is the wall."""
+    pts = _wall_points("last", 1, WeatherConfig(fog_visibility_m=100.0))
+    on_wall = np.abs(pts["x"]) > 35.0
+    assert on_wall.sum() > 100
+    assert np.all((pts["flags"][on_wall] & PointFlag.FOG_CLUTTER) == 0)
+
+
+def test_rain_clutter_does_not_depend_on_the_sub_ray_count() -> None:
+    """Issue 14.2: drops are drawn once per pulse, so clutter counts agree for 1, 7 and 19 sub-rays."""
+    counts = []
+    for n in (1, 7, 19):
+        pts = _wall_points("strongest", n, WeatherConfig(rain_mm_h=50.0))
+        counts.append(int(np.count_nonzero(pts["flags"] & PointFlag.RAIN_CLUTTER)))
+    assert counts[0] > 0
+    assert max(counts) - min(counts) <= 0.3 * max(counts) + 3, counts
