@@ -341,8 +341,7 @@ class AirSimServer:
         name = str(vehicle_name)
         if name == "":
             return name
-        with self.rpc.call_lock:
-            known = [str(v) for v in self.backend.list_vehicles()]
+        known = [str(v) for v in self.backend.list_vehicles()]  # callers run under the call lock
         if name not in known:
             raise WireFormatError(f"no vehicle '{name:.80}' (vehicles: {', '.join(known)})")
         return name
