@@ -12,6 +12,7 @@ intensity is scored beside them. Checkpoints every ``checkpoint_every`` steps; a
 from __future__ import annotations
 
 import json
+import pickle
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -201,7 +202,7 @@ def train(data_dir: str | Path, out_dir: str | Path, cfg: TrainConfig, resume: b
     step, history = 0, []
     ckpt = out / "checkpoint.pt"
     if resume and ckpt.is_file():
-        state = torch.load(ckpt, map_location="cpu", weights_only=False)
+        state = _load_checkpoint(ckpt)
         if state["model"] != cfg.model.to_dict():
             raise ConfigError(f"{ckpt}: model settings differ from this run's; use another --out")
         gen.load_state_dict(state["gen"])
@@ -271,9 +272,20 @@ def train(data_dir: str | Path, out_dir: str | Path, cfg: TrainConfig, resume: b
     return metrics
 
 
+def _load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """A checkpoint's tensors and plain values only: never runs code a file's pickle names."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise ConfigError(f"{path}: not a plain RINet checkpoint (refused to unpickle code): {exc}") from exc
+    if not isinstance(state, dict) or "model" not in state or "gen" not in state:
+        raise ConfigError(f"{path}: not a RINet checkpoint (needs the 'model' and 'gen' entries)")
+    return state
+
+
 def load_generator(checkpoint: str | Path) -> Generator:
     """The generator of a training checkpoint, in eval mode."""
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    state = _load_checkpoint(checkpoint)
     gen = Generator(ModelConfig(**state["model"]))
     gen.load_state_dict(state["gen"])
     return gen.eval()

@@ -111,7 +111,7 @@ def test_pipeline_with_rain_flags_clutter_and_is_reproducible() -> None:
 
 
 def _wall_points(mode: str, sub_rays: int, weather: WeatherConfig) -> np.ndarray:
-    from rt_lidar.beam import BeamConfig
+    from rt_lidar.sensor.beam import BeamConfig
 
     cfg = PhysicsConfig(weather=weather, beam=BeamConfig(sub_rays=sub_rays, return_mode=mode))
     scene = wall_scene(40.0, "building_plaster", ground=False)

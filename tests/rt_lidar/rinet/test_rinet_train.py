@@ -80,3 +80,29 @@ def test_raydrop_metrics_count_drop_as_positive():
     assert m["pixels"] == 4 and m["accuracy"] == 0.5
     assert m["precision"] == 0.5 and m["recall"] == 0.5 and m["f1"] == 0.5
     assert m["intensity_mae"] == pytest.approx(0.05)
+
+
+class _Payload:
+    """Unpickling this runs ``os.system`` in a plain pickle load."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_checkpoint_that_names_code_is_refused_without_running_it(tmp_path):
+    import torch
+
+    from rt_lidar.errors import ConfigError
+    from rt_lidar.rinet.train import load_generator
+
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil.pt"
+    torch.save({"model": {}, "gen": _Payload(str(marker))}, evil)
+    with pytest.raises(ConfigError, match=r"evil\.pt"):
+        load_generator(evil)
+    assert not marker.exists()
