@@ -6,7 +6,9 @@ Decoding that with a generic msgpack decoder makes 400k Python objects. Here the
 token by token in Python only for its small parts; a numeric array is checked for a uniform element
 type with one strided NumPy comparison (``0xca`` every 5 bytes, ``0xcb`` every 9, one byte per fixint,
 ...) and read as a strided big-endian view. Arrays that are not uniform (mixed widths, mixed
-float32/float64) fall back to msgpack's C decoder for that one array, which is always correct.
+float32/float64) fall back to msgpack's C decoder for that one array, which is always correct, except
+the common mix msgpack-c writes for small ints (fixints with ``0xcc``/``0xd0`` elements, e.g. segmentation
+ids 0..255 and -1), which :func:`_decode_narrow_ints` reads vectorised.
 
 The encoders do the inverse for the server: an array header plus fixed-width elements, built by NumPy.
 """
@@ -159,11 +161,50 @@ def decode_array(buf: Buffer, pos: int, dtype: npt.DTypeLike) -> tuple[np.ndarra
         raw = np.frombuffer(buf, dtype=np.uint8, count=n, offset=p)
         if bool(((raw < 0x80) | (raw >= 0xE0)).all()):
             return raw.view(np.int8).astype(out_dtype), end
+    if first < 0x80 or first >= 0xE0 or first in (0xCC, 0xD0):
+        narrow = _decode_narrow_ints(buf, p, n)
+        if narrow is not None:
+            return narrow[0].astype(out_dtype), narrow[1]
     values, end = _c_decode(buf, pos)
     try:
         return np.asarray(values, dtype=out_dtype).reshape(-1), end
     except (TypeError, ValueError) as exc:
         raise WireFormatError(f"msgpack array at offset {pos} is not numeric: {exc}") from exc
+
+
+def _decode_narrow_ints(buf: Buffer, p: int, n: int) -> tuple[np.ndarray, int] | None:
+    """Read ``n`` ints of 1 or 2 bytes each (fixints, ``0xcc`` uint8, ``0xd0`` int8) at ``p``, vectorised.
+
+    In such an array every byte other than ``0xcc``/``0xd0`` ends an element (a fixint or a payload),
+    so in each run of ``0xcc``/``0xd0`` bytes the type bytes are those at even places from the run's
+    start: element starts follow with no sequential walk. The starts found are then checked against
+    the msgpack chain (each start is the previous one plus its element's length) and every start byte
+    against the alphabet, so the result is msgpack's. Returns ``None`` when the array holds anything
+    else (the caller falls back); raises :class:`Truncated` when what is here is such an array cut short.
+    """
+    stop = min(len(buf), p + 2 * n)
+    raw = np.frombuffer(buf, dtype=np.uint8, count=stop - p, offset=p)
+    two = (raw == 0xCC) | (raw == 0xD0)
+    idx = np.arange(raw.size, dtype=np.int32)
+    last_end = np.maximum.accumulate(np.where(two, np.int32(-1), idx))
+    is_type = two & (((idx - last_end) & 1) == 1)  # even place in the run: idx - last_end - 1 even
+    starts = np.flatnonzero(~np.concatenate(([False], is_type[:-1])))[:n].astype(np.int32)
+    head = raw[starts]
+    wide = is_type[starts]
+    if not bool((wide | (head < 0x80) | (head >= 0xE0)).all()):
+        return None  # another element type: not this alphabet
+    lengths = 1 + wide.astype(np.int32)
+    if starts.size and (starts[0] != 0 or not np.array_equal(starts[1:], starts[:-1] + lengths[:-1])):
+        return None
+    end = int(starts[-1] + lengths[-1]) if starts.size else 0
+    if starts.size < n or end > raw.size:
+        have = end if starts.size == n else raw.size
+        raise Truncated(p + have + (n - starts.size), len(buf))  # at least one byte per missing element
+    nxt = raw[np.minimum(starts + 1, raw.size - 1)]
+    values = np.where(
+        wide, np.where(head == 0xCC, nxt.astype(np.int16), nxt.view(np.int8)), head.view(np.int8)
+    )
+    return values, p + end
 
 
 def decode(buf: Buffer, pos: int = 0, arrays: Mapping[str, npt.DTypeLike] | None = None) -> tuple[Any, int]:

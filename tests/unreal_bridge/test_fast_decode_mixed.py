@@ -1,0 +1,80 @@
+"""decode_array equals msgpack's reference decoder on randomised mixed-width arrays (msgpack-c forms)."""
+
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+import pytest
+
+from unreal_bridge import fast_decode
+from unreal_bridge.errors import WireFormatError
+
+# One value per msgpack encoding: fixints, 0xcc..0xcf, 0xd0..0xd3 (packb writes the smallest form).
+_INTS = [0, 5, 127, -1, -32, 128, 204, 208, 255, 256, 65535, 65536, 2**32, -33, -128, -129, -32768, -32769]
+_INTS += [-(2**31) - 1]
+
+
+def _random_case(rng: np.random.Generator, pool: list[int]) -> list[int]:
+    n = int(rng.choice([0, 1, 2, 15, 16, int(rng.integers(0, 300))]))
+    return [int(v) for v in rng.choice(pool, n)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("pool", ["segmentation", "every_int"])
+def test_mixed_int_arrays_equal_msgpack(seed: int, pool: str) -> None:
+    rng = np.random.default_rng(seed)
+    values_pool = [-1, *range(0, 256)] if pool == "segmentation" else _INTS
+    for _ in range(40):
+        values = _random_case(rng, values_pool)
+        data = msgpack.packb(values) + b"\xa1x"  # a following object must not be read into the array
+        ref = msgpack.unpackb(data[: len(data) - 2])
+        arr, end = fast_decode.decode_array(data, 0, np.int64)
+        assert end == len(data) - 2
+        assert arr.dtype == np.int64
+        assert arr.tolist() == ref
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mixed_float_arrays_equal_msgpack(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(30):
+        n = int(rng.integers(0, 200))
+        vals = rng.normal(size=n)
+        items: list[float] = [float(np.float32(v)) if rng.random() < 0.5 else float(v) for v in vals]
+        single = [bool(rng.random() < 0.5) for _ in items]
+        packer = msgpack.Packer(use_single_float=False)
+        body = b"".join(
+            msgpack.packb(v, use_single_float=True) if s else packer.pack(v)
+            for v, s in zip(items, single, strict=True)
+        )
+        data = fast_decode.array_header(n) + body
+        arr, end = fast_decode.decode_array(data, 0, np.float64)
+        assert end == len(data)
+        assert arr.tolist() == msgpack.unpackb(data)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_truncation_of_a_mixed_array_is_a_clean_error(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    values = [int(v) for v in rng.choice([-1, *range(0, 256)], 40)]
+    data = msgpack.packb(values)
+    for k in range(len(data)):
+        with pytest.raises(fast_decode.Truncated):
+            fast_decode.decode_array(data[:k], 0, np.int32)
+
+
+def test_big_realistic_segmentation_is_exact() -> None:
+    rng = np.random.default_rng(7)
+    values = rng.integers(-1, 256, 100_000)
+    data = msgpack.packb(values.tolist())
+    arr, end = fast_decode.decode_array(data, 0, np.int32)
+    assert end == len(data)
+    np.testing.assert_array_equal(arr, values)
+
+
+def test_stray_type_byte_in_a_narrow_array_falls_back_correctly() -> None:
+    # 0xcc 0xcd is the uint8 205, not a uint16 header; a lone 0xc1 (never used) is refused
+    data = bytes([0x93, 0xCC, 0xCD, 0x05, 0xD0, 0x80])
+    assert fast_decode.decode_array(data, 0, np.int32)[0].tolist() == msgpack.unpackb(data)
+    with pytest.raises(WireFormatError):
+        fast_decode.decode_array(bytes([0x92, 0x05, 0xC1]), 0, np.int32)
