@@ -87,12 +87,14 @@ def weather_echoes(
     er = np.full(n_pulse, np.inf, np.float32)
     ep = np.zeros(n_pulse, np.float32)
     ef = np.zeros(n_pulse, np.uint8)
-    model = weather_model(physics.config.weather)  # type: ignore[arg-type]
+    assert physics.config.weather is not None
+    model = weather_model(physics.config.weather)
     model.apply(
         r_noisy, np.zeros(n_pulse, np.float32), np.zeros(n_pulse, np.uint8), None, p,
-        p.pulse.detection_threshold_w, rng, clear_air_per_m=physics.config.extinction_per_m, echoes=(er, ep, ef),
+        p.pulse.detection_threshold_w, rng, clear_air_per_m=physics.config.extinction_per_m,
+        echoes=(er, ep, ef),
     )  # fmt: skip
-    a_w = np.float32(physics.config.weather.extinction_per_m)  # type: ignore[union-attr]
+    a_w = np.float32(physics.config.weather.extinction_per_m)
     with np.errstate(invalid="ignore"):
         power *= np.exp(np.float32(-2.0) * a_w * np.where(np.isfinite(rng_m), rng_m, np.float32(0)))
         shift = np.where(np.isfinite(r_pulse), r_noisy - r_pulse, np.float32(0)).astype(np.float32)
@@ -102,9 +104,8 @@ def weather_echoes(
     col_r, col_a = np.full(n, np.inf, np.float32), np.zeros(n, np.float32)
     col_f = np.zeros(n, np.uint8)
     col_r[first], col_a[first], col_f[first] = er, ep, ef
-    for out, col in zip(
-        cols, (col_r, col_a, np.zeros(n, np.float32), np.zeros(n, np.uint32), col_f), strict=True
-    ):
+    new: tuple[np.ndarray, ...] = (col_r, col_a, np.zeros(n, np.float32), np.zeros(n, np.uint32), col_f)
+    for out, col in zip(cols, new, strict=True):
         out.append(col)
 
 
