@@ -41,11 +41,7 @@ from rt_lidar.sensor.scan_pattern import Firings, firings_between
 from unreal_bridge import AirSimClient, RpcError
 from unreal_bridge.beam_call import SCENE_SUN, SunArg
 
-__all__ = ["BridgeSource", "BridgeStats", "ServerGone", "bridge_pipeline", "parse_address"]
-
-
-class ServerGone(RtLidarError):
-    """The AirSim server stopped answering."""
+__all__ = ["BridgeSource", "BridgeStats", "bridge_pipeline", "parse_address"]
 
 
 def parse_address(addr: str, default_port: int = 41451) -> tuple[str, int]:

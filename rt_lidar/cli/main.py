@@ -41,6 +41,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port 0..65535 (0 lets the system choose)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port number (0..65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be in 0..65535, got {port}")
+    return port
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
@@ -76,7 +87,12 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
     )
-    p.add_argument("--port", type=int, default=41451, help="TCP port (default 41451, AirSim's)")
+    p.add_argument(
+        "--port",
+        type=port_number,
+        default=41451,
+        help="TCP port 0..65535 (default 41451, AirSim's; 0: any free)",
+    )
     p.add_argument("--scene", default="street", help="embedded scene (default street)")
     p.add_argument("--preset", default="HDL-64E", help="lidar preset (default HDL-64E)")
     p.add_argument("--settings", default=None, help="AirSim settings.json whose lidar block sets the sensor")

@@ -12,9 +12,12 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from rt_lidar.dataset.errors import SweepError
 from rt_lidar.dataset.labels import LabelRule
 from rt_lidar.dataset.sweep_spec import CameraSettings, SceneSpec, SensorSpec, SweepSpec, TrajectorySpec
 from rt_lidar.physics.weather import WeatherConfig
@@ -45,6 +48,10 @@ class RunSpec:
         return sequence_name(self.sequence)
 
 
+MAX_RUNS = 100_000
+"""Most runs one sweep may expand to (a 100x100x100x100 grid would be 1e8)."""
+
+
 def sequence_name(index: int) -> str:
     """``00``, ``01``, ..., ``99``, ``100``, ..."""
     return f"{index:02d}"
@@ -68,6 +75,13 @@ def weather_label(w: WeatherConfig) -> str:
 
 def expand_runs(spec: SweepSpec) -> list[RunSpec]:
     """All runs of ``spec`` in a fixed order (scenes, then trajectories, sensors, weathers, seeds)."""
+    axes = (spec.scenes, spec.trajectories, spec.sensors, spec.weathers, spec.seeds)
+    total = math.prod(len(a) for a in axes)
+    if total > MAX_RUNS:
+        sizes = " x ".join(str(len(a)) for a in axes)
+        raise SweepError(
+            spec.source, "(all axes)", f"{sizes} = {total} runs; at most {MAX_RUNS} runs a sweep (split it)"
+        )
     runs: list[RunSpec] = []
     combos = itertools.product(spec.scenes, spec.trajectories, spec.sensors, spec.weathers, spec.seeds)
     for i, (scene, traj, sensor, weather, seed) in enumerate(combos):
@@ -76,10 +90,10 @@ def expand_runs(spec: SweepSpec) -> list[RunSpec]:
             RunSpec(rid, i, scene, traj, sensor, weather, seed, spec.frames, spec.sim_hz, spec.camera,
                     spec.labels, spec.sinks)
         )  # fmt: skip
-    ids = [r.run_id for r in runs]
-    if len(set(ids)) != len(ids):
-        dup = sorted({r for r in ids if ids.count(r) > 1})
-        raise ValueError(f"{spec.source}: runs with the same id: {', '.join(dup[:5])}")
+    counts = Counter(r.run_id for r in runs)
+    dup = sorted(rid for rid, n in counts.items() if n > 1)
+    if dup:
+        raise SweepError(spec.source, "(run ids)", f"runs with the same id: {', '.join(dup[:5])}")
     return runs
 
 

@@ -110,3 +110,11 @@ def test_demo_with_sun_and_beam_options(tmp_path):
     assert set(np.unique(ret).tolist()) <= {0, 1}
     with pytest.raises(SystemExit):
         main([*args, "--sub-rays", "0"])
+
+
+def test_serve_port_out_of_range_is_one_clear_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--port", "70000"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--port" in err and "0..65535" in err and "Traceback" not in err

@@ -104,3 +104,15 @@ def test_duplicate_names_are_refused() -> None:
     d["sensors"] = [{"preset": "VLP-16"}, {"preset": "VLP-16"}]
     with pytest.raises(SweepError, match="sensors': names must be unique; repeated: vlp-16"):
         parse_sweep(d, "dup.toml")
+
+
+def test_a_sweep_too_large_is_refused_before_any_run_is_built() -> None:
+    d = tiny_sweep_dict(seeds=list(range(400)))
+    d["weather"] = {
+        "rain_mm_h": list(range(0, 200, 1))[:100],
+        "fog_visibility_m": ["none", 150, 300],
+        "snow_mm_h": 0,
+    }
+    spec = parse_sweep(d, "huge.toml")
+    with pytest.raises(SweepError, match=r"huge\.toml.*120000 runs; at most 100000"):
+        expand_runs(spec)
