@@ -638,9 +638,7 @@ class RpcServer:
             return arity_message(method, arities[0], len(params)), None
         try:
             check_params(params, self.limits.max_depth)
-            if self._call_lock is None or not locked:
-                return None, func(*params)
-            with self._call_lock:
+            with self.call_lock if locked else contextlib.nullcontext():
                 return None, func(*params)
         except BackendError as exc:
             return exception_message(method, len(params), str(exc)), None

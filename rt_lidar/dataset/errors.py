@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from rt_lidar.errors import ConfigError, RtLidarError
+from rt_lidar.errors import FieldError, RtLidarError
 
 __all__ = ["DatasetError", "SweepError"]
 
 
-class SweepError(ConfigError):
+class SweepError(FieldError):
     """A sweep file is invalid: ``source`` (the file), ``field`` (dotted path) and the problem."""
-
-    def __init__(self, source: str, field: str, problem: str) -> None:
-        self.source = source
-        self.field = field
-        self.problem = problem
-        super().__init__(f"{source}: field '{field}': {problem}")
 
 
 class DatasetError(RtLidarError):
