@@ -408,6 +408,7 @@ class StreamSubscriber:
         self._session: str | None = None
         self.stats = SubscriberStats()
         self.last_frame_wall: float = time.monotonic()
+        self._last_connect_wall: float = self.last_frame_wall
         self._latest: dict[str, StreamFrame] = {}
         self._lock = threading.Lock()
         self._want_reconnect = False
@@ -433,19 +434,25 @@ class StreamSubscriber:
         return sock
 
     def reconnect(self) -> None:
-        """Drop the socket and connect a new one (also resets the silence timer)."""
+        """Drop the socket and connect a new one (the next reconnect waits another ``reconnect_after_s``)."""
         if self._thread is not None and threading.current_thread() is not self._thread:
             self._want_reconnect = True
             return
         self._sock.close(linger=0)
         self._sock = self._connect()
         self.stats.reconnects += 1
-        self.last_frame_wall = time.monotonic()
+        self._last_connect_wall = time.monotonic()
 
     @property
     def silent_s(self) -> float:
-        """Seconds since the last frame arrived (or since the last (re)connect)."""
+        """Seconds since the last frame arrived (a reconnect does not reset it: the stream is still
+        silent, which is what a viewer shows as "waiting")."""
         return time.monotonic() - self.last_frame_wall
+
+    @property
+    def _since_activity_s(self) -> float:
+        """Seconds since the last frame or the last (re)connect, whichever came later."""
+        return time.monotonic() - max(self.last_frame_wall, self._last_connect_wall)
 
     def _account(self, frame: StreamFrame) -> None:
         kind, seq = frame.kind, frame.seq
@@ -484,7 +491,7 @@ class StreamSubscriber:
                     self._latest[frame.kind] = frame
         if got:
             self.last_frame_wall = time.monotonic()
-        elif self.reconnect_after_s > 0 and self.silent_s > self.reconnect_after_s:
+        elif self.reconnect_after_s > 0 and self._since_activity_s > self.reconnect_after_s:
             self.reconnect()
 
     def _run(self) -> None:
