@@ -18,10 +18,8 @@ the sim swept since the previous read.
 
 from __future__ import annotations
 
-import dataclasses
 import time
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,14 +30,16 @@ from rt_lidar.cli.beam import SunConfig
 from rt_lidar.errors import RtLidarError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.pipeline.builder import negotiate
 from rt_lidar.pipeline.frame_loop import Pipeline
-from rt_lidar.pipeline.sources import Hits, sun_unit
+from rt_lidar.pipeline.sources import BeamGrant, Capabilities, Hits, Pose
 from rt_lidar.sensor.beam import BeamConfig, SubRayPattern
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between
 from unreal_bridge import AirSimClient, RpcError
-from unreal_bridge.beam_call import SCENE_SUN, SunArg
+from unreal_bridge.beam_call import SunArg
+from unreal_bridge.wire import FluPose
 
 __all__ = ["BridgeSource", "BridgeStats", "bridge_pipeline", "parse_address"]
 
@@ -56,6 +56,11 @@ def parse_address(addr: str, default_port: int = 41451) -> tuple[str, int]:
     if not 0 < p < 65536:
         raise RtLidarError(f"--airsim '{addr}': port must be in 1..65535")
     return host or "127.0.0.1", p
+
+
+def _pose(pose: FluPose) -> Pose:
+    """An answer's sensor pose (``position``, ``orientation`` w x y z) as float64 arrays."""
+    return np.asarray(pose.position, float), np.asarray(pose.orientation, float)
 
 
 @dataclass
@@ -117,12 +122,14 @@ class BridgeSource:
         self._origin_ns: int | None = None
         self._last_ns: int | None = None
         self._last_wall = time.perf_counter()
-        self._pose: tuple[np.ndarray, np.ndarray] = (np.zeros(3), np.array([1.0, 0, 0, 0]))
+        self._pose: Pose = (np.zeros(3), np.array([1.0, 0, 0, 0]))
+        """The pose of the latest answer: where the next answer's slice starts (only the thread that
+        fetches touches it)."""
         self._material_names: list[str] = []
         self._beam: SubRayPattern | None = None
         self._sun: SunArg = None
-        self.on_weather: Callable[[dict[str, float] | None], None] | None = None
-        """Called with the server's weather (``info.weather``) whenever it changes."""
+        self._beam_call: bool | None = None
+        """Whether the server offers ``rtLidarGetBeamHits`` (None: not asked yet)."""
         if not lockstep:
             client.sim_pause(False)  # free run follows a running sim (a previous lockstep run left it paused)
         self.stats.extension = self._probe_extension() if use_extension is None else use_extension
@@ -131,6 +138,7 @@ class BridgeSource:
                 self.client.sim_pause(True)
             first = self.client.get_lidar_data(lidar_name, vehicle_name)  # starts the time origin
             self._origin_ns = self._last_ns = int(first.time_stamp)
+            self._pose = _pose(first.pose)
         if not self._material_names:
             self._material_names = load_material_table().names
         names = self._material_names
@@ -153,17 +161,30 @@ class BridgeSource:
             return False
         self._material_names = list(answer.info.get("materials", []))
         self._origin_ns = int(answer.info.get("t1_ns", answer.time_stamp))
+        self._pose = _pose(answer.pose)
         self._last_ns = self._origin_ns
         return "direction" in answer.extras
 
-    def use_beam(self, pattern: SubRayPattern, sun: SunArg = None) -> bool:
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this server gives: with the extension (our server) the rays' ring, time and normal, the
+        sim's weather, and sub-ray bundles and sun cosines when it offers ``rtLidarGetBeamHits`` (known
+        once :meth:`use_beam` asked; until then stated as offered)."""
+        ext = self.stats.extension
+        return Capabilities(
+            sub_rays=ext and self._beam_call is not False,
+            sun=ext and self._beam_call is not False,
+            weather=ext,
+            extension=ext,
+        )
+
+    def use_beam(self, pattern: SubRayPattern, sun: SunArg = None) -> BeamGrant:
         """Ask the server to cast every firing as ``pattern``'s sub-ray bundle (``rtLidarGetBeamHits``)
         from the next frame on, with every ray's sun cosines when ``sun`` names the sun (a world-frame
         unit vector towards it, or ``"scene"`` for the server's scene sun); call it before the first
-        frame. Returns False, and the source stays at one ray a pulse, when a bundle of several rays is
-        asked for and the server does not offer the call (stock AirSim, an older server). Whether the
-        sun was granted is :attr:`BridgeStats.sun` (False without the call, or from a server that
-        predates the sun entry and answers without the cosines).
+        frame. Grants one ray a pulse when the server does not offer the call (stock AirSim, an older
+        server); grants no sun when it lacks the call or predates the sun entry (answers without the
+        cosines). What was granted is also in :attr:`stats`.
 
         The first call is the probe: in lockstep it sweeps nothing (the sim is paused); in free run it
         restarts the time origin after the rays it swept.
@@ -171,19 +192,22 @@ class BridgeSource:
         self._beam, self._sun, self.stats.sub_rays, self.stats.sun = None, None, 1, False
         self.stats.sun_direction = None
         if len(pattern) == 1 and sun is None:
-            return True
+            return BeamGrant(1, False)
         if not self.stats.extension:
-            return len(pattern) == 1
+            return BeamGrant(1, False)
         try:  # always with the sub-ray entry: a server older than the sun entry needs it (and ignores sun)
             answer = self.client.rt_lidar_get_beam_hits(
                 self.lidar_name, self.vehicle_name, pattern.offsets_rad, pattern.weights, sun
             )
         except RpcError as exc:
             if exc.unbound:
-                return len(pattern) == 1
+                self._beam_call = False
+                return BeamGrant(1, False)
             what = f"{len(pattern)} sub-rays a pulse" + (" with a sun" if sun is not None else "")
             raise RtLidarError(f"the server refused {what}: {exc.error}") from exc
+        self._beam_call = True
         self._origin_ns = self._last_ns = int(answer.info.get("t1_ns", answer.time_stamp))
+        self._pose = _pose(answer.pose)
         granted = sun is not None and "sun_cos" in answer.extras and "beam_sun_cos" in answer.extras
         if granted or len(pattern) > 1:  # else nothing rtLidarGetHits does not give: stay with it
             self._beam, self.stats.sub_rays = pattern, len(pattern)
@@ -192,7 +216,7 @@ class BridgeSource:
             if "sun_direction" in answer.info:
                 x, y, z = answer.info["sun_direction"]
                 self.stats.sun_direction = (float(x), float(y), float(z))
-        return True
+        return BeamGrant(self.stats.sub_rays, self.stats.sun)
 
     @property
     def start_ns(self) -> int:
@@ -203,10 +227,6 @@ class BridgeSource:
     def material_names(self) -> list[str]:
         """Material names the hits' material numbers index (the server's, or the packaged table's)."""
         return self._material_names
-
-    def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
-        """The sensor pose of the latest answer (the bridge reports one pose per answer)."""
-        return self._pose
 
     def _fetch_extension(self) -> tuple[Hits, int, int]:
         if self._beam is None:
@@ -221,11 +241,11 @@ class BridgeSource:
         if self._origin_ns is None:
             self._origin_ns = t0
         weather = ans.info.get("weather")
-        if weather != self.stats.last_weather and self.on_weather is not None:
-            self.on_weather(weather)
         self.stats.last_weather = weather
-        self._pose = (np.asarray(ans.pose.position, float), np.asarray(ans.pose.orientation, float))
-        return hits_from_wire(ans), t0, t1
+        hits = hits_from_wire(ans)
+        hits.weather = weather
+        hits.pose_end = _pose(ans.pose)
+        return hits, t0, t1
 
     def _fetch_stock(self, local: Firings | None) -> tuple[Hits, int, int]:
         frame = self.client.get_lidar_data(self.lidar_name, self.vehicle_name)
@@ -233,7 +253,7 @@ class BridgeSource:
         if self._origin_ns is None:
             self._origin_ns = t1
         t0 = self._last_ns if self._last_ns is not None else t1
-        self._pose = (np.asarray(frame.pose.position, float), np.asarray(frame.pose.orientation, float))
+        pose_end = _pose(frame.pose)
         if local is None:
             local = firings_between(self.preset, t0, t1)
         hits = recover_hits(
@@ -244,6 +264,7 @@ class BridgeSource:
             self._segment_material,
             self._default_material,
         )
+        hits.pose_end = pose_end
         return hits, t0, t1
 
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
@@ -259,10 +280,13 @@ class BridgeSource:
             if wait > 0:
                 time.sleep(wait)
             self._last_wall = time.perf_counter()
+        pose_start = self._pose
         if self.stats.extension:
             hits, s0, s1 = self._fetch_extension()
         else:
             hits, s0, s1 = self._fetch_stock(firings if self.lockstep else None)
+        hits.pose_start = pose_start
+        self._pose = hits.pose_end = hits.pose_end or pose_start
         self._last_ns = s1
         self.stats.frames += 1
         self.stats.fetch_s += time.perf_counter() - t_wall
@@ -297,11 +321,12 @@ def bridge_pipeline(
 ) -> Pipeline:
     """The pipeline over ``source``, starting at the sim time the controller took over, with prefetch.
 
-    With no ``weather`` given the physics follows the server's (``simSetWeatherParameter``). A beam of
-    several sub-rays (``beam`` or the preset's) is cast by the server as bundles when it offers
-    ``rtLidarGetBeamHits``; otherwise as its central ray, with a warning. Sunlight (``sun``) is cast
-    the same way, for the direction the in-process pipeline takes (the scenario's, else the scene's:
-    then the server's own); a server without the sun entry gets no sunlight, with a warning.
+    With no ``weather`` given the physics follows the server's (``simSetWeatherParameter``, carried in
+    every answer). A beam of several sub-rays (``beam`` or the preset's) is cast by the server as
+    bundles when it offers ``rtLidarGetBeamHits``; otherwise as its central ray, with a warning.
+    Sunlight (``sun``) is cast the same way, for the direction the in-process pipeline takes (the
+    scenario's, else the scene's: then the server's own); a server without the sun entry gets no
+    sunlight, with a warning. ``pipeline.physics.config`` is what was granted (what runs).
     """
     config = PhysicsConfig(
         weather=weather,
@@ -309,27 +334,8 @@ def bridge_pipeline(
         sun_illuminance_lux=sun.lux if sun is not None else 0.0,
         sun_direction=sun.direction if sun is not None else None,
     )
-    physics = SensorPhysics.from_preset(source.preset, source.material_names, config=config)
-    want_sun: SunArg = None
-    if physics.needs_sun:
-        want_sun = SCENE_SUN if config.sun_direction is None else sun_unit(config.sun_direction)
-    if (physics.sub_rays > 1 or want_sun is not None) and not source.use_beam(physics.pattern, want_sun):
-        warnings.warn(
-            f"the AirSim server offers no rtLidarGetBeamHits (stock AirSim, an older server, or "
-            f"--no-extension), so it sends one ray per pulse: {physics.sub_rays} sub-rays (--sub-rays / "
-            "the preset's) are not applied (return modes and echo pulse width are)",
-            stacklevel=2,
-        )
-    if want_sun is not None and not source.stats.sun:
-        warnings.warn(
-            "sunlight needs every ray's sun cosines, which this AirSim server does not send (stock "
-            "AirSim, an older server, or --no-extension: our rt-lidar serve answers rtLidarGetBeamHits "
-            "with a sun): --sun-lux is not applied over this bridge (or use rt-lidar demo --in-process)",
-            stacklevel=2,
-        )
-        physics.config = dataclasses.replace(physics.config, sun_illuminance_lux=0.0)
-    if weather is None:
-        source.on_weather = physics.set_weather
+    resolved = negotiate(source, source.preset, config)
+    physics = SensorPhysics.from_preset(source.preset, source.material_names, config=resolved)
     return Pipeline(
         source.preset, source, physics, sim_hz=sim_hz, seed=seed, start_ns=source.start_ns, prefetch=True
     )

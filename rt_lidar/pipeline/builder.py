@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from dataclasses import dataclass
 
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.frame_loop import Pipeline
-from rt_lidar.pipeline.sources import WorldSource
+from rt_lidar.pipeline.sources import HitSource, WorldSource, sun_unit
+from rt_lidar.sensor.beam import BeamConfig, subray_pattern
 from rt_lidar.sensor.materials import MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
+from unreal_bridge.beam_call import SCENE_SUN, SunArg
 from unreal_bridge.world import SCENES, Pose, Scene, StaticTrajectory, World, load_mesh_file
 
-__all__ = ["BuiltPipeline", "build_pipeline", "build_world"]
+__all__ = ["BuiltPipeline", "build_pipeline", "build_world", "negotiate"]
 
 
 @dataclass
@@ -57,8 +61,40 @@ def build_pipeline(
     sensor = preset if isinstance(preset, SensorPreset) else load_preset(preset)
     world = scene if isinstance(scene, World) else build_world(scene, seed=seed)
     table = materials or load_material_table()
-    phys = SensorPhysics.from_preset(sensor, world.material_names, table, physics)
-    source = WorldSource(world, sensor.range.max_m, phys.materials.transmission)
+    arrays = table.arrays(world.material_names, sensor.optics.wavelength_nm)
+    source = WorldSource(world, sensor.range.max_m, arrays.transmission)
+    phys = SensorPhysics(sensor, arrays, negotiate(source, sensor, physics or PhysicsConfig()))
     return BuiltPipeline(
         Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch), world, sensor, table
     )
+
+
+def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) -> PhysicsConfig:
+    """Ask ``source`` for what ``config`` needs (sub-ray bundles, sun cosines) once, before the first
+    frame, and return the configuration that will run: what was asked, less what the source refused
+    (one ray a pulse, no sunlight; each with a warning), with the beam resolved against the preset
+    (``beam`` names the sub-rays, return mode and echo pulse width that run)."""
+    beam = config.beam or BeamConfig()
+    sub_rays, mode = beam.resolve(preset)
+    want_sun: SunArg = None
+    if config.sun_illuminance_lux > 0:
+        want_sun = SCENE_SUN if config.sun_direction is None else sun_unit(config.sun_direction)
+    grant = source.use_beam(subray_pattern(preset, sub_rays), want_sun)
+    if grant.sub_rays < sub_rays:
+        warnings.warn(
+            f"the AirSim server offers no rtLidarGetBeamHits (stock AirSim, an older server, or "
+            f"--no-extension), so it sends one ray per pulse: {sub_rays} sub-rays (--sub-rays / "
+            "the preset's) are not applied (return modes and echo pulse width are)",
+            stacklevel=3,
+        )
+    lux = config.sun_illuminance_lux
+    if want_sun is not None and not grant.sun:
+        warnings.warn(
+            "sunlight needs every ray's sun cosines, which this AirSim server does not send (stock "
+            "AirSim, an older server, or --no-extension: our rt-lidar serve answers rtLidarGetBeamHits "
+            "with a sun): --sun-lux is not applied over this bridge (or use rt-lidar demo --in-process)",
+            stacklevel=3,
+        )
+        lux = 0.0
+    ran = BeamConfig(sub_rays=grant.sub_rays, return_mode=mode, epw=beam.epw)
+    return dataclasses.replace(config, beam=ran, sun_illuminance_lux=lux)

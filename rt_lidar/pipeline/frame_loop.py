@@ -18,7 +18,7 @@ import numpy as np
 
 from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
-from rt_lidar.pipeline.sources import BeamHitSource, Hits, HitSource, sun_unit
+from rt_lidar.pipeline.sources import Hits, HitSource, Pose, pose_at
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between
 
@@ -80,6 +80,12 @@ class Pipeline:
         ego car answers a driver's controls)."""
         self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[int, Future[tuple[Firings, Hits]]]] = deque()
+        self._follow_weather = physics.config.weather is None and source.capabilities.weather
+        """No weather configured and the source reports the sim's: each frame's physics takes the
+        weather its hits were cast in."""
+        self._weather: dict[str, float] | None = None
+        self._poses: deque[tuple[int, int, Pose, Pose]] = deque()
+        """(t0, t1, pose at t0, pose at t1) of the frames a scan still to come may have started in."""
 
     def _interval(self, k: int) -> tuple[int, int]:
         return self.start_ns + frame_time_ns(k, self.sim_hz), self.start_ns + frame_time_ns(
@@ -89,16 +95,6 @@ class Pipeline:
     def _fetch(self, k: int) -> tuple[Firings, Hits]:
         t0, t1 = self._interval(k)
         firings = firings_between(self.preset, t0, t1)
-        phys = self.physics
-        if (phys.sub_rays > 1 or phys.needs_sun) and isinstance(self.source, BeamHitSource):
-            # a bundle of sub-rays per pulse, and the sun terms (sources that cannot: one ray per pulse)
-            sun = (
-                phys.config.sun_direction
-                if phys.config.sun_direction is not None
-                else self.source.sun_direction
-            )
-            sun_dir = sun_unit(sun) if phys.needs_sun else None
-            return firings, self.source.beam_hits(firings, t0, t1, phys.pattern, sun_dir)
         return firings, self.source.hits(firings, t0, t1)
 
     def _frame_hits(self, k: int) -> tuple[Firings, Hits]:
@@ -148,21 +144,40 @@ class Pipeline:
         # 2. what they hit, moving objects posed at the frame start (maybe fetched during frame k-1)
         _firings, hits = self._frame_hits(k)
         hits_wall_ns = time.time_ns()
-        # 3. received power, threshold, noise, output scale
+        # 3. received power, threshold, noise, output scale (in the sim's weather, when followed)
+        if self._follow_weather and hits.weather != self._weather:
+            self.physics.set_weather(hits.weather)
+            self._weather = hits.weather
         result = self.physics.apply(hits, self._rng(k))
-        # 4. stitch into scans (a remote source reports the firings it really swept)
-        t_end = hits.interval[1] if hits.interval is not None else t1
+        # 4. stitch into scans (a remote source reports the firings it really swept); a scan's pose is
+        # the sensor's at its start, from the poses the hits of that frame came with
+        s0, t_end = hits.interval if hits.interval is not None else (t0, t1)
+        if hits.pose_start is not None and hits.pose_end is not None:
+            self._poses.append((s0, t_end, hits.pose_start, hits.pose_end))
         if self.on_sector is not None:
             self.on_sector(result.points, t0, t_end)
         scans = self.assembler.add(result.points, hits.firings.t_ns, t_end, result.extras())
         for scan in scans:
-            scan.sensor_position, scan.sensor_rotation = self.source.sensor_pose(scan.start_ns * 1e-9)
+            pose = self._pose_at(scan.start_ns)
+            if pose is not None:
+                scan.sensor_position, scan.sensor_rotation = pose
             scan.sim_wall_ns = hits_wall_ns
         self.frame += 1
         self.last_stats = FrameStats(
             k, t0, t1, result.fired, result.points.size, time.perf_counter() - t_wall
         )
         return scans
+
+    def _pose_at(self, t_ns: int) -> Pose | None:
+        """The sensor pose at ``t_ns`` (a scan's start) from the frame that holds it; frames before it
+        are forgotten (later scans start later)."""
+        poses = self._poses
+        while len(poses) > 1 and poses[1][0] <= t_ns:
+            poses.popleft()
+        if not poses:
+            return None
+        s0, s1, start, end = poses[0]
+        return pose_at(start, end, s0, s1, t_ns)
 
     def scans(self, count: int) -> list[Scan]:
         """Run until ``count`` complete scans came out; returns them."""

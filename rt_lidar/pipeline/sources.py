@@ -10,21 +10,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import numpy as np
 
 from rt_lidar.sensor.beam import SubRayPattern, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
+from unreal_bridge.beam_call import SCENE_SUN, SunArg
 from unreal_bridge.world import World
 
-__all__ = ["GLASS_MAX_CROSSINGS", "BeamHitSource", "HitSource", "Hits", "WorldSource", "sun_unit"]
+__all__ = [
+    "GLASS_MAX_CROSSINGS",
+    "BeamGrant",
+    "Capabilities",
+    "HitSource",
+    "Hits",
+    "Pose",
+    "WorldSource",
+    "pose_at",
+    "sun_unit",
+]
 
 GLASS_MAX_CROSSINGS = 4
 """Transmissive surfaces a ray may pass before the cast gives up (a car has two windscreens)."""
 
 _EPS_M = 1e-3
 _POSE_SAMPLE_S = 1e-3
+
+Pose = tuple[np.ndarray, np.ndarray]
+"""A sensor pose: world position (3,) and orientation quaternion (w, x, y, z)."""
 
 
 @dataclass
@@ -54,6 +68,14 @@ class Hits:
     None when the source does not know it."""
     beam_sun_cos: np.ndarray | None = None
     """(rays,) float32 cosine between each ray's world direction and the direction to the sun."""
+    pose_start: Pose | None = None
+    """The sensor pose at the start of the hits' time slice (:attr:`interval`, else the frame asked for)."""
+    pose_end: Pose | None = None
+    """The sensor pose at the end of that slice (what an AirSim server reports with its answer)."""
+    weather: dict[str, float] | None = None
+    """The sim's weather when these rays were cast (a source with :attr:`Capabilities.weather`: the
+    server's ``simSetWeatherParameter``), as :class:`~rt_lidar.physics.weather.WeatherConfig` fields;
+    None = clear air or not known."""
 
     def __len__(self) -> int:
         return int(self.range_m.shape[0])
@@ -64,6 +86,28 @@ class Hits:
         return len(self.firings)
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a hit source can give, stated once by the source (the pipeline builder negotiates with it)."""
+
+    sub_rays: bool = False
+    """Casts each pulse as a bundle of sub-rays over the beam divergence (else one ray a pulse)."""
+    sun: bool = False
+    """Reports every ray's sun cosines (sunlight can be applied)."""
+    weather: bool = False
+    """Reports the sim's weather with its hits (:attr:`Hits.weather`), which the physics then follows."""
+    extension: bool = False
+    """Rays come with their ring, firing time, normal and material (not recovered from stock points)."""
+
+
+@dataclass(frozen=True)
+class BeamGrant:
+    """What :meth:`HitSource.use_beam` granted: rays a pulse, and whether the sun cosines come."""
+
+    sub_rays: int = 1
+    sun: bool = False
+
+
 class HitSource(Protocol):
     """Anything that can say what a batch of firings hit."""
 
@@ -72,35 +116,21 @@ class HitSource(Protocol):
         """Names of the materials that ``Hits.material`` indexes."""
         ...
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the source can give (sub-ray bundles, sun cosines, the sim's weather, ...)."""
+        ...
+
+    def use_beam(self, pattern: SubRayPattern, sun: SunArg = None) -> BeamGrant:
+        """Cast every firing as ``pattern``'s bundle from the next frame on, with the sun cosines when
+        ``sun`` names the sun (a world-frame unit vector towards it, or ``SCENE_SUN``); returns what
+        was granted (a source without the capability grants one ray a pulse, or no sun)."""
+        ...
+
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
         """What the firings of the sim frame ``[t0_ns, t1_ns)`` hit (``firings`` is the local schedule of
-        that frame; a remote source may answer with its own firings, which the caller checks)."""
-        ...
-
-    def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
-        """World position (3,) and orientation (w, x, y, z) of the sensor at ``t_s``."""
-        ...
-
-
-@runtime_checkable
-class BeamHitSource(HitSource, Protocol):
-    """A source that can cast each firing as a bundle of sub-rays (and knows where the sun is)."""
-
-    @property
-    def sun_direction(self) -> np.ndarray:
-        """World-frame unit vector towards the sun of the source's scene."""
-        ...
-
-    def beam_hits(
-        self,
-        firings: Firings,
-        t0_ns: int,
-        t1_ns: int,
-        pattern: SubRayPattern,
-        sun_direction: np.ndarray | None = None,
-    ) -> Hits:
-        """Like :meth:`HitSource.hits` with ``len(pattern)`` rays per firing; with ``sun_direction``
-        (world frame, towards the sun) the sun cosines are filled in."""
+        that frame; a remote source may answer with its own firings, which the caller checks), with
+        the sensor poses at the slice's ends."""
         ...
 
 
@@ -110,6 +140,21 @@ def sun_unit(direction: Sequence[float] | np.ndarray) -> np.ndarray:
     bit for bit."""
     d = np.asarray(direction, np.float64)
     return d / np.linalg.norm(d)
+
+
+def pose_at(start: Pose, end: Pose, t0_ns: int, t1_ns: int, t_ns: int) -> Pose:
+    """The sensor pose at ``t_ns`` between the poses ``start`` at ``t0_ns`` and ``end`` at ``t1_ns`` (the
+    two a :class:`Hits` carries): position linear, rotation by normalised lerp. Both sources give the
+    same two poses, so a scan's pose is the same in-process and over the bridge."""
+    (p0, q0), (p1, q1) = start, end
+    w = 0.0 if t1_ns <= t0_ns else min(1.0, max(0.0, (t_ns - t0_ns) / (t1_ns - t0_ns)))
+    if w == 0.0:
+        return np.array(p0, np.float64), np.array(q0, np.float64)
+    if w == 1.0:
+        return np.array(p1, np.float64), np.array(q1, np.float64)
+    q1 = -q1 if float(np.dot(q0, q1)) < 0 else q1
+    q = q0 + (q1 - q0) * w
+    return p0 + (p1 - p0) * w, q / np.linalg.norm(q)
 
 
 def _interpolated_sensor_poses(world: World, t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,6 +214,22 @@ class WorldSource:
         self.world = world
         self.max_range_m = float(max_range_m)
         self._transmission = transmission.astype(np.float32)
+        self._beam: SubRayPattern | None = None
+        self._sun: np.ndarray | None = None
+
+    capabilities = Capabilities(sub_rays=True, sun=True, weather=False, extension=True)
+    """In-process: every bundle and the sun; the weather is the scenario's (no sim reports one)."""
+
+    def use_beam(self, pattern: SubRayPattern, sun: SunArg = None) -> BeamGrant:
+        """Cast every firing as ``pattern`` from now on, with the sun cosines for ``sun`` (``SCENE_SUN``:
+        the scene's sun)."""
+        if isinstance(sun, str):
+            if sun != SCENE_SUN:
+                raise ValueError(f"sun must be a direction or {SCENE_SUN!r}, got {sun!r}")
+            sun = sun_unit(self.sun_direction)
+        self._sun = None if sun is None else np.asarray(sun, np.float64)
+        self._beam = pattern if len(pattern) > 1 or self._sun is not None else None
+        return BeamGrant(len(pattern), self._sun is not None)
 
     @property
     def material_names(self) -> list[str]:
@@ -186,10 +247,18 @@ class WorldSource:
         return pos[0], quat[0]
 
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
-        """Cast every firing from the sensor pose at its own firing time; moving objects at ``t0_ns``."""
+        """Cast every firing from the sensor pose at its own firing time; moving objects at ``t0_ns``
+        (as the bundle :meth:`use_beam` asked for, if any)."""
+        if self._beam is not None:
+            return self.beam_hits(firings, t0_ns, t1_ns, self._beam, self._sun)
         d_sensor = firings.directions()
         pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
-        return self._cast(firings, d_sensor, pos, quat, t0_ns, None)
+        return self._with_poses(self._cast(firings, d_sensor, pos, quat, t0_ns, None), t0_ns, t1_ns)
+
+    def _with_poses(self, hits: Hits, t0_ns: int, t1_ns: int) -> Hits:
+        hits.pose_start = self.sensor_pose(t0_ns * 1e-9)
+        hits.pose_end = self.sensor_pose(t1_ns * 1e-9)
+        return hits
 
     def beam_hits(
         self,
@@ -203,7 +272,9 @@ class WorldSource:
         the firing time; a one-ray pattern without sun gives exactly :meth:`hits`."""
         n = len(pattern)
         if n == 1 and sun_direction is None:
-            return self.hits(firings, t0_ns, t1_ns)
+            d_sensor = firings.directions()
+            pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
+            return self._with_poses(self._cast(firings, d_sensor, pos, quat, t0_ns, None), t0_ns, t1_ns)
         pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
         d_sensor = subray_directions(firings.directions(), pattern)
         if n > 1:
@@ -212,7 +283,7 @@ class WorldSource:
         hits = self._cast(firings, d_sensor, pos, quat, t0_ns, sun)
         hits.subrays = n
         hits.subray_weight = pattern.weights
-        return hits
+        return self._with_poses(hits, t0_ns, t1_ns)
 
     def _cast(
         self,

@@ -468,3 +468,81 @@ def test_sunlight_from_a_server_without_it_warns_and_goes_on_without_sun(backend
     elif use_extension is None:
         assert stats.sub_rays == 1
         _assert_same_scans(bridged, _in_process_scans(preset, _sunlit_wall(), beam))
+
+
+def test_bridged_and_in_process_scan_poses_are_equal_with_prefetch():
+    """The scan's pose comes from the hits the frame consumed (the poses at its slice's ends), not from
+    the source after the physics step, while the prefetch thread already moved the bridge's pose."""
+    preset = load_preset("VLP-16")
+    bridged, _ = _bridged_scans(EmbeddedSim(World(street_scene(0)), preset, paused=True), preset, None, 4)
+    built = build_pipeline(preset, street_scene(0), sim_hz=20.0, seed=3, prefetch=2)
+    try:
+        direct = built.pipeline.scans(4)
+    finally:
+        built.pipeline.close()
+    for b, d in zip(bridged, direct, strict=True):
+        assert b.start_ns == d.start_ns
+        # equal up to the wire's float32 poses (one frame of the ego's motion is 0.5 m)
+        np.testing.assert_allclose(b.sensor_position, d.sensor_position, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(b.sensor_rotation, d.sensor_rotation, rtol=0, atol=1e-7)
+    xs = [float(s.sensor_position[0]) for s in direct]
+    assert xs == sorted(xs) and xs[-1] - xs[0] > 0.5  # the ego drives: the poses differ scan to scan
+    # the pose at each scan's start is the world's, up to interpolation within one frame
+    for s in direct:
+        exact = built.world.sensor_pose(s.start_ns * 1e-9)
+        assert np.allclose(s.sensor_position, exact.position, atol=1e-6)
+
+
+class _WeatherChanger:
+    """The embedded sim whose rain starts at sim time ``at_ns`` (a driver setting the weather)."""
+
+    def __init__(self, sim: EmbeddedSim, at_ns: int) -> None:
+        self._sim, self._at = sim, at_ns
+
+    def lidar_hits(self, *args):
+        ans = self._sim.lidar_hits(*args)
+        if ans.info["t1_ns"] >= self._at:
+            ans.info["weather"] = {"rain_mm_h": 40.0, "fog_visibility_m": None, "snow_mm_h": 0.0}
+        return ans
+
+    def __getattr__(self, name: str):
+        return getattr(self._sim, name)
+
+
+def test_the_servers_weather_rides_in_the_hits_of_the_frame_it_was_cast_in():
+    """Weather that changes mid-run applies from the frame whose answer reported it, whatever the
+    prefetch thread fetched meanwhile: two runs give the same bytes, and the rainy scan differs from
+    a clear one."""
+    preset = load_preset("VLP-16")
+
+    def run():
+        backend = _WeatherChanger(EmbeddedSim(World(wall_scene(20.0)), preset, paused=True), 150_000_000)
+        return _bridged_scans(backend, preset, None, 3)[0]
+
+    first, second = run(), run()
+    assert [s.points.tobytes() for s in first] == [s.points.tobytes() for s in second]
+    clear, _ = _bridged_scans(EmbeddedSim(World(wall_scene(20.0)), preset, paused=True), preset, None, 3)
+    assert first[0].points.tobytes() == clear[0].points.tobytes()  # before the rain
+    assert first[2].points.tobytes() != clear[2].points.tobytes()  # in it
+
+
+@pytest.mark.parametrize("depth", [0, 1, 3])
+def test_bridged_scan_poses_do_not_depend_on_the_prefetch_depth(depth):
+    preset = load_preset("VLP-16")
+    server = _serve(street_scene(0))
+    try:
+        with AirSimClient(port=server.port) as client:
+            client.reset()
+            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
+            physics = SensorPhysics.from_preset(preset, source.material_names)
+            pipe = Pipeline(preset, source, physics, sim_hz=20.0, start_ns=source.start_ns, prefetch=depth)
+            try:
+                scans = pipe.scans(3)
+            finally:
+                pipe.close()
+    finally:
+        server.close()
+    poses = [(s.sensor_position.tolist(), s.sensor_rotation.tolist()) for s in scans]
+    assert poses == [([0.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0]),
+                     ([1.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0]),
+                     ([2.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0])]  # fmt: skip
