@@ -26,7 +26,7 @@ import numpy as np
 
 from rt_lidar.bridge.hits import hits_from_wire
 from rt_lidar.bridge.recover import recover_hits
-from rt_lidar.cli.beam import SunConfig
+from rt_lidar.config import SunConfig
 from rt_lidar.errors import RtLidarError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.physics.weather import WeatherConfig

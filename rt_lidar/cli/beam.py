@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
 
+from rt_lidar.config import SunConfig
 from rt_lidar.sensor.beam import MAX_SUB_RAYS, BeamConfig
 
 __all__ = ["SunConfig", "add_beam_arguments", "beam_from_args", "sun_from_args"]
@@ -45,14 +45,6 @@ def beam_from_args(args: argparse.Namespace) -> BeamConfig | None:
     if args.sub_rays is None and args.return_mode is None and not args.epw:
         return None
     return BeamConfig(sub_rays=args.sub_rays, return_mode=args.return_mode, epw=bool(args.epw))
-
-
-@dataclass(frozen=True)
-class SunConfig:
-    """Sunlight as a scenario input: illuminance and (optionally) direction towards the sun."""
-
-    lux: float = 0.0
-    direction: tuple[float, float, float] | None = None
 
 
 def sun_from_args(args: argparse.Namespace) -> SunConfig:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -12,31 +13,74 @@ from rt_lidar.cli.beam import add_beam_arguments, beam_from_args, sun_from_args
 from rt_lidar.cli.replay import add_replay_parser, add_sink_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
+from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED, OUT_DIRS, BridgeConfig, RunConfig
 from rt_lidar.errors import RtLidarError
 from rt_lidar.session.realtime import tune_allocator
 
 __all__ = ["build_parser", "main"]
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from rt_lidar.session.demo import DemoOptions, run_demo
+def _run_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunConfig:
+    """The :class:`RunConfig` of a ``demo`` / ``run`` command line; with ``--config`` the recorded one,
+    with every option given here (one that differs from its default) put over it."""
+    from rt_lidar.config import load_run_config
 
-    opts = DemoOptions(
+    given = config_from_args(args)
+    if args.config is None:
+        return given
+    recorded = load_run_config(args.config)
+    if recorded.command != args.command:
+        recorded = dataclasses.replace(recorded, command=args.command)
+    defaults = parser.parse_args([])
+    defaults.command = args.command
+    default = config_from_args(defaults)
+    over = {f: getattr(given, f) for f in _fields(given) if getattr(given, f) != getattr(default, f)}
+    bridge = {
+        f: getattr(given.bridge, f)
+        for f in _fields(given.bridge)
+        if getattr(given.bridge, f) != getattr(default.bridge, f)
+    }
+    over.pop("bridge", None)
+    over.pop("command", None)
+    return dataclasses.replace(recorded, **over, bridge=dataclasses.replace(recorded.bridge, **bridge))
+
+
+def _fields(obj: object) -> list[str]:
+    return [f.name for f in dataclasses.fields(obj)]  # type: ignore[arg-type]
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """The :class:`RunConfig` of parsed ``demo`` / ``run`` options (argparse takes its defaults from it)."""
+    bridge = BridgeConfig()
+    if args.command == "run":
+        bridge = BridgeConfig(
+            airsim=args.airsim, lockstep=args.lockstep, lidar_name=args.lidar, vehicle_name=args.vehicle,
+            material_map=args.material_map, use_extension=False if args.no_extension else None,
+            reconnect=args.reconnect,
+        )  # fmt: skip
+    return RunConfig(
+        command=args.command,
         preset=args.preset,
-        frames=args.frames,
+        scene=getattr(args, "scene", DEFAULT_SCENE),
         seed=args.seed,
         sim_hz=args.sim_hz,
+        frames=args.frames,
         out=args.out,
-        scene=args.scene,
+        sinks=tuple(args.sinks),
         progress=not args.quiet,
-        in_process=args.in_process,
+        in_process=getattr(args, "in_process", False),
         weather=weather_from_args(args),
         beam=beam_from_args(args),
         sun=sun_from_args(args),
-        sinks=tuple(args.sinks),
         rinet=resolve_rinet_model(args.rinet),
+        bridge=bridge,
     )
-    summary = run_demo(opts)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from rt_lidar.session.demo import run_demo
+
+    summary = run_demo(_run_config(args, args.parser))
     print(json.dumps(summary, indent=2, default=str))
     return 0
 
@@ -93,10 +137,10 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         default=41451,
         help="TCP port 0..65535 (default 41451, AirSim's; 0: any free)",
     )
-    p.add_argument("--scene", default="street", help="embedded scene (default street)")
-    p.add_argument("--preset", default="HDL-64E", help="lidar preset (default HDL-64E)")
+    p.add_argument("--scene", default=DEFAULT_SCENE, help=f"embedded scene (default {DEFAULT_SCENE})")
+    p.add_argument("--preset", default=DEFAULT_PRESET, help=f"lidar preset (default {DEFAULT_PRESET})")
     p.add_argument("--settings", default=None, help="AirSim settings.json whose lidar block sets the sensor")
-    p.add_argument("--seed", type=int, default=0, help="scene seed")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="scene seed")
     p.add_argument("--paused", action="store_true", help="start with the sim clock paused")
     p.add_argument(
         "--camera", default="640x360", metavar="WxH", help="embedded camera size (default 640x360)"
@@ -106,64 +150,64 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from rt_lidar.session.live import RunOptions, run_controller
+    from rt_lidar.session.live import run_controller
 
-    opts = RunOptions(
-        airsim=args.airsim, preset=args.preset, lockstep=args.lockstep, sim_hz=args.sim_hz,
-        frames=args.frames, out=args.out, seed=args.seed, lidar_name=args.lidar, vehicle_name=args.vehicle,
-        material_map=args.material_map, use_extension=False if args.no_extension else None,
-        reconnect=args.reconnect, sinks=tuple(args.sinks), progress=not args.quiet,
-        weather=weather_from_args(args),
-        beam=beam_from_args(args),
-        sun=sun_from_args(args),
-        rinet=resolve_rinet_model(args.rinet),
-    )  # fmt: skip
-    summary = run_controller(opts)
+    summary = run_controller(_run_config(args, args.parser))
     print(json.dumps(summary, indent=2, default=str))
     return 0
 
 
+def _add_run_arguments(p: argparse.ArgumentParser, command: str) -> None:
+    """The options ``demo`` and ``run`` share (defaults: :class:`RunConfig`'s)."""
+    d = RunConfig()
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="RUN/config.json",
+        help="re-run a recorded run (its config.json); options given here override it",
+    )
+    p.add_argument(
+        "--preset", default=d.preset, help=f"sensor preset name (see 'presets list'; default {d.preset})"
+    )
+    p.add_argument(
+        "--frames", type=int, default=d.frames, help=f"number of scans to write (default {d.frames})"
+    )
+    p.add_argument("--seed", type=int, default=d.seed, help="seed of the scene and of every random draw")
+    p.add_argument(
+        "--sim-hz", type=float, default=d.sim_hz, help=f"simulation frame rate f_sim (default {d.sim_hz:g})"
+    )
+    p.add_argument("--out", default=OUT_DIRS[command], help=f"output folder (default {OUT_DIRS[command]})")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_weather_arguments(p)
+    add_beam_arguments(p)
+    add_sink_argument(p)
+    add_rinet_argument(p)
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the sensor model on a live AirSim / Cosys-AirSim / rt-lidar server")
-    p.add_argument("--airsim", default="127.0.0.1:41451", help="HOST:PORT of the AirSim RPC server")
-    p.add_argument("--preset", default="HDL-64E", help="sensor preset (must match the sim's lidar)")
+    b = BridgeConfig()
+    p.add_argument("--airsim", default=b.airsim, help="HOST:PORT of the AirSim RPC server")
     p.add_argument("--lockstep", action="store_true", help="pause the sim and advance it frame by frame")
-    p.add_argument("--sim-hz", type=float, default=20.0, help="controller frame rate f_sim (default 20)")
-    p.add_argument("--frames", type=int, default=50, help="number of scans to write (default 50)")
-    p.add_argument("--out", default="out/run", help="output folder (default out/run)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random draw")
-    p.add_argument("--lidar", default="", help="AirSim lidar name (default: the first)")
-    p.add_argument("--vehicle", default="", help="AirSim vehicle name (default: the first)")
+    p.add_argument("--lidar", default=b.lidar_name, help="AirSim lidar name (default: the first)")
+    p.add_argument("--vehicle", default=b.vehicle_name, help="AirSim vehicle name (default: the first)")
     p.add_argument("--material-map", default=None, help="TOML [segments] ID = material (stock AirSim)")
     p.add_argument(
         "--no-extension", action="store_true", help="use stock getLidarData even if rtLidarGetHits exists"
     )
     p.add_argument("--reconnect", action="store_true", help="wait for a lost server to come back")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_weather_arguments(p)
-    add_beam_arguments(p)
-    add_sink_argument(p)
-    add_rinet_argument(p)
-    p.set_defaults(func=_cmd_run)
+    _add_run_arguments(p, "run")
+    p.set_defaults(func=_cmd_run, parser=p)
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run a sensor through the embedded street and write its scans")
-    p.add_argument("--preset", default="HDL-64E", help="sensor preset name (see 'presets list')")
-    p.add_argument("--frames", type=int, default=50, help="number of scans to produce (default 50)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the scene and of every random draw")
-    p.add_argument("--sim-hz", type=float, default=20.0, help="simulation frame rate f_sim (default 20)")
-    p.add_argument("--scene", default="street", help="embedded scene (default street)")
-    p.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--scene", default=DEFAULT_SCENE, help=f"embedded scene (default {DEFAULT_SCENE})")
     p.add_argument(
         "--in-process", action="store_true", help="cast into the world directly, without the bridge"
     )
-    add_weather_arguments(p)
-    add_beam_arguments(p)
-    add_sink_argument(p)
-    add_rinet_argument(p)
-    p.set_defaults(func=_cmd_demo)
+    _add_run_arguments(p, "demo")
+    p.set_defaults(func=_cmd_demo, parser=p)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rt_lidar.config import DEFAULT_SEED, DEFAULT_SIM_HZ
 from rt_lidar.dataset.errors import SweepError
 from rt_lidar.dataset.labels import SEMANTIC_KITTI_CLASSES, LabelRule
 from rt_lidar.errors import ConfigError
@@ -377,13 +378,13 @@ def parse_sweep(data: dict[str, Any], source: str = "<sweep>", base: Path | None
     """Validate a parsed sweep; relative mesh paths are taken from ``base`` (default: the cwd)."""
     top = _Table(source, "", data)
     head = _Table(source, "sweep", top.raw("sweep", {}))
-    seeds = _listed(head, "seeds", [0])
+    seeds = _listed(head, "seeds", [DEFAULT_SEED])
     for i, s in enumerate(seeds):
         if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**31:
             raise head.fail(f"seeds[{i}]", f"must be an integer in [0, {2**31 - 1}], got {s!r}")
     name = head.name("name", "sweep")
     frames = head.integer("frames", 10, 1, 100_000)
-    sim_hz = head.number("sim_hz", 20.0, 1.0, 1000.0)
+    sim_hz = head.number("sim_hz", DEFAULT_SIM_HZ, 1.0, 1000.0)
     sinks = [str(s) for s in head.raw("sinks", [])] if isinstance(head.raw("sinks", []), list) else None
     if sinks is None:
         raise head.fail("sinks", 'must be a list such as ["pcd", "rosbag2:storage=sqlite3"]')

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.sensor.presets import SensorPreset
@@ -45,14 +45,15 @@ def drive_scans(
     post: Callable[[Scan], Scan] | None = None,
 ) -> RunResult:
     """Run ``pipeline`` until ``frames`` scans came out; every scan goes to ``out/scans`` as PCD + KITTI
-    and to the extra ``sinks``; writes ``out/range_image.png`` and ``out/summary.json``.
+    and to the extra ``sinks``; writes ``out/range_image.png``; returns the summary (the caller
+    completes it and writes it once).
 
     An exception of a type in ``stop_on`` (e.g. the server going away) ends the run early: the scans
     already written stay complete, the summary says what happened, and the error is returned.
     ``post`` transforms each finished scan before the sinks see it (the RINet stage).
     """
     if frames < 1:
-        raise ValueError(f"--frames must be >= 1, got {frames}")
+        raise ConfigError(f"--frames must be >= 1, got {frames}")
     scans_dir = out / "scans"
     scans_dir.mkdir(parents=True, exist_ok=True)
     fan = SinkFanout([make_sink(s) for s in (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *sinks)])
@@ -120,5 +121,4 @@ def drive_scans(
         "stopped_early": None if error is None else f"{type(error).__name__}: {error}",
         "scenario": scenario or {},
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return RunResult(summary, last, error)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rt_lidar.bridge.airsim_settings import preset_from_airsim_settings
+from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.builder import build_world
 from rt_lidar.sensor.presets import SensorPreset, load_preset
@@ -28,11 +29,11 @@ class ServeOptions:
 
     host: str = "127.0.0.1"
     port: int = 41451
-    scene: str = "street"
-    preset: str | None = "HDL-64E"
+    scene: str = DEFAULT_SCENE
+    preset: str | None = DEFAULT_PRESET
     settings: str | None = None
     """An AirSim settings.json whose lidar block sets the sensor (overrides ``preset``)."""
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     paused: bool = False
     camera: str = "640x360"
     """Embedded camera size WxH (90 deg horizontal field of view)."""

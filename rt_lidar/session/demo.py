@@ -7,23 +7,19 @@ on loopback in its own process (``rt-lidar serve``) and runs the controller agai
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
-from rt_lidar.cli.beam import SunConfig
-from rt_lidar.physics.model import PhysicsConfig
-from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.rinet.stage import airsim_camera_post
-from rt_lidar.sensor.beam import BeamConfig
-from rt_lidar.sensor.presets import load_preset, preset_to_dict
+from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.serve import ServeOptions, start_server_process
 from unreal_bridge import AirSimClient
 from unreal_bridge.world import CameraSpec, Pose
@@ -31,38 +27,14 @@ from unreal_bridge.world import CameraSpec, Pose
 if TYPE_CHECKING:
     from rt_lidar.rinet.stage import RinetStage
 
-__all__ = ["RINET_CAMERA", "DemoOptions", "run_demo"]
-
-
-@dataclass(frozen=True)
-class DemoOptions:
-    """What ``rt-lidar demo`` runs."""
-
-    preset: str = "HDL-64E"
-    frames: int = 50
-    seed: int = 0
-    sim_hz: float = 20.0
-    out: str = "out/demo"
-    scene: str = "street"
-    progress: bool = True
-    sinks: tuple[str, ...] = ()
-    """Extra ``--sink KIND:TARGET`` outputs besides the demo's own PCD + KITTI files."""
-    in_process: bool = False
-    weather: WeatherConfig | None = None
-    """Rain, fog, snow; None = clear air (the embedded server's simSetWeatherParameter applies then)."""
-    beam: BeamConfig | None = None
-    """Sub-rays, return mode, echo pulse width; None = what the preset says."""
-    sun: SunConfig = field(default_factory=SunConfig)
-    """Sunlight (illuminance, direction); none by default."""
-    rinet: str | None = None
-    """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
+__all__ = ["RINET_CAMERA", "run_demo"]
 
 
 RINET_CAMERA = CameraSpec(width=512, height=288, fov_deg=90.0)
 """The camera the bundled RINet model was trained with (the embedded camera's default mount)."""
 
 
-def _rinet_stage(opts: DemoOptions, sensor_mount: Pose, intensity_max: float) -> RinetStage | None:
+def _rinet_stage(opts: RunConfig, sensor_mount: Pose, intensity_max: float) -> RinetStage | None:
     if opts.rinet is None:
         return None
     from rt_lidar.rinet.stage import RinetStage
@@ -70,7 +42,7 @@ def _rinet_stage(opts: DemoOptions, sensor_mount: Pose, intensity_max: float) ->
     return RinetStage(opts.rinet, RINET_CAMERA, sensor_mount, intensity_max=intensity_max)
 
 
-def _rinet_summary(opts: DemoOptions, stage: RinetStage | None) -> dict[str, Any] | None:
+def _rinet_summary(opts: RunConfig, stage: RinetStage | None) -> dict[str, Any] | None:
     if stage is None or stage.last is None:
         return None
     return {"model": opts.rinet, **asdict(stage.last)}
@@ -87,32 +59,18 @@ def _stop(server: subprocess.Popen[str]) -> None:
         server.wait()
 
 
-def run_demo(opts: DemoOptions) -> dict[str, Any]:
-    """Run the demo; writes ``out/scans/*.pcd|*.bin``, ``range_image.png``, ``config.json`` and
-    ``summary.json``; returns the summary.
+def run_demo(opts: RunConfig) -> dict[str, Any]:
+    """Run the demo; writes ``out/scans/*.pcd|*.bin``, ``range_image.png``, ``config.json`` (the
+    resolved configuration, as soon as the pipeline is built) and ``summary.json``; returns the summary.
     """
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     preset = load_preset(opts.preset)
-    (out / "config.json").write_text(
-        json.dumps({"options": asdict(opts), "preset": preset_to_dict(preset)}, indent=2)
-    )
-    scenario = {"demo": asdict(opts)}
     t_build = time.perf_counter()
     imax = preset.output.intensity_max
     if opts.in_process:
         built = build_pipeline(
-            preset,
-            opts.scene,
-            seed=opts.seed,
-            sim_hz=opts.sim_hz,
-            prefetch=True,
-            physics=PhysicsConfig(
-                weather=opts.weather,
-                beam=opts.beam,
-                sun_illuminance_lux=opts.sun.lux,
-                sun_direction=opts.sun.direction,
-            ),
+            preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=True, physics=opts.physics()
         )
         world = built.world
         stage = _rinet_stage(opts, world.scene.sensor_mount, imax)
@@ -123,8 +81,10 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
             return stage.apply(scan, world.render_camera(RINET_CAMERA, t_ns * 1e-9).rgb, t_ns)
 
         try:
+            ran = opts.resolved(built.pipeline.physics.config)
+            write_run_config(out, ran, preset)
             result = drive_scans(
-                built.pipeline, preset, opts.frames, out, opts.sinks, scenario, opts.progress,
+                built.pipeline, preset, opts.frames, out, opts.sinks, {"demo": plain(ran)}, opts.progress,
                 post=render_post if stage is not None else None,
             )  # fmt: skip
         finally:
@@ -145,11 +105,12 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
                 pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun)
-
                 try:
+                    ran = opts.resolved(pipe.physics.config)
+                    write_run_config(out, ran, preset)
                     result = drive_scans(
-                        pipe, preset, opts.frames, out, opts.sinks, scenario, opts.progress, True,
-                        post=airsim_camera_post(stage, client) if stage is not None else None,
+                        pipe, preset, opts.frames, out, opts.sinks, {"demo": plain(ran)}, opts.progress,
+                        True, post=airsim_camera_post(stage, client) if stage is not None else None,
                     )  # fmt: skip
                 finally:
                     pipe.close()
@@ -158,5 +119,5 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
             _stop(server)
     result.summary["rinet"] = _rinet_summary(opts, stage)
     result.summary["build_time_s"] = time.perf_counter() - t_build - result.summary["wall_time_s"]
-    (out / "summary.json").write_text(json.dumps(result.summary, indent=2, default=str))
+    write_summary(out, result.summary)
     return result.summary

@@ -2,57 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import time
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline, parse_address
-from rt_lidar.cli.beam import SunConfig
+from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError, RtLidarError
-from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.scan_loop import drive_scans
-from rt_lidar.sensor.beam import BeamConfig
-from rt_lidar.sensor.presets import load_preset, preset_to_dict
+from rt_lidar.sensor.presets import load_preset
 from unreal_bridge import AirSimClient
 from unreal_bridge.errors import ConnectionLost
 
-__all__ = ["RunOptions", "load_material_map", "run_controller"]
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What ``rt-lidar run`` does."""
-
-    airsim: str = "127.0.0.1:41451"
-    preset: str = "HDL-64E"
-    lockstep: bool = False
-    sim_hz: float = 20.0
-    frames: int = 50
-    out: str = "out/run"
-    seed: int = 0
-    lidar_name: str = ""
-    vehicle_name: str = ""
-    material_map: str | None = None
-    use_extension: bool | None = None
-    reconnect: bool = False
-    reconnect_timeout_s: float = 30.0
-    timeout_s: float = 30.0
-    sinks: tuple[str, ...] = ()
-    progress: bool = True
-    beam: BeamConfig | None = None
-    """Sub-rays, return mode, echo pulse width; None = what the preset says."""
-    sun: SunConfig = field(default_factory=SunConfig)
-    """Sunlight: cast by our server (``rtLidarGetBeamHits`` with a sun); not applied, with a warning,
-    against a server without it."""
-    rinet: str | None = None
-    """An ONNX RINet model applied to camera "0" of the sim (see ``_rinet_post``)."""
-    weather: WeatherConfig | None = None
-    """Rain, fog, snow for the lidar; None = follow the server's simSetWeatherParameter (ours reports it)."""
+__all__ = ["load_material_map", "run_controller"]
 
 
 def load_material_map(path: str | Path) -> dict[int, str]:
@@ -75,9 +40,7 @@ def load_material_map(path: str | Path) -> dict[int, str]:
     return out
 
 
-def _rinet_post(
-    opts: RunOptions, client: AirSimClient, intensity_max: float
-) -> Callable[[Scan], Scan] | None:
+def _rinet_post(opts: RunConfig, client: AirSimClient, intensity_max: float) -> Callable[[Scan], Scan] | None:
     """The RINet stage over the bridge: camera "0" of the sim, at the embedded world's camera and lidar
     mounts (an Unreal scene must mount its camera the same way, or train a model for its own)."""
     if opts.rinet is None:
@@ -87,13 +50,14 @@ def _rinet_post(
     from unreal_bridge.world import Scene
 
     stage = RinetStage(opts.rinet, RINET_CAMERA, Scene(objects=[]).sensor_mount, intensity_max=intensity_max)
-    return airsim_camera_post(stage, client, opts.vehicle_name)
+    return airsim_camera_post(stage, client, opts.bridge.vehicle_name)
 
 
-def _connect(host: str, port: int, opts: RunOptions) -> AirSimClient:
-    deadline = time.monotonic() + (opts.reconnect_timeout_s if opts.reconnect else 0.0)
+def _connect(host: str, port: int, opts: RunConfig) -> AirSimClient:
+    b = opts.bridge
+    deadline = time.monotonic() + (b.reconnect_timeout_s if b.reconnect else 0.0)
     while True:
-        client = AirSimClient(host, port, timeout=opts.timeout_s)
+        client = AirSimClient(host, port, timeout=b.timeout_s)
         try:
             client.confirm_connection()
             return client
@@ -104,36 +68,39 @@ def _connect(host: str, port: int, opts: RunOptions) -> AirSimClient:
             time.sleep(0.5)
 
 
-def run_controller(opts: RunOptions) -> dict[str, Any]:
+def run_controller(opts: RunConfig) -> dict[str, Any]:
     """Run the controller until ``opts.frames`` scans are written (or the server goes away).
 
-    Without ``reconnect`` a lost server ends the run with a clear message in the summary; every scan
-    written before is complete. With it the controller waits for the server to come back, up to
-    ``reconnect_timeout_s``, and goes on writing after the scans it has.
+    Without ``bridge.reconnect`` a lost server ends the run with a clear message in the summary; every
+    scan written before is complete. With it the controller waits for the server to come back, up to
+    ``bridge.reconnect_timeout_s``, and goes on writing after the scans it has. ``config.json`` (what
+    ran, as the first connection granted it) and ``summary.json`` are written once.
     """
-    host, port = parse_address(opts.airsim)
+    b = opts.bridge
+    host, port = parse_address(b.airsim)
     preset = load_preset(opts.preset)
-    material_map = load_material_map(opts.material_map) if opts.material_map else None
+    material_map = load_material_map(b.material_map) if b.material_map else None
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(
-        json.dumps({"options": asdict(opts), "preset": preset_to_dict(preset)}, indent=2)
-    )
     written = 0
     parts: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
     while written < opts.frames:
         client = _connect(host, port, opts)
         source = BridgeSource(
             client,
             preset,
-            lockstep=opts.lockstep,
+            lockstep=b.lockstep,
             sim_hz=opts.sim_hz,
-            lidar_name=opts.lidar_name,
-            vehicle_name=opts.vehicle_name,
+            lidar_name=b.lidar_name,
+            vehicle_name=b.vehicle_name,
             material_map=material_map,
-            use_extension=opts.use_extension,
+            use_extension=b.use_extension,
         )
         pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun)
+        ran = opts.resolved(pipe.physics.config)
+        if not parts:
+            write_run_config(out, ran, preset)
         part_out = out if not parts else out / f"part{len(parts):02d}"
         try:
             result = drive_scans(
@@ -142,9 +109,9 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
                 opts.frames - written,
                 part_out,
                 opts.sinks,
-                {"run": asdict(opts)},
+                {"run": plain(ran)},
                 opts.progress,
-                opts.lockstep,
+                b.lockstep,
                 stop_on=(ConnectionLost,),
                 post=_rinet_post(opts, client, preset.output.intensity_max),
             )
@@ -160,10 +127,10 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
                 f"the AirSim server at {host}:{port} went away after {written} scans "
                 f"({result.error}); every scan written is complete"
             )
-            if not opts.reconnect:
+            if not b.reconnect:
                 summary = {**parts[0], "frames": written, "stopped_early": msg, "parts": len(parts)}
-                (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+                write_summary(out, summary)
                 raise RtLidarError(msg) from result.error
     summary = {**parts[0], "frames": written, "parts": len(parts)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    write_summary(out, summary)
     return summary

@@ -20,7 +20,7 @@ from scenes import targets_scene, wall_scene
 from rt_lidar.bridge.hits import hits_from_wire
 from rt_lidar.bridge.recover import recover_hits
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
-from rt_lidar.cli.beam import SunConfig
+from rt_lidar.config import BridgeConfig, RunConfig, SunConfig
 from rt_lidar.errors import RtLidarError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.builder import build_pipeline
@@ -30,7 +30,7 @@ from rt_lidar.sensor.beam import BeamConfig, subray_pattern
 from rt_lidar.sensor.presets import load_preset, preset_from_dict, preset_to_dict
 from rt_lidar.sensor.scan_pattern import firings_between, firings_per_scan
 from rt_lidar.server.embedded_sim import EmbeddedSim
-from rt_lidar.session.live import RunOptions, run_controller
+from rt_lidar.session.live import run_controller
 from unreal_bridge import AirSimClient, AirSimServer
 from unreal_bridge.world import World, street_scene
 
@@ -108,8 +108,8 @@ def test_killing_the_server_mid_run_ends_cleanly_with_complete_scans(tmp_path):
     t0 = time.perf_counter()
     with pytest.raises(RtLidarError, match=rf"server at 127.0.0.1:{port} went away after \d+ scans"):
         run_controller(
-            RunOptions(airsim=f"127.0.0.1:{port}", preset="VLP-16", lockstep=True, frames=10_000,
-                       out=str(tmp_path), progress=False, timeout_s=5.0)
+            RunConfig(command="run", preset="VLP-16", frames=10_000, out=str(tmp_path), progress=False,
+                      bridge=BridgeConfig(airsim=f"127.0.0.1:{port}", lockstep=True, timeout_s=5.0))
         )  # fmt: skip
     killer.join()
     assert time.perf_counter() - t0 < 30
@@ -210,9 +210,9 @@ def test_with_reconnect_the_controller_waits_for_the_server_and_goes_on(tmp_path
     helper.start()
     try:
         summary = run_controller(
-            RunOptions(airsim=f"127.0.0.1:{port}", preset="VLP-16", lockstep=True, frames=8,
-                       out=str(tmp_path), progress=False, timeout_s=5.0, reconnect=True,
-                       reconnect_timeout_s=20.0)
+            RunConfig(command="run", preset="VLP-16", frames=8, out=str(tmp_path), progress=False,
+                      bridge=BridgeConfig(airsim=f"127.0.0.1:{port}", lockstep=True, timeout_s=5.0,
+                                          reconnect=True, reconnect_timeout_s=20.0))
         )  # fmt: skip
     finally:
         helper.join()
@@ -546,3 +546,43 @@ def test_bridged_scan_poses_do_not_depend_on_the_prefetch_depth(depth):
     assert poses == [([0.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0]),
                      ([1.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0]),
                      ([2.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0])]  # fmt: skip
+
+
+def test_a_run_records_what_a_stock_server_granted_and_re_runs_from_it(tmp_path, recwarn):
+    """Sub-rays and sunlight a server without rtLidarGetBeamHits refuses are recorded as refused (one
+    ray a pulse, no sun): ``run --config`` against the same kind of server re-runs the same bytes,
+    without asking again."""
+    from rt_lidar.cli.main import main
+
+    preset = load_preset("VLP-16")
+
+    def serve():
+        backend = _WithoutBeamCall(EmbeddedSim(World(_two_planes()), preset, paused=True))
+        server = AirSimServer(backend, port=0)
+        server.start()
+        return server
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    server = serve()
+    try:
+        opts = ["--preset", "VLP-16", "--frames", "2", "--quiet", "--lockstep", "--sub-rays", "7",
+                "--return-mode", "dual", "--sun-lux", "50000"]  # fmt: skip
+        assert main(["run", f"--airsim=127.0.0.1:{server.port}", *opts, "--out", str(a)]) == 0
+    finally:
+        server.close()
+    assert len([w for w in recwarn if "not applied" in str(w.message)]) == 2
+    cfg = json.loads((a / "config.json").read_text())["config"]
+    assert cfg["beam"] == {"sub_rays": 1, "return_mode": "dual", "epw": False}
+    assert cfg["sun"]["lux"] == 0.0 and cfg["bridge"]["lockstep"] is True
+    recwarn.clear()
+    server = serve()
+    try:
+        args = ["run", "--config", str(a / "config.json"), f"--airsim=127.0.0.1:{server.port}"]
+        assert main([*args, "--out", str(b)]) == 0
+    finally:
+        server.close()
+    assert not [w for w in recwarn if "not applied" in str(w.message)]
+    names = sorted(p.name for p in (a / "scans").glob("*.pcd"))
+    assert len(names) == 2
+    for name in names:
+        assert (a / "scans" / name).read_bytes() == (b / "scans" / name).read_bytes()

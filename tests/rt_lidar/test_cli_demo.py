@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,6 +58,61 @@ def test_bridge_and_in_process_demo_give_the_same_scans(tmp_path, beam, recwarn)
     assert (bridge["sub_rays"], bridge["sun"]) == (sub_rays, "--sun-lux" in beam)
     for name in ("000000.pcd", "000001.pcd"):  # every field, second returns included
         assert (a / "scans" / name).read_bytes() == (b / "scans" / name).read_bytes()
+
+
+def _count_writes(monkeypatch) -> Counter:
+    writes: Counter = Counter()
+    write_text = Path.write_text
+
+    def counting(self, *args, **kwargs):
+        writes[str(self)] += 1
+        return write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", counting)
+    return writes
+
+
+@pytest.mark.parametrize("mode", [[], ["--in-process"]], ids=["bridged", "in-process"])
+def test_a_demo_re_runs_from_its_config_json_to_the_same_scan_bytes(tmp_path, mode, monkeypatch):
+    writes = _count_writes(monkeypatch)
+    a, b = tmp_path / "a", tmp_path / "b"
+    opts = ["--preset", "VLP-16", "--frames", "2", "--seed", "4", "--sim-hz", "25", "--sub-rays", "3",
+            "--return-mode", "dual", "--epw", "--rain", "10", "--sun-lux", "60000"]  # fmt: skip
+    assert main(["demo", "--quiet", *opts, *mode, "--out", str(a)]) == 0
+    assert writes[str(a / "summary.json")] == writes[str(a / "config.json")] == 1
+    cfg = json.loads((a / "config.json").read_text())["config"]
+    assert cfg["beam"] == {"sub_rays": 3, "return_mode": "dual", "epw": True}
+    ran = (cfg["seed"], cfg["sim_hz"], cfg["sun"]["lux"], cfg["in_process"])
+    assert ran == (4, 25.0, 60000.0, bool(mode))
+    assert cfg["weather"]["rain_mm_h"] == 10.0
+    assert main(["demo", "--config", str(a / "config.json"), "--out", str(b)]) == 0
+    assert writes[str(b / "summary.json")] == writes[str(b / "config.json")] == 1
+    again = json.loads((b / "config.json").read_text())["config"]
+    assert {**again, "out": None} == {**cfg, "out": None}
+    scans = sorted(p.name for p in (a / "scans").iterdir() if p.suffix in (".pcd", ".bin"))
+    assert len(scans) == 4
+    assert scans == sorted(p.name for p in (b / "scans").iterdir() if p.suffix in (".pcd", ".bin"))
+    for name in scans:
+        assert (a / "scans" / name).read_bytes() == (b / "scans" / name).read_bytes()
+
+
+def test_the_preset_beam_is_recorded_as_it_ran_and_options_override_a_config(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    args = ["demo", "--quiet", "--in-process", "--preset", "VLP-16", "--frames", "1"]
+    assert main([*args, "--out", str(a)]) == 0
+    cfg = json.loads((a / "config.json").read_text())["config"]
+    assert cfg["beam"] == {"sub_rays": 1, "return_mode": "strongest", "epw": False}  # the preset's
+    assert main(["demo", "--config", str(a), "--frames", "2", "--seed", "5", "--out", str(b)]) == 0
+    again = json.loads((b / "config.json").read_text())["config"]
+    assert (again["frames"], again["seed"], again["preset"], again["in_process"]) == (2, 5, "VLP-16", True)
+
+
+def test_a_bad_config_json_gets_one_clear_line(tmp_path, capsys):
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"config": {"command": "demo", "frames": 0}}))
+    assert main(["demo", "--config", str(bad), "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "config.frames" in err and "must be in [1," in err and "Traceback" not in err
 
 
 def test_bad_input_gets_one_clear_line(tmp_path, capsys):

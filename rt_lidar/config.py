@@ -1,0 +1,163 @@
+"""The run configuration: one typed description of a run, with every default in one place.
+
+``rt-lidar demo`` and ``rt-lidar run`` build a :class:`RunConfig` from their options (``serve`` and
+``generate`` take their sensor and scene defaults from here too). A run writes the *resolved*
+configuration, what really ran (a beam or sunlight a stock server refused is recorded as refused, the
+preset's beam is spelled out), once beside its outputs as ``config.json``; ``--config RUN/config.json``
+reads it back and re-runs the same scans byte for byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.schema import build, spec, to_plain
+from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.sensor.presets import SensorPreset, preset_to_dict
+
+__all__ = [
+    "CONFIG_FILE",
+    "DEFAULT_PRESET",
+    "DEFAULT_SCENE",
+    "DEFAULT_SEED",
+    "DEFAULT_SIM_HZ",
+    "OUT_DIRS",
+    "BridgeConfig",
+    "RunConfig",
+    "SunConfig",
+    "load_run_config",
+    "plain",
+    "write_run_config",
+    "write_summary",
+]
+
+CONFIG_FILE = "config.json"
+"""The resolved configuration of a run, beside its outputs."""
+
+DEFAULT_PRESET = "HDL-64E"
+DEFAULT_SCENE = "street"
+DEFAULT_SEED = 0
+DEFAULT_SIM_HZ = 20.0
+
+OUT_DIRS: dict[str, str] = {"demo": "out/demo", "run": "out/run"}
+"""Each command's default output folder."""
+
+
+@dataclass(frozen=True)
+class SunConfig:
+    """Sunlight as a scenario input: illuminance and (optionally) direction towards the sun."""
+
+    lux: float = spec(0.0, 0.0, 200_000.0, "lx")
+    direction: tuple[float, float, float] | None = None
+    """World-frame direction towards the sun (x fwd, y left, z up); None = the scene's."""
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    """How ``rt-lidar run`` reaches its AirSim server (the demo starts its own, in lockstep)."""
+
+    airsim: str = "127.0.0.1:41451"
+    """HOST:PORT of the AirSim RPC server."""
+    lockstep: bool = False
+    """Pause the sim and advance it frame by frame."""
+    lidar_name: str = ""
+    vehicle_name: str = ""
+    material_map: str | None = None
+    """TOML ``[segments] ID = material`` for stock AirSim's segmentation ids."""
+    use_extension: bool | None = None
+    """None: use ``rtLidarGetHits`` when the server has it; False: stock ``getLidarData``."""
+    reconnect: bool = False
+    reconnect_timeout_s: float = spec(30.0, 0.0, 86_400.0, "s")
+    timeout_s: float = spec(30.0, 0.1, 3_600.0, "s")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run of ``demo`` or ``run``: the sensor, the scene, the scenario and where the scans go."""
+
+    command: str = spec("demo", choices=("demo", "run"))
+    """``demo``: the embedded world (bridged through its own server, or ``in_process``); ``run``: the
+    server ``bridge`` names."""
+    preset: str = DEFAULT_PRESET
+    """A preset name (``rt-lidar presets list``) or a TOML file."""
+    scene: str = DEFAULT_SCENE
+    """The embedded scene (demo)."""
+    seed: int = spec(DEFAULT_SEED, 0, 2**63 - 1)
+    """Seed of the scene and of every random draw."""
+    sim_hz: float = spec(DEFAULT_SIM_HZ, 0.1, 10_000.0, "Hz")
+    frames: int = spec(50, 1, 10**9)
+    """Scans to write."""
+    out: str = OUT_DIRS["demo"]
+    sinks: tuple[str, ...] = ()
+    """Extra ``KIND:TARGET[,key=value]`` outputs besides the scans' PCD + KITTI files."""
+    progress: bool = True
+    in_process: bool = False
+    """Demo: cast into the world directly, without the bridge."""
+    weather: WeatherConfig | None = None
+    """Rain, fog, snow; None = clear air, or over the bridge the server's weather."""
+    beam: BeamConfig | None = None
+    """Sub-rays, return mode, echo pulse width; None = the preset's (resolved: what ran)."""
+    sun: SunConfig = field(default_factory=SunConfig)
+    rinet: str | None = None
+    """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
+    bridge: BridgeConfig = field(default_factory=BridgeConfig)
+    """The server of ``run`` (ignored by ``demo``)."""
+
+    def physics(self) -> PhysicsConfig:
+        """The physics stage's scenario settings."""
+        return PhysicsConfig(
+            weather=self.weather,
+            beam=self.beam,
+            sun_illuminance_lux=self.sun.lux,
+            sun_direction=self.sun.direction,
+        )
+
+    def resolved(self, ran: PhysicsConfig) -> RunConfig:
+        """This configuration as it ran, given the physics configuration the source granted
+        (:func:`rt_lidar.pipeline.builder.negotiate`): the beam spelled out, refused sunlight off."""
+        sun = self.sun if ran.sun_illuminance_lux > 0 else SunConfig()
+        return dataclasses.replace(self, beam=ran.beam, sun=sun)
+
+
+def write_run_config(out: str | Path, config: RunConfig, preset: SensorPreset) -> Path:
+    """Write ``out/config.json``: the resolved configuration (``config``) and, for the record, the
+    preset it loaded (``preset``, not read back)."""
+    path = Path(out) / CONFIG_FILE
+    record = {"config": to_plain(config), "preset": preset_to_dict(preset)}
+    path.write_text(json.dumps(record, indent=2))
+    return path
+
+
+def load_run_config(path: str | Path) -> RunConfig:
+    """The :class:`RunConfig` a run wrote (``RUN/config.json``, or the folder), checked field by field."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / CONFIG_FILE
+    try:
+        record = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{p}: cannot read the run configuration: {exc}") from exc
+    if not isinstance(record, dict) or "config" not in record:
+        raise ConfigError(f"{p}: not a run configuration (no 'config' table)")
+    cfg: RunConfig = build(RunConfig, record["config"], str(p), "config")
+    return cfg
+
+
+def plain(config: RunConfig) -> dict[str, Any]:
+    """The configuration as JSON-ready values (what a summary's ``scenario`` records)."""
+    out: dict[str, Any] = to_plain(config)
+    return out
+
+
+def write_summary(out: str | Path, summary: dict[str, Any]) -> Path:
+    """Write ``out/summary.json``: a run's figures (once, at its end)."""
+    path = Path(out) / "summary.json"
+    path.write_text(json.dumps(summary, indent=2, default=str))
+    return path
