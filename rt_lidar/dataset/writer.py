@@ -32,7 +32,7 @@ from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.frame_loop import Pipeline
-from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.pipeline.scan_loop import run_scans
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.kitti import to_kitti_array
 from unreal_bridge.world import (
@@ -193,16 +193,14 @@ def write_run(run: RunSpec, out: str | Path) -> RunResult:
                      worker_pid=os.getpid())  # fmt: skip
 
 
-def _recording_sinks(run: RunSpec, seq: Path, preset: SensorPreset) -> list[ScanSink]:
+def _recording_sinks(run: RunSpec, seq: Path) -> list[ScanSink]:
     """The run's extra recordings, each in ``seq/recordings/<kind>`` (inside the temporary sequence
     folder, so they appear complete with it or not at all)."""
     sinks = []
     for spec in run.sinks:
         kind, _, options = spec.partition(":")
         target = seq / "recordings" / kind
-        sink = make_sink(f"{kind}:{target}" + (f",{options}" if options else ""))
-        sink.open(SinkContext(preset=preset, scenario={"run_id": run.run_id, "digest": run_digest(run)}))
-        sinks.append(sink)
+        sinks.append(make_sink(f"{kind}:{target}" + (f",{options}" if options else "")))
     return sinks
 
 
@@ -215,11 +213,12 @@ def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
     if camera is not None:
         (seq / "image_2").mkdir()
     tr_inv = np.linalg.inv(tr)
-    poses, times, points = [], [], 0
-    recordings = _recording_sinks(run, seq, pipeline.preset)
-    cam0_first: np.ndarray | None = None
-    for k, scan in enumerate(pipeline.scans(run.frames)):
-        stem = f"{k:06d}"
+    poses: list[str] = []
+    times: list[str] = []
+    cam0_first: list[np.ndarray] = []
+
+    def write_frame(scan: Scan) -> None:
+        stem = f"{len(times):06d}"
         (seq / "velodyne" / f"{stem}.bin").write_bytes(to_kitti_array(scan.points, intensity_max).tobytes())
         labels = make_labels(scan.points["segment"], lut).astype("<u4")
         (seq / "labels" / f"{stem}.label").write_bytes(labels.tobytes())
@@ -227,15 +226,19 @@ def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
             rgb = world.render_camera(camera, scan.start_ns * 1e-9).rgb
             Image.fromarray(rgb).save(seq / "image_2" / f"{stem}.png", format="PNG")
         cam0 = _sensor_matrix(scan) @ tr_inv  # camera 0 in the world
-        cam0_first = cam0 if cam0_first is None else cam0_first
-        poses.append(_row(np.linalg.inv(cam0_first) @ cam0))
+        if not cam0_first:
+            cam0_first.append(cam0)
+        poses.append(_row(np.linalg.inv(cam0_first[0]) @ cam0))
         times.append(f"{scan.start_ns * 1e-9:.6e}")
-        points += int(scan.points.size)
-        for sink in recordings:
-            sink.write(scan)
-    for sink in recordings:
-        sink.close()
-    pipeline.close()
+
+    context = SinkContext(preset=pipeline.preset, scenario={"run_id": run.run_id, "digest": run_digest(run)})
+    try:
+        loop = run_scans(
+            pipeline, run.frames, _recording_sinks(run, seq), context, on_scan=write_frame, background=False
+        )
+    finally:
+        pipeline.close()
+    points = sum(loop.points)
     p_line = _row(p2)
     calib = [f"P{i}: {p_line}" for i in range(4)] + [f"Tr: {_row(tr)}"]
     (seq / "calib.txt").write_text("\n".join(calib) + "\n")

@@ -1,10 +1,13 @@
-"""Running a pipeline for N scans into the sinks, with a progress bar and a summary (demo and run)."""
+"""The one scan loop (:func:`run_scans`): a pipeline's scans into sinks, the sinks closed whatever
+happens; and :func:`drive_scans`, the demo's and run's use of it (scan files, a progress bar, a summary).
+The viewer's publisher, the dataset writer and RINet's pair generator run the same loop."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +20,101 @@ from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
 from rt_lidar.sinks import range_image, write_range_image_png
-from rt_lidar.sinks.base import SinkContext, make_sink
+from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
 
-__all__ = ["RunResult", "drive_scans"]
+__all__ = ["LoopStats", "RunResult", "drive_scans", "run_scans"]
+
+
+@dataclass
+class LoopStats:
+    """What :func:`run_scans` did."""
+
+    points: list[int] = field(default_factory=list)
+    """Points of each scan written."""
+    fired: int = 0
+    dropped: int = 0
+    compute_s: float = 0.0
+    """Time in the pipeline and ``post`` (not in the sinks or callbacks)."""
+    written: int = 0
+    """Scans every sink took."""
+    last: Scan | None = None
+    error: BaseException | None = None
+    """The ``stop_on`` exception that ended the loop early, if any."""
+
+    @property
+    def scans(self) -> int:
+        """Scans handed to the sinks."""
+        return len(self.points)
+
+
+def run_scans(
+    pipeline: Pipeline,
+    count: int | None,
+    sinks: Sequence[ScanSink] = (),
+    context: SinkContext | None = None,
+    *,
+    post: Callable[[Scan], Scan] | None = None,
+    on_open: Callable[[], None] | None = None,
+    on_scan: Callable[[Scan], None] | None = None,
+    on_frame: Callable[[], None] | None = None,
+    on_end: Callable[[], None] | None = None,
+    stop_on: tuple[type[BaseException], ...] = (),
+    background: bool = True,
+) -> LoopStats:
+    """Step ``pipeline`` until ``count`` scans came out (None: until an exception ends it).
+
+    Each scan goes through ``post`` (e.g. the RINet stage), then to every sink, then to ``on_scan``;
+    ``on_frame`` runs after every sim frame (pacing), ``on_end`` after the last (not after a failure).
+    The sinks are opened first (``on_open`` then) and closed at the end, also when a sink, the
+    pipeline or a callback fails: every sink is closed, and what it wrote is complete. An exception
+    of a type in ``stop_on`` (e.g. the server going away) ends the loop early and is returned in
+    :attr:`LoopStats.error`; any other propagates. ``background`` writes the sinks from a thread
+    (:class:`SinkFanout`).
+    """
+    fan = SinkFanout(list(sinks), background=background)
+    fan.open(context or SinkContext(preset=pipeline.preset))
+    stats = LoopStats()
+    finished = False
+    try:
+        if fan.wants_sectors:
+            pipeline.on_sector = fan.write_sector
+        if on_open is not None:
+            on_open()
+        while count is None or stats.scans < count:
+            t0 = time.perf_counter()
+            try:
+                scans = pipeline.step()
+            except stop_on as exc:
+                stats.error = exc
+                break
+            stats.compute_s += time.perf_counter() - t0
+            for scan in scans if count is None else scans[: count - stats.scans]:
+                if post is not None:
+                    t_post = time.perf_counter()
+                    scan = post(scan)
+                    stats.compute_s += time.perf_counter() - t_post
+                fan.write(scan)
+                stats.points.append(int(scan.points.size))
+                stats.fired += scan.fired
+                stats.dropped += scan.dropped
+                stats.last = scan
+                if on_scan is not None:
+                    on_scan(scan)
+            if on_frame is not None:
+                on_frame()
+        if on_end is not None:
+            on_end()
+        finished = True
+    finally:
+        pipeline.on_sector = None
+        if finished:
+            fan.close()
+        else:  # the error in flight is the one to see; close every sink regardless
+            with contextlib.suppress(Exception):
+                fan.close()
+        stats.written = fan.written
+    return stats
 
 
 @dataclass
@@ -56,47 +150,24 @@ def drive_scans(
         raise ConfigError(f"--frames must be >= 1, got {frames}")
     scans_dir = out / "scans"
     scans_dir.mkdir(parents=True, exist_ok=True)
-    fan = SinkFanout([make_sink(s) for s in (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *sinks)])
-    fan.open(SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep))
-    if fan.wants_sectors:
-        pipeline.on_sector = fan.write_sector
-    counts: list[int] = []
-    fired = dropped = 0
-    compute_s = 0.0
-    last: Scan | None = None
-    error: BaseException | None = None
+    sinks_ = [make_sink(s) for s in (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *sinks)]
+    context = SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep)
     bar = tqdm(total=frames, unit="scan", disable=not progress, desc=f"{preset.name}")
+
+    def show(scan: Scan) -> None:
+        bar.update(1)
+        bar.set_postfix(
+            points=scan.points.size, drop=f"{scan.drop_fraction:.2f}", sim=f"{pipeline.sim_time_s:.2f}s"
+        )
+
     sim0 = pipeline.sim_time_s
     t_loop = time.perf_counter()
     try:
-        while len(counts) < frames:
-            t0 = time.perf_counter()
-            try:
-                scans = pipeline.step()
-            except stop_on as exc:
-                error = exc
-                break
-            compute_s += time.perf_counter() - t0
-            for scan in scans[: frames - len(counts)]:
-                if post is not None:
-                    t_post = time.perf_counter()
-                    scan = post(scan)
-                    compute_s += time.perf_counter() - t_post
-                fan.write(scan)
-                counts.append(int(scan.points.size))
-                fired += scan.fired
-                dropped += scan.dropped
-                last = scan
-                bar.update(1)
-                bar.set_postfix(
-                    points=scan.points.size,
-                    drop=f"{scan.drop_fraction:.2f}",
-                    sim=f"{pipeline.sim_time_s:.2f}s",
-                )
+        loop = run_scans(pipeline, frames, sinks_, context, post=post, on_scan=show, stop_on=stop_on)
     finally:
-        pipeline.on_sector = None
-        fan.close()
         bar.close()
+    counts, fired, dropped, last = loop.points, loop.fired, loop.dropped, loop.last
+    compute_s, error = loop.compute_s, loop.error
     wall_s = time.perf_counter() - t_loop
     if last is not None:
         cols = max(64, min(4096, last.fired // max(1, preset.n_rings)))
@@ -117,7 +188,7 @@ def drive_scans(
         "pipeline_time_s": compute_s,
         "realtime_factor": sim_s / wall_s if wall_s > 0 else float("inf"),
         "pipeline_realtime_factor": sim_s / compute_s if compute_s > 0 else float("inf"),
-        "scans_written": fan.written,
+        "scans_written": loop.written,
         "stopped_early": None if error is None else f"{type(error).__name__}: {error}",
         "scenario": scenario or {},
     }

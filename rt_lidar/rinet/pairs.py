@@ -18,7 +18,9 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.scan_loop import run_scans
 from rt_lidar.rinet.maskdir import frame_entry, write_index
 from rt_lidar.rinet.masks import build_mask, project
 from rt_lidar.rinet.stage import camera_projection
@@ -55,33 +57,44 @@ def generate_pairs(out: str | Path, cfg: PairsConfig, progress: bool = False) ->
     frames: list[dict[str, Any]] = []
     bar = tqdm(total=len(cfg.seeds) * cfg.scans_per_seed, disable=not progress, desc="pairs", unit="pair")
     for seed in cfg.seeds:
-        built = build_pipeline(cfg.preset, cfg.scene, seed=int(seed), sim_hz=cfg.sim_hz)
-        proj = camera_projection(camera, built.world.scene.sensor_mount)
-        elev = np.radians([b.elevation_deg for b in built.preset.beams])
-        imax = float(built.preset.output.intensity_max)
-        done = n_scans = 0
-        while done < cfg.scans_per_seed:
-            for scan in built.pipeline.step():
-                n_scans += 1
-                if (n_scans - 1) % max(cfg.every, 1) or done >= cfg.scans_per_seed:
-                    continue
-                pts = scan.points
-                xyz = np.stack([pts["x"], pts["y"], pts["z"]], axis=1).astype(np.float64)
-                inside = project(xyz, proj, camera.width, camera.height)[3]
-                t_ns = scan.start_ns + (int(np.median(pts["t"][inside])) if inside.any() else 0)
-                img = built.world.render_camera(camera, t_ns * 1e-9)
-                mask = build_mask(
-                    xyz, pts["intensity"] / imax, proj, camera.width, camera.height,
-                    ring=pts["ring"].astype(np.int64), row_elevation=elev, radius=cfg.radius,
-                    no_ray=~np.isfinite(img.depth),
-                )  # fmt: skip
-                name = f"{int(seed):02d}{done:04d}"
-                Image.fromarray(img.rgb).save(out_dir / "image_2" / f"{name}.png")
-                mask.save(out_dir / "masks" / f"{name}.npz")
-                frames.append(frame_entry(name, f"image_2/{name}.png", mask))
-                done += 1
-                bar.update(1)
+        _seed_pairs(out_dir, cfg, camera, int(seed), frames, bar)
     bar.close()
     source = {"generator": "embedded-world", **asdict(cfg), "seeds": [int(s) for s in cfg.seeds]}
     write_index(out_dir, frames, source)
     return {"source": source, "frames": frames}
+
+
+def _seed_pairs(
+    out_dir: Path, cfg: PairsConfig, camera: CameraSpec, seed: int, frames: list[dict[str, Any]], bar: tqdm
+) -> None:
+    """The pairs of one scene seed: every ``cfg.every``-th scan from the first, with its camera image."""
+    built = build_pipeline(cfg.preset, cfg.scene, seed=seed, sim_hz=cfg.sim_hz)
+    proj = camera_projection(camera, built.world.scene.sensor_mount)
+    elev = np.radians([b.elevation_deg for b in built.preset.beams])
+    imax = float(built.preset.output.intensity_max)
+    every = max(cfg.every, 1)
+    n_scans = 0
+
+    def take(scan: Scan) -> None:
+        nonlocal n_scans
+        n_scans += 1
+        if (n_scans - 1) % every:
+            return
+        pts = scan.points
+        xyz = np.stack([pts["x"], pts["y"], pts["z"]], axis=1).astype(np.float64)
+        inside = project(xyz, proj, camera.width, camera.height)[3]
+        t_ns = scan.start_ns + (int(np.median(pts["t"][inside])) if inside.any() else 0)
+        img = built.world.render_camera(camera, t_ns * 1e-9)
+        mask = build_mask(
+            xyz, pts["intensity"] / imax, proj, camera.width, camera.height,
+            ring=pts["ring"].astype(np.int64), row_elevation=elev, radius=cfg.radius,
+            no_ray=~np.isfinite(img.depth),
+        )  # fmt: skip
+        name = f"{seed:02d}{(n_scans - 1) // every:04d}"
+        Image.fromarray(img.rgb).save(out_dir / "image_2" / f"{name}.png")
+        mask.save(out_dir / "masks" / f"{name}.npz")
+        frames.append(frame_entry(name, f"image_2/{name}.png", mask))
+        bar.update(1)
+
+    # the scans up to the last pair's (every k-th from the first)
+    run_scans(built.pipeline, (cfg.scans_per_seed - 1) * every + 1, on_scan=take)

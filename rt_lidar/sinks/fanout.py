@@ -97,14 +97,22 @@ class SinkFanout:
             self._queue.put(scan)
 
     def close(self) -> None:
-        """Write what is queued, stop the thread, close every sink; re-raise a sink's error."""
+        """Write what is queued, stop the thread, close every sink (each one, even when another fails
+        to close); re-raise a sink's error."""
         if self._thread is not None:
             self._queue.put(_STOP)
             self._thread.join()
             self._thread = None
+        failed: BaseException | None = None
         for sink in self.sinks:
-            sink.close()
+            try:
+                sink.close()
+            except Exception as exc:
+                failed = failed or SinkError(f"sink {type(sink).__name__} failed to close: {exc}")
+                failed.__cause__ = failed.__cause__ or exc
         self._raise_pending()
+        if failed is not None:
+            raise failed
 
     def _write_all(self, scan: Scan) -> None:
         for sink in self.sinks:

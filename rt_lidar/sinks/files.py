@@ -8,7 +8,7 @@ from pathlib import Path
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import preset_to_dict
 from rt_lidar.sinks.atomic import atomic_write
-from rt_lidar.sinks.base import SinkContext, register_sink, target_dir
+from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink, target_dir
 from rt_lidar.sinks.kitti import write_kitti_bin
 from rt_lidar.sinks.pcd import write_pcd
 
@@ -24,10 +24,10 @@ def write_resolved_config(folder: Path, context: SinkContext) -> None:
 
 class _FolderSink:
     suffix = ""
+    kind = ""
 
     def __init__(self, target: str, options: dict[str, str]) -> None:
-        if options:
-            raise ValueError(f"{type(self).__name__} takes no options, got {sorted(options)}")
+        SinkOptions(self.kind, options)  # takes none
         self.folder = target_dir(target)
         self.count = 0
         self.context: SinkContext | None = None
@@ -55,6 +55,7 @@ class PcdFolderSink(_FolderSink):
     """``--sink pcd:DIR``: one binary PCD per scan with every point field (and ``epw_ns`` when computed)."""
 
     suffix = ".pcd"
+    kind = "pcd"
 
     def _write(self, path: Path, scan: Scan) -> None:
         write_pcd(path, scan.points, scan.extras)
@@ -65,6 +66,7 @@ class KittiFolderSink(_FolderSink):
     """``--sink kitti:DIR``: one KITTI ``.bin`` (x, y, z, reflectance 0..1) per scan."""
 
     suffix = ".bin"
+    kind = "kitti"
 
     def _write(self, path: Path, scan: Scan) -> None:
         assert self.context is not None, "open() first"

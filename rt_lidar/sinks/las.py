@@ -9,7 +9,7 @@ import numpy as np
 
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sinks.atomic import atomic_write
-from rt_lidar.sinks.base import SinkContext, register_sink, target_dir
+from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink, target_dir
 
 __all__ = ["EXTRA_DIMS", "LasFolderSink", "write_las"]
 
@@ -44,8 +44,7 @@ class LasFolderSink:
     """One ``NNNNNN.las`` per scan in ``DIR``, with the resolved config beside them."""
 
     def __init__(self, target: str, options: dict[str, str]) -> None:
-        if options:
-            raise ValueError(f"las sink takes no options, got {sorted(options)}")
+        SinkOptions("las", options)  # takes none
         self.folder = target_dir(target)
         self.count = 0
         self.intensity_max = 255

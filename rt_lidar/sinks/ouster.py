@@ -22,7 +22,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_period_ns
-from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, PacketBatch, PacketPcapSink, point_columns, slots_per_scan
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
 
@@ -207,12 +207,11 @@ class OusterPacketizer:
         return []
 
 
-def _factory(options: dict[str, str], meta_out: Path | None) -> Callable[[SinkContext], OusterPacketizer]:
-    given = json.loads(Path(options["metadata"]).read_text()) if "metadata" in options else None
-    epoch = int(options.get("epoch_ns", DEFAULT_EPOCH_NS))
-    profile = options.get("profile", "LEGACY").upper()
-    if profile not in PROFILES:
-        raise ConfigError(f"ouster sink: profile={profile}: expected one of {', '.join(PROFILES)}")
+def _factory(opts: SinkOptions, meta_out: Path | None) -> Callable[[SinkContext], OusterPacketizer]:
+    meta_in = opts.path("metadata")
+    given = json.loads(meta_in.read_text()) if meta_in is not None else None
+    epoch = opts.integer("epoch_ns", DEFAULT_EPOCH_NS, 0, 2**63 - 1)
+    profile = opts.choice("profile", "LEGACY", (*PROFILES, *(p.lower() for p in PROFILES))).upper()
 
     def make(context: SinkContext) -> OusterPacketizer:
         meta = metadata_for(context.preset, given, profile=PROFILES[profile])
@@ -227,19 +226,16 @@ def _factory(options: dict[str, str], meta_out: Path | None) -> Callable[[SinkCo
 def ouster_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
     """``--sink ouster-pcap:out.pcap[,metadata=real.json][,profile=LEGACY|RNG19]``: packets, and ``out.json``
     beside them."""
-    unknown = set(options) - {"metadata", "epoch_ns", "profile"}
-    if unknown:
-        raise ConfigError(f"ouster-pcap: unknown options {sorted(unknown)}")
+    opts = SinkOptions("ouster-pcap", options, {"metadata", "epoch_ns", "profile"})
     path = Path(target)
-    return PacketPcapSink(path, _factory(options, path.with_suffix(".json")), "169.254.0.2", "169.254.0.1")
+    return PacketPcapSink(path, _factory(opts, path.with_suffix(".json")), "169.254.0.2", "169.254.0.1")
 
 
 @register_sink("ouster-udp")
 def ouster_udp_sink(target: str, options: dict[str, str]) -> UdpPacketSink:
     """``--sink ouster-udp:HOST:PORT[,metadata=real.json][,metadata_out=out.json][,latency_ms=50]``."""
-    unknown = set(options) - {"metadata", "epoch_ns", "metadata_out", "profile"} - PACER_OPTIONS
-    if unknown:
-        raise ConfigError(f"ouster-udp: unknown options {sorted(unknown)}")
-    meta_out = Path(options["metadata_out"]) if "metadata_out" in options else None
+    allowed = {"metadata", "epoch_ns", "metadata_out", "profile"} | PACER_OPTIONS
+    opts = SinkOptions("ouster-udp", options, allowed)
+    meta_out = opts.path("metadata_out")
     pacer = {k: v for k, v in options.items() if k in PACER_OPTIONS}
-    return UdpPacketSink(target or "127.0.0.1:7502", _factory(options, meta_out), pacer)
+    return UdpPacketSink(target or "127.0.0.1:7502", _factory(opts, meta_out), pacer, kind="ouster-udp")

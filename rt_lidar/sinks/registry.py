@@ -1,13 +1,22 @@
-"""Imports every sink module so that its ``@register_sink`` runs; ``make_sink`` imports this."""
+"""The sink registry: every ``--sink`` kind and where its factory lives, imported on first use.
 
-from rt_lidar.sinks import (
-    files,  # noqa: F401
-    las,  # noqa: F401
-    ouster,  # noqa: F401
-    rosbag,  # noqa: F401
-    stream,  # noqa: F401
-    udp,  # noqa: F401
-    velodyne,  # noqa: F401
-)
+A new sink is a module in ``rt_lidar/sinks/`` with a factory ``(target, options) -> sink`` (parse its
+options with :class:`~rt_lidar.sinks.base.SinkOptions`) and one line here.
+"""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+__all__ = ["SINK_FACTORIES"]
+
+SINK_FACTORIES: dict[str, str] = {
+    "pcd": "rt_lidar.sinks.files:PcdFolderSink",
+    "kitti": "rt_lidar.sinks.files:KittiFolderSink",
+    "las": "rt_lidar.sinks.las:LasFolderSink",
+    "rosbag2": "rt_lidar.sinks.rosbag:rosbag_sink",
+    "zmq": "rt_lidar.sinks.stream:_make_zmq_sink",
+    "velodyne-pcap": "rt_lidar.sinks.velodyne:velodyne_pcap_sink",
+    "velodyne-udp": "rt_lidar.sinks.velodyne:velodyne_udp_sink",
+    "ouster-pcap": "rt_lidar.sinks.ouster:ouster_pcap_sink",
+    "ouster-udp": "rt_lidar.sinks.ouster:ouster_udp_sink",
+}
+"""``kind -> "module:factory"``."""

@@ -22,7 +22,7 @@ from ruamel.yaml import YAML
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sinks.atomic import atomic_write
-from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 
 __all__ = ["CLOUD_DTYPE", "CLOUD_DTYPE_ALL", "POINTFIELD_DTYPES", "RosbagSink", "cloud_bytes"]
 
@@ -61,28 +61,14 @@ class RosbagSink:
     """
 
     def __init__(self, target: str, options: dict[str, str]) -> None:
-        unknown = set(options) - {"storage", "topic", "frame", "world", "segment", "fields"}
-        if unknown:
-            raise ConfigError(f"rosbag2 sink: unknown options {sorted(unknown)}")
+        opts = SinkOptions("rosbag2", options, {"storage", "topic", "frame", "world", "segment", "fields"})
         self.path = Path(target)
-        self.storage = options.get("storage", "mcap")
-        if self.storage not in ("mcap", "sqlite3"):
-            raise ConfigError(f"rosbag2 storage '{self.storage}': expected mcap or sqlite3")
-        try:
-            self.segment_scans = int(options.get("segment", "10"))
-        except ValueError:
-            self.segment_scans = 0
-        if not 1 <= self.segment_scans <= 100_000:
-            raise ConfigError(
-                f"rosbag2 option segment={options.get('segment')}: must be an integer 1..100000"
-            )
-        fields = options.get("fields", "all")
-        if fields not in LAYOUTS:
-            raise ConfigError(f"rosbag2 option fields={fields}: expected {' or '.join(LAYOUTS)}")
-        self.layout = LAYOUTS[fields]
-        self.topic = options.get("topic", "/points")
-        self.frame = options.get("frame", "lidar")
-        self.world = options.get("world", "map")
+        self.storage = opts.choice("storage", "mcap", ("mcap", "sqlite3"))
+        self.segment_scans = opts.integer("segment", 10, 1, 100_000)
+        self.layout = LAYOUTS[opts.choice("fields", "all", tuple(LAYOUTS))]
+        self.topic = opts.text("topic", "/points")
+        self.frame = opts.text("frame", "lidar")
+        self.world = opts.text("world", "map")
         self._writer: object | None = None
         self._in_segment = 0
         self._segments: list[dict[str, Any]] = []

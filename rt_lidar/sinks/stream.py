@@ -34,7 +34,7 @@ import zmq
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
-from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 
 __all__ = [
     "DEFAULT_ADDRESS",
@@ -302,23 +302,15 @@ class ZmqStreamSink:
 
 @register_sink("zmq")
 def _make_zmq_sink(target: str, options: dict[str, str]) -> ZmqStreamSink:
-    unknown = set(options) - {"hwm", "frame_id", "sectors", "camera_every", "nodrop"}
-    if unknown:
-        known = "hwm, frame_id, sectors, camera_every, nodrop"
-        raise ValueError(f"zmq sink: unknown option(s) {', '.join(sorted(unknown))}; known: {known}")
-    sectors = options.get("sectors", "0").lower() in ("1", "true", "yes")
-    nodrop = options.get("nodrop", "1").lower() in ("1", "true", "yes")
-    try:
-        hwm, camera_every = int(options.get("hwm", 2)), int(options.get("camera_every", 1))
-    except ValueError as exc:
-        raise ValueError(f"zmq sink: hwm and camera_every take whole numbers ({exc})") from None
+    """``--sink zmq:ADDRESS[,hwm=2][,frame_id=lidar][,sectors=0][,camera_every=1][,nodrop=1]``."""
+    opts = SinkOptions("zmq", options, {"hwm", "frame_id", "sectors", "camera_every", "nodrop"})
     return ZmqStreamSink(
         target,
-        hwm=hwm,
-        frame_id=options.get("frame_id", "lidar"),
-        sectors=sectors,
-        camera_every=camera_every,
-        nodrop=nodrop,
+        hwm=opts.integer("hwm", 2, 1, 1_000_000),
+        frame_id=opts.text("frame_id", "lidar"),
+        sectors=opts.flag("sectors", False),
+        camera_every=opts.integer("camera_every", 1, 0, 1_000_000),
+        nodrop=opts.flag("nodrop", True),
     )
 
 

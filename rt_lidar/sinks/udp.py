@@ -21,7 +21,7 @@ import numpy as np
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.scan_pattern import scan_period_ns
-from rt_lidar.sinks.base import SinkContext
+from rt_lidar.sinks.base import SinkContext, SinkOptions
 from rt_lidar.sinks.pacing import Pacer, PacingStats
 from rt_lidar.sinks.pcap import Packetizer
 
@@ -112,14 +112,16 @@ class UdpPacketSink:
         make_packetizer: Callable[[SinkContext], Packetizer],
         options: dict[str, str],
         ports: dict[str, int] | None = None,
+        kind: str = "udp",
     ) -> None:
         self.target = target
         self._make = make_packetizer
         self._ports_override = dict(ports or {})
-        self.latency_ns = int(float(options.get("latency_ms", 50.0)) * 1e6)
-        self.late_ns = int(float(options.get("late_ms", 20.0)) * 1e6)
-        self.clock_option = options.get("clock")
-        self.process = options.get("process", "1") not in ("0", "false", "no")
+        opts = SinkOptions(kind, options, PACER_OPTIONS)
+        self.latency_ns = int(opts.number("latency_ms", 50.0, 0.0, 60_000.0) * 1e6)
+        self.late_ns = int(opts.number("late_ms", 20.0, 0.0, 60_000.0) * 1e6)
+        self.clock_option = opts.choice("clock", "", ("wall", "sim")) or None
+        self.process = opts.flag("process", True)
         self.packetizer: Packetizer | None = None
         self.pacer: Pacer | _ProcessPacer | None = None
         self.stats: PacingStats | None = None

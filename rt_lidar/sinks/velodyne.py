@@ -33,7 +33,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_period_ns
-from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 from rt_lidar.sinks.pcap import (
     DEFAULT_EPOCH_NS,
     PacketBatch,
@@ -329,20 +329,14 @@ def calibration_yaml(preset: SensorPreset) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _options(options: dict[str, str], allowed: set[str]) -> dict[str, str]:
-    unknown = set(options) - allowed
-    if unknown:
-        raise ConfigError(f"unknown sink options {sorted(unknown)}; allowed: {sorted(allowed)}")
-    return options
-
-
 def packetizer_factory(
     options: dict[str, str],
 ) -> tuple[Callable[[SinkContext], VelodynePacketizer], dict[str, str]]:
     """``mode=``, ``epoch_ns=``, ``position_hz=`` -> a factory ``SinkContext -> VelodynePacketizer``."""
-    mode = options.get("mode")
-    epoch = int(options.get("epoch_ns", DEFAULT_EPOCH_NS))
-    pos_hz = float(options.get("position_hz", 1.0))
+    opts = SinkOptions("velodyne", options, options)
+    mode = opts.choice("mode", "", tuple(RETURN_MODE_BYTE)) or None
+    epoch = opts.integer("epoch_ns", DEFAULT_EPOCH_NS, 0, 2**63 - 1)
+    pos_hz = opts.number("position_hz", 1.0, 0.0, 1000.0)
 
     def make(context: SinkContext) -> VelodynePacketizer:
         return VelodynePacketizer(context.preset, mode=mode, epoch_ns=epoch, position_hz=pos_hz)
@@ -354,7 +348,7 @@ def packetizer_factory(
 @register_sink("velodyne-pcap")
 def velodyne_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
     """``--sink velodyne-pcap:out.pcap[,mode=dual][,epoch_ns=N][,position_hz=1]``."""
-    _options(options, {"mode", "epoch_ns", "position_hz"})
+    SinkOptions("velodyne-pcap", options, {"mode", "epoch_ns", "position_hz"})
     make, _ = packetizer_factory(options)
     return PacketPcapSink(target, make, _SENSOR_IP, _DEST_IP)
 
@@ -362,7 +356,10 @@ def velodyne_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
 @register_sink("velodyne-udp")
 def velodyne_udp_sink(target: str, options: dict[str, str]) -> UdpPacketSink:
     """``--sink velodyne-udp:HOST:PORT[,position_port=8308][,mode=dual][,latency_ms=50][,clock=wall|sim]``."""
-    _options(options, {"mode", "epoch_ns", "position_hz", "position_port"} | PACER_OPTIONS)
+    opts = SinkOptions(
+        "velodyne-udp", options, {"mode", "epoch_ns", "position_hz", "position_port"} | PACER_OPTIONS
+    )
     make, rest = packetizer_factory(options)
-    ports = {"position": int(rest.pop("position_port"))} if "position_port" in rest else {}
-    return UdpPacketSink(target or "127.0.0.1:2368", make, rest, ports)
+    ports = {"position": opts.integer("position_port", 0, 1, 65535)} if "position_port" in rest else {}
+    rest.pop("position_port", None)
+    return UdpPacketSink(target or "127.0.0.1:2368", make, rest, ports, kind="velodyne-udp")

@@ -15,13 +15,15 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.scan_loop import run_scans
 from rt_lidar.session.realtime import tune_allocator
-from rt_lidar.sinks.base import SinkContext
-from rt_lidar.sinks.stream import DEFAULT_ADDRESS, ZmqStreamSink
+from rt_lidar.sinks.stream import DEFAULT_ADDRESS, PublisherStats, ZmqStreamSink
 from rt_lidar.viewer.painter import CameraPainter, intensity_mask
 
 __all__ = [
@@ -74,9 +76,6 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
         opts.preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=max(1, opts.lookahead)
     )
     sink = ZmqStreamSink(opts.address, hwm=opts.hwm)
-    sink.open(SinkContext(preset=built.preset))
-    if log:
-        print(json.dumps({"address": sink.address}), flush=True)
     painter = None
     if opts.camera_every > 0:  # the painter process builds its own world of the named scene
         painter = CameraPainter(opts.scene, opts.seed, DEMO_CAMERA, built.preset.output.intensity_max)
@@ -86,43 +85,62 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
         if got is not None:
             sink.write_camera(*got)
 
-    pipe, n_scans = built.pipeline, 0
+    pipe = built.pipeline
     period = 1.0 / opts.sim_hz
     lateness: list[float] = []  # per sim frame: wall time past its deadline (s; < 0 = early)
     started = False  # the clock starts when the first frame (caches built) is out
     t_start, sim0 = time.perf_counter(), 0.0
+    n_scans = 0
+    opened: dict[str, Any] = {}
+
+    def on_open() -> None:
+        opened["address"], opened["stats"] = sink.address, sink.stats
+        if log:
+            print(json.dumps({"address": sink.address}), flush=True)
+
+    def on_scan(scan: Scan) -> None:
+        nonlocal n_scans
+        n_scans += 1
+        publish_painted()
+        # the 1st, 11th, 21st, ... scan: a viewer that just connected soon has a picture
+        if painter is not None and (n_scans - 1) % opts.camera_every == 0:
+            painter.submit(scan.points, scan.start_ns)  # skipped while it paints the last
+
+    def on_frame() -> None:
+        nonlocal started, t_start, sim0
+        publish_painted()
+        now = time.perf_counter()
+        if not started:
+            started, t_start, sim0 = True, now, pipe.sim_time_s
+            return
+        swept = t_start + pipe.sim_time_s - sim0  # wall time at which the sensor finished this frame
+        lateness.append(now - (swept + period))  # its sector is due one frame period later
+        if opts.realtime and swept > now:
+            time.sleep(swept - now)
+
     try:
-        while opts.scans <= 0 or n_scans < opts.scans:
-            for scan in pipe.step():
-                sink.write(scan)
-                n_scans += 1
-                publish_painted()
-                # the 1st, 11th, 21st, ... scan: a viewer that just connected soon has a picture
-                if painter is not None and (n_scans - 1) % opts.camera_every == 0:
-                    painter.submit(scan.points, scan.start_ns)  # skipped while it paints the last
-            publish_painted()
-            now = time.perf_counter()
-            if not started:
-                started, t_start, sim0 = True, now, pipe.sim_time_s
-                continue
-            swept = t_start + pipe.sim_time_s - sim0  # wall time at which the sensor finished this frame
-            lateness.append(now - (swept + period))  # its sector is due one frame period later
-            if opts.realtime and swept > now:
-                time.sleep(swept - now)
-        publish_painted(timeout_s=10.0)  # the camera frame of the last scans
+        run_scans(
+            pipe,
+            opts.scans if opts.scans > 0 else None,
+            [sink],
+            on_open=on_open,
+            on_scan=on_scan,
+            on_frame=on_frame,
+            background=False,
+            on_end=lambda: publish_painted(timeout_s=10.0),  # the camera frame of the last scans
+        )
     except KeyboardInterrupt:
         pass  # SIGINT / SIGTERM: stop and report
     finally:
         wall = time.perf_counter() - t_start
         if painter is not None:
             painter.close()
-        stats = sink.stats
-        sink.close()
         pipe.close()
+    stats = opened.get("stats", PublisherStats())
     late = np.asarray(lateness or [0.0])
     sim_s = pipe.sim_time_s - sim0
     return {
-        "address": sink.address,
+        "address": opened.get("address", opts.address),
         "scans": n_scans,
         "sim_s": sim_s,
         "wall_s": wall,

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 from pypcd4 import PointCloud
@@ -77,3 +79,55 @@ def test_range_image(tmp_path):
 
     out = write_range_image_png(tmp_path / "r.png", img, 255, row_scale=3)
     assert Image.open(out).size == (360, 6)
+
+
+def test_sink_options_parse_booleans_ints_floats_and_paths():
+    from rt_lidar.sinks.base import SinkOptions
+
+    o = SinkOptions("demo-kind", {"a": "YES", "b": "off", "n": "7", "x": "2.5", "p": "out/m.json"},
+                    {"a", "b", "n", "x", "p", "unused"})  # fmt: skip
+    assert (o.flag("a", False), o.flag("b", True), o.flag("unused", True)) == (True, False, True)
+    assert o.integer("n", 0, 1, 10) == 7 and o.integer("unused", 3) == 3
+    assert o.number("x", 0.0, 0.0, 5.0) == 2.5
+    assert o.path("p") == Path("out/m.json") and o.path("unused") is None
+
+
+OPTION_ERRORS = [
+    ({"zz": "1"}, None, r"sink k: unknown option\(s\) zz; allowed: flag, n, x"),
+    ({"flag": "maybe"}, lambda o: o.flag("flag", False), r"option flag='maybe': must be one of 1, true"),
+    ({"n": "1.5"}, lambda o: o.integer("n", 0, 0, 9), r"option n='1.5': must be a whole number in \[0, 9\]"),
+    ({"n": "10"}, lambda o: o.integer("n", 0, 0, 9), r"sink k: option n='10': must be in \[0, 9\], got 10"),
+    ({"x": "nan"}, lambda o: o.number("x", 0.0, 0.0, 1.0), r"sink k: option x='nan': must be finite"),
+    ({"x": "a"}, lambda o: o.number("x", 0.0, 0.0, 1.0), r"option x='a': must be a number in \[0, 1\]"),
+]
+
+
+@pytest.mark.parametrize(("options", "call", "message"), OPTION_ERRORS)
+def test_sink_option_errors_name_the_kind_the_option_and_what_is_allowed(options, call, message):
+    from rt_lidar.errors import ConfigError
+    from rt_lidar.sinks.base import SinkOptions
+
+    with pytest.raises(ConfigError, match=message):
+        call(SinkOptions("k", options, {"flag", "n", "x"}))
+
+
+_LAZY = """
+import sys, tempfile
+from rt_lidar.sinks.base import SINKS, make_sink
+heavy = ("rosbag", "stream", "las", "ouster", "velodyne")
+assert not [m for m in sys.modules if m.startswith("rt_lidar.sinks.") and m.endswith(heavy)]
+make_sink("pcd:" + tempfile.mkdtemp())
+assert "rt_lidar.sinks.rosbag" not in sys.modules
+print(sorted(k for k in SINKS if callable(SINKS[k])))
+"""
+
+
+def test_every_registered_kind_resolves_and_nothing_registers_by_import():
+    """The registry names each kind's factory; a sink module is imported only when its kind is used."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _LAZY], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    kinds = ["kitti", "las", "ouster-pcap", "ouster-udp", "pcd", "rosbag2"]
+    assert out.stdout.strip() == str([*kinds, "velodyne-pcap", "velodyne-udp", "zmq"])

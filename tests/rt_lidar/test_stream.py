@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.points import POINT_DTYPE
 from rt_lidar.sensor.presets import load_preset
@@ -174,13 +175,13 @@ def test_camera_frames_and_sink_registry(sink: ZmqStreamSink) -> None:
     assert cam.header["sim_time_ns"] == 123 and cam.seq == 0
     made = SINKS["zmq"]("tcp://127.0.0.1:*", {"hwm": "3", "frame_id": "top"})
     assert isinstance(made, ZmqStreamSink) and made.hwm == 3 and made.frame_id == "top"
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.raises(ConfigError, match=r"sink zmq: unknown option.*bogus.*allowed: camera_every"):
         SINKS["zmq"]("tcp://127.0.0.1:*", {"bogus": "1"})
     assert SINKS["zmq"]("tcp://127.0.0.1:*", {"camera_every": "5"}).camera_every == 5  # type: ignore[attr-defined]
     assert SINKS["zmq"]("tcp://127.0.0.1:*", {"nodrop": "0"}).nodrop is False  # type: ignore[attr-defined]
-    with pytest.raises(ValueError, match="camera_every"):
+    with pytest.raises(ConfigError, match="sink zmq: option camera_every='often': must be a whole number"):
         SINKS["zmq"]("tcp://127.0.0.1:*", {"camera_every": "often"})
-    with pytest.raises(ValueError, match="camera_every must be >= 0"):
+    with pytest.raises(ConfigError, match=r"sink zmq: option camera_every='-1': must be in \[0, "):
         SINKS["zmq"]("tcp://127.0.0.1:*", {"camera_every": "-1"})
 
 
