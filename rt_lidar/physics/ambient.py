@@ -17,19 +17,16 @@ weighted) sets a noise floor (:mod:`kernels.ambient`); then
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kernels.ambient import background_power, band_irradiance_w_m2, false_alarm_probability, timing_jitter_ns
 from kernels.intensity import SPEED_OF_LIGHT
 from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
+from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.returns import Detections
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
-
-if TYPE_CHECKING:
-    from rt_lidar.physics.model import SensorPhysics
 
 __all__ = ["UNKNOWN_SUN_COS", "apply_ambient", "pulse_noise_sigma"]
 
@@ -37,14 +34,13 @@ UNKNOWN_SUN_COS = 0.5
 """Sun cosine assumed for every surface when the source does not report it."""
 
 
-def pulse_noise_sigma(physics: SensorPhysics, hits: Hits) -> np.ndarray:
-    """(P,) noise floor (W, 1 sigma) of every pulse from the sunlit footprint it looks at."""
-    p, cfg = physics.preset, physics.config
-    o = p.optics
-    irr = band_irradiance_w_m2(cfg.sun_illuminance_lux, o.wavelength_nm, o.filter_bandwidth_nm)
+def pulse_noise_sigma(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarray:
+    """(P,) noise floor (W, 1 sigma) of every pulse from the footprint it looks at, lit by ``sun_lux``."""
+    o = echo.preset.optics
+    irr = band_irradiance_w_m2(sun_lux, o.wavelength_nm, o.filter_bandwidth_nm)
     hit = hits.material >= 0
     sun_cos = hits.sun_cos if hits.sun_cos is not None else np.full(len(hits), UNKNOWN_SUN_COS, np.float32)
-    diffuse = physics.materials.diffuse[np.maximum(hits.material, 0)]
+    diffuse = echo.materials.diffuse[np.maximum(hits.material, 0)]
     fov_h, fov_v = max(o.beam_divergence_h_mrad, 0.1) * 1e-3, max(o.beam_divergence_v_mrad, 0.1) * 1e-3
     pb = background_power(
         sun_cos, diffuse, hit, irr, o.receiver_aperture_m, o.system_efficiency, fov_h, fov_v
@@ -65,12 +61,13 @@ def _renumber(pulse: np.ndarray) -> np.ndarray:
 
 
 def apply_ambient(
-    physics: SensorPhysics, hits: Hits, det: Detections, rng: np.random.Generator
+    echo: EchoModel, sun_lux: float, hits: Hits, det: Detections, rng: np.random.Generator
 ) -> Detections:
-    """``det`` under sunlight (see the module docstring); ``det.range_m`` is the measured range."""
-    p = physics.preset
+    """``det`` under sunlight of ``sun_lux`` (see the module docstring); ``det.range_m`` is the
+    measured range."""
+    p = echo.preset
     thr = p.pulse.detection_threshold_w
-    sigma = pulse_noise_sigma(physics, hits)
+    sigma = pulse_noise_sigma(echo, sun_lux, hits)
     blinded = np.zeros(hits.pulses, bool)
     if hits.beam_sun_cos is not None:
         centre = hits.beam_sun_cos[:: hits.subrays]
@@ -99,7 +96,7 @@ def apply_ambient(
             return_id=np.zeros(fa.size, np.uint8),
             range_m=r,
             power_w=pw,
-            reflectivity=(pw / np.maximum(physics.unit_power(r), 1e-30)).astype(np.float32),
+            reflectivity=(pw / np.maximum(echo.unit_power(r), 1e-30)).astype(np.float32),
             segment=np.zeros(fa.size, np.uint32),
             flags=np.full(fa.size, np.uint8(PointFlag.AMBIENT_NOISE), np.uint8),
             epw_ns=None

@@ -18,18 +18,16 @@ import numpy as np
 from kernels import (
     apply_range_noise,
     calibrated_reflectivity_output,
-    effective_reflectance,
-    received_power,
     received_power_output,
-    two_way_transmission,
 )
 from kernels.waveform import single_echo_epw_ns
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.ambient import apply_ambient
+from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.weather import WeatherConfig, weather_model
 from rt_lidar.pipeline.sources import Hits
-from rt_lidar.points import POINT_DTYPE, PointFlag
+from rt_lidar.points import POINT_DTYPE
 from rt_lidar.sensor.beam import BeamConfig, SubRayPattern, subray_pattern
 from rt_lidar.sensor.materials import MaterialArrays, MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset
@@ -119,53 +117,32 @@ class SensorPhysics:
         """True when ``hits`` go through the waveform model (sub-rays, or a mode other than strongest)."""
         return hits.subrays > 1 or self.return_mode != "strongest"
 
+    @property
+    def echo(self) -> EchoModel:
+        """The radar equation of this sensor and scene (clear air at the configured extinction)."""
+        return EchoModel(self.preset, self.materials, self.config.extinction_per_m)
+
     def unit_power(self, range_m: np.ndarray) -> np.ndarray:
-        """Received power (W) of a white Lambertian target (S = 1) filling the beam, in clear air."""
-        p = self.preset
-        trans = two_way_transmission(range_m, self.config.extinction_per_m)
-        return np.asarray(
-            received_power(
-                range_m,
-                1.0,
-                trans,
-                p.pulse.peak_power_w,
-                p.optics.receiver_aperture_m,
-                p.optics.system_efficiency,
-            ),
-            np.float32,
-        )
+        """Received power (W) of a white Lambertian target filling the beam (:meth:`EchoModel.unit_power`)."""
+        return self.echo.unit_power(range_m)
 
     def power(
         self, range_m: np.ndarray, cos_inc: np.ndarray, mat: np.ndarray, extra_t: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(received power W, effective reflectance S) of full-beam echoes off materials ``mat``."""
-        m = self.materials
-        p = self.preset
-        refl = effective_reflectance(
-            cos_inc.astype(np.float32),
-            mat,
-            m.diffuse,
-            m.retro_gain,
-            m.retro_exponent,
-            m.specular_gain,
-            m.specular_exponent,
-        )
-        trans = two_way_transmission(range_m, self.config.extinction_per_m) * extra_t
-        power = received_power(
-            range_m,
-            refl,
-            trans,
-            p.pulse.peak_power_w,
-            p.optics.receiver_aperture_m,
-            p.optics.system_efficiency,
-        )
-        return power, refl
+        """(received power W, effective reflectance S) of full-beam echoes (:meth:`EchoModel.power`)."""
+        return self.echo.power(range_m, cos_inc, mat, extra_t)
 
     def apply(self, hits: Hits, rng: np.random.Generator) -> PhysicsResult:
         """Detected points of ``hits``; ``rng`` gives the range-noise draws (seeded upstream)."""
         p = self.preset
         threshold = p.pulse.detection_threshold_w
-        det = waveform_detections(self, hits, rng) if self.uses_waveform(hits) else self._single(hits, rng)
+        echo = self.echo
+        if self.uses_waveform(hits):
+            det = waveform_detections(
+                echo, hits, rng, mode=self.return_mode, weather=self.config.weather, epw=self.beam.epw
+            )
+        else:
+            det = self._single(echo, hits, rng)
         pw = det.power_w
         measured = det.range_m
         if self.config.range_noise and p.range.accuracy_m > 0:
@@ -175,7 +152,7 @@ class SensorPhysics:
             measured = np.maximum(measured, 0.0)
         if self.needs_sun:
             det.range_m = np.asarray(measured, np.float32)
-            det = apply_ambient(self, hits, det, rng)
+            det = apply_ambient(echo, self.config.sun_illuminance_lux, hits, det, rng)
             measured, pw = det.range_m, det.power_w
         idx = det.pulse
 
@@ -208,30 +185,14 @@ class SensorPhysics:
             points=out, power_w=pw, fired=hits.pulses, dropped=hits.pulses - with_return, epw_ns=epw
         )
 
-    def object_echoes(self, hits: Hits) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
-        segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
-        crossed glass on the way is flagged THROUGH_GLASS)."""
-        obj = hits.material >= 0
-        # Misses have range inf, so their power comes out 0 without masking every array first.
-        with np.errstate(invalid="ignore", over="ignore"):
-            power, refl = self.power(
-                hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
-            )
-        power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
-        flags = np.where(
-            (hits.glass_material >= 0) & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)
-        ).astype(np.uint8)
-        return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
-
-    def _single(self, hits: Hits, rng: np.random.Generator) -> Detections:
+    def _single(self, echo: EchoModel, hits: Hits, rng: np.random.Generator) -> Detections:
         """One ray per firing, strongest echo: the stronger of glass and object, then the threshold."""
         p = self.preset
         threshold = p.pulse.detection_threshold_w
         glass = hits.glass_material >= 0
-        power, refl, rng_m, segment, flags = self.object_echoes(hits)
+        power, refl, rng_m, segment, flags = echo.object_echoes(hits)
         if glass.any():
-            gp, grefl = self.power(
+            gp, grefl = echo.power(
                 hits.glass_range_m[glass],
                 hits.glass_cos[glass],
                 hits.glass_material[glass],

@@ -15,18 +15,16 @@ the nominal direction, is flagged :attr:`~rt_lidar.points.PointFlag.BLOOM`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kernels.intensity import SPEED_OF_LIGHT
 from kernels.waveform import waveform_returns
-from rt_lidar.physics.weather import weather_model
+from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.weather import WeatherConfig, weather_model
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
-
-if TYPE_CHECKING:
-    from rt_lidar.physics.model import SensorPhysics
+from rt_lidar.sensor.presets import SensorPreset
 
 __all__ = ["Detections", "select_kind", "waveform_detections"]
 
@@ -58,18 +56,22 @@ class Detections:
         )  # fmt: skip
 
 
-def select_kind(physics: SensorPhysics) -> str:
-    """The waveform selection of the physics' return mode (``dual`` as the preset defines it)."""
-    mode = physics.return_mode
+def select_kind(preset: SensorPreset, mode: str) -> str:
+    """The waveform selection of return mode ``mode`` (``dual`` as the preset defines it)."""
     if mode == "dual":
-        return physics.preset.returns.dual
+        return preset.returns.dual
     return mode
 
 
 def weather_echoes(
-    physics: SensorPhysics, hits: Hits, rng: np.random.Generator, rng_m: np.ndarray, power: np.ndarray,
+    echo: EchoModel,
+    weather: WeatherConfig,
+    hits: Hits,
+    rng: np.random.Generator,
+    rng_m: np.ndarray,
+    power: np.ndarray,
     *cols: list[np.ndarray],
-) -> None:  # fmt: skip
+) -> None:
     """The weather of one batch of pulses, once per pulse whatever the sub-ray count.
 
     Each pulse's particles and fog are drawn once over its beam (up to the farthest surface any of its
@@ -78,7 +80,7 @@ def weather_echoes(
     power ``power`` is attenuated two-way by the weather (in place) and whose range ``rng_m`` gets the
     precipitation range noise of the pulse.
     """
-    p = physics.preset
+    p = echo.preset
     n_sub, n_pulse = hits.subrays, hits.pulses
     r_sub = rng_m.reshape(n_pulse, n_sub)
     with np.errstate(invalid="ignore"):
@@ -87,13 +89,13 @@ def weather_echoes(
     er = np.full(n_pulse, np.inf, np.float32)
     ep = np.zeros(n_pulse, np.float32)
     ef = np.zeros(n_pulse, np.uint8)
-    model = weather_model(physics.config.weather)
+    model = weather_model(weather)
     model.apply(
         r_noisy, np.zeros(n_pulse, np.float32), np.zeros(n_pulse, np.uint8), None, p,
-        p.pulse.detection_threshold_w, rng, clear_air_per_m=physics.config.extinction_per_m,
+        p.pulse.detection_threshold_w, rng, clear_air_per_m=echo.extinction_per_m,
         echoes=(er, ep, ef),
     )  # fmt: skip
-    a_w = np.float32(physics.config.weather.extinction_per_m)  # type: ignore[union-attr]
+    a_w = np.float32(weather.extinction_per_m)
     with np.errstate(invalid="ignore"):
         power *= np.exp(np.float32(-2.0) * a_w * np.where(np.isfinite(rng_m), rng_m, np.float32(0)))
         shift = np.where(np.isfinite(r_pulse), r_noisy - r_pulse, np.float32(0)).astype(np.float32)
@@ -108,25 +110,34 @@ def weather_echoes(
         out.append(col)
 
 
-def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Generator) -> Detections:
-    """Sub-ray echoes summed in time and peak-picked (the module docstring); the weather's clutter
-    echoes (:func:`weather_echoes`) join them as extra echoes of each pulse."""
-    p = physics.preset
+def waveform_detections(
+    echo: EchoModel,
+    hits: Hits,
+    rng: np.random.Generator,
+    *,
+    mode: str,
+    weather: WeatherConfig | None = None,
+    epw: bool = False,
+) -> Detections:
+    """Sub-ray echoes (powers from ``echo``) summed in time and peak-picked for return mode ``mode``
+    (the module docstring); the clutter echoes of ``weather`` (:func:`weather_echoes`) join them as
+    extra echoes of each pulse; ``epw`` adds each return's echo pulse width."""
+    p = echo.preset
     thr = p.pulse.detection_threshold_w
     n_sub, n_pulse = hits.subrays, hits.pulses
     weight = hits.subray_weight if hits.subray_weight is not None else np.ones(n_sub, np.float32)
     w_ray = np.tile(weight.astype(np.float32), n_pulse)
     glass = hits.glass_material >= 0
-    power, refl, rng_m, segment, flags = physics.object_echoes(hits)
+    power, refl, rng_m, segment, flags = echo.object_echoes(hits)
     cols_r, cols_a, cols_s, cols_seg, cols_f = [rng_m], [power * w_ray], [refl], [segment], [flags]
-    if physics.config.weather is not None:
-        weather_echoes(physics, hits, rng, rng_m, power, cols_r, cols_a, cols_s, cols_seg, cols_f)
+    if weather is not None:
+        weather_echoes(echo, weather, hits, rng, rng_m, power, cols_r, cols_a, cols_s, cols_seg, cols_f)
         cols_a[0] = power * w_ray
     if glass.any():
         gi = np.nonzero(glass)[0]
         gp_full = np.zeros(len(hits), np.float32)
         grefl = np.zeros(len(hits), np.float32)
-        gp, gr = physics.power(
+        gp, gr = echo.power(
             hits.glass_range_m[gi], hits.glass_cos[gi], hits.glass_material[gi], np.ones(gi.size, np.float32)
         )
         gp_full[gi], grefl[gi] = gp, gr
@@ -147,7 +158,7 @@ def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Gener
     a_tab = np.where(gate, a_tab, np.float32(0))
     t_tab = np.where(gate, 2.0 * r_tab.astype(np.float64) / _C_M_PER_NS, np.inf)
     ret = waveform_returns(
-        t_tab, a_tab, p.pulse.width_ns, thr, select_kind(physics),
+        t_tab, a_tab, p.pulse.width_ns, thr, select_kind(p, mode),
         2.0 * p.returns.min_separation_m / _C_M_PER_NS, p.returns.max_returns,
     )  # fmt: skip
     e_tot = n_sub * n_e
@@ -162,7 +173,7 @@ def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Gener
     centre_seg = np.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
     bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)
     fl = np.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(np.uint8)
-    k_full = physics.unit_power(range_m)
+    k_full = echo.unit_power(range_m)
     apparent = (ret.amp / np.maximum(k_full, 1e-30)).astype(np.float32)
     return Detections(
         pulse=ret.pulse,
@@ -172,7 +183,5 @@ def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Gener
         reflectivity=apparent,
         segment=seg,
         flags=fl,
-        epw_ns=(ret.epw_ns + np.float32(p.pulse.epw_offset_ns)).astype(np.float32)
-        if physics.beam.epw
-        else None,
+        epw_ns=(ret.epw_ns + np.float32(p.pulse.epw_offset_ns)).astype(np.float32) if epw else None,
     )

@@ -1,0 +1,94 @@
+"""The echo model: the laser radar equation for one sensor and one scene's materials.
+
+P_r = P_e * eta * D_r^2 * S * T / (4 R^2) for a target filling the beam (:mod:`kernels.intensity`),
+with the effective reflectance S of the material at the incidence angle (diffuse, retro-reflective and
+specular lobes) and the two-way transmission T of clear air (and of glass passed on the way). The
+single-ray physics (:mod:`rt_lidar.physics.model`), the waveform returns (:mod:`rt_lidar.physics.returns`)
+and sunlight (:mod:`rt_lidar.physics.ambient`) all take their echo powers from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels import effective_reflectance, received_power, two_way_transmission
+from rt_lidar.pipeline.sources import Hits
+from rt_lidar.points import PointFlag
+from rt_lidar.sensor.materials import MaterialArrays
+from rt_lidar.sensor.presets import SensorPreset
+
+__all__ = ["EchoModel", "ObjectEchoes"]
+
+ObjectEchoes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""``(power W, effective reflectance, range m, segment, flags)`` of every ray."""
+
+
+@dataclass(frozen=True)
+class EchoModel:
+    """Received power of echoes for ``preset`` off the scene's ``materials`` in clear air."""
+
+    preset: SensorPreset
+    materials: MaterialArrays
+    extinction_per_m: float = 1e-4
+    """Clear-air extinction coefficient a (1/m) in exp(-2 a R)."""
+
+    def unit_power(self, range_m: np.ndarray) -> np.ndarray:
+        """Received power (W) of a white Lambertian target (S = 1) filling the beam, in clear air."""
+        p = self.preset
+        trans = two_way_transmission(range_m, self.extinction_per_m)
+        return np.asarray(
+            received_power(
+                range_m,
+                1.0,
+                trans,
+                p.pulse.peak_power_w,
+                p.optics.receiver_aperture_m,
+                p.optics.system_efficiency,
+            ),
+            np.float32,
+        )
+
+    def power(
+        self, range_m: np.ndarray, cos_inc: np.ndarray, mat: np.ndarray, extra_t: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(received power W, effective reflectance S) of full-beam echoes off materials ``mat``, with
+        the further two-way transmission ``extra_t`` (glass passed on the way)."""
+        m = self.materials
+        p = self.preset
+        refl = effective_reflectance(
+            cos_inc.astype(np.float32),
+            mat,
+            m.diffuse,
+            m.retro_gain,
+            m.retro_exponent,
+            m.specular_gain,
+            m.specular_exponent,
+        )
+        trans = two_way_transmission(range_m, self.extinction_per_m) * extra_t
+        power = received_power(
+            range_m,
+            refl,
+            trans,
+            p.pulse.peak_power_w,
+            p.optics.receiver_aperture_m,
+            p.optics.system_efficiency,
+        )
+        return power, refl
+
+    def object_echoes(self, hits: Hits) -> ObjectEchoes:
+        """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
+        segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
+        crossed glass on the way is flagged THROUGH_GLASS)."""
+        obj = hits.material >= 0
+        # Misses have range inf, so their power comes out 0 without masking every array first.
+        with np.errstate(invalid="ignore", over="ignore"):
+            power, refl = self.power(
+                hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
+            )
+        power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
+        flags = np.where(
+            (hits.glass_material >= 0) & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)
+        ).astype(np.uint8)
+        return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
