@@ -9,8 +9,10 @@ class RtLidarError(Exception):
     """Base class of every error rt_lidar raises on purpose."""
 
 
-class ConfigError(RtLidarError):
-    """A configuration value (CLI option, scenario, material table) is invalid."""
+class ConfigError(RtLidarError, ValueError):
+    """User input is invalid: a command-line option, a run configuration, a preset, material table,
+    sweep file, sink option or input file. The CLI prints it as one line; a plain ``ValueError`` is a
+    bug and keeps its traceback. (A ``ValueError`` too, for callers that catch those.)"""
 
 
 class FieldError(ConfigError):

@@ -6,6 +6,7 @@ import argparse
 import math
 
 from rt_lidar.config import SunConfig
+from rt_lidar.errors import ConfigError
 from rt_lidar.sensor.beam import MAX_SUB_RAYS, BeamConfig
 
 __all__ = ["SunConfig", "add_beam_arguments", "beam_from_args", "sun_from_args"]
@@ -52,7 +53,7 @@ def sun_from_args(args: argparse.Namespace) -> SunConfig:
     if args.sun_elevation is None:
         return SunConfig(float(args.sun_lux))
     if not -90.0 <= args.sun_elevation <= 90.0:
-        raise ValueError(f"--sun-elevation must be in [-90, 90] deg, got {args.sun_elevation}")
+        raise ConfigError(f"--sun-elevation must be in [-90, 90] deg, got {args.sun_elevation}")
     el, az = math.radians(args.sun_elevation), math.radians(args.sun_azimuth)
     direction = (math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), math.sin(el))
     return SunConfig(float(args.sun_lux), direction)

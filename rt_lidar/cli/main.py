@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tune_allocator()
     try:
         return int(args.func(args))
-    except (RtLidarError, ValueError, FileNotFoundError) as exc:
+    except (RtLidarError, FileNotFoundError) as exc:  # user input; any other error is a bug: traceback
         print(f"rt-lidar {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

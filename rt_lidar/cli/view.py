@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.sinks.stream import DEFAULT_ADDRESS
 from rt_lidar.viewer.app import PRIORITIES, VIEWER_NICE
 
@@ -16,7 +17,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
     from rt_lidar.viewer.app import ViewerOptions, run_viewer
 
     if args.drive and args.recording:
-        raise ValueError("--drive needs a live session, not a recording")
+        raise ConfigError("--drive needs a live session, not a recording")
     opts = ViewerOptions(
         connect=args.connect,
         recording=args.recording,

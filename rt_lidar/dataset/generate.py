@@ -27,6 +27,7 @@ from rt_lidar.dataset.errors import DatasetError
 from rt_lidar.dataset.runs import RunSpec, expand_runs, run_digest
 from rt_lidar.dataset.sweep_spec import SweepSpec, load_sweep
 from rt_lidar.dataset.writer import RunResult, partial_dirs, sequence_state, write_run
+from rt_lidar.errors import ConfigError
 from rt_lidar.sinks.atomic import atomic_write
 
 __all__ = ["GenerateSummary", "RunFailure", "generate", "write_manifest"]
@@ -129,7 +130,7 @@ def generate(
     import ray
 
     if workers is not None and workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise ConfigError(f"workers must be >= 1, got {workers}")
     t0 = time.perf_counter()
     spec = sweep if isinstance(sweep, SweepSpec) else load_sweep(sweep)
     runs = expand_runs(spec)

@@ -6,6 +6,7 @@ import dataclasses
 import warnings
 from dataclasses import dataclass
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.sources import HitSource, WorldSource, sun_unit
@@ -40,7 +41,7 @@ def build_world(scene: str | Scene = "street", seed: int = 0, caster: str = "emb
             scene = Scene(objects=objects, ego=StaticTrajectory(Pose.identity()))
         elif scene not in SCENES:
             known = ", ".join(sorted(SCENES))
-            raise ValueError(f"unknown scene '{scene}'; known: {known}, or a {'/'.join(MESH_SUFFIXES)} file")
+            raise ConfigError(f"unknown scene '{scene}'; known: {known}, or a {'/'.join(MESH_SUFFIXES)} file")
         else:
             scene = SCENES[scene](seed=seed)
     return World(scene, caster=caster)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
 from rt_lidar.pipeline.sources import Hits, HitSource, Pose, pose_at
@@ -56,7 +57,7 @@ class Pipeline:
         prefetch: bool | int = False,
     ) -> None:
         if not 0.1 <= sim_hz <= 10_000:
-            raise ValueError(f"sim_hz must be in [0.1, 10000] Hz, got {sim_hz}")
+            raise ConfigError(f"sim_hz must be in [0.1, 10000] Hz, got {sim_hz}")
         self.preset = preset
         self.source = source
         self.physics = physics

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.sinks.atomic import atomic_write
 
 __all__ = ["read_kitti_bin", "to_kitti_array", "write_kitti_bin"]
@@ -30,5 +31,5 @@ def read_kitti_bin(path: str | Path) -> np.ndarray:
     """(N, 4) float32 array of a KITTI ``.bin`` file."""
     raw = np.fromfile(path, dtype="<f4")
     if raw.size % 4:
-        raise ValueError(f"{path}: size is not a multiple of 16 bytes, not a KITTI .bin")
+        raise ConfigError(f"{path}: size is not a multiple of 16 bytes, not a KITTI .bin")
     return raw.reshape(-1, 4)

@@ -74,7 +74,7 @@ def read_pcd(path: str | Path, dtype: np.dtype) -> np.ndarray:
     marker = b"DATA binary\n"
     pos = data.find(marker)
     if pos < 0:
-        raise ValueError(f"{path}: not a binary PCD file (no 'DATA binary' line)")
+        raise ConfigError(f"{path}: not a binary PCD file (no 'DATA binary' line)")
     return np.frombuffer(data, dtype=dtype, offset=pos + len(marker)).copy()
 
 

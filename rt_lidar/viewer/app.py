@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.session.realtime import PRIORITIES, lower_priority
 from rt_lidar.sinks.stream import DEFAULT_ADDRESS
 
@@ -107,7 +108,7 @@ def make_app() -> Any:
 def run_viewer(opts: ViewerOptions) -> int:
     """Run the viewer until its window closes; returns the exit code."""
     if opts.frames < 1:
-        raise ValueError(f"--frames must be >= 1, got {opts.frames}")
+        raise ConfigError(f"--frames must be >= 1, got {opts.frames}")
     display = ensure_display()
     demo = None
     sink_close: Any = None

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.points import PointFlag
 from rt_lidar.sinks.range_image import colormap
 
@@ -130,7 +131,7 @@ def _colors_into(
     positions: F32 | None = None,
 ) -> F32:
     if mode not in COLOR_MODES:
-        raise ValueError(f"unknown colour mode '{mode}'; known: {', '.join(COLOR_MODES)}")
+        raise ConfigError(f"unknown colour mode '{mode}'; known: {', '.join(COLOR_MODES)}")
     if points.shape[0] == 0:
         return out
     with np.errstate(over="ignore", invalid="ignore"):
@@ -172,7 +173,7 @@ def color_legend(mode: str, scales: ColorScales | None = None) -> str:
         return "blue 1st/strongest, orange 2nd, green 3rd, magenta 4th+"
     if mode == "flags":
         return "red saturated, pink bloom, cyan rain, white snow, lavender fog, yellow sun, green glass, grey"
-    raise ValueError(f"unknown colour mode '{mode}'; known: {', '.join(COLOR_MODES)}")
+    raise ConfigError(f"unknown colour mode '{mode}'; known: {', '.join(COLOR_MODES)}")
 
 
 def point_colors(

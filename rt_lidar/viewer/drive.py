@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.server.vehicle import BicycleModel, VehicleControls
 
 __all__ = [
@@ -137,7 +138,7 @@ def parse_host_port(spec: str, default_port: int = 41451) -> tuple[str, int]:
     try:
         return host or "127.0.0.1", int(port)
     except ValueError:
-        raise ValueError(f"--airsim '{spec}': expected HOST:PORT") from None
+        raise ConfigError(f"--airsim '{spec}': expected HOST:PORT") from None
 
 
 class AirSimControlSink:

@@ -12,6 +12,7 @@ import numpy as np
 import pyqtgraph.opengl as gl
 from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.sinks.pcd import write_pcd
 from rt_lidar.sinks.stream import StreamFrame
 from rt_lidar.viewer.cloud_view import CloudView, key_name
@@ -85,7 +86,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self.source = source
         self.options = opts = options or WindowOptions()
         if opts.color_mode not in COLOR_MODES:
-            raise ValueError(f"unknown colour mode '{opts.color_mode}'; known: {', '.join(COLOR_MODES)}")
+            raise ConfigError(f"unknown colour mode '{opts.color_mode}'; known: {', '.join(COLOR_MODES)}")
         self.driver = driver
         self.color_mode = opts.color_mode
         self.point_size = float(opts.point_size)
