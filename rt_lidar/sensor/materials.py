@@ -6,6 +6,7 @@ physics kernels index with the per-hit material number, in the order of the worl
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -14,18 +15,36 @@ from typing import Any
 
 import numpy as np
 
-from rt_lidar.errors import ConfigError
+from rt_lidar.errors import ConfigError, FieldError
+from rt_lidar.schema import build, check_value, spec
 
 __all__ = ["MaterialArrays", "MaterialTable", "load_material_table"]
 
+
+@dataclass(frozen=True)
+class MaterialSpec:
+    """One ``[materials.NAME]`` table, checked by :func:`rt_lidar.schema.build`."""
+
+    spectrum: tuple[float, ...] = spec(lo=0.0, hi=1.0)
+    """Diffuse reflectance at each of the file's ``spectrum_nm`` wavelengths."""
+    description: str = ""
+    spectrum_source: str = ""
+    """The ASTER spectrum ``tools/import_spectra.py`` sampled (empty: set by hand)."""
+    spectrum_scale: float = spec(1.0, 0.0, 10.0)
+    """Scale ``tools/import_spectra.py`` applied to the library spectrum."""
+    retro_gain: float = spec(0.0, 0.0, 1e5)
+    retro_exponent: float = spec(1.0, 0.0, 1e5)
+    specular_gain: float = spec(0.0, 0.0, 1e6)
+    specular_exponent: float = spec(1.0, 0.0, 1e5)
+    transmission: float = spec(0.0, 0.0, 1.0)
+    """One-way fraction of the light through the surface (glass)."""
+
+
 _OPTIONAL = {
-    "retro_gain": (0.0, 0.0, 1e5),
-    "retro_exponent": (1.0, 0.0, 1e5),
-    "specular_gain": (0.0, 0.0, 1e6),
-    "specular_exponent": (1.0, 0.0, 1e5),
-    "transmission": (0.0, 0.0, 1.0),
+    f.name: f.default
+    for f in dataclasses.fields(MaterialSpec)
+    if f.name not in ("spectrum", "description", "spectrum_source", "spectrum_scale")
 }
-_ALLOWED = {"description", "spectrum", "spectrum_source", "spectrum_scale", *_OPTIONAL}
 
 
 @dataclass(frozen=True)
@@ -82,7 +101,7 @@ class MaterialTable:
             )
 
         def col(key: str) -> np.ndarray:
-            return np.array([float(self.materials[n].get(key, _OPTIONAL[key][0])) for n in names], np.float32)
+            return np.array([float(self.materials[n].get(key, _OPTIONAL[key])) for n in names], np.float32)
 
         return MaterialArrays(
             names=tuple(names),
@@ -96,35 +115,31 @@ class MaterialTable:
 
 
 def _validate(source: str, data: dict[str, Any]) -> MaterialTable:
-    wl = data.get("spectrum_nm")
-    if not isinstance(wl, list) or len(wl) < 2:
-        raise ConfigError(f"{source}: field 'spectrum_nm' must be a list of >= 2 wavelengths in nm")
+    """The table of a parsed material file, every field checked by the one schema."""
+    for key in data:
+        if key not in ("spectrum_nm", "materials"):
+            raise FieldError(source, key, "unknown key; allowed keys: spectrum_nm, materials")
+    if "spectrum_nm" not in data:
+        raise FieldError(source, "spectrum_nm", "is required (a list of >= 2 wavelengths in nm)")
+    wl = check_value(
+        data["spectrum_nm"], tuple[float, ...], {"lo": 100.0, "hi": 20_000.0}, source, "spectrum_nm"
+    )
     wavelengths = np.asarray(wl, dtype=float)
-    if np.any(np.diff(wavelengths) <= 0):
-        raise ConfigError(f"{source}: field 'spectrum_nm' must increase strictly")
+    if wavelengths.size < 2 or np.any(np.diff(wavelengths) <= 0):
+        raise FieldError(source, "spectrum_nm", "must list >= 2 wavelengths in nm, strictly increasing")
     mats = data.get("materials")
     if not isinstance(mats, dict) or not mats:
-        raise ConfigError(f"{source}: needs a [materials.NAME] table for each material")
+        raise FieldError(source, "materials", "needs a [materials.NAME] table for each material")
     out: dict[str, dict[str, Any]] = {}
     for name, mat in mats.items():
-        where = f"{source}: field 'materials.{name}"
-        extra = set(mat) - _ALLOWED
-        if extra:
-            raise ConfigError(f"{where}': unknown keys {sorted(extra)}; allowed: {sorted(_ALLOWED)}")
-        spectrum = mat.get("spectrum")
-        if not isinstance(spectrum, list) or len(spectrum) != len(wavelengths):
-            raise ConfigError(
-                f"{where}.spectrum' must list {len(wavelengths)} reflectances (one per spectrum_nm)"
+        m: MaterialSpec = build(MaterialSpec, mat, source, f"materials.{name}")
+        if len(m.spectrum) != len(wavelengths):
+            raise FieldError(
+                source,
+                f"materials.{name}.spectrum",
+                f"must list {len(wavelengths)} reflectances (one per spectrum_nm)",
             )
-        arr = np.asarray(spectrum, dtype=float)
-        if np.any(arr < 0) or np.any(arr > 1):
-            raise ConfigError(f"{where}.spectrum' values must be in [0, 1]")
-        for key, (_default, lo, hi) in _OPTIONAL.items():
-            if key in mat:
-                v = mat[key]
-                if not isinstance(v, int | float) or not lo <= float(v) <= hi:
-                    raise ConfigError(f"{where}.{key}' must be a number in [{lo}, {hi}], got {v!r}")
-        out[name] = {**mat, "spectrum": arr}
+        out[name] = {**dataclasses.asdict(m), "spectrum": np.asarray(m.spectrum, dtype=float)}
     return MaterialTable(source=source, wavelengths_nm=wavelengths, materials=out)
 
 
