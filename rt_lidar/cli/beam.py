@@ -27,18 +27,42 @@ def _sub_rays(text: str) -> int:
 def add_beam_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--sub-rays N``, ``--return-mode strongest|last|dual`` and ``--epw`` to a sub-command."""
     g = parser.add_argument_group("beam")
-    g.add_argument("--sub-rays", type=_sub_rays, default=None, metavar="N",
-                   help="rays per pulse over the beam divergence (default: the preset's, 1)")  # fmt: skip
-    g.add_argument("--return-mode", choices=CLI_RETURN_MODES, default=None,
-                   help="returns each pulse reports (default: the preset's)")  # fmt: skip
+    g.add_argument(
+        "--sub-rays",
+        type=_sub_rays,
+        default=None,
+        metavar="N",
+        help="rays per pulse over the beam divergence (default: the preset's, 1)",
+    )
+    g.add_argument(
+        "--return-mode",
+        choices=CLI_RETURN_MODES,
+        default=None,
+        help="returns each pulse reports (default: the preset's)",
+    )
     g.add_argument("--epw", action="store_true", help="add the echo pulse width (epw_ns) to recordings")
     s = parser.add_argument_group("sunlight")
-    s.add_argument("--sun-lux", type=float, default=0.0, metavar="LUX",
-                   help="illuminance of the sun on the scene (0 night .. ~100000 full sun)")  # fmt: skip
-    s.add_argument("--sun-elevation", type=float, default=None, metavar="DEG",
-                   help="sun elevation above the horizon (default: the scene's sun)")  # fmt: skip
-    s.add_argument("--sun-azimuth", type=float, default=0.0, metavar="DEG",
-                   help="sun azimuth, CCW from the world x axis (with --sun-elevation)")  # fmt: skip
+    s.add_argument(
+        "--sun-lux",
+        type=float,
+        default=0.0,
+        metavar="LUX",
+        help="illuminance of the sun on the scene (0 night .. ~100000 full sun)",
+    )
+    s.add_argument(
+        "--sun-elevation",
+        type=float,
+        default=None,
+        metavar="DEG",
+        help="sun elevation above the horizon (default: the scene's sun)",
+    )
+    s.add_argument(
+        "--sun-azimuth",
+        type=float,
+        default=0.0,
+        metavar="DEG",
+        help="sun azimuth, CCW from the world x axis (with --sun-elevation)",
+    )
 
 
 def beam_from_args(args: argparse.Namespace) -> BeamConfig | None:

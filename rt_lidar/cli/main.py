@@ -54,10 +54,14 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     bridge = BridgeConfig()
     if args.command == "run":
         bridge = BridgeConfig(
-            airsim=args.airsim, lockstep=args.lockstep, lidar_name=args.lidar, vehicle_name=args.vehicle,
-            material_map=args.material_map, use_extension=False if args.no_extension else None,
+            airsim=args.airsim,
+            lockstep=args.lockstep,
+            lidar_name=args.lidar,
+            vehicle_name=args.vehicle,
+            material_map=args.material_map,
+            use_extension=False if args.no_extension else None,
             reconnect=args.reconnect,
-        )  # fmt: skip
+        )
     return RunConfig(
         command=args.command,
         preset=args.preset,
@@ -102,9 +106,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from rt_lidar.server.serve import ServeOptions, start_embedded_server
 
     opts = ServeOptions(
-        host=args.host, port=args.port, scene=args.scene, preset=args.preset, settings=args.settings,
-        seed=args.seed, paused=args.paused, camera=args.camera,
-    )  # fmt: skip
+        host=args.host,
+        port=args.port,
+        scene=args.scene,
+        preset=args.preset,
+        settings=args.settings,
+        seed=args.seed,
+        paused=args.paused,
+        camera=args.camera,
+    )
     served = start_embedded_server(opts)
     print(
         f"rt-lidar serve: embedded world '{opts.scene}' with {served.sim.preset.name} on "

@@ -100,9 +100,11 @@ def _connect(workers: int | None, address: str | None, object_store_mb: int) -> 
                 ) from None
         else:
             ray.init(
-                num_cpus=workers or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
+                num_cpus=workers or os.cpu_count() or 1,
+                include_dashboard=False,
+                log_to_driver=False,
                 object_store_memory=object_store_mb * 2**20,
-            )  # fmt: skip
+            )
         started = True
     cpus = int(ray.cluster_resources().get("CPU", 1))
     return started, max(1, min(workers or cpus, cpus))

@@ -282,8 +282,11 @@ def _scenes(top: _Table, base: Path) -> list[SceneSpec]:
                 raise t.fail("path", f"no such mesh file: {path}")
             label = t.text("class", "other-object", tuple(SEMANTIC_KITTI_CLASSES))
             material = t.text("material", "concrete")
-            out.append(SceneSpec(name, "mesh", 0, 0.0, 0.0, str(path.resolve()), label, material,
-                                 t.flag("y_up", False)))  # fmt: skip
+            out.append(
+                SceneSpec(
+                    name, "mesh", 0, 0.0, 0.0, str(path.resolve()), label, material, t.flag("y_up", False)
+                )
+            )
         t.done()
     if not out:
         raise top.fail("scenes", "needs at least one [[scenes]] table (kind = street or mesh)")
@@ -300,10 +303,13 @@ def _trajectories(top: _Table) -> list[TrajectorySpec]:
         elif kind == "static" or kind == "constant_velocity":
             moving = kind == "constant_velocity"
             spec = TrajectorySpec(
-                name, kind, t.vec3("start", (0.0, 0.0, 0.0)), t.number("yaw_deg", 0.0, -360.0, 360.0),
+                name,
+                kind,
+                t.vec3("start", (0.0, 0.0, 0.0)),
+                t.number("yaw_deg", 0.0, -360.0, 360.0),
                 t.number("speed_mps", 10.0, -80.0, 80.0) if moving else 0.0,
                 t.number("yaw_rate_deg_s", 0.0, -180.0, 180.0) if moving else 0.0,
-            )  # fmt: skip
+            )
         else:
             times = [_number(t, "times", v, 0.0, 1e6) for v in _listed(t, "times", [])]
             pos = t.raw("positions", [])
@@ -358,9 +364,13 @@ def _camera(top: _Table) -> CameraSettings:
         return CameraSettings()
     t = _Table(top.source, "camera", top.raw("camera"))
     d = CameraSettings()
-    cam = CameraSettings(t.flag("enabled", True), t.integer("width", d.width, 8, 4096),
-                         t.integer("height", d.height, 8, 4096), t.number("fov_deg", d.fov_deg, 10.0, 170.0),
-                         _mount(t, "mount", d.mount))  # fmt: skip
+    cam = CameraSettings(
+        t.flag("enabled", True),
+        t.integer("width", d.width, 8, 4096),
+        t.integer("height", d.height, 8, 4096),
+        t.number("fov_deg", d.fov_deg, 10.0, 170.0),
+        _mount(t, "mount", d.mount),
+    )
     t.done()
     return cam
 
@@ -368,8 +378,13 @@ def _camera(top: _Table) -> CameraSettings:
 def _labels(top: _Table) -> list[LabelRule]:
     out = []
     for t in top.tables("labels"):
-        out.append(LabelRule(t.text("object", "*"), t.text("material", "*"),
-                             t.text("class", None, tuple(SEMANTIC_KITTI_CLASSES))))  # fmt: skip
+        out.append(
+            LabelRule(
+                t.text("object", "*"),
+                t.text("material", "*"),
+                t.text("class", None, tuple(SEMANTIC_KITTI_CLASSES)),
+            )
+        )
         t.done()
     return out
 
@@ -396,11 +411,19 @@ def parse_sweep(data: dict[str, Any], source: str = "<sweep>", base: Path | None
             )
     head.done()
     spec = SweepSpec(
-        source=source, name=name, frames=frames, sim_hz=sim_hz, seeds=tuple(seeds),
-        scenes=tuple(_scenes(top, base or Path.cwd())), trajectories=tuple(_trajectories(top)),
-        sensors=tuple(_sensors(top)), weathers=tuple(_weathers(top)), camera=_camera(top),
-        labels=tuple(_labels(top)), sinks=tuple(sinks),
-    )  # fmt: skip
+        source=source,
+        name=name,
+        frames=frames,
+        sim_hz=sim_hz,
+        seeds=tuple(seeds),
+        scenes=tuple(_scenes(top, base or Path.cwd())),
+        trajectories=tuple(_trajectories(top)),
+        sensors=tuple(_sensors(top)),
+        weathers=tuple(_weathers(top)),
+        camera=_camera(top),
+        labels=tuple(_labels(top)),
+        sinks=tuple(sinks),
+    )
     top.done()
     named = {
         "scenes": [s.name for s in spec.scenes],

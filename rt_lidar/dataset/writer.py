@@ -189,8 +189,9 @@ def write_run(run: RunSpec, out: str | Path) -> RunResult:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return RunResult(run.run_id, run.sequence, frames, points, time.perf_counter() - t_wall,
-                     worker_pid=os.getpid())  # fmt: skip
+    return RunResult(
+        run.run_id, run.sequence, frames, points, time.perf_counter() - t_wall, worker_pid=os.getpid()
+    )
 
 
 def _recording_sinks(run: RunSpec, seq: Path) -> list[ScanSink]:

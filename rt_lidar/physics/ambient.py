@@ -117,8 +117,13 @@ def _merge(a: Detections, b: Detections) -> Detections:
     pulse = np.concatenate([a.pulse, b.pulse])
     order = np.argsort(pulse, kind="stable")
     merged = Detections(
-        pulse, np.concatenate([a.return_id, b.return_id]), np.concatenate([a.range_m, b.range_m]),
-        np.concatenate([a.power_w, b.power_w]), np.concatenate([a.reflectivity, b.reflectivity]),
-        np.concatenate([a.segment, b.segment]), np.concatenate([a.flags, b.flags]), cat(a.epw_ns, b.epw_ns),
-    )  # fmt: skip
+        pulse,
+        np.concatenate([a.return_id, b.return_id]),
+        np.concatenate([a.range_m, b.range_m]),
+        np.concatenate([a.power_w, b.power_w]),
+        np.concatenate([a.reflectivity, b.reflectivity]),
+        np.concatenate([a.segment, b.segment]),
+        np.concatenate([a.flags, b.flags]),
+        cat(a.epw_ns, b.epw_ns),
+    )
     return merged.take(order)

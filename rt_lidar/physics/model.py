@@ -208,9 +208,17 @@ class SensorPhysics:
 
         if self.config.weather is not None:
             weather_model(self.config.weather).apply(
-                rng_m, power, flags, hits.direction, p, threshold, rng,
-                clear_air_per_m=self.config.extinction_per_m, reflectivity=refl, segment=segment,
-            )  # fmt: skip
+                rng_m,
+                power,
+                flags,
+                hits.direction,
+                p,
+                threshold,
+                rng,
+                clear_air_per_m=self.config.extinction_per_m,
+                reflectivity=refl,
+                segment=segment,
+            )
         keep = (power >= threshold) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
         idx = np.nonzero(keep)[0]
         return Detections(

@@ -50,10 +50,15 @@ class Detections:
     def take(self, idx: np.ndarray) -> Detections:
         """The rows ``idx`` (an index or boolean mask)."""
         return Detections(
-            self.pulse[idx], self.return_id[idx], self.range_m[idx], self.power_w[idx],
+            self.pulse[idx],
+            self.return_id[idx],
+            self.range_m[idx],
+            self.power_w[idx],
             self.reflectivity[idx],
-            self.segment[idx], self.flags[idx], None if self.epw_ns is None else self.epw_ns[idx],
-        )  # fmt: skip
+            self.segment[idx],
+            self.flags[idx],
+            None if self.epw_ns is None else self.epw_ns[idx],
+        )
 
 
 def select_kind(preset: SensorPreset, mode: str) -> str:
@@ -91,10 +96,16 @@ def weather_echoes(
     ef = np.zeros(n_pulse, np.uint8)
     model = weather_model(weather)
     model.apply(
-        r_noisy, np.zeros(n_pulse, np.float32), np.zeros(n_pulse, np.uint8), None, p,
-        p.pulse.detection_threshold_w, rng, clear_air_per_m=echo.extinction_per_m,
+        r_noisy,
+        np.zeros(n_pulse, np.float32),
+        np.zeros(n_pulse, np.uint8),
+        None,
+        p,
+        p.pulse.detection_threshold_w,
+        rng,
+        clear_air_per_m=echo.extinction_per_m,
         echoes=(er, ep, ef),
-    )  # fmt: skip
+    )
     a_w = np.float32(weather.extinction_per_m)
     with np.errstate(invalid="ignore"):
         power *= np.exp(np.float32(-2.0) * a_w * np.where(np.isfinite(rng_m), rng_m, np.float32(0)))
@@ -158,9 +169,14 @@ def waveform_detections(
     a_tab = np.where(gate, a_tab, np.float32(0))
     t_tab = np.where(gate, 2.0 * r_tab.astype(np.float64) / _C_M_PER_NS, np.inf)
     ret = waveform_returns(
-        t_tab, a_tab, p.pulse.width_ns, thr, select_kind(p, mode),
-        2.0 * p.returns.min_separation_m / _C_M_PER_NS, p.returns.max_returns,
-    )  # fmt: skip
+        t_tab,
+        a_tab,
+        p.pulse.width_ns,
+        thr,
+        select_kind(p, mode),
+        2.0 * p.returns.min_separation_m / _C_M_PER_NS,
+        p.returns.max_returns,
+    )
     e_tot = n_sub * n_e
     flat = ret.pulse * e_tot + ret.echo
     range_m = (ret.t_ns * (_C_M_PER_NS / 2.0)).astype(np.float32)

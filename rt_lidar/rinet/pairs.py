@@ -86,10 +86,16 @@ def _seed_pairs(
         t_ns = scan.start_ns + (int(np.median(pts["t"][inside])) if inside.any() else 0)
         img = built.world.render_camera(camera, t_ns * 1e-9)
         mask = build_mask(
-            xyz, pts["intensity"] / imax, proj, camera.width, camera.height,
-            ring=pts["ring"].astype(np.int64), row_elevation=elev, radius=cfg.radius,
+            xyz,
+            pts["intensity"] / imax,
+            proj,
+            camera.width,
+            camera.height,
+            ring=pts["ring"].astype(np.int64),
+            row_elevation=elev,
+            radius=cfg.radius,
             no_ray=~np.isfinite(img.depth),
-        )  # fmt: skip
+        )
         name = f"{seed:02d}{(n_scans - 1) // every:04d}"
         Image.fromarray(img.rgb).save(out_dir / "image_2" / f"{name}.png")
         mask.save(out_dir / "masks" / f"{name}.npz")

@@ -82,9 +82,22 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
     Returns the process and its port. The process exits when the caller does (it watches its stdin).
     """
     cmd = [
-        sys.executable, "-m", "rt_lidar.cli.main", "serve", "--host", "127.0.0.1", "--port", "0",
-        "--scene", opts.scene, "--seed", str(opts.seed), "--camera", opts.camera, "--exit-with-stdin",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "rt_lidar.cli.main",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--scene",
+        opts.scene,
+        "--seed",
+        str(opts.seed),
+        "--camera",
+        opts.camera,
+        "--exit-with-stdin",
+    ]
     cmd += ["--settings", opts.settings] if opts.settings else ["--preset", str(opts.preset)]
     if opts.paused:
         cmd.append("--paused")

@@ -84,9 +84,15 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
             ran = opts.resolved(built.pipeline.physics.config)
             write_run_config(out, ran, preset)
             result = drive_scans(
-                built.pipeline, preset, opts.frames, out, opts.sinks, {"demo": plain(ran)}, opts.progress,
+                built.pipeline,
+                preset,
+                opts.frames,
+                out,
+                opts.sinks,
+                {"demo": plain(ran)},
+                opts.progress,
                 post=render_post if stage is not None else None,
-            )  # fmt: skip
+            )
         finally:
             built.pipeline.close()
         result.summary["bridge"] = None
@@ -109,9 +115,16 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                     ran = opts.resolved(pipe.physics.config)
                     write_run_config(out, ran, preset)
                     result = drive_scans(
-                        pipe, preset, opts.frames, out, opts.sinks, {"demo": plain(ran)}, opts.progress,
-                        True, post=airsim_camera_post(stage, client) if stage is not None else None,
-                    )  # fmt: skip
+                        pipe,
+                        preset,
+                        opts.frames,
+                        out,
+                        opts.sinks,
+                        {"demo": plain(ran)},
+                        opts.progress,
+                        True,
+                        post=airsim_camera_post(stage, client) if stage is not None else None,
+                    )
                 finally:
                     pipe.close()
                 result.summary["bridge"] = source.stats.as_dict(f"127.0.0.1:{port}")

@@ -1,4 +1,8 @@
-"""Where scans go: files (PCD, KITTI .bin, range-image PNG) and, later, streams and packets."""
+"""Where scans go: files (PCD, KITTI .bin, LAS, rosbag2, range-image PNG), the ZeroMQ stream to the
+viewer, the sensors' native packets (UDP, pcap), reading recordings back and replaying them.
+
+Every ``--sink`` kind is listed in :mod:`rt_lidar.sinks.registry`; this package exports the plain file
+readers and writers."""
 
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.kitti import read_kitti_bin, to_kitti_array, write_kitti_bin

@@ -194,9 +194,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.lookahead < 1:
         p.error(f"--lookahead must be >= 1, got {a.lookahead}")
     opts = ServeOptions(
-        a.address, a.preset, a.scene, a.sim_hz, a.scans, not a.no_realtime, a.camera_every, a.hwm, a.seed,
+        a.address,
+        a.preset,
+        a.scene,
+        a.sim_hz,
+        a.scans,
+        not a.no_realtime,
+        a.camera_every,
+        a.hwm,
+        a.seed,
         a.lookahead,
-    )  # fmt: skip
+    )
     signal.signal(signal.SIGTERM, _interrupt)
     tune_allocator()
     print(json.dumps(serve(opts, log=True)), flush=True)

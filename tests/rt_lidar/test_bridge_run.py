@@ -108,9 +108,15 @@ def test_killing_the_server_mid_run_ends_cleanly_with_complete_scans(tmp_path):
     t0 = time.perf_counter()
     with pytest.raises(RtLidarError, match=rf"server at 127.0.0.1:{port} went away after \d+ scans"):
         run_controller(
-            RunConfig(command="run", preset="VLP-16", frames=10_000, out=str(tmp_path), progress=False,
-                      bridge=BridgeConfig(airsim=f"127.0.0.1:{port}", lockstep=True, timeout_s=5.0))
-        )  # fmt: skip
+            RunConfig(
+                command="run",
+                preset="VLP-16",
+                frames=10_000,
+                out=str(tmp_path),
+                progress=False,
+                bridge=BridgeConfig(airsim=f"127.0.0.1:{port}", lockstep=True, timeout_s=5.0),
+            )
+        )
     killer.join()
     assert time.perf_counter() - t0 < 30
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -210,10 +216,21 @@ def test_with_reconnect_the_controller_waits_for_the_server_and_goes_on(tmp_path
     helper.start()
     try:
         summary = run_controller(
-            RunConfig(command="run", preset="VLP-16", frames=8, out=str(tmp_path), progress=False,
-                      bridge=BridgeConfig(airsim=f"127.0.0.1:{port}", lockstep=True, timeout_s=5.0,
-                                          reconnect=True, reconnect_timeout_s=20.0))
-        )  # fmt: skip
+            RunConfig(
+                command="run",
+                preset="VLP-16",
+                frames=8,
+                out=str(tmp_path),
+                progress=False,
+                bridge=BridgeConfig(
+                    airsim=f"127.0.0.1:{port}",
+                    lockstep=True,
+                    timeout_s=5.0,
+                    reconnect=True,
+                    reconnect_timeout_s=20.0,
+                ),
+            )
+        )
     finally:
         helper.join()
         for s in second:
@@ -241,9 +258,11 @@ def _off_centre_table_preset():
     pulse's direction, so the bridge must carry the pulse directions."""
     d = preset_to_dict(load_preset("VLP-16"))
     d["optics"].update(
-        beam_profile="table", beam_profile_h_mrad=[-1.0, 0.0, 3.0], beam_profile_v_mrad=[-1.0, 1.0],
+        beam_profile="table",
+        beam_profile_h_mrad=[-1.0, 0.0, 3.0],
+        beam_profile_v_mrad=[-1.0, 1.0],
         beam_profile_table=[0.2, 1.0, 0.3, 0.2, 1.0, 0.3],
-    )  # fmt: skip
+    )
     return preset_from_dict(d, "table.toml")
 
 
@@ -543,9 +562,11 @@ def test_bridged_scan_poses_do_not_depend_on_the_prefetch_depth(depth):
     finally:
         server.close()
     poses = [(s.sensor_position.tolist(), s.sensor_rotation.tolist()) for s in scans]
-    assert poses == [([0.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0]),
-                     ([1.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0]),
-                     ([2.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0])]  # fmt: skip
+    assert poses == [
+        ([0.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0]),
+        ([1.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0]),
+        ([2.0, -1.75, 1.7999999523162842], [1.0, 0.0, 0.0, 0.0]),
+    ]
 
 
 def test_a_run_records_what_a_stock_server_granted_and_re_runs_from_it(tmp_path, recwarn):
@@ -565,8 +586,20 @@ def test_a_run_records_what_a_stock_server_granted_and_re_runs_from_it(tmp_path,
     a, b = tmp_path / "a", tmp_path / "b"
     server = serve()
     try:
-        opts = ["--preset", "VLP-16", "--frames", "2", "--quiet", "--lockstep", "--sub-rays", "7",
-                "--return-mode", "dual", "--sun-lux", "50000"]  # fmt: skip
+        opts = [
+            "--preset",
+            "VLP-16",
+            "--frames",
+            "2",
+            "--quiet",
+            "--lockstep",
+            "--sub-rays",
+            "7",
+            "--return-mode",
+            "dual",
+            "--sun-lux",
+            "50000",
+        ]
         assert main(["run", f"--airsim=127.0.0.1:{server.port}", *opts, "--out", str(a)]) == 0
     finally:
         server.close()

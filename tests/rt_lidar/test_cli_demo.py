@@ -24,8 +24,7 @@ def test_demo_writes_scans_range_image_and_summary(tmp_path, mode, capsys):
     assert rc == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["frames"] == 3
-    for key in ("points_per_scan_mean", "drop_fraction", "realtime_factor"):
-        assert summary[key] > 0 or key == "drop_fraction"
+    assert summary["points_per_scan_mean"] > 1000 and summary["realtime_factor"] > 0
     assert 0 <= summary["drop_fraction"] < 1
     if not mode:
         assert summary["bridge"]["extension"] is True and summary["bridge"]["sector_mismatches"] == 0
@@ -76,8 +75,25 @@ def _count_writes(monkeypatch) -> Counter:
 def test_a_demo_re_runs_from_its_config_json_to_the_same_scan_bytes(tmp_path, mode, monkeypatch):
     writes = _count_writes(monkeypatch)
     a, b = tmp_path / "a", tmp_path / "b"
-    opts = ["--preset", "VLP-16", "--frames", "2", "--seed", "4", "--sim-hz", "25", "--sub-rays", "3",
-            "--return-mode", "dual", "--epw", "--rain", "10", "--sun-lux", "60000"]  # fmt: skip
+    opts = [
+        "--preset",
+        "VLP-16",
+        "--frames",
+        "2",
+        "--seed",
+        "4",
+        "--sim-hz",
+        "25",
+        "--sub-rays",
+        "3",
+        "--return-mode",
+        "dual",
+        "--epw",
+        "--rain",
+        "10",
+        "--sun-lux",
+        "60000",
+    ]
     assert main(["demo", "--quiet", *opts, *mode, "--out", str(a)]) == 0
     assert writes[str(a / "summary.json")] == writes[str(a / "config.json")] == 1
     cfg = json.loads((a / "config.json").read_text())["config"]

@@ -84,8 +84,11 @@ def test_range_image(tmp_path):
 def test_sink_options_parse_booleans_ints_floats_and_paths():
     from rt_lidar.sinks.base import SinkOptions
 
-    o = SinkOptions("demo-kind", {"a": "YES", "b": "off", "n": "7", "x": "2.5", "p": "out/m.json"},
-                    {"a", "b", "n", "x", "p", "unused"})  # fmt: skip
+    o = SinkOptions(
+        "demo-kind",
+        {"a": "YES", "b": "off", "n": "7", "x": "2.5", "p": "out/m.json"},
+        {"a", "b", "n", "x", "p", "unused"},
+    )
     assert (o.flag("a", False), o.flag("b", True), o.flag("unused", True)) == (True, False, True)
     assert o.integer("n", 0, 1, 10) == 7 and o.integer("unused", 3) == 3
     assert o.number("x", 0.0, 0.0, 5.0) == 2.5
