@@ -63,7 +63,7 @@ def sink_factory(kind: str) -> SinkFactory:
     from rt_lidar.sinks.registry import SINK_FACTORIES
 
     if kind not in SINK_FACTORIES:
-        raise ConfigError(f"unknown sink kind '{kind}'; known: {', '.join(sorted(SINK_FACTORIES))}")
+        raise ConfigError(f"unknown kind '{kind}'; known: {', '.join(sorted(SINK_FACTORIES))}")
     module, _, attr = SINK_FACTORIES[kind].partition(":")
     factory: SinkFactory = getattr(importlib.import_module(module), attr)
     return factory
