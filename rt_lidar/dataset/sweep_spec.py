@@ -54,7 +54,6 @@ Every error names the file, the field and what is allowed (:class:`SweepError`).
 from __future__ import annotations
 
 import itertools
-import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ from rt_lidar.dataset.errors import SweepError
 from rt_lidar.dataset.labels import SEMANTIC_KITTI_CLASSES, LabelRule
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.schema import check_value
 from rt_lidar.sensor.presets import list_presets, load_preset
 
 __all__ = [
@@ -184,15 +184,16 @@ class _Table:
         self.used.add(key)
         return self.data.get(key, default)
 
+    def check(self, key: str, value: Any, tp: Any, **meta: Any) -> Any:
+        """``value`` checked by the one schema (:func:`rt_lidar.schema.check_value`): type, finiteness,
+        range (``lo``, ``hi``) and ``choices``, reported as a SweepError naming file and field."""
+        return check_value(value, tp, meta, self.source, self.path(key), SweepError)
+
     def text(self, key: str, default: str | None = None, choices: tuple[str, ...] = ()) -> str:
         v = self.raw(key, default)
         if v is None:
             raise self.fail(key, "is required" + (f"; allowed: {', '.join(choices)}" if choices else ""))
-        if not isinstance(v, str):
-            raise self.fail(key, f"must be a string, got {v!r}")
-        if choices and v not in choices:
-            raise self.fail(key, f"must be one of {', '.join(choices)}, got {v!r}")
-        return v
+        return str(self.check(key, v, str, choices=choices or None))
 
     def name(self, key: str, default: str | None = None) -> str:
         v = self.text(key, default)
@@ -207,16 +208,10 @@ class _Table:
         return _number(self, key, v, lo, hi)
 
     def integer(self, key: str, default: int | None, lo: int, hi: int) -> int:
-        v = self.raw(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise self.fail(key, f"must be an integer in [{lo}, {hi}], got {v!r}")
-        return v
+        return int(self.check(key, self.raw(key, default), int, lo=lo, hi=hi))
 
     def flag(self, key: str, default: bool) -> bool:
-        v = self.raw(key, default)
-        if not isinstance(v, bool):
-            raise self.fail(key, f"must be true or false, got {v!r}")
-        return v
+        return bool(self.check(key, self.raw(key, default), bool))
 
     def vec3(self, key: str, default: Vec3, limit: float = 1e5) -> Vec3:
         v = self.raw(key, list(default))
@@ -238,9 +233,7 @@ class _Table:
 
 
 def _number(t: _Table, key: str, v: Any, lo: float, hi: float) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not lo <= v <= hi:
-        raise t.fail(key, f"must be a number in [{lo:g}, {hi:g}], got {v!r}")
-    return float(v)
+    return float(t.check(key, v, float, lo=lo, hi=hi))
 
 
 def _listed(t: _Table, key: str, default: list[Any]) -> list[Any]:
@@ -271,8 +264,7 @@ def _scenes(top: _Table, base: Path) -> list[SceneSpec]:
             length = t.number("length_m", 200.0, 20.0, 5000.0)
             speed = t.number("ego_speed", 10.0, 0.0, 80.0)
             for i, s in enumerate(seeds):
-                if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**31:
-                    raise t.fail(f"seeds[{i}]", f"must be an integer in [0, {2**31 - 1}], got {s!r}")
+                t.check(f"seeds[{i}]", s, int, lo=0, hi=2**31 - 1)
                 label = f"{name}.{s}" if len(seeds) > 1 or "seeds" in t.data else name
                 out.append(SceneSpec(label, "street", s, length, speed))
         else:
@@ -395,8 +387,7 @@ def parse_sweep(data: dict[str, Any], source: str = "<sweep>", base: Path | None
     head = _Table(source, "sweep", top.raw("sweep", {}))
     seeds = _listed(head, "seeds", [DEFAULT_SEED])
     for i, s in enumerate(seeds):
-        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**31:
-            raise head.fail(f"seeds[{i}]", f"must be an integer in [0, {2**31 - 1}], got {s!r}")
+        head.check(f"seeds[{i}]", s, int, lo=0, hi=2**31 - 1)
     name = head.name("name", "sweep")
     frames = head.integer("frames", 10, 1, 100_000)
     sim_hz = head.number("sim_hz", DEFAULT_SIM_HZ, 1.0, 1000.0)

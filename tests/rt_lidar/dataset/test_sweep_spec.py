@@ -57,7 +57,7 @@ _DELETE = object()
 @pytest.mark.parametrize(
     ("path", "value", "field", "words"),
     [
-        ("sweep.frames", 0, "sweep.frames", "integer in [1, 100000]"),
+        ("sweep.frames", 0, "sweep.frames", "must be in [1, 100000], got 0"),
         ("sweep.framez", 3, "sweep.framez", "unknown key; allowed:"),
         ("sweep.seeds", [1, "x"], "sweep.seeds[1]", "must be an integer"),
         ("scenes.0.kind", "forest", "scenes[0].kind", "must be one of street, mesh"),
