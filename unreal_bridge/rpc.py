@@ -56,12 +56,15 @@ __all__ = [
 ]
 
 REQUEST, RESPONSE, NOTIFY = 0, 1, 2
-#: Largest answer a client accepts by default from :class:`~unreal_bridge.client`: 64 MiB.
-DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+#: Largest answer a client accepts by default: 256 MiB (a lidar answer of 4 M rays fits; the
+#: client's buffer grows with the bytes that arrive, never to a size a header merely declares).
+DEFAULT_MAX_MESSAGE_SIZE = 256 * 1024 * 1024
 _RECV_CHUNK = 256 * 1024
 HINT_PAUSE_S = 0.05
 """Silence after which a reader short of a hinted message size tries to decode what it has anyway."""
 _SOCK_BUF = 8 * 1024 * 1024  # socket buffers that hold a 100k-point answer whole
+_INITIAL_BUF = 1 << 20  # the client's receive buffer between big answers
+_KEEP_BUF = 64 << 20  # a grown buffer up to this size is kept for the next answer
 _log = logging.getLogger(__name__)
 
 
@@ -167,8 +170,11 @@ def pack(obj: Any, packer: msgpack.Packer | None = None) -> bytes:
 class RpcClient:
     """A blocking msgpack-RPC client on one TCP socket (thread-safe: one call in flight at a time).
 
-    Connects on the first call (and again after a lost connection). ``timeout`` bounds the connect and
-    each wait for an answer; on timeout the connection is closed and :class:`RpcTimeout` raised.
+    Connects on the first call (and again after a lost connection). ``timeout`` is a deadline for the
+    whole call (connect, send, every byte of the answer), not for each ``recv``: a server that drips
+    bytes cannot hold a call past it. On timeout the connection is closed and :class:`RpcTimeout`
+    raised. An answer over ``max_message_size`` bytes is refused (:class:`MessageTooLarge`) as soon as
+    its header says so; the receive buffer grows only with bytes that arrived.
     Arguments' floats go as float32 unless ``single_float=False`` (float64, for ``double`` parameters).
     """
 
@@ -177,7 +183,7 @@ class RpcClient:
         host: str = "127.0.0.1",
         port: int = 41451,
         timeout: float | None = 60.0,
-        max_message_size: int = 1 << 30,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         single_float: bool = True,
     ) -> None:
         self.host = host
@@ -188,8 +194,9 @@ class RpcClient:
         self._ids = itertools.count()
         self._packer = new_packer(single_float)
         self._sock: socket.socket | None = None
-        self._buf = bytearray(1 << 20)
+        self._buf = bytearray(min(_INITIAL_BUF, max_message_size + 1))
         self._filled = 0
+        self._deadline: float | None = None  # of the call in progress (monotonic), None: no timeout
 
     # connection ------------------------------------------------------------------------------------
     def connect(self) -> None:
@@ -197,21 +204,39 @@ class RpcClient:
         with self._lock:
             self._connect(None)
 
+    def _remaining(self, method: str | None, doing: str) -> float | None:
+        """Seconds left to the call's deadline (None: no deadline); :class:`RpcTimeout` when none."""
+        if self._deadline is None:
+            return None
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            self.close()
+            raise RpcTimeout(method, f"{doing}: the call's {self.timeout} s deadline passed")
+        return left
+
     def _connect(self, method: str | None) -> socket.socket:
         if self._sock is not None:
             return self._sock
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            left = self._remaining(method, "connecting")
+            sock = socket.create_connection((self.host, self.port), timeout=left)
         except TimeoutError as exc:
             raise RpcTimeout(method, f"connecting to {self.host}:{self.port} timed out") from exc
         except OSError as exc:
             raise ConnectionLost(method, f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCK_BUF)
-        sock.settimeout(self.timeout)
         self._sock = sock
         self._filled = 0
+        self._shrink()
         return sock
+
+    def _shrink(self) -> None:
+        """Drop a buffer a big answer grew (memory goes back after a spike)."""
+        if len(self._buf) > _KEEP_BUF and self._filled <= _INITIAL_BUF:
+            small = bytearray(min(_INITIAL_BUF, self.max_message_size + 1))
+            small[: self._filled] = self._buf[: self._filled]
+            self._buf = small
 
     def close(self) -> None:
         """Close the connection (a later call reconnects)."""
@@ -242,21 +267,29 @@ class RpcClient:
     def notify(self, method: str, *args: Any) -> None:
         """Send the notification ``[2, method, args]`` (no answer comes)."""
         with self._lock:
+            self._start_deadline()
             self._send(method, self._packer.pack([NOTIFY, method, list(args)]))
+
+    def _start_deadline(self) -> None:
+        self._deadline = None if self.timeout is None else time.monotonic() + self.timeout
 
     def _send(self, method: str, data: bytes) -> None:
         sock = self._connect(method)
         try:
+            sock.settimeout(self._remaining(method, "sending the request"))
             sock.sendall(data)
         except TimeoutError as exc:
             self.close()
-            raise RpcTimeout(method, f"sending the request timed out after {self.timeout} s") from exc
+            raise RpcTimeout(
+                method, f"sending the request: the call's {self.timeout} s deadline passed"
+            ) from exc
         except OSError as exc:
             self.close()
             raise ConnectionLost(method, f"sending the request failed: {exc}") from exc
 
     def _roundtrip(self, method: str, args: tuple[Any, ...], arrays: Mapping[str, npt.DTypeLike]) -> Any:
         with self._lock:
+            self._start_deadline()
             msgid = next(self._ids) & 0xFFFFFFFF
             self._send(method, self._packer.pack([REQUEST, msgid, method, list(args)]))
             message = self._read_message(method, arrays)
@@ -278,7 +311,9 @@ class RpcClient:
         Decoding is tried when the stream pauses, so a big answer is decoded once, not once per chunk:
         at once if the buffer holds the size the last try said is needed (or nothing is known yet),
         after :data:`HINT_PAUSE_S` of silence short of it (that size is exact for uniform numeric
-        arrays, only a hint otherwise).
+        arrays, only a hint otherwise). The buffer doubles only when full, so its size stays within
+        twice the bytes received; a message that surely needs more than ``max_message_size`` bytes
+        is refused before they come.
         """
         sock = self._sock
         assert sock is not None
@@ -290,6 +325,7 @@ class RpcClient:
                     message, end = fast_decode.decode(view, 0, arrays)
                 except fast_decode.Truncated as exc:
                     need = max(exc.need, self._filled + 1)
+                    self._refuse_if_over(method, exc.least)
                 except Exception as exc:
                     self.close()
                     raise ProtocolError(f"invalid msgpack in the answer to '{method}': {exc}") from exc
@@ -298,21 +334,25 @@ class RpcClient:
                     if rest:  # bytes of a following message (same length slice: no resize)
                         self._buf[:rest] = self._buf[end : self._filled]
                     self._filled = rest
+                    self._shrink()
                     return message
                 finally:
                     del view
-            if need > self.max_message_size:
-                self.close()
-                raise MessageTooLarge(f"answer to '{method}' exceeds {self.max_message_size} bytes")
-            if self._filled == len(self._buf) or need > len(self._buf):
-                grown = bytearray(min(max(need, 2 * len(self._buf)), self.max_message_size + 1))
+            self._refuse_if_over(method, self._filled + 1)
+            if self._filled == len(self._buf):
+                grown = bytearray(min(2 * len(self._buf), self.max_message_size + 1))
                 grown[: self._filled] = self._buf[: self._filled]
                 self._buf = grown
+            left = self._remaining(method, f"{self._filled} bytes of the answer received")
             try:
+                sock.settimeout(left)
                 got = sock.recv_into(memoryview(self._buf)[self._filled :])
             except TimeoutError as exc:
                 self.close()
-                raise RpcTimeout(method, f"no answer within {self.timeout} s") from exc
+                got_so_far = f"{self._filled} bytes of the answer received"
+                raise RpcTimeout(
+                    method, f"{got_so_far}: the call's {self.timeout} s deadline passed"
+                ) from exc
             except OSError as exc:
                 self.close()
                 raise ConnectionLost(method, f"receiving the answer failed: {exc}") from exc
@@ -322,7 +362,17 @@ class RpcClient:
             self._filled += got
             # all hinted bytes here: decode when the burst ends; short of the hint: after a pause
             wait = 0.0 if need <= 1 or self._filled >= need else HINT_PAUSE_S
+            if self._deadline is not None:
+                wait = min(wait, max(self._deadline - time.monotonic(), 0.0))
             attempt = not select.select([sock], [], [], wait)[0]
+
+    def _refuse_if_over(self, method: str, size: int) -> None:
+        if size > self.max_message_size:
+            self.close()
+            raise MessageTooLarge(
+                f"answer to '{method}' declares at least {size} bytes; the client's cap is "
+                f"{self.max_message_size} bytes (max_message_size)"
+            )
 
 
 # --------------------------------------------------------------------------------------------- server
