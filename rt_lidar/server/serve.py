@@ -62,7 +62,7 @@ def _preset(opts: ServeOptions) -> SensorPreset:
             settings = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read AirSim settings: {exc}") from exc
-        return preset_from_airsim_settings(settings)
+        return preset_from_airsim_settings(settings, source=str(path))
     if not opts.preset:
         raise ConfigError("serve: give --preset NAME or --settings FILE")
     return load_preset(opts.preset)
@@ -108,8 +108,9 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
 
 def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
     """Build the world and start serving it in a background thread."""
+    preset, camera = _preset(opts), _camera(opts.camera)  # bad input refused before the world is built
     world = build_world(opts.scene, seed=opts.seed)
-    sim = EmbeddedSim(world, _preset(opts), paused=opts.paused, camera=_camera(opts.camera))
+    sim = EmbeddedSim(world, preset, paused=opts.paused, camera=camera)
     server = AirSimServer(sim, host=opts.host, port=opts.port)
     server.start()
     return EmbeddedServer(server, sim)
