@@ -18,6 +18,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import load_preset, preset_to_dict
+from rt_lidar.session.run_summary import combine_parts
 from unreal_bridge import AirSimClient
 from unreal_bridge.errors import ConnectionLost
 
@@ -121,6 +122,14 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
     )
     written = 0
     parts: list[dict[str, Any]] = []
+    dirs: list[str] = []
+    t_start = time.perf_counter()
+
+    def write_summary(stopped_early: str | None = None) -> dict[str, Any]:
+        summary = combine_parts(parts, dirs, time.perf_counter() - t_start, stopped_early)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        return summary
+
     while written < opts.frames:
         client = _connect(host, port, opts)
         source = BridgeSource(
@@ -134,7 +143,8 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
             use_extension=opts.use_extension,
         )
         pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun)
-        part_out = out if not parts else out / f"part{len(parts):02d}"
+        part_dir = "." if not parts else f"part{len(parts):02d}"
+        part_out = out / part_dir
         try:
             result = drive_scans(
                 pipe,
@@ -154,6 +164,7 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
         st = source.stats
         result.summary["bridge"] = st.as_dict(f"{host}:{port}")
         parts.append(result.summary)
+        dirs.append(part_dir)
         written += int(result.summary["frames"])
         if result.error is not None:
             msg = (
@@ -161,9 +172,6 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
                 f"({result.error}); every scan written is complete"
             )
             if not opts.reconnect:
-                summary = {**parts[0], "frames": written, "stopped_early": msg, "parts": len(parts)}
-                (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+                write_summary(msg)
                 raise RtLidarError(msg) from result.error
-    summary = {**parts[0], "frames": written, "parts": len(parts)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    return summary
+    return write_summary()
