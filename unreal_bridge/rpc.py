@@ -425,12 +425,15 @@ class RpcServer:
         self._closed = threading.Event()
         self._conns: dict[socket.socket, threading.Thread] = {}
         self._conns_lock = threading.Lock()
+        self._last_active: dict[socket.socket, float] = {}  # monotonic time of a connection's last byte
+        self._busy: set[socket.socket] = set()  # connections whose call is being handled
         self._budget_lock = threading.Lock()
         self._pending_total = 0
         self._reply_total = 0
         self._thread: threading.Thread | None = None
-        self.stats = {"refused_connections": 0, "accept_errors": 0, "closed_for_limits": 0}
-        """Counts of connections refused over the cap, failed accepts, connections closed for a limit."""
+        self.stats = {"refused_connections": 0, "accept_errors": 0, "closed_for_limits": 0, "evicted_idle": 0}
+        """Counts of connections refused over the cap, failed accepts, connections closed for a limit,
+        idle connections closed to make room at the cap."""
 
     @property
     def call_lock(self) -> contextlib.AbstractContextManager[Any]:
@@ -486,9 +489,31 @@ class RpcServer:
                     backoff = self.limits.accept_backoff_s
                     self._spawn(conn)
 
+    def _evict_idle(self) -> bool:
+        """At the cap: close the connection silent longest, if silent long enough and not in a call
+        (its thread sees the shutdown and ends). Called with ``_conns_lock`` held."""
+        now = time.monotonic()
+        idle = [c for c in self._conns if c not in self._busy]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda c: self._last_active.get(c, now))
+        silent_s = now - self._last_active.get(oldest, now)
+        if silent_s < self.limits.evict_idle_after_s:
+            return False
+        self._conns.pop(oldest, None)
+        self._last_active.pop(oldest, None)
+        with contextlib.suppress(OSError):
+            oldest.shutdown(socket.SHUT_RDWR)
+        self.stats["evicted_idle"] += 1
+        _log.warning("closing a connection silent for %.1f s to make room for a new one", silent_s)
+        return True
+
     def _spawn(self, conn: socket.socket) -> None:
         with self._conns_lock:
-            if self._closed.is_set() or len(self._conns) >= self.limits.max_connections:
+            full = len(self._conns) >= self.limits.max_connections
+            if full and not self._closed.is_set() and self._evict_idle():
+                full = False
+            if self._closed.is_set() or full:
                 if not self._closed.is_set():
                     self.stats["refused_connections"] += 1
                     _log.warning("refusing a connection: %d open", len(self._conns))
@@ -500,6 +525,7 @@ class RpcServer:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCK_BUF)
                 thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
                 self._conns[conn] = thread
+                self._last_active[conn] = time.monotonic()
                 thread.start()
             except (OSError, RuntimeError) as exc:  # out of threads or a socket already reset
                 self._conns.pop(conn, None)
@@ -593,6 +619,7 @@ class RpcServer:
                     return
                 if not data:
                     return
+                self._last_active[conn] = time.monotonic()
                 if not self._charge(len(data)):
                     reason = "pending bytes over all connections"
                     return
@@ -603,9 +630,14 @@ class RpcServer:
                     started = now
                 for message in unpacker:
                     containers[0] = 0
-                    reply = self._handle(message, packer)
-                    if reply is not None:
-                        self._send_reply(conn, reply)
+                    self._busy.add(conn)
+                    try:
+                        reply = self._handle(message, packer)
+                        if reply is not None:
+                            self._send_reply(conn, reply)
+                    finally:
+                        self._busy.discard(conn)
+                        self._last_active[conn] = time.monotonic()
                 pending = fed - unpacker.tell()
                 if pending > lim.max_request_bytes:
                     reason = f"request over {lim.max_request_bytes} bytes"
@@ -633,6 +665,8 @@ class RpcServer:
             self._charge(-charged)
             with self._conns_lock:
                 self._conns.pop(conn, None)
+                self._last_active.pop(conn, None)
+                self._busy.discard(conn)
             conn.close()
 
     def _send_reply(self, conn: socket.socket, reply: bytes) -> None:
