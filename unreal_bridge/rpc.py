@@ -427,6 +427,8 @@ class RpcServer:
         self._conns_lock = threading.Lock()
         self._last_active: dict[socket.socket, float] = {}  # monotonic time of a connection's last byte
         self._busy: set[socket.socket] = set()  # connections whose call is being handled
+        self._trimmed_at = 0.0  # monotonic time of the last malloc_trim
+        self._trim_pending = False
         self._budget_lock = threading.Lock()
         self._pending_total = 0
         self._reply_total = 0
@@ -471,7 +473,9 @@ class RpcServer:
             sel.register(self._listener, selectors.EVENT_READ)
             sel.register(self._wake_r, selectors.EVENT_READ)
             while not self._closed.is_set():
-                for key, _ in sel.select():
+                if self._trim_pending:
+                    self._trim(0)
+                for key, _ in sel.select(timeout=_TRIM_EVERY_S):
                     if key.fileobj is self._wake_r or self._closed.is_set():
                         return
                     try:
@@ -490,8 +494,9 @@ class RpcServer:
                     self._spawn(conn)
 
     def _evict_idle(self) -> bool:
-        """At the cap: close the connection silent longest, if silent long enough and not in a call
-        (its thread sees the shutdown and ends). Called with ``_conns_lock`` held."""
+        """At the cap: close the connection that has gone longest without a whole request (idle, or
+        dripping one), if long enough and not in a call (its thread sees the shutdown and ends).
+        Called with ``_conns_lock`` held."""
         now = time.monotonic()
         idle = [c for c in self._conns if c not in self._busy]
         if not idle:
@@ -505,7 +510,7 @@ class RpcServer:
         with contextlib.suppress(OSError):
             oldest.shutdown(socket.SHUT_RDWR)
         self.stats["evicted_idle"] += 1
-        _log.warning("closing a connection silent for %.1f s to make room for a new one", silent_s)
+        _log.warning("closing a connection without a request for %.1f s to make room", silent_s)
         return True
 
     def _spawn(self, conn: socket.socket) -> None:
@@ -619,7 +624,6 @@ class RpcServer:
                     return
                 if not data:
                     return
-                self._last_active[conn] = time.monotonic()
                 if not self._charge(len(data)):
                     reason = "pending bytes over all connections"
                     return
@@ -663,6 +667,7 @@ class RpcServer:
                 self.stats["closed_for_limits"] += 1
                 _log.warning("closing a connection: %s", reason)
             self._charge(-charged)
+            self._trim(fed)
             with self._conns_lock:
                 self._conns.pop(conn, None)
                 self._last_active.pop(conn, None)
@@ -683,8 +688,21 @@ class RpcServer:
         finally:
             with self._budget_lock:
                 self._reply_total -= len(reply)
-            if len(reply) >= _TRIM_AFTER:
-                _release_memory()
+            self._trim(len(reply))
+
+    def _trim(self, nbytes: int) -> None:
+        """After ``nbytes`` were freed (at least :data:`_TRIM_AFTER` counts; 0: the trim left pending),
+        hand freed heap back to the system, at most every :data:`_TRIM_EVERY_S`: a trim too soon is
+        left pending, and the accept loop does it when its time comes."""
+        wanted = nbytes >= _TRIM_AFTER or (nbytes == 0 and self._trim_pending)
+        if not wanted:
+            return
+        now = time.monotonic()
+        if now - self._trimmed_at < _TRIM_EVERY_S:
+            self._trim_pending = True
+            return
+        self._trimmed_at, self._trim_pending = now, False
+        _release_memory()
 
     def _handle(self, message: Any, packer: msgpack.Packer) -> bytes | None:
         """Dispatch one message; return the reply bytes (None for a notification)."""
@@ -733,7 +751,8 @@ class RpcServer:
 
 
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
-_TRIM_AFTER = 16 << 20  # after a reply this big, hand freed heap back to the system
+_TRIM_AFTER = 4 << 20  # after a reply (or a connection's input) this big, hand freed heap back
+_TRIM_EVERY_S = 1.0  # at most this often (a deferred trim follows a skipped one)
 
 
 def _release_memory() -> None:

@@ -60,6 +60,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     opts = ServeOptions(
         host=args.host, port=args.port, scene=args.scene, preset=args.preset, settings=args.settings,
         seed=args.seed, paused=args.paused, camera=args.camera,
+        **({"max_rays": args.max_rays} if args.max_rays is not None else {}),
     )  # fmt: skip
     served = start_embedded_server(opts)
     print(
@@ -100,6 +101,13 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--paused", action="store_true", help="start with the sim clock paused")
     p.add_argument(
         "--camera", default="640x360", metavar="WxH", help="embedded camera size (default 640x360)"
+    )
+    p.add_argument(
+        "--max-rays",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rays (firings x sub-rays) one lidar call may cast, default 1000000: bounds one call's time",
     )
     p.add_argument("--exit-with-stdin", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_serve)

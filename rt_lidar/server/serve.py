@@ -15,7 +15,7 @@ from rt_lidar.bridge.airsim_settings import preset_from_airsim_settings
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.builder import build_world
 from rt_lidar.sensor.presets import SensorPreset, load_preset
-from rt_lidar.server.embedded_sim import EmbeddedSim
+from rt_lidar.server.embedded_sim import MAX_RAYS_PER_CALL, EmbeddedSim
 from unreal_bridge import AirSimServer
 from unreal_bridge.world import CameraSpec
 
@@ -36,6 +36,8 @@ class ServeOptions:
     paused: bool = False
     camera: str = "640x360"
     """Embedded camera size WxH (90 deg horizontal field of view)."""
+    max_rays: int = MAX_RAYS_PER_CALL
+    """Rays (firings x sub-rays) one lidar call may cast; an older backlog is cut."""
 
 
 @dataclass
@@ -83,6 +85,7 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
     cmd = [
         sys.executable, "-m", "rt_lidar.cli.main", "serve", "--host", "127.0.0.1", "--port", "0",
         "--scene", opts.scene, "--seed", str(opts.seed), "--camera", opts.camera, "--exit-with-stdin",
+        "--max-rays", str(opts.max_rays),
     ]  # fmt: skip
     cmd += ["--settings", opts.settings] if opts.settings else ["--preset", str(opts.preset)]
     if opts.paused:
@@ -110,7 +113,7 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
     """Build the world and start serving it in a background thread."""
     preset, camera = _preset(opts), _camera(opts.camera)  # bad input refused before the world is built
     world = build_world(opts.scene, seed=opts.seed)
-    sim = EmbeddedSim(world, preset, paused=opts.paused, camera=camera)
+    sim = EmbeddedSim(world, preset, paused=opts.paused, camera=camera, max_rays_per_call=opts.max_rays)
     server = AirSimServer(sim, host=opts.host, port=opts.port)
     server.start()
     return EmbeddedServer(server, sim)
