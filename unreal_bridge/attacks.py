@@ -219,8 +219,12 @@ def beam_backlog(host: str, port: int, rng: np.random.Generator) -> str:
     t0 = time.monotonic()
 
     def go(c: AirSimClient) -> None:
-        c.sim_continue_for_time(1.0)
-        c.call(BEAM_HITS_METHOD, "", "", beam)
+        paused = c.sim_is_paused()
+        c.sim_continue_for_time(1.0)  # a second of backlog; AirSim pauses after it
+        try:
+            c.call(BEAM_HITS_METHOD, "", "", beam)
+        finally:
+            c.sim_pause(paused)  # a running sim (the soak's) keeps running
 
     got = _call(host, port, go)
     return f"{got}; {time.monotonic() - t0:.2f} s"

@@ -107,7 +107,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="rays (firings x sub-rays) one lidar call may cast, default 1000000: bounds one call's time",
+        help="rays (firings x sub-rays) one lidar call may cast, default 500000: bounds one call's time",
     )
     p.add_argument("--exit-with-stdin", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_serve)

@@ -45,11 +45,11 @@ __all__ = ["IMAGE_TYPES", "MAX_RAYS_PER_CALL", "EmbeddedSim"]
 IMAGE_TYPES = {0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 5: "Segmentation"}
 """AirSim ``ImageType`` values the embedded camera renders."""
 
-MAX_RAYS_PER_CALL = 1_000_000
+MAX_RAYS_PER_CALL = 500_000
 """Rays one lidar answer may cast by default (firings x sub-rays); an older backlog is cut, as
-``max_backlog_s``. One call holds the server's call lock while it casts: on two cores 1 M sub-rays
-take ~3 s and ~350 MB (4 M took 12 s and 1.4 GB). A frame of an HDL-64E at 20 Hz with 15 sub-rays is
-1 M; heavier sub-ray bundles want ``serve --max-rays``."""
+``max_backlog_s``. One call holds the server's call lock while it casts: on two shared cores 1 M
+sub-rays took 4-5 s and ~350 MB, 4 M 12 s and 1.4 GB. A frame of an HDL-64E at 20 Hz with 7 sub-rays
+is ~470 k; heavier sub-ray bundles want ``serve --max-rays``."""
 _FRAME_NS = 10_000_000  # one "frame" of simContinueForFrames: 100 Hz physics, as AirSim's default
 
 
