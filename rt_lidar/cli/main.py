@@ -56,6 +56,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     from rt_lidar.server.serve import ServeOptions, start_embedded_server
+    from rt_lidar.session.realtime import limit_malloc_arenas
+
+    limit_malloc_arenas(2)  # a thread per connection: freed buffers stay in few arenas (docs/reliability.md)
 
     opts = ServeOptions(
         host=args.host, port=args.port, scene=args.scene, preset=args.preset, settings=args.settings,
