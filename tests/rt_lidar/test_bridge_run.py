@@ -53,7 +53,7 @@ def test_lockstep_1000_frames_have_no_skipped_or_repeated_sector(tmp_path):
             source = BridgeSource(client, preset, lockstep=True, sim_hz=100.0)
             physics = SensorPhysics.from_preset(preset, source.material_names)
             pipe = Pipeline(preset, source, physics, sim_hz=100.0, start_ns=source.start_ns, prefetch=True)
-            fired = []
+            fired: list[int] = []
             for _ in range(1000):
                 fired.extend(scan.fired for scan in pipe.step())
             pipe.close()
@@ -216,8 +216,8 @@ def test_with_reconnect_the_controller_waits_for_the_server_and_goes_on(tmp_path
         )  # fmt: skip
     finally:
         helper.join()
-        for s in second:
-            s.close()
+        for srv in second:
+            srv.close()
     assert summary["frames"] == 8
     assert summary["parts"] == 2
     # summary.json describes the whole run and every part, not the first part only
