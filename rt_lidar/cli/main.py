@@ -52,6 +52,17 @@ def port_number(text: str) -> int:
     return port
 
 
+def ray_budget(text: str) -> int:
+    """An argparse type: a ray budget, 1..100,000,000 rays a call."""
+    try:
+        rays = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of rays") from None
+    if not 1 <= rays <= 100_000_000:
+        raise argparse.ArgumentTypeError(f"must be in 1..100000000 rays, got {rays}")
+    return rays
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
@@ -107,7 +118,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-rays",
-        type=int,
+        type=ray_budget,
         default=None,
         metavar="N",
         help="rays (firings x sub-rays) one lidar call may cast, default 500000: bounds one call's time",

@@ -46,6 +46,7 @@ from rt_lidar.sinks.base import SinkContext, register_sink
 __all__ = [
     "DEFAULT_ADDRESS",
     "DEFAULT_MAX_FRAME_BYTES",
+    "MAX_HEADER_BYTES",
     "STREAM_VERSION",
     "FrameError",
     "PublisherStats",
@@ -65,6 +66,9 @@ DEFAULT_MAX_FRAME_BYTES = 512 << 20
 """Largest frame a subscriber takes: 14 M points of the 36-byte point type (a dual-return VLS-128
 scan is ~10 M)."""
 _KINDS = ("scan", "sector", "camera")
+MAX_HEADER_BYTES = 1 << 20
+"""Largest JSON header a subscriber parses (a real one is ~2-10 KiB; a huge JSON array would take
+tens of times its size as Python objects)."""
 _log = logging.getLogger(__name__)
 
 
@@ -388,8 +392,11 @@ def decode_frame(parts: list[Any]) -> StreamFrame:
     """
     if not parts:
         raise FrameError("an empty message")
+    head = _buf(parts[0])
+    if head.nbytes > MAX_HEADER_BYTES:
+        raise FrameError(f"a header of {head.nbytes} bytes; at most {MAX_HEADER_BYTES}")
     try:
-        header = json.loads(bytes(_buf(parts[0])))
+        header = json.loads(bytes(head))
     except (ValueError, RecursionError) as exc:
         raise FrameError(f"the header is not JSON: {exc}") from None
     if not isinstance(header, dict):

@@ -227,3 +227,12 @@ def test_a_preset_too_large_for_memory_names_its_field(
     assert info.value.field == "scan.columns_per_rev" and f"at most {MAX_SCAN_POINTS:,}" in info.value.problem
     err = one_error_line(capsys, ["serve", "--preset", str(path), "--port", "0"])
     assert str(path) in err and "scan.columns_per_rev" in err
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1e9", "many"])
+def test_serve_max_rays_out_of_range_is_one_line(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "--max-rays", value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "--max-rays" in err[-1] and "Traceback" not in "\n".join(err)

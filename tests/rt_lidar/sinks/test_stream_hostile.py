@@ -19,6 +19,7 @@ GARBAGE: list[list[bytes]] = [
     [b"\xff\xfe not json"],
     [b"[1, 2, 3]"],  # JSON, not an object
     [b"[" * 100_000],  # nesting that makes json raise RecursionError
+    [b"[" + b"1," * 600_000 + b"1]"],  # a 1.2 MB header: over MAX_HEADER_BYTES, never parsed
     [b'{"kind": "evil"}'],
     [b'{"kind": "scan", "fields": "nope", "n": 1}', b"\0" * 64],
     [b'{"kind": "scan", "fields": [["x", "|O"]], "n": 1}', b"\0" * 8],
