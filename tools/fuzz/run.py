@@ -1,16 +1,16 @@
 """The hostile clients of issue 18 against a real ``rt-lidar serve`` process, longer than the test.
 
     .venv/bin/python tools/fuzz/run.py --out fuzz.json [--rounds 3] [--seed 0] [--only NAME ...]
-        [--preset VLP-16] [--scene street] [--nofile 64] [--settle 1.5]
+        [--preset VLP-16] [--scene street] [--fd-headroom 6] [--settle 1.5]
 
 Starts the embedded server in its own process on loopback (paused), then for each round and each
 attack of :data:`unreal_bridge.attacks.ATTACKS`: runs it, probes with a normal client (ping plus one
 ``getLidarData``) until answered, and records the outcome, the attack's duration, the time to
 recover, and the server's resident memory right after it and ``--settle`` s later (a normal client
 also probes every 0.25 s while each attack runs: answered / tried and the slowest answer). With
-``--nofile N`` the server process is limited to N open files first (``prlimit``), as the issue's
-``ulimit -n`` run. Writes a JSON report and prints one line per attack; exits 1 when the server did
-not recover or died.
+``--fd-headroom N`` the server process is limited to N files more than it has open (``prlimit``), so
+held connections run it out of descriptors (EMFILE in accept), as the issue's ``ulimit -n`` run.
+Writes a JSON report and prints one line per attack; exits 1 when the server did not recover or died.
 """
 
 from __future__ import annotations
@@ -38,7 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", default=None, help="attack names (default: all)")
     ap.add_argument("--preset", default="VLP-16")
     ap.add_argument("--scene", default="street")
-    ap.add_argument("--nofile", type=int, default=0, help="limit the server to N open files (0: as is)")
+    ap.add_argument(
+        "--fd-headroom",
+        type=int,
+        default=0,
+        help="limit the server to N files above its open ones (0: as is)",
+    )
     ap.add_argument("--recover-within", type=float, default=10.0, help="s a normal client may wait")
     ap.add_argument("--settle", type=float, default=1.5, help="s after an attack to read RSS again")
     args = ap.parse_args(argv)
@@ -49,8 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     failed = False
     try:
-        if args.nofile:
-            resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (args.nofile, args.nofile))
+        if args.fd_headroom:
+            limit = len(os.listdir(f"/proc/{proc.pid}/fd")) + args.fd_headroom
+            hard = resource.prlimit(proc.pid, resource.RLIMIT_NOFILE)[1]
+            resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (limit, hard))
         probe("127.0.0.1", port)
         baseline = rss_bytes(proc.pid)
         print(f"server pid {proc.pid} port {port}: RSS {baseline / 2**20:.0f} MiB after a first probe")
@@ -88,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         "argv": sys.argv,
         "seed": args.seed,
         "rounds": args.rounds,
-        "nofile": args.nofile,
+        "fd_headroom": args.fd_headroom,
         "cpu_count": os.cpu_count(),
         "server_rss_baseline_bytes": baseline,
         "server_rss_peak_bytes": peak,
