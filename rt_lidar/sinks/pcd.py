@@ -130,6 +130,7 @@ def _pcd_dtype(header: dict[str, list[str]], path: str) -> tuple[np.dtype, list[
     types = header.get("TYPE")
     if types is None or len(types) != len(names):
         raise FieldError(path, "TYPE", f"must give one of F, I, U for each of the {len(names)} FIELDS")
+    names = [f"_pad{i}" if nm == "_" else nm for i, nm in enumerate(names)]  # PCL's padding fields
     if len(set(names)) != len(names):
         raise FieldError(path, "FIELDS", f"names a field twice: {' '.join(names)!r:.80}")
     fields = []

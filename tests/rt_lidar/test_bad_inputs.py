@@ -149,6 +149,14 @@ def test_pcd_with_huge_points_allocates_nothing_of_that_size(tmp_path: Path) -> 
     assert peak < 1 << 20
 
 
+def test_pcl_padding_fields_are_read_and_repeated_fields_refused(tmp_path: Path) -> None:
+    head = "FIELDS x _ y _\nSIZE 4 4 4 4\nTYPE F F F F\nCOUNT 1 1 1 1\nPOINTS 1\nDATA binary\n"
+    body = np.array([1.0, 0.0, 2.0, 0.0], "<f4").tobytes()
+    assert read_pcd_points(pcd(tmp_path, head, body))[["x", "y"]].tolist() == [(1.0, 2.0)]
+    with pytest.raises(FieldError, match="twice"):
+        read_pcd_points(pcd(tmp_path, head.replace("x _ y _", "x y y z"), body))
+
+
 def test_good_pcd_files_still_read(tmp_path: Path) -> None:
     pts = np.zeros(5, POINT_DTYPE)
     pts["x"] = np.arange(5)
