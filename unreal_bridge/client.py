@@ -18,7 +18,7 @@ import numpy as np
 
 from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunArg, encode_beam
 from .errors import RpcError, WireFormatError
-from .rpc import RpcClient
+from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
 from .wire import (
     CarControls,
     CarState,
@@ -111,15 +111,24 @@ def decode_hits(answer: Any) -> LidarHits:
 class AirSimClient:
     """Client of an AirSim-compatible RPC server (stock AirSim, Cosys-AirSim, or ours).
 
-    ``timeout`` (s) bounds the connect and every call; a call that fails raises
+    ``timeout`` (s) is each call's deadline (connect, request and the whole answer);
+    ``max_reply_bytes`` caps an answer's size. A call that fails raises
     :class:`~unreal_bridge.errors.RpcError` (the server's error) or
     :class:`~unreal_bridge.errors.ConnectionLost` (naming the call); the next call reconnects.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 41451, timeout: float | None = 60.0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 41451,
+        timeout: float | None = 60.0,
+        max_reply_bytes: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ) -> None:
         # float64 arguments, as the stock Python client sends them: AirSim takes ``double`` times
         # (simContinueForTime); its float parameters read float64 just as well.
-        self.rpc = RpcClient(host, port, timeout=timeout, single_float=False)
+        self.rpc = RpcClient(
+            host, port, timeout=timeout, max_message_size=max_reply_bytes, single_float=False
+        )
         self._forms: dict[str, int] = {}
 
     def close(self) -> None:

@@ -78,8 +78,10 @@ class Truncated(WireFormatError):
     before trying again, but should also try again whenever the stream pauses.
     """
 
-    def __init__(self, need: int, have: int) -> None:
+    def __init__(self, need: int, have: int, least: int | None = None) -> None:
         self.need = need
+        self.least = need if least is None else min(least, need)
+        """Bytes the object surely takes at least (``need`` itself unless ``need`` is only a hint)."""
         super().__init__(f"msgpack data truncated: need {need} bytes, have {have}")
 
 
@@ -145,7 +147,7 @@ def decode_array(buf: Buffer, pos: int, dtype: npt.DTypeLike) -> tuple[np.ndarra
         elem = np.dtype([("t", "u1"), ("v", typed)])
         end = p + n * elem.itemsize
         if p + n > len(buf):  # surely short (every element takes a byte); ``end`` if uniform (a hint)
-            raise Truncated(end, len(buf))
+            raise Truncated(end, len(buf), least=p + n)
         if end <= len(buf):
             rec = np.frombuffer(buf, dtype=elem, count=n, offset=p)
             if bool((rec["t"] == first).all()):
@@ -154,7 +156,7 @@ def decode_array(buf: Buffer, pos: int, dtype: npt.DTypeLike) -> tuple[np.ndarra
             k = (len(buf) - p) // elem.itemsize
             uniform = bool((np.frombuffer(buf, dtype=elem, count=k, offset=p)["t"] == first).all())
             if uniform and n - k > len(buf) - p - k * elem.itemsize:  # the rest needs >= 1 byte each
-                raise Truncated(end, len(buf))  # ``end`` if it stays uniform (a hint)
+                raise Truncated(end, len(buf), least=p + k * elem.itemsize + n - k)  # ``end``: a hint
     elif first < 0x80 or first >= 0xE0:
         end = p + n
         _need(buf, end)

@@ -36,7 +36,12 @@ class ServerLimits:
     max_depth: int = 32
     """Nesting of one request's arguments."""
     max_connections: int = 32
-    """Open connections (one thread each); more are accepted and closed at once."""
+    """Open connections (one thread each); more are accepted and closed at once, unless one of the
+    open ones has sent no whole request for ``evict_idle_after_s``: the newcomer then takes its place."""
+    evict_idle_after_s: float = 1.0
+    """At the connection cap, the connection longest without a whole request (idle, or dripping one
+    byte by byte; never one in a call) is closed for a newcomer once that has lasted this long, so held
+    or slow sockets cannot lock clients out."""
     max_pending_bytes: int = 16 << 20
     """Bytes of unanswered requests over all connections; the connection that goes over is closed."""
     idle_timeout_s: float = 600.0

@@ -56,12 +56,16 @@ __all__ = [
 ]
 
 REQUEST, RESPONSE, NOTIFY = 0, 1, 2
-#: Largest answer a client accepts by default from :class:`~unreal_bridge.client`: 64 MiB.
-DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+#: Largest answer a client accepts by default: 256 MiB. The embedded server's lidar answers take
+#: ~95 bytes a ray (500 k rays, its default budget: 47 MiB), so up to ~2.7 M rays fit. The client's
+#: buffer grows with the bytes that arrive, never to a size a header merely declares.
+DEFAULT_MAX_MESSAGE_SIZE = 256 * 1024 * 1024
 _RECV_CHUNK = 256 * 1024
 HINT_PAUSE_S = 0.05
 """Silence after which a reader short of a hinted message size tries to decode what it has anyway."""
 _SOCK_BUF = 8 * 1024 * 1024  # socket buffers that hold a 100k-point answer whole
+_INITIAL_BUF = 1 << 20  # the client's receive buffer between big answers
+_KEEP_BUF = 64 << 20  # a grown buffer up to this size is kept for the next answer
 _log = logging.getLogger(__name__)
 
 
@@ -167,8 +171,11 @@ def pack(obj: Any, packer: msgpack.Packer | None = None) -> bytes:
 class RpcClient:
     """A blocking msgpack-RPC client on one TCP socket (thread-safe: one call in flight at a time).
 
-    Connects on the first call (and again after a lost connection). ``timeout`` bounds the connect and
-    each wait for an answer; on timeout the connection is closed and :class:`RpcTimeout` raised.
+    Connects on the first call (and again after a lost connection). ``timeout`` is a deadline for the
+    whole call (connect, send, every byte of the answer), not for each ``recv``: a server that drips
+    bytes cannot hold a call past it. On timeout the connection is closed and :class:`RpcTimeout`
+    raised. An answer over ``max_message_size`` bytes is refused (:class:`MessageTooLarge`) as soon as
+    its header says so; the receive buffer grows only with bytes that arrived.
     Arguments' floats go as float32 unless ``single_float=False`` (float64, for ``double`` parameters).
     """
 
@@ -177,7 +184,7 @@ class RpcClient:
         host: str = "127.0.0.1",
         port: int = 41451,
         timeout: float | None = 60.0,
-        max_message_size: int = 1 << 30,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         single_float: bool = True,
     ) -> None:
         self.host = host
@@ -188,8 +195,9 @@ class RpcClient:
         self._ids = itertools.count()
         self._packer = new_packer(single_float)
         self._sock: socket.socket | None = None
-        self._buf = bytearray(1 << 20)
+        self._buf = bytearray(min(_INITIAL_BUF, max_message_size + 1))
         self._filled = 0
+        self._deadline: float | None = None  # of the call in progress (monotonic), None: no timeout
 
     # connection ------------------------------------------------------------------------------------
     def connect(self) -> None:
@@ -197,21 +205,39 @@ class RpcClient:
         with self._lock:
             self._connect(None)
 
+    def _remaining(self, method: str | None, doing: str) -> float | None:
+        """Seconds left to the call's deadline (None: no deadline); :class:`RpcTimeout` when none."""
+        if self._deadline is None:
+            return None
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            self.close()
+            raise RpcTimeout(method, f"{doing}: the call's {self.timeout} s deadline passed")
+        return left
+
     def _connect(self, method: str | None) -> socket.socket:
         if self._sock is not None:
             return self._sock
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            left = self._remaining(method, "connecting")
+            sock = socket.create_connection((self.host, self.port), timeout=left)
         except TimeoutError as exc:
             raise RpcTimeout(method, f"connecting to {self.host}:{self.port} timed out") from exc
         except OSError as exc:
             raise ConnectionLost(method, f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCK_BUF)
-        sock.settimeout(self.timeout)
         self._sock = sock
         self._filled = 0
+        self._shrink()
         return sock
+
+    def _shrink(self) -> None:
+        """Drop a buffer a big answer grew (memory goes back after a spike)."""
+        if len(self._buf) > _KEEP_BUF and self._filled <= _INITIAL_BUF:
+            small = bytearray(min(_INITIAL_BUF, self.max_message_size + 1))
+            small[: self._filled] = self._buf[: self._filled]
+            self._buf = small
 
     def close(self) -> None:
         """Close the connection (a later call reconnects)."""
@@ -242,21 +268,29 @@ class RpcClient:
     def notify(self, method: str, *args: Any) -> None:
         """Send the notification ``[2, method, args]`` (no answer comes)."""
         with self._lock:
+            self._start_deadline()
             self._send(method, self._packer.pack([NOTIFY, method, list(args)]))
+
+    def _start_deadline(self) -> None:
+        self._deadline = None if self.timeout is None else time.monotonic() + self.timeout
 
     def _send(self, method: str, data: bytes) -> None:
         sock = self._connect(method)
         try:
+            sock.settimeout(self._remaining(method, "sending the request"))
             sock.sendall(data)
         except TimeoutError as exc:
             self.close()
-            raise RpcTimeout(method, f"sending the request timed out after {self.timeout} s") from exc
+            raise RpcTimeout(
+                method, f"sending the request: the call's {self.timeout} s deadline passed"
+            ) from exc
         except OSError as exc:
             self.close()
             raise ConnectionLost(method, f"sending the request failed: {exc}") from exc
 
     def _roundtrip(self, method: str, args: tuple[Any, ...], arrays: Mapping[str, npt.DTypeLike]) -> Any:
         with self._lock:
+            self._start_deadline()
             msgid = next(self._ids) & 0xFFFFFFFF
             self._send(method, self._packer.pack([REQUEST, msgid, method, list(args)]))
             message = self._read_message(method, arrays)
@@ -278,7 +312,9 @@ class RpcClient:
         Decoding is tried when the stream pauses, so a big answer is decoded once, not once per chunk:
         at once if the buffer holds the size the last try said is needed (or nothing is known yet),
         after :data:`HINT_PAUSE_S` of silence short of it (that size is exact for uniform numeric
-        arrays, only a hint otherwise).
+        arrays, only a hint otherwise). The buffer doubles only when full, so its size stays within
+        twice the bytes received; a message that surely needs more than ``max_message_size`` bytes
+        is refused before they come.
         """
         sock = self._sock
         assert sock is not None
@@ -290,6 +326,7 @@ class RpcClient:
                     message, end = fast_decode.decode(view, 0, arrays)
                 except fast_decode.Truncated as exc:
                     need = max(exc.need, self._filled + 1)
+                    self._refuse_if_over(method, exc.least)
                 except Exception as exc:
                     self.close()
                     raise ProtocolError(f"invalid msgpack in the answer to '{method}': {exc}") from exc
@@ -298,21 +335,25 @@ class RpcClient:
                     if rest:  # bytes of a following message (same length slice: no resize)
                         self._buf[:rest] = self._buf[end : self._filled]
                     self._filled = rest
+                    self._shrink()
                     return message
                 finally:
                     del view
-            if need > self.max_message_size:
-                self.close()
-                raise MessageTooLarge(f"answer to '{method}' exceeds {self.max_message_size} bytes")
-            if self._filled == len(self._buf) or need > len(self._buf):
-                grown = bytearray(min(max(need, 2 * len(self._buf)), self.max_message_size + 1))
+            self._refuse_if_over(method, self._filled + 1)
+            if self._filled == len(self._buf):
+                grown = bytearray(min(2 * len(self._buf), self.max_message_size + 1))
                 grown[: self._filled] = self._buf[: self._filled]
                 self._buf = grown
+            left = self._remaining(method, f"{self._filled} bytes of the answer received")
             try:
+                sock.settimeout(left)
                 got = sock.recv_into(memoryview(self._buf)[self._filled :])
             except TimeoutError as exc:
                 self.close()
-                raise RpcTimeout(method, f"no answer within {self.timeout} s") from exc
+                got_so_far = f"{self._filled} bytes of the answer received"
+                raise RpcTimeout(
+                    method, f"{got_so_far}: the call's {self.timeout} s deadline passed"
+                ) from exc
             except OSError as exc:
                 self.close()
                 raise ConnectionLost(method, f"receiving the answer failed: {exc}") from exc
@@ -322,7 +363,17 @@ class RpcClient:
             self._filled += got
             # all hinted bytes here: decode when the burst ends; short of the hint: after a pause
             wait = 0.0 if need <= 1 or self._filled >= need else HINT_PAUSE_S
+            if self._deadline is not None:
+                wait = min(wait, max(self._deadline - time.monotonic(), 0.0))
             attempt = not select.select([sock], [], [], wait)[0]
+
+    def _refuse_if_over(self, method: str, size: int) -> None:
+        if size > self.max_message_size:
+            self.close()
+            raise MessageTooLarge(
+                f"answer to '{method}' declares at least {size} bytes; the client's cap is "
+                f"{self.max_message_size} bytes (max_message_size)"
+            )
 
 
 # --------------------------------------------------------------------------------------------- server
@@ -375,12 +426,17 @@ class RpcServer:
         self._closed = threading.Event()
         self._conns: dict[socket.socket, threading.Thread] = {}
         self._conns_lock = threading.Lock()
+        self._last_active: dict[socket.socket, float] = {}  # when a connection last finished a call
+        self._busy: set[socket.socket] = set()  # connections whose call is being handled
+        self._trimmed_at = 0.0  # monotonic time of the last malloc_trim
+        self._trim_pending = False
         self._budget_lock = threading.Lock()
         self._pending_total = 0
         self._reply_total = 0
         self._thread: threading.Thread | None = None
-        self.stats = {"refused_connections": 0, "accept_errors": 0, "closed_for_limits": 0}
-        """Counts of connections refused over the cap, failed accepts, connections closed for a limit."""
+        self.stats = {"refused_connections": 0, "accept_errors": 0, "closed_for_limits": 0, "evicted_idle": 0}
+        """Counts of connections refused over the cap, failed accepts, connections closed for a limit,
+        idle connections closed to make room at the cap."""
 
     @property
     def call_lock(self) -> contextlib.AbstractContextManager[Any]:
@@ -418,7 +474,9 @@ class RpcServer:
             sel.register(self._listener, selectors.EVENT_READ)
             sel.register(self._wake_r, selectors.EVENT_READ)
             while not self._closed.is_set():
-                for key, _ in sel.select():
+                if self._trim_pending:
+                    self._trim(0)
+                for key, _ in sel.select(timeout=_TRIM_EVERY_S):
                     if key.fileobj is self._wake_r or self._closed.is_set():
                         return
                     try:
@@ -436,9 +494,32 @@ class RpcServer:
                     backoff = self.limits.accept_backoff_s
                     self._spawn(conn)
 
+    def _evict_idle(self) -> bool:
+        """At the cap: close the connection that has gone longest without a whole request (idle, or
+        dripping one), if long enough and not in a call (its thread sees the shutdown and ends).
+        Called with ``_conns_lock`` held."""
+        now = time.monotonic()
+        idle = [c for c in self._conns if c not in self._busy]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda c: self._last_active.get(c, now))
+        silent_s = now - self._last_active.get(oldest, now)
+        if silent_s < self.limits.evict_idle_after_s:
+            return False
+        self._conns.pop(oldest, None)
+        self._last_active.pop(oldest, None)
+        with contextlib.suppress(OSError):
+            oldest.shutdown(socket.SHUT_RDWR)
+        self.stats["evicted_idle"] += 1
+        _log.warning("closing a connection without a request for %.1f s to make room", silent_s)
+        return True
+
     def _spawn(self, conn: socket.socket) -> None:
         with self._conns_lock:
-            if self._closed.is_set() or len(self._conns) >= self.limits.max_connections:
+            full = len(self._conns) >= self.limits.max_connections
+            if full and not self._closed.is_set() and self._evict_idle():
+                full = False
+            if self._closed.is_set() or full:
                 if not self._closed.is_set():
                     self.stats["refused_connections"] += 1
                     _log.warning("refusing a connection: %d open", len(self._conns))
@@ -450,6 +531,7 @@ class RpcServer:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCK_BUF)
                 thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
                 self._conns[conn] = thread
+                self._last_active[conn] = time.monotonic()
                 thread.start()
             except (OSError, RuntimeError) as exc:  # out of threads or a socket already reset
                 self._conns.pop(conn, None)
@@ -553,9 +635,14 @@ class RpcServer:
                     started = now
                 for message in unpacker:
                     containers[0] = 0
-                    reply = self._handle(message, packer)
-                    if reply is not None:
-                        self._send_reply(conn, reply)
+                    self._busy.add(conn)
+                    try:
+                        reply = self._handle(message, packer)
+                        if reply is not None:
+                            self._send_reply(conn, reply)
+                    finally:
+                        self._busy.discard(conn)
+                        self._last_active[conn] = time.monotonic()
                 pending = fed - unpacker.tell()
                 if pending > lim.max_request_bytes:
                     reason = f"request over {lim.max_request_bytes} bytes"
@@ -581,8 +668,11 @@ class RpcServer:
                 self.stats["closed_for_limits"] += 1
                 _log.warning("closing a connection: %s", reason)
             self._charge(-charged)
+            self._trim(fed)
             with self._conns_lock:
                 self._conns.pop(conn, None)
+                self._last_active.pop(conn, None)
+                self._busy.discard(conn)
             conn.close()
 
     def _send_reply(self, conn: socket.socket, reply: bytes) -> None:
@@ -599,8 +689,21 @@ class RpcServer:
         finally:
             with self._budget_lock:
                 self._reply_total -= len(reply)
-            if len(reply) >= _TRIM_AFTER:
-                _release_memory()
+            self._trim(len(reply))
+
+    def _trim(self, nbytes: int) -> None:
+        """After ``nbytes`` were freed (at least :data:`_TRIM_AFTER` counts; 0: the trim left pending),
+        hand freed heap back to the system, at most every :data:`_TRIM_EVERY_S`: a trim too soon is
+        left pending, and the accept loop does it when its time comes."""
+        wanted = nbytes >= _TRIM_AFTER or (nbytes == 0 and self._trim_pending)
+        if not wanted:
+            return
+        now = time.monotonic()
+        if now - self._trimmed_at < _TRIM_EVERY_S:
+            self._trim_pending = True
+            return
+        self._trimmed_at, self._trim_pending = now, False
+        _release_memory()
 
     def _handle(self, message: Any, packer: msgpack.Packer) -> bytes | None:
         """Dispatch one message; return the reply bytes (None for a notification)."""
@@ -649,7 +752,8 @@ class RpcServer:
 
 
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
-_TRIM_AFTER = 16 << 20  # after a reply this big, hand freed heap back to the system
+_TRIM_AFTER = 4 << 20  # after a reply (or a connection's input) this big, hand freed heap back
+_TRIM_EVERY_S = 1.0  # at most this often (a deferred trim follows a skipped one)
 
 
 def _release_memory() -> None:

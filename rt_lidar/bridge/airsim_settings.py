@@ -7,9 +7,11 @@ clockwise from forward (NED yaw). A solid-state preset maps to its frame rate an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from rt_lidar.errors import ConfigError
+from rt_lidar.errors import ConfigError, FieldError
+from rt_lidar.schema import check_value
 from rt_lidar.sensor.presets import (
     SensorPreset,
     lambertian_return_w,
@@ -24,6 +26,18 @@ __all__ = ["airsim_lidar_settings", "airsim_settings_json", "preset_from_airsim_
 
 LIDAR_SENSOR_TYPE = 6
 _FOV_TOLERANCE_DEG = 1.0
+#: The lidar block's keys we read: type and allowed range (AirSim's defaults apply to absent keys).
+LIDAR_FIELDS: dict[str, tuple[type, float, float]] = {
+    "NumberOfChannels": (int, 1, 4096),
+    "Range": (float, 0.1, 10_000.0),
+    "PointsPerSecond": (float, 1.0, 1e8),
+    "RotationsPerSecond": (float, 0.1, 100.0),
+    "VerticalFOVUpper": (float, -90.0, 90.0),
+    "VerticalFOVLower": (float, -90.0, 90.0),
+    "HorizontalFOVStart": (float, -360.0, 360.0),
+    "HorizontalFOVEnd": (float, -360.0, 360.0),
+}
+MAX_COLUMNS_PER_REV = 100_000
 
 
 def _horizontal_fov(preset: SensorPreset) -> tuple[float, float]:
@@ -89,12 +103,42 @@ def airsim_settings_json(preset: SensorPreset, name: str = "Lidar1") -> dict[str
     }
 
 
-def _lidar_blocks(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _table(value: Any, source: str, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FieldError(source, where, f"must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _checked_block(block: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
+    """The lidar block with the fields we read checked (type, finite, range); others kept as they are."""
+    out = dict(block)
+    for key, (tp, lo, hi) in LIDAR_FIELDS.items():
+        if key in block:
+            meta = {"lo": lo, "hi": hi}
+            out[key] = check_value(block[key], tp, meta, source, f"{where}.{key}")
+    n = int(out.get("NumberOfChannels", 16))
+    columns = float(out.get("PointsPerSecond", 100_000)) / n / float(out.get("RotationsPerSecond", 10.0))
+    if columns > MAX_COLUMNS_PER_REV:
+        raise FieldError(
+            source,
+            f"{where}.PointsPerSecond",
+            f"{columns:,.0f} points per channel and rotation (PointsPerSecond / NumberOfChannels / "
+            f"RotationsPerSecond); at most {MAX_COLUMNS_PER_REV:,}",
+        )
+    return out
+
+
+def _lidar_blocks(settings: Any, source: str) -> dict[str, dict[str, Any]]:
     blocks: dict[str, dict[str, Any]] = {}
-    for vehicle in (settings.get("Vehicles") or {}).values():
-        for sname, block in (vehicle.get("Sensors") or {}).items():
-            if isinstance(block, dict) and block.get("SensorType") == LIDAR_SENSOR_TYPE:
-                blocks.setdefault(sname, block)
+    root = _table(settings, source, "(top level)")
+    for vname, vehicle in _table(root.get("Vehicles"), source, "Vehicles").items():
+        sensors = _table(vehicle, source, f"Vehicles.{vname}").get("Sensors")
+        for sname, block in _table(sensors, source, f"Vehicles.{vname}.Sensors").items():
+            if isinstance(block, Mapping) and block.get("SensorType") == LIDAR_SENSOR_TYPE:
+                where = f"Vehicles.{vname}.Sensors.{sname}"
+                blocks.setdefault(str(sname), _checked_block(block, source, where))
     return blocks
 
 
@@ -114,20 +158,24 @@ def _mismatch(preset: SensorPreset, block: dict[str, Any]) -> float | None:
     return worst if worst <= _FOV_TOLERANCE_DEG else None
 
 
-def preset_from_airsim_settings(settings: dict[str, Any], lidar_name: str | None = None) -> SensorPreset:
+def preset_from_airsim_settings(
+    settings: Any, lidar_name: str | None = None, source: str = "settings.json"
+) -> SensorPreset:
     """The preset closest to a settings.json lidar (same channels, FOV within 1 deg), else a uniform one.
 
     A matched rotating preset takes the block's ``RotationsPerSecond`` when the sensor allows it. The
     uniform fallback is a rotating sensor with generic optics and a detection threshold that puts a
-    10 % target at 60 % of ``Range``.
+    10 % target at 60 % of ``Range``. ``settings`` is the parsed JSON as it came (anything): a value of
+    the wrong type or out of range raises :class:`~rt_lidar.errors.FieldError` naming ``source`` and
+    the field (``Vehicles.Car1.Sensors.Lidar1.NumberOfChannels``).
     """
-    blocks = _lidar_blocks(settings)
+    blocks = _lidar_blocks(settings, source)
     if not blocks:
-        raise ConfigError("settings.json has no lidar sensor (SensorType 6)")
+        raise ConfigError(f"{source}: no lidar sensor (SensorType 6)")
     if lidar_name is None:
         lidar_name = next(iter(blocks))
     if lidar_name not in blocks:
-        raise ConfigError(f"settings.json has no lidar named {lidar_name!r}; lidars: {', '.join(blocks)}")
+        raise ConfigError(f"{source}: no lidar named {lidar_name!r}; lidars: {', '.join(blocks)}")
     block = blocks[lidar_name]
     scored = []
     for pname in list_presets():

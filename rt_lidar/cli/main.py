@@ -100,10 +100,24 @@ def port_number(text: str) -> int:
     return port
 
 
+def ray_budget(text: str) -> int:
+    """An argparse type: a ray budget, 1..100,000,000 rays a call."""
+    try:
+        rays = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of rays") from None
+    if not 1 <= rays <= 100_000_000:
+        raise argparse.ArgumentTypeError(f"must be in 1..100000000 rays, got {rays}")
+    return rays
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     from rt_lidar.server.serve import ServeOptions, start_embedded_server
+    from rt_lidar.session.realtime import limit_malloc_arenas
+
+    limit_malloc_arenas(2)  # a thread per connection: freed buffers stay in few arenas (docs/reliability.md)
 
     opts = ServeOptions(
         host=args.host,
@@ -114,6 +128,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         seed=args.seed,
         paused=args.paused,
         camera=args.camera,
+        **({"max_rays": args.max_rays} if args.max_rays is not None else {}),
     )
     served = start_embedded_server(opts)
     print(
@@ -154,6 +169,13 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--paused", action="store_true", help="start with the sim clock paused")
     p.add_argument(
         "--camera", default="640x360", metavar="WxH", help="embedded camera size (default 640x360)"
+    )
+    p.add_argument(
+        "--max-rays",
+        type=ray_budget,
+        default=None,
+        metavar="N",
+        help="rays (firings x sub-rays) one lidar call may cast, default 500000: bounds one call's time",
     )
     p.add_argument("--exit-with-stdin", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_serve)

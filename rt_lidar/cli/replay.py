@@ -37,7 +37,8 @@ def run_replay(args: argparse.Namespace) -> int:
         )
     if Path(args.recording).is_dir():
         preset = load_preset(args.preset) if args.preset else None
-        print(json.dumps(replay_clouds(args.recording, list(args.sinks), preset, args.rate), indent=2))
+        result = replay_clouds(args.recording, list(args.sinks), preset, args.rate, args.max_gap)
+        print(json.dumps(result, indent=2))
         return 0
     out: dict[str, Any] = {}
     for spec in args.sinks:
@@ -45,7 +46,8 @@ def run_replay(args: argparse.Namespace) -> int:
         if kind != "udp":
             raise ConfigError(f"replay: sink kind '{kind}' is not supported yet (only udp:HOST[:PORT])")
         host, _, port = target.partition(":")
-        out[spec] = replay_pcap(args.recording, host or "127.0.0.1", int(port) if port else None).summary()
+        port_no = int(port) if port else None
+        out[spec] = replay_pcap(args.recording, host or "127.0.0.1", port_no, args.max_gap).summary()
     print(json.dumps(out, indent=2))
     return 0
 
@@ -62,6 +64,13 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--preset", default=None, help="sensor of a cloud recording that does not name one (KITTI: HDL-64E)"
     )
     p.add_argument("--rate", type=float, default=1.0, help="replay speed for clouds (1 = recorded rate)")
+    p.add_argument(
+        "--max-gap",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="longest wait between two recorded items, s (a longer pause in the recording is cut to it)",
+    )
     add_sink_argument(p)
     p.set_defaults(func=run_replay)
     return p

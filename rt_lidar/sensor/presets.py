@@ -25,12 +25,14 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.errors import PresetError
+from rt_lidar.points import POINT_DTYPE
 from rt_lidar.schema import build, spec
 
 __all__ = [
     "BEAM_PROFILES",
     "DUAL_KINDS",
     "INTENSITY_KINDS",
+    "MAX_SCAN_POINTS",
     "PACKET_FORMATS",
     "PATTERNS",
     "RETURN_MODES",
@@ -401,11 +403,38 @@ def _check_profile(o: OpticsSpec, source: str) -> None:
         raise PresetError(source, "optics.beam_profile_table", "must have a positive value")
 
 
+MAX_SCAN_POINTS = 32_000_000
+"""Most points one scan may hold (firings x ``returns.max_returns``): 1.2 GB of points, several
+times that in the pipeline's buffers. The largest shipped preset (VLS-128) holds 0.72 M."""
+
+
+def _check_size(p: SensorPreset, source: str) -> None:
+    """Refuse a preset whose scans cannot fit in memory, naming the field that makes them so big."""
+    from rt_lidar.sensor.scan_pattern import firings_per_scan  # it imports this module
+
+    points = firings_per_scan(p) * p.returns.max_returns
+    if points > MAX_SCAN_POINTS:
+        s = p.scan
+        field = {
+            "rotating": "scan.columns_per_rev" if s.columns_per_rev is not None else "scan.firing_cycle_us",
+            "mirror": "scan.columns_per_frame",
+            "raster": "scan.points_per_line",
+        }.get(s.pattern, "scan.point_rate_hz")
+        gb = points * POINT_DTYPE.itemsize / 1e9
+        raise PresetError(
+            source,
+            field,
+            f"makes a scan of {points:,} points ({gb:.1f} GB, firings x returns.max_returns); "
+            f"at most {MAX_SCAN_POINTS:,}",
+        )
+
+
 def preset_from_dict(d: dict[str, Any], source: str = "<dict>") -> SensorPreset:
     """Validate a preset given as a (TOML-shaped) dict; errors name ``source``, the field and the rule."""
     preset: SensorPreset = _build(SensorPreset, d, source, "")
     _check_scan(d["scan"], preset, source)
     _check_cross(preset, source)
+    _check_size(preset, source)
     return preset
 
 

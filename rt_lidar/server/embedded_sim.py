@@ -40,13 +40,16 @@ from unreal_bridge.errors import BackendError
 from unreal_bridge.wire import FluKinematics
 from unreal_bridge.world import CameraSpec, Pose, World
 
-__all__ = ["IMAGE_TYPES", "EmbeddedSim"]
+__all__ = ["IMAGE_TYPES", "MAX_RAYS_PER_CALL", "EmbeddedSim"]
 
 IMAGE_TYPES = {0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 5: "Segmentation"}
 """AirSim ``ImageType`` values the embedded camera renders."""
 
-MAX_RAYS_PER_CALL = 4_000_000
-"""Rays one lidar answer may cast (firings x sub-rays); an older backlog is cut, as ``max_backlog_s``."""
+MAX_RAYS_PER_CALL = 500_000
+"""Rays one lidar answer may cast by default (firings x sub-rays); an older backlog is cut, as
+``max_backlog_s``. One call holds the server's call lock while it casts: on two shared cores 1 M
+sub-rays took 4-5 s and ~350 MB, 4 M 12 s and 1.4 GB. A frame of an HDL-64E at 20 Hz with 7 sub-rays
+is ~470 k; heavier sub-ray bundles want ``serve --max-rays``."""
 _FRAME_NS = 10_000_000  # one "frame" of simContinueForFrames: 100 Hz physics, as AirSim's default
 
 
@@ -70,6 +73,7 @@ class EmbeddedSim:
         camera: CameraSpec | None = None,
         paused: bool = False,
         max_backlog_s: float = 1.0,
+        max_rays_per_call: int = MAX_RAYS_PER_CALL,
     ) -> None:
         self.world = world
         self.preset = preset
@@ -77,6 +81,9 @@ class EmbeddedSim:
         self.vehicle_name = vehicle_name
         self.camera = camera or CameraSpec()
         self.max_backlog_ns = int(max_backlog_s * 1e9)
+        if max_rays_per_call < 1:
+            raise ValueError(f"max_rays_per_call must be >= 1, got {max_rays_per_call}")
+        self.max_rays_per_call = max_rays_per_call
         table = load_material_table()
         self._transmission = table.arrays(world.material_names, preset.optics.wavelength_nm).transmission
         self.source = WorldSource(world, preset.range.max_m, self._transmission)
@@ -167,8 +174,8 @@ class EmbeddedSim:
             self._advance_vehicle(t1)
         sub_rays = 1 if pattern is None else max(len(pattern.weights), 1)
         firings = firings_between(self.preset, t0, t1)
-        if len(firings.t_ns) * sub_rays > MAX_RAYS_PER_CALL:  # the ray budget: keep the newest firings
-            keep = MAX_RAYS_PER_CALL // sub_rays
+        if len(firings.t_ns) * sub_rays > self.max_rays_per_call:  # the ray budget: the newest firings
+            keep = max(1, self.max_rays_per_call // sub_rays)
             cut = int(firings.t_ns[-keep])
             with self._lock:
                 self.skipped_ns += cut - t0

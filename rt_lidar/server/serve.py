@@ -16,7 +16,7 @@ from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.builder import build_world
 from rt_lidar.sensor.presets import SensorPreset, load_preset
-from rt_lidar.server.embedded_sim import EmbeddedSim
+from rt_lidar.server.embedded_sim import MAX_RAYS_PER_CALL, EmbeddedSim
 from unreal_bridge import AirSimServer
 from unreal_bridge.world import CameraSpec
 
@@ -37,6 +37,8 @@ class ServeOptions:
     paused: bool = False
     camera: str = "640x360"
     """Embedded camera size WxH (90 deg horizontal field of view)."""
+    max_rays: int = MAX_RAYS_PER_CALL
+    """Rays (firings x sub-rays) one lidar call may cast; an older backlog is cut."""
 
 
 @dataclass
@@ -63,7 +65,7 @@ def _preset(opts: ServeOptions) -> SensorPreset:
             settings = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read AirSim settings: {exc}") from exc
-        return preset_from_airsim_settings(settings)
+        return preset_from_airsim_settings(settings, source=str(path))
     if not opts.preset:
         raise ConfigError("serve: give --preset NAME or --settings FILE")
     return load_preset(opts.preset)
@@ -97,6 +99,8 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
         "--camera",
         opts.camera,
         "--exit-with-stdin",
+        "--max-rays",
+        str(opts.max_rays),
     ]
     cmd += ["--settings", opts.settings] if opts.settings else ["--preset", str(opts.preset)]
     if opts.paused:
@@ -122,8 +126,9 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
 
 def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
     """Build the world and start serving it in a background thread."""
+    preset, camera = _preset(opts), _camera(opts.camera)  # bad input refused before the world is built
     world = build_world(opts.scene, seed=opts.seed)
-    sim = EmbeddedSim(world, _preset(opts), paused=opts.paused, camera=_camera(opts.camera))
+    sim = EmbeddedSim(world, preset, paused=opts.paused, camera=camera, max_rays_per_call=opts.max_rays)
     server = AirSimServer(sim, host=opts.host, port=opts.port)
     server.start()
     return EmbeddedServer(server, sim)

@@ -14,6 +14,7 @@ from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.sensor.presets import load_preset
+from rt_lidar.session.run_summary import combine_parts
 from unreal_bridge import AirSimClient
 from unreal_bridge.errors import ConnectionLost
 
@@ -84,7 +85,14 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     written = 0
     parts: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {}
+    dirs: list[str] = []
+    t_start = time.perf_counter()
+
+    def finish(stopped_early: str | None = None) -> dict[str, Any]:
+        summary = combine_parts(parts, dirs, time.perf_counter() - t_start, stopped_early)
+        write_summary(out, summary)
+        return summary
+
     while written < opts.frames:
         client = _connect(host, port, opts)
         source = BridgeSource(
@@ -101,7 +109,8 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
         ran = opts.resolved(pipe.physics.config)
         if not parts:
             write_run_config(out, ran, preset)
-        part_out = out if not parts else out / f"part{len(parts):02d}"
+        part_dir = "." if not parts else f"part{len(parts):02d}"
+        part_out = out / part_dir
         try:
             result = drive_scans(
                 pipe,
@@ -121,6 +130,7 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
         st = source.stats
         result.summary["bridge"] = st.as_dict(f"{host}:{port}")
         parts.append(result.summary)
+        dirs.append(part_dir)
         written += int(result.summary["frames"])
         if result.error is not None:
             msg = (
@@ -128,9 +138,6 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
                 f"({result.error}); every scan written is complete"
             )
             if not b.reconnect:
-                summary = {**parts[0], "frames": written, "stopped_early": msg, "parts": len(parts)}
-                write_summary(out, summary)
+                finish(msg)
                 raise RtLidarError(msg) from result.error
-    summary = {**parts[0], "frames": written, "parts": len(parts)}
-    write_summary(out, summary)
-    return summary
+    return finish()

@@ -16,6 +16,7 @@ from typing import BinaryIO, Protocol
 
 import numpy as np
 
+from rt_lidar.errors import FieldError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import firings_per_scan, scan_period_ns
@@ -177,28 +178,64 @@ class PcapWriter:
             self._fh.close()
 
 
+MAX_PCAP_RECORD = 262_144
+"""Largest captured length of one record (libpcap's largest snap length)."""
+
+
 def read_pcap_udp(path: str | Path) -> Iterator[PcapRecord]:
-    """Yield the UDP datagrams of an Ethernet/IPv4 pcap file in order (stops at a torn last record)."""
+    """Yield the UDP datagrams of an Ethernet/IPv4 pcap file in order (stops at a torn last record).
+
+    Records that are not IPv4/UDP, and IP fragments, are passed over. A header that cannot be (an
+    unknown magic, a record longer than libpcap's snap length, an IPv4 header or UDP length past the
+    end of its frame) raises :class:`~rt_lidar.errors.FieldError` naming the file, record and field.
+    """
+    where = str(path)
     with Path(path).open("rb") as fh:
         head = fh.read(24)
         if len(head) < 24:
             return
-        magic = struct.unpack("<I", head[:4])[0]
-        endian = "<" if magic in (_MAGIC_US, _MAGIC_NS) else ">"
+        magic_le = struct.unpack("<I", head[:4])[0]
+        magic_be = struct.unpack(">I", head[:4])[0]
+        if magic_le in (_MAGIC_US, _MAGIC_NS):
+            endian = "<"
+        elif magic_be in (_MAGIC_US, _MAGIC_NS):
+            endian = ">"
+        else:
+            raise FieldError(where, "magic", f"0x{magic_le:08x} is not a pcap file's (pcapng is not read)")
         nano = struct.unpack(endian + "I", head[:4])[0] == _MAGIC_NS
+        index = -1
         while True:
+            index += 1
             rh = fh.read(16)
             if len(rh) < 16:
                 return
             sec, frac, incl, _orig = struct.unpack(endian + "IIII", rh)
+            if incl > MAX_PCAP_RECORD:
+                raise FieldError(
+                    where, f"record {index}.incl_len", f"{incl:,} bytes; at most {MAX_PCAP_RECORD:,}"
+                )
             buf = fh.read(incl)
             if len(buf) < incl:
                 return
             if len(buf) < 42 or buf[12:14] != b"\x08\x00" or buf[23] != 17:
                 continue
+            if struct.unpack(">H", buf[20:22])[0] & 0x3FFF:  # an IP fragment: not a whole datagram
+                continue
             ihl = (buf[14] & 0x0F) * 4
             u = 14 + ihl
+            if ihl < 20 or u + 8 > len(buf):
+                raise FieldError(
+                    where,
+                    f"record {index}.ipv4.ihl",
+                    f"an IPv4 header of {ihl} bytes (20..60) leaves no UDP header in a {len(buf)}-byte frame",
+                )
             sport, dport, ulen = struct.unpack(">HHH", buf[u : u + 6])
+            if ulen < 8 or u + ulen > len(buf):
+                raise FieldError(
+                    where,
+                    f"record {index}.udp.length",
+                    f"{ulen} bytes (8 at least) from offset {u} runs past the {len(buf)}-byte frame",
+                )
             stamp = sec * 1_000_000_000 + (frac if nano else frac * 1000)
             src = ".".join(str(b) for b in buf[26:30])
             dst = ".".join(str(b) for b in buf[30:34])

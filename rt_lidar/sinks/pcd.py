@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rt_lidar.errors import ConfigError
+from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.points import POINT_DTYPE, POINT_FIELDS
 from rt_lidar.sinks.atomic import atomic_write
 
@@ -78,19 +78,19 @@ def read_pcd(path: str | Path, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype, offset=pos + len(marker)).copy()
 
 
-def read_pcd_points(path: str | Path) -> np.ndarray:
-    """A PCD file (binary or ascii, any subset of our fields) as :data:`POINT_DTYPE` points.
+_PCD_SIZES = {"F": (2, 4, 8), "I": (1, 2, 4, 8), "U": (1, 2, 4, 8)}
+MAX_PCD_COUNT = 4096
+"""Largest COUNT (values per field) a PCD may declare."""
 
-    Fields the file lacks stay zero; ``t`` may also come as ``time`` (seconds, float) as the ROS drivers
-    write it. Anything else about the file that is not PCD v0.7 gives a ConfigError naming it.
-    """
-    data = Path(path).read_bytes()
+
+def _pcd_header(data: bytes, path: str) -> tuple[dict[str, list[str]], int]:
+    """The header lines of a PCD file by keyword, and the offset of the data after ``DATA``."""
     header: dict[str, list[str]] = {}
     pos = 0
     while True:
         end = data.find(b"\n", pos)
         if end < 0:
-            raise ConfigError(f"{path}: not a PCD file (no DATA line)")
+            raise FieldError(path, "DATA", "not a PCD file: no DATA line")
         line = data[pos:end].decode("ascii", "replace").strip()
         pos = end + 1
         if not line or line.startswith("#"):
@@ -98,35 +98,114 @@ def read_pcd_points(path: str | Path) -> np.ndarray:
         key, *values = line.split()
         header[key.upper()] = values
         if key.upper() == "DATA":
-            break
+            if not values:
+                raise FieldError(path, "DATA", "names no encoding (binary or ascii)")
+            return header, pos
+
+
+def _ints(header: dict[str, list[str]], key: str, path: str, n: int | None, lo: int, hi: int) -> list[int]:
+    values = header.get(key)
+    if values is None:
+        raise FieldError(path, key, "is missing")
+    if n is not None and len(values) != n:
+        raise FieldError(path, key, f"has {len(values)} values for {n} FIELDS")
     try:
-        names = header["FIELDS"]
-        sizes = [int(v) for v in header["SIZE"]]
-        types = header["TYPE"]
-        counts = [int(v) for v in header.get("COUNT", ["1"] * len(names))]
-        n = int(header["POINTS"][0])
-    except (KeyError, ValueError, IndexError) as exc:
-        raise ConfigError(f"{path}: PCD header lacks or garbles {exc}") from None
-    kinds = {"F": "f", "I": "i", "U": "u"}
-    fields = [
-        (nm, f"<{kinds[t]}{s}", (c,) if c > 1 else ())
-        for nm, s, t, c in zip(names, sizes, types, counts, strict=True)
-    ]
-    dtype = np.dtype([(nm, dt, shape) if shape else (nm, dt) for nm, dt, shape in fields])
+        out = [int(v) for v in values]
+    except ValueError:
+        raise FieldError(path, key, f"must hold whole numbers, got {' '.join(values)!r:.80}") from None
+    bad = [v for v in out if not lo <= v <= hi]
+    if bad:
+        raise FieldError(path, key, f"must be in [{lo}, {hi}], got {bad[0]}")
+    return out
+
+
+def _pcd_dtype(header: dict[str, list[str]], path: str) -> tuple[np.dtype, list[str], list[int]]:
+    names = header.get("FIELDS")
+    if not names:
+        raise FieldError(path, "FIELDS", "is missing or empty")
+    sizes = _ints(header, "SIZE", path, len(names), 1, 8)
+    counts = (
+        _ints(header, "COUNT", path, len(names), 1, MAX_PCD_COUNT) if "COUNT" in header else [1] * len(names)
+    )
+    types = header.get("TYPE")
+    if types is None or len(types) != len(names):
+        raise FieldError(path, "TYPE", f"must give one of F, I, U for each of the {len(names)} FIELDS")
+    names = [f"_pad{i}" if nm == "_" else nm for i, nm in enumerate(names)]  # PCL's padding fields
+    if len(set(names)) != len(names):
+        raise FieldError(path, "FIELDS", f"names a field twice: {' '.join(names)!r:.80}")
+    fields = []
+    for nm, size, tp, count in zip(names, sizes, types, counts, strict=True):
+        if tp.upper() not in _PCD_SIZES:
+            raise FieldError(path, "TYPE", f"field {nm!r}: must be F, I or U, got {tp!r:.20}")
+        if size not in _PCD_SIZES[tp.upper()]:
+            allowed = ", ".join(map(str, _PCD_SIZES[tp.upper()]))
+            raise FieldError(path, "SIZE", f"field {nm!r} of TYPE {tp}: must be {allowed} bytes, got {size}")
+        dt = f"<{tp.lower()}{size}"
+        fields.append((nm, dt, (count,)) if count > 1 else (nm, dt))
+    return np.dtype(fields), names, counts
+
+
+def read_pcd_points(path: str | Path) -> np.ndarray:
+    """A PCD file (binary or ascii, any subset of our fields) as :data:`POINT_DTYPE` points.
+
+    Fields the file lacks stay zero; ``t`` may also come as ``time`` (seconds, float) as the ROS drivers
+    write it. A header or data that is not PCD v0.7 (a bad TYPE or SIZE, short rows, more POINTS than
+    the file holds) gives a :class:`~rt_lidar.errors.FieldError` naming the file and the field, before
+    anything of the declared size is allocated.
+    """
+    where = str(path)
+    data = Path(path).read_bytes()
+    header, pos = _pcd_header(data, where)
+    dtype, names, counts = _pcd_dtype(header, where)
+    n = _ints(header, "POINTS", where, None, 0, 2**62)
+    if len(n) != 1:
+        raise FieldError(where, "POINTS", f"must be one number, got {len(n)}")
+    count = n[0]
     mode = header["DATA"][0].lower()
+    body = len(data) - pos
     if mode == "binary":
-        raw = np.frombuffer(data, dtype=dtype, count=n, offset=pos)
+        if count * dtype.itemsize > body:
+            raise FieldError(
+                where,
+                "POINTS",
+                f"{count:,} points of {dtype.itemsize} bytes need {count * dtype.itemsize:,} bytes; "
+                f"the file holds {body:,} after DATA",
+            )
+        raw = np.frombuffer(data, dtype=dtype, count=count, offset=pos)
     elif mode == "ascii":
-        table = np.loadtxt(data[pos:].decode().splitlines(), ndmin=2) if n else np.zeros((0, len(names)))
-        raw = np.zeros(n, dtype)
-        for i, nm in enumerate(names):
-            raw[nm] = table[:, i]
+        raw = _ascii_rows(data[pos:], dtype, names, counts, count, where)
     else:
-        raise ConfigError(f"{path}: PCD 'DATA {mode}' is not supported (binary or ascii)")
-    out = np.zeros(n, POINT_DTYPE)
+        raise FieldError(where, "DATA", f"'{mode}' is not supported (binary or ascii)")
+    out = np.zeros(count, POINT_DTYPE)
     for nm in POINT_FIELDS:
         if nm in names:
-            out[nm] = raw[nm]
+            out[nm] = raw[nm] if raw[nm].ndim == 1 else raw[nm][:, 0]
     if "t" not in names and "time" in names:
         out["t"] = np.round(raw["time"].astype(np.float64) * 1e9).astype(np.int64)
     return out
+
+
+def _ascii_rows(
+    body: bytes, dtype: np.dtype, names: list[str], counts: list[int], n: int, path: str
+) -> np.ndarray:
+    width = sum(counts)
+    if n * (2 * width - 1) > len(body) + 1:  # each value takes a digit and a separator at least
+        raise FieldError(path, "POINTS", f"{n:,} points of {width} values cannot fit in {len(body):,} bytes")
+    lines = [ln for ln in body.decode("ascii", "replace").splitlines() if ln.strip()]
+    if len(lines) < n:
+        raise FieldError(path, "POINTS", f"says {n:,} points; the file has {len(lines):,} data rows")
+    for i, ln in enumerate(lines[:n]):
+        if len(ln.split()) != width:
+            raise FieldError(
+                path, "DATA", f"row {i + 1} has {len(ln.split())} values, FIELDS/COUNT need {width}"
+            )
+    try:
+        table = np.loadtxt(lines[:n], ndmin=2) if n else np.zeros((0, width))
+    except ValueError as exc:
+        raise FieldError(path, "DATA", f"a row is not numbers: {exc}") from None
+    raw = np.zeros(n, dtype)
+    col = 0
+    for nm, c in zip(names, counts, strict=True):
+        raw[nm] = table[:, col] if c == 1 else table[:, col : col + c]
+        col += c
+    return raw

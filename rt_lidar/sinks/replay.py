@@ -9,6 +9,7 @@ files) at its recorded times.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,36 @@ from rt_lidar.sinks.pacing import Pacer, PacingStats
 from rt_lidar.sinks.pcap import read_pcap_udp
 from rt_lidar.sinks.recording import CloudRecording
 
-__all__ = ["recorded_scans", "replay_clouds", "replay_pcap"]
+__all__ = ["DEFAULT_MAX_GAP_S", "recorded_scans", "replay_clouds", "replay_offsets_ns", "replay_pcap"]
+
+DEFAULT_MAX_GAP_S = 1.0
+"""Longest wait between two recorded items; a longer gap (a pause in the capture, a damaged stamp)
+is replayed as this long, so a record stamped 1e6 s later cannot hang a replay."""
+_log = logging.getLogger(__name__)
 
 
-def replay_pcap(path: str | Path, host: str = "127.0.0.1", port: int | None = None) -> PacingStats:
+def replay_offsets_ns(stamps_ns: Any, max_gap_s: float = DEFAULT_MAX_GAP_S) -> tuple[np.ndarray, int]:
+    """Send offsets (ns from the first item) of recorded ``stamps_ns``: each gap clipped to
+    ``[0, max_gap_s]`` (a stamp going backwards is sent at once). Returns them and how many gaps were cut."""
+    if not max_gap_s > 0:
+        raise ConfigError(f"replay: --max-gap must be > 0 s, got {max_gap_s}")
+    stamps = np.asarray(stamps_ns, np.int64)
+    if stamps.size == 0:
+        return np.zeros(0, np.int64), 0
+    gaps = np.diff(stamps)
+    cap = int(max_gap_s * 1e9)
+    cut = int(np.count_nonzero(gaps > cap))
+    offsets = np.concatenate(([0], np.cumsum(np.clip(gaps, 0, cap))))
+    if cut:
+        _log.warning("replay: %d gap(s) longer than %g s replayed as %g s", cut, max_gap_s, max_gap_s)
+    return offsets.astype(np.int64), cut
+
+
+def replay_pcap(
+    path: str | Path, host: str = "127.0.0.1", port: int | None = None, max_gap_s: float = DEFAULT_MAX_GAP_S
+) -> PacingStats:
     """Send every UDP datagram of ``path`` to ``host`` (its recorded port, or ``port``) on its recorded
-    schedule."""
+    schedule (gaps longer than ``max_gap_s`` shortened to it)."""
     import socket
 
     records = list(read_pcap_udp(path))
@@ -41,9 +66,9 @@ def replay_pcap(path: str | Path, host: str = "127.0.0.1", port: int | None = No
 
     pacer = Pacer(send, clock="wall", latency_ns=20_000_000, max_batches=1 << 20)
     pacer.start()
-    t0 = records[0].stamp_ns
-    batches = [(str(r.dst_port), np.frombuffer(r.payload, np.uint8)[None, :], np.array([r.stamp_ns - t0]))
-               for r in records]  # fmt: skip
+    offsets, _cut = replay_offsets_ns([r.stamp_ns for r in records], max_gap_s)
+    batches = [(str(r.dst_port), np.frombuffer(r.payload, np.uint8)[None, :], np.array([off]))
+               for r, off in zip(records, offsets, strict=True)]  # fmt: skip
     step = 500
     for i in range(0, len(batches), step):
         pacer.put_many(batches[i : i + step])
@@ -74,9 +99,14 @@ def recorded_scans(
 
 
 def replay_clouds(
-    path: str | Path, sinks: list[str], preset: SensorPreset | None = None, rate: float = 1.0
+    path: str | Path,
+    sinks: list[str],
+    preset: SensorPreset | None = None,
+    rate: float = 1.0,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
 ) -> dict[str, Any]:
-    """Feed every scan of a recording to ``sinks`` at its recorded time (``rate`` x real time)."""
+    """Feed every scan of a recording to ``sinks`` at its recorded time (``rate`` x real time; gaps
+    longer than ``max_gap_s`` of replay time shortened to it)."""
     if not rate > 0:
         raise ConfigError(f"replay: --rate must be > 0, got {rate}")
     sensor, scans = recorded_scans(path, preset)
@@ -85,10 +115,10 @@ def replay_clouds(
     with scans:
         fan = SinkFanout([make_sink(s) for s in sinks])
         fan.open(SinkContext(preset=sensor, scenario={"replay": str(path)}))
+        offsets, cut = replay_offsets_ns(np.asarray(scans.stamps_ns) / rate, max_gap_s)
         try:
-            t_rec0 = int(scans.stamps_ns[0])
-            for stamp, scan in scans:
-                wait = (stamp - t_rec0) * 1e-9 / rate - (time.perf_counter() - t_wall0)
+            for offset, (_stamp, scan) in zip(offsets, scans, strict=True):
+                wait = int(offset) * 1e-9 - (time.perf_counter() - t_wall0)
                 if wait > 0:
                     time.sleep(wait)
                 else:
@@ -97,4 +127,4 @@ def replay_clouds(
         finally:
             fan.close()
     return {"scans": len(scans), "wall_s": time.perf_counter() - t_wall0, "late_scans": late,
-            "preset": sensor.name}  # fmt: skip
+            "gaps_cut": cut, "preset": sensor.name}  # fmt: skip

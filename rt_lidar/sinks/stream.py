@@ -17,11 +17,18 @@ subscriber loses frames, the simulation never waits. Both sides count the drops:
 frames its subscriber's full queue made it drop (``XPUB_NODROP``, while there is one subscriber), the
 subscriber the same frames as gaps in ``seq``, and the frames it received but skipped because a newer
 one had arrived.
+
+The subscriber trusts nothing it receives: a message that does not parse as a frame (bad JSON, a
+header without its fields, buffers shorter than the header says) or that is larger than
+``max_frame_bytes`` is counted in :attr:`SubscriberStats.bad` and skipped; its reader thread never
+dies of one. ZeroMQ's ``MAXMSGSIZE`` refuses a part over the cap before it is buffered (the sending
+peer is disconnected and reconnects).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
@@ -38,7 +45,10 @@ from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 
 __all__ = [
     "DEFAULT_ADDRESS",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "MAX_HEADER_BYTES",
     "STREAM_VERSION",
+    "FrameError",
     "PublisherStats",
     "StreamFrame",
     "StreamPublisher",
@@ -52,6 +62,18 @@ __all__ = [
 DEFAULT_ADDRESS = "tcp://127.0.0.1:5555"
 STREAM_VERSION = 1
 _MAX_DRAIN = 512  # messages one poll reads at most, so a fast publisher cannot starve the GUI
+DEFAULT_MAX_FRAME_BYTES = 512 << 20
+"""Largest frame a subscriber takes: 14 M points of the 36-byte point type (a dual-return VLS-128
+scan is ~10 M)."""
+_KINDS = ("scan", "sector", "camera")
+MAX_HEADER_BYTES = 1 << 20
+"""Largest JSON header a subscriber parses (a real one is ~2-10 KiB; a huge JSON array would take
+tens of times its size as Python objects)."""
+_log = logging.getLogger(__name__)
+
+
+class FrameError(ValueError):
+    """A received message that is not a valid stream frame (the subscriber counts and skips it)."""
 
 
 @dataclass
@@ -335,23 +357,72 @@ class StreamFrame:
         return int(self.header.get("seq", -1))
 
 
+def _buf(part: Any) -> memoryview:
+    return memoryview(part.buffer if isinstance(part, zmq.Frame) else part)
+
+
+def _whole(header: dict[str, Any], key: str, low: int = 0) -> int:
+    value = header.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise FrameError(f"header field '{key}' is {value!r:.40}, not a whole number >= {low}")
+    return value
+
+
+def _part(parts: list[Any], i: int, nbytes: int, what: str) -> memoryview:
+    if len(parts) <= i:
+        raise FrameError(f"{what}: part {i} is missing")
+    view = _buf(parts[i])
+    if view.nbytes < nbytes:
+        raise FrameError(f"{what}: part {i} holds {view.nbytes} bytes, the header says {nbytes}")
+    return view
+
+
 def decode_frame(parts: list[Any]) -> StreamFrame:
-    """Parse a received multipart message (``bytes`` or ``zmq.Frame`` parts) into a :class:`StreamFrame`."""
+    """Parse a received multipart message (``bytes`` or ``zmq.Frame`` parts) into a :class:`StreamFrame`.
 
-    def buf(p: Any) -> Any:
-        return p.buffer if isinstance(p, zmq.Frame) else p
-
-    header = json.loads(bytes(buf(parts[0])))
+    Raises :class:`FrameError` naming what is wrong when the message is not a valid frame.
+    """
+    if not parts:
+        raise FrameError("an empty message")
+    head = _buf(parts[0])
+    if head.nbytes > MAX_HEADER_BYTES:
+        raise FrameError(f"a header of {head.nbytes} bytes; at most {MAX_HEADER_BYTES}")
+    try:
+        header = json.loads(bytes(head))
+    except (ValueError, RecursionError) as exc:
+        raise FrameError(f"the header is not JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise FrameError(f"the header is a JSON {type(header).__name__}, not an object")
     frame = StreamFrame(header)
-    if frame.kind in ("scan", "sector"):
-        dtype = np.lib.format.descr_to_dtype([tuple(f) for f in header["fields"]])
-        frame.points = np.frombuffer(buf(parts[1]), dtype=dtype, count=int(header["n"]))
-    elif frame.kind == "camera":
-        h, w = int(header["height"]), int(header["width"])
-        frame.rgb = np.frombuffer(buf(parts[1]), np.uint8).reshape(h, w, 3)
+    kind = header.get("kind", "scan")
+    if kind not in _KINDS:
+        raise FrameError(f"unknown frame kind {kind!r:.40}")
+    if "seq" in header:
+        _whole(header, "seq")
+    if kind in ("scan", "sector"):
+        fields = header.get("fields")
+        try:
+            if not isinstance(fields, list) or not fields:
+                raise TypeError("not a non-empty list")
+            dtype = np.lib.format.descr_to_dtype([tuple(f) for f in fields])
+            if dtype.hasobject or dtype.itemsize == 0:
+                raise TypeError("an object or empty dtype")
+        except (TypeError, ValueError, KeyError, RecursionError) as exc:
+            raise FrameError(f"header field 'fields' is not a point dtype: {exc!s:.80}") from None
+        n = _whole(header, "n")
+        data = _part(parts, 1, n * dtype.itemsize, "points")
+        frame.points = np.frombuffer(data, dtype=dtype, count=n)
+    else:
+        h, w = _whole(header, "height"), _whole(header, "width")
+        frame.rgb = np.frombuffer(_part(parts, 1, h * w * 3, "image"), np.uint8, count=h * w * 3)
+        frame.rgb = frame.rgb.reshape(h, w, 3)
         if header.get("mask") and len(parts) > 2:
-            mh, mw = header.get("mask_shape") or (h, w)
-            frame.mask = np.frombuffer(buf(parts[2]), np.float32).reshape(int(mh), int(mw))
+            shape = header.get("mask_shape") or [h, w]
+            if not (isinstance(shape, list) and len(shape) == 2):
+                raise FrameError(f"header field 'mask_shape' is {shape!r:.40}, not [rows, columns]")
+            mh, mw = (_whole({"mask_shape": v}, "mask_shape") for v in shape)
+            mask = np.frombuffer(_part(parts, 2, 4 * mh * mw, "mask"), np.float32, count=mh * mw)
+            frame.mask = mask.reshape(mh, mw)
     return frame
 
 
@@ -365,6 +436,10 @@ class SubscriberStats:
     skipped: int = 0
     restarts: int = 0
     reconnects: int = 0
+    bad: int = 0
+    """Messages that were not valid frames, or over the size cap: counted and skipped."""
+    last_bad: str = ""
+    """Why the latest bad message was refused."""
 
     @property
     def dropped(self) -> int:
@@ -380,7 +455,9 @@ class StreamSubscriber:
     still gets the newest frame instead of one that sat in the queues. With ``reconnect_after_s`` of
     silence the socket is closed and made anew, so a publisher that was restarted (or a stale TCP
     connection) is picked up again; a new ``session`` or a ``seq`` that goes backwards is taken as a
-    publisher restart and not counted as a drop.
+    publisher restart and not counted as a drop. A message that is not a valid frame, or larger than
+    ``max_frame_bytes`` (``MAXMSGSIZE`` refuses a bigger part before it is buffered; a check of the
+    whole message follows), is counted in ``stats.bad`` and skipped.
     """
 
     def __init__(
@@ -390,9 +467,11 @@ class StreamSubscriber:
         rcvhwm: int = 2,
         reconnect_after_s: float = 3.0,
         background: bool = False,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         context: zmq.Context | None = None,
     ) -> None:
         self.address = address
+        self.max_frame_bytes = max_frame_bytes
         self.rcvhwm = rcvhwm
         self.reconnect_after_s = reconnect_after_s
         self._ctx = context or zmq.Context.instance()
@@ -421,6 +500,7 @@ class StreamSubscriber:
         sock.setsockopt(zmq.RECONNECT_IVL_MAX, 250)  # a publisher that comes (back) up: joined in 0.25 s
         sock.setsockopt(zmq.HEARTBEAT_IVL, 1000)
         sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3000)
+        sock.setsockopt(zmq.MAXMSGSIZE, self.max_frame_bytes)  # per part: refused before it is buffered
         sock.setsockopt(zmq.SUBSCRIBE, b"")
         sock.connect(self.address)
         return sock
@@ -473,7 +553,13 @@ class StreamSubscriber:
                     parts = self._sock.recv_multipart(zmq.NOBLOCK, copy=False)
                 except zmq.Again:
                     break
-                frame = decode_frame(parts)
+                try:
+                    frame = self._checked(parts)
+                except FrameError as exc:  # counted and skipped; not activity of a working stream
+                    with self._lock:
+                        self.stats.bad += 1
+                        self.stats.last_bad = str(exc)
+                    continue
                 got = True
                 with self._lock:
                     self.stats.received += 1
@@ -486,9 +572,25 @@ class StreamSubscriber:
         elif self.reconnect_after_s > 0 and self._since_activity_s > self.reconnect_after_s:
             self.reconnect()
 
+    def _checked(self, parts: list[Any]) -> StreamFrame:
+        size = sum(_buf(p).nbytes for p in parts)
+        if size > self.max_frame_bytes:
+            raise FrameError(f"a message of {size} bytes; the cap is {self.max_frame_bytes}")
+        return decode_frame(parts)
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._drain(50)
+            try:
+                self._drain(50)
+            except zmq.ContextTerminated:
+                return
+            except Exception as exc:  # the reader must outlive anything a peer can send
+                _log.exception("stream reader: unexpected error, reconnecting")
+                with self._lock:
+                    self.stats.bad += 1
+                    self.stats.last_bad = f"reader error: {exc!s:.80}"
+                self._want_reconnect = True
+                self._stop.wait(0.1)
 
     def poll(self, timeout_ms: int = 0) -> dict[str, StreamFrame]:
         """The newest frame of each kind that came since the last call (``{}`` when none); without the

@@ -54,6 +54,11 @@ class LiveSource:
         return self.subscriber.stats.dropped
 
     @property
+    def bad_frames(self) -> int:
+        """Messages that were not valid frames (or over the size cap), skipped."""
+        return self.subscriber.stats.bad
+
+    @property
     def connected(self) -> bool:
         """A frame came within the reconnect timeout."""
         return self.subscriber.silent_s < self.subscriber.reconnect_after_s

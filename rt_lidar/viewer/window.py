@@ -384,6 +384,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             f"frame    {self._draw_text()}",
             f"points   {int(h.get('n', 0)):,}",
             f"dropped  {self.dropped}",
+            *self._bad_lines(),
             f"seq      {h.get('seq', '-')}   preset {h.get('preset', '-')}",
             f"colour   {self.color_mode}   size {self.point_size:g}   (H: help)",
             f"         {color_legend(self.color_mode, self.scales(h))}",
@@ -394,6 +395,13 @@ class ViewerWindow(QtWidgets.QMainWindow):
         if self.driver is not None:
             lines.append(f"link     {self.driver.sink.status}")
         return "\n".join(lines)
+
+    def _bad_lines(self) -> list[str]:
+        """A HUD line when the stream carried bad frames (skipped), with the latest reason."""
+        if not isinstance(self.source, LiveSource) or self.source.bad_frames == 0:
+            return []
+        why = self.source.subscriber.stats.last_bad
+        return [f"skipped  {self.source.bad_frames} bad frame(s): {why:.60}"]
 
     def _draw_text(self) -> str:
         prep, paint = self.hud_stats.prepare_ms(), self.hud_stats.paint_ms()

@@ -53,7 +53,7 @@ def test_lockstep_1000_frames_have_no_skipped_or_repeated_sector(tmp_path):
             source = BridgeSource(client, preset, lockstep=True, sim_hz=100.0)
             physics = SensorPhysics.from_preset(preset, source.material_names)
             pipe = Pipeline(preset, source, physics, sim_hz=100.0, start_ns=source.start_ns, prefetch=True)
-            fired = []
+            fired: list[int] = []
             for _ in range(1000):
                 fired.extend(scan.fired for scan in pipe.step())
             pipe.close()
@@ -233,10 +233,22 @@ def test_with_reconnect_the_controller_waits_for_the_server_and_goes_on(tmp_path
         )
     finally:
         helper.join()
-        for s in second:
-            s.close()
+        for srv in second:
+            srv.close()
     assert summary["frames"] == 8
     assert summary["parts"] == 2
+    # summary.json describes the whole run and every part, not the first part only
+    on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert on_disk["frames"] == 8 and on_disk["scans_written"] == 8 and on_disk["reconnects"] == 1
+    first = json.loads((tmp_path / "part01" / "summary.json").read_text())  # part 1 kept its own
+    listed = on_disk["part_summaries"]
+    assert [p["dir"] for p in listed] == [".", "part01"]
+    assert sum(p["frames"] for p in listed) == 8 and listed[1]["frames"] == first["frames"]
+    assert (
+        listed[0]["stopped_early"] and listed[1]["stopped_early"] is None and on_disk["stopped_early"] is None
+    )
+    assert on_disk["sim_time_s"] == pytest.approx(sum(p["sim_time_s"] for p in listed))
+    assert on_disk["bridge"]["frames"] == sum(p["bridge"]["frames"] for p in listed)
     pcds = sorted(tmp_path.glob("**/scans/*.pcd"))
     assert len(pcds) == 8
     for p in pcds:

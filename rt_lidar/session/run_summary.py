@@ -1,0 +1,77 @@
+"""One ``summary.json`` for a run made of parts (``rt-lidar run --reconnect``: a part per connection).
+
+Each part is the summary :func:`~rt_lidar.pipeline.scan_loop.drive_scans` wrote for it. The run's
+summary adds up what adds up (frames, times, bridge counters), weights the per-scan means by frames,
+recomputes the real-time factors from the sums, and lists every part with its folder and outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["combine_parts"]
+
+_SUMS = ("frames", "sim_frames", "scans_written", "sim_time_s", "wall_time_s", "pipeline_time_s")
+_PER_SCAN = ("points_per_scan_mean", "drop_fraction")
+_BRIDGE_SUMS = ("frames", "sector_mismatches", "fetch_time_s")
+_PART_KEYS = (
+    *_SUMS,
+    "points_per_scan_mean",
+    "drop_fraction",
+    "realtime_factor",
+    "stopped_early",
+    "bridge",
+)
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 else float("inf")
+
+
+def _bridge(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    bridges = [p["bridge"] for p in parts if isinstance(p.get("bridge"), dict)]
+    if not bridges:
+        return None
+    out = dict(bridges[-1])  # the server's capabilities as the last connection found them
+    for key in _BRIDGE_SUMS:
+        out[key] = sum(b.get(key, 0) or 0 for b in bridges)
+    out["mismatch_detail"] = [d for b in bridges for d in b.get("mismatch_detail", [])][:100]
+    return out
+
+
+def combine_parts(
+    parts: Sequence[dict[str, Any]],
+    dirs: Sequence[str],
+    elapsed_s: float,
+    stopped_early: str | None = None,
+) -> dict[str, Any]:
+    """The run's summary from its parts' summaries (``dirs``: each part's folder, relative to the run's).
+
+    ``elapsed_s`` is the run's whole wall time; what the parts did not spend of it (connecting, waiting
+    for the server to come back) is ``outside_parts_s``. ``stopped_early`` says why the run ended
+    short, if it did.
+    """
+    if not parts:
+        raise ValueError("combine_parts: a run has at least one part")
+    if len(dirs) != len(parts):
+        raise ValueError(f"combine_parts: {len(dirs)} folders for {len(parts)} parts")
+    summary: dict[str, Any] = dict(parts[0])  # preset, sim_hz, rays_per_scan, scenario
+    for key in _SUMS:
+        summary[key] = sum(p.get(key, 0) or 0 for p in parts)
+    frames = summary["frames"]
+    for key in _PER_SCAN:
+        weighted = sum((p.get(key, 0.0) or 0.0) * (p.get("frames", 0) or 0) for p in parts)
+        summary[key] = weighted / frames if frames else 0.0
+    summary["realtime_factor"] = _ratio(summary["sim_time_s"], summary["wall_time_s"])
+    summary["pipeline_realtime_factor"] = _ratio(summary["sim_time_s"], summary["pipeline_time_s"])
+    summary["stopped_early"] = stopped_early
+    summary["bridge"] = _bridge(parts)
+    summary["parts"] = len(parts)
+    summary["reconnects"] = len(parts) - 1
+    summary["elapsed_s"] = elapsed_s
+    summary["outside_parts_s"] = max(0.0, elapsed_s - summary["wall_time_s"])
+    summary["part_summaries"] = [
+        {"dir": d, **{k: p.get(k) for k in _PART_KEYS}} for p, d in zip(parts, dirs, strict=True)
+    ]
+    return summary

@@ -1,0 +1,74 @@
+"""Connection slots of the RPC server over loopback: threads stay capped, held idle sockets cannot lock
+clients out (the one silent longest makes room), a connection in a call is never the one closed."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from unreal_bridge.limits import ServerLimits
+from unreal_bridge.rpc import RpcClient, RpcServer
+
+
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+@pytest.fixture
+def srv() -> Iterator[RpcServer]:
+    server = RpcServer(port=0, limits=ServerLimits(max_connections=4, evict_idle_after_s=0.5))
+    server.register("echo", lambda x: x)
+    server.register("sleep", _sleep, locked=False)
+    server.start()
+    yield server
+    server.close()
+
+
+def test_100_connections_keep_threads_at_the_cap(srv: RpcServer) -> None:
+    before = threading.active_count()
+    held = [socket.create_connection(("127.0.0.1", srv.port), timeout=3) for _ in range(100)]
+    try:
+        time.sleep(0.3)
+        assert srv.connection_count <= 4
+        assert threading.active_count() <= before + 4 + 1
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_idle_held_sockets_make_room_for_a_client(srv: RpcServer) -> None:
+    held = [socket.create_connection(("127.0.0.1", srv.port), timeout=3) for _ in range(4)]
+    try:
+        time.sleep(0.8)  # all four silent past evict_idle_after_s
+        t0 = time.monotonic()
+        with RpcClient("127.0.0.1", srv.port, timeout=3) as client:
+            assert client.call("echo", "in") == "in"
+        assert time.monotonic() - t0 < 1.0
+        assert srv.stats["evicted_idle"] >= 1
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_a_connection_in_a_call_is_not_evicted(srv: RpcServer) -> None:
+    with RpcClient("127.0.0.1", srv.port, timeout=5) as busy:
+        result: list[object] = []
+        worker = threading.Thread(target=lambda: result.append(busy.call("sleep", 1.5)))
+        worker.start()
+        time.sleep(0.2)
+        held = [socket.create_connection(("127.0.0.1", srv.port), timeout=3) for _ in range(3)]
+        try:
+            time.sleep(0.8)  # the busy one is silent too, but in a call
+            for _ in range(3):  # newcomers evict the idle held sockets, never the busy one
+                socket.create_connection(("127.0.0.1", srv.port), timeout=3).close()
+                time.sleep(0.6)
+            worker.join(5)
+            assert result == [1.5]
+        finally:
+            for s in held:
+                s.close()
