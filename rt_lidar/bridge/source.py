@@ -75,6 +75,10 @@ class BridgeStats:
     server_skipped_ns: int = 0
     last_weather: dict[str, float] | None = None
     fetch_s: float = 0.0
+    transport: str = "tcp"
+    """How the last extension answer's per-ray fields came: ``"tcp"`` or ``"shm"`` (shared memory)."""
+    shm_refused: str | None = None
+    """Why they do not come through shared memory (None while they do or may)."""
     mismatch_detail: list[str] = field(default_factory=list)
 
     def as_dict(self, server: str) -> dict[str, object]:
@@ -89,6 +93,8 @@ class BridgeStats:
             "sector_mismatches": self.sector_mismatches,
             "mismatch_detail": self.mismatch_detail,
             "fetch_time_s": self.fetch_s,
+            "transport": self.transport,
+            "shm_refused": self.shm_refused,
         }
 
 
@@ -225,6 +231,7 @@ class BridgeSource:
             self.on_weather(weather)
         self.stats.last_weather = weather
         self._pose = (np.asarray(ans.pose.position, float), np.asarray(ans.pose.orientation, float))
+        self.stats.transport, self.stats.shm_refused = self.client.transport, self.client.shm_refused
         return hits_from_wire(ans), t0, t1
 
     def _fetch_stock(self, local: Firings | None) -> tuple[Hits, int, int]:

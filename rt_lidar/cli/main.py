@@ -30,6 +30,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         scene=args.scene,
         progress=not args.quiet,
         in_process=args.in_process,
+        shared_memory=args.shm,
         weather=weather_from_args(args),
         beam=beam_from_args(args),
         sun=sun_from_args(args),
@@ -116,7 +117,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         weather=weather_from_args(args),
         beam=beam_from_args(args),
         sun=sun_from_args(args),
-        rinet=resolve_rinet_model(args.rinet),
+        rinet=resolve_rinet_model(args.rinet), shared_memory=args.shm,
     )  # fmt: skip
     summary = run_controller(opts)
     print(json.dumps(summary, indent=2, default=str))
@@ -139,6 +140,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--no-extension", action="store_true", help="use stock getLidarData even if rtLidarGetHits exists"
     )
     p.add_argument("--reconnect", action="store_true", help="wait for a lost server to come back")
+    p.add_argument(
+        "--shm", action="store_true", help="offer the server shared memory for the per-ray fields (same host)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_weather_arguments(p)
     add_beam_arguments(p)
@@ -158,6 +162,9 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--in-process", action="store_true", help="cast into the world directly, without the bridge"
+    )
+    p.add_argument(
+        "--shm", action="store_true", help="offer the server shared memory for the per-ray fields (same host)"
     )
     add_weather_arguments(p)
     add_beam_arguments(p)

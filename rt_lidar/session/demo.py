@@ -48,6 +48,8 @@ class DemoOptions:
     sinks: tuple[str, ...] = ()
     """Extra ``--sink KIND:TARGET`` outputs besides the demo's own PCD + KITTI files."""
     in_process: bool = False
+    shared_memory: bool = False
+    """Over the bridge, offer the server shared memory for the per-ray fields (TCP when refused)."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow; None = clear air (the embedded server's simSetWeatherParameter applies then)."""
     beam: BeamConfig | None = None
@@ -140,7 +142,7 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
         mount = build_world(opts.scene, seed=opts.seed).scene.sensor_mount if opts.rinet else Pose.identity()
         stage = _rinet_stage(opts, mount, imax)
         try:
-            with AirSimClient("127.0.0.1", port, timeout=60.0) as client:
+            with AirSimClient("127.0.0.1", port, timeout=60.0, shared_memory=opts.shared_memory) as client:
                 client.confirm_connection()
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)

@@ -53,6 +53,8 @@ class RunOptions:
     """An ONNX RINet model applied to camera "0" of the sim (see ``_rinet_post``)."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow for the lidar; None = follow the server's simSetWeatherParameter (ours reports it)."""
+    shared_memory: bool = False
+    """Offer the server shared memory for the per-ray fields (a server on this host; TCP otherwise)."""
 
 
 def load_material_map(path: str | Path) -> dict[int, str]:
@@ -93,7 +95,7 @@ def _rinet_post(
 def _connect(host: str, port: int, opts: RunOptions) -> AirSimClient:
     deadline = time.monotonic() + (opts.reconnect_timeout_s if opts.reconnect else 0.0)
     while True:
-        client = AirSimClient(host, port, timeout=opts.timeout_s)
+        client = AirSimClient(host, port, timeout=opts.timeout_s, shared_memory=opts.shared_memory)
         try:
             client.confirm_connection()
             return client
