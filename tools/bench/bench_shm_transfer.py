@@ -5,10 +5,10 @@
 
 Records one rotation of real answers from the embedded street (``canned_server.py``) and replays them
 from a server in its own process, so nothing is cast: what is timed is the extension call itself,
-``AirSimClient.rt_lidar_get_hits`` from request to decoded arrays (the server's encoding and packing,
-the transfer, the client's decoding). TCP and shared memory alternate in blocks of 10 calls on two
-connections to the same server, so both see the same load. The decoded answers of the two paths are
-compared byte for byte.
+``AirSimClient.rt_lidar_get_hits`` from request to decoded arrays (the server's encoding and
+packing, each call, as the embedded server does; the transfer; the client's decoding). TCP and shared
+memory alternate in blocks of 10 calls on two connections to the same server, so both see the same
+load. The decoded answers of the two paths are compared byte for byte.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def main() -> None:
         t0 = time.perf_counter()
         record(args.preset, answers)
         record_s = time.perf_counter() - t0
-        proc, port = start_canned_server(answers)
+        proc, port = start_canned_server(answers, prepack=False)
         try:
             tcp = AirSimClient(port=port, timeout=60.0)
             shm = AirSimClient(port=port, timeout=60.0, shared_memory=True)

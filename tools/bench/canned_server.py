@@ -8,8 +8,10 @@ what its backend answers: the first, empty sweep (the controller's probe) and th
 frames. ``serve`` answers them from a tiny loopback :class:`~unreal_bridge.AirSimServer` (its line
 ``canned server on 127.0.0.1:PORT`` on stdout): call k > 0 gets sim frame ``(k - 1) % n`` of the
 rotation, its times moved on by whole rotations, so a lockstep controller sees the schedule it expects
-and builds whole scans; nothing is cast. The answers go through the server's own packing (TCP) or the
-client's segment (shared memory) as a real one does.
+and builds whole scans; nothing is cast. ``rtLidarGetHits`` is answered from answers encoded once
+(:func:`prepacked`: only the times change), so the server costs little more than the transfer;
+``rtLidarGetBeamHits`` (the shared-memory path) encodes each answer into the client's segment as a
+real server does.
 
 Used by ``bench_shm_transfer.py`` and ``bench_controller_cost.py``; :func:`start_canned_server` starts
 one in its own process.
@@ -34,6 +36,7 @@ from rt_lidar.pipeline.builder import build_world
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimServer, FluPose, LidarHits
+from unreal_bridge.server import encode_hits
 
 ROOT = Path(__file__).resolve().parents[2]
 _CORE = ("points", "normals", "segmentation", "ring", "time", "range", "miss")
@@ -140,9 +143,40 @@ class CannedSim:
         return [""]
 
 
-def start_canned_server(answers: Path, cpu: int | None = None) -> tuple[subprocess.Popen[str], int]:
-    """``serve`` in its own process (pinned to ``cpu`` when given); returns the process and its port."""
+def prepacked(sim: CannedSim) -> Any:
+    """An ``rtLidarGetHits`` handler answering ``sim``'s calls from answers encoded once (only the
+    firing times, the time stamp and the header change between rotations): the same answer
+    :func:`~unreal_bridge.server.encode_hits` gives for each call, without its per-call encoding."""
+    encoded = [encode_hits(a) for a in [sim.probe, *sim.frames]]
+
+    def handler(lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
+        k, sim.calls = sim.calls, sim.calls + 1
+        if k == 0:
+            return encoded[0]
+        rot, i = divmod(k - 1, len(sim.frames))
+        base, shift = encoded[1 + i], rot * sim.period_ns
+        if shift == 0:
+            return base
+        info = dict(base["info"])
+        info["t0_ns"] += shift
+        info["t1_ns"] += shift
+        info["frame"] = k
+        t = base["fields"]["time"]
+        times = (np.frombuffer(t["data"], "<i8") + np.int64(shift)).tobytes()
+        fields = {**base["fields"], "time": {**t, "data": times}}
+        return {**base, "time_stamp": base["time_stamp"] + shift, "info": info, "fields": fields}
+
+    return handler
+
+
+def start_canned_server(
+    answers: Path, cpu: int | None = None, prepack: bool = True
+) -> tuple[subprocess.Popen[str], int]:
+    """``serve`` in its own process (pinned to ``cpu`` when given; ``prepack=False``: every answer
+    encoded per call, as a real server does); returns the process and its port."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "serve", "--answers", str(answers)]
+    if not prepack:
+        cmd.append("--encode-each-call")
     if cpu is not None:
         cmd += ["--cpu", str(cpu)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -166,6 +200,7 @@ def main() -> None:
     s = sub.add_parser("serve")
     s.add_argument("--answers", type=Path, required=True)
     s.add_argument("--cpu", type=int, default=None)
+    s.add_argument("--encode-each-call", action="store_true", help="no prepacked rtLidarGetHits answers")
     args = ap.parse_args()
     if args.cmd == "record":
         record(args.preset, args.out, args.sim_hz)
@@ -173,7 +208,10 @@ def main() -> None:
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     head, answers = load_answers(args.answers)
-    server = AirSimServer(CannedSim(head, answers), port=0)  # type: ignore[arg-type]
+    sim = CannedSim(head, answers)
+    server = AirSimServer(sim, port=0)  # type: ignore[arg-type]
+    if not args.encode_each_call:
+        server.rpc.register("rtLidarGetHits", prepacked(sim), 2)
     server.start()
     print(f"canned server on 127.0.0.1:{server.port} ({head['preset']})", flush=True)
     try:
