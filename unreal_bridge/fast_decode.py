@@ -177,11 +177,11 @@ def _decode_narrow_ints(buf: Buffer, p: int, n: int) -> tuple[np.ndarray, int] |
 
     In such an array every byte other than ``0xcc``/``0xd0`` ends an element (a fixint or a payload),
     so in each run of ``0xcc``/``0xd0`` bytes the type bytes are those at even places from the run's
-    start (runs longer than one byte are rare: a payload that is itself 204, 208 or -48). The array's
-    length L is then the fixed point of L = n + (type bytes in its first L bytes), reached from below;
-    every element is an end byte, preceded by its type byte when wide, and each is checked against the
-    alphabet, so the result is msgpack's. Returns ``None`` when the array holds anything else (the
-    caller falls back); raises :class:`Truncated` when what is here is such an array cut short.
+    start (runs longer than one byte are rare: a payload that is itself 204, 208 or -48). Every other
+    byte ends an element, preceded by its type byte when it is two bytes after the previous end; each
+    element is checked against the alphabet, so the result is msgpack's. Returns ``None`` when the array
+    holds anything else (the caller falls back); raises :class:`Truncated` when what is here is such an
+    array cut short.
     """
     stop = min(len(buf), p + 2 * n)
     raw = np.frombuffer(buf, dtype=np.uint8, count=stop - p, offset=p)
@@ -192,28 +192,19 @@ def _decode_narrow_ints(buf: Buffer, p: int, n: int) -> tuple[np.ndarray, int] |
         fresh = np.diff(inner, prepend=np.intp(-2)) != 1  # the first continuing byte of each run
         run_start = (inner[fresh] - 1)[np.cumsum(fresh) - 1]
         is_type[inner[(inner - run_start) & 1 == 1]] = False  # odd places in the run: payloads
-    length = n
-    while length <= raw.size:
-        grown = n + int(np.count_nonzero(is_type[:length]))
-        if grown == length:
-            break
-        length = grown
-    whole = length <= raw.size
-    arr, typ = raw[: min(length, raw.size)], is_type[: min(length, raw.size)]
-    follows = np.empty_like(typ)  # the byte ends a wide element (its type byte precedes it)
-    unsigned = np.empty_like(typ)  # ... a 0xcc one
-    if typ.size:
-        follows[0] = unsigned[0] = False
-        follows[1:] = typ[:-1]
-        np.logical_and(follows[1:], arr[:-1] == 0xCC, out=unsigned[1:])
-    fixint = (arr < 0x80) | (arr >= 0xE0)
-    if not bool((typ | follows | fixint).all()):
+    ends = np.flatnonzero(~is_type)  # every other byte ends an element: the n first are the array's
+    whole = ends.size >= n
+    ends = ends[:n]
+    last = raw.take(ends)
+    wide = np.diff(ends, prepend=np.intp(-1)) == 2  # a type byte between this end and the previous
+    if not bool((wide | (last < 0x80) | (last >= 0xE0)).all()):
         return None  # another element type: not this alphabet
     if not whole:
-        missing = n - int(np.count_nonzero(~typ))
-        raise Truncated(p + raw.size + max(missing, 1), len(buf))  # at least one byte per missing element
-    per_byte = np.where(unsigned, arr.astype(np.int16), arr.view(np.int8).astype(np.int16))
-    return per_byte[np.flatnonzero(~typ)], p + length
+        raise Truncated(p + raw.size + n - ends.size, len(buf))  # at least one byte per missing element
+    unsigned = wide & (raw.take(ends - 1) == 0xCC)  # (ends[0] - 1 may wrap to -1: wide is False there)
+    values = last.view(np.int8).astype(np.int16)
+    values += (unsigned & (last >= 0x80)).view(np.uint8).astype(np.int16) << 8  # uint8 payloads: 0..255
+    return values, p + int(ends[-1]) + 1
 
 
 def decode(buf: Buffer, pos: int = 0, arrays: Mapping[str, npt.DTypeLike] | None = None) -> tuple[Any, int]:
