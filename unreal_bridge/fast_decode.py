@@ -196,7 +196,10 @@ def _decode_narrow_ints(buf: Buffer, p: int, n: int) -> tuple[np.ndarray, int] |
     whole = ends.size >= n
     ends = ends[:n]
     last = raw.take(ends)
-    wide = np.diff(ends, prepend=np.intp(-1)) == 2  # a type byte between this end and the previous
+    wide = np.empty(ends.size, dtype=bool)  # a type byte between this end and the previous one
+    if ends.size:
+        wide[0] = ends[0] == 1
+        np.equal(ends[1:] - ends[:-1], 2, out=wide[1:])
     if not bool((wide | (last < 0x80) | (last >= 0xE0)).all()):
         return None  # another element type: not this alphabet
     if not whole:
