@@ -374,7 +374,7 @@ def decode(d: dict[str, Any]) -> str:
             [
                 label,
                 f"{r['answer_bytes']:,}",
-                f"{r['ours_ms_median']:.2f}",
+                f"{r['ours_ms_median']:.2f} / {r['ours_ms_min']:.2f}",
                 f"{r.get('stock_decode_ms_median', float('nan')):.1f}",
                 f"{r.get('stock_decode_to_numpy_ms_median', float('nan')):.1f}",
                 f"{r.get('ratio_stock_to_numpy_over_ours', float('nan')):.1f}x",
