@@ -26,17 +26,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import mmap
 import os
 import re
 import secrets
 import stat
+import sys
 import threading
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+if sys.platform != "win32":  # POSIX only; elsewhere shm_available() is False and TCP carries everything
+    import fcntl
 
 __all__ = [
     "HEADER_BYTES",
@@ -74,8 +77,8 @@ class ShmRefused(Exception):
 
 
 def shm_available(directory: Path = SHM_DIR) -> bool:
-    """True when ``directory`` exists and this process may create files in it."""
-    return directory.is_dir() and os.access(directory, os.W_OK | os.X_OK)
+    """True when ``directory`` exists and this process may create files in it (POSIX only)."""
+    return sys.platform != "win32" and directory.is_dir() and os.access(directory, os.W_OK | os.X_OK)
 
 
 def list_segments(directory: Path = SHM_DIR, pid: int | None = None) -> list[str]:
