@@ -179,3 +179,21 @@ def test_killing_the_client_process_mid_run_leaves_no_segment():
         child.kill()
         child.wait()
         server.close()
+
+
+def test_demo_with_shm_writes_the_files_the_tcp_demo_writes(tmp_path):
+    from rt_lidar.session.demo import DemoOptions, run_demo
+
+    runs = {}
+    for shm in (False, True):
+        out = tmp_path / ("shm" if shm else "tcp")
+        opts = DemoOptions(preset="VLP-16", frames=3, out=str(out), progress=False, shared_memory=shm)
+        summary = run_demo(opts)
+        runs[shm] = (summary, sorted(f for f in (out / "scans").iterdir() if f.suffix in (".pcd", ".bin")))
+    (tcp, tcp_files), (shm, shm_files) = runs[False], runs[True]
+    assert tcp["bridge"]["transport"] == "tcp" and shm["bridge"]["transport"] == "shm"
+    assert shm["bridge"]["shm_refused"] is None and shm["bridge"]["sector_mismatches"] == 0
+    assert [f.name for f in tcp_files] == [f.name for f in shm_files] and len(tcp_files) >= 6
+    for a, b in zip(tcp_files, shm_files, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    assert list_segments(pid=os.getpid()) == []
