@@ -190,9 +190,9 @@ def test_demo_with_shm_writes_the_files_the_tcp_demo_writes(tmp_path):
         opts = DemoOptions(preset="VLP-16", frames=3, out=str(out), progress=False, shared_memory=shm)
         summary = run_demo(opts)
         runs[shm] = (summary, sorted(f for f in (out / "scans").iterdir() if f.suffix in (".pcd", ".bin")))
-    (tcp, tcp_files), (shm, shm_files) = runs[False], runs[True]
-    assert tcp["bridge"]["transport"] == "tcp" and shm["bridge"]["transport"] == "shm"
-    assert shm["bridge"]["shm_refused"] is None and shm["bridge"]["sector_mismatches"] == 0
+    (tcp_run, tcp_files), (shm_run, shm_files) = runs[False], runs[True]
+    assert tcp_run["bridge"]["transport"] == "tcp" and shm_run["bridge"]["transport"] == "shm"
+    assert shm_run["bridge"]["shm_refused"] is None and shm_run["bridge"]["sector_mismatches"] == 0
     assert [f.name for f in tcp_files] == [f.name for f in shm_files] and len(tcp_files) >= 6
     for a, b in zip(tcp_files, shm_files, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
