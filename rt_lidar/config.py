@@ -100,6 +100,8 @@ class RunConfig:
     progress: bool = True
     in_process: bool = False
     """Demo: cast into the world directly, without the bridge."""
+    shared_memory: bool = False
+    """Over the bridge, offer the server shared memory for the per-ray fields (TCP when refused)."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow; None = clear air, or over the bridge the server's weather."""
     beam: BeamConfig | None = None

@@ -11,6 +11,7 @@ converted from NED to the project frame (x forward, y left, z up) by :mod:`unrea
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ import numpy as np
 from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunArg, encode_beam
 from .errors import RpcError, WireFormatError
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
+from .shm import MAX_SEGMENT_BYTES, ShmSegment, shm_available
 from .wire import (
     CarControls,
     CarState,
@@ -45,6 +47,8 @@ CLIENT_VERSION = 4
 MIN_SERVER_VERSION = 1
 #: The field dtypes ``rtLidarGetHits`` may carry (anything else is refused, never interpreted).
 HITS_DTYPES = {"|u1", "<u2", "<i4", "<i8", "<f4", "<f8"}
+#: The first shared-memory segment's size (a bigger one follows when an answer does not fit).
+SHM_INITIAL_BYTES = 16 << 20
 _LIDAR_ARRAYS = {"point_cloud": np.float32, "segmentation": np.int32}
 
 
@@ -52,11 +56,19 @@ def _is_arity_error(exc: RpcError) -> bool:
     return "invalid number of arguments" in str(exc.error)
 
 
-def _hits_field(fields: Mapping[str, Any], name: str, count: int) -> np.ndarray:
+def _hits_field(
+    fields: Mapping[str, Any], name: str, count: int, segment: ShmSegment | None = None
+) -> np.ndarray:
     spec = fields.get(name)
     if not isinstance(spec, Mapping):
         raise WireFormatError(f"rtLidarGetHits: field '{name}' is missing")
     dtype, shape, data = spec.get("dtype"), spec.get("shape"), spec.get("data")
+    ref = spec.get("shm")
+    if data is None and segment is not None and isinstance(ref, list) and len(ref) == 2:
+        try:
+            data = segment.read(ref[0], ref[1])
+        except ValueError as exc:
+            raise WireFormatError(f"rtLidarGetHits: field '{name}': {exc}") from None
     if dtype not in HITS_DTYPES or not isinstance(data, bytes) or not isinstance(shape, list):
         raise WireFormatError(f"rtLidarGetHits: field '{name}' has dtype {dtype!r} / no bin data")
     if not shape or shape[0] != count or any(not isinstance(s, int) or s < 0 for s in shape):
@@ -70,8 +82,9 @@ def _hits_field(fields: Mapping[str, Any], name: str, count: int) -> np.ndarray:
 _CORE_FIELDS = frozenset({"point", "normal", "segmentation", "ring", "time", "range", "miss"})
 
 
-def decode_hits(answer: Any) -> LidarHits:
-    """Read an ``rtLidarGetHits`` answer (see docs/extension-call.md) into project-frame arrays."""
+def decode_hits(answer: Any, segment: ShmSegment | None = None) -> LidarHits:
+    """Read an ``rtLidarGetHits`` answer (see docs/extension-call.md) into project-frame arrays; fields
+    sent through shared memory (``"shm": [offset, nbytes]``) are copied out of ``segment``."""
     if not isinstance(answer, Mapping) or answer.get("version") != 1:
         raise WireFormatError("rtLidarGetHits: not a version-1 answer")
     count = answer.get("count")
@@ -83,7 +96,7 @@ def decode_hits(answer: Any) -> LidarHits:
     for name in fields:
         if name in _CORE_FIELDS or not isinstance(name, str):
             continue
-        arr = _hits_field(fields, name, count)
+        arr = _hits_field(fields, name, count, segment)
         extras[name] = arr.astype(np.float32) * flip if arr.ndim == 2 and arr.shape[1] == 3 else arr
     raw_info = answer.get("info", {})
     info = dict(raw_info) if isinstance(raw_info, Mapping) else {}
@@ -94,13 +107,13 @@ def decode_hits(answer: Any) -> LidarHits:
             except (TypeError, ValueError):
                 raise WireFormatError(f"rtLidarGetHits: info.{key} must be [x, y, z]") from None
     return LidarHits(
-        points=ned_to_flu_points(_hits_field(fields, "point", count).reshape(count, 3)),
-        normals=_hits_field(fields, "normal", count).reshape(count, 3).astype(np.float32) * flip,
-        segmentation=_hits_field(fields, "segmentation", count).astype(np.int32),
-        ring=_hits_field(fields, "ring", count).astype(np.uint16),
-        time=_hits_field(fields, "time", count).astype(np.int64),
-        range=_hits_field(fields, "range", count).astype(np.float32),
-        miss=_hits_field(fields, "miss", count).astype(bool),
+        points=ned_to_flu_points(_hits_field(fields, "point", count, segment).reshape(count, 3)),
+        normals=_hits_field(fields, "normal", count, segment).reshape(count, 3).astype(np.float32) * flip,
+        segmentation=_hits_field(fields, "segmentation", count, segment).astype(np.int32),
+        ring=_hits_field(fields, "ring", count, segment).astype(np.uint16),
+        time=_hits_field(fields, "time", count, segment).astype(np.int64),
+        range=_hits_field(fields, "range", count, segment).astype(np.float32),
+        miss=_hits_field(fields, "miss", count, segment).astype(bool),
         pose=pose_ned_to_flu(Pose.from_msgpack(answer.get("pose", {}))),
         time_stamp=int(answer.get("time_stamp", 0)),
         extras=extras,
@@ -115,6 +128,11 @@ class AirSimClient:
     ``max_reply_bytes`` caps an answer's size. A call that fails raises
     :class:`~unreal_bridge.errors.RpcError` (the server's error) or
     :class:`~unreal_bridge.errors.ConnectionLost` (naming the call); the next call reconnects.
+
+    ``shared_memory=True`` offers the server a shared-memory segment (first of ``shm_bytes``, a bigger
+    one when an answer does not fit) for the per-ray fields of the extension calls
+    (:mod:`unreal_bridge.shm`); TCP carries them until a server takes the offer, and for good once one
+    refuses it (another host, an older server). :attr:`transport` says which carried the last answer.
     """
 
     def __init__(
@@ -123,6 +141,8 @@ class AirSimClient:
         port: int = 41451,
         timeout: float | None = 60.0,
         max_reply_bytes: int = DEFAULT_MAX_MESSAGE_SIZE,
+        shared_memory: bool = False,
+        shm_bytes: int = SHM_INITIAL_BYTES,
     ) -> None:
         # float64 arguments, as the stock Python client sends them: AirSim takes ``double`` times
         # (simContinueForTime); its float parameters read float64 just as well.
@@ -130,10 +150,23 @@ class AirSimClient:
             host, port, timeout=timeout, max_message_size=max_reply_bytes, single_float=False
         )
         self._forms: dict[str, int] = {}
+        self._shm_lock = threading.Lock()
+        self._segment: ShmSegment | None = None
+        self._shm_size = int(shm_bytes)
+        self.shm_refused: str | None = None if shared_memory else "not asked for"
+        """Why the per-ray fields go over TCP (None while shared memory is offered)."""
+        self.transport = "tcp"
+        """How the last extension answer's fields came: ``"tcp"`` or ``"shm"``."""
+        if shared_memory and not shm_available():
+            self.shm_refused = "no writable /dev/shm here"
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection and remove the shared-memory segment."""
         self.rpc.close()
+        with self._shm_lock:
+            if self._segment is not None:
+                self._segment.close()
+                self._segment = None
 
     def __enter__(self) -> AirSimClient:
         return self
@@ -215,8 +248,58 @@ class AirSimClient:
         )
 
     def rt_lidar_get_hits(self, lidar_name: str = "", vehicle_name: str = "") -> LidarHits:
-        """Extension ``rtLidarGetHits`` (our server only): rings, firing times, ranges, normals, misses."""
+        """Extension ``rtLidarGetHits`` (our server only): rings, firing times, ranges, normals, misses.
+
+        With shared memory offered this is ``rtLidarGetBeamHits`` with a beam of only the offer (the
+        same cast); a server that refuses that form gets ``rtLidarGetHits`` from then on."""
+        if self.shm_refused is None:
+            try:
+                return self._shm_call(lidar_name, vehicle_name, {})
+            except RpcError as exc:  # no such call, or one predating the offer: the beam is refused
+                if not (exc.unbound or "beam" in str(exc.error)):
+                    raise
+                self._stop_shm(f"the server refused the offer: {exc.error}")
+        self.transport = "tcp"
         return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
+
+    def _stop_shm(self, reason: str) -> None:
+        with self._shm_lock:
+            self.shm_refused = reason
+            if self._segment is not None:
+                self._segment.close()
+                self._segment = None
+
+    def _shm_call(self, lidar_name: str, vehicle_name: str, beam: dict[str, Any]) -> LidarHits:
+        """``rtLidarGetBeamHits`` with ``beam`` plus the offer of this client's segment."""
+        with self._shm_lock:
+            if self._segment is None:
+                try:
+                    self._segment = ShmSegment(self._shm_size)
+                except OSError as exc:  # /dev/shm full or gone: TCP from now on
+                    self.shm_refused = f"cannot create a segment: {exc}"
+                    self.transport = "tcp"
+                    if beam:
+                        return decode_hits(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
+                    return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
+            answer = self.rpc.call(
+                BEAM_HITS_METHOD, lidar_name, vehicle_name, {**beam, "transport": self._segment.offer()}
+            )
+            if isinstance(answer, Mapping) and isinstance(answer.get("shm"), Mapping):
+                self.transport = "shm"
+                return decode_hits(answer, self._segment)
+            self.transport = "tcp"
+            hits = decode_hits(answer)
+            needed = answer.get("shm_needed") if isinstance(answer, Mapping) else None
+            if isinstance(needed, int) and needed <= MAX_SEGMENT_BYTES:  # too small: a bigger one next call
+                self._shm_size = needed + needed // 4
+                self._segment.close()
+                self._segment = None
+            else:
+                why = answer.get("shm_refused") if isinstance(answer, Mapping) else None
+                self.shm_refused = str(why or "the server answered without shared memory")
+                self._segment.close()
+                self._segment = None
+            return hits
 
     def rt_lidar_get_beam_hits(
         self,
@@ -234,6 +317,9 @@ class AirSimClient:
         one ray a pulse. A server without the call raises an :class:`~unreal_bridge.errors.RpcError`
         whose ``unbound`` is true; a server that predates the sun entry answers without those fields."""
         beam = encode_beam(offsets_rad, weights, sun)
+        if self.shm_refused is None:
+            return self._shm_call(lidar_name, vehicle_name, beam)
+        self.transport = "tcp"
         return decode_hits(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
 
     def sim_get_images(

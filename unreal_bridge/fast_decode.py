@@ -179,34 +179,37 @@ def _decode_narrow_ints(buf: Buffer, p: int, n: int) -> tuple[np.ndarray, int] |
 
     In such an array every byte other than ``0xcc``/``0xd0`` ends an element (a fixint or a payload),
     so in each run of ``0xcc``/``0xd0`` bytes the type bytes are those at even places from the run's
-    start: element starts follow with no sequential walk. The starts found are then checked against
-    the msgpack chain (each start is the previous one plus its element's length) and every start byte
-    against the alphabet, so the result is msgpack's. Returns ``None`` when the array holds anything
-    else (the caller falls back); raises :class:`Truncated` when what is here is such an array cut short.
+    start (runs longer than one byte are rare: a payload that is itself 204, 208 or -48). Every other
+    byte ends an element, preceded by its type byte when it is two bytes after the previous end; each
+    element is checked against the alphabet, so the result is msgpack's. Returns ``None`` when the array
+    holds anything else (the caller falls back); raises :class:`Truncated` when what is here is such an
+    array cut short.
     """
     stop = min(len(buf), p + 2 * n)
     raw = np.frombuffer(buf, dtype=np.uint8, count=stop - p, offset=p)
     two = (raw == 0xCC) | (raw == 0xD0)
-    idx = np.arange(raw.size, dtype=np.int32)
-    last_end = np.maximum.accumulate(np.where(two, np.int32(-1), idx))
-    is_type = two & (((idx - last_end) & 1) == 1)  # even place in the run: idx - last_end - 1 even
-    starts = np.flatnonzero(~np.concatenate(([False], is_type[:-1])))[:n].astype(np.int32)
-    head = raw[starts]
-    wide = is_type[starts]
-    if not bool((wide | (head < 0x80) | (head >= 0xE0)).all()):
+    is_type = two.copy()  # a run of one such byte is a type byte; longer runs alternate from their start
+    inner = np.flatnonzero(two[1:] & two[:-1]) + 1  # bytes that continue a run (few)
+    if inner.size:
+        fresh = np.diff(inner, prepend=np.intp(-2)) != 1  # the first continuing byte of each run
+        run_start = (inner[fresh] - 1)[np.cumsum(fresh) - 1]
+        is_type[inner[(inner - run_start) & 1 == 1]] = False  # odd places in the run: payloads
+    ends = np.flatnonzero(~is_type)  # every other byte ends an element: the n first are the array's
+    whole = ends.size >= n
+    ends = ends[:n]
+    last = raw.take(ends)
+    wide = np.empty(ends.size, dtype=bool)  # a type byte between this end and the previous one
+    if ends.size:
+        wide[0] = ends[0] == 1
+        np.equal(ends[1:] - ends[:-1], 2, out=wide[1:])
+    if not bool((wide | (last < 0x80) | (last >= 0xE0)).all()):
         return None  # another element type: not this alphabet
-    lengths = 1 + wide.astype(np.int32)
-    if starts.size and (starts[0] != 0 or not np.array_equal(starts[1:], starts[:-1] + lengths[:-1])):
-        return None
-    end = int(starts[-1] + lengths[-1]) if starts.size else 0
-    if starts.size < n or end > raw.size:
-        have = end if starts.size == n else raw.size
-        raise Truncated(p + have + (n - starts.size), len(buf))  # at least one byte per missing element
-    nxt = raw[np.minimum(starts + 1, raw.size - 1)]
-    values = np.where(
-        wide, np.where(head == 0xCC, nxt.astype(np.int16), nxt.view(np.int8)), head.view(np.int8)
-    )
-    return values, p + end
+    if not whole:
+        raise Truncated(p + raw.size + n - ends.size, len(buf))  # at least one byte per missing element
+    unsigned = wide & (raw.take(ends - 1) == 0xCC)  # (ends[0] - 1 may wrap to -1: wide is False there)
+    values = last.view(np.int8).astype(np.int16)
+    values += (unsigned & (last >= 0x80)).view(np.uint8).astype(np.int16) << 8  # uint8 payloads: 0..255
+    return values, p + int(ends[-1]) + 1
 
 
 def decode(buf: Buffer, pos: int = 0, arrays: Mapping[str, npt.DTypeLike] | None = None) -> tuple[Any, int]:

@@ -437,6 +437,8 @@ class RpcServer:
         self.stats = {"refused_connections": 0, "accept_errors": 0, "closed_for_limits": 0, "evicted_idle": 0}
         """Counts of connections refused over the cap, failed accepts, connections closed for a limit,
         idle connections closed to make room at the cap."""
+        self.on_disconnect: Callable[[], None] | None = None
+        """Called (in the connection's thread, without the call lock) after a connection closed."""
 
     @property
     def call_lock(self) -> contextlib.AbstractContextManager[Any]:
@@ -674,6 +676,11 @@ class RpcServer:
                 self._last_active.pop(conn, None)
                 self._busy.discard(conn)
             conn.close()
+            if self.on_disconnect is not None:
+                try:
+                    self.on_disconnect()
+                except Exception:
+                    _log.exception("the disconnect hook failed")
 
     def _send_reply(self, conn: socket.socket, reply: bytes) -> None:
         lim = self.limits

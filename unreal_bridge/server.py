@@ -13,7 +13,7 @@ the backend offers ``lidar_beam_hits``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -23,6 +23,7 @@ from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunRequest, decode_beam, 
 from .errors import WireFormatError
 from .limits import ServerLimits, safe_pattern
 from .rpc import Raw, RpcServer
+from .shm import HEADER_BYTES, ShmAttachments, ShmRefused, ShmTarget, needed_bytes
 from .wire import (
     CarControls,
     FluCarState,
@@ -182,8 +183,13 @@ _EXTRA_DTYPES = {
 }
 
 
-def encode_hits(hits: LidarHits) -> dict[str, Any]:
-    """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs."""
+def encode_hits(hits: LidarHits, shm: ShmTarget | None = None) -> dict[str, Any]:
+    """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs.
+
+    With ``shm`` (a client's segment, :mod:`unreal_bridge.shm`) the fields' bytes are written there and
+    each field says ``"shm": [offset, nbytes]`` instead of carrying ``"data"``; when they do not fit the
+    answer goes inline with ``shm_refused`` and ``shm_needed`` (the segment size that would fit).
+    """
     count = len(hits.points)
     flip = np.array([1.0, -1.0, -1.0], dtype=np.float32)
     info = dict(hits.info)
@@ -191,13 +197,13 @@ def encode_hits(hits: LidarHits) -> dict[str, Any]:
         if key in info:
             info[key] = list(wire.flu_to_ned_vector(info[key]).as_tuple())
 
-    def blob(arr: Any, dtype: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    def blob(arr: Any, dtype: str, shape: tuple[int, ...]) -> tuple[str, list[int], np.ndarray]:
         a = np.ascontiguousarray(np.asarray(arr).reshape(shape), dtype=np.dtype(dtype))
         if a.shape[0] != count:
             raise ValueError(f"rtLidarGetHits: a field has {a.shape[0]} rows for {count} points")
-        return {"dtype": dtype, "shape": list(shape), "data": a.tobytes()}
+        return dtype, list(shape), a
 
-    extras: dict[str, Any] = {}
+    fields: dict[str, tuple[str, list[int], np.ndarray]] = {}
     for name, arr in hits.extras.items():
         a = np.asarray(arr)
         code = _EXTRA_DTYPES.get(a.dtype)
@@ -205,27 +211,41 @@ def encode_hits(hits: LidarHits) -> dict[str, Any]:
             raise ValueError(f"rtLidarGetHits: extra field '{name}' has unsupported dtype {a.dtype}")
         if a.ndim == 2 and a.shape[1] == 3:
             a = a.astype(np.float32) * flip  # vectors go NED like every other
-        extras[name] = blob(a, code, tuple(a.shape))
-    return {
+        fields[name] = blob(a, code, tuple(a.shape))
+    fields["point"] = blob(wire.flu_to_ned_points(hits.points), "<f4", (count, 3))
+    fields["normal"] = blob(
+        np.asarray(hits.normals, dtype=np.float32).reshape(-1, 3) * flip, "<f4", (count, 3)
+    )
+    fields["segmentation"] = blob(hits.segmentation, "<i4", (count,))
+    fields["ring"] = blob(hits.ring, "<u2", (count,))
+    fields["time"] = blob(hits.time, "<i8", (count,))
+    fields["range"] = blob(hits.range, "<f4", (count,))
+    fields["miss"] = blob(hits.miss, "|u1", (count,))
+    answer: dict[str, Any] = {
         "version": 1,
         "count": count,
         "frame": "NED",
         "time_stamp": int(hits.time_stamp),
         "pose": wire.pose_flu_to_ned(hits.pose).to_msgpack(),
         "info": info,
-        "fields": {
-            **extras,
-            "point": blob(wire.flu_to_ned_points(hits.points), "<f4", (count, 3)),
-            "normal": blob(
-                np.asarray(hits.normals, dtype=np.float32).reshape(-1, 3) * flip, "<f4", (count, 3)
-            ),
-            "segmentation": blob(hits.segmentation, "<i4", (count,)),
-            "ring": blob(hits.ring, "<u2", (count,)),
-            "time": blob(hits.time, "<i8", (count,)),
-            "range": blob(hits.range, "<f4", (count,)),
-            "miss": blob(hits.miss, "|u1", (count,)),
-        },
     }
+    if shm is not None:
+        needed = needed_bytes([a.nbytes for _, _, a in fields.values()])
+        if needed <= shm.capacity + HEADER_BYTES:
+            shm.reset()
+            answer["shm"] = {"name": shm.name}
+            answer["fields"] = {
+                name: {"dtype": code, "shape": shape, "shm": shm.write(a)}
+                for name, (code, shape, a) in fields.items()
+            }
+            return answer
+        answer["shm_refused"] = f"segment of {shm.capacity + HEADER_BYTES} bytes too small"
+        answer["shm_needed"] = needed
+    answer["fields"] = {
+        name: {"dtype": code, "shape": shape, "data": a.tobytes()}
+        for name, (code, shape, a) in fields.items()
+    }
+    return answer
 
 
 def _requests(raw: Any) -> list[ImageRequest]:
@@ -262,6 +282,9 @@ class AirSimServer:
         self.rpc.register("simSetSegmentationObjectID", self._set_segmentation_id, 3, locked=False)
         if callable(getattr(backend, "lidar_beam_hits", None)):  # a backend without it: rpclib's not-found
             self.rpc.register(BEAM_HITS_METHOD, self._beam_hits, 3)
+        self.shm = ShmAttachments()
+        """Client segments of the same-host fast path (:mod:`unreal_bridge.shm`) mapped now."""
+        self.rpc.on_disconnect = self.shm.on_disconnect  # a killed client's segment goes with its socket
 
     @property
     def port(self) -> int:
@@ -285,6 +308,7 @@ class AirSimServer:
     def close(self) -> None:
         """Stop serving and close every connection."""
         self.rpc.close()
+        self.shm.close()
 
     def __enter__(self) -> AirSimServer:
         return self
@@ -360,13 +384,30 @@ class AirSimServer:
         }
 
     def _beam_hits(self, lidar_name: Any, vehicle_name: Any, beam: Any) -> dict[str, Any]:
+        lidar, vehicle = str(lidar_name), str(vehicle_name)
+        target: ShmTarget | None = None
+        refused = ""
+        if isinstance(beam, Mapping) and "transport" in beam:
+            try:
+                target = self.shm.attach(beam["transport"])
+            except ShmRefused as exc:
+                refused = str(exc)
+            if beam.keys() == {"transport"}:  # only the offer: the cast of rtLidarGetHits
+                return self._answer(self.backend.lidar_hits(lidar, vehicle), target, refused)
         offsets, weights = decode_beam(beam)
         sun = decode_sun(beam)
         backend = cast(BeamSimBackend, self.backend)  # registered only when it has lidar_beam_hits
-        lidar, vehicle = str(lidar_name), str(vehicle_name)
         if sun is None:  # a backend that knows no sun is called as before
-            return encode_hits(backend.lidar_beam_hits(lidar, vehicle, offsets, weights))
-        return encode_hits(backend.lidar_beam_hits(lidar, vehicle, offsets, weights, sun=sun))
+            return self._answer(backend.lidar_beam_hits(lidar, vehicle, offsets, weights), target, refused)
+        hits = backend.lidar_beam_hits(lidar, vehicle, offsets, weights, sun=sun)
+        return self._answer(hits, target, refused)
+
+    @staticmethod
+    def _answer(hits: LidarHits, target: ShmTarget | None, refused: str) -> dict[str, Any]:
+        answer = encode_hits(hits, shm=target)
+        if refused:
+            answer["shm_refused"] = refused
+        return answer
 
     def _images(self, requests: Any, vehicle_name: Any, external: Any = False) -> list[dict[str, Any]]:
         reqs = _requests(requests)

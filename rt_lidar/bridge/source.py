@@ -80,6 +80,10 @@ class BridgeStats:
     server_skipped_ns: int = 0
     last_weather: dict[str, float] | None = None
     fetch_s: float = 0.0
+    transport: str = "tcp"
+    """How the last extension answer's per-ray fields came: ``"tcp"`` or ``"shm"`` (shared memory)."""
+    shm_refused: str | None = None
+    """Why they do not come through shared memory (None while they do or may)."""
     mismatch_detail: list[str] = field(default_factory=list)
 
     def as_dict(self, server: str) -> dict[str, object]:
@@ -94,6 +98,8 @@ class BridgeStats:
             "sector_mismatches": self.sector_mismatches,
             "mismatch_detail": self.mismatch_detail,
             "fetch_time_s": self.fetch_s,
+            "transport": self.transport,
+            "shm_refused": self.shm_refused,
         }
 
 
@@ -242,6 +248,7 @@ class BridgeSource:
             self._origin_ns = t0
         weather = ans.info.get("weather")
         self.stats.last_weather = weather
+        self.stats.transport, self.stats.shm_refused = self.client.transport, self.client.shm_refused
         hits = hits_from_wire(ans)
         hits.weather = weather
         hits.pose_end = _pose(ans.pose)

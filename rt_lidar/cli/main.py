@@ -73,6 +73,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         sinks=tuple(args.sinks),
         progress=not args.quiet,
         in_process=getattr(args, "in_process", False),
+        shared_memory=args.shm,
         weather=weather_from_args(args),
         beam=beam_from_args(args),
         sun=sun_from_args(args),
@@ -192,6 +193,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _add_run_arguments(p: argparse.ArgumentParser, command: str) -> None:
     """The options ``demo`` and ``run`` share (defaults: :class:`RunConfig`'s)."""
     d = RunConfig()
+    p.add_argument(
+        "--shm", action="store_true", help="offer the server shared memory for the per-ray fields (same host)"
+    )
     p.add_argument(
         "--config",
         default=None,

@@ -106,7 +106,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
         mount = build_world(opts.scene, seed=opts.seed).scene.sensor_mount if opts.rinet else Pose.identity()
         stage = _rinet_stage(opts, mount, imax)
         try:
-            with AirSimClient("127.0.0.1", port, timeout=60.0) as client:
+            with AirSimClient("127.0.0.1", port, timeout=60.0, shared_memory=opts.shared_memory) as client:
                 client.confirm_connection()
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)

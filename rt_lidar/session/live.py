@@ -58,7 +58,7 @@ def _connect(host: str, port: int, opts: RunConfig) -> AirSimClient:
     b = opts.bridge
     deadline = time.monotonic() + (b.reconnect_timeout_s if b.reconnect else 0.0)
     while True:
-        client = AirSimClient(host, port, timeout=b.timeout_s)
+        client = AirSimClient(host, port, timeout=b.timeout_s, shared_memory=opts.shared_memory)
         try:
             client.confirm_connection()
             return client

@@ -22,6 +22,10 @@ BENCHES: dict[str, list[str]] = {
     "bench_rinet.py": [],
     "bench_waveform.py": [],
     "bench_generate.py": [],
+    "bench_shm_transfer.py": [],
+    "bench_controller_cost.py": [],
+    "profile_bridged_frame.py": [],
+    "bench_decode.py": [],
 }
 OUT_FLAG = {"bench_udp.py": "--json"}
 

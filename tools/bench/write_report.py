@@ -264,6 +264,131 @@ def generate(d: dict[str, Any]) -> str:
     )
 
 
+def _load_note(d: dict[str, Any]) -> str:
+    la = d.get("load_average")
+    load = f"load average {la[0]:.1f} on {d.get('cpus', 2)} cores" if la else "a shared machine"
+    return f"Taken under load ({load}, other sessions' work on the same cores): `{d.get('command', '')}`."
+
+
+def shm_transfer(d: dict[str, Any]) -> str:
+    rows = [["transport", "median ms", "p10 ms", "p90 ms"]]
+    for t in ("tcp", "shm"):
+        rows.append(
+            [
+                "TCP (msgpack on loopback)" if t == "tcp" else "shared memory (`--shm`)",
+                f"{d[f'{t}_ms_median']:.1f}",
+                f"{d[f'{t}_ms_p10']:.1f}",
+                f"{d[f'{t}_ms_p90']:.1f}",
+            ]
+        )
+    return (
+        f"## Same-host fast path (`tools/bench/bench_shm_transfer.py`, {d['preset']})\n\n"
+        f"`rtLidarGetHits` from request to decoded arrays against a server replaying recorded street "
+        f"answers (nothing cast; each answer encoded per call): {d['rays_per_frame']:,} rays, "
+        f"{d['bytes_per_frame_fields'] / 1e6:.1f} MB of per-ray fields a sim frame, "
+        f"{d['calls_per_transport']} calls each way, alternating. Shared memory / TCP: "
+        f"{d['speedup_median']:.2f}x faster; answers identical both ways: {d['identical_answers']}.\n\n"
+        + _table(rows)
+        + "\n\n"
+        + _load_note(d)
+    )
+
+
+def controller_cost(d: dict[str, Any], shm: dict[str, Any] | None = None) -> str:
+    rows = [
+        [
+            "preset",
+            "transport",
+            "rays",
+            "M rays/s (wall)",
+            "M points/s (wall)",
+            "M points/s (CPU)",
+            "RTF (wall)",
+        ]
+    ]
+    for src in (d, shm):
+        for r in (src or {}).get("rows", []):
+            rows.append(
+                [
+                    r["preset"],
+                    r["transport"],
+                    f"{r['rays']:,}",
+                    f"{r['M_rays_per_s_wall']:.2f}",
+                    f"{r['M_points_per_s_wall']:.2f}",
+                    f"{r['M_points_per_s_cpu']:.2f}",
+                    f"{r['real_time_factor_wall']:.2f}",
+                ]
+            )
+    return (
+        "## The controller's own cost on one core (`tools/bench/bench_controller_cost.py`)\n\n"
+        "What a user with Unreal on its own machine gets: the server answers instantly (one rotation of "
+        "the street recorded, replayed prepacked from its own process on the other core); the controller, "
+        f"pinned to one core, decodes, runs the physics with rain {d['rain_mm_h']:g} mm/h, sweeps whole "
+        f'scans and writes them to one sink ({d["sink"]}). "CPU" divides by the controller process\'s '
+        'CPU time, the figure a quiet core would give; "wall" is what it got on the loaded core.\n\n'
+        + _table(rows)
+        + "\n\n"
+        + _load_note(d)
+    )
+
+
+def profile(d: dict[str, Any]) -> str:
+    names = {
+        "server_cast": "server cast (+ hits_to_wire)",
+        "pack": "pack (encode_hits + rpc.pack; shm: fields into the segment)",
+        "transfer": "transfer (loopback TCP)",
+        "decode": "decode (fast_decode + decode_hits)",
+        "hits_from_wire": "hits_from_wire",
+        "physics": "physics",
+        "sweep": "sweep (assembler)",
+        "sinks": "sinks (PCD + KITTI, per frame)",
+        "total": "total",
+    }
+    wall, cpu = d["stage_ms_median"], d["stage_cpu_ms_median"]
+    rows = [["stage", "TCP ms (wall / CPU)", "shared memory ms (wall / CPU)"]]
+    for k, label in names.items():
+        rows.append(
+            [
+                label,
+                f"{wall['tcp'][k]:.1f} / {cpu['tcp'][k]:.1f}",
+                f"{wall['shm'][k]:.1f} / {cpu['shm'][k]:.1f}",
+            ]
+        )
+    return (
+        f"## One bridged {d['preset']} frame, stage by stage (`tools/bench/profile_bridged_frame.py`)\n\n"
+        f"Medians over {d['frames']} sim frames of the street ({d['rays_per_frame_median']:,.0f} rays each), "
+        "every stage run by the function the bridge runs, one after the other in one process (in the real "
+        "loop the server's cast overlaps the controller's work). Before = TCP, after = the same-host "
+        f"shared-memory path; the decoded hits are identical: {d['identical_hits']}. CPU = this process's "
+        "CPU time (every thread: the cast uses several).\n\n" + _table(rows) + "\n\n" + _load_note(d)
+    )
+
+
+def decode(d: dict[str, Any]) -> str:
+    rows = [
+        ["answer (100k points)", "bytes", "ours ms", "stock decode ms", "stock to NumPy ms", "stock / ours"]
+    ]
+    for case, label in (("mixed", "msgpack-c ids 0..255 and -1 mixed"), ("uniform", "all ids < 128")):
+        r = d[case]
+        rows.append(
+            [
+                label,
+                f"{r['answer_bytes']:,}",
+                f"{r['ours_ms_median']:.2f} / {r['ours_ms_min']:.2f}",
+                f"{r.get('stock_decode_ms_median', float('nan')):.1f}",
+                f"{r.get('stock_decode_to_numpy_ms_median', float('nan')):.1f}",
+                f"{r.get('ratio_stock_to_numpy_over_ours', float('nan')):.1f}x",
+            ]
+        )
+    return (
+        "## Decoding AirSim's own answers (`tools/bench/bench_decode.py`)\n\n"
+        "`getLidarData` answers packed as AirSim's C++ server packs them (float32 points; segmentation ids "
+        "in msgpack-c's smallest forms), decoded to NumPy by our client and by the stock `airsim` 1.8.1 "
+        f"client (peer venv), medians of {d['reps']} runs each. Mixed / uniform (ours): "
+        f"{d['mixed_over_uniform']:.2f}x.\n\n" + _table(rows) + "\n\n" + _load_note(d)
+    )
+
+
 SECTIONS = [
     ("pipeline", pipeline),
     ("raycast", raycast),
@@ -274,6 +399,10 @@ SECTIONS = [
     ("viewer", viewer),
     ("rinet", rinet),
     ("generate", generate),
+    ("shm_transfer", shm_transfer),
+    ("controller_cost", controller_cost),
+    ("profile_bridged_frame", profile),
+    ("decode", decode),
 ]
 
 
@@ -291,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     parts = [HEADER]
     for name, fn in SECTIONS:
         d = _load(args.bench, name)
+        if d and name == "controller_cost":
+            parts.append(controller_cost(d, _load(args.bench, "controller_cost_shm")))
+            continue
         parts.append(fn(d) if d else f"## {name}\n\nNo `{name}.json` in {args.bench}: run `make bench`.")
     if args.extra.exists():
         parts.append(args.extra.read_text().strip())

@@ -1,0 +1,54 @@
+"""Smoke runs of the bridge benchmarks of tools/bench (tiny sizes): each runs headless and writes its JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "tools" / "bench"
+
+
+def _run(script: str, out: Path, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(
+        [sys.executable, str(BENCH / script), "--out", str(out), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    return json.loads(out.read_text())
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_shm_transfer_bench_finds_both_paths_identical(tmp_path):
+    d = _run("bench_shm_transfer.py", tmp_path / "t.json", "--preset", "VLP-16", "--frames", "10")
+    assert d["identical_answers"] is True
+    assert d["calls_per_transport"] >= 10 and d["tcp_ms_median"] > 0 and d["shm_ms_median"] > 0
+
+
+def test_controller_cost_bench_keeps_the_schedule(tmp_path):
+    d = _run("bench_controller_cost.py", tmp_path / "c.json", "--presets", "VLP-16", "--scans", "2")
+    (row,) = d["rows"]
+    assert row["preset"] == "VLP-16" and row["transport"] == "tcp" and row["sector_mismatches"] == 0
+    assert row["rays"] > 0 and row["M_points_per_s_cpu"] > 0
+
+
+def test_profile_bench_times_every_stage(tmp_path):
+    d = _run("profile_bridged_frame.py", tmp_path / "p.json", "--preset", "VLP-16", "--frames", "3")
+    assert d["identical_hits"] is True
+    for transport in ("tcp", "shm"):
+        assert set(d["stage_ms_median"][transport]) >= {"server_cast", "pack", "transfer", "decode", "sinks"}
+
+
+def test_decode_bench_checks_both_decoders(tmp_path):
+    d = _run("bench_decode.py", tmp_path / "d.json", "--points", "3000", "--reps", "2")
+    assert d["mixed"]["answer_bytes"] > d["uniform"]["answer_bytes"]
+    assert d["mixed"]["ours_ms_median"] > 0
