@@ -157,8 +157,10 @@ class OusterPacketizer:
         key = ring * self.cols + m
         order = np.lexsort((-sig, key))  # per pixel, strongest first
         key_s = key[order]
-        first = np.r_[True, key_s[1:] != key_s[:-1]]
-        second = np.r_[False, ~first[1:]] & np.r_[True, first[:-1]]  # the element after a first
+        first = np.ones(key_s.size, bool)
+        first[1:] = key_s[1:] != key_s[:-1]
+        second = np.zeros(key_s.size, bool)
+        second[1:] = ~first[1:] & first[:-1]  # the element right after a pixel's first
         out: dict[str, np.ndarray] = {}
         for suffix, sel in (("", first), ("2", second)):
             idx = order[sel]

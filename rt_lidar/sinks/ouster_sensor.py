@@ -1,0 +1,368 @@
+"""An emulated Ouster sensor: ``--sink ouster-sensor:ADDRESS[,metadata=real.json][,profile=RNG19]``.
+
+It answers the sensor's HTTP API on ``ADDRESS`` port 80 (a loopback address such as 127.0.0.2: all of
+127/8 reaches the host) with what ouster-sdk's client asks:
+- ``GET /api/v1/sensor/metadata`` and ``.../metadata/<section>`` (``sensor_info``, ``beam_intrinsics``,
+  ``lidar_data_format``, ...), ``GET /api/v1/system/firmware``, ``GET /api/v1/user/data``;
+- configuration, firmware 3.1+ style: ``GET /api/v1/sensor/config[?staging=true]``, ``POST
+  /api/v1/sensor/config?staging=true&reinit=BOOL`` (a ``udp_dest`` of ``@auto`` becomes the caller's
+  address; ``reinit=true`` makes the staged configuration active);
+- and firmware 2.4-3.0 style: ``GET /api/v1/sensor/cmd/get_config_param?args=active|staged``,
+  ``set_config_param?args=KEY+VALUE`` (``.`` for the whole JSON), ``set_udp_dest_auto``,
+  ``reinitialize``, ``save_config_params``.
+Which style a client uses follows the firmware in the metadata's ``image_rev`` (ours: 3.1.0).
+
+Lidar packets (the metadata's profile, :mod:`rt_lidar.sinks.ouster`) go to ``udp_dest:udp_port_lidar``
+and LEGACY IMU packets (48 bytes: three u64 timestamps, acceleration in g and angular velocity in
+deg/s as float32 x/y/z) to ``udp_port_imu`` at 100 Hz, from ``ADDRESS``, at wall-clock pace, while
+``operating_mode`` is NORMAL and a ``udp_dest`` is set. The IMU reads the sensor's motion between
+scans: the acceleration of its path plus 1 g up, the turn rate of its orientation, in the sensor frame.
+A reinitialisation to another ``udp_profile_lidar`` or ``columns_per_packet`` switches the packets; a
+lidar mode the preset cannot fire is refused (HTTP 400 naming the field).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import socket
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.errors import ConfigError, FieldError
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.scan_pattern import scan_period_ns
+from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.ouster import OusterPacketizer
+from rt_lidar.sinks.ouster_meta import complete_metadata, read_metadata
+from rt_lidar.sinks.pacing import Pacer
+from rt_lidar.sinks.pcap import PacketBatch, ipv4_bytes
+
+__all__ = ["OusterSensorSink", "imu_packets", "ouster_sensor_sink"]
+
+IMU_PERIOD_NS = 10_000_000
+G_MPS2 = 9.80665
+FIRMWARE = "ousteros-image-prod-aries-v3.1.0+rt-lidar"
+_CONFIG_DEFAULTS: dict[str, Any] = {
+    "azimuth_window": [0, 360000],
+    "multipurpose_io_mode": "OFF",
+    "nmea_baud_rate": "BAUD_9600",
+    "nmea_ignore_valid_char": 0,
+    "nmea_in_polarity": "ACTIVE_HIGH",
+    "nmea_leap_seconds": 0,
+    "operating_mode": "NORMAL",
+    "phase_lock_enable": False,
+    "phase_lock_offset": 0,
+    "signal_multiplier": 1,
+    "sync_pulse_in_polarity": "ACTIVE_HIGH",
+    "sync_pulse_out_angle": 360,
+    "sync_pulse_out_frequency": 1,
+    "sync_pulse_out_polarity": "ACTIVE_HIGH",
+    "sync_pulse_out_pulse_width": 10,
+    "timestamp_mode": "TIME_FROM_INTERNAL_OSC",
+    "udp_dest": "",
+}
+IMU_DTYPE = np.dtype(
+    [
+        ("sys_ts", "<u8"),
+        ("accel_ts", "<u8"),
+        ("gyro_ts", "<u8"),
+        ("accel", "<f4", (3,)),
+        ("gyro", "<f4", (3,)),
+    ]
+)
+assert IMU_DTYPE.itemsize == 48
+
+
+def _rotate_inverse(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``v`` (world) in the frame of unit quaternion ``q`` (w, x, y, z): R(q)^T v."""
+    w, x, y, z = q
+    r = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    return r.T @ v
+
+
+def _turn_rate(q0: np.ndarray, q1: np.ndarray, dt_s: float) -> np.ndarray:
+    """Angular velocity (rad/s, body frame) turning ``q0`` into ``q1`` in ``dt_s``."""
+    w0, x0, y0, z0 = q0
+    conj = np.array([w0, -x0, -y0, -z0])
+    a, b = conj, q1  # dq = q0^-1 q1
+    dq = np.array(
+        [
+            a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+            a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+            a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
+            a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
+        ]
+    )
+    if dq[0] < 0:
+        dq = -dq
+    s = float(np.linalg.norm(dq[1:]))
+    if s < 1e-12 or dt_s <= 0:
+        return np.zeros(3)
+    angle = 2.0 * np.arctan2(s, dq[0])
+    return dq[1:] / s * angle / dt_s
+
+
+def imu_packets(
+    t0_ns: int, t1_ns: int, epoch_ns: int, accel_world: np.ndarray, rate: np.ndarray, q: np.ndarray
+) -> np.ndarray:
+    """IMU packets (N, 48) every 10 ms in [t0, t1): specific force (acceleration + 1 g up, in g) and
+    turn rate (deg/s) in the sensor frame of orientation ``q``."""
+    times = np.arange(-(-t0_ns // IMU_PERIOD_NS), -(-t1_ns // IMU_PERIOD_NS), dtype=np.int64) * IMU_PERIOD_NS
+    pk = np.zeros(times.size, IMU_DTYPE)
+    stamp = (times + epoch_ns).astype(np.uint64)
+    pk["sys_ts"], pk["accel_ts"], pk["gyro_ts"] = stamp, stamp, stamp
+    pk["accel"] = _rotate_inverse(q, accel_world + np.array([0.0, 0.0, G_MPS2])) / G_MPS2
+    pk["gyro"] = np.degrees(rate)
+    return pk.view(np.uint8).reshape(times.size, 48)
+
+
+class _Motion:
+    """The sensor's path from scan start poses: acceleration and turn rate of the latest interval."""
+
+    def __init__(self) -> None:
+        self.t: list[int] = []
+        self.p: list[np.ndarray] = []
+        self.q: list[np.ndarray] = []
+
+    def add(self, scan: Scan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self.t = [*self.t[-2:], scan.start_ns]
+        self.p = [*self.p[-2:], np.asarray(scan.sensor_position, np.float64)]
+        self.q = [*self.q[-2:], np.asarray(scan.sensor_rotation, np.float64)]
+        accel, rate = np.zeros(3), np.zeros(3)
+        if len(self.t) == 3:
+            (t0, t1, t2), (p0, p1, p2) = self.t, self.p
+            v0 = (p1 - p0) / ((t1 - t0) * 1e-9)
+            v1 = (p2 - p1) / ((t2 - t1) * 1e-9)
+            accel = (v1 - v0) / ((t2 - t0) * 0.5e-9)
+        if len(self.t) >= 2:
+            rate = _turn_rate(self.q[-2], self.q[-1], (self.t[-1] - self.t[-2]) * 1e-9)
+        return accel, rate, self.q[-1]
+
+
+class _SensorState:
+    """The emulated sensor's configuration and metadata; the HTTP handlers and the sink share it."""
+
+    def __init__(self, context: SinkContext, meta: dict[str, Any], source: str, address: str) -> None:
+        self.lock = threading.Lock()
+        self.address = address
+        self.context, self.source = context, source
+        self.meta = meta
+        active = {**_CONFIG_DEFAULTS, **meta["config_params"]}
+        self.active: dict[str, Any] = active
+        self.staged: dict[str, Any] = copy.deepcopy(active)
+        self.packetizer = OusterPacketizer(context.preset, meta)
+        self.reinits = 0
+
+    def metadata(self) -> dict[str, Any]:
+        out = copy.deepcopy(self.meta)
+        out["config_params"] = copy.deepcopy(self.active)
+        return out
+
+    def firmware(self) -> str:
+        return str(self.meta["sensor_info"].get("image_rev") or FIRMWARE)
+
+    def reinitialize(self) -> None:
+        """Make the staged configuration active; a new packet layout where it changed."""
+        new = copy.deepcopy(self.staged)
+        layout = ("lidar_mode", "udp_profile_lidar", "columns_per_packet", "udp_port_lidar", "udp_port_imu")
+        if any(new.get(k) != self.active.get(k) for k in layout):
+            given = {k: v for k, v in self.meta.items() if k != "lidar_data_format"}
+            fmt = self.meta["lidar_data_format"]
+            given["lidar_data_format"] = {k: fmt[k] for k in ("column_window", "pixel_shift_by_row")}
+            given["config_params"] = {k: new[k] for k in layout if k in new}
+            meta = complete_metadata(self.context.preset, given, source=f"{self.source} (reinitialize)")
+            self.packetizer = OusterPacketizer(self.context.preset, meta, self.packetizer.epoch_ns)
+            self.meta = meta
+        self.active = new
+        self.reinits += 1
+
+
+def _handler(state: _SensorState) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _reply(self, body: Any, code: int = 200) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stage(self, changes: dict[str, Any]) -> None:
+            for key, value in changes.items():
+                state.staged[key] = self.client_address[0] if value == "@auto" else value
+
+        def do_GET(self) -> None:
+            url = urllib.parse.urlsplit(self.path)
+            path, query = url.path.rstrip("/"), urllib.parse.parse_qs(url.query)
+            with state.lock:
+                if path == "/api/v1/sensor/metadata":
+                    return self._reply(state.metadata())
+                if path.startswith("/api/v1/sensor/metadata/"):
+                    section = state.metadata().get(path.rsplit("/", 1)[1])
+                    return self._reply(section) if section is not None else self._reply("not found", 404)
+                if path == "/api/v1/system/firmware":
+                    return self._reply({"fw": state.firmware()})
+                if path == "/api/v1/user/data":
+                    return self._reply(str(state.meta.get("user_data", "")))
+                if path == "/api/v1/system/network":
+                    return self._reply({"ipv4": {"addr": f"{state.address}/8"}})
+                if path == "/api/v1/sensor/config":
+                    staged = query.get("staging", ["false"])[0].lower() == "true"
+                    return self._reply(state.staged if staged else state.active)
+                if path.startswith("/api/v1/sensor/cmd/"):
+                    return self._command(path.rsplit("/", 1)[1], url.query)
+            return self._reply("not found", 404)
+
+        def _command(self, cmd: str, raw_query: str) -> None:
+            args = raw_query.partition("args=")[2]
+            if cmd == "get_config_param":
+                return self._reply(state.staged if args == "staged" else state.active)
+            if cmd == "set_config_param":
+                key, _, value = args.partition("+")
+                parsed = json.loads(urllib.parse.unquote(value))
+                self._stage(parsed if key == "." else {key: parsed})
+                return self._reply("set_config_param")
+            if cmd == "set_udp_dest_auto":
+                self._stage({"udp_dest": "@auto"})
+                return self._reply({})
+            if cmd == "reinitialize":
+                return self._reinitialize()
+            if cmd == "save_config_params":
+                return self._reply({})
+            return self._reply(f"unknown command {cmd}", 404)
+
+        def _reinitialize(self, body: Any = None) -> None:
+            try:
+                state.reinitialize()
+            except FieldError as exc:
+                return self._reply(str(exc), 400)
+            return self._reply({} if body is None else body)
+
+        def do_POST(self) -> None:
+            url = urllib.parse.urlsplit(self.path)
+            query = {k.lower(): v[0].lower() for k, v in urllib.parse.parse_qs(url.query).items()}
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with state.lock:
+                if url.path.rstrip("/") == "/api/v1/system/restart":
+                    return self._reply({})
+                if url.path.rstrip("/") != "/api/v1/sensor/config":
+                    return self._reply("not found", 404)
+                try:
+                    changes = json.loads(raw) if raw.strip() else {}
+                except json.JSONDecodeError as exc:
+                    return self._reply(f"bad JSON: {exc}", 400)
+                if not isinstance(changes, dict):
+                    return self._reply("expected a JSON object", 400)
+                self._stage(changes)
+                if query.get("reinit", "false") == "true":
+                    return self._reinitialize()
+                return self._reply({})
+
+    return Handler
+
+
+class OusterSensorSink:
+    """The sink: HTTP API thread, a pacer sending lidar and IMU datagrams from the sensor's address."""
+
+    def __init__(self, address: str, given: dict[str, Any] | None, profile: str | None, source: str) -> None:
+        ipv4_bytes(address)  # a plain IPv4 address (the client matches packets by their source)
+        self.address, self.given, self.profile, self.source = address, given, profile, source
+        self.http_port = 80
+        self.state: _SensorState | None = None
+        self._server: ThreadingHTTPServer | None = None
+        self._sock: socket.socket | None = None
+        self._pacer: Pacer | None = None
+        self._motion = _Motion()
+        self.sent = {"data": 0, "imu": 0}
+
+    def open(self, context: SinkContext) -> None:
+        """Start answering HTTP on ``address:80`` and the datagram sender."""
+        meta = complete_metadata(context.preset, self.given, self.profile, source=self.source)
+        meta["sensor_info"].setdefault("image_rev", FIRMWARE)
+        if not meta["sensor_info"]["image_rev"]:
+            meta["sensor_info"]["image_rev"] = FIRMWARE
+        self.state = _SensorState(context, meta, self.source, self.address)
+        try:
+            self._server = ThreadingHTTPServer((self.address, self.http_port), _handler(self.state))
+        except OSError as exc:
+            raise ConfigError(
+                f"ouster-sensor: cannot serve HTTP on {self.address}:{self.http_port}: {exc}"
+            ) from exc
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="ouster-sensor-http", daemon=True).start()
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        self._sock.bind((self.address, 0))
+        self._pacer = Pacer(self._send, clock="wall", latency_ns=20_000_000, late_ns=50_000_000)
+        self._pacer.start()
+
+    def _send(self, port: str, data: bytes) -> None:
+        state, sock = self.state, self._sock
+        assert state is not None and sock is not None
+        cfg = state.active
+        dest = str(cfg.get("udp_dest") or "")
+        if not dest or cfg.get("operating_mode", "NORMAL") != "NORMAL":
+            return
+        key = "udp_port_lidar" if port == "data" else "udp_port_imu"
+        try:
+            sock.sendto(data, (dest, int(cfg[key])))
+            self.sent[port] += 1
+        except OSError:  # nobody listening: a sensor does not care
+            pass
+
+    def write(self, scan: Scan) -> None:
+        """Packetize the scan (lidar + the IMU samples of its rotation) and queue it for its send times."""
+        assert self.state is not None and self._pacer is not None, "open() first"
+        with self.state.lock:
+            pz = self.state.packetizer
+        batches = pz.packetize(scan)
+        accel, rate, q = self._motion.add(scan)
+        period = scan_period_ns(pz.preset)
+        imu = imu_packets(scan.start_ns, scan.start_ns + period, pz.epoch_ns, accel, rate, q)
+        t_imu = (np.arange(imu.shape[0], dtype=np.int64) + -(-scan.start_ns // IMU_PERIOD_NS)) * IMU_PERIOD_NS
+        batches.append(PacketBatch("imu", imu, t_imu))
+        self._pacer.put_many([(b.port, b.payloads, b.send_ns) for b in batches])
+
+    def close(self) -> None:
+        """Stop sending and serving."""
+        if self._pacer is not None:
+            self._pacer.close(drain=False)
+            self._pacer = None
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+@register_sink("ouster-sensor")
+def ouster_sensor_sink(target: str, options: dict[str, str]) -> OusterSensorSink:
+    """``--sink ouster-sensor:127.0.0.2[,metadata=real.json][,profile=RNG19]``: an emulated sensor."""
+    unknown = set(options) - {"metadata", "profile"}
+    if unknown:
+        raise ConfigError(f"ouster-sensor: unknown options {sorted(unknown)}")
+    try:
+        ipv4_bytes(target or "127.0.0.2")
+    except ValueError as exc:
+        raise ConfigError(f"ouster-sensor:{target}: {exc}") from None
+    source = options.get("metadata")
+    given = read_metadata(source) if source else None
+    return OusterSensorSink(target or "127.0.0.2", given, options.get("profile"), source or "metadata")
