@@ -42,7 +42,7 @@ from rt_lidar.sinks.pcap import (
 )
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
 from rt_lidar.sinks.velodyne_hdl64 import calibration_stream, status_bytes
-from rt_lidar.sinks.velodyne_position import PositionTrack, position_packet
+from rt_lidar.sinks.velodyne_position import PositionTrack, gprmc, position_packet
 
 __all__ = [
     "DATA_PACKET",
@@ -141,6 +141,7 @@ class VelodynePacketizer:
             position_hz = per_s / POSITION_RATIO if self.model.position_layout == "puck" else 1.0
         self.position_period_ns = round(1e9 / position_hz) if position_hz > 0 else 0
         self.track = PositionTrack(*origin)
+        self._sentence: tuple[int, bytes] = (-1, b"")
         laser = np.array([b.laser_id if b.laser_id is not None else b.ring for b in preset.beams], np.int64)
         if laser.max() >= self.model.lasers:
             raise ConfigError(f"preset {preset.name}: laser ids exceed {self.model.lasers}")
@@ -289,8 +290,11 @@ class VelodynePacketizer:
         rows = []
         for t in times.tolist():
             wall = t + self.epoch_ns
-            fix = self.track.fix(wall - wall % 1_000_000_000 - self.epoch_ns)  # the last PPS second's
-            pk = position_packet(wall, fix, self.model.position_layout, uptime_s=t // 1_000_000_000)
+            second = wall - wall % 1_000_000_000
+            if self._sentence[0] != second:  # the GPS's sentence changes once a second
+                fix = self.track.fix(second - self.epoch_ns)
+                self._sentence = (second, gprmc(second, fix))
+            pk = position_packet(wall, self._sentence[1], self.model.position_layout, t // 1_000_000_000)
             rows.append(np.frombuffer(pk, np.uint8))
         return PacketBatch("position", np.stack(rows), times)
 

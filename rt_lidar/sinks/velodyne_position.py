@@ -87,13 +87,17 @@ def gprmc(second_ns: int, fix: GpsFix) -> bytes:
 
 
 def position_packet(
-    wall_ns: int, fix: GpsFix, layout: str = "puck", uptime_s: int = 0, pps: int = PPS_LOCKED
+    wall_ns: int,
+    fix: GpsFix | bytes,
+    layout: str = "puck",
+    uptime_s: int = 0,
+    pps: int = PPS_LOCKED,
 ) -> bytes:
     """The 512-byte position payload assembled at ``wall_ns`` (ns since the Unix epoch), carrying the
-    sentence of the last whole second."""
+    sentence of the last whole second (``fix``: that second's fix, or its sentence already built)."""
     buf = bytearray(512)
     buf[198:202] = int((wall_ns // 1000) % _HOUR_US).to_bytes(4, "little")
-    sentence = gprmc(wall_ns - wall_ns % 1_000_000_000, fix)
+    sentence = fix if isinstance(fix, bytes) else gprmc(wall_ns - wall_ns % 1_000_000_000, fix)
     if layout == "puck":
         temp = TEMPERATURES_C
         buf[187], buf[188], buf[189] = temp["top"], temp["bottom"], temp["adc_calibration"]
