@@ -1,4 +1,5 @@
-"""Ouster OS lidar packets in the profile the sensor metadata names, and that metadata beside them.
+"""Ouster OS lidar packets in the profile the sensor metadata names, and that metadata beside them;
+IMU packets at 100 Hz from the sensor's motion (:mod:`rt_lidar.sinks.ouster_imu`) to the IMU port.
 
 Packet layouts (ouster-sdk's ``PacketFormat``; all little-endian):
 - LEGACY (firmware < 2 and the default of 2.x): no packet header; each column is a 16-byte header
@@ -34,6 +35,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.ouster_imu import SensorMotion, imu_packets
 from rt_lidar.sinks.ouster_meta import (
     PIXEL_BYTES,
     PROFILES,
@@ -119,7 +121,9 @@ def _packet_dtype(fmt: OusterFormat) -> np.dtype:
 class OusterPacketizer:
     """Scans -> lidar packets of one rotation a scan, in the layout of complete metadata ``meta``."""
 
-    def __init__(self, preset: SensorPreset, meta: dict[str, Any], epoch_ns: int = DEFAULT_EPOCH_NS) -> None:
+    def __init__(
+        self, preset: SensorPreset, meta: dict[str, Any], epoch_ns: int = DEFAULT_EPOCH_NS, imu: bool = True
+    ) -> None:
         if preset.packet_format != "ouster-legacy":
             raise ConfigError(f"preset {preset.name}: packet format {preset.packet_format} is not ouster")
         self.preset, self.epoch_ns = preset, int(epoch_ns)
@@ -142,6 +146,8 @@ class OusterPacketizer:
         cpp = fmt.columns_per_packet
         self.packets = np.flatnonzero(in_window.reshape(-1, cpp).any(axis=1))
         """Packet indices within a rotation that the sensor sends (those of ``column_window``)."""
+        self.imu = imu
+        self.motion = SensorMotion()
 
     def image(self, scan: Scan) -> dict[str, np.ndarray]:
         """(h, w) images of the scan's returns: ``range`` (mm), ``reflectivity``, ``signal`` of the
@@ -214,7 +220,13 @@ class OusterPacketizer:
             for row in raw:
                 row[-8:] = np.frombuffer(fastcrc.crc64.xz(row[:-8].tobytes()).to_bytes(8, "little"), np.uint8)
         send = t_col[:, -1] + self.period_ns // self.cols
-        return [PacketBatch("data", raw, send)]
+        out = [PacketBatch("data", raw, send)]
+        if self.imu:
+            accel, rate, q = self.motion.add(scan)
+            t0 = scan.index * self.period_ns
+            pk_imu, t_imu = imu_packets(t0, t0 + self.period_ns, self.epoch_ns, accel, rate, q)
+            out.append(PacketBatch("imu", pk_imu, t_imu))
+        return out
 
     def finish(self) -> list[PacketBatch]:
         """Nothing is held back (packets never span rotations)."""

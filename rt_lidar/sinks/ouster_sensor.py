@@ -31,21 +31,16 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import numpy as np
-
 from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.pipeline.assembler import Scan
-from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, register_sink
 from rt_lidar.sinks.ouster import OusterPacketizer
 from rt_lidar.sinks.ouster_meta import complete_metadata, read_metadata
 from rt_lidar.sinks.pacing import Pacer
-from rt_lidar.sinks.pcap import PacketBatch, ipv4_bytes
+from rt_lidar.sinks.pcap import ipv4_bytes
 
-__all__ = ["OusterSensorSink", "imu_packets", "ouster_sensor_sink"]
+__all__ = ["OusterSensorSink", "ouster_sensor_sink"]
 
-IMU_PERIOD_NS = 10_000_000
-G_MPS2 = 9.80665
 FIRMWARE = "ousteros-image-prod-aries-v3.1.0+rt-lidar"
 _CONFIG_DEFAULTS: dict[str, Any] = {
     "azimuth_window": [0, 360000],
@@ -66,88 +61,6 @@ _CONFIG_DEFAULTS: dict[str, Any] = {
     "timestamp_mode": "TIME_FROM_INTERNAL_OSC",
     "udp_dest": "",
 }
-IMU_DTYPE = np.dtype(
-    [
-        ("sys_ts", "<u8"),
-        ("accel_ts", "<u8"),
-        ("gyro_ts", "<u8"),
-        ("accel", "<f4", (3,)),
-        ("gyro", "<f4", (3,)),
-    ]
-)
-assert IMU_DTYPE.itemsize == 48
-
-
-def _rotate_inverse(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``v`` (world) in the frame of unit quaternion ``q`` (w, x, y, z): R(q)^T v."""
-    w, x, y, z = q
-    r = np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-    return r.T @ v
-
-
-def _turn_rate(q0: np.ndarray, q1: np.ndarray, dt_s: float) -> np.ndarray:
-    """Angular velocity (rad/s, body frame) turning ``q0`` into ``q1`` in ``dt_s``."""
-    w0, x0, y0, z0 = q0
-    conj = np.array([w0, -x0, -y0, -z0])
-    a, b = conj, q1  # dq = q0^-1 q1
-    dq = np.array(
-        [
-            a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
-            a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
-            a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
-            a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
-        ]
-    )
-    if dq[0] < 0:
-        dq = -dq
-    s = float(np.linalg.norm(dq[1:]))
-    if s < 1e-12 or dt_s <= 0:
-        return np.zeros(3)
-    angle = 2.0 * np.arctan2(s, dq[0])
-    return dq[1:] / s * angle / dt_s
-
-
-def imu_packets(
-    t0_ns: int, t1_ns: int, epoch_ns: int, accel_world: np.ndarray, rate: np.ndarray, q: np.ndarray
-) -> np.ndarray:
-    """IMU packets (N, 48) every 10 ms in [t0, t1): specific force (acceleration + 1 g up, in g) and
-    turn rate (deg/s) in the sensor frame of orientation ``q``."""
-    times = np.arange(-(-t0_ns // IMU_PERIOD_NS), -(-t1_ns // IMU_PERIOD_NS), dtype=np.int64) * IMU_PERIOD_NS
-    pk = np.zeros(times.size, IMU_DTYPE)
-    stamp = (times + epoch_ns).astype(np.uint64)
-    pk["sys_ts"], pk["accel_ts"], pk["gyro_ts"] = stamp, stamp, stamp
-    pk["accel"] = _rotate_inverse(q, accel_world + np.array([0.0, 0.0, G_MPS2])) / G_MPS2
-    pk["gyro"] = np.degrees(rate)
-    return pk.view(np.uint8).reshape(times.size, 48)
-
-
-class _Motion:
-    """The sensor's path from scan start poses: acceleration and turn rate of the latest interval."""
-
-    def __init__(self) -> None:
-        self.t: list[int] = []
-        self.p: list[np.ndarray] = []
-        self.q: list[np.ndarray] = []
-
-    def add(self, scan: Scan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        self.t = [*self.t[-2:], scan.start_ns]
-        self.p = [*self.p[-2:], np.asarray(scan.sensor_position, np.float64)]
-        self.q = [*self.q[-2:], np.asarray(scan.sensor_rotation, np.float64)]
-        accel, rate = np.zeros(3), np.zeros(3)
-        if len(self.t) == 3:
-            (t0, t1, t2), (p0, p1, p2) = self.t, self.p
-            v0 = (p1 - p0) / ((t1 - t0) * 1e-9)
-            v1 = (p2 - p1) / ((t2 - t1) * 1e-9)
-            accel = (v1 - v0) / ((t2 - t0) * 0.5e-9)
-        if len(self.t) >= 2:
-            rate = _turn_rate(self.q[-2], self.q[-1], (self.t[-1] - self.t[-2]) * 1e-9)
-        return accel, rate, self.q[-1]
 
 
 class _SensorState:
@@ -182,7 +95,9 @@ class _SensorState:
             given["lidar_data_format"] = {k: fmt[k] for k in ("column_window", "pixel_shift_by_row")}
             given["config_params"] = {k: new[k] for k in layout if k in new}
             meta = complete_metadata(self.context.preset, given, source=f"{self.source} (reinitialize)")
-            self.packetizer = OusterPacketizer(self.context.preset, meta, self.packetizer.epoch_ns)
+            old = self.packetizer
+            self.packetizer = OusterPacketizer(self.context.preset, meta, old.epoch_ns)
+            self.packetizer.motion = old.motion  # the IMU keeps the path it has seen
             self.meta = meta
         self.active = new
         self.reinits += 1
@@ -288,7 +203,6 @@ class OusterSensorSink:
         self._server: ThreadingHTTPServer | None = None
         self._sock: socket.socket | None = None
         self._pacer: Pacer | None = None
-        self._motion = _Motion()
         self.sent = {"data": 0, "imu": 0}
 
     def open(self, context: SinkContext) -> None:
@@ -332,11 +246,6 @@ class OusterSensorSink:
         with self.state.lock:
             pz = self.state.packetizer
         batches = pz.packetize(scan)
-        accel, rate, q = self._motion.add(scan)
-        period = scan_period_ns(pz.preset)
-        imu = imu_packets(scan.start_ns, scan.start_ns + period, pz.epoch_ns, accel, rate, q)
-        t_imu = (np.arange(imu.shape[0], dtype=np.int64) + -(-scan.start_ns // IMU_PERIOD_NS)) * IMU_PERIOD_NS
-        batches.append(PacketBatch("imu", imu, t_imu))
         self._pacer.put_many([(b.port, b.payloads, b.send_ns) for b in batches])
 
     def close(self) -> None:

@@ -114,6 +114,9 @@ def test_ouster_sdk_reads_what_the_metadata_says(tmp_path, pipeline_scans, name)
     pz = OusterPacketizer(load_preset(preset_name), meta)
     assert {len(r.payload) for r in recs} == {pz.format.packet_bytes}
     assert len(recs) == 2 * len(pz.packets)
+    imu = [r for r in read_pcap_udp(pcap) if r.dst_port == 7503]  # 100 Hz, 48 bytes (LEGACY IMU)
+    assert len(imu) == 20 and {len(r.payload) for r in imu} == {48}
+    assert np.all(np.diff([r.stamp_ns for r in imu]) == 10_000_000)
     if profile != "LEGACY":
         head = recs[0].payload
         assert int.from_bytes(head[4:7], "little") == g_init and int.from_bytes(head[7:12], "little") == g_sn
