@@ -266,10 +266,11 @@ def ouster_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
 @register_sink("ouster-udp")
 def ouster_udp_sink(target: str, options: dict[str, str]) -> UdpPacketSink:
     """``--sink ouster-udp:HOST:PORT[,metadata=real.json][,metadata_out=out.json][,profile=...]``
-    ``[,latency_ms=50]``."""
-    unknown = set(options) - {"metadata", "epoch_ns", "metadata_out", "profile"} - PACER_OPTIONS
+    ``[,imu_port=7503][,latency_ms=50]``."""
+    unknown = set(options) - {"metadata", "epoch_ns", "metadata_out", "profile", "imu_port"} - PACER_OPTIONS
     if unknown:
         raise ConfigError(f"ouster-udp: unknown options {sorted(unknown)}")
     meta_out = Path(options["metadata_out"]) if "metadata_out" in options else None
     pacer = {k: v for k, v in options.items() if k in PACER_OPTIONS}
-    return UdpPacketSink(target or "127.0.0.1:7502", _factory(options, meta_out), pacer)
+    ports = {"imu": int(options["imu_port"])} if "imu_port" in options else {}
+    return UdpPacketSink(target or "127.0.0.1:7502", _factory(options, meta_out), pacer, ports)

@@ -264,3 +264,31 @@ def test_preset_and_metadata_mismatch_is_a_field_error(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(FieldError, match=r"bad\.json"):
         ouster_pcap_sink(str(tmp_path / "c.pcap"), {"metadata": str(tmp_path / "bad.json")})
+
+
+def test_ouster_udp_sends_the_pcap_bytes(tmp_path, pipeline_scans):
+    """``ouster-udp`` with a metadata file: the same lidar and IMU datagrams as ``ouster-pcap``."""
+    import socket
+
+    from rt_lidar.sinks.base import make_sink
+
+    given = DATA / "os1-64_fw3.1.0_rng19_cpp32_window_nested.json"
+    scan = pipeline_scans("OS1-64", 1)[0]
+    pcap = _write(tmp_path, "OS1-64", [scan], {"metadata": str(given)})
+    want = {p: [r.payload for r in read_pcap_udp(pcap) if r.dst_port == p] for p in (7502, 7503)}
+    rx = {p: socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for p in (7502, 7503)}
+    for s in rx.values():
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        s.bind(("127.0.0.1", 0))
+        s.settimeout(2.0)
+    data_port, imu_port = (rx[p].getsockname()[1] for p in (7502, 7503))
+    sink = make_sink(f"ouster-udp:127.0.0.1:{data_port},imu_port={imu_port},metadata={given},latency_ms=20")
+    try:
+        sink.open(SinkContext(load_preset("OS1-64")))
+        sink.write(scan)
+        sink.close()
+        got = {p: [rx[p].recv(65535) for _ in want[p]] for p in (7502, 7503)}
+    finally:
+        for s in rx.values():
+            s.close()
+    assert got == want and len(want[7502]) == 16 and len(want[7503]) == 10
