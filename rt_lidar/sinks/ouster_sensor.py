@@ -36,7 +36,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sinks.base import SinkContext, register_sink
 from rt_lidar.sinks.ouster import OusterPacketizer
 from rt_lidar.sinks.ouster_meta import complete_metadata, read_metadata
-from rt_lidar.sinks.pacing import Pacer
+from rt_lidar.sinks.pacing import Pacer, PacingStats
 from rt_lidar.sinks.pcap import ipv4_bytes
 
 __all__ = ["OusterSensorSink", "ouster_sensor_sink"]
@@ -195,15 +195,27 @@ def _handler(state: _SensorState) -> type[BaseHTTPRequestHandler]:
 class OusterSensorSink:
     """The sink: HTTP API thread, a pacer sending lidar and IMU datagrams from the sensor's address."""
 
-    def __init__(self, address: str, given: dict[str, Any] | None, profile: str | None, source: str) -> None:
+    def __init__(
+        self,
+        address: str,
+        given: dict[str, Any] | None,
+        profile: str | None,
+        source: str,
+        latency_ms: float = 100.0,
+        late_ms: float = 50.0,
+    ) -> None:
         ipv4_bytes(address)  # a plain IPv4 address (the client matches packets by their source)
         self.address, self.given, self.profile, self.source = address, given, profile, source
         self.http_port = 80
+        self.latency_ns, self.late_ns = int(latency_ms * 1e6), int(late_ms * 1e6)
         self.state: _SensorState | None = None
         self._server: ThreadingHTTPServer | None = None
         self._sock: socket.socket | None = None
         self._pacer: Pacer | None = None
         self.sent = {"data": 0, "imu": 0}
+        """Datagrams that left for a configured ``udp_dest`` (none before a client configures one)."""
+        self.stats: PacingStats | None = None
+        """The pacer's record after ``close``: sent, dropped late (a sim slower than real time), lateness."""
 
     def open(self, context: SinkContext) -> None:
         """Start answering HTTP on ``address:80`` and the datagram sender."""
@@ -223,7 +235,7 @@ class OusterSensorSink:
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         self._sock.bind((self.address, 0))
-        self._pacer = Pacer(self._send, clock="wall", latency_ns=20_000_000, late_ns=50_000_000)
+        self._pacer = Pacer(self._send, clock="wall", latency_ns=self.latency_ns, late_ns=self.late_ns)
         self._pacer.start()
 
     def _send(self, port: str, data: bytes) -> None:
@@ -251,7 +263,7 @@ class OusterSensorSink:
     def close(self) -> None:
         """Stop sending and serving."""
         if self._pacer is not None:
-            self._pacer.close(drain=False)
+            self.stats = self._pacer.close(drain=False)
             self._pacer = None
         if self._server is not None:
             self._server.shutdown()
@@ -264,8 +276,10 @@ class OusterSensorSink:
 
 @register_sink("ouster-sensor")
 def ouster_sensor_sink(target: str, options: dict[str, str]) -> OusterSensorSink:
-    """``--sink ouster-sensor:127.0.0.2[,metadata=real.json][,profile=RNG19]``: an emulated sensor."""
-    unknown = set(options) - {"metadata", "profile"}
+    """``--sink ouster-sensor:127.0.0.2[,metadata=real.json][,profile=RNG19][,latency_ms=100][,late_ms=50]``:
+    an emulated sensor. A scan's datagrams leave ``latency_ms`` after it is written, on the sensor's
+    schedule; one more than ``late_ms`` behind it (a simulation slower than real time) is dropped."""
+    unknown = set(options) - {"metadata", "profile", "latency_ms", "late_ms"}
     if unknown:
         raise ConfigError(f"ouster-sensor: unknown options {sorted(unknown)}")
     try:
@@ -274,4 +288,10 @@ def ouster_sensor_sink(target: str, options: dict[str, str]) -> OusterSensorSink
         raise ConfigError(f"ouster-sensor:{target}: {exc}") from None
     source = options.get("metadata")
     given = read_metadata(source) if source else None
-    return OusterSensorSink(target or "127.0.0.2", given, options.get("profile"), source or "metadata")
+    try:
+        pacing = {k: float(options[k]) for k in ("latency_ms", "late_ms") if k in options}
+    except ValueError:
+        raise ConfigError(f"ouster-sensor: latency_ms and late_ms are milliseconds, got {options}") from None
+    return OusterSensorSink(
+        target or "127.0.0.2", given, options.get("profile"), source or "metadata", **pacing
+    )
