@@ -10,8 +10,8 @@ Three layouts are read:
 
 The packets follow what the file says: ``udp_profile_lidar``, ``columns_per_packet``, ``column_window``,
 ``pixel_shift_by_row``, the beam angles, ``initialization_id`` and ``prod_sn``. A file the preset
-cannot produce (beam count, columns a turn, frame rate) is a :class:`~rt_lidar.errors.FieldError`
-naming the file and the field.
+cannot produce (beam count, beam altitudes of another model, columns a turn, frame rate) is a
+:class:`~rt_lidar.errors.FieldError` naming the file and the field.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from rt_lidar.errors import FieldError
 from rt_lidar.sensor.presets import SensorPreset
@@ -50,6 +52,9 @@ PIXEL_BYTES = {
 }
 """Bytes a pixel (channel) takes in each profile's packets."""
 COLUMNS_PER_PACKET = (8, 16, 32, 64)
+ALTITUDE_TOLERANCE_DEG = 2.0
+"""Largest beam altitude difference between a file and the preset: units of one model differ by up to
+~1.2 deg (OS1-128: 21.3 to 22.5 deg at the top beam), other models by 10 deg and more."""
 INIT_ID = 1
 PROD_SN = 992000000001
 _NESTED = ("beam_intrinsics", "config_params", "lidar_data_format", "sensor_info")
@@ -165,6 +170,15 @@ def complete_metadata(
     for name, angles in (("beam_altitude_angles", alt), ("beam_azimuth_angles", az)):
         if len(angles) != h:
             raise bad(name, f"{len(angles)} beams; preset {preset.name} has {h}")
+    off = np.abs(np.asarray(alt) - np.asarray(preset.elevations_deg, np.float64))
+    if off.max() > ALTITUDE_TOLERANCE_DEG:  # another model: ouster-sdk would put our rows at its angles
+        r = int(off.argmax())
+        raise bad(
+            "beam_altitude_angles",
+            f"beam {r} looks up {alt[r]:g} deg, preset {preset.name}'s {preset.elevations_deg[r]:g} deg "
+            f"(more than {ALTITUDE_TOLERANCE_DEG:g} deg apart: another model; use a preset with this "
+            "sensor's beam table)",
+        )
     mode = str(val("lidar_mode", f"{cols}x{fps}"))
     try:
         m_cols, m_fps = (int(v) for v in mode.split("x"))

@@ -248,6 +248,15 @@ def test_preset_and_metadata_mismatch_is_a_field_error(tmp_path):
         ouster_pcap_sink(str(tmp_path / "b.pcap"), {"metadata": str(tmp_path / "m.json")}).open(
             SinkContext(os64)
         )
+    nested["config_params"]["lidar_mode"] = "1024x10"
+    os2 = [a / 2.0 for a in nested["beam_intrinsics"]["beam_altitude_angles"]]  # an OS-2's narrow fan
+    with pytest.raises(
+        FieldError,
+        match=r"beam_altitude_angles': beam 63 looks up -8\.594 deg, preset OS1-64's -17\.188",
+    ):
+        metadata_for(
+            os64, dict(nested, beam_intrinsics={**nested["beam_intrinsics"], "beam_altitude_angles": os2})
+        )
     nested["config_params"]["lidar_mode"] = "1024x20"
     with pytest.raises(FieldError, match="lidar_mode': 1024x20"):
         metadata_for(os64, nested)
