@@ -10,7 +10,11 @@ It answers the sensor's HTTP API on ``ADDRESS`` port 80 (a loopback address such
 - and firmware 2.4-3.0 style: ``GET /api/v1/sensor/cmd/get_config_param?args=active|staged``,
   ``set_config_param?args=KEY+VALUE`` (``.`` for the whole JSON), ``set_udp_dest_auto``,
   ``reinitialize``, ``save_config_params``.
-Which style a client uses follows the firmware in the metadata's ``image_rev`` (ours: 3.1.0).
+Which style a client uses follows the firmware in the metadata's ``image_rev`` (ours: 3.1.0). Before
+firmware 3.0 the legacy TCP API also answers on port 7501: one command a line (``get_sensor_info``,
+``get_beam_intrinsics``, ``get_lidar_data_format``, ..., ``get_config_param active|staged [KEY]``,
+``set_config_param KEY VALUE``, ``set_udp_dest_auto``, ``reinitialize``), one reply a line (JSON, or
+the command's name for the setters).
 
 Lidar packets (the metadata's profile, :mod:`rt_lidar.sinks.ouster`) go to ``udp_dest:udp_port_lidar``
 and LEGACY IMU packets (48 bytes: three u64 timestamps, acceleration in g and angular velocity in
@@ -25,7 +29,9 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import socket
+import socketserver
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,6 +48,7 @@ from rt_lidar.sinks.pcap import ipv4_bytes
 __all__ = ["OusterSensorSink", "ouster_sensor_sink"]
 
 FIRMWARE = "ousteros-image-prod-aries-v3.1.0+rt-lidar"
+TCP_PORT = 7501
 _CONFIG_DEFAULTS: dict[str, Any] = {
     "azimuth_window": [0, 360000],
     "multipurpose_io_mode": "OFF",
@@ -84,6 +91,50 @@ class _SensorState:
 
     def firmware(self) -> str:
         return str(self.meta["sensor_info"].get("image_rev") or FIRMWARE)
+
+    def firmware_version(self) -> tuple[int, int, int]:
+        """(major, minor, patch) of the firmware the metadata names."""
+        m = re.search(r"v(\d+)\.(\d+)\.(\d+)", self.firmware())
+        return (int(m[1]), int(m[2]), int(m[3])) if m else (3, 1, 0)
+
+    def tcp_command(self, line: str, peer: str) -> str:
+        """One command of the legacy TCP API (port 7501, firmware before 3.0): its reply line."""
+        cmd, *args = line.split()
+        sections = {
+            "get_sensor_info": "sensor_info",
+            "get_beam_intrinsics": "beam_intrinsics",
+            "get_imu_intrinsics": "imu_intrinsics",
+            "get_lidar_intrinsics": "lidar_intrinsics",
+            "get_lidar_data_format": "lidar_data_format",
+            "get_calibration_status": "calibration_status",
+        }
+        if cmd in sections:
+            return json.dumps(self.metadata()[sections[cmd]])
+        if cmd == "get_config_param" and args and args[0] in ("active", "staged"):
+            cfg = self.active if args[0] == "active" else self.staged
+            if len(args) == 1:
+                return json.dumps(cfg)
+            return json.dumps(cfg[args[1]]) if args[1] in cfg else f"error: unknown config param: {args[1]}"
+        if cmd == "set_config_param" and len(args) >= 2:
+            raw = line.split(None, 2)[2]
+            try:
+                value: Any = json.loads(raw)
+            except json.JSONDecodeError:
+                value = raw  # plain words: 1024x10, RNG19_RFL8_SIG16_NIR16, 192.168.1.1
+            self.staged[args[0]] = value
+            return "set_config_param"
+        if cmd == "set_udp_dest_auto":
+            self.staged["udp_dest"] = peer
+            return "set_udp_dest_auto"
+        if cmd == "reinitialize":
+            try:
+                self.reinitialize()
+            except FieldError as exc:
+                return f"error: {exc}"
+            return "reinitialize"
+        if cmd in ("save_config_params", "write_config_txt"):
+            return cmd
+        return f"error: invalid command: {cmd}"
 
     def reinitialize(self) -> None:
         """Make the staged configuration active; a new packet layout where it changed."""
@@ -192,6 +243,25 @@ def _handler(state: _SensorState) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def _tcp_handler(state: _SensorState) -> type[socketserver.StreamRequestHandler]:
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            for raw in self.rfile:
+                line = raw.decode(errors="replace").strip()
+                if not line:
+                    continue
+                with state.lock:
+                    reply = state.tcp_command(line, self.client_address[0])
+                self.wfile.write(reply.encode() + b"\n")
+
+    return Handler
+
+
+class _TcpServer(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
 class OusterSensorSink:
     """The sink: HTTP API thread, a pacer sending lidar and IMU datagrams from the sensor's address."""
 
@@ -210,6 +280,7 @@ class OusterSensorSink:
         self.latency_ns, self.late_ns = int(latency_ms * 1e6), int(late_ms * 1e6)
         self.state: _SensorState | None = None
         self._server: ThreadingHTTPServer | None = None
+        self._tcp: _TcpServer | None = None
         self._sock: socket.socket | None = None
         self._pacer: Pacer | None = None
         self.sent = {"data": 0, "imu": 0}
@@ -232,6 +303,15 @@ class OusterSensorSink:
             ) from exc
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="ouster-sensor-http", daemon=True).start()
+        if self.state.firmware_version() < (3, 0, 0):  # the TCP API went with firmware 3.0
+            try:
+                self._tcp = _TcpServer((self.address, TCP_PORT), _tcp_handler(self.state))
+            except OSError as exc:
+                self.close()
+                raise ConfigError(
+                    f"ouster-sensor: cannot serve TCP on {self.address}:{TCP_PORT}: {exc}"
+                ) from exc
+            threading.Thread(target=self._tcp.serve_forever, name="ouster-sensor-tcp", daemon=True).start()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         self._sock.bind((self.address, 0))
@@ -269,6 +349,10 @@ class OusterSensorSink:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        if self._tcp is not None:
+            self._tcp.shutdown()
+            self._tcp.server_close()
+            self._tcp = None
         if self._sock is not None:
             self._sock.close()
             self._sock = None

@@ -262,3 +262,60 @@ def test_http_api_and_imu_packets(tmp_path):
     np.testing.assert_allclose(v[:, 2], 1.0, atol=1e-6)  # 1 g up
     np.testing.assert_allclose(v[t >= PERIOD, 5], 30.0, atol=1e-3)  # deg/s about z
     np.testing.assert_allclose(v[:, 3:5], 0.0, atol=1e-6)
+
+
+def test_legacy_tcp_api_of_firmware_2(tmp_path):
+    """A firmware 2.5 file: the TCP API on 7501 answers, configures and reinitialises (RNG15 packets
+    arrive where it sent them); a firmware 3.x sensor has no TCP port."""
+    from rt_lidar.sinks.ouster_meta import read_metadata
+
+    host = "127.0.0.9"
+    given = read_metadata(DATA / "os1-64_fw2.5.0_rng15_flat.json")
+    sink = OusterSensorSink(host, given, None, "fw2.5")
+    try:
+        sink.open(SinkContext(load_preset("OS1-64")))
+    except ConfigError as exc:
+        pytest.skip(f"cannot serve the sensor's ports here: {exc}")
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        rx.bind(("127.0.0.1", 0))
+        rx.settimeout(2.0)
+        with socket.create_connection((host, 7501), timeout=5) as tcp:
+            f = tcp.makefile("rw")
+
+            def ask(line: str) -> str:
+                f.write(line + "\n")
+                f.flush()
+                return f.readline().rstrip("\n")
+
+            info = json.loads(ask("get_sensor_info"))
+            assert (info["prod_sn"], info["build_rev"]) == ("992146000761", "v2.5.0")
+            fmt = json.loads(ask("get_lidar_data_format"))
+            assert fmt["udp_profile_lidar"] == "RNG15_RFL8_NIR8" and fmt["columns_per_frame"] == 1024
+            assert len(json.loads(ask("get_beam_intrinsics"))["beam_altitude_angles"]) == 64
+            assert json.loads(ask("get_config_param active lidar_mode")) == "1024x10"
+            assert ask("set_config_param udp_port_lidar " + str(rx.getsockname()[1])) == "set_config_param"
+            assert ask("set_udp_dest_auto") == "set_udp_dest_auto"
+            assert json.loads(ask("get_config_param staged udp_dest")) == "127.0.0.1"
+            assert json.loads(ask("get_config_param active"))["udp_dest"] == ""
+            assert ask("set_config_param lidar_mode 2048x10") == "set_config_param"
+            bad = ask("reinitialize")
+            assert bad.startswith("error: fw2.5 (reinitialize): field 'config_params.lidar_mode': 2048x10")
+            assert ask("set_config_param lidar_mode 1024x10") == "set_config_param"
+            assert ask("reinitialize") == "reinitialize"
+            assert json.loads(ask("get_config_param active udp_dest")) == "127.0.0.1"
+            assert ask("get_alerts_of_the_future").startswith("error: invalid command")
+        sink.write(_accelerating_turning_scans(1)[0])
+        got = rx.recv(65535)
+        assert len(got) == 32 + 16 * (12 + 64 * 4) + 32
+        assert int.from_bytes(got[4:7], "little") == 7340033  # the file's initialization_id
+    finally:
+        sink.close()
+        rx.close()
+    fw3 = OusterSensorSink("127.0.0.10", None, None, "fw3")
+    fw3.open(SinkContext(load_preset("OS1-64")))
+    try:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.10", 7501), timeout=2).close()
+    finally:
+        fw3.close()
