@@ -23,6 +23,7 @@ we cast it. Only the packets of ``column_window`` are sent; its outer columns ca
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -244,8 +245,6 @@ def _factory(options: dict[str, str], meta_out: Path | None) -> Callable[[SinkCo
     def make(context: SinkContext) -> OusterPacketizer:
         meta = complete_metadata(context.preset, given, profile, source=source or "metadata")
         if meta_out is not None:
-            import json
-
             meta_out.write_text(json.dumps(meta, indent=2))
         return OusterPacketizer(context.preset, meta, epoch_ns=epoch)
 

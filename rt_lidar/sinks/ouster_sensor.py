@@ -137,19 +137,22 @@ class _SensorState:
         return f"error: invalid command: {cmd}"
 
     def reinitialize(self) -> None:
-        """Make the staged configuration active; a new packet layout where it changed."""
+        """Make the staged configuration active, with a new ``initialization_id`` (a sensor takes a new
+        one each time it initialises; its packets carry it) and the packet layout it names."""
         new = copy.deepcopy(self.staged)
         layout = ("lidar_mode", "udp_profile_lidar", "columns_per_packet", "udp_port_lidar", "udp_port_imu")
-        if any(new.get(k) != self.active.get(k) for k in layout):
-            given = {k: v for k, v in self.meta.items() if k != "lidar_data_format"}
-            fmt = self.meta["lidar_data_format"]
-            given["lidar_data_format"] = {k: fmt[k] for k in ("column_window", "pixel_shift_by_row")}
-            given["config_params"] = {k: new[k] for k in layout if k in new}
-            meta = complete_metadata(self.context.preset, given, source=f"{self.source} (reinitialize)")
-            old = self.packetizer
-            self.packetizer = OusterPacketizer(self.context.preset, meta, old.epoch_ns)
-            self.packetizer.motion = old.motion  # the IMU keeps the path it has seen
-            self.meta = meta
+        given = {k: copy.deepcopy(v) for k, v in self.meta.items() if k != "lidar_data_format"}
+        fmt = self.meta["lidar_data_format"]
+        given["lidar_data_format"] = {k: fmt[k] for k in ("column_window", "pixel_shift_by_row")}
+        given["config_params"] = {k: new[k] for k in layout if k in new}
+        given["sensor_info"]["initialization_id"] = (int(given["sensor_info"]["initialization_id"]) + 1) % (
+            1 << 24
+        )
+        meta = complete_metadata(self.context.preset, given, source=f"{self.source} (reinitialize)")
+        old = self.packetizer
+        self.packetizer = OusterPacketizer(self.context.preset, meta, old.epoch_ns)
+        self.packetizer.motion = old.motion  # the IMU keeps the path it has seen
+        self.meta = meta
         self.active = new
         self.reinits += 1
 

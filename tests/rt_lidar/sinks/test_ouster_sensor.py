@@ -304,11 +304,12 @@ def test_legacy_tcp_api_of_firmware_2(tmp_path):
             assert ask("set_config_param lidar_mode 1024x10") == "set_config_param"
             assert ask("reinitialize") == "reinitialize"
             assert json.loads(ask("get_config_param active udp_dest")) == "127.0.0.1"
+            assert json.loads(ask("get_sensor_info"))["initialization_id"] == 7340033 + 1
             assert ask("get_alerts_of_the_future").startswith("error: invalid command")
         sink.write(_accelerating_turning_scans(1)[0])
         got = rx.recv(65535)
         assert len(got) == 32 + 16 * (12 + 64 * 4) + 32
-        assert int.from_bytes(got[4:7], "little") == 7340033  # the file's initialization_id
+        assert int.from_bytes(got[4:7], "little") == 7340033 + 1  # the file's, one reinitialisation on
     finally:
         sink.close()
         rx.close()
