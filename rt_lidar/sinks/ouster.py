@@ -153,8 +153,9 @@ class OusterPacketizer:
     def image(self, scan: Scan) -> dict[str, np.ndarray]:
         """(h, w) images of the scan's returns: ``range`` (mm), ``reflectivity``, ``signal`` of the
         strongest return of each pixel, ``range2``... of the second strongest; 0 where none."""
-        pts = scan.points
         m = point_columns(self.preset, scan) - scan.index * self.cols
+        pts = scan.points[(m >= 0) & (m < self.cols)]  # firings of this rotation only
+        m = m[(m >= 0) & (m < self.cols)]
         ring = pts["ring"].astype(np.int64)
         m = np.mod(m + self.column_shift[ring], self.cols)
         rng = np.sqrt(pts["x"].astype(np.float64) ** 2 + pts["y"] ** 2 + pts["z"] ** 2)
