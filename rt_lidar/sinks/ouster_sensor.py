@@ -204,7 +204,12 @@ def _handler(state: _SensorState) -> type[BaseHTTPRequestHandler]:
                 return self._reply(state.staged if args == "staged" else state.active)
             if cmd == "set_config_param":
                 key, _, value = args.partition("+")
-                parsed = json.loads(urllib.parse.unquote(value))
+                try:
+                    parsed = json.loads(urllib.parse.unquote(value))
+                except json.JSONDecodeError as exc:
+                    return self._reply(f"set_config_param {key}: bad JSON value: {exc}", 400)
+                if key == "." and not isinstance(parsed, dict):
+                    return self._reply("set_config_param .: expected a JSON object", 400)
                 self._stage(parsed if key == "." else {key: parsed})
                 return self._reply("set_config_param")
             if cmd == "set_udp_dest_auto":

@@ -218,6 +218,8 @@ def test_http_api_and_imu_packets(tmp_path):
         )
         assert _http(host, f"/api/v1/sensor/cmd/set_config_param?args=.+{value}") == (200, "set_config_param")
         assert _http(host, "/api/v1/sensor/cmd/set_udp_dest_auto") == (200, {})
+        bad = _http(host, "/api/v1/sensor/cmd/set_config_param?args=udp_port_imu+%7Bnot")
+        assert bad[0] == 400 and "bad JSON" in bad[1]
         staged = _http(host, "/api/v1/sensor/cmd/get_config_param?args=staged")[1]
         assert staged["udp_dest"] == "127.0.0.1" and staged["udp_port_imu"] == ports["imu"]
         assert _http(host, "/api/v1/sensor/config")[1]["udp_dest"] == ""  # staged, not active
