@@ -1,11 +1,24 @@
-"""Ouster OS1 lidar packets (LEGACY profile) and the sensor metadata JSON that goes with them.
+"""Ouster OS lidar packets in the profile the sensor metadata names, and that metadata beside them;
+IMU packets at 100 Hz from the sensor's motion (:mod:`rt_lidar.sinks.ouster_imu`) to the IMU port.
 
-LEGACY packet: 16 columns, each: timestamp u64 ns, measurement id u16, frame id u16, encoder count
-u32 (90112 a turn), per channel 12 bytes (range u32 mm in 20 bits, reflectivity u16, signal u16,
-near-IR u16, unused u16), status u32 (0xFFFFFFFF valid). Measurement id m = our firing slot within
-the rotation: Ouster's m = 0 looks backwards and the head turns clockwise, as our scan starts at 180
-deg. The metadata is ours (from the preset) or a real sensor's (``metadata=real.json``): then its beam
-angles and lidar mode are kept and completed to a file ouster-sdk 1.0 reads.
+Packet layouts (ouster-sdk's ``PacketFormat``; all little-endian):
+- LEGACY (firmware < 2 and the default of 2.x): no packet header; each column is a 16-byte header
+  (timestamp u64 ns, measurement id u16, frame id u16, encoder count u32 of 90112 a turn), 12 bytes a
+  pixel (range u32 mm in 20 bits, reflectivity at byte 4, signal u16 at 6, near-IR u16 at 8) and a
+  status u32 (0xFFFFFFFF valid).
+- the others: a 32-byte packet header (packet type u16 = 1, frame id u16, initialization id u24 at
+  byte 4, serial number u40 at byte 7), columns of a 12-byte header (timestamp u64, measurement id
+  u16, status u16, bit 0 valid) and their pixels, a 32-byte footer ending in a CRC-64/XZ of the packet.
+  RNG19_RFL8_SIG16_NIR16, 12 bytes a pixel: range in 19 bits, reflectivity u8 at byte 4, signal u16
+  at 6, near-IR u16 at 8. RNG15_RFL8_NIR8, 4 bytes: range in 15 bits of 8 mm, reflectivity u8 at 2,
+  near-IR u8 at 3 (in 16s). RNG19_RFL8_SIG16_NIR16_DUAL, 16 bytes: range in 19 bits with the
+  reflectivity in byte 3, the second return's at bytes 4-7 likewise, signal u16 at 8, second
+  signal at 10, near-IR at 12: the strongest return of the pixel, then the second strongest.
+
+Measurement id m is our firing slot within the rotation (Ouster's m = 0 looks backwards and the head
+turns clockwise, as our scan starts at 180 deg), moved per beam by the difference between the
+metadata's ``beam_azimuth_angles`` and the preset's, so ouster-sdk's XYZ table puts each point where
+we cast it. Only the packets of ``column_window`` are sent; its outer columns carry status 0.
 """
 
 from __future__ import annotations
@@ -23,184 +36,199 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
-from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, PacketBatch, PacketPcapSink, point_columns, slots_per_scan
+from rt_lidar.sinks.ouster_imu import SensorMotion, imu_packets
+from rt_lidar.sinks.ouster_meta import (
+    PIXEL_BYTES,
+    PROFILES,
+    OusterFormat,
+    complete_metadata,
+    ouster_format,
+    read_metadata,
+)
+from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, PacketBatch, PacketPcapSink, point_columns
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
 
-__all__ = ["OusterPacketizer", "metadata_for", "ouster_pcap_sink", "ouster_udp_sink"]
+__all__ = [
+    "PROFILES",
+    "OusterPacketizer",
+    "metadata_for",
+    "ouster_pcap_sink",
+    "ouster_udp_sink",
+    "pixel_dtype",
+]
 
-COLUMNS_PER_PACKET = 16
 ENCODER_TICKS = 90112
+RANGE_MASK = {"LEGACY": (1 << 20) - 1, "RNG15_RFL8_NIR8": (1 << 15) - 1}
+"""Largest range field of a profile (19 bits where not listed); RNG15 counts 8 mm units."""
 
 
 def metadata_for(
-    preset: SensorPreset, given: dict[str, Any] | None = None, profile: str = "LEGACY"
+    preset: SensorPreset, given: dict[str, Any] | None = None, profile: str | None = None
 ) -> dict[str, Any]:
-    """Sensor metadata (ouster-sdk 1.0 layout) for ``preset`` and the lidar packet ``profile``; beam
-    angles and lidar mode of ``given`` (a real sensor's metadata, full or reduced) take precedence."""
-    cols = slots_per_scan(preset)
-    fps = round(preset.scan.rotation_hz or 10)
-    mode = f"{cols}x{fps}"
-    alt = [float(e) for e in preset.elevations_deg]
-    az = [float(-a) for a in preset.azimuth_offsets_deg]
-    if given:
-        intr = given.get("beam_intrinsics", given)
-        alt = list(intr.get("beam_altitude_angles", alt))
-        az = list(intr.get("beam_azimuth_angles", az))
-        mode = given.get("config_params", {}).get("lidar_mode", given.get("lidar_mode", mode))
-    h = len(alt)
-    if h != preset.n_rings:
-        raise ConfigError(f"ouster metadata has {h} beams, preset {preset.name} {preset.n_rings}")
-    m_cols, m_fps = (int(v) for v in str(mode).split("x"))
-    if m_cols != cols:
-        raise ConfigError(f"ouster metadata lidar_mode {mode}: the preset fires {cols} columns a turn")
-    return {
-        "beam_intrinsics": {
-            "beam_altitude_angles": alt,
-            "beam_azimuth_angles": az,
-            "beam_to_lidar_transform": [1.0, 0, 0, 15.806, 0, 1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0],
-            "lidar_origin_to_beam_origin_mm": 15.806,
-        },
-        "config_params": {
-            "lidar_mode": mode,
-            "udp_port_lidar": 7502,
-            "udp_port_imu": 7503,
-            "udp_profile_lidar": profile,
-            "udp_profile_imu": "LEGACY",
-        },
-        "lidar_data_format": {
-            "column_window": [0, cols - 1],
-            "columns_per_frame": cols,
-            "columns_per_packet": COLUMNS_PER_PACKET,
-            "pixels_per_column": h,
-            "pixel_shift_by_row": [[18, 12, 6, 0][i % 4] for i in range(h)] if h == 64 else [0] * h,
-            "udp_profile_lidar": profile,
-            "udp_profile_imu": "LEGACY",
-            "fps": m_fps,
-        },
-        "lidar_intrinsics": {
-            "lidar_to_sensor_transform": [-1.0, 0, 0, 0, 0, -1.0, 0, 0, 0, 0, 1.0, 36.18, 0, 0, 0, 1.0]
-        },
-        "imu_intrinsics": {
-            "imu_to_sensor_transform": [1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0]
-        },
-        "sensor_info": {
-            "prod_line": f"OS-1-{h}",
-            "prod_sn": str(PROD_SN),
-            "prod_pn": "rt-lidar",
-            "build_rev": "v2.0.0",
-            "build_date": "",
-            "image_rev": "",
-            "initialization_id": INIT_ID,
-            "status": "RUNNING",
-        },
-        "calibration_status": {},
-        "user_data": "rt-lidar simulated sensor",
-    }
+    """Complete metadata for ``preset`` (see :func:`rt_lidar.sinks.ouster_meta.complete_metadata`)."""
+    return complete_metadata(preset, given, profile)
 
 
-PROFILES = {"LEGACY": "LEGACY", "RNG19": "RNG19_RFL8_SIG16_NIR16"}
-"""``profile=`` option value -> Ouster's ``udp_profile_lidar`` name."""
-INIT_ID = 1
-PROD_SN = 992000000001
+def pixel_dtype(profile: str) -> np.dtype:
+    """One pixel of ``profile``'s packets (range fields hold the range bits only)."""
+    if profile == "RNG15_RFL8_NIR8":
+        fields = {"range": ("<u2", 0), "reflectivity": ("u1", 2), "nir": ("u1", 3)}
+    elif profile == "RNG19_RFL8_SIG16_NIR16_DUAL":
+        fields = {"range": ("<u4", 0), "range2": ("<u4", 4), "signal": ("<u2", 8),
+                  "signal2": ("<u2", 10), "nir": ("<u2", 12)}  # fmt: skip
+    else:  # LEGACY and RNG19 share the byte places (LEGACY's reflectivity was 16 bits wide)
+        refl = "<u2" if profile == "LEGACY" else "u1"
+        fields = {"range": ("<u4", 0), "reflectivity": (refl, 4), "signal": ("<u2", 6), "nir": ("<u2", 8)}
+    return np.dtype(
+        {
+            "names": list(fields),
+            "formats": [f for f, _ in fields.values()],
+            "offsets": [o for _, o in fields.values()],
+            "itemsize": PIXEL_BYTES[profile],
+        }
+    )
+
+
+def _packet_dtype(fmt: OusterFormat) -> np.dtype:
+    px = np.dtype((pixel_dtype(fmt.profile), (fmt.pixels_per_column,)))
+    if fmt.profile == "LEGACY":
+        col = np.dtype(
+            {
+                "names": ["ts", "mid", "fid", "enc", "px", "status"],
+                "formats": ["<u8", "<u2", "<u2", "<u4", px, "<u4"],
+                "offsets": [0, 8, 10, 12, 16, 16 + px.itemsize],
+            }
+        )
+        return np.dtype({"names": ["cols"], "formats": [(col, (fmt.columns_per_packet,))], "offsets": [0]})
+    col = np.dtype({"names": ["ts", "mid", "status", "px"], "formats": ["<u8", "<u2", "<u2", px],
+                    "offsets": [0, 8, 10, 12]})  # fmt: skip
+    body = 32 + fmt.columns_per_packet * col.itemsize
+    return np.dtype(
+        {
+            "names": ["type", "fid", "init", "sn", "cols", "footer"],
+            "formats": [
+                "<u2",
+                "<u2",
+                ("u1", (3,)),
+                ("u1", (5,)),
+                (col, (fmt.columns_per_packet,)),
+                ("u1", (32,)),
+            ],
+            "offsets": [0, 2, 4, 7, 32, body],
+        }
+    )
 
 
 class OusterPacketizer:
-    """Scans -> lidar packets, one whole rotation (``columns / 16`` packets) a scan.
-
-    LEGACY (firmware < 2.0 layout, see the module docstring) or RNG19 (``RNG19_RFL8_SIG16_NIR16``, the
-    single-return profile of firmware 2.x): a 32-byte packet header (packet type 1, frame id u16,
-    initialization id u24, serial number u40), 16 columns of [timestamp u64 ns, measurement id u16,
-    status u16 (bit 0 valid)] + 12 bytes a pixel [range u32 mm (19 bits), reflectivity u8, -, signal
-    u16, near-IR u16, -], and a 32-byte footer ending in the packet's CRC-64/XZ.
-    """
+    """Scans -> lidar packets of one rotation a scan, in the layout of complete metadata ``meta``."""
 
     def __init__(
-        self, preset: SensorPreset, epoch_ns: int = DEFAULT_EPOCH_NS, profile: str = "LEGACY"
+        self, preset: SensorPreset, meta: dict[str, Any], epoch_ns: int = DEFAULT_EPOCH_NS, imu: bool = True
     ) -> None:
         if preset.packet_format != "ouster-legacy":
             raise ConfigError(f"preset {preset.name}: packet format {preset.packet_format} is not ouster")
-        if profile not in PROFILES:
-            raise ConfigError(f"ouster profile '{profile}': expected one of {', '.join(PROFILES)}")
-        self.profile = profile
         self.preset, self.epoch_ns = preset, int(epoch_ns)
-        self.ports = {"data": 7502, "imu": 7503}
-        self.h = preset.n_rings
-        self.cols = slots_per_scan(preset)
+        self.meta = meta
+        self.format = fmt = ouster_format(meta)
+        self.ports = {"data": int(meta["config_params"]["udp_port_lidar"]),
+                      "imu": int(meta["config_params"]["udp_port_imu"])}  # fmt: skip
+        self.h, self.cols = fmt.pixels_per_column, fmt.columns_per_frame
         self.period_ns = scan_period_ns(preset)
-        if self.cols % COLUMNS_PER_PACKET:
-            raise ConfigError(f"{self.cols} columns a turn is not a multiple of {COLUMNS_PER_PACKET}")
-        ch = np.dtype([("range", "<u4"), ("reflectivity", "<u2"), ("signal", "<u2"), ("nir", "<u2"),
-                       ("unused", "<u2")])  # fmt: skip
-        self.column_dtype = np.dtype([("ts", "<u8"), ("mid", "<u2"), ("fid", "<u2"), ("enc", "<u4"),
-                                      ("px", ch, (self.h,)), ("status", "<u4")])  # fmt: skip
-        px19 = np.dtype([("range", "<u4"), ("reflectivity", "u1"), ("r0", "u1"), ("signal", "<u2"),
-                         ("nir", "<u2"), ("r1", "<u2")])  # fmt: skip
-        col19 = np.dtype([("ts", "<u8"), ("mid", "<u2"), ("status", "<u2"), ("px", px19, (self.h,))])
-        header = [
-            ("type", "<u2"),
-            ("fid", "<u2"),
-            ("init", "u1", (3,)),
-            ("sn", "u1", (5,)),
-            ("hrest", "u1", (20,)),
-        ]
-        self.rng19_packet_dtype = np.dtype(
-            [*header, ("cols", col19, (COLUMNS_PER_PACKET,)), ("footer", "u1", (32,))]
+        self.packet_dtype = _packet_dtype(fmt)
+        assert self.packet_dtype.itemsize == fmt.packet_bytes, (self.packet_dtype.itemsize, fmt.packet_bytes)
+        # per beam: columns between our firing slot and where the metadata's beam azimuth points
+        ours = -np.asarray(preset.azimuth_offsets_deg, np.float64)
+        self.column_shift = -np.round((np.asarray(fmt.beam_azimuth_deg) - ours) * self.cols / 360.0).astype(
+            np.int64
         )
+        in_window = np.zeros(self.cols, bool)
+        in_window[fmt.window_columns()] = True
+        self.in_window = in_window
+        cpp = fmt.columns_per_packet
+        self.packets = np.flatnonzero(in_window.reshape(-1, cpp).any(axis=1))
+        """Packet indices within a rotation that the sensor sends (those of ``column_window``)."""
+        self.imu = imu
+        self.motion = SensorMotion()
+
+    def image(self, scan: Scan) -> dict[str, np.ndarray]:
+        """(h, w) images of the scan's returns: ``range`` (mm), ``reflectivity``, ``signal`` of the
+        strongest return of each pixel, ``range2``... of the second strongest; 0 where none."""
+        m = point_columns(self.preset, scan) - scan.index * self.cols
+        pts = scan.points[(m >= 0) & (m < self.cols)]  # firings of this rotation only
+        m = m[(m >= 0) & (m < self.cols)]
+        ring = pts["ring"].astype(np.int64)
+        m = np.mod(m + self.column_shift[ring], self.cols)
+        rng = np.sqrt(pts["x"].astype(np.float64) ** 2 + pts["y"] ** 2 + pts["z"] ** 2)
+        mm = np.round(rng * 1000.0).astype(np.int64)
+        refl = np.clip(np.round(pts["reflectivity"].astype(np.float64) * 100.0), 0, 255).astype(np.int64)
+        sig = np.clip(np.round(pts["intensity"].astype(np.float64)), 0, 65535).astype(np.int64)
+        key = ring * self.cols + m
+        order = np.lexsort((-sig, key))  # per pixel, strongest first
+        key_s = key[order]
+        first = np.ones(key_s.size, bool)
+        first[1:] = key_s[1:] != key_s[:-1]
+        second = np.zeros(key_s.size, bool)
+        second[1:] = ~first[1:] & first[:-1]  # the element right after a pixel's first
+        out: dict[str, np.ndarray] = {}
+        for suffix, sel in (("", first), ("2", second)):
+            idx = order[sel]
+            for name, v in (("range", mm), ("reflectivity", refl), ("signal", sig)):
+                img = np.zeros(self.h * self.cols, np.int64)
+                img[key[idx]] = v[idx]
+                out[name + suffix] = img.reshape(self.h, self.cols)
+        return out
 
     def packetize(self, scan: Scan) -> list[PacketBatch]:
-        """All packets of the scan's rotation (firings without a return have range 0)."""
-        pts = scan.points
-        k = point_columns(self.preset, scan)
-        k0 = scan.index * self.cols
-        m = k - k0
-        ok = (m >= 0) & (m < self.cols)
-        colarr = np.zeros(self.cols, self.column_dtype)
-        kk = k0 + np.arange(self.cols, dtype=np.int64)
+        """The packets of the scan's rotation (pixels without a return have range 0)."""
+        fmt, cpp = self.format, self.format.columns_per_packet
+        img = {k: v.T for k, v in self.image(scan).items()}  # (w, h)
+        rng_max = RANGE_MASK.get(fmt.profile, (1 << 19) - 1)
+        pk = np.zeros(len(self.packets), self.packet_dtype)
+        cols = pk["cols"]  # (packets, cpp) view into the packet bytes
+        mids = self.packets[:, None] * cpp + np.arange(cpp)[None, :]
+        kk = scan.index * self.cols + mids
         t_col = kk * self.period_ns // self.cols
-        colarr["ts"] = (t_col + self.epoch_ns).astype(np.uint64)
-        colarr["mid"] = np.arange(self.cols)
-        colarr["fid"] = scan.index & 0xFFFF
-        colarr["enc"] = np.arange(self.cols) * (ENCODER_TICKS // self.cols)
-        colarr["status"] = 0xFFFFFFFF
-        rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2)[ok]
-        mm = np.minimum(np.round(rng * 1000.0), (1 << 20) - 1).astype(np.uint32)
-        ring = pts["ring"][ok].astype(np.intp)
-        first = pts["return_id"][ok] == 0
-        px = colarr["px"]
-        sel_m, sel_r = m[ok][first], ring[first]
-        px["range"][sel_m, sel_r] = mm[first]
-        refl = np.clip(np.round(pts["reflectivity"][ok][first] * 100.0), 0, 65535)
-        px["reflectivity"][sel_m, sel_r] = refl.astype(np.uint16)
-        sig = np.clip(np.round(pts["intensity"][ok][first]), 0, 65535)
-        px["signal"][sel_m, sel_r] = sig.astype(np.uint16)
-        send = t_col[COLUMNS_PER_PACKET - 1 :: COLUMNS_PER_PACKET] + self.period_ns // self.cols
-        if self.profile == "RNG19":
-            return [PacketBatch("data", self._rng19(colarr, scan.index), send)]
-        raw = colarr.view(np.uint8).reshape(self.cols // COLUMNS_PER_PACKET, -1)
-        return [PacketBatch("data", raw, send)]
+        cols["ts"] = (t_col + self.epoch_ns).astype(np.uint64)
+        cols["mid"] = mids
+        valid = self.in_window[mids]
+        px = cols["px"]
 
-    def _rng19(self, colarr: np.ndarray, frame: int) -> np.ndarray:
-        """The same columns in the RNG19_RFL8_SIG16_NIR16 packet layout, one row of bytes a packet."""
-        n_pk = self.cols // COLUMNS_PER_PACKET
-        pk = np.zeros(n_pk, self.rng19_packet_dtype)
-        pk["type"] = 1
-        pk["fid"] = frame & 0xFFFF
-        pk["init"] = np.frombuffer(INIT_ID.to_bytes(3, "little"), np.uint8)
-        pk["sn"] = np.frombuffer(PROD_SN.to_bytes(5, "little"), np.uint8)
-        # (packets, 16) views into the packet bytes; a reshape to 1-D would copy (headers between them)
-        cols = pk["cols"]
-        src = colarr.reshape(n_pk, COLUMNS_PER_PACKET)
-        cols["ts"], cols["mid"], cols["status"] = src["ts"], src["mid"], 1
-        sp, dp = src["px"], cols["px"]
-        dp["range"] = np.minimum(sp["range"], (1 << 19) - 1)
-        dp["reflectivity"] = np.minimum(sp["reflectivity"], 255)
-        dp["signal"], dp["nir"] = sp["signal"], sp["nir"]
-        raw = pk.view(np.uint8).reshape(n_pk, -1)
-        # the footer ends with a CRC-64/XZ of every byte before it (ouster-sdk drops packets without it)
-        for row in raw:
-            crc = fastcrc.crc64.xz(row[:-8].tobytes())
-            row[-8:] = np.frombuffer(crc.to_bytes(8, "little"), np.uint8)
-        return raw
+        def put(name: str, value: np.ndarray) -> None:
+            px[name] = np.where(valid[..., None], value[mids], 0)
+
+        if fmt.profile == "RNG15_RFL8_NIR8":
+            put("range", np.minimum((img["range"] + 4) >> 3, rng_max))
+        elif fmt.profile == "RNG19_RFL8_SIG16_NIR16_DUAL":
+            for s in ("", "2"):  # reflectivity rides in the top byte of the range word
+                put("range" + s, np.minimum(img["range" + s], rng_max) | img["reflectivity" + s] << 24)
+                put("signal" + s, img["signal" + s])
+        else:
+            put("range", np.minimum(img["range"], rng_max))
+            put("signal", img["signal"])
+        if fmt.profile != "RNG19_RFL8_SIG16_NIR16_DUAL":
+            put("reflectivity", img["reflectivity"])
+        if fmt.profile == "LEGACY":
+            cols["fid"] = scan.index & 0xFFFF
+            cols["enc"] = mids * (ENCODER_TICKS // self.cols)
+            cols["status"] = np.where(valid, 0xFFFFFFFF, 0)
+        else:
+            cols["status"] = valid
+            pk["type"] = 1
+            pk["fid"] = scan.index & 0xFFFF
+            pk["init"] = np.frombuffer(fmt.init_id.to_bytes(3, "little"), np.uint8)
+            pk["sn"] = np.frombuffer(fmt.prod_sn.to_bytes(5, "little"), np.uint8)
+        raw = pk.view(np.uint8).reshape(len(pk), -1)
+        if fmt.profile != "LEGACY":  # the footer ends with a CRC-64/XZ of every byte before it
+            for row in raw:
+                row[-8:] = np.frombuffer(fastcrc.crc64.xz(row[:-8].tobytes()).to_bytes(8, "little"), np.uint8)
+        send = t_col[:, -1] + self.period_ns // self.cols
+        out = [PacketBatch("data", raw, send)]
+        if self.imu:
+            accel, rate, q = self.motion.add(scan)
+            t0 = scan.index * self.period_ns
+            pk_imu, t_imu = imu_packets(t0, t0 + self.period_ns, self.epoch_ns, accel, rate, q)
+            out.append(PacketBatch("imu", pk_imu, t_imu))
+        return out
 
     def finish(self) -> list[PacketBatch]:
         """Nothing is held back (packets never span rotations)."""
@@ -208,24 +236,29 @@ class OusterPacketizer:
 
 
 def _factory(opts: SinkOptions, meta_out: Path | None) -> Callable[[SinkContext], OusterPacketizer]:
-    meta_in = opts.path("metadata")
-    given = json.loads(meta_in.read_text()) if meta_in is not None else None
+    source_path = opts.path("metadata")
+    source = str(source_path) if source_path is not None else None
+    given = read_metadata(source) if source else None
     epoch = opts.integer("epoch_ns", DEFAULT_EPOCH_NS, 0, 2**63 - 1)
-    profile = opts.choice("profile", "LEGACY", (*PROFILES, *(p.lower() for p in PROFILES))).upper()
+    profile = opts.text("profile", "") or None
+    if profile is not None and profile.upper() not in PROFILES and profile.upper() not in PIXEL_BYTES:
+        raise ConfigError(
+            f"sink {opts.kind}: option profile={profile!r}: expected one of {', '.join(PROFILES)}"
+        )
 
     def make(context: SinkContext) -> OusterPacketizer:
-        meta = metadata_for(context.preset, given, profile=PROFILES[profile])
+        meta = complete_metadata(context.preset, given, profile, source=source or "metadata")
         if meta_out is not None:
             meta_out.write_text(json.dumps(meta, indent=2))
-        return OusterPacketizer(context.preset, epoch_ns=epoch, profile=profile)
+        return OusterPacketizer(context.preset, meta, epoch_ns=epoch)
 
     return make
 
 
 @register_sink("ouster-pcap")
 def ouster_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
-    """``--sink ouster-pcap:out.pcap[,metadata=real.json][,profile=LEGACY|RNG19]``: packets, and ``out.json``
-    beside them."""
+    """``--sink ouster-pcap:out.pcap[,metadata=real.json][,profile=LEGACY|RNG19|RNG15|DUAL]``: packets,
+    and ``out.json`` beside them."""
     opts = SinkOptions("ouster-pcap", options, {"metadata", "epoch_ns", "profile"})
     path = Path(target)
     return PacketPcapSink(path, _factory(opts, path.with_suffix(".json")), "169.254.0.2", "169.254.0.1")
@@ -233,9 +266,13 @@ def ouster_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
 
 @register_sink("ouster-udp")
 def ouster_udp_sink(target: str, options: dict[str, str]) -> UdpPacketSink:
-    """``--sink ouster-udp:HOST:PORT[,metadata=real.json][,metadata_out=out.json][,latency_ms=50]``."""
-    allowed = {"metadata", "epoch_ns", "metadata_out", "profile"} | PACER_OPTIONS
+    """``--sink ouster-udp:HOST:PORT[,metadata=real.json][,metadata_out=out.json][,profile=...]``
+    ``[,imu_port=7503][,latency_ms=50]``."""
+    allowed = {"metadata", "epoch_ns", "metadata_out", "profile", "imu_port"} | PACER_OPTIONS
     opts = SinkOptions("ouster-udp", options, allowed)
     meta_out = opts.path("metadata_out")
     pacer = {k: v for k, v in options.items() if k in PACER_OPTIONS}
-    return UdpPacketSink(target or "127.0.0.1:7502", _factory(opts, meta_out), pacer, kind="ouster-udp")
+    ports = {"imu": opts.integer("imu_port", 7503, 1, 65535)} if "imu_port" in options else {}
+    return UdpPacketSink(
+        target or "127.0.0.1:7502", _factory(opts, meta_out), pacer, ports, kind="ouster-udp"
+    )

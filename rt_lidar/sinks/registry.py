@@ -18,5 +18,6 @@ SINK_FACTORIES: dict[str, str] = {
     "velodyne-udp": "rt_lidar.sinks.velodyne:velodyne_udp_sink",
     "ouster-pcap": "rt_lidar.sinks.ouster:ouster_pcap_sink",
     "ouster-udp": "rt_lidar.sinks.ouster:ouster_udp_sink",
+    "ouster-sensor": "rt_lidar.sinks.ouster_sensor:ouster_sensor_sink",
 }
 """``kind -> "module:factory"``."""

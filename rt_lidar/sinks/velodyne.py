@@ -23,7 +23,6 @@ run on across scan boundaries as a real sensor's do; the packetizer holds back t
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,6 +42,7 @@ from rt_lidar.sinks.pcap import (
 )
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
 from rt_lidar.sinks.velodyne_hdl64 import calibration_stream, status_bytes
+from rt_lidar.sinks.velodyne_position import PositionTrack, gprmc, position_packet
 
 __all__ = [
     "DATA_PACKET",
@@ -75,13 +75,17 @@ class VelodyneModel:
     """Blocks one firing of all lasers fills (HDL-64E: upper and lower bank)."""
     last_first: bool = True
     """Dual return: the last-return block(s) of a firing come before the strongest ones."""
+    position_layout: str = "puck"
+    """Position packet layout (:mod:`rt_lidar.sinks.velodyne_position`): ``puck`` or ``hdl``."""
 
 
 MODELS: dict[str, VelodyneModel] = {
     "velodyne-vlp16": VelodyneModel("VLP-16", 0x22, 16, 2, 0.002),
     "velodyne-vlp32c": VelodyneModel("VLP-32C", 0x28, 32, 1, 0.004),
-    "velodyne-hdl32": VelodyneModel("HDL-32E", 0x21, 32, 1, 0.002),
-    "velodyne-hdl64": VelodyneModel("HDL-64E", None, 64, 1, 0.002, banks=2, last_first=False),
+    "velodyne-hdl32": VelodyneModel("HDL-32E", 0x21, 32, 1, 0.002, position_layout="hdl"),
+    "velodyne-hdl64": VelodyneModel(
+        "HDL-64E", None, 64, 1, 0.002, banks=2, last_first=False, position_layout="hdl"
+    ),
 }
 RETURN_MODE_BYTE = {"strongest": 0x37, "last": 0x38, "dual": 0x39}
 
@@ -92,35 +96,27 @@ DATA_PACKET = np.dtype([("blocks", _BLOCK, (12,)), ("stamp", "<u4"), ("mode", "u
 assert DATA_PACKET.itemsize == 1206
 
 
-def _nmea_checksum(body: str) -> str:
-    c = 0
-    for ch in body.encode():
-        c ^= ch
-    return f"{c:02X}"
-
-
-def position_packet(wall_ns: int) -> bytes:
-    """The 512-byte position packet at ``wall_ns`` (ns since the Unix epoch): timestamp at byte 198,
-    PPS status (2: locked) at 202, and a ``$GPRMC`` sentence (at a fixed position) from byte 206."""
-    t = dt.datetime.fromtimestamp(wall_ns / 1e9, dt.UTC)
-    body = f"GPRMC,{t:%H%M%S},A,4807.038,N,01131.000,E,000.0,000.0,{t:%d%m%y},,,A"
-    nmea = f"${body}*{_nmea_checksum(body)}\r\n".encode()
-    buf = bytearray(512)
-    buf[198:202] = int((wall_ns // 1000) % _HOUR_US).to_bytes(4, "little")
-    buf[202] = 2
-    buf[206 : 206 + len(nmea)] = nmea
-    return bytes(buf)
+DEFAULT_ORIGIN = (48.1173, 11.5167)
+"""Latitude and longitude (deg) of the sim world's origin in the position packets' fixes."""
+POSITION_RATIO = 14
+"""Puck manuals: "the ratio of data packets to position packets is about 14 to 1"."""
 
 
 class VelodynePacketizer:
-    """Scans -> Velodyne data packets (+ position packets at ``position_hz``), in send order."""
+    """Scans -> Velodyne data packets (+ position packets at ``position_hz``), in send order.
+
+    ``position_hz=None``: the model's rate (a puck: one every 14 single-return data packets, ~54 Hz
+    for a VLP-16 at 10 Hz; an HDL: 1 Hz); 0: none. ``origin``: latitude and longitude of the world's
+    origin for the fixes.
+    """
 
     def __init__(
         self,
         preset: SensorPreset,
         mode: str | None = None,
         epoch_ns: int = DEFAULT_EPOCH_NS,
-        position_hz: float = 1.0,
+        position_hz: float | None = None,
+        origin: tuple[float, float] = DEFAULT_ORIGIN,
     ) -> None:
         if preset.packet_format not in MODELS:
             raise ConfigError(
@@ -134,12 +130,18 @@ class VelodynePacketizer:
             raise ConfigError(f"velodyne return mode '{self.mode}': expected strongest, last or dual")
         self.epoch_ns = int(epoch_ns)
         self.ports = {"data": 2368, "position": 8308}
-        self.position_period_ns = round(1e9 / position_hz) if position_hz > 0 else 0
         self.period_ns = scan_period_ns(preset)
         self.slots = slots_per_scan(preset)
         self.n_returns = 2 if self.mode == "dual" else 1
         self.blocks_per_group = self.model.banks * self.n_returns
         self.cols_per_packet = 12 * self.model.sequences_per_block // self.blocks_per_group
+        if position_hz is None:
+            single_cpp = 12 * self.model.sequences_per_block // self.model.banks
+            per_s = self.slots * 1e9 / self.period_ns / single_cpp
+            position_hz = per_s / POSITION_RATIO if self.model.position_layout == "puck" else 1.0
+        self.position_period_ns = round(1e9 / position_hz) if position_hz > 0 else 0
+        self.track = PositionTrack(*origin)
+        self._sentence: tuple[int, bytes] = (-1, b"")
         laser = np.array([b.laser_id if b.laser_id is not None else b.ring for b in preset.beams], np.int64)
         if laser.max() >= self.model.lasers:
             raise ConfigError(f"preset {preset.name}: laser ids exceed {self.model.lasers}")
@@ -197,6 +199,7 @@ class VelodynePacketizer:
         sel = (col >= p0 * cpp) & ~keep
         out = [self._data_batch(p0, p1, col[sel], laser[sel], rng[sel], inten[sel])]
         self._next_packet = p1
+        self.track.add(scan.start_ns, scan.sensor_position)
         pos = self._position_batch(int(self.slot_time_ns(p1 * cpp)))
         if pos is not None:
             out.append(pos)
@@ -284,7 +287,15 @@ class VelodynePacketizer:
             return None
         times = np.arange(self._next_position_ns, until_ns, self.position_period_ns, dtype=np.int64)
         self._next_position_ns = int(times[-1]) + self.position_period_ns
-        rows = [np.frombuffer(position_packet(int(t) + self.epoch_ns), np.uint8) for t in times]
+        rows = []
+        for t in times.tolist():
+            wall = t + self.epoch_ns
+            second = wall - wall % 1_000_000_000
+            if self._sentence[0] != second:  # the GPS's sentence changes once a second
+                fix = self.track.fix(second - self.epoch_ns)
+                self._sentence = (second, gprmc(second, fix))
+            pk = position_packet(wall, self._sentence[1], self.model.position_layout, t // 1_000_000_000)
+            rows.append(np.frombuffer(pk, np.uint8))
         return PacketBatch("position", np.stack(rows), times)
 
 
@@ -332,23 +343,31 @@ def calibration_yaml(preset: SensorPreset) -> str:
 def packetizer_factory(
     options: dict[str, str],
 ) -> tuple[Callable[[SinkContext], VelodynePacketizer], dict[str, str]]:
-    """``mode=``, ``epoch_ns=``, ``position_hz=`` -> a factory ``SinkContext -> VelodynePacketizer``."""
+    """``mode=``, ``epoch_ns=``, ``position_hz=``, ``lat=``, ``lon=`` -> a factory
+    ``SinkContext -> VelodynePacketizer``."""
     opts = SinkOptions("velodyne", options, options)
     mode = opts.choice("mode", "", tuple(RETURN_MODE_BYTE)) or None
     epoch = opts.integer("epoch_ns", DEFAULT_EPOCH_NS, 0, 2**63 - 1)
-    pos_hz = opts.number("position_hz", 1.0, 0.0, 1000.0)
+    pos_hz = opts.number("position_hz", 1.0, 0.0, 1000.0) if "position_hz" in options else None
+    origin = (
+        opts.number("lat", DEFAULT_ORIGIN[0], -89.999999, 89.999999),
+        opts.number("lon", DEFAULT_ORIGIN[1], -180.0, 180.0),
+    )
 
     def make(context: SinkContext) -> VelodynePacketizer:
-        return VelodynePacketizer(context.preset, mode=mode, epoch_ns=epoch, position_hz=pos_hz)
+        return VelodynePacketizer(
+            context.preset, mode=mode, epoch_ns=epoch, position_hz=pos_hz, origin=origin
+        )
 
-    rest = {k: v for k, v in options.items() if k not in {"mode", "epoch_ns", "position_hz"}}
+    own = {"mode", "epoch_ns", "position_hz", "lat", "lon"}
+    rest = {k: v for k, v in options.items() if k not in own}
     return make, rest
 
 
 @register_sink("velodyne-pcap")
 def velodyne_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
-    """``--sink velodyne-pcap:out.pcap[,mode=dual][,epoch_ns=N][,position_hz=1]``."""
-    SinkOptions("velodyne-pcap", options, {"mode", "epoch_ns", "position_hz"})
+    """``--sink velodyne-pcap:out.pcap[,mode=dual][,epoch_ns=N][,position_hz=54][,lat=48.1,lon=11.5]``."""
+    SinkOptions("velodyne-pcap", options, {"mode", "epoch_ns", "position_hz", "lat", "lon"})
     make, _ = packetizer_factory(options)
     return PacketPcapSink(target, make, _SENSOR_IP, _DEST_IP)
 
@@ -357,7 +376,9 @@ def velodyne_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
 def velodyne_udp_sink(target: str, options: dict[str, str]) -> UdpPacketSink:
     """``--sink velodyne-udp:HOST:PORT[,position_port=8308][,mode=dual][,latency_ms=50][,clock=wall|sim]``."""
     opts = SinkOptions(
-        "velodyne-udp", options, {"mode", "epoch_ns", "position_hz", "position_port"} | PACER_OPTIONS
+        "velodyne-udp",
+        options,
+        {"mode", "epoch_ns", "position_hz", "position_port", "lat", "lon"} | PACER_OPTIONS,
     )
     make, rest = packetizer_factory(options)
     ports = {"position": opts.integer("position_port", 0, 1, 65535)} if "position_port" in rest else {}

@@ -16,9 +16,9 @@ from rt_lidar.sinks.pcap import point_columns
 
 ROOT = Path(__file__).resolve().parents[3]
 PEER = ROOT / ".venv-ouster" / "bin" / "python"
-REAL_META = (
-    ROOT.parent / "shared" / "reference" / "real" / "ouster_os1_64" / "OS-1-64_sensor_config_reduced.json"
-)
+SHARED = next((p / "shared" for p in (ROOT.parent, ROOT.parents[1]) if (p / "shared").is_dir()), ROOT.parent)
+"""``../shared`` beside the checkout (CI), or two up from a worktree under ``wt/``."""
+REAL_META = SHARED / "reference" / "real" / "ouster_os1_64" / "OS-1-64_sensor_config_reduced.json"
 READER = """
 import sys, numpy as np
 from ouster.sdk import open_source
@@ -32,10 +32,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _expected(scan, preset) -> np.ndarray:
+def _expected(scan, preset, beam_azimuths) -> np.ndarray:
+    """Ranges at (ring, firing slot), each beam moved by the columns between the metadata's beam
+    azimuth and the preset's (none with our own metadata)."""
     img = np.zeros((preset.n_rings, 1024), np.int64)
     p = scan.points
-    m = point_columns(preset, scan) - scan.index * 1024
+    shift = -np.round((np.array(beam_azimuths) + preset.azimuth_offsets_deg) * 1024 / 360).astype(int)
+    m = (point_columns(preset, scan) - scan.index * 1024 + shift[p["ring"]]) % 1024
     img[p["ring"], m] = np.round(np.sqrt(p["x"] ** 2 + p["y"] ** 2 + p["z"] ** 2) * 1000.0)
     return img
 
@@ -65,4 +68,5 @@ def test_ouster_sdk_decodes_our_ranges(tmp_path, pipeline_scans, meta, profile):
     ranges = np.load(out)
     assert ranges.shape == (len(scans), 64, 1024)
     for got, scan in zip(ranges, scans, strict=True):
-        assert np.abs(got.astype(np.int64) - _expected(scan, preset)).max() <= 1
+        want = _expected(scan, preset, written["beam_intrinsics"]["beam_azimuth_angles"])
+        assert np.abs(got.astype(np.int64) - want).max() <= 1

@@ -135,4 +135,6 @@ def test_replay_resends_a_pcap_on_schedule(tmp_path, pipeline_scans):
         while True:
             rx.recv(2048)
             got += 1
-    assert stats.sent == got == 77  # 75 whole data packets, the padded last one, one position packet
+    # 75 whole data packets, the padded last one, and a position packet every 14 data packets' time
+    # (18.6 ms: 0, 18.6, ..., 92.9 ms within the rotation's 100 ms)
+    assert stats.sent == got == 76 + 6
