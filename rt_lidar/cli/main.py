@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from rt_lidar.cli.beam import add_beam_arguments, beam_from_args, sun_from_args
-from rt_lidar.cli.replay import add_replay_parser, add_sink_argument
+from rt_lidar.cli.replay import add_replay_parser, add_sink_argument, add_stamp_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
 from rt_lidar.errors import RtLidarError
@@ -35,6 +35,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         sun=sun_from_args(args),
         sinks=tuple(args.sinks),
         rinet=resolve_rinet_model(args.rinet),
+        stamp=args.stamp,
     )
     summary = run_demo(opts)
     print(json.dumps(summary, indent=2, default=str))
@@ -117,6 +118,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         beam=beam_from_args(args),
         sun=sun_from_args(args),
         rinet=resolve_rinet_model(args.rinet),
+        stamp=args.stamp,
     )  # fmt: skip
     summary = run_controller(opts)
     print(json.dumps(summary, indent=2, default=str))
@@ -143,6 +145,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     add_weather_arguments(p)
     add_beam_arguments(p)
     add_sink_argument(p)
+    add_stamp_argument(p)
     add_rinet_argument(p)
     p.set_defaults(func=_cmd_run)
 
@@ -162,6 +165,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     add_weather_arguments(p)
     add_beam_arguments(p)
     add_sink_argument(p)
+    add_stamp_argument(p)
     add_rinet_argument(p)
     p.set_defaults(func=_cmd_demo)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -43,20 +44,27 @@ def drive_scans(
     lockstep: bool = False,
     stop_on: tuple[type[BaseException], ...] = (),
     post: Callable[[Scan], Scan] | None = None,
+    stamp: str = "sim",
+    mount: tuple[float, ...] | None = None,
 ) -> RunResult:
     """Run ``pipeline`` until ``frames`` scans came out; every scan goes to ``out/scans`` as PCD + KITTI
     and to the extra ``sinks``; writes ``out/range_image.png`` and ``out/summary.json``.
 
     An exception of a type in ``stop_on`` (e.g. the server going away) ends the run early: the scans
     already written stay complete, the summary says what happened, and the error is returned.
-    ``post`` transforms each finished scan before the sinks see it (the RINet stage).
+    ``post`` transforms each finished scan before the sinks see it (the RINet stage). ``stamp`` is the
+    clock every sink stamps with (``sim`` or ``wall``, see :class:`SinkContext`), ``mount`` the sensor's
+    pose on the vehicle (x, y, z, qw, qx, qy, qz) where the run knows it.
     """
     if frames < 1:
         raise ValueError(f"--frames must be >= 1, got {frames}")
     scans_dir = out / "scans"
     scans_dir.mkdir(parents=True, exist_ok=True)
+    context = SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp)
+    if mount is not None:
+        context = dataclasses.replace(context, mount=tuple(mount))
     fan = SinkFanout([make_sink(s) for s in (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *sinks)])
-    fan.open(SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep))
+    fan.open(context)
     if fan.wants_sectors:
         pipeline.on_sector = fan.write_sector
     counts: list[int] = []
@@ -117,6 +125,7 @@ def drive_scans(
         "realtime_factor": sim_s / wall_s if wall_s > 0 else float("inf"),
         "pipeline_realtime_factor": sim_s / compute_s if compute_s > 0 else float("inf"),
         "scans_written": fan.written,
+        "stamp_clock": stamp,
         "stopped_early": None if error is None else f"{type(error).__name__}: {error}",
         "scenario": scenario or {},
     }

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
+from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline
 from rt_lidar.cli.beam import SunConfig
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
@@ -56,6 +56,8 @@ class DemoOptions:
     """Sunlight (illuminance, direction); none by default."""
     rinet: str | None = None
     """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
+    stamp: str = "sim"
+    """The clock of every packet and message stamp: ``sim`` or ``wall`` (as a PTP-synchronised sensor)."""
 
 
 RINET_CAMERA = CameraSpec(width=512, height=288, fov_deg=90.0)
@@ -74,6 +76,10 @@ def _rinet_summary(opts: DemoOptions, stage: RinetStage | None) -> dict[str, Any
     if stage is None or stage.last is None:
         return None
     return {"model": opts.rinet, **asdict(stage.last)}
+
+
+def _mount_tuple(pose: Pose) -> tuple[float, ...]:
+    return (*(float(v) for v in pose.position), *(float(v) for v in pose.rotation))
 
 
 def _stop(server: subprocess.Popen[str]) -> None:
@@ -125,7 +131,8 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
         try:
             result = drive_scans(
                 built.pipeline, preset, opts.frames, out, opts.sinks, scenario, opts.progress,
-                post=render_post if stage is not None else None,
+                post=render_post if stage is not None else None, stamp=opts.stamp,
+                mount=_mount_tuple(world.scene.sensor_mount),
             )  # fmt: skip
         finally:
             built.pipeline.close()
@@ -150,6 +157,7 @@ def run_demo(opts: DemoOptions) -> dict[str, Any]:
                     result = drive_scans(
                         pipe, preset, opts.frames, out, opts.sinks, scenario, opts.progress, True,
                         post=airsim_camera_post(stage, client) if stage is not None else None,
+                        stamp=opts.stamp, mount=airsim_mount(client),
                     )  # fmt: skip
                 finally:
                     pipe.close()

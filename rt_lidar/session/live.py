@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import time
 import tomllib
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rt_lidar.bridge.source import BridgeSource, bridge_pipeline, parse_address
+from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline, parse_address
 from rt_lidar.cli.beam import SunConfig
 from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.physics.weather import WeatherConfig
@@ -18,7 +19,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import load_preset, preset_to_dict
-from unreal_bridge import AirSimClient
+from unreal_bridge import AirSimClient, RpcError
 from unreal_bridge.errors import ConnectionLost
 
 __all__ = ["RunOptions", "load_material_map", "run_controller"]
@@ -53,6 +54,8 @@ class RunOptions:
     """An ONNX RINet model applied to camera "0" of the sim (see ``_rinet_post``)."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow for the lidar; None = follow the server's simSetWeatherParameter (ours reports it)."""
+    stamp: str = "sim"
+    """The clock of every packet and message stamp: ``sim`` or ``wall`` (as a PTP-synchronised sensor)."""
 
 
 def load_material_map(path: str | Path) -> dict[int, str]:
@@ -88,6 +91,15 @@ def _rinet_post(
 
     stage = RinetStage(opts.rinet, RINET_CAMERA, Scene(objects=[]).sensor_mount, intensity_max=intensity_max)
     return airsim_camera_post(stage, client, opts.vehicle_name)
+
+
+def _mount(client: AirSimClient, opts: RunOptions) -> tuple[float, ...] | None:
+    """The lidar's mount on the vehicle from the server's poses; None (identity) where it cannot say."""
+    try:
+        return airsim_mount(client, opts.lidar_name, opts.vehicle_name)
+    except RpcError as exc:
+        warnings.warn(f"the server does not say the lidar's mount ({exc}): taken as identity", stacklevel=2)
+        return None
 
 
 def _connect(host: str, port: int, opts: RunOptions) -> AirSimClient:
@@ -147,6 +159,8 @@ def run_controller(opts: RunOptions) -> dict[str, Any]:
                 opts.lockstep,
                 stop_on=(ConnectionLost,),
                 post=_rinet_post(opts, client, preset.output.intensity_max),
+                stamp=opts.stamp,
+                mount=_mount(client, opts),
             )
         finally:
             pipe.close()

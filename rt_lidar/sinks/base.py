@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,8 +11,21 @@ from typing import Any, Protocol
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import scan_period_ns
 
-__all__ = ["SINKS", "ScanSink", "SinkContext", "make_sink", "parse_sink_spec", "register_sink"]
+__all__ = [
+    "SINKS",
+    "STAMP_CLOCKS",
+    "ScanSink",
+    "SinkContext",
+    "make_sink",
+    "parse_sink_spec",
+    "register_sink",
+]
+
+
+STAMP_CLOCKS = ("sim", "wall")
+"""The clocks a run may stamp its packets and messages with (``--stamp``)."""
 
 
 @dataclass(frozen=True)
@@ -22,6 +36,33 @@ class SinkContext:
     scenario: dict[str, Any] = field(default_factory=dict)
     lockstep: bool = False
     """True when the sim runs in lockstep: pacing sinks follow sim time instead of wall-clock time."""
+    stamp: str = "sim"
+    """The clock of every stamp a sink writes (packet timestamps, pcap records, message headers):
+    ``sim``: the sim clock (packets at ``DEFAULT_EPOCH_NS`` + sim time, ROS messages at sim time, as
+    ``/clock`` says); ``wall``: the wall clock, as a PTP-synchronised sensor stamps (see
+    :meth:`stamp_offset_ns`)."""
+    mount: tuple[float, ...] = (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    """Where the sensor sits on the vehicle: x, y, z (m, x forward, y left, z up) then the rotation
+    quaternion w, x, y, z (vehicle frame -> sensor frame); identity where the run does not know it."""
+
+    def __post_init__(self) -> None:
+        if self.stamp not in STAMP_CLOCKS:
+            raise ConfigError(f"stamp clock '{self.stamp}': expected {' or '.join(STAMP_CLOCKS)}")
+        if len(self.mount) != 7:
+            raise ConfigError(f"sensor mount: expected x, y, z, qw, qx, qy, qz, got {self.mount}")
+
+    def stamp_offset_ns(self, scan: Scan, sim_epoch_ns: int = 0) -> int:
+        """What to add to a sim time of ``scan`` (ns) to stamp it.
+
+        ``sim``: ``sim_epoch_ns`` (each sink's own epoch). ``wall``: the offset that puts the scan's end
+        at the wall time the pipeline had its last sector (``Scan.sim_wall_ns``; now where that is
+        unknown), so the scan is stamped as a sensor whose clock follows the wall clock would have
+        stamped it firing just then; points and packets keep their spacing inside the scan.
+        """
+        if self.stamp == "sim":
+            return sim_epoch_ns
+        end_wall = scan.sim_wall_ns if scan.sim_wall_ns is not None else time.time_ns()
+        return int(end_wall) - (int(scan.start_ns) + scan_period_ns(self.preset))
 
 
 class ScanSink(Protocol):

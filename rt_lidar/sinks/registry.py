@@ -4,6 +4,7 @@ from rt_lidar.sinks import (
     files,  # noqa: F401
     las,  # noqa: F401
     ouster,  # noqa: F401
+    ros2,  # noqa: F401
     rosbag,  # noqa: F401
     stream,  # noqa: F401
     udp,  # noqa: F401
