@@ -1,10 +1,11 @@
 """A ROS 2 subscriber in its own process, as a ROS node would be: plain Cyclone DDS, no rt_lidar imports.
 
-``python ros2_reader.py DOMAIN TOPIC COUNT TIMEOUT_S`` subscribes ``rt/TOPIC`` (PointCloud2, best effort),
-``rt/tf_static`` (reliable, transient local) and ``rt/clock``, prints ``ready`` once its readers exist,
-then one JSON line when COUNT clouds came or TIMEOUT_S passed: per cloud the stamp, width, field names
-and the SHA-256 of the serialized sample exactly as it arrived (encapsulation header included); the
-``/tf_static`` transforms and the ``/clock`` times it saw. Its types are its own IDL, not the sink's.
+``python ros2_reader.py DOMAIN TOPIC COUNT TIMEOUT_S OUT_DIR`` subscribes ``rt/TOPIC`` (PointCloud2, best
+effort), ``rt/tf_static`` (reliable, transient local) and ``rt/clock``, prints ``ready`` once its readers
+exist, then one JSON line when COUNT clouds and a transform came or TIMEOUT_S passed: per cloud the
+stamp, width, fields and the wall time it arrived; the ``/tf_static`` transforms and the ``/clock`` times
+it saw. Each cloud's serialized sample, exactly as it arrived (encapsulation header included), goes to
+``OUT_DIR/cloud_N.cdr``. Its types are its own IDL, not the sink's.
 """
 
 import hashlib
@@ -12,6 +13,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cyclonedds._clayer import ddspy_take
 from cyclonedds.core import InstanceState, SampleState, ViewState
@@ -113,6 +115,7 @@ def _transforms(reader: DataReader) -> list[dict]:
 
 def main() -> None:
     domain, topic, count, timeout_s = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    out_dir = Path(sys.argv[5])
     dp = DomainParticipant(domain)
     # what rclcpp's SensorDataQoS, StaticBroadcasterQoS and ClockQoS ask for
     sensor = Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(50))
@@ -128,12 +131,13 @@ def main() -> None:
     tfs: list[dict] = []
     clock_ns: list[int] = []
     deadline = time.monotonic() + timeout_s
-    while len(clouds) < count and time.monotonic() < deadline:
+    while (len(clouds) < count or not tfs) and time.monotonic() < deadline:
         got = ddspy_take(cloud_r._ref, _ANY, 16)  # the raw samples, as they came off the wire
         for raw, info in got:
             if not info.valid_data:
                 continue
             msg = PointCloud2.deserialize(raw)
+            (out_dir / f"cloud_{len(clouds)}.cdr").write_bytes(raw)
             clouds.append(
                 {
                     "stamp_ns": msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec,
@@ -141,7 +145,6 @@ def main() -> None:
                     "width": msg.width,
                     "point_step": msg.point_step,
                     "fields": [[f.name, f.offset, f.datatype] for f in msg.fields],
-                    "raw_len": len(raw),
                     "sha256": hashlib.sha256(raw).hexdigest(),
                     "received_ns": time.time_ns(),
                 }
