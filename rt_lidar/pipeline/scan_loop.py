@@ -126,6 +126,7 @@ def drive_scans(
         "pipeline_realtime_factor": sim_s / compute_s if compute_s > 0 else float("inf"),
         "scans_written": fan.written,
         "stamp_clock": stamp,
+        "stamp_lead_max_s": context.stamp_lead_max_s,
         "stopped_early": None if error is None else f"{type(error).__name__}: {error}",
         "scenario": scenario or {},
     }

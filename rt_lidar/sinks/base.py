@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,17 @@ STAMP_CLOCKS = ("sim", "wall")
 """The clocks a run may stamp its packets and messages with (``--stamp``)."""
 
 
+@dataclass
+class _WallStamps:
+    """The wall clock's state, shared by a run's sinks: the last scan's offset (every sink stamps one
+    scan alike) and how far stamps had to run ahead of the wall clock to stay monotonic."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    scan: tuple[int, int] | None = None
+    offset_ns: int = 0
+    lead_max_ns: int = 0
+
+
 @dataclass(frozen=True)
 class SinkContext:
     """What every sink may need besides the scans: the sensor, the run's resolved configuration."""
@@ -45,6 +57,8 @@ class SinkContext:
     """Where the sensor sits on the vehicle: x, y, z (m, x forward, y left, z up) then the rotation
     quaternion w, x, y, z (vehicle frame -> sensor frame); identity where the run does not know it."""
 
+    _wall: _WallStamps = field(default_factory=_WallStamps, compare=False, repr=False)
+
     def __post_init__(self) -> None:
         if self.stamp not in STAMP_CLOCKS:
             raise ConfigError(f"stamp clock '{self.stamp}': expected {' or '.join(STAMP_CLOCKS)}")
@@ -57,12 +71,29 @@ class SinkContext:
         ``sim``: ``sim_epoch_ns`` (each sink's own epoch). ``wall``: the offset that puts the scan's end
         at the wall time the pipeline had its last sector (``Scan.sim_wall_ns``; now where that is
         unknown), so the scan is stamped as a sensor whose clock follows the wall clock would have
-        stamped it firing just then; points and packets keep their spacing inside the scan.
+        stamped it firing just then; points and packets keep their spacing inside the scan. The offset
+        never decreases, so stamps never run backwards: a sim faster than real time gets stamps ahead
+        of the wall clock by the time it gained (:attr:`stamp_lead_max_s`); in real time they are not.
+        Every sink of the run gets the same offset for the same scan.
         """
         if self.stamp == "sim":
             return sim_epoch_ns
-        end_wall = scan.sim_wall_ns if scan.sim_wall_ns is not None else time.time_ns()
-        return int(end_wall) - (int(scan.start_ns) + scan_period_ns(self.preset))
+        state, key = self._wall, (int(scan.index), int(scan.start_ns))
+        with state.lock:
+            if state.scan == key:
+                return state.offset_ns
+            end_wall = scan.sim_wall_ns if scan.sim_wall_ns is not None else time.time_ns()
+            offset = int(end_wall) - (int(scan.start_ns) + scan_period_ns(self.preset))
+            if state.scan is not None and offset < state.offset_ns:
+                state.lead_max_ns = max(state.lead_max_ns, state.offset_ns - offset)
+                offset = state.offset_ns
+            state.scan, state.offset_ns = key, offset
+            return offset
+
+    @property
+    def stamp_lead_max_s(self) -> float:
+        """On the wall clock: the most a stamp ran ahead of the wall time its scan came (0 in real time)."""
+        return self._wall.lead_max_ns * 1e-9
 
 
 class ScanSink(Protocol):
