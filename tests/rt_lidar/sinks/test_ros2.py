@@ -201,3 +201,24 @@ def test_bad_ros2_options_are_one_clear_error(spec):
     with pytest.raises(ConfigError, match=r"ros2|fields"):
         sink = make_sink(spec)
         sink.open(SinkContext(preset=load_preset("VLP-16")))
+
+
+def test_cli_demo_over_the_bridge_publishes_the_mount_airsim_reports(tmp_path, dds_domain, capsys):
+    """``rt-lidar demo --stamp wall --sink ros2:...``: the default demo (embedded server over the AirSim
+    bridge) takes the mount from the server's lidar and vehicle poses (the street mounts it 1.8 m up)."""
+    from rt_lidar.cli.main import main
+
+    reader = _start_reader(dds_domain, "/points", 2, tmp_path / "received")
+    try:
+        argv = ["demo", "--preset", "VLP-16", "--frames", "2", "--out", str(tmp_path / "demo"), "--quiet"]
+        assert main([*argv, "--stamp", "wall", "--sink", f"ros2:/points,domain={dds_domain}"]) == 0
+        got = _finish_reader(reader)
+    finally:
+        reader.kill()
+    assert json.loads((tmp_path / "demo" / "summary.json").read_text())["stamp_clock"] == "wall"
+    assert len(got["clouds"]) == 2
+    (tf,) = got["tf_static"]
+    assert (tf["parent"], tf["child"]) == ("base_link", "lidar")
+    assert np.allclose(tf["xyz"], [0.0, 0.0, 1.8], atol=1e-6) and np.allclose(tf["xyzw"], [0, 0, 0, 1])
+    arrived = np.array([c["received_ns"] for c in got["clouds"]])
+    assert np.all(np.abs(np.array([c["stamp_ns"] for c in got["clouds"]]) - arrived) < 1_000_000_000)
