@@ -127,3 +127,23 @@ def test_velodyne_udp_on_the_wall_clock_arrives_stamped_within_a_second_of_now(p
         rx.close()
     assert len(offsets) > 150  # VLP-16: ~75 data packets a scan
     assert max(abs(o) for o in offsets) < 1.0, offsets[:5]
+
+
+def test_wall_stamps_never_run_backwards_and_every_sink_stamps_a_scan_alike(pipeline_scans):
+    """Scans that come faster than real time (here: all at one instant) keep stamps one period apart and
+    run ahead of the wall clock, by as much as ``stamp_lead_max_s`` says; a scan asked for twice (two
+    sinks) gets one offset."""
+    preset = load_preset("VLP-16")
+    period = scan_period_ns(preset)
+    context = SinkContext(preset=preset, stamp="wall")
+    now = time.time_ns()
+    scans = [dataclasses.replace(s, sim_wall_ns=now) for s in pipeline_scans("VLP-16", 3)]
+    starts = []
+    for scan in scans:
+        offset = context.stamp_offset_ns(scan)
+        assert context.stamp_offset_ns(scan) == offset  # the second sink of the run
+        starts.append(scan.start_ns + offset)
+    assert np.diff(starts).tolist() == [period, period]
+    assert starts[0] == now - period  # the first scan ends when the pipeline had it
+    assert context.stamp_lead_max_s == pytest.approx(2 * period * 1e-9)
+    assert SinkContext(preset=preset).stamp_offset_ns(scans[0], 7) == 7  # sim: each sink's own epoch
