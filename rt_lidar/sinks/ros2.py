@@ -20,6 +20,7 @@ sim time since 0, as ``/clock`` counts it, or the wall clock. The domain is ``do
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from typing import Any
@@ -91,6 +92,8 @@ class Ros2Sink:
         if not domain.isdigit() or not 0 <= int(domain) <= 232:
             raise ConfigError(f"ros2 option domain={domain}: must be an integer 0..232 (DDS domain id)")
         self.domain = int(domain)
+        if importlib.util.find_spec("cyclonedds") is None:
+            raise ConfigError("ros2 sink: needs Cyclone DDS: pip install 'rt-lidar[ros2]'")
         self.frame = options.get("frame", "lidar")
         self.base = options.get("base", "base_link")
         self.fields = options.get("fields", "all")
