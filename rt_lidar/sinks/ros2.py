@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import time
 from typing import Any
 
@@ -35,6 +36,8 @@ from rt_lidar.sinks.rosbag import cloud_bytes, cloud_fields, cloud_layout
 
 __all__ = ["Ros2Sink", "cloud_message", "dds_topic", "mount_message"]
 
+_TOPIC = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+"""A ROS 2 topic name (absolute or relative; no ``~``, substitutions or doubled slashes)."""
 _OPTIONS = frozenset({"domain", "frame", "base", "fields"})
 
 
@@ -86,8 +89,8 @@ class Ros2Sink:
         if unknown:
             raise ConfigError(f"ros2 sink: unknown options {sorted(unknown)}; known: {sorted(_OPTIONS)}")
         self.topic = target or "/points"
-        if not self.topic.lstrip("/") or any(c.isspace() for c in self.topic):
-            raise ConfigError(f"ros2 sink: '{target}' is not a topic name")
+        if not _TOPIC.fullmatch(self.topic):
+            raise ConfigError(f"ros2 sink: '{target}' is not a ROS 2 topic name (e.g. /points, /lidar/top)")
         domain = options.get("domain", os.environ.get("ROS_DOMAIN_ID", "0"))
         if not domain.isdigit() or not 0 <= int(domain) <= 232:
             raise ConfigError(f"ros2 option domain={domain}: must be an integer 0..232 (DDS domain id)")

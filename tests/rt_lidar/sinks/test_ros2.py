@@ -196,7 +196,15 @@ def test_tf_static_reaches_a_node_that_starts_later(tmp_path, dds_domain):
 
 @pytest.mark.parametrize(
     "spec",
-    ["ros2:/p,domain=233", "ros2:/p,domain=x", "ros2:/p,qos=reliable", "ros2:/a b", "ros2:/p,fields=xyz"],
+    [
+        "ros2:/p,domain=233",
+        "ros2:/p,domain=x",
+        "ros2:/p,qos=reliable",
+        "ros2:/a b",
+        "ros2://p",
+        "ros2:/1p",
+        "ros2:/p,fields=xyz",
+    ],
 )
 def test_bad_ros2_options_are_one_clear_error(spec):
     from rt_lidar.errors import ConfigError
