@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch==2.13.0 is the CPU build on this machine's disk; a looser pin would pull a multi-GB CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[dev,viewer,train,dataset]"
+	$(BIN)/python -m pip install -q -e ".[dev,viewer,train,dataset,ros2]"
 	@touch $(STAMP)
 
 # Other people's clients the tests talk to, each in its own environment (their pins clash with ours).

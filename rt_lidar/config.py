@@ -102,6 +102,8 @@ class RunConfig:
     """Demo: cast into the world directly, without the bridge."""
     shared_memory: bool = False
     """Over the bridge, offer the server shared memory for the per-ray fields (TCP when refused)."""
+    stamp: str = "sim"
+    """The clock of every sink's packet and message stamps: ``sim`` or ``wall`` (``--stamp``)."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow; None = clear air, or over the bridge the server's weather."""
     beam: BeamConfig | None = None

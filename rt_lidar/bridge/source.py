@@ -41,7 +41,7 @@ from unreal_bridge import AirSimClient, RpcError
 from unreal_bridge.beam_call import SunArg
 from unreal_bridge.wire import FluPose
 
-__all__ = ["BridgeSource", "BridgeStats", "bridge_pipeline", "parse_address"]
+__all__ = ["BridgeSource", "BridgeStats", "airsim_mount", "bridge_pipeline", "parse_address"]
 
 
 def parse_address(addr: str, default_port: int = 41451) -> tuple[str, int]:
@@ -346,3 +346,18 @@ def bridge_pipeline(
     return Pipeline(
         source.preset, source, physics, sim_hz=sim_hz, seed=seed, start_ns=source.start_ns, prefetch=True
     )
+
+
+def airsim_mount(client: AirSimClient, lidar_name: str = "", vehicle_name: str = "") -> tuple[float, ...]:
+    """The lidar's mount on its vehicle, ``(x, y, z, qw, qx, qy, qz)`` (vehicle -> sensor, x forward, y
+    left, z up), from the two poses the server reports: ``getLidarData``'s and ``simGetVehiclePose``'s."""
+    from unreal_bridge.world import Pose
+
+    lidar = client.get_lidar_data(lidar_name, vehicle_name).pose
+    vehicle = client.sim_get_vehicle_pose(vehicle_name)
+    mount = (
+        Pose(np.asarray(vehicle.position), np.asarray(vehicle.orientation))
+        .inverse()
+        .compose(Pose(np.asarray(lidar.position), np.asarray(lidar.orientation)))
+    )
+    return (*(float(v) for v in mount.position), *(float(v) for v in mount.rotation))

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from rt_lidar.cli.beam import add_beam_arguments, beam_from_args, sun_from_args
-from rt_lidar.cli.replay import add_replay_parser, add_sink_argument
+from rt_lidar.cli.replay import add_replay_parser, add_sink_argument, add_stamp_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
 from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED, OUT_DIRS, BridgeConfig, RunConfig
@@ -79,6 +79,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         sun=sun_from_args(args),
         rinet=resolve_rinet_model(args.rinet),
         bridge=bridge,
+        stamp=args.stamp,
     )
 
 
@@ -193,6 +194,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _add_run_arguments(p: argparse.ArgumentParser, command: str) -> None:
     """The options ``demo`` and ``run`` share (defaults: :class:`RunConfig`'s)."""
     d = RunConfig()
+    add_stamp_argument(p)
     p.add_argument(
         "--shm", action="store_true", help="offer the server shared memory for the per-ray fields (same host)"
     )

@@ -6,11 +6,11 @@ import argparse
 import json
 from typing import Any
 
-__all__ = ["add_replay_parser", "add_sink_argument", "run_replay"]
+__all__ = ["add_replay_parser", "add_sink_argument", "add_stamp_argument", "run_replay"]
 
 SINK_HELP = (
     "an output, repeatable: velodyne-udp:127.0.0.1:2368, velodyne-pcap:out.pcap[,mode=dual], "
-    "rosbag2:out/[,storage=sqlite3], pcd:out/, kitti:out/, las:out/"
+    "rosbag2:out/[,storage=sqlite3], ros2:/points[,domain=N], pcd:out/, kitti:out/, las:out/"
 )
 
 
@@ -19,6 +19,16 @@ def add_sink_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sink", dest="sinks", action="append", default=[], metavar="KIND:TARGET", help=SINK_HELP
     )
+
+
+def add_stamp_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--stamp sim|wall``: the clock of every sink's packet and message stamps."""
+    parser.add_argument(
+        "--stamp", choices=("sim", "wall"), default="sim",
+        help="clock of packet and message stamps in every sink: sim (default; packets at "
+        "2024-01-01 + sim time, ROS messages at sim time as /clock says) or wall (time.time(), as a "
+        "PTP-synchronised sensor stamps)",
+    )  # fmt: skip
 
 
 def run_replay(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ The viewer's publisher, the dataset writer and RINet's pair generator run the sa
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -137,6 +138,8 @@ def drive_scans(
     lockstep: bool = False,
     stop_on: tuple[type[BaseException], ...] = (),
     post: Callable[[Scan], Scan] | None = None,
+    stamp: str = "sim",
+    mount: tuple[float, ...] | None = None,
 ) -> RunResult:
     """Run ``pipeline`` until ``frames`` scans came out; every scan goes to ``out/scans`` as PCD + KITTI
     and to the extra ``sinks``; writes ``out/range_image.png``; returns the summary (the caller
@@ -144,14 +147,18 @@ def drive_scans(
 
     An exception of a type in ``stop_on`` (e.g. the server going away) ends the run early: the scans
     already written stay complete, the summary says what happened, and the error is returned.
-    ``post`` transforms each finished scan before the sinks see it (the RINet stage).
+    ``post`` transforms each finished scan before the sinks see it (the RINet stage). ``stamp`` is the
+    clock every sink stamps with (``sim`` or ``wall``, see :class:`SinkContext`), ``mount`` the sensor's
+    pose on the vehicle (x, y, z, qw, qx, qy, qz) where the run knows it.
     """
     if frames < 1:
         raise ConfigError(f"--frames must be >= 1, got {frames}")
     scans_dir = out / "scans"
     scans_dir.mkdir(parents=True, exist_ok=True)
     sinks_ = [make_sink(s) for s in (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *sinks)]
-    context = SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep)
+    context = SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp)
+    if mount is not None:
+        context = dataclasses.replace(context, mount=tuple(mount))
     bar = tqdm(total=frames, unit="scan", disable=not progress, desc=f"{preset.name}")
 
     def show(scan: Scan) -> None:
@@ -189,6 +196,8 @@ def drive_scans(
         "realtime_factor": sim_s / wall_s if wall_s > 0 else float("inf"),
         "pipeline_realtime_factor": sim_s / compute_s if compute_s > 0 else float("inf"),
         "scans_written": loop.written,
+        "stamp_clock": stamp,
+        "stamp_lead_max_s": context.stamp_lead_max_s,
         "stopped_early": None if error is None else f"{type(error).__name__}: {error}",
         "scenario": scenario or {},
     }

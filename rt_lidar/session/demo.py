@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
+from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline, build_world
@@ -46,6 +46,10 @@ def _rinet_summary(opts: RunConfig, stage: RinetStage | None) -> dict[str, Any] 
     if stage is None or stage.last is None:
         return None
     return {"model": opts.rinet, **asdict(stage.last)}
+
+
+def _mount_tuple(pose: Pose) -> tuple[float, ...]:
+    return (*(float(v) for v in pose.position), *(float(v) for v in pose.rotation))
 
 
 def _stop(server: subprocess.Popen[str]) -> None:
@@ -92,6 +96,8 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                 {"demo": plain(ran)},
                 opts.progress,
                 post=render_post if stage is not None else None,
+                stamp=opts.stamp,
+                mount=_mount_tuple(world.scene.sensor_mount),
             )
         finally:
             built.pipeline.close()
@@ -124,6 +130,8 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                         opts.progress,
                         True,
                         post=airsim_camera_post(stage, client) if stage is not None else None,
+                        stamp=opts.stamp,
+                        mount=airsim_mount(client),
                     )
                 finally:
                     pipe.close()

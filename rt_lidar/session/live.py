@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import time
 import tomllib
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rt_lidar.bridge.source import BridgeSource, bridge_pipeline, parse_address
+from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline, parse_address
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.session.run_summary import combine_parts
-from unreal_bridge import AirSimClient
+from unreal_bridge import AirSimClient, RpcError
 from unreal_bridge.errors import ConnectionLost
 
 __all__ = ["load_material_map", "run_controller"]
@@ -52,6 +53,15 @@ def _rinet_post(opts: RunConfig, client: AirSimClient, intensity_max: float) -> 
 
     stage = RinetStage(opts.rinet, RINET_CAMERA, Scene(objects=[]).sensor_mount, intensity_max=intensity_max)
     return airsim_camera_post(stage, client, opts.bridge.vehicle_name)
+
+
+def _mount(client: AirSimClient, opts: RunConfig) -> tuple[float, ...] | None:
+    """The lidar's mount on the vehicle from the server's poses; None (identity) where it cannot say."""
+    try:
+        return airsim_mount(client, opts.bridge.lidar_name, opts.bridge.vehicle_name)
+    except RpcError as exc:
+        warnings.warn(f"the server does not say the lidar's mount ({exc}): taken as identity", stacklevel=2)
+        return None
 
 
 def _connect(host: str, port: int, opts: RunConfig) -> AirSimClient:
@@ -123,6 +133,8 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
                 b.lockstep,
                 stop_on=(ConnectionLost,),
                 post=_rinet_post(opts, client, preset.output.intensity_max),
+                stamp=opts.stamp,
+                mount=_mount(client, opts),
             )
         finally:
             pipe.close()

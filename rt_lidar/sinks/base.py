@@ -5,6 +5,8 @@ the one parser of sink options (:class:`SinkOptions`)."""
 from __future__ import annotations
 
 import importlib
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,9 +16,11 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.schema import check_value
 from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import scan_period_ns
 
 __all__ = [
     "SINKS",
+    "STAMP_CLOCKS",
     "ScanSink",
     "SinkContext",
     "SinkOptions",
@@ -27,6 +31,21 @@ __all__ = [
 ]
 
 
+STAMP_CLOCKS = ("sim", "wall")
+"""The clocks a run may stamp its packets and messages with (``--stamp``)."""
+
+
+@dataclass
+class _WallStamps:
+    """The wall clock's state, shared by a run's sinks: the last scan's offset (every sink stamps one
+    scan alike) and how far stamps had to run ahead of the wall clock to stay monotonic."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    scan: tuple[int, int] | None = None
+    offset_ns: int = 0
+    lead_max_ns: int = 0
+
+
 @dataclass(frozen=True)
 class SinkContext:
     """What every sink may need besides the scans: the sensor, the run's resolved configuration."""
@@ -35,6 +54,52 @@ class SinkContext:
     scenario: dict[str, Any] = field(default_factory=dict)
     lockstep: bool = False
     """True when the sim runs in lockstep: pacing sinks follow sim time instead of wall-clock time."""
+    stamp: str = "sim"
+    """The clock of every stamp a sink writes (packet timestamps, pcap records, message headers):
+    ``sim``: the sim clock (packets at ``DEFAULT_EPOCH_NS`` + sim time, ROS messages at sim time, as
+    ``/clock`` says); ``wall``: the wall clock, as a PTP-synchronised sensor stamps (see
+    :meth:`stamp_offset_ns`)."""
+    mount: tuple[float, ...] = (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    """Where the sensor sits on the vehicle: x, y, z (m, x forward, y left, z up) then the rotation
+    quaternion w, x, y, z (vehicle frame -> sensor frame); identity where the run does not know it."""
+
+    _wall: _WallStamps = field(default_factory=_WallStamps, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.stamp not in STAMP_CLOCKS:
+            raise ConfigError(f"stamp clock '{self.stamp}': expected {' or '.join(STAMP_CLOCKS)}")
+        if len(self.mount) != 7:
+            raise ConfigError(f"sensor mount: expected x, y, z, qw, qx, qy, qz, got {self.mount}")
+
+    def stamp_offset_ns(self, scan: Scan, sim_epoch_ns: int = 0) -> int:
+        """What to add to a sim time of ``scan`` (ns) to stamp it.
+
+        ``sim``: ``sim_epoch_ns`` (each sink's own epoch). ``wall``: the offset that puts the scan's end
+        at the wall time the pipeline had its last sector (``Scan.sim_wall_ns``; now where that is
+        unknown), so the scan is stamped as a sensor whose clock follows the wall clock would have
+        stamped it firing just then; points and packets keep their spacing inside the scan. The offset
+        never decreases, so stamps never run backwards: a sim faster than real time gets stamps ahead
+        of the wall clock by the time it gained (:attr:`stamp_lead_max_s`); in real time they are not.
+        Every sink of the run gets the same offset for the same scan.
+        """
+        if self.stamp == "sim":
+            return sim_epoch_ns
+        state, key = self._wall, (int(scan.index), int(scan.start_ns))
+        with state.lock:
+            if state.scan == key:
+                return state.offset_ns
+            end_wall = scan.sim_wall_ns if scan.sim_wall_ns is not None else time.time_ns()
+            offset = int(end_wall) - (int(scan.start_ns) + scan_period_ns(self.preset))
+            if state.scan is not None and offset < state.offset_ns:
+                state.lead_max_ns = max(state.lead_max_ns, state.offset_ns - offset)
+                offset = state.offset_ns
+            state.scan, state.offset_ns = key, offset
+            return offset
+
+    @property
+    def stamp_lead_max_s(self) -> float:
+        """On the wall clock: the most a stamp ran ahead of the wall time its scan came (0 in real time)."""
+        return self._wall.lead_max_ns * 1e-9
 
 
 class ScanSink(Protocol):

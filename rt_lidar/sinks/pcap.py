@@ -33,6 +33,7 @@ __all__ = [
     "point_columns",
     "read_pcap_udp",
     "slots_per_scan",
+    "stamp_clock",
 ]
 
 DEFAULT_EPOCH_NS = 1_704_067_200 * 1_000_000_000
@@ -70,6 +71,14 @@ class Packetizer(Protocol):
     def finish(self) -> list[PacketBatch]:
         """Whatever is held back (a last, partial packet)."""
         ...
+
+
+def stamp_clock(packetizer: Packetizer, context: SinkContext, scan: Scan) -> None:
+    """Put ``packetizer`` on the run's stamp clock before it packetizes ``scan``: on the wall clock its
+    epoch becomes the scan's wall offset (:meth:`SinkContext.stamp_offset_ns`); on the sim clock it
+    keeps its own (``epoch_ns=``, by default :data:`DEFAULT_EPOCH_NS`)."""
+    if context.stamp == "wall":
+        packetizer.epoch_ns = context.stamp_offset_ns(scan)
 
 
 def slots_per_scan(preset: SensorPreset) -> int:
@@ -259,11 +268,13 @@ class PacketPcapSink:
         self._ports = dict(ports or {})
         self.packetizer: Packetizer | None = None
         self.writer: PcapWriter | None = None
+        self._context: SinkContext | None = None
 
     def open(self, context: SinkContext) -> None:
         """Create the packetizer and the file; write the resolved config beside it."""
         from rt_lidar.sinks.files import write_resolved_config
 
+        self._context = context
         self.packetizer = self._make(context)
         self._ports = {**self.packetizer.ports, **self._ports}
         self.writer = PcapWriter(self.path)
@@ -277,8 +288,9 @@ class PacketPcapSink:
             self.writer.write_batch(b.payloads, stamps, self.src_ip, self.dst_ip, port, port)
 
     def write(self, scan: Scan) -> None:
-        """Packetize ``scan`` and append its datagrams."""
-        assert self.packetizer is not None, "open() first"
+        """Packetize ``scan`` (stamped on the run's clock) and append its datagrams."""
+        assert self.packetizer is not None and self._context is not None, "open() first"
+        stamp_clock(self.packetizer, self._context, scan)
         self._emit(self.packetizer.packetize(scan))
 
     def close(self) -> None:

@@ -19,5 +19,6 @@ SINK_FACTORIES: dict[str, str] = {
     "ouster-pcap": "rt_lidar.sinks.ouster:ouster_pcap_sink",
     "ouster-udp": "rt_lidar.sinks.ouster:ouster_udp_sink",
     "ouster-sensor": "rt_lidar.sinks.ouster_sensor:ouster_sensor_sink",
+    "ros2": "rt_lidar.sinks.ros2:ros2_sink",
 }
 """``kind -> "module:factory"``."""

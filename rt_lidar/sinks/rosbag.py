@@ -6,6 +6,9 @@ A cloud holds the fields the ROS Velodyne driver publishes (x, y, z, intensity f
 time float32 s from the scan start), then by default the rest of our point type: reflectivity float32,
 return_id and flags uint8, segment uint32, so a recording shows in the viewer as the live stream does.
 ``fields=velodyne`` writes the driver's fields alone.
+
+The layouts live here once: :func:`cloud_layout` also gives ouster-ros's (the ``ros2`` sink picks the
+driver by preset), :func:`cloud_fields` the PointField list of a layout, :func:`cloud_bytes` the data.
 """
 
 from __future__ import annotations
@@ -21,10 +24,21 @@ from ruamel.yaml import YAML
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 
-__all__ = ["CLOUD_DTYPE", "CLOUD_DTYPE_ALL", "POINTFIELD_DTYPES", "RosbagSink", "cloud_bytes"]
+__all__ = [
+    "CLOUD_DTYPE",
+    "CLOUD_DTYPE_ALL",
+    "OUSTER_DTYPE",
+    "OUSTER_DTYPE_ALL",
+    "POINTFIELD_DTYPES",
+    "RosbagSink",
+    "cloud_bytes",
+    "cloud_fields",
+    "cloud_layout",
+]
 
 CLOUD_DTYPE = np.dtype(
     [("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4"), ("ring", "<u2"), ("time", "<f4")]
@@ -35,19 +49,77 @@ CLOUD_DTYPE_ALL = np.dtype(
      ("reflectivity", "<f4"), ("return_id", "u1"), ("flags", "u1"), ("segment", "<u4")]
 )  # fmt: skip
 """The default layout: the Velodyne driver's fields, then the rest of our point type (packed, 32 bytes)."""
+_OUSTER = [
+    ("x", "<f4", 0),
+    ("y", "<f4", 4),
+    ("z", "<f4", 8),
+    ("intensity", "<f4", 16),
+    ("t", "<u4", 20),
+    ("reflectivity", "<u2", 24),
+    ("ring", "<u2", 26),
+    ("ambient", "<u2", 28),
+    ("range", "<u4", 32),
+]
+_OURS_IN_PAD = [("return_id", "u1", 36), ("flags", "u1", 37), ("segment", "<u4", 40)]
+
+
+def _padded(fields: list[tuple[str, str, int]], itemsize: int) -> np.dtype:
+    names, formats, offsets = zip(*fields, strict=True)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize})
+
+
+OUSTER_DTYPE = _padded(_OUSTER, 48)
+"""ouster-ros's point (``ouster_ros::Point``, EIGEN_ALIGN16, 48 bytes): x, y, z (+4 pad), intensity
+float32, t uint32 ns from the scan start, reflectivity uint16 (0..100 Lambertian, above: retro),
+ring uint16, ambient uint16 (0 here: no sunlight channel), range uint32 mm."""
+OUSTER_DTYPE_ALL = _padded(_OUSTER + _OURS_IN_PAD, 48)
+"""ouster-ros's point with the rest of our point type in its padding: return_id, flags uint8 at 36, 37,
+segment uint32 at 40 (still 48 bytes, so ouster-ros consumers read it unchanged)."""
 LAYOUTS = {"all": CLOUD_DTYPE_ALL, "velodyne": CLOUD_DTYPE}
+DRIVER_LAYOUTS = {
+    "velodyne": {"all": CLOUD_DTYPE_ALL, "driver": CLOUD_DTYPE},
+    "ouster": {"all": OUSTER_DTYPE_ALL, "driver": OUSTER_DTYPE},
+}
+"""Per ROS driver: ``all`` (its fields, then ours) or ``driver`` (its fields alone)."""
 POINTFIELD_DTYPES = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
 """sensor_msgs/PointField datatype (INT8 .. FLOAT64) -> NumPy dtype; readers of clouds use it too."""
 _PF_TYPE = {np.dtype(v).str: k for k, v in POINTFIELD_DTYPES.items()}
 
 
+def cloud_layout(preset: SensorPreset, fields: str = "all") -> np.dtype:
+    """The PointCloud2 layout the preset's ROS driver publishes: ouster-ros's for Ouster sensors, the
+    Velodyne driver's (x, y, z, intensity, ring, time: what most drivers publish) for the rest;
+    ``fields`` ``all`` appends our fields, ``driver`` gives the driver's alone."""
+    driver = "ouster" if preset.packet_format.startswith("ouster") else "velodyne"
+    if fields not in DRIVER_LAYOUTS[driver]:
+        raise ConfigError(f"cloud fields={fields}: expected {' or '.join(DRIVER_LAYOUTS[driver])}")
+    return DRIVER_LAYOUTS[driver][fields]
+
+
+def cloud_fields(layout: np.dtype) -> list[tuple[str, int, int]]:
+    """``(name, offset, PointField datatype)`` of each field of ``layout`` (count is always 1)."""
+    return [(name, int(spec[1]), _PF_TYPE[spec[0].str]) for name, spec in (layout.fields or {}).items()]
+
+
 def cloud_bytes(points: np.ndarray, layout: np.dtype = CLOUD_DTYPE) -> np.ndarray:
-    """Our points -> the PointCloud2 ``data`` bytes (uint8) of ``layout``."""
-    out = np.empty(points.size, layout)
+    """Our points -> the PointCloud2 ``data`` bytes (uint8) of ``layout`` (padding bytes are zero)."""
+    padded = layout.itemsize > sum(f[0].itemsize for f in (layout.fields or {}).values())
+    out = np.zeros(points.size, layout) if padded else np.empty(points.size, layout)
     for name in layout.names or ():
-        if name != "time":
+        kind = layout[name]
+        if name == "time":  # the Velodyne driver's: float32 s from the scan start
+            out[name] = points["t"].astype(np.float64) * 1e-9
+        elif name == "t":  # ouster-ros's: uint32 ns from the scan start
+            out[name] = np.clip(points["t"], 0, 2**32 - 1)
+        elif name == "reflectivity" and kind.kind == "u":  # ouster's calibrated 0..255 (100 = Lambertian 1)
+            out[name] = np.clip(np.round(points["reflectivity"] * 100.0), 0, 255)
+        elif name == "range":  # ouster-ros's: mm
+            xyz = [points[c].astype(np.float64) for c in ("x", "y", "z")]
+            out[name] = np.round(np.sqrt(xyz[0] ** 2 + xyz[1] ** 2 + xyz[2] ** 2) * 1000.0)
+        elif name == "ambient":
+            out[name] = 0
+        else:
             out[name] = points[name]
-    out["time"] = points["t"].astype(np.float64) * 1e-9
     return out.view(np.uint8)
 
 
@@ -72,6 +144,7 @@ class RosbagSink:
         self._writer: object | None = None
         self._in_segment = 0
         self._segments: list[dict[str, Any]] = []
+        self._context: SinkContext | None = None
 
     def open(self, context: SinkContext) -> None:
         """Create the bag folder (it must not exist yet: recordings are never overwritten)."""
@@ -82,6 +155,7 @@ class RosbagSink:
         if self.path.exists():
             raise ConfigError(f"rosbag2 sink: {self.path} exists already; give a new folder name")
         self._ts = get_typestore(Stores.ROS2_HUMBLE)
+        self._context = context
         self.path.mkdir(parents=True)
         write_resolved_config(self.path.parent / f"{self.path.name}_config", context)
 
@@ -149,15 +223,13 @@ class RosbagSink:
         types = ts.types
         writer = self._writer
         assert isinstance(writer, Writer), "open() first"
-        stamp_ns = int(scan.start_ns)
+        assert self._context is not None, "open() first"
+        stamp_ns = int(scan.start_ns) + self._context.stamp_offset_ns(scan)  # sim time, or the wall clock
         stamp = types["builtin_interfaces/msg/Time"](sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
         header = types["std_msgs/msg/Header"](stamp=stamp, frame_id=self.frame)
         pf = types["sensor_msgs/msg/PointField"]
         layout = self.layout
-        fields = [
-            pf(name=name, offset=spec[1], datatype=_PF_TYPE[spec[0].str], count=1)
-            for name, spec in (layout.fields or {}).items()
-        ]
+        fields = [pf(name=n, offset=o, datatype=d, count=1) for n, o, d in cloud_fields(layout)]
         data = cloud_bytes(scan.points, layout)
         msg = types["sensor_msgs/msg/PointCloud2"](
             header=header, height=1, width=scan.points.size, fields=fields, is_bigendian=False,

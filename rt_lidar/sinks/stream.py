@@ -7,7 +7,8 @@ Wire format, one multipart message a frame:
   ``session`` (a random id of the publisher, new at every start),
   ``sim_time_ns``, ``wall_time_ns`` (``time.time_ns()`` when published), ``preset``, ``frame_id`` and,
   for a scan, ``fields`` (the NumPy dtype ``descr`` of the points), ``n``, ``sim_wall_ns`` (when the
-  pipeline had the sim's last sector of it, or null) and the scan's figures;
+  pipeline had the sim's last sector of it, or null), ``stamp_ns`` (the scan start on the run's stamp
+  clock, ``stamp_clock``: ``sim`` or ``wall``, as every sink stamps it) and the scan's figures;
 - part 1 (and 2): the raw buffers, sent zero-copy: the point array of a scan, or the RGB image and the
   float32 intensity mask of a camera frame (shapes in the header). A scan that carries the RINet
   stage's camera image and mask (``Scan.camera``) is followed by that camera frame.
@@ -240,6 +241,7 @@ class ZmqStreamSink:
         self.frame_id = frame_id
         self.publisher: StreamPublisher | None = None
         self._static: dict[str, Any] = {}
+        self._context: SinkContext | None = None
 
     @property
     def address(self) -> str:
@@ -255,11 +257,16 @@ class ZmqStreamSink:
         """Bind the socket; the preset's beam table and limits go into every header."""
         preset = context.preset
         self.publisher = StreamPublisher(self.requested_address, hwm=self.hwm, nodrop=self.nodrop)
-        self._static = {"frame_id": self.frame_id, **scan_header_figures(preset)}
+        self._context = context
+        self._static = {
+            "frame_id": self.frame_id,
+            "stamp_clock": context.stamp,
+            **scan_header_figures(preset),
+        }
 
     def write(self, scan: Scan) -> None:
         """Publish one scan; never blocks (a frame the socket cannot take is counted and dropped)."""
-        if self.publisher is None:
+        if self.publisher is None or self._context is None:
             raise RuntimeError("ZmqStreamSink.write before open")
         pts = scan.points
         header = {
@@ -271,6 +278,7 @@ class ZmqStreamSink:
             "fired": int(scan.fired),
             "dropped": int(scan.dropped),
             "sim_wall_ns": scan.sim_wall_ns,
+            "stamp_ns": int(scan.start_ns) + self._context.stamp_offset_ns(scan),
             "position": [float(v) for v in scan.sensor_position],
             "rotation": [float(v) for v in scan.sensor_rotation],
             **self._static,

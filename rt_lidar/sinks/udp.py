@@ -23,7 +23,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, SinkOptions
 from rt_lidar.sinks.pacing import Pacer, PacingStats
-from rt_lidar.sinks.pcap import Packetizer
+from rt_lidar.sinks.pcap import Packetizer, stamp_clock
 
 __all__ = ["UdpPacketSink", "parse_host_port"]
 
@@ -126,9 +126,11 @@ class UdpPacketSink:
         self.pacer: Pacer | _ProcessPacer | None = None
         self.stats: PacingStats | None = None
         self._addr: dict[str, tuple[str, int]] = {}
+        self._context: SinkContext | None = None
 
     def open(self, context: SinkContext) -> None:
         """Create the packetizer, the socket and the sender thread."""
+        self._context = context
         self.packetizer = self._make(context)
         ports = {**self.packetizer.ports, **self._ports_override}
         host, data_port = parse_host_port(self.target, ports["data"])
@@ -143,8 +145,10 @@ class UdpPacketSink:
         self.pacer.start()
 
     def write(self, scan: Scan) -> None:
-        """Packetize ``scan`` and queue its datagrams."""
+        """Packetize ``scan`` (stamped on the run's clock) and queue its datagrams."""
         assert self.packetizer is not None and self.pacer is not None, "open() first"
+        assert self._context is not None
+        stamp_clock(self.packetizer, self._context, scan)
         batches = self.packetizer.packetize(scan)
         self.pacer.put_many([(b.port, b.payloads, b.send_ns) for b in batches])
         self.pacer.advance(scan.start_ns + scan_period_ns(self.packetizer.preset))

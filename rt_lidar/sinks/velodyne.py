@@ -381,6 +381,6 @@ def velodyne_udp_sink(target: str, options: dict[str, str]) -> UdpPacketSink:
         {"mode", "epoch_ns", "position_hz", "position_port", "lat", "lon"} | PACER_OPTIONS,
     )
     make, rest = packetizer_factory(options)
-    ports = {"position": opts.integer("position_port", 0, 1, 65535)} if "position_port" in rest else {}
+    ports = {"position": opts.integer("position_port", 0, 0, 65535)} if "position_port" in rest else {}
     rest.pop("position_port", None)
     return UdpPacketSink(target or "127.0.0.1:2368", make, rest, ports, kind="velodyne-udp")

@@ -66,6 +66,17 @@ _KEEP_ASPECT = QtCore.Qt.AspectRatioMode.KeepAspectRatio
 _FAST = QtCore.Qt.TransformationMode.FastTransformation
 
 
+def _stamp_text(header: dict[str, Any]) -> str:
+    """The HUD's stamp line: which clock the run's sinks stamp with, and this scan's stamp on it."""
+    clock, stamp = header.get("stamp_clock"), header.get("stamp_ns")
+    if clock is None or stamp is None:
+        return "-"
+    if clock == "wall":
+        utc = time.strftime("%H:%M:%S", time.gmtime(stamp // 1_000_000_000))
+        return f"wall clock (PTP-like)  {utc}.{stamp // 1_000_000 % 1000:03d} UTC"
+    return f"sim clock  {stamp * 1e-9:.3f} s"
+
+
 def _qimage(rgb: np.ndarray) -> QtGui.QImage:
     rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
     h, w = rgb.shape[:2]
@@ -386,6 +397,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             f"dropped  {self.dropped}",
             *self._bad_lines(),
             f"seq      {h.get('seq', '-')}   preset {h.get('preset', '-')}",
+            f"stamps   {_stamp_text(h)}",
             f"colour   {self.color_mode}   size {self.point_size:g}   (H: help)",
             f"         {color_legend(self.color_mode, self.scales(h))}",
         ]

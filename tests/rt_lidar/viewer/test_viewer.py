@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import time
 
 import numpy as np
@@ -384,3 +385,47 @@ def test_key_e_exports_the_scan_on_screen_as_pcd(qtbot, tmp_path, monkeypatch) -
     (path,) = tmp_path.glob("rt-lidar-scan-0-*.pcd")
     np.testing.assert_array_equal(read_pcd_points(path), src.frame.points)  # every field, every point
     assert f"exported {win.exported}" in win.hud_text()
+
+
+@pytest.mark.parametrize("stamp", ["sim", "wall"])
+def test_hud_says_which_clock_stamps_the_scans(qtbot, stamp) -> None:
+    """The run's ``--stamp`` clock reaches the HUD through the stream header, with the scan's stamp."""
+    import socket
+
+    from rt_lidar.pipeline.assembler import Scan
+    from rt_lidar.sensor.presets import load_preset
+    from rt_lidar.sinks.base import SinkContext
+    from rt_lidar.sinks.stream import ZmqStreamSink
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    sink = ZmqStreamSink(address)
+    sink.open(SinkContext(preset=load_preset("VLP-16"), stamp=stamp))
+    pts = _Scans(2_000).frame.points
+    count = iter(range(10**6))
+
+    def publish() -> None:
+        k = next(count)  # scan k starts at sim time 10 s + k periods
+        sink.write(Scan(k, 10_000_000_000 + k * 100_000_000, pts, pts.size, 0, sim_wall_ns=time.time_ns()))
+
+    timer = QtCore.QTimer()
+    timer.timeout.connect(publish)
+    timer.start(100)
+    try:
+        win = _window(qtbot, LiveSource(address))
+        qtbot.waitUntil(lambda: win.hud_stats.frames_shown >= 2, timeout=10_000)
+        line = next(x for x in win.hud_text().splitlines() if x.startswith("stamps"))
+        if stamp == "sim":
+            assert "sim clock" in line and " s" in line
+            assert float(line.split()[3]) >= 10.0
+        else:
+            assert "wall clock" in line and "UTC" in line
+            hms = line.split()[-2]  # HH:MM:SS.mmm of the scan's stamp, within a second of now
+            now = time.time()
+            t = time.strptime(time.strftime("%Y-%m-%d ", time.gmtime(now)) + hms[:8], "%Y-%m-%d %H:%M:%S")
+            stamp_s = calendar.timegm(t) + float(hms[8:])
+            assert abs(((stamp_s - now + 43_200) % 86_400) - 43_200) < 1.0
+    finally:
+        timer.stop()
+        sink.close()
