@@ -13,6 +13,7 @@ from rt_lidar.cli.replay import add_replay_parser, add_sink_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
 from rt_lidar.errors import RtLidarError
+from rt_lidar.rig.cli import add_rig_arguments, run_rig_demo_from_args
 from rt_lidar.session.realtime import tune_allocator
 
 __all__ = ["build_parser", "main"]
@@ -20,6 +21,9 @@ __all__ = ["build_parser", "main"]
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from rt_lidar.session.demo import DemoOptions, run_demo
+
+    if args.rig:  # a sensor rig (rt_lidar.rig)
+        return run_rig_demo_from_args(args)
 
     opts = DemoOptions(
         preset=args.preset,
@@ -163,6 +167,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     add_beam_arguments(p)
     add_sink_argument(p)
     add_rinet_argument(p)
+    add_rig_arguments(p)
     p.set_defaults(func=_cmd_demo)
 
 
