@@ -25,13 +25,17 @@ def run_rig_demo_from_args(args: argparse.Namespace) -> int:
     from rt_lidar.cli.validate import weather_from_args
     from rt_lidar.rig.run import RigRunOptions, run_rig_demo
 
-    if args.sinks:
-        raise ConfigError("demo --rig: give each sensor's sinks in the rig file (sinks = [...]), not --sink")
+    streams = [spec.partition(":")[2].split(",")[0] for spec in args.sinks if spec.startswith("zmq:")]
+    if len(streams) != len(args.sinks) or len(streams) > 1:
+        raise ConfigError(
+            "demo --rig: --sink takes one zmq:ADDRESS (every sensor on one stream); give each sensor's "
+            "other sinks in the rig file (sinks = [...])"
+        )
     out = args.out if args.out != "out/demo" else "out/rig"
     opts = RigRunOptions(
         rig=args.rig, frames=args.frames, seed=args.seed, sim_hz=args.sim_hz, out=out, scene=args.scene,
         progress=not args.quiet, rosbag=not args.no_rosbag, crosstalk=args.crosstalk,
-        weather=weather_from_args(args),
+        weather=weather_from_args(args), stream=streams[0] if streams else None,
     )  # fmt: skip
     print(json.dumps(run_rig_demo(opts), indent=2, default=str))
     return 0

@@ -19,6 +19,7 @@ from rt_lidar.points import PointFlag
 from rt_lidar.rig.bag import RigBag
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.rig.model import Rig, load_rig
+from rt_lidar.rig.stream import RigStream
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
 
@@ -42,6 +43,8 @@ class RigRunOptions:
     crosstalk: bool = False
     """Mutual interference between the rig's sensors (:mod:`rt_lidar.rig.crosstalk`)."""
     weather: WeatherConfig | None = None
+    stream: str | None = None
+    """A ZeroMQ endpoint publishing every sensor's scans (header ``sensor``), e.g. tcp://127.0.0.1:5555."""
 
 
 def drive_rig(
@@ -50,6 +53,7 @@ def drive_rig(
     out: Path,
     *,
     bag: RigBag | None = None,
+    stream: RigStream | None = None,
     scenario: dict[str, Any] | None = None,
     progress: bool = False,
 ) -> dict[str, Any]:
@@ -61,6 +65,8 @@ def drive_rig(
     try:
         if bag is not None:
             bag.open()
+        if stream is not None:
+            stream.open()
         for s in rig.sensors:
             scans_dir = out / s.name / "scans"
             scans_dir.mkdir(parents=True, exist_ok=True)
@@ -68,6 +74,8 @@ def drive_rig(
             sinks += [make_sink(spec) for spec in s.entry.sinks]
             if bag is not None:
                 sinks.append(bag.sink(s.name))
+            if stream is not None:
+                sinks.append(stream.sink(s.name))
             fan = SinkFanout(sinks)
             fan.open(SinkContext(preset=s.preset, scenario={**(scenario or {}), "sensor": s.name}))
             fans[s.name] = fan
@@ -90,6 +98,8 @@ def drive_rig(
             fan.close()
         if bag is not None:
             bag.close()
+        if stream is not None:
+            stream.close()
     sensors = {
         s.name: {
             "preset": s.preset.name,
@@ -110,6 +120,7 @@ def drive_rig(
         "realtime_factor": loop.sim_time_s / wall_s if wall_s > 0 else float("inf"),
         "crosstalk": loop.crosstalk,
         "rosbag": None if bag is None else str(bag.path),
+        "stream": None if stream is None else stream.requested_address,
         "scenario": scenario or {},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
@@ -128,9 +139,11 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
         physics=PhysicsConfig(weather=opts.weather),
     )  # fmt: skip
     bag = RigBag(out / "rosbag", rig) if opts.rosbag else None
+    stream = RigStream(opts.stream, rig) if opts.stream else None
     try:
         return drive_rig(
-            loop, opts.frames, out, bag=bag, scenario={"demo": asdict(opts)}, progress=opts.progress
-        )
+            loop, opts.frames, out, bag=bag, stream=stream, scenario={"demo": asdict(opts)},
+            progress=opts.progress,
+        )  # fmt: skip
     finally:
         loop.close()

@@ -81,3 +81,42 @@ def test_airsim_settings_carries_every_lidar_at_its_mount(tmp_path: Path) -> Non
         assert block["Yaw"] == -s.entry.mount.rpy_deg[2]
         assert preset_from_airsim_settings(settings, s.name).name == s.preset.name
     assert main(["presets", "airsim-settings"]) == 2
+
+
+def test_the_stream_publishes_every_sensor(tmp_path: Path) -> None:
+    import threading
+
+    import zmq
+
+    from rt_lidar.sinks.stream import decode_frame
+
+    address = f"ipc://{tmp_path}/rig.sock"
+    sock = zmq.Context.instance().socket(zmq.SUB)
+    sock.setsockopt(zmq.SUBSCRIBE, b"")
+    sock.setsockopt(zmq.RCVTIMEO, 20_000)
+    sock.connect(address)  # before the publisher binds: no frame is missed
+    headers: list[dict] = []
+
+    def read() -> None:
+        while len(headers) < 3:
+            try:
+                frame = decode_frame(sock.recv_multipart(copy=False))
+            except zmq.Again:
+                return
+            assert frame.points is not None
+            headers.append({**frame.header, "got": int(frame.points.size)})
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    out = tmp_path / "run"
+    argv = ["demo", "--rig", str(EXAMPLE), "--frames", "1", "--out", str(out), "--quiet", "--no-rosbag"]
+    assert main([*argv, "--sink", f"zmq:{address}"]) == 0
+    reader.join()
+    sock.close()
+    summary = json.loads((out / "summary.json").read_text())
+    assert sorted(h["sensor"] for h in headers) == sorted(["top", "front_left", "front_right"])
+    for h in headers:
+        assert h["frame_id"] == h["sensor"] and h["kind"] == "scan"
+        assert h["got"] == h["n"] == summary["sensors"][h["sensor"]]["points_per_scan_mean"]
+    assert not (out / "rosbag").exists()
+    assert main([*argv, "--sink", f"pcd:{tmp_path}/x"]) == 2  # other sinks belong in the rig file
