@@ -13,7 +13,12 @@ from rt_lidar.cli.replay import add_replay_parser, add_sink_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
 from rt_lidar.errors import RtLidarError
-from rt_lidar.rig.cli import add_rig_arguments, run_rig_demo_from_args
+from rt_lidar.rig.cli import (
+    add_rig_arguments,
+    add_rig_run_arguments,
+    run_rig_bridge_from_args,
+    run_rig_demo_from_args,
+)
 from rt_lidar.session.realtime import tune_allocator
 
 __all__ = ["build_parser", "main"]
@@ -63,7 +68,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     opts = ServeOptions(
         host=args.host, port=args.port, scene=args.scene, preset=args.preset, settings=args.settings,
-        seed=args.seed, paused=args.paused, camera=args.camera,
+        seed=args.seed, paused=args.paused, camera=args.camera, rig=args.rig,
     )  # fmt: skip
     served = start_embedded_server(opts)
     print(
@@ -105,12 +110,16 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--camera", default="640x360", metavar="WxH", help="embedded camera size (default 640x360)"
     )
+    p.add_argument("--rig", default=None, metavar="RIG.toml", help="serve every lidar of a rig file")
     p.add_argument("--exit-with-stdin", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_serve)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from rt_lidar.session.live import RunOptions, run_controller
+
+    if args.rig:  # a sensor rig over the bridge (rt_lidar.rig)
+        return run_rig_bridge_from_args(args)
 
     opts = RunOptions(
         airsim=args.airsim, preset=args.preset, lockstep=args.lockstep, sim_hz=args.sim_hz,
@@ -148,6 +157,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     add_beam_arguments(p)
     add_sink_argument(p)
     add_rinet_argument(p)
+    add_rig_run_arguments(p)
     p.set_defaults(func=_cmd_run)
 
 

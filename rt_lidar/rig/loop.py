@@ -30,7 +30,8 @@ __all__ = ["RigLoop", "RigUnit"]
 class RigUnit:
     """One sensor of a running rig."""
 
-    sensor: CrosstalkSensor
+    sensor: CrosstalkSensor | None
+    """What the interference model needs (None over the bridge: no world here to cast in)."""
     pipeline: Pipeline
     false_points: int = 0
     """False (crosstalk) points added to this sensor's frames so far."""
@@ -52,7 +53,7 @@ class RigLoop:
         crosstalk: bool = False,
     ) -> None:
         self.rig = rig
-        self.world = world
+        self.world: World | None = world
         self.sim_hz = float(sim_hz)
         self.crosstalk = crosstalk
         table = materials or load_material_table()
@@ -64,6 +65,15 @@ class RigLoop:
             self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys, source), pipe)
         self.frame = 0
 
+    @classmethod
+    def over(cls, rig: Rig, pipelines: dict[str, Pipeline], sim_hz: float) -> RigLoop:
+        """A loop over ready pipelines, one per sensor of ``rig`` (over the bridge: no interference)."""
+        loop = cls.__new__(cls)
+        loop.rig, loop.world, loop.sim_hz, loop.crosstalk = rig, None, float(sim_hz), False
+        loop.units = {s.name: RigUnit(None, pipelines[s.name]) for s in rig.sensors}
+        loop.frame = 0
+        return loop
+
     def step(self) -> dict[str, list[Scan]]:
         """Advance every sensor one sim frame; returns each sensor's completed scans."""
         units = self.units
@@ -72,7 +82,7 @@ class RigLoop:
         # 4. mutual interference: each sensor's false points from the others' pulses of this frame
         extra: dict[str, np.ndarray] = {}
         if self.crosstalk and len(units) > 1:
-            extra = false_points([u.sensor for u in units.values()], sensed)
+            extra = false_points([u.sensor for u in units.values() if u.sensor is not None], sensed)
             for name, pts in extra.items():
                 units[name].false_points += int(pts.size)
         # 5. each sensor stitches its own scans

@@ -36,6 +36,8 @@ class ServeOptions:
     paused: bool = False
     camera: str = "640x360"
     """Embedded camera size WxH (90 deg horizontal field of view)."""
+    rig: str | None = None
+    """A rig file: every lidar of it on the vehicle, named as in the file (overrides ``preset``)."""
 
 
 @dataclass
@@ -85,6 +87,7 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
         "--scene", opts.scene, "--seed", str(opts.seed), "--camera", opts.camera, "--exit-with-stdin",
     ]  # fmt: skip
     cmd += ["--settings", opts.settings] if opts.settings else ["--preset", str(opts.preset)]
+    cmd += ["--rig", opts.rig] if opts.rig else []
     if opts.paused:
         cmd.append("--paused")
     # stderr goes to a file, not a pipe nobody reads (a full pipe would block the server)
@@ -109,7 +112,17 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
 def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
     """Build the world and start serving it in a background thread."""
     world = build_world(opts.scene, seed=opts.seed)
-    sim = EmbeddedSim(world, _preset(opts), paused=opts.paused, camera=_camera(opts.camera))
+    if opts.rig:  # a sensor rig (rt_lidar.rig): every lidar, named as in the rig file
+        from rt_lidar.rig import load_rig
+
+        rig = load_rig(opts.rig)
+        first, *more = rig.sensors
+        sim = EmbeddedSim(
+            world, first.preset, lidar_name=first.name, mount=first.mount, paused=opts.paused,
+            camera=_camera(opts.camera), more_lidars=[(s.name, s.preset, s.mount) for s in more],
+        )  # fmt: skip
+    else:
+        sim = EmbeddedSim(world, _preset(opts), paused=opts.paused, camera=_camera(opts.camera))
     server = AirSimServer(sim, host=opts.host, port=opts.port)
     server.start()
     return EmbeddedServer(server, sim)
