@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from rt_lidar.points import PointFlag
 from rt_lidar.rig.crosstalk import in_band
 from rt_lidar.rig.experiment import _ground, facing_pair
 from rt_lidar.rig.loop import RigLoop
-from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.presets import load_preset, preset_from_dict, preset_to_dict
 
 FLAG = np.uint8(PointFlag.CROSSTALK)
 
@@ -62,3 +63,36 @@ def test_validate_only_crosstalk(tmp_path: Path) -> None:
     assert sum(report["false_points_os1_at_903nm"]) > 0  # the wavelength alone keeps them apart
     assert (tmp_path / "crosstalk.png").stat().st_size > 10_000
     assert "crosstalk" in (tmp_path / "report.md").read_text()
+
+
+def test_direct_pulse_gives_a_false_point_at_half_the_distance() -> None:
+    """Two one-beam (0 deg) heads facing each other 10 m apart, phase-locked so that they point at each
+    other at the top of every turn, in an empty world: only the direct path is open, and each sees the
+    other's pulse (fired at the same instant) after 10 m / c, i.e. a false point at 5 m straight ahead."""
+    from unreal_bridge.world import Pose, Scene, StaticTrajectory, World
+
+    d = preset_to_dict(load_preset("VLP-16"))
+    d["beams"] = [{"ring": 0, "elevation_deg": 0.0}]
+    one_beam = preset_from_dict(d, "one-beam VLP-16")
+    pair = facing_pair("VLP-16", phase_deg=0.0)  # both heads at azimuth 0 (facing) at whole seconds
+    rig = dataclasses.replace(
+        pair,
+        sensors=tuple(
+            dataclasses.replace(s, preset=dataclasses.replace(one_beam, scan=s.preset.scan))
+            for s in pair.sensors
+        ),
+    )
+    world = World(Scene(objects=[], ego=StaticTrajectory(Pose.identity()), sensor_mount=Pose.identity()))
+    loop = RigLoop(rig, world, sim_hz=20.0, crosstalk=True)
+    got: dict[str, list] = {"near": [], "far": []}
+    for _ in range(5):
+        for name, scans in loop.step().items():
+            got[name].extend(scans)
+    for name in ("near", "far"):
+        assert len(got[name]) == 2
+        for scan in got[name]:
+            pts = scan.points
+            assert pts.size == 1 and pts["flags"][0] == FLAG  # nothing else to see
+            assert pts["return_id"][0] == 0  # the pulse's only return
+            assert abs(float(pts["x"][0]) - 5.0) < 1e-4 and abs(float(pts["y"][0])) < 1e-4
+            assert pts["t"][0] == 0  # fired at the top of the turn
