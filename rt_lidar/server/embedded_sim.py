@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from rt_lidar.bridge.airsim_settings import airsim_settings_json
+from rt_lidar.bridge.airsim_settings import airsim_lidar_settings, airsim_settings_json
 from rt_lidar.bridge.hits import hits_to_wire
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.sources import Hits, WorldSource, sun_unit
@@ -425,8 +425,20 @@ class EmbeddedSim:
         return self.world.set_segment_id(mesh_name, int(object_id), is_regex=bool(is_name_regex))
 
     def settings_string(self) -> str:
-        """The settings.json of this sim (its lidar block from the preset)."""
-        return json.dumps(airsim_settings_json(self.preset))
+        """The settings.json of this sim (its lidar block from the preset; a rig's: every lidar's, by
+        name, at its mount in the NED body frame)."""
+        settings = airsim_settings_json(self.preset)
+        if len(self._lidars) > 1:
+            sensors: dict[str, Any] = {}
+            for lidar in self._lidars.values():
+                mount = lidar.source.mount or Pose.identity()
+                x, y, z = (float(v) for v in mount.position)
+                roll, pitch, yaw = (math.degrees(a) for a in mount.rpy())
+                block = airsim_lidar_settings(lidar.preset, lidar.name, x, -y, -z)
+                block.update(Roll=roll, Pitch=-pitch, Yaw=-yaw)
+                sensors[lidar.name] = block
+            settings["Vehicles"]["PhysXCar"]["Sensors"] = sensors
+        return json.dumps(settings)
 
     def list_vehicles(self) -> list[str]:
         """The one vehicle."""

@@ -38,3 +38,21 @@ def test_bridged_rig_equals_in_process(tmp_path: Path) -> None:
 def test_run_rig_needs_lockstep(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--rig", str(EXAMPLE), "--airsim", "127.0.0.1:9"]) == 2
     assert "--lockstep" in capsys.readouterr().err
+
+
+def test_rig_server_settings_name_every_lidar_at_its_mount() -> None:
+    from rt_lidar.rig import load_rig
+    from rt_lidar.rig.airsim import rig_airsim_settings
+    from unreal_bridge import AirSimClient
+
+    served = start_embedded_server(ServeOptions(port=0, rig=str(EXAMPLE), paused=True))
+    try:
+        with AirSimClient("127.0.0.1", served.port, timeout=30.0) as client:
+            got = json.loads(client.get_settings_string())["Vehicles"]["PhysXCar"]["Sensors"]
+    finally:
+        served.close()
+    want = rig_airsim_settings(load_rig(EXAMPLE))["Vehicles"]["PhysXCar"]["Sensors"]
+    assert list(got) == list(want) == list(NAMES)
+    for name in NAMES:
+        for key, value in want[name].items():
+            assert got[name][key] == pytest.approx(value, abs=1e-9), (name, key)
