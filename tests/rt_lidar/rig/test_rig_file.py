@@ -68,6 +68,7 @@ def test_phase_and_rate_resolve_into_the_preset(tmp_path: Path) -> None:
         ("rotation_hz = 20.0", "rotatoin_hz = 20.0", "left", "rotatoin_hz", "unknown key"),
         ('name = "left"', 'name = "left/x"', "left/x", "name", "letters, digits"),
         ('preset = "VLP-16"', 'preset = "Mid-40"', "left", "phase_deg", "rotating sensors only"),
+        ('sinks = ["velodyne-udp:127.0.0.1:2368"]', 'sinks = ["udp"]', "top", "sinks[0]", "KIND:TARGET"),
     ],
 )
 def test_errors_name_file_sensor_and_field(

@@ -81,4 +81,5 @@ def test_phase_lock_puts_the_head_at_phase_deg_every_second() -> None:
             f = firings_between(s.preset, t_s * 10**9, t_s * 10**9 + 1)
             # the first firing slot of every second: the head's azimuth (plus each ring's offset)
             head = np.mod(f.azimuth_deg - s.preset.azimuth_offsets_deg[f.ring] + 180, 360) - 180
+            assert s.entry.phase_deg is not None
             assert np.allclose(head, s.entry.phase_deg, atol=1e-9)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -42,8 +43,9 @@ def test_rosbag_has_a_topic_per_sensor_and_the_mounts_in_tf_static(out: Path) ->
     with AnyReader([out / "rosbag"], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
         topics = {c.topic: c for c in reader.connections}
         assert set(topics) == {"/tf_static", "/top/points", "/front_left/points", "/front_right/points"}
-        assert "transient_local" in str(topics["/tf_static"].ext.offered_qos_profiles).lower()
-        statics = [
+        ext: Any = topics["/tf_static"].ext
+        assert "transient_local" in str(ext.offered_qos_profiles).lower()
+        statics: list[Any] = [
             reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages([topics["/tf_static"]])
         ]
         assert len(statics) == 1
@@ -59,7 +61,7 @@ def test_rosbag_has_a_topic_per_sensor_and_the_mounts_in_tf_static(out: Path) ->
         for s in rig.sensors:
             msgs = list(reader.messages([topics[f"/{s.name}/points"]]))
             assert len(msgs) == 1
-            cloud = reader.deserialize(msgs[0][2], msgs[0][0].msgtype)
+            cloud: Any = reader.deserialize(msgs[0][2], msgs[0][0].msgtype)
             assert cloud.header.frame_id == s.name
             kitti = np.fromfile(out / s.name / "scans" / "000000.bin", np.float32).reshape(-1, 4)
             assert cloud.width == kitti.shape[0] > 1000
@@ -120,3 +122,16 @@ def test_the_stream_publishes_every_sensor(tmp_path: Path) -> None:
         assert h["got"] == h["n"] == summary["sensors"][h["sensor"]]["points_per_scan_mean"]
     assert not (out / "rosbag").exists()
     assert main([*argv, "--sink", f"pcd:{tmp_path}/x"]) == 2  # other sinks belong in the rig file
+
+
+def test_a_sensor_s_own_sinks(tmp_path: Path) -> None:
+    from rt_lidar.rig.run import RigRunOptions, run_rig_demo
+
+    rig = tmp_path / "rig.toml"
+    rig.write_text(
+        f'[[sensor]]\nname = "solo"\npreset = "VLP-16"\nsinks = ["las:{tmp_path}/las"]\n'
+        "mount = { xyz = [0.0, 0.0, 1.8] }\n"
+    )
+    summary = run_rig_demo(RigRunOptions(rig=str(rig), frames=1, out=str(tmp_path / "out"), progress=False))
+    assert summary["sensors"]["solo"]["scans_written"] == 1
+    assert len(list((tmp_path / "las").glob("*.la[sz]"))) == 1
