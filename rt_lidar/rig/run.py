@@ -62,6 +62,7 @@ def drive_rig(
         raise ValueError(f"--frames must be >= 1, got {frames}")
     rig = loop.rig
     fans: dict[str, SinkFanout] = {}
+    stream_stats: dict[str, int] | None = None
     try:
         if bag is not None:
             bag.open()
@@ -99,6 +100,9 @@ def drive_rig(
         if bag is not None:
             bag.close()
         if stream is not None:
+            if stream.publisher is not None:
+                st = stream.publisher.stats
+                stream_stats = {"sent": st.sent, "dropped": st.dropped, "unheard": st.unheard}
             stream.close()
     sensors = {
         s.name: {
@@ -120,7 +124,7 @@ def drive_rig(
         "realtime_factor": loop.sim_time_s / wall_s if wall_s > 0 else float("inf"),
         "crosstalk": loop.crosstalk,
         "rosbag": None if bag is None else str(bag.path),
-        "stream": None if stream is None else stream.requested_address,
+        "stream": None if stream is None else {"address": stream.requested_address, **(stream_stats or {})},
         "scenario": scenario or {},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

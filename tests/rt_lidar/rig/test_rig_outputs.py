@@ -96,6 +96,7 @@ def test_the_stream_publishes_every_sensor(tmp_path: Path) -> None:
     sock = zmq.Context.instance().socket(zmq.SUB)
     sock.setsockopt(zmq.SUBSCRIBE, b"")
     sock.setsockopt(zmq.RCVTIMEO, 20_000)
+    sock.setsockopt(zmq.RECONNECT_IVL, 10)  # find the publisher soon after it binds
     sock.connect(address)  # before the publisher binds: no frame is missed
     headers: list[dict] = []
 
@@ -116,6 +117,7 @@ def test_the_stream_publishes_every_sensor(tmp_path: Path) -> None:
     reader.join()
     sock.close()
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["stream"]["sent"] == 3 and summary["stream"]["dropped"] == 0, summary["stream"]
     assert sorted(h["sensor"] for h in headers) == sorted(["top", "front_left", "front_right"])
     for h in headers:
         assert h["frame_id"] == h["sensor"] and h["kind"] == "scan"
