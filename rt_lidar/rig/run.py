@@ -1,4 +1,5 @@
-"""Running a rig: every sensor's scans into ``OUT/<sensor>/scans`` (PCD + KITTI) and its own sinks, one
+"""Running a rig: every sensor's scans into ``OUT/<sensor>/scans`` (PCD + KITTI; its mount in
+``OUT/<sensor>/calib.txt``, ``Tr_lidar_to_base_link``, KITTI's 3x4 row-major form) and its own sinks, one
 rosbag2 for the rig (``OUT/rosbag``), ``OUT/rig.json`` (the resolved rig) and ``OUT/summary.json``."""
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from rt_lidar.rig.model import Rig, load_rig
 from rt_lidar.rig.stream import RigStream
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
+from unreal_bridge.world import Pose
 
-__all__ = ["RigRunOptions", "drive_rig", "run_rig_demo"]
+__all__ = ["RigRunOptions", "drive_rig", "run_rig_demo", "write_mount_calib"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,12 @@ class RigRunOptions:
     weather: WeatherConfig | None = None
     stream: str | None = None
     """A ZeroMQ endpoint publishing every sensor's scans (header ``sensor``), e.g. tcp://127.0.0.1:5555."""
+
+
+def write_mount_calib(path: Path, mount: Pose) -> None:
+    """``Tr_lidar_to_base_link:`` the sensor -> vehicle transform as a KITTI-style 3x4 row-major line."""
+    values = " ".join(f"{v:.12e}" for v in mount.matrix()[:3].reshape(-1))
+    path.write_text(f"Tr_lidar_to_base_link: {values}\n")
 
 
 def drive_rig(
@@ -71,6 +79,7 @@ def drive_rig(
         for s in rig.sensors:
             scans_dir = out / s.name / "scans"
             scans_dir.mkdir(parents=True, exist_ok=True)
+            write_mount_calib(out / s.name / "calib.txt", s.mount)
             sinks: list[ScanSink] = [make_sink(f"pcd:{scans_dir}"), make_sink(f"kitti:{scans_dir}")]
             sinks += [make_sink(spec) for spec in s.entry.sinks]
             if bag is not None:

@@ -31,6 +31,10 @@ def test_each_sensor_writes_its_own_scans(out: Path) -> None:
         scans = out / name / "scans"
         assert (scans / "000000.pcd").is_file() and (scans / "000000.bin").is_file()
         assert summary["sensors"][name]["scans_written"] == 1
+        key, *values = (out / name / "calib.txt").read_text().split()
+        matrix = np.array(values, float).reshape(3, 4)
+        assert key == "Tr_lidar_to_base_link:"
+        assert np.allclose(matrix, load_rig(EXAMPLE).sensor(name).mount.matrix()[:3], atol=1e-12)
         assert (scans / "000000.bin").stat().st_size == 16 * summary["sensors"][name]["points_per_scan_mean"]
     assert json.loads((out / "rig.json").read_text())["rig"]["sensor"][0]["name"] == "top"
 
