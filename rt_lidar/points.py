@@ -44,6 +44,8 @@ class PointFlag(enum.IntFlag):
     AMBIENT_NOISE = 16
     THROUGH_GLASS = 32
     SATURATED = 64
+    CROSSTALK = 128
+    """A false point from another lidar's pulse (a rig's mutual interference, :mod:`rt_lidar.rig`)."""
 
 
 def empty_points(n: int = 0) -> np.ndarray:

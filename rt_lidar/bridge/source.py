@@ -117,8 +117,11 @@ class BridgeSource:
         vehicle_name: str = "",
         material_map: Mapping[int, str] | None = None,
         use_extension: bool | None = None,
+        advance_clock: bool = True,
     ) -> None:
         self.client = client
+        self.advance_clock = advance_clock
+        """Lockstep: this source advances the sim each frame (a rig's other lidars read the same frame)."""
         self.preset = preset
         self.lockstep = lockstep
         self.sim_hz = sim_hz
@@ -280,7 +283,7 @@ class BridgeSource:
         sim swept. (The pipeline's ``prefetch`` overlaps this call with the previous frame's physics.)
         """
         t_wall = time.perf_counter()
-        if self.lockstep:
+        if self.lockstep and self.advance_clock:
             self.client.sim_continue_for_time((t1_ns - t0_ns) * 1e-9)
         else:
             wait = 1.0 / self.sim_hz - (t_wall - self._last_wall)

@@ -15,6 +15,12 @@ from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rin
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
 from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED, OUT_DIRS, BridgeConfig, RunConfig
 from rt_lidar.errors import RtLidarError
+from rt_lidar.rig.cli import (
+    add_rig_arguments,
+    add_rig_run_arguments,
+    run_rig_bridge_from_args,
+    run_rig_demo_from_args,
+)
 from rt_lidar.session.realtime import tune_allocator
 
 __all__ = ["build_parser", "main"]
@@ -86,6 +92,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from rt_lidar.session.demo import run_demo
 
+    if args.rig:  # a sensor rig (rt_lidar.rig)
+        return run_rig_demo_from_args(args)
     summary = run_demo(_run_config(args, args.parser))
     print(json.dumps(summary, indent=2, default=str))
     return 0
@@ -130,6 +138,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         seed=args.seed,
         paused=args.paused,
         camera=args.camera,
+        rig=args.rig,
         **({"max_rays": args.max_rays} if args.max_rays is not None else {}),
     )
     served = start_embedded_server(opts)
@@ -179,12 +188,16 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="rays (firings x sub-rays) one lidar call may cast, default 500000: bounds one call's time",
     )
+    p.add_argument("--rig", default=None, metavar="RIG.toml", help="serve every lidar of a rig file")
     p.add_argument("--exit-with-stdin", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_serve)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from rt_lidar.session.live import run_controller
+
+    if args.rig:  # a sensor rig over the bridge (rt_lidar.rig)
+        return run_rig_bridge_from_args(args)
 
     summary = run_controller(_run_config(args, args.parser))
     print(json.dumps(summary, indent=2, default=str))
@@ -235,6 +248,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--reconnect", action="store_true", help="wait for a lost server to come back")
     _add_run_arguments(p, "run")
+    add_rig_run_arguments(p)
     p.set_defaults(func=_cmd_run, parser=p)
 
 
@@ -245,6 +259,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
         "--in-process", action="store_true", help="cast into the world directly, without the bridge"
     )
     _add_run_arguments(p, "demo")
+    add_rig_arguments(p)
     p.set_defaults(func=_cmd_demo, parser=p)
 
 

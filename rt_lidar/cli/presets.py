@@ -36,7 +36,8 @@ def add_presets_parser(subparsers: Any) -> argparse.ArgumentParser:
     p_air = sub.add_parser(
         "airsim-settings", help="a minimal AirSim settings.json carrying the preset's lidar"
     )
-    p_air.add_argument("name")
+    p_air.add_argument("name", nargs="?", help="a preset (or give --rig)")
+    p_air.add_argument("--rig", default=None, metavar="RIG.toml", help="every lidar of a rig file")
     p_air.add_argument("--out", type=Path, default=None, help="write here instead of stdout")
     p_air.set_defaults(func=_cmd_airsim)
     return presets
@@ -91,10 +92,20 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_airsim(args: argparse.Namespace) -> int:
-    p = _load(args.name)
-    if p is None:
+    if (args.name is None) == (args.rig is None):
+        print("error: give a preset name or --rig RIG.toml (one of them)", file=sys.stderr)
         return 2
-    text = json.dumps(airsim_settings_json(p), indent=2) + "\n"
+    if args.rig is not None:
+        from rt_lidar.rig import load_rig
+        from rt_lidar.rig.airsim import rig_airsim_settings
+
+        settings = rig_airsim_settings(load_rig(args.rig))
+    else:
+        p = _load(args.name)
+        if p is None:
+            return 2
+        settings = airsim_settings_json(p)
+    text = json.dumps(settings, indent=2) + "\n"
     if args.out is None:
         sys.stdout.write(text)
     else:

@@ -17,18 +17,31 @@ from dataclasses import dataclass
 import numpy as np
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.physics.model import SensorPhysics
+from rt_lidar.physics.model import PhysicsResult, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
 from rt_lidar.pipeline.sources import Hits, HitSource, Pose, pose_at
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between
 
-__all__ = ["FrameStats", "Pipeline", "frame_time_ns"]
+__all__ = ["FrameStats", "Pipeline", "Sensed", "frame_time_ns"]
 
 
 def frame_time_ns(frame: int, sim_hz: float) -> int:
     """Start of sim frame ``frame`` in integer nanoseconds."""
     return round(frame * 1e9 / sim_hz)
+
+
+@dataclass
+class Sensed:
+    """One sim frame after the physics and before stitching (:meth:`Pipeline.sense`)."""
+
+    frame: int
+    t0_ns: int
+    t1_ns: int
+    hits: Hits
+    result: PhysicsResult
+    hits_wall_ns: int
+    wall_s: float
 
 
 @dataclass
@@ -138,6 +151,11 @@ class Pipeline:
 
     def step(self) -> list[Scan]:
         """Advance one sim frame; returns the scans it completed (usually zero or one)."""
+        return self.commit(self.sense())
+
+    def sense(self) -> Sensed:
+        """Steps 1-3 of the next sim frame (firings, hits, physics), without stitching: a rig senses
+        every sensor of a frame before any commits (see :meth:`commit`)."""
         t_wall = time.perf_counter()
         k = self.frame
         t0, t1 = self._interval(k)
@@ -150,22 +168,37 @@ class Pipeline:
             self.physics.set_weather(hits.weather)
             self._weather = hits.weather
         result = self.physics.apply(hits, self._rng(k))
+        return Sensed(k, t0, t1, hits, result, hits_wall_ns, time.perf_counter() - t_wall)
+
+    def commit(self, sensed: Sensed, extra: np.ndarray | None = None) -> list[Scan]:
+        """Step 4 of a sensed frame: stitch its points (plus ``extra`` points of the same frame, ``t``
+        absolute ns, e.g. a rig's crosstalk) into scans; returns the scans it completed."""
+        t_wall = time.perf_counter()
+        if sensed.frame != self.frame:
+            raise ValueError(f"commit of frame {sensed.frame}, expected frame {self.frame}")
+        k, t0, t1, hits, result = sensed.frame, sensed.t0_ns, sensed.t1_ns, sensed.hits, sensed.result
+        points, extras = result.points, result.extras()
+        if extra is not None and extra.size:
+            points = np.concatenate([points, extra])
+            extras = {n: np.concatenate([v, np.zeros(extra.size, v.dtype)]) for n, v in extras.items()}
+            order = np.argsort(points["t"], kind="stable")
+            points, extras = points[order], {n: v[order] for n, v in extras.items()}
         # 4. stitch into scans (a remote source reports the firings it really swept); a scan's pose is
         # the sensor's at its start, from the poses the hits of that frame came with
         s0, t_end = hits.interval if hits.interval is not None else (t0, t1)
         if hits.pose_start is not None and hits.pose_end is not None:
             self._poses.append((s0, t_end, hits.pose_start, hits.pose_end))
         if self.on_sector is not None:
-            self.on_sector(result.points, t0, t_end)
-        scans = self.assembler.add(result.points, hits.firings.t_ns, t_end, result.extras())
+            self.on_sector(points, t0, t_end)
+        scans = self.assembler.add(points, hits.firings.t_ns, t_end, extras)
         for scan in scans:
             pose = self._pose_at(scan.start_ns)
             if pose is not None:
                 scan.sensor_position, scan.sensor_rotation = pose
-            scan.sim_wall_ns = hits_wall_ns
+            scan.sim_wall_ns = sensed.hits_wall_ns
         self.frame += 1
         self.last_stats = FrameStats(
-            k, t0, t1, result.fired, result.points.size, time.perf_counter() - t_wall
+            k, t0, t1, result.fired, points.size, sensed.wall_s + time.perf_counter() - t_wall
         )
         return scans
 

@@ -17,6 +17,7 @@ import numpy as np
 from rt_lidar.sensor.beam import SubRayPattern, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
 from unreal_bridge.beam_call import SCENE_SUN, SunArg
+from unreal_bridge.world import Pose as MountPose
 from unreal_bridge.world import World
 
 __all__ = [
@@ -157,7 +158,9 @@ def pose_at(start: Pose, end: Pose, t0_ns: int, t1_ns: int, t_ns: int) -> Pose:
     return p0 + (p1 - p0) * w, q / np.linalg.norm(q)
 
 
-def _interpolated_sensor_poses(world: World, t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _interpolated_sensor_poses(
+    world: World, t_ns: np.ndarray, mount: MountPose | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Sensor poses at every firing time, from the trajectory sampled every millisecond.
 
     Positions are interpolated linearly and rotations by normalised lerp between samples 1 ms apart,
@@ -170,7 +173,7 @@ def _interpolated_sensor_poses(world: World, t_ns: np.ndarray) -> tuple[np.ndarr
     lo, hi = float(t.min()), float(t.max())
     k = max(2, int(np.ceil((hi - lo) / _POSE_SAMPLE_S)) + 1)
     ts = np.linspace(lo, hi, k)
-    p_s, q_s = world.sensor_poses(ts)
+    p_s, q_s = world.sensor_poses(ts, mount)
     flip = np.einsum("ij,ij->i", q_s[1:], q_s[:-1]) < 0  # keep neighbours in one hemisphere
     q_s[1:][np.cumsum(flip) % 2 == 1] *= -1.0
     pos = np.stack([np.interp(t, ts, p_s[:, i]) for i in range(3)], axis=1)
@@ -206,12 +209,17 @@ class WorldSource:
 
     ``transmission`` gives the one-way transmission of each world material (0 = opaque); rays that hit a
     transmissive surface are continued behind it, and the surface is remembered for its own echo.
+    ``mount`` places the sensor on the ego instead of the scene's ``sensor_mount`` (a rig's sensors
+    share one world).
     """
 
-    def __init__(self, world: World, max_range_m: float, transmission: np.ndarray) -> None:
+    def __init__(
+        self, world: World, max_range_m: float, transmission: np.ndarray, mount: MountPose | None = None
+    ) -> None:
         if transmission.shape != (len(world.material_names),):
             raise ValueError("transmission must have one entry per world material")
         self.world = world
+        self.mount = mount
         self.max_range_m = float(max_range_m)
         self._transmission = transmission.astype(np.float32)
         self._beam: SubRayPattern | None = None
@@ -243,7 +251,7 @@ class WorldSource:
 
     def sensor_pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
         """World pose of the sensor at ``t_s``."""
-        pos, quat = self.world.sensor_poses(np.array([t_s]))
+        pos, quat = self.world.sensor_poses(np.array([t_s]), self.mount)
         return pos[0], quat[0]
 
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
@@ -252,7 +260,7 @@ class WorldSource:
         if self._beam is not None:
             return self.beam_hits(firings, t0_ns, t1_ns, self._beam, self._sun)
         d_sensor = firings.directions()
-        pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
+        pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns, self.mount)
         return self._with_poses(self._cast(firings, d_sensor, pos, quat, t0_ns, None), t0_ns, t1_ns)
 
     def _with_poses(self, hits: Hits, t0_ns: int, t1_ns: int) -> Hits:
@@ -273,9 +281,9 @@ class WorldSource:
         n = len(pattern)
         if n == 1 and sun_direction is None:
             d_sensor = firings.directions()
-            pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
+            pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns, self.mount)
             return self._with_poses(self._cast(firings, d_sensor, pos, quat, t0_ns, None), t0_ns, t1_ns)
-        pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
+        pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns, self.mount)
         d_sensor = subray_directions(firings.directions(), pattern)
         if n > 1:
             pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)

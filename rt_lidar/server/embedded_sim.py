@@ -20,12 +20,13 @@ import re
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from rt_lidar.bridge.airsim_settings import airsim_settings_json
+from rt_lidar.bridge.airsim_settings import airsim_lidar_settings, airsim_settings_json
 from rt_lidar.bridge.hits import hits_to_wire
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.sources import Hits, WorldSource, sun_unit
@@ -60,8 +61,20 @@ def _flu(pose: Pose) -> FluPose:
     )
 
 
+@dataclass
+class _Lidar:
+    """One lidar of the vehicle: its preset, its caster (at its mount) and its readers' cursors."""
+
+    name: str
+    preset: SensorPreset
+    source: WorldSource
+    cursors: dict[str, int] = field(default_factory=lambda: {"hits": 0, "data": 0})
+    frames: dict[str, int] = field(default_factory=lambda: {"hits": 0, "data": 0})
+
+
 class EmbeddedSim:
-    """One vehicle with one lidar and one camera in an embedded :class:`World`."""
+    """One vehicle with one lidar (or a rig's lidars, ``more_lidars``) and one camera in an embedded
+    :class:`World`."""
 
     def __init__(
         self,
@@ -74,6 +87,8 @@ class EmbeddedSim:
         paused: bool = False,
         max_backlog_s: float = 1.0,
         max_rays_per_call: int = MAX_RAYS_PER_CALL,
+        mount: Pose | None = None,
+        more_lidars: Sequence[tuple[str, SensorPreset, Pose]] = (),
     ) -> None:
         self.world = world
         self.preset = preset
@@ -86,13 +101,21 @@ class EmbeddedSim:
         self.max_rays_per_call = max_rays_per_call
         table = load_material_table()
         self._transmission = table.arrays(world.material_names, preset.optics.wavelength_nm).transmission
-        self.source = WorldSource(world, preset.range.max_m, self._transmission)
+        self.source = WorldSource(world, preset.range.max_m, self._transmission, mount=mount)
         self._lock = threading.RLock()
         self._t_ns = 0
         self._paused = paused
         self._wall_ref = time.perf_counter_ns()
-        self._cursors: dict[str, int] = {"hits": 0, "data": 0}
-        self._frames: dict[str, int] = {"hits": 0, "data": 0}
+        first = _Lidar(lidar_name, preset, self.source)
+        self._lidars: dict[str, _Lidar] = {lidar_name: first}
+        """Every lidar by name (a rig's: ``rt-lidar serve --rig``), each with its own cursors."""
+        for name, p, m in more_lidars:
+            if name in self._lidars:
+                raise ConfigError(f"EmbeddedSim: duplicate lidar name {name!r}")
+            trans = table.arrays(world.material_names, p.optics.wavelength_nm).transmission
+            self._lidars[name] = _Lidar(name, p, WorldSource(world, p.range.max_m, trans, mount=m))
+        self._cursors = first.cursors
+        self._frames = first.frames
         self.skipped_ns = 0
         self.controls = CarControls()
         self._scripted_ego = world.scene.ego
@@ -146,54 +169,63 @@ class EmbeddedSim:
         with self._lock:
             self._t_ns = 0
             self._wall_ref = time.perf_counter_ns()
-            self._cursors = {k: 0 for k in self._cursors}
+            for lidar in self._lidars.values():
+                lidar.cursors.update(dict.fromkeys(lidar.cursors, 0))
             self.controls = CarControls()
             self.vehicle = None
             self.world.scene.ego = self._scripted_ego
 
     # -- lidar -----------------------------------------------------------------------------------
-    def _check(self, lidar_name: str, vehicle_name: str) -> None:
-        if lidar_name not in ("", self.lidar_name):
-            raise BackendError(f"no lidar '{lidar_name}' (this sim has '{self.lidar_name}')")
+    def _check(self, lidar_name: str, vehicle_name: str) -> _Lidar:
+        lidar = self._lidars.get(lidar_name or self.lidar_name)
+        if lidar is None:
+            raise BackendError(f"no lidar '{lidar_name}' (this sim has '{', '.join(self._lidars)}')")
         if vehicle_name not in ("", self.vehicle_name):
             raise BackendError(f"no vehicle '{vehicle_name}' (this sim has '{self.vehicle_name}')")
+        return lidar
 
     def _sweep(
-        self, reader: str, pattern: SubRayPattern | None = None, sun: np.ndarray | None = None
+        self,
+        reader: str,
+        pattern: SubRayPattern | None = None,
+        sun: np.ndarray | None = None,
+        lidar: _Lidar | None = None,
     ) -> tuple[Hits, int, int]:
         """Cast the firings since ``reader``'s previous read (each as ``pattern``'s sub-ray bundle, with
         the sun cosines for world direction ``sun``, when given); returns them with their interval."""
+        lidar = lidar or self._lidars[self.lidar_name]
+        preset, source = lidar.preset, lidar.source
         with self._lock:
             t1 = self.now_ns()
-            t0 = self._cursors[reader]
+            t0 = lidar.cursors[reader]
             if t1 - t0 > self.max_backlog_ns:
                 self.skipped_ns += t1 - self.max_backlog_ns - t0
                 t0 = t1 - self.max_backlog_ns
-            self._cursors[reader] = t1
-            self._frames[reader] += 1
+            lidar.cursors[reader] = t1
+            lidar.frames[reader] += 1
             self._advance_vehicle(t1)
         sub_rays = 1 if pattern is None else max(len(pattern.weights), 1)
-        firings = firings_between(self.preset, t0, t1)
+        firings = firings_between(preset, t0, t1)
         if len(firings.t_ns) * sub_rays > self.max_rays_per_call:  # the ray budget: the newest firings
             keep = max(1, self.max_rays_per_call // sub_rays)
             cut = int(firings.t_ns[-keep])
             with self._lock:
                 self.skipped_ns += cut - t0
             t0 = cut
-            firings = firings_between(self.preset, t0, t1)
+            firings = firings_between(preset, t0, t1)
         if pattern is None:
-            return self.source.hits(firings, t0, t1), t0, t1
-        return self.source.beam_hits(firings, t0, t1, pattern, sun), t0, t1
+            return source.hits(firings, t0, t1), t0, t1
+        return source.beam_hits(firings, t0, t1, pattern, sun), t0, t1
 
-    def _sensor_pose(self, t_ns: int) -> FluPose:
-        pos, quat = self.source.sensor_pose(t_ns * 1e-9)
+    def _sensor_pose(self, t_ns: int, lidar: _Lidar | None = None) -> FluPose:
+        source = self.source if lidar is None else lidar.source
+        pos, quat = source.sensor_pose(t_ns * 1e-9)
         return FluPose(tuple(float(v) for v in pos), tuple(float(v) for v in quat))  # type: ignore[arg-type]
 
     def lidar_hits(self, lidar_name: str, vehicle_name: str) -> LidarHits:
         """Every ray fired since the previous ``rtLidarGetHits`` / ``rtLidarGetBeamHits``, with the
         optional fields."""
-        self._check(lidar_name, vehicle_name)
-        return self._hits_answer(None)
+        return self._hits_answer(None, lidar=self._check(lidar_name, vehicle_name))
 
     def lidar_beam_hits(
         self,
@@ -208,42 +240,45 @@ class EmbeddedSim:
         :meth:`WorldSource.beam_hits`: N consecutive rows a firing. With ``sun`` the cast also gives
         every ray's sun cosines, for the direction sent (used as it is) or, when it names none, for the
         scene's sun normalised as in-process (:func:`~rt_lidar.pipeline.sources.sun_unit`)."""
-        self._check(lidar_name, vehicle_name)
+        lidar = self._check(lidar_name, vehicle_name)
         try:
             pattern = pattern_from_offsets(offsets_rad, weights)
         except ConfigError as exc:
             raise BackendError(f"rtLidarGetBeamHits: {exc}") from None
         if sun is None:
-            return self._hits_answer(pattern)
+            return self._hits_answer(pattern, lidar=lidar)
         if sun.direction is None:
-            return self._hits_answer(pattern, sun_unit(self.source.sun_direction))
-        return self._hits_answer(pattern, np.array(sun.direction, np.float64))
+            return self._hits_answer(pattern, sun_unit(self.source.sun_direction), lidar)
+        return self._hits_answer(pattern, np.array(sun.direction, np.float64), lidar)
 
-    def _hits_answer(self, pattern: SubRayPattern | None, sun: np.ndarray | None = None) -> LidarHits:
-        hits, t0, t1 = self._sweep("hits", pattern, sun)
+    def _hits_answer(
+        self, pattern: SubRayPattern | None, sun: np.ndarray | None = None, lidar: _Lidar | None = None
+    ) -> LidarHits:
+        lidar = lidar or self._lidars[self.lidar_name]
+        hits, t0, t1 = self._sweep("hits", pattern, sun, lidar)
         info: dict[str, Any] = {
             "materials": list(self.world.material_names),
             "t0_ns": t0,
             "t1_ns": t1,
-            "frame": self._frames["hits"],
+            "frame": lidar.frames["hits"],
             "weather": self.weather_config(),
-            "preset": self.preset.name,
+            "preset": lidar.preset.name,
         }
         if sun is not None:
             info["sun_direction"] = [float(v) for v in sun]
-        return hits_to_wire(hits, self._sensor_pose(t1), t1, info=info)
+        return hits_to_wire(hits, self._sensor_pose(t1, lidar), t1, info=info)
 
     def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:
         """AirSim's ``getLidarData``: the hit points (sensor frame) since the previous read."""
-        self._check(lidar_name, vehicle_name)
-        hits, _t0, t1 = self._sweep("data")
+        lidar = self._check(lidar_name, vehicle_name)
+        hits, _t0, t1 = self._sweep("data", lidar=lidar)
         opaque = np.isfinite(hits.range_m)
         glass_only = ~opaque & np.isfinite(hits.glass_range_m)
         rng = np.where(opaque, hits.range_m, hits.glass_range_m)
         keep = opaque | glass_only
         seg = np.where(opaque, hits.segment, hits.glass_segment)[keep].astype(np.int32)
         points = (hits.direction[keep] * rng[keep][:, None]).astype(np.float32)
-        return LidarFrame(points, seg, self._sensor_pose(t1), t1)
+        return LidarFrame(points, seg, self._sensor_pose(t1, lidar), t1)
 
     # -- camera ----------------------------------------------------------------------------------
     def images(self, requests: Sequence[ImageRequest], vehicle_name: str) -> list[FluImage]:
@@ -397,8 +432,20 @@ class EmbeddedSim:
         return self.world.set_segment_id(mesh_name, int(object_id), is_regex=bool(is_name_regex))
 
     def settings_string(self) -> str:
-        """The settings.json of this sim (its lidar block from the preset)."""
-        return json.dumps(airsim_settings_json(self.preset))
+        """The settings.json of this sim (its lidar block from the preset; a rig's: every lidar's, by
+        name, at its mount in the NED body frame)."""
+        settings = airsim_settings_json(self.preset)
+        if len(self._lidars) > 1:
+            sensors: dict[str, Any] = {}
+            for lidar in self._lidars.values():
+                mount = lidar.source.mount or Pose.identity()
+                x, y, z = (float(v) for v in mount.position)
+                roll, pitch, yaw = (math.degrees(a) for a in mount.rpy())
+                block = airsim_lidar_settings(lidar.preset, lidar.name, x, -y, -z)
+                block.update(Roll=roll, Pitch=-pitch, Yaw=-yaw)
+                sensors[lidar.name] = block
+            settings["Vehicles"]["PhysXCar"]["Sensors"] = sensors
+        return json.dumps(settings)
 
     def list_vehicles(self) -> list[str]:
         """The one vehicle."""

@@ -39,6 +39,8 @@ class ServeOptions:
     """Embedded camera size WxH (90 deg horizontal field of view)."""
     max_rays: int = MAX_RAYS_PER_CALL
     """Rays (firings x sub-rays) one lidar call may cast; an older backlog is cut."""
+    rig: str | None = None
+    """A rig file: every lidar of it on the vehicle, named as in the file (overrides ``preset``)."""
 
 
 @dataclass
@@ -103,6 +105,7 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
         str(opts.max_rays),
     ]
     cmd += ["--settings", opts.settings] if opts.settings else ["--preset", str(opts.preset)]
+    cmd += ["--rig", opts.rig] if opts.rig else []
     if opts.paused:
         cmd.append("--paused")
     # stderr goes to a file, not a pipe nobody reads (a full pipe would block the server)
@@ -126,9 +129,28 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
 
 def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
     """Build the world and start serving it in a background thread."""
-    preset, camera = _preset(opts), _camera(opts.camera)  # bad input refused before the world is built
+    # bad input refused before the world is built
+    camera = _camera(opts.camera)
+    preset = None if opts.rig else _preset(opts)
     world = build_world(opts.scene, seed=opts.seed)
-    sim = EmbeddedSim(world, preset, paused=opts.paused, camera=camera, max_rays_per_call=opts.max_rays)
+    if opts.rig:  # a sensor rig (rt_lidar.rig): every lidar, named as in the rig file
+        from rt_lidar.rig import load_rig
+
+        rig = load_rig(opts.rig)
+        first, *more = rig.sensors
+        sim = EmbeddedSim(
+            world,
+            first.preset,
+            lidar_name=first.name,
+            mount=first.mount,
+            paused=opts.paused,
+            camera=camera,
+            max_rays_per_call=opts.max_rays,
+            more_lidars=[(s.name, s.preset, s.mount) for s in more],
+        )
+    else:
+        assert preset is not None
+        sim = EmbeddedSim(world, preset, paused=opts.paused, camera=camera, max_rays_per_call=opts.max_rays)
     server = AirSimServer(sim, host=opts.host, port=opts.port)
     server.start()
     return EmbeddedServer(server, sim)

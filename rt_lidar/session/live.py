@@ -143,6 +143,8 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
         result.summary["bridge"] = st.as_dict(f"{host}:{port}")
         parts.append(result.summary)
         dirs.append(part_dir)
+        if part_dir != ".":  # a later part keeps its own summary in its folder; the run's is at the top
+            write_summary(part_out, result.summary)
         written += int(result.summary["frames"])
         if result.error is not None:
             msg = (

@@ -247,3 +247,7 @@ EXPERIMENTS: dict[str, Experiment] = {
 from rt_lidar.validation.beam_experiments import BEAM_EXPERIMENTS  # noqa: E402  (beam model, issue 5)
 
 EXPERIMENTS.update(BEAM_EXPERIMENTS)
+
+from rt_lidar.rig.experiment import crosstalk  # noqa: E402  (sensor rigs, issue 16)
+
+EXPERIMENTS["crosstalk"] = crosstalk

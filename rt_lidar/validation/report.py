@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_lidar.errors import ConfigError
+from rt_lidar.rig.experiment import CROSSTALK_CHECKS
 from rt_lidar.validation.beam_experiments import BEAM_CHECKS
 from rt_lidar.validation.experiments import EXPERIMENTS
 
@@ -60,6 +61,7 @@ CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     ],
 }
 CHECKS.update(BEAM_CHECKS)
+CHECKS.update(CROSSTALK_CHECKS)
 
 
 def trend_checks(report: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, bool]]]:

@@ -141,10 +141,11 @@ class World:
         """Ego positions (K, 3) and quaternions (K, 4) at times t (K,)."""
         return self.scene.ego.positions_rotations(np.atleast_1d(np.asarray(t, dtype=np.float64)))
 
-    def sensor_poses(self, t: ArrayLike) -> tuple[F64, F64]:
-        """Sensor positions (K, 3) and quaternions (K, 4) in the world: ego pose * sensor_mount."""
+    def sensor_poses(self, t: ArrayLike, mount: Pose | None = None) -> tuple[F64, F64]:
+        """Sensor positions (K, 3) and quaternions (K, 4) in the world: ego pose * sensor_mount (or
+        ``mount``: one of several sensors on the ego)."""
         pos, quat = self.ego_poses(t)
-        mount = self.scene.sensor_mount
+        mount = self.scene.sensor_mount if mount is None else mount
         return pos + quat_rotate(quat, mount.position), quat_multiply(quat, mount.rotation)
 
     def sensor_pose(self, t: float) -> Pose:

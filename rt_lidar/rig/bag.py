@@ -1,0 +1,136 @@
+"""One rosbag2 for a whole rig: a ``sensor_msgs/PointCloud2`` topic per sensor (``/<name>/points``,
+``frame_id`` = the sensor's name) and ``/tf_static`` holding every mount (``base_link`` -> name),
+written once at the start with transient-local durability as ``robot_state_publisher`` offers it.
+
+Clouds use the layout of the ``rosbag2`` sink (:data:`rt_lidar.sinks.rosbag.CLOUD_DTYPE_ALL`).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.rig.model import Rig
+from rt_lidar.sinks.base import SinkContext
+from rt_lidar.sinks.rosbag import CLOUD_DTYPE_ALL, POINTFIELD_DTYPES, cloud_bytes
+
+__all__ = ["RigBag", "points_topic"]
+
+_PF_TYPE = {np.dtype(v).str: k for k, v in POINTFIELD_DTYPES.items()}
+
+
+def points_topic(name: str) -> str:
+    """The PointCloud2 topic of sensor ``name``."""
+    return f"/{name}/points"
+
+
+def _static_qos() -> Any:
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+
+    zero = QosTime(0, 0)
+    return Qos(
+        QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL,
+        zero, zero, QosLiveliness.AUTOMATIC, zero, False,
+    )  # fmt: skip
+
+
+class RigBag:
+    """The rig's bag; :meth:`sink` gives each sensor a scan sink writing its topic (thread-safe)."""
+
+    def __init__(self, path: Path, rig: Rig, storage: str = "mcap", vehicle_frame: str = "base_link") -> None:
+        if storage not in ("mcap", "sqlite3"):
+            raise ConfigError(f"rig rosbag2 storage '{storage}': expected mcap or sqlite3")
+        self.path = Path(path)
+        self.rig = rig
+        self.storage = storage
+        self.vehicle_frame = vehicle_frame
+        self._lock = threading.Lock()
+        self._writer: Any = None
+        self._topics: dict[str, Any] = {}
+
+    def open(self, stamp_ns: int = 0) -> None:
+        """Create the bag (the folder must not exist) and write every mount to ``/tf_static``."""
+        from rosbags.rosbag2 import StoragePlugin, Writer
+        from rosbags.typesys import Stores, get_typestore
+
+        if self.path.exists():
+            raise ConfigError(f"rig rosbag2: {self.path} exists already; give a new folder name")
+        self._ts = get_typestore(Stores.ROS2_HUMBLE)
+        plugin = StoragePlugin.MCAP if self.storage == "mcap" else StoragePlugin.SQLITE3
+        writer = Writer(self.path, version=8, storage_plugin=plugin)
+        writer.open()
+        self._writer = writer
+        tf = writer.add_connection(
+            "/tf_static", "tf2_msgs/msg/TFMessage", typestore=self._ts, offered_qos_profiles=[_static_qos()]
+        )
+        for s in self.rig.sensors:
+            self._topics[s.name] = writer.add_connection(
+                points_topic(s.name), "sensor_msgs/msg/PointCloud2", typestore=self._ts
+            )
+        types = self._ts.types
+        stamp = types["builtin_interfaces/msg/Time"](sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
+        transforms = []
+        for s in self.rig.sensors:
+            p, q = s.mount.position, s.mount.rotation
+            transforms.append(
+                types["geometry_msgs/msg/TransformStamped"](
+                    header=types["std_msgs/msg/Header"](stamp=stamp, frame_id=self.vehicle_frame),
+                    child_frame_id=s.name,
+                    transform=types["geometry_msgs/msg/Transform"](
+                        translation=types["geometry_msgs/msg/Vector3"](x=p[0], y=p[1], z=p[2]),
+                        rotation=types["geometry_msgs/msg/Quaternion"](x=q[1], y=q[2], z=q[3], w=q[0]),
+                    ),
+                )
+            )
+        msg = types["tf2_msgs/msg/TFMessage"](transforms=transforms)
+        writer.write(tf, stamp_ns, self._ts.serialize_cdr(msg, msg.__msgtype__))
+
+    def write(self, name: str, scan: Scan) -> None:
+        """Append one scan of sensor ``name`` to its topic."""
+        types = self._ts.types
+        stamp_ns = int(scan.start_ns)
+        stamp = types["builtin_interfaces/msg/Time"](sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
+        pf = types["sensor_msgs/msg/PointField"]
+        layout = CLOUD_DTYPE_ALL
+        fields = [
+            pf(name=n, offset=spec[1], datatype=_PF_TYPE[spec[0].str], count=1)
+            for n, spec in (layout.fields or {}).items()
+        ]
+        msg = types["sensor_msgs/msg/PointCloud2"](
+            header=types["std_msgs/msg/Header"](stamp=stamp, frame_id=name), height=1,
+            width=scan.points.size, fields=fields, is_bigendian=False, point_step=layout.itemsize,
+            row_step=layout.itemsize * scan.points.size, data=cloud_bytes(scan.points, layout), is_dense=True,
+        )  # fmt: skip
+        data = self._ts.serialize_cdr(msg, msg.__msgtype__)
+        with self._lock:
+            self._writer.write(self._topics[name], stamp_ns, data)
+
+    def close(self) -> None:
+        """Finish the bag."""
+        with self._lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+    def sink(self, name: str) -> _BagSensorSink:
+        """A scan sink writing sensor ``name``'s scans into this bag (the bag opens and closes itself)."""
+        return _BagSensorSink(self, name)
+
+
+class _BagSensorSink:
+    def __init__(self, bag: RigBag, name: str) -> None:
+        self.bag, self.name = bag, name
+
+    def open(self, context: SinkContext) -> None:
+        del context
+
+    def write(self, scan: Scan) -> None:
+        self.bag.write(self.name, scan)
+
+    def close(self) -> None:
+        pass

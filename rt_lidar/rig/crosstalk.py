@@ -1,0 +1,260 @@
+"""Mutual interference: another lidar's pulses seen by this one's receiver.
+
+A receiver listens after each of its own pulses for the time light needs to go to ``range.max_m`` and
+back (its listening window), along its beam, through a band-pass filter around its wavelength. A
+pulse of another sensor B gives sensor A a false point when all of this holds:
+
+* B's wavelength lies in A's pass band: ``|lambda_A - lambda_B| <= optics.filter_bandwidth_nm / 2``
+  (905 and 903 nm lidars interfere; 865 nm and 905 nm ones do not);
+* its light reaches A's aperture from where A looks, inside A's listening window, by one of two paths:
+
+  - **scattered**: B's spot S (where B's pulse hit a surface) lies in A's receiver cone (half-angle:
+    A's half beam divergence, widened by B's footprint radius seen from A) and is not hidden from A
+    (A's own ray reaches S's distance); the light arrives at ``t_B + (|S - o_B| + |o_A - S|) / c``
+    with the power of a Lambertian echo of B's pulse off S's material (A's laser radar equation:
+    B's peak power, A's aperture and efficiency, the distance S -> A, A's incidence on S);
+  - **direct**: A's aperture lies in B's beam (B's half divergence plus A's aperture radius) and B
+    lies in A's receiver cone, with nothing in between; it arrives at ``t_B + |o_A - o_B| / c``;
+
+* the received power reaches A's detection threshold.
+
+A then reports a point along its beam at the range its timing implies, ``c * (t_arrival - t_A) / 2``,
+when that range is within its limits. The point is flagged :attr:`PointFlag.CROSSTALK`; it is an extra
+return of that pulse (``return_id`` = the pulse's true returns, so 0 when it had none), and a pulse
+keeps only its strongest false echo. Pairs of pulses are found within one sim frame: a pulse in the
+last listening window of a frame (< 1 us of 50 ms) misses aggressors fired in the next frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels import calibrated_reflectivity_output, received_power_output
+from rt_lidar.physics.model import SensorPhysics
+from rt_lidar.pipeline.frame_loop import Sensed
+from rt_lidar.pipeline.sources import WorldSource, _interpolated_sensor_poses
+from rt_lidar.points import POINT_DTYPE, PointFlag, empty_points
+from rt_lidar.sensor.presets import SensorPreset
+
+__all__ = ["C_M_PER_NS", "CrosstalkSensor", "false_points", "in_band"]
+
+C_M_PER_NS = 0.299792458
+"""Speed of light, metres per nanosecond."""
+_HIDDEN_TOL_M = 0.05
+"""How far in front of B's spot A's own ray may end and still count as seeing it (surface noise)."""
+
+
+def in_band(victim: SensorPreset, aggressor: SensorPreset) -> bool:
+    """True when ``aggressor``'s wavelength passes ``victim``'s receiver filter."""
+    o = victim.optics
+    return abs(o.wavelength_nm - aggressor.optics.wavelength_nm) <= o.filter_bandwidth_nm / 2.0
+
+
+@dataclass(frozen=True)
+class CrosstalkSensor:
+    """What the interference model needs of one rig sensor: its preset, physics and world source."""
+
+    name: str
+    preset: SensorPreset
+    physics: SensorPhysics
+    source: WorldSource
+    receiver_fov_mrad: float | None = None
+    """Full angle of the receiver's field of view; None = the beam's divergence (matched optics)."""
+
+    @property
+    def receiver_half_angle_rad(self) -> float:
+        """Half-angle of the receiver cone."""
+        if self.receiver_fov_mrad is None:
+            return _half_angle_rad(self.preset)
+        return 0.5e-3 * self.receiver_fov_mrad
+
+
+@dataclass
+class _Pulses:
+    """Every pulse of one sensor in one frame, world frame."""
+
+    t_ns: np.ndarray  # (N,) int64
+    ring: np.ndarray  # (N,) uint16
+    origin: np.ndarray  # (N, 3) float64
+    direction: np.ndarray  # (N, 3) float64 unit, world
+    d_sensor: np.ndarray  # (N, 3) float32 unit, sensor frame
+    range_m: np.ndarray  # (N,) float64, inf = nothing hit
+    cos_inc: np.ndarray  # (N,) float64
+    material: np.ndarray  # (N,) int64, -1 = miss
+
+
+def _half_angle_rad(preset: SensorPreset) -> float:
+    o = preset.optics
+    return 0.5e-3 * max(o.beam_divergence_h_mrad, o.beam_divergence_v_mrad)
+
+
+def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate (N, 3) vectors by (N, 4) wxyz unit quaternions."""
+    w, r = q[:, :1], q[:, 1:]
+    t = 2.0 * np.cross(r, v)
+    return np.asarray(v + w * t + np.cross(r, t), np.float64)
+
+
+def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
+    hits = sensed.hits
+    f = hits.firings
+    n, k = hits.pulses, hits.subrays
+    rng = hits.range_m.reshape(n, k)
+    pick = np.argmin(rng, axis=1)  # the nearest sub-ray's surface stands for the pulse's spot
+    rows = np.arange(n) * k + pick
+    src = sensor.source
+    pos, quat = _interpolated_sensor_poses(src.world, f.t_ns, src.mount)
+    d_sensor = f.directions()
+    d_world = _rotate(np.asarray(quat, np.float64), d_sensor.astype(np.float64))
+    d_world /= np.linalg.norm(d_world, axis=1)[:, None]
+    return _Pulses(
+        f.t_ns, f.ring, np.asarray(pos, np.float64), d_world, d_sensor,
+        hits.range_m[rows].astype(np.float64), hits.cos_incidence[rows].astype(np.float64),
+        hits.material[rows].astype(np.int64),
+    )  # fmt: skip
+
+
+def _pairs(
+    t_a: np.ndarray, t_b: np.ndarray, before_ns: float, after_ns: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i, j) with ``t_a[i] - before <= t_b[j] <= t_a[i] + after`` (``t_b`` sorted)."""
+    lo = np.searchsorted(t_b, t_a - before_ns, "left")
+    hi = np.searchsorted(t_b, t_a + after_ns, "right")
+    counts = hi - lo
+    total = int(counts.sum())
+    i = np.repeat(np.arange(t_a.size), counts)
+    starts = np.cumsum(counts) - counts
+    j = lo[i] + (np.arange(total) - starts[i])
+    return i, j
+
+
+def _echoes(
+    a: CrosstalkSensor, pa: _Pulses, b: CrosstalkSensor, pb: _Pulses
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A pulse index, false range m, received power W) of every echo of B's pulses in A's windows."""
+    pre_a, pre_b = a.preset, b.preset
+    window_ns = 2.0 * pre_a.range.max_m / C_M_PER_NS
+    lead_ns = 2.0 * pre_b.range.max_m / C_M_PER_NS
+    order = np.argsort(pb.t_ns, kind="stable")
+    i, jj = _pairs(pa.t_ns, pb.t_ns[order], lead_ns, window_ns)
+    j = order[jj]
+    th_a, th_b = a.receiver_half_angle_rad, _half_angle_rad(pre_b)
+    d_a = pa.direction[i]
+    oa = a.preset.optics
+    out_i, out_r, out_p = [], [], []
+    # scattered: B's spot inside A's receiver cone, visible from A
+    hit = np.isfinite(pb.range_m[j])
+    i_s, j_s, d_s = i[hit], j[hit], d_a[hit]
+    if i_s.size:
+        r_b = pb.range_m[j_s]
+        spot = pb.origin[j_s] + pb.direction[j_s] * r_b[:, None]
+        v = spot - pa.origin[i_s]
+        dist = np.linalg.norm(v, axis=1)
+        cos_ang = np.einsum("ij,ij->i", v, d_s) / np.maximum(dist, 1e-9)
+        limit = th_a + th_b * r_b / np.maximum(dist, 1e-9)
+        seen = (cos_ang >= np.cos(limit)) & (pa.range_m[i_s] >= dist - _HIDDEN_TOL_M)
+        i_s, j_s, dist, r_b = i_s[seen], j_s[seen], dist[seen], r_b[seen]
+        arrival = pb.t_ns[j_s] + (r_b + dist) / C_M_PER_NS
+        rho = a.physics.materials.diffuse[np.maximum(pb.material[j_s], 0)].astype(np.float64)
+        cos_out = np.maximum(pa.cos_inc[i_s], 0.0)
+        ext = np.exp(-a.physics.config.extinction_per_m * (r_b + dist))
+        power = (
+            pre_b.pulse.peak_power_w * oa.receiver_aperture_m**2 * oa.system_efficiency * rho * cos_out * ext
+            / (16.0 * np.maximum(dist, 1e-3) ** 2)
+        )  # fmt: skip
+        out_i.append(i_s)
+        out_r.append(0.5 * C_M_PER_NS * (arrival - pa.t_ns[i_s]))
+        out_p.append(power)
+    # direct: A's aperture in B's beam and B in A's receiver cone, nothing in between
+    ab = pa.origin[i] - pb.origin[j]
+    length = np.maximum(np.linalg.norm(ab, axis=1), 1e-6)
+    u = ab / length[:, None]
+    beam_ok = np.einsum("ij,ij->i", u, pb.direction[j]) >= np.cos(
+        th_b + 0.5 * oa.receiver_aperture_m / length
+    )
+    look_ok = np.einsum("ij,ij->i", -u, d_a) >= np.cos(th_a)
+    clear = (pb.range_m[j] >= length - _HIDDEN_TOL_M) & (pa.range_m[i] >= length - _HIDDEN_TOL_M)
+    direct = beam_ok & look_ok & clear
+    if direct.any():
+        i_d, j_d, ld = i[direct], j[direct], length[direct]
+        spot_area = np.pi * np.maximum(ld * th_b, 1e-6) ** 2
+        frac = np.minimum(np.pi * oa.receiver_aperture_m**2 / 4.0 / spot_area, 1.0)
+        out_i.append(i_d)
+        out_r.append(0.5 * C_M_PER_NS * (pb.t_ns[j_d] + ld / C_M_PER_NS - pa.t_ns[i_d]))
+        out_p.append(pre_b.pulse.peak_power_w * oa.system_efficiency * frac)
+    if not out_i:
+        z = np.zeros(0)
+        return z.astype(np.int64), z, z
+    return np.concatenate(out_i), np.concatenate(out_r), np.concatenate(out_p)
+
+
+def false_points(sensors: Sequence[CrosstalkSensor], sensed: Mapping[str, Sensed]) -> dict[str, np.ndarray]:
+    """Each sensor's false points of one sim frame (:data:`POINT_DTYPE`, ``t`` absolute ns), from the
+    pulses every other in-band sensor fired in that frame."""
+    pulses = {s.name: _pulses(s, sensed[s.name]) for s in sensors}
+    out: dict[str, np.ndarray] = {}
+    for a in sensors:
+        pa, pre = pulses[a.name], a.preset
+        found = [
+            _echoes(a, pa, b, pulses[b.name]) for b in sensors if b.name != a.name and in_band(pre, b.preset)
+        ]
+        if not found:
+            out[a.name] = empty_points()
+            continue
+        idx = np.concatenate([f[0] for f in found])
+        rng_m = np.concatenate([f[1] for f in found])
+        power = np.concatenate([f[2] for f in found])
+        keep = (
+            (power >= pre.pulse.detection_threshold_w)
+            & (rng_m >= pre.range.min_m)
+            & (rng_m <= pre.range.max_m)
+        )
+        idx, rng_m, power = idx[keep], rng_m[keep], power[keep]
+        # one false echo per pulse: the strongest
+        order = np.lexsort((-power, idx))
+        idx, rng_m, power = idx[order], rng_m[order], power[order]
+        first = np.ones(idx.size, bool)
+        first[1:] = idx[1:] != idx[:-1]
+        idx, rng_m, power = idx[first], rng_m[first], power[first]
+        out[a.name] = _as_points(a, pa, sensed[a.name], idx, rng_m, power)
+    return out
+
+
+def _as_points(
+    a: CrosstalkSensor, pa: _Pulses, sensed: Sensed, idx: np.ndarray, rng_m: np.ndarray, power: np.ndarray
+) -> np.ndarray:
+    pts = np.zeros(idx.size, POINT_DTYPE)
+    if not idx.size:
+        return pts
+    r32 = rng_m.astype(np.float32)
+    d = pa.d_sensor[idx]
+    for k, axis in enumerate("xyz"):
+        pts[axis] = d[:, k] * r32
+    pre = a.preset
+    refl = (power / np.maximum(a.physics.unit_power(r32).astype(np.float64), 1e-30)).astype(np.float32)
+    if pre.output.intensity == "calibrated_reflectivity":
+        pts["intensity"] = calibrated_reflectivity_output(
+            refl, pre.output.diffuse_max or pre.output.intensity_max, pre.output.intensity_max
+        )
+    else:
+        pts["intensity"] = received_power_output(
+            power.astype(np.float32), pre.pulse.detection_threshold_w, pre.output.intensity_max
+        )
+    pts["reflectivity"] = refl
+    pts["ring"] = pa.ring[idx]
+    pts["t"] = pa.t_ns[idx]
+    # an extra return of its pulse: numbered after the pulse's true returns
+    true_pts = sensed.result.points
+    key_true = true_pts["t"].astype(np.int64) * 4096 + true_pts["ring"].astype(np.int64)
+    key = pa.t_ns[idx].astype(np.int64) * 4096 + pa.ring[idx].astype(np.int64)
+    uk, counts = np.unique(key_true, return_counts=True)
+    n_true = np.zeros(idx.size, np.int64)
+    if uk.size:
+        pos = np.minimum(np.searchsorted(uk, key), uk.size - 1)
+        n_true = np.where(uk[pos] == key, counts[pos], 0)
+    pts["return_id"] = np.minimum(n_true, 255).astype(np.uint8)
+    pts["flags"] = np.uint8(PointFlag.CROSSTALK)
+    return pts
