@@ -2,12 +2,14 @@
 
 A :class:`HitSource` answers, for the firings of one sim frame, each ray's range (or miss), incidence
 angle, material, segmentation id and any glass it passed on the way. :class:`WorldSource` casts the
-rays into the embedded world in-process, each from the sensor pose at the ray's own firing time, so
-ego motion distorts the sweep exactly as on a rotating sensor.
+rays into the embedded world in-process, each from the sensor pose at the ray's own firing time and
+against the moving objects posed at that time, so ego and object motion distort the sweep exactly as
+on a rotating sensor.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -117,14 +119,16 @@ def _interpolated_sensor_poses(world: World, t_ns: np.ndarray) -> tuple[np.ndarr
 
     Positions are interpolated linearly and rotations by normalised lerp between samples 1 ms apart,
     which is exact for constant velocity and within 1e-7 rad for any yaw rate a car reaches; evaluating
-    the trajectory at each of ~10^5 firing times per frame would cost more than the ray cast.
+    the trajectory at each of ~10^5 firing times per frame would cost more than the ray cast. The
+    samples lie on one global grid (whole milliseconds of sim time), so a firing's pose depends on its
+    time alone, not on how the sim cut the time line into frames.
     """
     if t_ns.size == 0:
         return np.zeros((0, 3)), np.zeros((0, 4))
     t = t_ns.astype(np.float64) * 1e-9
-    lo, hi = float(t.min()), float(t.max())
-    k = max(2, int(np.ceil((hi - lo) / _POSE_SAMPLE_S)) + 1)
-    ts = np.linspace(lo, hi, k)
+    k0 = math.floor(float(t.min()) / _POSE_SAMPLE_S)
+    k1 = max(math.ceil(float(t.max()) / _POSE_SAMPLE_S), k0 + 1)
+    ts = np.arange(k0, k1 + 1, dtype=np.float64) * _POSE_SAMPLE_S
     p_s, q_s = world.sensor_poses(ts)
     flip = np.einsum("ij,ij->i", q_s[1:], q_s[:-1]) < 0  # keep neighbours in one hemisphere
     q_s[1:][np.cumsum(flip) % 2 == 1] *= -1.0
@@ -186,10 +190,11 @@ class WorldSource:
         return pos[0], quat[0]
 
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
-        """Cast every firing from the sensor pose at its own firing time; moving objects at ``t0_ns``."""
+        """Cast every firing from the sensor pose at its own firing time, against the moving objects
+        posed at that time."""
         d_sensor = firings.directions()
         pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns)
-        return self._cast(firings, d_sensor, pos, quat, t0_ns, None)
+        return self._cast(firings, d_sensor, pos, quat, None)
 
     def beam_hits(
         self,
@@ -209,7 +214,7 @@ class WorldSource:
         if n > 1:
             pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
         sun = None if sun_direction is None else np.asarray(sun_direction, np.float64)
-        hits = self._cast(firings, d_sensor, pos, quat, t0_ns, sun)
+        hits = self._cast(firings, d_sensor, pos, quat, sun)
         hits.subrays = n
         hits.subray_weight = pattern.weights
         return hits
@@ -220,16 +225,18 @@ class WorldSource:
         d_sensor: np.ndarray,
         pos: np.ndarray,
         quat: np.ndarray,
-        t0_ns: int,
         sun: np.ndarray | None,
     ) -> Hits:
-        """Cast rays ``d_sensor`` (sensor frame) from poses ``pos``/``quat``, one row per ray."""
-        frame_time_s = t0_ns * 1e-9
+        """Cast rays ``d_sensor`` (sensor frame) from poses ``pos``/``quat``, one row per ray, each
+        against the moving objects posed at its firing time."""
+        t_ray = firings.t_ns.astype(np.float64) * 1e-9
+        if d_sensor.shape[0] != t_ray.shape[0]:
+            t_ray = np.repeat(t_ray, d_sensor.shape[0] // max(t_ray.shape[0], 1))
         origins = pos.astype(np.float32)
         dirs = _rotate_f32(quat.astype(np.float32), d_sensor)
 
         # First surface of every ray, without indexing: most rays end here.
-        rh = self.world.cast(origins, dirs, frame_time_s, self.max_range_m)
+        rh = self.world.cast(origins, dirs, t_ray, self.max_range_m)
         hit = np.isfinite(rh.distance)
         trans_all = self._transmission[np.maximum(rh.material, 0)]
         passes = hit & (trans_all > 0)
@@ -254,7 +261,7 @@ class WorldSource:
             if active.size == 0:
                 break
             d_act = dirs[active]
-            rh = self.world.cast(org, d_act, frame_time_s, self.max_range_m - float(travelled.min()))
+            rh = self.world.cast(org, d_act, t_ray[active], self.max_range_m - float(travelled.min()))
             dist = rh.distance + travelled
             hit = np.isfinite(rh.distance) & (dist <= self.max_range_m)
             trans = np.where(hit, self._transmission[np.maximum(rh.material, 0)], 0.0)
