@@ -99,7 +99,7 @@ def apply_ambient(
             return_id=np.zeros(fa.size, np.uint8),
             range_m=r,
             power_w=pw,
-            reflectivity=(pw / np.maximum(physics.unit_power(r), 1e-30)).astype(np.float32),
+            reflectivity=physics.measured_reflectivity(pw, r),
             segment=np.zeros(fa.size, np.uint32),
             flags=np.full(fa.size, np.uint8(PointFlag.AMBIENT_NOISE), np.uint8),
             epw_ns=None

@@ -135,6 +135,12 @@ class SensorPhysics:
             np.float32,
         )
 
+    def measured_reflectivity(self, power_w: np.ndarray, range_m: np.ndarray) -> np.ndarray:
+        """What the sensor reports as reflectivity: the received power over that of a white Lambertian
+        target filling the beam at the same range in clear air (so glass, fog and rain on the way, and a
+        target only partly in the beam, lower it, as on a real sensor)."""
+        return (power_w / np.maximum(self.unit_power(range_m), 1e-30)).astype(np.float32)
+
     def power(
         self, range_m: np.ndarray, cos_inc: np.ndarray, mat: np.ndarray, extra_t: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -257,7 +263,7 @@ class SensorPhysics:
             return_id=np.zeros(idx.size, np.uint8),
             range_m=rng_m[idx],
             power_w=power[idx],
-            reflectivity=refl[idx],
+            reflectivity=self.measured_reflectivity(power[idx], rng_m[idx]),
             segment=segment[idx],
             flags=flags[idx],
         )

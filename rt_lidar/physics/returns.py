@@ -41,7 +41,7 @@ class Detections:
     return_id: np.ndarray  # (M,) uint8
     range_m: np.ndarray  # (M,) float32 true range of the return (before range noise)
     power_w: np.ndarray  # (M,) float32
-    reflectivity: np.ndarray  # (M,) float32 effective reflectance S (apparent for waveform returns)
+    reflectivity: np.ndarray  # (M,) float32 measured: power over a white full-beam target's at that range
     segment: np.ndarray  # (M,) uint32
     flags: np.ndarray  # (M,) uint8
     epw_ns: np.ndarray | None = None  # (M,) float32 echo pulse width, when asked for
@@ -162,8 +162,7 @@ def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Gener
     centre_seg = np.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
     bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)
     fl = np.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(np.uint8)
-    k_full = physics.unit_power(range_m)
-    apparent = (ret.amp / np.maximum(k_full, 1e-30)).astype(np.float32)
+    apparent = physics.measured_reflectivity(ret.amp.astype(np.float32), range_m)
     return Detections(
         pulse=ret.pulse,
         return_id=ret.return_id.astype(np.uint8),
