@@ -23,9 +23,10 @@ from kernels import (
     received_power_output,
     two_way_transmission,
 )
-from kernels.waveform import single_echo_epw_ns
+from kernels.ambient import receiver_sigma_w
+from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.errors import ConfigError
-from rt_lidar.physics.ambient import apply_ambient
+from rt_lidar.physics.ambient import noise_detections, pulse_noise_w
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.weather import WeatherConfig, weather_model
 from rt_lidar.pipeline.sources import Hits
@@ -44,6 +45,10 @@ class PhysicsConfig:
     extinction_per_m: float = 1e-4
     """Clear-air extinction coefficient a (1/m) in exp(-2 a R)."""
     range_noise: bool = True
+    """Range noise: the datasheet accuracy and the 1 / sqrt(SNR) jitter of weak returns."""
+    receiver_noise: bool = True
+    """Detection as a probability from the SNR (and the noise's false alarms); False = an ideal receiver
+    that detects every return at or above the threshold and nothing else."""
     weather: WeatherConfig | None = None
     """Rain, fog and snow (:mod:`rt_lidar.physics.weather`); None = clear air."""
     beam: BeamConfig | None = None
@@ -171,17 +176,26 @@ class SensorPhysics:
         """Detected points of ``hits``; ``rng`` gives the range-noise draws (seeded upstream)."""
         p = self.preset
         threshold = p.pulse.detection_threshold_w
-        det = waveform_detections(self, hits, rng) if self.uses_waveform(hits) else self._single(hits, rng)
+        noisy = self.config.receiver_noise
+        sigma = pulse_noise_w(self, hits) if noisy or self.config.range_noise else None
+        det_sigma = sigma if noisy else None
+        if self.uses_waveform(hits):
+            det = waveform_detections(self, hits, rng, det_sigma)
+        else:
+            det = self._single(hits, rng, det_sigma)
         pw = det.power_w
         measured = det.range_m
-        if self.config.range_noise and p.range.accuracy_m > 0:
+        if self.config.range_noise and sigma is not None:
+            rx = p.receiver
+            s_tot = receiver_sigma_w(sigma[det.pulse], rx.shot_w, pw.astype(np.float64))
             measured = apply_range_noise(
-                measured, rng.standard_normal(len(det), np.float32), p.range.accuracy_m, pw, threshold
-            )
-            measured = np.maximum(measured, 0.0)
-        if self.needs_sun:
+                measured, rng.standard_normal(len(det), np.float32), p.range.accuracy_m, pw, s_tot,
+                pulse_sigma_ns(p.pulse.width_ns),
+            )  # fmt: skip
+            measured = np.maximum(measured, 0.0).astype(np.float32)
+        if noisy and sigma is not None:
             det.range_m = np.asarray(measured, np.float32)
-            det = apply_ambient(self, hits, det, rng)
+            det = noise_detections(self, hits, det, sigma, rng)
             measured, pw = det.range_m, det.power_w
         idx = det.pulse
 
@@ -230,8 +244,22 @@ class SensorPhysics:
         ).astype(np.uint8)
         return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
 
-    def _single(self, hits: Hits, rng: np.random.Generator) -> Detections:
-        """One ray per firing, strongest echo: the stronger of glass and object, then the threshold."""
+    def detected(
+        self, power_w: np.ndarray, sigma_w: np.ndarray | None, rng: np.random.Generator
+    ) -> np.ndarray:
+        """Which echoes of height ``power_w`` (one per pulse) the receiver detects: with the pulses' noise
+        floors ``sigma_w``, when the height plus a noise draw reaches the threshold (P_d = Q((T - P) /
+        sigma)); without, when the height does."""
+        threshold = self.preset.pulse.detection_threshold_w
+        if sigma_w is None:
+            return np.asarray(power_w >= threshold)
+        z = rng.standard_normal(power_w.shape[0])
+        s = receiver_sigma_w(sigma_w, self.preset.receiver.shot_w, power_w.astype(np.float64))
+        return np.asarray(power_w + s * z >= threshold)
+
+    def _single(self, hits: Hits, rng: np.random.Generator, sigma: np.ndarray | None = None) -> Detections:
+        """One ray per firing, strongest echo: the stronger of glass and object, then detection (with
+        the pulses' noise floors ``sigma``: a probability, :meth:`detected`)."""
         p = self.preset
         threshold = p.pulse.detection_threshold_w
         glass = hits.glass_material >= 0
@@ -256,7 +284,7 @@ class SensorPhysics:
                 rng_m, power, flags, hits.direction, p, threshold, rng,
                 clear_air_per_m=self.config.extinction_per_m, reflectivity=refl, segment=segment,
             )  # fmt: skip
-        keep = (power >= threshold) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
+        keep = self.detected(power, sigma, rng) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
         idx = np.nonzero(keep)[0]
         return Detections(
             pulse=idx,

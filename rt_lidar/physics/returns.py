@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kernels.intensity import SPEED_OF_LIGHT
-from kernels.waveform import waveform_returns
+from kernels.waveform import Noise, waveform_returns
 from rt_lidar.physics.weather import weather_model
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
@@ -108,9 +108,12 @@ def weather_echoes(
         out.append(col)
 
 
-def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Generator) -> Detections:
+def waveform_detections(
+    physics: SensorPhysics, hits: Hits, rng: np.random.Generator, sigma: np.ndarray | None = None
+) -> Detections:
     """Sub-ray echoes summed in time and peak-picked (the module docstring); the weather's clutter
-    echoes (:func:`weather_echoes`) join them as extra echoes of each pulse."""
+    echoes (:func:`weather_echoes`) join them as extra echoes of each pulse. With the pulses' noise
+    floors ``sigma`` (P,), each peak is detected with the probability its SNR gives."""
     p = physics.preset
     thr = p.pulse.detection_threshold_w
     n_sub, n_pulse = hits.subrays, hits.pulses
@@ -146,9 +149,13 @@ def waveform_detections(physics: SensorPhysics, hits: Hits, rng: np.random.Gener
     gate = np.isfinite(r_tab) & (r_tab >= p.range.min_m) & (r_tab <= p.range.max_m)
     a_tab = np.where(gate, a_tab, np.float32(0))
     t_tab = np.where(gate, 2.0 * r_tab.astype(np.float64) / _C_M_PER_NS, np.inf)
+    noise = None
+    if sigma is not None:
+        z = rng.standard_normal((n_pulse, a_tab.shape[1] + 2))
+        noise = Noise(np.asarray(sigma, np.float64), p.receiver.shot_w, z)
     ret = waveform_returns(
         t_tab, a_tab, p.pulse.width_ns, thr, select_kind(physics),
-        2.0 * p.returns.min_separation_m / _C_M_PER_NS, p.returns.max_returns,
+        2.0 * p.returns.min_separation_m / _C_M_PER_NS, p.returns.max_returns, noise,
     )  # fmt: skip
     e_tot = n_sub * n_e
     flat = ret.pulse * e_tot + ret.echo

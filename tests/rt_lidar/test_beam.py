@@ -31,14 +31,17 @@ from unreal_bridge.world import Scene
 # by 1.9 um at most), and again when moving objects came to be posed at each ray's firing time rather
 # than the frame start (issue 14 item 3: the street's cars moved, the sum of x by 14 m), and when the
 # reported reflectivity became the measured one (item 5: the 3,428 points seen through the street's
-# windows carry the glass's transmission; intensity and reflectivity sums fell by 6 % and 1.4 %).
+# windows carry the glass's transmission; intensity and reflectivity sums fell by 6 % and 1.4 %), and
+# when detection became a probability from the SNR with a receiver noise model (items 4 and 8: returns
+# near the threshold come and go, weak ones jitter as 1 / sqrt(SNR), the noise floor adds a false
+# detection now and then: 6, 20 and 1 more pulses returned nothing / a point).
 GOLDEN = {
-    "street": ("VLP-16", 28928, 2650, 26278, 1318822606121, 187036,
-               (32757.74005, 27711.82142, 8817.227676, 603627.0137, 31436.17038)),
-    "targets": ("OS1-64", 65536, 64556, 980, 49997851198, 29894,
-                (11761.71639, -727.1817279, 28.63037152, 33278822.32, 145317.2981)),
-    "glass": ("VLP-16", 28928, 28894, 34, 1699647239, 255,
-              (204.0493093, 0.1337067138, -0.002203918993, 1674.851455, 24.24301628)),
+    "street": ("VLP-16", 28928, 2656, 26272, 1318551053838, 187028,
+               (33000.78907, 27849.53417, 8913.859287, 603633.8874, 31436.23912)),
+    "targets": ("OS1-64", 65536, 64536, 1000, 51226757440, 30599,
+                (11827.13592, -1150.248600, -6.669425059, 33279050.55, 145324.3328)),
+    "glass": ("VLP-16", 28928, 28893, 35, 1750121972, 262,
+              (210.3316798, -0.04852316120, -0.1051531658, 1674.883921, 24.24334066)),
 }  # fmt: skip
 SCENES: dict[str, Callable[[], str | Scene]] = {
     "street": lambda: "street",
@@ -157,14 +160,17 @@ def test_sunlight_adds_noise_and_blinds_near_the_sun():
     )
     scan = day.pipeline.scans(1)[0]
     noise = (scan.points["flags"] & PointFlag.AMBIENT_NOISE) != 0
-    assert noise.sum() > 0 and not ((night.points["flags"] & PointFlag.AMBIENT_NOISE) != 0).any()
+    # the receiver's dark noise gives a rare false detection at night too (issue 14 item 4)
+    night_noise = int(((night.points["flags"] & PointFlag.AMBIENT_NOISE) != 0).sum())
+    assert noise.sum() > 5 * night_noise + 10 and night_noise < 0.001 * night.fired
     az = np.degrees(np.arctan2(scan.points["y"], scan.points["x"]))
     el = np.degrees(np.arctan2(scan.points["z"], np.hypot(scan.points["x"], scan.points["y"])))
     near_sun = (np.abs(np.abs(az) - 180.0) < 1.0) & (np.abs(el - 2.9) < 1.0)
     assert near_sun.any() and noise[near_sun].all()  # blinded: only noise where the sun is
     front = scan.points[(scan.points["x"] > 0) & ~noise]
     err = front["x"] - 30.0
-    assert float(err.std()) > 0.9 * float((night.points[night.points["x"] > 0]["x"] - 30.0).std())
+    quiet = night.points[(night.points["x"] > 0) & ((night.points["flags"] & PointFlag.AMBIENT_NOISE) == 0)]
+    assert float(err.std()) > 0.9 * float((quiet["x"] - 30.0).std())
 
 
 def test_cli_arguments():

@@ -28,7 +28,7 @@ def _scene(ego_speed: float = 0.0) -> Scene:
 
 def _scans(sim_hz: float, ego_speed: float = 0.0, count: int = 3):
     world = World(_scene(ego_speed))
-    cfg = PhysicsConfig(range_noise=False)
+    cfg = PhysicsConfig(range_noise=False, receiver_noise=False)
     return build_pipeline(load_preset("HDL-64E"), world, sim_hz=sim_hz, physics=cfg).pipeline.scans(count)
 
 
