@@ -79,8 +79,9 @@ class DetectionCurve:
 
 
 def detection_curve(
-    preset: SensorPreset, ranges_m: Sequence[float], reflectivity: float = 0.1, pulses: int = 2000,
-    sun_lux: float = 0.0, sun_cos: float = 1.0, seed: int = 0, config: PhysicsConfig | None = None,
+    preset: SensorPreset, ranges_m: Sequence[float] | np.ndarray, reflectivity: float = 0.1,
+    pulses: int = 2000, sun_lux: float = 0.0, sun_cos: float = 1.0, seed: int = 0,
+    config: PhysicsConfig | None = None,
 ) -> DetectionCurve:  # fmt: skip
     """Fire ``pulses`` at the target at each range (single-ray path of the preset's physics)."""
     cfg = dataclasses.replace(config or PhysicsConfig(), sun_illuminance_lux=sun_lux)

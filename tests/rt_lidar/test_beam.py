@@ -34,12 +34,13 @@ from unreal_bridge.world import Scene
 # windows carry the glass's transmission; intensity and reflectivity sums fell by 6 % and 1.4 %), and
 # when detection became a probability from the SNR with a receiver noise model (items 4 and 8: returns
 # near the threshold come and go, weak ones jitter as 1 / sqrt(SNR), the noise floor adds a false
-# detection now and then: 6, 20 and 1 more pulses returned nothing / a point).
+# detection now and then: 6, 20 and 1 more pulses returned nothing / a point; the OS1-64 became the
+# gen-1 datasheet's: 850 nm, FWHM divergence, 5 ns pulse).
 GOLDEN = {
     "street": ("VLP-16", 28928, 2656, 26272, 1318551053838, 187028,
                (33000.78907, 27849.53417, 8913.859287, 603633.8874, 31436.23912)),
-    "targets": ("OS1-64", 65536, 64536, 1000, 51226757440, 30599,
-                (11827.13592, -1150.248600, -6.669425059, 33279050.55, 145324.3328)),
+    "targets": ("OS1-64", 65536, 64553, 983, 50104394166, 29958,
+                (11847.29983, -750.2451266, 42.27313385, 33279382.76, 145318.7652)),
     "glass": ("VLP-16", 28928, 28893, 35, 1750121972, 262,
               (210.3316798, -0.04852316120, -0.1051531658, 1674.883921, 24.24334066)),
 }  # fmt: skip
