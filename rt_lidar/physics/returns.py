@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Detections", "select_kind", "waveform_detections"]
 
 _C_M_PER_NS = SPEED_OF_LIGHT * 1e-9
+MAX_NOISY_CANDIDATES = 8
 
 
 @dataclass
@@ -151,7 +152,8 @@ def waveform_detections(
     t_tab = np.where(gate, 2.0 * r_tab.astype(np.float64) / _C_M_PER_NS, np.inf)
     noise = None
     if sigma is not None:
-        z = rng.standard_normal((n_pulse, a_tab.shape[1] + 2))
+        # one draw per candidate peak: a pulse rarely has more than 8 (the rest are detected noiselessly)
+        z = rng.standard_normal((n_pulse, min(a_tab.shape[1] + 2, MAX_NOISY_CANDIDATES)))
         noise = Noise(np.asarray(sigma, np.float64), p.receiver.shot_w, z)
     ret = waveform_returns(
         t_tab, a_tab, p.pulse.width_ns, thr, select_kind(physics),

@@ -6,6 +6,7 @@ physics kernels index with the per-hit material number, in the order of the worl
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -16,7 +17,29 @@ import numpy as np
 
 from rt_lidar.errors import ConfigError
 
-__all__ = ["MaterialArrays", "MaterialTable", "load_material_table"]
+__all__ = [
+    "RETRO_LOBE_HALF_WIDTH_RAD",
+    "MaterialArrays",
+    "MaterialTable",
+    "load_material_table",
+    "lobe_albedo",
+]
+
+RETRO_LOBE_HALF_WIDTH_RAD = math.radians(0.5)
+"""Half-width (observation angle) of a retro-reflector's return cone: sheeting is specified at 0.2 and
+0.5 deg (ASTM E810); its energy is spread over about pi * this^2 sr around the source."""
+
+
+def lobe_albedo(specular_gain: float, specular_exponent: float, retro_gain: float = 0.0) -> float:
+    """Share of the incident power the lobes send back into the hemisphere (normal incidence).
+
+    The monostatic ``S = g cos^n(theta)`` of a specular lobe is a Phong lobe about the mirror direction
+    seen at twice the incidence angle, ``cos^n(theta) ~ cos^(n/4)(alpha)``, of peak BRDF ``g / pi``: its
+    albedo is ``g / pi * 2 pi / (n / 4 + 1) = 8 g / (n + 4)``. A retro lobe's ``S = g`` is spread over
+    the return cone: ``g / pi * pi w^2 = g w^2`` (``w`` = :data:`RETRO_LOBE_HALF_WIDTH_RAD`).
+    """
+    return 8.0 * specular_gain / (specular_exponent + 4.0) + retro_gain * RETRO_LOBE_HALF_WIDTH_RAD**2
+
 
 _OPTIONAL = {
     "retro_gain": (0.0, 0.0, 1e5),
@@ -124,6 +147,16 @@ def _validate(source: str, data: dict[str, Any]) -> MaterialTable:
                 v = mat[key]
                 if not isinstance(v, int | float) or not lo <= float(v) <= hi:
                     raise ConfigError(f"{where}.{key}' must be a number in [{lo}, {hi}], got {v!r}")
+        total = float(arr.max()) + lobe_albedo(
+            float(mat.get("specular_gain", 0.0)),
+            float(mat.get("specular_exponent", 1.0)),
+            float(mat.get("retro_gain", 0.0)),
+        )
+        if total > 1.0 + 1e-6:
+            raise ConfigError(
+                f"{where}': reflects {total:.3g} of the incident power (diffuse + lobes, lobe_albedo); "
+                "at most 1 (lower specular_gain or retro_gain)"
+            )
         out[name] = {**mat, "spectrum": arr}
     return MaterialTable(source=source, wavelengths_nm=wavelengths, materials=out)
 
