@@ -139,7 +139,7 @@ class WeatherModel:
         k_sensor = sensor_constant(preset.pulse.peak_power_w, o.receiver_aperture_m, o.system_efficiency)
         a_w = c.extinction_per_m
         a_tot = a0 + a_w
-        beam = (BEAM_EXIT_DIAMETER_M, o.beam_divergence_h_mrad * 1e-3, o.beam_divergence_v_mrad * 1e-3)
+        beam = (o.beam_exit_diameter_m, o.beam_divergence_h_mrad * 1e-3, o.beam_divergence_v_mrad * 1e-3)
         r1, r2 = OVERLAP_START_M, OVERLAP_FULL_M
         zmin, zmax = preset.range.min_m, preset.range.max_m
         species = []

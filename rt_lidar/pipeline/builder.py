@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.sources import WorldSource
+from rt_lidar.sensor.beam import exit_m_per_rad
 from rt_lidar.sensor.materials import MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from unreal_bridge.world import SCENES, Pose, Scene, StaticTrajectory, World, load_mesh_file
@@ -58,7 +59,7 @@ def build_pipeline(
     world = scene if isinstance(scene, World) else build_world(scene, seed=seed)
     table = materials or load_material_table()
     phys = SensorPhysics.from_preset(sensor, world.material_names, table, physics)
-    source = WorldSource(world, sensor.range.max_m, phys.materials.transmission)
+    source = WorldSource(world, sensor.range.max_m, phys.materials.transmission, exit_m_per_rad(sensor))
     return BuiltPipeline(
         Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch), world, sensor, table
     )

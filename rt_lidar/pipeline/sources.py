@@ -16,9 +16,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from rt_lidar.sensor.beam import SubRayPattern, subray_directions
+from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
 from unreal_bridge.world import World
+from unreal_bridge.world.pose import quat_rotate
 
 __all__ = ["GLASS_MAX_CROSSINGS", "BeamHitSource", "HitSource", "Hits", "WorldSource", "sun_unit"]
 
@@ -165,14 +166,23 @@ class WorldSource:
 
     ``transmission`` gives the one-way transmission of each world material (0 = opaque); rays that hit a
     transmissive surface are continued behind it, and the surface is remembered for its own echo.
+    ``exit_m_per_rad`` (:func:`~rt_lidar.sensor.beam.exit_m_per_rad` of the preset) starts the sub-rays
+    of a bundle across the exit aperture; (0, 0) casts them all from the sensor origin.
     """
 
-    def __init__(self, world: World, max_range_m: float, transmission: np.ndarray) -> None:
+    def __init__(
+        self,
+        world: World,
+        max_range_m: float,
+        transmission: np.ndarray,
+        exit_m_per_rad: tuple[float, float] = (0.0, 0.0),
+    ) -> None:
         if transmission.shape != (len(world.material_names),):
             raise ValueError("transmission must have one entry per world material")
         self.world = world
         self.max_range_m = float(max_range_m)
         self._transmission = transmission.astype(np.float32)
+        self.exit_m_per_rad = (float(exit_m_per_rad[0]), float(exit_m_per_rad[1]))
 
     @property
     def material_names(self) -> list[str]:
@@ -213,6 +223,10 @@ class WorldSource:
         d_sensor = subray_directions(firings.directions(), pattern)
         if n > 1:
             pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
+            if any(self.exit_m_per_rad):  # sub-rays start across the exit aperture
+                pos = pos + quat_rotate(
+                    quat, exit_offsets(firings.directions(), pattern, self.exit_m_per_rad)
+                )
         sun = None if sun_direction is None else np.asarray(sun_direction, np.float64)
         hits = self._cast(firings, d_sensor, pos, quat, sun)
         hits.subrays = n

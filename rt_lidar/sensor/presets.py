@@ -129,6 +129,9 @@ class OpticsSpec:
     beam_profile: str = spec("gaussian", choices=BEAM_PROFILES)
     """Transmitter x receiver sensitivity over the footprint: a Gaussian whose 1/e^2 full angles are the
     divergences, a top hat of those full angles, or a measured ``table``."""
+    beam_exit_diameter_m: float = spec(0.011, 0.0, 0.2, "m")
+    """Beam diameter at the exit window: the footprint at range R is this plus the divergence x R, and
+    sub-rays start across it (:func:`~rt_lidar.sensor.beam.exit_offsets`)."""
     receiver_aperture_m: float = spec(0.025, 0.001, 1.0, "m")
     system_efficiency: float = spec(0.5, 0.0, 1.0)
     sub_rays: int = spec(1, 1, 127)

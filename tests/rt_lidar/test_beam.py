@@ -185,3 +185,35 @@ def test_cli_arguments():
         ap.parse_args(["--sub-rays", "0"])
     with pytest.raises(SystemExit):
         ap.parse_args(["--return-mode", "first"])
+
+
+def test_sub_rays_start_across_the_exit_aperture():
+    """Issue 14 item 9: a panel edge 5 mm beside the beam axis 1 m ahead is outside the footprint of
+    sub-rays from one point (radius 1.5 x 1.5 mrad x 1 m = 2.3 mm) but inside that of a beam leaving an
+    11 mm aperture (d0 + theta R); far away the footprint is d0 + theta R."""
+    from rt_lidar.pipeline.sources import WorldSource
+    from rt_lidar.sensor.beam import exit_m_per_rad, exit_offsets
+    from rt_lidar.sensor.scan_pattern import Firings
+    from unreal_bridge.world import MeshObject, Pose, StaticTrajectory, World
+
+    preset = load_preset("VLP-16")
+    v = np.array([[1.0, 0.005, -1.0], [1.0, 1.0, -1.0], [1.0, 1.0, 1.0], [1.0, 0.005, 1.0]], np.float32)
+    panel = MeshObject("edge", v, np.array([[0, 1, 2], [0, 2, 3]], np.int32), np.zeros(2, np.int16), 5)
+    world = World(Scene(objects=[panel], ego=StaticTrajectory(Pose.identity()), sensor_mount=Pose.identity()))
+    firings = Firings(
+        np.zeros(1, np.uint16), np.zeros(1, np.int64), np.zeros(1), np.zeros(1), np.zeros(1, np.int64)
+    )
+    pattern = subray_pattern(preset, 19)
+    transmission = np.zeros(len(world.material_names), np.float32)
+    point = WorldSource(world, 100.0, transmission).beam_hits(firings, 0, 1, pattern)
+    aperture = WorldSource(world, 100.0, transmission, exit_m_per_rad(preset)).beam_hits(
+        firings, 0, 1, pattern
+    )
+    assert not np.isfinite(point.range_m).any()
+    assert np.isfinite(aperture.range_m).sum() >= 3
+    # at range R every sub-ray lies offset x (d0 / theta + R) off the axis: the footprint is d0 + theta R
+    start = exit_offsets(firings.directions(), pattern, exit_m_per_rad(preset))
+    at_100 = start + 100.0 * subray_directions(firings.directions(), pattern).astype(np.float64)
+    o = preset.optics
+    scale = o.beam_exit_diameter_m / (o.beam_divergence_h_mrad * 1e-3) + 100.0
+    np.testing.assert_allclose(at_100[:, 1], pattern.offsets_rad[:, 0] * scale, rtol=1e-4, atol=1e-9)
