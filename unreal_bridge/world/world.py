@@ -56,6 +56,21 @@ class _Moving:
         self.radius = float(np.linalg.norm(vertices.astype(np.float64) - self.center, axis=1).max()) + 1e-3
 
 
+def _rotate_rows(q: F64, v: F64) -> F64:
+    """Rotate (N, 3) vectors by (N, 4) wxyz unit quaternions, row by row, component-wise (no np.cross:
+    several times faster on the few thousand rays a moving object's cull leaves)."""
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    vx, vy, vz = v[:, 0], v[:, 1], v[:, 2]
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    out = np.empty(v.shape, np.float64)
+    out[:, 0] = vx + w * tx + (y * tz - z * ty)
+    out[:, 1] = vy + w * ty + (z * tx - x * tz)
+    out[:, 2] = vz + w * tz + (x * ty - y * tx)
+    return out
+
+
 def _meets_box(o: F32, d: F32, lo: F32, hi: F32) -> NDArray[np.intp]:
     """Rays (object frame) whose forward half meets the box [lo, hi] (slab test, axis by axis: a
     reduction over the short axis of (N, 3) rows is many times slower)."""
@@ -348,8 +363,8 @@ class World:
             cand = np.arange(o.shape[0])
         p, q = self.scene.objects[mv.index].trajectory.positions_rotations(t[cand])
         qi = quat_conjugate(q)
-        ol = quat_rotate(qi, o[cand].astype(np.float64) - p).astype(np.float32)
-        dl = quat_rotate(qi, d[cand].astype(np.float64)).astype(np.float32)
+        ol = _rotate_rows(qi, o[cand].astype(np.float64) - p).astype(np.float32)
+        dl = _rotate_rows(qi, d[cand].astype(np.float64)).astype(np.float32)
         inside = _meets_box(ol, dl, *mv.box)
         cand, ol, dl, q = cand[inside], ol[inside], dl[inside], q[inside]
         limit = np.minimum(dist[cand], np.float32(max_range))
@@ -357,7 +372,7 @@ class World:
         got = np.flatnonzero((hf >= 0) & (hd < limit))
         rows = cand[got]
         dist[rows] = hd[got]
-        normal[rows] = quat_rotate(q[got], hn[got].astype(np.float64)).astype(np.float32)
+        normal[rows] = _rotate_rows(q[got], hn[got].astype(np.float64)).astype(np.float32)
         material[rows] = self._face_material[mv.index][hf[got]]
         obj_index[rows] = mv.index
 
