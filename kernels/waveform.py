@@ -354,6 +354,8 @@ def _waveform_returns(
     xp = array_module(t_ns)
     cl = cluster_echoes(t_ns, amp, width_ns)
     search = threshold_w
+    if noise is not None:  # the draws and floors onto the batch's device (host arrays from the caller)
+        noise = Noise(xp.asarray(noise.sigma_w), noise.shot_w, xp.asarray(noise.standard_normal))
     if noise is not None and int(noise.sigma_w.shape[0]):
         s_max = math.sqrt(float(xp.max(noise.sigma_w)) ** 2 + noise.shot_w * threshold_w)
         search = max(threshold_w - SEARCH_SIGMAS * s_max, 0.05 * threshold_w)
