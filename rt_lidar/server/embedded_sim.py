@@ -29,7 +29,7 @@ from rt_lidar.bridge.airsim_settings import airsim_settings_json
 from rt_lidar.bridge.hits import hits_to_wire
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.sources import Hits, WorldSource, sun_unit
-from rt_lidar.sensor.beam import SubRayPattern, pattern_from_offsets
+from rt_lidar.sensor.beam import SubRayPattern, exit_m_per_rad, pattern_from_offsets
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import firings_between
@@ -86,7 +86,7 @@ class EmbeddedSim:
         self.max_rays_per_call = max_rays_per_call
         table = load_material_table()
         self._transmission = table.arrays(world.material_names, preset.optics.wavelength_nm).transmission
-        self.source = WorldSource(world, preset.range.max_m, self._transmission)
+        self.source = WorldSource(world, preset.range.max_m, self._transmission, exit_m_per_rad(preset))
         self._lock = threading.RLock()
         self._t_ns = 0
         self._paused = paused

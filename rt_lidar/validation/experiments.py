@@ -247,3 +247,11 @@ EXPERIMENTS: dict[str, Experiment] = {
 from rt_lidar.validation.beam_experiments import BEAM_EXPERIMENTS  # noqa: E402  (beam model, issue 5)
 
 EXPERIMENTS.update(BEAM_EXPERIMENTS)
+
+from rt_lidar.validation.echo_experiments import ECHO_EXPERIMENTS  # noqa: E402  (issue 14)
+
+EXPERIMENTS.update(ECHO_EXPERIMENTS)
+
+from rt_lidar.validation.detection_experiments import DETECTION_EXPERIMENTS  # noqa: E402  (issue 14)
+
+EXPERIMENTS.update(DETECTION_EXPERIMENTS)
