@@ -2,7 +2,8 @@
 
 Sunlight reflected by the surface a beam looks at reaches the detector through the receiver's band-pass
 filter like the laser echo does, but continuously: a background power ``P_b`` whose shot noise
-``sigma = sqrt(P_b * q)`` raises the receiver's noise floor. With a fixed threshold ``T`` a noise peak
+raises the receiver's noise floor, ``sigma^2 = sigma_dark^2 + 2 q F B P_b / R``
+(:func:`receiver_sigma_w`). With a fixed threshold ``T`` a noise peak
 exceeds it in one range cell with probability ``Q(T / sigma)``; over a gate of ``n`` cells a pulse
 gives a false detection with ``1 - (1 - Q)^n``. True echoes near the threshold are lost or found at
 random, and their range jitters by ``sigma_t = sigma_pulse * sigma / P``. Looking within a few degrees
@@ -25,6 +26,7 @@ __all__ = [
     "band_irradiance_w_m2",
     "false_alarm_probability",
     "gaussian_tail",
+    "receiver_sigma_w",
     "timing_jitter_ns",
 ]
 
@@ -72,6 +74,14 @@ def background_power(
     etendue = efficiency * math.pi * aperture_m**2 / 4.0 * math.pi * (fov_h_rad / 2.0) * (fov_v_rad / 2.0)
     radiance = xp.where(hit, diffuse * sun_cos, SKY_RADIANCE_FRACTION) * (irradiance_w_m2 / math.pi)
     return (etendue * radiance).astype(xp.float32)
+
+
+def receiver_sigma_w(dark_sigma_w: Any, shot_w: float, power_w: Any) -> Any:
+    """Receiver noise (W, 1 sigma) with ``power_w`` of background and/or signal on the detector:
+    ``sqrt(dark^2 + shot_w * P)``, ``shot_w = 2 q F B / R`` (shot noise of the photocurrent, times the
+    APD's excess noise factor F, over the bandwidth B, referred to optical watts by the responsivity R)."""
+    xp = array_module(power_w)
+    return xp.sqrt(dark_sigma_w * dark_sigma_w + shot_w * xp.maximum(power_w, 0.0))
 
 
 def gaussian_tail(x: Any) -> Any:

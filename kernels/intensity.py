@@ -1,10 +1,11 @@
 """Received power from the laser radar equation, detection, range noise and the sensor's output scale.
 
 Monostatic lidar: the direction back to the receiver is the incidence direction, so every BRDF term is a
-function of the incidence angle alone. With an extended target filling the beam (Carlsson 2000, as
-Helios++ uses it, with sigma = pi * f_BRDF * A):
+function of the incidence angle alone. With an extended target filling the beam (cross-section
+sigma = 4 pi f_BRDF A; a Lambertian reflector of reflectivity rho sends rho P cos(theta) / pi per
+steradian, and the receiver aperture pi D_r^2 / 4 subtends pi D_r^2 / (4 R^2) of them):
 
-    P_r = P_e * D_r^2 * eta * T_atm * S / (16 R^2),   T_atm = exp(-2 a R)
+    P_r = P_e * D_r^2 * eta * T_atm * S / (4 R^2),   T_atm = exp(-2 a R)
 
 where ``S = pi * f_BRDF * cos(theta)`` is the *effective reflectance*. A Lambertian surface of
 reflectivity rho gives ``S = rho * cos(theta)``; retro-reflective sheeting and specular lobes add terms
@@ -24,10 +25,17 @@ __all__ = [
     "effective_reflectance",
     "received_power",
     "received_power_output",
+    "sensor_constant",
     "two_way_transmission",
 ]
 
 SPEED_OF_LIGHT = 299_792_458.0
+
+
+def sensor_constant(peak_power_w: float, receiver_aperture_m: float, system_efficiency: float) -> float:
+    """``K = P_e D_r^2 eta / 4`` (W m^2): a white Lambertian target filling the beam at R returns K / R^2
+    (the one place the radar equation's constant lives; an earlier version divided by 16)."""
+    return peak_power_w * receiver_aperture_m**2 * system_efficiency / 4.0
 
 
 def effective_reflectance(
@@ -80,7 +88,7 @@ def received_power(
     """
     xp = array_module(range_m)
     r = xp.maximum(range_m, 1e-3)
-    k = peak_power_w * receiver_aperture_m**2 * system_efficiency / 16.0
+    k = sensor_constant(peak_power_w, receiver_aperture_m, system_efficiency)
     return k * transmission * effective_refl * footprint_fraction / (r * r)
 
 
@@ -89,16 +97,20 @@ def apply_range_noise(
     standard_normal: Any,
     accuracy_m: float,
     power_w: Any,
-    threshold_w: float,
+    noise_sigma_w: Any,
+    pulse_sigma_ns: float,
 ) -> Any:
-    """Measured range: true range plus Gaussian noise whose sigma grows as the return nears the threshold.
+    """Measured range: true range plus Gaussian noise that grows as 1 / sqrt(SNR).
 
-    ``sigma = accuracy * sqrt(1 + threshold / power)``: the datasheet accuracy for strong returns,
-    about 1.4x that at the detection limit. ``standard_normal`` holds the caller's N(0, 1) draws (kernels
-    keep no random state, so a seeded generator upstream makes runs reproducible).
+    ``sigma^2 = accuracy^2 + (c/2 * sigma_pulse * noise / power)^2``: the peak time of an echo of height
+    ``power`` on noise ``noise_sigma_w`` jitters by ``sigma_pulse * noise / power`` (1 / sqrt of the
+    power SNR ``(power / noise)^2``), beside the datasheet accuracy that strong returns keep (clock,
+    calibration). ``standard_normal`` holds the caller's N(0, 1) draws (kernels keep no random state, so
+    a seeded generator upstream makes runs reproducible).
     """
     xp = array_module(range_m)
-    sigma = accuracy_m * xp.sqrt(1.0 + threshold_w / xp.maximum(power_w, 1e-30))
+    jitter_m = (0.5e-9 * SPEED_OF_LIGHT * pulse_sigma_ns) * noise_sigma_w / xp.maximum(power_w, 1e-30)
+    sigma = xp.sqrt(accuracy_m * accuracy_m + jitter_m * jitter_m)
     return range_m + sigma * standard_normal
 
 

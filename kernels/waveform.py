@@ -28,10 +28,13 @@ __all__ = [
     "CLUSTER_GAP_SIGMA",
     "MAX_SPAN_BINS",
     "PAD_SIGMA",
+    "SEARCH_SIGMAS",
     "Clusters",
+    "Noise",
     "Peaks",
     "Returns",
     "cluster_echoes",
+    "detect_noisy_peaks",
     "pack_peaks",
     "pulse_sigma_ns",
     "select_returns",
@@ -293,6 +296,38 @@ def select_returns(pk: Peaks, kind: str, min_separation_ns: float, max_returns: 
     return xp.take_along_axis(sel, o, axis=1), xp.take_along_axis(ok, o, axis=1)
 
 
+SEARCH_SIGMAS = 5.0
+"""With receiver noise, peaks are searched down to this many noise sigmas below the threshold."""
+
+
+class Noise(NamedTuple):
+    """Receiver noise of a batch: detection becomes a probability (:func:`waveform_returns`)."""
+
+    sigma_w: Any  # (P,) noise floor of each pulse (W, 1 sigma: dark + background shot noise)
+    shot_w: float  # signal shot noise: sigma^2 grows by shot_w per watt of echo
+    standard_normal: Any  # (P, D) N(0, 1) draws, one per candidate peak (D >= the candidates a pulse has)
+
+
+def detect_noisy_peaks(
+    pk: Peaks, noise: Noise, threshold_w: float, search_w: float, width_ns: float
+) -> Peaks:
+    """Candidates found down to ``search_w`` that the noise carries over ``threshold_w``: a peak of height
+    ``a`` is detected when ``a + sigma z >= T`` (``sigma^2 = sigma_w^2 + shot_w a``), so P_d = Q((T - a)
+    / sigma) rises smoothly through 1/2 at the threshold; its echo pulse width is taken back from the
+    search level to the threshold (exact for one Gaussian echo: EPW^2 falls by 8 sigma_p^2 ln(T / S))."""
+    xp = array_module(pk.amp)
+    p, k = pk.amp.shape
+    z = noise.standard_normal
+    if z.shape[1] < k:
+        z = xp.concatenate([z, xp.zeros((p, k - z.shape[1]), z.dtype)], axis=1)
+    a = pk.amp.astype(xp.float64)
+    s = xp.sqrt(noise.sigma_w[:, None] ** 2 + noise.shot_w * xp.maximum(a, 0.0))
+    valid = pk.valid & (a + s * z[:, :k] >= threshold_w)
+    sig = pulse_sigma_ns(width_ns)
+    epw2 = pk.epw_ns.astype(xp.float64) ** 2 - 8.0 * sig * sig * math.log(threshold_w / search_w)
+    return Peaks(pk.t_ns, pk.amp, xp.sqrt(xp.maximum(epw2, 0.0)).astype(xp.float32), valid)
+
+
 def waveform_returns(
     t_ns: Any,
     amp: Any,
@@ -301,24 +336,37 @@ def waveform_returns(
     kind: str,
     min_separation_ns: float,
     max_returns: int = 3,
+    noise: Noise | None = None,
 ) -> Returns:
-    """The reported returns of (P, E) echoes (times in ns, amplitudes in W; amp 0 = no echo)."""
+    """The reported returns of (P, E) echoes (times in ns, amplitudes in W; amp 0 = no echo); with
+    ``noise``, detection is a probability (:func:`detect_noisy_peaks`), without it a step at the
+    threshold."""
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf of absent echoes is masked out
-        return _waveform_returns(t_ns, amp, width_ns, threshold_w, kind, min_separation_ns, max_returns)
+        return _waveform_returns(
+            t_ns, amp, width_ns, threshold_w, kind, min_separation_ns, max_returns, noise
+        )
 
 
 def _waveform_returns(
     t_ns: Any, amp: Any, width_ns: float, threshold_w: float, kind: str, min_separation_ns: float,
-    max_returns: int,
+    max_returns: int, noise: Noise | None,
 ) -> Returns:  # fmt: skip
     xp = array_module(t_ns)
     cl = cluster_echoes(t_ns, amp, width_ns)
+    search = threshold_w
+    if noise is not None:  # the draws and floors onto the batch's device (host arrays from the caller)
+        noise = Noise(xp.asarray(noise.sigma_w), noise.shot_w, xp.asarray(noise.standard_normal))
+    if noise is not None and int(noise.sigma_w.shape[0]):
+        s_max = math.sqrt(float(xp.max(noise.sigma_w)) ** 2 + noise.shot_w * threshold_w)
+        search = max(threshold_w - SEARCH_SIGMAS * s_max, 0.05 * threshold_w)
     if xp is np:
-        pk = waveform_peaks(cl, width_ns, threshold_w)
+        pk = waveform_peaks(cl, width_ns, search)
     else:
         from kernels.waveform_cuda import waveform_peaks_cuda
 
-        pk = waveform_peaks_cuda(cl, width_ns, threshold_w)
+        pk = waveform_peaks_cuda(cl, width_ns, search)
+    if noise is not None:
+        pk = detect_noisy_peaks(pk, noise, threshold_w, search, width_ns)
     sel, ok = select_returns(pk, kind, min_separation_ns, max_returns)
     pulse, col = xp.nonzero(ok)
     cand = sel[pulse, col]

@@ -3,7 +3,7 @@
 Units: ranges and beam sizes in metres, drop / flake diameters in millimetres, number densities in
 m^-3 (size distributions in m^-3 mm^-1), extinction in 1/m, powers in watts. Received powers use the
 project's laser radar equation (:func:`kernels.intensity.received_power`): ``P = K S T / z^2`` with the
-sensor constant ``K = P_e D_r^2 eta / 16``, so every clutter power compares directly with the preset's
+sensor constant ``K = P_e D_r^2 eta / 4``, so every clutter power compares directly with the preset's
 detection threshold.
 
 Rain (the LineTrace seed, Espineira et al., IEEE Sensors J. 21(8), 2021):
@@ -222,7 +222,7 @@ class FogParams(NamedTuple):
 class WeatherKernelParams(NamedTuple):
     """Everything the per-ray kernel needs, in plain numbers and small tables."""
 
-    k_sensor: float  # P_e D_r^2 eta / 16 (W m^2)
+    k_sensor: float  # P_e D_r^2 eta / 4 (W m^2)
     threshold_w: float
     a_weather: float  # weather extinction (1/m), applied two-way to the object
     a_total: float  # clear air + weather, for clutter returns

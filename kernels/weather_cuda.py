@@ -35,6 +35,9 @@ __device__ __forceinline__ u64 mix(u64 key, u64 c) {
 __device__ __forceinline__ float unit24(u64 z, int shift) {
     return ((float)((z >> shift) & 0xFFFFFFULL) + 0.5f) * 5.9604644775390625e-08f;
 }
+__device__ __forceinline__ float unit16(u64 z, int shift) {
+    return ((float)((z >> shift) & 0xFFFFULL) + 0.5f) * 1.52587890625e-05f;
+}
 __device__ __forceinline__ float lookup(const float* t, int n, float z0, float inv_dz, float z) {
     float x = fminf(fmaxf((z - z0) * inv_dz, 0.0f), (float)n - 1.001f);
     int i = (int)x;
@@ -122,11 +125,14 @@ extern "C" __global__ void weather_kernel(
         Sp s1 = {cum1, n1, z01, dz1, pf1, lam1, lo1, hi1, rho1, flag1, slot1};
         particles(s1, range, unit24(h1, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, &bp, &bz, &bf);
     }
-    if (fog_p > 0.0f && range > fog_z && bp < fog_p) {
-        float jitter = -logf(unit24(h1, 16));
-        bp = fog_p;
-        bz = fminf(fog_z + fog_j * jitter, range);
-        bf = fog_flag;
+    if (fog_p > 0.0f && range > fog_z) {
+        float fp = -logf(unit16(h1, 0)) * fog_p;  // speckle: exponential about the soft target's mean
+        if (bp < fp) {
+            float jitter = -logf(unit24(h1, 16));
+            bp = fp;
+            bz = fminf(fog_z + fog_j * jitter, range);
+            bf = fog_flag;
+        }
     }
     float g = sigma > 0.0f ? normal[(int)(h0 & 4095ULL)] * sigma : 0.0f;
     if (extra) {

@@ -212,8 +212,10 @@ def apply_weather(
     4. extra Gaussian range noise on every detected return.
 
     Draws per ray i: counter (i, 0) gives the first species' count (bits 40..63) and the range noise
-    (bits 0..11 index :data:`NORMAL_TABLE`); counter (i, 1) the second species' count (bits 40..63)
-    and the fog range jitter (bits 16..39); species s's particles use slots from ``Species.slot``.
+    (bits 0..11 index :data:`NORMAL_TABLE`); counter (i, 1) the second species' count (bits 40..63),
+    the fog range jitter (bits 16..39) and the fog echo's fluctuation (bits 0..15: its power is
+    exponentially distributed about the soft target's mean, :func:`_fog_powers`); species s's
+    particles use slots from ``Species.slot``.
 
     Two passes: every ray in cache-sized chunks (extinction, its draws, noise, and the few rays that can
     hold a detectable particle or see the fog), then those few rays of the whole scan at once. The result
@@ -225,7 +227,7 @@ def apply_weather(
     lowest = [np.uint64(count_prescreen_bits(sp)) for sp in prm.species]
     pre: list[list[Any]] = [[] for _ in prm.species]
     bits: list[list[Any]] = [[] for _ in prm.species]
-    fogs: list[tuple[Any, Any] | None] = []
+    fogs: list[tuple[Any, Any, Any] | None] = []
     noise = xp.zeros(n, xp.float32) if prm.noise_sigma_m > 0 else None
     spans = [(a, min(a + chunk, n)) for a in range(0, n, chunk)]
     for a, b in spans:  # pass 1: every ray
@@ -241,9 +243,15 @@ def apply_weather(
             i = xp.nonzero(h >= lowest[s])[0]
             pre[s].append(i + a)
             bits[s].append(h[i])
-        f = _fog_candidates(r, p if echoes is None else None, prm)
+        f = _fog_candidates(r, prm)
         if f.shape[0]:  # the fog's draws share counter (i, 1) with the second species' count
-            fogs.append((f, _fog_ranges(r, f, h1[f] if h1 is not None else ray_hash(key, ray[f], 1), prm)))
+            b1 = h1[f] if h1 is not None else ray_hash(key, ray[f], 1)
+            fp = _fog_powers(b1, prm)
+            keep = fp >= thr
+            if echoes is None:  # replacing the object: only where the fog's echo beats it
+                keep &= fp > p[f]
+            f, b1, fp = f[keep], b1[keep], fp[keep]
+            fogs.append((f, _fog_ranges(r, f, b1, prm), fp))
         else:
             fogs.append(None)
         if noise is not None:
@@ -291,17 +299,24 @@ def _range_noise(h0: Any, sigma_m: float) -> Any:
     return g
 
 
-def _fog_candidates(range_m: Any, power_w: Any, prm: WeatherKernelParams) -> Any:
-    """Rays whose fog soft target can win: past the fog's peak and weaker than it (above threshold);
-    ``power_w`` None (extra-echo mode): every ray past the peak."""
+def _fog_candidates(range_m: Any, prm: WeatherKernelParams) -> Any:
+    """Rays that may see the fog's soft target: those that reach past its peak."""
     xp = array_module(range_m)
     fog = prm.fog
-    if fog.power_w < prm.threshold_w:  # below threshold the fog never reports, nor hides a particle
+    if fog.power_w <= 0:
         return xp.zeros(0, xp.int64)
-    past = range_m > xp.float32(fog.range_m)
-    if power_w is not None:
-        past &= power_w < xp.float32(fog.power_w)
-    return xp.nonzero(past)[0]
+    return xp.nonzero(range_m > xp.float32(fog.range_m))[0]
+
+
+def _fog_powers(bits1: Any, prm: WeatherKernelParams) -> Any:
+    """The fog echo of each ray: the soft target's mean power times an exponential draw (bits 0..15 of
+    the rays' counter-(i, 1) bits). The echo of a volume of droplets is a sum of random phasors, so its
+    power fluctuates ray by ray (speckle) and the share of beams with a fog point grows smoothly with
+    the density instead of switching on at one visibility."""
+    xp = array_module(bits1)
+    f = xp.log(unit_from_bits(bits1, 0, 16))
+    f *= xp.float32(-prm.fog.power_w)
+    return f
 
 
 def _fog_ranges(range_m: Any, sel: Any, bits1: Any, prm: WeatherKernelParams) -> Any:
@@ -316,11 +331,11 @@ def _fog_ranges(range_m: Any, sel: Any, bits1: Any, prm: WeatherKernelParams) ->
 
 
 def _strongest_clutter(
-    n: int, found: list[tuple[Any, Any, Any, int]], fog: tuple[Any, Any] | None, prm: WeatherKernelParams
+    n: int, found: list[tuple[Any, Any, Any, int]], fog: tuple[Any, Any, Any] | None, prm: WeatherKernelParams
 ) -> tuple[Any, Any, Any, Any]:
     """(rays, power, range, flag) of the clutter echo that wins each of ``n`` rays: the strongest of its
-    particles (ties to the first species), unless the fog (candidate rays and their fog ranges) is
-    strictly stronger."""
+    particles (ties to the first species), unless the fog (candidate rays, their fog ranges and fog
+    powers) is strictly stronger."""
     if not found:
         if fog is None:
             return (
@@ -330,12 +345,7 @@ def _strongest_clutter(
                 np.zeros(0, np.uint8),
             )
         xp = array_module(fog[0])
-        return (
-            fog[0],
-            xp.full(fog[0].shape, prm.fog.power_w, xp.float32),
-            fog[1],
-            xp.full(fog[0].shape, prm.fog_flag, xp.uint8),
-        )
+        return fog[0], fog[2], fog[1], xp.full(fog[0].shape, prm.fog_flag, xp.uint8)
     xp = array_module(found[0][0])
     if len(found) == 1:
         idx, cp, cz, flag = found[0]
@@ -352,20 +362,19 @@ def _strongest_clutter(
         cp, cz, cf = best_p[idx], best_z[idx], best_f[idx]
     if fog is None or not fog[0].shape[0]:
         return idx, cp, cz, cf
-    fog_sel, fog_z = fog
-    fog_p = xp.float32(prm.fog.power_w)
+    fog_sel, fog_z, fog_p = fog
     if idx.shape[0]:
-        in_fog = xp.zeros(n, bool)
-        in_fog[fog_sel] = True
-        stay = ~(in_fog[idx] & (cp < fog_p))
+        fog_at = xp.zeros(n, xp.float32)
+        fog_at[fog_sel] = fog_p
+        stay = ~(cp < fog_at[idx])  # a particle stays unless its ray's fog echo is stronger
         idx, cp, cz, cf = idx[stay], cp[stay], cz[stay], cf[stay]
         taken = xp.zeros(n, bool)
         taken[idx] = True
         free = ~taken[fog_sel]
-        fog_sel, fog_z = fog_sel[free], fog_z[free]
+        fog_sel, fog_z, fog_p = fog_sel[free], fog_z[free], fog_p[free]
     return (
         xp.concatenate([idx, fog_sel]),
-        xp.concatenate([cp, xp.full(fog_sel.shape, fog_p, xp.float32)]),
+        xp.concatenate([cp, fog_p]),
         xp.concatenate([cz, fog_z]),
         xp.concatenate([cf, xp.full(fog_sel.shape, prm.fog_flag, xp.uint8)]),
     )

@@ -65,12 +65,10 @@ def reference_ray(
             pw = gain * min((d * 1e-3 / bd) ** 2, 1.0)
             if pw > bp:
                 bp, bz, bf = pw, z, sp.flag
-    if prm.fog.power_w > 0 and r > prm.fog.range_m and bp < prm.fog.power_w:
-        bp, bz, bf = (
-            prm.fog.power_w,
-            min(prm.fog.range_m - prm.fog.jitter_m * math.log(_u(h1, 16)), r),
-            prm.fog_flag,
-        )
+    if prm.fog.power_w > 0 and r > prm.fog.range_m:
+        fp = -math.log(((h1 & 0xFFFF) + 0.5) * 2.0**-16) * prm.fog.power_w  # speckle: exponential draw
+        if bp < fp:
+            bp, bz, bf = fp, min(prm.fog.range_m - prm.fog.jitter_m * math.log(_u(h1, 16)), r), prm.fog_flag
     if bp >= prm.threshold_w and bp > p:
         r, p = bz, bp
     else:

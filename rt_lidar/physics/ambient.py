@@ -1,15 +1,18 @@
-"""Sunlight on the scene: the noise floor it raises and what that does to a batch's detections.
+"""Receiver noise and sunlight: the noise floor of each pulse and the false detections it makes.
 
-The scenario gives the sun's illuminance and direction (:class:`~rt_lidar.physics.model.PhysicsConfig`); the
-source gives, per ray, the cosine between the lit surface's normal and the sun and between the ray and
-the sun (:class:`~rt_lidar.pipeline.sources.Hits` ``sun_cos`` / ``beam_sun_cos``; a source that does not know
-them gets a half-lit scene and no blinding). Per pulse, the background power of its footprint (sub-ray
-weighted) sets a noise floor (:mod:`kernels.ambient`); then
+Every pulse's receiver has a dark noise floor (amplifier, dark current: the preset's
+:class:`~rt_lidar.sensor.presets.ReceiverSpec` puts the threshold at ``threshold_snr`` of it); sunlight
+(:class:`~rt_lidar.physics.model.PhysicsConfig` gives its illuminance and direction) adds the shot noise of
+the background power its footprint sends (sub-ray weighted; the source gives, per ray, the cosine
+between the lit surface's normal and the sun and between the ray and the sun,
+:class:`~rt_lidar.pipeline.sources.Hits` ``sun_cos`` / ``beam_sun_cos``; a source that does not know them
+gets a half-lit scene and no blinding). With that floor (:func:`pulse_noise_w`)
 
-- a return survives only if its height plus a noise draw still reaches the threshold,
-- its range jitters by the noise's timing error,
+- a return is detected with probability Q((T - P) / sigma) (the single-ray and waveform paths), and its
+  range jitters as 1 / sqrt(SNR) (:func:`kernels.intensity.apply_range_noise`),
 - a pulse left without any return reports a false detection, uniform over the range gate and flagged
-  :attr:`~rt_lidar.points.PointFlag.AMBIENT_NOISE`, with the false-alarm probability of its noise floor,
+  :attr:`~rt_lidar.points.PointFlag.AMBIENT_NOISE`, with the false-alarm probability of its noise floor
+  (:func:`noise_detections`),
 - within ``optics.sun_blinding_deg`` of the sun the receiver is blinded: every true return is lost
   and the pulse reports noise.
 """
@@ -20,22 +23,25 @@ import math
 
 import numpy as np
 
-from kernels.ambient import background_power, band_irradiance_w_m2, false_alarm_probability, timing_jitter_ns
+from kernels.ambient import background_power, band_irradiance_w_m2, false_alarm_probability, receiver_sigma_w
 from kernels.intensity import SPEED_OF_LIGHT
-from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
+from kernels.waveform import single_echo_epw_ns
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.returns import Detections
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
 
-__all__ = ["UNKNOWN_SUN_COS", "apply_ambient", "pulse_noise_sigma"]
+__all__ = ["UNKNOWN_SUN_COS", "noise_detections", "pulse_background_w", "pulse_noise_w"]
 
 UNKNOWN_SUN_COS = 0.5
 """Sun cosine assumed for every surface when the source does not report it."""
 
 
-def pulse_noise_sigma(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarray:
-    """(P,) noise floor (W, 1 sigma) of every pulse from the footprint it looks at, lit by ``sun_lux``."""
+def pulse_background_w(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarray:
+    """(P,) background (sun) power (W) on the detector of every pulse, from the footprint it looks at
+    lit by ``sun_lux``; 0 at night."""
+    if sun_lux <= 0:
+        return np.zeros(hits.pulses)
     o = echo.preset.optics
     irr = band_irradiance_w_m2(sun_lux, o.wavelength_nm, o.filter_bandwidth_nm)
     hit = hits.material >= 0
@@ -47,8 +53,17 @@ def pulse_noise_sigma(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarray
     )
     n = hits.subrays
     w = hits.subray_weight if hits.subray_weight is not None else np.ones(n, np.float32)
-    pb_pulse = pb.reshape(hits.pulses, n).astype(np.float64) @ w.astype(np.float64)
-    return np.sqrt(pb_pulse * o.shot_noise_w)
+    return pb.reshape(hits.pulses, n).astype(np.float64) @ w.astype(np.float64)
+
+
+def pulse_noise_w(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarray:
+    """(P,) noise floor (W, 1 sigma) of every pulse: the receiver's dark noise (the preset's
+    :class:`~rt_lidar.sensor.presets.ReceiverSpec`) and the shot noise of the footprint's background
+    lit by ``sun_lux``."""
+    rx, thr = echo.preset.receiver, echo.preset.pulse.detection_threshold_w
+    return np.asarray(
+        receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, pulse_background_w(echo, sun_lux, hits))
+    )
 
 
 def _renumber(pulse: np.ndarray) -> np.ndarray:
@@ -60,25 +75,19 @@ def _renumber(pulse: np.ndarray) -> np.ndarray:
     return (np.arange(pulse.size) - first).astype(np.uint8)
 
 
-def apply_ambient(
-    echo: EchoModel, sun_lux: float, hits: Hits, det: Detections, rng: np.random.Generator
+def noise_detections(
+    echo: EchoModel, sun_lux: float, hits: Hits, det: Detections, sigma: np.ndarray, rng: np.random.Generator
 ) -> Detections:
-    """``det`` under sunlight of ``sun_lux`` (see the module docstring); ``det.range_m`` is the
-    measured range."""
+    """``det`` plus the false detections of the noise floor ``sigma`` (P,) and blinding by the sun of
+    ``sun_lux`` (module docstring)."""
     p = echo.preset
     thr = p.pulse.detection_threshold_w
-    sigma = pulse_noise_sigma(echo, sun_lux, hits)
     blinded = np.zeros(hits.pulses, bool)
-    if hits.beam_sun_cos is not None:
+    if hits.beam_sun_cos is not None and sun_lux > 0:
         centre = hits.beam_sun_cos[:: hits.subrays]
         blinded = centre >= math.cos(math.radians(p.optics.sun_blinding_deg))
-    # true returns: lost under the noise or to blinding, range jitter
-    s = sigma[det.pulse]
-    draws = rng.standard_normal((2, len(det)))
-    keep = (det.power_w + s * draws[0] >= thr) & ~blinded[det.pulse]
-    jitter_m = timing_jitter_ns(pulse_sigma_ns(p.pulse.width_ns), s, det.power_w) * (SPEED_OF_LIGHT * 0.5e-9)
-    det.range_m = (det.range_m + jitter_m * draws[1]).astype(np.float32)
-    det = det.take(keep)
+        if blinded.any():
+            det = det.take(~blinded[det.pulse])
     # false detections of pulses left without a return
     n_cells = (p.range.max_m - p.range.min_m) / (SPEED_OF_LIGHT * p.pulse.width_ns * 0.5e-9)
     p_fa = np.where(blinded, 1.0, false_alarm_probability(thr, sigma, n_cells))
@@ -96,7 +105,7 @@ def apply_ambient(
             return_id=np.zeros(fa.size, np.uint8),
             range_m=r,
             power_w=pw,
-            reflectivity=(pw / np.maximum(echo.unit_power(r), 1e-30)).astype(np.float32),
+            reflectivity=echo.measured_reflectivity(pw, r),
             segment=np.zeros(fa.size, np.uint32),
             flags=np.full(fa.size, np.uint8(PointFlag.AMBIENT_NOISE), np.uint8),
             epw_ns=None

@@ -4,7 +4,9 @@ P_r = P_e * eta * D_r^2 * S * T / (4 R^2) for a target filling the beam (:mod:`k
 with the effective reflectance S of the material at the incidence angle (diffuse, retro-reflective and
 specular lobes) and the two-way transmission T of clear air (and of glass passed on the way). The
 single-ray physics (:mod:`rt_lidar.physics.model`), the waveform returns (:mod:`rt_lidar.physics.returns`)
-and sunlight (:mod:`rt_lidar.physics.ambient`) all take their echo powers from here.
+and the receiver noise and sunlight (:mod:`rt_lidar.physics.ambient`) all take their echo powers from
+here, and what the sensor reports from them: the measured reflectivity (power over a white full-beam
+target's) and detection against the pulses' noise floors (the preset's receiver model).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels import effective_reflectance, received_power, two_way_transmission
+from kernels.ambient import receiver_sigma_w
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.materials import MaterialArrays
@@ -49,6 +52,25 @@ class EchoModel:
             ),
             np.float32,
         )
+
+    def measured_reflectivity(self, power_w: np.ndarray, range_m: np.ndarray) -> np.ndarray:
+        """What the sensor reports as reflectivity: the received power over that of a white Lambertian
+        target filling the beam at the same range in clear air (so glass, fog and rain on the way, and a
+        target only partly in the beam, lower it, as on a real sensor)."""
+        return (power_w / np.maximum(self.unit_power(range_m), 1e-30)).astype(np.float32)
+
+    def detected(
+        self, power_w: np.ndarray, sigma_w: np.ndarray | None, rng: np.random.Generator
+    ) -> np.ndarray:
+        """Which echoes of height ``power_w`` (one per pulse) the receiver detects: with the pulses' noise
+        floors ``sigma_w`` (plus the echo's own shot noise, the preset's receiver), when the height plus a
+        noise draw reaches the threshold (P_d = Q((T - P) / sigma)); without, when the height does."""
+        threshold = self.preset.pulse.detection_threshold_w
+        if sigma_w is None:
+            return np.asarray(power_w >= threshold)
+        z = rng.standard_normal(power_w.shape[0])
+        s = receiver_sigma_w(sigma_w, self.preset.receiver.shot_w, power_w.astype(np.float64))
+        return np.asarray(power_w + s * z >= threshold)
 
     def power(
         self, range_m: np.ndarray, cos_inc: np.ndarray, mat: np.ndarray, extra_t: np.ndarray

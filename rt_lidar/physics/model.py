@@ -20,9 +20,10 @@ from kernels import (
     calibrated_reflectivity_output,
     received_power_output,
 )
-from kernels.waveform import single_echo_epw_ns
+from kernels.ambient import receiver_sigma_w
+from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.errors import ConfigError
-from rt_lidar.physics.ambient import apply_ambient
+from rt_lidar.physics.ambient import noise_detections, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.weather import WeatherConfig, weather_model
@@ -42,6 +43,10 @@ class PhysicsConfig:
     extinction_per_m: float = 1e-4
     """Clear-air extinction coefficient a (1/m) in exp(-2 a R)."""
     range_noise: bool = True
+    """Range noise: the datasheet accuracy and the 1 / sqrt(SNR) jitter of weak returns."""
+    receiver_noise: bool = True
+    """Detection as a probability from the SNR (and the noise's false alarms); False = an ideal receiver
+    that detects every return at or above the threshold and nothing else."""
     weather: WeatherConfig | None = None
     """Rain, fog and snow (:mod:`rt_lidar.physics.weather`); None = clear air."""
     beam: BeamConfig | None = None
@@ -126,6 +131,10 @@ class SensorPhysics:
         """Received power (W) of a white Lambertian target filling the beam (:meth:`EchoModel.unit_power`)."""
         return self.echo.unit_power(range_m)
 
+    def measured_reflectivity(self, power_w: np.ndarray, range_m: np.ndarray) -> np.ndarray:
+        """What the sensor reports as reflectivity (:meth:`EchoModel.measured_reflectivity`)."""
+        return self.echo.measured_reflectivity(power_w, range_m)
+
     def power(
         self, range_m: np.ndarray, cos_inc: np.ndarray, mat: np.ndarray, extra_t: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -137,22 +146,39 @@ class SensorPhysics:
         p = self.preset
         threshold = p.pulse.detection_threshold_w
         echo = self.echo
+        lux = self.config.sun_illuminance_lux
+        noisy = self.config.receiver_noise
+        sigma = pulse_noise_w(echo, lux, hits) if noisy or self.config.range_noise else None
+        det_sigma = sigma if noisy else None
         if self.uses_waveform(hits):
             det = waveform_detections(
-                echo, hits, rng, mode=self.return_mode, weather=self.config.weather, epw=self.beam.epw
+                echo,
+                hits,
+                rng,
+                mode=self.return_mode,
+                weather=self.config.weather,
+                epw=self.beam.epw,
+                sigma=det_sigma,
             )
         else:
-            det = self._single(echo, hits, rng)
+            det = self._single(echo, hits, rng, det_sigma)
         pw = det.power_w
         measured = det.range_m
-        if self.config.range_noise and p.range.accuracy_m > 0:
+        if self.config.range_noise and sigma is not None:
+            rx = p.receiver
+            s_tot = receiver_sigma_w(sigma[det.pulse], rx.shot_w, pw.astype(np.float64))
             measured = apply_range_noise(
-                measured, rng.standard_normal(len(det), np.float32), p.range.accuracy_m, pw, threshold
+                measured,
+                rng.standard_normal(len(det), np.float32),
+                p.range.accuracy_m,
+                pw,
+                s_tot,
+                pulse_sigma_ns(p.pulse.width_ns),
             )
-            measured = np.maximum(measured, 0.0)
-        if self.needs_sun:
+            measured = np.maximum(measured, 0.0).astype(np.float32)
+        if noisy and sigma is not None:
             det.range_m = np.asarray(measured, np.float32)
-            det = apply_ambient(echo, self.config.sun_illuminance_lux, hits, det, rng)
+            det = noise_detections(echo, lux, hits, det, sigma, rng)
             measured, pw = det.range_m, det.power_w
         idx = det.pulse
 
@@ -185,8 +211,17 @@ class SensorPhysics:
             points=out, power_w=pw, fired=hits.pulses, dropped=hits.pulses - with_return, epw_ns=epw
         )
 
-    def _single(self, echo: EchoModel, hits: Hits, rng: np.random.Generator) -> Detections:
-        """One ray per firing, strongest echo: the stronger of glass and object, then the threshold."""
+    def detected(
+        self, power_w: np.ndarray, sigma_w: np.ndarray | None, rng: np.random.Generator
+    ) -> np.ndarray:
+        """Which echoes of height ``power_w`` the receiver detects (:meth:`EchoModel.detected`)."""
+        return self.echo.detected(power_w, sigma_w, rng)
+
+    def _single(
+        self, echo: EchoModel, hits: Hits, rng: np.random.Generator, sigma: np.ndarray | None = None
+    ) -> Detections:
+        """One ray per firing, strongest echo: the stronger of glass and object, then detection (with
+        the pulses' noise floors ``sigma``: a probability, :meth:`EchoModel.detected`)."""
         p = self.preset
         threshold = p.pulse.detection_threshold_w
         glass = hits.glass_material >= 0
@@ -219,14 +254,14 @@ class SensorPhysics:
                 reflectivity=refl,
                 segment=segment,
             )
-        keep = (power >= threshold) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
+        keep = echo.detected(power, sigma, rng) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
         idx = np.nonzero(keep)[0]
         return Detections(
             pulse=idx,
             return_id=np.zeros(idx.size, np.uint8),
             range_m=rng_m[idx],
             power_w=power[idx],
-            reflectivity=refl[idx],
+            reflectivity=echo.measured_reflectivity(power[idx], rng_m[idx]),
             segment=segment[idx],
             flags=flags[idx],
         )

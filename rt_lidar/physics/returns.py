@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.intensity import SPEED_OF_LIGHT
-from kernels.waveform import waveform_returns
+from kernels.waveform import Noise, waveform_returns
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.weather import WeatherConfig, weather_model
 from rt_lidar.pipeline.sources import Hits
@@ -29,6 +29,7 @@ from rt_lidar.sensor.presets import SensorPreset
 __all__ = ["Detections", "select_kind", "waveform_detections"]
 
 _C_M_PER_NS = SPEED_OF_LIGHT * 1e-9
+MAX_NOISY_CANDIDATES = 8
 
 
 @dataclass
@@ -39,7 +40,7 @@ class Detections:
     return_id: np.ndarray  # (M,) uint8
     range_m: np.ndarray  # (M,) float32 true range of the return (before range noise)
     power_w: np.ndarray  # (M,) float32
-    reflectivity: np.ndarray  # (M,) float32 effective reflectance S (apparent for waveform returns)
+    reflectivity: np.ndarray  # (M,) float32 measured: power over a white full-beam target's at that range
     segment: np.ndarray  # (M,) uint32
     flags: np.ndarray  # (M,) uint8
     epw_ns: np.ndarray | None = None  # (M,) float32 echo pulse width, when asked for
@@ -129,10 +130,12 @@ def waveform_detections(
     mode: str,
     weather: WeatherConfig | None = None,
     epw: bool = False,
+    sigma: np.ndarray | None = None,
 ) -> Detections:
     """Sub-ray echoes (powers from ``echo``) summed in time and peak-picked for return mode ``mode``
     (the module docstring); the clutter echoes of ``weather`` (:func:`weather_echoes`) join them as
-    extra echoes of each pulse; ``epw`` adds each return's echo pulse width."""
+    extra echoes of each pulse; ``epw`` adds each return's echo pulse width. With the pulses' noise
+    floors ``sigma`` (P,), each peak is detected with the probability its SNR gives."""
     p = echo.preset
     thr = p.pulse.detection_threshold_w
     n_sub, n_pulse = hits.subrays, hits.pulses
@@ -168,6 +171,11 @@ def waveform_detections(
     gate = np.isfinite(r_tab) & (r_tab >= p.range.min_m) & (r_tab <= p.range.max_m)
     a_tab = np.where(gate, a_tab, np.float32(0))
     t_tab = np.where(gate, 2.0 * r_tab.astype(np.float64) / _C_M_PER_NS, np.inf)
+    noise = None
+    if sigma is not None:
+        # one draw per candidate peak: a pulse rarely has more than 8 (the rest are detected noiselessly)
+        z = rng.standard_normal((n_pulse, min(a_tab.shape[1] + 2, MAX_NOISY_CANDIDATES)))
+        noise = Noise(np.asarray(sigma, np.float64), p.receiver.shot_w, z)
     ret = waveform_returns(
         t_tab,
         a_tab,
@@ -176,6 +184,7 @@ def waveform_detections(
         select_kind(p, mode),
         2.0 * p.returns.min_separation_m / _C_M_PER_NS,
         p.returns.max_returns,
+        noise,
     )
     e_tot = n_sub * n_e
     flat = ret.pulse * e_tot + ret.echo
@@ -189,8 +198,7 @@ def waveform_detections(
     centre_seg = np.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
     bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)
     fl = np.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(np.uint8)
-    k_full = echo.unit_power(range_m)
-    apparent = (ret.amp / np.maximum(k_full, 1e-30)).astype(np.float32)
+    apparent = echo.measured_reflectivity(ret.amp.astype(np.float32), range_m)
     return Detections(
         pulse=ret.pulse,
         return_id=ret.return_id.astype(np.uint8),

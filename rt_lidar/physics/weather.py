@@ -20,7 +20,7 @@ import numpy as np
 
 from kernels import weather as kw
 from kernels import weather_rays
-from kernels.intensity import SPEED_OF_LIGHT
+from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from kernels.xp import array_module
 from rt_lidar.errors import ConfigError
 from rt_lidar.points import PointFlag
@@ -136,10 +136,10 @@ class WeatherModel:
 
     def _build(self, preset: SensorPreset, threshold_w: float, a0: float) -> kw.WeatherKernelParams:
         c, o = self.config, preset.optics
-        k_sensor = preset.pulse.peak_power_w * o.receiver_aperture_m**2 * o.system_efficiency / 16.0
+        k_sensor = sensor_constant(preset.pulse.peak_power_w, o.receiver_aperture_m, o.system_efficiency)
         a_w = c.extinction_per_m
         a_tot = a0 + a_w
-        beam = (BEAM_EXIT_DIAMETER_M, o.beam_divergence_h_mrad * 1e-3, o.beam_divergence_v_mrad * 1e-3)
+        beam = (o.beam_exit_diameter_m, o.beam_divergence_h_mrad * 1e-3, o.beam_divergence_v_mrad * 1e-3)
         r1, r2 = OVERLAP_START_M, OVERLAP_FULL_M
         zmin, zmax = preset.range.min_m, preset.range.max_m
         species = []

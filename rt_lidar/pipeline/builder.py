@@ -10,7 +10,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.sources import HitSource, WorldSource, sun_unit
-from rt_lidar.sensor.beam import BeamConfig, subray_pattern
+from rt_lidar.sensor.beam import BeamConfig, exit_m_per_rad, subray_pattern
 from rt_lidar.sensor.materials import MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from unreal_bridge.beam_call import SCENE_SUN, SunArg
@@ -63,7 +63,7 @@ def build_pipeline(
     world = scene if isinstance(scene, World) else build_world(scene, seed=seed)
     table = materials or load_material_table()
     arrays = table.arrays(world.material_names, sensor.optics.wavelength_nm)
-    source = WorldSource(world, sensor.range.max_m, arrays.transmission)
+    source = WorldSource(world, sensor.range.max_m, arrays.transmission, exit_m_per_rad(sensor))
     phys = SensorPhysics(sensor, arrays, negotiate(source, sensor, physics or PhysicsConfig()))
     return BuiltPipeline(
         Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch), world, sensor, table

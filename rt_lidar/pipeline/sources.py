@@ -2,23 +2,26 @@
 
 A :class:`HitSource` answers, for the firings of one sim frame, each ray's range (or miss), incidence
 angle, material, segmentation id and any glass it passed on the way. :class:`WorldSource` casts the
-rays into the embedded world in-process, each from the sensor pose at the ray's own firing time, so
-ego motion distorts the sweep exactly as on a rotating sensor.
+rays into the embedded world in-process, each from the sensor pose at the ray's own firing time and
+against the moving objects posed at that time, so ego and object motion distort the sweep exactly as
+on a rotating sensor.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from rt_lidar.sensor.beam import SubRayPattern, subray_directions
+from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
 from unreal_bridge.beam_call import SCENE_SUN, SunArg
 from unreal_bridge.world import Pose as MountPose
 from unreal_bridge.world import World
+from unreal_bridge.world.pose import quat_rotate
 
 __all__ = [
     "GLASS_MAX_CROSSINGS",
@@ -165,14 +168,16 @@ def _interpolated_sensor_poses(
 
     Positions are interpolated linearly and rotations by normalised lerp between samples 1 ms apart,
     which is exact for constant velocity and within 1e-7 rad for any yaw rate a car reaches; evaluating
-    the trajectory at each of ~10^5 firing times per frame would cost more than the ray cast.
+    the trajectory at each of ~10^5 firing times per frame would cost more than the ray cast. The
+    samples lie on one global grid (whole milliseconds of sim time), so a firing's pose depends on its
+    time alone, not on how the sim cut the time line into frames.
     """
     if t_ns.size == 0:
         return np.zeros((0, 3)), np.zeros((0, 4))
     t = t_ns.astype(np.float64) * 1e-9
-    lo, hi = float(t.min()), float(t.max())
-    k = max(2, int(np.ceil((hi - lo) / _POSE_SAMPLE_S)) + 1)
-    ts = np.linspace(lo, hi, k)
+    k0 = math.floor(float(t.min()) / _POSE_SAMPLE_S)
+    k1 = max(math.ceil(float(t.max()) / _POSE_SAMPLE_S), k0 + 1)
+    ts = np.arange(k0, k1 + 1, dtype=np.float64) * _POSE_SAMPLE_S
     p_s, q_s = world.sensor_poses(ts, mount)
     flip = np.einsum("ij,ij->i", q_s[1:], q_s[:-1]) < 0  # keep neighbours in one hemisphere
     q_s[1:][np.cumsum(flip) % 2 == 1] *= -1.0
@@ -209,12 +214,18 @@ class WorldSource:
 
     ``transmission`` gives the one-way transmission of each world material (0 = opaque); rays that hit a
     transmissive surface are continued behind it, and the surface is remembered for its own echo.
-    ``mount`` places the sensor on the ego instead of the scene's ``sensor_mount`` (a rig's sensors
-    share one world).
+    ``exit_m_per_rad`` (:func:`~rt_lidar.sensor.beam.exit_m_per_rad` of the preset) starts the sub-rays
+    of a bundle across the exit aperture; (0, 0) casts them all from the sensor origin. ``mount`` places
+    the sensor on the ego instead of the scene's ``sensor_mount`` (a rig's sensors share one world).
     """
 
     def __init__(
-        self, world: World, max_range_m: float, transmission: np.ndarray, mount: MountPose | None = None
+        self,
+        world: World,
+        max_range_m: float,
+        transmission: np.ndarray,
+        exit_m_per_rad: tuple[float, float] = (0.0, 0.0),
+        mount: MountPose | None = None,
     ) -> None:
         if transmission.shape != (len(world.material_names),):
             raise ValueError("transmission must have one entry per world material")
@@ -222,6 +233,7 @@ class WorldSource:
         self.mount = mount
         self.max_range_m = float(max_range_m)
         self._transmission = transmission.astype(np.float32)
+        self.exit_m_per_rad = (float(exit_m_per_rad[0]), float(exit_m_per_rad[1]))
         self._beam: SubRayPattern | None = None
         self._sun: np.ndarray | None = None
 
@@ -255,13 +267,14 @@ class WorldSource:
         return pos[0], quat[0]
 
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
-        """Cast every firing from the sensor pose at its own firing time; moving objects at ``t0_ns``
-        (as the bundle :meth:`use_beam` asked for, if any)."""
+        """Cast every firing from the sensor pose at its own firing time, against the moving objects
+        posed at that time (as the bundle :meth:`use_beam` asked for, if any: its sub-rays start across
+        the exit aperture)."""
         if self._beam is not None:
             return self.beam_hits(firings, t0_ns, t1_ns, self._beam, self._sun)
         d_sensor = firings.directions()
         pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns, self.mount)
-        return self._with_poses(self._cast(firings, d_sensor, pos, quat, t0_ns, None), t0_ns, t1_ns)
+        return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns)
 
     def _with_poses(self, hits: Hits, t0_ns: int, t1_ns: int) -> Hits:
         hits.pose_start = self.sensor_pose(t0_ns * 1e-9)
@@ -277,18 +290,23 @@ class WorldSource:
         sun_direction: np.ndarray | None = None,
     ) -> Hits:
         """Every firing as ``len(pattern)`` sub-rays (one batch of N * firings rays), all from the pose at
-        the firing time; a one-ray pattern without sun gives exactly :meth:`hits`."""
+        the firing time (started across the exit aperture, ``exit_m_per_rad``) against the moving objects
+        posed at that time; a one-ray pattern without sun gives exactly :meth:`hits` without a beam."""
         n = len(pattern)
         if n == 1 and sun_direction is None:
             d_sensor = firings.directions()
             pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns, self.mount)
-            return self._with_poses(self._cast(firings, d_sensor, pos, quat, t0_ns, None), t0_ns, t1_ns)
+            return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns)
         pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns, self.mount)
         d_sensor = subray_directions(firings.directions(), pattern)
         if n > 1:
             pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
+            if any(self.exit_m_per_rad):  # sub-rays start across the exit aperture
+                pos = pos + quat_rotate(
+                    quat, exit_offsets(firings.directions(), pattern, self.exit_m_per_rad)
+                )
         sun = None if sun_direction is None else np.asarray(sun_direction, np.float64)
-        hits = self._cast(firings, d_sensor, pos, quat, t0_ns, sun)
+        hits = self._cast(firings, d_sensor, pos, quat, sun)
         hits.subrays = n
         hits.subray_weight = pattern.weights
         return self._with_poses(hits, t0_ns, t1_ns)
@@ -299,16 +317,18 @@ class WorldSource:
         d_sensor: np.ndarray,
         pos: np.ndarray,
         quat: np.ndarray,
-        t0_ns: int,
         sun: np.ndarray | None,
     ) -> Hits:
-        """Cast rays ``d_sensor`` (sensor frame) from poses ``pos``/``quat``, one row per ray."""
-        frame_time_s = t0_ns * 1e-9
+        """Cast rays ``d_sensor`` (sensor frame) from poses ``pos``/``quat``, one row per ray, each
+        against the moving objects posed at its firing time."""
+        t_ray = firings.t_ns.astype(np.float64) * 1e-9
+        if d_sensor.shape[0] != t_ray.shape[0]:
+            t_ray = np.repeat(t_ray, d_sensor.shape[0] // max(t_ray.shape[0], 1))
         origins = pos.astype(np.float32)
         dirs = _rotate_f32(quat.astype(np.float32), d_sensor)
 
         # First surface of every ray, without indexing: most rays end here.
-        rh = self.world.cast(origins, dirs, frame_time_s, self.max_range_m)
+        rh = self.world.cast(origins, dirs, t_ray, self.max_range_m)
         hit = np.isfinite(rh.distance)
         trans_all = self._transmission[np.maximum(rh.material, 0)]
         passes = hit & (trans_all > 0)
@@ -333,7 +353,7 @@ class WorldSource:
             if active.size == 0:
                 break
             d_act = dirs[active]
-            rh = self.world.cast(org, d_act, frame_time_s, self.max_range_m - float(travelled.min()))
+            rh = self.world.cast(org, d_act, t_ray[active], self.max_range_m - float(travelled.min()))
             dist = rh.distance + travelled
             hit = np.isfinite(rh.distance) & (dist <= self.max_range_m)
             trans = np.where(hit, self._transmission[np.maximum(rh.material, 0)], 0.0)

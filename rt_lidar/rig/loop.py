@@ -20,6 +20,7 @@ from rt_lidar.pipeline.frame_loop import Pipeline, frame_time_ns
 from rt_lidar.pipeline.sources import WorldSource
 from rt_lidar.rig.crosstalk import CrosstalkSensor, false_points
 from rt_lidar.rig.model import Rig
+from rt_lidar.sensor.beam import exit_m_per_rad
 from rt_lidar.sensor.materials import MaterialTable, load_material_table
 from unreal_bridge.world import World
 
@@ -60,7 +61,13 @@ class RigLoop:
         self.units: dict[str, RigUnit] = {}
         for s in rig.sensors:
             phys = SensorPhysics.from_preset(s.preset, world.material_names, table, physics)
-            source = WorldSource(world, s.preset.range.max_m, phys.materials.transmission, mount=s.mount)
+            source = WorldSource(
+                world,
+                s.preset.range.max_m,
+                phys.materials.transmission,
+                exit_m_per_rad(s.preset),
+                mount=s.mount,
+            )
             pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch)
             self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys, source), pipe)
         self.frame = 0

@@ -26,6 +26,8 @@ from rt_lidar.sensor.presets import RETURN_MODES, SensorPreset
 __all__ = [
     "BeamConfig",
     "SubRayPattern",
+    "exit_m_per_rad",
+    "exit_offsets",
     "pattern_from_offsets",
     "profile_weight",
     "subray_directions",
@@ -189,6 +191,42 @@ def pattern_from_offsets(offsets_rad: np.ndarray, weights: np.ndarray) -> SubRay
     return SubRayPattern(off, w, radius)
 
 
+def exit_m_per_rad(preset: SensorPreset) -> tuple[float, float]:
+    """Metres across the exit aperture per radian of sub-ray offset, horizontal and vertical: a sub-ray
+    ``a`` rad off the axis starts ``a * d0 / theta`` off it, so the footprint is ``d0 + theta R`` at every
+    range R (the beam leaves an aperture of diameter d0, it does not start from a point)."""
+    o = preset.optics
+    d0 = o.beam_exit_diameter_m
+
+    def per(theta_mrad: float) -> float:
+        return d0 / (theta_mrad * 1e-3) if theta_mrad > 0 else 0.0
+
+    return per(o.beam_divergence_h_mrad), per(o.beam_divergence_v_mrad)
+
+
+def exit_offsets(
+    directions: np.ndarray, pattern: SubRayPattern, m_per_rad: tuple[float, float]
+) -> np.ndarray:
+    """(P * N, 3) float64 start points of the sub-rays across the exit aperture (sensor frame, from the
+    sensor origin), pulse-major, in the beam frame of :func:`subray_directions`."""
+    d = directions.astype(np.float64)
+    h, v = _beam_frame(d)
+    oh = pattern.offsets_rad[:, 0] * m_per_rad[0]
+    ov = pattern.offsets_rad[:, 1] * m_per_rad[1]
+    out = oh[None, :, None] * h[:, None, :] + ov[None, :, None] * v[:, None, :]
+    return out.reshape(-1, 3)
+
+
+def _beam_frame(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Horizontal (``z x d``) and vertical (``d x h``) unit vectors of beams ``d`` (P, 3) float64."""
+    h = np.stack([-d[:, 1], d[:, 0], np.zeros(d.shape[0])], axis=1)
+    hn = np.linalg.norm(h, axis=1)
+    vertical = hn < 1e-9
+    h[vertical] = (0.0, 1.0, 0.0)
+    h /= np.linalg.norm(h, axis=1)[:, None]
+    return h, np.cross(d, h)
+
+
 def subray_directions(directions: np.ndarray, pattern: SubRayPattern) -> np.ndarray:
     """(P * N, 3) float32 unit sub-ray directions, pulse-major, for (P, 3) nominal ``directions``.
 
@@ -199,12 +237,7 @@ def subray_directions(directions: np.ndarray, pattern: SubRayPattern) -> np.ndar
     n = len(pattern)
     if n == 1:
         return directions.astype(np.float32, copy=False)
-    h = np.stack([-d[:, 1], d[:, 0], np.zeros(d.shape[0])], axis=1)
-    hn = np.linalg.norm(h, axis=1)
-    vertical = hn < 1e-9
-    h[vertical] = (0.0, 1.0, 0.0)
-    h /= np.linalg.norm(h, axis=1)[:, None]
-    v = np.cross(d, h)
+    h, v = _beam_frame(d)
     th = np.tan(pattern.offsets_rad[:, 0])
     tv = np.tan(pattern.offsets_rad[:, 1])
     out = d[:, None, :] + th[None, :, None] * h[:, None, :] + tv[None, :, None] * v[:, None, :]

@@ -7,7 +7,7 @@ known ranges, and the echo pulse width against received power. Three tables, thr
 - :func:`fit_beam_profile`: ``bg + A exp(-2 (dh/w_h)^2 - 2 (dv/w_v)^2)`` by least squares on the
   angular grid; the divergences are the 1/e^2 full angles ``2 w``;
 - :func:`fit_power`: the laser radar equation ``P = K rho exp(-2 a R) / R^2`` is linear in log space,
-  ``ln(P R^2 / rho) = ln K - 2 a R``; ``K = P_e D_r^2 eta / 16`` gives the peak power for the preset's
+  ``ln(P R^2 / rho) = ln K - 2 a R``; ``K = P_e D_r^2 eta / 4`` gives the peak power for the preset's
   aperture and efficiency (the lab's extinction ``a`` comes out beside it);
 - :func:`fit_epw`: ``EPW = offset + 2 sigma sqrt(2 ln(P / T))`` is linear in ``sqrt(2 ln(P/T))``; the
   slope gives the pulse width (FWHM ``2 sqrt(2 ln 2) sigma``), the intercept the electronics offset.
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from kernels.intensity import sensor_constant
 from kernels.waveform import single_echo_epw_ns
 from rt_lidar.sensor.presets import SensorPreset, preset_from_dict, preset_to_dict
 
@@ -115,7 +116,7 @@ def fit_power(
     a_mat = np.stack([np.ones(int(ok.sum())), r[ok]], axis=1)
     (ln_k, slope), *_ = np.linalg.lstsq(a_mat, y, rcond=None)
     k = math.exp(float(ln_k))
-    return PowerFit(k, 16.0 * k / (aperture_m**2 * efficiency), max(-float(slope) / 2.0, 0.0))
+    return PowerFit(k, k / sensor_constant(1.0, aperture_m, efficiency), max(-float(slope) / 2.0, 0.0))
 
 
 def fit_epw(power_w: np.ndarray, epw_ns: np.ndarray, threshold_w: float) -> EpwFit:
@@ -199,7 +200,7 @@ def synthetic_intensity_table(
     """(range, reflectivity, power) of Lambertian targets 5..100 m, 5..90 %, multiplicative noise."""
     r, rho = np.meshgrid(np.linspace(5.0, 100.0, 20), np.array([0.05, 0.1, 0.3, 0.5, 0.9]))
     o = preset.optics
-    k = preset.pulse.peak_power_w * o.receiver_aperture_m**2 * o.system_efficiency / 16.0
+    k = sensor_constant(preset.pulse.peak_power_w, o.receiver_aperture_m, o.system_efficiency)
     p = k * rho * np.exp(-2 * extinction_per_m * r) / r**2
     p = p * np.exp(noise * np.random.default_rng(seed).standard_normal(p.shape))
     return r.ravel(), rho.ravel(), p.ravel()

@@ -7,6 +7,7 @@ physics kernels index with the per-hit material number, in the order of the worl
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -18,7 +19,28 @@ import numpy as np
 from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.schema import build, check_value, spec
 
-__all__ = ["MaterialArrays", "MaterialTable", "load_material_table"]
+__all__ = [
+    "RETRO_LOBE_HALF_WIDTH_RAD",
+    "MaterialArrays",
+    "MaterialTable",
+    "load_material_table",
+    "lobe_albedo",
+]
+
+RETRO_LOBE_HALF_WIDTH_RAD = math.radians(0.5)
+"""Half-width (observation angle) of a retro-reflector's return cone: sheeting is specified at 0.2 and
+0.5 deg (ASTM E810); its energy is spread over about pi * this^2 sr around the source."""
+
+
+def lobe_albedo(specular_gain: float, specular_exponent: float, retro_gain: float = 0.0) -> float:
+    """Share of the incident power the lobes send back into the hemisphere (normal incidence).
+
+    The monostatic ``S = g cos^n(theta)`` of a specular lobe is a Phong lobe about the mirror direction
+    seen at twice the incidence angle, ``cos^n(theta) ~ cos^(n/4)(alpha)``, of peak BRDF ``g / pi``: its
+    albedo is ``g / pi * 2 pi / (n / 4 + 1) = 8 g / (n + 4)``. A retro lobe's ``S = g`` is spread over
+    the return cone: ``g / pi * pi w^2 = g w^2`` (``w`` = :data:`RETRO_LOBE_HALF_WIDTH_RAD`).
+    """
+    return 8.0 * specular_gain / (specular_exponent + 4.0) + retro_gain * RETRO_LOBE_HALF_WIDTH_RAD**2
 
 
 @dataclass(frozen=True)
@@ -138,6 +160,14 @@ def _validate(source: str, data: dict[str, Any]) -> MaterialTable:
                 source,
                 f"materials.{name}.spectrum",
                 f"must list {len(wavelengths)} reflectances (one per spectrum_nm)",
+            )
+        total = float(max(m.spectrum)) + lobe_albedo(m.specular_gain, m.specular_exponent, m.retro_gain)
+        if total > 1.0 + 1e-6:
+            raise FieldError(
+                source,
+                f"materials.{name}",
+                f"reflects {total:.3g} of the incident power (diffuse + lobes, lobe_albedo); "
+                "at most 1 (lower specular_gain or retro_gain)",
             )
         out[name] = {**dataclasses.asdict(m), "spectrum": np.asarray(m.spectrum, dtype=float)}
     return MaterialTable(source=source, wavelengths_nm=wavelengths, materials=out)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from kernels.intensity import sensor_constant
 from rt_lidar.errors import PresetError
 from rt_lidar.points import POINT_DTYPE
 from rt_lidar.schema import build, spec
@@ -41,6 +42,7 @@ __all__ = [
     "OutputSpec",
     "PulseSpec",
     "RangeSpec",
+    "ReceiverSpec",
     "ReturnsSpec",
     "ScanSpec",
     "SensorPreset",
@@ -61,6 +63,7 @@ DUAL_KINDS = ("strongest_last", "two_strongest")
 BEAM_PROFILES = ("gaussian", "top_hat", "table")
 INTENSITY_KINDS = ("calibrated_reflectivity", "received_power")
 CLEAR_AIR_EXTINCTION_PER_M = 1e-4
+ELEMENTARY_CHARGE_C = 1.602176634e-19
 NON_PRESET_FILES = frozenset({"materials.toml"})  # other data in the sensor_presets package
 
 
@@ -128,6 +131,9 @@ class OpticsSpec:
     beam_profile: str = spec("gaussian", choices=BEAM_PROFILES)
     """Transmitter x receiver sensitivity over the footprint: a Gaussian whose 1/e^2 full angles are the
     divergences, a top hat of those full angles, or a measured ``table``."""
+    beam_exit_diameter_m: float = spec(0.011, 0.0, 0.2, "m")
+    """Beam diameter at the exit window: the footprint at range R is this plus the divergence x R, and
+    sub-rays start across it (:func:`~rt_lidar.sensor.beam.exit_offsets`)."""
     receiver_aperture_m: float = spec(0.025, 0.001, 1.0, "m")
     system_efficiency: float = spec(0.5, 0.0, 1.0)
     sub_rays: int = spec(1, 1, 127)
@@ -142,10 +148,36 @@ class OpticsSpec:
     """Measured profile, row-major (len(v) rows x len(h) columns), any positive scale."""
     filter_bandwidth_nm: float = spec(30.0, 0.1, 500.0, "nm")
     """Optical band-pass of the receiver: how much sunlight reaches the detector."""
-    shot_noise_w: float = spec(1.5e-9, 0.0, 1.0, "W")
-    """Ambient noise scale q: background power P_b gives a noise floor sigma = sqrt(P_b * q)."""
     sun_blinding_deg: float = spec(2.0, 0.0, 45.0, "deg")
     """Within this angle of the sun the receiver is blinded (stray light saturates it)."""
+
+
+@dataclass(frozen=True)
+class ReceiverSpec:
+    """The receiver's noise (:mod:`kernels.ambient`), in optical watts at the detector:
+    ``sigma^2 = (T / threshold_snr)^2 + 2 q F B (P_b + P_s) / R``: the dark floor (amplifier and dark
+    current) that puts the detection threshold ``T`` at ``threshold_snr`` of it, plus the shot noise of
+    the background (sunlight) and signal photocurrent, multiplied by the APD's excess noise factor."""
+
+    responsivity_a_w: float = spec(0.55, 0.001, 2.0, "A/W")
+    """Unity-gain responsivity at the wavelength (Si at 905 nm ~0.55; a SPAD: PDE x q / (h nu))."""
+    excess_noise_factor: float = spec(4.0, 1.0, 100.0)
+    """APD excess noise factor F at its working gain (Si ~3-5 at M ~100; 1 = no multiplication noise)."""
+    bandwidth_hz: float = spec(80e6, 1e5, 1e11, "Hz")
+    """Electrical noise bandwidth of the receiver (~0.44 / pulse FWHM for a matched filter)."""
+    threshold_snr: float = spec(5.0, 1.0, 50.0)
+    """Detection threshold over the dark noise (1 sigma): sets the false-alarm rate at night."""
+
+    def dark_sigma_w(self, threshold_w: float) -> float:
+        """The dark noise floor (W, 1 sigma)."""
+        return threshold_w / self.threshold_snr
+
+    @property
+    def shot_w(self) -> float:
+        """``2 q F B / R`` (W): the shot-noise variance per watt of detected optical power."""
+        return (
+            2.0 * ELEMENTARY_CHARGE_C * self.excess_noise_factor * self.bandwidth_hz / self.responsivity_a_w
+        )
 
 
 @dataclass(frozen=True)
@@ -213,6 +245,7 @@ class SensorPreset:
     beams: tuple[Beam, ...]
     optics: OpticsSpec = field(default_factory=OpticsSpec)
     pulse: PulseSpec = field(default_factory=PulseSpec)
+    receiver: ReceiverSpec = field(default_factory=ReceiverSpec)
     output: OutputSpec = field(default_factory=OutputSpec)
     returns: ReturnsSpec = field(default_factory=ReturnsSpec)
 
@@ -261,17 +294,16 @@ def lambertian_return_w(
 ) -> float:
     """Power returned by a Lambertian target filling the beam (this project's laser radar equation).
 
-    ``P_r = P_e * D_r**2 * eta * rho * cos(theta) * exp(-2 R a) / (16 R**2)``; with the defaults (10 %
-    target, normal incidence, clear air) at the datasheet's 10 % range it gives the detection threshold.
+    ``P_r = P_e * D_r**2 * eta * rho * cos(theta) * exp(-2 R a) / (4 R**2)``
+    (:func:`kernels.intensity.sensor_constant`); with the defaults (10 % target, normal incidence, clear
+    air) at the datasheet's 10 % range it gives the detection threshold.
     """
     return (
-        peak_power_w
-        * receiver_aperture_m**2
-        * system_efficiency
+        sensor_constant(peak_power_w, receiver_aperture_m, system_efficiency)
         * reflectivity
         * math.cos(math.radians(incidence_deg))
         * math.exp(-2.0 * range_m * extinction_per_m)
-        / (16.0 * range_m**2)
+        / range_m**2
     )
 
 

@@ -30,7 +30,7 @@ from rt_lidar.bridge.airsim_settings import airsim_lidar_settings, airsim_settin
 from rt_lidar.bridge.hits import hits_to_wire
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.sources import Hits, WorldSource, sun_unit
-from rt_lidar.sensor.beam import SubRayPattern, pattern_from_offsets
+from rt_lidar.sensor.beam import SubRayPattern, exit_m_per_rad, pattern_from_offsets
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import firings_between
@@ -101,7 +101,9 @@ class EmbeddedSim:
         self.max_rays_per_call = max_rays_per_call
         table = load_material_table()
         self._transmission = table.arrays(world.material_names, preset.optics.wavelength_nm).transmission
-        self.source = WorldSource(world, preset.range.max_m, self._transmission, mount=mount)
+        self.source = WorldSource(
+            world, preset.range.max_m, self._transmission, exit_m_per_rad(preset), mount=mount
+        )
         self._lock = threading.RLock()
         self._t_ns = 0
         self._paused = paused
@@ -113,7 +115,9 @@ class EmbeddedSim:
             if name in self._lidars:
                 raise ConfigError(f"EmbeddedSim: duplicate lidar name {name!r}")
             trans = table.arrays(world.material_names, p.optics.wavelength_nm).transmission
-            self._lidars[name] = _Lidar(name, p, WorldSource(world, p.range.max_m, trans, mount=m))
+            self._lidars[name] = _Lidar(
+                name, p, WorldSource(world, p.range.max_m, trans, exit_m_per_rad(p), mount=m)
+            )
         self._cursors = first.cursors
         self._frames = first.frames
         self.skipped_ns = 0

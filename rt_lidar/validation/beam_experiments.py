@@ -30,7 +30,7 @@ from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.sources import WorldSource
 from rt_lidar.points import PointFlag
-from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.sensor.beam import BeamConfig, exit_m_per_rad
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.sensor.scan_pattern import Firings
@@ -71,7 +71,7 @@ def _straight_ahead(preset: SensorPreset, per_ring: int) -> Firings:
 def _fire(preset: SensorPreset, scene: Scene, cfg: PhysicsConfig, seed: int = 0) -> np.ndarray:
     world = World(scene)
     phys = SensorPhysics.from_preset(preset, world.material_names, load_material_table(), cfg)
-    src = WorldSource(world, preset.range.max_m, phys.materials.transmission)
+    src = WorldSource(world, preset.range.max_m, phys.materials.transmission, exit_m_per_rad(preset))
     firings = _straight_ahead(preset, PULSES_PER_RING)
     hits = src.beam_hits(firings, 0, int(firings.t_ns[-1]) + 1, phys.pattern)
     return phys.apply(hits, np.random.default_rng(seed)).points

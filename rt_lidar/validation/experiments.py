@@ -251,3 +251,11 @@ EXPERIMENTS.update(BEAM_EXPERIMENTS)
 from rt_lidar.rig.experiment import crosstalk  # noqa: E402  (sensor rigs, issue 16)
 
 EXPERIMENTS["crosstalk"] = crosstalk
+
+from rt_lidar.validation.echo_experiments import ECHO_EXPERIMENTS  # noqa: E402  (issue 14)
+
+EXPERIMENTS.update(ECHO_EXPERIMENTS)
+
+from rt_lidar.validation.detection_experiments import DETECTION_EXPERIMENTS  # noqa: E402  (issue 14)
+
+EXPERIMENTS.update(DETECTION_EXPERIMENTS)

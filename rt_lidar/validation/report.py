@@ -15,6 +15,8 @@ from typing import Any
 from rt_lidar.errors import ConfigError
 from rt_lidar.rig.experiment import CROSSTALK_CHECKS
 from rt_lidar.validation.beam_experiments import BEAM_CHECKS
+from rt_lidar.validation.detection_experiments import DETECTION_CHECKS
+from rt_lidar.validation.echo_experiments import ECHO_CHECKS
 from rt_lidar.validation.experiments import EXPERIMENTS
 
 __all__ = ["CHECKS", "run_validation", "trend_checks"]
@@ -62,6 +64,8 @@ CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
 }
 CHECKS.update(BEAM_CHECKS)
 CHECKS.update(CROSSTALK_CHECKS)
+CHECKS.update(ECHO_CHECKS)
+CHECKS.update(DETECTION_CHECKS)
 
 
 def trend_checks(report: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, bool]]]:

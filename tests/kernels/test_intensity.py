@@ -63,7 +63,7 @@ def test_power_falls_with_r_squared_and_extinction(xp):
     p = received_power(r, 0.5, 1.0, 100.0, 0.02, 0.8)
     p = np.asarray(p.get() if hasattr(p, "get") else p)
     assert p[0] / p[1] == pytest.approx(4.0)
-    assert p[0] == pytest.approx(100.0 * 0.02**2 * 0.8 * 0.5 / (16 * 100.0))
+    assert p[0] == pytest.approx(100.0 * 0.02**2 * 0.8 * 0.5 / (4 * 100.0))  # issue 14: / 4, not / 16
     t = two_way_transmission(xp.asarray([100.0]), 1e-3)
     assert float(t[0]) == pytest.approx(np.exp(-0.2))
 
@@ -81,10 +81,12 @@ def test_retro_beats_paint_beats_asphalt_and_specular_only_at_normal(xp):
 def test_noise_scales_with_accuracy_and_snr(xp):
     rng = np.random.default_rng(1)
     z = xp.asarray(rng.standard_normal(20000))
-    strong = apply_range_noise(xp.full(20000, 10.0), z, 0.02, 1e3, 1.0)
-    weak = apply_range_noise(xp.full(20000, 10.0), z, 0.02, 1.0, 1.0)
+    # sigma^2 = accuracy^2 + (c/2 sigma_pulse noise / power)^2: 1 / sqrt(power SNR) (issue 14 item 8)
+    sigma_p = 2.0  # ns: c/2 * 2 ns = 0.2998 m at SNR 1
+    strong = apply_range_noise(xp.full(20000, 10.0), z, 0.02, 1e3, 1.0, sigma_p)
+    weak = apply_range_noise(xp.full(20000, 10.0), z, 0.02, 10.0, 1.0, sigma_p)
     assert float(xp.std(strong)) == pytest.approx(0.02, rel=0.05)
-    assert float(xp.std(weak)) == pytest.approx(0.02 * np.sqrt(2), rel=0.05)
+    assert float(xp.std(weak)) == pytest.approx(np.hypot(0.02, 0.029979), rel=0.05)
 
 
 def test_output_scales(xp):

@@ -127,3 +127,23 @@ def test_cuda_kernel_matches_numpy(cuda_backend) -> None:
         np.testing.assert_allclose(have[:, 1], want[:, 1], atol=1e-4)
         np.testing.assert_allclose(have[:, 2], want[:, 2], rtol=1e-4)
         np.testing.assert_allclose(have[:, 3], want[:, 3], atol=1e-3)
+
+
+def test_noisy_detection_is_a_probability_and_keeps_the_width_at_the_threshold():
+    """Issue 14 item 8: with receiver noise a peak is detected with P_d = Q((T - a) / sigma), smooth through
+    1/2 at the threshold, and its echo pulse width is still the time above T (searched lower)."""
+    from kernels.waveform import Noise
+
+    n, sigma = 40_000, THR / 5.0
+    rng = np.random.default_rng(4)
+    for height, want in ((THR * 0.6, 0.0228), (THR, 0.5), (THR * 1.4, 0.9772)):  # -2, 0, +2 sigma
+        t = np.full((n, 1), _t(30.0))
+        a = np.full((n, 1), height, np.float32)
+        noise = Noise(np.full(n, sigma), 0.0, rng.standard_normal((n, 3)))
+        r = waveform_returns(t, a, 6.0, THR, "strongest", _t(1.0), noise=noise)
+        assert r.pulse.size / n == pytest.approx(want, abs=0.01)
+    t, a = np.array([[_t(30.0)]]), np.array([[4 * THR]], np.float32)
+    r = waveform_returns(
+        t, a, 6.0, THR, "strongest", _t(1.0), noise=Noise(np.array([sigma]), 0.0, np.zeros((1, 3)))
+    )
+    assert float(r.epw_ns[0]) == pytest.approx(float(single_echo_epw_ns(4 * THR, THR, 6.0)), rel=1e-2)

@@ -56,7 +56,7 @@ def test_poisson_inverse_matches_poisson_moments() -> None:
 def test_rird_is_the_projects_received_power() -> None:
     """The drop's return is received_power with S = rho_F * min((D/d)^2, 1) * overlap."""
     z, d_mm, beam = 4.0, 3.0, (0.011, 3e-3, 1.5e-3)
-    k = 31.0 * 0.025**2 * 0.5 / 16
+    k = 31.0 * 0.025**2 * 0.5 / 4  # the radar equation's constant (issue 14 item 4: / 4, not / 16)
     fill = min((d_mm * 1e-3 / kw.beam_diameter(z, *beam)) ** 2, 1.0)
     p = received_power(
         z, kw.RHO_FRESNEL_WATER * fill * kw.overlap(z, 1.5, 6.0), math.exp(-2e-3 * z), 31.0, 0.025, 0.5
@@ -77,7 +77,7 @@ def _rays(n: int = 50_000) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(3)
     r = rng.uniform(1, 120, n).astype(np.float32)
     r[::4] = np.inf
-    k = 31.0 * 0.025**2 * 0.5 / 16
+    k = 31.0 * 0.025**2 * 0.5 / 4  # the radar equation's constant (issue 14 item 4: / 4, not / 16)
     p = np.where(np.isfinite(r), k * 0.2 / np.where(np.isfinite(r), r, 1) ** 2, 0).astype(np.float32)
     return r, p
 

@@ -28,14 +28,22 @@ from unreal_bridge.world import Scene
 # without AVX-512 (sha256[:16] of the glass scan: 459f16fdbb161955 on one, 12187b033f0e8ce1 on the
 # other), which moves a sum by ~1e-9 of itself; a change of the model moves them by far more. The
 # street's was taken again when moving objects came to be cast in float32 (5 of its 26,278 points moved,
-# by 1.9 um at most).
+# by 1.9 um at most), and again when moving objects came to be posed at each ray's firing time rather
+# than the frame start (issue 14 item 3: the street's cars moved, the sum of x by 14 m), and when the
+# reported reflectivity became the measured one (item 5: the 3,428 points seen through the street's
+# windows carry the glass's transmission; intensity and reflectivity sums fell by 6 % and 1.4 %), and
+# when detection became a probability from the SNR with a receiver noise model (items 4 and 8: returns
+# near the threshold come and go, weak ones jitter as 1 / sqrt(SNR), the noise floor adds a false
+# detection now and then: 6, 20 and 1 more pulses returned nothing / a point; the OS1-64 became the
+# gen-1 datasheet's: 850 nm, FWHM divergence, 5 ns pulse; item 6: clear coat and chrome lobes that
+# conserve energy, 5x and 3.3x weaker: the street's intensity sum -2.3 %, bark 0.35 not 0.92).
 GOLDEN = {
-    "street": ("VLP-16", 28928, 2650, 26278, 1318822606121, 187036,
-               (32743.66361, 27711.48275, 8817.853892, 641366.3967, 31890.91091)),
-    "targets": ("OS1-64", 65536, 64556, 980, 49997851198, 29894,
-                (11761.71639, -727.1817279, 28.63037152, 33278822.32, 145317.2981)),
-    "glass": ("VLP-16", 28928, 28894, 34, 1699647239, 255,
-              (204.0493093, 0.1337067138, -0.002203918993, 1674.851455, 24.24301628)),
+    "street": ("VLP-16", 28928, 2656, 26272, 1318551053838, 187028,
+               (33000.78772, 27849.53349, 8913.859209, 589640.2296, 31023.22146)),
+    "targets": ("OS1-64", 65536, 64553, 983, 50104394166, 29958,
+                (11847.29983, -750.2451266, 42.27313385, 33279382.76, 145318.7652)),
+    "glass": ("VLP-16", 28928, 28893, 35, 1750121972, 262,
+              (210.3316798, -0.04852316120, -0.1051531658, 1674.883921, 24.24334066)),
 }  # fmt: skip
 SCENES: dict[str, Callable[[], str | Scene]] = {
     "street": lambda: "street",
@@ -154,14 +162,17 @@ def test_sunlight_adds_noise_and_blinds_near_the_sun():
     )
     scan = day.pipeline.scans(1)[0]
     noise = (scan.points["flags"] & PointFlag.AMBIENT_NOISE) != 0
-    assert noise.sum() > 0 and not ((night.points["flags"] & PointFlag.AMBIENT_NOISE) != 0).any()
+    # the receiver's dark noise gives a rare false detection at night too (issue 14 item 4)
+    night_noise = int(((night.points["flags"] & PointFlag.AMBIENT_NOISE) != 0).sum())
+    assert noise.sum() > 5 * night_noise + 10 and night_noise < 0.001 * night.fired
     az = np.degrees(np.arctan2(scan.points["y"], scan.points["x"]))
     el = np.degrees(np.arctan2(scan.points["z"], np.hypot(scan.points["x"], scan.points["y"])))
     near_sun = (np.abs(np.abs(az) - 180.0) < 1.0) & (np.abs(el - 2.9) < 1.0)
     assert near_sun.any() and noise[near_sun].all()  # blinded: only noise where the sun is
     front = scan.points[(scan.points["x"] > 0) & ~noise]
     err = front["x"] - 30.0
-    assert float(err.std()) > 0.9 * float((night.points[night.points["x"] > 0]["x"] - 30.0).std())
+    quiet = night.points[(night.points["x"] > 0) & ((night.points["flags"] & PointFlag.AMBIENT_NOISE) == 0)]
+    assert float(err.std()) > 0.9 * float((quiet["x"] - 30.0).std())
 
 
 def test_cli_arguments():
@@ -174,3 +185,35 @@ def test_cli_arguments():
         ap.parse_args(["--sub-rays", "0"])
     with pytest.raises(SystemExit):
         ap.parse_args(["--return-mode", "first"])
+
+
+def test_sub_rays_start_across_the_exit_aperture():
+    """Issue 14 item 9: a panel edge 5 mm beside the beam axis 1 m ahead is outside the footprint of
+    sub-rays from one point (radius 1.5 x 1.5 mrad x 1 m = 2.3 mm) but inside that of a beam leaving an
+    11 mm aperture (d0 + theta R); far away the footprint is d0 + theta R."""
+    from rt_lidar.pipeline.sources import WorldSource
+    from rt_lidar.sensor.beam import exit_m_per_rad, exit_offsets
+    from rt_lidar.sensor.scan_pattern import Firings
+    from unreal_bridge.world import MeshObject, Pose, StaticTrajectory, World
+
+    preset = load_preset("VLP-16")
+    v = np.array([[1.0, 0.005, -1.0], [1.0, 1.0, -1.0], [1.0, 1.0, 1.0], [1.0, 0.005, 1.0]], np.float32)
+    panel = MeshObject("edge", v, np.array([[0, 1, 2], [0, 2, 3]], np.int32), np.zeros(2, np.int16), 5)
+    world = World(Scene(objects=[panel], ego=StaticTrajectory(Pose.identity()), sensor_mount=Pose.identity()))
+    firings = Firings(
+        np.zeros(1, np.uint16), np.zeros(1, np.int64), np.zeros(1), np.zeros(1), np.zeros(1, np.int64)
+    )
+    pattern = subray_pattern(preset, 19)
+    transmission = np.zeros(len(world.material_names), np.float32)
+    point = WorldSource(world, 100.0, transmission).beam_hits(firings, 0, 1, pattern)
+    aperture = WorldSource(world, 100.0, transmission, exit_m_per_rad(preset)).beam_hits(
+        firings, 0, 1, pattern
+    )
+    assert not np.isfinite(point.range_m).any()
+    assert np.isfinite(aperture.range_m).sum() >= 3
+    # at range R every sub-ray lies offset x (d0 / theta + R) off the axis: the footprint is d0 + theta R
+    start = exit_offsets(firings.directions(), pattern, exit_m_per_rad(preset))
+    at_100 = start + 100.0 * subray_directions(firings.directions(), pattern).astype(np.float64)
+    o = preset.optics
+    scale = o.beam_exit_diameter_m / (o.beam_divergence_h_mrad * 1e-3) + 100.0
+    np.testing.assert_allclose(at_100[:, 1], pattern.offsets_rad[:, 0] * scale, rtol=1e-4, atol=1e-9)

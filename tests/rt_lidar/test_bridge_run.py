@@ -461,10 +461,11 @@ def test_the_sun_over_the_bridge_adds_false_detections_and_blinds_near_the_sun()
     (day,), stats = _bridged_scans(
         EmbeddedSim(World(_sunlit_wall()), preset, paused=True), preset, None, 1, sun=LOW_SUN
     )
-    assert stats.sun and not ((night.points["flags"] & PointFlag.AMBIENT_NOISE) != 0).any()
+    night_noise = int(((night.points["flags"] & PointFlag.AMBIENT_NOISE) != 0).sum())
+    assert stats.sun and night_noise < 0.001 * night.fired  # the dark noise's rare false detections
     pts = day.points
     noise = (pts["flags"] & PointFlag.AMBIENT_NOISE) != 0
-    assert noise.sum() > 10 and night.points.tobytes() != pts.tobytes()
+    assert noise.sum() > 10 + 5 * night_noise and night.points.tobytes() != pts.tobytes()
     az = np.degrees(np.arctan2(pts["y"], pts["x"]))
     el = np.degrees(np.arctan2(pts["z"], np.hypot(pts["x"], pts["y"])))
     near_sun = (np.abs(np.abs(az) - 180.0) < 1.0) & (np.abs(el - 2.9) < 1.0)  # 2.9 deg = atan(0.05)
@@ -492,7 +493,8 @@ def test_sunlight_from_a_server_without_it_warns_and_goes_on_without_sun(backend
     with pytest.warns(UserWarning, match=r"sun cosines, which this AirSim server does not send.*not applied"):
         bridged, stats = _bridged_scans(sim, preset, beam, use_extension=use_extension, sun=LOW_SUN)
     assert not stats.sun and stats.sun_direction is None
-    assert all(((s.points["flags"] & PointFlag.AMBIENT_NOISE) == 0).all() for s in bridged)
+    # no sun: at most the receiver's rare dark-noise false detections of a night (issue 14 item 4)
+    assert all(((s.points["flags"] & PointFlag.AMBIENT_NOISE) != 0).sum() < 0.001 * s.fired for s in bridged)
     if backend is _WithoutSun:  # the sub-rays still are: the in-process night scans with 7 sub-rays
         assert stats.sub_rays == 7
         _assert_same_scans(bridged, _in_process_scans(preset, _sunlit_wall(), beam))

@@ -56,3 +56,34 @@ def test_bad_tables_name_the_field(tmp_path):
         load_material_table(bad)
     with pytest.raises(ConfigError, match="scene uses materials not in the table: unobtainium"):
         good.arrays(["asphalt", "unobtainium"], 905)
+
+
+def test_lobes_conserve_energy() -> None:
+    """Issue 14 item 6: no material reflects more than it receives; chrome's lobe integrated to 2.0."""
+    from rt_lidar.sensor.materials import lobe_albedo
+
+    assert lobe_albedo(500.0, 2000.0) == pytest.approx(2.0, rel=0.01)  # the old chrome
+    table = load_material_table()
+    for name, m in table.materials.items():
+        total = float(m["spectrum"].max()) + lobe_albedo(
+            float(m.get("specular_gain", 0.0)),
+            float(m.get("specular_exponent", 1.0)),
+            float(m.get("retro_gain", 0.0)),
+        )
+        assert total <= 1.0, name
+    chrome = table.materials["chrome"]
+    assert lobe_albedo(chrome["specular_gain"], chrome["specular_exponent"]) == pytest.approx(0.6, abs=0.05)
+    paint = table.materials["car_paint_red"]
+    assert lobe_albedo(paint["specular_gain"], paint["specular_exponent"]) == pytest.approx(0.04, abs=0.01)
+    assert table.reflectance("bark", 905.0) == pytest.approx(0.35, abs=0.05)
+
+
+def test_a_lobe_that_creates_energy_is_refused(tmp_path) -> None:
+    from importlib import resources
+
+    text = resources.files("sensor_presets").joinpath("materials.toml").read_text()
+    bad = text.replace("specular_gain = 150.0", "specular_gain = 500.0", 1)
+    path = tmp_path / "materials.toml"
+    path.write_text(bad)
+    with pytest.raises(ConfigError, match=r"chrome.*reflects 2"):
+        load_material_table(path)

@@ -21,7 +21,7 @@ import numpy as np
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.builder import build_world
 from rt_lidar.pipeline.sources import WorldSource
-from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.sensor.beam import BeamConfig, exit_m_per_rad
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between, scan_period_ns
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     beam = PhysicsConfig(beam=BeamConfig(sub_rays=args.sub_rays, return_mode="dual"))
     phys = SensorPhysics.from_preset(preset, world.material_names, load_material_table(), beam)
     single = SensorPhysics.from_preset(preset, world.material_names, load_material_table(), PhysicsConfig())
-    src = WorldSource(world, preset.range.max_m, phys.materials.transmission)
+    src = WorldSource(world, preset.range.max_m, phys.materials.transmission, exit_m_per_rad(preset))
     period = scan_period_ns(preset)
     firings = firings_between(preset, period, period + period * max(1, -(-args.pulses // 130_000)))
     keys = ("ring", "t_ns", "azimuth_deg", "elevation_deg", "column", "unit")

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from kernels.intensity import sensor_constant
 from kernels.weather_reference import reference_ray
 from rt_lidar.physics.weather import WeatherConfig, WeatherModel
 from rt_lidar.sensor.presets import load_preset
@@ -44,11 +45,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     r0 = rng.uniform(1.0, 120.0, args.points).astype(np.float32)
     r0[rng.random(args.points) < 0.35] = np.inf  # a third of a spinning scan sees sky
-    k = (
-        preset.pulse.peak_power_w
-        * preset.optics.receiver_aperture_m**2
-        * preset.optics.system_efficiency
-        / 16
+    k = sensor_constant(
+        preset.pulse.peak_power_w, preset.optics.receiver_aperture_m, preset.optics.system_efficiency
     )
     p0 = np.where(np.isfinite(r0), k * rng.uniform(0.05, 0.6, args.points) / np.minimum(r0, 1e6) ** 2, 0)
     p0 = p0.astype(np.float32)
