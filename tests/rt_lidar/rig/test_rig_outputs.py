@@ -105,7 +105,7 @@ def test_the_stream_publishes_every_sensor(tmp_path: Path) -> None:
     headers: list[dict] = []
 
     def read() -> None:
-        while len(headers) < 3:
+        while len(headers) < 6:
             try:
                 frame = decode_frame(sock.recv_multipart(copy=False))
             except zmq.Again:
@@ -116,16 +116,19 @@ def test_the_stream_publishes_every_sensor(tmp_path: Path) -> None:
     reader = threading.Thread(target=read)
     reader.start()
     out = tmp_path / "run"
-    argv = ["demo", "--rig", str(EXAMPLE), "--frames", "1", "--out", str(out), "--quiet", "--no-rosbag"]
+    # two scans a sensor: a live stream may lose what it publishes before the subscription reaches it
+    # (ZeroMQ's slow joiner), so the second round is the one every sensor must be heard in
+    argv = ["demo", "--rig", str(EXAMPLE), "--frames", "2", "--out", str(out), "--quiet", "--no-rosbag"]
     assert main([*argv, "--sink", f"zmq:{address}"]) == 0
     reader.join()
     sock.close()
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["stream"]["sent"] == 3 and summary["stream"]["dropped"] == 0, summary["stream"]
-    assert sorted(h["sensor"] for h in headers) == sorted(["top", "front_left", "front_right"])
+    assert summary["stream"]["sent"] == 6 and summary["stream"]["dropped"] == 0, summary["stream"]
+    assert len(headers) >= 4, headers  # at most the first round lost to the slow joiner
+    assert sorted({h["sensor"] for h in headers}) == sorted(["top", "front_left", "front_right"])
     for h in headers:
         assert h["frame_id"] == h["sensor"] and h["kind"] == "scan"
-        assert h["got"] == h["n"] == summary["sensors"][h["sensor"]]["points_per_scan_mean"]
+        assert h["got"] == h["n"] > 0
     assert not (out / "rosbag").exists()
     assert main([*argv, "--sink", f"pcd:{tmp_path}/x"]) == 2  # other sinks belong in the rig file
 
