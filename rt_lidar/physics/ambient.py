@@ -61,6 +61,8 @@ def pulse_noise_w(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarray:
     :class:`~rt_lidar.sensor.presets.ReceiverSpec`) and the shot noise of the footprint's background
     lit by ``sun_lux``."""
     rx, thr = echo.preset.receiver, echo.preset.pulse.detection_threshold_w
+    if sun_lux <= 0:  # no background: one floor for every pulse (sqrt is exact, so no bit differs)
+        return np.full(hits.pulses, receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, np.zeros(1))[0])
     return np.asarray(
         receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, pulse_background_w(echo, sun_lux, hits))
     )
@@ -90,7 +92,10 @@ def noise_detections(
             det = det.take(~blinded[det.pulse])
     # false detections of pulses left without a return
     n_cells = (p.range.max_m - p.range.min_m) / (SPEED_OF_LIGHT * p.pulse.width_ns * 0.5e-9)
-    p_fa = np.where(blinded, 1.0, false_alarm_probability(thr, sigma, n_cells))
+    if sun_lux <= 0 and sigma.size:  # one noise floor for every pulse: one probability
+        p_fa = np.broadcast_to(false_alarm_probability(thr, sigma[:1], n_cells), sigma.shape)
+    else:
+        p_fa = np.where(blinded, 1.0, false_alarm_probability(thr, sigma, n_cells))
     empty = np.ones(hits.pulses, bool)
     empty[det.pulse] = False
     u = rng.random(hits.pulses)
