@@ -39,7 +39,7 @@ from typing import Any
 
 from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.pipeline.assembler import Scan
-from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 from rt_lidar.sinks.ouster import OusterPacketizer
 from rt_lidar.sinks.ouster_meta import complete_metadata, read_metadata
 from rt_lidar.sinks.pacing import Pacer, PacingStats
@@ -371,19 +371,14 @@ def ouster_sensor_sink(target: str, options: dict[str, str]) -> OusterSensorSink
     """``--sink ouster-sensor:127.0.0.2[,metadata=real.json][,profile=RNG19][,latency_ms=100][,late_ms=50]``:
     an emulated sensor. A scan's datagrams leave ``latency_ms`` after it is written, on the sensor's
     schedule; one more than ``late_ms`` behind it (a simulation slower than real time) is dropped."""
-    unknown = set(options) - {"metadata", "profile", "latency_ms", "late_ms"}
-    if unknown:
-        raise ConfigError(f"ouster-sensor: unknown options {sorted(unknown)}")
+    opts = SinkOptions("ouster-sensor", options, {"metadata", "profile", "latency_ms", "late_ms"})
     try:
         ipv4_bytes(target or "127.0.0.2")
     except ValueError as exc:
         raise ConfigError(f"ouster-sensor:{target}: {exc}") from None
     source = options.get("metadata")
     given = read_metadata(source) if source else None
-    try:
-        pacing = {k: float(options[k]) for k in ("latency_ms", "late_ms") if k in options}
-    except ValueError:
-        raise ConfigError(f"ouster-sensor: latency_ms and late_ms are milliseconds, got {options}") from None
+    pacing = {k: opts.number(k, 0.0, 0.0) for k in ("latency_ms", "late_ms") if k in options}  # ms
     return OusterSensorSink(
         target or "127.0.0.2", given, options.get("profile"), source or "metadata", **pacing
     )

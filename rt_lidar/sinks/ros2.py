@@ -31,7 +31,7 @@ import numpy as np
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.scan_pattern import scan_period_ns
-from rt_lidar.sinks.base import SinkContext, register_sink
+from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 from rt_lidar.sinks.rosbag import cloud_bytes, cloud_fields, cloud_layout
 
 __all__ = ["Ros2Sink", "cloud_message", "dds_topic", "mount_message"]
@@ -85,21 +85,17 @@ class Ros2Sink:
     """Publishes every scan as a PointCloud2, the mount on ``/tf_static`` and the sim time on ``/clock``."""
 
     def __init__(self, target: str, options: dict[str, str]) -> None:
-        unknown = set(options) - _OPTIONS
-        if unknown:
-            raise ConfigError(f"ros2 sink: unknown options {sorted(unknown)}; known: {sorted(_OPTIONS)}")
+        # the domain defaults to ROS_DOMAIN_ID, checked as if it had been given
+        opts = SinkOptions("ros2", {"domain": os.environ.get("ROS_DOMAIN_ID", "0"), **options}, _OPTIONS)
         self.topic = target or "/points"
         if not _TOPIC.fullmatch(self.topic):
             raise ConfigError(f"ros2 sink: '{target}' is not a ROS 2 topic name (e.g. /points, /lidar/top)")
-        domain = options.get("domain", os.environ.get("ROS_DOMAIN_ID", "0"))
-        if not domain.isdigit() or not 0 <= int(domain) <= 232:
-            raise ConfigError(f"ros2 option domain={domain}: must be an integer 0..232 (DDS domain id)")
-        self.domain = int(domain)
+        self.domain = opts.integer("domain", 0, 0, 232)  # DDS domain ids
         if importlib.util.find_spec("cyclonedds") is None:
             raise ConfigError("ros2 sink: needs Cyclone DDS: pip install 'rt-lidar[ros2]'")
-        self.frame = options.get("frame", "lidar")
-        self.base = options.get("base", "base_link")
-        self.fields = options.get("fields", "all")
+        self.frame = opts.text("frame", "lidar")
+        self.base = opts.text("base", "base_link")
+        self.fields = opts.text("fields", "all")
         self.published = 0
         self._writers: dict[str, Any] = {}
         self._participant: Any = None
