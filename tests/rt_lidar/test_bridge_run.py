@@ -14,6 +14,7 @@ from pathlib import Path
 import msgpack
 import numpy as np
 import pytest
+from old_servers import WithoutBeamCall
 from pypcd4 import PointCloud
 from scenes import targets_scene, wall_scene
 
@@ -338,22 +339,10 @@ def test_the_two_plane_scene_gives_dual_returns_over_the_bridge():
     assert np.all(np.sqrt(second["x"] ** 2 + second["y"] ** 2 + second["z"] ** 2) > 12.5)  # the wall
 
 
-class _WithoutBeamCall:
-    """The embedded sim behind a server that has ``rtLidarGetHits`` but not ``rtLidarGetBeamHits``."""
-
-    def __init__(self, sim: EmbeddedSim) -> None:
-        self._sim = sim
-
-    def __getattr__(self, name: str):
-        if name == "lidar_beam_hits":
-            raise AttributeError(name)
-        return getattr(self._sim, name)
-
-
 @pytest.mark.parametrize("use_extension", [None, False], ids=["older-server", "stock-calls"])
 def test_sub_rays_from_a_server_without_the_call_warn_and_cast_one_ray_a_pulse(use_extension):
     preset = load_preset("VLP-16")
-    backend = _WithoutBeamCall(EmbeddedSim(World(_two_planes()), preset, paused=True))
+    backend = WithoutBeamCall(EmbeddedSim(World(_two_planes()), preset, paused=True))
     with pytest.warns(UserWarning, match=r"no rtLidarGetBeamHits .* 7 sub-rays .* not applied"):
         bridged, stats = _bridged_scans(backend, preset, DUAL7, use_extension=use_extension)
     assert stats.sub_rays == 1 and stats.extension is (use_extension is None)
@@ -474,7 +463,7 @@ def test_the_sun_over_the_bridge_adds_false_detections_and_blinds_near_the_sun()
     assert float(front["x"].std()) > float(night.points[night.points["x"] > 0]["x"].std())
 
 
-class _WithoutSun(_WithoutBeamCall):
+class _WithoutSun(WithoutBeamCall):
     """A server that has ``rtLidarGetBeamHits`` but predates its sun entry (it casts no sun)."""
 
     def lidar_beam_hits(self, lidar, vehicle, offsets_rad, weights, sun=None):
@@ -484,7 +473,7 @@ class _WithoutSun(_WithoutBeamCall):
 @pytest.mark.filterwarnings("ignore:the AirSim server offers no rtLidarGetBeamHits")
 @pytest.mark.parametrize(
     ("backend", "use_extension", "beam"),
-    [(_WithoutBeamCall, None, None), (_WithoutBeamCall, False, DUAL7), (_WithoutSun, None, DUAL7)],
+    [(WithoutBeamCall, None, None), (WithoutBeamCall, False, DUAL7), (_WithoutSun, None, DUAL7)],
     ids=["no-call", "stock-calls", "call-without-sun"],
 )
 def test_sunlight_from_a_server_without_it_warns_and_goes_on_without_sun(backend, use_extension, beam):
@@ -592,7 +581,7 @@ def test_a_run_records_what_a_stock_server_granted_and_re_runs_from_it(tmp_path,
     preset = load_preset("VLP-16")
 
     def serve():
-        backend = _WithoutBeamCall(EmbeddedSim(World(_two_planes()), preset, paused=True))
+        backend = WithoutBeamCall(EmbeddedSim(World(_two_planes()), preset, paused=True))
         server = AirSimServer(backend, port=0)
         server.start()
         return server

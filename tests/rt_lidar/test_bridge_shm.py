@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from old_servers import WithoutBeamCall
 from scenes import wall_scene
 
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
@@ -88,22 +89,10 @@ def test_a_server_that_cannot_see_the_segment_answers_over_tcp(tmp_path):
     assert list_segments(pid=os.getpid()) == []
 
 
-class _WithoutBeamCall:
-    """The embedded sim as an older server sees it: no ``lidar_beam_hits``, so no rtLidarGetBeamHits."""
-
-    def __init__(self, sim: EmbeddedSim) -> None:
-        self._sim = sim
-
-    def __getattr__(self, name: str):
-        if name == "lidar_beam_hits":
-            raise AttributeError(name)
-        return getattr(self._sim, name)
-
-
 def test_a_server_without_the_beam_call_is_asked_over_tcp():
     preset = load_preset("VLP-16")
     tcp, _ = _scans(preset, False)
-    old = _WithoutBeamCall(EmbeddedSim(World(street_scene(0)), preset, paused=True))
+    old = WithoutBeamCall(EmbeddedSim(World(street_scene(0)), preset, paused=True))
     fallback, stats = _scans(preset, True, backend=old)
     assert stats.transport == "tcp" and "refused the offer" in str(stats.shm_refused)
     _assert_identical(tcp, fallback)
