@@ -14,6 +14,19 @@ _INTS = [0, 5, 127, -1, -32, 128, 204, 208, 255, 256, 65535, 65536, 2**32, -33, 
 _INTS += [-(2**31) - 1]
 
 
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def narrow_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs against the compiled narrow-int reader and against its NumPy twin."""
+    if request.param == "numpy":
+        monkeypatch.setattr(fast_decode, "_compiled_narrow_ints", None)
+    return str(request.param)
+
+
+def test_compiled_reader_is_built() -> None:
+    # make test installs the package with its optional extension; a silent fallback would hide a 5x loss
+    from unreal_bridge import _narrow_ints  # noqa: F401
+
+
 def _random_case(rng: np.random.Generator, pool: list[int]) -> list[int]:
     n = int(rng.choice([0, 1, 2, 15, 16, int(rng.integers(0, 300))]))
     return [int(v) for v in rng.choice(pool, n)]
@@ -78,3 +91,16 @@ def test_stray_type_byte_in_a_narrow_array_falls_back_correctly() -> None:
     assert fast_decode.decode_array(data, 0, np.int32)[0].tolist() == msgpack.unpackb(data)
     with pytest.raises(WireFormatError):
         fast_decode.decode_array(bytes([0x92, 0x05, 0xC1]), 0, np.int32)
+
+
+def test_truncated_narrow_array_asks_for_at_least_a_byte_per_missing_element() -> None:
+    data = msgpack.packb([1, 200, -1, 204, 7])  # 0x95 01 cc c8 ff cc cc 07
+    with pytest.raises(fast_decode.Truncated) as err:
+        fast_decode.decode_array(data[:7], 0, np.int32)  # four elements complete, the fifth is missing
+    assert err.value.least == 8
+
+
+def test_narrow_array_followed_by_other_data_stops_at_its_end() -> None:
+    data = msgpack.packb([[255, -1, 3], 1.5])
+    arr, end = fast_decode.decode_array(data, 1, np.int16)
+    assert arr.tolist() == [255, -1, 3] and data[end] == 0xCB
