@@ -107,3 +107,11 @@ def test_preset_saturation_field() -> None:
     d["receiver"]["saturation_w"] = -1.0
     with pytest.raises(PresetError):
         preset_from_dict(d)
+
+
+def test_validate_range_walk_vs_strength(tmp_path) -> None:
+    from rt_lidar.validation.report import run_validation, trend_checks
+
+    rep = run_validation(tmp_path, ["range_walk_vs_strength"])
+    assert (tmp_path / "range_walk_vs_strength.png").stat().st_size > 5_000
+    assert all(ok for _, ok in trend_checks(rep)["range_walk_vs_strength"])
