@@ -263,3 +263,7 @@ EXPERIMENTS.update(DETECTION_EXPERIMENTS)
 from rt_lidar.validation.walk_experiments import WALK_EXPERIMENTS  # noqa: E402  (issue 14, item 8)
 
 EXPERIMENTS.update(WALK_EXPERIMENTS)
+
+from rt_lidar.validation.clutter_calibration import CLUTTER_CAL_EXPERIMENTS  # noqa: E402  (issue 14, item 10)
+
+EXPERIMENTS.update(CLUTTER_CAL_EXPERIMENTS)
