@@ -58,6 +58,13 @@ PUBLISHED: list[dict[str, Any]] = [
      "source": "Filgueira et al. 2017 (as above)", "access": "abstract only", "sensor": "VLP-16",
      "figure": "'detected intensity and the sampled points attenuate with the increasing of rain intensity'",
      "published": "falls with rain rate", "model_key": "far_target_points", "unit": "points of 2000"},
+    {"id": "filgueira2017_pavement", "kind": "qualitative",
+     "source": "Filgueira et al. 2017 (as above)",
+     "access": "abstract only (ranges of the six areas unknown)",
+     "sensor": "VLP-16, six areas of different materials",
+     "figure": "'The highest decrease in the number of points appears for pavement'",
+     "published": "pavement loses the most points", "model_key": "points_lost_by_surface_50mm_h",
+     "unit": "points per revolution"},
     {"id": "lidarstar_rain_max_range", "kind": "range",
      "source": "lidarstar.com, 'LiDAR in Adverse Weather: Mastering Point Cloud Filtering' (vendor article, "
                "attributing it to a Nature Communications paper it does not name)",
@@ -102,21 +109,31 @@ def _wall_stats(
     return int(r.size), float(r.mean()), float(r.std())
 
 
-def _scene_clutter(preset: SensorPreset, weather: WeatherConfig) -> tuple[int, float, float]:
-    """(clutter points, median and 95th-percentile clutter range m) of one revolution in the seed's scene."""
+SCENE_SURFACES = {1: "asphalt ground", 2: "red sedan", 3: "rock", 4: "brick facade 51-73 m"}
+"""Segments of :func:`~rt_lidar.validation.scenes.rain_test_scene` (0 = clutter)."""
+
+
+def _scene_scan(preset: SensorPreset, weather: WeatherConfig | None) -> np.ndarray:
+    """One revolution of ``preset`` in the seed's scene (seed 1)."""
     from rt_lidar.pipeline.builder import build_pipeline, build_world
 
     world = build_world(rain_test_scene())
-    pts = (
-        build_pipeline(preset, world, seed=1, physics=PhysicsConfig(weather=weather))
-        .pipeline.scans(1)[0]
-        .points
-    )
+    cfg = PhysicsConfig(weather=weather)
+    return build_pipeline(preset, world, seed=1, physics=cfg).pipeline.scans(1)[0].points
+
+
+def _scene_clutter(pts: np.ndarray) -> tuple[int, float, float]:
+    """(clutter points, median and 95th-percentile clutter range m) of one revolution."""
     fake = (pts["flags"] & CLUTTER) != 0
     r = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2)[fake]
     if r.size == 0:
         return 0, 0.0, 0.0
     return int(r.size), float(np.median(r)), float(np.percentile(r, 95))
+
+
+def _by_surface(pts: np.ndarray) -> dict[str, int]:
+    seg = pts["segment"][(pts["flags"] & CLUTTER) == 0]
+    return {name: int(np.count_nonzero(seg == k)) for k, name in SCENE_SURFACES.items()}
 
 
 def rain_extinction_scale_for(
@@ -175,16 +192,24 @@ def clutter_calibration(out: Path) -> dict[str, Any]:
     res["fit_rain_extinction_scale_for_35pct"] = round(rain_extinction_scale_for(preset, 0.35, 30.0), 3)
     # clutter in the seed's scene: counts and how near
     counts, p50, p95 = [], [], []
+    clear_surfaces = _by_surface(_scene_scan(preset, None))
     for rate in RAIN_RATES_MM_H:
-        n, m50, m95 = _scene_clutter(preset, WeatherConfig(rain_mm_h=rate))
+        pts = _scene_scan(preset, WeatherConfig(rain_mm_h=rate))
+        n, m50, m95 = _scene_clutter(pts)
         counts.append(n)
         p50.append(round(m50, 2))
         p95.append(round(m95, 2))
+    wet = _by_surface(pts)  # the heaviest rate
+    lost = {k: clear_surfaces[k] - wet[k] for k in SCENE_SURFACES.values()}
+    res["points_lost_by_surface_50mm_h"] = lost
+    res["points_lost_share_by_surface_50mm_h"] = {
+        k: round(lost[k] / max(clear_surfaces[k], 1), 3) for k in lost
+    }
     res["rain_clutter_per_scan"] = counts
     res["rain_clutter_range_p50_m"] = p50
     res["rain_clutter_range_p95_m"] = max(p95)
     res["rain_clutter_range_p95_by_rate_m"] = p95
-    snow = [_scene_clutter(preset, WeatherConfig(snow_mm_h=s)) for s in SNOW_RATES_MM_H]
+    snow = [_scene_clutter(_scene_scan(preset, WeatherConfig(snow_mm_h=s))) for s in SNOW_RATES_MM_H]
     res["snow_mm_h"] = SNOW_RATES_MM_H
     res["snow_clutter_per_scan"] = [s[0] for s in snow]
     res["snow_clutter_range_p95_m"] = round(max(s[2] for s in snow), 2)
