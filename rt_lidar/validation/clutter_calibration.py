@@ -49,19 +49,20 @@ CLUTTER = int(PointFlag.RAIN_CLUTTER | PointFlag.FOG_CLUTTER | PointFlag.SNOW_CL
 
 PUBLISHED: list[dict[str, Any]] = [
     {"id": "filgueira2017_range", "kind": "bound",
-     "source": "Filgueira, González-Jorge, Lagüela, Díaz-Vilariño, Arias: Quantifying the influence of rain "
-               "in LiDAR performance. Measurement 95 (2017) 143-148",
-     "access": "abstract only", "sensor": "VLP-16, outdoors, natural rain",
+     "source": "Quantifying the influence of rain in LiDAR performance. Measurement (2017); commonly cited "
+               "as Filgueira et al., vol. 95, 143-148",
+     "access": "abstract only (journal and year seen, not the authors)",
+     "sensor": "a lidar the abstract does not name (cited elsewhere as a VLP-16), rain",
      "figure": "range of surfaces in rain: 'variations are always lower than 20 cm'",
      "published": 0.20, "model_key": "wall_range_shift_max_m", "unit": "m"},
     {"id": "filgueira2017_points", "kind": "qualitative",
-     "source": "Filgueira et al. 2017 (as above)", "access": "abstract only", "sensor": "VLP-16",
+     "source": "Filgueira et al. 2017 (as above)", "access": "abstract only", "sensor": "as above",
      "figure": "'detected intensity and the sampled points attenuate with the increasing of rain intensity'",
      "published": "falls with rain rate", "model_key": "far_target_points", "unit": "points of 2000"},
     {"id": "filgueira2017_pavement", "kind": "qualitative",
      "source": "Filgueira et al. 2017 (as above)",
      "access": "abstract only (ranges of the six areas unknown)",
-     "sensor": "VLP-16, six areas of different materials",
+     "sensor": "as above, six areas of different materials",
      "figure": "'The highest decrease in the number of points appears for pavement'",
      "published": "pavement loses the most points", "model_key": "points_lost_by_surface_50mm_h",
      "unit": "points per revolution"},
@@ -237,7 +238,7 @@ def _plot(path: Path, m: dict[str, Any]) -> None:
     ax.plot(
         m["rain_mm_h"], [100 * s for s in m["wall_range_shift_m"]], marker="o", label="model: wall at 20 m"
     )
-    ax.axhline(20.0, ls="--", color="k", lw=0.8, label="Filgueira 2017: < 20 cm (VLP-16)")
+    ax.axhline(20.0, ls="--", color="k", lw=0.8, label="Filgueira 2017: < 20 cm")
     ax.set(title="range stability in rain", xlabel="rain rate (mm/h)", ylabel="range shift + extra sd (cm)")
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
@@ -261,7 +262,7 @@ CLUTTER_CAL_EXPERIMENTS: dict[str, Callable[[Path], dict[str, Any]]] = {
 }
 CLUTTER_CAL_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     "clutter_calibration": [
-        ("Filgueira 2017 (VLP-16): range in rain varies < 20 cm",
+        ("Filgueira 2017: range in rain varies < 20 cm",
          lambda m: m["wall_range_shift_max_m"] < 0.20),
         ("Filgueira 2017: fewer surface points with heavier rain", lambda m: _down(m["far_target_points"])),
         ("Hokuyo: rain clutter near the sensor (95 % within 10 m)",
