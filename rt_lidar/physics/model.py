@@ -223,10 +223,15 @@ class SensorPhysics:
         unchanged up to the receiver's saturation, closer beyond (:func:`kernels.leading_edge_walk_m`)."""
         p = self.preset
         thr = p.pulse.detection_threshold_w
-        walk = leading_edge_walk_m(
-            power_w.astype(np.float64), thr, pulse_sigma_ns(p.pulse.width_ns), p.receiver.saturation(thr)
-        )
-        return np.maximum(range_m + walk, 0.0).astype(np.float32)
+        sat = p.receiver.saturation(thr)
+        out = np.array(range_m, dtype=np.float32, copy=True)
+        strong = np.nonzero(power_w > sat)[0]  # few points walk: only they are computed
+        if strong.size:
+            walk = leading_edge_walk_m(
+                power_w[strong].astype(np.float64), thr, pulse_sigma_ns(p.pulse.width_ns), sat
+            )
+            out[strong] = np.maximum(out[strong] + walk, 0.0)
+        return out
 
     def detected(
         self, power_w: np.ndarray, sigma_w: np.ndarray | None, rng: np.random.Generator
