@@ -23,6 +23,8 @@ __all__ = [
     "apply_range_noise",
     "calibrated_reflectivity_output",
     "effective_reflectance",
+    "leading_edge_advance_ns",
+    "leading_edge_walk_m",
     "received_power",
     "received_power_output",
     "sensor_constant",
@@ -112,6 +114,36 @@ def apply_range_noise(
     jitter_m = (0.5e-9 * SPEED_OF_LIGHT * pulse_sigma_ns) * noise_sigma_w / xp.maximum(power_w, 1e-30)
     sigma = xp.sqrt(accuracy_m * accuracy_m + jitter_m * jitter_m)
     return range_m + sigma * standard_normal
+
+
+def leading_edge_advance_ns(power_w: Any, threshold_w: float, pulse_sigma_ns: float) -> Any:
+    """How much earlier than its peak a Gaussian echo crosses the threshold on its rising edge (ns).
+
+    An echo ``P exp(-(t - t0)^2 / (2 s^2))`` reaches ``T`` at ``t0 - s sqrt(2 ln(P / T))``: 0 for an
+    echo that just reaches the threshold, growing as the square root of the log of ``P / T`` (0 below
+    the threshold, which detects nothing anyway).
+    """
+    xp = array_module(power_w)
+    ratio = xp.maximum(power_w / threshold_w, 1.0)
+    return pulse_sigma_ns * xp.sqrt(2.0 * xp.log(ratio))
+
+
+def leading_edge_walk_m(power_w: Any, threshold_w: float, pulse_sigma_ns: float, saturation_w: float) -> Any:
+    """Range walk (m, negative = reported closer) of a leading-edge discriminator whose walk is corrected
+    from the measured amplitude up to the receiver's saturation ``saturation_w``.
+
+    The raw walk ``-(c/2) leading_edge_advance_ns(P)`` spans metres over a scene's dynamic range; a
+    sensor corrects it from the amplitude it measures (or the pulse width), so diffuse targets keep the
+    datasheet accuracy. Above saturation the measured amplitude sticks at ``saturation_w`` and the
+    correction with it, while the edge keeps moving earlier: what is left is
+    ``-(c/2) [advance(P) - advance(min(P, P_sat))]``, 0 up to saturation and growing with the log of
+    the power beyond (strong returns, retro-reflectors, read closer).
+    """
+    xp = array_module(power_w)
+    p = xp.maximum(power_w, 0.0)
+    raw = leading_edge_advance_ns(p, threshold_w, pulse_sigma_ns)
+    corrected = leading_edge_advance_ns(xp.minimum(p, saturation_w), threshold_w, pulse_sigma_ns)
+    return -(0.5e-9 * SPEED_OF_LIGHT) * (raw - corrected)
 
 
 def calibrated_reflectivity_output(

@@ -4,7 +4,8 @@ Turns :class:`~rt_lidar.pipeline.sources.Hits` into points of :data:`~rt_lidar.p
 kernels of :mod:`kernels.intensity`. With one ray per pulse and the ``strongest`` mode, a ray that
 crossed glass reports whichever echo is stronger, the glass's own mirror-like reflection or the
 attenuated object behind it; below the detection threshold the ray drops. Sub-ray bundles and the
-other return modes go through the waveform model (:mod:`rt_lidar.physics.returns`); sunlight
+other return modes go through the waveform model (:mod:`rt_lidar.physics.returns`); the range walk of strong
+returns (:meth:`SensorPhysics.range_walk`) acts on the returns of either path; sunlight
 (:mod:`rt_lidar.physics.ambient`) acts on the detections of either.
 """
 
@@ -18,6 +19,7 @@ import numpy as np
 from kernels import (
     apply_range_noise,
     calibrated_reflectivity_output,
+    leading_edge_walk_m,
     received_power_output,
 )
 from kernels.ambient import receiver_sigma_w
@@ -44,6 +46,9 @@ class PhysicsConfig:
     """Clear-air extinction coefficient a (1/m) in exp(-2 a R)."""
     range_noise: bool = True
     """Range noise: the datasheet accuracy and the 1 / sqrt(SNR) jitter of weak returns."""
+    range_walk: bool = True
+    """Range walk of the leading-edge discriminator: returns stronger than the receiver's saturation read
+    closer (:func:`kernels.intensity.leading_edge_walk_m`, docs/range-walk.md); False = none."""
     receiver_noise: bool = True
     """Detection as a probability from the SNR (and the noise's false alarms); False = an ideal receiver
     that detects every return at or above the threshold and nothing else."""
@@ -163,6 +168,8 @@ class SensorPhysics:
         else:
             det = self._single(echo, hits, rng, det_sigma)
         pw = det.power_w
+        if self.config.range_walk and len(det):
+            det.range_m = self.range_walk(det.range_m, pw)
         measured = det.range_m
         if self.config.range_noise and sigma is not None:
             rx = p.receiver
@@ -210,6 +217,21 @@ class SensorPhysics:
         return PhysicsResult(
             points=out, power_w=pw, fired=hits.pulses, dropped=hits.pulses - with_return, epw_ns=epw
         )
+
+    def range_walk(self, range_m: np.ndarray, power_w: np.ndarray) -> np.ndarray:
+        """Ranges ``range_m`` as the leading-edge discriminator reports echoes of height ``power_w``:
+        unchanged up to the receiver's saturation, closer beyond (:func:`kernels.leading_edge_walk_m`)."""
+        p = self.preset
+        thr = p.pulse.detection_threshold_w
+        sat = p.receiver.saturation(thr)
+        out = np.array(range_m, dtype=np.float32, copy=True)
+        strong = np.nonzero(power_w > sat)[0]  # few points walk: only they are computed
+        if strong.size:
+            walk = leading_edge_walk_m(
+                power_w[strong].astype(np.float64), thr, pulse_sigma_ns(p.pulse.width_ns), sat
+            )
+            out[strong] = np.maximum(out[strong] + walk, 0.0)
+        return out
 
     def detected(
         self, power_w: np.ndarray, sigma_w: np.ndarray | None, rng: np.random.Generator

@@ -37,6 +37,7 @@ __all__ = [
     "PACKET_FORMATS",
     "PATTERNS",
     "RETURN_MODES",
+    "SATURATION_OVER_THRESHOLD",
     "Beam",
     "OpticsSpec",
     "OutputSpec",
@@ -64,6 +65,10 @@ BEAM_PROFILES = ("gaussian", "top_hat", "table")
 INTENSITY_KINDS = ("calibrated_reflectivity", "received_power")
 CLEAR_AIR_EXTINCTION_PER_M = 1e-4
 ELEMENTARY_CHARGE_C = 1.602176634e-19
+SATURATION_OVER_THRESHOLD = 5000.0
+"""Assumed receiver saturation over the detection threshold when a preset gives none: fitted so the
+OS1-64's road-sign sheeting at 20 m reads ~10 cm short (its datasheet: +-10 cm on retro-reflectors
+beside +-3 cm on Lambertian targets); docs/range-walk.md."""
 NON_PRESET_FILES = frozenset({"materials.toml"})  # other data in the sensor_presets package
 
 
@@ -167,6 +172,14 @@ class ReceiverSpec:
     """Electrical noise bandwidth of the receiver (~0.44 / pulse FWHM for a matched filter)."""
     threshold_snr: float = spec(5.0, 1.0, 50.0)
     """Detection threshold over the dark noise (1 sigma): sets the false-alarm rate at night."""
+    saturation_w: float | None = spec(None, 1e-15, 1e3, "W")
+    """Echo power (W at the detector) where the receiver's amplitude measurement saturates, so its range
+    walk correction stops (:func:`kernels.intensity.leading_edge_walk_m`). None: an assumption,
+    :data:`SATURATION_OVER_THRESHOLD` times the detection threshold (see docs/range-walk.md)."""
+
+    def saturation(self, threshold_w: float) -> float:
+        """The saturation power (W): ``saturation_w``, or the assumed default over ``threshold_w``."""
+        return self.saturation_w if self.saturation_w is not None else SATURATION_OVER_THRESHOLD * threshold_w
 
     def dark_sigma_w(self, threshold_w: float) -> float:
         """The dark noise floor (W, 1 sigma)."""

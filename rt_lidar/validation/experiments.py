@@ -259,3 +259,11 @@ EXPERIMENTS.update(ECHO_EXPERIMENTS)
 from rt_lidar.validation.detection_experiments import DETECTION_EXPERIMENTS  # noqa: E402  (issue 14)
 
 EXPERIMENTS.update(DETECTION_EXPERIMENTS)
+
+from rt_lidar.validation.walk_experiments import WALK_EXPERIMENTS  # noqa: E402  (issue 14, item 8)
+
+EXPERIMENTS.update(WALK_EXPERIMENTS)
+
+from rt_lidar.validation.clutter_calibration import CLUTTER_CAL_EXPERIMENTS  # noqa: E402  (issue 14, item 10)
+
+EXPERIMENTS.update(CLUTTER_CAL_EXPERIMENTS)

@@ -15,9 +15,11 @@ from typing import Any
 from rt_lidar.errors import ConfigError
 from rt_lidar.rig.experiment import CROSSTALK_CHECKS
 from rt_lidar.validation.beam_experiments import BEAM_CHECKS
+from rt_lidar.validation.clutter_calibration import CLUTTER_CAL_CHECKS
 from rt_lidar.validation.detection_experiments import DETECTION_CHECKS
 from rt_lidar.validation.echo_experiments import ECHO_CHECKS
 from rt_lidar.validation.experiments import EXPERIMENTS
+from rt_lidar.validation.walk_experiments import WALK_CHECKS
 
 __all__ = ["CHECKS", "run_validation", "trend_checks"]
 
@@ -66,6 +68,8 @@ CHECKS.update(BEAM_CHECKS)
 CHECKS.update(CROSSTALK_CHECKS)
 CHECKS.update(ECHO_CHECKS)
 CHECKS.update(DETECTION_CHECKS)
+CHECKS.update(WALK_CHECKS)
+CHECKS.update(CLUTTER_CAL_CHECKS)
 
 
 def trend_checks(report: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, bool]]]:

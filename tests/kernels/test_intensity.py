@@ -99,3 +99,15 @@ def test_output_scales(xp):
     np.testing.assert_allclose(
         np.asarray(counts.get() if hasattr(counts, "get") else counts), [10, 20, 65535]
     )
+
+
+def test_leading_edge_walk_on_every_backend(xp):
+    """Range walk (issue 14 item 8) on NumPy and, where a GPU is, CuPy: 0 up to saturation, then
+    -(c/2) s (sqrt(2 ln(P/T)) - sqrt(2 ln(P_sat/T)))."""
+    from kernels.intensity import SPEED_OF_LIGHT, leading_edge_walk_m
+
+    p = xp.asarray([0.5, 1.0, 100.0, 1e3, 1e6])
+    w = leading_edge_walk_m(p, 1.0, 2.0, 1e3)
+    w = np.asarray(w.get() if hasattr(w, "get") else w)
+    expected = -0.5e-9 * SPEED_OF_LIGHT * 2.0 * (np.sqrt(2 * np.log(1e6)) - np.sqrt(2 * np.log(1e3)))
+    np.testing.assert_allclose(w, [0, 0, 0, 0, expected], rtol=1e-9, atol=1e-12)

@@ -1,0 +1,277 @@
+"""Clutter against published measurements (issue 14, item 10): ``validate --only clutter_calibration``.
+
+Each entry of :data:`PUBLISHED` is one figure from the literature: the source, how much of it we could
+read (full text or abstract only), the sensor and condition, the figure, and the model quantity it is
+compared with. :func:`clutter_calibration` computes those quantities with the project's weather model
+on a VLP-16 (the seed's rain scene, a plaster wall, the 10 % datasheet target), states each residual,
+and fits a free parameter only where a figure is quantitative and constrains one. Where no measured
+number was reachable it says so (docs/clutter-calibration.md) instead of inventing one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from kernels.intensity import received_power
+from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
+from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.points import PointFlag
+from rt_lidar.sensor.presets import SensorPreset, load_preset
+from rt_lidar.validation.detection import TARGET_SEGMENT, datasheet_physics, target_hits
+from rt_lidar.validation.experiments import max_detection_range
+from rt_lidar.validation.scenes import rain_test_scene
+
+__all__ = [
+    "CLUTTER_CAL_CHECKS",
+    "CLUTTER_CAL_EXPERIMENTS",
+    "PUBLISHED",
+    "clutter_calibration",
+    "rain_extinction_scale_for",
+]
+
+PRESET = "VLP-16"
+RAIN_RATES_MM_H = [5.0, 10.0, 25.0, 50.0]
+SNOW_RATES_MM_H = [1.0, 5.0]
+CLEAR_AIR = PhysicsConfig().extinction_per_m
+WALL_RHO = 0.6  # a plaster-like wall (building_plaster is ~0.6 at 905 nm)
+FAR_TARGET_M = 85.0  # the 10 % target near the VLP-16's 100 m datasheet range, where rain costs points
+CLUTTER = int(PointFlag.RAIN_CLUTTER | PointFlag.FOG_CLUTTER | PointFlag.SNOW_CLUTTER)
+
+PUBLISHED: list[dict[str, Any]] = [
+    {"id": "filgueira2017_range", "kind": "bound",
+     "source": "Quantifying the influence of rain in LiDAR performance. Measurement (2017); commonly cited "
+               "as Filgueira et al., vol. 95, 143-148",
+     "access": "abstract only (journal and year seen, not the authors)",
+     "sensor": "a lidar the abstract does not name (cited elsewhere as a VLP-16), rain",
+     "figure": "range of surfaces in rain: 'variations are always lower than 20 cm'",
+     "published": 0.20, "model_key": "wall_range_shift_max_m", "unit": "m"},
+    {"id": "filgueira2017_points", "kind": "qualitative",
+     "source": "Filgueira et al. 2017 (as above)", "access": "abstract only", "sensor": "as above",
+     "figure": "'detected intensity and the sampled points attenuate with the increasing of rain intensity'",
+     "published": "falls with rain rate", "model_key": "far_target_points", "unit": "points of 2000"},
+    {"id": "filgueira2017_pavement", "kind": "qualitative",
+     "source": "Filgueira et al. 2017 (as above)",
+     "access": "abstract only (ranges of the six areas unknown)",
+     "sensor": "as above, six areas of different materials",
+     "figure": "'The highest decrease in the number of points appears for pavement'",
+     "published": "pavement loses the most points", "model_key": "points_lost_by_surface_50mm_h",
+     "unit": "points per revolution"},
+    {"id": "lidarstar_rain_max_range", "kind": "range",
+     "source": "lidarstar.com, 'LiDAR in Adverse Weather: Mastering Point Cloud Filtering' (vendor article, "
+               "attributing it to a Nature Communications paper it does not name)",
+     "access": "secondary, full text of the article", "sensor": "a 905 nm lidar",
+     "figure": "30 mm/h rain reduces the maximum detection range by 30-40 %",
+     "published": [0.30, 0.40], "model_key": "max_range_loss_30mm_h", "unit": "fraction"},
+    {"id": "hokuyo_rain_near", "kind": "qualitative",
+     "source": "Hokuyo Automatic, 'About the influence of rain on LiDAR' (product note, hokuyo-aut.jp)",
+     "access": "full text", "sensor": "Hokuyo scanners (multi-echo)",
+     "figure": "rain is measured at short distance; multi-echo separates rain from an object only >= 3 m "
+               "apart", "published": "clutter near the sensor", "model_key": "rain_clutter_range_p95_m",
+     "unit": "m"},
+    {"id": "haider2023_fog_vs_rain", "kind": "qualitative",
+     "source": "Haider et al.: A Methodology to Model the Rain and Fog Effect on the Performance of "
+               "Automotive LiDAR Sensors. Sensors 23(15) 6891 (2023)",
+     "access": "abstract only (chamber conditions not in it)", "sensor": "an automotive lidar",
+     "figure": "'performance degrades more under the influence of fog droplets than in rain'",
+     "published": "fog worse than rain", "model_key": "max_range_fog100_vs_rain50_m", "unit": "m"},
+    {"id": "kurup2021_snow", "kind": "qualitative",
+     "source": "Kurup & Bos: DSOR: A Scalable Statistical Filter for Removing Falling Snow from LiDAR Point "
+               "Clouds in Severe Winter Weather (WADS dataset), 2021",
+     "access": "abstract and introduction (awesomepapers.org conversion)",
+     "sensor": "WADS lidar, Michigan snow belt",
+     "figure": "falling snow adds false points (labelled 'active falling snow') near the sensor",
+     "published": "near false points", "model_key": "snow_clutter_range_p95_m", "unit": "m"},
+]  # fmt: skip
+
+
+def _wall_stats(
+    preset: SensorPreset, rain: float | None, range_m: float, pulses: int, seed: int, rho: float = WALL_RHO
+) -> tuple[int, float, float]:
+    """(wall points, mean range error m, std m) of ``pulses`` head-on pulses at a Lambertian wall of
+    reflectivity ``rho`` (plaster-like by default)."""
+    cfg = PhysicsConfig(weather=WeatherConfig(rain_mm_h=rain) if rain else None)
+    phys: SensorPhysics = datasheet_physics(preset, rho, cfg)
+    hits = target_hits(preset, np.full(pulses, range_m, np.float32))
+    pts = phys.apply(hits, np.random.default_rng(seed)).points
+    wall = (pts["segment"] == TARGET_SEGMENT) & ((pts["flags"] & CLUTTER) == 0)
+    r = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2)[wall].astype(np.float64) - range_m
+    if r.size < 3:
+        return int(r.size), float("nan"), float("nan")
+    return int(r.size), float(r.mean()), float(r.std())
+
+
+SCENE_SURFACES = {1: "asphalt ground", 2: "red sedan", 3: "rock", 4: "brick facade 51-73 m"}
+"""Segments of :func:`~rt_lidar.validation.scenes.rain_test_scene` (0 = clutter)."""
+
+
+def _scene_scan(preset: SensorPreset, weather: WeatherConfig | None) -> np.ndarray:
+    """One revolution of ``preset`` in the seed's scene (seed 1)."""
+    from rt_lidar.pipeline.builder import build_pipeline, build_world
+
+    world = build_world(rain_test_scene())
+    cfg = PhysicsConfig(weather=weather)
+    return build_pipeline(preset, world, seed=1, physics=cfg).pipeline.scans(1)[0].points
+
+
+def _scene_clutter(pts: np.ndarray) -> tuple[int, float, float]:
+    """(clutter points, median and 95th-percentile clutter range m) of one revolution."""
+    fake = (pts["flags"] & CLUTTER) != 0
+    r = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2)[fake]
+    if r.size == 0:
+        return 0, 0.0, 0.0
+    return int(r.size), float(np.median(r)), float(np.percentile(r, 95))
+
+
+def _by_surface(pts: np.ndarray) -> dict[str, int]:
+    seg = pts["segment"][(pts["flags"] & CLUTTER) == 0]
+    return {name: int(np.count_nonzero(seg == k)) for k, name in SCENE_SURFACES.items()}
+
+
+def rain_extinction_scale_for(
+    preset: SensorPreset, loss: float, rain_mm_h: float, reflectivity: float = 0.1
+) -> float:
+    """The factor on the model's rain extinction that makes a head-on ``reflectivity`` target lose
+    ``loss`` of its clear-air maximum range at ``rain_mm_h`` (extinction only, analytic)."""
+    k = (preset.pulse.peak_power_w, preset.optics.receiver_aperture_m, preset.optics.system_efficiency)
+    thr = preset.pulse.detection_threshold_w
+
+    def range_for(a: float) -> float:
+        lo, hi = 0.5, 2000.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            ok = received_power(mid, reflectivity, math.exp(-2 * a * mid), *k) >= thr
+            lo, hi = (mid, hi) if ok else (lo, mid)
+        return lo
+
+    target = (1.0 - loss) * range_for(CLEAR_AIR)
+    a_rain = WeatherConfig(rain_mm_h=rain_mm_h).extinction_per_m
+    # the range falls monotonically with the scale: bisect it
+    lo, hi = 0.0, 50.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if range_for(CLEAR_AIR + mid * a_rain) > target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def clutter_calibration(out: Path) -> dict[str, Any]:
+    """The model's counterpart of every published figure, the residuals and the one fit (module docstring)."""
+    preset = load_preset(PRESET)
+    res: dict[str, Any] = {"preset": PRESET, "rain_mm_h": RAIN_RATES_MM_H}
+    # wall at 20 m: range stability in rain (Filgueira's < 20 cm); wall at 60 m: points lost to rain
+    clear20 = _wall_stats(preset, None, 20.0, 2000, 3)
+    shifts, sds, pts60 = [], [], []
+    for rate in RAIN_RATES_MM_H:
+        _, mean, sd = _wall_stats(preset, rate, 20.0, 2000, 3)
+        shifts.append(round(abs(mean - clear20[1]) + max(sd - clear20[2], 0.0), 4))
+        sds.append(round(sd, 4))
+        pts60.append(_wall_stats(preset, rate, FAR_TARGET_M, 2000, 4, 0.1)[0])
+    res["wall_range_sd_20m_m"] = sds
+    res["wall_range_shift_m"] = shifts
+    res["wall_range_shift_max_m"] = max(shifts)
+    res["far_target_points"] = [_wall_stats(preset, None, FAR_TARGET_M, 2000, 4, 0.1)[0], *pts60]
+    # max range of the 10 % target at 30 mm/h (the 30-40 % figure), fog 100 m vs rain 50 mm/h
+    clear_mr = max_detection_range(preset, None)[0]
+    r30 = max_detection_range(preset, WeatherConfig(rain_mm_h=30.0))[0]
+    res["max_range_clear_m"] = clear_mr
+    res["max_range_30mm_h_m"] = r30
+    res["max_range_loss_30mm_h"] = round(1.0 - r30 / clear_mr, 3)
+    fog = max_detection_range(preset, WeatherConfig(fog_visibility_m=100.0))[0]
+    rain50 = max_detection_range(preset, WeatherConfig(rain_mm_h=50.0))[0]
+    res["max_range_fog100_m"], res["max_range_rain50_m"] = fog, rain50
+    res["max_range_fog100_vs_rain50_m"] = round(fog - rain50, 2)
+    # the fit the secondary figure would imply (reported, not applied: docs/clutter-calibration.md)
+    res["fit_rain_extinction_scale_for_35pct"] = round(rain_extinction_scale_for(preset, 0.35, 30.0), 3)
+    # clutter in the seed's scene: counts and how near
+    counts, p50, p95 = [], [], []
+    clear_surfaces = _by_surface(_scene_scan(preset, None))
+    for rate in RAIN_RATES_MM_H:
+        pts = _scene_scan(preset, WeatherConfig(rain_mm_h=rate))
+        n, m50, m95 = _scene_clutter(pts)
+        counts.append(n)
+        p50.append(round(m50, 2))
+        p95.append(round(m95, 2))
+    wet = _by_surface(pts)  # the heaviest rate
+    lost = {k: clear_surfaces[k] - wet[k] for k in SCENE_SURFACES.values()}
+    res["points_lost_by_surface_50mm_h"] = lost
+    res["points_lost_share_by_surface_50mm_h"] = {
+        k: round(lost[k] / max(clear_surfaces[k], 1), 3) for k in lost
+    }
+    res["rain_clutter_per_scan"] = counts
+    res["rain_clutter_range_p50_m"] = p50
+    res["rain_clutter_range_p95_m"] = max(p95)
+    res["rain_clutter_range_p95_by_rate_m"] = p95
+    snow = [_scene_clutter(_scene_scan(preset, WeatherConfig(snow_mm_h=s))) for s in SNOW_RATES_MM_H]
+    res["snow_mm_h"] = SNOW_RATES_MM_H
+    res["snow_clutter_per_scan"] = [s[0] for s in snow]
+    res["snow_clutter_range_p95_m"] = round(max(s[2] for s in snow), 2)
+    res["comparisons"] = [_compare(p, res) for p in PUBLISHED]
+    _plot(out / "clutter_calibration.png", res)
+    return res
+
+
+def _compare(pub: dict[str, Any], m: dict[str, Any]) -> str:
+    """One line: id, the published figure, the model's, the residual (or the qualitative verdict)."""
+    got = m[pub["model_key"]]
+    want = pub["published"]
+    if pub["kind"] == "bound":
+        return f"{pub['id']}: published < {want} {pub['unit']}, model {got:.3g} (margin {want - got:+.3g})"
+    if pub["kind"] == "range":
+        lo, hi = want
+        resid = 0.0 if lo <= got <= hi else (got - lo if got < lo else got - hi)
+        return f"{pub['id']}: published {lo:g}-{hi:g}, model {got:.3g} (residual {resid:+.3g} {pub['unit']})"
+    return f"{pub['id']}: published '{want}', model {got}"
+
+
+def _plot(path: Path, m: dict[str, Any]) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.0), dpi=110)
+    ax = axes[0]
+    ax.plot(
+        m["rain_mm_h"], [100 * s for s in m["wall_range_shift_m"]], marker="o", label="model: wall at 20 m"
+    )
+    ax.axhline(20.0, ls="--", color="k", lw=0.8, label="Filgueira 2017: < 20 cm")
+    ax.set(title="range stability in rain", xlabel="rain rate (mm/h)", ylabel="range shift + extra sd (cm)")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    ax = axes[1]
+    ax.plot(m["rain_mm_h"], m["rain_clutter_per_scan"], marker="o", label="rain clutter per scan")
+    ax.plot(m["rain_mm_h"], m["rain_clutter_range_p95_by_rate_m"], marker="s", label="95 % of it within (m)")
+    ax.set(title=f"{m['preset']} in the seed's scene", xlabel="rain rate (mm/h)", ylabel="count / m")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _down(x: list[float]) -> bool:
+    return all(b <= a for a, b in itertools.pairwise(x)) and x[-1] < x[0]
+
+
+CLUTTER_CAL_EXPERIMENTS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "clutter_calibration": clutter_calibration
+}
+CLUTTER_CAL_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
+    "clutter_calibration": [
+        ("Filgueira 2017: range in rain varies < 20 cm",
+         lambda m: m["wall_range_shift_max_m"] < 0.20),
+        ("Filgueira 2017: fewer surface points with heavier rain", lambda m: _down(m["far_target_points"])),
+        ("Hokuyo: rain clutter near the sensor (95 % within 10 m)",
+         lambda m: m["rain_clutter_range_p95_m"] < 10.0),
+        ("Haider 2023: fog (100 m) degrades more than rain (50 mm/h)",
+         lambda m: m["max_range_fog100_vs_rain50_m"] < 0),
+        ("WADS: snow clutter near the sensor (95 % within 15 m)",
+         lambda m: m["snow_clutter_range_p95_m"] < 15.0),
+        # the secondary 30-40 % max-range loss at 30 mm/h is not a check: its residual is reported
+        # (``comparisons``) and docs/clutter-calibration.md says why the model does not chase it
+    ],
+}  # fmt: skip
