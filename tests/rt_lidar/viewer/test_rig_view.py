@@ -136,3 +136,10 @@ def test_every_sensor_on_its_layer_in_the_vehicle_frame_coloured_toggled_and_on_
     src.more = 1
     qtbot.waitUntil(lambda: win.hud_stats.frames_shown >= 2, timeout=10_000)
     assert len(win.rig.layers) == 3
+
+
+def test_view_takes_every_colour_mode() -> None:
+    from rt_lidar.cli.view import _COLOR_MODES
+    from rt_lidar.viewer.colors import COLOR_MODES
+
+    assert _COLOR_MODES == COLOR_MODES
