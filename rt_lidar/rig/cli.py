@@ -78,7 +78,7 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "rig.json").write_text(json.dumps({"rig": rig.to_plain()}, indent=2))
     host, port = parse_address(args.airsim)
-    with AirSimClient(host, port, timeout=60.0) as client:
+    with AirSimClient(host, port, timeout=60.0, shared_memory=bool(getattr(args, "shm", False))) as client:
         client.confirm_connection()
         loop, sources = bridge_rig_loop(
             client, rig, sim_hz=args.sim_hz, seed=args.seed, weather=weather_from_args(args),
