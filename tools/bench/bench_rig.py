@@ -12,8 +12,10 @@ Three paths, each what its command runs (scans into ``OUT/<sensor>/scans`` as PC
 
 ``--frames`` is the scans each sensor writes (the HDL-64E and the VLP-16s turn at 10 Hz, the sim steps
 at 20 Hz). The real-time factor is sim time over the frame loop's wall time (``realtime_factor`` of the
-run's ``summary.json``); ``--single`` also runs the roof HDL-64E alone on the first two paths, so a
-loaded machine's figures can be compared as ratios within one run. Runs alternate path by path.
+run's ``summary.json``), and ``cpu_s_per_sim_s`` the CPU seconds every process of the run spent (its
+start-up and world build included) per sim second, steadier on a loaded machine. ``--single`` also
+runs the roof HDL-64E alone on the first two paths, so a loaded machine's figures can be compared as
+ratios within one run. Runs alternate path by path.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import io
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import tempfile
@@ -58,8 +61,15 @@ def _stop(proc: Any) -> None:
         proc.wait()
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its finished children (the server, once it exited)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def run_path(path: str, rig: str, frames: int, work: Path, single: bool = False) -> dict[str, Any]:
     """One run of ``path`` (``in_process``, ``bridged_tcp`` or ``bridged_shm``); its summary's figures."""
+    cpu0 = _cpu_s()
     out = work / f"{path}{'_single' if single else ''}_{time.monotonic_ns()}"
     common = ["--frames", str(frames), "--out", str(out), "--quiet"]
     what = ["--preset", "HDL-64E"] if single else ["--rig", rig, "--no-rosbag"]
@@ -73,11 +83,16 @@ def run_path(path: str, rig: str, frames: int, work: Path, single: bool = False)
             _cli([*argv, *(["--shm"] if path == "bridged_shm" else [])])
         finally:
             _stop(proc)
+    cpu_s = _cpu_s() - cpu0
     summary = json.loads((out / "summary.json").read_text())
+    sim_s = float(summary.get("sim_time_s", summary.get("sim_s")))
     got: dict[str, Any] = {
         "realtime_factor": round(float(summary["realtime_factor"]), 4),
-        "sim_time_s": summary.get("sim_time_s", summary.get("sim_s")),
+        "sim_time_s": sim_s,
         "wall_time_s": summary.get("wall_time_s", summary.get("wall_s")),
+        # CPU seconds a sim second, every process of the run (world build and start-up included):
+        # steadier than the wall clock on a loaded machine
+        "cpu_s_per_sim_s": round(cpu_s / sim_s, 3),
     }
     bridge = summary.get("bridge")
     if isinstance(bridge, dict) and not single:
@@ -109,7 +124,11 @@ def main(argv: list[str] | None = None) -> int:
                 key = f"{path}{' (HDL-64E alone)' if single else ''}"
                 got = run_path(path, a.rig, a.frames, Path(tmp), single)
                 runs.setdefault(key, []).append(got)
-                print(f"{key:<32} realtime_factor {got['realtime_factor']:.3f}", file=sys.stderr, flush=True)
+                print(
+                    f"{key:<32} realtime_factor {got['realtime_factor']:.3f}  "
+                    f"cpu_s/sim_s {got['cpu_s_per_sim_s']}",
+                    file=sys.stderr, flush=True,
+                )  # fmt: skip
     result = {
         "benchmark": "bench_rig",
         "command": "tools/bench/bench_rig.py " + " ".join(argv if argv is not None else sys.argv[1:]),
