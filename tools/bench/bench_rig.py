@@ -144,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         "realtime_factor_median": {
             k: statistics.median(r["realtime_factor"] for r in v) for k, v in runs.items()
         },
+        "cpu_s_per_sim_s_median": {
+            k: statistics.median(r["cpu_s_per_sim_s"] for r in v) for k, v in runs.items()
+        },
         "runs": runs,
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
