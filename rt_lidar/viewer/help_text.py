@@ -1,11 +1,13 @@
-"""The viewer's help overlay and the HUD's stamp line (text only, no Qt)."""
+"""The viewer's help overlay and some of the HUD's lines (text only, no Qt)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-__all__ = ["HELP_TEXT", "stamp_text"]
+from rt_lidar.viewer.sources import HudStats, LiveSource
+
+__all__ = ["HELP_TEXT", "bad_frame_lines", "frame_time_text", "stamp_text"]
 
 HELP_TEXT = """<b>rt-lidar viewer</b><br>
 1-7 &nbsp; colour: intensity, reflectivity, ring, range, return id, flags, sensor<br>
@@ -29,3 +31,19 @@ def stamp_text(header: dict[str, Any]) -> str:
         utc = time.strftime("%H:%M:%S", time.gmtime(stamp // 1_000_000_000))
         return f"wall clock (PTP-like)  {utc}.{stamp // 1_000_000 % 1000:03d} UTC"
     return f"sim clock  {stamp * 1e-9:.3f} s"
+
+
+def bad_frame_lines(source: object) -> list[str]:
+    """A HUD line when the stream carried bad frames (skipped), with the latest reason."""
+    if not isinstance(source, LiveSource) or source.bad_frames == 0:
+        return []
+    why = source.subscriber.stats.last_bad
+    return [f"skipped  {source.bad_frames} bad frame(s): {why:.60}"]
+
+
+def frame_time_text(stats: HudStats) -> str:
+    """Where a frame's time went: the viewer's preparation and the GL paint (medians)."""
+    prep, paint = stats.prepare_ms(), stats.paint_ms()
+    if prep is None or paint is None:
+        return "   -"
+    return f"{prep:6.1f} ms prepare + {paint:.1f} ms paint"

@@ -6,7 +6,7 @@ points are in its sensor's frame; its layer shows them at ``R(mount) p + xyz``, 
 rig's ``/tf_static`` carries. Each layer keeps its sensor's newest scan, its own buffers (so a
 sensor's colours survive the next sensor's scan), a check box (and a key: F2 for the first sensor, F3
 for the next, ...) that turns it on and off, and the figures of its HUD line: scans a second, points,
-age of the scan on screen.
+age of the scan on screen. The range panel shows the first sensor that is on.
 """
 
 from __future__ import annotations
@@ -205,6 +205,11 @@ class RigLayers:
         self.view.update()
         if self.on_toggle is not None:
             self.on_toggle()
+
+    def panel_layer(self) -> SensorLayer | None:
+        """The layer the range panel shows: the first in rig order that is on and has a scan (None when
+        no rig, or none is on)."""
+        return next((ly for ly in self.ordered() if ly.visible and ly.frame is not None), None)
 
     def visible_points(self) -> int:
         """Points of the scans on screen, layers that are on."""

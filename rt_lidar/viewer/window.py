@@ -25,7 +25,7 @@ from rt_lidar.viewer.colors import (
     range_panel_rgb,
 )
 from rt_lidar.viewer.drive import KeyboardDriver
-from rt_lidar.viewer.help_text import HELP_TEXT, stamp_text
+from rt_lidar.viewer.help_text import HELP_TEXT, bad_frame_lines, frame_time_text, stamp_text
 from rt_lidar.viewer.picking import describe_point, pick_point
 from rt_lidar.viewer.rig_layers import RigLayers
 from rt_lidar.viewer.sources import FrameSource, HudStats, LiveSource, RecordingSource
@@ -131,7 +131,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             pos=np.zeros((1, 3), np.float32), color=(*_MARKER_RGB, 0.0), size=12.0, pxMode=True
         )
         self.view.addItem(self.marker)
-        self.rig = RigLayers(self.view, self.point_size, on_toggle=self._update_hud)
+        self.rig = RigLayers(self.view, self.point_size, on_toggle=self._rig_toggled)
         """A rig's sensors, a layer each (made as their scans come)."""
         self.exported: Path | None = None
         """The last scan exported (key E)."""
@@ -248,7 +248,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self.scatter.setData(pos=self._positions, color=self.colors)
         if self._pick_xy is not None:  # a pick stays where it was on screen: the point there now
             self.pick_at(*self._pick_xy, follow=True)
-        if self.panels.isVisible():
+        panel = self.rig.panel_layer()  # for a rig: the first sensor that is on (not each in turn)
+        if self.panels.isVisible() and (panel is None or panel.name == frame.header.get("sensor")):
             self._show_range_panel()
         if isinstance(self.source, RecordingSource):
             self.slider.blockSignals(True)
@@ -313,12 +314,15 @@ class ViewerWindow(QtWidgets.QMainWindow):
         return f"{src.time_s(src.index):7.2f} / {src.duration_s:.2f} s   scan {src.index + 1}/{len(src)}"
 
     def _show_range_panel(self) -> None:
-        frame = self.current
+        frame, positions = self.current, self._positions
+        ly = self.rig.panel_layer()
+        if ly is not None:
+            frame, positions = ly.frame, ly.sensor_positions
         if frame is None or frame.points is None:
             return
         # no finer than the label shows it: the columns past its width would be scaled away
         width = max(256, round(self.range_label.width() * self.range_label.devicePixelRatioF()))
-        rgb = range_panel_rgb(frame.points, frame.header, self._positions, max_columns=width)
+        rgb = range_panel_rgb(frame.points, frame.header, positions, max_columns=width)
         pixmap = QtGui.QPixmap.fromImage(_qimage(rgb))
         square = bool(frame.header.get("elevation_span_deg"))  # an angle grid: keep its pixels square
         self.range_label.setScaledContents(not square)
@@ -387,11 +391,11 @@ class ViewerWindow(QtWidgets.QMainWindow):
             *([f"exported {self.exported}"] if self.exported is not None else []),
             f"fps      {self.hud_stats.fps:6.1f}",
             f"latency  {lat_s}",
-            f"frame    {self._draw_text()}",
+            f"frame    {frame_time_text(self.hud_stats)}",
             f"points   {self.rig.visible_points() if self.rig.active else int(h.get('n', 0)):,}",
             *self.rig.hud_lines(),
             f"dropped  {self.dropped}",
-            *self._bad_lines(),
+            *bad_frame_lines(self.source),
             f"seq      {h.get('seq', '-')}   preset {h.get('preset', '-')}",
             f"stamps   {stamp_text(h)}",
             f"colour   {self.color_mode}   size {self.point_size:g}   (H: help)",
@@ -404,23 +408,15 @@ class ViewerWindow(QtWidgets.QMainWindow):
             lines.append(f"link     {self.driver.sink.status}")
         return "\n".join(lines)
 
-    def _bad_lines(self) -> list[str]:
-        """A HUD line when the stream carried bad frames (skipped), with the latest reason."""
-        if not isinstance(self.source, LiveSource) or self.source.bad_frames == 0:
-            return []
-        why = self.source.subscriber.stats.last_bad
-        return [f"skipped  {self.source.bad_frames} bad frame(s): {why:.60}"]
-
-    def _draw_text(self) -> str:
-        prep, paint = self.hud_stats.prepare_ms(), self.hud_stats.paint_ms()
-        if prep is None or paint is None:
-            return "   -"
-        return f"{prep:6.1f} ms prepare + {paint:.1f} ms paint"
-
     @property
     def dropped(self) -> int:
         """Frames published but never painted."""
         return self.source.dropped
+
+    def _rig_toggled(self) -> None:
+        if self.panels.isVisible():
+            self._show_range_panel()
+        self._update_hud()
 
     def _update_hud(self) -> None:
         self._hud_at = time.monotonic()

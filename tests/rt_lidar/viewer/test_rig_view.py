@@ -121,12 +121,17 @@ def test_every_sensor_on_its_layer_in_the_vehicle_frame_coloured_toggled_and_on_
         assert any(
             ln.startswith("sensor   on ") and s.name in ln and s.preset.name in ln for ln in hud.splitlines()
         )
+    # the range panel shows the first sensor that is on
+    assert win.rig.panel_layer() is layers[0] and not win.range_label.pixmap().isNull()
     # F3 turns the second sensor off (its check box follows), the check box turns it on again
     qtbot.keyPress(win.view, QtCore.Qt.Key.Key_F3)
     assert not layers[1].visible and not layers[1].item.visible() and layers[0].item.visible()
     assert f"points   {1000 + 3000:,}" in win.hud_text() and "sensor   off front_left" in win.hud_text()
     layers[1].box.click()
     assert layers[1].item.visible() and "sensor   on  front_left" in win.hud_text()
+    qtbot.keyPress(win.view, QtCore.Qt.Key.Key_F2)  # the roof sensor off: the panel shows the next one
+    assert win.rig.panel_layer() is layers[1]
+    qtbot.keyPress(win.view, QtCore.Qt.Key.Key_F2)
     # another colour mode recolours every layer from its own scan
     win.handle_key("3")
     assert win.color_mode == "ring"
