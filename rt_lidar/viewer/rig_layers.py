@@ -42,7 +42,7 @@ def mount_matrix(header: dict[str, Any]) -> np.ndarray:
     return Pose.from_xyz_rpy(x, y, z, roll=r, pitch=p, yaw=w).matrix()
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: it holds arrays and Qt objects
 class SensorLayer:
     """One sensor's layer: its GL item, buffers, newest scan and HUD figures."""
 
