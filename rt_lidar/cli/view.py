@@ -10,7 +10,8 @@ from rt_lidar.viewer.app import PRIORITIES, VIEWER_NICE
 
 __all__ = ["add_view_parser"]
 
-_COLOR_MODES = ("intensity", "reflectivity", "ring", "range", "return_id", "flags")
+_COLOR_MODES = ("intensity", "reflectivity", "ring", "range", "return_id", "flags", "sensor")
+"""rt_lidar.viewer.colors.COLOR_MODES, written out: parsing the command line imports no Qt."""
 
 
 def _cmd_view(args: argparse.Namespace) -> int:

@@ -1,6 +1,9 @@
 """The live stream of a whole rig: one ZeroMQ publisher, every sensor's scans on it.
 
-Each scan header carries ``sensor`` (the rig sensor's name, also its ``frame_id``) besides what the
+Each scan header carries ``sensor`` (the rig sensor's name, also its ``frame_id``), ``sensor_index``
+(its place in the rig file, from 0), ``sensors`` (how many the rig has) and ``mount`` (``xyz`` in m
+and ``rpy_deg``, vehicle frame, as in the rig file: a viewer places the sensor's points, which are
+in the sensor's frame, on the vehicle with it) besides what the
 ``zmq`` sink's headers say (:mod:`rt_lidar.sinks.stream`); frames keep one ``seq`` per kind across
 sensors, so a subscriber counts drops as it does for one sensor. The sensors' writer threads share
 the socket through a lock (ZeroMQ sockets are not thread-safe).
@@ -69,9 +72,14 @@ class _RigStreamSink(ZmqStreamSink):
             raise RuntimeError("RigStream.open() before the sensors' sinks")
         self.publisher = self._stream.publisher
         self._context = context
+        rig = self._stream.rig
+        mount = rig.sensor(self.sensor).entry.mount
         self._static = {
             "frame_id": self.sensor,
             "sensor": self.sensor,
+            "sensor_index": rig.names.index(self.sensor),
+            "sensors": len(rig.sensors),
+            "mount": {"xyz": [float(v) for v in mount.xyz], "rpy_deg": [float(v) for v in mount.rpy_deg]},
             "stamp_clock": context.stamp,
             **scan_header_figures(context.preset),
         }

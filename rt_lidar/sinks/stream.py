@@ -57,6 +57,7 @@ __all__ = [
     "SubscriberStats",
     "ZmqStreamSink",
     "decode_frame",
+    "latest_key",
     "scan_header_figures",
 ]
 
@@ -455,6 +456,15 @@ class SubscriberStats:
         return self.gaps + self.skipped
 
 
+def latest_key(frame: StreamFrame) -> str:
+    """Where a subscriber keeps ``frame`` as the newest: its kind, or ``scan/<sensor>`` for a scan of a
+    rig's sensor (header ``sensor``), so that the newest scan of every sensor is kept."""
+    sensor = frame.header.get("sensor")
+    if frame.kind == "scan" and isinstance(sensor, str) and sensor:
+        return f"scan/{sensor}"
+    return frame.kind
+
+
 class StreamSubscriber:
     """A SUB socket that keeps only the newest frame of each kind (no CONFLATE: multipart frames and
     sequence numbers stay intact) and counts what it missed.
@@ -572,9 +582,12 @@ class StreamSubscriber:
                 with self._lock:
                     self.stats.received += 1
                     self._account(frame)
-                    if frame.kind in self._latest:
+                    key = latest_key(frame)
+                    if key in self._latest:
                         self.stats.skipped += 1
-                    self._latest[frame.kind] = frame
+                    self._latest[key] = frame
+                    if key != frame.kind:  # a rig's scan: also the newest of its kind, not a skip
+                        self._latest[frame.kind] = frame
         if got:
             self.last_frame_wall = time.monotonic()
         elif self.reconnect_after_s > 0 and self._since_activity_s > self.reconnect_after_s:
@@ -601,7 +614,10 @@ class StreamSubscriber:
                 self._stop.wait(0.1)
 
     def poll(self, timeout_ms: int = 0) -> dict[str, StreamFrame]:
-        """The newest frame of each kind that came since the last call (``{}`` when none); without the
+        """The newest frame of each kind that came since the last call (``{}`` when none), and for a
+        rig's stream the newest scan of each sensor under ``scan/<sensor>`` (``"scan"`` is then the
+        newest of any sensor; a sensor's older scan counts as skipped only when a newer one of the same
+        sensor replaced it); without the
         reader thread, reads everything waiting first (waiting up to ``timeout_ms`` for a message)."""
         if self._thread is None:
             self._drain(timeout_ms)

@@ -27,6 +27,8 @@ __all__ = [
     "COLOR_MODES",
     "FLAG_COLORS",
     "RETURN_COLORS",
+    "SENSOR_COLORS",
+    "SENSOR_COLOR_NAMES",
     "CloudBuffers",
     "ColorScales",
     "color_legend",
@@ -41,8 +43,8 @@ __all__ = [
 F32 = NDArray[np.float32]
 U8 = NDArray[np.uint8]
 
-COLOR_MODES: tuple[str, ...] = ("intensity", "reflectivity", "ring", "range", "return_id", "flags")
-"""Colour modes, in the order of the keys 1..6."""
+COLOR_MODES: tuple[str, ...] = ("intensity", "reflectivity", "ring", "range", "return_id", "flags", "sensor")
+"""Colour modes, in the order of the keys 1..7."""
 
 _LUT = np.concatenate([colormap(np.linspace(0.0, 1.0, 256)).astype(np.float32) / 255.0, np.ones((256, 1))], 1)
 _LUT = np.ascontiguousarray(_LUT, dtype=np.float32)
@@ -81,6 +83,17 @@ def _flag_palette() -> F32:
 
 _FLAG_PALETTE = _flag_palette()
 
+SENSOR_COLORS = np.array(
+    [
+        [1.00, 0.85, 0.20, 1.0], [0.25, 0.75, 1.00, 1.0], [1.00, 0.35, 0.35, 1.0], [0.40, 0.95, 0.45, 1.0],
+        [0.85, 0.50, 1.00, 1.0], [1.00, 0.60, 0.15, 1.0], [0.30, 1.00, 0.90, 1.0], [0.95, 0.95, 0.95, 1.0],
+    ],
+    np.float32,
+)  # fmt: skip
+"""Colour mode ``sensor``: the rig's sensor ``i`` (header ``sensor_index``) in ``SENSOR_COLORS[i % 8]``:
+yellow, blue, red, green, violet, orange, cyan, white."""
+SENSOR_COLOR_NAMES = ("yellow", "blue", "red", "green", "violet", "orange", "cyan", "white")
+
 
 @dataclass(frozen=True)
 class ColorScales:
@@ -89,6 +102,8 @@ class ColorScales:
     intensity_max: float = 255.0
     range_max_m: float = 80.0
     n_rings: int = 64
+    sensor_index: int = 0
+    """The rig sensor the scan comes from (colour mode ``sensor``)."""
 
 
 def _lut_into(scaled: F32, idx: NDArray[np.intp], out: F32) -> F32:
@@ -155,6 +170,9 @@ def _colors_into(
         return _palette_into(_ring_palette(s.n_rings), points["ring"], idx, out)
     if mode == "return_id":
         return _palette_into(RETURN_COLORS, points["return_id"], idx, out)
+    if mode == "sensor":
+        out[:] = SENSOR_COLORS[s.sensor_index % len(SENSOR_COLORS)]
+        return out
     return _palette_into(_FLAG_PALETTE, points["flags"], idx, out)  # flags
 
 
@@ -173,6 +191,8 @@ def color_legend(mode: str, scales: ColorScales | None = None) -> str:
         return "blue 1st/strongest, orange 2nd, green 3rd, magenta 4th+"
     if mode == "flags":
         return "red saturated, pink bloom, cyan rain, white snow, lavender fog, yellow sun, green glass, grey"
+    if mode == "sensor":
+        return "one colour per sensor of the rig (its HUD line names it)"
     raise ConfigError(f"unknown colour mode '{mode}'; known: {', '.join(COLOR_MODES)}")
 
 

@@ -25,21 +25,12 @@ from rt_lidar.viewer.colors import (
     range_panel_rgb,
 )
 from rt_lidar.viewer.drive import KeyboardDriver
+from rt_lidar.viewer.help_text import HELP_TEXT, bad_frame_lines, frame_time_text, stamp_text
 from rt_lidar.viewer.picking import describe_point, pick_point
+from rt_lidar.viewer.rig_layers import RigLayers
 from rt_lidar.viewer.sources import FrameSource, HudStats, LiveSource, RecordingSource
 
 __all__ = ["HELP_TEXT", "CloudView", "ViewerWindow", "WindowOptions", "key_name", "range_panel_rgb"]
-
-HELP_TEXT = """<b>rt-lidar viewer</b><br>
-1-6 &nbsp; colour: intensity, reflectivity, ring, range, return id, flags<br>
-C &nbsp; next colour mode &nbsp;&nbsp; + / - &nbsp; point size<br>
-Space &nbsp; pause / resume &nbsp;&nbsp; N or . &nbsp; single step (when paused)<br>
-, &nbsp; previous scan (recording) &nbsp;&nbsp; I &nbsp; image panels on / off<br>
-R &nbsp; reconnect (live) / reset the camera &nbsp;&nbsp; P &nbsp; save a screenshot<br>
-E &nbsp; export the scan on screen as PCD (every field)<br>
-click a point &nbsp; its fields (range, intensity, ring, time, flags, ...) &nbsp;&nbsp; drag &nbsp; orbit<br>
---drive: W/Up throttle, S/Down reverse, A/Left D/Right steer, X brake<br>
-H, F1 or ? &nbsp; this help &nbsp;&nbsp; Q or Esc &nbsp; quit"""
 
 
 @dataclass(frozen=True)
@@ -64,17 +55,6 @@ _MARKER_RGB = (1.0, 0.2, 1.0)
 """Colour of the picked point's marker (magenta: no colour mode uses it)."""
 _KEEP_ASPECT = QtCore.Qt.AspectRatioMode.KeepAspectRatio
 _FAST = QtCore.Qt.TransformationMode.FastTransformation
-
-
-def _stamp_text(header: dict[str, Any]) -> str:
-    """The HUD's stamp line: which clock the run's sinks stamp with, and this scan's stamp on it."""
-    clock, stamp = header.get("stamp_clock"), header.get("stamp_ns")
-    if clock is None or stamp is None:
-        return "-"
-    if clock == "wall":
-        utc = time.strftime("%H:%M:%S", time.gmtime(stamp // 1_000_000_000))
-        return f"wall clock (PTP-like)  {utc}.{stamp // 1_000_000 % 1000:03d} UTC"
-    return f"sim clock  {stamp * 1e-9:.3f} s"
 
 
 def _qimage(rgb: np.ndarray) -> QtGui.QImage:
@@ -109,10 +89,13 @@ class ViewerWindow(QtWidgets.QMainWindow):
         """The colours on screen (a view of a buffer reused by the next scan: copy to keep)."""
         self.buffers = CloudBuffers()
         self._positions: np.ndarray = np.zeros((0, 3), np.float32)
+        self._shown: np.ndarray = self._positions
+        """The scan's points as drawn (for a rig's sensor: in the vehicle frame, by its mount)."""
         self._hud_at = 0.0
         self._camera: StreamFrame | None = None
         self.exit_code = 0
-        self._pending: StreamFrame | None = None
+        self._pending: dict[str, StreamFrame] = {}
+        """Scans to show at the next tick: ``"scan"``, or for a rig one per sensor (``scan/<name>``)."""
         self._paint_wall: int | None = None
         self._paint_due = False
         self._started = time.monotonic()
@@ -148,6 +131,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
             pos=np.zeros((1, 3), np.float32), color=(*_MARKER_RGB, 0.0), size=12.0, pxMode=True
         )
         self.view.addItem(self.marker)
+        self.rig = RigLayers(self.view, self.point_size, on_toggle=self._rig_toggled)
+        """A rig's sensors, a layer each (made as their scans come)."""
         self.exported: Path | None = None
         """The last scan exported (key E)."""
         self.picked: int | None = None
@@ -208,6 +193,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
         """Keep the help overlay centred."""
         super().resizeEvent(ev)
         self._place_help()
+        self.rig.place_panel()
 
     def _place_help(self) -> None:
         self.help.adjustSize()
@@ -219,12 +205,14 @@ class ViewerWindow(QtWidgets.QMainWindow):
         cam = frames.get("camera")
         if cam is not None:
             self._show_camera(cam)
-        if "scan" in frames:
-            self._pending = frames["scan"]
-        if self._pending is not None and (not self.paused or self.step_requested):
+        for key, frame in frames.items():  # a rig's scan comes twice: as "scan" and as its sensor's
+            if key.startswith("scan/") or (key == "scan" and "sensor" not in frame.header):
+                self._pending[key] = frame
+        if self._pending and (not self.paused or self.step_requested):
             self.step_requested = False
-            self.show_scan(self._pending)
-            self._pending = None
+            for frame in self._pending.values():
+                self.show_scan(frame)
+            self._pending.clear()
             self._update_hud()
         elif time.monotonic() - self._hud_at > 0.2:  # the figures move on between scans (waiting, fps)
             self._update_hud()
@@ -238,6 +226,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             intensity_max=float(header.get("intensity_max", 255.0)),
             range_max_m=min(float(header.get("range_max_m", 80.0)), 80.0),
             n_rings=len(header.get("elevations_deg") or [0] * 64),
+            sensor_index=int(header.get("sensor_index", 0)),
         )
 
     def show_scan(self, frame: StreamFrame) -> None:
@@ -245,16 +234,22 @@ class ViewerWindow(QtWidgets.QMainWindow):
         assert frame.points is not None
         t0 = time.perf_counter()
         self.current = frame
-        # positions and colours go into buffers reused from scan to scan, float32 and contiguous, so
-        # setData keeps them as they are (no copy) and a big scan allocates nothing
-        self._positions = self.buffers.positions(frame.points)
-        self.colors = self.buffers.colors(
-            frame.points, self.color_mode, self.scales(frame.header), self._positions
-        )
-        self.scatter.setData(pos=self._positions, color=self.colors)
+        if "sensor" in frame.header:  # a rig's sensor: its own layer, placed on the vehicle by its mount
+            ly = self.rig.show(frame, self.color_mode, self.scales(frame.header))
+            self._positions, self._shown, self.colors = ly.sensor_positions, ly.positions, ly.colors
+            self.scatter.setVisible(False)
+        else:
+            # positions and colours go into buffers reused from scan to scan, float32 and contiguous, so
+            # setData keeps them as they are (no copy) and a big scan allocates nothing
+            self._positions = self._shown = self.buffers.positions(frame.points)
+            self.colors = self.buffers.colors(
+                frame.points, self.color_mode, self.scales(frame.header), self._positions
+            )
+            self.scatter.setData(pos=self._positions, color=self.colors)
         if self._pick_xy is not None:  # a pick stays where it was on screen: the point there now
             self.pick_at(*self._pick_xy, follow=True)
-        if self.panels.isVisible():
+        panel = self.rig.panel_layer()  # for a rig: the first sensor that is on (not each in turn)
+        if self.panels.isVisible() and (panel is None or panel.name == frame.header.get("sensor")):
             self._show_range_panel()
         if isinstance(self.source, RecordingSource):
             self.slider.blockSignals(True)
@@ -286,8 +281,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
         point at that place on screen, ``follow``) until then, hidden while no point is there."""
         frame = self.current
         index = None
-        if frame is not None and frame.points is not None and len(self._positions):
-            index = pick_point(self._positions, self.view.mvp(), self.view.width(), self.view.height(), x, y)
+        if frame is not None and frame.points is not None and len(self._shown):
+            index = pick_point(self._shown, self.view.mvp(), self.view.width(), self.view.height(), x, y)
         self.picked = index
         if not follow:
             self._pick_xy = (x, y) if index is not None else None
@@ -295,7 +290,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self.marker.setData(color=(*_MARKER_RGB, 0.0))
             self.pick_label.setVisible(False)
         else:
-            self.marker.setData(pos=self._positions[index : index + 1].copy(), color=(*_MARKER_RGB, 1.0))
+            self.marker.setData(pos=self._shown[index : index + 1].copy(), color=(*_MARKER_RGB, 1.0))
             text = describe_point(frame.points[index], frame.header)
             seq = frame.header.get("seq", "-")
             self.pick_label.setText(f"{text}\nscan     seq {seq}  (follows new scans; click: another)")
@@ -319,12 +314,15 @@ class ViewerWindow(QtWidgets.QMainWindow):
         return f"{src.time_s(src.index):7.2f} / {src.duration_s:.2f} s   scan {src.index + 1}/{len(src)}"
 
     def _show_range_panel(self) -> None:
-        frame = self.current
+        frame, positions = self.current, self._positions
+        ly = self.rig.panel_layer()
+        if ly is not None:
+            frame, positions = ly.frame, ly.sensor_positions
         if frame is None or frame.points is None:
             return
         # no finer than the label shows it: the columns past its width would be scaled away
         width = max(256, round(self.range_label.width() * self.range_label.devicePixelRatioF()))
-        rgb = range_panel_rgb(frame.points, frame.header, self._positions, max_columns=width)
+        rgb = range_panel_rgb(frame.points, frame.header, positions, max_columns=width)
         pixmap = QtGui.QPixmap.fromImage(_qimage(rgb))
         square = bool(frame.header.get("elevation_span_deg"))  # an angle grid: keep its pixels square
         self.range_label.setScaledContents(not square)
@@ -371,8 +369,9 @@ class ViewerWindow(QtWidgets.QMainWindow):
         if mode not in COLOR_MODES:
             raise ValueError(f"unknown colour mode '{mode}'")
         self.color_mode = mode
+        self.rig.recolor(mode, self.scales)
         frame = self.current
-        if frame is not None and frame.points is not None:
+        if frame is not None and frame.points is not None and "sensor" not in frame.header:
             scales = self.scales(frame.header)
             self.colors = self.buffers.colors(frame.points, mode, scales, self._positions)
             self.scatter.setData(color=self.colors)
@@ -392,12 +391,13 @@ class ViewerWindow(QtWidgets.QMainWindow):
             *([f"exported {self.exported}"] if self.exported is not None else []),
             f"fps      {self.hud_stats.fps:6.1f}",
             f"latency  {lat_s}",
-            f"frame    {self._draw_text()}",
-            f"points   {int(h.get('n', 0)):,}",
+            f"frame    {frame_time_text(self.hud_stats)}",
+            f"points   {self.rig.visible_points() if self.rig.active else int(h.get('n', 0)):,}",
+            *self.rig.hud_lines(),
             f"dropped  {self.dropped}",
-            *self._bad_lines(),
+            *bad_frame_lines(self.source),
             f"seq      {h.get('seq', '-')}   preset {h.get('preset', '-')}",
-            f"stamps   {_stamp_text(h)}",
+            f"stamps   {stamp_text(h)}",
             f"colour   {self.color_mode}   size {self.point_size:g}   (H: help)",
             f"         {color_legend(self.color_mode, self.scales(h))}",
         ]
@@ -408,23 +408,15 @@ class ViewerWindow(QtWidgets.QMainWindow):
             lines.append(f"link     {self.driver.sink.status}")
         return "\n".join(lines)
 
-    def _bad_lines(self) -> list[str]:
-        """A HUD line when the stream carried bad frames (skipped), with the latest reason."""
-        if not isinstance(self.source, LiveSource) or self.source.bad_frames == 0:
-            return []
-        why = self.source.subscriber.stats.last_bad
-        return [f"skipped  {self.source.bad_frames} bad frame(s): {why:.60}"]
-
-    def _draw_text(self) -> str:
-        prep, paint = self.hud_stats.prepare_ms(), self.hud_stats.paint_ms()
-        if prep is None or paint is None:
-            return "   -"
-        return f"{prep:6.1f} ms prepare + {paint:.1f} ms paint"
-
     @property
     def dropped(self) -> int:
         """Frames published but never painted."""
         return self.source.dropped
+
+    def _rig_toggled(self) -> None:
+        if self.panels.isVisible():
+            self._show_range_panel()
+        self._update_hud()
 
     def _update_hud(self) -> None:
         self._hud_at = time.monotonic()
@@ -442,6 +434,12 @@ class ViewerWindow(QtWidgets.QMainWindow):
             return False
         return self.handle_key(name)
 
+    def set_point_size(self, size: float) -> None:
+        """Point size in pixels (1..20), every layer."""
+        self.point_size = min(max(size, 1.0), 20.0)
+        self.scatter.setData(size=self.point_size)
+        self.rig.set_point_size(self.point_size)
+
     def handle_key(self, name: str) -> bool:
         """Act on a viewer shortcut; False when ``name`` is none."""
         if name in {str(i) for i in range(1, len(COLOR_MODES) + 1)}:
@@ -449,11 +447,11 @@ class ViewerWindow(QtWidgets.QMainWindow):
         elif name == "c":
             self.set_color_mode(COLOR_MODES[(COLOR_MODES.index(self.color_mode) + 1) % len(COLOR_MODES)])
         elif name in {"+", "="}:
-            self.point_size = min(self.point_size + 1.0, 20.0)
-            self.scatter.setData(size=self.point_size)
+            self.set_point_size(self.point_size + 1.0)
         elif name == "-":
-            self.point_size = max(self.point_size - 1.0, 1.0)
-            self.scatter.setData(size=self.point_size)
+            self.set_point_size(self.point_size - 1.0)
+        elif self.rig.toggle_key(name):
+            pass
         elif name == "space":
             self.paused = not self.paused
             if isinstance(self.source, RecordingSource):

@@ -15,11 +15,13 @@ EXAMPLE = Path(__file__).parents[3] / "docs" / "rigs" / "roof-and-corners.toml"
 NAMES = ("top", "front_left", "front_right")
 
 
-def test_bridged_rig_equals_in_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["tcp", "shm"])
+def test_bridged_rig_equals_in_process(tmp_path: Path, transport: str) -> None:
     served = start_embedded_server(ServeOptions(port=0, rig=str(EXAMPLE), paused=True, seed=0))
     try:
         bridged = tmp_path / "bridged"
         argv = ["run", "--rig", str(EXAMPLE), "--airsim", f"127.0.0.1:{served.port}", "--lockstep"]
+        argv += ["--shm"] if transport == "shm" else []
         assert main([*argv, "--frames", "2", "--out", str(bridged), "--quiet", "--no-rosbag"]) == 0
     finally:
         served.close()
@@ -29,6 +31,7 @@ def test_bridged_rig_equals_in_process(tmp_path: Path) -> None:
     summary = json.loads((bridged / "summary.json").read_text())
     for name in NAMES:
         assert summary["bridge"][name]["sector_mismatches"] == 0
+        assert summary["bridge"][name]["transport"] == transport
         for k in range(2):
             a = (bridged / name / "scans" / f"{k:06d}.bin").read_bytes()
             b = (local / name / "scans" / f"{k:06d}.bin").read_bytes()

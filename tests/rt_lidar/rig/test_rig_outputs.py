@@ -126,8 +126,17 @@ def test_the_stream_publishes_every_sensor(tmp_path: Path) -> None:
     assert summary["stream"]["sent"] == 6 and summary["stream"]["dropped"] == 0, summary["stream"]
     assert len(headers) >= 4, headers  # at most the first round lost to the slow joiner
     assert sorted({h["sensor"] for h in headers}) == sorted(["top", "front_left", "front_right"])
+    mounts = {"top": [0.0, 0.0, 1.9], "front_left": [2.2, 0.9, 0.7], "front_right": [2.2, -0.9, 0.7]}
     for h in headers:
         assert h["frame_id"] == h["sensor"] and h["kind"] == "scan"
+        # where the viewer puts each sensor's points on the vehicle
+        assert h["sensor_index"] == list(mounts).index(h["sensor"]) and h["sensors"] == 3
+        assert h["mount"]["xyz"] == mounts[h["sensor"]]
+        assert h["mount"]["rpy_deg"] == [
+            0.0,
+            0.0,
+            {"top": 0.0, "front_left": 45.0, "front_right": -45.0}[h["sensor"]],
+        ]
         assert h["got"] == h["n"] > 0
     assert not (out / "rosbag").exists()
     assert main([*argv, "--sink", f"pcd:{tmp_path}/x"]) == 2  # other sinks belong in the rig file

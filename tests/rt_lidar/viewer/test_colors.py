@@ -91,6 +91,10 @@ def _reference_colors(points: np.ndarray, mode: str, s: ColorScales) -> np.ndarr
         from rt_lidar.viewer.colors import RETURN_COLORS
 
         return RETURN_COLORS[np.minimum(points["return_id"], 3)]
+    if mode == "sensor":
+        from rt_lidar.viewer.colors import SENSOR_COLORS
+
+        return np.repeat(SENSOR_COLORS[s.sensor_index % 8][None, :], points.size, 0)
     out = np.empty((points.size, 4), np.float32)
     out[:] = [0.45, 0.45, 0.45, 1.0]
     for bit, rgba in reversed(FLAG_COLORS):
@@ -106,7 +110,7 @@ def test_buffered_colours_match_the_plain_computation_and_reuse_memory() -> None
     pts["return_id"] = np.arange(pts.size) % 6
     pts["flags"] = np.arange(pts.size) % 256
     bufs = CloudBuffers()
-    for scales in (ColorScales(255.0, 80.0, 64), ColorScales(100.0, 30.0, 16), ColorScales(1.0, 120.0, 1)):
+    for scales in (ColorScales(255.0, 80.0, 64), ColorScales(100.0, 30.0, 16), ColorScales(1.0, 120.0, 1, 9)):
         pos = bufs.positions(pts)
         np.testing.assert_array_equal(pos, point_positions(pts))
         for mode in COLOR_MODES:
