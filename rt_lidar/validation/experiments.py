@@ -259,3 +259,7 @@ EXPERIMENTS.update(ECHO_EXPERIMENTS)
 from rt_lidar.validation.detection_experiments import DETECTION_EXPERIMENTS  # noqa: E402  (issue 14)
 
 EXPERIMENTS.update(DETECTION_EXPERIMENTS)
+
+from rt_lidar.validation.wet_experiments import WET_EXPERIMENTS  # noqa: E402  (issue 14, item 11)
+
+EXPERIMENTS.update(WET_EXPERIMENTS)

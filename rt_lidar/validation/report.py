@@ -18,6 +18,7 @@ from rt_lidar.validation.beam_experiments import BEAM_CHECKS
 from rt_lidar.validation.detection_experiments import DETECTION_CHECKS
 from rt_lidar.validation.echo_experiments import ECHO_CHECKS
 from rt_lidar.validation.experiments import EXPERIMENTS
+from rt_lidar.validation.wet_experiments import WET_CHECKS
 
 __all__ = ["CHECKS", "run_validation", "trend_checks"]
 
@@ -66,6 +67,7 @@ CHECKS.update(BEAM_CHECKS)
 CHECKS.update(CROSSTALK_CHECKS)
 CHECKS.update(ECHO_CHECKS)
 CHECKS.update(DETECTION_CHECKS)
+CHECKS.update(WET_CHECKS)
 
 
 def trend_checks(report: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, bool]]]:
