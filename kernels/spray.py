@@ -43,9 +43,7 @@ class SprayParams(NamedTuple):
     r2: float  # full overlap (m)
 
 
-def spray_echoes(
-    z_in: Any, z_out: Any, density: Any, prm: SprayParams, key: int
-) -> tuple[Any, Any, Any]:
+def spray_echoes(z_in: Any, z_out: Any, density: Any, prm: SprayParams, key: int) -> tuple[Any, Any, Any]:
     """(echo range m, echo power W, two-way transmission) of every ray through a plume segment
     ``[z_in, z_out]`` (float32, z_in inf = none) of relative ``density`` (float32, 0 = none). Rays
     without a plume get range inf, power 0 and transmission 1."""

@@ -116,7 +116,7 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
     def opt(name: str, fill: float, dtype: Any) -> np.ndarray:
         return ex[name].astype(dtype) if name in ex else np.full(n, fill, dtype)
 
-    return Hits(
+    hits = Hits(
         firings=firings,
         direction=direction,
         range_m=rng,
@@ -132,8 +132,10 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
         subray_weight=weights,
         sun_cos=_sun_field(ex, "sun_cos"),
         beam_sun_cos=_sun_field(ex, "beam_sun_cos"),
-        **_wet_fields(ex),
     )
+    for attr, value in _wet_fields(ex).items():
+        setattr(hits, attr, value)
+    return hits
 
 
 _SUN_FIELDS = ("sun_cos", "beam_sun_cos")

@@ -27,8 +27,8 @@ from rt_lidar.physics.ambient import noise_detections, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.spray import spray_apply
-from rt_lidar.physics.wet_road import wet_road_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
+from rt_lidar.physics.wet_road import wet_road_apply
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sensor.beam import BeamConfig, SubRayPattern, subray_pattern
@@ -247,14 +247,14 @@ class SensorPhysics:
             flags[take] = 0
         if ghost is not None:  # the mirror ghost, where stronger than what the ray saw directly
             g_r, g_p, g_s, g_seg = ghost
-            take = g_p > power
-            power[take], refl[take], rng_m[take] = g_p[take], g_s[take], g_r[take]
-            segment[take], flags[take] = g_seg[take], 0
+            won = g_p > power
+            power[won], refl[won], rng_m[won] = g_p[won], g_s[won], g_r[won]
+            segment[won], flags[won] = g_seg[won], 0
         if spray is not None:  # the spray's droplet echo, where stronger
             s_r, s_p = spray
-            take = s_p > power
-            power[take], refl[take], rng_m[take] = s_p[take], 0.0, s_r[take]
-            segment[take], flags[take] = 0, int(PointFlag.RAIN_CLUTTER)
+            won = s_p > power
+            power[won], refl[won], rng_m[won] = s_p[won], 0.0, s_r[won]
+            segment[won], flags[won] = 0, int(PointFlag.RAIN_CLUTTER)
 
         if self.config.weather is not None:
             weather_model(self.config.weather).apply(

@@ -17,8 +17,9 @@ Physics (water n = 1.33 at 905 nm; unpolarised Fresnel reflectance R(theta)):
   radiance that leaves towards the sensor at theta also pays the Fresnel loss and the n^2 radiance
   compression at the exit, so the backscatter of the film is the dry one times
   ``M(theta) = (1 - R(theta))^2 / (n^2 (1 - A r_i))`` (:func:`wet_diffuse_factor`; r_i = 0.47): for
-  asphalt (A = 0.27) 0.62 head-on, 0.28 at 80 deg, 0.11 at 85 deg, 0.025 at 88 deg. A sensor 1.8 m up sees the road at 80 deg
-  from 10 m and at 88 deg from 50 m, so the wet road drops out with range while the near road stays.
+  asphalt (A = 0.27) 0.62 head-on, 0.28 at 80 deg, 0.11 at 85 deg, 0.025 at 88 deg. A sensor 1.8 m
+  up sees the road at 80 deg from 10 m and at 88 deg from 50 m, so the wet road drops out with range
+  while the near road stays.
   Mixed with the dry share: ``(1 - w) + w M``.
 - **Mirror ghosts.** The specular share w R(theta) goes on as the mirror ray; its echo off an object
   comes back the same way, off the film again, so it carries ``w R(theta)^2`` of that object's echo at

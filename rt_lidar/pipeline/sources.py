@@ -20,7 +20,7 @@ from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
 from unreal_bridge.beam_call import SCENE_SUN, SunArg
 from unreal_bridge.world import Pose as MountPose
-from unreal_bridge.world import RayHits, World
+from unreal_bridge.world import RayHits, Trajectory, World
 from unreal_bridge.world.pose import quat_rotate
 from unreal_bridge.world.spray import spray_segments
 
@@ -434,7 +434,7 @@ class WorldSource:
             )
         return hits
 
-    def _moving_objects(self) -> list[tuple[str, object]]:
+    def _moving_objects(self) -> list[tuple[str, Trajectory]]:
         return [(o.name, o.trajectory) for o in self.world.scene.objects if not o.is_static]
 
     def _wet_fields(

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -138,16 +139,24 @@ def spray(out: Path) -> dict[str, Any]:
 
 
 WET_EXPERIMENTS: dict[str, Callable[[Path], dict[str, Any]]] = {"road_wetness": road_wetness, "spray": spray}
+
+
+def _falling(values: list[float]) -> bool:
+    return all(a >= b for a, b in itertools.pairwise(values))
+
+
 WET_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     "road_wetness": [
-        ("far road returns fall with wetness", lambda m: m["far_road_fraction_of_dry"][-1] < 0.5
-         and all(a >= b for a, b in zip(m["far_road_fraction_of_dry"], m["far_road_fraction_of_dry"][1:]))),
+        ("far road returns fall with wetness (to < 50 % of dry)",
+         lambda m: m["far_road_fraction_of_dry"][-1] < 0.5 and _falling(m["far_road_fraction_of_dry"])),
         ("near road stays (>= 80 % of dry at 5-10 m)", lambda m: min(m["near_road_fraction_of_dry"]) >= 0.8),
-        ("no ghosts when dry, ghosts when wet", lambda m: m["ghost_points"][0] == 0 and m["ghost_points"][-1] > 0),
+        ("no ghosts when dry, ghosts when wet",
+         lambda m: m["ghost_points"][0] == 0 and m["ghost_points"][-1] > 0),
         ("ghosts lie at the wall's mirror image (< 0.5 m)", lambda m: max(m["ghost_mirror_error_m"]) < 0.5),
     ],
     "spray": [
         ("no spray on a dry road", lambda m: m["spray_points_per_scan"][0] == 0),
-        ("spray grows with wetness", lambda m: m["spray_points_per_scan"][-1] > m["spray_points_per_scan"][1] > 0),
+        ("spray grows with wetness",
+         lambda m: m["spray_points_per_scan"][-1] > m["spray_points_per_scan"][1] > 0),
     ],
 }  # fmt: skip

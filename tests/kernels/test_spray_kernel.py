@@ -19,7 +19,9 @@ PRM = SprayParams(
 )
 
 
-def _rays(n, z_in=8.0, z_out=14.0, density=1.0):
+def _rays(
+    n: int, z_in: float = 8.0, z_out: float = 14.0, density: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (
         np.full(n, z_in, np.float32),
         np.full(n, z_out, np.float32),
@@ -51,7 +53,8 @@ def test_the_same_key_gives_the_same_echoes_and_another_key_others():
         assert x.tobytes() == y.tobytes()
     assert a[0].tobytes() != c[0].tobytes()
     # a ray's draw depends on its index alone, not on the batch
-    d = spray_echoes(*(x[:10] for x in _rays(100)), PRM, key=3)
+    zi, zo, dens = _rays(100)
+    d = spray_echoes(zi[:10], zo[:10], dens[:10], PRM, key=3)
     assert d[1].tobytes() == a[1][:10].tobytes()
 
 

@@ -196,7 +196,8 @@ def test_a_wet_road_over_the_bridge_gives_the_in_process_points_byte_for_byte(sc
     bridged = _bridged(scene(), 0.75, beam, via_server=via_server)
     cfg = PhysicsConfig(weather=WeatherConfig(road_wetness=0.75), beam=beam)
     direct = [s.points for s in build_pipeline("VLP-16", scene(), seed=3, physics=cfg).pipeline.scans(2)]
-    dry = [s.points for s in build_pipeline("VLP-16", scene(), seed=3, physics=PhysicsConfig(beam=beam)).pipeline.scans(2)]  # fmt: skip
+    dry_cfg = PhysicsConfig(beam=beam)
+    dry = [s.points for s in build_pipeline("VLP-16", scene(), seed=3, physics=dry_cfg).pipeline.scans(2)]
     for b, d, n in zip(bridged, direct, dry, strict=True):
         assert b.size > 1000 and b.tobytes() == d.tobytes()
         assert b.tobytes() != n.tobytes()  # the wet road did change the scan

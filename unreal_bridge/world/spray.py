@@ -20,18 +20,21 @@ the physics, not here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import NDArray
 
 from .pose import quat_conjugate, quat_rotate
+from .trajectory import Trajectory
 
 __all__ = [
     "PLUME_HEIGHT_M",
     "SPRAY_MIN_SPEED_M_S",
     "SPRAY_REF_SPEED_M_S",
     "plume_length",
-    "spray_segments",
     "speed_factor",
+    "spray_segments",
 ]
 
 F32 = NDArray[np.float32]
@@ -63,7 +66,7 @@ def plume_length(speed_m_s: F64) -> F64:
 
 
 def spray_segments(
-    objects: list[tuple[str, object]],
+    objects: Sequence[tuple[str, Trajectory]],
     origins: F32,
     dirs: F32,
     t_ray: F64,
@@ -84,8 +87,8 @@ def spray_segments(
     for name, traj in objects:
         if "car" not in name.lower():
             continue
-        pos, quat = traj.positions_rotations(t_ray)  # type: ignore[attr-defined]
-        pos2, _ = traj.positions_rotations(t_ray + _VELOCITY_DT_S)  # type: ignore[attr-defined]
+        pos, quat = traj.positions_rotations(t_ray)
+        pos2, _ = traj.positions_rotations(t_ray + _VELOCITY_DT_S)
         speed = np.linalg.norm(pos2 - pos, axis=1) / _VELOCITY_DT_S
         sf = speed_factor(speed)
         live = np.nonzero(sf > 0)[0]
