@@ -20,6 +20,7 @@ the physics, not here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,6 +51,7 @@ PLUME_SIDE_M = 0.3
 CAR_HALF_LENGTH_M, CAR_HALF_WIDTH_M = 2.25, 0.9
 FRONT_WHEEL_X_M = 1.6
 _VELOCITY_DT_S = 0.05
+_SPAN_SAMPLES = 9
 
 
 def speed_factor(speed_m_s: F64) -> F64:
@@ -82,22 +84,28 @@ def spray_segments(
     t_in = np.full(n, np.inf, np.float32)
     t_out = np.full(n, np.inf, np.float32)
     dens = np.zeros(n, np.float32)
+    if n == 0:
+        return t_in, t_out, dens
     o64, d64 = origins.astype(np.float64), dirs.astype(np.float64)
     lim = np.where(np.isfinite(max_range), max_range, np.float32(1e6)).astype(np.float64)
     for name, traj in objects:
         if "car" not in name.lower():
             continue
-        pos, quat = traj.positions_rotations(t_ray)
-        pos2, _ = traj.positions_rotations(t_ray + _VELOCITY_DT_S)
+        cand = _candidates(traj, o64, d64, t_ray, lim)
+        if cand.size == 0:
+            continue
+        pos, quat = traj.positions_rotations(t_ray[cand])
+        pos2, _ = traj.positions_rotations(t_ray[cand] + _VELOCITY_DT_S)
         speed = np.linalg.norm(pos2 - pos, axis=1) / _VELOCITY_DT_S
         sf = speed_factor(speed)
-        live = np.nonzero(sf > 0)[0]
+        keep = sf > 0
+        live, pos, quat, speed, sf = cand[keep], pos[keep], quat[keep], speed[keep], sf[keep]
         if live.size == 0:
             continue
-        qi = quat_conjugate(quat[live])
-        o = quat_rotate(qi, o64[live] - pos[live])
+        qi = quat_conjugate(quat)
+        o = quat_rotate(qi, o64[live] - pos)
         d = quat_rotate(qi, d64[live])
-        length = plume_length(speed[live])
+        length = plume_length(speed)
         lo = np.stack(
             [-CAR_HALF_LENGTH_M - length, np.full(live.size, -CAR_HALF_WIDTH_M - PLUME_SIDE_M),
              np.zeros(live.size)], axis=1)  # fmt: skip
@@ -121,5 +129,26 @@ def spray_segments(
         decay = 0.5 * length[ok]
         t_in[idx] = near[ok]
         t_out[idx] = far[ok]
-        dens[idx] = sf[live][ok] * np.exp(-behind / decay)
+        dens[idx] = sf[ok] * np.exp(-behind / decay)
     return t_in, t_out, dens
+
+
+def _candidates(traj: Trajectory, o: F64, d: F64, t_ray: F64, lim: F64) -> NDArray[np.intp]:
+    """Rays that may meet the car's plume: those passing within a sphere that holds the car and its
+    longest plume over the batch's time span (sampled at :data:`_SPAN_SAMPLES` times); none when the
+    car throws no spray at any of them. Only these get the car posed at their own times."""
+    ts = np.linspace(float(t_ray.min()), float(t_ray.max()), _SPAN_SAMPLES)
+    p_s, _ = traj.positions_rotations(ts)
+    p2, _ = traj.positions_rotations(ts + _VELOCITY_DT_S)
+    v = np.linalg.norm(p2 - p_s, axis=1) / _VELOCITY_DT_S
+    if not np.any(speed_factor(v) > 0):
+        return np.zeros(0, np.intp)
+    length = float(plume_length(v).max())
+    reach = CAR_HALF_LENGTH_M + length + 1.0  # the slowest car's plume too, and a metre to spare
+    centre = 0.5 * (p_s.min(axis=0) + p_s.max(axis=0))
+    radius = math.hypot(reach, CAR_HALF_WIDTH_M + PLUME_SIDE_M, PLUME_HEIGHT_M)
+    radius += 0.5 * float(np.linalg.norm(p_s.max(axis=0) - p_s.min(axis=0)))
+    oc = centre - o
+    s = np.clip(np.einsum("ij,ij->i", oc, d), 0.0, lim)
+    gap = oc - d * s[:, None]
+    return np.nonzero(np.einsum("ij,ij->i", gap, gap) <= radius * radius)[0]
