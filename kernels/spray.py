@@ -43,13 +43,16 @@ class SprayParams(NamedTuple):
     r2: float  # full overlap (m)
 
 
-def spray_echoes(z_in: Any, z_out: Any, density: Any, prm: SprayParams, key: int) -> tuple[Any, Any, Any]:
+def spray_echoes(
+    z_in: Any, z_out: Any, density: Any, prm: SprayParams, key: int, ray: Any = None
+) -> tuple[Any, Any, Any]:
     """(echo range m, echo power W, two-way transmission) of every ray through a plume segment
     ``[z_in, z_out]`` (float32, z_in inf = none) of relative ``density`` (float32, 0 = none). Rays
-    without a plume get range inf, power 0 and transmission 1."""
+    without a plume get range inf, power 0 and transmission 1. ``ray`` numbers the rays for the draws
+    (default 0..n-1): a subset of a batch passes its rays' numbers and gets their draws."""
     xp = array_module(z_in)
     n = z_in.shape[0]
-    ray = xp.arange(n, dtype=xp.uint64)
+    ray = xp.arange(n, dtype=xp.uint64) if ray is None else ray.astype(xp.uint64)
     has = xp.isfinite(z_in) & (density > 0)
     zi = xp.where(has, z_in, 0.0).astype(xp.float64)
     zo = xp.where(has, z_out, 0.0).astype(xp.float64)

@@ -76,10 +76,16 @@ def spray_apply(
     is dry or the source gave no plume segments."""
     if wetness <= 0 or hits.spray_in_m is None or hits.spray_out_m is None or hits.spray_density is None:
         return None
-    if not np.any(hits.spray_density > 0):
+    idx = np.nonzero(hits.spray_density > 0)[0]
+    if idx.size == 0:
         return None
     key = int(rng.integers(0, 2**63 - 1))
     prm = spray_params(echo, wetness)
-    rng_m, p_w, trans = spray_echoes(hits.spray_in_m, hits.spray_out_m, hits.spray_density, prm, key)
-    power *= trans
+    n = len(hits)
+    rng_m, p_w = np.full(n, np.inf, np.float32), np.zeros(n, np.float32)
+    r_i, p_i, trans = spray_echoes(
+        hits.spray_in_m[idx], hits.spray_out_m[idx], hits.spray_density[idx], prm, key, ray=idx
+    )
+    power[idx] *= trans
+    rng_m[idx], p_w[idx] = r_i, p_i
     return rng_m, p_w

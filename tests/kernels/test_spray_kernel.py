@@ -73,3 +73,12 @@ def test_a_thin_plume_fills_less_of_the_pulse():
     # 0.3 m of 1.5 m of pulse filled, at a slightly nearer range (1/z^2) and less inside the plume
     ratio = float(np.mean(thin)) / float(np.mean(thick))
     assert 0.3 / 1.5 < ratio < 0.3 / 1.5 * 1.4
+
+
+def test_a_subset_with_its_ray_numbers_gets_the_batch_s_draws():
+    zi, zo, dens = _rays(50)
+    full = spray_echoes(zi, zo, dens, PRM, key=11)
+    idx = np.array([3, 17, 42])
+    part = spray_echoes(zi[idx], zo[idx], dens[idx], PRM, key=11, ray=idx)
+    for f, p in zip(full, part, strict=True):
+        assert f[idx].tobytes() == p.tobytes()
