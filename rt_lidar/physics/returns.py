@@ -126,7 +126,7 @@ def weather_echoes(
 
 def wet_echoes(
     echo: EchoModel,
-    wetness: float,
+    weather: WeatherConfig,
     hits: Hits,
     rng: np.random.Generator,
     power: np.ndarray,
@@ -135,7 +135,10 @@ def wet_echoes(
     """The wet road of one batch: the road echoes in ``power`` darkened and attenuated through tyre
     spray (in place); each sub-ray's mirror ghost (:mod:`rt_lidar.physics.wet_road`) and each pulse's
     spray echo (:mod:`rt_lidar.physics.spray`, in the first sub-ray's column) appended to ``cols``
-    (range, amplitude, reflectance, segment, flags columns) as more echoes of the pulse."""
+    (range, amplitude, reflectance, segment, flags columns) as more echoes of the pulse, attenuated
+    two-way by the rain, fog and snow at their ranges (the object's echo is by :func:`weather_echoes`)."""
+    wetness = weather.road_wetness
+    a_w = np.float32(weather.extinction_per_m)
     n = len(hits)
     weight = hits.subray_weight if hits.subray_weight is not None else np.ones(hits.subrays, np.float32)
     w_ray = np.tile(weight.astype(np.float32), hits.pulses)
@@ -152,6 +155,10 @@ def wet_echoes(
         flag = np.where(s_p > 0, np.uint8(PointFlag.RAIN_CLUTTER), np.uint8(0)).astype(np.uint8)
         new.append((s_r, s_p, np.zeros(n, np.float32), np.zeros(n, np.uint32), flag))
     for entry in new:
+        if a_w > 0:
+            with np.errstate(invalid="ignore"):
+                fade = np.exp(np.float32(-2.0) * a_w * np.where(np.isfinite(entry[0]), entry[0], 0))
+            entry = (entry[0], (entry[1] * fade).astype(np.float32), *entry[2:])
         for out, col in zip(cols, entry, strict=True):
             out.append(col)
 
@@ -179,7 +186,7 @@ def waveform_detections(
     power, refl, rng_m, segment, flags = echo.object_echoes(hits)
     cols_r, cols_a, cols_s, cols_seg, cols_f = [rng_m], [power * w_ray], [refl], [segment], [flags]
     if weather is not None and weather.road_wetness > 0:
-        wet_echoes(echo, weather.road_wetness, hits, rng, power, cols_r, cols_a, cols_s, cols_seg, cols_f)
+        wet_echoes(echo, weather, hits, rng, power, cols_r, cols_a, cols_s, cols_seg, cols_f)
         cols_a[0] = power * w_ray
     if weather is not None and not weather.is_clear_air:
         weather_echoes(echo, weather, hits, rng, rng_m, power, cols_r, cols_a, cols_s, cols_seg, cols_f)

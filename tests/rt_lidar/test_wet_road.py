@@ -201,3 +201,18 @@ def test_a_wet_road_over_the_bridge_gives_the_in_process_points_byte_for_byte(sc
     for b, d, n in zip(bridged, direct, dry, strict=True):
         assert b.size > 1000 and b.tobytes() == d.tobytes()
         assert b.tobytes() != n.tobytes()  # the wet road did change the scan
+
+
+@pytest.mark.parametrize("beam", [None, BeamConfig(sub_rays=7, return_mode="dual")], ids=["one-ray", "dual7"])
+def test_fog_dims_the_ghosts_too(beam):
+    world = build_world(_wall())
+    wall = world.segment_ids()["wall"]
+
+    def ghosts(weather):
+        cfg = PhysicsConfig(weather=weather, beam=beam, range_noise=False)
+        pts = build_pipeline("VLP-16", world, seed=3, physics=cfg).pipeline.scans(1)[0].points
+        return int(np.count_nonzero((pts["z"] + SENSOR_Z < -0.2) & (pts["segment"] == wall)))
+
+    clear = ghosts(WeatherConfig(road_wetness=1.0))
+    foggy = ghosts(WeatherConfig(road_wetness=1.0, fog_visibility_m=150.0))
+    assert clear > 100 and foggy < clear
