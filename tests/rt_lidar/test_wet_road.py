@@ -216,3 +216,17 @@ def test_fog_dims_the_ghosts_too(beam):
     clear = ghosts(WeatherConfig(road_wetness=1.0))
     foggy = ghosts(WeatherConfig(road_wetness=1.0, fog_visibility_m=150.0))
     assert clear > 100 and foggy < clear
+
+
+def test_a_wet_road_over_a_bridge_without_the_extension_warns():
+    preset = load_preset("VLP-16")
+    server = AirSimServer(EmbeddedSim(World(_wall()), preset, paused=True), port=0)
+    server.start()
+    try:
+        with AirSimClient(port=server.port) as client:
+            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0, use_extension=False)
+            with pytest.warns(UserWarning, match="road-wetness is not applied"):
+                pipe = bridge_pipeline(source, 20.0, weather=WeatherConfig(road_wetness=0.5))
+            pipe.close()
+    finally:
+        server.close()
