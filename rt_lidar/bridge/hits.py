@@ -5,7 +5,8 @@ extension's optional fields (direction, incidence, per-face material, glass); th
 answer back into :class:`~rt_lidar.pipeline.sources.Hits` for the physics stage. Hits cast as sub-ray bundles
 (``rtLidarGetBeamHits``) go as one row per sub-ray, pulse-major, with each row's pulse direction
 (``pulse_direction``) and the bundle in the header (``info.sub_rays``, ``info.subray_weights``). Hits
-cast with a sun carry its per-ray cosines both ways (``sun_cos``, ``beam_sun_cos``).
+cast with a sun carry its per-ray cosines both ways (``sun_cos``, ``beam_sun_cos``); hits of a wet road
+its road mask, mirror rays and spray segments (``wet``, ``mirror_*``, ``spray_*``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def hits_to_wire(
         value = getattr(hits, name)
         if value is not None:
             extras[name] = np.asarray(value, np.float32)
+    for attr, (wire_name, dtype) in _WET_FIELDS.items():
+        value = getattr(hits, attr)
+        if value is not None:
+            extras[wire_name] = np.asarray(value, dtype)
     if n > 1:
         if hits.subray_weight is None:
             raise ValueError("sub-ray hits need their subray_weight")
@@ -111,7 +116,7 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
     def opt(name: str, fill: float, dtype: Any) -> np.ndarray:
         return ex[name].astype(dtype) if name in ex else np.full(n, fill, dtype)
 
-    return Hits(
+    hits = Hits(
         firings=firings,
         direction=direction,
         range_m=rng,
@@ -128,10 +133,38 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
         sun_cos=_sun_field(ex, "sun_cos"),
         beam_sun_cos=_sun_field(ex, "beam_sun_cos"),
     )
+    for attr, value in _wet_fields(ex).items():
+        setattr(hits, attr, value)
+    return hits
 
 
 _SUN_FIELDS = ("sun_cos", "beam_sun_cos")
 """The per-ray sun fields of :class:`~rt_lidar.pipeline.sources.Hits`, under the same names on the wire."""
+
+
+_WET_FIELDS: dict[str, tuple[str, Any]] = {
+    "wet": ("wet", np.uint8),
+    "mirror_range_m": ("mirror_range", np.float32),
+    "mirror_cos": ("mirror_cos", np.float32),
+    "mirror_material": ("mirror_material", np.int16),
+    "mirror_segment": ("mirror_segment", np.uint32),
+    "spray_in_m": ("spray_in", np.float32),
+    "spray_out_m": ("spray_out", np.float32),
+    "spray_density": ("spray_density", np.float32),
+}
+"""The wet-road fields of :class:`~rt_lidar.pipeline.sources.Hits` (attribute: wire name, dtype): sent
+only when the server casts a wet road (its ``Roadwetness`` > 0), all or none."""
+
+
+def _wet_fields(extras: Any) -> dict[str, np.ndarray | None]:
+    """The wet-road attributes of an answer's extras (None each when the server sent none)."""
+    if not all(wire in extras for wire, _ in _WET_FIELDS.values()):
+        return {}
+    out: dict[str, np.ndarray | None] = {}
+    for attr, (wire, dtype) in _WET_FIELDS.items():
+        a = np.ascontiguousarray(extras[wire]).astype(dtype)
+        out[attr] = a.astype(bool) if attr == "wet" else a
+    return out
 
 
 def _sun_field(extras: Any, name: str) -> np.ndarray | None:

@@ -227,6 +227,17 @@ class BridgeSource:
                 self.stats.sun_direction = (float(x), float(y), float(z))
         return BeamGrant(self.stats.sub_rays, self.stats.sun)
 
+    def use_wet_road(self, wetness: float) -> bool:
+        """A wet road of ``wetness`` (0..1) asked for by the scenario (``--road-wetness``): set as the sim's
+        ``Roadwetness`` (``simSetWeatherParameter`` 1, weather enabled), which makes our server mark the
+        road and cast its mirror rays and spray (and Unreal draw the road wet). True when the server
+        gives the fields the physics needs (our extension); stock AirSim gets the call but no fields."""
+        if wetness <= 0:
+            return True
+        self.client.sim_enable_weather(True)
+        self.client.sim_set_weather_parameter(1, float(wetness))
+        return self.stats.extension
+
     @property
     def start_ns(self) -> int:
         """Sim time at which the controller took over: frame 0 of its pipeline starts here."""

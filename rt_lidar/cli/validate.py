@@ -1,4 +1,5 @@
-"""CLI pieces of the weather work: ``rt-lidar validate`` and the ``--rain/--fog/--snow`` options."""
+"""CLI pieces of the weather work: ``rt-lidar validate`` and the ``--rain/--fog/--snow/--road-wetness``
+options."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def add_validate_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_weather_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--rain MM_H``, ``--fog VIS_M`` and ``--snow MM_H`` to a sub-command."""
+    """Add ``--rain MM_H``, ``--fog VIS_M``, ``--snow MM_H`` and ``--road-wetness W`` to a sub-command."""
     g = parser.add_argument_group("weather")
     g.add_argument("--rain", type=float, default=0.0, metavar="MM_H", help="rain rate in mm/h (0..200)")
     g.add_argument(
@@ -41,9 +42,19 @@ def add_weather_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--snow", type=float, default=0.0, metavar="MM_H", help="snowfall, mm/h water equiv. (0..20)"
     )
+    g.add_argument(
+        "--road-wetness", type=float, default=0.0, metavar="W",
+        help="road wetness 0..1 (AirSim's Roadwetness): a water film that darkens the road at range, "
+        "mirror ghosts below it, tyre spray behind moving cars",
+    )  # fmt: skip
 
 
 def weather_from_args(args: argparse.Namespace) -> WeatherConfig | None:
     """The :class:`WeatherConfig` of parsed weather options; None for clear air."""
-    w = WeatherConfig(rain_mm_h=args.rain, fog_visibility_m=args.fog, snow_mm_h=args.snow)
+    w = WeatherConfig(
+        rain_mm_h=args.rain,
+        fog_visibility_m=args.fog,
+        snow_mm_h=args.snow,
+        road_wetness=getattr(args, "road_wetness", 0.0),
+    )
     return None if w.is_clear else w

@@ -62,7 +62,7 @@ def _g(v: float) -> str:
 
 
 def weather_label(w: WeatherConfig) -> str:
-    """``clear``, or the non-zero parts: ``rain20``, ``fog150``, ``snow2p5``, joined by ``-``."""
+    """``clear``, or the non-zero parts: ``rain20``, ``fog150``, ``snow2p5``, ``wet0p5``, joined by ``-``."""
     parts = []
     if w.rain_mm_h:
         parts.append(f"rain{_g(w.rain_mm_h)}")
@@ -70,6 +70,8 @@ def weather_label(w: WeatherConfig) -> str:
         parts.append(f"fog{_g(w.fog_visibility_m)}")
     if w.snow_mm_h:
         parts.append(f"snow{_g(w.snow_mm_h)}")
+    if w.road_wetness:
+        parts.append(f"wet{_g(w.road_wetness)}")
     return "-".join(parts) or "clear"
 
 

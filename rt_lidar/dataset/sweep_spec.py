@@ -42,6 +42,7 @@
     rain_mm_h = [0.0, 20.0]
     fog_visibility_m = ["none", 150.0]
     snow_mm_h = [0.0]
+    road_wetness = [0.0]       # 0..1: wet road and tyre spray (rt_lidar.physics.wet_road / spray)
 
     [[labels]]                 # extra class rules, tried before the defaults (rt_lidar.dataset.labels)
     object = "crate_*"
@@ -340,11 +341,12 @@ def _weathers(top: _Table) -> list[WeatherConfig]:
     rain = _listed(t, "rain_mm_h", [0.0])
     fog = [None if v == "none" else v for v in _listed(t, "fog_visibility_m", ["none"])]
     snow = _listed(t, "snow_mm_h", [0.0])
+    wet = _listed(t, "road_wetness", [0.0])
     t.done()
     out: list[WeatherConfig] = []
-    for r, f, s in itertools.product(rain, fog, snow):
+    for r, f, s, w in itertools.product(rain, fog, snow, wet):
         try:
-            out.append(WeatherConfig(rain_mm_h=r, fog_visibility_m=f, snow_mm_h=s))
+            out.append(WeatherConfig(rain_mm_h=r, fog_visibility_m=f, snow_mm_h=s, road_wetness=w))
         except ConfigError as exc:
             raise t.fail("*", f'{exc} (fog_visibility_m may also be "none")') from None
     return out

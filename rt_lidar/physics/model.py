@@ -28,9 +28,11 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.physics.ambient import noise_detections, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.returns import Detections, waveform_detections
+from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
+from rt_lidar.physics.wet_road import wet_road_apply
 from rt_lidar.pipeline.sources import Hits
-from rt_lidar.points import POINT_DTYPE
+from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sensor.beam import BeamConfig, SubRayPattern, subray_pattern
 from rt_lidar.sensor.materials import MaterialArrays, MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset
@@ -248,6 +250,9 @@ class SensorPhysics:
         threshold = p.pulse.detection_threshold_w
         glass = hits.glass_material >= 0
         power, refl, rng_m, segment, flags = echo.object_echoes(hits)
+        wetness = self.config.weather.road_wetness if self.config.weather is not None else 0.0
+        ghost = wet_road_apply(echo, hits, wetness, power) if wetness > 0 else None
+        spray = spray_apply(echo, hits, wetness, power, rng) if wetness > 0 else None
         if glass.any():
             gp, grefl = echo.power(
                 hits.glass_range_m[glass],
@@ -262,6 +267,16 @@ class SensorPhysics:
             rng_m[take] = hits.glass_range_m[take]
             segment[take] = hits.glass_segment[take]
             flags[take] = 0
+        if ghost is not None:  # the mirror ghost, where stronger than what the ray saw directly
+            g_r, g_p, g_s, g_seg = ghost
+            won = g_p > power
+            power[won], refl[won], rng_m[won] = g_p[won], g_s[won], g_r[won]
+            segment[won], flags[won] = g_seg[won], 0
+        if spray is not None:  # the spray's droplet echo, where stronger
+            s_r, s_p = spray
+            won = s_p > power
+            power[won], refl[won], rng_m[won] = s_p[won], 0.0, s_r[won]
+            segment[won], flags[won] = 0, int(PointFlag.RAIN_CLUTTER)
 
         if self.config.weather is not None:
             weather_model(self.config.weather).apply(

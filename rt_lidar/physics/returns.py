@@ -21,7 +21,9 @@ import numpy as np
 from kernels.intensity import SPEED_OF_LIGHT
 from kernels.waveform import Noise, waveform_returns
 from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
+from rt_lidar.physics.wet_road import wet_road_apply
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
@@ -122,6 +124,45 @@ def weather_echoes(
         out.append(col)
 
 
+def wet_echoes(
+    echo: EchoModel,
+    weather: WeatherConfig,
+    hits: Hits,
+    rng: np.random.Generator,
+    power: np.ndarray,
+    *cols: list[np.ndarray],
+) -> None:
+    """The wet road of one batch: the road echoes in ``power`` darkened and attenuated through tyre
+    spray (in place); each sub-ray's mirror ghost (:mod:`rt_lidar.physics.wet_road`) and each pulse's
+    spray echo (:mod:`rt_lidar.physics.spray`, in the first sub-ray's column) appended to ``cols``
+    (range, amplitude, reflectance, segment, flags columns) as more echoes of the pulse, attenuated
+    two-way by the rain, fog and snow at their ranges (the object's echo is by :func:`weather_echoes`)."""
+    wetness = weather.road_wetness
+    a_w = np.float32(weather.extinction_per_m)
+    n = len(hits)
+    weight = hits.subray_weight if hits.subray_weight is not None else np.ones(hits.subrays, np.float32)
+    w_ray = np.tile(weight.astype(np.float32), hits.pulses)
+    ghost = wet_road_apply(echo, hits, wetness, power)
+    spray = spray_apply(echo, hits, wetness, power, rng)
+    new: list[tuple[np.ndarray, ...]] = []
+    if ghost is not None:
+        g_r, g_p, g_s, g_seg = ghost
+        new.append((g_r, g_p * w_ray, g_s, g_seg, np.zeros(n, np.uint8)))
+    if spray is not None:
+        s_r, s_p = spray
+        if hits.subrays > 1:  # one spray echo a pulse: its first sub-ray's
+            s_p = np.where(np.arange(n) % hits.subrays == 0, s_p, np.float32(0)).astype(np.float32)
+        flag = np.where(s_p > 0, np.uint8(PointFlag.RAIN_CLUTTER), np.uint8(0)).astype(np.uint8)
+        new.append((s_r, s_p, np.zeros(n, np.float32), np.zeros(n, np.uint32), flag))
+    for entry in new:
+        if a_w > 0:
+            with np.errstate(invalid="ignore"):
+                fade = np.exp(np.float32(-2.0) * a_w * np.where(np.isfinite(entry[0]), entry[0], 0))
+            entry = (entry[0], (entry[1] * fade).astype(np.float32), *entry[2:])
+        for out, col in zip(cols, entry, strict=True):
+            out.append(col)
+
+
 def waveform_detections(
     echo: EchoModel,
     hits: Hits,
@@ -144,7 +185,10 @@ def waveform_detections(
     glass = hits.glass_material >= 0
     power, refl, rng_m, segment, flags = echo.object_echoes(hits)
     cols_r, cols_a, cols_s, cols_seg, cols_f = [rng_m], [power * w_ray], [refl], [segment], [flags]
-    if weather is not None:
+    if weather is not None and weather.road_wetness > 0:
+        wet_echoes(echo, weather, hits, rng, power, cols_r, cols_a, cols_s, cols_seg, cols_f)
+        cols_a[0] = power * w_ray
+    if weather is not None and not weather.is_clear_air:
         weather_echoes(echo, weather, hits, rng, rng_m, power, cols_r, cols_a, cols_s, cols_seg, cols_f)
         cols_a[0] = power * w_ray
     if glass.any():

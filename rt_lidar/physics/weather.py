@@ -29,6 +29,7 @@ from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
 __all__ = [
     "AIRSIM_FOG",
     "AIRSIM_RAIN",
+    "AIRSIM_ROAD_WETNESS",
     "AIRSIM_SNOW",
     "BEAM_EXIT_DIAMETER_M",
     "OVERLAP_FULL_M",
@@ -55,21 +56,29 @@ RANGE_NOISE_M_PER_MM_H = 5e-4
 noise of the physics stage (which grows by itself as extinction weakens the return)."""
 
 # AirSim's WeatherParameter enum (Rain = 0, Roadwetness = 1, Snow = 2, ..., Fog = 7, Enabled = 8)
-AIRSIM_RAIN, AIRSIM_SNOW, AIRSIM_FOG = 0, 2, 7
+AIRSIM_RAIN, AIRSIM_ROAD_WETNESS, AIRSIM_SNOW, AIRSIM_FOG = 0, 1, 2, 7
 AIRSIM_RAIN_MAX_MM_H = 50.0  # Rain 1.0 = 50 mm/h (violent rain), linear
 AIRSIM_SNOW_MAX_MM_H = 5.0  # Snow 1.0 = 5 mm/h water equivalent (heavy snow), linear
 AIRSIM_FOG_VIS_M = (1000.0, 20.0)  # Fog f in (0, 1]: V = 1000 m * (20 / 1000)^f (0.5 -> 141 m)
 
-_LIMITS = {"rain_mm_h": (0.0, 200.0), "fog_visibility_m": (10.0, 100_000.0), "snow_mm_h": (0.0, 20.0)}
+_LIMITS = {
+    "rain_mm_h": (0.0, 200.0),
+    "fog_visibility_m": (10.0, 100_000.0),
+    "snow_mm_h": (0.0, 20.0),
+    "road_wetness": (0.0, 1.0),
+}
 
 
 @dataclass(frozen=True)
 class WeatherConfig:
-    """Rain rate and snowfall rate (mm/h, water equivalent) and fog visibility (m, None = no fog)."""
+    """Rain rate and snowfall rate (mm/h, water equivalent), fog visibility (m, None = no fog) and the
+    road's wetness (0 dry .. 1 a continuous water film: :mod:`rt_lidar.physics.wet_road`, and the tyre
+    spray of moving cars, :mod:`rt_lidar.physics.spray`)."""
 
     rain_mm_h: float = 0.0
     fog_visibility_m: float | None = None
     snow_mm_h: float = 0.0
+    road_wetness: float = 0.0
 
     def __post_init__(self) -> None:
         for name, (lo, hi) in _LIMITS.items():
@@ -84,7 +93,12 @@ class WeatherConfig:
 
     @property
     def is_clear(self) -> bool:
-        """True when no rain, snow or fog is set."""
+        """True when no rain, snow or fog is set and the road is dry."""
+        return self.is_clear_air and self.road_wetness == 0
+
+    @property
+    def is_clear_air(self) -> bool:
+        """True when no rain, snow or fog is set (the road may still be wet)."""
         return self.rain_mm_h == 0 and self.snow_mm_h == 0 and self.fog_visibility_m is None
 
     @property
@@ -99,11 +113,11 @@ class WeatherConfig:
 
 def airsim_weather_to_config(params: dict[int, float]) -> WeatherConfig | None:
     """Map AirSim's ``simSetWeatherParameter`` values (0..1, keyed by the WeatherParameter enum) to a
-    :class:`WeatherConfig`; None when rain, snow and fog are all 0.
+    :class:`WeatherConfig`; None when rain, snow, fog and road wetness are all 0.
 
     Scale: Rain r -> 50 r mm/h; Snow s -> 5 s mm/h water equivalent; Fog f > 0 -> visibility
-    ``1000 m * (20 / 1000)^f`` (f = 0.1: 676 m, 0.5: 141 m, 1: 20 m). Values are clipped to 0..1; the
-    other parameters (road wetness, leaves, dust, Enabled) do not change the lidar.
+    ``1000 m * (20 / 1000)^f`` (f = 0.1: 676 m, 0.5: 141 m, 1: 20 m); Roadwetness w -> road_wetness w.
+    Values are clipped to 0..1; the other parameters (leaves, dust, Enabled) do not change the lidar.
     """
 
     def get(k: int) -> float:
@@ -111,11 +125,12 @@ def airsim_weather_to_config(params: dict[int, float]) -> WeatherConfig | None:
         return min(max(v, 0.0), 1.0) if math.isfinite(v) else 0.0
 
     rain, snow, fog = get(AIRSIM_RAIN), get(AIRSIM_SNOW), get(AIRSIM_FOG)
-    if rain == 0 and snow == 0 and fog == 0:
+    wet = get(AIRSIM_ROAD_WETNESS)
+    if rain == 0 and snow == 0 and fog == 0 and wet == 0:
         return None
     v_hi, v_lo = AIRSIM_FOG_VIS_M
     vis = v_hi * (v_lo / v_hi) ** fog if fog > 0 else None
-    return WeatherConfig(rain * AIRSIM_RAIN_MAX_MM_H, vis, snow * AIRSIM_SNOW_MAX_MM_H)
+    return WeatherConfig(rain * AIRSIM_RAIN_MAX_MM_H, vis, snow * AIRSIM_SNOW_MAX_MM_H, wet)
 
 
 class WeatherModel:
@@ -208,7 +223,7 @@ class WeatherModel:
         attenuated (:func:`kernels.weather_rays.apply_weather`'s extra-echo mode).
         """
         del direction
-        if self.config.is_clear or range_m.shape[0] == 0:
+        if self.config.is_clear_air or range_m.shape[0] == 0:
             return
         prm = self.params(preset, threshold_w, clear_air_per_m)
         key = int(rng.integers(0, 2**63 - 1))

@@ -71,7 +71,8 @@ def build_pipeline(
 
 
 def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) -> PhysicsConfig:
-    """Ask ``source`` for what ``config`` needs (sub-ray bundles, sun cosines) once, before the first
+    """Ask ``source`` for what ``config`` needs (sub-ray bundles, sun cosines, a wet road's mirror rays
+    and spray: ``use_wet_road``, where the source has it) once, before the first
     frame, and return the configuration that will run: what was asked, less what the source refused
     (one ray a pulse, no sunlight; each with a warning), with the beam resolved against the preset
     (``beam`` names the sub-rays, return mode and echo pulse width that run)."""
@@ -97,5 +98,13 @@ def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) ->
             stacklevel=3,
         )
         lux = 0.0
+    wetness = config.weather.road_wetness if config.weather is not None else 0.0
+    use_wet = getattr(source, "use_wet_road", None)
+    if wetness > 0 and (use_wet is None or not use_wet(wetness)):
+        warnings.warn(
+            "a wet road needs the server to mark the road and cast its mirror rays and spray (our "
+            "rt-lidar serve, with the extension): --road-wetness is not applied over this bridge",
+            stacklevel=3,
+        )
     ran = BeamConfig(sub_rays=grant.sub_rays, return_mode=mode, epw=beam.epw)
     return dataclasses.replace(config, beam=ran, sun_illuminance_lux=lux)

@@ -20,11 +20,14 @@ from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
 from unreal_bridge.beam_call import SCENE_SUN, SunArg
 from unreal_bridge.world import Pose as MountPose
-from unreal_bridge.world import World
+from unreal_bridge.world import RayHits, Trajectory, World
 from unreal_bridge.world.pose import quat_rotate
+from unreal_bridge.world.spray import spray_segments
 
 __all__ = [
     "GLASS_MAX_CROSSINGS",
+    "ROAD_MATERIALS",
+    "ROAD_NORMAL_MIN_Z",
     "BeamGrant",
     "Capabilities",
     "HitSource",
@@ -37,6 +40,11 @@ __all__ = [
 
 GLASS_MAX_CROSSINGS = 4
 """Transmissive surfaces a ray may pass before the cast gives up (a car has two windscreens)."""
+
+ROAD_MATERIALS = ("asphalt", "lane_paint")
+"""World materials that carry a water film when the road is wet (see :mod:`rt_lidar.physics.wet_road`)."""
+ROAD_NORMAL_MIN_Z = 0.9
+"""A road surface faces up: its world normal's z at least this (kerb sides and walls stay dry)."""
 
 _EPS_M = 1e-3
 _POSE_SAMPLE_S = 1e-3
@@ -76,6 +84,23 @@ class Hits:
     """The sensor pose at the start of the hits' time slice (:attr:`interval`, else the frame asked for)."""
     pose_end: Pose | None = None
     """The sensor pose at the end of that slice (what an AirSim server reports with its answer)."""
+    wet: np.ndarray | None = None
+    """(rays,) bool: the ray's surface is the road under its water film (cast with a wet road only;
+    None = dry road, or a source that does not know)."""
+    mirror_range_m: np.ndarray | None = None
+    """(rays,) float32 whole path of the mirror ray off the wet road (road + mirror leg), inf = none."""
+    mirror_cos: np.ndarray | None = None
+    """(rays,) float32 incidence cosine of the mirror ray at the object it met."""
+    mirror_material: np.ndarray | None = None
+    """(rays,) int16 material of that object, -1 = none."""
+    mirror_segment: np.ndarray | None = None
+    """(rays,) uint32 segment of that object."""
+    spray_in_m: np.ndarray | None = None
+    """(rays,) float32 where the ray enters the nearest tyre-spray plume (inf = none; wet road only)."""
+    spray_out_m: np.ndarray | None = None
+    """(rays,) float32 where it leaves it (at most the surface it hit)."""
+    spray_density: np.ndarray | None = None
+    """(rays,) float32 relative droplet density of that plume (:mod:`unreal_bridge.world.spray`)."""
     weather: dict[str, float] | None = None
     """The sim's weather when these rays were cast (a source with :attr:`Capabilities.weather`: the
     server's ``simSetWeatherParameter``), as :class:`~rt_lidar.physics.weather.WeatherConfig` fields;
@@ -236,6 +261,17 @@ class WorldSource:
         self.exit_m_per_rad = (float(exit_m_per_rad[0]), float(exit_m_per_rad[1]))
         self._beam: SubRayPattern | None = None
         self._sun: np.ndarray | None = None
+        self.wet_road = False
+        """Cast the wet road: mark road hits, cast their mirror rays and the tyre-spray segments
+        (:meth:`use_wet_road`); off, the cast is exactly the dry one."""
+        names = list(world.material_names)
+        self._road_mat = np.array([names.index(m) for m in ROAD_MATERIALS if m in names], np.int16)
+
+    def use_wet_road(self, wetness: float) -> bool:
+        """Cast the wet road's extra fields from now on when ``wetness`` > 0 (else the dry cast);
+        returns whether they are cast."""
+        self.wet_road = wetness > 0
+        return self.wet_road
 
     capabilities = Capabilities(sub_rays=True, sun=True, weather=False, extension=True)
     """In-process: every bundle and the sun; the weather is the scenario's (no sim reports one)."""
@@ -345,6 +381,8 @@ class WorldSource:
         g_seg = np.where(passes, rh.segment, 0).astype(np.uint32, copy=False)
         g_trans = np.where(passes, trans_all**2, 1.0).astype(np.float32, copy=False)
 
+        wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
+
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
         active = np.nonzero(passes)[0]
         travelled = rh.distance[active] + np.float32(_EPS_M)
@@ -372,7 +410,7 @@ class WorldSource:
             travelled = travelled[more] + step
             active = active[more]
 
-        return Hits(
+        hits = Hits(
             firings=firings,
             direction=d_sensor,
             range_m=range_m,
@@ -387,6 +425,47 @@ class WorldSource:
             sun_cos=sun_cos,
             beam_sun_cos=None if sun is None else (dirs.astype(np.float64) @ sun).astype(np.float32),
         )
+        if wet_fields is not None:
+            hits.wet, hits.mirror_range_m, hits.mirror_cos, hits.mirror_material, hits.mirror_segment = (
+                wet_fields
+            )
+            hits.spray_in_m, hits.spray_out_m, hits.spray_density = spray_segments(
+                self._moving_objects(), origins, dirs, t_ray, range_m
+            )
+        return hits
+
+    def _moving_objects(self) -> list[tuple[str, Trajectory]]:
+        return [(o.name, o.trajectory) for o in self.world.scene.objects if not o.is_static]
+
+    def _wet_fields(
+        self, origins: np.ndarray, dirs: np.ndarray, t_ray: np.ndarray, rh: RayHits, opaque: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(wet, mirror range, mirror cos, mirror material, mirror segment) of the first-surface hits
+        ``rh``: road hits facing up are wet, and each casts its mirror ray off the film (at its own
+        firing time, up to the rest of the sensor's range)."""
+        n = origins.shape[0]
+        dist, normal = rh.distance, rh.normal
+        wet = opaque & np.isin(rh.material, self._road_mat) & (normal[:, 2] >= ROAD_NORMAL_MIN_Z)
+        m_range = np.full(n, np.inf, np.float32)
+        m_cos = np.zeros(n, np.float32)
+        m_mat = np.full(n, -1, np.int16)
+        m_seg = np.zeros(n, np.uint32)
+        wi = np.nonzero(wet)[0]
+        if wi.size:
+            d, nrm = dirs[wi], normal[wi]
+            dn = _dot_f32(d, nrm)
+            mdir = (d - (2.0 * dn)[:, None] * nrm).astype(np.float32)
+            mdir /= np.sqrt(np.einsum("ij,ij->i", mdir, mdir))[:, None]
+            org = (origins[wi] + d * dist[wi][:, None] + nrm * np.float32(_EPS_M)).astype(np.float32)
+            mh = self.world.cast(org, mdir, t_ray[wi], self.max_range_m - float(dist[wi].min()))
+            total = dist[wi] + mh.distance
+            ok = np.isfinite(mh.distance) & (total <= self.max_range_m)
+            k = wi[ok]
+            m_range[k] = total[ok]
+            m_cos[k] = np.abs(_dot_f32(mh.normal[ok], mdir[ok]))
+            m_mat[k] = mh.material[ok]
+            m_seg[k] = mh.segment[ok]
+        return wet, m_range, m_cos, m_mat, m_seg
 
 
 def _sun_cos(normal: np.ndarray, dirs: np.ndarray, valid: np.ndarray, sun: np.ndarray) -> np.ndarray:

@@ -68,6 +68,8 @@ class RigLoop:
                 exit_m_per_rad(s.preset),
                 mount=s.mount,
             )
+            weather = phys.config.weather
+            source.use_wet_road(weather.road_wetness if weather is not None else 0.0)  # mirror rays, spray
             pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch)
             self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys, source), pipe)
         self.frame = 0

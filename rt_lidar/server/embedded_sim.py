@@ -259,13 +259,19 @@ class EmbeddedSim:
         self, pattern: SubRayPattern | None, sun: np.ndarray | None = None, lidar: _Lidar | None = None
     ) -> LidarHits:
         lidar = lidar or self._lidars[self.lidar_name]
-        hits, t0, t1 = self._sweep("hits", pattern, sun, lidar)
+        weather = self.weather_config()
+        # a wet road (Roadwetness > 0): the extension's rays also carry the road mask, mirror rays and spray
+        lidar.source.use_wet_road(float((weather or {}).get("road_wetness", 0.0)))
+        try:
+            hits, t0, t1 = self._sweep("hits", pattern, sun, lidar)
+        finally:
+            lidar.source.use_wet_road(0.0)
         info: dict[str, Any] = {
             "materials": list(self.world.material_names),
             "t0_ns": t0,
             "t1_ns": t1,
             "frame": lidar.frames["hits"],
-            "weather": self.weather_config(),
+            "weather": weather,
             "preset": lidar.preset.name,
         }
         if sun is not None:
@@ -477,7 +483,11 @@ class EmbeddedSim:
         cfg = airsim_weather_to_config(self.weather)
         if cfg is None:
             return None
-        return {k: getattr(cfg, k) for k in ("rain_mm_h", "fog_visibility_m", "snow_mm_h")}
+        keys = ("rain_mm_h", "fog_visibility_m", "snow_mm_h")
+        out = {k: getattr(cfg, k) for k in keys}
+        if cfg.road_wetness > 0:  # only when wet: a dry answer's info stays as before
+            out["road_wetness"] = cfg.road_wetness
+        return out
 
 
 def _png(rgb: np.ndarray) -> bytes:

@@ -267,3 +267,6 @@ EXPERIMENTS.update(WALK_EXPERIMENTS)
 from rt_lidar.validation.clutter_calibration import CLUTTER_CAL_EXPERIMENTS  # noqa: E402  (issue 14, item 10)
 
 EXPERIMENTS.update(CLUTTER_CAL_EXPERIMENTS)
+from rt_lidar.validation.wet_experiments import WET_EXPERIMENTS  # noqa: E402  (issue 14, item 11)
+
+EXPERIMENTS.update(WET_EXPERIMENTS)

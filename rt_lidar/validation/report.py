@@ -20,6 +20,7 @@ from rt_lidar.validation.detection_experiments import DETECTION_CHECKS
 from rt_lidar.validation.echo_experiments import ECHO_CHECKS
 from rt_lidar.validation.experiments import EXPERIMENTS
 from rt_lidar.validation.walk_experiments import WALK_CHECKS
+from rt_lidar.validation.wet_experiments import WET_CHECKS
 
 __all__ = ["CHECKS", "run_validation", "trend_checks"]
 
@@ -70,6 +71,7 @@ CHECKS.update(ECHO_CHECKS)
 CHECKS.update(DETECTION_CHECKS)
 CHECKS.update(WALK_CHECKS)
 CHECKS.update(CLUTTER_CAL_CHECKS)
+CHECKS.update(WET_CHECKS)
 
 
 def trend_checks(report: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, bool]]]:

@@ -33,3 +33,14 @@ def test_detection_probability_vs_range_reproduces_the_os1_datasheet(tmp_path: P
     assert m["range_sigma_at_snr100_m"] == pytest.approx(m["published_sigma_at_snr100_m"], rel=0.3)
     assert (tmp_path / "detection_probability_vs_range.png").stat().st_size > 5_000
     assert all(ok for _, ok in trend_checks(rep)["detection_probability_vs_range"])
+
+
+def test_wet_road_and_spray_reports(tmp_path: Path) -> None:
+    rep = run_validation(tmp_path, ["road_wetness", "spray"])
+    road, spray = rep["road_wetness"], rep["spray"]
+    assert road["far_road_fraction_of_dry"][0] == 1.0 and road["far_road_fraction_of_dry"][-1] < 0.5
+    assert road["ghost_points"][0] == 0 and road["ghost_points"][-1] > 0
+    assert spray["spray_points_per_scan"][0] == 0 and spray["spray_points_per_scan"][-1] > 0
+    for name in ("road_wetness", "spray"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 5_000
+        assert all(ok for _, ok in trend_checks(rep)[name])

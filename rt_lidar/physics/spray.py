@@ -1,0 +1,91 @@
+"""Tyre spray behind moving cars on a wet road: false near points and a dimmer car (issue 14, item 11).
+
+The source gives every ray's segment through the nearest spray plume and the plume's relative density
+there (``Hits.spray_in_m / spray_out_m / spray_density``: plume shapes in
+:mod:`unreal_bridge.world.spray`); the density of water at relative density 1 scales with the road's
+wetness w (0..1). The drops echo as a localised soft target (:mod:`kernels.spray`): a clutter echo
+beside the object's, which it attenuates two-way. Spray points are flagged
+:attr:`~rt_lidar.points.PointFlag.RAIN_CLUTTER` (they are water drops, and rain filters are what
+removes them; the flag byte has no free bit).
+
+Assumed parameters (stated, not fitted to a measurement):
+
+- liquid water content at relative density 1 (close behind the wheels of a car at 90 km/h on a fully
+  wet road): :data:`SPRAY_LWC_G_M3` = 1.5 g/m^3, scaled by w;
+- effective droplet diameter (the ratio of the third to the second moment of the size distribution):
+  :data:`SPRAY_D_EFF_MM` = 0.1 mm (tyre spray is a mist of drops from ~10 um to ~1 mm);
+- extinction for drops much larger than the wavelength, Q_ext = 2:
+  ``alpha = 3 LWC / (rho_w D_eff)`` = 0.045 /m at density 1 (a visibility of ~65 m inside the plume);
+- backscatter from the lidar ratio of liquid water drops, S = 18.8 sr at 905 nm (O'Connor, Illingworth &
+  Hogan, "A technique for autocalibration of cloud lidar", J. Atmos. Oceanic Technol. 21, 777-786,
+  2004): ``beta = alpha / S``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
+from kernels.spray import SprayParams, spray_echoes
+from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.weather import OVERLAP_FULL_M, OVERLAP_START_M
+from rt_lidar.pipeline.sources import Hits
+
+__all__ = [
+    "LIDAR_RATIO_SR",
+    "SPRAY_D_EFF_MM",
+    "SPRAY_LWC_G_M3",
+    "spray_apply",
+    "spray_extinction",
+    "spray_params",
+]
+
+SPRAY_LWC_G_M3 = 1.5
+SPRAY_D_EFF_MM = 0.1
+LIDAR_RATIO_SR = 18.8
+_RHO_WATER_G_M3 = 1e6
+
+
+def spray_extinction(lwc_g_m3: float, d_eff_mm: float = SPRAY_D_EFF_MM) -> float:
+    """Extinction (1/m) of drops of liquid water content ``lwc_g_m3`` and effective diameter
+    ``d_eff_mm``, Q_ext = 2: ``3 LWC / (rho_w D_eff)``."""
+    return 3.0 * lwc_g_m3 / (_RHO_WATER_G_M3 * d_eff_mm * 1e-3)
+
+
+def spray_params(echo: EchoModel, wetness: float) -> SprayParams:
+    """The kernel parameters of ``echo``'s sensor for a road of ``wetness``."""
+    p = echo.preset
+    k = sensor_constant(p.pulse.peak_power_w, p.optics.receiver_aperture_m, p.optics.system_efficiency)
+    alpha = spray_extinction(SPRAY_LWC_G_M3 * wetness)
+    return SprayParams(
+        k_sensor=k,
+        beta_per_density=alpha / LIDAR_RATIO_SR,
+        alpha_per_density=alpha,
+        pulse_len_m=SPEED_OF_LIGHT * p.pulse.width_ns * 1e-9 / 2,
+        a_total=echo.extinction_per_m,
+        r1=OVERLAP_START_M,
+        r2=OVERLAP_FULL_M,
+    )
+
+
+def spray_apply(
+    echo: EchoModel, hits: Hits, wetness: float, power: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The spray clutter echo ``(range m, power W)`` of every ray (power 0: none), with the object
+    echoes ``power`` attenuated through the plume in place; None (and no draw of ``rng``) when the road
+    is dry or the source gave no plume segments."""
+    if wetness <= 0 or hits.spray_in_m is None or hits.spray_out_m is None or hits.spray_density is None:
+        return None
+    idx = np.nonzero(hits.spray_density > 0)[0]
+    if idx.size == 0:
+        return None
+    key = int(rng.integers(0, 2**63 - 1))
+    prm = spray_params(echo, wetness)
+    n = len(hits)
+    rng_m, p_w = np.full(n, np.inf, np.float32), np.zeros(n, np.float32)
+    r_i, p_i, trans = spray_echoes(
+        hits.spray_in_m[idx], hits.spray_out_m[idx], hits.spray_density[idx], prm, key, ray=idx
+    )
+    power[idx] *= trans
+    rng_m[idx], p_w[idx] = r_i, p_i
+    return rng_m, p_w

@@ -1,0 +1,154 @@
+"""Tyre spray plumes of the world's moving cars: where each lidar ray crosses one (issue 14, item 11).
+
+A car moving over a wet road throws a plume of droplets from its wheels, beside and behind it. Here a
+plume is a box in the car's frame (x forward, y left, z up; the car's body spans x in +-CAR_HALF_LENGTH):
+from the front wheels (x = +1.6 m) to ``plume_length(v)`` behind the rear bumper, 0.3 m wider than the
+car each side, from the road to :data:`PLUME_HEIGHT_M`. Its relative density is
+``speed_factor(v) * exp(-x_behind / decay)``: 1 at the reference speed close to the wheels, thinning
+behind the car. These shapes are assumed, not fitted: field studies describe plumes that grow denser
+and longer with speed and water depth (Tang & Flintsch, "Field assessment of splash & spray",
+Virginia Tech Transportation Institute, report VT-2012-01, 2015) and lidar clutter from a cutting
+car's spray for seconds (Linnhoff et al., "A benchmark for spray from nearby cutting vehicles",
+IEEE ITSC 2021, arXiv:2108.10800), without a plume geometry we could take over. The droplet optics are
+``rt_lidar.physics.spray``'s.
+
+:func:`spray_segments` gives every ray's entry and exit distance through the nearest plume, each
+against the cars posed at the ray's own firing time (as the cast is), and the plume's relative density
+there. Moving objects whose name holds ``car`` throw spray; the road's wetness scales the density in
+the physics, not here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .pose import quat_conjugate, quat_rotate
+from .trajectory import Trajectory
+
+__all__ = [
+    "PLUME_HEIGHT_M",
+    "SPRAY_MIN_SPEED_M_S",
+    "SPRAY_REF_SPEED_M_S",
+    "plume_length",
+    "speed_factor",
+    "spray_segments",
+]
+
+F32 = NDArray[np.float32]
+F64 = NDArray[np.float64]
+
+SPRAY_MIN_SPEED_M_S = 3.0
+"""Below this speed a tyre throws no spray (assumed; the plume grows from here)."""
+SPRAY_REF_SPEED_M_S = 25.0
+"""Speed (90 km/h) at which the plume density factor is 1; it grows linearly to 1.5x above."""
+PLUME_HEIGHT_M = 1.5
+PLUME_SIDE_M = 0.3
+"""How far the plume reaches out beside the body."""
+CAR_HALF_LENGTH_M, CAR_HALF_WIDTH_M = 2.25, 0.9
+FRONT_WHEEL_X_M = 1.6
+_VELOCITY_DT_S = 0.05
+_SPAN_SAMPLES = 9
+
+
+def speed_factor(speed_m_s: F64) -> F64:
+    """Relative spray density of a car at ``speed_m_s``: 0 below :data:`SPRAY_MIN_SPEED_M_S`, 1 at the
+    reference speed, at most 1.5."""
+    v = np.asarray(speed_m_s, np.float64)
+    f = (v - SPRAY_MIN_SPEED_M_S) / (SPRAY_REF_SPEED_M_S - SPRAY_MIN_SPEED_M_S)
+    return np.asarray(np.clip(f, 0.0, 1.5))
+
+
+def plume_length(speed_m_s: F64) -> F64:
+    """Plume length (m) behind the rear bumper: 0.4 s of travel, 2..12 m."""
+    return np.asarray(np.clip(0.4 * np.asarray(speed_m_s, np.float64), 2.0, 12.0))
+
+
+def spray_segments(
+    objects: Sequence[tuple[str, Trajectory]],
+    origins: F32,
+    dirs: F32,
+    t_ray: F64,
+    max_range: F32,
+) -> tuple[F32, F32, F32]:
+    """(entry m, exit m, relative density) of every ray through the nearest spray plume, up to its
+    ``max_range`` (N,) (the surface it hit); entry inf and density 0 where it meets none.
+
+    ``objects`` are ``(name, trajectory)`` of the world's moving objects (trajectories with
+    ``positions_rotations(t)``); each ray meets them posed at its time ``t_ray``.
+    """
+    n = origins.shape[0]
+    t_in = np.full(n, np.inf, np.float32)
+    t_out = np.full(n, np.inf, np.float32)
+    dens = np.zeros(n, np.float32)
+    if n == 0:
+        return t_in, t_out, dens
+    o64, d64 = origins.astype(np.float64), dirs.astype(np.float64)
+    lim = np.where(np.isfinite(max_range), max_range, np.float32(1e6)).astype(np.float64)
+    for name, traj in objects:
+        if "car" not in name.lower():
+            continue
+        cand = _candidates(traj, o64, d64, t_ray, lim)
+        if cand.size == 0:
+            continue
+        pos, quat = traj.positions_rotations(t_ray[cand])
+        pos2, _ = traj.positions_rotations(t_ray[cand] + _VELOCITY_DT_S)
+        speed = np.linalg.norm(pos2 - pos, axis=1) / _VELOCITY_DT_S
+        sf = speed_factor(speed)
+        keep = sf > 0
+        live, pos, quat, speed, sf = cand[keep], pos[keep], quat[keep], speed[keep], sf[keep]
+        if live.size == 0:
+            continue
+        qi = quat_conjugate(quat)
+        o = quat_rotate(qi, o64[live] - pos)
+        d = quat_rotate(qi, d64[live])
+        length = plume_length(speed)
+        lo = np.stack(
+            [-CAR_HALF_LENGTH_M - length, np.full(live.size, -CAR_HALF_WIDTH_M - PLUME_SIDE_M),
+             np.zeros(live.size)], axis=1)  # fmt: skip
+        hi = np.stack(
+            [np.full(live.size, FRONT_WHEEL_X_M), np.full(live.size, CAR_HALF_WIDTH_M + PLUME_SIDE_M),
+             np.full(live.size, PLUME_HEIGHT_M)], axis=1)  # fmt: skip
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / d
+            a = (lo - o) * inv
+            b = (hi - o) * inv
+        near = np.nanmax(np.minimum(a, b), axis=1)
+        far = np.nanmin(np.maximum(a, b), axis=1)
+        near = np.maximum(near, 0.0)
+        far = np.minimum(far, lim[live])
+        ok = np.isfinite(near) & np.isfinite(far) & (far > near) & (near < t_in[live])
+        idx = live[ok]
+        if idx.size == 0:
+            continue
+        mid = o[ok] + d[ok] * (0.5 * (near[ok] + far[ok]))[:, None]
+        behind = np.maximum(-CAR_HALF_LENGTH_M - mid[:, 0], 0.0)
+        decay = 0.5 * length[ok]
+        t_in[idx] = near[ok]
+        t_out[idx] = far[ok]
+        dens[idx] = sf[ok] * np.exp(-behind / decay)
+    return t_in, t_out, dens
+
+
+def _candidates(traj: Trajectory, o: F64, d: F64, t_ray: F64, lim: F64) -> NDArray[np.intp]:
+    """Rays that may meet the car's plume: those passing within a sphere that holds the car and its
+    longest plume over the batch's time span (sampled at :data:`_SPAN_SAMPLES` times); none when the
+    car throws no spray at any of them. Only these get the car posed at their own times."""
+    ts = np.linspace(float(t_ray.min()), float(t_ray.max()), _SPAN_SAMPLES)
+    p_s, _ = traj.positions_rotations(ts)
+    p2, _ = traj.positions_rotations(ts + _VELOCITY_DT_S)
+    v = np.linalg.norm(p2 - p_s, axis=1) / _VELOCITY_DT_S
+    if not np.any(speed_factor(v) > 0):
+        return np.zeros(0, np.intp)
+    length = float(plume_length(v).max())
+    reach = CAR_HALF_LENGTH_M + length + 1.0  # the slowest car's plume too, and a metre to spare
+    centre = 0.5 * (p_s.min(axis=0) + p_s.max(axis=0))
+    radius = math.hypot(reach, CAR_HALF_WIDTH_M + PLUME_SIDE_M, PLUME_HEIGHT_M)
+    radius += 0.5 * float(np.linalg.norm(p_s.max(axis=0) - p_s.min(axis=0)))
+    oc = centre - o
+    s = np.clip(np.einsum("ij,ij->i", oc, d), 0.0, lim)
+    gap = oc - d * s[:, None]
+    return np.nonzero(np.einsum("ij,ij->i", gap, gap) <= radius * radius)[0]
