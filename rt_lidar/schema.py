@@ -329,7 +329,8 @@ def build(
         if key not in table:
             if fld.default is dataclasses.MISSING and fld.default_factory is dataclasses.MISSING:
                 raise error(source, where, "is required")
-            value = fld.default if fld.default is not dataclasses.MISSING else fld.default_factory()
+            factory: Any = fld.default_factory
+            value = fld.default if fld.default is not dataclasses.MISSING else factory()
             n = fld.metadata.get("min_items")
             if n is not None and len(value or ()) < n:
                 raise error(source, where, _min_items_problem(n, fld.metadata))
