@@ -105,7 +105,9 @@ class Where:
 
 
 def _fmt(x: Any) -> str:
-    return f"{x:g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else repr(x)
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x) if abs(x) < 10**12 else f"{x:g}"
+    return f"{x:g}" if isinstance(x, float) else repr(x)
 
 
 _NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
@@ -180,8 +182,9 @@ def _kind_of(cls: type) -> str:
 
 def _min_items_problem(n: int, meta: Mapping[str, Any]) -> str:
     items = meta.get("items")
-    count = "one" if n == 1 else str(n)
-    return f"needs at least {count} {items}" if items else f"must list at least {count} value(s)"
+    if items:
+        return f"needs at least {'one' if n == 1 else n} {items}"
+    return "must list at least one value" if n == 1 else f"must list at least {n} values"
 
 
 def _check_union(
@@ -332,7 +335,7 @@ def build(
             factory: Any = fld.default_factory
             value = fld.default if fld.default is not dataclasses.MISSING else factory()
             n = fld.metadata.get("min_items")
-            if n is not None and len(value or ()) < n:
+            if n is not None and value is not None and len(value) < n:
                 raise error(source, where, _min_items_problem(n, fld.metadata))
             values[fld.name] = value
             continue

@@ -33,6 +33,7 @@ __all__ = [
     "BEAM_EXIT_DIAMETER_M",
     "OVERLAP_FULL_M",
     "OVERLAP_START_M",
+    "WEATHER_LIMITS",
     "WeatherConfig",
     "WeatherModel",
     "airsim_weather_to_config",
@@ -60,7 +61,7 @@ AIRSIM_RAIN_MAX_MM_H = 50.0  # Rain 1.0 = 50 mm/h (violent rain), linear
 AIRSIM_SNOW_MAX_MM_H = 5.0  # Snow 1.0 = 5 mm/h water equivalent (heavy snow), linear
 AIRSIM_FOG_VIS_M = (1000.0, 20.0)  # Fog f in (0, 1]: V = 1000 m * (20 / 1000)^f (0.5 -> 141 m)
 
-_LIMITS = {"rain_mm_h": (0.0, 200.0), "fog_visibility_m": (10.0, 100_000.0), "snow_mm_h": (0.0, 20.0)}
+WEATHER_LIMITS = {"rain_mm_h": (0.0, 200.0), "fog_visibility_m": (10.0, 100_000.0), "snow_mm_h": (0.0, 20.0)}
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class WeatherConfig:
     snow_mm_h: float = 0.0
 
     def __post_init__(self) -> None:
-        for name, (lo, hi) in _LIMITS.items():
+        for name, (lo, hi) in WEATHER_LIMITS.items():
             v = getattr(self, name)
             if v is None and name == "fog_visibility_m":
                 continue

@@ -67,7 +67,7 @@ def test_variants_are_chosen_by_kind_and_the_first_is_the_default() -> None:
     [
         ({}, "shapes", "needs at least one [[shapes]] table"),
         ({"shapes": []}, "shapes", "needs at least one [[shapes]] table"),
-        ({"shapes": [{"kind": "path", "times": [1]}]}, "shapes[0].times", "must list at least 2 value(s)"),
+        ({"shapes": [{"kind": "path", "times": [1]}]}, "shapes[0].times", "must list at least 2 values"),
         (
             {"shapes": [{"kind": "path", "times": [0, 1]}]},
             "shapes[0].points",
