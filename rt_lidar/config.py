@@ -18,9 +18,10 @@ from typing import Any
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
-from rt_lidar.schema import build, spec, to_plain
+from rt_lidar.schema import build, check_fields, spec, to_plain
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import SensorPreset, preset_to_dict
+from rt_lidar.sinks.base import STAMP_CLOCKS
 
 __all__ = [
     "CONFIG_FILE",
@@ -58,6 +59,9 @@ class SunConfig:
     direction: tuple[float, float, float] | None = None
     """World-frame direction towards the sun (x fwd, y left, z up); None = the scene's."""
 
+    def __post_init__(self) -> None:
+        check_fields(self, "sun")
+
 
 @dataclass(frozen=True)
 class BridgeConfig:
@@ -76,6 +80,9 @@ class BridgeConfig:
     reconnect: bool = False
     reconnect_timeout_s: float = spec(30.0, 0.0, 86_400.0, "s")
     timeout_s: float = spec(30.0, 0.1, 3_600.0, "s")
+
+    def __post_init__(self) -> None:
+        check_fields(self, "bridge")
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,7 @@ class RunConfig:
     """Demo: cast into the world directly, without the bridge."""
     shared_memory: bool = False
     """Over the bridge, offer the server shared memory for the per-ray fields (TCP when refused)."""
-    stamp: str = "sim"
+    stamp: str = spec("sim", choices=STAMP_CLOCKS)
     """The clock of every sink's packet and message stamps: ``sim`` or ``wall`` (``--stamp``)."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow; None = clear air, or over the bridge the server's weather."""
@@ -113,6 +120,9 @@ class RunConfig:
     """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
     """The server of ``run`` (ignored by ``demo``)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self, "run configuration")  # e.g. --frames 0, as a ConfigError naming the field
 
     def physics(self) -> PhysicsConfig:
         """The physics stage's scenario settings."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import threading
 import types
 import typing
@@ -134,10 +135,10 @@ def _range_problem(value: float, lo: float | None, hi: float | None, unit: str) 
 def _is_type(value: Any, tp: Any) -> bool:
     if typing.get_origin(tp) is typing.Literal:
         return value in typing.get_args(tp)
-    return {
+    return {  # numbers.Integral / Real: numpy's scalars too, for dataclasses built in code
         bool: isinstance(value, bool),
-        int: isinstance(value, int) and not isinstance(value, bool),
-        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+        int: isinstance(value, numbers.Integral) and not isinstance(value, bool),
+        float: isinstance(value, numbers.Real) and not isinstance(value, bool),
         str: isinstance(value, str),
     }.get(tp, False)
 
@@ -153,6 +154,8 @@ def _check_scalar(
         if typing.get_origin(tp) is typing.Literal:
             raise error(source, where, f"must be {_type_name(tp)}; got {value!r}")
         raise error(source, where, f"must be {_type_name(tp)}, got {type(value).__name__} {value!r}")
+    if tp is int and type(value) is not int:
+        value = int(value)
     if tp is float:
         value = float(value)
         if not math.isfinite(value):
@@ -278,6 +281,16 @@ def build_variant(
     return build(variants[kind], table, source, prefix, error, context=context)
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The resolved type hints of a dataclass (once a class: they do not change)."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
 _building = threading.local()
 """The class :func:`build` is constructing: its ``__post_init__`` leaves the checks to ``build``."""
 
@@ -320,7 +333,7 @@ def build(
     what = Where(source, prefix, error, context)
     if not isinstance(table, Mapping):
         raise error(source, prefix or "(top level)", f"must be a table, got {type(table).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     fields = {(f.metadata.get("key") or f.name): f for f in dataclasses.fields(cls) if f.init}
     for key in table:
         if key not in fields:
@@ -376,7 +389,7 @@ def check_fields(obj: Any, label: str, error: ErrorType = FieldError) -> None:
     if getattr(_building, "cls", None) is cls:
         return
     what = Where(label, "", error)
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         value = getattr(obj, f.name)

@@ -22,8 +22,8 @@ from kernels import weather as kw
 from kernels import weather_rays
 from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from kernels.xp import array_module
-from rt_lidar.errors import ConfigError
 from rt_lidar.points import PointFlag
+from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
 
 __all__ = [
@@ -68,20 +68,12 @@ WEATHER_LIMITS = {"rain_mm_h": (0.0, 200.0), "fog_visibility_m": (10.0, 100_000.
 class WeatherConfig:
     """Rain rate and snowfall rate (mm/h, water equivalent) and fog visibility (m, None = no fog)."""
 
-    rain_mm_h: float = 0.0
-    fog_visibility_m: float | None = None
-    snow_mm_h: float = 0.0
+    rain_mm_h: float = spec(0.0, *WEATHER_LIMITS["rain_mm_h"], "mm/h")
+    fog_visibility_m: float | None = spec(None, *WEATHER_LIMITS["fog_visibility_m"], "m")
+    snow_mm_h: float = spec(0.0, *WEATHER_LIMITS["snow_mm_h"], "mm/h")
 
     def __post_init__(self) -> None:
-        for name, (lo, hi) in WEATHER_LIMITS.items():
-            v = getattr(self, name)
-            if v is None and name == "fog_visibility_m":
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ConfigError(f"weather: {name} must be a finite number, got {v!r}")
-            if not lo <= v <= hi:
-                raise ConfigError(f"weather: {name} must be in [{lo:g}, {hi:g}], got {v:g}")
-            object.__setattr__(self, name, float(v))
+        check_fields(self, "weather")  # a ConfigError naming the field; numbers stored as float
 
     @property
     def is_clear(self) -> bool:
