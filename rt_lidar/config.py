@@ -89,9 +89,10 @@ class BridgeConfig:
 class RunConfig:
     """One run of ``demo`` or ``run``: the sensor, the scene, the scenario and where the scans go."""
 
-    command: str = spec("demo", choices=("demo", "run"))
+    command: str = spec("demo", choices=("demo", "run", "serve"))
     """``demo``: the embedded world (bridged through its own server, or ``in_process``); ``run``: the
-    server ``bridge`` names."""
+    server ``bridge`` names; ``serve``: the embedded world's server alone (only its scene, preset and
+    seed are used, :meth:`rt_lidar.server.serve.ServeOptions.of_run`)."""
     preset: str = DEFAULT_PRESET
     """A preset name (``rt-lidar presets list``) or a TOML file."""
     scene: str = DEFAULT_SCENE

@@ -13,7 +13,7 @@ from rt_lidar.cli.beam import add_beam_arguments, beam_from_args, sun_from_args
 from rt_lidar.cli.replay import add_replay_parser, add_sink_argument, add_stamp_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
-from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED, OUT_DIRS, BridgeConfig, RunConfig
+from rt_lidar.config import DEFAULT_SCENE, OUT_DIRS, BridgeConfig, RunConfig
 from rt_lidar.errors import RtLidarError
 from rt_lidar.rig.cli import (
     add_rig_arguments,
@@ -129,13 +129,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     limit_malloc_arenas(2)  # a thread per connection: freed buffers stay in few arenas (docs/reliability.md)
 
-    opts = ServeOptions(
+    run = RunConfig(command="serve", preset=args.preset, scene=args.scene, seed=args.seed)
+    opts = ServeOptions.of_run(
+        run,
         host=args.host,
         port=args.port,
-        scene=args.scene,
-        preset=args.preset,
         settings=args.settings,
-        seed=args.seed,
         paused=args.paused,
         camera=args.camera,
         rig=args.rig,
@@ -173,10 +172,11 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         default=41451,
         help="TCP port 0..65535 (default 41451, AirSim's; 0: any free)",
     )
-    p.add_argument("--scene", default=DEFAULT_SCENE, help=f"embedded scene (default {DEFAULT_SCENE})")
-    p.add_argument("--preset", default=DEFAULT_PRESET, help=f"lidar preset (default {DEFAULT_PRESET})")
+    d = RunConfig()
+    p.add_argument("--scene", default=d.scene, help=f"embedded scene (default {d.scene})")
+    p.add_argument("--preset", default=d.preset, help=f"lidar preset (default {d.preset})")
     p.add_argument("--settings", default=None, help="AirSim settings.json whose lidar block sets the sensor")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="scene seed")
+    p.add_argument("--seed", type=int, default=d.seed, help="scene seed")
     p.add_argument("--paused", action="store_true", help="start with the sim clock paused")
     p.add_argument(
         "--camera", default="640x360", metavar="WxH", help="embedded camera size (default 640x360)"
