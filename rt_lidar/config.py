@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_SEED",
     "DEFAULT_SIM_HZ",
     "OUT_DIRS",
+    "RUN_CONFIG_LABEL",
     "BridgeConfig",
     "RunConfig",
     "SunConfig",
@@ -46,6 +47,9 @@ DEFAULT_PRESET = "HDL-64E"
 DEFAULT_SCENE = "street"
 DEFAULT_SEED = 0
 DEFAULT_SIM_HZ = 20.0
+
+RUN_CONFIG_LABEL = "run configuration"
+"""What an error of a :class:`RunConfig` built in code (from the command line) names as its source."""
 
 OUT_DIRS: dict[str, str] = {"demo": "out/demo", "run": "out/run"}
 """Each command's default output folder."""
@@ -123,7 +127,7 @@ class RunConfig:
     """The server of ``run`` (ignored by ``demo``)."""
 
     def __post_init__(self) -> None:
-        check_fields(self, "run configuration")  # e.g. --frames 0, as a ConfigError naming the field
+        check_fields(self, RUN_CONFIG_LABEL)  # e.g. --frames 0, as a ConfigError naming the field
 
     def physics(self) -> PhysicsConfig:
         """The physics stage's scenario settings."""

@@ -136,7 +136,11 @@ def test_bad_input_gets_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "NOPE-1" in err and "Traceback" not in err
     assert main(["demo", "--frames", "0", "--quiet", "--in-process", "--out", str(tmp_path)]) == 2
-    assert "--frames must be >= 1" in capsys.readouterr().err
+    assert "error: --frames: must be in [1, 1000000000], got 0" in capsys.readouterr().err
+    assert main(["demo", "--seed", "-3", "--quiet", "--in-process", "--out", str(tmp_path)]) == 2
+    assert "error: --seed: must be in [0, " in capsys.readouterr().err
+    assert main(["serve", "--seed", "-3"]) == 2
+    assert "error: --seed: must be in [0, " in capsys.readouterr().err
 
 
 def test_console_script_runs():
