@@ -104,6 +104,10 @@ class Where:
         """The error naming field ``name`` of this table (raise it)."""
         return self.error(self.source, self.path(name), problem)
 
+    def fail_table(self, problem: str) -> Exception:
+        """The error naming this table as a whole (raise it)."""
+        return self.error(self.source, self.prefix or "(top level)", problem)
+
 
 def _fmt(x: Any) -> str:
     if isinstance(x, int) and not isinstance(x, bool):
@@ -237,7 +241,15 @@ def check_value(
     if origin in (dict, Mapping) or tp is dict:
         if not isinstance(value, Mapping):
             raise error(source, where, f"must be a table, got {type(value).__name__} {value!r}")
-        return value
+        n = meta.get("min_items")
+        if n is not None and len(value) < n:
+            raise error(source, where, _min_items_problem(n, meta))
+        if len(args) != 2 or args[1] is Any:
+            return value
+        return {  # a table of NAME = value: each checked, named where.NAME
+            str(k): check_value(v, args[1], meta, source, f"{where}.{k}", error, context)
+            for k, v in value.items()
+        }
     if origin is tuple:
         variadic = len(args) == 2 and args[1] is Ellipsis
         if variadic and meta.get("wrap") and not isinstance(value, (list, tuple)):

@@ -135,3 +135,15 @@ def test_a_checked_dataclass_inside_a_file_is_named_by_the_file() -> None:
 
     with pytest.raises(FieldError, match=r"run\.json: field 'settings\.rate': must be >= 0 Hz"):
         build(Outer, {"settings": {"rate": -3}}, "run.json")
+
+
+@dataclass(frozen=True)
+class Named:
+    tables: dict[str, Circle] = field(default_factory=dict)
+
+
+def test_a_table_of_named_tables_checks_each_by_name() -> None:
+    got = build(Named, {"tables": {"a": {"r": 1}, "b": {}}}, "n.toml")
+    assert list(got.tables) == ["a", "b"] and got.tables["a"] == Circle(r=1.0)
+    with pytest.raises(FieldError, match=r"n\.toml: field 'tables\.b\.r': must be in \[0, 10\] m, got 11"):
+        build(Named, {"tables": {"a": {}, "b": {"r": 11}}}, "n.toml")
