@@ -139,6 +139,8 @@ def test_bad_input_gets_one_clear_line(tmp_path, capsys):
     assert "error: --frames: must be in [1, 1000000000], got 0" in capsys.readouterr().err
     assert main(["demo", "--seed", "-3", "--quiet", "--in-process", "--out", str(tmp_path)]) == 2
     assert "error: --seed: must be in [0, " in capsys.readouterr().err
+    assert main(["demo", "--rain", "500", "--quiet", "--in-process", "--out", str(tmp_path)]) == 2
+    assert "error: --rain: must be in [0, 200] mm/h, got 500" in capsys.readouterr().err
     assert main(["serve", "--seed", "-3"]) == 2
     assert "error: --seed: must be in [0, " in capsys.readouterr().err
 
