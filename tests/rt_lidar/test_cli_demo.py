@@ -197,3 +197,19 @@ def test_serve_port_out_of_range_is_one_clear_line(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--port" in err and "0..65535" in err and "Traceback" not in err
+
+
+def test_serve_options_come_from_a_run_config() -> None:
+    from rt_lidar.cli.main import build_parser
+    from rt_lidar.config import RunConfig
+    from rt_lidar.errors import ConfigError
+    from rt_lidar.server.serve import ServeOptions
+
+    run = RunConfig(command="serve", preset="VLP-16", scene="street", seed=7)
+    opts = ServeOptions.of_run(run, port=0, paused=True)
+    assert (opts.preset, opts.scene, opts.seed, opts.port, opts.paused) == ("VLP-16", "street", 7, 0, True)
+    assert ServeOptions.of_run(RunConfig()) == ServeOptions()  # serve's defaults are demo's
+    args = build_parser().parse_args(["serve"])
+    assert (args.preset, args.scene, args.seed) == (RunConfig().preset, RunConfig().scene, RunConfig().seed)
+    with pytest.raises(ConfigError, match=r"serve: field 'port': must be in \[0, 65535\], got 70000"):
+        ServeOptions.of_run(run, port=70000)
