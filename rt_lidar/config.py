@@ -18,9 +18,10 @@ from typing import Any
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
-from rt_lidar.schema import build, spec, to_plain
+from rt_lidar.schema import build, check_fields, spec, to_plain
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import SensorPreset, preset_to_dict
+from rt_lidar.sinks.base import STAMP_CLOCKS
 
 __all__ = [
     "CONFIG_FILE",
@@ -29,6 +30,7 @@ __all__ = [
     "DEFAULT_SEED",
     "DEFAULT_SIM_HZ",
     "OUT_DIRS",
+    "RUN_CONFIG_LABEL",
     "BridgeConfig",
     "RunConfig",
     "SunConfig",
@@ -46,6 +48,9 @@ DEFAULT_SCENE = "street"
 DEFAULT_SEED = 0
 DEFAULT_SIM_HZ = 20.0
 
+RUN_CONFIG_LABEL = "run configuration"
+"""What an error of a :class:`RunConfig` built in code (from the command line) names as its source."""
+
 OUT_DIRS: dict[str, str] = {"demo": "out/demo", "run": "out/run"}
 """Each command's default output folder."""
 
@@ -57,6 +62,9 @@ class SunConfig:
     lux: float = spec(0.0, 0.0, 200_000.0, "lx")
     direction: tuple[float, float, float] | None = None
     """World-frame direction towards the sun (x fwd, y left, z up); None = the scene's."""
+
+    def __post_init__(self) -> None:
+        check_fields(self, "sun")
 
 
 @dataclass(frozen=True)
@@ -77,14 +85,18 @@ class BridgeConfig:
     reconnect_timeout_s: float = spec(30.0, 0.0, 86_400.0, "s")
     timeout_s: float = spec(30.0, 0.1, 3_600.0, "s")
 
+    def __post_init__(self) -> None:
+        check_fields(self, "bridge")
+
 
 @dataclass(frozen=True)
 class RunConfig:
     """One run of ``demo`` or ``run``: the sensor, the scene, the scenario and where the scans go."""
 
-    command: str = spec("demo", choices=("demo", "run"))
+    command: str = spec("demo", choices=("demo", "run", "serve"))
     """``demo``: the embedded world (bridged through its own server, or ``in_process``); ``run``: the
-    server ``bridge`` names."""
+    server ``bridge`` names; ``serve``: the embedded world's server alone (only its scene, preset and
+    seed are used, :meth:`rt_lidar.server.serve.ServeOptions.of_run`)."""
     preset: str = DEFAULT_PRESET
     """A preset name (``rt-lidar presets list``) or a TOML file."""
     scene: str = DEFAULT_SCENE
@@ -102,7 +114,7 @@ class RunConfig:
     """Demo: cast into the world directly, without the bridge."""
     shared_memory: bool = False
     """Over the bridge, offer the server shared memory for the per-ray fields (TCP when refused)."""
-    stamp: str = "sim"
+    stamp: str = spec("sim", choices=STAMP_CLOCKS)
     """The clock of every sink's packet and message stamps: ``sim`` or ``wall`` (``--stamp``)."""
     weather: WeatherConfig | None = None
     """Rain, fog, snow; None = clear air, or over the bridge the server's weather."""
@@ -113,6 +125,9 @@ class RunConfig:
     """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
     """The server of ``run`` (ignored by ``demo``)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self, RUN_CONFIG_LABEL)  # e.g. --frames 0, as a ConfigError naming the field
 
     def physics(self) -> PhysicsConfig:
         """The physics stage's scenario settings."""

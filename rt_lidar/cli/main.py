@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from rt_lidar.cli.beam import add_beam_arguments, beam_from_args, sun_from_args
 from rt_lidar.cli.replay import add_replay_parser, add_sink_argument, add_stamp_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
-from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED, OUT_DIRS, BridgeConfig, RunConfig
-from rt_lidar.errors import RtLidarError
+from rt_lidar.config import DEFAULT_SCENE, OUT_DIRS, RUN_CONFIG_LABEL, BridgeConfig, RunConfig
+from rt_lidar.errors import ConfigError, FieldError, RtLidarError
 from rt_lidar.rig.cli import (
     add_rig_arguments,
     add_rig_run_arguments,
@@ -56,7 +57,24 @@ def _fields(obj: object) -> list[str]:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """The :class:`RunConfig` of parsed ``demo`` / ``run`` options (argparse takes its defaults from it)."""
+    """The :class:`RunConfig` of parsed ``demo`` / ``run`` options (argparse takes its defaults from it);
+    a value the configuration refuses is a :class:`ConfigError` naming the option (``--frames: ...``)."""
+    with _named_as_options():
+        return _config_from_args(args)
+
+
+@contextlib.contextmanager
+def _named_as_options() -> Iterator[None]:
+    """A :class:`RunConfig` built from options here refusing a value names the option it came from."""
+    try:
+        yield
+    except FieldError as exc:
+        if exc.source != RUN_CONFIG_LABEL:
+            raise
+        raise ConfigError(f"--{exc.field.replace('_', '-')}: {exc.problem}") from None
+
+
+def _config_from_args(args: argparse.Namespace) -> RunConfig:
     bridge = BridgeConfig()
     if args.command == "run":
         bridge = BridgeConfig(
@@ -129,13 +147,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     limit_malloc_arenas(2)  # a thread per connection: freed buffers stay in few arenas (docs/reliability.md)
 
-    opts = ServeOptions(
+    with _named_as_options():
+        run = RunConfig(command="serve", preset=args.preset, scene=args.scene, seed=args.seed)
+    opts = ServeOptions.of_run(
+        run,
         host=args.host,
         port=args.port,
-        scene=args.scene,
-        preset=args.preset,
         settings=args.settings,
-        seed=args.seed,
         paused=args.paused,
         camera=args.camera,
         rig=args.rig,
@@ -173,10 +191,11 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         default=41451,
         help="TCP port 0..65535 (default 41451, AirSim's; 0: any free)",
     )
-    p.add_argument("--scene", default=DEFAULT_SCENE, help=f"embedded scene (default {DEFAULT_SCENE})")
-    p.add_argument("--preset", default=DEFAULT_PRESET, help=f"lidar preset (default {DEFAULT_PRESET})")
+    d = RunConfig()
+    p.add_argument("--scene", default=d.scene, help=f"embedded scene (default {d.scene})")
+    p.add_argument("--preset", default=d.preset, help=f"lidar preset (default {d.preset})")
     p.add_argument("--settings", default=None, help="AirSim settings.json whose lidar block sets the sensor")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="scene seed")
+    p.add_argument("--seed", type=int, default=d.seed, help="scene seed")
     p.add_argument("--paused", action="store_true", help="start with the sim clock paused")
     p.add_argument(
         "--camera", default="640x360", metavar="WxH", help="embedded camera size (default 640x360)"

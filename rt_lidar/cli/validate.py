@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.physics.weather import WeatherConfig
 
 __all__ = ["add_validate_parser", "add_weather_arguments", "weather_from_args"]
@@ -50,11 +51,21 @@ def add_weather_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def weather_from_args(args: argparse.Namespace) -> WeatherConfig | None:
-    """The :class:`WeatherConfig` of parsed weather options; None for clear air."""
-    w = WeatherConfig(
-        rain_mm_h=args.rain,
-        fog_visibility_m=args.fog,
-        snow_mm_h=args.snow,
-        road_wetness=getattr(args, "road_wetness", 0.0),
-    )
+    """The :class:`WeatherConfig` of parsed weather options; None for clear air. A value out of range
+    is a :class:`ConfigError` naming the option (``--rain: must be in [0, 200] mm/h, got 500``)."""
+    try:
+        w = WeatherConfig(
+            rain_mm_h=args.rain,
+            fog_visibility_m=args.fog,
+            snow_mm_h=args.snow,
+            road_wetness=getattr(args, "road_wetness", 0.0),
+        )
+    except FieldError as exc:
+        option = {
+            "rain_mm_h": "--rain",
+            "fog_visibility_m": "--fog",
+            "snow_mm_h": "--snow",
+            "road_wetness": "--road-wetness",
+        }
+        raise ConfigError(f"{option.get(exc.field, exc.field)}: {exc.problem}") from None
     return None if w.is_clear else w

@@ -49,7 +49,9 @@
     material = "*"
     class = "other-object"
 
-Every error names the file, the field and what is allowed (:class:`SweepError`).
+Every error names the file, the field and what is allowed (:class:`SweepError`): the file's tables are
+read by the one schema (:mod:`rt_lidar.schema`), a scene or trajectory table by the class of its
+``kind``.
 """
 
 from __future__ import annotations
@@ -59,14 +61,14 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rt_lidar.config import DEFAULT_SEED, DEFAULT_SIM_HZ
 from rt_lidar.dataset.errors import SweepError
 from rt_lidar.dataset.labels import SEMANTIC_KITTI_CLASSES, LabelRule
 from rt_lidar.errors import ConfigError
-from rt_lidar.physics.weather import WeatherConfig
-from rt_lidar.schema import check_value
+from rt_lidar.physics.weather import WEATHER_LIMITS, WeatherConfig
+from rt_lidar.schema import Where, build, spec
 from rt_lidar.sensor.presets import list_presets, load_preset
 
 __all__ = [
@@ -90,8 +92,8 @@ Vec3 = tuple[float, float, float]
 class MountSpec:
     """A pose on the ego vehicle: translation (m) and roll, pitch, yaw (degrees)."""
 
-    xyz: Vec3 = (0.0, 0.0, 1.8)
-    rpy_deg: Vec3 = (0.0, 0.0, 0.0)
+    xyz: tuple[float, float, float] = spec((0.0, 0.0, 1.8), -100.0, 100.0, "m")
+    rpy_deg: tuple[float, float, float] = spec((0.0, 0.0, 0.0), -360.0, 360.0, "deg")
 
 
 @dataclass(frozen=True)
@@ -166,258 +168,259 @@ RECORDING_SINKS = ("pcd", "kitti", "las", "rosbag2")
 """Sinks a sweep may ask for (file recordings: deterministic, so runs stay byte-identical)."""
 
 
-class _Table:
-    """One TOML table being read: typed getters that raise SweepError naming file and field."""
-
-    def __init__(self, source: str, where: str, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise SweepError(source, where, f"must be a table, got {type(data).__name__}")
-        self.source, self.where, self.data = source, where, data
-        self.used: set[str] = set()
-
-    def path(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def fail(self, key: str, problem: str) -> SweepError:
-        return SweepError(self.source, self.path(key), problem)
-
-    def raw(self, key: str, default: Any = None) -> Any:
-        self.used.add(key)
-        return self.data.get(key, default)
-
-    def check(self, key: str, value: Any, tp: Any, **meta: Any) -> Any:
-        """``value`` checked by the one schema (:func:`rt_lidar.schema.check_value`): type, finiteness,
-        range (``lo``, ``hi``) and ``choices``, reported as a SweepError naming file and field."""
-        return check_value(value, tp, meta, self.source, self.path(key), SweepError)
-
-    def text(self, key: str, default: str | None = None, choices: tuple[str, ...] = ()) -> str:
-        v = self.raw(key, default)
-        if v is None:
-            raise self.fail(key, "is required" + (f"; allowed: {', '.join(choices)}" if choices else ""))
-        return str(self.check(key, v, str, choices=choices or None))
-
-    def name(self, key: str, default: str | None = None) -> str:
-        v = self.text(key, default)
-        if not _NAME.match(v):
-            raise self.fail(key, f"must be letters, digits, '.' and '-' (no '_' or spaces), got {v!r}")
-        return v
-
-    def number(self, key: str, default: float | None, lo: float, hi: float) -> float:
-        v = self.raw(key, default)
-        if v is None:
-            raise self.fail(key, f"is required: a number in [{lo:g}, {hi:g}]")
-        return _number(self, key, v, lo, hi)
-
-    def integer(self, key: str, default: int | None, lo: int, hi: int) -> int:
-        return int(self.check(key, self.raw(key, default), int, lo=lo, hi=hi))
-
-    def flag(self, key: str, default: bool) -> bool:
-        return bool(self.check(key, self.raw(key, default), bool))
-
-    def vec3(self, key: str, default: Vec3, limit: float = 1e5) -> Vec3:
-        v = self.raw(key, list(default))
-        if not isinstance(v, list) or len(v) != 3:
-            raise self.fail(key, f"must be a list of 3 numbers, got {v!r}")
-        x, y, z = (_number(self, key, e, -limit, limit) for e in v)
-        return (x, y, z)
-
-    def tables(self, key: str) -> list[_Table]:
-        v = self.raw(key, [])
-        if not isinstance(v, list):
-            raise self.fail(key, "must be an array of tables ([[...]])")
-        return [_Table(self.source, f"{self.path(key)}[{i}]", e) for i, e in enumerate(v)]
-
-    def done(self) -> None:
-        extra = sorted(set(self.data) - self.used)
-        if extra:
-            raise self.fail(extra[0], f"unknown key; allowed: {', '.join(sorted(self.used))}")
+SEED_MAX = 2**31 - 1
 
 
-def _number(t: _Table, key: str, v: Any, lo: float, hi: float) -> float:
-    return float(t.check(key, v, float, lo=lo, hi=hi))
+def _name_problem(v: str) -> str | None:
+    ok = _NAME.match(v)
+    return None if ok else f"must be letters, digits, '.' and '-' (no '_' or spaces), got {v!r}"
 
 
-def _listed(t: _Table, key: str, default: list[Any]) -> list[Any]:
-    v = t.raw(key, default)
-    out = v if isinstance(v, list) else [v]
-    if not out:
-        raise t.fail(key, "must list at least one value")
-    return out
+def _sink_problem(s: str) -> str | None:
+    kind = s.partition(":")[0]
+    if kind in RECORDING_SINKS:
+        return None
+    return f"'{kind}' is not a recording sink; allowed: {', '.join(RECORDING_SINKS)}"
 
 
-def _mount(t: _Table, key: str, default: MountSpec) -> MountSpec:
-    if key not in t.data:
-        t.used.add(key)
-        return default
-    m = _Table(t.source, t.path(key), t.raw(key))
-    out = MountSpec(m.vec3("xyz", default.xyz, 100.0), m.vec3("rpy_deg", default.rpy_deg, 360.0))
-    m.done()
-    return out
+def _preset_problem(name: str) -> str | None:
+    try:
+        load_preset(name)
+    except (ConfigError, FileNotFoundError, OSError) as exc:
+        return f"{exc} (packaged presets: {', '.join(list_presets())})"
+    return None
 
 
-def _scenes(top: _Table, base: Path) -> list[SceneSpec]:
-    out: list[SceneSpec] = []
-    for t in top.tables("scenes"):
-        name = t.name("name")
-        kind = t.text("kind", "street", SCENE_KINDS)
-        if kind == "street":
-            seeds = _listed(t, "seeds", [t.integer("seed", 0, 0, 2**31 - 1)])
-            length = t.number("length_m", 200.0, 20.0, 5000.0)
-            speed = t.number("ego_speed", 10.0, 0.0, 80.0)
-            for i, s in enumerate(seeds):
-                t.check(f"seeds[{i}]", s, int, lo=0, hi=2**31 - 1)
-                label = f"{name}.{s}" if len(seeds) > 1 or "seeds" in t.data else name
-                out.append(SceneSpec(label, "street", s, length, speed))
-        else:
-            path = Path(t.text("path"))
-            path = path if path.is_absolute() else base / path
-            if not path.is_file():
-                raise t.fail("path", f"no such mesh file: {path}")
-            label = t.text("class", "other-object", tuple(SEMANTIC_KITTI_CLASSES))
-            material = t.text("material", "concrete")
-            out.append(
-                SceneSpec(
-                    name, "mesh", 0, 0.0, 0.0, str(path.resolve()), label, material, t.flag("y_up", False)
-                )
-            )
-        t.done()
-    if not out:
-        raise top.fail("scenes", "needs at least one [[scenes]] table (kind = street or mesh)")
-    return out
+# The sweep file's tables, as the schema (rt_lidar.schema) reads them; parse_sweep turns them into the
+# specs above. A table whose fields depend on its `kind` is a union of one class per kind.
 
 
-def _trajectories(top: _Table) -> list[TrajectorySpec]:
-    out: list[TrajectorySpec] = []
-    for t in top.tables("trajectories"):
-        kind = t.text("kind", "scene", TRAJECTORY_KINDS)
-        name = t.name("name", kind)
-        if kind == "scene":
-            spec = TrajectorySpec(name, kind)
-        elif kind == "static" or kind == "constant_velocity":
-            moving = kind == "constant_velocity"
-            spec = TrajectorySpec(
-                name,
-                kind,
-                t.vec3("start", (0.0, 0.0, 0.0)),
-                t.number("yaw_deg", 0.0, -360.0, 360.0),
-                t.number("speed_mps", 10.0, -80.0, 80.0) if moving else 0.0,
-                t.number("yaw_rate_deg_s", 0.0, -180.0, 180.0) if moving else 0.0,
-            )
-        else:
-            times = [_number(t, "times", v, 0.0, 1e6) for v in _listed(t, "times", [])]
-            pos = t.raw("positions", [])
-            if not isinstance(pos, list) or len(pos) != len(times) or len(times) < 2:
-                raise t.fail("positions", f"must list one [x, y, z] per entry of times (>= 2), got {pos!r}")
-            if any(b <= a for a, b in itertools.pairwise(times)):
-                raise t.fail("times", f"must increase strictly, got {times}")
-            rows = [_Table(t.source, t.path("positions"), {"p": p}).vec3("p", (0, 0, 0)) for p in pos]
-            spec = TrajectorySpec(name, kind, times=tuple(times), positions=tuple(rows))
-        t.done()
-        out.append(spec)
-    return out or [TrajectorySpec()]
+@dataclass(frozen=True, kw_only=True)
+class _Head:
+    """``[sweep]``."""
+
+    name: str = spec("sweep", check=_name_problem)
+    frames: int = spec(10, 1, 100_000)
+    sim_hz: float = spec(DEFAULT_SIM_HZ, 1.0, 1000.0, "Hz")
+    seeds: tuple[int, ...] = spec((DEFAULT_SEED,), 0, SEED_MAX, wrap=True, min_items=1)
+    sinks: tuple[str, ...] = spec((), check=_sink_problem)
 
 
-def _sensors(top: _Table) -> list[SensorSpec]:
-    out: list[SensorSpec] = []
-    for t in top.tables("sensors"):
-        preset = t.text("preset")
-        try:
-            loaded = load_preset(preset)
-        except (ConfigError, FileNotFoundError, OSError) as exc:
-            raise t.fail("preset", f"{exc} (packaged presets: {', '.join(list_presets())})") from None
-        name = t.name("name", re.sub(r"[^A-Za-z0-9.-]", "-", loaded.name.lower()))
-        out.append(SensorSpec(name, preset, _mount(t, "mount", MountSpec())))
-        t.done()
-    if not out:
-        raise top.fail("sensors", "needs at least one [[sensors]] table with a preset")
-    return out
+@dataclass(frozen=True, kw_only=True)
+class _Street:
+    """``[[scenes]] kind = "street"``: a procedural street of one seed, or of several (``seeds``)."""
+
+    name: str = spec(check=_name_problem)
+    kind: str = "street"
+    seed: int = spec(0, 0, SEED_MAX)
+    seeds: tuple[int, ...] | None = spec(None, 0, SEED_MAX, wrap=True, min_items=1)
+    length_m: float = spec(200.0, 20.0, 5000.0, "m")
+    ego_speed: float = spec(10.0, 0.0, 80.0, "m/s")
 
 
-def _weathers(top: _Table) -> list[WeatherConfig]:
-    if "weather" not in top.data:
-        top.used.add("weather")
-        return [WeatherConfig()]
-    t = _Table(top.source, "weather", top.raw("weather"))
-    rain = _listed(t, "rain_mm_h", [0.0])
-    fog = [None if v == "none" else v for v in _listed(t, "fog_visibility_m", ["none"])]
-    snow = _listed(t, "snow_mm_h", [0.0])
-    wet = _listed(t, "road_wetness", [0.0])
-    t.done()
-    out: list[WeatherConfig] = []
-    for r, f, s, w in itertools.product(rain, fog, snow, wet):
-        try:
-            out.append(WeatherConfig(rain_mm_h=r, fog_visibility_m=f, snow_mm_h=s, road_wetness=w))
-        except ConfigError as exc:
-            raise t.fail("*", f'{exc} (fog_visibility_m may also be "none")') from None
-    return out
+@dataclass(frozen=True, kw_only=True)
+class _Mesh:
+    """``[[scenes]] kind = "mesh"``: a user mesh (relative to the sweep file), one class for all of it."""
+
+    name: str = spec(check=_name_problem)
+    kind: str = "mesh"
+    path: str = spec()
+    label: str = spec("other-object", choices=tuple(SEMANTIC_KITTI_CLASSES), key="class")
+    material: str = "concrete"
+    y_up: bool = False
+
+    def validate(self, what: Where) -> None:
+        """The mesh file must exist (relative paths are taken from ``what.context``, the file's folder)."""
+        if not _mesh_path(self.path, what.context).is_file():
+            raise what.fail("path", f"no such mesh file: {_mesh_path(self.path, what.context)}")
 
 
-def _camera(top: _Table) -> CameraSettings:
-    if "camera" not in top.data:
-        top.used.add("camera")
-        return CameraSettings()
-    t = _Table(top.source, "camera", top.raw("camera"))
-    d = CameraSettings()
-    cam = CameraSettings(
-        t.flag("enabled", True),
-        t.integer("width", d.width, 8, 4096),
-        t.integer("height", d.height, 8, 4096),
-        t.number("fov_deg", d.fov_deg, 10.0, 170.0),
-        _mount(t, "mount", d.mount),
+def _mesh_path(path: str, base: Path) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else base / p
+
+
+def _yaw() -> Any:
+    return spec(0.0, -360.0, 360.0, "deg")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SceneMotion:
+    """``[[trajectories]] kind = "scene"``: the scene's own ego motion."""
+
+    kind: str = "scene"
+    name: str = spec("scene", check=_name_problem)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Static:
+    """``kind = "static"``: parked at ``start``, heading ``yaw_deg``."""
+
+    kind: str = "static"
+    name: str = spec("static", check=_name_problem)
+    start: tuple[float, float, float] = spec((0.0, 0.0, 0.0), -1e5, 1e5, "m")
+    yaw_deg: float = _yaw()
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ConstantVelocity:
+    """``kind = "constant_velocity"``: from ``start`` at a speed and a yaw rate."""
+
+    kind: str = "constant_velocity"
+    name: str = spec("constant-velocity", check=_name_problem)
+    start: tuple[float, float, float] = spec((0.0, 0.0, 0.0), -1e5, 1e5, "m")
+    yaw_deg: float = _yaw()
+    speed_mps: float = spec(10.0, -80.0, 80.0, "m/s")
+    yaw_rate_deg_s: float = spec(0.0, -180.0, 180.0, "deg/s")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Waypoints:
+    """``kind = "waypoints"``: one position for each of (strictly increasing) times."""
+
+    kind: str = "waypoints"
+    name: str = spec("waypoints", check=_name_problem)
+    times: tuple[float, ...] = spec((), 0.0, 1e6, "s", wrap=True, min_items=2)
+    positions: tuple[Vec3, ...] = spec((), -1e5, 1e5, "m", same_len_as="times")
+
+    def validate(self, what: Where) -> None:
+        """Times must increase strictly."""
+        if any(b <= a for a, b in itertools.pairwise(self.times)):
+            raise what.fail("times", f"must increase strictly, got {list(self.times)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Sensor:
+    """``[[sensors]]``; the name defaults to the preset's, lower case."""
+
+    preset: str = spec(check=_preset_problem)
+    name: str | None = spec(None, check=_name_problem)
+    mount: MountSpec = field(default_factory=MountSpec)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _WeatherGrid:
+    """``[weather]``: every combination of the listed values (a single value is a list of one)."""
+
+    rain_mm_h: tuple[float, ...] = spec((0.0,), *WEATHER_LIMITS["rain_mm_h"], "mm/h", wrap=True, min_items=1)
+    fog_visibility_m: tuple[float | Literal["none"], ...] = spec(
+        ("none",), *WEATHER_LIMITS["fog_visibility_m"], "m", wrap=True, min_items=1
     )
-    t.done()
-    return cam
+    snow_mm_h: tuple[float, ...] = spec((0.0,), *WEATHER_LIMITS["snow_mm_h"], "mm/h", wrap=True, min_items=1)
+    road_wetness: tuple[float, ...] = spec((0.0,), *WEATHER_LIMITS["road_wetness"], wrap=True, min_items=1)
 
 
-def _labels(top: _Table) -> list[LabelRule]:
-    out = []
-    for t in top.tables("labels"):
-        out.append(
-            LabelRule(
-                t.text("object", "*"),
-                t.text("material", "*"),
-                t.text("class", None, tuple(SEMANTIC_KITTI_CLASSES)),
-            )
-        )
-        t.done()
+@dataclass(frozen=True)
+class _CameraMount(MountSpec):
+    """The camera's mount: another default position."""
+
+    xyz: tuple[float, float, float] = spec((0.2, 0.0, 1.7), -100.0, 100.0, "m")
+
+
+_CAMERA = CameraSettings()
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Camera:
+    """``[camera]``: present means enabled unless it says otherwise."""
+
+    enabled: bool = True
+    width: int = spec(_CAMERA.width, 8, 4096)
+    height: int = spec(_CAMERA.height, 8, 4096)
+    fov_deg: float = spec(_CAMERA.fov_deg, 10.0, 170.0, "deg")
+    mount: _CameraMount = field(default_factory=_CameraMount)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Label:
+    """``[[labels]]``: an extra class rule."""
+
+    object: str = "*"
+    material: str = "*"
+    label: str = spec(choices=tuple(SEMANTIC_KITTI_CLASSES), key="class")
+
+
+Scene = _Street | _Mesh
+Motion = _SceneMotion | _Static | _ConstantVelocity | _Waypoints
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SweepFile:
+    """The whole file."""
+
+    sweep: _Head = field(default_factory=_Head)
+    scenes: tuple[Scene, ...] = spec((), min_items=1, items="[[scenes]] table (kind = street or mesh)")
+    trajectories: tuple[Motion, ...] = ()
+    sensors: tuple[_Sensor, ...] = spec((), min_items=1, items="[[sensors]] table with a preset")
+    weather: _WeatherGrid | None = None
+    camera: _Camera | None = None
+    labels: tuple[_Label, ...] = ()
+
+
+def _scenes(tables: tuple[Scene, ...], base: Path) -> list[SceneSpec]:
+    out: list[SceneSpec] = []
+    for t in tables:
+        if isinstance(t, _Street):
+            for seed in t.seeds if t.seeds is not None else (t.seed,):
+                label = f"{t.name}.{seed}" if t.seeds is not None else t.name
+                out.append(SceneSpec(label, "street", seed, t.length_m, t.ego_speed))
+        else:
+            path = str(_mesh_path(t.path, base).resolve())
+            out.append(SceneSpec(t.name, "mesh", 0, 0.0, 0.0, path, t.label, t.material, t.y_up))
     return out
+
+
+def _trajectory(t: Motion) -> TrajectorySpec:
+    if isinstance(t, _Static):
+        return TrajectorySpec(t.name, t.kind, t.start, t.yaw_deg, 0.0, 0.0)
+    if isinstance(t, _ConstantVelocity):
+        return TrajectorySpec(t.name, t.kind, t.start, t.yaw_deg, t.speed_mps, t.yaw_rate_deg_s)
+    if isinstance(t, _Waypoints):
+        return TrajectorySpec(t.name, t.kind, times=t.times, positions=t.positions)
+    return TrajectorySpec(t.name, t.kind)
+
+
+def _sensor(t: _Sensor) -> SensorSpec:
+    name = t.name or re.sub(r"[^A-Za-z0-9.-]", "-", load_preset(t.preset).name.lower())
+    return SensorSpec(name, t.preset, t.mount)
+
+
+def _weathers(grid: _WeatherGrid | None) -> list[WeatherConfig]:
+    if grid is None:
+        return [WeatherConfig()]
+    return [
+        WeatherConfig(rain_mm_h=r, fog_visibility_m=None if f == "none" else f, snow_mm_h=s, road_wetness=w)
+        for r, f, s, w in itertools.product(
+            grid.rain_mm_h, grid.fog_visibility_m, grid.snow_mm_h, grid.road_wetness
+        )
+    ]
+
+
+def _camera(t: _Camera | None) -> CameraSettings:
+    if t is None:
+        return CameraSettings()
+    mount = MountSpec(t.mount.xyz, t.mount.rpy_deg)
+    return CameraSettings(t.enabled, t.width, t.height, t.fov_deg, mount)
 
 
 def parse_sweep(data: dict[str, Any], source: str = "<sweep>", base: Path | None = None) -> SweepSpec:
     """Validate a parsed sweep; relative mesh paths are taken from ``base`` (default: the cwd)."""
-    top = _Table(source, "", data)
-    head = _Table(source, "sweep", top.raw("sweep", {}))
-    seeds = _listed(head, "seeds", [DEFAULT_SEED])
-    for i, s in enumerate(seeds):
-        head.check(f"seeds[{i}]", s, int, lo=0, hi=2**31 - 1)
-    name = head.name("name", "sweep")
-    frames = head.integer("frames", 10, 1, 100_000)
-    sim_hz = head.number("sim_hz", DEFAULT_SIM_HZ, 1.0, 1000.0)
-    sinks = [str(s) for s in head.raw("sinks", [])] if isinstance(head.raw("sinks", []), list) else None
-    if sinks is None:
-        raise head.fail("sinks", 'must be a list such as ["pcd", "rosbag2:storage=sqlite3"]')
-    for i, s in enumerate(sinks):
-        kind = s.partition(":")[0]
-        if kind not in RECORDING_SINKS:
-            raise head.fail(
-                f"sinks[{i}]", f"'{kind}' is not a recording sink; allowed: {', '.join(RECORDING_SINKS)}"
-            )
-    head.done()
+    base = base or Path.cwd()
+    f: _SweepFile = build(_SweepFile, data, source, "", SweepError, context=base)
     spec = SweepSpec(
         source=source,
-        name=name,
-        frames=frames,
-        sim_hz=sim_hz,
-        seeds=tuple(seeds),
-        scenes=tuple(_scenes(top, base or Path.cwd())),
-        trajectories=tuple(_trajectories(top)),
-        sensors=tuple(_sensors(top)),
-        weathers=tuple(_weathers(top)),
-        camera=_camera(top),
-        labels=tuple(_labels(top)),
-        sinks=tuple(sinks),
+        name=f.sweep.name,
+        frames=f.sweep.frames,
+        sim_hz=f.sweep.sim_hz,
+        seeds=f.sweep.seeds,
+        scenes=tuple(_scenes(f.scenes, base)),
+        trajectories=tuple(_trajectory(t) for t in f.trajectories) or (TrajectorySpec(),),
+        sensors=tuple(_sensor(t) for t in f.sensors),
+        weathers=tuple(_weathers(f.weather)),
+        camera=_camera(f.camera),
+        labels=tuple(LabelRule(t.object, t.material, t.label) for t in f.labels),
+        sinks=f.sweep.sinks,
     )
-    top.done()
     named = {
         "scenes": [s.name for s in spec.scenes],
         "trajectories": [t.name for t in spec.trajectories],

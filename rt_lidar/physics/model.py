@@ -24,7 +24,6 @@ from kernels import (
 )
 from kernels.ambient import receiver_sigma_w
 from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
-from rt_lidar.errors import ConfigError
 from rt_lidar.physics.ambient import noise_detections, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.returns import Detections, waveform_detections
@@ -33,6 +32,7 @@ from rt_lidar.physics.weather import WeatherConfig, weather_model
 from rt_lidar.physics.wet_road import wet_road_apply
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import POINT_DTYPE, PointFlag
+from rt_lidar.schema import Where, check_fields, spec
 from rt_lidar.sensor.beam import BeamConfig, SubRayPattern, subray_pattern
 from rt_lidar.sensor.materials import MaterialArrays, MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset
@@ -44,7 +44,7 @@ __all__ = ["PhysicsConfig", "PhysicsResult", "SensorPhysics"]
 class PhysicsConfig:
     """Scenario settings of the physics stage (the sensor's own numbers come from its preset)."""
 
-    extinction_per_m: float = 1e-4
+    extinction_per_m: float = spec(1e-4, 0.0, None, "1/m")
     """Clear-air extinction coefficient a (1/m) in exp(-2 a R)."""
     range_noise: bool = True
     """Range noise: the datasheet accuracy and the 1 / sqrt(SNR) jitter of weak returns."""
@@ -58,21 +58,19 @@ class PhysicsConfig:
     """Rain, fog and snow (:mod:`rt_lidar.physics.weather`); None = clear air."""
     beam: BeamConfig | None = None
     """Sub-rays, return mode and echo pulse width (:mod:`rt_lidar.sensor.beam`); None = the preset's."""
-    sun_illuminance_lux: float = 0.0
+    sun_illuminance_lux: float = spec(0.0, 0.0, 200_000.0, "lx")
     """Illuminance of the scene by the sun (0 = night, ~100 000 lx = full summer sun)."""
     sun_direction: tuple[float, float, float] | None = None
     """World-frame direction towards the sun (x fwd, y left, z up); None = the scene's."""
 
     def __post_init__(self) -> None:
-        lux = self.sun_illuminance_lux
-        if isinstance(lux, bool) or not isinstance(lux, (int, float)) or not 0.0 <= lux <= 200_000.0:
-            raise ConfigError(f"physics: sun_illuminance_lux must be in [0, 200000] lx, got {lux!r}")
-        if self.sun_direction is not None:
-            d = np.asarray(self.sun_direction, np.float64)
-            if d.shape != (3,) or not np.isfinite(d).all() or float(np.linalg.norm(d)) < 1e-9:
-                raise ConfigError(
-                    f"physics: sun_direction must be a non-zero 3-vector, got {self.sun_direction!r}"
-                )
+        check_fields(self, "physics")
+
+    def validate(self, what: Where) -> None:
+        """The sun's direction must not be the zero vector."""
+        d = self.sun_direction
+        if d is not None and float(np.linalg.norm(np.asarray(d, np.float64))) < 1e-9:
+            raise what.fail("sun_direction", f"must be a non-zero 3-vector, got {d!r}")
 
 
 @dataclass

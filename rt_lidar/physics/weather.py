@@ -22,8 +22,8 @@ from kernels import weather as kw
 from kernels import weather_rays
 from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from kernels.xp import array_module
-from rt_lidar.errors import ConfigError
 from rt_lidar.points import PointFlag
+from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "BEAM_EXIT_DIAMETER_M",
     "OVERLAP_FULL_M",
     "OVERLAP_START_M",
+    "WEATHER_LIMITS",
     "WeatherConfig",
     "WeatherModel",
     "airsim_weather_to_config",
@@ -61,7 +62,7 @@ AIRSIM_RAIN_MAX_MM_H = 50.0  # Rain 1.0 = 50 mm/h (violent rain), linear
 AIRSIM_SNOW_MAX_MM_H = 5.0  # Snow 1.0 = 5 mm/h water equivalent (heavy snow), linear
 AIRSIM_FOG_VIS_M = (1000.0, 20.0)  # Fog f in (0, 1]: V = 1000 m * (20 / 1000)^f (0.5 -> 141 m)
 
-_LIMITS = {
+WEATHER_LIMITS = {
     "rain_mm_h": (0.0, 200.0),
     "fog_visibility_m": (10.0, 100_000.0),
     "snow_mm_h": (0.0, 20.0),
@@ -75,21 +76,13 @@ class WeatherConfig:
     road's wetness (0 dry .. 1 a continuous water film: :mod:`rt_lidar.physics.wet_road`, and the tyre
     spray of moving cars, :mod:`rt_lidar.physics.spray`)."""
 
-    rain_mm_h: float = 0.0
-    fog_visibility_m: float | None = None
-    snow_mm_h: float = 0.0
-    road_wetness: float = 0.0
+    rain_mm_h: float = spec(0.0, *WEATHER_LIMITS["rain_mm_h"], "mm/h")
+    fog_visibility_m: float | None = spec(None, *WEATHER_LIMITS["fog_visibility_m"], "m")
+    snow_mm_h: float = spec(0.0, *WEATHER_LIMITS["snow_mm_h"], "mm/h")
+    road_wetness: float = spec(0.0, *WEATHER_LIMITS["road_wetness"], "")
 
     def __post_init__(self) -> None:
-        for name, (lo, hi) in _LIMITS.items():
-            v = getattr(self, name)
-            if v is None and name == "fog_visibility_m":
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ConfigError(f"weather: {name} must be a finite number, got {v!r}")
-            if not lo <= v <= hi:
-                raise ConfigError(f"weather: {name} must be in [{lo:g}, {hi:g}], got {v:g}")
-            object.__setattr__(self, name, float(v))
+        check_fields(self, "weather")  # a ConfigError naming the field; numbers stored as float
 
     @property
     def is_clear(self) -> bool:

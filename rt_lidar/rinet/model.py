@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from rt_lidar.schema import Where, check_fields, spec
+
 __all__ = [
     "Discriminator",
     "Generator",
@@ -32,21 +34,24 @@ __all__ = [
 class ModelConfig:
     """Size and input resolution of the networks."""
 
-    width: int = 256
-    height: int = 144
-    base: int = 8
+    width: int = spec(256, 2, 8192, "px")
+    height: int = spec(144, 2, 8192, "px")
+    base: int = spec(8, 1, 1024)
     """Channels of the first stage."""
-    depth: int = 4
+    depth: int = spec(4, 1, 7)
     """Number of stride-2 stages (input sides must be divisible by 2**depth)."""
-    disc_base: int = 16
-    disc_layers: int = 3
+    disc_base: int = spec(16, 1, 1024)
+    disc_layers: int = spec(3, 1, 8)
 
     def __post_init__(self) -> None:
+        check_fields(self, "model")  # --width, --depth ... or a checkpoint's: a ConfigError
+
+    def validate(self, what: Where) -> None:
+        """The input sides must be multiples of ``2**depth``."""
         k = 2**self.depth
-        if self.width % k or self.height % k or self.width < k or self.height < k:
-            raise ValueError(f"ModelConfig: {self.width}x{self.height} must be a multiple of 2**depth = {k}")
-        if not 1 <= self.depth <= 7 or self.base < 1:
-            raise ValueError("ModelConfig: depth must be 1..7 and base >= 1")
+        for name in ("width", "height"):
+            if getattr(self, name) % k:
+                raise what.fail(name, f"must be a multiple of 2**depth = {k}, got {getattr(self, name)}")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (stored in checkpoints)."""

@@ -9,7 +9,6 @@ stay unlabelled. Writes a mask directory (:mod:`rt_lidar.rinet.maskdir`): ``imag
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from rt_lidar.pipeline.scan_loop import run_scans
 from rt_lidar.rinet.maskdir import frame_entry, write_index
 from rt_lidar.rinet.masks import build_mask, project
 from rt_lidar.rinet.stage import camera_projection
+from rt_lidar.schema import check_fields, spec
 from unreal_bridge.world import CameraSpec
 
 __all__ = ["PairsConfig", "generate_pairs"]
@@ -35,17 +35,20 @@ class PairsConfig:
 
     preset: str = "HDL-64E"
     scene: str = "street"
-    seeds: Sequence[int] = (0,)
+    seeds: tuple[int, ...] = spec((0,), 0, 2**63 - 1, min_items=1)
     """One street layout per seed."""
-    scans_per_seed: int = 10
-    every: int = 3
+    scans_per_seed: int = spec(10, 1, 10**6)
+    every: int = spec(3, 1, 10**6)
     """Keep every k-th scan (consecutive scans look alike)."""
-    width: int = 512
-    height: int = 288
-    fov_deg: float = 90.0
-    radius: int = 1
-    sim_hz: float = 20.0
+    width: int = spec(512, 8, 8192, "px")
+    height: int = spec(288, 8, 8192, "px")
+    fov_deg: float = spec(90.0, 1.0, 179.0, "deg")
+    radius: int = spec(1, 0, 64, "px")
+    sim_hz: float = spec(20.0, 0.1, 10_000.0, "Hz")
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "rinet generate-pairs")  # lists of seeds are stored as tuples
 
 
 def generate_pairs(out: str | Path, cfg: PairsConfig, progress: bool = False) -> dict[str, Any]:

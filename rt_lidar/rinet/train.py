@@ -27,6 +27,7 @@ from tqdm import tqdm
 from rt_lidar.errors import ConfigError
 from rt_lidar.rinet.masks import LABEL_DROP, LABEL_NONE, LABEL_RETURN, IntensityMask
 from rt_lidar.rinet.model import Discriminator, Generator, ModelConfig, count_flops, count_params
+from rt_lidar.schema import check_fields, spec
 
 __all__ = [
     "MaskDataset",
@@ -44,21 +45,24 @@ class TrainConfig:
     """Everything a training run depends on (written to ``OUT/config.json``)."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
-    steps: int = 2000
-    batch: int = 8
-    lr: float = 1e-3
-    lambda_l1: float = 100.0
-    lambda_drop: float = 10.0
-    lambda_adv: float = 1.0
-    drop_pos_weight: float = 4.0
+    steps: int = spec(2000, 1, 10**9)
+    batch: int = spec(8, 1, 4096)
+    lr: float = spec(1e-3, 0.0, 1.0)
+    lambda_l1: float = spec(100.0, 0.0, None)
+    lambda_drop: float = spec(10.0, 0.0, None)
+    lambda_adv: float = spec(1.0, 0.0, None)
+    drop_pos_weight: float = spec(4.0, 0.0, None)
     """Weight of the (rare) drop pixels in the BCE term."""
-    val_every: int = 5
+    val_every: int = spec(5, 1, None)
     """Every k-th frame is held out (k >= 2; a single frame is both trained and scored on)."""
-    seed: int = 0
-    checkpoint_every: int = 200
+    seed: int = spec(0, 0, 2**63 - 1)
+    checkpoint_every: int = spec(200, 1, None)
     flip: bool = True
-    threads: int = 2
+    threads: int = spec(2, 1, 1024)
     progress: bool = True
+
+    def __post_init__(self) -> None:
+        check_fields(self, "rinet train")
 
 
 @dataclass

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rt_lidar.errors import ConfigError
+from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import RETURN_MODES, SensorPreset
 
 __all__ = [
@@ -43,21 +44,15 @@ MAX_OFFSET_RAD = 0.1
 class BeamConfig:
     """Run settings of the beam model; None takes the preset's value."""
 
-    sub_rays: int | None = None
+    sub_rays: int | None = spec(None, 1, MAX_SUB_RAYS)
     """Sub-rays per pulse (1..127), None = ``optics.sub_rays``."""
-    return_mode: str | None = None
+    return_mode: str | None = spec(None, choices=RETURN_MODES)
     """strongest / last / first / dual / multi, None = ``returns.default``."""
     epw: bool = False
     """Report each return's echo pulse width (``PhysicsResult.epw_ns``, ``Scan.extras['epw_ns']``)."""
 
     def __post_init__(self) -> None:
-        n = self.sub_rays
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SUB_RAYS):
-            raise ConfigError(f"beam: sub_rays must be an integer in [1, {MAX_SUB_RAYS}], got {n!r}")
-        if self.return_mode is not None and self.return_mode not in RETURN_MODES:
-            raise ConfigError(
-                f"beam: return_mode must be one of {', '.join(RETURN_MODES)}, got {self.return_mode!r}"
-            )
+        check_fields(self, "beam")
 
     def resolve(self, preset: SensorPreset) -> tuple[int, str]:
         """(sub-rays, return mode) for ``preset``; a mode the sensor does not offer is an error."""

@@ -7,8 +7,10 @@ physics kernels index with the per-hit material number, in the order of the worl
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -16,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from rt_lidar.errors import ConfigError, FieldError
-from rt_lidar.schema import build, check_value, spec
+from rt_lidar.errors import ConfigError
+from rt_lidar.schema import Where, build, spec
 
 __all__ = [
     "RETRO_LOBE_HALF_WIDTH_RAD",
@@ -60,6 +62,40 @@ class MaterialSpec:
     specular_exponent: float = spec(1.0, 0.0, 1e5)
     transmission: float = spec(0.0, 0.0, 1.0)
     """One-way fraction of the light through the surface (glass)."""
+
+    def validate(self, what: Where) -> None:
+        """A material reflects at most all the light it gets (diffuse + lobes)."""
+        total = float(max(self.spectrum, default=0.0)) + lobe_albedo(
+            self.specular_gain, self.specular_exponent, self.retro_gain
+        )
+        if total > 1.0 + 1e-6:
+            raise what.fail_table(
+                f"reflects {total:.3g} of the incident power (diffuse + lobes, lobe_albedo); "
+                "at most 1 (lower specular_gain or retro_gain)"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _MaterialFile:
+    """A material file: wavelengths, and ``[materials.NAME]`` with one reflectance for each."""
+
+    spectrum_nm: tuple[float, ...] = spec(lo=100.0, hi=20_000.0, unit="nm", min_items=2)
+    materials: Mapping[str, MaterialSpec] = spec(
+        default_factory=dict, min_items=1, items="[materials.NAME] table for each material"
+    )
+
+    def validate(self, what: Where) -> None:
+        """Wavelengths increase strictly; every spectrum has one reflectance for each."""
+        wl = self.spectrum_nm
+        if any(b <= a for a, b in itertools.pairwise(wl)):
+            raise what.fail(
+                "spectrum_nm", f"must list >= 2 wavelengths in nm, strictly increasing; got {list(wl)}"
+            )
+        for name, m in self.materials.items():
+            if len(m.spectrum) != len(wl):
+                raise what.fail(
+                    f"materials.{name}.spectrum", f"must list {len(wl)} reflectances (one per spectrum_nm)"
+                )
 
 
 _OPTIONAL = {
@@ -138,39 +174,12 @@ class MaterialTable:
 
 def _validate(source: str, data: dict[str, Any]) -> MaterialTable:
     """The table of a parsed material file, every field checked by the one schema."""
-    for key in data:
-        if key not in ("spectrum_nm", "materials"):
-            raise FieldError(source, key, "unknown key; allowed keys: spectrum_nm, materials")
-    if "spectrum_nm" not in data:
-        raise FieldError(source, "spectrum_nm", "is required (a list of >= 2 wavelengths in nm)")
-    wl = check_value(
-        data["spectrum_nm"], tuple[float, ...], {"lo": 100.0, "hi": 20_000.0}, source, "spectrum_nm"
-    )
-    wavelengths = np.asarray(wl, dtype=float)
-    if wavelengths.size < 2 or np.any(np.diff(wavelengths) <= 0):
-        raise FieldError(source, "spectrum_nm", "must list >= 2 wavelengths in nm, strictly increasing")
-    mats = data.get("materials")
-    if not isinstance(mats, dict) or not mats:
-        raise FieldError(source, "materials", "needs a [materials.NAME] table for each material")
-    out: dict[str, dict[str, Any]] = {}
-    for name, mat in mats.items():
-        m: MaterialSpec = build(MaterialSpec, mat, source, f"materials.{name}")
-        if len(m.spectrum) != len(wavelengths):
-            raise FieldError(
-                source,
-                f"materials.{name}.spectrum",
-                f"must list {len(wavelengths)} reflectances (one per spectrum_nm)",
-            )
-        total = float(max(m.spectrum)) + lobe_albedo(m.specular_gain, m.specular_exponent, m.retro_gain)
-        if total > 1.0 + 1e-6:
-            raise FieldError(
-                source,
-                f"materials.{name}",
-                f"reflects {total:.3g} of the incident power (diffuse + lobes, lobe_albedo); "
-                "at most 1 (lower specular_gain or retro_gain)",
-            )
-        out[name] = {**dataclasses.asdict(m), "spectrum": np.asarray(m.spectrum, dtype=float)}
-    return MaterialTable(source=source, wavelengths_nm=wavelengths, materials=out)
+    f: _MaterialFile = build(_MaterialFile, data, source)
+    out = {
+        name: {**dataclasses.asdict(m), "spectrum": np.asarray(m.spectrum, dtype=float)}
+        for name, m in f.materials.items()
+    }
+    return MaterialTable(source=source, wavelengths_nm=np.asarray(f.spectrum_nm, dtype=float), materials=out)
 
 
 def load_material_table(path: str | Path | None = None) -> MaterialTable:

@@ -10,11 +10,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rt_lidar.bridge.airsim_settings import preset_from_airsim_settings
-from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED
+from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED, RunConfig
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.builder import build_world
+from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.server.embedded_sim import MAX_RAYS_PER_CALL, EmbeddedSim
 from unreal_bridge import AirSimServer
@@ -25,22 +27,32 @@ __all__ = ["EmbeddedServer", "ServeOptions", "start_embedded_server", "start_ser
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """What ``rt-lidar serve`` runs."""
+    """What ``rt-lidar serve`` runs; the world and the sensor (scene, preset, seed) come from a
+    :class:`~rt_lidar.config.RunConfig` (:meth:`of_run`), so ``serve`` shares ``demo``'s defaults."""
 
     host: str = "127.0.0.1"
-    port: int = 41451
+    port: int = spec(41451, 0, 65535)
     scene: str = DEFAULT_SCENE
     preset: str | None = DEFAULT_PRESET
     settings: str | None = None
     """An AirSim settings.json whose lidar block sets the sensor (overrides ``preset``)."""
-    seed: int = DEFAULT_SEED
+    seed: int = spec(DEFAULT_SEED, 0, 2**63 - 1)
     paused: bool = False
     camera: str = "640x360"
     """Embedded camera size WxH (90 deg horizontal field of view)."""
-    max_rays: int = MAX_RAYS_PER_CALL
+    max_rays: int = spec(MAX_RAYS_PER_CALL, 1, 100_000_000)
     """Rays (firings x sub-rays) one lidar call may cast; an older backlog is cut."""
     rig: str | None = None
     """A rig file: every lidar of it on the vehicle, named as in the file (overrides ``preset``)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self, "serve")
+
+    @classmethod
+    def of_run(cls, run: RunConfig, **options: Any) -> ServeOptions:
+        """The server of ``run``'s world: its scene, preset and seed; ``options`` sets the rest (host,
+        port, camera, paused ...) and may override those."""
+        return cls(**{"scene": run.scene, "preset": run.preset, "seed": run.seed, **options})
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rt_lidar.schema import Where, check_fields, spec
 from unreal_bridge.world.pose import Pose, quat_from_yaw
 
 __all__ = ["BicycleModel", "ControlsLike", "VehicleControls", "VehicleLimits", "VehicleState"]
@@ -55,23 +56,29 @@ class VehicleControls:
 class VehicleLimits:
     """The car's geometry and limits (defaults: a mid-size saloon)."""
 
-    wheelbase_m: float = 2.7
-    max_speed_mps: float = 20.0
-    max_reverse_mps: float = 5.0
-    max_steer_rad: float = 0.6
-    max_steer_rate_rps: float = 1.5
-    max_accel_mps2: float = 3.0
-    max_brake_mps2: float = 8.0
-    drag_per_s: float = 0.05
+    wheelbase_m: float = spec(2.7, 0.0, None, "m")
+    max_speed_mps: float = spec(20.0, 0.0, None, "m/s")
+    max_reverse_mps: float = spec(5.0, 0.0, None, "m/s")
+    max_steer_rad: float = spec(0.6, 0.0, math.pi / 2, "rad")
+    max_steer_rate_rps: float = spec(1.5, 0.0, None, "rad/s")
+    max_accel_mps2: float = spec(3.0, 0.0, None, "m/s^2")
+    max_brake_mps2: float = spec(8.0, 0.0, None, "m/s^2")
+    drag_per_s: float = spec(0.05, 0.0, None, "1/s")
     """Rolling and air resistance as a fraction of the speed lost per second with no throttle."""
 
     def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0.0):
-                raise ValueError(f"VehicleLimits.{name} must be finite and >= 0, got {value!r}")
-        if self.wheelbase_m <= 0 or not 0 < self.max_steer_rad < math.pi / 2:
-            raise ValueError("VehicleLimits: wheelbase_m must be > 0 and max_steer_rad in (0, pi/2)")
+        check_fields(self, "VehicleLimits", _code_error)  # set in code, not by users: a ValueError
+
+    def validate(self, what: Where) -> None:
+        """The wheelbase and the steering limit must be positive (and the limit below pi/2)."""
+        if self.wheelbase_m <= 0:
+            raise what.fail("wheelbase_m", "must be > 0")
+        if not 0 < self.max_steer_rad < math.pi / 2:
+            raise what.fail("max_steer_rad", f"must be in (0, pi/2), got {self.max_steer_rad!r}")
+
+
+def _code_error(source: str, field: str, problem: str) -> Exception:
+    return ValueError(f"{source}.{field}: {problem}")
 
 
 @dataclass(frozen=True)

@@ -105,9 +105,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
     else:
         camera = f"{RINET_CAMERA.width}x{RINET_CAMERA.height}"
         server, port = start_server_process(
-            ServeOptions(
-                port=0, scene=opts.scene, preset=preset.name, seed=opts.seed, camera=camera, paused=True
-            )
+            ServeOptions.of_run(opts, port=0, preset=preset.name, camera=camera, paused=True)
         )
         mount = build_world(opts.scene, seed=opts.seed).scene.sensor_mount if opts.rinet else Pose.identity()
         stage = _rinet_stage(opts, mount, imax)

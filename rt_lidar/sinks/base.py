@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
-from rt_lidar.schema import check_value
+from rt_lidar.schema import Where, check_fields, check_value, spec
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_period_ns
 
@@ -54,7 +54,7 @@ class SinkContext:
     scenario: dict[str, Any] = field(default_factory=dict)
     lockstep: bool = False
     """True when the sim runs in lockstep: pacing sinks follow sim time instead of wall-clock time."""
-    stamp: str = "sim"
+    stamp: str = spec("sim", choices=STAMP_CLOCKS)
     """The clock of every stamp a sink writes (packet timestamps, pcap records, message headers):
     ``sim``: the sim clock (packets at ``DEFAULT_EPOCH_NS`` + sim time, ROS messages at sim time, as
     ``/clock`` says); ``wall``: the wall clock, as a PTP-synchronised sensor stamps (see
@@ -66,10 +66,12 @@ class SinkContext:
     _wall: _WallStamps = field(default_factory=_WallStamps, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.stamp not in STAMP_CLOCKS:
-            raise ConfigError(f"stamp clock '{self.stamp}': expected {' or '.join(STAMP_CLOCKS)}")
+        check_fields(self, "sink context")
+
+    def validate(self, what: Where) -> None:
+        """The mount is x, y, z, qw, qx, qy, qz."""
         if len(self.mount) != 7:
-            raise ConfigError(f"sensor mount: expected x, y, z, qw, qx, qy, qz, got {self.mount}")
+            raise what.fail("mount", f"expected x, y, z, qw, qx, qy, qz, got {self.mount}")
 
     def stamp_offset_ns(self, scan: Scan, sim_epoch_ns: int = 0) -> int:
         """What to add to a sim time of ``scan`` (ns) to stamp it.

@@ -136,7 +136,13 @@ def test_bad_input_gets_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "NOPE-1" in err and "Traceback" not in err
     assert main(["demo", "--frames", "0", "--quiet", "--in-process", "--out", str(tmp_path)]) == 2
-    assert "--frames must be >= 1" in capsys.readouterr().err
+    assert "error: --frames: must be in [1, 1000000000], got 0" in capsys.readouterr().err
+    assert main(["demo", "--seed", "-3", "--quiet", "--in-process", "--out", str(tmp_path)]) == 2
+    assert "error: --seed: must be in [0, " in capsys.readouterr().err
+    assert main(["demo", "--rain", "500", "--quiet", "--in-process", "--out", str(tmp_path)]) == 2
+    assert "error: --rain: must be in [0, 200] mm/h, got 500" in capsys.readouterr().err
+    assert main(["serve", "--seed", "-3"]) == 2
+    assert "error: --seed: must be in [0, " in capsys.readouterr().err
 
 
 def test_console_script_runs():
@@ -191,3 +197,19 @@ def test_serve_port_out_of_range_is_one_clear_line(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--port" in err and "0..65535" in err and "Traceback" not in err
+
+
+def test_serve_options_come_from_a_run_config() -> None:
+    from rt_lidar.cli.main import build_parser
+    from rt_lidar.config import RunConfig
+    from rt_lidar.errors import ConfigError
+    from rt_lidar.server.serve import ServeOptions
+
+    run = RunConfig(command="serve", preset="VLP-16", scene="street", seed=7)
+    opts = ServeOptions.of_run(run, port=0, paused=True)
+    assert (opts.preset, opts.scene, opts.seed, opts.port, opts.paused) == ("VLP-16", "street", 7, 0, True)
+    assert ServeOptions.of_run(RunConfig()) == ServeOptions()  # serve's defaults are demo's
+    args = build_parser().parse_args(["serve"])
+    assert (args.preset, args.scene, args.seed) == (RunConfig().preset, RunConfig().scene, RunConfig().seed)
+    with pytest.raises(ConfigError, match=r"serve: field 'port': must be in \[0, 65535\], got 70000"):
+        ServeOptions.of_run(run, port=70000)

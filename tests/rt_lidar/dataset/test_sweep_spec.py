@@ -58,17 +58,39 @@ _DELETE = object()
     ("path", "value", "field", "words"),
     [
         ("sweep.frames", 0, "sweep.frames", "must be in [1, 100000], got 0"),
-        ("sweep.framez", 3, "sweep.framez", "unknown key; allowed:"),
+        ("sweep.framez", 3, "sweep.framez", "unknown key; allowed keys: name, frames"),
         ("sweep.seeds", [1, "x"], "sweep.seeds[1]", "must be an integer"),
         ("scenes.0.kind", "forest", "scenes[0].kind", "must be one of street, mesh"),
         ("scenes.0.name", "my street", "scenes[0].name", "letters, digits"),
         ("scenes", [], "scenes", "at least one [[scenes]]"),
         ("sensors.0.preset", "NoSuchLidar", "sensors[0].preset", "packaged presets: "),
         ("sensors.0.mount", {"xyz": [0, 0]}, "sensors[0].mount.xyz", "list of 3 numbers"),
-        ("weather.rain_mm_h", [0, 500], "weather.*", "rain_mm_h must be in [0, 200]"),
-        ("weather.fog_visibility_m", ["fog"], "weather.*", 'may also be "none"'),
+        ("weather.rain_mm_h", [0, 500], "weather.rain_mm_h[1]", "must be in [0, 200] mm/h, got 500"),
+        ("weather.fog_visibility_m", ["fog"], "weather.fog_visibility_m[0]", "must be a number or 'none'"),
+        ("weather.snow_mm_h", [], "weather.snow_mm_h", "must list at least one value"),
         ("weather.hail", [1], "weather.hail", "unknown key"),
         ("sensors", _DELETE, "sensors", "at least one [[sensors]]"),
+        ("sensors.0.name", "a b", "sensors[0].name", "letters, digits"),
+        ("sweep.sinks", ["pcd", "udp"], "sweep.sinks[1]", "'udp' is not a recording sink"),
+        ("scenes.0.seeds", [1, -1], "scenes[0].seeds[1]", "must be in [0, 2147483647], got -1"),
+        ("scenes.0.path", "x.glb", "scenes[0].path", "unknown key; allowed keys: name, kind, seed"),
+        ("trajectories", [{"kind": "waypoints", "times": [0]}], "trajectories[0].times", "at least 2 values"),
+        ("trajectories", [{"kind": "flying"}], "trajectories[0].kind", "must be one of scene, static"),
+        (
+            "trajectories",
+            [{"kind": "waypoints", "times": [0, 1], "positions": [[0, 0, 0]]}],
+            "trajectories[0].positions",
+            "must have one item for each of times (2), got 1",
+        ),
+        (
+            "trajectories",
+            [{"kind": "waypoints", "times": [1, 1], "positions": [[0, 0, 0]] * 2}],
+            "trajectories[0].times",
+            "must increase strictly",
+        ),
+        ("trajectories", [{"kind": "static", "speed_mps": 3}], "trajectories[0].speed_mps", "unknown key"),
+        ("camera", {"mount": {"xyz": [0, 0, 500]}}, "camera.mount.xyz[2]", "must be in [-100, 100] m"),
+        ("labels", [{"object": "x"}], "labels[0].class", "is required"),
     ],
 )
 def test_bad_sweeps_name_the_field(path: str, value: Any, field: str, words: str) -> None:
@@ -97,6 +119,13 @@ def test_bad_files(tmp_path: Path) -> None:
     mesh.write_text(mesh.read_text().replace('kind = "mesh"', 'kind = "mesh"\nclass = "castle"'))
     with pytest.raises(SweepError, match=r"scenes\[0\]\.class': must be one of unlabeled, outlier, car"):
         load_sweep(mesh)
+
+
+def test_a_constant_velocity_trajectory_has_a_valid_default_name() -> None:
+    d = tiny_sweep_dict()
+    d["trajectories"] = [{"kind": "constant_velocity", "speed_mps": 4}]
+    (traj,) = parse_sweep(d, "cv.toml").trajectories
+    assert (traj.name, traj.speed_mps) == ("constant-velocity", 4.0)
 
 
 def test_duplicate_names_are_refused() -> None:
