@@ -29,10 +29,14 @@ from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.pcap import slots_per_scan
 
 __all__ = [
+    "DUAL_PROFILES",
+    "FUSA_HEADER",
+    "NIR_COUNTS_PER_W",
     "PIXEL_BYTES",
     "PROFILES",
     "OusterFormat",
     "complete_metadata",
+    "nir_counts",
     "ouster_format",
     "read_metadata",
 ]
@@ -42,6 +46,8 @@ PROFILES = {
     "RNG19": "RNG19_RFL8_SIG16_NIR16",
     "RNG15": "RNG15_RFL8_NIR8",
     "DUAL": "RNG19_RFL8_SIG16_NIR16_DUAL",
+    "RNG15_DUAL": "RNG15_RFL8_NIR8_DUAL",
+    "FUSA": "FUSA_RNG15_RFL8_NIR8_DUAL",
 }
 """Short name (the sink's ``profile=`` option) -> Ouster's ``udp_profile_lidar``."""
 PIXEL_BYTES = {
@@ -49,14 +55,26 @@ PIXEL_BYTES = {
     "RNG19_RFL8_SIG16_NIR16": 12,
     "RNG15_RFL8_NIR8": 4,
     "RNG19_RFL8_SIG16_NIR16_DUAL": 16,
+    "RNG15_RFL8_NIR8_DUAL": 8,
+    "FUSA_RNG15_RFL8_NIR8_DUAL": 8,
 }
 """Bytes a pixel (channel) takes in each profile's packets."""
+DUAL_PROFILES = frozenset(p for p in PIXEL_BYTES if p.endswith("_DUAL"))
+"""Profiles with a second return in every pixel."""
+FUSA_HEADER = frozenset({"FUSA_RNG15_RFL8_NIR8_DUAL"})
+"""Profiles whose packets carry the FUSA packet header (ouster-sdk's ``HeaderType::FUSA``: packet type
+u8 at byte 0, initialization id u24 at 1, frame id u32 at 4, serial number u40 at 11)."""
 COLUMNS_PER_PACKET = (8, 16, 32, 64)
 ALTITUDE_TOLERANCE_DEG = 2.0
 """Largest beam altitude difference between a file and the preset: units of one model differ by up to
 ~1.2 deg (OS1-128: 21.3 to 22.5 deg at the top beam), other models by 10 deg and more."""
 INIT_ID = 1
 PROD_SN = 992000000001
+NIR_COUNTS_PER_W = 3.0e11
+"""Near-IR counts per watt of ambient power on the detector (1 nW -> 300 counts; at 850 nm and a
+1024x10 column's 97.7 us, 1 nW is 4.2e5 photons, so an effective detection efficiency of 7e-4). Set
+so full summer sun (100 klx) on the street scene gives NEAR_IR of the order of ouster-sdk's sample
+recordings (docs/ouster-metadata.md): median ~900, 95th percentile ~1500 counts."""
 _NESTED = ("beam_intrinsics", "config_params", "lidar_data_format", "sensor_info")
 
 
@@ -90,6 +108,11 @@ class OusterFormat:
         return list(range(a, b + 1)) if a <= b else [*range(a, w), *range(0, b + 1)]
 
 
+def nir_counts(ambient_w: np.ndarray) -> np.ndarray:
+    """Ambient power (W) on the detector -> an Ouster's near-IR / ambient counts (int64, 0..65535)."""
+    return np.clip(np.round(np.asarray(ambient_w, np.float64) * NIR_COUNTS_PER_W), 0, 65535).astype(np.int64)
+
+
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The JSON object of an Ouster metadata file (a FieldError naming the file if it is not one)."""
     p = Path(path)
@@ -117,7 +140,7 @@ def _flat_view(given: dict[str, Any]) -> dict[str, tuple[str, Any]]:
     beam = ("beam_altitude_angles", "beam_azimuth_angles", "lidar_origin_to_beam_origin_mm",
             "beam_to_lidar_transform")  # fmt: skip
     fmt = ("columns_per_frame", "columns_per_packet", "column_window", "pixels_per_column",
-           "pixel_shift_by_row", "udp_profile_lidar", "udp_profile_imu", "fps")  # fmt: skip
+           "pixel_shift_by_row", "udp_profile_lidar", "udp_profile_imu", "fps", "header_type")  # fmt: skip
     info = ("prod_sn", "initialization_id", "prod_line", "prod_pn", "build_rev", "build_date",
             "image_rev", "status")  # fmt: skip
     cfg = ("lidar_mode", "udp_port_lidar", "udp_port_imu", "udp_dest", "udp_profile_lidar",
@@ -200,6 +223,11 @@ def complete_metadata(
         raise bad("udp_profile_lidar", f"'{prof}' is not written; supported: {', '.join(PIXEL_BYTES)}")
     if wanted is not None and wanted != prof:
         raise bad("udp_profile_lidar", f"{prof}, but the sink was asked for profile={profile}")
+    header = "FUSA" if prof in FUSA_HEADER else "STANDARD"
+    if str(val("header_type", header)) != header:
+        raise bad(
+            "header_type", f"{val('header_type', header)}: profile {prof} is sent with {header} headers"
+        )
 
     cpp = int(val("columns_per_packet", 16))
     if cpp not in COLUMNS_PER_PACKET or cols % cpp:
@@ -282,6 +310,8 @@ def complete_metadata(
     )
     if val("udp_dest", ""):  # an empty udp_dest makes ouster-sdk 1.0 read no frame at all
         out["config_params"]["udp_dest"] = str(val("udp_dest", ""))
+    if header == "FUSA":  # firmware 3.2+ names it; ouster-sdk infers it from the profile otherwise
+        out["lidar_data_format"]["header_type"] = header
     out.setdefault("calibration_status", {})
     return out
 

@@ -60,7 +60,7 @@ def cloud_message(scan: Scan, layout: np.dtype, frame: str, stamp_ns: int) -> An
         height=1, width=n,
         fields=[PointField(name=nm, offset=o, datatype=d, count=1) for nm, o, d in cloud_fields(layout)],
         is_bigendian=False, point_step=layout.itemsize, row_step=layout.itemsize * n,
-        data=cloud_bytes(scan.points, layout).tobytes(), is_dense=True,
+        data=cloud_bytes(scan.points, layout, scan.extras.get("ambient_w")).tobytes(), is_dense=True,
     )  # fmt: skip
 
 

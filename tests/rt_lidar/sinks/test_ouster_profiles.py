@@ -41,7 +41,7 @@ res["given"] = np.array([str(g.format.udp_profile_lidar), g.format.columns_per_p
                          g.format.column_window[0], g.format.column_window[1], g.init_id, g.sn], object)
 frames = [fs[0] for fs in open_source(pcap, meta=[meta], index=False)]
 res["n"] = np.array(len(frames))
-for name in ("RANGE", "REFLECTIVITY", "SIGNAL", "RANGE2", "REFLECTIVITY2", "SIGNAL2"):
+for name in ("RANGE", "REFLECTIVITY", "SIGNAL", "RANGE2", "REFLECTIVITY2", "SIGNAL2", "NEAR_IR"):
     if frames and frames[0].has_field(name):
         res[name] = np.stack([f.field(name).astype(np.int64) for f in frames])
 if frames:
@@ -261,9 +261,16 @@ def test_preset_and_metadata_mismatch_is_a_field_error(tmp_path):
     with pytest.raises(FieldError, match="lidar_mode': 1024x20"):
         metadata_for(os64, nested)
     nested["config_params"]["lidar_mode"] = "1024x10"
-    nested["lidar_data_format"]["udp_profile_lidar"] = "FUSA_RNG15_RFL8_NIR8_DUAL"
-    with pytest.raises(FieldError, match=r"lidar_data_format\.udp_profile_lidar': 'FUSA"):
+    nested["lidar_data_format"]["udp_profile_lidar"] = "RNG19_RFL8_SIG16_NIR16_RGB16"
+    with pytest.raises(
+        FieldError, match=r"lidar_data_format\.udp_profile_lidar': 'RNG19_RFL8_SIG16_NIR16_RGB16"
+    ):
         metadata_for(os64, nested)
+    nested["lidar_data_format"]["udp_profile_lidar"] = "FUSA_RNG15_RFL8_NIR8_DUAL"
+    nested["lidar_data_format"]["header_type"] = "STANDARD"
+    with pytest.raises(FieldError, match=r"header_type': STANDARD: profile FUSA_RNG15_RFL8_NIR8_DUAL"):
+        metadata_for(os64, nested)
+    del nested["lidar_data_format"]["header_type"]
     nested["lidar_data_format"]["udp_profile_lidar"] = "RNG19_RFL8_SIG16_NIR16_DUAL"
     with pytest.raises(FieldError, match="asked for profile=RNG19"):
         metadata_for(os64, nested, profile="RNG19")
