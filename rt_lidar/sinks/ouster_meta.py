@@ -65,9 +65,11 @@ FUSA_HEADER = frozenset({"FUSA_RNG15_RFL8_NIR8_DUAL"})
 """Profiles whose packets carry the FUSA packet header (ouster-sdk's ``HeaderType::FUSA``: packet type
 u8 at byte 0, initialization id u24 at 1, frame id u32 at 4, serial number u40 at 11)."""
 COLUMNS_PER_PACKET = (8, 16, 32, 64)
-ALTITUDE_TOLERANCE_DEG = 2.0
+ALTITUDE_TOLERANCE_DEG = 2.5
 """Largest beam altitude difference between a file and the preset: units of one model differ by up to
-~1.2 deg (OS1-128: 21.3 to 22.5 deg at the top beam), other models by 10 deg and more."""
+~2 deg (OS1-128 files of ouster-sdk's tests: top beam 21.3 deg at fw 2.4, 20.5 deg at fw 3.0 (42.4 deg
+fan), the preset's 22.5 deg), other models by 10 deg and more (OS-2 11 deg, OS-0 24 deg). Within it,
+ouster-sdk puts our rows at the file's altitudes: up to that many degrees from where we cast them."""
 INIT_ID = 1
 PROD_SN = 992000000001
 NIR_COUNTS_PER_W = 3.0e11
