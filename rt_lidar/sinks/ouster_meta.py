@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ __all__ = [
     "nir_counts",
     "ouster_format",
     "read_metadata",
+    "shift_spread",
 ]
 
 PROFILES = {
@@ -70,6 +72,9 @@ ALTITUDE_TOLERANCE_DEG = 2.5
 ~2 deg (OS1-128 files of ouster-sdk's tests: top beam 21.3 deg at fw 2.4, 20.5 deg at fw 3.0 (42.4 deg
 fan), the preset's 22.5 deg), other models by 10 deg and more (OS-2 11 deg, OS-0 24 deg). Within it,
 ouster-sdk puts our rows at the file's altitudes: up to that many degrees from where we cast them."""
+SHIFT_TOLERANCE_COLUMNS = 1.5
+"""Largest spread of ``pixel_shift_by_row`` against the beam azimuths (rounding gives up to 1 column)
+before a warning: of ouster-sdk's test files only firmware 1.14's exceed it (1.3 to 15.4 columns)."""
 INIT_ID = 1
 PROD_SN = 992000000001
 NIR_COUNTS_PER_W = 3.0e11
@@ -158,6 +163,13 @@ def _flat_view(given: dict[str, Any]) -> dict[str, tuple[str, Any]]:
     return out
 
 
+def shift_spread(shift: list[int], az_deg: list[float], cols: int) -> float:
+    """How far (columns) ``pixel_shift_by_row`` strays from the beam azimuths, a constant offset aside
+    (firmware before 2.4 writes its shifts counted from the smallest, so a constant is normal)."""
+    d = np.asarray(shift, np.float64) - np.asarray(az_deg, np.float64) * cols / 360.0
+    return float(np.ptp(d)) if d.size else 0.0
+
+
 def _default_shift(az_deg: list[float], cols: int) -> list[int]:
     """``pixel_shift_by_row`` as firmware 3.x derives it from the beam azimuths."""
     return [round(a * cols / 360.0) for a in az_deg]
@@ -240,6 +252,14 @@ def complete_metadata(
     shift = [int(v) for v in val("pixel_shift_by_row", _default_shift(az, cols))]
     if len(shift) != h:
         raise bad("pixel_shift_by_row", f"{len(shift)} rows; preset {preset.name} has {h} beams")
+    spread = shift_spread(shift, az, cols)
+    if spread > SHIFT_TOLERANCE_COLUMNS:
+        warnings.warn(
+            f"{source}: {where('pixel_shift_by_row')} disagrees with the beam azimuths by up to "
+            f"{spread:.1f} columns: the packets follow the azimuths, so ouster-sdk's destagger with this "
+            "file leaves rows that far apart (as it would the real sensor's)",
+            stacklevel=2,
+        )
     try:
         init_id = int(val("initialization_id", INIT_ID))
         sn = int(str(val("prod_sn", PROD_SN)))

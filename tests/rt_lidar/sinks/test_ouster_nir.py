@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -136,3 +137,25 @@ def test_ouster_ros_ambient_field_carries_the_near_ir():
     np.testing.assert_array_equal(cloud["ambient"], nir_counts(scan.extras["ambient_w"]))
     assert np.median(cloud["ambient"][cloud["ambient"] > 0]) > 300
     assert not cloud_bytes(scan.points, layout).view(layout)["ambient"].any()  # no sun: 0
+
+
+def test_pixel_shift_by_row_against_the_beam_azimuths_warns_when_they_disagree():
+    """Firmware 1.14's files wrote shifts that do not follow their azimuths; newer ones do (up to a
+    constant, which only turns the destaggered image)."""
+    from rt_lidar.sinks.ouster_meta import complete_metadata, shift_spread
+
+    preset = load_preset("OS1-64")
+    az = [3.1, 0.9, -1.2, -3.3] * 16
+    good = [round(a * 1024 / 360) + 7 for a in az]  # fw < 2.4 style: counted from the smallest
+    assert shift_spread(good, az, 1024) <= 1.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        complete_metadata(preset, {"beam_azimuth_angles": az, "data_format": {"pixel_shift_by_row": good}})
+    bad = [0] * 64  # no shifts at all against azimuths 6.4 deg apart: 18.2 columns
+    with pytest.warns(
+        UserWarning, match=r"pixel_shift_by_row disagrees with the beam azimuths by up to 18\.2 columns"
+    ):
+        complete_metadata(
+            preset, {"beam_azimuth_angles": az, "data_format": {"pixel_shift_by_row": bad}}, source="f.json"
+        )
