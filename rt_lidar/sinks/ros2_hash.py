@@ -15,11 +15,12 @@ default separators ``", "`` and ``": "``, no sorting of keys) of::
     FIELD = {"name": ..., "type": {"type_id": ..., "capacity": ..., "string_capacity": ...,
                                    "nested_type_name": ...}}
 
-with the ``type_description_interfaces/msg/FieldType`` ids (uint8 3, int32 6, uint32 7, float64 11,
-bool 15, string 17, a nested type 1; an unbounded sequence adds 144). Comments and default values
-are not hashed. The description is read from our Cyclone DDS IDL structs themselves
-(:mod:`rt_lidar.sinks.ros2_types`), so a member that differs from the ``.msg`` changes the hash and the
-tests, which pin the hashes ROS 2 generates (rcl's ``test_type_hash.cpp``), fail.
+with the ``type_description_interfaces/msg/FieldType`` ids (uint8 3, int32 6, uint32 7, float64 11, char 13,
+bool 15, string 17, bounded string 21, a nested type 1; a fixed array adds 48, a bounded sequence
+96, an unbounded one 144). Comments, constants and default values are not hashed. The description
+is read from our Cyclone DDS IDL structs themselves (:mod:`rt_lidar.sinks.ros2_types`), so a member
+that differs from the ``.msg`` changes the hash and the tests, which pin the hashes ROS 2 generates
+(rcl's ``test_type_hash.cpp``), fail.
 """
 
 from __future__ import annotations
@@ -42,11 +43,15 @@ FIELD_TYPE_IDS = {
     "uint64": 9,
     "float32": 10,
     "float64": 11,
+    "char": 13,
     "bool": 15,
     "string": 17,
 }
 """``type_description_interfaces/msg/FieldType`` ids of the primitive types our structs use."""
 NESTED_TYPE = 1
+BOUNDED_STRING = 21
+FIXED_ARRAY = 48
+"""Added to the element's id for a fixed array (``T[N]``)."""
 UNBOUNDED_SEQUENCE = 144
 """Added to the element's id for an unbounded sequence (``T[]``)."""
 BOUNDED_SEQUENCE = 96
@@ -63,17 +68,24 @@ def ros_type_name(cls: type) -> str:
 
 
 def _field_type(annotation: Any, nested: dict[str, type]) -> dict[str, Any]:
-    """The FieldType dict of one member annotation (primitives, strings, structs, sequences)."""
-    capacity, offset = 0, 0
+    """The FieldType dict of one member annotation (primitives, strings, bounded strings, structs;
+    alone, in a fixed array, a bounded or an unbounded sequence)."""
+    capacity, offset, string_capacity = 0, 0, 0
     args = typing.get_args(annotation)
     holder = args[1] if typing.get_origin(annotation) is typing.Annotated and len(args) > 1 else None
-    if holder is not None and hasattr(holder, "subtype"):  # cyclonedds sequence[T] / sequence[T, N]
-        max_len = getattr(holder, "max_length", None)
-        offset, capacity = (BOUNDED_SEQUENCE, int(max_len)) if max_len else (UNBOUNDED_SEQUENCE, 0)
+    if holder is not None and hasattr(holder, "subtype"):  # cyclonedds array / sequence holders
+        if hasattr(holder, "length"):  # array[T, N]: T[N]
+            offset, capacity = FIXED_ARRAY, int(holder.length)
+        else:  # sequence[T] / sequence[T, N]: T[] / T[<=N]
+            max_len = getattr(holder, "max_length", None)
+            offset, capacity = (BOUNDED_SEQUENCE, int(max_len)) if max_len else (UNBOUNDED_SEQUENCE, 0)
         annotation = holder.subtype
         args = typing.get_args(annotation)
     name = ""
-    if typing.get_origin(annotation) is typing.Annotated and isinstance(args[1], str):
+    bounded = args[1] if typing.get_origin(annotation) is typing.Annotated and len(args) > 1 else None
+    if bounded is not None and hasattr(bounded, "max_length"):  # bounded_str[N]: string<=N
+        tid, string_capacity = BOUNDED_STRING, int(bounded.max_length)
+    elif typing.get_origin(annotation) is typing.Annotated and isinstance(args[1], str):
         tid = FIELD_TYPE_IDS[args[1]]  # cyclonedds primitives: Annotated[int, 'uint32']
     elif annotation is bool:
         tid = FIELD_TYPE_IDS["bool"]
@@ -84,7 +96,12 @@ def _field_type(annotation: Any, nested: dict[str, type]) -> dict[str, Any]:
         nested[name] = annotation
     else:
         raise TypeError(f"no ROS 2 field type for {annotation!r}")
-    return {"type_id": tid + offset, "capacity": capacity, "string_capacity": 0, "nested_type_name": name}
+    return {
+        "type_id": tid + offset,
+        "capacity": capacity,
+        "string_capacity": string_capacity,
+        "nested_type_name": name,
+    }
 
 
 def _struct(cls: type, nested: dict[str, type]) -> dict[str, Any]:

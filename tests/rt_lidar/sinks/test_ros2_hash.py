@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("cyclonedds", reason="the ros2 extra (pip install -e '.[ros2]')")
 
 from cyclonedds.idl import IdlStruct
-from cyclonedds.idl.types import int32
+from cyclonedds.idl.types import array, bounded_str, char, float64, int32, sequence
 from rosbags.typesys import Stores, get_typestore
 
 from rt_lidar.sensor.presets import load_preset
@@ -103,3 +103,44 @@ def test_sink_announces_type_hashes_in_user_data(dds_domain):  # noqa: F811
     assert seen["rt/clock"] == ["rosgraph_msgs::msg::dds_::Clock_", f"typehash={GOLDEN[t.Clock]};"]
     assert endpoint_user_data(t.Clock) == f"typehash={GOLDEN[t.Clock]};".encode()
     assert enclave == [b"enclave=/;"]
+
+
+# Types beyond the sink's, to check the algorithm on fixed arrays and bounded strings (ROS 2's own
+# discovery types and sensor_msgs/Imu, whose covariances are float64[9]).
+@dataclass
+class Gid(IdlStruct, typename="rmw_dds_common::msg::dds_::Gid_"):
+    data: array[char, 16] = field(default_factory=lambda: ["\0"] * 16)  # Jazzy: char[16]
+
+
+@dataclass
+class NodeEntitiesInfo(IdlStruct, typename="rmw_dds_common::msg::dds_::NodeEntitiesInfo_"):
+    node_namespace: bounded_str[256] = ""
+    node_name: bounded_str[256] = ""
+    reader_gid_seq: sequence[Gid] = field(default_factory=list)
+    writer_gid_seq: sequence[Gid] = field(default_factory=list)
+
+
+@dataclass
+class ParticipantEntitiesInfo(IdlStruct, typename="rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_"):
+    gid: Gid = field(default_factory=Gid)
+    node_entities_info_seq: sequence[NodeEntitiesInfo] = field(default_factory=list)
+
+
+@dataclass
+class Imu(IdlStruct, typename="sensor_msgs::msg::dds_::Imu_"):
+    header: t.Header = field(default_factory=t.Header)
+    orientation: t.Quaternion = field(default_factory=t.Quaternion)
+    orientation_covariance: array[float64, 9] = field(default_factory=lambda: [0.0] * 9)
+    angular_velocity: t.Vector3 = field(default_factory=t.Vector3)
+    angular_velocity_covariance: array[float64, 9] = field(default_factory=lambda: [0.0] * 9)
+    linear_acceleration: t.Vector3 = field(default_factory=t.Vector3)
+    linear_acceleration_covariance: array[float64, 9] = field(default_factory=lambda: [0.0] * 9)
+
+
+def test_fixed_arrays_and_bounded_strings_hash_as_ros2_does():
+    # rcl's test_type_hash.cpp golden value for sensor_msgs/msg/Imu
+    assert type_hash(Imu) == "RIHS01_7d9a00ff131080897a5ec7e26e315954b8eae3353c3f995c55faf71574000b5b"
+    store = get_typestore(Stores.ROS2_JAZZY)
+    for cls in (Gid, NodeEntitiesInfo, ParticipantEntitiesInfo):
+        ros = type_description(cls)["type_description"]["type_name"]
+        assert type_hash(cls) == store.hash_rihs01(ros), ros
