@@ -38,7 +38,7 @@ from rt_lidar.errors import ConfigError  # noqa: E402
 from rt_lidar.sensor.presets import SensorPreset, load_preset  # noqa: E402
 from rt_lidar.sinks.base import SinkContext  # noqa: E402
 from rt_lidar.sinks.ouster import RNG15, OusterPacketizer, ouster_pcap_sink  # noqa: E402
-from rt_lidar.sinks.ouster_meta import ALTITUDE_TOLERANCE_DEG, _flat_view, read_metadata  # noqa: E402
+from rt_lidar.sinks.ouster_meta import ALTITUDE_TOLERANCE_DEG, flat_view, read_metadata  # noqa: E402
 
 OUSTER_PRESETS = ("OS1-64", "OS1-128")
 
@@ -85,7 +85,7 @@ class Row:
 
 def fitting_presets(given: dict) -> tuple[list[SensorPreset], str]:
     """Ouster presets whose beams fit the file's beam altitudes, and why none do."""
-    view = _flat_view(given)
+    view = flat_view(given)
     alt = view.get("beam_altitude_angles", (None, None))[1]
     if not isinstance(alt, list) or not alt:
         return [], "no beam_altitude_angles"

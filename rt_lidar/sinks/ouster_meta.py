@@ -37,6 +37,7 @@ __all__ = [
     "PROFILES",
     "OusterFormat",
     "complete_metadata",
+    "flat_view",
     "nir_counts",
     "ouster_format",
     "read_metadata",
@@ -132,7 +133,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _flat_view(given: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+def flat_view(given: dict[str, Any]) -> dict[str, tuple[str, Any]]:
     """Every field we use, from any layout: ``name -> (path in the file, value)``."""
     out: dict[str, tuple[str, Any]] = {}
 
@@ -188,7 +189,7 @@ def complete_metadata(
     ``udp_profile_lidar`` name) sets the packet profile where ``given`` has none; where both name one
     they must agree. Errors are FieldErrors naming ``source`` and the field.
     """
-    g = _flat_view(given or {})
+    g = flat_view(given or {})
     cols = slots_per_scan(preset)
     fps = round(preset.scan.rotation_hz or 10)
     h = preset.n_rings
