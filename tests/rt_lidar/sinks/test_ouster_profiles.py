@@ -188,7 +188,8 @@ def test_beam_azimuths_of_the_file_move_points_to_their_columns(tmp_path, pipeli
     unshifted["beam_intrinsics"]["beam_azimuth_angles"] = [-float(a) for a in preset.azimuth_offsets_deg]
     (tmp_path / "unshifted.json").write_text(json.dumps(unshifted))
     (tmp_path / "file.json").write_text(json.dumps(meta))  # os.json is rewritten by the next run
-    pcap = _write(tmp_path, "OS1-64", [scan], {"metadata": str(tmp_path / "unshifted.json")})
+    with pytest.warns(UserWarning, match="pixel_shift_by_row disagrees with the beam azimuths"):
+        pcap = _write(tmp_path, "OS1-64", [scan], {"metadata": str(tmp_path / "unshifted.json")})
     wrong = _azimuth_error(_decode(tmp_path, pcap, tmp_path / "file.json", name), meta, scan)
     assert np.median(err) < 0.15 and np.percentile(err, 99.9) < 0.18
     # off by the 0.1-1.1 deg between the file's beam azimuths and the preset's (0.5 deg median)
