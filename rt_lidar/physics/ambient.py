@@ -56,16 +56,17 @@ def pulse_background_w(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarra
     return pb.reshape(hits.pulses, n).astype(np.float64) @ w.astype(np.float64)
 
 
-def pulse_noise_w(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarray:
+def pulse_noise_w(
+    echo: EchoModel, sun_lux: float, hits: Hits, background_w: np.ndarray | None = None
+) -> np.ndarray:
     """(P,) noise floor (W, 1 sigma) of every pulse: the receiver's dark noise (the preset's
     :class:`~rt_lidar.sensor.presets.ReceiverSpec`) and the shot noise of the footprint's background
-    lit by ``sun_lux``."""
+    lit by ``sun_lux`` (``background_w``: :func:`pulse_background_w` when already computed)."""
     rx, thr = echo.preset.receiver, echo.preset.pulse.detection_threshold_w
     if sun_lux <= 0:  # no background: one floor for every pulse (sqrt is exact, so no bit differs)
         return np.full(hits.pulses, receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, np.zeros(1))[0])
-    return np.asarray(
-        receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, pulse_background_w(echo, sun_lux, hits))
-    )
+    bg = pulse_background_w(echo, sun_lux, hits) if background_w is None else background_w
+    return np.asarray(receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, bg))
 
 
 def _renumber(pulse: np.ndarray) -> np.ndarray:

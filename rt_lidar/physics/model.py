@@ -24,7 +24,7 @@ from kernels import (
 )
 from kernels.ambient import receiver_sigma_w
 from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
-from rt_lidar.physics.ambient import noise_detections, pulse_noise_w
+from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.spray import spray_apply
@@ -84,10 +84,17 @@ class PhysicsResult:
     """Pulses that reported no return at all."""
     epw_ns: np.ndarray | None = None
     """Echo pulse width (ns) of each point, when :attr:`BeamConfig.epw` asks for it."""
+    ambient_w: np.ndarray | None = None
+    """Sunlight (background) power (W, float32) on the detector during each point's pulse, from the
+    footprint it looked at (:func:`~rt_lidar.physics.ambient.pulse_background_w`); set when the sun is
+    on (at night there is none). What an Ouster reports as near-IR / ambient."""
 
     def extras(self) -> dict[str, np.ndarray]:
-        """Optional per-point fields beside ``points`` (``epw_ns`` when computed)."""
-        return {} if self.epw_ns is None else {"epw_ns": self.epw_ns}
+        """Optional per-point fields beside ``points`` (``epw_ns``, ``ambient_w`` when computed)."""
+        out = {} if self.epw_ns is None else {"epw_ns": self.epw_ns}
+        if self.ambient_w is not None:
+            out["ambient_w"] = self.ambient_w
+        return out
 
 
 class SensorPhysics:
@@ -153,7 +160,8 @@ class SensorPhysics:
         echo = self.echo
         lux = self.config.sun_illuminance_lux
         noisy = self.config.receiver_noise
-        sigma = pulse_noise_w(echo, lux, hits) if noisy or self.config.range_noise else None
+        background = pulse_background_w(echo, lux, hits) if lux > 0 else None
+        sigma = pulse_noise_w(echo, lux, hits, background) if noisy or self.config.range_noise else None
         det_sigma = sigma if noisy else None
         if self.uses_waveform(hits):
             det = waveform_detections(
@@ -214,8 +222,14 @@ class SensorPhysics:
                 np.float32
             )
         with_return = int(np.count_nonzero(det.return_id == 0))
+        ambient = None if background is None else background[idx].astype(np.float32)
         return PhysicsResult(
-            points=out, power_w=pw, fired=hits.pulses, dropped=hits.pulses - with_return, epw_ns=epw
+            points=out,
+            power_w=pw,
+            fired=hits.pulses,
+            dropped=hits.pulses - with_return,
+            epw_ns=epw,
+            ambient_w=ambient,
         )
 
     def range_walk(self, range_m: np.ndarray, power_w: np.ndarray) -> np.ndarray:

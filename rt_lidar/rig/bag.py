@@ -104,7 +104,8 @@ class RigBag:
         msg = types["sensor_msgs/msg/PointCloud2"](
             header=types["std_msgs/msg/Header"](stamp=stamp, frame_id=name), height=1,
             width=scan.points.size, fields=fields, is_bigendian=False, point_step=layout.itemsize,
-            row_step=layout.itemsize * scan.points.size, data=cloud_bytes(scan.points, layout), is_dense=True,
+            row_step=layout.itemsize * scan.points.size,
+            data=cloud_bytes(scan.points, layout, scan.extras.get("ambient_w")), is_dense=True,
         )  # fmt: skip
         data = self._ts.serialize_cdr(msg, msg.__msgtype__)
         with self._lock:

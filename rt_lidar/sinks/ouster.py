@@ -14,6 +14,15 @@ Packet layouts (ouster-sdk's ``PacketFormat``; all little-endian):
   near-IR u8 at 3 (in 16s). RNG19_RFL8_SIG16_NIR16_DUAL, 16 bytes: range in 19 bits with the
   reflectivity in byte 3, the second return's at bytes 4-7 likewise, signal u16 at 8, second
   signal at 10, near-IR at 12: the strongest return of the pixel, then the second strongest.
+  RNG15_RFL8_NIR8_DUAL and FUSA_RNG15_RFL8_NIR8_DUAL, 8 bytes: range in 15 bits of 8 mm,
+  reflectivity u8 at 2, near-IR u8 at 3 (in 16s), the second return's range and reflectivity at 4
+  and 6, a window byte at 7 (0). FUSA packets have their own header: packet type u8 at byte 0,
+  initialization id u24 at 1, frame id u32 at 4, serial number u40 at 11 (ouster-sdk's
+  ``HeaderType::FUSA``).
+
+Near-IR is the ambient (sunlight) power on the detector during the pixel's strongest return's pulse
+(``Scan.extras['ambient_w']``, :func:`rt_lidar.physics.ambient.pulse_background_w`) in counts of
+:data:`NIR_COUNTS_PER_W`; 0 at night and where a pixel has no return (docs/ouster-metadata.md).
 
 Measurement id m is our firing slot within the rotation (Ouster's m = 0 looks backwards and the head
 turns clockwise, as our scan starts at 180 deg), moved per beam by the difference between the
@@ -38,10 +47,14 @@ from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 from rt_lidar.sinks.ouster_imu import SensorMotion, imu_packets
 from rt_lidar.sinks.ouster_meta import (
+    DUAL_PROFILES,
+    FUSA_HEADER,
+    NIR_COUNTS_PER_W,
     PIXEL_BYTES,
     PROFILES,
     OusterFormat,
     complete_metadata,
+    nir_counts,
     ouster_format,
     read_metadata,
 )
@@ -49,6 +62,7 @@ from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, PacketBatch, PacketPcapSink, p
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
 
 __all__ = [
+    "NIR_COUNTS_PER_W",
     "PROFILES",
     "OusterPacketizer",
     "metadata_for",
@@ -58,7 +72,9 @@ __all__ = [
 ]
 
 ENCODER_TICKS = 90112
-RANGE_MASK = {"LEGACY": (1 << 20) - 1, "RNG15_RFL8_NIR8": (1 << 15) - 1}
+RNG15 = frozenset({"RNG15_RFL8_NIR8", "RNG15_RFL8_NIR8_DUAL", "FUSA_RNG15_RFL8_NIR8_DUAL"})
+"""Low-bandwidth profiles: range in 15 bits of 8 mm, near-IR in one byte of 16 counts."""
+RANGE_MASK = {"LEGACY": (1 << 20) - 1, **{p: (1 << 15) - 1 for p in RNG15}}
 """Largest range field of a profile (19 bits where not listed); RNG15 counts 8 mm units."""
 
 
@@ -73,6 +89,9 @@ def pixel_dtype(profile: str) -> np.dtype:
     """One pixel of ``profile``'s packets (range fields hold the range bits only)."""
     if profile == "RNG15_RFL8_NIR8":
         fields = {"range": ("<u2", 0), "reflectivity": ("u1", 2), "nir": ("u1", 3)}
+    elif profile in ("RNG15_RFL8_NIR8_DUAL", "FUSA_RNG15_RFL8_NIR8_DUAL"):
+        fields = {"range": ("<u2", 0), "reflectivity": ("u1", 2), "nir": ("u1", 3),
+                  "range2": ("<u2", 4), "reflectivity2": ("u1", 6), "window": ("u1", 7)}  # fmt: skip
     elif profile == "RNG19_RFL8_SIG16_NIR16_DUAL":
         fields = {"range": ("<u4", 0), "range2": ("<u4", 4), "signal": ("<u2", 8),
                   "signal2": ("<u2", 10), "nir": ("<u2", 12)}  # fmt: skip
@@ -103,6 +122,15 @@ def _packet_dtype(fmt: OusterFormat) -> np.dtype:
     col = np.dtype({"names": ["ts", "mid", "status", "px"], "formats": ["<u8", "<u2", "<u2", px],
                     "offsets": [0, 8, 10, 12]})  # fmt: skip
     body = 32 + fmt.columns_per_packet * col.itemsize
+    if fmt.profile in FUSA_HEADER:
+        return np.dtype(
+            {
+                "names": ["type", "init", "fid", "sn", "cols", "footer"],
+                "formats": ["u1", ("u1", (3,)), "<u4", ("u1", (5,)), (col, (fmt.columns_per_packet,)),
+                            ("u1", (32,))],
+                "offsets": [0, 1, 4, 11, 32, body],
+            }
+        )  # fmt: skip
     return np.dtype(
         {
             "names": ["type", "fid", "init", "sn", "cols", "footer"],
@@ -151,11 +179,15 @@ class OusterPacketizer:
         self.motion = SensorMotion()
 
     def image(self, scan: Scan) -> dict[str, np.ndarray]:
-        """(h, w) images of the scan's returns: ``range`` (mm), ``reflectivity``, ``signal`` of the
-        strongest return of each pixel, ``range2``... of the second strongest; 0 where none."""
+        """(h, w) images of the scan's returns: ``range`` (mm), ``reflectivity``, ``signal``, ``nir``
+        (counts of the ambient power, :data:`NIR_COUNTS_PER_W`) of the strongest return of each
+        pixel, ``range2``... of the second strongest; 0 where none."""
         m = point_columns(self.preset, scan) - scan.index * self.cols
-        pts = scan.points[(m >= 0) & (m < self.cols)]  # firings of this rotation only
-        m = m[(m >= 0) & (m < self.cols)]
+        this = (m >= 0) & (m < self.cols)  # firings of this rotation only
+        pts, m = scan.points[this], m[this]
+        amb = scan.extras.get("ambient_w")
+        amb_w = np.zeros(pts.size) if amb is None else np.asarray(amb, np.float64)[this]
+        nir = nir_counts(amb_w)
         ring = pts["ring"].astype(np.int64)
         m = np.mod(m + self.column_shift[ring], self.cols)
         rng = np.sqrt(pts["x"].astype(np.float64) ** 2 + pts["y"] ** 2 + pts["z"] ** 2)
@@ -172,7 +204,7 @@ class OusterPacketizer:
         out: dict[str, np.ndarray] = {}
         for suffix, sel in (("", first), ("2", second)):
             idx = order[sel]
-            for name, v in (("range", mm), ("reflectivity", refl), ("signal", sig)):
+            for name, v in (("range", mm), ("reflectivity", refl), ("signal", sig), ("nir", nir)):
                 img = np.zeros(self.h * self.cols, np.int64)
                 img[key[idx]] = v[idx]
                 out[name + suffix] = img.reshape(self.h, self.cols)
@@ -196,15 +228,21 @@ class OusterPacketizer:
         def put(name: str, value: np.ndarray) -> None:
             px[name] = np.where(valid[..., None], value[mids], 0)
 
-        if fmt.profile == "RNG15_RFL8_NIR8":
+        if fmt.profile in RNG15:
             put("range", np.minimum((img["range"] + 4) >> 3, rng_max))
+            put("nir", np.minimum((img["nir"] + 8) >> 4, 255))  # in 16s
+            if fmt.profile in DUAL_PROFILES:
+                put("range2", np.minimum((img["range2"] + 4) >> 3, rng_max))
+                put("reflectivity2", img["reflectivity2"])
         elif fmt.profile == "RNG19_RFL8_SIG16_NIR16_DUAL":
             for s in ("", "2"):  # reflectivity rides in the top byte of the range word
                 put("range" + s, np.minimum(img["range" + s], rng_max) | img["reflectivity" + s] << 24)
                 put("signal" + s, img["signal" + s])
+            put("nir", img["nir"])
         else:
             put("range", np.minimum(img["range"], rng_max))
             put("signal", img["signal"])
+            put("nir", img["nir"])
         if fmt.profile != "RNG19_RFL8_SIG16_NIR16_DUAL":
             put("reflectivity", img["reflectivity"])
         if fmt.profile == "LEGACY":
@@ -214,7 +252,7 @@ class OusterPacketizer:
         else:
             cols["status"] = valid
             pk["type"] = 1
-            pk["fid"] = scan.index & 0xFFFF
+            pk["fid"] = scan.index & (0xFFFFFFFF if fmt.profile in FUSA_HEADER else 0xFFFF)
             pk["init"] = np.frombuffer(fmt.init_id.to_bytes(3, "little"), np.uint8)
             pk["sn"] = np.frombuffer(fmt.prod_sn.to_bytes(5, "little"), np.uint8)
         raw = pk.view(np.uint8).reshape(len(pk), -1)
@@ -257,7 +295,8 @@ def _factory(opts: SinkOptions, meta_out: Path | None) -> Callable[[SinkContext]
 
 @register_sink("ouster-pcap")
 def ouster_pcap_sink(target: str, options: dict[str, str]) -> PacketPcapSink:
-    """``--sink ouster-pcap:out.pcap[,metadata=real.json][,profile=LEGACY|RNG19|RNG15|DUAL]``: packets,
+    """``--sink ouster-pcap:out.pcap[,metadata=real.json][,profile=LEGACY|RNG19|RNG15|DUAL|RNG15_DUAL|FUSA]``:
+    packets,
     and ``out.json`` beside them."""
     opts = SinkOptions("ouster-pcap", options, {"metadata", "epoch_ns", "profile"})
     path = Path(target)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,18 @@ from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.pcap import slots_per_scan
 
 __all__ = [
+    "DUAL_PROFILES",
+    "FUSA_HEADER",
+    "NIR_COUNTS_PER_W",
     "PIXEL_BYTES",
     "PROFILES",
     "OusterFormat",
     "complete_metadata",
+    "flat_view",
+    "nir_counts",
     "ouster_format",
     "read_metadata",
+    "shift_spread",
 ]
 
 PROFILES = {
@@ -42,6 +49,8 @@ PROFILES = {
     "RNG19": "RNG19_RFL8_SIG16_NIR16",
     "RNG15": "RNG15_RFL8_NIR8",
     "DUAL": "RNG19_RFL8_SIG16_NIR16_DUAL",
+    "RNG15_DUAL": "RNG15_RFL8_NIR8_DUAL",
+    "FUSA": "FUSA_RNG15_RFL8_NIR8_DUAL",
 }
 """Short name (the sink's ``profile=`` option) -> Ouster's ``udp_profile_lidar``."""
 PIXEL_BYTES = {
@@ -49,14 +58,31 @@ PIXEL_BYTES = {
     "RNG19_RFL8_SIG16_NIR16": 12,
     "RNG15_RFL8_NIR8": 4,
     "RNG19_RFL8_SIG16_NIR16_DUAL": 16,
+    "RNG15_RFL8_NIR8_DUAL": 8,
+    "FUSA_RNG15_RFL8_NIR8_DUAL": 8,
 }
 """Bytes a pixel (channel) takes in each profile's packets."""
+DUAL_PROFILES = frozenset(p for p in PIXEL_BYTES if p.endswith("_DUAL"))
+"""Profiles with a second return in every pixel."""
+FUSA_HEADER = frozenset({"FUSA_RNG15_RFL8_NIR8_DUAL"})
+"""Profiles whose packets carry the FUSA packet header (ouster-sdk's ``HeaderType::FUSA``: packet type
+u8 at byte 0, initialization id u24 at 1, frame id u32 at 4, serial number u40 at 11)."""
 COLUMNS_PER_PACKET = (8, 16, 32, 64)
-ALTITUDE_TOLERANCE_DEG = 2.0
+ALTITUDE_TOLERANCE_DEG = 2.5
 """Largest beam altitude difference between a file and the preset: units of one model differ by up to
-~1.2 deg (OS1-128: 21.3 to 22.5 deg at the top beam), other models by 10 deg and more."""
+~2 deg (OS1-128 files of ouster-sdk's tests: top beam 21.3 deg at fw 2.4, 20.5 deg at fw 3.0 (42.4 deg
+fan), the preset's 22.5 deg), other models by 10 deg and more (OS-2 11 deg, OS-0 24 deg). Within it,
+ouster-sdk puts our rows at the file's altitudes: up to that many degrees from where we cast them."""
+SHIFT_TOLERANCE_COLUMNS = 1.5
+"""Largest spread of ``pixel_shift_by_row`` against the beam azimuths (rounding gives up to 1 column)
+before a warning: of ouster-sdk's test files only firmware 1.14's exceed it (1.3 to 15.4 columns)."""
 INIT_ID = 1
 PROD_SN = 992000000001
+NIR_COUNTS_PER_W = 3.0e11
+"""Near-IR counts per watt of ambient power on the detector (1 nW -> 300 counts; at 850 nm and a
+1024x10 column's 97.7 us, 1 nW is 4.2e5 photons, so an effective detection efficiency of 7e-4). Set
+so full summer sun (100 klx) on the street scene gives NEAR_IR of the order of ouster-sdk's sample
+recordings (docs/ouster-metadata.md): median ~900, 95th percentile ~1500 counts."""
 _NESTED = ("beam_intrinsics", "config_params", "lidar_data_format", "sensor_info")
 
 
@@ -90,6 +116,11 @@ class OusterFormat:
         return list(range(a, b + 1)) if a <= b else [*range(a, w), *range(0, b + 1)]
 
 
+def nir_counts(ambient_w: np.ndarray) -> np.ndarray:
+    """Ambient power (W) on the detector -> an Ouster's near-IR / ambient counts (int64, 0..65535)."""
+    return np.clip(np.round(np.asarray(ambient_w, np.float64) * NIR_COUNTS_PER_W), 0, 65535).astype(np.int64)
+
+
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The JSON object of an Ouster metadata file (a FieldError naming the file if it is not one)."""
     p = Path(path)
@@ -102,7 +133,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _flat_view(given: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+def flat_view(given: dict[str, Any]) -> dict[str, tuple[str, Any]]:
     """Every field we use, from any layout: ``name -> (path in the file, value)``."""
     out: dict[str, tuple[str, Any]] = {}
 
@@ -117,7 +148,7 @@ def _flat_view(given: dict[str, Any]) -> dict[str, tuple[str, Any]]:
     beam = ("beam_altitude_angles", "beam_azimuth_angles", "lidar_origin_to_beam_origin_mm",
             "beam_to_lidar_transform")  # fmt: skip
     fmt = ("columns_per_frame", "columns_per_packet", "column_window", "pixels_per_column",
-           "pixel_shift_by_row", "udp_profile_lidar", "udp_profile_imu", "fps")  # fmt: skip
+           "pixel_shift_by_row", "udp_profile_lidar", "udp_profile_imu", "fps", "header_type")  # fmt: skip
     info = ("prod_sn", "initialization_id", "prod_line", "prod_pn", "build_rev", "build_date",
             "image_rev", "status")  # fmt: skip
     cfg = ("lidar_mode", "udp_port_lidar", "udp_port_imu", "udp_dest", "udp_profile_lidar",
@@ -131,6 +162,13 @@ def _flat_view(given: dict[str, Any]) -> dict[str, tuple[str, Any]]:
     take("data_format", fmt)  # firmware 2.x flat layout
     take(None, beam + info + cfg + ("lidar_to_sensor_transform", "imu_to_sensor_transform"))
     return out
+
+
+def shift_spread(shift: list[int], az_deg: list[float], cols: int) -> float:
+    """How far (columns) ``pixel_shift_by_row`` strays from the beam azimuths, a constant offset aside
+    (firmware before 2.4 writes its shifts counted from the smallest, so a constant is normal)."""
+    d = np.asarray(shift, np.float64) - np.asarray(az_deg, np.float64) * cols / 360.0
+    return float(np.ptp(d)) if d.size else 0.0
 
 
 def _default_shift(az_deg: list[float], cols: int) -> list[int]:
@@ -151,7 +189,7 @@ def complete_metadata(
     ``udp_profile_lidar`` name) sets the packet profile where ``given`` has none; where both name one
     they must agree. Errors are FieldErrors naming ``source`` and the field.
     """
-    g = _flat_view(given or {})
+    g = flat_view(given or {})
     cols = slots_per_scan(preset)
     fps = round(preset.scan.rotation_hz or 10)
     h = preset.n_rings
@@ -200,6 +238,11 @@ def complete_metadata(
         raise bad("udp_profile_lidar", f"'{prof}' is not written; supported: {', '.join(PIXEL_BYTES)}")
     if wanted is not None and wanted != prof:
         raise bad("udp_profile_lidar", f"{prof}, but the sink was asked for profile={profile}")
+    header = "FUSA" if prof in FUSA_HEADER else "STANDARD"
+    if str(val("header_type", header)) != header:
+        raise bad(
+            "header_type", f"{val('header_type', header)}: profile {prof} is sent with {header} headers"
+        )
 
     cpp = int(val("columns_per_packet", 16))
     if cpp not in COLUMNS_PER_PACKET or cols % cpp:
@@ -210,6 +253,14 @@ def complete_metadata(
     shift = [int(v) for v in val("pixel_shift_by_row", _default_shift(az, cols))]
     if len(shift) != h:
         raise bad("pixel_shift_by_row", f"{len(shift)} rows; preset {preset.name} has {h} beams")
+    spread = shift_spread(shift, az, cols)
+    if spread > SHIFT_TOLERANCE_COLUMNS:
+        warnings.warn(
+            f"{source}: {where('pixel_shift_by_row')} disagrees with the beam azimuths by up to "
+            f"{spread:.1f} columns: the packets follow the azimuths, so ouster-sdk's destagger with this "
+            "file leaves rows that far apart (as it would the real sensor's)",
+            stacklevel=2,
+        )
     try:
         init_id = int(val("initialization_id", INIT_ID))
         sn = int(str(val("prod_sn", PROD_SN)))
@@ -282,6 +333,8 @@ def complete_metadata(
     )
     if val("udp_dest", ""):  # an empty udp_dest makes ouster-sdk 1.0 read no frame at all
         out["config_params"]["udp_dest"] = str(val("udp_dest", ""))
+    if header == "FUSA":  # firmware 3.2+ names it; ouster-sdk infers it from the profile otherwise
+        out["lidar_data_format"]["header_type"] = header
     out.setdefault("calibration_status", {})
     return out
 

@@ -12,6 +12,10 @@ Published, with ROS 2's conventions (DDS topic ``rt/`` + name, type ``pkg::msg::
   as ``tf2_ros::StaticTransformBroadcaster`` publishes it, so a node that starts later still gets it;
 - ``/clock``: ``rosgraph_msgs/Clock``, the sim time at the end of every scan (for ``use_sim_time``).
 
+Each writer's USER_DATA carries its type's ROS 2 hash (``typehash=RIHS01_...;``) and the participant's
+``enclave=/;``, as rmw_cyclonedds_cpp sets them (:mod:`rt_lidar.sinks.ros2_hash`), so ``ros2 topic info
+-v`` shows the type hash and Iron/Jazzy nodes see matching types.
+
 Cloud stamps follow the run's ``--stamp`` clock (:meth:`~rt_lidar.sinks.base.SinkContext.stamp_offset_ns`):
 sim time since 0, as ``/clock`` counts it, or the wall clock. The domain is ``domain=`` or else
 ``ROS_DOMAIN_ID`` (0 when unset); which network interfaces DDS uses is Cyclone DDS's configuration
@@ -56,7 +60,7 @@ def cloud_message(scan: Scan, layout: np.dtype, frame: str, stamp_ns: int) -> An
         height=1, width=n,
         fields=[PointField(name=nm, offset=o, datatype=d, count=1) for nm, o, d in cloud_fields(layout)],
         is_bigendian=False, point_step=layout.itemsize, row_step=layout.itemsize * n,
-        data=cloud_bytes(scan.points, layout).tobytes(), is_dense=True,
+        data=cloud_bytes(scan.points, layout, scan.extras.get("ambient_w")).tobytes(), is_dense=True,
     )  # fmt: skip
 
 
@@ -108,6 +112,7 @@ class Ros2Sink:
         from cyclonedds.qos import Policy, Qos
         from cyclonedds.topic import Topic
 
+        from rt_lidar.sinks.ros2_hash import endpoint_user_data, participant_user_data
         from rt_lidar.sinks.ros2_types import Clock, PointCloud2, TFMessage
 
         self.layout = cloud_layout(context.preset, self.fields)
@@ -122,14 +127,17 @@ class Ros2Sink:
             xcdr1,
         )
         clock = Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(1), xcdr1)
-        dp = DomainParticipant(self.domain)
+        dp = DomainParticipant(self.domain, qos=Qos(Policy.Userdata(participant_user_data())))
         self._participant = dp
         for key, name, kind, qos in (
             ("cloud", self.topic, PointCloud2, sensor_data),
             ("tf_static", "/tf_static", TFMessage, static),
             ("clock", "/clock", Clock, clock),
         ):
-            self._writers[key] = DataWriter(dp, Topic(dp, dds_topic(name), kind, qos=qos), qos=qos)
+            topic = Topic(dp, dds_topic(name), kind, qos=qos)
+            # rmw_cyclonedds_cpp announces the REP-2011 type hash in each endpoint's USER_DATA
+            wqos = Qos(*qos, Policy.Userdata(endpoint_user_data(kind)))
+            self._writers[key] = DataWriter(dp, topic, qos=wqos)
         stamp0 = 0 if context.stamp == "sim" else time.time_ns()
         self._writers["tf_static"].write(mount_message(context.mount, self.base, self.frame, stamp0))
 

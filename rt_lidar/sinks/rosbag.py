@@ -27,6 +27,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
+from rt_lidar.sinks.ouster_meta import nir_counts
 
 __all__ = [
     "CLOUD_DTYPE",
@@ -71,7 +72,7 @@ def _padded(fields: list[tuple[str, str, int]], itemsize: int) -> np.dtype:
 OUSTER_DTYPE = _padded(_OUSTER, 48)
 """ouster-ros's point (``ouster_ros::Point``, EIGEN_ALIGN16, 48 bytes): x, y, z (+4 pad), intensity
 float32, t uint32 ns from the scan start, reflectivity uint16 (0..100 Lambertian, above: retro),
-ring uint16, ambient uint16 (0 here: no sunlight channel), range uint32 mm."""
+ring uint16, ambient uint16 (near-IR counts of the sunlight, 0 at night), range uint32 mm."""
 OUSTER_DTYPE_ALL = _padded(_OUSTER + _OURS_IN_PAD, 48)
 """ouster-ros's point with the rest of our point type in its padding: return_id, flags uint8 at 36, 37,
 segment uint32 at 40 (still 48 bytes, so ouster-ros consumers read it unchanged)."""
@@ -101,8 +102,12 @@ def cloud_fields(layout: np.dtype) -> list[tuple[str, int, int]]:
     return [(name, int(spec[1]), _PF_TYPE[spec[0].str]) for name, spec in (layout.fields or {}).items()]
 
 
-def cloud_bytes(points: np.ndarray, layout: np.dtype = CLOUD_DTYPE) -> np.ndarray:
-    """Our points -> the PointCloud2 ``data`` bytes (uint8) of ``layout`` (padding bytes are zero)."""
+def cloud_bytes(
+    points: np.ndarray, layout: np.dtype = CLOUD_DTYPE, ambient_w: np.ndarray | None = None
+) -> np.ndarray:
+    """Our points -> the PointCloud2 ``data`` bytes (uint8) of ``layout`` (padding bytes are zero);
+    ouster-ros's ``ambient`` is the near-IR counts of each point's ``ambient_w`` (``Scan.extras``; 0
+    without one: night)."""
     padded = layout.itemsize > sum(f[0].itemsize for f in (layout.fields or {}).values())
     out = np.zeros(points.size, layout) if padded else np.empty(points.size, layout)
     for name in layout.names or ():
@@ -117,7 +122,7 @@ def cloud_bytes(points: np.ndarray, layout: np.dtype = CLOUD_DTYPE) -> np.ndarra
             xyz = [points[c].astype(np.float64) for c in ("x", "y", "z")]
             out[name] = np.round(np.sqrt(xyz[0] ** 2 + xyz[1] ** 2 + xyz[2] ** 2) * 1000.0)
         elif name == "ambient":
-            out[name] = 0
+            out[name] = 0 if ambient_w is None else nir_counts(ambient_w)
         else:
             out[name] = points[name]
     return out.view(np.uint8)
@@ -230,7 +235,7 @@ class RosbagSink:
         pf = types["sensor_msgs/msg/PointField"]
         layout = self.layout
         fields = [pf(name=n, offset=o, datatype=d, count=1) for n, o, d in cloud_fields(layout)]
-        data = cloud_bytes(scan.points, layout)
+        data = cloud_bytes(scan.points, layout, scan.extras.get("ambient_w"))
         msg = types["sensor_msgs/msg/PointCloud2"](
             header=header, height=1, width=scan.points.size, fields=fields, is_bigendian=False,
             point_step=layout.itemsize, row_step=layout.itemsize * scan.points.size,

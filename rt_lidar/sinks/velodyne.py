@@ -75,16 +75,17 @@ class VelodyneModel:
     """Blocks one firing of all lasers fills (HDL-64E: upper and lower bank)."""
     last_first: bool = True
     """Dual return: the last-return block(s) of a firing come before the strongest ones."""
-    position_layout: str = "puck"
-    """Position packet layout (:mod:`rt_lidar.sinks.velodyne_position`): ``puck`` or ``hdl``."""
+    position_layout: str | None = "vlp16"
+    """Position packet layout (:data:`rt_lidar.sinks.velodyne_position.LAYOUTS`); None: the model
+    sends none (the HDL-64E)."""
 
 
 MODELS: dict[str, VelodyneModel] = {
     "velodyne-vlp16": VelodyneModel("VLP-16", 0x22, 16, 2, 0.002),
-    "velodyne-vlp32c": VelodyneModel("VLP-32C", 0x28, 32, 1, 0.004),
-    "velodyne-hdl32": VelodyneModel("HDL-32E", 0x21, 32, 1, 0.002, position_layout="hdl"),
+    "velodyne-vlp32c": VelodyneModel("VLP-32C", 0x28, 32, 1, 0.004, position_layout="vlp32c"),
+    "velodyne-hdl32": VelodyneModel("HDL-32E", 0x21, 32, 1, 0.002, position_layout="hdl32"),
     "velodyne-hdl64": VelodyneModel(
-        "HDL-64E", None, 64, 1, 0.002, banks=2, last_first=False, position_layout="hdl"
+        "HDL-64E", None, 64, 1, 0.002, banks=2, last_first=False, position_layout=None
     ),
 }
 RETURN_MODE_BYTE = {"strongest": 0x37, "last": 0x38, "dual": 0x39}
@@ -106,7 +107,8 @@ class VelodynePacketizer:
     """Scans -> Velodyne data packets (+ position packets at ``position_hz``), in send order.
 
     ``position_hz=None``: the model's rate (a puck: one every 14 single-return data packets, ~54 Hz
-    for a VLP-16 at 10 Hz; an HDL: 1 Hz); 0: none. ``origin``: latitude and longitude of the world's
+    for a VLP-16 at 10 Hz; the HDL-32E: 1 Hz; the HDL-64E: none, and asking for them is a
+    ConfigError); 0: none. ``origin``: latitude and longitude of the world's
     origin for the fixes.
     """
 
@@ -135,10 +137,16 @@ class VelodynePacketizer:
         self.n_returns = 2 if self.mode == "dual" else 1
         self.blocks_per_group = self.model.banks * self.n_returns
         self.cols_per_packet = 12 * self.model.sequences_per_block // self.blocks_per_group
+        layout = self.model.position_layout
+        if layout is None and position_hz:
+            raise ConfigError(
+                f"{self.model.name}: sends no position packets (its GPS time and status ride in every "
+                "data packet's last 6 bytes, HDL-64E S3 manual); drop position_hz"
+            )
         if position_hz is None:
             single_cpp = 12 * self.model.sequences_per_block // self.model.banks
             per_s = self.slots * 1e9 / self.period_ns / single_cpp
-            position_hz = per_s / POSITION_RATIO if self.model.position_layout == "puck" else 1.0
+            position_hz = 0.0 if layout is None else per_s / POSITION_RATIO if layout != "hdl32" else 1.0
         self.position_period_ns = round(1e9 / position_hz) if position_hz > 0 else 0
         self.track = PositionTrack(*origin)
         self._sentence: tuple[int, bytes] = (-1, b"")
@@ -294,7 +302,9 @@ class VelodynePacketizer:
             if self._sentence[0] != second:  # the GPS's sentence changes once a second
                 fix = self.track.fix(second - self.epoch_ns)
                 self._sentence = (second, gprmc(second, fix))
-            pk = position_packet(wall, self._sentence[1], self.model.position_layout, t // 1_000_000_000)
+            layout = self.model.position_layout
+            assert layout is not None
+            pk = position_packet(wall, self._sentence[1], layout, t // 1_000_000_000)
             rows.append(np.frombuffer(pk, np.uint8))
         return PacketBatch("position", np.stack(rows), times)
 

@@ -34,11 +34,11 @@ STREAM_BYTES = 1820
 _RECORD = 28
 _TAIL = 28
 _MULTI_RETURN = {"strongest": 0, "last": 1, "dual": 2}
-_GPS_STATUS = ord("A")  # the $GPRMC validity our position packets report
+_GPS_STATUS = ord("A")  # S3 manual Appendix E: "A" = GPS receiving both sync signal and NMEA record
 _TEMPERATURE_C = 30
 _FIRMWARE = 1
 _NOISE_THRESHOLD = 24
-_WARNINGS = 0x60  # PPS present, GPS time present (our position packets report a locked PPS)
+_WARNINGS = 0x60  # PPS present, GPS time present (the simulated GPS is locked)
 _POWER_LEVEL = 0xA0
 
 

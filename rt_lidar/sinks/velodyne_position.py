@@ -1,19 +1,30 @@
 """Velodyne position (telemetry) packets: the 512-byte payload a sensor sends to port 8308.
 
-Layouts, as the user manuals give them (payload offsets, the 42-byte UDP/IP header left out):
-- VLP-16 / VLP-32C (``"puck"``; 63-9243 Rev D/E and the VLP-32C manual): 0-186 reserved; 187
-  temperature of the top board, 188 of the bottom board, 189 temperature when the ADC calibration
-  last ran (u8 deg C); 190-191 change in temperature since that calibration (int16); 192-195 seconds
-  since it (u32); 196 reason for it (1: power-on); 197 ADC calibration status bits; 198-201 timestamp
-  (u32 microseconds past the hour); 202 PPS status (0 absent, 1 synchronizing, 2 locked, 3 error);
-  203 thermal status (1: shut down); 204 last shutdown temperature; 205 temperature at power-up;
-  206-333 the last NMEA ``$GPRMC`` sentence, CR LF terminated and NUL padded; 334-511 reserved.
-  "The ratio of data packets to position packets is about 14 to 1": one every 14 data packets'
-  time. The GPS sends its sentence once a second, after the PPS edge, so consecutive position
-  packets repeat the sentence of the last whole second while their timestamps advance.
-- HDL-32E / HDL-64E (``"hdl"``): the timestamp at 198 and the ``$GPRMC`` sentence at 206 (72 bytes);
-  the HDL-32E's gyro/accelerometer words (bytes 14-37) are left zero, as is everything else; one a
-  second.
+Layouts, as each model's user manual gives them (payload offsets, the 42-byte UDP/IP header left out):
+
+- VLP-16 (``"vlp16"``; VLP-16 User Manual 63-9243 Rev D, section 9.3.3 "Position Packet Structure",
+  Table 9-3, whose offsets count the 42-byte header): 0-197 unused (null bytes); 198-201 timestamp
+  (u32 microseconds past the hour); 202 PPS status (Table 9-4: 0 none, 1 synchronizing, 2 locked,
+  3 error); 203-205 unused; 206- the NMEA ``$GPRMC`` sentence, CR LF terminated, null padded to the end
+  of the payload. That manual lists no temperatures, so none are written.
+- VLP-32C (``"vlp32c"``; VLP-32C User Manual, "Position Packet Structure Field Offsets" table, p. 60;
+  the VLS-128 manual's Table 9-2 is the same): 0-186 reserved; 187 (0xBB) temperature of the top
+  board, 188 of the bottom board, 189 temperature when the ADC calibration last ran (u8 deg C);
+  190-191 change in temperature since that calibration (int16); 192-195 seconds since it (u32); 196
+  reason for it (1: power-on); 197 ADC calibration status bits; 198-201 (0xC6) timestamp; 202 (0xCA)
+  PPS status; 203 thermal status (1: shut down); 204 last shutdown temperature; 205 temperature at
+  power-up; 206-333 (0xCE-0x14D) the NMEA sentence, 128 bytes; 334-511 reserved.
+- HDL-32E (``"hdl32"``; HDL-32E User's Manual, Appendix B "Positioning Packet", Figure B3): the GPS
+  timestamp at 198 and the ``$GPRMC`` sentence at 206 (72 bytes). Its three gyro / temperature /
+  accelerometer words (bytes 14-37) are left zero (the motion is not written there); one a second.
+- HDL-64E: no position packet. The HDL-64E S3 manual (63-HDL64ES3 Rev K, "Packet Format and Status
+  Byte for GPS Time Stamping", and Appendix E) carries GPS time and status in the last 6 bytes of every
+  data packet (timestamp, then a rotating status type and value: H M S D N Y G ...), which
+  :mod:`rt_lidar.sinks.velodyne_hdl64` writes; asking it for position packets is a ConfigError.
+
+Puck manuals: "the ratio of data packets to position packets is about 14 to 1": one every 14 data
+packets' time. The GPS sends its sentence once a second, after the PPS edge, so consecutive position
+packets repeat the sentence of the last whole second while their timestamps advance.
 
 The fix follows the vehicle: the sim world's x/y (metres, x east, y north) around a configurable
 origin (latitude, longitude), speed over ground and course from the sensor's motion between scans.
@@ -27,14 +38,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GpsFix", "PositionTrack", "gprmc", "nmea_checksum", "position_packet"]
+__all__ = ["LAYOUTS", "GpsFix", "PositionTrack", "gprmc", "nmea_checksum", "position_packet"]
 
 _HOUR_US = 3_600_000_000
 _EARTH_M = 6_378_137.0
 _KNOT_MPS = 1852.0 / 3600.0
 PPS_LOCKED = 2
 TEMPERATURES_C = {"top": 45, "bottom": 40, "adc_calibration": 38, "power_up": 38}
-"""The board temperatures a puck reports (steady state, no thermal shutdown)."""
+"""The board temperatures a VLP-32C reports (steady state, no thermal shutdown)."""
+LAYOUTS = {"vlp16": 128, "vlp32c": 128, "hdl32": 72}
+"""Position packet layouts (module docstring) -> the room for the NMEA sentence at byte 206."""
 
 
 @dataclass(frozen=True)
@@ -89,26 +102,28 @@ def gprmc(second_ns: int, fix: GpsFix) -> bytes:
 def position_packet(
     wall_ns: int,
     fix: GpsFix | bytes,
-    layout: str = "puck",
+    layout: str = "vlp32c",
     uptime_s: int = 0,
     pps: int = PPS_LOCKED,
 ) -> bytes:
-    """The 512-byte position payload assembled at ``wall_ns`` (ns since the Unix epoch), carrying the
-    sentence of the last whole second (``fix``: that second's fix, or its sentence already built)."""
+    """The 512-byte position payload assembled at ``wall_ns`` (ns since the Unix epoch) in ``layout``
+    (:data:`LAYOUTS`), carrying the sentence of the last whole second (``fix``: that second's fix, or
+    its sentence already built)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"position packet layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
     buf = bytearray(512)
     buf[198:202] = int((wall_ns // 1000) % _HOUR_US).to_bytes(4, "little")
     sentence = fix if isinstance(fix, bytes) else gprmc(wall_ns - wall_ns % 1_000_000_000, fix)
-    if layout == "puck":
+    if layout in ("vlp16", "vlp32c"):
+        buf[202] = pps
+    if layout == "vlp32c":
         temp = TEMPERATURES_C
         buf[187], buf[188], buf[189] = temp["top"], temp["bottom"], temp["adc_calibration"]
         buf[190:192] = (temp["bottom"] - temp["adc_calibration"]).to_bytes(2, "little", signed=True)
         buf[192:196] = int(uptime_s).to_bytes(4, "little")
         buf[196] = 1  # calibrated at power-on, not since
-        buf[202] = pps
         buf[205] = temp["power_up"]
-        assert len(sentence) <= 128
-    else:
-        assert len(sentence) <= 72
+    assert len(sentence) <= LAYOUTS[layout]
     buf[206 : 206 + len(sentence)] = sentence
     return bytes(buf)
 

@@ -187,6 +187,8 @@ def test_demo_with_sun_and_beam_options(tmp_path):
     pc = PointCloud.from_path(sorted((out / "scans").glob("*.pcd"))[0])
     ret = pc.numpy(["return_id"])[:, 0]
     assert set(np.unique(ret).tolist()) <= {0, 1}
+    ambient = pc.numpy(["ambient_w"])[:, 0]  # the sunlight on each point's pulse, a PCD field
+    assert (ambient > 0).mean() > 0.3 and float(ambient.max()) < 1e-6
     with pytest.raises(SystemExit):
         main([*args, "--sub-rays", "0"])
 

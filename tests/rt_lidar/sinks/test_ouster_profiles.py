@@ -41,7 +41,7 @@ res["given"] = np.array([str(g.format.udp_profile_lidar), g.format.columns_per_p
                          g.format.column_window[0], g.format.column_window[1], g.init_id, g.sn], object)
 frames = [fs[0] for fs in open_source(pcap, meta=[meta], index=False)]
 res["n"] = np.array(len(frames))
-for name in ("RANGE", "REFLECTIVITY", "SIGNAL", "RANGE2", "REFLECTIVITY2", "SIGNAL2"):
+for name in ("RANGE", "REFLECTIVITY", "SIGNAL", "RANGE2", "REFLECTIVITY2", "SIGNAL2", "NEAR_IR"):
     if frames and frames[0].has_field(name):
         res[name] = np.stack([f.field(name).astype(np.int64) for f in frames])
 if frames:
@@ -188,7 +188,8 @@ def test_beam_azimuths_of_the_file_move_points_to_their_columns(tmp_path, pipeli
     unshifted["beam_intrinsics"]["beam_azimuth_angles"] = [-float(a) for a in preset.azimuth_offsets_deg]
     (tmp_path / "unshifted.json").write_text(json.dumps(unshifted))
     (tmp_path / "file.json").write_text(json.dumps(meta))  # os.json is rewritten by the next run
-    pcap = _write(tmp_path, "OS1-64", [scan], {"metadata": str(tmp_path / "unshifted.json")})
+    with pytest.warns(UserWarning, match="pixel_shift_by_row disagrees with the beam azimuths"):
+        pcap = _write(tmp_path, "OS1-64", [scan], {"metadata": str(tmp_path / "unshifted.json")})
     wrong = _azimuth_error(_decode(tmp_path, pcap, tmp_path / "file.json", name), meta, scan)
     assert np.median(err) < 0.15 and np.percentile(err, 99.9) < 0.18
     # off by the 0.1-1.1 deg between the file's beam azimuths and the preset's (0.5 deg median)
@@ -261,9 +262,16 @@ def test_preset_and_metadata_mismatch_is_a_field_error(tmp_path):
     with pytest.raises(FieldError, match="lidar_mode': 1024x20"):
         metadata_for(os64, nested)
     nested["config_params"]["lidar_mode"] = "1024x10"
-    nested["lidar_data_format"]["udp_profile_lidar"] = "FUSA_RNG15_RFL8_NIR8_DUAL"
-    with pytest.raises(FieldError, match=r"lidar_data_format\.udp_profile_lidar': 'FUSA"):
+    nested["lidar_data_format"]["udp_profile_lidar"] = "RNG19_RFL8_SIG16_NIR16_RGB16"
+    with pytest.raises(
+        FieldError, match=r"lidar_data_format\.udp_profile_lidar': 'RNG19_RFL8_SIG16_NIR16_RGB16"
+    ):
         metadata_for(os64, nested)
+    nested["lidar_data_format"]["udp_profile_lidar"] = "FUSA_RNG15_RFL8_NIR8_DUAL"
+    nested["lidar_data_format"]["header_type"] = "STANDARD"
+    with pytest.raises(FieldError, match=r"header_type': STANDARD: profile FUSA_RNG15_RFL8_NIR8_DUAL"):
+        metadata_for(os64, nested)
+    del nested["lidar_data_format"]["header_type"]
     nested["lidar_data_format"]["udp_profile_lidar"] = "RNG19_RFL8_SIG16_NIR16_DUAL"
     with pytest.raises(FieldError, match="asked for profile=RNG19"):
         metadata_for(os64, nested, profile="RNG19")

@@ -137,6 +137,7 @@ def _live_frames(tmp_path: Path, host: str, n: int) -> dict[str, np.ndarray]:
             "RNG19_RFL8_SIG16_NIR16_DUAL",
             "cmd",
         ),
+        ("127.0.0.4", ",profile=FUSA", "FUSA_RNG15_RFL8_NIR8_DUAL", "config"),  # FUSA packet header
     ],
 )
 def test_ouster_sdk_live_client_reads_frames(tmp_path, pipeline_scans, host, options, profile, api):
@@ -162,10 +163,13 @@ def test_ouster_sdk_live_client_reads_frames(tmp_path, pipeline_scans, host, opt
     assert len(got["ids"]) == 3 and np.all(np.diff(got["ids"]) == 1)  # consecutive whole frames
     for k, fid in enumerate(got["ids"].tolist()):
         img = state.packetizer.image(sensor.written[fid])
-        np.testing.assert_array_equal(got["RANGE"][k], img["range"])
+        rng, rng2 = img["range"], img["range2"]
+        if profile.startswith("FUSA"):  # 8 mm units
+            rng, rng2 = (np.minimum((r + 4) >> 3, (1 << 15) - 1) << 3 for r in (rng, rng2))
+        np.testing.assert_array_equal(got["RANGE"][k], rng)
         np.testing.assert_array_equal(got["REFLECTIVITY"][k], img["reflectivity"])
         if profile.endswith("_DUAL"):
-            np.testing.assert_array_equal(got["RANGE2"][k], img["range2"])
+            np.testing.assert_array_equal(got["RANGE2"][k], rng2)
     assert sensor.sink.sent["imu"] > 0
 
 
