@@ -109,6 +109,9 @@ class RunConfig:
     out: str = OUT_DIRS["demo"]
     sinks: tuple[str, ...] = ()
     """Extra ``KIND:TARGET[,key=value]`` outputs besides the scans' PCD + KITTI files."""
+    write_scans: bool = True
+    """Write every scan to ``out/scans`` as PCD + KITTI (``--no-scans``: only the sinks, e.g. a live
+    drive that streams to the viewer without filling the disk)."""
     progress: bool = True
     in_process: bool = False
     """Demo: cast into the world directly, without the bridge."""

@@ -95,6 +95,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         frames=args.frames,
         out=args.out,
         sinks=tuple(args.sinks),
+        write_scans=not args.no_scans,
         progress=not args.quiet,
         in_process=getattr(args, "in_process", False),
         shared_memory=args.shm,
@@ -248,6 +249,11 @@ def _add_run_arguments(p: argparse.ArgumentParser, command: str) -> None:
     )
     p.add_argument("--out", default=OUT_DIRS[command], help=f"output folder (default {OUT_DIRS[command]})")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-scans",
+        action="store_true",
+        help="do not write OUT/scans (PCD + KITTI): only the --sink outputs (a live drive, a HIL run)",
+    )
     add_weather_arguments(p)
     add_beam_arguments(p)
     add_sink_argument(p)

@@ -140,6 +140,7 @@ def drive_scans(
     post: Callable[[Scan], Scan] | None = None,
     stamp: str = "sim",
     mount: tuple[float, ...] | None = None,
+    write_scans: bool = True,
 ) -> RunResult:
     """Run ``pipeline`` until ``frames`` scans came out; every scan goes to ``out/scans`` as PCD + KITTI
     and to the extra ``sinks``; writes ``out/range_image.png``; returns the summary (the caller
@@ -149,13 +150,20 @@ def drive_scans(
     already written stay complete, the summary says what happened, and the error is returned.
     ``post`` transforms each finished scan before the sinks see it (the RINet stage). ``stamp`` is the
     clock every sink stamps with (``sim`` or ``wall``, see :class:`SinkContext`), ``mount`` the sensor's
-    pose on the vehicle (x, y, z, qw, qx, qy, qz) where the run knows it.
+    pose on the vehicle (x, y, z, qw, qx, qy, qz) where the run knows it. With ``write_scans`` off
+    nothing goes to ``out/scans``: only the extra ``sinks`` (which must then name at least one).
     """
     if frames < 1:
         raise ConfigError(f"--frames must be >= 1, got {frames}")
+    if not write_scans and not sinks:
+        raise ConfigError("--no-scans: give at least one --sink, or the scans go nowhere")
     scans_dir = out / "scans"
-    scans_dir.mkdir(parents=True, exist_ok=True)
-    sinks_ = [make_sink(s) for s in (f"pcd:{scans_dir}", f"kitti:{scans_dir}", *sinks)]
+    own = (f"pcd:{scans_dir}", f"kitti:{scans_dir}") if write_scans else ()
+    if write_scans:
+        scans_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+    sinks_ = [make_sink(s) for s in (*own, *sinks)]
     context = SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp)
     if mount is not None:
         context = dataclasses.replace(context, mount=tuple(mount))

@@ -42,7 +42,7 @@ def run_rig_demo_from_args(args: argparse.Namespace) -> int:
     opts = RigRunOptions(
         rig=args.rig, frames=args.frames, seed=args.seed, sim_hz=args.sim_hz, out=out, scene=args.scene,
         progress=not args.quiet, rosbag=not args.no_rosbag, crosstalk=args.crosstalk,
-        weather=weather_from_args(args), stream=stream,
+        weather=weather_from_args(args), stream=stream, write_scans=not args.no_scans,
     )  # fmt: skip
     print(json.dumps(run_rig_demo(opts), indent=2, default=str))
     return 0
@@ -90,6 +90,7 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
             summary = drive_rig(
                 loop, args.frames, out, bag=bag, stream=stream,
                 scenario={"run": {"airsim": args.airsim, "rig": args.rig}}, progress=not args.quiet,
+                write_scans=not args.no_scans,
             )  # fmt: skip
         finally:
             loop.close()

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.builder import build_world
@@ -47,6 +48,8 @@ class RigRunOptions:
     weather: WeatherConfig | None = None
     stream: str | None = None
     """A ZeroMQ endpoint publishing every sensor's scans (header ``sensor``), e.g. tcp://127.0.0.1:5555."""
+    write_scans: bool = True
+    """Write ``OUT/<sensor>/scans`` (``--no-scans``: only the bag, the stream and the rig's sinks)."""
 
 
 def write_mount_calib(path: Path, mount: Pose) -> None:
@@ -64,10 +67,17 @@ def drive_rig(
     stream: RigStream | None = None,
     scenario: dict[str, Any] | None = None,
     progress: bool = False,
+    write_scans: bool = True,
 ) -> dict[str, Any]:
-    """Step ``loop`` until every sensor wrote ``frames`` scans; returns (and writes) the summary."""
+    """Step ``loop`` until every sensor wrote ``frames`` scans; returns (and writes) the summary.
+
+    With ``write_scans`` off no sensor writes ``OUT/<sensor>/scans``: only the bag, the stream and the
+    rig file's own sinks (at least one of them must be there)."""
     if frames < 1:
         raise ValueError(f"--frames must be >= 1, got {frames}")
+    own_sinks = any(s.entry.sinks for s in loop.rig.sensors)
+    if not write_scans and bag is None and stream is None and not own_sinks:
+        raise ConfigError("--no-scans: the rig has no other output (no rosbag, no stream, no sinks)")
     rig = loop.rig
     fans: dict[str, SinkFanout] = {}
     stream_stats: dict[str, int] | None = None
@@ -78,9 +88,11 @@ def drive_rig(
             stream.open()
         for s in rig.sensors:
             scans_dir = out / s.name / "scans"
-            scans_dir.mkdir(parents=True, exist_ok=True)
+            (scans_dir if write_scans else out / s.name).mkdir(parents=True, exist_ok=True)
             write_mount_calib(out / s.name / "calib.txt", s.mount)
-            sinks: list[ScanSink] = [make_sink(f"pcd:{scans_dir}"), make_sink(f"kitti:{scans_dir}")]
+            sinks: list[ScanSink] = []
+            if write_scans:
+                sinks += [make_sink(f"pcd:{scans_dir}"), make_sink(f"kitti:{scans_dir}")]
             sinks += [make_sink(spec) for spec in s.entry.sinks]
             if bag is not None:
                 sinks.append(bag.sink(s.name))
@@ -156,7 +168,7 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
     try:
         return drive_rig(
             loop, opts.frames, out, bag=bag, stream=stream, scenario={"demo": asdict(opts)},
-            progress=opts.progress,
+            progress=opts.progress, write_scans=opts.write_scans,
         )  # fmt: skip
     finally:
         loop.close()

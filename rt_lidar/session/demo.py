@@ -97,6 +97,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                 opts.progress,
                 post=render_post if stage is not None else None,
                 stamp=opts.stamp,
+                write_scans=opts.write_scans,
                 mount=_mount_tuple(world.scene.sensor_mount),
             )
         finally:
@@ -129,6 +130,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                         True,
                         post=airsim_camera_post(stage, client) if stage is not None else None,
                         stamp=opts.stamp,
+                        write_scans=opts.write_scans,
                         mount=airsim_mount(client),
                     )
                 finally:

@@ -134,6 +134,7 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
                 stop_on=(ConnectionLost,),
                 post=_rinet_post(opts, client, preset.output.intensity_max),
                 stamp=opts.stamp,
+                write_scans=opts.write_scans,
                 mount=_mount(client, opts),
             )
         finally:

@@ -215,3 +215,18 @@ def test_serve_options_come_from_a_run_config() -> None:
     assert (args.preset, args.scene, args.seed) == (RunConfig().preset, RunConfig().scene, RunConfig().seed)
     with pytest.raises(ConfigError, match=r"serve: field 'port': must be in \[0, 65535\], got 70000"):
         ServeOptions.of_run(run, port=70000)
+
+
+def test_no_scans_sends_every_scan_to_the_sinks_only(tmp_path, capsys):
+    base = ["demo", "--in-process", "--preset", "VLP-16", "--frames", "2", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "full")]) == 0
+    assert main([*base, "--out", str(tmp_path / "live"), "--no-scans", "--sink", f"kitti:{tmp_path / 'k'}"]) == 0
+    assert not (tmp_path / "live" / "scans").exists()
+    assert json.loads((tmp_path / "live" / "config.json").read_text())["config"]["write_scans"] is False
+    full = sorted((tmp_path / "full" / "scans").glob("*.bin"))
+    sunk = sorted((tmp_path / "k").glob("*.bin"))
+    assert len(full) == len(sunk) == 2
+    assert [f.read_bytes() for f in full] == [f.read_bytes() for f in sunk]
+    capsys.readouterr()
+    assert main([*base, "--out", str(tmp_path / "none"), "--no-scans"]) == 2
+    assert "--no-scans: give at least one --sink" in capsys.readouterr().err

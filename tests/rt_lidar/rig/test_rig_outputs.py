@@ -153,3 +153,13 @@ def test_a_sensor_s_own_sinks(tmp_path: Path) -> None:
     summary = run_rig_demo(RigRunOptions(rig=str(rig), frames=1, out=str(tmp_path / "out"), progress=False))
     assert summary["sensors"]["solo"]["scans_written"] == 1
     assert len(list((tmp_path / "las").glob("*.la[sz]"))) == 1
+
+
+def test_no_scans_leaves_the_bag_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["demo", "--rig", str(EXAMPLE), "--frames", "1", "--quiet", "--no-scans"]
+    assert main([*argv, "--out", str(tmp_path / "bag")]) == 0
+    assert (tmp_path / "bag" / "rosbag").is_dir()
+    assert not any((tmp_path / "bag").glob("*/scans"))
+    capsys.readouterr()
+    assert main([*argv, "--out", str(tmp_path / "none"), "--no-rosbag"]) == 2
+    assert "--no-scans: the rig has no other output" in capsys.readouterr().err
