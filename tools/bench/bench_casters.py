@@ -31,8 +31,13 @@ Optional engines: ``pip install -e .[bench]`` (open3d, mitsuba).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
+import functools
+import importlib
+import itertools
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -42,15 +47,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from rt_lidar.pipeline.sources import _interpolated_sensor_poses, _rotate_f32  # noqa: E402
-from rt_lidar.sensor.presets import load_preset  # noqa: E402
-from rt_lidar.sensor.scan_pattern import firings_between, scan_period_ns  # noqa: E402
-from unreal_bridge.world import MeshObject, Scene, StaticTrajectory, World, street_scene  # noqa: E402
+from rt_lidar.pipeline.sources import _interpolated_sensor_poses, _rotate_f32
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.scan_pattern import firings_between, scan_period_ns
+from unreal_bridge.world import MeshObject, Scene, StaticTrajectory, World, street_scene
 
 HERE = Path(__file__).resolve().parent
 Rays = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -166,7 +170,7 @@ def packet_engine(lib: ctypes.CDLL, v: np.ndarray, f: np.ndarray, max_range: flo
 
 def open3d_engine(v: np.ndarray, f: np.ndarray, max_range: float) -> Cast:
     """Open3D RaycastingScene.cast_rays on (N, 6) rays, its own threads (nthreads=0: all cores)."""
-    import open3d as o3d
+    o3d: Any = importlib.import_module("open3d")
 
     scene = o3d.t.geometry.RaycastingScene()
     scene.add_triangles(o3d.core.Tensor(v), o3d.core.Tensor(f.astype(np.uint32)))
@@ -185,8 +189,8 @@ def open3d_engine(v: np.ndarray, f: np.ndarray, max_range: float) -> Cast:
 
 def mitsuba_engine(v: np.ndarray, f: np.ndarray, max_range: float, coherent: bool) -> Cast:
     """Mitsuba 3 (Dr.Jit LLVM backend) Scene.ray_intersect_preliminary, Dr.Jit's threads."""
-    import drjit as dr
-    import mitsuba as mi
+    dr: Any = importlib.import_module("drjit")
+    mi: Any = importlib.import_module("mitsuba")
 
     mi.set_variant("llvm_ad_rgb")
     mesh = mi.Mesh("m", v.shape[0], f.shape[0])
@@ -210,16 +214,27 @@ def mitsuba_engine(v: np.ndarray, f: np.ndarray, max_range: float, coherent: boo
     return cast
 
 
-def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float, object]:
-    """Best wall time of ``repeats`` runs, the CPU time of that run, and its result."""
-    best, cpu, out = np.inf, np.inf, None
+def _distances(cast: Cast, o: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return np.asarray(cast(o, d)[0])
+
+
+def timed_round_robin(
+    casts: dict[str, Callable[[], np.ndarray]], repeats: int
+) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
+    """Each cast ``repeats`` times, in turns (every cast once per round, so that a spell of load from
+    other work falls on all of them alike): the best wall time, the best CPU time (all threads of this
+    process) and the first run's distances of each."""
+    walls = dict.fromkeys(casts, np.inf)
+    cpus = dict.fromkeys(casts, np.inf)
+    results: dict[str, np.ndarray] = {}
     for _ in range(repeats):
-        c0, t0 = time.process_time(), time.perf_counter()
-        res = fn()
-        wall = time.perf_counter() - t0
-        if wall < best:
-            best, cpu, out = wall, time.process_time() - c0, res
-    return best, cpu, out
+        for label, fn in casts.items():
+            c0, t0 = time.process_time(), time.perf_counter()
+            res = fn()
+            walls[label] = min(walls[label], time.perf_counter() - t0)
+            cpus[label] = min(cpus[label], time.process_time() - c0)
+            results.setdefault(label, res)
+    return walls, cpus, results
 
 
 def agreement(ref: np.ndarray, dist: np.ndarray) -> float:
@@ -231,7 +246,9 @@ def agreement(ref: np.ndarray, dist: np.ndarray) -> float:
     return float(((rh != dh) | far).mean())
 
 
-def bench_scene(name: str, scene: Scene, preset: str, scans: int, repeats: int, t_freeze: float) -> dict:
+def bench_scene(
+    scene: Scene, preset: str, scans: int, repeats: int, t_freeze: float, sim_period: float
+) -> dict:
     """Every engine on one scene: a dict of per-engine entries plus the scene's facts."""
     live = World(scene)
     o, d, t_ray = lidar_rays(live, preset, scans)
@@ -251,7 +268,7 @@ def bench_scene(name: str, scene: Scene, preset: str, scans: int, repeats: int, 
     lib = packet_library()
     if lib is not None:
         for w in (1, 4, 8, 16):
-            engines[f"embree_packet{w}"] = lambda w=w: packet_engine(lib, v, f, max_range, w)
+            engines[f"embree_packet{w}"] = functools.partial(packet_engine, lib, v, f, max_range, w)
     for mod, label, make in (
         ("open3d", "open3d", lambda: open3d_engine(v, f, max_range)),
         ("mitsuba", "mitsuba_llvm", lambda: mitsuba_engine(v, f, max_range, coherent=False)),
@@ -263,44 +280,43 @@ def bench_scene(name: str, scene: Scene, preset: str, scans: int, repeats: int, 
             entry["engines"][label] = {"skipped": "not installed"}
             continue
         engines[label] = make
-    ref: np.ndarray | None = None
+    casts: dict[str, Callable[[], np.ndarray]] = {}
     for label, make in engines.items():
         b0 = time.perf_counter()
         try:
             cast = make()
+            cast(o[:4096], d[:4096])  # a JIT's compile, a lazy BVH build: not in the timed runs
         except Exception as exc:  # an engine that cannot run here is reported, not fatal
             entry["engines"][label] = {"skipped": f"{type(exc).__name__}: {exc}"}
             continue
-        build = time.perf_counter() - b0
-        wall, cpu, res = timed(lambda cast=cast: cast(o, d), repeats)
-        dist = np.asarray(res[0])  # type: ignore[index]
-        if ref is None:
-            ref = dist
-        entry["engines"][label] = {
-            "build_s": round(build, 3), "wall_s": round(wall, 4), "cpu_s": round(cpu, 4),
-            "mrays_per_s": round(n / wall / 1e6, 2), "hit_fraction": round(float(np.isfinite(dist).mean()), 4),
-            "mismatch_vs_embreex": round(agreement(ref, dist), 6),
-        }  # fmt: skip
-    assert ref is not None
-    pipeline = {
-        "world_cast_frozen": lambda: world.cast(o, d, t_freeze, max_range),
-        "world_cast_live": lambda: live.cast(o, d, t_ray, max_range),
-    }
-    for label, fn in pipeline.items():
-        wall, cpu, res = timed(fn, repeats)
-        dist = res.distance  # type: ignore[attr-defined]
-        entry["engines"][label] = {
-            "wall_s": round(wall, 4), "cpu_s": round(cpu, 4), "mrays_per_s": round(n / wall / 1e6, 2),
+        entry["engines"][label] = {"build_s": round(time.perf_counter() - b0, 3)}
+        casts[label] = functools.partial(_distances, cast, o, d)
+    frames = np.searchsorted(t_ray, np.arange(0.0, float(t_ray[-1]) + sim_period, sim_period))
+    batches = [slice(int(a), int(b)) for a, b in itertools.pairwise(frames) if b > a]
+    casts["world_cast_frozen"] = lambda: world.cast(o, d, t_freeze, max_range).distance
+    casts["world_cast_live"] = lambda: live.cast(o, d, t_ray, max_range).distance
+    casts["world_cast_live_frames"] = lambda: np.concatenate(
+        [live.cast(o[b], d[b], t_ray[b], max_range).distance for b in batches]
+    )
+    entry["frame_batch_rays"] = int(np.median([b.stop - b.start for b in batches]))
+    walls, cpus, results = timed_round_robin(casts, repeats)
+    ref = results["embreex"]
+    for label, dist in results.items():
+        e = entry["engines"].setdefault(label, {})
+        e.update({
+            "wall_s": round(walls[label], 4), "cpu_s": round(cpus[label], 4),
+            "mrays_per_s": round(n / walls[label] / 1e6, 2),
+            "mrays_per_cpu_s": round(n / cpus[label] / 1e6, 2),
             "hit_fraction": round(float(np.isfinite(dist).mean()), 4),
             "mismatch_vs_embreex": round(agreement(ref, dist), 6),
-        }  # fmt: skip
-    rates = {k: e["mrays_per_s"] for k, e in entry["engines"].items() if "mrays_per_s" in e}
-    engines_only = {k: r for k, r in rates.items() if not k.startswith("world_cast")}
-    fastest = max(engines_only, key=engines_only.__getitem__)
-    entry["fastest_engine"] = fastest
-    for label in pipeline:
-        entry[f"{label}_share_of_fastest"] = round(rates[label] / engines_only[fastest], 3)
-    entry["world_cast_frozen_share_of_embreex"] = round(rates["world_cast_frozen"] / rates["embreex"], 3)
+        })  # fmt: skip
+    for key, per in (("mrays_per_s", "wall"), ("mrays_per_cpu_s", "cpu")):
+        rates = {k: e[key] for k, e in entry["engines"].items() if key in e}
+        engines_only = {k: r for k, r in rates.items() if not k.startswith("world_cast")}
+        fastest = max(engines_only, key=engines_only.__getitem__)
+        entry[f"fastest_engine_by_{per}"] = fastest
+        for label in [k for k in rates if k.startswith("world_cast")]:
+            entry[f"{label}_share_of_fastest_by_{per}"] = round(rates[label] / engines_only[fastest], 3)
     return entry
 
 
@@ -313,7 +329,9 @@ def cpu_name() -> str:
     fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
     flags = fields.get("Flags", "").split()
     simd = [s for s in ("avx2", "avx512f") if s in flags]
-    return f"{fields.get('Model name', '?').strip()}, {fields.get('CPU(s)', '?').strip()} CPUs, {'+'.join(simd)}"
+    return (
+        f"{fields.get('Model name', '?').strip()}, {fields.get('CPU(s)', '?').strip()} CPUs, {'+'.join(simd)}"
+    )
 
 
 def versions() -> dict[str, str]:
@@ -322,10 +340,8 @@ def versions() -> dict[str, str]:
 
     out = {}
     for pkg in ("embreex", "open3d", "mitsuba", "drjit", "numpy"):
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
     return out
 
 
@@ -336,6 +352,7 @@ def main() -> None:
     ap.add_argument("--preset", default="HDL-64E")
     ap.add_argument("--scans", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--sim-hz", type=float, default=20.0, help="the pipeline's frame rate (its cast batches)")
     ap.add_argument("--scenes", default="street,1M_triangles")
     args = ap.parse_args()
     sys.path.insert(0, str(HERE))
@@ -346,13 +363,17 @@ def main() -> None:
         "versions": versions(),
         "preset": args.preset,
         "scans": args.scans,
-        "timing": f"best wall time of {args.repeats} runs (CPU time of that run); the machine may be shared "
-        "with other work, so compare ratios within one run",
+        "timing": f"every cast {args.repeats} times in turns; the best wall time and the best CPU time (all "
+        "threads of the process) of each; the machine may be shared, so compare ratios within one run",
+        "load_average_before": os.getloadavg()[0],
         "scenes": {},
     }
     for name in args.scenes.split(","):
-        report["scenes"][name] = bench_scene(name, makers[name](), args.preset, args.scans, args.repeats, 1.0)
+        report["scenes"][name] = bench_scene(
+            makers[name](), args.preset, args.scans, args.repeats, 1.0, 1.0 / args.sim_hz
+        )
         print(json.dumps({name: report["scenes"][name]}, indent=1), flush=True)
+    report["load_average_after"] = os.getloadavg()[0]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}")
