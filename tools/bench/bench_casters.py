@@ -6,11 +6,11 @@ HDL-64E rays into it (20 scans in firing order, from the sensor pose at each fir
 pipeline casts them: about 2.67 M rays) with every engine that is installed:
 
 - ``embreex``: Embree 4 through embreex's ``EmbreeScene.run`` (one ``rtcIntersect1`` per ray, serial per
-  call; the rays are split over two threads as the pipeline does), in its default (non-robust) and its
-  robust mode;
+  call; the rays are split over two threads as the pipeline does), in its default robust mode (what
+  World's EmbreeCaster gets: embreex 4 makes ``EmbreeScene()`` robust) and in its non-robust mode;
 - ``embree_packetN``: Embree's own packet queries (``rtcIntersect4/8/16``, and ``rtcIntersect1`` through
-  the same loop for reference) on the libembree4 that the embreex wheel bundles. embreex does not bind
-  them, and Embree 4 has no stream API (``rtcIntersect1M`` went with Embree 3), so
+  the same loop for reference), robust, on the libembree4 that the embreex wheel bundles. embreex does
+  not bind them, and Embree 4 has no stream API (``rtcIntersect1M`` went with Embree 3), so
   ``tools/bench/embree_packets.c`` is compiled here with the system C compiler when there is one; the
   rays are packed in firing order (a packet is consecutive rings of one column: already coherent);
 - ``open3d``: ``open3d.t.geometry.RaycastingScene.cast_rays`` (Embree inside, TBB threads);
@@ -111,7 +111,8 @@ def _two_halves(fn: Cast, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def embreex_engine(v: np.ndarray, f: np.ndarray, max_range: float, robust: bool) -> Cast:
-    """embreex EmbreeScene.run, the rays split over two threads."""
+    """embreex EmbreeScene.run, the rays split over two threads; ``robust`` is embreex 4's default and
+    what World's EmbreeCaster gets."""
     from embreex import rtcore_scene
     from embreex.mesh_construction import TriangleMesh
 
@@ -152,9 +153,10 @@ def packet_library() -> ctypes.CDLL | None:
 
 
 def packet_engine(lib: ctypes.CDLL, v: np.ndarray, f: np.ndarray, max_range: float, width: int) -> Cast:
-    """Embree rtcIntersect<width> on consecutive rays, two threads (ctypes lets go of the GIL)."""
+    """Embree rtcIntersect<width> on consecutive rays, robust mode (as embreex's default), two threads
+    (ctypes lets go of the GIL)."""
     fu = np.ascontiguousarray(f, dtype=np.uint32)
-    scene = lib.pk_scene(v.ctypes.data, v.shape[0], fu.ctypes.data, fu.shape[0], 0, 1)
+    scene = lib.pk_scene(v.ctypes.data, v.shape[0], fu.ctypes.data, fu.shape[0], 4, 1)  # robust, medium
 
     def one(o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         o, d = np.ascontiguousarray(o), np.ascontiguousarray(d)
@@ -262,8 +264,8 @@ def bench_scene(
     entry: dict = {"triangles": int(f.shape[0]), "rays": n, "max_range_m": max_range,
                    "world_build_s": round(world_build, 3), "engines": {}}  # fmt: skip
     engines: dict[str, Callable[[], Cast]] = {
-        "embreex": lambda: embreex_engine(v, f, max_range, robust=False),
-        "embreex_robust": lambda: embreex_engine(v, f, max_range, robust=True),
+        "embreex": lambda: embreex_engine(v, f, max_range, robust=True),
+        "embreex_nonrobust": lambda: embreex_engine(v, f, max_range, robust=False),
     }
     lib = packet_library()
     if lib is not None:
