@@ -22,7 +22,8 @@ Every engine's time counts numpy in and numpy distance + face out (what the pipe
 timed 3 times (``--repeats``) and the best wall time is kept, with the CPU time of that run: the machine
 may be shared, so compare ratios within one run. Hit distances are checked against embreex: a ray
 mismatches when one engine hits and the other misses, or the distances differ by more than 1 mm + 1e-5
-of the distance. Writes docs/bench/casters.json (``--out``).
+of the distance (``mismatch_vs_embreex``); ``bits_differ_vs_embreex`` counts every distance that is
+not bit for bit embreex's (what a byte-identical scan needs). Writes docs/bench/casters.json (``--out``).
 
 Run: PYTHONPATH=. .venv/bin/python tools/bench/bench_casters.py [--scans 20] [--repeats 3]
 Optional engines: ``pip install -e .[bench]`` (open3d, mitsuba).
@@ -311,6 +312,7 @@ def bench_scene(
             "mrays_per_cpu_s": round(n / cpus[label] / 1e6, 2),
             "hit_fraction": round(float(np.isfinite(dist).mean()), 4),
             "mismatch_vs_embreex": round(agreement(ref, dist), 6),
+            "bits_differ_vs_embreex": round(float((dist.view(np.uint32) != ref.view(np.uint32)).mean()), 6),
         })  # fmt: skip
     for key, per in (("mrays_per_s", "wall"), ("mrays_per_cpu_s", "cpu")):
         rates = {k: e[key] for k, e in entry["engines"].items() if key in e}
