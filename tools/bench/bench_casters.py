@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import ctypes
 import functools
+import hashlib
 import importlib
 import itertools
 import json
@@ -139,11 +140,16 @@ def packet_library() -> ctypes.CDLL | None:
     libs = sorted((Path(embreex.__file__).parent.parent / "embreex.libs").glob("libembree4*"))
     if cc is None or not libs:
         return None
-    out = Path(tempfile.mkdtemp(prefix="rt_lidar_pk_")) / "embree_packets.so"
-    cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(out), str(HERE / "embree_packets.c"),
-           str(libs[0]), f"-Wl,-rpath,{libs[0].parent}", "-lm"]  # fmt: skip
-    if subprocess.run(cmd, capture_output=True).returncode != 0:
-        return None
+    src = HERE / "embree_packets.c"
+    key = hashlib.sha256(src.read_bytes() + str(libs[0]).encode()).hexdigest()[:16]
+    out = Path(tempfile.gettempdir()) / f"rt_lidar_embree_packets_{key}.so"  # built once per source
+    if not out.exists():
+        part = out.with_suffix(f".{os.getpid()}.part")
+        cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(part), str(src), str(libs[0]),
+               f"-Wl,-rpath,{libs[0].parent}", "-lm"]  # fmt: skip
+        if subprocess.run(cmd, capture_output=True).returncode != 0:
+            return None
+        os.replace(part, out)  # atomic: a concurrent run loads a whole file or builds its own
     lib = ctypes.CDLL(str(out))
     lib.pk_scene.restype = ctypes.c_void_p
     lib.pk_scene.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
