@@ -220,7 +220,9 @@ def test_serve_options_come_from_a_run_config() -> None:
 def test_no_scans_sends_every_scan_to_the_sinks_only(tmp_path, capsys):
     base = ["demo", "--in-process", "--preset", "VLP-16", "--frames", "2", "--quiet"]
     assert main([*base, "--out", str(tmp_path / "full")]) == 0
-    assert main([*base, "--out", str(tmp_path / "live"), "--no-scans", "--sink", f"kitti:{tmp_path / 'k'}"]) == 0
+    assert (
+        main([*base, "--out", str(tmp_path / "live"), "--no-scans", "--sink", f"kitti:{tmp_path / 'k'}"]) == 0
+    )
     assert not (tmp_path / "live" / "scans").exists()
     assert json.loads((tmp_path / "live" / "config.json").read_text())["config"]["write_scans"] is False
     full = sorted((tmp_path / "full" / "scans").glob("*.bin"))

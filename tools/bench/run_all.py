@@ -15,6 +15,7 @@ HERE = Path(__file__).resolve().parent
 BENCHES: dict[str, list[str]] = {
     "bench_pipeline.py": [],
     "bench_raycast.py": [],
+    "bench_casters.py": [],  # embreex, Embree packets, Open3D, Mitsuba and World.cast side by side
     "bench_bridge.py": [],
     "bench_weather.py": [],
     "bench_udp.py": ["--seconds", "60"],

@@ -138,6 +138,29 @@ class EmbreeCaster:
         normal = self._normals_ext[face]  # face -1 reads the trailing zero row
         return distance, face, normal
 
+    def intersect_into(
+        self, origins: F32, directions: F32, max_distance: MaxDistance, distance: F32, normal: F32
+    ) -> NDArray[np.int32]:
+        """:meth:`intersect` in the calling thread, written into the caller's ``distance`` (N,) and
+        ``normal`` (N, 3) (contiguous float32): Embree writes its hit distances straight into
+        ``distance`` and the normals are gathered into ``normal``, with no array of the batch's size
+        allocated but the faces, returned as int32 (-1 = miss). The same values as :meth:`intersect`."""
+        o, d = _check_rays(origins, directions)
+        n = o.shape[0]
+        tfar = _limits(max_distance, n)
+        if self._scene is None or n == 0:
+            distance.fill(np.inf)
+            normal.fill(0.0)
+            return np.full(n, -1, dtype=np.int32)
+        if tfar is None:
+            distance.fill(1e37)  # what embreex's run() starts an unlimited ray with
+        else:
+            distance[:] = tfar
+        face: NDArray[np.int32] = self._scene.run(o, d, dists=distance, output=1)["primID"]
+        distance[face < 0] = np.inf
+        np.take(self._normals_ext, face, axis=0, out=normal, mode="wrap")  # face -1: the trailing zero row
+        return face
+
     def intersect(
         self, origins: F32, directions: F32, max_distance: MaxDistance = np.inf, threads: int | None = None
     ) -> CastResult:

@@ -1,0 +1,144 @@
+"""Every ray-casting engine that tools/bench/bench_casters.py measures agrees with World.cast on the same
+small scene and lidar rays (engines that are not installed are skipped; embreex always is), and World's
+fast static path (EmbreeCaster.intersect_into) gives exactly what the RayCaster protocol gives."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from unreal_bridge.world import World, street_scene
+
+BENCH = Path(__file__).resolve().parents[3] / "tools" / "bench"
+T_FREEZE = 1.0
+MAX_RANGE = 120.0
+
+
+def _bench() -> ModuleType:
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("bench_casters", BENCH / "bench_casters.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def setup() -> dict[str, Any]:
+    """The street frozen at t = 1 s, its flat mesh, World.cast's hits and 1/8 of one HDL-64E scan."""
+    bench = _bench()
+    scene = street_scene(0)
+    o, d, _ = bench.lidar_rays(World(scene), "HDL-64E", 1)
+    o, d = np.ascontiguousarray(o[::8]), np.ascontiguousarray(d[::8])
+    fz = bench.frozen(scene, T_FREEZE)
+    world = World(fz)
+    v, f = bench.flat_mesh(fz)
+    return {"bench": bench, "o": o, "d": d, "v": v, "f": f, "world": world,
+            "hits": world.cast(o, d, T_FREEZE, MAX_RANGE)}  # fmt: skip
+
+
+def _needs(module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except Exception:  # not installed, or its native library does not load
+        pytest.skip(f"{module} is not installed")
+
+
+def _packets(s: dict[str, Any]) -> Callable[..., Any]:
+    lib = s["bench"].packet_library()
+    if lib is None:
+        pytest.skip("no C compiler for tools/bench/embree_packets.c")
+    return s["bench"].packet_engine(lib, s["v"], s["f"], MAX_RANGE, 8)
+
+
+def _open3d(s: dict[str, Any]) -> Callable[..., Any]:
+    _needs("open3d")
+    return s["bench"].open3d_engine(s["v"], s["f"], MAX_RANGE)
+
+
+def _mitsuba(s: dict[str, Any]) -> Callable[..., Any]:
+    _needs("mitsuba")
+    try:
+        return s["bench"].mitsuba_engine(s["v"], s["f"], MAX_RANGE, coherent=False)
+    except (ImportError, RuntimeError) as exc:  # Dr.Jit finds no LLVM library here
+        pytest.skip(f"mitsuba's LLVM backend does not start: {exc}")
+
+
+ENGINES: dict[str, Callable[[dict[str, Any]], Callable[..., Any]]] = {
+    "embreex": lambda s: s["bench"].embreex_engine(s["v"], s["f"], MAX_RANGE, robust=True),
+    "embreex_nonrobust": lambda s: s["bench"].embreex_engine(s["v"], s["f"], MAX_RANGE, robust=False),
+    "embree_packet8": _packets,
+    "open3d": _open3d,
+    "mitsuba_llvm": _mitsuba,
+}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_engine_agrees_with_world_cast(engine: str, setup: dict[str, Any]) -> None:
+    cast = ENGINES[engine](setup)
+    dist, face = cast(setup["o"], setup["d"])
+    dist, face = np.asarray(dist), np.asarray(face)
+    hits = setup["hits"]
+    assert setup["bench"].agreement(hits.distance, dist) <= 2e-4  # non-robust mode may differ on an edge
+    if engine in ("embreex", "embree_packet8"):  # the same Embree, robust, as World's own BVH
+        np.testing.assert_array_equal(dist, hits.distance)
+    both = np.isfinite(dist) & np.isfinite(hits.distance)
+    assert both.mean() > 0.9
+    np.testing.assert_allclose(dist[both], hits.distance[both], rtol=1e-5, atol=1e-4)
+    same_face = face[both] == _world_faces(setup)[both]
+    assert same_face.mean() > 0.999
+
+
+def _world_faces(s: dict[str, Any]) -> np.ndarray:
+    """The static BVH's face of every ray (World keeps only material and object of a hit)."""
+    dist = np.empty(s["o"].shape[0], np.float32)
+    normal = np.empty((s["o"].shape[0], 3), np.float32)
+    return s["world"]._static.intersect_into(s["o"], s["d"], MAX_RANGE, dist, normal)
+
+
+class _ProtocolOnly:
+    """A caster that offers only the RayCaster protocol (no intersect_into)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def intersect(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.intersect(*args, **kwargs)
+
+
+@pytest.mark.parametrize("max_range", [MAX_RANGE, np.inf])
+def test_fast_static_path_is_bitwise_the_protocol_path(setup: dict[str, Any], max_range: float) -> None:
+    world: World = setup["world"]
+    o, d = setup["o"], setup["d"]
+    fast = world.cast(o, d, T_FREEZE, max_range)
+    static = world._static
+    world._static = _ProtocolOnly(static)
+    try:
+        slow = world.cast(o, d, T_FREEZE, max_range)
+    finally:
+        world._static = static
+    for x, y in zip(fast, slow, strict=True):
+        a, b = np.asarray(x), np.asarray(y)
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def test_intersect_into_matches_intersect(setup: dict[str, Any]) -> None:
+    caster = setup["world"]._static
+    o, d = setup["o"], setup["d"]
+    limits = np.linspace(1.0, 150.0, o.shape[0]).astype(np.float32)
+    for limit in (MAX_RANGE, np.inf, limits):
+        dist, face, normal = caster.intersect(o, d, limit, threads=1)
+        d2 = np.empty_like(dist)
+        n2 = np.empty_like(normal)
+        f2 = caster.intersect_into(o, d, limit, d2, n2)
+        np.testing.assert_array_equal(f2, face)
+        np.testing.assert_array_equal(d2.view(np.uint32), dist.view(np.uint32))
+        np.testing.assert_array_equal(n2.view(np.uint32), normal.view(np.uint32))
