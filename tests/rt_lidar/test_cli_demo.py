@@ -232,3 +232,19 @@ def test_no_scans_sends_every_scan_to_the_sinks_only(tmp_path, capsys):
     capsys.readouterr()
     assert main([*base, "--out", str(tmp_path / "none"), "--no-scans"]) == 2
     assert "--no-scans: give at least one --sink" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scene", ["plane", "wall", "targets", "glass"])
+def test_every_named_scene_runs_from_the_command_line(tmp_path, scene, capsys):
+    out = tmp_path / scene
+    argv = ["demo", "--in-process", "--scene", scene, "--preset", "VLP-16", "--frames", "1", "--quiet"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["points_per_scan_mean"] > 0
+    assert read_kitti_bin(next((out / "scans").glob("*.bin"))).shape[0] > 0
+
+
+def test_a_named_analytic_scene_is_the_same_bridged(tmp_path):
+    argv = ["demo", "--scene", "targets", "--preset", "VLP-16", "--frames", "1", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "b")]) == 0
+    assert main([*argv, "--in-process", "--out", str(tmp_path / "i")]) == 0
+    assert (tmp_path / "b/scans/000000.bin").read_bytes() == (tmp_path / "i/scans/000000.bin").read_bytes()

@@ -90,10 +90,29 @@ def glass_scene(distance_m: float = 5.0, size_m: float = 2.0) -> Scene:
     return plane_scene(distance_m, "glass", size_m)
 
 
+#: The named scene's materials left to right: a dark, a mid and a bright diffuse target, then the two
+#: retro-reflective sheetings, glass and chrome (reflectivity and range-walk checks at a glance).
+DEFAULT_TARGETS: tuple[str, ...] = (
+    "asphalt", "concrete", "car_paint_white", "plate_sheeting", "sign_sheeting", "glass", "chrome",
+)  # fmt: skip
+
+
+def _seedless(factory: Callable[[], Scene]) -> Callable[..., Scene]:
+    """A named scene without random parts: ``seed`` is accepted (every scene is built with one) and unused."""
+
+    def build(seed: int = 0) -> Scene:
+        del seed
+        return factory()
+
+    build.__doc__ = factory.__doc__
+    return build
+
+
+#: Scenes by the name ``--scene`` takes: each is built as ``SCENES[name](seed=...)``.
 SCENES: dict[str, Callable[..., Scene]] = {
     "street": street_scene,
-    "plane": plane_scene,
-    "wall": wall_scene,
-    "targets": targets_scene,
-    "glass": glass_scene,
+    "plane": _seedless(plane_scene),
+    "wall": _seedless(wall_scene),
+    "targets": _seedless(lambda: targets_scene(DEFAULT_TARGETS)),
+    "glass": _seedless(glass_scene),
 }
