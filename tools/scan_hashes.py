@@ -5,7 +5,7 @@ compare after (the scans must stay byte-identical).
     python tools/scan_hashes.py compare before.json    # exit 1 and the runs that differ
 
 Each run is ``rt-lidar demo`` with 2-3 frames: every preset in-process; VLP-16, HDL-64E and OS1-64
-bridged; rain + dual returns bridged; sub-rays + sun + echo pulse width bridged and in-process (with
+bridged; rain + dual returns bridged; a wet road in-process and bridged; sub-rays + sun + echo pulse width bridged and in-process (with
 fog). Only the scans' PCD and KITTI files are hashed (their JSON records name the temporary folder).
 """
 
@@ -30,6 +30,8 @@ SCENARIOS = {
     "bridged-rain-dual": ["--preset", "VLP-16", "--frames", "3", "--rain", "20", "--return-mode", "dual"],
     "bridged-sub-sun": _SUB_SUN,
     "inproc-sub-sun": [*_SUB_SUN, "--in-process", "--fog", "200"],
+    "inproc-wet-road": ["--preset", "HDL-64E", "--frames", "2", "--in-process", "--road-wetness", "0.8"],
+    "bridged-wet-road": ["--preset", "VLP-16", "--frames", "2", "--road-wetness", "0.8", "--rain", "10"],
 }
 
 
