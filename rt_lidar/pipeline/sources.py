@@ -9,6 +9,7 @@ on a rotating sensor.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -236,6 +237,12 @@ class WorldSource:
         self.exit_m_per_rad = (float(exit_m_per_rad[0]), float(exit_m_per_rad[1]))
         self._beam: SubRayPattern | None = None
         self._sun: np.ndarray | None = None
+
+    def on_world(self, world: World) -> WorldSource:
+        """This source casting into ``world`` (a :meth:`World.with_ego` view of its own)."""
+        twin = copy.copy(self)
+        twin.world = world
+        return twin
 
     capabilities = Capabilities(sub_rays=True, sun=True, weather=False, extension=True)
     """In-process: every bundle and the sun; the weather is the scenario's (no sim reports one)."""
