@@ -156,6 +156,46 @@ def many_connections(host: str, port: int, rng: np.random.Generator) -> str:
     return f"{len(held)} opened, {closed} closed by the server at once"
 
 
+def young_flood(host: str, port: int, rng: np.random.Generator) -> str:
+    """Items 2 and 6: for 3 s, a new silent connection every 5 ms, all held (every slot younger than
+    a second), while a normal client probes every 0.2 s; reports the probes answered."""
+    answered, tries, slowest = 0, 0, 0.0
+    stop = threading.Event()
+
+    def probing() -> None:
+        nonlocal answered, tries, slowest
+        while not stop.is_set():
+            tries += 1
+            with contextlib.suppress(BridgeError):
+                slowest = max(slowest, probe(host, port, timeout=2.0))
+                answered += 1
+            stop.wait(0.2)
+
+    prober = threading.Thread(target=probing, daemon=True)
+    held: list[socket.socket] = []
+    opened = 0
+    with contextlib.ExitStack() as stack:
+        prober.start()
+        t_end = time.monotonic() + 3.0
+        while time.monotonic() < t_end:
+            if len(held) < 400:  # the attacker's own descriptors
+                with contextlib.suppress(OSError):
+                    held.append(stack.enter_context(_conn(host, port, timeout=0.5)))
+                    opened += 1
+            time.sleep(0.005)
+        stop.set()
+        prober.join(10)
+        closed = 0
+        for sock in held:
+            sock.settimeout(0.01)
+            with contextlib.suppress(TimeoutError, OSError):
+                closed += sock.recv(1) == b""
+    return (
+        f"{opened} opened, {closed} closed by the server; probes answered {answered}/{tries}, "
+        f"slowest {slowest:.2f} s"
+    )
+
+
 def catastrophic_regex(host: str, port: int, rng: np.random.Generator) -> str:
     """Item 3: name patterns that backtrack for hours in Python's ``re``."""
     t0 = time.monotonic()
@@ -385,6 +425,7 @@ def _random_value(rng: np.random.Generator, depth: int) -> object:
 ATTACKS: tuple[Attack, ...] = (
     Attack("nan_steering", "1", "setCarControls steering NaN, throttle inf", nan_steering),
     Attack("many_connections", "2, 6", "300 connections held 1 s", many_connections),
+    Attack("young_flood", "2, 6", "a silent connection every 5 ms for 3 s, all held", young_flood),
     Attack("catastrophic_regex", "3", "'(?:.*){14}#' as a name pattern, two calls", catastrophic_regex),
     Attack("huge_request", "4", "a 100 MiB request", huge_request),
     Attack("empty_arrays", "4", "4 MiB of empty arrays in one request", empty_arrays),
