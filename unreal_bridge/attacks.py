@@ -25,7 +25,16 @@ from .beam_call import BEAM_HITS_METHOD, encode_beam
 from .client import AirSimClient
 from .errors import BridgeError, RpcError
 
-__all__ = ["ATTACKS", "Attack", "AttackResult", "probe", "rss_bytes", "run_attack"]
+__all__ = [
+    "ATTACKS",
+    "Attack",
+    "AttackResult",
+    "LatencyWatcher",
+    "full_budget_call",
+    "probe",
+    "rss_bytes",
+    "run_attack",
+]
 
 AttackFn = Callable[[str, int, np.random.Generator], str]
 
@@ -147,6 +156,46 @@ def many_connections(host: str, port: int, rng: np.random.Generator) -> str:
     return f"{len(held)} opened, {closed} closed by the server at once"
 
 
+def young_flood(host: str, port: int, rng: np.random.Generator) -> str:
+    """Items 2 and 6: for 3 s, a new silent connection every 5 ms, all held (every slot younger than
+    a second), while a normal client probes every 0.2 s; reports the probes answered."""
+    answered, tries, slowest = 0, 0, 0.0
+    stop = threading.Event()
+
+    def probing() -> None:
+        nonlocal answered, tries, slowest
+        while not stop.is_set():
+            tries += 1
+            with contextlib.suppress(BridgeError):
+                slowest = max(slowest, probe(host, port, timeout=2.0))
+                answered += 1
+            stop.wait(0.2)
+
+    prober = threading.Thread(target=probing, daemon=True)
+    held: list[socket.socket] = []
+    opened = 0
+    with contextlib.ExitStack() as stack:
+        prober.start()
+        t_end = time.monotonic() + 3.0
+        while time.monotonic() < t_end:
+            if len(held) < 400:  # the attacker's own descriptors
+                with contextlib.suppress(OSError):
+                    held.append(stack.enter_context(_conn(host, port, timeout=0.5)))
+                    opened += 1
+            time.sleep(0.005)
+        stop.set()
+        prober.join(10)
+        closed = 0
+        for sock in held:
+            sock.settimeout(0.01)
+            with contextlib.suppress(TimeoutError, OSError):
+                closed += sock.recv(1) == b""
+    return (
+        f"{opened} opened, {closed} closed by the server; probes answered {answered}/{tries}, "
+        f"slowest {slowest:.2f} s"
+    )
+
+
 def catastrophic_regex(host: str, port: int, rng: np.random.Generator) -> str:
     """Item 3: name patterns that backtrack for hours in Python's ``re``."""
     t0 = time.monotonic()
@@ -238,6 +287,72 @@ def beam_backlog(host: str, port: int, rng: np.random.Generator) -> str:
     return f"{got}; {time.monotonic() - t0:.2f} s"
 
 
+class LatencyWatcher:
+    """A normal client calling ``getCarState`` every ``period_s`` in a thread; its latencies (s) and
+    failures, for what a heavy call does to everyone else."""
+
+    def __init__(self, host: str, port: int, period_s: float = 0.02, timeout: float = 10.0) -> None:
+        self.latencies: list[float] = []
+        self.failures = 0
+        self._stop = threading.Event()
+        self._args = (host, port, period_s, timeout)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        host, port, period_s, timeout = self._args
+        with AirSimClient(host, port, timeout=timeout) as client:
+            while not self._stop.is_set():
+                t0 = time.monotonic()
+                try:
+                    client.get_car_state()
+                    self.latencies.append(time.monotonic() - t0)
+                except BridgeError:
+                    self.failures += 1
+                self._stop.wait(period_s)
+
+    def stop(self) -> str:
+        """Stop; one line: calls, p50 and max latency (ms), failures."""
+        self._stop.set()
+        self._thread.join(15)
+        if not self.latencies:
+            return f"getCarState: no answer ({self.failures} failed)"
+        p50 = float(np.percentile(self.latencies, 50))
+        return (
+            f"getCarState meanwhile: {len(self.latencies)} calls, p50 {1e3 * p50:.1f} ms, "
+            f"max {1e3 * max(self.latencies):.1f} ms, {self.failures} failed"
+        )
+
+
+def full_budget_call(client: AirSimClient, beam: dict[str, object]) -> tuple[int, float]:
+    """A second of backlog (``simContinueForTime``) then ``rtLidarGetBeamHits`` with ``beam``: a lidar
+    call at the ray budget (500 k rays by default) on a sim of a few 100 k firings a second. Returns
+    the rays answered and the call's seconds."""
+    client.sim_continue_for_time(1.0)
+    t0 = time.monotonic()
+    answer = client.call(BEAM_HITS_METHOD, "", "", beam)
+    return int(answer["count"]), time.monotonic() - t0
+
+
+def full_budget_calls(host: str, port: int, rng: np.random.Generator) -> str:
+    """Three lidar calls at the full ray budget (7 sub-rays, a second of backlog: 500 k rays each)
+    while another client calls ``getCarState`` every 20 ms: under one call lock it waited seconds."""
+    beam = encode_beam(rng.uniform(-0.002, 0.002, size=(7, 2)), np.ones(7))
+    watcher = LatencyWatcher(host, port)
+    calls: list[tuple[int, float]] = []
+    try:
+        with AirSimClient(host, port, timeout=60.0) as client:
+            paused = client.sim_is_paused()
+            try:
+                calls = [full_budget_call(client, beam) for _ in range(3)]
+            finally:
+                client.sim_pause(paused)  # a running sim (the soak's) keeps running
+    except BridgeError as exc:
+        return f"{type(exc).__name__}: {str(exc)[:100]}; {watcher.stop()}"
+    took = ", ".join(f"{s:.2f}" for _, s in calls)
+    return f"{len(calls)} calls of {calls[0][0]} rays ({took} s); {watcher.stop()}"
+
+
 def deep_nesting(host: str, port: int, rng: np.random.Generator) -> str:
     """Item 5: arguments nested 1000 deep (a RecursionError in an unguarded server)."""
     head = b"\x94\x00\x01\xb3simListSceneObjects\x91"
@@ -310,6 +425,7 @@ def _random_value(rng: np.random.Generator, depth: int) -> object:
 ATTACKS: tuple[Attack, ...] = (
     Attack("nan_steering", "1", "setCarControls steering NaN, throttle inf", nan_steering),
     Attack("many_connections", "2, 6", "300 connections held 1 s", many_connections),
+    Attack("young_flood", "2, 6", "a silent connection every 5 ms for 3 s, all held", young_flood),
     Attack("catastrophic_regex", "3", "'(?:.*){14}#' as a name pattern, two calls", catastrophic_regex),
     Attack("huge_request", "4", "a 100 MiB request", huge_request),
     Attack("empty_arrays", "4", "4 MiB of empty arrays in one request", empty_arrays),
@@ -317,6 +433,7 @@ ATTACKS: tuple[Attack, ...] = (
     Attack("image_flood", "4", "simGetImages x100 uncompressed; 40 x 16 pipelined, unread", image_flood),
     Attack("long_vehicle_names", "4", "enableApiControl with 100 names of ~1 MiB", long_vehicle_names),
     Attack("beam_backlog", "4", "rtLidarGetBeamHits, 127 sub-rays, 1 s of backlog", beam_backlog),
+    Attack("full_budget_calls", "3", "3 calls of 500 k rays; getCarState every 20 ms", full_budget_calls),
     Attack("deep_nesting", "5", "arguments nested 1000 deep", deep_nesting),
     Attack("slow_clients", "6", "100 clients dripping a byte every 0.25 s for 3 s", slow_clients),
     Attack("garbage", "-", "60 connections of random bytes / values / truncations (seeded)", garbage),

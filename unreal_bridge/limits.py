@@ -37,7 +37,11 @@ class ServerLimits:
     """Nesting of one request's arguments."""
     max_connections: int = 32
     """Open connections (one thread each); more are accepted and closed at once, unless one of the
-    open ones has sent no whole request for ``evict_idle_after_s``: the newcomer then takes its place."""
+    open ones can make room: the oldest that has not sent a whole first request yet (whatever its
+    age), else one that has sent no whole request for ``evict_idle_after_s``."""
+    first_request_timeout_s: float = 10.0
+    """A connection whose first request has not arrived whole within this time of its accept is
+    closed (held or dripping sockets cannot keep a slot)."""
     evict_idle_after_s: float = 1.0
     """At the connection cap, the connection longest without a whole request (idle, or dripping one
     byte by byte; never one in a call) is closed for a newcomer once that has lasted this long, so held

@@ -428,15 +428,17 @@ class RpcServer:
         self._conns_lock = threading.Lock()
         self._last_active: dict[socket.socket, float] = {}  # when a connection last finished a call
         self._busy: set[socket.socket] = set()  # connections whose call is being handled
+        self._fresh: dict[socket.socket, float] = {}  # accept time of those without a whole request yet
         self._trimmed_at = 0.0  # monotonic time of the last malloc_trim
         self._trim_pending = False
         self._budget_lock = threading.Lock()
         self._pending_total = 0
         self._reply_total = 0
         self._thread: threading.Thread | None = None
-        self.stats = {"refused_connections": 0, "accept_errors": 0, "closed_for_limits": 0, "evicted_idle": 0}
+        self.stats = {"refused_connections": 0, "accept_errors": 0, "closed_for_limits": 0, "evicted_idle": 0,
+                      "evicted_fresh": 0}  # fmt: skip
         """Counts of connections refused over the cap, failed accepts, connections closed for a limit,
-        idle connections closed to make room at the cap."""
+        idle connections and connections without a whole first request closed to make room at the cap."""
         self.on_disconnect: Callable[[], None] | None = None
         """Called (in the connection's thread, without the call lock) after a connection closed."""
 
@@ -497,10 +499,19 @@ class RpcServer:
                     self._spawn(conn)
 
     def _evict_idle(self) -> bool:
-        """At the cap: close the connection that has gone longest without a whole request (idle, or
-        dripping one), if long enough and not in a call (its thread sees the shutdown and ends).
-        Called with ``_conns_lock`` held."""
+        """At the cap: close the oldest connection that has not sent a whole first request yet (at any
+        age: a flood of young held sockets cannot lock clients out), else the one that has gone
+        longest without a whole request (idle, or dripping one) if that is long enough; never one in
+        a call (its thread sees the shutdown and ends). Called with ``_conns_lock`` held."""
         now = time.monotonic()
+        fresh = [c for c in self._fresh if c in self._conns and c not in self._busy]
+        if fresh:
+            victim = min(fresh, key=lambda c: self._fresh[c])
+            self._drop(victim)
+            self.stats["evicted_fresh"] += 1
+            _log.debug("closing a connection without a first request (%.2f s old) to make room",
+                       now - self._fresh.get(victim, now))  # fmt: skip
+            return True
         idle = [c for c in self._conns if c not in self._busy]
         if not idle:
             return False
@@ -508,13 +519,18 @@ class RpcServer:
         silent_s = now - self._last_active.get(oldest, now)
         if silent_s < self.limits.evict_idle_after_s:
             return False
-        self._conns.pop(oldest, None)
-        self._last_active.pop(oldest, None)
-        with contextlib.suppress(OSError):
-            oldest.shutdown(socket.SHUT_RDWR)
+        self._drop(oldest)
         self.stats["evicted_idle"] += 1
         _log.warning("closing a connection without a request for %.1f s to make room", silent_s)
         return True
+
+    def _drop(self, conn: socket.socket) -> None:
+        """Forget ``conn`` and shut it down (its thread ends); called with ``_conns_lock`` held."""
+        self._conns.pop(conn, None)
+        self._last_active.pop(conn, None)
+        self._fresh.pop(conn, None)
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)
 
     def _spawn(self, conn: socket.socket) -> None:
         with self._conns_lock:
@@ -533,10 +549,11 @@ class RpcServer:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCK_BUF)
                 thread = threading.Thread(target=self._serve_connection, args=(conn,), daemon=True)
                 self._conns[conn] = thread
-                self._last_active[conn] = time.monotonic()
+                self._last_active[conn] = self._fresh[conn] = time.monotonic()
                 thread.start()
             except (OSError, RuntimeError) as exc:  # out of threads or a socket already reset
                 self._conns.pop(conn, None)
+                self._fresh.pop(conn, None)
                 _log.warning("cannot serve a connection: %s", exc)
                 conn.close()
 
@@ -612,18 +629,22 @@ class RpcServer:
         packer = new_packer()
         fed = charged = 0  # bytes fed to the unpacker; bytes charged to the pending budget
         started: float | None = None  # when the request now arriving began
+        first_by: float | None = time.monotonic() + lim.first_request_timeout_s  # None once one came
         reason = ""
         try:
             while not self._closed.is_set():
                 now = time.monotonic()
-                if started is None:
-                    conn.settimeout(lim.idle_timeout_s)
-                else:
-                    conn.settimeout(max(started + lim.read_timeout_s - now, 0.001))
+                deadline = now + lim.idle_timeout_s if started is None else started + lim.read_timeout_s
+                if first_by is not None:
+                    deadline = min(deadline, first_by)
+                conn.settimeout(max(deadline - now, 0.001))
                 try:
                     data = conn.recv(_RECV_CHUNK)
                 except TimeoutError:
-                    reason = "idle" if started is None else "request not whole in time"
+                    if first_by is not None and time.monotonic() >= first_by - 0.001:
+                        reason = f"no whole first request within {lim.first_request_timeout_s} s"
+                    else:
+                        reason = "idle" if started is None else "request not whole in time"
                     return
                 if not data:
                     return
@@ -637,7 +658,12 @@ class RpcServer:
                     started = now
                 for message in unpacker:
                     containers[0] = 0
-                    self._busy.add(conn)
+                    with self._conns_lock:
+                        if conn not in self._conns:  # evicted to make room before it was served
+                            return
+                        self._busy.add(conn)
+                        self._fresh.pop(conn, None)
+                    first_by = None
                     try:
                         reply = self._handle(message, packer)
                         if reply is not None:
@@ -674,6 +700,7 @@ class RpcServer:
             with self._conns_lock:
                 self._conns.pop(conn, None)
                 self._last_active.pop(conn, None)
+                self._fresh.pop(conn, None)
                 self._busy.discard(conn)
             conn.close()
             if self.on_disconnect is not None:

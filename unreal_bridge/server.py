@@ -8,18 +8,24 @@ cloud, float images) are encoded by NumPy as float32 arrays, not element by elem
 Beyond AirSim it binds the extension call ``rtLidarGetHits`` (docs/extension-call.md), and
 ``rtLidarGetBeamHits`` (every firing as a sub-ray bundle, optionally with the per-ray sun cosines) when
 the backend offers ``lidar_beam_hits``.
+
+A backend with ``prepare_lidar_*`` methods (:class:`~unreal_bridge.casts.DeferredSimBackend`, the
+embedded sim) has its lidar calls cast outside the call lock: the lock is held only to take the call's
+interval and a frozen view of the state, heavy casts wait their turn in a FIFO queue
+(:class:`~unreal_bridge.casts.CastQueue`), and other clients' calls go on meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 
 from . import wire
 from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunRequest, decode_beam, decode_sun
+from .casts import CastQueue, DeferredSimBackend, PreparedCast, is_deferred
 from .errors import WireFormatError
 from .limits import ServerLimits, safe_pattern
 from .rpc import Raw, RpcServer
@@ -59,6 +65,7 @@ MAX_IMAGE_REQUESTS = 16
 """Most image requests one ``simGetImages`` call may carry."""
 MAX_NAMED_STATES = 64
 """Most vehicle names ``enableApiControl`` / ``armDisarm`` remember."""
+T = TypeVar("T")
 _NAN_POSE = Pose(wire.Vector3r(np.nan, np.nan, np.nan), wire.Quaternionr(np.nan, np.nan, np.nan, np.nan))
 
 
@@ -282,6 +289,14 @@ class AirSimServer:
         self.rpc.register("simSetSegmentationObjectID", self._set_segmentation_id, 3, locked=False)
         if callable(getattr(backend, "lidar_beam_hits", None)):  # a backend without it: rpclib's not-found
             self.rpc.register(BEAM_HITS_METHOD, self._beam_hits, 3)
+        self.casts = CastQueue()
+        """Turns of the lidar casts run outside the call lock (heavy ones in FIFO order, one at a time)."""
+        self._deferred = is_deferred(backend)
+        if self._deferred:  # the lock is held only to prepare the cast (unreal_bridge.casts)
+            self.rpc.register("getLidarData", self._lidar_data, 2, locked=False)
+            self.rpc.register("rtLidarGetHits", self._lidar_hits, 2, locked=False)
+            if callable(getattr(backend, "lidar_beam_hits", None)):
+                self.rpc.register(BEAM_HITS_METHOD, self._beam_hits, 3, locked=False)
         self.shm = ShmAttachments()
         """Client segments of the same-host fast path (:mod:`unreal_bridge.shm`) mapped now."""
         self.rpc.on_disconnect = self.shm.on_disconnect  # a killed client's segment goes with its socket
@@ -370,8 +385,25 @@ class AirSimServer:
             raise WireFormatError(f"no vehicle '{name:.80}' (vehicles: {', '.join(known)})")
         return name
 
+    def _cast(self, prepare: Callable[[], PreparedCast[T]]) -> T:
+        """Prepare a deferred backend's cast under the call lock, then wait for its turn and cast
+        outside it."""
+        with self.rpc.call_lock:
+            job = prepare()
+        with self.casts.turn(job.rays):
+            return job.run()
+
+    def _lidar_hits(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
+        backend = cast(DeferredSimBackend, self.backend)
+        return encode_hits(self._cast(lambda: backend.prepare_lidar_hits(str(lidar_name), str(vehicle_name))))
+
     def _lidar_data(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
-        frame = self.backend.lidar_data(str(lidar_name), str(vehicle_name))
+        lidar, vehicle = str(lidar_name), str(vehicle_name)
+        if self._deferred:
+            backend = cast(DeferredSimBackend, self.backend)
+            frame = self._cast(lambda: backend.prepare_lidar_data(lidar, vehicle))
+        else:
+            frame = self.backend.lidar_data(lidar, vehicle)
         points = np.asarray(frame.points, dtype=np.float32).reshape(-1, 3)
         seg = np.asarray(frame.segmentation, dtype=np.int32).ravel()
         if len(seg) != len(points):
@@ -393,9 +425,18 @@ class AirSimServer:
             except ShmRefused as exc:
                 refused = str(exc)
             if beam.keys() == {"transport"}:  # only the offer: the cast of rtLidarGetHits
-                return self._answer(self.backend.lidar_hits(lidar, vehicle), target, refused)
+                if self._deferred:
+                    deferred = cast(DeferredSimBackend, self.backend)
+                    hits = self._cast(lambda: deferred.prepare_lidar_hits(lidar, vehicle))
+                else:
+                    hits = self.backend.lidar_hits(lidar, vehicle)
+                return self._answer(hits, target, refused)
         offsets, weights = decode_beam(beam)
         sun = decode_sun(beam)
+        if self._deferred:
+            deferred = cast(DeferredSimBackend, self.backend)
+            hits = self._cast(lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun))
+            return self._answer(hits, target, refused)
         backend = cast(BeamSimBackend, self.backend)  # registered only when it has lidar_beam_hits
         if sun is None:  # a backend that knows no sun is called as before
             return self._answer(backend.lidar_beam_hits(lidar, vehicle, offsets, weights), target, refused)

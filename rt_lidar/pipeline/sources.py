@@ -9,6 +9,7 @@ on a rotating sensor.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -272,6 +273,12 @@ class WorldSource:
         returns whether they are cast."""
         self.wet_road = wetness > 0
         return self.wet_road
+
+    def on_world(self, world: World) -> WorldSource:
+        """This source casting into ``world`` (a :meth:`World.with_ego` view of its own)."""
+        twin = copy.copy(self)
+        twin.world = world
+        return twin
 
     capabilities = Capabilities(sub_rays=True, sun=True, weather=False, extension=True)
     """In-process: every bundle and the sun; the weather is the scenario's (no sim reports one)."""

@@ -8,7 +8,9 @@ answers ``getLidarData`` (AirSim's xyz + segmentation of the hits, sensor frame)
 ``rtLidarGetBeamHits`` every firing as the sub-ray bundle the caller sends, and the per-ray sun cosines
 for the sun it names or the scene's). Consecutive answers tile the time line: no firing is skipped or
 sent twice, as long as the reader keeps up (a backlog longer than ``max_backlog_s`` is cut, and counted
-in :attr:`EmbeddedSim.skipped_ns`).
+in :attr:`EmbeddedSim.skipped_ns`). Each lidar read comes in two steps (``prepare_lidar_*``): the
+interval and a frozen view of the world (vehicle, segment ids, weather) are taken at once, under the
+server's call lock; the cast then runs outside it and answers as the world was at the call.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from rt_lidar.pipeline.sources import Hits, WorldSource, sun_unit
 from rt_lidar.sensor.beam import SubRayPattern, exit_m_per_rad, pattern_from_offsets
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import firings_between
+from rt_lidar.sensor.scan_pattern import Firings, firings_between
 from rt_lidar.server.vehicle import BicycleModel
 from unreal_bridge import CarControls, FluCarState, FluImage, FluPose, ImageRequest, LidarFrame, LidarHits
 from unreal_bridge.beam_call import SunRequest
@@ -48,9 +50,10 @@ IMAGE_TYPES = {0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis
 
 MAX_RAYS_PER_CALL = 500_000
 """Rays one lidar answer may cast by default (firings x sub-rays); an older backlog is cut, as
-``max_backlog_s``. One call holds the server's call lock while it casts: on two shared cores 1 M
-sub-rays took 4-5 s and ~350 MB, 4 M 12 s and 1.4 GB. A frame of an HDL-64E at 20 Hz with 7 sub-rays
-is ~470 k; heavier sub-ray bundles want ``serve --max-rays``."""
+``max_backlog_s``. The cast runs outside the server's call lock (``prepare_*``: the lock is held
+only to take the interval and a frozen view of the world), heavy casts one at a time: on two shared
+cores 500 k rays take 0.6-2 s, 1 M sub-rays 4-5 s and ~350 MB, 4 M 12 s and 1.4 GB. A frame of an
+HDL-64E at 20 Hz with 7 sub-rays is ~470 k; heavier sub-ray bundles want ``serve --max-rays``."""
 _FRAME_NS = 10_000_000  # one "frame" of simContinueForFrames: 100 Hz physics, as AirSim's default
 
 
@@ -188,17 +191,11 @@ class EmbeddedSim:
             raise BackendError(f"no vehicle '{vehicle_name}' (this sim has '{self.vehicle_name}')")
         return lidar
 
-    def _sweep(
-        self,
-        reader: str,
-        pattern: SubRayPattern | None = None,
-        sun: np.ndarray | None = None,
-        lidar: _Lidar | None = None,
-    ) -> tuple[Hits, int, int]:
-        """Cast the firings since ``reader``'s previous read (each as ``pattern``'s sub-ray bundle, with
-        the sun cosines for world direction ``sun``, when given); returns them with their interval."""
-        lidar = lidar or self._lidars[self.lidar_name]
-        preset, source = lidar.preset, lidar.source
+    def _take(self, reader: str, lidar: _Lidar) -> tuple[WorldSource, int, int, int]:
+        """The interval of ``reader``'s read (its backlog cut to ``max_backlog_s``), the cursor moved on,
+        the vehicle advanced to its end, and the lidar's source on a frozen view of the world (the
+        vehicle and segment ids as they are now): what a cast outside the call lock needs. Returns the
+        source, t0, t1 and the read's frame number."""
         with self._lock:
             t1 = self.now_ns()
             t0 = lidar.cursors[reader]
@@ -208,7 +205,13 @@ class EmbeddedSim:
             lidar.cursors[reader] = t1
             lidar.frames[reader] += 1
             self._advance_vehicle(t1)
-        sub_rays = 1 if pattern is None else max(len(pattern.weights), 1)
+            ego = self.vehicle.frozen() if self.vehicle is not None else self.world.scene.ego
+            source = lidar.source.on_world(self.world.with_ego(ego))
+            return source, t0, t1, lidar.frames[reader]
+
+    def _plan(self, preset: SensorPreset, t0: int, t1: int, sub_rays: int) -> tuple[Firings, int]:
+        """The firings of [t0, t1) within the ray budget (the newest ones; the cut is counted in
+        :attr:`skipped_ns`) and the interval's start after the cut."""
         firings = firings_between(preset, t0, t1)
         if len(firings.t_ns) * sub_rays > self.max_rays_per_call:  # the ray budget: the newest firings
             keep = max(1, self.max_rays_per_call // sub_rays)
@@ -217,19 +220,17 @@ class EmbeddedSim:
                 self.skipped_ns += cut - t0
             t0 = cut
             firings = firings_between(preset, t0, t1)
-        if pattern is None:
-            return source.hits(firings, t0, t1), t0, t1
-        return source.beam_hits(firings, t0, t1, pattern, sun), t0, t1
-
-    def _sensor_pose(self, t_ns: int, lidar: _Lidar | None = None) -> FluPose:
-        source = self.source if lidar is None else lidar.source
-        pos, quat = source.sensor_pose(t_ns * 1e-9)
-        return FluPose(tuple(float(v) for v in pos), tuple(float(v) for v in quat))  # type: ignore[arg-type]
+        return firings, t0
 
     def lidar_hits(self, lidar_name: str, vehicle_name: str) -> LidarHits:
         """Every ray fired since the previous ``rtLidarGetHits`` / ``rtLidarGetBeamHits``, with the
         optional fields."""
-        return self._hits_answer(None, lidar=self._check(lidar_name, vehicle_name))
+        return self.prepare_lidar_hits(lidar_name, vehicle_name).run()
+
+    def prepare_lidar_hits(self, lidar_name: str, vehicle_name: str) -> _HitsCast:
+        """:meth:`lidar_hits` prepared (:class:`unreal_bridge.casts.PreparedCast`): the interval and the
+        state taken now, the cast by its ``run()``, which needs no lock."""
+        return _HitsCast(self, self._check(lidar_name, vehicle_name), None, None)
 
     def lidar_beam_hits(
         self,
@@ -244,51 +245,35 @@ class EmbeddedSim:
         :meth:`WorldSource.beam_hits`: N consecutive rows a firing. With ``sun`` the cast also gives
         every ray's sun cosines, for the direction sent (used as it is) or, when it names none, for the
         scene's sun normalised as in-process (:func:`~rt_lidar.pipeline.sources.sun_unit`)."""
+        return self.prepare_lidar_beam_hits(lidar_name, vehicle_name, offsets_rad, weights, sun).run()
+
+    def prepare_lidar_beam_hits(
+        self,
+        lidar_name: str,
+        vehicle_name: str,
+        offsets_rad: np.ndarray,
+        weights: np.ndarray,
+        sun: SunRequest | None = None,
+    ) -> _HitsCast:
+        """:meth:`lidar_beam_hits` prepared, as :meth:`prepare_lidar_hits`."""
         lidar = self._check(lidar_name, vehicle_name)
         try:
             pattern = pattern_from_offsets(offsets_rad, weights)
         except ConfigError as exc:
             raise BackendError(f"rtLidarGetBeamHits: {exc}") from None
         if sun is None:
-            return self._hits_answer(pattern, lidar=lidar)
+            return _HitsCast(self, lidar, pattern, None)
         if sun.direction is None:
-            return self._hits_answer(pattern, sun_unit(self.source.sun_direction), lidar)
-        return self._hits_answer(pattern, np.array(sun.direction, np.float64), lidar)
-
-    def _hits_answer(
-        self, pattern: SubRayPattern | None, sun: np.ndarray | None = None, lidar: _Lidar | None = None
-    ) -> LidarHits:
-        lidar = lidar or self._lidars[self.lidar_name]
-        weather = self.weather_config()
-        # a wet road (Roadwetness > 0): the extension's rays also carry the road mask, mirror rays and spray
-        lidar.source.use_wet_road(float((weather or {}).get("road_wetness", 0.0)))
-        try:
-            hits, t0, t1 = self._sweep("hits", pattern, sun, lidar)
-        finally:
-            lidar.source.use_wet_road(0.0)
-        info: dict[str, Any] = {
-            "materials": list(self.world.material_names),
-            "t0_ns": t0,
-            "t1_ns": t1,
-            "frame": lidar.frames["hits"],
-            "weather": weather,
-            "preset": lidar.preset.name,
-        }
-        if sun is not None:
-            info["sun_direction"] = [float(v) for v in sun]
-        return hits_to_wire(hits, self._sensor_pose(t1, lidar), t1, info=info)
+            return _HitsCast(self, lidar, pattern, sun_unit(self.source.sun_direction))
+        return _HitsCast(self, lidar, pattern, np.array(sun.direction, np.float64))
 
     def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:
         """AirSim's ``getLidarData``: the hit points (sensor frame) since the previous read."""
-        lidar = self._check(lidar_name, vehicle_name)
-        hits, _t0, t1 = self._sweep("data", lidar=lidar)
-        opaque = np.isfinite(hits.range_m)
-        glass_only = ~opaque & np.isfinite(hits.glass_range_m)
-        rng = np.where(opaque, hits.range_m, hits.glass_range_m)
-        keep = opaque | glass_only
-        seg = np.where(opaque, hits.segment, hits.glass_segment)[keep].astype(np.int32)
-        points = (hits.direction[keep] * rng[keep][:, None]).astype(np.float32)
-        return LidarFrame(points, seg, self._sensor_pose(t1, lidar), t1)
+        return self.prepare_lidar_data(lidar_name, vehicle_name).run()
+
+    def prepare_lidar_data(self, lidar_name: str, vehicle_name: str) -> _DataCast:
+        """:meth:`lidar_data` prepared, as :meth:`prepare_lidar_hits`."""
+        return _DataCast(self, self._check(lidar_name, vehicle_name))
 
     # -- camera ----------------------------------------------------------------------------------
     def images(self, requests: Sequence[ImageRequest], vehicle_name: str) -> list[FluImage]:
@@ -488,6 +473,87 @@ class EmbeddedSim:
         if cfg.road_wetness > 0:  # only when wet: a dry answer's info stays as before
             out["road_wetness"] = cfg.road_wetness
         return out
+
+
+class _Cast:
+    """One lidar read of an :class:`EmbeddedSim`, prepared: built under the call lock (it takes the
+    interval and a frozen view of the world at once); :attr:`rays` and ``run()`` need no lock."""
+
+    reader = "hits"
+
+    def __init__(self, sim: EmbeddedSim, lidar: _Lidar, pattern: SubRayPattern | None = None) -> None:
+        self._sim, self._lidar, self._pattern = sim, lidar, pattern
+        self._source, self._t0, self.t1, self.frame = sim._take(self.reader, lidar)
+        self._firings: Firings | None = None
+
+    def _planned(self) -> tuple[Firings, int]:
+        if self._firings is None:
+            sub_rays = 1 if self._pattern is None else max(len(self._pattern.weights), 1)
+            self._firings, self._t0 = self._sim._plan(self._lidar.preset, self._t0, self.t1, sub_rays)
+        return self._firings, self._t0
+
+    @property
+    def rays(self) -> int:
+        """Rays the cast takes (firings x sub-rays, within the budget)."""
+        firings, _ = self._planned()
+        sub_rays = 1 if self._pattern is None else max(len(self._pattern.weights), 1)
+        return len(firings.t_ns) * sub_rays
+
+    def _hits(self, sun: np.ndarray | None = None) -> tuple[Hits, int]:
+        firings, t0 = self._planned()
+        if self._pattern is None:
+            return self._source.hits(firings, t0, self.t1), t0
+        return self._source.beam_hits(firings, t0, self.t1, self._pattern, sun), t0
+
+    def _sensor_pose(self, t_ns: int) -> FluPose:
+        pos, quat = self._source.sensor_pose(t_ns * 1e-9)
+        return FluPose(tuple(float(v) for v in pos), tuple(float(v) for v in quat))  # type: ignore[arg-type]
+
+
+class _HitsCast(_Cast):
+    """``rtLidarGetHits`` / ``rtLidarGetBeamHits``, prepared."""
+
+    def __init__(
+        self, sim: EmbeddedSim, lidar: _Lidar, pattern: SubRayPattern | None, sun: np.ndarray | None
+    ) -> None:
+        super().__init__(sim, lidar, pattern)
+        self._sun = sun
+        self._weather = sim.weather_config()
+        # a wet road (Roadwetness > 0): the extension's rays also carry the road mask, mirror rays and
+        # spray (set on this cast's own copy of the source: other casts keep theirs)
+        self._source.use_wet_road(float((self._weather or {}).get("road_wetness", 0.0)))
+
+    def run(self) -> LidarHits:
+        """Cast; the answer of :meth:`EmbeddedSim.lidar_hits` / ``lidar_beam_hits``."""
+        hits, t0 = self._hits(self._sun)
+        info: dict[str, Any] = {
+            "materials": list(self._sim.world.material_names),
+            "t0_ns": t0,
+            "t1_ns": self.t1,
+            "frame": self.frame,
+            "weather": self._weather,
+            "preset": self._lidar.preset.name,
+        }
+        if self._sun is not None:
+            info["sun_direction"] = [float(v) for v in self._sun]
+        return hits_to_wire(hits, self._sensor_pose(self.t1), self.t1, info=info)
+
+
+class _DataCast(_Cast):
+    """``getLidarData``, prepared."""
+
+    reader = "data"
+
+    def run(self) -> LidarFrame:
+        """Cast; the answer of :meth:`EmbeddedSim.lidar_data`."""
+        hits, _t0 = self._hits()
+        opaque = np.isfinite(hits.range_m)
+        glass_only = ~opaque & np.isfinite(hits.glass_range_m)
+        rng = np.where(opaque, hits.range_m, hits.glass_range_m)
+        keep = opaque | glass_only
+        seg = np.where(opaque, hits.segment, hits.glass_segment)[keep].astype(np.int32)
+        points = (hits.direction[keep] * rng[keep][:, None]).astype(np.float32)
+        return LidarFrame(points, seg, self._sensor_pose(self.t1), self.t1)
 
 
 def _png(rgb: np.ndarray) -> bytes:

@@ -13,6 +13,7 @@ pose; times after the last are extrapolated with the current speed and yaw rate)
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Protocol
@@ -182,6 +183,14 @@ class BicycleModel:
         self._controls = VehicleControls()
 
     # -- reading ------------------------------------------------------------------------------------
+    def frozen(self) -> BicycleModel:
+        """A copy that answers :meth:`positions_rotations` exactly as this model does now, whatever
+        steps this one takes later (a cast outside the server's call lock reads it)."""
+        twin = copy.copy(self)
+        twin._hist_t = list(self._hist_t)
+        twin._hist_xyyaw = list(self._hist_xyyaw)
+        return twin
+
     @property
     def state(self) -> VehicleState:
         """The current state."""

@@ -9,11 +9,13 @@ same attacks run longer with ``tools/fuzz/run.py``; figures in ``docs/reliabilit
 from __future__ import annotations
 
 import os
+import re
 import resource
 import subprocess
 import time
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 from rt_lidar.server.serve import ServeOptions, start_server_process
@@ -69,3 +71,18 @@ def test_out_of_file_descriptors_the_server_keeps_accepting(
         assert result.recover_s + result.probe_s < RECOVER_S, result
     finally:
         resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_flood_of_young_silent_connections_leaves_room_for_normal_clients(
+    server: tuple[subprocess.Popen[str], int, int],
+) -> None:
+    """A silent connection every 5 ms, all held: every slot younger than a second. Those without a
+    whole first request make room for newcomers at once, so the normal client's probes are answered
+    (before: about a third of them, the rest refused at the cap)."""
+    _, port, _ = server
+    flood = next(a for a in ATTACKS if a.name == "young_flood")
+    outcome = flood.run("127.0.0.1", port, np.random.default_rng(SEED))
+    found = re.search(r"probes answered (\d+)/(\d+)", outcome)
+    assert found, outcome
+    answered, tries = int(found.group(1)), int(found.group(2))
+    assert tries >= 5 and answered >= tries - 1, outcome

@@ -1,14 +1,16 @@
 """Soak: a client pulling lidar data at full rate while hostile clients attack, memory and latency logged.
 
     .venv/bin/python tools/soak/run.py --seconds 3600 --out soak.json [--hostile 2] [--preset VLP-16]
-        [--scene street] [--seed 0]
+        [--scene street] [--seed 0] [--doc docs/reliability.md]
 
 Starts ``rt-lidar serve`` in its own process on loopback (running, not paused). One normal client
 calls ``getLidarData`` back to back for ``--seconds``; ``--hostile`` threads run the attacks of
 :data:`unreal_bridge.attacks.ATTACKS` one after another (seeded, cycling). Every second the server's
 resident memory and the normal client's calls of that second (count, p50 / p99 / max latency, errors)
 are logged; the JSON report holds those samples, every attack's outcome and the totals. Exits 1 when
-the server died or the normal client saw an error it could not recover from within 10 s.
+the server died or the normal client saw an error it could not recover from within 10 s. With
+``--doc`` the totals also go into that Markdown file as a table, between the lines
+``<!-- soak:begin -->`` and ``<!-- soak:end -->`` (appended when the file has no such lines).
 """
 
 from __future__ import annotations
@@ -80,6 +82,47 @@ def _window(calls: list[tuple[float, float]], t0: float, t1: float) -> dict[str,
             "max_ms": round(1e3 * float(lat.max()), 2)}  # fmt: skip
 
 
+DOC_BEGIN, DOC_END = "<!-- soak:begin -->", "<!-- soak:end -->"
+
+
+def doc_table(report: dict[str, Any], out: Path) -> str:
+    """The Markdown block of one soak ``report`` (written to ``out``): totals and RSS every 10 %."""
+    t = report["totals"]
+    samples = report["samples"]
+    marks = [samples[min(len(samples) - 1, round(k * (len(samples) - 1) / 10))] for k in range(11)]
+    rss_path = " / ".join(f"{s['rss_mib']:.0f}" for s in marks) if samples else "-"
+    return "\n".join(
+        [
+            DOC_BEGIN,
+            f"Run of {time.strftime('%d %B %Y %H:%M UTC', time.gmtime())}: `{' '.join(report['argv'])}` "
+            f"({report['cpu_count']} cores, preset {report['preset']}; report `{out}`).",
+            "",
+            "| seconds | normal calls | errors (unrecovered) | latency p50 / p99 / max | "
+            "server RSS start / max / end | attacks run (unrecovered) |",
+            "|---|---|---|---|---|---|",
+            f"| {t['seconds']:.0f} | {t['normal_calls']:,} | "
+            f"{t['normal_errors']} ({t['unrecovered_errors']}) | "
+            f"{t['latency_p50_ms']} / {t['latency_p99_ms']} / {t['latency_max_ms']} ms | "
+            f"{t['rss_baseline_mib']} / {t['rss_max_mib']} / {t['rss_last_mib']} MiB | "
+            f"{t['attacks_run']} ({t['attacks_unrecovered']}) |",
+            "",
+            f"Server RSS (MiB) at 0, 10, ..., 100 % of the run: {rss_path}.",
+            DOC_END,
+        ]
+    )
+
+
+def write_doc(doc: Path, block: str) -> None:
+    """Put ``block`` between the soak markers of ``doc`` (or append it)."""
+    text = doc.read_text() if doc.exists() else ""
+    start, end = text.find(DOC_BEGIN), text.find(DOC_END)
+    if start >= 0 and end > start:
+        text = text[:start] + block + text[end + len(DOC_END) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    doc.write_text(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the soak; see the module docstring."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -89,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", default="VLP-16")
     ap.add_argument("--scene", default="street")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--doc", type=Path, default=None, help="Markdown file to put the totals table in")
     args = ap.parse_args(argv)
     proc, port = start_server_process(ServeOptions(port=0, scene=args.scene, preset=args.preset))
     normal = FullRateClient(port)
@@ -151,7 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     report = {"argv": sys.argv, "cpu_count": os.cpu_count(), "preset": args.preset, "totals": totals,
               "samples": samples, "attacks": attacks, "errors": normal.errors[:200]}  # fmt: skip
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
+    if args.doc is not None:
+        write_doc(args.doc, doc_table(report, args.out))
     print(json.dumps(totals, indent=2))
     return 1 if died or unrecovered or totals["attacks_unrecovered"] else 0
 

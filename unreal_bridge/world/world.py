@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 from typing import TYPE_CHECKING, NamedTuple
@@ -16,6 +17,7 @@ from .scene import Scene
 
 if TYPE_CHECKING:
     from .camera import CameraImages, CameraSpec
+    from .trajectory import Trajectory
 
 __all__ = ["RayHits", "World"]
 
@@ -192,6 +194,19 @@ class World:
     def segment_ids(self) -> dict[str, int]:
         """Current segment id of every object."""
         return {o.name: int(self._segments[i]) for i, o in enumerate(self.scene.objects)}
+
+    def with_ego(self, ego: Trajectory) -> World:
+        """A view of this world with ``ego`` as the ego trajectory and the segment ids as they are now.
+
+        It shares the meshes, BVHs and moving objects (read-only in casts), so it costs a few small
+        copies: a cast into it outside a lock answers as this world would have at the time of the call,
+        whatever ``set_segment_id`` or a new ego do to this world meanwhile.
+        """
+        view = copy.copy(self)
+        view.scene = copy.copy(self.scene)
+        view.scene.ego = ego
+        view._segments = self._segments.copy()
+        return view
 
     def set_segment_id(self, name: str, segment_id: int, is_regex: bool = False) -> bool:
         """Set the segment id (0..255) of the named object, or of every object whose name fully matches
