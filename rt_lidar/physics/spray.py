@@ -8,14 +8,21 @@ beside the object's, which it attenuates two-way. Spray points are flagged
 :attr:`~rt_lidar.points.PointFlag.RAIN_CLUTTER` (they are water drops, and rain filters are what
 removes them; the flag byte has no free bit).
 
-Assumed parameters (stated, not fitted to a measurement):
+Parameters (the drop size from a measurement, the water content assumed):
 
+- effective droplet diameter :data:`SPRAY_D_EFF_MM` = 0.19 mm, from the USC tyre-spray rig (a grooved
+  tyre rolling through a water film, droplets imaged downstream; Browand's group, C. Radovich's thesis,
+  and Plocher, Browand & Radovich's images at a rim speed of 6 m/s): drops of 80 um to 9 mm, mean
+  ~0.8 mm at a Weber number of 2,700, the mean falling as We^-1/2, i.e. as 1/v since We = rho v^2 w /
+  sigma. Taking We = 2,700 at the 6 m/s of their images (a groove ~5 mm wide) gives 0.8 mm x 6 / 25 =
+  0.19 mm at the plume's reference speed, 90 km/h (:data:`~unreal_bridge.world.spray.SPRAY_REF_SPEED_M_S`).
+  The mean stands in for the Sauter diameter (third over second moment), which a wide distribution
+  puts somewhat higher: the plume is if anything slightly denser here than measured drops would give;
 - liquid water content at relative density 1 (close behind the wheels of a car at 90 km/h on a fully
-  wet road): :data:`SPRAY_LWC_G_M3` = 1.5 g/m^3, scaled by w;
-- effective droplet diameter (the ratio of the third to the second moment of the size distribution):
-  :data:`SPRAY_D_EFF_MM` = 0.1 mm (tyre spray is a mist of drops from ~10 um to ~1 mm);
+  wet road): :data:`SPRAY_LWC_G_M3` = 1.5 g/m^3, scaled by w (assumed: no measurement of it was found;
+  trackside spray studies, e.g. TRL's RR162, report the light a spray cloud transmits, not its water);
 - extinction for drops much larger than the wavelength, Q_ext = 2:
-  ``alpha = 3 LWC / (rho_w D_eff)`` = 0.045 /m at density 1 (a visibility of ~65 m inside the plume);
+  ``alpha = 3 LWC / (rho_w D_eff)`` = 0.024 /m at density 1 (a visibility of ~165 m inside the plume);
 - backscatter from the lidar ratio of liquid water drops, S = 18.8 sr at 905 nm (O'Connor, Illingworth &
   Hogan, "A technique for autocalibration of cloud lidar", J. Atmos. Oceanic Technol. 21, 777-786,
   2004): ``beta = alpha / S``.
@@ -41,7 +48,7 @@ __all__ = [
 ]
 
 SPRAY_LWC_G_M3 = 1.5
-SPRAY_D_EFF_MM = 0.1
+SPRAY_D_EFF_MM = 0.19
 LIDAR_RATIO_SR = 18.8
 _RHO_WATER_G_M3 = 1e6
 
