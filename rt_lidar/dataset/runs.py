@@ -15,6 +15,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rt_lidar.dataset.errors import SweepError
@@ -100,8 +101,16 @@ def expand_runs(spec: SweepSpec) -> list[RunSpec]:
 
 
 def run_to_dict(run: RunSpec) -> dict[str, Any]:
-    """The run as plain JSON-able data (tuples as lists)."""
-    return json.loads(json.dumps(dataclasses.asdict(run)))
+    """The run as plain JSON-able data (tuples as lists). A preset sensor's ``rig`` (empty) is left out,
+    so its runs keep their digests; a rig's carries the SHA-256 of the rig file (a changed rig file is
+    another run)."""
+    d: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(run)))
+    sensor = d["sensor"]
+    if not sensor["rig"]:
+        del sensor["rig"]
+    else:
+        sensor["rig_sha256"] = hashlib.sha256(Path(sensor["rig"]).read_bytes()).hexdigest()
+    return d
 
 
 def run_digest(run: RunSpec) -> str:

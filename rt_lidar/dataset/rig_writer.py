@@ -1,0 +1,67 @@
+"""A dataset run of a rig: every sensor of the rig file in one frame loop, a sequence per sensor.
+
+``sequences/NN/`` holds ``rig.json`` (the resolved rig), ``run.json`` (the run, as a one-sensor run's)
+and one folder per sensor, ``sequences/NN/<sensor>/``, laid out as a one-sensor sequence
+(:class:`~rt_lidar.dataset.writer.SequenceWriter`): ``velodyne/``, ``labels/``, ``image_2/`` (when the
+sweep asks for images), ``calib.txt`` (``Tr``: that sensor's mount -> camera 0), ``poses.txt``,
+``times.txt``, ``run.json`` and the sweep's recordings in ``recordings/<kind>``. The rig file's own
+sinks (network outputs) are not run: a dataset holds files only.
+
+The frame loop is :class:`~rt_lidar.rig.loop.RigLoop` in the run's world without interference, so each
+sensor's scans are byte for byte those of ``rt-lidar demo --rig`` with the same scene, seed and rate.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rt_lidar.dataset.runs import RunSpec, run_digest, run_to_dict
+from rt_lidar.dataset.writer import SequenceWriter, _recording_sinks, run_physics, run_world
+from rt_lidar.rig.loop import RigLoop
+from rt_lidar.rig.model import load_rig
+from rt_lidar.sinks.base import SinkContext
+from rt_lidar.sinks.fanout import SinkFanout
+
+__all__ = ["write_rig_sequence"]
+
+
+def write_rig_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
+    """Simulate the rig of ``run`` and write one sequence per sensor under ``seq``; returns (frames
+    per sensor, points of every sensor)."""
+    rig = load_rig(run.sensor.rig)
+    world, lut = run_world(run)
+    (seq / "rig.json").write_text(json.dumps({"rig": rig.to_plain()}, indent=2, sort_keys=True) + "\n")
+    digest = run_digest(run)
+    writers: dict[str, SequenceWriter] = {}
+    fans: dict[str, SinkFanout] = {}
+    loop = RigLoop(rig, world, sim_hz=run.sim_hz, seed=run.seed, physics=run_physics(run))
+    try:
+        for s in rig.sensors:
+            sdir = seq / s.name
+            writers[s.name] = SequenceWriter(
+                sdir, world, lut, float(s.preset.output.intensity_max), run.camera, s.mount
+            )
+            fan = SinkFanout(_recording_sinks(run.sinks, sdir))
+            scenario = {"run_id": run.run_id, "digest": digest, "sensor": s.name}
+            fan.open(SinkContext(preset=s.preset, scenario=scenario))
+            fans[s.name] = fan
+        counts = dict.fromkeys(rig.names, 0)
+        while min(counts.values()) < run.frames:
+            for name, scans in loop.step().items():
+                for scan in scans[: run.frames - counts[name]]:
+                    writers[name].write(scan)
+                    fans[name].write(scan)
+                    counts[name] += 1
+    finally:
+        loop.close()
+        for fan in fans.values():
+            fan.close()
+    meta = {"digest": digest, "run": run_to_dict(run), "frames": run.frames}
+    for name, w in writers.items():
+        w.finish({**meta, "sensor": name, "points": w.points})
+    points = sum(w.points for w in writers.values())
+    (seq / "run.json").write_text(
+        json.dumps({**meta, "points": points, "sensors": rig.names}, indent=2, sort_keys=True) + "\n"
+    )
+    return run.frames, points
