@@ -4,7 +4,10 @@
 ``labels/NNNNNN.label`` (uint32: semantic class low 16 bits, segmentation id high 16),
 ``image_2/NNNNNN.png`` (when the sweep asks for images), ``calib.txt`` (``P0:``..``P3:`` and ``Tr:``
 velodyne -> camera 0), ``poses.txt`` (camera 0 in the first frame's camera 0, 12 numbers a line, as
-SemanticKITTI), ``times.txt`` (scan start, s) and ``run.json`` (the run, so it can be reproduced).
+SemanticKITTI), ``times.txt`` (scan start, s), ``run.json`` (the run, so it can be reproduced) and
+``config.json`` (the run as the one run configuration, :func:`~rt_lidar.dataset.runs.run_config`:
+``rt-lidar demo --config sequences/NN/config.json --out NEW`` re-runs it to the same scan bytes). A
+rig's run writes such a sequence per sensor (:mod:`rt_lidar.dataset.rig_writer`).
 
 The sequence is written into ``sequences/.NN.partial-<pid>-<random>`` and renamed to ``NN`` when
 complete; a sequence folder therefore always holds a whole run. Output depends only on the run (its
@@ -24,28 +27,22 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from rt_lidar.config import write_run_config
 from rt_lidar.dataset.errors import DatasetError
 from rt_lidar.dataset.labels import DEFAULT_RULES, LabelRule, class_lut, make_labels
-from rt_lidar.dataset.runs import RunSpec, run_digest, run_to_dict
-from rt_lidar.dataset.sweep_spec import CameraSettings, MountSpec, SceneSpec, TrajectorySpec
+from rt_lidar.dataset.runs import RunSpec, run_config, run_digest, run_to_dict
+from rt_lidar.dataset.sweep_spec import CameraSettings, MountSpec, SceneSpec
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.assembler import Scan
-from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.scan_loop import run_scans
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.kitti import to_kitti_array
 from unreal_bridge.world import (
     CameraSpec,
-    ConstantVelocity,
     Pose,
-    Scene,
-    StaticTrajectory,
-    Trajectory,
-    WaypointTrajectory,
     World,
-    load_mesh_file,
-    street_scene,
 )
 
 __all__ = [
@@ -54,9 +51,9 @@ __all__ = [
     "build_run",
     "calibration",
     "calibration_of",
+    "partial_dirs",
     "run_physics",
     "run_world",
-    "partial_dirs",
     "sequence_state",
     "write_run",
 ]
@@ -85,24 +82,9 @@ def _pose(m: MountSpec) -> Pose:
     return Pose.from_xyz_rpy(*m.xyz, roll=float(r), pitch=float(p), yaw=float(y))
 
 
-def _trajectory(t: TrajectorySpec) -> Trajectory | None:
-    yaw = float(np.radians(t.yaw_deg))
-    start = Pose.from_xyz_rpy(*t.start, yaw=yaw)
-    if t.kind == "static":
-        return StaticTrajectory(start)
-    if t.kind == "constant_velocity":
-        v = (t.speed_mps * np.cos(yaw), t.speed_mps * np.sin(yaw), 0.0)
-        return ConstantVelocity(start, v, yaw_rate=float(np.radians(t.yaw_rate_deg_s)))
-    if t.kind == "waypoints":
-        return WaypointTrajectory(t.times, t.positions)
-    return None
-
-
-def _scene(spec: SceneSpec) -> tuple[Scene, list[LabelRule]]:
-    if spec.kind == "street":
-        return street_scene(spec.seed, spec.length_m, spec.ego_speed), []
-    objects = load_mesh_file(spec.path, name=spec.name, material=spec.material, segment_id=1, y_up=spec.y_up)
-    return Scene(objects=objects), [LabelRule(f"{spec.name}*", "*", spec.label)]
+def _extra_rules(spec: SceneSpec) -> list[LabelRule]:
+    """A mesh scene's one class for all of it."""
+    return [] if spec.kind == "street" else [LabelRule(f"{spec.name}*", "*", spec.label)]
 
 
 def _main_material(world: World, index: int) -> str:
@@ -113,34 +95,30 @@ def _main_material(world: World, index: int) -> str:
 
 
 def run_world(run: RunSpec) -> tuple[World, np.ndarray]:
-    """The world of ``run`` (its scene, ego trajectory and sensor mount) and its class table
+    """The world of ``run`` (its scene, ego trajectory and sensor mount, built from its
+    :func:`~rt_lidar.dataset.runs.run_config` as ``demo --config`` builds it) and its class table
     (:func:`~rt_lidar.dataset.labels.class_lut`)."""
-    scene, extra_rules = _scene(run.scene)
-    ego = _trajectory(run.trajectory)
-    if ego is not None:
-        scene.ego = ego
-    scene.sensor_mount = _pose(run.sensor.mount)
-    world = World(scene)
+    cfg = run_config(run)
+    world = build_world(cfg.scene, seed=cfg.seed, setup=cfg.scene_setup)
     ids = world.segment_ids()
     objects = [(n, ids[n], _main_material(world, i)) for i, n in enumerate(world.objects)]
     try:
-        lut = class_lut(objects, [*run.labels, *extra_rules, *DEFAULT_RULES])
+        lut = class_lut(objects, [*run.labels, *_extra_rules(run.scene), *DEFAULT_RULES])
     except ValueError as exc:
         raise DatasetError(f"run {run.run_id}: {exc}") from None
     return world, lut
 
 
 def run_physics(run: RunSpec) -> PhysicsConfig:
-    """The physics scenario of ``run``: its weather (None when clear)."""
-    return PhysicsConfig(weather=None if run.weather.is_clear else run.weather)
+    """The physics scenario of ``run`` (its weather; None when clear)."""
+    return run_config(run).physics()
 
 
 def build_run(run: RunSpec) -> tuple[Pipeline, World, np.ndarray]:
     """The pipeline of ``run``, its world and its class table (:func:`~rt_lidar.dataset.labels.class_lut`)."""
+    cfg = run_config(run)
     world, lut = run_world(run)
-    built = build_pipeline(
-        run.sensor.preset, world, seed=run.seed, sim_hz=run.sim_hz, physics=run_physics(run)
-    )
+    built = build_pipeline(cfg.preset, world, seed=cfg.seed, sim_hz=cfg.sim_hz, physics=cfg.physics())
     return built.pipeline, world, lut
 
 
@@ -199,7 +177,7 @@ def write_run(run: RunSpec, out: str | Path) -> RunResult:
     tmp = root / f".{run.sequence_name}{PARTIAL}{os.getpid()}-{secrets.token_hex(4)}"
     tmp.mkdir(parents=True)
     try:
-        frames, points = _write_sequence(run, tmp)
+        frames, points = _write_sequence(run, tmp, final)
         try:
             os.rename(tmp, final)
         except OSError:
@@ -281,12 +259,14 @@ class SequenceWriter:
         (seq / RUN_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
-def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
+def _write_sequence(run: RunSpec, seq: Path, final: Path) -> tuple[int, int]:
     if run.sensor.rig:
         from rt_lidar.dataset.rig_writer import write_rig_sequence
 
         return write_rig_sequence(run, seq)
     pipeline, world, lut = build_run(run)
+    cfg = run_config(run, final.resolve())
+    write_run_config(seq, cfg.resolved(pipeline.physics.config), pipeline.preset)
     writer = SequenceWriter(
         seq, world, lut, float(pipeline.preset.output.intensity_max), run.camera, _pose(run.sensor.mount)
     )
@@ -299,5 +279,7 @@ def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
     finally:
         pipeline.close()
     points = sum(loop.points)
-    writer.finish({"digest": run_digest(run), "run": run_to_dict(run), "frames": run.frames, "points": points})
+    writer.finish(
+        {"digest": run_digest(run), "run": run_to_dict(run), "frames": run.frames, "points": points}
+    )
     return run.frames, points
