@@ -177,7 +177,7 @@ def write_run(run: RunSpec, out: str | Path) -> RunResult:
     tmp = root / f".{run.sequence_name}{PARTIAL}{os.getpid()}-{secrets.token_hex(4)}"
     tmp.mkdir(parents=True)
     try:
-        frames, points = _write_sequence(run, tmp, final)
+        frames, points = _write_sequence(run, tmp)
         try:
             os.rename(tmp, final)
         except OSError:
@@ -259,13 +259,13 @@ class SequenceWriter:
         (seq / RUN_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
-def _write_sequence(run: RunSpec, seq: Path, final: Path) -> tuple[int, int]:
+def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
     if run.sensor.rig:
         from rt_lidar.dataset.rig_writer import write_rig_sequence
 
         return write_rig_sequence(run, seq)
     pipeline, world, lut = build_run(run)
-    cfg = run_config(run, final.resolve())
+    cfg = run_config(run, f"out/{run.run_id}")  # a re-run's default: no path of this dataset
     write_run_config(seq, cfg.resolved(pipeline.physics.config), pipeline.preset)
     writer = SequenceWriter(
         seq, world, lut, float(pipeline.preset.output.intensity_max), run.camera, _pose(run.sensor.mount)
