@@ -3,7 +3,8 @@
 ``sequences/NN/`` holds ``rig.json`` (the resolved rig), ``run.json`` (the run, as a one-sensor run's)
 and one folder per sensor, ``sequences/NN/<sensor>/``, laid out as a one-sensor sequence
 (:class:`~rt_lidar.dataset.writer.SequenceWriter`): ``velodyne/``, ``labels/``, ``image_2/`` (when the
-sweep asks for images), ``calib.txt`` (``Tr``: that sensor's mount -> camera 0), ``poses.txt``,
+sweep asks for images), ``calib.txt`` (``Tr``: that sensor -> camera 0; ``Tr_lidar_to_base_link``:
+its mount, as ``demo --rig`` writes it), ``poses.txt``,
 ``times.txt``, ``run.json`` and the sweep's recordings in ``recordings/<kind>``. The rig file's own
 sinks (network outputs) are not run: a dataset holds files only.
 
@@ -58,8 +59,10 @@ def write_rig_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
         for fan in fans.values():
             fan.close()
     meta = {"digest": digest, "run": run_to_dict(run), "frames": run.frames}
-    for name, w in writers.items():
-        w.finish({**meta, "sensor": name, "points": w.points})
+    for s in rig.sensors:
+        w = writers[s.name]
+        mount = " ".join(f"{v:.12e}" for v in s.mount.matrix()[:3].reshape(-1))
+        w.finish({**meta, "sensor": s.name, "points": w.points}, (f"Tr_lidar_to_base_link: {mount}",))
     points = sum(w.points for w in writers.values())
     (seq / "run.json").write_text(
         json.dumps({**meta, "points": points, "sensors": rig.names}, indent=2, sort_keys=True) + "\n"

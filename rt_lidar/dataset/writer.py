@@ -248,11 +248,12 @@ class SequenceWriter:
         self.times.append(f"{scan.start_ns * 1e-9:.6e}")
         self.points += int(scan.points.size)
 
-    def finish(self, meta: dict[str, object]) -> None:
-        """Write ``calib.txt``, ``poses.txt``, ``times.txt`` and ``run.json`` (``meta``)."""
+    def finish(self, meta: dict[str, object], calib_extra: tuple[str, ...] = ()) -> None:
+        """Write ``calib.txt`` (with ``calib_extra`` lines after ``Tr``), ``poses.txt``, ``times.txt``
+        and ``run.json`` (``meta``)."""
         seq = self.seq
         p_line = _row(self.p2)
-        calib = [f"P{i}: {p_line}" for i in range(4)] + [f"Tr: {_row(self.tr)}"]
+        calib = [f"P{i}: {p_line}" for i in range(4)] + [f"Tr: {_row(self.tr)}", *calib_extra]
         (seq / "calib.txt").write_text("\n".join(calib) + "\n")
         (seq / "poses.txt").write_text("\n".join(self.poses) + "\n")
         (seq / "times.txt").write_text("\n".join(self.times) + "\n")

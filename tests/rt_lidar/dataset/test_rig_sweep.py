@@ -19,6 +19,7 @@ from rt_lidar.dataset import (
     expand_runs,
     load_sweep,
     parse_sweep,
+    read_calib,
     read_sequence,
     sequence_state,
     write_run,
@@ -84,6 +85,10 @@ def test_a_rig_run_writes_each_sensor_as_demo_rig_does(tmp_path: Path) -> None:
             assert ours == (demo / sensor / "scans" / f"{stem}.bin").read_bytes(), (sensor, stem)
             rec = seq / sensor / "recordings" / "pcd" / f"{stem}.pcd"
             assert rec.read_bytes() == (demo / sensor / "scans" / f"{stem}.pcd").read_bytes()
+        mount_line = (demo / sensor / "calib.txt").read_text()  # Tr_lidar_to_base_link, as demo --rig
+        assert mount_line.startswith("Tr_lidar_to_base_link:")
+        assert (seq / sensor / "calib.txt").read_text().endswith(mount_line)
+        assert read_calib(seq / sensor / "calib.txt").tr.shape == (4, 4)
         frames = list(read_sequence(tmp_path / "ds", 0, sensor))
         assert len(frames) == 2 and frames[0].labels is not None and frames[0].pose is not None
     # the two sensors see the street from different mounts: their scans differ, their calibrations too
