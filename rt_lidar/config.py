@@ -162,6 +162,9 @@ class RunConfig:
     """A preset name (``rt-lidar presets list``) or a TOML file."""
     scene: str = DEFAULT_SCENE
     """The embedded scene (demo)."""
+    rig: str | None = None
+    """A rig file (``demo``, in-process): every lidar of it instead of ``preset`` (recorded by a rig run
+    of ``rt-lidar generate``; ``demo --rig`` itself takes its options from the command line)."""
     scene_setup: SceneSetup | None = None
     """More of the scene than its name (street length, ego motion, sensor mount): a dataset run's
     (``generate``); in-process only. None = the named scene as it comes with ``seed``."""

@@ -1,7 +1,9 @@
 """A dataset run of a rig: every sensor of the rig file in one frame loop, a sequence per sensor.
 
-``sequences/NN/`` holds ``rig.json`` (the resolved rig), ``run.json`` (the run, as a one-sensor run's)
-and one folder per sensor, ``sequences/NN/<sensor>/``, laid out as a one-sensor sequence
+``sequences/NN/`` holds ``rig.json`` (the resolved rig), ``run.json`` (the run, as a one-sensor run's),
+``config.json`` (the run configuration with its ``rig``: ``rt-lidar demo --config
+sequences/NN/config.json --out NEW`` re-runs it, ``NEW/<sensor>/scans`` the same scans) and one folder
+per sensor, ``sequences/NN/<sensor>/``, laid out as a one-sensor sequence
 (:class:`~rt_lidar.dataset.writer.SequenceWriter`): ``velodyne/``, ``labels/``, ``image_2/`` (when the
 sweep asks for images), ``calib.txt`` (``Tr``: that sensor -> camera 0; ``Tr_lidar_to_base_link``:
 its mount, as ``demo --rig`` writes it), ``poses.txt``,
@@ -17,10 +19,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rt_lidar.dataset.runs import RunSpec, run_digest, run_to_dict
+from rt_lidar.config import CONFIG_FILE
+from rt_lidar.dataset.runs import RunSpec, run_config, run_digest, run_to_dict
 from rt_lidar.dataset.writer import SequenceWriter, _recording_sinks, run_physics, run_world
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.rig.model import load_rig
+from rt_lidar.schema import to_plain
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.fanout import SinkFanout
 
@@ -33,6 +37,8 @@ def write_rig_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
     rig = load_rig(run.sensor.rig)
     world, lut = run_world(run)
     (seq / "rig.json").write_text(json.dumps({"rig": rig.to_plain()}, indent=2, sort_keys=True) + "\n")
+    config = {"config": to_plain(run_config(run, f"out/{run.run_id}")), "rig": rig.source}
+    (seq / CONFIG_FILE).write_text(json.dumps(config, indent=2))
     digest = run_digest(run)
     writers: dict[str, SequenceWriter] = {}
     fans: dict[str, SinkFanout] = {}

@@ -131,16 +131,18 @@ def run_digest(run: RunSpec) -> str:
 def run_config(run: RunSpec, out: str | Path = "") -> RunConfig:
     """The run as the one typed run configuration: an in-process ``demo`` of the run's preset in its
     scene (:class:`~rt_lidar.config.SceneSetup`: the scene's seed, street length and ego speed or the
-    mesh, the trajectory, the sensor's mount), seed, rate, frames and weather, writing to ``out``.
+    mesh, the trajectory, the sensor's mount), seed, rate, frames and weather; ``out`` is where a re-run
+    writes unless told (the writer records ``out/<run id>``: no path of the dataset).
     The writer builds the run from it, and its ``config.json`` re-runs it
     (``rt-lidar demo --config sequences/NN/config.json --out NEW``: the same scans). The sweep's
-    recordings are not in it (their targets are inside the sequence; ``run.json`` lists them), nor is
-    a rig (a rig run writes ``rig.json``)."""
+    recordings are not in it (their targets are inside the sequence; ``run.json`` lists them). A rig's
+    run names the rig file (``rig``; no ``preset``, the mounts are the rig's)."""
     t = run.trajectory
     ego = None
     if t.kind != "scene":
         ego = EgoConfig(t.kind, t.start, t.yaw_deg, t.speed_mps, t.yaw_rate_deg_s, t.times, t.positions)
-    mount = MountConfig(run.sensor.mount.xyz, run.sensor.mount.rpy_deg)
+    rig = run.sensor.rig or None
+    mount = None if rig else MountConfig(run.sensor.mount.xyz, run.sensor.mount.rpy_deg)
     s = run.scene
     if s.kind == "street":
         scene = "street"
@@ -151,6 +153,7 @@ def run_config(run: RunSpec, out: str | Path = "") -> RunConfig:
     return RunConfig(
         command="demo",
         preset=run.sensor.preset,
+        rig=rig,
         scene=scene,
         scene_setup=setup,
         seed=run.seed,

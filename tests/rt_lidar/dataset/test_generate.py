@@ -189,7 +189,7 @@ def test_a_rig_sweep_on_ray_resumes(tmp_path: Path, local_ray: None) -> None:
         write_run(run, ref)
     assert tree_digest(tmp_path / "ds" / "sequences") == tree_digest(ref / "sequences")
     assert sorted(p.name for p in (tmp_path / "ds" / "sequences" / "00").iterdir()) == [
-        "a", "b", "rig.json", "run.json"
+        "a", "b", "config.json", "rig.json", "run.json"
     ]  # fmt: skip
     shutil.rmtree(tmp_path / "ds" / "sequences" / "01")  # the rig in the rain, lost
     again = generate(spec, tmp_path / "ds", workers=2, progress=False)

@@ -70,7 +70,7 @@ def test_a_rig_run_writes_each_sensor_as_demo_rig_does(tmp_path: Path) -> None:
     result = write_run(run, tmp_path / "ds")
     assert result.frames == 2 and result.points > 10_000
     seq = tmp_path / "ds" / "sequences" / "00"
-    assert sorted(p.name for p in seq.iterdir()) == ["left", "rig.json", "right", "run.json"]
+    assert sorted(p.name for p in seq.iterdir()) == ["config.json", "left", "rig.json", "right", "run.json"]
     assert sorted(p.name for p in (seq / "left").iterdir()) == [
         "calib.txt", "labels", "poses.txt", "recordings", "run.json", "times.txt", "velodyne"
     ]  # fmt: skip
@@ -204,3 +204,23 @@ def test_a_scene_setup_is_refused_over_the_bridge(tmp_path: Path, capsys: pytest
     cfg.write_text(json.dumps(record))
     assert main(["demo", "--config", str(cfg), "--out", str(tmp_path / "b"), "--quiet"]) == 2
     assert "in-process only" in capsys.readouterr().err
+
+
+def test_a_rig_run_re_runs_from_its_config_json(tmp_path: Path) -> None:
+    sweep = SWEEP.replace("seeds = [4]", "seeds = [6]") + (
+        '\n[[trajectories]]\nname = "cruise"\nkind = "constant_velocity"\nstart = [0.0, -1.75, 0.0]\n'
+        "speed_mps = 6.0\n\n[weather]\nrain_mm_h = [25.0]\n"
+    )
+    (run,) = expand_runs(load_sweep(_files(tmp_path, sweep)))
+    write_run(run, tmp_path / "ds")
+    seq = tmp_path / "ds" / "sequences" / "00"
+    cfg = json.loads((seq / "config.json").read_text())["config"]
+    assert cfg["rig"].endswith("two-vlp16.toml") and cfg["scene_setup"]["mount"] is None
+    assert cfg["weather"]["rain_mm_h"] == 25.0 and cfg["scene_setup"]["ego"]["speed_mps"] == 6.0
+    again = tmp_path / "again"
+    args = ["demo", "--config", str(seq / "config.json"), "--out", str(again), "--quiet", "--no-rosbag"]
+    assert main(args) == 0
+    for sensor in ("left", "right"):
+        for stem in ("000000", "000001"):
+            ours = (seq / sensor / "velodyne" / f"{stem}.bin").read_bytes()
+            assert ours == (again / sensor / "scans" / f"{stem}.bin").read_bytes(), (sensor, stem)
