@@ -32,8 +32,8 @@ __all__ = ["write_rig_sequence"]
 
 
 def write_rig_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
-    """Simulate the rig of ``run`` and write one sequence per sensor under ``seq``; returns (frames
-    per sensor, points of every sensor)."""
+    """Simulate the rig of ``run`` and write one sequence per sensor under ``seq``; returns (scans of
+    every sensor: ``frames`` x sensors, points of every sensor)."""
     rig = load_rig(run.sensor.rig)
     world, lut = run_world(run)
     (seq / "rig.json").write_text(json.dumps({"rig": rig.to_plain()}, indent=2, sort_keys=True) + "\n")
@@ -73,4 +73,4 @@ def write_rig_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
     (seq / "run.json").write_text(
         json.dumps({**meta, "points": points, "sensors": rig.names}, indent=2, sort_keys=True) + "\n"
     )
-    return run.frames, points
+    return run.frames * len(rig.sensors), points

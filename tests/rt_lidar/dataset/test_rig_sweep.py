@@ -68,7 +68,7 @@ def test_a_rig_run_writes_each_sensor_as_demo_rig_does(tmp_path: Path) -> None:
     (run,) = expand_runs(load_sweep(_files(tmp_path)))
     assert run.run_id == "street_scene_two-vlp16_clear_s4"  # the rig's name in the run id
     result = write_run(run, tmp_path / "ds")
-    assert result.frames == 2 and result.points > 10_000
+    assert result.frames == 2 * 2 and result.points > 10_000  # scans of both sensors
     seq = tmp_path / "ds" / "sequences" / "00"
     assert sorted(p.name for p in seq.iterdir()) == ["config.json", "left", "rig.json", "right", "run.json"]
     assert sorted(p.name for p in (seq / "left").iterdir()) == [
