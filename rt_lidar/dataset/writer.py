@@ -71,6 +71,7 @@ class RunResult:
     run_id: str
     sequence: int
     frames: int
+    """Scans written (a rig's run: of every sensor)."""
     points: int
     wall_s: float
     skipped: bool = False

@@ -224,3 +224,25 @@ def test_a_rig_run_re_runs_from_its_config_json(tmp_path: Path) -> None:
         for stem in ("000000", "000001"):
             ours = (seq / sensor / "velodyne" / f"{stem}.bin").read_bytes()
             assert ours == (again / sensor / "scans" / f"{stem}.bin").read_bytes(), (sensor, stem)
+
+
+def test_a_mesh_run_re_runs_from_its_config_json(tmp_path: Path) -> None:
+    trimesh = pytest.importorskip("trimesh")
+    box = trimesh.creation.box(extents=(1.0, 40.0, 10.0))
+    box.apply_translation((12.0, 0.0, 5.0))
+    box.export(tmp_path / "wall.glb")
+    d = tiny_sweep_dict()
+    d["scenes"] = [
+        {"name": "wall", "kind": "mesh", "path": "wall.glb", "material": "brick", "class": "building"}
+    ]
+    d["trajectories"] = [{"name": "parked", "kind": "static", "start": [0.0, 0.0, 0.0], "yaw_deg": 5.0}]
+    d["weather"] = {"fog_visibility_m": [80.0]}
+    (run,) = expand_runs(parse_sweep(d, str(tmp_path / "mesh.toml"), tmp_path))
+    write_run(run, tmp_path / "ds")
+    seq = tmp_path / "ds" / "sequences" / "00"
+    cfg = json.loads((seq / "config.json").read_text())["config"]
+    assert cfg["scene"] == str(tmp_path / "wall.glb") and cfg["scene_setup"]["mesh_name"] == "wall"
+    assert main(["demo", "--config", str(seq / "config.json"), "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    for stem in ("000000", "000001"):
+        ours = (seq / "velodyne" / f"{stem}.bin").read_bytes()
+        assert len(ours) > 1000 and ours == (tmp_path / "b" / "scans" / f"{stem}.bin").read_bytes()
