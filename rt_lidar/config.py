@@ -1,10 +1,11 @@
 """The run configuration: one typed description of a run, with every default in one place.
 
-``rt-lidar demo`` and ``rt-lidar run`` build a :class:`RunConfig` from their options (``serve`` and
-``generate`` take their sensor and scene defaults from here too). A run writes the *resolved*
-configuration, what really ran (a beam or sunlight a stock server refused is recorded as refused, the
-preset's beam is spelled out), once beside its outputs as ``config.json``; ``--config RUN/config.json``
-reads it back and re-runs the same scans byte for byte.
+``rt-lidar demo`` and ``rt-lidar run`` build a :class:`RunConfig` from their options, ``serve`` from its
+scene, preset and seed, and ``rt-lidar generate`` one for each run of a sweep
+(:func:`rt_lidar.dataset.runs.run_config`: the scene's set-up in :class:`SceneSetup`). A run writes
+the *resolved* configuration, what really ran (a beam or sunlight a stock server refused is recorded
+as refused, the preset's beam is spelled out), once beside its outputs as ``config.json``;
+``--config RUN/config.json`` reads it back and re-runs the same scans byte for byte.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ __all__ = [
     "OUT_DIRS",
     "RUN_CONFIG_LABEL",
     "BridgeConfig",
+    "EgoConfig",
+    "MountConfig",
     "RunConfig",
+    "SceneSetup",
     "SunConfig",
     "load_run_config",
     "plain",
@@ -67,6 +71,62 @@ class SunConfig:
         check_fields(self, "sun")
 
 
+EGO_KINDS = ("static", "constant_velocity", "waypoints")
+
+
+@dataclass(frozen=True)
+class MountConfig:
+    """A sensor's pose on the ego: translation (m) and roll, pitch, yaw (degrees)."""
+
+    xyz: tuple[float, float, float] = spec((0.0, 0.0, 1.8), -100.0, 100.0, "m")
+    rpy_deg: tuple[float, float, float] = spec((0.0, 0.0, 0.0), -360.0, 360.0, "deg")
+
+    def __post_init__(self) -> None:
+        check_fields(self, "mount")
+
+
+@dataclass(frozen=True)
+class EgoConfig:
+    """The ego's motion in place of the scene's own: parked at ``start`` (``static``), from ``start``
+    at a speed and a yaw rate (``constant_velocity``), or through ``positions`` at ``times``
+    (``waypoints``)."""
+
+    kind: str = spec("static", choices=EGO_KINDS)
+    start: tuple[float, float, float] = spec((0.0, 0.0, 0.0), -1e5, 1e5, "m")
+    yaw_deg: float = spec(0.0, -360.0, 360.0, "deg")
+    speed_mps: float = spec(0.0, -80.0, 80.0, "m/s")
+    yaw_rate_deg_s: float = spec(0.0, -180.0, 180.0, "deg/s")
+    times: tuple[float, ...] = ()
+    positions: tuple[tuple[float, float, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self, "ego")
+
+
+@dataclass(frozen=True)
+class SceneSetup:
+    """How the embedded scene is built where a run sets more than its name and the run's seed (a
+    dataset run of ``rt-lidar generate``); every None keeps the named scene's own
+    (:func:`rt_lidar.pipeline.scene_setup.setup_scene`)."""
+
+    seed: int | None = spec(None, 0, 2**63 - 1)
+    """The scene's seed; None = the run's ``seed``."""
+    length_m: float | None = spec(None, 20.0, 5000.0, "m")
+    """``street``: its length."""
+    ego_speed: float | None = spec(None, 0.0, 80.0, "m/s")
+    """``street``: the ego's speed along it."""
+    mesh_name: str | None = None
+    """A mesh file scene (``scene`` its path) loaded as one named object of ``material``, segment 1."""
+    material: str = "concrete"
+    y_up: bool = False
+    ego: EgoConfig | None = None
+    mount: MountConfig | None = None
+    """The sensor's mount on the ego; None = the scene's."""
+
+    def __post_init__(self) -> None:
+        check_fields(self, "scene_setup")
+
+
 @dataclass(frozen=True)
 class BridgeConfig:
     """How ``rt-lidar run`` reaches its AirSim server (the demo starts its own, in lockstep)."""
@@ -96,11 +156,18 @@ class RunConfig:
     command: str = spec("demo", choices=("demo", "run", "serve"))
     """``demo``: the embedded world (bridged through its own server, or ``in_process``); ``run``: the
     server ``bridge`` names; ``serve``: the embedded world's server alone (only its scene, preset and
-    seed are used, :meth:`rt_lidar.server.serve.ServeOptions.of_run`)."""
+    seed are used, :meth:`rt_lidar.server.serve.ServeOptions.of_run`). A run of ``rt-lidar generate``
+    is recorded as an in-process ``demo`` (its ``config.json`` re-runs it)."""
     preset: str = DEFAULT_PRESET
     """A preset name (``rt-lidar presets list``) or a TOML file."""
     scene: str = DEFAULT_SCENE
     """The embedded scene (demo)."""
+    rig: str | None = None
+    """A rig file (``demo``, in-process): every lidar of it instead of ``preset`` (recorded by a rig run
+    of ``rt-lidar generate``; ``demo --rig`` itself takes its options from the command line)."""
+    scene_setup: SceneSetup | None = None
+    """More of the scene than its name (street length, ego motion, sensor mount): a dataset run's
+    (``generate``); in-process only. None = the named scene as it comes with ``seed``."""
     seed: int = spec(DEFAULT_SEED, 0, 2**63 - 1)
     """Seed of the scene and of every random draw."""
     sim_hz: float = spec(DEFAULT_SIM_HZ, 0.1, 10_000.0, "Hz")

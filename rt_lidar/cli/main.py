@@ -21,6 +21,7 @@ from rt_lidar.rig.cli import (
     add_rig_run_arguments,
     run_rig_bridge_from_args,
     run_rig_demo_from_args,
+    run_rig_demo_from_config,
 )
 from rt_lidar.session.realtime import tune_allocator
 
@@ -113,7 +114,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     if args.rig:  # a sensor rig (rt_lidar.rig)
         return run_rig_demo_from_args(args)
-    summary = run_demo(_run_config(args, args.parser))
+    config = _run_config(args, args.parser)
+    if config.rig is not None:  # a recorded rig run (a rig sweep's run of rt-lidar generate)
+        return run_rig_demo_from_config(config, args)
+    summary = run_demo(config)
     print(json.dumps(summary, indent=2, default=str))
     return 0
 

@@ -79,6 +79,9 @@ class GenerateSummary:
 def write_manifest(spec: SweepSpec, runs: list[RunSpec], out: Path) -> None:
     """``sweep.json`` (the resolved sweep) and ``runs.json`` (sequence -> run id, digest) in ``out``."""
     resolved = {k: v for k, v in dataclasses.asdict(spec).items() if k != "source"}
+    for sensor in resolved["sensors"]:  # a preset sensor's file stays as it was before rigs
+        if not sensor["rig"]:
+            del sensor["rig"]
     table = [{"sequence": r.sequence_name, "run_id": r.run_id, "digest": run_digest(r)} for r in runs]
     for name, data in (("sweep.json", resolved), ("runs.json", table)):
         with atomic_write(out / name) as fh:

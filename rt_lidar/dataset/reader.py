@@ -189,15 +189,25 @@ def sequence_path(root: str | Path, sequence: str | int = "00") -> Path:
     return Path(root) / "sequences" / name
 
 
-def read_sequence(root: str | Path, sequence: str | int = "00") -> Iterator[KittiFrame]:
-    """The frames of ``root/sequences/<sequence>`` in order (labels, pose, time and image where the
-    files exist). A frame named by a number takes that line of the poses and times files, another its
-    place in the sequence. DatasetError naming the file when one is malformed; raised at once when the
+def read_sequence(
+    root: str | Path, sequence: str | int = "00", sensor: str | None = None
+) -> Iterator[KittiFrame]:
+    """The frames of ``root/sequences/<sequence>`` (of a rig's run: ``sensor``'s,
+    ``root/sequences/<sequence>/<sensor>``) in order (labels, pose, time and image where the files
+    exist). A frame named by a number takes that line of the poses and times files, another its place
+    in the sequence. DatasetError naming the file when one is malformed; raised at once when the
     sequence has no ``velodyne/``."""
     seq = sequence_path(root, sequence)
+    if sensor is not None:
+        seq = seq / sensor
     velo = seq / "velodyne"
     if not velo.is_dir():
-        raise DatasetError(f"{root}: no sequences/{seq.name}/velodyne/ (KITTI odometry layout)")
+        rel = seq.relative_to(Path(root) / "sequences")
+        hint = ""
+        if sensor is None and (seq / "rig.json").is_file():
+            names = sorted(p.name for p in seq.iterdir() if (p / "velodyne").is_dir())
+            hint = f"; a rig's run: name a sensor ({', '.join(names)})"
+        raise DatasetError(f"{root}: no sequences/{rel}/velodyne/ (KITTI odometry layout){hint}")
     poses = read_poses(seq / "poses.txt")
     if poses is None:
         poses = read_poses(Path(root) / "poses" / f"{seq.name}.txt")

@@ -15,14 +15,24 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from rt_lidar.config import EgoConfig, MountConfig, RunConfig, SceneSetup
 from rt_lidar.dataset.errors import SweepError
 from rt_lidar.dataset.labels import LabelRule
 from rt_lidar.dataset.sweep_spec import CameraSettings, SceneSpec, SensorSpec, SweepSpec, TrajectorySpec
 from rt_lidar.physics.weather import WeatherConfig
 
-__all__ = ["RunSpec", "expand_runs", "run_digest", "run_to_dict", "sequence_name", "weather_label"]
+__all__ = [
+    "RunSpec",
+    "expand_runs",
+    "run_config",
+    "run_digest",
+    "run_to_dict",
+    "sequence_name",
+    "weather_label",
+]
 
 
 @dataclass(frozen=True)
@@ -100,11 +110,57 @@ def expand_runs(spec: SweepSpec) -> list[RunSpec]:
 
 
 def run_to_dict(run: RunSpec) -> dict[str, Any]:
-    """The run as plain JSON-able data (tuples as lists)."""
-    return json.loads(json.dumps(dataclasses.asdict(run)))
+    """The run as plain JSON-able data (tuples as lists). A preset sensor's ``rig`` (empty) is left out,
+    so its runs keep their digests; a rig's carries the SHA-256 of the rig file (a changed rig file is
+    another run)."""
+    d: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(run)))
+    sensor = d["sensor"]
+    if not sensor["rig"]:
+        del sensor["rig"]
+    else:
+        sensor["rig_sha256"] = hashlib.sha256(Path(sensor["rig"]).read_bytes()).hexdigest()
+    return d
 
 
 def run_digest(run: RunSpec) -> str:
     """SHA-256 (hex, 16 chars) of the run's canonical JSON: equal digests mean equal output."""
     text = json.dumps(run_to_dict(run), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run_config(run: RunSpec, out: str | Path = "") -> RunConfig:
+    """The run as the one typed run configuration: an in-process ``demo`` of the run's preset in its
+    scene (:class:`~rt_lidar.config.SceneSetup`: the scene's seed, street length and ego speed or the
+    mesh, the trajectory, the sensor's mount), seed, rate, frames and weather; ``out`` is where a re-run
+    writes unless told (the writer records ``out/<run id>``: no path of the dataset).
+    The writer builds the run from it, and its ``config.json`` re-runs it
+    (``rt-lidar demo --config sequences/NN/config.json --out NEW``: the same scans). The sweep's
+    recordings are not in it (their targets are inside the sequence; ``run.json`` lists them). A rig's
+    run names the rig file (``rig``; no ``preset``, the mounts are the rig's)."""
+    t = run.trajectory
+    ego = None
+    if t.kind != "scene":
+        ego = EgoConfig(t.kind, t.start, t.yaw_deg, t.speed_mps, t.yaw_rate_deg_s, t.times, t.positions)
+    rig = run.sensor.rig or None
+    mount = None if rig else MountConfig(run.sensor.mount.xyz, run.sensor.mount.rpy_deg)
+    s = run.scene
+    if s.kind == "street":
+        scene = "street"
+        setup = SceneSetup(seed=s.seed, length_m=s.length_m, ego_speed=s.ego_speed, ego=ego, mount=mount)
+    else:
+        scene = s.path
+        setup = SceneSetup(mesh_name=s.name, material=s.material, y_up=s.y_up, ego=ego, mount=mount)
+    return RunConfig(
+        command="demo",
+        preset=run.sensor.preset,
+        rig=rig,
+        scene=scene,
+        scene_setup=setup,
+        seed=run.seed,
+        sim_hz=run.sim_hz,
+        frames=run.frames,
+        out=str(out),
+        progress=False,
+        in_process=True,
+        weather=None if run.weather.is_clear else run.weather,
+    )

@@ -37,6 +37,9 @@
     [[sensors]]
     preset = "VLP-16"
     mount = { xyz = [0, 0, 1.8], rpy_deg = [0, 0, 0] }
+    [[sensors]]                # or a whole rig (path relative to this file): every run of this entry
+    rig = "rigs/roof-and-corners.toml"   # drives every sensor of the rig in one frame loop and writes
+                               # each sensor's sequence into sequences/NN/<sensor>/ (rt_lidar.rig)
 
     [weather]                  # a grid: every combination of the listed values
     rain_mm_h = [0.0, 20.0]
@@ -66,8 +69,9 @@ from typing import Any, Literal
 from rt_lidar.config import DEFAULT_SEED, DEFAULT_SIM_HZ
 from rt_lidar.dataset.errors import SweepError
 from rt_lidar.dataset.labels import SEMANTIC_KITTI_CLASSES, LabelRule
-from rt_lidar.errors import ConfigError
+from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.physics.weather import WEATHER_LIMITS, WeatherConfig
+from rt_lidar.rig.model import load_rig
 from rt_lidar.schema import Where, build, spec
 from rt_lidar.sensor.presets import list_presets, load_preset
 
@@ -127,11 +131,13 @@ class TrajectorySpec:
 
 @dataclass(frozen=True)
 class SensorSpec:
-    """A lidar preset (name or TOML path) at a mount on the ego."""
+    """A lidar preset (name or TOML path) at a mount on the ego, or a rig file (``rig``: an absolute
+    path; ``preset`` is then empty and the mounts are the rig's)."""
 
     name: str
     preset: str
     mount: MountSpec = field(default_factory=MountSpec)
+    rig: str = ""
 
 
 @dataclass(frozen=True)
@@ -289,13 +295,36 @@ class _Waypoints:
             raise what.fail("times", f"must increase strictly, got {list(self.times)}")
 
 
+def _rig_path(path: str, base: Path) -> Path:
+    return _mesh_path(path, base)
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Sensor:
-    """``[[sensors]]``; the name defaults to the preset's, lower case."""
+    """``[[sensors]]``: a ``preset`` or a ``rig`` file; the name defaults to the preset's, lower case,
+    or to the rig file's stem."""
 
-    preset: str = spec(check=_preset_problem)
+    preset: str | None = spec(None, check=_preset_problem)
+    rig: str | None = None
     name: str | None = spec(None, check=_name_problem)
-    mount: MountSpec = field(default_factory=MountSpec)
+    mount: MountSpec | None = None
+
+    def validate(self, what: Where) -> None:
+        """Exactly one of ``preset`` and ``rig``; a rig file must load (its own error is quoted: it
+        names the rig file, the sensor and the field)."""
+        if (self.preset is None) == (self.rig is None):
+            raise what.fail_table("needs exactly one of 'preset' (a lidar) and 'rig' (a rig file)")
+        if self.rig is None:
+            return
+        if self.mount is not None:
+            raise what.fail("mount", "a rig's sensors take their mounts from the rig file; remove it")
+        path = _rig_path(self.rig, what.context)
+        if not path.is_file():
+            raise what.fail("rig", f"no such rig file: {path}")
+        try:
+            load_rig(path)
+        except FieldError as exc:
+            raise what.fail("rig", str(exc)) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -351,7 +380,7 @@ class _SweepFile:
     sweep: _Head = field(default_factory=_Head)
     scenes: tuple[Scene, ...] = spec((), min_items=1, items="[[scenes]] table (kind = street or mesh)")
     trajectories: tuple[Motion, ...] = ()
-    sensors: tuple[_Sensor, ...] = spec((), min_items=1, items="[[sensors]] table with a preset")
+    sensors: tuple[_Sensor, ...] = spec((), min_items=1, items="[[sensors]] table with a preset or a rig")
     weather: _WeatherGrid | None = None
     camera: _Camera | None = None
     labels: tuple[_Label, ...] = ()
@@ -380,9 +409,13 @@ def _trajectory(t: Motion) -> TrajectorySpec:
     return TrajectorySpec(t.name, t.kind)
 
 
-def _sensor(t: _Sensor) -> SensorSpec:
+def _sensor(t: _Sensor, base: Path) -> SensorSpec:
+    if t.rig is not None:
+        path = _rig_path(t.rig, base).resolve()
+        return SensorSpec(t.name or re.sub(r"[^A-Za-z0-9.-]", "-", path.stem), "", MountSpec(), str(path))
+    assert t.preset is not None  # validate: one of the two
     name = t.name or re.sub(r"[^A-Za-z0-9.-]", "-", load_preset(t.preset).name.lower())
-    return SensorSpec(name, t.preset, t.mount)
+    return SensorSpec(name, t.preset, t.mount or MountSpec())
 
 
 def _weathers(grid: _WeatherGrid | None) -> list[WeatherConfig]:
@@ -415,7 +448,7 @@ def parse_sweep(data: dict[str, Any], source: str = "<sweep>", base: Path | None
         seeds=f.sweep.seeds,
         scenes=tuple(_scenes(f.scenes, base)),
         trajectories=tuple(_trajectory(t) for t in f.trajectories) or (TrajectorySpec(),),
-        sensors=tuple(_sensor(t) for t in f.sensors),
+        sensors=tuple(_sensor(t, base) for t in f.sensors),
         weathers=tuple(_weathers(f.weather)),
         camera=_camera(f.camera),
         labels=tuple(LabelRule(t.object, t.material, t.label) for t in f.labels),

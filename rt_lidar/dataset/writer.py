@@ -4,7 +4,10 @@
 ``labels/NNNNNN.label`` (uint32: semantic class low 16 bits, segmentation id high 16),
 ``image_2/NNNNNN.png`` (when the sweep asks for images), ``calib.txt`` (``P0:``..``P3:`` and ``Tr:``
 velodyne -> camera 0), ``poses.txt`` (camera 0 in the first frame's camera 0, 12 numbers a line, as
-SemanticKITTI), ``times.txt`` (scan start, s) and ``run.json`` (the run, so it can be reproduced).
+SemanticKITTI), ``times.txt`` (scan start, s), ``run.json`` (the run, so it can be reproduced) and
+``config.json`` (the run as the one run configuration, :func:`~rt_lidar.dataset.runs.run_config`:
+``rt-lidar demo --config sequences/NN/config.json --out NEW`` re-runs it to the same scan bytes). A
+rig's run writes such a sequence per sensor (:mod:`rt_lidar.dataset.rig_writer`).
 
 The sequence is written into ``sequences/.NN.partial-<pid>-<random>`` and renamed to ``NN`` when
 complete; a sequence folder therefore always holds a whole run. Output depends only on the run (its
@@ -24,35 +27,33 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from rt_lidar.config import write_run_config
 from rt_lidar.dataset.errors import DatasetError
 from rt_lidar.dataset.labels import DEFAULT_RULES, LabelRule, class_lut, make_labels
-from rt_lidar.dataset.runs import RunSpec, run_digest, run_to_dict
-from rt_lidar.dataset.sweep_spec import CameraSettings, MountSpec, SceneSpec, TrajectorySpec
+from rt_lidar.dataset.runs import RunSpec, run_config, run_digest, run_to_dict
+from rt_lidar.dataset.sweep_spec import CameraSettings, MountSpec, SceneSpec
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.assembler import Scan
-from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.scan_loop import run_scans
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.kitti import to_kitti_array
 from unreal_bridge.world import (
     CameraSpec,
-    ConstantVelocity,
     Pose,
-    Scene,
-    StaticTrajectory,
-    Trajectory,
-    WaypointTrajectory,
     World,
-    load_mesh_file,
-    street_scene,
 )
 
 __all__ = [
     "RunResult",
+    "SequenceWriter",
     "build_run",
     "calibration",
+    "calibration_of",
     "partial_dirs",
+    "run_physics",
+    "run_world",
     "sequence_state",
     "write_run",
 ]
@@ -70,6 +71,7 @@ class RunResult:
     run_id: str
     sequence: int
     frames: int
+    """Scans written (a rig's run: of every sensor)."""
     points: int
     wall_s: float
     skipped: bool = False
@@ -81,24 +83,9 @@ def _pose(m: MountSpec) -> Pose:
     return Pose.from_xyz_rpy(*m.xyz, roll=float(r), pitch=float(p), yaw=float(y))
 
 
-def _trajectory(t: TrajectorySpec) -> Trajectory | None:
-    yaw = float(np.radians(t.yaw_deg))
-    start = Pose.from_xyz_rpy(*t.start, yaw=yaw)
-    if t.kind == "static":
-        return StaticTrajectory(start)
-    if t.kind == "constant_velocity":
-        v = (t.speed_mps * np.cos(yaw), t.speed_mps * np.sin(yaw), 0.0)
-        return ConstantVelocity(start, v, yaw_rate=float(np.radians(t.yaw_rate_deg_s)))
-    if t.kind == "waypoints":
-        return WaypointTrajectory(t.times, t.positions)
-    return None
-
-
-def _scene(spec: SceneSpec) -> tuple[Scene, list[LabelRule]]:
-    if spec.kind == "street":
-        return street_scene(spec.seed, spec.length_m, spec.ego_speed), []
-    objects = load_mesh_file(spec.path, name=spec.name, material=spec.material, segment_id=1, y_up=spec.y_up)
-    return Scene(objects=objects), [LabelRule(f"{spec.name}*", "*", spec.label)]
+def _extra_rules(spec: SceneSpec) -> list[LabelRule]:
+    """A mesh scene's one class for all of it."""
+    return [] if spec.kind == "street" else [LabelRule(f"{spec.name}*", "*", spec.label)]
 
 
 def _main_material(world: World, index: int) -> str:
@@ -108,24 +95,31 @@ def _main_material(world: World, index: int) -> str:
     return world.material_names[int(np.bincount(obj.face_material).argmax())]
 
 
-def build_run(run: RunSpec) -> tuple[Pipeline, World, np.ndarray]:
-    """The pipeline of ``run``, its world and its class table (:func:`~rt_lidar.dataset.labels.class_lut`)."""
-    scene, extra_rules = _scene(run.scene)
-    ego = _trajectory(run.trajectory)
-    if ego is not None:
-        scene.ego = ego
-    scene.sensor_mount = _pose(run.sensor.mount)
-    world = World(scene)
-    weather = None if run.weather.is_clear else run.weather
-    built = build_pipeline(
-        run.sensor.preset, world, seed=run.seed, sim_hz=run.sim_hz, physics=PhysicsConfig(weather=weather)
-    )
+def run_world(run: RunSpec) -> tuple[World, np.ndarray]:
+    """The world of ``run`` (its scene, ego trajectory and sensor mount, built from its
+    :func:`~rt_lidar.dataset.runs.run_config` as ``demo --config`` builds it) and its class table
+    (:func:`~rt_lidar.dataset.labels.class_lut`)."""
+    cfg = run_config(run)
+    world = build_world(cfg.scene, seed=cfg.seed, setup=cfg.scene_setup)
     ids = world.segment_ids()
     objects = [(n, ids[n], _main_material(world, i)) for i, n in enumerate(world.objects)]
     try:
-        lut = class_lut(objects, [*run.labels, *extra_rules, *DEFAULT_RULES])
+        lut = class_lut(objects, [*run.labels, *_extra_rules(run.scene), *DEFAULT_RULES])
     except ValueError as exc:
         raise DatasetError(f"run {run.run_id}: {exc}") from None
+    return world, lut
+
+
+def run_physics(run: RunSpec) -> PhysicsConfig:
+    """The physics scenario of ``run`` (its weather; None when clear)."""
+    return run_config(run).physics()
+
+
+def build_run(run: RunSpec) -> tuple[Pipeline, World, np.ndarray]:
+    """The pipeline of ``run``, its world and its class table (:func:`~rt_lidar.dataset.labels.class_lut`)."""
+    cfg = run_config(run)
+    world, lut = run_world(run)
+    built = build_pipeline(cfg.preset, world, seed=cfg.seed, sim_hz=cfg.sim_hz, physics=cfg.physics())
     return built.pipeline, world, lut
 
 
@@ -135,11 +129,16 @@ def _camera_spec(c: CameraSettings) -> CameraSpec:
 
 def calibration(run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
     """(P2 (3, 4), Tr (4, 4) velodyne -> camera 0) of the run's camera and lidar mounts."""
-    cam = _camera_spec(run.camera)
+    return calibration_of(run.camera, _pose(run.sensor.mount))
+
+
+def calibration_of(camera: CameraSettings, mount: Pose) -> tuple[np.ndarray, np.ndarray]:
+    """(P2 (3, 4), Tr (4, 4) velodyne -> camera 0) of a camera and a lidar at ``mount`` (ego frame)."""
+    cam = _camera_spec(camera)
     p2 = np.hstack([cam.intrinsics(), np.zeros((3, 1))])
     ego_opt = cam.mount.matrix()
     ego_opt[:3, :3] = ego_opt[:3, :3] @ _MOUNT_TO_OPTICAL
-    return p2, np.linalg.inv(ego_opt) @ _pose(run.sensor.mount).matrix()
+    return p2, np.linalg.inv(ego_opt) @ mount.matrix()
 
 
 def _row(m: np.ndarray) -> str:
@@ -177,7 +176,7 @@ def write_run(run: RunSpec, out: str | Path) -> RunResult:
     if sequence_state(run, out) == "complete":
         return RunResult(run.run_id, run.sequence, 0, 0, 0.0, skipped=True, worker_pid=os.getpid())
     tmp = root / f".{run.sequence_name}{PARTIAL}{os.getpid()}-{secrets.token_hex(4)}"
-    (tmp / "velodyne").mkdir(parents=True)
+    tmp.mkdir(parents=True)
     try:
         frames, points = _write_sequence(run, tmp)
         try:
@@ -194,57 +193,95 @@ def write_run(run: RunSpec, out: str | Path) -> RunResult:
     )
 
 
-def _recording_sinks(run: RunSpec, seq: Path) -> list[ScanSink]:
+def _recording_sinks(sinks: tuple[str, ...], seq: Path) -> list[ScanSink]:
     """The run's extra recordings, each in ``seq/recordings/<kind>`` (inside the temporary sequence
     folder, so they appear complete with it or not at all)."""
-    sinks = []
-    for spec in run.sinks:
+    out = []
+    for spec in sinks:
         kind, _, options = spec.partition(":")
         target = seq / "recordings" / kind
-        sinks.append(make_sink(f"{kind}:{target}" + (f",{options}" if options else "")))
-    return sinks
+        out.append(make_sink(f"{kind}:{target}" + (f",{options}" if options else "")))
+    return out
+
+
+class SequenceWriter:
+    """One sensor's KITTI-odometry sequence in ``seq``: a scan at a time (:meth:`write`), then the
+    calibration, poses, times and ``run.json`` (:meth:`finish`). A rig run has one per sensor."""
+
+    def __init__(
+        self,
+        seq: Path,
+        world: World,
+        lut: np.ndarray,
+        intensity_max: float,
+        camera_settings: CameraSettings,
+        mount: Pose,
+    ) -> None:
+        self.seq, self.world, self.lut, self.intensity_max = seq, world, lut, intensity_max
+        self.p2, self.tr = calibration_of(camera_settings, mount)
+        self.camera = _camera_spec(camera_settings) if camera_settings.enabled else None
+        (seq / "velodyne").mkdir(parents=True, exist_ok=True)
+        (seq / "labels").mkdir()
+        if self.camera is not None:
+            (seq / "image_2").mkdir()
+        self.tr_inv = np.linalg.inv(self.tr)
+        self.poses: list[str] = []
+        self.times: list[str] = []
+        self.points = 0
+        self._cam0_first: np.ndarray | None = None
+
+    def write(self, scan: Scan) -> None:
+        """Write one scan: its points, labels, image (when asked), pose and time."""
+        seq = self.seq
+        stem = f"{len(self.times):06d}"
+        (seq / "velodyne" / f"{stem}.bin").write_bytes(
+            to_kitti_array(scan.points, self.intensity_max).tobytes()
+        )
+        labels = make_labels(scan.points["segment"], self.lut).astype("<u4")
+        (seq / "labels" / f"{stem}.label").write_bytes(labels.tobytes())
+        if self.camera is not None:
+            rgb = self.world.render_camera(self.camera, scan.start_ns * 1e-9).rgb
+            Image.fromarray(rgb).save(seq / "image_2" / f"{stem}.png", format="PNG")
+        cam0 = _sensor_matrix(scan) @ self.tr_inv  # camera 0 in the world
+        if self._cam0_first is None:
+            self._cam0_first = cam0
+        self.poses.append(_row(np.linalg.inv(self._cam0_first) @ cam0))
+        self.times.append(f"{scan.start_ns * 1e-9:.6e}")
+        self.points += int(scan.points.size)
+
+    def finish(self, meta: dict[str, object], calib_extra: tuple[str, ...] = ()) -> None:
+        """Write ``calib.txt`` (with ``calib_extra`` lines after ``Tr``), ``poses.txt``, ``times.txt``
+        and ``run.json`` (``meta``)."""
+        seq = self.seq
+        p_line = _row(self.p2)
+        calib = [f"P{i}: {p_line}" for i in range(4)] + [f"Tr: {_row(self.tr)}", *calib_extra]
+        (seq / "calib.txt").write_text("\n".join(calib) + "\n")
+        (seq / "poses.txt").write_text("\n".join(self.poses) + "\n")
+        (seq / "times.txt").write_text("\n".join(self.times) + "\n")
+        (seq / RUN_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
 def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
+    if run.sensor.rig:
+        from rt_lidar.dataset.rig_writer import write_rig_sequence
+
+        return write_rig_sequence(run, seq)
     pipeline, world, lut = build_run(run)
-    p2, tr = calibration(run)
-    camera = _camera_spec(run.camera) if run.camera.enabled else None
-    intensity_max = float(pipeline.preset.output.intensity_max)
-    (seq / "labels").mkdir()
-    if camera is not None:
-        (seq / "image_2").mkdir()
-    tr_inv = np.linalg.inv(tr)
-    poses: list[str] = []
-    times: list[str] = []
-    cam0_first: list[np.ndarray] = []
-
-    def write_frame(scan: Scan) -> None:
-        stem = f"{len(times):06d}"
-        (seq / "velodyne" / f"{stem}.bin").write_bytes(to_kitti_array(scan.points, intensity_max).tobytes())
-        labels = make_labels(scan.points["segment"], lut).astype("<u4")
-        (seq / "labels" / f"{stem}.label").write_bytes(labels.tobytes())
-        if camera is not None:
-            rgb = world.render_camera(camera, scan.start_ns * 1e-9).rgb
-            Image.fromarray(rgb).save(seq / "image_2" / f"{stem}.png", format="PNG")
-        cam0 = _sensor_matrix(scan) @ tr_inv  # camera 0 in the world
-        if not cam0_first:
-            cam0_first.append(cam0)
-        poses.append(_row(np.linalg.inv(cam0_first[0]) @ cam0))
-        times.append(f"{scan.start_ns * 1e-9:.6e}")
-
+    cfg = run_config(run, f"out/{run.run_id}")  # a re-run's default: no path of this dataset
+    write_run_config(seq, cfg.resolved(pipeline.physics.config), pipeline.preset)
+    writer = SequenceWriter(
+        seq, world, lut, float(pipeline.preset.output.intensity_max), run.camera, _pose(run.sensor.mount)
+    )
     context = SinkContext(preset=pipeline.preset, scenario={"run_id": run.run_id, "digest": run_digest(run)})
     try:
         loop = run_scans(
-            pipeline, run.frames, _recording_sinks(run, seq), context, on_scan=write_frame, background=False
-        )
+            pipeline, run.frames, _recording_sinks(run.sinks, seq), context, on_scan=writer.write,
+            background=False,
+        )  # fmt: skip
     finally:
         pipeline.close()
     points = sum(loop.points)
-    p_line = _row(p2)
-    calib = [f"P{i}: {p_line}" for i in range(4)] + [f"Tr: {_row(tr)}"]
-    (seq / "calib.txt").write_text("\n".join(calib) + "\n")
-    (seq / "poses.txt").write_text("\n".join(poses) + "\n")
-    (seq / "times.txt").write_text("\n".join(times) + "\n")
-    meta = {"digest": run_digest(run), "run": run_to_dict(run), "frames": run.frames, "points": points}
-    (seq / RUN_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    writer.finish(
+        {"digest": run_digest(run), "run": run_to_dict(run), "frames": run.frames, "points": points}
+    )
     return run.frames, points

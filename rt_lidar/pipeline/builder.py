@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
@@ -15,6 +16,9 @@ from rt_lidar.sensor.materials import MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from unreal_bridge.beam_call import SCENE_SUN, SunArg
 from unreal_bridge.world import SCENES, Pose, Scene, StaticTrajectory, World, load_mesh_file
+
+if TYPE_CHECKING:
+    from rt_lidar.config import SceneSetup
 
 __all__ = ["BuiltPipeline", "build_pipeline", "build_world", "negotiate"]
 
@@ -32,9 +36,16 @@ class BuiltPipeline:
 MESH_SUFFIXES = (".glb", ".gltf", ".obj", ".ply")
 
 
-def build_world(scene: str | Scene = "street", seed: int = 0, caster: str = "embree") -> World:
+def build_world(
+    scene: str | Scene = "street", seed: int = 0, caster: str = "embree", setup: SceneSetup | None = None
+) -> World:
     """The embedded world of a named scene (``SCENES``), of a mesh file (glTF/GLB, OBJ, PLY: its meshes
-    are the static scene, the sensor starts at the origin 1.8 m up), or of a ready :class:`Scene`."""
+    are the static scene, the sensor starts at the origin 1.8 m up), or of a ready :class:`Scene`;
+    ``setup`` sets more of a named or mesh scene (:func:`~rt_lidar.pipeline.scene_setup.setup_scene`)."""
+    if isinstance(scene, str) and setup is not None:
+        from rt_lidar.pipeline.scene_setup import setup_scene
+
+        scene = setup_scene(scene, seed, setup)
     if isinstance(scene, str):
         if scene.lower().endswith(MESH_SUFFIXES):
             objects = load_mesh_file(scene)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from rt_lidar.errors import ConfigError
 
-__all__ = ["add_rig_arguments", "rig_stream_address", "run_rig_demo_from_args"]
+if TYPE_CHECKING:
+    from rt_lidar.config import RunConfig
+
+__all__ = ["add_rig_arguments", "rig_stream_address", "run_rig_demo_from_args", "run_rig_demo_from_config"]
 
 
 def rig_stream_address(sinks: list[str] | None, command: str) -> str | None:
@@ -43,6 +47,23 @@ def run_rig_demo_from_args(args: argparse.Namespace) -> int:
         rig=args.rig, frames=args.frames, seed=args.seed, sim_hz=args.sim_hz, out=out, scene=args.scene,
         progress=not args.quiet, rosbag=not args.no_rosbag, crosstalk=args.crosstalk,
         weather=weather_from_args(args), stream=stream, write_scans=not args.no_scans,
+    )  # fmt: skip
+    print(json.dumps(run_rig_demo(opts), indent=2, default=str))
+    return 0
+
+
+def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int:
+    """``rt-lidar demo --config RUN/config.json`` of a configuration with a ``rig`` (a rig run of
+    ``rt-lidar generate``): the rig in-process, its scene set up as recorded."""
+    from rt_lidar.rig.run import RigRunOptions, run_rig_demo
+
+    assert config.rig is not None
+    if config.sinks:
+        raise ConfigError(f"{config.rig}: a rig run takes each sensor's sinks from the rig file")
+    opts = RigRunOptions(
+        rig=config.rig, frames=config.frames, seed=config.seed, sim_hz=config.sim_hz, out=config.out,
+        scene=config.scene, progress=config.progress, rosbag=not args.no_rosbag, crosstalk=args.crosstalk,
+        weather=config.weather, write_scans=config.write_scans, scene_setup=config.scene_setup,
     )  # fmt: skip
     print(json.dumps(run_rig_demo(opts), indent=2, default=str))
     return 0

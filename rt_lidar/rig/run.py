@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from rt_lidar.config import SceneSetup
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
@@ -50,6 +51,8 @@ class RigRunOptions:
     """A ZeroMQ endpoint publishing every sensor's scans (header ``sensor``), e.g. tcp://127.0.0.1:5555."""
     write_scans: bool = True
     """Write ``OUT/<sensor>/scans`` (``--no-scans``: only the bag, the stream and the rig's sinks)."""
+    scene_setup: SceneSetup | None = None
+    """More of the scene than its name (a dataset run's, :class:`rt_lidar.config.SceneSetup`)."""
 
 
 def write_mount_calib(path: Path, mount: Pose) -> None:
@@ -158,7 +161,7 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "rig.json").write_text(json.dumps({"options": asdict(opts), "rig": rig.to_plain()}, indent=2))
-    world = build_world(opts.scene, seed=opts.seed)
+    world = build_world(opts.scene, seed=opts.seed, setup=opts.scene_setup)
     loop = RigLoop(
         rig, world, sim_hz=opts.sim_hz, seed=opts.seed, prefetch=True, crosstalk=opts.crosstalk,
         physics=PhysicsConfig(weather=opts.weather),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
+from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.scan_loop import drive_scans
@@ -72,9 +73,14 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
     preset = load_preset(opts.preset)
     t_build = time.perf_counter()
     imax = preset.output.intensity_max
+    if opts.scene_setup is not None and not opts.in_process:
+        raise ConfigError(
+            "a run configuration with a scene_setup (a dataset run's) runs in-process only: add --in-process"
+        )
     if opts.in_process:
+        scene = build_world(opts.scene, seed=opts.seed, setup=opts.scene_setup)
         built = build_pipeline(
-            preset, opts.scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=True, physics=opts.physics()
+            preset, scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=True, physics=opts.physics()
         )
         world = built.world
         stage = _rinet_stage(opts, world.scene.sensor_mount, imax)

@@ -31,7 +31,7 @@ def test_sequence_layout_and_labels_match_the_scene(tmp_path: Path) -> None:
     assert result.frames == 2 and result.points > 10_000 and not result.skipped
     seq = tmp_path / "sequences" / "00"
     assert sorted(p.name for p in seq.iterdir()) == [
-        "calib.txt", "image_2", "labels", "poses.txt", "run.json", "times.txt", "velodyne"
+        "calib.txt", "config.json", "image_2", "labels", "poses.txt", "run.json", "times.txt", "velodyne"
     ]  # fmt: skip
     assert sorted(p.name for p in (seq / "velodyne").iterdir()) == ["000000.bin", "000001.bin"]
     assert json.loads((seq / "run.json").read_text())["run"]["run_id"] == run.run_id
@@ -83,7 +83,7 @@ def test_same_run_same_bytes_and_reruns_skip(tmp_path: Path) -> None:
     for r in reversed(runs):
         write_run(r, tmp_path / "b")
     a, b = tree_digest(tmp_path / "a"), tree_digest(tmp_path / "b")
-    assert a == b and len(a) == 2 * (2 * 2 + 4)
+    assert a == b and len(a) == 2 * (2 * 2 + 5)
     before = (tmp_path / "a" / "sequences" / "01" / "velodyne" / "000000.bin").stat().st_mtime_ns
     assert write_run(runs[1], tmp_path / "a").skipped
     assert (tmp_path / "a" / "sequences" / "01" / "velodyne" / "000000.bin").stat().st_mtime_ns == before
