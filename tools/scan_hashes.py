@@ -6,7 +6,8 @@ compare after (the scans must stay byte-identical).
 
 Each run is ``rt-lidar demo`` with 2-3 frames: every preset in-process; VLP-16, HDL-64E and OS1-64
 bridged; rain + dual returns bridged; a wet road in-process and bridged; sub-rays + sun + echo pulse
-width bridged and in-process (with fog). Only the scans' PCD and KITTI files are hashed (their JSON records name the temporary folder).
+width bridged and in-process (with fog). Only the scans' PCD and KITTI files are hashed (their JSON
+records name the temporary folder).
 """
 
 from __future__ import annotations
