@@ -163,8 +163,10 @@ class RunConfig:
     scene: str = DEFAULT_SCENE
     """The embedded scene (demo)."""
     rig: str | None = None
-    """A rig file (``demo``, in-process): every lidar of it instead of ``preset`` (recorded by a rig run
-    of ``rt-lidar generate``; ``demo --rig`` itself takes its options from the command line)."""
+    """A rig file (``demo --rig``, in-process; a rig run of ``rt-lidar generate``): every lidar of it
+    instead of ``preset``."""
+    crosstalk: bool = False
+    """With ``rig``: mutual interference between its sensors (:mod:`rt_lidar.rig.crosstalk`)."""
     scene_setup: SceneSetup | None = None
     """More of the scene than its name (street length, ego motion, sensor mount): a dataset run's
     (``generate``); in-process only. None = the named scene as it comes with ``seed``."""

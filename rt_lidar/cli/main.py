@@ -20,7 +20,6 @@ from rt_lidar.rig.cli import (
     add_rig_arguments,
     add_rig_run_arguments,
     run_rig_bridge_from_args,
-    run_rig_demo_from_args,
     run_rig_demo_from_config,
 )
 from rt_lidar.session.realtime import tune_allocator
@@ -112,10 +111,11 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from rt_lidar.session.demo import run_demo
 
-    if args.rig:  # a sensor rig (rt_lidar.rig)
-        return run_rig_demo_from_args(args)
     config = _run_config(args, args.parser)
-    if config.rig is not None:  # a recorded rig run (a rig sweep's run of rt-lidar generate)
+    if args.rig:  # a sensor rig (rt_lidar.rig), in-process
+        out = config.out if config.out != OUT_DIRS["demo"] else "out/rig"
+        config = dataclasses.replace(config, rig=args.rig, crosstalk=args.crosstalk, in_process=True, out=out)
+    if config.rig is not None:  # a rig: from the command line or recorded (demo --rig, a rig sweep)
         return run_rig_demo_from_config(config, args)
     summary = run_demo(config)
     print(json.dumps(summary, indent=2, default=str))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rt_lidar.errors import ConfigError
@@ -11,7 +12,7 @@ from rt_lidar.errors import ConfigError
 if TYPE_CHECKING:
     from rt_lidar.config import RunConfig
 
-__all__ = ["add_rig_arguments", "rig_stream_address", "run_rig_demo_from_args", "run_rig_demo_from_config"]
+__all__ = ["add_rig_arguments", "rig_stream_address", "run_rig_demo_from_config"]
 
 
 def rig_stream_address(sinks: list[str] | None, command: str) -> str | None:
@@ -36,36 +37,27 @@ def add_rig_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-rosbag", action="store_true", help="with --rig: no OUT/rosbag of every sensor")
 
 
-def run_rig_demo_from_args(args: argparse.Namespace) -> int:
-    """``rt-lidar demo --rig``: frames are scans per sensor; sinks come from the rig file."""
-    from rt_lidar.cli.validate import weather_from_args
-    from rt_lidar.rig.run import RigRunOptions, run_rig_demo
-
-    stream = rig_stream_address(args.sinks, "demo")
-    out = args.out if args.out != "out/demo" else "out/rig"
-    opts = RigRunOptions(
-        rig=args.rig, frames=args.frames, seed=args.seed, sim_hz=args.sim_hz, out=out, scene=args.scene,
-        progress=not args.quiet, rosbag=not args.no_rosbag, crosstalk=args.crosstalk,
-        weather=weather_from_args(args), stream=stream, write_scans=not args.no_scans,
-    )  # fmt: skip
-    print(json.dumps(run_rig_demo(opts), indent=2, default=str))
-    return 0
-
-
 def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int:
-    """``rt-lidar demo --config RUN/config.json`` of a configuration with a ``rig`` (a rig run of
-    ``rt-lidar generate``): the rig in-process, its scene set up as recorded."""
+    """``rt-lidar demo --rig RIG.toml`` (``config`` from the command line) or ``demo --config
+    RUN/config.json`` of a rig run (a rig demo's or a rig sweep's run of ``rt-lidar generate``): the rig
+    in-process, its scene set up as recorded. Writes ``OUT/config.json`` first, which re-runs it."""
+    from rt_lidar.config import CONFIG_FILE, to_plain
+    from rt_lidar.rig.model import load_rig
     from rt_lidar.rig.run import RigRunOptions, run_rig_demo
 
     assert config.rig is not None
-    if config.sinks:
-        raise ConfigError(f"{config.rig}: a rig run takes each sensor's sinks from the rig file")
+    rig = load_rig(config.rig)
+    stream = rig_stream_address(list(config.sinks), "demo")
     opts = RigRunOptions(
         rig=config.rig, frames=config.frames, seed=config.seed, sim_hz=config.sim_hz, out=config.out,
-        scene=config.scene, progress=config.progress, rosbag=not args.no_rosbag, crosstalk=args.crosstalk,
-        weather=config.weather, write_scans=config.write_scans, scene_setup=config.scene_setup,
+        scene=config.scene, progress=config.progress, rosbag=not args.no_rosbag,
+        crosstalk=config.crosstalk, weather=config.weather, stream=stream, write_scans=config.write_scans,
+        scene_setup=config.scene_setup,
     )  # fmt: skip
-    print(json.dumps(run_rig_demo(opts), indent=2, default=str))
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG_FILE).write_text(json.dumps({"config": to_plain(config), "rig": rig.source}, indent=2))
+    print(json.dumps(run_rig_demo(opts, rig), indent=2, default=str))
     return 0
 
 
@@ -80,7 +72,6 @@ def add_rig_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
     """``rt-lidar run --rig RIG.toml --airsim HOST:PORT --lockstep``."""
-    from pathlib import Path
 
     from rt_lidar.bridge.source import parse_address
     from rt_lidar.cli.validate import weather_from_args

@@ -163,3 +163,15 @@ def test_no_scans_leaves_the_bag_only(tmp_path: Path, capsys: pytest.CaptureFixt
     capsys.readouterr()
     assert main([*argv, "--out", str(tmp_path / "none"), "--no-rosbag"]) == 2
     assert "--no-scans: the rig has no other output" in capsys.readouterr().err
+
+
+def test_a_rig_demo_re_runs_from_its_config_json(tmp_path: Path) -> None:
+    argv = ["demo", "--rig", str(EXAMPLE), "--frames", "1", "--quiet", "--no-rosbag", "--crosstalk"]
+    assert main([*argv, "--seed", "5", "--out", str(tmp_path / "a")]) == 0
+    recorded = json.loads((tmp_path / "a" / "config.json").read_text())["config"]
+    assert recorded["rig"] == str(EXAMPLE) and recorded["crosstalk"] is True and recorded["seed"] == 5
+    config = str(tmp_path / "a" / "config.json")
+    assert main(["demo", "--config", config, "--quiet", "--no-rosbag", "--out", str(tmp_path / "b")]) == 0
+    for name in ("top", "front_left", "front_right"):
+        a, b = (tmp_path / run / name / "scans" / "000000.bin" for run in ("a", "b"))
+        assert a.read_bytes() == b.read_bytes()
