@@ -22,6 +22,7 @@ from .errors import RpcError, WireFormatError
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
 from .shm import MAX_SEGMENT_BYTES, ShmSegment, shm_available
 from .wire import (
+    INFO_POSE_SAMPLES,
     CarControls,
     CarState,
     FluCarState,
@@ -37,6 +38,7 @@ from .wire import (
     ned_to_flu_vector,
     pose_flu_to_ned,
     pose_ned_to_flu,
+    pose_samples_from_wire,
 )
 
 __all__ = ["CLIENT_VERSION", "HITS_DTYPES", "MIN_SERVER_VERSION", "AirSimClient", "decode_hits"]
@@ -106,6 +108,8 @@ def decode_hits(answer: Any, segment: ShmSegment | None = None) -> LidarHits:
                 info[key] = ned_to_flu_vector(info[key])
             except (TypeError, ValueError):
                 raise WireFormatError(f"rtLidarGetHits: info.{key} must be [x, y, z]") from None
+    if INFO_POSE_SAMPLES in info:
+        info[INFO_POSE_SAMPLES] = pose_samples_from_wire(info[INFO_POSE_SAMPLES])
     return LidarHits(
         points=ned_to_flu_points(_hits_field(fields, "point", count, segment).reshape(count, 3)),
         normals=_hits_field(fields, "normal", count, segment).reshape(count, 3).astype(np.float32) * flip,

@@ -196,6 +196,8 @@ def encode_hits(hits: LidarHits, shm: ShmTarget | None = None) -> dict[str, Any]
     for key in INFO_VECTORS:
         if key in info:
             info[key] = list(wire.flu_to_ned_vector(info[key]).as_tuple())
+    if wire.INFO_POSE_SAMPLES in info:
+        info[wire.INFO_POSE_SAMPLES] = wire.pose_samples_to_wire(info[wire.INFO_POSE_SAMPLES])
 
     def blob(arr: Any, dtype: str, shape: tuple[int, ...]) -> tuple[str, list[int], np.ndarray]:
         a = np.ascontiguousarray(np.asarray(arr).reshape(shape), dtype=np.dtype(dtype))
