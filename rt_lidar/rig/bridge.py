@@ -37,7 +37,7 @@ def bridge_rig_loop(
     for i, s in enumerate(rig.sensors):
         source = BridgeSource(
             client, s.preset, lockstep=True, sim_hz=sim_hz, lidar_name=s.name, vehicle_name=vehicle_name,
-            advance_clock=i == 0,
+            advance_clock=i == 0, poses=crosstalk,
         )  # fmt: skip
         pipe = bridge_pipeline(source, sim_hz, seed, weather)
         pipe.prefetch = 0  # every sensor reads the frame the first one advanced to, in order

@@ -55,7 +55,9 @@ def add_rig_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--rig", default=None, metavar="RIG.toml", help="every lidar of a rig file (needs --lockstep)"
     )
     g.add_argument(
-        "--crosstalk", action="store_true", help="with --rig: mutual interference between sensors (our server)"
+        "--crosstalk",
+        action="store_true",
+        help="with --rig: mutual interference between sensors (needs our server)",
     )
     g.add_argument("--no-rosbag", action="store_true", help="with --rig: no OUT/rosbag of every sensor")
 

@@ -19,7 +19,7 @@ from rt_lidar.rig.crosstalk import CrosstalkSensor, false_points
 from rt_lidar.rig.experiment import facing_pair
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.server.serve import ServeOptions, start_embedded_server
-from unreal_bridge import FluPose
+from unreal_bridge import AirSimClient, FluPose
 from unreal_bridge.client import decode_hits
 from unreal_bridge.server import encode_hits
 
@@ -80,13 +80,17 @@ def test_pose_samples_cross_the_wire_exactly() -> None:
     hits = sensed["near"].hits
     assert hits.pose_samples is not None
     pose = FluPose((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
-    back = hits_from_wire(decode_hits(encode_hits(hits_to_wire(hits, pose, sensed["near"].t1_ns))))
+    answer = hits_to_wire(hits, pose, sensed["near"].t1_ns)
+    assert "pose_samples" not in encode_hits(answer)["info"]  # only when a beam's "poses" asks
+    back = hits_from_wire(decode_hits(encode_hits(answer, poses=True)))
     assert back.pose_samples is not None
     for a, b in zip(hits.pose_samples, back.pose_samples, strict=True):
         assert a.dtype == b.dtype == np.float64 and np.array_equal(a, b)
     t = hits.firings.t_ns
     for a, b in zip(
-        interpolate_pose_samples(t, hits.pose_samples), interpolate_pose_samples(t, back.pose_samples), strict=True
+        interpolate_pose_samples(t, hits.pose_samples),
+        interpolate_pose_samples(t, back.pose_samples),
+        strict=True,
     ):
         assert np.array_equal(a, b)
     loop.close()
@@ -96,6 +100,27 @@ def test_crosstalk_without_pose_samples_says_why() -> None:
     loop, sensed = _sensed()
     sensed["far"].hits.pose_samples = None  # as from a server older than info.pose_samples
     sensors = [CrosstalkSensor(n, u.sensor.preset, u.sensor.physics) for n, u in loop.units.items()]
-    with pytest.raises(RtLidarError, match="far.*pose samples"):
+    with pytest.raises(RtLidarError, match=r"far.*pose samples"):
         false_points(sensors, sensed)
     loop.close()
+
+
+def test_poses_only_when_asked(tmp_path: Path) -> None:
+    rig = tmp_path / "facing.toml"
+    rig.write_text(FACING)
+    served = start_embedded_server(ServeOptions(port=0, rig=str(rig), paused=True, seed=0))
+    try:
+        with AirSimClient("127.0.0.1", served.port, timeout=30.0) as client:
+            client.rt_lidar_get_hits("far")
+            client.sim_continue_for_time(0.05)
+            plain = client.rt_lidar_get_hits("far")
+            client.sim_continue_for_time(0.05)
+            asked = client.rt_lidar_get_hits("far", poses=True)
+    finally:
+        served.close()
+    assert "pose_samples" not in plain.info
+    samples = asked.info["pose_samples"]
+    t0, t1 = asked.info["t0_ns"], asked.info["t1_ns"]
+    assert samples.shape == (round((t1 - t0) / 1e6) + 1, 8) and samples.dtype == np.float64
+    # the far sensor rides 10 m ahead of the car, facing back: x forward of the car, yaw 180 deg
+    assert np.allclose(samples[:, 3], 1.0) and np.allclose(np.abs(samples[:, 7]), 1.0)
