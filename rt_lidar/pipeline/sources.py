@@ -51,6 +51,7 @@ ROAD_NORMAL_MIN_Z = 0.9
 
 _EPS_M = 1e-3
 _POSE_SAMPLE_S = 1e-3
+_POSE_MEMO_SIZE = 4
 
 Pose = tuple[np.ndarray, np.ndarray]
 """A sensor pose: world position (3,) and orientation quaternion (w, x, y, z)."""
@@ -292,6 +293,11 @@ class WorldSource:
         (:meth:`use_wet_road`); off, the cast is exactly the dry one."""
         names = list(world.material_names)
         self._road_mat = np.array([names.index(m) for m in ROAD_MATERIALS if m in names], np.int16)
+        self.pose_memo = False
+        """Remember the last few poses of :meth:`sensor_pose_ns` (a server sets it while its ego follows
+        its script, when a pose is a function of time alone: a frame's end pose is the next frame's
+        start pose and its answer's pose); off, every pose is computed afresh."""
+        self._pose_memo: dict[int, Pose] = {}
 
     def use_wet_road(self, wetness: float) -> bool:
         """Cast the wet road's extra fields from now on when ``wetness`` > 0 (else the dry cast);
@@ -328,6 +334,19 @@ class WorldSource:
         pos, quat = self.world.sensor_poses(np.array([t_s]), self.mount)
         return pos[0], quat[0]
 
+    def sensor_pose_ns(self, t_ns: int) -> Pose:
+        """World pose of the sensor at ``t_ns`` ns: :meth:`sensor_pose` of ``t_ns * 1e-9``, remembered while
+        :attr:`pose_memo` is on (the same values, computed once)."""
+        if not self.pose_memo:
+            return self.sensor_pose(t_ns * 1e-9)
+        got = self._pose_memo.get(t_ns)
+        if got is None:
+            got = self.sensor_pose(t_ns * 1e-9)
+            if len(self._pose_memo) >= _POSE_MEMO_SIZE:
+                del self._pose_memo[next(iter(self._pose_memo))]  # the oldest
+            self._pose_memo[t_ns] = got
+        return got[0].copy(), got[1].copy()
+
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
         """Cast every firing from the sensor pose at its own firing time, against the moving objects
         posed at that time (as the bundle :meth:`use_beam` asked for, if any: its sub-rays start across
@@ -341,8 +360,8 @@ class WorldSource:
 
     def _with_poses(self, hits: Hits, t0_ns: int, t1_ns: int, samples: PoseSamples | None) -> Hits:
         hits.pose_samples = samples
-        hits.pose_start = self.sensor_pose(t0_ns * 1e-9)
-        hits.pose_end = self.sensor_pose(t1_ns * 1e-9)
+        hits.pose_start = self.sensor_pose_ns(t0_ns)
+        hits.pose_end = self.sensor_pose_ns(t1_ns)
         return hits
 
     def beam_hits(

@@ -208,6 +208,9 @@ class EmbeddedSim:
             lidar.cursors[reader] = t1
             lidar.frames[reader] += 1
             self._advance_vehicle(t1)
+            # a scripted ego's pose is a function of time alone: each pose is computed once (a frame's
+            # end is the next one's start and the answer's pose); a driven one's afresh each time
+            source.pose_memo = self.vehicle is None
         sub_rays = 1 if pattern is None else max(len(pattern.weights), 1)
         firings = firings_between(preset, t0, t1)
         if len(firings.t_ns) * sub_rays > self.max_rays_per_call:  # the ray budget: the newest firings
@@ -223,7 +226,7 @@ class EmbeddedSim:
 
     def _sensor_pose(self, t_ns: int, lidar: _Lidar | None = None) -> FluPose:
         source = self.source if lidar is None else lidar.source
-        pos, quat = source.sensor_pose(t_ns * 1e-9)
+        pos, quat = source.sensor_pose_ns(t_ns)
         return FluPose(tuple(float(v) for v in pos), tuple(float(v) for v in quat))  # type: ignore[arg-type]
 
     def lidar_hits(self, lidar_name: str, vehicle_name: str) -> LidarHits:
