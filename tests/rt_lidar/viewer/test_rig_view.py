@@ -226,3 +226,30 @@ def test_export_writes_the_sensors_that_are_on_in_the_vehicle_frame(qtbot, tmp_p
     assert second is not None
     got = read_pcd(second, dtype)
     assert got.size == 1000 + 3000 and set(np.unique(got["sensor"])) == {0, 2}
+
+
+def test_a_pick_is_the_point_nearest_the_camera_among_the_sensors_on() -> None:
+    from rt_lidar.viewer.rig_layers import RigLayers, SensorLayer
+
+    class _Box:
+        def __init__(self, on: bool) -> None:
+            self.on = on
+
+        def isChecked(self) -> bool:
+            return self.on
+
+    rig = RigLayers.__new__(RigLayers)
+    near = SensorLayer("near", 0, None, _Box(True))
+    far = SensorLayer("far", 1, None, _Box(True))
+    for ly, z in ((near, 2.0), (far, 5.0)):  # both straight ahead of the camera, one behind the other
+        ly.frame = StreamFrame({"sensor": ly.name, "n": 2}, points=np.zeros(2, POINT_DTYPE))
+        ly.positions = np.array([[0.0, 0.0, z], [3.0, 3.0, z]], np.float32)
+    rig.layers = {"far": far, "near": near}
+    mvp = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]], np.float32)  # w = depth
+    got = rig.pick(mvp, 100, 100, 50.0, 50.0)
+    assert got is not None and got[0] is near and got[1] == 0
+    near.box.on = False  # off: its point is not drawn, so not picked
+    got = rig.pick(mvp, 100, 100, 50.0, 50.0)
+    assert got is not None and got[0] is far and got[1] == 0
+    far.box.on = False
+    assert rig.pick(mvp, 100, 100, 50.0, 50.0) is None
