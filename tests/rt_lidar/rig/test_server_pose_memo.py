@@ -33,7 +33,7 @@ def _fresh(sim: EmbeddedSim, name: str, t_ns: int) -> tuple[np.ndarray, np.ndarr
 
 
 def _check_frame(sim: EmbeddedSim, names: list[str]) -> list[tuple[float, ...]]:
-    got = []
+    got: list[tuple[float, ...]] = []
     for name in names:
         hits, t0, t1 = sim._sweep("hits", lidar=sim._lidars[name])
         for have, t in ((hits.pose_start, t0), (hits.pose_end, t1)):

@@ -152,7 +152,7 @@ def test_view_takes_every_colour_mode() -> None:
 
 def _rig_window(qtbot):
     src = _RigFrames()
-    win = ViewerWindow(src, WindowOptions(size=(900, 640), color_mode="sensor"))  # type: ignore[arg-type]
+    win = ViewerWindow(src, WindowOptions(size=(900, 640), color_mode="sensor"))
     qtbot.addWidget(win)
     win.show()
     qtbot.waitExposed(win)
