@@ -68,10 +68,13 @@ class SunRequest:
     """Unit world-frame vector towards the sun, exactly as sent; None = the server's scene sun."""
 
 
-def encode_beam(offsets_rad: Any = None, weights: Any = None, sun: SunArg = None) -> dict[str, Any]:
+def encode_beam(
+    offsets_rad: Any = None, weights: Any = None, sun: SunArg = None, poses: bool = False
+) -> dict[str, Any]:
     """The ``beam`` argument for sub-ray ``offsets_rad`` (N, 2) rad and ``weights`` (N,) (both None: no
     ``sub_rays`` entry, one ray a pulse) and ``sun``: None (no sun), :data:`SCENE_SUN`, or a unit
-    world-frame vector towards the sun in the project frame (sent in NED).
+    world-frame vector towards the sun in the project frame (sent in NED); ``poses`` asks for the
+    lidar's world poses on the 1 ms grid it cast from (``"poses": {}``, answered in ``info.pose_samples``).
 
     Values go as plain msgpack arrays of floats (the client sends float64: offsets and sun arrive exact).
     Raises ValueError for a beam with neither entry or a sun direction that is not a unit 3-vector.
@@ -90,8 +93,10 @@ def encode_beam(offsets_rad: Any = None, weights: Any = None, sun: SunArg = None
         if d is None:
             raise ValueError(f"sun must be a finite unit 3-vector, got {sun!r}")
         beam["sun"] = {"direction": list(flu_to_ned_vector(d).as_tuple())}
+    if poses:
+        beam["poses"] = {}
     if not beam:
-        raise ValueError(f"{BEAM_HITS_METHOD}: a beam needs sub-rays or a sun")
+        raise ValueError(f"{BEAM_HITS_METHOD}: a beam needs sub-rays or a sun (or poses)")
     return beam
 
 

@@ -22,6 +22,7 @@ from .errors import RpcError, WireFormatError
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
 from .shm import MAX_SEGMENT_BYTES, ShmSegment, shm_available
 from .wire import (
+    INFO_POSE_SAMPLES,
     CarControls,
     CarState,
     FluCarState,
@@ -37,6 +38,7 @@ from .wire import (
     ned_to_flu_vector,
     pose_flu_to_ned,
     pose_ned_to_flu,
+    pose_samples_from_wire,
 )
 
 __all__ = ["CLIENT_VERSION", "HITS_DTYPES", "MIN_SERVER_VERSION", "AirSimClient", "decode_hits"]
@@ -106,6 +108,8 @@ def decode_hits(answer: Any, segment: ShmSegment | None = None) -> LidarHits:
                 info[key] = ned_to_flu_vector(info[key])
             except (TypeError, ValueError):
                 raise WireFormatError(f"rtLidarGetHits: info.{key} must be [x, y, z]") from None
+    if INFO_POSE_SAMPLES in info:
+        info[INFO_POSE_SAMPLES] = pose_samples_from_wire(info[INFO_POSE_SAMPLES])
     return LidarHits(
         points=ned_to_flu_points(_hits_field(fields, "point", count, segment).reshape(count, 3)),
         normals=_hits_field(fields, "normal", count, segment).reshape(count, 3).astype(np.float32) * flip,
@@ -247,11 +251,18 @@ class AirSimClient:
             time_stamp=int(raw.get("time_stamp", 0)),
         )
 
-    def rt_lidar_get_hits(self, lidar_name: str = "", vehicle_name: str = "") -> LidarHits:
+    def rt_lidar_get_hits(
+        self, lidar_name: str = "", vehicle_name: str = "", poses: bool = False
+    ) -> LidarHits:
         """Extension ``rtLidarGetHits`` (our server only): rings, firing times, ranges, normals, misses.
 
         With shared memory offered this is ``rtLidarGetBeamHits`` with a beam of only the offer (the
-        same cast); a server that refuses that form gets ``rtLidarGetHits`` from then on."""
+        same cast); a server that refuses that form gets ``rtLidarGetHits`` from then on. ``poses``
+        asks for the lidar's world poses on the 1 ms grid it cast from (``info["pose_samples"]``, (S, 8)
+        float64 rows ``t_s, x, y, z, qw, qx, qy, qz``), through ``rtLidarGetBeamHits`` with a beam of
+        ``poses``; a server without that entry raises an :class:`~unreal_bridge.errors.RpcError`."""
+        if poses:
+            return self.rt_lidar_get_beam_hits(lidar_name, vehicle_name, poses=True)
         if self.shm_refused is None:
             try:
                 return self._shm_call(lidar_name, vehicle_name, {})
@@ -308,6 +319,7 @@ class AirSimClient:
         offsets_rad: Any = None,
         weights: Any = None,
         sun: SunArg = None,
+        poses: bool = False,
     ) -> LidarHits:
         """Extension ``rtLidarGetBeamHits`` (our server only): like :meth:`rt_lidar_get_hits` with every
         firing cast as ``len(weights)`` sub-rays at angular ``offsets_rad`` (N, 2) rad (horizontal,
@@ -315,8 +327,9 @@ class AirSimClient:
         unit vector towards the sun, or ``"scene"`` for the server's) asks for the per-ray sun cosines
         (extras ``sun_cos`` / ``beam_sun_cos``, ``info["sun_direction"]``); without offsets and weights,
         one ray a pulse. A server without the call raises an :class:`~unreal_bridge.errors.RpcError`
-        whose ``unbound`` is true; a server that predates the sun entry answers without those fields."""
-        beam = encode_beam(offsets_rad, weights, sun)
+        whose ``unbound`` is true; a server that predates the sun entry answers without those fields.
+        ``poses``: as for :meth:`rt_lidar_get_hits`."""
+        beam = encode_beam(offsets_rad, weights, sun, poses)
         if self.shm_refused is None:
             return self._shm_call(lidar_name, vehicle_name, beam)
         self.transport = "tcp"

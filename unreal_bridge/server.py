@@ -190,8 +190,11 @@ _EXTRA_DTYPES = {
 }
 
 
-def encode_hits(hits: LidarHits, shm: ShmTarget | None = None) -> dict[str, Any]:
+def encode_hits(hits: LidarHits, shm: ShmTarget | None = None, poses: bool = False) -> dict[str, Any]:
     """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs.
+
+    ``info.pose_samples`` (the lidar's world poses on the 1 ms grid it cast from) goes only with
+    ``poses`` (a beam's ``poses`` entry asked for it), so every other answer stays as it was.
 
     With ``shm`` (a client's segment, :mod:`unreal_bridge.shm`) the fields' bytes are written there and
     each field says ``"shm": [offset, nbytes]`` instead of carrying ``"data"``; when they do not fit the
@@ -203,6 +206,9 @@ def encode_hits(hits: LidarHits, shm: ShmTarget | None = None) -> dict[str, Any]
     for key in INFO_VECTORS:
         if key in info:
             info[key] = list(wire.flu_to_ned_vector(info[key]).as_tuple())
+    samples = info.pop(wire.INFO_POSE_SAMPLES, None)
+    if poses and samples is not None:
+        info[wire.INFO_POSE_SAMPLES] = wire.pose_samples_to_wire(samples)
 
     def blob(arr: Any, dtype: str, shape: tuple[int, ...]) -> tuple[str, list[int], np.ndarray]:
         a = np.ascontiguousarray(np.asarray(arr).reshape(shape), dtype=np.dtype(dtype))
@@ -419,33 +425,38 @@ class AirSimServer:
         lidar, vehicle = str(lidar_name), str(vehicle_name)
         target: ShmTarget | None = None
         refused = ""
+        poses = isinstance(beam, Mapping) and "poses" in beam  # send info.pose_samples
         if isinstance(beam, Mapping) and "transport" in beam:
             try:
                 target = self.shm.attach(beam["transport"])
             except ShmRefused as exc:
                 refused = str(exc)
-            if beam.keys() == {"transport"}:  # only the offer: the cast of rtLidarGetHits
-                if self._deferred:
-                    deferred = cast(DeferredSimBackend, self.backend)
-                    hits = self._cast(lambda: deferred.prepare_lidar_hits(lidar, vehicle))
-                else:
-                    hits = self.backend.lidar_hits(lidar, vehicle)
-                return self._answer(hits, target, refused)
+        if isinstance(beam, Mapping) and beam and beam.keys() <= {"transport", "poses"}:
+            # only the offer and/or the poses: the cast of rtLidarGetHits
+            if self._deferred:
+                deferred = cast(DeferredSimBackend, self.backend)
+                hits = self._cast(lambda: deferred.prepare_lidar_hits(lidar, vehicle))
+            else:
+                hits = self.backend.lidar_hits(lidar, vehicle)
+            return self._answer(hits, target, refused, poses)
         offsets, weights = decode_beam(beam)
         sun = decode_sun(beam)
         if self._deferred:
             deferred = cast(DeferredSimBackend, self.backend)
             hits = self._cast(lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun))
-            return self._answer(hits, target, refused)
+            return self._answer(hits, target, refused, poses)
         backend = cast(BeamSimBackend, self.backend)  # registered only when it has lidar_beam_hits
         if sun is None:  # a backend that knows no sun is called as before
-            return self._answer(backend.lidar_beam_hits(lidar, vehicle, offsets, weights), target, refused)
+            hits = backend.lidar_beam_hits(lidar, vehicle, offsets, weights)
+            return self._answer(hits, target, refused, poses)
         hits = backend.lidar_beam_hits(lidar, vehicle, offsets, weights, sun=sun)
-        return self._answer(hits, target, refused)
+        return self._answer(hits, target, refused, poses)
 
     @staticmethod
-    def _answer(hits: LidarHits, target: ShmTarget | None, refused: str) -> dict[str, Any]:
-        answer = encode_hits(hits, shm=target)
+    def _answer(
+        hits: LidarHits, target: ShmTarget | None, refused: str, poses: bool = False
+    ) -> dict[str, Any]:
+        answer = encode_hits(hits, shm=target, poses=poses)
         if refused:
             answer["shm_refused"] = refused
         return answer

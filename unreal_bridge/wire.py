@@ -56,6 +56,8 @@ __all__ = [
     "ned_to_flu_vector",
     "pose_flu_to_ned",
     "pose_ned_to_flu",
+    "pose_samples_from_wire",
+    "pose_samples_to_wire",
 ]
 
 Vec3 = tuple[float, float, float]
@@ -412,6 +414,39 @@ def flu_to_ned_quaternion(q: Sequence[float]) -> Quaternionr:
     """A FLU orientation ``(w, x, y, z)`` as a NED ``Quaternionr``."""
     w, x, y, z = q
     return Quaternionr(float(w), float(x), -float(y), -float(z))
+
+
+INFO_POSE_SAMPLES = "pose_samples"
+"""The answer header (``info``) entry holding the lidar's world poses on the 1 ms grid it cast from."""
+_POSE_SAMPLE_FLIP = np.array([1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0])
+"""(t, x, y, z, qw, qx, qy, qz) FLU <-> NED: the flip of every vector and orientation (exact)."""
+
+
+def pose_samples_to_wire(samples: npt.ArrayLike) -> dict[str, Any]:
+    """(S, 8) float64 rows ``(t_s, x, y, z, qw, qx, qy, qz)`` (project frame) as an ``info.pose_samples``
+    entry: a field map ``{"dtype": "<f8", "shape": [S, 8], "data": bin}`` in NED (floats of ``info``
+    would go as float32; these must arrive exact)."""
+    a = np.asarray(samples, np.float64).reshape(-1, 8) * _POSE_SAMPLE_FLIP
+    return {"dtype": "<f8", "shape": [int(a.shape[0]), 8], "data": np.ascontiguousarray(a, "<f8").tobytes()}
+
+
+def pose_samples_from_wire(spec: Any) -> np.ndarray:
+    """An ``info.pose_samples`` entry as (S, 8) float64 rows in the project frame (see
+    :func:`pose_samples_to_wire`); raises :class:`WireFormatError` on anything else."""
+    if not isinstance(spec, Mapping):
+        raise WireFormatError("rtLidarGetHits: info.pose_samples must be a field map")
+    shape, data = spec.get("shape"), spec.get("data")
+    if (
+        spec.get("dtype") != "<f8"
+        or not isinstance(data, bytes)
+        or not isinstance(shape, list)
+        or len(shape) != 2
+        or shape[1] != 8
+        or not isinstance(shape[0], int)
+        or len(data) != shape[0] * 64
+    ):
+        raise WireFormatError("rtLidarGetHits: info.pose_samples must be <f8 (S, 8) bytes")
+    return np.frombuffer(data, "<f8").reshape(shape[0], 8) * _POSE_SAMPLE_FLIP
 
 
 def pose_ned_to_flu(pose: Pose) -> FluPose:

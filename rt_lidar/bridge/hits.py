@@ -18,6 +18,7 @@ import numpy as np
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.scan_pattern import Firings
 from unreal_bridge import FluPose, LidarHits
+from unreal_bridge.wire import INFO_POSE_SAMPLES
 
 __all__ = ["firings_from_directions", "hits_from_wire", "hits_to_wire"]
 
@@ -30,6 +31,9 @@ def hits_to_wire(
     the sun cosines go as the ``sun_cos`` / ``beam_sun_cos`` fields when the hits have them."""
     n = hits.subrays
     info = dict(info or {})
+    if hits.pose_samples is not None:  # each pulse's world pose, exactly (a rig's interference model)
+        ts, p_s, q_s = hits.pose_samples
+        info[INFO_POSE_SAMPLES] = np.column_stack([ts, p_s, q_s]).astype(np.float64)
     extras: dict[str, np.ndarray] = {}
     for name in _SUN_FIELDS:
         value = getattr(hits, name)
@@ -135,6 +139,10 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
     )
     for attr, value in _wet_fields(ex).items():
         setattr(hits, attr, value)
+    samples = answer.info.get(INFO_POSE_SAMPLES)
+    if samples is not None and t_offset_ns == 0:  # sample times are on the server's clock
+        a = np.asarray(samples, np.float64)
+        hits.pose_samples = (a[:, 0].copy(), a[:, 1:4].copy(), a[:, 4:8].copy())
     return hits
 
 

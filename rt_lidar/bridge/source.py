@@ -118,8 +118,12 @@ class BridgeSource:
         material_map: Mapping[int, str] | None = None,
         use_extension: bool | None = None,
         advance_clock: bool = True,
+        poses: bool = False,
     ) -> None:
         self.client = client
+        self.poses = poses
+        """Ask every answer for the sensor's world poses on the 1 ms grid (``info.pose_samples``, into
+        :attr:`Hits.pose_samples`): a rig's interference model needs each pulse's world pose."""
         self.advance_clock = advance_clock
         """Lockstep: this source advances the sim each frame (a rig's other lidars read the same frame)."""
         self.preset = preset
@@ -249,12 +253,26 @@ class BridgeSource:
         return self._material_names
 
     def _fetch_extension(self) -> tuple[Hits, int, int]:
-        if self._beam is None:
-            ans = self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name)
-        else:
-            b = self._beam
-            ans = self.client.rt_lidar_get_beam_hits(
-                self.lidar_name, self.vehicle_name, b.offsets_rad, b.weights, self._sun
+        try:
+            if self._beam is None:
+                ans = self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name, poses=self.poses)
+            else:
+                b = self._beam
+                ans = self.client.rt_lidar_get_beam_hits(
+                    self.lidar_name, self.vehicle_name, b.offsets_rad, b.weights, self._sun, poses=self.poses
+                )
+        except RpcError as exc:
+            if not self.poses:
+                raise
+            raise RtLidarError(
+                f"lidar '{self.lidar_name}': the server does not send the sensor's poses (rtLidarGetBeamHits "
+                f"with a 'poses' entry, which a rig's --crosstalk needs; rt-lidar serve of this version "
+                f"does): {exc.error}"
+            ) from exc
+        if self.poses and "pose_samples" not in ans.info and len(ans.ring):
+            raise RtLidarError(
+                f"lidar '{self.lidar_name}': the server answered without info.pose_samples (a rig's "
+                "--crosstalk needs each pulse's world pose)"
             )
         t0 = int(ans.info.get("t0_ns", self._last_ns or 0))
         t1 = int(ans.info.get("t1_ns", ans.time_stamp))

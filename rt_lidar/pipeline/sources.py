@@ -9,6 +9,7 @@ on a rotating sensor.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from collections.abc import Sequence
@@ -34,8 +35,11 @@ __all__ = [
     "HitSource",
     "Hits",
     "Pose",
+    "PoseSamples",
     "WorldSource",
+    "interpolate_pose_samples",
     "pose_at",
+    "sensor_pose_samples",
     "sun_unit",
 ]
 
@@ -49,9 +53,15 @@ ROAD_NORMAL_MIN_Z = 0.9
 
 _EPS_M = 1e-3
 _POSE_SAMPLE_S = 1e-3
+_POSE_MEMO_SIZE = 4
 
 Pose = tuple[np.ndarray, np.ndarray]
 """A sensor pose: world position (3,) and orientation quaternion (w, x, y, z)."""
+
+PoseSamples = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Sensor poses on the 1 ms grid: sample times (S,) float64 s, positions (S, 3) and wxyz rotations
+(S, 4) float64, neighbours in one hemisphere: what :func:`interpolate_pose_samples` needs to give every
+firing's pose (carried by :attr:`Hits.pose_samples`, and over the bridge in ``info.pose_samples``)."""
 
 
 @dataclass
@@ -85,6 +95,9 @@ class Hits:
     """The sensor pose at the start of the hits' time slice (:attr:`interval`, else the frame asked for)."""
     pose_end: Pose | None = None
     """The sensor pose at the end of that slice (what an AirSim server reports with its answer)."""
+    pose_samples: PoseSamples | None = None
+    """The sensor poses on the 1 ms grid the rays were cast from (:func:`interpolate_pose_samples`
+    gives each firing's): a rig's interference model needs each pulse's world pose; None = unknown."""
     wet: np.ndarray | None = None
     """(rays,) bool: the ray's surface is the road under its water film (cast with a wet road only;
     None = dry road, or a source that does not know)."""
@@ -187,6 +200,37 @@ def pose_at(start: Pose, end: Pose, t0_ns: int, t1_ns: int, t_ns: int) -> Pose:
     return p0 + (p1 - p0) * w, q / np.linalg.norm(q)
 
 
+def sensor_pose_samples(world: World, t_ns: np.ndarray, mount: MountPose | None = None) -> PoseSamples | None:
+    """The sensor poses on the whole-millisecond grid that spans ``t_ns`` (None when it is empty)."""
+    if t_ns.size == 0:
+        return None
+    t = t_ns.astype(np.float64) * 1e-9
+    k0 = math.floor(float(t.min()) / _POSE_SAMPLE_S)
+    k1 = max(math.ceil(float(t.max()) / _POSE_SAMPLE_S), k0 + 1)
+    ts = np.arange(k0, k1 + 1, dtype=np.float64) * _POSE_SAMPLE_S
+    p_s, q_s = world.sensor_poses(ts, mount)
+    flip = np.einsum("ij,ij->i", q_s[1:], q_s[:-1]) < 0  # keep neighbours in one hemisphere
+    q_s[1:][np.cumsum(flip) % 2 == 1] *= -1.0
+    return ts, p_s, q_s
+
+
+def interpolate_pose_samples(t_ns: np.ndarray, samples: PoseSamples | None) -> tuple[np.ndarray, np.ndarray]:
+    """Sensor poses at every firing time ``t_ns`` from ``samples`` (:func:`sensor_pose_samples` of
+    times spanning them): positions linear, rotations by normalised lerp."""
+    if t_ns.size == 0 or samples is None:
+        return np.zeros((0, 3)), np.zeros((0, 4))
+    ts, p_s, q_s = samples
+    t = t_ns.astype(np.float64) * 1e-9
+    pos = np.stack([np.interp(t, ts, p_s[:, i]) for i in range(3)], axis=1)
+    if bool(np.all(q_s == q_s[0])):
+        # not turning (a straight road): one orientation for all, computed exactly as below
+        q = q_s[:1] / np.sqrt(np.einsum("ij,ij->i", q_s[:1], q_s[:1]))[:, None]
+        return pos, np.broadcast_to(q, (t.size, 4))
+    quat = np.stack([np.interp(t, ts, q_s[:, i]) for i in range(4)], axis=1)
+    quat /= np.sqrt(np.einsum("ij,ij->i", quat, quat))[:, None]
+    return pos, quat
+
+
 def _interpolated_sensor_poses(
     world: World, t_ns: np.ndarray, mount: MountPose | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -198,23 +242,7 @@ def _interpolated_sensor_poses(
     samples lie on one global grid (whole milliseconds of sim time), so a firing's pose depends on its
     time alone, not on how the sim cut the time line into frames.
     """
-    if t_ns.size == 0:
-        return np.zeros((0, 3)), np.zeros((0, 4))
-    t = t_ns.astype(np.float64) * 1e-9
-    k0 = math.floor(float(t.min()) / _POSE_SAMPLE_S)
-    k1 = max(math.ceil(float(t.max()) / _POSE_SAMPLE_S), k0 + 1)
-    ts = np.arange(k0, k1 + 1, dtype=np.float64) * _POSE_SAMPLE_S
-    p_s, q_s = world.sensor_poses(ts, mount)
-    flip = np.einsum("ij,ij->i", q_s[1:], q_s[:-1]) < 0  # keep neighbours in one hemisphere
-    q_s[1:][np.cumsum(flip) % 2 == 1] *= -1.0
-    pos = np.stack([np.interp(t, ts, p_s[:, i]) for i in range(3)], axis=1)
-    if bool(np.all(q_s == q_s[0])):
-        # not turning (a straight road): one orientation for all, computed exactly as below
-        q = q_s[:1] / np.sqrt(np.einsum("ij,ij->i", q_s[:1], q_s[:1]))[:, None]
-        return pos, np.broadcast_to(q, (t.size, 4))
-    quat = np.stack([np.interp(t, ts, q_s[:, i]) for i in range(4)], axis=1)
-    quat /= np.sqrt(np.einsum("ij,ij->i", quat, quat))[:, None]
-    return pos, quat
+    return interpolate_pose_samples(t_ns, sensor_pose_samples(world, t_ns, mount))
 
 
 def _dot_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -267,6 +295,11 @@ class WorldSource:
         (:meth:`use_wet_road`); off, the cast is exactly the dry one."""
         names = list(world.material_names)
         self._road_mat = np.array([names.index(m) for m in ROAD_MATERIALS if m in names], np.int16)
+        self.pose_memo = False
+        """Remember the last few poses of :meth:`sensor_pose_ns` (a server sets it while its ego follows
+        its script, when a pose is a function of time alone: a frame's end pose is the next frame's
+        start pose and its answer's pose); off, every pose is computed afresh."""
+        self._pose_memo: dict[int, Pose] = {}
 
     def use_wet_road(self, wetness: float) -> bool:
         """Cast the wet road's extra fields from now on when ``wetness`` > 0 (else the dry cast);
@@ -309,6 +342,20 @@ class WorldSource:
         pos, quat = self.world.sensor_poses(np.array([t_s]), self.mount)
         return pos[0], quat[0]
 
+    def sensor_pose_ns(self, t_ns: int) -> Pose:
+        """World pose of the sensor at ``t_ns`` ns: :meth:`sensor_pose` of ``t_ns * 1e-9``, remembered while
+        :attr:`pose_memo` is on (the same values, computed once)."""
+        if not self.pose_memo:
+            return self.sensor_pose(t_ns * 1e-9)
+        got = self._pose_memo.get(t_ns)
+        if got is None:
+            got = self.sensor_pose(t_ns * 1e-9)
+            if len(self._pose_memo) >= _POSE_MEMO_SIZE:  # drop the oldest (a server's casts share the
+                with contextlib.suppress(StopIteration, RuntimeError):  # memo across threads)
+                    self._pose_memo.pop(next(iter(self._pose_memo)), None)
+            self._pose_memo[t_ns] = got
+        return got[0].copy(), got[1].copy()
+
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
         """Cast every firing from the sensor pose at its own firing time, against the moving objects
         posed at that time (as the bundle :meth:`use_beam` asked for, if any: its sub-rays start across
@@ -316,12 +363,14 @@ class WorldSource:
         if self._beam is not None:
             return self.beam_hits(firings, t0_ns, t1_ns, self._beam, self._sun)
         d_sensor = firings.directions()
-        pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns, self.mount)
-        return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns)
+        samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
+        pos, quat = interpolate_pose_samples(firings.t_ns, samples)
+        return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
 
-    def _with_poses(self, hits: Hits, t0_ns: int, t1_ns: int) -> Hits:
-        hits.pose_start = self.sensor_pose(t0_ns * 1e-9)
-        hits.pose_end = self.sensor_pose(t1_ns * 1e-9)
+    def _with_poses(self, hits: Hits, t0_ns: int, t1_ns: int, samples: PoseSamples | None) -> Hits:
+        hits.pose_samples = samples
+        hits.pose_start = self.sensor_pose_ns(t0_ns)
+        hits.pose_end = self.sensor_pose_ns(t1_ns)
         return hits
 
     def beam_hits(
@@ -336,11 +385,11 @@ class WorldSource:
         the firing time (started across the exit aperture, ``exit_m_per_rad``) against the moving objects
         posed at that time; a one-ray pattern without sun gives exactly :meth:`hits` without a beam."""
         n = len(pattern)
+        samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
+        pos, quat = interpolate_pose_samples(firings.t_ns, samples)
         if n == 1 and sun_direction is None:
             d_sensor = firings.directions()
-            pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns, self.mount)
-            return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns)
-        pos, quat = _interpolated_sensor_poses(self.world, firings.t_ns, self.mount)
+            return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
         d_sensor = subray_directions(firings.directions(), pattern)
         if n > 1:
             pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
@@ -352,7 +401,7 @@ class WorldSource:
         hits = self._cast(firings, d_sensor, pos, quat, sun)
         hits.subrays = n
         hits.subray_weight = pattern.weights
-        return self._with_poses(hits, t0_ns, t1_ns)
+        return self._with_poses(hits, t0_ns, t1_ns, samples)
 
     def _cast(
         self,

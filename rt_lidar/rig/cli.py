@@ -67,6 +67,11 @@ def add_rig_run_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--rig", default=None, metavar="RIG.toml", help="every lidar of a rig file (needs --lockstep)"
     )
+    g.add_argument(
+        "--crosstalk",
+        action="store_true",
+        help="with --rig: mutual interference between sensors (needs our server)",
+    )
     g.add_argument("--no-rosbag", action="store_true", help="with --rig: no OUT/rosbag of every sensor")
 
 
@@ -94,7 +99,7 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
         client.confirm_connection()
         loop, sources = bridge_rig_loop(
             client, rig, sim_hz=args.sim_hz, seed=args.seed, weather=weather_from_args(args),
-            vehicle_name=args.vehicle,
+            vehicle_name=args.vehicle, crosstalk=args.crosstalk,
         )  # fmt: skip
         bag = None if args.no_rosbag else RigBag(out / "rosbag", rig)
         stream = RigStream(address, rig) if address else None

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels import calibrated_reflectivity_output, received_power_output
+from rt_lidar.errors import RtLidarError
 from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.frame_loop import Sensed
-from rt_lidar.pipeline.sources import WorldSource, _interpolated_sensor_poses
+from rt_lidar.pipeline.sources import interpolate_pose_samples
 from rt_lidar.points import POINT_DTYPE, PointFlag, empty_points
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -55,12 +56,13 @@ def in_band(victim: SensorPreset, aggressor: SensorPreset) -> bool:
 
 @dataclass(frozen=True)
 class CrosstalkSensor:
-    """What the interference model needs of one rig sensor: its preset, physics and world source."""
+    """What the interference model needs of one rig sensor: its preset and physics. Each pulse's world
+    pose comes with its hits (:attr:`~rt_lidar.pipeline.sources.Hits.pose_samples`: in-process from the
+    cast, over the bridge from the server's answer), so both paths give the same false points."""
 
     name: str
     preset: SensorPreset
     physics: SensorPhysics
-    source: WorldSource
     receiver_fov_mrad: float | None = None
     """Full angle of the receiver's field of view; None = the beam's divergence (matched optics)."""
 
@@ -105,8 +107,12 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
     rng = hits.range_m.reshape(n, k)
     pick = np.argmin(rng, axis=1)  # the nearest sub-ray's surface stands for the pulse's spot
     rows = np.arange(n) * k + pick
-    src = sensor.source
-    pos, quat = _interpolated_sensor_poses(src.world, f.t_ns, src.mount)
+    if hits.pose_samples is None and n:
+        raise RtLidarError(
+            f"crosstalk: sensor '{sensor.name}': its hits carry no pose samples (a server older than "
+            "info.pose_samples, or stock AirSim, cannot give each pulse's world pose)"
+        )
+    pos, quat = interpolate_pose_samples(f.t_ns, hits.pose_samples)
     d_sensor = f.directions()
     d_world = _rotate(np.asarray(quat, np.float64), d_sensor.astype(np.float64))
     d_world /= np.linalg.norm(d_world, axis=1)[:, None]

@@ -31,8 +31,8 @@ __all__ = ["RigLoop", "RigUnit"]
 class RigUnit:
     """One sensor of a running rig."""
 
-    sensor: CrosstalkSensor | None
-    """What the interference model needs (None over the bridge: no world here to cast in)."""
+    sensor: CrosstalkSensor
+    """What the interference model needs of this sensor."""
     pipeline: Pipeline
     false_points: int = 0
     """False (crosstalk) points added to this sensor's frames so far."""
@@ -71,15 +71,21 @@ class RigLoop:
             weather = phys.config.weather
             source.use_wet_road(weather.road_wetness if weather is not None else 0.0)  # mirror rays, spray
             pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch)
-            self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys, source), pipe)
+            self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys), pipe)
         self.frame = 0
 
     @classmethod
-    def over(cls, rig: Rig, pipelines: dict[str, Pipeline], sim_hz: float) -> RigLoop:
-        """A loop over ready pipelines, one per sensor of ``rig`` (over the bridge: no interference)."""
+    def over(
+        cls, rig: Rig, pipelines: dict[str, Pipeline], sim_hz: float, *, crosstalk: bool = False
+    ) -> RigLoop:
+        """A loop over ready pipelines, one per sensor of ``rig`` (over the bridge: each pulse's world
+        pose for the interference comes with the server's answer, ``info.pose_samples``)."""
         loop = cls.__new__(cls)
-        loop.rig, loop.world, loop.sim_hz, loop.crosstalk = rig, None, float(sim_hz), False
-        loop.units = {s.name: RigUnit(None, pipelines[s.name]) for s in rig.sensors}
+        loop.rig, loop.world, loop.sim_hz, loop.crosstalk = rig, None, float(sim_hz), crosstalk
+        loop.units = {
+            s.name: RigUnit(CrosstalkSensor(s.name, s.preset, pipelines[s.name].physics), pipelines[s.name])
+            for s in rig.sensors
+        }
         loop.frame = 0
         return loop
 
@@ -91,7 +97,7 @@ class RigLoop:
         # 4. mutual interference: each sensor's false points from the others' pulses of this frame
         extra: dict[str, np.ndarray] = {}
         if self.crosstalk and len(units) > 1:
-            extra = false_points([u.sensor for u in units.values() if u.sensor is not None], sensed)
+            extra = false_points([u.sensor for u in units.values()], sensed)
             for name, pts in extra.items():
                 units[name].false_points += int(pts.size)
         # 5. each sensor stitches its own scans

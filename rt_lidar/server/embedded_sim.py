@@ -207,6 +207,10 @@ class EmbeddedSim:
             self._advance_vehicle(t1)
             ego = self.vehicle.frozen() if self.vehicle is not None else self.world.scene.ego
             source = lidar.source.on_world(self.world.with_ego(ego))
+            # a scripted ego's pose is a function of time alone: each pose is computed once (a frame's
+            # end is the next one's start and the answer's pose; the memo is shared by the copies); a
+            # driven one's afresh each time
+            source.pose_memo = self.vehicle is None
             return source, t0, t1, lidar.frames[reader]
 
     def _plan(self, preset: SensorPreset, t0: int, t1: int, sub_rays: int) -> tuple[Firings, int]:
@@ -506,7 +510,7 @@ class _Cast:
         return self._source.beam_hits(firings, t0, self.t1, self._pattern, sun), t0
 
     def _sensor_pose(self, t_ns: int) -> FluPose:
-        pos, quat = self._source.sensor_pose(t_ns * 1e-9)
+        pos, quat = self._source.sensor_pose_ns(t_ns)
         return FluPose(tuple(float(v) for v in pos), tuple(float(v) for v in quat))  # type: ignore[arg-type]
 
 

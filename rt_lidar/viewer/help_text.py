@@ -16,7 +16,7 @@ C &nbsp; next colour mode &nbsp;&nbsp; + / - &nbsp; point size<br>
 Space &nbsp; pause / resume &nbsp;&nbsp; N or . &nbsp; single step (when paused)<br>
 , &nbsp; previous scan (recording) &nbsp;&nbsp; I &nbsp; image panels on / off<br>
 R &nbsp; reconnect (live) / reset the camera &nbsp;&nbsp; P &nbsp; save a screenshot<br>
-E &nbsp; export the scan on screen as PCD (every field)<br>
+E &nbsp; export the scan on screen as PCD (every field; a rig: the sensors on, vehicle frame)<br>
 click a point &nbsp; its fields (range, intensity, ring, time, flags, ...) &nbsp;&nbsp; drag &nbsp; orbit<br>
 --drive: W/Up throttle, S/Down reverse, A/Left D/Right steer, X brake<br>
 H, F1 or ? &nbsp; this help &nbsp;&nbsp; Q or Esc &nbsp; quit"""

@@ -7,27 +7,39 @@ rig's ``/tf_static`` carries. Each layer keeps its sensor's newest scan, its own
 sensor's colours survive the next sensor's scan), a check box (and a key: F2 for the first sensor, F3
 for the next, ...) that turns it on and off, and the figures of its HUD line: scans a second, points,
 age of the scan on screen. The range panel shows the first sensor that is on.
+
+Picking (a click) and export (key E) act on what is drawn: the points of the sensors that are on, in
+the vehicle frame. A pick is the point nearest the camera under the cursor among every layer that is
+on, and says which sensor it is of; an export is one PCD of every layer that is on, x / y / z in the
+vehicle frame, every other field as the sensor sent it, and a field ``sensor`` (the sensor's index in
+the rig file), with a JSON beside it naming each index's sensor and mount.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyqtgraph.opengl as gl
 from pyqtgraph.Qt import QtCore, QtWidgets
 
+from rt_lidar.sinks.pcd import write_pcd
 from rt_lidar.sinks.stream import StreamFrame
 from rt_lidar.viewer.colors import SENSOR_COLOR_NAMES, SENSOR_COLORS, CloudBuffers, ColorScales
+from rt_lidar.viewer.picking import pick_point, project_points
 from unreal_bridge.world import Pose
 
-__all__ = ["TOGGLE_KEYS", "RigLayers", "SensorLayer", "mount_matrix"]
+__all__ = ["RIG_EXPORT_NOTE", "TOGGLE_KEYS", "RigLayers", "SensorLayer", "mount_matrix", "vehicle_point_text"]
 
+RIG_EXPORT_NOTE = "         (the sensors on: vehicle frame, field 'sensor' = rig index; the .json names them)"
+"""The HUD line under ``exported PATH`` after a rig's export (key E)."""
 TOGGLE_KEYS = tuple(f"f{i}" for i in range(2, 10))
 """Keys that turn the rig's sensors 1..8 on and off (F2 .. F9)."""
 
@@ -40,6 +52,17 @@ def mount_matrix(header: dict[str, Any]) -> np.ndarray:
     x, y, z = (float(v) for v in mount.get("xyz", (0.0, 0.0, 0.0)))
     r, p, w = (math.radians(float(v)) for v in mount.get("rpy_deg", (0.0, 0.0, 0.0)))
     return Pose.from_xyz_rpy(x, y, z, roll=r, pitch=p, yaw=w).matrix()
+
+
+def vehicle_point_text(ly: SensorLayer, index: int) -> str:
+    """The lines a pick of ``ly``'s point ``index`` adds: its sensor, and where it is on the vehicle."""
+    h = ly.frame.header if ly.frame is not None else {}
+    x, y, z = (float(v) for v in ly.positions[index])
+    colour = SENSOR_COLOR_NAMES[ly.index % len(SENSOR_COLOR_NAMES)]
+    return (
+        f"sensor   {ly.name} ({h.get('preset', '-')}, {colour})   seq {h.get('seq', '-')}\n"
+        f"vehicle  x {x:.3f}  y {y:.3f}  z {z:.3f} m   (the point above: in the sensor's frame)"
+    )
 
 
 @dataclass(eq=False)  # compared by identity: it holds arrays and Qt objects
@@ -214,6 +237,66 @@ class RigLayers:
     def visible_points(self) -> int:
         """Points of the scans on screen, layers that are on."""
         return sum(int(ly.frame.header.get("n", 0)) for ly in self.layers.values() if ly.frame and ly.visible)
+
+    def shown(self) -> list[SensorLayer]:
+        """The layers on screen: on, with a scan; in rig order."""
+        return [
+            ly for ly in self.ordered() if ly.visible and ly.frame is not None and ly.frame.points is not None
+        ]
+
+    def pick(
+        self, mvp: np.ndarray, width: int, height: int, x: float, y: float, radius_px: float = 6.0
+    ) -> tuple[SensorLayer, int] | None:
+        """The point drawn at screen position (``x``, ``y``) among the layers that are on (in the vehicle
+        frame, as drawn): within ``radius_px``, the nearest to the camera; (its layer, its index in that
+        layer's scan), or None."""
+        best: tuple[float, SensorLayer, int] | None = None
+        for ly in self.shown():
+            i = pick_point(ly.positions, mvp, width, height, x, y, radius_px)
+            if i is None:
+                continue
+            w = float(project_points(ly.positions[i : i + 1], mvp, width, height)[0, 2])
+            if best is None or w < best[0]:
+                best = (w, ly, i)
+        return None if best is None else (best[1], best[2])
+
+    def export(self, path: str | Path) -> Path | None:
+        """Write the scans on screen (the layers that are on) as one PCD: every field, x / y / z in the
+        vehicle frame as drawn, plus ``sensor`` (uint8, the sensor's index in the rig file); and beside
+        it a ``.json``: which sensor each index is, its preset, mount, scan seq and point count. ``path``
+        gets ``-<highest seq>`` before its suffix. Returns the PCD's path (None when no layer that is
+        on has a scan)."""
+        layers = self.shown()
+        if not layers:
+            return None
+        seq = max(int((ly.frame.header if ly.frame else {}).get("seq", 0)) for ly in layers)
+        path = Path(path)
+        path = path.with_name(f"{path.stem}-{seq}{path.suffix}")
+        parts, sensor = [], []
+        for ly in layers:
+            assert ly.frame is not None and ly.frame.points is not None
+            pts = np.array(ly.frame.points)  # a copy: x / y / z become the vehicle frame's
+            for k, axis in enumerate("xyz"):
+                pts[axis] = ly.positions[: pts.size, k]
+            parts.append(pts)
+            sensor.append(np.full(pts.size, ly.index, np.uint8))
+        path = write_pcd(path, np.concatenate(parts), {"sensor": np.concatenate(sensor)})
+        about = {
+            "frame": "vehicle (x forward, y left, z up); field 'sensor' = index below",
+            "sensors": [
+                {
+                    "index": ly.index,
+                    "name": ly.name,
+                    "preset": (ly.frame.header if ly.frame else {}).get("preset"),
+                    "mount": (ly.frame.header if ly.frame else {}).get("mount"),
+                    "seq": (ly.frame.header if ly.frame else {}).get("seq"),
+                    "points": int(p.size),
+                }
+                for ly, p in zip(layers, parts, strict=True)
+            ],
+        }
+        path.with_suffix(".json").write_text(json.dumps(about, indent=2, default=str))
+        return path
 
     def hud_lines(self) -> list[str]:
         """A HUD line per sensor, in rig order."""

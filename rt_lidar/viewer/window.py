@@ -27,7 +27,7 @@ from rt_lidar.viewer.colors import (
 from rt_lidar.viewer.drive import KeyboardDriver
 from rt_lidar.viewer.help_text import HELP_TEXT, bad_frame_lines, frame_time_text, stamp_text
 from rt_lidar.viewer.picking import describe_point, pick_point
-from rt_lidar.viewer.rig_layers import RigLayers
+from rt_lidar.viewer.rig_layers import RIG_EXPORT_NOTE, RigLayers, vehicle_point_text
 from rt_lidar.viewer.sources import FrameSource, HudStats, LiveSource, RecordingSource
 
 __all__ = ["HELP_TEXT", "CloudView", "ViewerWindow", "WindowOptions", "key_name", "range_panel_rgb"]
@@ -137,6 +137,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
         """The last scan exported (key E)."""
         self.picked: int | None = None
         """Index of the picked point in the scan on screen (None when none)."""
+        self.picked_sensor: str | None = None
+        """For a rig: the sensor whose scan :attr:`picked` indexes."""
         self._pick_xy: tuple[float, float] | None = None
         mono = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
         self.hud = QtWidgets.QLabel(self.view)
@@ -266,32 +268,47 @@ class ViewerWindow(QtWidgets.QMainWindow):
 
     def export_scan(self, folder: str | Path = ".") -> Path | None:
         """Write the scan on screen, every field, as a PCD in ``folder``; returns its path (None when no
-        scan is shown). The HUD's first line says where it went."""
+        scan is shown). The HUD's first line says where it went. For a rig: one PCD of every sensor
+        that is on, in the vehicle frame with a ``sensor`` field, and a JSON naming the sensors
+        (:meth:`RigLayers.export`)."""
         frame = self.current
         if frame is None or frame.points is None:
             return None
-        name = f"rt-lidar-scan-{frame.header.get('seq', 0)}-{time.strftime('%Y%m%d-%H%M%S')}.pcd"
-        path = write_pcd(Path(folder) / name, np.ascontiguousarray(frame.points))
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        if self.rig.active:
+            path = self.rig.export(Path(folder) / f"rt-lidar-rig-{stamp}.pcd")
+        else:
+            name = f"rt-lidar-scan-{frame.header.get('seq', 0)}-{stamp}.pcd"
+            path = write_pcd(Path(folder) / name, np.ascontiguousarray(frame.points))
         self.exported = path
         return path
 
     def pick_at(self, x: float, y: float, follow: bool = False) -> int | None:
         """Pick the point drawn at view position (``x``, ``y``): mark it and show its fields; returns its
-        index in the scan on screen. A click on no point clears the pick; a pick follows new scans (the
-        point at that place on screen, ``follow``) until then, hidden while no point is there."""
-        frame = self.current
-        index = None
-        if frame is not None and frame.points is not None and len(self._shown):
-            index = pick_point(self._shown, self.view.mvp(), self.view.width(), self.view.height(), x, y)
+        index in the scan on screen (for a rig: in the scan of :attr:`picked_sensor`, of the sensors that
+        are on). A click on no point clears the pick; a pick follows new scans (the point at that place
+        on screen, ``follow``) until then, hidden while no point is there."""
+        frame, shown, index, layer = self.current, self._shown, None, None
+        args = (self.view.mvp(), self.view.width(), self.view.height(), x, y)
+        if self.rig.active:
+            got = self.rig.pick(*args)
+            if got is not None:
+                layer, index = got
+                frame, shown = layer.frame, layer.positions
+        elif frame is not None and frame.points is not None and len(shown):
+            index = pick_point(shown, *args)
         self.picked = index
+        self.picked_sensor = layer.name if layer is not None else None
         if not follow:
             self._pick_xy = (x, y) if index is not None else None
         if index is None or frame is None or frame.points is None:
             self.marker.setData(color=(*_MARKER_RGB, 0.0))
             self.pick_label.setVisible(False)
         else:
-            self.marker.setData(pos=self._shown[index : index + 1].copy(), color=(*_MARKER_RGB, 1.0))
+            self.marker.setData(pos=shown[index : index + 1].copy(), color=(*_MARKER_RGB, 1.0))
             text = describe_point(frame.points[index], frame.header)
+            if layer is not None:
+                text += "\n" + vehicle_point_text(layer, index)
             seq = frame.header.get("seq", "-")
             self.pick_label.setText(f"{text}\nscan     seq {seq}  (follows new scans; click: another)")
             self.pick_label.adjustSize()
@@ -389,6 +406,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
         lines = [
             f"{self.source.label}  [{state}]",
             *([f"exported {self.exported}"] if self.exported is not None else []),
+            *([RIG_EXPORT_NOTE] if self.exported is not None and self.rig.active else []),
             f"fps      {self.hud_stats.fps:6.1f}",
             f"latency  {lat_s}",
             f"frame    {frame_time_text(self.hud_stats)}",
@@ -414,6 +432,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
         return self.source.dropped
 
     def _rig_toggled(self) -> None:
+        if self._pick_xy is not None:  # a pick never stays on a sensor turned off
+            self.pick_at(*self._pick_xy, follow=True)
         if self.panels.isVisible():
             self._show_range_panel()
         self._update_hud()

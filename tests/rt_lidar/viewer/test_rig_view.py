@@ -148,3 +148,108 @@ def test_view_takes_every_colour_mode() -> None:
     from rt_lidar.viewer.colors import COLOR_MODES
 
     assert _COLOR_MODES == COLOR_MODES
+
+
+def _rig_window(qtbot):
+    src = _RigFrames()
+    win = ViewerWindow(src, WindowOptions(size=(900, 640), color_mode="sensor"))
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    src.more = 1
+    qtbot.waitUntil(lambda: len(win.rig.layers) == 3, timeout=10_000)
+    return src, win
+
+
+def _on_screen(win: ViewerWindow, xyz: np.ndarray) -> tuple[float, float]:
+    from rt_lidar.viewer.picking import project_points
+
+    sx, sy, w = project_points(xyz[None, :], win.view.mvp(), win.view.width(), win.view.height())[0]
+    assert w > 0 and 0 <= sx < win.view.width() and 0 <= sy < win.view.height()
+    return float(sx), float(sy)
+
+
+def test_a_pick_takes_the_sensors_that_are_on_and_names_its_sensor(qtbot) -> None:
+    src, win = _rig_window(qtbot)
+    top, left, _right = win.rig.ordered()
+    qtbot.keyPress(win.view, QtCore.Qt.Key.Key_F2)  # top off
+    qtbot.keyPress(win.view, QtCore.Qt.Key.Key_F4)  # front_right off
+    x, y = _on_screen(win, left.positions[1000].copy())
+    index = win.pick_at(x, y)
+    assert win.picked_sensor == "front_left" and index is not None
+    # the point drawn there: of front_left's scan, in the vehicle frame as drawn
+    assert np.linalg.norm(left.positions[index] - left.positions[1000]) < 1.0
+    np.testing.assert_allclose(win.marker.pos[0], left.positions[index])
+    text = win.pick_label.text()
+    assert "sensor   front_left (VLP-16" in text and "vehicle  x" in text and win.pick_label.isVisible()
+    p = src.frames["scan/front_left"].points[index]
+    assert f"x {float(p['x']):.3f}" in text  # the point's own fields: in its sensor's frame
+    # turning its sensor off takes the pick off it (no other sensor is on: no pick)
+    qtbot.keyPress(win.view, QtCore.Qt.Key.Key_F3)
+    assert win.picked is None and win.picked_sensor is None and not win.pick_label.isVisible()
+    # with only the roof sensor on, a click where front_left's point was finds none of front_left's
+    qtbot.keyPress(win.view, QtCore.Qt.Key.Key_F2)
+    win.pick_at(x, y)
+    assert win.picked_sensor in (None, "top")
+    # a click on the roof sensor's point picks it
+    x, y = _on_screen(win, top.positions[500].copy())
+    assert win.pick_at(x, y) is not None and win.picked_sensor == "top"
+
+
+def test_export_writes_the_sensors_that_are_on_in_the_vehicle_frame(qtbot, tmp_path: Path) -> None:
+    import json
+
+    from rt_lidar.sinks.pcd import read_pcd, with_extras
+
+    _src, win = _rig_window(qtbot)
+    layers = win.rig.ordered()
+    dtype = with_extras(np.zeros(0, POINT_DTYPE), {"sensor": np.zeros(0, np.uint8)}).dtype
+    path = win.export_scan(tmp_path)
+    assert path is not None and path.name.startswith("rt-lidar-rig-")
+    got = read_pcd(path, dtype)
+    assert got.size == 1000 + 2000 + 3000
+    for ly in layers:
+        mine = got[got["sensor"] == ly.index]
+        assert mine.size == ly.positions.shape[0]
+        xyz = np.stack([mine["x"], mine["y"], mine["z"]], 1)
+        np.testing.assert_array_equal(xyz, ly.positions)  # as drawn
+        assert ly.frame is not None
+        np.testing.assert_array_equal(mine["intensity"], ly.frame.points["intensity"])
+    about = json.loads(path.with_suffix(".json").read_text())
+    assert [s["name"] for s in about["sensors"]] == list(NAMES)
+    assert [s["index"] for s in about["sensors"]] == [0, 1, 2] and "vehicle" in about["frame"]
+    assert f"exported {path}" in win.hud_text() and "field 'sensor'" in win.hud_text()
+    # a sensor turned off is not exported
+    qtbot.keyPress(win.view, QtCore.Qt.Key.Key_F3)
+    (tmp_path / "second").mkdir()
+    second = win.export_scan(tmp_path / "second")
+    assert second is not None
+    got = read_pcd(second, dtype)
+    assert got.size == 1000 + 3000 and set(np.unique(got["sensor"])) == {0, 2}
+
+
+def test_a_pick_is_the_point_nearest_the_camera_among_the_sensors_on() -> None:
+    from rt_lidar.viewer.rig_layers import RigLayers, SensorLayer
+
+    class _Box:
+        def __init__(self, on: bool) -> None:
+            self.on = on
+
+        def isChecked(self) -> bool:
+            return self.on
+
+    rig = RigLayers.__new__(RigLayers)
+    near = SensorLayer("near", 0, None, _Box(True))
+    far = SensorLayer("far", 1, None, _Box(True))
+    for ly, z in ((near, 2.0), (far, 5.0)):  # both straight ahead of the camera, one behind the other
+        ly.frame = StreamFrame({"sensor": ly.name, "n": 2}, points=np.zeros(2, POINT_DTYPE))
+        ly.positions = np.array([[0.0, 0.0, z], [3.0, 3.0, z]], np.float32)
+    rig.layers = {"far": far, "near": near}
+    mvp = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]], np.float32)  # w = depth
+    got = rig.pick(mvp, 100, 100, 50.0, 50.0)
+    assert got is not None and got[0] is near and got[1] == 0
+    near.box.on = False  # off: its point is not drawn, so not picked
+    got = rig.pick(mvp, 100, 100, 50.0, 50.0)
+    assert got is not None and got[0] is far and got[1] == 0
+    far.box.on = False
+    assert rig.pick(mvp, 100, 100, 50.0, 50.0) is None
