@@ -32,15 +32,20 @@ def _fresh(sim: EmbeddedSim, name: str, t_ns: int) -> tuple[np.ndarray, np.ndarr
     return pos[0], quat[0]
 
 
-def _check_frame(sim: EmbeddedSim, names: list[str]) -> list[tuple[float, ...]]:
+def _check_frame(sim: EmbeddedSim, names: list[str], memo: bool) -> list[tuple[float, ...]]:
+    """Cast one read of every lidar as the server does (prepared, then run); its poses must be the
+    fresh ones, and its source's memo on (``memo``) or off."""
     got: list[tuple[float, ...]] = []
     for name in names:
-        hits, t0, t1 = sim._sweep("hits", lidar=sim._lidars[name])
+        cast = sim.prepare_lidar_hits(name, "")
+        assert cast._source.pose_memo is memo
+        hits, t0 = cast._hits()
+        t1 = cast.t1
         for have, t in ((hits.pose_start, t0), (hits.pose_end, t1)):
             assert have is not None
             want = _fresh(sim, name, t)
             assert np.array_equal(have[0], want[0]) and np.array_equal(have[1], want[1])
-        answer = sim._sensor_pose(t1, sim._lidars[name])
+        answer = cast._sensor_pose(t1)
         want_pos, want_quat = _fresh(sim, name, t1)
         assert answer.position == tuple(float(v) for v in want_pos)
         assert answer.orientation == tuple(float(v) for v in want_quat)
@@ -54,23 +59,21 @@ def test_memoised_poses_equal_fresh_ones_scripted_and_driven() -> None:
     scripted = []
     for _ in range(3):
         sim.continue_for_time(0.05)
-        scripted.append(_check_frame(sim, names))
-    assert all(s.pose_memo for s in (sim._lidars[n].source for n in names))
-    _check_frame(sim, names)  # no new firings: every pose remembered, still the same
+        scripted.append(_check_frame(sim, names, memo=True))
+    _check_frame(sim, names, memo=True)  # no new firings: every pose remembered, still the same
     sim.set_car_controls(CarControls(throttle=1.0, steering=0.5), "")  # off its script
     for _ in range(3):
         sim.continue_for_time(0.05)
-        _check_frame(sim, names)
-    assert not any(s.pose_memo for s in (sim._lidars[n].source for n in names))
+        _check_frame(sim, names, memo=False)
     # a teleport: the next answers follow the new pose, not a remembered one
     before = _fresh(sim, names[0], sim.now_ns())
     sim.set_vehicle_pose(FluPose((5.0, 5.0, 0.0), (1.0, 0.0, 0.0, 0.0)), False, "")
-    moved = _check_frame(sim, names)
+    moved = _check_frame(sim, names, memo=False)
     assert not np.allclose(moved[0], before[0])
     # back on its script (reset): the scripted poses again, from the same times
     sim.reset()
     again = []
     for _ in range(3):
         sim.continue_for_time(0.05)
-        again.append(_check_frame(sim, names))
+        again.append(_check_frame(sim, names, memo=True))
     assert again == scripted
