@@ -66,9 +66,15 @@ def band_irradiance_w_m2(illuminance_lux: float, wavelength_nm: float, bandwidth
 
 
 def background_power(
-    sun_cos: Any, diffuse: Any, hit: Any, irradiance_w_m2: float, aperture_m: float, efficiency: float,
-    fov_h_rad: float, fov_v_rad: float,
-) -> Any:  # fmt: skip
+    sun_cos: Any,
+    diffuse: Any,
+    hit: Any,
+    irradiance_w_m2: float,
+    aperture_m: float,
+    efficiency: float,
+    fov_h_rad: float,
+    fov_v_rad: float,
+) -> Any:
     """Background power (W) per ray: the lit surface's radiance, or the sky's for a miss."""
     xp = array_module(sun_cos)
     etendue = efficiency * math.pi * aperture_m**2 / 4.0 * math.pi * (fov_h_rad / 2.0) * (fov_v_rad / 2.0)

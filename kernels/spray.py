@@ -64,10 +64,17 @@ def spray_echoes(
     zz = xp.maximum(z, 1e-3)
     alpha = prm.alpha_per_density * d
     power = (
-        prm.k_sensor * math.pi * prm.beta_per_density * d * g
-        * overlap(zz, prm.r1, prm.r2) * xp.exp(-2.0 * prm.a_total * zz)
-        * xp.exp(-2.0 * alpha * (z - zi)) * xp.minimum(prm.pulse_len_m, depth) / (zz * zz)
-    )  # fmt: skip
+        prm.k_sensor
+        * math.pi
+        * prm.beta_per_density
+        * d
+        * g
+        * overlap(zz, prm.r1, prm.r2)
+        * xp.exp(-2.0 * prm.a_total * zz)
+        * xp.exp(-2.0 * alpha * (z - zi))
+        * xp.minimum(prm.pulse_len_m, depth)
+        / (zz * zz)
+    )
     trans = xp.exp(-2.0 * alpha * depth)
     rng = xp.where(has, z, xp.inf).astype(xp.float32)
     return rng, xp.where(has, power, 0.0).astype(xp.float32), xp.where(has, trans, 1.0).astype(xp.float32)

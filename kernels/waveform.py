@@ -348,9 +348,15 @@ def waveform_returns(
 
 
 def _waveform_returns(
-    t_ns: Any, amp: Any, width_ns: float, threshold_w: float, kind: str, min_separation_ns: float,
-    max_returns: int, noise: Noise | None,
-) -> Returns:  # fmt: skip
+    t_ns: Any,
+    amp: Any,
+    width_ns: float,
+    threshold_w: float,
+    kind: str,
+    min_separation_ns: float,
+    max_returns: int,
+    noise: Noise | None,
+) -> Returns:
     xp = array_module(t_ns)
     cl = cluster_echoes(t_ns, amp, width_ns)
     search = threshold_w

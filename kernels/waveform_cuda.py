@@ -102,11 +102,23 @@ def waveform_peaks_cuda(cl: Clusters, width_ns: float, threshold_w: float, kerne
     n = p * c
     threads = 128
     args = (
-        cp.ascontiguousarray(cl.t_ns, cp.float64), cp.ascontiguousarray(cl.amp, cp.float32),
-        cp.ascontiguousarray(cl.cid, cp.int64), cp.ascontiguousarray(cl.start_ns, cp.float64),
-        cp.int32(p), cp.int32(e), cp.int32(c), cp.int32(b), cp.float64(cl.dt_ns),
-        cp.float64(pulse_sigma_ns(width_ns)), cp.float32(threshold_w), wave, is_peak, t_pk, a_pk, epw,
-    )  # fmt: skip
+        cp.ascontiguousarray(cl.t_ns, cp.float64),
+        cp.ascontiguousarray(cl.amp, cp.float32),
+        cp.ascontiguousarray(cl.cid, cp.int64),
+        cp.ascontiguousarray(cl.start_ns, cp.float64),
+        cp.int32(p),
+        cp.int32(e),
+        cp.int32(c),
+        cp.int32(b),
+        cp.float64(cl.dt_ns),
+        cp.float64(pulse_sigma_ns(width_ns)),
+        cp.float32(threshold_w),
+        wave,
+        is_peak,
+        t_pk,
+        a_pk,
+        epw,
+    )
     (kernel or _kernel())((math.ceil(n / threads),), (threads,), args)
     pi, ci, bi = cp.nonzero(is_peak)
     return pack_peaks(pi, t_pk[pi, ci, bi], a_pk[pi, ci, bi], epw[pi, ci, bi], p)

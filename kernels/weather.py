@@ -241,9 +241,17 @@ class WeatherKernelParams(NamedTuple):
 
 
 def min_detectable_diameter_mm(
-    z: Any, k_sensor: float, rho: float, threshold_w: float, a_total: float, d0: float, th_h: float,
-    th_v: float, r1: float, r2: float,
-) -> Any:  # fmt: skip
+    z: Any,
+    k_sensor: float,
+    rho: float,
+    threshold_w: float,
+    a_total: float,
+    d0: float,
+    th_h: float,
+    th_v: float,
+    r1: float,
+    r2: float,
+) -> Any:
     """Smallest particle diameter (mm) whose return at range z reaches the threshold; inf if none."""
     xp = array_module(z)
     gain = k_sensor * rho * overlap(z, r1, r2) * xp.exp(-2.0 * a_total * z) / (z * z)
@@ -253,10 +261,21 @@ def min_detectable_diameter_mm(
 
 
 def detectable_particle_table(
-    n0: float, lam: float, d_lo: float, d_hi: float, rho: float, k_sensor: float, threshold_w: float,
-    a_total: float, beam: tuple[float, float, float], r1: float, r2: float, z_min: float, z_max: float,
+    n0: float,
+    lam: float,
+    d_lo: float,
+    d_hi: float,
+    rho: float,
+    k_sensor: float,
+    threshold_w: float,
+    a_total: float,
+    beam: tuple[float, float, float],
+    r1: float,
+    r2: float,
+    z_min: float,
+    z_max: float,
     n: int = 256,
-) -> tuple[float, float, np.ndarray]:  # fmt: skip
+) -> tuple[float, float, np.ndarray]:
     """(z0, dz, cum): expected number of *detectable* particles in the beam from z0 to each grid range.
 
     The density per metre is ``A(z) * integral_{max(d_lo, Dmin(z))}^{d_hi} N dD``; the table ends where
@@ -278,9 +297,15 @@ def detectable_particle_table(
 
 
 def fog_soft_target(
-    k_sensor: float, visibility_m: float | None, a_total: float, pulse_len_m: float, r1: float, r2: float,
-    z_min: float, n: int = 2048,
-) -> tuple[float, float]:  # fmt: skip
+    k_sensor: float,
+    visibility_m: float | None,
+    a_total: float,
+    pulse_len_m: float,
+    r1: float,
+    r2: float,
+    z_min: float,
+    n: int = 2048,
+) -> tuple[float, float]:
     """(peak power W, its range m) of the fog's soft-target return, pulse-integrated over ``c tau / 2``."""
     beta = fog_backscatter(visibility_m)
     if beta <= 0:

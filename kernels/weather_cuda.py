@@ -173,15 +173,30 @@ def _species_args(prm: WeatherKernelParams, s: int, xp: Any) -> list[Any]:
     cum = xp.asarray(np.asarray(sp.cum, np.float32))
     p0_far = np.exp(-np.float32(sp.cum[-1]))
     return [
-        cum, i(cum.shape[0]), f(sp.z0), f(sp.dz), f(p0_far), f(sp.lam), f(sp.d_lo_mm), f(sp.d_hi_mm),
-        f(sp.rho), i(sp.flag), i(sp.slot),
-    ]  # fmt: skip
+        cum,
+        i(cum.shape[0]),
+        f(sp.z0),
+        f(sp.dz),
+        f(p0_far),
+        f(sp.lam),
+        f(sp.d_lo_mm),
+        f(sp.d_hi_mm),
+        f(sp.rho),
+        i(sp.flag),
+        i(sp.slot),
+    ]
 
 
 def apply_weather_cuda(
-    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int, kernel: Any = None,
+    range_m: Any,
+    power_w: Any,
+    flags: Any,
+    refl: Any,
+    prm: WeatherKernelParams,
+    key: int,
+    kernel: Any = None,
     echoes: tuple[Any, Any, Any] | None = None,
-) -> Any:  # fmt: skip
+) -> Any:
     """CuPy twin of :func:`kernels.weather_rays.apply_weather` (same arguments, same in-place effect,
     ``echoes`` the same extra-echo mode).
 
@@ -196,14 +211,34 @@ def apply_weather_cuda(
     f, i = np.float32, np.int32
     fog = prm.fog
     args = [
-        range_m, power_w, flags, refl, clutter, i(n), np.uint64(key & 0xFFFFFFFFFFFFFFFF),
+        range_m,
+        power_w,
+        flags,
+        refl,
+        clutter,
+        i(n),
+        np.uint64(key & 0xFFFFFFFFFFFFFFFF),
         i(len(prm.species)),
-        *_species_args(prm, 0, xp), *_species_args(prm, 1, xp),
-        f(prm.k_sensor), f(prm.threshold_w), f(prm.a_weather), f(prm.a_total), f(prm.d0), f(prm.th_h),
-        f(prm.th_v), f(prm.r1), f(prm.r2), f(fog.power_w), f(fog.range_m), f(fog.jitter_m), i(prm.fog_flag),
-        f(prm.noise_sigma_m), xp.asarray(NORMAL_TABLE),
-        i(echoes is not None), *(echoes if echoes is not None else (range_m, power_w, flags)),
-    ]  # fmt: skip
+        *_species_args(prm, 0, xp),
+        *_species_args(prm, 1, xp),
+        f(prm.k_sensor),
+        f(prm.threshold_w),
+        f(prm.a_weather),
+        f(prm.a_total),
+        f(prm.d0),
+        f(prm.th_h),
+        f(prm.th_v),
+        f(prm.r1),
+        f(prm.r2),
+        f(fog.power_w),
+        f(fog.range_m),
+        f(fog.jitter_m),
+        i(prm.fog_flag),
+        f(prm.noise_sigma_m),
+        xp.asarray(NORMAL_TABLE),
+        i(echoes is not None),
+        *(echoes if echoes is not None else (range_m, power_w, flags)),
+    ]
     block = 256
     (kernel or _kernel())(((n + block - 1) // block,), (block,), tuple(args))
     return clutter.astype(bool)

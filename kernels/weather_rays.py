@@ -195,9 +195,15 @@ def ray_hash(key: int, ray: Any, slot: int) -> Any:
 
 
 def apply_weather(
-    range_m: Any, power_w: Any, flags: Any, refl: Any, prm: WeatherKernelParams, key: int, chunk: int = 32768,
+    range_m: Any,
+    power_w: Any,
+    flags: Any,
+    refl: Any,
+    prm: WeatherKernelParams,
+    key: int,
+    chunk: int = 32768,
     echoes: tuple[Any, Any, Any] | None = None,
-) -> Any:  # fmt: skip
+) -> Any:
     """The whole per-ray weather model, in place on float32 ``range_m``/``power_w``, uint8 ``flags`` and
     float32 ``refl`` (effective reflectance). Returns the boolean mask of rays replaced by clutter.
 

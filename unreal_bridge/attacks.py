@@ -133,8 +133,15 @@ def _call(host: str, port: int, fn: Callable[[AirSimClient], object]) -> str:
 
 def nan_steering(host: str, port: int, rng: np.random.Generator) -> str:
     """Item 1: ``setCarControls`` with steering NaN (and inf throttle)."""
-    controls = {"throttle": math.inf, "steering": math.nan, "brake": 0.0, "handbrake": False,
-                "is_manual_gear": False, "manual_gear": 0, "gear_immediate": True}  # fmt: skip
+    controls = {
+        "throttle": math.inf,
+        "steering": math.nan,
+        "brake": 0.0,
+        "handbrake": False,
+        "is_manual_gear": False,
+        "manual_gear": 0,
+        "gear_immediate": True,
+    }
     return _send_all(host, port, _request("setCarControls", [controls, ""]))
 
 

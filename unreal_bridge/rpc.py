@@ -435,8 +435,13 @@ class RpcServer:
         self._pending_total = 0
         self._reply_total = 0
         self._thread: threading.Thread | None = None
-        self.stats = {"refused_connections": 0, "accept_errors": 0, "closed_for_limits": 0, "evicted_idle": 0,
-                      "evicted_fresh": 0}  # fmt: skip
+        self.stats = {
+            "refused_connections": 0,
+            "accept_errors": 0,
+            "closed_for_limits": 0,
+            "evicted_idle": 0,
+            "evicted_fresh": 0,
+        }
         """Counts of connections refused over the cap, failed accepts, connections closed for a limit,
         idle connections and connections without a whole first request closed to make room at the cap."""
         self.on_disconnect: Callable[[], None] | None = None
@@ -509,8 +514,10 @@ class RpcServer:
             victim = min(fresh, key=lambda c: self._fresh[c])
             self._drop(victim)
             self.stats["evicted_fresh"] += 1
-            _log.debug("closing a connection without a first request (%.2f s old) to make room",
-                       now - self._fresh.get(victim, now))  # fmt: skip
+            _log.debug(
+                "closing a connection without a first request (%.2f s old) to make room",
+                now - self._fresh.get(victim, now),
+            )
             return True
         idle = [c for c in self._conns if c not in self._busy]
         if not idle:

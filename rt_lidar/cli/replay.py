@@ -24,11 +24,13 @@ def add_sink_argument(parser: argparse.ArgumentParser) -> None:
 def add_stamp_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--stamp sim|wall``: the clock of every sink's packet and message stamps."""
     parser.add_argument(
-        "--stamp", choices=("sim", "wall"), default="sim",
+        "--stamp",
+        choices=("sim", "wall"),
+        default="sim",
         help="clock of packet and message stamps in every sink: sim (default; packets at "
         "2024-01-01 + sim time, ROS messages at sim time as /clock says) or wall (time.time(), as a "
         "PTP-synchronised sensor stamps)",
-    )  # fmt: skip
+    )
 
 
 def run_replay(args: argparse.Namespace) -> int:

@@ -15,9 +15,13 @@ BUNDLED = "bundled"
 def add_rinet_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--rinet [MODEL.onnx]`` (no path: the bundled model) to a ``demo`` / ``run`` parser."""
     parser.add_argument(
-        "--rinet", nargs="?", const=BUNDLED, default=None, metavar="MODEL.onnx",
+        "--rinet",
+        nargs="?",
+        const=BUNDLED,
+        default=None,
+        metavar="MODEL.onnx",
         help="learned raydrop + intensity from the camera (no path: the bundled small model)",
-    )  # fmt: skip
+    )
 
 
 def resolve_rinet_model(value: str | None) -> str | None:
@@ -40,9 +44,14 @@ def _cmd_build_mask(args: argparse.Namespace) -> int:
     from rt_lidar.rinet.maskdir import build_mask_dir
 
     idx = build_mask_dir(
-        args.layout, args.root, args.out, sequence=args.sequence, radius=args.radius, limit=args.limit,
+        args.layout,
+        args.root,
+        args.out,
+        sequence=args.sequence,
+        radius=args.radius,
+        limit=args.limit,
         progress=not args.quiet,
-    )  # fmt: skip
+    )
     frames = idx["frames"]
     return _print(
         {
@@ -59,9 +68,14 @@ def _cmd_generate_pairs(args: argparse.Namespace) -> int:
     from rt_lidar.rinet.pairs import PairsConfig, generate_pairs
 
     cfg = PairsConfig(
-        preset=args.preset, scene=args.scene, seeds=tuple(args.seeds), scans_per_seed=args.scans,
-        every=args.every, width=args.width, height=args.height,
-    )  # fmt: skip
+        preset=args.preset,
+        scene=args.scene,
+        seeds=tuple(args.seeds),
+        scans_per_seed=args.scans,
+        every=args.every,
+        width=args.width,
+        height=args.height,
+    )
     idx = generate_pairs(args.out, cfg, progress=not args.quiet)
     return _print({"out": args.out, "frames": len(idx["frames"])})
 
@@ -72,9 +86,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     cfg = TrainConfig(
         model=ModelConfig(width=args.width, height=args.height, base=args.base, depth=args.depth),
-        steps=args.steps, batch=args.batch, lr=args.lr, seed=args.seed, threads=args.threads,
-        checkpoint_every=args.checkpoint_every, val_every=args.val_every, progress=not args.quiet,
-    )  # fmt: skip
+        steps=args.steps,
+        batch=args.batch,
+        lr=args.lr,
+        seed=args.seed,
+        threads=args.threads,
+        checkpoint_every=args.checkpoint_every,
+        val_every=args.val_every,
+        progress=not args.quiet,
+    )
     metrics = train(args.data, args.out, cfg, resume=not args.no_resume)
     if args.export:
         from rt_lidar.rinet.export import compare_onnx, export_onnx

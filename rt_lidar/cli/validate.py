@@ -28,8 +28,13 @@ def add_validate_parser(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("validate", help="run validation experiments and write a report")
     p.add_argument("--out", default="out/validate", help="output folder (default out/validate)")
-    p.add_argument("--only", nargs="+", metavar="NAME", choices=list(EXPERIMENTS),
-                   help=f"experiments to run (default all: {', '.join(EXPERIMENTS)})")  # fmt: skip
+    p.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        choices=list(EXPERIMENTS),
+        help=f"experiments to run (default all: {', '.join(EXPERIMENTS)})",
+    )
     p.set_defaults(func=_cmd_validate)
 
 
@@ -44,10 +49,13 @@ def add_weather_arguments(parser: argparse.ArgumentParser) -> None:
         "--snow", type=float, default=0.0, metavar="MM_H", help="snowfall, mm/h water equiv. (0..20)"
     )
     g.add_argument(
-        "--road-wetness", type=float, default=0.0, metavar="W",
+        "--road-wetness",
+        type=float,
+        default=0.0,
+        metavar="W",
         help="road wetness 0..1 (AirSim's Roadwetness): a water film that darkens the road at range, "
         "mirror ghosts below it, tyre spray behind moving cars",
-    )  # fmt: skip
+    )
 
 
 def weather_from_args(args: argparse.Namespace) -> WeatherConfig | None:

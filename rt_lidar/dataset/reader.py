@@ -226,9 +226,12 @@ def _frames(
         labels = read_labels(seq / "labels" / f"{stem}.label", points.shape[0])
         image_path = find_image(seq / "image_2", stem)
         yield KittiFrame(
-            k, points, labels,
+            k,
+            points,
+            labels,
             poses[row] if poses is not None and row < len(poses) else None,
             float(times[row]) if times is not None and row < len(times) else None,
             None if image_path is None else read_rgb(image_path),
-            stem, image_path,
-        )  # fmt: skip
+            stem,
+            image_path,
+        )

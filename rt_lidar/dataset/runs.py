@@ -99,9 +99,21 @@ def expand_runs(spec: SweepSpec) -> list[RunSpec]:
     for i, (scene, traj, sensor, weather, seed) in enumerate(combos):
         rid = f"{scene.name}_{traj.name}_{sensor.name}_{weather_label(weather)}_s{seed}"
         runs.append(
-            RunSpec(rid, i, scene, traj, sensor, weather, seed, spec.frames, spec.sim_hz, spec.camera,
-                    spec.labels, spec.sinks)
-        )  # fmt: skip
+            RunSpec(
+                rid,
+                i,
+                scene,
+                traj,
+                sensor,
+                weather,
+                seed,
+                spec.frames,
+                spec.sim_hz,
+                spec.camera,
+                spec.labels,
+                spec.sinks,
+            )
+        )
     counts = Counter(r.run_id for r in runs)
     dup = sorted(rid for rid, n in counts.items() if n > 1)
     if dup:

@@ -275,9 +275,13 @@ def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
     context = SinkContext(preset=pipeline.preset, scenario={"run_id": run.run_id, "digest": run_digest(run)})
     try:
         loop = run_scans(
-            pipeline, run.frames, _recording_sinks(run.sinks, seq), context, on_scan=writer.write,
+            pipeline,
+            run.frames,
+            _recording_sinks(run.sinks, seq),
+            context,
+            on_scan=writer.write,
             background=False,
-        )  # fmt: skip
+        )
     finally:
         pipeline.close()
     points = sum(loop.points)

@@ -34,9 +34,16 @@ def _static_qos() -> Any:
 
     zero = QosTime(0, 0)
     return Qos(
-        QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL,
-        zero, zero, QosLiveliness.AUTOMATIC, zero, False,
-    )  # fmt: skip
+        QosHistory.KEEP_LAST,
+        1,
+        QosReliability.RELIABLE,
+        QosDurability.TRANSIENT_LOCAL,
+        zero,
+        zero,
+        QosLiveliness.AUTOMATIC,
+        zero,
+        False,
+    )
 
 
 class RigBag:
@@ -102,11 +109,16 @@ class RigBag:
             for n, spec in (layout.fields or {}).items()
         ]
         msg = types["sensor_msgs/msg/PointCloud2"](
-            header=types["std_msgs/msg/Header"](stamp=stamp, frame_id=name), height=1,
-            width=scan.points.size, fields=fields, is_bigendian=False, point_step=layout.itemsize,
+            header=types["std_msgs/msg/Header"](stamp=stamp, frame_id=name),
+            height=1,
+            width=scan.points.size,
+            fields=fields,
+            is_bigendian=False,
+            point_step=layout.itemsize,
             row_step=layout.itemsize * scan.points.size,
-            data=cloud_bytes(scan.points, layout, scan.extras.get("ambient_w")), is_dense=True,
-        )  # fmt: skip
+            data=cloud_bytes(scan.points, layout, scan.extras.get("ambient_w")),
+            is_dense=True,
+        )
         data = self._ts.serialize_cdr(msg, msg.__msgtype__)
         with self._lock:
             self._writer.write(self._topics[name], stamp_ns, data)

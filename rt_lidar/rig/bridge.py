@@ -36,9 +36,15 @@ def bridge_rig_loop(
     pipelines: dict[str, Pipeline] = {}
     for i, s in enumerate(rig.sensors):
         source = BridgeSource(
-            client, s.preset, lockstep=True, sim_hz=sim_hz, lidar_name=s.name, vehicle_name=vehicle_name,
-            advance_clock=i == 0, poses=crosstalk,
-        )  # fmt: skip
+            client,
+            s.preset,
+            lockstep=True,
+            sim_hz=sim_hz,
+            lidar_name=s.name,
+            vehicle_name=vehicle_name,
+            advance_clock=i == 0,
+            poses=crosstalk,
+        )
         pipe = bridge_pipeline(source, sim_hz, seed, weather)
         pipe.prefetch = 0  # every sensor reads the frame the first one advanced to, in order
         sources[s.name], pipelines[s.name] = source, pipe

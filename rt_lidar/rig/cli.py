@@ -49,11 +49,20 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
     rig = load_rig(config.rig)
     stream = rig_stream_address(list(config.sinks), "demo")
     opts = RigRunOptions(
-        rig=config.rig, frames=config.frames, seed=config.seed, sim_hz=config.sim_hz, out=config.out,
-        scene=config.scene, progress=config.progress, rosbag=not args.no_rosbag,
-        crosstalk=config.crosstalk, weather=config.weather, stream=stream, write_scans=config.write_scans,
+        rig=config.rig,
+        frames=config.frames,
+        seed=config.seed,
+        sim_hz=config.sim_hz,
+        out=config.out,
+        scene=config.scene,
+        progress=config.progress,
+        rosbag=not args.no_rosbag,
+        crosstalk=config.crosstalk,
+        weather=config.weather,
+        stream=stream,
+        write_scans=config.write_scans,
         scene_setup=config.scene_setup,
-    )  # fmt: skip
+    )
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG_FILE).write_text(json.dumps({"config": to_plain(config), "rig": rig.source}, indent=2))
@@ -98,17 +107,27 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
     with AirSimClient(host, port, timeout=60.0, shared_memory=bool(getattr(args, "shm", False))) as client:
         client.confirm_connection()
         loop, sources = bridge_rig_loop(
-            client, rig, sim_hz=args.sim_hz, seed=args.seed, weather=weather_from_args(args),
-            vehicle_name=args.vehicle, crosstalk=args.crosstalk,
-        )  # fmt: skip
+            client,
+            rig,
+            sim_hz=args.sim_hz,
+            seed=args.seed,
+            weather=weather_from_args(args),
+            vehicle_name=args.vehicle,
+            crosstalk=args.crosstalk,
+        )
         bag = None if args.no_rosbag else RigBag(out / "rosbag", rig)
         stream = RigStream(address, rig) if address else None
         try:
             summary = drive_rig(
-                loop, args.frames, out, bag=bag, stream=stream,
-                scenario={"run": {"airsim": args.airsim, "rig": args.rig}}, progress=not args.quiet,
+                loop,
+                args.frames,
+                out,
+                bag=bag,
+                stream=stream,
+                scenario={"run": {"airsim": args.airsim, "rig": args.rig}},
+                progress=not args.quiet,
                 write_scans=not args.no_scans,
-            )  # fmt: skip
+            )
         finally:
             loop.close()
         summary["bridge"] = {name: s.stats.as_dict(args.airsim) for name, s in sources.items()}

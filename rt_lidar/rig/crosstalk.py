@@ -117,10 +117,15 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
     d_world = _rotate(np.asarray(quat, np.float64), d_sensor.astype(np.float64))
     d_world /= np.linalg.norm(d_world, axis=1)[:, None]
     return _Pulses(
-        f.t_ns, f.ring, np.asarray(pos, np.float64), d_world, d_sensor,
-        hits.range_m[rows].astype(np.float64), hits.cos_incidence[rows].astype(np.float64),
+        f.t_ns,
+        f.ring,
+        np.asarray(pos, np.float64),
+        d_world,
+        d_sensor,
+        hits.range_m[rows].astype(np.float64),
+        hits.cos_incidence[rows].astype(np.float64),
         hits.material[rows].astype(np.int64),
-    )  # fmt: skip
+    )
 
 
 def _pairs(
@@ -168,9 +173,14 @@ def _echoes(
         cos_out = np.maximum(pa.cos_inc[i_s], 0.0)
         ext = np.exp(-a.physics.config.extinction_per_m * (r_b + dist))
         power = (
-            pre_b.pulse.peak_power_w * oa.receiver_aperture_m**2 * oa.system_efficiency * rho * cos_out * ext
+            pre_b.pulse.peak_power_w
+            * oa.receiver_aperture_m**2
+            * oa.system_efficiency
+            * rho
+            * cos_out
+            * ext
             / (16.0 * np.maximum(dist, 1e-3) ** 2)
-        )  # fmt: skip
+        )
         out_i.append(i_s)
         out_r.append(0.5 * C_M_PER_NS * (arrival - pa.t_ns[i_s]))
         out_p.append(power)

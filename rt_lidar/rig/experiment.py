@@ -64,13 +64,24 @@ def _ground() -> World:
 def facing_pair(far_preset: str, phase_deg: float = PHASE_DEG) -> Rig:
     """A VLP-16 ("near", at the origin, facing +x) and ``far_preset`` ("far", at +x, facing it)."""
     return rig_from_dict(
-        {"sensor": [
-            {"name": "near", "preset": "VLP-16", "mount": {"xyz": [0.0, 0.0, HEIGHT_M]}, "phase_deg": 0.0},
-            {"name": "far", "preset": far_preset, "phase_deg": phase_deg,
-             "mount": {"xyz": [DISTANCE_M, 0.0, HEIGHT_M], "rpy_deg": [0.0, 0.0, 180.0]}},
-        ]},
+        {
+            "sensor": [
+                {
+                    "name": "near",
+                    "preset": "VLP-16",
+                    "mount": {"xyz": [0.0, 0.0, HEIGHT_M]},
+                    "phase_deg": 0.0,
+                },
+                {
+                    "name": "far",
+                    "preset": far_preset,
+                    "phase_deg": phase_deg,
+                    "mount": {"xyz": [DISTANCE_M, 0.0, HEIGHT_M], "rpy_deg": [0.0, 0.0, 180.0]},
+                },
+            ]
+        },
         source=f"crosstalk experiment (VLP-16 + {far_preset})",
-    )  # fmt: skip
+    )
 
 
 def _run(rig: Rig, world: World) -> tuple[list[int], np.ndarray]:

@@ -175,9 +175,12 @@ def rig_from_dict(table: Any, source: str = "<rig>", base: Path | None = None) -
             raise RigError(source, exc.field, exc.problem, label) from exc
         if not NAME_RE.match(entry.name):
             raise RigError(
-                source, "name", "must start with a letter and hold only letters, digits, _ and - "
-                f"(it names a folder, a topic and a TF frame), got {entry.name!r}", label,
-            )  # fmt: skip
+                source,
+                "name",
+                "must start with a letter and hold only letters, digits, _ and - "
+                f"(it names a folder, a topic and a TF frame), got {entry.name!r}",
+                label,
+            )
         if entry.name in seen:
             raise RigError(
                 source, "name", f"duplicate sensor name (also sensor #{seen[entry.name] + 1})", entry.name

@@ -163,15 +163,26 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
     (out / "rig.json").write_text(json.dumps({"options": asdict(opts), "rig": rig.to_plain()}, indent=2))
     world = build_world(opts.scene, seed=opts.seed, setup=opts.scene_setup)
     loop = RigLoop(
-        rig, world, sim_hz=opts.sim_hz, seed=opts.seed, prefetch=True, crosstalk=opts.crosstalk,
+        rig,
+        world,
+        sim_hz=opts.sim_hz,
+        seed=opts.seed,
+        prefetch=True,
+        crosstalk=opts.crosstalk,
         physics=PhysicsConfig(weather=opts.weather),
-    )  # fmt: skip
+    )
     bag = RigBag(out / "rosbag", rig) if opts.rosbag else None
     stream = RigStream(opts.stream, rig) if opts.stream else None
     try:
         return drive_rig(
-            loop, opts.frames, out, bag=bag, stream=stream, scenario={"demo": asdict(opts)},
-            progress=opts.progress, write_scans=opts.write_scans,
-        )  # fmt: skip
+            loop,
+            opts.frames,
+            out,
+            bag=bag,
+            stream=stream,
+            scenario={"demo": asdict(opts)},
+            progress=opts.progress,
+            write_scans=opts.write_scans,
+        )
     finally:
         loop.close()

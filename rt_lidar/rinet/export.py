@@ -42,10 +42,15 @@ def export_onnx(
     with warnings.catch_warnings():  # the TorchScript exporter warns it is legacy; dynamo needs onnxscript
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.onnx.export(
-            RinetExport(gen).eval(), (dummy,), str(out), input_names=[INPUT_NAME],
-            output_names=list(OUTPUT_NAMES), opset_version=opset, dynamo=False,
+            RinetExport(gen).eval(),
+            (dummy,),
+            str(out),
+            input_names=[INPUT_NAME],
+            output_names=list(OUTPUT_NAMES),
+            opset_version=opset,
+            dynamo=False,
             dynamic_axes={INPUT_NAME: {0: "batch"}, **{n: {0: "batch"} for n in OUTPUT_NAMES}},
-        )  # fmt: skip
+        )
     model = onnx.load(str(out))
     meta = {
         "rinet.width": str(cfg.width),

@@ -65,10 +65,12 @@ class IntensityMask:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(
-            p, intensity=self.intensity.astype(np.float32), label=self.label.astype(np.uint8),
+            p,
+            intensity=self.intensity.astype(np.float32),
+            label=self.label.astype(np.uint8),
             depth=self.depth.astype(np.float32),
             stats=np.array([self.points_in_image, self.drop_rays], np.int64),
-        )  # fmt: skip
+        )
         return p
 
     @classmethod

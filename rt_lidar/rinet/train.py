@@ -218,10 +218,17 @@ def train(data_dir: str | Path, out_dir: str | Path, cfg: TrainConfig, resume: b
 
     def save() -> None:
         torch.save(
-            {"model": cfg.model.to_dict(), "gen": gen.state_dict(), "disc": disc.state_dict(),
-             "opt_g": opt_g.state_dict(), "opt_d": opt_d.state_dict(), "step": step, "history": history},
+            {
+                "model": cfg.model.to_dict(),
+                "gen": gen.state_dict(),
+                "disc": disc.state_dict(),
+                "opt_g": opt_g.state_dict(),
+                "opt_d": opt_d.state_dict(),
+                "step": step,
+                "history": history,
+            },
             ckpt.with_suffix(".tmp"),
-        )  # fmt: skip
+        )
         ckpt.with_suffix(".tmp").replace(ckpt)
 
     t0 = time.perf_counter()

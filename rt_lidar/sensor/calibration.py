@@ -132,23 +132,30 @@ def fit_epw(power_w: np.ndarray, epw_ns: np.ndarray, threshold_w: float) -> EpwF
 
 
 def calibrate(
-    preset: SensorPreset, beam: BeamFit | None = None, power: PowerFit | None = None,
+    preset: SensorPreset,
+    beam: BeamFit | None = None,
+    power: PowerFit | None = None,
     epw: EpwFit | None = None,
     profile_table: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-) -> SensorPreset:  # fmt: skip
+) -> SensorPreset:
     """``preset`` with the fitted parameters; ``profile_table`` (h, v, values) stores the measured
     profile itself (``beam_profile = "table"``) beside the fitted divergences."""
     o, pu = preset.optics, preset.pulse
     if beam is not None:
-        o = dataclasses.replace(o, beam_divergence_h_mrad=round(beam.divergence_h_mrad, 6),
-                                beam_divergence_v_mrad=round(beam.divergence_v_mrad, 6))  # fmt: skip
+        o = dataclasses.replace(
+            o,
+            beam_divergence_h_mrad=round(beam.divergence_h_mrad, 6),
+            beam_divergence_v_mrad=round(beam.divergence_v_mrad, 6),
+        )
     if profile_table is not None:
         h, v, tab = profile_table
         o = dataclasses.replace(
-            o, beam_profile="table", beam_profile_h_mrad=tuple(float(x) for x in h),
+            o,
+            beam_profile="table",
+            beam_profile_h_mrad=tuple(float(x) for x in h),
             beam_profile_v_mrad=tuple(float(x) for x in v),
             beam_profile_table=tuple(float(x) for x in np.maximum(np.asarray(tab, float), 0.0).ravel()),
-        )  # fmt: skip
+        )
     if power is not None:
         pu = dataclasses.replace(pu, peak_power_w=float(f"{power.peak_power_w:.6g}"))
     if epw is not None:
@@ -183,9 +190,13 @@ def preset_toml(preset: SensorPreset) -> str:
 
 
 def synthetic_profile_table(
-    div_h_mrad: float, div_v_mrad: float, half_extent_mrad: float = 6.0, step_mrad: float = 0.25,
-    noise: float = 0.0, seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    div_h_mrad: float,
+    div_v_mrad: float,
+    half_extent_mrad: float = 6.0,
+    step_mrad: float = 0.25,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(h, v, values) of a Gaussian profile on a grid, with relative Gaussian noise ``noise``."""
     ax = np.arange(-half_extent_mrad, half_extent_mrad + 1e-9, step_mrad)
     hh, vv = np.meshgrid(ax, ax)

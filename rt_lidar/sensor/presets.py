@@ -56,9 +56,19 @@ __all__ = [
 
 PATTERNS = ("rotating", "rosette", "raster", "mirror")
 PACKET_FORMATS = (
-    "velodyne-hdl64", "velodyne-vlp16", "velodyne-vlp32c", "velodyne-hdl32", "velodyne-vls128",
-    "ouster-legacy", "hesai-pandar64", "hesai-at128", "livox-mid40", "blickfeld", "valeo-scala", "none",
-)  # fmt: skip
+    "velodyne-hdl64",
+    "velodyne-vlp16",
+    "velodyne-vlp32c",
+    "velodyne-hdl32",
+    "velodyne-vls128",
+    "ouster-legacy",
+    "hesai-pandar64",
+    "hesai-at128",
+    "livox-mid40",
+    "blickfeld",
+    "valeo-scala",
+    "none",
+)
 RETURN_MODES = ("strongest", "last", "first", "dual", "multi")
 DUAL_KINDS = ("strongest_last", "two_strongest")
 BEAM_PROFILES = ("gaussian", "top_hat", "table")

@@ -13,8 +13,14 @@ from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink, target_
 
 __all__ = ["EXTRA_DIMS", "LasFolderSink", "write_las"]
 
-EXTRA_DIMS = (("reflectivity", "f4"), ("ring", "u2"), ("t", "i8"), ("return_id", "u1"),
-              ("flags", "u1"), ("segment", "u4"))  # fmt: skip
+EXTRA_DIMS = (
+    ("reflectivity", "f4"),
+    ("ring", "u2"),
+    ("t", "i8"),
+    ("return_id", "u1"),
+    ("flags", "u1"),
+    ("segment", "u4"),
+)
 SCALE_M = 1e-4
 
 

@@ -90,11 +90,22 @@ def pixel_dtype(profile: str) -> np.dtype:
     if profile == "RNG15_RFL8_NIR8":
         fields = {"range": ("<u2", 0), "reflectivity": ("u1", 2), "nir": ("u1", 3)}
     elif profile in ("RNG15_RFL8_NIR8_DUAL", "FUSA_RNG15_RFL8_NIR8_DUAL"):
-        fields = {"range": ("<u2", 0), "reflectivity": ("u1", 2), "nir": ("u1", 3),
-                  "range2": ("<u2", 4), "reflectivity2": ("u1", 6), "window": ("u1", 7)}  # fmt: skip
+        fields = {
+            "range": ("<u2", 0),
+            "reflectivity": ("u1", 2),
+            "nir": ("u1", 3),
+            "range2": ("<u2", 4),
+            "reflectivity2": ("u1", 6),
+            "window": ("u1", 7),
+        }
     elif profile == "RNG19_RFL8_SIG16_NIR16_DUAL":
-        fields = {"range": ("<u4", 0), "range2": ("<u4", 4), "signal": ("<u2", 8),
-                  "signal2": ("<u2", 10), "nir": ("<u2", 12)}  # fmt: skip
+        fields = {
+            "range": ("<u4", 0),
+            "range2": ("<u4", 4),
+            "signal": ("<u2", 8),
+            "signal2": ("<u2", 10),
+            "nir": ("<u2", 12),
+        }
     else:  # LEGACY and RNG19 share the byte places (LEGACY's reflectivity was 16 bits wide)
         refl = "<u2" if profile == "LEGACY" else "u1"
         fields = {"range": ("<u4", 0), "reflectivity": (refl, 4), "signal": ("<u2", 6), "nir": ("<u2", 8)}
@@ -119,18 +130,29 @@ def _packet_dtype(fmt: OusterFormat) -> np.dtype:
             }
         )
         return np.dtype({"names": ["cols"], "formats": [(col, (fmt.columns_per_packet,))], "offsets": [0]})
-    col = np.dtype({"names": ["ts", "mid", "status", "px"], "formats": ["<u8", "<u2", "<u2", px],
-                    "offsets": [0, 8, 10, 12]})  # fmt: skip
+    col = np.dtype(
+        {
+            "names": ["ts", "mid", "status", "px"],
+            "formats": ["<u8", "<u2", "<u2", px],
+            "offsets": [0, 8, 10, 12],
+        }
+    )
     body = 32 + fmt.columns_per_packet * col.itemsize
     if fmt.profile in FUSA_HEADER:
         return np.dtype(
             {
                 "names": ["type", "init", "fid", "sn", "cols", "footer"],
-                "formats": ["u1", ("u1", (3,)), "<u4", ("u1", (5,)), (col, (fmt.columns_per_packet,)),
-                            ("u1", (32,))],
+                "formats": [
+                    "u1",
+                    ("u1", (3,)),
+                    "<u4",
+                    ("u1", (5,)),
+                    (col, (fmt.columns_per_packet,)),
+                    ("u1", (32,)),
+                ],
                 "offsets": [0, 1, 4, 11, 32, body],
             }
-        )  # fmt: skip
+        )
     return np.dtype(
         {
             "names": ["type", "fid", "init", "sn", "cols", "footer"],
@@ -158,8 +180,10 @@ class OusterPacketizer:
         self.preset, self.epoch_ns = preset, int(epoch_ns)
         self.meta = meta
         self.format = fmt = ouster_format(meta)
-        self.ports = {"data": int(meta["config_params"]["udp_port_lidar"]),
-                      "imu": int(meta["config_params"]["udp_port_imu"])}  # fmt: skip
+        self.ports = {
+            "data": int(meta["config_params"]["udp_port_lidar"]),
+            "imu": int(meta["config_params"]["udp_port_imu"]),
+        }
         self.h, self.cols = fmt.pixels_per_column, fmt.columns_per_frame
         self.period_ns = scan_period_ns(preset)
         self.packet_dtype = _packet_dtype(fmt)

@@ -145,14 +145,43 @@ def flat_view(given: dict[str, Any]) -> dict[str, tuple[str, Any]]:
             if k in src and k not in out:
                 out[k] = (f"{section}.{k}" if section else k, src[k])
 
-    beam = ("beam_altitude_angles", "beam_azimuth_angles", "lidar_origin_to_beam_origin_mm",
-            "beam_to_lidar_transform")  # fmt: skip
-    fmt = ("columns_per_frame", "columns_per_packet", "column_window", "pixels_per_column",
-           "pixel_shift_by_row", "udp_profile_lidar", "udp_profile_imu", "fps", "header_type")  # fmt: skip
-    info = ("prod_sn", "initialization_id", "prod_line", "prod_pn", "build_rev", "build_date",
-            "image_rev", "status")  # fmt: skip
-    cfg = ("lidar_mode", "udp_port_lidar", "udp_port_imu", "udp_dest", "udp_profile_lidar",
-           "udp_profile_imu", "columns_per_packet", "azimuth_window")  # fmt: skip
+    beam = (
+        "beam_altitude_angles",
+        "beam_azimuth_angles",
+        "lidar_origin_to_beam_origin_mm",
+        "beam_to_lidar_transform",
+    )
+    fmt = (
+        "columns_per_frame",
+        "columns_per_packet",
+        "column_window",
+        "pixels_per_column",
+        "pixel_shift_by_row",
+        "udp_profile_lidar",
+        "udp_profile_imu",
+        "fps",
+        "header_type",
+    )
+    info = (
+        "prod_sn",
+        "initialization_id",
+        "prod_line",
+        "prod_pn",
+        "build_rev",
+        "build_date",
+        "image_rev",
+        "status",
+    )
+    cfg = (
+        "lidar_mode",
+        "udp_port_lidar",
+        "udp_port_imu",
+        "udp_dest",
+        "udp_profile_lidar",
+        "udp_profile_imu",
+        "columns_per_packet",
+        "azimuth_window",
+    )
     take("beam_intrinsics", beam)
     take("lidar_data_format", fmt)
     take("sensor_info", info)

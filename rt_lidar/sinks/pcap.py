@@ -162,8 +162,21 @@ class PcapWriter:
         ip = rec[:, 30:50]
         ids = (self._ip_id + np.arange(n)) & 0xFFFF
         self._ip_id = int(ids[-1]) + 1
-        fixed = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + 8 + size, 0, 0x4000, 64, 17, 0,
-                                      ipv4_bytes(src), ipv4_bytes(dst)))  # fmt: skip
+        fixed = bytearray(
+            struct.pack(
+                ">BBHHHBBH4s4s",
+                0x45,
+                0,
+                20 + 8 + size,
+                0,
+                0x4000,
+                64,
+                17,
+                0,
+                ipv4_bytes(src),
+                ipv4_bytes(dst),
+            )
+        )
         ip[:] = np.frombuffer(bytes(fixed), np.uint8)
         ip[:, 4] = ids >> 8
         ip[:, 5] = ids & 0xFF

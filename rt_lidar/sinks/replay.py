@@ -67,8 +67,10 @@ def replay_pcap(
     pacer = Pacer(send, clock="wall", latency_ns=20_000_000, max_batches=1 << 20)
     pacer.start()
     offsets, _cut = replay_offsets_ns([r.stamp_ns for r in records], max_gap_s)
-    batches = [(str(r.dst_port), np.frombuffer(r.payload, np.uint8)[None, :], np.array([off]))
-               for r, off in zip(records, offsets, strict=True)]  # fmt: skip
+    batches = [
+        (str(r.dst_port), np.frombuffer(r.payload, np.uint8)[None, :], np.array([off]))
+        for r, off in zip(records, offsets, strict=True)
+    ]
     step = 500
     for i in range(0, len(batches), step):
         pacer.put_many(batches[i : i + step])
@@ -126,5 +128,10 @@ def replay_clouds(
                 fan.write(scan)
         finally:
             fan.close()
-    return {"scans": len(scans), "wall_s": time.perf_counter() - t_wall0, "late_scans": late,
-            "gaps_cut": cut, "preset": sensor.name}  # fmt: skip
+    return {
+        "scans": len(scans),
+        "wall_s": time.perf_counter() - t_wall0,
+        "late_scans": late,
+        "gaps_cut": cut,
+        "preset": sensor.name,
+    }

@@ -57,11 +57,15 @@ def cloud_message(scan: Scan, layout: np.dtype, frame: str, stamp_ns: int) -> An
     n = int(scan.points.size)
     return PointCloud2(
         header=Header(stamp=Time.from_ns(stamp_ns), frame_id=frame),
-        height=1, width=n,
+        height=1,
+        width=n,
         fields=[PointField(name=nm, offset=o, datatype=d, count=1) for nm, o, d in cloud_fields(layout)],
-        is_bigendian=False, point_step=layout.itemsize, row_step=layout.itemsize * n,
-        data=cloud_bytes(scan.points, layout, scan.extras.get("ambient_w")).tobytes(), is_dense=True,
-    )  # fmt: skip
+        is_bigendian=False,
+        point_step=layout.itemsize,
+        row_step=layout.itemsize * n,
+        data=cloud_bytes(scan.points, layout, scan.extras.get("ambient_w")).tobytes(),
+        is_dense=True,
+    )
 
 
 def mount_message(mount: tuple[float, ...], base: str, frame: str, stamp_ns: int) -> Any:

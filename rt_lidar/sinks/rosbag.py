@@ -46,9 +46,14 @@ CLOUD_DTYPE = np.dtype(
 )
 """The PointCloud2 point layout of ``fields=velodyne`` (packed, 22 bytes, as velodyne_pointcloud)."""
 CLOUD_DTYPE_ALL = np.dtype(
-    [*((n, CLOUD_DTYPE[n]) for n in CLOUD_DTYPE.names or ()),
-     ("reflectivity", "<f4"), ("return_id", "u1"), ("flags", "u1"), ("segment", "<u4")]
-)  # fmt: skip
+    [
+        *((n, CLOUD_DTYPE[n]) for n in CLOUD_DTYPE.names or ()),
+        ("reflectivity", "<f4"),
+        ("return_id", "u1"),
+        ("flags", "u1"),
+        ("segment", "<u4"),
+    ]
+)
 """The default layout: the Velodyne driver's fields, then the rest of our point type (packed, 32 bytes)."""
 _OUSTER = [
     ("x", "<f4", 0),
@@ -237,10 +242,16 @@ class RosbagSink:
         fields = [pf(name=n, offset=o, datatype=d, count=1) for n, o, d in cloud_fields(layout)]
         data = cloud_bytes(scan.points, layout, scan.extras.get("ambient_w"))
         msg = types["sensor_msgs/msg/PointCloud2"](
-            header=header, height=1, width=scan.points.size, fields=fields, is_bigendian=False,
-            point_step=layout.itemsize, row_step=layout.itemsize * scan.points.size,
-            data=data, is_dense=True,
-        )  # fmt: skip
+            header=header,
+            height=1,
+            width=scan.points.size,
+            fields=fields,
+            is_bigendian=False,
+            point_step=layout.itemsize,
+            row_step=layout.itemsize * scan.points.size,
+            data=data,
+            is_dense=True,
+        )
         writer.write(self._cloud, stamp_ns, ts.serialize_cdr(msg, msg.__msgtype__))
         p, q = np.asarray(scan.sensor_position, float), np.asarray(scan.sensor_rotation, float)
         vec = types["geometry_msgs/msg/Vector3"](x=p[0], y=p[1], z=p[2])

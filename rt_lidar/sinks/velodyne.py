@@ -313,8 +313,12 @@ def _distance_corrections(preset: SensorPreset) -> np.ndarray:
     """(n_rings,) float32 ``dist_correction`` per ring; refuses corrections a range cannot invert."""
     out = np.zeros(preset.n_rings, np.float32)
     for b in preset.beams:
-        rest = (b.dist_correction_x_m, b.dist_correction_y_m, b.vert_offset_correction_m,
-                b.horiz_offset_correction_m)  # fmt: skip
+        rest = (
+            b.dist_correction_x_m,
+            b.dist_correction_y_m,
+            b.vert_offset_correction_m,
+            b.horiz_offset_correction_m,
+        )
         if any(v for v in rest):
             raise ConfigError(
                 f"preset {preset.name}: ring {b.ring} has two-point distance or offset corrections; "
@@ -331,9 +335,12 @@ def calibration_yaml(preset: SensorPreset) -> str:
     model = MODELS[preset.packet_format]
     lines = [f"distance_resolution: {model.distance_m}", "lasers:"]
     extra = (
-        "dist_correction", "dist_correction_x", "dist_correction_y",
-        "vert_offset_correction", "horiz_offset_correction",
-    )  # fmt: skip
+        "dist_correction",
+        "dist_correction_x",
+        "dist_correction_y",
+        "vert_offset_correction",
+        "horiz_offset_correction",
+    )
     for b in sorted(preset.beams, key=lambda b: b.laser_id if b.laser_id is not None else b.ring):
         lid = b.laser_id if b.laser_id is not None else b.ring
         lines += [

@@ -52,8 +52,14 @@ def calibration_stream(preset: SensorPreset, mode: str, epoch_ns: int, src_ip: s
     buf[0:7] = b"UNIT#" + bytes([_NOISE_THRESHOLD, _NOISE_THRESHOLD])
     for b in preset.beams:
         lid = b.laser_id if b.laser_id is not None else b.ring
-        mm = (b.dist_correction_m, b.dist_correction_x_m, b.dist_correction_y_m,
-              b.vert_offset_correction_m, b.horiz_offset_correction_m, b.focal_distance)  # fmt: skip
+        mm = (
+            b.dist_correction_m,
+            b.dist_correction_x_m,
+            b.dist_correction_y_m,
+            b.vert_offset_correction_m,
+            b.horiz_offset_correction_m,
+            b.focal_distance,
+        )
         rec = struct.pack(
             "<BhhhhhhhhhBB",
             lid,
@@ -70,13 +76,24 @@ def calibration_stream(preset: SensorPreset, mode: str, epoch_ns: int, src_ip: s
     rpm = round((preset.scan.rotation_hz or 10.0) * 60.0)
     tail = struct.pack(
         "<6BBhHHH4s4sBBBH",
-        t.year - 2000, t.month, t.day, t.hour, t.minute, t.second,
+        t.year - 2000,
+        t.month,
+        t.day,
+        t.hour,
+        t.minute,
+        t.second,
         0,  # humidity %
-        rpm, 0, 36000, 0,
-        ipv4_bytes(src_ip), ipv4_bytes(dst_ip),
-        _MULTI_RETURN[mode], _WARNINGS, _POWER_LEVEL,
+        rpm,
+        0,
+        36000,
+        0,
+        ipv4_bytes(src_ip),
+        ipv4_bytes(dst_ip),
+        _MULTI_RETURN[mode],
+        _WARNINGS,
+        _POWER_LEVEL,
         STREAM_BYTES,  # an S2 checks the stream by its length
-    )  # fmt: skip
+    )
     assert len(tail) == _TAIL
     buf[STREAM_BYTES - _TAIL :] = tail
     return bytes(buf)

@@ -99,8 +99,11 @@ def dual_return_two_planes(out: Path) -> dict[str, Any]:
     }
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
     ax.hist([first, second], bins=40, label=["return 0", "return 1"])
-    ax.set(title=f"{PRESET} dual returns: plane at 10 m over half the beam, 12 m behind",
-           xlabel="distance along x (m)", ylabel="points")  # fmt: skip
+    ax.set(
+        title=f"{PRESET} dual returns: plane at 10 m over half the beam, 12 m behind",
+        xlabel="distance along x (m)",
+        ylabel="points",
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / "dual_return_two_planes.png")
@@ -128,13 +131,22 @@ def blooming_sign(out: Path) -> dict[str, Any]:
     footprint = 20.0 * o.beam_divergence_h_mrad * 1e-3 * o.footprint_extent
     step = 20.0 * math.radians(360.0 / 1800.0)
     plot_series(
-        out / "blooming_sign.png", f"{PRESET}: 0.6 m retro sign at 20 m", "sub-rays", "apparent width (m)",
+        out / "blooming_sign.png",
+        f"{PRESET}: 0.6 m retro sign at 20 m",
+        "sub-rays",
+        "apparent width (m)",
         {"apparent width": ([1, SUB_RAYS], [w1, wf]), "true width": ([1, SUB_RAYS], [0.6, 0.6])},
-    )  # fmt: skip
-    return {"true_width_m": 0.6, "apparent_width_m_1_subray": round(w1, 4),
-            "apparent_width_m_footprint": round(wf, 4), "footprint_diameter_m": round(footprint, 4),
-            "azimuth_step_m": round(step, 4), "bloom_points_1_subray": b1,
-            "bloom_points_footprint": bf, "sub_rays": SUB_RAYS}  # fmt: skip
+    )
+    return {
+        "true_width_m": 0.6,
+        "apparent_width_m_1_subray": round(w1, 4),
+        "apparent_width_m_footprint": round(wf, 4),
+        "footprint_diameter_m": round(footprint, 4),
+        "azimuth_step_m": round(step, 4),
+        "bloom_points_1_subray": b1,
+        "bloom_points_footprint": bf,
+        "sub_rays": SUB_RAYS,
+    }
 
 
 EPW_MATERIALS = [
@@ -169,14 +181,25 @@ def epw_vs_power(out: Path) -> dict[str, Any]:
         pw = float(np.median(pts["reflectivity"][sel] * phys.unit_power(r))) if sel.any() else 0.0
         power.append(pw)
         width.append(round(float(np.median(epw[sel])), 3) if sel.any() else 0.0)
-        formula.append(round(float(single_echo_epw_ns(np.float64(pw), thr, preset.pulse.width_ns,
-                                                      preset.pulse.epw_offset_ns)), 3))  # fmt: skip
+        formula.append(
+            round(
+                float(
+                    single_echo_epw_ns(np.float64(pw), thr, preset.pulse.width_ns, preset.pulse.epw_offset_ns)
+                ),
+                3,
+            )
+        )
     order = np.argsort(power)
     names = [EPW_MATERIALS[i] for i in order]
     power, width, formula = ([v[i] for i in order] for v in (power, width, formula))
-    plot_series(out / "epw_vs_power.png", f"{PRESET}: echo pulse width vs received power (20 m)",
-          "received power (W)", "echo pulse width (ns)",
-          {"waveform": (power, width), "single-echo formula": (power, formula)}, xscale="log")  # fmt: skip
+    plot_series(
+        out / "epw_vs_power.png",
+        f"{PRESET}: echo pulse width vs received power (20 m)",
+        "received power (W)",
+        "echo pulse width (ns)",
+        {"waveform": (power, width), "single-echo formula": (power, formula)},
+        xscale="log",
+    )
     return {"materials": names, "power_w": power, "epw_ns": width, "epw_formula_ns": formula}
 
 

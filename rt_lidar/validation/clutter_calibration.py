@@ -48,50 +48,92 @@ FAR_TARGET_M = 85.0  # the 10 % target near the VLP-16's 100 m datasheet range, 
 CLUTTER = int(PointFlag.RAIN_CLUTTER | PointFlag.FOG_CLUTTER | PointFlag.SNOW_CLUTTER)
 
 PUBLISHED: list[dict[str, Any]] = [
-    {"id": "filgueira2017_range", "kind": "bound",
-     "source": "Quantifying the influence of rain in LiDAR performance. Measurement (2017); commonly cited "
-               "as Filgueira et al., vol. 95, 143-148",
-     "access": "abstract only (journal and year seen, not the authors)",
-     "sensor": "a lidar the abstract does not name (cited elsewhere as a VLP-16), rain",
-     "figure": "range of surfaces in rain: 'variations are always lower than 20 cm'",
-     "published": 0.20, "model_key": "wall_range_shift_max_m", "unit": "m"},
-    {"id": "filgueira2017_points", "kind": "qualitative",
-     "source": "Filgueira et al. 2017 (as above)", "access": "abstract only", "sensor": "as above",
-     "figure": "'detected intensity and the sampled points attenuate with the increasing of rain intensity'",
-     "published": "falls with rain rate", "model_key": "far_target_points", "unit": "points of 2000"},
-    {"id": "filgueira2017_pavement", "kind": "qualitative",
-     "source": "Filgueira et al. 2017 (as above)",
-     "access": "abstract only (ranges of the six areas unknown)",
-     "sensor": "as above, six areas of different materials",
-     "figure": "'The highest decrease in the number of points appears for pavement'",
-     "published": "pavement loses the most points", "model_key": "points_lost_by_surface_50mm_h",
-     "unit": "points per revolution"},
-    {"id": "lidarstar_rain_max_range", "kind": "range",
-     "source": "lidarstar.com, 'LiDAR in Adverse Weather: Mastering Point Cloud Filtering' (vendor article, "
-               "attributing it to a Nature Communications paper it does not name)",
-     "access": "secondary, full text of the article", "sensor": "a 905 nm lidar",
-     "figure": "30 mm/h rain reduces the maximum detection range by 30-40 %",
-     "published": [0.30, 0.40], "model_key": "max_range_loss_30mm_h", "unit": "fraction"},
-    {"id": "hokuyo_rain_near", "kind": "qualitative",
-     "source": "Hokuyo Automatic, 'About the influence of rain on LiDAR' (product note, hokuyo-aut.jp)",
-     "access": "full text", "sensor": "Hokuyo scanners (multi-echo)",
-     "figure": "rain is measured at short distance; multi-echo separates rain from an object only >= 3 m "
-               "apart", "published": "clutter near the sensor", "model_key": "rain_clutter_range_p95_m",
-     "unit": "m"},
-    {"id": "haider2023_fog_vs_rain", "kind": "qualitative",
-     "source": "Haider et al.: A Methodology to Model the Rain and Fog Effect on the Performance of "
-               "Automotive LiDAR Sensors. Sensors 23(15) 6891 (2023)",
-     "access": "abstract only (chamber conditions not in it)", "sensor": "an automotive lidar",
-     "figure": "'performance degrades more under the influence of fog droplets than in rain'",
-     "published": "fog worse than rain", "model_key": "max_range_fog100_vs_rain50_m", "unit": "m"},
-    {"id": "kurup2021_snow", "kind": "qualitative",
-     "source": "Kurup & Bos: DSOR: A Scalable Statistical Filter for Removing Falling Snow from LiDAR Point "
-               "Clouds in Severe Winter Weather (WADS dataset), 2021",
-     "access": "abstract and introduction (awesomepapers.org conversion)",
-     "sensor": "WADS lidar, Michigan snow belt",
-     "figure": "falling snow adds false points (labelled 'active falling snow') near the sensor",
-     "published": "near false points", "model_key": "snow_clutter_range_p95_m", "unit": "m"},
-]  # fmt: skip
+    {
+        "id": "filgueira2017_range",
+        "kind": "bound",
+        "source": "Quantifying the influence of rain in LiDAR performance. Measurement (2017); "
+        "commonly cited as Filgueira et al., vol. 95, 143-148",
+        "access": "abstract only (journal and year seen, not the authors)",
+        "sensor": "a lidar the abstract does not name (cited elsewhere as a VLP-16), rain",
+        "figure": "range of surfaces in rain: 'variations are always lower than 20 cm'",
+        "published": 0.20,
+        "model_key": "wall_range_shift_max_m",
+        "unit": "m",
+    },
+    {
+        "id": "filgueira2017_points",
+        "kind": "qualitative",
+        "source": "Filgueira et al. 2017 (as above)",
+        "access": "abstract only",
+        "sensor": "as above",
+        "figure": "'detected intensity and the sampled points attenuate with the increasing of rain "
+        "intensity'",
+        "published": "falls with rain rate",
+        "model_key": "far_target_points",
+        "unit": "points of 2000",
+    },
+    {
+        "id": "filgueira2017_pavement",
+        "kind": "qualitative",
+        "source": "Filgueira et al. 2017 (as above)",
+        "access": "abstract only (ranges of the six areas unknown)",
+        "sensor": "as above, six areas of different materials",
+        "figure": "'The highest decrease in the number of points appears for pavement'",
+        "published": "pavement loses the most points",
+        "model_key": "points_lost_by_surface_50mm_h",
+        "unit": "points per revolution",
+    },
+    {
+        "id": "lidarstar_rain_max_range",
+        "kind": "range",
+        "source": "lidarstar.com, 'LiDAR in Adverse Weather: Mastering Point Cloud Filtering' (vendor "
+        "article, "
+        "attributing it to a Nature Communications paper it does not name)",
+        "access": "secondary, full text of the article",
+        "sensor": "a 905 nm lidar",
+        "figure": "30 mm/h rain reduces the maximum detection range by 30-40 %",
+        "published": [0.30, 0.40],
+        "model_key": "max_range_loss_30mm_h",
+        "unit": "fraction",
+    },
+    {
+        "id": "hokuyo_rain_near",
+        "kind": "qualitative",
+        "source": "Hokuyo Automatic, 'About the influence of rain on LiDAR' (product note, hokuyo-aut.jp)",
+        "access": "full text",
+        "sensor": "Hokuyo scanners (multi-echo)",
+        "figure": "rain is measured at short distance; multi-echo separates rain from an object only >= 3 m "
+        "apart",
+        "published": "clutter near the sensor",
+        "model_key": "rain_clutter_range_p95_m",
+        "unit": "m",
+    },
+    {
+        "id": "haider2023_fog_vs_rain",
+        "kind": "qualitative",
+        "source": "Haider et al.: A Methodology to Model the Rain and Fog Effect on the Performance of "
+        "Automotive LiDAR Sensors. Sensors 23(15) 6891 (2023)",
+        "access": "abstract only (chamber conditions not in it)",
+        "sensor": "an automotive lidar",
+        "figure": "'performance degrades more under the influence of fog droplets than in rain'",
+        "published": "fog worse than rain",
+        "model_key": "max_range_fog100_vs_rain50_m",
+        "unit": "m",
+    },
+    {
+        "id": "kurup2021_snow",
+        "kind": "qualitative",
+        "source": "Kurup & Bos: DSOR: A Scalable Statistical Filter for Removing Falling Snow from "
+        "LiDAR Point "
+        "Clouds in Severe Winter Weather (WADS dataset), 2021",
+        "access": "abstract and introduction (awesomepapers.org conversion)",
+        "sensor": "WADS lidar, Michigan snow belt",
+        "figure": "falling snow adds false points (labelled 'active falling snow') near the sensor",
+        "published": "near false points",
+        "model_key": "snow_clutter_range_p95_m",
+        "unit": "m",
+    },
+]
 
 
 def _wall_stats(
@@ -262,16 +304,21 @@ CLUTTER_CAL_EXPERIMENTS: dict[str, Callable[[Path], dict[str, Any]]] = {
 }
 CLUTTER_CAL_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     "clutter_calibration": [
-        ("Filgueira 2017: range in rain varies < 20 cm",
-         lambda m: m["wall_range_shift_max_m"] < 0.20),
+        ("Filgueira 2017: range in rain varies < 20 cm", lambda m: m["wall_range_shift_max_m"] < 0.20),
         ("Filgueira 2017: fewer surface points with heavier rain", lambda m: _down(m["far_target_points"])),
-        ("Hokuyo: rain clutter near the sensor (95 % within 10 m)",
-         lambda m: m["rain_clutter_range_p95_m"] < 10.0),
-        ("Haider 2023: fog (100 m) degrades more than rain (50 mm/h)",
-         lambda m: m["max_range_fog100_vs_rain50_m"] < 0),
-        ("WADS: snow clutter near the sensor (95 % within 15 m)",
-         lambda m: m["snow_clutter_range_p95_m"] < 15.0),
+        (
+            "Hokuyo: rain clutter near the sensor (95 % within 10 m)",
+            lambda m: m["rain_clutter_range_p95_m"] < 10.0,
+        ),
+        (
+            "Haider 2023: fog (100 m) degrades more than rain (50 mm/h)",
+            lambda m: m["max_range_fog100_vs_rain50_m"] < 0,
+        ),
+        (
+            "WADS: snow clutter near the sensor (95 % within 15 m)",
+            lambda m: m["snow_clutter_range_p95_m"] < 15.0,
+        ),
         # the secondary 30-40 % max-range loss at 30 mm/h is not a check: its residual is reported
         # (``comparisons``) and docs/clutter-calibration.md says why the model does not chase it
     ],
-}  # fmt: skip
+}

@@ -33,9 +33,14 @@ def datasheet_physics(
     """Physics of ``preset`` in a world of one material: a Lambertian reflector of ``reflectivity``."""
     one = np.ones(1, np.float32)
     mats = MaterialArrays(
-        names=("datasheet_target",), diffuse=np.full(1, reflectivity, np.float32), retro_gain=0 * one,
-        retro_exponent=one, specular_gain=0 * one, specular_exponent=one, transmission=0 * one,
-    )  # fmt: skip
+        names=("datasheet_target",),
+        diffuse=np.full(1, reflectivity, np.float32),
+        retro_gain=0 * one,
+        retro_exponent=one,
+        specular_gain=0 * one,
+        specular_exponent=one,
+        transmission=0 * one,
+    )
     return SensorPhysics(preset, mats, config)
 
 
@@ -79,10 +84,15 @@ class DetectionCurve:
 
 
 def detection_curve(
-    preset: SensorPreset, ranges_m: Sequence[float] | np.ndarray, reflectivity: float = 0.1,
-    pulses: int = 2000, sun_lux: float = 0.0, sun_cos: float = 1.0, seed: int = 0,
+    preset: SensorPreset,
+    ranges_m: Sequence[float] | np.ndarray,
+    reflectivity: float = 0.1,
+    pulses: int = 2000,
+    sun_lux: float = 0.0,
+    sun_cos: float = 1.0,
+    seed: int = 0,
     config: PhysicsConfig | None = None,
-) -> DetectionCurve:  # fmt: skip
+) -> DetectionCurve:
     """Fire ``pulses`` at the target at each range (single-ray path of the preset's physics)."""
     cfg = dataclasses.replace(config or PhysicsConfig(), sun_illuminance_lux=sun_lux)
     phys = datasheet_physics(preset, reflectivity, cfg)

@@ -76,8 +76,12 @@ def detection_probability_vs_range(out: Path) -> dict[str, Any]:
     far = detection_curve(preset, [3.0 * preset.range.max_m], 0.8, pulses=100_000, sun_lux=SUN_LUX, seed=8)
     res["false_per_pulse_100klx"] = float(far.false_per_pulse[0])
     res["published_false_per_pulse"] = PUBLISHED_FALSE_PER_PULSE
-    ax.set(title=f"{PRESET}: detection probability, 100 klx sun (dashed: datasheet ranges)",
-           xlabel="range (m)", ylabel="P(detect)", ylim=(0, 1.05))  # fmt: skip
+    ax.set(
+        title=f"{PRESET}: detection probability, 100 klx sun (dashed: datasheet ranges)",
+        xlabel="range (m)",
+        ylabel="P(detect)",
+        ylim=(0, 1.05),
+    )
     ax.legend()
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
@@ -91,15 +95,27 @@ DETECTION_EXPERIMENTS: dict[str, Callable[[Path], dict[str, Any]]] = {
 }
 DETECTION_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     "detection_probability_vs_range": [
-        ("10 % target: P_d = 0.5 within 5 % of the datasheet's 40 m",
-         lambda m: abs(m["range_pd50_10pct_m"] / 40.0 - 1) < 0.05),
-        ("80 % target: P_d = 0.5 within 10 % of the datasheet's 120 m",
-         lambda m: abs(m["range_pd50_80pct_m"] / 120.0 - 1) < 0.10),
-        ("P_d falls smoothly: > 2 m between P_d 0.9 and 0.5 on 10 %",
-         lambda m: m["range_pd50_10pct_m"] - m["range_pd90_10pct_m"] > 2.0),
-        ("false detections per pulse in 100 klx within 3x of the datasheet's 1e-4",
-         lambda m: 1e-4 / 3 <= m["false_per_pulse_100klx"] <= 3e-4),
-        ("range noise falls with SNR", lambda m: m["range_sigma_at_snr12_m"] > m["range_sigma_at_snr100_m"]
-         > m["range_sigma_at_snr250_m"]),
+        (
+            "10 % target: P_d = 0.5 within 5 % of the datasheet's 40 m",
+            lambda m: abs(m["range_pd50_10pct_m"] / 40.0 - 1) < 0.05,
+        ),
+        (
+            "80 % target: P_d = 0.5 within 10 % of the datasheet's 120 m",
+            lambda m: abs(m["range_pd50_80pct_m"] / 120.0 - 1) < 0.10,
+        ),
+        (
+            "P_d falls smoothly: > 2 m between P_d 0.9 and 0.5 on 10 %",
+            lambda m: m["range_pd50_10pct_m"] - m["range_pd90_10pct_m"] > 2.0,
+        ),
+        (
+            "false detections per pulse in 100 klx within 3x of the datasheet's 1e-4",
+            lambda m: 1e-4 / 3 <= m["false_per_pulse_100klx"] <= 3e-4,
+        ),
+        (
+            "range noise falls with SNR",
+            lambda m: (
+                m["range_sigma_at_snr12_m"] > m["range_sigma_at_snr100_m"] > m["range_sigma_at_snr250_m"]
+            ),
+        ),
     ],
-}  # fmt: skip
+}

@@ -97,13 +97,19 @@ def weather_dual_return(out: Path) -> dict[str, Any]:
     fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=110)
     x = np.arange(len(WEATHER_CASES))
     for i, (key, label) in enumerate(
-        (("last_is_target_fraction", "last"), ("strongest_is_target_fraction", "strongest"),
-         ("dual_has_target_fraction", "dual (either)"))
-    ):  # fmt: skip
+        (
+            ("last_is_target_fraction", "last"),
+            ("strongest_is_target_fraction", "strongest"),
+            ("dual_has_target_fraction", "dual (either)"),
+        )
+    ):
         ax.bar(x + (i - 1) * 0.25, res[key], 0.25, label=label)
     ax.set_xticks(x, list(WEATHER_CASES))
-    ax.set(title=f"{PRESET}: plaster wall at {WALL_M:g} m behind weather echoes",
-           ylabel="share of wall pulses reporting the wall", ylim=(0, 1.05))  # fmt: skip
+    ax.set(
+        title=f"{PRESET}: plaster wall at {WALL_M:g} m behind weather echoes",
+        ylabel="share of wall pulses reporting the wall",
+        ylim=(0, 1.05),
+    )
     ax.legend()
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
@@ -115,10 +121,14 @@ def weather_dual_return(out: Path) -> dict[str, Any]:
 ECHO_EXPERIMENTS: dict[str, Callable[[Path], dict[str, Any]]] = {"weather_dual_return": weather_dual_return}
 ECHO_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     "weather_dual_return": [
-        ("the target stays above threshold after extinction", lambda m: all(m[c]["target_margin"] > 1.0
-                                                                             for c in m["cases"])),
-        ("last return is the target (>= 95 % of wall pulses)",
-         lambda m: min(m["last_is_target_fraction"]) >= 0.95),
+        (
+            "the target stays above threshold after extinction",
+            lambda m: all(m[c]["target_margin"] > 1.0 for c in m["cases"]),
+        ),
+        (
+            "last return is the target (>= 95 % of wall pulses)",
+            lambda m: min(m["last_is_target_fraction"]) >= 0.95,
+        ),
         ("dual keeps the target (>= 95 %)", lambda m: min(m["dual_has_target_fraction"]) >= 0.95),
     ],
-}  # fmt: skip
+}

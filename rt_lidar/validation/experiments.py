@@ -59,9 +59,12 @@ def _k(preset: SensorPreset) -> tuple[float, float, float]:
 
 
 def max_detection_range(
-    preset: SensorPreset, weather: WeatherConfig | None, reflectivity: float = 0.1, beams: int = 400,
+    preset: SensorPreset,
+    weather: WeatherConfig | None,
+    reflectivity: float = 0.1,
+    beams: int = 400,
     seed: int = 0,
-) -> tuple[float, float]:  # fmt: skip
+) -> tuple[float, float]:
     """(Monte Carlo, analytic) range in m at which a head-on Lambertian target is still detected."""
     thr = preset.pulse.detection_threshold_w
     a = CLEAR_AIR + (weather.extinction_per_m if weather else 0.0)
@@ -94,11 +97,19 @@ def rain_max_range(out: Path) -> dict[str, Any]:
         mc.append(m)
         an.append(round(a, 2))
         ext.append(WeatherConfig(rain_mm_h=rate).extinction_per_m)
-    plot_series(out / "rain_max_range.png", f"{PRESET}: 10 % Lambertian target, head-on", "rain rate (mm/h)",
-          "max detection range (m)", {"simulated (50 % of beams)": (RAIN_RATES_MM_H, mc),
-                                      "extinction only": (RAIN_RATES_MM_H, an)})  # fmt: skip
-    return {"rates_mm_h": RAIN_RATES_MM_H, "max_range_m": mc, "max_range_analytic_m": an,
-            "extinction_per_m": ext}  # fmt: skip
+    plot_series(
+        out / "rain_max_range.png",
+        f"{PRESET}: 10 % Lambertian target, head-on",
+        "rain rate (mm/h)",
+        "max detection range (m)",
+        {"simulated (50 % of beams)": (RAIN_RATES_MM_H, mc), "extinction only": (RAIN_RATES_MM_H, an)},
+    )
+    return {
+        "rates_mm_h": RAIN_RATES_MM_H,
+        "max_range_m": mc,
+        "max_range_analytic_m": an,
+        "extinction_per_m": ext,
+    }
 
 
 def fog_max_range(out: Path) -> dict[str, Any]:
@@ -113,11 +124,21 @@ def fog_max_range(out: Path) -> dict[str, Any]:
         ext.append(w.extinction_per_m)
         fog = WeatherModel(w).params(preset, preset.pulse.detection_threshold_w, CLEAR_AIR).fog
         soft.append(round(fog.range_m, 2))
-    plot_series(out / "fog_max_range.png", f"{PRESET}: 10 % Lambertian target in fog", "visibility (m)",
-          "max detection range (m)", {"simulated (50 % of beams)": (FOG_VISIBILITIES_M, mc),
-                                      "extinction only": (FOG_VISIBILITIES_M, an)}, xscale="log")  # fmt: skip
-    return {"visibility_m": FOG_VISIBILITIES_M, "max_range_m": mc, "max_range_analytic_m": an,
-            "extinction_per_m": ext, "soft_target_range_m": soft}  # fmt: skip
+    plot_series(
+        out / "fog_max_range.png",
+        f"{PRESET}: 10 % Lambertian target in fog",
+        "visibility (m)",
+        "max detection range (m)",
+        {"simulated (50 % of beams)": (FOG_VISIBILITIES_M, mc), "extinction only": (FOG_VISIBILITIES_M, an)},
+        xscale="log",
+    )
+    return {
+        "visibility_m": FOG_VISIBILITIES_M,
+        "max_range_m": mc,
+        "max_range_analytic_m": an,
+        "extinction_per_m": ext,
+        "soft_target_range_m": soft,
+    }
 
 
 def _scene_scan(world: World, preset: SensorPreset, weather: WeatherConfig | None, seed: int) -> np.ndarray:
@@ -150,10 +171,15 @@ def _counts(points: np.ndarray, truth: np.ndarray) -> dict[str, int]:
     r = np.sqrt(points["x"] ** 2 + points["y"] ** 2 + points["z"] ** 2)
     fake = (points["flags"] & CLUTTER) != 0
     keys = _keys(points)
-    return {"near": int((r < 10).sum()), "mid": int(((r >= 10) & (r <= 50)).sum()),
-            "far": int((r > 50).sum()),
-            "false": int(fake.sum()), "fn": int((~np.isin(truth, keys)).sum()),
-            "hidden": int(np.isin(keys[fake], truth).sum()), "all": n_all}  # fmt: skip
+    return {
+        "near": int((r < 10).sum()),
+        "mid": int(((r >= 10) & (r <= 50)).sum()),
+        "far": int((r > 50).sum()),
+        "false": int(fake.sum()),
+        "fn": int((~np.isin(truth, keys)).sum()),
+        "hidden": int(np.isin(keys[fake], truth).sum()),
+        "all": n_all,
+    }
 
 
 def _truth(world: World, preset: SensorPreset) -> np.ndarray:
@@ -166,25 +192,40 @@ def rain_range_bands(out: Path) -> dict[str, Any]:
     preset = load_preset(PRESET)
     world = build_world(rain_test_scene())
     truth = _truth(world, preset)
-    rows = [_counts(_scene_scan(world, preset, WeatherConfig(rain_mm_h=r) if r else None, 1), truth)
-            for r in RAIN_RATES_MM_H]  # fmt: skip
+    rows = [
+        _counts(_scene_scan(world, preset, WeatherConfig(rain_mm_h=r) if r else None, 1), truth)
+        for r in RAIN_RATES_MM_H
+    ]
     res: dict[str, Any] = {"rates_mm_h": RAIN_RATES_MM_H}
-    for key, name in (("near", "points_near"), ("mid", "points_mid"), ("far", "points_far"),
-                      ("false", "false_points"),
-                      ("fn", "false_negatives"), ("hidden", "hidden_by_clutter")):  # fmt: skip
+    for key, name in (
+        ("near", "points_near"),
+        ("mid", "points_mid"),
+        ("far", "points_far"),
+        ("false", "false_points"),
+        ("fn", "false_negatives"),
+        ("hidden", "hidden_by_clutter"),
+    ):
         res[name] = [row[key] for row in rows]
     res["points_total"] = [row["near"] + row["mid"] + row["far"] for row in rows]
     res["points_total_all_around"] = [row["all"] for row in rows]
     res["front_sector_deg"] = FRONT_SECTOR_DEG
     fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=110)
     x = np.arange(len(RAIN_RATES_MM_H))
-    for i, (name, label) in enumerate((("points_near", "near < 10 m"), ("points_mid", "mid 10-50 m"),
-                                       ("points_far", "far > 50 m"),
-                                       ("false_points", "false (rain)"))):  # fmt: skip
+    for i, (name, label) in enumerate(
+        (
+            ("points_near", "near < 10 m"),
+            ("points_mid", "mid 10-50 m"),
+            ("points_far", "far > 50 m"),
+            ("false_points", "false (rain)"),
+        )
+    ):
         ax.bar(x + (i - 1.5) * 0.2, res[name], 0.2, label=label)
     ax.set_xticks(x, [f"{r:g}" for r in RAIN_RATES_MM_H])
-    ax.set(title=f"{PRESET} in the seed's scene (sedan, rock, building)", xlabel="rain rate (mm/h)",
-           ylabel="points per revolution")  # fmt: skip
+    ax.set(
+        title=f"{PRESET} in the seed's scene (sedan, rock, building)",
+        xlabel="rain rate (mm/h)",
+        ylabel="points per revolution",
+    )
     ax.legend()
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
@@ -200,16 +241,29 @@ def rain_threshold_sweep(out: Path) -> dict[str, Any]:
     truth = _truth(world, preset)
     dt = preset.pulse.detection_threshold_w
     thresholds = [dt * f for f in THRESHOLD_FACTORS]
-    rows = [_counts(_scene_scan(world, _with_threshold(preset, t), WeatherConfig(rain_mm_h=25.0), 1), truth)
-            for t in thresholds]  # fmt: skip
-    res: dict[str, Any] = {"rate_mm_h": 25.0, "thresholds": thresholds,
-                           "threshold_factors": THRESHOLD_FACTORS,
-           "false_positives": [r["false"] for r in rows], "false_negatives": [r["fn"] for r in rows],
-           "hidden_by_clutter": [r["hidden"] for r in rows]}  # fmt: skip
-    plot_series(out / "rain_threshold_sweep.png", f"{PRESET} at 25 mm/h: detection threshold sweep",
-          "detection threshold (W)", "count per revolution",
-          {"false positives": (thresholds, res["false_positives"]),
-           "false negatives": (thresholds, res["false_negatives"])}, xscale="log")  # fmt: skip
+    rows = [
+        _counts(_scene_scan(world, _with_threshold(preset, t), WeatherConfig(rain_mm_h=25.0), 1), truth)
+        for t in thresholds
+    ]
+    res: dict[str, Any] = {
+        "rate_mm_h": 25.0,
+        "thresholds": thresholds,
+        "threshold_factors": THRESHOLD_FACTORS,
+        "false_positives": [r["false"] for r in rows],
+        "false_negatives": [r["fn"] for r in rows],
+        "hidden_by_clutter": [r["hidden"] for r in rows],
+    }
+    plot_series(
+        out / "rain_threshold_sweep.png",
+        f"{PRESET} at 25 mm/h: detection threshold sweep",
+        "detection threshold (W)",
+        "count per revolution",
+        {
+            "false positives": (thresholds, res["false_positives"]),
+            "false negatives": (thresholds, res["false_negatives"]),
+        },
+        xscale="log",
+    )
     return res
 
 
@@ -229,11 +283,21 @@ def snow_clutter(out: Path) -> dict[str, Any]:
         fn.append(_counts(pts, truth)["fn"])
         mr.append(max_detection_range(preset, w)[0])
         vis.append(round(math.log(20.0) / w.extinction_per_m, 1))
-    plot_series(out / "snow_clutter.png", f"{PRESET} in the seed's scene: snowfall", "snowfall (mm/h water)",
-          "share of points that are snowflakes (%)",
-          {"snow clutter": (SNOW_RATES_MM_H, [100 * f for f in frac])})  # fmt: skip
-    return {"rates_mm_h": SNOW_RATES_MM_H, "clutter_fraction": frac, "clutter_range_p95_m": p95,
-            "false_negatives": fn, "max_range_m": mr, "visibility_m": vis}  # fmt: skip
+    plot_series(
+        out / "snow_clutter.png",
+        f"{PRESET} in the seed's scene: snowfall",
+        "snowfall (mm/h water)",
+        "share of points that are snowflakes (%)",
+        {"snow clutter": (SNOW_RATES_MM_H, [100 * f for f in frac])},
+    )
+    return {
+        "rates_mm_h": SNOW_RATES_MM_H,
+        "clutter_fraction": frac,
+        "clutter_range_p95_m": p95,
+        "false_negatives": fn,
+        "max_range_m": mr,
+        "visibility_m": vis,
+    }
 
 
 EXPERIMENTS: dict[str, Experiment] = {

@@ -16,9 +16,14 @@ SENSOR_HEIGHT_M = 1.8
 
 
 def rain_test_scene(
-    car_m: float = 8.0, rock_m: float = 20.0, building_corner: tuple[float, float] = (45.0, 25.0),
-    building_turn_deg: float = 45.0, wall: str = "brick", ground_m: float = 120.0, seed: int = 0,
-) -> Scene:  # fmt: skip
+    car_m: float = 8.0,
+    rock_m: float = 20.0,
+    building_corner: tuple[float, float] = (45.0, 25.0),
+    building_turn_deg: float = 45.0,
+    wall: str = "brick",
+    ground_m: float = 120.0,
+    seed: int = 0,
+) -> Scene:
     """A flat asphalt ground, a red sedan ``car_m`` ahead (side on), a rock ``rock_m`` ahead and to the
     right, and a 40 m wide, four-storey building (``wall`` material, brick by default: about 7 % at 905 nm)
     whose facade starts at ``building_corner`` and is turned ``building_turn_deg`` away from facing the

@@ -42,11 +42,14 @@ def target_materials(reflectances: list[float]) -> MaterialArrays:
     s = np.asarray(reflectances, np.float32)
     n = s.size
     return MaterialArrays(
-        names=tuple(f"s_{v:g}" for v in reflectances), diffuse=np.minimum(s, 1.0),
-        retro_gain=np.maximum(s - 1.0, 0.0), retro_exponent=np.ones(n, np.float32),
-        specular_gain=np.zeros(n, np.float32), specular_exponent=np.ones(n, np.float32),
+        names=tuple(f"s_{v:g}" for v in reflectances),
+        diffuse=np.minimum(s, 1.0),
+        retro_gain=np.maximum(s - 1.0, 0.0),
+        retro_exponent=np.ones(n, np.float32),
+        specular_gain=np.zeros(n, np.float32),
+        specular_exponent=np.ones(n, np.float32),
         transmission=np.zeros(n, np.float32),
-    )  # fmt: skip
+    )
 
 
 def walk_errors(
@@ -75,9 +78,13 @@ def analytic_walk_m(
     radar equation and :func:`kernels.intensity.leading_edge_walk_m`."""
     p = preset
     power = received_power(
-        range_m, reflectance, float(two_way_transmission(np.float64(range_m), extinction_per_m)),
-        p.pulse.peak_power_w, p.optics.receiver_aperture_m, p.optics.system_efficiency,
-    )  # fmt: skip
+        range_m,
+        reflectance,
+        float(two_way_transmission(np.float64(range_m), extinction_per_m)),
+        p.pulse.peak_power_w,
+        p.optics.receiver_aperture_m,
+        p.optics.system_efficiency,
+    )
     thr = p.pulse.detection_threshold_w
     return float(
         leading_edge_walk_m(
@@ -112,8 +119,12 @@ def range_walk_vs_strength(out: Path) -> dict[str, Any]:
         kept = [s for s, k in zip(REFLECTANCES, ok, strict=True) if k]
         series[f"{name} simulated"] = (kept, [100 * e for e in err[ok]])
     vlp = load_preset("VLP-16")
-    wave = walk_errors(vlp, mats, TARGET_M, PhysicsConfig(range_noise=False, receiver_noise=False,
-                                                          beam=BeamConfig(return_mode="last")))  # fmt: skip
+    wave = walk_errors(
+        vlp,
+        mats,
+        TARGET_M,
+        PhysicsConfig(range_noise=False, receiver_noise=False, beam=BeamConfig(return_mode="last")),
+    )
     res["error_cm_vlp16_waveform_last"] = [round(100 * float(e), 2) for e in wave]
     off = walk_errors(
         vlp, mats, TARGET_M, PhysicsConfig(range_noise=False, receiver_noise=False, range_walk=False)
@@ -156,11 +167,17 @@ WALK_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
         ("diffuse targets (S <= 1) carry no walk (< 1 mm)", _diffuse_flat),
         ("walk grows (more negative) with strength on every preset", _monotone),
         ("simulated walk = analytic walk within 1 mm", _analytic),
-        ("OS1-64: road sign at 20 m reads 5..15 cm closer than a 10 % target (datasheet: +-10 cm retro)",
-         lambda m: -15.0 <= m["sign_minus_10pct_cm_os164"] <= -5.0),
-        ("VLP-16: waveform path (last) = single-ray path within 1 mm",
-         lambda m: _close(m["error_cm_vlp16_waveform_last"], m["error_cm_vlp16"], 0.1)),
-        ("range_walk=False: no walk",
-         lambda m: all(abs(e) < 0.01 for e in m["error_cm_vlp16_walk_off"] if np.isfinite(e))),
+        (
+            "OS1-64: road sign at 20 m reads 5..15 cm closer than a 10 % target (datasheet: +-10 cm retro)",
+            lambda m: -15.0 <= m["sign_minus_10pct_cm_os164"] <= -5.0,
+        ),
+        (
+            "VLP-16: waveform path (last) = single-ray path within 1 mm",
+            lambda m: _close(m["error_cm_vlp16_waveform_last"], m["error_cm_vlp16"], 0.1),
+        ),
+        (
+            "range_walk=False: no walk",
+            lambda m: all(abs(e) < 0.01 for e in m["error_cm_vlp16_walk_off"] if np.isfinite(e)),
+        ),
     ],
-}  # fmt: skip
+}

@@ -79,8 +79,11 @@ def road_wetness(out: Path) -> dict[str, Any]:
     centres = [0.5 * (lo + hi) for lo, hi in RANGE_BANDS_M]
     for w, c in zip(WETNESS, counts, strict=True):
         ax.plot(centres, c, marker="o", label=f"wetness {w:g}")
-    ax.set(title=f"{PRESET} 1.8 m over asphalt: road returns per revolution",
-           xlabel="ground range band centre (m)", ylabel="road points in band")  # fmt: skip
+    ax.set(
+        title=f"{PRESET} 1.8 m over asphalt: road returns per revolution",
+        xlabel="ground range band centre (m)",
+        ylabel="road points in band",
+    )
     ax.legend()
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
@@ -128,8 +131,11 @@ def spray(out: Path) -> dict[str, Any]:
     fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=110)
     ax.plot(SPRAY_WETNESS, pts_spray, marker="o", label="spray points (rain-clutter flag)")
     ax.plot(SPRAY_WETNESS, pts_car, marker="s", label="points on the car")
-    ax.set(title=f"{PRESET} behind a car at {SPRAY_SPEED_M_S:g} m/s: tyre spray",
-           xlabel="road wetness", ylabel=f"points per revolution (mean of {SPRAY_SCANS})")  # fmt: skip
+    ax.set(
+        title=f"{PRESET} behind a car at {SPRAY_SPEED_M_S:g} m/s: tyre spray",
+        xlabel="road wetness",
+        ylabel=f"points per revolution (mean of {SPRAY_SCANS})",
+    )
     ax.legend()
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
@@ -147,16 +153,22 @@ def _falling(values: list[float]) -> bool:
 
 WET_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     "road_wetness": [
-        ("far road returns fall with wetness (to < 50 % of dry)",
-         lambda m: m["far_road_fraction_of_dry"][-1] < 0.5 and _falling(m["far_road_fraction_of_dry"])),
+        (
+            "far road returns fall with wetness (to < 50 % of dry)",
+            lambda m: m["far_road_fraction_of_dry"][-1] < 0.5 and _falling(m["far_road_fraction_of_dry"]),
+        ),
         ("near road stays (>= 80 % of dry at 5-10 m)", lambda m: min(m["near_road_fraction_of_dry"]) >= 0.8),
-        ("no ghosts when dry, ghosts when wet",
-         lambda m: m["ghost_points"][0] == 0 and m["ghost_points"][-1] > 0),
+        (
+            "no ghosts when dry, ghosts when wet",
+            lambda m: m["ghost_points"][0] == 0 and m["ghost_points"][-1] > 0,
+        ),
         ("ghosts lie at the wall's mirror image (< 0.5 m)", lambda m: max(m["ghost_mirror_error_m"]) < 0.5),
     ],
     "spray": [
         ("no spray on a dry road", lambda m: m["spray_points_per_scan"][0] == 0),
-        ("spray grows with wetness",
-         lambda m: m["spray_points_per_scan"][-1] > m["spray_points_per_scan"][1] > 0),
+        (
+            "spray grows with wetness",
+            lambda m: m["spray_points_per_scan"][-1] > m["spray_points_per_scan"][1] > 0,
+        ),
     ],
-}  # fmt: skip
+}

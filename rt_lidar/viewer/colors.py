@@ -85,11 +85,17 @@ _FLAG_PALETTE = _flag_palette()
 
 SENSOR_COLORS = np.array(
     [
-        [1.00, 0.85, 0.20, 1.0], [0.25, 0.75, 1.00, 1.0], [1.00, 0.35, 0.35, 1.0], [0.40, 0.95, 0.45, 1.0],
-        [0.85, 0.50, 1.00, 1.0], [1.00, 0.60, 0.15, 1.0], [0.30, 1.00, 0.90, 1.0], [0.95, 0.95, 0.95, 1.0],
+        [1.00, 0.85, 0.20, 1.0],
+        [0.25, 0.75, 1.00, 1.0],
+        [1.00, 0.35, 0.35, 1.0],
+        [0.40, 0.95, 0.45, 1.0],
+        [0.85, 0.50, 1.00, 1.0],
+        [1.00, 0.60, 0.15, 1.0],
+        [0.30, 1.00, 0.90, 1.0],
+        [0.95, 0.95, 0.95, 1.0],
     ],
     np.float32,
-)  # fmt: skip
+)
 """Colour mode ``sensor``: the rig's sensor ``i`` (header ``sensor_index``) in ``SENSOR_COLORS[i % 8]``:
 yellow, blue, red, green, violet, orange, cyan, white."""
 SENSOR_COLOR_NAMES = ("yellow", "blue", "red", "green", "violet", "orange", "cyan", "white")

@@ -34,8 +34,11 @@ KNOWN = dataclasses.replace(
 def _fit_all(noise: float, seed: int = 0):
     o = KNOWN.optics
     beam = fit_beam_profile(*synthetic_profile_table(2.4, 1.1, noise=0.02 * noise, seed=seed))
-    power = fit_power(*synthetic_intensity_table(KNOWN, noise=0.05 * noise, seed=seed), o.receiver_aperture_m,
-                      o.system_efficiency)  # fmt: skip
+    power = fit_power(
+        *synthetic_intensity_table(KNOWN, noise=0.05 * noise, seed=seed),
+        o.receiver_aperture_m,
+        o.system_efficiency,
+    )
     epw = fit_epw(
         *synthetic_epw_table(KNOWN, noise_ns=0.2 * noise, seed=seed), KNOWN.pulse.detection_threshold_w
     )
@@ -68,16 +71,33 @@ def test_calibrated_preset_file_loads_back(tmp_path):
 def test_tool_runs_on_csv_tables(tmp_path):
     h, v, z = synthetic_profile_table(3.0, 1.5)
     hh, vv = np.meshgrid(h, v)
-    np.savetxt(tmp_path / "p.csv", np.c_[hh.ravel(), vv.ravel(), z.ravel()], delimiter=",",
-               header="h_mrad,v_mrad,value", comments="")  # fmt: skip
+    np.savetxt(
+        tmp_path / "p.csv",
+        np.c_[hh.ravel(), vv.ravel(), z.ravel()],
+        delimiter=",",
+        header="h_mrad,v_mrad,value",
+        comments="",
+    )
     p, e = synthetic_epw_table(KNOWN)
     np.savetxt(tmp_path / "e.csv", np.c_[p, e], delimiter=",", header="power_w,epw_ns", comments="")
     out = tmp_path / "out.toml"
     res = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "calibrate_preset.py"), "--preset", "VLP-16",
-         "--profile", str(tmp_path / "p.csv"), "--epw", str(tmp_path / "e.csv"), "--out", str(out)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "tools" / "calibrate_preset.py"),
+            "--preset",
+            "VLP-16",
+            "--profile",
+            str(tmp_path / "p.csv"),
+            "--epw",
+            str(tmp_path / "e.csv"),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     cal = load_preset(out)
     assert cal.optics.beam_divergence_h_mrad == pytest.approx(3.0, rel=0.01)

@@ -78,8 +78,12 @@ def test_waveform_path_walks_like_the_single_ray_path() -> None:
     preset = load_preset("VLP-16")
     mats = target_materials([0.1, 1.0, 30.0, 300.0, 1000.0])
     single = walk_errors(preset, mats, 20.0, QUIET)
-    wave = walk_errors(preset, mats, 20.0, PhysicsConfig(range_noise=False, receiver_noise=False,
-                                                         beam=BeamConfig(return_mode="last")))  # fmt: skip
+    wave = walk_errors(
+        preset,
+        mats,
+        20.0,
+        PhysicsConfig(range_noise=False, receiver_noise=False, beam=BeamConfig(return_mode="last")),
+    )
     np.testing.assert_allclose(wave, single, atol=1e-3)
     assert wave[-1] < wave[2] < 0.0
 

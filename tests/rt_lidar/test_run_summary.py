@@ -9,12 +9,25 @@ from rt_lidar.session.run_summary import combine_parts
 
 def part(frames: int, sim_s: float, wall_s: float, points: float, stopped: str | None) -> dict[str, object]:
     return {
-        "preset": "VLP-16", "frames": frames, "sim_frames": 2 * frames, "scans_written": frames,
-        "sim_time_s": sim_s, "wall_time_s": wall_s, "pipeline_time_s": wall_s / 2,
-        "points_per_scan_mean": points, "drop_fraction": 0.1, "realtime_factor": sim_s / wall_s,
-        "stopped_early": stopped, "bridge": {"server": "x", "frames": 2 * frames, "sector_mismatches": 1,
-                                             "fetch_time_s": 0.5, "mismatch_detail": ["a"]},
-    }  # fmt: skip
+        "preset": "VLP-16",
+        "frames": frames,
+        "sim_frames": 2 * frames,
+        "scans_written": frames,
+        "sim_time_s": sim_s,
+        "wall_time_s": wall_s,
+        "pipeline_time_s": wall_s / 2,
+        "points_per_scan_mean": points,
+        "drop_fraction": 0.1,
+        "realtime_factor": sim_s / wall_s,
+        "stopped_early": stopped,
+        "bridge": {
+            "server": "x",
+            "frames": 2 * frames,
+            "sector_mismatches": 1,
+            "fetch_time_s": 0.5,
+            "mismatch_detail": ["a"],
+        },
+    }
 
 
 def test_parts_add_up_and_are_all_listed() -> None:

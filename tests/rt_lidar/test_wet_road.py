@@ -79,8 +79,11 @@ def test_airsim_roadwetness_and_the_cli_option_set_the_road_wetness():
     sim.enable_weather(True)
     sim.set_weather_parameter(1, 0.5)
     assert sim.weather_config() == {
-        "rain_mm_h": 0.0, "fog_visibility_m": None, "snow_mm_h": 0.0, "road_wetness": 0.5
-    }  # fmt: skip
+        "rain_mm_h": 0.0,
+        "fog_visibility_m": None,
+        "snow_mm_h": 0.0,
+        "road_wetness": 0.5,
+    }
 
 
 # -- the road and its ghosts --------------------------------------------------------------------------

@@ -146,9 +146,16 @@ def test_the_sun_goes_ned_on_the_wire_and_comes_back_exact():
 
 @pytest.mark.parametrize(
     "sun",
-    [[], {"direction": [1.0, 0.0]}, {"direction": [2.0, 0.0, 0.0]}, {"direction": [float("nan"), 0, 1]},
-     {"direction": ["1", 0, 0]}, {"direction": [True, 0, 0]}, {"direction": 1.0}],
-)  # fmt: skip
+    [
+        [],
+        {"direction": [1.0, 0.0]},
+        {"direction": [2.0, 0.0, 0.0]},
+        {"direction": [float("nan"), 0, 1]},
+        {"direction": ["1", 0, 0]},
+        {"direction": [True, 0, 0]},
+        {"direction": 1.0},
+    ],
+)
 def test_bad_suns_are_refused(sun):
     with pytest.raises(WireFormatError, match=f"{BEAM_HITS_METHOD}: sun"):
         decode_sun({"sun": sun})

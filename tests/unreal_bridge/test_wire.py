@@ -27,24 +27,56 @@ def test_field_names_are_airsims() -> None:
     ]
     assert "annotation_name" in wire.ImageRequest(annotation_name="a").to_msgpack()
     assert set(wire.ImageResponse().to_msgpack()) >= {
-        "image_data_uint8", "image_data_float", "camera_position", "camera_orientation", "time_stamp",
-        "message", "pixels_as_float", "compress", "width", "height", "image_type", "camera_name",
-    }  # fmt: skip
+        "image_data_uint8",
+        "image_data_float",
+        "camera_position",
+        "camera_orientation",
+        "time_stamp",
+        "message",
+        "pixels_as_float",
+        "compress",
+        "width",
+        "height",
+        "image_type",
+        "camera_name",
+    }
     assert list(wire.CarControls().to_msgpack()) == [
-        "throttle", "steering", "brake", "handbrake", "is_manual_gear", "manual_gear", "gear_immediate",
-    ]  # fmt: skip
+        "throttle",
+        "steering",
+        "brake",
+        "handbrake",
+        "is_manual_gear",
+        "manual_gear",
+        "gear_immediate",
+    ]
     assert set(wire.CarState().to_msgpack()) == {
-        "speed", "gear", "rpm", "maxrpm", "handbrake", "collision", "kinematics_estimated", "timestamp",
-    }  # fmt: skip
+        "speed",
+        "gear",
+        "rpm",
+        "maxrpm",
+        "handbrake",
+        "collision",
+        "kinematics_estimated",
+        "timestamp",
+    }
     assert set(wire.KinematicsState().to_msgpack()) == {
-        "position", "orientation", "linear_velocity", "angular_velocity", "linear_acceleration",
+        "position",
+        "orientation",
+        "linear_velocity",
+        "angular_velocity",
+        "linear_acceleration",
         "angular_acceleration",
-    }  # fmt: skip
+    }
 
 
 def test_round_trip_through_msgpack_bytes() -> None:
-    state = wire.CarState(speed=3.5, gear=2, kinematics_estimated=wire.KinematicsState(
-        position=wire.Vector3r(1.0, 2.0, -3.0), orientation=wire.Quaternionr(S, 0.0, 0.0, S)))  # fmt: skip
+    state = wire.CarState(
+        speed=3.5,
+        gear=2,
+        kinematics_estimated=wire.KinematicsState(
+            position=wire.Vector3r(1.0, 2.0, -3.0), orientation=wire.Quaternionr(S, 0.0, 0.0, S)
+        ),
+    )
     back = wire.CarState.from_msgpack(msgpack.unpackb(rpc.pack(state.to_msgpack())))
     assert back.kinematics_estimated.position == wire.Vector3r(1.0, 2.0, -3.0)
     assert back.speed == 3.5 and back.gear == 2

@@ -86,10 +86,16 @@ def lidar_rays(world: World, preset_name: str, scans: int) -> Rays:
 def frozen(scene: Scene, t: float) -> Scene:
     """The scene with every object static at its pose at ``t``."""
     objs = [
-        MeshObject(o.name, o.vertices, o.faces, o.face_material, o.segment_id,
-                   StaticTrajectory(o.trajectory.pose_at(t)))
+        MeshObject(
+            o.name,
+            o.vertices,
+            o.faces,
+            o.face_material,
+            o.segment_id,
+            StaticTrajectory(o.trajectory.pose_at(t)),
+        )
         for o in scene.objects
-    ]  # fmt: skip
+    ]
     return Scene(**{**scene.__dict__, "objects": objs})
 
 
@@ -147,17 +153,41 @@ def packet_library() -> ctypes.CDLL | None:
     out = Path(tempfile.gettempdir()) / f"rt_lidar_embree_packets_{key}.so"  # built once per source
     if not out.exists():
         part = out.with_suffix(f".{os.getpid()}.part")
-        cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(part), str(src), str(libs[0]),
-               f"-Wl,-rpath,{libs[0].parent}", "-lm"]  # fmt: skip
+        cmd = [
+            cc,
+            "-O2",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(part),
+            str(src),
+            str(libs[0]),
+            f"-Wl,-rpath,{libs[0].parent}",
+            "-lm",
+        ]
         if subprocess.run(cmd, capture_output=True).returncode != 0:
             return None
         os.replace(part, out)  # atomic: a concurrent run loads a whole file or builds its own
     lib = ctypes.CDLL(str(out))
     lib.pk_scene.restype = ctypes.c_void_p
-    lib.pk_scene.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
-                             ctypes.c_int, ctypes.c_int]  # fmt: skip
-    lib.pk_cast.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float,
-                            ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]  # fmt: skip
+    lib.pk_scene.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+    ]
+    lib.pk_cast.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_float,
+        ctypes.c_size_t,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+    ]
     return lib
 
 
@@ -171,8 +201,16 @@ def packet_engine(lib: ctypes.CDLL, v: np.ndarray, f: np.ndarray, max_range: flo
         o, d = np.ascontiguousarray(o), np.ascontiguousarray(d)
         dist = np.empty(o.shape[0], np.float32)
         face = np.empty(o.shape[0], np.int32)
-        rc = lib.pk_cast(scene, width, o.ctypes.data, d.ctypes.data, max_range, o.shape[0],
-                         dist.ctypes.data, face.ctypes.data)  # fmt: skip
+        rc = lib.pk_cast(
+            scene,
+            width,
+            o.ctypes.data,
+            d.ctypes.data,
+            max_range,
+            o.shape[0],
+            dist.ctypes.data,
+            face.ctypes.data,
+        )
         assert rc == 0
         return dist, face
 
@@ -274,8 +312,13 @@ def bench_scene(
     world_build = time.perf_counter() - t0
     v, f = flat_mesh(fz)
     n = o.shape[0]
-    entry: dict = {"triangles": int(f.shape[0]), "rays": n, "max_range_m": max_range,
-                   "world_build_s": round(world_build, 3), "engines": {}}  # fmt: skip
+    entry: dict = {
+        "triangles": int(f.shape[0]),
+        "rays": n,
+        "max_range_m": max_range,
+        "world_build_s": round(world_build, 3),
+        "engines": {},
+    }
     engines: dict[str, Callable[[], Cast]] = {
         "embreex": lambda: embreex_engine(v, f, max_range, robust=True),
         "embreex_nonrobust": lambda: embreex_engine(v, f, max_range, robust=False),
@@ -323,14 +366,19 @@ def bench_scene(
     ref = results["embreex"]
     for label, dist in results.items():
         e = entry["engines"].setdefault(label, {})
-        e.update({
-            "wall_s": round(walls[label], 4), "cpu_s": round(cpus[label], 4),
-            "mrays_per_s": round(n / walls[label] / 1e6, 2),
-            "mrays_per_cpu_s": round(n / cpus[label] / 1e6, 2),
-            "hit_fraction": round(float(np.isfinite(dist).mean()), 4),
-            "mismatch_vs_embreex": round(agreement(ref, dist), 6),
-            "bits_differ_vs_embreex": round(float((dist.view(np.uint32) != ref.view(np.uint32)).mean()), 6),
-        })  # fmt: skip
+        e.update(
+            {
+                "wall_s": round(walls[label], 4),
+                "cpu_s": round(cpus[label], 4),
+                "mrays_per_s": round(n / walls[label] / 1e6, 2),
+                "mrays_per_cpu_s": round(n / cpus[label] / 1e6, 2),
+                "hit_fraction": round(float(np.isfinite(dist).mean()), 4),
+                "mismatch_vs_embreex": round(agreement(ref, dist), 6),
+                "bits_differ_vs_embreex": round(
+                    float((dist.view(np.uint32) != ref.view(np.uint32)).mean()), 6
+                ),
+            }
+        )
     for key, per in (("mrays_per_s", "wall"), ("mrays_per_cpu_s", "cpu")):
         rates = {k: e[key] for k, e in entry["engines"].items() if key in e}
         engines_only = {k: r for k, r in rates.items() if not k.startswith("world_cast")}

@@ -45,32 +45,49 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="also write the JSON here")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    ray.init(num_cpus=max(args.workers), include_dashboard=False, log_to_driver=False,
-             object_store_memory=200 * 2**20)  # fmt: skip
+    ray.init(
+        num_cpus=max(args.workers),
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=200 * 2**20,
+    )
     ray_start_s = time.perf_counter() - t0
     results: dict[str, Any] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
             generate(_sweep(max(args.workers), 1, "warmup"), Path(tmp) / "warmup", progress=False)
             for w in args.workers:
-                s = generate(_sweep(args.runs, args.frames, f"w{w}"), Path(tmp) / f"w{w}", workers=w,
-                             progress=False)  # fmt: skip
+                s = generate(
+                    _sweep(args.runs, args.frames, f"w{w}"), Path(tmp) / f"w{w}", workers=w, progress=False
+                )
                 if not s.ok:
                     raise SystemExit(f"bench sweep failed: {s.failures}")
-                results[str(w)] = {"runs": s.written, "frames": s.frames, "points": s.points,
-                                   "wall_s": round(s.wall_s, 3), "frames_per_s": round(s.frames_per_s, 2),
-                                   "points_per_s": round(s.points / s.wall_s),
-                                   "run_s_mean": round(sum(r.wall_s for r in s.results) / len(s.results), 3),
-                                   "load_avg_1min": round(os.getloadavg()[0], 2)}  # fmt: skip
+                results[str(w)] = {
+                    "runs": s.written,
+                    "frames": s.frames,
+                    "points": s.points,
+                    "wall_s": round(s.wall_s, 3),
+                    "frames_per_s": round(s.frames_per_s, 2),
+                    "points_per_s": round(s.points / s.wall_s),
+                    "run_s_mean": round(sum(r.wall_s for r in s.results) / len(s.results), 3),
+                    "load_avg_1min": round(os.getloadavg()[0], 2),
+                }
     finally:
         ray.shutdown()
     fps = {w: r["frames_per_s"] for w, r in results.items()}
     report = {
-        "bench": "generate", "preset": "VLP-16", "scene": "street (120 m)", "runs": args.runs,
-        "frames_per_run": args.frames, "ray_start_s": round(ray_start_s, 2), "ray_version": ray.__version__,
-        "cpus": os.cpu_count(), "python": platform.python_version(), "results": results,
+        "bench": "generate",
+        "preset": "VLP-16",
+        "scene": "street (120 m)",
+        "runs": args.runs,
+        "frames_per_run": args.frames,
+        "ray_start_s": round(ray_start_s, 2),
+        "ray_version": ray.__version__,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "results": results,
         "scaling": round(fps["2"] / fps["1"], 2) if "1" in fps and "2" in fps else None,
-    }  # fmt: skip
+    }
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

@@ -127,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"{key:<32} realtime_factor {got['realtime_factor']:.3f}  "
                     f"cpu_s/sim_s {got['cpu_s_per_sim_s']}",
-                    file=sys.stderr, flush=True,
-                )  # fmt: skip
+                    file=sys.stderr,
+                    flush=True,
+                )
     result = {
         "benchmark": "bench_rig",
         "command": "tools/bench/bench_rig.py " + " ".join(argv if argv is not None else sys.argv[1:]),

@@ -207,9 +207,15 @@ def bench_live_throttled(
         "lateness_ms_p99",
         "lateness_ms_max",
     )
-    return {"preset": preset, "viewer_max_fps": max_fps, "seconds": seconds, "camera_every": camera_every,
-            "lookahead": lookahead, **hud,
-            **{k: summary[k] for k in keys}}  # fmt: skip
+    return {
+        "preset": preset,
+        "viewer_max_fps": max_fps,
+        "seconds": seconds,
+        "camera_every": camera_every,
+        "lookahead": lookahead,
+        **hud,
+        **{k: summary[k] for k in keys},
+    }
 
 
 def viewer_case(
@@ -238,8 +244,12 @@ def viewer_case(
     while time.monotonic() < end and not stop.is_set():
         app.processEvents()
         time.sleep(0.005)
-    hud = {"viewer_priority": applied, "viewer_fps": win.hud_stats.fps, "hud_dropped_frames": win.dropped,
-           "hud": win.hud_text()}  # fmt: skip
+    hud = {
+        "viewer_priority": applied,
+        "viewer_fps": win.hud_stats.fps,
+        "hud_dropped_frames": win.dropped,
+        "hud": win.hud_text(),
+    }
     win.close()
     return hud
 
@@ -275,8 +285,12 @@ def main() -> int:
         help=f"sim frames the publisher casts ahead (default {LOOKAHEAD}; 1 = no banking, as a driven sim)",
     )
     p.add_argument("--out", default=None)
-    p.add_argument("--viewer-case", nargs=4, metavar=("ADDRESS", "PRIORITY", "SECONDS", "MAX_FPS"),
-                   help=argparse.SUPPRESS)  # fmt: skip
+    p.add_argument(
+        "--viewer-case",
+        nargs=4,
+        metavar=("ADDRESS", "PRIORITY", "SECONDS", "MAX_FPS"),
+        help=argparse.SUPPRESS,
+    )
     p.add_argument("--xpid", type=int, default=None, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.viewer_case:
@@ -293,8 +307,12 @@ def main() -> int:
         for prio in a.live_priorities if a.live_preset else []:
             case = bench_live_throttled(a.live_preset, a.live_seconds, 2.0, size, prio, xpid, cam, ahead)
             live.append(case)
-        report = {"host": platform.node(), "cpu_count": __import__("os").cpu_count(), "results": results,
-                  "live_throttled": live}  # fmt: skip
+        report = {
+            "host": platform.node(),
+            "cpu_count": __import__("os").cpu_count(),
+            "results": results,
+            "live_throttled": live,
+        }
         text = json.dumps(report, indent=2)
         # out before the private X server stops: Qt may abort on the lost connection right after
         print(text, flush=True)

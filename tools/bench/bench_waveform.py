@@ -86,16 +86,21 @@ def main(argv: list[str] | None = None) -> int:
     hits1 = src.hits(firings, period, period * 2)
     single_s = _best(lambda: single.apply(hits1, rng), args.repeat)
     res = {
-        "preset": preset.name, "pulses": n_pulse, "sub_rays": n_sub, "rays": n_pulse * n_sub,
-        "returns": int(ret.pulse.size), "dual_pulses": int((ret.return_id == 1).sum()),
+        "preset": preset.name,
+        "pulses": n_pulse,
+        "sub_rays": n_sub,
+        "rays": n_pulse * n_sub,
+        "returns": int(ret.pulse.size),
+        "dual_pulses": int((ret.return_id == 1).sum()),
         "cast_s": round(cast_s, 4),
         "waveform_kernel_s": round(kernel_s, 4),
         "waveform_kernel_mpulses_per_s": round(n_pulse / kernel_s / 1e6, 3),
         "waveform_kernel_msubrays_per_s": round(n_pulse * n_sub / kernel_s / 1e6, 3),
         "physics_waveform_s": round(physics_s, 4),
         "physics_single_ray_s": round(single_s, 4),
-        "cpu": platform.processor() or platform.machine(), "threads_note": "numpy, 2 shared cores",
-    }  # fmt: skip
+        "cpu": platform.processor() or platform.machine(),
+        "threads_note": "numpy, 2 shared cores",
+    }
     text = json.dumps(res, indent=2)
     print(text)
     if args.out:

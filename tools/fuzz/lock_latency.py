@@ -28,11 +28,32 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def start(root: Path) -> tuple[subprocess.Popen[str], int]:
     """``rt-lidar serve`` from the checkout ``root`` on a free loopback port."""
-    cmd = [sys.executable, "-m", "rt_lidar.cli.main", "serve", "--host", "127.0.0.1", "--port", "0",
-           "--scene", "street", "--preset", "VLP-16", "--paused", "--exit-with-stdin"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "rt_lidar.cli.main",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--scene",
+        "street",
+        "--preset",
+        "VLP-16",
+        "--paused",
+        "--exit-with-stdin",
+    ]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        cwd=root,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         found = re.search(r" on 127\.0\.0\.1:(\d+) ", line)

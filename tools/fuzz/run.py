@@ -79,8 +79,14 @@ def main(argv: list[str] | None = None) -> int:
                 rss = rss_bytes(proc.pid)
                 time.sleep(args.settle)
                 settled = rss_bytes(proc.pid)
-                row = {"round": rnd, "item": attack.item, "what": attack.what, **asdict(res),
-                       "rss_bytes": rss, "rss_settled_bytes": settled}  # fmt: skip
+                row = {
+                    "round": rnd,
+                    "item": attack.item,
+                    "what": attack.what,
+                    **asdict(res),
+                    "rss_bytes": rss,
+                    "rss_settled_bytes": settled,
+                }
                 rows.append(row)
                 print(
                     f"{rnd} {attack.name:<19} {res.attack_s:5.2f} s  during {res.during_ok}/"

@@ -64,10 +64,17 @@ def _hostile(port: int, seed: int, stop: threading.Event, log: list[dict[str, An
         t = time.monotonic() - t_start
         try:
             res = run_attack(attack, "127.0.0.1", port, seed + i, recover_within_s=10.0)
-            log.append({"t_s": round(t, 2), "name": attack.name, "attack_s": round(res.attack_s, 3),
-                        "during": f"{res.during_ok}/{res.during_tries}",
-                        "during_max_s": round(res.during_max_s, 3), "recover_s": round(res.recover_s, 3),
-                        "outcome": res.outcome})  # fmt: skip
+            log.append(
+                {
+                    "t_s": round(t, 2),
+                    "name": attack.name,
+                    "attack_s": round(res.attack_s, 3),
+                    "during": f"{res.during_ok}/{res.during_tries}",
+                    "during_max_s": round(res.during_max_s, 3),
+                    "recover_s": round(res.recover_s, 3),
+                    "outcome": res.outcome,
+                }
+            )
         except TimeoutError as exc:
             log.append({"t_s": round(t, 2), "name": attack.name, "error": str(exc)})
         i += 1
@@ -78,8 +85,12 @@ def _window(calls: list[tuple[float, float]], t0: float, t1: float) -> dict[str,
     if lat.size == 0:
         return {"calls": 0}
     p50, p99 = np.percentile(lat, [50, 99])
-    return {"calls": int(lat.size), "p50_ms": round(1e3 * p50, 2), "p99_ms": round(1e3 * p99, 2),
-            "max_ms": round(1e3 * float(lat.max()), 2)}  # fmt: skip
+    return {
+        "calls": int(lat.size),
+        "p50_ms": round(1e3 * p50, 2),
+        "p99_ms": round(1e3 * p99, 2),
+        "max_ms": round(1e3 * float(lat.max()), 2),
+    }
 
 
 DOC_BEGIN, DOC_END = "<!-- soak:begin -->", "<!-- soak:end -->"
@@ -160,9 +171,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"the server exited ({proc.returncode})")
                 break
             rss = rss_bytes(proc.pid)
-            row = {"t_s": round(next_t - t_start, 1), "rss_mib": round(rss / 2**20, 1),
-                   **_window(normal.calls, next_t - 1.0, next_t),
-                   "errors": sum(1 for t, _ in normal.errors if next_t - 1.0 <= t < next_t)}  # fmt: skip
+            row = {
+                "t_s": round(next_t - t_start, 1),
+                "rss_mib": round(rss / 2**20, 1),
+                **_window(normal.calls, next_t - 1.0, next_t),
+                "errors": sum(1 for t, _ in normal.errors if next_t - 1.0 <= t < next_t),
+            }
             samples.append(row)
             print(json.dumps(row), flush=True)
             next_t += 1.0
@@ -193,8 +207,15 @@ def main(argv: list[str] | None = None) -> int:
         "attacks_run": len(attacks),
         "attacks_unrecovered": sum(1 for a in attacks if "error" in a),
     }
-    report = {"argv": sys.argv, "cpu_count": os.cpu_count(), "preset": args.preset, "totals": totals,
-              "samples": samples, "attacks": attacks, "errors": normal.errors[:200]}  # fmt: skip
+    report = {
+        "argv": sys.argv,
+        "cpu_count": os.cpu_count(),
+        "preset": args.preset,
+        "totals": totals,
+        "samples": samples,
+        "attacks": attacks,
+        "errors": normal.errors[:200],
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     if args.doc is not None:

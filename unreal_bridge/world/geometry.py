@@ -23,12 +23,21 @@ def unit_box() -> Mesh:
     v = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)], dtype=np.float64)
     f = np.array(
         [
-            [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5],  # -x, +x
-            [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],  # -y, +y
-            [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],  # -z, +z
+            [0, 1, 3],
+            [0, 3, 2],
+            [4, 6, 7],
+            [4, 7, 5],  # -x, +x
+            [0, 4, 5],
+            [0, 5, 1],
+            [2, 3, 7],
+            [2, 7, 6],  # -y, +y
+            [0, 2, 6],
+            [0, 6, 4],
+            [1, 5, 7],
+            [1, 7, 3],  # -z, +z
         ],
         dtype=np.int32,
-    )  # fmt: skip
+    )
     return v, f
 
 
@@ -58,16 +67,47 @@ def unit_sphere(subdivisions: int = 1) -> Mesh:
     """Icosphere of radius 1 (20 * 4**subdivisions triangles)."""
     t = (1.0 + 5**0.5) / 2
     v = np.array(
-        [[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t],
-         [0, -1, -t], [0, 1, -t], [t, 0, -1], [t, 0, 1], [-t, 0, -1], [-t, 0, 1]],
+        [
+            [-1, t, 0],
+            [1, t, 0],
+            [-1, -t, 0],
+            [1, -t, 0],
+            [0, -1, t],
+            [0, 1, t],
+            [0, -1, -t],
+            [0, 1, -t],
+            [t, 0, -1],
+            [t, 0, 1],
+            [-t, 0, -1],
+            [-t, 0, 1],
+        ],
         dtype=np.float64,
-    )  # fmt: skip
+    )
     f = np.array(
-        [[0, 11, 5], [0, 5, 1], [0, 1, 7], [0, 7, 10], [0, 10, 11], [1, 5, 9], [5, 11, 4], [11, 10, 2],
-         [10, 7, 6], [7, 1, 8], [3, 9, 4], [3, 4, 2], [3, 2, 6], [3, 6, 8], [3, 8, 9], [4, 9, 5],
-         [2, 4, 11], [6, 2, 10], [8, 6, 7], [9, 8, 1]],
+        [
+            [0, 11, 5],
+            [0, 5, 1],
+            [0, 1, 7],
+            [0, 7, 10],
+            [0, 10, 11],
+            [1, 5, 9],
+            [5, 11, 4],
+            [11, 10, 2],
+            [10, 7, 6],
+            [7, 1, 8],
+            [3, 9, 4],
+            [3, 4, 2],
+            [3, 2, 6],
+            [3, 6, 8],
+            [3, 8, 9],
+            [4, 9, 5],
+            [2, 4, 11],
+            [6, 2, 10],
+            [8, 6, 7],
+            [9, 8, 1],
+        ],
         dtype=np.int64,
-    )  # fmt: skip
+    )
     for _ in range(subdivisions):
         edges = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
         uniq, inv = np.unique(edges, axis=0, return_inverse=True)
@@ -110,24 +150,48 @@ class MeshBuilder:
         self._mats.append(np.full(f.shape[0], self._material(material), dtype=np.int16))
         self._n += v.shape[0]
 
-    def _add_unit(self, mesh: Mesh, scale: ArrayLike, center: ArrayLike, rpy: tuple[float, float, float],
-                  material: str) -> None:  # fmt: skip
+    def _add_unit(
+        self, mesh: Mesh, scale: ArrayLike, center: ArrayLike, rpy: tuple[float, float, float], material: str
+    ) -> None:
         v, f = mesh
         pts = (v * np.asarray(scale, dtype=np.float64)) @ _rot(*rpy).T + np.asarray(center, dtype=np.float64)
         self.add(pts, f, material)
 
-    def box(self, center: ArrayLike, size: ArrayLike, material: str, yaw: float = 0.0, pitch: float = 0.0,
-            roll: float = 0.0) -> None:  # fmt: skip
+    def box(
+        self,
+        center: ArrayLike,
+        size: ArrayLike,
+        material: str,
+        yaw: float = 0.0,
+        pitch: float = 0.0,
+        roll: float = 0.0,
+    ) -> None:
         """A box of ``size`` (x, y, z extents) centred at ``center``, rotated by roll/pitch/yaw."""
         self._add_unit(unit_box(), size, center, (roll, pitch, yaw), material)
 
-    def cylinder(self, base: ArrayLike, radius: float, height: float, material: str, sections: int = 16,
-                 roll: float = 0.0, pitch: float = 0.0, yaw: float = 0.0) -> None:  # fmt: skip
+    def cylinder(
+        self,
+        base: ArrayLike,
+        radius: float,
+        height: float,
+        material: str,
+        sections: int = 16,
+        roll: float = 0.0,
+        pitch: float = 0.0,
+        yaw: float = 0.0,
+    ) -> None:
         """A closed cylinder whose axis starts at ``base`` and runs ``height`` along the rotated +z."""
         self._add_unit(unit_cylinder(sections), (radius, radius, height), base, (roll, pitch, yaw), material)
 
-    def sphere(self, center: ArrayLike, radii: ArrayLike, material: str, subdivisions: int = 1,
-               jitter: float = 0.0, rng: np.random.Generator | None = None) -> None:  # fmt: skip
+    def sphere(
+        self,
+        center: ArrayLike,
+        radii: ArrayLike,
+        material: str,
+        subdivisions: int = 1,
+        jitter: float = 0.0,
+        rng: np.random.Generator | None = None,
+    ) -> None:
         """An ellipsoid (icosphere scaled by ``radii``); ``jitter`` > 0 roughens it radially (needs rng)."""
         v, f = unit_sphere(subdivisions)
         if jitter > 0.0:

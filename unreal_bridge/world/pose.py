@@ -61,12 +61,18 @@ def quat_to_matrix(q: ArrayLike) -> F64:
     w, x, y, z = np.moveaxis(qq, -1, 0)
     m = np.stack(
         [
-            1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+            1 - 2 * (y * y + z * z),
+            2 * (x * y - w * z),
+            2 * (x * z + w * y),
+            2 * (x * y + w * z),
+            1 - 2 * (x * x + z * z),
+            2 * (y * z - w * x),
+            2 * (x * z - w * y),
+            2 * (y * z + w * x),
+            1 - 2 * (x * x + y * y),
         ],
         axis=-1,
-    )  # fmt: skip
+    )
     return m.reshape(*qq.shape[:-1], 3, 3)
 
 

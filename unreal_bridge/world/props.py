@@ -62,9 +62,17 @@ def add_rock(b: MeshBuilder, rng: np.random.Generator) -> None:
 
 
 def add_building(
-    b: MeshBuilder, width: float, depth: float, floors: int, wall: str, floor_h: float = 3.2,
-    window_pitch: float = 2.6, window_w: float = 1.4, window_h: float = 1.6, sill: float = 0.9,
-) -> None:  # fmt: skip
+    b: MeshBuilder,
+    width: float,
+    depth: float,
+    floors: int,
+    wall: str,
+    floor_h: float = 3.2,
+    window_pitch: float = 2.6,
+    window_w: float = 1.4,
+    window_h: float = 1.6,
+    sill: float = 0.9,
+) -> None:
     """A building shell in a frame whose facade lies on y = 0 (facing -y), spanning x in [0, width] and
     y in [0, depth]. The facade is a grid of wall pieces around window openings, each opening holds a
     glass pane, and a plaster back wall 3 m inside stops rays that pass the glass."""

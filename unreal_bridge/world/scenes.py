@@ -41,9 +41,13 @@ def plane_scene(distance_m: float = 10.0, material: str = "concrete", size_m: fl
 
 
 def wall_scene(
-    distance_m: float = 10.0, material: str = "brick", width_m: float = 20.0, height_m: float = 10.0,
-    thickness_m: float = 0.3, ground: bool = True,
-) -> Scene:  # fmt: skip
+    distance_m: float = 10.0,
+    material: str = "brick",
+    width_m: float = 20.0,
+    height_m: float = 10.0,
+    thickness_m: float = 0.3,
+    ground: bool = True,
+) -> Scene:
     """A box wall whose front face is ``distance_m`` ahead of the sensor, optionally on an asphalt ground."""
     _check_material(material)
     if distance_m <= 0:
@@ -93,8 +97,14 @@ def glass_scene(distance_m: float = 5.0, size_m: float = 2.0) -> Scene:
 #: The named scene's materials left to right: a dark, a mid and a bright diffuse target, then the two
 #: retro-reflective sheetings, glass and chrome (reflectivity and range-walk checks at a glance).
 DEFAULT_TARGETS: tuple[str, ...] = (
-    "asphalt", "concrete", "car_paint_white", "plate_sheeting", "sign_sheeting", "glass", "chrome",
-)  # fmt: skip
+    "asphalt",
+    "concrete",
+    "car_paint_white",
+    "plate_sheeting",
+    "sign_sheeting",
+    "glass",
+    "chrome",
+)
 
 
 def _seedless(factory: Callable[[], Scene]) -> Callable[..., Scene]:

@@ -107,11 +107,21 @@ def spray_segments(
         d = quat_rotate(qi, d64[live])
         length = plume_length(speed)
         lo = np.stack(
-            [-CAR_HALF_LENGTH_M - length, np.full(live.size, -CAR_HALF_WIDTH_M - PLUME_SIDE_M),
-             np.zeros(live.size)], axis=1)  # fmt: skip
+            [
+                -CAR_HALF_LENGTH_M - length,
+                np.full(live.size, -CAR_HALF_WIDTH_M - PLUME_SIDE_M),
+                np.zeros(live.size),
+            ],
+            axis=1,
+        )
         hi = np.stack(
-            [np.full(live.size, FRONT_WHEEL_X_M), np.full(live.size, CAR_HALF_WIDTH_M + PLUME_SIDE_M),
-             np.full(live.size, PLUME_HEIGHT_M)], axis=1)  # fmt: skip
+            [
+                np.full(live.size, FRONT_WHEEL_X_M),
+                np.full(live.size, CAR_HALF_WIDTH_M + PLUME_SIDE_M),
+                np.full(live.size, PLUME_HEIGHT_M),
+            ],
+            axis=1,
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             inv = 1.0 / d
             a = (lo - o) * inv

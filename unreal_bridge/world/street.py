@@ -55,8 +55,11 @@ def _road(objs: _Objects, x0: float, x1: float) -> None:
         b = MeshBuilder()
         b.box(((x0 + x1) / 2, s * (KERB_Y + 0.075), SIDEWALK_Z / 2), (x1 - x0, 0.15, SIDEWALK_Z), "concrete")
         walk = FACADE_Y - KERB_Y - 0.15
-        b.box(((x0 + x1) / 2, s * (KERB_Y + 0.15 + walk / 2), SIDEWALK_Z / 2 - 0.005),
-              (x1 - x0, walk, SIDEWALK_Z - 0.01), "concrete")  # fmt: skip
+        b.box(
+            ((x0 + x1) / 2, s * (KERB_Y + 0.15 + walk / 2), SIDEWALK_Z / 2 - 0.005),
+            (x1 - x0, walk, SIDEWALK_Z - 0.01),
+            "concrete",
+        )
         objs.add(b, f"sidewalk_{side}")
     b = MeshBuilder()
     b.box(((x0 + x1) / 2, 0.0, -0.03), (x1 - x0 + 40.0, 2 * (FACADE_Y + 30.0), 0.04), "concrete")

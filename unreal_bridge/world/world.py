@@ -331,8 +331,9 @@ class World:
                 if cand is not None and not cand.size:
                     continue
                 if per_ray:
-                    self._cast_moving_at(mv, np.asarray(poses), cand, o, d, max_range, dist, normal, material,
-                                         obj_index)  # fmt: skip
+                    self._cast_moving_at(
+                        mv, np.asarray(poses), cand, o, d, max_range, dist, normal, material, obj_index
+                    )
                 else:
                     self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
         # normals face the ray: the few that point away are negated (the dot product component-wise,
@@ -368,9 +369,18 @@ class World:
         return cand[tca[cand] + np.sqrt(r2 - d2[cand]) >= 0.0]
 
     def _cast_moving(
-        self, mv: _Moving, pose: Pose, cand: NDArray[np.intp] | None, o: F32, d: F32, max_range: float,
-        dist: F32, normal: F32, material: NDArray[np.int16], obj_index: NDArray[np.int32],
-    ) -> None:  # fmt: skip
+        self,
+        mv: _Moving,
+        pose: Pose,
+        cand: NDArray[np.intp] | None,
+        o: F32,
+        d: F32,
+        max_range: float,
+        dist: F32,
+        normal: F32,
+        material: NDArray[np.int16],
+        obj_index: NDArray[np.int32],
+    ) -> None:
         """Cast the candidate rays (None: all) in the object frame; keep the hits nearer than what each
         ray met so far (that distance is the ray's far limit, so Embree stops early)."""
         rot = pose.rotation_matrix().astype(np.float32)  # object -> world; row vectors v_obj = v_world @ R
@@ -402,9 +412,18 @@ class World:
         return mid, mv.radius + far + step + 1e-3
 
     def _cast_moving_at(
-        self, mv: _Moving, t: F64, cand: NDArray[np.intp] | None, o: F32, d: F32, max_range: float,
-        dist: F32, normal: F32, material: NDArray[np.int16], obj_index: NDArray[np.int32],
-    ) -> None:  # fmt: skip
+        self,
+        mv: _Moving,
+        t: F64,
+        cand: NDArray[np.intp] | None,
+        o: F32,
+        d: F32,
+        max_range: float,
+        dist: F32,
+        normal: F32,
+        material: NDArray[np.int16],
+        obj_index: NDArray[np.int32],
+    ) -> None:
         """:meth:`_cast_moving` with each candidate ray in the object frame of its own time ``t``:
         element-wise float64 transforms, so a ray's hit does not depend on the other rays."""
         if cand is None:

@@ -73,8 +73,11 @@ def test_cli_starts_and_stops_a_local_ray(tmp_path: Path, capsys: pytest.Capture
     parser = argparse.ArgumentParser()
     add_generate_parser(parser.add_subparsers())
     sweep = tmp_path / "one.toml"
-    sweep.write_text(SMALL_SWEEP.read_text().replace("seeds = [1, 2]", "seeds = [1]")
-                     .replace("rain_mm_h = [0.0, 20.0]", "rain_mm_h = [0.0]"))  # fmt: skip
+    sweep.write_text(
+        SMALL_SWEEP.read_text()
+        .replace("seeds = [1, 2]", "seeds = [1]")
+        .replace("rain_mm_h = [0.0, 20.0]", "rain_mm_h = [0.0]")
+    )
     args = parser.parse_args(
         ["generate", str(sweep), "--out", str(tmp_path / "ds"), "--workers", "1", "--quiet"]
     )
@@ -189,8 +192,12 @@ def test_a_rig_sweep_on_ray_resumes(tmp_path: Path, local_ray: None) -> None:
         write_run(run, ref)
     assert tree_digest(tmp_path / "ds" / "sequences") == tree_digest(ref / "sequences")
     assert sorted(p.name for p in (tmp_path / "ds" / "sequences" / "00").iterdir()) == [
-        "a", "b", "config.json", "rig.json", "run.json"
-    ]  # fmt: skip
+        "a",
+        "b",
+        "config.json",
+        "rig.json",
+        "run.json",
+    ]
     shutil.rmtree(tmp_path / "ds" / "sequences" / "01")  # the rig in the rain, lost
     again = generate(spec, tmp_path / "ds", workers=2, progress=False)
     assert again.ok and again.skipped == 3 and again.written == 1

@@ -43,8 +43,9 @@ def test_both_views_read_the_same_frames(tmp_path: Path) -> None:
         np.testing.assert_array_equal(a.image, b.image)
         np.testing.assert_array_equal(a.labels, b.labels)
         np.testing.assert_allclose(a.pose, b.pose)
-        np.testing.assert_allclose(b.calib.projection(), read_calib(tmp_path / "sequences/03/calib.txt")
-                                   .image2_projection())  # fmt: skip
+        np.testing.assert_allclose(
+            b.calib.projection(), read_calib(tmp_path / "sequences/03/calib.txt").image2_projection()
+        )
 
 
 @pytest.mark.parametrize(

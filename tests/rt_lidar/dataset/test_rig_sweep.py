@@ -72,8 +72,14 @@ def test_a_rig_run_writes_each_sensor_as_demo_rig_does(tmp_path: Path) -> None:
     seq = tmp_path / "ds" / "sequences" / "00"
     assert sorted(p.name for p in seq.iterdir()) == ["config.json", "left", "rig.json", "right", "run.json"]
     assert sorted(p.name for p in (seq / "left").iterdir()) == [
-        "calib.txt", "labels", "poses.txt", "recordings", "run.json", "times.txt", "velodyne"
-    ]  # fmt: skip
+        "calib.txt",
+        "labels",
+        "poses.txt",
+        "recordings",
+        "run.json",
+        "times.txt",
+        "velodyne",
+    ]
     assert json.loads((seq / "run.json").read_text())["sensors"] == ["left", "right"]
 
     demo = tmp_path / "demo"
@@ -171,11 +177,17 @@ def test_a_sensor_entry_needs_a_preset_or_a_rig() -> None:
     "trajectory",
     [
         None,
-        {"name": "cruise", "kind": "constant_velocity", "start": [0.0, -1.75, 0.0], "speed_mps": 7.0,
-         "yaw_deg": 3.0, "yaw_rate_deg_s": 2.0},
+        {
+            "name": "cruise",
+            "kind": "constant_velocity",
+            "start": [0.0, -1.75, 0.0],
+            "speed_mps": 7.0,
+            "yaw_deg": 3.0,
+            "yaw_rate_deg_s": 2.0,
+        },
         {"name": "wp", "kind": "waypoints", "times": [0.0, 1.0], "positions": [[0, -1.75, 0], [9, -1.5, 0]]},
     ],
-)  # fmt: skip
+)
 def test_a_dataset_run_re_runs_from_its_config_json(tmp_path: Path, trajectory: dict | None) -> None:
     d = tiny_sweep_dict()  # a street of seed 5, 80 m; physics seed 3; clear and 30 mm/h rain
     d["sensors"] = [{"preset": "VLP-16", "mount": {"xyz": [0.5, 0.2, 1.6], "rpy_deg": [0.0, 2.0, 10.0]}}]

@@ -31,8 +31,15 @@ def test_sequence_layout_and_labels_match_the_scene(tmp_path: Path) -> None:
     assert result.frames == 2 and result.points > 10_000 and not result.skipped
     seq = tmp_path / "sequences" / "00"
     assert sorted(p.name for p in seq.iterdir()) == [
-        "calib.txt", "config.json", "image_2", "labels", "poses.txt", "run.json", "times.txt", "velodyne"
-    ]  # fmt: skip
+        "calib.txt",
+        "config.json",
+        "image_2",
+        "labels",
+        "poses.txt",
+        "run.json",
+        "times.txt",
+        "velodyne",
+    ]
     assert sorted(p.name for p in (seq / "velodyne").iterdir()) == ["000000.bin", "000001.bin"]
     assert json.loads((seq / "run.json").read_text())["run"]["run_id"] == run.run_id
     assert list_sequences(tmp_path) == ["00"] and sequence_state(run, tmp_path) == "complete"
@@ -116,8 +123,9 @@ def test_rinet_reader_loads_the_generated_sequence(tmp_path: Path) -> None:
         np.testing.assert_array_equal(a.image, b.image)
         assert a.pose is not None
         np.testing.assert_allclose(a.pose, b.pose)
-        np.testing.assert_allclose(b.calib.projection(), read_calib(tmp_path / "sequences/00/calib.txt")
-                                   .image2_projection())  # fmt: skip
+        np.testing.assert_allclose(
+            b.calib.projection(), read_calib(tmp_path / "sequences/00/calib.txt").image2_projection()
+        )
 
 
 def test_sweep_sinks_record_each_run_byte_identically(tmp_path: Path) -> None:

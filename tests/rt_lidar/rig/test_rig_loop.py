@@ -55,12 +55,14 @@ def test_sensors_at_different_rates_stitch_their_own_scans(rig_scans: dict[str, 
     for scans in rig_scans.values():
         assert [s.index for s in scans[:SCANS]] == list(range(SCANS))
     fast = rig_from_dict(
-        {"sensor": [
-            {"name": "top", "preset": "HDL-64E", "mount": {"xyz": [0.0, 0.0, 1.9]}},
-            {"name": "fast", "preset": "VLP-16", "mount": {"xyz": [2.2, 0.9, 0.7]}, "rotation_hz": 20.0},
-            {"name": "solid", "preset": "scala-gen2", "mount": {"xyz": [2.3, 0.0, 0.5]}},
-        ]}
-    )  # fmt: skip
+        {
+            "sensor": [
+                {"name": "top", "preset": "HDL-64E", "mount": {"xyz": [0.0, 0.0, 1.9]}},
+                {"name": "fast", "preset": "VLP-16", "mount": {"xyz": [2.2, 0.9, 0.7]}, "rotation_hz": 20.0},
+                {"name": "solid", "preset": "scala-gen2", "mount": {"xyz": [2.3, 0.0, 0.5]}},
+            ]
+        }
+    )
     loop = RigLoop(fast, build_world("street", seed=3), sim_hz=SIM_HZ, seed=3)
     got: dict[str, list] = {n: [] for n in fast.names}
     for _ in range(4):  # 0.2 s of sim time

@@ -20,9 +20,13 @@ def _sim() -> EmbeddedSim:
     rig = load_rig(EXAMPLE)
     first, *more = rig.sensors
     return EmbeddedSim(
-        build_world("street"), first.preset, lidar_name=first.name, mount=first.mount, paused=True,
+        build_world("street"),
+        first.preset,
+        lidar_name=first.name,
+        mount=first.mount,
+        paused=True,
         more_lidars=[(s.name, s.preset, s.mount) for s in more],
-    )  # fmt: skip
+    )
 
 
 def _fresh(sim: EmbeddedSim, name: str, t_ns: int) -> tuple[np.ndarray, np.ndarray]:

@@ -16,8 +16,10 @@ def kitti_object_root(tmp_path: Path) -> Path:
         pytest.skip("../shared/reference/real/kitti_000008 not present")
     base = tmp_path / "kitti" / "training"
     for sub, src in (
-        ("velodyne", "velodyne_000008.bin"), ("image_2", "image_2_000008.png"), ("calib", "calib.txt")
-    ):  # fmt: skip
+        ("velodyne", "velodyne_000008.bin"),
+        ("image_2", "image_2_000008.png"),
+        ("calib", "calib.txt"),
+    ):
         (base / sub).mkdir(parents=True)
         suffix = Path(src).suffix
         (base / sub / f"000008{suffix}").symlink_to(KITTI_FRAME / src)

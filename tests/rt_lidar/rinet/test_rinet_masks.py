@@ -31,8 +31,21 @@ def _run_cli(argv: list[str]) -> int:
 
 def test_build_mask_reports_every_point_of_the_real_kitti_frame(kitti_object_root: Path, tmp_path: Path):
     out = tmp_path / "masks"
-    assert _run_cli(["rinet", "build-mask", "--layout", "kitti-object", str(kitti_object_root), "--out",
-                     str(out), "--quiet"]) == 0  # fmt: skip
+    assert (
+        _run_cli(
+            [
+                "rinet",
+                "build-mask",
+                "--layout",
+                "kitti-object",
+                str(kitti_object_root),
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     frames = json.loads((out / "masks.json").read_text())["frames"]
     assert [f["name"] for f in frames] == ["000008"]
     assert frames[0]["points_in_image"] == 17_238

@@ -107,9 +107,13 @@ def _transforms(reader: DataReader) -> list[dict]:
         for t in m.transforms:
             tr, q = t.transform.translation, t.transform.rotation
             out.append(
-                {"parent": t.header.frame_id, "child": t.child_frame_id,
-                 "xyz": [tr.x, tr.y, tr.z], "xyzw": [q.x, q.y, q.z, q.w]}
-            )  # fmt: skip
+                {
+                    "parent": t.header.frame_id,
+                    "child": t.child_frame_id,
+                    "xyz": [tr.x, tr.y, tr.z],
+                    "xyzw": [q.x, q.y, q.z, q.w],
+                }
+            )
     return out
 
 

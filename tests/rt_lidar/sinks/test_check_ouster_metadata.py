@@ -23,8 +23,11 @@ def test_each_kind_of_file_gets_its_outcome(tmp_path):
     nested = json.loads((DATA / "os1-64_fw3.0.1_dual_nested.json").read_text())
     files = {"identical": DATA / "os1-64_fw3.0.1_dual_nested.json"}
     wide = dict(nested, config_params={**nested["config_params"], "lidar_mode": "2048x10"})
-    wide["lidar_data_format"] = {**nested["lidar_data_format"], "columns_per_frame": 2048,
-                                 "column_window": [0, 2047]}  # fmt: skip
+    wide["lidar_data_format"] = {
+        **nested["lidar_data_format"],
+        "columns_per_frame": 2048,
+        "column_window": [0, 2047],
+    }
     files["clear error"] = tmp_path / "os1-64_2048x10.json"
     files["clear error"].write_text(json.dumps(wide))
     alt = nested["beam_intrinsics"]["beam_altitude_angles"]

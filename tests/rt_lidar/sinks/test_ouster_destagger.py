@@ -27,8 +27,12 @@ def _pole_scene(distance_m: float, y_m: float) -> Scene:
     """A 0.15 m wide, 12 m tall pole (a panel facing the sensor) and nothing else."""
     names = list(Scene(objects=[]).material_names)
     pole = panel("pole", "concrete", names, (distance_m, y_m, 0.0), (0, 0.075, 0), (0, 0, 6.0), 5)
-    return Scene(objects=[pole], material_names=names, ego=StaticTrajectory(Pose.identity()),
-                 sensor_mount=Pose.identity())  # fmt: skip
+    return Scene(
+        objects=[pole],
+        material_names=names,
+        ego=StaticTrajectory(Pose.identity()),
+        sensor_mount=Pose.identity(),
+    )
 
 
 OS1_128_AZIMUTHS = [4.27, 1.43, -1.39, -4.23] * 32

@@ -191,8 +191,17 @@ def _accelerating_turning_scans(n: int) -> list[Scan]:
         t = k * PERIOD * 1e-9
         yaw = np.radians(30.0) * t
         q = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
-        out.append(Scan(k, k * PERIOD, empty_points(), 0, 0, sensor_position=np.array([t * t, 0.0, 0.0]),
-                        sensor_rotation=q))  # fmt: skip
+        out.append(
+            Scan(
+                k,
+                k * PERIOD,
+                empty_points(),
+                0,
+                0,
+                sensor_position=np.array([t * t, 0.0, 0.0]),
+                sensor_rotation=q,
+            )
+        )
     return out
 
 

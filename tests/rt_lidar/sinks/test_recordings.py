@@ -17,11 +17,15 @@ _PF_NUMPY = {2: "u1", 4: "<u2", 6: "<u4", 7: "<f4"}  # sensor_msgs/PointField da
 @pytest.mark.parametrize(
     ("storage", "fields", "names", "step"),
     [
-        ("mcap", None, ["x", "y", "z", "intensity", "ring", "time", "reflectivity", "return_id", "flags",
-                        "segment"], 32),
+        (
+            "mcap",
+            None,
+            ["x", "y", "z", "intensity", "ring", "time", "reflectivity", "return_id", "flags", "segment"],
+            32,
+        ),
         ("sqlite3", "velodyne", ["x", "y", "z", "intensity", "ring", "time"], 22),
     ],
-)  # fmt: skip
+)
 def test_rosbag2_reads_back_bit_exact(tmp_path, pipeline_scans, storage, fields, names, step):
     from rosbags.highlevel import AnyReader
 
@@ -84,16 +88,19 @@ def test_a_killed_rosbag2_recording_reads_up_to_its_last_finished_segment(tmp_pa
     bag = tmp_path / "bag"
     proc = subprocess.Popen(
         [sys.executable, "-c", _KILLED_WRITER, f"rosbag2:{bag},storage={storage},segment=2"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     written = [int(proc.stdout.readline()) for _ in range(7)]
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     with AnyReader([bag]) as reader:
         clouds = [c for c in reader.connections if c.topic == "/points"]
-        xs = [float(np.frombuffer(bytes(reader.deserialize(raw, c.msgtype).data[:4]), "<f4")[0])
-              for c, _, raw in reader.messages(connections=clouds)]  # fmt: skip
+        xs = [
+            float(np.frombuffer(bytes(reader.deserialize(raw, c.msgtype).data[:4]), "<f4")[0])
+            for c, _, raw in reader.messages(connections=clouds)
+        ]
     # 7 scans were written when it died; segments of 2 finished at scans 2, 4 and 6 (maybe 8)
     assert written == list(range(7))
     assert xs[:6] == [0, 1, 2, 3, 4, 5]

@@ -85,12 +85,18 @@ def test_a_ros2_node_in_another_process_gets_every_scan_as_rosbags_serialises_it
     try:
         summary = run_demo(
             RunConfig(
-                preset="VLP-16", frames=frames, out=str(tmp_path / "demo"), progress=False, in_process=True,
+                preset="VLP-16",
+                frames=frames,
+                out=str(tmp_path / "demo"),
+                progress=False,
+                in_process=True,
                 stamp=stamp,
-                sinks=(f"ros2:/lidar/points,domain={dds_domain},frame=velodyne",
-                       f"rosbag2:{tmp_path / 'bag'},topic=/lidar/points,frame=velodyne"),
+                sinks=(
+                    f"ros2:/lidar/points,domain={dds_domain},frame=velodyne",
+                    f"rosbag2:{tmp_path / 'bag'},topic=/lidar/points,frame=velodyne",
+                ),
             )
-        )  # fmt: skip
+        )
         got = _finish_reader(reader)
     finally:
         reader.kill()
@@ -140,11 +146,15 @@ def test_cdr_is_byte_identical_to_rosbags_serialisation(pipeline_scans, preset, 
     time_msg = T["builtin_interfaces/msg/Time"](sec=stamp // 10**9, nanosec=stamp % 10**9)
     ref = T["sensor_msgs/msg/PointCloud2"](
         header=T["std_msgs/msg/Header"](stamp=time_msg, frame_id="lidar"),
-        height=1, width=scan.points.size,
+        height=1,
+        width=scan.points.size,
         fields=[pf(name=n, offset=o, datatype=d, count=1) for n, o, d in cloud_fields(layout)],
-        is_bigendian=False, point_step=layout.itemsize, row_step=layout.itemsize * scan.points.size,
-        data=cloud_bytes(scan.points, layout), is_dense=True,
-    )  # fmt: skip
+        is_bigendian=False,
+        point_step=layout.itemsize,
+        row_step=layout.itemsize * scan.points.size,
+        data=cloud_bytes(scan.points, layout),
+        is_dense=True,
+    )
     assert ours == bytes(ts.serialize_cdr(ref, ref.__msgtype__))
     tf_ours = mount_message((0.1, -0.2, 1.9, 0.5, 0.5, 0.5, 0.5), "base_link", "lidar", stamp).serialize()
     v = T["geometry_msgs/msg/Vector3"](x=0.1, y=-0.2, z=1.9)
@@ -166,10 +176,19 @@ def test_ouster_presets_get_ouster_ros_point_layout(pipeline_scans):
     layout = cloud_layout(load_preset("OS1-64"), "all")
     assert layout.itemsize == 48
     assert cloud_fields(layout) == [
-        ("x", 0, 7), ("y", 4, 7), ("z", 8, 7), ("intensity", 16, 7), ("t", 20, 6), ("reflectivity", 24, 4),
-        ("ring", 26, 4), ("ambient", 28, 4), ("range", 32, 6),
-        ("return_id", 36, 2), ("flags", 37, 2), ("segment", 40, 6),
-    ]  # fmt: skip
+        ("x", 0, 7),
+        ("y", 4, 7),
+        ("z", 8, 7),
+        ("intensity", 16, 7),
+        ("t", 20, 6),
+        ("reflectivity", 24, 4),
+        ("ring", 26, 4),
+        ("ambient", 28, 4),
+        ("range", 32, 6),
+        ("return_id", 36, 2),
+        ("flags", 37, 2),
+        ("segment", 40, 6),
+    ]
     scan = pipeline_scans("OS1-64", 1)[0]
     pts = scan.points
     cloud = cloud_bytes(pts, layout).view(layout)

@@ -218,8 +218,15 @@ def test_the_legend_names_every_mode_and_flag() -> None:
     assert "0..100" in color_legend("intensity", scales) and "0..50 m" in color_legend("range", scales)
     assert "ring 0..15" in color_legend("ring", scales)
     flags = color_legend("flags")
-    words = {"SATURATED": "saturated", "BLOOM": "bloom", "RAIN_CLUTTER": "rain", "SNOW_CLUTTER": "snow",
-             "FOG_CLUTTER": "fog", "AMBIENT_NOISE": "sun", "THROUGH_GLASS": "glass"}  # fmt: skip
+    words = {
+        "SATURATED": "saturated",
+        "BLOOM": "bloom",
+        "RAIN_CLUTTER": "rain",
+        "SNOW_CLUTTER": "snow",
+        "FOG_CLUTTER": "fog",
+        "AMBIENT_NOISE": "sun",
+        "THROUGH_GLASS": "glass",
+    }
     assert all(words[str(flag.name)] in flags for flag, _rgba in FLAG_COLORS)
     assert all(color_legend(m) for m in COLOR_MODES)
     with pytest.raises(ValueError, match="unknown colour mode"):

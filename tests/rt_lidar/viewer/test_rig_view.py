@@ -74,10 +74,19 @@ class _RigFrames:
         for i, s in enumerate(rig.sensors):
             pts = _scan(1000 * (i + 1)).points
             mount = s.entry.mount
-            header = {"kind": "scan", "n": int(pts.size), "seq": i, "sensor": s.name, "sensor_index": i,
-                      "sensors": 3, "preset": s.preset.name, "wall_time_ns": time.time_ns(),
-                      "mount": {"xyz": list(mount.xyz), "rpy_deg": list(mount.rpy_deg)},
-                      "elevations_deg": list(np.linspace(-15, 15, 16)), "columns": 512}  # fmt: skip
+            header = {
+                "kind": "scan",
+                "n": int(pts.size),
+                "seq": i,
+                "sensor": s.name,
+                "sensor_index": i,
+                "sensors": 3,
+                "preset": s.preset.name,
+                "wall_time_ns": time.time_ns(),
+                "mount": {"xyz": list(mount.xyz), "rpy_deg": list(mount.rpy_deg)},
+                "elevations_deg": list(np.linspace(-15, 15, 16)),
+                "columns": 512,
+            }
             self.frames[f"scan/{s.name}"] = StreamFrame(header, points=pts)
         self.more = 0
 

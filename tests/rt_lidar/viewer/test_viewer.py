@@ -131,8 +131,14 @@ class _Scans:
         pts["x"], pts["y"], pts["z"] = 15 * np.cos(az), 15 * np.sin(az), rng.uniform(-2, 2, n)
         pts["intensity"] = rng.uniform(0, 255, n)
         pts["ring"] = np.arange(n) % 16
-        header = {"kind": "scan", "n": n, "seq": 0, "elevations_deg": list(np.linspace(-15, 15, 16)),
-                  "columns": 512, "range_max_m": 80.0}  # fmt: skip
+        header = {
+            "kind": "scan",
+            "n": n,
+            "seq": 0,
+            "elevations_deg": list(np.linspace(-15, 15, 16)),
+            "columns": 512,
+            "range_max_m": 80.0,
+        }
         self.frame = StreamFrame(header, points=pts)
         self.more = 0
 
@@ -346,8 +352,13 @@ def test_clicking_a_point_marks_it_and_shows_its_fields(qtbot) -> None:
     w, h = win.view.width(), win.view.height()
     screen = project_points(win._positions, win.view.mvp(), w, h)
     # a point well inside the view, in front of the camera
-    ok = np.nonzero((screen[:, 2] > 0) & (screen[:, 0] > 100) & (screen[:, 0] < w - 100)
-                    & (screen[:, 1] > 100) & (screen[:, 1] < h - 100))[0]  # fmt: skip
+    ok = np.nonzero(
+        (screen[:, 2] > 0)
+        & (screen[:, 0] > 100)
+        & (screen[:, 0] < w - 100)
+        & (screen[:, 1] > 100)
+        & (screen[:, 1] < h - 100)
+    )[0]
     x, y = screen[ok[len(ok) // 2], :2]
     click = QtCore.QPoint(round(float(x)), round(float(y)))
     want = pick_point(win._positions, win.view.mvp(), w, h, click.x(), click.y())

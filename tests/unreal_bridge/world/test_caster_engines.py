@@ -40,8 +40,15 @@ def setup() -> dict[str, Any]:
     fz = bench.frozen(scene, T_FREEZE)
     world = World(fz)
     v, f = bench.flat_mesh(fz)
-    return {"bench": bench, "o": o, "d": d, "v": v, "f": f, "world": world,
-            "hits": world.cast(o, d, T_FREEZE, MAX_RANGE)}  # fmt: skip
+    return {
+        "bench": bench,
+        "o": o,
+        "d": d,
+        "v": v,
+        "f": f,
+        "world": world,
+        "hits": world.cast(o, d, T_FREEZE, MAX_RANGE),
+    }
 
 
 def _needs(module: str) -> None:
