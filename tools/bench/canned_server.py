@@ -67,7 +67,8 @@ def record(preset_name: str, out: Path, sim_hz: float = 20.0, scene: str = "stre
             {
                 "pose": [list(a.pose.position), list(a.pose.orientation)],
                 "time_stamp": a.time_stamp,
-                "info": dict(a.info),
+                # the pose samples go only to a client that asks (a rig's crosstalk): not replayed
+                "info": {k: v for k, v in a.info.items() if k != "pose_samples"},
                 "extras": list(a.extras),
             }
         )
