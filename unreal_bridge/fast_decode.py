@@ -244,7 +244,8 @@ def _type_bytes(candidates: np.ndarray) -> np.ndarray:
 def _narrow_elements(raw: np.ndarray, types: np.ndarray, starts: np.ndarray, count: int) -> np.ndarray | None:
     """The first ``count`` elements given the type bytes' places, or ``None`` if one is not a narrow int."""
     kind = np.zeros(count, dtype=np.uint8)  # the element's type byte, 0 for a fixint
-    kind[starts[starts < count]] = raw.take(types[starts < count])
+    inside = starts < count
+    kind[starts[inside]] = raw.take(types[inside])
     last = np.cumsum((kind != 0).view(np.uint8), dtype=np.int32)  # int64 accumulation is ~10x slower
     last += np.arange(count, dtype=np.int32)
     tail = raw.take(last)  # each element's last byte: the fixint or the payload
