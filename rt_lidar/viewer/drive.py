@@ -202,8 +202,8 @@ class AirSimControlSink:
             self.connections += 1
         controls = self._controls_type(throttle=cmd.throttle, steering=cmd.steering, brake=cmd.brake)
         self.client.set_car_controls(controls, self.vehicle_name)
-        self.sent += 1
         self.error = None
+        self.sent += 1  # last: a reader that sees the count sees the cleared error too
 
     def _run(self) -> None:
         while True:

@@ -53,6 +53,8 @@ def test_the_drive_link_waits_for_the_server_and_follows_it_through_a_restart() 
         server, sim = _server(port)
         try:
             _until(lambda: sim.controls.throttle == 0.5)  # the queued controls went out once it was up
+            # the server applies the controls before its reply reaches the sender thread
+            _until(lambda: sink.sent == 1)
             assert sink.status == f"connected to 127.0.0.1:{port}" and sink.connections == 1
             assert _api_control(port)
         finally:
@@ -63,6 +65,7 @@ def test_the_drive_link_waits_for_the_server_and_follows_it_through_a_restart() 
         server, sim = _server(port)  # a restarted simulation on the same port
         try:
             _until(lambda: sim.controls.throttle == 1.0 and sim.controls.steering == 0.3)
+            _until(lambda: sink.sent == 2)
             assert sink.connections == 2 and sink.error is None
             assert _api_control(port)
         finally:
