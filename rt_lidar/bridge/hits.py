@@ -51,14 +51,17 @@ def hits_to_wire(
         extras["pulse_direction"] = np.repeat(hits.firings.directions(), n, axis=0)
     miss = ~np.isfinite(hits.range_m)
     rng = np.where(miss, np.float32(np.nan), hits.range_m).astype(np.float32)
-    points = hits.direction * np.where(miss, 0.0, hits.range_m)[:, None].astype(np.float32)
-    normals = np.zeros_like(hits.direction)
-    # the physics needs only the incidence cosine; a normal consistent with it, facing the ray
-    normals[~miss] = -hits.direction[~miss]
+    points = hits.direction * np.where(miss, np.float32(0.0), hits.range_m)[:, None]
+    # the physics needs only the incidence cosine; a normal consistent with it, facing the ray (and
+    # zero for a miss: the rows of misses are written after the negation, not picked out before it)
+    normals = np.negative(hits.direction, dtype=np.float32)
+    normals[miss] = 0.0
+    segmentation = hits.segment.astype(np.int32)
+    segmentation[miss] = -1
     return LidarHits(
-        points=points.astype(np.float32),
+        points=points.astype(np.float32, copy=False),
         normals=normals,
-        segmentation=np.where(miss, -1, hits.segment.astype(np.int64)).astype(np.int32),
+        segmentation=segmentation,
         ring=np.repeat(hits.firings.ring, n).astype(np.uint16),
         time=np.repeat(hits.firings.t_ns, n) + np.int64(t_offset_ns),
         range=rng,
