@@ -34,6 +34,7 @@ __all__ = [
     "BEAM_EXIT_DIAMETER_M",
     "OVERLAP_FULL_M",
     "OVERLAP_START_M",
+    "RHO_RAIN_DROP",
     "WEATHER_LIMITS",
     "WeatherConfig",
     "WeatherModel",
@@ -47,10 +48,16 @@ OVERLAP_START_M, OVERLAP_FULL_M = 1.5, 6.0
 """Where the receiver's field of view starts to / fully covers the beam (Hahner's R_1, R_2; "R_2 < 10 m
 in most sensor systems"): echoes from closer than that are weakened, as for a biaxial spinning lidar.
 Chosen so that fog clutter starts near 500 m visibility on a VLP-16 (see docs of :mod:`kernels.weather`)."""
+RHO_RAIN_DROP = 0.0141
+"""Backscatter reflectance of one rain drop, fitted (issue 14, item 10) to the VLP-16 rain-clutter
+calibration of Linnhoff et al. 2022 (Sensors 22(14) 5266, measured on a long-term outdoor rig): the value
+that makes the expected share of open-sky beams holding a detectable drop closest to theirs (1.69e-4 per
+mm/h) over 1-20 mm/h, in log terms. ``rt-lidar validate --only clutter_calibration`` re-derives it and
+states the residuals; water's Fresnel reflectance at normal incidence (0.02) was the value before."""
 ICE_REFRACTIVE_INDEX = 1.31  # at 905 nm (Warren & Brandt 2008)
 RHO_SNOWFLAKE = ((ICE_REFRACTIVE_INDEX - 1) / (ICE_REFRACTIVE_INDEX + 1)) ** 2
 """Backscatter reflectance of one flake: the Fresnel reflectance of ice at normal incidence (0.018), as
-LISA (Kilic et al. 2021) treats snow and as the rain model treats drops. Clutter then stays within
+LISA (Kilic et al. 2021) treats snow (drops use a fitted value, :data:`RHO_RAIN_DROP`). Clutter stays within
 ~10 m of the sensor and grows with the snowfall rate (``rt-lidar validate --only snow_clutter``)."""
 RANGE_NOISE_M_PER_MM_H = 5e-4
 """Extra range noise (1 sigma) per mm/h of precipitation: 2.5 cm at 50 mm/h, on top of the SNR-driven
@@ -153,7 +160,7 @@ class WeatherModel:
         species = []
         if c.rain_mm_h > 0:
             lam = float(kw.marshall_palmer_slope(c.rain_mm_h))
-            lo, hi, rho = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, kw.RHO_FRESNEL_WATER
+            lo, hi, rho = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, RHO_RAIN_DROP
             tab = kw.detectable_particle_table(
                 kw.MP_N0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, r1, r2, zmin, zmax
             )

@@ -31,3 +31,25 @@ def test_extinction_scale_fit_reproduces_the_model_at_scale_one() -> None:
     s = rain_extinction_scale_for(preset, 0.2148, 30.0)  # the analytic loss at 30 mm/h (docs)
     assert s == pytest.approx(1.0, abs=0.02)
     assert rain_extinction_scale_for(preset, 0.35, 30.0) > 1.5
+
+
+def test_the_drop_reflectance_fit_recovers_a_known_reflectance_and_is_the_one_in_use() -> None:
+    """The fit's inverse: rain points per beam made by the model itself at a known drop reflectance give
+    that reflectance back; and the constant the weather model uses is what the fit to Linnhoff's VLP-16
+    calibration gives."""
+    import rt_lidar.validation.clutter_calibration as cc
+    from rt_lidar.physics.weather import RHO_RAIN_DROP
+
+    preset = load_preset("VLP-16")
+    rho_fit, loss = cc.fit_rain_drop_rho(preset)
+    assert rho_fit == pytest.approx(RHO_RAIN_DROP, rel=0.03) and loss > 0.0
+    # made-up measurements: the model's own points per beam at rho = 0.05 (not rate-linear as
+    # Linnhoff's); the fit must return 0.05 with a loss of (nearly) zero
+    synthetic = {r: cc.rain_clutter_expectation(preset, r, 0.05)[0] for r in cc.FIT_RAIN_MM_H}
+    rho, loss = cc.fit_rain_drop_rho(preset, synthetic.__getitem__)
+    assert rho == pytest.approx(0.05, rel=1e-3) and loss < 1e-8
+    # the expectation itself: more rain, more drops; a brighter drop is seen farther
+    p5, q5 = cc.rain_clutter_expectation(preset, 5.0)
+    p20, _ = cc.rain_clutter_expectation(preset, 20.0)
+    _, q_bright = cc.rain_clutter_expectation(preset, 5.0, 0.2)
+    assert 0.0 < p5 < p20 < 1.0 and q5 == sorted(q5) and q_bright[2] > q5[2]
