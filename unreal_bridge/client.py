@@ -12,7 +12,7 @@ converted from NED to the project frame (x forward, y left, z up) by :mod:`unrea
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -381,6 +381,29 @@ class AirSimClient:
     def sim_get_segmentation_object_id(self, mesh_name: str) -> int:
         """``simGetSegmentationObjectID`` (-1 for an unknown mesh)."""
         return int(self.rpc.call("simGetSegmentationObjectID", mesh_name))
+
+    def send_frame_request(
+        self, seconds: float, lidar_name: str = "", vehicle_name: str = ""
+    ) -> tuple[int, int]:
+        """Send ``simContinueForTime(seconds)`` and ``rtLidarGetHits`` over TCP without waiting (the next
+        lockstep frame asked ahead, see :meth:`RpcClient.send_request`); :meth:`read_frame` takes the
+        answer. The server casts the frame while this side still works on the previous one."""
+        self.transport = "tcp"
+        return (
+            self.rpc.send_request("simContinueForTime", [float(seconds)]),
+            self.rpc.send_request("rtLidarGetHits", [lidar_name, vehicle_name]),
+        )
+
+    def read_frame(
+        self, request: tuple[int, int], before_decode: Callable[[], None] | None = None
+    ) -> LidarHits:
+        """The hits of a frame :meth:`send_frame_request` asked for; ``before_decode`` runs once its
+        bytes are in, before they are turned into arrays (to ask for the next frame meanwhile)."""
+        self.rpc.read_response(request[0])
+        raw = self.rpc.read_response(request[1])
+        if before_decode is not None:
+            before_decode()
+        return decode_hits(raw)
 
     # time ------------------------------------------------------------------------------------------
     def sim_pause(self, is_paused: bool) -> None:

@@ -17,6 +17,7 @@ sends malformed or oversized input without disturbing the others. Nothing is eve
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import dataclasses
@@ -198,6 +199,10 @@ class RpcClient:
         self._buf = bytearray(min(_INITIAL_BUF, max_message_size + 1))
         self._filled = 0
         self._deadline: float | None = None  # of the call in progress (monotonic), None: no timeout
+        self._in_flight: collections.deque[tuple[int, str, Mapping[str, npt.DTypeLike]]] = collections.deque()
+        """Requests sent by :meth:`send_request` whose answers are not read yet, in the order sent."""
+        self._answers: dict[int, Any] = {}
+        """Answers read ahead of the one a call waited for (by msgid)."""
 
     # connection ------------------------------------------------------------------------------------
     def connect(self) -> None:
@@ -240,7 +245,9 @@ class RpcClient:
             self._buf = small
 
     def close(self) -> None:
-        """Close the connection (a later call reconnects)."""
+        """Close the connection (a later call reconnects; answers still in flight are lost)."""
+        self._in_flight.clear()
+        self._answers.clear()
         sock, self._sock = self._sock, None
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -288,23 +295,64 @@ class RpcClient:
             self.close()
             raise ConnectionLost(method, f"sending the request failed: {exc}") from exc
 
+    def send_request(
+        self, method: str, args: Sequence[Any], arrays: Mapping[str, npt.DTypeLike] | None = None
+    ) -> int:
+        """Send the request ``method(*args)`` now and return its msgid; :meth:`read_response` takes its
+        answer later. Meanwhile the server works on it while this side does something else (a frame's
+        decode overlapping the server's cast of the next one); the connection serves requests in order,
+        so any later call reads this answer first and keeps it for :meth:`read_response`."""
+        with self._lock:
+            self._start_deadline()
+            msgid = next(self._ids) & 0xFFFFFFFF
+            self._send(method, self._packer.pack([REQUEST, msgid, method, list(args)]))
+            self._in_flight.append((msgid, method, arrays or {}))
+            return msgid
+
+    def read_response(self, msgid: int) -> Any:
+        """The result of the request :meth:`send_request` sent as ``msgid`` (the whole call's timeout
+        counts from now); its error as :class:`RpcError`. :class:`ConnectionLost` when the connection
+        went away since (its answer is lost with it)."""
+        with self._lock:
+            self._start_deadline()
+            while msgid not in self._answers:
+                if not any(m == msgid for m, _, _ in self._in_flight):
+                    raise ConnectionLost(None, f"the answer to request {msgid} was lost with its connection")
+                self._read_in_flight()
+            method, message = self._answers.pop(msgid)
+        return self._result(method, message)
+
+    def _read_in_flight(self) -> None:
+        """Read the answer of the oldest request in flight into :attr:`_answers`."""
+        msgid, method, arrays = self._in_flight[0]
+        message = self._read_message(method, arrays)
+        self._in_flight.popleft()
+        self._check_response(method, msgid, message)
+        self._answers[msgid] = (method, message)
+
+    def _check_response(self, method: str, msgid: int, message: Any) -> None:
+        if not (
+            isinstance(message, list) and len(message) == 4 and message[0] == RESPONSE and message[1] == msgid
+        ):
+            self.close()
+            raise ProtocolError(f"answer to '{method}' (id {msgid}) is not its response: {message!r:.80}")
+
+    @staticmethod
+    def _result(method: str, message: list[Any]) -> Any:
+        if message[2] is not None:
+            raise RpcError(method, message[2])
+        return message[3]
+
     def _roundtrip(self, method: str, args: tuple[Any, ...], arrays: Mapping[str, npt.DTypeLike]) -> Any:
         with self._lock:
             self._start_deadline()
             msgid = next(self._ids) & 0xFFFFFFFF
             self._send(method, self._packer.pack([REQUEST, msgid, method, list(args)]))
+            while self._in_flight:  # answers of requests sent ahead come first: kept for their reader
+                self._read_in_flight()
             message = self._read_message(method, arrays)
-            if not (
-                isinstance(message, list)
-                and len(message) == 4
-                and message[0] == RESPONSE
-                and message[1] == msgid
-            ):
-                self.close()
-                raise ProtocolError(f"answer to '{method}' (id {msgid}) is not its response: {message!r:.80}")
-        if message[2] is not None:
-            raise RpcError(method, message[2])
-        return message[3]
+            self._check_response(method, msgid, message)
+        return self._result(method, message)
 
     def _read_message(self, method: str, arrays: Mapping[str, npt.DTypeLike]) -> Any:
         """Receive one whole message into the buffer and decode it.

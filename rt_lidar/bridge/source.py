@@ -18,8 +18,9 @@ the sim swept since the previous read.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +38,7 @@ from rt_lidar.sensor.beam import BeamConfig, SubRayPattern
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between
-from unreal_bridge import AirSimClient, RpcError
+from unreal_bridge import AirSimClient, LidarHits, RpcError
 from unreal_bridge.beam_call import SunArg
 from unreal_bridge.wire import FluPose
 
@@ -143,6 +144,13 @@ class BridgeSource:
         self._sun: SunArg = None
         self._beam_call: bool | None = None
         """Whether the server offers ``rtLidarGetBeamHits`` (None: not asked yet)."""
+        self.ask_ahead: Callable[[int, int], tuple[int, int] | None] | None = None
+        """Lockstep: given the frame being fetched, the one that will be asked for next (None: none
+        known). Set by :func:`bridge_pipeline`; with it the request for the next frame goes out as soon
+        as this frame's answer is in, so the server casts it while this side decodes and runs the
+        physics (see :meth:`hits`)."""
+        self._ahead: tuple[int, int, tuple[int, int]] | None = None
+        """(t0, t1, request) of the frame asked ahead, its answer not read yet."""
         if not lockstep:
             client.sim_pause(False)  # free run follows a running sim (a previous lockstep run left it paused)
         self.stats.extension = self._probe_extension() if use_extension is None else use_extension
@@ -252,6 +260,55 @@ class BridgeSource:
         """Material names the hits' material numbers index (the server's, or the packaged table's)."""
         return self._material_names
 
+    def _can_ask_ahead(self) -> bool:
+        """Whether frames go out one ahead: lockstep frames this source advances, over TCP with our
+        extension's plain call (sub-ray bundles, pose samples and shared memory keep one call a frame)."""
+        return (
+            self.ask_ahead is not None
+            and self.lockstep
+            and self.advance_clock
+            and self.stats.extension
+            and self._beam is None
+            and not self.poses
+            and self.client.shm_refused is not None
+        )
+
+    def _drop_asked_ahead(self) -> None:
+        """Read and drop the answer of a frame asked ahead that is not wanted any more (the sim has moved
+        past it: the lockstep check of the next frame says so)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            with contextlib.suppress(RpcError):
+                self.client.read_frame(ahead[2])
+
+    def _fetch_asked_ahead(self, t0_ns: int, t1_ns: int) -> tuple[Hits, int, int]:
+        """Frame ``[t0_ns, t1_ns)`` as :meth:`_fetch_extension` gets it, with the next frame's request
+        sent before this one's answer is decoded: the server's cast of frame k+1 overlaps this side's
+        decode and physics of frame k. The requests and answers are exactly those of one frame at a
+        time, in the same order, so the scans are the same."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[:2] != (t0_ns, t1_ns):
+            self._ahead = ahead
+            self._drop_asked_ahead()
+            ahead = None
+        request = ahead[2] if ahead is not None else None
+        if request is None:
+            request = self.client.send_frame_request(
+                (t1_ns - t0_ns) * 1e-9, self.lidar_name, self.vehicle_name
+            )
+        nxt = self.ask_ahead(t0_ns, t1_ns) if self.ask_ahead is not None else None
+
+        def ask_next() -> None:
+            if nxt is not None:
+                dt = (nxt[1] - nxt[0]) * 1e-9
+                self._ahead = (
+                    nxt[0],
+                    nxt[1],
+                    self.client.send_frame_request(dt, self.lidar_name, self.vehicle_name),
+                )
+
+        return self._hits_of_answer(self.client.read_frame(request, before_decode=ask_next))
+
     def _fetch_extension(self) -> tuple[Hits, int, int]:
         try:
             if self._beam is None:
@@ -274,6 +331,10 @@ class BridgeSource:
                 f"lidar '{self.lidar_name}': the server answered without info.pose_samples (a rig's "
                 "--crosstalk needs each pulse's world pose)"
             )
+        return self._hits_of_answer(ans)
+
+    def _hits_of_answer(self, ans: LidarHits) -> tuple[Hits, int, int]:
+        """The hits of an extension answer, with the interval it covers."""
         t0 = int(ans.info.get("t0_ns", self._last_ns or 0))
         t1 = int(ans.info.get("t1_ns", ans.time_stamp))
         if self._origin_ns is None:
@@ -312,18 +373,22 @@ class BridgeSource:
         sim swept. (The pipeline's ``prefetch`` overlaps this call with the previous frame's physics.)
         """
         t_wall = time.perf_counter()
-        if self.lockstep and self.advance_clock:
-            self.client.sim_continue_for_time((t1_ns - t0_ns) * 1e-9)
-        else:
-            wait = 1.0 / self.sim_hz - (t_wall - self._last_wall)
-            if wait > 0:
-                time.sleep(wait)
-            self._last_wall = time.perf_counter()
         pose_start = self._pose
-        if self.stats.extension:
-            hits, s0, s1 = self._fetch_extension()
+        if self._can_ask_ahead():
+            hits, s0, s1 = self._fetch_asked_ahead(t0_ns, t1_ns)
         else:
-            hits, s0, s1 = self._fetch_stock(firings if self.lockstep else None)
+            self._drop_asked_ahead()
+            if self.lockstep and self.advance_clock:
+                self.client.sim_continue_for_time((t1_ns - t0_ns) * 1e-9)
+            else:
+                wait = 1.0 / self.sim_hz - (t_wall - self._last_wall)
+                if wait > 0:
+                    time.sleep(wait)
+                self._last_wall = time.perf_counter()
+            if self.stats.extension:
+                hits, s0, s1 = self._fetch_extension()
+            else:
+                hits, s0, s1 = self._fetch_stock(firings if self.lockstep else None)
         hits.pose_start = pose_start
         self._pose = hits.pose_end = hits.pose_end or pose_start
         self._last_ns = s1
@@ -375,9 +440,11 @@ def bridge_pipeline(
     )
     resolved = negotiate(source, source.preset, config)
     physics = SensorPhysics.from_preset(source.preset, source.material_names, config=resolved)
-    return Pipeline(
+    pipeline = Pipeline(
         source.preset, source, physics, sim_hz=sim_hz, seed=seed, start_ns=source.start_ns, prefetch=True
     )
+    source.ask_ahead = pipeline.next_interval  # the frames it asks for, in order: one goes out ahead
+    return pipeline
 
 
 def airsim_mount(client: AirSimClient, lidar_name: str = "", vehicle_name: str = "") -> tuple[float, ...]:

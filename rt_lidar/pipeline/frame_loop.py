@@ -106,6 +106,17 @@ class Pipeline:
             k + 1, self.sim_hz
         )
 
+    def next_interval(self, t0_ns: int, t1_ns: int) -> tuple[int, int] | None:
+        """The sim frame this pipeline asks its source for after ``[t0_ns, t1_ns)`` (None without
+        prefetch, when nothing reads ahead of the frame in progress, or for an interval that is not
+        one of its frames)."""
+        if not self.prefetch:
+            return None
+        k = round((t0_ns - self.start_ns) * self.sim_hz / 1e9)
+        if self._interval(k) != (t0_ns, t1_ns):
+            return None
+        return self._interval(k + 1)
+
     def _fetch(self, k: int) -> tuple[Firings, Hits]:
         t0, t1 = self._interval(k)
         firings = firings_between(self.preset, t0, t1)
