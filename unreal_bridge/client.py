@@ -71,7 +71,7 @@ def _hits_field(
             data = segment.read(ref[0], ref[1])
         except ValueError as exc:
             raise WireFormatError(f"rtLidarGetHits: field '{name}': {exc}") from None
-    if dtype not in HITS_DTYPES or not isinstance(data, bytes) or not isinstance(shape, list):
+    if dtype not in HITS_DTYPES or not isinstance(data, bytes | memoryview) or not isinstance(shape, list):
         raise WireFormatError(f"rtLidarGetHits: field '{name}' has dtype {dtype!r} / no bin data")
     if not shape or shape[0] != count or any(not isinstance(s, int) or s < 0 for s in shape):
         raise WireFormatError(f"rtLidarGetHits: field '{name}' has shape {shape}, expected ({count}, ...)")

@@ -124,7 +124,7 @@ def _map_header(n: int) -> bytes:
     return b"\xdf" + n.to_bytes(4, "big")
 
 
-_CONTAINERS = (Raw, dict, list, tuple, np.ndarray)
+_CONTAINERS = (Raw, dict, list, tuple, np.ndarray, memoryview)
 _INT32 = np.iinfo(np.int32)
 
 
@@ -137,9 +137,21 @@ def _pack_ndarray(arr: np.ndarray, packer: msgpack.Packer) -> bytes:
     return bytes(packer.pack(arr.tolist()))
 
 
-def _pack_into(out: list[bytes], obj: Any, packer: msgpack.Packer) -> None:
+def _bin_header(n: int) -> bytes:
+    if n < 0x100:
+        return bytes((0xC4, n))
+    if n < 0x10000:
+        return b"\xc5" + n.to_bytes(2, "big")
+    return b"\xc6" + n.to_bytes(4, "big")
+
+
+def _pack_into(out: list[bytes | memoryview], obj: Any, packer: msgpack.Packer) -> None:
     if isinstance(obj, Raw):
         out.append(obj.data)
+    elif isinstance(obj, memoryview):  # bin, as msgpack packs it, without copying the bytes twice
+        view = obj if obj.ndim == 1 and obj.format == "B" else memoryview(obj.tobytes())
+        out.append(_bin_header(view.nbytes))
+        out.append(view)
     elif isinstance(obj, np.ndarray):
         out.append(_pack_ndarray(obj, packer))
     elif isinstance(obj, dict):
@@ -161,7 +173,7 @@ def pack(obj: Any, packer: msgpack.Packer | None = None) -> bytes:
     NumPy float arrays go as float32 arrays, int arrays that fit int32 as uniform int arrays of the
     narrowest width (no per-element work).
     """
-    out: list[bytes] = []
+    out: list[bytes | memoryview] = []
     _pack_into(out, obj, packer or new_packer())
     return b"".join(out)
 

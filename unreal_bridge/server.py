@@ -255,7 +255,7 @@ def encode_hits(hits: LidarHits, shm: ShmTarget | None = None, poses: bool = Fal
         answer["shm_refused"] = f"segment of {shm.capacity + HEADER_BYTES} bytes too small"
         answer["shm_needed"] = needed
     answer["fields"] = {
-        name: {"dtype": code, "shape": shape, "data": a.tobytes()}
+        name: {"dtype": code, "shape": shape, "data": memoryview(a.reshape(-1).view(np.uint8))}  # no copy
         for name, (code, shape, a) in fields.items()
     }
     return answer

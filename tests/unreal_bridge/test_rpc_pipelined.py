@@ -68,3 +68,18 @@ def test_the_timeout_counts_from_the_read(server) -> None:
         slow = client.send_request("wait", [])
         with pytest.raises(Exception, match="deadline"):
             client.read_response(slow)
+
+
+@pytest.mark.parametrize("n", [0, 1, 255, 256, 65535, 65536, 300_001])
+def test_a_memoryview_packs_as_msgpack_packs_its_bytes(n: int) -> None:
+    """``rpc.pack`` writes a memoryview (an answer's field, not copied first) as the bin msgpack makes of
+    the same bytes, whatever its size class (bin8/16/32), shape or item type."""
+    import msgpack
+
+    from unreal_bridge.rpc import pack
+
+    raw = np.arange(n, dtype=np.uint8)
+    grid = np.arange(3 * (n // 12), dtype=np.float32).reshape(-1, 3)
+    value = {"data": memoryview(raw), "grid": [memoryview(grid), 7], "empty": memoryview(grid[:0])}
+    want = {"data": raw.tobytes(), "grid": [grid.tobytes(), 7], "empty": b""}
+    assert pack(value) == msgpack.packb(want, use_bin_type=True)
