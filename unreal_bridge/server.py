@@ -255,10 +255,15 @@ def encode_hits(hits: LidarHits, shm: ShmTarget | None = None, poses: bool = Fal
         answer["shm_refused"] = f"segment of {shm.capacity + HEADER_BYTES} bytes too small"
         answer["shm_needed"] = needed
     answer["fields"] = {
-        name: {"dtype": code, "shape": shape, "data": memoryview(a.reshape(-1).view(np.uint8))}  # no copy
+        name: {"dtype": code, "shape": shape, "data": _bytes_view(a)}
         for name, (code, shape, a) in fields.items()
     }
     return answer
+
+
+def _bytes_view(a: np.ndarray) -> memoryview:
+    """The bytes of a contiguous array, not copied (``rpc.pack`` writes them as one bin)."""
+    return memoryview(cast(Any, a.reshape(-1).view(np.uint8)))
 
 
 def _requests(raw: Any) -> list[ImageRequest]:
