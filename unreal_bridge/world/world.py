@@ -146,6 +146,7 @@ class World:
             self._static_owner = np.array([-1], np.int32)
         self._index = {o.name: i for i, o in enumerate(objs)}
         self._pose_cache: dict[float, list[Pose]] = {}
+        self._sphere_cache: dict[tuple[float, float], list[tuple[F64, float]]] = {}
         self._pose_lock = threading.Lock()
 
     # -- scene queries -------------------------------------------------------------------------
@@ -268,8 +269,7 @@ class World:
             raise WorldError(
                 f"World.cast: t must be one time or {n} finite per-ray times, got shape {tt.shape}"
             )
-        # the spheres swept over the whole batch's times, once for every slice
-        spheres = [self._swept_sphere(mv, tt) for mv in self._moving]
+        spheres = self._swept_spheres(tt)
         parallel_map(
             lambda sl: self._cast_chunk(o[sl], d[sl], tt[sl], float(max_range), out, sl, spheres), slices
         )
@@ -399,6 +399,23 @@ class World:
         normal[rows] = hn[got] @ rot.T
         material[rows] = self._face_material[mv.index][hf[got]]
         obj_index[rows] = mv.index
+
+    def _swept_spheres(self, t: F64) -> list[tuple[F64, float]]:
+        """The spheres swept by the moving objects over the batch's times, once for every slice; a
+        batch whose times lie within those of an earlier one (the rays that go on behind glass) takes
+        that batch's spheres: larger than its own, so its cull keeps every ray that can meet an object,
+        and each ray's hit is the same."""
+        lo, hi = float(t.min()), float(t.max())
+        with self._pose_lock:
+            for (a, b), spheres in self._sphere_cache.items():
+                if a <= lo and hi <= b:
+                    return spheres
+        spheres = [self._swept_sphere(mv, t) for mv in self._moving]
+        with self._pose_lock:
+            if len(self._sphere_cache) >= _POSE_CACHE:
+                self._sphere_cache.pop(next(iter(self._sphere_cache)))
+            self._sphere_cache[(lo, hi)] = spheres
+        return spheres
 
     def _swept_sphere(self, mv: _Moving, t: F64) -> tuple[F64, float]:
         """A sphere holding the object's bounding sphere at every time in ``t``: its centre sampled at

@@ -124,3 +124,19 @@ def test_one_thread_casts_the_same_as_two() -> None:
     one, two = moving.cast(o, d, T, 100.0, threads=1), moving.cast(o, d, T, 100.0)
     for a, b in zip(one, two, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_batch_within_an_earlier_batchs_times_casts_as_it_would_alone() -> None:
+    """The rays that go on behind glass reuse the spheres swept over the whole frame's times (larger
+    than their own): every hit is the one a fresh world gives them, bit for bit."""
+    rng = np.random.default_rng(11)
+    o, d = _sphere_rays(4000, np.array([0.0, 0.0, 1.8]), 0.05, 12)
+    t = np.sort(rng.uniform(1.0, 5.0, o.shape[0]))
+    warm = World(_car_scene(MOVING))
+    warm.cast(o, d, t, 100.0)  # the whole frame first: its spheres are kept
+    sub = np.flatnonzero((t > 2.0) & (t < 3.5))
+    got = warm.cast(o[sub], d[sub], t[sub], 100.0)
+    fresh = World(_car_scene(MOVING)).cast(o[sub], d[sub], t[sub], 100.0)
+    assert (np.array(warm.objects)[got.object_index[got.object_index >= 0]] == "car").sum() >= 20
+    for field in ("distance", "normal", "material", "object_index", "segment"):
+        assert getattr(got, field).tobytes() == getattr(fresh, field).tobytes(), field
