@@ -25,7 +25,6 @@ from unreal_bridge.world import Pose as MountPose
 from unreal_bridge.world import RayHits, Trajectory, World
 from unreal_bridge.world.pose import quat_rotate
 from unreal_bridge.world.spray import spray_segments
-from unreal_bridge.world.trajectory import distinct_times
 
 __all__ = [
     "GLASS_MAX_CROSSINGS",
@@ -220,12 +219,6 @@ def interpolate_pose_samples(t_ns: np.ndarray, samples: PoseSamples | None) -> t
     times spanning them): positions linear, rotations by normalised lerp."""
     if t_ns.size == 0 or samples is None:
         return np.zeros((0, 3)), np.zeros((0, 4))
-    distinct = distinct_times(t_ns)
-    if distinct is not None:  # one pose per firing time, gathered: the same values
-        pos, quat = interpolate_pose_samples(distinct[0], samples)
-        if quat.strides[0] == 0:  # one orientation for all, broadcast
-            return pos[distinct[1]], np.broadcast_to(quat[:1], (t_ns.size, 4))
-        return pos[distinct[1]], quat[distinct[1]]
     ts, p_s, q_s = samples
     t = t_ns.astype(np.float64) * 1e-9
     pos = np.stack([np.interp(t, ts, p_s[:, i]) for i in range(3)], axis=1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -16,8 +16,6 @@ __all__ = [
     "StaticTrajectory",
     "Trajectory",
     "WaypointTrajectory",
-    "distinct_times",
-    "poses_at_times",
 ]
 
 F64 = NDArray[np.float64]
@@ -34,35 +32,6 @@ class Trajectory(Protocol):
     def pose_at(self, t: float) -> Pose:
         """The pose at one time."""
         ...
-
-
-def distinct_times(t: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]] | None:
-    """(distinct values, index of each row's value) of a 1-D time array whose values repeat (a lidar's
-    rays share their firing times: every laser of a column, every sub-ray of a pulse); None when that
-    would not pay (few rows, or mostly distinct). Non-decreasing input (firing order) costs no sort."""
-    if t.shape[0] < 64:
-        return None
-    step = np.diff(t)
-    if np.all(step >= 0):  # the distinct times are the starts of runs
-        starts = np.flatnonzero(step != 0) + 1
-        if (starts.shape[0] + 1) * 2 > t.shape[0]:
-            return None
-        run = np.zeros(t.shape[0], np.intp)
-        run[starts] = 1
-        return t[np.concatenate([[0], starts])], np.cumsum(run)
-    unique, inverse = np.unique(t, return_inverse=True)
-    return (unique, inverse) if unique.shape[0] * 2 <= t.shape[0] else None
-
-
-def poses_at_times(trajectory: Trajectory, t: NDArray[np.float64]) -> tuple[F64, F64]:
-    """``trajectory.positions_rotations(t)``, evaluated once per distinct time and gathered: a pose is
-    a function of its time alone, so the rows are the same values."""
-    tt = _times(t)
-    distinct = distinct_times(tt)
-    if distinct is None:
-        return trajectory.positions_rotations(tt)
-    p, q = trajectory.positions_rotations(distinct[0])
-    return p[distinct[1]], q[distinct[1]]
 
 
 def _times(t: ArrayLike) -> F64:

@@ -14,7 +14,6 @@ from .errors import WorldError
 from .pose import Pose, quat_conjugate, quat_multiply, quat_rotate
 from .raycast import _N_THREADS, RAY_CASTERS, RayCaster, parallel_map, split, thread_count
 from .scene import Scene
-from .trajectory import poses_at_times
 
 if TYPE_CHECKING:
     from .camera import CameraImages, CameraSpec
@@ -446,7 +445,7 @@ class World:
         element-wise float64 transforms, so a ray's hit does not depend on the other rays."""
         if cand is None:
             cand = np.arange(o.shape[0])
-        p, q = poses_at_times(self.scene.objects[mv.index].trajectory, t[cand])
+        p, q = self.scene.objects[mv.index].trajectory.positions_rotations(t[cand])
         qi = quat_conjugate(q)
         ol = _rotate_rows(qi, o[cand].astype(np.float64) - p).astype(np.float32)
         dl = _rotate_rows(qi, d[cand].astype(np.float64)).astype(np.float32)

@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 
 from unreal_bridge.world import ConstantVelocity, Pose, StaticTrajectory, WaypointTrajectory, WorldError
-from unreal_bridge.world.pose import quat_from_yaw
-from unreal_bridge.world.trajectory import Looping
 
 
 def test_yaw_quarter_turn_maps_x_to_y() -> None:
@@ -104,32 +102,3 @@ def test_looping_replays_the_inner_trajectory() -> None:
         world.object_pose(moving[0], 11.0).position, world.object_pose(moving[0], 1.0).position
     )
     assert not isinstance(street_scene(0, loop=False).ego, Looping)
-
-
-def test_poses_at_distinct_times_are_the_poses_at_every_time_bit_for_bit() -> None:
-    from unreal_bridge.world.trajectory import distinct_times, poses_at_times
-
-    start = Pose(np.array([3.0, -2.0, 0.5]), quat_from_yaw(np.array([0.4]))[0])
-    trajectories = [
-        ConstantVelocity(start, [12.0, -3.0, 0.0], yaw_rate=0.3),
-        Looping(WaypointTrajectory([0.0, 1.0, 2.5], [[0, 0, 0], [10, 2, 0], [12, 9, 0]]), 2.0),
-    ]
-    rng = np.random.default_rng(5)
-    column_times = np.sort(rng.uniform(0.0, 3.0, 500))
-    cases = {
-        "firing order (64 lasers a column)": np.repeat(column_times, 64),
-        "shuffled": rng.permutation(np.repeat(column_times, 8)),
-        "all distinct": column_times,
-        "short": column_times[:10],
-    }
-    for name, t in cases.items():
-        for traj in trajectories:
-            p, q = poses_at_times(traj, t)
-            p_ref, q_ref = traj.positions_rotations(t)
-            assert p.tobytes() == p_ref.tobytes() and q.tobytes() == q_ref.tobytes(), name
-    # the rows that share a time share one evaluation; mostly distinct times are evaluated as they are
-    unique, inverse = distinct_times(cases["firing order (64 lasers a column)"])
-    assert unique.shape == (500,) and np.array_equal(
-        unique[inverse], cases["firing order (64 lasers a column)"]
-    )
-    assert distinct_times(column_times) is None and distinct_times(column_times[:10]) is None
