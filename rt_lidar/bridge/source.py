@@ -296,7 +296,7 @@ class BridgeSource:
             request = self.client.send_frame_request(
                 (t1_ns - t0_ns) * 1e-9, self.lidar_name, self.vehicle_name
             )
-        nxt = self.ask_ahead(t0_ns, t1_ns) if self.ask_ahead is not None else None
+        nxt = self.ask_ahead(t0_ns, t1_ns) if self.ask_ahead is not None and self._can_ask_ahead() else None
 
         def ask_next() -> None:
             if nxt is not None:
@@ -374,10 +374,9 @@ class BridgeSource:
         """
         t_wall = time.perf_counter()
         pose_start = self._pose
-        if self._can_ask_ahead():
+        if self._ahead is not None or self._can_ask_ahead():
             hits, s0, s1 = self._fetch_asked_ahead(t0_ns, t1_ns)
         else:
-            self._drop_asked_ahead()
             if self.lockstep and self.advance_clock:
                 self.client.sim_continue_for_time((t1_ns - t0_ns) * 1e-9)
             else:
