@@ -3,44 +3,57 @@ controller decodes and runs the physics): the scans are the bytes of one frame a
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from scenes import wall_scene
 
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
+from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimClient, AirSimServer
-from unreal_bridge.world import World, street_scene
+from unreal_bridge.world import Scene, World, street_scene
 
 
-def _run(ask_ahead: bool, scans: int = 4) -> tuple[list[bytes], BridgeSource]:
-    """(scan bytes, the source) of a bridged VLP-16 run on the street."""
+class Bridge(NamedTuple):
+    sim: EmbeddedSim
+    client: AirSimClient
+    source: BridgeSource
+    pipe: Pipeline
+
+
+@contextlib.contextmanager
+def _bridge(scene: Scene, seed: int = 0) -> Iterator[Bridge]:
+    """A VLP-16 on our server over loopback, in lockstep at 20 Hz, through ``bridge_pipeline``."""
     preset = load_preset("VLP-16")
-    sim = EmbeddedSim(World(street_scene(0)), preset, paused=True)
+    sim = EmbeddedSim(World(scene), preset, paused=True)
     server = AirSimServer(sim, port=0)
     server.start()
     try:
         with AirSimClient(port=server.port) as client:
             client.reset()
             source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
-            pipe = bridge_pipeline(source, sim_hz=20.0, seed=4)
-            if not ask_ahead:
-                source.ask_ahead = None
-            out = [scan.points.tobytes() for scan in pipe.scans(scans)]
-            pipe.close()
-            assert client.ping()  # a plain call after the run reads past a frame still in flight
-            return out, source
+            yield Bridge(sim, client, source, bridge_pipeline(source, sim_hz=20.0, seed=seed))
     finally:
         server.close()
 
 
+def _scans(ask_ahead: bool, scans: int = 4) -> list[bytes]:
+    with _bridge(street_scene(0), seed=4) as b:
+        if not ask_ahead:
+            b.source.ask_ahead = None
+        out = [scan.points.tobytes() for scan in b.pipe.scans(scans)]
+        b.pipe.close()
+        assert b.client.ping()  # a plain call after the run reads past a frame still in flight
+        assert b.source.stats.sector_mismatches == 0, b.source.stats.mismatch_detail
+        return out
+
+
 def test_asking_ahead_gives_the_same_scans() -> None:
-    ahead, src = _run(True)
-    plain, _ = _run(False)
-    assert ahead == plain
-    assert src.stats.sector_mismatches == 0, src.stats.mismatch_detail
+    assert _scans(True) == _scans(False)
 
 
 def _until(cond: Callable[[], bool], timeout_s: float = 5.0) -> bool:
@@ -53,45 +66,25 @@ def _until(cond: Callable[[], bool], timeout_s: float = 5.0) -> bool:
 
 
 def test_the_next_frame_is_cast_before_it_is_asked_for() -> None:
-    preset = load_preset("VLP-16")
-    sim = EmbeddedSim(World(wall_scene(15.0)), preset, paused=True)
-    server = AirSimServer(sim, port=0)
-    server.start()
-    try:
-        with AirSimClient(port=server.port) as client:
-            client.reset()
-            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
-            pipe = bridge_pipeline(source, sim_hz=20.0)
-            pipe._fetch(0)  # frame 0 only; frame 1's requests go out with it
-            assert _until(lambda: sim.now_ns() == pipe._interval(1)[1])
-            source.ask_ahead = None
-            pipe._fetch(1)  # read from what came ahead; nothing more asked for
-            pipe._fetch(2)
-            time.sleep(0.2)
-            assert sim.now_ns() == pipe._interval(2)[1]
-            assert source.stats.sector_mismatches == 0, source.stats.mismatch_detail
-    finally:
-        server.close()
+    with _bridge(wall_scene(15.0)) as b:
+        b.pipe._fetch(0)  # frame 0 only; frame 1's requests go out with it
+        assert _until(lambda: b.sim.now_ns() == b.pipe._interval(1)[1])
+        b.source.ask_ahead = None
+        b.pipe._fetch(1)  # read from what came ahead; nothing more asked for
+        b.pipe._fetch(2)
+        time.sleep(0.2)
+        assert b.sim.now_ns() == b.pipe._interval(2)[1]
+        assert b.source.stats.sector_mismatches == 0, b.source.stats.mismatch_detail
 
 
 def test_a_frame_other_than_the_one_asked_ahead_drops_it_and_gets_the_frame_asked_for() -> None:
-    preset = load_preset("VLP-16")
-    sim = EmbeddedSim(World(wall_scene(15.0)), preset, paused=True)
-    server = AirSimServer(sim, port=0)
-    server.start()
-    try:
-        with AirSimClient(port=server.port) as client:
-            client.reset()
-            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
-            pipe = bridge_pipeline(source, sim_hz=20.0)
-            pipe._fetch(0)
-            assert source._ahead is not None and source._ahead[:2] == pipe._interval(1)
-            t0, t1 = pipe._interval(2)
-            firings, hits = pipe._fetch(2)  # frame 1, asked ahead, is skipped: read and dropped
-            assert source.stats.sector_mismatches == 0, source.stats.mismatch_detail
-            assert hits.firings.t_ns.min() >= t0 and hits.firings.t_ns.max() < t1
-            assert len(hits.firings) == len(firings) > 0
-            assert source._ahead is not None and source._ahead[:2] == pipe._interval(3)
-            assert client.ping()
-    finally:
-        server.close()
+    with _bridge(wall_scene(15.0)) as b:
+        b.pipe._fetch(0)
+        assert b.source._ahead is not None and b.source._ahead[:2] == b.pipe._interval(1)
+        t0, t1 = b.pipe._interval(2)
+        firings, hits = b.pipe._fetch(2)  # frame 1, asked ahead, is skipped: read and dropped
+        assert b.source.stats.sector_mismatches == 0, b.source.stats.mismatch_detail
+        assert hits.firings.t_ns.min() >= t0 and hits.firings.t_ns.max() < t1
+        assert len(hits.firings) == len(firings) > 0
+        assert b.source._ahead is not None and b.source._ahead[:2] == b.pipe._interval(3)
+        assert b.client.ping()
