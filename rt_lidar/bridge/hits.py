@@ -98,11 +98,13 @@ def firings_from_directions(ring: np.ndarray, t_ns: np.ndarray, direction: np.nd
     )
 
 
-def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
+def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0, expected: Firings | None = None) -> Hits:
     """Hits of an extension answer that carries our optional fields; times shifted by ``-t_offset_ns``.
 
     An answer of sub-ray bundles (``info.sub_rays`` = N > 1) gives Hits with ``subrays`` = N, the
-    pattern's weights, per-sub-ray directions and one firing per bundle.
+    pattern's weights, per-sub-ray directions and one firing per bundle. ``expected``: the firings
+    this side computed for the frame (lockstep); when the answer's rings, times and directions are
+    exactly those, they are taken as they are instead of being rebuilt from the directions.
     """
     ex = answer.extras
     missing = [k for k in ("direction", "cos_incidence", "material") if k not in ex]
@@ -114,7 +116,10 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0) -> Hits:
     sub, weights = _bundle(answer)
     times = answer.time - np.int64(t_offset_ns)
     if sub == 1:
-        firings = firings_from_directions(answer.ring, times, ex["direction"])
+        if expected is not None and _same_firings(expected, answer.ring, times, ex["direction"]):
+            firings = expected
+        else:
+            firings = firings_from_directions(answer.ring, times, ex["direction"])
         direction = firings.directions()
     else:
         firings = firings_from_directions(answer.ring[::sub], times[::sub], ex["pulse_direction"][::sub])
@@ -176,6 +181,20 @@ def _wet_fields(extras: Any) -> dict[str, np.ndarray | None]:
         a = np.ascontiguousarray(extras[wire]).astype(dtype)
         out[attr] = a.astype(bool) if attr == "wet" else a
     return out
+
+
+def _same_firings(f: Firings, ring: np.ndarray, t_ns: np.ndarray, direction: np.ndarray) -> bool:
+    """Whether ``f`` holds exactly these rings, times and unit directions (bit for bit)."""
+    if len(f) != ring.shape[0] or f.unit is None:
+        return False
+    unit = f.unit
+    return bool(
+        np.array_equal(f.t_ns, t_ns)
+        and np.array_equal(f.ring, ring)
+        and unit.dtype == np.float32
+        and np.asarray(direction).dtype == np.float32
+        and unit.tobytes() == np.ascontiguousarray(direction).tobytes()
+    )
 
 
 def _sun_field(extras: Any, name: str) -> np.ndarray | None:

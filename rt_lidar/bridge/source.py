@@ -281,7 +281,7 @@ class BridgeSource:
             with contextlib.suppress(RpcError):
                 self.client.read_frame(ahead[2])
 
-    def _fetch_asked_ahead(self, t0_ns: int, t1_ns: int) -> tuple[Hits, int, int]:
+    def _fetch_asked_ahead(self, t0_ns: int, t1_ns: int, expected: Firings) -> tuple[Hits, int, int]:
         """Frame ``[t0_ns, t1_ns)`` as :meth:`_fetch_extension` gets it, with the next frame's request
         sent before this one's answer is decoded: the server's cast of frame k+1 overlaps this side's
         decode and physics of frame k. The requests and answers are exactly those of one frame at a
@@ -307,9 +307,9 @@ class BridgeSource:
                     self.client.send_frame_request(dt, self.lidar_name, self.vehicle_name),
                 )
 
-        return self._hits_of_answer(self.client.read_frame(request, before_decode=ask_next))
+        return self._hits_of_answer(self.client.read_frame(request, before_decode=ask_next), expected)
 
-    def _fetch_extension(self) -> tuple[Hits, int, int]:
+    def _fetch_extension(self, expected: Firings | None = None) -> tuple[Hits, int, int]:
         try:
             if self._beam is None:
                 ans = self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name, poses=self.poses)
@@ -331,10 +331,11 @@ class BridgeSource:
                 f"lidar '{self.lidar_name}': the server answered without info.pose_samples (a rig's "
                 "--crosstalk needs each pulse's world pose)"
             )
-        return self._hits_of_answer(ans)
+        return self._hits_of_answer(ans, expected)
 
-    def _hits_of_answer(self, ans: LidarHits) -> tuple[Hits, int, int]:
-        """The hits of an extension answer, with the interval it covers."""
+    def _hits_of_answer(self, ans: LidarHits, expected: Firings | None = None) -> tuple[Hits, int, int]:
+        """The hits of an extension answer, with the interval it covers (``expected``: this side's
+        firings of the frame, taken when the answer's are exactly those)."""
         t0 = int(ans.info.get("t0_ns", self._last_ns or 0))
         t1 = int(ans.info.get("t1_ns", ans.time_stamp))
         if self._origin_ns is None:
@@ -342,7 +343,7 @@ class BridgeSource:
         weather = ans.info.get("weather")
         self.stats.last_weather = weather
         self.stats.transport, self.stats.shm_refused = self.client.transport, self.client.shm_refused
-        hits = hits_from_wire(ans)
+        hits = hits_from_wire(ans, expected=expected)
         hits.weather = weather
         hits.pose_end = _pose(ans.pose)
         return hits, t0, t1
@@ -375,7 +376,7 @@ class BridgeSource:
         t_wall = time.perf_counter()
         pose_start = self._pose
         if self._ahead is not None or self._can_ask_ahead():
-            hits, s0, s1 = self._fetch_asked_ahead(t0_ns, t1_ns)
+            hits, s0, s1 = self._fetch_asked_ahead(t0_ns, t1_ns, firings)
         else:
             if self.lockstep and self.advance_clock:
                 self.client.sim_continue_for_time((t1_ns - t0_ns) * 1e-9)
@@ -385,7 +386,7 @@ class BridgeSource:
                     time.sleep(wait)
                 self._last_wall = time.perf_counter()
             if self.stats.extension:
-                hits, s0, s1 = self._fetch_extension()
+                hits, s0, s1 = self._fetch_extension(firings if self.lockstep else None)
             else:
                 hits, s0, s1 = self._fetch_stock(firings if self.lockstep else None)
         hits.pose_start = pose_start

@@ -88,3 +88,23 @@ def test_a_frame_other_than_the_one_asked_ahead_drops_it_and_gets_the_frame_aske
         assert len(hits.firings) == len(firings) > 0
         assert b.source._ahead is not None and b.source._ahead[:2] == b.pipe._interval(3)
         assert b.client.ping()
+
+
+def test_the_controllers_own_firings_are_taken_when_the_answer_holds_exactly_them() -> None:
+    """Lockstep: the answer's rings, times and directions are this side's firings of the frame, so
+    those are used as they are (the rebuild from the directions, float64 trigonometry of every ray,
+    is skipped); anything else is rebuilt from the answer."""
+    from rt_lidar.bridge.hits import hits_from_wire
+
+    with _bridge(street_scene(0)) as b:
+        b.pipe._fetch(0)
+        b.source.ask_ahead = None
+        firings, hits = b.pipe._fetch(1)
+        assert hits.firings is firings and len(firings) > 0
+        answer = b.client.rt_lidar_get_hits()  # frame 2's interval is not the one passed below
+        rebuilt = hits_from_wire(answer)
+        assert hits_from_wire(answer, expected=firings).firings is not firings
+        taken = hits_from_wire(answer, expected=rebuilt.firings)
+        assert taken.firings is rebuilt.firings
+        for field in ("direction", "range_m", "cos_incidence", "material", "segment"):
+            assert getattr(taken, field).tobytes() == getattr(rebuilt, field).tobytes(), field
