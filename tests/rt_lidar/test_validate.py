@@ -49,3 +49,21 @@ def test_only_and_unknown(tmp_path: Path) -> None:
     add_validate_parser(p.add_subparsers())
     args = p.parse_args(["validate", "--out", str(tmp_path), "--only", "rain_max_range"])
     assert args.only == ["rain_max_range"] and args.func(args) == 0
+
+
+def test_the_clis_experiment_names_are_the_experiments_and_its_parser_stays_light() -> None:
+    """``validate --only`` offers exactly the experiments there are, and building the CLI's parser
+    (every command's start, the server's too) does not import the experiments or matplotlib."""
+    import subprocess
+    import sys
+
+    from rt_lidar.cli.validate import EXPERIMENT_NAMES
+    from rt_lidar.validation.experiments import EXPERIMENTS
+
+    assert tuple(EXPERIMENTS) == EXPERIMENT_NAMES
+    probe = (
+        "import sys, rt_lidar.cli.main as m; m.build_parser(); "
+        "print(sorted(k for k in sys.modules if k.startswith(('matplotlib', 'rt_lidar.validation'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
