@@ -11,6 +11,7 @@ converted from NED to the project frame (x forward, y left, z up) by :mod:`unrea
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunArg, encode_beam
-from .errors import RpcError, WireFormatError
+from .errors import BridgeError, RpcError, WireFormatError
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
 from .shm import MAX_SEGMENT_BYTES, ShmSegment, shm_available
 from .wire import (
@@ -382,6 +383,17 @@ class AirSimClient:
         """``simGetSegmentationObjectID`` (-1 for an unknown mesh)."""
         return int(self.rpc.call("simGetSegmentationObjectID", mesh_name))
 
+    def rt_lidar_server_info(self) -> dict[str, Any]:
+        """Extension ``rtLidarServerInfo``: how the server serves (``{"in_order": True}`` from ours);
+        empty from a server without the call."""
+        try:
+            info = self.rpc.call("rtLidarServerInfo")
+        except RpcError as exc:
+            if exc.unbound:
+                return {}
+            raise
+        return dict(info) if isinstance(info, Mapping) else {}
+
     def send_frame_request(
         self, seconds: float, lidar_name: str = "", vehicle_name: str = ""
     ) -> tuple[int, int]:
@@ -399,7 +411,12 @@ class AirSimClient:
     ) -> LidarHits:
         """The hits of a frame :meth:`send_frame_request` asked for; ``before_decode`` runs once its
         bytes are in, before they are turned into arrays (to ask for the next frame meanwhile)."""
-        self.rpc.read_response(request[0])
+        try:
+            self.rpc.read_response(request[0])
+        except BridgeError:
+            with contextlib.suppress(BridgeError):  # its cast is not wanted: read it off the link
+                self.rpc.read_response(request[1])
+            raise
         raw = self.rpc.read_response(request[1])
         if before_decode is not None:
             before_decode()

@@ -190,6 +190,12 @@ _EXTRA_DTYPES = {
 }
 
 
+SERVER_INFO = {"in_order": True}
+"""``rtLidarServerInfo``: how this server serves (docs/extension-call.md). ``in_order``: each
+connection's calls run one at a time and are answered in the order sent (``RpcServer`` does so), so a
+controller may send the next frame's calls before it has read this frame's answer."""
+
+
 def encode_hits(hits: LidarHits, shm: ShmTarget | None = None, poses: bool = False) -> dict[str, Any]:
     """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs.
 
@@ -351,6 +357,7 @@ class AirSimServer:
             ("getMinRequiredClientVersion", lambda: MIN_REQUIRED_CLIENT_VERSION, 0),
             ("getLidarData", self._lidar_data, 2),
             ("rtLidarGetHits", lambda lidar, vehicle: encode_hits(b.lidar_hits(str(lidar), str(vehicle))), 2),
+            ("rtLidarServerInfo", lambda: dict(SERVER_INFO), 0),
             ("simGetImages", self._images, (3, 2)),  # stock: requests, vehicle, external; Cosys: 2
             ("simGetImage", self._image, 4),  # 4th: stock ``external`` (bool), Cosys ``annotation_name``
             ("simGetVehiclePose", lambda v: wire.pose_flu_to_ned(b.vehicle_pose(str(v))).to_msgpack(), 1),

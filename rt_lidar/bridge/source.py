@@ -40,6 +40,7 @@ from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between
 from unreal_bridge import AirSimClient, LidarHits, RpcError
 from unreal_bridge.beam_call import SunArg
+from unreal_bridge.errors import BridgeError
 from unreal_bridge.wire import FluPose
 
 __all__ = ["BridgeSource", "BridgeStats", "airsim_mount", "bridge_pipeline", "parse_address"]
@@ -151,6 +152,9 @@ class BridgeSource:
         physics (see :meth:`hits`)."""
         self._ahead: tuple[int, int, tuple[int, int]] | None = None
         """(t0, t1, request) of the frame asked ahead, its answer not read yet."""
+        self._in_order = False
+        """The server answers a connection's calls one at a time, in order (``rtLidarServerInfo``):
+        needed to ask ahead (an rpclib server on several threads may run a frame's two calls at once)."""
         if not lockstep:
             client.sim_pause(False)  # free run follows a running sim (a previous lockstep run left it paused)
         self.stats.extension = self._probe_extension() if use_extension is None else use_extension
@@ -184,7 +188,10 @@ class BridgeSource:
         self._origin_ns = int(answer.info.get("t1_ns", answer.time_stamp))
         self._pose = _pose(answer.pose)
         self._last_ns = self._origin_ns
-        return "direction" in answer.extras
+        if "direction" not in answer.extras:
+            return False
+        self._in_order = self.client.rt_lidar_server_info().get("in_order") is True
+        return True
 
     @property
     def capabilities(self) -> Capabilities:
@@ -265,6 +272,7 @@ class BridgeSource:
         extension's plain call (sub-ray bundles, pose samples and shared memory keep one call a frame)."""
         return (
             self.ask_ahead is not None
+            and self._in_order
             and self.lockstep
             and self.advance_clock
             and self.stats.extension
@@ -278,8 +286,14 @@ class BridgeSource:
         past it: the lockstep check of the next frame says so)."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
-            with contextlib.suppress(RpcError):
+            with contextlib.suppress(BridgeError, OSError):  # a lost link loses it anyway
                 self.client.read_frame(ahead[2])
+
+    def close(self) -> None:
+        """Read and drop a frame asked ahead (the pipeline's ``close`` calls this): the server has
+        finished with it before the connection goes, so a later client of the same server (a
+        reconnect, the next run) never races with it, and no answer is left waiting on this client."""
+        self._drop_asked_ahead()
 
     def _fetch_asked_ahead(self, t0_ns: int, t1_ns: int, expected: Firings) -> tuple[Hits, int, int]:
         """Frame ``[t0_ns, t1_ns)`` as :meth:`_fetch_extension` gets it, with the next frame's request

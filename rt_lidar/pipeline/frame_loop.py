@@ -150,11 +150,15 @@ class Pipeline:
                     future.result()
 
     def close(self) -> None:
-        """Wait for a prefetch in flight and stop its thread (the prefetched frames are dropped)."""
+        """Wait for a prefetch in flight and stop its thread (the prefetched frames are dropped); a
+        source with a ``close`` (a bridge with a frame asked ahead) is then closed too."""
         self._drain()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        close_source = getattr(self.source, "close", None)
+        if callable(close_source):
+            close_source()
 
     def _rng(self, frame: int) -> np.random.Generator:
         # One independent stream per (seed, frame): results do not depend on how frames are batched.

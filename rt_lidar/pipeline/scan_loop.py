@@ -93,7 +93,11 @@ def run_scans(
             for scan in scans if count is None else scans[: count - stats.scans]:
                 if post is not None:
                     t_post = time.perf_counter()
-                    scan = post(scan)
+                    try:  # its calls may meet the server gone too (e.g. the camera image of RINet)
+                        scan = post(scan)
+                    except stop_on as exc:
+                        stats.error = exc
+                        break
                     stats.compute_s += time.perf_counter() - t_post
                 fan.write(scan)
                 stats.points.append(int(scan.points.size))
@@ -102,6 +106,8 @@ def run_scans(
                 stats.last = scan
                 if on_scan is not None:
                     on_scan(scan)
+            if stats.error is not None:
+                break
             if on_frame is not None:
                 on_frame()
         if on_end is not None:

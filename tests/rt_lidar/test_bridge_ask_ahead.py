@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import pytest
 from scenes import wall_scene
 
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
@@ -25,12 +26,20 @@ class Bridge(NamedTuple):
     pipe: Pipeline
 
 
+class _WithoutServerInfo(AirSimServer):
+    """A server with our extension but without ``rtLidarServerInfo`` (an older one, or an rpclib
+    server that does not promise to answer in order)."""
+
+    def _table(self) -> list[tuple[str, Any, int | tuple[int, ...]]]:
+        return [row for row in super()._table() if row[0] != "rtLidarServerInfo"]
+
+
 @contextlib.contextmanager
-def _bridge(scene: Scene, seed: int = 0) -> Iterator[Bridge]:
+def _bridge(scene: Scene, seed: int = 0, server_type: type[AirSimServer] = AirSimServer) -> Iterator[Bridge]:
     """A VLP-16 on our server over loopback, in lockstep at 20 Hz, through ``bridge_pipeline``."""
     preset = load_preset("VLP-16")
     sim = EmbeddedSim(World(scene), preset, paused=True)
-    server = AirSimServer(sim, port=0)
+    server = server_type(sim, port=0)
     server.start()
     try:
         with AirSimClient(port=server.port) as client:
@@ -45,9 +54,14 @@ def _scans(ask_ahead: bool, scans: int = 4) -> list[bytes]:
     with _bridge(street_scene(0), seed=4) as b:
         if not ask_ahead:
             b.source.ask_ahead = None
+        assert b.source._in_order  # our server says it answers in order (rtLidarServerInfo)
         out = [scan.points.tobytes() for scan in b.pipe.scans(scans)]
-        b.pipe.close()
-        assert b.client.ping()  # a plain call after the run reads past a frame still in flight
+        b.pipe.close()  # reads and drops the frame asked ahead: nothing left on the link
+        assert b.source._ahead is None and not b.client.rpc._in_flight and not b.client.rpc._answers
+        end = b.pipe._interval(b.pipe.frame - 1)[1]
+        # the server stopped at most one prefetched frame and the one asked ahead past the last step
+        assert end <= b.sim.now_ns() <= end + 2 * 50_000_000
+        assert b.client.ping()
         assert b.source.stats.sector_mismatches == 0, b.source.stats.mismatch_detail
         return out
 
@@ -108,3 +122,24 @@ def test_the_controllers_own_firings_are_taken_when_the_answer_holds_exactly_the
         assert taken.firings is rebuilt.firings
         for field in ("direction", "range_m", "cos_incidence", "material", "segment"):
             assert getattr(taken, field).tobytes() == getattr(rebuilt, field).tobytes(), field
+
+
+def test_a_server_that_does_not_say_it_answers_in_order_gets_one_frame_at_a_time() -> None:
+    with _bridge(wall_scene(15.0), server_type=_WithoutServerInfo) as b:
+        assert b.source.stats.extension and not b.source._in_order
+        assert b.client.rt_lidar_server_info() == {}
+        b.pipe._fetch(0)
+        assert b.source._ahead is None and not b.client.rpc._in_flight
+        time.sleep(0.1)
+        assert b.sim.now_ns() == b.pipe._interval(0)[1]
+
+
+def test_a_refused_continue_takes_its_frames_answer_off_the_link() -> None:
+    from unreal_bridge.errors import RpcError
+
+    with _bridge(wall_scene(15.0)) as b:
+        request = b.client.send_frame_request(-1.0)  # simContinueForTime refuses negative seconds
+        with pytest.raises(RpcError, match="seconds"):
+            b.client.read_frame(request)
+        assert not b.client.rpc._in_flight and not b.client.rpc._answers
+        assert b.client.ping()
