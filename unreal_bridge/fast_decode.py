@@ -221,7 +221,7 @@ def _narrow_ints_numpy(buf: Buffer, p: int, n: int) -> tuple[np.ndarray, int] | 
     if n + inside <= raw.size:
         values = _narrow_elements(raw, types[:inside], starts[:inside], n)
         return None if values is None else (values, p + n + inside)
-    complete = raw.size - types.size - int(types.size > 0 and types[-1] == raw.size - 1)
+    complete = raw.size - types.size  # an element is complete with its one non-type byte
     if _narrow_elements(raw, types, starts, complete) is None:
         return None
     raise Truncated(p + raw.size + n - complete, len(buf))  # at least one byte per missing element

@@ -104,3 +104,43 @@ def test_narrow_array_followed_by_other_data_stops_at_its_end() -> None:
     data = msgpack.packb([[255, -1, 3], 1.5])
     arr, end = fast_decode.decode_array(data, 1, np.int16)
     assert arr.tolist() == [255, -1, 3] and data[end] == 0xCB
+
+
+def test_the_16_byte_path_reads_what_the_byte_walk_reads(narrow_reader: str) -> None:
+    """The compiled reader's SSSE3 path (x86-64), and the NumPy twin, against msgpack: ids of 204, 208
+    and -48 next to type bytes (the chunks read element by element), chunks ending on a type byte,
+    every truncation, and a byte of another type at every place."""
+    import platform
+
+    from unreal_bridge import _narrow_ints
+
+    if narrow_reader == "compiled" and platform.machine() in ("x86_64", "AMD64"):
+        assert _narrow_ints.simd_used()  # every x86-64 CI machine has SSSE3
+    rng = np.random.default_rng(21)
+    pools = ([204, 208, -48, 5, -1, 255, 128, 0], [-1, *range(256)], list(range(128)), [200, 201])
+    for pool in pools:
+        for n in (16, 17, 31, 32, 33, 100, 1000, 5000):
+            values = [int(v) for v in rng.choice(pool, n)]
+            data = msgpack.packb(values)
+            arr, end = fast_decode.decode_array(data, 0, np.int32)
+            assert end == len(data) and arr.tolist() == values
+    values = [int(v) for v in rng.choice(pools[0], 120)]
+    data = msgpack.packb(values)
+    for k in range(len(data)):
+        with pytest.raises(fast_decode.Truncated) as cut:
+            fast_decode.decode_array(data[:k], 0, np.int32)
+        assert k < cut.value.least <= len(data)  # asks for more, never for more than the whole array
+    for k in range(3, len(data)):
+        bad = (
+            data[:k] + b"\xca" + data[k + 1 :]
+        )  # a float32 type byte where an element starts or a payload was
+        try:
+            want = msgpack.unpackb(bad, strict_map_key=False)
+        except Exception:
+            want = None
+        try:
+            got = fast_decode.decode_array(bad, 0, np.float64)[0].tolist()
+        except (WireFormatError, fast_decode.Truncated):
+            got = None
+        if want is not None and got is not None:
+            assert got == want
