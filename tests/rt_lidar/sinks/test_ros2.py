@@ -80,7 +80,11 @@ def _bag_clouds(bag: Path, topic: str) -> list[tuple[int, bytes]]:
 
 @pytest.mark.parametrize("stamp", ["sim", "wall"])
 def test_a_ros2_node_in_another_process_gets_every_scan_as_rosbags_serialises_it(tmp_path, dds_domain, stamp):
-    frames = 5
+    # Sensor-data QoS is best effort: a scan the reader's socket cannot hold is gone, as on a real
+    # network. Three VLP-16 clouds (~2.6 MB) fit the 4 MiB buffer this VM gives a socket (rmem_max) even
+    # when the reader is not scheduled while the demo publishes them; five (~4.3 MB) did not always
+    # (one cloud lost in two full test runs on 3 December, under the suite's load).
+    frames = 3
     reader = _start_reader(dds_domain, "/lidar/points", frames, tmp_path / "received")
     try:
         summary = run_demo(
