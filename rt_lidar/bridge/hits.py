@@ -187,13 +187,14 @@ def _same_firings(f: Firings, ring: np.ndarray, t_ns: np.ndarray, direction: np.
     """Whether ``f`` holds exactly these rings, times and unit directions (bit for bit)."""
     if len(f) != ring.shape[0] or f.unit is None:
         return False
-    unit = f.unit
+    unit, direction = f.unit, np.asarray(direction)
+    if unit.dtype != np.float32 or direction.dtype != np.float32 or unit.shape != direction.shape:
+        return False
+    # bit for bit (a value compare would take -0.0 for 0.0), without copying either array
     return bool(
         np.array_equal(f.t_ns, t_ns)
         and np.array_equal(f.ring, ring)
-        and unit.dtype == np.float32
-        and np.asarray(direction).dtype == np.float32
-        and unit.tobytes() == np.ascontiguousarray(direction).tobytes()
+        and np.array_equal(unit.view(np.uint32), direction.view(np.uint32))
     )
 
 

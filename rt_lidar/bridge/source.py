@@ -300,17 +300,19 @@ class BridgeSource:
         sent before this one's answer is decoded: the server's cast of frame k+1 overlaps this side's
         decode and physics of frame k. The requests and answers are exactly those of one frame at a
         time, in the same order, so the scans are the same."""
-        ahead, self._ahead = self._ahead, None
+        ahead = self._ahead
         if ahead is not None and ahead[:2] != (t0_ns, t1_ns):
-            self._ahead = ahead
             self._drop_asked_ahead()
             ahead = None
-        request = ahead[2] if ahead is not None else None
-        if request is None:
+        self._ahead = None
+        if ahead is not None:
+            request = ahead[2]
+        else:
             request = self.client.send_frame_request(
                 (t1_ns - t0_ns) * 1e-9, self.lidar_name, self.vehicle_name
             )
-        nxt = self.ask_ahead(t0_ns, t1_ns) if self.ask_ahead is not None and self._can_ask_ahead() else None
+        ask = self.ask_ahead if self._can_ask_ahead() else None
+        nxt = ask(t0_ns, t1_ns) if ask is not None else None
 
         def ask_next() -> None:
             if nxt is not None:

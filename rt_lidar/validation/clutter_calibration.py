@@ -172,7 +172,10 @@ PUBLISHED: list[dict[str, Any]] = [
         "access": "as above",
         "sensor": "as above",
         "figure": "rain points' range lognormal (mu 1.362, sigma 0.784): 10/50/90 % within 1.43/3.90/10.7 m",
-        "published": [round(math.exp(1.362 + z * 0.784), 2) for z in (-1.2816, 0.0, 1.2816)],
+        "published": [
+            round(math.exp(LINNHOFF_RAIN_LOGNORMAL[0] + z * LINNHOFF_RAIN_LOGNORMAL[1]), 2)
+            for z in (-1.2816, 0.0, 1.2816)
+        ],
         "model_key": "rain_point_range_quantiles_10mm_h_m",
         "unit": "m",
     },
@@ -352,7 +355,7 @@ def _linnhoff_fit(preset: SensorPreset) -> dict[str, Any]:
     for rate in FIT_RAIN_MM_H:
         p, _ = rain_clutter_expectation(preset, rate)
         per_beam.append(p)
-        ratio.append(round(p / (LINNHOFF_RAIN_P_PER_MM_H * rate), 3))
+        ratio.append(round(p / linnhoff_rain_points_per_beam(rate), 3))
         before.append(round(rain_clutter_expectation(preset, rate, kw.RHO_FRESNEL_WATER)[0], 6))
     res["rain_points_per_beam_fit_rates"] = [round(p, 6) for p in per_beam]
     res["rain_points_per_beam_ratio_to_linnhoff"] = ratio
@@ -460,7 +463,8 @@ def _plot(path: Path, m: dict[str, Any]) -> None:
     ax.grid(True, alpha=0.3)
     ax = axes[2]
     rates = m["fit_rain_mm_h"]
-    ax.loglog(rates, [LINNHOFF_RAIN_P_PER_MM_H * r for r in rates], "k--", label="Linnhoff 2022 (VLP-16)")
+    linnhoff = [linnhoff_rain_points_per_beam(r) for r in rates]
+    ax.loglog(rates, linnhoff, "k--", label="Linnhoff 2022 (VLP-16)")
     ax.loglog(rates, m["rain_points_per_beam_before_fit"], marker="s", label="model, drop rho 0.02 (before)")
     ax.loglog(
         rates,

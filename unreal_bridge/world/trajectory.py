@@ -10,13 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 from .errors import WorldError
 from .pose import Pose, quat_from_yaw, quat_multiply
 
-__all__ = [
-    "ConstantVelocity",
-    "Looping",
-    "StaticTrajectory",
-    "Trajectory",
-    "WaypointTrajectory",
-]
+__all__ = ["ConstantVelocity", "Looping", "StaticTrajectory", "Trajectory", "WaypointTrajectory"]
 
 F64 = NDArray[np.float64]
 
