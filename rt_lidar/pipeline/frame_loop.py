@@ -8,6 +8,7 @@ the time line exactly at any f_sim and no firing is skipped or repeated.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -19,11 +20,15 @@ import numpy as np
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsResult, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
-from rt_lidar.pipeline.sources import Hits, HitSource, Pose, pose_at
+from rt_lidar.pipeline.sources import Hits, HitSource, Pose, WorldSource, pose_at
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between
 
-__all__ = ["FrameStats", "Pipeline", "Sensed", "frame_time_ns"]
+__all__ = ["CAST_AHEAD", "FrameStats", "Pipeline", "Sensed", "frame_time_ns", "frame_workers"]
+
+CAST_AHEAD = 3
+"""The prefetch depth of a scripted in-process world's runs (the demo's): with two or more frames ahead
+they are cast at the same time, one thread each (see :attr:`Pipeline.prefetch`)."""
 
 
 def frame_time_ns(frame: int, sim_hz: float) -> int:
@@ -54,6 +59,16 @@ class FrameStats:
     fired: int
     kept: int
     wall_s: float
+
+
+def frame_workers(source: HitSource, depth: int) -> int:
+    """Threads that fetch the frames asked for ahead: one per frame, as many as the cores, for an
+    in-process world source (its hits depend on each ray's time alone, so frames may be cast in any
+    order); one for any other source (a server answers in order)."""
+    if depth < 2 or not isinstance(source, WorldSource):
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(depth, max(2, cores)))
 
 
 class Pipeline:
@@ -91,7 +106,9 @@ class Pipeline:
         physics (0 = none): the ray cast (or a server's answer) overlaps the rest of the loop, and with
         more than one a scripted world's light frames bank time for its dense ones. Results are
         identical. Keep 1 for a source whose future depends on what happens meanwhile (a server whose
-        ego car answers a driver's controls)."""
+        ego car answers a driver's controls). An in-process world source with two or more frames ahead
+        casts them at the same time, each on one thread (:func:`frame_workers`): no frame waits for
+        the slower half of a split cast, and the cores stay busy while the physics runs."""
         self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[int, Future[tuple[Firings, Hits]]]] = deque()
         self._follow_weather = physics.config.weather is None and source.capabilities.weather
@@ -126,7 +143,10 @@ class Pipeline:
         if not self.prefetch:
             return self._fetch(k)
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rt-lidar-prefetch")
+            workers = frame_workers(self.source, self.prefetch)
+            if workers > 1 and isinstance(self.source, WorldSource):
+                self.source.cast_threads = 1
+            self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rt-lidar-prefetch")
         pending = self._pending
         while pending and pending[0][0] < k:  # frames skipped over (none in the frame loop)
             pending.popleft()[1].cancel()

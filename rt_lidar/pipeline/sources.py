@@ -295,6 +295,9 @@ class WorldSource:
         (:meth:`use_wet_road`); off, the cast is exactly the dry one."""
         names = list(world.material_names)
         self._road_mat = np.array([names.index(m) for m in ROAD_MATERIALS if m in names], np.int16)
+        self.cast_threads: int | None = None
+        """Threads each batch's cast is split over (None: the world's choice, two for a large batch); the
+        pipeline sets 1 when it casts several frames at once, one per thread (the hits are the same)."""
         self.pose_memo = False
         """Remember the last few poses of :meth:`sensor_pose_ns` (a server sets it while its ego follows
         its script, when a pose is a function of time alone: a frame's end pose is the next frame's
@@ -420,7 +423,7 @@ class WorldSource:
         dirs = _rotate_f32(quat.astype(np.float32), d_sensor)
 
         # First surface of every ray, without indexing: most rays end here.
-        rh = self.world.cast(origins, dirs, t_ray, self.max_range_m)
+        rh = self.world.cast(origins, dirs, t_ray, self.max_range_m, threads=self.cast_threads)
         hit = np.isfinite(rh.distance)
         trans_all = self._transmission[np.maximum(rh.material, 0)]
         passes = hit & (trans_all > 0)
@@ -447,7 +450,13 @@ class WorldSource:
             if active.size == 0:
                 break
             d_act = dirs[active]
-            rh = self.world.cast(org, d_act, t_ray[active], self.max_range_m - float(travelled.min()))
+            rh = self.world.cast(
+                org,
+                d_act,
+                t_ray[active],
+                self.max_range_m - float(travelled.min()),
+                threads=self.cast_threads,
+            )
             dist = rh.distance + travelled
             hit = np.isfinite(rh.distance) & (dist <= self.max_range_m)
             trans = np.where(hit, self._transmission[np.maximum(rh.material, 0)], 0.0)
@@ -513,7 +522,9 @@ class WorldSource:
             mdir = (d - (2.0 * dn)[:, None] * nrm).astype(np.float32)
             mdir /= np.sqrt(np.einsum("ij,ij->i", mdir, mdir))[:, None]
             org = (origins[wi] + d * dist[wi][:, None] + nrm * np.float32(_EPS_M)).astype(np.float32)
-            mh = self.world.cast(org, mdir, t_ray[wi], self.max_range_m - float(dist[wi].min()))
+            mh = self.world.cast(
+                org, mdir, t_ray[wi], self.max_range_m - float(dist[wi].min()), threads=self.cast_threads
+            )
             total = dist[wi] + mh.distance
             ok = np.isfinite(mh.distance) & (total <= self.max_range_m)
             k = wi[ok]

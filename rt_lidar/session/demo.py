@@ -18,6 +18,7 @@ from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline, build_world
+from rt_lidar.pipeline.frame_loop import CAST_AHEAD
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.rinet.stage import airsim_camera_post
 from rt_lidar.sensor.presets import load_preset
@@ -80,7 +81,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
     if opts.in_process:
         scene = build_world(opts.scene, seed=opts.seed, setup=opts.scene_setup)
         built = build_pipeline(
-            preset, scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=True, physics=opts.physics()
+            preset, scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=CAST_AHEAD, physics=opts.physics()
         )
         world = built.world
         stage = _rinet_stage(opts, world.scene.sensor_mount, imax)

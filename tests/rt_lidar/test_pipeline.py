@@ -10,6 +10,7 @@ from scenes import glass_scene, targets_scene, wall_scene
 
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.frame_loop import CAST_AHEAD, frame_workers
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import list_presets, load_preset
 from rt_lidar.sensor.scan_pattern import firings_per_scan
@@ -167,7 +168,37 @@ def test_prefetching_gives_the_same_scans():
 
     plain = run(False)
     assert run(True) == plain
-    assert run(4) == plain  # four frames cast ahead by the background thread
+    assert run(4) == plain  # four frames cast ahead, at the same time, one thread each
+
+
+def test_frames_cast_at_the_same_time_give_the_scans_of_one_split_cast():
+    """HDL-64E frames are large enough for World.cast to split each over two threads; with frames
+    cast ahead each is cast whole on a thread of its own, several at once: the bytes are the same."""
+
+    def run(prefetch):
+        b = build_pipeline("HDL-64E", "street", seed=2, sim_hz=20.0, prefetch=prefetch)
+        try:
+            scans = [s.points.tobytes() for s in b.pipeline.scans(2)]
+            return scans, b.pipeline.source.cast_threads, b.pipeline._pool
+        finally:
+            b.pipeline.close()
+
+    split, threads, pool = run(False)
+    assert threads is None and pool is None
+    whole, threads, _ = run(CAST_AHEAD)
+    assert threads == 1
+    assert whole == split
+
+
+def test_only_an_in_process_world_casts_frames_at_the_same_time():
+    b = build_pipeline("VLP-16", "street", seed=4)
+
+    class Remote:  # any other source: a server answers in order, one frame at a time
+        pass
+
+    assert frame_workers(b.pipeline.source, 1) == 1
+    assert frame_workers(b.pipeline.source, CAST_AHEAD) >= 2
+    assert frame_workers(Remote(), CAST_AHEAD) == 1  # type: ignore[arg-type]
 
 
 def test_lookahead_casts_ahead_and_survives_a_jump():
