@@ -22,7 +22,8 @@ from rt_lidar.physics.model import PhysicsResult, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
 from rt_lidar.pipeline.sources import Hits, HitSource, Pose, WorldSource, pose_at
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import Firings, firings_between
+from rt_lidar.sensor.scan_pattern import Firings, firings_between, firings_per_scan, scan_period_ns
+from unreal_bridge.world.raycast import PARALLEL_MIN_RAYS
 
 __all__ = ["CAST_AHEAD", "FrameStats", "Pipeline", "Sensed", "frame_time_ns", "frame_workers"]
 
@@ -61,11 +62,13 @@ class FrameStats:
     wall_s: float
 
 
-def frame_workers(source: HitSource, depth: int) -> int:
+def frame_workers(source: HitSource, depth: int, rays_per_frame: float) -> int:
     """Threads that fetch the frames asked for ahead: one per frame, as many as the cores, for an
-    in-process world source (its hits depend on each ray's time alone, so frames may be cast in any
-    order); one for any other source (a server answers in order)."""
-    if depth < 2 or not isinstance(source, WorldSource):
+    in-process world source whose frames are large enough that its cast would be split over two
+    threads (its hits depend on each ray's time alone, so frames may be cast in any order); one for
+    smaller frames (their time is mostly the interpreter's: threads would only take turns) and for
+    any other source (a server answers in order)."""
+    if depth < 2 or not isinstance(source, WorldSource) or rays_per_frame < PARALLEL_MIN_RAYS:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(depth, max(2, cores)))
@@ -143,7 +146,8 @@ class Pipeline:
         if not self.prefetch:
             return self._fetch(k)
         if self._pool is None:
-            workers = frame_workers(self.source, self.prefetch)
+            per_frame = firings_per_scan(self.preset) * 1e9 / (scan_period_ns(self.preset) * self.sim_hz)
+            workers = frame_workers(self.source, self.prefetch, per_frame)
             if workers > 1 and isinstance(self.source, WorldSource):
                 self.source.cast_threads = 1
             self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rt-lidar-prefetch")

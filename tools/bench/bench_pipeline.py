@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from rt_lidar.pipeline.builder import build_pipeline, build_world
+from rt_lidar.pipeline.frame_loop import CAST_AHEAD
 from rt_lidar.sensor.presets import list_presets
 from rt_lidar.sensor.scan_pattern import firings_per_scan, scan_period_ns
 from rt_lidar.session.realtime import tune_allocator
@@ -25,7 +26,7 @@ from rt_lidar.sinks import write_kitti_bin, write_pcd
 def bench_preset(name: str, scans: int, sim_hz: float, world_seed: int = 0) -> dict[str, float | int | str]:
     """Figures of ``scans`` scans of preset ``name`` (after one warm-up scan)."""
     world = build_world("street", seed=world_seed)
-    built = build_pipeline(name, world, sim_hz=sim_hz, prefetch=True)
+    built = build_pipeline(name, world, sim_hz=sim_hz, prefetch=CAST_AHEAD)  # as the demo runs
     pipe = built.pipeline
     pipe.scans(1)
     sim0 = pipe.sim_time_s

@@ -56,7 +56,8 @@ def pipeline(d: dict[str, Any]) -> str:
         )
     return (
         "## Frame loop (`tools/bench/bench_pipeline.py`)\n\nIn-process (the world cast straight from the "
-        "pipeline, next frame prefetched), embedded street, f_sim = 20 Hz, 10 scans after a warm-up. "
+        "pipeline, three frames cast ahead at the same time, one thread each, as the demo runs), "
+        "embedded street, f_sim = 20 Hz, 10 scans after a warm-up. "
         'RTF = simulated seconds per wall second; "with writers" adds PCD + KITTI files written in line '
         "(the demo writes them from a background thread).\n\n" + _table(rows)
     )

@@ -13,7 +13,16 @@ from numpy.typing import NDArray
 
 from .errors import WorldError
 
-__all__ = ["RAY_CASTERS", "EmbreeCaster", "NumpyCaster", "RayCaster", "face_normals", "parallel_map", "split"]
+__all__ = [
+    "PARALLEL_MIN_RAYS",
+    "RAY_CASTERS",
+    "EmbreeCaster",
+    "NumpyCaster",
+    "RayCaster",
+    "face_normals",
+    "parallel_map",
+    "split",
+]
 
 F32 = NDArray[np.float32]
 T = TypeVar("T")
@@ -21,8 +30,8 @@ CastResult = tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float32]]
 MaxDistance = float | NDArray[np.float32]
 """One far limit for every ray, or one per ray."""
 
-#: Rays per thread below which one Embree call does all the work.
-_PARALLEL_MIN_RAYS = 16_384
+PARALLEL_MIN_RAYS = 16_384
+"""Rays in a batch below which one Embree call does all the work (no split over threads)."""
 _N_THREADS = 2
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -191,7 +200,7 @@ def thread_count(n: int, threads: int | None = None) -> int:
     """Threads that share ``n`` rays: ``threads`` when given, else 2 when there are many rays, else 1."""
     if threads is not None:
         return max(1, threads)
-    return _N_THREADS if n >= _PARALLEL_MIN_RAYS else 1
+    return _N_THREADS if n >= PARALLEL_MIN_RAYS else 1
 
 
 def split(n: int, parts: int) -> list[slice]:

@@ -80,7 +80,9 @@ class ConstantVelocity:
             s, c = np.sin(w * tt), np.cos(w * tt)
             dx = (vx * s + vy * (c - 1.0)) / w
             dy = (vx * (1.0 - c) + vy * s) / w
-        pos = self.start.position + np.stack([dx, dy, vz * tt], axis=-1)
+        step = np.empty((tt.shape[0], 3), np.float64)
+        step[:, 0], step[:, 1], step[:, 2] = dx, dy, vz * tt
+        pos = self.start.position + step
         quat = quat_multiply(quat_from_yaw(w * tt), self.start.rotation)
         return pos, quat
 
