@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from . import fast_decode
 from .errors import BackendError, ConnectionLost, MessageTooLarge, ProtocolError, RpcError, RpcTimeout
+from .later import CONNECTION_DEPTH, Later, Outbox, Workers
 from .limits import RequestRefused, ServerLimits, check_params, is_loopback
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "NOTIFY",
     "REQUEST",
     "RESPONSE",
+    "Later",
     "Raw",
     "RpcClient",
     "RpcServer",
@@ -495,6 +497,8 @@ class RpcServer:
         self._pending_total = 0
         self._reply_total = 0
         self._thread: threading.Thread | None = None
+        self._workers = Workers()
+        """Threads that work out :class:`~unreal_bridge.later.Later` answers (a cast asked ahead)."""
         self.stats = {
             "refused_connections": 0,
             "accept_errors": 0,
@@ -642,6 +646,7 @@ class RpcServer:
         for _, thread in conns:
             if thread is not threading.current_thread():
                 thread.join(timeout)
+        self._workers.close()
         self._wake_r.close()
         self._wake_w.close()
 
@@ -698,8 +703,12 @@ class RpcServer:
         started: float | None = None  # when the request now arriving began
         first_by: float | None = time.monotonic() + lim.first_request_timeout_s  # None once one came
         reason = ""
+        outbox = Outbox()  # answers owed, in request order (unreal_bridge.later)
         try:
             while not self._closed.is_set():
+                if outbox.owed() and not outbox.wait(conn, lim.idle_timeout_s):
+                    self._flush(conn, outbox)  # an answer is ready (or the wait ran out): send it, if next
+                    continue
                 now = time.monotonic()
                 deadline = now + lim.idle_timeout_s if started is None else started + lim.read_timeout_s
                 if first_by is not None:
@@ -733,10 +742,14 @@ class RpcServer:
                     first_by = None
                     try:
                         reply = self._handle(message, packer)
-                        if reply is not None:
-                            self._send_reply(conn, reply)
+                        if isinstance(reply, _Owed):
+                            self._owe(conn, outbox, reply, packer)
+                        elif reply is not None:
+                            outbox.add(reply)
+                        self._flush(conn, outbox)
                     finally:
-                        self._busy.discard(conn)
+                        if not len(outbox):
+                            self._busy.discard(conn)
                         self._last_active[conn] = time.monotonic()
                 pending = fed - unpacker.tell()
                 if pending > lim.max_request_bytes:
@@ -759,6 +772,7 @@ class RpcServer:
         except Exception:  # a bug must not leak the connection or its budget
             _log.exception("closing a connection after an unexpected error")
         finally:
+            outbox.close()
             if reason:
                 self.stats["closed_for_limits"] += 1
                 _log.warning("closing a connection: %s", reason)
@@ -775,6 +789,23 @@ class RpcServer:
                     self.on_disconnect()
                 except Exception:
                     _log.exception("the disconnect hook failed")
+
+    def _flush(self, conn: socket.socket, outbox: Outbox) -> None:
+        """Send the answers at the head of ``outbox`` that are ready, in order."""
+        for reply in outbox.ready():
+            self._send_reply(conn, reply)
+        if not len(outbox):
+            self._busy.discard(conn)
+
+    def _owe(self, conn: socket.socket, outbox: Outbox, owed: _Owed, packer: msgpack.Packer) -> None:
+        """Work out ``owed`` on a worker thread while this connection reads on, once fewer than
+        :data:`~unreal_bridge.later.CONNECTION_DEPTH` answers are owed; in this thread when the server's
+        workers are all busy (then as any call: its answer is ready when this returns)."""
+        while outbox.owed() >= CONNECTION_DEPTH:
+            outbox.wait_oldest()
+            self._flush(conn, outbox)
+        future = self._workers.try_submit(lambda: self._answer(owed, new_packer()))
+        outbox.add(future if future is not None else self._answer(owed, packer))
 
     def _send_reply(self, conn: socket.socket, reply: bytes) -> None:
         lim = self.limits
@@ -806,8 +837,9 @@ class RpcServer:
         self._trimmed_at, self._trim_pending = now, False
         _release_memory()
 
-    def _handle(self, message: Any, packer: msgpack.Packer) -> bytes | None:
-        """Dispatch one message; return the reply bytes (None for a notification)."""
+    def _handle(self, message: Any, packer: msgpack.Packer) -> bytes | _Owed | None:
+        """Dispatch one message; return the reply bytes (None for a notification; an :class:`_Owed`
+        for a handler that answered :class:`Later`)."""
         if not isinstance(message, list) or len(message) not in (3, 4):
             raise ProtocolError(f"not a msgpack-RPC message: {message!r:.80}")
         if len(message) == 4 and message[0] == REQUEST:
@@ -815,15 +847,14 @@ class RpcServer:
             if not isinstance(msgid, int):
                 raise ProtocolError(f"request id is not an int: {msgid!r:.40}")
             error, result = self._dispatch(method, params)
-            try:
-                return pack([RESPONSE, msgid, error, result], packer)
-            except (TypeError, ValueError, OverflowError) as exc:
-                _log.exception("cannot pack the answer to %r", method)
-                error = exception_message(str(method), len(params), f"unpackable result: {exc}")
-                return pack([RESPONSE, msgid, error, None], packer)
+            if isinstance(result, Later):
+                return _Owed(msgid, str(method), len(params), result)
+            return _reply(msgid, str(method), len(params), error, result, packer)
         if len(message) == 3 and message[0] == NOTIFY:
             _, method, params = message
-            error, _result = self._dispatch(method, params)
+            error, result = self._dispatch(method, params)
+            if isinstance(result, Later):
+                error = self._work(str(method), len(params), result)[0]
             if error is not None:
                 _log.warning("notification %r failed: %s", method, error)
             return None
@@ -844,12 +875,52 @@ class RpcServer:
             check_params(params, self.limits.max_depth)
             with self.call_lock if locked else contextlib.nullcontext():
                 return None, func(*params)
-        except BackendError as exc:
-            return exception_message(method, len(params), str(exc)), None
         except Exception as exc:
-            _log.debug("handler %r raised", method, exc_info=True)
-            info = str(exc.args[0]) if len(exc.args) == 1 else str(exc)
-            return exception_message(method, len(params), info or type(exc).__name__), None
+            return _error_of(method, len(params), exc), None
+
+    @staticmethod
+    def _work(method: str, argc: int, later: Later) -> tuple[str | None, Any]:
+        """(error, result) of a :class:`Later` answer, as :meth:`_dispatch` gives a handler's."""
+        try:
+            return None, later.work()
+        except Exception as exc:
+            return _error_of(method, argc, exc), None
+
+    def _answer(self, owed: _Owed, packer: msgpack.Packer) -> bytes:
+        """The packed answer of ``owed`` (never raises: a failure is the call's error answer)."""
+        error, result = self._work(owed.method, owed.argc, owed.later)
+        return _reply(owed.msgid, owed.method, owed.argc, error, result, packer)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Owed:
+    """A request whose handler answered :class:`Later`."""
+
+    msgid: int
+    method: str
+    argc: int
+    later: Later
+
+
+def _error_of(method: str, argc: int, exc: Exception) -> str:
+    """rpclib's error answer for a handler that raised ``exc``."""
+    if isinstance(exc, BackendError):
+        return exception_message(method, argc, str(exc))
+    _log.debug("handler %r raised", method, exc_info=True)
+    info = str(exc.args[0]) if len(exc.args) == 1 else str(exc)
+    return exception_message(method, argc, info or type(exc).__name__)
+
+
+def _reply(
+    msgid: int, method: str, argc: int, error: str | None, result: Any, packer: msgpack.Packer
+) -> bytes:
+    """The packed response; a result that cannot be packed gives the call's error answer instead."""
+    try:
+        return pack([RESPONSE, msgid, error, result], packer)
+    except (TypeError, ValueError, OverflowError) as exc:
+        _log.exception("cannot pack the answer to %r", method)
+        error = exception_message(method, argc, f"unpackable result: {exc}")
+        return pack([RESPONSE, msgid, error, None], packer)
 
 
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}

@@ -28,7 +28,7 @@ from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunRequest, decode_beam, 
 from .casts import CastQueue, DeferredSimBackend, PreparedCast, is_deferred
 from .errors import WireFormatError
 from .limits import ServerLimits, safe_pattern
-from .rpc import Raw, RpcServer
+from .rpc import Later, Raw, RpcServer
 from .shm import HEADER_BYTES, ShmAttachments, ShmRefused, ShmTarget, needed_bytes
 from .wire import (
     CarControls,
@@ -411,9 +411,19 @@ class AirSimServer:
         with self.casts.turn(job.rays):
             return job.run()
 
-    def _lidar_hits(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
+    def _lidar_hits(self, lidar_name: Any, vehicle_name: Any) -> Later:
+        """Prepared now, in the connection's request order (its interval and frozen world); cast and
+        encoded later (:mod:`unreal_bridge.later`): a client that asked ahead has its next frame's
+        calls run meanwhile, so two frames of one connection may be cast at once."""
         backend = cast(DeferredSimBackend, self.backend)
-        return encode_hits(self._cast(lambda: backend.prepare_lidar_hits(str(lidar_name), str(vehicle_name))))
+        with self.rpc.call_lock:
+            job = backend.prepare_lidar_hits(str(lidar_name), str(vehicle_name))
+
+        def work() -> dict[str, Any]:
+            with self.casts.turn(job.rays):
+                return encode_hits(job.run())
+
+        return Later(work)
 
     def _lidar_data(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
         lidar, vehicle = str(lidar_name), str(vehicle_name)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -150,8 +151,12 @@ class BridgeSource:
         known). Set by :func:`bridge_pipeline`; with it the request for the next frame goes out as soon
         as this frame's answer is in, so the server casts it while this side decodes and runs the
         physics (see :meth:`hits`)."""
-        self._ahead: tuple[int, int, tuple[int, int]] | None = None
-        """(t0, t1, request) of the frame asked ahead, its answer not read yet."""
+        self.ask_depth = 1
+        """Frames asked ahead (with :attr:`ask_ahead`): each adds a frame (1/f_sim) between a driver's
+        controls and the frame that first sees them; with two, our server casts two frames at once
+        (:mod:`unreal_bridge.later`) while this side works on a third."""
+        self._ahead: deque[tuple[int, int, tuple[int, int]]] = deque()
+        """(t0, t1, request) of the frames asked ahead, in order, their answers not read yet."""
         self._in_order = False
         """The server answers a connection's calls one at a time, in order (``rtLidarServerInfo``):
         needed to ask ahead (an rpclib server on several threads may run a frame's two calls at once)."""
@@ -281,13 +286,14 @@ class BridgeSource:
             and self.client.shm_refused is not None
         )
 
-    def _drop_asked_ahead(self) -> None:
-        """Read and drop the answer of a frame asked ahead that is not wanted any more (the sim has moved
-        past it: the lockstep check of the next frame says so)."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
+    def _drop_asked_ahead(self, until: tuple[int, int] | None = None) -> None:
+        """Read and drop the answers of the frames asked ahead that are not wanted any more (the sim
+        has moved past them: the lockstep check of the next frame says so): every one, or those before
+        the frame ``until`` when it is among them."""
+        while self._ahead and self._ahead[0][:2] != until:
+            request = self._ahead.popleft()[2]
             with contextlib.suppress(BridgeError, OSError):  # a lost link loses it anyway
-                self.client.read_frame(ahead[2])
+                self.client.read_frame(request)
 
     def close(self) -> None:
         """Read and drop a frame asked ahead (the pipeline's ``close`` calls this): the server has
@@ -296,32 +302,30 @@ class BridgeSource:
         self._drop_asked_ahead()
 
     def _fetch_asked_ahead(self, t0_ns: int, t1_ns: int, expected: Firings) -> tuple[Hits, int, int]:
-        """Frame ``[t0_ns, t1_ns)`` as :meth:`_fetch_extension` gets it, with the next frame's request
-        sent before this one's answer is decoded: the server's cast of frame k+1 overlaps this side's
-        decode and physics of frame k. The requests and answers are exactly those of one frame at a
-        time, in the same order, so the scans are the same."""
+        """Frame ``[t0_ns, t1_ns)`` as :meth:`_fetch_extension` gets it, with the requests of the next
+        frames (up to :attr:`ask_depth`) sent before this one's answer is decoded: the server's casts of
+        frames k+1.. overlap this side's decode and physics of frame k. The requests and answers are
+        exactly those of one frame at a time, in the same order, so the scans are the same."""
         ahead = self._ahead
-        if ahead is not None and ahead[:2] != (t0_ns, t1_ns):
-            self._drop_asked_ahead()
-            ahead = None
-        self._ahead = None
-        if ahead is not None:
-            request = ahead[2]
+        self._drop_asked_ahead(until=(t0_ns, t1_ns))
+        if ahead:
+            request = ahead.popleft()[2]
         else:
             request = self.client.send_frame_request(
                 (t1_ns - t0_ns) * 1e-9, self.lidar_name, self.vehicle_name
             )
         ask = self.ask_ahead if self._can_ask_ahead() else None
-        nxt = ask(t0_ns, t1_ns) if ask is not None else None
 
         def ask_next() -> None:
-            if nxt is not None:
+            last = ahead[-1][:2] if ahead else (t0_ns, t1_ns)
+            while ask is not None and len(ahead) < self.ask_depth:
+                nxt = ask(*last)
+                if nxt is None:
+                    return
                 dt = (nxt[1] - nxt[0]) * 1e-9
-                self._ahead = (
-                    nxt[0],
-                    nxt[1],
-                    self.client.send_frame_request(dt, self.lidar_name, self.vehicle_name),
-                )
+                request_next = self.client.send_frame_request(dt, self.lidar_name, self.vehicle_name)
+                ahead.append((nxt[0], nxt[1], request_next))
+                last = nxt
 
         return self._hits_of_answer(self.client.read_frame(request, before_decode=ask_next), expected)
 
@@ -391,7 +395,7 @@ class BridgeSource:
         """
         t_wall = time.perf_counter()
         pose_start = self._pose
-        if self._ahead is not None or self._can_ask_ahead():
+        if self._ahead or self._can_ask_ahead():
             hits, s0, s1 = self._fetch_asked_ahead(t0_ns, t1_ns, firings)
         else:
             if self.lockstep and self.advance_clock:
@@ -438,6 +442,7 @@ def bridge_pipeline(
     weather: WeatherConfig | None = None,
     beam: BeamConfig | None = None,
     sun: SunConfig | None = None,
+    ask_depth: int = 1,
 ) -> Pipeline:
     """The pipeline over ``source``, starting at the sim time the controller took over, with prefetch.
 
@@ -459,7 +464,8 @@ def bridge_pipeline(
     pipeline = Pipeline(
         source.preset, source, physics, sim_hz=sim_hz, seed=seed, start_ns=source.start_ns, prefetch=True
     )
-    source.ask_ahead = pipeline.next_interval  # the frames it asks for, in order: one goes out ahead
+    source.ask_ahead = pipeline.next_interval  # the frames it asks for, in order
+    source.ask_depth = max(1, int(ask_depth))
     return pipeline
 
 

@@ -162,6 +162,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         paused=args.paused,
         camera=args.camera,
         rig=args.rig,
+        cast_threads=args.cast_threads,
         **({"max_rays": args.max_rays} if args.max_rays is not None else {}),
     )
     served = start_embedded_server(opts)
@@ -213,6 +214,14 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         help="rays (firings x sub-rays) one lidar call may cast, default 500000: bounds one call's time",
     )
     p.add_argument("--rig", default=None, metavar="RIG.toml", help="serve every lidar of a rig file")
+    p.add_argument(
+        "--cast-threads",
+        type=int,
+        default=0,
+        metavar="N",
+        help="threads one lidar cast is split over, 0..64 (default 0: two for a large cast; 1: each cast "
+        "on one thread, for a server sharing its cores with a client that asks frames ahead)",
+    )
     p.add_argument("--exit-with-stdin", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_serve)
 

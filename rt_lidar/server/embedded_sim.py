@@ -92,6 +92,7 @@ class EmbeddedSim:
         max_rays_per_call: int = MAX_RAYS_PER_CALL,
         mount: Pose | None = None,
         more_lidars: Sequence[tuple[str, SensorPreset, Pose]] = (),
+        cast_threads: int | None = None,
     ) -> None:
         self.world = world
         self.preset = preset
@@ -121,6 +122,10 @@ class EmbeddedSim:
             self._lidars[name] = _Lidar(
                 name, p, WorldSource(world, p.range.max_m, trans, exit_m_per_rad(p), mount=m)
             )
+        for lidar in self._lidars.values():
+            # None: a large cast split over two threads; 1: each cast on one thread (a server sharing
+            # its cores with its client, that casts two frames asked ahead at once)
+            lidar.source.cast_threads = cast_threads
         self._cursors = first.cursors
         self._frames = first.frames
         self.skipped_ns = 0

@@ -44,6 +44,10 @@ class ServeOptions:
     """Rays (firings x sub-rays) one lidar call may cast; an older backlog is cut."""
     rig: str | None = None
     """A rig file: every lidar of it on the vehicle, named as in the file (overrides ``preset``)."""
+    cast_threads: int = spec(0, 0, 64)
+    """Threads one lidar cast is split over (0: two for a large cast; 1: every cast on one thread, for a
+    server that shares its cores with a client asking frames ahead, as the demo's: it casts two frames
+    at once, docs/performance.md)."""
 
     def __post_init__(self) -> None:
         check_fields(self, "serve")
@@ -120,6 +124,8 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
     cmd += ["--rig", opts.rig] if opts.rig else []
     if opts.paused:
         cmd.append("--paused")
+    if opts.cast_threads:
+        cmd += ["--cast-threads", str(opts.cast_threads)]
     # stderr goes to a file, not a pipe nobody reads (a full pipe would block the server)
     err_log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (outlives this call: the server writes it)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_log, text=True)
@@ -159,10 +165,18 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
             camera=camera,
             max_rays_per_call=opts.max_rays,
             more_lidars=[(s.name, s.preset, s.mount) for s in more],
+            cast_threads=opts.cast_threads or None,
         )
     else:
         assert preset is not None
-        sim = EmbeddedSim(world, preset, paused=opts.paused, camera=camera, max_rays_per_call=opts.max_rays)
+        sim = EmbeddedSim(
+            world,
+            preset,
+            paused=opts.paused,
+            camera=camera,
+            max_rays_per_call=opts.max_rays,
+            cast_threads=opts.cast_threads or None,
+        )
     server = AirSimServer(sim, host=opts.host, port=opts.port)
     server.start()
     return EmbeddedServer(server, sim)

@@ -33,6 +33,12 @@ __all__ = ["RINET_CAMERA", "run_demo"]
 
 
 RINET_CAMERA = CameraSpec(width=512, height=288, fov_deg=90.0)
+DEMO_ASK_AHEAD = 2
+"""Frames the bridged demo asks ahead: its server casts two at once while the controller works on a
+third (no driver's controls to wait for; docs/performance.md)."""
+DEMO_CAST_THREADS = 1
+"""The demo's server casts each frame on one thread: it shares the two cores with the controller and
+casts two frames at once."""
 """The camera the bundled RINet model was trained with (the embedded camera's default mount)."""
 
 
@@ -113,7 +119,9 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
     else:
         camera = f"{RINET_CAMERA.width}x{RINET_CAMERA.height}"
         server, port = start_server_process(
-            ServeOptions.of_run(opts, port=0, preset=preset.name, camera=camera, paused=True)
+            ServeOptions.of_run(
+                opts, port=0, preset=preset.name, camera=camera, paused=True, cast_threads=DEMO_CAST_THREADS
+            )
         )
         mount = build_world(opts.scene, seed=opts.seed).scene.sensor_mount if opts.rinet else Pose.identity()
         stage = _rinet_stage(opts, mount, imax)
@@ -122,7 +130,15 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                 client.confirm_connection()
                 client.reset()
                 source = BridgeSource(client, preset, lockstep=True, sim_hz=opts.sim_hz)
-                pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun)
+                pipe = bridge_pipeline(
+                    source,
+                    opts.sim_hz,
+                    opts.seed,
+                    opts.weather,
+                    opts.beam,
+                    opts.sun,
+                    ask_depth=DEMO_ASK_AHEAD,
+                )
                 try:
                     ran = opts.resolved(pipe.physics.config)
                     write_run_config(out, ran, preset)

@@ -1,5 +1,6 @@
-"""A lockstep bridge asks for frame k+1 as soon as frame k's answer is in (the server casts it while the
-controller decodes and runs the physics): the scans are the bytes of one frame at a time."""
+"""A lockstep bridge asks for frame k+1 (and k+2 with ``ask_depth`` 2) as soon as frame k's answer is in
+(the server casts them while the controller decodes and runs the physics, two at once with depth 2):
+the scans are the bytes of one frame at a time."""
 
 from __future__ import annotations
 
@@ -35,39 +36,58 @@ class _WithoutServerInfo(AirSimServer):
 
 
 @contextlib.contextmanager
-def _bridge(scene: Scene, seed: int = 0, server_type: type[AirSimServer] = AirSimServer) -> Iterator[Bridge]:
-    """A VLP-16 on our server over loopback, in lockstep at 20 Hz, through ``bridge_pipeline``."""
-    preset = load_preset("VLP-16")
-    sim = EmbeddedSim(World(scene), preset, paused=True)
+def _bridge(
+    scene: Scene,
+    seed: int = 0,
+    server_type: type[AirSimServer] = AirSimServer,
+    depth: int = 1,
+    preset_name: str = "VLP-16",
+    cast_threads: int | None = None,
+) -> Iterator[Bridge]:
+    """A lidar (VLP-16) on our server over loopback, in lockstep at 20 Hz, through ``bridge_pipeline``
+    asking ``depth`` frames ahead."""
+    preset = load_preset(preset_name)
+    sim = EmbeddedSim(World(scene), preset, paused=True, cast_threads=cast_threads)
     server = server_type(sim, port=0)
     server.start()
     try:
         with AirSimClient(port=server.port) as client:
             client.reset()
             source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
-            yield Bridge(sim, client, source, bridge_pipeline(source, sim_hz=20.0, seed=seed))
+            yield Bridge(
+                sim, client, source, bridge_pipeline(source, sim_hz=20.0, seed=seed, ask_depth=depth)
+            )
     finally:
         server.close()
 
 
-def _scans(ask_ahead: bool, scans: int = 4) -> list[bytes]:
-    with _bridge(street_scene(0), seed=4) as b:
-        if not ask_ahead:
+def _scans(depth: int, scans: int = 4, **bridge: Any) -> list[bytes]:
+    with _bridge(street_scene(0), seed=4, depth=max(depth, 1), **bridge) as b:
+        if not depth:
             b.source.ask_ahead = None
         assert b.source._in_order  # our server says it answers in order (rtLidarServerInfo)
         out = [scan.points.tobytes() for scan in b.pipe.scans(scans)]
-        b.pipe.close()  # reads and drops the frame asked ahead: nothing left on the link
-        assert b.source._ahead is None and not b.client.rpc._in_flight and not b.client.rpc._answers
+        b.pipe.close()  # reads and drops the frames asked ahead: nothing left on the link
+        assert not b.source._ahead and not b.client.rpc._in_flight and not b.client.rpc._answers
         end = b.pipe._interval(b.pipe.frame - 1)[1]
-        # the server stopped at most one prefetched frame and the one asked ahead past the last step
-        assert end <= b.sim.now_ns() <= end + 2 * 50_000_000
+        # the server stopped at most one prefetched frame and the ones asked ahead past the last step
+        assert end <= b.sim.now_ns() <= end + (1 + depth) * 50_000_000
         assert b.client.ping()
         assert b.source.stats.sector_mismatches == 0, b.source.stats.mismatch_detail
         return out
 
 
 def test_asking_ahead_gives_the_same_scans() -> None:
-    assert _scans(True) == _scans(False)
+    one_at_a_time = _scans(0)
+    assert _scans(1) == one_at_a_time
+    assert _scans(2) == one_at_a_time  # two frames owed at once, cast at the same time
+
+
+def test_two_frames_ahead_on_one_thread_each_give_the_scans_of_split_casts() -> None:
+    """HDL-64E frames, large enough to be split over two threads one at a time, cast whole on one
+    thread each, two at once (the demo's server): the same bytes."""
+    split = _scans(0, scans=2, preset_name="HDL-64E")
+    assert _scans(2, scans=2, preset_name="HDL-64E", cast_threads=1) == split
 
 
 def _until(cond: Callable[[], bool], timeout_s: float = 5.0) -> bool:
@@ -94,13 +114,29 @@ def test_the_next_frame_is_cast_before_it_is_asked_for() -> None:
 def test_a_frame_other_than_the_one_asked_ahead_drops_it_and_gets_the_frame_asked_for() -> None:
     with _bridge(wall_scene(15.0)) as b:
         b.pipe._fetch(0)
-        assert b.source._ahead is not None and b.source._ahead[:2] == b.pipe._interval(1)
+        assert [a[:2] for a in b.source._ahead] == [b.pipe._interval(1)]
         t0, t1 = b.pipe._interval(2)
         firings, hits = b.pipe._fetch(2)  # frame 1, asked ahead, is skipped: read and dropped
         assert b.source.stats.sector_mismatches == 0, b.source.stats.mismatch_detail
         assert hits.firings.t_ns.min() >= t0 and hits.firings.t_ns.max() < t1
         assert len(hits.firings) == len(firings) > 0
-        assert b.source._ahead is not None and b.source._ahead[:2] == b.pipe._interval(3)
+        assert [a[:2] for a in b.source._ahead] == [b.pipe._interval(3)]
+        assert b.client.ping()
+
+
+def test_two_frames_ahead_are_both_cast_before_they_are_asked_for() -> None:
+    with _bridge(wall_scene(15.0), depth=2) as b:
+        b.pipe._fetch(0)  # frame 0; frames 1 and 2 go out with it
+        assert [a[:2] for a in b.source._ahead] == [b.pipe._interval(1), b.pipe._interval(2)]
+        assert _until(lambda: b.sim.now_ns() == b.pipe._interval(2)[1])
+        b.pipe._fetch(1)  # frame 3 goes out: two owed again
+        assert [a[:2] for a in b.source._ahead] == [b.pipe._interval(2), b.pipe._interval(3)]
+        t0, t1 = b.pipe._interval(3)
+        _firings, hits = b.pipe._fetch(3)  # frame 2 skipped: read and dropped, frame 3 read
+        assert hits.firings.t_ns.min() >= t0 and hits.firings.t_ns.max() < t1
+        assert b.source.stats.sector_mismatches == 0, b.source.stats.mismatch_detail
+        b.pipe.close()
+        assert not b.source._ahead and not b.client.rpc._in_flight
         assert b.client.ping()
 
 
@@ -129,7 +165,7 @@ def test_a_server_that_does_not_say_it_answers_in_order_gets_one_frame_at_a_time
         assert b.source.stats.extension and not b.source._in_order
         assert b.client.rt_lidar_server_info() == {}
         b.pipe._fetch(0)
-        assert b.source._ahead is None and not b.client.rpc._in_flight
+        assert not b.source._ahead and not b.client.rpc._in_flight
         time.sleep(0.1)
         assert b.sim.now_ns() == b.pipe._interval(0)[1]
 
