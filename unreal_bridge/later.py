@@ -10,10 +10,12 @@ reads and runs its next requests. The answers still go out in the order of the r
 (msgpack-RPC over one connection, as rpclib does it): the :class:`Outbox` holds the answers owed, and
 sends each as soon as those before it have gone.
 
-Bounds: a connection owes at most :data:`CONNECTION_DEPTH` answers at once (it reads no further
-until the oldest is out), and the whole server works on at most :data:`SERVER_DEPTH` at once; beyond
-that a :class:`Later` runs in the connection's own thread, as a call always did. So a client that
-floods requests costs no more threads or memory than before, less a few answers.
+Bounds: a connection has at most :data:`CONNECTION_DEPTH` answers worked on at once and holds at
+most :data:`CONNECTION_HELD` answers not yet sent (it runs no further request until the oldest is
+out), and the whole server works on at most :data:`SERVER_DEPTH` at once; beyond that a
+:class:`Later` runs in the connection's own thread, as a call always did. So a client that floods
+requests costs no more threads, and no more memory than a few answers, than before. A client that
+stops sending still gets every answer it is owed.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["CONNECTION_DEPTH", "SERVER_DEPTH", "Later", "Outbox", "Workers"]
+__all__ = ["CONNECTION_DEPTH", "CONNECTION_HELD", "SERVER_DEPTH", "Later", "Outbox", "Workers"]
 
 CONNECTION_DEPTH = 2
-"""Answers one connection may owe while it reads its next requests."""
+"""Answers of one connection worked on at once while it reads its next requests."""
+CONNECTION_HELD = 4
+"""Answers one connection may hold unsent (worked on, or ready behind one that is)."""
 SERVER_DEPTH = 4
 """Answers the whole server works on outside the connections' own threads."""
 
@@ -53,12 +57,16 @@ class Workers:
         self._depth = depth
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
     def try_submit(self, fn: Callable[[], bytes]) -> Future[bytes] | None:
         """``fn`` on a worker thread, or None when every slot is taken (the caller runs it itself)."""
         if not self._slots.acquire(blocking=False):
             return None
         with self._lock:
+            if self._closed:
+                self._slots.release()
+                return None
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self._depth, thread_name_prefix="rpc-later")
             pool = self._pool
@@ -76,11 +84,13 @@ class Workers:
             return None
 
     def close(self) -> None:
-        """Wait for the answers being worked on and stop the threads."""
+        """Stop the threads: answers not started are dropped, those being worked on finish on their
+        own (the server is closing: nobody waits for them)."""
         with self._lock:
+            self._closed = True
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 class Outbox:

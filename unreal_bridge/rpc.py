@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from . import fast_decode
 from .errors import BackendError, ConnectionLost, MessageTooLarge, ProtocolError, RpcError, RpcTimeout
-from .later import CONNECTION_DEPTH, Later, Outbox, Workers
+from .later import CONNECTION_DEPTH, CONNECTION_HELD, Later, Outbox, Workers
 from .limits import RequestRefused, ServerLimits, check_params, is_loopback
 
 __all__ = [
@@ -706,9 +706,9 @@ class RpcServer:
         outbox = Outbox()  # answers owed, in request order (unreal_bridge.later)
         try:
             while not self._closed.is_set():
-                if outbox.owed() and not outbox.wait(conn, lim.idle_timeout_s):
-                    self._flush(conn, outbox)  # an answer is ready (or the wait ran out): send it, if next
-                    continue
+                self._flush(conn, outbox)
+                if len(outbox) and not outbox.wait(conn, lim.idle_timeout_s):
+                    continue  # the answer at the head is ready (or the wait ran out): send it
                 now = time.monotonic()
                 deadline = now + lim.idle_timeout_s if started is None else started + lim.read_timeout_s
                 if first_by is not None:
@@ -722,7 +722,8 @@ class RpcServer:
                     else:
                         reason = "idle" if started is None else "request not whole in time"
                     return
-                if not data:
+                if not data:  # the client is done sending: what it is owed still goes out
+                    self._drain(conn, outbox)
                     return
                 if not self._charge(len(data)):
                     reason = "pending bytes over all connections"
@@ -741,6 +742,7 @@ class RpcServer:
                         self._fresh.pop(conn, None)
                     first_by = None
                     try:
+                        self._make_room(conn, outbox)
                         reply = self._handle(message, packer)
                         if isinstance(reply, _Owed):
                             self._owe(conn, outbox, reply, packer)
@@ -796,6 +798,20 @@ class RpcServer:
             self._send_reply(conn, reply)
         if not len(outbox):
             self._busy.discard(conn)
+
+    def _make_room(self, conn: socket.socket, outbox: Outbox) -> None:
+        """Wait until ``outbox`` holds fewer than :data:`~unreal_bridge.later.CONNECTION_HELD` answers
+        (sending those at its head as they get ready) before the next request is run: a client whose
+        first answer takes long cannot pile up the answers of the requests it sends behind it."""
+        while len(outbox) >= CONNECTION_HELD:
+            outbox.wait_oldest()
+            self._flush(conn, outbox)
+
+    def _drain(self, conn: socket.socket, outbox: Outbox) -> None:
+        """Send every answer owed, waiting for those still worked on."""
+        while len(outbox):
+            outbox.wait_oldest()
+            self._flush(conn, outbox)
 
     def _owe(self, conn: socket.socket, outbox: Outbox, owed: _Owed, packer: msgpack.Packer) -> None:
         """Work out ``owed`` on a worker thread while this connection reads on, once fewer than

@@ -23,7 +23,8 @@ def to_kitti_array(points: np.ndarray, intensity_max: float) -> np.ndarray:
 def write_kitti_bin(path: str | Path, points: np.ndarray, intensity_max: float) -> Path:
     """Write ``points`` as a KITTI ``.bin``; returns the path."""
     with atomic_write(path) as fh:
-        fh.write(to_kitti_array(points, intensity_max).astype("<f4", copy=False).reshape(-1).view(np.uint8))
+        rows = to_kitti_array(points, intensity_max).astype("<f4", copy=False)
+        fh.write(rows.reshape(-1).view(np.uint8).data)  # the array's own bytes, not a copy
     return Path(path)
 
 

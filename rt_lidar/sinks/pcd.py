@@ -64,7 +64,7 @@ def write_pcd(path: str | Path, points: np.ndarray, extras: dict[str, np.ndarray
     packed = np.ascontiguousarray(points, dtype=points.dtype.newbyteorder("<"))
     with atomic_write(path) as fh:
         fh.write(pcd_header(packed.dtype, packed.size))
-        fh.write(packed.reshape(-1).view(np.uint8))  # the array's own bytes, not a copy of them
+        fh.write(packed.reshape(-1).view(np.uint8).data)  # the array's own bytes, not a copy
     return Path(path)
 
 

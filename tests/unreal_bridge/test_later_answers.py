@@ -13,7 +13,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from unreal_bridge.later import CONNECTION_DEPTH, Workers
+from unreal_bridge.later import CONNECTION_DEPTH, CONNECTION_HELD, Workers
 from unreal_bridge.rpc import REQUEST, RESPONSE, Later, RpcClient, RpcServer, exception_message
 
 
@@ -144,3 +144,65 @@ def test_a_client_gone_with_answers_owed_leaves_the_server_serving(served) -> No
     while srv.connection_count and time.monotonic() < deadline:
         time.sleep(0.01)
     assert srv.connection_count == 0
+
+
+def test_an_answer_ready_just_after_the_check_still_goes_out(served, monkeypatch) -> None:
+    """The worker finishes between the connection's send of the ready answers and its next look: the
+    connection must not block on reading with an answer ready (it would wait for the idle timeout)."""
+    srv, _log = served
+    flush = RpcServer._flush
+
+    def slow_flush(self, conn, outbox) -> None:
+        flush(self, conn, outbox)
+        time.sleep(0.05)  # the 10 ms job finishes meanwhile
+
+    monkeypatch.setattr(RpcServer, "_flush", slow_flush)
+    with RpcClient(port=srv.port, timeout=3.0) as client:
+        for k in range(5):
+            assert client.call("slow", k, 0.01) == k
+
+
+def test_a_slow_answer_does_not_let_the_answers_behind_it_pile_up(served) -> None:
+    """A long first answer and a flood of requests behind it: the connection runs only as many of them
+    as it may hold answers for, then waits for the first to go out."""
+    srv, log = served
+    calls = [("slow", ["first", 0.5])] + [("fast", [k]) for k in range(12)]
+    got = _send_all(srv.port, calls)
+    assert [r[3] for r in got] == ["first", *range(12)]
+    ran_before = [g for w, g, t in log.events if w == "fast" and t < log.when("end", "first")]
+    assert len(ran_before) <= CONNECTION_HELD - 1
+
+
+def test_a_client_that_stops_sending_still_gets_every_answer_it_is_owed(served) -> None:
+    srv, _log = served
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10.0) as sock:
+        calls = [("slow", ["a", 0.2]), ("fast", ["b"]), ("slow", ["c", 0.1])]
+        sock.sendall(b"".join(msgpack.packb([REQUEST, i, m, p]) for i, (m, p) in enumerate(calls)))
+        sock.shutdown(socket.SHUT_WR)  # done sending: reads until the server closes
+        unpacker = msgpack.Unpacker(raw=False)
+        while data := sock.recv(65536):
+            unpacker.feed(data)
+        assert [r[3] for r in unpacker] == ["a", "b", "c"]
+
+
+def test_closing_the_server_does_not_wait_for_answers_still_worked_on() -> None:
+    srv = RpcServer(port=0)
+    started = threading.Event()
+
+    def long_cast() -> Later:
+        def work() -> int:
+            started.set()
+            time.sleep(3.0)
+            return 1
+
+        return Later(work)
+
+    srv.register("long", long_cast)
+    srv.start()
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10.0)
+    sock.sendall(msgpack.packb([REQUEST, 0, "long", []]))
+    assert started.wait(5.0)
+    t0 = time.monotonic()
+    srv.close(timeout=0.5)
+    assert time.monotonic() - t0 < 2.0
+    sock.close()
