@@ -135,6 +135,10 @@ class BridgeConfig:
     """HOST:PORT of the AirSim RPC server."""
     lockstep: bool = False
     """Pause the sim and advance it frame by frame."""
+    ask_ahead: int = spec(1, 1, 8)
+    """Lockstep on a server that answers in order (``rtLidarServerInfo``): frames asked for ahead of
+    the one being worked on. Each delays a driver's controls by a frame; 2 lets rt-lidar's own server
+    cast two frames at once (docs/extension-call.md)."""
     lidar_name: str = ""
     vehicle_name: str = ""
     material_map: str | None = None

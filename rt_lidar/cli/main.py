@@ -80,6 +80,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         bridge = BridgeConfig(
             airsim=args.airsim,
             lockstep=args.lockstep,
+            ask_ahead=args.ask_ahead,
             lidar_name=args.lidar,
             vehicle_name=args.vehicle,
             material_map=args.material_map,
@@ -278,6 +279,14 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     b = BridgeConfig()
     p.add_argument("--airsim", default=b.airsim, help="HOST:PORT of the AirSim RPC server")
     p.add_argument("--lockstep", action="store_true", help="pause the sim and advance it frame by frame")
+    p.add_argument(
+        "--ask-ahead",
+        type=int,
+        default=b.ask_ahead,
+        metavar="N",
+        help="lockstep: frames asked for ahead, 1..8 (default 1; each delays a driver's controls by a "
+        "frame; 2 lets rt-lidar's own server cast two frames at once)",
+    )
     p.add_argument("--lidar", default=b.lidar_name, help="AirSim lidar name (default: the first)")
     p.add_argument("--vehicle", default=b.vehicle_name, help="AirSim vehicle name (default: the first)")
     p.add_argument("--material-map", default=None, help="TOML [segments] ID = material (stock AirSim)")

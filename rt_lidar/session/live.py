@@ -115,7 +115,9 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
             material_map=material_map,
             use_extension=b.use_extension,
         )
-        pipe = bridge_pipeline(source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun)
+        pipe = bridge_pipeline(
+            source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun, ask_depth=b.ask_ahead
+        )
         ran = opts.resolved(pipe.physics.config)
         if not parts:
             write_run_config(out, ran, preset)

@@ -622,3 +622,26 @@ def test_a_run_records_what_a_stock_server_granted_and_re_runs_from_it(tmp_path,
     assert len(names) == 2
     for name in names:
         assert (a / "scans" / name).read_bytes() == (b / "scans" / name).read_bytes()
+
+
+def test_a_lockstep_run_asking_two_frames_ahead_writes_the_same_scans(tmp_path):
+    """``run --lockstep --ask-ahead 2`` against rt-lidar's server (which casts the two frames asked
+    ahead at once): the scans of ``--ask-ahead 1``, byte for byte, and the run's config records it."""
+    from rt_lidar.cli.main import main
+
+    preset = load_preset("VLP-16")
+    out = {}
+    for depth in (1, 2):
+        server = AirSimServer(EmbeddedSim(World(street_scene(0)), preset, paused=True), port=0)
+        server.start()
+        try:
+            out[depth] = tmp_path / f"ahead{depth}"
+            opts = ["--preset", "VLP-16", "--frames", "3", "--quiet", "--lockstep", "--ask-ahead", str(depth)]
+            assert main(["run", f"--airsim=127.0.0.1:{server.port}", *opts, "--out", str(out[depth])]) == 0
+        finally:
+            server.close()
+    assert json.loads((out[2] / "config.json").read_text())["config"]["bridge"]["ask_ahead"] == 2
+    names = sorted(p.name for p in (out[1] / "scans").glob("*.pcd"))
+    assert len(names) == 3
+    for name in names:
+        assert (out[1] / "scans" / name).read_bytes() == (out[2] / "scans" / name).read_bytes()
