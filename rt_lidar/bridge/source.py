@@ -296,7 +296,7 @@ class BridgeSource:
                 self.client.read_frame(request)
 
     def close(self) -> None:
-        """Read and drop a frame asked ahead (the pipeline's ``close`` calls this): the server has
+        """Read and drop the frames asked ahead (the pipeline's ``close`` calls this): the server has
         finished with it before the connection goes, so a later client of the same server (a
         reconnect, the next run) never races with it, and no answer is left waiting on this client."""
         self._drop_asked_ahead()

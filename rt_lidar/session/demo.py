@@ -33,13 +33,13 @@ __all__ = ["RINET_CAMERA", "run_demo"]
 
 
 RINET_CAMERA = CameraSpec(width=512, height=288, fov_deg=90.0)
+"""The camera the bundled RINet model was trained with (the embedded camera's default mount)."""
 DEMO_ASK_AHEAD = 2
 """Frames the bridged demo asks ahead: its server casts two at once while the controller works on a
 third (no driver's controls to wait for; docs/performance.md)."""
 DEMO_CAST_THREADS = 1
 """The demo's server casts each frame on one thread: it shares the two cores with the controller and
 casts two frames at once."""
-"""The camera the bundled RINet model was trained with (the embedded camera's default mount)."""
 
 
 def _rinet_stage(opts: RunConfig, sensor_mount: Pose, intensity_max: float) -> RinetStage | None:
