@@ -799,27 +799,27 @@ class RpcServer:
         if not len(outbox):
             self._busy.discard(conn)
 
+    def _send_while(self, conn: socket.socket, outbox: Outbox, waiting: Callable[[], bool]) -> None:
+        """While ``waiting()``, wait for the oldest answer being worked on and send the ready ones."""
+        while waiting():
+            outbox.wait_oldest()
+            self._flush(conn, outbox)
+
     def _make_room(self, conn: socket.socket, outbox: Outbox) -> None:
         """Wait until ``outbox`` holds fewer than :data:`~unreal_bridge.later.CONNECTION_HELD` answers
         (sending those at its head as they get ready) before the next request is run: a client whose
         first answer takes long cannot pile up the answers of the requests it sends behind it."""
-        while len(outbox) >= CONNECTION_HELD:
-            outbox.wait_oldest()
-            self._flush(conn, outbox)
+        self._send_while(conn, outbox, lambda: len(outbox) >= CONNECTION_HELD)
 
     def _drain(self, conn: socket.socket, outbox: Outbox) -> None:
         """Send every answer owed, waiting for those still worked on."""
-        while len(outbox):
-            outbox.wait_oldest()
-            self._flush(conn, outbox)
+        self._send_while(conn, outbox, lambda: len(outbox) > 0)
 
     def _owe(self, conn: socket.socket, outbox: Outbox, owed: _Owed, packer: msgpack.Packer) -> None:
         """Work out ``owed`` on a worker thread while this connection reads on, once fewer than
         :data:`~unreal_bridge.later.CONNECTION_DEPTH` answers are owed; in this thread when the server's
         workers are all busy (then as any call: its answer is ready when this returns)."""
-        while outbox.owed() >= CONNECTION_DEPTH:
-            outbox.wait_oldest()
-            self._flush(conn, outbox)
+        self._send_while(conn, outbox, lambda: outbox.owed() >= CONNECTION_DEPTH)
         future = self._workers.try_submit(lambda: self._answer(owed, new_packer()))
         outbox.add(future if future is not None else self._answer(owed, packer))
 

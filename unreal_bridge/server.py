@@ -406,8 +406,15 @@ class AirSimServer:
     def _cast(self, prepare: Callable[[], PreparedCast[T]]) -> T:
         """Prepare a deferred backend's cast under the call lock, then wait for its turn and cast
         outside it."""
+        return self._in_turn(self._prepared(prepare))
+
+    def _prepared(self, prepare: Callable[[], PreparedCast[T]]) -> PreparedCast[T]:
+        """A deferred backend's cast, prepared under the call lock (its place in the request order)."""
         with self.rpc.call_lock:
-            job = prepare()
+            return prepare()
+
+    def _in_turn(self, job: PreparedCast[T]) -> T:
+        """Cast ``job`` outside the call lock once its turn in :attr:`casts` comes."""
         with self.casts.turn(job.rays):
             return job.run()
 
@@ -416,14 +423,8 @@ class AirSimServer:
         encoded later (:mod:`unreal_bridge.later`): a client that asked ahead has its next frame's
         calls run meanwhile, so two frames of one connection may be cast at once."""
         backend = cast(DeferredSimBackend, self.backend)
-        with self.rpc.call_lock:
-            job = backend.prepare_lidar_hits(str(lidar_name), str(vehicle_name))
-
-        def work() -> dict[str, Any]:
-            with self.casts.turn(job.rays):
-                return encode_hits(job.run())
-
-        return Later(work)
+        job = self._prepared(lambda: backend.prepare_lidar_hits(str(lidar_name), str(vehicle_name)))
+        return Later(lambda: encode_hits(self._in_turn(job)))
 
     def _lidar_data(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
         lidar, vehicle = str(lidar_name), str(vehicle_name)

@@ -151,6 +151,7 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
     camera = _camera(opts.camera)
     preset = None if opts.rig else _preset(opts)
     world = build_world(opts.scene, seed=opts.seed)
+    cast_threads = opts.cast_threads or None  # 0: the world's two-thread split
     if opts.rig:  # a sensor rig (rt_lidar.rig): every lidar, named as in the rig file
         from rt_lidar.rig import load_rig
 
@@ -165,7 +166,7 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
             camera=camera,
             max_rays_per_call=opts.max_rays,
             more_lidars=[(s.name, s.preset, s.mount) for s in more],
-            cast_threads=opts.cast_threads or None,
+            cast_threads=cast_threads,
         )
     else:
         assert preset is not None
@@ -175,7 +176,7 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
             paused=opts.paused,
             camera=camera,
             max_rays_per_call=opts.max_rays,
-            cast_threads=opts.cast_threads or None,
+            cast_threads=cast_threads,
         )
     server = AirSimServer(sim, host=opts.host, port=opts.port)
     server.start()
