@@ -94,13 +94,12 @@ def decode_hits(answer: Any, segment: ShmSegment | None = None) -> LidarHits:
     fields = answer.get("fields")
     if not isinstance(count, int) or count < 0 or not isinstance(fields, Mapping):
         raise WireFormatError("rtLidarGetHits: bad 'count' or 'fields'")
-    flip = np.array([1.0, -1.0, -1.0], dtype=np.float32)
     extras: dict[str, np.ndarray] = {}
     for name in fields:
         if name in _CORE_FIELDS or not isinstance(name, str):
             continue
         arr = _hits_field(fields, name, count, segment)
-        extras[name] = arr.astype(np.float32) * flip if arr.ndim == 2 and arr.shape[1] == 3 else arr
+        extras[name] = ned_to_flu_points(arr) if arr.ndim == 2 and arr.shape[1] == 3 else arr
     raw_info = answer.get("info", {})
     info = dict(raw_info) if isinstance(raw_info, Mapping) else {}
     for key in INFO_VECTORS:
@@ -113,7 +112,7 @@ def decode_hits(answer: Any, segment: ShmSegment | None = None) -> LidarHits:
         info[INFO_POSE_SAMPLES] = pose_samples_from_wire(info[INFO_POSE_SAMPLES])
     return LidarHits(
         points=ned_to_flu_points(_hits_field(fields, "point", count, segment).reshape(count, 3)),
-        normals=_hits_field(fields, "normal", count, segment).reshape(count, 3).astype(np.float32) * flip,
+        normals=ned_to_flu_points(_hits_field(fields, "normal", count, segment).reshape(count, 3)),
         segmentation=_hits_field(fields, "segmentation", count, segment).astype(np.int32),
         ring=_hits_field(fields, "ring", count, segment).astype(np.uint16),
         time=_hits_field(fields, "time", count, segment).astype(np.int64),

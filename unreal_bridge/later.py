@@ -27,7 +27,10 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .rpc import Packed
 
 __all__ = ["CONNECTION_DEPTH", "CONNECTION_HELD", "SERVER_DEPTH", "Later", "Outbox", "Workers"]
 
@@ -59,7 +62,7 @@ class Workers:
         self._lock = threading.Lock()
         self._closed = False
 
-    def try_submit(self, fn: Callable[[], bytes]) -> Future[bytes] | None:
+    def try_submit(self, fn: Callable[[], Packed]) -> Future[Packed] | None:
         """``fn`` on a worker thread, or None when every slot is taken (the caller runs it itself)."""
         if not self._slots.acquire(blocking=False):
             return None
@@ -71,7 +74,7 @@ class Workers:
                 self._pool = ThreadPoolExecutor(max_workers=self._depth, thread_name_prefix="rpc-later")
             pool = self._pool
 
-        def run() -> bytes:
+        def run() -> Packed:
             try:
                 return fn()
             finally:
@@ -98,7 +101,7 @@ class Outbox:
     (futures whose result is the packed answer; they never raise)."""
 
     def __init__(self) -> None:
-        self._items: deque[bytes | Future[bytes]] = deque()
+        self._items: deque[Packed | Future[Packed]] = deque()
         self._wake: tuple[socket.socket, socket.socket] | None = None
         self._closed = False
         self._lock = threading.Lock()
@@ -106,7 +109,7 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._items)
 
-    def add(self, answer: bytes | Future[bytes]) -> None:
+    def add(self, answer: Packed | Future[Packed]) -> None:
         """Owe ``answer`` after every answer added before it."""
         if isinstance(answer, Future):
             answer.add_done_callback(self._ring)
@@ -116,9 +119,9 @@ class Outbox:
         """Answers still being worked on."""
         return sum(1 for a in self._items if isinstance(a, Future) and not a.done())
 
-    def ready(self) -> list[bytes]:
+    def ready(self) -> list[Packed]:
         """The answers at the head that are ready, taken out in order."""
-        out: list[bytes] = []
+        out: list[Packed] = []
         items = self._items
         while items:
             head = items[0]
@@ -182,7 +185,7 @@ class Outbox:
                 self._wake = (r, w)
             return self._wake
 
-    def _ring(self, _done: Future[bytes]) -> None:
+    def _ring(self, _done: Future[Packed]) -> None:
         with self._lock:
             wake = self._wake
             if wake is None:

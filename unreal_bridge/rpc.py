@@ -175,9 +175,75 @@ def pack(obj: Any, packer: msgpack.Packer | None = None) -> bytes:
     NumPy float arrays go as float32 arrays, int arrays that fit int32 as uniform int arrays of the
     narrowest width (no per-element work).
     """
+    return bytes(pack_parts(obj, packer))
+
+
+class Packed:
+    """A packed message as pieces, in order: the bytes :func:`pack` would join, with each big bin
+    (a memoryview of an answer's array) left where it is, so a server sends it without a copy."""
+
+    __slots__ = ("nbytes", "parts")
+
+    def __init__(self, parts: list[bytes | memoryview]) -> None:
+        self.parts = parts
+        self.nbytes = sum(_size(p) for p in parts)
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def _size(piece: bytes | bytearray | memoryview) -> int:
+    return piece.nbytes if isinstance(piece, memoryview) else len(piece)
+
+
+_SMALL_PART = 1 << 16
+"""Pieces of a packed message shorter than this are joined with their neighbours (fewer, bigger
+buffers to send); longer ones are sent from where they are."""
+
+
+def pack_parts(obj: Any, packer: msgpack.Packer | None = None) -> Packed:
+    """:func:`pack` of ``obj`` as a :class:`Packed` (its big bins not copied)."""
     out: list[bytes | memoryview] = []
     _pack_into(out, obj, packer or new_packer())
-    return b"".join(out)
+    parts: list[bytes | memoryview] = []
+    small: list[bytes | memoryview] = []
+    for piece in out:
+        if _size(piece) < _SMALL_PART:
+            small.append(piece)
+            continue
+        if small:
+            parts.append(b"".join(small))
+            small = []
+        parts.append(piece)
+    if small:
+        parts.append(b"".join(small))
+    return Packed(parts)
+
+
+_IOV_MAX = 512
+"""Most buffers handed to one ``sendmsg`` (Linux takes 1024)."""
+
+
+def send_parts(sock: socket.socket, parts: list[bytes | memoryview], timeout: float | None) -> None:
+    """Send ``parts`` in order with scatter-gather writes (no joined copy); ``timeout`` (s) bounds the
+    whole send, as ``sendall``'s does."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    views = [memoryview(p).cast("B") for p in parts if _size(p)]
+    while views:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("timed out")
+            sock.settimeout(left)
+        sent = sock.sendmsg(views[:_IOV_MAX])
+        while views and sent >= views[0].nbytes:
+            sent -= views[0].nbytes
+            views.pop(0)
+        if sent:
+            views[0] = views[0][sent:]
 
 
 # --------------------------------------------------------------------------------------------- client
@@ -823,7 +889,7 @@ class RpcServer:
         future = self._workers.try_submit(lambda: self._answer(owed, new_packer()))
         outbox.add(future if future is not None else self._answer(owed, packer))
 
-    def _send_reply(self, conn: socket.socket, reply: bytes) -> None:
+    def _send_reply(self, conn: socket.socket, reply: Packed) -> None:
         lim = self.limits
         with self._budget_lock:
             over = self._reply_total + len(reply) > lim.max_reply_bytes_in_flight
@@ -832,8 +898,7 @@ class RpcServer:
         if over:
             raise RequestRefused(f"replies over {lim.max_reply_bytes_in_flight} bytes in flight")
         try:
-            conn.settimeout(lim.write_timeout_s)  # sendall's whole duration (Python >= 3.5)
-            conn.sendall(reply)
+            send_parts(conn, reply.parts, lim.write_timeout_s)
         finally:
             with self._budget_lock:
                 self._reply_total -= len(reply)
@@ -853,7 +918,7 @@ class RpcServer:
         self._trimmed_at, self._trim_pending = now, False
         _release_memory()
 
-    def _handle(self, message: Any, packer: msgpack.Packer) -> bytes | _Owed | None:
+    def _handle(self, message: Any, packer: msgpack.Packer) -> Packed | _Owed | None:
         """Dispatch one message; return the reply bytes (None for a notification; an :class:`_Owed`
         for a handler that answered :class:`Later`)."""
         if not isinstance(message, list) or len(message) not in (3, 4):
@@ -902,7 +967,7 @@ class RpcServer:
         except Exception as exc:
             return _error_of(method, argc, exc), None
 
-    def _answer(self, owed: _Owed, packer: msgpack.Packer) -> bytes:
+    def _answer(self, owed: _Owed, packer: msgpack.Packer) -> Packed:
         """The packed answer of ``owed`` (never raises: a failure is the call's error answer)."""
         error, result = self._work(owed.method, owed.argc, owed.later)
         return _reply(owed.msgid, owed.method, owed.argc, error, result, packer)
@@ -929,14 +994,14 @@ def _error_of(method: str, argc: int, exc: Exception) -> str:
 
 def _reply(
     msgid: int, method: str, argc: int, error: str | None, result: Any, packer: msgpack.Packer
-) -> bytes:
+) -> Packed:
     """The packed response; a result that cannot be packed gives the call's error answer instead."""
     try:
-        return pack([RESPONSE, msgid, error, result], packer)
+        return pack_parts([RESPONSE, msgid, error, result], packer)
     except (TypeError, ValueError, OverflowError) as exc:
         _log.exception("cannot pack the answer to %r", method)
         error = exception_message(method, argc, f"unpackable result: {exc}")
-        return pack([RESPONSE, msgid, error, None], packer)
+        return pack_parts([RESPONSE, msgid, error, None], packer)
 
 
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}

@@ -207,7 +207,6 @@ def encode_hits(hits: LidarHits, shm: ShmTarget | None = None, poses: bool = Fal
     answer goes inline with ``shm_refused`` and ``shm_needed`` (the segment size that would fit).
     """
     count = len(hits.points)
-    flip = np.array([1.0, -1.0, -1.0], dtype=np.float32)
     info = dict(hits.info)
     for key in INFO_VECTORS:
         if key in info:
@@ -229,12 +228,11 @@ def encode_hits(hits: LidarHits, shm: ShmTarget | None = None, poses: bool = Fal
         if code is None:
             raise ValueError(f"rtLidarGetHits: extra field '{name}' has unsupported dtype {a.dtype}")
         if a.ndim == 2 and a.shape[1] == 3:
-            a = a.astype(np.float32) * flip  # vectors go NED like every other
+            a = wire.flu_to_ned_points(a)  # vectors go NED like every other
         fields[name] = blob(a, code, tuple(a.shape))
     fields["point"] = blob(wire.flu_to_ned_points(hits.points), "<f4", (count, 3))
-    fields["normal"] = blob(
-        np.asarray(hits.normals, dtype=np.float32).reshape(-1, 3) * flip, "<f4", (count, 3)
-    )
+    normals = np.asarray(hits.normals, dtype=np.float32).reshape(-1, 3)
+    fields["normal"] = blob(wire.flu_to_ned_points(normals), "<f4", (count, 3))
     fields["segmentation"] = blob(hits.segmentation, "<i4", (count,))
     fields["ring"] = blob(hits.ring, "<u2", (count,))
     fields["time"] = blob(hits.time, "<i8", (count,))

@@ -51,7 +51,7 @@ def hits_to_wire(
         extras["pulse_direction"] = np.repeat(hits.firings.directions(), n, axis=0)
     miss = ~np.isfinite(hits.range_m)
     rng = np.where(miss, np.float32(np.nan), hits.range_m).astype(np.float32)
-    points = hits.direction * np.where(miss, np.float32(0.0), hits.range_m)[:, None]
+    points = _scaled_rows(hits.direction, np.where(miss, np.float32(0.0), hits.range_m))
     # the physics needs only the incidence cosine; a normal consistent with it, facing the ray (and
     # zero for a miss: the rows of misses are written after the negation, not picked out before it)
     normals = np.negative(hits.direction, dtype=np.float32)
@@ -62,8 +62,8 @@ def hits_to_wire(
         points=points.astype(np.float32, copy=False),
         normals=normals,
         segmentation=segmentation,
-        ring=np.repeat(hits.firings.ring, n).astype(np.uint16),
-        time=np.repeat(hits.firings.t_ns, n) + np.int64(t_offset_ns),
+        ring=(np.repeat(hits.firings.ring, n) if n > 1 else hits.firings.ring).astype(np.uint16),
+        time=(np.repeat(hits.firings.t_ns, n) if n > 1 else hits.firings.t_ns) + np.int64(t_offset_ns),
         range=rng,
         miss=miss,
         pose=pose,
@@ -81,6 +81,14 @@ def hits_to_wire(
         },
         info=info,
     )
+
+
+def _scaled_rows(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``rows * scale[:, None]`` for (N, 3) ``rows``, a column at a time (a third of the broadcast's time)."""
+    out = np.empty(rows.shape, np.result_type(rows, scale))
+    for k in range(rows.shape[1]):
+        np.multiply(rows[:, k], scale, out=out[:, k])
+    return out
 
 
 def firings_from_directions(ring: np.ndarray, t_ns: np.ndarray, direction: np.ndarray) -> Firings:

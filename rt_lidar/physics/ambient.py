@@ -73,7 +73,11 @@ def _renumber(pulse: np.ndarray) -> np.ndarray:
     """Return ids 0, 1, ... within each run of equal (sorted) pulse indices."""
     if pulse.size == 0:
         return np.zeros(0, np.uint8)
-    start = np.r_[True, pulse[1:] != pulse[:-1]]
+    repeats = np.flatnonzero(pulse[1:] == pulse[:-1])
+    if repeats.size == 0:  # one return a pulse (single-return modes): every id is 0
+        return np.zeros(pulse.size, np.uint8)
+    start = np.ones(pulse.size, bool)
+    start[repeats + 1] = False
     first = np.maximum.accumulate(np.where(start, np.arange(pulse.size), 0))
     return (np.arange(pulse.size) - first).astype(np.uint8)
 

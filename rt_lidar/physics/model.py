@@ -199,7 +199,7 @@ class SensorPhysics:
 
         out = np.zeros(len(det), dtype=POINT_DTYPE)
         direction = hits.direction if hits.subrays == 1 else hits.firings.directions()
-        dsel = direction[idx]
+        dsel = np.take(direction, idx, axis=0)
         m32 = np.asarray(measured, np.float32)
         for k, axis in enumerate("xyz"):
             np.multiply(dsel[:, k], m32, out=out[axis])

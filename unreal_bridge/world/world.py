@@ -384,7 +384,7 @@ class World:
         """Cast the candidate rays (None: all) in the object frame; keep the hits nearer than what each
         ray met so far (that distance is the ray's far limit, so Embree stops early)."""
         rot = pose.rotation_matrix().astype(np.float32)  # object -> world; row vectors v_obj = v_world @ R
-        oc, dc = (o, d) if cand is None else (o[cand], d[cand])
+        oc, dc = (o, d) if cand is None else (np.take(o, cand, axis=0), np.take(d, cand, axis=0))
         ol = (oc - pose.position.astype(np.float32)) @ rot
         dl = dc @ rot
         if cand is None:  # no cull so far (an origin near the object): keep the rays that meet its box
@@ -447,16 +447,23 @@ class World:
             cand = np.arange(o.shape[0])
         p, q = self.scene.objects[mv.index].trajectory.positions_rotations(t[cand])
         qi = quat_conjugate(q)
-        ol = _rotate_rows(qi, o[cand].astype(np.float64) - p).astype(np.float32)
-        dl = _rotate_rows(qi, d[cand].astype(np.float64)).astype(np.float32)
+        ol = _rotate_rows(qi, np.take(o, cand, axis=0).astype(np.float64) - p).astype(np.float32)
+        dl = _rotate_rows(qi, np.take(d, cand, axis=0).astype(np.float64)).astype(np.float32)
         inside = _meets_box(ol, dl, *mv.box)
-        cand, ol, dl, q = cand[inside], ol[inside], dl[inside], q[inside]
+        cand, ol, dl, q = (
+            cand[inside],
+            np.take(ol, inside, axis=0),
+            np.take(dl, inside, axis=0),
+            np.take(q, inside, axis=0),
+        )
         limit = np.minimum(dist[cand], np.float32(max_range))
         hd, hf, hn = mv.caster.intersect(ol, dl, limit, threads=1)
         got = np.flatnonzero((hf >= 0) & (hd < limit))
         rows = cand[got]
         dist[rows] = hd[got]
-        normal[rows] = _rotate_rows(q[got], hn[got].astype(np.float64)).astype(np.float32)
+        normal[rows] = _rotate_rows(
+            np.take(q, got, axis=0), np.take(hn, got, axis=0).astype(np.float64)
+        ).astype(np.float32)
         material[rows] = self._face_material[mv.index][hf[got]]
         obj_index[rows] = mv.index
 
