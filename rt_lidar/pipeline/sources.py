@@ -14,7 +14,7 @@ import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -245,6 +245,12 @@ def _interpolated_sensor_poses(
     return interpolate_pose_samples(t_ns, sensor_pose_samples(world, t_ns, mount))
 
 
+def _with_rows(arr: np.ndarray, rows: np.ndarray, values: Any) -> np.ndarray:
+    """``arr`` (a fresh array) with ``values`` written into ``rows``."""
+    arr[rows] = values
+    return arr
+
+
 def _dot_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]).astype(np.float32)
 
@@ -425,25 +431,28 @@ class WorldSource:
         # First surface of every ray, without indexing: most rays end here.
         rh = self.world.cast(origins, dirs, t_ray, self.max_range_m, threads=self.cast_threads)
         hit = np.isfinite(rh.distance)
-        trans_all = self._transmission[np.maximum(rh.material, 0)]
+        trans_all = np.take(self._transmission, np.maximum(rh.material, 0))
         passes = hit & (trans_all > 0)
         opaque = hit & ~passes
         cosi = np.abs(_dot_f32(rh.normal, dirs))
         sun_cos = _sun_cos(rh.normal, dirs, opaque, sun) if sun is not None else None
-        range_m = np.where(opaque, rh.distance, np.float32(np.inf)).astype(np.float32, copy=False)
+        # A miss already reads inf / -1 / 0 (RayHits): of the first surfaces, only those of the rays
+        # that pass a transmissive one (a few per cent) change, and only they fill the glass fields.
+        active = np.flatnonzero(passes)
+        range_m = _with_rows(rh.distance.astype(np.float32), active, np.inf)
         cos_inc = np.where(opaque, cosi, np.float32(0)).astype(np.float32, copy=False)
-        material = np.where(opaque, rh.material, -1).astype(np.int16, copy=False)
-        segment = np.where(opaque, rh.segment, 0).astype(np.uint32, copy=False)
-        g_range = np.where(passes, rh.distance, np.float32(np.inf)).astype(np.float32, copy=False)
-        g_cos = np.where(passes, cosi, np.float32(0)).astype(np.float32, copy=False)
-        g_mat = np.where(passes, rh.material, -1).astype(np.int16, copy=False)
-        g_seg = np.where(passes, rh.segment, 0).astype(np.uint32, copy=False)
-        g_trans = np.where(passes, trans_all**2, 1.0).astype(np.float32, copy=False)
+        material = _with_rows(rh.material.astype(np.int16), active, -1)
+        segment = _with_rows(rh.segment.astype(np.uint32), active, 0)
+        n = rh.distance.shape[0]
+        g_range = _with_rows(np.full(n, np.inf, np.float32), active, rh.distance[active])
+        g_cos = _with_rows(np.zeros(n, np.float32), active, cosi[active])
+        g_mat = _with_rows(np.full(n, -1, np.int16), active, rh.material[active])
+        g_seg = _with_rows(np.zeros(n, np.uint32), active, rh.segment[active])
+        g_trans = _with_rows(np.ones(n, np.float32), active, trans_all[active] ** 2)
 
         wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
 
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
-        active = np.nonzero(passes)[0]
         travelled = rh.distance[active] + np.float32(_EPS_M)
         org = origins[active] + dirs[active] * travelled[:, None]
         for _ in range(GLASS_MAX_CROSSINGS):
