@@ -59,12 +59,14 @@ def effective_reflectance(
     """
     xp = array_module(cos_incidence)
     c = xp.clip(cos_incidence, 0.0, 1.0)
-    s = diffuse[material] * c
+    s = xp.take(diffuse, material) * c
     for gain, exponent in ((retro_gain, retro_exponent), (specular_gain, specular_exponent)):
-        sel = xp.nonzero(gain[material] > 0)[0]
+        if not bool((gain > 0).any()):  # no material of the scene has this lobe
+            continue
+        sel = xp.flatnonzero(xp.take(gain, material) > 0)
         if sel.size:
-            m = material[sel]
-            s[sel] += gain[m] * c[sel] ** exponent[m]
+            m = xp.take(material, sel)
+            s[sel] += xp.take(gain, m) * xp.take(c, sel) ** xp.take(exponent, m)
     return s
 
 
