@@ -454,11 +454,11 @@ class WorldSource:
 
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
         travelled = rh.distance[active] + np.float32(_EPS_M)
-        org = origins[active] + dirs[active] * travelled[:, None]
+        org = np.take(origins, active, axis=0) + np.take(dirs, active, axis=0) * travelled[:, None]
         for _ in range(GLASS_MAX_CROSSINGS):
             if active.size == 0:
                 break
-            d_act = dirs[active]
+            d_act = np.take(dirs, active, axis=0)
             rh = self.world.cast(
                 org,
                 d_act,

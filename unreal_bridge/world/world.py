@@ -389,7 +389,7 @@ class World:
         dl = dc @ rot
         if cand is None:  # no cull so far (an origin near the object): keep the rays that meet its box
             cand = _meets_box(ol, dl, *mv.box)
-            ol, dl = ol[cand], dl[cand]
+            ol, dl = np.take(ol, cand, axis=0), np.take(dl, cand, axis=0)
         limit = np.minimum(dist[cand], np.float32(max_range))
         hd, hf, hn = mv.caster.intersect(ol, dl, limit, threads=1)
         got = np.flatnonzero((hf >= 0) & (hd < limit))
