@@ -14,14 +14,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunArg, encode_beam
 from .errors import BridgeError, RpcError, WireFormatError
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
-from .shm import MAX_SEGMENT_BYTES, ShmSegment, shm_available
+from .shm import MAX_RING_SEGMENTS, MAX_SEGMENT_BYTES, ShmSegment, shm_available
 from .wire import (
     INFO_POSE_SAMPLES,
     CarControls,
@@ -42,7 +42,14 @@ from .wire import (
     pose_samples_from_wire,
 )
 
-__all__ = ["CLIENT_VERSION", "HITS_DTYPES", "MIN_SERVER_VERSION", "AirSimClient", "decode_hits"]
+__all__ = [
+    "CLIENT_VERSION",
+    "HITS_DTYPES",
+    "MIN_SERVER_VERSION",
+    "AirSimClient",
+    "FrameRequest",
+    "decode_hits",
+]
 
 #: The API version this client reports (Cosys-AirSim's; stock AirSim servers need >= 1).
 CLIENT_VERSION = 4
@@ -125,6 +132,17 @@ def decode_hits(answer: Any, segment: ShmSegment | None = None) -> LidarHits:
     )
 
 
+class FrameRequest(NamedTuple):
+    """A lockstep frame :meth:`AirSimClient.send_frame_request` asked for, its answers not read yet."""
+
+    advance: int
+    """The msgid of its ``simContinueForTime``."""
+    hits: int
+    """The msgid of its hits call (``rtLidarGetHits``, or ``rtLidarGetBeamHits`` offering ``segment``)."""
+    segment: ShmSegment | None = None
+    """The ring's segment lent to it until its answer is decoded (None: the fields come over TCP)."""
+
+
 class AirSimClient:
     """Client of an AirSim-compatible RPC server (stock AirSim, Cosys-AirSim, or ours).
 
@@ -137,6 +155,8 @@ class AirSimClient:
     one when an answer does not fit) for the per-ray fields of the extension calls
     (:mod:`unreal_bridge.shm`); TCP carries them until a server takes the offer, and for good once one
     refuses it (another host, an older server). :attr:`transport` says which carried the last answer.
+    The segments form a ring: each call or frame asked ahead (:meth:`send_frame_request`) is lent one
+    of its own until its answer is decoded.
     """
 
     def __init__(
@@ -155,8 +175,13 @@ class AirSimClient:
         )
         self._forms: dict[str, int] = {}
         self._shm_lock = threading.Lock()
-        self._segment: ShmSegment | None = None
+        self._free: list[ShmSegment] = []
+        """The ring's segments not lent to a request now."""
+        self._lent: list[ShmSegment] = []
+        """The ring's segments offered in a request whose answer is not decoded yet."""
         self._shm_size = int(shm_bytes)
+        self._shm_taken = False
+        """The server has taken an offer (answered through a segment, or asked for a bigger one)."""
         self.shm_refused: str | None = None if shared_memory else "not asked for"
         """Why the per-ray fields go over TCP (None while shared memory is offered)."""
         self.transport = "tcp"
@@ -165,12 +190,13 @@ class AirSimClient:
             self.shm_refused = "no writable /dev/shm here"
 
     def close(self) -> None:
-        """Close the connection and remove the shared-memory segment."""
+        """Close the connection and remove the shared-memory segments."""
         self.rpc.close()
         with self._shm_lock:
-            if self._segment is not None:
-                self._segment.close()
-                self._segment = None
+            for segment in (*self._free, *self._lent):
+                segment.close()
+            self._free.clear()
+            self._lent.clear()
 
     def __enter__(self) -> AirSimClient:
         return self
@@ -274,43 +300,86 @@ class AirSimClient:
         return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
 
     def _stop_shm(self, reason: str) -> None:
+        """TCP for good: the free segments go now, the lent ones as their answers come."""
         with self._shm_lock:
             self.shm_refused = reason
-            if self._segment is not None:
-                self._segment.close()
-                self._segment = None
+            for segment in self._free:
+                segment.close()
+            self._free.clear()
+
+    def _lend(self) -> ShmSegment | None:
+        """A segment of the ring for one request (None: TCP, shared memory refused or the ring full)."""
+        with self._shm_lock:
+            if self.shm_refused is not None or len(self._lent) >= MAX_RING_SEGMENTS:
+                return None
+            while self._free:
+                segment = self._free.pop()
+                if segment.size >= self._shm_size:
+                    self._lent.append(segment)
+                    return segment
+                segment.close()  # smaller than an answer needed
+            try:
+                segment = ShmSegment(self._shm_size)
+            except OSError as exc:  # /dev/shm full or gone: TCP from now on
+                self.shm_refused = f"cannot create a segment: {exc}"
+                return None
+            self._lent.append(segment)
+            return segment
+
+    def _give_back(self, segment: ShmSegment, reusable: bool = True) -> None:
+        """``segment``'s answer is decoded (or its request failed): back to the ring when ``reusable``
+        (the server answered, so it writes no more into it), else removed (its request was lost with
+        the connection: the server may still be writing it)."""
+        with self._shm_lock:
+            if segment in self._lent:
+                self._lent.remove(segment)
+            keep = reusable and self.shm_refused is None and segment.size >= self._shm_size
+            if keep and not segment.closed:
+                self._free.append(segment)
+            else:
+                segment.close()
+
+    def _decode_offered(self, answer: Any, segment: ShmSegment) -> LidarHits:
+        """Decode the answer to a request that offered ``segment``; one that came inline says why: a
+        bigger segment for the next offers (``shm_needed``), or TCP for good."""
+        if isinstance(answer, Mapping) and isinstance(answer.get("shm"), Mapping):
+            hits = decode_hits(answer, segment)
+            self._shm_taken = True
+            self.transport = "shm"
+            return hits
+        hits = decode_hits(answer)
+        self.transport = "tcp"
+        needed = answer.get("shm_needed") if isinstance(answer, Mapping) else None
+        if isinstance(needed, int) and needed <= MAX_SEGMENT_BYTES:  # too small: a bigger one next time
+            self._shm_taken = True
+            with self._shm_lock:
+                self._shm_size = max(self._shm_size, needed + needed // 4)
+        else:
+            why = answer.get("shm_refused") if isinstance(answer, Mapping) else None
+            self._stop_shm(str(why or "the server answered without shared memory"))
+        return hits
 
     def _shm_call(self, lidar_name: str, vehicle_name: str, beam: dict[str, Any]) -> LidarHits:
-        """``rtLidarGetBeamHits`` with ``beam`` plus the offer of this client's segment."""
-        with self._shm_lock:
-            if self._segment is None:
-                try:
-                    self._segment = ShmSegment(self._shm_size)
-                except OSError as exc:  # /dev/shm full or gone: TCP from now on
-                    self.shm_refused = f"cannot create a segment: {exc}"
-                    self.transport = "tcp"
-                    if beam:
-                        return decode_hits(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
-                    return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
-            answer = self.rpc.call(
-                BEAM_HITS_METHOD, lidar_name, vehicle_name, {**beam, "transport": self._segment.offer()}
-            )
-            if isinstance(answer, Mapping) and isinstance(answer.get("shm"), Mapping):
-                self.transport = "shm"
-                return decode_hits(answer, self._segment)
+        """``rtLidarGetBeamHits`` with ``beam`` plus the offer of a segment of the ring."""
+        segment = self._lend()
+        if segment is None:
             self.transport = "tcp"
-            hits = decode_hits(answer)
-            needed = answer.get("shm_needed") if isinstance(answer, Mapping) else None
-            if isinstance(needed, int) and needed <= MAX_SEGMENT_BYTES:  # too small: a bigger one next call
-                self._shm_size = needed + needed // 4
-                self._segment.close()
-                self._segment = None
-            else:
-                why = answer.get("shm_refused") if isinstance(answer, Mapping) else None
-                self.shm_refused = str(why or "the server answered without shared memory")
-                self._segment.close()
-                self._segment = None
-            return hits
+            if beam:
+                return decode_hits(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
+            return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
+        answered = False
+        try:
+            try:
+                answer = self.rpc.call(
+                    BEAM_HITS_METHOD, lidar_name, vehicle_name, {**beam, "transport": segment.offer()}
+                )
+            except RpcError:
+                answered = True
+                raise
+            answered = True
+            return self._decode_offered(answer, segment)
+        finally:
+            self._give_back(segment, reusable=answered)
 
     def rt_lidar_get_beam_hits(
         self,
@@ -395,31 +464,70 @@ class AirSimClient:
 
     def send_frame_request(
         self, seconds: float, lidar_name: str = "", vehicle_name: str = ""
-    ) -> tuple[int, int]:
-        """Send ``simContinueForTime(seconds)`` and ``rtLidarGetHits`` over TCP without waiting (the next
+    ) -> FrameRequest:
+        """Send ``simContinueForTime(seconds)`` and the frame's hits call without waiting (the next
         lockstep frame asked ahead, see :meth:`RpcClient.send_request`); :meth:`read_frame` takes the
-        answer. The server casts the frame while this side still works on the previous one."""
-        self.transport = "tcp"
-        return (
-            self.rpc.send_request("simContinueForTime", [float(seconds)]),
-            self.rpc.send_request("rtLidarGetHits", [lidar_name, vehicle_name]),
-        )
+        answer. The server casts the frame while this side still works on the previous one.
 
-    def read_frame(
-        self, request: tuple[int, int], before_decode: Callable[[], None] | None = None
-    ) -> LidarHits:
-        """The hits of a frame :meth:`send_frame_request` asked for; ``before_decode`` runs once its
-        bytes are in, before they are turned into arrays (to ask for the next frame meanwhile)."""
+        Once the server has taken an offer of shared memory (any extension call before, as the
+        controller's first), the hits call is ``rtLidarGetBeamHits`` offering a segment of the ring of
+        its own, so several frames asked ahead are written at once; else ``rtLidarGetHits`` over TCP."""
+        advance = self.rpc.send_request("simContinueForTime", [float(seconds)])
+        segment = self._lend() if self._shm_taken else None
+        if segment is None:
+            return FrameRequest(advance, self.rpc.send_request("rtLidarGetHits", [lidar_name, vehicle_name]))
         try:
-            self.rpc.read_response(request[0])
-        except BridgeError:
-            with contextlib.suppress(BridgeError):  # its cast is not wanted: read it off the link
-                self.rpc.read_response(request[1])
+            beam = {"transport": segment.offer()}
+            hits = self.rpc.send_request(BEAM_HITS_METHOD, [lidar_name, vehicle_name, beam])
+        except BaseException:
+            self._give_back(segment, reusable=False)
             raise
-        raw = self.rpc.read_response(request[1])
-        if before_decode is not None:
-            before_decode()
-        return decode_hits(raw)
+        return FrameRequest(advance, hits, segment)
+
+    def read_frame(self, request: FrameRequest, before_decode: Callable[[], None] | None = None) -> LidarHits:
+        """The hits of a frame :meth:`send_frame_request` asked for; ``before_decode`` runs once its
+        bytes are in, before they are turned into arrays (to ask for the next frame meanwhile). Its
+        segment goes back to the ring once decoded (removed instead when its answer was lost)."""
+        raw = self._frame_answer(request)
+        segment = request.segment
+        try:
+            if before_decode is not None:
+                before_decode()
+            if segment is not None:
+                return self._decode_offered(raw, segment)
+            self.transport = "tcp"
+            return decode_hits(raw)
+        finally:
+            if segment is not None:
+                self._give_back(segment)
+
+    def _frame_answer(self, request: FrameRequest) -> Any:
+        """The raw answer to a frame's hits call. When there is none (an error, a lost link) its segment
+        goes back to the ring if the server answered the call, else it is removed (the server may still
+        be writing it)."""
+        answered = False
+        try:
+            try:
+                self.rpc.read_response(request.advance)
+            except BridgeError:
+                with contextlib.suppress(BridgeError):  # its cast is not wanted: read it off the link
+                    answered = self._read_off(request.hits)
+                raise
+            try:
+                return self.rpc.read_response(request.hits)
+            except RpcError:
+                answered = True
+                raise
+        except BaseException:
+            if request.segment is not None:
+                self._give_back(request.segment, reusable=answered)
+            raise
+
+    def _read_off(self, msgid: int) -> bool:
+        """Read the answer to ``msgid`` and drop it; True once it came (an error answer too)."""
+        with contextlib.suppress(RpcError):
+            self.rpc.read_response(msgid)
+        return True
 
     # time ------------------------------------------------------------------------------------------
     def sim_pause(self, is_paused: bool) -> None:

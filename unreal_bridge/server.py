@@ -12,7 +12,10 @@ the backend offers ``lidar_beam_hits``.
 A backend with ``prepare_lidar_*`` methods (:class:`~unreal_bridge.casts.DeferredSimBackend`, the
 embedded sim) has its lidar calls cast outside the call lock: the lock is held only to take the call's
 interval and a frozen view of the state, heavy casts wait their turn in a FIFO queue
-(:class:`~unreal_bridge.casts.CastQueue`), and other clients' calls go on meanwhile.
+(:class:`~unreal_bridge.casts.CastQueue`), and other clients' calls go on meanwhile. Its
+``rtLidarGetHits``, and ``rtLidarGetBeamHits`` with a beam of only a shared-memory offer, are answered
+:class:`~unreal_bridge.rpc.Later` (cast and encoded on a worker thread, the latter into the offered
+segment), so the frames a client asks ahead are cast at once.
 """
 
 from __future__ import annotations
@@ -442,21 +445,40 @@ class AirSimServer:
             "segmentation": seg,  # packed by rpc.pack as a uniform int array
         }
 
-    def _beam_hits(self, lidar_name: Any, vehicle_name: Any, beam: Any) -> dict[str, Any]:
-        lidar, vehicle = str(lidar_name), str(vehicle_name)
-        target: ShmTarget | None = None
-        refused = ""
+    def _beam_hits(self, lidar_name: Any, vehicle_name: Any, beam: Any) -> dict[str, Any] | Later:
+        """``rtLidarGetBeamHits``; the segment a ``transport`` entry offers is attached for this answer
+        alone and let go once the answer is written (a :class:`Later` answer lets go of it itself)."""
+        target, refused = self._shm_target(beam)
+        handed_on = False
+        try:
+            answer = self._beam_answer(str(lidar_name), str(vehicle_name), beam, target, refused)
+            handed_on = isinstance(answer, Later)
+            return answer
+        finally:
+            if target is not None and not handed_on:
+                target.release()
+
+    def _shm_target(self, beam: Any) -> tuple[ShmTarget | None, str]:
+        """The segment a beam's ``transport`` entry offers, or None and why not (``""``: none offered)."""
+        if not (isinstance(beam, Mapping) and "transport" in beam):
+            return None, ""
+        try:
+            return self.shm.attach(beam["transport"]), ""
+        except ShmRefused as exc:
+            return None, str(exc)
+
+    def _beam_answer(
+        self, lidar: str, vehicle: str, beam: Any, target: ShmTarget | None, refused: str
+    ) -> dict[str, Any] | Later:
         poses = isinstance(beam, Mapping) and "poses" in beam  # send info.pose_samples
-        if isinstance(beam, Mapping) and "transport" in beam:
-            try:
-                target = self.shm.attach(beam["transport"])
-            except ShmRefused as exc:
-                refused = str(exc)
         if isinstance(beam, Mapping) and beam and beam.keys() <= {"transport", "poses"}:
             # only the offer and/or the poses: the cast of rtLidarGetHits
             if self._deferred:
                 deferred = cast(DeferredSimBackend, self.backend)
-                hits = self._cast(lambda: deferred.prepare_lidar_hits(lidar, vehicle))
+                job = self._prepared(lambda: deferred.prepare_lidar_hits(lidar, vehicle))
+                if not poses:  # asked ahead through shared memory: cast later, as _lidar_hits does
+                    return self._later_answer(job, target, refused)
+                hits = self._in_turn(job)
             else:
                 hits = self.backend.lidar_hits(lidar, vehicle)
             return self._answer(hits, target, refused, poses)
@@ -472,6 +494,19 @@ class AirSimServer:
             return self._answer(hits, target, refused, poses)
         hits = backend.lidar_beam_hits(lidar, vehicle, offsets, weights, sun=sun)
         return self._answer(hits, target, refused, poses)
+
+    def _later_answer(self, job: PreparedCast[LidarHits], target: ShmTarget | None, refused: str) -> Later:
+        """``job`` cast and encoded on a worker thread (into ``target``, let go of once written), while
+        the connection runs its next calls: two frames asked ahead through two segments are cast at once."""
+
+        def work() -> dict[str, Any]:
+            try:
+                return self._answer(self._in_turn(job), target, refused)
+            finally:
+                if target is not None:
+                    target.release()
+
+        return Later(work)
 
     @staticmethod
     def _answer(

@@ -41,6 +41,7 @@ from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between
 from unreal_bridge import AirSimClient, LidarHits, RpcError
 from unreal_bridge.beam_call import SunArg
+from unreal_bridge.client import FrameRequest
 from unreal_bridge.errors import BridgeError
 from unreal_bridge.wire import FluPose
 
@@ -155,7 +156,7 @@ class BridgeSource:
         """Frames asked ahead (with :attr:`ask_ahead`): each adds a frame (1/f_sim) between a driver's
         controls and the frame that first sees them; with two, our server casts two frames at once
         (:mod:`unreal_bridge.later`) while this side works on a third."""
-        self._ahead: deque[tuple[int, int, tuple[int, int]]] = deque()
+        self._ahead: deque[tuple[int, int, FrameRequest]] = deque()
         """(t0, t1, request) of the frames asked ahead, in order, their answers not read yet."""
         self._in_order = False
         """The server answers a connection's calls one at a time, in order (``rtLidarServerInfo``):
@@ -273,8 +274,9 @@ class BridgeSource:
         return self._material_names
 
     def _can_ask_ahead(self) -> bool:
-        """Whether frames go out one ahead: lockstep frames this source advances, over TCP with our
-        extension's plain call (sub-ray bundles, pose samples and shared memory keep one call a frame)."""
+        """Whether frames go out ahead: lockstep frames this source advances, with our extension's plain
+        call, over TCP or through shared memory (a segment of the client's ring a frame); sub-ray
+        bundles and pose samples keep one call a frame."""
         return (
             self.ask_ahead is not None
             and self._in_order
@@ -283,7 +285,6 @@ class BridgeSource:
             and self.stats.extension
             and self._beam is None
             and not self.poses
-            and self.client.shm_refused is not None
         )
 
     def _drop_asked_ahead(self, until: tuple[int, int] | None = None) -> None:
@@ -305,7 +306,8 @@ class BridgeSource:
         """Frame ``[t0_ns, t1_ns)`` as :meth:`_fetch_extension` gets it, with the requests of the next
         frames (up to :attr:`ask_depth`) sent before this one's answer is decoded: the server's casts of
         frames k+1.. overlap this side's decode and physics of frame k. The requests and answers are
-        exactly those of one frame at a time, in the same order, so the scans are the same."""
+        exactly those of one frame at a time, in the same order, so the scans are the same. With shared
+        memory each frame in flight has a segment of its own (``AirSimClient.send_frame_request``)."""
         ahead = self._ahead
         self._drop_asked_ahead(until=(t0_ns, t1_ns))
         if ahead:

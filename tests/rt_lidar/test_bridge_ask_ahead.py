@@ -5,8 +5,11 @@ the scans are the bytes of one frame at a time."""
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -17,6 +20,8 @@ from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimClient, AirSimServer
+from unreal_bridge.casts import CastQueue
+from unreal_bridge.shm import ShmAttachments, list_segments
 from unreal_bridge.world import Scene, World, street_scene
 
 
@@ -43,15 +48,24 @@ def _bridge(
     depth: int = 1,
     preset_name: str = "VLP-16",
     cast_threads: int | None = None,
+    shared_memory: bool = False,
+    shm_bytes: int = 16 << 20,
+    server_shm_dir: Path | None = None,
+    casts: CastQueue | None = None,
 ) -> Iterator[Bridge]:
     """A lidar (VLP-16) on our server over loopback, in lockstep at 20 Hz, through ``bridge_pipeline``
-    asking ``depth`` frames ahead."""
+    asking ``depth`` frames ahead; with ``shared_memory`` the client offers its ring of segments (to a
+    server that looks for them in ``server_shm_dir`` when given: one that cannot see them)."""
     preset = load_preset(preset_name)
     sim = EmbeddedSim(World(scene), preset, paused=True, cast_threads=cast_threads)
     server = server_type(sim, port=0)
+    if server_shm_dir is not None:
+        server.shm = ShmAttachments(directory=server_shm_dir)
+    if casts is not None:
+        server.casts = casts
     server.start()
     try:
-        with AirSimClient(port=server.port) as client:
+        with AirSimClient(port=server.port, shared_memory=shared_memory, shm_bytes=shm_bytes) as client:
             client.reset()
             source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
             yield Bridge(
@@ -61,7 +75,7 @@ def _bridge(
         server.close()
 
 
-def _scans(depth: int, scans: int = 4, **bridge: Any) -> list[bytes]:
+def _scans(depth: int, scans: int = 4, transport: str = "tcp", **bridge: Any) -> list[bytes]:
     with _bridge(street_scene(0), seed=4, depth=max(depth, 1), **bridge) as b:
         if not depth:
             b.source.ask_ahead = None
@@ -74,6 +88,7 @@ def _scans(depth: int, scans: int = 4, **bridge: Any) -> list[bytes]:
         assert end <= b.sim.now_ns() <= end + (1 + depth) * 50_000_000
         assert b.client.ping()
         assert b.source.stats.sector_mismatches == 0, b.source.stats.mismatch_detail
+        assert b.client.transport == b.source.stats.transport == transport, b.client.shm_refused
         return out
 
 
@@ -88,6 +103,63 @@ def test_two_frames_ahead_on_one_thread_each_give_the_scans_of_split_casts() -> 
     thread each, two at once (the demo's server): the same bytes."""
     split = _scans(0, scans=2, preset_name="HDL-64E")
     assert _scans(2, scans=2, preset_name="HDL-64E", cast_threads=1) == split
+
+
+def test_asking_ahead_through_shared_memory_gives_the_scans_of_tcp_one_at_a_time(tmp_path: Path) -> None:
+    """``--shm`` with two frames ahead: each frame in flight through a segment of its own; a first
+    segment too small for a frame (1 MiB) grows; a server that refuses the offer gets TCP, still ahead."""
+    one_at_a_time = _scans(0)
+    assert _scans(2, shared_memory=True, transport="shm") == one_at_a_time
+    assert _scans(1, shared_memory=True, transport="shm") == one_at_a_time
+    assert _scans(2, shared_memory=True, shm_bytes=1 << 20, transport="shm") == one_at_a_time
+    assert _scans(2, shared_memory=True, server_shm_dir=tmp_path) == one_at_a_time
+    assert list_segments(pid=os.getpid()) == []
+
+
+def test_the_demos_hdl64e_frames_through_shared_memory_two_ahead_give_the_split_casts_scans() -> None:
+    split = _scans(0, scans=2, preset_name="HDL-64E")
+    two_ahead = _scans(2, scans=2, preset_name="HDL-64E", cast_threads=1, shared_memory=True, transport="shm")
+    assert two_ahead == split
+
+
+class _Overlaps(CastQueue):
+    """The server's cast turns, each held a little longer, counting how many run at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._count = threading.Lock()
+        self.running = self.most = 0
+
+    @contextlib.contextmanager
+    def turn(self, rays: int) -> Iterator[None]:
+        with super().turn(rays):
+            with self._count:
+                self.running += 1
+                self.most = max(self.most, self.running)
+            try:
+                time.sleep(0.05)
+                yield
+            finally:
+                with self._count:
+                    self.running -= 1
+
+
+@pytest.mark.parametrize("shared_memory", [False, True], ids=["tcp", "shm"])
+def test_two_frames_asked_ahead_are_cast_at_once(shared_memory: bool) -> None:
+    """Our server answers the hits calls of frames asked ahead later (on worker threads), through
+    shared memory as over TCP: the casts of the two frames owed at once overlap."""
+    casts = _Overlaps()
+    with _bridge(street_scene(0), depth=2, shared_memory=shared_memory, casts=casts) as b:
+        for k in range(5):
+            b.pipe._fetch(k)
+            assert b.client.transport == ("shm" if shared_memory else "tcp")
+            segments = [r.segment for _, _, r in b.source._ahead]
+            if shared_memory:  # each frame in flight has a segment of its own
+                assert len({s.name for s in segments if s is not None}) == len(segments) == 2
+            else:
+                assert segments == [None, None]
+        b.pipe.close()
+    assert casts.most == 2
 
 
 def _until(cond: Callable[[], bool], timeout_s: float = 5.0) -> bool:

@@ -626,22 +626,29 @@ def test_a_run_records_what_a_stock_server_granted_and_re_runs_from_it(tmp_path,
 
 def test_a_lockstep_run_asking_two_frames_ahead_writes_the_same_scans(tmp_path):
     """``run --lockstep --ask-ahead 2`` against rt-lidar's server (which casts the two frames asked
-    ahead at once): the scans of ``--ask-ahead 1``, byte for byte, and the run's config records it."""
+    ahead at once), over TCP and with ``--shm`` (a segment a frame in flight): the scans of
+    ``--ask-ahead 1`` over TCP, byte for byte, and the run's config records it."""
     from rt_lidar.cli.main import main
+    from unreal_bridge.shm import list_segments
 
     preset = load_preset("VLP-16")
     out = {}
-    for depth in (1, 2):
+    for run, extra in {"ahead1": ["1"], "ahead2": ["2"], "ahead2-shm": ["2", "--shm"]}.items():
         server = AirSimServer(EmbeddedSim(World(street_scene(0)), preset, paused=True), port=0)
         server.start()
         try:
-            out[depth] = tmp_path / f"ahead{depth}"
-            opts = ["--preset", "VLP-16", "--frames", "3", "--quiet", "--lockstep", "--ask-ahead", str(depth)]
-            assert main(["run", f"--airsim=127.0.0.1:{server.port}", *opts, "--out", str(out[depth])]) == 0
+            out[run] = tmp_path / run
+            opts = ["--preset", "VLP-16", "--frames", "3", "--quiet", "--lockstep", "--ask-ahead", *extra]
+            assert main(["run", f"--airsim=127.0.0.1:{server.port}", *opts, "--out", str(out[run])]) == 0
         finally:
             server.close()
-    assert json.loads((out[2] / "config.json").read_text())["config"]["bridge"]["ask_ahead"] == 2
-    names = sorted(p.name for p in (out[1] / "scans").glob("*.pcd"))
+    for run in ("ahead2", "ahead2-shm"):
+        assert json.loads((out[run] / "config.json").read_text())["config"]["bridge"]["ask_ahead"] == 2
+    bridged = json.loads((out["ahead2-shm"] / "summary.json").read_text())["bridge"]
+    assert bridged["transport"] == "shm" and bridged["shm_refused"] is None
+    assert list_segments(pid=os.getpid()) == []
+    names = sorted(p.name for p in (out["ahead1"] / "scans").glob("*.pcd"))
     assert len(names) == 3
-    for name in names:
-        assert (out[1] / "scans" / name).read_bytes() == (out[2] / "scans" / name).read_bytes()
+    for run in ("ahead2", "ahead2-shm"):
+        for name in names:
+            assert (out["ahead1"] / "scans" / name).read_bytes() == (out[run] / "scans" / name).read_bytes()

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -108,3 +109,89 @@ def test_the_server_forgets_a_segment_its_owner_removed():
     finally:
         shm.close()
         seg.close()
+
+
+def test_several_segments_of_one_client_are_written_from_threads_at_once():
+    """The ring: each answer in flight writes its own segment, at the same time as the others."""
+    segs = [ShmSegment(8 << 20) for _ in range(3)]
+    shm = ShmAttachments()
+    start = threading.Barrier(len(segs))
+    offsets: dict[int, list[list[int]]] = {}
+
+    def answer(i: int) -> None:
+        target = shm.attach(segs[i].offer())
+        start.wait()
+        try:
+            offsets[i] = [target.write(np.full(1 << 19, i * 10 + k, np.float32)) for k in range(3)]
+        finally:
+            target.release()
+
+    try:
+        threads = [threading.Thread(target=answer, args=(i,)) for i in range(len(segs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(shm._maps) == sorted(s.name for s in segs)
+        for i, seg in enumerate(segs):
+            for k, (off, n) in enumerate(offsets[i]):
+                got = np.frombuffer(seg.read(off, n), np.float32)
+                assert got.size == 1 << 19 and (got == i * 10 + k).all()
+    finally:
+        shm.close()
+        for seg in segs:
+            seg.close()
+
+
+def test_a_segment_an_answer_is_writing_is_refused_to_another_until_released():
+    seg = ShmSegment(1 << 20)
+    shm = ShmAttachments()
+    try:
+        first = shm.attach(seg.offer())
+        with pytest.raises(ShmRefused, match="in use"):
+            shm.attach(seg.offer())
+        first.release()
+        first.release()  # a second release does nothing
+        second = shm.attach(seg.offer())
+        assert second.write(np.arange(4, dtype=np.uint8))[0] == HEADER_BYTES  # its own write position
+        second.release()
+    finally:
+        shm.close()
+        seg.close()
+
+
+def test_the_server_keeps_a_bounded_number_mapped_and_unmaps_one_in_use_once_written():
+    segs = [ShmSegment(1 << 20) for _ in range(4)]
+    per_owner = ShmAttachments(max_per_owner=2)
+    in_all = ShmAttachments(max_segments=3)
+    try:
+        writing = per_owner.attach(segs[0].offer())  # dropped from the table while it is written
+        for seg in segs[1:]:
+            per_owner.attach(seg.offer()).release()
+            in_all.attach(seg.offer()).release()
+        in_all.attach(segs[0].offer()).release()
+        assert list(per_owner._maps) == [segs[2].name, segs[3].name]  # the two most recently used
+        assert list(in_all._maps) == [segs[2].name, segs[3].name, segs[0].name]
+        assert per_owner.mapped == 3  # and the one being written
+        writing.write(np.ones(16, np.float32))  # still mapped
+        writing.release()
+        assert per_owner.mapped == 2
+    finally:
+        per_owner.close()
+        in_all.close()
+        for seg in segs:
+            seg.close()
+
+
+def test_mapping_a_new_segment_drops_the_mappings_of_segments_gone():
+    """A client that grows its ring removes its old segments: the server lets go of them at once."""
+    old, new = ShmSegment(1 << 20), ShmSegment(2 << 20)
+    shm = ShmAttachments()
+    try:
+        shm.attach(old.offer()).release()
+        old.close()
+        shm.attach(new.offer()).release()
+        assert list(shm._maps) == [new.name]
+    finally:
+        shm.close()
+        new.close()

@@ -148,6 +148,8 @@ def main() -> None:
                 t = _now()
                 target = attachments.attach(segment.offer()) if tr == "shm" else None
                 message = pack([1, k, None, encode_hits(wire_hits, shm=target)])
+                if target is not None:
+                    target.release()  # written: the segment may be offered again
                 st["pack"] = _since(t)
                 t = _now()
                 received = link.move(message)
