@@ -92,15 +92,28 @@ def _hits_field(
 _CORE_FIELDS = frozenset({"point", "normal", "segmentation", "ring", "time", "range", "miss"})
 
 
-def decode_hits(answer: Any, segment: ShmSegment | None = None) -> LidarHits:
+def decode_hits(
+    answer: Any, segment: ShmSegment | None = None, omit: frozenset[str] = frozenset()
+) -> LidarHits:
     """Read an ``rtLidarGetHits`` answer (see docs/extension-call.md) into project-frame arrays; fields
-    sent through shared memory (``"shm": [offset, nbytes]``) are copied out of ``segment``."""
+    sent through shared memory (``"shm": [offset, nbytes]``) are copied out of ``segment``. ``omit``:
+    the core fields the call asked the server to leave out (``points`` / ``normals`` come back zero
+    when it did); an answer that leaves out anything else is refused."""
     if not isinstance(answer, Mapping) or answer.get("version") != 1:
         raise WireFormatError("rtLidarGetHits: not a version-1 answer")
     count = answer.get("count")
     fields = answer.get("fields")
     if not isinstance(count, int) or count < 0 or not isinstance(fields, Mapping):
         raise WireFormatError("rtLidarGetHits: bad 'count' or 'fields'")
+    omitted = answer.get("omitted", [])
+    if not isinstance(omitted, list) or not set(omitted) <= omit:
+        raise WireFormatError(f"rtLidarGetHits: the answer leaves out {omitted!r:.80}, not asked for")
+
+    def vectors(name: str) -> np.ndarray:
+        if name in omitted:
+            return np.zeros((count, 3), np.float32)
+        return ned_to_flu_points(_hits_field(fields, name, count, segment).reshape(count, 3))
+
     extras: dict[str, np.ndarray] = {}
     for name in fields:
         if name in _CORE_FIELDS or not isinstance(name, str):
@@ -118,8 +131,8 @@ def decode_hits(answer: Any, segment: ShmSegment | None = None) -> LidarHits:
     if INFO_POSE_SAMPLES in info:
         info[INFO_POSE_SAMPLES] = pose_samples_from_wire(info[INFO_POSE_SAMPLES])
     return LidarHits(
-        points=ned_to_flu_points(_hits_field(fields, "point", count, segment).reshape(count, 3)),
-        normals=ned_to_flu_points(_hits_field(fields, "normal", count, segment).reshape(count, 3)),
+        points=vectors("point"),
+        normals=vectors("normal"),
         segmentation=_hits_field(fields, "segmentation", count, segment).astype(np.int32),
         ring=_hits_field(fields, "ring", count, segment).astype(np.uint16),
         time=_hits_field(fields, "time", count, segment).astype(np.int64),
@@ -182,6 +195,9 @@ class AirSimClient:
         self._shm_size = int(shm_bytes)
         self._shm_taken = False
         """The server has taken an offer (answered through a segment, or asked for a bigger one)."""
+        self.omit_fields: frozenset[str] = frozenset()
+        """Core fields of the hits answers the caller does not read: the extension calls ask the server
+        to leave them out (``omit``; set it only to fields the server's ``rtLidarServerInfo`` lists)."""
         self.shm_refused: str | None = None if shared_memory else "not asked for"
         """Why the per-ray fields go over TCP (None while shared memory is offered)."""
         self.transport = "tcp"
@@ -297,7 +313,20 @@ class AirSimClient:
                     raise
                 self._stop_shm(f"the server refused the offer: {exc.error}")
         self.transport = "tcp"
-        return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
+        return self._decode(self.rpc.call("rtLidarGetHits", *self._hits_args(lidar_name, vehicle_name)))
+
+    def _hits_args(self, lidar_name: str, vehicle_name: str) -> list[Any]:
+        """The arguments of ``rtLidarGetHits``: with the ``omit`` option when :attr:`omit_fields`."""
+        if not self.omit_fields:
+            return [lidar_name, vehicle_name]
+        return [lidar_name, vehicle_name, {"omit": sorted(self.omit_fields)}]
+
+    def _with_omit(self, beam: dict[str, Any]) -> dict[str, Any]:
+        """``beam`` with the ``omit`` entry when :attr:`omit_fields`."""
+        return {**beam, "omit": sorted(self.omit_fields)} if self.omit_fields else beam
+
+    def _decode(self, answer: Any, segment: ShmSegment | None = None) -> LidarHits:
+        return decode_hits(answer, segment, self.omit_fields)
 
     def _stop_shm(self, reason: str) -> None:
         """TCP for good: the free segments go now, the lent ones as their answers come."""
@@ -343,11 +372,11 @@ class AirSimClient:
         """Decode the answer to a request that offered ``segment``; one that came inline says why: a
         bigger segment for the next offers (``shm_needed``), or TCP for good."""
         if isinstance(answer, Mapping) and isinstance(answer.get("shm"), Mapping):
-            hits = decode_hits(answer, segment)
+            hits = self._decode(answer, segment)
             self._shm_taken = True
             self.transport = "shm"
             return hits
-        hits = decode_hits(answer)
+        hits = self._decode(answer)
         self.transport = "tcp"
         needed = answer.get("shm_needed") if isinstance(answer, Mapping) else None
         if isinstance(needed, int) and needed <= MAX_SEGMENT_BYTES:  # too small: a bigger one next time
@@ -361,17 +390,21 @@ class AirSimClient:
 
     def _shm_call(self, lidar_name: str, vehicle_name: str, beam: dict[str, Any]) -> LidarHits:
         """``rtLidarGetBeamHits`` with ``beam`` plus the offer of a segment of the ring."""
+        beam = self._with_omit(beam) if beam else beam
         segment = self._lend()
         if segment is None:
             self.transport = "tcp"
             if beam:
-                return decode_hits(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
-            return decode_hits(self.rpc.call("rtLidarGetHits", lidar_name, vehicle_name))
+                return self._decode(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
+            return self._decode(self.rpc.call("rtLidarGetHits", *self._hits_args(lidar_name, vehicle_name)))
         answered = False
         try:
             try:
                 answer = self.rpc.call(
-                    BEAM_HITS_METHOD, lidar_name, vehicle_name, {**beam, "transport": segment.offer()}
+                    BEAM_HITS_METHOD,
+                    lidar_name,
+                    vehicle_name,
+                    self._with_omit({**beam, "transport": segment.offer()}),
                 )
             except RpcError:
                 answered = True
@@ -402,7 +435,7 @@ class AirSimClient:
         if self.shm_refused is None:
             return self._shm_call(lidar_name, vehicle_name, beam)
         self.transport = "tcp"
-        return decode_hits(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
+        return self._decode(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, self._with_omit(beam)))
 
     def sim_get_images(
         self, requests: Sequence[ImageRequest], vehicle_name: str = "", external: bool = False
@@ -475,9 +508,11 @@ class AirSimClient:
         advance = self.rpc.send_request("simContinueForTime", [float(seconds)])
         segment = self._lend() if self._shm_taken else None
         if segment is None:
-            return FrameRequest(advance, self.rpc.send_request("rtLidarGetHits", [lidar_name, vehicle_name]))
+            return FrameRequest(
+                advance, self.rpc.send_request("rtLidarGetHits", self._hits_args(lidar_name, vehicle_name))
+            )
         try:
-            beam = {"transport": segment.offer()}
+            beam = self._with_omit({"transport": segment.offer()})
             hits = self.rpc.send_request(BEAM_HITS_METHOD, [lidar_name, vehicle_name, beam])
         except BaseException:
             self._give_back(segment, reusable=False)
@@ -496,7 +531,7 @@ class AirSimClient:
             if segment is not None:
                 return self._decode_offered(raw, segment)
             self.transport = "tcp"
-            return decode_hits(raw)
+            return self._decode(raw)
         finally:
             if segment is not None:
                 self._give_back(segment)

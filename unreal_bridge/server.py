@@ -34,6 +34,7 @@ from .limits import ServerLimits, safe_pattern
 from .rpc import Later, Raw, RpcServer
 from .shm import HEADER_BYTES, ShmAttachments, ShmRefused, ShmTarget, needed_bytes
 from .wire import (
+    OMITTABLE_FIELDS,
     CarControls,
     FluCarState,
     FluImage,
@@ -193,13 +194,39 @@ _EXTRA_DTYPES = {
 }
 
 
-SERVER_INFO = {"in_order": True}
+SERVER_INFO = {"in_order": True, "omit": sorted(OMITTABLE_FIELDS)}
 """``rtLidarServerInfo``: how this server serves (docs/extension-call.md). ``in_order``: each
 connection's calls run one at a time and are answered in the order sent (``RpcServer`` does so), so a
-controller may send the next frame's calls before it has read this frame's answer."""
+controller may send the next frame's calls before it has read this frame's answer. ``omit``: the core
+fields a hits call may ask to be left out of its answer (its ``omit`` option)."""
 
 
-def encode_hits(hits: LidarHits, shm: ShmTarget | None = None, poses: bool = False) -> dict[str, Any]:
+def omit_option(raw: Any, method: str) -> frozenset[str]:
+    """The fields an ``omit`` option (a list of field names) asks to leave out of a hits answer; raises
+    :class:`~unreal_bridge.errors.WireFormatError` naming a field that cannot be."""
+    if raw is None:
+        return frozenset()
+    if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
+        raise WireFormatError(f"{method}: 'omit' must be a list of field names")
+    bad = [f for f in raw if f not in OMITTABLE_FIELDS]
+    if bad:
+        allowed = ", ".join(sorted(OMITTABLE_FIELDS))
+        raise WireFormatError(f"{method}: field '{bad[0]:.40}' cannot be omitted (allowed: {allowed})")
+    return frozenset(raw)
+
+
+def _hits_options(options: Any) -> frozenset[str]:
+    """The fields the optional third argument of ``rtLidarGetHits`` (``{"omit": [...]}``) leaves out."""
+    if options is None:
+        return frozenset()
+    if not isinstance(options, Mapping) or not options.keys() <= {"omit"}:
+        raise WireFormatError("rtLidarGetHits: options must be a map with at most an 'omit' entry")
+    return omit_option(options.get("omit"), "rtLidarGetHits")
+
+
+def encode_hits(
+    hits: LidarHits, shm: ShmTarget | None = None, poses: bool = False, omit: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs.
 
     ``info.pose_samples`` (the lidar's world poses on the 1 ms grid it cast from) goes only with
@@ -233,9 +260,11 @@ def encode_hits(hits: LidarHits, shm: ShmTarget | None = None, poses: bool = Fal
         if a.ndim == 2 and a.shape[1] == 3:
             a = wire.flu_to_ned_points(a)  # vectors go NED like every other
         fields[name] = blob(a, code, tuple(a.shape))
-    fields["point"] = blob(wire.flu_to_ned_points(hits.points), "<f4", (count, 3))
-    normals = np.asarray(hits.normals, dtype=np.float32).reshape(-1, 3)
-    fields["normal"] = blob(wire.flu_to_ned_points(normals), "<f4", (count, 3))
+    if "point" not in omit:
+        fields["point"] = blob(wire.flu_to_ned_points(hits.points), "<f4", (count, 3))
+    if "normal" not in omit:
+        normals = np.asarray(hits.normals, dtype=np.float32).reshape(-1, 3)
+        fields["normal"] = blob(wire.flu_to_ned_points(normals), "<f4", (count, 3))
     fields["segmentation"] = blob(hits.segmentation, "<i4", (count,))
     fields["ring"] = blob(hits.ring, "<u2", (count,))
     fields["time"] = blob(hits.time, "<i8", (count,))
@@ -249,6 +278,8 @@ def encode_hits(hits: LidarHits, shm: ShmTarget | None = None, poses: bool = Fal
         "pose": wire.pose_flu_to_ned(hits.pose).to_msgpack(),
         "info": info,
     }
+    if omit:
+        answer["omitted"] = sorted(omit)
     if shm is not None:
         needed = needed_bytes([a.nbytes for _, _, a in fields.values()])
         if needed <= shm.capacity + HEADER_BYTES:
@@ -312,7 +343,7 @@ class AirSimServer:
         self._deferred = is_deferred(backend)
         if self._deferred:  # the lock is held only to prepare the cast (unreal_bridge.casts)
             self.rpc.register("getLidarData", self._lidar_data, 2, locked=False)
-            self.rpc.register("rtLidarGetHits", self._lidar_hits, 2, locked=False)
+            self.rpc.register("rtLidarGetHits", self._lidar_hits, (2, 3), locked=False)
             if callable(getattr(backend, "lidar_beam_hits", None)):
                 self.rpc.register(BEAM_HITS_METHOD, self._beam_hits, 3, locked=False)
         self.shm = ShmAttachments()
@@ -357,7 +388,7 @@ class AirSimServer:
             ("getServerVersion", lambda: SERVER_VERSION, 0),
             ("getMinRequiredClientVersion", lambda: MIN_REQUIRED_CLIENT_VERSION, 0),
             ("getLidarData", self._lidar_data, 2),
-            ("rtLidarGetHits", lambda lidar, vehicle: encode_hits(b.lidar_hits(str(lidar), str(vehicle))), 2),
+            ("rtLidarGetHits", self._plain_lidar_hits, (2, 3)),
             ("rtLidarServerInfo", lambda: dict(SERVER_INFO), 0),
             ("simGetImages", self._images, (3, 2)),  # stock: requests, vehicle, external; Cosys: 2
             ("simGetImage", self._image, 4),  # 4th: stock ``external`` (bool), Cosys ``annotation_name``
@@ -419,13 +450,19 @@ class AirSimServer:
         with self.casts.turn(job.rays):
             return job.run()
 
-    def _lidar_hits(self, lidar_name: Any, vehicle_name: Any) -> Later:
+    def _plain_lidar_hits(self, lidar_name: Any, vehicle_name: Any, options: Any = None) -> dict[str, Any]:
+        """``rtLidarGetHits`` of a backend that casts when asked (under the call lock)."""
+        omit = _hits_options(options)
+        return encode_hits(self.backend.lidar_hits(str(lidar_name), str(vehicle_name)), omit=omit)
+
+    def _lidar_hits(self, lidar_name: Any, vehicle_name: Any, options: Any = None) -> Later:
         """Prepared now, in the connection's request order (its interval and frozen world); cast and
         encoded later (:mod:`unreal_bridge.later`): a client that asked ahead has its next frame's
         calls run meanwhile, so two frames of one connection may be cast at once."""
+        omit = _hits_options(options)
         backend = cast(DeferredSimBackend, self.backend)
         job = self._prepared(lambda: backend.prepare_lidar_hits(str(lidar_name), str(vehicle_name)))
-        return Later(lambda: encode_hits(self._in_turn(job)))
+        return Later(lambda: encode_hits(self._in_turn(job), omit=omit))
 
     def _lidar_data(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
         lidar, vehicle = str(lidar_name), str(vehicle_name)
@@ -471,37 +508,40 @@ class AirSimServer:
         self, lidar: str, vehicle: str, beam: Any, target: ShmTarget | None, refused: str
     ) -> dict[str, Any] | Later:
         poses = isinstance(beam, Mapping) and "poses" in beam  # send info.pose_samples
-        if isinstance(beam, Mapping) and beam and beam.keys() <= {"transport", "poses"}:
+        omit = omit_option(beam.get("omit"), BEAM_HITS_METHOD) if isinstance(beam, Mapping) else frozenset()
+        if isinstance(beam, Mapping) and beam and beam.keys() <= {"transport", "poses", "omit"}:
             # only the offer and/or the poses: the cast of rtLidarGetHits
             if self._deferred:
                 deferred = cast(DeferredSimBackend, self.backend)
                 job = self._prepared(lambda: deferred.prepare_lidar_hits(lidar, vehicle))
                 if not poses:  # asked ahead through shared memory: cast later, as _lidar_hits does
-                    return self._later_answer(job, target, refused)
+                    return self._later_answer(job, target, refused, omit)
                 hits = self._in_turn(job)
             else:
                 hits = self.backend.lidar_hits(lidar, vehicle)
-            return self._answer(hits, target, refused, poses)
+            return self._answer(hits, target, refused, poses, omit)
         offsets, weights = decode_beam(beam)
         sun = decode_sun(beam)
         if self._deferred:
             deferred = cast(DeferredSimBackend, self.backend)
             hits = self._cast(lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun))
-            return self._answer(hits, target, refused, poses)
+            return self._answer(hits, target, refused, poses, omit)
         backend = cast(BeamSimBackend, self.backend)  # registered only when it has lidar_beam_hits
         if sun is None:  # a backend that knows no sun is called as before
             hits = backend.lidar_beam_hits(lidar, vehicle, offsets, weights)
-            return self._answer(hits, target, refused, poses)
+            return self._answer(hits, target, refused, poses, omit)
         hits = backend.lidar_beam_hits(lidar, vehicle, offsets, weights, sun=sun)
-        return self._answer(hits, target, refused, poses)
+        return self._answer(hits, target, refused, poses, omit)
 
-    def _later_answer(self, job: PreparedCast[LidarHits], target: ShmTarget | None, refused: str) -> Later:
+    def _later_answer(
+        self, job: PreparedCast[LidarHits], target: ShmTarget | None, refused: str, omit: frozenset[str]
+    ) -> Later:
         """``job`` cast and encoded on a worker thread (into ``target``, let go of once written), while
         the connection runs its next calls: two frames asked ahead through two segments are cast at once."""
 
         def work() -> dict[str, Any]:
             try:
-                return self._answer(self._in_turn(job), target, refused)
+                return self._answer(self._in_turn(job), target, refused, omit=omit)
             finally:
                 if target is not None:
                     target.release()
@@ -510,9 +550,13 @@ class AirSimServer:
 
     @staticmethod
     def _answer(
-        hits: LidarHits, target: ShmTarget | None, refused: str, poses: bool = False
+        hits: LidarHits,
+        target: ShmTarget | None,
+        refused: str,
+        poses: bool = False,
+        omit: frozenset[str] = frozenset(),
     ) -> dict[str, Any]:
-        answer = encode_hits(hits, shm=target, poses=poses)
+        answer = encode_hits(hits, shm=target, poses=poses, omit=omit)
         if refused:
             answer["shm_refused"] = refused
         return answer

@@ -26,6 +26,7 @@ from . import fast_decode
 from .errors import WireFormatError
 
 __all__ = [
+    "OMITTABLE_FIELDS",
     "CarControls",
     "CarState",
     "CollisionInfo",
@@ -415,6 +416,11 @@ def flu_to_ned_quaternion(q: Sequence[float]) -> Quaternionr:
     w, x, y, z = q
     return Quaternionr(float(w), float(x), -float(y), -float(z))
 
+
+OMITTABLE_FIELDS = frozenset({"point", "normal"})
+"""Core fields of a hits answer a client may ask our server to leave out (``omit``): both follow from the
+optional fields (``point`` = ``direction`` x ``range``; ``normal``, for the physics, only through
+``cos_incidence``), so a controller that reads those need not receive 1.6 MB a HDL-64E frame twice."""
 
 INFO_POSE_SAMPLES = "pose_samples"
 """The answer header (``info``) entry holding the lidar's world poses on the 1 ms grid it cast from."""

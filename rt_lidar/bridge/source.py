@@ -43,7 +43,7 @@ from unreal_bridge import AirSimClient, LidarHits, RpcError
 from unreal_bridge.beam_call import SunArg
 from unreal_bridge.client import FrameRequest
 from unreal_bridge.errors import BridgeError
-from unreal_bridge.wire import FluPose
+from unreal_bridge.wire import OMITTABLE_FIELDS, FluPose
 
 __all__ = ["BridgeSource", "BridgeStats", "airsim_mount", "bridge_pipeline", "parse_address"]
 
@@ -196,7 +196,11 @@ class BridgeSource:
         self._last_ns = self._origin_ns
         if "direction" not in answer.extras:
             return False
-        self._in_order = self.client.rt_lidar_server_info().get("in_order") is True
+        info = self.client.rt_lidar_server_info()
+        self._in_order = info.get("in_order") is True
+        offered = info.get("omit")
+        if isinstance(offered, list):  # points and normals: the hits are made from the optional fields
+            self.client.omit_fields = OMITTABLE_FIELDS & {f for f in offered if isinstance(f, str)}
         return True
 
     @property

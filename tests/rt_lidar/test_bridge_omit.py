@@ -1,0 +1,137 @@
+"""A controller that makes its hits from the optional fields asks our server to leave ``point`` and
+``normal`` out of each answer (``omit``, offered in ``rtLidarServerInfo``): 1.6 MB less a HDL-64E frame
+to pack, send, receive and flip, and every other field the same bytes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from scenes import wall_scene
+
+from rt_lidar.bridge.source import BridgeSource
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.server.embedded_sim import EmbeddedSim
+from unreal_bridge import AirSimClient, AirSimServer, LidarHits, RpcError
+from unreal_bridge.beam_call import BEAM_HITS_METHOD
+from unreal_bridge.client import decode_hits
+from unreal_bridge.errors import WireFormatError
+from unreal_bridge.wire import OMITTABLE_FIELDS
+from unreal_bridge.world import World, street_scene
+
+_OMIT = {"omit": sorted(OMITTABLE_FIELDS)}
+
+
+@contextlib.contextmanager
+def _served(server_type: type[AirSimServer] = AirSimServer) -> Iterator[tuple[EmbeddedSim, AirSimServer]]:
+    sim = EmbeddedSim(World(street_scene(0)), load_preset("VLP-16"), paused=True)
+    server = server_type(sim, port=0).start()
+    try:
+        yield sim, server
+    finally:
+        server.close()
+
+
+def _frames(omit: bool, shared_memory: bool = False, frames: int = 3) -> list[LidarHits]:
+    """``frames`` lockstep frames (20 Hz) of a fresh server, asked with or without ``omit``."""
+    with _served() as (_sim, server), AirSimClient(port=server.port, shared_memory=shared_memory) as client:
+        if omit:
+            client.omit_fields = OMITTABLE_FIELDS
+        out = []
+        for _ in range(frames):
+            client.sim_continue_for_time(0.05)
+            out.append(client.rt_lidar_get_hits())
+        assert client.transport == ("shm" if shared_memory else "tcp"), client.shm_refused
+        return out
+
+
+@pytest.mark.parametrize("shared_memory", [False, True])
+def test_an_answer_without_points_and_normals_has_every_other_field_bit_for_bit(shared_memory: bool) -> None:
+    full, lean = _frames(omit=False), _frames(omit=True, shared_memory=shared_memory)
+    for a, b in zip(full, lean, strict=True):
+        assert len(a.ring) > 1000 and float(np.abs(a.points).max()) > 1.0
+        for name in ("segmentation", "ring", "time", "range", "miss"):
+            assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+        assert a.extras.keys() == b.extras.keys()
+        for name, value in a.extras.items():
+            assert value.tobytes() == b.extras[name].tobytes(), name
+        assert a.info == b.info and a.time_stamp == b.time_stamp
+        assert not b.points.any() and not b.normals.any()
+        assert b.points.shape == a.points.shape and b.normals.shape == a.normals.shape
+
+
+def test_the_server_leaves_the_fields_out_of_the_message_and_says_so() -> None:
+    with _served() as (_sim, server), AirSimClient(port=server.port) as client:
+        assert client.rt_lidar_server_info()["omit"] == ["normal", "point"]
+        client.sim_continue_for_time(0.05)
+        raw: Any = client.rpc.call("rtLidarGetHits", "", "", _OMIT)
+        assert raw["omitted"] == ["normal", "point"]
+        assert "point" not in raw["fields"] and "normal" not in raw["fields"]
+        assert {"range", "ring", "time", "direction", "cos_incidence"} <= raw["fields"].keys()
+        beam: Any = client.rpc.call(BEAM_HITS_METHOD, "", "", {"omit": ["point"]})  # a plain cast too
+        assert beam["omitted"] == ["point"] and "normal" in beam["fields"]
+        plain: Any = client.rpc.call("rtLidarGetHits", "", "")
+        assert "omitted" not in plain and {"point", "normal"} <= plain["fields"].keys()
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"omit": ["range"]}, "field 'range' cannot be omitted (allowed: normal, point)"),
+        ({"omit": "point"}, "'omit' must be a list of field names"),
+        ({"omit": [1]}, "'omit' must be a list of field names"),
+        ({"fields": ["point"]}, "options must be a map with at most an 'omit' entry"),
+        ([["point"]], "options must be a map with at most an 'omit' entry"),
+    ],
+)
+def test_a_bad_omit_option_is_refused_naming_what_is_wrong(options: Any, said: str) -> None:
+    with _served() as (_sim, server), AirSimClient(port=server.port) as client:
+        with pytest.raises(RpcError, match="rtLidarGetHits") as err:
+            client.rpc.call("rtLidarGetHits", "", "", options)
+        assert said in str(err.value)
+        with pytest.raises(RpcError, match="cannot be omitted"):
+            client.rpc.call(BEAM_HITS_METHOD, "", "", {"omit": ["ring"]})
+        assert client.ping()  # the connection stays
+
+
+def test_an_answer_that_leaves_out_fields_not_asked_for_is_refused() -> None:
+    with _served() as (_sim, server), AirSimClient(port=server.port) as client:
+        client.sim_continue_for_time(0.05)
+        raw: Any = client.rpc.call("rtLidarGetHits", "", "", {"omit": ["normal"]})
+    with pytest.raises(WireFormatError, match="leaves out"):
+        decode_hits(raw)
+    assert not decode_hits(raw, omit=frozenset({"normal"})).normals.any()
+    with pytest.raises(WireFormatError, match="leaves out"):
+        decode_hits({**raw, "omitted": ["normal", "range"]}, omit=OMITTABLE_FIELDS)
+
+
+class _WithoutOmit(AirSimServer):
+    """A server of before the ``omit`` option (its ``rtLidarServerInfo`` does not offer it)."""
+
+    def _table(self) -> list[tuple[str, Any, int | tuple[int, ...]]]:
+        return [
+            (name, (lambda: {"in_order": True}) if name == "rtLidarServerInfo" else func, arity)
+            for name, func, arity in super()._table()
+        ]
+
+
+@pytest.mark.parametrize(
+    ("server_type", "asked"), [(AirSimServer, OMITTABLE_FIELDS), (_WithoutOmit, frozenset())]
+)
+def test_the_bridge_asks_to_leave_out_what_it_does_not_read_only_of_a_server_that_offers_it(
+    server_type: type[AirSimServer], asked: frozenset[str]
+) -> None:
+    preset = load_preset("VLP-16")
+    sim = EmbeddedSim(World(wall_scene(12.0)), preset, paused=True)
+    server = server_type(sim, port=0).start()
+    try:
+        with AirSimClient(port=server.port) as client:
+            client.reset()
+            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
+            assert source.stats.extension and source._in_order
+            assert client.omit_fields == asked
+    finally:
+        server.close()
