@@ -248,13 +248,22 @@ class World:
         if o.shape != d.shape:
             raise WorldError(f"World.cast: origins {o.shape} and directions {d.shape} differ")
         n = o.shape[0]
-        out = RayHits(
-            np.full(n, np.inf, dtype=np.float32),
-            np.zeros((n, 3), dtype=np.float32),
-            np.zeros(n, dtype=np.uint32),
-            np.full(n, -1, dtype=np.int16),
-            np.full(n, -1, dtype=np.int32),
-        )
+        if self._static is not None:  # every row of every field is written by the static cast
+            out = RayHits(
+                np.empty(n, np.float32),
+                np.empty((n, 3), np.float32),
+                np.empty(n, np.uint32),
+                np.empty(n, np.int16),
+                np.empty(n, np.int32),
+            )
+        else:
+            out = RayHits(
+                np.full(n, np.inf, dtype=np.float32),
+                np.zeros((n, 3), dtype=np.float32),
+                np.zeros(n, dtype=np.uint32),
+                np.full(n, -1, dtype=np.int16),
+                np.full(n, -1, dtype=np.int32),
+            )
         if n == 0:
             return out
         tt = np.asarray(t, dtype=np.float64)
