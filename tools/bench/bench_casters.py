@@ -10,9 +10,10 @@ pipeline casts them: about 2.67 M rays) with every engine that is installed:
   World's EmbreeCaster gets: embreex 4 makes ``EmbreeScene()`` robust) and in its non-robust mode;
 - ``embree_packetN``: Embree's own packet queries (``rtcIntersect4/8/16``, and ``rtcIntersect1`` through
   the same loop for reference), robust, on the libembree4 that the embreex wheel bundles. embreex does
-  not bind them, and Embree 4 has no stream API (``rtcIntersect1M`` went with Embree 3), so
-  ``tools/bench/embree_packets.c`` is compiled here with the system C compiler when there is one; the
-  rays are packed in firing order (a packet is consecutive rings of one column: already coherent);
+  not bind them, and Embree 4 has no stream API (``rtcIntersect1M`` went with Embree 3), so they go
+  through the pipeline's own compiled packet caster (``unreal_bridge/world/_embree_packets.c``, built at
+  install where there is a C compiler; World's EmbreeCaster casts with its 8-wide packets); the rays are
+  packed in firing order (a packet is consecutive rings of one column: already coherent);
 - ``open3d``: ``open3d.t.geometry.RaycastingScene.cast_rays`` (Embree inside, TBB threads);
 - ``mitsuba_llvm``: Mitsuba 3 / Dr.Jit LLVM ``Scene.ray_intersect_preliminary`` (coherent and not);
 - ``world_cast``: the pipeline's own ``World.cast`` on the same frozen scene with one time, and on the
@@ -35,18 +36,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import functools
-import hashlib
 import importlib
 import itertools
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +56,7 @@ from rt_lidar.pipeline.sources import _interpolated_sensor_poses, _rotate_f32
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between, scan_period_ns
 from unreal_bridge.world import MeshObject, Scene, StaticTrajectory, World, street_scene
+from unreal_bridge.world.raycast import embree_packets
 
 HERE = Path(__file__).resolve().parent
 Rays = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -140,78 +138,17 @@ def embreex_engine(v: np.ndarray, f: np.ndarray, max_range: float, robust: bool)
     return lambda o, d: _two_halves(one, o, d)
 
 
-def packet_library() -> ctypes.CDLL | None:
-    """tools/bench/embree_packets.c compiled against embreex's bundled libembree4 (None: no compiler)."""
-    import embreex
-
-    cc = shutil.which("cc") or shutil.which("gcc")
-    libs = sorted((Path(embreex.__file__).parent.parent / "embreex.libs").glob("libembree4*"))
-    if cc is None or not libs:
-        return None
-    src = HERE / "embree_packets.c"
-    key = hashlib.sha256(src.read_bytes() + str(libs[0]).encode()).hexdigest()[:16]
-    out = Path(tempfile.gettempdir()) / f"rt_lidar_embree_packets_{key}.so"  # built once per source
-    if not out.exists():
-        part = out.with_suffix(f".{os.getpid()}.part")
-        cmd = [
-            cc,
-            "-O2",
-            "-shared",
-            "-fPIC",
-            "-o",
-            str(part),
-            str(src),
-            str(libs[0]),
-            f"-Wl,-rpath,{libs[0].parent}",
-            "-lm",
-        ]
-        if subprocess.run(cmd, capture_output=True).returncode != 0:
-            return None
-        os.replace(part, out)  # atomic: a concurrent run loads a whole file or builds its own
-    lib = ctypes.CDLL(str(out))
-    lib.pk_scene.restype = ctypes.c_void_p
-    lib.pk_scene.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_int,
-        ctypes.c_int,
-    ]
-    lib.pk_cast.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_int,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_float,
-        ctypes.c_size_t,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-    ]
-    return lib
-
-
-def packet_engine(lib: ctypes.CDLL, v: np.ndarray, f: np.ndarray, max_range: float, width: int) -> Cast:
-    """Embree rtcIntersect<width> on consecutive rays, robust mode (as embreex's default), two threads
-    (ctypes lets go of the GIL)."""
+def packet_engine(mod: Any, v: np.ndarray, f: np.ndarray, max_range: float, width: int) -> Cast:
+    """Embree rtcIntersect<width> on consecutive rays through the pipeline's own compiled packet caster
+    (``unreal_bridge.world.raycast.embree_packets``), robust mode, two threads (it lets go of the GIL)."""
     fu = np.ascontiguousarray(f, dtype=np.uint32)
-    scene = lib.pk_scene(v.ctypes.data, v.shape[0], fu.ctypes.data, fu.shape[0], 4, 1)  # robust, medium
+    scene = mod.new_scene(np.ascontiguousarray(v, np.float32), v.shape[0], fu, fu.shape[0])
 
     def one(o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         o, d = np.ascontiguousarray(o), np.ascontiguousarray(d)
-        dist = np.empty(o.shape[0], np.float32)
+        dist = np.full(o.shape[0], max_range, np.float32)
         face = np.empty(o.shape[0], np.int32)
-        rc = lib.pk_cast(
-            scene,
-            width,
-            o.ctypes.data,
-            d.ctypes.data,
-            max_range,
-            o.shape[0],
-            dist.ctypes.data,
-            face.ctypes.data,
-        )
-        assert rc == 0
+        mod.intersect(scene, o, d, dist, face, width)
         return dist, face
 
     return lambda o, d: _two_halves(one, o, d)
@@ -323,10 +260,10 @@ def bench_scene(
         "embreex": lambda: embreex_engine(v, f, max_range, robust=True),
         "embreex_nonrobust": lambda: embreex_engine(v, f, max_range, robust=False),
     }
-    lib = packet_library()
-    if lib is not None:
+    packets = embree_packets()
+    if packets is not None:
         for w in (1, 4, 8, 16):
-            engines[f"embree_packet{w}"] = functools.partial(packet_engine, lib, v, f, max_range, w)
+            engines[f"embree_packet{w}"] = functools.partial(packet_engine, packets, v, f, max_range, w)
     for mod, label, make in (
         ("open3d", "open3d", lambda: open3d_engine(v, f, max_range)),
         ("mitsuba", "mitsuba_llvm", lambda: mitsuba_engine(v, f, max_range, coherent=False)),

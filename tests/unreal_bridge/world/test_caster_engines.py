@@ -59,10 +59,12 @@ def _needs(module: str) -> None:
 
 
 def _packets(s: dict[str, Any]) -> Callable[..., Any]:
-    lib = s["bench"].packet_library()
-    if lib is None:
-        pytest.skip("no C compiler for tools/bench/embree_packets.c")
-    return s["bench"].packet_engine(lib, s["v"], s["f"], MAX_RANGE, 8)
+    from unreal_bridge.world.raycast import embree_packets
+
+    mod = embree_packets()
+    if mod is None:
+        pytest.skip("the compiled packet caster was not built (no C compiler at install)")
+    return s["bench"].packet_engine(mod, s["v"], s["f"], MAX_RANGE, 8)
 
 
 def _open3d(s: dict[str, Any]) -> Callable[..., Any]:
