@@ -36,7 +36,8 @@ from rt_lidar.pipeline.builder import build_world
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimServer, FluPose, LidarHits
-from unreal_bridge.server import encode_hits
+from unreal_bridge.server import encode_hits, omit_option
+from unreal_bridge.wire import OMITTABLE_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 _CORE = ("points", "normals", "segmentation", "ring", "time", "range", "miss")
@@ -148,9 +149,14 @@ def prepacked(sim: CannedSim) -> Any:
     """An ``rtLidarGetHits`` handler answering ``sim``'s calls from answers encoded once (only the
     firing times, the time stamp and the header change between rotations): the same answer
     :func:`~unreal_bridge.server.encode_hits` gives for each call, without its per-call encoding."""
-    encoded = [encode_hits(a) for a in [sim.probe, *sim.frames]]
+    answers = [sim.probe, *sim.frames]
+    by_omit = {o: [encode_hits(a, omit=o) for a in answers] for o in (frozenset(), OMITTABLE_FIELDS)}
 
-    def handler(lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
+    def handler(lidar_name: Any, vehicle_name: Any, options: Any = None) -> dict[str, Any]:
+        omit = (
+            omit_option(options.get("omit"), "rtLidarGetHits") if isinstance(options, dict) else frozenset()
+        )
+        encoded = by_omit.get(omit) or [encode_hits(a, omit=omit) for a in answers]
         k, sim.calls = sim.calls, sim.calls + 1
         if k == 0:
             return encoded[0]
@@ -212,7 +218,7 @@ def main() -> None:
     sim = CannedSim(head, answers)
     server = AirSimServer(sim, port=0)  # type: ignore[arg-type]
     if not args.encode_each_call:
-        server.rpc.register("rtLidarGetHits", prepacked(sim), 2)
+        server.rpc.register("rtLidarGetHits", prepacked(sim), (2, 3))
     server.start()
     print(f"canned server on 127.0.0.1:{server.port} ({head['preset']})", flush=True)
     try:
