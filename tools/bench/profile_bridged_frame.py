@@ -9,12 +9,15 @@ process (no stage overlaps another, unlike the real two-process loop):
 
 1. **server cast**: ``EmbeddedSim.continue_for_time`` + ``lidar_hits`` (the ray cast and its
    ``hits_to_wire``);
-2. **pack**: ``encode_hits`` and ``rpc.pack`` of the response (with shared memory: the fields written
-   into the client's segment, and the small header packed);
-3. **transfer**: the packed response sent over a loopback TCP connection and received whole (a
-   thread sends, the caller receives as ``RpcClient`` does);
+2. **pack**: ``encode_hits`` (without the ``point`` and ``normal`` the controller asks to omit) and
+   ``rpc.pack_parts`` of the response (with shared memory: the fields written into the client's
+   segment, and the small header packed);
+3. **transfer**: the packed response sent scatter-gather (``rpc.send_parts``, as our server sends it)
+   over a loopback TCP connection and received whole (a thread sends, the caller receives as
+   ``RpcClient`` does);
 4. **decode**: ``fast_decode.decode`` of the message and ``decode_hits`` (with shared memory, the
-   fields copied out of the segment), then ``hits_from_wire``;
+   fields copied out of the segment), then ``hits_from_wire`` (given the controller's own firings of
+   the frame, as in lockstep);
 5. **physics**: ``SensorPhysics.apply``;
 6. **sweep**: ``ScanAssembler.add``;
 7. **sinks**: the PCD and KITTI writers of each completed scan (one every two frames), per frame.
@@ -48,14 +51,16 @@ from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.assembler import ScanAssembler
 from rt_lidar.pipeline.builder import build_world
 from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from rt_lidar.session.realtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext, make_sink
 from unreal_bridge import fast_decode
 from unreal_bridge.client import decode_hits
-from unreal_bridge.rpc import pack
+from unreal_bridge.rpc import Packed, pack_parts, send_parts
 from unreal_bridge.server import encode_hits
 from unreal_bridge.shm import ShmAttachments, ShmSegment
+from unreal_bridge.wire import OMITTABLE_FIELDS
 
 STAGES = ("server_cast", "pack", "transfer", "decode", "hits_from_wire", "physics", "sweep", "sinks")
 
@@ -72,11 +77,11 @@ class Loopback:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray(1 << 20)
 
-    def move(self, data: bytes) -> memoryview:
+    def move(self, data: Packed) -> memoryview:
         """Send ``data`` and receive it; returns a view of the received bytes."""
         if len(self.buf) < len(data):
             self.buf = bytearray(len(data))
-        sender = threading.Thread(target=self.tx.sendall, args=(data,))
+        sender = threading.Thread(target=send_parts, args=(self.tx, data.parts, None))
         sender.start()
         view, got = memoryview(self.buf), 0
         while got < len(data):
@@ -115,7 +120,7 @@ def main() -> None:
     args = ap.parse_args()
     tune_allocator()
     preset = load_preset(args.preset)
-    sim = EmbeddedSim(build_world("street", seed=0), preset, paused=True)
+    sim = EmbeddedSim(build_world("street", seed=0), preset, paused=True, cast_threads=1)  # as the demo's
     probe = sim.lidar_hits("", "")
     materials = list(probe.info["materials"])
     physics = {
@@ -141,13 +146,14 @@ def main() -> None:
             sim.continue_for_time(0.05)
             wire_hits = sim.lidar_hits("", "")
             cast_s = _since(t)
+            expected = firings_between(preset, int(wire_hits.info["t0_ns"]), int(wire_hits.info["t1_ns"]))
             decoded = {}
             for tr in ("tcp", "shm"):
                 st: dict[str, tuple[float, float]] = {"server_cast": cast_s}
                 rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([0, k])))
                 t = _now()
                 target = attachments.attach(segment.offer()) if tr == "shm" else None
-                message = pack([1, k, None, encode_hits(wire_hits, shm=target)])
+                message = pack_parts([1, k, None, encode_hits(wire_hits, shm=target, omit=OMITTABLE_FIELDS)])
                 if target is not None:
                     target.release()  # written: the segment may be offered again
                 st["pack"] = _since(t)
@@ -156,11 +162,11 @@ def main() -> None:
                 st["transfer"] = _since(t)
                 t = _now()
                 msg, _end = fast_decode.decode(received, 0, {})
-                answer = decode_hits(msg[3], segment if tr == "shm" else None)
+                answer = decode_hits(msg[3], segment if tr == "shm" else None, OMITTABLE_FIELDS)
                 del received
                 st["decode"] = _since(t)
                 t = _now()
-                hits = hits_from_wire(answer)
+                hits = hits_from_wire(answer, expected=expected)
                 st["hits_from_wire"] = _since(t)
                 t = _now()
                 out = physics[tr].apply(hits, rng)
