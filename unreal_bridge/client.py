@@ -106,7 +106,11 @@ def decode_hits(
     if not isinstance(count, int) or count < 0 or not isinstance(fields, Mapping):
         raise WireFormatError("rtLidarGetHits: bad 'count' or 'fields'")
     omitted = answer.get("omitted", [])
-    if not isinstance(omitted, list) or not set(omitted) <= omit:
+    if (
+        not isinstance(omitted, list)
+        or not all(isinstance(f, str) for f in omitted)
+        or not set(omitted) <= omit
+    ):
         raise WireFormatError(f"rtLidarGetHits: the answer leaves out {omitted!r:.80}, not asked for")
 
     def vectors(name: str) -> np.ndarray:
@@ -154,6 +158,8 @@ class FrameRequest(NamedTuple):
     """The msgid of its hits call (``rtLidarGetHits``, or ``rtLidarGetBeamHits`` offering ``segment``)."""
     segment: ShmSegment | None = None
     """The ring's segment lent to it until its answer is decoded (None: the fields come over TCP)."""
+    omit: frozenset[str] = frozenset()
+    """The fields its hits call asked the server to leave out."""
 
 
 class AirSimClient:
@@ -325,8 +331,12 @@ class AirSimClient:
         """``beam`` with the ``omit`` entry when :attr:`omit_fields`."""
         return {**beam, "omit": sorted(self.omit_fields)} if self.omit_fields else beam
 
-    def _decode(self, answer: Any, segment: ShmSegment | None = None) -> LidarHits:
-        return decode_hits(answer, segment, self.omit_fields)
+    def _decode(
+        self, answer: Any, segment: ShmSegment | None = None, omit: frozenset[str] | None = None
+    ) -> LidarHits:
+        """:func:`decode_hits` of the answer to a call that asked to omit ``omit`` (None: the current
+        :attr:`omit_fields`)."""
+        return decode_hits(answer, segment, self.omit_fields if omit is None else omit)
 
     def _stop_shm(self, reason: str) -> None:
         """TCP for good: the free segments go now, the lent ones as their answers come."""
@@ -368,21 +378,23 @@ class AirSimClient:
             else:
                 segment.close()
 
-    def _decode_offered(self, answer: Any, segment: ShmSegment) -> LidarHits:
-        """Decode the answer to a request that offered ``segment``; one that came inline says why: a
-        bigger segment for the next offers (``shm_needed``), or TCP for good."""
+    def _decode_offered(
+        self, answer: Any, segment: ShmSegment, omit: frozenset[str] | None = None
+    ) -> LidarHits:
+        """Decode the answer to a request that offered ``segment`` (and asked to omit ``omit``); one
+        that came inline says why: a bigger segment for the next offers (``shm_needed``), or TCP for good."""
         if isinstance(answer, Mapping) and isinstance(answer.get("shm"), Mapping):
-            hits = self._decode(answer, segment)
+            hits = self._decode(answer, segment, omit)
             self._shm_taken = True
             self.transport = "shm"
             return hits
-        hits = self._decode(answer)
+        hits = self._decode(answer, None, omit)
         self.transport = "tcp"
         needed = answer.get("shm_needed") if isinstance(answer, Mapping) else None
         if isinstance(needed, int) and needed <= MAX_SEGMENT_BYTES:  # too small: a bigger one next time
             self._shm_taken = True
             with self._shm_lock:
-                self._shm_size = max(self._shm_size, needed + needed // 4)
+                self._shm_size = max(self._shm_size, min(needed + needed // 4, MAX_SEGMENT_BYTES))
         else:
             why = answer.get("shm_refused") if isinstance(answer, Mapping) else None
             self._stop_shm(str(why or "the server answered without shared memory"))
@@ -509,7 +521,9 @@ class AirSimClient:
         segment = self._lend() if self._shm_taken else None
         if segment is None:
             return FrameRequest(
-                advance, self.rpc.send_request("rtLidarGetHits", self._hits_args(lidar_name, vehicle_name))
+                advance,
+                self.rpc.send_request("rtLidarGetHits", self._hits_args(lidar_name, vehicle_name)),
+                omit=self.omit_fields,
             )
         try:
             beam = self._with_omit({"transport": segment.offer()})
@@ -517,7 +531,7 @@ class AirSimClient:
         except BaseException:
             self._give_back(segment, reusable=False)
             raise
-        return FrameRequest(advance, hits, segment)
+        return FrameRequest(advance, hits, segment, self.omit_fields)
 
     def read_frame(self, request: FrameRequest, before_decode: Callable[[], None] | None = None) -> LidarHits:
         """The hits of a frame :meth:`send_frame_request` asked for; ``before_decode`` runs once its
@@ -529,9 +543,9 @@ class AirSimClient:
             if before_decode is not None:
                 before_decode()
             if segment is not None:
-                return self._decode_offered(raw, segment)
+                return self._decode_offered(raw, segment, request.omit)
             self.transport = "tcp"
-            return self._decode(raw)
+            return self._decode(raw, None, request.omit)
         finally:
             if segment is not None:
                 self._give_back(segment)

@@ -230,6 +230,10 @@ _IOV_MAX = 512
 def send_parts(sock: socket.socket, parts: list[bytes | memoryview], timeout: float | None) -> None:
     """Send ``parts`` in order with scatter-gather writes (no joined copy); ``timeout`` (s) bounds the
     whole send, as ``sendall``'s does."""
+    if not hasattr(sock, "sendmsg"):  # (Windows): one joined copy
+        sock.settimeout(timeout)
+        sock.sendall(b"".join(parts))
+        return
     deadline = None if timeout is None else time.monotonic() + timeout
     views = [memoryview(p).cast("B") for p in parts if _size(p)]
     while views:

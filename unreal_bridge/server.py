@@ -215,7 +215,7 @@ def omit_option(raw: Any, method: str) -> frozenset[str]:
     return frozenset(raw)
 
 
-def _hits_options(options: Any) -> frozenset[str]:
+def hits_options(options: Any) -> frozenset[str]:
     """The fields the optional third argument of ``rtLidarGetHits`` (``{"omit": [...]}``) leaves out."""
     if options is None:
         return frozenset()
@@ -452,14 +452,14 @@ class AirSimServer:
 
     def _plain_lidar_hits(self, lidar_name: Any, vehicle_name: Any, options: Any = None) -> dict[str, Any]:
         """``rtLidarGetHits`` of a backend that casts when asked (under the call lock)."""
-        omit = _hits_options(options)
+        omit = hits_options(options)
         return encode_hits(self.backend.lidar_hits(str(lidar_name), str(vehicle_name)), omit=omit)
 
     def _lidar_hits(self, lidar_name: Any, vehicle_name: Any, options: Any = None) -> Later:
         """Prepared now, in the connection's request order (its interval and frozen world); cast and
         encoded later (:mod:`unreal_bridge.later`): a client that asked ahead has its next frame's
         calls run meanwhile, so two frames of one connection may be cast at once."""
-        omit = _hits_options(options)
+        omit = hits_options(options)
         backend = cast(DeferredSimBackend, self.backend)
         job = self._prepared(lambda: backend.prepare_lidar_hits(str(lidar_name), str(vehicle_name)))
         return Later(lambda: encode_hits(self._in_turn(job), omit=omit))
@@ -483,16 +483,43 @@ class AirSimServer:
         }
 
     def _beam_hits(self, lidar_name: Any, vehicle_name: Any, beam: Any) -> dict[str, Any] | Later:
-        """``rtLidarGetBeamHits``; the segment a ``transport`` entry offers is attached for this answer
-        alone and let go once the answer is written (a :class:`Later` answer lets go of it itself)."""
+        """``rtLidarGetBeamHits``. A beam of only an offer of shared memory (and ``omit``) is prepared
+        now and cast later, as ``rtLidarGetHits`` is (frames asked ahead through the ring of segments
+        are cast at once). The segment a ``transport`` entry offers is attached only while its answer
+        is written into it, after the cast: an answer that never runs holds none."""
+        lidar, vehicle = str(lidar_name), str(vehicle_name)
+        poses = isinstance(beam, Mapping) and "poses" in beam  # send info.pose_samples
+        omit = omit_option(beam.get("omit"), BEAM_HITS_METHOD) if isinstance(beam, Mapping) else frozenset()
+        if isinstance(beam, Mapping) and beam and beam.keys() <= {"transport", "poses", "omit"}:
+            # only the offer, the poses and the fields to omit: the cast of rtLidarGetHits
+            if not self._deferred:
+                return self._written(beam, self.backend.lidar_hits(lidar, vehicle), poses, omit)
+            deferred = cast(DeferredSimBackend, self.backend)
+            job = self._prepared(lambda: deferred.prepare_lidar_hits(lidar, vehicle))
+            if poses:
+                return self._written(beam, self._in_turn(job), poses, omit)
+            return Later(lambda: self._written(beam, self._in_turn(job), poses, omit))
+        offsets, weights = decode_beam(beam)
+        sun = decode_sun(beam)
+        if self._deferred:
+            deferred = cast(DeferredSimBackend, self.backend)
+            hits = self._cast(lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun))
+        elif sun is None:  # a backend that knows no sun is called as before
+            hits = cast(BeamSimBackend, self.backend).lidar_beam_hits(lidar, vehicle, offsets, weights)
+        else:
+            hits = cast(BeamSimBackend, self.backend).lidar_beam_hits(
+                lidar, vehicle, offsets, weights, sun=sun
+            )
+        return self._written(beam, hits, poses, omit)
+
+    def _written(self, beam: Any, hits: LidarHits, poses: bool, omit: frozenset[str]) -> dict[str, Any]:
+        """The answer of ``hits``, its fields written into the segment the beam offers when this server
+        can use it (attached for this answer alone, let go of once written), else inline."""
         target, refused = self._shm_target(beam)
-        handed_on = False
         try:
-            answer = self._beam_answer(str(lidar_name), str(vehicle_name), beam, target, refused)
-            handed_on = isinstance(answer, Later)
-            return answer
+            return self._answer(hits, target, refused, poses, omit)
         finally:
-            if target is not None and not handed_on:
+            if target is not None:
                 target.release()
 
     def _shm_target(self, beam: Any) -> tuple[ShmTarget | None, str]:
@@ -503,50 +530,6 @@ class AirSimServer:
             return self.shm.attach(beam["transport"]), ""
         except ShmRefused as exc:
             return None, str(exc)
-
-    def _beam_answer(
-        self, lidar: str, vehicle: str, beam: Any, target: ShmTarget | None, refused: str
-    ) -> dict[str, Any] | Later:
-        poses = isinstance(beam, Mapping) and "poses" in beam  # send info.pose_samples
-        omit = omit_option(beam.get("omit"), BEAM_HITS_METHOD) if isinstance(beam, Mapping) else frozenset()
-        if isinstance(beam, Mapping) and beam and beam.keys() <= {"transport", "poses", "omit"}:
-            # only the offer and/or the poses: the cast of rtLidarGetHits
-            if self._deferred:
-                deferred = cast(DeferredSimBackend, self.backend)
-                job = self._prepared(lambda: deferred.prepare_lidar_hits(lidar, vehicle))
-                if not poses:  # asked ahead through shared memory: cast later, as _lidar_hits does
-                    return self._later_answer(job, target, refused, omit)
-                hits = self._in_turn(job)
-            else:
-                hits = self.backend.lidar_hits(lidar, vehicle)
-            return self._answer(hits, target, refused, poses, omit)
-        offsets, weights = decode_beam(beam)
-        sun = decode_sun(beam)
-        if self._deferred:
-            deferred = cast(DeferredSimBackend, self.backend)
-            hits = self._cast(lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun))
-            return self._answer(hits, target, refused, poses, omit)
-        backend = cast(BeamSimBackend, self.backend)  # registered only when it has lidar_beam_hits
-        if sun is None:  # a backend that knows no sun is called as before
-            hits = backend.lidar_beam_hits(lidar, vehicle, offsets, weights)
-            return self._answer(hits, target, refused, poses, omit)
-        hits = backend.lidar_beam_hits(lidar, vehicle, offsets, weights, sun=sun)
-        return self._answer(hits, target, refused, poses, omit)
-
-    def _later_answer(
-        self, job: PreparedCast[LidarHits], target: ShmTarget | None, refused: str, omit: frozenset[str]
-    ) -> Later:
-        """``job`` cast and encoded on a worker thread (into ``target``, let go of once written), while
-        the connection runs its next calls: two frames asked ahead through two segments are cast at once."""
-
-        def work() -> dict[str, Any]:
-            try:
-                return self._answer(self._in_turn(job), target, refused, omit=omit)
-            finally:
-                if target is not None:
-                    target.release()
-
-        return Later(work)
 
     @staticmethod
     def _answer(

@@ -265,6 +265,7 @@ class _Mapped:
 
     ino: int
     mm: mmap.mmap
+    name: str = ""
     users: int = 0
     dropped: bool = False
     """Out of the table: unmapped once the last answer writing it is done."""
@@ -309,6 +310,8 @@ class ShmAttachments:
                 self._drop(name)
                 entry = None
             if entry is None:
+                if any(w.name == name and w.ino == st.st_ino for w in self._writing):
+                    raise ShmRefused("segment in use by another answer")  # dropped while written
                 entry = self._add(name, path, st, size)
             else:
                 self._maps[name] = self._maps.pop(name)  # most recently used last
@@ -323,7 +326,7 @@ class ShmAttachments:
         """Map a segment not in the table, after dropping the mappings of files gone and making room."""
         mm = self._map(path, st, size)
         self._drop_gone()
-        entry = self._maps[name] = _Mapped(st.st_ino, mm)
+        entry = self._maps[name] = _Mapped(st.st_ino, mm, name)
         owner = _owner(name)
         mine = [n for n in self._maps if _owner(n) == owner]
         for old in mine[: max(0, len(mine) - self.max_per_owner)]:

@@ -135,3 +135,12 @@ def test_the_bridge_asks_to_leave_out_what_it_does_not_read_only_of_a_server_tha
             assert client.omit_fields == asked
     finally:
         server.close()
+
+
+def test_an_answer_whose_omitted_list_is_not_names_is_refused() -> None:
+    with _served() as (_sim, server), AirSimClient(port=server.port) as client:
+        client.sim_continue_for_time(0.05)
+        raw: Any = client.rpc.call("rtLidarGetHits", "", "", {"omit": ["normal"]})
+    for bad in ([["normal"]], "normal", [1]):
+        with pytest.raises(WireFormatError, match="leaves out"):
+            decode_hits({**raw, "omitted": bad}, omit=OMITTABLE_FIELDS)

@@ -346,3 +346,25 @@ def test_closing_the_client_with_frames_in_flight_removes_every_segment_of_its_r
     finally:
         run.close()
     assert list_segments(pid=os.getpid()) == []
+
+
+def test_a_frame_asked_ahead_through_shared_memory_maps_its_segment_only_while_its_answer_is_written():
+    """The server prepares such a frame now and casts it later: until then (and if it never runs, its
+    connection gone) the client's segment is not mapped, and once written it is let go of."""
+    from unreal_bridge.rpc import Later
+    from unreal_bridge.shm import ShmSegment
+
+    sim = EmbeddedSim(World(wall_scene(12.0)), load_preset("VLP-16"), paused=True)
+    server = AirSimServer(sim, port=0)
+    seg = ShmSegment(16 << 20)
+    try:
+        sim.continue_for_time(0.05)
+        later = server._beam_hits("", "", {"transport": seg.offer()})
+        assert isinstance(later, Later)
+        assert server.shm.mapped == 0  # not attached before the work runs
+        answer = later.work()
+        assert "shm" in answer and answer["fields"]["range"]["shm"][1] > 0
+        assert server.shm.mapped == 1 and not any(e.users for e in server.shm._maps.values())
+    finally:
+        server.close()
+        seg.close()

@@ -195,3 +195,23 @@ def test_mapping_a_new_segment_drops_the_mappings_of_segments_gone():
     finally:
         shm.close()
         new.close()
+
+
+def test_a_segment_dropped_from_the_table_while_written_is_still_refused_to_another_answer():
+    """Evicted while an answer writes it (the table is full), the segment is not mapped afresh for a
+    second answer: two answers never write one segment."""
+    segs = [ShmSegment(1 << 20) for _ in range(3)]
+    shm = ShmAttachments(max_segments=2)
+    try:
+        writing = shm.attach(segs[0].offer())
+        for seg in segs[1:]:
+            shm.attach(seg.offer()).release()
+        assert segs[0].name not in shm._maps and shm.mapped == 3  # dropped, still being written
+        with pytest.raises(ShmRefused, match="in use"):
+            shm.attach(segs[0].offer())
+        writing.release()
+        shm.attach(segs[0].offer()).release()  # written: it may be mapped again
+    finally:
+        shm.close()
+        for seg in segs:
+            seg.close()

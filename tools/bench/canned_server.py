@@ -36,7 +36,7 @@ from rt_lidar.pipeline.builder import build_world
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimServer, FluPose, LidarHits
-from unreal_bridge.server import encode_hits, omit_option
+from unreal_bridge.server import encode_hits, hits_options
 from unreal_bridge.wire import OMITTABLE_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,9 +153,7 @@ def prepacked(sim: CannedSim) -> Any:
     by_omit = {o: [encode_hits(a, omit=o) for a in answers] for o in (frozenset(), OMITTABLE_FIELDS)}
 
     def handler(lidar_name: Any, vehicle_name: Any, options: Any = None) -> dict[str, Any]:
-        omit = (
-            omit_option(options.get("omit"), "rtLidarGetHits") if isinstance(options, dict) else frozenset()
-        )
+        omit = hits_options(options)
         encoded = by_omit.get(omit) or [encode_hits(a, omit=omit) for a in answers]
         k, sim.calls = sim.calls, sim.calls + 1
         if k == 0:

@@ -34,6 +34,7 @@ static unsigned (*rtcAttachGeometry)(RTCScene scene, RTCGeometry g);
 static void (*rtcReleaseGeometry)(RTCGeometry g);
 static void (*rtcCommitScene)(RTCScene scene);
 static void (*rtcReleaseScene)(RTCScene scene);
+static int (*rtcGetDeviceError)(RTCDevice device);
 static void (*rtcIntersect1)(RTCScene scene, void *rayhit, void *args);
 static void (*rtcIntersect4)(const int *valid, RTCScene scene, void *rayhit, void *args);
 static void (*rtcIntersect8)(const int *valid, RTCScene scene, void *rayhit, void *args);
@@ -68,6 +69,7 @@ static PyObject *open_library(PyObject *self, PyObject *args) {
     LOOKUP(rtcReleaseGeometry)
     LOOKUP(rtcCommitScene)
     LOOKUP(rtcReleaseScene)
+    LOOKUP(rtcGetDeviceError)
     LOOKUP(rtcIntersect1)
     LOOKUP(rtcIntersect4)
     LOOKUP(rtcIntersect8)
@@ -133,6 +135,11 @@ static PyObject *new_scene(PyObject *self, PyObject *args) {
     rtcReleaseGeometry(g);
     rtcCommitScene(scene);
     Py_END_ALLOW_THREADS
+    int error = rtcGetDeviceError(device);
+    if (error != 0) {
+        rtcReleaseScene(scene);
+        return PyErr_Format(PyExc_RuntimeError, "Embree could not build the scene (error %d)", error);
+    }
     PyObject *capsule = PyCapsule_New(scene, CAPSULE, release_scene);
     if (capsule == NULL) rtcReleaseScene(scene);
     return capsule;
@@ -158,6 +165,7 @@ static void cast(RTCScene scene, size_t W, const float *o, const float *d, float
             buf[8 * W + i] = distance[k];
             u[9 * W + i] = INVALID_ID;        /* mask: every geometry */
             u[(12 + 6) * W + i] = INVALID_ID; /* hit.geomID: none yet */
+            u[(12 + 7) * W + i] = INVALID_ID; /* hit.instID[0]: no instance */
             valid[i] = i < m ? -1 : 0;
         }
         if (W == 8) rtcIntersect8(valid, scene, buf, NULL);
@@ -203,6 +211,8 @@ static PyObject *intersect(PyObject *self, PyObject *args) {
     PyBuffer_Release(&o);
     PyBuffer_Release(&fc);
     PyBuffer_Release(&dist);
+    int error = rtcGetDeviceError(device);
+    if (error != 0) return PyErr_Format(PyExc_RuntimeError, "Embree failed to cast (error %d)", error);
     Py_RETURN_NONE;
 fail_buf:
     PyBuffer_Release(&d);

@@ -150,9 +150,15 @@ def _open_packets() -> Any:
         return None
     try:
         _embree_packets.open_library(str(libs[0]))
-    except OSError:
+        # one ray at a triangle: a library that cannot cast packets here is not used
+        tri = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+        scene = _embree_packets.new_scene(tri, 3, np.array([[0, 1, 2]], np.uint32), 1)
+        distance, face = np.full(1, 10.0, np.float32), np.empty(1, np.int32)
+        origin, direction = np.array([[0.2, 0.2, 1.0]], np.float32), np.array([[0.0, 0.0, -1.0]], np.float32)
+        _embree_packets.intersect(scene, origin, direction, distance, face)
+    except (OSError, RuntimeError, ValueError):
         return None
-    return _embree_packets
+    return _embree_packets if face[0] == 0 and abs(float(distance[0]) - 1.0) < 1e-4 else None
 
 
 class EmbreeCaster:
@@ -170,13 +176,13 @@ class EmbreeCaster:
         self._normals_ext = np.concatenate([normals, np.zeros((1, 3), np.float32)])
         self._scene: Any = None
         self._packets: Any = None
-        module = embree_packets() if packets is not False else None
-        if packets and module is None:
+        self._module: Any = embree_packets() if packets is not False else None
+        if packets and self._module is None:
             raise WorldError("ray caster: Embree's packet queries are not available here")
         if not self.n_faces:
             return
-        if module is not None:
-            self._packets = module.new_scene(v, v.shape[0], f.view(np.uint32), f.shape[0])
+        if self._module is not None:
+            self._packets = self._module.new_scene(v, v.shape[0], f.view(np.uint32), f.shape[0])
             return
         from embreex import rtcore_scene
         from embreex.mesh_construction import TriangleMesh
@@ -196,7 +202,7 @@ class EmbreeCaster:
         their hit distances (inf: none)."""
         if self._packets is not None:
             packed = np.empty(o.shape[0], np.int32)
-            embree_packets().intersect(self._packets, o, d, distance, packed)
+            self._module.intersect(self._packets, o, d, distance, packed)
             return packed
         assert self._scene is not None
         face: NDArray[np.int32] = self._scene.run(o, d, dists=distance, output=1)["primID"]
