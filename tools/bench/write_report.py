@@ -59,7 +59,10 @@ def pipeline(d: dict[str, Any]) -> str:
         "pipeline, three frames cast ahead at the same time, one thread each, as the demo runs), "
         "embedded street, f_sim = 20 Hz, 10 scans after a warm-up. "
         'RTF = simulated seconds per wall second; "with writers" adds PCD + KITTI files written in line '
-        "(the demo writes them from a background thread).\n\n" + _table(rows)
+        "(the demo writes them from a background thread). One run: on the 2-core CI VM (machine C) a "
+        "preset's figure moves by 30-40 % with the VM's speed (HDL-64E 1.8-2.75x over the runs of "
+        "3 December), so compare presets within the table, and code against code in alternating runs "
+        "(docs/performance-notes.md).\n\n" + _table(rows)
     )
 
 
