@@ -255,10 +255,22 @@ def _dot_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]).astype(np.float32)
 
 
+def _rows_f32(a: np.ndarray) -> np.ndarray:
+    """``a`` (N, k) as float32; one row broadcast to N (a sensor not turning) stays a broadcast."""
+    if a.ndim == 2 and a.shape[0] > 1 and a.strides[0] == 0:
+        return np.broadcast_to(a[:1].astype(np.float32), a.shape)
+    return a.astype(np.float32)
+
+
 def _rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate (N,3) float32 vectors by (N,4) wxyz unit quaternions, component-wise (no np.cross)."""
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    vx, vy, vz = v[:, 0], v[:, 1], v[:, 2]
+    """Rotate (N,3) float32 vectors by (N,4) wxyz unit quaternions, component-wise (no np.cross), on
+    contiguous components (a quaternion broadcast to every row: its four scalars; the same float32
+    products either way)."""
+    if q.shape[0] > 1 and q.strides[0] == 0:
+        w, x, y, z = q[0]
+    else:
+        w, x, y, z = (np.ascontiguousarray(q[:, i]) for i in range(4))
+    vx, vy, vz = (np.ascontiguousarray(v[:, i]) for i in range(3))
     tx = 2.0 * (y * vz - z * vy)
     ty = 2.0 * (z * vx - x * vz)
     tz = 2.0 * (x * vy - y * vx)
@@ -426,7 +438,7 @@ class WorldSource:
         if d_sensor.shape[0] != t_ray.shape[0]:
             t_ray = np.repeat(t_ray, d_sensor.shape[0] // max(t_ray.shape[0], 1))
         origins = pos.astype(np.float32)
-        dirs = _rotate_f32(quat.astype(np.float32), d_sensor)
+        dirs = _rotate_f32(_rows_f32(quat), d_sensor)
 
         # First surface of every ray, without indexing: most rays end here.
         rh = self.world.cast(origins, dirs, t_ray, self.max_range_m, threads=self.cast_threads)

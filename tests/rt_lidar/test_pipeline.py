@@ -229,3 +229,27 @@ def test_scans_say_when_the_pipeline_had_their_last_sector() -> None:
     after = time.time_ns()
     stamps = [s.sim_wall_ns for s in scans]
     assert all(t is not None and before <= t <= after for t in stamps) and stamps[0] < stamps[1]
+
+
+def test_rotating_by_one_quaternion_broadcast_gives_the_bits_of_the_same_quaternion_on_every_row() -> None:
+    """The sensor not turning: its one quaternion broadcast to every ray is taken as four scalars,
+    the same float32 products as the quaternion written out on every row."""
+    from rt_lidar.pipeline.sources import _rotate_f32, _rows_f32
+
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=(1000, 3)).astype(np.float32)
+    q = rng.normal(size=4)
+    q /= np.linalg.norm(q)
+    one = _rows_f32(np.broadcast_to(q, (1000, 4)))
+    assert one.strides[0] == 0
+    every = np.ascontiguousarray(one)
+    assert _rotate_f32(one, v).tobytes() == _rotate_f32(every, v).tobytes()
+    w, x, y, z = q
+    r = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    np.testing.assert_allclose(_rotate_f32(one, v), v.astype(np.float64) @ r.T, atol=1e-5)
