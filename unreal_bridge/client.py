@@ -402,12 +402,13 @@ class AirSimClient:
 
     def _shm_call(self, lidar_name: str, vehicle_name: str, beam: dict[str, Any]) -> LidarHits:
         """``rtLidarGetBeamHits`` with ``beam`` plus the offer of a segment of the ring."""
-        beam = self._with_omit(beam) if beam else beam
         segment = self._lend()
         if segment is None:
             self.transport = "tcp"
             if beam:
-                return self._decode(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, beam))
+                return self._decode(
+                    self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, self._with_omit(beam))
+                )
             return self._decode(self.rpc.call("rtLidarGetHits", *self._hits_args(lidar_name, vehicle_name)))
         answered = False
         try:
