@@ -52,7 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from rt_lidar.pipeline.sources import _interpolated_sensor_poses, _rotate_f32
+from rt_lidar.pipeline.pose_samples import _interpolated_sensor_poses
+from rt_lidar.pipeline.sources import _rotate_f32
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between, scan_period_ns
 from unreal_bridge.world import MeshObject, Scene, StaticTrajectory, World, street_scene
