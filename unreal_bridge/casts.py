@@ -12,6 +12,7 @@ FIFO order, one at a time, and bounds how many light ones run beside it, so memo
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 from collections.abc import Iterator
 from typing import Protocol, TypeVar
@@ -21,7 +22,7 @@ import numpy as np
 from .beam_call import SunRequest
 from .wire import LidarFrame, LidarHits
 
-__all__ = ["HEAVY_RAYS", "CastQueue", "DeferredSimBackend", "PreparedCast"]
+__all__ = ["HEAVY_RAYS", "CastQueue", "DeferredSimBackend", "PreparedCast", "takes_omit"]
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -50,7 +51,9 @@ class DeferredSimBackend(Protocol):
         ...
 
     def prepare_lidar_hits(self, lidar_name: str, vehicle_name: str) -> PreparedCast[LidarHits]:
-        """``lidar_hits``, prepared."""
+        """``lidar_hits``, prepared. A backend may take an ``omit`` keyword too (:func:`takes_omit`):
+        the core fields (``"point"``, ``"normal"``) the answer will leave out, which it then need not
+        compute (they may read as zeros)."""
         ...
 
     def prepare_lidar_beam_hits(
@@ -72,6 +75,22 @@ def is_deferred(backend: object) -> bool:
     return all(
         callable(getattr(kind, name, None))
         for name in ("prepare_lidar_data", "prepare_lidar_hits", "prepare_lidar_beam_hits")
+    )
+
+
+def takes_omit(backend: object) -> bool:
+    """Whether ``backend``'s ``prepare_lidar_hits`` takes the ``omit`` keyword (looked up on the class,
+    like :func:`is_deferred`)."""
+    method = getattr(type(backend), "prepare_lidar_hits", None)
+    if not callable(method):
+        return False
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return "omit" in params and params["omit"].kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
     )
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import wire
 from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunRequest, decode_beam, decode_sun
-from .casts import CastQueue, DeferredSimBackend, PreparedCast, is_deferred
+from .casts import CastQueue, DeferredSimBackend, PreparedCast, is_deferred, takes_omit
 from .errors import WireFormatError
 from .limits import ServerLimits, safe_pattern
 from .rpc import Later, Raw, RpcServer
@@ -341,6 +341,8 @@ class AirSimServer:
         self.casts = CastQueue()
         """Turns of the lidar casts run outside the call lock (heavy ones in FIFO order, one at a time)."""
         self._deferred = is_deferred(backend)
+        self._takes_omit = self._deferred and takes_omit(backend)
+        """The backend's prepared hits need not compute the fields an answer omits (its ``omit``)."""
         if self._deferred:  # the lock is held only to prepare the cast (unreal_bridge.casts)
             self.rpc.register("getLidarData", self._lidar_data, 2, locked=False)
             self.rpc.register("rtLidarGetHits", self._lidar_hits, (2, 3), locked=False)
@@ -460,9 +462,16 @@ class AirSimServer:
         encoded later (:mod:`unreal_bridge.later`): a client that asked ahead has its next frame's
         calls run meanwhile, so two frames of one connection may be cast at once."""
         omit = hits_options(options)
-        backend = cast(DeferredSimBackend, self.backend)
-        job = self._prepared(lambda: backend.prepare_lidar_hits(str(lidar_name), str(vehicle_name)))
+        job = self._prepared(lambda: self._prepare_hits(str(lidar_name), str(vehicle_name), omit))
         return Later(lambda: encode_hits(self._in_turn(job), omit=omit))
+
+    def _prepare_hits(self, lidar: str, vehicle: str, omit: frozenset[str]) -> PreparedCast[LidarHits]:
+        """The deferred backend's ``prepare_lidar_hits``, told the fields the answer omits when it
+        takes them (:func:`unreal_bridge.casts.takes_omit`)."""
+        backend = cast(DeferredSimBackend, self.backend)
+        if omit and self._takes_omit:
+            return backend.prepare_lidar_hits(lidar, vehicle, omit=omit)  # type: ignore[call-arg]
+        return backend.prepare_lidar_hits(lidar, vehicle)
 
     def _lidar_data(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
         lidar, vehicle = str(lidar_name), str(vehicle_name)
@@ -494,8 +503,7 @@ class AirSimServer:
             # only the offer, the poses and the fields to omit: the cast of rtLidarGetHits
             if not self._deferred:
                 return self._written(beam, self.backend.lidar_hits(lidar, vehicle), poses, omit)
-            deferred = cast(DeferredSimBackend, self.backend)
-            job = self._prepared(lambda: deferred.prepare_lidar_hits(lidar, vehicle))
+            job = self._prepared(lambda: self._prepare_hits(lidar, vehicle, omit))
             if poses:
                 return self._written(beam, self._in_turn(job), poses, omit)
             return Later(lambda: self._written(beam, self._in_turn(job), poses, omit))

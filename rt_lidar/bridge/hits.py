@@ -24,11 +24,18 @@ __all__ = ["firings_from_directions", "hits_from_wire", "hits_to_wire"]
 
 
 def hits_to_wire(
-    hits: Hits, pose: FluPose, time_stamp_ns: int, t_offset_ns: int = 0, info: dict[str, Any] | None = None
+    hits: Hits,
+    pose: FluPose,
+    time_stamp_ns: int,
+    t_offset_ns: int = 0,
+    info: dict[str, Any] | None = None,
+    omit: frozenset[str] = frozenset(),
 ) -> LidarHits:
     """Every ray of ``hits`` as an extension answer; firing times shifted by ``t_offset_ns``. Sub-ray
     hits (``hits.subrays`` > 1) give one row per sub-ray, with the sub-ray fields of the extension;
-    the sun cosines go as the ``sun_cos`` / ``beam_sun_cos`` fields when the hits have them."""
+    the sun cosines go as the ``sun_cos`` / ``beam_sun_cos`` fields when the hits have them. The core
+    fields in ``omit`` (``"point"``, ``"normal"``: an answer that will leave them out) are not computed
+    and read as zeros, as :func:`unreal_bridge.client.decode_hits` gives them."""
     n = hits.subrays
     info = dict(info or {})
     if hits.pose_samples is not None:  # each pulse's world pose, exactly (a rig's interference model)
@@ -51,11 +58,18 @@ def hits_to_wire(
         extras["pulse_direction"] = np.repeat(hits.firings.directions(), n, axis=0)
     miss = ~np.isfinite(hits.range_m)
     rng = np.where(miss, np.float32(np.nan), hits.range_m).astype(np.float32)
-    points = _scaled_rows(hits.direction, np.where(miss, np.float32(0.0), hits.range_m))
-    # the physics needs only the incidence cosine; a normal consistent with it, facing the ray (and
-    # zero for a miss: the rows of misses are written after the negation, not picked out before it)
-    normals = np.negative(hits.direction, dtype=np.float32)
-    normals[miss] = 0.0
+    rows = hits.direction.shape[0]
+    if "point" in omit:
+        points = np.zeros((rows, 3), np.float32)
+    else:
+        points = _scaled_rows(hits.direction, np.where(miss, np.float32(0.0), hits.range_m))
+    if "normal" in omit:
+        normals = np.zeros((rows, 3), np.float32)
+    else:
+        # the physics needs only the incidence cosine; a normal consistent with it, facing the ray (and
+        # zero for a miss: the rows of misses are written after the negation, not picked out before it)
+        normals = np.negative(hits.direction, dtype=np.float32)
+        normals[miss] = 0.0
     segmentation = hits.segment.astype(np.int32)
     segmentation[miss] = -1
     return LidarHits(

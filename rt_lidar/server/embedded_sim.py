@@ -236,10 +236,13 @@ class EmbeddedSim:
         optional fields."""
         return self.prepare_lidar_hits(lidar_name, vehicle_name).run()
 
-    def prepare_lidar_hits(self, lidar_name: str, vehicle_name: str) -> _HitsCast:
+    def prepare_lidar_hits(
+        self, lidar_name: str, vehicle_name: str, omit: frozenset[str] = frozenset()
+    ) -> _HitsCast:
         """:meth:`lidar_hits` prepared (:class:`unreal_bridge.casts.PreparedCast`): the interval and the
-        state taken now, the cast by its ``run()``, which needs no lock."""
-        return _HitsCast(self, self._check(lidar_name, vehicle_name), None, None)
+        state taken now, the cast by its ``run()``, which needs no lock. ``omit``: the core fields the
+        answer will leave out, not computed (they read as zeros)."""
+        return _HitsCast(self, self._check(lidar_name, vehicle_name), None, None, omit)
 
     def lidar_beam_hits(
         self,
@@ -523,10 +526,16 @@ class _HitsCast(_Cast):
     """``rtLidarGetHits`` / ``rtLidarGetBeamHits``, prepared."""
 
     def __init__(
-        self, sim: EmbeddedSim, lidar: _Lidar, pattern: SubRayPattern | None, sun: np.ndarray | None
+        self,
+        sim: EmbeddedSim,
+        lidar: _Lidar,
+        pattern: SubRayPattern | None,
+        sun: np.ndarray | None,
+        omit: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(sim, lidar, pattern)
         self._sun = sun
+        self._omit = omit
         self._weather = sim.weather_config()
         # a wet road (Roadwetness > 0): the extension's rays also carry the road mask, mirror rays and
         # spray (set on this cast's own copy of the source: other casts keep theirs)
@@ -545,7 +554,7 @@ class _HitsCast(_Cast):
         }
         if self._sun is not None:
             info["sun_direction"] = [float(v) for v in self._sun]
-        return hits_to_wire(hits, self._sensor_pose(self.t1), self.t1, info=info)
+        return hits_to_wire(hits, self._sensor_pose(self.t1), self.t1, info=info, omit=self._omit)
 
 
 class _DataCast(_Cast):

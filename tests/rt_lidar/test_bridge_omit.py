@@ -144,3 +144,68 @@ def test_an_answer_whose_omitted_list_is_not_names_is_refused() -> None:
     for bad in ([["normal"]], "normal", [1]):
         with pytest.raises(WireFormatError, match="leaves out"):
             decode_hits({**raw, "omitted": bad}, omit=OMITTABLE_FIELDS)
+
+
+def test_the_embedded_sim_is_told_what_is_omitted_and_does_not_compute_it() -> None:
+    """The server passes the omit on to a backend whose prepared hits take it: the embedded sim then
+    leaves points and normals as zeros (never sent) and every other field is what it casts without."""
+    from unreal_bridge.casts import takes_omit
+
+    assert takes_omit(EmbeddedSim(World(street_scene(0)), load_preset("VLP-16"), paused=True))
+    runs: dict[bool, LidarHits] = {}
+    for omit in (False, True):
+        sim = EmbeddedSim(World(street_scene(0)), load_preset("VLP-16"), paused=True)
+        sim.continue_for_time(0.05)
+        runs[omit] = sim.prepare_lidar_hits("", "", omit=OMITTABLE_FIELDS if omit else frozenset()).run()
+    full, lean = runs[False], runs[True]
+    assert float(np.abs(full.points).max()) > 1.0 and float(np.abs(full.normals).max()) > 0.5
+    assert not lean.points.any() and not lean.normals.any()
+    assert lean.points.shape == full.points.shape and lean.normals.shape == full.normals.shape
+    for name in ("segmentation", "ring", "time", "range", "miss"):
+        assert getattr(full, name).tobytes() == getattr(lean, name).tobytes(), name
+    for name, value in full.extras.items():
+        assert value.tobytes() == lean.extras[name].tobytes(), name
+
+
+class _OmitSpy(EmbeddedSim):
+    """The embedded sim, recording the omit each prepared hits call was given."""
+
+    told: list[frozenset[str]]
+
+    def prepare_lidar_hits(
+        self, lidar_name: str, vehicle_name: str, omit: frozenset[str] = frozenset()
+    ) -> Any:
+        self.told.append(omit)
+        return super().prepare_lidar_hits(lidar_name, vehicle_name, omit)
+
+
+class _NoOmit(EmbeddedSim):
+    """A deferred backend whose prepared hits know no ``omit`` (as other people's may be)."""
+
+    def prepare_lidar_hits(self, lidar_name: str, vehicle_name: str) -> Any:  # type: ignore[override]
+        return super().prepare_lidar_hits(lidar_name, vehicle_name)
+
+
+@pytest.mark.parametrize("shared_memory", [False, True])
+def test_the_server_tells_a_backend_that_takes_it_and_not_one_that_does_not(shared_memory: bool) -> None:
+    from unreal_bridge.casts import takes_omit
+
+    spy = _OmitSpy(World(street_scene(0)), load_preset("VLP-16"), paused=True)
+    spy.told = []
+    plain = _NoOmit(World(street_scene(0)), load_preset("VLP-16"), paused=True)
+    assert takes_omit(spy) and not takes_omit(plain)
+    answers: dict[str, LidarHits] = {}
+    for name, backend in (("spy", spy), ("plain", plain)):
+        server = AirSimServer(backend, port=0).start()
+        try:
+            with AirSimClient(port=server.port, shared_memory=shared_memory) as client:
+                client.omit_fields = OMITTABLE_FIELDS
+                client.sim_continue_for_time(0.05)
+                answers[name] = client.rt_lidar_get_hits()
+        finally:
+            server.close()
+    assert spy.told == [OMITTABLE_FIELDS]
+    a, b = answers["spy"], answers["plain"]
+    for name in ("segmentation", "ring", "time", "range", "miss"):
+        assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+    assert a.extras.keys() == b.extras.keys()
