@@ -15,7 +15,7 @@ import numpy as np
 from kernels import scan_boundaries
 from rt_lidar.points import concat_points
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import scan_index, scan_start_ns
+from rt_lidar.sensor.scan_pattern import scan_index, scan_runs, scan_start_ns
 
 __all__ = ["CameraView", "Scan", "ScanAssembler"]
 
@@ -92,20 +92,22 @@ class ScanAssembler:
         """
         extras = extras or {}
         if fired_t_ns.size:
-            uniq, counts = np.unique(scan_index(self.preset, fired_t_ns), return_counts=True)
-            for idx, fired in zip(uniq.tolist(), counts.tolist(), strict=True):
+            for idx, fired in self._fired_per_scan(fired_t_ns):
                 pend = self._pending.setdefault(idx, _Pending(idx))
                 pend.fired += fired
                 pend.frames += 1
         if points.size:
-            sidx = scan_index(self.preset, points["t"])
-            order_ok = bool(np.all(sidx[1:] >= sidx[:-1]))
-            if not order_ok:
-                order = np.argsort(points["t"], kind="stable")
-                points, sidx = points[order], sidx[order]
-                extras = {name: v[order] for name, v in extras.items()}
-            indices, starts = scan_boundaries(sidx)
-            for k, idx in enumerate(indices.tolist()):
+            runs = scan_runs(self.preset, points["t"])  # points in time order (the physics keeps it)
+            if runs is None:
+                sidx = scan_index(self.preset, points["t"])
+                if not bool(np.all(sidx[1:] >= sidx[:-1])):
+                    order = np.argsort(points["t"], kind="stable")
+                    points, sidx = points[order], sidx[order]
+                    extras = {name: v[order] for name, v in extras.items()}
+                found, at = scan_boundaries(sidx)
+                runs = found.tolist(), at.tolist()
+            indices, starts = runs
+            for k, idx in enumerate(indices):
                 sl = slice(starts[k], starts[k + 1])
                 pend = self._pending.setdefault(idx, _Pending(idx))
                 pend.parts.append(points[sl])
@@ -113,6 +115,15 @@ class ScanAssembler:
         current = int(scan_index(self.preset, np.asarray([frame_end_ns], np.int64))[0])
         done = sorted(i for i in self._pending if i < current)
         return [self._finish(self._pending.pop(i)) for i in done]
+
+    def _fired_per_scan(self, fired_t_ns: np.ndarray) -> list[tuple[int, int]]:
+        """(scan index, pulses fired in it) of a frame's firing times, ascending."""
+        runs = scan_runs(self.preset, fired_t_ns)
+        if runs is None:
+            uniq, counts = np.unique(scan_index(self.preset, fired_t_ns), return_counts=True)
+            return list(zip(uniq.tolist(), counts.tolist(), strict=True))
+        indices, starts = runs
+        return [(idx, starts[k + 1] - starts[k]) for k, idx in enumerate(indices)]
 
     def flush(self) -> list[Scan]:
         """Hand out whatever is pending (an incomplete last scan), in order."""

@@ -27,6 +27,7 @@ __all__ = [
     "firings_per_scan",
     "scan_index",
     "scan_period_ns",
+    "scan_runs",
     "scan_start_ns",
 ]
 
@@ -111,6 +112,31 @@ def firings_per_scan(preset: SensorPreset) -> int:
 def scan_index(preset: SensorPreset, t_ns: np.ndarray) -> np.ndarray:
     """Index (int64) of the scan each time belongs to; scan i covers [i * P, (i + 1) * P)."""
     return np.floor_divide(np.asarray(t_ns, dtype=np.int64), _schedule(preset).period_ns)
+
+
+def scan_runs(preset: SensorPreset, t_ns: np.ndarray) -> tuple[list[int], list[int]] | None:
+    """The runs of one scan in times ``t_ns`` that are in order (a frame's firings, its points): the
+    scan indices (ascending, those with a time in them) and the offset where each run starts, plus the
+    length, as :func:`scan_index` and :func:`kernels.scan_boundaries` give them, found by binary search
+    at the scan starts instead of dividing every time. None when the times are not in order (or span
+    more scans than they hold times)."""
+    t = np.asarray(t_ns)
+    n = int(t.shape[0])
+    if n == 0:
+        return [], [0]
+    if n > 1 and not bool((t[1:] >= t[:-1]).all()):
+        return None
+    period = _schedule(preset).period_ns
+    first, last = int(t[0]) // period, int(t[-1]) // period
+    if first == last:
+        return [first], [0, n]
+    if last - first > n:
+        return None
+    cuts = np.searchsorted(t, np.arange(first + 1, last + 1, dtype=np.int64) * period, side="left")
+    edges = [0, *cuts.tolist(), n]  # scan first + i holds [edges[i], edges[i + 1])
+    indices = [first + i for i in range(last - first + 1) if edges[i] < edges[i + 1]]
+    starts = [edges[k - first] for k in indices]
+    return indices, [*starts, n]
 
 
 def scan_start_ns(preset: SensorPreset, index: int) -> int:

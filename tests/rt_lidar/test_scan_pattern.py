@@ -164,3 +164,34 @@ def test_cached_scan_table_equals_the_direct_schedule(name):
         for f in ("ring", "t_ns", "azimuth_deg", "elevation_deg", "column"):
             np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f"{name} {f} [{t0},{t1})")
         np.testing.assert_allclose(a.directions(), b.directions(), atol=1e-6)
+
+
+def test_scan_runs_are_the_runs_of_scan_index() -> None:
+    """The binary search gives the runs that dividing every time and scan_boundaries give, for times in
+    order (gaps of whole scans, negative clocks, one scan, none); times out of order give None."""
+    from kernels import scan_boundaries
+    from rt_lidar.sensor.scan_pattern import scan_runs
+
+    rng = np.random.default_rng(5)
+    for name in ("HDL-64E", "OS1-64", "Mid-40"):
+        preset = load_preset(name)
+        period = scan_period_ns(preset)
+        for trial in range(300):
+            n = int(rng.integers(0, 400))
+            lo = int(rng.integers(-5, 50)) * period + int(rng.integers(0, period))
+            span = int(rng.choice([period // 3, 2 * period, 7 * period]))
+            t = np.sort(rng.integers(lo, lo + span, n)).astype(np.int64)
+            if trial % 5 == 0 and n > 4:
+                t[n // 2 :] += 3 * period  # a gap of whole scans with no time in them
+            if trial % 7 == 0 and n > 2:
+                t[rng.integers(0, n)] = (t[0] // period + 1) * period  # exactly on a scan start
+                t.sort()
+            got = scan_runs(preset, t)
+            indices, starts = scan_boundaries(scan_index(preset, t))
+            assert got == (indices.tolist(), starts.tolist())
+        assert scan_runs(preset, np.array([3 * period, period, 2 * period], np.int64)) is None
+    points = np.zeros(5, dtype=[("x", "<f4"), ("t", "<i8")])  # a strided field, as the points' t
+    points["t"] = [0, 10, 100_000_000, 100_000_001, 250_000_000]
+    preset = load_preset("HDL-64E")
+    want = scan_boundaries(scan_index(preset, points["t"]))
+    assert scan_runs(preset, points["t"]) == (want[0].tolist(), want[1].tolist())
