@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import re
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -40,6 +41,12 @@ class RayHits(NamedTuple):
 
 
 #: Cast times whose moving-object poses are kept (a frame, its prefetched successor, a camera's time).
+_compiled_object_frame_rays: Callable[..., int] | None
+try:  # the compiled twin of _object_frame_rays (an optional extension; the NumPy version otherwise)
+    from ._object_frame import object_frame_rays as _compiled_object_frame_rays
+except ImportError:  # built without a C compiler: the NumPy version gives the same bits
+    _compiled_object_frame_rays = None
+
 _POSE_CACHE = 8
 _SWEEP_SAMPLES = 17
 """Samples of a moving object's path over a batch of per-ray times, for its culling sphere."""
@@ -97,6 +104,46 @@ def _meets_box(o: F32, d: F32, lo: F32, hi: F32) -> NDArray[np.intp]:
             np.fmax(near, np.fmin(t1, t2), out=near)  # fmin/fmax skip the NaN of a ray in a slab's plane
             np.fmin(far, np.fmax(t1, t2), out=far)
     return np.flatnonzero(far >= near)
+
+
+def _object_frame_rays(
+    o: F32,
+    d: F32,
+    cand: NDArray[np.intp],
+    p: F64,
+    q: F64,
+    box: tuple[F32, F32],
+    compiled: bool | None = None,
+) -> tuple[NDArray[np.intp], F32, F32]:
+    """The candidate rays ``cand`` of ``o`` / ``d`` (world frame) in a moving object's frame, each at its
+    own pose (``p`` (K, 3), ``q`` (K, 4) wxyz: the object's position and rotation at that ray's time),
+    element-wise in float64 then float32, and of those the ones whose forward half meets the object-frame
+    ``box``: (their positions in ``cand``, their origins, their directions). The compiled twin
+    (``_object_frame``) gives the same bits in one pass; ``compiled`` forces either (None: the compiled
+    one where it was built)."""
+    use_c = _compiled_object_frame_rays is not None if compiled is None else compiled
+    if use_c and _compiled_object_frame_rays is not None:
+        k = cand.shape[0]
+        ol, dl = np.empty((k, 3), np.float32), np.empty((k, 3), np.float32)
+        keep = np.empty(k, np.int64)
+        m = _compiled_object_frame_rays(
+            o,
+            d,
+            np.ascontiguousarray(cand, np.int64),
+            np.ascontiguousarray(p, np.float64),
+            np.ascontiguousarray(q, np.float64),
+            np.ascontiguousarray(box[0], np.float32),
+            np.ascontiguousarray(box[1], np.float32),
+            ol,
+            dl,
+            keep,
+        )
+        return keep[:m].astype(np.intp, copy=False), ol[:m], dl[:m]
+    qi = quat_conjugate(q)
+    ol = _rotate_rows(qi, np.take(o, cand, axis=0).astype(np.float64) - p).astype(np.float32)
+    dl = _rotate_rows(qi, np.take(d, cand, axis=0).astype(np.float64)).astype(np.float32)
+    inside = _meets_box(ol, dl, *box)
+    return inside, np.take(ol, inside, axis=0), np.take(dl, inside, axis=0)
 
 
 class World:
@@ -455,16 +502,8 @@ class World:
         if cand is None:
             cand = np.arange(o.shape[0])
         p, q = self.scene.objects[mv.index].trajectory.positions_rotations(t[cand])
-        qi = quat_conjugate(q)
-        ol = _rotate_rows(qi, np.take(o, cand, axis=0).astype(np.float64) - p).astype(np.float32)
-        dl = _rotate_rows(qi, np.take(d, cand, axis=0).astype(np.float64)).astype(np.float32)
-        inside = _meets_box(ol, dl, *mv.box)
-        cand, ol, dl, q = (
-            cand[inside],
-            np.take(ol, inside, axis=0),
-            np.take(dl, inside, axis=0),
-            np.take(q, inside, axis=0),
-        )
+        inside, ol, dl = _object_frame_rays(o, d, cand, p, q, mv.box)
+        cand, q = cand[inside], np.take(q, inside, axis=0)
         limit = np.minimum(dist[cand], np.float32(max_range))
         hd, hf, hn = mv.caster.intersect(ol, dl, limit, threads=1)
         got = np.flatnonzero((hf >= 0) & (hd < limit))
