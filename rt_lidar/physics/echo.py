@@ -17,6 +17,7 @@ import numpy as np
 
 from kernels import effective_reflectance, received_power, two_way_transmission
 from kernels.ambient import receiver_sigma_w
+from rt_lidar.physics.fused import echo_power
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.materials import MaterialArrays
@@ -77,6 +78,9 @@ class EchoModel:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(received power W, effective reflectance S) of full-beam echoes off materials ``mat``, with
         the further two-way transmission ``extra_t`` (glass passed on the way)."""
+        fused = echo_power(self, range_m, cos_inc, mat, extra_t)
+        if fused is not None:  # the compiled twin of the lines below
+            return fused[0], fused[1]
         m = self.materials
         p = self.preset
         refl = effective_reflectance(
@@ -103,6 +107,12 @@ class EchoModel:
         """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
         segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
         crossed glass on the way is flagged THROUGH_GLASS)."""
+        h = hits
+        fused = echo_power(
+            self, h.range_m, h.cos_incidence, h.material, h.glass_transmission, h.glass_material
+        )
+        if fused is not None and fused[2] is not None:  # the compiled twin of the lines below
+            return fused[0], fused[1], hits.range_m.copy(), hits.segment.copy(), fused[2]
         obj = hits.material >= 0
         # Misses have range inf, so their power comes out 0 without masking every array first.
         with np.errstate(invalid="ignore", over="ignore"):

@@ -26,6 +26,7 @@ from kernels.ambient import receiver_sigma_w
 from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.fused import pack_points
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
@@ -197,25 +198,33 @@ class SensorPhysics:
             measured, pw = det.range_m, det.power_w
         idx = det.pulse
 
-        out = np.empty(len(det), dtype=POINT_DTYPE)  # every field is written below (no padding)
         direction = hits.direction if hits.subrays == 1 else hits.firings.directions()
-        dsel = np.take(direction, idx, axis=0)
-        m32 = np.asarray(measured, np.float32)
-        for k, axis in enumerate("xyz"):
-            np.multiply(dsel[:, k], m32, out=out[axis])
         refl = det.reflectivity
         if p.output.intensity == "calibrated_reflectivity":
-            out["intensity"] = calibrated_reflectivity_output(
+            intensity = calibrated_reflectivity_output(
                 refl, p.output.diffuse_max or p.output.intensity_max, p.output.intensity_max
             )
         else:
-            out["intensity"] = received_power_output(pw, threshold, p.output.intensity_max)
-        out["reflectivity"] = refl
-        out["ring"] = hits.firings.ring[idx]
-        out["t"] = hits.firings.t_ns[idx]
-        out["return_id"] = det.return_id
-        out["flags"] = det.flags
-        out["segment"] = det.segment
+            intensity = received_power_output(pw, threshold, p.output.intensity_max)
+        f = hits.firings
+        packed = pack_points(
+            direction, idx, measured, intensity, refl, f.ring, f.t_ns, det.return_id, det.flags, det.segment
+        )
+        if packed is not None:  # the compiled twin of the lines below
+            out = packed
+        else:
+            out = np.empty(len(det), dtype=POINT_DTYPE)  # every field is written below (no padding)
+            dsel = np.take(direction, idx, axis=0)
+            m32 = np.asarray(measured, np.float32)
+            for k, axis in enumerate("xyz"):
+                np.multiply(dsel[:, k], m32, out=out[axis])
+            out["intensity"] = intensity
+            out["reflectivity"] = refl
+            out["ring"] = f.ring[idx]
+            out["t"] = f.t_ns[idx]
+            out["return_id"] = det.return_id
+            out["flags"] = det.flags
+            out["segment"] = det.segment
         epw = det.epw_ns
         if self.beam.epw and epw is None:
             epw = single_echo_epw_ns(pw, threshold, p.pulse.width_ns, p.pulse.epw_offset_ns).astype(

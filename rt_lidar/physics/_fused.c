@@ -1,0 +1,208 @@
+/* Compiled twins of the single-return physics' element-wise NumPy steps (rt_lidar.physics.fused).
+ *
+ * Each function does in one pass what a few dozen NumPy calls do over a frame's ~10^5 rays, with the
+ * same operations in the same order and the same types (NumPy 2's rules: a Python float meets a
+ * float32 array as float32), so every value is NumPy's bit for bit. The exponential stays NumPy's (its
+ * own SIMD exp is not the C library's); the power of the reflectance lobes is the C library's powf,
+ * which NumPy's float32 power calls too. Built with -ffp-contract=off (no fused multiply-adds), as an
+ * optional extension: where it is missing, the NumPy code runs.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* np.maximum / np.minimum on floats: a NaN in either gives NaN (the first operand's when both). */
+static inline float max_np(float a, float b) { return isnan(a) ? a : (isnan(b) ? b : (a >= b ? a : b)); }
+static inline float min_np(float a, float b) { return isnan(a) ? a : (isnan(b) ? b : (a <= b ? a : b)); }
+/* np.clip(x, lo, hi) on floats: min(max(x, lo), hi), a NaN x kept. */
+static inline float clip_np(float x, float lo, float hi) {
+    if (isnan(x)) return x;
+    x = x > lo ? x : lo;
+    return x < hi ? x : hi;
+}
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+/* A C-contiguous buffer of `count` items of `format` (one struct character, byte order native). */
+static int get(Buf *b, PyObject *obj, int writable, char format, Py_ssize_t itemsize, Py_ssize_t count,
+               const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) != 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format;
+    if (f[0] == '<' || f[0] == '=' || f[0] == '@') f++;
+    int same = f[1] == '\0' && (f[0] == format || (format == 'q' && f[0] == 'l') || (format == 'l' && f[0] == 'q'));
+    if (!same || b->view.itemsize != itemsize || b->view.len != itemsize * count) {
+        PyErr_Format(PyExc_ValueError, "%s must be %zd contiguous items of format '%c' (got '%s', %zd bytes)",
+                     name, count, format, b->view.format, b->view.len);
+        return -1;
+    }
+    return 0;
+}
+
+static void release(Buf *bufs, int n) {
+    for (int i = 0; i < n; i++)
+        if (bufs[i].held) PyBuffer_Release(&bufs[i].view), bufs[i].held = 0;
+}
+
+static Py_ssize_t length(PyObject *obj, Py_ssize_t itemsize) {
+    Py_buffer v;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS) != 0) return -1;
+    Py_ssize_t n = v.len / itemsize;
+    PyBuffer_Release(&v);
+    return n;
+}
+
+/* echo_power(range f4, cos f4, material i2, extra_t f4, trans0 f4, diffuse, retro_gain, retro_exp,
+ *            specular_gain, specular_exp, retro_zero, specular_zero (f4 tables), k, power f4 out, refl f4
+ *            out, glass_material i2 or None, flags u1 out or None, through_glass)
+ * EchoModel.power of every ray: S = effective_reflectance(cos, max(material, 0)), T = trans0 * extra_t
+ * (trans0 = two_way_transmission(range), NumPy's exp), P = k T S 1 / r^2 with r = max(range, 1e-3).
+ * With glass_material (object_echoes): P is 0 where material < 0, and flags say THROUGH_GLASS where the
+ * ray crossed glass (glass_material >= 0) to an object. *_zero: per material, the largest cosine whose
+ * powf(cos, exponent) is 0 (most specular lobes underflow, and powf is slow there): at or below it the
+ * lobe adds gain * 0 without calling powf, the same value. Returns None; a material past the tables
+ * raises. */
+static PyObject *echo_power(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[16];
+    double k;
+    int through_glass;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOdOOOOi", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[14], &o[15], &k, &o[10], &o[11], &o[12], &o[13], &through_glass))
+        return NULL;
+    Buf b[16];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = length(o[0], 4), nm = length(o[5], 4);
+    if (n < 0 || nm < 0) return NULL;
+    int object_mode = o[12] != Py_None;
+    if (get(&b[0], o[0], 0, 'f', 4, n, "range") || get(&b[1], o[1], 0, 'f', 4, n, "cos") ||
+        get(&b[2], o[2], 0, 'h', 2, n, "material") || get(&b[3], o[3], 0, 'f', 4, n, "extra_t") ||
+        get(&b[4], o[4], 0, 'f', 4, n, "trans0") || get(&b[5], o[5], 0, 'f', 4, nm, "diffuse") ||
+        get(&b[6], o[6], 0, 'f', 4, nm, "retro_gain") || get(&b[7], o[7], 0, 'f', 4, nm, "retro_exponent") ||
+        get(&b[8], o[8], 0, 'f', 4, nm, "specular_gain") ||
+        get(&b[9], o[9], 0, 'f', 4, nm, "specular_exponent") || get(&b[10], o[10], 1, 'f', 4, n, "power") ||
+        get(&b[11], o[11], 1, 'f', 4, n, "refl") ||
+        get(&b[14], o[14], 0, 'f', 4, nm, "retro_zero") || get(&b[15], o[15], 0, 'f', 4, nm, "specular_zero") ||
+        (object_mode && (get(&b[12], o[12], 0, 'h', 2, n, "glass_material") ||
+                         get(&b[13], o[13], 1, 'B', 1, n, "flags")))) {
+        release(b, 16);
+        return NULL;
+    }
+    const float *rz = b[14].view.buf, *sz = b[15].view.buf;
+    const float *range = b[0].view.buf, *cosi = b[1].view.buf, *extra = b[3].view.buf, *t0 = b[4].view.buf;
+    const int16_t *mat = b[2].view.buf;
+    const float *diffuse = b[5].view.buf, *rg = b[6].view.buf, *re = b[7].view.buf, *sg = b[8].view.buf,
+                *se = b[9].view.buf;
+    float *power = b[10].view.buf, *refl = b[11].view.buf;
+    const int16_t *gmat = object_mode ? b[12].view.buf : NULL;
+    uint8_t *flags = object_mode ? b[13].view.buf : NULL;
+    const float kf = (float)k, one = (float)1.0, rmin = (float)1e-3;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int m = mat[i] < 0 ? 0 : mat[i];
+        if (m >= nm) {
+            bad = i;
+            break;
+        }
+        const float c = clip_np(cosi[i], 0.0f, 1.0f);
+        float s = diffuse[m] * c;
+        if (rg[m] > 0) s = s + rg[m] * (c <= rz[m] ? 0.0f : powf(c, re[m]));
+        if (sg[m] > 0) s = s + sg[m] * (c <= sz[m] ? 0.0f : powf(c, se[m]));
+        const float trans = t0[i] * extra[i];
+        const float r = max_np(range[i], rmin);
+        const float p = (((kf * trans) * s) * one) / (r * r);
+        refl[i] = s;
+        if (object_mode) {
+            const int obj = mat[i] >= 0;
+            power[i] = obj ? p : 0.0f;
+            flags[i] = (uint8_t)((gmat[i] >= 0 && obj) ? through_glass : 0);
+        } else {
+            power[i] = p;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 16);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "echo_power: material %d of ray %zd is not in the tables",
+                                      (int)mat[bad], bad);
+    Py_RETURN_NONE;
+}
+
+/* pack_points(out u1 (M * 36), offsets (x, y, z, intensity, reflectivity, ring, t, return_id, flags,
+ *             segment), itemsize, direction f4 (N, 3), idx i8 (M), measured f4, intensity f4, refl f4,
+ *             ring u2 (N), t i8 (N), return_id u1, flags u1, segment u4 (M each unless said))
+ * The structured points of SensorPhysics.apply: x, y, z = direction[idx] * measured (float32), the
+ * per-point fields copied, ring and t taken at idx. */
+static PyObject *pack_points(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[12];
+    Py_ssize_t off[10], itemsize;
+    if (!PyArg_ParseTuple(args, "O(nnnnnnnnnn)nOOOOOOOOOO", &o[0], &off[0], &off[1], &off[2], &off[3], &off[4],
+                          &off[5], &off[6], &off[7], &off[8], &off[9], &itemsize, &o[1], &o[2], &o[3], &o[4],
+                          &o[5], &o[6], &o[7], &o[8], &o[9], &o[10]))
+        return NULL;
+    Buf b[11];
+    memset(b, 0, sizeof b);
+    Py_ssize_t m = length(o[2], 8), n = length(o[6], 2);
+    if (m < 0 || n < 0) return NULL;
+    static const Py_ssize_t size[10] = {4, 4, 4, 4, 4, 2, 8, 1, 1, 4};
+    for (int f = 0; f < 10; f++)
+        if (off[f] < 0 || off[f] + size[f] > itemsize)
+            return PyErr_Format(PyExc_ValueError, "pack_points: field %d at offset %zd is past the item", f, off[f]);
+    if (get(&b[0], o[0], 1, 'B', 1, m * itemsize, "out") || get(&b[1], o[1], 0, 'f', 4, 3 * n, "direction") ||
+        get(&b[2], o[2], 0, 'q', 8, m, "idx") || get(&b[3], o[3], 0, 'f', 4, m, "measured") ||
+        get(&b[4], o[4], 0, 'f', 4, m, "intensity") || get(&b[5], o[5], 0, 'f', 4, m, "reflectivity") ||
+        get(&b[6], o[6], 0, 'H', 2, n, "ring") || get(&b[7], o[7], 0, 'q', 8, n, "t") ||
+        get(&b[8], o[8], 0, 'B', 1, m, "return_id") || get(&b[9], o[9], 0, 'B', 1, m, "flags") ||
+        get(&b[10], o[10], 0, 'I', 4, m, "segment")) {
+        release(b, 11);
+        return NULL;
+    }
+    unsigned char *out = b[0].view.buf;
+    const float *dir = b[1].view.buf, *meas = b[3].view.buf, *inten = b[4].view.buf, *refl = b[5].view.buf;
+    const int64_t *idx = b[2].view.buf, *t = b[7].view.buf;
+    const uint16_t *ring = b[6].view.buf;
+    const uint8_t *rid = b[8].view.buf, *fl = b[9].view.buf;
+    const uint32_t *seg = b[10].view.buf;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const int64_t i = idx[j];
+        if (i < 0 || i >= n) {
+            bad = j;
+            break;
+        }
+        unsigned char *row = out + j * itemsize;
+        const float x = dir[3 * i] * meas[j], y = dir[3 * i + 1] * meas[j], z = dir[3 * i + 2] * meas[j];
+        memcpy(row + off[0], &x, 4);
+        memcpy(row + off[1], &y, 4);
+        memcpy(row + off[2], &z, 4);
+        memcpy(row + off[3], &inten[j], 4);
+        memcpy(row + off[4], &refl[j], 4);
+        memcpy(row + off[5], &ring[i], 2);
+        memcpy(row + off[6], &t[i], 8);
+        memcpy(row + off[7], &rid[j], 1);
+        memcpy(row + off[8], &fl[j], 1);
+        memcpy(row + off[9], &seg[j], 4);
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 11);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "pack_points: idx[%zd] is not a pulse", bad);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"echo_power", echo_power, METH_VARARGS, "EchoModel.power of every ray in one pass (see the source)."},
+    {"pack_points", pack_points, METH_VARARGS, "SensorPhysics.apply's structured points in one pass."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fused", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fused(void) { return PyModule_Create(&module); }

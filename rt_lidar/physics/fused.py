@@ -1,0 +1,166 @@
+"""The single-return physics' element-wise steps in one compiled pass each, where ``_fused`` was built.
+
+Each function here gives the NumPy code's values bit for bit (``tests/rt_lidar/test_physics_fused.py``
+holds them to it) or returns None when its inputs are not the NumPy arrays it knows, and the caller then
+runs the NumPy code. The exponential is NumPy's own in both.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernels import two_way_transmission
+from kernels.intensity import sensor_constant
+from rt_lidar.points import POINT_DTYPE, PointFlag
+
+if TYPE_CHECKING:
+    from rt_lidar.physics.echo import EchoModel
+
+try:
+    from rt_lidar.physics import _fused as _c
+except ImportError:  # built without a C compiler: the NumPy code runs
+    _c = None  # type: ignore[assignment]
+
+__all__ = ["available", "echo_power", "pack_points"]
+
+_POINT_OFFSETS = tuple(int(POINT_DTYPE.fields[n][1]) for n in POINT_DTYPE.names or ())  # type: ignore[index]
+
+enabled = True
+"""Switch the compiled steps off (tests compare both)."""
+
+
+def available() -> bool:
+    """Whether the compiled steps run."""
+    return _c is not None and enabled
+
+
+_ZERO_BELOW: dict[tuple[bytes, bytes], np.ndarray] = {}
+
+
+def zero_below(gain: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """Per material, the largest float32 cosine c in [0, 1] whose ``np.power(c, exponent)`` is exactly 0
+    (-1 for a material without the lobe, or whose power never underflows): found by bisection on the
+    float32 bit patterns, which order like the values for c >= 0, with NumPy's own power (the C
+    library's powf, which the compiled step calls above it; a smaller cosine underflows too)."""
+    key = (gain.tobytes(), exponent.tobytes())
+    got = _ZERO_BELOW.get(key)
+    if got is not None:
+        return got
+    out = np.full(gain.shape, -1.0, np.float32)
+    one = int(np.float32(1.0).view(np.int32))
+    for i, (g, e) in enumerate(zip(gain.tolist(), exponent.astype(np.float32).tolist(), strict=True)):
+        e32 = np.float32(e)
+        if not g > 0 or np.power(np.float32(0.0), e32) != 0:
+            continue
+        lo, hi = 0, one  # power(lo) == 0, power(hi) != 0
+        if np.power(np.float32(1.0), e32) == 0:
+            continue
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if np.power(np.array(mid, np.int32).view(np.float32), e32) == 0:
+                lo = mid
+            else:
+                hi = mid
+        out[i] = np.array(lo, np.int32).view(np.float32)
+    if len(_ZERO_BELOW) > 64:
+        _ZERO_BELOW.clear()
+    _ZERO_BELOW[key] = out
+    return out
+
+
+def _f32(a: Any, n: int) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == np.float32 and a.shape == (n,)
+
+
+def echo_power(
+    model: EchoModel,
+    range_m: Any,
+    cos_inc: Any,
+    mat: Any,
+    extra_t: Any,
+    glass_material: Any = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """``(power, effective reflectance, flags)`` as :meth:`EchoModel.power` gives the first two (the
+    materials clipped at 0 first); with ``glass_material`` as :meth:`EchoModel.object_echoes` gives them
+    (power 0 where ``mat`` < 0, and the THROUGH_GLASS flags), else flags None. None: not NumPy arrays
+    of the types the compiled step takes."""
+    if not available() or not isinstance(range_m, np.ndarray):
+        return None
+    n = range_m.shape[0]
+    if not (
+        _f32(range_m, n)
+        and _f32(extra_t, n)
+        and isinstance(cos_inc, np.ndarray)
+        and cos_inc.shape == (n,)
+        and isinstance(mat, np.ndarray)
+        and mat.dtype == np.int16
+        and mat.shape == (n,)
+        and (glass_material is None or (glass_material.dtype == np.int16 and glass_material.shape == (n,)))
+    ):
+        return None
+    m, p = model.materials, model.preset
+    with np.errstate(over="ignore", invalid="ignore"):
+        trans0 = np.ascontiguousarray(two_way_transmission(range_m, model.extinction_per_m), np.float32)
+    power = np.empty(n, np.float32)
+    refl = np.empty(n, np.float32)
+    flags = None if glass_material is None else np.empty(n, np.uint8)
+    _c.echo_power(
+        np.ascontiguousarray(range_m),
+        np.ascontiguousarray(cos_inc, np.float32),
+        np.ascontiguousarray(mat),
+        np.ascontiguousarray(extra_t),
+        trans0,
+        np.ascontiguousarray(m.diffuse, np.float32),
+        np.ascontiguousarray(m.retro_gain, np.float32),
+        np.ascontiguousarray(m.retro_exponent, np.float32),
+        np.ascontiguousarray(m.specular_gain, np.float32),
+        np.ascontiguousarray(m.specular_exponent, np.float32),
+        zero_below(np.asarray(m.retro_gain, np.float32), np.asarray(m.retro_exponent, np.float32)),
+        zero_below(np.asarray(m.specular_gain, np.float32), np.asarray(m.specular_exponent, np.float32)),
+        sensor_constant(p.pulse.peak_power_w, p.optics.receiver_aperture_m, p.optics.system_efficiency),
+        power,
+        refl,
+        None if glass_material is None else np.ascontiguousarray(glass_material),
+        flags,
+        int(PointFlag.THROUGH_GLASS),
+    )
+    return power, refl, flags
+
+
+def pack_points(
+    direction: np.ndarray,
+    idx: np.ndarray,
+    measured: np.ndarray,
+    intensity: np.ndarray,
+    reflectivity: np.ndarray,
+    ring: np.ndarray,
+    t_ns: np.ndarray,
+    return_id: np.ndarray,
+    flags: np.ndarray,
+    segment: np.ndarray,
+) -> np.ndarray | None:
+    """The structured points (:data:`~rt_lidar.points.POINT_DTYPE`) of detections ``idx`` (pulses):
+    x, y, z = ``direction[idx] * measured`` in float32, ``ring`` and ``t_ns`` taken at ``idx``, the other
+    fields as given (cast to the point type's fields). None when the compiled step is off."""
+    if not available() or direction.dtype != np.float32 or direction.ndim != 2 or direction.shape[1] != 3:
+        return None
+    m = idx.shape[0]
+    out = np.empty(m, POINT_DTYPE)
+    _c.pack_points(
+        out.view(np.uint8),
+        _POINT_OFFSETS,
+        POINT_DTYPE.itemsize,
+        np.ascontiguousarray(direction),
+        np.ascontiguousarray(idx, np.int64),
+        np.ascontiguousarray(measured, np.float32),
+        np.ascontiguousarray(intensity, np.float32),
+        np.ascontiguousarray(reflectivity, np.float32),
+        np.ascontiguousarray(ring, np.uint16),
+        np.ascontiguousarray(t_ns, np.int64),
+        np.ascontiguousarray(return_id, np.uint8),
+        np.ascontiguousarray(flags, np.uint8),
+        np.ascontiguousarray(segment, np.uint32),
+    )
+    return out

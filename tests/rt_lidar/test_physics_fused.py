@@ -1,0 +1,159 @@
+"""The compiled physics steps (``rt_lidar.physics._fused``) give the NumPy code's bits: the echo power,
+reflectance and flags of every kind of ray, and the packed points of whole frames in every mode."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from rt_lidar.bridge.hits import hits_from_wire
+from rt_lidar.physics import fused
+from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
+from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.pipeline.builder import build_world
+from rt_lidar.pipeline.sources import Hits
+from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.scan_pattern import firings_between
+from rt_lidar.server.embedded_sim import EmbeddedSim
+
+needs_compiled = pytest.mark.skipif(fused._c is None, reason="the _fused extension was not built")
+
+
+@pytest.fixture
+def numpy_only() -> Iterator[None]:
+    fused.enabled = False
+    try:
+        yield
+    finally:
+        fused.enabled = True
+
+
+def _frame(preset_name: str = "HDL-64E", frames: int = 2) -> tuple[list[Hits], list[str]]:
+    preset = load_preset(preset_name)
+    sim = EmbeddedSim(build_world("street", seed=0), preset, paused=True, cast_threads=1)
+    out = []
+    for _ in range(frames):
+        sim.continue_for_time(0.05)
+        w = sim.lidar_hits("", "")
+        expected = firings_between(preset, int(w.info["t0_ns"]), int(w.info["t1_ns"]))
+        out.append(hits_from_wire(w, expected=expected))
+    return out, list(w.info["materials"])
+
+
+def _odd_rays(n: int, n_materials: int, seed: int) -> tuple[np.ndarray, ...]:
+    """Ranges with misses (inf), NaN, zero and tiny; cosines outside [0, 1] and NaN; every material
+    and none (-1); glass on some rays."""
+    rng = np.random.default_rng(seed)
+    r = rng.uniform(0.0, 150.0, n).astype(np.float32)
+    r[rng.integers(0, n, n // 10)] = np.inf
+    r[rng.integers(0, n, 5)] = np.nan
+    r[rng.integers(0, n, 5)] = 0.0
+    r[rng.integers(0, n, 5)] = 1e-6
+    c = rng.uniform(-0.2, 1.2, n).astype(np.float32)
+    c[rng.integers(0, n, 5)] = np.nan
+    c[rng.integers(0, n, 5)] = 0.0
+    c[rng.integers(0, n, 5)] = 1.0
+    mat = rng.integers(-1, n_materials, n).astype(np.int16)
+    extra = rng.uniform(0.0, 1.0, n).astype(np.float32)
+    glass = np.where(rng.random(n) < 0.2, rng.integers(0, n_materials, n), -1).astype(np.int16)
+    return r, c, mat, extra, glass
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", range(4))
+def test_echo_power_and_object_echoes_are_numpy_s(seed: int) -> None:
+    _frames, names = _frame("VLP-16", 1)
+    physics = SensorPhysics.from_preset(load_preset("HDL-64E"), names)
+    echo = physics.echo
+    r, c, mat, extra, glass = _odd_rays(20_000, len(names), seed)
+    hits = _frames[0]
+    n = len(hits.range_m)
+    r, c, mat, extra, glass = r[:n], c[:n], mat[:n], extra[:n], glass[:n]
+    hits.range_m, hits.cos_incidence, hits.material = r, c, mat
+    hits.glass_transmission, hits.glass_material = extra, glass
+    with np.errstate(all="ignore"):
+        got_power = echo.power(r, c, np.maximum(mat, 0), extra)
+        got_obj = echo.object_echoes(hits)
+        fused.enabled = False
+        try:
+            want_power = echo.power(r, c, np.maximum(mat, 0), extra)
+            want_obj = echo.object_echoes(hits)
+        finally:
+            fused.enabled = True
+    for a, b in zip(got_power, want_power, strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    for a, b in zip(got_obj, want_obj, strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert (got_obj[4] > 0).any() and (got_obj[0] > 0).any()
+
+
+@needs_compiled
+def test_a_material_past_the_tables_is_refused_as_numpy_refuses_it() -> None:
+    _frames, names = _frame("VLP-16", 1)
+    echo = SensorPhysics.from_preset(load_preset("VLP-16"), names).echo
+    r = np.full(3, 10.0, np.float32)
+    bad = np.array([0, len(names), 1], np.int16)
+    with pytest.raises(IndexError):
+        echo.power(r, np.ones(3, np.float32), bad, np.ones(3, np.float32))
+    fused.enabled = False
+    try:
+        with pytest.raises(IndexError):
+            echo.power(r, np.ones(3, np.float32), bad, np.ones(3, np.float32))
+    finally:
+        fused.enabled = True
+
+
+CONFIGS = {
+    "default": PhysicsConfig(),
+    "rain_fog": PhysicsConfig(weather=WeatherConfig(rain_mm_h=25.0, fog_visibility_m=200.0)),
+    "dual_subrays": PhysicsConfig(beam=BeamConfig(sub_rays=7, return_mode="dual", epw=True)),
+    "sun": PhysicsConfig(sun_illuminance_lux=80_000.0),
+    "wet": PhysicsConfig(weather=WeatherConfig(road_wetness=0.8)),
+}
+
+
+@needs_compiled
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+@pytest.mark.parametrize("preset_name", ["HDL-64E", "OS1-64"])
+def test_whole_frames_are_the_numpy_code_s_points(config: str, preset_name: str) -> None:
+    frames, names = _frame(preset_name)
+    preset = load_preset(preset_name)
+    results = {}
+    for on in (True, False):
+        fused.enabled = on
+        try:
+            cfg = CONFIGS[config]
+            if cfg.beam is not None and preset.name == "OS1-64":  # one return: sub-rays, strongest
+                cfg = PhysicsConfig(beam=BeamConfig(sub_rays=7, epw=True))
+            physics = SensorPhysics.from_preset(preset, names, config=cfg)
+            results[on] = [
+                physics.apply(h, np.random.Generator(np.random.PCG64(np.random.SeedSequence([3, k]))))
+                for k, h in enumerate(frames)
+            ]
+        finally:
+            fused.enabled = True
+    for a, b in zip(results[True], results[False], strict=True):
+        assert len(a.points) > 1000
+        assert a.points.dtype == b.points.dtype and a.points.tobytes() == b.points.tobytes()
+        assert a.power_w.tobytes() == b.power_w.tobytes()
+        assert (a.epw_ns is None) == (b.epw_ns is None)
+
+
+def test_zero_below_is_where_numpy_s_power_underflows() -> None:
+    """The compiled step skips powf at or below the threshold: np.power is exactly 0 there (every cosine
+    in the 20,000 float32 steps below it and 10^6 drawn under it) and not one step above."""
+    gain = np.array([0.0, 4.0, 50.0, 150.0, 2.0, 5.0, 3.0], np.float32)
+    exponent = np.array([1.0, 800.0, 20_000.0, 2_000.0, 1.5, 200.0, 0.0], np.float32)
+    zero = fused.zero_below(gain, exponent)
+    assert zero[0] == -1.0 and zero[6] == -1.0  # no lobe; an exponent whose power never underflows
+    rng = np.random.default_rng(11)
+    for z, e in zip(zero[1:6].tolist(), exponent[1:6].tolist(), strict=True):
+        bits = int(np.float32(z).view(np.int32))
+        window = np.arange(bits - 20_000, bits + 1, dtype=np.int32).view(np.float32)
+        assert (np.power(window, np.float32(e)) == 0).all()
+        assert np.power(np.array(bits + 1, np.int32).view(np.float32), np.float32(e)) > 0
+        below = rng.uniform(0.0, z, 1_000_000).astype(np.float32)
+        assert (np.power(below, np.float32(e)) == 0).all()
