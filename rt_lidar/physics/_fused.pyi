@@ -13,6 +13,8 @@ def echo_power(
     retro_exponent: Any,
     specular_gain: Any,
     specular_exponent: Any,
+    retro_zero: Any,
+    specular_zero: Any,
     k: float,
     power: Any,
     refl: Any,
