@@ -197,9 +197,96 @@ static PyObject *pack_points(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* np.maximum on doubles (NaN in either gives NaN). */
+static inline double max_np64(double a, double b) { return isnan(a) ? a : (isnan(b) ? b : (a >= b ? a : b)); }
+
+/* detect(power f4 (N), sigma f8 (N), z f8 (N), shot, threshold, range f4 (N), range_min, range_max,
+ *        idx i8 (N) out) -> m
+ * The pulses the receiver detects within the range limits (EchoModel.detected & the range test of
+ * SensorPhysics._single): power + sqrt(sigma^2 + shot max(power, 0)) z >= threshold in float64, range in
+ * [min, max] in float32; their indices into idx, in order. */
+static PyObject *detect(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5], *out;
+    double shot, thr, rmin, rmax;
+    if (!PyArg_ParseTuple(args, "OOOddOddO", &o[0], &o[1], &o[2], &shot, &thr, &o[3], &rmin, &rmax, &out))
+        return NULL;
+    Buf b[5];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = length(o[0], 4);
+    if (n < 0) return NULL;
+    if (get(&b[0], o[0], 0, 'f', 4, n, "power") || get(&b[1], o[1], 0, 'd', 8, n, "sigma") ||
+        get(&b[2], o[2], 0, 'd', 8, n, "z") || get(&b[3], o[3], 0, 'f', 4, n, "range") ||
+        get(&b[4], out, 1, 'q', 8, n, "idx")) {
+        release(b, 5);
+        return NULL;
+    }
+    const float *pw = b[0].view.buf, *range = b[3].view.buf;
+    const double *sig = b[1].view.buf, *z = b[2].view.buf;
+    int64_t *idx = b[4].view.buf;
+    const float lo = (float)rmin, hi = (float)rmax;
+    Py_ssize_t m = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double p = (double)pw[i];
+        const double s = sqrt(sig[i] * sig[i] + shot * max_np64(p, 0.0));
+        if ((p + s * z[i] >= thr) & (range[i] >= lo) & (range[i] <= hi)) idx[m++] = i;
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 5);
+    return PyLong_FromSsize_t(m);
+}
+
+/* range_noise(range f4 (M), n f4 (M), power f4 (M), sigma f8 (N), pulse i8 (M), shot, accuracy^2, k,
+ *             out f4 (M))
+ * The measured ranges of SensorPhysics.apply: the noise floor s = sqrt(sigma[pulse]^2 + shot max(P, 0)),
+ * jitter (k s) / max(P, 1e-30), sigma_r = sqrt(accuracy^2 + jitter^2), max(range + sigma_r n, 0), float64
+ * then float32 (kernels.apply_range_noise). */
+static PyObject *range_noise(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[6];
+    double shot, acc2, kj;
+    if (!PyArg_ParseTuple(args, "OOOOOdddO", &o[0], &o[1], &o[2], &o[3], &o[4], &shot, &acc2, &kj, &o[5]))
+        return NULL;
+    Buf b[6];
+    memset(b, 0, sizeof b);
+    Py_ssize_t m = length(o[0], 4), n = length(o[3], 8);
+    if (m < 0 || n < 0) return NULL;
+    if (get(&b[0], o[0], 0, 'f', 4, m, "range") || get(&b[1], o[1], 0, 'f', 4, m, "n") ||
+        get(&b[2], o[2], 0, 'f', 4, m, "power") || get(&b[3], o[3], 0, 'd', 8, n, "sigma") ||
+        get(&b[4], o[4], 0, 'q', 8, m, "pulse") || get(&b[5], o[5], 1, 'f', 4, m, "out")) {
+        release(b, 6);
+        return NULL;
+    }
+    const float *range = b[0].view.buf, *nz = b[1].view.buf, *pw = b[2].view.buf;
+    const double *sig = b[3].view.buf;
+    const int64_t *pulse = b[4].view.buf;
+    float *out = b[5].view.buf;
+    const float floor_w = (float)1e-30;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const int64_t i = pulse[j];
+        if (i < 0 || i >= n) {
+            bad = j;
+            break;
+        }
+        const double s = sqrt(sig[i] * sig[i] + shot * max_np64((double)pw[j], 0.0));
+        const double jitter = (kj * s) / (double)max_np(pw[j], floor_w);
+        const double sr = sqrt(acc2 + jitter * jitter);
+        out[j] = (float)max_np64((double)range[j] + sr * (double)nz[j], 0.0);
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 6);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "range_noise: pulse[%zd] is not a pulse", bad);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"echo_power", echo_power, METH_VARARGS, "EchoModel.power of every ray in one pass (see the source)."},
     {"pack_points", pack_points, METH_VARARGS, "SensorPhysics.apply's structured points in one pass."},
+    {"detect", detect, METH_VARARGS, "The detected pulses within the range limits (see the source)."},
+    {"range_noise", range_noise, METH_VARARGS, "The measured ranges with noise (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,3 +27,22 @@ def echo_power(
 
 def pack_points(out: Any, offsets: tuple[int, ...], itemsize: int, *arrays: Any) -> None:
     """SensorPhysics.apply's structured points in one pass."""
+
+def detect(
+    power: Any,
+    sigma: Any,
+    z: Any,
+    shot: float,
+    threshold: float,
+    range_m: Any,
+    lo: float,
+    hi: float,
+    idx: Any,
+    /,
+) -> int:
+    """The detected pulses within the range limits, written to idx; returns how many."""
+
+def range_noise(
+    range_m: Any, n: Any, power: Any, sigma: Any, pulse: Any, shot: float, acc2: float, k: float, out: Any, /
+) -> None:
+    """The measured ranges with range noise."""

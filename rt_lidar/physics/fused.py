@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernels import two_way_transmission
-from kernels.intensity import sensor_constant
+from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.points import POINT_DTYPE, PointFlag
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["available", "echo_power", "pack_points"]
+__all__ = ["available", "detect", "echo_power", "pack_points", "range_noise", "zero_below"]
 
 _POINT_OFFSETS = tuple(int(POINT_DTYPE.fields[n][1]) for n in POINT_DTYPE.names or ())  # type: ignore[index]
 
@@ -162,5 +162,79 @@ def pack_points(
         np.ascontiguousarray(return_id, np.uint8),
         np.ascontiguousarray(flags, np.uint8),
         np.ascontiguousarray(segment, np.uint32),
+    )
+    return out
+
+
+def _f64(a: Any, n: int) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (n,) and a.flags.c_contiguous
+
+
+def detect(
+    power: np.ndarray,
+    sigma: np.ndarray,
+    rng: np.random.Generator,
+    shot_w: float,
+    threshold_w: float,
+    range_m: np.ndarray,
+    range_min_m: float,
+    range_max_m: float,
+) -> np.ndarray | None:
+    """The pulses that :meth:`EchoModel.detected` detects (its draw of one standard normal a pulse from
+    ``rng``, made here) and whose range lies in [min, max] (float32 compares), ascending. None, with
+    nothing drawn, when the inputs are not the arrays the compiled step takes."""
+    n = power.shape[0] if isinstance(power, np.ndarray) else -1
+    if not (available() and _f32(power, n) and _f32(range_m, n) and _f64(sigma, n)):
+        return None
+    z = rng.standard_normal(n)
+    idx = np.empty(n, np.int64)
+    m = _c.detect(
+        np.ascontiguousarray(power),
+        sigma,
+        z,
+        float(shot_w),
+        float(threshold_w),
+        np.ascontiguousarray(range_m),
+        float(range_min_m),
+        float(range_max_m),
+        idx,
+    )
+    return idx[:m]
+
+
+def range_noise(
+    range_m: np.ndarray,
+    standard_normal: np.ndarray,
+    power_w: np.ndarray,
+    sigma: np.ndarray,
+    pulse: np.ndarray,
+    shot_w: float,
+    accuracy_m: float,
+    pulse_sigma_ns: float,
+) -> np.ndarray | None:
+    """The measured ranges (float32) as :func:`kernels.apply_range_noise` gives them with the noise floor
+    ``receiver_sigma_w(sigma[pulse], shot_w, power_w)``, clipped at 0. None when off."""
+    m = range_m.shape[0] if isinstance(range_m, np.ndarray) else -1
+    if not (
+        available()
+        and _f32(range_m, m)
+        and _f32(standard_normal, m)
+        and _f32(power_w, m)
+        and isinstance(sigma, np.ndarray)
+        and sigma.dtype == np.float64
+        and sigma.ndim == 1
+    ):
+        return None
+    out = np.empty(m, np.float32)
+    _c.range_noise(
+        np.ascontiguousarray(range_m),
+        np.ascontiguousarray(standard_normal),
+        np.ascontiguousarray(power_w),
+        np.ascontiguousarray(sigma),
+        np.ascontiguousarray(pulse, np.int64),
+        float(shot_w),
+        accuracy_m * accuracy_m,
+        0.5e-9 * SPEED_OF_LIGHT * pulse_sigma_ns,
+        out,
     )
     return out

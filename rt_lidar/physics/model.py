@@ -26,7 +26,7 @@ from kernels.ambient import receiver_sigma_w
 from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
-from rt_lidar.physics.fused import pack_points
+from rt_lidar.physics.fused import detect, pack_points, range_noise
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
@@ -182,16 +182,15 @@ class SensorPhysics:
         measured = det.range_m
         if self.config.range_noise and sigma is not None:
             rx = p.receiver
-            s_tot = receiver_sigma_w(sigma[det.pulse], rx.shot_w, pw.astype(np.float64))
-            measured = apply_range_noise(
-                measured,
-                rng.standard_normal(len(det), np.float32),
-                p.range.accuracy_m,
-                pw,
-                s_tot,
-                pulse_sigma_ns(p.pulse.width_ns),
-            )
-            measured = np.maximum(measured, 0.0).astype(np.float32)
+            noise = rng.standard_normal(len(det), np.float32)
+            psig = pulse_sigma_ns(p.pulse.width_ns)
+            fast = range_noise(measured, noise, pw, sigma, det.pulse, rx.shot_w, p.range.accuracy_m, psig)
+            if fast is not None:  # the compiled twin of the lines below
+                measured = fast
+            else:
+                s_tot = receiver_sigma_w(sigma[det.pulse], rx.shot_w, pw.astype(np.float64))
+                measured = apply_range_noise(measured, noise, p.range.accuracy_m, pw, s_tot, psig)
+                measured = np.maximum(measured, 0.0).astype(np.float32)
         if noisy and sigma is not None:
             det.range_m = np.asarray(measured, np.float32)
             det = noise_detections(echo, lux, hits, det, sigma, rng)
@@ -312,8 +311,17 @@ class SensorPhysics:
                 reflectivity=refl,
                 segment=segment,
             )
-        keep = echo.detected(power, sigma, rng) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
-        idx = np.nonzero(keep)[0]
+        rx = p.receiver
+        got = (
+            None
+            if sigma is None
+            else detect(power, sigma, rng, rx.shot_w, threshold, rng_m, p.range.min_m, p.range.max_m)
+        )
+        if got is not None:  # the compiled twin of the lines below (the same draw)
+            idx = got
+        else:
+            keep = echo.detected(power, sigma, rng) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
+            idx = np.nonzero(keep)[0]
         return Detections(
             pulse=idx,
             return_id=np.zeros(idx.size, np.uint8),

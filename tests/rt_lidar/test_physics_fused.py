@@ -157,3 +157,37 @@ def test_zero_below_is_where_numpy_s_power_underflows() -> None:
         assert np.power(np.array(bits + 1, np.int32).view(np.float32), np.float32(e)) > 0
         below = rng.uniform(0.0, z, 1_000_000).astype(np.float32)
         assert (np.power(below, np.float32(e)) == 0).all()
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", range(3))
+def test_detect_and_range_noise_on_odd_values_are_numpy_s(seed: int) -> None:
+    """Zero, negative, tiny, NaN and infinite powers and ranges; the draws are the same."""
+    from kernels import apply_range_noise
+    from kernels.ambient import receiver_sigma_w
+
+    rng = np.random.default_rng(seed)
+    n = 30_000
+    power = (10.0 ** rng.uniform(-12, -4, n)).astype(np.float32)
+    power[rng.integers(0, n, 50)] = 0.0
+    power[rng.integers(0, n, 20)] = -1e-9
+    power[rng.integers(0, n, 5)] = np.nan
+    power[rng.integers(0, n, 5)] = np.inf
+    rng_m = rng.uniform(-1.0, 130.0, n).astype(np.float32)
+    rng_m[rng.integers(0, n, 10)] = np.inf
+    rng_m[rng.integers(0, n, 5)] = np.nan
+    sigma = 10.0 ** rng.uniform(-9, -7, n)
+    shot, thr, lo, hi = 3.3e-20, 1.1e-8, 0.9, 120.0
+    with np.errstate(all="ignore"):
+        got = fused.detect(power, sigma, np.random.default_rng(9), shot, thr, rng_m, lo, hi)
+        z = np.random.default_rng(9).standard_normal(n)
+        s = receiver_sigma_w(sigma, shot, power.astype(np.float64))
+        want = np.nonzero((power + s * z >= thr) & (rng_m >= lo) & (rng_m <= hi))[0]
+        assert got is not None and 1000 < got.size < n and got.tolist() == want.tolist()
+        pulse = np.sort(rng.choice(n, 20_000, replace=False))
+        noise = rng.standard_normal(pulse.size, np.float32)
+        pw, r = power[pulse], rng_m[pulse]
+        out = fused.range_noise(r, noise, pw, sigma, pulse, shot, 0.02, 1.7)
+        s_tot = receiver_sigma_w(sigma[pulse], shot, pw.astype(np.float64))
+        ref = np.maximum(apply_range_noise(r, noise, 0.02, pw, s_tot, 1.7), 0.0).astype(np.float32)
+    assert out is not None and out.tobytes() == ref.tobytes()
