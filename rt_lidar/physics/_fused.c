@@ -282,9 +282,65 @@ static PyObject *range_noise(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* select(idx i8 (M), range f4, power f4, segment u4, flags u1 (N each), trans f4 (M), k, range_out f4,
+ *        power_out f4, refl_out f4, segment_out u4, flags_out u1 (M each))
+ * The detections' rows of SensorPhysics._single: the fields taken at idx, and the measured reflectivity
+ * power / max(unit, 1e-30), unit = k trans 1 1 / max(range, 1e-3)^2 (EchoModel.unit_power; trans =
+ * two_way_transmission(range[idx]), NumPy's exp). */
+static PyObject *select_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[11];
+    double k;
+    if (!PyArg_ParseTuple(args, "OOOOOOdOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &k, &o[6], &o[7], &o[8],
+                          &o[9], &o[10]))
+        return NULL;
+    Buf b[11];
+    memset(b, 0, sizeof b);
+    Py_ssize_t m = length(o[0], 8), n = length(o[1], 4);
+    if (m < 0 || n < 0) return NULL;
+    if (get(&b[0], o[0], 0, 'q', 8, m, "idx") || get(&b[1], o[1], 0, 'f', 4, n, "range") ||
+        get(&b[2], o[2], 0, 'f', 4, n, "power") || get(&b[3], o[3], 0, 'I', 4, n, "segment") ||
+        get(&b[4], o[4], 0, 'B', 1, n, "flags") || get(&b[5], o[5], 0, 'f', 4, m, "trans") ||
+        get(&b[6], o[6], 1, 'f', 4, m, "range_out") || get(&b[7], o[7], 1, 'f', 4, m, "power_out") ||
+        get(&b[8], o[8], 1, 'f', 4, m, "refl_out") || get(&b[9], o[9], 1, 'I', 4, m, "segment_out") ||
+        get(&b[10], o[10], 1, 'B', 1, m, "flags_out")) {
+        release(b, 11);
+        return NULL;
+    }
+    const int64_t *idx = b[0].view.buf;
+    const float *range = b[1].view.buf, *pw = b[2].view.buf, *trans = b[5].view.buf;
+    const uint32_t *seg = b[3].view.buf;
+    const uint8_t *fl = b[4].view.buf;
+    float *r_out = b[6].view.buf, *p_out = b[7].view.buf, *refl = b[8].view.buf;
+    uint32_t *s_out = b[9].view.buf;
+    uint8_t *f_out = b[10].view.buf;
+    const float kf = (float)k, one = (float)1.0, rmin = (float)1e-3, floor_w = (float)1e-30;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const int64_t i = idx[j];
+        if (i < 0 || i >= n) {
+            bad = j;
+            break;
+        }
+        const float r = max_np(range[i], rmin);
+        const float unit = (((kf * trans[j]) * one) * one) / (r * r);
+        r_out[j] = range[i];
+        p_out[j] = pw[i];
+        refl[j] = pw[i] / max_np(unit, floor_w);
+        s_out[j] = seg[i];
+        f_out[j] = fl[i];
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 11);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "select: idx[%zd] is not a pulse", bad);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"echo_power", echo_power, METH_VARARGS, "EchoModel.power of every ray in one pass (see the source)."},
     {"pack_points", pack_points, METH_VARARGS, "SensorPhysics.apply's structured points in one pass."},
+    {"select", select_rows, METH_VARARGS, "The detections' rows and measured reflectivity (see the source)."},
     {"detect", detect, METH_VARARGS, "The detected pulses within the range limits (see the source)."},
     {"range_noise", range_noise, METH_VARARGS, "The measured ranges with noise (see the source)."},
     {NULL, NULL, 0, NULL},

@@ -46,3 +46,20 @@ def range_noise(
     range_m: Any, n: Any, power: Any, sigma: Any, pulse: Any, shot: float, acc2: float, k: float, out: Any, /
 ) -> None:
     """The measured ranges with range noise."""
+
+def select(
+    idx: Any,
+    range_m: Any,
+    power: Any,
+    segment: Any,
+    flags: Any,
+    trans: Any,
+    k: float,
+    range_out: Any,
+    power_out: Any,
+    refl_out: Any,
+    segment_out: Any,
+    flags_out: Any,
+    /,
+) -> None:
+    """The detections' rows and their measured reflectivity."""

@@ -23,7 +23,7 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["available", "detect", "echo_power", "pack_points", "range_noise", "zero_below"]
+__all__ = ["available", "detect", "detections", "echo_power", "pack_points", "range_noise", "zero_below"]
 
 _POINT_OFFSETS = tuple(int(POINT_DTYPE.fields[n][1]) for n in POINT_DTYPE.names or ())  # type: ignore[index]
 
@@ -236,5 +236,54 @@ def range_noise(
         accuracy_m * accuracy_m,
         0.5e-9 * SPEED_OF_LIGHT * pulse_sigma_ns,
         out,
+    )
+    return out
+
+
+def detections(
+    model: EchoModel,
+    idx: np.ndarray,
+    range_m: np.ndarray,
+    power: np.ndarray,
+    segment: np.ndarray,
+    flags: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(range, power, measured reflectivity, segment, flags)`` of the detected pulses ``idx``, as
+    ``SensorPhysics._single`` takes them (:meth:`EchoModel.measured_reflectivity`). None when off."""
+    n = range_m.shape[0] if isinstance(range_m, np.ndarray) else -1
+    if not (
+        available()
+        and _f32(range_m, n)
+        and _f32(power, n)
+        and isinstance(segment, np.ndarray)
+        and segment.dtype == np.uint32
+        and segment.shape == (n,)
+        and isinstance(flags, np.ndarray)
+        and flags.dtype == np.uint8
+        and flags.shape == (n,)
+    ):
+        return None
+    m = idx.shape[0]
+    idx64 = np.ascontiguousarray(idx, np.int64)
+    trans = np.ascontiguousarray(
+        two_way_transmission(np.take(range_m, idx64), model.extinction_per_m), np.float32
+    )
+    p = model.preset
+    out = (
+        np.empty(m, np.float32),
+        np.empty(m, np.float32),
+        np.empty(m, np.float32),
+        np.empty(m, np.uint32),
+        np.empty(m, np.uint8),
+    )
+    _c.select(
+        idx64,
+        np.ascontiguousarray(range_m),
+        np.ascontiguousarray(power),
+        np.ascontiguousarray(segment),
+        np.ascontiguousarray(flags),
+        trans,
+        sensor_constant(p.pulse.peak_power_w, p.optics.receiver_aperture_m, p.optics.system_efficiency),
+        *out,
     )
     return out

@@ -26,7 +26,7 @@ from kernels.ambient import receiver_sigma_w
 from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
-from rt_lidar.physics.fused import detect, pack_points, range_noise
+from rt_lidar.physics.fused import detect, detections, pack_points, range_noise
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
@@ -273,14 +273,14 @@ class SensorPhysics:
         wetness = self.config.weather.road_wetness if self.config.weather is not None else 0.0
         ghost = wet_road_apply(echo, hits, wetness, power) if wetness > 0 else None
         spray = spray_apply(echo, hits, wetness, power, rng) if wetness > 0 else None
-        if glass.any():
+        gi = np.flatnonzero(glass)
+        if gi.size:
             gp, grefl = echo.power(
-                hits.glass_range_m[glass],
-                hits.glass_cos[glass],
-                hits.glass_material[glass],
-                np.ones(int(glass.sum()), np.float32),
+                np.take(hits.glass_range_m, gi),
+                np.take(hits.glass_cos, gi),
+                np.take(hits.glass_material, gi),
+                np.ones(gi.size, np.float32),
             )
-            gi = np.nonzero(glass)[0]
             stronger = gp > power[gi]
             take = gi[stronger]
             power[take], refl[take] = gp[stronger], grefl[stronger]
@@ -322,6 +322,10 @@ class SensorPhysics:
         else:
             keep = echo.detected(power, sigma, rng) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
             idx = np.nonzero(keep)[0]
+        rows = detections(echo, idx, rng_m, power, segment, flags)
+        if rows is not None:  # the compiled twin of the lines below
+            r_sel, p_sel, refl_sel, seg_sel, fl_sel = rows
+            return Detections(idx, np.zeros(idx.size, np.uint8), r_sel, p_sel, refl_sel, seg_sel, fl_sel)
         return Detections(
             pulse=idx,
             return_id=np.zeros(idx.size, np.uint8),
