@@ -22,6 +22,7 @@ from rt_lidar.pipeline.pose_samples import (
     interpolate_pose_samples,
     sensor_pose_samples,
 )
+from rt_lidar.pipeline.surfaces import first_surfaces
 from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
 from unreal_bridge.beam_call import SCENE_SUN, SunArg
@@ -395,27 +396,31 @@ class WorldSource:
 
         # First surface of every ray, without indexing: most rays end here.
         rh = self.world.cast(origins, dirs, t_ray, self.max_range_m, threads=self.cast_threads)
-        hit = np.isfinite(rh.distance)
-        trans_all = np.take(self._transmission, np.maximum(rh.material, 0))
-        passes = hit & (trans_all > 0)
-        opaque = hit & ~passes
-        cosi = np.abs(_dot_f32(rh.normal, dirs))
-        sun_cos = _sun_cos(rh.normal, dirs, opaque, sun) if sun is not None else None
-        # A miss already reads inf / -1 / 0 (RayHits): of the first surfaces, only those of the rays
-        # that pass a transmissive one (a few per cent) change, and only they fill the glass fields.
-        active = np.flatnonzero(passes)
-        range_m = _with_rows(rh.distance.astype(np.float32), active, np.inf)
-        cos_inc = np.where(opaque, cosi, np.float32(0)).astype(np.float32, copy=False)
-        material = _with_rows(rh.material.astype(np.int16), active, -1)
-        segment = _with_rows(rh.segment.astype(np.uint32), active, 0)
-        n = rh.distance.shape[0]
-        g_range = _with_rows(np.full(n, np.inf, np.float32), active, rh.distance[active])
-        g_cos = _with_rows(np.zeros(n, np.float32), active, cosi[active])
-        g_mat = _with_rows(np.full(n, -1, np.int16), active, rh.material[active])
-        g_seg = _with_rows(np.zeros(n, np.uint32), active, rh.segment[active])
-        g_trans = _with_rows(np.ones(n, np.float32), active, trans_all[active] ** 2)
-
-        wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
+        fast = None if sun is not None or self.wet_road else first_surfaces(rh, dirs, self._transmission)
+        sun_cos = wet_fields = None
+        if fast is not None:  # the compiled twin of the lines below (no sun, no wet road)
+            (range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans), active = fast
+        else:
+            hit = np.isfinite(rh.distance)
+            trans_all = np.take(self._transmission, np.maximum(rh.material, 0))
+            passes = hit & (trans_all > 0)
+            opaque = hit & ~passes
+            cosi = np.abs(_dot_f32(rh.normal, dirs))
+            sun_cos = _sun_cos(rh.normal, dirs, opaque, sun) if sun is not None else None
+            # A miss already reads inf / -1 / 0 (RayHits): of the first surfaces, only those of the rays
+            # that pass a transmissive one (a few per cent) change, and only they fill the glass fields.
+            active = np.flatnonzero(passes)
+            range_m = _with_rows(rh.distance.astype(np.float32), active, np.inf)
+            cos_inc = np.where(opaque, cosi, np.float32(0)).astype(np.float32, copy=False)
+            material = _with_rows(rh.material.astype(np.int16), active, -1)
+            segment = _with_rows(rh.segment.astype(np.uint32), active, 0)
+            n = rh.distance.shape[0]
+            g_range = _with_rows(np.full(n, np.inf, np.float32), active, rh.distance[active])
+            g_cos = _with_rows(np.zeros(n, np.float32), active, cosi[active])
+            g_mat = _with_rows(np.full(n, -1, np.int16), active, rh.material[active])
+            g_seg = _with_rows(np.zeros(n, np.uint32), active, rh.segment[active])
+            g_trans = _with_rows(np.ones(n, np.float32), active, trans_all[active] ** 2)
+            wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
 
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
         travelled = rh.distance[active] + np.float32(_EPS_M)

@@ -1,0 +1,84 @@
+"""WorldSource's first-surface step in one compiled pass (``_surfaces``), where it was built.
+
+:func:`first_surfaces` gives what the NumPy lines of ``WorldSource._cast`` give, bit for bit
+(``tests/rt_lidar/test_surfaces.py`` holds it to them), or None when off; the caller then runs them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from unreal_bridge.world import RayHits
+
+try:
+    from rt_lidar.pipeline import _surfaces as _c
+except ImportError:  # built without a C compiler: the NumPy code runs
+    _c = None  # type: ignore[assignment]
+
+__all__ = ["FirstSurfaces", "available", "first_surfaces"]
+
+FirstSurfaces = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]
+"""(range, cos_incidence, material, segment, glass range, glass cos, glass material, glass segment,
+glass transmission): the per-ray fields of :class:`~rt_lidar.pipeline.sources.Hits` after the first
+surfaces."""
+
+enabled = True
+"""Switch the compiled step off (tests compare both)."""
+
+
+def available() -> bool:
+    """Whether the compiled step runs."""
+    return _c is not None and enabled
+
+
+def _is(a: Any, dtype: Any, shape: tuple[int, ...]) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == dtype and a.shape == shape
+
+
+def first_surfaces(
+    rh: RayHits, dirs: np.ndarray, transmission: np.ndarray
+) -> tuple[FirstSurfaces, np.ndarray] | None:
+    """The per-ray fields after the first surfaces of ``rh`` (rays ``dirs``) and the rays that pass a
+    transmissive one (``transmission[material] > 0``, in order), as ``WorldSource._cast`` makes them.
+    None when off or the arrays are not of the types it takes."""
+    n = rh.distance.shape[0]
+    if not (
+        available()
+        and _is(rh.distance, np.float32, (n,))
+        and _is(rh.normal, np.float32, (n, 3))
+        and _is(rh.segment, np.uint32, (n,))
+        and _is(rh.material, np.int16, (n,))
+        and _is(dirs, np.float32, (n, 3))
+        and isinstance(transmission, np.ndarray)
+        and transmission.dtype == np.float32
+        and transmission.ndim == 1
+    ):
+        return None
+    f32, i16, u32 = np.float32, np.int16, np.uint32
+    fields: FirstSurfaces = (
+        np.empty(n, f32),
+        np.empty(n, f32),
+        np.empty(n, i16),
+        np.empty(n, u32),
+        np.empty(n, f32),
+        np.empty(n, f32),
+        np.empty(n, i16),
+        np.empty(n, u32),
+        np.empty(n, f32),
+    )
+    active = np.empty(n, np.int64)
+    m = _c.first_surfaces(
+        np.ascontiguousarray(rh.distance),
+        np.ascontiguousarray(rh.normal),
+        np.ascontiguousarray(rh.segment),
+        np.ascontiguousarray(rh.material),
+        np.ascontiguousarray(dirs),
+        np.ascontiguousarray(transmission),
+        *fields,
+        active,
+    )
+    return fields, active[:m]

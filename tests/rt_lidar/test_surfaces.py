@@ -1,0 +1,101 @@
+"""The compiled first-surface step (``rt_lidar.pipeline._surfaces``) gives WorldSource's NumPy fields bit
+for bit: on whole frames of the street (cars' windows: rays that go on behind glass) and on odd values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rt_lidar.pipeline import surfaces
+from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.sources import Hits
+from rt_lidar.sensor.scan_pattern import firings_between
+from unreal_bridge.world import RayHits
+
+needs_compiled = pytest.mark.skipif(surfaces._c is None, reason="the _surfaces extension was not built")
+
+FIELDS = (
+    "range_m",
+    "cos_incidence",
+    "material",
+    "segment",
+    "glass_range_m",
+    "glass_cos",
+    "glass_material",
+    "glass_segment",
+    "glass_transmission",
+)
+
+
+def _frames(compiled: bool) -> list[Hits]:
+    surfaces.enabled = compiled
+    try:
+        built = build_pipeline("HDL-64E", "street", seed=0)
+        preset, source = built.preset, built.pipeline.source
+        out = []
+        for k in range(3):
+            t0, t1 = k * 50_000_000, (k + 1) * 50_000_000
+            out.append(source.hits(firings_between(preset, t0, t1), t0, t1))
+        return out
+    finally:
+        surfaces.enabled = True
+
+
+@needs_compiled
+def test_whole_frames_are_the_numpy_fields() -> None:
+    fast, slow = _frames(True), _frames(False)
+    for a, b in zip(fast, slow, strict=True):
+        assert int((a.glass_material >= 0).sum()) > 100  # rays that passed glass
+        for name in FIELDS:
+            x, y = getattr(a, name), getattr(b, name)
+            assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
+
+
+@needs_compiled
+def test_odd_values_are_the_numpy_fields() -> None:
+    """Misses, NaN normals, glass and no material, against the NumPy lines themselves."""
+    from rt_lidar.pipeline.sources import _dot_f32
+
+    rng = np.random.default_rng(4)
+    n = 5000
+    dist = rng.uniform(0.1, 100.0, n).astype(np.float32)
+    dist[rng.integers(0, n, 500)] = np.inf
+    dist[rng.integers(0, n, 5)] = np.nan
+    normal = rng.normal(0.0, 1.0, (n, 3)).astype(np.float32)
+    normal[rng.integers(0, n, 5)] = np.nan
+    dirs = rng.normal(0.0, 1.0, (n, 3)).astype(np.float32)
+    material = rng.integers(-1, 6, n).astype(np.int16)
+    segment = rng.integers(0, 300, n).astype(np.uint32)
+    transmission = np.array([0.0, 0.9, 0.0, 0.5, 0.0, 1.0], np.float32)
+    rh = RayHits(dist, normal, segment, material, np.zeros(n, np.int32))
+    got = surfaces.first_surfaces(rh, dirs, transmission)
+    assert got is not None
+    fields, active = got
+    hit = np.isfinite(dist)
+    t = np.take(transmission, np.maximum(material, 0))
+    passes = hit & (t > 0)
+    opaque = hit & ~passes
+    cosi = np.abs(_dot_f32(normal, dirs))
+    want_active = np.flatnonzero(passes)
+    rng_m = dist.copy()
+    rng_m[want_active] = np.inf
+    mat = material.copy()
+    mat[want_active] = -1
+    seg = segment.copy()
+    seg[want_active] = 0
+    g = [
+        np.full(n, np.inf, np.float32),
+        np.zeros(n, np.float32),
+        np.full(n, -1, np.int16),
+        np.zeros(n, np.uint32),
+    ]
+    g[0][want_active], g[1][want_active] = dist[want_active], cosi[want_active]
+    g[2][want_active], g[3][want_active] = material[want_active], segment[want_active]
+    g_trans = np.ones(n, np.float32)
+    g_trans[want_active] = t[want_active] ** 2
+    want = (rng_m, np.where(opaque, cosi, np.float32(0)), mat, seg, *g, g_trans)
+    assert active.tolist() == want_active.tolist()
+    for x, y in zip(fields, want, strict=True):
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    with pytest.raises(IndexError):
+        surfaces.first_surfaces(rh, dirs, transmission[:3])
