@@ -222,20 +222,32 @@ class EmbreeCaster:
         ``normal`` (N, 3) (contiguous float32): Embree writes its hit distances straight into
         ``distance`` and the normals are gathered into ``normal``, with no array of the batch's size
         allocated but the faces, returned as int32 (-1 = miss). The same values as :meth:`intersect`."""
+        face = self.faces_into(origins, directions, max_distance, distance)
+        np.take(self._normals_ext, face, axis=0, out=normal, mode="wrap")  # face -1: the trailing zero row
+        return face
+
+    @property
+    def normals_ext(self) -> F32:
+        """The faces' unit normals (F, 3), then a zero row (what face -1, a miss, reads)."""
+        return self._normals_ext
+
+    def faces_into(
+        self, origins: F32, directions: F32, max_distance: MaxDistance, distance: F32
+    ) -> NDArray[np.int32]:
+        """The faces hit (int32, -1 = miss) by rays cast in the calling thread, their hit distances
+        written into the caller's ``distance`` (N,) (inf: none): :meth:`intersect_into` without the
+        normals."""
         o, d = _check_rays(origins, directions)
         n = o.shape[0]
         tfar = _limits(max_distance, n)
         if not self.n_faces or n == 0:
             distance.fill(np.inf)
-            normal.fill(0.0)
             return np.full(n, -1, dtype=np.int32)
         if tfar is None:
             distance.fill(_UNLIMITED)
         else:
             distance[:] = tfar
-        face = self._faces_into(o, d, distance)
-        np.take(self._normals_ext, face, axis=0, out=normal, mode="wrap")  # face -1: the trailing zero row
-        return face
+        return self._faces_into(o, d, distance)
 
     def intersect(
         self, origins: F32, directions: F32, max_distance: MaxDistance = np.inf, threads: int | None = None

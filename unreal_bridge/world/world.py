@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import re
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -41,11 +40,10 @@ class RayHits(NamedTuple):
 
 
 #: Cast times whose moving-object poses are kept (a frame, its prefetched successor, a camera's time).
-_compiled_object_frame_rays: Callable[..., int] | None
-try:  # the compiled twin of _object_frame_rays (an optional extension; the NumPy version otherwise)
-    from ._object_frame import object_frame_rays as _compiled_object_frame_rays
-except ImportError:  # built without a C compiler: the NumPy version gives the same bits
-    _compiled_object_frame_rays = None
+try:  # compiled twins of steps of the cast (an optional extension; the NumPy versions otherwise)
+    from . import _cast_steps as _steps
+except ImportError:  # built without a C compiler: the NumPy versions give the same bits
+    _steps = None  # type: ignore[assignment]
 
 _POSE_CACHE = 8
 _SWEEP_SAMPLES = 17
@@ -119,14 +117,14 @@ def _object_frame_rays(
     own pose (``p`` (K, 3), ``q`` (K, 4) wxyz: the object's position and rotation at that ray's time),
     element-wise in float64 then float32, and of those the ones whose forward half meets the object-frame
     ``box``: (their positions in ``cand``, their origins, their directions). The compiled twin
-    (``_object_frame``) gives the same bits in one pass; ``compiled`` forces either (None: the compiled
+    (``_cast_steps``) gives the same bits in one pass; ``compiled`` forces either (None: the compiled
     one where it was built)."""
-    use_c = _compiled_object_frame_rays is not None if compiled is None else compiled
-    if use_c and _compiled_object_frame_rays is not None:
+    use_c = _steps is not None if compiled is None else compiled
+    if use_c and _steps is not None:
         k = cand.shape[0]
         ol, dl = np.empty((k, 3), np.float32), np.empty((k, 3), np.float32)
         keep = np.empty(k, np.int64)
-        m = _compiled_object_frame_rays(
+        m = _steps.object_frame_rays(
             o,
             d,
             np.ascontiguousarray(cand, np.int64),
@@ -356,7 +354,19 @@ class World:
         hold each moving object over those times."""
         dist, normal = out.distance[sl], out.normal[sl]
         material, obj_index = out.material[sl], out.object_index[sl]
-        if self._static is not None:
+        faces_into = getattr(self._static, "faces_into", None)
+        if faces_into is not None and _steps is not None:  # Embree's hits, then every face's rows at once
+            sf = faces_into(o, d, max_range, dist)
+            normals_ext = self._static.normals_ext  # type: ignore[union-attr]
+            if sf.dtype == np.int32:
+                _steps.gather_faces(
+                    sf, normals_ext, self._static_material, self._static_owner, normal, material, obj_index
+                )
+            else:
+                np.take(normals_ext, sf, axis=0, out=normal, mode="wrap")
+                np.take(self._static_material, sf, out=material, mode="wrap")
+                np.take(self._static_owner, sf, out=obj_index, mode="wrap")
+        elif self._static is not None:
             into = getattr(self._static, "intersect_into", None)
             if into is not None:  # Embree writes into the output slices: no copies
                 sf = into(o, d, max_range, dist, normal)
@@ -392,6 +402,9 @@ class World:
                     )
                 else:
                     self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
+        if _steps is not None:  # the compiled twin of the lines below
+            _steps.face_the_rays(normal, d, obj_index, self._segments, out.segment[sl])
+            return
         # normals face the ray: the few that point away are negated (the dot product component-wise,
         # in einsum's order, and only the flipped rows written: several times cheaper than einsum + where)
         dot = normal[:, 0] * d[:, 0]

@@ -1,5 +1,6 @@
-"""The compiled moving-object ray transform (``_object_frame.c``) gives the NumPy version's bits: the
-same rays kept, the same float32 origins and directions in the object frame."""
+"""The compiled steps of World.cast (``_cast_steps.c``) give the NumPy versions' bits: the moving-object
+ray transform keeps the same rays and the same float32 origins and directions in the object frame, and
+whole casts of the street (moving cars, glass, misses) are the same with and without the steps."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from unreal_bridge.world.pose import quat_from_yaw, quat_multiply
 from unreal_bridge.world.world import _object_frame_rays
 
 needs_compiled = pytest.mark.skipif(
-    world_module._compiled_object_frame_rays is None, reason="the _object_frame extension was not built"
+    world_module._steps is None, reason="the _cast_steps extension was not built"
 )
 
 
@@ -59,3 +60,41 @@ def test_compiled_edge_cases() -> None:
         _object_frame_rays(o, d, np.array([0, 7]), p[:2], q[:2], box, compiled=True)
     with pytest.raises(ValueError, match="q must be"):
         _object_frame_rays(o, d, np.arange(3), p, q[:2], box, compiled=True)
+
+
+def _street_rays(scans: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from rt_lidar.pipeline.pose_samples import _interpolated_sensor_poses
+    from rt_lidar.pipeline.sources import _rotate_f32
+    from rt_lidar.sensor.presets import load_preset
+    from rt_lidar.sensor.scan_pattern import firings_between
+    from unreal_bridge.world import World, street_scene
+
+    world = World(street_scene(seed=0))
+    preset = load_preset("HDL-64E")
+    firings = firings_between(preset, 1_000_000_000, 1_000_000_000 + int(scans * 1e8))
+    pos, quat = _interpolated_sensor_poses(world, firings.t_ns, None)
+    dirs = _rotate_f32(quat.astype(np.float32), firings.directions())
+    return pos.astype(np.float32), dirs, firings.t_ns.astype(np.float64) * 1e-9
+
+
+@needs_compiled
+@pytest.mark.parametrize("packets", [True, False])
+def test_whole_casts_are_the_same_without_the_compiled_steps(
+    monkeypatch: pytest.MonkeyPatch, packets: bool
+) -> None:
+    from unreal_bridge.world import World, raycast, street_scene
+
+    o, d, t = _street_rays()
+    if not packets:  # embreex's own rtcIntersect1: its faces come as they come
+        monkeypatch.setattr(raycast, "embree_packets", lambda: None)
+    world = World(street_scene(seed=0))
+    assert world._static is not None and world._static.uses_packets == packets  # type: ignore[attr-defined]
+    runs = {}
+    for compiled in (True, False):
+        if not compiled:
+            monkeypatch.setattr(world_module, "_steps", None)
+        runs[compiled] = (world.cast(o, d, t, 120.0, threads=1), world.cast(o[::7], d[::7], 1.02, 120.0))
+    for a, b in zip(runs[True], runs[False], strict=True):
+        assert np.isfinite(a.distance).mean() > 0.5 and (a.object_index >= 0).any()
+        for x, y in zip(a, b, strict=True):
+            assert x.dtype == y.dtype and x.tobytes() == y.tobytes()

@@ -1,0 +1,16 @@
+"""Type stub of the compiled steps of World.cast (``_cast_steps.c``)."""
+
+from typing import Any
+
+def object_frame_rays(
+    o: Any, d: Any, cand: Any, p: Any, q: Any, lo: Any, hi: Any, ol: Any, dl: Any, keep: Any, /
+) -> int:
+    """Candidate rays into the object frame and through its box test; returns how many were kept."""
+
+def gather_faces(
+    face: Any, normals: Any, material: Any, owner: Any, normal_out: Any, material_out: Any, owner_out: Any, /
+) -> None:
+    """The per-face rows of the static faces hit (face -1: the last row)."""
+
+def face_the_rays(normal: Any, d: Any, obj_index: Any, segments: Any, segment_out: Any, /) -> None:
+    """Normals turned to face their rays, and the segments of the objects hit."""
