@@ -7,7 +7,11 @@
  *   quaternion, component by component in the NumPy version's order), the same conversions to float32
  *   and the same float32 slab test;
  * - gather_faces: the normals, materials and owners of the static faces hit (np.take, mode="wrap");
- * - face_the_rays: normals turned to face their rays, and the segment ids of the objects hit.
+ * - face_the_rays: normals turned to face their rays, and the segment ids of the objects hit;
+ * - bounds: the per-axis minimum and maximum of the origins (np.min / np.max, NaN propagating);
+ * - cone_candidates: the rays whose direction lies in a cone (the moving objects' cull). A cull only has
+ *   to keep every ray that may meet the object: its float32 dot product need not be NumPy's (which goes
+ *   through BLAS, whose threads it would wake), as the cone already has slack.
  *
  * Every value is the NumPy version's bit for bit (built with -ffp-contract=off: no fused multiply-adds).
  * Built by setuptools as an optional extension: where it is missing, the NumPy versions are used.
@@ -252,9 +256,80 @@ fail:
     return NULL;
 }
 
+/* bounds(o f4 (N, 3)) -> (min x, min y, min z, max x, max y, max z), NaN where a NaN is (N >= 1). */
+static PyObject *bounds(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "O", &obj)) return NULL;
+    Py_buffer v;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    Py_ssize_t n = v.len / 12;
+    PyBuffer_Release(&v);
+    if (n < 1) return PyErr_Format(PyExc_ValueError, "bounds: no rows");
+    if (get(obj, &v, 0, "f", 4, 3 * n, "o") != 0) return NULL;
+    const float *o = v.buf;
+    float lo[3] = {o[0], o[1], o[2]}, hi[3] = {o[0], o[1], o[2]};
+    int nan[3] = {isnan(o[0]), isnan(o[1]), isnan(o[2])};
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 1; i < n; i++)
+        for (int k = 0; k < 3; k++) {
+            const float x = o[3 * i + k];
+            nan[k] |= isnan(x);
+            lo[k] = x < lo[k] ? x : lo[k];
+            hi[k] = x > hi[k] ? x : hi[k];
+        }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&v);
+    for (int k = 0; k < 3; k++)
+        if (nan[k]) lo[k] = hi[k] = NAN;
+    return Py_BuildValue("dddddd", (double)lo[0], (double)lo[1], (double)lo[2], (double)hi[0], (double)hi[1],
+                         (double)hi[2]);
+}
+
+/* cone_candidates(d f4 (N, 3), u f4 (3,), cos_min f4 (1,), out i8 (N)) -> m: the rays with
+ * d . u >= cos_min, their indices in order into out. */
+static PyObject *cone_candidates(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    Py_buffer d, u, c, out;
+    Py_buffer *views[4] = {&d, &u, &c, &out};
+    int got = 0;
+    if (PyObject_GetBuffer(objs[0], &d, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    Py_ssize_t n = d.len / 12;
+    PyBuffer_Release(&d);
+    if (get(objs[0], &d, 0, "f", 4, 3 * n, "d") != 0) goto fail;
+    got++;
+    if (get(objs[1], &u, 0, "f", 4, 3, "u") != 0) goto fail;
+    got++;
+    if (get(objs[2], &c, 0, "f", 4, 1, "cos_min") != 0) goto fail;
+    got++;
+    if (get(objs[3], &out, 1, "q", 8, n, "out") != 0 && (PyErr_Clear(), get(objs[3], &out, 1, "l", 8, n, "out") != 0))
+        goto fail;
+    got++;
+    const float *dv = d.buf, *uv = u.buf;
+    const float cmin = *(const float *)c.buf, u0 = uv[0], u1 = uv[1], u2 = uv[2];
+    int64_t *idx = out.buf;
+    Py_ssize_t m = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const float dot = (dv[3 * i] * u0 + dv[3 * i + 1] * u1) + dv[3 * i + 2] * u2;
+        idx[m] = i;
+        m += dot >= cmin;
+    }
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
+    return PyLong_FromSsize_t(m);
+fail:
+    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"object_frame_rays", object_frame_rays, METH_VARARGS,
      "object_frame_rays(o, d, cand, p, q, lo, hi, ol, dl, keep) -> m: see the module source."},
+    {"bounds", bounds, METH_VARARGS, "Per-axis min and max of (N, 3) float32 rows."},
+    {"cone_candidates", cone_candidates, METH_VARARGS, "The rays whose direction lies in a cone."},
     {"gather_faces", gather_faces, METH_VARARGS, "The per-face rows of the static faces hit (see the source)."},
     {"face_the_rays", face_the_rays, METH_VARARGS, "Normals facing their rays, and the segments (see the source)."},
     {NULL, NULL, 0, NULL},

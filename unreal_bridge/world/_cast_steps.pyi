@@ -14,3 +14,9 @@ def gather_faces(
 
 def face_the_rays(normal: Any, d: Any, obj_index: Any, segments: Any, segment_out: Any, /) -> None:
     """Normals turned to face their rays, and the segments of the objects hit."""
+
+def bounds(o: Any, /) -> tuple[float, float, float, float, float, float]:
+    """Per-axis min and max of (N, 3) float32 rows."""
+
+def cone_candidates(d: Any, u: Any, cos_min: Any, out: Any, /) -> int:
+    """The rays whose direction lies in a cone, their indices written to out; returns how many."""

@@ -83,9 +83,13 @@ def _spread(o: F32, c0: F64) -> float:
     (per-axis min/max over strided views: a reduction over axis 0 of (N, 3) rows, or the distance of
     every origin, costs several times as much). Never less than the farthest origin, so the culls it
     feeds stay conservative."""
-    flat = o.reshape(-1)
-    lo = np.array([flat[k::3].min() for k in range(3)], np.float64)
-    hi = np.array([flat[k::3].max() for k in range(3)], np.float64)
+    if _steps is not None and o.flags.c_contiguous and o.dtype == np.float32:  # one pass, the same values
+        b = _steps.bounds(o)
+        lo, hi = np.array(b[:3], np.float64), np.array(b[3:], np.float64)
+    else:
+        flat = o.reshape(-1)
+        lo = np.array([flat[k::3].min() for k in range(3)], np.float64)
+        hi = np.array([flat[k::3].max() for k in range(3)], np.float64)
     reach = np.maximum(hi - c0, c0 - lo)
     return float(np.sqrt(reach @ reach)) * 1.0001 + 1e-6
 
@@ -425,7 +429,12 @@ class World:
         if length <= reach * 1.001 + 1e-3:
             return None  # an origin may lie inside the sphere: every direction can meet it
         cos_max = np.sqrt(max(0.0, 1.0 - (reach / length) ** 2))
-        return np.flatnonzero(d @ (u / length).astype(np.float32) >= np.float32(cos_max - 1e-4))
+        axis = (u / length).astype(np.float32)
+        if _steps is not None and d.flags.c_contiguous:  # one pass, and no BLAS threads woken
+            out = np.empty(d.shape[0], np.int64)
+            m = _steps.cone_candidates(d, axis, np.array([cos_max - 1e-4], np.float32), out)
+            return out[:m]
+        return np.flatnonzero(d @ axis >= np.float32(cos_max - 1e-4))
 
     @staticmethod
     def _cull_rays(radius: float, center: F64, o: F32, d: F32, od: F32, oo: F32) -> NDArray[np.intp]:

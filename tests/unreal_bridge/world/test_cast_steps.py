@@ -98,3 +98,29 @@ def test_whole_casts_are_the_same_without_the_compiled_steps(
         assert np.isfinite(a.distance).mean() > 0.5 and (a.object_index >= 0).any()
         for x, y in zip(a, b, strict=True):
             assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+@needs_compiled
+def test_bounds_and_cone_candidates() -> None:
+    """The origins' bounds are NumPy's min and max (NaN included); the cone keeps the rays NumPy's dot
+    product keeps, but for rays within float32 rounding of its edge."""
+    steps = world_module._steps
+    assert steps is not None
+    rng = np.random.default_rng(2)
+    o = rng.normal(0.0, 5.0, (10_001, 3)).astype(np.float32)
+    assert steps.bounds(o) == (*o.min(axis=0).tolist(), *o.max(axis=0).tolist())
+    o[77, 1] = np.nan
+    got = steps.bounds(o)
+    assert np.isnan(got[1]) and np.isnan(got[4]) and got[0] == float(o[:, 0].min())
+    with pytest.raises(ValueError, match="no rows"):
+        steps.bounds(np.zeros((0, 3), np.float32))
+    d = rng.normal(0.0, 1.0, (50_000, 3))
+    d = (d / np.linalg.norm(d, axis=1)[:, None]).astype(np.float32)
+    axis = np.array([0.6, 0.0, 0.8], np.float32)
+    cmin = np.float32(0.9)
+    out = np.empty(d.shape[0], np.int64)
+    kept = set(out[: steps.cone_candidates(d, axis, np.array([cmin], np.float32), out)].tolist())
+    dot = d.astype(np.float64) @ axis.astype(np.float64)
+    want = set(np.flatnonzero(dot >= cmin).tolist())
+    near_edge = set(np.flatnonzero(np.abs(dot - cmin) < 1e-6).tolist())
+    assert len(want) > 1000 and kept ^ want <= near_edge
