@@ -17,12 +17,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rt_lidar.pipeline import source_steps
 from rt_lidar.pipeline.pose_samples import (
     PoseSamples,
     interpolate_pose_samples,
     sensor_pose_samples,
 )
-from rt_lidar.pipeline.surfaces import first_surfaces
+from rt_lidar.pipeline.source_steps import first_surfaces
 from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
 from unreal_bridge.beam_call import SCENE_SUN, SunArg
@@ -220,6 +221,9 @@ def _rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate (N,3) float32 vectors by (N,4) wxyz unit quaternions, component-wise (no np.cross), on
     contiguous components (a quaternion broadcast to every row: its four scalars; the same float32
     products either way)."""
+    fast = source_steps.rotate_f32(q, v)
+    if fast is not None:  # the compiled twin of the lines below
+        return fast
     if q.shape[0] > 1 and q.strides[0] == 0:
         w, x, y, z = q[0]
     else:

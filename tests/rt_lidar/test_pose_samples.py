@@ -43,13 +43,21 @@ def _case(rng: np.random.Generator, trial: int) -> tuple[np.ndarray, np.ndarray,
     return t, xp, fp
 
 
-def test_interp_columns_is_np_interp_bit_for_bit() -> None:
+@pytest.mark.parametrize("compiled", [True, False])
+def test_interp_columns_is_np_interp_bit_for_bit(compiled: bool) -> None:
+    """With the compiled step (where built) and with the NumPy one."""
+    from rt_lidar.pipeline import source_steps
+
     rng = np.random.default_rng(7)
-    for trial in range(1500):
-        t, xp, fp = _case(rng, trial)
-        got = interp_columns(t, xp, fp)
-        assert got.shape == (t.size, fp.shape[1])
-        assert got.tobytes() == _reference(t, xp, fp).tobytes(), f"trial {trial}"
+    source_steps.enabled = compiled
+    try:
+        for trial in range(1500):
+            t, xp, fp = _case(rng, trial)
+            got = interp_columns(t, xp, fp)
+            assert got.shape == (t.size, fp.shape[1])
+            assert got.tobytes() == _reference(t, xp, fp).tobytes(), f"trial {trial}"
+    finally:
+        source_steps.enabled = True
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

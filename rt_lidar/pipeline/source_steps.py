@@ -1,7 +1,8 @@
-"""WorldSource's first-surface step in one compiled pass (``_surfaces``), where it was built.
+"""Steps of WorldSource in one compiled pass each (``_source_steps``), where it was built.
 
-:func:`first_surfaces` gives what the NumPy lines of ``WorldSource._cast`` give, bit for bit
-(``tests/rt_lidar/test_surfaces.py`` holds it to them), or None when off; the caller then runs them.
+Each function gives what the NumPy code it stands for gives, bit for bit
+(``tests/rt_lidar/test_source_steps.py`` holds them to it), or None when off or given arrays it does not
+take; the caller then runs the NumPy code.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import numpy as np
 from unreal_bridge.world import RayHits
 
 try:
-    from rt_lidar.pipeline import _surfaces as _c
+    from rt_lidar.pipeline import _source_steps as _c
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["FirstSurfaces", "available", "first_surfaces"]
+__all__ = ["FirstSurfaces", "available", "first_surfaces", "interp_sorted", "rotate_f32"]
 
 FirstSurfaces = tuple[
     np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
@@ -82,3 +83,29 @@ def first_surfaces(
         active,
     )
     return fields, active[:m]
+
+
+def rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+    """``v`` (N, 3) float32 rotated by the wxyz quaternions ``q`` (N, 4) float32 (a row broadcast to
+    every row: one), as ``sources._rotate_f32`` computes it. None when off."""
+    n = v.shape[0]
+    if not (available() and _is(v, np.float32, (n, 3)) and q.dtype == np.float32 and q.shape == (n, 4)):
+        return None
+    one = n > 1 and q.strides[0] == 0
+    out = np.empty((n, 3), np.float32)
+    _c.rotate_f32(np.ascontiguousarray(q[:1] if one else q), np.ascontiguousarray(v), out)
+    return out
+
+
+def interp_sorted(t: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray | None:
+    """``np.interp(t, xp, fp[:, c])`` for every column as one (N, C) float64 array, for ``t`` in order
+    and finite ``fp`` (the caller checks), with np.interp's slopes. None when off."""
+    if not available():
+        return None
+    n, cols = t.shape[0], fp.shape[1]
+    fp = np.ascontiguousarray(fp, np.float64)
+    xp = np.ascontiguousarray(xp, np.float64)
+    slopes = np.ascontiguousarray(np.diff(fp, axis=0) / np.diff(xp)[:, None])
+    out = np.empty((n, cols), np.float64)
+    _c.interp_sorted(np.ascontiguousarray(t, np.float64), xp, fp, slopes, out, cols)
+    return out

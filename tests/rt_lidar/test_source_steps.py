@@ -1,18 +1,21 @@
-"""The compiled first-surface step (``rt_lidar.pipeline._surfaces``) gives WorldSource's NumPy fields bit
-for bit: on whole frames of the street (cars' windows: rays that go on behind glass) and on odd values."""
+"""The compiled steps of WorldSource (``rt_lidar.pipeline._source_steps``) give its NumPy code's bits: the
+first-surface fields on whole frames of the street (cars' windows: rays that go on behind glass) and on
+odd values, the rotated ray directions and the interpolated poses."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rt_lidar.pipeline import surfaces
+from rt_lidar.pipeline import source_steps
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.scan_pattern import firings_between
 from unreal_bridge.world import RayHits
 
-needs_compiled = pytest.mark.skipif(surfaces._c is None, reason="the _surfaces extension was not built")
+needs_compiled = pytest.mark.skipif(
+    source_steps._c is None, reason="the _source_steps extension was not built"
+)
 
 FIELDS = (
     "range_m",
@@ -28,7 +31,7 @@ FIELDS = (
 
 
 def _frames(compiled: bool) -> list[Hits]:
-    surfaces.enabled = compiled
+    source_steps.enabled = compiled
     try:
         built = build_pipeline("HDL-64E", "street", seed=0)
         preset, source = built.preset, built.pipeline.source
@@ -38,7 +41,7 @@ def _frames(compiled: bool) -> list[Hits]:
             out.append(source.hits(firings_between(preset, t0, t1), t0, t1))
         return out
     finally:
-        surfaces.enabled = True
+        source_steps.enabled = True
 
 
 @needs_compiled
@@ -68,7 +71,7 @@ def test_odd_values_are_the_numpy_fields() -> None:
     segment = rng.integers(0, 300, n).astype(np.uint32)
     transmission = np.array([0.0, 0.9, 0.0, 0.5, 0.0, 1.0], np.float32)
     rh = RayHits(dist, normal, segment, material, np.zeros(n, np.int32))
-    got = surfaces.first_surfaces(rh, dirs, transmission)
+    got = source_steps.first_surfaces(rh, dirs, transmission)
     assert got is not None
     fields, active = got
     hit = np.isfinite(dist)
@@ -98,4 +101,48 @@ def test_odd_values_are_the_numpy_fields() -> None:
     for x, y in zip(fields, want, strict=True):
         assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
     with pytest.raises(IndexError):
-        surfaces.first_surfaces(rh, dirs, transmission[:3])
+        source_steps.first_surfaces(rh, dirs, transmission[:3])
+
+
+@needs_compiled
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_rotated_directions_are_the_numpy_s(broadcast: bool) -> None:
+    from rt_lidar.pipeline.sources import _rotate_f32
+
+    rng = np.random.default_rng(8)
+    n = 20_000
+    q = rng.normal(0.0, 1.0, (n, 4))
+    q = (q / np.linalg.norm(q, axis=1)[:, None]).astype(np.float32)
+    if broadcast:
+        q = np.broadcast_to(q[:1], (n, 4))
+    v = rng.normal(0.0, 1.0, (n, 3)).astype(np.float32)
+    v[5] = [np.nan, 0.0, -0.0]
+    got = _rotate_f32(q, v)
+    source_steps.enabled = False
+    try:
+        want = _rotate_f32(q, v)
+    finally:
+        source_steps.enabled = True
+    assert got.tobytes() == want.tobytes()
+
+
+@needs_compiled
+def test_interpolated_poses_with_and_without_the_compiled_step() -> None:
+    from rt_lidar.pipeline.pose_samples import interp_columns
+
+    rng = np.random.default_rng(6)
+    xp = (np.arange(52) + 1234) * 1e-3
+    fp = rng.normal(0.0, 30.0, (52, 4))
+    fp[3] = -0.0
+    t = np.sort(rng.integers(1_233_000_000, 1_287_000_000, 60_000)).astype(np.float64) * 1e-9
+    t[100:110] = xp[3]
+    t.sort()
+    got = interp_columns(t, xp, fp)
+    source_steps.enabled = False
+    try:
+        want = interp_columns(t, xp, fp)
+    finally:
+        source_steps.enabled = True
+    assert got.tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match="out of order"):
+        source_steps.interp_sorted(t[::-1].copy(), xp, fp)

@@ -1,0 +1,229 @@
+/* Compiled twins of three steps of WorldSource (rt_lidar.pipeline.source_steps), each one pass where
+ * NumPy takes several, with the same operations in the same order and types, so the same bits (built
+ * with -ffp-contract=off, as an optional extension; where it is missing the NumPy code runs):
+ *
+ * - first_surfaces: a frame's first hits split into the surfaces the rays end on and the transmissive
+ *   ones they pass (glass), every per-ray field filled (NumPy: ~15 passes and as many temporaries);
+ * - rotate_f32: sensor-frame directions rotated by each firing's quaternion (sources._rotate_f32);
+ * - interp_sorted: the firings' poses interpolated between the 1 ms samples (np.interp's formula).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+static int get(Buf *b, PyObject *obj, int writable, char format, Py_ssize_t itemsize, Py_ssize_t count,
+               const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) != 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format;
+    if (f[0] == '<' || f[0] == '=' || f[0] == '@') f++;
+    int same = f[1] == '\0' && (f[0] == format || (format == 'q' && f[0] == 'l'));
+    if (!same || b->view.itemsize != itemsize || b->view.len != itemsize * count) {
+        PyErr_Format(PyExc_ValueError, "%s must be %zd contiguous items of format '%c'", name, count, format);
+        return -1;
+    }
+    return 0;
+}
+
+/* first_surfaces(distance f4, normal f4 (N, 3), segment u4, material i2, dirs f4 (N, 3), transmission f4
+ *                (M), range f4, cos f4, material_out i2, segment_out u4, g_range f4, g_cos f4, g_mat i2,
+ *                g_seg u4, g_trans f4, active i8 (N each unless said)) -> number of active rays
+ * A hit (finite distance) on a material that transmits (transmission[max(material, 0)] > 0) passes:
+ * its ray is active (its index in order in active) and fills the glass fields (distance, |n.d|, material,
+ * segment, transmission squared), the others read inf / 0 / -1 / 0 / 1 there; every other ray ends on its
+ * hit: range = distance, cos = |n.d| for a hit (0 for a miss and an active ray), material, segment
+ * (active rays: inf, 0, -1, 0 until the cast behind the glass fills them). n.d = (n0 d0 + n1 d1) + n2 d2
+ * in float32. */
+static PyObject *first_surfaces(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[16];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15]))
+        return NULL;
+    Buf b[16];
+    memset(b, 0, sizeof b);
+    Py_buffer probe;
+    if (PyObject_GetBuffer(o[0], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    Py_ssize_t n = probe.len / 4;
+    PyBuffer_Release(&probe);
+    if (PyObject_GetBuffer(o[5], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    Py_ssize_t nt = probe.len / 4;
+    PyBuffer_Release(&probe);
+    static const char fmt[16] = {'f', 'f', 'I', 'h', 'f', 'f', 'f', 'f', 'h', 'I', 'f', 'f', 'h', 'I', 'f', 'q'};
+    static const Py_ssize_t size[16] = {4, 4, 4, 2, 4, 4, 4, 4, 2, 4, 4, 4, 2, 4, 4, 8};
+    static const char *names[16] = {"distance", "normal", "segment", "material", "dirs", "transmission",
+                                    "range", "cos", "material_out", "segment_out", "g_range", "g_cos",
+                                    "g_mat", "g_seg", "g_trans", "active"};
+    for (int i = 0; i < 16; i++) {
+        Py_ssize_t count = i == 5 ? nt : ((i == 1 || i == 4) ? 3 * n : n);
+        if (get(&b[i], o[i], i >= 6, fmt[i], size[i], count, names[i]) != 0) {
+            for (int j = 0; j <= i; j++)
+                if (b[j].held) PyBuffer_Release(&b[j].view);
+            return NULL;
+        }
+    }
+    const float *dist = b[0].view.buf, *nrm = b[1].view.buf, *dir = b[4].view.buf, *tr = b[5].view.buf;
+    const uint32_t *seg = b[2].view.buf;
+    const int16_t *mat = b[3].view.buf;
+    float *range = b[6].view.buf, *cosi = b[7].view.buf, *g_range = b[10].view.buf, *g_cos = b[11].view.buf,
+          *g_trans = b[14].view.buf;
+    int16_t *mat_out = b[8].view.buf, *g_mat = b[12].view.buf;
+    uint32_t *seg_out = b[9].view.buf, *g_seg = b[13].view.buf;
+    int64_t *active = b[15].view.buf;
+    Py_ssize_t m = 0, bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int k = mat[i] < 0 ? 0 : mat[i];
+        if (k >= nt) {
+            bad = i;
+            break;
+        }
+        const int hit = isfinite(dist[i]);
+        const float t = tr[k];
+        const float c = fabsf((nrm[3 * i] * dir[3 * i] + nrm[3 * i + 1] * dir[3 * i + 1]) + nrm[3 * i + 2] * dir[3 * i + 2]);
+        if (hit && t > 0) {
+            active[m++] = i;
+            range[i] = INFINITY;
+            cosi[i] = 0.0f;
+            mat_out[i] = -1;
+            seg_out[i] = 0;
+            g_range[i] = dist[i];
+            g_cos[i] = c;
+            g_mat[i] = mat[i];
+            g_seg[i] = seg[i];
+            g_trans[i] = t * t;
+        } else {
+            range[i] = dist[i];
+            cosi[i] = hit ? c : 0.0f;
+            mat_out[i] = mat[i];
+            seg_out[i] = seg[i];
+            g_range[i] = INFINITY;
+            g_cos[i] = 0.0f;
+            g_mat[i] = -1;
+            g_seg[i] = 0;
+            g_trans[i] = 1.0f;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 16; i++)
+        if (b[i].held) PyBuffer_Release(&b[i].view);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "first_surfaces: material of ray %zd is not in the table", bad);
+    return PyLong_FromSsize_t(m);
+}
+
+/* rotate_f32(q f4 (N, 4) or (1, 4), v f4 (N, 3), out f4 (N, 3)): v rotated by the wxyz quaternions (one
+ * for every row when q has one row), float32, in sources._rotate_f32's order. */
+static PyObject *rotate_f32(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
+    Buf b[3];
+    memset(b, 0, sizeof b);
+    Py_buffer probe;
+    if (PyObject_GetBuffer(o[1], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    Py_ssize_t n = probe.len / 12;
+    PyBuffer_Release(&probe);
+    if (PyObject_GetBuffer(o[0], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    Py_ssize_t nq = probe.len / 16;
+    PyBuffer_Release(&probe);
+    if (nq != 1 && nq != n) return PyErr_Format(PyExc_ValueError, "rotate_f32: %zd quaternions for %zd rows", nq, n);
+    if (get(&b[0], o[0], 0, 'f', 4, 4 * nq, "q") || get(&b[1], o[1], 0, 'f', 4, 3 * n, "v") ||
+        get(&b[2], o[2], 1, 'f', 4, 3 * n, "out")) {
+        for (int i = 0; i < 3; i++)
+            if (b[i].held) PyBuffer_Release(&b[i].view);
+        return NULL;
+    }
+    const float *q = b[0].view.buf, *v = b[1].view.buf;
+    float *out = b[2].view.buf;
+    const Py_ssize_t step = nq == 1 ? 0 : 4;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const float *qi = q + step * i;
+        const float w = qi[0], x = qi[1], y = qi[2], z = qi[3];
+        const float vx = v[3 * i], vy = v[3 * i + 1], vz = v[3 * i + 2];
+        const float tx = 2.0f * (y * vz - z * vy);
+        const float ty = 2.0f * (z * vx - x * vz);
+        const float tz = 2.0f * (x * vy - y * vx);
+        out[3 * i] = (vx + w * tx) + (y * tz - z * ty);
+        out[3 * i + 1] = (vy + w * ty) + (z * tx - x * tz);
+        out[3 * i + 2] = (vz + w * tz) + (x * ty - y * tx);
+    }
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 3; i++) PyBuffer_Release(&b[i].view);
+    Py_RETURN_NONE;
+}
+
+/* interp_sorted(t f8 (N, in order), xp f8 (K >= 2, increasing), fp f8 (K, C), slopes f8 (K - 1, C),
+ *               out f8 (N, C)): np.interp(t, xp, fp[:, c]) for every column: fp[0] before xp[0], fp[K-1]
+ * at and after xp[K-1], fp[j] exactly on xp[j], else slopes[j] * (t - xp[j]) + fp[j]. */
+static PyObject *interp_sorted(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5];
+    Py_ssize_t cols;
+    if (!PyArg_ParseTuple(args, "OOOOOn", &o[0], &o[1], &o[2], &o[3], &o[4], &cols)) return NULL;
+    Buf b[5];
+    memset(b, 0, sizeof b);
+    Py_buffer probe;
+    if (PyObject_GetBuffer(o[0], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    Py_ssize_t n = probe.len / 8;
+    PyBuffer_Release(&probe);
+    if (PyObject_GetBuffer(o[1], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    Py_ssize_t k = probe.len / 8;
+    PyBuffer_Release(&probe);
+    if (k < 2 || cols < 1) return PyErr_Format(PyExc_ValueError, "interp_sorted: needs 2 samples and 1 column");
+    if (get(&b[0], o[0], 0, 'd', 8, n, "t") || get(&b[1], o[1], 0, 'd', 8, k, "xp") ||
+        get(&b[2], o[2], 0, 'd', 8, k * cols, "fp") || get(&b[3], o[3], 0, 'd', 8, (k - 1) * cols, "slopes") ||
+        get(&b[4], o[4], 1, 'd', 8, n * cols, "out")) {
+        for (int i = 0; i < 5; i++)
+            if (b[i].held) PyBuffer_Release(&b[i].view);
+        return NULL;
+    }
+    const double *t = b[0].view.buf, *xp = b[1].view.buf, *fp = b[2].view.buf, *sl = b[3].view.buf;
+    double *out = b[4].view.buf;
+    Py_ssize_t j = 0, bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double x = t[i];
+        double *row = out + i * cols;
+        if (i > 0 && !(x >= t[i - 1])) {
+            bad = i;
+            break;
+        }
+        if (x < xp[0]) {
+            memcpy(row, fp, sizeof(double) * cols);
+        } else if (x >= xp[k - 1]) {
+            memcpy(row, fp + (k - 1) * cols, sizeof(double) * cols);
+        } else {
+            while (xp[j + 1] <= x) j++;
+            if (x == xp[j]) {
+                memcpy(row, fp + j * cols, sizeof(double) * cols);
+            } else {
+                const double dt = x - xp[j];
+                for (Py_ssize_t c = 0; c < cols; c++) row[c] = sl[j * cols + c] * dt + fp[j * cols + c];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 5; i++) PyBuffer_Release(&b[i].view);
+    if (bad >= 0) return PyErr_Format(PyExc_ValueError, "interp_sorted: t[%zd] is out of order", bad);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"first_surfaces", first_surfaces, METH_VARARGS, "WorldSource._cast's first-surface step (see the source)."},
+    {"rotate_f32", rotate_f32, METH_VARARGS, "Directions rotated by quaternions, float32 (see the source)."},
+    {"interp_sorted", interp_sorted, METH_VARARGS, "np.interp of every column at times in order (see the source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_source_steps", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__source_steps(void) { return PyModule_Create(&module); }

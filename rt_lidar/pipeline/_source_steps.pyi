@@ -1,0 +1,12 @@
+"""Type stub of the compiled steps of WorldSource (``_source_steps.c``)."""
+
+from typing import Any
+
+def first_surfaces(*arrays: Any) -> int:
+    """The per-ray fields after the first surfaces, and the rays that pass glass; returns how many."""
+
+def rotate_f32(q: Any, v: Any, out: Any, /) -> None:
+    """Directions rotated by quaternions (one, or one a row), float32."""
+
+def interp_sorted(t: Any, xp: Any, fp: Any, slopes: Any, out: Any, cols: int, /) -> None:
+    """np.interp of every column of fp at times t in order."""
