@@ -157,9 +157,18 @@ class Ros2Sink:
         self.published += 1
 
     def close(self) -> None:
-        """Leave the domain (readers see the writers go; ``/tf_static`` goes with them)."""
+        """Leave the domain (readers see the writers go; ``/tf_static`` goes with them). With a reader
+        matched, first wait :data:`LINGER_S`: a reader that learns the writer has gone while it is still
+        putting the last cloud's fragments together drops that cloud (best effort)."""
+        cloud = self._writers.get("cloud")
+        if cloud is not None and self.published and cloud.get_matched_subscriptions():
+            time.sleep(LINGER_S)
         self._writers.clear()
         self._participant = None
+
+
+LINGER_S = 0.25
+"""How long :meth:`Ros2Sink.close` lets the last cloud reach matched readers before leaving the domain."""
 
 
 @register_sink("ros2")
