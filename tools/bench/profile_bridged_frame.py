@@ -7,8 +7,8 @@ The stages of ``rt-lidar demo`` over the bridge (embedded street, f_sim 20 Hz, t
 its PCD + KITTI writers), each run by the function the bridge runs, timed one after the other in one
 process (no stage overlaps another, unlike the real two-process loop):
 
-1. **server cast**: ``EmbeddedSim.continue_for_time`` + ``lidar_hits`` (the ray cast and its
-   ``hits_to_wire``);
+1. **server cast**: ``EmbeddedSim.continue_for_time`` + ``prepare_lidar_hits(omit=...).run()`` (the ray
+   cast and its ``hits_to_wire``, told the fields the controller omits, as our server tells it);
 2. **pack**: ``encode_hits`` (without the ``point`` and ``normal`` the controller asks to omit) and
    ``rpc.pack_parts`` of the response (with shared memory: the fields written into the client's
    segment, and the small header packed);
@@ -144,7 +144,7 @@ def main() -> None:
         for k in range(args.frames + 2):
             t = _now()
             sim.continue_for_time(0.05)
-            wire_hits = sim.lidar_hits("", "")
+            wire_hits = sim.prepare_lidar_hits("", "", omit=OMITTABLE_FIELDS).run()  # as the demo asks
             cast_s = _since(t)
             expected = firings_between(preset, int(wire_hits.info["t0_ns"]), int(wire_hits.info["t1_ns"]))
             decoded = {}
