@@ -4,59 +4,11 @@
  * same operations in the same order and the same types (NumPy 2's rules: a Python float meets a
  * float32 array as float32), so every value is NumPy's bit for bit. The exponential stays NumPy's (its
  * own SIMD exp is not the C library's); the power of the reflectance lobes is the C library's powf,
- * which NumPy's float32 power calls too. Built with -ffp-contract=off (no fused multiply-adds), as an
+ * which NumPy's float32 power calls too where it has no SIMD power of its own (fused.py checks that
+ * before it uses echo_power: on AVX-512 NumPy takes Intel's SVML instead). Built with -ffp-contract=off (no fused multiply-adds), as an
  * optional extension: where it is missing, the NumPy code runs.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
-/* np.maximum / np.minimum on floats: a NaN in either gives NaN (the first operand's when both). */
-static inline float max_np(float a, float b) { return isnan(a) ? a : (isnan(b) ? b : (a >= b ? a : b)); }
-static inline float min_np(float a, float b) { return isnan(a) ? a : (isnan(b) ? b : (a <= b ? a : b)); }
-/* np.clip(x, lo, hi) on floats: min(max(x, lo), hi), a NaN x kept. */
-static inline float clip_np(float x, float lo, float hi) {
-    if (isnan(x)) return x;
-    x = x > lo ? x : lo;
-    return x < hi ? x : hi;
-}
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buf;
-
-/* A C-contiguous buffer of `count` items of `format` (one struct character, byte order native). */
-static int get(Buf *b, PyObject *obj, int writable, char format, Py_ssize_t itemsize, Py_ssize_t count,
-               const char *name) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &b->view, flags) != 0) return -1;
-    b->held = 1;
-    const char *f = b->view.format;
-    if (f[0] == '<' || f[0] == '=' || f[0] == '@') f++;
-    int same = f[1] == '\0' && (f[0] == format || (format == 'q' && f[0] == 'l') || (format == 'l' && f[0] == 'q'));
-    if (!same || b->view.itemsize != itemsize || b->view.len != itemsize * count) {
-        PyErr_Format(PyExc_ValueError, "%s must be %zd contiguous items of format '%c' (got '%s', %zd bytes)",
-                     name, count, format, b->view.format, b->view.len);
-        return -1;
-    }
-    return 0;
-}
-
-static void release(Buf *bufs, int n) {
-    for (int i = 0; i < n; i++)
-        if (bufs[i].held) PyBuffer_Release(&bufs[i].view), bufs[i].held = 0;
-}
-
-static Py_ssize_t length(PyObject *obj, Py_ssize_t itemsize) {
-    Py_buffer v;
-    if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS) != 0) return -1;
-    Py_ssize_t n = v.len / itemsize;
-    PyBuffer_Release(&v);
-    return n;
-}
+#include "_np_twins.h"
 
 /* echo_power(range f4, cos f4, material i2, extra_t f4, trans0 f4, diffuse, retro_gain, retro_exp,
  *            specular_gain, specular_exp, retro_zero, specular_zero (f4 tables), k, power f4 out, refl f4
@@ -78,20 +30,20 @@ static PyObject *echo_power(PyObject *self, PyObject *args) {
         return NULL;
     Buf b[16];
     memset(b, 0, sizeof b);
-    Py_ssize_t n = length(o[0], 4), nm = length(o[5], 4);
+    Py_ssize_t n = buf_items(o[0], 4), nm = buf_items(o[5], 4);
     if (n < 0 || nm < 0) return NULL;
     int object_mode = o[12] != Py_None;
-    if (get(&b[0], o[0], 0, 'f', 4, n, "range") || get(&b[1], o[1], 0, 'f', 4, n, "cos") ||
-        get(&b[2], o[2], 0, 'h', 2, n, "material") || get(&b[3], o[3], 0, 'f', 4, n, "extra_t") ||
-        get(&b[4], o[4], 0, 'f', 4, n, "trans0") || get(&b[5], o[5], 0, 'f', 4, nm, "diffuse") ||
-        get(&b[6], o[6], 0, 'f', 4, nm, "retro_gain") || get(&b[7], o[7], 0, 'f', 4, nm, "retro_exponent") ||
-        get(&b[8], o[8], 0, 'f', 4, nm, "specular_gain") ||
-        get(&b[9], o[9], 0, 'f', 4, nm, "specular_exponent") || get(&b[10], o[10], 1, 'f', 4, n, "power") ||
-        get(&b[11], o[11], 1, 'f', 4, n, "refl") ||
-        get(&b[14], o[14], 0, 'f', 4, nm, "retro_zero") || get(&b[15], o[15], 0, 'f', 4, nm, "specular_zero") ||
-        (object_mode && (get(&b[12], o[12], 0, 'h', 2, n, "glass_material") ||
-                         get(&b[13], o[13], 1, 'B', 1, n, "flags")))) {
-        release(b, 16);
+    if (buf_get(&b[0], o[0], 0, 'f', 4, n, "range") || buf_get(&b[1], o[1], 0, 'f', 4, n, "cos") ||
+        buf_get(&b[2], o[2], 0, 'h', 2, n, "material") || buf_get(&b[3], o[3], 0, 'f', 4, n, "extra_t") ||
+        buf_get(&b[4], o[4], 0, 'f', 4, n, "trans0") || buf_get(&b[5], o[5], 0, 'f', 4, nm, "diffuse") ||
+        buf_get(&b[6], o[6], 0, 'f', 4, nm, "retro_gain") || buf_get(&b[7], o[7], 0, 'f', 4, nm, "retro_exponent") ||
+        buf_get(&b[8], o[8], 0, 'f', 4, nm, "specular_gain") ||
+        buf_get(&b[9], o[9], 0, 'f', 4, nm, "specular_exponent") || buf_get(&b[10], o[10], 1, 'f', 4, n, "power") ||
+        buf_get(&b[11], o[11], 1, 'f', 4, n, "refl") ||
+        buf_get(&b[14], o[14], 0, 'f', 4, nm, "retro_zero") || buf_get(&b[15], o[15], 0, 'f', 4, nm, "specular_zero") ||
+        (object_mode && (buf_get(&b[12], o[12], 0, 'h', 2, n, "glass_material") ||
+                         buf_get(&b[13], o[13], 1, 'B', 1, n, "flags")))) {
+        buf_release(b, 16);
         return NULL;
     }
     const float *rz = b[14].view.buf, *sz = b[15].view.buf;
@@ -113,8 +65,9 @@ static PyObject *echo_power(PyObject *self, PyObject *args) {
         }
         const float c = clip_np(cosi[i], 0.0f, 1.0f);
         float s = diffuse[m] * c;
-        if (rg[m] > 0) s = s + rg[m] * (c <= rz[m] ? 0.0f : powf(c, re[m]));
-        if (sg[m] > 0) s = s + sg[m] * (c <= sz[m] ? 0.0f : powf(c, se[m]));
+        const int zero_ok = !signbit(c); /* powf(-0.0, an odd exponent) is -0.0: that one is called */
+        if (rg[m] > 0) s = s + rg[m] * (zero_ok && c <= rz[m] ? 0.0f : powf(c, re[m]));
+        if (sg[m] > 0) s = s + sg[m] * (zero_ok && c <= sz[m] ? 0.0f : powf(c, se[m]));
         const float trans = t0[i] * extra[i];
         const float r = max_np(range[i], rmin);
         const float p = (((kf * trans) * s) * one) / (r * r);
@@ -128,9 +81,11 @@ static PyObject *echo_power(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    release(b, 16);
-    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "echo_power: material %d of ray %zd is not in the tables",
-                                      (int)mat[bad], bad);
+    const int bad_material = bad >= 0 ? mat[bad] : 0;
+    buf_release(b, 16);
+    if (bad >= 0)
+        return PyErr_Format(PyExc_IndexError, "echo_power: material %d of ray %zd is not in the tables", bad_material,
+                            bad);
     Py_RETURN_NONE;
 }
 
@@ -149,19 +104,19 @@ static PyObject *pack_points(PyObject *self, PyObject *args) {
         return NULL;
     Buf b[11];
     memset(b, 0, sizeof b);
-    Py_ssize_t m = length(o[2], 8), n = length(o[6], 2);
+    Py_ssize_t m = buf_items(o[2], 8), n = buf_items(o[6], 2);
     if (m < 0 || n < 0) return NULL;
     static const Py_ssize_t size[10] = {4, 4, 4, 4, 4, 2, 8, 1, 1, 4};
     for (int f = 0; f < 10; f++)
         if (off[f] < 0 || off[f] + size[f] > itemsize)
             return PyErr_Format(PyExc_ValueError, "pack_points: field %d at offset %zd is past the item", f, off[f]);
-    if (get(&b[0], o[0], 1, 'B', 1, m * itemsize, "out") || get(&b[1], o[1], 0, 'f', 4, 3 * n, "direction") ||
-        get(&b[2], o[2], 0, 'q', 8, m, "idx") || get(&b[3], o[3], 0, 'f', 4, m, "measured") ||
-        get(&b[4], o[4], 0, 'f', 4, m, "intensity") || get(&b[5], o[5], 0, 'f', 4, m, "reflectivity") ||
-        get(&b[6], o[6], 0, 'H', 2, n, "ring") || get(&b[7], o[7], 0, 'q', 8, n, "t") ||
-        get(&b[8], o[8], 0, 'B', 1, m, "return_id") || get(&b[9], o[9], 0, 'B', 1, m, "flags") ||
-        get(&b[10], o[10], 0, 'I', 4, m, "segment")) {
-        release(b, 11);
+    if (buf_get(&b[0], o[0], 1, 'B', 1, m * itemsize, "out") || buf_get(&b[1], o[1], 0, 'f', 4, 3 * n, "direction") ||
+        buf_get(&b[2], o[2], 0, 'q', 8, m, "idx") || buf_get(&b[3], o[3], 0, 'f', 4, m, "measured") ||
+        buf_get(&b[4], o[4], 0, 'f', 4, m, "intensity") || buf_get(&b[5], o[5], 0, 'f', 4, m, "reflectivity") ||
+        buf_get(&b[6], o[6], 0, 'H', 2, n, "ring") || buf_get(&b[7], o[7], 0, 'q', 8, n, "t") ||
+        buf_get(&b[8], o[8], 0, 'B', 1, m, "return_id") || buf_get(&b[9], o[9], 0, 'B', 1, m, "flags") ||
+        buf_get(&b[10], o[10], 0, 'I', 4, m, "segment")) {
+        buf_release(b, 11);
         return NULL;
     }
     unsigned char *out = b[0].view.buf;
@@ -192,13 +147,10 @@ static PyObject *pack_points(PyObject *self, PyObject *args) {
         memcpy(row + off[9], &seg[j], 4);
     }
     Py_END_ALLOW_THREADS
-    release(b, 11);
+    buf_release(b, 11);
     if (bad >= 0) return PyErr_Format(PyExc_IndexError, "pack_points: idx[%zd] is not a pulse", bad);
     Py_RETURN_NONE;
 }
-
-/* np.maximum on doubles (NaN in either gives NaN). */
-static inline double max_np64(double a, double b) { return isnan(a) ? a : (isnan(b) ? b : (a >= b ? a : b)); }
 
 /* detect(power f4 (N), sigma f8 (N), z f8 (N), shot, threshold, range f4 (N), range_min, range_max,
  *        idx i8 (N) out) -> m
@@ -213,12 +165,12 @@ static PyObject *detect(PyObject *self, PyObject *args) {
         return NULL;
     Buf b[5];
     memset(b, 0, sizeof b);
-    Py_ssize_t n = length(o[0], 4);
+    Py_ssize_t n = buf_items(o[0], 4);
     if (n < 0) return NULL;
-    if (get(&b[0], o[0], 0, 'f', 4, n, "power") || get(&b[1], o[1], 0, 'd', 8, n, "sigma") ||
-        get(&b[2], o[2], 0, 'd', 8, n, "z") || get(&b[3], o[3], 0, 'f', 4, n, "range") ||
-        get(&b[4], out, 1, 'q', 8, n, "idx")) {
-        release(b, 5);
+    if (buf_get(&b[0], o[0], 0, 'f', 4, n, "power") || buf_get(&b[1], o[1], 0, 'd', 8, n, "sigma") ||
+        buf_get(&b[2], o[2], 0, 'd', 8, n, "z") || buf_get(&b[3], o[3], 0, 'f', 4, n, "range") ||
+        buf_get(&b[4], out, 1, 'q', 8, n, "idx")) {
+        buf_release(b, 5);
         return NULL;
     }
     const float *pw = b[0].view.buf, *range = b[3].view.buf;
@@ -233,7 +185,7 @@ static PyObject *detect(PyObject *self, PyObject *args) {
         if ((p + s * z[i] >= thr) & (range[i] >= lo) & (range[i] <= hi)) idx[m++] = i;
     }
     Py_END_ALLOW_THREADS
-    release(b, 5);
+    buf_release(b, 5);
     return PyLong_FromSsize_t(m);
 }
 
@@ -250,12 +202,12 @@ static PyObject *range_noise(PyObject *self, PyObject *args) {
         return NULL;
     Buf b[6];
     memset(b, 0, sizeof b);
-    Py_ssize_t m = length(o[0], 4), n = length(o[3], 8);
+    Py_ssize_t m = buf_items(o[0], 4), n = buf_items(o[3], 8);
     if (m < 0 || n < 0) return NULL;
-    if (get(&b[0], o[0], 0, 'f', 4, m, "range") || get(&b[1], o[1], 0, 'f', 4, m, "n") ||
-        get(&b[2], o[2], 0, 'f', 4, m, "power") || get(&b[3], o[3], 0, 'd', 8, n, "sigma") ||
-        get(&b[4], o[4], 0, 'q', 8, m, "pulse") || get(&b[5], o[5], 1, 'f', 4, m, "out")) {
-        release(b, 6);
+    if (buf_get(&b[0], o[0], 0, 'f', 4, m, "range") || buf_get(&b[1], o[1], 0, 'f', 4, m, "n") ||
+        buf_get(&b[2], o[2], 0, 'f', 4, m, "power") || buf_get(&b[3], o[3], 0, 'd', 8, n, "sigma") ||
+        buf_get(&b[4], o[4], 0, 'q', 8, m, "pulse") || buf_get(&b[5], o[5], 1, 'f', 4, m, "out")) {
+        buf_release(b, 6);
         return NULL;
     }
     const float *range = b[0].view.buf, *nz = b[1].view.buf, *pw = b[2].view.buf;
@@ -277,7 +229,7 @@ static PyObject *range_noise(PyObject *self, PyObject *args) {
         out[j] = (float)max_np64((double)range[j] + sr * (double)nz[j], 0.0);
     }
     Py_END_ALLOW_THREADS
-    release(b, 6);
+    buf_release(b, 6);
     if (bad >= 0) return PyErr_Format(PyExc_IndexError, "range_noise: pulse[%zd] is not a pulse", bad);
     Py_RETURN_NONE;
 }
@@ -296,15 +248,15 @@ static PyObject *select_rows(PyObject *self, PyObject *args) {
         return NULL;
     Buf b[11];
     memset(b, 0, sizeof b);
-    Py_ssize_t m = length(o[0], 8), n = length(o[1], 4);
+    Py_ssize_t m = buf_items(o[0], 8), n = buf_items(o[1], 4);
     if (m < 0 || n < 0) return NULL;
-    if (get(&b[0], o[0], 0, 'q', 8, m, "idx") || get(&b[1], o[1], 0, 'f', 4, n, "range") ||
-        get(&b[2], o[2], 0, 'f', 4, n, "power") || get(&b[3], o[3], 0, 'I', 4, n, "segment") ||
-        get(&b[4], o[4], 0, 'B', 1, n, "flags") || get(&b[5], o[5], 0, 'f', 4, m, "trans") ||
-        get(&b[6], o[6], 1, 'f', 4, m, "range_out") || get(&b[7], o[7], 1, 'f', 4, m, "power_out") ||
-        get(&b[8], o[8], 1, 'f', 4, m, "refl_out") || get(&b[9], o[9], 1, 'I', 4, m, "segment_out") ||
-        get(&b[10], o[10], 1, 'B', 1, m, "flags_out")) {
-        release(b, 11);
+    if (buf_get(&b[0], o[0], 0, 'q', 8, m, "idx") || buf_get(&b[1], o[1], 0, 'f', 4, n, "range") ||
+        buf_get(&b[2], o[2], 0, 'f', 4, n, "power") || buf_get(&b[3], o[3], 0, 'I', 4, n, "segment") ||
+        buf_get(&b[4], o[4], 0, 'B', 1, n, "flags") || buf_get(&b[5], o[5], 0, 'f', 4, m, "trans") ||
+        buf_get(&b[6], o[6], 1, 'f', 4, m, "range_out") || buf_get(&b[7], o[7], 1, 'f', 4, m, "power_out") ||
+        buf_get(&b[8], o[8], 1, 'f', 4, m, "refl_out") || buf_get(&b[9], o[9], 1, 'I', 4, m, "segment_out") ||
+        buf_get(&b[10], o[10], 1, 'B', 1, m, "flags_out")) {
+        buf_release(b, 11);
         return NULL;
     }
     const int64_t *idx = b[0].view.buf;
@@ -332,8 +284,30 @@ static PyObject *select_rows(PyObject *self, PyObject *args) {
         f_out[j] = fl[i];
     }
     Py_END_ALLOW_THREADS
-    release(b, 11);
+    buf_release(b, 11);
     if (bad >= 0) return PyErr_Format(PyExc_IndexError, "select: idx[%zd] is not a pulse", bad);
+    Py_RETURN_NONE;
+}
+
+/* powf_array(c f4, e f4, out f4 (N each)): the C library's powf, element by element (fused.py compares
+ * it with NumPy's float32 power before echo_power is trusted with the lobes). */
+static PyObject *powf_array(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
+    Buf b[3];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 4);
+    if (n < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'f', 4, n, "c") || buf_get(&b[1], o[1], 0, 'f', 4, n, "e") ||
+        buf_get(&b[2], o[2], 1, 'f', 4, n, "out")) {
+        buf_release(b, 3);
+        return NULL;
+    }
+    const float *c = b[0].view.buf, *e = b[1].view.buf;
+    float *out = b[2].view.buf;
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = powf(c[i], e[i]);
+    buf_release(b, 3);
     Py_RETURN_NONE;
 }
 
@@ -341,6 +315,7 @@ static PyMethodDef methods[] = {
     {"echo_power", echo_power, METH_VARARGS, "EchoModel.power of every ray in one pass (see the source)."},
     {"pack_points", pack_points, METH_VARARGS, "SensorPhysics.apply's structured points in one pass."},
     {"select", select_rows, METH_VARARGS, "The detections' rows and measured reflectivity (see the source)."},
+    {"powf_array", powf_array, METH_VARARGS, "The C library's powf, element by element."},
     {"detect", detect, METH_VARARGS, "The detected pulses within the range limits (see the source)."},
     {"range_noise", range_noise, METH_VARARGS, "The measured ranges with noise (see the source)."},
     {NULL, NULL, 0, NULL},

@@ -2,28 +2,10 @@
 
 from typing import Any
 
-def echo_power(
-    range_m: Any,
-    cos: Any,
-    material: Any,
-    extra_t: Any,
-    trans0: Any,
-    diffuse: Any,
-    retro_gain: Any,
-    retro_exponent: Any,
-    specular_gain: Any,
-    specular_exponent: Any,
-    retro_zero: Any,
-    specular_zero: Any,
-    k: float,
-    power: Any,
-    refl: Any,
-    glass_material: Any,
-    flags: Any,
-    through_glass: int,
-    /,
-) -> None:
-    """EchoModel.power (and object_echoes' mask and flags) of every ray in one pass."""
+def echo_power(*args: Any) -> None:
+    """EchoModel.power (and object_echoes' mask and flags) of every ray in one pass: range, cos,
+    material, extra_t, trans0, the five material tables, the two underflow tables, k, power, refl,
+    glass_material (or None), flags (or None), through_glass."""
 
 def pack_points(out: Any, offsets: tuple[int, ...], itemsize: int, *arrays: Any) -> None:
     """SensorPhysics.apply's structured points in one pass."""
@@ -63,3 +45,6 @@ def select(
     /,
 ) -> None:
     """The detections' rows and their measured reflectivity."""
+
+def powf_array(c: Any, e: Any, out: Any, /) -> None:
+    """The C library's powf, element by element."""

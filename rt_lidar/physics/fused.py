@@ -36,6 +36,43 @@ def available() -> bool:
     return _c is not None and enabled
 
 
+_POWF_IS_NUMPYS: bool | None = None
+
+
+def powf_is_numpys() -> bool:
+    """Whether NumPy's float32 power is the C library's ``powf`` here, which echo_power calls for the
+    reflectance lobes: NumPy takes Intel's SVML instead on CPUs with AVX512_SKX, and its values may
+    differ in the last bit. Checked once: not on such a CPU, and the same bits on cosines across [0, 1]
+    (the edges, 4,096 drawn and the steps around each exponent's underflow) for every exponent the
+    material table has and a spread of others."""
+    global _POWF_IS_NUMPYS
+    if _POWF_IS_NUMPYS is None:
+        from numpy._core._multiarray_umath import __cpu_features__
+
+        same = _c is not None and not __cpu_features__.get("AVX512_SKX", False)
+        if same:
+            from rt_lidar.sensor.materials import load_material_table
+
+            table = load_material_table().arrays(list(load_material_table().names), 905.0)
+            exps = {float(e) for e in (*table.retro_exponent.tolist(), *table.specular_exponent.tolist())}
+            exps |= {0.5, 1.0, 1.5, 2.0, 3.7, 12.0, 200.0, 800.0, 2_000.0, 20_000.0}
+            rng = np.random.default_rng(0)
+            grid = [np.array([0.0, -0.0, 1e-38, 1e-6, 0.5, 0.999, 1.0, np.nan], np.float32)]
+            grid.append(rng.random(4096, dtype=np.float32))
+            for e in sorted(exps):
+                c = np.concatenate(grid)
+                z = zero_below(np.array([1.0], np.float32), np.array([e], np.float32))[0]
+                if z > 0:
+                    bits = int(np.float32(z).view(np.int32))
+                    c = np.concatenate([c, np.arange(bits - 64, bits + 64, dtype=np.int32).view(np.float32)])
+                ee = np.full(c.shape, e, np.float32)
+                out = np.empty_like(c)
+                _c.powf_array(c, ee, out)
+                same = same and out.tobytes() == np.power(c, ee).tobytes()
+        _POWF_IS_NUMPYS = same
+    return _POWF_IS_NUMPYS
+
+
 _ZERO_BELOW: dict[tuple[bytes, bytes], np.ndarray] = {}
 
 
@@ -86,7 +123,7 @@ def echo_power(
     materials clipped at 0 first); with ``glass_material`` as :meth:`EchoModel.object_echoes` gives them
     (power 0 where ``mat`` < 0, and the THROUGH_GLASS flags), else flags None. None: not NumPy arrays
     of the types the compiled step takes."""
-    if not available() or not isinstance(range_m, np.ndarray):
+    if not available() or not isinstance(range_m, np.ndarray) or not powf_is_numpys():
         return None
     n = range_m.shape[0]
     if not (
@@ -100,9 +137,17 @@ def echo_power(
         and (glass_material is None or (glass_material.dtype == np.int16 and glass_material.shape == (n,)))
     ):
         return None
+    if glass_material is None and mat.size and int(mat.min()) < 0:
+        return None  # power() of a negative material: np.take's wrap-around, which the C does not do
     m, p = model.materials, model.preset
+    tables = (m.diffuse, m.retro_gain, m.retro_exponent, m.specular_gain, m.specular_exponent)
+    k = sensor_constant(p.pulse.peak_power_w, p.optics.receiver_aperture_m, p.optics.system_efficiency)
+    if not all(isinstance(t, np.ndarray) and t.dtype == np.float32 for t in tables) or type(k) is not float:
+        return None  # other types would promote the NumPy code's results past float32
     with np.errstate(over="ignore", invalid="ignore"):
-        trans0 = np.ascontiguousarray(two_way_transmission(range_m, model.extinction_per_m), np.float32)
+        trans0 = two_way_transmission(range_m, model.extinction_per_m)
+    if trans0.dtype != np.float32:
+        return None
     power = np.empty(n, np.float32)
     refl = np.empty(n, np.float32)
     flags = None if glass_material is None else np.empty(n, np.uint8)
@@ -111,15 +156,11 @@ def echo_power(
         np.ascontiguousarray(cos_inc, np.float32),
         np.ascontiguousarray(mat),
         np.ascontiguousarray(extra_t),
-        trans0,
-        np.ascontiguousarray(m.diffuse, np.float32),
-        np.ascontiguousarray(m.retro_gain, np.float32),
-        np.ascontiguousarray(m.retro_exponent, np.float32),
-        np.ascontiguousarray(m.specular_gain, np.float32),
-        np.ascontiguousarray(m.specular_exponent, np.float32),
-        zero_below(np.asarray(m.retro_gain, np.float32), np.asarray(m.retro_exponent, np.float32)),
-        zero_below(np.asarray(m.specular_gain, np.float32), np.asarray(m.specular_exponent, np.float32)),
-        sensor_constant(p.pulse.peak_power_w, p.optics.receiver_aperture_m, p.optics.system_efficiency),
+        np.ascontiguousarray(trans0),
+        *(np.ascontiguousarray(t) for t in tables),
+        zero_below(m.retro_gain, m.retro_exponent),
+        zero_below(m.specular_gain, m.specular_exponent),
+        k,
         power,
         refl,
         None if glass_material is None else np.ascontiguousarray(glass_material),

@@ -7,31 +7,7 @@
  * - rotate_f32: sensor-frame directions rotated by each firing's quaternion (sources._rotate_f32);
  * - interp_sorted: the firings' poses interpolated between the 1 ms samples (np.interp's formula).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buf;
-
-static int get(Buf *b, PyObject *obj, int writable, char format, Py_ssize_t itemsize, Py_ssize_t count,
-               const char *name) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &b->view, flags) != 0) return -1;
-    b->held = 1;
-    const char *f = b->view.format;
-    if (f[0] == '<' || f[0] == '=' || f[0] == '@') f++;
-    int same = f[1] == '\0' && (f[0] == format || (format == 'q' && f[0] == 'l'));
-    if (!same || b->view.itemsize != itemsize || b->view.len != itemsize * count) {
-        PyErr_Format(PyExc_ValueError, "%s must be %zd contiguous items of format '%c'", name, count, format);
-        return -1;
-    }
-    return 0;
-}
+#include "_np_twins.h"
 
 /* first_surfaces(distance f4, normal f4 (N, 3), segment u4, material i2, dirs f4 (N, 3), transmission f4
  *                (M), range f4, cos f4, material_out i2, segment_out u4, g_range f4, g_cos f4, g_mat i2,
@@ -50,13 +26,8 @@ static PyObject *first_surfaces(PyObject *self, PyObject *args) {
         return NULL;
     Buf b[16];
     memset(b, 0, sizeof b);
-    Py_buffer probe;
-    if (PyObject_GetBuffer(o[0], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t n = probe.len / 4;
-    PyBuffer_Release(&probe);
-    if (PyObject_GetBuffer(o[5], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t nt = probe.len / 4;
-    PyBuffer_Release(&probe);
+    Py_ssize_t n = buf_items(o[0], 4), nt = buf_items(o[5], 4);
+    if (n < 0 || nt < 0) return NULL;
     static const char fmt[16] = {'f', 'f', 'I', 'h', 'f', 'f', 'f', 'f', 'h', 'I', 'f', 'f', 'h', 'I', 'f', 'q'};
     static const Py_ssize_t size[16] = {4, 4, 4, 2, 4, 4, 4, 4, 2, 4, 4, 4, 2, 4, 4, 8};
     static const char *names[16] = {"distance", "normal", "segment", "material", "dirs", "transmission",
@@ -64,9 +35,8 @@ static PyObject *first_surfaces(PyObject *self, PyObject *args) {
                                     "g_mat", "g_seg", "g_trans", "active"};
     for (int i = 0; i < 16; i++) {
         Py_ssize_t count = i == 5 ? nt : ((i == 1 || i == 4) ? 3 * n : n);
-        if (get(&b[i], o[i], i >= 6, fmt[i], size[i], count, names[i]) != 0) {
-            for (int j = 0; j <= i; j++)
-                if (b[j].held) PyBuffer_Release(&b[j].view);
+        if (buf_get(&b[i], o[i], i >= 6, fmt[i], size[i], count, names[i]) != 0) {
+            buf_release(b, 16);
             return NULL;
         }
     }
@@ -113,8 +83,7 @@ static PyObject *first_surfaces(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    for (int i = 0; i < 16; i++)
-        if (b[i].held) PyBuffer_Release(&b[i].view);
+    buf_release(b, 16);
     if (bad >= 0) return PyErr_Format(PyExc_IndexError, "first_surfaces: material of ray %zd is not in the table", bad);
     return PyLong_FromSsize_t(m);
 }
@@ -127,18 +96,12 @@ static PyObject *rotate_f32(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
     Buf b[3];
     memset(b, 0, sizeof b);
-    Py_buffer probe;
-    if (PyObject_GetBuffer(o[1], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t n = probe.len / 12;
-    PyBuffer_Release(&probe);
-    if (PyObject_GetBuffer(o[0], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t nq = probe.len / 16;
-    PyBuffer_Release(&probe);
+    Py_ssize_t n = buf_items(o[1], 12), nq = buf_items(o[0], 16);
+    if (n < 0 || nq < 0) return NULL;
     if (nq != 1 && nq != n) return PyErr_Format(PyExc_ValueError, "rotate_f32: %zd quaternions for %zd rows", nq, n);
-    if (get(&b[0], o[0], 0, 'f', 4, 4 * nq, "q") || get(&b[1], o[1], 0, 'f', 4, 3 * n, "v") ||
-        get(&b[2], o[2], 1, 'f', 4, 3 * n, "out")) {
-        for (int i = 0; i < 3; i++)
-            if (b[i].held) PyBuffer_Release(&b[i].view);
+    if (buf_get(&b[0], o[0], 0, 'f', 4, 4 * nq, "q") || buf_get(&b[1], o[1], 0, 'f', 4, 3 * n, "v") ||
+        buf_get(&b[2], o[2], 1, 'f', 4, 3 * n, "out")) {
+        buf_release(b, 3);
         return NULL;
     }
     const float *q = b[0].view.buf, *v = b[1].view.buf;
@@ -157,7 +120,7 @@ static PyObject *rotate_f32(PyObject *self, PyObject *args) {
         out[3 * i + 2] = (vz + w * tz) + (x * ty - y * tx);
     }
     Py_END_ALLOW_THREADS
-    for (int i = 0; i < 3; i++) PyBuffer_Release(&b[i].view);
+    buf_release(b, 3);
     Py_RETURN_NONE;
 }
 
@@ -171,19 +134,13 @@ static PyObject *interp_sorted(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOn", &o[0], &o[1], &o[2], &o[3], &o[4], &cols)) return NULL;
     Buf b[5];
     memset(b, 0, sizeof b);
-    Py_buffer probe;
-    if (PyObject_GetBuffer(o[0], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t n = probe.len / 8;
-    PyBuffer_Release(&probe);
-    if (PyObject_GetBuffer(o[1], &probe, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t k = probe.len / 8;
-    PyBuffer_Release(&probe);
+    Py_ssize_t n = buf_items(o[0], 8), k = buf_items(o[1], 8);
+    if (n < 0 || k < 0) return NULL;
     if (k < 2 || cols < 1) return PyErr_Format(PyExc_ValueError, "interp_sorted: needs 2 samples and 1 column");
-    if (get(&b[0], o[0], 0, 'd', 8, n, "t") || get(&b[1], o[1], 0, 'd', 8, k, "xp") ||
-        get(&b[2], o[2], 0, 'd', 8, k * cols, "fp") || get(&b[3], o[3], 0, 'd', 8, (k - 1) * cols, "slopes") ||
-        get(&b[4], o[4], 1, 'd', 8, n * cols, "out")) {
-        for (int i = 0; i < 5; i++)
-            if (b[i].held) PyBuffer_Release(&b[i].view);
+    if (buf_get(&b[0], o[0], 0, 'd', 8, n, "t") || buf_get(&b[1], o[1], 0, 'd', 8, k, "xp") ||
+        buf_get(&b[2], o[2], 0, 'd', 8, k * cols, "fp") || buf_get(&b[3], o[3], 0, 'd', 8, (k - 1) * cols, "slopes") ||
+        buf_get(&b[4], o[4], 1, 'd', 8, n * cols, "out")) {
+        buf_release(b, 5);
         return NULL;
     }
     const double *t = b[0].view.buf, *xp = b[1].view.buf, *fp = b[2].view.buf, *sl = b[3].view.buf;
@@ -212,7 +169,7 @@ static PyObject *interp_sorted(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    for (int i = 0; i < 5; i++) PyBuffer_Release(&b[i].view);
+    buf_release(b, 5);
     if (bad >= 0) return PyErr_Format(PyExc_ValueError, "interp_sorted: t[%zd] is out of order", bad);
     Py_RETURN_NONE;
 }

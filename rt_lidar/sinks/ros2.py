@@ -161,8 +161,11 @@ class Ros2Sink:
         matched, first wait :data:`LINGER_S`: a reader that learns the writer has gone while it is still
         putting the last cloud's fragments together drops that cloud (best effort)."""
         cloud = self._writers.get("cloud")
-        if cloud is not None and self.published and cloud.get_matched_subscriptions():
-            time.sleep(LINGER_S)
+        try:
+            if cloud is not None and self.published and cloud.get_matched_subscriptions():
+                time.sleep(LINGER_S)
+        except Exception:  # a DDS error while asking must not keep the domain joined
+            pass
         self._writers.clear()
         self._participant = None
 

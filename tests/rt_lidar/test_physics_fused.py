@@ -52,9 +52,11 @@ def _odd_rays(n: int, n_materials: int, seed: int) -> tuple[np.ndarray, ...]:
     r[rng.integers(0, n, 5)] = np.nan
     r[rng.integers(0, n, 5)] = 0.0
     r[rng.integers(0, n, 5)] = 1e-6
+    r[rng.integers(0, n, 5)] = -0.0
     c = rng.uniform(-0.2, 1.2, n).astype(np.float32)
     c[rng.integers(0, n, 5)] = np.nan
     c[rng.integers(0, n, 5)] = 0.0
+    c[rng.integers(0, n, 20)] = -0.0  # np.clip keeps its sign, and powf(-0, 1) is -0
     c[rng.integers(0, n, 5)] = 1.0
     mat = rng.integers(-1, n_materials, n).astype(np.int16)
     extra = rng.uniform(0.0, 1.0, n).astype(np.float32)
@@ -176,6 +178,7 @@ def test_detect_and_range_noise_on_odd_values_are_numpy_s(seed: int) -> None:
     rng_m = rng.uniform(-1.0, 130.0, n).astype(np.float32)
     rng_m[rng.integers(0, n, 10)] = np.inf
     rng_m[rng.integers(0, n, 5)] = np.nan
+    rng_m[rng.integers(0, n, 5)] = -0.0
     sigma = 10.0 ** rng.uniform(-9, -7, n)
     shot, thr, lo, hi = 3.3e-20, 1.1e-8, 0.9, 120.0
     with np.errstate(all="ignore"):
@@ -191,3 +194,49 @@ def test_detect_and_range_noise_on_odd_values_are_numpy_s(seed: int) -> None:
         s_tot = receiver_sigma_w(sigma[pulse], shot, pw.astype(np.float64))
         ref = np.maximum(apply_range_noise(r, noise, 0.02, pw, s_tot, 1.7), 0.0).astype(np.float32)
     assert out is not None and out.tobytes() == ref.tobytes()
+
+
+@needs_compiled
+def test_negative_materials_and_other_types_take_the_numpy_code() -> None:
+    """power() of a negative material wraps around as np.take does (the NumPy code runs); float64
+    inputs keep NumPy's float64 results."""
+    _frames, names = _frame("VLP-16", 1)
+    echo = SensorPhysics.from_preset(load_preset("VLP-16"), names).echo
+    r = np.array([5.0, 12.0, 40.0], np.float32)
+    c = np.array([0.9, 0.5, 1.0], np.float32)
+    mat = np.array([-1, -2, 3], np.int16)
+    assert fused.echo_power(echo, r, c, mat, np.ones(3, np.float32)) is None
+    assert fused.echo_power(echo, r.astype(np.float64), c, mat, np.ones(3, np.float32)) is None
+    got = echo.power(r, c, mat, np.ones(3, np.float32))
+    fused.enabled = False
+    try:
+        want = echo.power(r, c, mat, np.ones(3, np.float32))
+    finally:
+        fused.enabled = True
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(got, want, strict=True))
+
+
+@needs_compiled
+def test_echo_power_is_used_only_where_numpy_s_power_is_powf() -> None:
+    """On a CPU where NumPy's float32 power is not the C library's powf (AVX-512: Intel's SVML) the
+    compiled echo power stands aside; where it runs, powf gives np.power's bits around every lobe's
+    underflow threshold."""
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    assert fused.powf_is_numpys() == (
+        not __cpu_features__.get("AVX512_SKX", False) and fused.powf_is_numpys()
+    )
+    if not fused.powf_is_numpys():
+        _frames, names = _frame("VLP-16", 1)
+        echo = SensorPhysics.from_preset(load_preset("VLP-16"), names).echo
+        r, c = np.full(4, 9.0, np.float32), np.full(4, 0.7, np.float32)
+        assert fused.echo_power(echo, r, c, np.zeros(4, np.int16), np.ones(4, np.float32)) is None
+        return
+    for e in (1.5, 200.0, 800.0, 2_000.0, 20_000.0):
+        z = fused.zero_below(np.array([1.0], np.float32), np.array([e], np.float32))[0]
+        bits = int(np.float32(z).view(np.int32))
+        c = np.arange(bits - 5_000, bits + 5_000, dtype=np.int32).view(np.float32)
+        ee = np.full(c.shape, e, np.float32)
+        out = np.empty_like(c)
+        fused._c.powf_array(c, ee, out)
+        assert out.tobytes() == np.power(c, ee).tobytes()

@@ -1,4 +1,4 @@
-/* Compiled twins of three steps of World.cast, each one pass where NumPy takes several:
+/* Compiled twins of steps of World.cast, each one pass where NumPy takes several:
  *
  * - object_frame_rays (world._object_frame_rays): a moving object's candidate rays moved into its frame,
  *   each at its own pose, and kept where they meet its bounding box. The NumPy version spends ~30 array
@@ -8,23 +8,16 @@
  *   and the same float32 slab test;
  * - gather_faces: the normals, materials and owners of the static faces hit (np.take, mode="wrap");
  * - face_the_rays: normals turned to face their rays, and the segment ids of the objects hit;
- * - bounds: the per-axis minimum and maximum of the origins (np.min / np.max, NaN propagating);
- * - cone_candidates: the rays whose direction lies in a cone (the moving objects' cull). A cull only has
- *   to keep every ray that may meet the object: its float32 dot product need not be NumPy's (which goes
- *   through BLAS, whose threads it would wake), as the cone already has slack.
+ * - bounds: the per-axis minimum and maximum of the origins (np.min / np.max, NaN propagating).
  *
- * Every value is the NumPy version's bit for bit (built with -ffp-contract=off: no fused multiply-adds).
- * Built by setuptools as an optional extension: where it is missing, the NumPy versions are used.
+ * These give the NumPy versions' values bit for bit (built with -ffp-contract=off: no fused
+ * multiply-adds). One more is not a twin: cone_candidates, the moving objects' cone cull, computes its
+ * float32 dot product its own way instead of through BLAS (whose threads a matrix product wakes): a
+ * cull only has to keep every ray that may meet the object, and the cone has slack enough (1e-4 in
+ * the cosine) that the rays it keeps or drops at the edge cannot. Built by setuptools as an optional
+ * extension: where it is missing, the NumPy versions are used.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
-/* np.fmin / np.fmax: a NaN operand gives the other one. */
-static inline float fmin_np(float a, float b) { return isnan(a) ? b : (isnan(b) ? a : (b < a ? b : a)); }
-static inline float fmax_np(float a, float b) { return isnan(a) ? b : (isnan(b) ? a : (b > a ? b : a)); }
+#include "_np_twins.h"
 
 /* v rotated by the conjugate of the unit quaternion q = (w, x, y, z), as world._rotate_rows computes
  * it for quat_conjugate(q) (x, y, z negated). */
@@ -39,21 +32,6 @@ static inline void rotate_conj(const double *q, const double v[3], float out[3])
     out[2] = (float)((vz + w * tz) + (x * ty - y * tx));
 }
 
-static int get(PyObject *obj, Py_buffer *view, int writable, const char *format, Py_ssize_t itemsize,
-               Py_ssize_t count, const char *name) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) != 0) return -1;
-    const char *f = view->format;
-    if (f[0] == '<' || f[0] == '=' || f[0] == '@') f++;
-    if (view->itemsize != itemsize || strcmp(f, format) != 0 || view->len != itemsize * count) {
-        PyErr_Format(PyExc_ValueError, "object_frame_rays: %s must be %zd contiguous items of format '%s'",
-                     name, count, format);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
 /* object_frame_rays(o, d, cand, p, q, lo, hi, ol, dl, keep) -> m
  * o, d: float32 (N, 3) world-frame origins and directions; cand: int64 (K,) rows of them; p: float64
  * (K, 3) and q: float64 (K, 4) each candidate's object position and rotation (wxyz); lo, hi: float32
@@ -62,46 +40,26 @@ static int get(PyObject *obj, Py_buffer *view, int writable, const char *format,
  * keep (int64 (K,)), in order; returns how many. */
 static PyObject *object_frame_rays(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *objs[10];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7], &objs[8], &objs[9]))
+    PyObject *o[10];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9]))
         return NULL;
-    Py_buffer o, d, c, p, q, lo, hi, ol, dl, keep;
-    Py_buffer *views[10] = {&o, &d, &c, &p, &q, &lo, &hi, &ol, &dl, &keep};
-    int got = 0;
-    if (PyObject_GetBuffer(objs[0], &o, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t n = o.len / 12;
-    PyBuffer_Release(&o);
-    if (PyObject_GetBuffer(objs[2], &c, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t k = c.len / 8;
-    PyBuffer_Release(&c);
-    if (get(objs[0], &o, 0, "f", 4, 3 * n, "o") != 0) goto fail;
-    got++;
-    if (get(objs[1], &d, 0, "f", 4, 3 * n, "d") != 0) goto fail;
-    got++;
-    if (get(objs[2], &c, 0, "q", 8, k, "cand") != 0 && (PyErr_Clear(), get(objs[2], &c, 0, "l", 8, k, "cand") != 0))
-        goto fail;
-    got++;
-    if (get(objs[3], &p, 0, "d", 8, 3 * k, "p") != 0) goto fail;
-    got++;
-    if (get(objs[4], &q, 0, "d", 8, 4 * k, "q") != 0) goto fail;
-    got++;
-    if (get(objs[5], &lo, 0, "f", 4, 3, "lo") != 0) goto fail;
-    got++;
-    if (get(objs[6], &hi, 0, "f", 4, 3, "hi") != 0) goto fail;
-    got++;
-    if (get(objs[7], &ol, 1, "f", 4, 3 * k, "ol") != 0) goto fail;
-    got++;
-    if (get(objs[8], &dl, 1, "f", 4, 3 * k, "dl") != 0) goto fail;
-    got++;
-    if (get(objs[9], &keep, 1, "q", 8, k, "keep") != 0 && (PyErr_Clear(), get(objs[9], &keep, 1, "l", 8, k, "keep") != 0))
-        goto fail;
-    got++;
-    const float *of = o.buf, *df = d.buf, *lof = lo.buf, *hif = hi.buf;
-    const int64_t *cand = c.buf;
-    const double *pd = p.buf, *qd = q.buf;
-    float *olf = ol.buf, *dlf = dl.buf;
-    int64_t *kept = keep.buf;
+    Buf b[10];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 12), k = buf_items(o[2], 8);
+    if (n < 0 || k < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'f', 4, 3 * n, "o") || buf_get(&b[1], o[1], 0, 'f', 4, 3 * n, "d") ||
+        buf_get(&b[2], o[2], 0, 'q', 8, k, "cand") || buf_get(&b[3], o[3], 0, 'd', 8, 3 * k, "p") ||
+        buf_get(&b[4], o[4], 0, 'd', 8, 4 * k, "q") || buf_get(&b[5], o[5], 0, 'f', 4, 3, "lo") ||
+        buf_get(&b[6], o[6], 0, 'f', 4, 3, "hi") || buf_get(&b[7], o[7], 1, 'f', 4, 3 * k, "ol") ||
+        buf_get(&b[8], o[8], 1, 'f', 4, 3 * k, "dl") || buf_get(&b[9], o[9], 1, 'q', 8, k, "keep")) {
+        buf_release(b, 10);
+        return NULL;
+    }
+    const float *of = b[0].view.buf, *df = b[1].view.buf, *lof = b[5].view.buf, *hif = b[6].view.buf;
+    const int64_t *cand = b[2].view.buf;
+    const double *pd = b[3].view.buf, *qd = b[4].view.buf;
+    float *olf = b[7].view.buf, *dlf = b[8].view.buf;
+    int64_t *kept = b[9].view.buf;
     Py_ssize_t m = 0, bad = -1;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t j = 0; j < k; j++) {
@@ -113,29 +71,26 @@ static PyObject *object_frame_rays(PyObject *self, PyObject *args) {
         const double vo[3] = {(double)of[3 * r] - pd[3 * j], (double)of[3 * r + 1] - pd[3 * j + 1],
                               (double)of[3 * r + 2] - pd[3 * j + 2]};
         const double vd[3] = {(double)df[3 * r], (double)df[3 * r + 1], (double)df[3 * r + 2]};
-        float a[3], b[3];
+        float a[3], c[3];
         rotate_conj(qd + 4 * j, vo, a);
-        rotate_conj(qd + 4 * j, vd, b);
+        rotate_conj(qd + 4 * j, vd, c);
         float near = 0.0f, far = INFINITY;
         for (int ax = 0; ax < 3; ax++) {
-            const float inv = 1.0f / b[ax];
+            const float inv = 1.0f / c[ax];
             const float t1 = (lof[ax] - a[ax]) * inv, t2 = (hif[ax] - a[ax]) * inv;
             near = fmax_np(near, fmin_np(t1, t2));
             far = fmin_np(far, fmax_np(t1, t2));
         }
         if (far >= near) {
             memcpy(olf + 3 * m, a, sizeof a);
-            memcpy(dlf + 3 * m, b, sizeof b);
+            memcpy(dlf + 3 * m, c, sizeof c);
             kept[m++] = j;
         }
     }
     Py_END_ALLOW_THREADS
-    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
+    buf_release(b, 10);
     if (bad >= 0) return PyErr_Format(PyExc_IndexError, "object_frame_rays: cand[%zd] is not a row", bad);
     return PyLong_FromSsize_t(m);
-fail:
-    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
-    return NULL;
 }
 
 /* gather_faces(face i4 (N), normals f4 (F + 1, 3), material i2 (F + 1), owner i4 (F + 1), normal_out f4
@@ -143,39 +98,26 @@ fail:
  * Each ray's row of the per-face tables, face -1 (a miss) reading the last row (np.take, mode="wrap"). */
 static PyObject *gather_faces(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *objs[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
-        return NULL;
-    Py_buffer face, nrm, mat, own, nout, mout, oout;
-    Py_buffer *views[7] = {&face, &nrm, &mat, &own, &nout, &mout, &oout};
-    int got = 0;
-    if (PyObject_GetBuffer(objs[0], &face, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t n = face.len / 4;
-    PyBuffer_Release(&face);
-    if (PyObject_GetBuffer(objs[2], &mat, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t rows = mat.len / 2;
-    PyBuffer_Release(&mat);
+    PyObject *o[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6])) return NULL;
+    Buf b[7];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 4), rows = buf_items(o[2], 2);
+    if (n < 0 || rows < 0) return NULL;
     if (rows < 1) return PyErr_Format(PyExc_ValueError, "gather_faces: the tables need their trailing row");
-    if (get(objs[0], &face, 0, "i", 4, n, "face") != 0) goto fail;
-    got++;
-    if (get(objs[1], &nrm, 0, "f", 4, 3 * rows, "normals") != 0) goto fail;
-    got++;
-    if (get(objs[2], &mat, 0, "h", 2, rows, "material") != 0) goto fail;
-    got++;
-    if (get(objs[3], &own, 0, "i", 4, rows, "owner") != 0) goto fail;
-    got++;
-    if (get(objs[4], &nout, 1, "f", 4, 3 * n, "normal_out") != 0) goto fail;
-    got++;
-    if (get(objs[5], &mout, 1, "h", 2, n, "material_out") != 0) goto fail;
-    got++;
-    if (get(objs[6], &oout, 1, "i", 4, n, "owner_out") != 0) goto fail;
-    got++;
-    const int32_t *f = face.buf, *ow = own.buf;
-    const float *nr = nrm.buf;
-    const int16_t *ma = mat.buf;
-    float *no = nout.buf;
-    int16_t *mo = mout.buf;
-    int32_t *oo = oout.buf;
+    if (buf_get(&b[0], o[0], 0, 'i', 4, n, "face") || buf_get(&b[1], o[1], 0, 'f', 4, 3 * rows, "normals") ||
+        buf_get(&b[2], o[2], 0, 'h', 2, rows, "material") || buf_get(&b[3], o[3], 0, 'i', 4, rows, "owner") ||
+        buf_get(&b[4], o[4], 1, 'f', 4, 3 * n, "normal_out") ||
+        buf_get(&b[5], o[5], 1, 'h', 2, n, "material_out") || buf_get(&b[6], o[6], 1, 'i', 4, n, "owner_out")) {
+        buf_release(b, 7);
+        return NULL;
+    }
+    const int32_t *f = b[0].view.buf, *ow = b[3].view.buf;
+    const float *nr = b[1].view.buf;
+    const int16_t *ma = b[2].view.buf;
+    float *no = b[4].view.buf;
+    int16_t *mo = b[5].view.buf;
+    int32_t *oo = b[6].view.buf;
     Py_ssize_t bad = -1;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -189,71 +131,58 @@ static PyObject *gather_faces(PyObject *self, PyObject *args) {
         oo[i] = ow[k];
     }
     Py_END_ALLOW_THREADS
-    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
+    buf_release(b, 7);
     if (bad >= 0) return PyErr_Format(PyExc_IndexError, "gather_faces: face of ray %zd is not in the tables", bad);
     Py_RETURN_NONE;
-fail:
-    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
-    return NULL;
 }
 
 /* face_the_rays(normal f4 (N, 3) in/out, d f4 (N, 3), obj_index i4 (N), segments u4 (O + 1), segment_out
  *               u4 (N))
  * Normals whose dot product with their ray ((n0 d0 + n1 d1) + n2 d2, float32) is positive are negated;
- * each ray's segment is that of the object it hit, index -1 (a miss) reading the last entry. */
+ * each ray's segment is that of the object it hit, index -1 (a miss) reading the last entry. The
+ * indices are checked first: a bad one changes nothing. */
 static PyObject *face_the_rays(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *objs[5];
-    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
-    Py_buffer nrm, dir, obj, segs, sout;
-    Py_buffer *views[5] = {&nrm, &dir, &obj, &segs, &sout};
-    int got = 0;
-    if (PyObject_GetBuffer(objs[2], &obj, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t n = obj.len / 4;
-    PyBuffer_Release(&obj);
-    if (PyObject_GetBuffer(objs[3], &segs, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t count = segs.len / 4;
-    PyBuffer_Release(&segs);
-    if (get(objs[0], &nrm, 1, "f", 4, 3 * n, "normal") != 0) goto fail;
-    got++;
-    if (get(objs[1], &dir, 0, "f", 4, 3 * n, "d") != 0) goto fail;
-    got++;
-    if (get(objs[2], &obj, 0, "i", 4, n, "obj_index") != 0) goto fail;
-    got++;
-    if (get(objs[3], &segs, 0, "I", 4, count, "segments") != 0) goto fail;
-    got++;
-    if (get(objs[4], &sout, 1, "I", 4, n, "segment_out") != 0) goto fail;
-    got++;
-    float *nr = nrm.buf;
-    const float *dr = dir.buf;
-    const int32_t *oi = obj.buf;
-    const uint32_t *sg = segs.buf;
-    uint32_t *so = sout.buf;
+    PyObject *o[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) return NULL;
+    Buf b[5];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[2], 4), count = buf_items(o[3], 4);
+    if (n < 0 || count < 0) return NULL;
+    if (buf_get(&b[0], o[0], 1, 'f', 4, 3 * n, "normal") || buf_get(&b[1], o[1], 0, 'f', 4, 3 * n, "d") ||
+        buf_get(&b[2], o[2], 0, 'i', 4, n, "obj_index") || buf_get(&b[3], o[3], 0, 'I', 4, count, "segments") ||
+        buf_get(&b[4], o[4], 1, 'I', 4, n, "segment_out")) {
+        buf_release(b, 5);
+        return NULL;
+    }
+    float *nr = b[0].view.buf;
+    const float *dr = b[1].view.buf;
+    const int32_t *oi = b[2].view.buf;
+    const uint32_t *sg = b[3].view.buf;
+    uint32_t *so = b[4].view.buf;
     Py_ssize_t bad = -1;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        float *v = nr + 3 * i;
-        const float *w = dr + 3 * i;
-        const float dot = (v[0] * w[0] + v[1] * w[1]) + v[2] * w[2];
-        if (dot > 0) {
-            v[0] = -v[0];
-            v[1] = -v[1];
-            v[2] = -v[2];
-        }
-        Py_ssize_t k = oi[i] < 0 ? count + oi[i] : oi[i];
-        if (k < 0 || k >= count) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (oi[i] < -count || oi[i] >= count) {
             bad = i;
             break;
         }
-        so[i] = sg[k];
-    }
+    if (bad < 0)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            float *v = nr + 3 * i;
+            const float *w = dr + 3 * i;
+            const float dot = (v[0] * w[0] + v[1] * w[1]) + v[2] * w[2];
+            if (dot > 0) {
+                v[0] = -v[0];
+                v[1] = -v[1];
+                v[2] = -v[2];
+            }
+            so[i] = sg[oi[i] < 0 ? count + oi[i] : oi[i]];
+        }
     Py_END_ALLOW_THREADS
-    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
+    buf_release(b, 5);
     if (bad >= 0) return PyErr_Format(PyExc_IndexError, "face_the_rays: object of ray %zd is not one", bad);
     Py_RETURN_NONE;
-fail:
-    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
-    return NULL;
 }
 
 /* bounds(o f4 (N, 3)) -> (min x, min y, min z, max x, max y, max z), NaN where a NaN is (N >= 1). */
@@ -261,13 +190,16 @@ static PyObject *bounds(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *obj;
     if (!PyArg_ParseTuple(args, "O", &obj)) return NULL;
-    Py_buffer v;
-    if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t n = v.len / 12;
-    PyBuffer_Release(&v);
+    Py_ssize_t n = buf_items(obj, 12);
+    if (n < 0) return NULL;
     if (n < 1) return PyErr_Format(PyExc_ValueError, "bounds: no rows");
-    if (get(obj, &v, 0, "f", 4, 3 * n, "o") != 0) return NULL;
-    const float *o = v.buf;
+    Buf b[1];
+    memset(b, 0, sizeof b);
+    if (buf_get(&b[0], obj, 0, 'f', 4, 3 * n, "o")) {
+        buf_release(b, 1);
+        return NULL;
+    }
+    const float *o = b[0].view.buf;
     float lo[3] = {o[0], o[1], o[2]}, hi[3] = {o[0], o[1], o[2]};
     int nan[3] = {isnan(o[0]), isnan(o[1]), isnan(o[2])};
     Py_BEGIN_ALLOW_THREADS
@@ -279,7 +211,7 @@ static PyObject *bounds(PyObject *self, PyObject *args) {
             hi[k] = x > hi[k] ? x : hi[k];
         }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&v);
+    buf_release(b, 1);
     for (int k = 0; k < 3; k++)
         if (nan[k]) lo[k] = hi[k] = NAN;
     return Py_BuildValue("dddddd", (double)lo[0], (double)lo[1], (double)lo[2], (double)hi[0], (double)hi[1],
@@ -287,29 +219,24 @@ static PyObject *bounds(PyObject *self, PyObject *args) {
 }
 
 /* cone_candidates(d f4 (N, 3), u f4 (3,), cos_min f4 (1,), out i8 (N)) -> m: the rays with
- * d . u >= cos_min, their indices in order into out. */
+ * (d0 u0 + d1 u1) + d2 u2 >= cos_min in float32, their indices in order into out (not BLAS's dot
+ * product: see the top of this file). */
 static PyObject *cone_candidates(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *objs[4];
-    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
-    Py_buffer d, u, c, out;
-    Py_buffer *views[4] = {&d, &u, &c, &out};
-    int got = 0;
-    if (PyObject_GetBuffer(objs[0], &d, PyBUF_C_CONTIGUOUS) != 0) return NULL;
-    Py_ssize_t n = d.len / 12;
-    PyBuffer_Release(&d);
-    if (get(objs[0], &d, 0, "f", 4, 3 * n, "d") != 0) goto fail;
-    got++;
-    if (get(objs[1], &u, 0, "f", 4, 3, "u") != 0) goto fail;
-    got++;
-    if (get(objs[2], &c, 0, "f", 4, 1, "cos_min") != 0) goto fail;
-    got++;
-    if (get(objs[3], &out, 1, "q", 8, n, "out") != 0 && (PyErr_Clear(), get(objs[3], &out, 1, "l", 8, n, "out") != 0))
-        goto fail;
-    got++;
-    const float *dv = d.buf, *uv = u.buf;
-    const float cmin = *(const float *)c.buf, u0 = uv[0], u1 = uv[1], u2 = uv[2];
-    int64_t *idx = out.buf;
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
+    Buf b[4];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 12);
+    if (n < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'f', 4, 3 * n, "d") || buf_get(&b[1], o[1], 0, 'f', 4, 3, "u") ||
+        buf_get(&b[2], o[2], 0, 'f', 4, 1, "cos_min") || buf_get(&b[3], o[3], 1, 'q', 8, n, "out")) {
+        buf_release(b, 4);
+        return NULL;
+    }
+    const float *dv = b[0].view.buf, *uv = b[1].view.buf;
+    const float cmin = *(const float *)b[2].view.buf, u0 = uv[0], u1 = uv[1], u2 = uv[2];
+    int64_t *idx = b[3].view.buf;
     Py_ssize_t m = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -318,20 +245,17 @@ static PyObject *cone_candidates(PyObject *self, PyObject *args) {
         m += dot >= cmin;
     }
     Py_END_ALLOW_THREADS
-    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
+    buf_release(b, 4);
     return PyLong_FromSsize_t(m);
-fail:
-    for (int i = 0; i < got; i++) PyBuffer_Release(views[i]);
-    return NULL;
 }
 
 static PyMethodDef methods[] = {
     {"object_frame_rays", object_frame_rays, METH_VARARGS,
      "object_frame_rays(o, d, cand, p, q, lo, hi, ol, dl, keep) -> m: see the module source."},
-    {"bounds", bounds, METH_VARARGS, "Per-axis min and max of (N, 3) float32 rows."},
-    {"cone_candidates", cone_candidates, METH_VARARGS, "The rays whose direction lies in a cone."},
     {"gather_faces", gather_faces, METH_VARARGS, "The per-face rows of the static faces hit (see the source)."},
     {"face_the_rays", face_the_rays, METH_VARARGS, "Normals facing their rays, and the segments (see the source)."},
+    {"bounds", bounds, METH_VARARGS, "Per-axis min and max of (N, 3) float32 rows."},
+    {"cone_candidates", cone_candidates, METH_VARARGS, "The rays whose direction lies in a cone."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -124,7 +124,8 @@ def _object_frame_rays(
     (``_cast_steps``) gives the same bits in one pass; ``compiled`` forces either (None: the compiled
     one where it was built)."""
     use_c = _steps is not None if compiled is None else compiled
-    if use_c and _steps is not None:
+    contiguous = all(a.dtype == np.float32 and a.flags.c_contiguous for a in (o, d))
+    if use_c and _steps is not None and contiguous:
         k = cand.shape[0]
         ol, dl = np.empty((k, 3), np.float32), np.empty((k, 3), np.float32)
         keep = np.empty(k, np.int64)
@@ -406,7 +407,7 @@ class World:
                     )
                 else:
                     self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
-        if _steps is not None:  # the compiled twin of the lines below
+        if _steps is not None and normal.flags.c_contiguous and d.flags.c_contiguous:  # the twin of below
             _steps.face_the_rays(normal, d, obj_index, self._segments, out.segment[sl])
             return
         # normals face the ray: the few that point away are negated (the dot product component-wise,
