@@ -7,6 +7,7 @@ runs the NumPy code. The exponential is NumPy's own in both.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,8 +28,9 @@ __all__ = ["available", "detect", "detections", "echo_power", "pack_points", "ra
 
 _POINT_OFFSETS = tuple(int(POINT_DTYPE.fields[n][1]) for n in POINT_DTYPE.names or ())  # type: ignore[index]
 
-enabled = True
-"""Switch the compiled steps off (tests compare both)."""
+enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
+"""Switch the compiled steps off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` in the environment starts
+every process with the NumPy code, for comparing whole runs)."""
 
 
 def available() -> bool:

@@ -7,6 +7,7 @@ take; the caller then runs the NumPy code.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -27,8 +28,9 @@ FirstSurfaces = tuple[
 glass transmission): the per-ray fields of :class:`~rt_lidar.pipeline.sources.Hits` after the first
 surfaces."""
 
-enabled = True
-"""Switch the compiled step off (tests compare both)."""
+enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
+"""Switch the compiled steps off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` in the environment starts
+every process with the NumPy code, for comparing whole runs)."""
 
 
 def available() -> bool:

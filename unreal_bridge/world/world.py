@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import re
 import threading
 from typing import TYPE_CHECKING, NamedTuple
@@ -43,6 +44,8 @@ class RayHits(NamedTuple):
 try:  # compiled twins of steps of the cast (an optional extension; the NumPy versions otherwise)
     from . import _cast_steps as _steps
 except ImportError:  # built without a C compiler: the NumPy versions give the same bits
+    _steps = None  # type: ignore[assignment]
+if os.environ.get("RT_LIDAR_NO_TWINS"):  # the NumPy versions, for comparing whole runs
     _steps = None  # type: ignore[assignment]
 
 _POSE_CACHE = 8
