@@ -60,5 +60,7 @@ def test_the_switch_really_leaves_the_numpy_code() -> None:
         env = {k: v for k, v in os.environ.items() if k != "RT_LIDAR_NO_TWINS"}
         if value is not None:
             env["RT_LIDAR_NO_TWINS"] = value
-        got = subprocess.run([sys.executable, "-c", probe], env=env, check=True, capture_output=True, text=True)
+        got = subprocess.run(
+            [sys.executable, "-c", probe], env=env, check=True, capture_output=True, text=True
+        )
         assert got.stdout.strip() == want
