@@ -19,6 +19,7 @@ gets a half-lit scene and no blinding). With that floor (:func:`pulse_noise_w`)
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -82,19 +83,12 @@ def _renumber(pulse: np.ndarray) -> np.ndarray:
     return (np.arange(pulse.size) - first).astype(np.uint8)
 
 
-_P_FA: dict[tuple[float, bytes, float], np.ndarray] = {}
-
-
-def _one_false_alarm_probability(threshold_w: float, sigma_w: np.ndarray, n_cells: float) -> np.ndarray:
-    """``false_alarm_probability`` of one noise floor (1,), remembered: without sunlight every frame of
-    a sensor asks for the same one."""
-    key = (threshold_w, sigma_w.tobytes(), n_cells)
-    got = _P_FA.get(key)
-    if got is None:
-        if len(_P_FA) > 64:
-            _P_FA.clear()
-        got = _P_FA[key] = false_alarm_probability(threshold_w, sigma_w, n_cells)
-        got.flags.writeable = False
+@functools.lru_cache(maxsize=64)
+def _one_false_alarm_probability(threshold_w: float, sigma_w: float, n_cells: float) -> np.ndarray:
+    """``false_alarm_probability`` of one noise floor, as a read-only (1,) array, remembered: without
+    sunlight every frame of a sensor asks for the same one."""
+    got = false_alarm_probability(threshold_w, np.array([sigma_w], np.float64), n_cells)
+    got.flags.writeable = False
     return got
 
 
@@ -114,7 +108,12 @@ def noise_detections(
     # false detections of pulses left without a return
     n_cells = (p.range.max_m - p.range.min_m) / (SPEED_OF_LIGHT * p.pulse.width_ns * 0.5e-9)
     if sun_lux <= 0 and sigma.size:  # one noise floor for every pulse: one probability
-        p_fa = np.broadcast_to(_one_false_alarm_probability(thr, sigma[:1], n_cells), sigma.shape)
+        one = (
+            _one_false_alarm_probability(thr, float(sigma[0]), n_cells)
+            if sigma.dtype == np.float64
+            else false_alarm_probability(thr, sigma[:1], n_cells)
+        )
+        p_fa = np.broadcast_to(one, sigma.shape)
     else:
         p_fa = np.where(blinded, 1.0, false_alarm_probability(thr, sigma, n_cells))
     empty = np.ones(hits.pulses, bool)

@@ -107,9 +107,13 @@ class EchoModel:
         """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
         segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
         crossed glass on the way is flagged THROUGH_GLASS)."""
-        h = hits
         fused = echo_power(
-            self, h.range_m, h.cos_incidence, h.material, h.glass_transmission, h.glass_material
+            self,
+            hits.range_m,
+            hits.cos_incidence,
+            hits.material,
+            hits.glass_transmission,
+            hits.glass_material,
         )
         if fused is not None and fused[2] is not None:  # the compiled twin of the lines below
             return fused[0], fused[1], hits.range_m.copy(), hits.segment.copy(), fused[2]

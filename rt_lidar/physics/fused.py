@@ -7,6 +7,7 @@ runs the NumPy code. The exponential is NumPy's own in both.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -38,64 +39,59 @@ def available() -> bool:
     return _c is not None and enabled
 
 
-_POWF_IS_NUMPYS: bool | None = None
-
-
+@functools.cache
 def powf_is_numpys() -> bool:
     """Whether NumPy's float32 power is the C library's ``powf`` here, which echo_power calls for the
     reflectance lobes: NumPy takes Intel's SVML instead on CPUs with AVX512_SKX, and its values may
     differ in the last bit. Checked once: not on such a CPU, and the same bits on cosines across [0, 1]
     (the edges, 4,096 drawn and the steps around each exponent's underflow) for every exponent the
     material table has and a spread of others."""
-    global _POWF_IS_NUMPYS
-    if _POWF_IS_NUMPYS is None:
-        from numpy._core._multiarray_umath import __cpu_features__
+    from numpy._core._multiarray_umath import __cpu_features__
 
-        same = _c is not None and not __cpu_features__.get("AVX512_SKX", False)
-        if same:
-            from rt_lidar.sensor.materials import load_material_table
+    if _c is None or __cpu_features__.get("AVX512_SKX", False):
+        return False
+    from rt_lidar.sensor.materials import load_material_table
 
-            table = load_material_table().arrays(list(load_material_table().names), 905.0)
-            exps = {float(e) for e in (*table.retro_exponent.tolist(), *table.specular_exponent.tolist())}
-            exps |= {0.5, 1.0, 1.5, 2.0, 3.7, 12.0, 200.0, 800.0, 2_000.0, 20_000.0}
-            rng = np.random.default_rng(0)
-            grid = [np.array([0.0, -0.0, 1e-38, 1e-6, 0.5, 0.999, 1.0, np.nan], np.float32)]
-            grid.append(rng.random(4096, dtype=np.float32))
-            for e in sorted(exps):
-                c = np.concatenate(grid)
-                z = zero_below(np.array([1.0], np.float32), np.array([e], np.float32))[0]
-                if z > 0:
-                    bits = int(np.float32(z).view(np.int32))
-                    c = np.concatenate([c, np.arange(bits - 64, bits + 64, dtype=np.int32).view(np.float32)])
-                ee = np.full(c.shape, e, np.float32)
-                out = np.empty_like(c)
-                _c.powf_array(c, ee, out)
-                same = same and out.tobytes() == np.power(c, ee).tobytes()
-        _POWF_IS_NUMPYS = same
-    return _POWF_IS_NUMPYS
-
-
-_ZERO_BELOW: dict[tuple[bytes, bytes], np.ndarray] = {}
+    table = load_material_table()
+    arrays = table.arrays(list(table.names), 905.0)
+    exps = {float(e) for e in (*arrays.retro_exponent.tolist(), *arrays.specular_exponent.tolist())}
+    exps |= {0.5, 1.0, 1.5, 2.0, 3.7, 12.0, 200.0, 800.0, 2_000.0, 20_000.0}
+    edges = np.array([0.0, -0.0, 1e-38, 1e-6, 0.5, 0.999, 1.0, np.nan], np.float32)
+    drawn = np.concatenate([edges, np.random.default_rng(0).random(4096, dtype=np.float32)])
+    for e in sorted(exps):
+        c = drawn
+        z = zero_below(np.array([1.0], np.float32), np.array([e], np.float32))[0]
+        if z > 0:
+            bits = int(np.float32(z).view(np.int32))
+            c = np.concatenate([c, np.arange(bits - 64, bits + 64, dtype=np.int32).view(np.float32)])
+        ee = np.full(c.shape, e, np.float32)
+        out = np.empty_like(c)
+        _c.powf_array(c, ee, out)
+        if out.tobytes() != np.power(c, ee).tobytes():
+            return False
+    return True
 
 
 def zero_below(gain: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     """Per material, the largest float32 cosine c in [0, 1] whose ``np.power(c, exponent)`` is exactly 0
     (-1 for a material without the lobe, or whose power never underflows): found by bisection on the
     float32 bit patterns, which order like the values for c >= 0, with NumPy's own power (the C
-    library's powf, which the compiled step calls above it; a smaller cosine underflows too)."""
-    key = (gain.tobytes(), exponent.tobytes())
-    got = _ZERO_BELOW.get(key)
-    if got is not None:
-        return got
+    library's powf, which the compiled step calls above it; a smaller cosine underflows too).
+    Remembered per table (read-only)."""
+    return _zero_below(np.asarray(gain, np.float32).tobytes(), np.asarray(exponent, np.float32).tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _zero_below(gain_bytes: bytes, exponent_bytes: bytes) -> np.ndarray:
+    gain = np.frombuffer(gain_bytes, np.float32)
+    exponent = np.frombuffer(exponent_bytes, np.float32)
     out = np.full(gain.shape, -1.0, np.float32)
     one = int(np.float32(1.0).view(np.int32))
-    for i, (g, e) in enumerate(zip(gain.tolist(), exponent.astype(np.float32).tolist(), strict=True)):
+    for i, (g, e) in enumerate(zip(gain.tolist(), exponent.tolist(), strict=True)):
         e32 = np.float32(e)
-        if not g > 0 or np.power(np.float32(0.0), e32) != 0:
+        if not g > 0 or np.power(np.float32(0.0), e32) != 0 or np.power(np.float32(1.0), e32) == 0:
             continue
         lo, hi = 0, one  # power(lo) == 0, power(hi) != 0
-        if np.power(np.float32(1.0), e32) == 0:
-            continue
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if np.power(np.array(mid, np.int32).view(np.float32), e32) == 0:
@@ -103,9 +99,7 @@ def zero_below(gain: np.ndarray, exponent: np.ndarray) -> np.ndarray:
             else:
                 hi = mid
         out[i] = np.array(lo, np.int32).view(np.float32)
-    if len(_ZERO_BELOW) > 64:
-        _ZERO_BELOW.clear()
-    _ZERO_BELOW[key] = out
+    out.flags.writeable = False
     return out
 
 

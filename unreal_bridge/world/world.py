@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import WorldError
 from .pose import Pose, quat_conjugate, quat_multiply, quat_rotate
-from .raycast import _N_THREADS, RAY_CASTERS, RayCaster, parallel_map, split, thread_count
+from .raycast import _N_THREADS, RAY_CASTERS, EmbreeCaster, RayCaster, parallel_map, split, thread_count
 from .scene import Scene
 
 if TYPE_CHECKING:
@@ -362,28 +362,25 @@ class World:
         hold each moving object over those times."""
         dist, normal = out.distance[sl], out.normal[sl]
         material, obj_index = out.material[sl], out.object_index[sl]
-        faces_into = getattr(self._static, "faces_into", None)
-        if faces_into is not None and _steps is not None:  # Embree's hits, then every face's rows at once
-            sf = faces_into(o, d, max_range, dist)
-            normals_ext = self._static.normals_ext  # type: ignore[union-attr]
-            if sf.dtype == np.int32:
-                _steps.gather_faces(
-                    sf, normals_ext, self._static_material, self._static_owner, normal, material, obj_index
-                )
-            else:
-                np.take(normals_ext, sf, axis=0, out=normal, mode="wrap")
-                np.take(self._static_material, sf, out=material, mode="wrap")
-                np.take(self._static_owner, sf, out=obj_index, mode="wrap")
-        elif self._static is not None:
-            into = getattr(self._static, "intersect_into", None)
-            if into is not None:  # Embree writes into the output slices: no copies
-                sf = into(o, d, max_range, dist, normal)
+        if self._static is not None:
+            normals_ext = None  # the static faces' normals, when they are still to be gathered
+            sf: NDArray[np.integer]
+            if isinstance(self._static, EmbreeCaster):  # Embree writes its hit distances into the slice
+                sf = self._static.faces_into(o, d, max_range, dist)
+                normals_ext = self._static.normals_ext
             else:
                 sd, sf, sn = self._static.intersect(o, d, max_range, threads=1)
                 dist[:] = sd
                 normal[:] = sn
-            np.take(self._static_material, sf, out=material, mode="wrap")  # face -1 reads the trailing -1
-            np.take(self._static_owner, sf, out=obj_index, mode="wrap")
+            if normals_ext is not None and _steps is not None and sf.dtype == np.int32:  # one pass
+                _steps.gather_faces(
+                    sf, normals_ext, self._static_material, self._static_owner, normal, material, obj_index
+                )
+            else:  # face -1 reads each table's trailing row (zero normal, material -1, owner -1)
+                if normals_ext is not None:
+                    np.take(normals_ext, sf, axis=0, out=normal, mode="wrap")
+                np.take(self._static_material, sf, out=material, mode="wrap")
+                np.take(self._static_owner, sf, out=obj_index, mode="wrap")
         if self._moving:
             c0 = o[0].astype(np.float64)
             spread = _spread(o, c0)
