@@ -390,15 +390,21 @@ class AirSimClient:
             return hits
         hits = self._decode(answer, None, omit)
         self.transport = "tcp"
-        needed = answer.get("shm_needed") if isinstance(answer, Mapping) else None
-        if isinstance(needed, int) and needed <= MAX_SEGMENT_BYTES:  # too small: a bigger one next time
-            self._shm_taken = True
-            with self._shm_lock:
-                self._shm_size = max(self._shm_size, min(needed + needed // 4, MAX_SEGMENT_BYTES))
-        else:
+        if not self._grow_for(answer):
             why = answer.get("shm_refused") if isinstance(answer, Mapping) else None
             self._stop_shm(str(why or "the server answered without shared memory"))
         return hits
+
+    def _grow_for(self, answer: Any) -> bool:
+        """When ``answer`` came inline because its segment was too small (``shm_needed``), make the
+        ring's next segments big enough; True then."""
+        needed = answer.get("shm_needed") if isinstance(answer, Mapping) else None
+        if not isinstance(needed, int) or isinstance(needed, bool) or needed > MAX_SEGMENT_BYTES:
+            return False
+        self._shm_taken = True
+        with self._shm_lock:
+            self._shm_size = max(self._shm_size, min(needed + needed // 4, MAX_SEGMENT_BYTES))
+        return True
 
     def _shm_call(self, lidar_name: str, vehicle_name: str, beam: dict[str, Any]) -> LidarHits:
         """``rtLidarGetBeamHits`` with ``beam`` plus the offer of a segment of the ring."""
@@ -536,11 +542,15 @@ class AirSimClient:
 
     def read_frame(self, request: FrameRequest, before_decode: Callable[[], None] | None = None) -> LidarHits:
         """The hits of a frame :meth:`send_frame_request` asked for; ``before_decode`` runs once its
-        bytes are in, before they are turned into arrays (to ask for the next frame meanwhile). Its
-        segment goes back to the ring once decoded (removed instead when its answer was lost)."""
+        bytes are in, before they are turned into arrays (to ask for the next frame meanwhile); an answer
+        that came inline because its segment was too small has grown the ring's size by then, so the
+        frames asked next fit. Its segment goes back to the ring once decoded (removed instead when its
+        answer was lost)."""
         raw = self._frame_answer(request)
         segment = request.segment
         try:
+            if segment is not None:  # the frames asked next get a segment the size this one needed
+                self._grow_for(raw)
             if before_decode is not None:
                 before_decode()
             if segment is not None:

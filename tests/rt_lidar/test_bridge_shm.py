@@ -99,6 +99,29 @@ def test_a_server_without_the_beam_call_is_asked_over_tcp():
     _assert_identical(tcp, fallback)
 
 
+def test_a_frame_asked_while_a_too_small_answer_is_read_gets_a_segment_it_fits():
+    """The ring grows as soon as a too-small segment's inline answer is in, before ``before_decode``
+    asks for the next frame: that frame is written through shared memory, not inline again."""
+    preset = load_preset("HDL-64E")
+    server = AirSimServer(EmbeddedSim(World(street_scene(0)), preset, paused=True), port=0).start()
+    try:
+        with AirSimClient(port=server.port, shared_memory=True, shm_bytes=1 << 20) as client:
+            client.sim_continue_for_time(0.005)
+            assert len(client.rt_lidar_get_hits().ring) > 0 and client.transport == "shm"  # fits 1 MiB
+            big = client.send_frame_request(0.1)  # ~130,000 rays: over 1 MiB
+            assert big.segment is not None and big.segment.size == 1 << 20
+            asked: list = []
+            hits = client.read_frame(big, before_decode=lambda: asked.append(client.send_frame_request(0.1)))
+            assert client.transport == "tcp" and len(hits.ring) > 100_000
+            (nxt,) = asked
+            assert nxt.segment is not None and nxt.segment.size > 1 << 20
+            assert len(client.read_frame(nxt).ring) > 100_000 and client.transport == "shm"
+            assert list_segments(pid=os.getpid()) == [nxt.segment.name]  # the small one went on its return
+        assert list_segments(pid=os.getpid()) == []
+    finally:
+        server.close()
+
+
 def _wait_until(cond, timeout_s=10.0):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
