@@ -52,3 +52,23 @@ def test_decode_bench_checks_both_decoders(tmp_path):
     d = _run("bench_decode.py", tmp_path / "d.json", "--points", "3000", "--reps", "2")
     assert d["mixed"]["answer_bytes"] > d["uniform"]["answer_bytes"]
     assert d["mixed"]["ours_ms_median"] > 0
+
+
+def test_inprocess_profile_gives_each_stage_and_the_ceiling_its_cpu_allows(tmp_path):
+    out = tmp_path / "profile_inprocess_frame.json"
+    d = _run("profile_inprocess_frame.py", out, "--presets", "VLP-16", "--frames", "4", "--cores", "2")
+    p = d["presets"]["VLP-16"]
+    mean = p["stage_cpu_ms_mean"]
+    assert set(mean) == {"cast", "physics", "sweep", "sinks", "total"} and mean["cast"] > 0
+    assert mean["total"] == pytest.approx(sum(v for k, v in mean.items() if k != "total"))
+    assert p["budget"]["ceiling"] == pytest.approx(2 * 50.0 / mean["total"])
+    assert p["budget"]["cpu_ms_for"]["3x"] == pytest.approx(2 * 50.0 / 3)
+    assert p["run"]["realtime_factor"] > 0 and p["run"]["cpu_ms_per_frame"] > 0
+    report = tmp_path / "performance.md"
+    subprocess.run(
+        [sys.executable, str(BENCH / "write_report.py"), "--bench", str(tmp_path), "--out", str(report)],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
+    assert "One in-process frame, stage by stage" in report.read_text()

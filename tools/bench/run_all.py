@@ -26,6 +26,7 @@ BENCHES: dict[str, list[str]] = {
     "bench_shm_transfer.py": [],
     "bench_controller_cost.py": [],
     "profile_bridged_frame.py": [],
+    "profile_inprocess_frame.py": [],
     "bench_decode.py": [],
 }
 OUT_FLAG = {"bench_udp.py": "--json"}

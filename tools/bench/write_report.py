@@ -393,6 +393,61 @@ def decode(d: dict[str, Any]) -> str:
     )
 
 
+def profile_inprocess(d: dict[str, Any]) -> str:
+    presets = d["presets"]
+    names = list(presets)
+    labels = {
+        "cast": "cast (firings + WorldSource.hits, one thread)",
+        "physics": "physics",
+        "sweep": "sweep (assembler)",
+        "sinks": "sinks (PCD + KITTI, per frame)",
+        "total": "total",
+    }
+    rows = [["stage (CPU ms a sim frame, mean)", *names]]
+    for k, label in labels.items():
+        rows.append([label, *(f"{presets[n]['stage_cpu_ms_mean'][k]:.1f}" for n in names)])
+    rows.append(["rays a frame (median)", *(f"{presets[n]['rays_per_frame_median']:,.0f}" for n in names)])
+    cores = d["cores"]
+    rows.append(
+        [
+            f"ceiling on {cores} busy cores (x real time)",
+            *(f"{presets[n]['budget']['ceiling']:.2f}" for n in names),
+        ]
+    )
+    need = presets[names[0]]["budget"]["cpu_ms_for"]
+    for f, v in need.items():
+        rows.append([f"CPU ms a frame that {f} needs", *(f"{v:.1f}" for _ in names)])
+    if all("run" in presets[n] for n in names):
+        run = {n: presets[n]["run"] for n in names}
+        rows.append(
+            [
+                "frame loop as the demo runs it, no writers (x real time)",
+                *(f"{run[n]['realtime_factor']:.2f}" for n in names),
+            ]
+        )
+        rows.append(
+            ["its CPU ms a frame (every thread)", *(f"{run[n]['cpu_ms_per_frame']:.1f}" for n in names)]
+        )
+        rows.append(
+            ["its CPU / the stages' one at a time", *(f"{run[n]['cpu_vs_stages_alone']:.2f}" for n in names)]
+        )
+        rows.append(
+            ["its share of its own ceiling", *(f"{run[n]['share_of_its_ceiling']:.0%}" for n in names)]
+        )
+    return (
+        "## One in-process frame, stage by stage, and the factor its CPU allows "
+        "(`tools/bench/profile_inprocess_frame.py`)\n\n"
+        "CPU time of each stage of `rt-lidar demo --in-process` (street, 20 Hz sim frames) over "
+        f"{d['frames']} frames, run one after the other in one thread. The demo runs them on several "
+        "threads at once (frames cast ahead, the sinks' thread), so its real-time factor is at best the "
+        "ceiling: the cores' time a frame divided by the CPU a frame costs. The frame loop run as the demo "
+        "runs it, over the same frames, shows how close the threads come to that bound.\n\n"
+        + _table(rows)
+        + "\n\n"
+        + _load_note(d)
+    )
+
+
 SECTIONS = [
     ("pipeline", pipeline),
     ("raycast", raycast),
@@ -406,6 +461,7 @@ SECTIONS = [
     ("shm_transfer", shm_transfer),
     ("controller_cost", controller_cost),
     ("profile_bridged_frame", profile),
+    ("profile_inprocess_frame", profile_inprocess),
     ("decode", decode),
 ]
 

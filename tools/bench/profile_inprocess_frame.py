@@ -1,0 +1,169 @@
+"""Where one in-process sim frame's CPU goes, stage by stage, and the real-time factor that CPU allows.
+
+    .venv/bin/python tools/bench/profile_inprocess_frame.py --out docs/bench/profile_inprocess_frame.json \
+        [--presets HDL-64E VLS-128] [--frames 40] [--cores 2]
+
+The stages of ``rt-lidar demo --in-process`` (embedded street, f_sim 20 Hz, the demo's physics and its
+PCD + KITTI writers), each run by the function the frame loop runs, one after the other in this thread:
+
+1. **cast**: ``firings_between`` and ``WorldSource.hits`` (the world cast on one thread, as each of the
+   demo's frames cast ahead is, with the source's per-ray steps);
+2. **physics**: ``SensorPhysics.apply`` with the frame loop's per-frame random stream;
+3. **sweep**: ``ScanAssembler.add``;
+4. **sinks**: the PCD and KITTI writers of each completed scan, per frame.
+
+Each stage is timed in this thread's CPU time (``time.thread_time``), which a loaded machine disturbs
+less than wall time. The demo runs these stages on several threads at once (frames cast ahead, the
+sinks' thread), so its wall time per frame is at best their CPU sum divided by the cores: ``ceiling`` is
+that bound, ``cores`` x frame period / CPU per frame, the real-time factor the run could reach with every
+core busy with this work alone. ``cpu_ms_for`` gives the CPU per frame a factor needs.
+
+``run`` then times the same frames through the frame loop as the demo runs it (``CAST_AHEAD`` frames
+cast ahead on the prefetch threads, without the writers): its real-time factor, its CPU per frame (every
+thread of the process) and how they compare with the stages' sum (cast + physics + sweep) one at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.pipeline.assembler import ScanAssembler
+from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.pipeline.frame_loop import CAST_AHEAD, frame_time_ns
+from rt_lidar.sensor.scan_pattern import firings_between
+from rt_lidar.session.realtime import tune_allocator
+from rt_lidar.sinks.base import SinkContext, make_sink
+
+STAGES = ("cast", "physics", "sweep", "sinks")
+SIM_HZ = 20.0
+WARMUP = 3
+
+
+def profile_preset(name: str, frames: int, tmp: str) -> dict[str, Any]:
+    """CPU ms per sim frame of each stage (medians and means over ``frames`` after a warm-up)."""
+    built = build_pipeline(name, "street", seed=0, sim_hz=SIM_HZ)
+    preset, source, physics = built.preset, built.pipeline.source, built.pipeline.physics
+    source.cast_threads = 1  # as each frame the demo casts ahead
+    assembler = ScanAssembler(preset)
+    sinks = [make_sink(f"pcd:{tmp}/{name}"), make_sink(f"kitti:{tmp}/{name}")]
+    for s in sinks:
+        s.open(SinkContext(preset, lockstep=True))
+    cpu: dict[str, list[float]] = {s: [] for s in STAGES}
+    rays, points = [], []
+    try:
+        for k in range(frames + WARMUP):
+            t0, t1 = frame_time_ns(k, SIM_HZ), frame_time_ns(k + 1, SIM_HZ)
+            c = time.thread_time()
+            firings = firings_between(preset, t0, t1)
+            hits = source.hits(firings, t0, t1)
+            c, st = time.thread_time(), {"cast": time.thread_time() - c}
+            out = physics.apply(hits, np.random.Generator(np.random.PCG64(np.random.SeedSequence([0, k]))))
+            c, st["physics"] = time.thread_time(), time.thread_time() - c
+            scans = assembler.add(out.points, hits.firings.t_ns, t1, out.extras())
+            c, st["sweep"] = time.thread_time(), time.thread_time() - c
+            for scan in scans:
+                for s in sinks:
+                    s.write(scan)
+            st["sinks"] = time.thread_time() - c
+            if k >= WARMUP:
+                for stage, v in st.items():
+                    cpu[stage].append(v * 1e3)
+                rays.append(len(hits))
+                points.append(out.points.size)
+    finally:
+        for s in sinks:
+            s.close()
+    median = {s: statistics.median(v) for s, v in cpu.items()}
+    mean = {s: statistics.fmean(v) for s, v in cpu.items()}
+    median["total"], mean["total"] = sum(median.values()), sum(mean.values())
+    return {
+        "rays_per_frame_median": statistics.median(rays),
+        "points_per_frame_median": statistics.median(points),
+        "stage_cpu_ms_median": median,
+        "stage_cpu_ms_mean": mean,
+    }
+
+
+def run_as_the_demo(name: str, frames: int) -> dict[str, float]:
+    """The frame loop as the demo runs it in-process (frames cast ahead), without the writers: the
+    real-time factor of ``frames`` frames after a warm-up and the process's CPU ms per frame."""
+    pipe = build_pipeline(name, "street", seed=0, sim_hz=SIM_HZ, prefetch=CAST_AHEAD).pipeline
+    try:
+        for _ in range(WARMUP):
+            pipe.step()
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(frames):
+            pipe.step()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    finally:
+        pipe.close()
+    return {"realtime_factor": frames / SIM_HZ / wall, "cpu_ms_per_frame": 1e3 * cpu / frames}
+
+
+def budget(cpu_ms_per_frame: float, cores: int, factors: tuple[float, ...]) -> dict[str, Any]:
+    """The real-time factor ``cores`` fully busy cores allow at ``cpu_ms_per_frame``, and the CPU per
+    frame each of ``factors`` needs."""
+    period_ms = 1e3 / SIM_HZ
+    return {
+        "frame_period_ms": period_ms,
+        "ceiling": cores * period_ms / cpu_ms_per_frame,
+        "cpu_ms_for": {f"{f:g}x": cores * period_ms / f for f in factors},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--presets", nargs="+", default=["HDL-64E", "VLS-128"])
+    ap.add_argument("--frames", type=int, default=40, help="profiled sim frames (after 3 warm-up frames)")
+    ap.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--out", type=Path, default=Path("docs/bench/profile_inprocess_frame.json"))
+    args = ap.parse_args()
+    if args.frames < 1 or args.cores < 1:
+        ap.error("--frames and --cores must be at least 1")
+    tune_allocator()
+    presets = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.presets:
+            got = profile_preset(name, args.frames, tmp)
+            got["budget"] = budget(got["stage_cpu_ms_mean"]["total"], args.cores, (1.5, 3.0))
+            run = run_as_the_demo(name, args.frames)
+            mean = got["stage_cpu_ms_mean"]
+            alone = mean["cast"] + mean["physics"] + mean["sweep"]
+            run["cpu_vs_stages_alone"] = run["cpu_ms_per_frame"] / alone
+            run["share_of_its_ceiling"] = run["realtime_factor"] / (args.cores * 1e3 / SIM_HZ / alone)
+            got["run"] = run
+            presets[name] = got
+    result = {
+        "bench": "profile_inprocess_frame",
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "frames": args.frames,
+        "cores": args.cores,
+        "presets": presets,
+        "load_average": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "machine": platform.processor() or platform.machine(),
+        "note": "CPU time of the calling thread per stage; the stages run one after the other",
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(
+        json.dumps(
+            {n: {k: p[k] for k in ("stage_cpu_ms_mean", "budget", "run")} for n, p in presets.items()},
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
