@@ -44,13 +44,21 @@ def quat_conjugate(q: ArrayLike) -> F64:
 
 
 def quat_rotate(q: ArrayLike, v: ArrayLike) -> F64:
-    """Rotate vectors v (..., 3) by unit quaternions q (..., 4), broadcast, float64."""
+    """Rotate vectors v (..., 3) by unit quaternions q (..., 4), broadcast, float64: v + w t + u x t with
+    t = 2 u x v (u the vector part). The cross products are written out component by component, with
+    np.cross's own products and differences (so the same bits), at a fraction of its call overhead."""
     qq = np.asarray(q, dtype=np.float64)
     vv = np.asarray(v, dtype=np.float64)
-    w = qq[..., :1]
-    u = qq[..., 1:]
-    t = 2.0 * np.cross(u, vv)
-    return vv + w * t + np.cross(u, t)
+    w, x, y, z = qq[..., 0], qq[..., 1], qq[..., 2], qq[..., 3]
+    vx, vy, vz = vv[..., 0], vv[..., 1], vv[..., 2]
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    out = np.empty((*np.broadcast_shapes(qq.shape[:-1], vv.shape[:-1]), 3), np.float64)
+    out[..., 0] = vx + w * tx + (y * tz - z * ty)
+    out[..., 1] = vy + w * ty + (z * tx - x * tz)
+    out[..., 2] = vz + w * tz + (x * ty - y * tx)
+    return out
 
 
 def quat_to_matrix(q: ArrayLike) -> F64:

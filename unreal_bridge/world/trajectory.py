@@ -28,6 +28,10 @@ class Trajectory(Protocol):
         ...
 
 
+_ZERO_YAWS = np.array([0.0, -0.0])
+"""The yaws a zero yaw rate gives (w * t is +0 or -0), in the order np.signbit indexes them."""
+
+
 def _times(t: ArrayLike) -> F64:
     return np.atleast_1d(np.asarray(t, dtype=np.float64)).reshape(-1)
 
@@ -68,6 +72,9 @@ class ConstantVelocity:
         self.start = start
         self.velocity = v
         self.yaw_rate = float(yaw_rate)
+        self._zero_yaw_rotations = quat_multiply(quat_from_yaw(_ZERO_YAWS), start.rotation)
+        """The rotations at yaw +0 and -0 (what every time gives at a zero yaw rate), as the general
+        formula computes them."""
 
     def positions_rotations(self, t: NDArray[np.float64]) -> tuple[F64, F64]:
         """Positions (K, 3) and quaternions (K, 4) at times t (K,)."""
@@ -83,8 +90,10 @@ class ConstantVelocity:
         step = np.empty((tt.shape[0], 3), np.float64)
         step[:, 0], step[:, 1], step[:, 2] = dx, dy, vz * tt
         pos = self.start.position + step
-        quat = quat_multiply(quat_from_yaw(w * tt), self.start.rotation)
-        return pos, quat
+        yaw = w * tt
+        if w == 0.0 and not np.isnan(yaw).any():  # every yaw is +0 or -0: pick one of their two rotations
+            return pos, np.take(self._zero_yaw_rotations, np.signbit(yaw).view(np.uint8), axis=0)
+        return pos, quat_multiply(quat_from_yaw(yaw), self.start.rotation)
 
     def pose_at(self, t: float) -> Pose:
         """The pose at time t."""

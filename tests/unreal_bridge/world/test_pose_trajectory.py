@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from unreal_bridge.world import ConstantVelocity, Pose, StaticTrajectory, WaypointTrajectory, WorldError
+from unreal_bridge.world.pose import quat_from_yaw, quat_multiply, quat_rotate
 
 
 def test_yaw_quarter_turn_maps_x_to_y() -> None:
@@ -102,3 +103,37 @@ def test_looping_replays_the_inner_trajectory() -> None:
         world.object_pose(moving[0], 11.0).position, world.object_pose(moving[0], 1.0).position
     )
     assert not isinstance(street_scene(0, loop=False).ego, Looping)
+
+
+def _rotate_with_np_cross(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The rotation as written with np.cross (what quat_rotate spells out component by component)."""
+    qq, vv = np.asarray(q, np.float64), np.asarray(v, np.float64)
+    t = 2.0 * np.cross(qq[..., 1:], vv)
+    return vv + qq[..., :1] * t + np.cross(qq[..., 1:], t)
+
+
+@pytest.mark.parametrize(
+    "q_shape, v_shape", [((64, 4), (64, 3)), ((64, 4), (3,)), ((4,), (9, 3)), ((5, 1, 4), (7, 3))]
+)
+def test_quat_rotate_gives_the_bits_of_the_np_cross_formula(q_shape, v_shape) -> None:
+    rng = np.random.default_rng(7)
+    q, v = rng.normal(size=q_shape), rng.normal(size=v_shape) * 50.0
+    q.reshape(-1)[::5] = -0.0  # signed zeros must come out as np.cross gives them
+    v.reshape(-1)[::4] = 0.0
+    got, want = quat_rotate(q, v), _rotate_with_np_cross(q, v)
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("yaw_rate", [0.0, -0.0])
+def test_a_zero_yaw_rate_gives_the_bits_of_the_general_formula(yaw_rate) -> None:
+    rng = np.random.default_rng(3)
+    for rotation in ([1.0, 0.0, -0.0, 0.0], [0.0, -0.0, 0.0, 1.0], rng.normal(size=4)):
+        start = Pose(rng.normal(size=3), np.asarray(rotation) / np.linalg.norm(rotation))
+        cv = ConstantVelocity(start, rng.normal(size=3), yaw_rate)
+        t = np.concatenate([[0.0, -0.0, 1e-300, -2.5], rng.uniform(-100, 100, 40)])
+        pos, quat = cv.positions_rotations(t)
+        want = quat_multiply(quat_from_yaw(yaw_rate * t), start.rotation)
+        assert quat.tobytes() == want.tobytes()
+        assert pos.shape == (t.size, 3)
+    _, nan_quat = cv.positions_rotations(np.array([np.nan, 1.0]))  # NaN times: the formula's NaNs
+    assert np.isnan(nan_quat[0]).all() and not np.isnan(nan_quat[1]).any()
