@@ -16,7 +16,9 @@ def to_kitti_array(points: np.ndarray, intensity_max: float) -> np.ndarray:
     """(N, 4) float32: x, y, z and the sensor's intensity scaled to KITTI's [0, 1] reflectance."""
     out = np.empty((points.size, 4), np.float32)
     out[:, 0], out[:, 1], out[:, 2] = points["x"], points["y"], points["z"]
-    out[:, 3] = np.clip(points["intensity"] / np.float32(intensity_max), 0.0, 1.0)
+    reflectance = out[:, 3]  # computed in place: no temporaries of the scan's size
+    np.divide(points["intensity"], np.float32(intensity_max), out=reflectance)
+    np.clip(reflectance, 0.0, 1.0, out=reflectance)
     return out
 
 
