@@ -63,7 +63,7 @@ def test_inprocess_profile_gives_each_stage_and_the_ceiling_its_cpu_allows(tmp_p
     assert mean["total"] == pytest.approx(sum(v for k, v in mean.items() if k != "total"))
     assert p["budget"]["ceiling"] == pytest.approx(2 * 50.0 / mean["total"])
     assert p["budget"]["cpu_ms_for"]["3x"] == pytest.approx(2 * 50.0 / 3)
-    assert p["run"]["realtime_factor"] > 0 and p["run"]["cpu_ms_per_frame"] > 0
+    assert p["run"]["realtime_factor"] > 0 and p["run"]["cpu_ms_per_frame"] > 0 and p["run"]["cores_busy"] > 0
     report = tmp_path / "performance.md"
     subprocess.run(
         [sys.executable, str(BENCH / "write_report.py"), "--bench", str(tmp_path), "--out", str(report)],

@@ -431,9 +431,7 @@ def profile_inprocess(d: dict[str, Any]) -> str:
         rows.append(
             ["its CPU / the stages' one at a time", *(f"{run[n]['cpu_vs_stages_alone']:.2f}" for n in names)]
         )
-        rows.append(
-            ["its share of its own ceiling", *(f"{run[n]['share_of_its_ceiling']:.0%}" for n in names)]
-        )
+        rows.append(["the cores' time it kept busy", *(f"{run[n]['cores_busy']:.0%}" for n in names)])
     return (
         "## One in-process frame, stage by stage, and the factor its CPU allows "
         "(`tools/bench/profile_inprocess_frame.py`)\n\n"
