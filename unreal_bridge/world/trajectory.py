@@ -72,9 +72,9 @@ class ConstantVelocity:
         self.start = start
         self.velocity = v
         self.yaw_rate = float(yaw_rate)
-        self._zero_yaw_rotations = quat_multiply(quat_from_yaw(_ZERO_YAWS), start.rotation)
-        """The rotations at yaw +0 and -0 (what every time gives at a zero yaw rate), as the general
-        formula computes them."""
+        self._zero_yaw: tuple[Pose, F64] | None = None
+        """The start pose and its rotations at yaw +0 and -0 (what every time gives at a zero yaw rate),
+        as the general formula computes them."""
 
     def positions_rotations(self, t: NDArray[np.float64]) -> tuple[F64, F64]:
         """Positions (K, 3) and quaternions (K, 4) at times t (K,)."""
@@ -92,7 +92,9 @@ class ConstantVelocity:
         pos = self.start.position + step
         yaw = w * tt
         if w == 0.0 and not np.isnan(yaw).any():  # every yaw is +0 or -0: pick one of their two rotations
-            return pos, np.take(self._zero_yaw_rotations, np.signbit(yaw).view(np.uint8), axis=0)
+            if self._zero_yaw is None or self._zero_yaw[0] is not self.start:
+                self._zero_yaw = (self.start, quat_multiply(quat_from_yaw(_ZERO_YAWS), self.start.rotation))
+            return pos, np.take(self._zero_yaw[1], np.signbit(yaw).view(np.uint8), axis=0)
         return pos, quat_multiply(quat_from_yaw(yaw), self.start.rotation)
 
     def pose_at(self, t: float) -> Pose:

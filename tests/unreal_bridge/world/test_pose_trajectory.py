@@ -137,3 +137,11 @@ def test_a_zero_yaw_rate_gives_the_bits_of_the_general_formula(yaw_rate) -> None
         assert pos.shape == (t.size, 3)
     _, nan_quat = cv.positions_rotations(np.array([np.nan, 1.0]))  # NaN times: the formula's NaNs
     assert np.isnan(nan_quat[0]).all() and not np.isnan(nan_quat[1]).any()
+
+
+def test_a_new_start_pose_gives_its_own_rotation_at_a_zero_yaw_rate() -> None:
+    cv = ConstantVelocity(Pose.from_xyz_rpy(0.0, 0.0, 0.0, yaw=0.3), (1.0, 0.0, 0.0))
+    cv.positions_rotations(np.array([0.5]))
+    cv.start = Pose.from_xyz_rpy(0.0, 0.0, 0.0, yaw=-1.2)
+    _, quat = cv.positions_rotations(np.array([0.5, 2.0]))
+    assert quat.tobytes() == quat_multiply(quat_from_yaw(np.zeros(2)), cv.start.rotation).tobytes()
