@@ -25,7 +25,16 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["available", "detect", "detections", "echo_power", "pack_points", "range_noise", "zero_below"]
+__all__ = [
+    "available",
+    "detect",
+    "detections",
+    "echo_power",
+    "pack_points",
+    "prepare",
+    "range_noise",
+    "zero_below",
+]
 
 _POINT_OFFSETS = tuple(int(POINT_DTYPE.fields[n][1]) for n in POINT_DTYPE.names or ())  # type: ignore[index]
 
@@ -37,6 +46,13 @@ every process with the NumPy code, for comparing whole runs)."""
 def available() -> bool:
     """Whether the compiled steps run."""
     return _c is not None and enabled
+
+
+def prepare() -> None:
+    """Make now the once-per-process check the compiled steps make at their first use
+    (:func:`powf_is_numpys`, ~30 ms), so that a frame loop's first frame does not carry it."""
+    if available():
+        powf_is_numpys()
 
 
 @functools.cache

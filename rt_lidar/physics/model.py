@@ -26,7 +26,7 @@ from kernels.ambient import receiver_sigma_w
 from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
-from rt_lidar.physics.fused import detect, detections, pack_points, range_noise
+from rt_lidar.physics.fused import detect, detections, pack_points, prepare, range_noise
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
@@ -108,6 +108,7 @@ class SensorPhysics:
         self.beam = self.config.beam or BeamConfig()
         self.sub_rays, self.return_mode = self.beam.resolve(preset)
         self.pattern: SubRayPattern = subray_pattern(preset, self.sub_rays)
+        prepare()  # the compiled steps' one check now, not in the first frame
 
     @classmethod
     def from_preset(

@@ -22,7 +22,13 @@ from rt_lidar.physics.model import PhysicsResult, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
 from rt_lidar.pipeline.sources import Hits, HitSource, Pose, WorldSource, pose_at
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import Firings, firings_between, firings_per_scan, scan_period_ns
+from rt_lidar.sensor.scan_pattern import (
+    Firings,
+    firings_between,
+    firings_per_scan,
+    prepare_schedule,
+    scan_period_ns,
+)
 from unreal_bridge.world.raycast import PARALLEL_MIN_RAYS
 
 __all__ = ["CAST_AHEAD", "FrameStats", "Pipeline", "Sensed", "frame_time_ns", "frame_workers"]
@@ -98,6 +104,7 @@ class Pipeline:
         """Sim time of frame 0 (a remote sim's clock need not start at 0)."""
         self.frame = 0
         self.assembler = ScanAssembler(preset)
+        prepare_schedule(preset)  # the scan's firing table now, not in frame 0
         self.last_stats: FrameStats | None = None
         self.on_sector: Callable[[np.ndarray, int, int], None] | None = None
         """Called with each sim frame's points (``t`` absolute ns) and its interval, before stitching."""

@@ -25,6 +25,7 @@ __all__ = [
     "azimuth_span_deg",
     "firings_between",
     "firings_per_scan",
+    "prepare_schedule",
     "scan_index",
     "scan_period_ns",
     "scan_runs",
@@ -151,6 +152,14 @@ def _first_slot(t: int, sch: _Schedule) -> int:
 
 def _wrap(az: np.ndarray) -> np.ndarray:
     return np.mod(az + 180.0, 360.0) - 180.0
+
+
+def prepare_schedule(preset: SensorPreset) -> None:
+    """Build now the table of one scan that :func:`firings_between` builds at its first call for
+    ``preset`` (tens of ms for a 128-ring sensor): a frame loop calls it before its clock starts, so
+    that the first frame does not carry it."""
+    if preset.scan.pattern != "rosette":
+        _scan_table(preset)
 
 
 def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:

@@ -35,7 +35,7 @@ from rt_lidar.pipeline.sources import Hits, WorldSource, sun_unit
 from rt_lidar.sensor.beam import SubRayPattern, exit_m_per_rad, pattern_from_offsets
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import Firings, firings_between
+from rt_lidar.sensor.scan_pattern import Firings, firings_between, prepare_schedule
 from rt_lidar.server.vehicle import BicycleModel
 from unreal_bridge import CarControls, FluCarState, FluImage, FluPose, ImageRequest, LidarFrame, LidarHits
 from unreal_bridge.beam_call import SunRequest
@@ -126,6 +126,7 @@ class EmbeddedSim:
             # None: a large cast split over two threads; 1: each cast on one thread (a server sharing
             # its cores with its client, that casts two frames asked ahead at once)
             lidar.source.cast_threads = cast_threads
+            prepare_schedule(lidar.preset)  # the scan's firing table now, not in the first answer
         self._cursors = first.cursors
         self._frames = first.frames
         self.skipped_ns = 0

@@ -253,3 +253,33 @@ def test_rotating_by_one_quaternion_broadcast_gives_the_bits_of_the_same_quatern
         ]
     )
     np.testing.assert_allclose(_rotate_f32(one, v), v.astype(np.float64) @ r.T, atol=1e-5)
+
+
+def test_the_once_per_run_work_is_done_before_the_first_frame(monkeypatch) -> None:
+    """The scan's firing table and the compiled physics' check are made when the loop is built (before
+    a run's clock starts), not by its first frame: frame 0 builds neither."""
+    from rt_lidar.physics import fused
+    from rt_lidar.sensor import scan_pattern
+
+    scan_pattern._scan_table.cache_clear()
+    fused.powf_is_numpys.cache_clear()
+    built = build_pipeline("VLS-128", wall_scene(25.0), sim_hz=20.0)
+    assert scan_pattern._scan_table.cache_info().currsize == 1
+    assert fused.powf_is_numpys.cache_info().currsize == (1 if fused.available() else 0)
+    tables, checks = scan_pattern._scan_table.cache_info(), fused.powf_is_numpys.cache_info()
+    built.pipeline.step()
+    assert scan_pattern._scan_table.cache_info().misses == tables.misses
+    assert fused.powf_is_numpys.cache_info().misses == checks.misses
+
+
+def test_the_embedded_server_builds_its_lidars_firing_tables_before_the_first_answer() -> None:
+    from rt_lidar.sensor import scan_pattern
+    from rt_lidar.server.embedded_sim import EmbeddedSim
+
+    scan_pattern._scan_table.cache_clear()
+    sim = EmbeddedSim(World(wall_scene(25.0)), load_preset("HDL-64E"), paused=True)
+    assert scan_pattern._scan_table.cache_info().currsize == 1
+    built = scan_pattern._scan_table.cache_info().misses
+    sim.continue_for_time(0.05)
+    assert len(sim.lidar_hits("", "").points) > 0
+    assert scan_pattern._scan_table.cache_info().misses == built
