@@ -145,3 +145,52 @@ def test_a_new_start_pose_gives_its_own_rotation_at_a_zero_yaw_rate() -> None:
     cv.start = Pose.from_xyz_rpy(0.0, 0.0, 0.0, yaw=-1.2)
     _, quat = cv.positions_rotations(np.array([0.5, 2.0]))
     assert quat.tobytes() == quat_multiply(quat_from_yaw(np.zeros(2)), cv.start.rotation).tobytes()
+
+
+def _periods_batches(rng: np.random.Generator):
+    """(period, times) pairs: batches within one period (a frame's rays), across periods, at and next
+    to the period boundaries, and the odd values (zeros of both signs, negative, NaN, inf)."""
+    for period in (20.0, 7.3, 0.1, 1.0 / 3.0, 1e-3, 123.456, 2.0**-20, 3e5):
+        for n in (0, 1, 2, 3, 7, 49, 1000, 123_457, 10**9):
+            start = n * period
+            width = rng.choice([1e-9, 0.05, 0.5, 1.0]) * period
+            t = start + rng.random(257) * width
+            yield period, t
+            yield period, np.concatenate([t, [start, np.nextafter(start, np.inf)]])
+            end = (n + 1) * period
+            yield period, np.array([np.nextafter(end, -np.inf), start, 0.5 * (start + end)])
+            yield period, np.array([end, start])  # two periods
+            yield period, start + rng.random(64) * 3.0 * period  # several periods
+        yield period, np.array([0.0, -0.0, 0.25 * period])
+        yield period, np.array([-0.0])
+        yield period, np.array([-1e-12, 0.1 * period])
+        yield period, np.array([np.nan, 0.5 * period])
+        yield period, np.array([np.inf, 0.5 * period])
+        yield period, np.array([], np.float64)
+
+
+def test_wrap_times_gives_np_mod_s_bits() -> None:
+    from unreal_bridge.world.trajectory import wrap_times
+
+    rng = np.random.default_rng(3)
+    cases = 0
+    for period, t in _periods_batches(rng):
+        t = np.asarray(t, np.float64)
+        got, want = wrap_times(t, period), np.mod(t, period)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes(), (period, t[:4], got[:4], want[:4])
+        cases += 1
+    assert cases > 300
+
+
+def test_looping_poses_are_the_inner_trajectory_s_at_np_mod_times() -> None:
+    from unreal_bridge.world import Looping
+
+    rng = np.random.default_rng(4)
+    inner = ConstantVelocity(Pose.from_xyz_rpy(1.0, 2.0, 0.0, yaw=0.3), (10.0, -1.0, 0.0), yaw_rate=0.05)
+    loop = Looping(inner, 20.0)
+    for start in (0.0, 3.0, 19.95, 40.0, 1234.5):
+        t = start + rng.random(1000) * 0.05
+        p, q = loop.positions_rotations(t)
+        pi, qi = inner.positions_rotations(np.mod(t, 20.0))
+        assert p.tobytes() == pi.tobytes() and q.tobytes() == qi.tobytes()
