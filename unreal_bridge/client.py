@@ -23,6 +23,7 @@ from .errors import BridgeError, RpcError, WireFormatError
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
 from .shm import MAX_RING_SEGMENTS, MAX_SEGMENT_BYTES, ShmSegment, shm_available
 from .wire import (
+    FIRING_FIELDS,
     INFO_POSE_SAMPLES,
     CarControls,
     CarState,
@@ -97,8 +98,9 @@ def decode_hits(
 ) -> LidarHits:
     """Read an ``rtLidarGetHits`` answer (see docs/extension-call.md) into project-frame arrays; fields
     sent through shared memory (``"shm": [offset, nbytes]``) are copied out of ``segment``. ``omit``:
-    the core fields the call asked the server to leave out (``points`` / ``normals`` come back zero
-    when it did); an answer that leaves out anything else is refused."""
+    the fields the call asked the server to leave out (``points`` / ``normals``, ``ring`` / ``time``
+    come back zero when it did, a left-out ``direction`` is absent from the extras; the answer's
+    ``omitted`` says which); an answer that leaves out anything else is refused."""
     if not isinstance(answer, Mapping) or answer.get("version") != 1:
         raise WireFormatError("rtLidarGetHits: not a version-1 answer")
     count = answer.get("count")
@@ -117,6 +119,11 @@ def decode_hits(
         if name in omitted:
             return np.zeros((count, 3), np.float32)
         return ned_to_flu_points(_hits_field(fields, name, count, segment).reshape(count, 3))
+
+    def scalars(name: str, dtype: type[np.generic]) -> np.ndarray:
+        if name in omitted:
+            return np.zeros(count, dtype)
+        return _hits_field(fields, name, count, segment).astype(dtype)
 
     extras: dict[str, np.ndarray] = {}
     for name in fields:
@@ -138,14 +145,15 @@ def decode_hits(
         points=vectors("point"),
         normals=vectors("normal"),
         segmentation=_hits_field(fields, "segmentation", count, segment).astype(np.int32),
-        ring=_hits_field(fields, "ring", count, segment).astype(np.uint16),
-        time=_hits_field(fields, "time", count, segment).astype(np.int64),
+        ring=scalars("ring", np.uint16),
+        time=scalars("time", np.int64),
         range=_hits_field(fields, "range", count, segment).astype(np.float32),
         miss=_hits_field(fields, "miss", count, segment).astype(bool),
         pose=pose_ned_to_flu(Pose.from_msgpack(answer.get("pose", {}))),
         time_stamp=int(answer.get("time_stamp", 0)),
         extras=extras,
         info=info,
+        omitted=frozenset(omitted),
     )
 
 
@@ -204,6 +212,10 @@ class AirSimClient:
         self.omit_fields: frozenset[str] = frozenset()
         """Core fields of the hits answers the caller does not read: the extension calls ask the server
         to leave them out (``omit``; set it only to fields the server's ``rtLidarServerInfo`` lists)."""
+        self.omit_firings: frozenset[str] = frozenset()
+        """Lidars (by the name the calls give) whose answers may also leave out the firing fields
+        (:data:`~unreal_bridge.wire.FIRING_FIELDS`): set by a lockstep caller whose firing schedule is
+        the server's for that lidar (``rtLidarServerInfo``'s ``firings`` digest)."""
         self.shm_refused: str | None = None if shared_memory else "not asked for"
         """Why the per-ray fields go over TCP (None while shared memory is offered)."""
         self.transport = "tcp"
@@ -319,17 +331,25 @@ class AirSimClient:
                     raise
                 self._stop_shm(f"the server refused the offer: {exc.error}")
         self.transport = "tcp"
-        return self._decode(self.rpc.call("rtLidarGetHits", *self._hits_args(lidar_name, vehicle_name)))
+        answer = self.rpc.call("rtLidarGetHits", *self._hits_args(lidar_name, vehicle_name))
+        return self._decode(answer, None, self.omit_for(lidar_name))
+
+    def omit_for(self, lidar_name: str) -> frozenset[str]:
+        """The fields the hits calls for ``lidar_name`` ask to leave out: :attr:`omit_fields`, and the
+        firing fields for a lidar in :attr:`omit_firings`."""
+        return self.omit_fields | (FIRING_FIELDS if lidar_name in self.omit_firings else frozenset())
 
     def _hits_args(self, lidar_name: str, vehicle_name: str) -> list[Any]:
-        """The arguments of ``rtLidarGetHits``: with the ``omit`` option when :attr:`omit_fields`."""
-        if not self.omit_fields:
+        """The arguments of ``rtLidarGetHits``: with the ``omit`` option when :meth:`omit_for` names any."""
+        omit = self.omit_for(lidar_name)
+        if not omit:
             return [lidar_name, vehicle_name]
-        return [lidar_name, vehicle_name, {"omit": sorted(self.omit_fields)}]
+        return [lidar_name, vehicle_name, {"omit": sorted(omit)}]
 
-    def _with_omit(self, beam: dict[str, Any]) -> dict[str, Any]:
-        """``beam`` with the ``omit`` entry when :attr:`omit_fields`."""
-        return {**beam, "omit": sorted(self.omit_fields)} if self.omit_fields else beam
+    def _with_omit(self, beam: dict[str, Any], lidar_name: str) -> dict[str, Any]:
+        """``beam`` with the ``omit`` entry when :meth:`omit_for` names any."""
+        omit = self.omit_for(lidar_name)
+        return {**beam, "omit": sorted(omit)} if omit else beam
 
     def _decode(
         self, answer: Any, segment: ShmSegment | None = None, omit: frozenset[str] | None = None
@@ -411,11 +431,13 @@ class AirSimClient:
         segment = self._lend()
         if segment is None:
             self.transport = "tcp"
+            omit = self.omit_for(lidar_name)
             if beam:
-                return self._decode(
-                    self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, self._with_omit(beam))
-                )
-            return self._decode(self.rpc.call("rtLidarGetHits", *self._hits_args(lidar_name, vehicle_name)))
+                args = [lidar_name, vehicle_name, self._with_omit(beam, lidar_name)]
+                return self._decode(self.rpc.call(BEAM_HITS_METHOD, *args), None, omit)
+            return self._decode(
+                self.rpc.call("rtLidarGetHits", *self._hits_args(lidar_name, vehicle_name)), None, omit
+            )
         answered = False
         try:
             try:
@@ -423,13 +445,13 @@ class AirSimClient:
                     BEAM_HITS_METHOD,
                     lidar_name,
                     vehicle_name,
-                    self._with_omit({**beam, "transport": segment.offer()}),
+                    self._with_omit({**beam, "transport": segment.offer()}, lidar_name),
                 )
             except RpcError:
                 answered = True
                 raise
             answered = True
-            return self._decode_offered(answer, segment)
+            return self._decode_offered(answer, segment, self.omit_for(lidar_name))
         finally:
             self._give_back(segment, reusable=answered)
 
@@ -454,7 +476,8 @@ class AirSimClient:
         if self.shm_refused is None:
             return self._shm_call(lidar_name, vehicle_name, beam)
         self.transport = "tcp"
-        return self._decode(self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, self._with_omit(beam)))
+        answer = self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, self._with_omit(beam, lidar_name))
+        return self._decode(answer, None, self.omit_for(lidar_name))
 
     def sim_get_images(
         self, requests: Sequence[ImageRequest], vehicle_name: str = "", external: bool = False
@@ -530,15 +553,15 @@ class AirSimClient:
             return FrameRequest(
                 advance,
                 self.rpc.send_request("rtLidarGetHits", self._hits_args(lidar_name, vehicle_name)),
-                omit=self.omit_fields,
+                omit=self.omit_for(lidar_name),
             )
         try:
-            beam = self._with_omit({"transport": segment.offer()})
+            beam = self._with_omit({"transport": segment.offer()}, lidar_name)
             hits = self.rpc.send_request(BEAM_HITS_METHOD, [lidar_name, vehicle_name, beam])
         except BaseException:
             self._give_back(segment, reusable=False)
             raise
-        return FrameRequest(advance, hits, segment, self.omit_fields)
+        return FrameRequest(advance, hits, segment, self.omit_for(lidar_name))
 
     def read_frame(self, request: FrameRequest, before_decode: Callable[[], None] | None = None) -> LidarHits:
         """The hits of a frame :meth:`send_frame_request` asked for; ``before_decode`` runs once its

@@ -34,6 +34,7 @@ from .limits import ServerLimits, safe_pattern
 from .rpc import Later, Raw, RpcServer
 from .shm import HEADER_BYTES, ShmAttachments, ShmRefused, ShmTarget, needed_bytes
 from .wire import (
+    FIRING_FIELDS,
     OMITTABLE_FIELDS,
     CarControls,
     FluCarState,
@@ -194,11 +195,23 @@ _EXTRA_DTYPES = {
 }
 
 
-SERVER_INFO = {"in_order": True, "omit": sorted(OMITTABLE_FIELDS)}
+SERVER_INFO = {"in_order": True, "omit": sorted(OMITTABLE_FIELDS | FIRING_FIELDS)}
 """``rtLidarServerInfo``: how this server serves (docs/extension-call.md). ``in_order``: each
 connection's calls run one at a time and are answered in the order sent (``RpcServer`` does so), so a
-controller may send the next frame's calls before it has read this frame's answer. ``omit``: the core
-fields a hits call may ask to be left out of its answer (its ``omit`` option)."""
+controller may send the next frame's calls before it has read this frame's answer. ``omit``: the fields
+a hits call may ask to be left out of its answer (its ``omit`` option); the firing fields
+(:data:`~unreal_bridge.wire.FIRING_FIELDS`) only by a client whose schedule matches the lidar's
+``firings`` digest, which the answer adds where the backend gives them (``firing_digests()``)."""
+
+
+def server_info(backend: object) -> dict[str, Any]:
+    """The ``rtLidarServerInfo`` answer for ``backend``: :data:`SERVER_INFO`, with ``firings`` (lidar
+    name -> digest of its firing schedule) where the backend has ``firing_digests()``."""
+    info: dict[str, Any] = dict(SERVER_INFO)
+    digests = getattr(backend, "firing_digests", None)
+    if callable(digests):
+        info["firings"] = {str(k): str(v) for k, v in digests().items()}
+    return info
 
 
 def omit_option(raw: Any, method: str) -> frozenset[str]:
@@ -208,9 +221,9 @@ def omit_option(raw: Any, method: str) -> frozenset[str]:
         return frozenset()
     if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
         raise WireFormatError(f"{method}: 'omit' must be a list of field names")
-    bad = [f for f in raw if f not in OMITTABLE_FIELDS]
+    bad = [f for f in raw if f not in OMITTABLE_FIELDS | FIRING_FIELDS]
     if bad:
-        allowed = ", ".join(sorted(OMITTABLE_FIELDS))
+        allowed = ", ".join(sorted(OMITTABLE_FIELDS | FIRING_FIELDS))
         raise WireFormatError(f"{method}: field '{bad[0]:.40}' cannot be omitted (allowed: {allowed})")
     return frozenset(raw)
 
@@ -237,6 +250,8 @@ def encode_hits(
     answer goes inline with ``shm_refused`` and ``shm_needed`` (the segment size that would fit).
     """
     count = len(hits.points)
+    if hits.info.get("sub_rays", 1) != 1:  # a bundle's rows are not the firings: they go as they are
+        omit = omit - FIRING_FIELDS
     info = dict(hits.info)
     for key in INFO_VECTORS:
         if key in info:
@@ -253,6 +268,8 @@ def encode_hits(
 
     fields: dict[str, tuple[str, list[int], np.ndarray]] = {}
     for name, arr in hits.extras.items():
+        if name in omit:
+            continue
         a = np.asarray(arr)
         code = _EXTRA_DTYPES.get(a.dtype)
         if code is None:
@@ -266,8 +283,10 @@ def encode_hits(
         normals = np.asarray(hits.normals, dtype=np.float32).reshape(-1, 3)
         fields["normal"] = blob(wire.flu_to_ned_points(normals), "<f4", (count, 3))
     fields["segmentation"] = blob(hits.segmentation, "<i4", (count,))
-    fields["ring"] = blob(hits.ring, "<u2", (count,))
-    fields["time"] = blob(hits.time, "<i8", (count,))
+    if "ring" not in omit:
+        fields["ring"] = blob(hits.ring, "<u2", (count,))
+    if "time" not in omit:
+        fields["time"] = blob(hits.time, "<i8", (count,))
     fields["range"] = blob(hits.range, "<f4", (count,))
     fields["miss"] = blob(hits.miss, "|u1", (count,))
     answer: dict[str, Any] = {
@@ -391,7 +410,7 @@ class AirSimServer:
             ("getMinRequiredClientVersion", lambda: MIN_REQUIRED_CLIENT_VERSION, 0),
             ("getLidarData", self._lidar_data, 2),
             ("rtLidarGetHits", self._plain_lidar_hits, (2, 3)),
-            ("rtLidarServerInfo", lambda: dict(SERVER_INFO), 0),
+            ("rtLidarServerInfo", lambda: server_info(b), 0),
             ("simGetImages", self._images, (3, 2)),  # stock: requests, vehicle, external; Cosys: 2
             ("simGetImage", self._image, 4),  # 4th: stock ``external`` (bool), Cosys ``annotation_name``
             ("simGetVehiclePose", lambda v: wire.pose_flu_to_ned(b.vehicle_pose(str(v))).to_msgpack(), 1),

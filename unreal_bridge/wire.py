@@ -26,6 +26,7 @@ from . import fast_decode
 from .errors import WireFormatError
 
 __all__ = [
+    "FIRING_FIELDS",
     "OMITTABLE_FIELDS",
     "CarControls",
     "CarState",
@@ -422,6 +423,12 @@ OMITTABLE_FIELDS = frozenset({"point", "normal"})
 optional fields (``point`` = ``direction`` x ``range``; ``normal``, for the physics, only through
 ``cos_incidence``), so a controller that reads those need not receive 1.6 MB a HDL-64E frame twice."""
 
+FIRING_FIELDS = frozenset({"ring", "time", "direction"})
+"""Fields of a hits answer that follow from the lidar's firing schedule: a lockstep client that computes
+the same schedule (the ``firings`` digest ``rtLidarServerInfo`` gives for its lidar equals its own) may
+ask our server to leave them out (``omit``), 22 of a HDL-64E ray's 63 bytes. An answer of sub-ray
+bundles keeps them."""
+
 INFO_POSE_SAMPLES = "pose_samples"
 """The answer header (``info``) entry holding the lidar's world poses on the 1 ms grid it cast from."""
 _POSE_SAMPLE_FLIP = np.array([1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0])
@@ -598,3 +605,5 @@ class LidarHits:
     time_stamp: int
     extras: Mapping[str, np.ndarray] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)
+    omitted: frozenset[str] = frozenset()
+    """The fields the answer left out (``omit``): core ones read as zeros, extras are absent."""

@@ -18,7 +18,7 @@ import numpy as np
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.scan_pattern import Firings
 from unreal_bridge import FluPose, LidarHits
-from unreal_bridge.wire import INFO_POSE_SAMPLES
+from unreal_bridge.wire import FIRING_FIELDS, INFO_POSE_SAMPLES
 
 __all__ = ["firings_from_directions", "hits_from_wire", "hits_to_wire"]
 
@@ -35,7 +35,9 @@ def hits_to_wire(
     hits (``hits.subrays`` > 1) give one row per sub-ray, with the sub-ray fields of the extension;
     the sun cosines go as the ``sun_cos`` / ``beam_sun_cos`` fields when the hits have them. The core
     fields in ``omit`` (``"point"``, ``"normal"``: an answer that will leave them out) are not computed
-    and read as zeros, as :func:`unreal_bridge.client.decode_hits` gives them."""
+    and read as zeros, as :func:`unreal_bridge.client.decode_hits` gives them; the firing fields in it
+    (``ring``, ``time``, ``direction``: a lockstep client with the same schedule) are not made either
+    (empty), unless the hits are sub-ray bundles, which keep them."""
     n = hits.subrays
     info = dict(info or {})
     if hits.pose_samples is not None:  # each pulse's world pose, exactly (a rig's interference model)
@@ -72,18 +74,25 @@ def hits_to_wire(
         normals[miss] = 0.0
     segmentation = hits.segment.astype(np.int32)
     segmentation[miss] = -1
+    skip = omit & FIRING_FIELDS if n == 1 else frozenset()  # left out of the answer: not made
+    direction = {} if "direction" in skip else {"direction": hits.direction.astype(np.float32, copy=False)}
+    nothing = np.zeros(0, np.int64)
     return LidarHits(
         points=points.astype(np.float32, copy=False),
         normals=normals,
         segmentation=segmentation,
-        ring=(np.repeat(hits.firings.ring, n) if n > 1 else hits.firings.ring).astype(np.uint16),
-        time=(np.repeat(hits.firings.t_ns, n) if n > 1 else hits.firings.t_ns) + np.int64(t_offset_ns),
+        ring=nothing
+        if "ring" in skip
+        else (np.repeat(hits.firings.ring, n) if n > 1 else hits.firings.ring).astype(np.uint16),
+        time=nothing
+        if "time" in skip
+        else (np.repeat(hits.firings.t_ns, n) if n > 1 else hits.firings.t_ns) + np.int64(t_offset_ns),
         range=rng,
         miss=miss,
         pose=pose,
         time_stamp=int(time_stamp_ns),
         extras={  # the hits' own arrays where their type is the wire's (the answer is sent, not kept)
-            "direction": hits.direction.astype(np.float32, copy=False),
+            **direction,
             "cos_incidence": hits.cos_incidence.astype(np.float32, copy=False),
             "material": hits.material.astype(np.int16, copy=False),
             "glass_range": hits.glass_range_m.astype(np.float32, copy=False),
@@ -123,27 +132,43 @@ def firings_from_directions(ring: np.ndarray, t_ns: np.ndarray, direction: np.nd
 def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0, expected: Firings | None = None) -> Hits:
     """Hits of an extension answer that carries our optional fields; times shifted by ``-t_offset_ns``.
 
+    An answer that left out the firing fields (:data:`~unreal_bridge.wire.FIRING_FIELDS`, asked by a
+    lockstep client with the server's schedule) takes ``expected`` as its firings: it must be given,
+    with one firing a ray (a ``ValueError`` otherwise).
+
     An answer of sub-ray bundles (``info.sub_rays`` = N > 1) gives Hits with ``subrays`` = N, the
     pattern's weights, per-sub-ray directions and one firing per bundle. ``expected``: the firings
     this side computed for the frame (lockstep); when the answer's rings, times and directions are
     exactly those, they are taken as they are instead of being rebuilt from the directions.
     """
     ex = answer.extras
-    missing = [k for k in ("direction", "cos_incidence", "material") if k not in ex]
+    left_out = answer.omitted & FIRING_FIELDS
+    needed = [k for k in ("direction", "cos_incidence", "material") if k not in left_out]
+    missing = [k for k in needed if k not in ex]
     if missing:
         raise ValueError(f"rtLidarGetHits answer lacks the optional fields {missing} (not our server?)")
-    n = answer.ring.shape[0]
+    n = answer.miss.shape[0]
     miss = answer.miss.astype(bool)
     rng = np.where(miss, np.float32(np.inf), answer.range).astype(np.float32)
     sub, weights = _bundle(answer)
-    times = answer.time - np.int64(t_offset_ns)
-    if sub == 1:
+    if left_out:  # the server sent no firings: they are this side's, from the same schedule
+        if sub != 1 or expected is None or len(expected) != n:
+            have = "none" if expected is None else f"{len(expected)}"
+            raise ValueError(
+                f"rtLidarGetHits answer of {n} rays left out {sorted(left_out)}, and this side's firings "
+                f"of the interval ({have}) cannot stand for them"
+            )
+        firings = expected
+        direction = firings.directions()
+    elif sub == 1:
+        times = answer.time - np.int64(t_offset_ns)
         if expected is not None and _same_firings(expected, answer.ring, times, ex["direction"]):
             firings = expected
         else:
             firings = firings_from_directions(answer.ring, times, ex["direction"])
         direction = firings.directions()
     else:
+        times = answer.time - np.int64(t_offset_ns)
         firings = firings_from_directions(answer.ring[::sub], times[::sub], ex["pulse_direction"][::sub])
         direction = np.ascontiguousarray(ex["direction"], dtype=np.float32)
 

@@ -38,12 +38,12 @@ from rt_lidar.pipeline.sources import BeamGrant, Capabilities, Hits, Pose
 from rt_lidar.sensor.beam import BeamConfig, SubRayPattern
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import Firings, firings_between
+from rt_lidar.sensor.scan_pattern import Firings, firings_between, schedule_digest
 from unreal_bridge import AirSimClient, LidarHits, RpcError
 from unreal_bridge.beam_call import SunArg
 from unreal_bridge.client import FrameRequest
 from unreal_bridge.errors import BridgeError
-from unreal_bridge.wire import OMITTABLE_FIELDS, FluPose
+from unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS, FluPose
 
 __all__ = ["BridgeSource", "BridgeStats", "airsim_mount", "bridge_pipeline", "parse_address"]
 
@@ -89,6 +89,9 @@ class BridgeStats:
     shm_refused: str | None = None
     """Why they do not come through shared memory (None while they do or may)."""
     mismatch_detail: list[str] = field(default_factory=list)
+    omitted: list[str] = field(default_factory=list)
+    """The fields the answers were asked to leave out (``rtLidarGetHits``' ``omit``): the points and
+    normals from our server, and the rings, times and directions when its schedule is this side's."""
 
     def as_dict(self, server: str) -> dict[str, object]:
         """The figures for a run's summary.json."""
@@ -104,6 +107,7 @@ class BridgeStats:
             "fetch_time_s": self.fetch_s,
             "transport": self.transport,
             "shm_refused": self.shm_refused,
+            "omitted": self.omitted,
         }
 
 
@@ -194,14 +198,28 @@ class BridgeSource:
         self._origin_ns = int(answer.info.get("t1_ns", answer.time_stamp))
         self._pose = _pose(answer.pose)
         self._last_ns = self._origin_ns
-        if "direction" not in answer.extras:
+        if "direction" not in answer.extras and "direction" not in answer.omitted:
             return False
         info = self.client.rt_lidar_server_info()
         self._in_order = info.get("in_order") is True
         offered = info.get("omit")
         if isinstance(offered, list):  # points and normals: the hits are made from the optional fields
-            self.client.omit_fields = OMITTABLE_FIELDS & {f for f in offered if isinstance(f, str)}
+            names = {f for f in offered if isinstance(f, str)}
+            self.client.omit_fields = OMITTABLE_FIELDS & names
+            if names >= FIRING_FIELDS and self._same_schedule(info.get("firings")):
+                # this side's firings stand for the server's rings, times and directions
+                self.client.omit_firings = self.client.omit_firings | {self.lidar_name}
+            self.stats.omitted = sorted(self.client.omit_for(self.lidar_name))
         return True
+
+    def _same_schedule(self, digests: object) -> bool:
+        """Whether the server's lidar fires on this side's schedule (its ``firings`` digest is ours), and
+        this side has each frame's firings to stand for the rays' rings, times and directions: in
+        lockstep, without a rig's pose samples."""
+        if not (self.lockstep and not self.poses and isinstance(digests, Mapping)):
+            return False
+        mine = schedule_digest(self.preset)
+        return mine is not None and digests.get(self.lidar_name) == mine
 
     @property
     def capabilities(self) -> Capabilities:
@@ -333,9 +351,12 @@ class BridgeSource:
                 ahead.append((nxt[0], nxt[1], request_next))
                 last = nxt
 
-        return self._hits_of_answer(self.client.read_frame(request, before_decode=ask_next), expected)
+        answer = self.client.read_frame(request, before_decode=ask_next)
+        return self._hits_of_answer(answer, expected, (t0_ns, t1_ns))
 
-    def _fetch_extension(self, expected: Firings | None = None) -> tuple[Hits, int, int]:
+    def _fetch_extension(
+        self, expected: Firings | None = None, interval: tuple[int, int] | None = None
+    ) -> tuple[Hits, int, int]:
         try:
             if self._beam is None:
                 ans = self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name, poses=self.poses)
@@ -357,11 +378,14 @@ class BridgeSource:
                 f"lidar '{self.lidar_name}': the server answered without info.pose_samples (a rig's "
                 "--crosstalk needs each pulse's world pose)"
             )
-        return self._hits_of_answer(ans, expected)
+        return self._hits_of_answer(ans, expected, interval)
 
-    def _hits_of_answer(self, ans: LidarHits, expected: Firings | None = None) -> tuple[Hits, int, int]:
+    def _hits_of_answer(
+        self, ans: LidarHits, expected: Firings | None = None, interval: tuple[int, int] | None = None
+    ) -> tuple[Hits, int, int]:
         """The hits of an extension answer, with the interval it covers (``expected``: this side's
-        firings of the frame, taken when the answer's are exactly those)."""
+        firings of the frame ``interval``, taken when the answer's are exactly those; an answer without
+        its firings takes them, or this side's firings of the interval it swept when that differs)."""
         t0 = int(ans.info.get("t0_ns", self._last_ns or 0))
         t1 = int(ans.info.get("t1_ns", ans.time_stamp))
         if self._origin_ns is None:
@@ -369,6 +393,8 @@ class BridgeSource:
         weather = ans.info.get("weather")
         self.stats.last_weather = weather
         self.stats.transport, self.stats.shm_refused = self.client.transport, self.client.shm_refused
+        if ans.omitted & FIRING_FIELDS and (expected is None or (t0, t1) != interval):
+            expected = firings_between(self.preset, t0, t1)  # what the server swept, on the same schedule
         hits = hits_from_wire(ans, expected=expected)
         hits.weather = weather
         hits.pose_end = _pose(ans.pose)
@@ -412,7 +438,8 @@ class BridgeSource:
                     time.sleep(wait)
                 self._last_wall = time.perf_counter()
             if self.stats.extension:
-                hits, s0, s1 = self._fetch_extension(firings if self.lockstep else None)
+                local = firings if self.lockstep else None
+                hits, s0, s1 = self._fetch_extension(local, (t0_ns, t1_ns))
             else:
                 hits, s0, s1 = self._fetch_stock(firings if self.lockstep else None)
         hits.pose_start = pose_start

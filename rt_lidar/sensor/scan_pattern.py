@@ -13,6 +13,7 @@ above), wrapped to [-180, 180). A clockwise head (Velodyne, Ouster, Hesai) has d
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ __all__ = [
     "scan_period_ns",
     "scan_runs",
     "scan_start_ns",
+    "schedule_digest",
 ]
 
 
@@ -160,6 +162,28 @@ def prepare_schedule(preset: SensorPreset) -> None:
     that the first frame does not carry it."""
     if preset.scan.pattern != "rosette":
         _scan_table(preset)
+
+
+_DIGEST_VERSION = "rt-lidar firings 1"
+"""Changes whenever :func:`firings_between`'s slicing of the table changes, so that two versions that
+would slice differently never find their schedules equal."""
+
+
+@functools.lru_cache(maxsize=16)
+def schedule_digest(preset: SensorPreset) -> str | None:
+    """A fingerprint of ``preset``'s firing schedule (its period, slots and the whole table of one
+    scan: rings, times, columns, angles, unit directions). Two sides whose digests are equal get the
+    same firings from :func:`firings_between` for any interval, so a server need not send a lockstep
+    client the rings, times and directions of its rays (docs/extension-call.md). None for the rosette,
+    whose firings are computed, not sliced from a table."""
+    if preset.scan.pattern == "rosette":
+        return None
+    sch = _schedule(preset)
+    table = _scan_table(preset)
+    h = hashlib.sha256(f"{_DIGEST_VERSION}:{sch.period_ns}:{sch.slots}:{sch.all_rings}".encode())
+    for arr in (table.ring, table.t_ns, table.column, table.azimuth_deg, table.elevation_deg, table.unit):
+        h.update(np.ascontiguousarray(arr).tobytes() if arr is not None else b"-")
+    return h.hexdigest()[:32]
 
 
 def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:

@@ -35,7 +35,7 @@ from rt_lidar.pipeline.sources import Hits, WorldSource, sun_unit
 from rt_lidar.sensor.beam import SubRayPattern, exit_m_per_rad, pattern_from_offsets
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import Firings, firings_between, prepare_schedule
+from rt_lidar.sensor.scan_pattern import Firings, firings_between, prepare_schedule, schedule_digest
 from rt_lidar.server.vehicle import BicycleModel
 from unreal_bridge import CarControls, FluCarState, FluImage, FluPose, ImageRequest, LidarFrame, LidarHits
 from unreal_bridge.beam_call import SunRequest
@@ -189,6 +189,20 @@ class EmbeddedSim:
             self.world.scene.ego = self._scripted_ego
 
     # -- lidar -----------------------------------------------------------------------------------
+    def firing_digests(self) -> dict[str, str]:
+        """Each lidar's firing-schedule digest (:func:`~rt_lidar.sensor.scan_pattern.schedule_digest`),
+        by name, the default lidar also under ``""`` (``rtLidarServerInfo``'s ``firings``): a lockstep
+        controller whose own digest matches may ask the answers to leave the rings, times and
+        directions out. A lidar whose pattern has no digest (the rosette) is not listed."""
+        out: dict[str, str] = {}
+        for name, lidar in self._lidars.items():
+            digest = schedule_digest(lidar.preset)
+            if digest is not None:
+                out[name] = digest
+                if name == self.lidar_name:
+                    out[""] = digest
+        return out
+
     def _check(self, lidar_name: str, vehicle_name: str) -> _Lidar:
         lidar = self._lidars.get(lidar_name or self.lidar_name)
         if lidar is None:

@@ -14,12 +14,13 @@ from scenes import wall_scene
 
 from rt_lidar.bridge.source import BridgeSource
 from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.scan_pattern import schedule_digest
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimClient, AirSimServer, LidarHits, RpcError
 from unreal_bridge.beam_call import BEAM_HITS_METHOD
 from unreal_bridge.client import decode_hits
 from unreal_bridge.errors import WireFormatError
-from unreal_bridge.wire import OMITTABLE_FIELDS
+from unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS
 from unreal_bridge.world import World, street_scene
 
 _OMIT = {"omit": sorted(OMITTABLE_FIELDS)}
@@ -65,7 +66,12 @@ def test_an_answer_without_points_and_normals_has_every_other_field_bit_for_bit(
 
 def test_the_server_leaves_the_fields_out_of_the_message_and_says_so() -> None:
     with _served() as (_sim, server), AirSimClient(port=server.port) as client:
-        assert client.rt_lidar_server_info()["omit"] == ["normal", "point"]
+        info = client.rt_lidar_server_info()
+        assert info["omit"] == ["direction", "normal", "point", "ring", "time"]
+        assert info["firings"] == {
+            "Lidar1": schedule_digest(load_preset("VLP-16")),
+            "": info["firings"]["Lidar1"],
+        }
         client.sim_continue_for_time(0.05)
         raw: Any = client.rpc.call("rtLidarGetHits", "", "", _OMIT)
         assert raw["omitted"] == ["normal", "point"]
@@ -80,7 +86,10 @@ def test_the_server_leaves_the_fields_out_of_the_message_and_says_so() -> None:
 @pytest.mark.parametrize(
     ("options", "said"),
     [
-        ({"omit": ["range"]}, "field 'range' cannot be omitted (allowed: normal, point)"),
+        (
+            {"omit": ["range"]},
+            "field 'range' cannot be omitted (allowed: direction, normal, point, ring, time)",
+        ),
         ({"omit": "point"}, "'omit' must be a list of field names"),
         ({"omit": [1]}, "'omit' must be a list of field names"),
         ({"fields": ["point"]}, "options must be a map with at most an 'omit' entry"),
@@ -93,7 +102,7 @@ def test_a_bad_omit_option_is_refused_naming_what_is_wrong(options: Any, said: s
             client.rpc.call("rtLidarGetHits", "", "", options)
         assert said in str(err.value)
         with pytest.raises(RpcError, match="cannot be omitted"):
-            client.rpc.call(BEAM_HITS_METHOD, "", "", {"omit": ["ring"]})
+            client.rpc.call(BEAM_HITS_METHOD, "", "", {"omit": ["miss"]})
         assert client.ping()  # the connection stays
 
 
@@ -119,7 +128,8 @@ class _WithoutOmit(AirSimServer):
 
 
 @pytest.mark.parametrize(
-    ("server_type", "asked"), [(AirSimServer, OMITTABLE_FIELDS), (_WithoutOmit, frozenset())]
+    ("server_type", "asked"),
+    [(AirSimServer, OMITTABLE_FIELDS | FIRING_FIELDS), (_WithoutOmit, frozenset())],
 )
 def test_the_bridge_asks_to_leave_out_what_it_does_not_read_only_of_a_server_that_offers_it(
     server_type: type[AirSimServer], asked: frozenset[str]
@@ -132,7 +142,7 @@ def test_the_bridge_asks_to_leave_out_what_it_does_not_read_only_of_a_server_tha
             client.reset()
             source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
             assert source.stats.extension and source._in_order
-            assert client.omit_fields == asked
+            assert client.omit_for("") == asked and source.stats.omitted == sorted(asked)
     finally:
         server.close()
 
