@@ -76,6 +76,8 @@ class RunResult:
     wall_s: float
     skipped: bool = False
     worker_pid: int = 0
+    started_s: float = 0.0
+    """When the worker began it (``time.time()``): with ``wall_s``, when it ran."""
 
 
 def _pose(m: MountSpec) -> Pose:
@@ -170,11 +172,13 @@ def partial_dirs(run: RunSpec, out: str | Path) -> list[Path]:
 
 def write_run(run: RunSpec, out: str | Path) -> RunResult:
     """Simulate ``run`` and write its sequence under ``out/sequences/``; returns what was written."""
-    t_wall = time.perf_counter()
+    t_wall, started = time.perf_counter(), time.time()
     root = Path(out) / "sequences"
     final = root / run.sequence_name
     if sequence_state(run, out) == "complete":
-        return RunResult(run.run_id, run.sequence, 0, 0, 0.0, skipped=True, worker_pid=os.getpid())
+        return RunResult(
+            run.run_id, run.sequence, 0, 0, 0.0, skipped=True, worker_pid=os.getpid(), started_s=started
+        )
     tmp = root / f".{run.sequence_name}{PARTIAL}{os.getpid()}-{secrets.token_hex(4)}"
     tmp.mkdir(parents=True)
     try:
@@ -188,9 +192,9 @@ def write_run(run: RunSpec, out: str | Path) -> RunResult:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return RunResult(
-        run.run_id, run.sequence, frames, points, time.perf_counter() - t_wall, worker_pid=os.getpid()
-    )
+    wall = time.perf_counter() - t_wall
+    pid = os.getpid()
+    return RunResult(run.run_id, run.sequence, frames, points, wall, worker_pid=pid, started_s=started)
 
 
 def _recording_sinks(sinks: tuple[str, ...], seq: Path) -> list[ScanSink]:

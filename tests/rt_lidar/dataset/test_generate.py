@@ -7,6 +7,7 @@ is already up); the CLI test starts and stops its own. No Ray process may outliv
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import signal
@@ -115,7 +116,10 @@ def test_small_sweep_on_two_workers(tmp_path: Path, local_ray: None, reference: 
 
 def test_one_worker_gives_the_same_bytes(tmp_path: Path, local_ray: None, reference: dict[str, str]) -> None:
     s = generate(SMALL_SWEEP, tmp_path, workers=1, progress=False)
-    assert s.ok and s.workers == 1 and len({r.worker_pid for r in s.results}) == 1
+    assert s.ok and s.workers == 1
+    # one run at a time (the module's Ray has two worker processes: either may take each run)
+    spans = sorted((r.started_s, r.started_s + r.wall_s) for r in s.results)
+    assert len(spans) == 4 and all(b[0] >= a[1] - 1e-3 for a, b in itertools.pairwise(spans))
     assert tree_digest(tmp_path / "sequences") == reference
 
 
