@@ -34,10 +34,11 @@ import numpy as np
 
 from rt_lidar.pipeline.builder import build_world
 from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.scan_pattern import schedule_digest
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimServer, FluPose, LidarHits
 from unreal_bridge.server import encode_hits, hits_options
-from unreal_bridge.wire import OMITTABLE_FIELDS
+from unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 _CORE = ("points", "normals", "segmentation", "ring", "time", "range", "miss")
@@ -101,9 +102,15 @@ class CannedSim:
 
     def __init__(self, head: dict[str, Any], answers: list[LidarHits]) -> None:
         self.period_ns = int(head["period_ns"])
+        self.digest = schedule_digest(load_preset(str(head["preset"])))
         self.probe, self.frames = answers[0], answers[1:]
         self.calls = 0
         self.paused = True
+
+    def firing_digests(self) -> dict[str, str]:
+        """The recorded preset's schedule digest (as our server gives it): a lockstep controller on the
+        same schedule asks the answers to leave the firings out, as it does of ``rt-lidar serve``."""
+        return {} if self.digest is None else {"": self.digest}
 
     def lidar_hits(self, lidar_name: str, vehicle_name: str) -> LidarHits:
         k, self.calls = self.calls, self.calls + 1
@@ -150,7 +157,8 @@ def prepacked(sim: CannedSim) -> Any:
     firing times, the time stamp and the header change between rotations): the same answer
     :func:`~unreal_bridge.server.encode_hits` gives for each call, without its per-call encoding."""
     answers = [sim.probe, *sim.frames]
-    by_omit = {o: [encode_hits(a, omit=o) for a in answers] for o in (frozenset(), OMITTABLE_FIELDS)}
+    sets: tuple[frozenset[str], ...] = (frozenset(), OMITTABLE_FIELDS, OMITTABLE_FIELDS | FIRING_FIELDS)
+    by_omit = {o: [encode_hits(a, omit=o) for a in answers] for o in sets}
 
     def handler(lidar_name: Any, vehicle_name: Any, options: Any = None) -> dict[str, Any]:
         omit = hits_options(options)
@@ -166,9 +174,10 @@ def prepacked(sim: CannedSim) -> Any:
         info["t0_ns"] += shift
         info["t1_ns"] += shift
         info["frame"] = k
-        t = base["fields"]["time"]
-        times = (np.frombuffer(t["data"], "<i8") + np.int64(shift)).tobytes()
-        fields = {**base["fields"], "time": {**t, "data": times}}
+        fields = dict(base["fields"])
+        t = fields.get("time")  # (left out for a controller on the same schedule)
+        if t is not None:
+            fields["time"] = {**t, "data": (np.frombuffer(t["data"], "<i8") + np.int64(shift)).tobytes()}
         return {**base, "time_stamp": base["time_stamp"] + shift, "info": info, "fields": fields}
 
     return handler
