@@ -35,7 +35,7 @@ from .rpc import Later, Raw, RpcServer
 from .shm import HEADER_BYTES, ShmAttachments, ShmRefused, ShmTarget, needed_bytes
 from .wire import (
     FIRING_FIELDS,
-    OMITTABLE_FIELDS,
+    LEAN_FIELDS,
     CarControls,
     FluCarState,
     FluImage,
@@ -195,7 +195,7 @@ _EXTRA_DTYPES = {
 }
 
 
-SERVER_INFO = {"in_order": True, "omit": sorted(OMITTABLE_FIELDS | FIRING_FIELDS)}
+SERVER_INFO = {"in_order": True, "omit": sorted(LEAN_FIELDS)}
 """``rtLidarServerInfo``: how this server serves (docs/extension-call.md). ``in_order``: each
 connection's calls run one at a time and are answered in the order sent (``RpcServer`` does so), so a
 controller may send the next frame's calls before it has read this frame's answer. ``omit``: the fields
@@ -221,9 +221,9 @@ def omit_option(raw: Any, method: str) -> frozenset[str]:
         return frozenset()
     if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
         raise WireFormatError(f"{method}: 'omit' must be a list of field names")
-    bad = [f for f in raw if f not in OMITTABLE_FIELDS | FIRING_FIELDS]
+    bad = [f for f in raw if f not in LEAN_FIELDS]
     if bad:
-        allowed = ", ".join(sorted(OMITTABLE_FIELDS | FIRING_FIELDS))
+        allowed = ", ".join(sorted(LEAN_FIELDS))
         raise WireFormatError(f"{method}: field '{bad[0]:.40}' cannot be omitted (allowed: {allowed})")
     return frozenset(raw)
 

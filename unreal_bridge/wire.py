@@ -27,6 +27,7 @@ from .errors import WireFormatError
 
 __all__ = [
     "FIRING_FIELDS",
+    "LEAN_FIELDS",
     "OMITTABLE_FIELDS",
     "CarControls",
     "CarState",
@@ -428,6 +429,10 @@ FIRING_FIELDS = frozenset({"ring", "time", "direction"})
 the same schedule (the ``firings`` digest ``rtLidarServerInfo`` gives for its lidar equals its own) may
 ask our server to leave them out (``omit``), 22 of a HDL-64E ray's 63 bytes. An answer of sub-ray
 bundles keeps them."""
+
+LEAN_FIELDS = OMITTABLE_FIELDS | FIRING_FIELDS
+"""Every field a hits call may ask our server to leave out: what a lockstep controller on the server's
+schedule asks for (the allowed names of the ``omit`` option)."""
 
 INFO_POSE_SAMPLES = "pose_samples"
 """The answer header (``info``) entry holding the lidar's world poses on the 1 ms grid it cast from."""

@@ -19,7 +19,7 @@ from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimClient, AirSimServer
 from unreal_bridge.beam_call import BEAM_HITS_METHOD, encode_beam
 from unreal_bridge.client import decode_hits
-from unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS
+from unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
 from unreal_bridge.world import Pose, World, street_scene
 
 _HITS_FIELDS = ("direction", "range_m", "cos_incidence", "material", "segment", "glass_range_m", "glass_cos")
@@ -61,17 +61,17 @@ def _bin_bytes(raw: Any) -> int:
 def test_an_answer_without_its_firings_gives_the_same_hits_with_a_third_fewer_bytes() -> None:
     preset = load_preset("HDL-64E")
     full = _raw_frames(OMITTABLE_FIELDS)
-    lean = _raw_frames(OMITTABLE_FIELDS | FIRING_FIELDS)
+    lean = _raw_frames(LEAN_FIELDS)
     for a, b in zip(full, lean, strict=True):
-        assert sorted(b["omitted"]) == sorted(OMITTABLE_FIELDS | FIRING_FIELDS)
+        assert sorted(b["omitted"]) == sorted(LEAN_FIELDS)
         assert not {"ring", "time", "direction"} & b["fields"].keys()
         rays = a["count"]
         assert rays == b["count"] > 60_000
         assert _bin_bytes(a) - _bin_bytes(b) == 22 * rays  # u2 ring, i8 time, 3 x f4 direction
         assert _bin_bytes(b) < 0.67 * _bin_bytes(a)
         wa = decode_hits(a, omit=OMITTABLE_FIELDS)
-        wb = decode_hits(b, omit=OMITTABLE_FIELDS | FIRING_FIELDS)
-        assert wb.omitted == OMITTABLE_FIELDS | FIRING_FIELDS and "direction" not in wb.extras
+        wb = decode_hits(b, omit=LEAN_FIELDS)
+        assert wb.omitted == LEAN_FIELDS and "direction" not in wb.extras
         expected = firings_between(preset, int(wa.info["t0_ns"]), int(wa.info["t1_ns"]))
         ha, hb = hits_from_wire(wa, expected=expected), hits_from_wire(wb, expected=expected)
         assert ha.firings is expected and hb.firings is expected  # the full answer's firings are these
@@ -80,8 +80,8 @@ def test_an_answer_without_its_firings_gives_the_same_hits_with_a_third_fewer_by
 
 
 def test_an_answer_without_its_firings_needs_this_sides_firings_of_as_many_rays() -> None:
-    (raw,) = _raw_frames(OMITTABLE_FIELDS | FIRING_FIELDS, frames=1, preset_name="VLP-16")
-    answer = decode_hits(raw, omit=OMITTABLE_FIELDS | FIRING_FIELDS)
+    (raw,) = _raw_frames(LEAN_FIELDS, frames=1, preset_name="VLP-16")
+    answer = decode_hits(raw, omit=LEAN_FIELDS)
     with pytest.raises(ValueError, match=r"left out \['direction', 'ring', 'time'\].*\(none\)"):
         hits_from_wire(answer)
     t0, t1 = int(answer.info["t0_ns"]), int(answer.info["t1_ns"])
@@ -97,7 +97,7 @@ def test_a_bundle_answer_keeps_its_firings_when_asked_to_leave_them_out() -> Non
         with AirSimClient(port=server.port) as client:
             client.sim_continue_for_time(0.05)
             beam = encode_beam(np.array([[0.0, 0.0], [1e-3, 0.0]]), np.array([0.5, 0.5]), None, False)
-            omit = sorted(OMITTABLE_FIELDS | FIRING_FIELDS)
+            omit = sorted(LEAN_FIELDS)
             raw: Any = client.rpc.call(BEAM_HITS_METHOD, "", "", {**beam, "omit": omit})
     finally:
         server.close()
@@ -127,7 +127,7 @@ def test_only_a_lidar_whose_schedule_is_this_sides_leaves_its_firings_out() -> N
             main = BridgeSource(client, load_preset("HDL-64E"), lockstep=True, lidar_name="Lidar1")
             other = BridgeSource(client, retimed, lockstep=True, lidar_name="corner", advance_clock=False)
             assert client.omit_firings == {"Lidar1"}
-            assert main.stats.omitted == sorted(OMITTABLE_FIELDS | FIRING_FIELDS)
+            assert main.stats.omitted == sorted(LEAN_FIELDS)
             assert other.stats.omitted == sorted(OMITTABLE_FIELDS)
             assert client.omit_for("corner") == OMITTABLE_FIELDS
         with AirSimClient(port=server.port) as client:

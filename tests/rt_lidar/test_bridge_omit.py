@@ -20,7 +20,7 @@ from unreal_bridge import AirSimClient, AirSimServer, LidarHits, RpcError
 from unreal_bridge.beam_call import BEAM_HITS_METHOD
 from unreal_bridge.client import decode_hits
 from unreal_bridge.errors import WireFormatError
-from unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS
+from unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
 from unreal_bridge.world import World, street_scene
 
 _OMIT = {"omit": sorted(OMITTABLE_FIELDS)}
@@ -129,7 +129,7 @@ class _WithoutOmit(AirSimServer):
 
 @pytest.mark.parametrize(
     ("server_type", "asked"),
-    [(AirSimServer, OMITTABLE_FIELDS | FIRING_FIELDS), (_WithoutOmit, frozenset())],
+    [(AirSimServer, LEAN_FIELDS), (_WithoutOmit, frozenset())],
 )
 def test_the_bridge_asks_to_leave_out_what_it_does_not_read_only_of_a_server_that_offers_it(
     server_type: type[AirSimServer], asked: frozenset[str]

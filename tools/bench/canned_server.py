@@ -38,7 +38,7 @@ from rt_lidar.sensor.scan_pattern import schedule_digest
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimServer, FluPose, LidarHits
 from unreal_bridge.server import encode_hits, hits_options
-from unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS
+from unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 _CORE = ("points", "normals", "segmentation", "ring", "time", "range", "miss")
@@ -157,7 +157,7 @@ def prepacked(sim: CannedSim) -> Any:
     firing times, the time stamp and the header change between rotations): the same answer
     :func:`~unreal_bridge.server.encode_hits` gives for each call, without its per-call encoding."""
     answers = [sim.probe, *sim.frames]
-    sets: tuple[frozenset[str], ...] = (frozenset(), OMITTABLE_FIELDS, OMITTABLE_FIELDS | FIRING_FIELDS)
+    sets: tuple[frozenset[str], ...] = (frozenset(), OMITTABLE_FIELDS, LEAN_FIELDS)
     by_omit = {o: [encode_hits(a, omit=o) for a in answers] for o in sets}
 
     def handler(lidar_name: Any, vehicle_name: Any, options: Any = None) -> dict[str, Any]:

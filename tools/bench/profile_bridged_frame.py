@@ -60,10 +60,7 @@ from unreal_bridge.client import decode_hits
 from unreal_bridge.rpc import Packed, pack_parts, send_parts
 from unreal_bridge.server import encode_hits
 from unreal_bridge.shm import ShmAttachments, ShmSegment
-from unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS
-
-DEMO_OMIT = OMITTABLE_FIELDS | FIRING_FIELDS
-"""What the demo's answers leave out: points and normals, and the firings (its schedule is the server's)."""
+from unreal_bridge.wire import LEAN_FIELDS
 
 STAGES = ("server_cast", "pack", "transfer", "decode", "hits_from_wire", "physics", "sweep", "sinks")
 
@@ -147,7 +144,8 @@ def main() -> None:
         for k in range(args.frames + 2):
             t = _now()
             sim.continue_for_time(0.05)
-            wire_hits = sim.prepare_lidar_hits("", "", omit=DEMO_OMIT).run()  # as the demo asks
+            # as the demo asks (its schedule is the server's): points, normals and firings left out
+            wire_hits = sim.prepare_lidar_hits("", "", omit=LEAN_FIELDS).run()
             cast_s = _since(t)
             expected = firings_between(preset, int(wire_hits.info["t0_ns"]), int(wire_hits.info["t1_ns"]))
             decoded = {}
@@ -156,7 +154,7 @@ def main() -> None:
                 rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([0, k])))
                 t = _now()
                 target = attachments.attach(segment.offer()) if tr == "shm" else None
-                message = pack_parts([1, k, None, encode_hits(wire_hits, shm=target, omit=DEMO_OMIT)])
+                message = pack_parts([1, k, None, encode_hits(wire_hits, shm=target, omit=LEAN_FIELDS)])
                 if target is not None:
                     target.release()  # written: the segment may be offered again
                 st["pack"] = _since(t)
@@ -165,7 +163,7 @@ def main() -> None:
                 st["transfer"] = _since(t)
                 t = _now()
                 msg, _end = fast_decode.decode(received, 0, {})
-                answer = decode_hits(msg[3], segment if tr == "shm" else None, DEMO_OMIT)
+                answer = decode_hits(msg[3], segment if tr == "shm" else None, LEAN_FIELDS)
                 del received
                 st["decode"] = _since(t)
                 t = _now()
