@@ -1,11 +1,12 @@
-/* Compiled twins of three steps of WorldSource (rt_lidar.pipeline.source_steps), each one pass where
+/* Compiled twins of two steps of WorldSource (rt_lidar.pipeline.source_steps), each one pass where
  * NumPy takes several, with the same operations in the same order and types, so the same bits (built
  * with -ffp-contract=off, as an optional extension; where it is missing the NumPy code runs):
  *
  * - first_surfaces: a frame's first hits split into the surfaces the rays end on and the transmissive
  *   ones they pass (glass), every per-ray field filled (NumPy: ~15 passes and as many temporaries);
- * - rotate_f32: sensor-frame directions rotated by each firing's quaternion (sources._rotate_f32);
- * - interp_sorted: the firings' poses interpolated between the 1 ms samples (np.interp's formula).
+ * - rotate_f32: sensor-frame directions rotated by each firing's quaternion (sources._rotate_f32).
+ *
+ * The firings' poses are interpolated by unreal_bridge.world._cast_steps.interp_sorted.
  */
 #include "_np_twins.h"
 
@@ -124,60 +125,9 @@ static PyObject *rotate_f32(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* interp_sorted(t f8 (N, in order), xp f8 (K >= 2, increasing), fp f8 (K, C), slopes f8 (K - 1, C),
- *               out f8 (N, C)): np.interp(t, xp, fp[:, c]) for every column: fp[0] before xp[0], fp[K-1]
- * at and after xp[K-1], fp[j] exactly on xp[j], else slopes[j] * (t - xp[j]) + fp[j]. */
-static PyObject *interp_sorted(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *o[5];
-    Py_ssize_t cols;
-    if (!PyArg_ParseTuple(args, "OOOOOn", &o[0], &o[1], &o[2], &o[3], &o[4], &cols)) return NULL;
-    Buf b[5];
-    memset(b, 0, sizeof b);
-    Py_ssize_t n = buf_items(o[0], 8), k = buf_items(o[1], 8);
-    if (n < 0 || k < 0) return NULL;
-    if (k < 2 || cols < 1) return PyErr_Format(PyExc_ValueError, "interp_sorted: needs 2 samples and 1 column");
-    if (buf_get(&b[0], o[0], 0, 'd', 8, n, "t") || buf_get(&b[1], o[1], 0, 'd', 8, k, "xp") ||
-        buf_get(&b[2], o[2], 0, 'd', 8, k * cols, "fp") || buf_get(&b[3], o[3], 0, 'd', 8, (k - 1) * cols, "slopes") ||
-        buf_get(&b[4], o[4], 1, 'd', 8, n * cols, "out")) {
-        buf_release(b, 5);
-        return NULL;
-    }
-    const double *t = b[0].view.buf, *xp = b[1].view.buf, *fp = b[2].view.buf, *sl = b[3].view.buf;
-    double *out = b[4].view.buf;
-    Py_ssize_t j = 0, bad = -1;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const double x = t[i];
-        double *row = out + i * cols;
-        if (i > 0 && !(x >= t[i - 1])) {
-            bad = i;
-            break;
-        }
-        if (x < xp[0]) {
-            memcpy(row, fp, sizeof(double) * cols);
-        } else if (x >= xp[k - 1]) {
-            memcpy(row, fp + (k - 1) * cols, sizeof(double) * cols);
-        } else {
-            while (xp[j + 1] <= x) j++;
-            if (x == xp[j]) {
-                memcpy(row, fp + j * cols, sizeof(double) * cols);
-            } else {
-                const double dt = x - xp[j];
-                for (Py_ssize_t c = 0; c < cols; c++) row[c] = sl[j * cols + c] * dt + fp[j * cols + c];
-            }
-        }
-    }
-    Py_END_ALLOW_THREADS
-    buf_release(b, 5);
-    if (bad >= 0) return PyErr_Format(PyExc_ValueError, "interp_sorted: t[%zd] is out of order", bad);
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef methods[] = {
     {"first_surfaces", first_surfaces, METH_VARARGS, "WorldSource._cast's first-surface step (see the source)."},
     {"rotate_f32", rotate_f32, METH_VARARGS, "Directions rotated by quaternions, float32 (see the source)."},
-    {"interp_sorted", interp_sorted, METH_VARARGS, "np.interp of every column at times in order (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from rt_lidar.pipeline.source_steps import interp_sorted
 from unreal_bridge.world import Pose as MountPose
 from unreal_bridge.world import World
+from unreal_bridge.world.interp import interp_columns
 
 __all__ = ["PoseSamples", "interp_columns", "interpolate_pose_samples", "sensor_pose_samples"]
 
@@ -38,43 +38,6 @@ def sensor_pose_samples(world: World, t_ns: np.ndarray, mount: MountPose | None 
     flip = np.einsum("ij,ij->i", q_s[1:], q_s[:-1]) < 0  # keep neighbours in one hemisphere
     q_s[1:][np.cumsum(flip) % 2 == 1] *= -1.0
     return ts, p_s, q_s
-
-
-def interp_columns(t: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
-    """``np.interp(t, xp, fp[:, c])`` for every column ``c`` of ``fp`` (K, C), as one (N, C) float64
-    array, bit for bit.
-
-    For times in order (a frame's firings) each run of ``t`` between two samples is computed as
-    ``np.interp`` computes it, ``slope * (t - xp[j]) + fp[j]`` with the same slope, in whole slices: a
-    third of the work of C separate searches. Anything else (times out of order, fewer times than
-    samples, non-finite values, whose special cases ``np.interp`` handles) goes to ``np.interp``.
-    """
-    t = np.asarray(t, np.float64)
-    xp = np.asarray(xp, np.float64)
-    fp = np.asarray(fp, np.float64)
-    n, k = t.shape[0], xp.shape[0]
-    out = np.empty((n, fp.shape[1]), np.float64)
-    if k < 2 or n < 4 * k or not np.isfinite(fp).all() or not bool((t[1:] >= t[:-1]).all()):
-        for c in range(fp.shape[1]):
-            out[:, c] = np.interp(t, xp, fp[:, c])
-        return out
-    fast = interp_sorted(t, xp, fp)
-    if fast is not None:  # the compiled twin of the lines below
-        return fast
-    lo = np.searchsorted(t, xp, side="left").tolist()  # first time at or after each sample
-    hi = np.searchsorted(t, xp, side="right").tolist()  # first time after it
-    slopes = np.diff(fp, axis=0) / np.diff(xp)[:, None]
-    out[: lo[0]] = fp[0]  # before the first sample: its value (np.interp's default left)
-    for j in range(k - 1):
-        out[lo[j] : hi[j]] = fp[j]  # exactly on a sample: its value, as np.interp gives it
-        a, b = hi[j], lo[j + 1]
-        if a < b:
-            dt = t[a:b] - xp[j]
-            run = out[a:b]
-            for c in range(fp.shape[1]):
-                np.add(dt * slopes[j, c], fp[j, c], out=run[:, c])
-    out[lo[k - 1] :] = fp[k - 1]  # on or after the last sample: its value
-    return out
 
 
 def interpolate_pose_samples(t_ns: np.ndarray, samples: PoseSamples | None) -> tuple[np.ndarray, np.ndarray]:

@@ -19,7 +19,7 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["FirstSurfaces", "available", "first_surfaces", "interp_sorted", "rotate_f32"]
+__all__ = ["FirstSurfaces", "available", "first_surfaces", "rotate_f32"]
 
 FirstSurfaces = tuple[
     np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
@@ -96,18 +96,4 @@ def rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
     one = n > 1 and q.strides[0] == 0
     out = np.empty((n, 3), np.float32)
     _c.rotate_f32(np.ascontiguousarray(q[:1] if one else q), np.ascontiguousarray(v), out)
-    return out
-
-
-def interp_sorted(t: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray | None:
-    """``np.interp(t, xp, fp[:, c])`` for every column as one (N, C) float64 array, for ``t`` in order
-    and finite ``fp`` (the caller checks), with np.interp's slopes. None when off."""
-    if not available():
-        return None
-    n, cols = t.shape[0], fp.shape[1]
-    fp = np.ascontiguousarray(fp, np.float64)
-    xp = np.ascontiguousarray(xp, np.float64)
-    slopes = np.ascontiguousarray(np.diff(fp, axis=0) / np.diff(xp)[:, None])
-    out = np.empty((n, cols), np.float64)
-    _c.interp_sorted(np.ascontiguousarray(t, np.float64), xp, fp, slopes, out, cols)
     return out

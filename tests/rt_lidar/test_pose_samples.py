@@ -9,7 +9,7 @@ import pytest
 from rt_lidar.pipeline.pose_samples import interp_columns, interpolate_pose_samples, sensor_pose_samples
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
-from unreal_bridge.world import street_scene
+from unreal_bridge.world import interp, street_scene
 from unreal_bridge.world.world import World
 
 
@@ -46,10 +46,8 @@ def _case(rng: np.random.Generator, trial: int) -> tuple[np.ndarray, np.ndarray,
 @pytest.mark.parametrize("compiled", [True, False])
 def test_interp_columns_is_np_interp_bit_for_bit(compiled: bool) -> None:
     """With the compiled step (where built) and with the NumPy one."""
-    from rt_lidar.pipeline import source_steps
-
     rng = np.random.default_rng(7)
-    source_steps.enabled = compiled
+    interp.enabled = compiled
     try:
         for trial in range(1500):
             t, xp, fp = _case(rng, trial)
@@ -57,7 +55,30 @@ def test_interp_columns_is_np_interp_bit_for_bit(compiled: bool) -> None:
             assert got.shape == (t.size, fp.shape[1])
             assert got.tobytes() == _reference(t, xp, fp).tobytes(), f"trial {trial}"
     finally:
-        source_steps.enabled = True
+        interp.enabled = True
+
+
+@pytest.mark.skipif(interp._c is None, reason="the _cast_steps extension was not built")
+def test_the_compiled_step_refuses_times_out_of_order() -> None:
+    """It checks the order in its pass (interp_columns then takes np.interp), and the two agree on a
+    frame's worth of firing times with some exactly on the samples."""
+    rng = np.random.default_rng(6)
+    xp = (np.arange(52) + 1234) * 1e-3
+    fp = rng.normal(0.0, 30.0, (52, 4))
+    fp[3] = -0.0
+    t = np.sort(rng.integers(1_233_000_000, 1_287_000_000, 60_000)).astype(np.float64) * 1e-9
+    t[100:110] = xp[3]
+    t.sort()
+    got = interp_columns(t, xp, fp)
+    interp.enabled = False
+    try:
+        want = interp_columns(t, xp, fp)
+    finally:
+        interp.enabled = True
+    assert got.tobytes() == want.tobytes() == _reference(t, xp, fp).tobytes()
+    out = np.empty((t.size, 4))
+    with pytest.raises(ValueError, match=r"t\[1\] is out of order"):
+        interp._c.interp_sorted(t[::-1].copy(), xp, fp, interp.table_slopes(xp, fp), out, 4)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

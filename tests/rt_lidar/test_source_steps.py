@@ -124,25 +124,3 @@ def test_rotated_directions_are_the_numpy_s(broadcast: bool) -> None:
     finally:
         source_steps.enabled = True
     assert got.tobytes() == want.tobytes()
-
-
-@needs_compiled
-def test_interpolated_poses_with_and_without_the_compiled_step() -> None:
-    from rt_lidar.pipeline.pose_samples import interp_columns
-
-    rng = np.random.default_rng(6)
-    xp = (np.arange(52) + 1234) * 1e-3
-    fp = rng.normal(0.0, 30.0, (52, 4))
-    fp[3] = -0.0
-    t = np.sort(rng.integers(1_233_000_000, 1_287_000_000, 60_000)).astype(np.float64) * 1e-9
-    t[100:110] = xp[3]
-    t.sort()
-    got = interp_columns(t, xp, fp)
-    source_steps.enabled = False
-    try:
-        want = interp_columns(t, xp, fp)
-    finally:
-        source_steps.enabled = True
-    assert got.tobytes() == want.tobytes()
-    with pytest.raises(ValueError, match="out of order"):
-        source_steps.interp_sorted(t[::-1].copy(), xp, fp)

@@ -8,7 +8,11 @@
  *   and the same float32 slab test;
  * - gather_faces: the normals, materials and owners of the static faces hit (np.take, mode="wrap");
  * - face_the_rays: normals turned to face their rays, and the segment ids of the objects hit;
- * - bounds: the per-axis minimum and maximum of the origins (np.min / np.max, NaN propagating).
+ * - merge_hits: a moving object's hits written into the batch's rows, their normals rotated back into the
+ *   world at each ray's own pose (quat_rotate's float64 formula);
+ * - bounds: the per-axis minimum and maximum of the origins (np.min / np.max, NaN propagating);
+ * - interp_sorted: np.interp of every column of a table at times in order (interp.interp_columns: the
+ *   sensor's firing poses between their 1 ms samples, a waypoint path's positions at each ray's time).
  *
  * These give the NumPy versions' values bit for bit (built with -ffp-contract=off: no fused
  * multiply-adds). One more is not a twin: cone_candidates, the moving objects' cone cull, computes its
@@ -249,6 +253,120 @@ static PyObject *cone_candidates(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(m);
 }
 
+/* interp_sorted(t f8 (N, in order), xp f8 (K >= 2, increasing), fp f8 (K, C), slopes f8 (K - 1, C),
+ *               out f8 (N, C)): np.interp(t, xp, fp[:, c]) for every column: fp[0] before xp[0], fp[K-1]
+ * at and after xp[K-1], fp[j] exactly on xp[j], else slopes[j] * (t - xp[j]) + fp[j]. */
+static PyObject *interp_sorted(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5];
+    Py_ssize_t cols;
+    if (!PyArg_ParseTuple(args, "OOOOOn", &o[0], &o[1], &o[2], &o[3], &o[4], &cols)) return NULL;
+    Buf b[5];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 8), k = buf_items(o[1], 8);
+    if (n < 0 || k < 0) return NULL;
+    if (k < 2 || cols < 1) return PyErr_Format(PyExc_ValueError, "interp_sorted: needs 2 samples and 1 column");
+    if (buf_get(&b[0], o[0], 0, 'd', 8, n, "t") || buf_get(&b[1], o[1], 0, 'd', 8, k, "xp") ||
+        buf_get(&b[2], o[2], 0, 'd', 8, k * cols, "fp") || buf_get(&b[3], o[3], 0, 'd', 8, (k - 1) * cols, "slopes") ||
+        buf_get(&b[4], o[4], 1, 'd', 8, n * cols, "out")) {
+        buf_release(b, 5);
+        return NULL;
+    }
+    const double *t = b[0].view.buf, *xp = b[1].view.buf, *fp = b[2].view.buf, *sl = b[3].view.buf;
+    double *out = b[4].view.buf;
+    Py_ssize_t j = 0, bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double x = t[i];
+        double *row = out + i * cols;
+        if (i > 0 && !(x >= t[i - 1])) {
+            bad = i;
+            break;
+        }
+        if (x < xp[0]) {
+            memcpy(row, fp, sizeof(double) * cols);
+        } else if (x >= xp[k - 1]) {
+            memcpy(row, fp + (k - 1) * cols, sizeof(double) * cols);
+        } else {
+            while (xp[j + 1] <= x) j++;
+            if (x == xp[j]) {
+                memcpy(row, fp + j * cols, sizeof(double) * cols);
+            } else {
+                const double dt = x - xp[j];
+                for (Py_ssize_t c = 0; c < cols; c++) row[c] = sl[j * cols + c] * dt + fp[j * cols + c];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 5);
+    if (bad >= 0) return PyErr_Format(PyExc_ValueError, "interp_sorted: t[%zd] is out of order", bad);
+    Py_RETURN_NONE;
+}
+
+/* merge_hits(cand i8 (M), q f8 (M, 4), hd f4 (M), hf i8 (M), hn f4 (M, 3), limit f4 (M), face_material
+ *            i2 (F), index, dist f4 (N), normal f4 (N, 3), material i2 (N), obj_index i4 (N)) -> hits
+ * A moving object's hits merged into the batch (world._cast_moving_at): candidate j hit it when
+ * hf[j] >= 0 and hd[j] < limit[j]; its row cand[j] then takes the distance, the object-frame normal hn[j]
+ * rotated by q[j] (quat_rotate in float64, then float32), the face's material and the object's index.
+ * The indices are checked first: a bad one changes nothing. */
+static PyObject *merge_hits(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[11];
+    int index;
+    if (!PyArg_ParseTuple(args, "OOOOOOOiOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &index, &o[7],
+                          &o[8], &o[9], &o[10]))
+        return NULL;
+    Buf b[11];
+    memset(b, 0, sizeof b);
+    Py_ssize_t m = buf_items(o[0], 8), faces = buf_items(o[6], 2), n = buf_items(o[7], 4);
+    if (m < 0 || faces < 0 || n < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'q', 8, m, "cand") || buf_get(&b[1], o[1], 0, 'd', 8, 4 * m, "q") ||
+        buf_get(&b[2], o[2], 0, 'f', 4, m, "hd") || buf_get(&b[3], o[3], 0, 'q', 8, m, "hf") ||
+        buf_get(&b[4], o[4], 0, 'f', 4, 3 * m, "hn") || buf_get(&b[5], o[5], 0, 'f', 4, m, "limit") ||
+        buf_get(&b[6], o[6], 0, 'h', 2, faces, "face_material") || buf_get(&b[7], o[7], 1, 'f', 4, n, "dist") ||
+        buf_get(&b[8], o[8], 1, 'f', 4, 3 * n, "normal") || buf_get(&b[9], o[9], 1, 'h', 2, n, "material") ||
+        buf_get(&b[10], o[10], 1, 'i', 4, n, "obj_index")) {
+        buf_release(b, 11);
+        return NULL;
+    }
+    const int64_t *cand = b[0].view.buf, *hf = b[3].view.buf;
+    const double *qd = b[1].view.buf;
+    const float *hd = b[2].view.buf, *hn = b[4].view.buf, *lim = b[5].view.buf;
+    const int16_t *fm = b[6].view.buf;
+    float *dist = b[7].view.buf, *normal = b[8].view.buf;
+    int16_t *mat = b[9].view.buf;
+    int32_t *owner = b[10].view.buf;
+    Py_ssize_t bad = -1, hits = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (cand[j] < 0 || cand[j] >= n || hf[j] >= faces) {
+            bad = j;
+            break;
+        }
+    if (bad < 0)
+        for (Py_ssize_t j = 0; j < m; j++) {
+            if (!(hf[j] >= 0 && hd[j] < lim[j])) continue;
+            const int64_t r = cand[j];
+            const double *q = qd + 4 * j;
+            const double w = q[0], x = q[1], y = q[2], z = q[3];
+            const double vx = hn[3 * j], vy = hn[3 * j + 1], vz = hn[3 * j + 2];
+            const double tx = 2.0 * (y * vz - z * vy);
+            const double ty = 2.0 * (z * vx - x * vz);
+            const double tz = 2.0 * (x * vy - y * vx);
+            dist[r] = hd[j];
+            normal[3 * r] = (float)((vx + w * tx) + (y * tz - z * ty));
+            normal[3 * r + 1] = (float)((vy + w * ty) + (z * tx - x * tz));
+            normal[3 * r + 2] = (float)((vz + w * tz) + (x * ty - y * tx));
+            mat[r] = fm[hf[j]];
+            owner[r] = index;
+            hits++;
+        }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 11);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "merge_hits: candidate %zd is not a row or a face", bad);
+    return PyLong_FromSsize_t(hits);
+}
+
 static PyMethodDef methods[] = {
     {"object_frame_rays", object_frame_rays, METH_VARARGS,
      "object_frame_rays(o, d, cand, p, q, lo, hi, ol, dl, keep) -> m: see the module source."},
@@ -256,6 +374,8 @@ static PyMethodDef methods[] = {
     {"face_the_rays", face_the_rays, METH_VARARGS, "Normals facing their rays, and the segments (see the source)."},
     {"bounds", bounds, METH_VARARGS, "Per-axis min and max of (N, 3) float32 rows."},
     {"cone_candidates", cone_candidates, METH_VARARGS, "The rays whose direction lies in a cone."},
+    {"merge_hits", merge_hits, METH_VARARGS, "A moving object's hits merged into the batch (see the source)."},
+    {"interp_sorted", interp_sorted, METH_VARARGS, "np.interp of every column at times in order (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -20,3 +20,23 @@ def bounds(o: Any, /) -> tuple[float, float, float, float, float, float]:
 
 def cone_candidates(d: Any, u: Any, cos_min: Any, out: Any, /) -> int:
     """The rays whose direction lies in a cone, their indices written to out; returns how many."""
+
+def interp_sorted(t: Any, xp: Any, fp: Any, slopes: Any, out: Any, cols: int, /) -> None:
+    """np.interp of every column of fp at times t in order (ValueError naming the first out of order)."""
+
+def merge_hits(
+    cand: Any,
+    q: Any,
+    hd: Any,
+    hf: Any,
+    hn: Any,
+    limit: Any,
+    face_material: Any,
+    index: int,
+    dist: Any,
+    normal: Any,
+    material: Any,
+    obj_index: Any,
+    /,
+) -> int:
+    """A moving object's hits written into the batch's rows; returns how many."""

@@ -51,6 +51,7 @@ if os.environ.get("RT_LIDAR_NO_TWINS"):  # the NumPy versions, for comparing who
 _POSE_CACHE = 8
 _SWEEP_SAMPLES = 17
 """Samples of a moving object's path over a batch of per-ray times, for its culling sphere."""
+_SWEEP_FRACTIONS = np.arange(_SWEEP_SAMPLES, dtype=np.float64) / (_SWEEP_SAMPLES - 1)
 
 
 class _Moving:
@@ -306,19 +307,25 @@ class World:
             return out
         tt = np.asarray(t, dtype=np.float64)
         slices = split(n, min(thread_count(n, threads), _N_THREADS))
+        spheres: list[tuple[F64, float]] | None = None
         if tt.ndim == 0:
-            poses = self._moving_poses(float(tt))
-            parallel_map(lambda sl: self._cast_chunk(o[sl], d[sl], poses, float(max_range), out, sl), slices)
-            return out
-        tt = tt.reshape(-1)
-        if tt.shape != (n,) or not np.all(np.isfinite(tt)):
-            raise WorldError(
-                f"World.cast: t must be one time or {n} finite per-ray times, got shape {tt.shape}"
-            )
-        spheres = self._swept_spheres(tt)
-        parallel_map(
-            lambda sl: self._cast_chunk(o[sl], d[sl], tt[sl], float(max_range), out, sl, spheres), slices
-        )
+            moving_at: list[Pose] | F64 = self._moving_poses(float(tt))
+        else:
+            tt = tt.reshape(-1)
+            lo, hi = (float(tt.min()), float(tt.max())) if tt.shape == (n,) else (np.nan, np.nan)
+            if not (np.isfinite(lo) and np.isfinite(hi)):  # min and max carry a NaN through
+                raise WorldError(
+                    f"World.cast: t must be one time or {n} finite per-ray times, got shape {tt.shape}"
+                )
+            moving_at = tt
+            spheres = self._swept_spheres(lo, hi) if self._moving else []
+        if self._static is not None:
+            parallel_map(lambda sl: self._cast_static(o[sl], d[sl], float(max_range), out, sl), slices)
+        # The moving objects once over the whole batch (each ray's hit depends on that ray alone, so
+        # not per slice: that would double their culls and per-call costs for a few per cent of the rays).
+        if self._moving:
+            self._cast_all_moving(o, d, moving_at, float(max_range), out, spheres)
+        self._face_the_rays(out, d)
         return out
 
     def _moving_poses(self, t: float) -> list[Pose]:
@@ -332,68 +339,78 @@ class World:
                 self._pose_cache[t] = poses
             return poses
 
-    def _cast_chunk(
+    def _cast_static(self, o: F32, d: F32, max_range: float, out: RayHits, sl: slice) -> None:
+        """Cast one slice of the batch against the static BVH, every field of its rows written."""
+        assert self._static is not None
+        dist, normal = out.distance[sl], out.normal[sl]
+        material, obj_index = out.material[sl], out.object_index[sl]
+        normals_ext = None  # the static faces' normals, when they are still to be gathered
+        sf: NDArray[np.integer]
+        if isinstance(self._static, EmbreeCaster):  # Embree writes its hit distances into the slice
+            sf = self._static.faces_into(o, d, max_range, dist)
+            normals_ext = self._static.normals_ext
+        else:
+            sd, sf, sn = self._static.intersect(o, d, max_range, threads=1)
+            dist[:] = sd
+            normal[:] = sn
+        if normals_ext is not None and _steps is not None and sf.dtype == np.int32:  # one pass
+            _steps.gather_faces(
+                sf, normals_ext, self._static_material, self._static_owner, normal, material, obj_index
+            )
+        else:  # face -1 reads each table's trailing row (zero normal, material -1, owner -1)
+            if normals_ext is not None:
+                np.take(normals_ext, sf, axis=0, out=normal, mode="wrap")
+            np.take(self._static_material, sf, out=material, mode="wrap")
+            np.take(self._static_owner, sf, out=obj_index, mode="wrap")
+
+    def _cast_all_moving(
         self,
         o: F32,
         d: F32,
         poses: list[Pose] | F64,
         max_range: float,
         out: RayHits,
-        sl: slice,
         spheres: list[tuple[F64, float]] | None = None,
     ) -> None:
-        """Cast one slice of the batch; ``poses`` are the moving objects' poses at the batch's one time,
-        or the (N,) per-ray times at which each ray meets them, with ``spheres`` (centre, radius) that
-        hold each moving object over those times."""
-        dist, normal = out.distance[sl], out.normal[sl]
-        material, obj_index = out.material[sl], out.object_index[sl]
-        if self._static is not None:
-            normals_ext = None  # the static faces' normals, when they are still to be gathered
-            sf: NDArray[np.integer]
-            if isinstance(self._static, EmbreeCaster):  # Embree writes its hit distances into the slice
-                sf = self._static.faces_into(o, d, max_range, dist)
-                normals_ext = self._static.normals_ext
+        """Cast the batch against the moving objects, keeping each ray's nearer hits; ``poses`` are the
+        objects' poses at the batch's one time, or the (N,) per-ray times at which each ray meets them,
+        with ``spheres`` (centre, radius) that hold each object over those times."""
+        dist, normal, material, obj_index = out.distance, out.normal, out.material, out.object_index
+        c0 = o[0].astype(np.float64)
+        spread = _spread(o, c0)
+        od = oo = None
+        per_ray = not isinstance(poses, list)
+        for k, mv in enumerate(self._moving):
+            if per_ray:
+                # the sphere swept over the batch's times (a superset of where the object is)
+                if spheres:
+                    center, radius = spheres[k]
+                else:
+                    times = np.asarray(poses)
+                    center, radius = self._swept_sphere(mv, float(times.min()), float(times.max()))
             else:
-                sd, sf, sn = self._static.intersect(o, d, max_range, threads=1)
-                dist[:] = sd
-                normal[:] = sn
-            if normals_ext is not None and _steps is not None and sf.dtype == np.int32:  # one pass
-                _steps.gather_faces(
-                    sf, normals_ext, self._static_material, self._static_owner, normal, material, obj_index
+                pose = poses[k]
+                center, radius = pose.transform_points(mv.center), mv.radius
+            if spread <= 0.25 * radius:  # origins close together (a lidar's or a camera's)
+                cand = self._cull_cone(radius, center, c0, spread, d)
+            else:
+                if od is None or oo is None:
+                    od, oo = np.einsum("ij,ij->i", o, d), np.einsum("ij,ij->i", o, o)
+                cand = self._cull_rays(radius, center, o, d, od, oo)
+            if cand is not None and not cand.size:
+                continue
+            if per_ray:
+                self._cast_moving_at(
+                    mv, np.asarray(poses), cand, o, d, max_range, dist, normal, material, obj_index
                 )
-            else:  # face -1 reads each table's trailing row (zero normal, material -1, owner -1)
-                if normals_ext is not None:
-                    np.take(normals_ext, sf, axis=0, out=normal, mode="wrap")
-                np.take(self._static_material, sf, out=material, mode="wrap")
-                np.take(self._static_owner, sf, out=obj_index, mode="wrap")
-        if self._moving:
-            c0 = o[0].astype(np.float64)
-            spread = _spread(o, c0)
-            od = oo = None
-            per_ray = not isinstance(poses, list)
-            for k, mv in enumerate(self._moving):
-                if per_ray:
-                    # the sphere swept over the batch's times (a superset of where the object is)
-                    center, radius = spheres[k] if spheres else self._swept_sphere(mv, np.asarray(poses))
-                else:
-                    pose = poses[k]
-                    center, radius = pose.transform_points(mv.center), mv.radius
-                if spread <= 0.25 * radius:  # origins close together (a lidar's or a camera's)
-                    cand = self._cull_cone(radius, center, c0, spread, d)
-                else:
-                    if od is None or oo is None:
-                        od, oo = np.einsum("ij,ij->i", o, d), np.einsum("ij,ij->i", o, o)
-                    cand = self._cull_rays(radius, center, o, d, od, oo)
-                if cand is not None and not cand.size:
-                    continue
-                if per_ray:
-                    self._cast_moving_at(
-                        mv, np.asarray(poses), cand, o, d, max_range, dist, normal, material, obj_index
-                    )
-                else:
-                    self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
+            else:
+                self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
+
+    def _face_the_rays(self, out: RayHits, d: F32) -> None:
+        """Turn the normals to face their rays and give each hit its object's segment id."""
+        normal, obj_index = out.normal, out.object_index
         if _steps is not None and normal.flags.c_contiguous and d.flags.c_contiguous:  # the twin of below
-            _steps.face_the_rays(normal, d, obj_index, self._segments, out.segment[sl])
+            _steps.face_the_rays(normal, d, obj_index, self._segments, out.segment)
             return
         # normals face the ray: the few that point away are negated (the dot product component-wise,
         # in einsum's order, and only the flipped rows written: several times cheaper than einsum + where)
@@ -402,7 +419,7 @@ class World:
         dot += normal[:, 2] * d[:, 2]
         flip = np.flatnonzero(dot > 0)
         normal[flip] = -normal[flip]
-        out.segment[sl] = self._segments[obj_index]  # index -1 reads the trailing 0
+        out.segment[:] = self._segments[obj_index]  # index -1 reads the trailing 0
 
     @staticmethod
     def _cull_cone(radius: float, center: F64, c0: F64, spread: float, d: F32) -> NDArray[np.intp] | None:
@@ -463,28 +480,28 @@ class World:
         material[rows] = self._face_material[mv.index][hf[got]]
         obj_index[rows] = mv.index
 
-    def _swept_spheres(self, t: F64) -> list[tuple[F64, float]]:
-        """The spheres swept by the moving objects over the batch's times, once for every slice; a
-        batch whose times lie within those of an earlier one (the rays that go on behind glass) takes
-        that batch's spheres: larger than its own, so its cull keeps every ray that can meet an object,
-        and each ray's hit is the same."""
-        lo, hi = float(t.min()), float(t.max())
+    def _swept_spheres(self, lo: float, hi: float) -> list[tuple[F64, float]]:
+        """The spheres swept by the moving objects over the batch's times [``lo``, ``hi``], once for
+        every slice; a batch whose times lie within those of an earlier one (the rays that go on behind
+        glass) takes that batch's spheres: larger than its own, so its cull keeps every ray that can meet
+        an object, and each ray's hit is the same."""
         with self._pose_lock:
             for (a, b), spheres in self._sphere_cache.items():
                 if a <= lo and hi <= b:
                     return spheres
-        spheres = [self._swept_sphere(mv, t) for mv in self._moving]
+        spheres = [self._swept_sphere(mv, lo, hi) for mv in self._moving]
         with self._pose_lock:
             if len(self._sphere_cache) >= _POSE_CACHE:
                 self._sphere_cache.pop(next(iter(self._sphere_cache)))
             self._sphere_cache[(lo, hi)] = spheres
         return spheres
 
-    def _swept_sphere(self, mv: _Moving, t: F64) -> tuple[F64, float]:
-        """A sphere holding the object's bounding sphere at every time in ``t``: its centre sampled at
-        17 times over [min t, max t], the radius grown by the farthest sample and the longest step
+    def _swept_sphere(self, mv: _Moving, lo: float, hi: float) -> tuple[F64, float]:
+        """A sphere holding the object's bounding sphere at every time in [``lo``, ``hi``]: its centre
+        sampled at 17 times over it, the radius grown by the farthest sample and the longest step
         between samples (the path between two samples stays within a step of them)."""
-        ts = np.linspace(float(t.min()), float(t.max()), _SWEEP_SAMPLES)
+        ts = lo + (hi - lo) * _SWEEP_FRACTIONS  # np.linspace's values at a tenth of its cost
+        ts[-1] = hi
         p, q = self.scene.objects[mv.index].trajectory.positions_rotations(ts)
         c = p + quat_rotate(q, mv.center)
         mid = 0.5 * (c.min(axis=0) + c.max(axis=0))
@@ -514,6 +531,22 @@ class World:
         cand, q = cand[inside], np.take(q, inside, axis=0)
         limit = np.minimum(dist[cand], np.float32(max_range))
         hd, hf, hn = mv.caster.intersect(ol, dl, limit, threads=1)
+        if _steps is not None and all(a.flags.c_contiguous for a in (normal, hn, q)) and hf.dtype == np.int64:
+            _steps.merge_hits(  # the twin of the lines below, in one pass
+                np.ascontiguousarray(cand, np.int64),
+                q,
+                hd,
+                hf,
+                hn,
+                limit,
+                self._face_material[mv.index],
+                mv.index,
+                dist,
+                normal,
+                material,
+                obj_index,
+            )
+            return
         got = np.flatnonzero((hf >= 0) & (hd < limit))
         rows = cand[got]
         dist[rows] = hd[got]

@@ -124,3 +124,42 @@ def test_bounds_and_cone_candidates() -> None:
     want = set(np.flatnonzero(dot >= cmin).tolist())
     near_edge = set(np.flatnonzero(np.abs(dot - cmin) < 1e-6).tolist())
     assert len(want) > 1000 and kept ^ want <= near_edge
+
+
+def test_a_batch_casts_as_its_halves_and_on_one_thread_as_on_two() -> None:
+    """The moving cars are cast once over the whole batch after the static slices: per-ray times on
+    the street give the same bytes on one thread, on two, and as two halves cast apart."""
+    from unreal_bridge.world import World, street_scene
+
+    o, d, t = _street_rays()
+    world = World(street_scene(seed=0))
+    one, two = world.cast(o, d, t, 120.0, threads=1), world.cast(o, d, t, 120.0, threads=2)
+    h = o.shape[0] // 2
+    a = World(street_scene(seed=0)).cast(o[:h], d[:h], t[:h], 120.0)
+    b = World(street_scene(seed=0)).cast(o[h:], d[h:], t[h:], 120.0)
+    names = np.array(world.objects)
+    assert any(x.startswith("car_moving_") for x in names[one.object_index[one.object_index >= 0]].tolist())
+    for x, y, lo, hi in zip(one, two, a, b, strict=True):
+        assert x.tobytes() == y.tobytes() == np.concatenate([lo, hi]).tobytes()
+
+
+@needs_compiled
+def test_merging_a_moving_object_s_hits_refuses_bad_rows() -> None:
+    steps = world_module._steps
+    assert steps is not None
+    n, m = 5, 2
+    dist, normal = np.full(n, 9.0, np.float32), np.zeros((n, 3), np.float32)
+    material, owner = np.full(n, -1, np.int16), np.full(n, -1, np.int32)
+    q = np.tile([1.0, 0.0, 0.0, 0.0], (m, 1))
+    hd, hn, limit = np.ones(m, np.float32), np.ones((m, 3), np.float32), np.full(m, 9.0, np.float32)
+    fm = np.array([3, 4], np.int16)
+    args = (q, hd, np.array([0, 1]), hn, limit, fm, 7, dist, normal, material, owner)
+    assert steps.merge_hits(np.array([1, 4]), *args) == 2
+    assert owner.tolist() == [-1, 7, -1, -1, 7] and material.tolist() == [-1, 3, -1, -1, 4]
+    before = [a.copy() for a in (dist, normal, material, owner)]
+    for bad_cand, bad_face in ((np.array([1, 5]), np.array([0, 1])), (np.array([1, 2]), np.array([0, 2]))):
+        with pytest.raises(IndexError, match="merge_hits"):
+            steps.merge_hits(bad_cand, q, hd, bad_face, hn, limit, fm, 7, dist, normal, material, owner)
+    assert all(
+        x.tobytes() == y.tobytes() for x, y in zip(before, (dist, normal, material, owner), strict=True)
+    )

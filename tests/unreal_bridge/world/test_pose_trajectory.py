@@ -194,3 +194,57 @@ def test_looping_poses_are_the_inner_trajectory_s_at_np_mod_times() -> None:
         p, q = loop.positions_rotations(t)
         pi, qi = inner.positions_rotations(np.mod(t, 20.0))
         assert p.tobytes() == pi.tobytes() and q.tobytes() == qi.tobytes()
+
+
+@pytest.mark.parametrize("yaw_rate", [0.0, -0.0])
+def test_a_zero_yaw_rate_at_positive_times_gives_the_general_formula_s_bits(yaw_rate: float) -> None:
+    """Every time > 0 (a frame's rays): one rotation repeated, and positions as the start broadcast over
+    the steps gives them."""
+    rng = np.random.default_rng(8)
+    start = Pose(rng.normal(size=3), rng.normal(size=4))
+    cv = ConstantVelocity(start, rng.normal(size=3), yaw_rate)
+    for t in (rng.uniform(1e-3, 50.0, 777), np.array([2.5]), np.array([1e-300, 7.0])):
+        pos, quat = cv.positions_rotations(t)
+        want_q = quat_multiply(quat_from_yaw(yaw_rate * t), start.rotation)
+        step = np.stack([cv.velocity[0] * t, cv.velocity[1] * t, cv.velocity[2] * t], axis=1)
+        assert quat.tobytes() == want_q.tobytes()
+        assert pos.tobytes() == (start.position + step).tobytes()
+
+
+def _waypoint_reference(w: WaypointTrajectory, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The poses as np.interp and quat_from_yaw give them, column by column and ray by ray."""
+    pos = np.stack([np.interp(t, w.times, w.positions[:, i]) for i in range(3)], axis=-1)
+    assert w.segment_yaws is not None
+    idx = np.clip(np.searchsorted(w.times, t, side="right") - 1, 0, len(w.segment_yaws) - 1)
+    return pos, quat_from_yaw(w.segment_yaws[idx])
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_waypoint_poses_give_np_interp_s_bits(compiled: bool) -> None:
+    """Positions through the compiled interpolation (where built) and without it, rotations from each
+    segment's remembered quaternion: the bits of np.interp and quat_from_yaw at every time, in order or
+    not, on the waypoints, before and after them, with a stop (a segment of no length)."""
+    from unreal_bridge.world import interp
+
+    rng = np.random.default_rng(9)
+    interp.enabled = compiled
+    try:
+        for trial in range(60):
+            k = int(rng.integers(1, 8))
+            times = np.cumsum(rng.uniform(0.05, 3.0, k)) - 1.0
+            positions = rng.normal(0.0, 20.0, (k, 3))
+            if k > 2 and trial % 3 == 0:
+                positions[2] = positions[1]  # a stop: the previous heading is kept
+            w = WaypointTrajectory(times, positions)
+            t = np.sort(rng.uniform(times[0] - 1.0, times[-1] + 1.0, int(rng.integers(1, 3000))))
+            if t.size > 10:
+                t[rng.integers(0, t.size, 5)] = rng.choice(times, 5)
+                t.sort()
+            if trial % 4 == 1:
+                t = rng.permutation(t)
+            pos, quat = w.positions_rotations(t)
+            want_p, want_q = _waypoint_reference(w, t)
+            assert pos.tobytes() == want_p.tobytes(), trial
+            assert quat.tobytes() == want_q.tobytes(), trial
+    finally:
+        interp.enabled = True
