@@ -190,7 +190,8 @@ def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
     """Every firing with ``t0_ns <= t < t1_ns`` (times before sensor start have none).
 
     Periodic patterns (all but the rosette) slice a cached table of one whole scan, with directions
-    precomputed, instead of recomputing the schedule: the same firings, several times faster.
+    precomputed, instead of recomputing the schedule: the same firings, several times faster. Within
+    one scan the rings, angles and directions are read-only views of that table (copy to change them).
     """
     if preset.scan.pattern == "rosette":
         return _compute_firings(preset, t0_ns, t1_ns)
@@ -214,6 +215,8 @@ def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
             if shift or per_slot:
                 v = v + (s * sch.slots if per_slot else s * shift)
             chunks.append(v if mask is None else v[mask])
+        if len(chunks) == 1:  # one scan's slice (most frames): no copy of it, a read-only view at most
+            return chunks[0]
         return np.concatenate(chunks) if chunks else arr[:0]
 
     unit = tpl.unit
