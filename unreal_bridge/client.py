@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunArg, encode_beam
+from .compact import GLASS_FIELDS, GLASS_ROWS, spread_glass
 from .errors import BridgeError, RpcError, WireFormatError
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
 from .shm import MAX_RING_SEGMENTS, MAX_SEGMENT_BYTES, ShmSegment, shm_available
@@ -57,7 +58,7 @@ CLIENT_VERSION = 4
 #: The oldest server API version this client works with (stock AirSim's).
 MIN_SERVER_VERSION = 1
 #: The field dtypes ``rtLidarGetHits`` may carry (anything else is refused, never interpreted).
-HITS_DTYPES = {"|u1", "<u2", "<i4", "<i8", "<f4", "<f8"}
+HITS_DTYPES = {"|u1", "<u2", "<i2", "<i4", "<u4", "<i8", "<f4", "<f8"}
 #: The first shared-memory segment's size (a bigger one follows when an answer does not fit).
 SHM_INITIAL_BYTES = 16 << 20
 _LIDAR_ARRAYS = {"point_cloud": np.float32, "segmentation": np.int32}
@@ -70,6 +71,8 @@ def _is_arity_error(exc: RpcError) -> bool:
 def _hits_field(
     fields: Mapping[str, Any], name: str, count: int, segment: ShmSegment | None = None
 ) -> np.ndarray:
+    """The field ``name`` of an answer's ``fields``, ``count`` rows, checked (its data from ``segment``
+    when it went through shared memory)."""
     spec = fields.get(name)
     if not isinstance(spec, Mapping):
         raise WireFormatError(f"rtLidarGetHits: field '{name}' is missing")
@@ -125,9 +128,13 @@ def decode_hits(
             return np.zeros(count, dtype)
         return _hits_field(fields, name, count, segment).astype(dtype)
 
+    rows = _glass_rows(fields, count, segment)
     extras: dict[str, np.ndarray] = {}
     for name in fields:
-        if name in _CORE_FIELDS or not isinstance(name, str):
+        if name in _CORE_FIELDS or name == GLASS_ROWS or not isinstance(name, str):
+            continue
+        if rows is not None and name in GLASS_FIELDS:  # sent at the rows that crossed glass alone
+            extras[name] = spread_glass(name, _hits_field(fields, name, rows.size, segment), rows, count)
             continue
         arr = _hits_field(fields, name, count, segment)
         extras[name] = ned_to_flu_points(arr) if arr.ndim == 2 and arr.shape[1] == 3 else arr
@@ -155,6 +162,22 @@ def decode_hits(
         info=info,
         omitted=frozenset(omitted),
     )
+
+
+def _glass_rows(fields: Mapping[str, Any], count: int, segment: ShmSegment | None) -> np.ndarray | None:
+    """The rows a compact answer sends its glass fields for (:mod:`unreal_bridge.compact`), checked:
+    ``<u4``, increasing, each below ``count``; None in a plain answer."""
+    spec = fields.get(GLASS_ROWS)
+    if spec is None:
+        return None
+    shape = spec.get("shape") if isinstance(spec, Mapping) else None
+    k = shape[0] if isinstance(shape, list) and len(shape) == 1 else None
+    if not isinstance(k, int) or not 0 <= k <= count or spec.get("dtype") != "<u4":
+        raise WireFormatError(f"rtLidarGetHits: '{GLASS_ROWS}' must be up to {count} <u4 row numbers")
+    rows = _hits_field(fields, GLASS_ROWS, k, segment).astype(np.int64)
+    if rows.size and (rows[-1] >= count or not bool((rows[1:] > rows[:-1]).all())):
+        raise WireFormatError(f"rtLidarGetHits: '{GLASS_ROWS}' must be increasing rows below {count}")
+    return rows
 
 
 class FrameRequest(NamedTuple):
@@ -212,6 +235,9 @@ class AirSimClient:
         self.omit_fields: frozenset[str] = frozenset()
         """Core fields of the hits answers the caller does not read: the extension calls ask the server
         to leave them out (``omit``; set it only to fields the server's ``rtLidarServerInfo`` lists)."""
+        self.compact = False
+        """Ask the hits calls for compact answers (:mod:`unreal_bridge.compact`; set it only when the
+        server's ``rtLidarServerInfo`` says ``compact``)."""
         self.omit_firings: frozenset[str] = frozenset()
         """Lidars (by the name the calls give) whose answers may also leave out the firing fields
         (:data:`~unreal_bridge.wire.FIRING_FIELDS`): set by a lockstep caller whose firing schedule is
@@ -340,16 +366,22 @@ class AirSimClient:
         return self.omit_fields | (FIRING_FIELDS if lidar_name in self.omit_firings else frozenset())
 
     def _hits_args(self, lidar_name: str, vehicle_name: str) -> list[Any]:
-        """The arguments of ``rtLidarGetHits``: with the ``omit`` option when :meth:`omit_for` names any."""
-        omit = self.omit_for(lidar_name)
-        if not omit:
-            return [lidar_name, vehicle_name]
-        return [lidar_name, vehicle_name, {"omit": sorted(omit)}]
+        """The arguments of ``rtLidarGetHits``: with the options (:meth:`_answer_form`) when there are."""
+        form = self._answer_form(lidar_name)
+        return [lidar_name, vehicle_name, form] if form else [lidar_name, vehicle_name]
 
     def _with_omit(self, beam: dict[str, Any], lidar_name: str) -> dict[str, Any]:
-        """``beam`` with the ``omit`` entry when :meth:`omit_for` names any."""
+        """``beam`` with the entries of :meth:`_answer_form`."""
+        return {**beam, **self._answer_form(lidar_name)}
+
+    def _answer_form(self, lidar_name: str) -> dict[str, Any]:
+        """The hits calls' options for ``lidar_name``: ``omit`` when :meth:`omit_for` names any,
+        ``compact`` when :attr:`compact` is set."""
         omit = self.omit_for(lidar_name)
-        return {**beam, "omit": sorted(omit)} if omit else beam
+        form: dict[str, Any] = {"omit": sorted(omit)} if omit else {}
+        if self.compact:
+            form["compact"] = True
+        return form
 
     def _decode(
         self, answer: Any, segment: ShmSegment | None = None, omit: frozenset[str] | None = None

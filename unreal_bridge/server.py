@@ -29,6 +29,8 @@ import numpy as np
 from . import wire
 from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunRequest, decode_beam, decode_sun
 from .casts import CastQueue, DeferredSimBackend, PreparedCast, is_deferred, takes_omit
+from .compact import GLASS_FIELDS, GLASS_ROWS, NARROW_DTYPES
+from .compact import glass_rows as compact_glass_rows
 from .errors import WireFormatError
 from .limits import ServerLimits, safe_pattern
 from .rpc import Later, Raw, RpcServer
@@ -195,13 +197,14 @@ _EXTRA_DTYPES = {
 }
 
 
-SERVER_INFO = {"in_order": True, "omit": sorted(LEAN_FIELDS)}
+SERVER_INFO = {"in_order": True, "omit": sorted(LEAN_FIELDS), "compact": True}
 """``rtLidarServerInfo``: how this server serves (docs/extension-call.md). ``in_order``: each
 connection's calls run one at a time and are answered in the order sent (``RpcServer`` does so), so a
 controller may send the next frame's calls before it has read this frame's answer. ``omit``: the fields
 a hits call may ask to be left out of its answer (its ``omit`` option); the firing fields
 (:data:`~unreal_bridge.wire.FIRING_FIELDS`) only by a client whose schedule matches the lidar's
-``firings`` digest, which the answer adds where the backend gives them (``firing_digests()``)."""
+``firings`` digest, which the answer adds where the backend gives them (``firing_digests()``).
+``compact``: a hits call may ask for a compact answer (:mod:`unreal_bridge.compact`)."""
 
 
 def server_info(backend: object) -> dict[str, Any]:
@@ -228,19 +231,35 @@ def omit_option(raw: Any, method: str) -> frozenset[str]:
     return frozenset(raw)
 
 
-def hits_options(options: Any) -> frozenset[str]:
-    """The fields the optional third argument of ``rtLidarGetHits`` (``{"omit": [...]}``) leaves out."""
+def compact_option(raw: Any, method: str) -> bool:
+    """Whether a ``compact`` option (true or false; absent: false) asks for a compact answer."""
+    if raw is None:
+        return False
+    if not isinstance(raw, bool):
+        raise WireFormatError(f"{method}: 'compact' must be true or false")
+    return raw
+
+
+def hits_options(options: Any) -> tuple[frozenset[str], bool]:
+    """The optional third argument of ``rtLidarGetHits`` (``{"omit": [...], "compact": true}``): the
+    fields the answer leaves out, and whether it is compact."""
     if options is None:
-        return frozenset()
-    if not isinstance(options, Mapping) or not options.keys() <= {"omit"}:
-        raise WireFormatError("rtLidarGetHits: options must be a map with at most an 'omit' entry")
-    return omit_option(options.get("omit"), "rtLidarGetHits")
+        return frozenset(), False
+    if not isinstance(options, Mapping) or not options.keys() <= {"omit", "compact"}:
+        raise WireFormatError("rtLidarGetHits: options must be a map with at most 'omit' and 'compact'")
+    method = "rtLidarGetHits"
+    return omit_option(options.get("omit"), method), compact_option(options.get("compact"), method)
 
 
 def encode_hits(
-    hits: LidarHits, shm: ShmTarget | None = None, poses: bool = False, omit: frozenset[str] = frozenset()
+    hits: LidarHits,
+    shm: ShmTarget | None = None,
+    poses: bool = False,
+    omit: frozenset[str] = frozenset(),
+    compact: bool = False,
 ) -> dict[str, Any]:
-    """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs.
+    """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs;
+    ``compact``: a compact answer (:mod:`unreal_bridge.compact`), asked for by the call.
 
     ``info.pose_samples`` (the lidar's world poses on the 1 ms grid it cast from) goes only with
     ``poses`` (a beam's ``poses`` entry asked for it), so every other answer stays as it was.
@@ -260,23 +279,31 @@ def encode_hits(
     if poses and samples is not None:
         info[wire.INFO_POSE_SAMPLES] = wire.pose_samples_to_wire(samples)
 
-    def blob(arr: Any, dtype: str, shape: tuple[int, ...]) -> tuple[str, list[int], np.ndarray]:
+    def blob(
+        arr: Any, dtype: str, shape: tuple[int, ...], rows: int = count
+    ) -> tuple[str, list[int], np.ndarray]:
         a = np.ascontiguousarray(np.asarray(arr).reshape(shape), dtype=np.dtype(dtype))
-        if a.shape[0] != count:
-            raise ValueError(f"rtLidarGetHits: a field has {a.shape[0]} rows for {count} points")
+        if a.shape[0] != rows:
+            raise ValueError(f"rtLidarGetHits: a field has {a.shape[0]} rows for {rows} points")
         return dtype, list(shape), a
 
+    sparse = compact_glass_rows(hits.extras, count) if compact else None
     fields: dict[str, tuple[str, list[int], np.ndarray]] = {}
+    if sparse is not None:
+        fields[GLASS_ROWS] = blob(sparse, "<u4", (sparse.size,), sparse.size)
     for name, arr in hits.extras.items():
         if name in omit:
             continue
         a = np.asarray(arr)
-        code = _EXTRA_DTYPES.get(a.dtype)
+        code = (compact and NARROW_DTYPES.get(a.dtype)) or _EXTRA_DTYPES.get(a.dtype)
         if code is None:
             raise ValueError(f"rtLidarGetHits: extra field '{name}' has unsupported dtype {a.dtype}")
         if a.ndim == 2 and a.shape[1] == 3:
             a = wire.flu_to_ned_points(a)  # vectors go NED like every other
-        fields[name] = blob(a, code, tuple(a.shape))
+        if sparse is not None and name in GLASS_FIELDS:  # only the rows of rays that crossed glass
+            fields[name] = blob(np.take(a, sparse), code, (sparse.size,), sparse.size)
+        else:
+            fields[name] = blob(a, code, tuple(a.shape))
     if "point" not in omit:
         fields["point"] = blob(wire.flu_to_ned_points(hits.points), "<f4", (count, 3))
     if "normal" not in omit:
@@ -299,6 +326,8 @@ def encode_hits(
     }
     if omit:
         answer["omitted"] = sorted(omit)
+    if compact:
+        answer["compact"] = True
     if shm is not None:
         needed = needed_bytes([a.nbytes for _, _, a in fields.values()])
         if needed <= shm.capacity + HEADER_BYTES:
@@ -473,16 +502,17 @@ class AirSimServer:
 
     def _plain_lidar_hits(self, lidar_name: Any, vehicle_name: Any, options: Any = None) -> dict[str, Any]:
         """``rtLidarGetHits`` of a backend that casts when asked (under the call lock)."""
-        omit = hits_options(options)
-        return encode_hits(self.backend.lidar_hits(str(lidar_name), str(vehicle_name)), omit=omit)
+        omit, compact = hits_options(options)
+        hits = self.backend.lidar_hits(str(lidar_name), str(vehicle_name))
+        return encode_hits(hits, omit=omit, compact=compact)
 
     def _lidar_hits(self, lidar_name: Any, vehicle_name: Any, options: Any = None) -> Later:
         """Prepared now, in the connection's request order (its interval and frozen world); cast and
         encoded later (:mod:`unreal_bridge.later`): a client that asked ahead has its next frame's
         calls run meanwhile, so two frames of one connection may be cast at once."""
-        omit = hits_options(options)
+        omit, compact = hits_options(options)
         job = self._prepared(lambda: self._prepare_hits(str(lidar_name), str(vehicle_name), omit))
-        return Later(lambda: encode_hits(self._in_turn(job), omit=omit))
+        return Later(lambda: encode_hits(self._in_turn(job), omit=omit, compact=compact))
 
     def _prepare_hits(self, lidar: str, vehicle: str, omit: frozenset[str]) -> PreparedCast[LidarHits]:
         """The deferred backend's ``prepare_lidar_hits``, told the fields the answer omits when it
@@ -518,14 +548,16 @@ class AirSimServer:
         lidar, vehicle = str(lidar_name), str(vehicle_name)
         poses = isinstance(beam, Mapping) and "poses" in beam  # send info.pose_samples
         omit = omit_option(beam.get("omit"), BEAM_HITS_METHOD) if isinstance(beam, Mapping) else frozenset()
-        if isinstance(beam, Mapping) and beam and beam.keys() <= {"transport", "poses", "omit"}:
-            # only the offer, the poses and the fields to omit: the cast of rtLidarGetHits
+        compact = isinstance(beam, Mapping) and compact_option(beam.get("compact"), BEAM_HITS_METHOD)
+        form = (omit, compact)
+        if isinstance(beam, Mapping) and beam and beam.keys() <= {"transport", "poses", "omit", "compact"}:
+            # only the offer, the poses and the form of the answer: the cast of rtLidarGetHits
             if not self._deferred:
-                return self._written(beam, self.backend.lidar_hits(lidar, vehicle), poses, omit)
+                return self._written(beam, self.backend.lidar_hits(lidar, vehicle), poses, form)
             job = self._prepared(lambda: self._prepare_hits(lidar, vehicle, omit))
             if poses:
-                return self._written(beam, self._in_turn(job), poses, omit)
-            return Later(lambda: self._written(beam, self._in_turn(job), poses, omit))
+                return self._written(beam, self._in_turn(job), poses, form)
+            return Later(lambda: self._written(beam, self._in_turn(job), poses, form))
         offsets, weights = decode_beam(beam)
         sun = decode_sun(beam)
         if self._deferred:
@@ -537,14 +569,17 @@ class AirSimServer:
             hits = cast(BeamSimBackend, self.backend).lidar_beam_hits(
                 lidar, vehicle, offsets, weights, sun=sun
             )
-        return self._written(beam, hits, poses, omit)
+        return self._written(beam, hits, poses, form)
 
-    def _written(self, beam: Any, hits: LidarHits, poses: bool, omit: frozenset[str]) -> dict[str, Any]:
-        """The answer of ``hits``, its fields written into the segment the beam offers when this server
-        can use it (attached for this answer alone, let go of once written), else inline."""
+    def _written(
+        self, beam: Any, hits: LidarHits, poses: bool, form: tuple[frozenset[str], bool]
+    ) -> dict[str, Any]:
+        """The answer of ``hits`` in ``form`` (the fields left out, compact or not), its fields written
+        into the segment the beam offers when this server can use it (attached for this answer alone,
+        let go of once written), else inline."""
         target, refused = self._shm_target(beam)
         try:
-            return self._answer(hits, target, refused, poses, omit)
+            return self._answer(hits, target, refused, poses, *form)
         finally:
             if target is not None:
                 target.release()
@@ -565,8 +600,9 @@ class AirSimServer:
         refused: str,
         poses: bool = False,
         omit: frozenset[str] = frozenset(),
+        compact: bool = False,
     ) -> dict[str, Any]:
-        answer = encode_hits(hits, shm=target, poses=poses, omit=omit)
+        answer = encode_hits(hits, shm=target, poses=poses, omit=omit, compact=compact)
         if refused:
             answer["shm_refused"] = refused
         return answer

@@ -98,7 +98,7 @@ def hits_to_wire(
             "glass_range": hits.glass_range_m.astype(np.float32, copy=False),
             "glass_cos": hits.glass_cos.astype(np.float32, copy=False),
             "glass_material": hits.glass_material.astype(np.int16, copy=False),
-            "glass_segment": hits.glass_segment.astype(np.int64),
+            "glass_segment": hits.glass_segment.astype(np.uint32, copy=False),
             "glass_transmission": hits.glass_transmission.astype(np.float32, copy=False),
             **extras,
         },

@@ -92,6 +92,9 @@ class BridgeStats:
     omitted: list[str] = field(default_factory=list)
     """The fields the answers were asked to leave out (``rtLidarGetHits``' ``omit``): the points and
     normals from our server, and the rings, times and directions when its schedule is this side's."""
+    compact: bool = False
+    """The answers were asked to be compact (``unreal_bridge.compact``: narrow integers, the glass
+    fields only where rays crossed glass)."""
 
     def as_dict(self, server: str) -> dict[str, object]:
         """The figures for a run's summary.json."""
@@ -108,6 +111,7 @@ class BridgeStats:
             "transport": self.transport,
             "shm_refused": self.shm_refused,
             "omitted": self.omitted,
+            "compact": self.compact,
         }
 
 
@@ -202,6 +206,7 @@ class BridgeSource:
             return False
         info = self.client.rt_lidar_server_info()
         self._in_order = info.get("in_order") is True
+        self.client.compact = self.stats.compact = info.get("compact") is True
         offered = info.get("omit")
         if isinstance(offered, list):  # points and normals: the hits are made from the optional fields
             names = {f for f in offered if isinstance(f, str)}

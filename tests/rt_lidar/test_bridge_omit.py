@@ -92,8 +92,8 @@ def test_the_server_leaves_the_fields_out_of_the_message_and_says_so() -> None:
         ),
         ({"omit": "point"}, "'omit' must be a list of field names"),
         ({"omit": [1]}, "'omit' must be a list of field names"),
-        ({"fields": ["point"]}, "options must be a map with at most an 'omit' entry"),
-        ([["point"]], "options must be a map with at most an 'omit' entry"),
+        ({"fields": ["point"]}, "options must be a map with at most 'omit' and 'compact'"),
+        ([["point"]], "options must be a map with at most 'omit' and 'compact'"),
     ],
 )
 def test_a_bad_omit_option_is_refused_naming_what_is_wrong(options: Any, said: str) -> None:

@@ -158,11 +158,14 @@ def prepacked(sim: CannedSim) -> Any:
     :func:`~unreal_bridge.server.encode_hits` gives for each call, without its per-call encoding."""
     answers = [sim.probe, *sim.frames]
     sets: tuple[frozenset[str], ...] = (frozenset(), OMITTABLE_FIELDS, LEAN_FIELDS)
-    by_omit = {o: [encode_hits(a, omit=o) for a in answers] for o in sets}
+    forms = [(o, c) for o in sets for c in (False, True)]
+    by_form = {(o, c): [encode_hits(a, omit=o, compact=c) for a in answers] for o, c in forms}
 
     def handler(lidar_name: Any, vehicle_name: Any, options: Any = None) -> dict[str, Any]:
-        omit = hits_options(options)
-        encoded = by_omit.get(omit) or [encode_hits(a, omit=omit) for a in answers]
+        omit, compact = hits_options(options)
+        encoded = by_form.get((omit, compact))
+        if encoded is None:
+            encoded = [encode_hits(a, omit=omit, compact=compact) for a in answers]
         k, sim.calls = sim.calls, sim.calls + 1
         if k == 0:
             return encoded[0]

@@ -9,7 +9,8 @@ process (no stage overlaps another, unlike the real two-process loop):
 
 1. **server cast**: ``EmbeddedSim.continue_for_time`` + ``prepare_lidar_hits(omit=...).run()`` (the ray
    cast and its ``hits_to_wire``, told the fields the controller omits, as our server tells it);
-2. **pack**: ``encode_hits`` (without the ``point`` and ``normal`` the controller asks to omit) and
+2. **pack**: ``encode_hits`` (without the fields the controller asks to omit, compact as it asks;
+   ``--plain``: a plain answer, as before compact answers) and
    ``rpc.pack_parts`` of the response (with shared memory: the fields written into the client's
    segment, and the small header packed);
 3. **transfer**: the packed response sent scatter-gather (``rpc.send_parts``, as our server sends it)
@@ -117,6 +118,7 @@ def main() -> None:
     ap.add_argument("--preset", default="HDL-64E")
     ap.add_argument("--frames", type=int, default=30, help="profiled sim frames (after 2 warm-up frames)")
     ap.add_argument("--out", type=Path, default=Path("docs/bench/profile_bridged_frame.json"))
+    ap.add_argument("--plain", action="store_true", help="plain answers (before compact answers)")
     args = ap.parse_args()
     tune_allocator()
     preset = load_preset(args.preset)
@@ -154,7 +156,8 @@ def main() -> None:
                 rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([0, k])))
                 t = _now()
                 target = attachments.attach(segment.offer()) if tr == "shm" else None
-                message = pack_parts([1, k, None, encode_hits(wire_hits, shm=target, omit=LEAN_FIELDS)])
+                encoded = encode_hits(wire_hits, shm=target, omit=LEAN_FIELDS, compact=not args.plain)
+                message = pack_parts([1, k, None, encoded])
                 if target is not None:
                     target.release()  # written: the segment may be offered again
                 st["pack"] = _since(t)
