@@ -253,6 +253,33 @@ static PyObject *cone_candidates(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(m);
 }
 
+/* The rows of interp_sorted for `cols` columns; returns the first time out of order, or -1. Inlined
+ * with the column counts the callers use (3: positions, 4: quaternions), so the column loops unroll. */
+static inline __attribute__((always_inline)) Py_ssize_t interp_rows(const double *t, Py_ssize_t n, const double *xp,
+                                                                    Py_ssize_t k, const double *fp, const double *sl,
+                                                                    double *out, Py_ssize_t cols) {
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double x = t[i];
+        double *row = out + i * cols;
+        if (i > 0 && !(x >= t[i - 1])) return i;
+        if (x < xp[0]) {
+            memcpy(row, fp, sizeof(double) * cols);
+        } else if (x >= xp[k - 1]) {
+            memcpy(row, fp + (k - 1) * cols, sizeof(double) * cols);
+        } else {
+            while (xp[j + 1] <= x) j++;
+            if (x == xp[j]) {
+                memcpy(row, fp + j * cols, sizeof(double) * cols);
+            } else {
+                const double dt = x - xp[j];
+                for (Py_ssize_t c = 0; c < cols; c++) row[c] = sl[j * cols + c] * dt + fp[j * cols + c];
+            }
+        }
+    }
+    return -1;
+}
+
 /* interp_sorted(t f8 (N, in order), xp f8 (K >= 2, increasing), fp f8 (K, C), slopes f8 (K - 1, C),
  *               out f8 (N, C)): np.interp(t, xp, fp[:, c]) for every column: fp[0] before xp[0], fp[K-1]
  * at and after xp[K-1], fp[j] exactly on xp[j], else slopes[j] * (t - xp[j]) + fp[j]. */
@@ -274,29 +301,11 @@ static PyObject *interp_sorted(PyObject *self, PyObject *args) {
     }
     const double *t = b[0].view.buf, *xp = b[1].view.buf, *fp = b[2].view.buf, *sl = b[3].view.buf;
     double *out = b[4].view.buf;
-    Py_ssize_t j = 0, bad = -1;
+    Py_ssize_t bad;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const double x = t[i];
-        double *row = out + i * cols;
-        if (i > 0 && !(x >= t[i - 1])) {
-            bad = i;
-            break;
-        }
-        if (x < xp[0]) {
-            memcpy(row, fp, sizeof(double) * cols);
-        } else if (x >= xp[k - 1]) {
-            memcpy(row, fp + (k - 1) * cols, sizeof(double) * cols);
-        } else {
-            while (xp[j + 1] <= x) j++;
-            if (x == xp[j]) {
-                memcpy(row, fp + j * cols, sizeof(double) * cols);
-            } else {
-                const double dt = x - xp[j];
-                for (Py_ssize_t c = 0; c < cols; c++) row[c] = sl[j * cols + c] * dt + fp[j * cols + c];
-            }
-        }
-    }
+    if (cols == 3) bad = interp_rows(t, n, xp, k, fp, sl, out, 3);
+    else if (cols == 4) bad = interp_rows(t, n, xp, k, fp, sl, out, 4);
+    else bad = interp_rows(t, n, xp, k, fp, sl, out, cols);
     Py_END_ALLOW_THREADS
     buf_release(b, 5);
     if (bad >= 0) return PyErr_Format(PyExc_ValueError, "interp_sorted: t[%zd] is out of order", bad);

@@ -151,9 +151,11 @@ static void cast(RTCScene scene, size_t W, const float *o, const float *d, float
                  size_t n, float *buf) {
     unsigned *u = (unsigned *)buf;
     int valid[MAX_W] __attribute__((aligned(64)));
+    /* Zeroed once: tnear, time, id and flags stay 0 (Embree reads the ray's fields and writes only its
+     * tfar and the hit's, and every field read below is written for each packet). */
+    memset(buf, 0, 20 * W * sizeof(float));
     for (size_t s = 0; s < n; s += W) {
         size_t m = n - s < (size_t)W ? n - s : (size_t)W;
-        memset(buf, 0, 20 * W * sizeof(float));
         for (size_t i = 0; i < (size_t)W; i++) {
             size_t k = s + (i < m ? i : 0);
             buf[0 * W + i] = o[3 * k];
