@@ -15,11 +15,13 @@
  *   sensor's firing poses between their 1 ms samples, a waypoint path's positions at each ray's time).
  *
  * These give the NumPy versions' values bit for bit (built with -ffp-contract=off: no fused
- * multiply-adds). One more is not a twin: cone_candidates, the moving objects' cone cull, computes its
- * float32 dot product its own way instead of through BLAS (whose threads a matrix product wakes): a
- * cull only has to keep every ray that may meet the object, and the cone has slack enough (1e-4 in
- * the cosine) that the rays it keeps or drops at the edge cannot. Built by setuptools as an optional
- * extension: where it is missing, the NumPy versions are used.
+ * multiply-adds). Two are not twins: cone_candidates, the moving objects' cone cull, computes its
+ * float32 dot product its own way instead of through BLAS (whose threads a matrix product wakes), and
+ * sphere_candidates, their cull for scattered origins (the rays that go on behind glass), tests in
+ * float64 in one pass: a cull only has to keep every ray that may meet the object, and both have
+ * slack enough (1e-4 in the cosine; 1 % and 5 cm^2 in the squared radius) that the rays they keep or
+ * drop at the edge cannot. Built by setuptools as an optional extension: where it is missing, the
+ * NumPy versions are used.
  */
 #include "_np_twins.h"
 
@@ -253,6 +255,42 @@ static PyObject *cone_candidates(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(m);
 }
 
+/* sphere_candidates(o f4 (N, 3), d f4 (N, 3), c f8 (3,), r2 f8 (1,), out i8 (N)) -> m: the rays whose
+ * forward half comes within sqrt(r2) of c (tca = (c - o).d, d2 = |c - o|^2 - tca^2 <= r2 and
+ * tca + sqrt(r2 - d2) >= 0), in float64, their indices in order into out. A cull (world._cull_rays'
+ * twin for scattered origins): r2 carries the slack of its float32 version, so every ray either keeps
+ * meets the sphere with room to spare. */
+static PyObject *sphere_candidates(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) return NULL;
+    Buf b[5];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 12);
+    if (n < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'f', 4, 3 * n, "o") || buf_get(&b[1], o[1], 0, 'f', 4, 3 * n, "d") ||
+        buf_get(&b[2], o[2], 0, 'd', 8, 3, "c") || buf_get(&b[3], o[3], 0, 'd', 8, 1, "r2") ||
+        buf_get(&b[4], o[4], 1, 'q', 8, n, "out")) {
+        buf_release(b, 5);
+        return NULL;
+    }
+    const float *of = b[0].view.buf, *df = b[1].view.buf;
+    const double *c = b[2].view.buf, r2 = *(const double *)b[3].view.buf;
+    int64_t *idx = b[4].view.buf;
+    Py_ssize_t m = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double ox = c[0] - of[3 * i], oy = c[1] - of[3 * i + 1], oz = c[2] - of[3 * i + 2];
+        const double tca = ox * df[3 * i] + oy * df[3 * i + 1] + oz * df[3 * i + 2];
+        const double d2 = ox * ox + oy * oy + oz * oz - tca * tca;
+        idx[m] = i;
+        m += d2 <= r2 && tca + sqrt(r2 - d2) >= 0.0;
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 5);
+    return PyLong_FromSsize_t(m);
+}
+
 /* The rows of interp_sorted for `cols` columns; returns the first time out of order, or -1. Inlined
  * with the column counts the callers use (3: positions, 4: quaternions), so the column loops unroll. */
 static inline __attribute__((always_inline)) Py_ssize_t interp_rows(const double *t, Py_ssize_t n, const double *xp,
@@ -383,6 +421,7 @@ static PyMethodDef methods[] = {
     {"face_the_rays", face_the_rays, METH_VARARGS, "Normals facing their rays, and the segments (see the source)."},
     {"bounds", bounds, METH_VARARGS, "Per-axis min and max of (N, 3) float32 rows."},
     {"cone_candidates", cone_candidates, METH_VARARGS, "The rays whose direction lies in a cone."},
+    {"sphere_candidates", sphere_candidates, METH_VARARGS, "The rays that come near a sphere (see the source)."},
     {"merge_hits", merge_hits, METH_VARARGS, "A moving object's hits merged into the batch (see the source)."},
     {"interp_sorted", interp_sorted, METH_VARARGS, "np.interp of every column at times in order (see the source)."},
     {NULL, NULL, 0, NULL},

@@ -40,3 +40,6 @@ def merge_hits(
     /,
 ) -> int:
     """A moving object's hits written into the batch's rows; returns how many."""
+
+def sphere_candidates(o: Any, d: Any, c: Any, r2: Any, out: Any, /) -> int:
+    """The rays whose forward half comes near a sphere, their indices written to out; returns how many."""

@@ -393,6 +393,10 @@ class World:
                 center, radius = pose.transform_points(mv.center), mv.radius
             if spread <= 0.25 * radius:  # origins close together (a lidar's or a camera's)
                 cand = self._cull_cone(radius, center, c0, spread, d)
+            elif _steps is not None:  # scattered origins (behind glass): one pass, no temporaries
+                cand = np.empty(o.shape[0], np.int64)
+                r2 = np.array([radius * radius * 1.01 + 0.05])  # the slack of _cull_rays
+                cand = cand[: _steps.sphere_candidates(o, d, np.asarray(center, np.float64), r2, cand)]
             else:
                 if od is None or oo is None:
                     od, oo = np.einsum("ij,ij->i", o, d), np.einsum("ij,ij->i", o, o)
@@ -528,6 +532,8 @@ class World:
             cand = np.arange(o.shape[0])
         p, q = self.scene.objects[mv.index].trajectory.positions_rotations(t[cand])
         inside, ol, dl = _object_frame_rays(o, d, cand, p, q, mv.box)
+        if not inside.size:  # (the rays behind glass near an object often all pass its box by)
+            return
         cand, q = cand[inside], np.take(q, inside, axis=0)
         limit = np.minimum(dist[cand], np.float32(max_range))
         hd, hf, hn = mv.caster.intersect(ol, dl, limit, threads=1)

@@ -163,3 +163,35 @@ def test_merging_a_moving_object_s_hits_refuses_bad_rows() -> None:
     assert all(
         x.tobytes() == y.tobytes() for x, y in zip(before, (dist, normal, material, owner), strict=True)
     )
+
+
+@needs_compiled
+def test_sphere_candidates_keep_every_ray_that_meets_the_sphere() -> None:
+    """The cull for scattered origins (rays behind glass), in float64: every ray whose forward half meets
+    the sphere is kept, none that passes it by more than the slack, and the rays kept are those of the
+    float32 NumPy version but for rays at the slack's edge."""
+    steps = world_module._steps
+    assert steps is not None
+    rng = np.random.default_rng(12)
+    n, center, radius = 60_000, np.array([20.0, -3.0, 1.0]), 2.5
+    o = rng.uniform(-30.0, 30.0, (n, 3)).astype(np.float32)
+    d = rng.normal(size=(n, 3))
+    half = n // 2  # half the rays aimed near the sphere: some meet it, some pass just by
+    d[:half] = center + rng.normal(0.0, 2.0, (half, 3)) - o[:half]
+    d = (d / np.linalg.norm(d, axis=1)[:, None]).astype(np.float32)
+    o[:50] = center + rng.uniform(-1.0, 1.0, (50, 3))  # origins inside the sphere: every direction
+    r2 = radius * radius * 1.01 + 0.05
+    out = np.empty(n, np.int64)
+    kept = out[: steps.sphere_candidates(o, d, center, np.array([r2]), out)]
+    oc = center - o.astype(np.float64)
+    tca = np.einsum("ij,ij->i", oc, d.astype(np.float64))
+    d2 = np.einsum("ij,ij->i", oc, oc) - tca * tca
+    meets = (d2 <= radius * radius) & (tca + np.sqrt(np.maximum(radius * radius - d2, 0.0)) >= 0.0)
+    assert int(meets.sum()) > 1000 and set(range(50)) <= set(kept.tolist())
+    assert set(np.flatnonzero(meets).tolist()) <= set(kept.tolist())
+    far = (d2 > r2 * 1.001) | (tca + np.sqrt(np.maximum(r2 - d2, 0.0)) < -1e-3)
+    assert not far[kept].any()
+    od, oo = np.einsum("ij,ij->i", o, d), np.einsum("ij,ij->i", o, o)
+    numpy_kept = set(world_module.World._cull_rays(radius, center, o, d, od, oo).tolist())
+    edge = np.abs(d2 - r2) < 1e-2 * r2
+    assert set(kept.tolist()) ^ numpy_kept <= set(np.flatnonzero(edge).tolist())
