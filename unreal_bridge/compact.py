@@ -43,9 +43,10 @@ def glass_rows(extras: Mapping[str, np.ndarray], count: int) -> np.ndarray | Non
     arrays = [np.asarray(extras.get(name, np.zeros(0))) for name in GLASS_FIELDS]
     if any(a.shape != (count,) or a.dtype.kind not in "fiu" for a in arrays):
         return None
-    present = np.zeros(count, bool)
+    present, differs = np.zeros(count, bool), np.empty(count, bool)
     for a, absent in zip(arrays, GLASS_FIELDS.values(), strict=True):
-        present |= _bits(a) != _bits(np.array([absent], a.dtype))[0]
+        np.not_equal(_bits(a), _bits(np.array([absent], a.dtype))[0], out=differs)
+        present |= differs
     return np.flatnonzero(present).astype(np.uint32)
 
 

@@ -173,19 +173,19 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0, expected: Firings | 
         direction = np.ascontiguousarray(ex["direction"], dtype=np.float32)
 
     def opt(name: str, fill: float, dtype: Any) -> np.ndarray:
-        return ex[name].astype(dtype) if name in ex else np.full(n, fill, dtype)
+        return _own(ex[name], dtype) if name in ex else np.full(n, fill, dtype)
 
     hits = Hits(
         firings=firings,
         direction=direction,
         range_m=rng,
-        cos_incidence=ex["cos_incidence"].astype(np.float32),
-        material=ex["material"].astype(np.int16),
+        cos_incidence=_own(ex["cos_incidence"], np.float32),
+        material=_own(ex["material"], np.int16),
         segment=np.maximum(answer.segmentation, 0).astype(np.uint32),
         glass_range_m=opt("glass_range", np.inf, np.float32),
         glass_cos=opt("glass_cos", 0.0, np.float32),
         glass_material=opt("glass_material", -1, np.int16),
-        glass_segment=np.maximum(opt("glass_segment", 0, np.int64), 0).astype(np.uint32),
+        glass_segment=_glass_segments(ex, n),
         glass_transmission=opt("glass_transmission", 1.0, np.float32),
         subrays=sub,
         subray_weight=weights,
@@ -199,6 +199,24 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0, expected: Firings | 
         a = np.asarray(samples, np.float64)
         hits.pose_samples = (a[:, 0].copy(), a[:, 1:4].copy(), a[:, 4:8].copy())
     return hits
+
+
+def _own(a: np.ndarray, dtype: Any) -> np.ndarray:
+    """``a`` as ``dtype``, writable and this side's own: as it is when it already is (a compact answer's
+    spread glass fields), else a copy (the fields decoded as views of the received message)."""
+    if a.dtype == dtype and a.flags.writeable and a.flags.owndata:
+        return a
+    return a.astype(dtype)
+
+
+def _glass_segments(extras: Any, n: int) -> np.ndarray:
+    """The glass segment ids (uint32): negative wire values (an int field) read 0."""
+    if "glass_segment" not in extras:
+        return np.zeros(n, np.uint32)
+    a = extras["glass_segment"]
+    if a.dtype.kind == "u":  # a compact answer's <u4: nothing to clip
+        return _own(a, np.uint32)
+    return np.maximum(a.astype(np.int64), 0).astype(np.uint32)
 
 
 _SUN_FIELDS = ("sun_cos", "beam_sun_cos")
