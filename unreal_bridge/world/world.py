@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import copy
-import os
 import re
-import threading
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import WorldError
-from .pose import Pose, quat_conjugate, quat_multiply, quat_rotate
+from .moving import (
+    MovingObjects,
+    _steps,  # the compiled steps of the cast (None where they were not built)
+)
+from .pose import Pose, quat_multiply, quat_rotate
 from .raycast import _N_THREADS, RAY_CASTERS, EmbreeCaster, RayCaster, parallel_map, split, thread_count
 from .scene import Scene
 
@@ -40,104 +42,6 @@ class RayHits(NamedTuple):
     object_index: NDArray[np.int32]
 
 
-#: Cast times whose moving-object poses are kept (a frame, its prefetched successor, a camera's time).
-try:  # compiled twins of steps of the cast (an optional extension; the NumPy versions otherwise)
-    from . import _cast_steps as _steps
-except ImportError:  # built without a C compiler: the NumPy versions give the same bits
-    _steps = None  # type: ignore[assignment]
-if os.environ.get("RT_LIDAR_NO_TWINS"):  # the NumPy versions, for comparing whole runs
-    _steps = None  # type: ignore[assignment]
-
-_POSE_CACHE = 8
-_SWEEP_SAMPLES = 17
-"""Samples of a moving object's path over a batch of per-ray times, for its culling sphere."""
-_SWEEP_FRACTIONS = np.arange(_SWEEP_SAMPLES, dtype=np.float64) / (_SWEEP_SAMPLES - 1)
-
-
-class _Moving:
-    """A moving object: its caster in the object frame and its bounding sphere."""
-
-    def __init__(self, index: int, caster: RayCaster, vertices: NDArray[np.float32]) -> None:
-        self.index = index
-        self.caster = caster
-        lo, hi = vertices.min(axis=0).astype(np.float64), vertices.max(axis=0).astype(np.float64)
-        self.box = (lo.astype(np.float32) - 1e-3, hi.astype(np.float32) + 1e-3)
-        """The object-frame bounding box, a millimetre wider."""
-        self.center = 0.5 * (lo + hi)
-        self.radius = float(np.linalg.norm(vertices.astype(np.float64) - self.center, axis=1).max()) + 1e-3
-
-
-def _spread(o: F32, c0: F64) -> float:
-    """A bound on how far the origins ``o`` lie from ``c0``: the farthest corner of their bounding box
-    (per-axis min/max over strided views: a reduction over axis 0 of (N, 3) rows, or the distance of
-    every origin, costs several times as much). Never less than the farthest origin, so the culls it
-    feeds stay conservative."""
-    if _steps is not None and o.flags.c_contiguous and o.dtype == np.float32:  # one pass, the same values
-        b = _steps.bounds(o)
-        lo, hi = np.array(b[:3], np.float64), np.array(b[3:], np.float64)
-    else:
-        flat = o.reshape(-1)
-        lo = np.array([flat[k::3].min() for k in range(3)], np.float64)
-        hi = np.array([flat[k::3].max() for k in range(3)], np.float64)
-    reach = np.maximum(hi - c0, c0 - lo)
-    return float(np.sqrt(reach @ reach)) * 1.0001 + 1e-6
-
-
-def _meets_box(o: F32, d: F32, lo: F32, hi: F32) -> NDArray[np.intp]:
-    """Rays (object frame) whose forward half meets the box [lo, hi] (slab test, axis by axis: a
-    reduction over the short axis of (N, 3) rows is many times slower)."""
-    near = np.zeros(o.shape[0], np.float32)
-    far = np.full(o.shape[0], np.inf, np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for k in range(3):
-            inv = np.float32(1.0) / d[:, k]
-            t1, t2 = (lo[k] - o[:, k]) * inv, (hi[k] - o[:, k]) * inv
-            np.fmax(near, np.fmin(t1, t2), out=near)  # fmin/fmax skip the NaN of a ray in a slab's plane
-            np.fmin(far, np.fmax(t1, t2), out=far)
-    return np.flatnonzero(far >= near)
-
-
-def _object_frame_rays(
-    o: F32,
-    d: F32,
-    cand: NDArray[np.intp],
-    p: F64,
-    q: F64,
-    box: tuple[F32, F32],
-    compiled: bool | None = None,
-) -> tuple[NDArray[np.intp], F32, F32]:
-    """The candidate rays ``cand`` of ``o`` / ``d`` (world frame) in a moving object's frame, each at its
-    own pose (``p`` (K, 3), ``q`` (K, 4) wxyz: the object's position and rotation at that ray's time),
-    element-wise in float64 then float32, and of those the ones whose forward half meets the object-frame
-    ``box``: (their positions in ``cand``, their origins, their directions). The compiled twin
-    (``_cast_steps``) gives the same bits in one pass; ``compiled`` forces either (None: the compiled
-    one where it was built)."""
-    use_c = _steps is not None if compiled is None else compiled
-    contiguous = all(a.dtype == np.float32 and a.flags.c_contiguous for a in (o, d))
-    if use_c and _steps is not None and contiguous:
-        k = cand.shape[0]
-        ol, dl = np.empty((k, 3), np.float32), np.empty((k, 3), np.float32)
-        keep = np.empty(k, np.int64)
-        m = _steps.object_frame_rays(
-            o,
-            d,
-            np.ascontiguousarray(cand, np.int64),
-            np.ascontiguousarray(p, np.float64),
-            np.ascontiguousarray(q, np.float64),
-            np.ascontiguousarray(box[0], np.float32),
-            np.ascontiguousarray(box[1], np.float32),
-            ol,
-            dl,
-            keep,
-        )
-        return keep[:m].astype(np.intp, copy=False), ol[:m], dl[:m]
-    qi = quat_conjugate(q)
-    ol = quat_rotate(qi, np.take(o, cand, axis=0).astype(np.float64) - p).astype(np.float32)
-    dl = quat_rotate(qi, np.take(d, cand, axis=0).astype(np.float64)).astype(np.float32)
-    inside = _meets_box(ol, dl, *box)
-    return inside, np.take(ol, inside, axis=0), np.take(dl, inside, axis=0)
-
-
 class World:
     """A :class:`Scene` ready for ray casts and camera renders at any time t.
 
@@ -159,21 +63,15 @@ class World:
         mats: list[NDArray[np.int16]] = []
         owner: list[NDArray[np.int32]] = []
         offset = 0
-        self._moving: list[_Moving] = []
-        self._face_material: dict[int, NDArray[np.int16]] = {}
+        self._moving = MovingObjects(scene, make)
         for i, obj in enumerate(objs):
-            if obj.triangle_count == 0:
-                continue
-            if obj.is_static:
+            if obj.triangle_count and obj.is_static:
                 pose = obj.trajectory.pose_at(0.0)
                 verts.append(pose.transform_points(obj.vertices).astype(np.float32))
                 faces.append(obj.faces + offset)
                 mats.append(obj.face_material)
                 owner.append(np.full(obj.triangle_count, i, dtype=np.int32))
                 offset += obj.vertices.shape[0]
-            else:
-                self._moving.append(_Moving(i, make(obj.vertices, obj.faces), obj.vertices))
-                self._face_material[i] = obj.face_material
         if faces:
             self._static: RayCaster | None = make(np.concatenate(verts), np.concatenate(faces))
             self._static_material = np.concatenate([*mats, np.array([-1], np.int16)])
@@ -183,9 +81,6 @@ class World:
             self._static_material = np.array([-1], np.int16)
             self._static_owner = np.array([-1], np.int32)
         self._index = {o.name: i for i, o in enumerate(objs)}
-        self._pose_cache: dict[float, list[Pose]] = {}
-        self._sphere_cache: dict[tuple[float, float], list[tuple[F64, float]]] = {}
-        self._pose_lock = threading.Lock()
 
     # -- scene queries -------------------------------------------------------------------------
 
@@ -309,7 +204,7 @@ class World:
         slices = split(n, min(thread_count(n, threads), _N_THREADS))
         spheres: list[tuple[F64, float]] | None = None
         if tt.ndim == 0:
-            moving_at: list[Pose] | F64 = self._moving_poses(float(tt))
+            moving_at: list[Pose] | F64 = self._moving.poses_at(float(tt))
         else:
             tt = tt.reshape(-1)
             lo, hi = (float(tt.min()), float(tt.max())) if tt.shape == (n,) else (np.nan, np.nan)
@@ -318,26 +213,16 @@ class World:
                     f"World.cast: t must be one time or {n} finite per-ray times, got shape {tt.shape}"
                 )
             moving_at = tt
-            spheres = self._swept_spheres(lo, hi) if self._moving else []
+            spheres = self._moving.swept_spheres(lo, hi) if self._moving else []
         if self._static is not None:
             parallel_map(lambda sl: self._cast_static(o[sl], d[sl], float(max_range), out, sl), slices)
         # The moving objects once over the whole batch (each ray's hit depends on that ray alone, so
         # not per slice: that would double their culls and per-call costs for a few per cent of the rays).
         if self._moving:
-            self._cast_all_moving(o, d, moving_at, float(max_range), out, spheres)
+            hits = (out.distance, out.normal, out.material, out.object_index)
+            self._moving.cast(o, d, moving_at, float(max_range), hits, spheres)
         self._face_the_rays(out, d)
         return out
-
-    def _moving_poses(self, t: float) -> list[Pose]:
-        """Poses of the moving objects at ``t`` (a lidar frame casts at one t two or three times)."""
-        with self._pose_lock:
-            poses = self._pose_cache.get(t)
-            if poses is None:
-                poses = [self.scene.objects[mv.index].trajectory.pose_at(t) for mv in self._moving]
-                if len(self._pose_cache) >= _POSE_CACHE:
-                    self._pose_cache.pop(next(iter(self._pose_cache)))
-                self._pose_cache[t] = poses
-            return poses
 
     def _cast_static(self, o: F32, d: F32, max_range: float, out: RayHits, sl: slice) -> None:
         """Cast one slice of the batch against the static BVH, every field of its rows written."""
@@ -363,53 +248,6 @@ class World:
             np.take(self._static_material, sf, out=material, mode="wrap")
             np.take(self._static_owner, sf, out=obj_index, mode="wrap")
 
-    def _cast_all_moving(
-        self,
-        o: F32,
-        d: F32,
-        poses: list[Pose] | F64,
-        max_range: float,
-        out: RayHits,
-        spheres: list[tuple[F64, float]] | None = None,
-    ) -> None:
-        """Cast the batch against the moving objects, keeping each ray's nearer hits; ``poses`` are the
-        objects' poses at the batch's one time, or the (N,) per-ray times at which each ray meets them,
-        with ``spheres`` (centre, radius) that hold each object over those times."""
-        dist, normal, material, obj_index = out.distance, out.normal, out.material, out.object_index
-        c0 = o[0].astype(np.float64)
-        spread = _spread(o, c0)
-        od = oo = None
-        per_ray = not isinstance(poses, list)
-        for k, mv in enumerate(self._moving):
-            if per_ray:
-                # the sphere swept over the batch's times (a superset of where the object is)
-                if spheres:
-                    center, radius = spheres[k]
-                else:
-                    times = np.asarray(poses)
-                    center, radius = self._swept_sphere(mv, float(times.min()), float(times.max()))
-            else:
-                pose = poses[k]
-                center, radius = pose.transform_points(mv.center), mv.radius
-            if spread <= 0.25 * radius:  # origins close together (a lidar's or a camera's)
-                cand = self._cull_cone(radius, center, c0, spread, d)
-            elif _steps is not None:  # scattered origins (behind glass): one pass, no temporaries
-                cand = np.empty(o.shape[0], np.int64)
-                r2 = np.array([radius * radius * 1.01 + 0.05])  # the slack of _cull_rays
-                cand = cand[: _steps.sphere_candidates(o, d, np.asarray(center, np.float64), r2, cand)]
-            else:
-                if od is None or oo is None:
-                    od, oo = np.einsum("ij,ij->i", o, d), np.einsum("ij,ij->i", o, o)
-                cand = self._cull_rays(radius, center, o, d, od, oo)
-            if cand is not None and not cand.size:
-                continue
-            if per_ray:
-                self._cast_moving_at(
-                    mv, np.asarray(poses), cand, o, d, max_range, dist, normal, material, obj_index
-                )
-            else:
-                self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
-
     def _face_the_rays(self, out: RayHits, d: F32) -> None:
         """Turn the normals to face their rays and give each hit its object's segment id."""
         normal, obj_index = out.normal, out.object_index
@@ -424,143 +262,6 @@ class World:
         flip = np.flatnonzero(dot > 0)
         normal[flip] = -normal[flip]
         out.segment[:] = self._segments[obj_index]  # index -1 reads the trailing 0
-
-    @staticmethod
-    def _cull_cone(radius: float, center: F64, c0: F64, spread: float, d: F32) -> NDArray[np.intp] | None:
-        """Rays that may meet the object's bounding sphere (None: all of them), their origins lying
-        within ``spread`` of ``c0``: a ray from there that meets the sphere of radius r runs parallel to a
-        ray from ``c0`` that meets the sphere of radius r + spread, so this is a cone test."""
-        u = center - c0
-        length = float(np.linalg.norm(u))
-        reach = radius + spread
-        if length <= reach * 1.001 + 1e-3:
-            return None  # an origin may lie inside the sphere: every direction can meet it
-        cos_max = np.sqrt(max(0.0, 1.0 - (reach / length) ** 2))
-        axis = (u / length).astype(np.float32)
-        if _steps is not None and d.flags.c_contiguous:  # one pass, and no BLAS threads woken
-            out = np.empty(d.shape[0], np.int64)
-            m = _steps.cone_candidates(d, axis, np.array([cos_max - 1e-4], np.float32), out)
-            return out[:m]
-        return np.flatnonzero(d @ axis >= np.float32(cos_max - 1e-4))
-
-    @staticmethod
-    def _cull_rays(radius: float, center: F64, o: F32, d: F32, od: F32, oo: F32) -> NDArray[np.intp]:
-        """Rays that meet the object's bounding sphere, one by one, from precomputed o.d and o.o."""
-        cf = center.astype(np.float32)
-        tca = d @ cf - od
-        d2 = float(center @ center) - 2.0 * (o @ cf) + oo - tca * tca
-        r2 = np.float32(radius * radius * 1.01 + 0.05)  # slack for float32 cancellation
-        cand = np.flatnonzero(d2 <= r2)
-        return cand[tca[cand] + np.sqrt(r2 - d2[cand]) >= 0.0]
-
-    def _cast_moving(
-        self,
-        mv: _Moving,
-        pose: Pose,
-        cand: NDArray[np.intp] | None,
-        o: F32,
-        d: F32,
-        max_range: float,
-        dist: F32,
-        normal: F32,
-        material: NDArray[np.int16],
-        obj_index: NDArray[np.int32],
-    ) -> None:
-        """Cast the candidate rays (None: all) in the object frame; keep the hits nearer than what each
-        ray met so far (that distance is the ray's far limit, so Embree stops early)."""
-        rot = pose.rotation_matrix().astype(np.float32)  # object -> world; row vectors v_obj = v_world @ R
-        oc, dc = (o, d) if cand is None else (np.take(o, cand, axis=0), np.take(d, cand, axis=0))
-        ol = (oc - pose.position.astype(np.float32)) @ rot
-        dl = dc @ rot
-        if cand is None:  # no cull so far (an origin near the object): keep the rays that meet its box
-            cand = _meets_box(ol, dl, *mv.box)
-            ol, dl = np.take(ol, cand, axis=0), np.take(dl, cand, axis=0)
-        limit = np.minimum(dist[cand], np.float32(max_range))
-        hd, hf, hn = mv.caster.intersect(ol, dl, limit, threads=1)
-        got = np.flatnonzero((hf >= 0) & (hd < limit))
-        rows = cand[got]
-        dist[rows] = hd[got]
-        normal[rows] = hn[got] @ rot.T
-        material[rows] = self._face_material[mv.index][hf[got]]
-        obj_index[rows] = mv.index
-
-    def _swept_spheres(self, lo: float, hi: float) -> list[tuple[F64, float]]:
-        """The spheres swept by the moving objects over the batch's times [``lo``, ``hi``], once for
-        every slice; a batch whose times lie within those of an earlier one (the rays that go on behind
-        glass) takes that batch's spheres: larger than its own, so its cull keeps every ray that can meet
-        an object, and each ray's hit is the same."""
-        with self._pose_lock:
-            for (a, b), spheres in self._sphere_cache.items():
-                if a <= lo and hi <= b:
-                    return spheres
-        spheres = [self._swept_sphere(mv, lo, hi) for mv in self._moving]
-        with self._pose_lock:
-            if len(self._sphere_cache) >= _POSE_CACHE:
-                self._sphere_cache.pop(next(iter(self._sphere_cache)))
-            self._sphere_cache[(lo, hi)] = spheres
-        return spheres
-
-    def _swept_sphere(self, mv: _Moving, lo: float, hi: float) -> tuple[F64, float]:
-        """A sphere holding the object's bounding sphere at every time in [``lo``, ``hi``]: its centre
-        sampled at 17 times over it, the radius grown by the farthest sample and the longest step
-        between samples (the path between two samples stays within a step of them)."""
-        ts = lo + (hi - lo) * _SWEEP_FRACTIONS  # np.linspace's values at a tenth of its cost
-        ts[-1] = hi
-        p, q = self.scene.objects[mv.index].trajectory.positions_rotations(ts)
-        c = p + quat_rotate(q, mv.center)
-        mid = 0.5 * (c.min(axis=0) + c.max(axis=0))
-        far = float(np.sqrt(((c - mid) ** 2).sum(axis=1)).max())
-        step = float(np.sqrt((np.diff(c, axis=0) ** 2).sum(axis=1)).max()) if len(c) > 1 else 0.0
-        return mid, mv.radius + far + step + 1e-3
-
-    def _cast_moving_at(
-        self,
-        mv: _Moving,
-        t: F64,
-        cand: NDArray[np.intp] | None,
-        o: F32,
-        d: F32,
-        max_range: float,
-        dist: F32,
-        normal: F32,
-        material: NDArray[np.int16],
-        obj_index: NDArray[np.int32],
-    ) -> None:
-        """:meth:`_cast_moving` with each candidate ray in the object frame of its own time ``t``:
-        element-wise float64 transforms, so a ray's hit does not depend on the other rays."""
-        if cand is None:
-            cand = np.arange(o.shape[0])
-        p, q = self.scene.objects[mv.index].trajectory.positions_rotations(t[cand])
-        inside, ol, dl = _object_frame_rays(o, d, cand, p, q, mv.box)
-        if not inside.size:  # (the rays behind glass near an object often all pass its box by)
-            return
-        cand, q = cand[inside], np.take(q, inside, axis=0)
-        limit = np.minimum(dist[cand], np.float32(max_range))
-        hd, hf, hn = mv.caster.intersect(ol, dl, limit, threads=1)
-        if _steps is not None and all(a.flags.c_contiguous for a in (normal, hn, q)) and hf.dtype == np.int64:
-            _steps.merge_hits(  # the twin of the lines below, in one pass
-                np.ascontiguousarray(cand, np.int64),
-                q,
-                hd,
-                hf,
-                hn,
-                limit,
-                self._face_material[mv.index],
-                mv.index,
-                dist,
-                normal,
-                material,
-                obj_index,
-            )
-            return
-        got = np.flatnonzero((hf >= 0) & (hd < limit))
-        rows = cand[got]
-        dist[rows] = hd[got]
-        normal[rows] = quat_rotate(
-            np.take(q, got, axis=0), np.take(hn, got, axis=0).astype(np.float64)
-        ).astype(np.float32)
-        material[rows] = self._face_material[mv.index][hf[got]]
-        obj_index[rows] = mv.index
 
     # -- camera ----------------------------------------------------------------------------------
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from unreal_bridge.world import moving as moving_module
 from unreal_bridge.world import world as world_module
+from unreal_bridge.world.moving import _object_frame_rays
 from unreal_bridge.world.pose import quat_from_yaw, quat_multiply
-from unreal_bridge.world.world import _object_frame_rays
 
 needs_compiled = pytest.mark.skipif(
     world_module._steps is None, reason="the _cast_steps extension was not built"
@@ -93,6 +94,7 @@ def test_whole_casts_are_the_same_without_the_compiled_steps(
     for compiled in (True, False):
         if not compiled:
             monkeypatch.setattr(world_module, "_steps", None)
+            monkeypatch.setattr(moving_module, "_steps", None)
         runs[compiled] = (world.cast(o, d, t, 120.0, threads=1), world.cast(o[::7], d[::7], 1.02, 120.0))
     for a, b in zip(runs[True], runs[False], strict=True):
         assert np.isfinite(a.distance).mean() > 0.5 and (a.object_index >= 0).any()
@@ -192,6 +194,6 @@ def test_sphere_candidates_keep_every_ray_that_meets_the_sphere() -> None:
     far = (d2 > r2 * 1.001) | (tca + np.sqrt(np.maximum(r2 - d2, 0.0)) < -1e-3)
     assert not far[kept].any()
     od, oo = np.einsum("ij,ij->i", o, d), np.einsum("ij,ij->i", o, o)
-    numpy_kept = set(world_module.World._cull_rays(radius, center, o, d, od, oo).tolist())
+    numpy_kept = set(moving_module.MovingObjects._cull_rays(radius, center, o, d, od, oo).tolist())
     edge = np.abs(d2 - r2) < 1e-2 * r2
     assert set(kept.tolist()) ^ numpy_kept <= set(np.flatnonzero(edge).tolist())

@@ -18,7 +18,7 @@ from unreal_bridge.world import (
     plane_scene,
 )
 from unreal_bridge.world.geometry import MeshBuilder
-from unreal_bridge.world.world import _meets_box
+from unreal_bridge.world.moving import _meets_box
 
 T = 3.0
 MOVING = ConstantVelocity(Pose.from_xyz_rpy(4.0, -6.0, 0.0, yaw=0.3), (0.0, 2.0, 0.0))
