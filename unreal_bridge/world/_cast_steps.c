@@ -1,6 +1,6 @@
 /* Compiled twins of steps of World.cast, each one pass where NumPy takes several:
  *
- * - object_frame_rays (world._object_frame_rays): a moving object's candidate rays moved into its frame,
+ * - object_frame_rays (moving._object_frame_rays): a moving object's candidate rays moved into its frame,
  *   each at its own pose, and kept where they meet its bounding box. The NumPy version spends ~30 array
  *   operations on the few hundred candidate rays of one object in one frame, each costing more in call
  *   overhead than in arithmetic. This does the same float64 rotation (the conjugate of each ray's pose
@@ -25,7 +25,7 @@
  */
 #include "_np_twins.h"
 
-/* v rotated by the conjugate of the unit quaternion q = (w, x, y, z), as world._rotate_rows computes
+/* v rotated by the conjugate of the unit quaternion q = (w, x, y, z), as pose.quat_rotate computes
  * it for quat_conjugate(q) (x, y, z negated). */
 static inline void rotate_conj(const double *q, const double v[3], float out[3]) {
     const double w = q[0], x = q[1] * -1.0, y = q[2] * -1.0, z = q[3] * -1.0;
@@ -257,7 +257,7 @@ static PyObject *cone_candidates(PyObject *self, PyObject *args) {
 
 /* sphere_candidates(o f4 (N, 3), d f4 (N, 3), c f8 (3,), r2 f8 (1,), out i8 (N)) -> m: the rays whose
  * forward half comes within sqrt(r2) of c (tca = (c - o).d, d2 = |c - o|^2 - tca^2 <= r2 and
- * tca + sqrt(r2 - d2) >= 0), in float64, their indices in order into out. A cull (world._cull_rays'
+ * tca + sqrt(r2 - d2) >= 0), in float64, their indices in order into out. A cull (MovingObjects._cull_rays'
  * twin for scattered origins): r2 carries the slack of its float32 version, so every ray either keeps
  * meets the sphere with room to spare. */
 static PyObject *sphere_candidates(PyObject *self, PyObject *args) {
@@ -352,7 +352,7 @@ static PyObject *interp_sorted(PyObject *self, PyObject *args) {
 
 /* merge_hits(cand i8 (M), q f8 (M, 4), hd f4 (M), hf i8 (M), hn f4 (M, 3), limit f4 (M), face_material
  *            i2 (F), index, dist f4 (N), normal f4 (N, 3), material i2 (N), obj_index i4 (N)) -> hits
- * A moving object's hits merged into the batch (world._cast_moving_at): candidate j hit it when
+ * A moving object's hits merged into the batch (MovingObjects._cast_moving_at): candidate j hit it when
  * hf[j] >= 0 and hd[j] < limit[j]; its row cand[j] then takes the distance, the object-frame normal hn[j]
  * rotated by q[j] (quat_rotate in float64, then float32), the face's material and the object's index.
  * The indices are checked first: a bad one changes nothing. */
