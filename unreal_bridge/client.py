@@ -12,6 +12,7 @@ converted from NED to the project frame (x forward, y left, z up) by :mod:`unrea
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -88,7 +89,7 @@ def _hits_field(
     if not shape or shape[0] != count or any(not isinstance(s, int) or s < 0 for s in shape):
         raise WireFormatError(f"rtLidarGetHits: field '{name}' has shape {shape}, expected ({count}, ...)")
     arr = np.frombuffer(data, dtype=np.dtype(dtype))
-    if arr.size != int(np.prod(shape)):
+    if arr.size != math.prod(shape):  # (its entries are ints: checked above)
         raise WireFormatError(f"rtLidarGetHits: field '{name}' holds {arr.size} values for shape {shape}")
     return arr.reshape(shape)
 
