@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -208,7 +209,7 @@ class World:
         else:
             tt = tt.reshape(-1)
             lo, hi = (float(tt.min()), float(tt.max())) if tt.shape == (n,) else (np.nan, np.nan)
-            if not (np.isfinite(lo) and np.isfinite(hi)):  # min and max carry a NaN through
+            if not (math.isfinite(lo) and math.isfinite(hi)):  # min and max carry a NaN through
                 raise WorldError(
                     f"World.cast: t must be one time or {n} finite per-ray times, got shape {tt.shape}"
                 )
