@@ -140,3 +140,16 @@ def test_a_batch_within_an_earlier_batchs_times_casts_as_it_would_alone() -> Non
     assert (np.array(warm.objects)[got.object_index[got.object_index >= 0]] == "car").sum() >= 20
     for field in ("distance", "normal", "material", "object_index", "segment"):
         assert getattr(got, field).tobytes() == getattr(fresh, field).tobytes(), field
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, "shape"])
+def test_per_ray_times_must_be_finite_one_a_ray(bad: float | str) -> None:
+    moving, _ = _worlds("embree")
+    o, d = _sphere_rays(50, np.zeros(3), 0.1, seed=6)
+    t = np.full(50, T)
+    if bad == "shape":
+        t = t[:49]
+    else:
+        t[17] = bad
+    with pytest.raises(WorldError, match="finite per-ray times"):
+        moving.cast(o, d, t, 100.0)
