@@ -45,6 +45,7 @@ from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 
 __all__ = [
+    "CLOSE_LINGER_MS",
     "DEFAULT_ADDRESS",
     "DEFAULT_MAX_FRAME_BYTES",
     "MAX_HEADER_BYTES",
@@ -95,6 +96,10 @@ class PublisherStats:
         """Mean wall time of one publish call, ms."""
         n = self.sent + self.dropped
         return 1e3 * self.publish_s_total / n if n else 0.0
+
+
+CLOSE_LINGER_MS = 250
+"""How long closing a publisher waits, at most, for its queued frames to reach their subscribers."""
 
 
 class StreamPublisher:
@@ -186,8 +191,10 @@ class StreamPublisher:
         return ok
 
     def close(self) -> None:
-        """Close the socket (pending frames are discarded: LINGER is 0)."""
-        self._sock.close(linger=0)
+        """Close the socket, giving the frames still queued for connected subscribers up to
+        :data:`CLOSE_LINGER_MS` to go out (the last scans of a run that ends right after publishing
+        them), then discarding the rest: a subscriber that stopped reading never holds up the exit."""
+        self._sock.close(linger=CLOSE_LINGER_MS)
 
 
 def scan_header_figures(preset: SensorPreset) -> dict[str, Any]:

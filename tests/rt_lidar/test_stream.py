@@ -301,3 +301,53 @@ def test_a_subscriber_that_stopped_reading_does_not_hold_up_another(sink: ZmqStr
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_frames_published_just_before_close_reach_the_subscriber_and_close_is_bounded() -> None:
+    """A run that ends right after publishing its last scans: closing gives the queued frames up to
+    CLOSE_LINGER_MS to go out (they did not before: the end of a run was lost), and a subscriber that
+    reads nothing never holds the close up longer."""
+    import json
+
+    import zmq
+
+    from rt_lidar.sinks.stream import CLOSE_LINGER_MS
+
+    pub = StreamPublisher("tcp://127.0.0.1:*", hwm=1000)
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.setsockopt(zmq.RCVHWM, 1000)
+    sub.connect(pub.address)
+    deadline = time.monotonic() + 10
+    while pub.subscribers == 0 and time.monotonic() < deadline:  # its subscription has arrived
+        pub.publish({"kind": "scan", "i": -1}, [])
+        time.sleep(0.01)
+    assert pub.subscribers == 1
+    payload = np.zeros(200_000, np.uint8)  # 200 kB a frame: several still queued at the close
+    for i in range(30):
+        assert pub.publish({"kind": "scan", "i": i}, [payload])
+    pub.close()
+    got = []
+    while sub.poll(2000):
+        parts = sub.recv_multipart()
+        header = json.loads(parts[0])
+        if header["i"] >= 0:  # (not a probe)
+            assert len(parts[1]) == payload.size
+            got.append(header["i"])
+    sub.close(linger=0)
+    assert got == list(range(30))
+
+    stalled = StreamPublisher("tcp://127.0.0.1:*", hwm=1000, nodrop=False)
+    reader = zmq.Context.instance().socket(zmq.SUB)  # subscribes, then never reads
+    reader.setsockopt(zmq.SUBSCRIBE, b"")
+    reader.setsockopt(zmq.RCVHWM, 1)
+    reader.setsockopt(zmq.RCVBUF, 4096)
+    reader.connect(stalled.address)
+    time.sleep(0.2)
+    big = np.zeros(2_000_000, np.uint8)
+    for _ in range(50):
+        stalled.publish({"kind": "scan"}, [big])
+    t0 = time.monotonic()
+    stalled.close()
+    assert time.monotonic() - t0 < CLOSE_LINGER_MS / 1000 + 1.0
+    reader.close(linger=0)
