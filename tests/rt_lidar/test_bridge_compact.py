@@ -5,12 +5,11 @@ is refused naming what is wrong."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
+from served import served, served_frames
 
 from rt_lidar.bridge.hits import hits_from_wire
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
@@ -28,26 +27,13 @@ from unreal_bridge.wire import LEAN_FIELDS, FluPose
 from unreal_bridge.world import World, street_scene
 
 
-@contextlib.contextmanager
-def _served(preset: str = "HDL-64E") -> Iterator[tuple[EmbeddedSim, AirSimServer]]:
-    sim = EmbeddedSim(World(street_scene(0)), load_preset(preset), paused=True)
-    server = AirSimServer(sim, port=0).start()
-    try:
-        yield sim, server
-    finally:
-        server.close()
+def _frames(compact: bool, shared_memory: bool = False) -> list[LidarHits]:
+    """Three lockstep HDL-64E frames of a fresh server, asked compact or plain."""
 
-
-def _frames(compact: bool, shared_memory: bool = False, frames: int = 3) -> list[LidarHits]:
-    """``frames`` lockstep frames (20 Hz) of a fresh server, asked compact or plain."""
-    with _served() as (_sim, server), AirSimClient(port=server.port, shared_memory=shared_memory) as client:
+    def ask(client: AirSimClient) -> None:
         client.compact = compact
-        out = []
-        for _ in range(frames):
-            client.sim_continue_for_time(0.05)
-            out.append(client.rt_lidar_get_hits())
-        assert client.transport == ("shm" if shared_memory else "tcp"), client.shm_refused
-        return out
+
+    return served_frames(ask, "HDL-64E", shared_memory)
 
 
 @pytest.mark.parametrize("shared_memory", [False, True])
@@ -140,7 +126,7 @@ def pack_unpack(answer: dict[str, Any]) -> Any:
 
 
 def _compact_raw() -> dict[str, Any]:
-    with _served("VLP-16") as (_sim, server), AirSimClient(port=server.port) as client:
+    with served() as (_sim, server), AirSimClient(port=server.port) as client:
         client.sim_continue_for_time(0.05)
         raw: dict[str, Any] = client.rpc.call("rtLidarGetHits", "", "", {"compact": True})
     assert raw["compact"] is True and raw["fields"][GLASS_ROWS]["shape"][0] > 0
@@ -176,7 +162,7 @@ def test_a_malformed_compact_answer_is_refused_naming_what_is_wrong() -> None:
 @pytest.mark.parametrize("method", ["rtLidarGetHits", BEAM_HITS_METHOD])
 def test_a_compact_option_that_is_not_a_boolean_is_refused(method: str) -> None:
     options = {"compact": "yes"}
-    with _served("VLP-16") as (_sim, server), AirSimClient(port=server.port) as client:
+    with served() as (_sim, server), AirSimClient(port=server.port) as client:
         with pytest.raises(RpcError, match="'compact' must be true or false"):
             client.rpc.call(method, "", "", options)
         client.sim_continue_for_time(0.05)

@@ -4,13 +4,12 @@ to pack, send, receive and flip, and every other field the same bytes."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from scenes import wall_scene
+from served import served, served_frames
 
 from rt_lidar.bridge.source import BridgeSource
 from rt_lidar.sensor.presets import load_preset
@@ -26,27 +25,14 @@ from unreal_bridge.world import World, street_scene
 _OMIT = {"omit": sorted(OMITTABLE_FIELDS)}
 
 
-@contextlib.contextmanager
-def _served(server_type: type[AirSimServer] = AirSimServer) -> Iterator[tuple[EmbeddedSim, AirSimServer]]:
-    sim = EmbeddedSim(World(street_scene(0)), load_preset("VLP-16"), paused=True)
-    server = server_type(sim, port=0).start()
-    try:
-        yield sim, server
-    finally:
-        server.close()
+def _frames(omit: bool, shared_memory: bool = False) -> list[LidarHits]:
+    """Three lockstep frames of a fresh server, asked with or without ``omit``."""
 
-
-def _frames(omit: bool, shared_memory: bool = False, frames: int = 3) -> list[LidarHits]:
-    """``frames`` lockstep frames (20 Hz) of a fresh server, asked with or without ``omit``."""
-    with _served() as (_sim, server), AirSimClient(port=server.port, shared_memory=shared_memory) as client:
+    def ask(client: AirSimClient) -> None:
         if omit:
             client.omit_fields = OMITTABLE_FIELDS
-        out = []
-        for _ in range(frames):
-            client.sim_continue_for_time(0.05)
-            out.append(client.rt_lidar_get_hits())
-        assert client.transport == ("shm" if shared_memory else "tcp"), client.shm_refused
-        return out
+
+    return served_frames(ask, shared_memory=shared_memory)
 
 
 @pytest.mark.parametrize("shared_memory", [False, True])
@@ -65,7 +51,7 @@ def test_an_answer_without_points_and_normals_has_every_other_field_bit_for_bit(
 
 
 def test_the_server_leaves_the_fields_out_of_the_message_and_says_so() -> None:
-    with _served() as (_sim, server), AirSimClient(port=server.port) as client:
+    with served() as (_sim, server), AirSimClient(port=server.port) as client:
         info = client.rt_lidar_server_info()
         assert info["omit"] == ["direction", "normal", "point", "ring", "time"]
         assert info["firings"] == {
@@ -97,7 +83,7 @@ def test_the_server_leaves_the_fields_out_of_the_message_and_says_so() -> None:
     ],
 )
 def test_a_bad_omit_option_is_refused_naming_what_is_wrong(options: Any, said: str) -> None:
-    with _served() as (_sim, server), AirSimClient(port=server.port) as client:
+    with served() as (_sim, server), AirSimClient(port=server.port) as client:
         with pytest.raises(RpcError, match="rtLidarGetHits") as err:
             client.rpc.call("rtLidarGetHits", "", "", options)
         assert said in str(err.value)
@@ -107,7 +93,7 @@ def test_a_bad_omit_option_is_refused_naming_what_is_wrong(options: Any, said: s
 
 
 def test_an_answer_that_leaves_out_fields_not_asked_for_is_refused() -> None:
-    with _served() as (_sim, server), AirSimClient(port=server.port) as client:
+    with served() as (_sim, server), AirSimClient(port=server.port) as client:
         client.sim_continue_for_time(0.05)
         raw: Any = client.rpc.call("rtLidarGetHits", "", "", {"omit": ["normal"]})
     with pytest.raises(WireFormatError, match="leaves out"):
@@ -148,7 +134,7 @@ def test_the_bridge_asks_to_leave_out_what_it_does_not_read_only_of_a_server_tha
 
 
 def test_an_answer_whose_omitted_list_is_not_names_is_refused() -> None:
-    with _served() as (_sim, server), AirSimClient(port=server.port) as client:
+    with served() as (_sim, server), AirSimClient(port=server.port) as client:
         client.sim_continue_for_time(0.05)
         raw: Any = client.rpc.call("rtLidarGetHits", "", "", {"omit": ["normal"]})
     for bad in ([["normal"]], "normal", [1]):

@@ -1,0 +1,39 @@
+"""Lockstep frames of our server over loopback, for the tests of what a hits call may ask for."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.server.embedded_sim import EmbeddedSim
+from unreal_bridge import AirSimClient, AirSimServer, LidarHits
+from unreal_bridge.world import World, street_scene
+
+
+@contextlib.contextmanager
+def served(preset: str = "VLP-16") -> Iterator[tuple[EmbeddedSim, AirSimServer]]:
+    """Our server on a free port, casting the street for a lidar of ``preset``, paused."""
+    sim = EmbeddedSim(World(street_scene(0)), load_preset(preset), paused=True)
+    server = AirSimServer(sim, port=0).start()
+    try:
+        yield sim, server
+    finally:
+        server.close()
+
+
+def served_frames(
+    ask: Callable[[AirSimClient], None], preset: str = "VLP-16", shared_memory: bool = False, frames: int = 3
+) -> list[LidarHits]:
+    """``frames`` lockstep frames (20 Hz) of a fresh server, asked by a client that ``ask`` set up."""
+    with (
+        served(preset) as (_sim, server),
+        AirSimClient(port=server.port, shared_memory=shared_memory) as client,
+    ):
+        ask(client)
+        out = []
+        for _ in range(frames):
+            client.sim_continue_for_time(0.05)
+            out.append(client.rt_lidar_get_hits())
+        assert client.transport == ("shm" if shared_memory else "tcp"), client.shm_refused
+        return out
