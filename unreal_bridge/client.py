@@ -371,7 +371,7 @@ class AirSimClient:
         form = self._answer_form(lidar_name)
         return [lidar_name, vehicle_name, form] if form else [lidar_name, vehicle_name]
 
-    def _with_omit(self, beam: dict[str, Any], lidar_name: str) -> dict[str, Any]:
+    def _with_form(self, beam: dict[str, Any], lidar_name: str) -> dict[str, Any]:
         """``beam`` with the entries of :meth:`_answer_form`."""
         return {**beam, **self._answer_form(lidar_name)}
 
@@ -466,7 +466,7 @@ class AirSimClient:
             self.transport = "tcp"
             omit = self.omit_for(lidar_name)
             if beam:
-                args = [lidar_name, vehicle_name, self._with_omit(beam, lidar_name)]
+                args = [lidar_name, vehicle_name, self._with_form(beam, lidar_name)]
                 return self._decode(self.rpc.call(BEAM_HITS_METHOD, *args), None, omit)
             return self._decode(
                 self.rpc.call("rtLidarGetHits", *self._hits_args(lidar_name, vehicle_name)), None, omit
@@ -478,7 +478,7 @@ class AirSimClient:
                     BEAM_HITS_METHOD,
                     lidar_name,
                     vehicle_name,
-                    self._with_omit({**beam, "transport": segment.offer()}, lidar_name),
+                    self._with_form({**beam, "transport": segment.offer()}, lidar_name),
                 )
             except RpcError:
                 answered = True
@@ -509,7 +509,7 @@ class AirSimClient:
         if self.shm_refused is None:
             return self._shm_call(lidar_name, vehicle_name, beam)
         self.transport = "tcp"
-        answer = self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, self._with_omit(beam, lidar_name))
+        answer = self.rpc.call(BEAM_HITS_METHOD, lidar_name, vehicle_name, self._with_form(beam, lidar_name))
         return self._decode(answer, None, self.omit_for(lidar_name))
 
     def sim_get_images(
@@ -589,7 +589,7 @@ class AirSimClient:
                 omit=self.omit_for(lidar_name),
             )
         try:
-            beam = self._with_omit({"transport": segment.offer()}, lidar_name)
+            beam = self._with_form({"transport": segment.offer()}, lidar_name)
             hits = self.rpc.send_request(BEAM_HITS_METHOD, [lidar_name, vehicle_name, beam])
         except BaseException:
             self._give_back(segment, reusable=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
@@ -37,3 +38,16 @@ def served_frames(
             out.append(client.rt_lidar_get_hits())
         assert client.transport == ("shm" if shared_memory else "tcp"), client.shm_refused
         return out
+
+
+def server_of_before(info: dict[str, Any]) -> type[AirSimServer]:
+    """Our server as one of before an option was offered: its ``rtLidarServerInfo`` answers ``info``."""
+
+    class _ServerOfBefore(AirSimServer):
+        def _table(self) -> list[tuple[str, Any, int | tuple[int, ...]]]:
+            return [
+                (name, (lambda: dict(info)) if name == "rtLidarServerInfo" else func, arity)
+                for name, func, arity in super()._table()
+            ]
+
+    return _ServerOfBefore

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from served import served, served_frames
+from served import served, served_frames, server_of_before
 
 from rt_lidar.bridge.hits import hits_from_wire
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
@@ -173,15 +173,8 @@ def test_a_compact_option_that_is_not_a_boolean_is_refused(method: str) -> None:
         assert plain["fields"]["material"]["dtype"] == "<i4"
 
 
-class _WithoutCompact(AirSimServer):
-    """A server of before compact answers (its ``rtLidarServerInfo`` does not offer them)."""
-
-    def _table(self) -> list[tuple[str, Any, int | tuple[int, ...]]]:
-        info = {"in_order": True, "omit": sorted(LEAN_FIELDS)}
-        return [
-            (name, (lambda: info) if name == "rtLidarServerInfo" else func, arity)
-            for name, func, arity in super()._table()
-        ]
+_WithoutCompact = server_of_before({"in_order": True, "omit": sorted(LEAN_FIELDS)})
+"""A server of before compact answers (its ``rtLidarServerInfo`` does not offer them)."""
 
 
 def test_the_bridge_asks_for_compact_answers_only_of_a_server_that_offers_them() -> None:

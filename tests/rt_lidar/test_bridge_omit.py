@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from scenes import wall_scene
-from served import served, served_frames
+from served import served, served_frames, server_of_before
 
 from rt_lidar.bridge.source import BridgeSource
 from rt_lidar.sensor.presets import load_preset
@@ -103,14 +103,8 @@ def test_an_answer_that_leaves_out_fields_not_asked_for_is_refused() -> None:
         decode_hits({**raw, "omitted": ["normal", "range"]}, omit=OMITTABLE_FIELDS)
 
 
-class _WithoutOmit(AirSimServer):
-    """A server of before the ``omit`` option (its ``rtLidarServerInfo`` does not offer it)."""
-
-    def _table(self) -> list[tuple[str, Any, int | tuple[int, ...]]]:
-        return [
-            (name, (lambda: {"in_order": True}) if name == "rtLidarServerInfo" else func, arity)
-            for name, func, arity in super()._table()
-        ]
+_WithoutOmit = server_of_before({"in_order": True})
+"""A server of before the ``omit`` option (its ``rtLidarServerInfo`` does not offer it)."""
 
 
 @pytest.mark.parametrize(

@@ -188,20 +188,20 @@ class MovingObjects:
         """Cast the batch against the moving objects, keeping each ray's nearer hits in ``hits`` (the
         batch's distances, normals, materials and object indices, as the static cast left them);
         ``poses`` are the objects' poses at the batch's one time, or the (N,) per-ray times at which each
-        ray meets them, with ``spheres`` (centre, radius) that hold each object over those times."""
-        dist, normal, material, obj_index = hits
+        ray meets them, with ``spheres`` (centre, radius) that hold each object over those times
+        (:meth:`swept_spheres` of their span, computed here when not given)."""
         c0 = o[0].astype(np.float64)
         spread = _spread(o, c0)
         od = oo = None
         per_ray = not isinstance(poses, list)
+        if per_ray and spheres is None:
+            times = np.asarray(poses)
+            spheres = self.swept_spheres(float(times.min()), float(times.max()))
         for k, mv in enumerate(self.items):
             if per_ray:
+                assert spheres is not None
                 # the sphere swept over the batch's times (a superset of where the object is)
-                if spheres:
-                    center, radius = spheres[k]
-                else:
-                    times = np.asarray(poses)
-                    center, radius = self._swept_sphere(mv, float(times.min()), float(times.max()))
+                center, radius = spheres[k]
             else:
                 pose = poses[k]
                 center, radius = pose.transform_points(mv.center), mv.radius
@@ -218,11 +218,9 @@ class MovingObjects:
             if cand is not None and not cand.size:
                 continue
             if per_ray:
-                self._cast_moving_at(
-                    mv, np.asarray(poses), cand, o, d, max_range, dist, normal, material, obj_index
-                )
+                self._cast_moving_at(mv, np.asarray(poses), cand, o, d, max_range, hits)
             else:
-                self._cast_moving(mv, pose, cand, o, d, max_range, dist, normal, material, obj_index)
+                self._cast_moving(mv, pose, cand, o, d, max_range, hits)
 
     @staticmethod
     def _cull_cone(radius: float, center: F64, c0: F64, spread: float, d: F32) -> NDArray[np.intp] | None:
@@ -260,13 +258,12 @@ class MovingObjects:
         o: F32,
         d: F32,
         max_range: float,
-        dist: F32,
-        normal: F32,
-        material: NDArray[np.int16],
-        obj_index: NDArray[np.int32],
+        hits: tuple[F32, F32, NDArray[np.int16], NDArray[np.int32]],
     ) -> None:
         """Cast the candidate rays (None: all) in the object frame; keep the hits nearer than what each
-        ray met so far (that distance is the ray's far limit, so Embree stops early)."""
+        ray met so far (that distance is the ray's far limit, so Embree stops early): ``hits`` as
+        :meth:`cast` takes them."""
+        dist, normal, material, obj_index = hits
         rot = pose.rotation_matrix().astype(np.float32)  # object -> world; row vectors v_obj = v_world @ R
         oc, dc = (o, d) if cand is None else (np.take(o, cand, axis=0), np.take(d, cand, axis=0))
         ol = (oc - pose.position.astype(np.float32)) @ rot
@@ -291,13 +288,11 @@ class MovingObjects:
         o: F32,
         d: F32,
         max_range: float,
-        dist: F32,
-        normal: F32,
-        material: NDArray[np.int16],
-        obj_index: NDArray[np.int32],
+        hits: tuple[F32, F32, NDArray[np.int16], NDArray[np.int32]],
     ) -> None:
         """:meth:`_cast_moving` with each candidate ray in the object frame of its own time ``t``:
         element-wise float64 transforms, so a ray's hit does not depend on the other rays."""
+        dist, normal, material, obj_index = hits
         if cand is None:
             cand = np.arange(o.shape[0])
         p, q = self._objects[mv.index].trajectory.positions_rotations(t[cand])
