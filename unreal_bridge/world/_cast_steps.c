@@ -257,9 +257,9 @@ static PyObject *cone_candidates(PyObject *self, PyObject *args) {
 
 /* sphere_candidates(o f4 (N, 3), d f4 (N, 3), c f8 (3,), r2 f8 (1,), out i8 (N)) -> m: the rays whose
  * forward half comes within sqrt(r2) of c (tca = (c - o).d, d2 = |c - o|^2 - tca^2 <= r2 and
- * tca + sqrt(r2 - d2) >= 0), in float64, their indices in order into out. A cull (MovingObjects._cull_rays'
- * twin for scattered origins): r2 carries the slack of its float32 version, so every ray either keeps
- * meets the sphere with room to spare. */
+ * tca + sqrt(r2 - d2) >= 0), in float64, their indices in order into out. A cull for scattered
+ * origins (MovingObjects._cull_rays' twin): r2 carries the slack of its float32 version, so every ray
+ * that meets the sphere is kept, and a ray kept that does not passes within that slack of it. */
 static PyObject *sphere_candidates(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[5];
