@@ -25,7 +25,9 @@ from rt_lidar.sensor.presets import SensorPreset, preset_to_dict
 from rt_lidar.sinks.base import STAMP_CLOCKS
 
 __all__ = [
+    "CASTERS",
     "CONFIG_FILE",
+    "DEFAULT_CASTER",
     "DEFAULT_PRESET",
     "DEFAULT_SCENE",
     "DEFAULT_SEED",
@@ -51,6 +53,12 @@ DEFAULT_PRESET = "HDL-64E"
 DEFAULT_SCENE = "street"
 DEFAULT_SEED = 0
 DEFAULT_SIM_HZ = 20.0
+DEFAULT_CASTER = "embree"
+CASTERS = ("embree", "embree-fast", "numpy")
+"""The embedded world's ray casters (``unreal_bridge.world.RAY_CASTERS``): ``embree`` (robust, what every
+scan is made with unless a run asks otherwise), ``embree-fast`` (Embree's non-robust mode: cheaper, but
+15-18 % of the hit distances differ in their last bits and a few rays per million slip through a shared
+edge), ``numpy`` (a slow reference for small meshes)."""
 
 RUN_CONFIG_LABEL = "run configuration"
 """What an error of a :class:`RunConfig` built in code (from the command line) names as its source."""
@@ -166,6 +174,8 @@ class RunConfig:
     """A preset name (``rt-lidar presets list``) or a TOML file."""
     scene: str = DEFAULT_SCENE
     """The embedded scene (demo)."""
+    caster: str = spec(DEFAULT_CASTER, choices=CASTERS)
+    """The embedded world's ray caster (demo, in-process or its server): see :data:`CASTERS`."""
     rig: str | None = None
     """A rig file (``demo --rig``, in-process; a rig run of ``rt-lidar generate``): every lidar of it
     instead of ``preset``."""

@@ -55,6 +55,7 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
         sim_hz=config.sim_hz,
         out=config.out,
         scene=config.scene,
+        caster=config.caster,
         progress=config.progress,
         rosbag=not args.no_rosbag,
         crosstalk=config.crosstalk,

@@ -41,6 +41,8 @@ class RigRunOptions:
     sim_hz: float = 20.0
     out: str = "out/rig"
     scene: str = "street"
+    caster: str = "embree"
+    """The world's ray caster (:data:`rt_lidar.config.CASTERS`)."""
     progress: bool = True
     rosbag: bool = True
     """One rosbag2 of every sensor in ``OUT/rosbag``."""
@@ -161,7 +163,7 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "rig.json").write_text(json.dumps({"options": asdict(opts), "rig": rig.to_plain()}, indent=2))
-    world = build_world(opts.scene, seed=opts.seed, setup=opts.scene_setup)
+    world = build_world(opts.scene, seed=opts.seed, caster=opts.caster, setup=opts.scene_setup)
     loop = RigLoop(
         rig,
         world,

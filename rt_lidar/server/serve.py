@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_lidar.bridge.airsim_settings import preset_from_airsim_settings
-from rt_lidar.config import DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED, RunConfig
+from rt_lidar.config import CASTERS, DEFAULT_CASTER, DEFAULT_PRESET, DEFAULT_SCENE, DEFAULT_SEED, RunConfig
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.builder import build_world
 from rt_lidar.schema import check_fields, spec
@@ -33,6 +33,8 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = spec(41451, 0, 65535)
     scene: str = DEFAULT_SCENE
+    caster: str = spec(DEFAULT_CASTER, choices=CASTERS)
+    """The world's ray caster (:data:`rt_lidar.config.CASTERS`)."""
     preset: str | None = DEFAULT_PRESET
     settings: str | None = None
     """An AirSim settings.json whose lidar block sets the sensor (overrides ``preset``)."""
@@ -56,7 +58,9 @@ class ServeOptions:
     def of_run(cls, run: RunConfig, **options: Any) -> ServeOptions:
         """The server of ``run``'s world: its scene, preset and seed; ``options`` sets the rest (host,
         port, camera, paused ...) and may override those."""
-        return cls(**{"scene": run.scene, "preset": run.preset, "seed": run.seed, **options})
+        return cls(
+            **{"scene": run.scene, "caster": run.caster, "preset": run.preset, "seed": run.seed, **options}
+        )
 
 
 @dataclass
@@ -126,6 +130,8 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
         cmd.append("--paused")
     if opts.cast_threads:
         cmd += ["--cast-threads", str(opts.cast_threads)]
+    if opts.caster != DEFAULT_CASTER:
+        cmd += ["--caster", opts.caster]
     # stderr goes to a file, not a pipe nobody reads (a full pipe would block the server)
     err_log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (outlives this call: the server writes it)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_log, text=True)
@@ -150,7 +156,7 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
     # bad input refused before the world is built
     camera = _camera(opts.camera)
     preset = None if opts.rig else _preset(opts)
-    world = build_world(opts.scene, seed=opts.seed)
+    world = build_world(opts.scene, seed=opts.seed, caster=opts.caster)
     cast_threads = opts.cast_threads or None  # 0: the world's two-thread split
     if opts.rig:  # a sensor rig (rt_lidar.rig): every lidar, named as in the rig file
         from rt_lidar.rig import load_rig

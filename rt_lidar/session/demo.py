@@ -85,7 +85,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
             "a run configuration with a scene_setup (a dataset run's) runs in-process only: add --in-process"
         )
     if opts.in_process:
-        scene = build_world(opts.scene, seed=opts.seed, setup=opts.scene_setup)
+        scene = build_world(opts.scene, seed=opts.seed, caster=opts.caster, setup=opts.scene_setup)
         built = build_pipeline(
             preset, scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=CAST_AHEAD, physics=opts.physics()
         )

@@ -59,6 +59,24 @@ def test_bridge_and_in_process_demo_give_the_same_scans(tmp_path, beam, recwarn)
         assert (a / "scans" / name).read_bytes() == (b / "scans" / name).read_bytes()
 
 
+def test_the_fast_caster_is_asked_for_in_both_paths_and_recorded(tmp_path):
+    """``--caster embree-fast`` reaches the demo's own server as well as the in-process world: both give
+    the same scans, which are not the robust caster's, and config.json records the caster."""
+    args = ["demo", "--preset", "VLP-16", "--frames", "2", "--quiet", "--out"]
+    fast = ["--caster", "embree-fast"]
+    assert main([*args, str(tmp_path / "bridged"), *fast]) == 0
+    assert main([*args, str(tmp_path / "in-process"), *fast, "--in-process"]) == 0
+    assert main([*args, str(tmp_path / "robust"), "--in-process"]) == 0
+    for name in ("000000.pcd", "000001.pcd"):
+        bridged, in_process, robust = (
+            (tmp_path / run / "scans" / name).read_bytes() for run in ("bridged", "in-process", "robust")
+        )
+        assert bridged == in_process != robust
+    recorded = json.loads((tmp_path / "bridged" / "config.json").read_text())["config"]
+    assert recorded["caster"] == "embree-fast"
+    assert json.loads((tmp_path / "robust" / "config.json").read_text())["config"]["caster"] == "embree"
+
+
 def _count_writes(monkeypatch) -> Counter:
     writes: Counter = Counter()
     write_text = Path.write_text
@@ -215,6 +233,16 @@ def test_serve_options_come_from_a_run_config() -> None:
     assert (args.preset, args.scene, args.seed) == (RunConfig().preset, RunConfig().scene, RunConfig().seed)
     with pytest.raises(ConfigError, match=r"serve: field 'port': must be in \[0, 65535\], got 70000"):
         ServeOptions.of_run(run, port=70000)
+    assert ServeOptions.of_run(RunConfig(caster="embree-fast")).caster == "embree-fast"
+    with pytest.raises(ConfigError, match=r"field 'caster'.*'optix'"):
+        RunConfig(caster="optix")
+
+
+def test_the_casters_a_run_may_name_are_the_worlds() -> None:
+    from rt_lidar.config import CASTERS, DEFAULT_CASTER
+    from unreal_bridge.world import RAY_CASTERS
+
+    assert set(CASTERS) == set(RAY_CASTERS) and DEFAULT_CASTER == "embree"
 
 
 def test_no_scans_sends_every_scan_to_the_sinks_only(tmp_path, capsys):

@@ -9,7 +9,9 @@ pipeline casts them: about 2.67 M rays) with every engine that is installed:
   call; the rays are split over two threads as the pipeline does), in its default robust mode (what
   World's EmbreeCaster gets: embreex 4 makes ``EmbreeScene()`` robust) and in its non-robust mode;
 - ``embree_packetN``: Embree's own packet queries (``rtcIntersect4/8/16``, and ``rtcIntersect1`` through
-  the same loop for reference), robust, on the libembree4 that the embreex wheel bundles. embreex does
+  the same loop for reference), robust, over a BVH built at Embree's high quality (as World builds it;
+  ``embree_packet8_medium``: its medium default, as World built it before; ``embree_packet8_fast``:
+  non-robust, the ``embree-fast`` caster), on the libembree4 that the embreex wheel bundles. embreex does
   not bind them, and Embree 4 has no stream API (``rtcIntersect1M`` went with Embree 3), so they go
   through the pipeline's own compiled packet caster (``unreal_bridge/world/_embree_packets.c``, built at
   install where there is a C compiler; World's EmbreeCaster casts with its 8-wide packets); the rays are
@@ -19,7 +21,8 @@ pipeline casts them: about 2.67 M rays) with every engine that is installed:
 - ``world_cast``: the pipeline's own ``World.cast`` on the same frozen scene with one time, and on the
   live scene (moving objects, per-ray firing times) exactly as ``rt_lidar.pipeline.sources`` calls it,
   in one batch and in the pipeline's batches (one simulation frame each, ``--sim-hz``); ``*_frames``:
-  embreex, Embree packets and Mitsuba in those batches too (an engine's per-call cost shows there).
+  embreex, Embree packets and Mitsuba in those batches too (an engine's per-call cost shows there);
+  ``world_fast_cast_*``: the same with ``World(caster="embree-fast")``.
 
 Every engine's time counts numpy in and numpy distance + face out (what the pipeline needs). Each is
 timed 3 times (``--repeats``) and the best wall time is kept, with the CPU time of that run: the machine
@@ -139,11 +142,21 @@ def embreex_engine(v: np.ndarray, f: np.ndarray, max_range: float, robust: bool)
     return lambda o, d: _two_halves(one, o, d)
 
 
-def packet_engine(mod: Any, v: np.ndarray, f: np.ndarray, max_range: float, width: int) -> Cast:
+def packet_engine(
+    mod: Any,
+    v: np.ndarray,
+    f: np.ndarray,
+    max_range: float,
+    width: int,
+    robust: bool = True,
+    high_quality: bool = True,
+) -> Cast:
     """Embree rtcIntersect<width> on consecutive rays through the pipeline's own compiled packet caster
-    (``unreal_bridge.world.raycast.embree_packets``), robust mode, two threads (it lets go of the GIL)."""
+    (``unreal_bridge.world.raycast.embree_packets``), two threads (it lets go of the GIL); robust and
+    over a high-quality BVH as World's EmbreeCaster casts, unless told otherwise."""
     fu = np.ascontiguousarray(f, dtype=np.uint32)
-    scene = mod.new_scene(np.ascontiguousarray(v, np.float32), v.shape[0], fu, fu.shape[0])
+    vf = np.ascontiguousarray(v, np.float32)
+    scene = mod.new_scene(vf, v.shape[0], fu, fu.shape[0], robust, high_quality)
 
     def one(o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         o, d = np.ascontiguousarray(o), np.ascontiguousarray(d)
@@ -248,6 +261,7 @@ def bench_scene(
     t0 = time.perf_counter()
     world = World(fz)
     world_build = time.perf_counter() - t0
+    fast_world, fast_live = World(fz, caster="embree-fast"), World(scene, caster="embree-fast")
     v, f = flat_mesh(fz)
     n = o.shape[0]
     entry: dict = {
@@ -265,6 +279,10 @@ def bench_scene(
     if packets is not None:
         for w in (1, 4, 8, 16):
             engines[f"embree_packet{w}"] = functools.partial(packet_engine, packets, v, f, max_range, w)
+        engines["embree_packet8_medium"] = functools.partial(
+            packet_engine, packets, v, f, max_range, 8, high_quality=False
+        )
+        engines["embree_packet8_fast"] = functools.partial(packet_engine, packets, v, f, max_range, 8, False)
     for mod, label, make in (
         ("open3d", "open3d", lambda: open3d_engine(v, f, max_range)),
         ("mitsuba", "mitsuba_llvm", lambda: mitsuba_engine(v, f, max_range, coherent=False)),
@@ -291,13 +309,17 @@ def bench_scene(
         entry["engines"][label] = {"build_s": round(time.perf_counter() - b0, 3)}
         casts[label] = functools.partial(_distances, cast, o, d)
         raw[label] = cast
-    for label in ("embreex", "mitsuba_llvm", "embree_packet8"):  # engines in the pipeline's batches too
+    for label in ("embreex", "mitsuba_llvm", "embree_packet8", "embree_packet8_fast"):  # in frame batches too
         if label in raw:
             casts[f"{label}_frames"] = functools.partial(_batched, raw[label], o, d, batches)
     casts["world_cast_frozen"] = lambda: world.cast(o, d, t_freeze, max_range).distance
     casts["world_cast_live"] = lambda: live.cast(o, d, t_ray, max_range).distance
     casts["world_cast_live_frames"] = lambda: np.concatenate(
         [live.cast(o[b], d[b], t_ray[b], max_range).distance for b in batches]
+    )
+    casts["world_fast_cast_frozen"] = lambda: fast_world.cast(o, d, t_freeze, max_range).distance
+    casts["world_fast_cast_live_frames"] = lambda: np.concatenate(
+        [fast_live.cast(o[b], d[b], t_ray[b], max_range).distance for b in batches]
     )
     entry["frame_batch_rays"] = int(np.median([b.stop - b.start for b in batches]))
     walls, cpus, results = timed_round_robin(casts, repeats)
@@ -319,17 +341,18 @@ def bench_scene(
         )
     for key, per in (("mrays_per_s", "wall"), ("mrays_per_cpu_s", "cpu")):
         rates = {k: e[key] for k, e in entry["engines"].items() if key in e}
-        engines_only = {k: r for k, r in rates.items() if not k.startswith("world_cast")}
+        engines_only = {k: r for k, r in rates.items() if not k.startswith("world_")}
         fastest = max(engines_only, key=engines_only.__getitem__)
         entry[f"fastest_engine_by_{per}"] = fastest
-        for label in [k for k in rates if k.startswith("world_cast")]:
+        for label in [k for k in rates if k.startswith("world_")]:
             entry[f"{label}_share_of_fastest_by_{per}"] = round(rates[label] / engines_only[fastest], 3)
         in_frames = {k: r for k, r in engines_only.items() if k.endswith("_frames")}
         if in_frames:  # like with like: the engines in the pipeline's batches
             best = max(in_frames, key=in_frames.__getitem__)
             entry[f"fastest_engine_in_frames_by_{per}"] = best
-            share = rates["world_cast_live_frames"] / in_frames[best]
-            entry[f"world_cast_live_frames_share_of_fastest_in_frames_by_{per}"] = round(share, 3)
+            for label in ("world_cast_live_frames", "world_fast_cast_live_frames"):
+                share = rates[label] / in_frames[best]
+                entry[f"{label}_share_of_fastest_in_frames_by_{per}"] = round(share, 3)
     return entry
 
 

@@ -48,6 +48,7 @@ static RTCDevice device = NULL;
 #define INVALID_ID 0xffffffffu
 #define SCENE_FLAG_ROBUST 4        /* what embreex's EmbreeScene() sets */
 #define BUILD_QUALITY_MEDIUM 1     /* Embree's default */
+#define BUILD_QUALITY_HIGH 2       /* SAH with spatial splits: the same hits, cheaper traversal */
 #define CAPSULE "rt_lidar.embree_packets.scene"
 
 static PyObject *open_library(PyObject *self, PyObject *args) {
@@ -100,11 +101,14 @@ static void release_scene(PyObject *capsule) {
     if (scene != NULL) rtcReleaseScene(scene);
 }
 
-/* new_scene(vertices float32 (V, 3), faces uint32 (F, 3)) -> the committed robust scene. */
+/* new_scene(vertices float32 (V, 3), nv, faces uint32 (F, 3), nf, robust=True, high_quality=False) -> the
+ * committed scene: robust (Embree's watertight mode, what embreex builds) unless robust is False; its BVH
+ * built at Embree's high quality (spatial splits) when high_quality is True, else at its medium default. */
 static PyObject *new_scene(PyObject *self, PyObject *args) {
     PyObject *vobj, *fobj;
     Py_ssize_t nv, nf;
-    if (!PyArg_ParseTuple(args, "OnOn", &vobj, &nv, &fobj, &nf)) return NULL;
+    int robust = 1, high_quality = 0;
+    if (!PyArg_ParseTuple(args, "OnOn|pp", &vobj, &nv, &fobj, &nf, &robust, &high_quality)) return NULL;
     if (device == NULL) return PyErr_Format(PyExc_RuntimeError, "open_library() first");
     Py_buffer v, f;
     if (get_buffer(vobj, &v, 0, "f", 4, 3 * nv, "vertices") != 0) return NULL;
@@ -127,8 +131,8 @@ static PyObject *new_scene(PyObject *self, PyObject *args) {
     memcpy(ib, f.buf, (size_t)nf * 12);
     PyBuffer_Release(&v);
     PyBuffer_Release(&f);
-    rtcSetSceneFlags(scene, SCENE_FLAG_ROBUST);
-    rtcSetSceneBuildQuality(scene, BUILD_QUALITY_MEDIUM);
+    rtcSetSceneFlags(scene, robust ? SCENE_FLAG_ROBUST : 0);
+    rtcSetSceneBuildQuality(scene, high_quality ? BUILD_QUALITY_HIGH : BUILD_QUALITY_MEDIUM);
     Py_BEGIN_ALLOW_THREADS
     rtcCommitGeometry(g);
     rtcAttachGeometry(scene, g);
@@ -229,7 +233,7 @@ fail_face:
 
 static PyMethodDef methods[] = {
     {"open_library", open_library, METH_VARARGS, "open_library(path): look Embree's entry points up in path."},
-    {"new_scene", new_scene, METH_VARARGS, "new_scene(vertices, n_vertices, faces, n_faces) -> scene"},
+    {"new_scene", new_scene, METH_VARARGS, "new_scene(vertices, n_vertices, faces, n_faces, robust=True, high_quality=False) -> scene"},
     {"intersect", intersect, METH_VARARGS, "intersect(scene, origins, directions, distance, face, width=8)"},
     {NULL, NULL, 0, NULL},
 };

@@ -162,15 +162,24 @@ def _open_packets() -> Any:
 
 
 class EmbreeCaster:
-    """Embree 4 BVH, robust mode; rays are split over two threads when there are many.
+    """Embree 4 BVH, robust mode unless ``robust`` is False; rays are split over two threads when there
+    are many.
 
-    Rays go eight at a time through Embree's ``rtcIntersect8`` (:func:`embree_packets`) where the compiled
-    packet caster is there, else one at a time through embreex: the same distances and faces bit for
-    bit, the packets 7-13 % faster on lidar rays. ``packets``: None takes them where they are, False
-    never, True insists (raising :class:`WorldError` where they are missing)."""
+    Rays go eight at a time through Embree's ``rtcIntersect8`` (:func:`embree_packets`), over a BVH built
+    at Embree's high quality, where the compiled packet caster is there, else one at a time through
+    embreex: the same distances and faces bit for bit, the packets and the better BVH together 15-25 %
+    cheaper on lidar rays (tools/bench/bench_casters.py). ``packets``: None takes them where they are,
+    False never, True insists (raising :class:`WorldError` where they are missing).
 
-    def __init__(self, vertices: np.ndarray, faces: np.ndarray, packets: bool | None = None) -> None:
+    ``robust=False`` is Embree's fast mode (the ``embree-fast`` caster): about a quarter cheaper again,
+    but 15-18 % of the hit distances differ from the robust mode's in their last bits, and a few rays per
+    million slip through the shared edge of two triangles."""
+
+    def __init__(
+        self, vertices: np.ndarray, faces: np.ndarray, packets: bool | None = None, robust: bool = True
+    ) -> None:
         v, f = _check_mesh(vertices, faces)
+        self.robust = robust
         self.n_faces = int(f.shape[0])
         normals = face_normals(v, f) if self.n_faces else np.zeros((0, 3), np.float32)
         self._normals_ext = np.concatenate([normals, np.zeros((1, 3), np.float32)])
@@ -182,12 +191,12 @@ class EmbreeCaster:
         if not self.n_faces:
             return
         if self._module is not None:
-            self._packets = self._module.new_scene(v, v.shape[0], f.view(np.uint32), f.shape[0])
+            self._packets = self._module.new_scene(v, v.shape[0], f.view(np.uint32), f.shape[0], robust, True)
             return
         from embreex import rtcore_scene
         from embreex.mesh_construction import TriangleMesh
 
-        self._scene = rtcore_scene.EmbreeScene()
+        self._scene = rtcore_scene.EmbreeScene(robust=robust)
         TriangleMesh(self._scene, v, f)
         # Commit now (the first run() builds the BVH) so that threads never race on it.
         self._scene.run(np.zeros((1, 3), np.float32), np.array([[0.0, 0.0, 1.0]], np.float32))
@@ -346,7 +355,16 @@ class NumpyCaster:
         return distance, face, normal
 
 
+def fast_embree_caster(vertices: np.ndarray, faces: np.ndarray) -> EmbreeCaster:
+    """Embree in its fast (non-robust) mode: the ``embree-fast`` caster (:class:`EmbreeCaster`)."""
+    return EmbreeCaster(vertices, faces, robust=False)
+
+
 RAY_CASTERS: dict[str, Callable[[np.ndarray, np.ndarray], RayCaster]] = {
     "embree": EmbreeCaster,
+    "embree-fast": fast_embree_caster,
     "numpy": NumpyCaster,
 }
+"""The casters a World can cast with, by name. ``embree`` is the default and what every scan is made
+with unless a run asks otherwise; ``embree-fast`` trades the robust mode's last bits for speed;
+``numpy`` is a slow reference for small meshes."""

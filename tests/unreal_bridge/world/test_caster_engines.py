@@ -58,13 +58,13 @@ def _needs(module: str) -> None:
         pytest.skip(f"{module} is not installed")
 
 
-def _packets(s: dict[str, Any]) -> Callable[..., Any]:
+def _packets(s: dict[str, Any], **options: bool) -> Callable[..., Any]:
     from unreal_bridge.world.raycast import embree_packets
 
     mod = embree_packets()
     if mod is None:
         pytest.skip("the compiled packet caster was not built (no C compiler at install)")
-    return s["bench"].packet_engine(mod, s["v"], s["f"], MAX_RANGE, 8)
+    return s["bench"].packet_engine(mod, s["v"], s["f"], MAX_RANGE, 8, **options)
 
 
 def _open3d(s: dict[str, Any]) -> Callable[..., Any]:
@@ -84,9 +84,16 @@ ENGINES: dict[str, Callable[[dict[str, Any]], Callable[..., Any]]] = {
     "embreex": lambda s: s["bench"].embreex_engine(s["v"], s["f"], MAX_RANGE, robust=True),
     "embreex_nonrobust": lambda s: s["bench"].embreex_engine(s["v"], s["f"], MAX_RANGE, robust=False),
     "embree_packet8": _packets,
+    "embree_packet8_medium": lambda s: _packets(s, high_quality=False),
+    "embree_packet8_fast": lambda s: _packets(s, robust=False),
     "open3d": _open3d,
     "mitsuba_llvm": _mitsuba,
 }
+
+
+ROBUST_EMBREE = ("embreex", "embree_packet8", "embree_packet8_medium")
+"""Robust Embree whatever the entry point and BVH quality (World builds at high quality since the ninth
+session, embreex and the scans before it at medium): bit for bit World's hits."""
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
@@ -96,8 +103,9 @@ def test_engine_agrees_with_world_cast(engine: str, setup: dict[str, Any]) -> No
     dist, face = np.asarray(dist), np.asarray(face)
     hits = setup["hits"]
     assert setup["bench"].agreement(hits.distance, dist) <= 2e-4  # non-robust mode may differ on an edge
-    if engine in ("embreex", "embree_packet8"):  # the same Embree, robust, as World's own BVH
-        np.testing.assert_array_equal(dist, hits.distance)
+    if engine in ROBUST_EMBREE:  # the same Embree, robust, as World's own BVH: the same hits bit for bit
+        np.testing.assert_array_equal(dist.view(np.uint32), hits.distance.view(np.uint32))
+        np.testing.assert_array_equal(face, _world_faces(setup))
     both = np.isfinite(dist) & np.isfinite(hits.distance)
     assert both.mean() > 0.9
     np.testing.assert_allclose(dist[both], hits.distance[both], rtol=1e-5, atol=1e-4)
@@ -151,3 +159,24 @@ def test_intersect_into_matches_intersect(setup: dict[str, Any]) -> None:
         np.testing.assert_array_equal(f2, face)
         np.testing.assert_array_equal(d2.view(np.uint32), dist.view(np.uint32))
         np.testing.assert_array_equal(n2.view(np.uint32), normal.view(np.uint32))
+
+
+@pytest.mark.parametrize("packets", [None, False], ids=["packets", "embreex"])
+def test_the_fast_caster_is_embree_non_robust(setup: dict[str, Any], packets: bool | None) -> None:
+    """``embree-fast`` casts the same scene in Embree's non-robust mode: the same hits within a
+    millimetre but for a few edge rays, and many distances not bit for bit the robust ones."""
+    from unreal_bridge.world.raycast import EmbreeCaster, embree_packets
+
+    if packets is None and embree_packets() is None:
+        pytest.skip("the compiled packet caster was not built (no C compiler at install)")
+    fast_world = World(setup["world"].scene, caster="embree-fast")
+    assert isinstance(fast_world._static, EmbreeCaster) and not fast_world._static.robust
+    if packets is False:
+        fast_world._static = EmbreeCaster(setup["v"], setup["f"], packets=False, robust=False)
+    fast = fast_world.cast(setup["o"], setup["d"], T_FREEZE, MAX_RANGE)
+    robust = setup["hits"]
+    assert setup["bench"].agreement(robust.distance, fast.distance) <= 2e-4
+    assert (fast.distance.view(np.uint32) != robust.distance.view(np.uint32)).mean() > 0.05
+    same = fast.object_index == robust.object_index
+    assert same.mean() > 0.99
+    np.testing.assert_array_equal(fast.segment[same], robust.segment[same])
