@@ -12,21 +12,19 @@ converted from NED to the project frame (x forward, y left, z up) by :mod:`unrea
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunArg, encode_beam
-from .compact import GLASS_FIELDS, GLASS_ROWS, spread_glass
+from .beam_call import BEAM_HITS_METHOD, SunArg, encode_beam
 from .errors import BridgeError, RpcError, WireFormatError
+from .hits_codec import decode_hits
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
 from .shm import MAX_RING_SEGMENTS, MAX_SEGMENT_BYTES, ShmSegment, shm_available
 from .wire import (
     FIRING_FIELDS,
-    INFO_POSE_SAMPLES,
     CarControls,
     CarState,
     FluCarState,
@@ -39,27 +37,21 @@ from .wire import (
     Pose,
     car_state_ned_to_flu,
     ned_to_flu_points,
-    ned_to_flu_vector,
     pose_flu_to_ned,
     pose_ned_to_flu,
-    pose_samples_from_wire,
 )
 
 __all__ = [
     "CLIENT_VERSION",
-    "HITS_DTYPES",
     "MIN_SERVER_VERSION",
     "AirSimClient",
     "FrameRequest",
-    "decode_hits",
 ]
 
 #: The API version this client reports (Cosys-AirSim's; stock AirSim servers need >= 1).
 CLIENT_VERSION = 4
 #: The oldest server API version this client works with (stock AirSim's).
 MIN_SERVER_VERSION = 1
-#: The field dtypes ``rtLidarGetHits`` may carry (anything else is refused, never interpreted).
-HITS_DTYPES = {"|u1", "<u2", "<i2", "<i4", "<u4", "<i8", "<f4", "<f8"}
 #: The first shared-memory segment's size (a bigger one follows when an answer does not fit).
 SHM_INITIAL_BYTES = 16 << 20
 _LIDAR_ARRAYS = {"point_cloud": np.float32, "segmentation": np.int32}
@@ -67,118 +59,6 @@ _LIDAR_ARRAYS = {"point_cloud": np.float32, "segmentation": np.int32}
 
 def _is_arity_error(exc: RpcError) -> bool:
     return "invalid number of arguments" in str(exc.error)
-
-
-def _hits_field(
-    fields: Mapping[str, Any], name: str, count: int, segment: ShmSegment | None = None
-) -> np.ndarray:
-    """The field ``name`` of an answer's ``fields``, ``count`` rows, checked (its data from ``segment``
-    when it went through shared memory)."""
-    spec = fields.get(name)
-    if not isinstance(spec, Mapping):
-        raise WireFormatError(f"rtLidarGetHits: field '{name}' is missing")
-    dtype, shape, data = spec.get("dtype"), spec.get("shape"), spec.get("data")
-    ref = spec.get("shm")
-    if data is None and segment is not None and isinstance(ref, list) and len(ref) == 2:
-        try:
-            data = segment.read(ref[0], ref[1])
-        except ValueError as exc:
-            raise WireFormatError(f"rtLidarGetHits: field '{name}': {exc}") from None
-    if dtype not in HITS_DTYPES or not isinstance(data, bytes | memoryview) or not isinstance(shape, list):
-        raise WireFormatError(f"rtLidarGetHits: field '{name}' has dtype {dtype!r} / no bin data")
-    if not shape or shape[0] != count or any(not isinstance(s, int) or s < 0 for s in shape):
-        raise WireFormatError(f"rtLidarGetHits: field '{name}' has shape {shape}, expected ({count}, ...)")
-    arr = np.frombuffer(data, dtype=np.dtype(dtype))
-    if arr.size != math.prod(shape):  # (its entries are ints: checked above)
-        raise WireFormatError(f"rtLidarGetHits: field '{name}' holds {arr.size} values for shape {shape}")
-    return arr.reshape(shape)
-
-
-_CORE_FIELDS = frozenset({"point", "normal", "segmentation", "ring", "time", "range", "miss"})
-
-
-def decode_hits(
-    answer: Any, segment: ShmSegment | None = None, omit: frozenset[str] = frozenset()
-) -> LidarHits:
-    """Read an ``rtLidarGetHits`` answer (see docs/extension-call.md) into project-frame arrays; fields
-    sent through shared memory (``"shm": [offset, nbytes]``) are copied out of ``segment``. ``omit``:
-    the fields the call asked the server to leave out (``points`` / ``normals``, ``ring`` / ``time``
-    come back zero when it did, a left-out ``direction`` is absent from the extras; the answer's
-    ``omitted`` says which); an answer that leaves out anything else is refused."""
-    if not isinstance(answer, Mapping) or answer.get("version") != 1:
-        raise WireFormatError("rtLidarGetHits: not a version-1 answer")
-    count = answer.get("count")
-    fields = answer.get("fields")
-    if not isinstance(count, int) or count < 0 or not isinstance(fields, Mapping):
-        raise WireFormatError("rtLidarGetHits: bad 'count' or 'fields'")
-    omitted = answer.get("omitted", [])
-    if (
-        not isinstance(omitted, list)
-        or not all(isinstance(f, str) for f in omitted)
-        or not set(omitted) <= omit
-    ):
-        raise WireFormatError(f"rtLidarGetHits: the answer leaves out {omitted!r:.80}, not asked for")
-
-    def vectors(name: str) -> np.ndarray:
-        if name in omitted:
-            return np.zeros((count, 3), np.float32)
-        return ned_to_flu_points(_hits_field(fields, name, count, segment).reshape(count, 3))
-
-    def scalars(name: str, dtype: type[np.generic]) -> np.ndarray:
-        if name in omitted:
-            return np.zeros(count, dtype)
-        return _hits_field(fields, name, count, segment).astype(dtype)
-
-    rows = _glass_rows(fields, count, segment)
-    extras: dict[str, np.ndarray] = {}
-    for name in fields:
-        if name in _CORE_FIELDS or name == GLASS_ROWS or not isinstance(name, str):
-            continue
-        if rows is not None and name in GLASS_FIELDS:  # sent at the rows that crossed glass alone
-            extras[name] = spread_glass(name, _hits_field(fields, name, rows.size, segment), rows, count)
-            continue
-        arr = _hits_field(fields, name, count, segment)
-        extras[name] = ned_to_flu_points(arr) if arr.ndim == 2 and arr.shape[1] == 3 else arr
-    raw_info = answer.get("info", {})
-    info = dict(raw_info) if isinstance(raw_info, Mapping) else {}
-    for key in INFO_VECTORS:
-        if key in info:
-            try:
-                info[key] = ned_to_flu_vector(info[key])
-            except (TypeError, ValueError):
-                raise WireFormatError(f"rtLidarGetHits: info.{key} must be [x, y, z]") from None
-    if INFO_POSE_SAMPLES in info:
-        info[INFO_POSE_SAMPLES] = pose_samples_from_wire(info[INFO_POSE_SAMPLES])
-    return LidarHits(
-        points=vectors("point"),
-        normals=vectors("normal"),
-        segmentation=_hits_field(fields, "segmentation", count, segment).astype(np.int32),
-        ring=scalars("ring", np.uint16),
-        time=scalars("time", np.int64),
-        range=_hits_field(fields, "range", count, segment).astype(np.float32),
-        miss=_hits_field(fields, "miss", count, segment).astype(bool),
-        pose=pose_ned_to_flu(Pose.from_msgpack(answer.get("pose", {}))),
-        time_stamp=int(answer.get("time_stamp", 0)),
-        extras=extras,
-        info=info,
-        omitted=frozenset(omitted),
-    )
-
-
-def _glass_rows(fields: Mapping[str, Any], count: int, segment: ShmSegment | None) -> np.ndarray | None:
-    """The rows a compact answer sends its glass fields for (:mod:`unreal_bridge.compact`), checked:
-    ``<u4``, increasing, each below ``count``; None in a plain answer."""
-    spec = fields.get(GLASS_ROWS)
-    if spec is None:
-        return None
-    shape = spec.get("shape") if isinstance(spec, Mapping) else None
-    k = shape[0] if isinstance(shape, list) and len(shape) == 1 else None
-    if not isinstance(k, int) or not 0 <= k <= count or spec.get("dtype") != "<u4":
-        raise WireFormatError(f"rtLidarGetHits: '{GLASS_ROWS}' must be up to {count} <u4 row numbers")
-    rows = _hits_field(fields, GLASS_ROWS, k, segment).astype(np.int64)
-    if rows.size and (rows[-1] >= count or not bool((rows[1:] > rows[:-1]).all())):
-        raise WireFormatError(f"rtLidarGetHits: '{GLASS_ROWS}' must be increasing rows below {count}")
-    return rows
 
 
 class FrameRequest(NamedTuple):

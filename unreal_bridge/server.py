@@ -27,17 +27,14 @@ from typing import Any, Protocol, TypeVar, cast
 import numpy as np
 
 from . import wire
-from .beam_call import BEAM_HITS_METHOD, INFO_VECTORS, SunRequest, decode_beam, decode_sun
+from .beam_call import BEAM_HITS_METHOD, SunRequest, decode_beam, decode_sun
 from .casts import CastQueue, DeferredSimBackend, PreparedCast, is_deferred, takes_omit
-from .compact import GLASS_FIELDS, GLASS_ROWS, NARROW_DTYPES
-from .compact import glass_rows as compact_glass_rows
 from .errors import WireFormatError
+from .hits_codec import compact_option, encode_hits, hits_options, omit_option, server_info
 from .limits import ServerLimits, safe_pattern
 from .rpc import Later, Raw, RpcServer
-from .shm import HEADER_BYTES, ShmAttachments, ShmRefused, ShmTarget, needed_bytes
+from .shm import ShmAttachments, ShmRefused, ShmTarget
 from .wire import (
-    FIRING_FIELDS,
-    LEAN_FIELDS,
     CarControls,
     FluCarState,
     FluImage,
@@ -57,7 +54,6 @@ __all__ = [
     "AirSimServer",
     "BeamSimBackend",
     "SimBackend",
-    "encode_hits",
 ]
 
 DEFAULT_PORT = 41451
@@ -181,175 +177,6 @@ class BeamSimBackend(SimBackend, Protocol):
         (passed only when the request has one) the extras also hold the per-ray ``sun_cos`` and
         ``beam_sun_cos`` and ``info["sun_direction"]`` the (project-frame) direction used."""
         ...
-
-
-# Wire dtype of each NumPy dtype an extra field may have (narrow ints widen to the closed set).
-_EXTRA_DTYPES = {
-    np.dtype(np.bool_): "|u1",
-    np.dtype(np.uint8): "|u1",
-    np.dtype(np.uint16): "<u2",
-    np.dtype(np.int16): "<i4",
-    np.dtype(np.int32): "<i4",
-    np.dtype(np.uint32): "<i8",
-    np.dtype(np.int64): "<i8",
-    np.dtype(np.float32): "<f4",
-    np.dtype(np.float64): "<f8",
-}
-
-
-SERVER_INFO = {"in_order": True, "omit": sorted(LEAN_FIELDS), "compact": True}
-"""``rtLidarServerInfo``: how this server serves (docs/extension-call.md). ``in_order``: each
-connection's calls run one at a time and are answered in the order sent (``RpcServer`` does so), so a
-controller may send the next frame's calls before it has read this frame's answer. ``omit``: the fields
-a hits call may ask to be left out of its answer (its ``omit`` option); the firing fields
-(:data:`~unreal_bridge.wire.FIRING_FIELDS`) only by a client whose schedule matches the lidar's
-``firings`` digest, which the answer adds where the backend gives them (``firing_digests()``).
-``compact``: a hits call may ask for a compact answer (:mod:`unreal_bridge.compact`)."""
-
-
-def server_info(backend: object) -> dict[str, Any]:
-    """The ``rtLidarServerInfo`` answer for ``backend``: :data:`SERVER_INFO`, with ``firings`` (lidar
-    name -> digest of its firing schedule) where the backend has ``firing_digests()``."""
-    info: dict[str, Any] = dict(SERVER_INFO)
-    digests = getattr(backend, "firing_digests", None)
-    if callable(digests):
-        info["firings"] = {str(k): str(v) for k, v in digests().items()}
-    return info
-
-
-def omit_option(raw: Any, method: str) -> frozenset[str]:
-    """The fields an ``omit`` option (a list of field names) asks to leave out of a hits answer; raises
-    :class:`~unreal_bridge.errors.WireFormatError` naming a field that cannot be."""
-    if raw is None:
-        return frozenset()
-    if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
-        raise WireFormatError(f"{method}: 'omit' must be a list of field names")
-    bad = [f for f in raw if f not in LEAN_FIELDS]
-    if bad:
-        allowed = ", ".join(sorted(LEAN_FIELDS))
-        raise WireFormatError(f"{method}: field '{bad[0]:.40}' cannot be omitted (allowed: {allowed})")
-    return frozenset(raw)
-
-
-def compact_option(raw: Any, method: str) -> bool:
-    """Whether a ``compact`` option (true or false; absent: false) asks for a compact answer."""
-    if raw is None:
-        return False
-    if not isinstance(raw, bool):
-        raise WireFormatError(f"{method}: 'compact' must be true or false")
-    return raw
-
-
-def hits_options(options: Any) -> tuple[frozenset[str], bool]:
-    """The optional third argument of ``rtLidarGetHits`` (``{"omit": [...], "compact": true}``): the
-    fields the answer leaves out, and whether it is compact."""
-    if options is None:
-        return frozenset(), False
-    if not isinstance(options, Mapping) or not options.keys() <= {"omit", "compact"}:
-        raise WireFormatError("rtLidarGetHits: options must be a map with at most 'omit' and 'compact'")
-    method = "rtLidarGetHits"
-    return omit_option(options.get("omit"), method), compact_option(options.get("compact"), method)
-
-
-def encode_hits(
-    hits: LidarHits,
-    shm: ShmTarget | None = None,
-    poses: bool = False,
-    omit: frozenset[str] = frozenset(),
-    compact: bool = False,
-) -> dict[str, Any]:
-    """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs;
-    ``compact``: a compact answer (:mod:`unreal_bridge.compact`), asked for by the call.
-
-    ``info.pose_samples`` (the lidar's world poses on the 1 ms grid it cast from) goes only with
-    ``poses`` (a beam's ``poses`` entry asked for it), so every other answer stays as it was.
-
-    With ``shm`` (a client's segment, :mod:`unreal_bridge.shm`) the fields' bytes are written there and
-    each field says ``"shm": [offset, nbytes]`` instead of carrying ``"data"``; when they do not fit the
-    answer goes inline with ``shm_refused`` and ``shm_needed`` (the segment size that would fit).
-    """
-    count = len(hits.points)
-    if hits.info.get("sub_rays", 1) != 1:  # a bundle's rows are not the firings: they go as they are
-        omit = omit - FIRING_FIELDS
-    info = dict(hits.info)
-    for key in INFO_VECTORS:
-        if key in info:
-            info[key] = list(wire.flu_to_ned_vector(info[key]).as_tuple())
-    samples = info.pop(wire.INFO_POSE_SAMPLES, None)
-    if poses and samples is not None:
-        info[wire.INFO_POSE_SAMPLES] = wire.pose_samples_to_wire(samples)
-
-    def blob(
-        arr: Any, dtype: str, shape: tuple[int, ...], rows: int = count
-    ) -> tuple[str, list[int], np.ndarray]:
-        a = np.ascontiguousarray(np.asarray(arr).reshape(shape), dtype=np.dtype(dtype))
-        if a.shape[0] != rows:
-            raise ValueError(f"rtLidarGetHits: a field has {a.shape[0]} rows for {rows} points")
-        return dtype, list(shape), a
-
-    sparse = compact_glass_rows(hits.extras, count) if compact else None
-    fields: dict[str, tuple[str, list[int], np.ndarray]] = {}
-    if sparse is not None:
-        fields[GLASS_ROWS] = blob(sparse, "<u4", (sparse.size,), sparse.size)
-    for name, arr in hits.extras.items():
-        if name in omit:
-            continue
-        a = np.asarray(arr)
-        code = (compact and NARROW_DTYPES.get(a.dtype)) or _EXTRA_DTYPES.get(a.dtype)
-        if code is None:
-            raise ValueError(f"rtLidarGetHits: extra field '{name}' has unsupported dtype {a.dtype}")
-        if a.ndim == 2 and a.shape[1] == 3:
-            a = wire.flu_to_ned_points(a)  # vectors go NED like every other
-        if sparse is not None and name in GLASS_FIELDS:  # only the rows of rays that crossed glass
-            fields[name] = blob(np.take(a, sparse), code, (sparse.size,), sparse.size)
-        else:
-            fields[name] = blob(a, code, tuple(a.shape))
-    if "point" not in omit:
-        fields["point"] = blob(wire.flu_to_ned_points(hits.points), "<f4", (count, 3))
-    if "normal" not in omit:
-        normals = np.asarray(hits.normals, dtype=np.float32).reshape(-1, 3)
-        fields["normal"] = blob(wire.flu_to_ned_points(normals), "<f4", (count, 3))
-    fields["segmentation"] = blob(hits.segmentation, "<i4", (count,))
-    if "ring" not in omit:
-        fields["ring"] = blob(hits.ring, "<u2", (count,))
-    if "time" not in omit:
-        fields["time"] = blob(hits.time, "<i8", (count,))
-    fields["range"] = blob(hits.range, "<f4", (count,))
-    fields["miss"] = blob(hits.miss, "|u1", (count,))
-    answer: dict[str, Any] = {
-        "version": 1,
-        "count": count,
-        "frame": "NED",
-        "time_stamp": int(hits.time_stamp),
-        "pose": wire.pose_flu_to_ned(hits.pose).to_msgpack(),
-        "info": info,
-    }
-    if omit:
-        answer["omitted"] = sorted(omit)
-    if compact:
-        answer["compact"] = True
-    if shm is not None:
-        needed = needed_bytes([a.nbytes for _, _, a in fields.values()])
-        if needed <= shm.capacity + HEADER_BYTES:
-            shm.reset()
-            answer["shm"] = {"name": shm.name}
-            answer["fields"] = {
-                name: {"dtype": code, "shape": shape, "shm": shm.write(a)}
-                for name, (code, shape, a) in fields.items()
-            }
-            return answer
-        answer["shm_refused"] = f"segment of {shm.capacity + HEADER_BYTES} bytes too small"
-        answer["shm_needed"] = needed
-    answer["fields"] = {
-        name: {"dtype": code, "shape": shape, "data": _bytes_view(a)}
-        for name, (code, shape, a) in fields.items()
-    }
-    return answer
-
-
-def _bytes_view(a: np.ndarray) -> memoryview:
-    """The bytes of a contiguous array, not copied (``rpc.pack`` writes them as one bin)."""
-    return memoryview(cast(Any, a.reshape(-1).view(np.uint8)))
 
 
 def _requests(raw: Any) -> list[ImageRequest]:

@@ -35,7 +35,7 @@ def hits_to_wire(
     hits (``hits.subrays`` > 1) give one row per sub-ray, with the sub-ray fields of the extension;
     the sun cosines go as the ``sun_cos`` / ``beam_sun_cos`` fields when the hits have them. The core
     fields in ``omit`` (``"point"``, ``"normal"``: an answer that will leave them out) are not computed
-    and read as zeros, as :func:`unreal_bridge.client.decode_hits` gives them; the firing fields in it
+    and read as zeros, as :func:`unreal_bridge.hits_codec.decode_hits` gives them; the firing fields in it
     (``ring``, ``time``, ``direction``: a lockstep client with the same schedule) are not made either
     (empty), unless the hits are sub-ray bundles, which keep them."""
     n = hits.subrays

@@ -18,11 +18,10 @@ from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimClient, AirSimServer, LidarHits, RpcError
 from unreal_bridge.beam_call import BEAM_HITS_METHOD
-from unreal_bridge.client import decode_hits
 from unreal_bridge.compact import GLASS_FIELDS, GLASS_ROWS, glass_rows
 from unreal_bridge.errors import WireFormatError
+from unreal_bridge.hits_codec import decode_hits, encode_hits
 from unreal_bridge.rpc import pack
-from unreal_bridge.server import encode_hits
 from unreal_bridge.wire import LEAN_FIELDS, FluPose
 from unreal_bridge.world import World, street_scene
 

@@ -18,7 +18,7 @@ from rt_lidar.sensor.scan_pattern import firings_between, schedule_digest
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimClient, AirSimServer
 from unreal_bridge.beam_call import BEAM_HITS_METHOD, encode_beam
-from unreal_bridge.client import decode_hits
+from unreal_bridge.hits_codec import decode_hits
 from unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
 from unreal_bridge.world import Pose, World, street_scene
 

@@ -17,8 +17,8 @@ from rt_lidar.sensor.scan_pattern import schedule_digest
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimClient, AirSimServer, LidarHits, RpcError
 from unreal_bridge.beam_call import BEAM_HITS_METHOD
-from unreal_bridge.client import decode_hits
 from unreal_bridge.errors import WireFormatError
+from unreal_bridge.hits_codec import decode_hits
 from unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
 from unreal_bridge.world import World, street_scene
 

@@ -37,7 +37,7 @@ from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import schedule_digest
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimServer, FluPose, LidarHits
-from unreal_bridge.server import encode_hits, hits_options
+from unreal_bridge.hits_codec import encode_hits, hits_options
 from unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,7 +155,7 @@ class CannedSim:
 def prepacked(sim: CannedSim) -> Any:
     """An ``rtLidarGetHits`` handler answering ``sim``'s calls from answers encoded once (only the
     firing times, the time stamp and the header change between rotations): the same answer
-    :func:`~unreal_bridge.server.encode_hits` gives for each call, without its per-call encoding."""
+    :func:`~unreal_bridge.hits_codec.encode_hits` gives for each call, without its per-call encoding."""
     answers = [sim.probe, *sim.frames]
     sets: tuple[frozenset[str], ...] = (frozenset(), OMITTABLE_FIELDS, LEAN_FIELDS)
     forms = [(o, c) for o in sets for c in (False, True)]

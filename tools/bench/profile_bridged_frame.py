@@ -57,9 +57,8 @@ from rt_lidar.server.embedded_sim import EmbeddedSim
 from rt_lidar.session.realtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext, make_sink
 from unreal_bridge import fast_decode
-from unreal_bridge.client import decode_hits
+from unreal_bridge.hits_codec import decode_hits, encode_hits
 from unreal_bridge.rpc import Packed, pack_parts, send_parts
-from unreal_bridge.server import encode_hits
 from unreal_bridge.shm import ShmAttachments, ShmSegment
 from unreal_bridge.wire import LEAN_FIELDS
 

@@ -20,8 +20,7 @@ from rt_lidar.rig.experiment import facing_pair
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.server.serve import ServeOptions, start_embedded_server
 from unreal_bridge import AirSimClient, FluPose
-from unreal_bridge.client import decode_hits
-from unreal_bridge.server import encode_hits
+from unreal_bridge.hits_codec import decode_hits, encode_hits
 
 FACING = """\
 [[sensor]]
