@@ -1,7 +1,7 @@
 """Where one in-process sim frame's CPU goes, stage by stage, and the real-time factor that CPU allows.
 
     .venv/bin/python tools/bench/profile_inprocess_frame.py --out docs/bench/profile_inprocess_frame.json \
-        [--presets HDL-64E VLS-128] [--frames 40] [--cores 2]
+        [--presets HDL-64E VLS-128] [--frames 40] [--cores 2] [--caster embree]
 
 The stages of ``rt-lidar demo --in-process`` (embedded street, f_sim 20 Hz, the demo's physics and its
 PCD + KITTI writers), each run by the function the frame loop runs, one after the other in this thread:
@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.pipeline.assembler import ScanAssembler
-from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.config import CASTERS, DEFAULT_CASTER
+from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.frame_loop import CAST_AHEAD, frame_time_ns
 from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.session.realtime import tune_allocator
@@ -52,9 +53,10 @@ SIM_HZ = 20.0
 WARMUP = 3
 
 
-def profile_preset(name: str, frames: int, tmp: str) -> dict[str, Any]:
-    """CPU ms per sim frame of each stage (medians and means over ``frames`` after a warm-up)."""
-    built = build_pipeline(name, "street", seed=0, sim_hz=SIM_HZ)
+def profile_preset(name: str, frames: int, tmp: str, caster: str = DEFAULT_CASTER) -> dict[str, Any]:
+    """CPU ms per sim frame of each stage (medians and means over ``frames`` after a warm-up), the world
+    casting with ``caster``."""
+    built = build_pipeline(name, build_world("street", seed=0, caster=caster), seed=0, sim_hz=SIM_HZ)
     preset, source, physics = built.preset, built.pipeline.source, built.pipeline.physics
     source.cast_threads = 1  # as each frame the demo casts ahead
     assembler = ScanAssembler(preset)
@@ -97,10 +99,11 @@ def profile_preset(name: str, frames: int, tmp: str) -> dict[str, Any]:
     }
 
 
-def run_as_the_demo(name: str, frames: int) -> dict[str, float]:
+def run_as_the_demo(name: str, frames: int, caster: str = DEFAULT_CASTER) -> dict[str, float]:
     """The frame loop as the demo runs it in-process (frames cast ahead), without the writers: the
     real-time factor of ``frames`` frames after a warm-up and the process's CPU ms per frame."""
-    pipe = build_pipeline(name, "street", seed=0, sim_hz=SIM_HZ, prefetch=CAST_AHEAD).pipeline
+    world = build_world("street", seed=0, caster=caster)
+    pipe = build_pipeline(name, world, seed=0, sim_hz=SIM_HZ, prefetch=CAST_AHEAD).pipeline
     try:
         for _ in range(WARMUP):
             pipe.step()
@@ -130,6 +133,7 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=40, help="profiled sim frames (after 3 warm-up frames)")
     ap.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--out", type=Path, default=Path("docs/bench/profile_inprocess_frame.json"))
+    ap.add_argument("--caster", choices=CASTERS, default=DEFAULT_CASTER, help="the world's ray caster")
     args = ap.parse_args()
     if args.frames < 1 or args.cores < 1:
         ap.error("--frames and --cores must be at least 1")
@@ -137,9 +141,9 @@ def main() -> None:
     presets = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.presets:
-            got = profile_preset(name, args.frames, tmp)
+            got = profile_preset(name, args.frames, tmp, args.caster)
             got["budget"] = budget(got["stage_cpu_ms_mean"]["total"], args.cores, (1.5, 3.0))
-            run = run_as_the_demo(name, args.frames)
+            run = run_as_the_demo(name, args.frames, args.caster)
             mean = got["stage_cpu_ms_mean"]
             alone = mean["cast"] + mean["physics"] + mean["sweep"]
             run["cpu_vs_stages_alone"] = run["cpu_ms_per_frame"] / alone
@@ -151,6 +155,7 @@ def main() -> None:
         "bench": "profile_inprocess_frame",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "frames": args.frames,
+        "caster": args.caster,
         "cores": args.cores,
         "presets": presets,
         "load_average": os.getloadavg(),
