@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from rt_lidar.pipeline.assembler import ScanAssembler
 from rt_lidar.config import CASTERS, DEFAULT_CASTER
+from rt_lidar.pipeline.assembler import ScanAssembler
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.frame_loop import CAST_AHEAD, frame_time_ns
 from rt_lidar.sensor.scan_pattern import firings_between
