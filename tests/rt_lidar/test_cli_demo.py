@@ -75,6 +75,18 @@ def test_the_fast_caster_is_asked_for_in_both_paths_and_recorded(tmp_path):
     recorded = json.loads((tmp_path / "bridged" / "config.json").read_text())["config"]
     assert recorded["caster"] == "embree-fast"
     assert json.loads((tmp_path / "robust" / "config.json").read_text())["config"]["caster"] == "embree"
+    # the same sensor and scene: the same points, but for last bits and a few edge rays
+    for name in ("000000.pcd", "000001.pcd"):
+        fast = PointCloud.from_path(tmp_path / "in-process" / "scans" / name).numpy()
+        robust = PointCloud.from_path(tmp_path / "robust" / "scans" / name).numpy()
+        assert fast.shape == robust.shape
+        fields = list(POINT_FIELDS)
+        same = [fields.index(f) for f in ("ring", "t", "return_id", "segment")]
+        assert (fast[:, same] == robust[:, same]).all(axis=1).mean() > 0.999
+        moved = np.linalg.norm(fast[:, :3] - robust[:, :3], axis=1)
+        assert (moved > 1e-3).mean() < 5e-4 and np.median(moved) < 1e-5
+        i = fields.index("intensity")
+        assert (np.abs(fast[:, i] - robust[:, i]) <= 0.005 * np.abs(robust[:, i]) + 1e-3).mean() > 0.999
 
 
 def _count_writes(monkeypatch) -> Counter:
