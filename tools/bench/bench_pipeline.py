@@ -3,7 +3,10 @@
 Run: .venv/bin/python tools/bench/bench_pipeline.py [--out FILE.json] [--scans 10] [--preset NAME ...]
 
 The real-time factor is simulated seconds per wall second of the pipeline alone (firings, ray cast,
-physics, sweep), and again with the demo's writers (PCD + KITTI .bin per scan) included.
+physics, sweep), and again with the demo's writers (PCD + KITTI .bin per scan) included; and the
+pipeline alone with the ``embree-fast`` caster (unless ``--no-fast-caster``). Each preset runs
+``--repeats`` times with each caster in turns, so that the two compare within one spell of the
+machine's speed, and the best run of each is kept.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from rt_lidar.config import DEFAULT_CASTER
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.frame_loop import CAST_AHEAD
 from rt_lidar.sensor.presets import list_presets
@@ -23,9 +27,12 @@ from rt_lidar.session.realtime import tune_allocator
 from rt_lidar.sinks import write_kitti_bin, write_pcd
 
 
-def bench_preset(name: str, scans: int, sim_hz: float, world_seed: int = 0) -> dict[str, float | int | str]:
-    """Figures of ``scans`` scans of preset ``name`` (after one warm-up scan)."""
-    world = build_world("street", seed=world_seed)
+def bench_preset(
+    name: str, scans: int, sim_hz: float, world_seed: int = 0, caster: str = DEFAULT_CASTER
+) -> dict[str, float | int | str]:
+    """Figures of ``scans`` scans of preset ``name`` (after one warm-up scan), the world casting with
+    ``caster``."""
+    world = build_world("street", seed=world_seed, caster=caster)
     built = build_pipeline(name, world, sim_hz=sim_hz, prefetch=CAST_AHEAD)  # as the demo runs
     pipe = built.pipeline
     pipe.scans(1)
@@ -64,11 +71,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scans", type=int, default=10)
     parser.add_argument("--sim-hz", type=float, default=20.0)
     parser.add_argument("--preset", action="append", default=None)
+    parser.add_argument(
+        "--no-fast-caster", action="store_true", help="skip the runs of each preset with embree-fast"
+    )
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each preset with each caster")
     args = parser.parse_args(argv)
     names = args.preset or list_presets()
     results = []
     for name in names:
-        r = bench_preset(name, args.scans, args.sim_hz)
+        runs, fast = [], []
+        for _ in range(max(1, args.repeats)):
+            runs.append(bench_preset(name, args.scans, args.sim_hz))
+            if not args.no_fast_caster:
+                fast.append(bench_preset(name, args.scans, args.sim_hz, caster="embree-fast"))
+        r = max(runs, key=lambda x: float(x["realtime_factor"]))
+        if fast:
+            r["realtime_factor_embree_fast"] = max(float(x["realtime_factor"]) for x in fast)
         results.append(r)
         print(
             f"{r['preset']:>12}: {r['rays_per_s'] / 1e6:6.2f} M rays/s  "

@@ -41,6 +41,9 @@ def pipeline(d: dict[str, Any]) -> str:
     rows = [
         ["preset", "rays/scan", "scan Hz", "M rays/s", "M points/s", "ms/scan", "RTF", "RTF with writers"]
     ]
+    fast = all("realtime_factor_embree_fast" in r for r in d["results"])
+    if fast:
+        rows[0].append("RTF, `--caster embree-fast`")
     for r in d["results"]:
         rows.append(
             [
@@ -52,16 +55,19 @@ def pipeline(d: dict[str, Any]) -> str:
                 f"{r['ms_per_scan']:.0f}",
                 f"{r['realtime_factor']:.2f}",
                 f"{r['realtime_factor_with_writers']:.2f}",
+                *([f"{r['realtime_factor_embree_fast']:.2f}"] if fast else []),
             ]
         )
     return (
         "## Frame loop (`tools/bench/bench_pipeline.py`)\n\nIn-process (the world cast straight from the "
         "pipeline, three frames cast ahead at the same time, one thread each, as the demo runs), "
-        "embedded street, f_sim = 20 Hz, 10 scans after a warm-up. "
+        f"embedded street, f_sim = 20 Hz, {d['results'][0]['scans']} scans after a warm-up. "
         'RTF = simulated seconds per wall second; "with writers" adds PCD + KITTI files written in line '
-        "(the demo writes them from a background thread). One run: on the 2-core CI VM (machine C) a "
-        "preset's figure moves by 30-40 % with the VM's speed (HDL-64E 1.8-2.75x over the runs of "
-        "3 December), so compare presets within the table, and code against code in alternating runs "
+        "(the demo writes them from a background thread); the last column, where given, is the "
+        "pipeline alone with the `embree-fast` caster (each caster run in turns, the best of each "
+        "kept). One run: on the 2-core CI VM (machine C) a "
+        "preset's figure moves by 30-40 % with the VM's speed (HDL-64E 1.8-3.6x over the runs of "
+        "3-4 December), so compare presets within the table, and code against code in alternating runs "
         "(docs/performance-notes.md).\n\n" + _table(rows)
     )
 
