@@ -9,14 +9,17 @@ from typing import Any
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimClient, AirSimServer, LidarHits
-from unreal_bridge.world import World, street_scene
+from unreal_bridge.world import Scene, World, street_scene
 
 
 @contextlib.contextmanager
-def served(preset: str = "VLP-16") -> Iterator[tuple[EmbeddedSim, AirSimServer]]:
-    """Our server on a free port, casting the street for a lidar of ``preset``, paused."""
-    sim = EmbeddedSim(World(street_scene(0)), load_preset(preset), paused=True)
-    server = AirSimServer(sim, port=0).start()
+def served(
+    preset: str = "VLP-16", server_type: type[AirSimServer] = AirSimServer, scene: Scene | None = None
+) -> Iterator[tuple[EmbeddedSim, AirSimServer]]:
+    """Our server (or a ``server_type`` of it) on a free port, casting ``scene`` (the street when None)
+    for a lidar of ``preset``, paused."""
+    sim = EmbeddedSim(World(street_scene(0) if scene is None else scene), load_preset(preset), paused=True)
+    server = server_type(sim, port=0).start()
     try:
         yield sim, server
     finally:

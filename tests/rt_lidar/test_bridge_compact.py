@@ -182,17 +182,12 @@ def test_the_bridge_asks_for_compact_answers_only_of_a_server_that_offers_them()
     preset = load_preset("HDL-64E")
     scans: dict[bool, list[bytes]] = {}
     for server_type, asked in ((AirSimServer, True), (_WithoutCompact, False)):
-        sim = EmbeddedSim(World(street_scene(0)), preset, paused=True)
-        server = server_type(sim, port=0).start()
-        try:
-            with AirSimClient(port=server.port) as client:
-                client.reset()
-                source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
-                assert client.compact is asked and source.stats.compact is asked
-                assert source.stats.as_dict("ours")["compact"] is asked
-                pipe = bridge_pipeline(source, sim_hz=20.0, seed=3)
-                scans[asked] = [scan.points.tobytes() for scan in pipe.scans(2)]
-                pipe.close()
-        finally:
-            server.close()
+        with served(preset.name, server_type) as (_sim, server), AirSimClient(port=server.port) as client:
+            client.reset()
+            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
+            assert client.compact is asked and source.stats.compact is asked
+            assert source.stats.as_dict("ours")["compact"] is asked
+            pipe = bridge_pipeline(source, sim_hz=20.0, seed=3)
+            scans[asked] = [scan.points.tobytes() for scan in pipe.scans(2)]
+            pipe.close()
     assert len(scans[True][0]) > 100_000 and scans[True] == scans[False]

@@ -115,16 +115,14 @@ def test_the_bridge_asks_to_leave_out_what_it_does_not_read_only_of_a_server_tha
     server_type: type[AirSimServer], asked: frozenset[str]
 ) -> None:
     preset = load_preset("VLP-16")
-    sim = EmbeddedSim(World(wall_scene(12.0)), preset, paused=True)
-    server = server_type(sim, port=0).start()
-    try:
-        with AirSimClient(port=server.port) as client:
-            client.reset()
-            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
-            assert source.stats.extension and source._in_order
-            assert client.omit_for("") == asked and source.stats.omitted == sorted(asked)
-    finally:
-        server.close()
+    with (
+        served(preset.name, server_type, wall_scene(12.0)) as (_sim, server),
+        AirSimClient(port=server.port) as client,
+    ):
+        client.reset()
+        source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
+        assert source.stats.extension and source._in_order
+        assert client.omit_for("") == asked and source.stats.omitted == sorted(asked)
 
 
 def test_an_answer_whose_omitted_list_is_not_names_is_refused() -> None:
