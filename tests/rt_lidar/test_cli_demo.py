@@ -74,6 +74,12 @@ def test_the_fast_caster_is_asked_for_in_both_paths_and_recorded(tmp_path):
         assert bridged == in_process != robust
     recorded = json.loads((tmp_path / "bridged" / "config.json").read_text())["config"]
     assert recorded["caster"] == "embree-fast"
+    again = tmp_path / "again"  # a re-run of the recorded run casts with the caster it names
+    assert main(["demo", "--quiet", "--config", str(tmp_path / "in-process"), "--out", str(again)]) == 0
+    for name in ("000000.pcd", "000001.pcd"):
+        assert (again / "scans" / name).read_bytes() == (
+            tmp_path / "in-process" / "scans" / name
+        ).read_bytes()
     assert json.loads((tmp_path / "robust" / "config.json").read_text())["config"]["caster"] == "embree"
     # the same sensor and scene: the same points, but for last bits and a few edge rays
     for name in ("000000.pcd", "000001.pcd"):
