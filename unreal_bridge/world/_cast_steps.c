@@ -13,6 +13,8 @@
  * - bounds: the per-axis minimum and maximum of the origins (np.min / np.max, NaN propagating);
  * - interp_sorted: np.interp of every column of a table at times in order (interp.interp_columns: the
  *   sensor's firing poses between their 1 ms samples, a waypoint path's positions at each ray's time).
+ * - straight_poses: a ConstantVelocity path's positions and rotations at a zero yaw rate (the street's
+ *   moving cars at each candidate ray's time).
  *
  * These give the NumPy versions' values bit for bit (built with -ffp-contract=off: no fused
  * multiply-adds). Two are not twins: cone_candidates, the moving objects' cone cull, computes its
@@ -414,6 +416,45 @@ static PyObject *merge_hits(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(hits);
 }
 
+/* straight_poses(t f8 (K,), p0 f8 (3,), v f8 (3,), rows f8 (2, 4), pos f8 (K, 3), quat f8 (K, 4)) -> ok:
+ * trajectory.ConstantVelocity.positions_rotations at a zero yaw rate: pos = p0 + v t column by column
+ * (x, y: p0 + (v t); z: p0 + (v t), as NumPy adds them), and each time's rotation the row of ``rows``
+ * (the start rotation at yaw +0, then -0) that the sign of the yaw 0 t picks. Returns False, with the
+ * outputs incomplete, where a yaw 0 t is NaN (a NaN or infinite time: the NumPy code then decides). */
+static PyObject *straight_poses(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5])) return NULL;
+    Buf b[6];
+    memset(b, 0, sizeof b);
+    Py_ssize_t k = buf_items(o[0], 8);
+    if (k < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'd', 8, k, "t") || buf_get(&b[1], o[1], 0, 'd', 8, 3, "p0") ||
+        buf_get(&b[2], o[2], 0, 'd', 8, 3, "v") || buf_get(&b[3], o[3], 0, 'd', 8, 8, "rows") ||
+        buf_get(&b[4], o[4], 1, 'd', 8, 3 * k, "pos") || buf_get(&b[5], o[5], 1, 'd', 8, 4 * k, "quat")) {
+        buf_release(b, 6);
+        return NULL;
+    }
+    const double *t = b[0].view.buf, *p0 = b[1].view.buf, *v = b[2].view.buf, *rows = b[3].view.buf;
+    double *pos = b[4].view.buf, *quat = b[5].view.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const double ti = t[i], yaw = 0.0 * ti;
+        if (isnan(yaw)) {
+            ok = 0;
+            break;
+        }
+        pos[3 * i] = p0[0] + v[0] * ti;
+        pos[3 * i + 1] = p0[1] + v[1] * ti;
+        pos[3 * i + 2] = p0[2] + v[2] * ti;
+        memcpy(quat + 4 * i, rows + (signbit(yaw) ? 4 : 0), 4 * sizeof(double));
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 6);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef methods[] = {
     {"object_frame_rays", object_frame_rays, METH_VARARGS,
      "object_frame_rays(o, d, cand, p, q, lo, hi, ol, dl, keep) -> m: see the module source."},
@@ -424,6 +465,7 @@ static PyMethodDef methods[] = {
     {"sphere_candidates", sphere_candidates, METH_VARARGS, "The rays that come near a sphere (see the source)."},
     {"merge_hits", merge_hits, METH_VARARGS, "A moving object's hits merged into the batch (see the source)."},
     {"interp_sorted", interp_sorted, METH_VARARGS, "np.interp of every column at times in order (see the source)."},
+    {"straight_poses", straight_poses, METH_VARARGS, "A straight path's poses at a zero yaw rate (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

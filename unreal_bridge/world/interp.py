@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -12,11 +13,16 @@ try:  # the compiled twin (``_cast_steps.interp_sorted``), an optional extension
 except ImportError:  # built without a C compiler: the NumPy code gives the same bits
     _c = None  # type: ignore[assignment]
 
-__all__ = ["interp_columns", "table_slopes"]
+__all__ = ["compiled", "interp_columns", "table_slopes"]
 
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` in the environment starts
 every process with the NumPy code, for comparing whole runs)."""
+
+
+def compiled() -> Any:
+    """The compiled world steps (``_cast_steps``) while :data:`enabled`, else None (not built, or off)."""
+    return _c if enabled else None
 
 
 def table_slopes(xp: np.ndarray, fp: np.ndarray) -> np.ndarray:

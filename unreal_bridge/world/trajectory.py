@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import WorldError
-from .interp import interp_columns, table_slopes
+from .interp import compiled, interp_columns, table_slopes
 from .pose import Pose, quat_from_yaw, quat_multiply
 
 __all__ = ["ConstantVelocity", "Looping", "StaticTrajectory", "Trajectory", "WaypointTrajectory"]
@@ -101,8 +101,14 @@ class ConstantVelocity:
     def positions_rotations(self, t: NDArray[np.float64]) -> tuple[F64, F64]:
         """Positions (K, 3) and quaternions (K, 4) at times t (K,)."""
         tt = _times(t)
-        vx, vy, vz = self.velocity
         w = self.yaw_rate
+        steps = compiled()
+        if w == 0.0 and steps is not None and tt.flags.c_contiguous:  # the twin of the lines below
+            pos = np.empty((tt.shape[0], 3), np.float64)
+            quat = np.empty((tt.shape[0], 4), np.float64)
+            if steps.straight_poses(tt, self.start.position, self.velocity, self._zero_yaw_rows(), pos, quat):
+                return pos, quat
+        vx, vy, vz = self.velocity
         if abs(w) < 1e-12:
             dx, dy = vx * tt, vy * tt
         else:
@@ -118,13 +124,19 @@ class ConstantVelocity:
         np.add(pz, vz * tt, out=pos[:, 2])
         yaw = w * tt
         if w == 0.0 and not np.isnan(yaw).any():  # every yaw is +0 or -0: pick one of their two rotations
-            if self._zero_yaw is None or self._zero_yaw[0] is not self.start:
-                self._zero_yaw = (self.start, quat_multiply(quat_from_yaw(_ZERO_YAWS), self.start.rotation))
+            rows = self._zero_yaw_rows()
             negative = np.signbit(yaw)
             if negative.any():
-                return pos, np.take(self._zero_yaw[1], negative.view(np.uint8), axis=0)
-            return pos, np.repeat(self._zero_yaw[1][:1], tt.shape[0], axis=0)  # every yaw +0 (t >= 0)
+                return pos, np.take(rows, negative.view(np.uint8), axis=0)
+            return pos, np.repeat(rows[:1], tt.shape[0], axis=0)  # every yaw +0 (t >= 0)
         return pos, quat_multiply(quat_from_yaw(yaw), self.start.rotation)
+
+    def _zero_yaw_rows(self) -> F64:
+        """The start rotation at yaw +0 and at yaw -0 (2, 4), as the general formula computes them."""
+        if self._zero_yaw is None or self._zero_yaw[0] is not self.start:
+            rows = quat_multiply(quat_from_yaw(_ZERO_YAWS), self.start.rotation)
+            self._zero_yaw = (self.start, np.ascontiguousarray(rows, np.float64))
+        return self._zero_yaw[1]
 
     def pose_at(self, t: float) -> Pose:
         """The pose at time t."""

@@ -248,3 +248,35 @@ def test_waypoint_poses_give_np_interp_s_bits(compiled: bool) -> None:
             assert quat.tobytes() == want_q.tobytes(), trial
     finally:
         interp.enabled = True
+
+
+def test_a_straight_path_s_poses_are_the_same_bits_compiled_or_not() -> None:
+    """A ConstantVelocity path at a zero yaw rate (the street's moving cars): the compiled twin
+    (``_cast_steps.straight_poses``) gives the NumPy code's positions and rotations bit for bit, for
+    times before and after the start, both zeros, large ones, and a batch with a NaN or infinite time
+    (which the NumPy code decides); a non-zero yaw rate never takes it."""
+    from unreal_bridge.world import interp
+
+    if interp.compiled() is None:
+        pytest.skip("the compiled world steps were not built (no C compiler at install)")
+    rng = np.random.default_rng(4)
+    for trial in range(40):
+        start = Pose(rng.normal(0.0, 50.0, 3), quat_from_yaw(np.array([rng.uniform(-3.0, 3.0)]))[0])
+        rate = 0.0 if trial % 5 else 0.3
+        path = ConstantVelocity(start, rng.normal(0.0, 15.0, 3), yaw_rate=rate)
+        t = rng.uniform(-5.0, 1e4 if trial % 7 == 0 else 30.0, int(rng.integers(1, 2000)))
+        t[: min(2, t.size)] = [0.0, -0.0][: min(2, t.size)]
+        if trial % 9 == 4:
+            t[-1] = [np.nan, np.inf, -np.inf][trial % 3]
+        got = path.positions_rotations(t)
+        interp.enabled = False
+        try:
+            want = path.positions_rotations(t)
+        finally:
+            interp.enabled = True
+        for a, b in zip(got, want, strict=True):
+            assert a.shape == b.shape and a.tobytes() == b.tobytes(), trial
+    with pytest.raises(ValueError, match="rows"):
+        interp.compiled().straight_poses(
+            np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(4), np.empty((3, 3)), np.empty((3, 4))
+        )
