@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from rt_lidar.config import SceneSetup
+from rt_lidar.config import DEFAULT_CASTER, SceneSetup
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
@@ -41,7 +41,7 @@ class RigRunOptions:
     sim_hz: float = 20.0
     out: str = "out/rig"
     scene: str = "street"
-    caster: str = "embree"
+    caster: str = DEFAULT_CASTER
     """The world's ray caster (:data:`rt_lidar.config.CASTERS`)."""
     progress: bool = True
     rosbag: bool = True

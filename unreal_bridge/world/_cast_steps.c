@@ -417,8 +417,8 @@ static PyObject *merge_hits(PyObject *self, PyObject *args) {
 }
 
 /* straight_poses(t f8 (K,), p0 f8 (3,), v f8 (3,), rows f8 (2, 4), pos f8 (K, 3), quat f8 (K, 4)) -> ok:
- * trajectory.ConstantVelocity.positions_rotations at a zero yaw rate: pos = p0 + v t column by column
- * (x, y: p0 + (v t); z: p0 + (v t), as NumPy adds them), and each time's rotation the row of ``rows``
+ * trajectory.ConstantVelocity.positions_rotations at a zero yaw rate: each column p0 + (v t), in NumPy's
+ * order (the product first, then the sum), and each time's rotation the row of ``rows``
  * (the start rotation at yaw +0, then -0) that the sign of the yaw 0 t picks. Returns False, with the
  * outputs incomplete, where a yaw 0 t is NaN (a NaN or infinite time: the NumPy code then decides). */
 static PyObject *straight_poses(PyObject *self, PyObject *args) {
