@@ -22,20 +22,19 @@ import re
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from rt_lidar.bridge.airsim_settings import airsim_lidar_settings, airsim_settings_json
-from rt_lidar.bridge.hits import hits_to_wire
 from rt_lidar.errors import ConfigError
-from rt_lidar.pipeline.sources import Hits, WorldSource, sun_unit
-from rt_lidar.sensor.beam import SubRayPattern, exit_m_per_rad, pattern_from_offsets
+from rt_lidar.pipeline.sources import WorldSource, sun_unit
+from rt_lidar.sensor.beam import exit_m_per_rad, pattern_from_offsets
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between, prepare_schedule, schedule_digest
+from rt_lidar.server.lidar_reads import DataRead, HitsRead, SimLidar
 from rt_lidar.server.vehicle import BicycleModel
 from unreal_bridge import CarControls, FluCarState, FluImage, FluPose, ImageRequest, LidarFrame, LidarHits
 from unreal_bridge.beam_call import SunRequest
@@ -62,17 +61,6 @@ def _flu(pose: Pose) -> FluPose:
     return FluPose(
         (float(p[0]), float(p[1]), float(p[2])), (float(q[0]), float(q[1]), float(q[2]), float(q[3]))
     )
-
-
-@dataclass
-class _Lidar:
-    """One lidar of the vehicle: its preset, its caster (at its mount) and its readers' cursors."""
-
-    name: str
-    preset: SensorPreset
-    source: WorldSource
-    cursors: dict[str, int] = field(default_factory=lambda: {"hits": 0, "data": 0})
-    frames: dict[str, int] = field(default_factory=lambda: {"hits": 0, "data": 0})
 
 
 class EmbeddedSim:
@@ -112,14 +100,14 @@ class EmbeddedSim:
         self._t_ns = 0
         self._paused = paused
         self._wall_ref = time.perf_counter_ns()
-        first = _Lidar(lidar_name, preset, self.source)
-        self._lidars: dict[str, _Lidar] = {lidar_name: first}
+        first = SimLidar(lidar_name, preset, self.source)
+        self._lidars: dict[str, SimLidar] = {lidar_name: first}
         """Every lidar by name (a rig's: ``rt-lidar serve --rig``), each with its own cursors."""
         for name, p, m in more_lidars:
             if name in self._lidars:
                 raise ConfigError(f"EmbeddedSim: duplicate lidar name {name!r}")
             trans = table.arrays(world.material_names, p.optics.wavelength_nm).transmission
-            self._lidars[name] = _Lidar(
+            self._lidars[name] = SimLidar(
                 name, p, WorldSource(world, p.range.max_m, trans, exit_m_per_rad(p), mount=m)
             )
         for lidar in self._lidars.values():
@@ -203,7 +191,7 @@ class EmbeddedSim:
                     out[""] = digest
         return out
 
-    def _check(self, lidar_name: str, vehicle_name: str) -> _Lidar:
+    def _check(self, lidar_name: str, vehicle_name: str) -> SimLidar:
         lidar = self._lidars.get(lidar_name or self.lidar_name)
         if lidar is None:
             raise BackendError(f"no lidar '{lidar_name}' (this sim has '{', '.join(self._lidars)}')")
@@ -211,7 +199,7 @@ class EmbeddedSim:
             raise BackendError(f"no vehicle '{vehicle_name}' (this sim has '{self.vehicle_name}')")
         return lidar
 
-    def _take(self, reader: str, lidar: _Lidar) -> tuple[WorldSource, int, int, int]:
+    def take_interval(self, reader: str, lidar: SimLidar) -> tuple[WorldSource, int, int, int]:
         """The interval of ``reader``'s read (its backlog cut to ``max_backlog_s``), the cursor moved on,
         the vehicle advanced to its end, and the lidar's source on a frozen view of the world (the
         vehicle and segment ids as they are now): what a cast outside the call lock needs. Returns the
@@ -233,7 +221,7 @@ class EmbeddedSim:
             source.pose_memo = self.vehicle is None
             return source, t0, t1, lidar.frames[reader]
 
-    def _plan(self, preset: SensorPreset, t0: int, t1: int, sub_rays: int) -> tuple[Firings, int]:
+    def plan_firings(self, preset: SensorPreset, t0: int, t1: int, sub_rays: int) -> tuple[Firings, int]:
         """The firings of [t0, t1) within the ray budget (the newest ones; the cut is counted in
         :attr:`skipped_ns`) and the interval's start after the cut."""
         firings = firings_between(preset, t0, t1)
@@ -253,11 +241,11 @@ class EmbeddedSim:
 
     def prepare_lidar_hits(
         self, lidar_name: str, vehicle_name: str, omit: frozenset[str] = frozenset()
-    ) -> _HitsCast:
+    ) -> HitsRead:
         """:meth:`lidar_hits` prepared (:class:`unreal_bridge.casts.PreparedCast`): the interval and the
         state taken now, the cast by its ``run()``, which needs no lock. ``omit``: the core fields the
         answer will leave out, not computed (they read as zeros)."""
-        return _HitsCast(self, self._check(lidar_name, vehicle_name), None, None, omit)
+        return HitsRead(self, self._check(lidar_name, vehicle_name), None, None, omit)
 
     def lidar_beam_hits(
         self,
@@ -281,7 +269,7 @@ class EmbeddedSim:
         offsets_rad: np.ndarray,
         weights: np.ndarray,
         sun: SunRequest | None = None,
-    ) -> _HitsCast:
+    ) -> HitsRead:
         """:meth:`lidar_beam_hits` prepared, as :meth:`prepare_lidar_hits`."""
         lidar = self._check(lidar_name, vehicle_name)
         try:
@@ -289,18 +277,18 @@ class EmbeddedSim:
         except ConfigError as exc:
             raise BackendError(f"rtLidarGetBeamHits: {exc}") from None
         if sun is None:
-            return _HitsCast(self, lidar, pattern, None)
+            return HitsRead(self, lidar, pattern, None)
         if sun.direction is None:
-            return _HitsCast(self, lidar, pattern, sun_unit(self.source.sun_direction))
-        return _HitsCast(self, lidar, pattern, np.array(sun.direction, np.float64))
+            return HitsRead(self, lidar, pattern, sun_unit(self.source.sun_direction))
+        return HitsRead(self, lidar, pattern, np.array(sun.direction, np.float64))
 
     def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:
         """AirSim's ``getLidarData``: the hit points (sensor frame) since the previous read."""
         return self.prepare_lidar_data(lidar_name, vehicle_name).run()
 
-    def prepare_lidar_data(self, lidar_name: str, vehicle_name: str) -> _DataCast:
+    def prepare_lidar_data(self, lidar_name: str, vehicle_name: str) -> DataRead:
         """:meth:`lidar_data` prepared, as :meth:`prepare_lidar_hits`."""
-        return _DataCast(self, self._check(lidar_name, vehicle_name))
+        return DataRead(self, self._check(lidar_name, vehicle_name))
 
     # -- camera ----------------------------------------------------------------------------------
     def images(self, requests: Sequence[ImageRequest], vehicle_name: str) -> list[FluImage]:
@@ -500,93 +488,6 @@ class EmbeddedSim:
         if cfg.road_wetness > 0:  # only when wet: a dry answer's info stays as before
             out["road_wetness"] = cfg.road_wetness
         return out
-
-
-class _Cast:
-    """One lidar read of an :class:`EmbeddedSim`, prepared: built under the call lock (it takes the
-    interval and a frozen view of the world at once); :attr:`rays` and ``run()`` need no lock."""
-
-    reader = "hits"
-
-    def __init__(self, sim: EmbeddedSim, lidar: _Lidar, pattern: SubRayPattern | None = None) -> None:
-        self._sim, self._lidar, self._pattern = sim, lidar, pattern
-        self._source, self._t0, self.t1, self.frame = sim._take(self.reader, lidar)
-        self._firings: Firings | None = None
-
-    def _planned(self) -> tuple[Firings, int]:
-        if self._firings is None:
-            sub_rays = 1 if self._pattern is None else max(len(self._pattern.weights), 1)
-            self._firings, self._t0 = self._sim._plan(self._lidar.preset, self._t0, self.t1, sub_rays)
-        return self._firings, self._t0
-
-    @property
-    def rays(self) -> int:
-        """Rays the cast takes (firings x sub-rays, within the budget)."""
-        firings, _ = self._planned()
-        sub_rays = 1 if self._pattern is None else max(len(self._pattern.weights), 1)
-        return len(firings.t_ns) * sub_rays
-
-    def _hits(self, sun: np.ndarray | None = None) -> tuple[Hits, int]:
-        firings, t0 = self._planned()
-        if self._pattern is None:
-            return self._source.hits(firings, t0, self.t1), t0
-        return self._source.beam_hits(firings, t0, self.t1, self._pattern, sun), t0
-
-    def _sensor_pose(self, t_ns: int) -> FluPose:
-        pos, quat = self._source.sensor_pose_ns(t_ns)
-        return FluPose(tuple(float(v) for v in pos), tuple(float(v) for v in quat))  # type: ignore[arg-type]
-
-
-class _HitsCast(_Cast):
-    """``rtLidarGetHits`` / ``rtLidarGetBeamHits``, prepared."""
-
-    def __init__(
-        self,
-        sim: EmbeddedSim,
-        lidar: _Lidar,
-        pattern: SubRayPattern | None,
-        sun: np.ndarray | None,
-        omit: frozenset[str] = frozenset(),
-    ) -> None:
-        super().__init__(sim, lidar, pattern)
-        self._sun = sun
-        self._omit = omit
-        self._weather = sim.weather_config()
-        # a wet road (Roadwetness > 0): the extension's rays also carry the road mask, mirror rays and
-        # spray (set on this cast's own copy of the source: other casts keep theirs)
-        self._source.use_wet_road(float((self._weather or {}).get("road_wetness", 0.0)))
-
-    def run(self) -> LidarHits:
-        """Cast; the answer of :meth:`EmbeddedSim.lidar_hits` / ``lidar_beam_hits``."""
-        hits, t0 = self._hits(self._sun)
-        info: dict[str, Any] = {
-            "materials": list(self._sim.world.material_names),
-            "t0_ns": t0,
-            "t1_ns": self.t1,
-            "frame": self.frame,
-            "weather": self._weather,
-            "preset": self._lidar.preset.name,
-        }
-        if self._sun is not None:
-            info["sun_direction"] = [float(v) for v in self._sun]
-        return hits_to_wire(hits, self._sensor_pose(self.t1), self.t1, info=info, omit=self._omit)
-
-
-class _DataCast(_Cast):
-    """``getLidarData``, prepared."""
-
-    reader = "data"
-
-    def run(self) -> LidarFrame:
-        """Cast; the answer of :meth:`EmbeddedSim.lidar_data`."""
-        hits, _t0 = self._hits()
-        opaque = np.isfinite(hits.range_m)
-        glass_only = ~opaque & np.isfinite(hits.glass_range_m)
-        rng = np.where(opaque, hits.range_m, hits.glass_range_m)
-        keep = opaque | glass_only
-        seg = np.where(opaque, hits.segment, hits.glass_segment)[keep].astype(np.int32)
-        points = (hits.direction[keep] * rng[keep][:, None]).astype(np.float32)
-        return LidarFrame(points, seg, self._sensor_pose(self.t1), self.t1)
 
 
 def _png(rgb: np.ndarray) -> bytes:

@@ -1,0 +1,137 @@
+"""The lidar reads of the embedded sim, prepared under the server's call lock and cast outside it: each
+takes its interval and a frozen view of the world at once (:meth:`Sim.take_interval`); :attr:`rays`
+and ``run()`` then need no lock (``rtLidarGetHits`` / ``rtLidarGetBeamHits``: :class:`HitsRead`;
+``getLidarData``: :class:`DataRead`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from rt_lidar.bridge.hits import hits_to_wire
+from rt_lidar.pipeline.sources import Hits, WorldSource
+from rt_lidar.sensor.beam import SubRayPattern
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import Firings
+from unreal_bridge import FluPose, LidarFrame, LidarHits
+from unreal_bridge.world import World
+
+__all__ = ["DataRead", "HitsRead", "PreparedRead", "Sim", "SimLidar"]
+
+
+@dataclass
+class SimLidar:
+    """One lidar of the vehicle: its preset, its caster (at its mount) and its readers' cursors."""
+
+    name: str
+    preset: SensorPreset
+    source: WorldSource
+    cursors: dict[str, int] = field(default_factory=lambda: {"hits": 0, "data": 0})
+    frames: dict[str, int] = field(default_factory=lambda: {"hits": 0, "data": 0})
+
+
+class Sim(Protocol):
+    """What a read needs of its sim (:class:`~rt_lidar.server.embedded_sim.EmbeddedSim`)."""
+
+    world: World
+
+    def take_interval(self, reader: str, lidar: SimLidar) -> tuple[WorldSource, int, int, int]:
+        """The read's source on a frozen world, t0, t1 and frame number (the reader's cursor moved on)."""
+        ...
+
+    def plan_firings(self, preset: SensorPreset, t0: int, t1: int, sub_rays: int) -> tuple[Firings, int]:
+        """The firings of [t0, t1) within the ray budget and the interval's start after any cut."""
+        ...
+
+    def weather_config(self) -> dict[str, Any] | None:
+        """The weather the answer reports (None: clear)."""
+        ...
+
+
+class PreparedRead:
+    """One lidar read of a :class:`Sim`, prepared: built under the call lock (it takes the interval and a
+    frozen view of the world at once); :attr:`rays` and ``run()`` need no lock."""
+
+    reader = "hits"
+
+    def __init__(self, sim: Sim, lidar: SimLidar, pattern: SubRayPattern | None = None) -> None:
+        self._sim, self._lidar, self._pattern = sim, lidar, pattern
+        self._source, self._t0, self.t1, self.frame = sim.take_interval(self.reader, lidar)
+        self._firings: Firings | None = None
+
+    def _planned(self) -> tuple[Firings, int]:
+        if self._firings is None:
+            sub_rays = 1 if self._pattern is None else max(len(self._pattern.weights), 1)
+            self._firings, self._t0 = self._sim.plan_firings(self._lidar.preset, self._t0, self.t1, sub_rays)
+        return self._firings, self._t0
+
+    @property
+    def rays(self) -> int:
+        """Rays the cast takes (firings x sub-rays, within the budget)."""
+        firings, _ = self._planned()
+        sub_rays = 1 if self._pattern is None else max(len(self._pattern.weights), 1)
+        return len(firings.t_ns) * sub_rays
+
+    def _hits(self, sun: np.ndarray | None = None) -> tuple[Hits, int]:
+        firings, t0 = self._planned()
+        if self._pattern is None:
+            return self._source.hits(firings, t0, self.t1), t0
+        return self._source.beam_hits(firings, t0, self.t1, self._pattern, sun), t0
+
+    def _sensor_pose(self, t_ns: int) -> FluPose:
+        pos, quat = self._source.sensor_pose_ns(t_ns)
+        return FluPose(tuple(float(v) for v in pos), tuple(float(v) for v in quat))  # type: ignore[arg-type]
+
+
+class HitsRead(PreparedRead):
+    """``rtLidarGetHits`` / ``rtLidarGetBeamHits``, prepared."""
+
+    def __init__(
+        self,
+        sim: Sim,
+        lidar: SimLidar,
+        pattern: SubRayPattern | None,
+        sun: np.ndarray | None,
+        omit: frozenset[str] = frozenset(),
+    ) -> None:
+        super().__init__(sim, lidar, pattern)
+        self._sun = sun
+        self._omit = omit
+        self._weather = sim.weather_config()
+        # a wet road (Roadwetness > 0): the extension's rays also carry the road mask, mirror rays and
+        # spray (set on this cast's own copy of the source: other casts keep theirs)
+        self._source.use_wet_road(float((self._weather or {}).get("road_wetness", 0.0)))
+
+    def run(self) -> LidarHits:
+        """Cast; the answer of ``EmbeddedSim.lidar_hits`` / ``lidar_beam_hits``."""
+        hits, t0 = self._hits(self._sun)
+        info: dict[str, Any] = {
+            "materials": list(self._sim.world.material_names),
+            "t0_ns": t0,
+            "t1_ns": self.t1,
+            "frame": self.frame,
+            "weather": self._weather,
+            "preset": self._lidar.preset.name,
+        }
+        if self._sun is not None:
+            info["sun_direction"] = [float(v) for v in self._sun]
+        return hits_to_wire(hits, self._sensor_pose(self.t1), self.t1, info=info, omit=self._omit)
+
+
+class DataRead(PreparedRead):
+    """``getLidarData``, prepared."""
+
+    reader = "data"
+
+    def run(self) -> LidarFrame:
+        """Cast; the answer of :meth:`~rt_lidar.server.embedded_sim.EmbeddedSim.lidar_data`."""
+        hits, _t0 = self._hits()
+        opaque = np.isfinite(hits.range_m)
+        glass_only = ~opaque & np.isfinite(hits.glass_range_m)
+        rng = np.where(opaque, hits.range_m, hits.glass_range_m)
+        keep = opaque | glass_only
+        seg = np.where(opaque, hits.segment, hits.glass_segment)[keep].astype(np.int32)
+        points = (hits.direction[keep] * rng[keep][:, None]).astype(np.float32)
+        return LidarFrame(points, seg, self._sensor_pose(self.t1), self.t1)
