@@ -28,6 +28,7 @@ BENCHES: dict[str, list[str]] = {
     "profile_bridged_frame.py": [],
     "profile_inprocess_frame.py": [],
     "bench_decode.py": [],
+    "bench_page_cache.py": [],  # scans written with the page cache let go of behind them and without
 }
 OUT_FLAG = {"bench_udp.py": "--json"}
 

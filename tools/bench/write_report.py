@@ -452,6 +452,25 @@ def profile_inprocess(d: dict[str, Any]) -> str:
     )
 
 
+def page_cache(d: dict[str, Any]) -> str:
+    med = d["median"]
+    rows = [["CPU ms a file", "drop-behind (default)", "kept (`RT_LIDAR_KEEP_PAGE_CACHE=1`)", "kept / drop"]]
+    for k, label in (("vm_busy_ms_per_file", "the whole VM's"), ("writer_cpu_ms_per_file", "the writer's")):
+        ratio = d["keep_over_drop"][k]
+        rows.append([label, f"{med['drop'][k]:.2f}", f"{med['keep'][k]:.2f}", f"{ratio:.2f}"])
+    drained = (
+        f"touched free pages taken first ({d['drain_held_gb']:.1f} GB held), as on a fresh machine"
+        if d["drained"]
+        else "on whatever pages the kernel had free"
+    )
+    return (
+        "## Writing scans: the page cache let go of behind the writer (`tools/bench/bench_page_cache.py`)\n\n"
+        f"{d['files']} files of {d['mb_per_file']:g} MB through `atomic_write`, 30 ms apart, each mode in a "
+        f"fresh process, alternating ({len(d['runs'])} runs, medians), {drained}; kernel {d['kernel']}.\n\n"
+        + _table(rows)
+    )
+
+
 SECTIONS = [
     ("pipeline", pipeline),
     ("raycast", raycast),
@@ -467,6 +486,7 @@ SECTIONS = [
     ("profile_bridged_frame", profile),
     ("profile_inprocess_frame", profile_inprocess),
     ("decode", decode),
+    ("page_cache", page_cache),
 ]
 
 
