@@ -93,7 +93,7 @@ def test_page_cache_bench_runs_both_modes_and_reports_them(tmp_path):
     assert modes["keep"]["dropped_files"] == 0 and modes["drop"]["writer_cpu_ms_per_file"] > 0
     if modes["drop"]["active"]:  # Linux: 4 files of 0.5 MB under the 48 MB kept, none let go of yet
         assert modes["drop"]["dropped_files"] == 0
-    assert d["keep_over_drop"]["writer_cpu_ms_per_file"] > 0
+    assert d["keep_over_drop"]["writer_cpu_ms_per_file"] > 0  # the VM-wide figure may round to 0 ticks
     assert not any((tmp_path / "w").iterdir())  # its files are gone with it
     report = tmp_path / "performance.md"
     subprocess.run(

@@ -144,8 +144,9 @@ def main() -> None:
         "drain_held_gb": drain.held_bytes / (1 << 30),
         "runs": runs,
         "median": med,
-        "keep_over_drop": {
-            k: med["keep"][k] / med["drop"][k] for k in ("vm_busy_ms_per_file", "writer_cpu_ms_per_file")
+        "keep_over_drop": {  # None where the drop runs' figure rounds to 0 (/proc/stat counts 10 ms ticks)
+            k: med["keep"][k] / med["drop"][k] if med["drop"][k] > 0 else None
+            for k in ("vm_busy_ms_per_file", "writer_cpu_ms_per_file")
         },
         "cpus": os.cpu_count(),
         "machine": platform.processor() or platform.machine(),

@@ -457,7 +457,8 @@ def page_cache(d: dict[str, Any]) -> str:
     rows = [["CPU ms a file", "drop-behind (default)", "kept (`RT_LIDAR_KEEP_PAGE_CACHE=1`)", "kept / drop"]]
     for k, label in (("vm_busy_ms_per_file", "the whole VM's"), ("writer_cpu_ms_per_file", "the writer's")):
         ratio = d["keep_over_drop"][k]
-        rows.append([label, f"{med['drop'][k]:.2f}", f"{med['keep'][k]:.2f}", f"{ratio:.2f}"])
+        shown = "-" if ratio is None else f"{ratio:.2f}"
+        rows.append([label, f"{med['drop'][k]:.2f}", f"{med['keep'][k]:.2f}", shown])
     drained = (
         f"touched free pages taken first ({d['drain_held_gb']:.1f} GB held), as on a fresh machine"
         if d["drained"]
