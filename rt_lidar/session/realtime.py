@@ -10,10 +10,11 @@ process, as real-time programs pre-fault and keep their memory. The CLI applies 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
-import sys
 from pathlib import Path
+from typing import Any
+
+from rt_lidar.clib import libc_function
 
 __all__ = [
     "MMAP_THRESHOLD_BYTES",
@@ -34,6 +35,10 @@ TOP_PAD_BYTES = 64 * 1024 * 1024  # grow the heap in big steps
 _applied: bool | None = None
 
 
+def _mallopt() -> Any | None:
+    return libc_function("mallopt", [ctypes.c_int, ctypes.c_int], ctypes.c_int)
+
+
 def tune_allocator() -> bool:
     """Keep frame-sized temporaries on the heap and freed memory in the process (glibc ``mallopt``);
     returns whether it applied (False on other C libraries and platforms, where nothing changes).
@@ -42,14 +47,9 @@ def tune_allocator() -> bool:
     if _applied is not None:
         return _applied
     _applied = False
-    if not sys.platform.startswith("linux"):
+    mallopt = _mallopt()
+    if mallopt is None:
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     done = [
         mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES),
         mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES),
@@ -65,14 +65,8 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
     8 x cores arenas, which :func:`tune_allocator` keeps: in a 60 s soak under attack ``serve``'s RSS
     rose to ~530 MiB without levelling off, and stayed at ~180-250 MiB with two arenas. Returns
     whether it applied (False off glibc)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_ARENA_MAX, int(arenas)) == 1)
+    mallopt = _mallopt()
+    return mallopt is not None and bool(mallopt(_M_ARENA_MAX, int(arenas)) == 1)
 
 
 PRIORITIES = ("idle", "nice", "normal")

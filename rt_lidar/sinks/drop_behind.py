@@ -20,15 +20,16 @@ platform lacks either call.
 from __future__ import annotations
 
 import collections
-import contextlib
 import ctypes
-import ctypes.util
 import os
 import queue
-import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from rt_lidar.clib import libc_function
 
 __all__ = ["KEEP_BYTES", "DropBehind", "drop_behind"]
 
@@ -38,17 +39,11 @@ KEEP_BYTES = 48 << 20
 _SYNC_FILE_RANGE_WRITE = 2  # <linux/fs.h>: start write-out of the range's dirty pages, do not wait
 
 
-def _sync_file_range() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
-    if not sys.platform.startswith("linux") or not hasattr(os, "posix_fadvise"):
+def _sync_file_range() -> Any | None:
+    if not hasattr(os, "posix_fadvise"):
         return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        func = libc.sync_file_range
-    except (OSError, AttributeError):
-        return None
-    func.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-    func.restype = ctypes.c_int
-    return func
+    argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    return libc_function("sync_file_range", argtypes, ctypes.c_int)
 
 
 class DropBehind:
@@ -107,28 +102,32 @@ class DropBehind:
                 self._todo.task_done()
 
     def _handle(self, path: Path, size: int) -> None:
-        assert self._start_writeback is not None
-        with contextlib.suppress(OSError):  # gone or replaced since: nothing of ours to write back
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                self._start_writeback(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)  # a failure leaves it to the kernel
-            finally:
-                os.close(fd)
+        start = self._start_writeback
+        assert start is not None
+        _on_file(path, lambda fd: start(fd, 0, 0, _SYNC_FILE_RANGE_WRITE))  # a failure: left to the kernel
         self._files.append((path, size))
         self._held += size
         while self._held > self.keep_bytes and len(self._files) > 1:
             old, n = self._files.popleft()
             self._held -= n
-            self._let_go(old)
-
-    def _let_go(self, path: Path) -> None:
-        with contextlib.suppress(OSError):  # gone or replaced since: nothing of ours to drop
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            if _on_file(old, lambda fd: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)):
                 self.dropped += 1
-            finally:
-                os.close(fd)
+
+
+def _on_file(path: Path, call: Callable[[int], object]) -> bool:
+    """``call`` on a read-only descriptor of ``path``; False when the file is gone or refuses (replaced
+    or removed since it was written: nothing of ours to act on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        call(fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 drop_behind = DropBehind(enabled=not os.environ.get("RT_LIDAR_KEEP_PAGE_CACHE"))
