@@ -27,6 +27,18 @@ def _run(script: str, out: Path, *args: str) -> dict:
     return json.loads(out.read_text())
 
 
+def _report(bench: Path) -> str:
+    """docs/performance.md as write_report.py makes it from the JSON in ``bench``."""
+    report = bench / "performance.md"
+    subprocess.run(
+        [sys.executable, str(BENCH / "write_report.py"), "--bench", str(bench), "--out", str(report)],
+        check=True,
+        capture_output=True,
+        cwd=bench,
+    )
+    return report.read_text()
+
+
 @pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
 def test_shm_transfer_bench_finds_both_paths_identical(tmp_path):
     d = _run("bench_shm_transfer.py", tmp_path / "t.json", "--preset", "VLP-16", "--frames", "10")
@@ -64,14 +76,7 @@ def test_inprocess_profile_gives_each_stage_and_the_ceiling_its_cpu_allows(tmp_p
     assert p["budget"]["ceiling"] == pytest.approx(2 * 50.0 / mean["total"])
     assert p["budget"]["cpu_ms_for"]["3x"] == pytest.approx(2 * 50.0 / 3)
     assert p["run"]["realtime_factor"] > 0 and p["run"]["cpu_ms_per_frame"] > 0 and p["run"]["cores_busy"] > 0
-    report = tmp_path / "performance.md"
-    subprocess.run(
-        [sys.executable, str(BENCH / "write_report.py"), "--bench", str(tmp_path), "--out", str(report)],
-        check=True,
-        capture_output=True,
-        cwd=tmp_path,
-    )
-    assert "One in-process frame, stage by stage" in report.read_text()
+    assert "One in-process frame, stage by stage" in _report(tmp_path)
 
 
 def test_page_cache_bench_runs_both_modes_and_reports_them(tmp_path):
@@ -95,11 +100,4 @@ def test_page_cache_bench_runs_both_modes_and_reports_them(tmp_path):
         assert modes["drop"]["dropped_files"] == 0
     assert d["keep_over_drop"]["writer_cpu_ms_per_file"] > 0  # the VM-wide figure may round to 0 ticks
     assert not any((tmp_path / "w").iterdir())  # its files are gone with it
-    report = tmp_path / "performance.md"
-    subprocess.run(
-        [sys.executable, str(BENCH / "write_report.py"), "--bench", str(tmp_path), "--out", str(report)],
-        check=True,
-        capture_output=True,
-        cwd=tmp_path,
-    )
-    assert "the page cache let go of behind the writer" in report.read_text()
+    assert "the page cache let go of behind the writer" in _report(tmp_path)
