@@ -5,7 +5,8 @@
  * float32 array as float32), so every value is NumPy's bit for bit. The exponential stays NumPy's (its
  * own SIMD exp is not the C library's); the power of the reflectance lobes is the C library's powf,
  * which NumPy's float32 power calls too where it has no SIMD power of its own (fused.py checks that
- * before it uses echo_power: on AVX-512 NumPy takes Intel's SVML instead). Built with -ffp-contract=off (no fused multiply-adds), as an
+ * once: on AVX-512 NumPy takes Intel's SVML instead, and fused.py hands echo_power NumPy's own lobe powers).
+ * Built with -ffp-contract=off (no fused multiply-adds), as an
  * optional extension: where it is missing, the NumPy code runs.
  */
 #include "_np_twins.h"
@@ -18,17 +19,21 @@
  * With glass_material (object_echoes): P is 0 where material < 0, and flags say THROUGH_GLASS where the
  * ray crossed glass (glass_material >= 0) to an object. *_zero: per material, the largest cosine whose
  * powf(cos, exponent) is 0 (most specular lobes underflow, and powf is slow there): at or below it the
- * lobe adds gain * 0 without calling powf, the same value. Returns None; a material past the tables
- * raises. */
+ * lobe adds gain * 0 without calling powf, the same value. retro_pow, specular_pow (f4 (N,), optional): each
+ * ray's lobe power computed by the caller (NumPy's own power, where that is not the C library's powf), read
+ * for the rays whose material has the lobe instead of calling powf. Returns None; a material past the
+ * tables raises. */
 static PyObject *echo_power(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[16];
+    PyObject *o[18];
     double k;
     int through_glass;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOdOOOOi", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                          &o[8], &o[9], &o[14], &o[15], &k, &o[10], &o[11], &o[12], &o[13], &through_glass))
+    o[16] = o[17] = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOdOOOOi|OO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[14], &o[15], &k, &o[10], &o[11], &o[12], &o[13], &through_glass, &o[16],
+                          &o[17]))
         return NULL;
-    Buf b[16];
+    Buf b[18];
     memset(b, 0, sizeof b);
     Py_ssize_t n = buf_items(o[0], 4), nm = buf_items(o[5], 4);
     if (n < 0 || nm < 0) return NULL;
@@ -42,10 +47,13 @@ static PyObject *echo_power(PyObject *self, PyObject *args) {
         buf_get(&b[11], o[11], 1, 'f', 4, n, "refl") ||
         buf_get(&b[14], o[14], 0, 'f', 4, nm, "retro_zero") || buf_get(&b[15], o[15], 0, 'f', 4, nm, "specular_zero") ||
         (object_mode && (buf_get(&b[12], o[12], 0, 'h', 2, n, "glass_material") ||
-                         buf_get(&b[13], o[13], 1, 'B', 1, n, "flags")))) {
-        buf_release(b, 16);
+                         buf_get(&b[13], o[13], 1, 'B', 1, n, "flags"))) ||
+        (o[16] != Py_None && buf_get(&b[16], o[16], 0, 'f', 4, n, "retro_pow")) ||
+        (o[17] != Py_None && buf_get(&b[17], o[17], 0, 'f', 4, n, "specular_pow"))) {
+        buf_release(b, 18);
         return NULL;
     }
+    const float *rpow = o[16] != Py_None ? b[16].view.buf : NULL, *spow = o[17] != Py_None ? b[17].view.buf : NULL;
     const float *rz = b[14].view.buf, *sz = b[15].view.buf;
     const float *range = b[0].view.buf, *cosi = b[1].view.buf, *extra = b[3].view.buf, *t0 = b[4].view.buf;
     const int16_t *mat = b[2].view.buf;
@@ -66,8 +74,8 @@ static PyObject *echo_power(PyObject *self, PyObject *args) {
         const float c = clip_np(cosi[i], 0.0f, 1.0f);
         float s = diffuse[m] * c;
         const int zero_ok = !signbit(c); /* powf(-0.0, an odd exponent) is -0.0: that one is called */
-        if (rg[m] > 0) s = s + rg[m] * (zero_ok && c <= rz[m] ? 0.0f : powf(c, re[m]));
-        if (sg[m] > 0) s = s + sg[m] * (zero_ok && c <= sz[m] ? 0.0f : powf(c, se[m]));
+        if (rg[m] > 0) s = s + rg[m] * (rpow ? rpow[i] : zero_ok && c <= rz[m] ? 0.0f : powf(c, re[m]));
+        if (sg[m] > 0) s = s + sg[m] * (spow ? spow[i] : zero_ok && c <= sz[m] ? 0.0f : powf(c, se[m]));
         const float trans = t0[i] * extra[i];
         const float r = max_np(range[i], rmin);
         const float p = (((kf * trans) * s) * one) / (r * r);
@@ -82,7 +90,7 @@ static PyObject *echo_power(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     const int bad_material = bad >= 0 ? mat[bad] : 0;
-    buf_release(b, 16);
+    buf_release(b, 18);
     if (bad >= 0)
         return PyErr_Format(PyExc_IndexError, "echo_power: material %d of ray %zd is not in the tables", bad_material,
                             bad);

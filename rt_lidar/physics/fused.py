@@ -30,6 +30,7 @@ __all__ = [
     "detect",
     "detections",
     "echo_power",
+    "numpy_lobe_powers",
     "pack_points",
     "prepare",
     "range_noise",
@@ -59,7 +60,8 @@ def prepare() -> None:
 def powf_is_numpys() -> bool:
     """Whether NumPy's float32 power is the C library's ``powf`` here, which echo_power calls for the
     reflectance lobes: NumPy takes Intel's SVML instead on CPUs with AVX512_SKX, and its values may
-    differ in the last bit. Checked once: not on such a CPU, and the same bits on cosines across [0, 1]
+    differ in the last bit (there echo_power takes the lobes' powers from NumPy,
+    :func:`numpy_lobe_powers`). Checked once: not on such a CPU, and the same bits on cosines across [0, 1]
     (the edges, 4,096 drawn and the steps around each exponent's underflow) for every exponent the
     material table has and a spread of others."""
     from numpy._core._multiarray_umath import __cpu_features__
@@ -135,7 +137,7 @@ def echo_power(
     materials clipped at 0 first); with ``glass_material`` as :meth:`EchoModel.object_echoes` gives them
     (power 0 where ``mat`` < 0, and the THROUGH_GLASS flags), else flags None. None: not NumPy arrays
     of the types the compiled step takes."""
-    if not available() or not isinstance(range_m, np.ndarray) or not powf_is_numpys():
+    if not available() or not isinstance(range_m, np.ndarray):
         return None
     n = range_m.shape[0]
     if not (
@@ -160,6 +162,7 @@ def echo_power(
         trans0 = two_way_transmission(range_m, model.extinction_per_m)
     if trans0.dtype != np.float32:
         return None
+    lobes = (None, None) if powf_is_numpys() else numpy_lobe_powers(model, cos_inc, mat)
     power = np.empty(n, np.float32)
     refl = np.empty(n, np.float32)
     flags = None if glass_material is None else np.empty(n, np.uint8)
@@ -178,8 +181,33 @@ def echo_power(
         None if glass_material is None else np.ascontiguousarray(glass_material),
         flags,
         int(PointFlag.THROUGH_GLASS),
+        *lobes,
     )
     return power, refl, flags
+
+
+def numpy_lobe_powers(
+    model: EchoModel, cos_inc: np.ndarray, mat: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The retro-reflective and specular lobes' ``cos ** exponent`` of every ray whose material (clipped
+    at 0) has the lobe, by NumPy's own power on the same arrays :func:`kernels.effective_reflectance`
+    gives it (other rays read 0, unused); None for a lobe no material has. :func:`echo_power` hands these
+    to the compiled step where NumPy's float32 power is not the C library's powf (AVX-512: Intel's SVML),
+    so that the rest of the step stays compiled and every value NumPy's."""
+    m = model.materials
+    c = np.clip(cos_inc.astype(np.float32), 0.0, 1.0)
+    material = np.maximum(mat, 0)
+    out: list[np.ndarray | None] = []
+    for gain, exponent in ((m.retro_gain, m.retro_exponent), (m.specular_gain, m.specular_exponent)):
+        if not bool((gain > 0).any()):
+            out.append(None)
+            continue
+        lobe = np.zeros(c.shape[0], np.float32)
+        sel = np.flatnonzero(np.take(gain, material) > 0)
+        if sel.size:
+            lobe[sel] = np.take(c, sel) ** np.take(exponent, np.take(material, sel))
+        out.append(lobe)
+    return out[0], out[1]
 
 
 def pack_points(

@@ -64,9 +64,18 @@ def _odd_rays(n: int, n_materials: int, seed: int) -> tuple[np.ndarray, ...]:
     return r, c, mat, extra, glass
 
 
+@pytest.fixture(params=["powf", "numpy_lobes"])
+def lobe_powers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways the compiled echo power takes the lobes' powers: the C library's powf (where it is
+    NumPy's), or NumPy's own power handed in (as on AVX-512 CPUs, where NumPy takes Intel's SVML)."""
+    if request.param == "numpy_lobes":
+        monkeypatch.setattr(fused, "powf_is_numpys", lambda: False)
+    return str(request.param)
+
+
 @needs_compiled
 @pytest.mark.parametrize("seed", range(4))
-def test_echo_power_and_object_echoes_are_numpy_s(seed: int) -> None:
+def test_echo_power_and_object_echoes_are_numpy_s(seed: int, lobe_powers: str) -> None:
     _frames, names = _frame("VLP-16", 1)
     physics = SensorPhysics.from_preset(load_preset("HDL-64E"), names)
     echo = physics.echo
@@ -217,10 +226,10 @@ def test_negative_materials_and_other_types_take_the_numpy_code() -> None:
 
 
 @needs_compiled
-def test_echo_power_is_used_only_where_numpy_s_power_is_powf() -> None:
+def test_echo_power_calls_powf_only_where_numpy_s_power_is_powf() -> None:
     """On a CPU where NumPy's float32 power is not the C library's powf (AVX-512: Intel's SVML) the
-    compiled echo power stands aside; where it runs, powf gives np.power's bits around every lobe's
-    underflow threshold."""
+    compiled echo power takes the lobes' powers from NumPy and never calls powf; where it calls powf,
+    powf gives np.power's bits around every lobe's underflow threshold."""
     from numpy._core._multiarray_umath import __cpu_features__
 
     assert fused.powf_is_numpys() == (
@@ -229,8 +238,16 @@ def test_echo_power_is_used_only_where_numpy_s_power_is_powf() -> None:
     if not fused.powf_is_numpys():
         _frames, names = _frame("VLP-16", 1)
         echo = SensorPhysics.from_preset(load_preset("VLP-16"), names).echo
-        r, c = np.full(4, 9.0, np.float32), np.full(4, 0.7, np.float32)
-        assert fused.echo_power(echo, r, c, np.zeros(4, np.int16), np.ones(4, np.float32)) is None
+        r = np.full(4096, 9.0, np.float32)
+        c = np.random.default_rng(1).random(4096, dtype=np.float32)
+        mat = np.arange(4096).astype(np.int16) % len(names)
+        got = fused.echo_power(echo, r, c, mat, np.ones(4096, np.float32))
+        fused.enabled = False
+        try:
+            want = echo.power(r, c, mat, np.ones(4096, np.float32))
+        finally:
+            fused.enabled = True
+        assert got is not None and got[1].tobytes() == want[1].tobytes()
         return
     for e in (1.5, 200.0, 800.0, 2_000.0, 20_000.0):
         z = fused.zero_below(np.array([1.0], np.float32), np.array([e], np.float32))[0]
@@ -240,3 +257,29 @@ def test_echo_power_is_used_only_where_numpy_s_power_is_powf() -> None:
         out = np.empty_like(c)
         fused._c.powf_array(c, ee, out)
         assert out.tobytes() == np.power(c, ee).tobytes()
+
+
+@needs_compiled
+def test_numpy_lobe_powers_are_the_lobes_numpy_adds() -> None:
+    """Each lobe's power is given for exactly the rays whose material (clipped at 0) has the lobe, as
+    np.power gives it on the clipped cosine; a lobe no material has is None."""
+    _frames, names = _frame("VLP-16", 1)
+    echo = SensorPhysics.from_preset(load_preset("VLP-16"), names).echo
+    _r, c, mat, _extra, _glass = _odd_rays(5_000, len(names), 7)
+    retro, specular = fused.numpy_lobe_powers(echo, c, mat)
+    m = echo.materials
+    material = np.maximum(mat, 0)
+    clipped = np.clip(c, 0.0, 1.0)
+    for gain, exponent, got in (
+        (m.retro_gain, m.retro_exponent, retro),
+        (m.specular_gain, m.specular_exponent, specular),
+    ):
+        if not (gain > 0).any():
+            assert got is None
+            continue
+        assert got is not None and got.dtype == np.float32 and got.shape == c.shape
+        has = gain[material] > 0
+        assert has.any() and (~has).any()
+        want = np.power(clipped[has], exponent[material[has]])
+        assert got[has].tobytes() == want.tobytes()
+        assert not got[~has].any()
