@@ -28,6 +28,7 @@ from kernels.ambient import background_power, band_irradiance_w_m2, false_alarm_
 from kernels.intensity import SPEED_OF_LIGHT
 from kernels.waveform import single_echo_epw_ns
 from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.returns import Detections
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
@@ -122,7 +123,7 @@ def noise_detections(
     fa = np.nonzero(empty & (u < p_fa))[0]
     if fa.size:
         r = rng.uniform(p.range.min_m, p.range.max_m, fa.size).astype(np.float32)
-        pw = (thr + np.abs(rng.standard_normal(fa.size)) * np.maximum(sigma[fa], thr * 0.1)).astype(
+        pw = (thr + np.abs(standard_normal(rng, fa.size)) * np.maximum(sigma[fa], thr * 0.1)).astype(
             np.float32
         )
         false = Detections(

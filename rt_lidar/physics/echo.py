@@ -18,6 +18,7 @@ import numpy as np
 from kernels import effective_reflectance, received_power, two_way_transmission
 from kernels.ambient import receiver_sigma_w
 from rt_lidar.physics.fused import echo_power
+from rt_lidar.physics.normals import standard_normal
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.materials import MaterialArrays
@@ -69,7 +70,7 @@ class EchoModel:
         threshold = self.preset.pulse.detection_threshold_w
         if sigma_w is None:
             return np.asarray(power_w >= threshold)
-        z = rng.standard_normal(power_w.shape[0])
+        z = standard_normal(rng, power_w.shape[0])
         s = receiver_sigma_w(sigma_w, self.preset.receiver.shot_w, power_w.astype(np.float64))
         return np.asarray(power_w + s * z >= threshold)
 

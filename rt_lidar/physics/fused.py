@@ -15,6 +15,8 @@ import numpy as np
 
 from kernels import two_way_transmission
 from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
+from rt_lidar.physics import normals
+from rt_lidar.physics.normals import standard_normal
 from rt_lidar.points import POINT_DTYPE, PointFlag
 
 if TYPE_CHECKING:
@@ -50,10 +52,12 @@ def available() -> bool:
 
 
 def prepare() -> None:
-    """Make now the once-per-process check the compiled steps make at their first use
-    (:func:`powf_is_numpys`, ~30 ms), so that a frame loop's first frame does not carry it."""
+    """Make now the once-per-process checks the compiled steps make at their first use
+    (:func:`powf_is_numpys` and :func:`rt_lidar.physics.normals.check`, ~30 ms each), so that a frame
+    loop's first frame does not carry them."""
     if available():
         powf_is_numpys()
+        normals.check()
 
 
 @functools.cache
@@ -267,7 +271,7 @@ def detect(
     n = power.shape[0] if isinstance(power, np.ndarray) else -1
     if not (available() and _f32(power, n) and _f32(range_m, n) and _f64(sigma, n)):
         return None
-    z = rng.standard_normal(n)
+    z = standard_normal(rng, n)
     idx = np.empty(n, np.int64)
     m = _c.detect(
         np.ascontiguousarray(power),

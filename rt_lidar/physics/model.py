@@ -27,6 +27,7 @@ from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.fused import detect, detections, pack_points, prepare, range_noise
+from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
@@ -183,7 +184,7 @@ class SensorPhysics:
         measured = det.range_m
         if self.config.range_noise and sigma is not None:
             rx = p.receiver
-            noise = rng.standard_normal(len(det), np.float32)
+            noise = standard_normal(rng, len(det), np.float32)
             psig = pulse_sigma_ns(p.pulse.width_ns)
             fast = range_noise(measured, noise, pw, sigma, det.pulse, rx.shot_w, p.range.accuracy_m, psig)
             if fast is not None:  # the compiled twin of the lines below

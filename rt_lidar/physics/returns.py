@@ -21,6 +21,7 @@ import numpy as np
 from kernels.intensity import SPEED_OF_LIGHT
 from kernels.waveform import Noise, waveform_returns
 from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
 from rt_lidar.physics.wet_road import wet_road_apply
@@ -218,7 +219,7 @@ def waveform_detections(
     noise = None
     if sigma is not None:
         # one draw per candidate peak: a pulse rarely has more than 8 (the rest are detected noiselessly)
-        z = rng.standard_normal((n_pulse, min(a_tab.shape[1] + 2, MAX_NOISY_CANDIDATES)))
+        z = standard_normal(rng, (n_pulse, min(a_tab.shape[1] + 2, MAX_NOISY_CANDIDATES)))
         noise = Noise(np.asarray(sigma, np.float64), p.receiver.shot_w, z)
     ret = waveform_returns(
         t_tab,
