@@ -11,7 +11,7 @@
  * the loaded numpy.random._generator module, whose C API exports them) with the generator rewound to
  * before the draw and offered through NumPy's bitgen_t interface, so NumPy computes those itself.
  *
- * The strips' widths and magnitude limits are NumPy's tables. They are not exported, so probe_tables()
+ * The strips' widths and magnitude limits are NumPy's tables. They are not exported, so open_numpy()
  * reads them through NumPy's function: a bit generator that answers a chosen first output shows the width
  * (magnitude 1 times the width) and, by bisection, the largest magnitude that stays on the fast path
  * (a draw that leaves it asks for more outputs). normals.py then checks whole draws against NumPy's
@@ -43,23 +43,30 @@ typedef struct {
 #define MAG52 0x000fffffffffffffULL
 #define MAG23 0x007fffffU
 
-static inline uint64_t pcg64_next64(pcg64_t *g) {
-    g->state = g->state * PCG64_MULT + g->inc;
-    const uint64_t v = (uint64_t)(g->state >> 64) ^ (uint64_t)g->state;
-    const unsigned rot = (unsigned)(g->state >> 122);
+/* One PCG64 step of the 128-bit state, and its 64-bit output. */
+static inline uint64_t step64(u128 *state, u128 inc) {
+    *state = *state * PCG64_MULT + inc;
+    const uint64_t v = (uint64_t)(*state >> 64) ^ (uint64_t)*state;
+    const unsigned rot = (unsigned)(*state >> 122);
     return (v >> rot) | (v << ((-rot) & 63u));
 }
 
-static inline uint32_t pcg64_next32(pcg64_t *g) {
-    if (g->has_uint32) {
-        g->has_uint32 = 0;
-        return g->uinteger;
+static inline uint64_t pcg64_next64(pcg64_t *g) { return step64(&g->state, g->inc); }
+
+/* A 32-bit output: the upper half of the last 64-bit one if it is buffered, else the lower half of a new
+ * one (its upper half buffered), as NumPy's PCG64 gives them. */
+static inline uint32_t step32(u128 *state, u128 inc, int *has_uint32, uint32_t *uinteger) {
+    if (*has_uint32) {
+        *has_uint32 = 0;
+        return *uinteger;
     }
-    const uint64_t next = pcg64_next64(g);
-    g->has_uint32 = 1;
-    g->uinteger = (uint32_t)(next >> 32);
+    const uint64_t next = step64(state, inc);
+    *has_uint32 = 1;
+    *uinteger = (uint32_t)(next >> 32);
     return (uint32_t)(next & 0xffffffffu);
 }
+
+static inline uint32_t pcg64_next32(pcg64_t *g) { return step32(&g->state, g->inc, &g->has_uint32, &g->uinteger); }
 
 static uint64_t gen_next64(void *st) { return pcg64_next64(st); }
 static uint32_t gen_next32(void *st) { return pcg64_next32(st); }
@@ -188,13 +195,6 @@ static inline float flip_float(float x, uint32_t sign) {
 
 /* The generator's state stays in locals (in registers) over the fast draws and goes through memory only
  * around a slow one, which NumPy draws from the bitgen_t over g. */
-static inline uint64_t step64(u128 *state, u128 inc) {
-    *state = *state * PCG64_MULT + inc;
-    const uint64_t v = (uint64_t)(*state >> 64) ^ (uint64_t)*state;
-    const unsigned rot = (unsigned)(*state >> 122);
-    return (v >> rot) | (v << ((-rot) & 63u));
-}
-
 static void fill_double(pcg64_t *g, double *out, Py_ssize_t n) {
     bitgen_t bg = {g, gen_next64, gen_next32, gen_next_double, gen_next64};
     u128 state = g->state;
@@ -227,16 +227,7 @@ static void fill_float(pcg64_t *g, float *out, Py_ssize_t n) {
         const u128 state_before = state;
         const int has_before = has_uint32;
         const uint32_t uinteger_before = uinteger;
-        uint32_t r;
-        if (has_uint32) {
-            has_uint32 = 0;
-            r = uinteger;
-        } else {
-            const uint64_t next = step64(&state, inc);
-            has_uint32 = 1;
-            uinteger = (uint32_t)(next >> 32);
-            r = (uint32_t)(next & 0xffffffffu);
-        }
+        const uint32_t r = step32(&state, inc, &has_uint32, &uinteger);
         const int idx = (int)(r & 0xff);
         const uint32_t sign = (r >> 8) & 1u, magnitude = (r >> 9) & MAG23;
         const float x = (float)(int32_t)magnitude * wf[idx]; /* magnitude < 2^23: exact either way */

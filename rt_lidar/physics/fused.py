@@ -16,7 +16,6 @@ import numpy as np
 from kernels import two_way_transmission
 from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.physics import normals
-from rt_lidar.physics.normals import standard_normal
 from rt_lidar.points import POINT_DTYPE, PointFlag
 
 if TYPE_CHECKING:
@@ -271,7 +270,7 @@ def detect(
     n = power.shape[0] if isinstance(power, np.ndarray) else -1
     if not (available() and _f32(power, n) and _f32(range_m, n) and _f64(sigma, n)):
         return None
-    z = standard_normal(rng, n)
+    z = normals.standard_normal(rng, n)
     idx = np.empty(n, np.int64)
     m = _c.detect(
         np.ascontiguousarray(power),
