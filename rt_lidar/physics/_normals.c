@@ -146,13 +146,13 @@ static PyObject *open_numpy(PyObject *self, PyObject *args) {
     (void)self;
     const char *path;
     if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    if (tables_ready) Py_RETURN_TRUE; /* read once: a second reader must not unset them under a fill */
     void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
     if (lib == NULL) lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) return PyErr_Format(PyExc_OSError, "cannot open %s: %s", path, dlerror());
     *(void **)(&np_normal) = dlsym(lib, "random_standard_normal");
     *(void **)(&np_normal_f) = dlsym(lib, "random_standard_normal_f");
     if (np_normal == NULL || np_normal_f == NULL) Py_RETURN_FALSE;
-    tables_ready = 0;
     for (int idx = 0; idx < 256; idx++) {
         double dv;
         float fv;

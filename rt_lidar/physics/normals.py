@@ -13,11 +13,10 @@ path with the PCG64 steps inline, and NumPy's own function for the ~1.5 % of dra
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import numpy as np
-
-from rt_lidar.physics import fused
 
 try:
     from rt_lidar.physics import _normals as _c
@@ -27,6 +26,7 @@ except ImportError:  # built without a C compiler: NumPy draws
 __all__ = ["available", "check", "standard_normal"]
 
 _MASK64 = (1 << 64) - 1
+_check_lock = threading.Lock()
 
 
 def standard_normal(
@@ -59,7 +59,10 @@ def _fill(bit_generator: np.random.BitGenerator, out: np.ndarray) -> None:
 
 
 def available() -> bool:
-    """Whether the compiled twin draws (built, switched on, and it passed :func:`check`)."""
+    """Whether the compiled twin draws (built, switched on with the other twins, and it passed
+    :func:`check`)."""
+    from rt_lidar.physics import fused  # the twins' switch; fused uses this module
+
     return _c is not None and fused.enabled and check()
 
 
@@ -70,6 +73,11 @@ def check() -> bool:
     a 64-bit output buffered, long enough to take every kind of slow draw, and the generator's state
     after them. Checked once a process (~30 ms; :func:`rt_lidar.physics.fused.prepare` does it before
     a run's clock starts)."""
+    with _check_lock:
+        return _check()
+
+
+def _check() -> bool:
     if _c is None:
         return False
     import numpy.random._generator as numpy_generator
