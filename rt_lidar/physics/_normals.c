@@ -280,6 +280,60 @@ static PyObject *fill(PyObject *self, PyObject *args) {
                          (unsigned long)g.uinteger);
 }
 
+/* uniform_below(state_hi, state_lo, inc_hi, inc_lo, empty uint8 (N,), p float64 (N,) or (1,), out int64 (N,))
+ * -> (state_hi, state_lo, count): N uniform doubles u drawn as NumPy's Generator.random(N) draws them from
+ * a PCG64 (the top 53 bits of a 64-bit output times 2^-53; the 32-bit buffer is left alone), and the
+ * positions j where empty[j] and u[j] < p[j] (p[0] for every j when p has one value) written to out's
+ * first count places, ascending: np.nonzero(empty & (rng.random(N) < p)) without the draws' array. */
+static PyObject *uniform_below(PyObject *self, PyObject *args) {
+    (void)self;
+    unsigned long long s_hi, s_lo, i_hi, i_lo;
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "KKKKOOO", &s_hi, &s_lo, &i_hi, &i_lo, &o[0], &o[1], &o[2])) return NULL;
+    Py_buffer v[3];
+    int got = 0;
+    const int flags[3] = {PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT,
+                          PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE};
+    const char *want[3] = {"B?", "d", "lq"};
+    const Py_ssize_t size[3] = {1, 8, 8};
+    const char *name[3] = {"empty", "p", "out"};
+    for (; got < 3; got++) {
+        if (PyObject_GetBuffer(o[got], &v[got], flags[got]) != 0) break;
+        const char *fmt = v[got].format;
+        if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
+        if (v[got].itemsize != size[got] || strlen(fmt) != 1 || strchr(want[got], fmt[0]) == NULL) {
+            PyErr_Format(PyExc_ValueError, "uniform_below: %s has the wrong type", name[got]);
+            PyBuffer_Release(&v[got]);
+            break;
+        }
+    }
+    const Py_ssize_t n = got == 3 ? v[0].len : 0, np_ = got == 3 ? v[1].len / 8 : 0;
+    if (got == 3 && ((np_ != 1 && np_ != n) || v[2].len / 8 < n)) {
+        PyErr_Format(PyExc_ValueError, "uniform_below: p needs 1 or %zd values and out %zd places", n, n);
+        got = 4;
+    }
+    if (got != 3) {
+        for (int k = 0; k < got && k < 3; k++) PyBuffer_Release(&v[k]);
+        return NULL;
+    }
+    const uint8_t *empty = v[0].buf;
+    const double *p = v[1].buf;
+    int64_t *out = v[2].buf;
+    const Py_ssize_t step = np_ == 1 ? 0 : 1;
+    u128 state = ((u128)s_hi << 64) | s_lo;
+    const u128 inc = ((u128)i_hi << 64) | i_lo;
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const double u = (double)(step64(&state, inc) >> 11) * (1.0 / 9007199254740992.0);
+        out[count] = j;
+        count += (empty[j] != 0) & (u < p[j * step]);
+    }
+    Py_END_ALLOW_THREADS
+    for (int k = 0; k < 3; k++) PyBuffer_Release(&v[k]);
+    return Py_BuildValue("KKn", (unsigned long long)(state >> 64), (unsigned long long)state, count);
+}
+
 /* tables() -> (wi, ki, wf, kf) as bytes: the tables probe_tables() read (for tests). */
 static PyObject *tables(PyObject *self, PyObject *args) {
     (void)self;
@@ -292,6 +346,8 @@ static PyObject *tables(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"tables", tables, METH_NOARGS, "tables() -> (wi, ki, wf, kf) as bytes"},
     {"open_numpy", open_numpy, METH_VARARGS, "open_numpy(path) -> bool: NumPy's draws and tables from the module at path."},
+    {"uniform_below", uniform_below, METH_VARARGS,
+     "uniform_below(state_hi, state_lo, inc_hi, inc_lo, empty, p, out) -> (state_hi, state_lo, count)"},
     {"fill", fill, METH_VARARGS,
      "fill(state_hi, state_lo, inc_hi, inc_lo, has_uint32, uinteger, out) -> (state_hi, state_lo, has_uint32, uinteger)"},
     {NULL, NULL, 0, NULL},

@@ -28,7 +28,7 @@ from kernels.ambient import background_power, band_irradiance_w_m2, false_alarm_
 from kernels.intensity import SPEED_OF_LIGHT
 from kernels.waveform import single_echo_epw_ns
 from rt_lidar.physics.echo import EchoModel
-from rt_lidar.physics.normals import standard_normal
+from rt_lidar.physics.normals import standard_normal, uniform_below
 from rt_lidar.physics.returns import Detections
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
@@ -114,13 +114,12 @@ def noise_detections(
             if sigma.dtype == np.float64
             else false_alarm_probability(thr, sigma[:1], n_cells)
         )
-        p_fa = np.broadcast_to(one, sigma.shape)
+        p_fa = one.reshape(-1)[:1]
     else:
         p_fa = np.where(blinded, 1.0, false_alarm_probability(thr, sigma, n_cells))
     empty = np.ones(hits.pulses, bool)
     empty[det.pulse] = False
-    u = rng.random(hits.pulses)
-    fa = np.nonzero(empty & (u < p_fa))[0]
+    fa = uniform_below(rng, empty, p_fa)  # np.nonzero(empty & (rng.random(P) < p_fa))[0]
     if fa.size:
         r = rng.uniform(p.range.min_m, p.range.max_m, fa.size).astype(np.float32)
         pw = (thr + np.abs(standard_normal(rng, fa.size)) * np.maximum(sigma[fa], thr * 0.1)).astype(

@@ -23,7 +23,7 @@ try:
 except ImportError:  # built without a C compiler: NumPy draws
     _c = None  # type: ignore[assignment]
 
-__all__ = ["available", "check", "standard_normal"]
+__all__ = ["available", "check", "standard_normal", "uniform_below"]
 
 _MASK64 = (1 << 64) - 1
 _check_lock = threading.Lock()
@@ -41,6 +41,27 @@ def standard_normal(
     with bit_generator.lock:
         _fill(bit_generator, out)
     return out
+
+
+def uniform_below(rng: np.random.Generator, empty: np.ndarray, p: np.ndarray | float) -> np.ndarray:
+    """``np.nonzero(empty & (rng.random(empty.size) < p))[0]``: the same positions, and ``rng`` left in the
+    same state, without the draws' array where the compiled twin draws. ``empty`` is a bool (N,) array,
+    ``p`` a probability per position or one for all."""
+    p64 = np.asarray(p, np.float64).reshape(-1)
+    if type(rng.bit_generator) is not np.random.PCG64 or p64.size not in (1, empty.size) or not available():
+        return np.nonzero(empty & (rng.random(empty.size) < p))[0]
+    with rng.bit_generator.lock:
+        return _below(rng.bit_generator, np.ascontiguousarray(empty, bool), p64)
+
+
+def _below(bit_generator: np.random.BitGenerator, empty: np.ndarray, p64: np.ndarray) -> np.ndarray:
+    out = np.empty(empty.size, np.int64)
+    state = bit_generator.state
+    s, inc = state["state"]["state"], state["state"]["inc"]
+    s_hi, s_lo, count = _c.uniform_below(s >> 64, s & _MASK64, inc >> 64, inc & _MASK64, empty, p64, out)
+    state["state"]["state"] = (s_hi << 64) | s_lo
+    bit_generator.state = state
+    return out[:count].astype(np.intp, copy=False)
 
 
 def _fill(bit_generator: np.random.BitGenerator, out: np.ndarray) -> None:
@@ -101,4 +122,24 @@ def _check() -> bool:
                     return False
             if ours.bit_generator.state != numpy_s.bit_generator.state:
                 return False
+        if not _uniform_matches(seed):
+            return False
     return True
+
+
+def _uniform_matches(seed: int) -> bool:
+    """The compiled uniform draws against NumPy's ``random``: positions and state, one probability for
+    all and one per position (the check's share for :func:`uniform_below`)."""
+    ours = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 20_240_102])))
+    numpy_s = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 20_240_102])))
+    for n in (1, 5, 100_003):
+        empty = numpy_s.random(n) < 0.8
+        ours.random(n)
+        for p in (numpy_s.random(n), np.float64(0.3)):
+            if isinstance(p, np.ndarray):
+                ours.random(n)
+            got = _below(ours.bit_generator, empty, np.asarray(p, np.float64).reshape(-1))
+            want = np.nonzero(empty & (numpy_s.random(n) < p))[0]
+            if not np.array_equal(got, want):
+                return False
+    return ours.bit_generator.state == numpy_s.bit_generator.state

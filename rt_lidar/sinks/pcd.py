@@ -62,8 +62,9 @@ def write_pcd(path: str | Path, points: np.ndarray, extras: dict[str, np.ndarray
     (little-endian, packed); returns the path."""
     points = with_extras(points, extras)
     packed = np.ascontiguousarray(points, dtype=points.dtype.newbyteorder("<"))
-    with atomic_write(path) as fh:
-        fh.write(pcd_header(packed.dtype, packed.size))
+    header = pcd_header(packed.dtype, packed.size)
+    with atomic_write(path, size_hint=len(header) + packed.nbytes) as fh:
+        fh.write(header)
         fh.write(packed.reshape(-1).view(np.uint8).data)  # the array's own bytes, not a copy
     return Path(path)
 

@@ -83,3 +83,43 @@ def test_the_tables_read_from_numpy_are_a_ziggurat_s() -> None:
     assert 0.97 < ki[2:].mean() / 2.0**52 < 1.0 and 0.97 < kf[2:].mean() / 2.0**23 < 1.0
     assert float(ki[0]) * wi[0] == pytest.approx(_R, rel=1e-6)
     assert float(kf[0]) * float(wf[0]) == pytest.approx(_R, rel=1e-5)
+
+
+@needs_twin
+@pytest.mark.parametrize("seed", range(3))
+def test_uniform_below_is_numpy_s_draws_compared(seed: int) -> None:
+    ours, numpy_s = _pair(seed)
+    ours.standard_normal(3, np.float32)  # a 32-bit half left buffered: the uniform draws leave it there
+    numpy_s.standard_normal(3, np.float32)
+    for n, p in ((1_000_003, 1e-3), (200_000, None), (0, 0.5), (7, 1.0)):
+        empty = numpy_s.random(n) < 0.7
+        ours.random(n)
+        if p is None:  # one probability per position
+            p = numpy_s.random(n).astype(np.float32)
+            ours.random(n)
+        got = normals.uniform_below(ours, empty, p)
+        want = np.nonzero(empty & (numpy_s.random(n) < p))[0]
+        assert got.dtype == np.intp and np.array_equal(got, want)
+        assert ours.bit_generator.state == numpy_s.bit_generator.state
+    assert want.size == 7 - np.count_nonzero(~empty)  # p = 1 keeps every empty position
+
+
+def test_uniform_below_takes_numpy_s_draw_off_pcg64_and_when_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    for make in (np.random.Philox, np.random.MT19937):
+        a, b = np.random.Generator(make(3)), np.random.Generator(make(3))
+        empty = np.ones(5000, bool)
+        assert np.array_equal(normals.uniform_below(a, empty, 0.2), np.nonzero(b.random(5000) < 0.2)[0])
+    monkeypatch.setattr(fused, "enabled", False)
+    monkeypatch.setattr(normals, "_c", None)  # a call that reached the twin would fail
+    a, b = _pair(1)
+    assert np.array_equal(normals.uniform_below(a, empty, 0.2), np.nonzero(b.random(5000) < 0.2)[0])
+
+
+@needs_twin
+def test_uniform_below_refuses_a_wrong_probability_array() -> None:
+    ours, _ = _pair(0)
+    out = np.empty(10, np.int64)
+    with pytest.raises(ValueError, match="p needs 1 or 10"):
+        normals._c.uniform_below(1, 2, 3, 5, np.ones(10, bool), np.ones(3), out)
+    with pytest.raises(ValueError, match="empty has the wrong type"):
+        normals._c.uniform_below(1, 2, 3, 5, np.ones(10, np.int32), np.ones(1), out)

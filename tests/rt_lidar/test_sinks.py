@@ -9,6 +9,7 @@ from rt_lidar.sinks import (
     atomic_write,
     range_image,
     read_kitti_bin,
+    to_kitti_array,
     read_pcd,
     write_kitti_bin,
     write_pcd,
@@ -51,6 +52,21 @@ def test_kitti_bin_round_trip(tmp_path):
     np.testing.assert_array_equal(arr[:, 0], pts["x"])
     np.testing.assert_allclose(arr[:, 3], pts["intensity"] / 255.0, rtol=1e-6)
     assert (arr[:, 3] >= 0).all() and (arr[:, 3] <= 1).all()
+
+
+def test_kitti_rows_are_the_fields_bit_for_bit_whatever_the_layout():
+    pts = _points()
+    pts["intensity"][:3] = (-5.0, 300.0, np.nan)  # clipped at both ends; NaN stays NaN
+
+    def by_field(p: np.ndarray) -> np.ndarray:
+        refl = np.clip(p["intensity"] / np.float32(255.0), 0.0, 1.0)
+        return np.stack([p["x"], p["y"], p["z"], refl], axis=1).astype(np.float32)
+
+    other = np.zeros(pts.size, [("intensity", "<f8"), ("z", "<f4"), ("x", "<f4"), ("y", "<f4")])
+    for f in ("x", "y", "z", "intensity"):
+        other[f] = pts[f]
+    for p in (pts, pts[::3], other):  # the one-copy path (whole and strided) and the field-by-field one
+        assert to_kitti_array(p, 255.0).tobytes() == by_field(p).tobytes()
 
 
 def test_atomic_write_leaves_nothing_on_error(tmp_path):
