@@ -4,7 +4,9 @@
  *
  * - first_surfaces: a frame's first hits split into the surfaces the rays end on and the transmissive
  *   ones they pass (glass), every per-ray field filled (NumPy: ~15 passes and as many temporaries);
- * - rotate_f32: sensor-frame directions rotated by each firing's quaternion (sources._rotate_f32).
+ * - rotate_f32: sensor-frame directions rotated by each firing's quaternion (sources._rotate_f32);
+ * - join_scan: a scan's parts (frames' points) joined, their times made relative to the scan start and
+ *   its first returns counted (ScanAssembler._finish: NumPy copies, shifts and compares in three passes).
  *
  * The firings' poses are interpolated by unreal_bridge.world._cast_steps.interp_sorted.
  */
@@ -125,9 +127,74 @@ static PyObject *rotate_f32(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* join_scan(parts (sequence of contiguous byte buffers of whole records), out u1 (the parts' bytes),
+ *           itemsize, t_offset, return_id_offset, start) -> records whose return_id is 0
+ * out gets the parts one after another, each record's int64 t (at t_offset) less start, wrapping as
+ * NumPy's int64 subtraction does. */
+static PyObject *join_scan(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parts, *outobj;
+    Py_ssize_t itemsize, t_off, rid_off;
+    long long start;
+    if (!PyArg_ParseTuple(args, "OOnnnL", &parts, &outobj, &itemsize, &t_off, &rid_off, &start)) return NULL;
+    if (itemsize < 1 || t_off < 0 || t_off + 8 > itemsize || rid_off < 0 || rid_off >= itemsize)
+        return PyErr_Format(PyExc_ValueError, "join_scan: fields outside a record of %zd bytes", itemsize);
+    PyObject *seq = PySequence_Fast(parts, "join_scan: parts must be a sequence");
+    if (seq == NULL) return NULL;
+    const Py_ssize_t np_ = PySequence_Fast_GET_SIZE(seq);
+    Py_buffer out;
+    if (PyObject_GetBuffer(outobj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    Py_buffer *views = PyMem_Calloc((size_t)(np_ ? np_ : 1), sizeof(Py_buffer));
+    Py_ssize_t got = 0, total = 0;
+    if (views == NULL) PyErr_NoMemory();
+    for (; views != NULL && got < np_; got++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], PyBUF_C_CONTIGUOUS) != 0) break;
+        total += views[got].len;
+        if (views[got].len % itemsize) {
+            PyErr_Format(PyExc_ValueError, "join_scan: part %zd is not whole records of %zd bytes", got, itemsize);
+            got++;
+            break;
+        }
+    }
+    long long returned = -1;
+    if (views != NULL && got == np_ && !PyErr_Occurred()) {
+        if (total != out.len) {
+            PyErr_Format(PyExc_ValueError, "join_scan: out has %zd bytes for %zd", out.len, total);
+        } else {
+            returned = 0;
+            const uint64_t shift = (uint64_t)start;
+            Py_BEGIN_ALLOW_THREADS
+            char *dst = out.buf;
+            for (Py_ssize_t k = 0; k < np_; k++) {
+                const char *src = views[k].buf;
+                const Py_ssize_t n = views[k].len / itemsize;
+                memcpy(dst, src, (size_t)views[k].len);
+                for (Py_ssize_t j = 0; j < n; j++, dst += itemsize) {
+                    uint64_t t;
+                    memcpy(&t, dst + t_off, 8);
+                    t -= shift;
+                    memcpy(dst + t_off, &t, 8);
+                    returned += dst[rid_off] == 0;
+                }
+            }
+            Py_END_ALLOW_THREADS
+        }
+    }
+    for (Py_ssize_t k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    PyMem_Free(views);
+    PyBuffer_Release(&out);
+    Py_DECREF(seq);
+    if (returned < 0) return NULL;
+    return PyLong_FromLongLong(returned);
+}
+
 static PyMethodDef methods[] = {
     {"first_surfaces", first_surfaces, METH_VARARGS, "WorldSource._cast's first-surface step (see the source)."},
     {"rotate_f32", rotate_f32, METH_VARARGS, "Directions rotated by quaternions, float32 (see the source)."},
+    {"join_scan", join_scan, METH_VARARGS, "A scan's parts joined, times shifted, first returns counted (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels import scan_boundaries
+from rt_lidar.pipeline.source_steps import join_scan
 from rt_lidar.points import concat_points
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_index, scan_runs, scan_start_ns
@@ -131,12 +132,17 @@ class ScanAssembler:
         return [self._finish(self._pending.pop(i)) for i in done]
 
     def _finish(self, pend: _Pending) -> Scan:
-        # A single part is a slice of one frame's physics output, which nothing else holds: shift in place.
-        pts = concat_points(pend.parts)
         start = scan_start_ns(self.preset, pend.index)
-        pts["t"] -= start
+        joined = join_scan(pend.parts, start)  # the compiled twin of the lines below (two parts or more)
+        if joined is not None:
+            pts, returned = joined
+        else:
+            # A single part is a slice of one frame's physics output, which nothing else holds: shift in
+            # place.
+            pts = concat_points(pend.parts)
+            pts["t"] -= start
+            returned = int(np.count_nonzero(pts["return_id"] == 0))  # one first return per returning pulse
         extras: dict[str, np.ndarray] = {}
         if pend.extras and all(pend.extras):
             extras = {name: np.concatenate([e[name] for e in pend.extras]) for name in pend.extras[0]}
-        returned = int(np.count_nonzero(pts["return_id"] == 0))  # one first return per returning pulse
         return Scan(pend.index, start, pts, pend.fired, pend.fired - returned, pend.frames, extras=extras)

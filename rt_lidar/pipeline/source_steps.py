@@ -19,7 +19,7 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["FirstSurfaces", "available", "first_surfaces", "rotate_f32"]
+__all__ = ["FirstSurfaces", "available", "first_surfaces", "join_scan", "rotate_f32"]
 
 FirstSurfaces = tuple[
     np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
@@ -97,3 +97,23 @@ def rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
     out = np.empty((n, 3), np.float32)
     _c.rotate_f32(np.ascontiguousarray(q[:1] if one else q), np.ascontiguousarray(v), out)
     return out
+
+
+def join_scan(parts: list[np.ndarray], start_ns: int) -> tuple[np.ndarray, int] | None:
+    """``ScanAssembler._finish``'s join of a scan's ``parts`` in one pass: the records one after another
+    with their ``t`` less ``start_ns`` (int64, wrapping as NumPy's does), and how many have ``return_id``
+    0. None when off, for fewer than two parts, or parts that are not contiguous records of one type
+    with an int64 ``t`` and a uint8 ``return_id``."""
+    if not available() or len(parts) < 2:
+        return None
+    dtype = parts[0].dtype
+    fields = dtype.fields or {}
+    t, rid = fields.get("t"), fields.get("return_id")
+    if t is None or rid is None or t[0] != np.dtype("<i8") or rid[0] != np.dtype(np.uint8):
+        return None
+    if any(p.dtype != dtype or p.ndim != 1 or not p.flags.c_contiguous for p in parts):
+        return None
+    out = np.empty(sum(p.size for p in parts), dtype)
+    bytes_ = [p.view(np.uint8) for p in parts]
+    returned = _c.join_scan(bytes_, out.view(np.uint8), dtype.itemsize, t[1], rid[1], int(start_ns))
+    return out, returned

@@ -124,3 +124,48 @@ def test_rotated_directions_are_the_numpy_s(broadcast: bool) -> None:
     finally:
         source_steps.enabled = True
     assert got.tobytes() == want.tobytes()
+
+
+
+def _scans(compiled: bool, preset: str) -> list[tuple[bytes, int, int]]:
+    source_steps.enabled = compiled
+    try:
+        pipe = build_pipeline(preset, "street", seed=0).pipeline
+        scans = []
+        while len(scans) < 3:
+            scans += pipe.step()
+        return [(s.points.tobytes(), s.start_ns, s.dropped) for s in scans]
+    finally:
+        source_steps.enabled = True
+
+
+@needs_compiled
+@pytest.mark.parametrize("preset", ["HDL-64E", "VLP-16"])
+def test_joined_scans_are_the_numpy_s(preset: str) -> None:
+    assert _scans(True, preset) == _scans(False, preset)
+
+
+@needs_compiled
+def test_joined_odd_parts_are_the_numpy_s() -> None:
+    from rt_lidar.points import POINT_DTYPE, concat_points
+
+    rng = np.random.default_rng(3)
+    parts = [np.zeros(n, POINT_DTYPE) for n in (7, 0, 5000, 1)]
+    for p in parts:
+        p["t"] = rng.integers(-(2**63), 2**63 - 1, p.size, dtype=np.int64)
+        p["return_id"] = rng.integers(0, 3, p.size)
+        p["x"] = rng.normal(size=p.size)
+    for start in (0, 987_654_321, -(2**63), 2**63 - 1):  # NumPy's int64 subtraction wraps
+        joined = source_steps.join_scan(parts, start)
+        assert joined is not None
+        want = concat_points(parts).copy()
+        want["t"] -= start
+        assert joined[0].tobytes() == want.tobytes()
+        assert joined[1] == np.count_nonzero(want["return_id"] == 0)
+    other = np.zeros(3, [("t", "<i8"), ("x", "<f4")])  # no return_id: the NumPy code
+    assert source_steps.join_scan([other, other], 0) is None
+    assert source_steps.join_scan(parts[:1], 0) is None  # one part: shifted in place by the NumPy code
+    with pytest.raises(ValueError, match="out has"):
+        source_steps._c.join_scan([parts[0].view(np.uint8)], np.zeros(3, np.uint8), 36, 22, 30, 0)
+    with pytest.raises(ValueError, match="not whole records"):
+        source_steps._c.join_scan([np.zeros(35, np.uint8)], np.zeros(35, np.uint8), 36, 22, 30, 0)
