@@ -186,11 +186,21 @@ static PyObject *detect(PyObject *self, PyObject *args) {
     int64_t *idx = b[4].view.buf;
     const float lo = (float)rmin, hi = (float)rmax;
     Py_ssize_t m = 0;
+    uint8_t chunk_keep[1024];
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const double p = (double)pw[i];
-        const double s = sqrt(sig[i] * sig[i] + shot * max_np64(p, 0.0));
-        if ((p + s * z[i] >= thr) & (range[i] >= lo) & (range[i] <= hi)) idx[m++] = i;
+    for (Py_ssize_t at = 0; at < n; at += 1024) { /* the tests in chunks (a loop the compiler vectorises), */
+        const Py_ssize_t len = n - at < 1024 ? n - at : 1024; /* then the kept indices in order */
+        for (Py_ssize_t k = 0; k < len; k++) {
+            const Py_ssize_t i = at + k;
+            const double p = (double)pw[i];
+            const double p0 = p != p ? p : (p > 0.0 ? p : 0.0); /* max_np64(p, 0.0) as selects */
+            const double s = sqrt(sig[i] * sig[i] + shot * p0);
+            chunk_keep[k] = (uint8_t)((p + s * z[i] >= thr) & (range[i] >= lo) & (range[i] <= hi));
+        }
+        for (Py_ssize_t k = 0; k < len; k++) {
+            idx[m] = at + k;
+            m += chunk_keep[k];
+        }
     }
     Py_END_ALLOW_THREADS
     buf_release(b, 5);
@@ -225,16 +235,23 @@ static PyObject *range_noise(PyObject *self, PyObject *args) {
     const float floor_w = (float)1e-30;
     Py_ssize_t bad = -1;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t j = 0; j < m; j++) {
-        const int64_t i = pulse[j];
-        if (i < 0 || i >= n) {
+    for (Py_ssize_t j = 0; j < m; j++) { /* every pulse checked first: the loop below has no exit */
+        if (pulse[j] < 0 || pulse[j] >= n) {
             bad = j;
             break;
         }
-        const double s = sqrt(sig[i] * sig[i] + shot * max_np64((double)pw[j], 0.0));
-        const double jitter = (kj * s) / (double)max_np(pw[j], floor_w);
-        const double sr = sqrt(acc2 + jitter * jitter);
-        out[j] = (float)max_np64((double)range[j] + sr * (double)nz[j], 0.0);
+    }
+    if (bad < 0) {
+        for (Py_ssize_t j = 0; j < m; j++) { /* max_np written as selects, which the compiler vectorises */
+            const double sg = sig[pulse[j]], p = (double)pw[j];
+            const double p0 = p != p ? p : (p > 0.0 ? p : 0.0);
+            const float pf = pw[j], pw_floor = pf != pf ? pf : (pf > floor_w ? pf : floor_w);
+            const double s = sqrt(sg * sg + shot * p0);
+            const double jitter = (kj * s) / (double)pw_floor;
+            const double sr = sqrt(acc2 + jitter * jitter);
+            const double r = (double)range[j] + sr * (double)nz[j];
+            out[j] = (float)(r != r ? r : (r > 0.0 ? r : 0.0));
+        }
     }
     Py_END_ALLOW_THREADS
     buf_release(b, 6);

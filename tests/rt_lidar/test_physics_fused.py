@@ -203,6 +203,11 @@ def test_detect_and_range_noise_on_odd_values_are_numpy_s(seed: int) -> None:
         s_tot = receiver_sigma_w(sigma[pulse], shot, pw.astype(np.float64))
         ref = np.maximum(apply_range_noise(r, noise, 0.02, pw, s_tot, 1.7), 0.0).astype(np.float32)
     assert out is not None and out.tobytes() == ref.tobytes()
+    for bad in (-1, n):  # a pulse index outside the pulses is refused, wherever it is
+        wrong = pulse.copy()
+        wrong[pulse.size // 2] = bad
+        with pytest.raises(IndexError, match=f"pulse\\[{pulse.size // 2}\\]"):
+            fused.range_noise(r, noise, pw, sigma, wrong, shot, 0.02, 1.7)
 
 
 @needs_compiled
