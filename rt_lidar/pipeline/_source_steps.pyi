@@ -8,7 +8,9 @@ def first_surfaces(*arrays: Any) -> int:
 def rotate_f32(q: Any, v: Any, out: Any, /) -> None:
     """Directions rotated by quaternions (one, or one a row), float32."""
 
-def join_scan(parts: Any, out: Any, itemsize: int, t_offset: int, return_id_offset: int, start: int, /) -> int:
+def join_scan(
+    parts: Any, out: Any, itemsize: int, t_offset: int, return_id_offset: int, start: int, /
+) -> int:
     """The parts' records into ``out``, each int64 time less ``start``; returns how many have return id 0."""
 
 def interp_sorted(t: Any, xp: Any, fp: Any, slopes: Any, out: Any, cols: int, /) -> None:

@@ -107,7 +107,7 @@ def join_scan(parts: list[np.ndarray], start_ns: int) -> tuple[np.ndarray, int] 
     if not available() or len(parts) < 2:
         return None
     dtype = parts[0].dtype
-    fields = dtype.fields or {}
+    fields: dict[str, Any] = dict(dtype.fields or {})
     t, rid = fields.get("t"), fields.get("return_id")
     if t is None or rid is None or t[0] != np.dtype("<i8") or rid[0] != np.dtype(np.uint8):
         return None

@@ -22,7 +22,8 @@ _FALLOC_FL_KEEP_SIZE = 1  # <linux/falloc.h>: allocate the blocks, leave the fil
 
 @functools.cache
 def _fallocate() -> Any | None:
-    return libc_function("fallocate", [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64], ctypes.c_int)
+    argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    return libc_function("fallocate", argtypes, ctypes.c_int)
 
 
 def reserve_blocks(fd: int, size: int) -> bool:

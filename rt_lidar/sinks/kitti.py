@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -17,8 +18,9 @@ def to_kitti_array(points: np.ndarray, intensity_max: float) -> np.ndarray:
     out = np.empty((points.size, 4), np.float32)
     reflectance = out[:, 3]  # computed in place: no temporaries of the scan's size
     names = points.dtype.names or ()
+    fields: dict[str, Any] = dict(points.dtype.fields or {})
     if names[:4] == ("x", "y", "z", "intensity") and all(
-        points.dtype.fields[n][:2] == (np.dtype("<f4"), 4 * k) for k, n in enumerate(names[:4])
+        fields[n][:2] == (np.dtype("<f4"), 4 * k) for k, n in enumerate(names[:4])
     ):  # x, y, z, intensity lead each record as a KITTI row does: 16 bytes a point in one copy
         records = np.ascontiguousarray(points)
         out.view("V16").reshape(-1)[:] = np.ndarray(

@@ -104,7 +104,9 @@ def test_uniform_below_is_numpy_s_draws_compared(seed: int) -> None:
     assert want.size == 7 - np.count_nonzero(~empty)  # p = 1 keeps every empty position
 
 
-def test_uniform_below_takes_numpy_s_draw_off_pcg64_and_when_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_uniform_below_takes_numpy_s_draw_off_pcg64_and_when_switched_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     for make in (np.random.Philox, np.random.MT19937):
         a, b = np.random.Generator(make(3)), np.random.Generator(make(3))
         empty = np.ones(5000, bool)
@@ -117,7 +119,6 @@ def test_uniform_below_takes_numpy_s_draw_off_pcg64_and_when_switched_off(monkey
 
 @needs_twin
 def test_uniform_below_refuses_a_wrong_probability_array() -> None:
-    ours, _ = _pair(0)
     out = np.empty(10, np.int64)
     with pytest.raises(ValueError, match="p needs 1 or 10"):
         normals._c.uniform_below(1, 2, 3, 5, np.ones(10, bool), np.ones(3), out)

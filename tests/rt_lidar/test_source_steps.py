@@ -126,7 +126,6 @@ def test_rotated_directions_are_the_numpy_s(broadcast: bool) -> None:
     assert got.tobytes() == want.tobytes()
 
 
-
 def _scans(compiled: bool, preset: str) -> list[tuple[bytes, int, int]]:
     source_steps.enabled = compiled
     try:

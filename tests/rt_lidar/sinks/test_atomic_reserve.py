@@ -27,7 +27,9 @@ def test_reserve_blocks_allocates_without_growing_the_file(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("hint", [3 * _MB, _MB + 7, 8 * _MB, _MB // 2, None])
-def test_a_hinted_file_is_the_bytes_written_and_keeps_no_spare_blocks(tmp_path: Path, hint: int | None) -> None:
+def test_a_hinted_file_is_the_bytes_written_and_keeps_no_spare_blocks(
+    tmp_path: Path, hint: int | None
+) -> None:
     data = os.urandom(_MB + 7)
     target = tmp_path / "scan.bin"
     with atomic_write(target, size_hint=hint) as fh:
