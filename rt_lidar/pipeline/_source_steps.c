@@ -5,6 +5,8 @@
  * - first_surfaces: a frame's first hits split into the surfaces the rays end on and the transmissive
  *   ones they pass (glass), every per-ray field filled (NumPy: ~15 passes and as many temporaries);
  * - rotate_f32: sensor-frame directions rotated by each firing's quaternion (sources._rotate_f32);
+ * - glass_step: one round of the rays that go on behind glass (the loop of WorldSource._cast without sun):
+ *   the surfaces they end on written into the frame's fields, the ones that pass glass again moved on;
  * - join_scan: a scan's parts (frames' points) joined, their times made relative to the scan start and
  *   its first returns counted (ScanAssembler._finish: NumPy copies, shifts and compares in three passes).
  *
@@ -127,6 +129,92 @@ static PyObject *rotate_f32(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* glass_step(distance f4 (A), normal f4 (A, 3), material i2 (A), segment u4 (A), travelled f4 (A),
+ *            active i8 (A), d f4 (A, 3), org f4 (A, 3), transmission f4 (T), max_range, eps,
+ *            range f4 (N), cos f4 (N), material_out i2 (N), segment_out u4 (N), g_trans f4 (N),
+ *            org_out f4 (A, 3), travelled_out f4 (A), active_out i8 (A)) -> rays that go on
+ * A round of the rays behind glass cast from org along d (their distances so far in travelled, their rows
+ * of the frame in active): dist = distance + travelled; a hit is a finite distance with dist <= max_range
+ * (float32, as NumPy compares a float32 array with a Python float); its transmission
+ * transmission[max(material, 0)] (0 for no hit). A hit that does not transmit ends the ray: range, |n.d|
+ * ((n0 d0 + n1 d1) + n2 d2), material and segment of its row. One that transmits multiplies its row's
+ * g_trans by the transmission squared and goes on: its origin org + d (distance + eps), travelled +
+ * (distance + eps) and its row, in order, into the *_out arrays. Every material is checked first, as
+ * NumPy's indexing raises before anything is written. */
+static PyObject *glass_step(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[18];
+    double max_range, eps;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOddOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &max_range, &eps, &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16]))
+        return NULL;
+    Buf b[17];
+    memset(b, 0, sizeof b);
+    Py_ssize_t a = buf_items(o[0], 4), nt = buf_items(o[8], 4), n = buf_items(o[9], 4);
+    if (a < 0 || nt < 0 || n < 0) return NULL;
+    static const char fmt[17] = {'f', 'f', 'h', 'I', 'f', 'q', 'f', 'f', 'f', 'f', 'f', 'h', 'I', 'f', 'f', 'f', 'q'};
+    static const Py_ssize_t size[17] = {4, 4, 2, 4, 4, 8, 4, 4, 4, 4, 4, 2, 4, 4, 4, 4, 8};
+    static const char *names[17] = {"distance", "normal", "material", "segment", "travelled", "active", "d",
+                                    "org", "transmission", "range", "cos", "material_out", "segment_out",
+                                    "g_trans", "org_out", "travelled_out", "active_out"};
+    for (int i = 0; i < 17; i++) {
+        const Py_ssize_t count = i == 8 ? nt : (i >= 9 && i <= 13) ? n : (i == 1 || i == 6 || i == 7 || i == 14) ? 3 * a : a;
+        if (buf_get(&b[i], o[i], i >= 9, fmt[i], size[i], count, names[i]) != 0) {
+            buf_release(b, 17);
+            return NULL;
+        }
+    }
+    const float *dist = b[0].view.buf, *nrm = b[1].view.buf, *trv = b[4].view.buf, *d = b[6].view.buf,
+                *org = b[7].view.buf, *tr = b[8].view.buf;
+    const int16_t *mat = b[2].view.buf;
+    const uint32_t *seg = b[3].view.buf;
+    const int64_t *act = b[5].view.buf;
+    float *range = b[9].view.buf, *cosi = b[10].view.buf, *g_trans = b[13].view.buf, *org_out = b[14].view.buf,
+          *trv_out = b[15].view.buf;
+    int16_t *mat_out = b[11].view.buf;
+    uint32_t *seg_out = b[12].view.buf;
+    int64_t *act_out = b[16].view.buf;
+    const float limit = (float)max_range, epsf = (float)eps;
+    Py_ssize_t m = 0, bad = -1, bad_row = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < a; j++) {
+        if ((mat[j] < 0 ? 0 : mat[j]) >= nt) {
+            bad = j;
+            break;
+        }
+        if (act[j] < 0 || act[j] >= n) {
+            bad_row = j;
+            break;
+        }
+    }
+    if (bad < 0 && bad_row < 0) {
+        for (Py_ssize_t j = 0; j < a; j++) {
+            const float dj = dist[j] + trv[j];
+            const int hit = isfinite(dist[j]) && dj <= limit;
+            const float t = hit ? tr[mat[j] < 0 ? 0 : mat[j]] : 0.0f;
+            const int64_t i = act[j];
+            if (hit && t > 0) {
+                g_trans[i] = g_trans[i] * (t * t);
+                const float step = dist[j] + epsf;
+                for (int c = 0; c < 3; c++) org_out[3 * m + c] = org[3 * j + c] + d[3 * j + c] * step;
+                trv_out[m] = trv[j] + step;
+                act_out[m] = i;
+                m++;
+            } else if (hit) {
+                range[i] = dj;
+                cosi[i] = fabsf((nrm[3 * j] * d[3 * j] + nrm[3 * j + 1] * d[3 * j + 1]) + nrm[3 * j + 2] * d[3 * j + 2]);
+                mat_out[i] = mat[j];
+                seg_out[i] = seg[j];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 17);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "glass_step: material of ray %zd is not in the table", bad);
+    if (bad_row >= 0) return PyErr_Format(PyExc_IndexError, "glass_step: active[%zd] is not a row", bad_row);
+    return PyLong_FromSsize_t(m);
+}
+
 /* join_scan(parts (sequence of contiguous byte buffers of whole records), out u1 (the parts' bytes),
  *           itemsize, t_offset, return_id_offset, start) -> records whose return_id is 0
  * out gets the parts one after another, each record's int64 t (at t_offset) less start, wrapping as
@@ -194,6 +282,7 @@ static PyObject *join_scan(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"first_surfaces", first_surfaces, METH_VARARGS, "WorldSource._cast's first-surface step (see the source)."},
     {"rotate_f32", rotate_f32, METH_VARARGS, "Directions rotated by quaternions, float32 (see the source)."},
+    {"glass_step", glass_step, METH_VARARGS, "One round of the rays behind glass (see the source)."},
     {"join_scan", join_scan, METH_VARARGS, "A scan's parts joined, times shifted, first returns counted (see the source)."},
     {NULL, NULL, 0, NULL},
 };

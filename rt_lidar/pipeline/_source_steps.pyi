@@ -8,6 +8,9 @@ def first_surfaces(*arrays: Any) -> int:
 def rotate_f32(q: Any, v: Any, out: Any, /) -> None:
     """Directions rotated by quaternions (one, or one a row), float32."""
 
+def glass_step(*arrays_and_limits: Any) -> int:
+    """One round of the rays behind glass: their ends written, the rays that go on; returns how many."""
+
 def join_scan(
     parts: Any, out: Any, itemsize: int, t_offset: int, return_id_offset: int, start: int, /
 ) -> int:

@@ -19,7 +19,7 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["FirstSurfaces", "available", "first_surfaces", "join_scan", "rotate_f32"]
+__all__ = ["FirstSurfaces", "available", "first_surfaces", "glass_step", "join_scan", "rotate_f32"]
 
 FirstSurfaces = tuple[
     np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
@@ -85,6 +85,64 @@ def first_surfaces(
         active,
     )
     return fields, active[:m]
+
+
+def glass_step(
+    rh: RayHits,
+    rays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    transmission: np.ndarray,
+    max_range_m: float,
+    eps_m: np.float32,
+    fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One round of ``WorldSource._cast``'s rays behind glass (without sun): ``rh`` the hits of the
+    ``rays`` (travelled, active, directions, origins: their distances so far, their rows of the frame,
+    and where they were cast from along what); the surfaces they end on written into ``fields`` (range,
+    cos_incidence, material, segment, glass transmission of the frame), and the (origins, travelled,
+    active) of the rays that pass glass again returned. None when off or the arrays are not of the
+    types it takes (nothing written then)."""
+    travelled, active, d_act, org = rays
+    a = active.shape[0]
+    n = fields[0].shape[0]
+    if not (
+        available()
+        and type(max_range_m) is float
+        and _is(rh.distance, np.float32, (a,))
+        and _is(rh.normal, np.float32, (a, 3))
+        and _is(rh.material, np.int16, (a,))
+        and _is(rh.segment, np.uint32, (a,))
+        and _is(travelled, np.float32, (a,))
+        and _is(active, np.int64, (a,))
+        and _is(d_act, np.float32, (a, 3))
+        and _is(org, np.float32, (a, 3))
+        and isinstance(transmission, np.ndarray)
+        and transmission.dtype == np.float32
+        and transmission.ndim == 1
+        and all(f.flags.c_contiguous for f in fields)
+        and [f.dtype for f in fields] == [np.float32, np.float32, np.int16, np.uint32, np.float32]
+        and all(f.shape == (n,) for f in fields)
+    ):
+        return None
+    org_out, travelled_out = np.empty((a, 3), np.float32), np.empty(a, np.float32)
+    active_out = np.empty(a, np.int64)
+    m = _c.glass_step(
+        np.ascontiguousarray(rh.distance),
+        np.ascontiguousarray(rh.normal),
+        np.ascontiguousarray(rh.material),
+        np.ascontiguousarray(rh.segment),
+        np.ascontiguousarray(travelled),
+        np.ascontiguousarray(active),
+        np.ascontiguousarray(d_act),
+        np.ascontiguousarray(org),
+        np.ascontiguousarray(transmission),
+        max_range_m,
+        float(eps_m),
+        *fields,
+        org_out,
+        travelled_out,
+        active_out,
+    )
+    return org_out[:m], travelled_out[:m], active_out[:m]
 
 
 def rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray | None:

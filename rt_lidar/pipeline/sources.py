@@ -440,6 +440,13 @@ class WorldSource:
                 self.max_range_m - float(travelled.min()),
                 threads=self.cast_threads,
             )
+            if sun_cos is None:  # the compiled twin of the lines below
+                rays, fields = (travelled, active, d_act, org), (range_m, cos_inc, material, segment, g_trans)
+                eps = np.float32(_EPS_M)
+                step_c = source_steps.glass_step(rh, rays, self._transmission, self.max_range_m, eps, fields)
+                if step_c is not None:
+                    org, travelled, active = step_c
+                    continue
             dist = rh.distance + travelled
             hit = np.isfinite(rh.distance) & (dist <= self.max_range_m)
             trans = np.where(hit, self._transmission[np.maximum(rh.material, 0)], 0.0)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scenes import panel
 
 from rt_lidar.pipeline import source_steps
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.scan_pattern import firings_between
-from unreal_bridge.world import RayHits
+from unreal_bridge.world import Pose, RayHits, Scene, StaticTrajectory
 
 needs_compiled = pytest.mark.skipif(
     source_steps._c is None, reason="the _source_steps extension was not built"
@@ -168,3 +169,46 @@ def test_joined_odd_parts_are_the_numpy_s() -> None:
         source_steps._c.join_scan([parts[0].view(np.uint8)], np.zeros(3, np.uint8), 36, 22, 30, 0)
     with pytest.raises(ValueError, match="not whole records"):
         source_steps._c.join_scan([np.zeros(35, np.uint8)], np.zeros(35, np.uint8), 36, 22, 30, 0)
+
+
+def _stacked_panes() -> Scene:
+    """Glass panes one behind another (rays cross one to four of them), a wall behind some, and one near
+    the VLP-16's range limit behind others (oblique rays through the panes reach it past the limit)."""
+    names = list(Scene(objects=[]).material_names)
+    objs = [
+        panel(
+            f"pane{k}",
+            "glass",
+            names,
+            (4.0 + 1.5 * k, 0.0, 0.0),
+            (0.3, 4.0 - 0.8 * k, 0.0),
+            (0, 0, 3.0),
+            3 + k,
+        )
+        for k in range(4)
+    ]
+    objs.append(panel("wall", "concrete", names, (11.0, 2.0, 0.0), (0, 2.5, 0), (0, 0, 3.0), 9))
+    objs.append(panel("far", "concrete", names, (99.0, -30.0, 0.0), (0, 30.0, 0), (0, 0, 60.0), 10))
+    ego = StaticTrajectory(Pose.identity())
+    return Scene(objects=objs, material_names=names, ego=ego, sensor_mount=Pose.identity())
+
+
+@needs_compiled
+@pytest.mark.parametrize("preset", ["VLP-16", "HDL-64E"])
+def test_rays_behind_several_panes_are_the_numpy_fields(preset: str) -> None:
+    def cast(compiled: bool) -> Hits:
+        source_steps.enabled = compiled
+        try:
+            built = build_pipeline(preset, _stacked_panes(), seed=0)
+            firings = firings_between(built.preset, 0, 100_000_000)
+            return built.pipeline.source.hits(firings, 0, 100_000_000)
+        finally:
+            source_steps.enabled = True
+
+    got, want = cast(True), cast(False)
+    for name in FIELDS:
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    behind = got.glass_transmission < 1
+    assert np.unique(got.glass_transmission[behind]).size >= 3  # one, two, three... panes crossed
+    assert np.isin([9, 10], got.segment).all()  # the wall behind the panes and the far one are hit
