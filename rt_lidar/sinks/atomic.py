@@ -50,8 +50,8 @@ def atomic_write(path: str | Path, size_hint: int | None = None) -> Iterator[Bin
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     try:
-        reserved = size_hint is not None and reserve_blocks(fd, size_hint)
         with os.fdopen(fd, "wb") as fh:
+            reserved = size_hint is not None and reserve_blocks(fh.fileno(), size_hint)
             yield fh
             size = fh.tell()
             if reserved and size_hint is not None and size < size_hint:
