@@ -38,6 +38,10 @@ def available() -> bool:
     return _c is not None and enabled
 
 
+def _contiguous(*arrays: np.ndarray) -> list[np.ndarray]:
+    return [np.ascontiguousarray(a) for a in arrays]
+
+
 def _is(a: Any, dtype: Any, shape: tuple[int, ...]) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == dtype and a.shape == shape
 
@@ -74,16 +78,8 @@ def first_surfaces(
         np.empty(n, f32),
     )
     active = np.empty(n, np.int64)
-    m = _c.first_surfaces(
-        np.ascontiguousarray(rh.distance),
-        np.ascontiguousarray(rh.normal),
-        np.ascontiguousarray(rh.segment),
-        np.ascontiguousarray(rh.material),
-        np.ascontiguousarray(dirs),
-        np.ascontiguousarray(transmission),
-        *fields,
-        active,
-    )
+    rays = _contiguous(rh.distance, rh.normal, rh.segment, rh.material, dirs, transmission)
+    m = _c.first_surfaces(*rays, *fields, active)
     return fields, active[:m]
 
 
@@ -125,23 +121,9 @@ def glass_step(
         return None
     org_out, travelled_out = np.empty((a, 3), np.float32), np.empty(a, np.float32)
     active_out = np.empty(a, np.int64)
-    m = _c.glass_step(
-        np.ascontiguousarray(rh.distance),
-        np.ascontiguousarray(rh.normal),
-        np.ascontiguousarray(rh.material),
-        np.ascontiguousarray(rh.segment),
-        np.ascontiguousarray(travelled),
-        np.ascontiguousarray(active),
-        np.ascontiguousarray(d_act),
-        np.ascontiguousarray(org),
-        np.ascontiguousarray(transmission),
-        max_range_m,
-        float(eps_m),
-        *fields,
-        org_out,
-        travelled_out,
-        active_out,
-    )
+    hit_fields = (rh.distance, rh.normal, rh.material, rh.segment)
+    arrays = _contiguous(*hit_fields, travelled, active, d_act, org, transmission)
+    m = _c.glass_step(*arrays, max_range_m, float(eps_m), *fields, org_out, travelled_out, active_out)
     return org_out[:m], travelled_out[:m], active_out[:m]
 
 
