@@ -97,10 +97,14 @@ def test_uniform_below_is_numpy_s_draws_compared(seed: int) -> None:
         if p is None:  # one probability per position
             p = numpy_s.random(n).astype(np.float32)
             ours.random(n)
+        twin = np.random.Generator(np.random.PCG64())
+        twin.bit_generator.state = ours.bit_generator.state
+        direct = normals._below(twin.bit_generator, empty, np.asarray(p, np.float64).reshape(-1))
         got = normals.uniform_below(ours, empty, p)
         want = np.nonzero(empty & (numpy_s.random(n) < p))[0]
         assert got.dtype == np.intp and np.array_equal(got, want)
-        assert ours.bit_generator.state == numpy_s.bit_generator.state
+        assert np.array_equal(direct, want)  # the compiled loop itself, whatever the check said
+        assert ours.bit_generator.state == numpy_s.bit_generator.state == twin.bit_generator.state
     assert want.size == 7 - np.count_nonzero(~empty)  # p = 1 keeps every empty position
 
 
