@@ -193,8 +193,7 @@ static PyObject *detect(PyObject *self, PyObject *args) {
         for (Py_ssize_t k = 0; k < len; k++) {
             const Py_ssize_t i = at + k;
             const double p = (double)pw[i];
-            const double p0 = p != p ? p : (p > 0.0 ? p : 0.0); /* max_np64(p, 0.0) as selects */
-            const double s = sqrt(sig[i] * sig[i] + shot * p0);
+            const double s = sqrt(sig[i] * sig[i] + shot * max_np64(p, 0.0));
             chunk_keep[k] = (uint8_t)((p + s * z[i] >= thr) & (range[i] >= lo) & (range[i] <= hi));
         }
         for (Py_ssize_t k = 0; k < len; k++) {
@@ -242,15 +241,12 @@ static PyObject *range_noise(PyObject *self, PyObject *args) {
         }
     }
     if (bad < 0) {
-        for (Py_ssize_t j = 0; j < m; j++) { /* max_np written as selects, which the compiler vectorises */
-            const double sg = sig[pulse[j]], p = (double)pw[j];
-            const double p0 = p != p ? p : (p > 0.0 ? p : 0.0);
-            const float pf = pw[j], pw_floor = pf != pf ? pf : (pf > floor_w ? pf : floor_w);
-            const double s = sqrt(sg * sg + shot * p0);
-            const double jitter = (kj * s) / (double)pw_floor;
+        for (Py_ssize_t j = 0; j < m; j++) { /* no exit: the compiler vectorises it */
+            const double sg = sig[pulse[j]];
+            const double s = sqrt(sg * sg + shot * max_np64((double)pw[j], 0.0));
+            const double jitter = (kj * s) / (double)max_np(pw[j], floor_w);
             const double sr = sqrt(acc2 + jitter * jitter);
-            const double r = (double)range[j] + sr * (double)nz[j];
-            out[j] = (float)(r != r ? r : (r > 0.0 ? r : 0.0));
+            out[j] = (float)max_np64((double)range[j] + sr * (double)nz[j], 0.0);
         }
     }
     Py_END_ALLOW_THREADS
