@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rt_lidar.allocator import prefault_heap
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsResult, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
@@ -36,6 +38,12 @@ __all__ = ["CAST_AHEAD", "FrameStats", "Pipeline", "Sensed", "frame_time_ns", "f
 CAST_AHEAD = 3
 """The prefetch depth of a scripted in-process world's runs (the demo's): with two or more frames ahead
 they are cast at the same time, one thread each (see :attr:`Pipeline.prefetch`)."""
+PREFAULT_CAST_BYTES_PER_RAY = 256
+"""Memory :meth:`Pipeline.start` touches for a thread that fetches frames, per ray of a frame: the
+threads that cast in-process HDL-64E and VLS-128 frames took ~210-230 bytes a ray of fresh pages over
+their first frames (``/proc/self/task/*/stat``)."""
+PREFAULT_LOOP_BYTES_PER_RAY = 64
+"""The same for the thread that runs the physics and the sweep (~30-60 bytes a ray)."""
 
 
 def frame_time_ns(frame: int, sim_hz: float) -> int:
@@ -120,6 +128,8 @@ class Pipeline:
         casts them at the same time, each on one thread (:func:`frame_workers`): no frame waits for
         the slower half of a split cast, and the cores stay busy while the physics runs."""
         self._pool: ThreadPoolExecutor | None = None
+        self._workers = 0
+        self._started = False
         self._pending: deque[tuple[int, Future[tuple[Firings, Hits]]]] = deque()
         self._follow_weather = physics.config.weather is None and source.capabilities.weather
         """No weather configured and the source reports the sim's: each frame's physics takes the
@@ -149,28 +159,67 @@ class Pipeline:
         firings = firings_between(self.preset, t0, t1)
         return firings, self.source.hits(firings, t0, t1)
 
-    def _frame_hits(self, k: int) -> tuple[Firings, Hits]:
-        if not self.prefetch:
-            return self._fetch(k)
+    def _rays_per_frame(self) -> float:
+        return firings_per_scan(self.preset) * 1e9 / (scan_period_ns(self.preset) * self.sim_hz)
+
+    def _frame_pool(self) -> tuple[ThreadPoolExecutor, int]:
+        """The threads that fetch frames ahead (started on first use) and how many there are."""
         if self._pool is None:
-            per_frame = firings_per_scan(self.preset) * 1e9 / (scan_period_ns(self.preset) * self.sim_hz)
+            per_frame = self._rays_per_frame()
             workers = frame_workers(self.source, self.prefetch, per_frame)
             if workers > 1 and isinstance(self.source, WorldSource):
                 self.source.cast_threads = 1
-            self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rt-lidar-prefetch")
+            self._pool = ThreadPoolExecutor(
+                max_workers=workers,
+                thread_name_prefix="rt-lidar-prefetch",
+                initializer=prefault_heap,
+                initargs=(int(per_frame * PREFAULT_CAST_BYTES_PER_RAY),),
+            )
+            self._workers = workers
+        return self._pool, self._workers
+
+    def start(self) -> None:
+        """Get the frame loop ready to keep its pace from the first frame: start the threads that
+        fetch frames ahead and touch each thread's working memory once (:func:`prefault_heap`, where
+        the CLI's allocator setting applies), as a real-time program does before its clock starts.
+        Without it the first frames do both themselves. Idempotent; the scans are the same either way."""
+        if self._started:
+            return
+        self._started = True
+        per_frame = self._rays_per_frame()
+        if not self.prefetch:
+            prefault_heap(int(per_frame * (PREFAULT_CAST_BYTES_PER_RAY + PREFAULT_LOOP_BYTES_PER_RAY)))
+            return
+        pool, workers = self._frame_pool()
+        # each task holds its thread until all have started, so the pool starts every thread now
+        ready = threading.Barrier(workers + 1)
+        started = [pool.submit(ready.wait, 60.0) for _ in range(workers)]
+        prefault_heap(int(per_frame * PREFAULT_LOOP_BYTES_PER_RAY))
+        ready.wait(60.0)
+        for future in started:
+            future.result()
+
+    def _frame_hits(self, k: int) -> tuple[Firings, Hits]:
+        if not self.prefetch:
+            return self._fetch(k)
+        pool, _ = self._frame_pool()
         pending = self._pending
         while pending and pending[0][0] < k:  # frames skipped over (none in the frame loop)
             pending.popleft()[1].cancel()
         if pending and pending[0][0] == k:
-            got = pending.popleft()[1].result()
-        else:
+            got = pending.popleft()[1]
+        else:  # the first frame (or one after a jump), fetched beside the frames asked for ahead
             self._drain()
-            got = self._fetch(k)
+            got = pool.submit(self._fetch, k)
+            for ahead in range(k + 1, k + 1 + self.prefetch):
+                pending.append((ahead, pool.submit(self._fetch, ahead)))
+            return got.result()
+        hits = got.result()
         nxt = pending[-1][0] + 1 if pending else k + 1
         while len(pending) < self.prefetch:
-            pending.append((nxt, self._pool.submit(self._fetch, nxt)))
+            pending.append((nxt, pool.submit(self._fetch, nxt)))
             nxt += 1
-        return got
+        return hits
 
     def _drain(self) -> None:
         """Drop the frames asked for ahead (waiting for the one in flight)."""

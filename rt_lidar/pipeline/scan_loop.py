@@ -182,6 +182,7 @@ def drive_scans(
         )
 
     sim0 = pipeline.sim_time_s
+    pipeline.start()  # its threads and memory before the clock starts, as the sinks were opened
     t_loop = time.perf_counter()
     try:
         loop = run_scans(pipeline, frames, sinks_, context, post=post, on_scan=show, stop_on=stop_on)

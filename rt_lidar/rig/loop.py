@@ -105,6 +105,11 @@ class RigLoop:
         self.frame += 1
         return out
 
+    def start(self) -> None:
+        """Start every pipeline's threads and touch their memory (:meth:`Pipeline.start`)."""
+        for u in self.units.values():
+            u.pipeline.start()
+
     def close(self) -> None:
         """Stop every pipeline's prefetch thread."""
         for u in self.units.values():

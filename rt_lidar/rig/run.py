@@ -109,6 +109,7 @@ def drive_rig(
         counts: dict[str, list[int]] = {n: [] for n in rig.names}
         false_pts: dict[str, int] = dict.fromkeys(rig.names, 0)
         bar = tqdm(total=frames * len(rig.sensors), unit="scan", disable=not progress, desc="rig")
+        loop.start()
         t_loop = time.perf_counter()
         while min(len(c) for c in counts.values()) < frames:
             for name, scans in loop.step().items():

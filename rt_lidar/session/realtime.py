@@ -1,20 +1,20 @@
-"""Process-wide settings for a frame loop that must keep real time.
-
-Every frame allocates the same few megabyte-sized NumPy temporaries. glibc's malloc serves those
-from fresh ``mmap`` pages and gives freed memory back to the system, so each frame pays page faults
-for memory it had a moment ago (measured here: 10-15 % of an HDL-64E frame, and up to half of a
-weather kernel's time). :func:`tune_allocator` keeps such blocks on the heap and freed memory in the
-process, as real-time programs pre-fault and keep their memory. The CLI applies it at start.
+"""Process-wide settings for a frame loop that must keep real time: the allocator's
+(:mod:`rt_lidar.allocator`, re-exported here) and the priority of the processes beside it.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 from pathlib import Path
-from typing import Any
 
-from rt_lidar.clib import libc_function
+from rt_lidar.allocator import (
+    MMAP_THRESHOLD_BYTES,
+    TOP_PAD_BYTES,
+    TRIM_THRESHOLD_BYTES,
+    limit_malloc_arenas,
+    prefault_heap,
+    tune_allocator,
+)
 
 __all__ = [
     "MMAP_THRESHOLD_BYTES",
@@ -23,50 +23,9 @@ __all__ = [
     "TRIM_THRESHOLD_BYTES",
     "limit_malloc_arenas",
     "lower_priority",
+    "prefault_heap",
     "tune_allocator",
 ]
-
-# glibc mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -2, -3, -8
-MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024  # glibc's maximum on 64-bit: blocks below it come from the heap
-TRIM_THRESHOLD_BYTES = 2**31 - 1  # never give freed heap memory back
-TOP_PAD_BYTES = 64 * 1024 * 1024  # grow the heap in big steps
-
-_applied: bool | None = None
-
-
-def _mallopt() -> Any | None:
-    return libc_function("mallopt", [ctypes.c_int, ctypes.c_int], ctypes.c_int)
-
-
-def tune_allocator() -> bool:
-    """Keep frame-sized temporaries on the heap and freed memory in the process (glibc ``mallopt``);
-    returns whether it applied (False on other C libraries and platforms, where nothing changes).
-    Idempotent."""
-    global _applied
-    if _applied is not None:
-        return _applied
-    _applied = False
-    mallopt = _mallopt()
-    if mallopt is None:
-        return False
-    done = [
-        mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES),
-        mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES),
-        mallopt(_M_TOP_PAD, TOP_PAD_BYTES),
-    ]
-    _applied = all(r == 1 for r in done)
-    return _applied
-
-
-def limit_malloc_arenas(arenas: int = 2) -> bool:
-    """At most ``arenas`` glibc malloc arenas in this process (``mallopt(M_ARENA_MAX)``); call it before
-    threads start. A server with a thread per connection otherwise spreads freed buffers over up to
-    8 x cores arenas, which :func:`tune_allocator` keeps: in a 60 s soak under attack ``serve``'s RSS
-    rose to ~530 MiB without levelling off, and stayed at ~180-250 MiB with two arenas. Returns
-    whether it applied (False off glibc)."""
-    mallopt = _mallopt()
-    return mallopt is not None and bool(mallopt(_M_ARENA_MAX, int(arenas)) == 1)
 
 
 PRIORITIES = ("idle", "nice", "normal")

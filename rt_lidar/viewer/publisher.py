@@ -86,6 +86,7 @@ def serve(opts: ServeOptions, log: bool = False) -> dict[str, object]:
             sink.write_camera(*got)
 
     pipe = built.pipeline
+    pipe.start()
     period = 1.0 / opts.sim_hz
     lateness: list[float] = []  # per sim frame: wall time past its deadline (s; < 0 = early)
     started = False  # the clock starts when the first frame (caches built) is out

@@ -190,6 +190,44 @@ def test_frames_cast_at_the_same_time_give_the_scans_of_one_split_cast():
     assert whole == split
 
 
+def test_a_started_pipeline_gives_the_same_scans_and_casts_its_first_frames_side_by_side():
+    """``start`` starts every cast thread before the first frame; frame 0 is then cast beside
+    frame 1 (not alone in the loop's thread), and the bytes are those of an unstarted pipeline."""
+    import threading
+    import time
+
+    def run(start: bool):
+        b = build_pipeline("HDL-64E", "street", seed=2, sim_hz=20.0, prefetch=CAST_AHEAD)
+        pipe, spans = b.pipeline, {}
+        hits = pipe.source.hits
+
+        def timed(firings, t0, t1):
+            began = time.perf_counter()
+            out = hits(firings, t0, t1)
+            time.sleep(0.05)  # long enough that casts on two threads overlap whatever the machine
+            spans[t0] = (threading.current_thread().name, began, time.perf_counter())
+            return out
+
+        pipe.source.hits = timed
+        try:
+            if start:
+                pipe.start()
+                pipe.start()  # idempotent
+                names = {t.name for t in threading.enumerate() if t.name.startswith("rt-lidar-prefetch")}
+                assert len(names) == frame_workers(pipe.source, CAST_AHEAD, 66_656) == 2
+            scans = [s.points.tobytes() for s in pipe.scans(2)]
+        finally:
+            pipe.close()
+        return scans, spans
+
+    plain, _ = run(False)
+    started, spans = run(True)
+    assert started == plain
+    (name0, a0, b0), (name1, a1, b1) = spans[0], spans[50_000_000]
+    assert name0.startswith("rt-lidar-prefetch") and name1.startswith("rt-lidar-prefetch")
+    assert name0 != name1 and a1 < b0 and a0 < b1  # frames 0 and 1 in flight at once
+
+
 def test_only_an_in_process_world_casts_frames_at_the_same_time():
     b = build_pipeline("VLP-16", "street", seed=4)
 
