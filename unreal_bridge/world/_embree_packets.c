@@ -149,41 +149,74 @@ static PyObject *new_scene(PyObject *self, PyObject *args) {
     return capsule;
 }
 
-/* The rays [0, n) in packets of W (1, 4, 8 or 16) consecutive rays: distance in: each ray's far limit,
- * out: its hit distance or inf; face out: the face hit or -1. */
-static void cast(RTCScene scene, size_t W, const float *o, const float *d, float *distance, int32_t *face,
-                 size_t n, float *buf) {
+static inline __attribute__((always_inline)) void intersect_packet(RTCScene scene, size_t W, const int *valid,
+                                                                     float *buf) {
+    if (W == 8) rtcIntersect8(valid, scene, buf, NULL);
+    else if (W == 4) rtcIntersect4(valid, scene, buf, NULL);
+    else if (W == 16) rtcIntersect16(valid, scene, buf, NULL);
+    else rtcIntersect1(scene, buf, NULL);
+}
+
+/* The ray k's fields into lane i of the packet buffer, and its result out of lane i. */
+static inline __attribute__((always_inline)) void load_lane(size_t W, size_t i, size_t k, const float *o,
+                                                              const float *d, const float *distance,
+                                                              float *buf) {
     unsigned *u = (unsigned *)buf;
+    buf[0 * W + i] = o[3 * k];
+    buf[1 * W + i] = o[3 * k + 1];
+    buf[2 * W + i] = o[3 * k + 2];
+    buf[4 * W + i] = d[3 * k];
+    buf[5 * W + i] = d[3 * k + 1];
+    buf[6 * W + i] = d[3 * k + 2];
+    buf[8 * W + i] = distance[k];
+    u[9 * W + i] = INVALID_ID;        /* mask: every geometry */
+    u[(12 + 6) * W + i] = INVALID_ID; /* hit.geomID: none yet */
+    u[(12 + 7) * W + i] = INVALID_ID; /* hit.instID[0]: no instance */
+}
+
+static inline __attribute__((always_inline)) void store_lane(size_t W, size_t i, size_t k, const float *buf,
+                                                               float *distance, int32_t *face) {
+    const unsigned *u = (const unsigned *)buf;
+    int hit = u[(12 + 6) * W + i] != INVALID_ID;
+    distance[k] = hit ? buf[8 * W + i] : INFINITY;
+    face[k] = hit ? (int32_t)u[(12 + 5) * W + i] : -1;
+}
+
+/* The rays [0, n) in packets of W (1, 4, 8 or 16) consecutive rays: distance in: each ray's far limit,
+ * out: its hit distance or inf; face out: the face hit or -1. Inlined once per width, so that the
+ * lanes' loads and stores are unrolled with their offsets known; whole packets take no per-lane
+ * tests, the last (partial) one repeats its first ray in the lanes it leaves invalid. */
+static inline __attribute__((always_inline)) void cast_w(RTCScene scene, const size_t W, const float *o,
+                                                           const float *d, float *distance, int32_t *face,
+                                                           size_t n, float *buf) {
     int valid[MAX_W] __attribute__((aligned(64)));
     /* Zeroed once: tnear, time, id and flags stay 0 (Embree reads the ray's fields and writes only its
      * tfar and the hit's, and every field read below is written for each packet). */
     memset(buf, 0, 20 * W * sizeof(float));
-    for (size_t s = 0; s < n; s += W) {
-        size_t m = n - s < (size_t)W ? n - s : (size_t)W;
-        for (size_t i = 0; i < (size_t)W; i++) {
-            size_t k = s + (i < m ? i : 0);
-            buf[0 * W + i] = o[3 * k];
-            buf[1 * W + i] = o[3 * k + 1];
-            buf[2 * W + i] = o[3 * k + 2];
-            buf[4 * W + i] = d[3 * k];
-            buf[5 * W + i] = d[3 * k + 1];
-            buf[6 * W + i] = d[3 * k + 2];
-            buf[8 * W + i] = distance[k];
-            u[9 * W + i] = INVALID_ID;        /* mask: every geometry */
-            u[(12 + 6) * W + i] = INVALID_ID; /* hit.geomID: none yet */
-            u[(12 + 7) * W + i] = INVALID_ID; /* hit.instID[0]: no instance */
+    for (size_t i = 0; i < W; i++) valid[i] = -1;
+    size_t s = 0;
+    for (; s + W <= n; s += W) {
+        for (size_t i = 0; i < W; i++) load_lane(W, i, s + i, o, d, distance, buf);
+        intersect_packet(scene, W, valid, buf);
+        for (size_t i = 0; i < W; i++) store_lane(W, i, s + i, buf, distance, face);
+    }
+    if (s < n) {
+        size_t m = n - s;
+        for (size_t i = 0; i < W; i++) {
+            load_lane(W, i, s + (i < m ? i : 0), o, d, distance, buf);
             valid[i] = i < m ? -1 : 0;
         }
-        if (W == 8) rtcIntersect8(valid, scene, buf, NULL);
-        else if (W == 4) rtcIntersect4(valid, scene, buf, NULL);
-        else if (W == 16) rtcIntersect16(valid, scene, buf, NULL);
-        else rtcIntersect1(scene, buf, NULL);
-        for (size_t i = 0; i < m; i++) {
-            int hit = u[(12 + 6) * W + i] != INVALID_ID;
-            distance[s + i] = hit ? buf[8 * W + i] : INFINITY;
-            face[s + i] = hit ? (int32_t)u[(12 + 5) * W + i] : -1;
-        }
+        intersect_packet(scene, W, valid, buf);
+        for (size_t i = 0; i < m; i++) store_lane(W, i, s + i, buf, distance, face);
     }
+}
+
+static void cast(RTCScene scene, size_t W, const float *o, const float *d, float *distance, int32_t *face,
+                 size_t n, float *buf) {
+    if (W == 8) cast_w(scene, 8, o, d, distance, face, n, buf);
+    else if (W == 4) cast_w(scene, 4, o, d, distance, face, n, buf);
+    else if (W == 16) cast_w(scene, 16, o, d, distance, face, n, buf);
+    else cast_w(scene, 1, o, d, distance, face, n, buf);
 }
 
 /* intersect(scene, origins float32 (N, 3), directions float32 (N, 3), distance float32 (N,), face

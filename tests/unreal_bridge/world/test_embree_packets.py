@@ -90,6 +90,28 @@ def test_batches_of_any_length_and_rays_from_inside_a_box(n: int) -> None:
 
 
 @needs_packets
+@pytest.mark.parametrize("width", [1, 4, 8, 16])
+def test_every_packet_width_gives_the_hits_of_one_ray_at_a_time(
+    street: tuple[np.ndarray, ...], width: int
+) -> None:
+    """The module's packets of 1, 4, 8 and 16 rays, whole and a last partial one, with a far limit per
+    ray: embreex's distances and faces bit for bit, and the limits of rays that hit nothing left inf."""
+    v, f, o, d = street
+    n = 16 * 97 + 11  # a partial last packet at every width
+    o, d = o[:n], d[:n]
+    limit = np.random.default_rng(width).uniform(0.5, 150.0, n).astype(np.float32)
+    dist_a = np.empty(n, np.float32)
+    face_a = EmbreeCaster(v, f, packets=False).faces_into(o, d, limit, dist_a)
+    mod = embree_packets()
+    scene = mod.new_scene(v, v.shape[0], f.astype(np.uint32), f.shape[0], True, True)
+    dist_b, face_b = limit.copy(), np.empty(n, np.int32)
+    mod.intersect(scene, np.ascontiguousarray(o), np.ascontiguousarray(d), dist_b, face_b, width)
+    assert 0.2 < (face_a >= 0).mean() < 1.0  # hits and misses both
+    assert _same(dist_b, dist_a) and _same(face_b, face_a.astype(np.int32))
+    assert np.isinf(dist_b[face_b < 0]).all()
+
+
+@needs_packets
 def test_the_compiled_caster_refuses_arrays_of_the_wrong_type_or_length() -> None:
     mod = embree_packets()
     v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
