@@ -257,6 +257,113 @@ static PyObject *cone_candidates(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(m);
 }
 
+/* swept_box(p f8 (S, 3), q f8 (S, 4) wxyz, corners f8 (8, 3), out f8 (6,)): the world bounds (lo, hi)
+ * of an object's box corners posed at S sampled times (rotated by q, moved by p), grown by the longest
+ * step of a corner between consecutive samples and a centimetre: a box that holds the object over the
+ * samples' span (MovingObjects.swept_boxes; a cull's bound, so not NumPy's bits). */
+static PyObject *swept_box(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
+    Buf b[4];
+    memset(b, 0, sizeof b);
+    Py_ssize_t S = buf_items(o[0], 24);
+    if (S < 0) return NULL;
+    if (S < 1) return PyErr_Format(PyExc_ValueError, "swept_box: no samples");
+    if (buf_get(&b[0], o[0], 0, 'd', 8, 3 * S, "p") || buf_get(&b[1], o[1], 0, 'd', 8, 4 * S, "q") ||
+        buf_get(&b[2], o[2], 0, 'd', 8, 24, "corners") || buf_get(&b[3], o[3], 1, 'd', 8, 6, "out")) {
+        buf_release(b, 4);
+        return NULL;
+    }
+    const double *p = b[0].view.buf, *q = b[1].view.buf, *c = b[2].view.buf;
+    double *out = b[3].view.buf;
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    double prev[8][3], step2 = 0.0;
+    for (Py_ssize_t s = 0; s < S; s++) {
+        const double w = q[4 * s], x = q[4 * s + 1], y = q[4 * s + 2], z = q[4 * s + 3];
+        const double r[3][3] = {{1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)},
+                                {2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)},
+                                {2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)}};
+        for (int k = 0; k < 8; k++) {
+            double v[3];
+            for (int a = 0; a < 3; a++) {
+                v[a] = p[3 * s + a] + r[a][0] * c[3 * k] + r[a][1] * c[3 * k + 1] + r[a][2] * c[3 * k + 2];
+                lo[a] = v[a] < lo[a] ? v[a] : lo[a];
+                hi[a] = v[a] > hi[a] ? v[a] : hi[a];
+            }
+            if (s > 0) {
+                const double dx = v[0] - prev[k][0], dy = v[1] - prev[k][1], dz = v[2] - prev[k][2];
+                const double d2 = dx * dx + dy * dy + dz * dz;
+                step2 = d2 > step2 ? d2 : step2;
+            }
+            memcpy(prev[k], v, sizeof v);
+        }
+    }
+    const double grow = sqrt(step2) + 1e-2;
+    for (int a = 0; a < 3; a++) {
+        out[a] = lo[a] - grow;
+        out[3 + a] = hi[a] + grow;
+    }
+    buf_release(b, 4);
+    Py_RETURN_NONE;
+}
+
+/* box_candidates(o f4 (N, 3), d f4 (N, 3), cand i8 (K,), lo f8 (3,), hi f8 (3,), out i8 (K,)) -> m: of the
+ * rays cand (indices into o and d, in order), those whose forward half meets the box [lo, hi] (a slab
+ * test in float64), into out in order. A second cull after the sphere's, by a box that holds an object
+ * over a batch's times: only a cull, so the callers give it slack and the object-frame test decides. */
+static PyObject *box_candidates(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5])) return NULL;
+    Buf b[6];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 12), k = buf_items(o[2], 8);
+    if (n < 0 || k < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'f', 4, 3 * n, "o") || buf_get(&b[1], o[1], 0, 'f', 4, 3 * n, "d") ||
+        buf_get(&b[2], o[2], 0, 'q', 8, k, "cand") || buf_get(&b[3], o[3], 0, 'd', 8, 3, "lo") ||
+        buf_get(&b[4], o[4], 0, 'd', 8, 3, "hi") || buf_get(&b[5], o[5], 1, 'q', 8, k, "out")) {
+        buf_release(b, 6);
+        return NULL;
+    }
+    const float *ov = b[0].view.buf, *dv = b[1].view.buf;
+    const int64_t *cand = b[2].view.buf;
+    const double *lo = b[3].view.buf, *hi = b[4].view.buf;
+    int64_t *out = b[5].view.buf;
+    Py_ssize_t m = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < k; j++) {
+        const int64_t i = cand[j];
+        if (i < 0 || i >= n) {
+            bad = 1;
+            break;
+        }
+        double t_near = 0.0, t_far = INFINITY;
+        for (int a = 0; a < 3; a++) {
+            const double ca = (double)ov[3 * i + a], da = (double)dv[3 * i + a];
+            if (da != 0.0) {
+                double t1 = (lo[a] - ca) / da, t2 = (hi[a] - ca) / da;
+                if (t1 > t2) {
+                    const double t = t1;
+                    t1 = t2;
+                    t2 = t;
+                }
+                t_near = t1 > t_near ? t1 : t_near;
+                t_far = t2 < t_far ? t2 : t_far;
+            } else if (ca < lo[a] || ca > hi[a]) {
+                t_far = -1.0;
+            }
+        }
+        out[m] = i;
+        m += t_near <= t_far;
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 6);
+    if (bad) return PyErr_Format(PyExc_IndexError, "box_candidates: a candidate lies outside the %zd rays", n);
+    return PyLong_FromSsize_t(m);
+}
+
 /* sphere_candidates(o f4 (N, 3), d f4 (N, 3), c f8 (3,), r2 f8 (1,), out i8 (N)) -> m: the rays whose
  * forward half comes within sqrt(r2) of c (tca = (c - o).d, d2 = |c - o|^2 - tca^2 <= r2 and
  * tca + sqrt(r2 - d2) >= 0), in float64, their indices in order into out. A cull for scattered
@@ -462,6 +569,8 @@ static PyMethodDef methods[] = {
     {"face_the_rays", face_the_rays, METH_VARARGS, "Normals facing their rays, and the segments (see the source)."},
     {"bounds", bounds, METH_VARARGS, "Per-axis min and max of (N, 3) float32 rows."},
     {"cone_candidates", cone_candidates, METH_VARARGS, "The rays whose direction lies in a cone."},
+    {"box_candidates", box_candidates, METH_VARARGS, "Of the candidate rays, those that meet a box."},
+    {"swept_box", swept_box, METH_VARARGS, "World bounds of an object's box over sampled poses."},
     {"sphere_candidates", sphere_candidates, METH_VARARGS, "The rays that come near a sphere (see the source)."},
     {"merge_hits", merge_hits, METH_VARARGS, "A moving object's hits merged into the batch (see the source)."},
     {"interp_sorted", interp_sorted, METH_VARARGS, "np.interp of every column at times in order (see the source)."},

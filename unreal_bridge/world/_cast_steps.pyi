@@ -21,6 +21,12 @@ def bounds(o: Any, /) -> tuple[float, float, float, float, float, float]:
 def cone_candidates(d: Any, u: Any, cos_min: Any, out: Any, /) -> int:
     """The rays whose direction lies in a cone, their indices written to out; returns how many."""
 
+def swept_box(p: Any, q: Any, corners: Any, out: Any, /) -> None:
+    """World bounds of an object's box corners over sampled poses, grown by their longest step."""
+
+def box_candidates(o: Any, d: Any, cand: Any, lo: Any, hi: Any, out: Any, /) -> int:
+    """Of the candidate rays, those whose forward half meets a box, into out; returns how many."""
+
 def interp_sorted(t: Any, xp: Any, fp: Any, slopes: Any, out: Any, cols: int, /) -> None:
     """np.interp of every column of fp at times t in order (ValueError naming the first out of order)."""
 

@@ -221,7 +221,8 @@ class World:
         # not per slice: that would double their culls and per-call costs for a few per cent of the rays).
         if self._moving:
             hits = (out.distance, out.normal, out.material, out.object_index)
-            self._moving.cast(o, d, moving_at, float(max_range), hits, spheres)
+            span = (lo, hi) if spheres is not None else None
+            self._moving.cast(o, d, moving_at, float(max_range), hits, spheres, span)
         self._face_the_rays(out, d)
         return out
 
