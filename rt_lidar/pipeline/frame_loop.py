@@ -191,11 +191,15 @@ class Pipeline:
             prefault_heap(int(per_frame * (PREFAULT_CAST_BYTES_PER_RAY + PREFAULT_LOOP_BYTES_PER_RAY)))
             return
         pool, workers = self._frame_pool()
-        # each task holds its thread until all have started, so the pool starts every thread now
+        # each task holds its thread until all have started, so the pool starts every thread now; a
+        # thread that fails to start breaks the barrier, and its error is raised below
         ready = threading.Barrier(workers + 1)
         started = [pool.submit(ready.wait, 60.0) for _ in range(workers)]
+        for future in started:
+            future.add_done_callback(lambda f: f.exception() is None or ready.abort())
         prefault_heap(int(per_frame * PREFAULT_LOOP_BYTES_PER_RAY))
-        ready.wait(60.0)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            ready.wait(60.0)
         for future in started:
             future.result()
 

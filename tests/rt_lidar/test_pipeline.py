@@ -228,6 +228,31 @@ def test_a_started_pipeline_gives_the_same_scans_and_casts_its_first_frames_side
     assert name0 != name1 and a1 < b0 and a0 < b1  # frames 0 and 1 in flight at once
 
 
+def test_a_cast_thread_that_cannot_start_fails_start_at_once(monkeypatch):
+    """A thread whose set-up fails (here its memory touch) makes ``start`` raise the pool's error at
+    once instead of waiting for the other threads."""
+    import threading
+    import time
+    from concurrent.futures.thread import BrokenThreadPool
+
+    from rt_lidar.pipeline import frame_loop
+
+    def broken(nbytes: int) -> int:  # fails in the cast threads, not in the loop's own
+        if threading.current_thread() is not threading.main_thread():
+            raise MemoryError("no memory for the cast thread")
+        return 0
+
+    monkeypatch.setattr(frame_loop, "prefault_heap", broken)
+    b = build_pipeline("HDL-64E", "street", seed=2, sim_hz=20.0, prefetch=CAST_AHEAD)
+    began = time.perf_counter()
+    try:
+        with pytest.raises(BrokenThreadPool, match="initializer failed"):
+            b.pipeline.start()
+    finally:
+        b.pipeline.close()
+    assert time.perf_counter() - began < 10.0
+
+
 def test_only_an_in_process_world_casts_frames_at_the_same_time():
     b = build_pipeline("VLP-16", "street", seed=4)
 
