@@ -195,8 +195,13 @@ class Pipeline:
         # thread that fails to start breaks the barrier, and its error is raised below
         ready = threading.Barrier(workers + 1)
         started = [pool.submit(ready.wait, 60.0) for _ in range(workers)]
+
+        def abort_if_failed(future: Future[int]) -> None:
+            if future.exception() is not None:
+                ready.abort()
+
         for future in started:
-            future.add_done_callback(lambda f: f.exception() is None or ready.abort())
+            future.add_done_callback(abort_if_failed)
         prefault_heap(int(per_frame * PREFAULT_LOOP_BYTES_PER_RAY))
         with contextlib.suppress(threading.BrokenBarrierError):
             ready.wait(60.0)
