@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,6 +29,7 @@ if os.environ.get("RT_LIDAR_NO_TWINS"):  # the NumPy versions, for comparing who
 
 #: Cast times whose moving-object poses are kept (a frame, its prefetched successor, a camera's time).
 _POSE_CACHE = 8
+_T = TypeVar("_T")
 _SWEEP_SAMPLES = 17
 """Samples of a moving object's path over a batch of per-ray times, for its culling sphere."""
 _SWEEP_FRACTIONS = np.arange(_SWEEP_SAMPLES, dtype=np.float64) / (_SWEEP_SAMPLES - 1)
@@ -160,30 +162,32 @@ class MovingObjects:
         every slice; a batch whose times lie within those of an earlier one (the rays that go on behind
         glass) takes that batch's spheres: larger than its own, so its cull keeps every ray that can meet
         an object, and each ray's hit is the same."""
-        with self._pose_lock:
-            for (a, b), spheres in self._sphere_cache.items():
-                if a <= lo and hi <= b:
-                    return spheres
-        spheres = [self._swept_sphere(mv, lo, hi) for mv in self.items]
-        with self._pose_lock:
-            if len(self._sphere_cache) >= _POSE_CACHE:
-                self._sphere_cache.pop(next(iter(self._sphere_cache)))
-            self._sphere_cache[(lo, hi)] = spheres
-        return spheres
+        return self._over_span(self._sphere_cache, lo, hi, self._swept_sphere)
 
     def swept_boxes(self, lo: float, hi: float) -> list[tuple[F64, F64]]:
         """World-frame boxes (low, high corners) that hold the moving objects' boxes at every time in
         [``lo``, ``hi``], cached as :meth:`swept_spheres` are."""
+        return self._over_span(self._box_cache, lo, hi, self._swept_box)
+
+    def _over_span(
+        self,
+        cache: dict[tuple[float, float], list[_T]],
+        lo: float,
+        hi: float,
+        make: Callable[[_Moving, float, float], _T],
+    ) -> list[_T]:
+        """``make(object, lo, hi)`` of every moving object, or what ``cache`` holds for a span that
+        contains [``lo``, ``hi``] (the oldest entry dropped once it holds :data:`_POSE_CACHE`)."""
         with self._pose_lock:
-            for (a, b), boxes in self._box_cache.items():
+            for (a, b), got in cache.items():
                 if a <= lo and hi <= b:
-                    return boxes
-        boxes = [self._swept_box(mv, lo, hi) for mv in self.items]
+                    return got
+        made = [make(mv, lo, hi) for mv in self.items]
         with self._pose_lock:
-            if len(self._box_cache) >= _POSE_CACHE:
-                self._box_cache.pop(next(iter(self._box_cache)))
-            self._box_cache[(lo, hi)] = boxes
-        return boxes
+            if len(cache) >= _POSE_CACHE:
+                cache.pop(next(iter(cache)))
+            cache[(lo, hi)] = made
+        return made
 
     def _swept_box(self, mv: _Moving, lo: float, hi: float) -> tuple[F64, F64]:
         """The box's corners at :meth:`_swept_sphere`'s 17 times in [``lo``, ``hi``], their world
