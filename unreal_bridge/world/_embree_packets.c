@@ -197,7 +197,7 @@ static inline __attribute__((always_inline)) void cast_w(RTCScene scene, const s
     size_t s = 0;
     for (; s + W <= n; s += W) {
         /* Embree's traversal between packets evicts the rays' lines and breaks the hardware's stream
-         * prefetch: ask for the rays a few packets ahead (a hint: past the end it loads nothing). */
+         * prefetch: ask for the rays four packets ahead (a hint; the last packets ask for none). */
         const size_t ahead = s + 4 * W;
         if (ahead + W <= n) {
             __builtin_prefetch(o + 3 * ahead);

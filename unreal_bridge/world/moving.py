@@ -301,13 +301,13 @@ class MovingObjects:
     @staticmethod
     def _cull_box(box: tuple[F64, F64], d: F32, cand: NDArray[np.intp], o: F32) -> NDArray[np.intp]:
         """Of the candidates ``cand``, the rays whose forward half from their own origin meets the
-        object's swept ``box`` grown by a centimetre. The object-frame test follows, so this only drops
-        rays that cannot meet the object and each ray's hit stays the same; it leaves fewer rays to take
-        into the object's frame (a car's box is far thinner than its bounding sphere)."""
+        object's swept ``box`` (:meth:`swept_boxes`, a centimetre of slack in it). The object-frame
+        test follows, so this only drops rays that cannot meet the object and each ray's hit stays the
+        same; it leaves fewer rays to take into the object's frame (a car's box is far thinner than its
+        bounding sphere)."""
         assert _steps is not None
         out = np.empty(cand.shape[0], np.int64)
-        lo, hi = box[0] - 1e-2, box[1] + 1e-2
-        m = _steps.box_candidates(o, d, np.ascontiguousarray(cand, np.int64), lo, hi, out)
+        m = _steps.box_candidates(o, d, np.ascontiguousarray(cand, np.int64), box[0], box[1], out)
         return out[:m]
 
     @staticmethod
