@@ -42,8 +42,10 @@ PREFAULT_CAST_BYTES_PER_RAY = 256
 """Memory :meth:`Pipeline.start` touches for a thread that fetches frames, per ray of a frame: the
 threads that cast in-process HDL-64E and VLS-128 frames took ~210-230 bytes a ray of fresh pages over
 their first frames (``/proc/self/task/*/stat``)."""
-PREFAULT_LOOP_BYTES_PER_RAY = 64
-"""The same for the thread that runs the physics and the sweep (~30-60 bytes a ray)."""
+PREFAULT_LOOP_BYTES_PER_RAY = 320
+"""The same for the loop's own thread: the physics and the sweep (~30-60 bytes a ray), and the scans it
+hands to the sinks, up to five of them queued or being written. With 64 bytes a ray that thread still
+faulted 2,300-2,800 pages over a demo's run (HDL-64E 60 scans, VLS-128 20), with 320 about 55."""
 
 
 def frame_time_ns(frame: int, sim_hz: float) -> int:
