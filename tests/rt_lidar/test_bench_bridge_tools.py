@@ -24,7 +24,9 @@ def _run(script: str, out: Path, *args: str) -> dict:
         env=env,
         timeout=300,
     )
-    return json.loads(out.read_text())
+    d = json.loads(out.read_text())
+    assert d["machine"]["logical_cpus"] >= 1 and d["machine"]["cpu"]  # tools/bench/machine_record.py
+    return d
 
 
 def _report(bench: Path) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import socket
 import statistics
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.session.realtime import tune_allocator
 from unreal_bridge import AirSimClient, AirSimServer, FluPose, LidarFrame, SimBackend, fast_decode, wire
@@ -171,7 +171,6 @@ def main() -> int:
             "ours_ms_min": 1e3 * min(ours),
             "ours_decode_ms_median": our_decode_ms(answer, args.reps),
             "server_and_transfer_ms_median": raw_roundtrip_ms(port, len(answer), args.reps),
-            "machine": f"{platform.machine()} {platform.python_version()}",
         }
         peer_python = args.peer / "bin" / "python"
         if peer_python.exists():
@@ -204,7 +203,7 @@ def main() -> int:
         if server.stdin is not None:
             server.stdin.close()
         server.wait(10)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.out, result)
     print(json.dumps(result, indent=2))
     return 0
 

@@ -44,8 +44,6 @@ import importlib
 import itertools
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -54,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.pipeline.pose_samples import _interpolated_sensor_poses
 from rt_lidar.pipeline.sources import _rotate_f32
@@ -356,20 +355,6 @@ def bench_scene(
     return entry
 
 
-def cpu_name() -> str:
-    """lscpu's model name, with the CPU count and the SIMD widths it has."""
-    try:
-        info = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    except OSError:
-        return platform.processor()
-    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
-    flags = fields.get("Flags", "").split()
-    simd = [s for s in ("avx2", "avx512f") if s in flags]
-    return (
-        f"{fields.get('Model name', '?').strip()}, {fields.get('CPU(s)', '?').strip()} CPUs, {'+'.join(simd)}"
-    )
-
-
 def versions() -> dict[str, str]:
     """Versions of the engines' packages that are installed."""
     from importlib.metadata import PackageNotFoundError, version
@@ -394,8 +379,6 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     makers = {"street": lambda: street_scene(0), "1M_triangles": million_triangle_scene}
     report: dict = {
-        "cpu": cpu_name(),
-        "python": platform.python_version(),
         "versions": versions(),
         "preset": args.preset,
         "scans": args.scans,
@@ -410,8 +393,7 @@ def main() -> None:
         )
         print(json.dumps({name: report["scenes"][name]}, indent=1), flush=True)
     report["load_average_after"] = os.getloadavg()[0]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(args.out, report)
     print(f"wrote {args.out}")
 
 

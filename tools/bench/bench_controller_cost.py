@@ -22,7 +22,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
 import json
-import platform
 import resource
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from canned_server import record, start_canned_server
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
 from rt_lidar.physics.weather import WeatherConfig
@@ -130,11 +130,9 @@ def main() -> None:
         "rows": rows,
         "load_average": os.getloadavg(),
         "cpus": os.cpu_count(),
-        "machine": platform.processor() or platform.machine(),
         "note": "taken with the 2 cores shared with other sessions' work (see load_average)",
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_json(args.out, result)
     print(json.dumps(result, indent=2))
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from typing import Any
 
 import msgpack
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.session.realtime import tune_allocator
 from unreal_bridge import fast_decode, wire
@@ -162,10 +162,8 @@ def main() -> int:
         result[name] = row
     result["mixed_over_uniform"] = result["mixed"]["ours_ms_median"] / result["uniform"]["ours_ms_median"]
     result["load_average"] = os.getloadavg()
-    result["machine"] = f"{platform.machine()} {platform.python_version()}"
     result["note"] = "taken with the 2 cores shared with other sessions' work (see load_average)"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.out, result)
     print(json.dumps(result, indent=2))
     return 0
 

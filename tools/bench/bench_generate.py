@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.dataset import generate, parse_sweep
 
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:
-        Path(args.out).write_text(text + "\n")
+        write_json(args.out, report)
     return 0
 
 

@@ -23,7 +23,6 @@ import argparse
 import json
 import mmap
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 _WRITER = r"""
 import os, sys, time
@@ -149,11 +149,8 @@ def main() -> None:
             for k in ("vm_busy_ms_per_file", "writer_cpu_ms_per_file")
         },
         "cpus": os.cpu_count(),
-        "machine": platform.processor() or platform.machine(),
-        "kernel": platform.release(),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_json(args.out, result)
     print(json.dumps({"median": med, "keep_over_drop": result["keep_over_drop"]}, indent=2))
 
 

@@ -12,11 +12,11 @@ machine's speed, and the best run of each is kept.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import tempfile
 import time
 from pathlib import Path
+
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.config import DEFAULT_CASTER
 from rt_lidar.pipeline.builder import build_pipeline, build_world
@@ -94,12 +94,10 @@ def main(argv: list[str] | None = None) -> int:
             f"RTF {r['realtime_factor']:5.2f} (with writers {r['realtime_factor_with_writers']:5.2f})"
         )
     report = {
-        "machine": {"cpus": platform.processor() or platform.machine(), "python": platform.python_version()},
         "results": results,
     }
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2))
+        write_json(args.out, report)
     return 0
 
 

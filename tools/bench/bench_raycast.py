@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World, street_scene
 from unreal_bridge.world.geometry import MeshBuilder
@@ -86,7 +87,7 @@ def main() -> None:
     text = json.dumps(report, indent=2)
     print(text)
     if args.out is not None:
-        args.out.write_text(text + "\n")
+        write_json(args.out, report)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ import contextlib
 import io
 import json
 import os
-import platform
 import resource
 import statistics
 import sys
@@ -36,6 +35,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from machine_record import write_json  # noqa: E402  (tools/bench, beside this script)
 
 from rt_lidar.cli.main import main as cli_main  # noqa: E402
 from rt_lidar.server.serve import ServeOptions, start_server_process  # noqa: E402
@@ -135,11 +136,6 @@ def main(argv: list[str] | None = None) -> int:
         "command": "tools/bench/bench_rig.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "rig": os.path.relpath(a.rig, ROOT),
         "frames_per_sensor": a.frames,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "processor": platform.processor(),
-            "python": platform.python_version(),
-        },
         "load_avg_1min_at_end": round(os.getloadavg()[0], 2),
         "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "realtime_factor_median": {
@@ -150,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "runs": runs,
     }
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(a.out, result)
     print(json.dumps(result, indent=2))
     return 0
 

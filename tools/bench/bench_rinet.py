@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.rinet.runtime import RUNTIMES, bundled_model_path, load_runtime, runtime_unavailable_reason
@@ -77,14 +76,12 @@ def main() -> None:
         "model_bytes": args.model.stat().st_size,
         "camera": [args.height, args.width],
         "frames": args.frames,
-        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform()},
         **bench(args.model, args.frames, CameraSpec(width=args.width, height=args.height)),
     }
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+        write_json(args.out, result)
 
 
 if __name__ == "__main__":

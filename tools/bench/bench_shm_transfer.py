@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from canned_server import record, start_canned_server
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.session.realtime import tune_allocator
 from unreal_bridge import AirSimClient, LidarHits
@@ -105,11 +105,9 @@ def main() -> None:
         "record_s": record_s,
         "load_average": os.getloadavg(),
         "cpus": os.cpu_count(),
-        "machine": platform.processor() or platform.machine(),
         "note": "taken with the 2 cores shared with other sessions' work (see load_average)",
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_json(args.out, result)
     print(json.dumps(result, indent=2))
 
 

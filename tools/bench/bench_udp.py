@@ -21,6 +21,7 @@ import time
 from multiprocessing.connection import Connection
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import BuiltPipeline, build_pipeline
@@ -116,8 +117,7 @@ def main() -> None:
     text = json.dumps(res, indent=2)
     print(text)
     if args.json:
-        with open(args.json, "w") as fh:
-            fh.write(text)
+        write_json(args.json, res)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.points import POINT_DTYPE
@@ -317,8 +317,7 @@ def main() -> int:
         # out before the private X server stops: Qt may abort on the lost connection right after
         print(text, flush=True)
         if a.out:
-            Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(a.out).write_text(text + "\n")
+            write_json(a.out, report)
     finally:
         if display is not None:
             display.stop()

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.builder import build_world
@@ -98,14 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         "waveform_kernel_msubrays_per_s": round(n_pulse * n_sub / kernel_s / 1e6, 3),
         "physics_waveform_s": round(physics_s, 4),
         "physics_single_ray_s": round(single_s, 4),
-        "cpu": platform.processor() or platform.machine(),
         "threads_note": "numpy, 2 shared cores",
     }
     text = json.dumps(res, indent=2)
     print(text)
     if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+        write_json(args.out, res)
     return 0
 
 

@@ -16,6 +16,7 @@ import json
 import time
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from kernels.intensity import sensor_constant
 from kernels.weather_reference import reference_ray
@@ -85,8 +86,7 @@ def main() -> None:
         }
     print(json.dumps({"preset": "VLP-16", "results": results}, indent=2))
     if args.out:
-        with open(args.out, "w") as fh:
-            json.dump({"preset": "VLP-16", "results": results}, fh, indent=2)
+        write_json(args.out, {"preset": "VLP-16", "results": results})
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import socket
 import statistics
 import sys
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.bridge.hits import hits_from_wire
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
@@ -220,12 +220,10 @@ def main() -> None:
         "identical_hits": identical,
         "load_average": os.getloadavg(),
         "cpus": os.cpu_count(),
-        "machine": platform.processor() or platform.machine(),
         "note": "taken with the 2 cores shared with other sessions' work (see load_average); stages "
         "run one after the other in one process",
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_json(args.out, result)
     keys = ("stage_ms_median", "stage_cpu_ms_median", "identical_hits", "load_average")
     print(json.dumps({k: result[k] for k in keys}, indent=2))
 

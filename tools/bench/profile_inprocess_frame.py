@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.config import CASTERS, DEFAULT_CASTER
 from rt_lidar.pipeline.assembler import ScanAssembler
@@ -160,11 +160,9 @@ def main() -> None:
         "presets": presets,
         "load_average": os.getloadavg(),
         "cpus": os.cpu_count(),
-        "machine": platform.processor() or platform.machine(),
         "note": "CPU time of the calling thread per stage; the stages run one after the other",
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_json(args.out, result)
     print(
         json.dumps(
             {n: {k: p[k] for k in ("stage_cpu_ms_mean", "budget", "run")} for n, p in presets.items()},

@@ -10,24 +10,38 @@ import json
 from pathlib import Path
 from typing import Any
 
+from machine_record import summary  # tools/bench, beside this script
+
 HEADER = """# Performance
 
-Measured on a development machine: 2 cores (x86_64), 24 GB, no GPU, CPython 3.11, NumPy 2. Every
-table below is written by `tools/bench/write_report.py` from the JSON that the scripts in
-`tools/bench/` leave in `docs/bench/` (`make bench` runs them all); the tables are from the last run,
-on machine B below. The cores are shared with other work, so expect +-30 % between runs; ratios are
-measured within one run. The notes after the tables give ranges over repeated runs and name the
-machine:
+Every table below is written by `tools/bench/write_report.py` from the JSON that the scripts in
+`tools/bench/` leave in `docs/bench/` (`make bench` runs them all), and each ends with the machine its
+run recorded (`tools/bench/machine_record.py`: CPU model and generation, logical CPUs, SIMD, kernel,
+Python, NumPy). All are 2-core x86_64 machines with 24 GB and no GPU, CPython 3.11, NumPy 2; their
+cores are shared with other work, so expect +-30 % between runs, and compare ratios within one run.
+The hand-written notes after the tables give ranges over repeated runs and name their machine:
 
-- **machine A**: the earlier sessions' 2-core x86_64 VM, without AVX-512;
-- **machine B**: a 2-core AMD EPYC VM with AVX-512 (`lscpu`), 20-40 % faster on the frame loop and
-  about twice as fast at painting points in llvmpipe.
+- **machine A**: the first sessions' 2-core x86_64 VM, without AVX-512;
+- **machine B**: a 2-core AMD EPYC VM with AVX-512, 20-40 % faster on the frame loop and about twice
+  as fast at painting points in llvmpipe;
+- **machine C**: the VM of the sessions since 2 December's evening and of CI, an AMD EPYC of the
+  Zen 3 generation (family 25, model 1) with 2 vCPUs, AVX2 and no AVX-512, under Firecracker (KVM).
+  Its speed drifts by 30-40 % within minutes to hours. Tables whose JSON predates the machine record
+  say so.
 """
 
 
 def _load(bench: Path, name: str) -> dict[str, Any] | None:
     path = bench / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def machine_note(d: dict[str, Any]) -> str:
+    """The line that ends a table: the machine its JSON recorded, or that it recorded none."""
+    m = d.get("machine")
+    if isinstance(m, dict) and "logical_cpus" in m:
+        return f"Machine: {summary(m)}."
+    return "Machine: not recorded (a run from before the benchmarks recorded it; see the list above)."
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -452,6 +466,12 @@ def profile_inprocess(d: dict[str, Any]) -> str:
     )
 
 
+def _kernel(d: dict[str, Any]) -> str:
+    """The kernel a run recorded: in its machine record, or (older JSON) beside it."""
+    m = d.get("machine")
+    return str(m["kernel"]) if isinstance(m, dict) and "kernel" in m else str(d.get("kernel", "?"))
+
+
 def page_cache(d: dict[str, Any]) -> str:
     med = d["median"]
     rows = [["CPU ms a file", "drop-behind (default)", "kept (`RT_LIDAR_KEEP_PAGE_CACHE=1`)", "kept / drop"]]
@@ -467,7 +487,7 @@ def page_cache(d: dict[str, Any]) -> str:
     return (
         "## Writing scans: the page cache let go of behind the writer (`tools/bench/bench_page_cache.py`)\n\n"
         f"{d['files']} files of {d['mb_per_file']:g} MB through `atomic_write`, 30 ms apart, each mode in a "
-        f"fresh process, alternating ({len(d['runs'])} runs, medians), {drained}; kernel {d['kernel']}.\n\n"
+        f"fresh process, alternating ({len(d['runs'])} runs, medians), {drained}; kernel {_kernel(d)}.\n\n"
         + _table(rows)
     )
 
@@ -505,10 +525,14 @@ def main(argv: list[str] | None = None) -> int:
     parts = [HEADER]
     for name, fn in SECTIONS:
         d = _load(args.bench, name)
-        if d and name == "controller_cost":
-            parts.append(controller_cost(d, _load(args.bench, "controller_cost_shm")))
+        if not d:
+            parts.append(f"## {name}\n\nNo `{name}.json` in {args.bench}: run `make bench`.")
             continue
-        parts.append(fn(d) if d else f"## {name}\n\nNo `{name}.json` in {args.bench}: run `make bench`.")
+        if name == "controller_cost":
+            section = controller_cost(d, _load(args.bench, "controller_cost_shm"))
+        else:
+            section = fn(d)
+        parts.append(section.rstrip() + "\n\n" + machine_note(d))
     if args.extra.exists():
         parts.append(args.extra.read_text().strip())
     args.out.write_text("\n\n".join(parts) + "\n")
