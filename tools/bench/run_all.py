@@ -1,6 +1,6 @@
 """Run every benchmark of tools/bench/ and write one JSON file each under --out.
 
-Run: .venv/bin/python tools/bench/run_all.py --out docs/bench
+Run: .venv/bin/python tools/bench/run_all.py --out docs/bench [--only a.py,b.py] [--skip c.py]
 """
 
 from __future__ import annotations
@@ -36,10 +36,19 @@ OUT_FLAG = {"bench_udp.py": "--json"}
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/bench"))
+    parser.add_argument("--only", default="", help="comma-separated scripts to run (default: all)")
+    parser.add_argument("--skip", default="", help="comma-separated scripts not to run")
     args = parser.parse_args(argv)
+    only = {n for n in args.only.split(",") if n}
+    skip = {n for n in args.skip.split(",") if n}
+    unknown = (only | skip) - set(BENCHES)
+    if unknown:
+        parser.error(f"unknown benchmark(s) {sorted(unknown)}; known: {', '.join(BENCHES)}")
     args.out.mkdir(parents=True, exist_ok=True)
     failed = 0
     for name, extra in BENCHES.items():
+        if (only and name not in only) or name in skip:
+            continue
         script = HERE / name
         if not script.exists():
             continue
