@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench"
 sys.path.insert(0, str(BENCH))
 
 import machine_record  # noqa: E402  (tools/bench)
+import write_report  # noqa: E402
 
 ZEN3_VM = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -84,11 +84,8 @@ def test_write_json_adds_the_machine_and_leaves_nothing_half_written(tmp_path):
 
 def _report(bench: Path) -> str:
     out = bench / "performance.md"
-    subprocess.run(
-        [sys.executable, str(BENCH / "write_report.py"), "--bench", str(bench), "--out", str(out)],
-        check=True,
-        capture_output=True,
-        cwd=bench,
+    assert (
+        write_report.main(["--bench", str(bench), "--out", str(out), "--extra", str(bench / "none.md")]) == 0
     )
     return out.read_text()
 
