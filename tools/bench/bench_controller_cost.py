@@ -130,7 +130,7 @@ def main() -> None:
         "rows": rows,
         "load_average": os.getloadavg(),
         "cpus": os.cpu_count(),
-        "note": "taken with the 2 cores shared with other sessions' work (see load_average)",
+        "note": "the load average says how busy the cores were (the run's own processes included)",
     }
     write_json(args.out, result)
     print(json.dumps(result, indent=2))

@@ -162,7 +162,7 @@ def main() -> int:
         result[name] = row
     result["mixed_over_uniform"] = result["mixed"]["ours_ms_median"] / result["uniform"]["ours_ms_median"]
     result["load_average"] = os.getloadavg()
-    result["note"] = "taken with the 2 cores shared with other sessions' work (see load_average)"
+    result["note"] = "the load average says how busy the cores were (the run's own processes included)"
     write_json(args.out, result)
     print(json.dumps(result, indent=2))
     return 0

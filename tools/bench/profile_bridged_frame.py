@@ -220,7 +220,7 @@ def main() -> None:
         "identical_hits": identical,
         "load_average": os.getloadavg(),
         "cpus": os.cpu_count(),
-        "note": "taken with the 2 cores shared with other sessions' work (see load_average); stages "
+        "note": "the load average says how busy the cores were (the run's own processes included); stages "
         "run one after the other in one process",
     }
     write_json(args.out, result)

@@ -31,6 +31,10 @@ BENCHES: dict[str, list[str]] = {
     "bench_page_cache.py": [],  # scans written with the page cache let go of behind them and without
 }
 OUT_FLAG = {"bench_udp.py": "--json"}
+# second runs of a script with other arguments, under their own JSON name (run after the script's own)
+VARIANTS: dict[str, list[tuple[str, list[str]]]] = {
+    "bench_controller_cost.py": [("controller_cost_shm", ["--transport", "shm"])],
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,10 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         script = HERE / name
         if not script.exists():
             continue
-        out = args.out / (script.stem.removeprefix("bench_") + ".json")
-        print(f"== {name} -> {out}", flush=True)
-        rc = subprocess.call([sys.executable, str(script), OUT_FLAG.get(name, "--out"), str(out), *extra])
-        failed += rc != 0
+        runs = [(script.stem.removeprefix("bench_"), extra), *VARIANTS.get(name, [])]
+        for stem, arguments in runs:
+            out = args.out / f"{stem}.json"
+            print(f"== {name} {' '.join(arguments)} -> {out}", flush=True)
+            command = [sys.executable, str(script), OUT_FLAG.get(name, "--out"), str(out), *arguments]
+            failed += subprocess.call(command) != 0
     return 1 if failed else 0
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from machine_record import summary  # tools/bench, beside this script
 
+ROOT = Path(__file__).resolve().parents[2]
+
 HEADER = """# Performance
 
 Every table below is written by `tools/bench/write_report.py` from the JSON that the scripts in
@@ -89,6 +91,8 @@ def pipeline(d: dict[str, Any]) -> str:
 def raycast(d: dict[str, Any]) -> str:
     rows = [["scene", "triangles", "build s", "M rays/s (133k rays)", "M rays/s (1M rays)"]]
     for name, r in d.items():
+        if name == "machine":  # tools/bench/machine_record.py's record beside the scenes
+            continue
         rows.append(
             [
                 name,
@@ -289,9 +293,11 @@ def generate(d: dict[str, Any]) -> str:
 
 
 def _load_note(d: dict[str, Any]) -> str:
+    """The run's load average (its own processes included) and the command that made it."""
     la = d.get("load_average")
-    load = f"load average {la[0]:.1f} on {d.get('cpus', 2)} cores" if la else "a shared machine"
-    return f"Taken under load ({load}, other sessions' work on the same cores): `{d.get('command', '')}`."
+    load = f"a load average of {la[0]:.1f} on {d.get('cpus', 2)} cores" if la else "the load not recorded"
+    command = d.get("command", "").replace(f"{ROOT}/", "")
+    return f"Taken with {load} (the run's own processes included): `{command}`."
 
 
 def shm_transfer(d: dict[str, Any]) -> str:
