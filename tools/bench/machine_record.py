@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import platform
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ def describe(cpuinfo_text: str | None = None) -> dict[str, Any]:
         "virtual_machine": "hypervisor" in flags,
         "kernel": platform.release(),
         "python": platform.python_version(),
+        "utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
     }
     with contextlib.suppress(ValueError, OSError, AttributeError):  # sysconf names are Unix-only
         record["memory_gb"] = round(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30, 1)
@@ -89,7 +91,8 @@ def describe(cpuinfo_text: str | None = None) -> dict[str, Any]:
 
 
 def summary(machine: dict[str, Any]) -> str:
-    """One line for a report: 'AMD EPYC (Zen 3), 2 logical CPUs, AVX2, a VM, Linux 6.1, Python 3.11.7'."""
+    """One line for a report: 'AMD EPYC (Zen 3), 2 logical CPUs, AVX2, a VM, Linux 6.1, Python 3.11.7,
+    NumPy 2.4.6; run 2026-12-04 15:50 UTC'."""
     cpu = machine.get("cpu", "?")
     if machine.get("microarchitecture"):
         cpu += f" ({machine['microarchitecture']})"
@@ -102,7 +105,8 @@ def summary(machine: dict[str, Any]) -> str:
     parts.append(f"Python {machine.get('python', '?')}")
     if machine.get("numpy"):
         parts.append(f"NumPy {machine['numpy']}")
-    return ", ".join(parts)
+    line = ", ".join(parts)
+    return f"{line}; run {machine['utc']} UTC" if machine.get("utc") else line
 
 
 def write_json(path: str | Path, report: dict[str, Any]) -> dict[str, Any]:
