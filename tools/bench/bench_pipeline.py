@@ -4,9 +4,10 @@ Run: .venv/bin/python tools/bench/bench_pipeline.py [--out FILE.json] [--scans 1
 
 The real-time factor is simulated seconds per wall second of the pipeline alone (firings, ray cast,
 physics, sweep), and again with the demo's writers (PCD + KITTI .bin per scan) included; and the
-pipeline alone with the ``embree-fast`` caster (unless ``--no-fast-caster``). Each preset runs
-``--repeats`` times with each caster in turns, so that the two compare within one spell of the
-machine's speed, and the best run of each is kept.
+pipeline alone with the ``embree-fast`` caster (unless ``--no-fast-caster``). The presets run in
+rounds (``--repeats`` of them), each preset once per round with each caster in turns, so that every
+preset's runs are spread over the whole benchmark and a 2-core VM's drift in speed shows as the range
+of each preset's runs. The JSON keeps every run's factor and the fields of each preset's best run.
 """
 
 from __future__ import annotations
@@ -64,6 +65,23 @@ def bench_preset(
     }
 
 
+def best_of(runs: list[dict], fast: list[dict]) -> dict:
+    """The fields of the fastest run, with every run's factors (and the ``embree-fast`` runs' best and
+    all) beside them."""
+
+    def factors(of: list[dict], key: str) -> list[float]:
+        return [round(float(x[key]), 3) for x in of]
+
+    best = dict(max(runs, key=lambda x: float(x["realtime_factor"])))
+    best["runs"] = len(runs)
+    best["realtime_factor_runs"] = factors(runs, "realtime_factor")
+    best["realtime_factor_with_writers_runs"] = factors(runs, "realtime_factor_with_writers")
+    if fast:
+        best["realtime_factor_embree_fast"] = max(float(x["realtime_factor"]) for x in fast)
+        best["realtime_factor_embree_fast_runs"] = factors(fast, "realtime_factor")
+    return best
+
+
 def main(argv: list[str] | None = None) -> int:
     tune_allocator()  # as the rt-lidar CLI runs the product
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -74,28 +92,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-fast-caster", action="store_true", help="skip the runs of each preset with embree-fast"
     )
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each preset with each caster")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds: runs of each preset with each caster")
     args = parser.parse_args(argv)
     names = args.preset or list_presets()
-    results = []
-    for name in names:
-        runs, fast = [], []
-        for _ in range(max(1, args.repeats)):
-            runs.append(bench_preset(name, args.scans, args.sim_hz))
+    runs: dict[str, list[dict]] = {n: [] for n in names}
+    fast: dict[str, list[dict]] = {n: [] for n in names}
+    for round_no in range(max(1, args.repeats)):
+        for name in names:
+            runs[name].append(bench_preset(name, args.scans, args.sim_hz))
             if not args.no_fast_caster:
-                fast.append(bench_preset(name, args.scans, args.sim_hz, caster="embree-fast"))
-        r = max(runs, key=lambda x: float(x["realtime_factor"]))
-        if fast:
-            r["realtime_factor_embree_fast"] = max(float(x["realtime_factor"]) for x in fast)
-        results.append(r)
-        print(
-            f"{r['preset']:>12}: {r['rays_per_s'] / 1e6:6.2f} M rays/s  "
-            f"{r['points_per_s'] / 1e6:6.2f} M points/s  "
-            f"RTF {r['realtime_factor']:5.2f} (with writers {r['realtime_factor_with_writers']:5.2f})"
-        )
-    report = {
-        "results": results,
-    }
+                fast[name].append(bench_preset(name, args.scans, args.sim_hz, caster="embree-fast"))
+            r = runs[name][-1]
+            print(
+                f"round {round_no + 1} {r['preset']:>12}: {r['rays_per_s'] / 1e6:6.2f} M rays/s  "
+                f"{r['points_per_s'] / 1e6:6.2f} M points/s  "
+                f"RTF {r['realtime_factor']:5.2f} (with writers {r['realtime_factor_with_writers']:5.2f})",
+                flush=True,
+            )
+    results = [best_of(runs[n], fast[n]) for n in names]
+    report = {"rounds": max(1, args.repeats), "results": results}
     if args.out:
         write_json(args.out, report)
     return 0

@@ -53,6 +53,14 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _best_and_range(r: dict[str, Any], key: str) -> str:
+    """'highest (lowest-highest)' over a preset's runs where the JSON has them, else the one figure."""
+    runs = r.get(f"{key}_runs")
+    if runs and len(runs) > 1:
+        return f"{max(runs):.2f} ({min(runs):.2f}-{max(runs):.2f})"
+    return f"{r[key]:.2f}"
+
+
 def pipeline(d: dict[str, Any]) -> str:
     rows = [
         ["preset", "rays/scan", "scan Hz", "M rays/s", "M points/s", "ms/scan", "RTF", "RTF with writers"]
@@ -69,19 +77,26 @@ def pipeline(d: dict[str, Any]) -> str:
                 f"{r['rays_per_s'] / 1e6:.2f}",
                 f"{r['points_per_s'] / 1e6:.2f}",
                 f"{r['ms_per_scan']:.0f}",
-                f"{r['realtime_factor']:.2f}",
-                f"{r['realtime_factor_with_writers']:.2f}",
-                *([f"{r['realtime_factor_embree_fast']:.2f}"] if fast else []),
+                _best_and_range(r, "realtime_factor"),
+                _best_and_range(r, "realtime_factor_with_writers"),
+                *([_best_and_range(r, "realtime_factor_embree_fast")] if fast else []),
             ]
         )
+    rounds = d.get("rounds")
+    how = (
+        f"The presets ran in {rounds} rounds, each preset once a round with each caster in turns: the "
+        "rates are each preset's fastest run, each factor its highest, and in brackets the range of its "
+        "runs (the VM's drift over the benchmark). "
+        if rounds and rounds > 1
+        else "One run of each (the best of each caster's runs kept). "
+    )
     return (
         "## Frame loop (`tools/bench/bench_pipeline.py`)\n\nIn-process (the world cast straight from the "
         "pipeline, three frames cast ahead at the same time, one thread each, as the demo runs), "
         f"embedded street, f_sim = 20 Hz, {d['results'][0]['scans']} scans after a warm-up. "
         'RTF = simulated seconds per wall second; "with writers" adds PCD + KITTI files written in line '
         "(the demo writes them from a background thread); the last column, where given, is the "
-        "pipeline alone with the `embree-fast` caster (each caster run in turns, the best of each "
-        "kept). One run: on the 2-core CI VM (machine C) a "
+        f"pipeline alone with the `embree-fast` caster. {how}On the 2-core CI VM (machine C) a "
         "preset's figure moves by 30-40 % with the VM's speed (HDL-64E 1.8-3.6x over the runs of "
         "3-4 December), so compare presets within the table, and code against code in alternating runs "
         "(docs/performance-notes.md).\n\n" + _table(rows)
