@@ -19,8 +19,9 @@ HEADER = """# Performance
 Every table below is written by `tools/bench/write_report.py` from the JSON that the scripts in
 `tools/bench/` leave in `docs/bench/` (`make bench` runs them all), and each ends with the machine its
 run recorded (`tools/bench/machine_record.py`: CPU model and generation, logical CPUs, SIMD, kernel,
-Python, NumPy). All are 2-core x86_64 machines with 24 GB and no GPU, CPython 3.11, NumPy 2; their
-cores are shared with other work, so expect +-30 % between runs, and compare ratios within one run.
+Python, NumPy). All are 2-core x86_64 VMs with 24 GB and no GPU, CPython 3.11, NumPy 2, at times
+shared with other work (each table gives the load average its run saw): expect +-30 % between runs,
+and compare ratios within one run.
 The hand-written notes after the tables give ranges over repeated runs and name their machine:
 
 - **machine A**: the first sessions' 2-core x86_64 VM, without AVX-512;
