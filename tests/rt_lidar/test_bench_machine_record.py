@@ -45,7 +45,8 @@ def test_a_zen3_vm_is_named_with_its_generation_simd_and_virtualisation():
     assert m["simd"] == ["sse4_2", "avx", "avx2", "fma"] and m["virtual_machine"] is True
     line = machine_record.summary(m)
     assert line.startswith("AMD EPYC (Zen 3), ") and ", AVX2, a VM, Linux " in line
-    assert line.endswith(f"; run {m['utc']} UTC") and len(m["utc"]) == len("2026-12-04 15:50")
+    assert f"; run {m['utc']} UTC, load average " in line and len(m["utc"]) == len("2026-12-04 15:50")
+    assert line.endswith(f"load average {m['load_average_at_end'][0]:.1f} at its end")
 
 
 def test_an_intel_host_keeps_its_model_name_and_shows_avx512():

@@ -92,7 +92,7 @@ def describe(cpuinfo_text: str | None = None) -> dict[str, Any]:
 
 def summary(machine: dict[str, Any]) -> str:
     """One line for a report: 'AMD EPYC (Zen 3), 2 logical CPUs, AVX2, a VM, Linux 6.1, Python 3.11.7,
-    NumPy 2.4.6; run 2026-12-04 15:50 UTC'."""
+    NumPy 2.4.6; run 2026-12-04 15:50 UTC, load average 1.3 at its end'."""
     cpu = machine.get("cpu", "?")
     if machine.get("microarchitecture"):
         cpu += f" ({machine['microarchitecture']})"
@@ -106,7 +106,11 @@ def summary(machine: dict[str, Any]) -> str:
     if machine.get("numpy"):
         parts.append(f"NumPy {machine['numpy']}")
     line = ", ".join(parts)
-    return f"{line}; run {machine['utc']} UTC" if machine.get("utc") else line
+    if machine.get("utc"):
+        line += f"; run {machine['utc']} UTC"
+    if machine.get("load_average_at_end"):
+        line += f", load average {machine['load_average_at_end'][0]:.1f} at its end"
+    return line
 
 
 def write_json(path: str | Path, report: dict[str, Any]) -> dict[str, Any]:

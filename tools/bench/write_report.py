@@ -20,7 +20,7 @@ Every table below is written by `tools/bench/write_report.py` from the JSON that
 `tools/bench/` leave in `docs/bench/` (`make bench` runs them all), and each ends with the machine its
 run recorded (`tools/bench/machine_record.py`: CPU model and generation, logical CPUs, SIMD, kernel,
 Python, NumPy). All are 2-core x86_64 VMs with 24 GB and no GPU, CPython 3.11, NumPy 2, at times
-shared with other work (each table gives the load average its run saw): expect +-30 % between runs,
+shared with other work (each table's machine line gives its run's load average): expect +-30 % between runs,
 and compare ratios within one run.
 The hand-written notes after the tables give ranges over repeated runs and name their machine:
 
