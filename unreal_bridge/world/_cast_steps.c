@@ -308,6 +308,66 @@ static PyObject *swept_box(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* swept_sphere(p f8 (S, 3), q f8 (S, 4) wxyz, center f8 (3,), out f8 (5,)): the twin of
+ * MovingObjects._swept_sphere's NumPy lines, bit for bit: the object's centre at each sample (p +
+ * quat_rotate(q, center), pose.quat_rotate's products in its order), the midpoint of their bounds, the
+ * farthest sample from it and the longest step between samples -> out = (mid x, y, z, far, step). A
+ * NaN anywhere carries through as np.min / np.max carry it. */
+static PyObject *swept_sphere(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
+    Buf b[4];
+    memset(b, 0, sizeof b);
+    Py_ssize_t S = buf_items(o[0], 24);
+    if (S < 0) return NULL;
+    if (S < 1) return PyErr_Format(PyExc_ValueError, "swept_sphere: no samples");
+    if (buf_get(&b[0], o[0], 0, 'd', 8, 3 * S, "p") || buf_get(&b[1], o[1], 0, 'd', 8, 4 * S, "q") ||
+        buf_get(&b[2], o[2], 0, 'd', 8, 3, "center") || buf_get(&b[3], o[3], 1, 'd', 8, 5, "out")) {
+        buf_release(b, 4);
+        return NULL;
+    }
+    if (S > 64) {
+        buf_release(b, 4);
+        return PyErr_Format(PyExc_ValueError, "swept_sphere: at most 64 samples, got %zd", S);
+    }
+    const double *p = b[0].view.buf, *q = b[1].view.buf, *v = b[2].view.buf;
+    double *out = b[3].view.buf;
+    const double vx = v[0], vy = v[1], vz = v[2];
+    double c[64][3], lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (Py_ssize_t s = 0; s < S; s++) {
+        const double w = q[4 * s], x = q[4 * s + 1], y = q[4 * s + 2], z = q[4 * s + 3];
+        const double tx = 2.0 * (y * vz - z * vy), ty = 2.0 * (z * vx - x * vz), tz = 2.0 * (x * vy - y * vx);
+        const double r[3] = {vx + w * tx + (y * tz - z * ty), vy + w * ty + (z * tx - x * tz),
+                             vz + w * tz + (x * ty - y * tx)};
+        for (int a = 0; a < 3; a++) {
+            const double ca = p[3 * s + a] + r[a];
+            c[s][a] = ca;
+            lo[a] = (ca < lo[a] || ca != ca) && lo[a] == lo[a] ? ca : lo[a]; /* np.min: NaN wins */
+            hi[a] = (ca > hi[a] || ca != ca) && hi[a] == hi[a] ? ca : hi[a];
+        }
+    }
+    double mid[3], far = -INFINITY, step = S > 1 ? -INFINITY : 0.0;
+    for (int a = 0; a < 3; a++) mid[a] = 0.5 * (lo[a] + hi[a]);
+    for (Py_ssize_t s = 0; s < S; s++) {
+        const double dx = c[s][0] - mid[0], dy = c[s][1] - mid[1], dz = c[s][2] - mid[2];
+        const double f = sqrt(0.0 + dx * dx + dy * dy + dz * dz);
+        far = (f > far || f != f) && far == far ? f : far;
+        if (s > 0) {
+            const double ex = c[s][0] - c[s - 1][0], ey = c[s][1] - c[s - 1][1], ez = c[s][2] - c[s - 1][2];
+            const double g = sqrt(0.0 + ex * ex + ey * ey + ez * ez);
+            step = (g > step || g != g) && step == step ? g : step;
+        }
+    }
+    out[0] = mid[0];
+    out[1] = mid[1];
+    out[2] = mid[2];
+    out[3] = far;
+    out[4] = step;
+    buf_release(b, 4);
+    Py_RETURN_NONE;
+}
+
 /* box_candidates(o f4 (N, 3), d f4 (N, 3), cand i8 (K,), lo f8 (3,), hi f8 (3,), out i8 (K,)) -> m: of the
  * rays cand (indices into o and d, in order), those whose forward half meets the box [lo, hi] (a slab
  * test in float64), into out in order. A second cull after the sphere's, by a box that holds an object
@@ -571,6 +631,7 @@ static PyMethodDef methods[] = {
     {"cone_candidates", cone_candidates, METH_VARARGS, "The rays whose direction lies in a cone."},
     {"box_candidates", box_candidates, METH_VARARGS, "Of the candidate rays, those that meet a box."},
     {"swept_box", swept_box, METH_VARARGS, "World bounds of an object's box over sampled poses."},
+    {"swept_sphere", swept_sphere, METH_VARARGS, "An object's swept sphere's midpoint, far and step."},
     {"sphere_candidates", sphere_candidates, METH_VARARGS, "The rays that come near a sphere (see the source)."},
     {"merge_hits", merge_hits, METH_VARARGS, "A moving object's hits merged into the batch (see the source)."},
     {"interp_sorted", interp_sorted, METH_VARARGS, "np.interp of every column at times in order (see the source)."},

@@ -24,6 +24,10 @@ def cone_candidates(d: Any, u: Any, cos_min: Any, out: Any, /) -> int:
 def swept_box(p: Any, q: Any, corners: Any, out: Any, /) -> None:
     """World bounds of an object's box corners over sampled poses, grown by their longest step."""
 
+def swept_sphere(p: Any, q: Any, center: Any, out: Any, /) -> None:
+    """An object's centre over sampled poses: the midpoint of its bounds, the farthest sample from it
+    and the longest step between samples, into ``out`` (5,) (MovingObjects' NumPy lines' bits)."""
+
 def box_candidates(o: Any, d: Any, cand: Any, lo: Any, hi: Any, out: Any, /) -> int:
     """Of the candidate rays, those whose forward half meets a box, into out; returns how many."""
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,10 +28,24 @@ if os.environ.get("RT_LIDAR_NO_TWINS"):  # the NumPy versions, for comparing who
 
 #: Cast times whose moving-object poses are kept (a frame, its prefetched successor, a camera's time).
 _POSE_CACHE = 8
-_T = TypeVar("_T")
 _SWEEP_SAMPLES = 17
 """Samples of a moving object's path over a batch of per-ray times, for its culling sphere."""
 _SWEEP_FRACTIONS = np.arange(_SWEEP_SAMPLES, dtype=np.float64) / (_SWEEP_SAMPLES - 1)
+
+
+_Sweep = tuple[tuple[F64, float], tuple[F64, F64] | None]
+"""An object's (swept sphere, swept box or None) over a span of times: :meth:`MovingObjects._sweep`."""
+
+
+def _swept_sphere(p: F64, q: F64, center: F64, radius: float) -> tuple[F64, float]:
+    """The sphere (centre, radius) that holds a bounding sphere (``center`` in the object frame,
+    ``radius``) at every pose ``p`` (S, 3), ``q`` (S, 4) sampled over a span, and between them (see
+    :meth:`MovingObjects._sweep`); the compiled ``swept_sphere`` gives the same bits."""
+    c = p + quat_rotate(q, center)
+    mid = 0.5 * (c.min(axis=0) + c.max(axis=0))
+    far = float(np.sqrt(((c - mid) ** 2).sum(axis=1)).max())
+    step = float(np.sqrt((np.diff(c, axis=0) ** 2).sum(axis=1)).max()) if len(c) > 1 else 0.0
+    return mid, radius + far + step + 1e-3
 
 
 class _Moving:
@@ -139,8 +152,7 @@ class MovingObjects:
                 self.items.append(_Moving(i, make(obj.vertices, obj.faces), obj.vertices))
                 self._face_material[i] = obj.face_material
         self._pose_cache: dict[float, list[Pose]] = {}
-        self._sphere_cache: dict[tuple[float, float], list[tuple[F64, float]]] = {}
-        self._box_cache: dict[tuple[float, float], list[tuple[F64, F64]]] = {}
+        self._sweep_cache: dict[tuple[float, float], list[_Sweep]] = {}
         self._pose_lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -162,59 +174,50 @@ class MovingObjects:
         every slice; a batch whose times lie within those of an earlier one (the rays that go on behind
         glass) takes that batch's spheres: larger than its own, so its cull keeps every ray that can meet
         an object, and each ray's hit is the same."""
-        return self._over_span(self._sphere_cache, lo, hi, self._swept_sphere)
+        return [sphere for sphere, _ in self._sweeps(lo, hi)]
 
     def swept_boxes(self, lo: float, hi: float) -> list[tuple[F64, F64]]:
         """World-frame boxes (low, high corners) that hold the moving objects' boxes at every time in
-        [``lo``, ``hi``], cached as :meth:`swept_spheres` are."""
-        return self._over_span(self._box_cache, lo, hi, self._swept_box)
+        [``lo``, ``hi``], cached as :meth:`swept_spheres` are (the compiled steps' only: they alone cull
+        by boxes)."""
+        boxes = [box for _, box in self._sweeps(lo, hi)]
+        if any(box is None for box in boxes):
+            raise RuntimeError("swept boxes need the compiled cast steps (unreal_bridge.world._cast_steps)")
+        return boxes  # type: ignore[return-value]
 
-    def _over_span(
-        self,
-        cache: dict[tuple[float, float], list[_T]],
-        lo: float,
-        hi: float,
-        make: Callable[[_Moving, float, float], _T],
-    ) -> list[_T]:
-        """``make(object, lo, hi)`` of every moving object, or what ``cache`` holds for a span that
-        contains [``lo``, ``hi``] (the oldest entry dropped once it holds :data:`_POSE_CACHE`)."""
+    def _sweeps(self, lo: float, hi: float) -> list[_Sweep]:
+        """:meth:`_sweep` of every moving object, or what the cache holds for a span that contains
+        [``lo``, ``hi``] (the oldest entry dropped once it holds :data:`_POSE_CACHE`)."""
         with self._pose_lock:
-            for (a, b), got in cache.items():
+            for (a, b), got in self._sweep_cache.items():
                 if a <= lo and hi <= b:
                     return got
-        made = [make(mv, lo, hi) for mv in self.items]
+        made = [self._sweep(mv, lo, hi) for mv in self.items]
         with self._pose_lock:
-            if len(cache) >= _POSE_CACHE:
-                cache.pop(next(iter(cache)))
-            cache[(lo, hi)] = made
+            if len(self._sweep_cache) >= _POSE_CACHE:
+                self._sweep_cache.pop(next(iter(self._sweep_cache)))
+            self._sweep_cache[(lo, hi)] = made
         return made
 
-    def _swept_box(self, mv: _Moving, lo: float, hi: float) -> tuple[F64, F64]:
-        """The box's corners at :meth:`_swept_sphere`'s 17 times in [``lo``, ``hi``], their world
-        bounds grown by the longest step of a corner between samples (the path between two samples
-        stays within a step of them) and a centimetre (the compiled steps': only they cull by boxes)."""
-        assert _steps is not None
-        ts = lo + (hi - lo) * _SWEEP_FRACTIONS
-        ts[-1] = hi
-        p, q = self._objects[mv.index].trajectory.positions_rotations(ts)
-        out = np.empty(6)
-        _steps.swept_box(
-            np.ascontiguousarray(p, np.float64), np.ascontiguousarray(q, np.float64), mv.corners, out
-        )
-        return out[:3], out[3:]
+    def _sweep(self, mv: _Moving, lo: float, hi: float) -> _Sweep:
+        """The object's pose at 17 times over [``lo``, ``hi``], once, and from them:
 
-    def _swept_sphere(self, mv: _Moving, lo: float, hi: float) -> tuple[F64, float]:
-        """A sphere holding the object's bounding sphere at every time in [``lo``, ``hi``]: its centre
-        sampled at 17 times over it, the radius grown by the farthest sample and the longest step
-        between samples (the path between two samples stays within a step of them)."""
+        - a sphere holding its bounding sphere at every time in the span: its centre sampled at those
+          times, the radius grown by the farthest sample and the longest step between samples (the path
+          between two samples stays within a step of them);
+        - with the compiled steps, a box holding its box: the corners at those times, their world bounds
+          grown by the longest step of a corner between samples and a centimetre."""
         ts = lo + (hi - lo) * _SWEEP_FRACTIONS  # np.linspace's values at a tenth of its cost
         ts[-1] = hi
         p, q = self._objects[mv.index].trajectory.positions_rotations(ts)
-        c = p + quat_rotate(q, mv.center)
-        mid = 0.5 * (c.min(axis=0) + c.max(axis=0))
-        far = float(np.sqrt(((c - mid) ** 2).sum(axis=1)).max())
-        step = float(np.sqrt((np.diff(c, axis=0) ** 2).sum(axis=1)).max()) if len(c) > 1 else 0.0
-        return mid, mv.radius + far + step + 1e-3
+        if _steps is None:
+            return _swept_sphere(p, q, mv.center, mv.radius), None
+        p, q = np.ascontiguousarray(p, np.float64), np.ascontiguousarray(q, np.float64)
+        got = np.empty(5)
+        _steps.swept_sphere(p, q, mv.center, got)  # the twin of _swept_sphere's lines, bit for bit
+        box = np.empty(6)
+        _steps.swept_box(p, q, mv.corners, box)
+        return (got[:3], mv.radius + float(got[3]) + float(got[4]) + 1e-3), (box[:3], box[3:])
 
     def cast(
         self,

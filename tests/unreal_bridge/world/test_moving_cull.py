@@ -187,8 +187,7 @@ def test_the_swept_box_cull_drops_rays_and_changes_no_hit(
 
     def cast(box_cull: bool) -> tuple[bytes, ...]:
         world._moving.box_cull = box_cull
-        world._moving._sphere_cache.clear()
-        world._moving._box_cache.clear()
+        world._moving._sweep_cache.clear()
         h = world.cast(o, d, t, 100.0)
         return tuple(
             np.ascontiguousarray(a).tobytes() for a in (h.distance, h.normal, h.material, h.object_index)
@@ -253,3 +252,64 @@ def test_a_swept_box_holds_the_object_at_every_time_of_its_span() -> None:
         assert (corners >= box_lo).all() and (corners <= box_hi).all()
         slack = np.maximum(corners.min(axis=(0, 1)) - box_lo, box_hi - corners.max(axis=(0, 1)))
         assert slack.max() < 0.01 + 1.5 * (hi - lo) * 9.1 / 16  # a centimetre and about a sample's step
+
+
+def _random_poses(rng: np.random.Generator, s: int) -> tuple[np.ndarray, np.ndarray]:
+    p = rng.normal(0.0, 50.0, (s, 3))
+    q = rng.normal(size=(s, 4))
+    return p, q / np.linalg.norm(q, axis=1)[:, None]
+
+
+@pytest.mark.parametrize("samples", [1, 2, 17, 64])
+def test_the_compiled_swept_sphere_gives_the_numpy_lines_bits(samples: int) -> None:
+    from unreal_bridge.world import moving
+
+    if moving._steps is None:
+        pytest.skip("the compiled cast steps were not built")
+    rng = np.random.default_rng(samples)
+    for _ in range(200):
+        p, q = _random_poses(rng, samples)
+        center, radius = rng.normal(0.0, 2.0, 3), float(rng.uniform(0.5, 5.0))
+        mid, r = moving._swept_sphere(p, q, center, radius)
+        got = np.empty(5)
+        moving._steps.swept_sphere(p, q, center, got)
+        assert got[:3].tobytes() == mid.tobytes()
+        assert radius + float(got[3]) + float(got[4]) + 1e-3 == r
+
+
+def test_the_compiled_swept_sphere_carries_a_nan_and_refuses_bad_input() -> None:
+    from unreal_bridge.world import moving
+
+    if moving._steps is None:
+        pytest.skip("the compiled cast steps were not built")
+    p, q = _random_poses(np.random.default_rng(1), 17)
+    p[5, 1] = np.nan
+    mid, r = moving._swept_sphere(p, q, np.zeros(3), 1.0)
+    got = np.empty(5)
+    moving._steps.swept_sphere(p, q, np.zeros(3), got)
+    assert np.isnan(mid[1]) and np.isnan(got[1]) and np.isnan(r) and np.isnan(got[3])
+    assert got[[0, 2]].tobytes() == mid[[0, 2]].tobytes()
+    with pytest.raises(ValueError, match="no samples"):
+        moving._steps.swept_sphere(p[:0], q[:0], np.zeros(3), got)
+    with pytest.raises(ValueError, match="at most 64 samples"):
+        moving._steps.swept_sphere(np.zeros((65, 3)), np.zeros((65, 4)), np.zeros(3), got)
+    with pytest.raises(ValueError, match="center"):
+        moving._steps.swept_sphere(p, q, np.zeros(4), got)
+    with pytest.raises(ValueError, match="q"):
+        moving._steps.swept_sphere(p, q[:16], np.zeros(3), got)
+
+
+def test_the_swept_spheres_are_the_same_with_and_without_the_compiled_steps(monkeypatch) -> None:
+    """The turning car's spheres over frame-like spans, the compiled path against the NumPy lines."""
+    from unreal_bridge.world import moving
+
+    if moving._steps is None:
+        pytest.skip("the compiled cast steps were not built")
+    spans = [(T + 0.05 * k, T + 0.05 * (k + 1)) for k in range(40)] + [(0.0, 2.0), (T, T)]
+    compiled = [World(_car_scene(TURNING), caster="embree")._moving.swept_spheres(*s)[0] for s in spans]
+    monkeypatch.setattr(moving, "_steps", None)
+    plain = [World(_car_scene(TURNING), caster="embree")._moving.swept_spheres(*s)[0] for s in spans]
+    for (mid_c, r_c), (mid_n, r_n) in zip(compiled, plain, strict=True):
+        assert mid_c.tobytes() == mid_n.tobytes() and r_c == r_n
+    with pytest.raises(RuntimeError, match="compiled cast steps"):
+        World(_car_scene(TURNING), caster="embree")._moving.swept_boxes(T, T + 0.05)
