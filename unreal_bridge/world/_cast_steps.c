@@ -257,24 +257,41 @@ static PyObject *cone_candidates(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(m);
 }
 
+/* The arguments of swept_box and swept_sphere: p f8 (S, 3), q f8 (S, 4), a third f8 array of
+ * ``n_third`` items named ``third``, out f8 (``n_out``,), into b[0..3]; S (1..``max_s``) on success, -1
+ * with the error set (and nothing held) otherwise. */
+static Py_ssize_t sampled_poses(PyObject *args, const char *fn, const char *third, Py_ssize_t n_third,
+                                Py_ssize_t n_out, Py_ssize_t max_s, Buf b[4]) {
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return -1;
+    memset(b, 0, 4 * sizeof *b);
+    Py_ssize_t S = buf_items(o[0], 24);
+    if (S < 0) return -1;
+    if (S < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: no samples", fn);
+        return -1;
+    }
+    if (S > max_s) {
+        PyErr_Format(PyExc_ValueError, "%s: at most %zd samples, got %zd", fn, max_s, S);
+        return -1;
+    }
+    if (buf_get(&b[0], o[0], 0, 'd', 8, 3 * S, "p") || buf_get(&b[1], o[1], 0, 'd', 8, 4 * S, "q") ||
+        buf_get(&b[2], o[2], 0, 'd', 8, n_third, third) || buf_get(&b[3], o[3], 1, 'd', 8, n_out, "out")) {
+        buf_release(b, 4);
+        return -1;
+    }
+    return S;
+}
+
 /* swept_box(p f8 (S, 3), q f8 (S, 4) wxyz, corners f8 (8, 3), out f8 (6,)): the world bounds (lo, hi)
  * of an object's box corners posed at S sampled times (rotated by q, moved by p), grown by the longest
  * step of a corner between consecutive samples and a centimetre: a box that holds the object over the
  * samples' span (MovingObjects.swept_boxes; a cull's bound, so not NumPy's bits). */
 static PyObject *swept_box(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[4];
-    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
     Buf b[4];
-    memset(b, 0, sizeof b);
-    Py_ssize_t S = buf_items(o[0], 24);
+    const Py_ssize_t S = sampled_poses(args, "swept_box", "corners", 24, 6, PY_SSIZE_T_MAX, b);
     if (S < 0) return NULL;
-    if (S < 1) return PyErr_Format(PyExc_ValueError, "swept_box: no samples");
-    if (buf_get(&b[0], o[0], 0, 'd', 8, 3 * S, "p") || buf_get(&b[1], o[1], 0, 'd', 8, 4 * S, "q") ||
-        buf_get(&b[2], o[2], 0, 'd', 8, 24, "corners") || buf_get(&b[3], o[3], 1, 'd', 8, 6, "out")) {
-        buf_release(b, 4);
-        return NULL;
-    }
     const double *p = b[0].view.buf, *q = b[1].view.buf, *c = b[2].view.buf;
     double *out = b[3].view.buf;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -315,22 +332,9 @@ static PyObject *swept_box(PyObject *self, PyObject *args) {
  * NaN anywhere carries through as np.min / np.max carry it. */
 static PyObject *swept_sphere(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[4];
-    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
     Buf b[4];
-    memset(b, 0, sizeof b);
-    Py_ssize_t S = buf_items(o[0], 24);
+    const Py_ssize_t S = sampled_poses(args, "swept_sphere", "center", 3, 5, 64, b);
     if (S < 0) return NULL;
-    if (S < 1) return PyErr_Format(PyExc_ValueError, "swept_sphere: no samples");
-    if (buf_get(&b[0], o[0], 0, 'd', 8, 3 * S, "p") || buf_get(&b[1], o[1], 0, 'd', 8, 4 * S, "q") ||
-        buf_get(&b[2], o[2], 0, 'd', 8, 3, "center") || buf_get(&b[3], o[3], 1, 'd', 8, 5, "out")) {
-        buf_release(b, 4);
-        return NULL;
-    }
-    if (S > 64) {
-        buf_release(b, 4);
-        return PyErr_Format(PyExc_ValueError, "swept_sphere: at most 64 samples, got %zd", S);
-    }
     const double *p = b[0].view.buf, *q = b[1].view.buf, *v = b[2].view.buf;
     double *out = b[3].view.buf;
     const double vx = v[0], vy = v[1], vz = v[2];
