@@ -226,33 +226,31 @@ class MovingObjects:
         poses: list[Pose] | F64,
         max_range: float,
         hits: tuple[F32, F32, NDArray[np.int16], NDArray[np.int32]],
-        spheres: list[tuple[F64, float]] | None = None,
         span: tuple[float, float] | None = None,
     ) -> None:
         """Cast the batch against the moving objects, keeping each ray's nearer hits in ``hits`` (the
         batch's distances, normals, materials and object indices, as the static cast left them);
         ``poses`` are the objects' poses at the batch's one time, or the (N,) per-ray times at which each
-        ray meets them, with ``spheres`` (centre, radius) that hold each object over those times
-        (:meth:`swept_spheres` of their ``span``, the times' min and max; either computed here when not
-        given)."""
+        ray meets them, culled by the spheres (and boxes) that hold each object over ``span``, those
+        times' min and max (computed here when not given)."""
         c0 = o[0].astype(np.float64)
         spread = _spread(o, c0)
         od = oo = None
         per_ray = not isinstance(poses, list)
-        boxes = None
+        spheres: list[tuple[F64, float]] | None = None
+        boxes: list[tuple[F64, F64]] | None = None
         if per_ray:
             if span is None:
                 times = np.asarray(poses)
                 span = float(times.min()), float(times.max())
-            t_lo, t_hi = span
-            if spheres is None:
-                spheres = self.swept_spheres(t_lo, t_hi)
+            sweeps = self._sweeps(*span)
+            spheres = [sphere for sphere, _ in sweeps]
             if (
                 self.box_cull
-                and _steps is not None
+                and _steps is not None  # then every sweep has its box
                 and all(a.dtype == np.float32 and a.flags.c_contiguous for a in (o, d))
             ):
-                boxes = self.swept_boxes(t_lo, t_hi)
+                boxes = [box for _, box in sweeps if box is not None]
         for k, mv in enumerate(self.items):
             if per_ray:
                 assert spheres is not None

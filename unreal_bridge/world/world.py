@@ -203,7 +203,7 @@ class World:
             return out
         tt = np.asarray(t, dtype=np.float64)
         slices = split(n, min(thread_count(n, threads), _N_THREADS))
-        spheres: list[tuple[F64, float]] | None = None
+        span: tuple[float, float] | None = None
         if tt.ndim == 0:
             moving_at: list[Pose] | F64 = self._moving.poses_at(float(tt))
         else:
@@ -213,16 +213,14 @@ class World:
                 raise WorldError(
                     f"World.cast: t must be one time or {n} finite per-ray times, got shape {tt.shape}"
                 )
-            moving_at = tt
-            spheres = self._moving.swept_spheres(lo, hi) if self._moving else []
+            moving_at, span = tt, (lo, hi)
         if self._static is not None:
             parallel_map(lambda sl: self._cast_static(o[sl], d[sl], float(max_range), out, sl), slices)
         # The moving objects once over the whole batch (each ray's hit depends on that ray alone, so
         # not per slice: that would double their culls and per-call costs for a few per cent of the rays).
         if self._moving:
             hits = (out.distance, out.normal, out.material, out.object_index)
-            span = (lo, hi) if spheres is not None else None
-            self._moving.cast(o, d, moving_at, float(max_range), hits, spheres, span)
+            self._moving.cast(o, d, moving_at, float(max_range), hits, span)
         self._face_the_rays(out, d)
         return out
 
