@@ -39,6 +39,7 @@ __all__ = [
     "pulse_sigma_ns",
     "select_returns",
     "single_echo_epw_ns",
+    "span_buckets",
     "waveform_peaks",
     "waveform_returns",
 ]
@@ -149,6 +150,15 @@ def _log(x: Any) -> Any:
     return xp.log(xp.maximum(x, 1e-38))
 
 
+def span_buckets(span_ns: Any, sigma: float, dt: float) -> Any:
+    """log2 of the bins (at least 32) that clusters of these spans are sampled on: the buckets of
+    :func:`waveform_peaks`, whose order within a pulse the candidates keep (the CUDA twin sorts by them
+    too, so that each candidate meets the same noise draw). Integer-exact on either array module."""
+    xp = array_module(span_ns)
+    need = xp.ceil((span_ns + 2 * PAD_SIGMA * sigma) / dt).astype(xp.int64) + 2
+    return xp.frexp((xp.maximum(need, 32) - 1).astype(xp.float64))[1].astype(xp.int64)  # ceil(log2(n))
+
+
 def waveform_peaks(cl: Clusters, width_ns: float, threshold_w: float) -> Peaks:
     """Sample every cluster's waveform and return the peaks at or above ``threshold_w`` (NumPy).
 
@@ -161,8 +171,7 @@ def waveform_peaks(cl: Clusters, width_ns: float, threshold_w: float) -> Peaks:
     sigma = pulse_sigma_ns(width_ns)
     dt = cl.dt_ns
     pi, ci = np.nonzero(np.isfinite(cl.start_ns))
-    need = np.ceil((cl.span_ns[pi, ci] + 2 * PAD_SIGMA * sigma) / dt).astype(np.int64) + 2
-    bucket = np.maximum(np.ceil(np.log2(np.maximum(need, 32))).astype(np.int64), 5)
+    bucket = span_buckets(cl.span_ns[pi, ci], sigma, dt)
     parts = []
     for k in np.unique(bucket).tolist():
         sel = np.nonzero(bucket == k)[0]

@@ -12,7 +12,7 @@ import functools
 import math
 from typing import Any
 
-from kernels.waveform import Clusters, Peaks, pack_peaks, pulse_sigma_ns
+from kernels.waveform import Clusters, Peaks, pack_peaks, pulse_sigma_ns, span_buckets
 from kernels.xp import array_module
 
 __all__ = ["CUDA_SOURCE", "waveform_peaks_cuda"]
@@ -121,4 +121,10 @@ def waveform_peaks_cuda(cl: Clusters, width_ns: float, threshold_w: float, kerne
     )
     (kernel or _kernel())((math.ceil(n / threads),), (threads,), args)
     pi, ci, bi = cp.nonzero(is_peak)
+    # the NumPy twin lists a pulse's candidates by span bucket first, then cluster and bin: the same
+    # order here, or a pulse with a short and a long cluster would pair its peaks with other noise draws
+    bucket = span_buckets(cl.span_ns[pi, ci], pulse_sigma_ns(width_ns), cl.dt_ns)
+    key = ((pi * 64 + bucket) * c + ci) * b + bi
+    o = cp.argsort(key)
+    pi, ci, bi = pi[o], ci[o], bi[o]
     return pack_peaks(pi, t_pk[pi, ci, bi], a_pk[pi, ci, bi], epw[pi, ci, bi], p)

@@ -1,8 +1,10 @@
-"""Running an exported RINet: TensorRT when present, else ONNX Runtime.
+"""Running an exported RINet: TensorRT when present, else PyTorch on a CUDA GPU, else ONNX Runtime.
 
 - ``tensorrt``: the engine is built from the ONNX file once and cached beside it (or in ``cache_dir``)
   under a name keyed by the file's hash, the TensorRT version and the GPU; inputs and outputs live in
   CuPy device buffers (no pycuda). Needs ``tensorrt``, ``cupy`` and a CUDA device.
+- ``torch``: the ONNX graph executed node by node by PyTorch (:mod:`rt_lidar.rinet.torch_runtime`),
+  on a CUDA device when one is present, else on the CPU.
 - ``onnxruntime``: the execution providers TensorRT > CUDA > CPU that this build offers, in that order;
   :attr:`OnnxRuntimeBackend.provider` reports the one that actually ran.
 
@@ -207,16 +209,30 @@ class TensorRTBackend:
         return res
 
 
+def _torch_backend(path: str | Path, device: str | None = None) -> RinetRuntime:
+    from rt_lidar.rinet.torch_runtime import TorchBackend
+
+    return TorchBackend(path, device)
+
+
 RUNTIMES: dict[str, Callable[..., RinetRuntime]] = {
     "tensorrt": TensorRTBackend,
+    "torch": _torch_backend,
     "onnxruntime": OnnxRuntimeBackend,
 }
+"""Best first. ``auto`` takes ``torch`` only where PyTorch sees a CUDA device (on a CPU ONNX Runtime is
+the faster and the reference)."""
 
 
 def runtime_unavailable_reason(name: str) -> str | None:
     """Why runtime ``name`` cannot run here, or None when it can."""
     if name == "onnxruntime":
         return None if importlib.util.find_spec("onnxruntime") else "onnxruntime is not installed"
+    if name == "torch":
+        for mod in ("torch", "onnx"):
+            if importlib.util.find_spec(mod) is None:
+                return f"{mod} is not installed (pip install 'rt-lidar[train]')"
+        return None
     if name == "tensorrt":
         for mod in ("tensorrt", "cupy"):
             if importlib.util.find_spec(mod) is None:
@@ -232,6 +248,12 @@ def runtime_unavailable_reason(name: str) -> str | None:
     return f"unknown runtime '{name}'"
 
 
+def _torch_sees_cuda() -> bool:
+    from rt_lidar.rinet.torch_runtime import cuda_available
+
+    return cuda_available()
+
+
 def available_runtimes() -> list[str]:
     """Names of the runtimes that can run here, best first."""
     return [n for n in RUNTIMES if runtime_unavailable_reason(n) is None]
@@ -239,7 +261,8 @@ def available_runtimes() -> list[str]:
 
 def load_runtime(path: str | Path | None = None, prefer: str = "auto") -> RinetRuntime:
     """A runtime for the ONNX model at ``path`` (the bundled model when None). ``prefer``: ``auto``
-    (TensorRT when present, else ONNX Runtime), ``tensorrt`` or ``onnxruntime``."""
+    (TensorRT, else PyTorch on a CUDA device, else ONNX Runtime), ``tensorrt``, ``torch`` or
+    ``onnxruntime``."""
     model = Path(path) if path is not None else bundled_model_path()
     if prefer != "auto":
         if prefer not in RUNTIMES:
@@ -248,7 +271,7 @@ def load_runtime(path: str | Path | None = None, prefer: str = "auto") -> RinetR
         if why:
             raise ConfigError(f"RINet runtime '{prefer}' is not available: {why}")
         return RUNTIMES[prefer](model)
-    names = available_runtimes()
+    names = [n for n in available_runtimes() if n != "torch" or _torch_sees_cuda()]
     if not names:
         raise ConfigError("no RINet runtime: install onnxruntime (or tensorrt + cupy on a GPU)")
     return RUNTIMES[names[0]](model)

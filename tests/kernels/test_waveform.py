@@ -147,3 +147,32 @@ def test_noisy_detection_is_a_probability_and_keeps_the_width_at_the_threshold()
         t, a, 6.0, THR, "strongest", _t(1.0), noise=Noise(np.array([sigma]), 0.0, np.zeros((1, 3)))
     )
     assert float(r.epw_ns[0]) == pytest.approx(float(single_echo_epw_ns(4 * THR, THR, 6.0)), rel=1e-2)
+
+
+def test_cuda_kernel_lists_candidates_in_numpy_order_so_noise_meets_the_same_peaks(cuda_backend) -> None:
+    """A pulse with a long cluster (a grazing footprint) before a short one: NumPy samples them in
+    different span buckets and lists the short one's peak first. The CUDA twin must list them alike, or
+    each candidate meets another pulse-noise draw and noisy detection picks other returns."""
+    from kernels.waveform import Noise, detect_noisy_peaks
+    from kernels.waveform_cuda import CUDA_SOURCE, waveform_peaks_cuda
+
+    rng = np.random.default_rng(7)
+    n, width = 600, 5.0
+    long_cluster = 100.0 + np.arange(12) * 2.0  # 22 ns of echoes 2 ns apart: one wide cluster
+    t = np.concatenate([np.tile(long_cluster, (n, 1)), rng.uniform(200, 400, (n, 2))], axis=1)
+    t += rng.uniform(0, 50, (n, 1))
+    a = (THR * 10 ** rng.uniform(0.0, 1.5, t.shape)).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        ref = waveform_peaks(cluster_echoes(t, a, width), width, THR)
+        cl = cluster_echoes(cuda_backend.asarray(t), cuda_backend.asarray(a), width)
+        got = waveform_peaks_cuda(cl, width, THR, kernel=cuda_backend.kernel(CUDA_SOURCE, "wf_peaks"))
+        got = type(got)(*(cuda_backend.asnumpy(x) for x in got))
+    assert ref.t_ns.shape == got.t_ns.shape and ref.t_ns.shape[1] >= 3
+    np.testing.assert_array_equal(got.valid, ref.valid)
+    np.testing.assert_allclose(got.t_ns[ref.valid], ref.t_ns[ref.valid], atol=2e-3)  # float32 waveform
+    assert (ref.t_ns[:, 0] > 150).mean() > 0.9  # the short clusters' peaks come first in NumPy's order
+    noise = Noise(np.full(n, THR / 3), 0.0, rng.standard_normal((n, ref.t_ns.shape[1])))
+    kept_ref = detect_noisy_peaks(ref, noise, THR, THR, width).valid
+    kept_got = detect_noisy_peaks(got, noise, THR, THR, width).valid
+    assert 0 < kept_ref.sum() < ref.valid.sum()
+    np.testing.assert_array_equal(kept_got, kept_ref)

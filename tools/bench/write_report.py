@@ -19,9 +19,9 @@ HEADER = """# Performance
 Every table below is written by `tools/bench/write_report.py` from the JSON that the scripts in
 `tools/bench/` leave in `docs/bench/` (`make bench` runs them all), and each ends with the machine its
 run recorded (`tools/bench/machine_record.py`: CPU model and generation, logical CPUs, SIMD, kernel,
-Python, NumPy). All are 2-core x86_64 VMs with 24 GB and no GPU, CPython 3.11, NumPy 2, at times
-shared with other work (each table's machine line gives its run's load average): expect +-30 % between runs,
-and compare ratios within one run.
+Python, NumPy). All but the last (the GPU's) are 2-core x86_64 VMs with 24 GB and no GPU, CPython
+3.11, NumPy 2, at times shared with other work (each table's machine line gives its run's load
+average): expect +-30 % between runs, and compare ratios within one run.
 The hand-written notes after the tables give ranges over repeated runs and name their machine:
 
 - **machine A**: the first sessions' 2-core x86_64 VM, without AVX-512;
@@ -514,6 +514,91 @@ def page_cache(d: dict[str, Any]) -> str:
     )
 
 
+def gpu(d: dict[str, Any]) -> str:
+    """The CUDA machine's section: the weather kernel, a frame loop's kernels, RINet on the GPU."""
+    g = d["gpu"]
+    head = (
+        f"{g['name']} (compute capability {g['compute_capability']}, {g['multiprocessors']} SMs, "
+        f"{g['memory_gib']:g} GiB), CUDA runtime {g['cuda_runtime']}, CuPy {g['cupy']}"
+    )
+    w_rows = [
+        [
+            "case @ rays",
+            "NumPy ms",
+            "CUDA kernel ms",
+            "with copies ms",
+            "x (kernel)",
+            "x (copies)",
+            "same outcome",
+        ]
+    ]
+    for name, r in d.get("weather", {}).items():
+        if name == "error":
+            continue
+        w_rows.append(
+            [
+                f"{name.split('@')[0]} @ {r['rays']:,}",
+                f"{r['numpy_ms']:.2f}",
+                f"{r['cuda_kernel_ms']:.3f}",
+                f"{r['cuda_with_copies_ms']:.2f}",
+                f"{r['speedup_kernel']:.0f}",
+                f"{r['speedup_with_copies']:.1f}",
+                f"{r['same_outcome_share']:.4%}",
+            ]
+        )
+    loop = d.get("frame_loop", {})
+    names = [n for n in loop if n != "error"]
+    f_rows = [["a frame (rain 25 mm/h, dual returns, 7 sub-rays)", *names]]
+    fields = [
+        ("points a frame", "points_per_frame", "{:,.0f}"),
+        ("rays through the weather kernel a frame", None, ""),
+        (
+            "CPU pipeline ms a frame (cast + physics, NumPy, while recorded)",
+            "cpu_pipeline_ms_per_frame",
+            "{:.0f}",
+        ),
+        ("its per-ray kernels on NumPy, ms", "kernels_numpy_ms_per_frame", "{:.0f}"),
+        ("the same on CUDA with copies in and out, ms", "kernels_cuda_ms_per_frame", "{:.1f}"),
+        ("speed-up of the kernels", "speedup", "{:.1f}x"),
+        ("weather outcomes equal", "weather_same_outcome_share", "{:.4%}"),
+        ("returns equal (pulse, number, time within 0.01 ns)", "waveform_returns_matched_share", "{:.4%}"),
+    ]
+    for label, key, fmt in fields:
+        if key is None:
+            f_rows.append([label, *(f"{loop[n]['weather_rays'] // loop[n]['frames']:,}" for n in names)])
+        else:
+            f_rows.append([label, *(fmt.format(loop[n][key]) for n in names)])
+    rin = d.get("rinet", {})
+    r_rows = [["runtime @ batch", "provider", "ms p50", "ms p99", "largest difference from ONNX Runtime CPU"]]
+    for name, r in rin.get("runtimes", {}).items():
+        diff = r.get("max_abs_diff_vs_ort_cpu")
+        r_rows.append(
+            [
+                name,
+                r["provider"],
+                f"{r['median_ms']:.2f}",
+                f"{r['p99_ms']:.2f}",
+                "-" if diff is None else f"{diff:.1e}",
+            ]
+        )
+    skipped = "; ".join(f"{k}: {v}" for k, v in rin.get("skipped", {}).items())
+    return (
+        "## The GPU paths on a CUDA machine (`tools/gpu_check.sh`, `tools/bench/bench_gpu.py`)\n\n"
+        f"{head}. Not part of `make bench` (no machine here has a GPU): `tools/gpu_check.sh` runs the kernel "
+        "tests' CuPy backend and this benchmark where CuPy sees a CUDA device. The machine line below is "
+        "that machine's host.\n\n"
+        "The fused weather kernel against the NumPy model, on `bench_weather`'s synthetic rays:\n\n"
+        + _table(w_rows)
+        + "\n\nA frame loop's per-ray kernels: real frames of the embedded street made by the CPU pipeline, "
+        "every call of the weather model and of the echo waveform's returns recorded, then replayed on "
+        "NumPy and on CuPy (copies to and from the GPU included). Casting stays on the CPU.\n\n"
+        + _table(f_rows)
+        + "\n\nRINet on the camera image (the bundled model, resized input, outputs back on the host):\n\n"
+        + _table(r_rows)
+        + (f"\n\nNot measured: {skipped}." if skipped else "")
+    )
+
+
 SECTIONS = [
     ("pipeline", pipeline),
     ("raycast", raycast),
@@ -530,6 +615,7 @@ SECTIONS = [
     ("profile_inprocess_frame", profile_inprocess),
     ("decode", decode),
     ("page_cache", page_cache),
+    ("gpu", gpu),
 ]
 
 
@@ -548,7 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn in SECTIONS:
         d = _load(args.bench, name)
         if not d:
-            parts.append(f"## {name}\n\nNo `{name}.json` in {args.bench}: run `make bench`.")
+            how = "run `tools/gpu_check.sh` on a CUDA machine" if name == "gpu" else "run `make bench`"
+            parts.append(f"## {name}\n\nNo `{name}.json` in {args.bench}: {how}.")
             continue
         if name == "controller_cost":
             section = controller_cost(d, _load(args.bench, "controller_cost_shm"))
