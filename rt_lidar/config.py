@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_lidar.errors import ConfigError
+from rt_lidar.physics.device import KERNEL_DEVICES
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.schema import build, check_fields, spec, to_plain
@@ -207,6 +208,8 @@ class RunConfig:
     beam: BeamConfig | None = None
     """Sub-rays, return mode, echo pulse width; None = the preset's (resolved: what ran)."""
     sun: SunConfig = field(default_factory=SunConfig)
+    kernels_device: str = spec("cpu", choices=KERNEL_DEVICES)
+    """Where the weather and echo-waveform kernels run (``--kernels-device``): ``cpu`` or ``cuda``."""
     rinet: str | None = None
     """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
@@ -222,6 +225,7 @@ class RunConfig:
             beam=self.beam,
             sun_illuminance_lux=self.sun.lux,
             sun_direction=self.sun.direction,
+            kernels_device=self.kernels_device,
         )
 
     def resolved(self, ran: PhysicsConfig) -> RunConfig:

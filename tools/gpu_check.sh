@@ -20,7 +20,7 @@ export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 { nvidia-smi; nvidia-smi -q -d CLOCK,POWER | head -60; "$py" -c 'import sys, numpy, cupy, torch; print(sys.version); print("numpy", numpy.__version__, "cupy", cupy.__version__, "torch", torch.__version__, torch.version.cuda)'; } \
   >"$out/nvidia-smi.txt" 2>&1
 "$py" -m pytest -q -p no:cacheprovider -rs tests/kernels tests/rt_lidar/rinet/test_rinet_runtime.py \
-  tests/rt_lidar/rinet/test_rinet_torch_runtime.py 2>&1 | tee "$out/pytest.txt" | tail -25
+  tests/rt_lidar/rinet/test_rinet_torch_runtime.py tests/rt_lidar/test_kernels_device.py 2>&1 | tee "$out/pytest.txt" | tail -25
 tests_rc=${PIPESTATUS[0]}
 "$py" tools/bench/bench_gpu.py --out "$out/gpu.json" "$@" 2>&1 | tee "$out/bench.txt" | tail -5
 bench_rc=${PIPESTATUS[0]}

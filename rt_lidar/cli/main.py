@@ -24,6 +24,7 @@ from rt_lidar.config import (
     RunConfig,
 )
 from rt_lidar.errors import ConfigError, FieldError, RtLidarError
+from rt_lidar.physics.device import KERNEL_DEVICES
 from rt_lidar.rig.cli import (
     add_rig_arguments,
     add_rig_run_arguments,
@@ -111,6 +112,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         shared_memory=args.shm,
         weather=weather_from_args(args),
         beam=beam_from_args(args),
+        kernels_device=args.kernels_device,
         sun=sun_from_args(args),
         rinet=resolve_rinet_model(args.rinet),
         bridge=bridge,
@@ -290,6 +292,12 @@ def _add_run_arguments(p: argparse.ArgumentParser, command: str) -> None:
         "--no-scans",
         action="store_true",
         help="do not write OUT/scans (PCD + KITTI): only the --sink outputs (a live drive, a HIL run)",
+    )
+    p.add_argument(
+        "--kernels-device",
+        choices=KERNEL_DEVICES,
+        default=d.kernels_device,
+        help="where the weather and echo-waveform kernels run: cpu (NumPy, default) or cuda (CuPy on a GPU)",
     )
     add_weather_arguments(p)
     add_beam_arguments(p)

@@ -25,6 +25,7 @@ from kernels import (
 from kernels.ambient import receiver_sigma_w
 from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
+from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason, run_weather
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.fused import detect, detections, pack_points, prepare, range_noise
 from rt_lidar.physics.normals import standard_normal
@@ -64,6 +65,9 @@ class PhysicsConfig:
     """Illuminance of the scene by the sun (0 = night, ~100 000 lx = full summer sun)."""
     sun_direction: tuple[float, float, float] | None = None
     """World-frame direction towards the sun (x fwd, y left, z up); None = the scene's."""
+    kernels_device: str = spec("cpu", choices=KERNEL_DEVICES)
+    """Where the weather model and the echo waveform run: ``cpu`` (NumPy) or ``cuda`` (CuPy on a GPU;
+    :mod:`rt_lidar.physics.device`)."""
 
     def __post_init__(self) -> None:
         check_fields(self, "physics")
@@ -73,6 +77,9 @@ class PhysicsConfig:
         d = self.sun_direction
         if d is not None and float(np.linalg.norm(np.asarray(d, np.float64))) < 1e-9:
             raise what.fail("sun_direction", f"must be a non-zero 3-vector, got {d!r}")
+        why = device_unavailable_reason(self.kernels_device)
+        if why:
+            raise what.fail("kernels_device", f"'{self.kernels_device}' {why}")
 
 
 @dataclass
@@ -175,6 +182,7 @@ class SensorPhysics:
                 weather=self.config.weather,
                 epw=self.beam.epw,
                 sigma=det_sigma,
+                device=self.config.kernels_device,
             )
         else:
             det = self._single(echo, hits, rng, det_sigma)
@@ -301,7 +309,9 @@ class SensorPhysics:
             segment[won], flags[won] = 0, int(PointFlag.RAIN_CLUTTER)
 
         if self.config.weather is not None:
-            weather_model(self.config.weather).apply(
+            run_weather(
+                self.config.kernels_device,
+                weather_model(self.config.weather),
                 rng_m,
                 power,
                 flags,

@@ -93,3 +93,9 @@ def test_report_renders_the_gpu_section_from_the_committed_run(tmp_path):
     assert committed["gpu"]["name"] in section and "| HDL-64E | VLS-128 |" in section
     assert "PyTorch CUDA" in section and "Machine: " in section
     assert "## pipeline\n\nNo `pipeline.json`" in text  # the other sections say what to run
+
+
+def test_pipeline_part_times_both_sides_and_matches_their_points():
+    out = bench_gpu.bench_pipeline_devices(["VLP-16"], scans=1, devices=("cpu", "cpu"))["VLP-16"]
+    assert out["cuda_points_matched_share"] == 1.0 and out["points_per_scan"] > 10_000
+    assert out["cpu_realtime_factor"] > 0 and out["cuda_ms_per_scan"] > 0 and out["speedup"] > 0

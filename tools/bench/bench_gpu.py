@@ -10,6 +10,8 @@ RINet on every runtime present. Prints JSON; without CuPy and a CUDA device it s
   waveform's returns) is recorded; then the frames' calls are replayed, once on NumPy and once on
   CuPy with the copies in and out, and the outputs compared. That is the kernels' share of a frame on
   each side, not a whole frame (casting stays on the CPU).
+- ``pipeline``: the same frames made by the real frame loop with ``kernels_device`` ``cpu`` and then
+  ``cuda``: wall time a scan on one thread and how many of the CPU scans' points the CUDA ones have.
 - ``rinet``: each RINet runtime that can run (TensorRT, PyTorch on CUDA, ONNX Runtime) on a camera
   image: milliseconds a frame and the largest difference from ONNX Runtime on the CPU.
 
@@ -150,7 +152,7 @@ class _Recorder:
 
     def __enter__(self) -> _Recorder:
         import kernels.weather_rays as wr
-        import rt_lidar.physics.returns as ret
+        import rt_lidar.physics.device as ret
 
         self._wr, self._ret = wr, ret
         self._apply, self._wave = wr.apply_weather, ret.waveform_returns
@@ -286,6 +288,59 @@ def bench_frame_loop(cp: Any, presets: list[str], frames: int, repeat: int) -> d
     return out
 
 
+def bench_pipeline_devices(
+    presets: list[str], scans: int, devices: tuple[str, str] = ("cpu", "cuda")
+) -> dict[str, Any]:
+    """The real frame loop (in-process, rain 25 mm/h, dual returns, 7 sub-rays) with its weather and
+    waveform kernels on the CPU and on CUDA (``kernels_device``): wall time a scan, the real-time factor
+    on one thread, and the share of the CPU scans' points the CUDA scans also have. ``devices``: what
+    runs as each side (a test runs the CPU as both)."""
+    from rt_lidar.physics.model import PhysicsConfig
+    from rt_lidar.physics.weather import WeatherConfig
+    from rt_lidar.pipeline.builder import build_pipeline
+    from rt_lidar.sensor.beam import BeamConfig
+    from rt_lidar.sensor.scan_pattern import scan_period_ns
+
+    out: dict[str, Any] = {}
+    for name in presets:
+        runs: dict[str, Any] = {}
+        points: dict[str, list[np.ndarray]] = {}
+        for label, device in zip(("cpu", "cuda"), devices, strict=True):
+            cfg = PhysicsConfig(
+                weather=WeatherConfig(rain_mm_h=25.0),
+                beam=BeamConfig(sub_rays=7, return_mode="dual"),
+                kernels_device=device,
+            )
+            built = build_pipeline(name, "street", seed=0, physics=cfg)
+            built.pipeline.scans(1)  # warm: kernels compiled, caches filled
+            t = time.perf_counter()
+            got = built.pipeline.scans(scans)
+            wall = (time.perf_counter() - t) / scans
+            period_s = scan_period_ns(built.preset) * 1e-9
+            points[label] = [s.points for s in got]
+            runs[label] = {"ms_per_scan": round(wall * 1e3, 1), "realtime_factor": round(period_s / wall, 3)}
+        cpu_n = sum(p.size for p in points["cpu"])
+        common = sum(
+            np.intersect1d(_row_ids(a), _row_ids(b)).size
+            for a, b in zip(points["cpu"], points["cuda"], strict=True)
+        )
+        out[name] = {
+            **{f"{d}_{k}": v for d, r in runs.items() for k, v in r.items()},
+            "speedup": round(runs["cpu"]["ms_per_scan"] / runs["cuda"]["ms_per_scan"], 2),
+            "points_per_scan": cpu_n // scans,
+            "cuda_points_matched_share": round(common / max(cpu_n, 1), 6),
+        }
+    return out
+
+
+def _row_ids(points: np.ndarray) -> np.ndarray:
+    """One int64 per point from its pulse (ring, firing time) and return number."""
+    ring = points["ring"].astype(np.int64)
+    t = points["t"].astype(np.int64)
+    rid = points["return_id"].astype(np.int64)
+    return (t * 256 + ring) * 4 + rid
+
+
 def bench_rinet(frames: int) -> dict[str, Any]:
     """Each RINet runtime that can run: ms a frame (image in, masks out) and the difference from ORT CPU."""
     from rt_lidar.rinet.runtime import (
@@ -334,9 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=6, help="frames recorded per preset for the frame loop")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--scans", type=int, default=4, help="scans per preset and device for the pipeline part")
     ap.add_argument("--sizes", type=int, nargs="+", default=[131_072, 1_310_720])
     ap.add_argument("--presets", nargs="+", default=["HDL-64E", "VLS-128"])
-    parts_all = ["weather", "frame_loop", "rinet"]
+    parts_all = ["weather", "frame_loop", "pipeline", "rinet"]
     ap.add_argument("--only", nargs="+", choices=parts_all, default=parts_all)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -349,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     parts: dict[str, Callable[[], Any]] = {
         "weather": lambda: bench_weather(cp, args.sizes, args.repeat),
         "frame_loop": lambda: bench_frame_loop(cp, args.presets, args.frames, args.repeat),
+        "pipeline": lambda: bench_pipeline_devices(args.presets, args.scans),
         "rinet": lambda: bench_rinet(args.repeat * 2),
     }
     for name in args.only:

@@ -568,6 +568,26 @@ def gpu(d: dict[str, Any]) -> str:
             f_rows.append([label, *(f"{loop[n]['weather_rays'] // loop[n]['frames']:,}" for n in names)])
         else:
             f_rows.append([label, *(fmt.format(loop[n][key]) for n in names)])
+    pipe = {k: v for k, v in d.get("pipeline", {}).items() if k != "error"}
+    p_rows = [["preset", "points a scan", "CPU ms a scan (x real time)", "CUDA ms a scan (x real time)"]]
+    p_rows[0] += ["speed-up", "points also in the CUDA scans"]
+    for name, r in pipe.items():
+        p_rows.append(
+            [
+                name,
+                f"{r['points_per_scan']:,}",
+                f"{r['cpu_ms_per_scan']:.0f} ({r['cpu_realtime_factor']:.2f})",
+                f"{r['cuda_ms_per_scan']:.0f} ({r['cuda_realtime_factor']:.2f})",
+                f"{r['speedup']:.2f}x",
+                f"{r['cuda_points_matched_share']:.4%}",
+            ]
+        )
+    pipe_text = (
+        "\n\nThe frame loop itself with those kernels on the GPU (`--kernels-device cuda`; casting and the "
+        "rest on one CPU thread), the same frames as with `cpu`:\n\n" + _table(p_rows)
+        if pipe
+        else ""
+    )
     rin = d.get("rinet", {})
     r_rows = [["runtime @ batch", "provider", "ms p50", "ms p99", "largest difference from ONNX Runtime CPU"]]
     for name, r in rin.get("runtimes", {}).items():
@@ -593,9 +613,11 @@ def gpu(d: dict[str, Any]) -> str:
         "every call of the weather model and of the echo waveform's returns recorded, then replayed on "
         "NumPy and on CuPy (copies to and from the GPU included). Casting stays on the CPU.\n\n"
         + _table(f_rows)
+        + pipe_text
         + "\n\nRINet on the camera image (the bundled model, resized input, outputs back on the host):\n\n"
         + _table(r_rows)
         + (f"\n\nNot measured: {skipped}." if skipped else "")
+        + (f"\n\nThe run: {d['note']}." if d.get("note") else "")
     )
 
 

@@ -1,0 +1,78 @@
+"""Where the per-ray kernels of the physics run: the CPU (NumPy) or a CUDA GPU (CuPy).
+
+With ``cuda`` the weather model and the echo waveform's returns take their batch to the GPU, run the
+CUDA twins there (:mod:`kernels.weather_cuda`, :mod:`kernels.waveform_cuda`) and bring the results
+back into the same host arrays, so the rest of the frame loop does not change. Their draws come from
+the same counter-based generator and the same ``rng`` draws, so a scan matches the CPU one except for
+the rare outcome that float32 arithmetic on the GPU puts on the other side of a threshold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kernels.waveform import Returns, waveform_returns
+from kernels.xp import cupy_available
+
+__all__ = ["KERNEL_DEVICES", "device_unavailable_reason", "run_waveform_returns", "run_weather"]
+
+KERNEL_DEVICES = ("cpu", "cuda")
+
+
+def device_unavailable_reason(device: str) -> str | None:
+    """Why ``device`` cannot run the kernels here, or None when it can."""
+    if device == "cpu":
+        return None
+    if device == "cuda":
+        return None if cupy_available() else "needs CuPy and a CUDA device (pip install 'rt-lidar[gpu]')"
+    return f"unknown kernel device {device!r}; known: {', '.join(KERNEL_DEVICES)}"
+
+
+def _cupy() -> Any:
+    import cupy
+
+    return cupy
+
+
+def run_waveform_returns(device: str, t_ns: np.ndarray, amp: np.ndarray, *args: Any) -> Returns:
+    """:func:`kernels.waveform.waveform_returns` of host arrays on ``device``; host arrays back."""
+    if device == "cpu":
+        return waveform_returns(t_ns, amp, *args)
+    cp = _cupy()
+    ret = waveform_returns(cp.asarray(t_ns), cp.asarray(amp), *args)
+    return Returns(*(cp.asnumpy(x) for x in ret))
+
+
+def run_weather(
+    device: str,
+    model: Any,
+    range_m: np.ndarray,
+    power_w: np.ndarray,
+    flags: np.ndarray,
+    *rest: Any,
+    **kw: Any,
+) -> None:
+    """``model.apply(range_m, power_w, flags, direction, preset, threshold_w, rng, **kw)`` on ``device``:
+    the host arrays it changes in place (range, power, flags, ``reflectivity``, ``segment``, ``echoes``)
+    hold the result afterwards, as on the CPU."""
+    if device == "cpu":
+        model.apply(range_m, power_w, flags, *rest, **kw)
+        return
+    cp = _cupy()
+    host: list[np.ndarray] = [range_m, power_w, flags]
+    dev = [cp.asarray(a) for a in host]
+    for name in ("reflectivity", "segment"):
+        if kw.get(name) is not None:
+            host.append(kw[name])
+            kw[name] = cp.asarray(kw[name])
+            dev.append(kw[name])
+    if kw.get("echoes") is not None:
+        outs = kw["echoes"]
+        kw["echoes"] = tuple(cp.asarray(e) for e in outs)
+        host.extend(outs)
+        dev.extend(kw["echoes"])
+    model.apply(*dev[:3], *rest, **kw)
+    for h, d in zip(host, dev, strict=True):
+        h[...] = cp.asnumpy(d)
