@@ -40,6 +40,7 @@ __all__ = [
     "load_runtime",
     "prepare_image",
     "runtime_unavailable_reason",
+    "runtimes_here",
 ]
 
 ORT_PROVIDER_ORDER = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
@@ -257,6 +258,20 @@ def _torch_sees_cuda() -> bool:
 def available_runtimes() -> list[str]:
     """Names of the runtimes that can run here, best first."""
     return [n for n in RUNTIMES if runtime_unavailable_reason(n) is None]
+
+
+def runtimes_here(path: str | Path | None = None) -> tuple[dict[str, RinetRuntime], dict[str, str]]:
+    """Every runtime that can run here, loaded with the model at ``path`` (the bundled one when None),
+    best first; and for each of the others why it cannot (what a benchmark reports as skipped)."""
+    loaded: dict[str, RinetRuntime] = {}
+    skipped: dict[str, str] = {}
+    for name in RUNTIMES:
+        why = runtime_unavailable_reason(name)
+        if why:
+            skipped[name] = why
+        else:
+            loaded[name] = load_runtime(path, prefer=name)
+    return loaded, skipped
 
 
 def load_runtime(path: str | Path | None = None, prefer: str = "auto") -> RinetRuntime:

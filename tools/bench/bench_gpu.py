@@ -343,26 +343,15 @@ def _row_ids(points: np.ndarray) -> np.ndarray:
 
 def bench_rinet(frames: int) -> dict[str, Any]:
     """Each RINet runtime that can run: ms a frame (image in, masks out) and the difference from ORT CPU."""
-    from rt_lidar.rinet.runtime import (
-        RUNTIMES,
-        OnnxRuntimeBackend,
-        bundled_model_path,
-        load_runtime,
-        runtime_unavailable_reason,
-    )
+    from rt_lidar.rinet.runtime import OnnxRuntimeBackend, bundled_model_path, runtimes_here
 
     model = bundled_model_path()
     ref = OnnxRuntimeBackend(model, providers=["CPUExecutionProvider"])
     img = np.random.default_rng(1).integers(0, 256, (360, 640, 3), dtype=np.uint8)
     want = ref.infer(img)
     out: dict[str, Any] = {}
-    skipped: dict[str, str] = {}
-    for name in RUNTIMES:
-        why = runtime_unavailable_reason(name)
-        if why:
-            skipped[name] = why
-            continue
-        rt = load_runtime(model, prefer=name)
+    loaded, skipped = runtimes_here(model)
+    for name, rt in loaded.items():
         for batch in (1, 8):
             small = np.asarray(Image.fromarray(img).resize((rt.width, rt.height), Image.Resampling.BILINEAR))
             x = np.repeat(

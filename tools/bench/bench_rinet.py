@@ -16,7 +16,7 @@ import numpy as np
 from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.pipeline.builder import build_pipeline
-from rt_lidar.rinet.runtime import RUNTIMES, bundled_model_path, load_runtime, runtime_unavailable_reason
+from rt_lidar.rinet.runtime import bundled_model_path, runtimes_here
 from rt_lidar.rinet.stage import RinetStage
 from unreal_bridge.world import CameraSpec
 
@@ -32,13 +32,8 @@ def bench(model: Path, frames: int, cam: CameraSpec) -> dict[str, object]:
     scan = built.pipeline.scans(1)[0]
     rgb = built.world.render_camera(cam, scan.start_ns * 1e-9).rgb
     out: dict[str, object] = {}
-    skipped: dict[str, str] = {}
-    for name in RUNTIMES:
-        why = runtime_unavailable_reason(name)
-        if why:
-            skipped[name] = why
-            continue
-        rt = load_runtime(model, prefer=name)
+    loaded, skipped = runtimes_here(model)
+    for name, rt in loaded.items():
         stage = RinetStage(model, cam, built.world.scene.sensor_mount, runtime=rt)
         for _ in range(5):
             rt.infer(rgb)

@@ -54,3 +54,15 @@ def test_unknown_runtime_is_a_clear_error():
 
     with pytest.raises(ConfigError, match="unknown RINet runtime"):
         load_runtime(BUNDLED, prefer="openvino")
+
+
+def test_runtimes_here_loads_each_that_can_run_and_says_why_not_for_the_rest():
+    from rt_lidar.rinet.runtime import runtimes_here
+
+    loaded, skipped = runtimes_here(BUNDLED)
+    assert set(loaded) | set(skipped) == set(RUNTIMES) and not set(loaded) & set(skipped)
+    assert list(loaded) == [n for n in RUNTIMES if n in loaded]  # best first
+    for name, rt in loaded.items():
+        assert rt.name == name and (rt.height, rt.width) == (72, 128)
+    for name, why in skipped.items():
+        assert why == runtime_unavailable_reason(name)
