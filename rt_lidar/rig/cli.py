@@ -60,6 +60,7 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
         rosbag=not args.no_rosbag,
         crosstalk=config.crosstalk,
         weather=config.weather,
+        kernels_device=config.kernels_device,
         stream=stream,
         write_scans=config.write_scans,
         scene_setup=config.scene_setup,

@@ -49,6 +49,8 @@ class RigRunOptions:
     crosstalk: bool = False
     """Mutual interference between the rig's sensors (:mod:`rt_lidar.rig.crosstalk`)."""
     weather: WeatherConfig | None = None
+    kernels_device: str = "cpu"
+    """Where the weather and echo-waveform kernels run (``--kernels-device``): ``cpu`` or ``cuda``."""
     stream: str | None = None
     """A ZeroMQ endpoint publishing every sensor's scans (header ``sensor``), e.g. tcp://127.0.0.1:5555."""
     write_scans: bool = True
@@ -161,6 +163,8 @@ def drive_rig(
 def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
     """``rt-lidar demo --rig``: the rig in the embedded world, in-process."""
     rig = rig or load_rig(opts.rig)
+    # a device this machine lacks is refused here, before any file is written
+    physics = PhysicsConfig(weather=opts.weather, kernels_device=opts.kernels_device)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "rig.json").write_text(json.dumps({"options": asdict(opts), "rig": rig.to_plain()}, indent=2))
@@ -172,7 +176,7 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
         seed=opts.seed,
         prefetch=True,
         crosstalk=opts.crosstalk,
-        physics=PhysicsConfig(weather=opts.weather),
+        physics=physics,
     )
     bag = RigBag(out / "rosbag", rig) if opts.rosbag else None
     stream = RigStream(opts.stream, rig) if opts.stream else None

@@ -3,6 +3,7 @@ frame loop. One test body runs on every device present (the CPU always; CUDA whe
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -64,3 +65,27 @@ def test_cuda_without_a_gpu_is_refused_by_name(tmp_path):
     r = subprocess.run([*cmd, "--kernels-device", "cuda", "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 2 and "'cuda' needs CuPy and a CUDA device" in r.stderr
     assert not (out / "scans").exists() or not any((out / "scans").iterdir())
+
+
+@pytest.mark.skipif(cupy_available(), reason="a CUDA device is here")
+def test_a_rig_asked_for_cuda_without_a_gpu_is_refused_before_writing(tmp_path):
+    from rt_lidar.rig.run import RigRunOptions, run_rig_demo
+
+    rig = tmp_path / "rig.toml"
+    rig.write_text('[[sensor]]\nname = "solo"\npreset = "VLP-16"\nmount = { xyz = [0.0, 0.0, 1.8] }\n')
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match="'cuda' needs CuPy and a CUDA device"):
+        run_rig_demo(RigRunOptions(str(rig), frames=1, out=str(out), progress=False, kernels_device="cuda"))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_rig_runs_its_sensors_kernels_on_each_device(device: str, tmp_path):
+    from rt_lidar.rig.run import RigRunOptions, run_rig_demo
+
+    rig = tmp_path / "rig.toml"
+    rig.write_text('[[sensor]]\nname = "solo"\npreset = "VLP-16"\nmount = { xyz = [0.0, 0.0, 1.8] }\n')
+    rain = WeatherConfig(rain_mm_h=25.0)
+    opts = RigRunOptions(str(rig), frames=1, out=str(tmp_path / "out"), progress=False, weather=rain)
+    summary = run_rig_demo(dataclasses.replace(opts, kernels_device=device))
+    assert summary["sensors"]["solo"]["scans_written"] == 1
