@@ -3,12 +3,15 @@
 For a machine with a GPU and PyTorch but no TensorRT (and no CUDA build of ONNX Runtime). The ONNX
 file stays the one model format: its weights and graph are read with ``onnx`` and each node runs as the
 matching ``torch`` operation, so no checkpoint or Python model class is needed. The graph must be
-static in its shapes and use only the operations in :data:`SUPPORTED_OPS` (what ``rinet export``
-writes); anything else is refused when the file is loaded, naming the node.
+static in its shapes and use only the operations this module maps to PyTorch (what ``rinet export``
+writes, and a few more); anything else is refused when the file is loaded, naming the node.
 """
 
 from __future__ import annotations
 
+import ctypes.util
+import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,11 +22,22 @@ import numpy as np
 from rt_lidar.errors import ConfigError
 from rt_lidar.rinet.runtime import InferenceResult, prepare_image
 
-__all__ = ["SUPPORTED_OPS", "TorchBackend", "cuda_available"]
+__all__ = ["TorchBackend", "cuda_available"]
+
+
+def _nvidia_driver_present() -> bool:
+    return (
+        os.path.exists("/dev/nvidiactl")
+        or os.path.exists("/proc/driver/nvidia/version")
+        or ctypes.util.find_library("cuda") is not None
+    )
 
 
 def cuda_available() -> bool:
-    """True when PyTorch imports and sees a CUDA device."""
+    """True when PyTorch imports and sees a CUDA device. Where there is no sign of NVIDIA's driver it
+    answers without importing PyTorch (seconds and hundreds of MB on a machine that cannot use it)."""
+    if "torch" not in sys.modules and not _nvidia_driver_present():
+        return False
     try:
         import torch
     except ImportError:
@@ -105,13 +119,6 @@ def _ops(torch: Any) -> dict[str, Callable[..., Any]]:
     }
 
 
-SUPPORTED_OPS = frozenset(
-    {"Conv", "ConvTranspose", "LeakyRelu", "Relu", "Sigmoid", "Concat", "Slice", "Add", "Sub", "Mul", "Div"}
-    | {"Greater", "Where", "Shape", "Identity", "Constant", "ConstantOfShape"}
-)
-"""The ONNX operations this runtime executes."""
-
-
 class TorchBackend:
     """An exported RINet (ONNX) run by PyTorch on ``device`` (default: CUDA when present, else CPU)."""
 
@@ -132,16 +139,17 @@ class TorchBackend:
         except Exception as exc:  # a truncated or foreign file
             raise ConfigError(f"{self.path}: not a readable ONNX model ({exc})") from exc
         graph = model.graph
-        bad = [f"{n.op_type} (node '{n.name}')" for n in graph.node if n.op_type not in SUPPORTED_OPS]
+        self._ops = _ops(torch)
+        supported = {*self._ops, "Constant"}  # constants are folded when the file is read
+        bad = [f"{n.op_type} (node '{n.name}')" for n in graph.node if n.op_type not in supported]
         if bad:
             raise ConfigError(
                 f"{self.path}: the torch runtime cannot run {', '.join(bad)}; "
-                f"supported: {', '.join(sorted(SUPPORTED_OPS))}"
+                f"supported: {', '.join(sorted(supported))}"
             )
         self._values: dict[str, Any] = {
             t.name: self._tensor(numpy_helper.to_array(t)) for t in graph.initializer
         }
-        self._ops = _ops(torch)
         self._nodes: list[tuple[str, list[str], list[str], dict[str, Any]]] = []
         for n in graph.node:
             attrs = _attrs(n)

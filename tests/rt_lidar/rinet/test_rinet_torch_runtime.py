@@ -86,3 +86,17 @@ def test_a_file_that_is_not_onnx_is_a_clear_error(tmp_path: Path):
         TorchBackend(bad, device="cpu")
     with pytest.raises(FileNotFoundError, match=r"missing\.onnx"):
         TorchBackend(tmp_path / "missing.onnx", device="cpu")
+
+
+def test_auto_on_a_machine_without_nvidia_s_driver_does_not_import_torch():
+    import subprocess
+    import sys
+
+    from rt_lidar.rinet.torch_runtime import _nvidia_driver_present
+
+    if _nvidia_driver_present():
+        pytest.skip("NVIDIA's driver is here: auto asks PyTorch")
+    code = "import sys; "
+    code += "from rt_lidar.rinet import load_runtime; load_runtime(); print('torch' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert r.stdout.strip() == "False"
