@@ -5,8 +5,8 @@
 # out/gpu): nvidia-smi.txt, pytest.txt, gpu.json, bench.txt.
 #
 # Run from the repository root with the machine's own Python (CuPy, PyTorch, ONNX Runtime present).
-# Packages that machine lacks travel as wheels in .whl/ (see docs/performance.md, "GPU"); they are
-# installed into /tmp/site, never over the machine's own.
+# Packages that machine lacks travel as wheels in .whl/ (docs/performance-notes.md, "CUDA kernels",
+# says which and how to fetch them); they are installed into /tmp/site, never over the machine's own.
 set -u
 out=${OUT:-out/gpu}
 mkdir -p "$out"
