@@ -182,7 +182,8 @@ class TorchBackend:
         with torch.inference_mode():
             for op, ins, outs, attrs in self._nodes:
                 env[outs[0]] = self._ops[op](attrs, *(env[i] if i else None for i in ins))
-        return env["intensity"], env["drop_prob"], env["mask"]
+        intensity, drop_prob, mask = (env[name] for name in self._outputs)
+        return intensity, drop_prob, mask
 
     def infer_device(self, x_dev: Any) -> tuple[Any, Any, Any]:
         """Run on a torch (N, 3, h, w) float32 tensor on this backend's device; outputs stay there."""

@@ -31,7 +31,6 @@ import numpy as np
 from machine_record import write_json  # tools/bench, beside this script
 from PIL import Image
 
-from kernels.intensity import sensor_constant
 from kernels.xp import cupy_available
 
 
@@ -65,31 +64,20 @@ def _median_ms(fn: Callable[[], Any], repeat: int, sync: Callable[[], None]) -> 
 
 def bench_weather(cp: Any, sizes: list[int], repeat: int) -> dict[str, Any]:
     """NumPy model against the CUDA kernel on ``bench_weather``'s synthetic rays."""
-    from rt_lidar.physics.weather import WeatherConfig, WeatherModel
+    from bench_weather import CONFIGS, synthetic_rays  # tools/bench, beside this script
+
+    from rt_lidar.physics.weather import WeatherModel
     from rt_lidar.sensor.presets import load_preset
 
-    configs = {
-        "rain_25mm_h": WeatherConfig(rain_mm_h=25.0),
-        "fog_100m": WeatherConfig(fog_visibility_m=100.0),
-        "snow_1mm_h": WeatherConfig(snow_mm_h=1.0),
-        "rain_10_fog_200": WeatherConfig(rain_mm_h=10.0, fog_visibility_m=200.0),
-    }
+    names = ("rain_25mm_h", "fog_100m", "snow_1mm_h", "rain_10_fog_200")
     preset = load_preset("VLP-16")
     thr = preset.pulse.detection_threshold_w
-    k = sensor_constant(
-        preset.pulse.peak_power_w, preset.optics.receiver_aperture_m, preset.optics.system_efficiency
-    )
     out: dict[str, Any] = {}
     for n in sizes:
-        rng = np.random.default_rng(0)
-        r0 = rng.uniform(1.0, 120.0, n).astype(np.float32)
-        r0[rng.random(n) < 0.35] = np.inf
-        p0 = np.where(np.isfinite(r0), k * rng.uniform(0.05, 0.6, n) / np.minimum(r0, 1e6) ** 2, 0).astype(
-            np.float32
-        )
+        r0, p0, rng = synthetic_rays(preset, n)
         refl = rng.uniform(0.05, 0.6, n).astype(np.float32)
-        for name, cfg in configs.items():
-            prm = WeatherModel(cfg).params(preset, thr)
+        for name in names:
+            prm = WeatherModel(CONFIGS[name]).params(preset, thr)
             out[f"{name}@{n}"] = _weather_case(cp, (r0, p0, refl), prm, repeat)
     return out
 

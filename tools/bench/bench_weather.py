@@ -21,7 +21,7 @@ from machine_record import write_json  # tools/bench, beside this script
 from kernels.intensity import sensor_constant
 from kernels.weather_reference import reference_ray
 from rt_lidar.physics.weather import WeatherConfig, WeatherModel
-from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.session.realtime import tune_allocator
 
 CONFIGS = {
@@ -31,6 +31,19 @@ CONFIGS = {
     "snow_1mm_h": WeatherConfig(snow_mm_h=1.0),
     "rain_10_fog_200": WeatherConfig(rain_mm_h=10.0, fog_visibility_m=200.0),
 }
+
+
+def synthetic_rays(preset: SensorPreset, n: int) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
+    """``n`` object returns of a spinning scan for ``preset`` (a third see sky: range inf, power 0):
+    float32 range and received power, and the generator that drew them (seed 0) for further draws."""
+    rng = np.random.default_rng(0)
+    r0 = rng.uniform(1.0, 120.0, n).astype(np.float32)
+    r0[rng.random(n) < 0.35] = np.inf  # a third of a spinning scan sees sky
+    k = sensor_constant(
+        preset.pulse.peak_power_w, preset.optics.receiver_aperture_m, preset.optics.system_efficiency
+    )
+    p0 = np.where(np.isfinite(r0), k * rng.uniform(0.05, 0.6, n) / np.minimum(r0, 1e6) ** 2, 0)
+    return r0, p0.astype(np.float32), rng
 
 
 def main() -> None:
@@ -43,14 +56,7 @@ def main() -> None:
     args = ap.parse_args()
     preset = load_preset("VLP-16")
     thr = preset.pulse.detection_threshold_w
-    rng = np.random.default_rng(0)
-    r0 = rng.uniform(1.0, 120.0, args.points).astype(np.float32)
-    r0[rng.random(args.points) < 0.35] = np.inf  # a third of a spinning scan sees sky
-    k = sensor_constant(
-        preset.pulse.peak_power_w, preset.optics.receiver_aperture_m, preset.optics.system_efficiency
-    )
-    p0 = np.where(np.isfinite(r0), k * rng.uniform(0.05, 0.6, args.points) / np.minimum(r0, 1e6) ** 2, 0)
-    p0 = p0.astype(np.float32)
+    r0, p0, _ = synthetic_rays(preset, args.points)
     results = {}
     for name, cfg in CONFIGS.items():
         model = WeatherModel(cfg)
