@@ -5,8 +5,9 @@ waited that long. A backend that offers ``prepare_lidar_data`` / ``prepare_lidar
 ``prepare_lidar_beam_hits`` (:class:`DeferredSimBackend`) is asked under the lock only for a
 :class:`PreparedCast`: the call's interval and frozen copies of the state the cast reads (vehicle,
 segment ids, weather). The server then casts and encodes outside the lock, and the answer is the one
-the locked call would have given. :class:`CastQueue` keeps heavy casts (more than ``heavy_rays``) in
-FIFO order, one at a time, and bounds how many light ones run beside it, so memory stays bounded.
+the locked call would have given. :class:`CastQueue` starts heavy casts (more than ``heavy_rays``) in
+FIFO order, several at once only while their rays together stay within one call's ray budget, and
+bounds how many light ones run beside them, so memory stays bounded.
 """
 
 from __future__ import annotations
@@ -22,12 +23,17 @@ import numpy as np
 from .beam_call import SunRequest
 from .wire import LidarFrame, LidarHits
 
-__all__ = ["HEAVY_RAYS", "CastQueue", "DeferredSimBackend", "PreparedCast", "takes_omit"]
+__all__ = ["HEAVY_BUDGET_RAYS", "HEAVY_RAYS", "CastQueue", "DeferredSimBackend", "PreparedCast", "takes_omit"]
 
 T_co = TypeVar("T_co", covariant=True)
 
 HEAVY_RAYS = 100_000
-"""Casts of more rays than this wait their turn in the FIFO queue, one at a time."""
+"""Casts of more rays than this wait their turn in the FIFO queue (:class:`CastQueue`)."""
+HEAVY_BUDGET_RAYS = 500_000
+"""Rays the heavy casts running at once may hold together: the embedded sim's ray budget of one call
+(``serve --max-rays``'s default), so heavy casts at once never hold more than one full-budget call
+did when they ran one at a time. A 20 Hz VLS-128 frame (120,064 rays) is heavy: two or three frames
+a client asked ahead are cast at once within it."""
 
 
 class PreparedCast(Protocol[T_co]):
@@ -95,17 +101,29 @@ def takes_omit(backend: object) -> bool:
 
 
 class CastQueue:
-    """Turns for casts: more than ``heavy_rays`` rays wait in FIFO order and run one at a time; lighter
-    ones run at once, at most ``max_light`` together. :attr:`stats` counts the casts and the heavy ones
-    that had to wait."""
+    """Turns for casts. More than ``heavy_rays`` rays make a heavy cast: heavy casts start in FIFO
+    order, each once the heavy casts running leave room for its rays in ``heavy_budget`` (one larger
+    than the budget runs alone), so a large cast at the head is never overtaken by smaller ones behind
+    it. Lighter casts run at once, at most ``max_light`` together. :attr:`stats` counts the casts, the
+    heavy ones that had to wait, and the most heavy casts seen running at once."""
 
-    def __init__(self, heavy_rays: int = HEAVY_RAYS, max_light: int = 4) -> None:
+    def __init__(
+        self, heavy_rays: int = HEAVY_RAYS, max_light: int = 4, heavy_budget: int = HEAVY_BUDGET_RAYS
+    ) -> None:
+        if heavy_budget < 1:
+            raise ValueError(f"heavy_budget must be >= 1 ray, got {heavy_budget}")
         self.heavy_rays = int(heavy_rays)
+        self.heavy_budget = int(heavy_budget)
         self._cond = threading.Condition()
         self._next_ticket = 0  # the ticket the next heavy cast draws
-        self._serving = 0  # the ticket whose turn it is
+        self._serving = 0  # the ticket whose turn it is to start
+        self._running_rays = 0  # rays of the heavy casts running now
+        self._running = 0
         self._light = threading.BoundedSemaphore(max_light)
-        self.stats = {"heavy": 0, "heavy_waited": 0, "light": 0}
+        self.stats = {"heavy": 0, "heavy_waited": 0, "light": 0, "heavy_at_once": 0}
+
+    def _room(self, rays: int) -> bool:
+        return self._running == 0 or self._running_rays + rays <= self.heavy_budget
 
     @contextlib.contextmanager
     def turn(self, rays: int) -> Iterator[None]:
@@ -119,13 +137,19 @@ class CastQueue:
             ticket = self._next_ticket
             self._next_ticket += 1
             self.stats["heavy"] += 1
-            if ticket != self._serving:
+            if ticket != self._serving or not self._room(rays):
                 self.stats["heavy_waited"] += 1
-            while ticket != self._serving:
+            while ticket != self._serving or not self._room(rays):
                 self._cond.wait()
+            self._serving += 1  # the next ticket may start beside this one if the budget allows
+            self._running += 1
+            self._running_rays += rays
+            self.stats["heavy_at_once"] = max(self.stats["heavy_at_once"], self._running)
+            self._cond.notify_all()
         try:
             yield
         finally:
             with self._cond:
-                self._serving += 1
+                self._running -= 1
+                self._running_rays -= rays
                 self._cond.notify_all()

@@ -11,7 +11,7 @@ the backend offers ``lidar_beam_hits``.
 
 A backend with ``prepare_lidar_*`` methods (:class:`~unreal_bridge.casts.DeferredSimBackend`, the
 embedded sim) has its lidar calls cast outside the call lock: the lock is held only to take the call's
-interval and a frozen view of the state, heavy casts wait their turn in a FIFO queue
+interval and a frozen view of the state, heavy casts start in FIFO order within a ray budget
 (:class:`~unreal_bridge.casts.CastQueue`), and other clients' calls go on meanwhile. Its
 ``rtLidarGetHits``, and ``rtLidarGetBeamHits`` with a beam of only a shared-memory offer, are answered
 :class:`~unreal_bridge.rpc.Later` (cast and encoded on a worker thread, the latter into the offered
@@ -28,7 +28,7 @@ import numpy as np
 
 from . import wire
 from .beam_call import BEAM_HITS_METHOD, SunRequest, decode_beam, decode_sun
-from .casts import CastQueue, DeferredSimBackend, PreparedCast, is_deferred, takes_omit
+from .casts import HEAVY_BUDGET_RAYS, CastQueue, DeferredSimBackend, PreparedCast, is_deferred, takes_omit
 from .errors import WireFormatError
 from .hits_codec import compact_option, encode_hits, hits_options, omit_option, server_info
 from .limits import ServerLimits, safe_pattern
@@ -201,6 +201,7 @@ class AirSimServer:
         port: int = DEFAULT_PORT,
         max_message_size: int | None = None,
         limits: ServerLimits | None = None,
+        cast_budget_rays: int = HEAVY_BUDGET_RAYS,
     ) -> None:
         self.backend = backend
         self.rpc = RpcServer(host, port, max_message_size=max_message_size, limits=limits)
@@ -213,8 +214,9 @@ class AirSimServer:
         self.rpc.register("simSetSegmentationObjectID", self._set_segmentation_id, 3, locked=False)
         if callable(getattr(backend, "lidar_beam_hits", None)):  # a backend without it: rpclib's not-found
             self.rpc.register(BEAM_HITS_METHOD, self._beam_hits, 3)
-        self.casts = CastQueue()
-        """Turns of the lidar casts run outside the call lock (heavy ones in FIFO order, one at a time)."""
+        self.casts = CastQueue(heavy_budget=cast_budget_rays)
+        """Turns of the lidar casts run outside the call lock (heavy ones in FIFO order, together only
+        while their rays stay within ``cast_budget_rays``: the backend's ray budget of one call)."""
         self._deferred = is_deferred(backend)
         self._takes_omit = self._deferred and takes_omit(backend)
         """The backend's prepared hits need not compute the fields an answer omits (its ``omit``)."""

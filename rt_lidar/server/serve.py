@@ -184,6 +184,7 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
             max_rays_per_call=opts.max_rays,
             cast_threads=cast_threads,
         )
-    server = AirSimServer(sim, host=opts.host, port=opts.port)
+    # heavy casts at once hold at most one call's ray budget, as one full-budget call did alone
+    server = AirSimServer(sim, host=opts.host, port=opts.port, cast_budget_rays=opts.max_rays)
     server.start()
     return EmbeddedServer(server, sim)

@@ -144,12 +144,17 @@ class _Overlaps(CastQueue):
                     self.running -= 1
 
 
+@pytest.mark.parametrize("preset_name", ["VLP-16", "VLS-128"])
 @pytest.mark.parametrize("shared_memory", [False, True], ids=["tcp", "shm"])
-def test_two_frames_asked_ahead_are_cast_at_once(shared_memory: bool) -> None:
+def test_two_frames_asked_ahead_are_cast_at_once(shared_memory: bool, preset_name: str) -> None:
     """Our server answers the hits calls of frames asked ahead later (on worker threads), through
-    shared memory as over TCP: the casts of the two frames owed at once overlap."""
+    shared memory as over TCP: the casts of the two frames owed at once overlap. A VLS-128's 20 Hz
+    frame (120,064 rays) is a heavy cast: two of them fit the heavy casts' ray budget together (they
+    ran one at a time before, and the bridged VLS-128 demo kept its server on one core)."""
     casts = _Overlaps()
-    with _bridge(street_scene(0), depth=2, shared_memory=shared_memory, casts=casts) as b:
+    with _bridge(
+        street_scene(0), depth=2, shared_memory=shared_memory, casts=casts, preset_name=preset_name
+    ) as b:
         for k in range(5):
             b.pipe._fetch(k)
             assert b.client.transport == ("shm" if shared_memory else "tcp")
@@ -160,6 +165,8 @@ def test_two_frames_asked_ahead_are_cast_at_once(shared_memory: bool) -> None:
                 assert segments == [None, None]
         b.pipe.close()
     assert casts.most == 2
+    heavy = preset_name == "VLS-128"
+    assert (casts.stats["heavy"] > 0) == heavy and casts.stats["heavy_at_once"] == (2 if heavy else 0)
 
 
 def _until(cond: Callable[[], bool], timeout_s: float = 5.0) -> bool:

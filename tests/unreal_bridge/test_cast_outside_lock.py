@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -95,8 +95,8 @@ def test_a_prepared_cast_answers_as_at_its_call_whatever_happens_before_it_runs(
     assert (got_data.pose, got_data.time_stamp) == (want_data.pose, want_data.time_stamp)
 
 
-def test_heavy_casts_take_fifo_turns_one_at_a_time() -> None:
-    queue = CastQueue(heavy_rays=10, max_light=2)
+def test_heavy_casts_larger_than_half_the_budget_take_fifo_turns_one_at_a_time() -> None:
+    queue = CastQueue(heavy_rays=10, max_light=2, heavy_budget=150)
     order: list[int] = []
     inside = [0]
     most = [0]
@@ -126,3 +126,91 @@ def test_heavy_casts_take_fifo_turns_one_at_a_time() -> None:
     assert most[0] <= 2  # one heavy plus the light one at most
     assert order.index(99) < 4  # the light cast did not wait for the heavy queue
     assert queue.stats["heavy"] == 5 and queue.stats["heavy_waited"] == 4
+    assert queue.stats["heavy_at_once"] == 1
+
+
+def _soon(cond: Callable[[], bool], timeout_s: float = 5.0) -> bool:
+    end = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+class _Recorder:
+    """Heavy casts through a queue, each held until released, recording what runs when."""
+
+    def __init__(self, queue: CastQueue) -> None:
+        self.queue = queue
+        self.started: list[str] = []
+        self.running: dict[str, int] = {}
+        self.most_rays = 0
+        self._lock = threading.Lock()
+        self._release: dict[str, threading.Event] = {}
+        self._threads: list[threading.Thread] = []
+
+    def start(self, name: str, rays: int) -> None:
+        self._release[name] = threading.Event()
+
+        def run() -> None:
+            with self.queue.turn(rays):
+                with self._lock:
+                    self.started.append(name)
+                    self.running[name] = rays
+                    self.most_rays = max(self.most_rays, sum(self.running.values()))
+                self._release[name].wait(5)
+                with self._lock:
+                    del self.running[name]
+
+        drawn = self.queue.stats["heavy"]
+        self._threads.append(threading.Thread(target=run))
+        self._threads[-1].start()
+        assert _soon(lambda: self.queue.stats["heavy"] == drawn + 1)  # tickets in the order started
+
+    def release(self, name: str) -> None:
+        self._release[name].set()
+        assert _soon(lambda: name not in self.running)
+
+    def has_started(self, *names: str) -> bool:
+        """Whether exactly ``names`` have started, in that order (waiting a little for them)."""
+        _soon(lambda: self.started == list(names), timeout_s=2.0)
+        time.sleep(0.02)  # and nothing more starts
+        return self.started == list(names)
+
+    def join(self) -> None:
+        for event in self._release.values():
+            event.set()
+        for t in self._threads:
+            t.join(5)
+
+
+def test_heavy_casts_run_together_while_their_rays_fit_the_budget_and_never_overtake() -> None:
+    rec = _Recorder(CastQueue(heavy_rays=10, heavy_budget=150))
+    try:
+        rec.start("a", 60)
+        rec.start("b", 60)  # fits beside a: 120 <= 150
+        assert rec.has_started("a", "b")
+        rec.start("c", 60)  # 180 > 150: waits
+        rec.start("d", 20)  # would fit (140) but may not overtake c
+        assert rec.has_started("a", "b")
+        rec.release("a")  # b + c = 120, then d: 140
+        assert rec.has_started("a", "b", "c", "d")
+        rec.start("e", 400)  # larger than the budget: waits until it can run alone
+        rec.release("b")
+        rec.release("c")
+        rec.start("f", 20)  # behind e, though it would fit beside d
+        assert rec.has_started("a", "b", "c", "d")
+        rec.release("d")
+        assert rec.has_started("a", "b", "c", "d", "e") and rec.running == {"e": 400}
+        rec.release("e")
+        assert rec.has_started("a", "b", "c", "d", "e", "f")
+    finally:
+        rec.join()
+    assert rec.most_rays == 400  # the budget, or one cast larger than it alone
+    assert rec.queue.stats["heavy"] == 6 and rec.queue.stats["heavy_at_once"] == 3
+
+
+def test_a_cast_queue_refuses_an_empty_budget() -> None:
+    with pytest.raises(ValueError, match="heavy_budget must be >= 1 ray, got 0"):
+        CastQueue(heavy_budget=0)
