@@ -29,8 +29,11 @@ The hand-written notes after the tables give ranges over repeated runs and name 
   as fast at painting points in llvmpipe;
 - **machine C**: the VM of the sessions since 2 December's evening and of CI, an AMD EPYC of the
   Zen 3 generation (family 25, model 1) with 2 vCPUs, AVX2 and no AVX-512, under Firecracker (KVM).
-  Its speed drifts by 30-40 % within minutes to hours. Tables whose JSON predates the machine record
-  say so.
+  Its speed drifts by 30-40 % within minutes to hours;
+- **machine D**: the VM of the session of 4 December's evening, an AMD EPYC of the Zen 4 generation
+  (family 25, model 17) with 2 vCPUs (one thread a core), AVX-512, under Firecracker: the frame loop
+  runs 1.3-1.6x machine C's rates. Every table above the notes but the GPU's was run on it (their
+  machine lines say so); tables whose JSON predates the machine record say so.
 """
 
 
@@ -97,10 +100,10 @@ def pipeline(d: dict[str, Any]) -> str:
         f"embedded street, f_sim = 20 Hz, {d['results'][0]['scans']} scans after a warm-up. "
         'RTF = simulated seconds per wall second; "with writers" adds PCD + KITTI files written in line '
         "(the demo writes them from a background thread); the last column, where given, is the "
-        f"pipeline alone with the `embree-fast` caster. {how}On the 2-core CI VM (machine C) a "
-        "preset's figure moves by 30-40 % with the VM's speed (HDL-64E 1.8-3.6x over the runs of "
-        "3-4 December), so compare presets within the table, and code against code in alternating runs "
-        "(docs/performance-notes.md).\n\n" + _table(rows)
+        f"pipeline alone with the `embree-fast` caster. {how}On the 2-core Zen 3 VM (machine C) a "
+        "preset's figure moved by 30-40 % with the VM's speed (HDL-64E 1.8-3.6x over the runs of "
+        "3-4 December; 3.7-4.3x on machine D), so compare presets within the table, and code against "
+        "code in alternating runs (docs/performance-notes.md).\n\n" + _table(rows)
     )
 
 
