@@ -237,7 +237,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         type=ray_budget,
         default=None,
         metavar="N",
-        help="rays (firings x sub-rays) one lidar call may cast, default 500000: bounds one call's time",
+        help="rays (firings x sub-rays) one lidar call may cast, default 500000: bounds one call's time, "
+        "and the rays of the large casts run at once (their memory)",
     )
     p.add_argument("--rig", default=None, metavar="RIG.toml", help="serve every lidar of a rig file")
     p.add_argument(

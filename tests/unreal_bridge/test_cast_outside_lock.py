@@ -11,17 +11,18 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from rt_lidar.sensor.presets import load_preset
-from rt_lidar.server.embedded_sim import EmbeddedSim
-from rt_lidar.server.serve import ServeOptions, start_server_process
+from rt_lidar.server.embedded_sim import MAX_RAYS_PER_CALL, EmbeddedSim
+from rt_lidar.server.serve import ServeOptions, start_embedded_server, start_server_process
 from unreal_bridge import AirSimClient, CarControls
 from unreal_bridge.attacks import LatencyWatcher, full_budget_call
 from unreal_bridge.beam_call import encode_beam
-from unreal_bridge.casts import CastQueue
+from unreal_bridge.casts import HEAVY_BUDGET_RAYS, CastQueue
 from unreal_bridge.world import World, street_scene
 
 
@@ -214,3 +215,16 @@ def test_heavy_casts_run_together_while_their_rays_fit_the_budget_and_never_over
 def test_a_cast_queue_refuses_an_empty_budget() -> None:
     with pytest.raises(ValueError, match="heavy_budget must be >= 1 ray, got 0"):
         CastQueue(heavy_budget=0)
+
+
+@pytest.mark.parametrize("max_rays", [None, 123_456])
+def test_the_embedded_servers_heavy_casts_share_one_calls_ray_budget(max_rays: int | None) -> None:
+    opts = ServeOptions(port=0, scene="street", preset="VLP-16", paused=True)
+    if max_rays is not None:
+        opts = replace(opts, max_rays=max_rays)
+    srv = start_embedded_server(opts)
+    try:
+        assert srv.server.casts.heavy_budget == srv.sim.max_rays_per_call == (max_rays or MAX_RAYS_PER_CALL)
+    finally:
+        srv.close()
+    assert HEAVY_BUDGET_RAYS == MAX_RAYS_PER_CALL  # the bare server's default is the sim's call budget
