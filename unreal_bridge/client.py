@@ -64,8 +64,9 @@ def _is_arity_error(exc: RpcError) -> bool:
 class FrameRequest(NamedTuple):
     """A lockstep frame :meth:`AirSimClient.send_frame_request` asked for, its answers not read yet."""
 
-    advance: int
-    """The msgid of its ``simContinueForTime``."""
+    advance: int | None
+    """The msgid of its ``simContinueForTime`` (None: it reads the frame another lidar's request
+    advanced the sim to, as a rig's other lidars do)."""
     hits: int
     """The msgid of its hits call (``rtLidarGetHits``, or ``rtLidarGetBeamHits`` offering ``segment``)."""
     segment: ShmSegment | None = None
@@ -451,16 +452,18 @@ class AirSimClient:
         return dict(info) if isinstance(info, Mapping) else {}
 
     def send_frame_request(
-        self, seconds: float, lidar_name: str = "", vehicle_name: str = ""
+        self, seconds: float | None, lidar_name: str = "", vehicle_name: str = ""
     ) -> FrameRequest:
         """Send ``simContinueForTime(seconds)`` and the frame's hits call without waiting (the next
         lockstep frame asked ahead, see :meth:`RpcClient.send_request`); :meth:`read_frame` takes the
-        answer. The server casts the frame while this side still works on the previous one.
+        answer. The server casts the frame while this side still works on the previous one. With
+        ``seconds`` None only the hits call goes: a rig's other lidar reading the frame the first one's
+        request advanced the sim to.
 
         Once the server has taken an offer of shared memory (any extension call before, as the
         controller's first), the hits call is ``rtLidarGetBeamHits`` offering a segment of the ring of
         its own, so several frames asked ahead are written at once; else ``rtLidarGetHits`` over TCP."""
-        advance = self.rpc.send_request("simContinueForTime", [float(seconds)])
+        advance = None if seconds is None else self.rpc.send_request("simContinueForTime", [float(seconds)])
         segment = self._lend() if self._shm_taken else None
         if segment is None:
             return FrameRequest(
@@ -504,7 +507,8 @@ class AirSimClient:
         answered = False
         try:
             try:
-                self.rpc.read_response(request.advance)
+                if request.advance is not None:
+                    self.rpc.read_response(request.advance)
             except BridgeError:
                 with contextlib.suppress(BridgeError):  # its cast is not wanted: read it off the link
                     answered = self._read_off(request.hits)

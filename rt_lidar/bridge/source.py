@@ -304,15 +304,22 @@ class BridgeSource:
         """Whether frames go out ahead: lockstep frames this source advances, with our extension's plain
         call, over TCP or through shared memory (a segment of the client's ring a frame); sub-ray
         bundles and pose samples keep one call a frame."""
-        return (
-            self.ask_ahead is not None
-            and self._in_order
-            and self.lockstep
-            and self.advance_clock
-            and self.stats.extension
-            and self._beam is None
-            and not self.poses
-        )
+        return self.ask_ahead is not None and self.advance_clock and self.can_be_asked_ahead()
+
+    def can_be_asked_ahead(self) -> bool:
+        """Whether a rig may send this source's lockstep frames ahead (:meth:`ask_frame`): our
+        extension's plain call on a server that answers in order; sub-ray bundles and pose samples keep
+        one call a frame."""
+        plain = self._beam is None and not self.poses
+        return self._in_order and self.lockstep and self.stats.extension and plain
+
+    def ask_frame(self, t0_ns: int, t1_ns: int) -> None:
+        """Send the request of the lockstep frame ``[t0_ns, t1_ns)`` now (advancing the sim first when
+        this source advances it); :meth:`hits` of that frame reads its answer. A rig asks every lidar's
+        frames in frame order this way, so the server casts them while this side works on earlier ones."""
+        seconds = (t1_ns - t0_ns) * 1e-9 if self.advance_clock else None
+        request = self.client.send_frame_request(seconds, self.lidar_name, self.vehicle_name)
+        self._ahead.append((t0_ns, t1_ns, request))
 
     def _drop_asked_ahead(self, until: tuple[int, int] | None = None) -> None:
         """Read and drop the answers of the frames asked ahead that are not wanted any more (the sim
@@ -340,9 +347,8 @@ class BridgeSource:
         if ahead:
             request = ahead.popleft()[2]
         else:
-            request = self.client.send_frame_request(
-                (t1_ns - t0_ns) * 1e-9, self.lidar_name, self.vehicle_name
-            )
+            seconds = (t1_ns - t0_ns) * 1e-9 if self.advance_clock else None
+            request = self.client.send_frame_request(seconds, self.lidar_name, self.vehicle_name)
         ask = self.ask_ahead if self._can_ask_ahead() else None
 
         def ask_next() -> None:

@@ -145,6 +145,10 @@ class Pipeline:
             k + 1, self.sim_hz
         )
 
+    def frame_interval(self, k: int) -> tuple[int, int]:
+        """Sim frame ``k``'s interval ``[t0_ns, t1_ns)``, the one its source is asked for."""
+        return self._interval(k)
+
     def next_interval(self, t0_ns: int, t1_ns: int) -> tuple[int, int] | None:
         """The sim frame this pipeline asks its source for after ``[t0_ns, t1_ns)`` (None without
         prefetch, when nothing reads ahead of the frame in progress, or for an interval that is not

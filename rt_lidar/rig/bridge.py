@@ -2,10 +2,14 @@
 
 Each sensor is read as the server's lidar of the same name (``rt-lidar serve --rig`` serves them; a
 real AirSim needs a settings.json from ``rt-lidar presets airsim-settings --rig``). In lockstep the
-first sensor's source advances the sim by one frame and every sensor then reads that same frame, one
-extension call each; without prefetch, so that no sensor reads ahead of the clock. With ``--crosstalk``
-the sensors interfere exactly as in-process: our server sends each answer's sensor poses on the 1 ms
-grid (``info.pose_samples``), from which each pulse's world pose is interpolated as the cast did.
+first sensor's request advances the sim by one frame and every sensor then reads that same frame, one
+extension call each. On a server that answers in order (ours), the requests of every sensor's next
+frames go out ahead in frame order (``--ask-ahead`` frames, :class:`RigFramesAhead`): the calls and
+their order are those of one frame at a time, so the scans are the same, and the server casts frame
+k+1 while this side runs frame k's physics. With ``--crosstalk`` (pose samples) or sub-ray bundles the
+sensors read one call at a time, and interfere exactly as in-process: our server sends each answer's
+sensor poses on the 1 ms grid (``info.pose_samples``), from which each pulse's world pose is
+interpolated as the cast did.
 """
 
 from __future__ import annotations
@@ -17,7 +21,28 @@ from rt_lidar.rig.loop import RigLoop
 from rt_lidar.rig.model import Rig
 from unreal_bridge import AirSimClient
 
-__all__ = ["bridge_rig_loop"]
+__all__ = ["RigFramesAhead", "bridge_rig_loop"]
+
+
+class RigFramesAhead:
+    """Before the rig steps frame k, the requests of frames k .. k + ``depth`` not yet sent go out for
+    every sensor, frame by frame in the rig's order (the first sensor's advancing the sim): the same
+    calls, in the same order, as one frame at a time."""
+
+    def __init__(self, sources: list[BridgeSource], pipelines: list[Pipeline], depth: int) -> None:
+        if depth < 1:
+            raise ValueError(f"frames asked ahead must be >= 1, got {depth}")
+        self.units = list(zip(sources, pipelines, strict=True))
+        self.depth = depth
+        self.asked = -1
+        """The last frame whose requests went out."""
+
+    def __call__(self, frame: int) -> None:
+        while self.asked < frame + self.depth:
+            k = self.asked + 1
+            for source, pipeline in self.units:
+                source.ask_frame(*pipeline.frame_interval(k))
+            self.asked = k
 
 
 def bridge_rig_loop(
@@ -29,9 +54,12 @@ def bridge_rig_loop(
     weather: WeatherConfig | None = None,
     vehicle_name: str = "",
     crosstalk: bool = False,
+    ask_ahead: int = 1,
 ) -> tuple[RigLoop, dict[str, BridgeSource]]:
     """The rig's frame loop over ``client`` (lockstep) and each sensor's bridge source; with
-    ``crosstalk`` the sensors interfere as in-process (each pulse's world pose from the server's answer)."""
+    ``crosstalk`` the sensors interfere as in-process (each pulse's world pose from the server's answer).
+    ``ask_ahead``: frames whose requests go out ahead of the one being worked on (0: none), where every
+    sensor's source allows it (:meth:`BridgeSource.can_be_asked_ahead`)."""
     sources: dict[str, BridgeSource] = {}
     pipelines: dict[str, Pipeline] = {}
     for i, s in enumerate(rig.sensors):
@@ -47,5 +75,9 @@ def bridge_rig_loop(
         )
         pipe = bridge_pipeline(source, sim_hz, seed, weather)
         pipe.prefetch = 0  # every sensor reads the frame the first one advanced to, in order
+        source.ask_ahead = None  # no source asks on its own: the rig asks for all, in frame order
         sources[s.name], pipelines[s.name] = source, pipe
-    return RigLoop.over(rig, pipelines, sim_hz, crosstalk=crosstalk), sources
+    loop = RigLoop.over(rig, pipelines, sim_hz, crosstalk=crosstalk)
+    if ask_ahead > 0 and all(src.can_be_asked_ahead() for src in sources.values()):
+        loop.before_step = RigFramesAhead(list(sources.values()), list(pipelines.values()), ask_ahead)
+    return loop, sources

@@ -116,6 +116,7 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
             weather=weather_from_args(args),
             vehicle_name=args.vehicle,
             crosstalk=args.crosstalk,
+            ask_ahead=args.ask_ahead,
         )
         bag = None if args.no_rosbag else RigBag(out / "rosbag", rig)
         stream = RigStream(address, rig) if address else None

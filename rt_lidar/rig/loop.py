@@ -10,6 +10,7 @@ Without interference a sensor's scans are byte for byte those of the sensor run 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,6 +74,9 @@ class RigLoop:
             pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch)
             self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys), pipe)
         self.frame = 0
+        self.before_step: Callable[[int], None] | None = None
+        """Called with the frame number at the start of each :meth:`step` (a rig over the bridge asks
+        the server for every lidar's frames ahead there)."""
 
     @classmethod
     def over(
@@ -87,11 +91,14 @@ class RigLoop:
             for s in rig.sensors
         }
         loop.frame = 0
+        loop.before_step = None
         return loop
 
     def step(self) -> dict[str, list[Scan]]:
         """Advance every sensor one sim frame; returns each sensor's completed scans."""
         units = self.units
+        if self.before_step is not None:
+            self.before_step(self.frame)
         # 1-3. every sensor senses the same frame of the same world (firings, hits, physics)
         sensed = {name: u.pipeline.sense() for name, u in units.items()}
         # 4. mutual interference: each sensor's false points from the others' pulses of this frame
