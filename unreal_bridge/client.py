@@ -452,7 +452,11 @@ class AirSimClient:
         return dict(info) if isinstance(info, Mapping) else {}
 
     def send_frame_request(
-        self, seconds: float | None, lidar_name: str = "", vehicle_name: str = ""
+        self,
+        seconds: float | None,
+        lidar_name: str = "",
+        vehicle_name: str = "",
+        beam: dict[str, Any] | None = None,
     ) -> FrameRequest:
         """Send ``simContinueForTime(seconds)`` and the frame's hits call without waiting (the next
         lockstep frame asked ahead, see :meth:`RpcClient.send_request`); :meth:`read_frame` takes the
@@ -460,24 +464,27 @@ class AirSimClient:
         ``seconds`` None only the hits call goes: a rig's other lidar reading the frame the first one's
         request advanced the sim to.
 
-        Once the server has taken an offer of shared memory (any extension call before, as the
-        controller's first), the hits call is ``rtLidarGetBeamHits`` offering a segment of the ring of
-        its own, so several frames asked ahead are written at once; else ``rtLidarGetHits`` over TCP."""
+        The hits call is ``rtLidarGetHits``, or ``rtLidarGetBeamHits`` with ``beam`` (an
+        :func:`~unreal_bridge.beam_call.encode_beam` dict: sub-rays, sun, pose samples) as
+        :meth:`rt_lidar_get_beam_hits` sends it. Once the server has taken an offer of shared memory
+        (any extension call before, as the controller's first), it is ``rtLidarGetBeamHits`` offering a
+        segment of the ring of its own, so several frames asked ahead are written at once."""
         advance = None if seconds is None else self.rpc.send_request("simContinueForTime", [float(seconds)])
         segment = self._lend() if self._shm_taken else None
+        omit = self.omit_for(lidar_name)
         if segment is None:
-            return FrameRequest(
-                advance,
-                self.rpc.send_request("rtLidarGetHits", self._hits_args(lidar_name, vehicle_name)),
-                omit=self.omit_for(lidar_name),
-            )
+            if beam:
+                args = [lidar_name, vehicle_name, self._with_form(beam, lidar_name)]
+                return FrameRequest(advance, self.rpc.send_request(BEAM_HITS_METHOD, args), omit=omit)
+            hits = self.rpc.send_request("rtLidarGetHits", self._hits_args(lidar_name, vehicle_name))
+            return FrameRequest(advance, hits, omit=omit)
         try:
-            beam = self._with_form({"transport": segment.offer()}, lidar_name)
-            hits = self.rpc.send_request(BEAM_HITS_METHOD, [lidar_name, vehicle_name, beam])
+            form = self._with_form({**(beam or {}), "transport": segment.offer()}, lidar_name)
+            hits = self.rpc.send_request(BEAM_HITS_METHOD, [lidar_name, vehicle_name, form])
         except BaseException:
             self._give_back(segment, reusable=False)
             raise
-        return FrameRequest(advance, hits, segment, self.omit_for(lidar_name))
+        return FrameRequest(advance, hits, segment, omit)
 
     def read_frame(self, request: FrameRequest, before_decode: Callable[[], None] | None = None) -> LidarHits:
         """The hits of a frame :meth:`send_frame_request` asked for; ``before_decode`` runs once its

@@ -23,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between, schedule_digest
 from unreal_bridge import AirSimClient, LidarHits, RpcError
-from unreal_bridge.beam_call import SunArg
+from unreal_bridge.beam_call import SunArg, encode_beam
 from unreal_bridge.client import FrameRequest
 from unreal_bridge.errors import BridgeError
 from unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS, FluPose
@@ -301,25 +302,36 @@ class BridgeSource:
         return self._material_names
 
     def _can_ask_ahead(self) -> bool:
-        """Whether frames go out ahead: lockstep frames this source advances, with our extension's plain
-        call, over TCP or through shared memory (a segment of the client's ring a frame); sub-ray
-        bundles and pose samples keep one call a frame."""
+        """Whether frames go out ahead on their own: lockstep frames this source advances, with our
+        extension's calls, over TCP or through shared memory (a segment of the client's ring a frame)."""
         return self.ask_ahead is not None and self.advance_clock and self.can_be_asked_ahead()
 
     def can_be_asked_ahead(self) -> bool:
-        """Whether a rig may send this source's lockstep frames ahead (:meth:`ask_frame`): our
-        extension's plain call on a server that answers in order; sub-ray bundles and pose samples keep
-        one call a frame."""
-        plain = self._beam is None and not self.poses
-        return self._in_order and self.lockstep and self.stats.extension and plain
+        """Whether this source's lockstep frames may be asked for ahead (by itself, or by a rig through
+        :meth:`ask_frame`): our extension's calls (sub-ray bundles, sun and pose samples included) on a
+        server that answers in order."""
+        return self._in_order and self.lockstep and self.stats.extension
+
+    def _beam_form(self) -> dict[str, Any] | None:
+        """The ``rtLidarGetBeamHits`` entries this source's frames ask for (sub-rays, sun, pose
+        samples), as :meth:`_fetch_extension`'s calls send them; None: the plain ``rtLidarGetHits``."""
+        b = self._beam
+        if b is None and not self.poses:
+            return None
+        if b is None:
+            return encode_beam(None, None, None, True)
+        return encode_beam(b.offsets_rad, b.weights, self._sun, self.poses)
 
     def ask_frame(self, t0_ns: int, t1_ns: int) -> None:
         """Send the request of the lockstep frame ``[t0_ns, t1_ns)`` now (advancing the sim first when
         this source advances it); :meth:`hits` of that frame reads its answer. A rig asks every lidar's
         frames in frame order this way, so the server casts them while this side works on earlier ones."""
+        self._ahead.append((t0_ns, t1_ns, self._send_frame(t0_ns, t1_ns)))
+
+    def _send_frame(self, t0_ns: int, t1_ns: int) -> FrameRequest:
+        """The requests of the lockstep frame ``[t0_ns, t1_ns)``, sent without waiting."""
         seconds = (t1_ns - t0_ns) * 1e-9 if self.advance_clock else None
-        request = self.client.send_frame_request(seconds, self.lidar_name, self.vehicle_name)
-        self._ahead.append((t0_ns, t1_ns, request))
+        return self.client.send_frame_request(seconds, self.lidar_name, self.vehicle_name, self._beam_form())
 
     def _drop_asked_ahead(self, until: tuple[int, int] | None = None) -> None:
         """Read and drop the answers of the frames asked ahead that are not wanted any more (the sim
@@ -344,11 +356,7 @@ class BridgeSource:
         memory each frame in flight has a segment of its own (``AirSimClient.send_frame_request``)."""
         ahead = self._ahead
         self._drop_asked_ahead(until=(t0_ns, t1_ns))
-        if ahead:
-            request = ahead.popleft()[2]
-        else:
-            seconds = (t1_ns - t0_ns) * 1e-9 if self.advance_clock else None
-            request = self.client.send_frame_request(seconds, self.lidar_name, self.vehicle_name)
+        request = ahead.popleft()[2] if ahead else self._send_frame(t0_ns, t1_ns)
         ask = self.ask_ahead if self._can_ask_ahead() else None
 
         def ask_next() -> None:
@@ -357,25 +365,33 @@ class BridgeSource:
                 nxt = ask(*last)
                 if nxt is None:
                     return
-                dt = (nxt[1] - nxt[0]) * 1e-9
-                request_next = self.client.send_frame_request(dt, self.lidar_name, self.vehicle_name)
-                ahead.append((nxt[0], nxt[1], request_next))
+                ahead.append((nxt[0], nxt[1], self._send_frame(*nxt)))
                 last = nxt
 
-        answer = self.client.read_frame(request, before_decode=ask_next)
+        answer = self._checked(lambda: self.client.read_frame(request, before_decode=ask_next))
         return self._hits_of_answer(answer, expected, (t0_ns, t1_ns))
 
     def _fetch_extension(
         self, expected: Firings | None = None, interval: tuple[int, int] | None = None
     ) -> tuple[Hits, int, int]:
-        try:
-            if self._beam is None:
-                ans = self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name, poses=self.poses)
-            else:
-                b = self._beam
-                ans = self.client.rt_lidar_get_beam_hits(
+        b = self._beam
+        if b is None:
+            ans = self._checked(
+                lambda: self.client.rt_lidar_get_hits(self.lidar_name, self.vehicle_name, poses=self.poses)
+            )
+        else:
+            ans = self._checked(
+                lambda: self.client.rt_lidar_get_beam_hits(
                     self.lidar_name, self.vehicle_name, b.offsets_rad, b.weights, self._sun, poses=self.poses
                 )
+            )
+        return self._hits_of_answer(ans, expected, interval)
+
+    def _checked(self, call: Callable[[], LidarHits]) -> LidarHits:
+        """``call()``'s answer; with pose samples asked for, a server that refuses them or answers
+        without them is told apart by name."""
+        try:
+            ans = call()
         except RpcError as exc:
             if not self.poses:
                 raise
@@ -389,7 +405,7 @@ class BridgeSource:
                 f"lidar '{self.lidar_name}': the server answered without info.pose_samples (a rig's "
                 "--crosstalk needs each pulse's world pose)"
             )
-        return self._hits_of_answer(ans, expected, interval)
+        return ans
 
     def _hits_of_answer(
         self, ans: LidarHits, expected: Firings | None = None, interval: tuple[int, int] | None = None

@@ -6,10 +6,9 @@ first sensor's request advances the sim by one frame and every sensor then reads
 extension call each. On a server that answers in order (ours), the requests of every sensor's next
 frames go out ahead in frame order (``--ask-ahead`` frames, :class:`RigFramesAhead`): the calls and
 their order are those of one frame at a time, so the scans are the same, and the server casts frame
-k+1 while this side runs frame k's physics. With ``--crosstalk`` (pose samples) or sub-ray bundles the
-sensors read one call at a time, and interfere exactly as in-process: our server sends each answer's
-sensor poses on the 1 ms grid (``info.pose_samples``), from which each pulse's world pose is
-interpolated as the cast did.
+k+1 while this side runs frame k's physics. With ``--crosstalk`` the sensors interfere exactly as
+in-process: our server sends each answer's sensor poses on the 1 ms grid (``info.pose_samples``, asked
+for with every frame's call), from which each pulse's world pose is interpolated as the cast did.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from scenes import wall_scene
 
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
 from rt_lidar.pipeline.frame_loop import Pipeline
+from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from unreal_bridge import AirSimClient, AirSimServer
@@ -52,6 +53,7 @@ def _bridge(
     shm_bytes: int = 16 << 20,
     server_shm_dir: Path | None = None,
     casts: CastQueue | None = None,
+    beam: BeamConfig | None = None,
 ) -> Iterator[Bridge]:
     """A lidar (VLP-16) on our server over loopback, in lockstep at 20 Hz, through ``bridge_pipeline``
     asking ``depth`` frames ahead; with ``shared_memory`` the client offers its ring of segments (to a
@@ -69,7 +71,10 @@ def _bridge(
             client.reset()
             source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
             yield Bridge(
-                sim, client, source, bridge_pipeline(source, sim_hz=20.0, seed=seed, ask_depth=depth)
+                sim,
+                client,
+                source,
+                bridge_pipeline(source, sim_hz=20.0, seed=seed, beam=beam, ask_depth=depth),
             )
     finally:
         server.close()
@@ -96,6 +101,20 @@ def test_asking_ahead_gives_the_same_scans() -> None:
     one_at_a_time = _scans(0)
     assert _scans(1) == one_at_a_time
     assert _scans(2) == one_at_a_time  # two frames owed at once, cast at the same time
+
+
+@pytest.mark.parametrize("shared_memory", [False, True], ids=["tcp", "shm"])
+def test_sub_ray_bundles_asked_ahead_give_the_same_scans(shared_memory: bool) -> None:
+    """Frames of ``rtLidarGetBeamHits`` (three sub-rays a pulse) go out ahead too, with their beam."""
+    beam = BeamConfig(sub_rays=3)
+    transport = "shm" if shared_memory else "tcp"
+    one_at_a_time = _scans(0, scans=2, beam=beam)
+    assert _scans(2, scans=2, beam=beam, shared_memory=shared_memory, transport=transport) == one_at_a_time
+    with _bridge(street_scene(0), depth=2, beam=beam) as b:
+        assert b.source.stats.sub_rays == 3 and b.source._can_ask_ahead()
+        b.pipe._fetch(0)
+        assert len(b.source._ahead) == 2  # frames 1 and 2 asked for with frame 0's answer
+        b.pipe.close()
 
 
 def test_two_frames_ahead_on_one_thread_each_give_the_scans_of_split_casts() -> None:

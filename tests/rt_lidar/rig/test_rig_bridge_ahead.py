@@ -12,7 +12,6 @@ import pytest
 
 from rt_lidar.rig import load_rig
 from rt_lidar.rig.bridge import RigFramesAhead, bridge_rig_loop
-from rt_lidar.rig.loop import RigLoop
 from rt_lidar.server.serve import EmbeddedServer, ServeOptions, start_embedded_server
 from unreal_bridge import AirSimClient
 
@@ -85,16 +84,21 @@ def test_the_next_frame_of_every_sensor_is_asked_for_before_it_is_read(served: E
         assert client.ping()
 
 
-def test_crosstalk_reads_every_sensor_one_call_at_a_time(served: EmbeddedServer) -> None:
-    """Pose samples come with ``rtLidarGetBeamHits``: those sensors are not asked ahead."""
+def test_crosstalk_sensors_are_asked_ahead_with_their_pose_samples(served: EmbeddedServer) -> None:
+    """Pose samples come with ``rtLidarGetBeamHits``: the frames asked ahead carry that call."""
     with AirSimClient("127.0.0.1", served.port, timeout=30.0) as client:
         loop, sources = bridge_rig_loop(client, load_rig(EXAMPLE), crosstalk=True, ask_ahead=2)
         try:
-            assert isinstance(loop, RigLoop) and loop.before_step is None
-            loop.step()
-            assert all(not s._ahead for s in sources.values())
+            assert isinstance(loop.before_step, RigFramesAhead)
+            for _ in range(3):
+                loop.step()
+                for source in sources.values():
+                    assert len(source._ahead) == 2
+            for source in sources.values():
+                assert source.stats.sector_mismatches == 0, source.stats.mismatch_detail
         finally:
             loop.close()
+        assert client.ping()
 
 
 def test_frames_asked_ahead_must_be_at_least_one() -> None:

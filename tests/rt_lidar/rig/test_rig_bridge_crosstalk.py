@@ -39,8 +39,9 @@ mount = { xyz = [10.0, 0.0, 1.0], rpy_deg = [0.0, 0.0, 180.0] }
 on the road within each other's listening windows in the first scans (found by a sweep)."""
 
 
-@pytest.mark.parametrize("transport", ["tcp", "shm"])
-def test_bridged_crosstalk_equals_in_process(tmp_path: Path, transport: str) -> None:
+@pytest.mark.parametrize(("transport", "ask_ahead"), [("tcp", 1), ("shm", 1), ("tcp", 3)])
+def test_bridged_crosstalk_equals_in_process(tmp_path: Path, transport: str, ask_ahead: int) -> None:
+    """Every sensor's frames asked ahead (``--ask-ahead``), pose samples and all, or not."""
     rig = tmp_path / "facing.toml"
     rig.write_text(FACING)
     served = start_embedded_server(ServeOptions(port=0, rig=str(rig), paused=True, seed=0))
@@ -48,6 +49,7 @@ def test_bridged_crosstalk_equals_in_process(tmp_path: Path, transport: str) -> 
         bridged = tmp_path / "bridged"
         argv = ["run", "--rig", str(rig), "--airsim", f"127.0.0.1:{served.port}", "--lockstep", "--crosstalk"]
         argv += ["--shm"] if transport == "shm" else []
+        argv += ["--ask-ahead", str(ask_ahead)]
         assert main([*argv, "--frames", "2", "--out", str(bridged), "--quiet", "--no-rosbag"]) == 0
     finally:
         served.close()
