@@ -8,12 +8,13 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 from scenes import wall_scene
+from waiting import until
 
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
 from rt_lidar.pipeline.frame_loop import Pipeline
@@ -188,19 +189,10 @@ def test_two_frames_asked_ahead_are_cast_at_once(shared_memory: bool, preset_nam
     assert (casts.stats["heavy"] > 0) == heavy and casts.stats["heavy_at_once"] == (2 if heavy else 0)
 
 
-def _until(cond: Callable[[], bool], timeout_s: float = 5.0) -> bool:
-    end = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.005)
-    return True
-
-
 def test_the_next_frame_is_cast_before_it_is_asked_for() -> None:
     with _bridge(wall_scene(15.0)) as b:
         b.pipe._fetch(0)  # frame 0 only; frame 1's requests go out with it
-        assert _until(lambda: b.sim.now_ns() == b.pipe._interval(1)[1])
+        assert until(lambda: b.sim.now_ns() == b.pipe._interval(1)[1])
         b.source.ask_ahead = None
         b.pipe._fetch(1)  # read from what came ahead; nothing more asked for
         b.pipe._fetch(2)
@@ -226,7 +218,7 @@ def test_two_frames_ahead_are_both_cast_before_they_are_asked_for() -> None:
     with _bridge(wall_scene(15.0), depth=2) as b:
         b.pipe._fetch(0)  # frame 0; frames 1 and 2 go out with it
         assert [a[:2] for a in b.source._ahead] == [b.pipe._interval(1), b.pipe._interval(2)]
-        assert _until(lambda: b.sim.now_ns() == b.pipe._interval(2)[1])
+        assert until(lambda: b.sim.now_ns() == b.pipe._interval(2)[1])
         b.pipe._fetch(1)  # frame 3 goes out: two owed again
         assert [a[:2] for a in b.source._ahead] == [b.pipe._interval(2), b.pipe._interval(3)]
         t0, t1 = b.pipe._interval(3)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from waiting import until
 
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import MAX_RAYS_PER_CALL, EmbeddedSim
@@ -130,15 +131,6 @@ def test_heavy_casts_larger_than_half_the_budget_take_fifo_turns_one_at_a_time()
     assert queue.stats["heavy_at_once"] == 1
 
 
-def _soon(cond: Callable[[], bool], timeout_s: float = 5.0) -> bool:
-    end = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.002)
-    return True
-
-
 class _Recorder:
     """Heavy casts through a queue, each held until released, recording what runs when."""
 
@@ -167,15 +159,15 @@ class _Recorder:
         drawn = self.queue.stats["heavy"]
         self._threads.append(threading.Thread(target=run))
         self._threads[-1].start()
-        assert _soon(lambda: self.queue.stats["heavy"] == drawn + 1)  # tickets in the order started
+        assert until(lambda: self.queue.stats["heavy"] == drawn + 1)  # tickets in the order started
 
     def release(self, name: str) -> None:
         self._release[name].set()
-        assert _soon(lambda: name not in self.running)
+        assert until(lambda: name not in self.running)
 
     def has_started(self, *names: str) -> bool:
         """Whether exactly ``names`` have started, in that order (waiting a little for them)."""
-        _soon(lambda: self.started == list(names), timeout_s=2.0)
+        until(lambda: self.started == list(names), timeout_s=2.0)
         time.sleep(0.02)  # and nothing more starts
         return self.started == list(names)
 

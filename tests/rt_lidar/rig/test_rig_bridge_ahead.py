@@ -4,11 +4,11 @@ a time (and of the rig in-process)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from waiting import until
 
 from rt_lidar.rig import load_rig
 from rt_lidar.rig.bridge import RigFramesAhead, bridge_rig_loop
@@ -55,15 +55,6 @@ def test_asking_every_sensor_ahead_gives_the_scans_of_one_call_at_a_time(served:
             srv.close()
 
 
-def _until(cond: Callable[[], bool], timeout_s: float = 5.0) -> bool:
-    end = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.005)
-    return True
-
-
 def test_the_next_frame_of_every_sensor_is_asked_for_before_it_is_read(served: EmbeddedServer) -> None:
     rig = load_rig(EXAMPLE)
     with AirSimClient("127.0.0.1", served.port, timeout=30.0) as client:
@@ -77,7 +68,7 @@ def test_the_next_frame_of_every_sensor_is_asked_for_before_it_is_read(served: E
             for source in sources.values():
                 assert [a[:2] for a in source._ahead] == [first.frame_interval(1), first.frame_interval(2)]
             # the server advanced the sim past frame 2 before anything read frames 1 or 2
-            assert _until(lambda: served.sim.now_ns() == first.frame_interval(2)[1])
+            assert until(lambda: served.sim.now_ns() == first.frame_interval(2)[1])
         finally:
             loop.close()
         assert all(not s._ahead for s in sources.values())  # closing read what was asked ahead
