@@ -370,10 +370,10 @@ class AirSimServer:
         }
 
     def _beam_hits(self, lidar_name: Any, vehicle_name: Any, beam: Any) -> dict[str, Any] | Later:
-        """``rtLidarGetBeamHits``. A beam of only an offer of shared memory (and ``omit``) is prepared
-        now and cast later, as ``rtLidarGetHits`` is (frames asked ahead through the ring of segments
-        are cast at once). The segment a ``transport`` entry offers is attached only while its answer
-        is written into it, after the cast: an answer that never runs holds none."""
+        """``rtLidarGetBeamHits``. Prepared now and cast later, as ``rtLidarGetHits`` is (frames asked
+        ahead, sub-ray bundles and sun included, are cast at once), but for a beam asking for pose
+        samples, which is answered in turn. The segment a ``transport`` entry offers is attached only
+        while its answer is written into it, after the cast: an answer that never runs holds none."""
         lidar, vehicle = str(lidar_name), str(vehicle_name)
         poses = isinstance(beam, Mapping) and "poses" in beam  # send info.pose_samples
         omit = omit_option(beam.get("omit"), BEAM_HITS_METHOD) if isinstance(beam, Mapping) else frozenset()
@@ -391,8 +391,13 @@ class AirSimServer:
         sun = decode_sun(beam)
         if self._deferred:
             deferred = cast(DeferredSimBackend, self.backend)
-            hits = self._cast(lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun))
-        elif sun is None:  # a backend that knows no sun is called as before
+            beam_job = self._prepared(
+                lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun)
+            )
+            if poses:
+                return self._written(beam, self._in_turn(beam_job), poses, form)
+            return Later(lambda: self._written(beam, self._in_turn(beam_job), poses, form))
+        if sun is None:  # a backend that knows no sun is called as before
             hits = cast(BeamSimBackend, self.backend).lidar_beam_hits(lidar, vehicle, offsets, weights)
         else:
             hits = cast(BeamSimBackend, self.backend).lidar_beam_hits(

@@ -164,17 +164,22 @@ class _Overlaps(CastQueue):
                     self.running -= 1
 
 
-@pytest.mark.parametrize("preset_name", ["VLP-16", "VLS-128"])
+@pytest.mark.parametrize(("preset_name", "sub_rays"), [("VLP-16", 1), ("VLS-128", 1), ("VLP-16", 2)])
 @pytest.mark.parametrize("shared_memory", [False, True], ids=["tcp", "shm"])
-def test_two_frames_asked_ahead_are_cast_at_once(shared_memory: bool, preset_name: str) -> None:
+def test_two_frames_asked_ahead_are_cast_at_once(
+    shared_memory: bool, preset_name: str, sub_rays: int
+) -> None:
     """Our server answers the hits calls of frames asked ahead later (on worker threads), through
     shared memory as over TCP: the casts of the two frames owed at once overlap. A VLS-128's 20 Hz
     frame (120,064 rays) is a heavy cast: two of them fit the heavy casts' ray budget together (they
-    ran one at a time before, and the bridged VLS-128 demo kept its server on one core)."""
+    ran one at a time before, and the bridged VLS-128 demo kept its server on one core). Sub-ray
+    bundles (``rtLidarGetBeamHits``) are cast later too."""
     casts = _Overlaps()
+    beam = BeamConfig(sub_rays=sub_rays) if sub_rays > 1 else None
     with _bridge(
-        street_scene(0), depth=2, shared_memory=shared_memory, casts=casts, preset_name=preset_name
+        street_scene(0), depth=2, shared_memory=shared_memory, casts=casts, preset_name=preset_name, beam=beam
     ) as b:
+        assert b.source.stats.sub_rays == sub_rays
         for k in range(5):
             b.pipe._fetch(k)
             assert b.client.transport == ("shm" if shared_memory else "tcp")
