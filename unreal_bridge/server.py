@@ -371,9 +371,9 @@ class AirSimServer:
 
     def _beam_hits(self, lidar_name: Any, vehicle_name: Any, beam: Any) -> dict[str, Any] | Later:
         """``rtLidarGetBeamHits``. Prepared now and cast later, as ``rtLidarGetHits`` is (frames asked
-        ahead, sub-ray bundles and sun included, are cast at once), but for a beam asking for pose
-        samples, which is answered in turn. The segment a ``transport`` entry offers is attached only
-        while its answer is written into it, after the cast: an answer that never runs holds none."""
+        ahead are cast at once, sub-ray bundles, sun and pose samples included). The segment a
+        ``transport`` entry offers is attached only while its answer is written into it, after the cast:
+        an answer that never runs holds none."""
         lidar, vehicle = str(lidar_name), str(vehicle_name)
         poses = isinstance(beam, Mapping) and "poses" in beam  # send info.pose_samples
         omit = omit_option(beam.get("omit"), BEAM_HITS_METHOD) if isinstance(beam, Mapping) else frozenset()
@@ -384,8 +384,6 @@ class AirSimServer:
             if not self._deferred:
                 return self._written(beam, self.backend.lidar_hits(lidar, vehicle), poses, form)
             job = self._prepared(lambda: self._prepare_hits(lidar, vehicle, omit))
-            if poses:
-                return self._written(beam, self._in_turn(job), poses, form)
             return Later(lambda: self._written(beam, self._in_turn(job), poses, form))
         offsets, weights = decode_beam(beam)
         sun = decode_sun(beam)
@@ -394,8 +392,6 @@ class AirSimServer:
             beam_job = self._prepared(
                 lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun)
             )
-            if poses:
-                return self._written(beam, self._in_turn(beam_job), poses, form)
             return Later(lambda: self._written(beam, self._in_turn(beam_job), poses, form))
         if sun is None:  # a backend that knows no sun is called as before
             hits = cast(BeamSimBackend, self.backend).lidar_beam_hits(lidar, vehicle, offsets, weights)

@@ -55,6 +55,7 @@ def _bridge(
     server_shm_dir: Path | None = None,
     casts: CastQueue | None = None,
     beam: BeamConfig | None = None,
+    poses: bool = False,
 ) -> Iterator[Bridge]:
     """A lidar (VLP-16) on our server over loopback, in lockstep at 20 Hz, through ``bridge_pipeline``
     asking ``depth`` frames ahead; with ``shared_memory`` the client offers its ring of segments (to a
@@ -70,7 +71,7 @@ def _bridge(
     try:
         with AirSimClient(port=server.port, shared_memory=shared_memory, shm_bytes=shm_bytes) as client:
             client.reset()
-            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0)
+            source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0, poses=poses)
             yield Bridge(
                 sim,
                 client,
@@ -164,20 +165,29 @@ class _Overlaps(CastQueue):
                     self.running -= 1
 
 
-@pytest.mark.parametrize(("preset_name", "sub_rays"), [("VLP-16", 1), ("VLS-128", 1), ("VLP-16", 2)])
+@pytest.mark.parametrize(
+    ("preset_name", "sub_rays", "poses"),
+    [("VLP-16", 1, False), ("VLS-128", 1, False), ("VLP-16", 2, False), ("VLP-16", 1, True)],
+)
 @pytest.mark.parametrize("shared_memory", [False, True], ids=["tcp", "shm"])
 def test_two_frames_asked_ahead_are_cast_at_once(
-    shared_memory: bool, preset_name: str, sub_rays: int
+    shared_memory: bool, preset_name: str, sub_rays: int, poses: bool
 ) -> None:
     """Our server answers the hits calls of frames asked ahead later (on worker threads), through
     shared memory as over TCP: the casts of the two frames owed at once overlap. A VLS-128's 20 Hz
     frame (120,064 rays) is a heavy cast: two of them fit the heavy casts' ray budget together (they
     ran one at a time before, and the bridged VLS-128 demo kept its server on one core). Sub-ray
-    bundles (``rtLidarGetBeamHits``) are cast later too."""
+    bundles and pose samples (``rtLidarGetBeamHits``) are cast later too."""
     casts = _Overlaps()
     beam = BeamConfig(sub_rays=sub_rays) if sub_rays > 1 else None
     with _bridge(
-        street_scene(0), depth=2, shared_memory=shared_memory, casts=casts, preset_name=preset_name, beam=beam
+        street_scene(0),
+        depth=2,
+        shared_memory=shared_memory,
+        casts=casts,
+        preset_name=preset_name,
+        beam=beam,
+        poses=poses,
     ) as b:
         assert b.source.stats.sub_rays == sub_rays
         for k in range(5):
