@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from pyqtgraph.Qt import QtCore
+from waiting import until
 
 from rt_lidar.points import POINT_DTYPE
 from rt_lidar.rig import load_rig
@@ -42,17 +43,19 @@ def test_the_subscriber_keeps_the_newest_scan_of_every_sensor(tmp_path: Path) ->
     for s in rig.sensors:
         sinks[s.name].open(SinkContext(preset=s.preset))
     try:
-        with StreamSubscriber(stream.address) as sub:
+        with StreamSubscriber(stream.address, background=True) as sub:  # as the viewer reads
             end = time.monotonic() + 10.0
             while not sub.poll(50):  # PUB drops everything before the subscription arrives
                 assert time.monotonic() < end, "subscriber never joined"
                 sinks["top"].write(_scan(100))
             while sub.poll(200):  # the joining scans still on their way (a loaded machine) come first
                 pass
-            skipped = sub.stats.skipped
+            skipped, received = sub.stats.skipped, sub.stats.received
             sinks["top"].write(_scan(100, 1))
             sinks["front_left"].write(_scan(200, 1))
             sinks["top"].write(_scan(300, 2))  # replaces top's scan 1 (a skip); front_left's stays
+            # all three read before the first poll, else top's scan 1 may be handed out unskipped
+            assert until(lambda: sub.stats.received - received == 3, timeout_s=10.0)
             got: dict[str, StreamFrame] = {}
             while len(got) < 3 and time.monotonic() < end:
                 got.update(sub.poll(100))
