@@ -102,7 +102,7 @@ def pipeline(d: dict[str, Any]) -> str:
         "(the demo writes them from a background thread); the last column, where given, is the "
         f"pipeline alone with the `embree-fast` caster. {how}On the 2-core Zen 3 VM (machine C) a "
         "preset's figure moved by 30-40 % with the VM's speed (HDL-64E 1.8-3.6x over the runs of "
-        "3-4 December; 3.7-4.3x on machine D), so compare presets within the table, and code against "
+        "3-4 December; 3.7-4.4x on machine D), so compare presets within the table, and code against "
         "code in alternating runs (docs/performance-notes.md).\n\n" + _table(rows)
     )
 
