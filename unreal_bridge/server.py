@@ -13,9 +13,9 @@ A backend with ``prepare_lidar_*`` methods (:class:`~unreal_bridge.casts.Deferre
 embedded sim) has its lidar calls cast outside the call lock: the lock is held only to take the call's
 interval and a frozen view of the state, heavy casts start in FIFO order within a ray budget
 (:class:`~unreal_bridge.casts.CastQueue`), and other clients' calls go on meanwhile. Its
-``rtLidarGetHits``, and ``rtLidarGetBeamHits`` with a beam of only a shared-memory offer, are answered
-:class:`~unreal_bridge.rpc.Later` (cast and encoded on a worker thread, the latter into the offered
-segment), so the frames a client asks ahead are cast at once.
+``rtLidarGetHits`` and ``rtLidarGetBeamHits`` are answered :class:`~unreal_bridge.rpc.Later` (cast and
+encoded on a worker thread, into the segment a shared-memory offer names), so the frames a client asks
+ahead are cast at once.
 """
 
 from __future__ import annotations
