@@ -22,7 +22,10 @@ pipeline casts them: about 2.67 M rays) with every engine that is installed:
   live scene (moving objects, per-ray firing times) exactly as ``rt_lidar.pipeline.sources`` calls it,
   in one batch and in the pipeline's batches (one simulation frame each, ``--sim-hz``); ``*_frames``:
   embreex, Embree packets and Mitsuba in those batches too (an engine's per-call cost shows there);
-  ``world_fast_cast_*``: the same with ``World(caster="embree-fast")``.
+  ``world_fast_cast_*``: the same with ``World(caster="embree-fast")``;
+- ``robust_at_lower_isa``: World's robust packets again with Embree held to the next lower instruction
+  set (``embree_isa_probe.py``): robust hit distances depend on the CPU's (its reciprocal estimate), the
+  same kind of last-bit change as the non-robust mode's, counted beside it.
 
 Every engine's time counts numpy in and numpy distance + face out (what the pipeline needs). Each is
 timed 3 times (``--repeats``) and the best wall time is kept, with the CPU time of that run: the machine
@@ -52,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from embree_isa_probe import cpu_flags, isa_pair, robust_distances_at, ulps_apart  # beside this script
 from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.pipeline.pose_samples import _interpolated_sensor_poses
@@ -338,6 +342,8 @@ def bench_scene(
                 ),
             }
         )
+    if "embree_packet8" in results:
+        entry["robust_at_lower_isa"] = isa_dependence(results, o, d, v, f, max_range)
     for key, per in (("mrays_per_s", "wall"), ("mrays_per_cpu_s", "cpu")):
         rates = {k: e[key] for k, e in entry["engines"].items() if key in e}
         engines_only = {k: r for k, r in rates.items() if not k.startswith("world_")}
@@ -353,6 +359,45 @@ def bench_scene(
                 share = rates[label] / in_frames[best]
                 entry[f"{label}_share_of_fastest_in_frames_by_{per}"] = round(share, 3)
     return entry
+
+
+def isa_dependence(
+    results: dict[str, np.ndarray],
+    o: np.ndarray,
+    d: np.ndarray,
+    v: np.ndarray,
+    f: np.ndarray,
+    max_range: float,
+) -> dict:
+    """World's robust packets run again with Embree held to the next lower instruction set: how many
+    hit distances change (and by how many float32 steps), beside how many the non-robust mode changes."""
+    pair = isa_pair(cpu_flags())
+    if pair is None:
+        return {"skipped": "neither AVX-512 nor AVX2 on this CPU"}
+    ref = results["embree_packet8"]
+    lower = robust_distances_at(pair[1], o, d, v, f, max_range)
+    both = np.isfinite(ref) & np.isfinite(lower)
+    steps = ulps_apart(ref[both], lower[both])
+    out = {
+        "isa_default": pair[0],
+        "isa_lower": pair[1],
+        "bits_differ": round(float((lower.view(np.uint32) != ref.view(np.uint32)).mean()), 6),
+        "hit_or_miss_differs": int((np.isfinite(ref) != np.isfinite(lower)).sum()),
+        "max_ulps": int(steps.max()) if steps.size else 0,
+        "max_abs_m": float(np.abs(ref[both] - lower[both]).max()) if steps.size else 0.0,
+        "over_1mm": int((np.abs(ref[both] - lower[both]) > 1e-3).sum()),
+    }
+    if "embree_packet8_fast" in results:  # the non-robust mode, on the default instruction set
+        fast = results["embree_packet8_fast"]
+        both = np.isfinite(ref) & np.isfinite(fast)
+        out["nonrobust_bits_differ"] = round(float((fast.view(np.uint32) != ref.view(np.uint32)).mean()), 6)
+        out["nonrobust_hit_or_miss_differs"] = int((np.isfinite(ref) != np.isfinite(fast)).sum())
+        moved = ulps_apart(ref[both], fast[both])
+        out["nonrobust_median_ulps_of_those_moved"] = (
+            float(np.median(moved[moved > 0])) if moved.any() else 0.0
+        )
+        out["nonrobust_over_1mm"] = int((np.abs(ref[both] - fast[both]) > 1e-3).sum())
+    return out
 
 
 def versions() -> dict[str, str]:

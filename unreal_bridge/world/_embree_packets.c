@@ -51,9 +51,15 @@ static RTCDevice device = NULL;
 #define BUILD_QUALITY_HIGH 2       /* SAH with spatial splits: the same hits, cheaper traversal */
 #define CAPSULE "rt_lidar.embree_packets.scene"
 
+/* open_library(path, config=None): look the entry points up in path and make the one device, with
+ * Embree's device config string when given (e.g. "isa=avx2": the benchmark's check of how the hits
+ * depend on the instruction set; only in a process of its own, as the device is made once). */
 static PyObject *open_library(PyObject *self, PyObject *args) {
-    const char *path;
-    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    const char *path, *config = NULL;
+    if (!PyArg_ParseTuple(args, "s|z", &path, &config)) return NULL;
+    if (device != NULL && config != NULL)
+        return PyErr_Format(PyExc_RuntimeError, "the Embree device is made already; config %s comes too late",
+                            config);
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) return PyErr_Format(PyExc_OSError, "cannot open %s: %s", path, dlerror());
 #define LOOKUP(name)                                                                                   \
@@ -76,8 +82,9 @@ static PyObject *open_library(PyObject *self, PyObject *args) {
     LOOKUP(rtcIntersect8)
     LOOKUP(rtcIntersect16)
 #undef LOOKUP
-    if (device == NULL) device = rtcNewDevice(NULL);
-    if (device == NULL) return PyErr_Format(PyExc_OSError, "%s: rtcNewDevice failed", path);
+    if (device == NULL) device = rtcNewDevice(config);
+    if (device == NULL)
+        return PyErr_Format(PyExc_OSError, "%s: rtcNewDevice(%s) failed", path, config ? config : "NULL");
     Py_RETURN_NONE;
 }
 
@@ -275,7 +282,7 @@ fail_face:
 }
 
 static PyMethodDef methods[] = {
-    {"open_library", open_library, METH_VARARGS, "open_library(path): look Embree's entry points up in path."},
+    {"open_library", open_library, METH_VARARGS, "open_library(path, config=None): look Embree's entry points up in path and make the device (with Embree's config string, if given)."},
     {"new_scene", new_scene, METH_VARARGS, "new_scene(vertices, n_vertices, faces, n_faces, robust=True, high_quality=False) -> scene"},
     {"intersect", intersect, METH_VARARGS, "intersect(scene, origins, directions, distance, face, width=8)"},
     {NULL, NULL, 0, NULL},

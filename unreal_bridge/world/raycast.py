@@ -138,18 +138,27 @@ def embree_packets() -> Any:
         return _packets_module
 
 
-def _open_packets() -> Any:
+def embree_library() -> Path | None:
+    """The libembree4 that the embreex wheel bundles (and embreex loads), or None where embreex is
+    missing or not laid out as a manylinux wheel."""
     try:
         import embreex
-
-        from . import _embree_packets  # type: ignore[attr-defined]
     except ImportError:
         return None
     libs = sorted((Path(embreex.__file__).parent.parent / "embreex.libs").glob("libembree4*"))
-    if not libs:  # not a manylinux wheel's layout
+    return libs[0] if libs else None
+
+
+def _open_packets() -> Any:
+    try:
+        from . import _embree_packets  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    lib = embree_library()
+    if lib is None:
         return None
     try:
-        _embree_packets.open_library(str(libs[0]))
+        _embree_packets.open_library(str(lib))
         # one ray at a triangle: a library that cannot cast packets here is not used
         tri = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
         scene = _embree_packets.new_scene(tri, 3, np.array([[0, 1, 2]], np.uint32), 1)

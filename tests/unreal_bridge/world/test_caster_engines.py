@@ -180,3 +180,46 @@ def test_the_fast_caster_is_embree_non_robust(setup: dict[str, Any], packets: bo
     same = fast.object_index == robust.object_index
     assert same.mean() > 0.99
     np.testing.assert_array_equal(fast.segment[same], robust.segment[same])
+
+
+def test_robust_hits_depend_on_the_instruction_set_in_their_last_bits(setup: dict[str, Any]) -> None:
+    """World's robust packets with Embree held to the next lower instruction set (what
+    ``bench_casters.py``'s ``robust_at_lower_isa`` measures): the same rays hit the same faces, but some
+    distances move by a few float32 steps, as the non-robust mode's do."""
+    probe = _isa_probe()
+    pair = probe.isa_pair(probe.cpu_flags())
+    if pair is None:
+        pytest.skip("neither AVX-512 nor AVX2 on this CPU")
+    here = np.asarray(_packets(setup)(setup["o"], setup["d"])[0])
+    lower = probe.robust_distances_at(pair[1], setup["o"], setup["d"], setup["v"], setup["f"], MAX_RANGE)
+    np.testing.assert_array_equal(np.isfinite(lower), np.isfinite(here))
+    hit = np.isfinite(here)
+    steps = probe.ulps_apart(here[hit], lower[hit])
+    assert 0 < np.count_nonzero(steps) < steps.size  # the config reached Embree, and changed only some
+    assert steps.max() <= 16
+
+
+def test_a_device_config_after_the_device_is_made_is_refused() -> None:
+    from unreal_bridge.world.raycast import embree_library, embree_packets
+
+    mod = embree_packets()
+    if mod is None:
+        pytest.skip("the compiled packet caster was not built (no C compiler at install)")
+    with pytest.raises(RuntimeError, match="isa=avx2 comes too late"):
+        mod.open_library(str(embree_library()), "isa=avx2")
+    mod.open_library(str(embree_library()))  # without one: the device already made is kept
+
+
+def test_the_isa_pair_follows_the_cpu_flags() -> None:
+    probe = _isa_probe()
+    skx = {"avx512f", "avx512cd", "avx512dq", "avx512bw", "avx512vl", "avx2", "fma", "bmi1", "bmi2"}
+    assert probe.isa_pair(skx) == ("avx512", "avx2")
+    assert probe.isa_pair(skx - {"avx512vl"}) == ("avx2", "sse4.2")  # Embree's AVX-512 needs all five
+    assert probe.isa_pair({"sse4_2"}) is None
+
+
+def _isa_probe() -> ModuleType:
+    sys.path.insert(0, str(BENCH))
+    import embree_isa_probe
+
+    return embree_isa_probe
