@@ -288,3 +288,42 @@ def test_numpy_lobe_powers_are_the_lobes_numpy_adds() -> None:
         want = np.power(clipped[has], exponent[material[has]])
         assert got[has].tobytes() == want.tobytes()
         assert not got[~has].any()
+
+
+def test_the_sure_underflow_bound_lies_below_numpy_s_own_underflow() -> None:
+    """Below ``surely_underflows_below`` NumPy's float32 power is +0 (checked on the 20,000 cosines
+    just under each bound), and every bound is under the cosine where NumPy's power really starts
+    to underflow (``zero_below``'s bisection): the lobes skip only powers NumPy rounds to 0."""
+    exponents = np.array([0.5, 1.0, 1.07, 1.5, 2.0, 3.7, 12.0, 200.0, 800.0, 2_000.0, 20_000.0], np.float32)
+    bound = fused.surely_underflows_below(exponents)
+    underflow = fused.zero_below(np.ones_like(exponents), exponents)
+    assert bound[0] == 0 and bound[1] == 0  # 2**-160 is no float32: nothing skipped
+    assert (bound[-4:] > 0.5).all()
+    for e, b, z in zip(exponents.tolist(), bound.tolist(), underflow.tolist(), strict=True):
+        assert b <= max(z, 0.0)
+        if b > 0:
+            top = int(np.float32(b).view(np.int32))
+            c = np.arange(max(top - 20_000, 1), top + 1, dtype=np.int32).view(np.float32)
+            assert not np.power(c, np.float32(e)).view(np.uint32).any()
+
+
+@needs_compiled
+def test_numpy_lobe_powers_around_the_sure_underflow_bounds_are_numpy_s() -> None:
+    """Cosines just under and over each lobe's bound, at 0, -0 and the subnormals: the lobes that skip
+    the sure underflows are np.power's bits (the sign of -0 kept)."""
+    _frames, names = _frame("VLP-16", 1)
+    echo = SensorPhysics.from_preset(load_preset("VLP-16"), names).echo
+    m = echo.materials
+    for gain, exponent, which in (
+        (m.retro_gain, m.retro_exponent, 0),
+        (m.specular_gain, m.specular_exponent, 1),
+    ):
+        for k in np.flatnonzero(gain > 0):
+            b = int(np.float32(fused.surely_underflows_below(exponent)[k]).view(np.int32))
+            bits = np.concatenate([np.arange(b - 3_000, b + 3_000), np.arange(0, 50), [0x7FC00000]])
+            c = np.concatenate([bits.astype(np.int32).view(np.float32), np.float32([-0.0, 1.0, 0.5])])
+            mat = np.full(c.shape, k, np.int16)
+            got = fused.numpy_lobe_powers(echo, c, mat)[which]
+            with np.errstate(invalid="ignore"):
+                want = np.power(np.clip(c, 0.0, 1.0), exponent[k])
+            assert got is not None and got.tobytes() == want.tobytes()
