@@ -332,7 +332,58 @@ static PyObject *powf_array(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* lobe_rays(cos f4, material i2 (N each), gain f4, exponent f4, zero_below f4 (per material), idx i8 out,
+ *           cos_out f4 out, exponent_out f4 out (N each)) -> count
+ * The rays whose lobe power numpy_lobe_powers asks NumPy for: the material (clipped at 0) has the lobe
+ * (gain > 0), and the power does not surely underflow (the clipped cosine is not in (0, zero_below)).
+ * Written in ray order: the ray's index, its cosine clipped to [0, 1] as np.clip gives it, and its
+ * material's exponent. A material past the tables raises. */
+static PyObject *lobe_rays(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7])) return NULL;
+    Buf b[8];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 4), nm = buf_items(o[2], 4);
+    if (n < 0 || nm < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'f', 4, n, "cos") || buf_get(&b[1], o[1], 0, 'h', 2, n, "material") ||
+        buf_get(&b[2], o[2], 0, 'f', 4, nm, "gain") || buf_get(&b[3], o[3], 0, 'f', 4, nm, "exponent") ||
+        buf_get(&b[4], o[4], 0, 'f', 4, nm, "zero_below") || buf_get(&b[5], o[5], 1, 'q', 8, n, "idx") ||
+        buf_get(&b[6], o[6], 1, 'f', 4, n, "cos_out") || buf_get(&b[7], o[7], 1, 'f', 4, n, "exponent_out")) {
+        buf_release(b, 8);
+        return NULL;
+    }
+    const float *cosi = b[0].view.buf, *gain = b[2].view.buf, *ex = b[3].view.buf, *zb = b[4].view.buf;
+    const int16_t *mat = b[1].view.buf;
+    int64_t *idx = b[5].view.buf;
+    float *c_out = b[6].view.buf, *e_out = b[7].view.buf;
+    Py_ssize_t k = 0, bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int m = mat[i] < 0 ? 0 : mat[i];
+        if (m >= nm) {
+            bad = i;
+            break;
+        }
+        if (!(gain[m] > 0)) continue;
+        const float c = clip_np(cosi[i], 0.0f, 1.0f);
+        if (c > 0 && c < zb[m]) continue; /* surely +0; not -0, whose odd powers keep the sign */
+        idx[k] = i;
+        c_out[k] = c;
+        e_out[k] = ex[m];
+        k++;
+    }
+    Py_END_ALLOW_THREADS
+    const int bad_material = bad >= 0 ? mat[bad] : 0;
+    buf_release(b, 8);
+    if (bad >= 0)
+        return PyErr_Format(PyExc_IndexError, "lobe_rays: material %d of ray %zd is not in the tables", bad_material,
+                            bad);
+    return PyLong_FromSsize_t(k);
+}
+
 static PyMethodDef methods[] = {
+    {"lobe_rays", lobe_rays, METH_VARARGS, "The rays whose lobe power NumPy is asked for (see the source)."},
     {"echo_power", echo_power, METH_VARARGS, "EchoModel.power of every ray in one pass (see the source)."},
     {"pack_points", pack_points, METH_VARARGS, "SensorPhysics.apply's structured points in one pass."},
     {"select", select_rows, METH_VARARGS, "The detections' rows and measured reflectivity (see the source)."},

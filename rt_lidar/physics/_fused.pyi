@@ -48,3 +48,17 @@ def select(
 
 def powf_array(c: Any, e: Any, out: Any, /) -> None:
     """The C library's powf, element by element."""
+
+def lobe_rays(
+    cos: Any,
+    material: Any,
+    gain: Any,
+    exponent: Any,
+    zero_below: Any,
+    idx: Any,
+    cos_out: Any,
+    exponent_out: Any,
+    /,
+) -> int:
+    """The rays whose lobe power NumPy is asked for (the lobe's material, no sure underflow): their
+    indices, clipped cosines and exponents written in ray order; returns how many."""

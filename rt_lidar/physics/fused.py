@@ -197,28 +197,46 @@ def numpy_lobe_powers(
     at 0) has the lobe, by NumPy's own power on the same arrays :func:`kernels.effective_reflectance`
     gives it (other rays read 0, unused); None for a lobe no material has. :func:`echo_power` hands these
     to the compiled step where NumPy's float32 power is not the C library's powf (AVX-512: Intel's SVML),
-    so that the rest of the step stays compiled and every value NumPy's."""
+    so that the rest of the step stays compiled and every value NumPy's. NumPy is asked only for the
+    powers that do not surely underflow (:func:`surely_underflows_below`; the others are its +0), and
+    the rays are picked by the compiled ``lobe_rays`` where it is built and the types allow."""
     m = model.materials
-    c = np.clip(cos_inc.astype(np.float32), 0.0, 1.0)
-    material = np.maximum(mat, 0)
+    compiled = _c is not None and isinstance(mat, np.ndarray) and mat.dtype == np.int16
+    cos32 = np.ascontiguousarray(cos_inc, np.float32)
     out: list[np.ndarray | None] = []
     for gain, exponent in ((m.retro_gain, m.retro_exponent), (m.specular_gain, m.specular_exponent)):
         if not bool((gain > 0).any()):
             out.append(None)
             continue
-        lobe = np.zeros(c.shape[0], np.float32)
-        sel = np.flatnonzero(np.take(gain, material) > 0)
-        if sel.size:
-            of = np.take(material, sel)
-            cs = np.take(c, sel)
-            # a power that surely underflows is +0 without asking SVML, whose underflow path costs
-            # ~90 ns a value against ~0.5 on its vector path (a specular lobe's exponent of 800-20,000
-            # underflows on most rays)
-            zero = (cs > 0) & (cs < np.take(surely_underflows_below(exponent), of))  # not -0: powf keeps it
-            keep = np.flatnonzero(~zero)
-            lobe[np.take(sel, keep)] = np.take(cs, keep) ** np.take(exponent, np.take(of, keep))
+        lobe = np.zeros(cos32.shape[0], np.float32)
+        # a power that surely underflows is +0 without asking NumPy: on AVX-512 its SVML power takes
+        # ~90 ns a value on its underflow path against ~0.5 on its vector path, and a specular lobe's
+        # exponent of 800-20,000 underflows on most rays
+        if compiled and all(t.dtype == np.float32 for t in (gain, exponent)):
+            idx = np.empty(cos32.shape[0], np.int64)
+            cs, es = np.empty(cos32.shape[0], np.float32), np.empty(cos32.shape[0], np.float32)
+            bound = surely_underflows_below(exponent)
+            tables = (np.ascontiguousarray(gain), np.ascontiguousarray(exponent), bound)
+            k = _c.lobe_rays(cos32, np.ascontiguousarray(mat), *tables, idx, cs, es)
+            idx, cs, es = idx[:k], cs[:k], es[:k]
+        else:
+            idx, cs, es = _numpy_lobe_rays(np.clip(cos32, 0.0, 1.0), np.maximum(mat, 0), gain, exponent)
+        lobe[idx] = cs**es
         out.append(lobe)
     return out[0], out[1]
+
+
+def _numpy_lobe_rays(
+    c: np.ndarray, material: np.ndarray, gain: np.ndarray, exponent: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The NumPy twin of ``_fused.lobe_rays``: the rays whose material has the lobe and whose power
+    does not surely underflow, with their (clipped) cosines and exponents."""
+    sel = np.flatnonzero(np.take(gain, material) > 0)
+    of = np.take(material, sel)
+    cs = np.take(c, sel)
+    zero = (cs > 0) & (cs < np.take(surely_underflows_below(exponent), of))  # not -0: powf keeps its sign
+    keep = np.flatnonzero(~zero)
+    return np.take(sel, keep), np.take(cs, keep), np.take(exponent, np.take(of, keep))
 
 
 SURE_UNDERFLOW_LOG2 = -160.0

@@ -327,3 +327,34 @@ def test_numpy_lobe_powers_around_the_sure_underflow_bounds_are_numpy_s() -> Non
             with np.errstate(invalid="ignore"):
                 want = np.power(np.clip(c, 0.0, 1.0), exponent[k])
             assert got is not None and got.tobytes() == want.tobytes()
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_lobe_rays_are_the_numpy_twin_s(seed: int) -> None:
+    """``_fused.lobe_rays`` picks the same rays, cosines and exponents as ``_numpy_lobe_rays`` (odd
+    cosines: NaN, -0, outside [0, 1]; every material and none), and the lobes from either way are the
+    same bytes; a material past the tables is refused."""
+    _frames, names = _frame("VLP-16", 1)
+    echo = SensorPhysics.from_preset(load_preset("VLP-16"), names).echo
+    _r, c, mat, _extra, _glass = _odd_rays(30_000, len(names), seed)
+    m = echo.materials
+    for gain, exponent in ((m.retro_gain, m.retro_exponent), (m.specular_gain, m.specular_exponent)):
+        if not (gain > 0).any():
+            continue
+        n = c.shape[0]
+        idx, cs, es = np.empty(n, np.int64), np.empty(n, np.float32), np.empty(n, np.float32)
+        bound = fused.surely_underflows_below(exponent)
+        k = fused._c.lobe_rays(c, mat, gain, exponent, bound, idx, cs, es)
+        want = fused._numpy_lobe_rays(np.clip(c, 0.0, 1.0), np.maximum(mat, 0), gain, exponent)
+        assert 0 < k < n
+        for got, w in zip((idx[:k], cs[:k], es[:k]), want, strict=True):
+            assert got.tobytes() == w.astype(got.dtype).tobytes()
+        bad = mat.copy()
+        bad[17] = len(names)
+        with pytest.raises(IndexError, match=f"material {len(names)} of ray 17"):
+            fused._c.lobe_rays(c, bad, gain, exponent, bound, idx, cs, es)
+    compiled = fused.numpy_lobe_powers(echo, c, mat)
+    twin = fused.numpy_lobe_powers(echo, c, mat.astype(np.int32))  # not int16: the NumPy twin
+    for a, b in zip(compiled, twin, strict=True):
+        assert (a is None and b is None) or (a is not None and b is not None and a.tobytes() == b.tobytes())
