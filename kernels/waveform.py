@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from kernels.waveform_steps import peak_runs
 from kernels.xp import array_module
 
 __all__ = [
@@ -203,28 +204,44 @@ def _bucket_peaks(
     grid = (np.arange(b, dtype=np.float32) * np.float32(dt))[None, None, :]
     d = grid - rel[:, :, None]
     wave = (np.exp(np.float32(-0.5 / (sigma * sigma)) * d * d) * amp[:, :, None]).sum(axis=1)
-    n = wave.shape[0]
-    above = wave >= threshold_w
-    left = np.concatenate([np.zeros((n, 1), np.float32), wave[:, :-1]], axis=1)
-    right = np.concatenate([wave[:, 1:], np.zeros((n, 1), np.float32)], axis=1)
-    ii, bi = np.nonzero(above & (wave >= left) & (wave > right))
+    found = peak_runs(wave, threshold_w)
+    if found is None:
+        ii, bi, below_lo, below_hi = _numpy_peak_runs(wave, threshold_w)
+    else:
+        ii, bi, below_lo, below_hi = found
     # log-parabolic refinement of time and height
-    l0, l1, l2 = _log(left[ii, bi]), _log(wave[ii, bi]), _log(right[ii, bi])
+    l0 = _log(np.where(bi > 0, wave[ii, np.maximum(bi - 1, 0)], np.float32(0)))
+    l1 = _log(wave[ii, bi])
+    l2 = _log(np.where(bi < b - 1, wave[ii, np.minimum(bi + 1, b - 1)], np.float32(0)))
     den = l0 - 2.0 * l1 + l2
     delta = np.where(den < 0, 0.5 * (l0 - l2) / np.where(den < 0, den, -1.0), 0.0)
     delta = np.clip(delta, -0.5, 0.5)
     t_pk = start[ii] + (bi + delta) * dt
     a_pk = np.exp(l1 - 0.25 * (l0 - l2) * delta).astype(np.float32)
     # echo pulse width: the above-threshold run around the peak, crossings interpolated in log
+    lt = _crossing(wave, ii, np.maximum(below_lo, 0), threshold_w, dt)
+    rt = _crossing(wave, ii, np.minimum(below_hi, b - 1) - 1, threshold_w, dt)
+    epw = np.maximum(rt - lt, 0.0).astype(np.float32)
+    return pi[ii], t_pk, a_pk, epw
+
+
+def _numpy_peak_runs(
+    wave: np.ndarray, threshold_w: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The local maxima (ii, bi) of ``wave`` at or above the threshold, and for each the last sample
+    before it and the first after it below the threshold (-1 and b where there is none): the NumPy
+    twin of :func:`kernels.waveform_steps.peak_runs`."""
+    n, b = wave.shape
+    above = wave >= threshold_w
+    left = np.concatenate([np.zeros((n, 1), np.float32), wave[:, :-1]], axis=1)
+    right = np.concatenate([wave[:, 1:], np.zeros((n, 1), np.float32)], axis=1)
+    ii, bi = np.nonzero(above & (wave >= left) & (wave > right))
     idx = np.arange(b)
     below_lo = np.maximum.accumulate(np.where(~above, idx, -1), axis=1)[ii, bi]
     below_hi = np.flip(np.minimum.accumulate(np.flip(np.where(~above, idx, b), axis=1), axis=1), axis=1)[
         ii, bi
     ]
-    lt = _crossing(wave, ii, np.maximum(below_lo, 0), threshold_w, dt)
-    rt = _crossing(wave, ii, np.minimum(below_hi, b - 1) - 1, threshold_w, dt)
-    epw = np.maximum(rt - lt, 0.0).astype(np.float32)
-    return pi[ii], t_pk, a_pk, epw
+    return ii, bi, below_lo, below_hi
 
 
 def _crossing(wave: np.ndarray, ii: np.ndarray, j: np.ndarray, thr: float, dt: float) -> np.ndarray:

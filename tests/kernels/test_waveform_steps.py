@@ -1,0 +1,87 @@
+"""The waveform search's compiled integer steps (``kernels._waveform_steps``) give the NumPy code's
+results exactly: the peaks of every kind of sampled waveform and the runs above the threshold around
+them, and whole waveform returns with the step on and off."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from kernels import waveform_steps
+from kernels.waveform import _numpy_peak_runs, waveform_returns
+
+needs_compiled = pytest.mark.skipif(waveform_steps._c is None, reason="_waveform_steps was not built")
+
+
+@pytest.fixture
+def numpy_only() -> Iterator[None]:
+    waveform_steps.enabled = False
+    try:
+        yield
+    finally:
+        waveform_steps.enabled = True
+
+
+def _odd_waves(n: int, b: int, seed: int) -> np.ndarray:
+    """Smooth bumps, plateaus (equal neighbours at and around the threshold), NaNs, zeros, values one
+    float32 step either side of the threshold, peaks at both ends."""
+    rng = np.random.default_rng(seed)
+    x = np.arange(b, dtype=np.float32)
+    centre = rng.uniform(-2, b + 2, (n, 2)).astype(np.float32)
+    w = np.exp(-0.5 * ((x[None, None, :] - centre[:, :, None]) / 2.5) ** 2) * rng.uniform(0, 2, (n, 2, 1))
+    wave = w.sum(axis=1).astype(np.float32)
+    flat = rng.random(n) < 0.2
+    wave[flat, : b // 2] = np.float32(1.0)  # a plateau at the threshold
+    wave[rng.random((n, b)) < 0.02] = np.nan
+    wave[rng.random((n, b)) < 0.05] = 0.0
+    near = rng.random((n, b)) < 0.05
+    wave[near] = np.nextafter(np.float32(1.0), np.float32(rng.choice([0.0, 2.0])))
+    return np.ascontiguousarray(wave)
+
+
+@needs_compiled
+@pytest.mark.parametrize("b", [1, 2, 3, 32, 64, 257])
+@pytest.mark.parametrize("seed", range(3))
+def test_peak_runs_are_numpy_s(b: int, seed: int) -> None:
+    wave = _odd_waves(2_000, b, seed)
+    for threshold in (1.0, 1.0 + 1e-9, 0.3, 1e-30):  # 1 + 1e-9 is 1.0 in float32, as NumPy compares
+        got = waveform_steps.peak_runs(wave, threshold)
+        want = _numpy_peak_runs(wave, threshold)
+        assert got is not None
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == np.int64 and np.array_equal(g, w)
+    assert b < 3 or got[0].size > 0
+
+
+@needs_compiled
+def test_peak_runs_takes_only_contiguous_float32_rows() -> None:
+    wave = _odd_waves(10, 8, 0)
+    assert waveform_steps.peak_runs(wave.astype(np.float64), 1.0) is None
+    assert waveform_steps.peak_runs(wave[:, ::2], 1.0) is None
+    assert waveform_steps.peak_runs(wave.ravel(), 1.0) is None
+    with pytest.raises(ValueError, match="wave must be 90 contiguous items"):
+        waveform_steps._c.peak_runs(wave, 10, 9, 1.0, *(np.empty(90, np.int64) for _ in range(4)))
+
+
+def _echo_tables(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(P, E) echo times and powers: single echoes, close pairs that merge, far pairs, absent echoes."""
+    rng = np.random.default_rng(seed)
+    p, e = 5_000, 4
+    t = rng.uniform(50.0, 800.0, (p, 1)) + np.cumsum(rng.exponential(8.0, (p, e)), axis=1)
+    a = (rng.uniform(0.0, 3e-7, (p, e)) * (rng.random((p, e)) < 0.7)).astype(np.float32)
+    t[rng.random((p, e)) < 0.1] = np.inf
+    return t, a
+
+
+@needs_compiled
+@pytest.mark.parametrize("kind", ["strongest", "last", "strongest_last", "multi"])
+def test_whole_returns_are_the_same_with_the_step_on_and_off(kind: str, numpy_only: None) -> None:
+    t, a = _echo_tables(1)
+    want = waveform_returns(t, a, 6.0, 5e-9, kind, 6.0)
+    waveform_steps.enabled = True
+    got = waveform_returns(t, a, 6.0, 5e-9, kind, 6.0)
+    assert got.pulse.size > 1_000
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
