@@ -1,11 +1,14 @@
-/* Compiled twins of the integer steps of kernels.waveform's NumPy peak search (kernels/waveform_steps.py).
+/* Compiled twins of the comparison and bookkeeping steps of kernels.waveform's NumPy code
+ * (kernels/waveform_steps.py).
  *
  * After a bucket of clusters is sampled (NumPy's own exp), _bucket_peaks finds each waveform's local
  * maxima at or above the threshold with a few whole-array comparisons and np.nonzero, and the run of
  * samples above the threshold around each with two np.maximum/minimum.accumulate passes over every
- * sample: 40 % of the search's time for what one pass over each row finds. Only comparisons and
- * indices here, so every result is the NumPy code's exactly. Optional extension: where it is missing,
- * the NumPy code runs.
+ * sample: 40 % of the search's time for what one pass over each row finds. cluster_echoes finds each
+ * cluster's first and last echo with a masked min and max over every row per cluster: short rows, where
+ * NumPy's reductions cost most. Only comparisons, indices and the NumPy code's own float64 subtractions
+ * here, so every result is the NumPy code's exactly. Optional extension: where it is missing, the NumPy
+ * code runs.
  */
 #include "_np_twins.h"
 
@@ -59,8 +62,73 @@ static PyObject *peak_runs(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(k);
 }
 
+/* clusters(ts f8 (p, e), p, e, gap, span, pad, cid i8 out, start f8 out, spans f8 out (p, e each))
+ *   -> (n, width)
+ * cluster_echoes' clusters of echo times sorted along each row (what is not finite is no echo, and
+ * sorts last): an echo opens a new cluster when it is more than gap after the one before or more than
+ * span after its cluster's first; cid (-1: no echo), each cluster's grid start (its first time - pad;
+ * NaN for no cluster) and its span (last - first; 0 for no cluster), in columns 0 .. n - 1 of e; n: the
+ * most clusters of a row, width: the widest span (0.0 without clusters). The same float64 operations
+ * as the NumPy code, so the same values. */
+static PyObject *clusters(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    Py_ssize_t p, e;
+    double gap, span, pad;
+    if (!PyArg_ParseTuple(args, "OnndddOOO", &o[0], &p, &e, &gap, &span, &pad, &o[1], &o[2], &o[3])) return NULL;
+    if (p < 0 || e < 1) return PyErr_Format(PyExc_ValueError, "clusters: %zd rows of %zd echoes", p, e);
+    Buf buf[4];
+    memset(buf, 0, sizeof buf);
+    if (buf_get(&buf[0], o[0], 0, 'd', 8, p * e, "ts") || buf_get(&buf[1], o[1], 1, 'q', 8, p * e, "cid") ||
+        buf_get(&buf[2], o[2], 1, 'd', 8, p * e, "start") || buf_get(&buf[3], o[3], 1, 'd', 8, p * e, "spans")) {
+        buf_release(buf, 4);
+        return NULL;
+    }
+    const double *ts = buf[0].view.buf;
+    int64_t *cid = buf[1].view.buf;
+    double *start = buf[2].view.buf, *spans = buf[3].view.buf;
+    int64_t most = -1;
+    double width = 0.0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < p; i++) {
+        const double *t = ts + i * e;
+        int64_t *c = cid + i * e;
+        double *st = start + i * e, *sp = spans + i * e;
+        for (Py_ssize_t j = 0; j < e; j++) {
+            st[j] = NAN;
+            sp[j] = 0.0;
+        }
+        int64_t cur = isfinite(t[0]) ? 0 : -1;
+        double first = t[0];
+        c[0] = cur;
+        for (Py_ssize_t j = 1; j < e; j++) {
+            const int has = isfinite(t[j]);
+            if (has && (t[j] - t[j - 1] > gap || t[j] - first > span)) {
+                cur++;
+                first = t[j];
+            }
+            c[j] = has ? cur : -1;
+        }
+        /* a cluster's echoes are contiguous in time order: its first is its lowest, its last its highest */
+        for (Py_ssize_t j = 0; j < e; j++) {
+            const int64_t k = c[j];
+            if (k < 0) continue;
+            const Py_ssize_t a = j;
+            while (j + 1 < e && c[j + 1] == k) j++;
+            st[k] = t[a] - pad;
+            sp[k] = t[j] - t[a];
+            if (sp[k] > width) width = sp[k];
+            if (k > most) most = k;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(buf, 4);
+    return Py_BuildValue("(nd)", (Py_ssize_t)(most + 1), width);
+}
+
 static PyMethodDef methods[] = {
     {"peak_runs", peak_runs, METH_VARARGS, "The waveform's peaks and the runs above the threshold around them."},
+    {"clusters", clusters, METH_VARARGS, "cluster_echoes' clusters of sorted echo times (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

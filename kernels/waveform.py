@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kernels.waveform_steps import peak_runs
+from kernels.waveform_steps import clusters, peak_runs
 from kernels.xp import array_module
 
 __all__ = [
@@ -113,13 +113,18 @@ def cluster_echoes(t_ns: Any, amp: Any, width_ns: float) -> Clusters:
     ts = xp.take_along_axis(t, order, axis=1)
     amps = xp.take_along_axis(amp.astype(xp.float32), order, axis=1)
     p, e = ts.shape
+    gap, span = CLUSTER_GAP_SIGMA * sigma, MAX_SPAN_BINS * dt
+    found = clusters(ts, gap, span, PAD_SIGMA * sigma) if xp is np else None
+    if found is not None:
+        cid, start, spans, n_cl, width = found
+        n_bins = math.ceil((width + 2 * PAD_SIGMA * sigma) / dt) + 1
+        return Clusters(order, ts, amps, cid, start[:, :n_cl], spans[:, :n_cl], n_cl, n_bins, dt)
     has = xp.isfinite(ts)
     cid = xp.full((p, e), -1, dtype=xp.int64)
     start = xp.full((p, e), xp.nan, dtype=xp.float64)
     spans = xp.zeros((p, e), dtype=xp.float64)
     if e == 0 or p == 0:
         return Clusters(order, ts, amps, cid, start[:, :0], spans[:, :0], 0, 1, dt)
-    gap, span = CLUSTER_GAP_SIGMA * sigma, MAX_SPAN_BINS * dt
     cur = xp.where(has[:, 0], 0, -1)
     first = ts[:, 0].copy()
     cid[:, 0] = cur

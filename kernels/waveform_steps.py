@@ -1,8 +1,9 @@
-"""The waveform search's integer steps in one compiled pass (``_waveform_steps``), where it was built.
+"""The waveform search's comparison and bookkeeping steps in one compiled pass (``_waveform_steps``).
 
-:func:`peak_runs` gives what the NumPy lines of :func:`kernels.waveform._bucket_peaks` it stands for
-give, exactly (``tests/kernels/test_waveform_steps.py`` holds it to them), or None when off or given an
-array it does not take; the caller then runs the NumPy code.
+:func:`peak_runs` and :func:`clusters` give what the NumPy lines they stand for (in
+:func:`kernels.waveform._bucket_peaks` and :func:`kernels.waveform.cluster_echoes`) give, exactly
+(``tests/kernels/test_waveform_steps.py`` holds them to it), or None when off or given an array they do
+not take; the caller then runs the NumPy code.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["available", "peak_runs"]
+__all__ = ["available", "clusters", "peak_runs"]
 
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` in the environment starts
@@ -42,3 +43,24 @@ def peak_runs(
     k = _c.peak_runs(wave, n, b, float(threshold_w), *out)
     ii, bi, lo, hi = (a[:k] for a in out)
     return ii, bi, lo, hi
+
+
+def clusters(
+    ts: np.ndarray, gap: float, span: float, pad: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float] | None:
+    """``(cid, start, spans, n_clusters, width)`` of echo times ``ts`` (p, e) float64 sorted along each
+    row, as :func:`kernels.waveform.cluster_echoes` makes them (``start`` and ``spans`` with all e
+    columns; the first ``n_clusters`` are the clusters'). None when the compiled step is off or ``ts``
+    is not a C-contiguous 2-D float64 array with rows and columns."""
+    if (
+        not available()
+        or ts.dtype != np.float64
+        or ts.ndim != 2
+        or not ts.flags.c_contiguous
+        or 0 in ts.shape
+    ):
+        return None
+    p, e = ts.shape
+    cid, start, spans = np.empty((p, e), np.int64), np.empty((p, e)), np.empty((p, e))
+    n, width = _c.clusters(ts, p, e, float(gap), float(span), float(pad), cid, start, spans)
+    return cid, start, spans, int(n), float(width)

@@ -85,3 +85,60 @@ def test_whole_returns_are_the_same_with_the_step_on_and_off(kind: str, numpy_on
     assert got.pulse.size > 1_000
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+
+
+def _sorted_times(p: int, e: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Echo tables whose sorted rows have gaps at, just under and just over the cluster gap, long
+    trains past the span limit, equal times, no echo (inf, NaN, amplitude 0) and rows without any."""
+    rng = np.random.default_rng(seed)
+    from kernels.waveform import CLUSTER_GAP_SIGMA, MAX_SPAN_BINS, pulse_sigma_ns
+
+    gap = CLUSTER_GAP_SIGMA * pulse_sigma_ns(6.0)
+    steps = rng.choice([0.0, 0.3, gap, np.nextafter(gap, 0), np.nextafter(gap, 99), 3 * gap, 2.0], (p, e))
+    t = 100.0 + rng.uniform(0, 5, (p, 1)) + np.cumsum(steps, axis=1)
+    a = rng.uniform(0, 1e-6, (p, e)).astype(np.float32)
+    a[rng.random((p, e)) < 0.15] = 0.0
+    t[rng.random((p, e)) < 0.1] = np.inf
+    t[rng.random((p, e)) < 0.02] = np.nan
+    t[: p // 20] = np.inf
+    # exactly at the limits: a gap of exactly gap after 0, and a train reaching exactly span after 0
+    if e >= 2:
+        t[p // 20 : p // 10, :2] = [0.0, gap]
+    if e >= 12:
+        span = MAX_SPAN_BINS * pulse_sigma_ns(6.0) / 2.0
+        t[p // 10 : p // 5, :11] = np.append(np.linspace(0.0, span - gap / 2, 10), span)
+        t[p // 10 : p // 5, 11:] = np.inf
+    a[p // 20 : p // 5] = 1e-7
+    return t, a
+
+
+@needs_compiled
+@pytest.mark.parametrize("e", [1, 2, 5, 12, 40])
+@pytest.mark.parametrize("seed", range(3))
+def test_clusters_are_numpy_s(e: int, seed: int) -> None:
+    from kernels.waveform import cluster_echoes
+
+    t, a = _sorted_times(3_000, e, seed)
+    with np.errstate(invalid="ignore"):
+        got = cluster_echoes(t, a, 6.0)
+        waveform_steps.enabled = False
+        try:
+            want = cluster_echoes(t, a, 6.0)
+        finally:
+            waveform_steps.enabled = True
+    assert got.n_clusters == want.n_clusters and got.n_bins == want.n_bins and got.dt_ns == want.dt_ns
+    assert e == 1 or got.n_clusters > 1
+    for name in ("order", "t_ns", "amp", "cid", "start_ns", "span_ns"):
+        g, w = getattr(got, name), getattr(want, name)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert np.ascontiguousarray(g).tobytes() == np.ascontiguousarray(w).tobytes(), name
+
+
+@needs_compiled
+def test_clusters_of_rows_without_echoes() -> None:
+    from kernels.waveform import cluster_echoes
+
+    t = np.full((4, 3), np.inf)
+    a = np.zeros((4, 3), np.float32)
+    got = cluster_echoes(t, a, 6.0)
+    assert got.n_clusters == 0 and got.start_ns.shape == (4, 0) and (got.cid == -1).all()
