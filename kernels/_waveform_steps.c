@@ -126,7 +126,142 @@ static PyObject *clusters(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nd)", (Py_ssize_t)(most + 1), width);
 }
 
+/* members(cid i8 (p, e), p, e, pi i8, ci i8 (n each), first i8 out, count i8 out (n each)) -> most
+ * Each cluster (pi, ci)'s first echo column and its number of echoes (its echoes are contiguous), as
+ * _bucket_peaks' argmax and sum over cid[pi] == ci find them; most: the largest count. */
+static PyObject *members(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5];
+    Py_ssize_t p, e, n;
+    if (!PyArg_ParseTuple(args, "OnnnOOOO", &o[0], &p, &e, &n, &o[1], &o[2], &o[3], &o[4])) return NULL;
+    Buf buf[5];
+    memset(buf, 0, sizeof buf);
+    if (buf_get(&buf[0], o[0], 0, 'q', 8, p * e, "cid") || buf_get(&buf[1], o[1], 0, 'q', 8, n, "pi") ||
+        buf_get(&buf[2], o[2], 0, 'q', 8, n, "ci") || buf_get(&buf[3], o[3], 1, 'q', 8, n, "first") ||
+        buf_get(&buf[4], o[4], 1, 'q', 8, n, "count")) {
+        buf_release(buf, 5);
+        return NULL;
+    }
+    const int64_t *cid = buf[0].view.buf, *pi = buf[1].view.buf, *ci = buf[2].view.buf;
+    int64_t *first = buf[3].view.buf, *count = buf[4].view.buf;
+    int64_t most = 0;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (pi[i] < 0 || pi[i] >= p) {
+            bad = i;
+            break;
+        }
+        const int64_t *row = cid + pi[i] * e;
+        int64_t f = -1, c = 0;
+        for (Py_ssize_t j = 0; j < e; j++)
+            if (row[j] == ci[i]) {
+                if (f < 0) f = j;
+                c++;
+            }
+        first[i] = f < 0 ? 0 : f; /* argmax of an all-False row is 0 */
+        count[i] = c;
+        if (c > most) most = c;
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(buf, 5);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "members: pi[%zd] is not a row", bad);
+    return PyLong_FromLongLong(most);
+}
+
+/* wave_args(t f8 (p, e), amp f4 (p, e), start f8 (n), pi, first, count i8 (n each), p, e, m, b, dt,
+ *           coef, arg f4 out (n, m, b), amp_out f4 out (n, m))
+ * The exponents of _bucket_peaks' samples: for echo k < m of cluster i (its k-th echo, or none past its
+ * count), rel = float32(t - start) (inf for none), amp_out its amplitude (0 for none), and at bin j
+ * arg = (coef * d) * d with d = float32(j) * dt - rel, all in float32 as NumPy computes them. */
+static PyObject *wave_args(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[8];
+    Py_ssize_t p, e, m, b;
+    double dt, coef;
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnddOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &p, &e, &m, &b, &dt,
+                          &coef, &o[6], &o[7]))
+        return NULL;
+    Py_ssize_t n = buf_items(o[2], 8);
+    if (n < 0) return NULL;
+    if (m < 1 || m > e || b < 1) return PyErr_Format(PyExc_ValueError, "wave_args: m %zd of %zd, b %zd", m, e, b);
+    Buf buf[8];
+    memset(buf, 0, sizeof buf);
+    if (buf_get(&buf[0], o[0], 0, 'd', 8, p * e, "t") || buf_get(&buf[1], o[1], 0, 'f', 4, p * e, "amp") ||
+        buf_get(&buf[2], o[2], 0, 'd', 8, n, "start") || buf_get(&buf[3], o[3], 0, 'q', 8, n, "pi") ||
+        buf_get(&buf[4], o[4], 0, 'q', 8, n, "first") || buf_get(&buf[5], o[5], 0, 'q', 8, n, "count") ||
+        buf_get(&buf[6], o[6], 1, 'f', 4, n * m * b, "arg") || buf_get(&buf[7], o[7], 1, 'f', 4, n * m, "amp_out")) {
+        buf_release(buf, 8);
+        return NULL;
+    }
+    const double *t = buf[0].view.buf, *start = buf[2].view.buf;
+    const float *amp = buf[1].view.buf;
+    const int64_t *pi = buf[3].view.buf, *first = buf[4].view.buf, *count = buf[5].view.buf;
+    float *arg = buf[6].view.buf, *amp_out = buf[7].view.buf;
+    const float dt32 = (float)dt, coef32 = (float)coef;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (pi[i] < 0 || pi[i] >= p || first[i] < 0 || first[i] + count[i] > e) {
+            bad = i;
+            break;
+        }
+        for (Py_ssize_t k = 0; k < m; k++) {
+            const int ok = k < count[i];
+            const Py_ssize_t col = pi[i] * e + first[i] + k;
+            const float rel = ok ? (float)(t[col] - start[i]) : INFINITY;
+            amp_out[i * m + k] = ok ? amp[col] : 0.0f;
+            float *row = arg + (i * m + k) * b;
+            for (Py_ssize_t j = 0; j < b; j++) {
+                const float d = (float)j * dt32 - rel;
+                row[j] = (coef32 * d) * d;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(buf, 8);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "wave_args: cluster %zd is not in the tables", bad);
+    Py_RETURN_NONE;
+}
+
+/* wave_sum(g f4 (n, m, b), amp f4 (n, m), n, m, b, wave f4 out (n, b)): wave = (g * amp[:, :, None]).sum(1),
+ * the echoes added in order as NumPy adds along that axis. */
+static PyObject *wave_sum(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    Py_ssize_t n, m, b;
+    if (!PyArg_ParseTuple(args, "OOnnnO", &o[0], &o[1], &n, &m, &b, &o[2])) return NULL;
+    if (n < 0 || m < 1 || b < 1) return PyErr_Format(PyExc_ValueError, "wave_sum: %zd x %zd x %zd", n, m, b);
+    Buf buf[3];
+    memset(buf, 0, sizeof buf);
+    if (buf_get(&buf[0], o[0], 0, 'f', 4, n * m * b, "g") || buf_get(&buf[1], o[1], 0, 'f', 4, n * m, "amp") ||
+        buf_get(&buf[2], o[2], 1, 'f', 4, n * b, "wave")) {
+        buf_release(buf, 3);
+        return NULL;
+    }
+    const float *g = buf[0].view.buf, *amp = buf[1].view.buf;
+    float *wave = buf[2].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        float *w = wave + i * b;
+        const float *gi = g + i * m * b;
+        const float a0 = amp[i * m];
+        for (Py_ssize_t j = 0; j < b; j++) w[j] = gi[j] * a0;
+        for (Py_ssize_t k = 1; k < m; k++) {
+            const float a = amp[i * m + k];
+            const float *gk = gi + k * b;
+            for (Py_ssize_t j = 0; j < b; j++) w[j] = w[j] + gk[j] * a;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(buf, 3);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"members", members, METH_VARARGS, "Each cluster's first echo column and echo count (see the source)."},
+    {"wave_args", wave_args, METH_VARARGS, "The exponents of the clusters' waveform samples (see the source)."},
+    {"wave_sum", wave_sum, METH_VARARGS, "The clusters' waveforms from their samples (see the source)."},
     {"peak_runs", peak_runs, METH_VARARGS, "The waveform's peaks and the runs above the threshold around them."},
     {"clusters", clusters, METH_VARARGS, "cluster_echoes' clusters of sorted echo times (see the source)."},
     {NULL, NULL, 0, NULL},

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kernels.waveform_steps import clusters, peak_runs
+from kernels.waveform_steps import clusters, peak_runs, sampled_waves
 from kernels.xp import array_module
 
 __all__ = [
@@ -196,19 +196,9 @@ def _bucket_peaks(
     """Peaks (pulse, time, height, EPW) of the clusters (pi, ci), each sampled on ``b`` bins."""
     dt = cl.dt_ns
     start = cl.start_ns[pi, ci]
-    # a cluster's echoes are contiguous in time order: gather just those columns
-    member = cl.cid[pi] == ci[:, None]
-    first = np.argmax(member, axis=1)
-    count = member.sum(axis=1)
-    m = np.arange(int(count.max()))
-    cols = np.minimum(first[:, None] + m[None, :], cl.cid.shape[1] - 1)
-    ok = m[None, :] < count[:, None]
-    rows = pi[:, None]
-    rel = np.where(ok, cl.t_ns[rows, cols] - start[:, None], np.inf).astype(np.float32)
-    amp = np.where(ok, cl.amp[rows, cols], 0.0).astype(np.float32)
-    grid = (np.arange(b, dtype=np.float32) * np.float32(dt))[None, None, :]
-    d = grid - rel[:, :, None]
-    wave = (np.exp(np.float32(-0.5 / (sigma * sigma)) * d * d) * amp[:, :, None]).sum(axis=1)
+    wave = sampled_waves(cl.cid, cl.t_ns, cl.amp, start, pi, ci, b, dt, -0.5 / (sigma * sigma))
+    if wave is None:
+        wave = _numpy_sampled_waves(cl, start, pi, ci, b, sigma)
     found = peak_runs(wave, threshold_w)
     if found is None:
         ii, bi, below_lo, below_hi = _numpy_peak_runs(wave, threshold_w)
@@ -228,6 +218,26 @@ def _bucket_peaks(
     rt = _crossing(wave, ii, np.minimum(below_hi, b - 1) - 1, threshold_w, dt)
     epw = np.maximum(rt - lt, 0.0).astype(np.float32)
     return pi[ii], t_pk, a_pk, epw
+
+
+def _numpy_sampled_waves(
+    cl: Clusters, start: np.ndarray, pi: np.ndarray, ci: np.ndarray, b: int, sigma: float
+) -> np.ndarray:
+    """The waveforms (n, b) of the clusters (pi, ci), each sampled on ``b`` bins from its grid start:
+    the NumPy twin of :func:`kernels.waveform_steps.sampled_waves`."""
+    # a cluster's echoes are contiguous in time order: gather just those columns
+    member = cl.cid[pi] == ci[:, None]
+    first = np.argmax(member, axis=1)
+    count = member.sum(axis=1)
+    m = np.arange(int(count.max()))
+    cols = np.minimum(first[:, None] + m[None, :], cl.cid.shape[1] - 1)
+    ok = m[None, :] < count[:, None]
+    rows = pi[:, None]
+    rel = np.where(ok, cl.t_ns[rows, cols] - start[:, None], np.inf).astype(np.float32)
+    amp = np.where(ok, cl.amp[rows, cols], 0.0).astype(np.float32)
+    grid = (np.arange(b, dtype=np.float32) * np.float32(cl.dt_ns))[None, None, :]
+    d = grid - rel[:, :, None]
+    return np.asarray((np.exp(np.float32(-0.5 / (sigma * sigma)) * d * d) * amp[:, :, None]).sum(axis=1))
 
 
 def _numpy_peak_runs(

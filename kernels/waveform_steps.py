@@ -1,7 +1,7 @@
 """The waveform search's comparison and bookkeeping steps in one compiled pass (``_waveform_steps``).
 
-:func:`peak_runs` and :func:`clusters` give what the NumPy lines they stand for (in
-:func:`kernels.waveform._bucket_peaks` and :func:`kernels.waveform.cluster_echoes`) give, exactly
+:func:`peak_runs`, :func:`sampled_waves` and :func:`clusters` give what the NumPy lines they stand
+for (in :func:`kernels.waveform._bucket_peaks` and :func:`kernels.waveform.cluster_echoes`) give, exactly
 (``tests/kernels/test_waveform_steps.py`` holds them to it), or None when off or given an array they do
 not take; the caller then runs the NumPy code.
 """
@@ -17,7 +17,7 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["available", "clusters", "peak_runs"]
+__all__ = ["available", "clusters", "peak_runs", "sampled_waves"]
 
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` in the environment starts
@@ -64,3 +64,41 @@ def clusters(
     cid, start, spans = np.empty((p, e), np.int64), np.empty((p, e)), np.empty((p, e))
     n, width = _c.clusters(ts, p, e, float(gap), float(span), float(pad), cid, start, spans)
     return cid, start, spans, int(n), float(width)
+
+
+def sampled_waves(
+    cid: np.ndarray,
+    t_ns: np.ndarray,
+    amp: np.ndarray,
+    start: np.ndarray,
+    pi: np.ndarray,
+    ci: np.ndarray,
+    b: int,
+    dt: float,
+    coef: float,
+) -> np.ndarray | None:
+    """The waveforms (n, b) float32 of clusters (pi, ci) of the sorted echo tables ``cid``, ``t_ns``,
+    ``amp`` (p, e), each sampled on ``b`` bins of ``dt`` from its grid start ``start`` (n,): the sum
+    over its echoes of ``exp((coef * d) * d) * amp``, ``d`` the bin's time from the echo's, all in
+    float32 and the exponential NumPy's own, as :func:`kernels.waveform._bucket_peaks` computes them.
+    None when the compiled step is off or an array is not of the types it takes."""
+    arrays = ((cid, np.int64, 2), (t_ns, np.float64, 2), (amp, np.float32, 2), (start, np.float64, 1))
+    if not available() or any(a.dtype != d or a.ndim != k or not a.flags.c_contiguous for a, d, k in arrays):
+        return None
+    if pi.dtype != np.int64 or ci.dtype != np.int64:
+        return None
+    pi, ci = np.ascontiguousarray(pi), np.ascontiguousarray(ci)
+    (p, e), n = cid.shape, int(pi.shape[0])
+    if n == 0 or t_ns.shape != (p, e) or amp.shape != (p, e):
+        return None
+    first, count = np.empty(n, np.int64), np.empty(n, np.int64)
+    m = _c.members(cid, p, e, n, pi, ci, first, count)
+    if m < 1:
+        return None
+    g = np.empty((n, m, b), np.float32)
+    amp_m = np.empty((n, m), np.float32)
+    _c.wave_args(t_ns, amp, start, pi, first, count, p, e, m, b, float(dt), float(coef), g, amp_m)
+    np.exp(g, out=g)
+    wave = np.empty((n, b), np.float32)
+    _c.wave_sum(g, amp_m, n, m, b, wave)
+    return wave

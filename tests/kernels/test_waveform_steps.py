@@ -142,3 +142,26 @@ def test_clusters_of_rows_without_echoes() -> None:
     a = np.zeros((4, 3), np.float32)
     got = cluster_echoes(t, a, 6.0)
     assert got.n_clusters == 0 and got.start_ns.shape == (4, 0) and (got.cid == -1).all()
+
+
+@needs_compiled
+@pytest.mark.parametrize("e", [1, 3, 12])
+@pytest.mark.parametrize("b", [32, 128])
+def test_sampled_waves_are_numpy_s(e: int, b: int) -> None:
+    """The clusters' sampled waveforms, bit for bit: one echo and many per cluster (echoes added in
+    NumPy's order), absent echoes, every cluster of every row in one batch."""
+    from kernels.waveform import _numpy_sampled_waves, cluster_echoes, pulse_sigma_ns
+
+    t, a = _sorted_times(2_000, e, 5)
+    with np.errstate(invalid="ignore"):
+        cl = cluster_echoes(t, a, 6.0)
+    pi, ci = np.nonzero(np.isfinite(cl.start_ns))
+    start = cl.start_ns[pi, ci]
+    sigma = pulse_sigma_ns(6.0)
+    got = waveform_steps.sampled_waves(cl.cid, cl.t_ns, cl.amp, start, pi, ci, b, cl.dt_ns, -0.5 / sigma**2)
+    want = _numpy_sampled_waves(cl, start, pi, ci, b, sigma)
+    assert got is not None and got.dtype == want.dtype and got.shape == want.shape == (pi.size, b)
+    assert got.tobytes() == want.tobytes()
+    assert (got > 0).any()
+    with pytest.raises(IndexError, match="pi\\[0\\] is not a row"):
+        waveform_steps.sampled_waves(cl.cid, cl.t_ns, cl.amp, start, pi + 10**6, ci, b, cl.dt_ns, -0.1)
