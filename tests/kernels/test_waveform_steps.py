@@ -165,3 +165,16 @@ def test_sampled_waves_are_numpy_s(e: int, b: int) -> None:
     assert (got > 0).any()
     with pytest.raises(IndexError, match="pi\\[0\\] is not a row"):
         waveform_steps.sampled_waves(cl.cid, cl.t_ns, cl.amp, start, pi + 10**6, ci, b, cl.dt_ns, -0.1)
+
+
+@pytest.mark.parametrize("width", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_argsort_is_numpy_s_argsort(width: int, dtype: type) -> None:
+    """Rows of two are ordered by one comparison: the same indices as np.argsort, ties (0 and -0,
+    equal times, infinities) kept in order and NaN last."""
+    from kernels.waveform import row_argsort
+
+    values = np.array([1.0, 2.0, np.inf, -np.inf, np.nan, 0.0, -0.0, 5.0], dtype)
+    a = values[np.random.default_rng(width).integers(0, values.size, (50_000, width))]
+    got = row_argsort(a)
+    assert got.dtype == np.int64 and np.array_equal(got, np.argsort(a, axis=1))
