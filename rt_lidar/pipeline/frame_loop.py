@@ -8,6 +8,7 @@ the time line exactly at any f_sim and no firing is skipped or repeated.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import threading
 import time
@@ -64,6 +65,11 @@ class Sensed:
     result: PhysicsResult
     hits_wall_ns: int
     wall_s: float
+
+
+Fetched = tuple[Firings, Hits, tuple[int, PhysicsResult] | None]
+"""A frame's firings and hits, and (when done where it was fetched) the wall time its hits came and
+its physics result."""
 
 
 @dataclass
@@ -132,7 +138,13 @@ class Pipeline:
         self._pool: ThreadPoolExecutor | None = None
         self._workers = 0
         self._started = False
-        self._pending: deque[tuple[int, Future[tuple[Firings, Hits]]]] = deque()
+        self._pending: deque[tuple[int, Future[Fetched]]] = deque()
+        self.physics_ahead = True
+        """With frames fetched ahead, each one's physics runs there too, on the thread that fetched it
+        (with that frame's own random stream and weather, so the points are the same), and the frame
+        loop's thread only stitches and writes: the cores share the physics of the frames in flight.
+        False keeps the physics in the frame loop's thread."""
+        self._weathered: dict[tuple[tuple[str, float], ...], SensorPhysics] = {}
         self._follow_weather = physics.config.weather is None and source.capabilities.weather
         """No weather configured and the source reports the sim's: each frame's physics takes the
         weather its hits were cast in."""
@@ -164,6 +176,31 @@ class Pipeline:
         t0, t1 = self._interval(k)
         firings = firings_between(self.preset, t0, t1)
         return firings, self.source.hits(firings, t0, t1)
+
+    def _fetch_only(self, k: int) -> Fetched:
+        return *self._fetch(k), None
+
+    def _fetch_sensed(self, k: int) -> Fetched:
+        """Frame ``k``'s firings and hits, and its physics done at once (:attr:`physics_ahead`)."""
+        firings, hits = self._fetch(k)
+        hits_wall_ns = time.time_ns()
+        return firings, hits, (hits_wall_ns, self._physics_of(hits).apply(hits, self._rng(k)))
+
+    def _physics_of(self, hits: Hits) -> SensorPhysics:
+        """The physics a frame of ``hits`` goes through: following the sim's weather, a copy in the
+        weather the hits were cast in (one per weather, never the frame loop's own, which
+        :meth:`sense` switches as the frames come), else the pipeline's."""
+        if not self._follow_weather:
+            return self.physics
+        key = tuple(sorted((hits.weather or {}).items()))
+        physics = self._weathered.get(key)
+        if physics is None:
+            physics = copy.copy(self.physics)
+            physics.set_weather(hits.weather)
+            if len(self._weathered) >= 16:  # a sim whose weather keeps changing: keep the latest
+                self._weathered.clear()
+            self._weathered[key] = physics
+        return physics
 
     def _rays_per_frame(self) -> float:
         return firings_per_scan(self.preset) * 1e9 / (scan_period_ns(self.preset) * self.sim_hz)
@@ -214,10 +251,11 @@ class Pipeline:
         for future in started:
             future.result()
 
-    def _frame_hits(self, k: int) -> tuple[Firings, Hits]:
+    def _frame_hits(self, k: int) -> Fetched:
         if not self.prefetch:
-            return self._fetch(k)
+            return self._fetch_only(k)
         pool, _ = self._frame_pool()
+        fetch = self._fetch_sensed if self.physics_ahead else self._fetch_only
         pending = self._pending
         while pending and pending[0][0] < k:  # frames skipped over (none in the frame loop)
             pending.popleft()[1].cancel()
@@ -225,16 +263,16 @@ class Pipeline:
             got = pending.popleft()[1]
         else:  # the first frame (or one after a jump), fetched beside the frames asked for ahead
             self._drain()
-            got = pool.submit(self._fetch, k)
+            got = pool.submit(fetch, k)
             for ahead in range(k + 1, k + 1 + self.prefetch):
-                pending.append((ahead, pool.submit(self._fetch, ahead)))
+                pending.append((ahead, pool.submit(fetch, ahead)))
             return got.result()
-        hits = got.result()
+        fetched = got.result()
         nxt = pending[-1][0] + 1 if pending else k + 1
         while len(pending) < self.prefetch:
-            pending.append((nxt, pool.submit(self._fetch, nxt)))
+            pending.append((nxt, pool.submit(fetch, nxt)))
             nxt += 1
-        return hits
+        return fetched
 
     def _drain(self) -> None:
         """Drop the frames asked for ahead (waiting for the one in flight)."""
@@ -271,13 +309,16 @@ class Pipeline:
         t0, t1 = self._interval(k)
         # 1. the firings of this frame's slice of the schedule (a sector on a rotating sensor), and
         # 2. what they hit, moving objects posed at the frame start (maybe fetched during frame k-1)
-        _firings, hits = self._frame_hits(k)
+        _firings, hits, ahead = self._frame_hits(k)
         hits_wall_ns = time.time_ns()
         # 3. received power, threshold, noise, output scale (in the sim's weather, when followed)
         if self._follow_weather and hits.weather != self._weather:
             self.physics.set_weather(hits.weather)
             self._weather = hits.weather
-        result = self.physics.apply(hits, self._rng(k))
+        if ahead is not None:  # done where the frame was fetched, as the lines below do it
+            hits_wall_ns, result = ahead
+        else:
+            result = self.physics.apply(hits, self._rng(k))
         return Sensed(k, t0, t1, hits, result, hits_wall_ns, time.perf_counter() - t_wall)
 
     def commit(self, sensed: Sensed, extra: np.ndarray | None = None) -> list[Scan]:

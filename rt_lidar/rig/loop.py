@@ -72,6 +72,9 @@ class RigLoop:
             weather = phys.config.weather
             source.use_wet_road(weather.road_wetness if weather is not None else 0.0)  # mirror rays, spray
             pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch)
+            # the physics stays on this thread: with a sensor's frames fetched on threads of their
+            # own, the rig's physics there too measured 0-10 % slower (docs/performance-notes.md)
+            pipe.physics_ahead = False
             self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys), pipe)
         self.frame = 0
         self.before_step: Callable[[int], None] | None = None
