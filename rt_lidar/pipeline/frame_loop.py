@@ -67,7 +67,7 @@ class Sensed:
     wall_s: float
 
 
-Fetched = tuple[Firings, Hits, tuple[int, PhysicsResult] | None]
+Fetched = tuple[Firings, Hits, tuple[int, PhysicsResult | Future[PhysicsResult]] | None]
 """A frame's firings and hits, and (when done where it was fetched) the wall time its hits came and
 its physics result."""
 
@@ -145,6 +145,7 @@ class Pipeline:
         loop's thread only stitches and writes: the cores share the physics of the frames in flight.
         False keeps the physics in the frame loop's thread."""
         self._weathered: dict[tuple[tuple[str, float], ...], SensorPhysics] = {}
+        self._physics_pool: ThreadPoolExecutor | None = None
         self._follow_weather = physics.config.weather is None and source.capabilities.weather
         """No weather configured and the source reports the sim's: each frame's physics takes the
         weather its hits were cast in."""
@@ -184,7 +185,21 @@ class Pipeline:
         """Frame ``k``'s firings and hits, and its physics done at once (:attr:`physics_ahead`)."""
         firings, hits = self._fetch(k)
         hits_wall_ns = time.time_ns()
-        return firings, hits, (hits_wall_ns, self._physics_of(hits).apply(hits, self._rng(k)))
+        physics = self._physics_of(hits)
+        if self._workers == 1 and physics.uses_waveform(hits):
+            # one thread fetches the frames in order (a server answers in order): their waveform
+            # physics, the heavy kind, on threads of its own, so consecutive frames' overlap
+            return (
+                firings,
+                hits,
+                (hits_wall_ns, self._physics_threads().submit(physics.apply, hits, self._rng(k))),
+            )
+        return firings, hits, (hits_wall_ns, physics.apply(hits, self._rng(k)))
+
+    def _physics_threads(self) -> ThreadPoolExecutor:
+        if self._physics_pool is None:
+            self._physics_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rt-lidar-physics")
+        return self._physics_pool
 
     def _physics_of(self, hits: Hits) -> SensorPhysics:
         """The physics a frame of ``hits`` goes through: following the sim's weather, a copy in the
@@ -289,6 +304,9 @@ class Pipeline:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self._physics_pool is not None:
+            self._physics_pool.shutdown(wait=True)
+            self._physics_pool = None
         close_source = getattr(self.source, "close", None)
         if callable(close_source):
             close_source()
@@ -316,7 +334,8 @@ class Pipeline:
             self.physics.set_weather(hits.weather)
             self._weather = hits.weather
         if ahead is not None:  # done where the frame was fetched, as the lines below do it
-            hits_wall_ns, result = ahead
+            hits_wall_ns, done = ahead
+            result = done.result() if isinstance(done, Future) else done
         else:
             result = self.physics.apply(hits, self._rng(k))
         return Sensed(k, t0, t1, hits, result, hits_wall_ns, time.perf_counter() - t_wall)

@@ -18,6 +18,9 @@ from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.beam import BeamConfig
 
+names: set[str] = set()
+"""The name prefixes of the threads the physics ran on in the latest :func:`_scans`."""
+
 CONFIGS = {
     "default": PhysicsConfig(),
     "dual-rain-sun": PhysicsConfig(
@@ -32,10 +35,12 @@ def _scans(pipe: Pipeline, ahead: bool, count: int = 3) -> tuple[list[bytes], se
     """The scans' point bytes, and the threads the physics ran on."""
     pipe.physics_ahead = ahead
     threads: set[int] = set()
+    names.clear()
     apply = SensorPhysics.apply
 
     def recording(self: SensorPhysics, hits: Hits, rng: np.random.Generator) -> Any:
         threads.add(threading.get_ident())
+        names.add(threading.current_thread().name.rsplit("_", 1)[0])
         return apply(self, hits, rng)
 
     SensorPhysics.apply = recording  # type: ignore[method-assign]
@@ -94,3 +99,20 @@ def test_physics_ahead_follows_a_changing_sim_weather_frame_by_frame() -> None:
     assert ahead == in_loop
     clear, _ = _scans(build_pipeline("VLP-16", "street", seed=5, prefetch=2).pipeline, True, count=5)
     assert clear[0] != ahead[0] or clear[1] != ahead[1]  # the weather did change the points
+
+
+def test_with_one_fetching_thread_the_waveform_physics_runs_on_threads_of_its_own() -> None:
+    """Frames fetched one at a time, in order (a server's answers; here a small sensor's frames): their
+    waveform physics (dual returns) goes to two threads of its own, so consecutive frames' overlap,
+    with the points of the physics in the loop; the single-return physics stays on the fetching thread."""
+    dual = PhysicsConfig(beam=BeamConfig(return_mode="dual"))
+
+    def pipe(physics: PhysicsConfig) -> Pipeline:
+        return build_pipeline("VLP-16", "street", seed=6, physics=physics, prefetch=1).pipeline
+
+    ahead, _ = _scans(pipe(dual), True)
+    assert names == {"rt-lidar-physics"}
+    in_loop, _ = _scans(pipe(dual), False)
+    assert ahead == in_loop
+    _scans(pipe(PhysicsConfig()), True)
+    assert names == {"rt-lidar-prefetch"}
