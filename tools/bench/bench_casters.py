@@ -55,8 +55,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from embree_isa_probe import cpu_flags, isa_pair, robust_distances_at, ulps_apart  # beside this script
-from machine_record import write_json  # tools/bench, beside this script
+from embree_isa_probe import isa_pair, robust_distances_at, ulps_apart  # beside this script
+from machine_record import cpu_flags, write_json  # tools/bench, beside this script
 
 from rt_lidar.pipeline.pose_samples import _interpolated_sensor_poses
 from rt_lidar.pipeline.sources import _rotate_f32

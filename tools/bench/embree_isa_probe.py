@@ -20,20 +20,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from machine_record import cpu_flags  # tools/bench, beside this script
+
+__all__ = ["cpu_flags", "isa_pair", "robust_distances_at", "ulps_apart"]
 
 _AVX512_SKX = {"avx512f", "avx512cd", "avx512dq", "avx512bw", "avx512vl"}
 _AVX2 = {"avx2", "fma", "bmi1", "bmi2"}
-
-
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags (Linux ``/proc/cpuinfo``; empty where it cannot be read)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def isa_pair(flags: set[str]) -> tuple[str, str] | None:

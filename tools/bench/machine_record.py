@@ -53,16 +53,26 @@ def microarchitecture(vendor: str, family: int, model: int) -> str | None:
     return None
 
 
+def _read_cpuinfo() -> str:
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+
+
+def cpu_flags(cpuinfo_text: str | None = None) -> set[str]:
+    """The first processor's feature flags (/proc/cpuinfo's ``flags``; empty where it cannot be read)."""
+    text = _read_cpuinfo() if cpuinfo_text is None else cpuinfo_text
+    return set(_cpuinfo(text).get("flags", "").split())
+
+
 def describe(cpuinfo_text: str | None = None) -> dict[str, Any]:
     """CPU model, core generation, logical CPUs, SIMD extensions, virtualisation, kernel, memory,
     Python and NumPy: what a reader needs to compare a figure with their own machine's."""
     if cpuinfo_text is None:
-        try:
-            cpuinfo_text = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            cpuinfo_text = ""
+        cpuinfo_text = _read_cpuinfo()
     f = _cpuinfo(cpuinfo_text)
-    flags = set(f.get("flags", "").split())
+    flags = cpu_flags(cpuinfo_text)
     vendor = f.get("vendor_id", "")
     family = int(f.get("cpu family", "0") or 0)
     model = int(f.get("model", "0") or 0)
