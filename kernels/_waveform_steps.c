@@ -6,9 +6,10 @@
  * samples above the threshold around each with two np.maximum/minimum.accumulate passes over every
  * sample: 40 % of the search's time for what one pass over each row finds. cluster_echoes finds each
  * cluster's first and last echo with a masked min and max over every row per cluster: short rows, where
- * NumPy's reductions cost most. Only comparisons, indices and the NumPy code's own float64 subtractions
- * here, so every result is the NumPy code's exactly. Optional extension: where it is missing, the NumPy
- * code runs.
+ * NumPy's reductions cost most. The clusters' samples are gathered and their exponents computed here,
+ * their exp left to NumPy, and the echoes added in NumPy's order. Only comparisons, indices and the
+ * NumPy code's own float32 and float64 operations here (built with -ffp-contract=off), so every result
+ * is the NumPy code's exactly. Optional extension: where it is missing, the NumPy code runs.
  */
 #include "_np_twins.h"
 
