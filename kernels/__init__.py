@@ -4,7 +4,7 @@ No I/O, no state, no imports from the other packages of the project. Every funct
 arrays and returns arrays of the same module.
 """
 
-from kernels.intensity import (
+from rt_lidar.kernels.intensity import (
     SPEED_OF_LIGHT,
     apply_range_noise,
     calibrated_reflectivity_output,
@@ -14,8 +14,8 @@ from kernels.intensity import (
     received_power_output,
     two_way_transmission,
 )
-from kernels.sectors import scan_boundaries
-from kernels.xp import array_module, to_numpy
+from rt_lidar.kernels.sectors import scan_boundaries
+from rt_lidar.kernels.xp import array_module, to_numpy
 
 __all__ = [
     "SPEED_OF_LIGHT",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kernels.xp import array_module
+from rt_lidar.kernels.xp import array_module
 
 __all__ = [
     "SKY_RADIANCE_FRACTION",

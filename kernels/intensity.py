@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernels.xp import array_module
+from rt_lidar.kernels.xp import array_module
 
 __all__ = [
     "SPEED_OF_LIGHT",

@@ -13,7 +13,7 @@ def scan_boundaries(scan_index: Any) -> tuple[Any, Any]:
     Returns ``(indices, starts)``: the distinct scan indices in order and the offset where each run
     starts (``starts`` has one more entry, the array length, so run ``k`` is ``starts[k]:starts[k+1]``).
     """
-    from kernels.xp import array_module
+    from rt_lidar.kernels.xp import array_module
 
     xp = array_module(scan_index)
     n = int(scan_index.shape[0])

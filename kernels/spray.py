@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from kernels.weather import overlap
-from kernels.weather_rays import hash_uniform
-from kernels.xp import array_module
+from rt_lidar.kernels.weather import overlap
+from rt_lidar.kernels.weather_rays import hash_uniform
+from rt_lidar.kernels.xp import array_module
 
 __all__ = ["SprayParams", "spray_echoes"]
 

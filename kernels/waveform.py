@@ -12,7 +12,7 @@ separation to a stronger one are suppressed; the return mode picks what is repor
 
 Three stages, vectorised over pulses x echoes x bins (loops only over the few echo columns, clusters
 and candidates, never over rays): :func:`cluster_echoes` and :func:`select_returns` are written for
-any ``xp``; :func:`waveform_peaks` is NumPy, with a CUDA twin in :mod:`kernels.waveform_cuda`.
+any ``xp``; :func:`waveform_peaks` is NumPy, with a CUDA twin in :mod:`rt_lidar.kernels.waveform_cuda`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kernels.waveform_steps import clusters, peak_runs, sampled_waves
-from kernels.xp import array_module
+from rt_lidar.kernels.waveform_steps import clusters, peak_runs, sampled_waves
+from rt_lidar.kernels.xp import array_module
 
 __all__ = [
     "CLUSTER_GAP_SIGMA",
@@ -237,7 +237,7 @@ def _numpy_sampled_waves(
     cl: Clusters, start: np.ndarray, pi: np.ndarray, ci: np.ndarray, b: int, sigma: float
 ) -> np.ndarray:
     """The waveforms (n, b) of the clusters (pi, ci), each sampled on ``b`` bins from its grid start:
-    the NumPy twin of :func:`kernels.waveform_steps.sampled_waves`."""
+    the NumPy twin of :func:`rt_lidar.kernels.waveform_steps.sampled_waves`."""
     # a cluster's echoes are contiguous in time order: gather just those columns
     member = cl.cid[pi] == ci[:, None]
     first = np.argmax(member, axis=1)
@@ -258,7 +258,7 @@ def _numpy_peak_runs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The local maxima (ii, bi) of ``wave`` at or above the threshold, and for each the last sample
     before it and the first after it below the threshold (-1 and b where there is none): the NumPy
-    twin of :func:`kernels.waveform_steps.peak_runs`."""
+    twin of :func:`rt_lidar.kernels.waveform_steps.peak_runs`."""
     n, b = wave.shape
     above = wave >= threshold_w
     left = np.concatenate([np.zeros((n, 1), np.float32), wave[:, :-1]], axis=1)
@@ -422,7 +422,7 @@ def _waveform_returns(
     if xp is np:
         pk = waveform_peaks(cl, width_ns, search)
     else:
-        from kernels.waveform_cuda import waveform_peaks_cuda
+        from rt_lidar.kernels.waveform_cuda import waveform_peaks_cuda
 
         pk = waveform_peaks_cuda(cl, width_ns, search)
     if noise is not None:

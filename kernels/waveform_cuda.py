@@ -1,9 +1,9 @@
-"""CUDA twin of :func:`kernels.waveform.waveform_peaks` (CuPy ``RawKernel``; CuPy imported lazily).
+"""CUDA twin of :func:`rt_lidar.kernels.waveform.waveform_peaks` (CuPy ``RawKernel``; CuPy imported lazily).
 
 One thread per (pulse, cluster) samples that cluster's waveform on its grid, finds the local maxima at
 or above the threshold, refines each by the same log-parabola and measures its echo pulse width by
 walking to the threshold crossings; the candidates are then packed exactly as on the CPU. The other
-stages of :func:`kernels.waveform.waveform_returns` run on CuPy arrays unchanged.
+stages of :func:`rt_lidar.kernels.waveform.waveform_returns` run on CuPy arrays unchanged.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import functools
 import math
 from typing import Any
 
-from kernels.waveform import Clusters, Peaks, pack_peaks, pulse_sigma_ns, span_buckets
-from kernels.xp import array_module
+from rt_lidar.kernels.waveform import Clusters, Peaks, pack_peaks, pulse_sigma_ns, span_buckets
+from rt_lidar.kernels.xp import array_module
 
 __all__ = ["CUDA_SOURCE", "waveform_peaks_cuda"]
 
@@ -83,10 +83,10 @@ def _kernel() -> Any:
 
 
 def waveform_peaks_cuda(cl: Clusters, width_ns: float, threshold_w: float, kernel: Any = None) -> Peaks:
-    """:func:`kernels.waveform.waveform_peaks` for CuPy clusters (same candidates, same packing).
+    """:func:`rt_lidar.kernels.waveform.waveform_peaks` for CuPy clusters (same candidates, same packing).
 
     ``kernel`` launches :data:`CUDA_SOURCE` (default: CuPy's ``RawKernel``); with NumPy clusters and
-    :class:`kernels.cuda_host.HostKernel` the same source and this same wrapper run on the CPU.
+    :class:`rt_lidar.kernels.cuda_host.HostKernel` the same source and this same wrapper run on the CPU.
     """
     cp = array_module(cl.t_ns)
     p, e = cl.t_ns.shape

@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 try:
-    from kernels import _waveform_steps as _c
+    from rt_lidar.kernels import _waveform_steps as _c
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
@@ -49,7 +49,7 @@ def clusters(
     ts: np.ndarray, gap: float, span: float, pad: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float] | None:
     """``(cid, start, spans, n_clusters, width)`` of echo times ``ts`` (p, e) float64 sorted along each
-    row, as :func:`kernels.waveform.cluster_echoes` makes them (``start`` and ``spans`` with all e
+    row, as :func:`rt_lidar.kernels.waveform.cluster_echoes` makes them (``start`` and ``spans`` with all e
     columns; the first ``n_clusters`` are the clusters'). None when the compiled step is off or ``ts``
     is not a C-contiguous 2-D float64 array with rows and columns."""
     if (
@@ -80,7 +80,7 @@ def sampled_waves(
     """The waveforms (n, b) float32 of clusters (pi, ci) of the sorted echo tables ``cid``, ``t_ns``,
     ``amp`` (p, e), each sampled on ``b`` bins of ``dt`` from its grid start ``start`` (n,): the sum
     over its echoes of ``exp((coef * d) * d) * amp``, ``d`` the bin's time from the echo's, all in
-    float32 and the exponential NumPy's own, as :func:`kernels.waveform._bucket_peaks` computes them.
+    float32 and the exponential NumPy's own, as :func:`rt_lidar.kernels.waveform._bucket_peaks` computes them.
     None when the compiled step is off or an array is not of the types it takes."""
     arrays = ((cid, np.int64, 2), (t_ns, np.float64, 2), (amp, np.float32, 2), (start, np.float64, 1))
     if not available() or any(a.dtype != d or a.ndim != k or not a.flags.c_contiguous for a, d, k in arrays):

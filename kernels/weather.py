@@ -33,7 +33,7 @@ Snow: the Gunn & Marshall (1958, J. Meteor. 15, 452) size distribution of aggreg
 (1/0.1)^(1/3) = 2.15 times the melted diameter, and ``Q_ext = 2`` over their area gives
 ``a ~ 3.3e-3 S^0.57`` /m (about 0.9 km visibility at 1 mm/h, as observed for moderate snow).
 
-The per-ray kernels that draw and apply all this are in :mod:`kernels.weather_rays`.
+The per-ray kernels that draw and apply all this are in :mod:`rt_lidar.kernels.weather_rays`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kernels.xp import array_module
+from rt_lidar.kernels.xp import array_module
 
 __all__ = [
     "FOG_BACKSCATTER_VIS",

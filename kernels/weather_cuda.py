@@ -1,6 +1,6 @@
 """The fused CUDA path of the weather model: one thread per ray, one kernel launch per batch.
 
-It is the twin of :func:`kernels.weather.apply_weather` (the NumPy reference): the same counter-based
+It is the twin of :func:`rt_lidar.kernels.weather.apply_weather` (the NumPy reference): the same counter-based
 random numbers (SplitMix64 of ``key + counter * golden``, counters ``ray * SLOTS_PER_RAY + slot``), the
 same Poisson inversion, the same sampling of the thinned drop process from the tabulated cumulative
 count, the same RIRD / RIO / DT decision, the same fog soft target and range noise. It computes in
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from kernels.weather import MAX_PARTICLES, SLOTS_PER_RAY, WeatherKernelParams
-from kernels.weather_rays import NORMAL_TABLE
-from kernels.xp import array_module
+from rt_lidar.kernels.weather import MAX_PARTICLES, SLOTS_PER_RAY, WeatherKernelParams
+from rt_lidar.kernels.weather_rays import NORMAL_TABLE
+from rt_lidar.kernels.xp import array_module
 
 __all__ = ["CUDA_SOURCE", "apply_weather_cuda"]
 
@@ -197,11 +197,11 @@ def apply_weather_cuda(
     kernel: Any = None,
     echoes: tuple[Any, Any, Any] | None = None,
 ) -> Any:
-    """CuPy twin of :func:`kernels.weather_rays.apply_weather` (same arguments, same in-place effect,
+    """CuPy twin of :func:`rt_lidar.kernels.weather_rays.apply_weather` (same arguments, same in-place effect,
     ``echoes`` the same extra-echo mode).
 
     ``kernel`` launches :data:`CUDA_SOURCE` (default: CuPy's ``RawKernel``); with NumPy arrays and
-    :class:`kernels.cuda_host.HostKernel` the same source and this same wrapper run on the CPU.
+    :class:`rt_lidar.kernels.cuda_host.HostKernel` the same source and this same wrapper run on the CPU.
     """
     xp = array_module(range_m)
     n = int(range_m.shape[0])

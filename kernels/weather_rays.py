@@ -1,11 +1,11 @@
 """Per-ray weather kernels (NumPy): the counter-based random draws, the thinned Poisson process of
 detectable particles, the fog's soft target and the winning echo of each ray. The physics, the
 parameter bundles and their tables are in :mod:`kernels.weather`; :mod:`kernels.weather_cuda` is the
-fused CUDA twin and :mod:`kernels.weather_reference` the plain-Python one-ray-at-a-time reference.
+fused CUDA twin and :mod:`rt_lidar.kernels.weather_reference` the plain-Python one-ray-at-a-time reference.
 
 Random numbers: a counter-based generator (SplitMix64 finaliser of ``key + counter * golden``), so a
 draw is a pure function of (seed, ray, slot): the NumPy kernels and the fused CUDA kernel of
-:mod:`kernels.weather_cuda` draw the same numbers, and runs with the same seed are identical.
+:mod:`rt_lidar.kernels.weather_cuda` draw the same numbers, and runs with the same seed are identical.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels.weather import (
+from rt_lidar.kernels.weather import (
     MAX_PARTICLES,
     SLOTS_PER_RAY,
     Species,
@@ -25,7 +25,7 @@ from kernels.weather import (
     min_detectable_diameter_mm,
     overlap,
 )
-from kernels.xp import array_module
+from rt_lidar.kernels.xp import array_module
 
 __all__ = [
     "NORMAL_TABLE",

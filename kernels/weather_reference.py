@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from kernels import weather as kw
-from kernels.weather_rays import NORMAL_TABLE
+from rt_lidar.kernels import weather as kw
+from rt_lidar.kernels.weather_rays import NORMAL_TABLE
 
 __all__ = ["reference_ray"]
 

@@ -11,7 +11,7 @@ firing as a bundle of sub-rays. ``beam`` is a map with up to two keys:
 
 The client packs it with :func:`encode_beam`, the server reads it with :func:`decode_beam` and
 :func:`decode_sun`. The sun direction is converted between NED and the project frame here, once each
-way (with :mod:`unreal_bridge.wire`'s vector flip).
+way (with :mod:`rt_lidar.unreal_bridge.wire`'s vector flip).
 
 It is a method of its own, not a third argument of ``rtLidarGetHits``: rpclib binds one function per
 name with one argument count (binding a name twice throws), so an rpclib server in Unreal could not
@@ -138,7 +138,7 @@ def decode_sun(beam: Any) -> SunRequest | None:
 def decode_beam(beam: Any) -> tuple[np.ndarray, np.ndarray]:
     """(offsets (N, 2) float64 rad, weights (N,) float32) of a ``beam`` argument, checked for shape and
     finiteness; a beam with a ``sun`` but no ``sub_rays`` is one ray along the pulse (offset 0, weight
-    1). Raises :class:`~unreal_bridge.errors.WireFormatError` naming what is wrong."""
+    1). Raises :class:`~rt_lidar.unreal_bridge.errors.WireFormatError` naming what is wrong."""
     if isinstance(beam, Mapping) and "sub_rays" not in beam and isinstance(beam.get("sun"), Mapping):
         return np.zeros((1, 2), np.float64), np.ones(1, np.float32)
     if not isinstance(beam, Mapping) or not isinstance(beam.get("sub_rays"), Mapping):

@@ -1,10 +1,10 @@
 """``AirSimClient``: a fast client of AirSim's RPC API, in the project frame, on msgpack 1.x.
 
-It speaks to stock AirSim, Cosys-AirSim and the embedded server (:mod:`unreal_bridge.server`) alike.
+It speaks to stock AirSim, Cosys-AirSim and the embedded server (:mod:`rt_lidar.unreal_bridge.server`) alike.
 Calls use AirSim's method names and argument orders; where stock AirSim and Cosys-AirSim bind a
 method with different argument counts (``simGetImages``, ``simGetObjectPose``) the client tries the
 stock form first and remembers the form the server accepted. Poses, points and kinematics come back
-converted from NED to the project frame (x forward, y left, z up) by :mod:`unreal_bridge.wire`.
+converted from NED to the project frame (x forward, y left, z up) by :mod:`rt_lidar.unreal_bridge.wire`.
 
 ``get_lidar_data`` decodes the point cloud straight into NumPy (see :mod:`unreal_bridge.fast_decode`).
 """
@@ -80,8 +80,8 @@ class AirSimClient:
 
     ``timeout`` (s) is each call's deadline (connect, request and the whole answer);
     ``max_reply_bytes`` caps an answer's size. A call that fails raises
-    :class:`~unreal_bridge.errors.RpcError` (the server's error) or
-    :class:`~unreal_bridge.errors.ConnectionLost` (naming the call); the next call reconnects.
+    :class:`~rt_lidar.unreal_bridge.errors.RpcError` (the server's error) or
+    :class:`~rt_lidar.unreal_bridge.errors.ConnectionLost` (naming the call); the next call reconnects.
 
     ``shared_memory=True`` offers the server a shared-memory segment (first of ``shm_bytes``, a bigger
     one when an answer does not fit) for the per-ray fields of the extension calls
@@ -118,7 +118,7 @@ class AirSimClient:
         """Core fields of the hits answers the caller does not read: the extension calls ask the server
         to leave them out (``omit``; set it only to fields the server's ``rtLidarServerInfo`` lists)."""
         self.compact = False
-        """Ask the hits calls for compact answers (:mod:`unreal_bridge.compact`; set it only when the
+        """Ask the hits calls for compact answers (:mod:`rt_lidar.unreal_bridge.compact`; set it only when the
         server's ``rtLidarServerInfo`` says ``compact``)."""
         self.omit_firings: frozenset[str] = frozenset()
         """Lidars (by the name the calls give) whose answers may also leave out the firing fields
@@ -180,7 +180,7 @@ class AirSimClient:
     def confirm_connection(self) -> int:
         """Ping and check versions as AirSim's ``confirmConnection`` does; return the server version.
 
-        Raises :class:`~unreal_bridge.errors.WireFormatError` when the server is too old for us or
+        Raises :class:`~rt_lidar.unreal_bridge.errors.WireFormatError` when the server is too old for us or
         needs a newer client than we are.
         """
         if not self.ping():
@@ -228,7 +228,7 @@ class AirSimClient:
         same cast); a server that refuses that form gets ``rtLidarGetHits`` from then on. ``poses``
         asks for the lidar's world poses on the 1 ms grid it cast from (``info["pose_samples"]``, (S, 8)
         float64 rows ``t_s, x, y, z, qw, qx, qy, qz``), through ``rtLidarGetBeamHits`` with a beam of
-        ``poses``; a server without that entry raises an :class:`~unreal_bridge.errors.RpcError`."""
+        ``poses``; a server without that entry raises an :class:`~rt_lidar.unreal_bridge.errors.RpcError`."""
         if poses:
             return self.rt_lidar_get_beam_hits(lidar_name, vehicle_name, poses=True)
         if self.shm_refused is None:
@@ -383,7 +383,7 @@ class AirSimClient:
         vertical) from its direction, pulse-major; ``info["sub_rays"]`` says N. ``sun`` (a project-frame
         unit vector towards the sun, or ``"scene"`` for the server's) asks for the per-ray sun cosines
         (extras ``sun_cos`` / ``beam_sun_cos``, ``info["sun_direction"]``); without offsets and weights,
-        one ray a pulse. A server without the call raises an :class:`~unreal_bridge.errors.RpcError`
+        one ray a pulse. A server without the call raises an :class:`~rt_lidar.unreal_bridge.errors.RpcError`
         whose ``unbound`` is true; a server that predates the sun entry answers without those fields.
         ``poses``: as for :meth:`rt_lidar_get_hits`."""
         beam = encode_beam(offsets_rad, weights, sun, poses)
@@ -465,7 +465,7 @@ class AirSimClient:
         request advanced the sim to.
 
         The hits call is ``rtLidarGetHits``, or ``rtLidarGetBeamHits`` with ``beam`` (an
-        :func:`~unreal_bridge.beam_call.encode_beam` dict: sub-rays, sun, pose samples) as
+        :func:`~rt_lidar.unreal_bridge.beam_call.encode_beam` dict: sub-rays, sun, pose samples) as
         :meth:`rt_lidar_get_beam_hits` sends it. Once the server has taken an offer of shared memory
         (any extension call before, as the controller's first), it is ``rtLidarGetBeamHits`` offering a
         segment of the ring of its own, so several frames asked ahead are written at once."""

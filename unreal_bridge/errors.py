@@ -65,7 +65,7 @@ class WireFormatError(BridgeError):
 
 
 class BackendError(BridgeError):
-    """Raised by a :class:`~unreal_bridge.server.SimBackend` to refuse a call with a message.
+    """Raised by a :class:`~rt_lidar.unreal_bridge.server.SimBackend` to refuse a call with a message.
 
     The server answers the call with rpclib's "threw an exception" error string carrying this message
     (as AirSim does, e.g. "No lidar with name X exist on vehicle").

@@ -1,8 +1,8 @@
 """The ``rtLidarGetHits`` answer on the wire (docs/extension-call.md), both ways: the server's options
 (``omit``, ``compact``) and :func:`encode_hits`, the client's :func:`decode_hits`. NED, little-endian
-blobs of NumPy arrays, inline or through a client's shared-memory segment (:mod:`unreal_bridge.shm`);
+blobs of NumPy arrays, inline or through a client's shared-memory segment (:mod:`rt_lidar.unreal_bridge.shm`);
 a compact answer narrows some ints and sends the glass fields at their rows alone
-(:mod:`unreal_bridge.compact`)."""
+(:mod:`rt_lidar.unreal_bridge.compact`)."""
 
 from __future__ import annotations
 
@@ -63,9 +63,9 @@ SERVER_INFO = {"in_order": True, "omit": sorted(LEAN_FIELDS), "compact": True}
 connection's calls run one at a time and are answered in the order sent (``RpcServer`` does so), so a
 controller may send the next frame's calls before it has read this frame's answer. ``omit``: the fields
 a hits call may ask to be left out of its answer (its ``omit`` option); the firing fields
-(:data:`~unreal_bridge.wire.FIRING_FIELDS`) only by a client whose schedule matches the lidar's
+(:data:`~rt_lidar.unreal_bridge.wire.FIRING_FIELDS`) only by a client whose schedule matches the lidar's
 ``firings`` digest, which the answer adds where the backend gives them (``firing_digests()``).
-``compact``: a hits call may ask for a compact answer (:mod:`unreal_bridge.compact`)."""
+``compact``: a hits call may ask for a compact answer (:mod:`rt_lidar.unreal_bridge.compact`)."""
 
 
 def server_info(backend: object) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def server_info(backend: object) -> dict[str, Any]:
 
 def omit_option(raw: Any, method: str) -> frozenset[str]:
     """The fields an ``omit`` option (a list of field names) asks to leave out of a hits answer; raises
-    :class:`~unreal_bridge.errors.WireFormatError` naming a field that cannot be."""
+    :class:`~rt_lidar.unreal_bridge.errors.WireFormatError` naming a field that cannot be."""
     if raw is None:
         return frozenset()
     if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
@@ -120,7 +120,7 @@ def encode_hits(
     compact: bool = False,
 ) -> dict[str, Any]:
     """The ``rtLidarGetHits`` answer (docs/extension-call.md) of ``hits``: NED, little-endian blobs;
-    ``compact``: a compact answer (:mod:`unreal_bridge.compact`), asked for by the call.
+    ``compact``: a compact answer (:mod:`rt_lidar.unreal_bridge.compact`), asked for by the call.
 
     ``info.pose_samples`` (the lidar's world poses on the 1 ms grid it cast from) goes only with
     ``poses`` (a beam's ``poses`` entry asked for it), so every other answer stays as it was.
@@ -310,7 +310,7 @@ def decode_hits(
 
 
 def _glass_rows(fields: Mapping[str, Any], count: int, segment: ShmSegment | None) -> np.ndarray | None:
-    """The rows a compact answer sends its glass fields for (:mod:`unreal_bridge.compact`), checked:
+    """The rows a compact answer sends its glass fields for (:mod:`rt_lidar.unreal_bridge.compact`), checked:
     ``<u4``, increasing, each below ``count``; None in a plain answer."""
     spec = fields.get(GLASS_ROWS)
     if spec is None:

@@ -25,7 +25,7 @@ class RequestRefused(ValueError):
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """Bounds of one :class:`~unreal_bridge.rpc.RpcServer` (defaults fit every AirSim call)."""
+    """Bounds of one :class:`~rt_lidar.unreal_bridge.rpc.RpcServer` (defaults fit every AirSim call)."""
 
     max_request_bytes: int = 1 << 20
     """Bytes of one request (no AirSim call needs more than a few KiB)."""

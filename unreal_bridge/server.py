@@ -1,6 +1,6 @@
 """``AirSimServer``: AirSim's RPC API (method names, argument orders, wire structs) over a backend.
 
-The server speaks rpclib's msgpack-RPC (:mod:`unreal_bridge.rpc`) and translates between AirSim's
+The server speaks rpclib's msgpack-RPC (:mod:`rt_lidar.unreal_bridge.rpc`) and translates between AirSim's
 NED wire structs and a :class:`SimBackend` that works in the project frame with plain Python and NumPy
 values; stock AirSim and Cosys-AirSim clients connect to it unchanged. Big arrays (the lidar point
 cloud, float images) are encoded by NumPy as float32 arrays, not element by element.
@@ -9,10 +9,10 @@ Beyond AirSim it binds the extension call ``rtLidarGetHits`` (docs/extension-cal
 ``rtLidarGetBeamHits`` (every firing as a sub-ray bundle, optionally with the per-ray sun cosines) when
 the backend offers ``lidar_beam_hits``.
 
-A backend with ``prepare_lidar_*`` methods (:class:`~unreal_bridge.casts.DeferredSimBackend`, the
+A backend with ``prepare_lidar_*`` methods (:class:`~rt_lidar.unreal_bridge.casts.DeferredSimBackend`, the
 embedded sim) has its lidar calls cast outside the call lock: the lock is held only to take the call's
 interval and a frozen view of the state, heavy casts start in FIFO order within a ray budget
-(:class:`~unreal_bridge.casts.CastQueue`), and other clients' calls go on meanwhile. Its
+(:class:`~rt_lidar.unreal_bridge.casts.CastQueue`), and other clients' calls go on meanwhile. Its
 ``rtLidarGetHits`` and ``rtLidarGetBeamHits`` are answered :class:`~unreal_bridge.rpc.Later` (cast and
 encoded on a worker thread, into the segment a shared-memory offer names), so the frames a client asks
 ahead are cast at once.
@@ -76,7 +76,7 @@ class SimBackend(Protocol):
     """What the server needs from a simulation; every value in the project frame (x fwd, y left, z up).
 
     Names are AirSim's (``""`` means the default lidar / vehicle). To refuse a call with a message,
-    raise :class:`~unreal_bridge.errors.BackendError` (any exception is answered the same way).
+    raise :class:`~rt_lidar.unreal_bridge.errors.BackendError` (any exception is answered the same way).
     """
 
     def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:
@@ -226,7 +226,7 @@ class AirSimServer:
             if callable(getattr(backend, "lidar_beam_hits", None)):
                 self.rpc.register(BEAM_HITS_METHOD, self._beam_hits, 3, locked=False)
         self.shm = ShmAttachments()
-        """Client segments of the same-host fast path (:mod:`unreal_bridge.shm`) mapped now."""
+        """Client segments of the same-host fast path (:mod:`rt_lidar.unreal_bridge.shm`) mapped now."""
         self.rpc.on_disconnect = self.shm.on_disconnect  # a killed client's segment goes with its socket
 
     @property
@@ -337,7 +337,7 @@ class AirSimServer:
 
     def _lidar_hits(self, lidar_name: Any, vehicle_name: Any, options: Any = None) -> Later:
         """Prepared now, in the connection's request order (its interval and frozen world); cast and
-        encoded later (:mod:`unreal_bridge.later`): a client that asked ahead has its next frame's
+        encoded later (:mod:`rt_lidar.unreal_bridge.later`): a client that asked ahead has its next frame's
         calls run meanwhile, so two frames of one connection may be cast at once."""
         omit, compact = hits_options(options)
         job = self._prepared(lambda: self._prepare_hits(str(lidar_name), str(vehicle_name), omit))
@@ -345,7 +345,7 @@ class AirSimServer:
 
     def _prepare_hits(self, lidar: str, vehicle: str, omit: frozenset[str]) -> PreparedCast[LidarHits]:
         """The deferred backend's ``prepare_lidar_hits``, told the fields the answer omits when it
-        takes them (:func:`unreal_bridge.casts.takes_omit`)."""
+        takes them (:func:`rt_lidar.unreal_bridge.casts.takes_omit`)."""
         backend = cast(DeferredSimBackend, self.backend)
         if omit and self._takes_omit:
             return backend.prepare_lidar_hits(lidar, vehicle, omit=omit)  # type: ignore[call-arg]

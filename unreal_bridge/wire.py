@@ -1,7 +1,7 @@
 """AirSim's wire structs, and the one place NED is converted to and from the project frame.
 
 The structs themselves (msgpack maps keyed by AirSim's field names) are in
-:mod:`unreal_bridge.wire_structs` and importable from here; this module adds the project-frame types,
+:mod:`rt_lidar.unreal_bridge.wire_structs` and importable from here; this module adds the project-frame types,
 the conversions and the lidar answers' forms.
 
 Frames. AirSim speaks NED: x forward (north), y right (east), z down. The project frame is FLU as ROS

@@ -2,7 +2,7 @@
 field names (rpclib's ``MSGPACK_DEFINE_MAP``). ``to_msgpack()`` gives that map (NumPy arrays for big
 numeric fields, which :func:`unreal_bridge.rpc.pack` writes as float32/int32 arrays); ``from_msgpack()``
 reads it, taking defaults for missing fields and ignoring unknown ones (Cosys-AirSim adds some).
-:mod:`unreal_bridge.wire` converts them to and from the project frame."""
+:mod:`rt_lidar.unreal_bridge.wire` converts them to and from the project frame."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.scan_pattern import Firings
-from unreal_bridge import FluPose, LidarHits
-from unreal_bridge.wire import FIRING_FIELDS, INFO_POSE_SAMPLES
+from rt_lidar.unreal_bridge import FluPose, LidarHits
+from rt_lidar.unreal_bridge.wire import FIRING_FIELDS, INFO_POSE_SAMPLES
 
 __all__ = ["firings_from_directions", "hits_from_wire", "hits_to_wire"]
 
@@ -132,7 +132,7 @@ def firings_from_directions(ring: np.ndarray, t_ns: np.ndarray, direction: np.nd
 def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0, expected: Firings | None = None) -> Hits:
     """Hits of an extension answer that carries our optional fields; times shifted by ``-t_offset_ns``.
 
-    An answer that left out the firing fields (:data:`~unreal_bridge.wire.FIRING_FIELDS`, asked by a
+    An answer that left out the firing fields (:data:`~rt_lidar.unreal_bridge.wire.FIRING_FIELDS`, asked by a
     lockstep client with the server's schedule) takes ``expected`` as its firings: it must be given,
     with one firing a ray (a ``ValueError`` otherwise).
 

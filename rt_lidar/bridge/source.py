@@ -40,11 +40,11 @@ from rt_lidar.sensor.beam import BeamConfig, SubRayPattern
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between, schedule_digest
-from unreal_bridge import AirSimClient, LidarHits, RpcError
-from unreal_bridge.beam_call import SunArg, encode_beam
-from unreal_bridge.client import FrameRequest
-from unreal_bridge.errors import BridgeError
-from unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS, FluPose
+from rt_lidar.unreal_bridge import AirSimClient, LidarHits, RpcError
+from rt_lidar.unreal_bridge.beam_call import SunArg, encode_beam
+from rt_lidar.unreal_bridge.client import FrameRequest
+from rt_lidar.unreal_bridge.errors import BridgeError
+from rt_lidar.unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS, FluPose
 
 __all__ = ["BridgeSource", "BridgeStats", "airsim_mount", "bridge_pipeline", "parse_address"]
 
@@ -94,7 +94,7 @@ class BridgeStats:
     """The fields the answers were asked to leave out (``rtLidarGetHits``' ``omit``): the points and
     normals from our server, and the rings, times and directions when its schedule is this side's."""
     compact: bool = False
-    """The answers were asked to be compact (``unreal_bridge.compact``: narrow integers, the glass
+    """The answers were asked to be compact (``rt_lidar.unreal_bridge.compact``: narrow integers, the glass
     fields only where rays crossed glass)."""
 
     def as_dict(self, server: str) -> dict[str, object]:
@@ -164,7 +164,7 @@ class BridgeSource:
         self.ask_depth = 1
         """Frames asked ahead (with :attr:`ask_ahead`): each adds a frame (1/f_sim) between a driver's
         controls and the frame that first sees them; with two, our server casts two frames at once
-        (:mod:`unreal_bridge.later`) while this side works on a third."""
+        (:mod:`rt_lidar.unreal_bridge.later`) while this side works on a third."""
         self._ahead: deque[tuple[int, int, FrameRequest]] = deque()
         """(t0, t1, request) of the frames asked ahead, in order, their answers not read yet."""
         self._in_order = False
@@ -532,7 +532,7 @@ def bridge_pipeline(
 def airsim_mount(client: AirSimClient, lidar_name: str = "", vehicle_name: str = "") -> tuple[float, ...]:
     """The lidar's mount on its vehicle, ``(x, y, z, qw, qx, qy, qz)`` (vehicle -> sensor, x forward, y
     left, z up), from the two poses the server reports: ``getLidarData``'s and ``simGetVehiclePose``'s."""
-    from unreal_bridge.world import Pose
+    from rt_lidar.unreal_bridge.world import Pose
 
     lidar = client.get_lidar_data(lidar_name, vehicle_name).pose
     vehicle = client.sim_get_vehicle_pose(vehicle_name)

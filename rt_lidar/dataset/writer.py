@@ -39,7 +39,7 @@ from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.scan_loop import run_scans
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.kitti import to_kitti_array
-from unreal_bridge.world import (
+from rt_lidar.unreal_bridge.world import (
     CameraSpec,
     Pose,
     World,

@@ -9,7 +9,7 @@ between the lit surface's normal and the sun and between the ray and the sun,
 gets a half-lit scene and no blinding). With that floor (:func:`pulse_noise_w`)
 
 - a return is detected with probability Q((T - P) / sigma) (the single-ray and waveform paths), and its
-  range jitters as 1 / sqrt(SNR) (:func:`kernels.intensity.apply_range_noise`),
+  range jitters as 1 / sqrt(SNR) (:func:`rt_lidar.kernels.intensity.apply_range_noise`),
 - a pulse left without any return reports a false detection, uniform over the range gate and flagged
   :attr:`~rt_lidar.points.PointFlag.AMBIENT_NOISE`, with the false-alarm probability of its noise floor
   (:func:`noise_detections`),
@@ -24,9 +24,14 @@ import math
 
 import numpy as np
 
-from kernels.ambient import background_power, band_irradiance_w_m2, false_alarm_probability, receiver_sigma_w
-from kernels.intensity import SPEED_OF_LIGHT
-from kernels.waveform import single_echo_epw_ns
+from rt_lidar.kernels.ambient import (
+    background_power,
+    band_irradiance_w_m2,
+    false_alarm_probability,
+    receiver_sigma_w,
+)
+from rt_lidar.kernels.intensity import SPEED_OF_LIGHT
+from rt_lidar.kernels.waveform import single_echo_epw_ns
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.normals import standard_normal, uniform_below
 from rt_lidar.physics.returns import Detections

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from kernels.waveform import Returns, waveform_returns
-from kernels.xp import cupy_available
+from rt_lidar.kernels.waveform import Returns, waveform_returns
+from rt_lidar.kernels.xp import cupy_available
 
 __all__ = ["KERNEL_DEVICES", "device_unavailable_reason", "run_waveform_returns", "run_weather"]
 
@@ -37,7 +37,7 @@ def _cupy() -> Any:
 
 
 def run_waveform_returns(device: str, t_ns: np.ndarray, amp: np.ndarray, *args: Any) -> Returns:
-    """:func:`kernels.waveform.waveform_returns` of host arrays on ``device``; host arrays back."""
+    """:func:`rt_lidar.kernels.waveform.waveform_returns` of host arrays on ``device``; host arrays back."""
     if device == "cpu":
         return waveform_returns(t_ns, amp, *args)
     cp = _cupy()

@@ -1,6 +1,6 @@
 """The echo model: the laser radar equation for one sensor and one scene's materials.
 
-P_r = P_e * eta * D_r^2 * S * T / (4 R^2) for a target filling the beam (:mod:`kernels.intensity`),
+P_r = P_e * eta * D_r^2 * S * T / (4 R^2) for a target filling the beam (:mod:`rt_lidar.kernels.intensity`),
 with the effective reflectance S of the material at the incidence angle (diffuse, retro-reflective and
 specular lobes) and the two-way transmission T of clear air (and of glass passed on the way). The
 single-ray physics (:mod:`rt_lidar.physics.model`), the waveform returns (:mod:`rt_lidar.physics.returns`)
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels import effective_reflectance, received_power, two_way_transmission
-from kernels.ambient import receiver_sigma_w
+from rt_lidar.kernels import effective_reflectance, received_power, two_way_transmission
+from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.physics.fused import echo_power
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.pipeline.sources import Hits

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernels import two_way_transmission
-from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
+from rt_lidar.kernels import two_way_transmission
+from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.physics import normals
 from rt_lidar.points import POINT_DTYPE, PointFlag
 
@@ -194,7 +194,7 @@ def numpy_lobe_powers(
     model: EchoModel, cos_inc: np.ndarray, mat: np.ndarray
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The retro-reflective and specular lobes' ``cos ** exponent`` of every ray whose material (clipped
-    at 0) has the lobe, by NumPy's own power on the same arrays :func:`kernels.effective_reflectance`
+    at 0) has the lobe, by NumPy's own power on the same arrays :func:`rt_lidar.kernels.effective_reflectance`
     gives it (other rays read 0, unused); None for a lobe no material has. :func:`echo_power` hands these
     to the compiled step where NumPy's float32 power is not the C library's powf (AVX-512: Intel's SVML),
     so that the rest of the step stays compiled and every value NumPy's. NumPy is asked only for the

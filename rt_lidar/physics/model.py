@@ -1,7 +1,7 @@
 """The physics stage: received power, detection, range noise and output scale for every hit.
 
 Turns :class:`~rt_lidar.pipeline.sources.Hits` into points of :data:`~rt_lidar.points.POINT_DTYPE` with the
-kernels of :mod:`kernels.intensity`. With one ray per pulse and the ``strongest`` mode, a ray that
+kernels of :mod:`rt_lidar.kernels.intensity`. With one ray per pulse and the ``strongest`` mode, a ray that
 crossed glass reports whichever echo is stronger, the glass's own mirror-like reflection or the
 attenuated object behind it; below the detection threshold the ray drops. Sub-ray bundles and the
 other return modes go through the waveform model (:mod:`rt_lidar.physics.returns`); the range walk of strong
@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels import (
+from rt_lidar.kernels import (
     apply_range_noise,
     calibrated_reflectivity_output,
     leading_edge_walk_m,
     received_power_output,
 )
-from kernels.ambient import receiver_sigma_w
-from kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
+from rt_lidar.kernels.ambient import receiver_sigma_w
+from rt_lidar.kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
 from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason, run_weather
 from rt_lidar.physics.echo import EchoModel
@@ -53,7 +53,7 @@ class PhysicsConfig:
     """Range noise: the datasheet accuracy and the 1 / sqrt(SNR) jitter of weak returns."""
     range_walk: bool = True
     """Range walk of the leading-edge discriminator: returns stronger than the receiver's saturation read
-    closer (:func:`kernels.intensity.leading_edge_walk_m`, docs/range-walk.md); False = none."""
+    closer (:func:`rt_lidar.kernels.intensity.leading_edge_walk_m`, docs/range-walk.md); False = none."""
     receiver_noise: bool = True
     """Detection as a probability from the SNR (and the noise's false alarms); False = an ideal receiver
     that detects every return at or above the threshold and nothing else."""

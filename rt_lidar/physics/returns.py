@@ -3,7 +3,7 @@
 Two ways to get there: the single-ray model of :class:`~rt_lidar.physics.model.SensorPhysics` (one return per
 firing, the stronger of the glass and object echoes) and :func:`waveform_detections` here, used when a
 pulse was cast as a sub-ray bundle or a multi-return mode is on: every sub-ray's object echo and glass
-echo, scaled by the sub-ray's weight, are summed in time and peak-picked by :mod:`kernels.waveform`.
+echo, scaled by the sub-ray's weight, are summed in time and peak-picked by :mod:`rt_lidar.kernels.waveform`.
 
 Each reported return names the surface of the echo that contributes most at its peak (segment, flags);
 its power is the waveform's height and its reflectivity the apparent one, inverted from that height by
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.intensity import SPEED_OF_LIGHT
-from kernels.waveform import Noise
+from rt_lidar.kernels.intensity import SPEED_OF_LIGHT
+from rt_lidar.kernels.waveform import Noise
 from rt_lidar.physics.device import run_waveform_returns, run_weather
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.normals import standard_normal

@@ -2,8 +2,8 @@
 
 The source gives every ray's segment through the nearest spray plume and the plume's relative density
 there (``Hits.spray_in_m / spray_out_m / spray_density``: plume shapes in
-:mod:`unreal_bridge.world.spray`); the density of water at relative density 1 scales with the road's
-wetness w (0..1). The drops echo as a localised soft target (:mod:`kernels.spray`): a clutter echo
+:mod:`rt_lidar.unreal_bridge.world.spray`); the density of water at relative density 1 scales with the road's
+wetness w (0..1). The drops echo as a localised soft target (:mod:`rt_lidar.kernels.spray`): a clutter echo
 beside the object's, which it attenuates two-way. Spray points are flagged
 :attr:`~rt_lidar.points.PointFlag.RAIN_CLUTTER` (they are water drops, and rain filters are what
 removes them; the flag byte has no free bit).
@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
-from kernels.spray import SprayParams, spray_echoes
+from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
+from rt_lidar.kernels.spray import SprayParams, spray_echoes
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.weather import OVERLAP_FULL_M, OVERLAP_START_M
 from rt_lidar.pipeline.sources import Hits

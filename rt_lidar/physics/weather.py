@@ -1,5 +1,5 @@
 """Weather as the sensor sees it: the :class:`WeatherConfig` of a scenario and the :class:`WeatherModel`
-that applies rain, fog and snow to one batch of rays (physics in :mod:`kernels.weather`).
+that applies rain, fog and snow to one batch of rays (physics in :mod:`rt_lidar.kernels.weather`).
 
 The model runs inside :meth:`rt_lidar.physics.model.SensorPhysics.apply`, after the received power of every
 ray is known and before the detection threshold: it attenuates each object's return, replaces a ray's
@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from kernels import weather as kw
-from kernels import weather_rays
-from kernels.intensity import SPEED_OF_LIGHT, sensor_constant
-from kernels.xp import array_module
+from rt_lidar.kernels import weather as kw
+from rt_lidar.kernels import weather_rays
+from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
+from rt_lidar.kernels.xp import array_module
 from rt_lidar.points import PointFlag
 from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
@@ -220,7 +220,7 @@ class WeatherModel:
 
         With ``echoes`` = (range, power, flag) output arrays the clutter is *added* instead: each ray's
         strongest clutter echo is written there (power 0 = none) and the object return is only
-        attenuated (:func:`kernels.weather_rays.apply_weather`'s extra-echo mode).
+        attenuated (:func:`rt_lidar.kernels.weather_rays.apply_weather`'s extra-echo mode).
         """
         del direction
         if self.config.is_clear_air or range_m.shape[0] == 0:
@@ -232,7 +232,7 @@ class WeatherModel:
         if xp is np:
             clutter = weather_rays.apply_weather(range_m, power_w, flags, refl, prm, key, echoes=echoes)
         else:
-            from kernels.weather_cuda import apply_weather_cuda
+            from rt_lidar.kernels.weather_cuda import apply_weather_cuda
 
             clutter = apply_weather_cuda(range_m, power_w, flags, refl, prm, key, echoes=echoes)
         if segment is not None and echoes is None:

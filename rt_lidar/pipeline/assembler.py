@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels import scan_boundaries
+from rt_lidar.kernels import scan_boundaries
 from rt_lidar.pipeline.source_steps import join_scan
 from rt_lidar.points import concat_points
 from rt_lidar.sensor.presets import SensorPreset

@@ -14,8 +14,8 @@ from rt_lidar.pipeline.sources import HitSource, WorldSource, sun_unit
 from rt_lidar.sensor.beam import BeamConfig, exit_m_per_rad, subray_pattern
 from rt_lidar.sensor.materials import MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
-from unreal_bridge.beam_call import SCENE_SUN, SunArg
-from unreal_bridge.world import SCENES, Pose, Scene, StaticTrajectory, World, load_mesh_file
+from rt_lidar.unreal_bridge.beam_call import SCENE_SUN, SunArg
+from rt_lidar.unreal_bridge.world import SCENES, Pose, Scene, StaticTrajectory, World, load_mesh_file
 
 if TYPE_CHECKING:
     from rt_lidar.config import SceneSetup

@@ -32,7 +32,7 @@ from rt_lidar.sensor.scan_pattern import (
     prepare_schedule,
     scan_period_ns,
 )
-from unreal_bridge.world.raycast import PARALLEL_MIN_RAYS
+from rt_lidar.unreal_bridge.world.raycast import PARALLEL_MIN_RAYS
 
 __all__ = ["CAST_AHEAD", "FrameStats", "Pipeline", "Sensed", "frame_time_ns", "frame_workers"]
 

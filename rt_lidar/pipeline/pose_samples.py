@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from unreal_bridge.world import Pose as MountPose
-from unreal_bridge.world import World
-from unreal_bridge.world.interp import interp_columns
+from rt_lidar.unreal_bridge.world import Pose as MountPose
+from rt_lidar.unreal_bridge.world import World
+from rt_lidar.unreal_bridge.world.interp import interp_columns
 
 __all__ = ["PoseSamples", "interp_columns", "interpolate_pose_samples", "sensor_pose_samples"]
 

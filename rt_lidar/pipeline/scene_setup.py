@@ -10,7 +10,7 @@ import numpy as np
 
 from rt_lidar.config import EgoConfig, MountConfig, SceneSetup
 from rt_lidar.errors import ConfigError
-from unreal_bridge.world import (
+from rt_lidar.unreal_bridge.world import (
     SCENES,
     ConstantVelocity,
     Pose,
@@ -21,7 +21,7 @@ from unreal_bridge.world import (
     load_mesh_file,
     street_scene,
 )
-from unreal_bridge.world.street import EGO_SPEED
+from rt_lidar.unreal_bridge.world.street import EGO_SPEED
 
 __all__ = ["ego_trajectory", "mount_pose", "setup_scene"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from unreal_bridge.world import RayHits
+from rt_lidar.unreal_bridge.world import RayHits
 
 try:
     from rt_lidar.pipeline import _source_steps as _c

@@ -26,11 +26,11 @@ from rt_lidar.pipeline.pose_samples import (
 from rt_lidar.pipeline.source_steps import first_surfaces
 from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
-from unreal_bridge.beam_call import SCENE_SUN, SunArg
-from unreal_bridge.world import Pose as MountPose
-from unreal_bridge.world import RayHits, Trajectory, World
-from unreal_bridge.world.pose import quat_rotate
-from unreal_bridge.world.spray import spray_segments
+from rt_lidar.unreal_bridge.beam_call import SCENE_SUN, SunArg
+from rt_lidar.unreal_bridge.world import Pose as MountPose
+from rt_lidar.unreal_bridge.world import RayHits, Trajectory, World
+from rt_lidar.unreal_bridge.world.pose import quat_rotate
+from rt_lidar.unreal_bridge.world.spray import spray_segments
 
 __all__ = [
     "GLASS_MAX_CROSSINGS",
@@ -114,7 +114,7 @@ class Hits:
     spray_out_m: np.ndarray | None = None
     """(rays,) float32 where it leaves it (at most the surface it hit)."""
     spray_density: np.ndarray | None = None
-    """(rays,) float32 relative droplet density of that plume (:mod:`unreal_bridge.world.spray`)."""
+    """(rays,) float32 relative droplet density of that plume (:mod:`rt_lidar.unreal_bridge.world.spray`)."""
     weather: dict[str, float] | None = None
     """The sim's weather when these rays were cast (a source with :attr:`Capabilities.weather`: the
     server's ``simSetWeatherParameter``), as :class:`~rt_lidar.physics.weather.WeatherConfig` fields;
@@ -240,7 +240,7 @@ def _rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 class WorldSource:
-    """Casts firings into an embedded :class:`~unreal_bridge.world.World` in-process.
+    """Casts firings into an embedded :class:`~rt_lidar.unreal_bridge.world.World` in-process.
 
     ``transmission`` gives the one-way transmission of each world material (0 = opaque); rays that hit a
     transmissive surface are continued behind it, and the surface is remembered for its own echo.

@@ -18,7 +18,7 @@ from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.rig.model import Rig
-from unreal_bridge import AirSimClient
+from rt_lidar.unreal_bridge import AirSimClient
 
 __all__ = ["RigFramesAhead", "bridge_rig_loop"]
 

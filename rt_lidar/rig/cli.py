@@ -96,7 +96,7 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
     from rt_lidar.rig.bridge import bridge_rig_loop
     from rt_lidar.rig.run import drive_rig
     from rt_lidar.rig.stream import RigStream
-    from unreal_bridge import AirSimClient
+    from rt_lidar.unreal_bridge import AirSimClient
 
     if not args.lockstep:
         raise ConfigError("run --rig: needs --lockstep (every sensor reads the frame the sim advanced to)")

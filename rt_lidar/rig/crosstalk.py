@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels import calibrated_reflectivity_output, received_power_output
 from rt_lidar.errors import RtLidarError
+from rt_lidar.kernels import calibrated_reflectivity_output, received_power_output
 from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.frame_loop import Sensed
 from rt_lidar.pipeline.sources import interpolate_pose_samples

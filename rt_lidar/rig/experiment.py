@@ -30,8 +30,8 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.points import PointFlag
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.rig.model import Rig, rig_from_dict
-from unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World
-from unreal_bridge.world.pose import quat_rotate
+from rt_lidar.unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World
+from rt_lidar.unreal_bridge.world.pose import quat_rotate
 
 __all__ = [
     "CROSSTALK_CHECKS",

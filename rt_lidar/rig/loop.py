@@ -2,7 +2,7 @@
 
 Each sensor keeps its own :class:`~rt_lidar.pipeline.frame_loop.Pipeline` (its schedule, physics and
 scan assembler, so sensors at different rates stitch their own scans) over one shared
-:class:`~unreal_bridge.world.World` seen from its mount. A frame first senses every sensor (firings,
+:class:`~rt_lidar.unreal_bridge.world.World` seen from its mount. A frame first senses every sensor (firings,
 hits, physics, with moving objects posed at the same frame start), then, with interference on, adds
 each sensor's false points from the others' pulses (:mod:`rt_lidar.rig.crosstalk`), then stitches.
 Without interference a sensor's scans are byte for byte those of the sensor run alone at its mount.
@@ -23,7 +23,7 @@ from rt_lidar.rig.crosstalk import CrosstalkSensor, false_points
 from rt_lidar.rig.model import Rig
 from rt_lidar.sensor.beam import exit_m_per_rad
 from rt_lidar.sensor.materials import MaterialTable, load_material_table
-from unreal_bridge.world import World
+from rt_lidar.unreal_bridge.world import World
 
 __all__ = ["RigLoop", "RigUnit"]
 

@@ -30,7 +30,7 @@ from rt_lidar.errors import FieldError, PresetError
 from rt_lidar.rig.errors import RigError
 from rt_lidar.schema import build, spec
 from rt_lidar.sensor.presets import SensorPreset, load_preset, preset_from_dict, preset_to_dict
-from unreal_bridge.world import Pose
+from rt_lidar.unreal_bridge.world import Pose
 
 __all__ = ["Mount", "Rig", "RigSensor", "SensorEntry", "load_rig", "rig_from_dict"]
 

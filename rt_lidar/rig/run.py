@@ -25,7 +25,7 @@ from rt_lidar.rig.model import Rig, load_rig
 from rt_lidar.rig.stream import RigStream
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
-from unreal_bridge.world import Pose
+from rt_lidar.unreal_bridge.world import Pose
 
 __all__ = ["RigRunOptions", "drive_rig", "run_rig_demo", "write_mount_calib"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from unreal_bridge.world.camera import project
+from rt_lidar.unreal_bridge.world.camera import project
 
 __all__ = [
     "LABEL_DROP",

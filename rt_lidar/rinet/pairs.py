@@ -24,7 +24,7 @@ from rt_lidar.rinet.maskdir import frame_entry, write_index
 from rt_lidar.rinet.masks import build_mask, project
 from rt_lidar.rinet.stage import camera_projection
 from rt_lidar.schema import check_fields, spec
-from unreal_bridge.world import CameraSpec
+from rt_lidar.unreal_bridge.world import CameraSpec
 
 __all__ = ["PairsConfig", "generate_pairs"]
 

@@ -23,8 +23,8 @@ from PIL import Image
 from rt_lidar.pipeline.assembler import CameraView, Scan
 from rt_lidar.rinet.masks import project
 from rt_lidar.rinet.runtime import RinetRuntime, load_runtime
-from unreal_bridge.world import CameraSpec, Pose
-from unreal_bridge.world.camera import camera_projection
+from rt_lidar.unreal_bridge.world import CameraSpec, Pose
+from rt_lidar.unreal_bridge.world.camera import camera_projection
 
 __all__ = ["RinetStage", "StageStats", "airsim_camera_post", "camera_projection", "rgb_from_airsim"]
 
@@ -123,8 +123,8 @@ class RinetStage:
 
 def airsim_camera_post(stage: RinetStage, client: Any, vehicle_name: str = "") -> Callable[[Scan], Scan]:
     """A scan hook that applies ``stage`` with the scene image of camera "0" fetched over the bridge
-    (``client``: an :class:`unreal_bridge.AirSimClient`)."""
-    from unreal_bridge import ImageRequest
+    (``client``: an :class:`rt_lidar.unreal_bridge.AirSimClient`)."""
+    from rt_lidar.unreal_bridge import ImageRequest
 
     def post(scan: Scan) -> Scan:
         (image,) = client.sim_get_images([ImageRequest("0", 0, False, False)], vehicle_name)

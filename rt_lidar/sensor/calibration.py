@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from kernels.intensity import sensor_constant
-from kernels.waveform import single_echo_epw_ns
+from rt_lidar.kernels.intensity import sensor_constant
+from rt_lidar.kernels.waveform import single_echo_epw_ns
 from rt_lidar.sensor.presets import SensorPreset, preset_from_dict, preset_to_dict
 
 __all__ = [

@@ -185,7 +185,7 @@ def _validate(source: str, data: dict[str, Any]) -> MaterialTable:
 def load_material_table(path: str | Path | None = None) -> MaterialTable:
     """Load and validate a material table; the packaged one when ``path`` is None."""
     if path is None:
-        ref = resources.files("sensor_presets").joinpath("materials.toml")
+        ref = resources.files("rt_lidar.sensor_presets").joinpath("materials.toml")
         source, text = "sensor_presets/materials.toml", ref.read_text()
     else:
         source, text = str(path), Path(path).read_text()

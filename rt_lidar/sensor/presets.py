@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from kernels.intensity import sensor_constant
 from rt_lidar.errors import PresetError
+from rt_lidar.kernels.intensity import sensor_constant
 from rt_lidar.points import POINT_DTYPE
 from rt_lidar.schema import build, spec
 
@@ -169,7 +169,7 @@ class OpticsSpec:
 
 @dataclass(frozen=True)
 class ReceiverSpec:
-    """The receiver's noise (:mod:`kernels.ambient`), in optical watts at the detector:
+    """The receiver's noise (:mod:`rt_lidar.kernels.ambient`), in optical watts at the detector:
     ``sigma^2 = (T / threshold_snr)^2 + 2 q F B (P_b + P_s) / R``: the dark floor (amplifier and dark
     current) that puts the detection threshold ``T`` at ``threshold_snr`` of it, plus the shot noise of
     the background (sunlight) and signal photocurrent, multiplied by the APD's excess noise factor."""
@@ -184,7 +184,7 @@ class ReceiverSpec:
     """Detection threshold over the dark noise (1 sigma): sets the false-alarm rate at night."""
     saturation_w: float | None = spec(None, 1e-15, 1e3, "W")
     """Echo power (W at the detector) where the receiver's amplitude measurement saturates, so its range
-    walk correction stops (:func:`kernels.intensity.leading_edge_walk_m`). None: an assumption,
+    walk correction stops (:func:`rt_lidar.kernels.intensity.leading_edge_walk_m`). None: an assumption,
     :data:`SATURATION_OVER_THRESHOLD` times the detection threshold (see docs/range-walk.md)."""
 
     def saturation(self, threshold_w: float) -> float:
@@ -531,7 +531,7 @@ def _read_toml(path: Path | Any, source: str) -> dict[str, Any]:
 def _package_index() -> dict[str, Any]:
     """Lower-case preset name -> package resource of its TOML file."""
     index: dict[str, Any] = {}
-    for res in resources.files("sensor_presets").iterdir():
+    for res in resources.files("rt_lidar.sensor_presets").iterdir():
         if res.name.endswith(".toml") and res.name not in NON_PRESET_FILES:
             name = _read_toml(res, f"sensor_presets/{res.name}").get("name")
             index[str(name if isinstance(name, str) else res.name[:-5]).lower()] = res
@@ -539,7 +539,7 @@ def _package_index() -> dict[str, Any]:
 
 
 def list_presets() -> list[str]:
-    """Names of the presets shipped in ``sensor_presets``, sorted case-insensitively."""
+    """Names of the presets shipped in ``rt_lidar.sensor_presets``, sorted case-insensitively."""
     names = []
     for key, res in _package_index().items():
         name = _read_toml(res, f"sensor_presets/{res.name}").get("name", key)

@@ -1,6 +1,6 @@
 """The embedded world as an AirSim simulation: the backend ``rt-lidar serve`` puts behind the RPC server.
 
-:class:`EmbeddedSim` implements :class:`unreal_bridge.SimBackend`. It keeps a sim clock (paused, free
+:class:`EmbeddedSim` implements :class:`rt_lidar.unreal_bridge.SimBackend`. It keeps a sim clock (paused, free
 running at wall-clock speed, or advanced in lockstep by ``simContinueForTime``), sweeps the lidar's
 firing schedule over the time that passed since the previous read, casts those rays into the world and
 answers ``getLidarData`` (AirSim's xyz + segmentation of the hits, sensor frame) and the extension
@@ -36,11 +36,19 @@ from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between, prepare_schedule, schedule_digest
 from rt_lidar.server.lidar_reads import DataRead, HitsRead, SimLidar
 from rt_lidar.server.vehicle import BicycleModel
-from unreal_bridge import CarControls, FluCarState, FluImage, FluPose, ImageRequest, LidarFrame, LidarHits
-from unreal_bridge.beam_call import SunRequest
-from unreal_bridge.errors import BackendError
-from unreal_bridge.wire import FluKinematics
-from unreal_bridge.world import CameraSpec, Pose, World
+from rt_lidar.unreal_bridge import (
+    CarControls,
+    FluCarState,
+    FluImage,
+    FluPose,
+    ImageRequest,
+    LidarFrame,
+    LidarHits,
+)
+from rt_lidar.unreal_bridge.beam_call import SunRequest
+from rt_lidar.unreal_bridge.errors import BackendError
+from rt_lidar.unreal_bridge.wire import FluKinematics
+from rt_lidar.unreal_bridge.world import CameraSpec, Pose, World
 
 __all__ = ["IMAGE_TYPES", "MAX_RAYS_PER_CALL", "EmbeddedSim"]
 

@@ -15,8 +15,8 @@ from rt_lidar.pipeline.sources import Hits, WorldSource
 from rt_lidar.sensor.beam import SubRayPattern
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings
-from unreal_bridge import FluPose, LidarFrame, LidarHits
-from unreal_bridge.world import World
+from rt_lidar.unreal_bridge import FluPose, LidarFrame, LidarHits
+from rt_lidar.unreal_bridge.world import World
 
 __all__ = ["DataRead", "HitsRead", "PreparedRead", "Sim", "SimLidar"]
 

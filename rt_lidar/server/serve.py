@@ -19,8 +19,8 @@ from rt_lidar.pipeline.builder import build_world
 from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.server.embedded_sim import MAX_RAYS_PER_CALL, EmbeddedSim
-from unreal_bridge import AirSimServer
-from unreal_bridge.world import CameraSpec
+from rt_lidar.unreal_bridge import AirSimServer
+from rt_lidar.unreal_bridge.world import CameraSpec
 
 __all__ = ["EmbeddedServer", "ServeOptions", "start_embedded_server", "start_server_process"]
 

@@ -6,7 +6,7 @@ AirSim's ``CarControls``: ``throttle`` in [-1, 1] (negative drives backwards), `
 (positive turns right, as in AirSim), ``brake`` in [0, 1], ``handbrake``.
 
 The model records its pose after every step, so :meth:`BicycleModel.positions_rotations` and
-:meth:`BicycleModel.pose_at` answer like a :class:`~unreal_bridge.world.Trajectory`: the embedded
+:meth:`BicycleModel.pose_at` answer like a :class:`~rt_lidar.unreal_bridge.world.Trajectory`: the embedded
 world's ego can follow the car while it is being driven (times before the first step hold the start
 pose; times after the last are extrapolated with the current speed and yaw rate).
 """
@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rt_lidar.schema import Where, check_fields, spec
-from unreal_bridge.world.pose import Pose, quat_from_yaw
+from rt_lidar.unreal_bridge.world.pose import Pose, quat_from_yaw
 
 __all__ = ["BicycleModel", "ControlsLike", "VehicleControls", "VehicleLimits", "VehicleState"]
 
@@ -31,7 +31,7 @@ _HISTORY_MAX = 8192
 
 
 class ControlsLike(Protocol):
-    """Anything with AirSim's control fields (``unreal_bridge.wire.CarControls`` is one)."""
+    """Anything with AirSim's control fields (``rt_lidar.unreal_bridge.wire.CarControls`` is one)."""
 
     @property
     def throttle(self) -> float: ...

@@ -23,8 +23,8 @@ from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.rinet.stage import airsim_camera_post
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.serve import ServeOptions, start_server_process
-from unreal_bridge import AirSimClient
-from unreal_bridge.world import CameraSpec, Pose
+from rt_lidar.unreal_bridge import AirSimClient
+from rt_lidar.unreal_bridge.world import CameraSpec, Pose
 
 if TYPE_CHECKING:
     from rt_lidar.rinet.stage import RinetStage

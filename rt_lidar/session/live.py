@@ -16,8 +16,8 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.session.run_summary import combine_parts
-from unreal_bridge import AirSimClient, RpcError
-from unreal_bridge.errors import ConnectionLost
+from rt_lidar.unreal_bridge import AirSimClient, RpcError
+from rt_lidar.unreal_bridge.errors import ConnectionLost
 
 __all__ = ["load_material_map", "run_controller"]
 
@@ -49,7 +49,7 @@ def _rinet_post(opts: RunConfig, client: AirSimClient, intensity_max: float) -> 
         return None
     from rt_lidar.rinet.stage import RinetStage, airsim_camera_post
     from rt_lidar.session.demo import RINET_CAMERA
-    from unreal_bridge.world import Scene
+    from rt_lidar.unreal_bridge.world import Scene
 
     stage = RinetStage(opts.rinet, RINET_CAMERA, Scene(objects=[]).sensor_mount, intensity_max=intensity_max)
     return airsim_camera_post(stage, client, opts.bridge.vehicle_name)

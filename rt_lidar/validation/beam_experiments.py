@@ -25,7 +25,7 @@ import itertools
 import matplotlib.pyplot as plt
 import numpy as np
 
-from kernels.waveform import single_echo_epw_ns
+from rt_lidar.kernels.waveform import single_echo_epw_ns
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.sources import WorldSource
@@ -34,8 +34,8 @@ from rt_lidar.sensor.beam import BeamConfig, exit_m_per_rad
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.sensor.scan_pattern import Firings
+from rt_lidar.unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World, targets_scene
 from rt_lidar.validation.plots import plot_series
-from unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World, targets_scene
 
 __all__ = ["BEAM_CHECKS", "BEAM_EXPERIMENTS", "blooming_sign", "dual_return_two_planes", "epw_vs_power"]
 

@@ -22,8 +22,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from kernels import weather as kw
-from kernels.intensity import received_power
+from rt_lidar.kernels import weather as kw
+from rt_lidar.kernels.intensity import received_power
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.physics.weather import RHO_RAIN_DROP, WeatherConfig, weather_model
 from rt_lidar.points import PointFlag

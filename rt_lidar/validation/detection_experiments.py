@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from kernels.ambient import receiver_sigma_w
+from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.physics.ambient import pulse_noise_w
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.sensor.presets import load_preset

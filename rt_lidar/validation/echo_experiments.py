@@ -29,7 +29,7 @@ from rt_lidar.points import PointFlag
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import load_preset
-from unreal_bridge.world import World, wall_scene
+from rt_lidar.unreal_bridge.world import World, wall_scene
 
 __all__ = ["ECHO_CHECKS", "ECHO_EXPERIMENTS", "WEATHER_CASES", "weather_dual_return"]
 

@@ -31,15 +31,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from kernels.intensity import received_power
+from rt_lidar.kernels.intensity import received_power
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig, WeatherModel
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset, load_preset
+from rt_lidar.unreal_bridge.world import World
 from rt_lidar.validation.plots import plot_series
 from rt_lidar.validation.scenes import rain_test_scene
-from unreal_bridge.world import World
 
 __all__ = ["EXPERIMENTS", "RAIN_RATES_MM_H", "Experiment", "max_detection_range"]
 

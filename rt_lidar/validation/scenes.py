@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from unreal_bridge.world import Pose, Scene, StaticTrajectory
-from unreal_bridge.world.geometry import MeshBuilder
-from unreal_bridge.world.props import add_building, add_car, add_rock
+from rt_lidar.unreal_bridge.world import Pose, Scene, StaticTrajectory
+from rt_lidar.unreal_bridge.world.geometry import MeshBuilder
+from rt_lidar.unreal_bridge.world.props import add_building, add_car, add_rock
 
 __all__ = ["SENSOR_HEIGHT_M", "rain_test_scene"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from kernels.intensity import leading_edge_walk_m, received_power, two_way_transmission
-from kernels.waveform import pulse_sigma_ns
+from rt_lidar.kernels.intensity import leading_edge_walk_m, received_power, two_way_transmission
+from rt_lidar.kernels.waveform import pulse_sigma_ns
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.materials import MaterialArrays, load_material_table
@@ -75,7 +75,7 @@ def analytic_walk_m(
     preset: SensorPreset, reflectance: float, range_m: float, extinction_per_m: float
 ) -> float:
     """The walk of a full-beam target of effective reflectance ``reflectance`` straight from the
-    radar equation and :func:`kernels.intensity.leading_edge_walk_m`."""
+    radar equation and :func:`rt_lidar.kernels.intensity.leading_edge_walk_m`."""
     p = preset
     power = received_power(
         range_m,

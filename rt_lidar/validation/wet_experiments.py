@@ -29,9 +29,9 @@ from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.points import PointFlag
-from unreal_bridge.world import ConstantVelocity, Pose, Scene, StaticTrajectory, wall_scene
-from unreal_bridge.world.geometry import MeshBuilder
-from unreal_bridge.world.props import add_car
+from rt_lidar.unreal_bridge.world import ConstantVelocity, Pose, Scene, StaticTrajectory, wall_scene
+from rt_lidar.unreal_bridge.world.geometry import MeshBuilder
+from rt_lidar.unreal_bridge.world.props import add_car
 
 __all__ = ["WET_CHECKS", "WET_EXPERIMENTS", "road_wetness", "spray", "spray_scene"]
 

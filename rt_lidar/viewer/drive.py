@@ -142,7 +142,7 @@ def parse_host_port(spec: str, default_port: int = 41451) -> tuple[str, int]:
 
 
 class AirSimControlSink:
-    """``setCarControls`` over the AirSim bridge (``unreal_bridge.client.AirSimClient``, imported
+    """``setCarControls`` over the AirSim bridge (``rt_lidar.unreal_bridge.client.AirSimClient``, imported
     lazily, so the viewer runs without the bridge when it does not drive).
 
     The calls go out from a sender thread of its own: the viewer's GUI thread only hands over the newest
@@ -160,9 +160,9 @@ class AirSimControlSink:
         retry_s: float = 1.0,
         timeout_s: float = 2.0,
     ) -> None:
-        client_mod = importlib.import_module("unreal_bridge.client")
-        wire = importlib.import_module("unreal_bridge.wire")
-        bridge_error = importlib.import_module("unreal_bridge.errors").BridgeError
+        client_mod = importlib.import_module("rt_lidar.unreal_bridge.client")
+        wire = importlib.import_module("rt_lidar.unreal_bridge.wire")
+        bridge_error = importlib.import_module("rt_lidar.unreal_bridge.errors").BridgeError
         self._errors: tuple[type[BaseException], ...] = (bridge_error, OSError)
         self._controls_type: Any = wire.CarControls
         self.client: Any = client_mod.AirSimClient(host, port, timeout=timeout_s)

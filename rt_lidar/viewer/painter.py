@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.points import POINT_DTYPE
-from unreal_bridge.world import CameraSpec, Pose
-from unreal_bridge.world.camera import camera_projection, project
+from rt_lidar.unreal_bridge.world import CameraSpec, Pose
+from rt_lidar.unreal_bridge.world.camera import camera_projection, project
 
 __all__ = ["CameraPainter", "intensity_mask"]
 

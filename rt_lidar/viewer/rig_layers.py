@@ -32,9 +32,9 @@ from pyqtgraph.Qt import QtCore, QtWidgets
 
 from rt_lidar.sinks.pcd import write_pcd
 from rt_lidar.sinks.stream import StreamFrame
+from rt_lidar.unreal_bridge.world import Pose
 from rt_lidar.viewer.colors import SENSOR_COLOR_NAMES, SENSOR_COLORS, CloudBuffers, ColorScales
 from rt_lidar.viewer.picking import pick_point, project_points
-from unreal_bridge.world import Pose
 
 __all__ = ["RIG_EXPORT_NOTE", "TOGGLE_KEYS", "RigLayers", "SensorLayer", "mount_matrix", "vehicle_point_text"]
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernels.cuda_host import HostKernel, host_compiler
-from kernels.xp import cupy_available
+from rt_lidar.kernels.cuda_host import HostKernel, host_compiler
+from rt_lidar.kernels.xp import cupy_available
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import waveform_cuda, weather_cuda
-from kernels.cuda_host import HostKernel, KernelBuildError, kernel_parameters
+from rt_lidar.kernels import waveform_cuda, weather_cuda
+from rt_lidar.kernels.cuda_host import HostKernel, KernelBuildError, kernel_parameters
 
 SOURCES = [(weather_cuda.CUDA_SOURCE, "weather_kernel"), (waveform_cuda.CUDA_SOURCE, "wf_peaks")]
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kernels import (
+from rt_lidar.kernels import (
     apply_range_noise,
     calibrated_reflectivity_output,
     effective_reflectance,
@@ -9,7 +9,7 @@ from kernels import (
     received_power_output,
     two_way_transmission,
 )
-from kernels.xp import cupy_available
+from rt_lidar.kernels.xp import cupy_available
 
 BACKENDS = ["numpy"] + (["cupy"] if cupy_available() else [])
 
@@ -104,7 +104,7 @@ def test_output_scales(xp):
 def test_leading_edge_walk_on_every_backend(xp):
     """Range walk (issue 14 item 8) on NumPy and, where a GPU is, CuPy: 0 up to saturation, then
     -(c/2) s (sqrt(2 ln(P/T)) - sqrt(2 ln(P_sat/T)))."""
-    from kernels.intensity import SPEED_OF_LIGHT, leading_edge_walk_m
+    from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, leading_edge_walk_m
 
     p = xp.asarray([0.5, 1.0, 100.0, 1e3, 1e6])
     w = leading_edge_walk_m(p, 1.0, 2.0, 1e3)

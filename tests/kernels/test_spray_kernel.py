@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from kernels.spray import SprayParams, spray_echoes
+from rt_lidar.kernels.spray import SprayParams, spray_echoes
 
 PRM = SprayParams(
     k_sensor=1e-3,

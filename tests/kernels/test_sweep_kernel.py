@@ -1,6 +1,6 @@
 import numpy as np
 
-from kernels import scan_boundaries
+from rt_lidar.kernels import scan_boundaries
 
 
 def test_runs_of_scan_index():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernels.waveform import (
+from rt_lidar.kernels.waveform import (
     cluster_echoes,
     pulse_sigma_ns,
     select_returns,
@@ -106,7 +106,7 @@ def _selected(pk, kind: str) -> np.ndarray:
 
 def test_cuda_kernel_matches_numpy(cuda_backend) -> None:
     """The CUDA peak kernel (on the GPU, or its own source built for the CPU) picks the NumPy returns."""
-    from kernels.waveform_cuda import CUDA_SOURCE, waveform_peaks_cuda
+    from rt_lidar.kernels.waveform_cuda import CUDA_SOURCE, waveform_peaks_cuda
 
     rng = np.random.default_rng(0)
     t = rng.uniform(20, 600, (2000, 14))
@@ -132,7 +132,7 @@ def test_cuda_kernel_matches_numpy(cuda_backend) -> None:
 def test_noisy_detection_is_a_probability_and_keeps_the_width_at_the_threshold():
     """Issue 14 item 8: with receiver noise a peak is detected with P_d = Q((T - a) / sigma), smooth through
     1/2 at the threshold, and its echo pulse width is still the time above T (searched lower)."""
-    from kernels.waveform import Noise
+    from rt_lidar.kernels.waveform import Noise
 
     n, sigma = 40_000, THR / 5.0
     rng = np.random.default_rng(4)
@@ -153,8 +153,8 @@ def test_cuda_kernel_lists_candidates_in_numpy_order_so_noise_meets_the_same_pea
     """A pulse with a long cluster (a grazing footprint) before a short one: NumPy samples them in
     different span buckets and lists the short one's peak first. The CUDA twin must list them alike, or
     each candidate meets another pulse-noise draw and noisy detection picks other returns."""
-    from kernels.waveform import Noise, detect_noisy_peaks
-    from kernels.waveform_cuda import CUDA_SOURCE, waveform_peaks_cuda
+    from rt_lidar.kernels.waveform import Noise, detect_noisy_peaks
+    from rt_lidar.kernels.waveform_cuda import CUDA_SOURCE, waveform_peaks_cuda
 
     rng = np.random.default_rng(7)
     n, width = 600, 5.0

@@ -1,4 +1,4 @@
-"""The waveform search's compiled integer steps (``kernels._waveform_steps``) give the NumPy code's
+"""The waveform search's compiled integer steps (``rt_lidar.kernels._waveform_steps``) give the NumPy code's
 results exactly: the peaks of every kind of sampled waveform and the runs above the threshold around
 them, and whole waveform returns with the step on and off."""
 
@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from kernels import waveform_steps
-from kernels.waveform import _numpy_peak_runs, waveform_returns
+from rt_lidar.kernels import waveform_steps
+from rt_lidar.kernels.waveform import _numpy_peak_runs, waveform_returns
 
 needs_compiled = pytest.mark.skipif(waveform_steps._c is None, reason="_waveform_steps was not built")
 
@@ -91,7 +91,7 @@ def _sorted_times(p: int, e: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Echo tables whose sorted rows have gaps at, just under and just over the cluster gap, long
     trains past the span limit, equal times, no echo (inf, NaN, amplitude 0) and rows without any."""
     rng = np.random.default_rng(seed)
-    from kernels.waveform import CLUSTER_GAP_SIGMA, MAX_SPAN_BINS, pulse_sigma_ns
+    from rt_lidar.kernels.waveform import CLUSTER_GAP_SIGMA, MAX_SPAN_BINS, pulse_sigma_ns
 
     gap = CLUSTER_GAP_SIGMA * pulse_sigma_ns(6.0)
     steps = rng.choice([0.0, 0.3, gap, np.nextafter(gap, 0), np.nextafter(gap, 99), 3 * gap, 2.0], (p, e))
@@ -116,7 +116,7 @@ def _sorted_times(p: int, e: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("e", [1, 2, 5, 12, 40])
 @pytest.mark.parametrize("seed", range(3))
 def test_clusters_are_numpy_s(e: int, seed: int) -> None:
-    from kernels.waveform import cluster_echoes
+    from rt_lidar.kernels.waveform import cluster_echoes
 
     t, a = _sorted_times(3_000, e, seed)
     with np.errstate(invalid="ignore"):
@@ -136,7 +136,7 @@ def test_clusters_are_numpy_s(e: int, seed: int) -> None:
 
 @needs_compiled
 def test_clusters_of_rows_without_echoes() -> None:
-    from kernels.waveform import cluster_echoes
+    from rt_lidar.kernels.waveform import cluster_echoes
 
     t = np.full((4, 3), np.inf)
     a = np.zeros((4, 3), np.float32)
@@ -150,7 +150,7 @@ def test_clusters_of_rows_without_echoes() -> None:
 def test_sampled_waves_are_numpy_s(e: int, b: int) -> None:
     """The clusters' sampled waveforms, bit for bit: one echo and many per cluster (echoes added in
     NumPy's order), absent echoes, every cluster of every row in one batch."""
-    from kernels.waveform import _numpy_sampled_waves, cluster_echoes, pulse_sigma_ns
+    from rt_lidar.kernels.waveform import _numpy_sampled_waves, cluster_echoes, pulse_sigma_ns
 
     t, a = _sorted_times(2_000, e, 5)
     with np.errstate(invalid="ignore"):
@@ -172,7 +172,7 @@ def test_sampled_waves_are_numpy_s(e: int, b: int) -> None:
 def test_row_argsort_is_numpy_s_argsort(width: int, dtype: type) -> None:
     """Rows of two are ordered by one comparison: the same indices as np.argsort, ties (0 and -0,
     equal times, infinities) kept in order and NaN last."""
-    from kernels.waveform import row_argsort
+    from rt_lidar.kernels.waveform import row_argsort
 
     values = np.array([1.0, 2.0, np.inf, -np.inf, np.nan, 0.0, -0.0, 5.0], dtype)
     a = values[np.random.default_rng(width).integers(0, values.size, (50_000, width))]

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from kernels import weather as kw
-from kernels import weather_rays as wr
-from kernels.intensity import received_power
+from rt_lidar.kernels import weather as kw
+from rt_lidar.kernels import weather_rays as wr
+from rt_lidar.kernels.intensity import received_power
 
 
 def test_marshall_palmer_extinction_matches_design_magnitudes() -> None:
@@ -98,7 +98,7 @@ def test_apply_weather_is_chunk_invariant_and_reproducible() -> None:
 
 def test_cuda_kernel_matches_numpy_reference(cuda_backend) -> None:
     """The fused CUDA kernel (on the GPU, or its own source built for the CPU) against NumPy."""
-    from kernels.weather_cuda import CUDA_SOURCE, apply_weather_cuda
+    from rt_lidar.kernels.weather_cuda import CUDA_SOURCE, apply_weather_cuda
 
     prm = _params()
     r, p = _rays()
@@ -126,7 +126,7 @@ def test_cuda_kernel_matches_numpy_reference(cuda_backend) -> None:
 )
 def test_array_kernel_equals_the_per_ray_reference(config: dict) -> None:
     """The vectorised kernel and the plain-Python loop of the same model agree ray for ray."""
-    from kernels.weather_reference import reference_ray
+    from rt_lidar.kernels.weather_reference import reference_ray
     from rt_lidar.physics.weather import WeatherConfig, WeatherModel
     from rt_lidar.sensor.presets import load_preset
 
@@ -176,7 +176,7 @@ def test_extra_echo_mode_keeps_the_object_and_matches_replace_mode() -> None:
 
 def test_cuda_kernel_extra_echo_mode_matches_numpy(cuda_backend) -> None:
     """The CUDA kernel's extra-echo mode against the NumPy one."""
-    from kernels.weather_cuda import CUDA_SOURCE, apply_weather_cuda
+    from rt_lidar.kernels.weather_cuda import CUDA_SOURCE, apply_weather_cuda
 
     prm = _params()
     r, p = _rays()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from unreal_bridge.world import ConstantVelocity, MeshObject, Pose, Scene, StaticTrajectory
+from rt_lidar.unreal_bridge.world import ConstantVelocity, MeshObject, Pose, Scene, StaticTrajectory
 
 
 def quad(center: tuple[float, float, float], u: tuple[float, float, float], v: tuple[float, float, float]):

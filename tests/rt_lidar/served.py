@@ -8,8 +8,8 @@ from typing import Any
 
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
-from unreal_bridge import AirSimClient, AirSimServer, LidarHits
-from unreal_bridge.world import Scene, World, street_scene
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer, LidarHits
+from rt_lidar.unreal_bridge.world import Scene, World, street_scene
 
 
 @contextlib.contextmanager

@@ -19,8 +19,8 @@ from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sensor.beam import BeamConfig, subray_directions, subray_pattern
 from rt_lidar.sensor.presets import load_preset, preset_from_dict, preset_to_dict
 from rt_lidar.sinks.pcd import read_pcd, with_extras, write_pcd
+from rt_lidar.unreal_bridge.world import Scene
 from rt_lidar.validation.beam_experiments import BEAM_CHECKS, BEAM_EXPERIMENTS
-from unreal_bridge.world import Scene
 
 # Scan 1 (seed 3) of the single-ray pipeline as git main made it before the beam model (5bd7f56):
 # fired and dropped pulses, points, the sums of the integer fields, and the float64 sums of the float
@@ -220,7 +220,7 @@ def test_sub_rays_start_across_the_exit_aperture():
     from rt_lidar.pipeline.sources import WorldSource
     from rt_lidar.sensor.beam import exit_m_per_rad, exit_offsets
     from rt_lidar.sensor.scan_pattern import Firings
-    from unreal_bridge.world import MeshObject, Pose, StaticTrajectory, World
+    from rt_lidar.unreal_bridge.world import MeshObject, Pose, StaticTrajectory, World
 
     preset = load_preset("VLP-16")
     v = np.array([[1.0, 0.005, -1.0], [1.0, 1.0, -1.0], [1.0, 1.0, 1.0], [1.0, 0.005, 1.0]], np.float32)

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels.cuda_host import HostKernel, host_compiler
-from kernels.xp import cupy_available
+from rt_lidar.kernels.cuda_host import HostKernel, host_compiler
+from rt_lidar.kernels.xp import cupy_available
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "tools" / "bench"
@@ -30,7 +30,7 @@ def host_cupy(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     """A stand-in for ``cupy``: NumPy arrays, the weather kernel's CUDA source compiled for the CPU."""
     if host_compiler() is None:
         pytest.skip("no C++ compiler to build the CUDA source for the CPU")
-    import kernels.weather_cuda as wc
+    import rt_lidar.kernels.weather_cuda as wc
 
     kernel = HostKernel(wc.CUDA_SOURCE, "weather_kernel")
     monkeypatch.setattr(wc, "_kernel", lambda: kernel)

@@ -21,10 +21,10 @@ from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
-from unreal_bridge import AirSimClient, AirSimServer
-from unreal_bridge.casts import CastQueue
-from unreal_bridge.shm import ShmAttachments, list_segments
-from unreal_bridge.world import Scene, World, street_scene
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
+from rt_lidar.unreal_bridge.casts import CastQueue
+from rt_lidar.unreal_bridge.shm import ShmAttachments, list_segments
+from rt_lidar.unreal_bridge.world import Scene, World, street_scene
 
 
 class Bridge(NamedTuple):
@@ -277,7 +277,7 @@ def test_a_server_that_does_not_say_it_answers_in_order_gets_one_frame_at_a_time
 
 
 def test_a_refused_continue_takes_its_frames_answer_off_the_link() -> None:
-    from unreal_bridge.errors import RpcError
+    from rt_lidar.unreal_bridge.errors import RpcError
 
     with _bridge(wall_scene(15.0)) as b:
         request = b.client.send_frame_request(-1.0)  # simContinueForTime refuses negative seconds

@@ -16,14 +16,14 @@ from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.server.embedded_sim import EmbeddedSim
-from unreal_bridge import AirSimClient, AirSimServer, LidarHits, RpcError
-from unreal_bridge.beam_call import BEAM_HITS_METHOD
-from unreal_bridge.compact import GLASS_FIELDS, GLASS_ROWS, glass_rows
-from unreal_bridge.errors import WireFormatError
-from unreal_bridge.hits_codec import decode_hits, encode_hits
-from unreal_bridge.rpc import pack
-from unreal_bridge.wire import LEAN_FIELDS, FluPose
-from unreal_bridge.world import World, street_scene
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer, LidarHits, RpcError
+from rt_lidar.unreal_bridge.beam_call import BEAM_HITS_METHOD
+from rt_lidar.unreal_bridge.compact import GLASS_FIELDS, GLASS_ROWS, glass_rows
+from rt_lidar.unreal_bridge.errors import WireFormatError
+from rt_lidar.unreal_bridge.hits_codec import decode_hits, encode_hits
+from rt_lidar.unreal_bridge.rpc import pack
+from rt_lidar.unreal_bridge.wire import LEAN_FIELDS, FluPose
+from rt_lidar.unreal_bridge.world import World, street_scene
 
 
 def _frames(compact: bool, shared_memory: bool = False) -> list[LidarHits]:
@@ -118,7 +118,7 @@ def test_every_bit_of_the_glass_fields_comes_back() -> None:
 
 def pack_unpack(answer: dict[str, Any]) -> Any:
     """The answer as a client receives it (msgpack bytes decoded)."""
-    from unreal_bridge import fast_decode
+    from rt_lidar.unreal_bridge import fast_decode
 
     msg, _end = fast_decode.decode(pack(answer), 0, {})
     return msg

@@ -16,11 +16,11 @@ from rt_lidar.bridge.source import BridgeSource
 from rt_lidar.sensor.presets import list_presets, load_preset
 from rt_lidar.sensor.scan_pattern import firings_between, schedule_digest
 from rt_lidar.server.embedded_sim import EmbeddedSim
-from unreal_bridge import AirSimClient, AirSimServer
-from unreal_bridge.beam_call import BEAM_HITS_METHOD, encode_beam
-from unreal_bridge.hits_codec import decode_hits
-from unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
-from unreal_bridge.world import Pose, World, street_scene
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
+from rt_lidar.unreal_bridge.beam_call import BEAM_HITS_METHOD, encode_beam
+from rt_lidar.unreal_bridge.hits_codec import decode_hits
+from rt_lidar.unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
+from rt_lidar.unreal_bridge.world import Pose, World, street_scene
 
 _HITS_FIELDS = ("direction", "range_m", "cos_incidence", "material", "segment", "glass_range_m", "glass_cos")
 

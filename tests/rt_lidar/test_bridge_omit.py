@@ -15,12 +15,12 @@ from rt_lidar.bridge.source import BridgeSource
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import schedule_digest
 from rt_lidar.server.embedded_sim import EmbeddedSim
-from unreal_bridge import AirSimClient, AirSimServer, LidarHits, RpcError
-from unreal_bridge.beam_call import BEAM_HITS_METHOD
-from unreal_bridge.errors import WireFormatError
-from unreal_bridge.hits_codec import decode_hits
-from unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
-from unreal_bridge.world import World, street_scene
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer, LidarHits, RpcError
+from rt_lidar.unreal_bridge.beam_call import BEAM_HITS_METHOD
+from rt_lidar.unreal_bridge.errors import WireFormatError
+from rt_lidar.unreal_bridge.hits_codec import decode_hits
+from rt_lidar.unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
+from rt_lidar.unreal_bridge.world import World, street_scene
 
 _OMIT = {"omit": sorted(OMITTABLE_FIELDS)}
 
@@ -137,7 +137,7 @@ def test_an_answer_whose_omitted_list_is_not_names_is_refused() -> None:
 def test_the_embedded_sim_is_told_what_is_omitted_and_does_not_compute_it() -> None:
     """The server passes the omit on to a backend whose prepared hits take it: the embedded sim then
     leaves points and normals as zeros (never sent) and every other field is what it casts without."""
-    from unreal_bridge.casts import takes_omit
+    from rt_lidar.unreal_bridge.casts import takes_omit
 
     assert takes_omit(EmbeddedSim(World(street_scene(0)), load_preset("VLP-16"), paused=True))
     runs: dict[bool, LidarHits] = {}
@@ -176,7 +176,7 @@ class _NoOmit(EmbeddedSim):
 
 @pytest.mark.parametrize("shared_memory", [False, True])
 def test_the_server_tells_a_backend_that_takes_it_and_not_one_that_does_not(shared_memory: bool) -> None:
-    from unreal_bridge.casts import takes_omit
+    from rt_lidar.unreal_bridge.casts import takes_omit
 
     spy = _OmitSpy(World(street_scene(0)), load_preset("VLP-16"), paused=True)
     spy.told = []

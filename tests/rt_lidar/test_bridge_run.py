@@ -32,8 +32,8 @@ from rt_lidar.sensor.presets import load_preset, preset_from_dict, preset_to_dic
 from rt_lidar.sensor.scan_pattern import firings_between, firings_per_scan
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from rt_lidar.session.live import run_controller
-from unreal_bridge import AirSimClient, AirSimServer
-from unreal_bridge.world import World, street_scene
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
+from rt_lidar.unreal_bridge.world import World, street_scene
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER_PYTHON = Path(os.environ.get("RT_LIDAR_AIRSIM_PEER", ROOT / ".venv-airsim")) / "bin" / "python"
@@ -629,7 +629,7 @@ def test_a_lockstep_run_asking_two_frames_ahead_writes_the_same_scans(tmp_path):
     ahead at once), over TCP and with ``--shm`` (a segment a frame in flight): the scans of
     ``--ask-ahead 1`` over TCP, byte for byte, and the run's config records it."""
     from rt_lidar.cli.main import main
-    from unreal_bridge.shm import list_segments
+    from rt_lidar.unreal_bridge.shm import list_segments
 
     preset = load_preset("VLP-16")
     out = {}

@@ -22,9 +22,9 @@ from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import list_presets, load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from rt_lidar.server.serve import ServeOptions, start_server_process
-from unreal_bridge import AirSimClient, AirSimServer, ConnectionLost
-from unreal_bridge.shm import ShmAttachments, list_segments, shm_available
-from unreal_bridge.world import World, street_scene
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer, ConnectionLost
+from rt_lidar.unreal_bridge.shm import ShmAttachments, list_segments, shm_available
+from rt_lidar.unreal_bridge.world import World, street_scene
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not shm_available(), reason="no writable /dev/shm")
@@ -162,8 +162,8 @@ def test_killing_the_server_process_leaves_no_segment():
 CLIENT_SCRIPT = textwrap.dedent(
     """
     import sys
-    from unreal_bridge import AirSimClient
-    from unreal_bridge.shm import list_segments
+    from rt_lidar.unreal_bridge import AirSimClient
+    from rt_lidar.unreal_bridge.shm import list_segments
     import os
     c = AirSimClient(port=int(sys.argv[1]), shared_memory=True)
     c.rt_lidar_get_hits()
@@ -179,8 +179,8 @@ CLIENT_SCRIPT = textwrap.dedent(
 RING_CLIENT_SCRIPT = textwrap.dedent(
     """
     import collections, os, sys
-    from unreal_bridge import AirSimClient
-    from unreal_bridge.shm import list_segments
+    from rt_lidar.unreal_bridge import AirSimClient
+    from rt_lidar.unreal_bridge.shm import list_segments
     c = AirSimClient(port=int(sys.argv[1]), shared_memory=True)
     c.rt_lidar_get_hits()
     ahead = collections.deque(c.send_frame_request(0.05) for _ in range(2))
@@ -374,8 +374,8 @@ def test_closing_the_client_with_frames_in_flight_removes_every_segment_of_its_r
 def test_a_frame_asked_ahead_through_shared_memory_maps_its_segment_only_while_its_answer_is_written():
     """The server prepares such a frame now and casts it later: until then (and if it never runs, its
     connection gone) the client's segment is not mapped, and once written it is let go of."""
-    from unreal_bridge.rpc import Later
-    from unreal_bridge.shm import ShmSegment
+    from rt_lidar.unreal_bridge.rpc import Later
+    from rt_lidar.unreal_bridge.shm import ShmSegment
 
     sim = EmbeddedSim(World(wall_scene(12.0)), load_preset("VLP-16"), paused=True)
     server = AirSimServer(sim, port=0)

@@ -258,7 +258,7 @@ def test_serve_options_come_from_a_run_config() -> None:
 
 def test_the_casters_a_run_may_name_are_the_worlds() -> None:
     from rt_lidar.config import CASTERS, DEFAULT_CASTER
-    from unreal_bridge.world import RAY_CASTERS
+    from rt_lidar.unreal_bridge.world import RAY_CASTERS
 
     assert set(CASTERS) == set(RAY_CASTERS) and DEFAULT_CASTER == "embree"
 

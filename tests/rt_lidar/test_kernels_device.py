@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from kernels.xp import cupy_available
 from rt_lidar.errors import ConfigError
+from rt_lidar.kernels.xp import cupy_available
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.builder import build_pipeline

@@ -81,7 +81,7 @@ def test_lobes_conserve_energy() -> None:
 def test_a_lobe_that_creates_energy_is_refused(tmp_path) -> None:
     from importlib import resources
 
-    text = resources.files("sensor_presets").joinpath("materials.toml").read_text()
+    text = resources.files("rt_lidar.sensor_presets").joinpath("materials.toml").read_text()
     bad = text.replace("specular_gain = 150.0", "specular_gain = 500.0", 1)
     path = tmp_path / "materials.toml"
     path.write_text(bad)

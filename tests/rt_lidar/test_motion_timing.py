@@ -8,8 +8,8 @@ import pytest
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.sensor.presets import load_preset
-from unreal_bridge.world import ConstantVelocity, Pose, Scene, StaticTrajectory, World
-from unreal_bridge.world.geometry import MeshBuilder
+from rt_lidar.unreal_bridge.world import ConstantVelocity, Pose, Scene, StaticTrajectory, World
+from rt_lidar.unreal_bridge.world.geometry import MeshBuilder
 
 CAR_X = 12.0  # centre of the car, m ahead
 CAR_SIZE = (2.0, 4.5, 1.5)  # x (depth as seen), y (along its motion), z
@@ -64,7 +64,7 @@ def test_the_crossing_car_over_the_bridge_is_the_in_process_car() -> None:
     """The embedded server casts with the same per-ray times: bridged scans equal in-process ones."""
     from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
     from rt_lidar.server.embedded_sim import EmbeddedSim
-    from unreal_bridge import AirSimClient, AirSimServer
+    from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
 
     preset = load_preset("HDL-64E")
     server = AirSimServer(EmbeddedSim(World(_scene()), preset, paused=True), port=0)

@@ -174,8 +174,8 @@ def test_zero_below_is_where_numpy_s_power_underflows() -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_detect_and_range_noise_on_odd_values_are_numpy_s(seed: int) -> None:
     """Zero, negative, tiny, NaN and infinite powers and ranges; the draws are the same."""
-    from kernels import apply_range_noise
-    from kernels.ambient import receiver_sigma_w
+    from rt_lidar.kernels import apply_range_noise
+    from rt_lidar.kernels.ambient import receiver_sigma_w
 
     rng = np.random.default_rng(seed)
     n = 30_000

@@ -14,7 +14,7 @@ from rt_lidar.pipeline.frame_loop import CAST_AHEAD, frame_workers
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import list_presets, load_preset
 from rt_lidar.sensor.scan_pattern import firings_per_scan
-from unreal_bridge.world import World
+from rt_lidar.unreal_bridge.world import World
 
 
 def _with_scan(preset, **changes):

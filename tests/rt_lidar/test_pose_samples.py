@@ -9,8 +9,8 @@ import pytest
 from rt_lidar.pipeline.pose_samples import interp_columns, interpolate_pose_samples, sensor_pose_samples
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
-from unreal_bridge.world import interp, street_scene
-from unreal_bridge.world.world import World
+from rt_lidar.unreal_bridge.world import interp, street_scene
+from rt_lidar.unreal_bridge.world.world import World
 
 
 def _reference(t: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
@@ -110,7 +110,7 @@ def test_firing_poses_on_a_street_are_np_interp_s() -> None:
 
 def test_turning_poses_are_np_interp_s() -> None:
     """A sensor turning at 0.6 rad/s: the rotations come from the same interpolation, normalised."""
-    from unreal_bridge.world.pose import quat_from_yaw
+    from rt_lidar.unreal_bridge.world.pose import quat_from_yaw
 
     ts = (np.arange(52) + 4_321) * 1e-3
     p_s = np.cumsum(np.full((52, 3), 0.013), axis=0)

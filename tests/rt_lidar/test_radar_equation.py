@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from kernels.intensity import SPEED_OF_LIGHT, received_power
-from kernels.waveform import pulse_sigma_ns
+from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, received_power
+from rt_lidar.kernels.waveform import pulse_sigma_ns
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import lambertian_return_w, list_presets, load_preset

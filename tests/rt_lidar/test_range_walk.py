@@ -8,9 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from kernels.intensity import SPEED_OF_LIGHT, leading_edge_advance_ns, leading_edge_walk_m, sensor_constant
-from kernels.waveform import pulse_sigma_ns
 from rt_lidar.errors import PresetError
+from rt_lidar.kernels.intensity import (
+    SPEED_OF_LIGHT,
+    leading_edge_advance_ns,
+    leading_edge_walk_m,
+    sensor_constant,
+)
+from rt_lidar.kernels.waveform import pulse_sigma_ns
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.materials import load_material_table

@@ -13,7 +13,7 @@ from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.beam import BeamConfig
-from unreal_bridge.world import Scene, wall_scene
+from rt_lidar.unreal_bridge.world import Scene, wall_scene
 
 WALL_M = 20.0
 PANE_M = 6.0

@@ -169,7 +169,7 @@ def test_cached_scan_table_equals_the_direct_schedule(name):
 def test_scan_runs_are_the_runs_of_scan_index() -> None:
     """The binary search gives the runs that dividing every time and scan_boundaries give, for times in
     order (gaps of whole scans, negative clocks, one scan, none); times out of order give None."""
-    from kernels import scan_boundaries
+    from rt_lidar.kernels import scan_boundaries
     from rt_lidar.sensor.scan_pattern import scan_runs
 
     rng = np.random.default_rng(5)

@@ -12,7 +12,7 @@ from rt_lidar.pipeline import source_steps
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.scan_pattern import firings_between
-from unreal_bridge.world import Pose, RayHits, Scene, StaticTrajectory
+from rt_lidar.unreal_bridge.world import Pose, RayHits, Scene, StaticTrajectory
 
 needs_compiled = pytest.mark.skipif(
     source_steps._c is None, reason="the _source_steps extension was not built"

@@ -14,7 +14,7 @@ import pytest
 
 from rt_lidar.physics import fused
 from rt_lidar.pipeline import source_steps
-from unreal_bridge.world import world as world_module
+from rt_lidar.unreal_bridge.world import world as world_module
 
 needs_built = pytest.mark.skipif(
     fused._c is None or source_steps._c is None or world_module._steps is None,
@@ -53,7 +53,7 @@ def test_the_scans_do_not_depend_on_the_compiled_twins(tmp_path: Path, args: lis
 def test_the_switch_really_leaves_the_numpy_code() -> None:
     probe = (
         "from rt_lidar.physics import fused; from rt_lidar.pipeline import source_steps; "
-        "from unreal_bridge.world import world; "
+        "from rt_lidar.unreal_bridge.world import world; "
         "print(fused.available(), source_steps.available(), world._steps is not None)"
     )
     for value, want in ((None, "True True True"), ("1", "False False False")):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rt_lidar.server.vehicle import BicycleModel, VehicleControls, VehicleLimits
-from unreal_bridge.world import Pose, Trajectory, World, plane_scene
+from rt_lidar.unreal_bridge.world import Pose, Trajectory, World, plane_scene
 
 
 def _drive(model: BicycleModel, seconds: float, controls: VehicleControls, dt: float = 0.01) -> None:
@@ -86,6 +86,6 @@ def test_world_ego_follows_the_model() -> None:
 
 
 def _casters() -> set[str]:
-    from unreal_bridge.world import RAY_CASTERS
+    from rt_lidar.unreal_bridge.world import RAY_CASTERS
 
     return set(RAY_CASTERS)

@@ -15,7 +15,7 @@ from rt_lidar.physics.weather import WeatherConfig, WeatherModel, airsim_weather
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import load_preset
-from unreal_bridge.world import wall_scene
+from rt_lidar.unreal_bridge.world import wall_scene
 
 PRESET = load_preset("VLP-16")
 THR = PRESET.pulse.detection_threshold_w

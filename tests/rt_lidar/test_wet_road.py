@@ -23,10 +23,10 @@ from rt_lidar.points import PointFlag
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
+from rt_lidar.unreal_bridge.world import World, wall_scene
+from rt_lidar.unreal_bridge.world.spray import spray_segments
 from rt_lidar.validation.wet_experiments import spray_scene
-from unreal_bridge import AirSimClient, AirSimServer
-from unreal_bridge.world import World, wall_scene
-from unreal_bridge.world.spray import spray_segments
 
 SENSOR_Z = 1.8
 WALL_M = 40.0

@@ -1,6 +1,6 @@
-"""A small deterministic :class:`~unreal_bridge.server.SimBackend` for the bridge's tests.
+"""A small deterministic :class:`~rt_lidar.unreal_bridge.server.SimBackend` for the bridge's tests.
 
-A test double of the embedded world (which lives in ``unreal_bridge.world`` and has its own tests):
+A test double of the embedded world (which lives in ``rt_lidar.unreal_bridge.world`` and has its own tests):
 the lidar sees a flat grid of ``n_points`` points 1.5 m below it, every 10th ray a miss; one car,
 three scene objects, a tiny camera. All values are in the project frame (x forward, y left, z up).
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from unreal_bridge.errors import BackendError
-from unreal_bridge.wire import (
+from rt_lidar.unreal_bridge.errors import BackendError
+from rt_lidar.unreal_bridge.wire import (
     CarControls,
     FluCarState,
     FluImage,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from backend_fixture import PlaneBackend
 
-from unreal_bridge import AirSimClient, AirSimServer, LidarHits
-from unreal_bridge.beam_call import (
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer, LidarHits
+from rt_lidar.unreal_bridge.beam_call import (
     BEAM_HITS_METHOD,
     SCENE_SUN,
     SunRequest,
@@ -19,7 +19,7 @@ from unreal_bridge.beam_call import (
     decode_sun,
     encode_beam,
 )
-from unreal_bridge.errors import RpcError, WireFormatError
+from rt_lidar.unreal_bridge.errors import RpcError, WireFormatError
 
 SUN_FLU = (0.48, -0.6, 0.64)  # a unit vector towards the sun (x fwd, y left, z up)
 OFFSETS = np.array([[0.0, 0.0], [1.5e-3, -2.5e-4], [-1.2345678901e-3, 7e-4]])

@@ -20,11 +20,11 @@ from waiting import until
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import MAX_RAYS_PER_CALL, EmbeddedSim
 from rt_lidar.server.serve import ServeOptions, start_embedded_server, start_server_process
-from unreal_bridge import AirSimClient, CarControls
-from unreal_bridge.attacks import LatencyWatcher, full_budget_call
-from unreal_bridge.beam_call import encode_beam
-from unreal_bridge.casts import HEAVY_BUDGET_RAYS, CastQueue
-from unreal_bridge.world import World, street_scene
+from rt_lidar.unreal_bridge import AirSimClient, CarControls
+from rt_lidar.unreal_bridge.attacks import LatencyWatcher, full_budget_call
+from rt_lidar.unreal_bridge.beam_call import encode_beam
+from rt_lidar.unreal_bridge.casts import HEAVY_BUDGET_RAYS, CastQueue
+from rt_lidar.unreal_bridge.world import World, street_scene
 
 
 @pytest.fixture(scope="module")

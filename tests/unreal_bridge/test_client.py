@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from backend_fixture import LIDAR_POSE, PlaneBackend
 
-from unreal_bridge import AirSimClient, AirSimServer, FluPose
-from unreal_bridge.errors import RpcError
-from unreal_bridge.rpc import RpcServer
-from unreal_bridge.wire import CarControls, ImageRequest
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer, FluPose
+from rt_lidar.unreal_bridge.errors import RpcError
+from rt_lidar.unreal_bridge.rpc import RpcServer
+from rt_lidar.unreal_bridge.wire import CarControls, ImageRequest
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 import msgpack
 import pytest
 
-from unreal_bridge import AirSimClient
-from unreal_bridge.errors import MessageTooLarge, RpcTimeout
-from unreal_bridge.rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
+from rt_lidar.unreal_bridge import AirSimClient
+from rt_lidar.unreal_bridge.errors import MessageTooLarge, RpcTimeout
+from rt_lidar.unreal_bridge.rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
 
 #: The answer ``[1, 0, nil, "x" * 200]``: long enough to drip for much longer than a timeout.
 ANSWER = msgpack.packb([1, 0, None, "x" * 200])

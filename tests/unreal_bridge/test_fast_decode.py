@@ -6,8 +6,8 @@ import msgpack
 import numpy as np
 import pytest
 
-from unreal_bridge import fast_decode
-from unreal_bridge.errors import WireFormatError
+from rt_lidar.unreal_bridge import fast_decode
+from rt_lidar.unreal_bridge.errors import WireFormatError
 
 RNG = np.random.default_rng(7)
 F32 = RNG.normal(size=3000).astype(np.float32)

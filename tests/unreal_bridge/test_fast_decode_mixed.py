@@ -6,8 +6,8 @@ import msgpack
 import numpy as np
 import pytest
 
-from unreal_bridge import fast_decode
-from unreal_bridge.errors import WireFormatError
+from rt_lidar.unreal_bridge import fast_decode
+from rt_lidar.unreal_bridge.errors import WireFormatError
 
 # One value per msgpack encoding: fixints, 0xcc..0xcf, 0xd0..0xd3 (packb writes the smallest form).
 _INTS = [0, 5, 127, -1, -32, 128, 204, 208, 255, 256, 65535, 65536, 2**32, -33, -128, -129, -32768, -32769]
@@ -24,7 +24,7 @@ def narrow_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
 
 def test_compiled_reader_is_built() -> None:
     # make test installs the package with its optional extension; a silent fallback would hide a 5x loss
-    from unreal_bridge import _narrow_ints  # noqa: F401
+    from rt_lidar.unreal_bridge import _narrow_ints  # noqa: F401
 
 
 def _random_case(rng: np.random.Generator, pool: list[int]) -> list[int]:
@@ -112,7 +112,7 @@ def test_the_16_byte_path_reads_what_the_byte_walk_reads(narrow_reader: str) -> 
     every truncation, and a byte of another type at every place."""
     import platform
 
-    from unreal_bridge import _narrow_ints
+    from rt_lidar.unreal_bridge import _narrow_ints
 
     if narrow_reader == "compiled" and platform.machine() in ("x86_64", "AMD64"):
         assert _narrow_ints.simd_used()  # every x86-64 CI machine has SSSE3

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from rt_lidar.server.serve import ServeOptions, start_server_process
-from unreal_bridge.attacks import ATTACKS, Attack, probe, rss_bytes, run_attack
+from rt_lidar.unreal_bridge.attacks import ATTACKS, Attack, probe, rss_bytes, run_attack
 
 SEED = 18
 RECOVER_S = 5.0

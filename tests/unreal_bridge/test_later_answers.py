@@ -13,8 +13,8 @@ from typing import Any
 import msgpack
 import pytest
 
-from unreal_bridge.later import CONNECTION_DEPTH, CONNECTION_HELD, Workers
-from unreal_bridge.rpc import REQUEST, RESPONSE, Later, RpcClient, RpcServer, exception_message
+from rt_lidar.unreal_bridge.later import CONNECTION_DEPTH, CONNECTION_HELD, Workers
+from rt_lidar.unreal_bridge.rpc import REQUEST, RESPONSE, Later, RpcClient, RpcServer, exception_message
 
 
 class Log:

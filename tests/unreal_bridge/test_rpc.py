@@ -14,8 +14,8 @@ from typing import Any
 import msgpack
 import pytest
 
-from unreal_bridge.errors import ConnectionLost, RpcError, RpcTimeout
-from unreal_bridge.rpc import RpcClient, RpcServer
+from rt_lidar.unreal_bridge.errors import ConnectionLost, RpcError, RpcTimeout
+from rt_lidar.unreal_bridge.rpc import RpcClient, RpcServer
 
 
 def f32(v: float) -> bytes:
@@ -183,7 +183,7 @@ def test_closing_the_server_ends_a_pending_call_promptly(server: RpcServer) -> N
 def test_killed_server_process_raises_connection_lost() -> None:
     code = (
         "import sys, time\n"
-        "from unreal_bridge.rpc import RpcServer\n"
+        "from rt_lidar.unreal_bridge.rpc import RpcServer\n"
         "s = RpcServer(port=0); s.register('sleep', lambda t: time.sleep(t)); s.start()\n"
         "print(s.port, flush=True); time.sleep(60)\n"
     )

@@ -8,8 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from unreal_bridge.errors import ConnectionLost, RpcError
-from unreal_bridge.rpc import RpcClient, RpcServer
+from rt_lidar.unreal_bridge.errors import ConnectionLost, RpcError
+from rt_lidar.unreal_bridge.rpc import RpcClient, RpcServer
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_a_memoryview_packs_as_msgpack_packs_its_bytes(n: int) -> None:
     the same bytes, whatever its size class (bin8/16/32), shape or item type."""
     import msgpack
 
-    from unreal_bridge.rpc import pack
+    from rt_lidar.unreal_bridge.rpc import pack
 
     raw = np.arange(n, dtype=np.uint8)
     grid = np.arange(3 * (n // 12), dtype=np.float32).reshape(-1, 3)

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from unreal_bridge.rpc import pack, pack_parts, send_parts
+from rt_lidar.unreal_bridge.rpc import pack, pack_parts, send_parts
 
 
 def _receive_all(sock: socket.socket, n: int, out: list[bytes], delay_s: float = 0.0) -> None:

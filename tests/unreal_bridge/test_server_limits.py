@@ -11,11 +11,11 @@ import msgpack
 import pytest
 
 from rt_lidar.server.serve import EmbeddedServer, ServeOptions, start_embedded_server
-from unreal_bridge import AirSimClient
-from unreal_bridge.errors import RpcError
-from unreal_bridge.limits import ServerLimits
-from unreal_bridge.rpc import RpcServer
-from unreal_bridge.wire import CarControls
+from rt_lidar.unreal_bridge import AirSimClient
+from rt_lidar.unreal_bridge.errors import RpcError
+from rt_lidar.unreal_bridge.limits import ServerLimits
+from rt_lidar.unreal_bridge.rpc import RpcServer
+from rt_lidar.unreal_bridge.wire import CarControls
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from unreal_bridge.errors import ConnectionLost
-from unreal_bridge.limits import ServerLimits
-from unreal_bridge.rpc import RpcClient, RpcServer
+from rt_lidar.unreal_bridge.errors import ConnectionLost
+from rt_lidar.unreal_bridge.limits import ServerLimits
+from rt_lidar.unreal_bridge.rpc import RpcClient, RpcServer
 
 
 def _sleep(seconds: float) -> float:

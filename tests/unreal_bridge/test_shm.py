@@ -12,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 
-from unreal_bridge.shm import (
+from rt_lidar.unreal_bridge.shm import (
     HEADER_BYTES,
     SHM_DIR,
     ShmAttachments,
@@ -41,7 +41,7 @@ def test_cleanup_leaves_a_live_segment_and_removes_one_whose_owner_was_killed():
     script = textwrap.dedent(
         """
         import sys, time
-        from unreal_bridge.shm import ShmSegment
+        from rt_lidar.unreal_bridge.shm import ShmSegment
         seg = ShmSegment(1 << 20)
         print(seg.name, flush=True)
         time.sleep(60)

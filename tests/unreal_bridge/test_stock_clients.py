@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from backend_fixture import LIDAR_POSE, PlaneBackend
 
-from unreal_bridge import AirSimServer
+from rt_lidar.unreal_bridge import AirSimServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER = Path(os.environ.get("RT_LIDAR_AIRSIM_PEER", ROOT / ".venv-airsim"))

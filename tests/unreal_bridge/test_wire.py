@@ -8,8 +8,8 @@ import msgpack
 import numpy as np
 import pytest
 
-from unreal_bridge import rpc, wire
-from unreal_bridge.errors import WireFormatError
+from rt_lidar.unreal_bridge import rpc, wire
+from rt_lidar.unreal_bridge.errors import WireFormatError
 
 S = math.sqrt(0.5)
 

@@ -30,7 +30,15 @@ import numpy as np
 from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.session.realtime import tune_allocator
-from unreal_bridge import AirSimClient, AirSimServer, FluPose, LidarFrame, SimBackend, fast_decode, wire
+from rt_lidar.unreal_bridge import (
+    AirSimClient,
+    AirSimServer,
+    FluPose,
+    LidarFrame,
+    SimBackend,
+    fast_decode,
+    wire,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -62,8 +62,8 @@ from rt_lidar.pipeline.pose_samples import _interpolated_sensor_poses
 from rt_lidar.pipeline.sources import _rotate_f32
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between, scan_period_ns
-from unreal_bridge.world import MeshObject, Scene, StaticTrajectory, World, street_scene
-from unreal_bridge.world.raycast import embree_packets
+from rt_lidar.unreal_bridge.world import MeshObject, Scene, StaticTrajectory, World, street_scene
+from rt_lidar.unreal_bridge.world.raycast import embree_packets
 
 HERE = Path(__file__).resolve().parent
 Rays = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -155,7 +155,7 @@ def packet_engine(
     high_quality: bool = True,
 ) -> Cast:
     """Embree rtcIntersect<width> on consecutive rays through the pipeline's own compiled packet caster
-    (``unreal_bridge.world.raycast.embree_packets``), two threads (it lets go of the GIL); robust and
+    (``rt_lidar.unreal_bridge.world.raycast.embree_packets``), two threads (it lets go of the GIL); robust and
     over a high-quality BVH as World's EmbreeCaster casts, unless told otherwise."""
     fu = np.ascontiguousarray(f, dtype=np.uint32)
     vf = np.ascontiguousarray(v, np.float32)

@@ -38,7 +38,7 @@ from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.session.realtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext, make_sink
-from unreal_bridge import AirSimClient
+from rt_lidar.unreal_bridge import AirSimClient
 
 
 def run_one(preset_name: str, scans: int, rain: float, transport: str, cpu: int, tmp: Path) -> dict[str, Any]:

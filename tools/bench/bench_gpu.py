@@ -31,7 +31,7 @@ import numpy as np
 from machine_record import write_json  # tools/bench, beside this script
 from PIL import Image
 
-from kernels.xp import cupy_available
+from rt_lidar.kernels.xp import cupy_available
 
 
 def gpu_info(cp: Any) -> dict[str, Any]:
@@ -86,8 +86,8 @@ def _weather_case(
     cp: Any, rays: tuple[np.ndarray, np.ndarray, np.ndarray], prm: Any, repeat: int
 ) -> dict[str, Any]:
     """One configuration on one set of rays: NumPy, the CUDA kernel alone, and with its copies."""
-    from kernels.weather_cuda import apply_weather_cuda
-    from kernels.weather_rays import apply_weather
+    from rt_lidar.kernels.weather_cuda import apply_weather_cuda
+    from rt_lidar.kernels.weather_rays import apply_weather
 
     r0, p0, refl = rays
     n = r0.size
@@ -139,7 +139,7 @@ class _Recorder:
         self.waveform: list[tuple[Any, ...]] = []
 
     def __enter__(self) -> _Recorder:
-        import kernels.weather_rays as wr
+        import rt_lidar.kernels.weather_rays as wr
         import rt_lidar.physics.device as ret
 
         self._wr, self._ret = wr, ret
@@ -173,8 +173,8 @@ class _Recorder:
 def _replay_weather(
     calls: list[tuple[Any, ...]], xp: Any, to_host: Callable[[Any], np.ndarray]
 ) -> list[np.ndarray]:
-    from kernels.weather_cuda import apply_weather_cuda
-    from kernels.weather_rays import apply_weather
+    from rt_lidar.kernels.weather_cuda import apply_weather_cuda
+    from rt_lidar.kernels.weather_rays import apply_weather
 
     outs = []
     for r, p, f, refl, prm, key, shapes in calls:
@@ -191,7 +191,7 @@ def _replay_weather(
 def _replay_waveform(
     calls: list[tuple[Any, ...]], xp: Any, to_host: Callable[[Any], np.ndarray]
 ) -> list[Any]:
-    from kernels.waveform import waveform_returns
+    from rt_lidar.kernels.waveform import waveform_returns
 
     outs = []
     for t_tab, a_tab, *rest in calls:

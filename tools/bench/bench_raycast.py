@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from machine_record import write_json  # tools/bench, beside this script
 
-from unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World, street_scene
-from unreal_bridge.world.geometry import MeshBuilder
+from rt_lidar.unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World, street_scene
+from rt_lidar.unreal_bridge.world.geometry import MeshBuilder
 
 RAY_COUNTS = {"133k": (64, 2084), "1M": (128, 8192)}
 

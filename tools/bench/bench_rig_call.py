@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 from rt_lidar.rig import load_rig  # noqa: E402
 from rt_lidar.server.serve import ServeOptions, start_embedded_server  # noqa: E402
-from unreal_bridge import AirSimClient  # noqa: E402
-from unreal_bridge.hits_codec import encode_hits  # noqa: E402
+from rt_lidar.unreal_bridge import AirSimClient  # noqa: E402
+from rt_lidar.unreal_bridge.hits_codec import encode_hits  # noqa: E402
 
 
 def _server_side(sim, names: list[str], step_s: float, frames: int) -> float:

@@ -18,7 +18,7 @@ from machine_record import write_json  # tools/bench, beside this script
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.rinet.runtime import bundled_model_path, runtimes_here
 from rt_lidar.rinet.stage import RinetStage
-from unreal_bridge.world import CameraSpec
+from rt_lidar.unreal_bridge.world import CameraSpec
 
 
 def _stats(ms: list[float]) -> dict[str, float]:

@@ -29,7 +29,7 @@ from canned_server import record, start_canned_server
 from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.session.realtime import tune_allocator
-from unreal_bridge import AirSimClient, LidarHits
+from rt_lidar.unreal_bridge import AirSimClient, LidarHits
 
 
 def _same(a: LidarHits, b: LidarHits) -> bool:

@@ -4,7 +4,7 @@
 
 Casts one whole HDL-64E revolution of the street scene (2 x 65,536 = 131,072 pulses at 10 Hz... the
 preset's own schedule; ``--pulses`` trims or tiles it) as 7-sub-ray bundles, then times (1) the
-waveform kernel alone (:func:`kernels.waveform.waveform_returns`: clustering, synthesis on the time
+waveform kernel alone (:func:`rt_lidar.kernels.waveform.waveform_returns`: clustering, synthesis on the time
 bins, peak picking, EPW, dual selection) and (2) the whole physics stage on those hits (power, waveform,
 returns, range noise, output), against the single-ray physics for reference. Prints JSON.
 """
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    from kernels.waveform import waveform_returns
+    from rt_lidar.kernels.waveform import waveform_returns
 
     preset = load_preset(args.preset)
     world = build_world("street")

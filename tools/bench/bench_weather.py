@@ -18,8 +18,8 @@ import time
 import numpy as np
 from machine_record import write_json  # tools/bench, beside this script
 
-from kernels.intensity import sensor_constant
-from kernels.weather_reference import reference_ray
+from rt_lidar.kernels.intensity import sensor_constant
+from rt_lidar.kernels.weather_reference import reference_ray
 from rt_lidar.physics.weather import WeatherConfig, WeatherModel
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.session.realtime import tune_allocator

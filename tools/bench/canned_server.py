@@ -5,7 +5,7 @@
 
 ``record`` runs the embedded street (seed 0, paused) for one rotation of the sensor at f_sim and keeps
 what its backend answers: the first, empty sweep (the controller's probe) and the rotation's sim
-frames. ``serve`` answers them from a tiny loopback :class:`~unreal_bridge.AirSimServer` (its line
+frames. ``serve`` answers them from a tiny loopback :class:`~rt_lidar.unreal_bridge.AirSimServer` (its line
 ``canned server on 127.0.0.1:PORT`` on stdout): call k > 0 gets sim frame ``(k - 1) % n`` of the
 rotation, its times moved on by whole rotations, so a lockstep controller sees the schedule it expects
 and builds whole scans; nothing is cast. ``rtLidarGetHits`` is answered from answers encoded once
@@ -36,9 +36,9 @@ from rt_lidar.pipeline.builder import build_world
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import schedule_digest
 from rt_lidar.server.embedded_sim import EmbeddedSim
-from unreal_bridge import AirSimServer, FluPose, LidarHits
-from unreal_bridge.hits_codec import encode_hits, hits_options
-from unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
+from rt_lidar.unreal_bridge import AirSimServer, FluPose, LidarHits
+from rt_lidar.unreal_bridge.hits_codec import encode_hits, hits_options
+from rt_lidar.unreal_bridge.wire import LEAN_FIELDS, OMITTABLE_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 _CORE = ("points", "normals", "segmentation", "ring", "time", "range", "miss")

@@ -55,8 +55,8 @@ def ulps_apart(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _child(tmp: Path, isa: str) -> None:
-    from unreal_bridge.world import _embree_packets  # type: ignore[attr-defined]
-    from unreal_bridge.world.raycast import embree_library
+    from rt_lidar.unreal_bridge.world import _embree_packets  # type: ignore[attr-defined]
+    from rt_lidar.unreal_bridge.world.raycast import embree_library
 
     lib = embree_library()
     if lib is None:

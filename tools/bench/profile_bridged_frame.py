@@ -56,11 +56,11 @@ from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from rt_lidar.session.realtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext, make_sink
-from unreal_bridge import fast_decode
-from unreal_bridge.hits_codec import decode_hits, encode_hits
-from unreal_bridge.rpc import Packed, pack_parts, send_parts
-from unreal_bridge.shm import ShmAttachments, ShmSegment
-from unreal_bridge.wire import LEAN_FIELDS
+from rt_lidar.unreal_bridge import fast_decode
+from rt_lidar.unreal_bridge.hits_codec import decode_hits, encode_hits
+from rt_lidar.unreal_bridge.rpc import Packed, pack_parts, send_parts
+from rt_lidar.unreal_bridge.shm import ShmAttachments, ShmSegment
+from rt_lidar.unreal_bridge.wire import LEAN_FIELDS
 
 STAGES = ("server_cast", "pack", "transfer", "decode", "hits_from_wire", "physics", "sweep", "sinks")
 

@@ -5,8 +5,8 @@
 Starts ``rt-lidar serve`` (street, VLP-16, paused) from ``--root`` (default: this checkout; point it
 at an exported older commit, ``git archive REV | tar -x -C DIR``, to measure before a change) and runs
 the attack ``--repeat`` times, printing its line: the lidar calls' durations and ``getCarState``'s
-calls, p50 and max latency meanwhile (:func:`unreal_bridge.attacks.full_budget_calls`). Any attack of
-:data:`unreal_bridge.attacks.ATTACKS` runs the same way with ``--attack NAME`` (``young_flood``: the
+calls, p50 and max latency meanwhile (:func:`rt_lidar.unreal_bridge.attacks.full_budget_calls`). Any attack of
+:data:`rt_lidar.unreal_bridge.attacks.ATTACKS` runs the same way with ``--attack NAME`` (``young_flood``: the
 probes answered while young silent connections fill every slot).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from unreal_bridge.attacks import ATTACKS, probe
+from rt_lidar.unreal_bridge.attacks import ATTACKS, probe
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ Wire format (https://github.com/msgpack-rpc/msgpack-rpc/blob/master/spec.md, rpc
   (:func:`not_found_message`, :func:`arity_message`, :func:`exception_message`).
 
 The server runs one thread per connection (a capped number), bounds each request's size, decoded
-containers, nesting and time (:mod:`unreal_bridge.limits`), and closes a connection that
+containers, nesting and time (:mod:`rt_lidar.unreal_bridge.limits`), and closes a connection that
 sends malformed or oversized input without disturbing the others. Nothing is ever unpickled.
 """
 

@@ -1,5 +1,5 @@
 """The blocking msgpack-RPC client: one TCP socket, a deadline for each whole call, answers decoded
-straight to NumPy arrays (:mod:`unreal_bridge.fast_decode`), requests kept in flight."""
+straight to NumPy arrays (:mod:`rt_lidar.unreal_bridge.fast_decode`), requests kept in flight."""
 
 from __future__ import annotations
 

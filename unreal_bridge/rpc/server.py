@@ -1,6 +1,6 @@
 """The threaded msgpack-RPC server with rpclib's behaviour: one thread per connection (capped), every
-request bounded in size, containers, nesting and time (:mod:`unreal_bridge.limits`), answers that a
-handler defers (:class:`~unreal_bridge.later.Later`) worked out on worker threads and sent in request
+request bounded in size, containers, nesting and time (:mod:`rt_lidar.unreal_bridge.limits`), answers that a
+handler defers (:class:`~rt_lidar.unreal_bridge.later.Later`) worked out on worker threads and sent in request
 order. Nothing is ever unpickled."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class RpcServer:
     ``port=0`` picks a free port (read :attr:`port`). Handlers run in the connection's thread; calls
     from different connections are serialised by one lock unless ``serialize=False`` (a handler
     registered with ``locked=False`` takes :attr:`call_lock` itself, around bounded work only).
-    ``limits`` bounds what clients can cost (:class:`~unreal_bridge.limits.ServerLimits`);
+    ``limits`` bounds what clients can cost (:class:`~rt_lidar.unreal_bridge.limits.ServerLimits`);
     ``max_message_size`` is the largest request.
     """
 
@@ -90,7 +90,7 @@ class RpcServer:
         self._reply_total = 0
         self._thread: threading.Thread | None = None
         self._workers = Workers()
-        """Threads that work out :class:`~unreal_bridge.later.Later` answers (a cast asked ahead)."""
+        """Threads that work out :class:`~rt_lidar.unreal_bridge.later.Later` answers (a cast asked ahead)."""
         self.stats = {
             "refused_connections": 0,
             "accept_errors": 0,

@@ -69,7 +69,7 @@ def test_direct_pulse_gives_a_false_point_at_half_the_distance() -> None:
     """Two one-beam (0 deg) heads facing each other 10 m apart, phase-locked so that they point at each
     other at the top of every turn, in an empty world: only the direct path is open, and each sees the
     other's pulse (fired at the same instant) after 10 m / c, i.e. a false point at 5 m straight ahead."""
-    from unreal_bridge.world import Pose, Scene, StaticTrajectory, World
+    from rt_lidar.unreal_bridge.world import Pose, Scene, StaticTrajectory, World
 
     d = preset_to_dict(load_preset("VLP-16"))
     d["beams"] = [{"ring": 0, "elevation_deg": 0.0}]

@@ -46,7 +46,7 @@ def test_run_rig_needs_lockstep(capsys: pytest.CaptureFixture[str]) -> None:
 def test_rig_server_settings_name_every_lidar_at_its_mount() -> None:
     from rt_lidar.rig import load_rig
     from rt_lidar.rig.airsim import rig_airsim_settings
-    from unreal_bridge import AirSimClient
+    from rt_lidar.unreal_bridge import AirSimClient
 
     served = start_embedded_server(ServeOptions(port=0, rig=str(EXAMPLE), paused=True))
     try:

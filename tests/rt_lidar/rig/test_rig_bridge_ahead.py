@@ -13,7 +13,7 @@ from waiting import until
 from rt_lidar.rig import load_rig
 from rt_lidar.rig.bridge import RigFramesAhead, bridge_rig_loop
 from rt_lidar.server.serve import EmbeddedServer, ServeOptions, start_embedded_server
-from unreal_bridge import AirSimClient
+from rt_lidar.unreal_bridge import AirSimClient
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "rigs" / "roof-and-corners.toml"
 

@@ -19,8 +19,8 @@ from rt_lidar.rig.crosstalk import CrosstalkSensor, false_points
 from rt_lidar.rig.experiment import facing_pair
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.server.serve import ServeOptions, start_embedded_server
-from unreal_bridge import AirSimClient, FluPose
-from unreal_bridge.hits_codec import decode_hits, encode_hits
+from rt_lidar.unreal_bridge import AirSimClient, FluPose
+from rt_lidar.unreal_bridge.hits_codec import decode_hits, encode_hits
 
 FACING = """\
 [[sensor]]

@@ -12,7 +12,7 @@ from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.rig import load_rig, rig_from_dict
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.sensor.scan_pattern import firings_between, firings_per_scan, scan_period_ns
-from unreal_bridge.world import World
+from rt_lidar.unreal_bridge.world import World
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "rigs" / "roof-and-corners.toml"
 SCANS = 2

@@ -11,7 +11,7 @@ import numpy as np
 from rt_lidar.pipeline.builder import build_world
 from rt_lidar.rig import load_rig
 from rt_lidar.server.embedded_sim import EmbeddedSim
-from unreal_bridge import CarControls, FluPose
+from rt_lidar.unreal_bridge import CarControls, FluPose
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "rigs" / "roof-and-corners.toml"
 

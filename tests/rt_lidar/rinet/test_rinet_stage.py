@@ -9,7 +9,7 @@ from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.rinet.masks import project
 from rt_lidar.rinet.runtime import InferenceResult, bundled_model_path
 from rt_lidar.rinet.stage import RinetStage, camera_projection, rgb_from_airsim
-from unreal_bridge.world import CameraSpec
+from rt_lidar.unreal_bridge.world import CameraSpec
 
 
 class _FakeRuntime:
@@ -107,7 +107,7 @@ def test_stage_with_the_bundled_model_on_an_embedded_scan(street):
 
 
 def test_camera_projection_puts_the_optical_axis_at_the_image_centre():
-    from unreal_bridge.world import Pose
+    from rt_lidar.unreal_bridge.world import Pose
 
     cam = CameraSpec(width=200, height=100, mount=Pose.from_xyz_rpy(0.2, 0, 1.7))
     p = camera_projection(cam, Pose.from_xyz_rpy(0, 0, 1.8))
@@ -118,7 +118,7 @@ def test_camera_projection_puts_the_optical_axis_at_the_image_centre():
 
 
 def test_rgb_from_airsim_decodes_raw_bgr_and_png():
-    from unreal_bridge.wire import FluImage
+    from rt_lidar.unreal_bridge.wire import FluImage
 
     rgb = np.random.default_rng(0).integers(0, 256, (4, 5, 3), dtype=np.uint8)
     raw = FluImage(width=5, height=4, data_uint8=rgb[:, :, ::-1].tobytes(), compress=False)

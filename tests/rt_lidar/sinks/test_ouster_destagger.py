@@ -13,7 +13,7 @@ import pytest
 from test_ouster_profiles import PEER, _decode, _write
 
 from rt_lidar.pipeline.builder import build_pipeline
-from unreal_bridge.world import Pose, Scene, StaticTrajectory
+from rt_lidar.unreal_bridge.world import Pose, Scene, StaticTrajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scenes import panel

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import EmbeddedSim
+from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
+from rt_lidar.unreal_bridge.world import World, street_scene
 from rt_lidar.viewer.drive import AirSimControlSink
-from unreal_bridge import AirSimClient, AirSimServer
-from unreal_bridge.world import World, street_scene
 
 
 def _free_port() -> int:

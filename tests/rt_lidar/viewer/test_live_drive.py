@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from pyqtgraph.Qt import QtCore
 
+from rt_lidar.unreal_bridge import AirSimClient
 from rt_lidar.viewer.drive import AirSimControlSink, KeyboardDriver
 from rt_lidar.viewer.sources import LiveSource
 from rt_lidar.viewer.window import ViewerWindow, WindowOptions
-from unreal_bridge import AirSimClient
 
 from .conftest import free_address
 

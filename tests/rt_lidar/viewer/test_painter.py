@@ -8,8 +8,8 @@ import time
 import numpy as np
 
 from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.unreal_bridge.world import CameraSpec
 from rt_lidar.viewer.painter import CameraPainter, intensity_mask
-from unreal_bridge.world import CameraSpec
 
 
 def test_painter_paints_what_the_world_renders() -> None:

@@ -215,9 +215,9 @@ def test_keyboard_drives_the_embedded_ego_over_the_bridge(qtbot) -> None:
     pose from simGetVehiclePose moves as the controls say (forward, turning right)."""
     from rt_lidar.sensor.presets import load_preset
     from rt_lidar.server.embedded_sim import EmbeddedSim
+    from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
+    from rt_lidar.unreal_bridge.world import World, street_scene
     from rt_lidar.viewer.drive import AirSimControlSink
-    from unreal_bridge import AirSimClient, AirSimServer
-    from unreal_bridge.world import World, street_scene
 
     sim = EmbeddedSim(World(street_scene(0)), load_preset("VLP-16"), paused=True)
     server = AirSimServer(sim, port=0)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from unreal_bridge.world import moving as moving_module
-from unreal_bridge.world import world as world_module
-from unreal_bridge.world.moving import _object_frame_rays
-from unreal_bridge.world.pose import quat_from_yaw, quat_multiply
+from rt_lidar.unreal_bridge.world import moving as moving_module
+from rt_lidar.unreal_bridge.world import world as world_module
+from rt_lidar.unreal_bridge.world.moving import _object_frame_rays
+from rt_lidar.unreal_bridge.world.pose import quat_from_yaw, quat_multiply
 
 needs_compiled = pytest.mark.skipif(
     world_module._steps is None, reason="the _cast_steps extension was not built"
@@ -68,7 +68,7 @@ def _street_rays(scans: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray
     from rt_lidar.pipeline.sources import _rotate_f32
     from rt_lidar.sensor.presets import load_preset
     from rt_lidar.sensor.scan_pattern import firings_between
-    from unreal_bridge.world import World, street_scene
+    from rt_lidar.unreal_bridge.world import World, street_scene
 
     world = World(street_scene(seed=0))
     preset = load_preset("HDL-64E")
@@ -83,7 +83,7 @@ def _street_rays(scans: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def test_whole_casts_are_the_same_without_the_compiled_steps(
     monkeypatch: pytest.MonkeyPatch, packets: bool
 ) -> None:
-    from unreal_bridge.world import World, raycast, street_scene
+    from rt_lidar.unreal_bridge.world import World, raycast, street_scene
 
     o, d, t = _street_rays()
     if not packets:  # embreex's own rtcIntersect1: its faces come as they come
@@ -131,7 +131,7 @@ def test_bounds_and_cone_candidates() -> None:
 def test_a_batch_casts_as_its_halves_and_on_one_thread_as_on_two() -> None:
     """The moving cars are cast once over the whole batch after the static slices: per-ray times on
     the street give the same bytes on one thread, on two, and as two halves cast apart."""
-    from unreal_bridge.world import World, street_scene
+    from rt_lidar.unreal_bridge.world import World, street_scene
 
     o, d, t = _street_rays()
     world = World(street_scene(seed=0))

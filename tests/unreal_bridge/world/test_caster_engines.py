@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from unreal_bridge.world import World, street_scene
+from rt_lidar.unreal_bridge.world import World, street_scene
 
 BENCH = Path(__file__).resolve().parents[3] / "tools" / "bench"
 T_FREEZE = 1.0
@@ -59,7 +59,7 @@ def _needs(module: str) -> None:
 
 
 def _packets(s: dict[str, Any], **options: bool) -> Callable[..., Any]:
-    from unreal_bridge.world.raycast import embree_packets
+    from rt_lidar.unreal_bridge.world.raycast import embree_packets
 
     mod = embree_packets()
     if mod is None:
@@ -165,7 +165,7 @@ def test_intersect_into_matches_intersect(setup: dict[str, Any]) -> None:
 def test_the_fast_caster_is_embree_non_robust(setup: dict[str, Any], packets: bool | None) -> None:
     """``embree-fast`` casts the same scene in Embree's non-robust mode: the same hits within a
     millimetre but for a few edge rays, and many distances not bit for bit the robust ones."""
-    from unreal_bridge.world.raycast import EmbreeCaster, embree_packets
+    from rt_lidar.unreal_bridge.world.raycast import EmbreeCaster, embree_packets
 
     if packets is None and embree_packets() is None:
         pytest.skip("the compiled packet caster was not built (no C compiler at install)")
@@ -200,7 +200,7 @@ def test_robust_hits_depend_on_the_instruction_set_in_their_last_bits(setup: dic
 
 
 def test_a_device_config_after_the_device_is_made_is_refused() -> None:
-    from unreal_bridge.world.raycast import embree_library, embree_packets
+    from rt_lidar.unreal_bridge.world.raycast import embree_library, embree_packets
 
     mod = embree_packets()
     if mod is None:

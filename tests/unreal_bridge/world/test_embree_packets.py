@@ -11,8 +11,8 @@ from rt_lidar.pipeline.pose_samples import _interpolated_sensor_poses
 from rt_lidar.pipeline.sources import _rotate_f32
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between, scan_period_ns
-from unreal_bridge.world import World, WorldError, raycast, street_scene
-from unreal_bridge.world.raycast import EmbreeCaster, embree_packets
+from rt_lidar.unreal_bridge.world import World, WorldError, raycast, street_scene
+from rt_lidar.unreal_bridge.world.raycast import EmbreeCaster, embree_packets
 
 needs_packets = pytest.mark.skipif(
     embree_packets() is None, reason="the compiled packet caster was not built (no C compiler at install)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from unreal_bridge.world import (
+from rt_lidar.unreal_bridge.world import (
     RAY_CASTERS,
     ConstantVelocity,
     Pose,
@@ -17,8 +17,8 @@ from unreal_bridge.world import (
     WorldError,
     plane_scene,
 )
-from unreal_bridge.world.geometry import MeshBuilder
-from unreal_bridge.world.moving import _meets_box
+from rt_lidar.unreal_bridge.world.geometry import MeshBuilder
+from rt_lidar.unreal_bridge.world.moving import _meets_box
 
 T = 3.0
 MOVING = ConstantVelocity(Pose.from_xyz_rpy(4.0, -6.0, 0.0, yaw=0.3), (0.0, 2.0, 0.0))
@@ -169,7 +169,7 @@ def test_the_swept_box_cull_drops_rays_and_changes_no_hit(
     """A turning car, rays at per-ray times over a 50 ms frame from origins beside it (inside its
     bounding sphere), 12 m away (the cone cull first) and scattered: with the swept-box cull the hits
     are the same bit for bit, and fewer rays were taken into the car's frame."""
-    from unreal_bridge.world import moving
+    from rt_lidar.unreal_bridge.world import moving
 
     if moving._steps is None:
         pytest.skip("the compiled cast steps were not built (the box cull is theirs)")
@@ -203,7 +203,7 @@ def test_the_swept_box_cull_drops_rays_and_changes_no_hit(
 
 
 def test_box_candidates_is_a_slab_test_from_each_origin() -> None:
-    from unreal_bridge.world import moving
+    from rt_lidar.unreal_bridge.world import moving
 
     if moving._steps is None:
         pytest.skip("the compiled cast steps were not built")
@@ -237,8 +237,8 @@ def test_box_candidates_is_a_slab_test_from_each_origin() -> None:
 def test_a_swept_box_holds_the_object_at_every_time_of_its_span() -> None:
     """The turning car's box corners at 2,001 times over 50 ms and over 2 s all lie inside the swept
     box of that span (which is sampled at 17 times), and the box is not much larger than they need."""
-    from unreal_bridge.world import moving
-    from unreal_bridge.world.pose import quat_rotate
+    from rt_lidar.unreal_bridge.world import moving
+    from rt_lidar.unreal_bridge.world.pose import quat_rotate
 
     if moving._steps is None:
         pytest.skip("the compiled cast steps were not built (the box cull is theirs)")
@@ -262,7 +262,7 @@ def _random_poses(rng: np.random.Generator, s: int) -> tuple[np.ndarray, np.ndar
 
 @pytest.mark.parametrize("samples", [1, 2, 17, 64])
 def test_the_compiled_swept_sphere_gives_the_numpy_lines_bits(samples: int) -> None:
-    from unreal_bridge.world import moving
+    from rt_lidar.unreal_bridge.world import moving
 
     if moving._steps is None:
         pytest.skip("the compiled cast steps were not built")
@@ -278,7 +278,7 @@ def test_the_compiled_swept_sphere_gives_the_numpy_lines_bits(samples: int) -> N
 
 
 def test_the_compiled_swept_sphere_carries_a_nan_and_refuses_bad_input() -> None:
-    from unreal_bridge.world import moving
+    from rt_lidar.unreal_bridge.world import moving
 
     if moving._steps is None:
         pytest.skip("the compiled cast steps were not built")
@@ -301,7 +301,7 @@ def test_the_compiled_swept_sphere_carries_a_nan_and_refuses_bad_input() -> None
 
 def test_the_swept_spheres_are_the_same_with_and_without_the_compiled_steps(monkeypatch) -> None:
     """The turning car's spheres over frame-like spans, the compiled path against the NumPy lines."""
-    from unreal_bridge.world import moving
+    from rt_lidar.unreal_bridge.world import moving
 
     if moving._steps is None:
         pytest.skip("the compiled cast steps were not built")

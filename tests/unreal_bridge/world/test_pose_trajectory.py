@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from unreal_bridge.world import ConstantVelocity, Pose, StaticTrajectory, WaypointTrajectory, WorldError
-from unreal_bridge.world.pose import quat_from_yaw, quat_multiply, quat_rotate
+from rt_lidar.unreal_bridge.world import (
+    ConstantVelocity,
+    Pose,
+    StaticTrajectory,
+    WaypointTrajectory,
+    WorldError,
+)
+from rt_lidar.unreal_bridge.world.pose import quat_from_yaw, quat_multiply, quat_rotate
 
 
 def test_yaw_quarter_turn_maps_x_to_y() -> None:
@@ -83,7 +89,7 @@ def test_static_trajectory_repeats_pose() -> None:
 
 
 def test_looping_replays_the_inner_trajectory() -> None:
-    from unreal_bridge.world import Looping, World, street_scene
+    from rt_lidar.unreal_bridge.world import Looping, World, street_scene
 
     inner = ConstantVelocity(Pose.from_xyz_rpy(1.0, 2.0, 0.0), (10.0, 0.0, 0.0))
     loop = Looping(inner, 20.0)
@@ -170,7 +176,7 @@ def _periods_batches(rng: np.random.Generator):
 
 
 def test_wrap_times_gives_np_mod_s_bits() -> None:
-    from unreal_bridge.world.trajectory import wrap_times
+    from rt_lidar.unreal_bridge.world.trajectory import wrap_times
 
     rng = np.random.default_rng(3)
     cases = 0
@@ -184,7 +190,7 @@ def test_wrap_times_gives_np_mod_s_bits() -> None:
 
 
 def test_looping_poses_are_the_inner_trajectory_s_at_np_mod_times() -> None:
-    from unreal_bridge.world import Looping
+    from rt_lidar.unreal_bridge.world import Looping
 
     rng = np.random.default_rng(4)
     inner = ConstantVelocity(Pose.from_xyz_rpy(1.0, 2.0, 0.0, yaw=0.3), (10.0, -1.0, 0.0), yaw_rate=0.05)
@@ -224,7 +230,7 @@ def test_waypoint_poses_give_np_interp_s_bits(compiled: bool) -> None:
     """Positions through the compiled interpolation (where built) and without it, rotations from each
     segment's remembered quaternion: the bits of np.interp and quat_from_yaw at every time, in order or
     not, on the waypoints, before and after them, with a stop (a segment of no length)."""
-    from unreal_bridge.world import interp
+    from rt_lidar.unreal_bridge.world import interp
 
     rng = np.random.default_rng(9)
     interp.enabled = compiled
@@ -255,7 +261,7 @@ def test_a_straight_path_s_poses_are_the_same_bits_compiled_or_not() -> None:
     (``_cast_steps.straight_poses``) gives the NumPy code's positions and rotations bit for bit, for
     times before and after the start, both zeros, large ones, and a batch with a NaN or infinite time
     (which the NumPy code decides); a non-zero yaw rate never takes it."""
-    from unreal_bridge.world import interp
+    from rt_lidar.unreal_bridge.world import interp
 
     if interp.compiled() is None:
         pytest.skip("the compiled world steps were not built (no C compiler at install)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from unreal_bridge.world import (
+from rt_lidar.unreal_bridge.world import (
     RAY_CASTERS,
     ConstantVelocity,
     MeshObject,
@@ -16,7 +16,7 @@ from unreal_bridge.world import (
     plane_scene,
     targets_scene,
 )
-from unreal_bridge.world.geometry import MeshBuilder
+from rt_lidar.unreal_bridge.world.geometry import MeshBuilder
 
 
 def _small_mesh() -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +167,7 @@ def test_targets_at_equal_range() -> None:
 
 
 def test_glass_pane_has_nothing_behind() -> None:
-    from unreal_bridge.world import glass_scene
+    from rt_lidar.unreal_bridge.world import glass_scene
 
     world = World(glass_scene(5.0))
     sensor = world.sensor_pose(0.0).position.astype(np.float32)
@@ -189,7 +189,7 @@ def test_world_rejects_unknown_caster_and_bad_objects() -> None:
 
 
 def test_sensor_poses_vectorised_match_compose() -> None:
-    from unreal_bridge.world import street_scene
+    from rt_lidar.unreal_bridge.world import street_scene
 
     world = World(
         Scene(objects=[], ego=street_scene(0).ego, sensor_mount=Pose.from_xyz_rpy(0.5, 0.1, 1.8, 0, 0, 0.3))

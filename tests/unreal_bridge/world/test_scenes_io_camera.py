@@ -10,7 +10,7 @@ import trimesh
 from trimesh.visual import TextureVisuals
 from trimesh.visual.material import PBRMaterial
 
-from unreal_bridge.world import (
+from rt_lidar.unreal_bridge.world import (
     MATERIAL_NAMES,
     SCENES,
     CameraSpec,
