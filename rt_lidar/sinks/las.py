@@ -11,7 +11,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink, target_dir
 
-__all__ = ["EXTRA_DIMS", "LasFolderSink", "write_las"]
+__all__ = ["EXTRA_DIMS", "LasFolderSink", "read_las_points", "write_las"]
 
 EXTRA_DIMS = (
     ("reflectivity", "f4"),
@@ -43,6 +43,24 @@ def write_las(path: str | Path, points: np.ndarray, intensity_max: int = 255) ->
         las[name] = points[name]
     with atomic_write(path) as fh:
         las.write(fh)
+
+
+def read_las_points(path: str | Path) -> np.ndarray:
+    """The points of a LAS file :func:`write_las` wrote (POINT_DTYPE); ``intensity`` is LAS's 16-bit
+    value (0..65535 over the sensor's range: :func:`write_las` scaled it by ``intensity_max``)."""
+    import laspy
+
+    from rt_lidar.points import empty_points
+
+    las = laspy.read(str(path))
+    pts = empty_points(len(las.points))
+    pts["x"], pts["y"], pts["z"] = las.x, las.y, las.z
+    pts["intensity"] = np.asarray(las.intensity, np.float32)
+    names = set(las.point_format.extra_dimension_names)
+    for name, _ in EXTRA_DIMS:
+        if name in names:
+            pts[name] = las[name]
+    return pts
 
 
 @register_sink("las")

@@ -1,0 +1,255 @@
+"""Every command and Python block that README.md and docs/ show runs here, extracted from the files.
+
+A fenced block tagged ``console`` holds commands, one per line after ``$ `` (a trailing ``\\`` continues
+a line); one tagged ``python`` holds Python. Both run, in file order, in one temporary directory per
+file in which the repository's ``docs/``, ``tests/``, ``sensor_presets/`` and ``tools/`` are linked,
+with this environment's ``rt-lidar`` first on PATH. Python blocks of one file share one interpreter,
+as a reader typing them one after another would. A comment line right before a block may say how:
+
+- ``<!-- test: exit=2 -->``: its commands are meant to fail with exit 2 (one line on stderr);
+- ``<!-- test: server [ARGS] -->``: ``rt-lidar serve [ARGS]`` runs on 127.0.0.1:41451 meanwhile;
+- ``<!-- test: runs-for=SECONDS -->``: a command that runs until stopped (a viewer, a server): it must
+  still be running, healthy, after that long, and is then interrupted.
+
+Every other fence must say what it is (``text``, ``toml``, ``json``, ...): an untagged fence fails,
+so no command is shown without either running here or being marked as not a command.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINKED = ("docs", "tests", "sensor_presets", "tools")
+RUN_KINDS = ("console", "python")
+COMMAND_TIMEOUT_S = 240
+FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w+-]*)\s*$")
+DIRECTIVE = re.compile(r"^<!--\s*test:\s*(?P<what>.*?)\s*-->\s*$")
+
+
+@dataclass
+class Block:
+    """One fenced block of a Markdown file."""
+
+    path: Path
+    line: int
+    lang: str
+    text: str
+    directives: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def parse_blocks(path: Path) -> list[Block]:
+    """The fenced blocks of ``path`` with the ``<!-- test: ... -->`` directive just above each."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        start, indent = i, len(m["indent"])
+        body: list[str] = []
+        i += 1
+        while i < len(lines) and not lines[i].strip().startswith("```"):
+            body.append(lines[i][indent:])
+            i += 1
+        directives: dict[str, str] = {}
+        j = start - 1
+        while j >= 0 and not lines[j].strip():
+            j -= 1
+        d = DIRECTIVE.match(lines[j].strip()) if j >= 0 else None
+        if d:
+            for part in re.split(r";\s*", d["what"]):
+                key, _, value = part.partition("=") if "=" in part.split()[0] else part.partition(" ")
+                directives[key.strip()] = value.strip()
+        blocks.append(Block(path, start + 1, m["lang"], "\n".join(body), directives))
+        i += 1
+    return blocks
+
+
+def commands(block: Block) -> list[str]:
+    """The commands of a console block (``$ `` lines, ``\\`` continuations joined)."""
+    out: list[str] = []
+    pending = ""
+    for raw in block.text.splitlines():
+        line = raw.rstrip()
+        if pending:
+            pending += " " + line.lstrip()
+        elif line.startswith("$ "):
+            pending = line[2:]
+        else:
+            continue
+        if pending.endswith("\\"):
+            pending = pending[:-1].rstrip()
+        else:
+            out.append(pending)
+            pending = ""
+    assert not pending, f"{block.where}: a command ends with a continuation"
+    return out
+
+
+def _environment(workdir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(ROOT)
+    env.setdefault("QT_QPA_PLATFORM", "offscreen" if not env.get("DISPLAY") else "xcb")
+    env["HOME"] = str(workdir / "home")
+    (workdir / "home").mkdir(exist_ok=True)
+    return env
+
+
+def _wait_port(port: int, proc: subprocess.Popen[str], seconds: float = 60.0) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise AssertionError(f"rt-lidar serve ended early: {proc.stderr.read() if proc.stderr else ''}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError("rt-lidar serve did not listen on 127.0.0.1:41451")
+
+
+def _start_server(args: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "rt_lidar.cli.main", "serve", "--port", "41451", *args.split()]
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_port(41451, proc)
+    return proc
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _run_console(block: Block, env: dict[str, str], cwd: Path) -> None:
+    want = int(block.directives.get("exit", "0"))
+    runs_for = block.directives.get("runs-for")
+    for cmd in commands(block):
+        if runs_for is not None:
+            proc = subprocess.Popen(
+                ["bash", "-c", f"exec {cmd}"], cwd=cwd, env=env, text=True, stderr=subprocess.PIPE
+            )
+            time.sleep(float(runs_for))
+            alive = proc.poll() is None
+            _stop(proc)
+            err = proc.stderr.read() if proc.stderr else ""
+            assert alive, f"{block.where}: `{cmd}` ended early (exit {proc.returncode}): {err[-2000:]}"
+            assert "Traceback" not in err, f"{block.where}: `{cmd}`: {err[-2000:]}"
+            continue
+        res = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", cmd],
+            cwd=cwd,
+            env=env,
+            text=True,
+            capture_output=True,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+        assert res.returncode == want, (
+            f"{block.where}: `{cmd}` exited {res.returncode}, the docs mean {want}:\n"
+            f"{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+        )
+        assert "Traceback" not in res.stderr, f"{block.where}: `{cmd}`:\n{res.stderr[-3000:]}"
+        if want == 2:
+            lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+            assert len(lines) == 1, f"{block.where}: `{cmd}`: not one line on stderr: {res.stderr}"
+
+
+PY_RUNNER = """
+import sys, runpy
+ns = {"__name__": "__main__"}
+for where, src in BLOCKS:
+    exec(compile(src, where, "exec"), ns)
+"""
+
+
+def _run_python(blocks: list[Block], env: dict[str, str], cwd: Path) -> None:
+    payload = [(b.where, b.text) for b in blocks]
+    script = f"BLOCKS = {payload!r}\n{PY_RUNNER}"
+    res = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=COMMAND_TIMEOUT_S * max(1, len(blocks)),
+    )
+    assert res.returncode == 0, f"{blocks[0].path.name}'s Python blocks failed:\n{res.stderr[-4000:]}"
+
+
+def _doc_id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("path", DOCS, ids=_doc_id)
+def test_every_fence_says_what_it_is(path: Path) -> None:
+    untagged = [b.where for b in parse_blocks(path) if not b.lang]
+    assert not untagged, f"untagged fences (say console, python, text, toml, ...): {untagged}"
+
+
+def _runnable(path: Path) -> list[Block]:
+    return [b for b in parse_blocks(path) if b.lang in RUN_KINDS]
+
+
+@pytest.mark.parametrize("path", [p for p in DOCS if _runnable(p)], ids=_doc_id)
+def test_documented_examples_run(path: Path, tmp_path: Path) -> None:
+    for name in LINKED:
+        (tmp_path / name).symlink_to(ROOT / name)
+    env = _environment(tmp_path)
+    blocks = _runnable(path)
+    python_run: list[Block] = []
+    for block in blocks:
+        server = (
+            _start_server(block.directives["server"], env, tmp_path) if "server" in block.directives else None
+        )
+        try:
+            if block.lang == "console":
+                if python_run:
+                    _run_python(python_run, env, tmp_path)
+                    python_run = []
+                assert commands(block), f"{block.where}: a console block with no `$ ` command"
+                _run_console(block, env, tmp_path)
+            elif server is not None:
+                _run_python([*python_run, block], env, tmp_path)
+                python_run = []
+            else:
+                python_run.append(block)
+        finally:
+            if server is not None:
+                _stop(server)
+    if python_run:
+        _run_python(python_run, env, tmp_path)
+    shutil.rmtree(tmp_path / "home", ignore_errors=True)
+
+
+def test_parser_reads_directives_and_continuations(tmp_path: Path) -> None:
+    doc = tmp_path / "x.md"
+    doc.write_text(
+        "text\n\n<!-- test: exit=2; server --preset VLP-16 -->\n```console\n$ rt-lidar a \\\n    --b\n"
+        "$ rt-lidar c\noutput line\n```\n\n```\nbare\n```\n"
+    )
+    blocks = parse_blocks(doc)
+    assert [b.lang for b in blocks] == ["console", ""]
+    assert blocks[0].directives == {"exit": "2", "server": "--preset VLP-16"}
+    assert commands(blocks[0]) == ["rt-lidar a --b", "rt-lidar c"]
