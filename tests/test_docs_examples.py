@@ -11,6 +11,10 @@ as a reader typing them one after another would. A comment line right before a b
 - ``<!-- test: runs-for=SECONDS -->``: a command that runs until stopped (a viewer, a server): it must
   still be running, healthy, after that long, and is then interrupted.
 
+Two commands do not run in the temporary directory: ``make TARGET`` is checked as ``make -n TARGET`` in
+the repository (CI runs ``make test`` itself, and ``make demo`` builds a fresh environment), and ``pip
+install -e .`` as a dry run of the same install of the repository (no download, nothing installed).
+
 Every other fence must say what it is (``text``, ``toml``, ``json``, ...): an untagged fence fails,
 so no command is shown without either running here or being marked as not a command.
 """
@@ -143,10 +147,35 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
+def _checked_in_repository(cmd: str) -> list[str] | None:
+    """The repository-level check of a ``make`` or ``pip install -e .`` command, None for others."""
+    words = cmd.split()
+    if words[0] == "make":
+        return ["make", "-n", *words[1:]]
+    if words[:2] == ["pip", "install"] and words[-1] == ".":
+        return [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-deps",
+            "--no-build-isolation",
+            "-e",
+            ".",
+        ]
+    return None
+
+
 def _run_console(block: Block, env: dict[str, str], cwd: Path) -> None:
     want = int(block.directives.get("exit", "0"))
     runs_for = block.directives.get("runs-for")
     for cmd in commands(block):
+        check = _checked_in_repository(cmd)
+        if check is not None:
+            res = subprocess.run(check, cwd=ROOT, env=env, text=True, capture_output=True, timeout=600)
+            assert res.returncode == 0, f"{block.where}: `{cmd}` ({' '.join(check)}): {res.stderr[-3000:]}"
+            continue
         if runs_for is not None:
             proc = subprocess.Popen(
                 ["bash", "-c", f"exec {cmd}"], cwd=cwd, env=env, text=True, stderr=subprocess.PIPE
@@ -214,8 +243,9 @@ def _runnable(path: Path) -> list[Block]:
 
 @pytest.mark.parametrize("path", [p for p in DOCS if _runnable(p)], ids=_doc_id)
 def test_documented_examples_run(path: Path, tmp_path: Path) -> None:
-    for name in LINKED:
-        (tmp_path / name).symlink_to(ROOT / name)
+    for name in (*LINKED, ".venv"):
+        if (ROOT / name).exists():
+            (tmp_path / name).symlink_to(ROOT / name)
     env = _environment(tmp_path)
     blocks = _runnable(path)
     python_run: list[Block] = []

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
 
+import rt_lidar
 from rt_lidar.cli.beam import add_beam_arguments, beam_from_args, sun_from_args
 from rt_lidar.cli.replay import add_replay_parser, add_sink_argument, add_stamp_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
@@ -31,7 +31,9 @@ from rt_lidar.rig.cli import (
     run_rig_bridge_from_args,
     run_rig_demo_from_config,
 )
+from rt_lidar.session.outdir import output_folder
 from rt_lidar.session.realtime import tune_allocator
+from rt_lidar.session.report import print_report
 
 __all__ = ["build_parser", "main"]
 
@@ -127,10 +129,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.rig:  # a sensor rig (rt_lidar.rig), in-process
         out = config.out if config.out != OUT_DIRS["demo"] else "out/rig"
         config = dataclasses.replace(config, rig=args.rig, crosstalk=args.crosstalk, in_process=True, out=out)
-    if config.rig is not None:  # a rig: from the command line or recorded (demo --rig, a rig sweep)
-        return run_rig_demo_from_config(config, args)
-    summary = run_demo(config)
-    print(json.dumps(summary, indent=2, default=str))
+    with output_folder(config.out, args.overwrite):
+        if config.rig is not None:  # a rig: from the command line or recorded (demo --rig, a rig sweep)
+            return run_rig_demo_from_config(config, args)
+        summary = run_demo(config)
+    print_report("demo", summary, config.out)
     return 0
 
 
@@ -256,11 +259,12 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from rt_lidar.session.live import run_controller
 
-    if args.rig:  # a sensor rig over the bridge (rt_lidar.rig)
-        return run_rig_bridge_from_args(args)
-
-    summary = run_controller(_run_config(args, args.parser))
-    print(json.dumps(summary, indent=2, default=str))
+    config = _run_config(args, args.parser)
+    with output_folder(args.out if args.rig else config.out, args.overwrite):
+        if args.rig:  # a sensor rig over the bridge (rt_lidar.rig)
+            return run_rig_bridge_from_args(args)
+        summary = run_controller(config)
+    print_report("run", summary, config.out)
     return 0
 
 
@@ -287,7 +291,13 @@ def _add_run_arguments(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument(
         "--sim-hz", type=float, default=d.sim_hz, help=f"simulation frame rate f_sim (default {d.sim_hz:g})"
     )
-    p.add_argument("--out", default=OUT_DIRS[command], help=f"output folder (default {OUT_DIRS[command]})")
+    rig_note = "; out/rig with --rig" if command == "demo" else ""
+    p.add_argument(
+        "--out", default=OUT_DIRS[command], help=f"output folder (default {OUT_DIRS[command]}{rig_note})"
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="clear an existing non-empty --out first (else refused)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--no-scans",
@@ -351,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     from rt_lidar.cli.view import add_view_parser
 
     parser = argparse.ArgumentParser(prog="rt-lidar", description="Real-time realistic LiDAR simulator")
+    parser.add_argument("--version", action="version", version=f"rt-lidar {rt_lidar.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_demo(sub)
     _add_serve(sub)

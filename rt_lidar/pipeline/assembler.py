@@ -16,7 +16,7 @@ from rt_lidar.kernels import scan_boundaries
 from rt_lidar.pipeline.source_steps import join_scan
 from rt_lidar.points import concat_points
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import scan_index, scan_runs, scan_start_ns
+from rt_lidar.sensor.scan_pattern import firings_per_scan, scan_index, scan_runs, scan_start_ns
 
 __all__ = ["CameraView", "Scan", "ScanAssembler"]
 
@@ -80,6 +80,11 @@ class ScanAssembler:
     def __init__(self, preset: SensorPreset) -> None:
         self.preset = preset
         self._pending: dict[int, _Pending] = {}
+        self._first: int | None = None
+        """Index of the run's first scan (None before the first firing)."""
+        self.partial_first: Scan | None = None
+        """The run's first scan when it was partial and dropped: the source's clock was already inside
+        a rotation when the run started (a server that was running), so its first part was never fired."""
 
     def add(
         self,
@@ -115,7 +120,15 @@ class ScanAssembler:
                 pend.extras.append({name: v[sl] for name, v in extras.items()})
         current = int(scan_index(self.preset, np.asarray([frame_end_ns], np.int64))[0])
         done = sorted(i for i in self._pending if i < current)
-        return [self._finish(self._pending.pop(i)) for i in done]
+        return self._whole([self._finish(self._pending.pop(i)) for i in done])
+
+    def _whole(self, scans: list[Scan]) -> list[Scan]:
+        """``scans`` without the run's first scan when it missed firings of its schedule."""
+        if self._first is None and scans:
+            self._first = scans[0].index
+            if scans[0].fired < firings_per_scan(self.preset):
+                self.partial_first = scans.pop(0)
+        return scans
 
     def _fired_per_scan(self, fired_t_ns: np.ndarray) -> list[tuple[int, int]]:
         """(scan index, pulses fired in it) of a frame's firing times, ascending."""
@@ -129,7 +142,7 @@ class ScanAssembler:
     def flush(self) -> list[Scan]:
         """Hand out whatever is pending (an incomplete last scan), in order."""
         done = sorted(self._pending)
-        return [self._finish(self._pending.pop(i)) for i in done]
+        return self._whole([self._finish(self._pending.pop(i)) for i in done])
 
     def _finish(self, pend: _Pending) -> Scan:
         start = scan_start_ns(self.preset, pend.index)

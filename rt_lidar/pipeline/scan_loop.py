@@ -23,6 +23,7 @@ from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
 from rt_lidar.sinks import range_image, write_range_image_png
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
+from rt_lidar.sinks.stats import sink_reports
 
 __all__ = ["LoopStats", "RunResult", "drive_scans", "run_scans"]
 
@@ -124,6 +125,14 @@ def run_scans(
     return stats
 
 
+def _partial(pipeline: Pipeline) -> dict[str, int] | None:
+    """The run's first scan when it was partial and dropped (:attr:`ScanAssembler.partial_first`)."""
+    scan = pipeline.assembler.partial_first
+    if scan is None:
+        return None
+    return {"index": scan.index, "fired": scan.fired, "points": int(scan.points.size)}
+
+
 @dataclass
 class RunResult:
     """What a run produced."""
@@ -214,6 +223,8 @@ def drive_scans(
         "stamp_clock": stamp,
         "stamp_lead_max_s": context.stamp_lead_max_s,
         "stopped_early": None if error is None else f"{type(error).__name__}: {error}",
+        "partial_first_scan": _partial(pipeline),
+        "sinks": sink_reports((*own, *sinks), sinks_),
         "scenario": scenario or {},
     }
     return RunResult(summary, last, error)

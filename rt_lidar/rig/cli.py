@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rt_lidar.errors import ConfigError
 
@@ -68,7 +68,8 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG_FILE).write_text(json.dumps({"config": to_plain(config), "rig": rig.source}, indent=2))
-    print(json.dumps(run_rig_demo(opts, rig), indent=2, default=str))
+    summary = run_rig_demo(opts, rig)
+    print(f"rt-lidar demo: rig {rig.source} in {out}/ (summary.json: {_rig_line(summary)})")
     return 0
 
 
@@ -135,5 +136,12 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
             loop.close()
         summary["bridge"] = {name: s.stats.as_dict(args.airsim) for name, s in sources.items()}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    print(json.dumps(summary, indent=2, default=str))
+    print(f"rt-lidar run: rig {args.rig} in {out}/ (summary.json: {_rig_line(summary)})")
     return 0
+
+
+def _rig_line(summary: dict[str, Any]) -> str:
+    """The rig summary's headline: scans and the real-time factor."""
+    rtf = float(summary.get("realtime_factor", 0.0))
+    sensors = len(summary.get("sensors") or {})
+    return f"{sensors} sensors, {summary.get('sim_time_s', 0):.2f} s simulated, real time {rtf:.2f}x"
