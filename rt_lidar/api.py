@@ -114,17 +114,19 @@ def attach(
     ``address`` (``HOST:PORT``). ``lockstep`` pauses the simulator and advances it frame by frame (the
     scans do not depend on how fast this side is); ``lidar`` / ``vehicle`` name the server's sensor and
     vehicle (default: the first); ``material_map`` is a stock AirSim segmentation-id map
-    (``docs/airsim.md``). A preset that differs from the server's lidar is refused naming both."""
+    (``docs/airsim.md``). A preset that differs from the server's lidar is refused naming both;
+    ``preset="server"`` adopts the server's lidar."""
+    from rt_lidar.bridge.server_lidar import resolve_server_preset
     from rt_lidar.bridge.source import BridgeSource, bridge_pipeline, parse_address
     from rt_lidar.config import SunConfig
     from rt_lidar.session.live import load_material_map
     from rt_lidar.unreal_bridge import AirSimClient
 
     host, port = parse_address(address)
-    sensor = preset if isinstance(preset, SensorPreset) else load_preset(str(preset))
     materials = load_material_map(material_map) if material_map is not None else None
     with AirSimClient(host, port, timeout=60.0) as client:
         client.confirm_connection()
+        sensor = resolve_server_preset(client, preset, lidar)
         source = BridgeSource(
             client,
             sensor,

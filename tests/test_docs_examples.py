@@ -7,7 +7,8 @@ with this environment's ``rt-lidar`` first on PATH. Python blocks of one file sh
 as a reader typing them one after another would. A comment line right before a block may say how:
 
 - ``<!-- test: exit=2 -->``: its commands are meant to fail with exit 2 (one line on stderr);
-- ``<!-- test: server [ARGS] -->``: ``rt-lidar serve [ARGS]`` runs on 127.0.0.1:41451 meanwhile;
+- ``<!-- test: server [ARGS] -->``: ``rt-lidar serve [ARGS]`` runs on 127.0.0.1:41451 meanwhile (one
+  server over consecutive blocks that ask for the same);
 - ``<!-- test: runs-for=SECONDS -->``: a command that runs until stopped (a viewer, a server): it must
   still be running, healthy, after that long, and is then interrupted.
 
@@ -21,6 +22,8 @@ so no command is shown without either running here or being marked as not a comm
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -28,6 +31,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,18 +137,29 @@ def _wait_port(port: int, proc: subprocess.Popen[str], seconds: float = 60.0) ->
 
 def _start_server(args: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "rt_lidar.cli.main", "serve", "--port", "41451", *args.split()]
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     _wait_port(41451, proc)
     return proc
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGINT)
+    """Interrupt ``proc`` and everything it started (its own process group), then make sure."""
     try:
+        os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    except (subprocess.TimeoutExpired, ProcessLookupError):
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _checked_in_repository(cmd: str) -> list[str] | None:
@@ -177,13 +192,21 @@ def _run_console(block: Block, env: dict[str, str], cwd: Path) -> None:
             assert res.returncode == 0, f"{block.where}: `{cmd}` ({' '.join(check)}): {res.stderr[-3000:]}"
             continue
         if runs_for is not None:
-            proc = subprocess.Popen(
-                ["bash", "-c", f"exec {cmd}"], cwd=cwd, env=env, text=True, stderr=subprocess.PIPE
-            )
-            time.sleep(float(runs_for))
-            alive = proc.poll() is None
-            _stop(proc)
-            err = proc.stderr.read() if proc.stderr else ""
+            with tempfile.TemporaryFile("w+") as errfile:
+                proc = subprocess.Popen(
+                    ["bash", "-c", f"exec {cmd}"],
+                    cwd=cwd,
+                    env=env,
+                    text=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=errfile,
+                    start_new_session=True,
+                )
+                time.sleep(float(runs_for))
+                alive = proc.poll() is None
+                _stop(proc)
+                errfile.seek(0)
+                err = errfile.read()
             assert alive, f"{block.where}: `{cmd}` ended early (exit {proc.returncode}): {err[-2000:]}"
             assert "Traceback" not in err, f"{block.where}: `{cmd}`: {err[-2000:]}"
             continue
@@ -205,26 +228,55 @@ def _run_console(block: Block, env: dict[str, str], cwd: Path) -> None:
             assert len(lines) == 1, f"{block.where}: `{cmd}`: not one line on stderr: {res.stderr}"
 
 
-PY_RUNNER = """
-import sys, runpy
+PY_WORKER = r"""
+import json, sys, traceback
 ns = {"__name__": "__main__"}
-for where, src in BLOCKS:
-    exec(compile(src, where, "exec"), ns)
+for line in sys.stdin:
+    job = json.loads(line)
+    try:
+        exec(compile(job["src"], job["where"], "exec"), ns)
+        result = {"ok": True}
+    except BaseException:
+        result = {"ok": False, "error": traceback.format_exc()}
+    sys.stdout.flush()
+    print("\x00DOC " + json.dumps(result), flush=True)
 """
 
 
-def _run_python(blocks: list[Block], env: dict[str, str], cwd: Path) -> None:
-    payload = [(b.where, b.text) for b in blocks]
-    script = f"BLOCKS = {payload!r}\n{PY_RUNNER}"
-    res = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=cwd,
-        env=env,
-        text=True,
-        capture_output=True,
-        timeout=COMMAND_TIMEOUT_S * max(1, len(blocks)),
-    )
-    assert res.returncode == 0, f"{blocks[0].path.name}'s Python blocks failed:\n{res.stderr[-4000:]}"
+class PythonSession:
+    """One interpreter for a file's Python blocks: each block runs in the namespace the earlier left."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", "-c", PY_WORKER],
+            cwd=cwd,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def run(self, block: Block) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"where": block.where, "src": block.text}) + "\n")
+        self.proc.stdin.flush()
+        output: list[str] = []
+        for line in self.proc.stdout:
+            if line.startswith("\x00DOC "):
+                result = json.loads(line[5:])
+                assert result["ok"], f"{block.where}: the block failed:\n{result['error']}"
+                return
+            output.append(line)
+        raise AssertionError(f"{block.where}: the interpreter ended: {''.join(output)[-2000:]}")
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _doc_id(path: Path) -> str:
@@ -247,29 +299,30 @@ def test_documented_examples_run(path: Path, tmp_path: Path) -> None:
         if (ROOT / name).exists():
             (tmp_path / name).symlink_to(ROOT / name)
     env = _environment(tmp_path)
-    blocks = _runnable(path)
-    python_run: list[Block] = []
-    for block in blocks:
-        server = (
-            _start_server(block.directives["server"], env, tmp_path) if "server" in block.directives else None
-        )
-        try:
+    session: PythonSession | None = None
+    server: subprocess.Popen[str] | None = None
+    server_args: str | None = None
+    try:
+        for block in _runnable(path):
+            wanted = block.directives.get("server")
+            if wanted != server_args:  # a server runs over consecutive blocks that ask for the same one
+                if server is not None:
+                    _stop(server)
+                    server = None
+                server_args = wanted
+                if wanted is not None:
+                    server = _start_server(wanted, env, tmp_path)
             if block.lang == "console":
-                if python_run:
-                    _run_python(python_run, env, tmp_path)
-                    python_run = []
                 assert commands(block), f"{block.where}: a console block with no `$ ` command"
                 _run_console(block, env, tmp_path)
-            elif server is not None:
-                _run_python([*python_run, block], env, tmp_path)
-                python_run = []
             else:
-                python_run.append(block)
-        finally:
-            if server is not None:
-                _stop(server)
-    if python_run:
-        _run_python(python_run, env, tmp_path)
+                session = session or PythonSession(env, tmp_path)
+                session.run(block)
+    finally:
+        if session is not None:
+            session.close()
+        if server is not None:
+            _stop(server)
     shutil.rmtree(tmp_path / "home", ignore_errors=True)
 
 

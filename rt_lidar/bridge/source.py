@@ -19,6 +19,7 @@ the sim swept since the previous read.
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -30,7 +31,7 @@ import numpy as np
 from rt_lidar.bridge.hits import hits_from_wire
 from rt_lidar.bridge.recover import recover_hits
 from rt_lidar.config import SunConfig
-from rt_lidar.errors import RtLidarError
+from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.builder import negotiate
@@ -74,6 +75,8 @@ class BridgeStats:
 
     frames: int = 0
     sector_mismatches: int = 0
+    default_material: str | None = None
+    """Stock path without a material map: the material every surface was taken as."""
     """Lockstep answers whose firings differ from the local schedule (skipped or repeated rays)."""
     extension: bool = False
     sub_rays: int = 1
@@ -107,6 +110,7 @@ class BridgeStats:
             "sun_direction": self.sun_direction,
             "frames": self.frames,
             "sector_mismatches": self.sector_mismatches,
+            "default_material": self.default_material,
             "mismatch_detail": self.mismatch_detail,
             "fetch_time_s": self.fetch_s,
             "transport": self.transport,
@@ -189,7 +193,18 @@ class BridgeSource:
         }
         unknown = sorted({v for v in (material_map or {}).values() if v not in names})
         if unknown:
-            raise RtLidarError(f"material map names unknown materials: {', '.join(unknown)}")
+            raise ConfigError(
+                f"material map names unknown materials: {', '.join(unknown)}; the materials are: "
+                f"{', '.join(names)}"
+            )
+        if not self.stats.extension and not material_map:
+            print(
+                f"rt-lidar: stock getLidarData gives no materials and no --material-map was given: every "
+                f"surface is taken as {names[default]} (write a map of segmentation ids: docs/airsim.md, "
+                "example docs/examples/material-map.toml)",
+                file=sys.stderr,
+            )
+            self.stats.default_material = names[default]
 
     def _probe_extension(self) -> bool:
         """Ask for the extension once; also starts the time origin (an empty or tiny first sweep)."""

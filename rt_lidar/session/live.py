@@ -9,12 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rt_lidar.bridge.server_lidar import ADOPT, resolve_server_preset
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline, parse_address
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.scan_loop import drive_scans
-from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.session.run_summary import combine_parts
 from rt_lidar.unreal_bridge import AirSimClient, RpcError
 from rt_lidar.unreal_bridge.errors import ConnectionLost
@@ -89,7 +90,7 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
     """
     b = opts.bridge
     host, port = parse_address(b.airsim)
-    preset = load_preset(opts.preset)
+    preset: SensorPreset | None = None if opts.preset == ADOPT else load_preset(opts.preset)
     material_map = load_material_map(b.material_map) if b.material_map else None
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -105,6 +106,11 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
 
     while written < opts.frames:
         client = _connect(host, port, opts)
+        try:
+            preset = resolve_server_preset(client, preset or opts.preset, b.lidar_name)
+        except BaseException:
+            client.close()
+            raise
         source = BridgeSource(
             client,
             preset,

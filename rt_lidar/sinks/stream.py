@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import zmq
 
+from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
@@ -113,7 +114,12 @@ class StreamPublisher:
         self._sock.setsockopt(zmq.XPUB_VERBOSER, 1)  # and every unsubscription (a subscriber going away)
         if address.endswith(":0"):
             address = address[:-2] + ":*"
-        self._sock.bind(address)
+        try:
+            self._sock.bind(address)
+        except zmq.ZMQError as exc:
+            self._sock.close(linger=0)
+            why = f"{exc} (in use by another program?)"
+            raise ConfigError(f"{address}: the stream cannot bind there: {why}") from None
         self.address: str = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self._seq: dict[str, int] = {}
         self.session = uuid.uuid4().hex[:12]

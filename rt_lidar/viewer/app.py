@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,12 +72,17 @@ def ensure_display() -> Any:
     except ImportError:
         pyvirtualdisplay = None
     if pyvirtualdisplay is None or shutil.which("Xvfb") is None:
-        raise RuntimeError(
+        raise ConfigError(
             "no display: run under X (or `xvfb-run -a rt-lidar view ...`); Qt's offscreen platform "
             "cannot render the GL cloud. Needs the Debian packages xvfb and xauth."
         )
     display = pyvirtualdisplay.Display(visible=False, size=(1600, 1000), color_depth=24)
-    display.start()
+    # the X server ignores Ctrl-C (inherited): the viewer closes on it and then stops the server
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        display.start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return display
 
 
@@ -103,6 +109,21 @@ def make_app() -> Any:
 
     QtCore.QCoreApplication.setAttribute(QtCore.Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
     return pg.mkQApp("rt-lidar viewer")
+
+
+def quit_on_interrupt(app: Any) -> None:
+    """Ctrl-C (SIGINT) and SIGTERM close the viewer as its window's close button does: Qt's event loop
+    runs no Python, so a timer lets the interpreter see the signal now and then."""
+    from PySide6.QtCore import QTimer
+
+    def quit_app(signum: int, frame: object) -> None:
+        app.quit()
+
+    signal.signal(signal.SIGINT, quit_app)
+    signal.signal(signal.SIGTERM, quit_app)
+    timer = QTimer(app)
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
 
 
 def run_viewer(opts: ViewerOptions) -> int:
@@ -149,6 +170,7 @@ def run_viewer(opts: ViewerOptions) -> int:
         )
         window = ViewerWindow(source, win_opts, driver)
         window.show()
+        quit_on_interrupt(app)
         app.exec()
         return int(window.exit_code)
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing
+import signal
 from multiprocessing import shared_memory
 from multiprocessing.connection import Connection
 from typing import Any
@@ -62,6 +63,7 @@ def _paint_loop(conn: Connection, scene: str, seed: int, size: tuple[int, int], 
     from rt_lidar.pipeline.builder import build_world
     from rt_lidar.session.realtime import lower_priority
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the viewer's to handle: it closes our pipe
     lower_priority("idle")
     world = build_world(scene, seed=seed)
     camera = CameraSpec(width=size[0], height=size[1])

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from rt_lidar.errors import RtLidarError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.scan_loop import run_scans
@@ -208,7 +209,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     signal.signal(signal.SIGTERM, _interrupt)
     tune_allocator()
-    print(json.dumps(serve(opts, log=True)), flush=True)
+    try:
+        print(json.dumps(serve(opts, log=True)), flush=True)
+    except RtLidarError as exc:
+        print(f"rt-lidar view --demo: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
