@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+BASE   := $(VENV)/.base
 # Debian packages the tests need (installed with apt when running as root and missing).
 SYS_PKGS ?= xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxcb-randr0 \
 	libxcb-shape0 libxcb-xkb1 libxcb-cursor0 libxkbcommon0 libxkbcommon-x11-0 libgl1 libegl1 libgl1-mesa-dri \
@@ -20,10 +21,16 @@ sysdeps:
 	  else echo "warning: missing system packages:$$missing (run as root or install them)"; fi; \
 	fi
 
-$(STAMP): pyproject.toml
+# What the demo needs: the base install (no PyTorch, Ray or Qt).
+$(BASE): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# torch==2.13.0 is the CPU build on this machine's disk; a looser pin would pull a multi-GB CUDA build
+	$(BIN)/python -m pip install -q -e .
+	@touch $(BASE)
+
+# What the tests need: every extra. torch==2.13.0 is PyTorch's CPU build (on this machine's disk; a
+# looser pin would pull a multi-GB CUDA build from the public index).
+$(STAMP): $(BASE) pyproject.toml
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e ".[dev,viewer,train,dataset,ros2]"
 	@touch $(STAMP)
@@ -39,8 +46,8 @@ $(STAMP): pyproject.toml
 
 peers: $(PEERS)
 
-demo: $(STAMP)
-	$(BIN)/rt-lidar demo --out out/demo
+demo: $(BASE)
+	$(BIN)/rt-lidar demo --out out/demo --overwrite
 
 lint: $(STAMP)
 	$(BIN)/ruff check rt_lidar unreal_bridge kernels tests tools

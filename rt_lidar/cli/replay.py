@@ -8,16 +8,30 @@ from typing import Any
 
 __all__ = ["add_replay_parser", "add_sink_argument", "add_stamp_argument", "run_replay"]
 
-SINK_HELP = (
-    "an output, repeatable: velodyne-udp:127.0.0.1:2368, velodyne-pcap:out.pcap[,mode=dual], "
-    "rosbag2:out/[,storage=sqlite3], ros2:/points[,domain=N], pcd:out/, kitti:out/, las:out/"
-)
+
+def sink_help() -> str:
+    """``--sink``'s help: every kind the registry has (:data:`rt_lidar.sinks.registry.SINK_FACTORIES`)."""
+    from rt_lidar.sinks.registry import SINK_FACTORIES
+
+    return (
+        f"an output KIND:TARGET[,key=value...], repeatable; kinds: {', '.join(SINK_FACTORIES)} "
+        "(docs/sinks.md); e.g. velodyne-udp:127.0.0.1:2368, rosbag2:out/bag, zmq:tcp://127.0.0.1:5555"
+    )
 
 
-def add_sink_argument(parser: argparse.ArgumentParser) -> None:
+REPLAY_PCAP_KINDS = ("udp",)
+"""What a packet capture replays to: its datagrams resent as they are."""
+
+
+def add_sink_argument(parser: argparse.ArgumentParser, help_text: str | None = None) -> None:
     """Add ``--sink KIND:TARGET[,key=value...]`` (repeatable; collected in ``args.sinks``)."""
     parser.add_argument(
-        "--sink", dest="sinks", action="append", default=[], metavar="KIND:TARGET", help=SINK_HELP
+        "--sink",
+        dest="sinks",
+        action="append",
+        default=[],
+        metavar="KIND:TARGET",
+        help=help_text or sink_help(),
     )
 
 
@@ -55,8 +69,11 @@ def run_replay(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {}
     for spec in args.sinks:
         kind, target, _ = parse_sink_spec(spec)
-        if kind != "udp":
-            raise ConfigError(f"replay: sink kind '{kind}' is not supported yet (only udp:HOST[:PORT])")
+        if kind not in REPLAY_PCAP_KINDS:
+            raise ConfigError(
+                f"replay: a packet capture is resent as it is: --sink udp:HOST[:PORT], not '{kind}' "
+                "(to turn packets into clouds, decode them with the vendor's decoder)"
+            )
         host, _, port = target.partition(":")
         port_no = int(port) if port else None
         out[spec] = replay_pcap(args.recording, host or "127.0.0.1", port_no, args.max_gap).summary()
@@ -83,6 +100,12 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="longest wait between two recorded items, s (a longer pause in the recording is cut to it)",
     )
-    add_sink_argument(p)
+    from rt_lidar.sinks.registry import SINK_FACTORIES
+
+    add_sink_argument(
+        p,
+        "where to replay, repeatable: a .pcap to udp:HOST[:PORT] (its datagrams as recorded); a cloud "
+        f"recording to any of: {', '.join(SINK_FACTORIES)}",
+    )
     p.set_defaults(func=run_replay)
     return p

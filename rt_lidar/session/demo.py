@@ -7,6 +7,7 @@ on loopback in its own process (``rt-lidar serve``) and runs the controller agai
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import time
 from dataclasses import asdict
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline
-from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
+from rt_lidar.config import BridgeConfig, RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline, build_world
@@ -106,7 +107,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                 opts.frames,
                 out,
                 opts.sinks,
-                {"demo": plain(ran)},
+                {"demo": {**plain(ran), "bridge": None}},  # in-process: no server
                 opts.progress,
                 post=render_post if stage is not None else None,
                 stamp=opts.stamp,
@@ -141,6 +142,9 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                 )
                 try:
                     ran = opts.resolved(pipe.physics.config)
+                    # the server this demo started and how it drove it (config.json's bridge is what ran)
+                    bridge = BridgeConfig(airsim=f"127.0.0.1:{port}", lockstep=True, ask_ahead=DEMO_ASK_AHEAD)
+                    ran = dataclasses.replace(ran, bridge=bridge)
                     write_run_config(out, ran, preset)
                     result = drive_scans(
                         pipe,
