@@ -208,16 +208,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         a.lookahead,
     )
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     tune_allocator()
     try:
         print(json.dumps(serve(opts, log=True)), flush=True)
     except RtLidarError as exc:
         print(f"rt-lidar view --demo: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    # once: a second signal (Ctrl-C reaching the whole group, then the viewer's terminate) must not
+    # break the shutdown the first one started
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
