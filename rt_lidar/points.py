@@ -1,8 +1,9 @@
 """The one point type every cloud that leaves the pipeline uses.
 
 Fields: ``x, y, z`` float32 metres in the sensor frame (x forward, y left, z up, as ROS),
-``intensity`` float32 in the sensor's own output units, ``reflectivity`` float32 calibrated 0..1 of a
-Lambertian target, ``ring`` uint16, ``t`` int64 nanoseconds from the scan start, ``return_id`` uint8,
+``intensity`` float32 in the sensor's own output units (0..the preset's ``intensity_max``),
+``reflectivity`` float32: the received power over a white Lambertian target's at the same range and
+incidence (1 = white; retro-reflectors and specular glints exceed 1), ``ring`` uint16, ``t`` int64 nanoseconds from the scan start, ``return_id`` uint8,
 ``flags`` uint8 (see :class:`PointFlag`), ``segment`` uint32 (segmentation id of the surface hit).
 """
 

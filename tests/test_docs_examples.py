@@ -28,10 +28,10 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,30 +123,25 @@ def _environment(workdir: Path) -> dict[str, str]:
     return env
 
 
-def _wait_port(port: int, proc: subprocess.Popen[str], seconds: float = 60.0) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise AssertionError(f"rt-lidar serve ended early: {proc.stderr.read() if proc.stderr else ''}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise AssertionError("rt-lidar serve did not listen on 127.0.0.1:41451")
-
-
 def _start_server(args: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """``rt-lidar serve ARGS`` on 127.0.0.1:41451, once it says it serves there (not merely once the
+    port answers: another program on the port must fail the test, not stand in for our server)."""
     cmd = [sys.executable, "-m", "rt_lidar.cli.main", "serve", "--port", "41451", *args.split()]
     proc = subprocess.Popen(
         cmd,
         cwd=cwd,
         env=env,
         text=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    _wait_port(41451, proc)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    if "127.0.0.1:41451" not in first:
+        _stop(proc)
+        raise AssertionError(f"rt-lidar serve {args} did not start on 127.0.0.1:41451: {first.strip()}")
+    threading.Thread(target=proc.stdout.read, daemon=True).start()  # its later lines: never a full pipe
     return proc
 
 
