@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from rt_lidar.cli.beam import add_beam_arguments, beam_from_args, sun_from_args
+from rt_lidar.cli.messages import one_line_warnings
 from rt_lidar.cli.replay import add_replay_parser, add_sink_argument, add_stamp_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
@@ -24,6 +25,7 @@ from rt_lidar.config import (
     RunConfig,
 )
 from rt_lidar.errors import ConfigError, FieldError, RtLidarError
+from rt_lidar.extras import missing_extra
 from rt_lidar.physics.device import KERNEL_DEVICES
 from rt_lidar.rig.cli import (
     add_rig_arguments,
@@ -369,11 +371,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     args = build_parser().parse_args(argv)
+    one_line_warnings(f"rt-lidar {args.command}")
     tune_allocator()
     try:
         return int(args.func(args))
     except (RtLidarError, FileNotFoundError) as exc:  # user input; any other error is a bug: traceback
         print(f"rt-lidar {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # an optional package of ours (rt_lidar.extras): name its extra
+        missing = missing_extra(exc)
+        if missing is None:
+            raise
+        print(f"rt-lidar {args.command}: error: {missing}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"rt-lidar {args.command}: interrupted", file=sys.stderr)

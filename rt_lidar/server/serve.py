@@ -147,8 +147,11 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
     proc.kill()
     proc.wait()
     err_log.seek(0)
-    err = err_log.read()
-    raise ConfigError(f"the embedded server did not start: {err.strip()[-2000:] or 'no output'}")
+    err = err_log.read().strip()
+    refused = re.fullmatch(r"rt-lidar serve: error: (.*)", err)  # a user error of ours: its one line
+    if refused:
+        raise ConfigError(refused.group(1))
+    raise ConfigError(f"the embedded server did not start: {err[-2000:] or 'no output'}")
 
 
 def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 import tomllib
 import warnings
@@ -65,17 +66,34 @@ def _mount(client: AirSimClient, opts: RunConfig) -> tuple[float, ...] | None:
 
 
 def _connect(host: str, port: int, opts: RunConfig) -> AirSimClient:
+    """A client connected to the server; with ``--reconnect`` it waits for one (and says so on stderr:
+    the address and how long), else the first refusal is an error."""
     b = opts.bridge
-    deadline = time.monotonic() + (b.reconnect_timeout_s if b.reconnect else 0.0)
+    waited = b.reconnect_timeout_s if b.reconnect else 0.0
+    deadline = time.monotonic() + waited
+    told = False
     while True:
         client = AirSimClient(host, port, timeout=b.timeout_s, shared_memory=opts.shared_memory)
         try:
             client.confirm_connection()
+            if told:
+                print(
+                    f"rt-lidar run: the AirSim server at {host}:{port} answers", file=sys.stderr, flush=True
+                )
             return client
         except ConnectionLost as exc:
             client.close()
             if time.monotonic() >= deadline:
-                raise RtLidarError(f"no AirSim server answers at {host}:{port}: {exc}") from exc
+                within = f" within --reconnect's {waited:g} s" if b.reconnect else ""
+                raise RtLidarError(f"no AirSim server answers at {host}:{port}{within}: {exc}") from exc
+            if not told:
+                print(
+                    f"rt-lidar run: waiting up to {waited:g} s for an AirSim server at {host}:{port} "
+                    f"(--reconnect; {exc.reason})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                told = True
             time.sleep(0.5)
 
 

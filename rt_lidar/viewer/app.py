@@ -6,11 +6,12 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rt_lidar.errors import ConfigError
+from rt_lidar.errors import ConfigError, RecordingError
 from rt_lidar.session.realtime import PRIORITIES, lower_priority
 from rt_lidar.sinks.stream import DEFAULT_ADDRESS
 
@@ -71,7 +72,7 @@ def ensure_display() -> Any:
     except ImportError:
         pyvirtualdisplay = None
     if pyvirtualdisplay is None or shutil.which("Xvfb") is None:
-        raise RuntimeError(
+        raise ConfigError(
             "no display: run under X (or `xvfb-run -a rt-lidar view ...`); Qt's offscreen platform "
             "cannot render the GL cloud. Needs the Debian packages xvfb and xauth."
         )
@@ -103,6 +104,16 @@ def make_app() -> Any:
 
     QtCore.QCoreApplication.setAttribute(QtCore.Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
     return pg.mkQApp("rt-lidar viewer")
+
+
+def _exit_with_message(code: int, message: str) -> int:
+    """The viewer's exit code; a run that ended short says why: a :class:`RecordingError` (one line,
+    exit 2) for unreadable scans, a one-line message on stderr otherwise."""
+    if code == 2:
+        raise RecordingError(message)
+    if message:
+        print(f"rt-lidar view: {'error' if code else 'note'}: {message}", file=sys.stderr)
+    return code
 
 
 def run_viewer(opts: ViewerOptions) -> int:
@@ -150,7 +161,7 @@ def run_viewer(opts: ViewerOptions) -> int:
         window = ViewerWindow(source, win_opts, driver)
         window.show()
         app.exec()
-        return int(window.exit_code)
+        return _exit_with_message(int(window.exit_code), window.exit_message)
     finally:
         if sink_close is not None:
             sink_close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rt_lidar.viewer.sources import HudStats, LiveSource
+from rt_lidar.viewer.sources import HudStats, LiveSource, RecordingSource
 
 __all__ = ["HELP_TEXT", "bad_frame_lines", "frame_time_text", "stamp_text"]
 
@@ -34,7 +34,10 @@ def stamp_text(header: dict[str, Any]) -> str:
 
 
 def bad_frame_lines(source: object) -> list[str]:
-    """A HUD line when the stream carried bad frames (skipped), with the latest reason."""
+    """A HUD line when the stream carried bad frames or the recording unreadable scans (skipped), with
+    the latest reason."""
+    if isinstance(source, RecordingSource) and source.bad_frames:
+        return [f"skipped  {source.bad_frames} unreadable scan(s), latest {source.last_bad_name}"]
     if not isinstance(source, LiveSource) or source.bad_frames == 0:
         return []
     why = source.subscriber.stats.last_bad

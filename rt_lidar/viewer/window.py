@@ -94,6 +94,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self._hud_at = 0.0
         self._camera: StreamFrame | None = None
         self.exit_code = 0
+        self.exit_message = ""
+        """Why a ``--screenshot`` run ended without its scans ('' when it got them)."""
         self._pending: dict[str, StreamFrame] = {}
         """Scans to show at the next tick: ``"scan"``, or for a rig one per sensor (``scan/<name>``)."""
         self._paint_wall: int | None = None
@@ -218,8 +220,32 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self._update_hud()
         elif time.monotonic() - self._hud_at > 0.2:  # the figures move on between scans (waiting, fps)
             self._update_hud()
-        if self.options.screenshot and time.monotonic() - self._started > self.options.timeout_s:
+        if self.options.screenshot:
+            self._screenshot_if_stuck()
+
+    def _screenshot_if_stuck(self) -> None:
+        """A ``--screenshot`` that cannot get its scans ends now with a message (:attr:`exit_message`):
+        a recording that ended short (unreadable scans: exit code 2; fewer scans than asked: 0, said),
+        or ``--timeout`` (exit code 1)."""
+        opts = self.options
+        shown, asked = self.hud_stats.frames_shown, opts.frames
+        ended = bool(getattr(self.source, "ended", False)) and not self._pending and not self._paint_due
+        if ended and shown < asked:
+            bad = int(getattr(self.source, "bad_frames", 0))
+            told = f"saved {opts.screenshot} after {shown} of --frames {asked} scans"
+            if bad:
+                first = getattr(self.source, "last_bad", "")
+                self.exit_code = 2
+                self.exit_message = f"{bad} of the recording's scans are unreadable ({first}); {told}"
+            else:
+                self.exit_message = f"the recording ended: {told}"
+            self.save_screenshot_and_quit()
+        elif time.monotonic() - self._started > opts.timeout_s:
             self.exit_code = 1
+            self.exit_message = (
+                f"--timeout {opts.timeout_s:g} s passed with {shown} of --frames {asked} scans shown; "
+                f"saved what was there to {opts.screenshot}"
+            )
             self.save_screenshot_and_quit()
 
     def scales(self, header: dict[str, Any]) -> ColorScales:
