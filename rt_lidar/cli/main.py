@@ -34,6 +34,7 @@ from rt_lidar.rig.cli import (
     run_rig_demo_from_config,
 )
 from rt_lidar.session.realtime import tune_allocator
+from rt_lidar.unreal_bridge.errors import ConnectionLost
 
 __all__ = ["build_parser", "main"]
 
@@ -97,6 +98,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
             material_map=args.material_map,
             use_extension=False if args.no_extension else None,
             reconnect=args.reconnect,
+            realtime=args.realtime,
         )
     return RunConfig(
         command=args.command,
@@ -314,6 +316,16 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--airsim", default=b.airsim, help="HOST:PORT of the AirSim RPC server")
     p.add_argument("--lockstep", action="store_true", help="pause the sim and advance it frame by frame")
     p.add_argument(
+        "--realtime",
+        nargs="?",
+        type=float,
+        const=1.0,
+        default=0.0,
+        metavar="X",
+        help="lockstep: hold sim time to the wall clock (X times real time, default 1): never ahead of "
+        "it; the progress line and summary.json's realtime say by how much it falls behind",
+    )
+    p.add_argument(
         "--ask-ahead",
         type=int,
         default=b.ask_ahead,
@@ -375,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tune_allocator()
     try:
         return int(args.func(args))
-    except (RtLidarError, FileNotFoundError) as exc:  # user input; any other error is a bug: traceback
+    except (RtLidarError, FileNotFoundError, ConnectionLost) as exc:  # user input, a lost server; else: a bug
         print(f"rt-lidar {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:  # an optional package of ours (rt_lidar.extras): name its extra

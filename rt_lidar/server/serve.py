@@ -188,6 +188,12 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
             cast_threads=cast_threads,
         )
     # heavy casts at once hold at most one call's ray budget, as one full-budget call did alone
-    server = AirSimServer(sim, host=opts.host, port=opts.port, cast_budget_rays=opts.max_rays)
+    try:
+        server = AirSimServer(sim, host=opts.host, port=opts.port, cast_budget_rays=opts.max_rays)
+    except OSError as exc:  # the port taken, an address not of this machine
+        raise ConfigError(
+            f"cannot listen on {opts.host}:{opts.port}: {exc.strerror or exc}; "
+            "another server there? (--port 0 takes a free port)"
+        ) from None
     server.start()
     return EmbeddedServer(server, sim)

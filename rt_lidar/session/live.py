@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline, parse_address
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError, RtLidarError
@@ -109,6 +110,9 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
     host, port = parse_address(b.airsim)
     preset = load_preset(opts.preset)
     material_map = load_material_map(b.material_map) if b.material_map else None
+    if b.realtime and not b.lockstep:
+        raise ConfigError("--realtime needs --lockstep (free run follows the server's own clock)")
+    pacer = RealtimePacer(b.realtime, opts.sim_hz) if b.realtime else None
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     written = 0
@@ -118,6 +122,9 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
 
     def finish(stopped_early: str | None = None) -> dict[str, Any]:
         summary = combine_parts(parts, dirs, time.perf_counter() - t_start, stopped_early)
+        if pacer is not None:
+            summary["realtime"] = pacer.summary()
+            warn_if_behind(pacer)
         write_summary(out, summary)
         return summary
 
@@ -133,6 +140,9 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
             material_map=material_map,
             use_extension=b.use_extension,
         )
+        if pacer is not None:
+            pacer.restart()  # anchored at this connection's first frame
+            source.pacer = pacer
         pipe = bridge_pipeline(
             source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun, ask_depth=b.ask_ahead
         )
@@ -156,6 +166,7 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
                 stamp=opts.stamp,
                 write_scans=opts.write_scans,
                 mount=_mount(client, opts),
+                live_figures=None if pacer is None else (lambda: {"realtime": pacer.live_text()}),
             )
         finally:
             pipe.close()

@@ -205,3 +205,13 @@ def test_reconnect_to_nothing_ends_in_one_line_naming_the_wait(tmp_path: Path) -
     run = cli(["run", "--airsim", f"127.0.0.1:{port}", "--frames", "1", "--out", "live", "--quiet"], tmp_path)
     line = one_error_line(run, "run")
     assert f"no AirSim server answers at 127.0.0.1:{port}" in line
+
+
+def test_serve_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = cli(["serve", "--port", str(port), "--preset", "VLP-16"], tmp_path)
+    line = one_error_line(run, "serve")
+    assert f"cannot listen on 127.0.0.1:{port}" in line and "--port 0" in line
