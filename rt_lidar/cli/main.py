@@ -34,7 +34,6 @@ from rt_lidar.rig.cli import (
     run_rig_demo_from_config,
 )
 from rt_lidar.session.realtime import tune_allocator
-from rt_lidar.unreal_bridge.errors import ConnectionLost
 
 __all__ = ["build_parser", "main"]
 
@@ -385,6 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     one_line_warnings(f"rt-lidar {args.command}")
     tune_allocator()
+    from rt_lidar.unreal_bridge.errors import ConnectionLost  # a server lost outside the scan loop
+
     try:
         return int(args.func(args))
     except (RtLidarError, FileNotFoundError, ConnectionLost) as exc:  # user input, a lost server; else: a bug

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline, parse_address
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError, RtLidarError
@@ -112,6 +111,8 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
     material_map = load_material_map(b.material_map) if b.material_map else None
     if b.realtime and not b.lockstep:
         raise ConfigError("--realtime needs --lockstep (free run follows the server's own clock)")
+    from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
+
     pacer = RealtimePacer(b.realtime, opts.sim_hz) if b.realtime else None
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)

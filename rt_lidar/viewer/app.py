@@ -6,12 +6,11 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rt_lidar.errors import ConfigError, RecordingError
+from rt_lidar.errors import ConfigError
 from rt_lidar.session.realtime import PRIORITIES, lower_priority
 from rt_lidar.sinks.stream import DEFAULT_ADDRESS
 
@@ -106,16 +105,6 @@ def make_app() -> Any:
     return pg.mkQApp("rt-lidar viewer")
 
 
-def _exit_with_message(code: int, message: str) -> int:
-    """The viewer's exit code; a run that ended short says why: a :class:`RecordingError` (one line,
-    exit 2) for unreadable scans, a one-line message on stderr otherwise."""
-    if code == 2:
-        raise RecordingError(message)
-    if message:
-        print(f"rt-lidar view: {'error' if code else 'note'}: {message}", file=sys.stderr)
-    return code
-
-
 def run_viewer(opts: ViewerOptions) -> int:
     """Run the viewer until its window closes; returns the exit code."""
     if opts.frames < 1:
@@ -127,7 +116,7 @@ def run_viewer(opts: ViewerOptions) -> int:
         app = make_app()
         from rt_lidar.viewer.drive import AirSimControlSink, KeyboardDriver, parse_host_port
         from rt_lidar.viewer.sources import FrameSource, LiveSource, RecordingSource
-        from rt_lidar.viewer.window import ViewerWindow, WindowOptions
+        from rt_lidar.viewer.window import ViewerWindow, WindowOptions, exit_with_message
 
         source: FrameSource
         if opts.recording:
@@ -161,7 +150,7 @@ def run_viewer(opts: ViewerOptions) -> int:
         window = ViewerWindow(source, win_opts, driver)
         window.show()
         app.exec()
-        return _exit_with_message(int(window.exit_code), window.exit_message)
+        return exit_with_message(int(window.exit_code), window.exit_message)
     finally:
         if sink_close is not None:
             sink_close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ import numpy as np
 import pyqtgraph.opengl as gl
 from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
-from rt_lidar.errors import ConfigError
+from rt_lidar.errors import ConfigError, RecordingError
 from rt_lidar.sinks.pcd import write_pcd
 from rt_lidar.sinks.stream import StreamFrame
 from rt_lidar.viewer.cloud_view import CloudView, key_name
@@ -30,7 +31,15 @@ from rt_lidar.viewer.picking import describe_point, pick_point
 from rt_lidar.viewer.rig_layers import RIG_EXPORT_NOTE, RigLayers, vehicle_point_text
 from rt_lidar.viewer.sources import FrameSource, HudStats, LiveSource, RecordingSource
 
-__all__ = ["HELP_TEXT", "CloudView", "ViewerWindow", "WindowOptions", "key_name", "range_panel_rgb"]
+__all__ = [
+    "HELP_TEXT",
+    "CloudView",
+    "ViewerWindow",
+    "WindowOptions",
+    "exit_with_message",
+    "key_name",
+    "range_panel_rgb",
+]
 
 
 @dataclass(frozen=True)
@@ -549,3 +558,14 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self.drive_timer.stop()
         self.source.close()
         super().closeEvent(ev)
+
+
+def exit_with_message(code: int, message: str) -> int:
+    """The viewer's exit code; a ``--screenshot`` run that ended short says why: a
+    :class:`RecordingError` (one line, exit 2) for unreadable scans, a one-line message on stderr
+    otherwise."""
+    if code == 2:
+        raise RecordingError(message)
+    if message:
+        print(f"rt-lidar view: {'error' if code else 'note'}: {message}", file=sys.stderr)
+    return code
