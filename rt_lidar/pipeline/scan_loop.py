@@ -159,7 +159,8 @@ def drive_scans(
     clock every sink stamps with (``sim`` or ``wall``, see :class:`SinkContext`), ``mount`` the sensor's
     pose on the vehicle (x, y, z, qw, qx, qy, qz) where the run knows it. With ``write_scans`` off
     nothing goes to ``out/scans``: only the extra ``sinks`` (which must then name at least one).
-    ``live_figures`` adds figures to the progress line (e.g. ``--realtime``'s pace).
+    ``live_figures`` adds figures to the progress line and the stream's headers, so the viewer's HUD
+    shows them (e.g. ``--realtime``'s pace).
     """
     if frames < 1:
         raise ConfigError(f"--frames must be >= 1, got {frames}")
@@ -172,7 +173,9 @@ def drive_scans(
     else:
         out.mkdir(parents=True, exist_ok=True)
     sinks_ = [make_sink(s) for s in (*own, *sinks)]
-    context = SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp)
+    context = SinkContext(
+        preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp, _live=live_figures
+    )
     if mount is not None:
         context = dataclasses.replace(context, mount=tuple(mount))
     bar = tqdm(total=frames, unit="scan", disable=not progress, desc=f"{preset.name}")

@@ -7,7 +7,7 @@ from typing import Any
 
 from rt_lidar.viewer.sources import HudStats, LiveSource, RecordingSource
 
-__all__ = ["HELP_TEXT", "bad_frame_lines", "frame_time_text", "stamp_text"]
+__all__ = ["HELP_TEXT", "bad_frame_lines", "frame_time_text", "live_lines", "stamp_text"]
 
 HELP_TEXT = """<b>rt-lidar viewer</b><br>
 1-7 &nbsp; colour: intensity, reflectivity, ring, range, return id, flags, sensor<br>
@@ -31,6 +31,15 @@ def stamp_text(header: dict[str, Any]) -> str:
         utc = time.strftime("%H:%M:%S", time.gmtime(stamp // 1_000_000_000))
         return f"wall clock (PTP-like)  {utc}.{stamp // 1_000_000 % 1000:03d} UTC"
     return f"sim clock  {stamp * 1e-9:.3f} s"
+
+
+def live_lines(header: dict[str, Any]) -> list[str]:
+    """The HUD line of the run's live figures the scan's header carries (``rt-lidar run --realtime``:
+    the pace achieved and, when behind, by how much), as ``realtime 0.62x -1.5s``."""
+    live = header.get("live")
+    if not isinstance(live, dict) or not live:
+        return []
+    return ["run      " + "   ".join(f"{key} {value}" for key, value in live.items())]
 
 
 def bad_frame_lines(source: object) -> list[str]:

@@ -26,7 +26,7 @@ from rt_lidar.viewer.colors import (
     range_panel_rgb,
 )
 from rt_lidar.viewer.drive import KeyboardDriver
-from rt_lidar.viewer.help_text import HELP_TEXT, bad_frame_lines, frame_time_text, stamp_text
+from rt_lidar.viewer.help_text import HELP_TEXT, bad_frame_lines, frame_time_text, live_lines, stamp_text
 from rt_lidar.viewer.picking import describe_point, pick_point
 from rt_lidar.viewer.rig_layers import RIG_EXPORT_NOTE, RigLayers, vehicle_point_text
 from rt_lidar.viewer.sources import FrameSource, HudStats, LiveSource, RecordingSource
@@ -451,6 +451,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             *bad_frame_lines(self.source),
             f"seq      {h.get('seq', '-')}   preset {h.get('preset', '-')}",
             f"stamps   {stamp_text(h)}",
+            *live_lines(h),
             f"colour   {self.color_mode}   size {self.point_size:g}   (H: help)",
             f"         {color_legend(self.color_mode, self.scales(h))}",
         ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -234,3 +235,48 @@ def test_a_rig_run_is_paced_too(tmp_path: Path) -> None:
     w1, s1 = advances[0]
     for w, s in advances[1:]:
         assert (s - s1) * 1e-9 <= (w - w1) + 0.02
+
+
+def test_the_stream_carries_the_pace_to_the_viewers_hud(
+    tmp_path: Path, timed_server: tuple[int, list[tuple[float, int]]]
+) -> None:
+    import zmq
+
+    from rt_lidar.viewer.help_text import live_lines
+
+    port, _ = timed_server
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        stream_port = s.getsockname()[1]
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(f"tcp://127.0.0.1:{stream_port}")  # before the run binds: no scan is missed
+    headers: list[dict[str, object]] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            if sub.poll(100):
+                parts = sub.recv_multipart()
+                header = json.loads(parts[0])
+                if header.get("kind") == "scan":
+                    headers.append(header)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        run, _ = run_live(
+            port, tmp_path / "live", "--realtime", "--quiet", "--sink", f"zmq:tcp://127.0.0.1:{stream_port}"
+        )
+        assert run.returncode == 0, run.stderr
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        reader.join(5)
+        sub.close()
+    assert headers, "no scan came over the stream"
+    live = headers[-1]["live"]
+    assert isinstance(live, dict) and str(live["realtime"]).endswith("x")
+    (line,) = live_lines(headers[-1])
+    assert line.startswith("run      realtime ") and line.endswith("x")
