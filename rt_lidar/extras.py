@@ -19,6 +19,7 @@ EXTRA_OF: dict[str, str] = {
     "pyqtgraph": "viewer",
     "PySide6": "viewer",
     "OpenGL": "viewer",
+    "pyvirtualdisplay": "viewer",
     "torch": "train",
     "onnx": "train",
     "ray": "dataset",
