@@ -155,6 +155,10 @@ class BridgeConfig:
     use_extension: bool | None = None
     """None: use ``rtLidarGetHits`` when the server has it; False: stock ``getLidarData``."""
     reconnect: bool = False
+    realtime: float = spec(0.0, 0.0, 100.0)
+    """Lockstep: hold sim time to the wall clock at this many times real time (1: real time; 0: off,
+    as fast as the run goes). The sim never runs ahead; ``summary.json``'s ``realtime`` says by how
+    much it fell behind (:mod:`rt_lidar.bridge.pacing`)."""
     reconnect_timeout_s: float = spec(30.0, 0.0, 86_400.0, "s")
     timeout_s: float = spec(30.0, 0.1, 3_600.0, "s")
 

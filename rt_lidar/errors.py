@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "FieldError", "PresetError", "RtLidarError"]
+__all__ = ["ConfigError", "FieldError", "PresetError", "RecordingError", "RtLidarError", "SceneError"]
 
 
 class RtLidarError(Exception):
@@ -27,3 +27,12 @@ class FieldError(ConfigError):
 
 class PresetError(FieldError):
     """A sensor preset is invalid: names the file, the field and what is allowed."""
+
+
+class SceneError(ConfigError):
+    """A scene the embedded world cannot use: a missing, unreadable or empty mesh file (the world's own
+    ``WorldError``, which the bridge package raises without knowing of ours, told as one of ours)."""
+
+
+class RecordingError(ConfigError):
+    """A recording (a scan file, a bag, a pcap) that cannot be read as a whole: names the file."""

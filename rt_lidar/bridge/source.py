@@ -12,8 +12,9 @@ in-process; against a server without it sunlight is not applied (a warning says 
 
 Lockstep (``--lockstep``): the sim is paused and advanced by ``simContinueForTime`` one sim frame at a
 time, and each answer's firings are checked against the local schedule, so a skipped or repeated
-sector is detected and counted. Free run: the controller follows the sim's clock and takes whatever
-the sim swept since the previous read.
+sector is detected and counted. With ``--realtime`` each advance waits for the wall clock
+(:mod:`rt_lidar.bridge.pacing`): the sim never runs ahead of real time. Free run: the controller
+follows the sim's clock and takes whatever the sim swept since the previous read.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.bridge.hits import hits_from_wire
+from rt_lidar.bridge.pacing import RealtimePacer
 from rt_lidar.bridge.recover import recover_hits
 from rt_lidar.config import SunConfig
 from rt_lidar.errors import ConfigError, RtLidarError
@@ -171,6 +173,9 @@ class BridgeSource:
         (:mod:`rt_lidar.unreal_bridge.later`) while this side works on a third."""
         self._ahead: deque[tuple[int, int, FrameRequest]] = deque()
         """(t0, t1, request) of the frames asked ahead, in order, their answers not read yet."""
+        self.pacer: RealtimePacer | None = None
+        """Lockstep with ``--realtime``: holds each advance of the sim until the wall clock has reached
+        it (:mod:`rt_lidar.bridge.pacing`); None: as fast as the run goes."""
         self._in_order = False
         """The server answers a connection's calls one at a time, in order (``rtLidarServerInfo``):
         needed to ask ahead (an rpclib server on several threads may run a frame's two calls at once)."""
@@ -346,6 +351,8 @@ class BridgeSource:
     def _send_frame(self, t0_ns: int, t1_ns: int) -> FrameRequest:
         """The requests of the lockstep frame ``[t0_ns, t1_ns)``, sent without waiting."""
         seconds = (t1_ns - t0_ns) * 1e-9 if self.advance_clock else None
+        if seconds is not None and self.pacer is not None:
+            self.pacer.hold(t0_ns, t1_ns)
         return self.client.send_frame_request(seconds, self.lidar_name, self.vehicle_name, self._beam_form())
 
     def _drop_asked_ahead(self, until: tuple[int, int] | None = None) -> None:
@@ -378,8 +385,8 @@ class BridgeSource:
             last = ahead[-1][:2] if ahead else (t0_ns, t1_ns)
             while ask is not None and len(ahead) < self.ask_depth:
                 nxt = ask(*last)
-                if nxt is None:
-                    return
+                if nxt is None or (self.pacer is not None and not self.pacer.is_due(nxt[1])):
+                    return  # paced: a frame not due yet is asked for when it is, not held here
                 ahead.append((nxt[0], nxt[1], self._send_frame(*nxt)))
                 last = nxt
 
@@ -473,6 +480,8 @@ class BridgeSource:
             hits, s0, s1 = self._fetch_asked_ahead(t0_ns, t1_ns, firings)
         else:
             if self.lockstep and self.advance_clock:
+                if self.pacer is not None:
+                    self.pacer.hold(t0_ns, t1_ns)
                 self.client.sim_continue_for_time((t1_ns - t0_ns) * 1e-9)
             else:
                 wait = 1.0 / self.sim_hz - (t_wall - self._last_wall)

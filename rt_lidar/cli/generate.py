@@ -11,6 +11,9 @@ __all__ = ["add_generate_parser"]
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     from rt_lidar.dataset.generate import generate
+    from rt_lidar.extras import require
+
+    require("ray", "", "dataset")
 
     summary = generate(
         args.sweep,

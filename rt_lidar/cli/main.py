@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 
 import rt_lidar
 from rt_lidar.cli.beam import add_beam_arguments, beam_from_args, sun_from_args
+from rt_lidar.cli.messages import one_line_warnings
 from rt_lidar.cli.replay import add_replay_parser, add_sink_argument, add_stamp_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
@@ -24,6 +25,7 @@ from rt_lidar.config import (
     RunConfig,
 )
 from rt_lidar.errors import ConfigError, FieldError, RtLidarError
+from rt_lidar.extras import missing_extra
 from rt_lidar.physics.device import KERNEL_DEVICES
 from rt_lidar.rig.cli import (
     add_rig_arguments,
@@ -97,6 +99,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
             material_map=args.material_map,
             use_extension=False if args.no_extension else None,
             reconnect=args.reconnect,
+            realtime=args.realtime,
         )
     return RunConfig(
         command=args.command,
@@ -322,6 +325,16 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--airsim", default=b.airsim, help="HOST:PORT of the AirSim RPC server")
     p.add_argument("--lockstep", action="store_true", help="pause the sim and advance it frame by frame")
     p.add_argument(
+        "--realtime",
+        nargs="?",
+        type=float,
+        const=1.0,
+        default=0.0,
+        metavar="X",
+        help="lockstep: hold sim time to the wall clock (X times real time, default 1): never ahead of "
+        "it; the progress line and summary.json's realtime say by how much it falls behind",
+    )
+    p.add_argument(
         "--ask-ahead",
         type=int,
         default=b.ask_ahead,
@@ -380,11 +393,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     args = build_parser().parse_args(argv)
+    one_line_warnings(f"rt-lidar {args.command}")
     tune_allocator()
+    from rt_lidar.unreal_bridge.errors import ConnectionLost  # a server lost outside the scan loop
+
     try:
         return int(args.func(args))
-    except (RtLidarError, FileNotFoundError) as exc:  # user input; any other error is a bug: traceback
+    except (RtLidarError, FileNotFoundError, ConnectionLost) as exc:  # user input, a lost server; else: a bug
         print(f"rt-lidar {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # an optional package of ours (rt_lidar.extras): name its extra
+        missing = missing_extra(exc)
+        if missing is None:
+            raise
+        print(f"rt-lidar {args.command}: error: {missing}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"rt-lidar {args.command}: interrupted", file=sys.stderr)

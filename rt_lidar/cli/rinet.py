@@ -80,7 +80,15 @@ def _cmd_generate_pairs(args: argparse.Namespace) -> int:
     return _print({"out": args.out, "frames": len(idx["frames"])})
 
 
+def _require_torch() -> None:
+    from rt_lidar.extras import require
+
+    require("torch", "", "train")
+    require("onnx", "", "train")
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
+    _require_torch()
     from rt_lidar.rinet.model import ModelConfig
     from rt_lidar.rinet.train import TrainConfig, train
 
@@ -106,6 +114,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    _require_torch()
     from rt_lidar.rinet.export import compare_onnx, export_onnx
 
     path = export_onnx(args.checkpoint, args.out, opset=args.opset)

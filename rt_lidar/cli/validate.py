@@ -13,6 +13,9 @@ __all__ = ["add_validate_parser", "add_weather_arguments", "weather_from_args"]
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from rt_lidar.extras import require
+
+    require("matplotlib", "", "validate")
     from rt_lidar.validation.report import run_validation, trend_checks
 
     report = run_validation(args.out, args.only)

@@ -15,6 +15,10 @@ _COLOR_MODES = ("intensity", "reflectivity", "ring", "range", "return_id", "flag
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
+    from rt_lidar.extras import require
+
+    for package in ("PySide6", "pyqtgraph", "OpenGL"):  # pyqtgraph without a Qt binding is no ImportError
+        require(package, "", "viewer")
     from rt_lidar.viewer.app import ViewerOptions, run_viewer
 
     if args.drive and args.recording:

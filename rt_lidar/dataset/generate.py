@@ -28,6 +28,7 @@ from rt_lidar.dataset.runs import RunSpec, expand_runs, run_digest
 from rt_lidar.dataset.sweep_spec import SweepSpec, load_sweep
 from rt_lidar.dataset.writer import RunResult, partial_dirs, sequence_state, write_run
 from rt_lidar.errors import ConfigError
+from rt_lidar.extras import require
 from rt_lidar.sinks.atomic import atomic_write
 
 __all__ = ["GenerateSummary", "RunFailure", "generate", "write_manifest"]
@@ -90,7 +91,7 @@ def write_manifest(spec: SweepSpec, runs: list[RunSpec], out: Path) -> None:
 
 def _connect(workers: int | None, address: str | None, object_store_mb: int) -> tuple[bool, int]:
     """Start or join Ray; (whether we started it, the number of runs to keep in flight)."""
-    import ray
+    ray = require("ray", "the dataset generator", "dataset")
 
     started = False
     if not ray.is_initialized():
@@ -132,7 +133,7 @@ def generate(
     object_store_mb: int = OBJECT_STORE_MB,
 ) -> GenerateSummary:
     """Generate every run of ``sweep`` under ``out`` (KITTI odometry layout); returns the summary."""
-    import ray
+    ray = require("ray", "the dataset generator", "dataset")
 
     if workers is not None and workers < 1:
         raise ConfigError(f"workers must be >= 1, got {workers}")

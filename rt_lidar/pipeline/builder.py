@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.frame_loop import Pipeline
+from rt_lidar.pipeline.scene_files import read_mesh_scene
 from rt_lidar.pipeline.sources import HitSource, WorldSource, sun_unit
 from rt_lidar.sensor.beam import BeamConfig, exit_m_per_rad, subray_pattern
 from rt_lidar.sensor.materials import MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.unreal_bridge.beam_call import SCENE_SUN, SunArg
-from rt_lidar.unreal_bridge.world import SCENES, Pose, Scene, StaticTrajectory, World, load_mesh_file
+from rt_lidar.unreal_bridge.world import SCENES, Pose, Scene, StaticTrajectory, World
 
 if TYPE_CHECKING:
     from rt_lidar.config import SceneSetup
@@ -48,7 +49,7 @@ def build_world(
         scene = setup_scene(scene, seed, setup)
     if isinstance(scene, str):
         if scene.lower().endswith(MESH_SUFFIXES):
-            objects = load_mesh_file(scene)
+            objects = read_mesh_scene(scene)
             scene = Scene(objects=objects, ego=StaticTrajectory(Pose.identity()))
         elif scene not in SCENES:
             known = ", ".join(sorted(SCENES))

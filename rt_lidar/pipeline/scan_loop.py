@@ -156,6 +156,7 @@ def drive_scans(
     stamp: str = "sim",
     mount: tuple[float, ...] | None = None,
     write_scans: bool = True,
+    live_figures: Callable[[], dict[str, str]] | None = None,
 ) -> RunResult:
     """Run ``pipeline`` until ``frames`` scans came out; every scan goes to ``out/scans`` as PCD + KITTI
     and to the extra ``sinks``; writes ``out/range_image.png``; returns the summary (the caller
@@ -167,6 +168,8 @@ def drive_scans(
     clock every sink stamps with (``sim`` or ``wall``, see :class:`SinkContext`), ``mount`` the sensor's
     pose on the vehicle (x, y, z, qw, qx, qy, qz) where the run knows it. With ``write_scans`` off
     nothing goes to ``out/scans``: only the extra ``sinks`` (which must then name at least one).
+    ``live_figures`` adds figures to the progress line and the stream's headers, so the viewer's HUD
+    shows them (e.g. ``--realtime``'s pace).
     """
     if frames < 1:
         raise ConfigError(f"--frames must be >= 1, got {frames}")
@@ -179,7 +182,9 @@ def drive_scans(
     else:
         out.mkdir(parents=True, exist_ok=True)
     sinks_ = [make_sink(s) for s in (*own, *sinks)]
-    context = SinkContext(preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp)
+    context = SinkContext(
+        preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp, _live=live_figures
+    )
     if mount is not None:
         context = dataclasses.replace(context, mount=tuple(mount))
     bar = tqdm(total=frames, unit="scan", disable=not progress, desc=f"{preset.name}")
@@ -187,7 +192,10 @@ def drive_scans(
     def show(scan: Scan) -> None:
         bar.update(1)
         bar.set_postfix(
-            points=scan.points.size, drop=f"{scan.drop_fraction:.2f}", sim=f"{pipeline.sim_time_s:.2f}s"
+            points=scan.points.size,
+            drop=f"{scan.drop_fraction:.2f}",
+            sim=f"{pipeline.sim_time_s:.2f}s",
+            **(live_figures() if live_figures is not None else {}),
         )
 
     sim0 = pipeline.sim_time_s

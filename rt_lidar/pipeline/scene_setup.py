@@ -10,6 +10,7 @@ import numpy as np
 
 from rt_lidar.config import EgoConfig, MountConfig, SceneSetup
 from rt_lidar.errors import ConfigError
+from rt_lidar.pipeline.scene_files import read_mesh_scene
 from rt_lidar.unreal_bridge.world import (
     SCENES,
     ConstantVelocity,
@@ -18,7 +19,6 @@ from rt_lidar.unreal_bridge.world import (
     StaticTrajectory,
     Trajectory,
     WaypointTrajectory,
-    load_mesh_file,
     street_scene,
 )
 from rt_lidar.unreal_bridge.world.street import EGO_SPEED
@@ -52,8 +52,8 @@ def setup_scene(name: str, seed: int, setup: SceneSetup) -> Scene:
     run's ``seed``, set up as ``setup`` says."""
     scene_seed = seed if setup.seed is None else setup.seed
     if setup.mesh_name is not None:
-        objects = load_mesh_file(
-            name, name=setup.mesh_name, material=setup.material, segment_id=1, y_up=setup.y_up
+        objects = read_mesh_scene(
+            name, "scene", name=setup.mesh_name, material=setup.material, segment_id=1, y_up=setup.y_up
         )
         scene = Scene(objects=objects)
     elif name == "street":

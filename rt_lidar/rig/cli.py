@@ -90,6 +90,7 @@ def add_rig_run_arguments(parser: argparse.ArgumentParser) -> None:
 def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
     """``rt-lidar run --rig RIG.toml --airsim HOST:PORT --lockstep``."""
 
+    from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
     from rt_lidar.bridge.source import parse_address
     from rt_lidar.cli.validate import weather_from_args
     from rt_lidar.rig import load_rig
@@ -101,6 +102,10 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
 
     if not args.lockstep:
         raise ConfigError("run --rig: needs --lockstep (every sensor reads the frame the sim advanced to)")
+    realtime = float(getattr(args, "realtime", 0.0) or 0.0)
+    if not 0.0 <= realtime <= 100.0:
+        raise ConfigError(f"--realtime: must be in [0, 100] times real time, got {realtime:g}")
+    pacer = RealtimePacer(realtime, args.sim_hz) if realtime else None
     address = rig_stream_address(args.sinks, "run")
     rig = load_rig(args.rig)
     out = Path(args.out)
@@ -119,6 +124,8 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
             crosstalk=args.crosstalk,
             ask_ahead=args.ask_ahead,
         )
+        if pacer is not None:  # the first sensor's source advances the sim for all
+            next(iter(sources.values())).pacer = pacer
         bag = None if args.no_rosbag else RigBag(out / "rosbag", rig)
         stream = RigStream(address, rig) if address else None
         try:
@@ -135,6 +142,9 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
         finally:
             loop.close()
         summary["bridge"] = {name: s.stats.as_dict(args.airsim) for name, s in sources.items()}
+        if pacer is not None:
+            summary["realtime"] = pacer.summary()
+            warn_if_behind(pacer)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print(f"rt-lidar run: rig {args.rig} in {out}/ (summary.json: {_rig_line(summary)})")
     return 0

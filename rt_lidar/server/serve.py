@@ -147,8 +147,11 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
     proc.kill()
     proc.wait()
     err_log.seek(0)
-    err = err_log.read()
-    raise ConfigError(f"the embedded server did not start: {err.strip()[-2000:] or 'no output'}")
+    err = err_log.read().strip()
+    refused = re.fullmatch(r"rt-lidar serve: error: (.*)", err)  # a user error of ours: its one line
+    if refused:
+        raise ConfigError(refused.group(1))
+    raise ConfigError(f"the embedded server did not start: {err[-2000:] or 'no output'}")
 
 
 def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
@@ -185,6 +188,12 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
             cast_threads=cast_threads,
         )
     # heavy casts at once hold at most one call's ray budget, as one full-budget call did alone
-    server = AirSimServer(sim, host=opts.host, port=opts.port, cast_budget_rays=opts.max_rays)
+    try:
+        server = AirSimServer(sim, host=opts.host, port=opts.port, cast_budget_rays=opts.max_rays)
+    except OSError as exc:  # the port taken, an address not of this machine
+        raise ConfigError(
+            f"cannot listen on {opts.host}:{opts.port}: {exc.strerror or exc}; "
+            "another server there? (--port 0 takes a free port)"
+        ) from None
     server.start()
     return EmbeddedServer(server, sim)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 import tomllib
 import warnings
@@ -66,17 +67,34 @@ def _mount(client: AirSimClient, opts: RunConfig) -> tuple[float, ...] | None:
 
 
 def _connect(host: str, port: int, opts: RunConfig) -> AirSimClient:
+    """A client connected to the server; with ``--reconnect`` it waits for one (and says so on stderr:
+    the address and how long), else the first refusal is an error."""
     b = opts.bridge
-    deadline = time.monotonic() + (b.reconnect_timeout_s if b.reconnect else 0.0)
+    waited = b.reconnect_timeout_s if b.reconnect else 0.0
+    deadline = time.monotonic() + waited
+    told = False
     while True:
         client = AirSimClient(host, port, timeout=b.timeout_s, shared_memory=opts.shared_memory)
         try:
             client.confirm_connection()
+            if told:
+                print(
+                    f"rt-lidar run: the AirSim server at {host}:{port} answers", file=sys.stderr, flush=True
+                )
             return client
         except ConnectionLost as exc:
             client.close()
             if time.monotonic() >= deadline:
-                raise RtLidarError(f"no AirSim server answers at {host}:{port}: {exc}") from exc
+                within = f" within --reconnect's {waited:g} s" if b.reconnect else ""
+                raise RtLidarError(f"no AirSim server answers at {host}:{port}{within}: {exc}") from exc
+            if not told:
+                print(
+                    f"rt-lidar run: waiting up to {waited:g} s for an AirSim server at {host}:{port} "
+                    f"(--reconnect; {exc.reason})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                told = True
             time.sleep(0.5)
 
 
@@ -92,6 +110,11 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
     host, port = parse_address(b.airsim)
     preset: SensorPreset | None = None if opts.preset == ADOPT else load_preset(opts.preset)
     material_map = load_material_map(b.material_map) if b.material_map else None
+    if b.realtime and not b.lockstep:
+        raise ConfigError("--realtime needs --lockstep (free run follows the server's own clock)")
+    from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
+
+    pacer = RealtimePacer(b.realtime, opts.sim_hz) if b.realtime else None
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     written = 0
@@ -101,6 +124,9 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
 
     def finish(stopped_early: str | None = None) -> dict[str, Any]:
         summary = combine_parts(parts, dirs, time.perf_counter() - t_start, stopped_early)
+        if pacer is not None:
+            summary["realtime"] = pacer.summary()
+            warn_if_behind(pacer)
         write_summary(out, summary)
         return summary
 
@@ -121,6 +147,9 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
             material_map=material_map,
             use_extension=b.use_extension,
         )
+        if pacer is not None:
+            pacer.restart()  # anchored at this connection's first frame
+            source.pacer = pacer
         pipe = bridge_pipeline(
             source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun, ask_depth=b.ask_ahead
         )
@@ -144,6 +173,7 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
                 stamp=opts.stamp,
                 write_scans=opts.write_scans,
                 mount=_mount(client, opts),
+                live_figures=None if pacer is None else (lambda: {"realtime": pacer.live_text()}),
             )
         finally:
             pipe.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,11 +35,24 @@ def reserve_blocks(fd: int, size: int) -> bool:
     return fallocate is not None and size > 0 and fallocate(fd, _FALLOC_FL_KEEP_SIZE, 0, size) == 0
 
 
+def _create_beside(target: Path) -> tuple[int, str]:
+    """A new temporary file beside ``target`` (``.NAME.XXXXXXXX.part``), opened for writing, with the
+    mode a plain ``open`` would give (0666 less the umask: 0644 under 022), not mkstemp's 0600."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.part")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # a name another writer holds: draw again
+            continue
+
+
 @contextmanager
 def atomic_write(path: str | Path, size_hint: int | None = None) -> Iterator[BinaryIO]:
     """Open a temporary file beside ``path`` for binary writing; on success it replaces ``path``.
 
-    On an exception the temporary file is removed and ``path`` is left as it was. The rename makes the
+    The file gets the mode ``open`` would give it (0666 less the umask). On an exception the temporary
+    file is removed and ``path`` is left as it was. The rename makes the
     file appear whole to other processes and after a crash of ours; there is no fsync (a recording
     writes tens of files a second, and power loss is not what this guards against). The file's
     write-back starts at once and its pages leave the cache a little later (:mod:`.drop_behind`).
@@ -48,7 +61,7 @@ def atomic_write(path: str | Path, size_hint: int | None = None) -> Iterator[Bin
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    fd, tmp = _create_beside(target)
     try:
         with os.fdopen(fd, "wb") as fh:
             reserved = size_hint is not None and reserve_blocks(fh.fileno(), size_hint)

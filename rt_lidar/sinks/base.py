@@ -64,9 +64,15 @@ class SinkContext:
     quaternion w, x, y, z (vehicle frame -> sensor frame); identity where the run does not know it."""
 
     _wall: _WallStamps = field(default_factory=_WallStamps, compare=False, repr=False)
+    _live: Callable[[], dict[str, str]] | None = field(default=None, compare=False, repr=False)
+    """The run's live figures (``--realtime``'s pace), which the stream carries to the viewer's HUD."""
 
     def __post_init__(self) -> None:
         check_fields(self, "sink context")
+
+    def live_figures(self) -> dict[str, str]:
+        """The run's live figures now (e.g. ``{"realtime": "0.62x -1.5s"}``); ``{}`` when it has none."""
+        return self._live() if self._live is not None else {}
 
     def validate(self, what: Where) -> None:
         """The mount is x, y, z, qw, qx, qy, qz."""

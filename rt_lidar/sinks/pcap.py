@@ -9,6 +9,7 @@ mid-run keeps every batch before the kill (a reader stops at a torn final record
 from __future__ import annotations
 
 import struct
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,7 +206,8 @@ MAX_PCAP_RECORD = 262_144
 
 
 def read_pcap_udp(path: str | Path) -> Iterator[PcapRecord]:
-    """Yield the UDP datagrams of an Ethernet/IPv4 pcap file in order (stops at a torn last record).
+    """Yield the UDP datagrams of an Ethernet/IPv4 pcap file in order; a file cut mid-record (a capture
+    that was killed, a copy that stopped) yields what came before the cut and warns what was read.
 
     Records that are not IPv4/UDP, and IP fragments, are passed over. A header that cannot be (an
     unknown magic, a record longer than libpcap's snap length, an IPv4 header or UDP length past the
@@ -226,10 +228,14 @@ def read_pcap_udp(path: str | Path) -> Iterator[PcapRecord]:
             raise FieldError(where, "magic", f"0x{magic_le:08x} is not a pcap file's (pcapng is not read)")
         nano = struct.unpack(endian + "I", head[:4])[0] == _MAGIC_NS
         index = -1
+        read = len(head)  # bytes of whole records (and the file header) so far
+        udp = 0
         while True:
             index += 1
             rh = fh.read(16)
             if len(rh) < 16:
+                if rh:
+                    _warn_cut(where, index, udp, read, f"its 16-byte record header is {len(rh)} bytes")
                 return
             sec, frac, incl, _orig = struct.unpack(endian + "IIII", rh)
             if incl > MAX_PCAP_RECORD:
@@ -238,7 +244,9 @@ def read_pcap_udp(path: str | Path) -> Iterator[PcapRecord]:
                 )
             buf = fh.read(incl)
             if len(buf) < incl:
+                _warn_cut(where, index, udp, read, f"it holds {len(buf):,} of its {incl:,} bytes")
                 return
+            read += 16 + incl
             if len(buf) < 42 or buf[12:14] != b"\x08\x00" or buf[23] != 17:
                 continue
             if struct.unpack(">H", buf[20:22])[0] & 0x3FFF:  # an IP fragment: not a whole datagram
@@ -261,7 +269,17 @@ def read_pcap_udp(path: str | Path) -> Iterator[PcapRecord]:
             stamp = sec * 1_000_000_000 + (frac if nano else frac * 1000)
             src = ".".join(str(b) for b in buf[26:30])
             dst = ".".join(str(b) for b in buf[30:34])
+            udp += 1
             yield PcapRecord(stamp, src, dst, sport, dport, buf[u + 8 : u + ulen])
+
+
+def _warn_cut(where: str, index: int, udp: int, read: int, how: str) -> None:
+    """Warn (one line) that the pcap ``where`` ends inside record ``index``: what was read before."""
+    warnings.warn(
+        f"{where}: the file is cut short inside record {index} ({how}): read {index:,} whole records "
+        f"({udp:,} UDP datagrams, {read:,} bytes); the rest is lost",
+        stacklevel=3,
+    )
 
 
 class PacketPcapSink:

@@ -275,6 +275,9 @@ class ZmqStreamSink:
             "rotation": [float(v) for v in scan.sensor_rotation],
             **self._static,
         }
+        live = self._context.live_figures()
+        if live:
+            header["live"] = live
         self.publisher.publish(header, [_raw(pts)])
         if scan.camera is not None and self.camera_every > 0 and self._scans % self.camera_every == 0:
             self.write_camera(scan.camera.rgb, scan.camera.mask, scan.camera.time_ns)

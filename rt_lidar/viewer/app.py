@@ -137,7 +137,7 @@ def run_viewer(opts: ViewerOptions) -> int:
         app = make_app()
         from rt_lidar.viewer.drive import AirSimControlSink, KeyboardDriver, parse_host_port
         from rt_lidar.viewer.sources import FrameSource, LiveSource, RecordingSource
-        from rt_lidar.viewer.window import ViewerWindow, WindowOptions
+        from rt_lidar.viewer.window import ViewerWindow, WindowOptions, exit_with_message
 
         source: FrameSource
         if opts.recording:
@@ -172,7 +172,7 @@ def run_viewer(opts: ViewerOptions) -> int:
         window.show()
         quit_on_interrupt(app)
         app.exec()
-        return int(window.exit_code)
+        return exit_with_message(int(window.exit_code), window.exit_message)
     finally:
         if sink_close is not None:
             sink_close()

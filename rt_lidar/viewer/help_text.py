@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rt_lidar.viewer.sources import HudStats, LiveSource
+from rt_lidar.viewer.sources import HudStats, LiveSource, RecordingSource
 
-__all__ = ["HELP_TEXT", "bad_frame_lines", "frame_time_text", "stamp_text"]
+__all__ = ["HELP_TEXT", "bad_frame_lines", "frame_time_text", "live_lines", "stamp_text"]
 
 HELP_TEXT = """<b>rt-lidar viewer</b><br>
 1-7 &nbsp; colour: intensity, reflectivity, ring, range, return id, flags, sensor<br>
@@ -33,8 +33,20 @@ def stamp_text(header: dict[str, Any]) -> str:
     return f"sim clock  {stamp * 1e-9:.3f} s"
 
 
+def live_lines(header: dict[str, Any]) -> list[str]:
+    """The HUD line of the run's live figures the scan's header carries (``rt-lidar run --realtime``:
+    the pace achieved and, when behind, by how much), as ``realtime 0.62x -1.5s``."""
+    live = header.get("live")
+    if not isinstance(live, dict) or not live:
+        return []
+    return ["run      " + "   ".join(f"{key} {value}" for key, value in live.items())]
+
+
 def bad_frame_lines(source: object) -> list[str]:
-    """A HUD line when the stream carried bad frames (skipped), with the latest reason."""
+    """A HUD line when the stream carried bad frames or the recording unreadable scans (skipped), with
+    the latest reason."""
+    if isinstance(source, RecordingSource) and source.bad_frames:
+        return [f"skipped  {source.bad_frames} unreadable scan(s), latest {source.last_bad_name}"]
     if not isinstance(source, LiveSource) or source.bad_frames == 0:
         return []
     why = source.subscriber.stats.last_bad

@@ -4,6 +4,7 @@ figures (frame rate, sim -> screen latency, drops). No Qt here."""
 from __future__ import annotations
 
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rt_lidar.errors import ConfigError
+from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.sinks.stream import StreamFrame, StreamSubscriber, scan_header_figures
 
 __all__ = ["FrameSource", "HudStats", "LiveSource", "RecordingSource", "read_any_pcd"]
@@ -136,6 +137,8 @@ class RecordingSource:
         self._playing = True
         self._anchor = (0.0, 0.0)  # (wall s, playback s) at the last seek or resume
         self._pending_seek: int | None = 0
+        self.unreadable: dict[int, str] = {}
+        """Scans that could not be read (index -> why, naming the file): skipped, each warned once."""
         preset = self.recording.preset
         self._figures: dict[str, Any] | None = scan_header_figures(preset) if preset is not None else None
 
@@ -203,12 +206,49 @@ class RecordingSource:
         }
         return StreamFrame(header, points=pts)
 
+    def _readable_frame(self, index: int) -> dict[str, StreamFrame]:
+        """``{"scan": frame}`` of scan ``index``, or ``{}`` when its file cannot be read: the viewer
+        names the file (a warning, once) and goes on with the next scan."""
+        if index in self.unreadable:
+            return {}
+        try:
+            return {"scan": self.frame(index)}
+        except (RtLidarError, OSError, ValueError) as exc:
+            why = str(exc) if str(self.recording.name(index)) in str(exc) else f"{self._where(index)}: {exc}"
+            self.unreadable[index] = why
+            warnings.warn(f"skipped an unreadable scan: {why}", stacklevel=2)
+            return {}
+
+    def _where(self, index: int) -> str:
+        return str(self.recording.files[index]) if self.recording.files else f"{self.folder} scan {index}"
+
+    @property
+    def bad_frames(self) -> int:
+        """Scans skipped because their file could not be read."""
+        return len(self.unreadable)
+
+    @property
+    def last_bad(self) -> str:
+        """Why the latest unreadable scan was skipped ('' when none was)."""
+        return next(reversed(self.unreadable.values()), "")
+
+    @property
+    def last_bad_name(self) -> str:
+        """The file name of the latest unreadable scan ('' when none was)."""
+        last = next(reversed(self.unreadable), None)
+        return "" if last is None else self.recording.name(last)
+
+    @property
+    def ended(self) -> bool:
+        """Playback reached the last scan and does not loop: no scan will come any more."""
+        return not self.loop and self._pending_seek is None and self.index >= len(self) - 1
+
     def poll(self) -> dict[str, StreamFrame]:
         """The newest scan whose time has come (or a seeked one at once); ``{}`` when none is new."""
         if self._pending_seek is not None:
             self.index, self._pending_seek = self._pending_seek, None
             self._anchor_at(self.index)
-            return {"scan": self.frame(self.index)}
+            return self._readable_frame(self.index)
         if not self._playing:
             return {}
         now = self.clock()
@@ -220,7 +260,7 @@ class RecordingSource:
             self._anchor_at(0)
         self.skipped += max(0, due - self.index - 1)
         self.index = due
-        return {"scan": self.frame(due)}
+        return self._readable_frame(due)
 
     @property
     def dropped(self) -> int:

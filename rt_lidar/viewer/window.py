@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ import numpy as np
 import pyqtgraph.opengl as gl
 from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
-from rt_lidar.errors import ConfigError
+from rt_lidar.errors import ConfigError, RecordingError
 from rt_lidar.sinks.pcd import write_pcd
 from rt_lidar.sinks.stream import StreamFrame
 from rt_lidar.viewer.cloud_view import CloudView, key_name
@@ -25,12 +26,20 @@ from rt_lidar.viewer.colors import (
     range_panel_rgb,
 )
 from rt_lidar.viewer.drive import KeyboardDriver
-from rt_lidar.viewer.help_text import HELP_TEXT, bad_frame_lines, frame_time_text, stamp_text
+from rt_lidar.viewer.help_text import HELP_TEXT, bad_frame_lines, frame_time_text, live_lines, stamp_text
 from rt_lidar.viewer.picking import describe_point, pick_point
 from rt_lidar.viewer.rig_layers import RIG_EXPORT_NOTE, RigLayers, vehicle_point_text
 from rt_lidar.viewer.sources import FrameSource, HudStats, LiveSource, RecordingSource
 
-__all__ = ["HELP_TEXT", "CloudView", "ViewerWindow", "WindowOptions", "key_name", "range_panel_rgb"]
+__all__ = [
+    "HELP_TEXT",
+    "CloudView",
+    "ViewerWindow",
+    "WindowOptions",
+    "exit_with_message",
+    "key_name",
+    "range_panel_rgb",
+]
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,8 @@ class ViewerWindow(QtWidgets.QMainWindow):
         self._hud_at = 0.0
         self._camera: StreamFrame | None = None
         self.exit_code = 0
+        self.exit_message = ""
+        """Why a ``--screenshot`` run ended without its scans ('' when it got them)."""
         self._pending: dict[str, StreamFrame] = {}
         """Scans to show at the next tick: ``"scan"``, or for a rig one per sensor (``scan/<name>``)."""
         self._paint_wall: int | None = None
@@ -218,8 +229,32 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self._update_hud()
         elif time.monotonic() - self._hud_at > 0.2:  # the figures move on between scans (waiting, fps)
             self._update_hud()
-        if self.options.screenshot and time.monotonic() - self._started > self.options.timeout_s:
+        if self.options.screenshot:
+            self._screenshot_if_stuck()
+
+    def _screenshot_if_stuck(self) -> None:
+        """A ``--screenshot`` that cannot get its scans ends now with a message (:attr:`exit_message`):
+        a recording that ended short (unreadable scans: exit code 2; fewer scans than asked: 0, said),
+        or ``--timeout`` (exit code 1)."""
+        opts = self.options
+        shown, asked = self.hud_stats.frames_shown, opts.frames
+        ended = bool(getattr(self.source, "ended", False)) and not self._pending and not self._paint_due
+        if ended and shown < asked:
+            bad = int(getattr(self.source, "bad_frames", 0))
+            told = f"saved {opts.screenshot} after {shown} of --frames {asked} scans"
+            if bad:
+                first = getattr(self.source, "last_bad", "")
+                self.exit_code = 2
+                self.exit_message = f"{bad} of the recording's scans are unreadable ({first}); {told}"
+            else:
+                self.exit_message = f"the recording ended: {told}"
+            self.save_screenshot_and_quit()
+        elif time.monotonic() - self._started > opts.timeout_s:
             self.exit_code = 1
+            self.exit_message = (
+                f"--timeout {opts.timeout_s:g} s passed with {shown} of --frames {asked} scans shown; "
+                f"saved what was there to {opts.screenshot}"
+            )
             self.save_screenshot_and_quit()
 
     def scales(self, header: dict[str, Any]) -> ColorScales:
@@ -416,6 +451,7 @@ class ViewerWindow(QtWidgets.QMainWindow):
             *bad_frame_lines(self.source),
             f"seq      {h.get('seq', '-')}   preset {h.get('preset', '-')}",
             f"stamps   {stamp_text(h)}",
+            *live_lines(h),
             f"colour   {self.color_mode}   size {self.point_size:g}   (H: help)",
             f"         {color_legend(self.color_mode, self.scales(h))}",
         ]
@@ -523,3 +559,14 @@ class ViewerWindow(QtWidgets.QMainWindow):
             self.drive_timer.stop()
         self.source.close()
         super().closeEvent(ev)
+
+
+def exit_with_message(code: int, message: str) -> int:
+    """The viewer's exit code; a ``--screenshot`` run that ended short says why: a
+    :class:`RecordingError` (one line, exit 2) for unreadable scans, a one-line message on stderr
+    otherwise."""
+    if code == 2:
+        raise RecordingError(message)
+    if message:
+        print(f"rt-lidar view: {'error' if code else 'note'}: {message}", file=sys.stderr)
+    return code

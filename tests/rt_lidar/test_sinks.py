@@ -94,7 +94,9 @@ def test_range_image(tmp_path):
     from PIL import Image
 
     out = write_range_image_png(tmp_path / "r.png", img, 255, row_scale=3)
-    assert Image.open(out).size == (360, 6)
+    png = Image.open(out)
+    assert png.width == 360 and png.height > 6  # the scan's 2 rows x 3, a legend under them
+    assert png.text["field"] == "intensity" and png.text["vmax"] == "255"
 
 
 def test_sink_options_parse_booleans_ints_floats_and_paths():

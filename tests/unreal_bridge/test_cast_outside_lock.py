@@ -15,13 +15,16 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from attacks import (  # tools/fuzz/attacks.py (tests/unreal_bridge/conftest.py)
+    LatencyWatcher,
+    full_budget_call,
+)
 from waiting import until
 
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.server.embedded_sim import MAX_RAYS_PER_CALL, EmbeddedSim
 from rt_lidar.server.serve import ServeOptions, start_embedded_server, start_server_process
 from rt_lidar.unreal_bridge import AirSimClient, CarControls
-from rt_lidar.unreal_bridge.attacks import LatencyWatcher, full_budget_call
 from rt_lidar.unreal_bridge.beam_call import encode_beam
 from rt_lidar.unreal_bridge.casts import HEAVY_BUDGET_RAYS, CastQueue
 from rt_lidar.unreal_bridge.world import World, street_scene

@@ -17,9 +17,15 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from attacks import (  # tools/fuzz/attacks.py (tests/unreal_bridge/conftest.py)
+    ATTACKS,
+    Attack,
+    probe,
+    rss_bytes,
+    run_attack,
+)
 
 from rt_lidar.server.serve import ServeOptions, start_server_process
-from rt_lidar.unreal_bridge.attacks import ATTACKS, Attack, probe, rss_bytes, run_attack
 
 SEED = 18
 RECOVER_S = 5.0

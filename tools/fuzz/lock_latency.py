@@ -5,8 +5,8 @@
 Starts ``rt-lidar serve`` (street, VLP-16, paused) from ``--root`` (default: this checkout; point it
 at an exported older commit, ``git archive REV | tar -x -C DIR``, to measure before a change) and runs
 the attack ``--repeat`` times, printing its line: the lidar calls' durations and ``getCarState``'s
-calls, p50 and max latency meanwhile (:func:`rt_lidar.unreal_bridge.attacks.full_budget_calls`). Any attack of
-:data:`rt_lidar.unreal_bridge.attacks.ATTACKS` runs the same way with ``--attack NAME`` (``young_flood``: the
+calls, p50 and max latency meanwhile (``full_budget_calls`` of ``tools/fuzz/attacks.py``). Any attack of
+``ATTACKS`` (``tools/fuzz/attacks.py``) runs the same way with ``--attack NAME`` (``young_flood``: the
 probes answered while young silent connections fill every slot).
 """
 
@@ -20,8 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
-from rt_lidar.unreal_bridge.attacks import ATTACKS, probe
+from attacks import ATTACKS, probe  # tools/fuzz/attacks.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[2]
 

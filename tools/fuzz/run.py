@@ -4,7 +4,7 @@
         [--preset VLP-16] [--scene street] [--fd-headroom 6] [--settle 1.5]
 
 Starts the embedded server in its own process on loopback (paused), then for each round and each
-attack of :data:`rt_lidar.unreal_bridge.attacks.ATTACKS`: runs it, probes with a normal client (ping plus one
+attack of ``ATTACKS`` (``tools/fuzz/attacks.py``): runs it, probes with a normal client (ping plus one
 ``getLidarData``) until answered, and records the outcome, the attack's duration, the time to
 recover, and the server's resident memory right after it and ``--settle`` s later (a normal client
 also probes every 0.25 s while each attack runs: answered / tried and the slowest answer). With
@@ -25,8 +25,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from attacks import ATTACKS, probe, rss_bytes, run_attack  # tools/fuzz/attacks.py, beside this script
+
 from rt_lidar.server.serve import ServeOptions, start_server_process
-from rt_lidar.unreal_bridge.attacks import ATTACKS, probe, rss_bytes, run_attack
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@
 
 Starts ``rt-lidar serve`` in its own process on loopback (running, not paused). One normal client
 calls ``getLidarData`` back to back for ``--seconds``; ``--hostile`` threads run the attacks of
-:data:`rt_lidar.unreal_bridge.attacks.ATTACKS` one after another (seeded, cycling). Every second the server's
+:data:`tools/fuzz/attacks.py`'s ``ATTACKS`` one after another (seeded, cycling). Every second the server's
 resident memory and the normal client's calls of that second (count, p50 / p99 / max latency, errors)
 are logged; the JSON report holds those samples, every attack's outcome and the totals. Exits 1 when
 the server died or the normal client saw an error it could not recover from within 10 s. With
@@ -28,8 +28,10 @@ import numpy as np
 
 from rt_lidar.server.serve import ServeOptions, start_server_process
 from rt_lidar.unreal_bridge import AirSimClient
-from rt_lidar.unreal_bridge.attacks import ATTACKS, rss_bytes, run_attack
 from rt_lidar.unreal_bridge.errors import BridgeError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))  # the hostile clients: a tool
+from attacks import ATTACKS, rss_bytes, run_attack
 
 
 class FullRateClient:

@@ -163,7 +163,7 @@ def test_failing_run_is_retried_then_reported(tmp_path: Path, local_ray: None) -
     assert (
         s.runs == 2 and s.written == 1 and [f.run_id for f in s.failures] == ["broken_scene_vlp-16_clear_s3"]
     )
-    assert "WorldError" in s.failures[0].error and "broken.ply" in s.failures[0].error
+    assert "SceneError" in s.failures[0].error and "broken.ply" in s.failures[0].error
     assert sorted(p.name for p in (tmp_path / "ds" / "sequences").iterdir()) == ["00"]
 
 

@@ -182,7 +182,8 @@ def test_torn_pcap_reads_up_to_last_whole_packet(tmp_path, pipeline_scans):
     n = len(list(read_pcap_udp(path)))
     raw = path.read_bytes()
     path.write_bytes(raw[:-700])
-    assert len(list(read_pcap_udp(path))) == n - 1
+    with pytest.warns(UserWarning, match=f"cut short inside record {n - 1} .*read {n - 1:,} whole records"):
+        assert len(list(read_pcap_udp(path))) == n - 1
     assert sum(len(p) for _, p in vd.read_pcap(str(path), vd.Config(model=vd.Model.VLP16))) > 0
 
 

@@ -5,7 +5,8 @@ a catastrophic regex, a 100 MiB request, 1000-deep nesting, 300 held sockets, dr
 random garbage, ...), gives up within a few seconds, and returns one line saying what the server did.
 :func:`probe` is the normal client that must be answered afterwards; :func:`rss_bytes` reads a
 process's resident memory. The fuzz test (``tests/unreal_bridge/test_fuzz_server.py``),
-``tools/fuzz/run.py`` and ``tools/soak/run.py`` run them against a real server on loopback.
+``tools/fuzz/run.py`` and ``tools/soak/run.py`` run them against a real server on loopback. A tool,
+not part of the product: the wheel does not ship it (they import it with ``tools/fuzz`` on sys.path).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from dataclasses import dataclass
 import msgpack
 import numpy as np
 
-from .beam_call import BEAM_HITS_METHOD, encode_beam
-from .client import AirSimClient
-from .errors import BridgeError, RpcError
+from rt_lidar.unreal_bridge.beam_call import BEAM_HITS_METHOD, encode_beam
+from rt_lidar.unreal_bridge.client import AirSimClient
+from rt_lidar.unreal_bridge.errors import BridgeError, RpcError
 
 __all__ = [
     "ATTACKS",
