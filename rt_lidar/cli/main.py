@@ -93,6 +93,8 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
             lidar_name=args.lidar,
             vehicle_name=args.vehicle,
             material_map=args.material_map,
+            material_rules=args.material_rules,
+            flavor=args.flavor,
             use_extension=False if args.no_extension else None,
             reconnect=args.reconnect,
         )
@@ -188,6 +190,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         camera=args.camera,
         rig=args.rig,
         cast_threads=args.cast_threads,
+        flavor=args.flavor,
         **({"max_rays": args.max_rays} if args.max_rays is not None else {}),
     )
     served = start_embedded_server(opts)
@@ -241,6 +244,13 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         "and the rays of the large casts run at once (their memory)",
     )
     p.add_argument("--rig", default=None, metavar="RIG.toml", help="serve every lidar of a rig file")
+    p.add_argument(
+        "--flavor",
+        choices=("airsim", "cosys"),
+        default="airsim",
+        help="answer getLidarData as stock AirSim (default) or as Cosys-AirSim (organised, groundtruth "
+        "names; also getGPULidarData): docs/simulators.md",
+    )
     p.add_argument(
         "--cast-threads",
         type=int,
@@ -322,6 +332,20 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lidar", default=b.lidar_name, help="AirSim lidar name (default: the first)")
     p.add_argument("--vehicle", default=b.vehicle_name, help="AirSim vehicle name (default: the first)")
     p.add_argument("--material-map", default=None, help="TOML [segments] ID = material (stock AirSim)")
+    p.add_argument(
+        "--material-rules",
+        default=None,
+        metavar="FILE",
+        help="TOML [[rules]] pattern = REGEX, material = NAME: actor names -> materials, before the "
+        "shipped rules (stock AirSim / Cosys-AirSim without --material-map; docs/simulators.md)",
+    )
+    p.add_argument(
+        "--flavor",
+        choices=("auto", "airsim", "cosys", "cosys-gpu"),
+        default=b.flavor,
+        help="a server without the extension: stock AirSim, Cosys-AirSim's CPU lidar or its GPU lidar "
+        "(default auto: Cosys when getLidarData carries groundtruth)",
+    )
     p.add_argument(
         "--no-extension", action="store_true", help="use stock getLidarData even if rtLidarGetHits exists"
     )
