@@ -204,14 +204,6 @@ class BridgeSource:
             if lockstep:
                 self.client.sim_pause(True)
             self.stats.flavor = self._detect_flavor(flavor)
-            if self.stats.flavor == "airsim":
-                first = self.client.get_lidar_data(lidar_name, vehicle_name)  # starts the time origin
-                self._origin_ns = self._last_ns = int(first.time_stamp)
-                self._pose = _pose(first.pose)
-            else:
-                frame = self._read_cosys()
-                self._origin_ns = self._last_ns = int(frame.time_stamp)
-                self._pose = _pose(frame.pose)
         if not self._material_names:
             self._material_names = load_material_table().names
         names = self._material_names
@@ -222,7 +214,8 @@ class BridgeSource:
             raise RtLidarError(
                 f"material map names unknown materials: {', '.join(unknown)} (valid: {', '.join(names)})"
             )
-        # Cosys's CPU lidar names the hit actors: the rules read those names, no ids are set
+        # Cosys's CPU lidar names the hit actors: the rules read those names, no ids are set. The ids
+        # are set before the first read, so every answer read is of the ids set.
         by_ids = not self.stats.extension and self.stats.flavor != "cosys"
         if by_ids and material_map is None and material_rules is not None:
             self.material_assignment = assign_segmentation(
@@ -234,6 +227,16 @@ class BridgeSource:
         self._segment_material = {
             int(k): names.index(v) for k, v in (material_map or {}).items() if v in names
         }
+        if self.stats.extension:
+            return
+        if self.stats.flavor == "airsim":
+            first = self.client.get_lidar_data(lidar_name, vehicle_name)  # starts the time origin
+            self._origin_ns = self._last_ns = int(first.time_stamp)
+            self._pose = _pose(first.pose)
+        else:
+            frame = self._read_cosys()
+            self._origin_ns = self._last_ns = int(frame.time_stamp)
+            self._pose = _pose(frame.pose)
 
     def _segmentation_names(self) -> list[str] | None:
         """The names Cosys-AirSim's segmentation knows its meshes by (its GPU lidar's colours are theirs);
