@@ -268,6 +268,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.rig:  # a sensor rig over the bridge (rt_lidar.rig)
         return run_rig_bridge_from_args(args)
+    if args.carla:  # a live CARLA server's semantic lidar (rt_lidar.session.carla_live)
+        from rt_lidar.session.carla_live import run_carla
+
+        summary = run_carla(_run_config(args, args.parser), args.carla, args.carla_role, args.carla_sensor)
+        print(json.dumps(summary, indent=2, default=str))
+        return 0
 
     summary = run_controller(_run_config(args, args.parser))
     print(json.dumps(summary, indent=2, default=str))
@@ -350,6 +356,20 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--no-extension", action="store_true", help="use stock getLidarData even if rtLidarGetHits exists"
     )
     p.add_argument("--reconnect", action="store_true", help="wait for a lost server to come back")
+    p.add_argument(
+        "--carla",
+        default=None,
+        metavar="HOST:PORT",
+        help="a CARLA server instead of AirSim: its semantic lidar, in synchronous mode (needs the carla "
+        "extra; docs/simulators.md)",
+    )
+    p.add_argument("--carla-role", default="hero", help="--carla: role_name of the ego (default hero)")
+    p.add_argument(
+        "--carla-sensor",
+        default=None,
+        metavar="ROLE",
+        help="--carla: attach to the semantic lidar with this role_name instead of spawning one",
+    )
     _add_run_arguments(p, "run")
     add_rig_run_arguments(p)
     p.set_defaults(func=_cmd_run, parser=p)
