@@ -53,7 +53,7 @@ SENSOR_HEIGHT_M = 1.8
 def import_carla() -> Any:
     """The ``carla`` module, or a one-line error naming the extra that installs it."""
     try:
-        import carla  # type: ignore[import-not-found]
+        import carla
     except ImportError:
         raise RtLidarError(f"rt-lidar run --carla needs CARLA's Python client: {CARLA_EXTRA}") from None
     return carla
