@@ -32,6 +32,7 @@ __all__ = [
     "MaterialRules",
     "assign_segmentation",
     "load_material_rules",
+    "match_scene",
 ]
 
 DEFAULT_RULES = Path(__file__).with_name("material_rules.toml")
@@ -196,6 +197,13 @@ def match_objects(names: Iterable[str], rules: MaterialRules) -> tuple[dict[str,
         else:
             objects.setdefault(material, []).append(name)
     return objects, unmatched
+
+
+def match_scene(client: SegmentationClient, rules: MaterialRules) -> MaterialAssignment:
+    """What the rules make of the scene's objects (``simListSceneObjects``), no ids set: a source that
+    names the hit actors itself (Cosys-AirSim's ``groundtruth``) is read through the rules directly."""
+    objects, unmatched = match_objects([str(n) for n in client.sim_list_scene_objects(".*")], rules)
+    return MaterialAssignment(objects, {}, unmatched, rules.default)
 
 
 def assign_segmentation(

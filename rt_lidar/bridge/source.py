@@ -30,7 +30,7 @@ import numpy as np
 from rt_lidar.bridge.cosys import CosysFrame, CosysGrid, grid_error_deg, read_cosys_cpu, read_cosys_gpu
 from rt_lidar.bridge.cosys_hits import CellLabels, cell_labels, hits_from_cosys
 from rt_lidar.bridge.hits import hits_from_wire
-from rt_lidar.bridge.material_rules import MaterialAssignment, MaterialRules, assign_segmentation
+from rt_lidar.bridge.material_rules import MaterialAssignment, MaterialRules, assign_segmentation, match_scene
 from rt_lidar.bridge.recover import recover_hits
 from rt_lidar.config import SunConfig
 from rt_lidar.errors import RtLidarError
@@ -222,6 +222,10 @@ class BridgeSource:
                 client, material_rules, names, self._segmentation_names()
             )
             material_map = self.material_assignment.segment_material
+            self.stats.materials = self.material_assignment.as_dict()
+        elif self.stats.flavor == "cosys" and material_rules is not None and not self.stats.extension:
+            # the labels are the actors' names: what the rules make of the scene's, said once
+            self.material_assignment = match_scene(client, material_rules)
             self.stats.materials = self.material_assignment.as_dict()
         self._segment_material_names = dict(material_map or {})
         self._segment_material = {

@@ -196,7 +196,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     served = start_embedded_server(opts)
     print(
         f"rt-lidar serve: embedded world '{opts.scene}' with {served.sim.preset.name} on "
-        f"{opts.host}:{served.port} (AirSim API; Ctrl-C stops)",
+        f"{opts.host}:{served.port} (AirSim API{'; Cosys-AirSim lidars' if opts.flavor == 'cosys' else ''}; "
+        "Ctrl-C stops)",
         flush=True,
     )
     stop = threading.Event()

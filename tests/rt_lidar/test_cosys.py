@@ -151,3 +151,6 @@ def test_controller_reads_both_cosys_lidars(cosys_server, flavor):
         assert source.stats.materials is not None and source.stats.materials["on_default"] == 0
     else:
         assert got.source_intensity is None
+        said = source.material_assignment  # the CPU lidar's names are read through the rules: no ids set
+        assert said is not None and said.ids == {} and said.unmatched == []
+        assert sum(len(v) for v in said.objects.values()) == len(sim.actor_names)
