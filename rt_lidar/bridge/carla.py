@@ -37,7 +37,7 @@ from rt_lidar.physics.weather import (
 )
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import Firings, firings_per_scan, scan_period_ns
+from rt_lidar.sensor.scan_pattern import Firings, firings_between, firings_per_scan, scan_period_ns
 
 __all__ = [
     "CARLA_TAGS",
@@ -49,6 +49,8 @@ __all__ = [
     "carla_weather_to_config",
     "decode_semantic_lidar",
     "hits_from_carla",
+    "next_sector_azimuth",
+    "phase_start_ns",
 ]
 
 SEMANTIC_DETECTION = np.dtype(
@@ -233,6 +235,28 @@ def hits_from_carla(
         glass_segment=np.zeros(n, np.uint32),
         glass_transmission=np.ones(n, np.float32),
     )
+
+
+def next_sector_azimuth(sweep: CarlaSweep, setup: CarlaLidarSetup, dt_s: float) -> float | None:
+    """Where the next tick's sweep starts (project azimuth, deg), read from this tick's points: the
+    sweep turns clockwise (azimuth falling) over an arc of ``360 x rotation_frequency x dt`` degrees,
+    so the next one starts one step past the arc's low end. None when a tick sweeps the whole circle
+    (then any phase is as good) or there are too few points to tell."""
+    arc = 360.0 * setup.rotation_frequency * dt_s
+    if arc >= 360.0 - setup.horizontal_step_deg() or len(sweep.points) < 8:
+        return None
+    az = np.sort(np.degrees(np.arctan2(sweep.points[:, 1], sweep.points[:, 0])))
+    gaps = np.diff(np.append(az, az[0] + 360.0))
+    low_end = az[(int(np.argmax(gaps)) + 1) % len(az)]
+    return float((low_end - setup.horizontal_step_deg() + 180.0) % 360.0 - 180.0)
+
+
+def phase_start_ns(preset: SensorPreset, azimuth_deg: float) -> int:
+    """The time within the preset's first rotation (ns) at which its schedule fires nearest
+    ``azimuth_deg``: a frame loop starting there fires where CARLA's next tick sweeps."""
+    firings = firings_between(preset, 0, scan_period_ns(preset))
+    dist = np.abs((firings.azimuth_deg - azimuth_deg + 180.0) % 360.0 - 180.0)
+    return int(firings.t_ns[int(np.argmin(dist))])
 
 
 def carla_weather_to_config(

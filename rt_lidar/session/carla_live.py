@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import queue
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,15 @@ from rt_lidar.bridge.carla import (
     carla_weather_to_config,
     decode_semantic_lidar,
     hits_from_carla,
+    next_sector_azimuth,
+    phase_start_ns,
     weather_fields,
 )
 from rt_lidar.bridge.source import parse_address
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import RtLidarError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import negotiate
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.scan_loop import drive_scans
@@ -43,7 +47,7 @@ from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.sensor.scan_pattern import Firings
 
-__all__ = ["CARLA_EXTRA", "CarlaSource", "import_carla", "run_carla"]
+__all__ = ["CARLA_EXTRA", "CarlaSource", "carla_pipeline", "carla_scans", "import_carla", "run_carla"]
 
 CARLA_EXTRA = "pip install 'rt-lidar[carla]'"
 SENSOR_HEIGHT_M = 1.8
@@ -116,11 +120,18 @@ class CarlaSource:
             mount = carla.Transform(carla.Location(z=SENSOR_HEIGHT_M))
             self.sensor = self.world.spawn_actor(bp, mount, attach_to=egos[0])
             self._spawned = True
+        self._closed = False
         self._queue: queue.Queue[Any] = queue.Queue()
         self.sensor.listen(self._queue.put)
         self.world.tick()
         first = self._next()
-        self.start_ns = round(first.timestamp * 1e9)
+        sweep = decode_semantic_lidar(
+            first.raw_data, [first.get_point_count(c) for c in range(first.channels)]
+        )
+        where = next_sector_azimuth(sweep, self.setup, 1.0 / sim_hz)
+        self.start_ns = 0 if where is None else phase_start_ns(preset, where)
+        """The frame loop's time origin: the schedule's phase at which it fires where CARLA's next tick
+        sweeps (the firing times are the preset's, not CARLA's clock)."""
         self._pose = _pose(first.transform)
 
     @property
@@ -153,41 +164,98 @@ class CarlaSource:
         return hits
 
     def close(self) -> None:
-        """Stop listening, remove a spawned sensor, give the world its settings back."""
+        """Stop listening, remove a spawned sensor, give the world its settings back (once)."""
+        if self._closed:
+            return
+        self._closed = True
         self.sensor.stop()
         if self._spawned:
             self.sensor.destroy()
         self.world.apply_settings(self._settings)
 
 
+def carla_pipeline(
+    address: str,
+    preset: SensorPreset,
+    sim_hz: float,
+    *,
+    seed: int = 0,
+    physics: PhysicsConfig | None = None,
+    role: str = "hero",
+    sensor_role: str | None = None,
+    timeout_s: float = 30.0,
+) -> tuple[Pipeline, CarlaSource]:
+    """The pipeline over a live CARLA server's semantic lidar (closing the pipeline closes the source:
+    the sensor stops, a spawned one goes, the world gets its settings back)."""
+    carla = import_carla()
+    host, port = parse_address(address, default_port=2000)
+    client = carla.Client(host, port)
+    client.set_timeout(timeout_s)
+    source = CarlaSource(client, preset, sim_hz, role, sensor_role)
+    try:
+        config = negotiate(source, preset, physics or PhysicsConfig())
+        sensor = SensorPhysics.from_preset(preset, source.material_names, config=config)
+        return Pipeline(preset, source, sensor, sim_hz=sim_hz, seed=seed, start_ns=source.start_ns), source
+    except BaseException:
+        source.close()
+        raise
+
+
+def carla_scans(
+    address: str = "127.0.0.1:2000",
+    preset: str | SensorPreset = "VLP-16",
+    *,
+    scans: int = 10,
+    sim_hz: float = 20.0,
+    seed: int = 0,
+    role: str = "hero",
+    sensor_role: str | None = None,
+) -> Iterator[Scan]:
+    """Yield ``scans`` scans of ``preset`` from a live CARLA server (the Python side of
+    ``rt-lidar run --carla``)."""
+    sensor = load_preset(preset) if isinstance(preset, str) else preset
+    pipe, _ = carla_pipeline(address, sensor, sim_hz, seed=seed, role=role, sensor_role=sensor_role)
+    done = 0
+    try:
+        while done < scans:
+            for scan in pipe.step():
+                yield scan
+                done += 1
+                if done >= scans:
+                    break
+    finally:
+        pipe.close()
+
+
 def run_carla(
     opts: RunConfig, address: str, role: str = "hero", sensor_role: str | None = None
 ) -> dict[str, Any]:
     """Write ``opts.frames`` scans from a live CARLA server (see the module's docstring)."""
-    carla = import_carla()
-    host, port = parse_address(address, default_port=2000)
     preset = load_preset(opts.preset)
-    client = carla.Client(host, port)
-    client.set_timeout(opts.bridge.timeout_s)
-    source = CarlaSource(client, preset, opts.sim_hz, role, sensor_role)
     t0 = time.perf_counter()
+    pipe, source = carla_pipeline(
+        address,
+        preset,
+        opts.sim_hz,
+        seed=opts.seed,
+        physics=PhysicsConfig(weather=opts.weather, beam=opts.beam),
+        role=role,
+        sensor_role=sensor_role,
+        timeout_s=opts.bridge.timeout_s,
+    )
+    out = Path(opts.out)
     try:
-        config = negotiate(source, preset, PhysicsConfig(weather=opts.weather, beam=opts.beam))
-        physics = SensorPhysics.from_preset(preset, source.material_names, config=config)
-        pipe = Pipeline(preset, source, physics, sim_hz=opts.sim_hz, seed=opts.seed, start_ns=source.start_ns)
-        out = Path(opts.out)
         out.mkdir(parents=True, exist_ok=True)
         ran = opts.resolved(pipe.physics.config)
         write_run_config(out, ran, preset)
         result = drive_scans(
             pipe, preset, opts.frames, out, opts.sinks, {"run": plain(ran)}, opts.progress, True
         )
-        pipe.close()
     finally:
-        source.close()
+        pipe.close()
     summary = dict(result.summary)
     summary["carla"] = {
-        "server": f"{host}:{port}",
+        "server": address,
         "setup": source.setup.attributes(),
         "vertical_error_deg": source.setup.vertical_error_deg(preset),
         "horizontal_step_deg": source.setup.horizontal_step_deg(),
