@@ -4,6 +4,7 @@ real ``carla`` package's types (its own peer venv); the one-line error without i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -175,9 +176,13 @@ def test_live_loop_against_a_stand_in_server(tmp_path, monkeypatch):
     """``run --carla``'s loop over a stand-in ``carla`` module that sweeps the embedded street as CARLA's
     semantic lidar does (tests/rt_lidar/carla_standin): synchronous mode set and given back, the lidar
     spawned from the preset and removed, the schedule's phase put where CARLA sweeps, every scan written."""
-    monkeypatch.syspath_prepend(str(Path(__file__).with_name("carla_standin")))
-    monkeypatch.delitem(sys.modules, "carla", raising=False)
-    import carla  # the stand-in
+    spec = importlib.util.spec_from_file_location(
+        "carla", Path(__file__).with_name("carla_standin") / "carla.py"
+    )
+    assert spec is not None and spec.loader is not None
+    carla = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "carla", carla)  # gone again after the test
+    spec.loader.exec_module(carla)
 
     from rt_lidar.config import RunConfig
     from rt_lidar.session.carla_live import run_carla
