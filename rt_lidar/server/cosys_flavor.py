@@ -78,9 +78,7 @@ class CosysLidars:
     def _cast(self, k: int, gpu: bool) -> _Rotation:
         sim, grid = self.sim, self.grid
         period = 1e9 / grid.rotation_hz
-        with sim._lock:  # the world as it is now: the driven ego frozen, the segment ids copied
-            ego = sim.vehicle.frozen() if sim.vehicle is not None else sim.world.scene.ego
-            world = sim.world.with_ego(ego)
+        world = sim.frozen_world()
         mount = sim.source.mount
         t0 = k * period
         col_t = (t0 + np.arange(grid.measurements) / grid.measurements * period) * 1e-9
@@ -110,7 +108,7 @@ class CosysLidars:
 
     def cpu_answer(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
         """``getLidarData`` in Cosys-AirSim's form."""
-        self.sim._check(str(lidar_name), str(vehicle_name))
+        self.sim.check_lidar(str(lidar_name), str(vehicle_name))
         rot = self.rotation(gpu=False)
         if rot is None:
             return _answer(0, np.zeros(1, np.float32), self._pose_now(), [])
@@ -119,7 +117,7 @@ class CosysLidars:
 
     def gpu_answer(self, lidar_name: Any, vehicle_name: Any) -> dict[str, Any]:
         """``getGPULidarData`` in Cosys-AirSim's form."""
-        self.sim._check(str(lidar_name), str(vehicle_name))
+        self.sim.check_lidar(str(lidar_name), str(vehicle_name))
         rot = self.rotation(gpu=True)
         if rot is None:
             return _answer(0, np.zeros(1, np.float32), self._pose_now(), None)

@@ -217,6 +217,18 @@ class EmbeddedSim:
             raise BackendError(f"no vehicle '{vehicle_name}' (this sim has '{self.vehicle_name}')")
         return lidar
 
+    def check_lidar(self, lidar_name: str, vehicle_name: str) -> SimLidar:
+        """The named lidar (``""``: the default one) of the named vehicle; a ``BackendError`` naming what
+        there is otherwise."""
+        return self._check(lidar_name, vehicle_name)
+
+    def frozen_world(self) -> World:
+        """A view of the world as it is now (the driven ego frozen, the segment ids copied): a cast into
+        it outside the call lock answers as the world was at the call."""
+        with self._lock:
+            ego = self.vehicle.frozen() if self.vehicle is not None else self.world.scene.ego
+            return self.world.with_ego(ego)
+
     def take_interval(self, reader: str, lidar: SimLidar) -> tuple[WorldSource, int, int, int]:
         """The interval of ``reader``'s read (its backlog cut to ``max_backlog_s``), the cursor moved on,
         the vehicle advanced to its end, and the lidar's source on a frozen view of the world (the
