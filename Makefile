@@ -9,7 +9,7 @@ SYS_PKGS ?= xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render
 	libxcb-shape0 libxcb-xkb1 libxcb-cursor0 libxkbcommon0 libxkbcommon-x11-0 libgl1 libegl1 libgl1-mesa-dri \
 	libglx-mesa0 libegl-mesa0 libfontconfig1 libdbus-1-3 libglib2.0-0
 
-PEERS  := .venv-airsim/.installed .venv-ouster/.installed
+PEERS  := .venv-airsim/.installed .venv-ouster/.installed .venv-cosys/.installed .venv-carla/.installed
 
 .PHONY: demo test lint typecheck unit bench sysdeps peers clean
 
@@ -44,6 +44,14 @@ $(STAMP): $(BASE) pyproject.toml
 	bash tools/setup_ouster_peer.sh .venv-ouster
 	@touch $@
 
+.venv-cosys/.installed: tools/setup_cosys_peer.sh
+	bash tools/setup_cosys_peer.sh .venv-cosys
+	@touch $@
+
+.venv-carla/.installed: tools/setup_carla_peer.sh
+	bash tools/setup_carla_peer.sh .venv-carla
+	@touch $@
+
 peers: $(PEERS)
 
 demo: $(BASE)
@@ -65,4 +73,4 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench/run_all.py --out docs/bench; $(BIN)/python tools/bench/write_report.py
 
 clean:
-	rm -rf $(VENV) .venv-airsim .venv-ouster out .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-airsim .venv-ouster .venv-cosys .venv-carla out .mypy_cache .pytest_cache .ruff_cache

@@ -107,23 +107,34 @@ def attach(
     lidar: str = "",
     vehicle: str = "",
     material_map: str | Path | None = None,
+    material_rules: str | Path | None = None,
+    rules: bool = True,
+    stock: bool = False,
+    flavor: str = "auto",
     weather: WeatherLike = None,
     beam: BeamLike = None,
 ) -> Iterator[Scan]:
     """Yield ``scans`` scans of ``preset`` from a running AirSim, Cosys-AirSim or ``rt-lidar serve`` at
     ``address`` (``HOST:PORT``). ``lockstep`` pauses the simulator and advances it frame by frame (the
     scans do not depend on how fast this side is); ``lidar`` / ``vehicle`` name the server's sensor and
-    vehicle (default: the first); ``material_map`` is a stock AirSim segmentation-id map
-    (``docs/airsim.md``). A preset that differs from the server's lidar is refused naming both;
-    ``preset="server"`` adopts the server's lidar."""
+    vehicle (default: the first). On the stock path (a server without rt-lidar's extension, or
+    ``stock=True``) materials come from ``material_map`` (segmentation id -> material), else from name
+    rules (``material_rules``, a TOML file of yours, tried before the shipped ones; ``rules=False``:
+    none, every surface concrete); ``flavor``: ``auto``, ``airsim``, ``cosys`` or ``cosys-gpu``
+    (``docs/airsim.md``, ``docs/simulators.md``). A preset that differs from the server's lidar is
+    refused naming both; ``preset="server"`` adopts the server's lidar."""
+    from rt_lidar.bridge.material_rules import load_material_rules
     from rt_lidar.bridge.server_lidar import resolve_server_preset
     from rt_lidar.bridge.source import BridgeSource, bridge_pipeline, parse_address
     from rt_lidar.config import SunConfig
+    from rt_lidar.sensor.materials import load_material_table
     from rt_lidar.session.live import load_material_map
     from rt_lidar.unreal_bridge import AirSimClient
 
     host, port = parse_address(address)
     materials = load_material_map(material_map) if material_map is not None else None
+    names = load_material_table().names
+    name_rules = load_material_rules(material_rules, names) if rules else None
     with AirSimClient(host, port, timeout=60.0) as client:
         client.confirm_connection()
         sensor = resolve_server_preset(client, preset, lidar)
@@ -135,6 +146,9 @@ def attach(
             lidar_name=lidar,
             vehicle_name=vehicle,
             material_map=materials,
+            material_rules=name_rules,
+            use_extension=False if stock else None,
+            flavor=flavor,
         )
         pipe = bridge_pipeline(source, sim_hz, seed, _weather(weather), _beam(beam), SunConfig())
         yield from _scans(pipe, scans)

@@ -152,6 +152,12 @@ class BridgeConfig:
     vehicle_name: str = ""
     material_map: str | None = None
     """TOML ``[segments] ID = material`` for stock AirSim's segmentation ids."""
+    material_rules: str | None = None
+    """TOML ``[[rules]] pattern = "REGEX" material = "NAME"``: actor names -> materials, tried before the
+    shipped rules (``rt_lidar/bridge/material_rules.toml``) when a server without the extension is read
+    and no ``material_map`` is given (docs/simulators.md)."""
+    flavor: str = spec("auto", choices=("auto", "airsim", "cosys", "cosys-gpu"))
+    """How a server without the extension is read (``rt_lidar.bridge.source.FLAVORS``)."""
     use_extension: bool | None = None
     """None: use ``rtLidarGetHits`` when the server has it; False: stock ``getLidarData``."""
     reconnect: bool = False

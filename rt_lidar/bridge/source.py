@@ -29,7 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from rt_lidar.bridge.cosys import CosysFrame, CosysGrid, grid_error_deg, read_cosys_cpu, read_cosys_gpu
+from rt_lidar.bridge.cosys_hits import CellLabels, cell_labels, hits_from_cosys
 from rt_lidar.bridge.hits import hits_from_wire
+from rt_lidar.bridge.material_rules import MaterialAssignment, MaterialRules, assign_segmentation, match_scene
 from rt_lidar.bridge.pacing import RealtimePacer
 from rt_lidar.bridge.recover import recover_hits
 from rt_lidar.config import SunConfig
@@ -49,7 +52,12 @@ from rt_lidar.unreal_bridge.client import FrameRequest
 from rt_lidar.unreal_bridge.errors import BridgeError
 from rt_lidar.unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS, FluPose
 
-__all__ = ["BridgeSource", "BridgeStats", "airsim_mount", "bridge_pipeline", "parse_address"]
+__all__ = ["FLAVORS", "BridgeSource", "BridgeStats", "airsim_mount", "bridge_pipeline", "parse_address"]
+
+FLAVORS = ("auto", "airsim", "cosys", "cosys-gpu")
+"""How a server without the extension is read: ``auto`` (Cosys-AirSim when its ``getLidarData`` carries
+``groundtruth``, else stock AirSim), ``airsim`` (stock ``getLidarData``), ``cosys`` (Cosys-AirSim's CPU
+lidar), ``cosys-gpu`` (its ``getGPULidarData``): docs/simulators.md."""
 
 
 def parse_address(addr: str, default_port: int = 41451) -> tuple[str, int]:
@@ -101,6 +109,12 @@ class BridgeStats:
     compact: bool = False
     """The answers were asked to be compact (``rt_lidar.unreal_bridge.compact``: narrow integers, the glass
     fields only where rays crossed glass)."""
+    flavor: str = "rt-lidar"
+    """How the hits were read: ``rt-lidar`` (the extension), ``airsim``, ``cosys`` or ``cosys-gpu``."""
+    materials: dict[str, Any] | None = None
+    """What the name rules did at connect (:meth:`MaterialAssignment.as_dict`), None when not used."""
+    grid_error_deg: float | None = None
+    """Cosys-AirSim: the largest angle between a firing and the grid cell that served it."""
 
     def as_dict(self, server: str) -> dict[str, object]:
         """The figures for a run's summary.json."""
@@ -119,6 +133,9 @@ class BridgeStats:
             "shm_refused": self.shm_refused,
             "omitted": self.omitted,
             "compact": self.compact,
+            "flavor": self.flavor,
+            "materials": self.materials,
+            "grid_error_deg": self.grid_error_deg,
         }
 
 
@@ -138,6 +155,8 @@ class BridgeSource:
         use_extension: bool | None = None,
         advance_clock: bool = True,
         poses: bool = False,
+        material_rules: MaterialRules | None = None,
+        flavor: str = "auto",
     ) -> None:
         self.client = client
         self.poses = poses
@@ -181,35 +200,88 @@ class BridgeSource:
         needed to ask ahead (an rpclib server on several threads may run a frame's two calls at once)."""
         if not lockstep:
             client.sim_pause(False)  # free run follows a running sim (a previous lockstep run left it paused)
+        if flavor not in FLAVORS:
+            raise RtLidarError(f"flavor {flavor!r}: choose one of {', '.join(FLAVORS)}")
+        self.material_rules = material_rules
+        self.material_assignment: MaterialAssignment | None = None
+        """What the name rules did at connect (None: the map given, or the extension's materials)."""
+        self._cosys: tuple[int, CosysFrame, CellLabels] | None = None
+        self._cosys_grid = CosysGrid.of_preset(preset)
+        self._segment_of_label: dict[str, int] = {}
         self.stats.extension = self._probe_extension() if use_extension is None else use_extension
         if not self.stats.extension:
             if lockstep:
                 self.client.sim_pause(True)
-            first = self.client.get_lidar_data(lidar_name, vehicle_name)  # starts the time origin
-            self._origin_ns = self._last_ns = int(first.time_stamp)
-            self._pose = _pose(first.pose)
+            self.stats.flavor = self._detect_flavor(flavor)
         if not self._material_names:
             self._material_names = load_material_table().names
         names = self._material_names
         default = names.index("concrete") if "concrete" in names else 0
         self._default_material = default
-        self._segment_material = {
-            int(k): names.index(v) for k, v in (material_map or {}).items() if v in names
-        }
         unknown = sorted({v for v in (material_map or {}).values() if v not in names})
         if unknown:
             raise ConfigError(
-                f"material map names unknown materials: {', '.join(unknown)}; the materials are: "
-                f"{', '.join(names)}"
+                f"material map names unknown materials: {', '.join(unknown)} (valid: {', '.join(names)})"
             )
-        if not self.stats.extension and not material_map:
+        # Cosys's CPU lidar names the hit actors: the rules read those names, no ids are set. The ids
+        # are set before the first read, so every answer read is of the ids set.
+        by_ids = not self.stats.extension and self.stats.flavor != "cosys"
+        if by_ids and material_map is None and material_rules is not None:
+            self.material_assignment = assign_segmentation(
+                client, material_rules, names, self._segmentation_names()
+            )
+            material_map = self.material_assignment.segment_material
+            self.stats.materials = self.material_assignment.as_dict()
+        elif self.stats.flavor == "cosys" and material_rules is not None and not self.stats.extension:
+            # the labels are the actors' names: what the rules make of the scene's, said once
+            self.material_assignment = match_scene(client, material_rules)
+            self.stats.materials = self.material_assignment.as_dict()
+        if by_ids and not material_map:
             print(
-                f"rt-lidar: stock getLidarData gives no materials and no --material-map was given: every "
-                f"surface is taken as {names[default]} (write a map of segmentation ids: docs/airsim.md, "
-                "example docs/examples/material-map.toml)",
+                f"rt-lidar: stock getLidarData gives no materials, and neither a --material-map nor name "
+                f"rules were given: every surface is taken as {names[default]} (docs/airsim.md)",
                 file=sys.stderr,
             )
             self.stats.default_material = names[default]
+        self._segment_material_names = dict(material_map or {})
+        self._segment_material = {
+            int(k): names.index(v) for k, v in (material_map or {}).items() if v in names
+        }
+        if self.stats.extension:
+            return
+        if self.stats.flavor == "airsim":
+            first = self.client.get_lidar_data(lidar_name, vehicle_name)  # starts the time origin
+            self._origin_ns = self._last_ns = int(first.time_stamp)
+            self._pose = _pose(first.pose)
+        else:
+            frame = self._read_cosys()
+            self._origin_ns = self._last_ns = int(frame.time_stamp)
+            self._pose = _pose(frame.pose)
+
+    def _segmentation_names(self) -> list[str] | None:
+        """The names Cosys-AirSim's segmentation knows its meshes by (its GPU lidar's colours are theirs);
+        None: the scene's objects (stock AirSim names meshes by their actors)."""
+        if self.stats.flavor != "cosys-gpu":
+            return None
+        try:
+            return [str(n) for n in self.client.rpc.call("simListInstanceSegmentationObjects")]
+        except RpcError:
+            return None
+
+    def _detect_flavor(self, flavor: str) -> str:
+        """The flavor of a server without the extension: as asked, or (``auto``) Cosys-AirSim when its
+        ``getLidarData`` answer carries ``groundtruth``, else stock AirSim."""
+        if flavor != "auto":
+            return flavor
+        raw = self.client.rpc.call("getLidarData", self.lidar_name, self.vehicle_name)
+        return "cosys" if isinstance(raw, Mapping) and "groundtruth" in raw else "airsim"
+
+    def _read_cosys(self) -> CosysFrame:
+        read = read_cosys_gpu if self.stats.flavor == "cosys-gpu" else read_cosys_cpu
+        try:
+            return read(self.client, self.lidar_name, self.vehicle_name)
+        except ValueError as exc:
+            raise RtLidarError(f"the server's {self.stats.flavor} lidar answer: {exc}") from exc
 
     def _probe_extension(self) -> bool:
         """Ask for the extension once; also starts the time origin (an empty or tiny first sweep)."""
@@ -469,6 +541,31 @@ class BridgeSource:
         hits.pose_end = pose_end
         return hits, t0, t1
 
+    def _fetch_cosys(self, local: Firings | None) -> tuple[Hits, int, int]:
+        """A frame served from the latest Cosys-AirSim rotation (read once a rotation: its time stamp
+        moves only when a rotation ends). Lockstep: the frame's own firings; free run: the firings of
+        one sim frame after the previous one (the answer's stamp cannot say how far the sim went)."""
+        frame = self._read_cosys()
+        if self._cosys is None or self._cosys[0] != frame.time_stamp:
+            labels = cell_labels(
+                frame,
+                self._material_names,
+                self.material_rules or _NO_RULES,
+                self._segment_material_names,
+                self._segment_of_label,
+            )
+            self._cosys = (frame.time_stamp, frame, labels)
+        _, frame, labels = self._cosys
+        t0 = self._last_ns if self._last_ns is not None else int(frame.time_stamp)
+        t1 = t0 + round(1e9 / self.sim_hz)
+        if local is None:
+            local = firings_between(self.preset, t0, t1)
+        hits = hits_from_cosys(frame, labels, local, self.preset, self._cosys_grid)
+        err = grid_error_deg(self._cosys_grid, local.azimuth_deg, local.elevation_deg, frame.labels is None)
+        self.stats.grid_error_deg = max(self.stats.grid_error_deg or 0.0, err)
+        hits.pose_end = _pose(frame.pose)
+        return hits, t0, t1
+
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
         """The hits of sim frame ``[t0_ns, t1_ns)``: lockstep advances the sim by exactly that frame and
         checks the answer against ``firings``; free run waits one frame of wall time and takes what the
@@ -491,6 +588,10 @@ class BridgeSource:
             if self.stats.extension:
                 local = firings if self.lockstep else None
                 hits, s0, s1 = self._fetch_extension(local, (t0_ns, t1_ns))
+            elif self.stats.flavor in ("cosys", "cosys-gpu"):
+                hits, s0, s1 = self._fetch_cosys(firings if self.lockstep else None)
+                if self.lockstep:  # the frame's own firings, served from the latest rotation
+                    s0, s1 = t0_ns, t1_ns
             else:
                 hits, s0, s1 = self._fetch_stock(firings if self.lockstep else None)
         hits.pose_start = pose_start
@@ -517,6 +618,9 @@ class BridgeSource:
                     f"frame [{t0}, {t1}) ns: server swept [{s0}, {s1}) with {len(got.firings)} rays, "
                     f"expected {len(local)}"
                 )
+
+
+_NO_RULES = MaterialRules(())
 
 
 def bridge_pipeline(

@@ -97,6 +97,8 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
             lidar_name=args.lidar,
             vehicle_name=args.vehicle,
             material_map=args.material_map,
+            material_rules=args.material_rules,
+            flavor=args.flavor,
             use_extension=False if args.no_extension else None,
             reconnect=args.reconnect,
             realtime=args.realtime,
@@ -194,12 +196,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         camera=args.camera,
         rig=args.rig,
         cast_threads=args.cast_threads,
+        flavor=args.flavor,
         **({"max_rays": args.max_rays} if args.max_rays is not None else {}),
     )
     served = start_embedded_server(opts)
     print(
         f"rt-lidar serve: embedded world '{opts.scene}' with {served.sim.preset.name} on "
-        f"{opts.host}:{served.port} (AirSim API; Ctrl-C stops)",
+        f"{opts.host}:{served.port} (AirSim API{'; Cosys-AirSim lidars' if opts.flavor == 'cosys' else ''}; "
+        "Ctrl-C stops)",
         flush=True,
     )
     stop = threading.Event()
@@ -248,6 +252,13 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--rig", default=None, metavar="RIG.toml", help="serve every lidar of a rig file")
     p.add_argument(
+        "--flavor",
+        choices=("airsim", "cosys"),
+        default="airsim",
+        help="answer getLidarData as stock AirSim (default) or as Cosys-AirSim (organised, groundtruth "
+        "names; also getGPULidarData): docs/simulators.md",
+    )
+    p.add_argument(
         "--cast-threads",
         type=int,
         default=0,
@@ -266,7 +277,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     with output_folder(args.out if args.rig else config.out, args.overwrite):
         if args.rig:  # a sensor rig over the bridge (rt_lidar.rig)
             return run_rig_bridge_from_args(args)
-        summary = run_controller(config)
+        if args.carla:  # a live CARLA server's semantic lidar (rt_lidar.session.carla_live)
+            from rt_lidar.session.carla_live import run_carla
+
+            summary = run_carla(config, args.carla, args.carla_role, args.carla_sensor)
+        else:
+            summary = run_controller(config)
     print_report("run", summary, config.out)
     return 0
 
@@ -346,9 +362,37 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vehicle", default=b.vehicle_name, help="AirSim vehicle name (default: the first)")
     p.add_argument("--material-map", default=None, help="TOML [segments] ID = material (stock AirSim)")
     p.add_argument(
+        "--material-rules",
+        default=None,
+        metavar="FILE",
+        help="TOML [[rules]] pattern = REGEX, material = NAME: actor names -> materials, before the "
+        "shipped rules (stock AirSim / Cosys-AirSim without --material-map; docs/simulators.md)",
+    )
+    p.add_argument(
+        "--flavor",
+        choices=("auto", "airsim", "cosys", "cosys-gpu"),
+        default=b.flavor,
+        help="a server without the extension: stock AirSim, Cosys-AirSim's CPU lidar or its GPU lidar "
+        "(default auto: Cosys when getLidarData carries groundtruth)",
+    )
+    p.add_argument(
         "--no-extension", action="store_true", help="use stock getLidarData even if rtLidarGetHits exists"
     )
     p.add_argument("--reconnect", action="store_true", help="wait for a lost server to come back")
+    p.add_argument(
+        "--carla",
+        default=None,
+        metavar="HOST:PORT",
+        help="a CARLA server instead of AirSim: its semantic lidar, in synchronous mode (needs the carla "
+        "extra; docs/simulators.md)",
+    )
+    p.add_argument("--carla-role", default="hero", help="--carla: role_name of the ego (default hero)")
+    p.add_argument(
+        "--carla-sensor",
+        default=None,
+        metavar="ROLE",
+        help="--carla: attach to the semantic lidar with this role_name instead of spawning one",
+    )
     _add_run_arguments(p, "run")
     add_rig_run_arguments(p)
     p.set_defaults(func=_cmd_run, parser=p)

@@ -115,6 +115,9 @@ class Hits:
     """(rays,) float32 where it leaves it (at most the surface it hit)."""
     spray_density: np.ndarray | None = None
     """(rays,) float32 relative droplet density of that plume (:mod:`rt_lidar.unreal_bridge.world.spray`)."""
+    source_intensity: np.ndarray | None = None
+    """(rays,) float32 the intensity the simulator itself computed (Cosys-AirSim's GPU lidar), kept for
+    comparison; the physics computes its own. None = the source gives none."""
     weather: dict[str, float] | None = None
     """The sim's weather when these rays were cast (a source with :attr:`Capabilities.weather`: the
     server's ``simSetWeatherParameter``), as :class:`~rt_lidar.physics.weather.WeatherConfig` fields;

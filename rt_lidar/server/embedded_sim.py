@@ -35,6 +35,7 @@ from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between, prepare_schedule, schedule_digest
 from rt_lidar.server.lidar_reads import DataRead, HitsRead, SimLidar
+from rt_lidar.server.unreal_names import unreal_actor_names
 from rt_lidar.server.vehicle import BicycleModel
 from rt_lidar.unreal_bridge import (
     CarControls,
@@ -132,6 +133,15 @@ class EmbeddedSim:
         """The driven ego, once ``setCarControls`` or ``simSetVehiclePose`` took it off its script."""
         self.weather: dict[int, float] = {}
         self.weather_enabled = False
+        self.actor_names = unreal_actor_names(world.objects)
+        """Each object's name as an Unreal level would give it (what ``simListSceneObjects`` lists)."""
+        self._by_actor = {actor: name for name, actor in self.actor_names.items()}
+
+    def world_name(self, name: str) -> str | None:
+        """The world's object of an actor name (or of the world's own name), None when unknown."""
+        if name in self._by_actor:
+            return self._by_actor[name]
+        return name if name in self.actor_names else None
 
     # -- clock -----------------------------------------------------------------------------------
     def now_ns(self) -> int:
@@ -206,6 +216,18 @@ class EmbeddedSim:
         if vehicle_name not in ("", self.vehicle_name):
             raise BackendError(f"no vehicle '{vehicle_name}' (this sim has '{self.vehicle_name}')")
         return lidar
+
+    def check_lidar(self, lidar_name: str, vehicle_name: str) -> SimLidar:
+        """The named lidar (``""``: the default one) of the named vehicle; a ``BackendError`` naming what
+        there is otherwise."""
+        return self._check(lidar_name, vehicle_name)
+
+    def frozen_world(self) -> World:
+        """A view of the world as it is now (the driven ego frozen, the segment ids copied): a cast into
+        it outside the call lock answers as the world was at the call."""
+        with self._lock:
+            ego = self.vehicle.frozen() if self.vehicle is not None else self.world.scene.ego
+            return self.world.with_ego(ego)
 
     def take_interval(self, reader: str, lidar: SimLidar) -> tuple[WorldSource, int, int, int]:
         """The interval of ``reader``'s read (its backlog cut to ``max_backlog_s``), the cursor moved on,
@@ -428,26 +450,38 @@ class EmbeddedSim:
             self.controls = controls
 
     def object_pose(self, object_name: str) -> FluPose | None:
-        """A scene object's pose now, None when unknown."""
-        if object_name not in self.world.objects:
+        """A scene object's pose now (by its actor name or the world's), None when unknown."""
+        name = self.world_name(object_name)
+        if name is None:
             return None
-        return _flu(self.world.object_pose(object_name, self.now_ns() * 1e-9))
+        return _flu(self.world.object_pose(name, self.now_ns() * 1e-9))
 
     def list_scene_objects(self, name_regex: str) -> list[str]:
-        """Scene objects whose name fully matches ``name_regex``."""
+        """The actor names (:attr:`actor_names`) that fully match ``name_regex``."""
         try:
             pattern = re.compile(name_regex)
         except re.error as exc:
             raise BackendError(f"simListSceneObjects: bad regex {name_regex!r}: {exc}") from None
-        return [n for n in self.world.objects if pattern.fullmatch(n)]
+        return [a for a in self.actor_names.values() if pattern.fullmatch(a)]
 
     def get_segmentation_object_id(self, mesh_name: str) -> int:
-        """Segment id of a mesh, -1 when unknown."""
-        return int(self.world.segment_ids().get(mesh_name, -1))
+        """Segment id of a mesh (by its actor name or the world's), -1 when unknown."""
+        name = self.world_name(mesh_name)
+        return -1 if name is None else int(self.world.segment_ids().get(name, -1))
 
     def set_segmentation_object_id(self, mesh_name: str, object_id: int, is_name_regex: bool) -> bool:
-        """Set a mesh's segment id (0..255)."""
-        return self.world.set_segment_id(mesh_name, int(object_id), is_regex=bool(is_name_regex))
+        """Set a mesh's segment id (0..255): by actor name (or the world's), or every actor whose name
+        matches the regex (case-insensitive, as AirSim)."""
+        if is_name_regex:
+            try:
+                pattern = re.compile(mesh_name, re.IGNORECASE)
+            except re.error as exc:
+                raise BackendError(f"simSetSegmentationObjectID: bad regex {mesh_name!r}: {exc}") from None
+            names = [n for n, a in self.actor_names.items() if pattern.fullmatch(a)]
+        else:
+            one = self.world_name(mesh_name)
+            names = [] if one is None else [one]
+        return any([self.world.set_segment_id(n, int(object_id)) for n in names])
 
     def settings_string(self) -> str:
         """The settings.json of this sim (its lidar block from the preset; a rig's: every lidar's, by

@@ -51,6 +51,11 @@ class ServeOptions:
     server that shares its cores with a client asking frames ahead, as the demo's: it casts two frames
     at once, docs/performance.md)."""
 
+    flavor: str = spec("airsim", choices=("airsim", "cosys"))
+    """Whose lidar answers: ``airsim`` (stock ``getLidarData``) or ``cosys`` (Cosys-AirSim's organised
+    ``getLidarData`` with ``groundtruth`` names, and ``getGPULidarData``:
+    :mod:`rt_lidar.server.cosys_flavor`)."""
+
     def __post_init__(self) -> None:
         check_fields(self, "serve")
 
@@ -132,6 +137,8 @@ def start_server_process(opts: ServeOptions, timeout_s: float = 60.0) -> tuple[s
         cmd += ["--cast-threads", str(opts.cast_threads)]
     if opts.caster != DEFAULT_CASTER:
         cmd += ["--caster", opts.caster]
+    if opts.flavor != "airsim":
+        cmd += ["--flavor", opts.flavor]
     # stderr goes to a file, not a pipe nobody reads (a full pipe would block the server)
     err_log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (outlives this call: the server writes it)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_log, text=True)
@@ -195,5 +202,9 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
             f"cannot listen on {opts.host}:{opts.port}: {exc.strerror or exc}; "
             "another server there? (--port 0 takes a free port)"
         ) from None
+    if opts.flavor == "cosys":
+        from rt_lidar.server.cosys_flavor import serve_cosys
+
+        serve_cosys(server, sim)
     server.start()
     return EmbeddedServer(server, sim)

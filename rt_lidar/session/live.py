@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rt_lidar.bridge.material_rules import load_material_rules
 from rt_lidar.bridge.server_lidar import ADOPT, resolve_server_preset
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline, parse_address
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
@@ -41,6 +42,14 @@ def load_material_map(path: str | Path) -> dict[int, str]:
                 f"{p}: field 'segments.{key}': key must be an id 0..255 and value a material name"
             )
         out[int(key)] = value
+    from rt_lidar.sensor.materials import load_material_table
+
+    valid = load_material_table().names
+    for key, value in out.items():
+        if value not in valid:
+            raise ConfigError(
+                f"{p}: field 'segments.{key}': unknown material '{value}' (valid: {', '.join(valid)})"
+            )
     return out
 
 
@@ -115,6 +124,9 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
     from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
 
     pacer = RealtimePacer(b.realtime, opts.sim_hz) if b.realtime else None
+    from rt_lidar.sensor.materials import load_material_table
+
+    rules = load_material_rules(b.material_rules, load_material_table().names)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     written = 0
@@ -146,10 +158,14 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
             vehicle_name=b.vehicle_name,
             material_map=material_map,
             use_extension=b.use_extension,
+            material_rules=rules,
+            flavor=b.flavor,
         )
         if pacer is not None:
             pacer.restart()  # anchored at this connection's first frame
             source.pacer = pacer
+        if source.material_assignment is not None:  # one line: what the name rules did
+            print(f"rt-lidar run: {source.material_assignment.summary_line()}", file=sys.stderr, flush=True)
         pipe = bridge_pipeline(
             source, opts.sim_hz, opts.seed, opts.weather, opts.beam, opts.sun, ask_depth=b.ask_ahead
         )

@@ -184,7 +184,7 @@ def test_a_partial_first_scan_against_a_running_server_is_dropped_and_said(
     assert all(s.size > 0.85 * fired_per_scan for s in scans)
 
 
-def test_stock_path_says_its_default_material_and_lists_materials(
+def test_stock_path_says_what_got_which_material_and_lists_materials(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with served("VLP-16") as (_sim, server):
@@ -192,12 +192,21 @@ def test_stock_path_says_its_default_material_and_lists_materials(
         run += ["--no-extension", "--frames", "1", "--quiet"]
         assert main([*run, "--out", str(tmp_path / "a")]) == 0
         err = capsys.readouterr().err
-        assert "every surface is taken as concrete" in err and "docs/airsim.md" in err
+        assert "materials by name rules: 124 objects" in err and "asphalt" in err
+        assert "on the default (concrete)" in err
         bad = tmp_path / "bad.toml"
         bad.write_text('[segments]\n"1" = "tarmac"\n')
         assert main([*run, "--out", str(tmp_path / "b"), "--material-map", str(bad)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "tarmac" in err[0] and "asphalt" in err[0] and "car_paint_red" in err[0]
+
+
+def test_attach_without_rules_says_every_surface_is_concrete(capsys: pytest.CaptureFixture[str]) -> None:
+    with served("VLP-16") as (_sim, server):
+        scans = list(rt_lidar.attach(f"127.0.0.1:{server.port}", "VLP-16", scans=1, stock=True, rules=False))
+    assert scans[0].points.size > 0
+    err = capsys.readouterr().err
+    assert "every surface is taken as concrete" in err
 
 
 def test_a_packet_sink_that_drops_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
