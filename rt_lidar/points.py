@@ -46,6 +46,23 @@ class PointFlag(enum.IntFlag):
     SATURATED = 64
     CROSSTALK = 128
     """A false point from another lidar's pulse (a rig's mutual interference, :mod:`rt_lidar.rig`)."""
+    # Bits 8-15: what an injected fault did to the point (:mod:`rt_lidar.faults`, docs/faults.md).
+    FAULT_DIRT = 256
+    """Seen through a dirty window (power T^2), or a near-range scatter point of the dirt itself."""
+    FAULT_BLINDING = 512
+    """A saturated false detection of a blinding source."""
+    FAULT_POWER = 1024
+    """Its echo power was scaled by a weak channel or the receiver's gain drift."""
+    FAULT_NOISE = 2048
+    """A false detection of a noise burst."""
+    FAULT_RANGE = 4096
+    """Its range is biased (range_bias)."""
+    FAULT_TIMING = 8192
+    """Its time or stamp is off (rotation_wobble, clock_offset, clock_drift)."""
+    FAULT_MOUNT = 16384
+    """Its sensor drifted on its mount (mount_drift)."""
+    FAULT_FROZEN = 32768
+    """A repeat of an earlier scan (frozen)."""
 
 
 def empty_points(n: int = 0) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import Any
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline, parse_address
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError, RtLidarError
+from rt_lidar.faults.wiring import fault_plan
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.sensor.presets import load_preset
@@ -138,6 +139,7 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
                 stamp=opts.stamp,
                 write_scans=opts.write_scans,
                 mount=_mount(client, opts),
+                faults=fault_plan(opts.faults, preset, opts.seed),
             )
         finally:
             pipe.close()

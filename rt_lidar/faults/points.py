@@ -1,0 +1,254 @@
+"""Faults that act on a finished scan's points: false points (dirt's near-range scatter, blinding,
+noise bursts), lost points (blinding), ranges (range bias), firing times (rotation wobble) and the
+frame the points are in (mount drift). Each takes the scan's points and per-point ``extras`` and a
+random stream of its own, and returns them changed with the touched points' fault bits set
+(:class:`~rt_lidar.points.PointFlag`'s ``FAULT_*`` bits, carried in the ``fault_flags`` extra)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rt_lidar.faults.optical import in_azimuth, in_elevation
+from rt_lidar.faults.spec import Blinding, Dirt, MountDrift, NoiseBurst, RangeBias, RotationWobble
+from rt_lidar.points import POINT_DTYPE, PointFlag
+from rt_lidar.sensor.presets import SensorPreset
+
+__all__ = [
+    "FAULT_FLAGS_EXTRA",
+    "Cloud",
+    "add_blinding",
+    "add_dirt_scatter",
+    "add_noise_burst",
+    "apply_mount_drift",
+    "apply_range_bias",
+    "apply_wobble",
+]
+
+FAULT_FLAGS_EXTRA = "fault_flags"
+"""The per-point extra (uint16) holding the fault bits of every point (0 = untouched)."""
+
+
+@dataclass
+class Cloud:
+    """A scan's points being faulted: points, aligned extras, their fault bits and the scan's times."""
+
+    points: np.ndarray
+    extras: dict[str, np.ndarray]
+    bits: np.ndarray
+    start_ns: int
+    period_ns: int
+    preset: SensorPreset
+    added: int = 0
+    """False points the faults added to this scan so far."""
+    removed: int = 0
+    """Points the faults removed from it so far."""
+
+    def take(self, keep: np.ndarray) -> None:
+        """Keep only the points where ``keep`` is True."""
+        self.points = self.points[keep]
+        self.bits = self.bits[keep]
+        self.extras = {k: v[keep] for k, v in self.extras.items()}
+
+    def add(self, new: np.ndarray, bit: int) -> None:
+        """Append false points ``new`` (their extras 0), flagged ``bit``, keeping time order."""
+        if new.size == 0:
+            return
+        pts = np.concatenate([self.points, new])
+        bits = np.concatenate([self.bits, np.full(new.size, bit, np.uint16)])
+        extras = {k: np.concatenate([v, np.zeros(new.size, v.dtype)]) for k, v in self.extras.items()}
+        order = np.argsort(pts["t"], kind="stable")
+        self.points, self.bits = pts[order], bits[order]
+        self.extras = {k: v[order] for k, v in extras.items()}
+
+    def count(self, kind: str, n: int) -> None:
+        """Record ``n`` points added (or removed, negative) by fault ``kind``."""
+        if n > 0:
+            self.added += int(n)
+        else:
+            self.removed -= int(n)
+
+
+def _azimuth(points: np.ndarray) -> np.ndarray:
+    return np.degrees(np.arctan2(points["y"].astype(np.float64), points["x"].astype(np.float64)))
+
+
+def _elevation(points: np.ndarray) -> np.ndarray:
+    xy = np.hypot(points["x"].astype(np.float64), points["y"].astype(np.float64))
+    return np.degrees(np.arctan2(points["z"].astype(np.float64), xy))
+
+
+def _ring_times(preset: SensorPreset, cloud: Cloud, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """``n`` random (ring, t from the scan start, azimuth, elevation) firings of the scan: the azimuth
+    a rotating sensor points at time t, the ring's elevation."""
+    ring = rng.integers(0, preset.n_rings, n)
+    t = np.sort(rng.integers(0, cloud.period_ns, n))
+    s = preset.scan
+    sign = -1.0 if s.rotation_direction == "cw" else 1.0
+    az = s.scan_start_azimuth_deg + sign * 360.0 * t / cloud.period_ns + np.asarray(preset.azimuth_offsets_deg)[ring]
+    el = np.asarray(preset.elevations_deg, np.float64)[ring]
+    return ring, t, az, el
+
+
+def _false_points(
+    ring: np.ndarray, t: np.ndarray, az: np.ndarray, el: np.ndarray, r: np.ndarray, intensity: np.ndarray
+) -> np.ndarray:
+    out = np.zeros(ring.size, POINT_DTYPE)
+    a, e = np.radians(az), np.radians(el)
+    out["x"] = r * np.cos(e) * np.cos(a)
+    out["y"] = r * np.cos(e) * np.sin(a)
+    out["z"] = r * np.sin(e)
+    out["intensity"] = intensity
+    out["ring"] = ring
+    out["t"] = t
+    return out
+
+
+def _pulses_in(cloud: Cloud, az_span: tuple[float, float], el_span: tuple[float, float] | None) -> float:
+    """How many of the scan's pulses fire into the sector (rings in ``el_span`` x azimuth share)."""
+    p = cloud.preset
+    lo, hi = az_span
+    share = 1.0 if hi - lo >= 360.0 else ((hi - lo) % 360.0) / 360.0
+    rings = int(np.count_nonzero(in_elevation(np.asarray(p.elevations_deg), el_span)))
+    from rt_lidar.sensor.scan_pattern import firings_per_scan
+
+    return firings_per_scan(p) * share * rings / max(p.n_rings, 1)
+
+
+def _sector_points(
+    cloud: Cloud,
+    rng: np.random.Generator,
+    expected: float,
+    az_span: tuple[float, float],
+    el_span: tuple[float, float] | None,
+) -> tuple[np.ndarray, ...]:
+    """Random firings of the scan inside a sector, Poisson(``expected``) of them."""
+    n = int(rng.poisson(max(expected, 0.0)))
+    if n == 0:
+        return tuple(np.empty(0) for _ in range(4))
+    # draw more than needed over the whole turn and keep those in the sector
+    share = max(_pulses_in(cloud, az_span, el_span) / max(_pulses_in(cloud, (0.0, 360.0), None), 1.0), 1e-3)
+    ring, t, az, el = _ring_times(cloud.preset, cloud, int(n / share * 1.5) + 16, rng)
+    sel = np.flatnonzero(in_azimuth(az, az_span) & in_elevation(el, el_span))[:n]
+    return ring[sel], t[sel], az[sel], el[sel]
+
+
+def add_dirt_scatter(cloud: Cloud, fault: Dirt, rng: np.random.Generator) -> None:
+    """Near-range points scattered by the contamination on the window: a share of the dirty sector's
+    pulses (``scatter_rate``, by default 5 % of the light the dirt takes, 0.05 * (1 - T)) report an
+    echo within a metre beyond the minimum range, weak, as droplets or mud on a cover do."""
+    rate = fault.scatter_rate if fault.scatter_rate is not None else 0.05 * (1.0 - fault.transmission)
+    expected = rate * _pulses_in(cloud, fault.azimuth_deg, fault.elevation_deg)
+    ring, t, az, el = _sector_points(cloud, rng, expected, fault.azimuth_deg, fault.elevation_deg)
+    if ring.size == 0:
+        return
+    p = cloud.preset
+    lo, hi = fault.scatter_range_m or (p.range.min_m, p.range.min_m + 1.0)
+    r = rng.uniform(lo, hi, ring.size)
+    inten = rng.uniform(0.0, 0.1, ring.size) * p.output.intensity_max
+    cloud.add(_false_points(ring, t, az, el, r, inten), int(PointFlag.FAULT_DIRT))
+    cloud.count("dirt", ring.size)
+
+
+def add_blinding(cloud: Cloud, fault: Blinding, rng: np.random.Generator) -> None:
+    """A bright source in the sector: its returns lost (share ``drop``), and saturated false detections
+    at random ranges from a share ``false_rate`` of its pulses."""
+    pts = cloud.points
+    inside = in_azimuth(_azimuth(pts), fault.azimuth_deg) & in_elevation(_elevation(pts), fault.elevation_deg)
+    lost = inside & (rng.random(pts.size) < fault.drop)
+    if lost.any():
+        cloud.take(~lost)
+        cloud.count("blinding", -int(lost.sum()))
+    expected = fault.false_rate * _pulses_in(cloud, fault.azimuth_deg, fault.elevation_deg)
+    ring, t, az, el = _sector_points(cloud, rng, expected, fault.azimuth_deg, fault.elevation_deg)
+    if ring.size:
+        p = cloud.preset
+        r = rng.uniform(p.range.min_m, p.range.max_m, ring.size)
+        inten = np.full(ring.size, p.output.intensity_max)
+        new = _false_points(ring, t, az, el, r, inten)
+        new["flags"] = int(PointFlag.SATURATED)
+        cloud.add(new, int(PointFlag.FAULT_BLINDING))
+        cloud.count("blinding", ring.size)
+
+
+def add_noise_burst(cloud: Cloud, fault: NoiseBurst, rng: np.random.Generator, active_s: float) -> None:
+    """False detections at ``rate_hz`` over the ``active_s`` seconds of the scan the burst covers."""
+    expected = fault.rate_hz * active_s
+    ring, t, az, el = _sector_points(cloud, rng, expected, fault.azimuth_deg, None)
+    if ring.size == 0:
+        return
+    p = cloud.preset
+    lo, hi = fault.range_m or (p.range.min_m, p.range.max_m)
+    r = rng.uniform(lo, hi, ring.size)
+    inten = rng.uniform(0.0, 0.2, ring.size) * p.output.intensity_max
+    new = _false_points(ring, t, az, el, r, inten)
+    new["flags"] = int(PointFlag.AMBIENT_NOISE)
+    cloud.add(new, int(PointFlag.FAULT_NOISE))
+    cloud.count("noise_burst", ring.size)
+
+
+def _elapsed_s(cloud: Cloud, start_s: float) -> np.ndarray:
+    return (cloud.start_ns + cloud.points["t"].astype(np.int64)) * 1e-9 - start_s
+
+
+def apply_range_bias(cloud: Cloud, fault: RangeBias, on: np.ndarray) -> None:
+    """Ranges of the points ``on`` read ``r * scale(t) + offset(t)`` (along each point's ray)."""
+    pts = cloud.points
+    dt = _elapsed_s(cloud, fault.start_s)[on]
+    xyz = np.stack([pts["x"][on], pts["y"][on], pts["z"][on]], axis=1).astype(np.float64)
+    r = np.linalg.norm(xyz, axis=1)
+    scale = fault.scale + fault.scale_drift_per_s * dt
+    biased = np.maximum(r * scale + fault.offset_m + fault.offset_drift_m_per_s * dt, 0.0)
+    ratio = np.divide(biased, r, out=np.zeros_like(r), where=r > 0)
+    for k, axis in enumerate("xyz"):
+        pts[axis][on] = (xyz[:, k] * ratio).astype(np.float32)
+    cloud.bits[on] |= int(PointFlag.FAULT_RANGE)
+
+
+def apply_wobble(cloud: Cloud, fault: RotationWobble, on: np.ndarray) -> None:
+    """The rotor's phase leads the nominal by ``amplitude_deg * sin(2 pi t / period_s)``: the firing
+    that looked at a point's azimuth happened that much earlier (later where it lags)."""
+    p = cloud.preset
+    if p.scan.pattern != "rotating" or not on.any():
+        return
+    deg_per_ns = 360.0 * p.scan.rotation_hz * 1e-9
+    t_abs = cloud.start_ns + cloud.points["t"].astype(np.int64)
+    lead = fault.amplitude_deg * np.sin(2.0 * math.pi * (t_abs * 1e-9 - fault.start_s) / fault.period_s)
+    shift = np.round(lead / deg_per_ns).astype(np.int64)
+    t = cloud.points["t"].astype(np.int64)
+    t[on] -= shift[on]
+    cloud.points["t"] = t
+    cloud.bits[on] |= int(PointFlag.FAULT_TIMING)
+    order = np.argsort(cloud.points["t"], kind="stable")
+    if not np.array_equal(order, np.arange(order.size)):
+        cloud.take(order)
+
+
+def _rotation(rpy_deg: np.ndarray) -> np.ndarray:
+    r, p, y = np.radians(rpy_deg)
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
+
+
+def apply_mount_drift(cloud: Cloud, fault: MountDrift, dt_s: float) -> None:
+    """The sensor turned by ``rpy_deg_per_s * dt`` and moved by ``xyz_m_per_s * dt`` on its mount: a
+    point p of the calibrated sensor frame is seen at R^T (p - d) (the rays' samples of the world are
+    taken as unchanged, a small-drift approximation)."""
+    if dt_s <= 0 or cloud.points.size == 0:
+        return
+    rot = _rotation(np.asarray(fault.rpy_deg_per_s) * dt_s)
+    d = np.asarray(fault.xyz_m_per_s) * dt_s
+    pts = cloud.points
+    xyz = np.stack([pts["x"], pts["y"], pts["z"]], axis=1).astype(np.float64)
+    moved = (xyz - d) @ rot  # rows: R^T (p - d)
+    for k, axis in enumerate("xyz"):
+        pts[axis] = moved[:, k].astype(np.float32)
+    cloud.bits |= int(PointFlag.FAULT_MOUNT)
