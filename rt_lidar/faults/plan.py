@@ -28,6 +28,8 @@ from rt_lidar.faults.points import (
 from rt_lidar.faults.spec import (
     NETWORK_KINDS,
     Blinding,
+    Blockage,
+    DeadChannel,
     ClockDrift,
     ClockOffset,
     Dirt,
@@ -180,7 +182,16 @@ class FaultPlan:
             t_abs = (cloud.start_ns + cloud.points["t"].astype(np.int64)) * 1e-9
             on = (t_abs >= f.start_s) & (True if f.end_s is None else t_abs < f.end_s)
             rng = self._rng(rec.index, scan)
-            if isinstance(f, Dirt):
+            if isinstance(f, (Blockage, DeadChannel)):  # the noise's false alarms go too: no light, no signal
+                if isinstance(f, Blockage):
+                    az, el = _angles(cloud)
+                    gone = on & in_azimuth(az, f.azimuth_deg) & in_elevation(el, f.elevation_deg)
+                else:
+                    gone = on & np.isin(cloud.points["ring"], np.asarray(f.rings))
+                if gone.any():
+                    cloud.take(~gone)
+                    cloud.count(f.kind, -int(gone.sum()))
+            elif isinstance(f, Dirt):
                 az, el = _angles(cloud)
                 sel = on & in_azimuth(az, f.azimuth_deg) & in_elevation(el, f.elevation_deg)
                 cloud.bits[sel] |= int(PointFlag.FAULT_DIRT)
