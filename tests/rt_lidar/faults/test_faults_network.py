@@ -1,0 +1,165 @@
+"""Network faults as real decoders see them: velodyne-decoder and ouster-sdk (its own venv) count the
+datagrams lost and out of order in pcaps written through the faults; the stream's messages too."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rt_lidar.faults.spec import faults_from_table
+from rt_lidar.faults.wiring import fault_plan
+from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sinks.base import SinkContext
+from rt_lidar.sinks.ouster import ouster_pcap_sink
+from rt_lidar.sinks.pcap import read_pcap_udp
+from rt_lidar.sinks.velodyne import velodyne_pcap_sink
+
+ROOT = Path(__file__).resolve().parents[3]
+OUSTER_PEER = ROOT / ".venv-ouster" / "bin" / "python"
+if not OUSTER_PEER.exists():
+    OUSTER_PEER = Path("/work/main/.venv-ouster/bin/python")
+
+
+def _scans(preset: str, n: int) -> list[Scan]:
+    built = build_pipeline(preset, "street", seed=0)
+    try:
+        return built.pipeline.scans(n)
+    finally:
+        built.pipeline.close()
+
+
+def _write(sink, preset: str, scans, faults=()):
+    plan = fault_plan(faults_from_table({"fault": list(faults)}, "test"), load_preset(preset), 7)
+    sink.open(SinkContext(load_preset(preset), faults=plan))
+    for s in scans:
+        got = plan.on_scan(s) if plan else s
+        if got is not None:  # None: the sensor is down (a run's loop holds it back)
+            sink.write(got)
+    sink.close()
+    return plan, sink
+
+
+def test_velodyne_decoder_counts_lost_and_reordered_packets(tmp_path):
+    vd = pytest.importorskip("velodyne_decoder")
+    scans = _scans("VLP-16", 3)
+    faults = [{"kind": "packet_loss", "rate": 0.1, "burst": 3.0}, {"kind": "reorder", "rate": 0.05, "depth": 4}]
+    _write(velodyne_pcap_sink(str(tmp_path / "clean.pcap"), {"position_hz": "0"}), "VLP-16", scans)
+    plan, sink = _write(
+        velodyne_pcap_sink(str(tmp_path / "lossy.pcap"), {"position_hz": "0"}), "VLP-16", scans, faults
+    )
+    counts = sink.packetizer.net.counts
+    cfg = vd.Config(model=vd.Model.VLP16)
+
+    def device_stamps(path: Path) -> np.ndarray:
+        """Each datagram decoded alone by velodyne-decoder: its device time (s), in capture order."""
+        out = []
+        for rec in read_pcap_udp(path):
+            dec = vd.ScanDecoder(cfg)
+            stamp, _pts = dec.decode(vd.PacketVector([vd.VelodynePacket(rec.stamp_ns * 1e-9, rec.payload)]))
+            out.append(stamp.device)
+        return np.array(out)
+
+    clean, lossy = device_stamps(tmp_path / "clean.pcap"), device_stamps(tmp_path / "lossy.pcap")
+    assert np.all(np.diff(clean) > 0)
+    lost = len(set(np.round(clean * 1e6).tolist()) - set(np.round(lossy * 1e6).tolist()))
+    late = int(np.count_nonzero(lossy < np.maximum.accumulate(lossy)))
+    assert lost == counts["lost"] > 0.05 * clean.size
+    assert late == counts["reordered"] > 0
+    assert lossy.size == clean.size - lost
+    report = plan.report()
+    assert report[0]["injected"]["packets"]["velodyne-pcap.lost"] == lost
+    # the decoder's own pcap reader still makes clouds of what came
+    got = sum(p.shape[0] for _s, p in vd.read_pcap(str(tmp_path / "lossy.pcap"), cfg))
+    want = sum(p.shape[0] for _s, p in vd.read_pcap(str(tmp_path / "clean.pcap"), cfg))
+    assert 0.7 * want < got < want
+
+
+def test_duplicates_delay_and_truncation_in_the_pcap(tmp_path):
+    scans = _scans("VLP-16", 2)
+    faults = [
+        {"kind": "duplicate", "rate": 0.1},
+        {"kind": "truncate", "rate": 0.1, "bytes": 100},
+        {"kind": "delay", "delay_ms": 3.0, "jitter_ms": 0.5},
+    ]
+    _write(velodyne_pcap_sink(str(tmp_path / "clean.pcap"), {"position_hz": "0"}), "VLP-16", scans)
+    _, sink = _write(velodyne_pcap_sink(str(tmp_path / "bad.pcap"), {"position_hz": "0"}), "VLP-16", scans, faults)
+    clean, bad = list(read_pcap_udp(tmp_path / "clean.pcap")), list(read_pcap_udp(tmp_path / "bad.pcap"))
+    c = sink.packetizer.net.counts
+    assert len(bad) == len(clean) + c["duplicated"] and c["duplicated"] > 0
+    assert sum(len(r.payload) == 100 for r in bad) >= c["truncated"] > 0
+    first = {r.payload[-6:-2]: r.stamp_ns for r in reversed(clean)}  # the packet's own stamp bytes
+    delays = [r.stamp_ns - first[r.payload[-6:-2]] for r in bad if len(r.payload) == 1206]
+    assert 3.0e6 <= min(delays) and max(delays) <= 3.5e6 + 1
+    assert all(b.stamp_ns >= a.stamp_ns for a, b in zip(bad, bad[1:]))  # captured in arrival order
+
+
+OUSTER_READER = """
+import sys, json, numpy as np
+from ouster.sdk import open_source
+from ouster.sdk.core import ChanField
+src = open_source(sys.argv[1], meta=[sys.argv[2]], index=False)
+out = []
+for fs in src:
+    s = fs[0]
+    out.append({"fid": int(s.frame_id), "missing_cols": int(np.count_nonzero(s.status == 0)),
+                "range_sum": int(s.field(ChanField.RANGE).astype(np.int64).sum())})
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not OUSTER_PEER.exists(), reason="ouster-sdk peer venv absent: tools/setup_ouster_peer.sh")
+def test_ouster_sdk_sees_the_lost_packets_as_missing_columns(tmp_path):
+    scans = _scans("OS1-64", 3)
+    _, sink = _write(
+        ouster_pcap_sink(str(tmp_path / "os.pcap"), {"profile": "RNG19"}),
+        "OS1-64",
+        scans,
+        [{"kind": "packet_loss", "rate": 0.08, "burst": 2.0, "sink": "ouster-pcap"}],
+    )
+    _write(ouster_pcap_sink(str(tmp_path / "clean.pcap"), {"profile": "RNG19"}), "OS1-64", scans)
+    (tmp_path / "r.py").write_text(OUSTER_READER)
+
+    def read(name: str) -> list[dict]:
+        proc = subprocess.run(
+            [str(OUSTER_PEER), str(tmp_path / "r.py"), str(tmp_path / f"{name}.pcap"), str(tmp_path / f"{name}.json")],
+            capture_output=True, text=True, timeout=120, check=True,
+        )
+        return json.loads(proc.stdout)
+
+    clean, lossy = read("clean"), read("os")
+    data = {n: sum(r.dst_port == 7502 for r in read_pcap_udp(tmp_path / f"{n}.pcap")) for n in ("clean", "os")}
+    lost = data["clean"] - data["os"]  # lidar packets (the IMU's are lost too: counted apart)
+    assert 0 < lost <= sink.packetizer.net.counts["lost"]
+    assert sum(f["missing_cols"] for f in clean) == 0
+    cpp = 16  # columns per packet of the OS1-64's 1024x10 mode
+    assert sum(f["missing_cols"] for f in lossy) == lost * cpp
+    assert [f["fid"] for f in lossy] == [f["fid"] for f in clean]
+
+
+def test_ouster_reboot_brings_a_new_init_id_and_frame_ids_from_zero(tmp_path):
+    from rt_lidar.sinks.ouster import OusterPacketizer
+
+    scans = _scans("OS1-64", 4)
+    plan, sink = _write(
+        ouster_pcap_sink(str(tmp_path / "os.pcap"), {"profile": "RNG19"}),
+        "OS1-64",
+        scans,
+        [{"kind": "reboot", "start_s": 0.1, "end_s": 0.2}],
+    )
+    inner = sink.packetizer.inner
+    assert isinstance(inner, OusterPacketizer)
+    rows = [r.payload for r in read_pcap_udp(tmp_path / "os.pcap") if r.dst_port == 7502]
+    pk = np.frombuffer(b"".join(rows), inner.packet_dtype)
+    init = pk["init"].astype(np.int64) @ np.array([1, 1 << 8, 1 << 16])
+    fid = pk["fid"].astype(np.int64)
+    per_scan = len(inner.packets)
+    assert len(rows) == 3 * per_scan  # scan 1 was never sent
+    assert len(set(init[:per_scan].tolist())) == 1 and init[per_scan] != init[0]
+    assert fid[:per_scan].tolist() == [0] * per_scan
+    assert fid[per_scan:].tolist() == [0] * per_scan + [1] * per_scan  # scans 2, 3 after the boot
