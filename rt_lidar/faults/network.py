@@ -128,21 +128,16 @@ class FaultyPacketizer:
         self._make = make
         self._context = context
         self.inner = make(context)
+        self.preset = self.inner.preset
+        self.ports = self.inner.ports
         self.net = net
         self.boot = 0
         self._held: list[tuple[int, int, str, bytes]] = []
         self._seq = 0
 
     @property
-    def preset(self) -> Any:
-        return self.inner.preset
-
-    @property
-    def ports(self) -> dict[str, int]:
-        return self.inner.ports
-
-    @property
     def epoch_ns(self) -> int:
+        """The wrapped packetizer's epoch (the run's stamp clock sets it)."""
         return self.inner.epoch_ns
 
     @epoch_ns.setter
@@ -177,7 +172,9 @@ class FaultyPacketizer:
                     np.append(last.send_ns, arrival),
                 )
             else:
-                out.append(PacketBatch(port, np.frombuffer(data, np.uint8)[None, :].copy(), np.array([arrival])))
+                out.append(
+                    PacketBatch(port, np.frombuffer(data, np.uint8)[None, :].copy(), np.array([arrival]))
+                )
         return out
 
     def packetize(self, scan: Scan) -> list[PacketBatch]:

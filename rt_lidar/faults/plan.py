@@ -29,9 +29,9 @@ from rt_lidar.faults.spec import (
     NETWORK_KINDS,
     Blinding,
     Blockage,
-    DeadChannel,
     ClockDrift,
     ClockOffset,
+    DeadChannel,
     Dirt,
     Fault,
     Frozen,
@@ -145,7 +145,7 @@ class FaultPlan:
             f = rec.fault
             if isinstance(f, Reboot):
                 assert f.end_s is not None
-                if f.start_s <= t0 < f.end_s:
+                if t0 < f.end_s and t1 > f.start_s:  # down for (part of) this scan: nothing of it
                     rec.hit(t0)
                     rec.scans_dropped += 1
                     return None
@@ -197,7 +197,11 @@ class FaultPlan:
                 cloud.bits[sel] |= int(PointFlag.FAULT_DIRT)
                 add_dirt_scatter(cloud, f, rng)
             elif isinstance(f, (WeakChannel, GainDrift)):
-                sel = on & np.isin(cloud.points["ring"], np.asarray(f.rings)) if isinstance(f, WeakChannel) else on
+                sel = (
+                    on & np.isin(cloud.points["ring"], np.asarray(f.rings))
+                    if isinstance(f, WeakChannel)
+                    else on
+                )
                 cloud.bits[sel] |= int(PointFlag.FAULT_POWER)
             elif isinstance(f, Blinding):
                 add_blinding(cloud, f, rng)

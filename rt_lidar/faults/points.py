@@ -80,14 +80,20 @@ def _elevation(points: np.ndarray) -> np.ndarray:
     return np.degrees(np.arctan2(points["z"].astype(np.float64), xy))
 
 
-def _ring_times(preset: SensorPreset, cloud: Cloud, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+def _ring_times(
+    preset: SensorPreset, cloud: Cloud, n: int, rng: np.random.Generator
+) -> tuple[np.ndarray, ...]:
     """``n`` random (ring, t from the scan start, azimuth, elevation) firings of the scan: the azimuth
     a rotating sensor points at time t, the ring's elevation."""
     ring = rng.integers(0, preset.n_rings, n)
     t = np.sort(rng.integers(0, cloud.period_ns, n))
     s = preset.scan
     sign = -1.0 if s.rotation_direction == "cw" else 1.0
-    az = s.scan_start_azimuth_deg + sign * 360.0 * t / cloud.period_ns + np.asarray(preset.azimuth_offsets_deg)[ring]
+    az = (
+        s.scan_start_azimuth_deg
+        + sign * 360.0 * t / cloud.period_ns
+        + np.asarray(preset.azimuth_offsets_deg)[ring]
+    )
     el = np.asarray(preset.elevations_deg, np.float64)[ring]
     return ring, t, az, el
 
@@ -211,9 +217,10 @@ def apply_wobble(cloud: Cloud, fault: RotationWobble, on: np.ndarray) -> None:
     """The rotor's phase leads the nominal by ``amplitude_deg * sin(2 pi t / period_s)``: the firing
     that looked at a point's azimuth happened that much earlier (later where it lags)."""
     p = cloud.preset
-    if p.scan.pattern != "rotating" or not on.any():
+    hz = p.scan.rotation_hz
+    if p.scan.pattern != "rotating" or not hz or not on.any():
         return
-    deg_per_ns = 360.0 * p.scan.rotation_hz * 1e-9
+    deg_per_ns = 360.0 * hz * 1e-9
     t_abs = cloud.start_ns + cloud.points["t"].astype(np.int64)
     lead = fault.amplitude_deg * np.sin(2.0 * math.pi * (t_abs * 1e-9 - fault.start_s) / fault.period_s)
     shift = np.round(lead / deg_per_ns).astype(np.int64)

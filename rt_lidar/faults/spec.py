@@ -425,5 +425,7 @@ def check_rings(faults: tuple[Fault, ...], n_rings: int, sensor: str, source: st
         for ring in getattr(f, "rings", ()):
             if ring >= n_rings:
                 raise FieldError(
-                    source, f"fault[{i}].rings", f"ring {ring} is not one of {sensor}'s rings 0..{n_rings - 1}"
+                    source,
+                    f"fault[{i}].rings",
+                    f"ring {ring} is not one of {sensor}'s rings 0..{n_rings - 1}",
                 )

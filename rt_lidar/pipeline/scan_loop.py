@@ -153,7 +153,7 @@ def drive_scans(
     progress: bool = True,
     lockstep: bool = False,
     stop_on: tuple[type[BaseException], ...] = (),
-    post: Callable[[Scan], Scan] | None = None,
+    post: Callable[[Scan], Scan | None] | None = None,
     stamp: str = "sim",
     mount: tuple[float, ...] | None = None,
     write_scans: bool = True,

@@ -278,7 +278,8 @@ class OusterPacketizer:
         else:
             cols["status"] = valid
             pk["type"] = 1
-            pk["fid"] = (scan.index - self.frame_base) & (0xFFFFFFFF if fmt.profile in FUSA_HEADER else 0xFFFF)
+            fid_mask = 0xFFFFFFFF if fmt.profile in FUSA_HEADER else 0xFFFF
+            pk["fid"] = (scan.index - self.frame_base) & fid_mask
             pk["init"] = np.frombuffer(fmt.init_id.to_bytes(3, "little"), np.uint8)
             pk["sn"] = np.frombuffer(fmt.prod_sn.to_bytes(5, "little"), np.uint8)
         raw = pk.view(np.uint8).reshape(len(pk), -1)

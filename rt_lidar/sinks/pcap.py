@@ -288,9 +288,8 @@ class PacketPcapSink:
 
     def open(self, context: SinkContext) -> None:
         """Create the packetizer and the file; write the resolved config beside it."""
-        from rt_lidar.sinks.files import write_resolved_config
-
         from rt_lidar.faults.network import network_packetizer
+        from rt_lidar.sinks.files import write_resolved_config
 
         self._context = context
         self.packetizer = network_packetizer(self._make, context, "pcap")

@@ -62,7 +62,9 @@ def clean():
 
 def test_dirt_takes_t_squared_off_the_echo_in_its_sector(clean):
     t = 0.4
-    dirty, _, plan = _run(_faults({"kind": "dirt", "transmission": t, "azimuth_deg": [-60, 60], "scatter_rate": 0}))
+    dirty, _, plan = _run(
+        _faults({"kind": "dirt", "transmission": t, "azimuth_deg": [-60, 60], "scatter_rate": 0})
+    )
     for c, d in zip(clean, dirty, strict=True):
         cin, din = np.abs(_az(c.points)) < 55, np.abs(_az(d.points)) < 55
         assert din.sum() < cin.sum()  # weak returns fall below the threshold
@@ -77,7 +79,9 @@ def test_dirt_takes_t_squared_off_the_echo_in_its_sector(clean):
 
 
 def test_dirt_scatter_points_lie_near_the_window():
-    pts, _, plan = _run(_faults({"kind": "dirt", "transmission": 0.5, "azimuth_deg": [-30, 30], "scatter_rate": 0.1}))
+    pts, _, plan = _run(
+        _faults({"kind": "dirt", "transmission": 0.5, "azimuth_deg": [-30, 30], "scatter_rate": 0.1})
+    )
     preset = load_preset(PRESET)
     for s in pts:
         near = (_range(s.points) < preset.range.min_m + 1.0) & (s.extras[FAULT_FLAGS_EXTRA] > 0)
@@ -109,7 +113,10 @@ def test_weak_channel_and_noise_burst(clean):
         weak, was = real[real["ring"] == 4], c.points[c.points["ring"] == 4]
         assert weak.size < was.size
         assert _matched_ratio(was, weak) == pytest.approx(0.05, rel=0.1)
-        assert np.all(s.extras[FAULT_FLAGS_EXTRA][s.points["ring"] == 4] & int(PointFlag.FAULT_POWER | PointFlag.FAULT_NOISE))
+        assert np.all(
+            s.extras[FAULT_FLAGS_EXTRA][s.points["ring"] == 4]
+            & int(PointFlag.FAULT_POWER | PointFlag.FAULT_NOISE)
+        )
     noise = [int(np.count_nonzero(s.extras[FAULT_FLAGS_EXTRA] & int(PointFlag.FAULT_NOISE))) for s in got]
     assert noise[0] == 0 and noise[2] == 0
     assert noise[1] == pytest.approx(50_000 * 0.1, rel=0.1)  # Poisson(5000) over the 0.1 s scan

@@ -30,7 +30,8 @@ def test_every_kind_loads_with_its_defaults(tmp_path):
     kinds = [k for fam in FAULT_FAMILIES.values() for k in fam]
     assert sorted(kinds) == sorted(FAULT_KINDS)
     text = "".join(
-        f'[[fault]]\nkind = "{k}"\n' + ("rings = [1]\n" if "channel" in k else "")
+        f'[[fault]]\nkind = "{k}"\n'
+        + ("rings = [1]\n" if "channel" in k else "")
         + ("end_s = 1.0\n" if k == "reboot" else "")
         for k in kinds
     )
@@ -43,7 +44,7 @@ def test_every_kind_loads_with_its_defaults(tmp_path):
     [
         ('kind = "dirt"\ntransmission = 1.5', "fault[1].transmission", "must be in [0, 1]"),
         ('kind = "smoke"', "fault[1].kind", "must be one of blockage"),
-        ('transmission = 0.5', "fault[1].kind", "is required"),
+        ("transmission = 0.5", "fault[1].kind", "is required"),
         ('kind = "reboot"\nstart_s = 1.0', "fault[1].end_s", "is required for a reboot"),
         ('kind = "blockage"\nstart_s = 2.0\nend_s = 1.0', "fault[1].end_s", "must be > start_s"),
         ('kind = "dirt"\nwindow = 3', "fault[1].window", "unknown key"),
@@ -79,7 +80,17 @@ def test_faults_ride_in_config_json_and_read_back(tmp_path):
 def test_cli_prints_one_line_and_exits_2(tmp_path):
     path = _write(tmp_path, '[[fault]]\nkind = "dirt"\ntransmission = 2\n')
     proc = subprocess.run(
-        [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--in-process", "--frames", "1", "--faults", str(path)],
+        [
+            sys.executable,
+            "-m",
+            "rt_lidar.cli.main",
+            "demo",
+            "--in-process",
+            "--frames",
+            "1",
+            "--faults",
+            str(path),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
