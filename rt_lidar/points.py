@@ -3,7 +3,8 @@
 Fields: ``x, y, z`` float32 metres in the sensor frame (x forward, y left, z up, as ROS),
 ``intensity`` float32 in the sensor's own output units, ``reflectivity`` float32 calibrated 0..1 of a
 Lambertian target, ``ring`` uint16, ``t`` int64 nanoseconds from the scan start, ``return_id`` uint8,
-``flags`` uint8 (see :class:`PointFlag`), ``segment`` uint32 (segmentation id of the surface hit).
+``flags`` uint16 (see :class:`PointFlag`: bits 0-7 what the physics made of the point, bits 8-15 what
+an injected fault did to it, docs/faults.md), ``segment`` uint32 (segmentation id of the surface hit).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ POINT_DTYPE = np.dtype(
         ("ring", np.uint16),
         ("t", np.int64),
         ("return_id", np.uint8),
-        ("flags", np.uint8),
+        ("flags", np.uint16),
         ("segment", np.uint32),
     ]
 )
-"""Packed structured dtype, 36 bytes a point, field order fixed."""
+"""Packed structured dtype, 37 bytes a point, field order fixed (``flags`` widened to uint16 for the
+fault bits 8-15, issue 42: it was uint8 and 36 bytes)."""
 
 POINT_FIELDS: tuple[str, ...] = tuple(POINT_DTYPE.names or ())
 

@@ -16,7 +16,6 @@ import numpy as np
 
 from rt_lidar.faults.optical import POWER_KINDS, in_azimuth, in_elevation, with_power_faults
 from rt_lidar.faults.points import (
-    FAULT_FLAGS_EXTRA,
     Cloud,
     add_blinding,
     add_dirt_scatter,
@@ -157,10 +156,10 @@ class FaultPlan:
                 rec.hit(t0)
                 rec.scans_repeated += 1
                 old = self._last_good
-                bits = old.extras.get(FAULT_FLAGS_EXTRA, np.zeros(old.points.size, np.uint16))
-                extras = {**old.extras, FAULT_FLAGS_EXTRA: bits | int(PointFlag.FAULT_FROZEN)}
+                points = old.points.copy()
+                points["flags"] |= int(PointFlag.FAULT_FROZEN)
                 return dataclasses.replace(
-                    old, index=scan.index, start_ns=scan.start_ns, extras=extras, boot=boot
+                    old, index=scan.index, start_ns=scan.start_ns, points=points, boot=boot
                 )
         cloud = Cloud(
             scan.points.copy(),
@@ -222,9 +221,9 @@ class FaultPlan:
             rec.points_removed += cloud.removed - removed
         if clock_ns:
             cloud.bits |= int(PointFlag.FAULT_TIMING)
-        extras = {**cloud.extras, FAULT_FLAGS_EXTRA: cloud.bits}
+        cloud.points["flags"] |= cloud.bits
         out = dataclasses.replace(
-            scan, points=cloud.points, extras=extras, clock_offset_ns=clock_ns, boot=boot
+            scan, points=cloud.points, extras=cloud.extras, clock_offset_ns=clock_ns, boot=boot
         )
         self._last_good = out
         return out

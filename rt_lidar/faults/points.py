@@ -1,8 +1,8 @@
 """Faults that act on a finished scan's points: false points (dirt's near-range scatter, blinding,
 noise bursts), lost points (blinding), ranges (range bias), firing times (rotation wobble) and the
 frame the points are in (mount drift). Each takes the scan's points and per-point ``extras`` and a
-random stream of its own, and returns them changed with the touched points' fault bits set
-(:class:`~rt_lidar.points.PointFlag`'s ``FAULT_*`` bits, carried in the ``fault_flags`` extra)."""
+random stream of its own, and returns them changed with the touched points' fault bits gathered
+(:class:`~rt_lidar.points.PointFlag`'s ``FAULT_*`` bits, which the plan ORs into ``flags``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
 __all__ = [
-    "FAULT_FLAGS_EXTRA",
     "Cloud",
     "add_blinding",
     "add_dirt_scatter",
@@ -26,9 +25,6 @@ __all__ = [
     "apply_range_bias",
     "apply_wobble",
 ]
-
-FAULT_FLAGS_EXTRA = "fault_flags"
-"""The per-point extra (uint16) holding the fault bits of every point (0 = untouched)."""
 
 
 @dataclass

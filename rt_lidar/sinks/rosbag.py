@@ -50,11 +50,11 @@ CLOUD_DTYPE_ALL = np.dtype(
         *((n, CLOUD_DTYPE[n]) for n in CLOUD_DTYPE.names or ()),
         ("reflectivity", "<f4"),
         ("return_id", "u1"),
-        ("flags", "u1"),
+        ("flags", "<u2"),
         ("segment", "<u4"),
     ]
 )
-"""The default layout: the Velodyne driver's fields, then the rest of our point type (packed, 32 bytes)."""
+"""The default layout: the Velodyne driver's fields, then the rest of our point type (packed, 33 bytes)."""
 _OUSTER = [
     ("x", "<f4", 0),
     ("y", "<f4", 4),
@@ -66,7 +66,7 @@ _OUSTER = [
     ("ambient", "<u2", 28),
     ("range", "<u4", 32),
 ]
-_OURS_IN_PAD = [("return_id", "u1", 36), ("flags", "u1", 37), ("segment", "<u4", 40)]
+_OURS_IN_PAD = [("return_id", "u1", 36), ("flags", "<u2", 38), ("segment", "<u4", 40)]
 
 
 def _padded(fields: list[tuple[str, str, int]], itemsize: int) -> np.dtype:
@@ -79,7 +79,7 @@ OUSTER_DTYPE = _padded(_OUSTER, 48)
 float32, t uint32 ns from the scan start, reflectivity uint16 (0..100 Lambertian, above: retro),
 ring uint16, ambient uint16 (near-IR counts of the sunlight, 0 at night), range uint32 mm."""
 OUSTER_DTYPE_ALL = _padded(_OUSTER + _OURS_IN_PAD, 48)
-"""ouster-ros's point with the rest of our point type in its padding: return_id, flags uint8 at 36, 37,
+"""ouster-ros's point with the rest of our point type in its padding: return_id uint8 at 36, flags uint16 at 38,
 segment uint32 at 40 (still 48 bytes, so ouster-ros consumers read it unchanged)."""
 LAYOUTS = {"all": CLOUD_DTYPE_ALL, "velodyne": CLOUD_DTYPE}
 DRIVER_LAYOUTS = {

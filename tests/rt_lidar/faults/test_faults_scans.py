@@ -7,7 +7,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rt_lidar.faults.points import FAULT_FLAGS_EXTRA
 from rt_lidar.faults.spec import faults_from_table
 from rt_lidar.faults.wiring import fault_plan
 from rt_lidar.pipeline.builder import build_pipeline
@@ -70,7 +69,7 @@ def test_dirt_takes_t_squared_off_the_echo_in_its_sector(clean):
         assert din.sum() < cin.sum()  # weak returns fall below the threshold
         # the same firings detected both ways: measured reflectivity down by T^2
         assert _matched_ratio(c.points[cin], d.points[din]) == pytest.approx(t**2, rel=0.1)
-        flags = d.extras[FAULT_FLAGS_EXTRA]
+        flags = d.points["flags"]
         assert np.all(flags[din] & int(PointFlag.FAULT_DIRT))
         outside = np.abs(_az(d.points)) > 65
         assert not np.any(flags[outside] & int(PointFlag.FAULT_DIRT))
@@ -84,7 +83,7 @@ def test_dirt_scatter_points_lie_near_the_window():
     )
     preset = load_preset(PRESET)
     for s in pts:
-        near = (_range(s.points) < preset.range.min_m + 1.0) & (s.extras[FAULT_FLAGS_EXTRA] > 0)
+        near = (_range(s.points) < preset.range.min_m + 1.0) & (s.points["flags"] > 0)
         assert near.sum() > 50
         assert np.all(np.abs(_az(s.points[near])) <= 30.5)
     assert plan.report()[0]["injected"]["points_added"] > 150
@@ -109,15 +108,15 @@ def test_weak_channel_and_noise_burst(clean):
         )
     )
     for c, s in zip(clean, got, strict=True):
-        real = s.points[(s.extras[FAULT_FLAGS_EXTRA] & int(PointFlag.FAULT_NOISE)) == 0]
+        real = s.points[(s.points["flags"] & int(PointFlag.FAULT_NOISE)) == 0]
         weak, was = real[real["ring"] == 4], c.points[c.points["ring"] == 4]
         assert weak.size < was.size
         assert _matched_ratio(was, weak) == pytest.approx(0.05, rel=0.1)
         assert np.all(
-            s.extras[FAULT_FLAGS_EXTRA][s.points["ring"] == 4]
+            s.points["flags"][s.points["ring"] == 4]
             & int(PointFlag.FAULT_POWER | PointFlag.FAULT_NOISE)
         )
-    noise = [int(np.count_nonzero(s.extras[FAULT_FLAGS_EXTRA] & int(PointFlag.FAULT_NOISE))) for s in got]
+    noise = [int(np.count_nonzero(s.points["flags"] & int(PointFlag.FAULT_NOISE))) for s in got]
     assert noise[0] == 0 and noise[2] == 0
     assert noise[1] == pytest.approx(50_000 * 0.1, rel=0.1)  # Poisson(5000) over the 0.1 s scan
     assert plan.report()[1]["injected"]["points_added"] == noise[1]
@@ -139,9 +138,13 @@ def test_reboot_drops_scans_then_comes_back_with_a_new_boot(clean):
 
 def test_frozen_repeats_the_last_scan(clean):
     got, _, _ = _run(_faults({"kind": "frozen", "start_s": 0.1}), n=3)
-    assert got[1].points.tobytes() == got[0].points.tobytes() == got[2].points.tobytes()
+    first = got[0].points
+    for again in got[1:]:
+        assert np.all(again.points["flags"] == first["flags"] | int(PointFlag.FAULT_FROZEN))
+        for name in ("x", "y", "z", "intensity", "t", "ring"):
+            np.testing.assert_array_equal(again.points[name], first[name])
     assert [s.start_ns for s in got] == [s.start_ns for s in clean]
-    assert np.all(got[2].extras[FAULT_FLAGS_EXTRA] & int(PointFlag.FAULT_FROZEN))
+    assert np.all(got[2].points["flags"] & int(PointFlag.FAULT_FROZEN))
 
 
 def test_clock_faults_move_every_stamp(clean):
@@ -164,7 +167,7 @@ def test_mount_drift_turns_the_cloud(clean):
     far = _range(c.points) > 2.0
     turn = (_az(s.points[far]) - _az(c.points[far]) + 180.0) % 360.0 - 180.0
     np.testing.assert_allclose(turn, -2.0, atol=1e-3)
-    assert np.all(s.extras[FAULT_FLAGS_EXTRA] & int(PointFlag.FAULT_MOUNT))
+    assert np.all(s.points["flags"] & int(PointFlag.FAULT_MOUNT))
     assert clean[0].points.tobytes() == got[0].points.tobytes()  # no drift yet at t = 0
 
 
