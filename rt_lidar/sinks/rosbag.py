@@ -79,8 +79,8 @@ OUSTER_DTYPE = _padded(_OUSTER, 48)
 float32, t uint32 ns from the scan start, reflectivity uint16 (0..100 Lambertian, above: retro),
 ring uint16, ambient uint16 (near-IR counts of the sunlight, 0 at night), range uint32 mm."""
 OUSTER_DTYPE_ALL = _padded(_OUSTER + _OURS_IN_PAD, 48)
-"""ouster-ros's point with the rest of our point type in its padding: return_id uint8 at 36, flags uint16 at 38,
-segment uint32 at 40 (still 48 bytes, so ouster-ros consumers read it unchanged)."""
+"""ouster-ros's point with the rest of our point type in its padding: return_id uint8 at 36, flags
+uint16 at 38, segment uint32 at 40 (still 48 bytes, so ouster-ros consumers read it unchanged)."""
 LAYOUTS = {"all": CLOUD_DTYPE_ALL, "velodyne": CLOUD_DTYPE}
 DRIVER_LAYOUTS = {
     "velodyne": {"all": CLOUD_DTYPE_ALL, "driver": CLOUD_DTYPE},
