@@ -113,8 +113,7 @@ def test_weak_channel_and_noise_burst(clean):
         assert weak.size < was.size
         assert _matched_ratio(was, weak) == pytest.approx(0.05, rel=0.1)
         assert np.all(
-            s.points["flags"][s.points["ring"] == 4]
-            & int(PointFlag.FAULT_POWER | PointFlag.FAULT_NOISE)
+            s.points["flags"][s.points["ring"] == 4] & int(PointFlag.FAULT_POWER | PointFlag.FAULT_NOISE)
         )
     noise = [int(np.count_nonzero(s.points["flags"] & int(PointFlag.FAULT_NOISE))) for s in got]
     assert noise[0] == 0 and noise[2] == 0
