@@ -9,6 +9,7 @@ run with the same configuration and seed gives the same bytes whatever else it d
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,8 +105,17 @@ class FaultPlan:
     """The faults of one sensor of a run (``faults``, already those that target it), for ``preset``
     with the run's ``seed``."""
 
-    def __init__(self, faults: tuple[Fault, ...], preset: SensorPreset, seed: int, source: str = "faults"):
+    def __init__(
+        self,
+        faults: tuple[Fault, ...],
+        preset: SensorPreset,
+        seed: int,
+        source: str = "faults",
+        key: str = "",
+    ) -> None:
         check_rings(faults, preset.n_rings, preset.name, source)
+        self.key = zlib.crc32(key.encode()) if key else 0
+        """Tells the random streams of a rig's sensors apart (their names); 0 for a single sensor."""
         self.faults = faults
         self.preset = preset
         self.seed = int(seed)
@@ -126,7 +136,7 @@ class FaultPlan:
 
     # -- after the sweep ---------------------------------------------------------------------------
     def _rng(self, index: int, scan: Scan) -> np.random.Generator:
-        seq = np.random.SeedSequence([self.seed, _STREAM, index, int(scan.index) & (2**63 - 1)])
+        seq = np.random.SeedSequence([self.seed, _STREAM, index, int(scan.index) & (2**63 - 1), self.key])
         return np.random.Generator(np.random.PCG64(seq))
 
     def _overlap_s(self, f: Fault, t0: float, t1: float) -> float:

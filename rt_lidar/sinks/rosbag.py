@@ -45,7 +45,7 @@ CLOUD_DTYPE = np.dtype(
     [("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4"), ("ring", "<u2"), ("time", "<f4")]
 )
 """The PointCloud2 point layout of ``fields=velodyne`` (packed, 22 bytes, as velodyne_pointcloud)."""
-CLOUD_DTYPE_ALL = np.dtype(
+_ALL_PACKED = np.dtype(
     [
         *((n, CLOUD_DTYPE[n]) for n in CLOUD_DTYPE.names or ()),
         ("reflectivity", "<f4"),
@@ -54,7 +54,16 @@ CLOUD_DTYPE_ALL = np.dtype(
         ("segment", "<u4"),
     ]
 )
-"""The default layout: the Velodyne driver's fields, then the rest of our point type (packed, 33 bytes)."""
+CLOUD_DTYPE_ALL = np.dtype(
+    {
+        "names": list(_ALL_PACKED.names or ()),
+        "formats": [_ALL_PACKED.fields[n][0] for n in _ALL_PACKED.names or ()],  # type: ignore[index]
+        "offsets": [_ALL_PACKED.fields[n][1] for n in _ALL_PACKED.names or ()],  # type: ignore[index]
+        "itemsize": 36,
+    }
+)
+"""The default layout: the Velodyne driver's fields, then the rest of our point type (33 bytes of fields,
+``flags`` uint16; padded to 36 so a point is whole 4-byte words)."""
 _OUSTER = [
     ("x", "<f4", 0),
     ("y", "<f4", 4),
