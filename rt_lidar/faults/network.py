@@ -41,6 +41,9 @@ class NetworkFaults:
         self._batch = 0
         self._lost_state: dict[int, bool] = {}
         self.spacing_ns = 1_000_000
+        if plan is not None:
+            for i, _f in self.faults:
+                plan.records[i].sinks.add(kind)
         self.counts = {"sent": 0, "lost": 0, "duplicated": 0, "reordered": 0, "delayed": 0, "truncated": 0}
 
     def __bool__(self) -> bool:

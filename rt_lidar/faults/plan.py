@@ -9,6 +9,7 @@ run with the same configuration and seed gives the same bytes whatever else it d
 from __future__ import annotations
 
 import dataclasses
+import warnings
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,9 @@ class _Record:
     scans_dropped: int = 0
     scans_repeated: int = 0
     network: dict[str, int] = field(default_factory=dict)
+    sinks: set[str] = field(default_factory=set)
+    """The sinks (kinds) a network fault was put on."""
+    warning: str | None = None
 
     def hit(self, t_s: float) -> None:
         self.scans += 1
@@ -96,8 +100,12 @@ class _Record:
             out["injected"]["scans_dropped"] = self.scans_dropped
         if isinstance(self.fault, Frozen):
             out["injected"]["scans_repeated"] = self.scans_repeated
+        if self.fault.kind in NETWORK_KINDS:
+            out["injected"]["sinks"] = sorted(self.sinks)
         if self.network:
             out["injected"]["packets"] = dict(self.network)
+        if self.warning:
+            out["warning"] = self.warning
         return out
 
 
@@ -125,6 +133,20 @@ class FaultPlan:
         self._last_good: Scan | None = None
         self.network = tuple((i, f) for i, f in enumerate(faults) if f.kind in NETWORK_KINDS)
         """(index, fault) of the network faults, for the packet and message sinks."""
+        for rec in self.records:
+            f = rec.fault
+            if isinstance(f, RotationWobble) and preset.scan.pattern != "rotating":
+                self.warn(rec.index, f"does nothing: {preset.name} does not rotate ({preset.scan.pattern})")
+            if f.sensor is not None and not key:
+                self.warn(
+                    rec.index, f"names sensor '{f.sensor}': a single-sensor run applies it to {preset.name}"
+                )
+
+    def warn(self, index: int, problem: str) -> None:
+        """Say (stderr, and the summary's entry of fault ``index``) what a fault will not do as written."""
+        rec = self.records[index]
+        rec.warning = problem if rec.warning is None else f"{rec.warning}; {problem}"
+        warnings.warn(f"fault[{index}] ({rec.fault.kind}): {problem}", stacklevel=2)
 
     def __bool__(self) -> bool:
         return bool(self.faults)
@@ -239,7 +261,13 @@ class FaultPlan:
         return out
 
     def report(self) -> list[dict[str, Any]]:
-        """What each fault injected and when (``summary.json``'s ``faults``)."""
+        """What each fault injected and when (``summary.json``'s ``faults``); a network fault no sink
+        took is said (stderr and its entry)."""
+        for rec in self.records:
+            if rec.fault.kind in NETWORK_KINDS and not rec.sinks and rec.warning is None:
+                sink = getattr(rec.fault, "sink", None)
+                which = f"sink '{sink}'" if sink else "packet or stream sink"
+                self.warn(rec.index, f"no {which} in this run: nothing was sent through it")
         return [r.as_dict() for r in self.records]
 
 

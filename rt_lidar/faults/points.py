@@ -15,6 +15,7 @@ from rt_lidar.faults.optical import in_azimuth, in_elevation
 from rt_lidar.faults.spec import Blinding, Dirt, MountDrift, NoiseBurst, RangeBias, RotationWobble
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
 
 __all__ = [
     "Cloud",
@@ -80,16 +81,18 @@ def _ring_times(
     preset: SensorPreset, cloud: Cloud, n: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, ...]:
     """``n`` random (ring, t from the scan start, azimuth, elevation) firings of the scan: the azimuth
-    a rotating sensor points at time t, the ring's elevation."""
+    a rotating sensor points at time t (a solid-state one: anywhere in its field ahead), the ring's
+    elevation."""
     ring = rng.integers(0, preset.n_rings, n)
     t = np.sort(rng.integers(0, cloud.period_ns, n))
     s = preset.scan
-    sign = -1.0 if s.rotation_direction == "cw" else 1.0
-    az = (
-        s.scan_start_azimuth_deg
-        + sign * 360.0 * t / cloud.period_ns
-        + np.asarray(preset.azimuth_offsets_deg)[ring]
-    )
+    if s.pattern == "rotating":
+        sign = -1.0 if s.rotation_direction == "cw" else 1.0
+        az = s.scan_start_azimuth_deg + sign * 360.0 * t / cloud.period_ns
+    else:
+        half = 0.5 * azimuth_span_deg(preset)
+        az = rng.uniform(-half, half, n)
+    az = az + np.asarray(preset.azimuth_offsets_deg)[ring]
     el = np.asarray(preset.elevations_deg, np.float64)[ring]
     return ring, t, az, el
 
@@ -113,9 +116,8 @@ def _pulses_in(cloud: Cloud, az_span: tuple[float, float], el_span: tuple[float,
     p = cloud.preset
     lo, hi = az_span
     share = 1.0 if hi - lo >= 360.0 else ((hi - lo) % 360.0) / 360.0
+    share = min(1.0, share * 360.0 / azimuth_span_deg(p))  # a solid-state sensor fires into its field only
     rings = int(np.count_nonzero(in_elevation(np.asarray(p.elevations_deg), el_span)))
-    from rt_lidar.sensor.scan_pattern import firings_per_scan
-
     return firings_per_scan(p) * share * rings / max(p.n_rings, 1)
 
 
