@@ -190,6 +190,11 @@ def test_same_seed_same_bytes_other_seed_other_bytes():
     a, _, _ = _run(faults, n=2)
     b, _, _ = _run(faults, n=2)
     assert [s.points.tobytes() for s in a] == [s.points.tobytes() for s in b]
-    other = dataclasses.replace(faults[1], rate_hz=20_001.0)
+    other = dataclasses.replace(faults[1], rate_hz=40_000.0)
     c, _, _ = _run((faults[0], other, faults[2]), n=2)
     assert a[0].points.tobytes() != c[0].points.tobytes()
+    plan = fault_plan(faults, load_preset(PRESET), 0)
+    keyed = fault_plan(faults, load_preset(PRESET), 0)
+    assert plan is not None and keyed is not None
+    keyed.key = 1  # a rig's other sensor: other draws from the same faults
+    assert plan.on_scan(a[0]).points.tobytes() != keyed.on_scan(a[0]).points.tobytes()
