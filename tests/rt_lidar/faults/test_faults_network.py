@@ -181,3 +181,53 @@ def test_ouster_reboot_brings_a_new_init_id_and_frame_ids_from_zero(tmp_path):
     assert len(set(init[:per_scan].tolist())) == 1 and init[per_scan] != init[0]
     assert fid[:per_scan].tolist() == [0] * per_scan
     assert fid[per_scan:].tolist() == [0] * per_scan + [1] * per_scan  # scans 2, 3 after the boot
+
+
+def test_stream_receiver_sees_lost_duplicated_and_reordered_scans():
+    """Every message a ZeroMQ SUB socket gets, decoded with the stream's own frame decoder."""
+    import zmq
+
+    from rt_lidar.faults.network import FaultyStream, NetworkFaults
+    from rt_lidar.sinks.stream import ZmqStreamSink, decode_frame
+
+    preset = load_preset("VLP-16")
+    table = [
+        {"kind": "packet_loss", "rate": 0.2},
+        {"kind": "duplicate", "rate": 0.1},
+        {"kind": "reorder", "rate": 0.15, "depth": 2},
+    ]
+    plan = fault_plan(faults_from_table({"fault": table}, "test"), preset, 3)
+    assert plan is not None
+    inner = ZmqStreamSink("tcp://127.0.0.1:*", hwm=1000)
+    sink = FaultyStream(inner, NetworkFaults(plan.network, "zmq", plan.seed, plan))
+    sink.open(SinkContext(preset, faults=plan))
+    base = _scans("VLP-16", 1)[0]
+    ctx = zmq.Context.instance()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.setsockopt(zmq.RCVHWM, 1000)
+    sub.connect(inner.address)
+    got: list[int] = []
+    try:
+        warm = Scan(0, 0, base.points[:10], base.fired, base.dropped)
+        for _ in range(200):  # PUB drops everything before the handshake: warm up on the bare sink
+            inner.write(warm)
+            if sub.poll(20):
+                break
+        while sub.poll(200):
+            sub.recv_multipart()
+        for k in range(100, 160):
+            sink.write(Scan(k, k * 100_000_000, base.points[:100], base.fired, base.dropped))
+        sink.close()
+        while sub.poll(500):
+            frame = decode_frame(sub.recv_multipart(copy=False))
+            if frame.kind == "scan":
+                got.append(int(frame.header["scan_index"]))
+    finally:
+        sub.close(linger=0)
+    c = sink.net.counts
+    sent = set(range(100, 160))
+    assert len(sent - set(got)) == c["lost"] > 0
+    assert len(got) - len(set(got)) == c["duplicated"] > 0
+    late = sum(1 for a, b in itertools.pairwise(got) if b < a)
+    assert 0 < late <= c["reordered"]
