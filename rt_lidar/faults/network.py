@@ -69,6 +69,7 @@ class NetworkFaults:
         arrive = np.asarray(send_ns, np.int64).copy()
         keep = np.ones(n, bool)
         dup = np.zeros(n, bool)
+        dup_of: dict[int, np.ndarray] = {}
         data = list(payloads)
         t_s = arrive * 1e-9
         for index, f in self.faults:
@@ -83,7 +84,7 @@ class NetworkFaults:
             elif isinstance(f, Duplicate):
                 d = on & (rng.random(n) < f.rate) & keep
                 dup |= d
-                self._note(index, "duplicated", int(d.sum()))
+                dup_of[index] = d
             elif isinstance(f, Reorder):
                 r = on & (rng.random(n) < f.rate) & keep
                 arrive[r] += f.depth * self.spacing_ns + 1
@@ -98,6 +99,8 @@ class NetworkFaults:
                 for k in cut.tolist():
                     data[k] = data[k][: f.bytes]
                 self._note(index, "truncated", int(cut.size))
+        for index, d in dup_of.items():  # a duplicate of a datagram lost after it is not one
+            self._note(index, "duplicated", int(np.count_nonzero(d & keep)))
         out = [(int(arrive[k]), data[k]) for k in np.flatnonzero(keep).tolist()]
         out += [(int(arrive[k]) + 1, data[k]) for k in np.flatnonzero(dup & keep).tolist()]
         self.counts["sent"] += len(out)

@@ -29,6 +29,18 @@ def fault_plan(
     return FaultPlan(mine, preset, seed) if mine else None
 
 
+def _message_sink_kind(sink: ScanSink) -> str | None:
+    """``zmq`` or ``ros2`` for a sink that sends a scan as one message, else None (the packet sinks
+    take their faults through ``SinkContext.faults``)."""
+    from rt_lidar.sinks.stream import ZmqStreamSink
+
+    if isinstance(sink, ZmqStreamSink):
+        return "zmq"
+    if type(sink).__name__ == "Ros2Sink":  # not imported: it needs the ros2 extra
+        return "ros2"
+    return None
+
+
 def with_faults(
     plan: FaultPlan,
     pipeline: Pipeline,
@@ -42,10 +54,9 @@ def with_faults(
     pipeline.on_hits = plan.on_hits
     out: list[ScanSink] = []
     for sink in sinks:
-        from rt_lidar.sinks.stream import ZmqStreamSink
-
-        if isinstance(sink, ZmqStreamSink) and plan.network:
-            net = NetworkFaults(plan.network, "zmq", plan.seed, plan)
+        kind = _message_sink_kind(sink)
+        if kind is not None and plan.network:
+            net = NetworkFaults(plan.network, kind, plan.seed, plan)
             out.append(FaultyStream(sink, net) if net else sink)
         else:
             out.append(sink)
