@@ -54,14 +54,13 @@ _ALL_PACKED = np.dtype(
         ("segment", "<u4"),
     ]
 )
-CLOUD_DTYPE_ALL = np.dtype(
-    {
-        "names": list(_ALL_PACKED.names or ()),
-        "formats": [_ALL_PACKED.fields[n][0] for n in _ALL_PACKED.names or ()],  # type: ignore[index]
-        "offsets": [_ALL_PACKED.fields[n][1] for n in _ALL_PACKED.names or ()],  # type: ignore[index]
-        "itemsize": 36,
-    }
-)
+_ALL_SPEC: Any = {
+    "names": list(_ALL_PACKED.names or ()),
+    "formats": [_ALL_PACKED.fields[n][0] for n in _ALL_PACKED.names or ()],  # type: ignore[index]
+    "offsets": [_ALL_PACKED.fields[n][1] for n in _ALL_PACKED.names or ()],  # type: ignore[index]
+    "itemsize": 36,
+}
+CLOUD_DTYPE_ALL = np.dtype(_ALL_SPEC)
 """The default layout: the Velodyne driver's fields, then the rest of our point type (33 bytes of fields,
 ``flags`` uint16; padded to 36 so a point is whole 4-byte words)."""
 _OUSTER = [
