@@ -10,6 +10,7 @@ clean window's exp(-2 a R50(1)) / R50(1)^2 (a: clear-air extinction), about T * 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,7 @@ from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.validation.detection import TARGET_SEGMENT, datasheet_physics, target_hits
 
-__all__ = ["FAULT_EXPERIMENTS", "dirt_detection_range", "predicted_range_m"]
+__all__ = ["FAULT_CHECKS", "FAULT_EXPERIMENTS", "dirt_detection_range", "predicted_range_m"]
 
 PRESET = "VLP-16"
 TRANSMISSIONS = (1.0, 0.8, 0.6, 0.4)
@@ -59,6 +60,29 @@ def _r50(preset: Any, physics: Any, transmission: float, ranges: np.ndarray, pul
     return float(ranges[j - 1] + (p[j - 1] - 0.5) / max(p[j - 1] - p[j], 1e-12) * (ranges[j] - ranges[j - 1]))
 
 
+def _plot(out: Path, rows: list[dict[str, float]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = [r["transmission"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6.0, 4.0), dpi=110)
+    ax.plot(t, [r["predicted_m"] for r in rows], "-", label="radar equation")
+    ax.plot(t, [r["r50_m"] for r in rows], "o", label="simulated R50")
+    ax.set(
+        title=f"{PRESET}: detection range through a dirty window",
+        xlabel="window transmission T (one way)",
+        ylabel="R50 (m)",
+    )
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / "dirt_detection_range.png")
+    plt.close(fig)
+
+
 def dirt_detection_range(out: Path, pulses: int = 2000) -> dict[str, Any]:
     """R50 against the window's transmission, beside the radar equation (module docstring)."""
     preset = load_preset(PRESET)
@@ -75,11 +99,26 @@ def dirt_detection_range(out: Path, pulses: int = 2000) -> dict[str, Any]:
             clean = r50
         want = predicted_range_m(clean, t, config.extinction_per_m)
         rows.append({"transmission": t, "r50_m": round(r50, 2), "predicted_m": round(want, 2)})
-    res["rows"] = rows
+    _plot(out, rows)
+    for key in ("transmission", "r50_m", "predicted_m"):
+        res[key] = [r[key] for r in rows]
     res["max_relative_error"] = max(abs(r["r50_m"] - r["predicted_m"]) / r["predicted_m"] for r in rows)
     return res
 
 
 FAULT_EXPERIMENTS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "dirt_detection_range": dirt_detection_range
+}
+
+FAULT_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
+    "dirt_detection_range": [
+        (
+            "R50 within 3 % of the radar equation's at every transmission",
+            lambda m: m["max_relative_error"] < 0.03,
+        ),
+        (
+            "dirtier window, shorter range: R50 falls with T",
+            lambda m: all(a > b for a, b in itertools.pairwise(m["r50_m"])),
+        ),
+    ]
 }

@@ -16,12 +16,15 @@ def test_prediction_is_t_times_range_without_extinction():
 
 
 def test_dirt_shortens_the_detection_range_as_the_radar_equation_says(tmp_path):
+    from rt_lidar.validation.report import trend_checks
+
     assert "dirt_detection_range" in EXPERIMENTS
     res = dirt_detection_range(tmp_path, pulses=600)
-    rows = res["rows"]
-    assert [r["transmission"] for r in rows] == [1.0, 0.8, 0.6, 0.4]
-    r50 = [r["r50_m"] for r in rows]
+    assert res["transmission"] == [1.0, 0.8, 0.6, 0.4]
+    r50 = res["r50_m"]
     assert all(a > b for a, b in itertools.pairwise(r50))
-    for r in rows:
-        assert r["r50_m"] == pytest.approx(r["predicted_m"], rel=0.03)
-    assert rows[-1]["r50_m"] == pytest.approx(0.4 * rows[0]["r50_m"], rel=0.05)
+    for got, want in zip(r50, res["predicted_m"], strict=True):
+        assert got == pytest.approx(want, rel=0.03)
+    assert r50[-1] == pytest.approx(0.4 * r50[0], rel=0.05)
+    assert all(ok for _what, ok in trend_checks({"dirt_detection_range": res})["dirt_detection_range"])
+    assert (tmp_path / "dirt_detection_range.png").stat().st_size > 1000
