@@ -167,21 +167,22 @@ class FaultyPacketizer:
             for arrival, data in self.net.apply(b.send_ns, rows):
                 heapq.heappush(self._held, (arrival, self._seq, b.port, data))
                 self._seq += 1
-        out: list[PacketBatch] = []
+        runs: list[tuple[str, int, list[bytes], list[int]]] = []  # (port, length, payloads, arrivals)
         while self._held and (now_ns is None or self._held[0][0] <= now_ns):
             arrival, _, port, data = heapq.heappop(self._held)
-            last = out[-1] if out else None
-            if last is not None and last.port == port and last.payloads.shape[1] == len(data):
-                out[-1] = PacketBatch(
-                    port,
-                    np.vstack([last.payloads, np.frombuffer(data, np.uint8)[None, :]]),
-                    np.append(last.send_ns, arrival),
-                )
+            if runs and runs[-1][0] == port and runs[-1][1] == len(data):
+                runs[-1][2].append(data)
+                runs[-1][3].append(arrival)
             else:
-                out.append(
-                    PacketBatch(port, np.frombuffer(data, np.uint8)[None, :].copy(), np.array([arrival]))
-                )
-        return out
+                runs.append((port, len(data), [data], [arrival]))
+        return [
+            PacketBatch(
+                port,
+                np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), size).copy(),
+                np.array(times, np.int64),
+            )
+            for port, size, rows, times in runs
+        ]
 
     def packetize(self, scan: Scan) -> list[PacketBatch]:
         """The datagrams that arrive by the end of ``scan``'s packets, after the faults."""

@@ -25,6 +25,7 @@ from rt_lidar.faults.points import (
     apply_mount_drift,
     apply_range_bias,
     apply_wobble,
+    copy_points,
 )
 from rt_lidar.faults.spec import (
     NETWORK_KINDS,
@@ -194,7 +195,7 @@ class FaultPlan:
                     old, index=scan.index, start_ns=scan.start_ns, points=points, boot=boot
                 )
         cloud = Cloud(
-            scan.points.copy(),
+            copy_points(scan.points),
             dict(scan.extras),
             np.zeros(scan.points.size, np.uint16),
             int(scan.start_ns),

@@ -25,6 +25,7 @@ __all__ = [
     "apply_mount_drift",
     "apply_range_bias",
     "apply_wobble",
+    "copy_points",
 ]
 
 
@@ -44,21 +45,35 @@ class Cloud:
     """Points the faults removed from it so far."""
 
     def take(self, keep: np.ndarray) -> None:
-        """Keep only the points where ``keep`` is True."""
-        self.points = self.points[keep]
+        """Keep only the points ``keep`` selects (a mask, or indices in the new order)."""
+        self.points = _records(self.points)[keep].view(self.points.dtype)
         self.bits = self.bits[keep]
         self.extras = {k: v[keep] for k, v in self.extras.items()}
 
     def add(self, new: np.ndarray, bit: int) -> None:
-        """Append false points ``new`` (their extras 0), flagged ``bit``, keeping time order."""
+        """Insert false points ``new`` (sorted by ``t``; their extras 0), flagged ``bit``, keeping the
+        scan in time order (a new point goes after the scan's points of the same time)."""
         if new.size == 0:
             return
-        pts = np.concatenate([self.points, new])
-        bits = np.concatenate([self.bits, np.full(new.size, bit, np.uint16)])
-        extras = {k: np.concatenate([v, np.zeros(new.size, v.dtype)]) for k, v in self.extras.items()}
-        order = np.argsort(pts["t"], kind="stable")
-        self.points, self.bits = pts[order], bits[order]
-        self.extras = {k: v[order] for k, v in extras.items()}
+        t = self.points["t"]
+        n, m = t.size, new.size
+        if n > 1 and not bool(np.all(t[1:] >= t[:-1])):  # not in time order: sort it first
+            self.take(np.argsort(t, kind="stable"))
+            t = self.points["t"]
+        at = np.searchsorted(t, new["t"], side="right") + np.arange(m)  # where each new one lands
+        old = np.ones(n + m, bool)
+        old[at] = False
+        pts = np.empty(n + m, self.points.dtype)
+        _records(pts)[old] = _records(self.points)
+        _records(pts)[at] = _records(new)
+        bits = np.empty(n + m, np.uint16)
+        bits[old], bits[at] = self.bits, bit
+        extras = {}
+        for k, v in self.extras.items():
+            e = np.zeros(n + m, v.dtype)
+            e[old] = v
+            extras[k] = e
+        self.points, self.bits, self.extras = pts, bits, extras
 
     def count(self, kind: str, n: int) -> None:
         """Record ``n`` points added (or removed, negative) by fault ``kind``."""
@@ -66,6 +81,17 @@ class Cloud:
             self.added += int(n)
         else:
             self.removed -= int(n)
+
+
+def _records(points: np.ndarray) -> np.ndarray:
+    """The points as whole records (one opaque item each): NumPy copies those at memory speed, where it
+    copies structured records field by field."""
+    return points.view(np.dtype((np.void, points.dtype.itemsize)))
+
+
+def copy_points(points: np.ndarray) -> np.ndarray:
+    """A copy of a point array, made record by record (:func:`_records`)."""
+    return _records(points).copy().view(points.dtype)
 
 
 def _azimuth(points: np.ndarray) -> np.ndarray:
@@ -200,15 +226,20 @@ def _elapsed_s(cloud: Cloud, start_s: float) -> np.ndarray:
 def apply_range_bias(cloud: Cloud, fault: RangeBias, on: np.ndarray) -> None:
     """Ranges of the points ``on`` read ``r * scale(t) + offset(t)`` (along each point's ray)."""
     pts = cloud.points
-    dt = _elapsed_s(cloud, fault.start_s)[on]
-    xyz = np.stack([pts["x"][on], pts["y"][on], pts["z"][on]], axis=1).astype(np.float64)
-    r = np.linalg.norm(xyz, axis=1)
-    scale = fault.scale + fault.scale_drift_per_s * dt
-    biased = np.maximum(r * scale + fault.offset_m + fault.offset_drift_m_per_s * dt, 0.0)
-    ratio = np.divide(biased, r, out=np.zeros_like(r), where=r > 0)
+    whole = bool(on.all())
+    sel = slice(None) if whole else on
+    xyz = [np.asarray(pts[a][sel], np.float64) for a in "xyz"]
+    r = np.sqrt(xyz[0] * xyz[0] + xyz[1] * xyz[1] + xyz[2] * xyz[2])
+    offset, scale = fault.offset_m, fault.scale
+    if fault.scale_drift_per_s or fault.offset_drift_m_per_s:
+        dt = _elapsed_s(cloud, fault.start_s)[sel]
+        biased = r * (scale + fault.scale_drift_per_s * dt) + (offset + fault.offset_drift_m_per_s * dt)
+    else:
+        biased = r * scale + offset
+    ratio = np.divide(np.maximum(biased, 0.0), r, out=np.zeros_like(r), where=r > 0)
     for k, axis in enumerate("xyz"):
-        pts[axis][on] = (xyz[:, k] * ratio).astype(np.float32)
-    cloud.bits[on] |= int(PointFlag.FAULT_RANGE)
+        pts[axis][sel] = (xyz[k] * ratio).astype(np.float32)
+    cloud.bits[sel] |= int(PointFlag.FAULT_RANGE)
 
 
 def apply_wobble(cloud: Cloud, fault: RotationWobble, on: np.ndarray) -> None:
