@@ -283,3 +283,32 @@ def test_velodyne_udp_datagrams_lost_and_reordered_on_loopback():
     late = int(np.count_nonzero(dev < np.maximum.accumulate(dev)))
     assert 0 < late <= c["reordered"]  # one held back behind packets that were lost arrives in order
     assert expected - len(set(np.round(dev * 1e6).tolist())) <= c["lost"] > 0
+
+
+def test_velodyne_packets_stop_at_a_reboot_and_start_over_after_it(tmp_path):
+    vd = pytest.importorskip("velodyne_decoder")
+    scans = _scans("VLP-16", 4)
+    _write(velodyne_pcap_sink(str(tmp_path / "clean.pcap"), {"position_hz": "0"}), "VLP-16", scans)
+    plan, _ = _write(
+        velodyne_pcap_sink(str(tmp_path / "boot.pcap"), {"position_hz": "0"}),
+        "VLP-16",
+        scans,
+        [{"kind": "reboot", "start_s": 0.1, "end_s": 0.2}],
+    )
+    cfg = vd.Config(model=vd.Model.VLP16)
+
+    def stamps(name: str) -> np.ndarray:
+        out = []
+        for rec in read_pcap_udp(tmp_path / name):
+            stamp, _ = vd.ScanDecoder(cfg).decode(vd.PacketVector([vd.VelodynePacket(1.0, rec.payload)]))
+            out.append(stamp.device % 3600.0)  # microseconds past the hour: sim time (epoch on the hour)
+        return np.array(out)
+
+    clean, boot = stamps("clean.pcap"), stamps("boot.pcap")
+    packet_s = float(np.median(np.diff(clean)))
+    assert not np.any((boot > 0.1 - packet_s) & (boot < 0.2 - packet_s))  # nothing while down
+    assert np.all(np.diff(boot) > 0)
+    before, after = boot[boot < 0.1], boot[boot >= 0.2 - packet_s]
+    assert before.size == np.count_nonzero(clean < 0.1 - packet_s)  # scan 0's last partial packet died
+    assert after[0] == pytest.approx(0.2, abs=packet_s)  # packets start over at scan 2
+    assert plan.report()[0]["injected"]["scans_dropped"] == 1

@@ -198,3 +198,28 @@ def test_same_seed_same_bytes_other_seed_other_bytes():
     assert plan is not None and keyed is not None
     keyed.key = 1  # a rig's other sensor: other draws from the same faults
     assert plan.on_scan(a[0]).points.tobytes() != keyed.on_scan(a[0]).points.tobytes()
+
+
+def test_blinding_loses_the_sector_and_adds_saturated_points(clean):
+    got, _, plan = _run(_faults({"kind": "blinding", "azimuth_deg": [100, 140], "false_rate": 0.3}), n=2)
+    intensity_max = load_preset(PRESET).output.intensity_max
+    for c, s in zip(clean[:2], got, strict=True):
+        inside = (_az(s.points) > 101) & (_az(s.points) < 139)
+        assert np.all(s.points["flags"][inside] & int(PointFlag.FAULT_BLINDING))
+        assert np.all(s.points["flags"][inside] & int(PointFlag.SATURATED))
+        assert np.all(s.points["intensity"][inside] == intensity_max)
+        was = (_az(c.points) > 101) & (_az(c.points) < 139)
+        assert was.sum() > 100 and inside.sum() > 100
+        outside = ~((_az(s.points) > 99) & (_az(s.points) < 141))
+        assert np.array_equal(s.points[outside], c.points[~((_az(c.points) > 99) & (_az(c.points) < 141))])
+    injected = plan.report()[0]["injected"]
+    assert injected["points_removed"] > 0 and injected["points_added"] > 0
+
+
+def test_gain_drift_dims_every_echo_over_time(clean):
+    got, _, _ = _run(_faults({"kind": "gain_drift", "gain": 1.0, "gain_per_s": -1.0}), n=3)
+    # gain 1 - t: 0.9..0.8 over scan 1, 0.8..0.7 over scan 2: the same firings read that much darker
+    for k, gain in ((1, 0.85), (2, 0.75)):
+        assert _matched_ratio(clean[k].points, got[k].points) == pytest.approx(gain, rel=0.05)
+        assert got[k].points.size < clean[k].points.size
+        assert np.all(got[k].points["flags"] & int(PointFlag.FAULT_POWER))
