@@ -159,6 +159,9 @@ class FaultyPacketizer:
             new_id = (fmt.init_id + scan.boot * 0x10F1) % (1 << 24) or 1
             self.inner.format = dataclasses.replace(fmt, init_id=new_id)  # type: ignore[attr-defined]
             self.inner.frame_base = scan.index  # type: ignore[attr-defined]
+            plan = self.net.plan
+            if plan is not None:  # a client must fetch the metadata again: say which id it now has
+                plan.note_boot(scan.boot, f"{self.net.kind}.init_id", new_id)
         self.boot = scan.boot
 
     def _pass(self, batches: list[PacketBatch], now_ns: int | None) -> list[PacketBatch]:

@@ -143,6 +143,15 @@ class FaultPlan:
                     rec.index, f"names sensor '{f.sensor}': a single-sensor run applies it to {preset.name}"
                 )
 
+    def note_boot(self, boot: int, key: str, value: int) -> None:
+        """Record ``key = value`` (e.g. an Ouster sink's new ``init_id``) on the reboot that ended
+        before boot ``boot`` (1: the first, in order of their ends)."""
+        reboots = sorted(
+            (r for r in self.records if isinstance(r.fault, Reboot)), key=lambda r: r.fault.end_s or 0
+        )
+        if 0 < boot <= len(reboots):
+            reboots[boot - 1].network[key] = value
+
     def warn(self, index: int, problem: str) -> None:
         """Say (stderr, and the summary's entry of fault ``index``) what a fault will not do as written."""
         rec = self.records[index]

@@ -312,3 +312,45 @@ def test_velodyne_packets_stop_at_a_reboot_and_start_over_after_it(tmp_path):
     assert before.size == np.count_nonzero(clean < 0.1 - packet_s)  # scan 0's last partial packet died
     assert after[0] == pytest.approx(0.2, abs=packet_s)  # packets start over at scan 2
     assert plan.report()[0]["injected"]["scans_dropped"] == 1
+
+
+OUSTER_FRAMES = """
+import sys, json
+from ouster.sdk import open_source
+src = open_source(sys.argv[1], meta=[sys.argv[2]], index=False)
+print(json.dumps([int(fs[0].frame_id) for fs in src]))
+"""
+
+
+@pytest.mark.skipif(
+    not OUSTER_PEER.exists(), reason="ouster-sdk peer venv absent: tools/setup_ouster_peer.sh"
+)
+def test_ouster_sdk_needs_the_new_metadata_after_a_reboot(tmp_path):
+    """A rebooted Ouster has a new init_id: ouster-sdk refuses its packets under the old metadata, as
+    with a real sensor, and decodes them (frame ids from 0) under metadata with the new id."""
+    scans = _scans("OS1-64", 4)
+    plan, _ = _write(
+        ouster_pcap_sink(str(tmp_path / "os.pcap"), {"profile": "RNG19"}),
+        "OS1-64",
+        scans,
+        [{"kind": "reboot", "start_s": 0.1, "end_s": 0.2}],
+    )
+    new_id = plan.report()[0]["injected"]["packets"]["ouster-pcap.init_id"]
+    meta = json.loads((tmp_path / "os.json").read_text())
+    assert new_id != meta["sensor_info"]["initialization_id"]
+    meta["sensor_info"]["initialization_id"] = new_id
+    (tmp_path / "new.json").write_text(json.dumps(meta))
+    (tmp_path / "r.py").write_text(OUSTER_FRAMES)
+
+    def frames(meta_name: str) -> list[int]:
+        proc = subprocess.run(
+            [str(OUSTER_PEER), str(tmp_path / "r.py"), str(tmp_path / "os.pcap"), str(tmp_path / meta_name)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    assert frames("os.json") == [0]  # before the reboot only
+    assert frames("new.json") == [0, 1]  # scans 2 and 3, counted from the boot
