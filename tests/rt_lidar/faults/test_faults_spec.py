@@ -102,3 +102,10 @@ def test_cli_prints_one_line_and_exits_2(tmp_path):
     assert len(lines) == 1 and "fault[0].transmission" in lines[0] and str(path) in lines[0]
     with pytest.raises(ConfigError):
         load_faults(tmp_path / "absent.toml")
+
+
+def test_run_config_takes_fault_tables_from_code():
+    cfg = RunConfig(faults=({"kind": "dirt", "transmission": 0.5}, {"kind": "reboot", "end_s": 1.0}))
+    assert [f.kind for f in cfg.faults] == ["dirt", "reboot"] and cfg.faults[0].transmission == 0.5
+    with pytest.raises(FieldError, match=r"faults\[0\]\.transmission"):
+        RunConfig(faults=({"kind": "dirt", "transmission": 5},))
