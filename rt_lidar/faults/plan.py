@@ -192,16 +192,33 @@ class FaultPlan:
                     return None
                 if t0 >= f.end_s:
                     boot += 1
+        clock_ns = 0  # the sensor's clock error at this scan's start
+        for rec in self.records:
+            f = rec.fault
+            if isinstance(f, ClockOffset) and f.active(t0):
+                clock_ns += round(f.offset_s * 1e9)
+            elif isinstance(f, ClockDrift) and f.active(t0):
+                clock_ns += round(f.ppm * 1e-6 * (t0 - f.start_s) * 1e9)
+            else:
+                continue
+            rec.hit(t0)
         for rec in self.records:
             f = rec.fault
             if isinstance(f, Frozen) and f.active(t0) and self._last_good is not None:
                 rec.hit(t0)
                 rec.scans_repeated += 1
                 old = self._last_good
-                points = old.points.copy()
-                points["flags"] |= int(PointFlag.FAULT_FROZEN)
+                points = copy_points(old.points)
+                points["flags"] |= int(PointFlag.FAULT_FROZEN) | (
+                    int(PointFlag.FAULT_TIMING) if clock_ns else 0
+                )
                 return dataclasses.replace(
-                    old, index=scan.index, start_ns=scan.start_ns, points=points, boot=boot
+                    old,
+                    index=scan.index,
+                    start_ns=scan.start_ns,
+                    points=points,
+                    boot=boot,
+                    clock_offset_ns=clock_ns,
                 )
         cloud = Cloud(
             copy_points(scan.points),
@@ -211,10 +228,9 @@ class FaultPlan:
             self.period_ns,
             self.preset,
         )
-        clock_ns = 0
         for rec in self.records:
             f = rec.fault
-            if f.kind in NETWORK_KINDS or isinstance(f, (Reboot, Frozen)):
+            if f.kind in NETWORK_KINDS or isinstance(f, (Reboot, Frozen, ClockOffset, ClockDrift)):
                 continue
             span = self._overlap_s(f, t0, t1)
             if span <= 0:
@@ -254,10 +270,6 @@ class FaultPlan:
                 apply_wobble(cloud, f, on)
             elif isinstance(f, MountDrift):
                 apply_mount_drift(cloud, f, t0 - f.start_s if f.active(t0) else 0.0)
-            elif isinstance(f, ClockOffset) and f.active(t0):
-                clock_ns += round(f.offset_s * 1e9)
-            elif isinstance(f, ClockDrift) and f.active(t0):
-                clock_ns += round(f.ppm * 1e-6 * (t0 - f.start_s) * 1e9)
             rec.hit(t0)
             rec.points_added += cloud.added - added
             rec.points_removed += cloud.removed - removed
