@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_lidar.errors import ConfigError
+from rt_lidar.faults.spec import Fault, faults_from_table
 from rt_lidar.physics.device import KERNEL_DEVICES
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
@@ -224,9 +225,16 @@ class RunConfig:
     """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
     """The server of ``run`` (ignored by ``demo``)."""
+    faults: tuple[Fault, ...] = ()
+    """Injected sensor faults (``--faults FILE.toml``, :mod:`rt_lidar.faults`, docs/faults.md),
+    recorded whole so ``config.json`` re-runs them."""
 
     def __post_init__(self) -> None:
         check_fields(self, RUN_CONFIG_LABEL)  # e.g. --frames 0, as a ConfigError naming the field
+        if any(isinstance(f, dict) for f in self.faults):  # tables given in code: the checked faults
+            object.__setattr__(
+                self, "faults", faults_from_table({"fault": list(self.faults)}, RUN_CONFIG_LABEL)
+            )
 
     def physics(self) -> PhysicsConfig:
         """The physics stage's scenario settings."""

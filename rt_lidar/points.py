@@ -3,8 +3,10 @@
 Fields: ``x, y, z`` float32 metres in the sensor frame (x forward, y left, z up, as ROS),
 ``intensity`` float32 in the sensor's own output units (0..the preset's ``intensity_max``),
 ``reflectivity`` float32: the received power over a white Lambertian target's at the same range and
-incidence (1 = white; retro-reflectors and specular glints exceed 1), ``ring`` uint16, ``t`` int64 nanoseconds from the scan start, ``return_id`` uint8,
-``flags`` uint8 (see :class:`PointFlag`), ``segment`` uint32 (segmentation id of the surface hit).
+incidence (1 = white; retro-reflectors and specular glints exceed 1), ``ring`` uint16, ``t`` int64
+nanoseconds from the scan start, ``return_id`` uint8, ``flags`` uint16 (see :class:`PointFlag`: bits
+0-7 what the physics made of the point, bits 8-15 what an injected fault did to it, docs/faults.md),
+``segment`` uint32 (segmentation id of the surface hit).
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ POINT_DTYPE = np.dtype(
         ("ring", np.uint16),
         ("t", np.int64),
         ("return_id", np.uint8),
-        ("flags", np.uint8),
+        ("flags", np.uint16),
         ("segment", np.uint32),
     ]
 )
-"""Packed structured dtype, 36 bytes a point, field order fixed."""
+"""Packed structured dtype, 37 bytes a point, field order fixed (``flags`` widened to uint16 for the
+fault bits 8-15, issue 42: it was uint8 and 36 bytes)."""
 
 POINT_FIELDS: tuple[str, ...] = tuple(POINT_DTYPE.names or ())
 
@@ -47,6 +50,23 @@ class PointFlag(enum.IntFlag):
     SATURATED = 64
     CROSSTALK = 128
     """A false point from another lidar's pulse (a rig's mutual interference, :mod:`rt_lidar.rig`)."""
+    # Bits 8-15: what an injected fault did to the point (:mod:`rt_lidar.faults`, docs/faults.md).
+    FAULT_DIRT = 256
+    """Seen through a dirty window (power T^2), or a near-range scatter point of the dirt itself."""
+    FAULT_BLINDING = 512
+    """A saturated false detection of a blinding source."""
+    FAULT_POWER = 1024
+    """Its echo power was scaled by a weak channel or the receiver's gain drift."""
+    FAULT_NOISE = 2048
+    """A false detection of a noise burst."""
+    FAULT_RANGE = 4096
+    """Its range is biased (range_bias)."""
+    FAULT_TIMING = 8192
+    """Its time or stamp is off (rotation_wobble, clock_offset, clock_drift)."""
+    FAULT_MOUNT = 16384
+    """Its sensor drifted on its mount (mount_drift)."""
+    FAULT_FROZEN = 32768
+    """A repeat of an earlier scan (frozen)."""
 
 
 def empty_points(n: int = 0) -> np.ndarray:

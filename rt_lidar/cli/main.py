@@ -8,6 +8,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import rt_lidar
 from rt_lidar.cli.beam import add_beam_arguments, beam_from_args, sun_from_args
@@ -124,7 +125,14 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         rinet=resolve_rinet_model(args.rinet),
         bridge=bridge,
         stamp=args.stamp,
+        faults=_faults_from_args(args),
     )
+
+
+def _faults_from_args(args: argparse.Namespace) -> tuple[Any, ...]:
+    from rt_lidar.faults.spec import load_faults
+
+    return load_faults(args.faults) if getattr(args, "faults", None) else ()
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -333,6 +341,12 @@ def _add_run_arguments(p: argparse.ArgumentParser, command: str) -> None:
     add_beam_arguments(p)
     add_sink_argument(p)
     add_rinet_argument(p)
+    p.add_argument(
+        "--faults",
+        default=None,
+        metavar="FILE.toml",
+        help="inject sensor faults: [[fault]] tables (docs/faults.md)",
+    )
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:

@@ -41,6 +41,7 @@ EXPERIMENT_NAMES = (
     "clutter_calibration",
     "road_wetness",
     "spray",
+    "dirt_detection_range",
 )
 """The keys of :data:`rt_lidar.validation.experiments.EXPERIMENTS`, in order (a test holds them equal):
 named here so that building the CLI's parser does not import the experiments and matplotlib (half a

@@ -24,6 +24,7 @@ from rt_lidar.dataset.runs import RunSpec, run_config, run_digest, run_to_dict
 from rt_lidar.dataset.writer import SequenceWriter, _recording_sinks, run_physics, run_world
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.rig.model import load_rig
+from rt_lidar.rig.run import rig_fault_plans
 from rt_lidar.schema import to_plain
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.fanout import SinkFanout
@@ -43,6 +44,9 @@ def write_rig_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
     writers: dict[str, SequenceWriter] = {}
     fans: dict[str, SinkFanout] = {}
     loop = RigLoop(rig, world, sim_hz=run.sim_hz, seed=run.seed, physics=run_physics(run))
+    plans = rig_fault_plans(rig, run.faults, run.seed)
+    for name, plan in plans.items():
+        loop.units[name].pipeline.on_hits = plan.on_hits
     try:
         for s in rig.sensors:
             sdir = seq / s.name
@@ -51,20 +55,24 @@ def write_rig_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
             )
             fan = SinkFanout(_recording_sinks(run.sinks, sdir))
             scenario = {"run_id": run.run_id, "digest": digest, "sensor": s.name}
-            fan.open(SinkContext(preset=s.preset, scenario=scenario))
+            fan.open(SinkContext(preset=s.preset, scenario=scenario, faults=plans.get(s.name)))
             fans[s.name] = fan
         counts = dict.fromkeys(rig.names, 0)
         while min(counts.values()) < run.frames:
             for name, scans in loop.step().items():
-                for scan in scans[: run.frames - counts[name]]:
-                    writers[name].write(scan)
-                    fans[name].write(scan)
-                    counts[name] += 1
+                for got in scans[: run.frames - counts[name]]:
+                    counts[name] += 1  # a scan a reboot holds back counts too
+                    scan = plans[name].on_scan(got) if name in plans else got
+                    if scan is not None:
+                        writers[name].write(scan)
+                        fans[name].write(scan)
     finally:
         loop.close()
         for fan in fans.values():
             fan.close()
-    meta = {"digest": digest, "run": run_to_dict(run), "frames": run.frames}
+    meta: dict[str, object] = {"digest": digest, "run": run_to_dict(run), "frames": run.frames}
+    if plans:
+        meta["faults"] = {name: plan.report() for name, plan in plans.items()}
     for s in rig.sensors:
         w = writers[s.name]
         mount = " ".join(f"{v:.12e}" for v in s.mount.matrix()[:3].reshape(-1))

@@ -51,6 +51,8 @@ class RunSpec:
     camera: CameraSettings
     labels: tuple[LabelRule, ...] = ()
     sinks: tuple[str, ...] = ()
+    faults: tuple[Any, ...] = ()
+    """Injected faults (:mod:`rt_lidar.faults`); none leaves the run's digest as it was."""
 
     @property
     def sequence_name(self) -> str:
@@ -112,6 +114,7 @@ def expand_runs(spec: SweepSpec) -> list[RunSpec]:
                 spec.camera,
                 spec.labels,
                 spec.sinks,
+                spec.faults,
             )
         )
     counts = Counter(r.run_id for r in runs)
@@ -126,6 +129,8 @@ def run_to_dict(run: RunSpec) -> dict[str, Any]:
     so its runs keep their digests; a rig's carries the SHA-256 of the rig file (a changed rig file is
     another run)."""
     d: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(run)))
+    if not d["faults"]:  # runs without faults keep the digests they had before faults existed
+        del d["faults"]
     sensor = d["sensor"]
     if not sensor["rig"]:
         del sensor["rig"]
@@ -175,4 +180,5 @@ def run_config(run: RunSpec, out: str | Path = "") -> RunConfig:
         progress=False,
         in_process=True,
         weather=None if run.weather.is_clear else run.weather,
+        faults=run.faults,
     )

@@ -9,6 +9,7 @@
     seeds = [0, 1]             # physics seeds; every run is repeated for each
     sinks = ["pcd", "las"]     # optional: extra recordings of each run in sequences/NN/recordings/
                                # (pcd, kitti, las, rosbag2; options as on --sink: "rosbag2:storage=sqlite3")
+    faults = "faults.toml"     # optional: injected sensor faults of every run (docs/faults.md)
 
     [camera]                   # optional: image_2/ PNGs and a P2 that matches them
     enabled = true
@@ -168,6 +169,8 @@ class SweepSpec:
     labels: tuple[LabelRule, ...] = ()
     sinks: tuple[str, ...] = ()
     """Extra recordings of every run (``kind[:options]``), written into the run's sequence folder."""
+    faults: tuple[Any, ...] = ()
+    """Injected faults of every run (``[sweep] faults``, :mod:`rt_lidar.faults`)."""
 
 
 RECORDING_SINKS = ("pcd", "kitti", "las", "rosbag2")
@@ -210,6 +213,8 @@ class _Head:
     sim_hz: float = spec(DEFAULT_SIM_HZ, 1.0, 1000.0, "Hz")
     seeds: tuple[int, ...] = spec((DEFAULT_SEED,), 0, SEED_MAX, wrap=True, min_items=1)
     sinks: tuple[str, ...] = spec((), check=_sink_problem)
+    faults: str | None = None
+    """A faults file (relative to the sweep file) whose faults act in every run (docs/faults.md)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -436,6 +441,15 @@ def _camera(t: _Camera | None) -> CameraSettings:
     return CameraSettings(t.enabled, t.width, t.height, t.fov_deg, mount)
 
 
+def _faults(path: str | None, base: Path) -> tuple[Any, ...]:
+    if path is None:
+        return ()
+    from rt_lidar.faults.spec import load_faults
+
+    p = Path(path)
+    return load_faults(p if p.is_absolute() else base / p)
+
+
 def parse_sweep(data: dict[str, Any], source: str = "<sweep>", base: Path | None = None) -> SweepSpec:
     """Validate a parsed sweep; relative mesh paths are taken from ``base`` (default: the cwd)."""
     base = base or Path.cwd()
@@ -453,6 +467,7 @@ def parse_sweep(data: dict[str, Any], source: str = "<sweep>", base: Path | None
         camera=_camera(f.camera),
         labels=tuple(LabelRule(t.object, t.material, t.label) for t in f.labels),
         sinks=f.sweep.sinks,
+        faults=_faults(f.sweep.faults, base),
     )
     named = {
         "scenes": [s.name for s in spec.scenes],

@@ -32,6 +32,7 @@ from rt_lidar.dataset.errors import DatasetError
 from rt_lidar.dataset.labels import DEFAULT_RULES, LabelRule, class_lut, make_labels
 from rt_lidar.dataset.runs import RunSpec, run_config, run_digest, run_to_dict
 from rt_lidar.dataset.sweep_spec import CameraSettings, MountSpec, SceneSpec
+from rt_lidar.faults.wiring import fault_plan, with_faults
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline, build_world
@@ -277,19 +278,20 @@ def _write_sequence(run: RunSpec, seq: Path) -> tuple[int, int]:
         seq, world, lut, float(pipeline.preset.output.intensity_max), run.camera, _pose(run.sensor.mount)
     )
     context = SinkContext(preset=pipeline.preset, scenario={"run_id": run.run_id, "digest": run_digest(run)})
+    sinks = _recording_sinks(run.sinks, seq)
+    plan = fault_plan(run.faults, pipeline.preset, run.seed) if run.faults else None
+    post = None
+    if plan is not None:
+        sinks, context, post = with_faults(plan, pipeline, sinks, context, None)
     try:
         loop = run_scans(
-            pipeline,
-            run.frames,
-            _recording_sinks(run.sinks, seq),
-            context,
-            on_scan=writer.write,
-            background=False,
+            pipeline, run.frames, sinks, context, post=post, on_scan=writer.write, background=False
         )
     finally:
         pipeline.close()
     points = sum(loop.points)
-    writer.finish(
-        {"digest": run_digest(run), "run": run_to_dict(run), "frames": run.frames, "points": points}
-    )
+    meta: dict[str, object] = {"digest": run_digest(run), "run": run_to_dict(run), "frames": run.frames}
+    if plan is not None:
+        meta["faults"] = plan.report()
+    writer.finish({**meta, "points": points})
     return run.frames, points

@@ -298,6 +298,8 @@ def pack_points(
         np.ascontiguousarray(flags, np.uint8),
         np.ascontiguousarray(segment, np.uint32),
     )
+    if POINT_DTYPE["flags"].itemsize > 1:  # the step writes the low byte (the physics' flags are uint8)
+        out["flags"] = flags
     return out
 
 

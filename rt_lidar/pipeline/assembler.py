@@ -58,6 +58,11 @@ class Scan:
     sim_wall_ns: int | None = None
     """Wall time (``time.time_ns()``) at which the pipeline had the sim's last sector of this scan in
     hand: where the viewer's sim -> screen latency starts."""
+    clock_offset_ns: int = 0
+    """What the sensor's clock is off by (an injected clock fault, :mod:`rt_lidar.faults`): every
+    sink adds it to the scan's stamps (:meth:`rt_lidar.sinks.base.SinkContext.stamp_offset_ns`)."""
+    boot: int = 0
+    """Times the sensor came back from a reboot before this scan (an injected ``reboot`` fault)."""
 
     @property
     def drop_fraction(self) -> float:

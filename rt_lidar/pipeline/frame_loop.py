@@ -123,6 +123,9 @@ class Pipeline:
         prepare_schedule(preset)  # the scan's firing table now, not in frame 0
         self.last_stats: FrameStats | None = None
         self.on_sector: Callable[[np.ndarray, int, int], None] | None = None
+        self.on_hits: Callable[[Hits], Hits] | None = None
+        """Called with each frame's hits before the physics (an injected fault's, :mod:`rt_lidar.faults`);
+        runs on the thread that fetched the frame, so it must depend on the hits alone."""
         """Called with each sim frame's points (``t`` absolute ns) and its interval, before stitching."""
         depth = int(prefetch)
         if depth < 0:
@@ -176,7 +179,8 @@ class Pipeline:
     def _fetch(self, k: int) -> tuple[Firings, Hits]:
         t0, t1 = self._interval(k)
         firings = firings_between(self.preset, t0, t1)
-        return firings, self.source.hits(firings, t0, t1)
+        hits = self.source.hits(firings, t0, t1)
+        return firings, hits if self.on_hits is None else self.on_hits(hits)
 
     def _fetch_only(self, k: int) -> Fetched:
         return *self._fetch(k), None

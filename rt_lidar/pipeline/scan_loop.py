@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm import tqdm
@@ -24,6 +24,9 @@ from rt_lidar.sinks import range_image, write_range_image_png
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
 from rt_lidar.sinks.stats import sink_reports
+
+if TYPE_CHECKING:
+    from rt_lidar.faults.plan import FaultPlan
 
 __all__ = ["LoopStats", "RunResult", "drive_scans", "run_scans"]
 
@@ -40,6 +43,8 @@ class LoopStats:
     """Time in the pipeline and ``post`` (not in the sinks or callbacks)."""
     written: int = 0
     """Scans every sink took."""
+    suppressed: int = 0
+    """Scans ``post`` held back (returned None: a sensor down in an injected reboot)."""
     last: Scan | None = None
     error: BaseException | None = None
     """The ``stop_on`` exception that ended the loop early, if any."""
@@ -56,7 +61,7 @@ def run_scans(
     sinks: Sequence[ScanSink] = (),
     context: SinkContext | None = None,
     *,
-    post: Callable[[Scan], Scan] | None = None,
+    post: Callable[[Scan], Scan | None] | None = None,
     on_open: Callable[[], None] | None = None,
     on_scan: Callable[[Scan], None] | None = None,
     on_frame: Callable[[], None] | None = None,
@@ -66,7 +71,8 @@ def run_scans(
 ) -> LoopStats:
     """Step ``pipeline`` until ``count`` scans came out (None: until an exception ends it).
 
-    Each scan goes through ``post`` (e.g. the RINet stage), then to every sink, then to ``on_scan``;
+    Each scan goes through ``post`` (e.g. the RINet stage; a None from it holds the scan back, and it
+    counts towards ``count``), then to every sink, then to ``on_scan``;
     ``on_frame`` runs after every sim frame (pacing), ``on_end`` after the last (not after a failure).
     The sinks are opened first (``on_open`` then) and closed at the end, also when a sink, the
     pipeline or a callback fails: every sink is closed, and what it wrote is complete. An exception
@@ -83,7 +89,7 @@ def run_scans(
             pipeline.on_sector = fan.write_sector
         if on_open is not None:
             on_open()
-        while count is None or stats.scans < count:
+        while count is None or stats.scans + stats.suppressed < count:
             t0 = time.perf_counter()
             try:
                 scans = pipeline.step()
@@ -91,15 +97,19 @@ def run_scans(
                 stats.error = exc
                 break
             stats.compute_s += time.perf_counter() - t0
-            for scan in scans if count is None else scans[: count - stats.scans]:
+            for got in scans if count is None else scans[: count - stats.scans - stats.suppressed]:
+                scan: Scan | None = got
                 if post is not None:
                     t_post = time.perf_counter()
                     try:  # its calls may meet the server gone too (e.g. the camera image of RINet)
-                        scan = post(scan)
+                        scan = post(got)
                     except stop_on as exc:
                         stats.error = exc
                         break
                     stats.compute_s += time.perf_counter() - t_post
+                if scan is None:
+                    stats.suppressed += 1
+                    continue
                 fan.write(scan)
                 stats.points.append(int(scan.points.size))
                 stats.fired += scan.fired
@@ -152,11 +162,12 @@ def drive_scans(
     progress: bool = True,
     lockstep: bool = False,
     stop_on: tuple[type[BaseException], ...] = (),
-    post: Callable[[Scan], Scan] | None = None,
+    post: Callable[[Scan], Scan | None] | None = None,
     stamp: str = "sim",
     mount: tuple[float, ...] | None = None,
     write_scans: bool = True,
     live_figures: Callable[[], dict[str, str]] | None = None,
+    faults: FaultPlan | None = None,
 ) -> RunResult:
     """Run ``pipeline`` until ``frames`` scans came out; every scan goes to ``out/scans`` as PCD + KITTI
     and to the extra ``sinks``; writes ``out/range_image.png``; returns the summary (the caller
@@ -170,6 +181,8 @@ def drive_scans(
     nothing goes to ``out/scans``: only the extra ``sinks`` (which must then name at least one).
     ``live_figures`` adds figures to the progress line and the stream's headers, so the viewer's HUD
     shows them (e.g. ``--realtime``'s pace).
+    ``faults``: the injected faults of the sensor (:mod:`rt_lidar.faults`), after ``post``; the
+    summary's ``faults`` lists what each injected and when.
     """
     if frames < 1:
         raise ConfigError(f"--frames must be >= 1, got {frames}")
@@ -187,6 +200,10 @@ def drive_scans(
     )
     if mount is not None:
         context = dataclasses.replace(context, mount=tuple(mount))
+    if faults:
+        from rt_lidar.faults.wiring import with_faults
+
+        sinks_, context, post = with_faults(faults, pipeline, sinks_, context, post)
     bar = tqdm(total=frames, unit="scan", disable=not progress, desc=f"{preset.name}")
 
     def show(scan: Scan) -> None:
@@ -205,6 +222,7 @@ def drive_scans(
         loop = run_scans(pipeline, frames, sinks_, context, post=post, on_scan=show, stop_on=stop_on)
     finally:
         bar.close()
+        pipeline.on_hits = None
     counts, fired, dropped, last = loop.points, loop.fired, loop.dropped, loop.last
     compute_s, error = loop.compute_s, loop.error
     wall_s = time.perf_counter() - t_loop
@@ -235,4 +253,7 @@ def drive_scans(
         "sinks": sink_reports((*own, *sinks), sinks_),
         "scenario": scenario or {},
     }
+    if faults:
+        summary["scans_suppressed"] = loop.suppressed
+        summary["faults"] = faults.report()
     return RunResult(summary, last, error)

@@ -64,6 +64,7 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
         stream=stream,
         write_scans=config.write_scans,
         scene_setup=config.scene_setup,
+        faults=config.faults,
     )
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -93,6 +94,7 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
     from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
     from rt_lidar.bridge.source import parse_address
     from rt_lidar.cli.validate import weather_from_args
+    from rt_lidar.faults.spec import load_faults
     from rt_lidar.rig import load_rig
     from rt_lidar.rig.bag import RigBag
     from rt_lidar.rig.bridge import bridge_rig_loop
@@ -138,6 +140,8 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
                 scenario={"run": {"airsim": args.airsim, "rig": args.rig}},
                 progress=not args.quiet,
                 write_scans=not args.no_scans,
+                faults=load_faults(args.faults) if getattr(args, "faults", None) else (),
+                seed=args.seed,
             )
         finally:
             loop.close()

@@ -61,6 +61,8 @@ class SensorEntry:
     phase_deg: float | None = spec(None, 0.0, 360.0, "deg")
     rotation_hz: float | None = spec(None, 0.1, 100.0, "Hz")
     sinks: tuple[str, ...] = ()
+    faults: str | None = None
+    """A faults file (``[[fault]]`` tables, docs/faults.md; relative to the rig file) for this sensor."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ class RigSensor:
     entry: SensorEntry
     preset: SensorPreset
     mount: Pose
+    faults: tuple[Any, ...] = ()
+    """The faults of its ``faults`` file (:mod:`rt_lidar.faults`), checked against its preset."""
 
     @property
     def name(self) -> str:
@@ -148,6 +152,20 @@ def _resolve_preset(entry: SensorEntry, base: Path | None, source: str) -> Senso
     return preset
 
 
+def _sensor_faults(entry: SensorEntry, base: Path | None, preset: SensorPreset) -> tuple[Any, ...]:
+    """A sensor's own faults file, read and checked against its preset (its faults target it alone)."""
+    if entry.faults is None:
+        return ()
+    from rt_lidar.faults.spec import check_rings, load_faults
+
+    path = Path(entry.faults)
+    if not path.is_absolute() and base is not None:
+        path = base / path
+    faults = load_faults(path)
+    check_rings(faults, preset.n_rings, preset.name, str(path))
+    return tuple(dataclasses.replace(f, sensor=entry.name) for f in faults)
+
+
 def rig_from_dict(table: Any, source: str = "<rig>", base: Path | None = None) -> Rig:
     """Validate a rig given as a TOML-shaped dict; ``base`` resolves relative preset paths."""
     if not isinstance(table, dict):
@@ -190,7 +208,7 @@ def rig_from_dict(table: Any, source: str = "<rig>", base: Path | None = None) -
             if ":" not in sink:
                 raise RigError(source, f"sinks[{j}]", f"expected KIND:TARGET, got {sink!r}", entry.name)
         preset = _resolve_preset(entry, base, source)
-        sensors.append(RigSensor(entry, preset, entry.mount.pose()))
+        sensors.append(RigSensor(entry, preset, entry.mount.pose(), _sensor_faults(entry, base, preset)))
     return Rig(source, tuple(sensors))
 
 

@@ -4,6 +4,7 @@ rosbag2 for the rig (``OUT/rosbag``), ``OUT/rig.json`` (the resolved rig) and ``
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -57,6 +58,30 @@ class RigRunOptions:
     """Write ``OUT/<sensor>/scans`` (``--no-scans``: only the bag, the stream and the rig's sinks)."""
     scene_setup: SceneSetup | None = None
     """More of the scene than its name (a dataset run's, :class:`rt_lidar.config.SceneSetup`)."""
+    faults: tuple[Any, ...] = ()
+    """Run-wide faults (``--faults``); one naming a ``sensor`` acts on that sensor alone. Each sensor's
+    own ``faults`` file adds to them."""
+
+
+def rig_fault_plans(rig: Rig, faults: tuple[Any, ...], seed: int) -> dict[str, Any]:
+    """Each sensor's :class:`~rt_lidar.faults.plan.FaultPlan`: the run-wide ``faults`` that target it
+    (or every sensor) and its own file's; a run-wide fault naming no sensor of the rig is an error."""
+    from rt_lidar.errors import FieldError
+    from rt_lidar.faults.plan import FaultPlan, faults_for_sensor
+
+    for i, f in enumerate(faults):
+        if f.sensor is not None and f.sensor not in rig.names:
+            raise FieldError(
+                "faults",
+                f"fault[{i}].sensor",
+                f"no sensor {f.sensor!r} in {rig.source}; sensors: {', '.join(rig.names)}",
+            )
+    plans: dict[str, Any] = {}
+    for s in rig.sensors:
+        mine = (*faults_for_sensor(tuple(faults), s.name), *s.faults)
+        if mine:
+            plans[s.name] = FaultPlan(mine, s.preset, seed, f"rig sensor {s.name}", key=s.name)
+    return plans
 
 
 def write_mount_calib(path: Path, mount: Pose) -> None:
@@ -75,6 +100,8 @@ def drive_rig(
     scenario: dict[str, Any] | None = None,
     progress: bool = False,
     write_scans: bool = True,
+    faults: tuple[Any, ...] = (),
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Step ``loop`` until every sensor wrote ``frames`` scans; returns (and writes) the summary.
 
@@ -86,6 +113,9 @@ def drive_rig(
     if not write_scans and bag is None and stream is None and not own_sinks:
         raise ConfigError("--no-scans: the rig has no other output (no rosbag, no stream, no sinks)")
     rig = loop.rig
+    plans = rig_fault_plans(rig, faults, seed)
+    for name, plan in plans.items():
+        loop.units[name].pipeline.on_hits = plan.on_hits
     fans: dict[str, SinkFanout] = {}
     stream_stats: dict[str, int] | None = None
     try:
@@ -106,24 +136,34 @@ def drive_rig(
             if stream is not None:
                 sinks.append(stream.sink(s.name))
             fan = SinkFanout(sinks)
-            fan.open(SinkContext(preset=s.preset, scenario={**(scenario or {}), "sensor": s.name}))
+            context = SinkContext(preset=s.preset, scenario={**(scenario or {}), "sensor": s.name})
+            fan.open(dataclasses.replace(context, faults=plans.get(s.name)))
             fans[s.name] = fan
         counts: dict[str, list[int]] = {n: [] for n in rig.names}
         false_pts: dict[str, int] = dict.fromkeys(rig.names, 0)
         bar = tqdm(total=frames * len(rig.sensors), unit="scan", disable=not progress, desc="rig")
         loop.start()
         t_loop = time.perf_counter()
-        while min(len(c) for c in counts.values()) < frames:
+        held: dict[str, int] = dict.fromkeys(rig.names, 0)
+        while min(len(counts[n]) + held[n] for n in rig.names) < frames:
             for name, scans in loop.step().items():
-                for scan in scans[: frames - len(counts[name])]:
+                for got in scans[: frames - len(counts[name]) - held[name]]:
+                    plan = plans.get(name)
+                    scan = plan.on_scan(got) if plan is not None else got
+                    if scan is None:  # the sensor is down (an injected reboot): the scan counts
+                        held[name] += 1
+                        bar.update(1)
+                        continue
                     fans[name].write(scan)
                     counts[name].append(int(scan.points.size))
                     flags = scan.points["flags"]
-                    false_pts[name] += int(np.count_nonzero(flags & np.uint8(PointFlag.CROSSTALK)))
+                    false_pts[name] += int(np.count_nonzero(flags & int(PointFlag.CROSSTALK)))
                     bar.update(1)
         wall_s = time.perf_counter() - t_loop
         bar.close()
     finally:
+        for unit in loop.units.values():
+            unit.pipeline.on_hits = None
         for fan in fans.values():
             fan.close()
         if bag is not None:
@@ -137,9 +177,14 @@ def drive_rig(
         s.name: {
             "preset": s.preset.name,
             "scans_written": fans[s.name].written,
-            "points_per_scan_mean": float(np.mean(counts[s.name])),
+            "points_per_scan_mean": float(np.mean(counts[s.name])) if counts[s.name] else 0.0,
             "crosstalk_points": false_pts[s.name],
             "mount": asdict(s.entry.mount),
+            **(
+                {"scans_suppressed": held[s.name], "faults": plans[s.name].report()}
+                if s.name in plans
+                else {}
+            ),
         }
         for s in rig.sensors
     }
@@ -190,6 +235,8 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
             scenario={"demo": asdict(opts)},
             progress=opts.progress,
             write_scans=opts.write_scans,
+            faults=opts.faults,
+            seed=opts.seed,
         )
     finally:
         loop.close()

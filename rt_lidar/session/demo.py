@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline
 from rt_lidar.config import BridgeConfig, RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError
+from rt_lidar.faults.wiring import fault_plan
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.frame_loop import CAST_AHEAD
@@ -113,6 +114,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                 stamp=opts.stamp,
                 write_scans=opts.write_scans,
                 mount=_mount_tuple(world.scene.sensor_mount),
+                faults=fault_plan(opts.faults, preset, opts.seed),
             )
         finally:
             built.pipeline.close()
@@ -159,6 +161,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
                         stamp=opts.stamp,
                         write_scans=opts.write_scans,
                         mount=airsim_mount(client),
+                        faults=fault_plan(opts.faults, preset, opts.seed),
                     )
                 finally:
                     pipe.close()

@@ -15,6 +15,7 @@ from rt_lidar.bridge.server_lidar import ADOPT, resolve_server_preset
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline, parse_address
 from rt_lidar.config import RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError, RtLidarError
+from rt_lidar.faults.wiring import fault_plan
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.sensor.presets import SensorPreset, load_preset
@@ -190,6 +191,7 @@ def run_controller(opts: RunConfig) -> dict[str, Any]:
                 write_scans=opts.write_scans,
                 mount=_mount(client, opts),
                 live_figures=None if pacer is None else (lambda: {"realtime": pacer.live_text()}),
+                faults=fault_plan(opts.faults, preset, opts.seed),
             )
         finally:
             pipe.close()

@@ -62,6 +62,9 @@ class SinkContext:
     mount: tuple[float, ...] = (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
     """Where the sensor sits on the vehicle: x, y, z (m, x forward, y left, z up) then the rotation
     quaternion w, x, y, z (vehicle frame -> sensor frame); identity where the run does not know it."""
+    faults: Any = None
+    """The run's :class:`~rt_lidar.faults.plan.FaultPlan` for this sensor (its network faults act on
+    the packet and message sinks); None = none."""
 
     _wall: _WallStamps = field(default_factory=_WallStamps, compare=False, repr=False)
     _live: Callable[[], dict[str, str]] | None = field(default=None, compare=False, repr=False)
@@ -88,10 +91,14 @@ class SinkContext:
         stamped it firing just then; points and packets keep their spacing inside the scan. The offset
         never decreases, so stamps never run backwards: a sim faster than real time gets stamps ahead
         of the wall clock by the time it gained (:attr:`stamp_lead_max_s`); in real time they are not.
-        Every sink of the run gets the same offset for the same scan.
+        Every sink of the run gets the same offset for the same scan. A clock fault's offset
+        (``Scan.clock_offset_ns``) is added on either clock.
         """
         if self.stamp == "sim":
-            return sim_epoch_ns
+            return sim_epoch_ns + scan.clock_offset_ns
+        return self._wall_offset_ns(scan) + scan.clock_offset_ns
+
+    def _wall_offset_ns(self, scan: Scan) -> int:
         state, key = self._wall, (int(scan.index), int(scan.start_ns))
         with state.lock:
             if state.scan == key:

@@ -18,7 +18,7 @@ EXTRA_DIMS = (
     ("ring", "u2"),
     ("t", "i8"),
     ("return_id", "u1"),
-    ("flags", "u1"),
+    ("flags", "<u2"),
     ("segment", "u4"),
 )
 SCALE_M = 1e-4

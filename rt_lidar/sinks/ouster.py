@@ -201,6 +201,8 @@ class OusterPacketizer:
         """Packet indices within a rotation that the sensor sends (those of ``column_window``)."""
         self.imu = imu
         self.motion = SensorMotion()
+        self.frame_base = 0
+        """The scan index of frame id 0 (a sensor's frame ids count from its boot)."""
 
     def image(self, scan: Scan) -> dict[str, np.ndarray]:
         """(h, w) images of the scan's returns: ``range`` (mm), ``reflectivity``, ``signal``, ``nir``
@@ -270,13 +272,14 @@ class OusterPacketizer:
         if fmt.profile != "RNG19_RFL8_SIG16_NIR16_DUAL":
             put("reflectivity", img["reflectivity"])
         if fmt.profile == "LEGACY":
-            cols["fid"] = scan.index & 0xFFFF
+            cols["fid"] = (scan.index - self.frame_base) & 0xFFFF
             cols["enc"] = mids * (ENCODER_TICKS // self.cols)
             cols["status"] = np.where(valid, 0xFFFFFFFF, 0)
         else:
             cols["status"] = valid
             pk["type"] = 1
-            pk["fid"] = scan.index & (0xFFFFFFFF if fmt.profile in FUSA_HEADER else 0xFFFF)
+            fid_mask = 0xFFFFFFFF if fmt.profile in FUSA_HEADER else 0xFFFF
+            pk["fid"] = (scan.index - self.frame_base) & fid_mask
             pk["init"] = np.frombuffer(fmt.init_id.to_bytes(3, "little"), np.uint8)
             pk["sn"] = np.frombuffer(fmt.prod_sn.to_bytes(5, "little"), np.uint8)
         raw = pk.view(np.uint8).reshape(len(pk), -1)

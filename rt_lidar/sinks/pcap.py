@@ -80,6 +80,9 @@ def stamp_clock(packetizer: Packetizer, context: SinkContext, scan: Scan) -> Non
     keeps its own (``epoch_ns=``, by default :data:`DEFAULT_EPOCH_NS`)."""
     if context.stamp == "wall":
         packetizer.epoch_ns = context.stamp_offset_ns(scan)
+    elif scan.clock_offset_ns or hasattr(packetizer, "sim_epoch_ns"):  # a clock fault (rt_lidar.faults)
+        base = packetizer.__dict__.setdefault("sim_epoch_ns", packetizer.epoch_ns)
+        packetizer.epoch_ns = base + scan.clock_offset_ns
 
 
 def slots_per_scan(preset: SensorPreset) -> int:
@@ -303,10 +306,11 @@ class PacketPcapSink:
 
     def open(self, context: SinkContext) -> None:
         """Create the packetizer and the file; write the resolved config beside it."""
+        from rt_lidar.faults.network import network_packetizer
         from rt_lidar.sinks.files import write_resolved_config
 
         self._context = context
-        self.packetizer = self._make(context)
+        self.packetizer = network_packetizer(self._make, context, "pcap")
         self._ports = {**self.packetizer.ports, **self._ports}
         self.writer = PcapWriter(self.path)
         write_resolved_config(self.path.parent, context)

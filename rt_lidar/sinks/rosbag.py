@@ -45,16 +45,24 @@ CLOUD_DTYPE = np.dtype(
     [("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4"), ("ring", "<u2"), ("time", "<f4")]
 )
 """The PointCloud2 point layout of ``fields=velodyne`` (packed, 22 bytes, as velodyne_pointcloud)."""
-CLOUD_DTYPE_ALL = np.dtype(
+_ALL_PACKED = np.dtype(
     [
         *((n, CLOUD_DTYPE[n]) for n in CLOUD_DTYPE.names or ()),
         ("reflectivity", "<f4"),
         ("return_id", "u1"),
-        ("flags", "u1"),
+        ("flags", "<u2"),
         ("segment", "<u4"),
     ]
 )
-"""The default layout: the Velodyne driver's fields, then the rest of our point type (packed, 32 bytes)."""
+_ALL_SPEC: Any = {
+    "names": list(_ALL_PACKED.names or ()),
+    "formats": [_ALL_PACKED.fields[n][0] for n in _ALL_PACKED.names or ()],  # type: ignore[index]
+    "offsets": [_ALL_PACKED.fields[n][1] for n in _ALL_PACKED.names or ()],  # type: ignore[index]
+    "itemsize": 36,
+}
+CLOUD_DTYPE_ALL = np.dtype(_ALL_SPEC)
+"""The default layout: the Velodyne driver's fields, then the rest of our point type (33 bytes of fields,
+``flags`` uint16; padded to 36 so a point is whole 4-byte words)."""
 _OUSTER = [
     ("x", "<f4", 0),
     ("y", "<f4", 4),
@@ -66,7 +74,7 @@ _OUSTER = [
     ("ambient", "<u2", 28),
     ("range", "<u4", 32),
 ]
-_OURS_IN_PAD = [("return_id", "u1", 36), ("flags", "u1", 37), ("segment", "<u4", 40)]
+_OURS_IN_PAD = [("return_id", "u1", 36), ("flags", "<u2", 38), ("segment", "<u4", 40)]
 
 
 def _padded(fields: list[tuple[str, str, int]], itemsize: int) -> np.dtype:
@@ -79,8 +87,8 @@ OUSTER_DTYPE = _padded(_OUSTER, 48)
 float32, t uint32 ns from the scan start, reflectivity uint16 (0..100 Lambertian, above: retro),
 ring uint16, ambient uint16 (near-IR counts of the sunlight, 0 at night), range uint32 mm."""
 OUSTER_DTYPE_ALL = _padded(_OUSTER + _OURS_IN_PAD, 48)
-"""ouster-ros's point with the rest of our point type in its padding: return_id, flags uint8 at 36, 37,
-segment uint32 at 40 (still 48 bytes, so ouster-ros consumers read it unchanged)."""
+"""ouster-ros's point with the rest of our point type in its padding: return_id uint8 at 36, flags
+uint16 at 38, segment uint32 at 40 (still 48 bytes, so ouster-ros consumers read it unchanged)."""
 LAYOUTS = {"all": CLOUD_DTYPE_ALL, "velodyne": CLOUD_DTYPE}
 DRIVER_LAYOUTS = {
     "velodyne": {"all": CLOUD_DTYPE_ALL, "driver": CLOUD_DTYPE},

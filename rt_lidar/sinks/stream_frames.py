@@ -52,7 +52,7 @@ __all__ = [
 DEFAULT_ADDRESS = "tcp://127.0.0.1:5555"
 STREAM_VERSION = 1
 DEFAULT_MAX_FRAME_BYTES = 512 << 20
-"""Largest frame a subscriber takes: 14 M points of the 36-byte point type (a dual-return VLS-128
+"""Largest frame a subscriber takes: 14 M points of the 37-byte point type (a dual-return VLS-128
 scan is ~10 M)."""
 _KINDS = ("scan", "sector", "camera")
 MAX_HEADER_BYTES = 1 << 20

@@ -130,8 +130,10 @@ class UdpPacketSink:
 
     def open(self, context: SinkContext) -> None:
         """Create the packetizer, the socket and the sender thread."""
+        from rt_lidar.faults.network import network_packetizer
+
         self._context = context
-        self.packetizer = self._make(context)
+        self.packetizer = network_packetizer(self._make, context, "udp")
         ports = {**self.packetizer.ports, **self._ports_override}
         host, data_port = parse_host_port(self.target, ports["data"])
         ports["data"] = data_port

@@ -69,13 +69,16 @@ FLAG_COLORS: tuple[tuple[PointFlag, tuple[float, float, float, float]], ...] = (
 )
 """Colour of each flag, highest priority first; unflagged points are dim grey."""
 _UNFLAGGED = np.array([0.45, 0.45, 0.45, 1.0], np.float32)
+FAULT_COLOR = (1.00, 0.55, 0.00, 1.0)
+"""Points an injected fault touched (bits 8-15, :mod:`rt_lidar.faults`) with no flag of their own."""
 
 
 def _flag_palette() -> F32:
-    """The colour of every uint8 flags value: its highest-priority flag's, grey when none is set."""
-    values = np.arange(256)
-    pal = np.empty((256, 4), np.float32)
+    """The colour of every flags value (uint16): its highest-priority flag's, grey when none is set."""
+    values = np.arange(1 << 16)
+    pal = np.empty((1 << 16, 4), np.float32)
     pal[:] = _UNFLAGGED
+    pal[(values >> 8) != 0] = FAULT_COLOR
     for bit, rgba in reversed(FLAG_COLORS):  # lowest priority first, so the highest ends on top
         pal[(values & int(bit)) != 0] = rgba
     return pal
@@ -196,7 +199,10 @@ def color_legend(mode: str, scales: ColorScales | None = None) -> str:
     if mode == "return_id":
         return "blue 1st/strongest, orange 2nd, green 3rd, magenta 4th+"
     if mode == "flags":
-        return "red saturated, pink bloom, cyan rain, white snow, lavender fog, yellow sun, green glass, grey"
+        return (
+            "red saturated, pink bloom, cyan rain, white snow, lavender fog, yellow sun, green glass, "
+            "orange an injected fault, grey"
+        )
     if mode == "sensor":
         return "one colour per sensor of the rig (its HUD line names it)"
     raise ConfigError(f"unknown colour mode '{mode}'; known: {', '.join(COLOR_MODES)}")

@@ -13,17 +13,18 @@ def test_point_dtype_is_pinned():
         ("ring", "<u2", 20),
         ("t", "<i8", 22),
         ("return_id", "|u1", 30),
-        ("flags", "|u1", 31),
-        ("segment", "<u4", 32),
+        ("flags", "<u2", 31),
+        ("segment", "<u4", 33),
     ]
-    assert POINT_DTYPE.itemsize == 36
+    assert POINT_DTYPE.itemsize == 37
 
 
 def test_flags_are_distinct_bits():
     values = [int(f) for f in PointFlag if f]
     assert all(v & (v - 1) == 0 for v in values)
     assert len(set(values)) == len(values)
-    assert empty_points(3)["flags"].dtype == np.uint8
+    assert empty_points(3)["flags"].dtype == np.uint16
+    assert {int(f) for f in PointFlag if f.name.startswith("FAULT_")} == {1 << b for b in range(8, 16)}
 
 
 def test_concat_points_keeps_every_field():

@@ -21,7 +21,7 @@ _PF_NUMPY = {2: "u1", 4: "<u2", 6: "<u4", 7: "<f4"}  # sensor_msgs/PointField da
             "mcap",
             None,
             ["x", "y", "z", "intensity", "ring", "time", "reflectivity", "return_id", "flags", "segment"],
-            32,
+            36,
         ),
         ("sqlite3", "velodyne", ["x", "y", "z", "intensity", "ring", "time"], 22),
     ],

@@ -190,7 +190,7 @@ def test_ouster_presets_get_ouster_ros_point_layout(pipeline_scans):
         ("ambient", 28, 4),
         ("range", 32, 6),
         ("return_id", 36, 2),
-        ("flags", 37, 2),
+        ("flags", 38, 4),
         ("segment", 40, 6),
     ]
     scan = pipeline_scans("OS1-64", 1)[0]

@@ -1,0 +1,83 @@
+"""Faults that act on the echo power before detection: a covered or dirty window, dead and weak
+channels, the receiver's gain. They scale each ray's two-way transmission in the radar equation
+(``Hits.glass_transmission``, the factor every echo model multiplies its power by), so detection,
+range noise, intensity and reflectivity follow as the physics computes them: dirt of one-way
+transmission T takes T^2 off the echo, and a return is lost where that puts it below threshold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from rt_lidar.faults.spec import Blockage, DeadChannel, Dirt, Fault, GainDrift, WeakChannel
+from rt_lidar.pipeline.sources import Hits
+
+__all__ = ["POWER_KINDS", "in_azimuth", "in_elevation", "power_factor", "with_power_faults"]
+
+POWER_KINDS = (Blockage, Dirt, DeadChannel, WeakChannel, GainDrift)
+
+
+def in_azimuth(az_deg: np.ndarray, span: tuple[float, float]) -> np.ndarray:
+    """Which azimuths (deg, any turn) lie in ``span = [from, to]`` counter-clockwise (x forward, y left;
+    ``from > to`` wraps through 0; a span of 360 deg or more is everything)."""
+    lo, hi = span
+    width = hi - lo
+    if width >= 360.0:
+        return np.ones(np.shape(az_deg), bool)
+    width = width % 360.0
+    return np.asarray(np.mod(np.asarray(az_deg, np.float64) - lo, 360.0) <= width)
+
+
+def in_elevation(el_deg: np.ndarray, span: tuple[float, float] | None) -> np.ndarray:
+    """Which elevations lie in ``span`` (None: all)."""
+    if span is None:
+        return np.ones(np.shape(el_deg), bool)
+    el = np.asarray(el_deg, np.float64)
+    return np.asarray((el >= span[0]) & (el <= span[1]))
+
+
+def _active(fault: Fault, t_s: np.ndarray) -> np.ndarray:
+    on = t_s >= fault.start_s
+    if fault.end_s is not None:
+        on &= t_s < fault.end_s
+    return np.asarray(on)
+
+
+def power_factor(
+    faults: tuple[Fault, ...], ring: np.ndarray, t_ns: np.ndarray, az_deg: np.ndarray, el_deg: np.ndarray
+) -> np.ndarray | None:
+    """The factor on each pulse's echo power of the power faults among ``faults`` (None: all 1)."""
+    factor: np.ndarray | None = None
+    t_s = np.asarray(t_ns, np.int64) * 1e-9
+    for f in faults:
+        if not isinstance(f, POWER_KINDS):
+            continue
+        on = _active(f, t_s)
+        if not on.any():
+            continue
+        if factor is None:
+            factor = np.ones(t_s.shape, np.float64)
+        if isinstance(f, (Blockage, Dirt)):
+            sel = on & in_azimuth(az_deg, f.azimuth_deg) & in_elevation(el_deg, f.elevation_deg)
+            factor[sel] *= 0.0 if isinstance(f, Blockage) else f.transmission**2
+        elif isinstance(f, (DeadChannel, WeakChannel)):
+            sel = on & np.isin(ring, np.asarray(f.rings))
+            factor[sel] *= 0.0 if isinstance(f, DeadChannel) else f.power_scale
+        else:
+            gain = np.maximum(f.gain + f.gain_per_s * (t_s - f.start_s), 0.0)
+            factor[on] *= gain[on]
+    return factor
+
+
+def with_power_faults(faults: tuple[Fault, ...], hits: Hits) -> Hits:
+    """``hits`` with the power faults' factors on each ray's two-way transmission (the same object
+    where none acts in its interval)."""
+    f = hits.firings
+    factor = power_factor(faults, f.ring, f.t_ns, f.azimuth_deg, f.elevation_deg)
+    if factor is None:
+        return hits
+    per_ray = np.repeat(factor, hits.subrays) if hits.subrays > 1 else factor
+    trans = (hits.glass_transmission.astype(np.float64) * per_ray).astype(np.float32)
+    return dataclasses.replace(hits, glass_transmission=trans)
