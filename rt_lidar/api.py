@@ -15,7 +15,7 @@ through the same pipelines (``rt-lidar demo --in-process`` is :func:`simulate` w
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ __all__ = ["Scan", "attach", "read", "simulate"]
 
 WeatherLike = WeatherConfig | Mapping[str, float] | None
 BeamLike = BeamConfig | Mapping[str, Any] | None
+FaultsLike = str | Path | Sequence[Mapping[str, Any]]
 
 
 def _weather(weather: WeatherLike) -> WeatherConfig | None:
@@ -66,14 +67,17 @@ def simulate(
     sim_hz: float = DEFAULT_SIM_HZ,
     weather: WeatherLike = None,
     beam: BeamLike = None,
+    faults: FaultsLike = (),
 ) -> Iterator[Scan]:
     """Yield ``scans`` scans of ``preset`` (a name, a preset TOML path or a :class:`SensorPreset`)
     driving through the embedded ``scene`` (``"street"``, another named scene, or a glTF/OBJ/PLY file).
 
     ``weather``: a :class:`WeatherConfig` or a mapping such as ``{"rain_mm_h": 10, "fog_visibility_m":
     200}``; ``beam``: a :class:`BeamConfig` or a mapping such as ``{"return_mode": "dual", "sub_rays":
-    7}``. The same arguments and seed give the same points, byte for byte. Values out of range raise
-    :class:`rt_lidar.errors.ConfigError` naming the field."""
+    7}``; ``faults``: a faults TOML file or fault tables such as ``[{"kind": "dead_channel", "rings":
+    [3]}]`` (docs/faults.md). The same arguments and seed give the same points, byte for byte. Values
+    out of range raise :class:`rt_lidar.errors.ConfigError` naming the field."""
+    from rt_lidar.faults.wiring import fault_plan
     from rt_lidar.pipeline.builder import build_pipeline, build_world
     from rt_lidar.pipeline.frame_loop import CAST_AHEAD
 
@@ -87,13 +91,30 @@ def simulate(
         in_process=True,
         weather=_weather(weather),
         beam=_beam(beam),
+        faults=_faults(faults),
     )
     sensor = preset if isinstance(preset, SensorPreset) else load_preset(config.preset)
     world = build_world(config.scene, seed=config.seed, caster=config.caster)
     built = build_pipeline(
         sensor, world, seed=config.seed, sim_hz=config.sim_hz, prefetch=CAST_AHEAD, physics=config.physics()
     )
-    yield from _scans(built.pipeline, scans)
+    plan = fault_plan(config.faults, sensor, config.seed)
+    if plan is None:
+        yield from _scans(built.pipeline, scans)
+        return
+    built.pipeline.on_hits = plan.on_hits
+    for scan in _scans(built.pipeline, scans):
+        out = plan.on_scan(scan)
+        if out is not None:  # None: a scan the sensor did not send (down in an injected reboot)
+            yield out
+
+
+def _faults(faults: FaultsLike) -> Any:
+    from rt_lidar.faults.spec import load_faults
+
+    if isinstance(faults, str | Path):
+        return load_faults(faults)
+    return tuple(faults)
 
 
 def attach(
@@ -113,6 +134,7 @@ def attach(
     flavor: str = "auto",
     weather: WeatherLike = None,
     beam: BeamLike = None,
+    faults: FaultsLike = (),
 ) -> Iterator[Scan]:
     """Yield ``scans`` scans of ``preset`` from a running AirSim, Cosys-AirSim or ``rt-lidar serve`` at
     ``address`` (``HOST:PORT``). ``lockstep`` pauses the simulator and advances it frame by frame (the

@@ -263,3 +263,15 @@ def test_the_demo_summary_says_the_server_it_used(tmp_path: Path) -> None:
         == 0
     )
     assert json.loads((tmp_path / "ip" / "summary.json").read_text())["scenario"]["demo"]["bridge"] is None
+
+
+def test_simulate_takes_faults_as_tables_or_a_file(tmp_path: Path) -> None:
+    dead = [{"kind": "dead_channel", "rings": [3, 7]}]
+    (scan,) = rt_lidar.simulate("VLP-16", scans=1, faults=dead)
+    assert scan.points.size > 0 and not np.isin(scan.points["ring"], [3, 7]).any()
+    (clean,) = rt_lidar.simulate("VLP-16", scans=1)
+    assert np.isin(clean.points["ring"], [3, 7]).any()
+    path = tmp_path / "f.toml"
+    path.write_text('[[fault]]\nkind = "dead_channel"\nrings = [3, 7]\n')
+    (again,) = rt_lidar.simulate("VLP-16", scans=1, faults=path)
+    assert again.points.tobytes() == scan.points.tobytes()
