@@ -165,10 +165,17 @@ def test_joined_odd_parts_are_the_numpy_s() -> None:
     other = np.zeros(3, [("t", "<i8"), ("x", "<f4")])  # no return_id: the NumPy code
     assert source_steps.join_scan([other, other], 0) is None
     assert source_steps.join_scan(parts[:1], 0) is None  # one part: shifted in place by the NumPy code
+    size, t_at, rid_at = (
+        parts[0].dtype.itemsize,
+        parts[0].dtype.fields["t"][1],
+        parts[0].dtype.fields["return_id"][1],
+    )
     with pytest.raises(ValueError, match="out has"):
-        source_steps._c.join_scan([parts[0].view(np.uint8)], np.zeros(3, np.uint8), 36, 22, 30, 0)
+        source_steps._c.join_scan([parts[0].view(np.uint8)], np.zeros(3, np.uint8), size, t_at, rid_at, 0)
     with pytest.raises(ValueError, match="not whole records"):
-        source_steps._c.join_scan([np.zeros(35, np.uint8)], np.zeros(35, np.uint8), 36, 22, 30, 0)
+        source_steps._c.join_scan(
+            [np.zeros(size - 1, np.uint8)], np.zeros(size - 1, np.uint8), size, t_at, rid_at, 0
+        )
 
 
 def _stacked_panes() -> Scene:

@@ -99,12 +99,19 @@ def test_missing_extra_names_its_pip_install(
 
 
 def test_require_names_the_extra_and_leaves_other_import_errors() -> None:
-    sys.modules["cyclonedds"] = None  # type: ignore[assignment]
+    # as if not installed, whether or not an earlier test imported it
+    hidden = {name: sys.modules.get(name) for name in ("cyclonedds", "cyclonedds.domain")}
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
     try:
         with pytest.raises(MissingExtraError, match=r"the ros2 sink needs cyclonedds, .*rt-lidar\[ros2\]"):
             require("cyclonedds.domain", "the ros2 sink")
     finally:
-        del sys.modules["cyclonedds"]
+        for name, module in hidden.items():
+            if module is None:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = module
     with pytest.raises(MissingExtraError, match=r"rt-lidar\[mine\]"):
         require("no_such_package_rt_lidar_x", extra="mine")
     with pytest.raises(ModuleNotFoundError):  # not an optional package of ours: a bug, not a user error
