@@ -1,0 +1,232 @@
+"""Our hits <-> OSI ``LidarSensorView`` reflections.
+
+One reflection per ray, in firing order (a pulse cast as a sub-ray bundle gives its sub-rays one after
+the other, pulse-major, as :class:`~rt_lidar.pipeline.sources.Hits` holds them); the view configuration
+carries each ray's direction (unit vector, sensor frame) and timing (us after the frame's timestamp).
+A reflection holds, as OSI defines them:
+
+- ``signal_strength`` (dB): the received power over the emitted peak power, P_r / P_e, of the echo the
+  single-ray physics would see on that ray (the radar equation of :class:`~rt_lidar.physics.echo.EchoModel`:
+  the material's reflectance at the incidence angle, 1/R^2, clear-air extinction, glass passed on the
+  way); where a glass surface's own echo is stronger, the glass is the reflection;
+- ``time_of_flight`` (s): 2 R / c;
+- ``doppler_shift`` (Hz): 2 v_r / lambda, v_r the closing speed of sensor and surface along the ray
+  (the ego's motion, plus a moving object's own translation where known);
+- ``normal_to_surface``: the surface's unit normal facing the ray, in the sensor frame;
+- ``object_id``: the ground-truth id of the object hit (rt-lidar's segmentation id), MAX(uint64) for none.
+
+A ray that hit nothing has an empty reflection (no field set). Reading back (:func:`view_to_hits`), a
+reflection's signal becomes the echo power P_e * 10^(dB/10) that our physics then detects, with noise,
+weather, dual returns and the sensor's outputs, through the same model as the in-process pipeline: it
+enters as a white Lambertian surface seen head-on with a "transmission" that scales the radar
+equation's white-target power to it (so the radar equation is the one of ``EchoModel``, not a second).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.osi.frames import NO_ID, SPEED_OF_LIGHT_M_S, set_mounting
+from rt_lidar.physics.echo import EchoModel
+from rt_lidar.pipeline.sources import Hits, interpolate_pose_samples
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.unreal_bridge.world.pose import quat_conjugate, quat_rotate
+
+__all__ = ["OSI_MATERIAL", "RayEchoes", "ViewRays", "fill_lidar_view", "ray_echoes", "read_view"]
+
+OSI_MATERIAL = "osi_reflection"
+"""The one material of hits read from OSI reflections: white, Lambertian (reflectance 1 head-on)."""
+
+
+@dataclass
+class RayEchoes:
+    """What each ray of a :class:`Hits` reflects, as OSI's reflections say it."""
+
+    hit: np.ndarray  # (rays,) bool
+    range_m: np.ndarray  # (rays,) float32, inf = none
+    power_ratio: np.ndarray  # (rays,) float64 P_r / P_e
+    segment: np.ndarray  # (rays,) uint32
+
+
+def ray_echoes(hits: Hits, echo: EchoModel) -> RayEchoes:
+    """Each ray's single echo: the surface it ended on (through any glass), or the glass's own mirror
+    echo where that is stronger (as the single-ray physics picks)."""
+    power, _refl, rng_m, segment, _flags = echo.object_echoes(hits)
+    power = power.astype(np.float64)
+    gi = np.flatnonzero(hits.glass_material >= 0)
+    if gi.size:
+        gp, _ = echo.power(
+            np.take(hits.glass_range_m, gi),
+            np.take(hits.glass_cos, gi),
+            np.take(hits.glass_material, gi),
+            np.ones(gi.size, np.float32),
+        )
+        won = gi[np.asarray(gp, np.float64) > power[gi]]
+        power[won] = np.asarray(gp, np.float64)[np.asarray(gp, np.float64) > power[gi]]
+        rng_m[won] = hits.glass_range_m[won]
+        segment[won] = hits.glass_segment[won]
+    hit = np.isfinite(rng_m) & (power > 0)
+    return RayEchoes(hit, rng_m, power / echo.preset.pulse.peak_power_w, segment)
+
+
+def _ray_times(hits: Hits) -> np.ndarray:
+    t = hits.firings.t_ns
+    return np.repeat(t, hits.subrays) if hits.subrays > 1 else t
+
+
+def _ray_rotations(hits: Hits) -> np.ndarray:
+    """(rays, 4) sensor orientation (w, x, y, z) in the world at each ray's firing time."""
+    t = hits.firings.t_ns
+    if hits.pose_samples is not None and t.size:
+        _, quat = interpolate_pose_samples(t, hits.pose_samples)
+    elif hits.pose_start is not None:
+        quat = np.broadcast_to(np.asarray(hits.pose_start[1], np.float64), (t.size, 4))
+    else:
+        quat = np.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0]), (t.size, 4))
+    return np.repeat(quat, hits.subrays, axis=0) if hits.subrays > 1 else np.asarray(quat)
+
+
+def sensor_velocity(hits: Hits) -> np.ndarray:
+    """The sensor's world velocity (m/s) over the hits' slice, from its poses at the slice's ends."""
+    if hits.pose_start is None or hits.pose_end is None or hits.interval is None:
+        return np.zeros(3)
+    t0, t1 = hits.interval
+    if t1 <= t0:
+        return np.zeros(3)
+    return (np.asarray(hits.pose_end[0]) - np.asarray(hits.pose_start[0])) / ((t1 - t0) * 1e-9)
+
+
+def fill_lidar_view(
+    view: Any,
+    hits: Hits,
+    echo: EchoModel,
+    t0_ns: int,
+    mount: tuple[float, ...],
+    sensor_id: int = 0,
+    segment_velocity: dict[int, np.ndarray] | None = None,
+) -> int:
+    """Fill a ``LidarSensorView`` with the view configuration and the reflections of ``hits`` (the
+    frame starting at ``t0_ns``); ``segment_velocity`` gives the world velocity (m/s) of the moving
+    objects by segment id. Returns the number of rays that reflected."""
+    preset = echo.preset
+    rays = len(hits)
+    cfg = view.view_configuration
+    cfg.sensor_id.value = int(sensor_id)
+    set_mounting(cfg.mounting_position, mount)
+    _fill_fov(cfg, preset)
+    cfg.number_of_rays_vertical = preset.n_rings
+    cfg.number_of_rays_horizontal = max(1, rays // max(1, preset.n_rings * hits.subrays))
+    cfg.max_number_of_interactions = 1
+    lam = preset.optics.wavelength_nm * 1e-9
+    cfg.emitter_frequency = SPEED_OF_LIGHT_M_S / lam
+    cfg.num_of_pixels = rays
+    d = np.asarray(hits.direction, np.float64)
+    for x, y, z in d.tolist():
+        cfg.directions.add(x=x, y=y, z=z)
+    timings = np.round((_ray_times(hits) - int(t0_ns)) / 1000.0)
+    if timings.size and (timings.min() < 0 or timings.max() > 2**32 - 1):
+        raise ConfigError(f"OSI lidar view: ray timings outside uint32 microseconds after {t0_ns} ns")
+    cfg.timings.extend(timings.astype(np.int64).tolist())
+
+    echoes = ray_echoes(hits, echo)
+    rot = _ray_rotations(hits)
+    to_sensor = quat_conjugate(rot)
+    d_world = quat_rotate(rot, d)
+    v_sensor = sensor_velocity(hits)
+    closing = d_world @ v_sensor  # sensor moving along the ray closes on a static surface
+    if segment_velocity:
+        for seg, vel in segment_velocity.items():
+            sel = echoes.segment == seg
+            if sel.any():
+                closing[sel] -= d_world[sel] @ np.asarray(vel, np.float64)
+    doppler = 2.0 * closing / lam
+    if hits.normal is not None:
+        n = quat_rotate(to_sensor, np.asarray(hits.normal, np.float64))
+        n /= np.maximum(np.linalg.norm(n, axis=1), 1e-12)[:, None]
+    else:  # a source without normals: the incidence angle is known, its plane is not
+        n = -d
+    tof = 2.0 * echoes.range_m.astype(np.float64) / SPEED_OF_LIGHT_M_S
+    with np.errstate(divide="ignore"):
+        db = 10.0 * np.log10(echoes.power_ratio)
+    add = view.reflection.add
+    hit = echoes.hit
+    rows = zip(
+        hit.tolist(), db.tolist(), tof.tolist(), doppler.tolist(), n.tolist(), echoes.segment.tolist()
+    )
+    for ok, s, t, f, nrm, seg in rows:
+        if not ok:
+            add()
+            continue
+        r = add(signal_strength=s, time_of_flight=t, doppler_shift=f)
+        r.normal_to_surface.x, r.normal_to_surface.y, r.normal_to_surface.z = nrm
+        r.object_id.value = seg if seg else NO_ID
+    return int(np.count_nonzero(hit))
+
+
+def _fill_fov(cfg: Any, preset: SensorPreset) -> None:
+    s = preset.scan
+    elev = preset.elevations_deg
+    fov_v = s.fov_v_deg or s.fov_deg or float(elev.max() - elev.min()) or 0.1
+    fov_h = s.fov_h_deg or s.fov_deg or 360.0
+    cfg.field_of_view_horizontal = float(np.radians(fov_h))
+    cfg.field_of_view_vertical = float(np.radians(fov_v))
+
+
+@dataclass
+class ViewRays:
+    """A ``LidarSensorView``'s rays as arrays (one row per reflection)."""
+
+    direction: np.ndarray  # (rays, 3) float64 unit vectors, sensor frame
+    timing_us: np.ndarray  # (rays,) int64
+    hit: np.ndarray  # (rays,) bool: the reflection has a time of flight and a signal
+    range_m: np.ndarray  # (rays,) float64, inf = none
+    power_ratio: np.ndarray  # (rays,) float64 P_r / P_e, 0 = none
+    doppler_hz: np.ndarray  # (rays,) float64, 0 where not given
+    object_id: np.ndarray  # (rays,) uint64, NO_ID = none
+
+
+def read_view(view: Any, what: str = "LidarSensorView") -> ViewRays:
+    """The rays of a ``LidarSensorView``; a view whose directions, timings and reflections do not
+    line up is a :class:`ConfigError` naming the counts."""
+    cfg = view.view_configuration
+    n = len(view.reflection)
+    if len(cfg.directions) != n or len(cfg.timings) != n:
+        raise ConfigError(
+            f"{what}: {n} reflections but {len(cfg.directions)} view_configuration.directions and "
+            f"{len(cfg.timings)} timings (OSI: one of each per ray)"
+        )
+    direction = np.array([(v.x, v.y, v.z) for v in cfg.directions], np.float64).reshape(n, 3)
+    norm = np.linalg.norm(direction, axis=1)
+    if n and (norm < 1e-9).any():
+        raise ConfigError(f"{what}: view_configuration.directions has a zero vector (ray {int(np.argmin(norm))})")
+    direction /= np.maximum(norm, 1e-12)[:, None]
+    hit = np.zeros(n, bool)
+    tof = np.zeros(n)
+    db = np.full(n, -np.inf)
+    doppler = np.zeros(n)
+    obj = np.full(n, NO_ID, np.uint64)
+    for i, r in enumerate(view.reflection):
+        if r.HasField("time_of_flight") and r.HasField("signal_strength"):
+            hit[i] = True
+            tof[i] = r.time_of_flight
+            db[i] = r.signal_strength
+        if r.HasField("doppler_shift"):
+            doppler[i] = r.doppler_shift
+        if r.HasField("object_id") and r.object_id.HasField("value"):
+            obj[i] = r.object_id.value
+    hit &= np.isfinite(db) & np.isfinite(tof) & (tof > 0)
+    range_m = np.where(hit, tof * SPEED_OF_LIGHT_M_S / 2.0, np.inf)
+    power = np.where(hit, np.power(10.0, np.where(hit, db, 0.0) / 10.0), 0.0)
+    return ViewRays(
+        direction,
+        np.asarray(cfg.timings, np.int64).reshape(n),
+        hit,
+        range_m,
+        power,
+        doppler,
+        obj,
+    )
