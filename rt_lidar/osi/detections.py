@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rt_lidar.kernels.ambient import gaussian_tail, receiver_sigma_w
+from rt_lidar.kernels.waveform import single_echo_epw_ns
 from rt_lidar.osi.frames import NO_ID, SPEED_OF_LIGHT_M_S
 from rt_lidar.physics.model import SensorPhysics
 
@@ -92,10 +93,13 @@ def fill_detections(lidar: Any, done: StepResult, physics: SensorPhysics, sensor
     r, az, el = spherical(pts)
     intensity = np.clip(pts["intensity"].astype(np.float64) / preset.output.intensity_max * 100.0, 0.0, 100.0)
     refl = pts["reflectivity"].astype(np.float64)
-    if res.epw_ns is not None:
-        epw_m = np.maximum(res.epw_ns.astype(np.float64), 0.0) * 1e-9 * SPEED_OF_LIGHT_M_S / 2.0
-    else:
-        epw_m = np.zeros(pts.size)
+    epw_ns = res.epw_ns
+    if epw_ns is None and not physics.uses_waveform(done.hits):  # as the physics computes it with epw on
+        p = preset.pulse
+        epw_ns = single_echo_epw_ns(res.power_w, p.detection_threshold_w, p.width_ns, p.epw_offset_ns)
+    epw_m = None
+    if epw_ns is not None:
+        epw_m = np.maximum(np.asarray(epw_ns, np.float64), 0.0) * 1e-9 * SPEED_OF_LIGHT_M_S / 2.0
     p_exist = existence_probability(physics, res.power_w)
     seg = pts["segment"].astype(np.int64)
     ids = done.object_ids[np.clip(seg, 0, done.object_ids.size - 1)]
@@ -108,21 +112,23 @@ def fill_detections(lidar: Any, done: StepResult, physics: SensorPhysics, sensor
         el.tolist(),
         intensity.tolist(),
         refl.tolist(),
-        epw_m.tolist(),
+        (epw_m if epw_m is not None else np.full(pts.size, np.nan)).tolist(),
         p_exist.tolist(),
         ids.tolist(),
         pts["ring"].tolist(),
         v_r.tolist(),
+        strict=True,
     )
     for dist, a, e, inten, rf, w, pe, oid, ring, vr in rows:
-        add(
+        det = add(
             existence_probability=pe,
             object_id={"value": oid},
             position={"distance": dist, "azimuth": a, "elevation": e},
             position_rmse={"distance": rmse},
             intensity=inten,
             reflectivity=rf,
-            echo_pulse_width=w,
             radial_velocity=vr,
             beam_id={"value": ring},
         )
+        if w == w:  # not NaN: the width is known
+            det.echo_pulse_width = w

@@ -25,7 +25,7 @@ import numpy as np
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.osi.detections import fill_detections
-from rt_lidar.osi.frames import interface_version, require_osi, set_timestamp, timestamp_ns
+from rt_lidar.osi.frames import interface_version, require_osi, timestamp_ns
 from rt_lidar.osi.reflections import OSI_MATERIAL, ViewRays, read_view
 from rt_lidar.osi.weather import conditions_to_weather
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
@@ -65,7 +65,9 @@ class OsiLidarModel:
     """The sensor model of ``preset`` with the physics settings ``config`` (its weather, when set, wins
     over the views' environmental conditions) and the random seed ``seed``."""
 
-    def __init__(self, preset: SensorPreset | str, config: PhysicsConfig | None = None, seed: int = 0) -> None:
+    def __init__(
+        self, preset: SensorPreset | str, config: PhysicsConfig | None = None, seed: int = 0
+    ) -> None:
         require_osi()
         self.notes: list[str] = []
         """Everything taken on the user's behalf so far (each also said once as a warning)."""
@@ -216,9 +218,9 @@ class OsiLidarModel:
             firings = self._view_firings(rays, t0)
             direction = firings.directions()
         else:
-            direction = (
-                firings.directions() if n_sub == 1 else subray_directions(firings.directions(), self.physics.pattern)
-            )
+            direction = firings.directions()
+            if n_sub > 1:
+                direction = subray_directions(direction, self.physics.pattern)
         n = rays.direction.shape[0]
         hit = rays.hit
         range_m = np.where(hit, rays.range_m, np.inf).astype(np.float32)

@@ -90,11 +90,12 @@ def _ray_rotations(hits: Hits) -> np.ndarray:
     return np.repeat(quat, hits.subrays, axis=0) if hits.subrays > 1 else np.asarray(quat)
 
 
-def sensor_velocity(hits: Hits) -> np.ndarray:
-    """The sensor's world velocity (m/s) over the hits' slice, from its poses at the slice's ends."""
-    if hits.pose_start is None or hits.pose_end is None or hits.interval is None:
+def sensor_velocity(hits: Hits, t0_ns: int, t1_ns: int) -> np.ndarray:
+    """The sensor's world velocity (m/s) over the hits' slice (``hits.interval``, else ``[t0_ns, t1_ns)``),
+    from its poses at the slice's ends."""
+    if hits.pose_start is None or hits.pose_end is None:
         return np.zeros(3)
-    t0, t1 = hits.interval
+    t0, t1 = hits.interval if hits.interval is not None else (t0_ns, t1_ns)
     if t1 <= t0:
         return np.zeros(3)
     return (np.asarray(hits.pose_end[0]) - np.asarray(hits.pose_start[0])) / ((t1 - t0) * 1e-9)
@@ -105,12 +106,13 @@ def fill_lidar_view(
     hits: Hits,
     echo: EchoModel,
     t0_ns: int,
+    t1_ns: int,
     mount: tuple[float, ...],
     sensor_id: int = 0,
     segment_velocity: dict[int, np.ndarray] | None = None,
 ) -> int:
     """Fill a ``LidarSensorView`` with the view configuration and the reflections of ``hits`` (the
-    frame starting at ``t0_ns``); ``segment_velocity`` gives the world velocity (m/s) of the moving
+    sim frame ``[t0_ns, t1_ns)``); ``segment_velocity`` gives the world velocity (m/s) of the moving
     objects by segment id. Returns the number of rays that reflected."""
     preset = echo.preset
     rays = len(hits)
@@ -136,7 +138,7 @@ def fill_lidar_view(
     rot = _ray_rotations(hits)
     to_sensor = quat_conjugate(rot)
     d_world = quat_rotate(rot, d)
-    v_sensor = sensor_velocity(hits)
+    v_sensor = sensor_velocity(hits, t0_ns, t1_ns)
     closing = d_world @ v_sensor  # sensor moving along the ray closes on a static surface
     if segment_velocity:
         for seg, vel in segment_velocity.items():
@@ -155,7 +157,13 @@ def fill_lidar_view(
     add = view.reflection.add
     hit = echoes.hit
     rows = zip(
-        hit.tolist(), db.tolist(), tof.tolist(), doppler.tolist(), n.tolist(), echoes.segment.tolist()
+        hit.tolist(),
+        db.tolist(),
+        tof.tolist(),
+        doppler.tolist(),
+        n.tolist(),
+        echoes.segment.tolist(),
+        strict=True,
     )
     for ok, s, t, f, nrm, seg in rows:
         if not ok:
@@ -202,7 +210,8 @@ def read_view(view: Any, what: str = "LidarSensorView") -> ViewRays:
     direction = np.array([(v.x, v.y, v.z) for v in cfg.directions], np.float64).reshape(n, 3)
     norm = np.linalg.norm(direction, axis=1)
     if n and (norm < 1e-9).any():
-        raise ConfigError(f"{what}: view_configuration.directions has a zero vector (ray {int(np.argmin(norm))})")
+        bad = int(np.argmin(norm))
+        raise ConfigError(f"{what}: view_configuration.directions has a zero vector (ray {bad})")
     direction /= np.maximum(norm, 1e-12)[:, None]
     hit = np.zeros(n, bool)
     tof = np.zeros(n)
