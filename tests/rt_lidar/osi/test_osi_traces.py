@@ -12,17 +12,17 @@ import pytest
 
 pytest.importorskip("osi3trace")
 
-from osi3.osi_sensordata_pb2 import SensorData  # noqa: E402
-from osi3.osi_sensorview_pb2 import SensorView  # noqa: E402
-from osi3trace.osi_trace import OSITrace  # noqa: E402
+from osi3.osi_sensordata_pb2 import SensorData
+from osi3.osi_sensorview_pb2 import SensorView
+from osi3trace.osi_trace import OSITrace
 
-from rt_lidar.cli.main import main  # noqa: E402
-from rt_lidar.errors import ConfigError  # noqa: E402
-from rt_lidar.osi.frames import NO_ID, SPEED_OF_LIGHT_M_S, quat_from_rpy, rpy_from_quat  # noqa: E402
-from rt_lidar.osi.ground_truth import HOST_VEHICLE_ID  # noqa: E402
-from rt_lidar.osi.trace import OsiTraceWriter, read_trace  # noqa: E402
-from rt_lidar.sensor.presets import load_preset  # noqa: E402
-from rt_lidar.sinks import read_kitti_bin  # noqa: E402
+from rt_lidar.cli.main import main
+from rt_lidar.errors import ConfigError
+from rt_lidar.osi.frames import NO_ID, SPEED_OF_LIGHT_M_S, quat_from_rpy, rpy_from_quat
+from rt_lidar.osi.ground_truth import HOST_VEHICLE_ID
+from rt_lidar.osi.trace import OsiTraceWriter, read_trace
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sinks import read_kitti_bin
 
 C = SPEED_OF_LIGHT_M_S
 
