@@ -18,7 +18,8 @@ def test_keep_normals_adds_normals_and_changes_no_hit():
         plain.commit(a)
         kept.commit(b)
         assert a.hits.normal is None and b.hits.normal is not None
-        for name in ("range_m", "cos_incidence", "material", "segment", "glass_range_m", "glass_transmission"):
+        fields = ("range_m", "cos_incidence", "material", "segment", "glass_range_m", "glass_transmission")
+        for name in fields:
             assert np.array_equal(getattr(a.hits, name), getattr(b.hits, name)), name
         assert np.array_equal(a.result.points, b.result.points)
         hit = np.isfinite(b.hits.range_m)
