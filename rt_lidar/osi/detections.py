@@ -23,6 +23,7 @@ import numpy as np
 from rt_lidar.kernels.ambient import gaussian_tail, receiver_sigma_w
 from rt_lidar.kernels.waveform import single_echo_epw_ns
 from rt_lidar.osi.frames import NO_ID, SPEED_OF_LIGHT_M_S
+from rt_lidar.osi.wire import Rows, field_tag
 from rt_lidar.physics.model import SensorPhysics
 
 if TYPE_CHECKING:
@@ -104,31 +105,48 @@ def fill_detections(lidar: Any, done: StepResult, physics: SensorPhysics, sensor
     seg = pts["segment"].astype(np.int64)
     ids = done.object_ids[np.clip(seg, 0, done.object_ids.size - 1)]
     ids = np.where(seg < done.object_ids.size, ids, np.uint64(NO_ID))
-    rmse = float(preset.range.accuracy_m)
-    add = lidar.detection.add
-    rows = zip(
-        r.tolist(),
-        az.tolist(),
-        el.tolist(),
-        intensity.tolist(),
-        refl.tolist(),
-        (epw_m if epw_m is not None else np.full(pts.size, np.nan)).tolist(),
-        p_exist.tolist(),
-        ids.tolist(),
-        pts["ring"].tolist(),
-        v_r.tolist(),
-        strict=True,
+    rmse = np.full(pts.size, float(preset.range.accuracy_m))
+    lidar.MergeFromString(
+        _detections_wire(lidar, p_exist, ids, (r, az, el), rmse, intensity, refl, epw_m, v_r, pts["ring"])
     )
-    for dist, a, e, inten, rf, w, pe, oid, ring, vr in rows:
-        det = add(
-            existence_probability=pe,
-            object_id={"value": oid},
-            position={"distance": dist, "azimuth": a, "elevation": e},
-            position_rmse={"distance": rmse},
-            intensity=inten,
-            reflectivity=rf,
-            radial_velocity=vr,
-            beam_id={"value": ring},
+
+
+def _detections_wire(
+    lidar: Any,
+    p_exist: np.ndarray,
+    ids: np.ndarray,
+    position: tuple[np.ndarray, np.ndarray, np.ndarray],
+    rmse: np.ndarray,
+    intensity: np.ndarray,
+    refl: np.ndarray,
+    epw_m: np.ndarray | None,
+    v_r: np.ndarray,
+    ring: np.ndarray,
+) -> bytes:
+    """The ``detection`` field of a ``LidarDetectionData`` on the wire, fields in field-number order."""
+    probe = lidar.detection.add()
+    d = probe.DESCRIPTOR
+    sph = probe.position.DESCRIPTOR
+    id_tag = field_tag(probe.object_id.DESCRIPTOR, "value", "varint")
+    del lidar.detection[:]
+    n = p_exist.shape[0]
+    pos = Rows(n)
+    for name, values in zip(("distance", "azimuth", "elevation"), position, strict=True):
+        pos.double(field_tag(sph, name, "double"), values)
+    rows = (
+        Rows(n)
+        .double(field_tag(d, "existence_probability", "double"), p_exist)
+        .message(field_tag(d, "object_id", "message"), Rows(n).varint(id_tag, ids.astype(np.uint64)))
+        .message(field_tag(d, "position", "message"), pos)
+        .message(
+            field_tag(d, "position_rmse", "message"),
+            Rows(n).double(field_tag(sph, "distance", "double"), rmse),
         )
-        if w == w:  # not NaN: the width is known
-            det.echo_pulse_width = w
+        .double(field_tag(d, "intensity", "double"), intensity)
+        .double(field_tag(d, "reflectivity", "double"), refl)
+    )
+    if epw_m is not None:
+        rows.double(field_tag(d, "echo_pulse_width", "double"), epw_m)
+    rows.double(field_tag(d, "radial_velocity", "double"), v_r)
+    rows.message(field_tag(d, "beam_id", "message"), Rows(n).varint(id_tag, ring.astype(np.uint64)))
+    return Rows(n).message(field_tag(lidar.DESCRIPTOR, "detection", "message"), rows).flat()

@@ -31,6 +31,7 @@ import numpy as np
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.osi.frames import NO_ID, SPEED_OF_LIGHT_M_S, set_mounting
+from rt_lidar.osi.wire import Rows, field_tag, length_delimited, read_doubles, read_varints
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.pipeline.sources import Hits, interpolate_pose_samples
 from rt_lidar.sensor.presets import SensorPreset
@@ -127,12 +128,10 @@ def fill_lidar_view(
     cfg.emitter_frequency = SPEED_OF_LIGHT_M_S / lam
     cfg.num_of_pixels = rays
     d = np.asarray(hits.direction, np.float64)
-    for x, y, z in d.tolist():
-        cfg.directions.add(x=x, y=y, z=z)
     timings = np.round((_ray_times(hits) - int(t0_ns)) / 1000.0)
     if timings.size and (timings.min() < 0 or timings.max() > 2**32 - 1):
         raise ConfigError(f"OSI lidar view: ray timings outside uint32 microseconds after {t0_ns} ns")
-    cfg.timings.extend(timings.astype(np.int64).tolist())
+    cfg.MergeFromString(_rays_wire(cfg, d, timings.astype(np.uint64)))
 
     echoes = ray_echoes(hits, echo)
     rot = _ray_rotations(hits)
@@ -154,25 +153,195 @@ def fill_lidar_view(
     tof = 2.0 * echoes.range_m.astype(np.float64) / SPEED_OF_LIGHT_M_S
     with np.errstate(divide="ignore"):
         db = 10.0 * np.log10(echoes.power_ratio)
-    add = view.reflection.add
     hit = echoes.hit
-    rows = zip(
-        hit.tolist(),
-        db.tolist(),
-        tof.tolist(),
-        doppler.tolist(),
-        n.tolist(),
-        echoes.segment.tolist(),
-        strict=True,
-    )
-    for ok, s, t, f, nrm, seg in rows:
-        if not ok:
-            add()
-            continue
-        r = add(signal_strength=s, time_of_flight=t, doppler_shift=f)
-        r.normal_to_surface.x, r.normal_to_surface.y, r.normal_to_surface.z = nrm
-        r.object_id.value = seg if seg else NO_ID
+    obj = np.where(echoes.segment > 0, echoes.segment.astype(np.uint64), np.uint64(NO_ID))
+    view.MergeFromString(_reflections_wire(view, hit, db, tof, doppler, n, obj))
     return int(np.count_nonzero(hit))
+
+
+def _vectors(tags: tuple[bytes, bytes, bytes], v: np.ndarray) -> Rows:
+    rows = Rows(v.shape[0])
+    for k in range(3):
+        rows.double(tags[k], v[:, k])
+    return rows
+
+
+def _vector_tags(msg: Any) -> tuple[bytes, bytes, bytes]:
+    d = msg.DESCRIPTOR
+    return field_tag(d, "x", "double"), field_tag(d, "y", "double"), field_tag(d, "z", "double")
+
+
+def _rays_wire(cfg: Any, d: np.ndarray, timings_us: np.ndarray) -> bytes:
+    """``directions`` and ``timings`` of a ``LidarSensorViewConfiguration``, on the wire."""
+    desc = cfg.DESCRIPTOR
+    vec = _vectors(_vector_tags(cfg.directions.add()), d)
+    del cfg.directions[:]
+    dirs = Rows(d.shape[0]).message(field_tag(desc, "directions", "message"), vec).flat()
+    times = Rows(timings_us.shape[0]).varint(field_tag(desc, "timings", "varint"), timings_us).flat()
+    return dirs + times
+
+
+def _reflections_wire(
+    view: Any,
+    hit: np.ndarray,
+    db: np.ndarray,
+    tof: np.ndarray,
+    doppler: np.ndarray,
+    normal: np.ndarray,
+    object_id: np.ndarray,
+) -> bytes:
+    """The ``reflection`` field of a ``LidarSensorView`` on the wire: one reflection per ray, empty
+    where the ray hit nothing."""
+    probe = view.reflection.add()
+    desc = probe.DESCRIPTOR
+    vec_tags = _vector_tags(probe.normal_to_surface)
+    id_tag = field_tag(probe.object_id.DESCRIPTOR, "value", "varint")
+    del view.reflection[:]
+    n = hit.shape[0]
+    ident = Rows(n).varint(id_tag, object_id)
+    rows = (
+        Rows(n)
+        .double(field_tag(desc, "signal_strength", "double"), np.where(hit, db, 0.0), hit)
+        .double(field_tag(desc, "time_of_flight", "double"), tof, hit)
+        .double(field_tag(desc, "doppler_shift", "double"), doppler, hit)
+        .message(field_tag(desc, "normal_to_surface", "message"), _vectors(vec_tags, normal), hit)
+        .message(field_tag(desc, "object_id", "message"), ident, hit)
+    )
+    return Rows(n).message(field_tag(view.DESCRIPTOR, "reflection", "message"), rows).flat()
+
+
+def _field_offset(data: bytes, tag: bytes) -> int | None:
+    """Offset of the first field ``tag`` among the top-level fields of a serialized message."""
+    pos, end = 0, len(data)
+    while pos < end:
+        if data.startswith(tag, pos):
+            return pos
+        key, pos = _varint_at(data, pos)
+        kind = key & 7
+        if kind == 0:
+            _, pos = _varint_at(data, pos)
+        elif kind == 1:
+            pos += 8
+        elif kind == 5:
+            pos += 4
+        elif kind == 2:
+            length, pos = _varint_at(data, pos)
+            pos += length
+        else:
+            return None
+    return None
+
+
+def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < len(data):
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        pos += 1
+        if b < 0x80:
+            break
+        shift += 7
+    return value, pos
+
+
+def _read_directions(cfg: Any) -> np.ndarray:
+    """(n, 3) float64 ``directions`` of a view configuration (from their wire form when every one is
+    three doubles, else one by one)."""
+    n = len(cfg.directions)
+    if n == 0:
+        return np.zeros((0, 3))
+    tags = _vector_tags(cfg.directions[0])
+    tag = field_tag(cfg.DESCRIPTOR, "directions", "message")
+    data = cfg.SerializeToString()
+    first = _field_offset(data, tag)
+    raw = (
+        np.frombuffer(data, np.uint8)[first : first + 29 * n] if first is not None else np.zeros(0, np.uint8)
+    )
+    if len(tag) == 1 and all(len(t) == 1 for t in tags) and raw.size == 29 * n:
+        rec = raw.reshape(n, 29)
+        head = np.array([tag[0], 27, tags[0][0]], np.uint8)
+        if (
+            (rec[:, :3] == head).all()
+            and (rec[:, 11] == tags[1][0]).all()
+            and (rec[:, 20] == tags[2][0]).all()
+        ):
+            at = np.arange(n, dtype=np.int64) * 29
+            return np.stack(
+                [read_doubles(raw, at + 3), read_doubles(raw, at + 12), read_doubles(raw, at + 21)], 1
+            )
+    return np.array([(v.x, v.y, v.z) for v in cfg.directions], np.float64).reshape(n, 3)
+
+
+def _read_reflections(view: Any) -> tuple[np.ndarray, ...]:
+    """(hit, time of flight, signal dB, Doppler, object id) of every reflection: from the wire form
+    where a reflection is laid out as rt-lidar and protobuf write it (every field, in field order), the
+    rest one by one."""
+    n = len(view.reflection)
+    hit = np.zeros(n, bool)
+    tof = np.zeros(n)
+    db = np.full(n, -np.inf)
+    doppler = np.zeros(n)
+    obj = np.full(n, NO_ID, np.uint64)
+    if n == 0:
+        return hit, tof, db, doppler, obj
+    probe = type(view.reflection[0])
+    d = probe.DESCRIPTOR
+    t_sig, t_tof, t_dop = (
+        field_tag(d, f, "double") for f in ("signal_strength", "time_of_flight", "doppler_shift")
+    )
+    t_nrm, t_obj = field_tag(d, "normal_to_surface", "message"), field_tag(d, "object_id", "message")
+    t_xyz = _vector_tags(probe().normal_to_surface)
+    t_val = field_tag(probe().object_id.DESCRIPTOR, "value", "varint")
+    whole = view.SerializeToString()
+    r_tag = field_tag(view.DESCRIPTOR, "reflection", "message")
+    first = _field_offset(whole, r_tag)
+    data = whole[first:] if first is not None else b""
+    runs = length_delimited(data, r_tag) if first is not None else None
+    slow = np.ones(n, bool)
+    tags = (t_sig, t_tof, t_dop, t_nrm, t_obj, *t_xyz, t_val)
+    if runs is not None and all(len(t) == 1 for t in tags):
+        start, length = runs
+        buf = np.frombuffer(data, np.uint8)
+        slow = length > 0  # an empty reflection: the ray hit nothing
+        full = length >= 56
+        s = np.where(full, start, 0)
+        for off, t in (
+            (0, t_sig),
+            (9, t_tof),
+            (18, t_dop),
+            (27, t_nrm),
+            (29, t_xyz[0]),
+            (38, t_xyz[1]),
+            (47, t_xyz[2]),
+        ):
+            full &= buf[np.minimum(s + off, buf.size - 1)] == t[0]
+        full &= buf[np.minimum(s + 28, buf.size - 1)] == 27
+        with_id = full & (length > 56)
+        s_id = np.where(with_id, s + 56, 0)
+        lim = np.minimum(s_id + 2, buf.size - 1)
+        with_id &= (buf[np.minimum(s_id, buf.size - 1)] == t_obj[0]) & (buf[lim] == t_val[0])
+        with_id &= buf[np.minimum(s_id + 1, buf.size - 1)].astype(np.int64) == length - 58
+        value, vlen = read_varints(buf, s_id + 3, length - 59)
+        with_id &= vlen == length - 59
+        fast = (full & (length == 56)) | with_id
+        at = start[fast]
+        hit[fast] = True
+        db[fast] = read_doubles(buf, at + 1)
+        tof[fast] = read_doubles(buf, at + 10)
+        doppler[fast] = read_doubles(buf, at + 19)
+        obj[with_id] = value[with_id]
+        slow &= ~fast
+    for i in np.flatnonzero(slow).tolist():
+        r = view.reflection[i]
+        if r.HasField("time_of_flight") and r.HasField("signal_strength"):
+            hit[i] = True
+            tof[i] = r.time_of_flight
+            db[i] = r.signal_strength
+        if r.HasField("doppler_shift"):
+            doppler[i] = r.doppler_shift
+        if r.HasField("object_id") and r.object_id.HasField("value"):
+            obj[i] = r.object_id.value
+    return hit, tof, db, doppler, obj
 
 
 def _fill_fov(cfg: Any, preset: SensorPreset) -> None:
@@ -207,26 +376,13 @@ def read_view(view: Any, what: str = "LidarSensorView") -> ViewRays:
             f"{what}: {n} reflections but {len(cfg.directions)} view_configuration.directions and "
             f"{len(cfg.timings)} timings (OSI: one of each per ray)"
         )
-    direction = np.array([(v.x, v.y, v.z) for v in cfg.directions], np.float64).reshape(n, 3)
+    direction = _read_directions(cfg)
     norm = np.linalg.norm(direction, axis=1)
     if n and (norm < 1e-9).any():
         bad = int(np.argmin(norm))
         raise ConfigError(f"{what}: view_configuration.directions has a zero vector (ray {bad})")
     direction /= np.maximum(norm, 1e-12)[:, None]
-    hit = np.zeros(n, bool)
-    tof = np.zeros(n)
-    db = np.full(n, -np.inf)
-    doppler = np.zeros(n)
-    obj = np.full(n, NO_ID, np.uint64)
-    for i, r in enumerate(view.reflection):
-        if r.HasField("time_of_flight") and r.HasField("signal_strength"):
-            hit[i] = True
-            tof[i] = r.time_of_flight
-            db[i] = r.signal_strength
-        if r.HasField("doppler_shift"):
-            doppler[i] = r.doppler_shift
-        if r.HasField("object_id") and r.object_id.HasField("value"):
-            obj[i] = r.object_id.value
+    hit, tof, db, doppler, obj = _read_reflections(view)
     hit &= np.isfinite(db) & np.isfinite(tof) & (tof > 0)
     range_m = np.where(hit, tof * SPEED_OF_LIGHT_M_S / 2.0, np.inf)
     power = np.where(hit, np.power(10.0, np.where(hit, db, 0.0) / 10.0), 0.0)
