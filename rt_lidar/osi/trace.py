@@ -63,6 +63,6 @@ def trace_messages(path: str | Path) -> Iterator[bytes]:
             yield data
 
 
-def read_trace(path: str | Path, message_type: type) -> list[Any]:
+def read_trace(path: str | Path, message_type: Any) -> list[Any]:
     """Every message of a ``.osi`` trace parsed as ``message_type`` (e.g. ``osi3.SensorView``)."""
     return [message_type.FromString(data) for data in trace_messages(path)]

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("osi3", reason="ASAM OSI's Python bindings (osi-python, the osi extra) are not installed")
+_NO_OSI = "ASAM OSI's Python bindings (osi-python, the osi extra) are not installed"
 
 
 @pytest.fixture(scope="session")
 def osi_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``rt-lidar demo --in-process`` of one VLP-16 scan (two sim frames) with both OSI trace sinks."""
+    pytest.importorskip("osi3", reason=_NO_OSI)
     from rt_lidar.cli.main import main
 
     out = tmp_path_factory.mktemp("osi_demo") / "demo"
@@ -32,6 +33,7 @@ def osi_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def vlp16_fmu(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``rt-lidar osi fmu --preset VLP-16``."""
+    pytest.importorskip("osi3", reason=_NO_OSI)
     from rt_lidar.cli.main import main
 
     path = tmp_path_factory.mktemp("osi_fmu") / "vlp16.fmu"

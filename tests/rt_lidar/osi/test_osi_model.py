@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytest.importorskip("osi3")
 pytest.importorskip("fmpy")
 
 from fmpy import extract, read_model_description

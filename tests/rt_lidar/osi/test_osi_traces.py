@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pytest
 
-pytest.importorskip("osi3trace")
+pytest.importorskip("osi3trace", reason="ASAM OSI's Python bindings (osi-python) are not installed")
 
 from osi3.osi_sensordata_pb2 import SensorData
 from osi3.osi_sensorview_pb2 import SensorView
