@@ -51,8 +51,8 @@ def add_osi_parser(subparsers: Any) -> argparse.ArgumentParser:
     p_fmu.set_defaults(func=_cmd_fmu)
     p_run = sub.add_parser("run", help="the model over a SensorView trace: a SensorData trace")
     _add_model_arguments(p_run)
-    p_run.add_argument("--in", dest="input", required=True, help="SensorView trace (.osi)")
-    p_run.add_argument("--out", required=True, help="SensorData trace to write (.osi)")
+    p_run.add_argument("--in", dest="input", required=True, help="SensorView trace (.osi or .mcap)")
+    p_run.add_argument("--out", required=True, help="SensorData trace to write (.osi or .mcap)")
     p_run.set_defaults(func=_cmd_run)
     return osi
 
@@ -76,7 +76,7 @@ def _cmd_fmu(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from rt_lidar.osi.frames import require_osi
     from rt_lidar.osi.model import OsiLidarModel
-    from rt_lidar.osi.trace import OsiTraceWriter, trace_messages
+    from rt_lidar.osi.trace import open_trace_writer, trace_messages
     from rt_lidar.physics.model import PhysicsConfig
 
     require_osi()
@@ -85,18 +85,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     model = OsiLidarModel(
         args.preset, PhysicsConfig(weather=weather_from_args(args), beam=_beam(args)), seed=args.seed
     )
-    writer = OsiTraceWriter(args.out)
+    writer = open_trace_writer(args.out, SensorData, "rt-lidar.OSMPSensorDataOut", "rt-lidar osi run")
     frames = detections = 0
     try:
         for data in trace_messages(args.input):
-            out = model.step_bytes(data)
+            out = SensorData.FromString(model.step_bytes(data))
             writer.write(out)
             frames += 1
-            from osi3.osi_sensordata_pb2 import SensorData
-
-            detections += sum(
-                len(ld.detection) for ld in SensorData.FromString(out).feature_data.lidar_sensor
-            )
+            detections += sum(len(ld.detection) for ld in out.feature_data.lidar_sensor)
     finally:
         writer.close()
     print(f"rt-lidar osi run: {frames} SensorView -> {args.out}: {detections} detections", file=sys.stdout)

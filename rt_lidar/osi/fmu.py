@@ -27,6 +27,7 @@ from xml.sax.saxutils import quoteattr
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.osi.fmu_runtime import CONFIG_FILE
+from rt_lidar.osi.frames import osi_version
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import SensorPreset, load_preset
@@ -57,16 +58,9 @@ _BINARY_VARIABLES = (
 _OSMP_TOOL = '<Tool name="net.pmsf.osmp" xmlns:osmp="http://xsd.pmsf.net/OSISensorModelPackaging">'
 
 
-def _osi_version() -> str:
-    from osi3 import osi_version_pb2
-
-    v = osi_version_pb2.DESCRIPTOR.GetOptions().Extensions[osi_version_pb2.current_interface_version]
-    return f"{v.version_major}.{v.version_minor}.{v.version_patch}"
-
-
 def model_description(model_id: str, guid: str, description: str, step_s: float, seed: int) -> str:
     """The FMI 2.0 ``modelDescription.xml`` of the OSMP sensor FMU."""
-    osi = _osi_version()
+    osi = osi_version()
     rows = []
     vr = 0
     index = 0

@@ -18,6 +18,7 @@ __all__ = [
     "NO_ID",
     "SPEED_OF_LIGHT_M_S",
     "interface_version",
+    "osi_version",
     "quat_from_rpy",
     "require_osi",
     "rpy_from_quat",
@@ -50,6 +51,14 @@ def interface_version(msg: Any) -> None:
 
     v = osi_version_pb2.DESCRIPTOR.GetOptions().Extensions[osi_version_pb2.current_interface_version]
     msg.version.CopyFrom(v)
+
+
+def osi_version() -> str:
+    """``major.minor.patch`` of the installed OSI bindings."""
+    from osi3 import osi_version_pb2
+
+    v = osi_version_pb2.DESCRIPTOR.GetOptions().Extensions[osi_version_pb2.current_interface_version]
+    return f"{v.version_major}.{v.version_minor}.{v.version_patch}"
 
 
 def rpy_from_quat(q: np.ndarray) -> tuple[float, float, float]:

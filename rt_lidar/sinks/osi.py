@@ -1,4 +1,6 @@
-"""ASAM OSI trace sinks (docs/osi.md), one message per sim frame into an OSI ``.osi`` trace file:
+"""ASAM OSI trace sinks (docs/osi.md), one message per sim frame into an OSI trace file (``.osi``, OSI's
+single-channel format, or ``.mcap``, its multi-channel one, topic ``rt-lidar.OSMPSensorViewIn`` /
+``rt-lidar.OSMPSensorDataOut``):
 
 - ``osi-sensorview:FILE.osi``: ``osi3.SensorView``: the ground truth (the ego, moving and static objects,
   their poses, sizes and velocities, the environmental conditions) and the ``LidarSensorView``
@@ -14,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from rt_lidar.osi.frames import require_osi
-from rt_lidar.osi.trace import OsiTraceWriter
+from rt_lidar.osi.trace import McapTraceWriter, OsiTraceWriter, open_trace_writer
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sinks.base import SinkContext, SinkOptions
 
@@ -34,15 +36,25 @@ class OsiTraceSink:
         self.sensor_id = opts.integer("sensor_id", 0, 0, 2**63 - 1)
         self.static = opts.flag("static", True)
         self.path = target
-        self.writer: OsiTraceWriter | None = None
+        self.writer: OsiTraceWriter | McapTraceWriter | None = None
         self.context: SinkContext | None = None
         self.encoder: Any = None
         self.frames = 0
 
     def open(self, context: SinkContext) -> None:
         """Create the trace file."""
+        from osi3.osi_sensordata_pb2 import SensorData
+        from osi3.osi_sensorview_pb2 import SensorView
+
         self.context = context
-        self.writer = OsiTraceWriter(self.path)
+        view = self.kind == "osi-sensorview"
+        self.writer = open_trace_writer(
+            self.path,
+            SensorView if view else SensorData,
+            "rt-lidar.OSMPSensorViewIn" if view else "rt-lidar.OSMPSensorDataOut",
+            f"rt-lidar {context.preset.name}: "
+            + ("ground truth and lidar reflections" if view else "lidar detections"),
+        )
 
     def attach(self, pipeline: Any) -> None:
         """Take the pipeline the frames come from (its world, mount and echo model)."""
@@ -69,10 +81,10 @@ class OsiTraceSink:
 
 
 def osi_sensorview_sink(target: str, options: dict[str, str]) -> OsiTraceSink:
-    """``osi-sensorview:FILE.osi``: ground truth and lidar reflections, one ``SensorView`` a sim frame."""
+    """``osi-sensorview:FILE.osi|FILE.mcap``: ground truth and reflections, one ``SensorView`` a frame."""
     return OsiTraceSink("osi-sensorview", target, options)
 
 
 def osi_sensordata_sink(target: str, options: dict[str, str]) -> OsiTraceSink:
-    """``osi-sensordata:FILE.osi``: our returns, one ``SensorData`` a sim frame."""
+    """``osi-sensordata:FILE.osi|FILE.mcap``: our returns, one ``SensorData`` a sim frame."""
     return OsiTraceSink("osi-sensordata", target, options)

@@ -192,3 +192,59 @@ def test_static_objects_can_be_left_out(tmp_path):
         assert len(sv.global_ground_truth.stationary_object) == 0
         assert sv.sensor_id.value == 7 == sv.lidar_sensor_view[0].view_configuration.sensor_id.value
     assert SensorData  # imported for the module's readers
+
+
+def test_mcap_traces_follow_osi_multi_channel_format(osi_demo, tmp_path):
+    """The same run into .mcap: OSI's reader finds the channel and metadata the format asks for, and the
+    messages are those of the .osi traces."""
+    from mcap.reader import make_reader
+
+    out = tmp_path / "d"
+    rc = main(
+        [
+            "demo", "--in-process", "--preset", "VLP-16", "--frames", "1", "--quiet", "--out", str(out),
+            "--no-scans", "--sink", f"osi-sensorview:{out}/sv.mcap",
+            "--sink", f"osi-sensordata:{out}/sd.mcap",
+        ]
+    )  # fmt: skip
+    assert rc == 0
+    for name, kind, topic in (
+        ("sv", "SensorView", "OSMPSensorViewIn"),
+        ("sd", "SensorData", "OSMPSensorDataOut"),
+    ):
+        trace = OSITrace(str(out / f"{name}.mcap"), kind)
+        assert trace.reader.get_available_topics() == [f"rt-lidar.{topic}"]
+        (meta,) = [m for m in trace.reader.get_file_metadata() if m.name == "net.asam.osi.trace"]
+        for key in (
+            "version",
+            "min_osi_version",
+            "max_osi_version",
+            "min_protobuf_version",
+            "max_protobuf_version",
+        ):
+            assert len(meta.metadata[key].split(".")) == 3
+        channel = trace.reader.get_channel_metadata()
+        assert channel["net.asam.osi.trace.channel.osi_version"] == meta.metadata["version"]
+        assert "net.asam.osi.trace.channel.protobuf_version" in channel
+        got = list(trace)
+        single = "sensorview.osi" if name == "sv" else "sensordata.osi"
+        want = list(OSITrace(str(osi_demo / single), kind))
+        assert [m.SerializeToString() for m in got] == [m.SerializeToString() for m in want]
+        with open(out / f"{name}.mcap", "rb") as f:
+            reader = make_reader(f)
+            summary = reader.get_summary()
+            assert summary is not None and summary.chunk_indexes  # indexed, messages in chunks
+            (schema,) = summary.schemas.values()
+            assert schema.name == f"osi3.{kind}" and schema.encoding == "protobuf"
+            times = [m.log_time for _, _, m in reader.iter_messages()]
+            assert times == [m.timestamp.seconds * 10**9 + m.timestamp.nanos for m in got]
+    argv = ["osi", "run", "--preset", "VLP-16", "--in", str(out / "sv.mcap"), "--out", str(out / "m.osi")]
+    rc = main(argv)
+    assert rc == 0
+    model_frames = read_trace(out / "m.osi", SensorData)
+    sink_frames = read_trace(out / "sd.mcap", SensorData)
+    assert len(model_frames) == len(sink_frames) == 2
+    for a, b in zip(model_frames, sink_frames, strict=True):  # the model's returns: the run's, to float noise
+        da, db = a.feature_data.lidar_sensor[0].detection, b.feature_data.lidar_sensor[0].detection
+        assert len(da) == len(db)
+        assert np.allclose([d.position.distance for d in da], [d.position.distance for d in db], atol=1e-5)
