@@ -128,6 +128,8 @@ class FmuModel:
             interface_version(out)
             set_timestamp(out.timestamp, round(t * 1e9))
             return bytes(out.SerializeToString())
+        if h > 0:
+            self.model.step_ns = round(h * 1e9)
         return self.model.step_bytes(sensor_view)
 
 

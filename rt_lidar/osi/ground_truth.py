@@ -68,8 +68,11 @@ def object_ids(world: World) -> list[int]:
 
 
 def _velocity(traj: Any, t: float) -> np.ndarray:
-    a, b = traj.pose_at(t - _VELOCITY_DT_S / 2), traj.pose_at(t + _VELOCITY_DT_S / 2)
-    return (np.asarray(b.position) - np.asarray(a.position)) / _VELOCITY_DT_S
+    """Velocity at ``t`` from the positions 1 ms either side: the smaller of the two one-sided
+    differences (a looping trajectory jumps back to its start on one side of its wrap)."""
+    a, m, b = (np.asarray(traj.pose_at(x).position) for x in (t - _VELOCITY_DT_S, t, t + _VELOCITY_DT_S))
+    back, ahead = (m - a) / _VELOCITY_DT_S, (b - m) / _VELOCITY_DT_S
+    return back if np.linalg.norm(back) <= np.linalg.norm(ahead) else ahead
 
 
 def moving_segment_velocities(world: World, t: float) -> dict[int, np.ndarray]:

@@ -84,6 +84,9 @@ class OsiLidarModel:
         self.seed = int(seed)
         self.frame = 0
         self._weather: dict[str, float] | None = None
+        self._caster: Any = None
+        self.step_ns = 50_000_000
+        """The frame a view without reflections covers (the FMU's communication step sets it)."""
 
     def _warn(self, text: str) -> None:
         """Say ``text`` once (a warning) and keep it in :attr:`notes`."""
@@ -120,14 +123,33 @@ class OsiLidarModel:
         interface_version(out.feature_data)
         lidar = out.feature_data.lidar_sensor.add()
         if not sensor_view.lidar_sensor_view:
-            self._warn("a SensorView without lidar_sensor_view: no detections")
-            self.frame += 1
-            return out
+            if not sensor_view.global_ground_truth.moving_object:
+                self._warn("a SensorView without lidar_sensor_view or ground truth: no detections")
+                self.frame += 1
+                return out
+            sensor_view = self.cast_ground_truth(sensor_view)
         if len(sensor_view.lidar_sensor_view) > 1:
             self._warn("a SensorView with several lidar_sensor_view: the first is used")
         done = self.sense(sensor_view)
         fill_detections(lidar, done, self.physics, sensor_view)
         return out
+
+    def cast_ground_truth(self, sensor_view: Any, step_ns: int | None = None) -> Any:
+        """A copy of ``sensor_view`` with the ``LidarSensorView`` rt-lidar casts into its ground truth
+        (:mod:`rt_lidar.osi.gt_cast`) over ``[timestamp, timestamp + step_ns)`` (default :attr:`step_ns`)."""
+        from rt_lidar.osi.gt_cast import GroundTruthCaster
+
+        if self._caster is None:
+            self._caster = GroundTruthCaster(self.preset, self.physics.sub_rays)
+            self._warn(
+                "a SensorView without lidar_sensor_view: rt-lidar casts its rays into the ground truth's "
+                "bounding boxes on a flat ground (docs/osi.md)"
+            )
+        view = type(sensor_view)()
+        view.CopyFrom(sensor_view)
+        t0 = timestamp_ns(view.timestamp)
+        self._caster.fill(view.lidar_sensor_view.add(), view, t0 + int(step_ns or self.step_ns))
+        return view
 
     def sense(self, sensor_view: Any) -> StepResult:
         """The hits of a view's first ``LidarSensorView`` and their physics (frame :attr:`frame`)."""

@@ -111,10 +111,12 @@ def fill_lidar_view(
     mount: tuple[float, ...],
     sensor_id: int = 0,
     segment_velocity: dict[int, np.ndarray] | None = None,
+    segment_ids: np.ndarray | None = None,
 ) -> int:
     """Fill a ``LidarSensorView`` with the view configuration and the reflections of ``hits`` (the
     sim frame ``[t0_ns, t1_ns)``); ``segment_velocity`` gives the world velocity (m/s) of the moving
-    objects by segment id. Returns the number of rays that reflected."""
+    objects by segment id; ``segment_ids`` (uint64, indexed by segment) the OSI id of each segment
+    (default: the segment itself, 0 = none). Returns the number of rays that reflected."""
     preset = echo.preset
     rays = len(hits)
     cfg = view.view_configuration
@@ -154,7 +156,13 @@ def fill_lidar_view(
     with np.errstate(divide="ignore"):
         db = 10.0 * np.log10(echoes.power_ratio)
     hit = echoes.hit
-    obj = np.where(echoes.segment > 0, echoes.segment.astype(np.uint64), np.uint64(NO_ID))
+    if segment_ids is not None:
+        seg = np.minimum(echoes.segment.astype(np.int64), segment_ids.size - 1)
+        obj = np.where(echoes.segment < segment_ids.size, segment_ids[seg], np.uint64(NO_ID)).astype(
+            np.uint64
+        )
+    else:
+        obj = np.where(echoes.segment > 0, echoes.segment.astype(np.uint64), np.uint64(NO_ID))
     view.MergeFromString(_reflections_wire(view, hit, db, tof, doppler, n, obj))
     return int(np.count_nonzero(hit))
 

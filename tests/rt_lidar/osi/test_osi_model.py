@@ -297,3 +297,50 @@ def test_fmu_cli_errors_are_one_line(argv, needle, tmp_path, capsys, monkeypatch
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1
+
+
+def test_ground_truth_only_views_are_cast_by_the_model(osi_demo):
+    """An environment without a lidar ray tracer sends ground truth only: the model casts its schedule
+    into the objects' boxes; returns name ground-truth objects and carry their relative speed."""
+    views = read_trace(osi_demo / "sensorview.osi", SensorView)
+    model = OsiLidarModel("VLP-16")
+    for view in views:
+        gt = view.global_ground_truth
+        ids = {o.id.value for o in gt.moving_object} | {o.id.value for o in gt.stationary_object}
+        del view.lidar_sensor_view[:]
+        with (
+            pytest.warns(UserWarning, match="casts its rays into the ground truth")
+            if model.frame == 0
+            else _quiet()
+        ):
+            dets = _detections(model.step(view))
+        assert len(dets) > 5000
+        got = {d.object_id.value for d in dets}
+        assert got <= ids | {NO_ID} and len(got & ids) > 10
+        assert all(d.object_id.value != gt.host_vehicle_id.value for d in dets)
+        cars = {o.id.value: o for o in gt.moving_object if o.id.value != gt.host_vehicle_id.value}
+        host = next(o for o in gt.moving_object if o.id.value == gt.host_vehicle_id.value)
+        on_cars = [d for d in dets if d.object_id.value in cars]
+        for d in on_cars[:: max(1, len(on_cars) // 50)]:
+            car = cars[d.object_id.value]
+            p = d.position
+            ray = np.array(
+                [
+                    math.cos(p.elevation) * math.cos(p.azimuth),
+                    math.cos(p.elevation) * math.sin(p.azimuth),
+                    math.sin(p.elevation),
+                ]
+            )
+            closing = ray @ (
+                np.array([host.base.velocity.x, host.base.velocity.y, host.base.velocity.z])
+                - np.array([car.base.velocity.x, car.base.velocity.y, car.base.velocity.z])
+            )
+            assert d.radial_velocity == pytest.approx(
+                closing, rel=1e-6, abs=1e-6
+            )  # no turn: sensor axes = world's
+
+
+def _quiet():
+    import contextlib
+
+    return contextlib.nullcontext()

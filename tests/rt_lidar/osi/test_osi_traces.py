@@ -78,6 +78,7 @@ def test_sensorview_trace_has_ground_truth_and_reflections(osi_demo):
         assert ego.base.position.z == pytest.approx(ego.base.dimension.height / 2)
         cars = [o for o in gt.moving_object if o.id.value != HOST_VEHICLE_ID]
         assert len(cars) == 3 and all(o.base.dimension.length == pytest.approx(4.53, abs=1e-3) for o in cars)
+        assert all(abs(o.base.velocity.x) < 30 and o.base.velocity.y == 0 for o in cars)  # m/s, no wrap jumps
         assert {round(o.base.velocity.x, 6) for o in cars} != {0.0}
         assert len(gt.stationary_object) > 100
         env = gt.environmental_conditions
