@@ -157,10 +157,8 @@ def fill_lidar_view(
         db = 10.0 * np.log10(echoes.power_ratio)
     hit = echoes.hit
     if segment_ids is not None:
-        seg = np.minimum(echoes.segment.astype(np.int64), segment_ids.size - 1)
-        obj = np.where(echoes.segment < segment_ids.size, segment_ids[seg], np.uint64(NO_ID)).astype(
-            np.uint64
-        )
+        at = np.minimum(echoes.segment.astype(np.int64), segment_ids.size - 1)
+        obj = np.where(echoes.segment < segment_ids.size, segment_ids[at], np.uint64(NO_ID)).astype(np.uint64)
     else:
         obj = np.where(echoes.segment > 0, echoes.segment.astype(np.uint64), np.uint64(NO_ID))
     view.MergeFromString(_reflections_wire(view, hit, db, tof, doppler, n, obj))
