@@ -13,6 +13,7 @@ of every frame's ground truth (sensorview only).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from rt_lidar.osi.frames import require_osi
@@ -75,9 +76,16 @@ class OsiTraceSink:
         """Scans are not written: the trace holds sim frames (:meth:`write_sensed`)."""
 
     def close(self) -> None:
-        """Close the trace (complete after this)."""
+        """Close the trace (complete after this); a run that never handed this sink its frames (a
+        loop that does not, such as a rig's) says so."""
         if self.writer is not None:
             self.writer.close()
+        if self.encoder is None and self.writer is not None:
+            warnings.warn(
+                f"sink {self.kind}:{self.path}: this run hands no sim frames to OSI sinks (rigs do not): "
+                "the trace is empty",
+                stacklevel=2,
+            )
 
 
 def osi_sensorview_sink(target: str, options: dict[str, str]) -> OsiTraceSink:

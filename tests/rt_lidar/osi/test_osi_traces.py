@@ -249,3 +249,13 @@ def test_mcap_traces_follow_osi_multi_channel_format(osi_demo, tmp_path):
         da, db = a.feature_data.lidar_sensor[0].detection, b.feature_data.lidar_sensor[0].detection
         assert len(da) == len(db)
         assert np.allclose([d.position.distance for d in da], [d.position.distance for d in db], atol=1e-5)
+
+
+def test_a_sink_that_never_got_frames_says_so(tmp_path):
+    from rt_lidar.sinks.base import SinkContext, make_sink
+
+    sink = make_sink(f"osi-sensordata:{tmp_path}/empty.osi")
+    sink.open(SinkContext(preset=load_preset("VLP-16")))
+    with pytest.warns(UserWarning, match="trace is empty"):
+        sink.close()
+    assert (tmp_path / "empty.osi").read_bytes() == b""
