@@ -379,3 +379,44 @@ def test_sub_ray_bundles_and_dual_returns_through_osi(tmp_path):
     db = np.array([d.position.distance for d in b])
     assert np.mean(np.abs(da - db) < 1e-4) > 0.99
     assert [d.beam_id.value for d in a] == [d.beam_id.value for d in b]
+
+
+def test_fmu_settings_and_seed_parameter(osi_demo, tmp_path):
+    from rt_lidar.osi.fmu_runtime import FmuModel
+
+    fmu = tmp_path / "dual.fmu"
+    argv = ["osi", "fmu", "--preset", "VLP-16", "--out", str(fmu), "--sub-rays", "7", "--return-mode", "dual"]
+    assert main([*argv, "--rain", "5", "--step", "0.1"]) == 0
+    unzipped = Path(extract(str(fmu), unzipdir=str(tmp_path / "x")))
+    model = FmuModel(unzipped / "resources")
+    assert model.model.physics.sub_rays == 7 and model.model.physics.return_mode == "dual"
+    assert (
+        model.model.physics.config.weather is not None and model.model.physics.config.weather.rain_mm_h == 5
+    )
+    assert read_model_description(str(fmu)).defaultExperiment.stepSize == "0.1"
+
+    view = read_trace(osi_demo / "sensorview.osi", SensorView)[0].SerializeToString()
+    ranges = []
+    for seed in (0, 0, 5):
+        m = _Osmp(_built_vlp16(tmp_path))
+        m.slave.instantiate()
+        m.slave.setInteger([m.vr["seed"]], [seed])
+        m.slave.setupExperiment(startTime=0.0)
+        m.slave.enterInitializationMode()
+        m.slave.exitInitializationMode()
+        m.put("OSMPSensorViewIn", view)
+        m.slave.doStep(currentCommunicationPoint=0.0, communicationStepSize=0.05)
+        ranges.append(
+            [d.position.distance for d in _detections(SensorData.FromString(m.get("OSMPSensorDataOut")))]
+        )
+        m.slave.terminate()
+        m.slave.freeInstance()
+    assert ranges[0] == ranges[1]  # same seed, same returns
+    assert ranges[0] != ranges[2]  # the seed parameter reaches the model's noise
+
+
+def _built_vlp16(tmp_path: Path) -> Path:
+    path = tmp_path / "seeded.fmu"
+    if not path.exists():
+        assert main(["osi", "fmu", "--preset", "VLP-16", "--out", str(path)]) == 0
+    return path
