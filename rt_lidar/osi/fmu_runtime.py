@@ -17,7 +17,7 @@ import numpy as np
 from rt_lidar.errors import ConfigError
 from rt_lidar.osi.frames import interface_version, set_mounting, set_timestamp
 from rt_lidar.osi.model import OsiLidarModel
-from rt_lidar.osi.reflections import _fill_fov
+from rt_lidar.osi.reflections import fill_fov
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.sensor.beam import BeamConfig, subray_directions
@@ -79,14 +79,14 @@ class FmuModel:
         interface_version(cfg)
         cfg.sensor_id.value = 0
         set_mounting(cfg.mounting_position, self.mount)
-        _fill_fov(cfg, preset)
+        fill_fov(cfg, preset)
         cfg.range = float(preset.range.max_m)
         set_timestamp(cfg.update_cycle_time, round(self.step_s * 1e9))
         set_timestamp(cfg.simulation_start_time, 0)
         lidar = cfg.lidar_sensor_view_configuration.add()
         lidar.sensor_id.value = 0
         set_mounting(lidar.mounting_position, self.mount)
-        _fill_fov(lidar, preset)
+        fill_fov(lidar, preset)
         period = scan_period_ns(preset)
         firings = firings_between(preset, 0, period)
         n_sub = self.model.physics.sub_rays

@@ -338,6 +338,10 @@ EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
     }
     if (st == fmi2OK && inst->ints[VR_CFG_SIZE] > 0 && get_pointer(inst, VR_CFG_LO)) {
         if (call_with_buffer(inst, "set_config", VR_CFG_LO, NULL, 0, 0.0, 0.0) != 0) st = fmi2Error;
+        if (inst->request) { /* from now on the request is the configuration set (OSMP) */
+            p_Py_DecRef(inst->request);
+            inst->request = NULL;
+        }
     }
     p_PyGILState_Release(gil);
     return st;

@@ -37,7 +37,7 @@ from rt_lidar.pipeline.sources import Hits, interpolate_pose_samples
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.unreal_bridge.world.pose import quat_conjugate, quat_rotate
 
-__all__ = ["OSI_MATERIAL", "RayEchoes", "ViewRays", "fill_lidar_view", "ray_echoes", "read_view"]
+__all__ = ["OSI_MATERIAL", "RayEchoes", "ViewRays", "fill_fov", "fill_lidar_view", "ray_echoes", "read_view"]
 
 OSI_MATERIAL = "osi_reflection"
 """The one material of hits read from OSI reflections: white, Lambertian (reflectance 1 head-on)."""
@@ -122,7 +122,7 @@ def fill_lidar_view(
     cfg = view.view_configuration
     cfg.sensor_id.value = int(sensor_id)
     set_mounting(cfg.mounting_position, mount)
-    _fill_fov(cfg, preset)
+    fill_fov(cfg, preset)
     cfg.number_of_rays_vertical = preset.n_rings
     cfg.number_of_rays_horizontal = max(1, rays // max(1, preset.n_rings * hits.subrays))
     cfg.max_number_of_interactions = 1
@@ -350,7 +350,8 @@ def _read_reflections(view: Any) -> tuple[np.ndarray, ...]:
     return hit, tof, db, doppler, obj
 
 
-def _fill_fov(cfg: Any, preset: SensorPreset) -> None:
+def fill_fov(cfg: Any, preset: SensorPreset) -> None:
+    """Set a (lidar) sensor view configuration's fields of view (rad) from the preset."""
     s = preset.scan
     elev = preset.elevations_deg
     fov_v = s.fov_v_deg or s.fov_deg or float(elev.max() - elev.min()) or 0.1
