@@ -134,9 +134,12 @@ def test_fmu_on_our_sensorview_gives_the_demo_returns(osi_demo, vlp16_fmu):
     assert max(lidar.timings) < 100_000  # us: one 10 Hz rotation
     assert request.update_cycle_time.nanos == 50_000_000
     assert request.range == preset.range.max_m
+    request.range = 80.0  # the environment answers with what it can do
     config = request.SerializeToString()
     m.put("OSMPSensorViewInConfig", config)
     s.exitInitializationMode()
+    # OSMP: once a configuration is set, the request is that configuration
+    assert SensorViewConfiguration.FromString(m.get("OSMPSensorViewInConfigRequest")).range == 80.0
     t = 0.0
     for view, expected in zip(views, want, strict=True):
         m.put("OSMPSensorViewIn", view.SerializeToString())
