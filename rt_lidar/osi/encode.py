@@ -13,7 +13,12 @@ import numpy as np
 
 from rt_lidar.osi.detections import fill_detections
 from rt_lidar.osi.frames import NO_ID, interface_version, set_mounting, set_timestamp
-from rt_lidar.osi.ground_truth import HOST_VEHICLE_ID, fill_ground_truth, moving_segment_velocities
+from rt_lidar.osi.ground_truth import (
+    EGO_DIMENSION_M,
+    HOST_VEHICLE_ID,
+    fill_ground_truth,
+    moving_segment_velocities,
+)
 from rt_lidar.osi.model import StepResult
 from rt_lidar.osi.reflections import fill_lidar_view, read_view, sensor_velocity
 from rt_lidar.pipeline.frame_loop import Pipeline, Sensed
@@ -40,6 +45,12 @@ class FrameEncoder:
         self.world = source.world if isinstance(source, WorldSource) else None
         if isinstance(source, WorldSource):
             source.keep_normals = True
+            length, width, height = EGO_DIMENSION_M
+            warnings.warn(
+                "OSI ground truth: the ego has no mesh in the world; its box is a nominal "
+                f"{length} x {width} x {height} m car standing on the vehicle origin (docs/osi.md)",
+                stacklevel=3,
+            )
             m = source.mount if source.mount is not None else self.world.scene.sensor_mount  # type: ignore[union-attr]
             mount = (*(float(v) for v in m.position), *(float(v) for v in m.rotation))
         else:
