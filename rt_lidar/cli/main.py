@@ -427,6 +427,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every sub-command."""
     from rt_lidar.cli.generate import add_generate_parser
+    from rt_lidar.cli.osi import add_osi_parser
     from rt_lidar.cli.presets import add_presets_parser
     from rt_lidar.cli.validate import add_validate_parser
     from rt_lidar.cli.view import add_view_parser
@@ -443,6 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_replay_parser(sub)
     add_rinet_parser(sub)
     add_generate_parser(sub)
+    add_osi_parser(sub)
     return parser
 
 

@@ -127,6 +127,8 @@ class Pipeline:
         """Called with each frame's hits before the physics (an injected fault's, :mod:`rt_lidar.faults`);
         runs on the thread that fetched the frame, so it must depend on the hits alone."""
         """Called with each sim frame's points (``t`` absolute ns) and its interval, before stitching."""
+        self.on_sensed: Callable[[Sensed], None] | None = None
+        """Called with each sim frame's hits and physics result (:class:`Sensed`), before stitching."""
         depth = int(prefetch)
         if depth < 0:
             raise ValueError(f"prefetch must be a bool or a number of frames >= 0, got {prefetch}")
@@ -362,6 +364,8 @@ class Pipeline:
         s0, t_end = hits.interval if hits.interval is not None else (t0, t1)
         if hits.pose_start is not None and hits.pose_end is not None:
             self._poses.append((s0, t_end, hits.pose_start, hits.pose_end))
+        if self.on_sensed is not None:
+            self.on_sensed(sensed)
         if self.on_sector is not None:
             self.on_sector(points, t0, t_end)
         scans = self.assembler.add(points, hits.firings.t_ns, t_end, extras)

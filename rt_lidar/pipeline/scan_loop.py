@@ -87,6 +87,9 @@ def run_scans(
     try:
         if fan.wants_sectors:
             pipeline.on_sector = fan.write_sector
+        if fan.wants_sensed:  # sinks of each frame's hits (an OSI sensor view)
+            fan.attach(pipeline)
+            pipeline.on_sensed = fan.write_sensed
         if on_open is not None:
             on_open()
         while count is None or stats.scans + stats.suppressed < count:
@@ -126,6 +129,7 @@ def run_scans(
         finished = True
     finally:
         pipeline.on_sector = None
+        pipeline.on_sensed = None
         if finished:
             fan.close()
         else:  # the error in flight is the one to see; close every sink regardless

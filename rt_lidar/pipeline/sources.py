@@ -118,6 +118,9 @@ class Hits:
     source_intensity: np.ndarray | None = None
     """(rays,) float32 the intensity the simulator itself computed (Cosys-AirSim's GPU lidar), kept for
     comparison; the physics computes its own. None = the source gives none."""
+    normal: np.ndarray | None = None
+    """(rays, 3) float32 world-frame normal of the surface each ray ended on, facing the ray (not
+    normalised; zero for misses); only from a source asked for it (``WorldSource.keep_normals``)."""
     weather: dict[str, float] | None = None
     """The sim's weather when these rays were cast (a source with :attr:`Capabilities.weather`: the
     server's ``simSetWeatherParameter``), as :class:`~rt_lidar.physics.weather.WeatherConfig` fields;
@@ -282,6 +285,9 @@ class WorldSource:
         its script, when a pose is a function of time alone: a frame's end pose is the next frame's
         start pose and its answer's pose); off, every pose is computed afresh."""
         self._pose_memo: dict[int, Pose] = {}
+        self.keep_normals = False
+        """Keep each ray's surface normal (world frame, facing the ray) in :attr:`Hits.normal` (an OSI
+        sensor view's reflections carry it); off, the hits are the same without it."""
 
     def use_wet_road(self, wetness: float) -> bool:
         """Cast the wet road's extra fields from now on when ``wetness`` > 0 (else the dry cast);
@@ -404,6 +410,11 @@ class WorldSource:
         # First surface of every ray, without indexing: most rays end here.
         rh = self.world.cast(origins, dirs, t_ray, self.max_range_m, threads=self.cast_threads)
         fast = None if sun is not None or self.wet_road else first_surfaces(rh, dirs, self._transmission)
+        normal = (
+            np.where(np.isfinite(rh.distance)[:, None], rh.normal, 0).astype(np.float32)
+            if self.keep_normals
+            else None
+        )
         sun_cos = wet_fields = None
         if fast is not None:  # the compiled twin of the lines below (no sun, no wet road)
             (range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans), active = fast
@@ -443,7 +454,7 @@ class WorldSource:
                 self.max_range_m - float(travelled.min()),
                 threads=self.cast_threads,
             )
-            if sun_cos is None:  # the compiled twin of the lines below
+            if sun_cos is None and normal is None:  # the compiled twin of the lines below
                 rays, fields = (travelled, active, d_act, org), (range_m, cos_inc, material, segment, g_trans)
                 eps = np.float32(_EPS_M)
                 step_c = source_steps.glass_step(rh, rays, self._transmission, self.max_range_m, eps, fields)
@@ -460,6 +471,8 @@ class WorldSource:
             cos_inc[idx] = np.abs(_dot_f32(rh.normal[opaque], d_act[opaque]))
             material[idx] = rh.material[opaque]
             segment[idx] = rh.segment[opaque]
+            if normal is not None:
+                normal[idx] = rh.normal[opaque]
             if sun_cos is not None and sun is not None:
                 sun_cos[idx] = _sun_cos(rh.normal[opaque], d_act[opaque], np.ones(idx.size, bool), sun)
             g_trans[active[more]] *= trans[more] ** 2
@@ -482,6 +495,7 @@ class WorldSource:
             glass_transmission=g_trans,
             sun_cos=sun_cos,
             beam_sun_cos=None if sun is None else (dirs.astype(np.float64) @ sun).astype(np.float32),
+            normal=normal,
         )
         if wet_fields is not None:
             hits.wet, hits.mirror_range_m, hits.mirror_cos, hits.mirror_material, hits.mirror_segment = (

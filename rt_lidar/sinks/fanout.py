@@ -14,6 +14,7 @@ import queue
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,11 @@ class _Sector:
     points: np.ndarray
     t0_ns: int
     t1_ns: int
+
+
+@dataclass
+class _SensedItem:
+    sensed: Any
 
 
 class SinkError(RtLidarError):
@@ -88,6 +94,35 @@ class SinkFanout:
                 except Exception as exc:
                     raise SinkError(f"sink {type(sink).__name__} failed on a sector: {exc}") from exc
 
+    @property
+    def wants_sensed(self) -> bool:
+        """True when a sink also takes each sim frame's hits and physics (``write_sensed``)."""
+        return any(getattr(s, "wants_sensed", False) for s in self.sinks)
+
+    def attach(self, pipeline: Any) -> None:
+        """Show the sinks that want each frame's hits the pipeline they come from (before its first
+        frame: such a sink may ask its source for more, e.g. the surface normals)."""
+        for sink in self.sinks:
+            if getattr(sink, "wants_sensed", False):
+                sink.attach(pipeline)  # type: ignore[attr-defined]
+
+    def write_sensed(self, sensed: Any) -> None:
+        """Queue one sim frame's hits and physics result for the sinks that want them (neither is
+        changed after the frame is committed)."""
+        self._raise_pending()
+        if self._thread is None:
+            self._write_sensed(sensed)
+        else:
+            self._queue.put(_SensedItem(sensed))
+
+    def _write_sensed(self, sensed: Any) -> None:
+        for sink in self.sinks:
+            if getattr(sink, "wants_sensed", False):
+                try:
+                    sink.write_sensed(sensed)  # type: ignore[attr-defined]
+                except Exception as exc:
+                    raise SinkError(f"sink {type(sink).__name__} failed on a frame: {exc}") from exc
+
     def write(self, scan: Scan) -> None:
         """Queue ``scan`` for every sink (waits while the queue is full)."""
         self._raise_pending()
@@ -132,6 +167,9 @@ class SinkFanout:
             try:
                 if isinstance(item, _Sector):
                     self._write_sector(item)
+                    continue
+                if isinstance(item, _SensedItem):
+                    self._write_sensed(item.sensed)
                     continue
                 assert isinstance(item, Scan)
                 self._write_all(item)

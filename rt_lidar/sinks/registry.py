@@ -20,5 +20,7 @@ SINK_FACTORIES: dict[str, str] = {
     "ouster-udp": "rt_lidar.sinks.ouster:ouster_udp_sink",
     "ouster-sensor": "rt_lidar.sinks.ouster_sensor:ouster_sensor_sink",
     "ros2": "rt_lidar.sinks.ros2:ros2_sink",
+    "osi-sensorview": "rt_lidar.sinks.osi:osi_sensorview_sink",
+    "osi-sensordata": "rt_lidar.sinks.osi:osi_sensordata_sink",
 }
 """``kind -> "module:factory"``."""
