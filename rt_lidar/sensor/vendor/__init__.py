@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from pathlib import Path
 
 from rt_lidar.errors import PresetError
@@ -166,13 +167,16 @@ def preset_from_vendor_file(
     firetime = firetime or opts.get("firetime") or None
     p = Path(path)
     stamp = (p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None
-    return _cached(path, stamp, model, lidar_mode, firetime)
+    preset, said = _cached(path, stamp, model, lidar_mode, firetime)
+    for w in said:  # every call says them (Python shows each distinct one once)
+        warnings.warn(w, stacklevel=2)
+    return preset
 
 
 @functools.lru_cache(maxsize=64)
 def _cached(
     path: str, stamp: tuple[int, int] | None, model: str | None, lidar_mode: str | None, firetime: str | None
-) -> SensorPreset:
+) -> tuple[SensorPreset, tuple[str, ...]]:
     table = read_vendor_table(path, lidar_mode)
     if lidar_mode is not None and table.vendor != "Ouster":
         raise refuse(path, "--lidar-mode", f"applies to Ouster metadata only; this is a {table.layout}")
@@ -194,4 +198,7 @@ def _cached(
         said = f"firetime {fp.name}"
         if firing is None:
             table.warnings.append(why)
-    return preset_from_table(table, model, firing, said)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        preset = preset_from_table(table, model, firing, said)
+    return preset, tuple(str(w.message) for w in caught)

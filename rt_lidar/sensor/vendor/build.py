@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rt_lidar.errors import FieldError
+from rt_lidar.errors import PresetError
 from rt_lidar.sensor.presets import (
     SensorPreset,
     lambertian_return_w,
@@ -76,7 +76,7 @@ def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
             try:
                 spec = find_model(t.model, t.path, t.vendor)
                 said = f"{t.model_said_by} {t.model!r}"
-            except FieldError:
+            except PresetError:
                 if t.model_said_by.startswith("prod_line"):
                     raise
                 spec = None

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rt_lidar.errors import FieldError
+from rt_lidar.errors import PresetError
 
 __all__ = ["MODELS", "ModelSpec", "find_model", "model_key", "models_for"]
 
@@ -586,7 +586,7 @@ def find_model(name: str, source: str, vendor: str | None = None) -> ModelSpec:
         spec = MODELS[max(starts, key=len)] if starts else None
     if spec is None or (vendor is not None and spec.vendor != vendor):
         names = ", ".join(m.name for m in _LIST if vendor is None or m.vendor == vendor)
-        raise FieldError(source, "model", f"unknown {vendor or 'sensor'} model {name!r}; known: {names}")
+        raise PresetError(source, "model", f"unknown {vendor or 'sensor'} model {name!r}; known: {names}")
     return spec
 
 

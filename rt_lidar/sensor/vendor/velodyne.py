@@ -47,11 +47,20 @@ def parse_velodyne_yaml(text: str, path: str = "<yaml>") -> tuple[list[dict[str,
     """The ``lasers`` list (dicts of numbers) and the other top-level keys of a ROS velodyne file."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
 
     yaml = YAML(typ="safe", pure=True)
-    yaml.allow_duplicate_keys = True
+
+    def plain(node: Any) -> Any:  # a repeated key keeps its last value, as the drivers' parsers do
+        if isinstance(node, MappingNode):
+            return {plain(k): plain(v) for k, v in node.value}
+        if isinstance(node, SequenceNode):
+            return [plain(v) for v in node.value]
+        return yaml.constructor.construct_object(node, deep=True)
+
     try:
-        data = yaml.load(text)
+        node = yaml.compose(text)
+        data = plain(node) if node is not None else None
     except YAMLError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise refuse(path, "<file>", f"not valid YAML: {first}") from None
