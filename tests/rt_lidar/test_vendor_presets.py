@@ -67,6 +67,7 @@ READABLE = {
     "robosense/rs_lidar_16/angle.csv": ("RoboSense", "RS-16", 16, None),
     "robosense/rs_lidar_32/angle.csv": ("RoboSense", "RS-32", 32, None),
     "robosense/rs_bpearl/angle.csv": ("RoboSense", "RS-Bpearl", 32, None),
+    "robosense/RobosenseHelios.csv": ("RoboSense", "RS-Helios", 32, None),
 }
 
 
@@ -293,6 +294,33 @@ def test_inconsistent_and_unknown_inputs(tmp_path: Path) -> None:
         preset_from_vendor_file(str(nolasers))
     with pytest.raises(PresetError, match="no such calibration file"):
         load_preset(str(tmp_path / "missing.yaml"))
+
+
+def test_variants_seen_in_the_wild(tmp_path: Path) -> None:
+    """Derived from the real files: a VLP-16 db.xml with its repeated entries enabled too, a Hesai CSV
+    with a version line before its header, an Ouster prod_line we do not know."""
+    text = (VELO / "VLP-16.xml").read_text()
+    start, end = text.index("<enabled_>"), text.index("</enabled_>")
+    enabled = text[start:end].replace("<item>0</item>", "<item>1</item>", 16)  # entries 16-31: repeats
+    all_on = tmp_path / "VLP-16.xml"
+    all_on.write_text(text[:start] + enabled + text[end:])
+    with pytest.warns(UserWarning, match="entries 16..31 repeat lasers 0..15: kept 16"):
+        p = preset_from_vendor_file(str(all_on))
+    assert p.n_rings == 16 and p.beams == _load(VELO / "VLP-16.xml").beams  # type: ignore[attr-defined]
+
+    csv_ = tmp_path / "Pandar64_Angle Correction File.csv"
+    csv_.write_text("EEFF,1,4\n" + (HESAI / "Pandar64_Angle Correction File.csv").read_text())
+    q = _load(csv_)
+    assert q.beams == _load(HESAI / "Pandar64_Angle Correction File.csv").beams  # type: ignore[attr-defined]
+    assert "before the header" in q.provenance["not_used"]  # type: ignore[attr-defined]
+
+    d = json.loads((OUSTER / "3_0_1_os-122246000293-128.json").read_text())
+    d["sensor_info"]["prod_line"] = "OS-DOME-128"
+    dome = tmp_path / "dome.json"
+    dome.write_text(json.dumps(d))
+    with pytest.warns(UserWarning, match="prod_line 'OS-DOME-128' is not one we know"):
+        r = preset_from_vendor_file(str(dome))
+    assert r.n_rings == 128
 
 
 def test_repeated_yaml_keys_keep_the_last(tmp_path: Path) -> None:

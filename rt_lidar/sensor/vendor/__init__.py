@@ -99,8 +99,9 @@ def read_vendor_table(path: str, lidar_mode: str | None = None) -> VendorTable:
         return _json(body, path, lidar_mode)
     if body.startswith("<"):
         return read_velodyne_xml(text, path)
-    first = next(ln for ln in body.splitlines() if ln.strip())
-    if is_hesai_angle_header(first):
+    head = [ln for ln in body.splitlines()[:8] if ln.strip()]
+    first = head[0]
+    if any(is_hesai_angle_header(ln) for ln in head):
         return read_hesai_csv(text, path)
     if is_hesai_firetime(first):
         raise refuse(

@@ -58,7 +58,7 @@ def _guess(t: VendorTable, candidates: list[ModelSpec]) -> ModelSpec:
             return pick("PandarQT128")
         return pick("AT128" if hi - lo < 26.0 else "Pandar128E3X")
     if v == "RoboSense" and n == 32:
-        return pick("RS-Bpearl" if hi > 45.0 else "RS-32")
+        return pick("RS-Bpearl" if hi > 45.0 else "RS-Helios" if lo < -40.0 else "RS-32")
     if v == "Ouster":
         return pick("OS0" if hi - lo > 60.0 else "OS2" if hi - lo < 30.0 else "OS1")
     return candidates[0]
@@ -72,16 +72,21 @@ def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
         said = f"--model {model}"
     else:
         spec, said = None, ""
-        if t.model:
+        hints = [(t.model, t.model_said_by)] if t.model else []
+        if t.model_said_by in ("file name", "folder name"):  # the other name too, the vendor's prefix off
+            p = Path(t.path)
+            hints = [(p.stem, "file name"), (p.parent.name, "folder name")]
+            hints += [(h[len(t.vendor) :], by) for h, by in hints if h.lower().startswith(t.vendor.lower())]
+        for hint, by in hints:
             try:
-                spec = find_model(t.model, t.path, t.vendor)
-                said = f"{t.model_said_by} {t.model!r}"
+                found = find_model(hint, t.path, t.vendor)
             except PresetError:
-                if t.model_said_by.startswith("prod_line"):
+                if by.startswith("prod_line"):
                     raise
-                spec = None
-            if spec is not None and n not in spec.beams and not t.model_said_by.startswith("prod_line"):
-                spec = None  # a file name that names another product
+                continue
+            if n in found.beams or by.startswith("prod_line"):
+                spec, said = found, f"{by} {hint!r}"
+                break
         if spec is None:
             candidates = models_for(t.vendor, n)
             if not candidates:

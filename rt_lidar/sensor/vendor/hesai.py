@@ -48,9 +48,11 @@ def read_hesai_csv(text: str, path: str) -> VendorTable:
     lines = _lines(text)
     if not lines:
         raise refuse(path, "<file>", "is empty")
-    header = [h.strip().lower() for h in lines[0].split(",")]
-    body = lines[1:] if is_hesai_angle_header(lines[0]) else lines
-    if body is lines:
+    start = next((i for i, ln in enumerate(lines[:8]) if is_hesai_angle_header(ln)), None)
+    preamble = lines[:start] if start else []  # e.g. an "EEFF,1,4" version line before the header
+    header = [h.strip().lower() for h in lines[start].split(",")] if start is not None else []
+    body = lines[start + 1 :] if start is not None else lines
+    if start is None:
         ch_col, el_col, az_col = 0, 1, 2
     else:
         ch_col = next((i for i, h in enumerate(header) if "laser" in h or "channel" in h), 0)
@@ -68,10 +70,10 @@ def read_hesai_csv(text: str, path: str) -> VendorTable:
             el, az = float(cells[el_col]), float(cells[az_col])
         except (ValueError, IndexError):
             raise refuse(
-                path, f"line {n + 2}", f"{line!r}: expected channel,elevation,azimuth numbers"
+                path, f"line {n + 2 + (start or 0)}", f"{line!r}: expected channel,elevation,azimuth numbers"
             ) from None
         if ch in rows:
-            raise refuse(path, f"line {n + 2}", f"channel {ch} appears twice")
+            raise refuse(path, f"line {n + 2 + (start or 0)}", f"channel {ch} appears twice")
         rows[ch] = (el, az)
     chans = sorted(rows)
     if chans != list(range(1, len(chans) + 1)):
@@ -96,6 +98,8 @@ def read_hesai_csv(text: str, path: str) -> VendorTable:
             "beams.azimuth_offset_deg": "Azimuth (clockwise, sign flipped, wrapped to +-180)",
         },
     )
+    if preamble:
+        table.unused.append(f"{len(preamble)} line(s) before the header ({preamble[0][:30]!r})")
     if checksum is not None:
         table.unused.append("trailing SHA-256 line (not checked: Hesai does not say what it hashes)")
     table.model, table.model_said_by = Path(path).stem, "file name"

@@ -110,10 +110,14 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
     # the product: model line and beam count
     prod = str(info.get("prod_line", "")) if isinstance(info, dict) else ""
     model, said_by = None, ""
+    m = None
     if prod:
         m = _PROD.match(prod.strip())
         if not m:
-            raise refuse(path, "prod_line", f"{prod!r} is not an Ouster product line (OS-0/1/2-N-...)")
+            warnings.append(
+                f"{path}: prod_line {prod!r} is not one we know (OS-0/1/2-N-...): model from the fan"
+            )
+    if prod and m:
         line = f"OS{m[1]}"
         build = str(info.get("build_rev", ""))
         model = "OS1 gen1" if line == "OS1" and build.startswith("v1.") else line

@@ -202,10 +202,32 @@ def read_velodyne_xml(text: str, path: str) -> VendorTable:
         lasers.append(las)
     if not lasers:
         raise refuse(path, "enabled_", "no laser is enabled")
+    lasers, note = _drop_repeats(lasers)
     rest: dict[str, Any] = {}
     lsb = db.find("distLSB_")
     if lsb is not None:
         rest["distance_resolution"] = _num(lsb, path, "distLSB_") * 0.01
     table = _table(lasers, rest, path, "VeloView/LidarView db.xml", "degrees, centimetres")
     table.model, table.model_said_by = Path(path).stem, "file name"
+    if note:
+        table.warnings.append(f"{path}: {note}")
     return table
+
+
+def _drop_repeats(lasers: list[dict[str, float]]) -> tuple[list[dict[str, float]], str]:
+    """A db.xml of a 16- or 32-laser unit with every entry enabled repeats its lasers up to 64: keep one
+    period (the entries from ``period`` on equal those ``period`` before them)."""
+    n = len(lasers)
+    for period in (16, 32):
+        if n > period and n % period == 0:
+            key = [
+                (round(las["vert_correction"], 9), round(las.get("rot_correction", 0.0), 9)) for las in lasers
+            ]
+            ids = [int(las["laser_id"]) for las in lasers]
+            if all(key[i] == key[i % period] for i in range(n)) and sorted(ids[:period]) == list(
+                range(period)
+            ):
+                return lasers[
+                    :period
+                ], f"entries {period}..{n - 1} repeat lasers 0..{period - 1}: kept {period}"
+    return lasers, ""
