@@ -19,7 +19,7 @@ import yaml  # PyYAML: a second, independent YAML parser to check ours against
 from rt_lidar.cli.main import main as cli_main
 from rt_lidar.errors import PresetError, RtLidarError
 from rt_lidar.rig import load_rig
-from rt_lidar.sensor.presets import load_preset, preset_from_dict
+from rt_lidar.sensor.presets import SensorPreset, load_preset, preset_from_dict
 from rt_lidar.sensor.vendor import preset_from_vendor_file
 from rt_lidar.sensor.vendor.models import find_model
 
@@ -28,7 +28,12 @@ DATA = ROOT / "tests" / "data" / "vendor"
 OUSTER, VELO, HESAI, RS = DATA / "ouster", DATA / "velodyne", DATA / "hesai", DATA / "robosense"
 
 
-def _load(path: Path, **kw: str) -> object:
+def _prov(p: SensorPreset) -> dict[str, str]:
+    assert p.provenance is not None
+    return p.provenance
+
+
+def _load(path: Path, **kw: str) -> SensorPreset:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return preset_from_vendor_file(str(path), **kw)
@@ -75,15 +80,15 @@ READABLE = {
 def test_every_real_file_is_a_validated_preset(rel: str) -> None:
     vendor, model, n, columns = READABLE[rel]
     p = _load(DATA / rel)
-    assert (p.vendor, p.model, p.n_rings) == (vendor, model, n)  # type: ignore[attr-defined]
-    assert p.provenance["beams.elevation_deg"].startswith("file: ")  # type: ignore[attr-defined]
-    assert p.provenance["range"] == f"datasheet {model}"  # type: ignore[attr-defined]
+    assert (p.vendor, p.model, p.n_rings) == (vendor, model, n)
+    assert _prov(p)["beams.elevation_deg"].startswith("file: ")
+    assert _prov(p)["range"] == f"datasheet {model}"
     if columns is not None:
-        assert p.scan.columns_per_rev == columns  # type: ignore[attr-defined]
+        assert p.scan.columns_per_rev == columns
     # it is a preset like any other: its dict validates back to the same object
     from rt_lidar.sensor.presets import preset_to_dict
 
-    assert preset_from_dict(preset_to_dict(p), "<again>") == p  # type: ignore[arg-type]
+    assert preset_from_dict(preset_to_dict(p), "<again>") == p
 
 
 def test_all_files_in_the_folder_are_covered() -> None:
@@ -105,10 +110,10 @@ def test_ouster_angles_are_the_files(rel: str) -> None:
     d = json.loads((DATA / rel).read_text())
     bi = d.get("beam_intrinsics", d)
     p = _load(DATA / rel)
-    assert list(p.elevations_deg) == bi["beam_altitude_angles"]  # type: ignore[attr-defined]
+    assert list(p.elevations_deg) == bi["beam_altitude_angles"]
     # clockwise in the file, counter-clockwise in the preset
-    assert [-a for a in p.azimuth_offsets_deg] == pytest.approx(bi["beam_azimuth_angles"], abs=1e-9)  # type: ignore[attr-defined]
-    assert set(p.firing_offsets_us) == {0.0}  # type: ignore[attr-defined]  # a column fires together
+    assert [-a for a in p.azimuth_offsets_deg] == pytest.approx(bi["beam_azimuth_angles"], abs=1e-9)
+    assert set(p.firing_offsets_us) == {0.0}  # a column fires together
 
 
 @pytest.mark.parametrize(
@@ -117,14 +122,14 @@ def test_ouster_angles_are_the_files(rel: str) -> None:
 def test_velodyne_yaml_matches_an_independent_parser(rel: str) -> None:
     lasers = {int(las["laser_id"]): las for las in yaml.safe_load((DATA / rel).read_text())["lasers"]}
     p = _load(DATA / rel)
-    assert p.n_rings == len(lasers)  # type: ignore[attr-defined]
-    for b in p.beams:  # type: ignore[attr-defined]
-        las = lasers[b.laser_id]
+    assert p.n_rings == len(lasers)
+    for b in p.beams:
+        las = lasers[int(b.laser_id or 0)]
         assert b.elevation_deg == pytest.approx(math.degrees(las["vert_correction"]), abs=1e-9)
         assert b.azimuth_offset_deg == pytest.approx(math.degrees(las.get("rot_correction", 0.0)), abs=1e-9)
         assert b.dist_correction_m == pytest.approx(las.get("dist_correction", 0.0))
         assert b.vert_offset_correction_m == pytest.approx(las.get("vert_offset_correction", 0.0))
-    assert list(p.elevations_deg) == sorted(p.elevations_deg)  # type: ignore[attr-defined]  # ROS rings
+    assert list(p.elevations_deg) == sorted(p.elevations_deg)  # ROS rings
 
 
 DECODER_CALIBRATIONS = resources.files("velodyne_decoder") / "calibrations"
@@ -136,8 +141,8 @@ def test_db_xml_equals_the_same_table_converted_to_yaml(xml: str, yml: str, tmp_
     converted = tmp_path / yml
     converted.write_bytes((DECODER_CALIBRATIONS / yml).read_bytes())
     a, b = _load(VELO / xml), _load(converted)
-    assert a.n_rings == b.n_rings  # type: ignore[attr-defined]
-    for x, y in zip(a.beams, b.beams, strict=True):  # type: ignore[attr-defined]
+    assert a.n_rings == b.n_rings
+    for x, y in zip(a.beams, b.beams, strict=True):
         assert x.laser_id == y.laser_id
         assert x.elevation_deg == pytest.approx(y.elevation_deg, abs=1e-4)
         assert x.azimuth_offset_deg == pytest.approx(y.azimuth_offset_deg, abs=1e-4)
@@ -155,8 +160,8 @@ def test_db_xml_misspelt_tag_and_centimetres(tmp_path: Path) -> None:
     fixed = tmp_path / "VLS-128.xml"
     fixed.write_text(text.replace(tag, "<horizOffsetCorection_>2.5</horizOffsetCorection_>", 1))
     p = _load(fixed)
-    assert p.model == "VLS-128" and p.n_rings == 128  # type: ignore[attr-defined]
-    by_id = {b.laser_id: b.horiz_offset_correction_m for b in p.beams}  # type: ignore[attr-defined]
+    assert p.model == "VLS-128" and p.n_rings == 128
+    by_id = {b.laser_id: b.horiz_offset_correction_m for b in p.beams}
     assert by_id[0] == pytest.approx(0.025) and sum(v != 0.0 for v in by_id.values()) == 1
 
 
@@ -167,9 +172,9 @@ def test_hesai_csv_layouts_bom_crlf_checksum_and_wrapped_azimuths() -> None:
     last = raw.decode().strip().splitlines()[-1]
     assert len(last.split(",")[0]) == 64  # the trailing SHA-256 line
     p = _load(jt)
-    assert p.n_rings == 128  # type: ignore[attr-defined]  # the checksum line is no channel
+    assert p.n_rings == 128  # the checksum line is no channel
     rows = [ln.split(",") for ln in raw.decode().splitlines()[1:129]]
-    for b, r in zip(p.beams, rows, strict=True):  # type: ignore[attr-defined]
+    for b, r in zip(p.beams, rows, strict=True):
         assert b.elevation_deg == float(r[1])
         assert (b.azimuth_offset_deg + float(r[2])) % 360.0 == pytest.approx(
             0.0, abs=1e-9
@@ -177,25 +182,25 @@ def test_hesai_csv_layouts_bom_crlf_checksum_and_wrapped_azimuths() -> None:
         assert -180.0 <= b.azimuth_offset_deg < 180.0
     assert (HESAI / "PandarQT_Angle Correction File.csv").read_bytes().startswith(b"\xef\xbb\xbf")
     qt = _load(HESAI / "PandarQT_Angle Correction File.csv")
-    assert qt.beams[0].laser_id == 1 and qt.elevations_deg[0] == -52.121  # type: ignore[attr-defined]
+    assert qt.beams[0].laser_id == 1 and qt.elevations_deg[0] == -52.121
 
 
 def test_at128_dat_agrees_with_the_csv() -> None:
     dat, csv_ = _load(HESAI / "AT128E2X_Angle Correction File.dat"), _load(HESAI / "nebula_PandarAT128.csv")
-    assert list(dat.azimuth_offsets_deg) == pytest.approx(list(csv_.azimuth_offsets_deg), abs=1e-6)  # type: ignore[attr-defined]
-    assert max(abs(dat.elevations_deg - csv_.elevations_deg)) < 0.1  # type: ignore[attr-defined]  # per-unit
+    assert list(dat.azimuth_offsets_deg) == pytest.approx(list(csv_.azimuth_offsets_deg), abs=1e-6)
+    assert max(abs(dat.elevations_deg - csv_.elevations_deg)) < 0.1  # per-unit
     data = (HESAI / "AT128E2X_Angle Correction File.dat").read_bytes()
     assert hashlib.sha256(data[:-32]).digest() == data[-32:]  # the file's own SHA-256, as we check it
-    assert "mirror frames" in dat.provenance["not_used"]  # type: ignore[attr-defined]
+    assert "mirror frames" in _prov(dat)["not_used"]
 
 
 def test_robosense_one_and_two_columns() -> None:
     rs16 = _load(RS / "rs_lidar_16" / "angle.csv")
     values = [float(v) for v in (RS / "rs_lidar_16" / "angle.csv").read_text().split()]
-    assert list(rs16.elevations_deg) == values  # type: ignore[attr-defined]
+    assert list(rs16.elevations_deg) == values
     rs32 = _load(RS / "rs_lidar_32" / "angle.csv")
     first = [float(v) for v in (RS / "rs_lidar_32" / "angle.csv").read_text().splitlines()[0].split(",")]
-    assert (rs32.elevations_deg[0], -rs32.azimuth_offsets_deg[0]) == pytest.approx(tuple(first))  # type: ignore[attr-defined]
+    assert (rs32.elevations_deg[0], -rs32.azimuth_offsets_deg[0]) == pytest.approx(tuple(first))
 
 
 # ------------------------------------------------------------------ models, modes, firetimes
@@ -205,16 +210,16 @@ def test_robosense_one_and_two_columns() -> None:
 def test_model_names_ignore_case_and_punctuation(spelling: str) -> None:
     assert find_model(spelling, "x").name == "Puck Hi-Res"
     p = _load(VELO / "VLP16db.yaml", model=spelling)
-    assert p.model == "Puck Hi-Res" and p.provenance["model"] == f"--model {spelling}"  # type: ignore[attr-defined]
+    assert p.model == "Puck Hi-Res" and _prov(p)["model"] == f"--model {spelling}"
 
 
 def test_model_guess_warns_and_model_option_settles_it() -> None:
     with pytest.warns(UserWarning, match="does not name its model: took HDL-32E.*give --model"):
         preset_from_vendor_file(str(VELO / "32db.yaml"))
     p = _load(VELO / "32db.yaml", model="VLP-32A")
-    assert p.model == "VLP-32A" and p.packet_format == "velodyne-vlp32c"  # type: ignore[attr-defined]
+    assert p.model == "VLP-32A" and p.packet_format == "velodyne-vlp32c"
     # the firing schedule is the model's: a VLP-32 fires lasers in pairs every 2.304 us
-    by_id = {b.laser_id: b.firing_offset_us for b in p.beams}  # type: ignore[attr-defined]
+    by_id = {b.laser_id: b.firing_offset_us for b in p.beams}
     assert by_id[0] == by_id[1] == 0.0 and by_id[2] == pytest.approx(2.304)
 
 
@@ -223,9 +228,9 @@ def test_ouster_lidar_mode_from_the_file_or_the_option() -> None:
     with pytest.raises(PresetError, match=r"lidar_mode.*give --lidar-mode"):
         preset_from_vendor_file(str(intrinsics))
     p = _load(intrinsics, lidar_mode="2048x10")
-    assert (p.scan.columns_per_rev, p.scan.rotation_hz) == (2048, 10.0)  # type: ignore[attr-defined]
+    assert (p.scan.columns_per_rev, p.scan.rotation_hz) == (2048, 10.0)
     q = _load(OUSTER / "3_0_1_os-122246000293-128.json", lidar_mode="512x20")
-    assert (q.scan.columns_per_rev, q.scan.rotation_hz) == (512, 20.0)  # type: ignore[attr-defined]
+    assert (q.scan.columns_per_rev, q.scan.rotation_hz) == (512, 20.0)
     with pytest.raises(PresetError, match="'1000x10': expected one of"):
         preset_from_vendor_file(str(intrinsics), lidar_mode="1000x10")
     # the reference string carries the options (config.json, rigs, sweeps)
@@ -239,9 +244,9 @@ def test_hesai_firetime_file_gives_the_firing_offsets() -> None:
     times = {int(r[0]): float(r[1]) for r in rows}
     p = _load(angles, firetime=str(ft))
     lo = min(times.values())
-    for b in p.beams:  # type: ignore[attr-defined]
-        assert b.firing_offset_us == pytest.approx(times[b.laser_id] - lo, abs=1e-6)
-    assert p.provenance["beams.firing_offset_us"].startswith("file: firetime")  # type: ignore[attr-defined]
+    for b in p.beams:
+        assert b.firing_offset_us == pytest.approx(times[int(b.laser_id or 0)] - lo, abs=1e-6)
+    assert _prov(p)["beams.firing_offset_us"].startswith("file: firetime")
     # a state-table firetime (OT128) cannot be used: said, and the preset still builds
     with pytest.warns(UserWarning, match="depends on the operating state"):
         preset_from_vendor_file(
@@ -306,13 +311,13 @@ def test_variants_seen_in_the_wild(tmp_path: Path) -> None:
     all_on.write_text(text[:start] + enabled + text[end:])
     with pytest.warns(UserWarning, match="entries 16..31 repeat lasers 0..15: kept 16"):
         p = preset_from_vendor_file(str(all_on))
-    assert p.n_rings == 16 and p.beams == _load(VELO / "VLP-16.xml").beams  # type: ignore[attr-defined]
+    assert p.n_rings == 16 and p.beams == _load(VELO / "VLP-16.xml").beams
 
     csv_ = tmp_path / "Pandar64_Angle Correction File.csv"
     csv_.write_text("EEFF,1,4\n" + (HESAI / "Pandar64_Angle Correction File.csv").read_text())
     q = _load(csv_)
-    assert q.beams == _load(HESAI / "Pandar64_Angle Correction File.csv").beams  # type: ignore[attr-defined]
-    assert "before the header" in q.provenance["not_used"]  # type: ignore[attr-defined]
+    assert q.beams == _load(HESAI / "Pandar64_Angle Correction File.csv").beams
+    assert "before the header" in _prov(q)["not_used"]
 
     d = json.loads((OUSTER / "3_0_1_os-122246000293-128.json").read_text())
     d["sensor_info"]["prod_line"] = "OS-DOME-128"
@@ -331,7 +336,7 @@ def test_repeated_yaml_keys_keep_the_last(tmp_path: Path) -> None:
     doubled = tmp_path / "doubled.yaml"
     doubled.write_text(text[:i] + "  vert_correction: 0.5\n" + text[i:])  # an earlier, overridden value
     a, b = _load(VELO / "64e_s2.1-sztaki.yaml"), _load(doubled)
-    assert a.beams == b.beams  # type: ignore[attr-defined]
+    assert a.beams == b.beams
 
 
 def test_import_tool_reads_block_and_multiline_yaml() -> None:

@@ -67,11 +67,12 @@ def _guess(t: VendorTable, candidates: list[ModelSpec]) -> ModelSpec:
 def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
     """The table's model and how it was chosen: ``--model``, what the file says, or the beam fan."""
     n = len(t.beams)
+    spec: ModelSpec | None = None
     if model is not None:
         spec = find_model(model, t.path, t.vendor)
         said = f"--model {model}"
     else:
-        spec, said = None, ""
+        said = ""
         hints = [(t.model, t.model_said_by)] if t.model else []
         if t.model_said_by in ("file name", "folder name"):  # the other name too, the vendor's prefix off
             p = Path(t.path)
@@ -103,6 +104,7 @@ def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
                 )
             else:
                 said = f"the only {t.vendor} model with {n} beams"
+    assert spec is not None
     if n not in spec.beams:
         raise refuse(
             t.path,

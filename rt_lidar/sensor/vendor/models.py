@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from rt_lidar.errors import PresetError
 
@@ -64,9 +65,9 @@ def _hdl64(lid: int) -> float:
     return (lid % 32) // 4 * 6.0 + (0.0, 1.26, 2.46, 3.66)[lid % 4]
 
 
-_VLP16 = dict(firing_cycle_us=55.296, firing=_velo(2.304), distance_resolution_m=0.002)
-_VLP32 = dict(firing_cycle_us=55.296, firing=_velo(2.304, 2), distance_resolution_m=0.004)
-_VLS128 = dict(firing_cycle_us=53.3, firing=_velo(2.665, 8), distance_resolution_m=0.004)
+_VLP16: dict[str, Any] = dict(firing_cycle_us=55.296, firing=_velo(2.304), distance_resolution_m=0.002)
+_VLP32: dict[str, Any] = dict(firing_cycle_us=55.296, firing=_velo(2.304, 2), distance_resolution_m=0.004)
+_VLS128: dict[str, Any] = dict(firing_cycle_us=53.3, firing=_velo(2.665, 8), distance_resolution_m=0.004)
 
 _LIST: tuple[ModelSpec, ...] = (
     # ------------------------------------------------------------------ Velodyne

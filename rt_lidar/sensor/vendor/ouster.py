@@ -50,8 +50,8 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
     bi: dict[str, Any] = d["beam_intrinsics"] if nested else d
     fmt = d.get("lidar_data_format") if nested else d.get("data_format")
     fmt = fmt if isinstance(fmt, dict) else {}
-    cfg = d.get("config_params") if isinstance(d.get("config_params"), dict) else d
-    info = d.get("sensor_info") if isinstance(d.get("sensor_info"), dict) else d
+    cfg: dict[str, Any] = d["config_params"] if isinstance(d.get("config_params"), dict) else d
+    info: dict[str, Any] = d["sensor_info"] if isinstance(d.get("sensor_info"), dict) else d
     pre = "beam_intrinsics." if nested else ""
     alt = _numbers(bi.get("beam_altitude_angles"), path, pre + "beam_altitude_angles")
     if "beam_azimuth_angles" not in bi:
