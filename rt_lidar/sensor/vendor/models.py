@@ -67,7 +67,17 @@ def _hdl64(lid: int) -> float:
 
 _VLP16: dict[str, Any] = dict(firing_cycle_us=55.296, firing=_velo(2.304), distance_resolution_m=0.002)
 _VLP32: dict[str, Any] = dict(firing_cycle_us=55.296, firing=_velo(2.304, 2), distance_resolution_m=0.004)
-_VLS128: dict[str, Any] = dict(firing_cycle_us=53.3, firing=_velo(2.665, 8), distance_resolution_m=0.004)
+_VLS128_CHANNEL_US = 8.0 / 3.0  # firmware 5.1.7 (Rev3 manual); velodyne_decoder and VeloView time it so
+
+
+def _vls128(lid: int) -> float:
+    # eight lasers a firing group; the groups of lasers 64-127 come after a two-group gap
+    return (lid // 8 + lid // 64 * 2) * _VLS128_CHANNEL_US
+
+
+_VLS128: dict[str, Any] = dict(
+    firing_cycle_us=20 * _VLS128_CHANNEL_US, firing=_vls128, distance_resolution_m=0.004
+)
 
 _LIST: tuple[ModelSpec, ...] = (
     # ------------------------------------------------------------------ Velodyne
