@@ -76,6 +76,10 @@ def read_hesai_csv(text: str, path: str) -> VendorTable:
             raise refuse(path, f"line {n + 2 + (start or 0)}", f"channel {ch} appears twice")
         rows[ch] = (el, az)
     chans = sorted(rows)
+    zero_based = chans == list(range(len(chans)))
+    if zero_based:  # some tools write channels from 0: the same table
+        rows = {ch + 1: v for ch, v in rows.items()}
+        chans = sorted(rows)
     if chans != list(range(1, len(chans) + 1)):
         raise refuse(path, "channel", f"channels must be 1..{len(chans)}, one each; got {chans[:6]}...")
     beams = [
@@ -98,6 +102,8 @@ def read_hesai_csv(text: str, path: str) -> VendorTable:
             "beams.azimuth_offset_deg": "Azimuth (clockwise, sign flipped, wrapped to +-180)",
         },
     )
+    if zero_based:
+        table.warnings.append(f"{path}: channels numbered from 0: taken as channels 1..{len(chans)}")
     if preamble:
         table.unused.append(f"{len(preamble)} line(s) before the header ({preamble[0][:30]!r})")
     if checksum is not None:
@@ -134,6 +140,8 @@ def read_firetime(text: str, path: str, n_channels: int) -> tuple[list[float] | 
 
 def read_at128_dat(data: bytes, path: str) -> VendorTable:
     """The AT128's binary angle-correction file (version 1.5)."""
+    at = data.find(b"\xee\xff", 0, 64)  # the delimiter, maybe after a few bytes (nebula searches for it)
+    data = data[at:] if at > 0 else data
     if data[:2] != b"\xee\xff":
         raise refuse(path, "<file>", "not a Hesai .dat (no EE FF delimiter)")
     if data[:4] != AT128_MAGIC:
