@@ -64,6 +64,7 @@ PACKET_FORMATS = (
     "ouster-legacy",
     "hesai-pandar64",
     "hesai-at128",
+    "hesai-xt32",
     "livox-mid40",
     "blickfeld",
     "valeo-scala",

@@ -20,5 +20,7 @@ SINK_FACTORIES: dict[str, str] = {
     "ouster-udp": "rt_lidar.sinks.ouster:ouster_udp_sink",
     "ouster-sensor": "rt_lidar.sinks.ouster_sensor:ouster_sensor_sink",
     "ros2": "rt_lidar.sinks.ros2:ros2_sink",
+    "hesai-pcap": "rt_lidar.sinks.hesai:hesai_pcap_sink",
+    "hesai-udp": "rt_lidar.sinks.hesai:hesai_udp_sink",
 }
 """``kind -> "module:factory"``."""
