@@ -3,6 +3,7 @@ velodyne-decoder with the calibration YAML, ouster-sdk (its own venv) with the m
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -138,3 +139,13 @@ def test_ouster_sdk_reads_our_packets_with_the_same_file(tmp_path, pipeline_scan
     err = _azimuth_error(dec, meta, scans[0], 0, quantum)
     half_column = 180.0 / pz.cols
     assert np.percentile(err, 99.9) < half_column + 0.005, (np.median(err), np.max(err))
+    # and all of that is the beam origins we do not model: with them at 0 the directions agree exactly
+    d = json.loads(given.read_text())
+    bi = d.get("beam_intrinsics", d)
+    bi["lidar_origin_to_beam_origin_mm"] = 0.0
+    if "beam_to_lidar_transform" in bi:
+        bi["beam_to_lidar_transform"][3] = 0.0
+    no_origin = tmp_path / "no_origin.json"
+    no_origin.write_text(json.dumps(d))
+    exact = _azimuth_error(_decode(tmp_path, pcap, no_origin, no_origin), meta, scans[0], 0, quantum)
+    assert exact.max() < 0.001
