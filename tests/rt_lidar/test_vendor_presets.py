@@ -390,10 +390,15 @@ def test_model_option_on_a_preset_name_is_refused(capsys: pytest.CaptureFixture[
     assert "--model: applies to a vendor calibration file" in capsys.readouterr().err
 
 
-def test_demo_runs_a_vendor_file_and_records_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("where", ["--in-process", "bridged"])
+def test_demo_runs_a_vendor_file_and_records_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """In-process, and bridged: the embedded server resolves the same file and options."""
     src = VELO / "VLP16db.yaml"
     out = tmp_path / "run"
-    args = ["demo", "--preset", str(src), "--model", "Puck LITE", "--frames", "1", "--quiet", "--in-process"]
+    args = ["demo", "--preset", str(src), "--model", "Puck LITE", "--frames", "1", "--quiet"]
+    args += ["--in-process"] if where == "--in-process" else []
     assert cli_main([*args, "--out", str(out)]) == 0
     record = json.loads((out / "config.json").read_text())
     assert record["config"]["preset"] == f"{src}#model=Puck LITE"
