@@ -293,6 +293,10 @@ def test_inconsistent_and_unknown_inputs(tmp_path: Path) -> None:
     bad.write_text("Channel,Elevation,Azimuth\n1,95.0,0\n2,1.0,0\n")
     with pytest.raises(PresetError, match=r"elevation 95 deg is outside -90..90"):
         preset_from_vendor_file(str(bad))
+    far = tmp_path / "far.csv"
+    far.write_text("Channel,Elevation,Azimuth\n1,5.0,400\n2,1.0,0\n")
+    with pytest.raises(PresetError, match=r"azimuth 400 deg is outside -360..360"):
+        preset_from_vendor_file(str(far))
     nolasers = tmp_path / "params.yaml"
     nolasers.write_text("lasers: []\n")
     with pytest.raises(PresetError, match="non-empty list of lasers"):

@@ -14,7 +14,7 @@ import re
 import struct
 from pathlib import Path
 
-from rt_lidar.sensor.vendor.table import VendorTable, check_angles, refuse, wrap_deg
+from rt_lidar.sensor.vendor.table import VendorTable, check_angles, check_azimuths, refuse, wrap_deg
 
 __all__ = ["is_hesai_angle_header", "is_hesai_firetime", "read_at128_dat", "read_firetime", "read_hesai_csv"]
 
@@ -82,6 +82,7 @@ def read_hesai_csv(text: str, path: str) -> VendorTable:
         chans = sorted(rows)
     if chans != list(range(1, len(chans) + 1)):
         raise refuse(path, "channel", f"channels must be 1..{len(chans)}, one each; got {chans[:6]}...")
+    check_azimuths(path, [rows[ch][1] for ch in chans], "Azimuth")
     beams = [
         {
             "ring": ch - 1,

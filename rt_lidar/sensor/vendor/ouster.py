@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rt_lidar.sensor.vendor.table import VendorTable, check_angles, refuse, wrap_deg
+from rt_lidar.sensor.vendor.table import VendorTable, check_angles, check_azimuths, refuse, wrap_deg
 
 __all__ = ["LIDAR_MODES", "is_ouster", "parse_lidar_mode", "read_ouster"]
 
@@ -120,7 +120,7 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
     if prod and m:
         line = f"OS{m[1]}"
         build = str(info.get("build_rev", ""))
-        model = "OS1 gen1" if line == "OS1" and build.startswith("v1.") else line
+        model = "OS1 gen1" if line == "OS1" and build.startswith("v1.") and len(alt) <= 64 else line
         said_by = f"prod_line {prod}"
         if m[2] is not None and int(m[2]) != len(alt):
             raise refuse(
@@ -129,6 +129,7 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
                 f"{len(alt)} beam angles but prod_line {prod} has {int(m[2])} beams "
                 "(firmware 1.x lists every channel of the detector; ouster-sdk refuses it too)",
             )
+    check_azimuths(path, az, pre + "beam_azimuth_angles")
     beams = [
         {"ring": i, "laser_id": i, "elevation_deg": e, "azimuth_offset_deg": wrap_deg(-a) + 0.0}
         for i, (e, a) in enumerate(zip(alt, az, strict=True))

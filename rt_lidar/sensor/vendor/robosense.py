@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rt_lidar.sensor.vendor.table import VendorTable, check_angles, refuse, wrap_deg
+from rt_lidar.sensor.vendor.table import VendorTable, check_angles, check_azimuths, refuse, wrap_deg
 
 __all__ = ["read_robosense_csv"]
 
@@ -38,6 +38,7 @@ def read_robosense_csv(text: str, path: str) -> VendorTable:
             f"{max(widths)} columns a row: not an angle table (RoboSense's ChannelNum.csv holds "
             "temperature-indexed distance offsets, curves.csv intensity curves)",
         )
+    check_azimuths(path, [r[1] for r in rows if len(r) > 1], "azimuth")
     beams = [
         {
             "ring": i,

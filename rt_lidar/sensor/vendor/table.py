@@ -14,7 +14,7 @@ from typing import Any
 
 from rt_lidar.errors import PresetError
 
-__all__ = ["VendorTable", "check_angles", "refuse", "wrap_deg"]
+__all__ = ["VendorTable", "check_angles", "check_azimuths", "refuse", "wrap_deg"]
 
 
 @dataclass
@@ -51,8 +51,15 @@ def wrap_deg(a: float) -> float:
     return (a + 180.0) % 360.0 - 180.0
 
 
+def check_azimuths(path: str, azimuths_deg: list[float], where: str) -> None:
+    """Refuse azimuth offsets beyond a full turn (before they are wrapped to +-180): a unit mistake."""
+    for i, a in enumerate(azimuths_deg):
+        if not math.isfinite(a) or abs(a) > 360.0:
+            raise refuse(path, f"{where}[{i}]", f"azimuth {a:g} deg is outside -360..360 deg")
+
+
 def check_angles(path: str, beams: list[dict[str, Any]], where: str) -> None:
-    """Refuse tables with non-finite angles, elevations outside +-90 deg or all zero."""
+    """Refuse tables with non-finite angles, elevations outside +-90 deg or all equal."""
     if not beams:
         raise refuse(path, where, "holds no beams")
     for i, b in enumerate(beams):

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from rt_lidar.sensor.vendor.table import VendorTable, check_angles, refuse, wrap_deg
+from rt_lidar.sensor.vendor.table import VendorTable, check_angles, check_azimuths, refuse, wrap_deg
 
 __all__ = ["parse_velodyne_yaml", "read_velodyne_xml", "read_velodyne_yaml"]
 
@@ -113,6 +113,9 @@ def _table(
     num = rest.get("num_lasers")
     if num is not None and int(num) != len(lasers):
         raise refuse(path, "num_lasers", f"says {num} but the file lists {len(lasers)} lasers")
+    check_azimuths(
+        path, [math.degrees(las.get("rot_correction", 0.0)) for las in lasers], "lasers.rot_correction"
+    )
     order = sorted(range(len(lasers)), key=lambda i: (lasers[i]["vert_correction"], lasers[i]["laser_id"]))
     beams = []
     for ring, i in enumerate(order):
