@@ -322,6 +322,10 @@ def test_variants_seen_in_the_wild(tmp_path: Path) -> None:
     q = _load(csv_)
     assert q.beams == _load(HESAI / "Pandar64_Angle Correction File.csv").beams
     assert "before the header" in _prov(q)["not_used"]
+    bare = tmp_path / "correction.csv"  # Hesai's SDKs also take an EEFF line, one more, then bare rows
+    rows = (HESAI / "Pandar64_Angle Correction File.csv").read_text().splitlines()[1:]
+    bare.write_text("EEFF,1,4\n64,1\n" + "\n".join(rows) + "\n")
+    assert _load(bare, model="Pandar64").beams == q.beams
 
     d = json.loads((OUSTER / "3_0_1_os-122246000293-128.json").read_text())
     d["sensor_info"]["prod_line"] = "OS-DOME-128"

@@ -23,6 +23,7 @@ from rt_lidar.errors import PresetError
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.vendor.build import preset_from_table
 from rt_lidar.sensor.vendor.hesai import (
+    angle_rows_start,
     is_hesai_angle_header,
     is_hesai_firetime,
     read_at128_dat,
@@ -103,6 +104,8 @@ def read_vendor_table(path: str, lidar_mode: str | None = None) -> VendorTable:
     first = head[0]
     if any(is_hesai_angle_header(ln) for ln in head):
         return read_hesai_csv(text, path)
+    if first.lower().startswith("eeff") and angle_rows_start(body) is not None:
+        return read_hesai_csv(text, path)  # an EEFF version line, then header-less angle rows
     if is_hesai_firetime(first):
         raise refuse(
             path,

@@ -16,7 +16,14 @@ from pathlib import Path
 
 from rt_lidar.sensor.vendor.table import VendorTable, check_angles, check_azimuths, refuse, wrap_deg
 
-__all__ = ["is_hesai_angle_header", "is_hesai_firetime", "read_at128_dat", "read_firetime", "read_hesai_csv"]
+__all__ = [
+    "angle_rows_start",
+    "is_hesai_angle_header",
+    "is_hesai_firetime",
+    "read_at128_dat",
+    "read_firetime",
+    "read_hesai_csv",
+]
 
 _SHA = re.compile(r"^[0-9a-fA-F]{64}$")
 AT128_MAGIC = b"\xee\xff\x01\x05"
@@ -43,15 +50,38 @@ def is_hesai_firetime(line: str) -> bool:
     )
 
 
+def angle_rows_start(text: str) -> int | None:
+    """Where a header-less angle table's rows (``1,elevation,azimuth``, ``2,...``) begin after at most
+    three preamble lines (Hesai's SDKs accept an ``EEFF`` version line and one more before them), or
+    None when the lines are not such a table."""
+    lines = _lines(text)
+    for start in range(min(4, len(lines))):
+        rows = [ln.split(",") for ln in lines[start:]]
+        if rows and _SHA.match(rows[-1][0].strip()):
+            rows = rows[:-1]
+        if len(rows) < 2 or any(len(r) < 3 for r in rows):
+            continue
+        try:
+            chans = [int(r[0]) for r in rows]
+            [(float(r[1]), float(r[2])) for r in rows]
+        except ValueError:
+            continue
+        if chans == list(range(1, len(rows) + 1)):
+            return start
+    return None
+
+
 def read_hesai_csv(text: str, path: str) -> VendorTable:
-    """An angle-correction CSV."""
+    """An angle-correction CSV (with a header, or header-less after a short preamble)."""
     lines = _lines(text)
     if not lines:
         raise refuse(path, "<file>", "is empty")
     start = next((i for i, ln in enumerate(lines[:8]) if is_hesai_angle_header(ln)), None)
-    preamble = lines[:start] if start else []  # e.g. an "EEFF,1,4" version line before the header
+    bare = angle_rows_start(text) if start is None else None
+    cut = start if start is not None else bare or 0
+    preamble = lines[:cut]  # e.g. an "EEFF,1,4" version line before the header or the rows
     header = [h.strip().lower() for h in lines[start].split(",")] if start is not None else []
-    body = lines[start + 1 :] if start is not None else lines
+    body = lines[start + 1 :] if start is not None else lines[cut:]
     if start is None:
         ch_col, el_col, az_col = 0, 1, 2
     else:
