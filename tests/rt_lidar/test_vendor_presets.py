@@ -195,12 +195,26 @@ def test_at128_dat_agrees_with_the_csv() -> None:
 
 
 def test_robosense_one_and_two_columns() -> None:
+    """Laser id = the file's row; ring = rs_driver's user channel (rank by elevation); its firing table."""
     rs16 = _load(RS / "rs_lidar_16" / "angle.csv")
     values = [float(v) for v in (RS / "rs_lidar_16" / "angle.csv").read_text().split()]
-    assert list(rs16.elevations_deg) == values
+    assert {b.laser_id: b.elevation_deg for b in rs16.beams} == dict(enumerate(values))
+    assert list(rs16.elevations_deg) == sorted(values)
+    assert [b.firing_offset_us for b in sorted(rs16.beams, key=lambda b: b.laser_id or 0)][:3] == [
+        0.0,
+        2.8,
+        5.6,
+    ]
     rs32 = _load(RS / "rs_lidar_32" / "angle.csv")
-    first = [float(v) for v in (RS / "rs_lidar_32" / "angle.csv").read_text().splitlines()[0].split(",")]
-    assert (rs32.elevations_deg[0], -rs32.azimuth_offsets_deg[0]) == pytest.approx(tuple(first))
+    rows = [
+        [float(v) for v in ln.split(",")]
+        for ln in (RS / "rs_lidar_32" / "angle.csv").read_text().splitlines()
+    ]
+    by_id = {b.laser_id: b for b in rs32.beams}
+    for i, (el, az) in enumerate(rows):
+        assert (by_id[i].elevation_deg, -by_id[i].azimuth_offset_deg) == pytest.approx((el, az))
+    assert list(rs32.elevations_deg) == sorted(rs32.elevations_deg)
+    assert by_id[16].firing_offset_us == 1.44 and by_id[15].firing_offset_us == 44.64
 
 
 # ------------------------------------------------------------------ models, modes, firetimes

@@ -60,6 +60,84 @@ def _velo(step_us: float, group: int = 1) -> FiringUs:
     return lambda lid: (lid // group) * step_us
 
 
+def _table(times_us: tuple[float, ...]) -> FiringUs:
+    """Firing offset by laser id (the row of the angle file) from a driver's firing table."""
+    return lambda lid: times_us[lid % len(times_us)]
+
+
+# rs_driver's firing tables (decoder_RS16/RS32/RSBP/RSHELIOS.hpp), by the row of angle.csv
+_RS16_US = tuple(round(2.8 * i, 2) for i in range(16))
+_RS32_US = (
+    0.0,
+    2.88,
+    5.76,
+    8.64,
+    11.52,
+    14.4,
+    17.28,
+    20.16,
+    23.04,
+    25.92,
+    28.8,
+    31.68,
+    34.56,
+    37.44,
+    40.32,
+    44.64,
+    1.44,
+    4.32,
+    7.2,
+    10.08,
+    12.96,
+    15.84,
+    18.72,
+    21.6,
+    24.48,
+    27.36,
+    30.24,
+    33.12,
+    36.0,
+    38.88,
+    41.76,
+    46.08,
+)
+_RSBP_US = (
+    0.0,
+    2.56,
+    5.12,
+    7.68,
+    10.24,
+    12.8,
+    15.36,
+    17.92,
+    25.68,
+    28.24,
+    30.8,
+    33.36,
+    35.92,
+    38.48,
+    41.04,
+    43.6,
+    1.28,
+    3.84,
+    6.4,
+    8.96,
+    11.52,
+    14.08,
+    16.64,
+    19.2,
+    26.96,
+    29.52,
+    32.08,
+    34.64,
+    37.2,
+    39.76,
+    42.32,
+    44.88,
+)
+_HELIOS_US = tuple(round(1.73 * i, 2) for i in range(32))
+
+
 def _hdl64(lid: int) -> float:
     # HDL-64E S2/S3: upper and lower block fire together, four lasers a 6 us group
     return (lid % 32) // 4 * 6.0 + (0.0, 1.26, 2.46, 3.66)[lid % 4]
@@ -439,7 +517,7 @@ _LIST: tuple[ModelSpec, ...] = (
         0.4,
         0.03,
         firing_cycle_us=55.5,
-        firing=_velo(3.0),
+        firing=_table(_RS16_US),
         aliases=("RS-LiDAR-16", "RSLIDAR16"),
         note="RS-LiDAR-16 datasheet: 150 m, +-3 cm, 905 nm, 0.2 deg at 10 Hz",
     ),
@@ -454,6 +532,7 @@ _LIST: tuple[ModelSpec, ...] = (
         0.4,
         0.03,
         firing_cycle_us=55.5,
+        firing=_table(_RS32_US),
         aliases=("RS-LiDAR-32", "RSLIDAR32"),
         note="RS-LiDAR-32 datasheet: 200 m, +-3 cm, 905 nm, 0.2 deg at 10 Hz",
     ),
@@ -468,6 +547,7 @@ _LIST: tuple[ModelSpec, ...] = (
         0.1,
         0.03,
         firing_cycle_us=55.5,
+        firing=_table(_RSBP_US),
         aliases=("Bpearl", "RSBP"),
         note="RS-Bpearl datasheet: 100 m (30 m at 10 %), 360 x 90 deg, 0.2 deg at 10 Hz",
     ),
@@ -482,6 +562,7 @@ _LIST: tuple[ModelSpec, ...] = (
         0.2,
         0.02,
         firing_cycle_us=55.5,
+        firing=_table(_HELIOS_US),
         aliases=("Helios", "RS-Helios-5515", "Helios5515", "RS-Helios-32"),
         note="RS-Helios datasheet: 150 m (110 m at 10 %), 0.2 deg at 10 Hz",
     ),
@@ -496,6 +577,7 @@ _LIST: tuple[ModelSpec, ...] = (
         0.2,
         0.02,
         firing_cycle_us=55.5,
+        firing=_table(_HELIOS_US[:16]),
         aliases=("Helios16P",),
         note="RS-Helios-16P datasheet: 150 m (110 m at 10 %), 0.2 deg at 10 Hz",
     ),

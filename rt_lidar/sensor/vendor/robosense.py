@@ -1,8 +1,10 @@
 """RoboSense ``angle.csv`` as a :class:`VendorTable`.
 
 One column (RS-16: elevations) or ``elevation,azimuth`` pairs (RS-32, Bpearl, Helios), degrees, CRLF,
-leading blanks, maybe no final newline. Rows are the driver's channels in file order (ring = row); the
-azimuths are taken clockwise like Hesai's (flipped here). ``ChannelNum.csv`` (temperature-indexed distance
+leading blanks, maybe no final newline. Each row is a laser (its id = the row, as rs_driver reads the
+file); the ring is rs_driver's user channel, the laser's rank by elevation, lowest first. The azimuths
+are clockwise, as rs_driver adds them to the head's (flipped here); firing times per model are
+rs_driver's tables (:mod:`.models`). ``ChannelNum.csv`` (temperature-indexed distance
 offsets) and ``curves.csv`` / ``CurveRate.csv`` (intensity) are not beam tables and are refused.
 """
 
@@ -39,9 +41,11 @@ def read_robosense_csv(text: str, path: str) -> VendorTable:
             "temperature-indexed distance offsets, curves.csv intensity curves)",
         )
     check_azimuths(path, [r[1] for r in rows if len(r) > 1], "azimuth")
+    # rs_driver's user channel: the laser's rank by elevation, lowest first (laser id = the file's row)
+    rank = {row: ring for ring, row in enumerate(sorted(range(len(rows)), key=lambda i: (rows[i][0], i)))}
     beams = [
         {
-            "ring": i,
+            "ring": rank[i],
             "laser_id": i,
             "elevation_deg": r[0],
             "azimuth_offset_deg": wrap_deg(-r[1]) + 0.0 if len(r) > 1 else 0.0,
@@ -58,7 +62,9 @@ def read_robosense_csv(text: str, path: str) -> VendorTable:
         layout=f"RoboSense angle.csv ({max(widths)} column{'s' if max(widths) > 1 else ''})",
         beams=beams,
         from_file=from_file,
-        unused=["laser-origin offsets (per model in rs_driver, not in the file): rays start at the origin"],
+        unused=[
+            "lens centre offsets (rs_driver's RX, RY, RZ per model; not in the file): rays start at the axis"
+        ],
     )
     table.model, table.model_said_by = Path(path).parent.name, "folder name"
     return table
