@@ -204,6 +204,12 @@ def preset_from_table(
         prov["beams.firing_offset_us"] = (
             "0: all beams of a column fire together (or the model's schedule is unknown)"
         )
+    cycle = scan.get("firing_cycle_us")
+    if cycle is not None and offsets and max(offsets) >= cycle:
+        t.warnings.append(
+            f"{t.path}: firing offsets reach {max(offsets):g} us, beyond the {cycle:g} us firing cycle "
+            f"of a {spec.name}: firings of one column overlap the next"
+        )
     for b, off in zip(t.beams, offsets, strict=True):
         beam = dict(b)
         beam["elevation_deg"] = round(float(b["elevation_deg"]), 9)
