@@ -25,6 +25,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,7 +104,7 @@ def fitting_presets(given: dict) -> tuple[list[SensorPreset], str]:
     return fits, f"{len(alt)} beams, {alt[0]:+.1f}..{alt[-1]:+.1f} deg ({'; '.join(why)})"
 
 
-def _scan(preset: str, cache: dict):
+def _scan(preset: SensorPreset, cache: dict):
     if preset not in cache:
         from rt_lidar.pipeline.builder import build_pipeline
 
@@ -111,8 +112,18 @@ def _scan(preset: str, cache: dict):
     return cache[preset]
 
 
-def check(files: list[Path], peer: Path, work: Path) -> list[Row]:
-    """The outcome of every metadata file (module docstring)."""
+def own_preset(path: Path) -> tuple[list[SensorPreset], str]:
+    """The preset the file itself makes (``--preset FILE``, :mod:`rt_lidar.sensor.vendor`), or why not."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a model guessed from the fan: said by presets show
+            return [load_preset(str(path))], ""
+    except ConfigError as exc:
+        return [], str(exc)
+
+
+def check(files: list[Path], peer: Path, work: Path, own: bool = False) -> list[Row]:
+    """The outcome of every metadata file (module docstring); ``own``: each file's own preset."""
     jobs: dict[str, dict] = {}
     ours: dict[str, tuple[str, np.ndarray, np.ndarray, np.ndarray] | tuple[str, str, str]] = {}
     scans: dict = {}
@@ -124,16 +135,16 @@ def check(files: list[Path], peer: Path, work: Path) -> list[Row]:
         except ConfigError as exc:
             ours[key] = ("clear error", "-", str(exc))
             continue
-        fits, why = fitting_presets(given)
+        fits, why = own_preset(f) if own else fitting_presets(given)
         if not fits:
-            ours[key] = ("no matching preset", "-", why)
+            ours[key] = ("clear error" if own else "no matching preset", "-", why)
             continue
         preset = fits[0]
         pcap = work / f"{key}.pcap"
         try:
             sink = ouster_pcap_sink(str(pcap), {"metadata": str(f)})
             sink.open(SinkContext(preset))
-            scan = _scan(preset.name, scans)
+            scan = _scan(preset, scans)
             sink.write(scan)
             sink.close()
         except ConfigError as exc:
@@ -216,10 +227,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--peer", type=Path, default=ROOT / ".venv-ouster" / "bin" / "python")
     ap.add_argument("--markdown", type=Path, help="also write the table to this file")
+    ap.add_argument(
+        "--own-preset",
+        action="store_true",
+        help="each file's own preset (--preset FILE) instead of a shipped one",
+    )
     args = ap.parse_args(argv)
     files = sorted(set(args.files))
     with tempfile.TemporaryDirectory() as tmp:
-        rows = check(files, args.peer, Path(tmp))
+        rows = check(files, args.peer, Path(tmp), own=args.own_preset)
     table = markdown(rows)
     print(table)
     if args.markdown:

@@ -27,6 +27,7 @@ from typing import Any
 
 from rt_lidar.errors import PresetError
 from rt_lidar.sensor.presets import lambertian_return_w, load_preset
+from rt_lidar.sensor.vendor.velodyne import parse_velodyne_yaml as _parse_velodyne_yaml
 
 __all__ = ["SOURCES", "beams_for", "main", "parse_velodyne_yaml", "render_toml"]
 
@@ -57,28 +58,13 @@ _VELO_FIRING_US = {
     "velodyne-hdl64": lambda lid: (lid % 32) // 4 * 6.0 + (0.0, 1.26, 2.46, 3.66)[lid % 4],
     "velodyne-vls128": lambda lid: (lid // 8) * 2.665,
 }
-_NUM = re.compile(r"(\w+)\s*:\s*([^,\s{}]+)")
 
 
 def parse_velodyne_yaml(text: str) -> list[dict[str, float]]:
-    """The ``lasers`` list of a ROS velodyne calibration file (flow or block style) as dicts."""
-    body = text.split("lasers:", 1)[1]
-    items: list[list[str]] = []
-    for line in body.splitlines():
-        if line.startswith("- "):
-            items.append([line[2:]])
-        elif line.startswith(" ") and items:
-            items[-1].append(line)
-        elif line.strip() and not line.startswith("#"):
-            break  # next top-level key
-    lasers = []
-    for item in items:
-        fields = {}
-        for key, raw in _NUM.findall(" ".join(item)):
-            if raw not in ("true", "false"):
-                fields[key] = float(raw)
-        lasers.append(fields)
-    return lasers
+    """The ``lasers`` list of a ROS velodyne calibration file (flow, block or multi-line layout) as
+    dicts of numbers, read with a YAML parser (:func:`rt_lidar.sensor.vendor.velodyne.parse_velodyne_yaml`;
+    the regular expression this used to be returned no lasers for block and multi-line files)."""
+    return _parse_velodyne_yaml(text)[0]
 
 
 def _velodyne(path: Path, packet: str) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from rt_lidar.cli.messages import one_line_warnings
 from rt_lidar.cli.replay import add_replay_parser, add_sink_argument, add_stamp_argument
 from rt_lidar.cli.rinet import add_rinet_argument, add_rinet_parser, resolve_rinet_model
 from rt_lidar.cli.validate import add_weather_arguments, weather_from_args
+from rt_lidar.cli.vendor_options import PRESET_HELP, add_vendor_arguments, preset_ref
 from rt_lidar.config import (
     CASTERS,
     DEFAULT_CASTER,
@@ -106,7 +107,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         )
     return RunConfig(
         command=args.command,
-        preset=args.preset,
+        preset=preset_ref(args.preset, args.model, args.lidar_mode),
         scene=getattr(args, "scene", DEFAULT_SCENE),
         caster=getattr(args, "caster", DEFAULT_CASTER),
         seed=args.seed,
@@ -193,7 +194,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     with _named_as_options():
         run = RunConfig(
-            command="serve", preset=args.preset, scene=args.scene, caster=args.caster, seed=args.seed
+            command="serve",
+            preset=preset_ref(args.preset, args.model, args.lidar_mode),
+            scene=args.scene,
+            caster=args.caster,
+            seed=args.seed,
         )
     opts = ServeOptions.of_run(
         run,
@@ -243,7 +248,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     d = RunConfig()
     p.add_argument("--scene", default=d.scene, help=f"embedded scene (default {d.scene})")
     add_caster_argument(p)
-    p.add_argument("--preset", default=d.preset, help=f"lidar preset (default {d.preset})")
+    p.add_argument("--preset", default=d.preset, help=f"{PRESET_HELP} (default {d.preset})")
+    add_vendor_arguments(p)
     p.add_argument("--settings", default=None, help="AirSim settings.json whose lidar block sets the sensor")
     p.add_argument("--seed", type=int, default=d.seed, help="scene seed")
     p.add_argument("--paused", action="store_true", help="start with the sim clock paused")
@@ -308,9 +314,8 @@ def _add_run_arguments(p: argparse.ArgumentParser, command: str) -> None:
         metavar="RUN/config.json",
         help="re-run a recorded run (its config.json); options given here override it",
     )
-    p.add_argument(
-        "--preset", default=d.preset, help=f"sensor preset name (see 'presets list'; default {d.preset})"
-    )
+    p.add_argument("--preset", default=d.preset, help=f"{PRESET_HELP} (default {d.preset})")
+    add_vendor_arguments(p)
     p.add_argument(
         "--frames", type=int, default=d.frames, help=f"number of scans to write (default {d.frames})"
     )

@@ -13,25 +13,42 @@ from pathlib import Path
 from typing import Any
 
 from rt_lidar.bridge.airsim_settings import airsim_settings_json
-from rt_lidar.errors import PresetError
+from rt_lidar.cli.vendor_options import PRESET_HELP, add_vendor_arguments, preset_ref
+from rt_lidar.errors import ConfigError, PresetError
 from rt_lidar.sensor.presets import SensorPreset, list_presets, load_preset, preset_to_dict
 from rt_lidar.sensor.scan_pattern import firings_per_scan, scan_period_ns
+from rt_lidar.sensor.vendor import preset_from_vendor_file
+from rt_lidar.sensor.vendor.toml_out import preset_toml_text
 
 __all__ = ["add_presets_parser"]
 
 
 def add_presets_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``presets list | show NAME | airsim-settings NAME`` on an argparse subparsers object."""
+    """Register ``presets list | show NAME | import FILE | airsim-settings NAME`` on an argparse
+    subparsers object."""
     presets = subparsers.add_parser("presets", help="list, show and export sensor presets")
     sub = presets.add_subparsers(dest="presets_command", required=True)
 
     p_list = sub.add_parser("list", help="names of the shipped presets")
     p_list.set_defaults(func=_cmd_list)
 
-    p_show = sub.add_parser("show", help="a preset, resolved (name or path to a .toml)")
-    p_show.add_argument("name")
+    p_show = sub.add_parser("show", help="a preset, resolved (a name, a .toml, or a vendor calibration file)")
+    p_show.add_argument("name", help=PRESET_HELP)
     p_show.add_argument("--format", choices=("json", "text"), default="text")
+    _add_vendor_file_arguments(p_show)
     p_show.set_defaults(func=_cmd_show)
+
+    p_imp = sub.add_parser(
+        "import", help="a vendor calibration file as a standalone preset TOML (beam table + datasheet)"
+    )
+    p_imp.add_argument(
+        "file", help="Ouster JSON, Velodyne YAML / db.xml, Hesai CSV / .dat, RoboSense angle.csv"
+    )
+    _add_vendor_file_arguments(p_imp)
+    p_imp.add_argument(
+        "--out", type=Path, required=True, metavar="NAME.toml", help="the preset file to write"
+    )
+    p_imp.set_defaults(func=_cmd_import)
 
     p_air = sub.add_parser(
         "airsim-settings", help="a minimal AirSim settings.json carrying the preset's lidar"
@@ -43,10 +60,25 @@ def add_presets_parser(subparsers: Any) -> argparse.ArgumentParser:
     return presets
 
 
-def _load(name: str) -> SensorPreset | None:
+def _add_vendor_file_arguments(p: argparse.ArgumentParser) -> None:
+    add_vendor_arguments(p)
+    p.add_argument(
+        "--firetime",
+        default=None,
+        metavar="FILE.csv",
+        help="a Hesai firetime CSV to go with a Hesai angle-correction CSV (per-channel firing times)",
+    )
+
+
+def _load(name: str, args: argparse.Namespace | None = None) -> SensorPreset | None:
     try:
-        return load_preset(name)
-    except PresetError as exc:
+        model, mode, firetime = (
+            (args.model, args.lidar_mode, args.firetime) if args is not None else (None, None, None)
+        )
+        if firetime is not None:
+            return preset_from_vendor_file(name, model=model, lidar_mode=mode, firetime=firetime)
+        return load_preset(preset_ref(name, model, mode))
+    except (PresetError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
 
@@ -80,14 +112,34 @@ def _text(p: SensorPreset) -> str:
         f"  output:   {p.output.intensity} 0..{p.output.intensity_max}",
         f"  returns:  {', '.join(p.returns.modes)} (default {p.returns.default})",
     ]
+    if p.provenance:
+        lines.append("  provenance:")
+        lines += [f"    {k}: {v}" for k, v in p.provenance.items()]
     return "\n".join(lines)
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    p = _load(args.name)
+    p = _load(args.name, args)
     if p is None:
         return 2
     print(json.dumps(preset_to_dict(p), indent=2) if args.format == "json" else _text(p))
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    p = _load(args.file, args)
+    if p is None:
+        return 2
+    if args.out.suffix.lower() != ".toml":
+        print(f"error: --out {args.out}: a preset file ends in .toml", file=sys.stderr)
+        return 2
+    header = (
+        f"Written by rt-lidar presets import from {args.file}\n[provenance] says where each value came from."
+    )
+    args.out.write_text(preset_toml_text(p, header), encoding="utf-8")
+    if load_preset(args.out) != p:  # what we wrote must read back as the same preset
+        raise AssertionError(f"{args.out} does not load back as the imported preset")
+    print(f"wrote {args.out}: {p.name}, {p.vendor} {p.model}, {p.n_rings} beams", file=sys.stderr)
     return 0
 
 

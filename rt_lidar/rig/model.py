@@ -30,6 +30,7 @@ from rt_lidar.errors import FieldError, PresetError
 from rt_lidar.rig.errors import RigError
 from rt_lidar.schema import build, spec
 from rt_lidar.sensor.presets import SensorPreset, load_preset, preset_from_dict, preset_to_dict
+from rt_lidar.sensor.vendor import is_vendor_ref, split_ref
 from rt_lidar.unreal_bridge.world import Pose
 
 __all__ = ["Mount", "Rig", "RigSensor", "SensorEntry", "load_rig", "rig_from_dict"]
@@ -113,7 +114,9 @@ class Rig:
 
 def _resolve_preset(entry: SensorEntry, base: Path | None, source: str) -> SensorPreset:
     ref = entry.preset
-    if ref.endswith(".toml") and base is not None and not Path(ref).is_absolute():
+    file_part = split_ref(ref)[0]
+    is_file = ref.endswith(".toml") or is_vendor_ref(ref)  # a vendor calibration file too
+    if is_file and base is not None and not Path(file_part).is_absolute():
         ref = str(base / ref)
     try:
         preset = load_preset(ref)

@@ -64,6 +64,7 @@ PACKET_FORMATS = (
     "ouster-legacy",
     "hesai-pandar64",
     "hesai-at128",
+    "hesai-xt32",
     "livox-mid40",
     "blickfeld",
     "valeo-scala",
@@ -271,12 +272,20 @@ class SensorPreset:
     receiver: ReceiverSpec = field(default_factory=ReceiverSpec)
     output: OutputSpec = field(default_factory=OutputSpec)
     returns: ReturnsSpec = field(default_factory=ReturnsSpec)
+    provenance: dict[str, str] | None = None
+    """Where each value came from (field -> ``file: ...``, ``datasheet ...``, ``preset ...``); presets
+    made from a vendor calibration file have it (:mod:`rt_lidar.sensor.vendor`)."""
 
     def __hash__(self) -> int:
         # The frame loop's table caches key on the preset: hash its deep field tuple once, not per frame.
         cached: int | None = self.__dict__.get("_hash")
         if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+            cached = hash(
+                tuple(
+                    tuple(sorted(v.items())) if isinstance(v, dict) else v
+                    for v in (getattr(self, f.name) for f in dataclasses.fields(self))
+                )
+            )
             self.__dict__["_hash"] = cached
         return cached
 
@@ -554,8 +563,17 @@ def _load_package(key: str) -> SensorPreset:
     return preset_from_dict(_read_toml(res, source), source)
 
 
-def load_preset(name_or_path: str | Path) -> SensorPreset:
-    """Load a shipped preset by name (case-insensitive) or any preset TOML file by path."""
+def load_preset(
+    name_or_path: str | Path, model: str | None = None, lidar_mode: str | None = None
+) -> SensorPreset:
+    """Load a shipped preset by name (case-insensitive), any preset TOML file by path, or a vendor
+    calibration file (Ouster metadata, Velodyne YAML / db.xml, Hesai CSV / .dat, RoboSense angle.csv;
+    :mod:`rt_lidar.sensor.vendor`), with ``model`` and ``lidar_mode`` where the file does not say them.
+    A vendor file may carry them in the reference itself: ``FILE#model=VLP-32A,lidar_mode=1024x10``."""
+    from rt_lidar.sensor.vendor import is_vendor_ref, preset_from_vendor_file
+
+    if is_vendor_ref(name_or_path):
+        return preset_from_vendor_file(name_or_path, model=model, lidar_mode=lidar_mode)
     if isinstance(name_or_path, Path) or str(name_or_path).endswith(".toml"):
         path = Path(name_or_path)
         if not path.is_file():

@@ -123,7 +123,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
         camera = f"{RINET_CAMERA.width}x{RINET_CAMERA.height}"
         server, port = start_server_process(
             ServeOptions.of_run(
-                opts, port=0, preset=preset.name, camera=camera, paused=True, cast_threads=DEMO_CAST_THREADS
+                opts, port=0, preset=opts.preset, camera=camera, paused=True, cast_threads=DEMO_CAST_THREADS
             )
         )
         mount = build_world(opts.scene, seed=opts.seed).scene.sensor_mount if opts.rinet else Pose.identity()

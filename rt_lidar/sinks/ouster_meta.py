@@ -236,7 +236,9 @@ def complete_metadata(
     az = [float(v) for v in val("beam_azimuth_angles", [-float(a) for a in preset.azimuth_offsets_deg])]
     for name, angles in (("beam_altitude_angles", alt), ("beam_azimuth_angles", az)):
         if len(angles) != h:
-            raise bad(name, f"{len(angles)} beams; preset {preset.name} has {h}")
+            raise bad(
+                name, f"{len(angles)} beams; preset {preset.name} has {h} (--preset {source} makes one)"
+            )
     off = np.abs(np.asarray(alt) - np.asarray(preset.elevations_deg, np.float64))
     if off.max() > ALTITUDE_TOLERANCE_DEG:  # another model: ouster-sdk would put our rows at its angles
         r = int(off.argmax())
@@ -244,7 +246,7 @@ def complete_metadata(
             "beam_altitude_angles",
             f"beam {r} looks up {alt[r]:g} deg, preset {preset.name}'s {preset.elevations_deg[r]:g} deg "
             f"(more than {ALTITUDE_TOLERANCE_DEG:g} deg apart: another model; use a preset with this "
-            "sensor's beam table)",
+            f"sensor's beam table: --preset {source} makes one from this file)",
         )
     mode = str(val("lidar_mode", f"{cols}x{fps}"))
     try:

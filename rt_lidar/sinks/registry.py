@@ -22,5 +22,7 @@ SINK_FACTORIES: dict[str, str] = {
     "ros2": "rt_lidar.sinks.ros2:ros2_sink",
     "osi-sensorview": "rt_lidar.sinks.osi:osi_sensorview_sink",
     "osi-sensordata": "rt_lidar.sinks.osi:osi_sensordata_sink",
+    "hesai-pcap": "rt_lidar.sinks.hesai:hesai_pcap_sink",
+    "hesai-udp": "rt_lidar.sinks.hesai:hesai_udp_sink",
 }
 """``kind -> "module:factory"``."""

@@ -58,7 +58,7 @@ __all__ = [
 
 _HOUR_US = 3_600_000_000
 _SENSOR_IP, _DEST_IP = "192.168.1.201", "255.255.255.255"
-_BANK_FLAGS = (0xEEFF, 0xDDFF)  # uint16 block flags of the upper and lower bank (bytes FF EE, FF DD)
+_BANK_FLAGS = (0xEEFF, 0xDDFF, 0xCCFF, 0xBBFF)  # uint16 block flags of lasers 0-31, 32-63, 64-95, 96-127
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,11 @@ class VelodyneModel:
     position_layout: str | None = "vlp16"
     """Position packet layout (:data:`rt_lidar.sinks.velodyne_position.LAYOUTS`); None: the model
     sends none (the HDL-64E)."""
+    pairs_dual: bool = False
+    """Dual return: each bank's last and strongest blocks side by side, one firing a packet (VLS-128)."""
+    stamp_lead_us: float = 0.0
+    """The packet's timestamp lies this long after its first firing (VLS-128: 7 us, the top of the
+    hour aligned with the fourth firing group, as velodyne_decoder and VeloView time it)."""
 
 
 MODELS: dict[str, VelodyneModel] = {
@@ -86,6 +91,9 @@ MODELS: dict[str, VelodyneModel] = {
     "velodyne-hdl32": VelodyneModel("HDL-32E", 0x21, 32, 1, 0.002, position_layout="hdl32"),
     "velodyne-hdl64": VelodyneModel(
         "HDL-64E", None, 64, 1, 0.002, banks=2, last_first=False, position_layout=None
+    ),
+    "velodyne-vls128": VelodyneModel(
+        "VLS-128", 0xA1, 128, 1, 0.004, banks=4, position_layout=None, pairs_dual=True, stamp_lead_us=7.0
     ),
 }
 RETURN_MODE_BYTE = {"strongest": 0x37, "last": 0x38, "dual": 0x39}
@@ -138,6 +146,10 @@ class VelodynePacketizer:
         self.blocks_per_group = self.model.banks * self.n_returns
         self.cols_per_packet = 12 * self.model.sequences_per_block // self.blocks_per_group
         layout = self.model.position_layout
+        if layout is None and position_hz and self.model.product_id is not None:
+            raise ConfigError(
+                f"{self.model.name}: this writer sends no position packets yet; drop position_hz"
+            )
         if layout is None and position_hz:
             raise ConfigError(
                 f"{self.model.name}: sends no position packets (its GPS time and status ride in every "
@@ -268,11 +280,15 @@ class VelodynePacketizer:
         picks = self._pick(key, units, ibyte)  # (one) or (last, strongest)
         for b, idx in enumerate(picks):
             place = b if m.last_first else len(picks) - 1 - b
-            blk = j[idx] // spb * group + place * banks + bank[idx]
+            if m.pairs_dual:
+                blk = j[idx] // spb * group + bank[idx] * len(picks) + place
+            else:
+                blk = j[idx] // spb * group + place * banks + bank[idx]
             dist[packet[idx], blk, slot[idx]] = units[idx]
             level[packet[idx], blk, slot[idx]] = ibyte[idx]
         blocks = pk["blocks"]
-        blocks["flag"] = np.array(_BANK_FLAGS, np.uint16)[np.arange(12) % banks]
+        per_bank = self.n_returns if m.pairs_dual else 1
+        blocks["flag"] = np.array(_BANK_FLAGS, np.uint16)[np.arange(12) // per_bank % banks]
         blocks["channels"]["distance"] = dist
         blocks["channels"]["intensity"] = level
         index = p0 + np.arange(n, dtype=np.int64)
@@ -280,7 +296,7 @@ class VelodynePacketizer:
         block_col = first_col + (np.arange(12) // group * spb)[None, :]
         blocks["azimuth"] = self._rot_centideg(self.slot_time_ns(block_col))
         wall = self.slot_time_ns(first_col[:, 0]) + self.epoch_ns
-        pk["stamp"] = (wall // 1000 % _HOUR_US).astype(np.uint32)
+        pk["stamp"] = ((wall + round(m.stamp_lead_us * 1000)) // 1000 % _HOUR_US).astype(np.uint32)
         if self._status is None:
             pk["mode"] = RETURN_MODE_BYTE[self.mode]
             pk["product"] = m.product_id

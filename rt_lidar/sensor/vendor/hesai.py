@@ -1,0 +1,231 @@
+"""Hesai calibration files as :class:`VendorTable`: the angle-correction CSV, the firetime CSV (beside
+an angle file) and the AT128's binary ``.dat`` (version 1.5).
+
+The CSV: a header (``Laser id`` / ``Channel`` / ``LaserID``, ``Elevation``, ``Azimuth``), maybe a UTF-8 BOM
+and CRLF, 1-based channels, maybe a trailing SHA-256 line. Azimuth offsets are clockwise (flipped here)
+and reach 116-269 deg on the JT series (wrapped to +-180). Rings are channels - 1 (top beam first on most
+models; the QT series lists its bottom beam first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from pathlib import Path
+
+from rt_lidar.sensor.vendor.table import VendorTable, check_angles, check_azimuths, refuse, wrap_deg
+
+__all__ = [
+    "angle_rows_start",
+    "is_hesai_angle_header",
+    "is_hesai_firetime",
+    "read_at128_dat",
+    "read_firetime",
+    "read_hesai_csv",
+]
+
+_SHA = re.compile(r"^[0-9a-fA-F]{64}$")
+AT128_MAGIC = b"\xee\xff\x01\x05"
+AT128_UNIT_DEG = 1.0 / 25600.0  # the .dat's angles: 1/256 of 0.01 deg, times its resolution byte
+
+
+def _lines(text: str) -> list[str]:
+    return [ln.strip() for ln in text.lstrip("\ufeff").splitlines() if ln.strip()]
+
+
+def is_hesai_angle_header(line: str) -> bool:
+    """Whether a first CSV line is an angle-correction header."""
+    low = line.lower()
+    return "elevation" in low and "azimuth" in low
+
+
+def is_hesai_firetime(line: str) -> bool:
+    """Whether a first CSV line is one of the firetime layouts' headers."""
+    low = line.lstrip("\ufeff").lower()
+    return (
+        "fire" in low
+        or low.startswith(("operational state", "operation mode", "eeff"))
+        or "distance>=" in low
+    )
+
+
+def angle_rows_start(text: str) -> int | None:
+    """Where a header-less angle table's rows (``1,elevation,azimuth``, ``2,...``) begin after at most
+    three preamble lines (Hesai's SDKs accept an ``EEFF`` version line and one more before them), or
+    None when the lines are not such a table."""
+    lines = _lines(text)
+    for start in range(min(4, len(lines))):
+        rows = [ln.split(",") for ln in lines[start:]]
+        if rows and _SHA.match(rows[-1][0].strip()):
+            rows = rows[:-1]
+        if len(rows) < 2 or any(len(r) < 3 for r in rows):
+            continue
+        try:
+            chans = [int(r[0]) for r in rows]
+            [(float(r[1]), float(r[2])) for r in rows]
+        except ValueError:
+            continue
+        if chans == list(range(1, len(rows) + 1)):
+            return start
+    return None
+
+
+def read_hesai_csv(text: str, path: str) -> VendorTable:
+    """An angle-correction CSV (with a header, or header-less after a short preamble)."""
+    lines = _lines(text)
+    if not lines:
+        raise refuse(path, "<file>", "is empty")
+    start = next((i for i, ln in enumerate(lines[:8]) if is_hesai_angle_header(ln)), None)
+    bare = angle_rows_start(text) if start is None else None
+    cut = start if start is not None else bare or 0
+    preamble = lines[:cut]  # e.g. an "EEFF,1,4" version line before the header or the rows
+    header = [h.strip().lower() for h in lines[start].split(",")] if start is not None else []
+    body = lines[start + 1 :] if start is not None else lines[cut:]
+    if start is None:
+        ch_col, el_col, az_col = 0, 1, 2
+    else:
+        ch_col = next((i for i, h in enumerate(header) if "laser" in h or "channel" in h), 0)
+        el_col = next(i for i, h in enumerate(header) if "elev" in h)
+        az_col = next(i for i, h in enumerate(header) if "azi" in h)
+    rows: dict[int, tuple[float, float]] = {}
+    checksum = None
+    for n, line in enumerate(body):
+        cells = [c.strip() for c in line.split(",")]
+        if _SHA.match(cells[0]) and not any(cells[1:]):
+            checksum = cells[0]
+            continue
+        try:
+            ch = int(float(cells[ch_col]))
+            el, az = float(cells[el_col]), float(cells[az_col])
+        except (ValueError, IndexError):
+            raise refuse(
+                path, f"line {n + 2 + (start or 0)}", f"{line!r}: expected channel,elevation,azimuth numbers"
+            ) from None
+        if ch in rows:
+            raise refuse(path, f"line {n + 2 + (start or 0)}", f"channel {ch} appears twice")
+        rows[ch] = (el, az)
+    chans = sorted(rows)
+    zero_based = chans == list(range(len(chans)))
+    if zero_based:  # some tools write channels from 0: the same table
+        rows = {ch + 1: v for ch, v in rows.items()}
+        chans = sorted(rows)
+    if chans != list(range(1, len(chans) + 1)):
+        raise refuse(path, "channel", f"channels must be 1..{len(chans)}, one each; got {chans[:6]}...")
+    check_azimuths(path, [rows[ch][1] for ch in chans], "Azimuth")
+    beams = [
+        {
+            "ring": ch - 1,
+            "laser_id": ch,
+            "elevation_deg": rows[ch][0],
+            "azimuth_offset_deg": wrap_deg(-rows[ch][1]) + 0.0,
+        }
+        for ch in chans
+    ]
+    check_angles(path, beams, "Elevation")
+    table = VendorTable(
+        path=path,
+        vendor="Hesai",
+        layout="Hesai angle-correction CSV",
+        beams=beams,
+        from_file={
+            "beams.elevation_deg": "Elevation",
+            "beams.azimuth_offset_deg": "Azimuth (clockwise, sign flipped, wrapped to +-180)",
+        },
+    )
+    if zero_based:
+        table.warnings.append(f"{path}: channels numbered from 0: taken as channels 1..{len(chans)}")
+    if preamble:
+        table.unused.append(f"{len(preamble)} line(s) before the header ({preamble[0][:30]!r})")
+    if checksum is not None:
+        table.unused.append("trailing SHA-256 line (not checked: Hesai does not say what it hashes)")
+    table.model, table.model_said_by = Path(path).stem, "file name"
+    return table
+
+
+def read_firetime(text: str, path: str, n_channels: int) -> tuple[list[float] | None, str]:
+    """Per channel firing offsets (us) of a firetime CSV, or None and why not (layouts that depend on
+    the operating mode, azimuth state or distance, or loop tables)."""
+    lines = _lines(text)
+    if not lines or not is_hesai_firetime(lines[0]):
+        raise refuse(path, "<file>", "not a Hesai firetime CSV (no 'fire time' header)")
+    head = lines[0].lower()
+    if not head.startswith(("channel", "laser")):
+        return None, f"{path}: firetime layout '{lines[0][:40]}' depends on the operating state: not used"
+    scale = 1e-3 if "(ns)" in head else 1.0
+    times: dict[int, float] = {}
+    for n, line in enumerate(lines[1:]):
+        cells = [c.strip() for c in line.split(",")]
+        try:
+            times[int(float(cells[0]))] = float(cells[1]) * scale
+        except (ValueError, IndexError):
+            raise refuse(path, f"line {n + 2}", f"{line!r}: expected channel,time") from None
+    if sorted(times) != list(range(1, n_channels + 1)):
+        raise refuse(
+            path,
+            "channel",
+            f"has channels {min(times)}..{max(times)} ({len(times)}); the angle file {n_channels}",
+        )
+    return [times[ch] for ch in range(1, n_channels + 1)], ""
+
+
+def read_at128_dat(data: bytes, path: str) -> VendorTable:
+    """The AT128's binary angle-correction file (version 1.5)."""
+    at = data.find(b"\xee\xff", 0, 64)  # the delimiter, maybe after a few bytes (nebula searches for it)
+    data = data[at:] if at > 0 else data
+    if data[:2] != b"\xee\xff":
+        raise refuse(path, "<file>", "not a Hesai .dat (no EE FF delimiter)")
+    if data[:4] != AT128_MAGIC:
+        raise refuse(
+            path,
+            "version",
+            f"Hesai .dat version {data[2]}.{data[3]}: only the AT128's 1.5 is read (other versions are other "
+            "products' formats: ATX, ET25, FT120)",
+        )
+    ch, mirrors, frames = data[4], data[5], data[6]
+    res = data[15]
+    need = 16 + 8 * mirrors + 8 * ch + 2 * 180 * ch + 32
+    if len(data) < need or ch == 0 or mirrors == 0:
+        raise refuse(path, "<file>", f"{len(data)} bytes; {ch} channels x {mirrors} mirrors need {need}")
+    off = 16
+    start = struct.unpack_from(f"<{mirrors}I", data, off)
+    off += 4 * mirrors
+    end = struct.unpack_from(f"<{mirrors}I", data, off)
+    off += 4 * mirrors
+    az = struct.unpack_from(f"<{ch}i", data, off)
+    off += 4 * ch
+    el = struct.unpack_from(f"<{ch}i", data, off)
+    off += 4 * ch
+    unit = res * AT128_UNIT_DEG
+    beams = [
+        {
+            "ring": i,
+            "laser_id": i + 1,
+            "elevation_deg": round(el[i] * unit, 6),
+            "azimuth_offset_deg": round(wrap_deg(az[i] * unit), 6)
+            + 0.0,  # the .dat's sign is the CSV's flipped
+        }
+        for i in range(ch)
+    ]
+    check_angles(path, beams, "elevation")
+    digest_ok = hashlib.sha256(data[: need - 32]).digest() == data[need - 32 : need]
+    frames_txt = ", ".join(f"{s * unit:.2f}-{e * unit:.2f}" for s, e in zip(start, end, strict=True))
+    table = VendorTable(
+        path=path,
+        vendor="Hesai",
+        layout="Hesai AT128 angle-correction .dat (v1.5)",
+        beams=beams,
+        model="AT128",
+        model_said_by="version 1.5 .dat",
+        from_file={
+            "beams.elevation_deg": "elevation[channel]",
+            "beams.azimuth_offset_deg": "azimuth[channel] (sign as the CSV's flipped)",
+        },
+        unused=[
+            f"mirror frames ({mirrors} mirrors, encoder {frames_txt} deg, {frames} frame(s))",
+            f"per-azimuth adjust tables ({ch} x 180 azimuth and elevation entries, every 2 deg of encoder)",
+        ],
+    )
+    if not digest_ok:
+        table.warnings.append(f"{path}: the trailing SHA-256 does not match the file's bytes")
+    return table

@@ -1,0 +1,70 @@
+"""RoboSense ``angle.csv`` as a :class:`VendorTable`.
+
+One column (RS-16: elevations) or ``elevation,azimuth`` pairs (RS-32, Bpearl, Helios), degrees, CRLF,
+leading blanks, maybe no final newline. Each row is a laser (its id = the row, as rs_driver reads the
+file); the ring is rs_driver's user channel, the laser's rank by elevation, lowest first. The azimuths
+are clockwise, as rs_driver adds them to the head's (flipped here); firing times per model are
+rs_driver's tables (:mod:`.models`). ``ChannelNum.csv`` (temperature-indexed distance
+offsets) and ``curves.csv`` / ``CurveRate.csv`` (intensity) are not beam tables and are refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rt_lidar.sensor.vendor.table import VendorTable, check_angles, check_azimuths, refuse, wrap_deg
+
+__all__ = ["read_robosense_csv"]
+
+
+def read_robosense_csv(text: str, path: str) -> VendorTable:
+    """An ``angle.csv``."""
+    rows: list[list[float]] = []
+    for n, line in enumerate(text.lstrip("\ufeff").splitlines()):
+        cells = [c.strip() for c in line.strip().rstrip(",").split(",")]
+        if not any(cells):
+            continue
+        try:
+            rows.append([float(c) for c in cells])
+        except ValueError:
+            raise refuse(
+                path, f"line {n + 1}", f"{line.strip()!r}: expected 1 or 2 numbers (degrees)"
+            ) from None
+    if not rows:
+        raise refuse(path, "<file>", "is empty")
+    widths = {len(r) for r in rows}
+    if widths - {1, 2}:
+        raise refuse(
+            path,
+            "<file>",
+            f"{max(widths)} columns a row: not an angle table (RoboSense's ChannelNum.csv holds "
+            "temperature-indexed distance offsets, curves.csv intensity curves)",
+        )
+    check_azimuths(path, [r[1] for r in rows if len(r) > 1], "azimuth")
+    # rs_driver's user channel: the laser's rank by elevation, lowest first (laser id = the file's row)
+    rank = {row: ring for ring, row in enumerate(sorted(range(len(rows)), key=lambda i: (rows[i][0], i)))}
+    beams = [
+        {
+            "ring": rank[i],
+            "laser_id": i,
+            "elevation_deg": r[0],
+            "azimuth_offset_deg": wrap_deg(-r[1]) + 0.0 if len(r) > 1 else 0.0,
+        }
+        for i, r in enumerate(rows)
+    ]
+    check_angles(path, beams, "elevation")
+    from_file = {"beams.elevation_deg": "column 1"}
+    if 2 in widths:
+        from_file["beams.azimuth_offset_deg"] = "column 2 (clockwise, sign flipped)"
+    table = VendorTable(
+        path=path,
+        vendor="RoboSense",
+        layout=f"RoboSense angle.csv ({max(widths)} column{'s' if max(widths) > 1 else ''})",
+        beams=beams,
+        from_file=from_file,
+        unused=[
+            "lens centre offsets (rs_driver's RX, RY, RZ per model; not in the file): rays start at the axis"
+        ],
+    )
+    table.model, table.model_said_by = Path(path).parent.name, "folder name"
+    return table
