@@ -23,7 +23,7 @@ from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
 from rt_lidar.sinks import range_image, write_range_image_png
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
-from rt_lidar.sinks.stats import sink_reports
+from rt_lidar.sinks.stats import live_sink_figures, sink_reports
 
 if TYPE_CHECKING:
     from rt_lidar.faults.plan import FaultPlan
@@ -199,6 +199,13 @@ def drive_scans(
     else:
         out.mkdir(parents=True, exist_ok=True)
     sinks_ = [make_sink(s) for s in (*own, *sinks)]
+    given_figures = live_figures
+
+    def figures() -> dict[str, str]:  # the run's own (e.g. --realtime's pace) and the packet sinks'
+        run = given_figures() if given_figures is not None else {}
+        return {**run, **live_sink_figures((*own, *sinks), sinks_)}
+
+    live_figures = figures
     context = SinkContext(
         preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp, _live=live_figures
     )

@@ -22,3 +22,17 @@ def sink_reports(specs: Iterable[str], sinks: Iterable[object]) -> list[dict[str
         elif hasattr(stats, "sent") and hasattr(stats, "dropped"):
             out.append({"sink": spec, "sent": int(stats.sent), "dropped": int(stats.dropped)})
     return out
+
+
+def live_sink_figures(specs: Iterable[str], sinks: Iterable[object]) -> dict[str, str]:
+    """The live figures of the sinks that pace packets (what the HUD and the progress line show):
+    ``{"velodyne-udp": "sent 12000 dropped 40"}`` for each that has sent or dropped anything."""
+    out: dict[str, str] = {}
+    for spec, sink in zip(specs, sinks, strict=False):
+        live = getattr(sink, "live_counts", None)
+        counts = live() if callable(live) else None
+        if counts is None or not any(counts):
+            continue
+        sent, dropped = counts
+        out[spec.split(":", 1)[0]] = f"sent {sent} dropped {dropped}" if dropped else f"sent {sent}"
+    return out

@@ -15,6 +15,7 @@ import queue
 import socket
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from typing import Any
 
 import numpy as np
 
@@ -55,14 +56,27 @@ def _udp_sender(addr: dict[str, tuple[str, int]]) -> Callable[[str, bytes], None
 
 
 def _sender_process(
-    addr: dict[str, tuple[str, int]], pacer_kw: dict[str, int], inbox: mp.Queue, result: Connection
+    addr: dict[str, tuple[str, int]],
+    pacer_kw: dict[str, int],
+    inbox: mp.Queue,
+    result: Connection,
+    counts: Any,
 ) -> None:
-    """Child process: a wall-clock :class:`Pacer` with no GIL shared with the simulation."""
+    """Child process: a wall-clock :class:`Pacer` with no GIL shared with the simulation; ``counts``
+    (shared) follows its sent and late-dropped datagrams, batch by batch, for the run's live figures."""
     pacer = Pacer(_udp_sender(addr), clock="wall", **pacer_kw)
     pacer.start()
     result.send("ready")
-    while (item := inbox.get()) is not None:
-        pacer.put_many(item)
+    while True:
+        try:
+            item = inbox.get(timeout=0.1)  # the counts follow the sending even while no batch comes
+        except queue.Empty:
+            item = []
+        if item is None:
+            break
+        if item:
+            pacer.put_many(item)
+        counts[0], counts[1] = pacer.stats.sent, pacer.stats.dropped_late + pacer.stats.dropped_full
     result.send(pacer.close())
 
 
@@ -73,10 +87,15 @@ class _ProcessPacer:
         ctx = mp.get_context("spawn")
         self._inbox: mp.Queue = ctx.Queue(16)
         self._result, child_end = ctx.Pipe(duplex=False)
+        self._counts = ctx.Array("q", 2, lock=False)
         self._proc = ctx.Process(
-            target=_sender_process, args=(addr, pacer_kw, self._inbox, child_end), daemon=True
+            target=_sender_process, args=(addr, pacer_kw, self._inbox, child_end, self._counts), daemon=True
         )
         self.dropped_full = 0
+
+    def live_counts(self) -> tuple[int, int]:
+        """Datagrams sent and dropped so far (the child's figures, a batch behind)."""
+        return int(self._counts[0]), int(self._counts[1]) + self.dropped_full
 
     def start(self) -> None:
         """Start the child and wait until it is ready (spawning imports NumPy: about a second)."""
@@ -145,6 +164,15 @@ class UdpPacketSink:
         else:
             self.pacer = Pacer(_udp_sender(self._addr), clock=clock, **kw)
         self.pacer.start()
+
+    def live_counts(self) -> tuple[int, int] | None:
+        """Datagrams sent and dropped (late, or the queue full) so far; None before ``open``."""
+        if isinstance(self.pacer, _ProcessPacer):
+            return self.pacer.live_counts()
+        if isinstance(self.pacer, Pacer):
+            s = self.pacer.stats
+            return s.sent, s.dropped_late + s.dropped_full
+        return None
 
     def write(self, scan: Scan) -> None:
         """Packetize ``scan`` (stamped on the run's clock) and queue its datagrams."""

@@ -275,3 +275,28 @@ def test_simulate_takes_faults_as_tables_or_a_file(tmp_path: Path) -> None:
     path.write_text('[[fault]]\nkind = "dead_channel"\nrings = [3, 7]\n')
     (again,) = rt_lidar.simulate("VLP-16", scans=1, faults=path)
     assert again.points.tobytes() == scan.points.tobytes()
+
+
+def test_packet_sinks_report_sent_and_dropped_live() -> None:
+    import time
+
+    from rt_lidar.sinks.base import SinkContext, make_sink
+    from rt_lidar.sinks.stats import live_sink_figures
+
+    spec = "velodyne-udp:127.0.0.1:2398,late_ms=0"
+    sink = make_sink(spec)
+    scans = list(rt_lidar.simulate("VLP-16", scans=2))
+    sink.open(SinkContext(preset=rt_lidar.load_preset("VLP-16")))
+    try:
+        assert live_sink_figures([spec], [sink]) == {}
+        for scan in scans:
+            sink.write(scan)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not live_sink_figures([spec], [sink]):
+            time.sleep(0.1)
+        figure = live_sink_figures([spec], [sink])["velodyne-udp"]
+        assert figure.startswith("sent ")
+    finally:
+        sink.close()
+    final = sink.stats
+    assert final is not None and final.sent + final.dropped_late + final.dropped_full > 0
