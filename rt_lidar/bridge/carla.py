@@ -222,19 +222,7 @@ def hits_from_carla(
         cos_inc[rows] = np.abs(sweep.cos_inc[src])
         material[rows] = tag_material[np.minimum(sweep.object_tag[src], 255)]
         segment[rows] = sweep.object_idx[src]
-    return Hits(
-        firings=firings,
-        direction=direction,
-        range_m=range_m,
-        cos_incidence=cos_inc,
-        material=material,
-        segment=segment,
-        glass_range_m=np.full(n, np.inf, np.float32),
-        glass_cos=np.zeros(n, np.float32),
-        glass_material=np.full(n, -1, np.int16),
-        glass_segment=np.zeros(n, np.uint32),
-        glass_transmission=np.ones(n, np.float32),
-    )
+    return Hits.without_glass(firings, direction, range_m, cos_inc, material, segment)
 
 
 def next_sector_azimuth(sweep: CarlaSweep, setup: CarlaLidarSetup, dt_s: float) -> float | None:

@@ -89,18 +89,6 @@ def hits_from_cosys(
         cos_inc[hit] = _normals_cos(firings, range_m, direction, preset.n_rings)[hit]
         if source_intensity is not None and frame.intensity is not None:
             source_intensity[hit] = frame.intensity[cells[hit]]
-    hits = Hits(
-        firings=firings,
-        direction=direction,
-        range_m=range_m,
-        cos_incidence=cos_inc,
-        material=material,
-        segment=segment,
-        glass_range_m=np.full(n, np.inf, np.float32),
-        glass_cos=np.zeros(n, np.float32),
-        glass_material=np.full(n, -1, np.int16),
-        glass_segment=np.zeros(n, np.uint32),
-        glass_transmission=np.ones(n, np.float32),
-    )
+    hits = Hits.without_glass(firings, direction, range_m, cos_inc, material, segment)
     hits.source_intensity = source_intensity
     return hits

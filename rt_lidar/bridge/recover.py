@@ -95,19 +95,7 @@ def recover_hits(
         mats = np.array([(material_of_segment or {}).get(int(s), default_material) for s in seg_g], np.int16)
         material[match] = mats
         cos_inc[match] = _normals_cos(firings, range_m, direction, preset.n_rings)[match]
-    return Hits(
-        firings=firings,
-        direction=direction,
-        range_m=range_m,
-        cos_incidence=cos_inc,
-        material=material,
-        segment=segment,
-        glass_range_m=np.full(n, np.inf, np.float32),
-        glass_cos=np.zeros(n, np.float32),
-        glass_material=np.full(n, -1, np.int16),
-        glass_segment=np.zeros(n, np.uint32),
-        glass_transmission=np.ones(n, np.float32),
-    )
+    return Hits.without_glass(firings, direction, range_m, cos_inc, material, segment)
 
 
 def _normals_cos(firings: Firings, range_m: np.ndarray, direction: np.ndarray, n_rings: int) -> np.ndarray:

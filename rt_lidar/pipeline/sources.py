@@ -126,6 +126,33 @@ class Hits:
     server's ``simSetWeatherParameter``), as :class:`~rt_lidar.physics.weather.WeatherConfig` fields;
     None = clear air or not known."""
 
+    @classmethod
+    def without_glass(
+        cls,
+        firings: Firings,
+        direction: np.ndarray,
+        range_m: np.ndarray,
+        cos_incidence: np.ndarray,
+        material: np.ndarray,
+        segment: np.ndarray,
+    ) -> Hits:
+        """Hits of a source that sees no glass (every ray's first surface is its target): the glass
+        fields filled as "none on the way" (the stock AirSim, Cosys-AirSim and CARLA readers)."""
+        n = range_m.shape[0]
+        return cls(
+            firings=firings,
+            direction=direction,
+            range_m=range_m,
+            cos_incidence=cos_incidence,
+            material=material,
+            segment=segment,
+            glass_range_m=np.full(n, np.inf, np.float32),
+            glass_cos=np.zeros(n, np.float32),
+            glass_material=np.full(n, -1, np.int16),
+            glass_segment=np.zeros(n, np.uint32),
+            glass_transmission=np.ones(n, np.float32),
+        )
+
     def __len__(self) -> int:
         return int(self.range_m.shape[0])
 

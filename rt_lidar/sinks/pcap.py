@@ -90,6 +90,15 @@ def slots_per_scan(preset: SensorPreset) -> int:
     return firings_per_scan(preset) // preset.n_rings
 
 
+def rotation_centideg(t_ns: np.ndarray, period_ns: int, az0_deg: float, sign: float) -> np.ndarray:
+    """A rotating sensor's reported azimuth (uint16 hundredths of a degree, clockwise from the front as
+    Velodyne and Hesai packets give it) at sim times ``t_ns``: ``az0_deg`` the counter-clockwise math
+    azimuth at the rotation's start, ``sign`` its direction (+1 counter-clockwise)."""
+    phase = np.mod(t_ns, period_ns).astype(np.float64) / period_ns
+    math_az = az0_deg + sign * 360.0 * phase
+    return (np.round(np.mod(-math_az, 360.0) * 100.0).astype(np.int64) % 36000).astype(np.uint16)
+
+
 def point_columns(preset: SensorPreset, scan: Scan) -> np.ndarray:
     """(N,) int64 global firing slot of each point: the k with ``k*P//C + offset[ring] == t``.
 

@@ -38,6 +38,7 @@ from rt_lidar.sinks.pcap import (
     PacketBatch,
     PacketPcapSink,
     point_columns,
+    rotation_centideg,
     slots_per_scan,
 )
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
@@ -188,9 +189,7 @@ class VelodynePacketizer:
         return np.asarray(k, np.int64) * self.period_ns // self.slots
 
     def _rot_centideg(self, t_ns: np.ndarray) -> np.ndarray:
-        phase = np.mod(t_ns, self.period_ns).astype(np.float64) / self.period_ns
-        math_az = self._az0 + self._sign * 360.0 * phase
-        return (np.round(np.mod(-math_az, 360.0) * 100.0).astype(np.int64) % 36000).astype(np.uint16)
+        return rotation_centideg(t_ns, self.period_ns, self._az0, self._sign)
 
     # -- packets ----------------------------------------------------------------------------------
     def packetize(self, scan: Scan) -> list[PacketBatch]:
