@@ -38,6 +38,7 @@ EXPERIMENT_NAMES = (
     "clutter_calibration",
     "road_wetness",
     "spray",
+    "realism",
 )
 """The keys of :data:`rt_lidar.validation.experiments.EXPERIMENTS`, in order (a test holds them equal):
 named here so that building the CLI's parser does not import the experiments and matplotlib (half a

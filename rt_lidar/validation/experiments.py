@@ -334,3 +334,7 @@ EXPERIMENTS.update(CLUTTER_CAL_EXPERIMENTS)
 from rt_lidar.validation.wet_experiments import WET_EXPERIMENTS  # noqa: E402  (issue 14, item 11)
 
 EXPERIMENTS.update(WET_EXPERIMENTS)
+
+from rt_lidar.validation.realism_experiment import realism  # noqa: E402  (issue 40)
+
+EXPERIMENTS["realism"] = realism
