@@ -21,7 +21,7 @@ from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.unreal_bridge.world.pose import quat_rotate
 
-__all__ = ["hit_world_points", "material_seeds", "textured_rays", "texture_apply"]
+__all__ = ["hit_world_points", "material_seeds", "texture_apply", "textured_rays"]
 
 
 def material_seeds(materials: MaterialArrays) -> np.ndarray:
