@@ -5,11 +5,13 @@ Each preset of :data:`REALISM_PRESETS` drives ``rt-lidar demo --in-process --fra
 statistics are the mean over the three scans. Beside them: the real frames of the shared reference
 (``../shared/reference/real``: KITTI's HDL-64E frame, an Ouster OS1-64 frame) measured the same way,
 and the values real outdoor scans give (``realism-statistics.md``), each with its residual (simulated
-minus real; 0 inside a published interval, the distance to it outside).
+minus real; 0 inside a published interval, the distance to it outside). Raydrop is measured in the
+view of KITTI's camera 2 for every sensor (the real KITTI frame is that crop).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -25,8 +27,10 @@ from rt_lidar.sensor.presets import load_preset
 from rt_lidar.validation.realism import BANDS_M, realism_statistics
 from rt_lidar.validation.realism_grid import (
     ScanGrid,
+    camera_view,
     grid_from_points,
     read_kitti_bin,
+    read_kitti_calib,
     read_ouster_legacy_pcap,
 )
 
@@ -161,9 +165,25 @@ def _summary(stats: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _measure(grid: ScanGrid) -> dict[str, Any]:
+DROP_KEYS = ("drop_share", "hole_share", "holes_near_object_share", "holes_median_neighbour_range_m")
+
+
+def _kitti_calib() -> dict[str, np.ndarray] | None:
+    root = _shared_real()
+    calib = None if root is None else root / "kitti_000008" / "calib.txt"
+    return read_kitti_calib(calib) if calib is not None and calib.exists() else None
+
+
+def _measure(grid: ScanGrid, calib: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    """The statistics of ``grid``; with ``calib`` its raydrop statistics are those of the rays in KITTI's
+    camera view (the real KITTI frame keeps only those), so that they compare."""
     s = realism_statistics(grid)
     s["intensity_max"] = float(grid.intensity[grid.returned].max()) if grid.returned.any() else None
+    if calib is not None:
+        crop = dataclasses.replace(
+            grid, in_view=grid.in_view & camera_view(grid.direction, calib, (1242, 375))
+        )
+        s.update({k: realism_statistics(crop)[k] for k in DROP_KEYS})
     return s
 
 
@@ -175,8 +195,9 @@ def realism(out: Path) -> dict[str, Any]:
             st.update(dict.fromkeys(GROUND_KEYS), ground_intensity_by_band=None, horizon_rings=[])
     res: dict[str, Any] = {"presets": list(REALISM_PRESETS)}
     per: dict[str, dict[str, Any]] = {}
+    calib = _kitti_calib()
     for name in REALISM_PRESETS:
-        sim = _summary([_measure(g) for g in simulated_grids(name)])
+        sim = _summary([_measure(g, calib) for g in simulated_grids(name)])
         per[name] = sim
         for short, key in STAT_KEYS.items():
             ref = REFERENCE[name][short]
