@@ -19,6 +19,7 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,36 +200,40 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
     az = _cell_azimuth(grid)
     holes = missing & _under_a_return(grid, az, order)
     rng = np.where(ret, grid.range_m, np.nan)
+    gnd = ground.astype(np.float64)
+    ncols = ret.shape[1]
+    hk, hc = np.nonzero(holes)
     # a hole's neighbours: the rays beside it on its ring and the nearest rays of the rings next to it
+    cols = [(hk, (hc - 1) % ncols), (hk, (hc + 1) % ncols)]
     pos = np.empty_like(order)
     pos[order] = np.arange(order.size)
-    sorted_az = []
-    for k in range(len(view)):
-        a = np.where(np.isfinite(az[k]), az[k], np.inf)
-        o = np.argsort(a)
-        sorted_az.append((a[o], o))
-    near_obj = 0
-    ranges = []
-    ncols = ret.shape[1]
-    for k, c in zip(*np.nonzero(holes), strict=True):
-        rr = [rng[k, (c - 1) % ncols], rng[k, (c + 1) % ncols]]
-        gg = [ground[k, (c - 1) % ncols], ground[k, (c + 1) % ncols]]
-        for j in (pos[k] - 1, pos[k] + 1):
-            if 0 <= j < order.size:
-                kk = order[j]
-                a, o = sorted_az[kk]
-                i = int(np.clip(np.searchsorted(a, az[k, c]), 1, len(a) - 1))
-                cc = o[i - 1] if abs(a[i - 1] - az[k, c]) < abs(a[i] - az[k, c]) else o[i]
-                rr.append(rng[kk, cc])
-                gg.append(ground[kk, cc])
-        r = np.asarray(rr)
-        ok = np.isfinite(r)
-        if not ok.any():
-            continue
-        med = float(np.median(r[ok]))
-        ranges.append(med)
-        if med < NEAR_OBJECT_M and np.asarray(gg)[ok].mean() < 0.5:
-            near_obj += 1
+    for step in (-1, 1):
+        nk = np.full(hk.shape, -1)
+        nc = np.zeros(hk.shape, np.int64)
+        for k in np.unique(hk):
+            j = pos[k] + step
+            if not 0 <= j < order.size:
+                continue
+            kk = order[j]
+            a = np.where(np.isfinite(az[kk]), az[kk], np.inf)
+            o = np.argsort(a)
+            a = a[o]
+            sel = hk == k
+            x = az[k, hc[sel]]
+            i = np.clip(np.searchsorted(a, x), 1, len(a) - 1)
+            left_closer = np.abs(a[i - 1] - x) < np.abs(a[i] - x)
+            nk[sel], nc[sel] = kk, o[np.where(left_closer, i - 1, i)]
+        cols.append((nk, nc))
+    rr = np.stack([np.where(k >= 0, rng[np.maximum(k, 0), c], np.nan) for k, c in cols], -1)
+    gg = np.stack([np.where(k >= 0, gnd[np.maximum(k, 0), c], np.nan) for k, c in cols], -1)
+    gg = np.where(np.isfinite(rr), gg, np.nan)
+    seen = np.isfinite(rr).any(axis=1)
+    with warnings.catch_warnings():  # rows of all-NaN neighbours are left out above; none warns
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(rr[seen], axis=1)
+        g_share = np.nanmean(gg[seen], axis=1)
+    ranges = med.tolist()
+    near_obj = int(np.count_nonzero((med < NEAR_OBJECT_M) & (g_share < 0.5)))
     n_holes = int(holes.sum())
     hr = np.asarray(ranges)
     return {
