@@ -8,7 +8,8 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
   its fall-off, the 20-30 m median over the 0-10 m one;
 - the ground horizon: per ring, the probability that a ray meeting the plane with nothing closer in
   front of it returns from the ground, against the range where it meets the plane; the horizon is the
-  farthest ring with probability >= 0.5;
+  farthest ring with probability >= 0.5 (a ray without a return within two rays along the ring of one
+  that hit something in front of the ground counts as blocked: a hole in a car, not a miss of the road);
 - the ground's texture: on ground rings at 5-15 m, the share of points whose intensity differs by a
   reporting step or more from the running median of the 9 points around it along the ring;
 - the share of zero readings among returns beyond 40 m;
@@ -147,6 +148,12 @@ def _horizon(
     meets = (denom < -1e-6) & np.isfinite(t) & (t > 0) & grid.in_view
     ret = grid.returned
     blocked = ret & ~ground & (grid.range_m < t)  # something stands in front of the ground
+    # a ray without a return between rays that something stood in front of is a hole in that object
+    # (a car's window), not a miss of the ground: its neighbours along the ring (2 each side) tell
+    beside = np.zeros_like(blocked)
+    for shift in (-2, -1, 1, 2):
+        beside |= np.roll(blocked, shift, axis=1)
+    blocked = blocked | (~ret & beside)
     rows = []
     for k in range(grid.range_m.shape[0]):
         use = meets[k] & ~blocked[k]
