@@ -61,7 +61,7 @@ def reported_intensity(
         if out.near_field_m is not None:
             r = np.asarray(range_m, np.float64) / out.near_field_m
             x = x * -np.expm1(-r * r)
-        counts = np.asarray(received_power_output(x, thr, float("inf")), np.float64)
+        counts = np.asarray(received_power_output(x, thr, float("inf"), out.counts_at_threshold), np.float64)
         if out.saturation_counts is not None:
             counts = counts / (1.0 + counts / out.saturation_counts)
         val = np.minimum(counts, out.intensity_max)

@@ -232,6 +232,8 @@ class OutputSpec:
     """``received_power`` output: the photon-counting receiver's compression, counts ``x`` (proportional
     to power) reported as ``x / (1 + x / N)`` (a SPAD array's dead time: counts approach N, never clip;
     None = linear up to intensity_max)."""
+    counts_at_threshold: float = spec(10.0, 1e-3, 1e6)
+    """``received_power`` output: counts of an echo at the detection threshold (the photons a count)."""
     near_field_m: float | None = spec(None, 0.01, 1000.0, "m")
     """``received_power`` output: the signal of a return at range R is scaled by ``1 - exp(-(R / R0)^2)``
     (the transmitter and receiver fields of view overlap fully only beyond ~R0; None = 1)."""
