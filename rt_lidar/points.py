@@ -5,8 +5,9 @@ Fields: ``x, y, z`` float32 metres in the sensor frame (x forward, y left, z up,
 ``output.intensity_step``), ``reflectivity`` float32: the measured amplitude over a white Lambertian
 target's filling the beam at that range (0..1 for diffuse surfaces, which glass, fog or a target only
 partly in the beam lower; above 1 on specular and retro-reflective ones: clear coat near normal
-incidence, and licence plates and signs up to ~600), ``ring`` uint16, ``t`` int64 nanoseconds from the scan start, ``return_id`` uint8,
-``flags`` uint8 (see :class:`PointFlag`), ``segment`` uint32 (segmentation id of the surface hit).
+incidence, and licence plates and signs up to ~600), ``ring`` uint16, ``t`` int64 nanoseconds from the
+scan start, ``return_id`` uint8, ``flags`` uint8 (see :class:`PointFlag`), ``segment`` uint32
+(segmentation id of the surface hit).
 """
 
 from __future__ import annotations
