@@ -116,3 +116,22 @@ def test_ouster_frame_matches_ouster_sdk(tmp_path: Path) -> None:
         g.intensity.astype(np.int64), np.where(sdk["r"] > 0, sdk["sig"], 0).astype(np.int64)
     )
     assert g.intensity.max() == 1241  # the figure: the real frame's largest signal
+
+
+def test_validate_realism_reports_every_preset_beside_real_scans(tmp_path: Path) -> None:
+    from rt_lidar.validation.realism_experiment import REALISM_PRESETS
+    from rt_lidar.validation.report import run_validation, trend_checks
+
+    rep = run_validation(tmp_path, ["realism"])["realism"]
+    assert rep["presets"] == list(REALISM_PRESETS)
+    for key in ("falloff", "horizon_m", "texture", "zeros40"):
+        assert len(rep[f"sim_{key}"]) == len(REALISM_PRESETS) and len(rep[f"residual_{key}"]) == len(
+            REALISM_PRESETS
+        )
+        assert all(v is not None for v in rep[f"sim_{key}"])
+    assert (tmp_path / "realism.png").stat().st_size > 20_000  # one column of panels per sensor
+    assert "![realism](realism.png)" in (tmp_path / "report.md").read_text()
+    if REAL is not None:
+        assert rep["real_frames"] == {"HDL-64E": "velodyne_000008.bin", "OS1-64": "OS-1-64_1024x10_fw20.pcap"}
+        assert rep["residual_real_frame_zeros40"][0] is not None
+    assert all(ok for _, ok in trend_checks({"realism": rep})["realism"])
