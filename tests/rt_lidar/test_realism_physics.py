@@ -128,3 +128,19 @@ def test_saturated_is_set_on_retro_reflectors() -> None:
     sat = (pts["flags"] & int(PointFlag.SATURATED)) != 0
     assert sat.any()
     assert np.median(pts["reflectivity"][sat]) > 1.0  # the sheeting of plates and signs
+
+
+def test_legacy_packets_of_firmware_2_0_carry_signal_times_range_squared() -> None:
+    from rt_lidar.sinks.ouster import OusterPacketizer, legacy_reflectivity_is_signal_r2, metadata_for
+
+    preset = load_preset("OS1-64")
+    meta = metadata_for(preset, None, "LEGACY")
+    assert legacy_reflectivity_is_signal_r2(meta)  # our metadata says firmware v2.0.0
+    pz = OusterPacketizer(preset, meta)
+    img = pz.image(build_pipeline("OS1-64", "street", seed=1).pipeline.scans(1)[0])
+    got = img["range"] > 0
+    r_m = img["range"][got] / 1000.0
+    want = np.clip(np.round(img["signal"][got] * r_m * r_m), 0, 65535)
+    assert np.abs(img["reflectivity"][got] - want).max() <= 1 + 0.002 * want.max()  # range rounded to mm
+    newer = dict(meta, sensor_info=dict(meta["sensor_info"], build_rev="v2.1.0"))
+    assert not legacy_reflectivity_is_signal_r2(newer)  # 2.1+: calibrated reflectivity
