@@ -10,8 +10,9 @@ compression, quantised to the sensor's reporting step (issue 40, docs/realism.md
    ``received_power`` (Ouster signal) counts photons in proportion to the amplitude, scaled by the
    near-field overlap (``output.near_field_m``) and compressed by a SPAD array's dead time
    (``output.saturation_counts``).
-4. Weak returns report 0 where the sensor does (``output.weak_zero_snr``), and the value is rounded to
-   ``output.intensity_step``.
+4. The value is rounded to ``output.intensity_step``, at least one step (calibrated Velodynes and
+   Ouster never report a return as 0), and weak returns report 0 where the sensor does
+   (``output.weak_zero_snr``: KITTI's HDL-64E S2).
 5. Returns whose amplitude exceeds the receiver's saturation are flagged ``SATURATED``.
 """
 
@@ -65,10 +66,11 @@ def reported_intensity(
         if out.saturation_counts is not None:
             counts = counts / (1.0 + counts / out.saturation_counts)
         val = np.minimum(counts, out.intensity_max)
+    if out.intensity_step > 0:  # a detected return reads at least one step: 0 is the sensor's own word
+        step = out.intensity_step
+        val = np.clip(np.round(val / step) * step, step, out.intensity_max)
     if out.weak_zero_snr > 0:
         val = np.where(np.asarray(amplitude_w) < out.weak_zero_snr * thr, 0.0, val)
-    if out.intensity_step > 0:
-        val = np.minimum(np.round(val / out.intensity_step) * out.intensity_step, out.intensity_max)
     return val.astype(np.float32)
 
 

@@ -119,6 +119,11 @@ def test_weak_returns_saturation_and_spad_compression() -> None:
         s2, np.array([2.0, 3.0]) * s2.pulse.detection_threshold_w, np.full(2, 0.2), np.full(2, 50.0)
     )
     assert weak[0] == 0 and weak[1] == 20
+    vls = load_preset("VLS-128")
+    faint = reported_intensity(
+        vls, np.array([1.5 * vls.pulse.detection_threshold_w]), np.full(1, 1e-3), np.full(1, 90.0)
+    )
+    assert faint[0] == 1  # a calibrated Velodyne never reports a return as 0
     v = dataclasses.replace(s2, output=dataclasses.replace(s2.output, weak_zero_snr=0.0))
     assert reported_intensity(v, np.array([2.0]) * thr, np.full(1, 0.2), np.full(1, 50.0))[0] == 20
 
