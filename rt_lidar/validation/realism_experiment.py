@@ -35,7 +35,15 @@ from rt_lidar.validation.realism_grid import (
     read_ouster_legacy_pcap,
 )
 
-__all__ = ["REALISM_CHECKS", "REALISM_PRESETS", "REFERENCE", "realism", "simulated_grids"]
+__all__ = [
+    "REALISM_CHECKS",
+    "REALISM_PRESETS",
+    "REFERENCE",
+    "real_grids",
+    "realism",
+    "realism_table",
+    "simulated_grids",
+]
 
 REALISM_PRESETS = ("HDL-64E", "HDL-32E", "VLP-32C", "VLS-128", "OS1-64")
 FRAMES, SEED = 3, 1
@@ -279,3 +287,21 @@ REALISM_CHECKS: dict[str, list[tuple[str, Any]]] = {
     ]
 }
 """Checks that gate ``validate``; the simulated residuals are reported beside them (docs/realism.md)."""
+
+
+def realism_table(rep: dict[str, Any]) -> str:
+    """The realism report as a text table: per preset and statistic, simulated, real frame (where one
+    was measured), published figure and the residual to it."""
+    head = ("preset", "statistic", "simulated", "real frame", "published", "residual")
+    rows = ["{:8} {:10} {:>10} {:>10} {:>11} {:>9}".format(*head)]
+
+    def fmt(v: Any) -> str:
+        return "-" if v is None else f"{v:.3g}"
+
+    for i, name in enumerate(rep["presets"]):
+        for key in STAT_KEYS:
+            rows.append(
+                f"{name:8} {key:10} {fmt(rep[f'sim_{key}'][i]):>10} {fmt(rep[f'real_frame_{key}'][i]):>10} "
+                f"{rep[f'published_{key}'][i]:>11} {fmt(rep[f'residual_{key}'][i]):>9}"
+            )
+    return "\n".join(rows)

@@ -135,3 +135,17 @@ def test_validate_realism_reports_every_preset_beside_real_scans(tmp_path: Path)
         assert rep["real_frames"] == {"HDL-64E": "velodyne_000008.bin", "OS1-64": "OS-1-64_1024x10_fw20.pcap"}
         assert rep["residual_real_frame_zeros40"][0] is not None
     assert all(ok for _, ok in trend_checks({"realism": rep})["realism"])
+
+
+def test_validate_prints_simulated_beside_real(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from rt_lidar.cli.validate import add_validate_parser
+
+    p = argparse.ArgumentParser()
+    add_validate_parser(p.add_subparsers())
+    args = p.parse_args(["validate", "--out", str(tmp_path), "--only", "realism"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "preset   statistic   simulated real frame   published  residual" in out
+    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 4
