@@ -1,9 +1,11 @@
 """The one point type every cloud that leaves the pipeline uses.
 
 Fields: ``x, y, z`` float32 metres in the sensor frame (x forward, y left, z up, as ROS),
-``intensity`` float32 in the sensor's own output units (0..the preset's ``intensity_max``),
-``reflectivity`` float32: the received power over a white Lambertian target's at the same range and
-incidence (1 = white; retro-reflectors and specular glints exceed 1), ``ring`` uint16, ``t`` int64
+``intensity`` float32 in the sensor's own output units (whole multiples of the preset's
+``output.intensity_step``, 0..``intensity_max``), ``reflectivity`` float32: the measured amplitude over
+a white Lambertian target's filling the beam at that range (0..1 for diffuse surfaces, which glass, fog
+or a target only partly in the beam lower; above 1 on specular and retro-reflective ones: clear coat
+near normal incidence, and licence plates and signs up to ~600), ``ring`` uint16, ``t`` int64
 nanoseconds from the scan start, ``return_id`` uint8, ``flags`` uint16 (see :class:`PointFlag`: bits
 0-7 what the physics made of the point, bits 8-15 what an injected fault did to it, docs/faults.md),
 ``segment`` uint32 (segmentation id of the surface hit).

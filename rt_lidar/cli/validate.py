@@ -21,6 +21,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     report = run_validation(args.out, args.only)
     checks = trend_checks(report)
     print(json.dumps({name: {d: ok for d, ok in c} for name, c in checks.items()}, indent=2))
+    if "realism" in report:  # simulated beside real scans, each residual (docs/realism.md)
+        from rt_lidar.validation.realism_experiment import realism_table
+
+        print(realism_table(report["realism"]))
     print(f"report: {args.out}/report.json, {args.out}/report.md")
     return 0 if all(ok for c in checks.values() for _, ok in c) else 1
 
@@ -42,6 +46,7 @@ EXPERIMENT_NAMES = (
     "road_wetness",
     "spray",
     "dirt_detection_range",
+    "realism",
 )
 """The keys of :data:`rt_lidar.validation.experiments.EXPERIMENTS`, in order (a test holds them equal):
 named here so that building the CLI's parser does not import the experiments and matplotlib (half a

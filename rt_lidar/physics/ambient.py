@@ -53,7 +53,7 @@ def pulse_background_w(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarra
     irr = band_irradiance_w_m2(sun_lux, o.wavelength_nm, o.filter_bandwidth_nm)
     hit = hits.material >= 0
     sun_cos = hits.sun_cos if hits.sun_cos is not None else np.full(len(hits), UNKNOWN_SUN_COS, np.float32)
-    diffuse = echo.materials.diffuse[np.maximum(hits.material, 0)]
+    diffuse = echo.materials.hemispherical()[np.maximum(hits.material, 0)]
     fov_h, fov_v = max(o.beam_divergence_h_mrad, 0.1) * 1e-3, max(o.beam_divergence_v_mrad, 0.1) * 1e-3
     pb = background_power(
         sun_cos, diffuse, hit, irr, o.receiver_aperture_m, o.system_efficiency, fov_h, fov_v

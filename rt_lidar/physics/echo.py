@@ -19,6 +19,7 @@ from rt_lidar.kernels import effective_reflectance, received_power, two_way_tran
 from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.physics.fused import echo_power
 from rt_lidar.physics.normals import standard_normal
+from rt_lidar.physics.texture import texture_apply
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.materials import MaterialArrays
@@ -117,6 +118,7 @@ class EchoModel:
             hits.glass_material,
         )
         if fused is not None and fused[2] is not None:  # the compiled twin of the lines below
+            texture_apply(self.materials, hits, fused[0], fused[1])
             return fused[0], fused[1], hits.range_m.copy(), hits.segment.copy(), fused[2]
         obj = hits.material >= 0
         # Misses have range inf, so their power comes out 0 without masking every array first.
@@ -125,6 +127,8 @@ class EchoModel:
                 hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
             )
         power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
+        refl = np.array(refl, np.float32, copy=True)
+        texture_apply(self.materials, hits, power, refl)
         flags = np.where(
             (hits.glass_material >= 0) & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)
         ).astype(np.uint8)

@@ -18,9 +18,7 @@ import numpy as np
 
 from rt_lidar.kernels import (
     apply_range_noise,
-    calibrated_reflectivity_output,
     leading_edge_walk_m,
-    received_power_output,
 )
 from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
@@ -28,6 +26,7 @@ from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse
 from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason, run_weather
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.fused import detect, detections, pack_points, prepare, range_noise
+from rt_lidar.physics.intensity_chain import measured_amplitude, reported_intensity, saturated_flags
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.spray import spray_apply
@@ -208,13 +207,15 @@ class SensorPhysics:
         idx = det.pulse
 
         direction = hits.direction if hits.subrays == 1 else hits.firings.directions()
-        refl = det.reflectivity
-        if p.output.intensity == "calibrated_reflectivity":
-            intensity = calibrated_reflectivity_output(
-                refl, p.output.diffuse_max or p.output.intensity_max, p.output.intensity_max
-            )
-        else:
-            intensity = received_power_output(pw, threshold, p.output.intensity_max)
+        # intensity is measured: the amplitude carries a draw of the detection's noise (intensity_chain)
+        amp_sigma = sigma[idx] if (noisy and sigma is not None) else None
+        amp_z = standard_normal(rng, len(det)) if amp_sigma is not None else np.zeros(len(det))
+        amp = measured_amplitude(p, pw, amp_sigma, amp_z)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = np.where(pw > 0, amp / np.asarray(pw, np.float64), 1.0)
+        refl = (det.reflectivity * gain).astype(np.float32)
+        intensity = reported_intensity(p, amp, refl, measured)
+        det.flags = det.flags | saturated_flags(p, amp)
         f = hits.firings
         packed = pack_points(
             direction, idx, measured, intensity, refl, f.ring, f.t_ns, det.return_id, det.flags, det.segment

@@ -111,7 +111,7 @@ def wet_road_apply(
     wet = np.asarray(hits.wet, bool)
     if wet.any():
         mat = np.maximum(hits.material[wet], 0)
-        power[wet] *= wet_road_power(hits.cos_incidence[wet], echo.materials.diffuse[mat], wetness)
+        power[wet] *= wet_road_power(hits.cos_incidence[wet], echo.materials.hemispherical()[mat], wetness)
     return ghost_echoes(echo, hits, wetness)
 
 

@@ -169,7 +169,7 @@ def _echoes(
         seen = (cos_ang >= np.cos(limit)) & (pa.range_m[i_s] >= dist - _HIDDEN_TOL_M)
         i_s, j_s, dist, r_b = i_s[seen], j_s[seen], dist[seen], r_b[seen]
         arrival = pb.t_ns[j_s] + (r_b + dist) / C_M_PER_NS
-        rho = a.physics.materials.diffuse[np.maximum(pb.material[j_s], 0)].astype(np.float64)
+        rho = a.physics.materials.hemispherical()[np.maximum(pb.material[j_s], 0)].astype(np.float64)
         cos_out = np.maximum(pa.cos_inc[i_s], 0.0)
         ext = np.exp(-a.physics.config.extinction_per_m * (r_b + dist))
         power = (

@@ -62,9 +62,23 @@ class MaterialSpec:
     specular_exponent: float = spec(1.0, 0.0, 1e5)
     transmission: float = spec(0.0, 0.0, 1.0)
     """One-way fraction of the light through the surface (glass)."""
+    backscatter_fraction: float = spec(0.0, 0.0, 1.0)
+    """Share ``w`` of the diffuse reflectance that a rough surface sends back towards the source (shadow
+    hiding of its macro-texture): ``S = rho (1 - w) cos + rho w cos^backscatter_exponent`` instead of
+    ``rho cos``, so the road keeps its return at grazing incidence (docs/realism.md)."""
+    backscatter_exponent: float = spec(1.0, 0.0, 1.0)
+    """Exponent ``n`` of the backscatter lobe ``cos^n`` (0: the same at every incidence; 1: Lambertian)."""
+    texture_sigma: float = spec(0.0, 0.0, 1.0)
+    """Relative spread of the surface's reflectance from place to place (aggregate, patches, wear): a
+    log-normal factor of this standard deviation, fixed in world coordinates (0 = uniform)."""
+    texture_cell_m: float = spec(0.1, 0.005, 10.0, "m")
+    """Size of the texture's cells: the reflectance of neighbouring cells is independent."""
 
     def validate(self, what: Where) -> None:
-        """A material reflects at most all the light it gets (diffuse + lobes)."""
+        """A material reflects at most all the light it gets (diffuse + lobes); a rough-surface
+        backscatter lobe takes the place of a retro-reflective one (a material has at most one)."""
+        if self.backscatter_fraction > 0 and self.retro_gain > 0:
+            raise what.fail_table("has both backscatter_fraction and retro_gain: give it one of them")
         total = float(max(self.spectrum, default=0.0)) + lobe_albedo(
             self.specular_gain, self.specular_exponent, self.retro_gain
         )
@@ -116,6 +130,17 @@ class MaterialArrays:
     specular_gain: np.ndarray
     specular_exponent: np.ndarray
     transmission: np.ndarray
+    albedo: np.ndarray | None = None
+    """The diffuse reflectance at the wavelength, lobe or not (sunlight, wet roads, other sensors' beams:
+    light that does not come back along its own path); None = ``diffuse``."""
+    texture_sigma: np.ndarray | None = None
+    """Relative spread of reflectance from place to place (None: none anywhere)."""
+    texture_cell_m: np.ndarray | None = None
+    """Cell size of that texture (m)."""
+
+    def hemispherical(self) -> np.ndarray:
+        """:attr:`albedo`, or ``diffuse`` where the table has no backscatter lobes."""
+        return self.albedo if self.albedo is not None else self.diffuse
 
     def index(self, name: str) -> int:
         """Material number of ``name``."""
@@ -161,14 +186,23 @@ class MaterialTable:
         def col(key: str) -> np.ndarray:
             return np.array([float(self.materials[n].get(key, _OPTIONAL[key])) for n in names], np.float32)
 
+        rho = np.array([self.reflectance(n, wavelength_nm) for n in names], np.float32)
+        w = col("backscatter_fraction")
+        rough = w > 0
+        texture = col("texture_sigma")
         return MaterialArrays(
             names=tuple(names),
-            diffuse=np.array([self.reflectance(n, wavelength_nm) for n in names], np.float32),
-            retro_gain=col("retro_gain"),
-            retro_exponent=col("retro_exponent"),
+            diffuse=np.where(rough, rho * (np.float32(1) - w), rho).astype(np.float32),
+            retro_gain=np.where(rough, rho * w, col("retro_gain")).astype(np.float32),
+            retro_exponent=np.where(rough, col("backscatter_exponent"), col("retro_exponent")).astype(
+                np.float32
+            ),
             specular_gain=col("specular_gain"),
             specular_exponent=col("specular_exponent"),
             transmission=col("transmission"),
+            albedo=rho if bool(rough.any()) else None,
+            texture_sigma=texture if bool((texture > 0).any()) else None,
+            texture_cell_m=col("texture_cell_m"),
         )
 
 

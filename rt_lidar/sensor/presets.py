@@ -222,6 +222,22 @@ class OutputSpec:
     intensity: str = spec("calibrated_reflectivity", choices=INTENSITY_KINDS)
     intensity_max: int = spec(255, 1, 2**32 - 1)
     diffuse_max: int | None = spec(None, 1, 2**32 - 1)
+    intensity_step: float = spec(1.0, 0.0, 1e6)
+    """The reporting step of intensity: reported values are whole multiples of it (Velodyne's 8-bit
+    intensity and Ouster's photon counts: 1; 0 = a continuous value)."""
+    weak_zero_snr: float = spec(0.0, 0.0, 1e6)
+    """Returns whose measured amplitude is below this multiple of the detection threshold report
+    intensity 0 (KITTI's HDL-64E S2 reports about half of its returns beyond 40 m as 0: its 8-bit
+    intensity subtracts a range-dependent offset and clips; 0 = never)."""
+    saturation_counts: float | None = spec(None, 1.0, 1e9)
+    """``received_power`` output: the photon-counting receiver's compression, counts ``x`` (proportional
+    to power) reported as ``x / (1 + x / N)`` (a SPAD array's dead time: counts approach N, never clip;
+    None = linear up to intensity_max)."""
+    counts_at_threshold: float = spec(10.0, 1e-3, 1e6)
+    """``received_power`` output: counts of an echo at the detection threshold (the photons a count)."""
+    near_field_m: float | None = spec(None, 0.01, 1000.0, "m")
+    """``received_power`` output: the signal of a return at range R is scaled by ``1 - exp(-(R / R0)^2)``
+    (the transmitter and receiver fields of view overlap fully only beyond ~R0; None = 1)."""
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ __all__ = [
     "NIR_COUNTS_PER_W",
     "PROFILES",
     "OusterPacketizer",
+    "legacy_reflectivity_is_signal_r2",
     "metadata_for",
     "ouster_pcap_sink",
     "ouster_udp_sink",
@@ -83,6 +84,19 @@ def metadata_for(
 ) -> dict[str, Any]:
     """Complete metadata for ``preset`` (see :func:`rt_lidar.sinks.ouster_meta.complete_metadata`)."""
     return complete_metadata(preset, given, profile)
+
+
+def legacy_reflectivity_is_signal_r2(meta: dict[str, Any]) -> bool:
+    """Whether LEGACY packets of ``meta``'s firmware (``sensor_info.build_rev``, v2.0.0 when absent) carry
+    reflectivity as the range-normalised signal, ``signal * range_m^2`` in 16 bits, as firmware before 2.1
+    does (the real OS1-64 frame of ``../shared/reference/real``, firmware 2.0: the ratio is 1.00 at
+    0.5-20 m); 2.1 and later carry calibrated reflectivity."""
+    rev = str(meta.get("sensor_info", {}).get("build_rev", "v2.0.0")).lstrip("v")
+    try:
+        major, minor = (int(x) for x in rev.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) < (2, 1)
 
 
 def pixel_dtype(profile: str) -> np.dtype:
@@ -180,6 +194,7 @@ class OusterPacketizer:
         self.preset, self.epoch_ns = preset, int(epoch_ns)
         self.meta = meta
         self.format = fmt = ouster_format(meta)
+        self.signal_r2 = fmt.profile == "LEGACY" and legacy_reflectivity_is_signal_r2(meta)
         self.ports = {
             "data": int(meta["config_params"]["udp_port_lidar"]),
             "imu": int(meta["config_params"]["udp_port_imu"]),
@@ -218,8 +233,11 @@ class OusterPacketizer:
         m = np.mod(m + self.column_shift[ring], self.cols)
         rng = np.sqrt(pts["x"].astype(np.float64) ** 2 + pts["y"] ** 2 + pts["z"] ** 2)
         mm = np.round(rng * 1000.0).astype(np.int64)
-        refl = np.clip(np.round(pts["reflectivity"].astype(np.float64) * 100.0), 0, 255).astype(np.int64)
         sig = np.clip(np.round(pts["intensity"].astype(np.float64)), 0, 65535).astype(np.int64)
+        if self.signal_r2:  # firmware 2.0's LEGACY reflectivity: the signal times the range (m) squared
+            refl = np.clip(np.round(sig * rng * rng), 0, 65535).astype(np.int64)
+        else:
+            refl = np.clip(np.round(pts["reflectivity"].astype(np.float64) * 100.0), 0, 255).astype(np.int64)
         key = ring * self.cols + m
         order = np.lexsort((-sig, key))  # per pixel, strongest first
         key_s = key[order]

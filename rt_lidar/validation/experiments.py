@@ -338,3 +338,6 @@ EXPERIMENTS.update(WET_EXPERIMENTS)
 from rt_lidar.validation.fault_experiments import FAULT_EXPERIMENTS  # noqa: E402  (issue 42)
 
 EXPERIMENTS.update(FAULT_EXPERIMENTS)
+from rt_lidar.validation.realism_experiment import realism  # noqa: E402  (issue 40)
+
+EXPERIMENTS["realism"] = realism

@@ -20,6 +20,7 @@ from rt_lidar.validation.detection_experiments import DETECTION_CHECKS
 from rt_lidar.validation.echo_experiments import ECHO_CHECKS
 from rt_lidar.validation.experiments import EXPERIMENTS
 from rt_lidar.validation.fault_experiments import FAULT_CHECKS
+from rt_lidar.validation.realism_experiment import REALISM_CHECKS
 from rt_lidar.validation.walk_experiments import WALK_CHECKS
 from rt_lidar.validation.wet_experiments import WET_CHECKS
 
@@ -74,6 +75,7 @@ CHECKS.update(WALK_CHECKS)
 CHECKS.update(CLUTTER_CAL_CHECKS)
 CHECKS.update(WET_CHECKS)
 CHECKS.update(FAULT_CHECKS)
+CHECKS.update(REALISM_CHECKS)
 
 
 def trend_checks(report: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, bool]]]:

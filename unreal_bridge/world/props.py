@@ -16,13 +16,18 @@ def add_car(b: MeshBuilder, paint: str) -> None:
     """A 4.5 m sedan centred on the origin, facing +x: body, glazed cabin, chrome trim, tyres, plates."""
     half_l, half_w = CAR_LENGTH / 2, CAR_WIDTH / 2
     b.box((0.0, 0.0, 0.62), (CAR_LENGTH, CAR_WIDTH, 0.64), paint)
-    b.box((-0.25, 0.0, 1.18), (2.3, 1.6, 0.48), paint)
-    # glazing 1 cm proud of the cabin: windscreen, rear window, side windows
-    b.quad([(0.91, -0.72, 0.98), (0.91, 0.72, 0.98), (0.91, 0.72, 1.38), (0.91, -0.72, 1.38)], "glass")
-    b.quad([(-1.41, 0.72, 0.98), (-1.41, -0.72, 0.98), (-1.41, -0.72, 1.38), (-1.41, 0.72, 1.38)], "glass")
+    # the cabin: a roof over glazing that rays enter (and leave through the far side's), dark seats and
+    # dashboard inside; before issue 40 a painted box 1 cm behind the glass made cars look solid
+    b.box((-0.25, 0.0, 1.40), (2.3, 1.6, 0.04), paint)
+    b.box((-0.35, 0.0, 1.04), (1.9, 1.4, 0.2), "interior")
+    # glazing: windscreen, rear window, side windows
+    b.quad([(0.91, -0.72, 0.98), (0.91, 0.72, 0.98), (0.91, 0.72, 1.38), (0.91, -0.72, 1.38)], "car_glass")
+    b.quad(
+        [(-1.41, 0.72, 0.98), (-1.41, -0.72, 0.98), (-1.41, -0.72, 1.38), (-1.41, 0.72, 1.38)], "car_glass"
+    )
     for s in (-1.0, 1.0):
         y = s * 0.81
-        b.quad([(-1.25, y, 0.98), (0.75, y, 0.98), (0.75, y, 1.36), (-1.25, y, 1.36)], "glass")
+        b.quad([(-1.25, y, 0.98), (0.75, y, 0.98), (0.75, y, 1.36), (-1.25, y, 1.36)], "car_glass")
         b.box((0.0, s * (half_w + 0.005), 0.75), (3.6, 0.01, 0.05), "chrome")
     b.box((half_l + 0.005, 0.0, 0.72), (0.01, 1.0, 0.12), "chrome")
     for s in (-1.0, 1.0):
@@ -75,7 +80,8 @@ def add_building(
 ) -> None:
     """A building shell in a frame whose facade lies on y = 0 (facing -y), spanning x in [0, width] and
     y in [0, depth]. The facade is a grid of wall pieces around window openings, each opening holds a
-    glass pane, and a plaster back wall 3 m inside stops rays that pass the glass."""
+    glass pane, and a dark back wall 3 m inside (the rooms' furnishings, ``interior``) stops rays that pass
+    the glass."""
     th = 0.3
     height = floors * floor_h + 0.6
     cols = max(1, int(width // window_pitch))
@@ -101,4 +107,4 @@ def add_building(
     b.box((width - th / 2, depth / 2, height / 2), (th, depth, height), wall)
     b.box((width / 2, depth - th / 2, height / 2), (width - 2 * th, th, height), wall)
     b.box((width / 2, th + inner / 2, height - 0.15), (width - 2 * th, inner, 0.3), "concrete")
-    b.box((width / 2, th + 3.0, (height - 0.3) / 2), (width - 2 * th, 0.2, height - 0.3), "building_plaster")
+    b.box((width / 2, th + 3.0, (height - 0.3) / 2), (width - 2 * th, 0.2, height - 0.3), "interior")

@@ -40,6 +40,8 @@ MATERIAL_NAMES: tuple[str, ...] = (
     "rubber",
     "building_plaster",
     "rock",
+    "interior",
+    "car_glass",
 )
 
 #: Display albedo (linear RGB 0..1) per material, for the camera renderer only.
@@ -61,6 +63,8 @@ MATERIAL_COLORS: dict[str, tuple[float, float, float]] = {
     "rubber": (0.05, 0.05, 0.05),
     "building_plaster": (0.80, 0.76, 0.66),
     "rock": (0.42, 0.40, 0.37),
+    "interior": (0.06, 0.06, 0.07),
+    "car_glass": (0.12, 0.18, 0.18),
 }
 
 DEFAULT_SUN_DIRECTION: tuple[float, float, float] = (0.4, 0.3, 0.866)

@@ -62,7 +62,9 @@ def _road(objs: _Objects, x0: float, x1: float) -> None:
         )
         objs.add(b, f"sidewalk_{side}")
     b = MeshBuilder()
-    b.box(((x0 + x1) / 2, 0.0, -0.03), (x1 - x0 + 40.0, 2 * (FACADE_Y + 30.0), 0.04), "concrete")
+    # the ground runs 170 m past both ends of the street, so that rays behind and ahead find ground at
+    # the ranges real streets give it (issue 40: the road horizon, docs/realism.md)
+    b.box(((x0 + x1) / 2, 0.0, -0.03), (x1 - x0 + 340.0, 2 * (FACADE_Y + 30.0), 0.04), "concrete")
     objs.add(b, "ground")
 
 

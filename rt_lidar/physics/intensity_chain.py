@@ -1,0 +1,82 @@
+"""What the sensor reports as intensity: measured from a noisy amplitude, through the receiver's gain and
+compression, quantised to the sensor's reporting step (issue 40, docs/realism.md).
+
+1. The amplitude is the echo power plus a draw of the receiver noise that decides detection
+   (``sqrt(dark^2 + shot * P)``, :func:`rt_lidar.kernels.ambient.receiver_sigma_w`), held at least at the
+   threshold (a detected echo crossed it): a surface never reads one flat value, and weak returns
+   scatter most.
+2. The measured reflectivity is the amplitude over a white full-beam target's power at that range.
+3. ``calibrated_reflectivity`` (Velodyne) maps it to 0..diffuse_max and retro-reflectors above;
+   ``received_power`` (Ouster signal) counts photons in proportion to the amplitude, scaled by the
+   near-field overlap (``output.near_field_m``) and compressed by a SPAD array's dead time
+   (``output.saturation_counts``).
+4. The value is rounded to ``output.intensity_step``, at least one step (calibrated Velodynes and
+   Ouster never report a return as 0), and weak returns report 0 where the sensor does
+   (``output.weak_zero_snr``: KITTI's HDL-64E S2).
+5. Returns whose amplitude exceeds the receiver's saturation are flagged ``SATURATED``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rt_lidar.kernels import calibrated_reflectivity_output, received_power_output
+from rt_lidar.kernels.ambient import receiver_sigma_w
+from rt_lidar.points import PointFlag
+from rt_lidar.sensor.presets import SensorPreset
+
+__all__ = ["measured_amplitude", "reported_intensity", "saturated_flags"]
+
+
+def measured_amplitude(
+    preset: SensorPreset,
+    power_w: np.ndarray,
+    pulse_sigma_w: np.ndarray | None,
+    standard_normal: np.ndarray,
+) -> np.ndarray:
+    """The amplitude (W, float64) each detected echo of height ``power_w`` is measured at: with the
+    pulses' noise floors ``pulse_sigma_w`` (None: an ideal receiver, the height itself)."""
+    p = np.asarray(power_w, np.float64)
+    if pulse_sigma_w is None:
+        return p
+    s = receiver_sigma_w(np.asarray(pulse_sigma_w, np.float64), preset.receiver.shot_w, p)
+    return np.maximum(p + s * standard_normal, preset.pulse.detection_threshold_w)
+
+
+def reported_intensity(
+    preset: SensorPreset, amplitude_w: np.ndarray, reflectivity: np.ndarray, range_m: np.ndarray
+) -> np.ndarray:
+    """The intensity (float32) the sensor reports for returns measured at ``amplitude_w`` with measured
+    ``reflectivity`` at ``range_m``."""
+    out = preset.output
+    thr = preset.pulse.detection_threshold_w
+    if out.intensity == "calibrated_reflectivity":
+        val = np.asarray(
+            calibrated_reflectivity_output(
+                reflectivity, out.diffuse_max or out.intensity_max, out.intensity_max
+            ),
+            np.float64,
+        )
+    else:
+        x = np.asarray(amplitude_w, np.float64)
+        if out.near_field_m is not None:
+            r = np.asarray(range_m, np.float64) / out.near_field_m
+            x = x * -np.expm1(-r * r)
+        counts = np.asarray(received_power_output(x, thr, float("inf"), out.counts_at_threshold), np.float64)
+        if out.saturation_counts is not None:
+            counts = counts / (1.0 + counts / out.saturation_counts)
+        val = np.minimum(counts, out.intensity_max)
+    if out.intensity_step > 0:  # a detected return reads at least one step: 0 is the sensor's own word
+        step = out.intensity_step
+        val = np.clip(np.round(val / step) * step, step, out.intensity_max)
+    if out.weak_zero_snr > 0:
+        val = np.where(np.asarray(amplitude_w) < out.weak_zero_snr * thr, 0.0, val)
+    return val.astype(np.float32)
+
+
+def saturated_flags(preset: SensorPreset, amplitude_w: np.ndarray) -> np.ndarray:
+    """``SATURATED`` (uint8) where the amplitude exceeds the receiver's saturation, else 0."""
+    sat = preset.receiver.saturation(preset.pulse.detection_threshold_w)
+    return np.where(np.asarray(amplitude_w) > sat, np.uint8(PointFlag.SATURATED), np.uint8(0)).astype(
+        np.uint8
+    )

@@ -1,0 +1,284 @@
+"""Statistics that compare a scan with real scans across different streets (``realism-statistics.md``
+of the shared reference): they measure the sensor and the surfaces, not the layout of the street.
+
+- the ground plane: the lowest well-supported plane (RANSAC, normal within 10 deg of vertical; car roofs
+  can outnumber the road, so planes below the first one found are looked for), points within
+  0.1 m + 0.5 % of range;
+- ground intensity by range band (0-10, 10-20, 20-30, 30-50, 50+ m, medians in the sensor's units) and
+  its fall-off, the 20-30 m median over the 0-10 m one;
+- the ground horizon: per ring, the probability that a ray meeting the plane with nothing closer in
+  front of it returns from the ground, against the range where it meets the plane; the horizon is the
+  farthest ring with probability >= 0.5 (a ray without a return within two rays along the ring of one
+  that hit something in front of the ground counts as blocked: a hole in a car, not a miss of the road);
+- the ground's texture: on ground rings at 5-15 m, the share of points whose intensity differs by a
+  reporting step or more from the running median of the 9 points around it along the ring;
+- the share of zero readings among returns beyond 40 m;
+- raydrop: the share of rays in view without a return, the share of holes (a ray without a return below
+  a ray of the same column that returned: not open sky), and where holes are (the range of the returns
+  around them; near-object holes are those whose neighbours are not ground and closer than 20 m).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.validation.realism_grid import ScanGrid
+
+__all__ = ["BANDS_M", "GroundPlane", "fit_ground", "realism_statistics"]
+
+BANDS_M = ((0.0, 10.0), (10.0, 20.0), (20.0, 30.0), (30.0, 50.0), (50.0, float("inf")))
+"""Range bands of the ground intensity (m)."""
+TEXTURE_RANGE_M = (5.0, 15.0)
+TEXTURE_WINDOW = 9
+ZERO_BEYOND_M = 40.0
+NEAR_OBJECT_M = 20.0
+
+
+@dataclass(frozen=True)
+class GroundPlane:
+    """The plane n . p + d = 0 (n a unit normal pointing up) in the sensor frame."""
+
+    normal: np.ndarray
+    offset: float
+
+    def distance(self, p: np.ndarray) -> np.ndarray:
+        """Signed height of points ``p`` (..., 3) above the plane."""
+        return np.asarray(p @ self.normal + self.offset)
+
+    @property
+    def sensor_height_m(self) -> float:
+        """Height of the sensor's origin above the plane."""
+        return float(self.offset)
+
+
+def _tolerance(r: np.ndarray) -> np.ndarray:
+    return 0.1 + 0.005 * r
+
+
+def _ransac(
+    p: np.ndarray, rng: np.random.Generator, iters: int = 300
+) -> tuple[GroundPlane | None, np.ndarray]:
+    """The plane with the most inliers among ``p`` whose normal is within 10 deg of vertical."""
+    best: GroundPlane | None = None
+    best_in = np.zeros(len(p), bool)
+    if len(p) < 3:
+        return None, best_in
+    r = np.linalg.norm(p, axis=1)
+    tol = _tolerance(r)
+    cos10 = np.cos(np.radians(10.0))
+    for _ in range(iters):
+        a, b, c = p[rng.choice(len(p), 3, replace=False)]
+        n = np.cross(b - a, c - a)
+        norm = np.linalg.norm(n)
+        if norm < 1e-9:
+            continue
+        n = n / norm
+        if n[2] < 0:
+            n = -n
+        if n[2] < cos10:
+            continue
+        inl = np.abs(p @ n - n @ a) <= tol
+        if inl.sum() > best_in.sum():
+            best, best_in = GroundPlane(n, float(-(n @ a))), inl
+    if best is None:
+        return None, best_in
+    q = p[best_in]  # least squares refit on the inliers: z = a x + b y + c
+    A = np.c_[q[:, 0], q[:, 1], np.ones(len(q))]
+    coef, *_ = np.linalg.lstsq(A, q[:, 2], rcond=None)
+    n = np.array([-coef[0], -coef[1], 1.0])
+    s = np.linalg.norm(n)
+    plane = GroundPlane(n / s, float(-coef[2] / s))
+    return plane, np.abs(plane.distance(p)) <= tol
+
+
+def fit_ground(points: np.ndarray, seed: int = 0) -> GroundPlane | None:
+    """The lowest well-supported plane under the sensor among ``points`` (N, 3) within 40 m (a plane below
+    the best one that holds at least a quarter of its inliers replaces it)."""
+    rng = np.random.default_rng(seed)
+    r = np.hypot(points[:, 0], points[:, 1])
+    p = points[(r < 40.0) & (points[:, 2] < 0.0)]
+    if len(p) > 60_000:
+        p = p[rng.choice(len(p), 60_000, replace=False)]
+    plane, inl = _ransac(p, rng)
+    while plane is not None:
+        below = p[plane.distance(p) < -0.3]
+        lower, lin = _ransac(below, rng)
+        if lower is None or lin.sum() < max(0.25 * inl.sum(), 200):
+            break
+        plane, inl = lower, lin
+    return plane
+
+
+def _band_medians(r: np.ndarray, i: np.ndarray) -> list[float | None]:
+    out: list[float | None] = []
+    for lo, hi in BANDS_M:
+        sel = (r >= lo) & (r < hi)
+        out.append(float(np.median(i[sel])) if sel.sum() >= 20 else None)
+    return out
+
+
+def _texture(grid: ScanGrid, ground: np.ndarray) -> tuple[float | None, int]:
+    """Share of ground points at 5-15 m off their 9-point running median by a step or more."""
+    lo, hi = TEXTURE_RANGE_M
+    half = TEXTURE_WINDOW // 2
+    off, total = 0, 0
+    for k in range(grid.range_m.shape[0]):
+        sel = np.flatnonzero(ground[k] & (grid.range_m[k] >= lo) & (grid.range_m[k] < hi))
+        if sel.size < TEXTURE_WINDOW:
+            continue
+        v = grid.intensity[k, sel]
+        med = np.median(np.lib.stride_tricks.sliding_window_view(v, TEXTURE_WINDOW), axis=1)
+        centre = v[half : half + med.size]
+        off += int(np.count_nonzero(np.abs(centre - med) >= grid.step * (1 - 1e-6)))
+        total += med.size
+    return (off / total if total else None), total
+
+
+def _horizon(
+    grid: ScanGrid, plane: GroundPlane, ground: np.ndarray
+) -> tuple[float | None, list[tuple[float, float, int]]]:
+    """(horizon m, per ring (median range to the plane, P(ground return), rays)) of unblocked rays."""
+    denom = grid.direction @ plane.normal
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = -plane.offset / denom
+    meets = (denom < -1e-6) & np.isfinite(t) & (t > 0) & grid.in_view
+    ret = grid.returned
+    blocked = ret & ~ground & (grid.range_m < t)  # something stands in front of the ground
+    # a ray without a return between rays that something stood in front of is a hole in that object
+    # (a car's window), not a miss of the ground: its neighbours along the ring (2 each side) tell
+    beside = np.zeros_like(blocked)
+    for shift in (-2, -1, 1, 2):
+        beside |= np.roll(blocked, shift, axis=1)
+    blocked = blocked | (~ret & beside)
+    rows = []
+    for k in range(grid.range_m.shape[0]):
+        use = meets[k] & ~blocked[k]
+        n = int(use.sum())
+        if n < 30:
+            continue
+        p = float((ret[k] & use).sum() / n)
+        rows.append((float(np.median(t[k, use])), p, n))
+    rows.sort()
+    good = [r for r, p, _ in rows if p >= 0.5]
+    return (max(good) if good else None), rows
+
+
+def _cell_azimuth(grid: ScanGrid) -> np.ndarray:
+    if grid.azimuth_deg is not None:
+        return grid.azimuth_deg
+    return np.degrees(np.arctan2(grid.direction[..., 1], grid.direction[..., 0]))
+
+
+RASTER_DEG = 0.02
+
+
+def _under_a_return(grid: ScanGrid, az: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """(rings, columns) bool: a ring higher up returned from the ray's azimuth (within half a step)."""
+    nbins = round(360.0 / RASTER_DEG)
+    seen = np.zeros(nbins, bool)
+    out = np.zeros(grid.range_m.shape, bool)
+    ok = np.isfinite(az)
+    bins = np.where(ok, np.floor(np.mod(np.nan_to_num(az), 360.0) / RASTER_DEG), 0).astype(np.int64) % nbins
+    for k in order:
+        out[k] = seen[bins[k]] & ok[k] & grid.in_view[k]
+        d = np.diff(np.sort(az[k][ok[k]]))
+        step = float(np.median(d[d > 0])) if np.any(d > 0) else 0.2
+        w = max(int(np.ceil(step / 2 / RASTER_DEG)), 1)
+        hit = bins[k][grid.returned[k] & ok[k]]
+        if hit.size:
+            mark = (hit[:, None] + np.arange(-w, w + 1)[None, :]) % nbins
+            seen[mark.ravel()] = True
+    return out
+
+
+def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
+    """Raydrop share, hole share and where the holes are."""
+    view = grid.in_view
+    ret = grid.returned & view
+    missing = view & ~grid.returned
+    elev = np.array(
+        [np.nanmedian(grid.direction[k, view[k], 2]) if view[k].any() else -2 for k in range(len(view))]
+    )
+    order = np.argsort(-elev)  # rings from the highest elevation down
+    az = _cell_azimuth(grid)
+    holes = missing & _under_a_return(grid, az, order)
+    rng = np.where(ret, grid.range_m, np.nan)
+    gnd = ground.astype(np.float64)
+    ncols = ret.shape[1]
+    hk, hc = np.nonzero(holes)
+    # a hole's neighbours: the rays beside it on its ring and the nearest rays of the rings next to it
+    cols = [(hk, (hc - 1) % ncols), (hk, (hc + 1) % ncols)]
+    pos = np.empty_like(order)
+    pos[order] = np.arange(order.size)
+    for step in (-1, 1):
+        nk = np.full(hk.shape, -1)
+        nc = np.zeros(hk.shape, np.int64)
+        for k in np.unique(hk):
+            j = pos[k] + step
+            if not 0 <= j < order.size:
+                continue
+            kk = order[j]
+            a = np.where(np.isfinite(az[kk]), az[kk], np.inf)
+            o = np.argsort(a)
+            a = a[o]
+            sel = hk == k
+            x = az[k, hc[sel]]
+            i = np.clip(np.searchsorted(a, x), 1, len(a) - 1)
+            left_closer = np.abs(a[i - 1] - x) < np.abs(a[i] - x)
+            nk[sel], nc[sel] = kk, o[np.where(left_closer, i - 1, i)]
+        cols.append((nk, nc))
+    rr = np.stack([np.where(k >= 0, rng[np.maximum(k, 0), c], np.nan) for k, c in cols], -1)
+    gg = np.stack([np.where(k >= 0, gnd[np.maximum(k, 0), c], np.nan) for k, c in cols], -1)
+    gg = np.where(np.isfinite(rr), gg, np.nan)
+    seen = np.isfinite(rr).any(axis=1)
+    with warnings.catch_warnings():  # rows of all-NaN neighbours are left out above; none warns
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(rr[seen], axis=1)
+        g_share = np.nanmean(gg[seen], axis=1)
+    ranges = med.tolist()
+    near_obj = int(np.count_nonzero((med < NEAR_OBJECT_M) & (g_share < 0.5)))
+    n_holes = int(holes.sum())
+    hr = np.asarray(ranges)
+    return {
+        "drop_share": float(missing.sum() / max(view.sum(), 1)),
+        "hole_share": float(n_holes / max(int(ret.sum()) + n_holes, 1)),
+        "holes": n_holes,
+        "holes_near_object_share": float(near_obj / len(ranges)) if ranges else None,
+        "holes_median_neighbour_range_m": float(np.median(hr)) if hr.size else None,
+        "holes_by_range_band": [
+            float(((hr >= lo) & (hr < hi)).mean()) if hr.size else None for lo, hi in BANDS_M
+        ],
+    }
+
+
+def realism_statistics(grid: ScanGrid, seed: int = 0) -> dict[str, Any]:
+    """Every statistic of the module docstring for one organised scan (None where it has too few points)."""
+    ret = grid.returned & grid.in_view
+    pts = grid.xyz[ret]
+    plane = fit_ground(pts, seed)
+    out: dict[str, Any] = {"scan": grid.name, "units": grid.units, "points": int(ret.sum())}
+    rng_all = grid.range_m[ret]
+    far = rng_all > ZERO_BEYOND_M
+    out["zero_share_beyond_40m"] = float((grid.intensity[ret][far] == 0).mean()) if far.sum() >= 20 else None
+    out["returns_beyond_40m"] = int(far.sum())
+    if plane is None:
+        return out | {"ground_points": 0}
+    with np.errstate(invalid="ignore"):
+        ground = ret & (np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m))
+    r = grid.range_m[ground]
+    i = grid.intensity[ground]
+    bands = _band_medians(r, i)
+    out["sensor_height_m"] = plane.sensor_height_m
+    out["ground_points"] = int(ground.sum())
+    out["ground_intensity_by_band"] = bands
+    out["ground_falloff_20_30_over_0_10"] = bands[2] / bands[0] if bands[0] and bands[2] is not None else None
+    out["ground_texture_share"], out["texture_points"] = _texture(grid, ground)
+    horizon, rows = _horizon(grid, plane, ground)
+    out["ground_horizon_m"] = horizon
+    out["horizon_rings"] = [[round(t, 2), round(p, 3), n] for t, p, n in rows]
+    out.update(_drops(grid, ground))
+    return out

@@ -1,0 +1,255 @@
+"""Organised scans for the realism statistics: every ray of a scan as a cell (ring, column), with or
+without a return, from a simulated scan's points, a KITTI ``.bin`` or an Ouster pcap.
+
+The statistics of :mod:`rt_lidar.validation.realism` need to know which rays returned nothing (raydrop,
+the ground horizon), so a cloud of points is put back on its firing grid: rings from the point's
+``ring`` field (a KITTI file has none: its points run ring after ring, each ring's azimuth sweeping the
+camera's field of view, so a ring starts where the azimuth jumps back), columns from the azimuth at
+the ring's own firing phase. An Ouster frame is already a grid (1024 columns of 64 pixels).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.sinks.pcap import read_pcap_udp
+
+__all__ = [
+    "ScanGrid",
+    "camera_view",
+    "grid_from_points",
+    "read_kitti_bin",
+    "read_kitti_calib",
+    "read_ouster_legacy_pcap",
+]
+
+
+@dataclass
+class ScanGrid:
+    """One scan as a (rings, columns) grid of rays; ``range_m`` 0 where a ray returned nothing."""
+
+    name: str
+    xyz: np.ndarray
+    """(rings, columns, 3) float64 sensor-frame point of each return (NaN where none)."""
+    range_m: np.ndarray
+    """(rings, columns) range of each return, 0 where none."""
+    intensity: np.ndarray
+    """(rings, columns) reported intensity (rounded to ``step``), 0 where none."""
+    direction: np.ndarray
+    """(rings, columns, 3) unit direction of each ray, returned or not."""
+    in_view: np.ndarray
+    """(rings, columns) bool: the ray belongs to the scan (a cropped scan leaves the rest out)."""
+    step: float
+    """The sensor's reporting step of intensity (Velodyne: 1; KITTI: 0.01; Ouster signal: 1)."""
+    units: str
+    azimuth_deg: np.ndarray | None = None
+    """(rings, columns) azimuth of each ray where the rings' columns do not line up (None: they do)."""
+
+    @property
+    def returned(self) -> np.ndarray:
+        """(rings, columns) bool: the ray has a return."""
+        return self.range_m > 0
+
+
+def _circular_phase(az_deg: np.ndarray, step: float) -> float:
+    """The ring's firing phase: the circular mean of the azimuths modulo ``step``."""
+    ang = 2 * np.pi * np.mod(az_deg, step) / step
+    return float(np.angle(np.exp(1j * ang).mean()) / (2 * np.pi) * step)
+
+
+def grid_from_points(
+    name: str,
+    xyz: np.ndarray,
+    intensity: np.ndarray,
+    ring: np.ndarray,
+    step: float,
+    units: str,
+    columns: int | None = None,
+) -> ScanGrid:
+    """The firing grid of a rotating sensor's points (one return a ray): ``columns`` per revolution (by
+    default 360 over the median azimuth step between neighbours of a ring), each ring binned at its own
+    phase; the directions of rays without a return come from the ring's median elevation."""
+    xyz = np.asarray(xyz, np.float64)
+    az = np.degrees(np.arctan2(xyz[:, 1], xyz[:, 0]))
+    rng = np.linalg.norm(xyz, axis=1)
+    el = np.degrees(np.arcsin(np.clip(xyz[:, 2] / np.maximum(rng, 1e-9), -1, 1)))
+    rings = np.unique(ring)
+    if columns is None:
+        diffs = []
+        for r in rings:
+            a = np.sort(az[ring == r])
+            d = np.diff(a)
+            diffs.append(d[(d > 1e-4) & (d < 2.0)])
+        d = np.concatenate(diffs) if diffs else np.array([])
+        if d.size == 0:
+            raise ConfigError(f"{name}: too few points to find the scan's azimuth step")
+        columns = round(360.0 / float(np.median(d)))
+    step_deg = 360.0 / columns
+    n = len(rings)
+    out_xyz = np.full((n, columns, 3), np.nan)
+    out_r = np.zeros((n, columns))
+    out_i = np.zeros((n, columns))
+    direction = np.zeros((n, columns, 3))
+    qi = np.round(np.asarray(intensity, np.float64) / step) * step
+    for k, r in enumerate(rings):
+        sel = np.flatnonzero(ring == r)
+        phase = _circular_phase(az[sel], step_deg)
+        col = np.mod(np.round((az[sel] - phase) / step_deg).astype(np.int64), columns)
+        col_rev = col[::-1]  # the first point of a cell wins: assign in reverse
+        s_rev = sel[::-1]
+        out_xyz[k, col_rev] = xyz[s_rev]
+        out_r[k, col_rev] = rng[s_rev]
+        out_i[k, col_rev] = qi[s_rev]
+        elev = np.radians(float(np.median(el[sel])))
+        caz = np.radians(phase + step_deg * np.arange(columns))
+        direction[k] = np.stack(
+            [np.cos(elev) * np.cos(caz), np.cos(elev) * np.sin(caz), np.full(columns, np.sin(elev))], -1
+        )
+    return ScanGrid(name, out_xyz, out_r, out_i, direction, np.ones((n, columns), bool), step, units)
+
+
+def read_kitti_calib(path: str | Path) -> dict[str, np.ndarray]:
+    """The matrices of a KITTI object-layout ``calib.txt`` (name -> flat float array)."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        if ":" in line:
+            key, vals = line.split(":", 1)
+            out[key.strip()] = np.array([float(v) for v in vals.split()])
+    return out
+
+
+def camera_view(direction: np.ndarray, calib: dict[str, np.ndarray], size: tuple[int, int]) -> np.ndarray:
+    """Which rays ``direction`` (..., 3) land in the image of KITTI camera 2 (``size`` = width, height)
+    at 20 m (``P2 @ R0_rect @ Tr_velo_to_cam``)."""
+    p2 = calib["P2"].reshape(3, 4)
+    r0 = np.eye(4)
+    r0[:3, :3] = calib["R0_rect"].reshape(3, 3)
+    tr = np.eye(4)
+    tr[:3, :] = calib["Tr_velo_to_cam"].reshape(3, 4)
+    pts = direction.reshape(-1, 3) * 20.0
+    h = np.concatenate([pts, np.ones((len(pts), 1))], 1) @ (p2 @ r0 @ tr).T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u, v = h[:, 0] / h[:, 2], h[:, 1] / h[:, 2]
+    inside = (h[:, 2] > 0) & (u >= 0) & (u < size[0]) & (v >= 0) & (v < size[1])
+    return inside.reshape(direction.shape[:-1])
+
+
+def _sequence_grid(
+    name: str,
+    xyz: np.ndarray,
+    intensity: np.ndarray,
+    ring: np.ndarray,
+    step: float,
+    units: str,
+    pad_deg: float,
+) -> ScanGrid:
+    """The firing grid of points stored ring after ring in firing order, whose azimuth step is not
+    regular (KITTI's HDL-64E: half steps now and then): each ring's rays are counted along its sweep, a
+    gap of g steps holding g - 1 rays without a return, ``pad_deg`` of rays added at both ends."""
+    xyz = np.asarray(xyz, np.float64)
+    az = np.degrees(np.arctan2(xyz[:, 1], xyz[:, 0]))
+    rng = np.linalg.norm(xyz, axis=1)
+    el = np.degrees(np.arcsin(np.clip(xyz[:, 2] / np.maximum(rng, 1e-9), -1, 1)))
+    rings = np.unique(ring)
+    d_all = np.concatenate([np.diff(az[ring == r]) for r in rings])
+    az_step = float(np.median(d_all[(d_all > 1e-4) & (d_all < 2.0)]))
+    pad = round(pad_deg / az_step)
+    cells, azs = [], []
+    for r in rings:
+        sel = np.flatnonzero(ring == r)
+        inc = np.maximum(1, np.round(np.diff(az[sel]) / az_step).astype(np.int64))
+        idx = pad + np.concatenate([[0], np.cumsum(inc)])
+        n = int(idx[-1]) + 1 + pad
+        cell_az = np.interp(np.arange(n), idx, az[sel], left=np.nan, right=np.nan)
+        head, tail = np.arange(pad), np.arange(int(idx[-1]) + 1, n)
+        cell_az[head] = az[sel[0]] - az_step * (pad - head)
+        cell_az[tail] = az[sel[-1]] + az_step * (tail - idx[-1])
+        cells.append((sel, idx, float(np.median(el[sel]))))
+        azs.append(cell_az)
+    width = max(len(a) for a in azs)
+    n = len(rings)
+    out_xyz = np.full((n, width, 3), np.nan)
+    out_r = np.zeros((n, width))
+    out_i = np.zeros((n, width))
+    out_az = np.full((n, width), np.nan)
+    direction = np.zeros((n, width, 3))
+    in_view = np.zeros((n, width), bool)
+    qi = np.round(np.asarray(intensity, np.float64) / step) * step
+    for k, ((sel, idx, elev), cell_az) in enumerate(zip(cells, azs, strict=True)):
+        m = len(cell_az)
+        out_xyz[k, idx], out_r[k, idx], out_i[k, idx] = xyz[sel], rng[sel], qi[sel]
+        out_az[k, :m] = cell_az
+        in_view[k, :m] = True
+        e, a = np.radians(elev), np.radians(cell_az)
+        direction[k, :m] = np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.full(m, np.sin(e))], -1)
+    return ScanGrid(name, out_xyz, out_r, out_i, direction, in_view, step, units, out_az)
+
+
+def read_kitti_bin(path: str | Path, calib_path: str | Path | None = None) -> ScanGrid:
+    """A KITTI velodyne ``.bin`` (float32 x, y, z, reflectance) on its firing grid; with ``calib_path``
+    the rays outside camera 2's 1242x375 image are out of view (KITTI object frames keep only those)."""
+    a = np.fromfile(path, np.float32).reshape(-1, 4)
+    az = np.degrees(np.arctan2(a[:, 1], a[:, 0]))
+    ring = np.concatenate([[0], np.cumsum(np.diff(az) < 0)])  # the sweep jumps back: the next ring
+    units = "KITTI reflectance 0..0.99"
+    grid = _sequence_grid(Path(path).name, a[:, :3], a[:, 3], ring, 0.01, units, 45.0)
+    if calib_path is not None:
+        grid.in_view &= camera_view(grid.direction, read_kitti_calib(calib_path), (1242, 375)) | grid.returned
+    return grid
+
+
+_LEGACY_PX = np.dtype(
+    {"names": ["range", "signal"], "formats": ["<u4", "<u2"], "offsets": [0, 6], "itemsize": 12}
+)
+
+
+def read_ouster_legacy_pcap(pcap: str | Path, metadata: str | Path) -> ScanGrid:
+    """The most complete frame of an Ouster LEGACY-profile pcap (firmware 1.x-2.x) with its metadata
+    JSON (beam angles, ``lidar_mode``): range (20 bits, mm) and ``signal`` (photon counts) per pixel."""
+    meta = json.loads(Path(metadata).read_text())
+    alt = np.asarray(meta.get("beam_altitude_angles") or meta["beam_intrinsics"]["beam_altitude_angles"])
+    azi = np.asarray(meta.get("beam_azimuth_angles") or meta["beam_intrinsics"]["beam_azimuth_angles"])
+    mode = meta.get("lidar_mode") or meta["config_params"]["lidar_mode"]
+    width = int(str(mode).split("x")[0])
+    rows = len(alt)
+    col = np.dtype(
+        {
+            "names": ["ts", "mid", "fid", "enc", "px", "status"],
+            "formats": ["<u8", "<u2", "<u2", "<u4", (_LEGACY_PX, (rows,)), "<u4"],
+            "offsets": [0, 8, 10, 12, 16, 16 + 12 * rows],
+        }
+    )
+    size = 16 * col.itemsize
+    frames: dict[int, dict[int, np.ndarray]] = {}
+    for rec in read_pcap_udp(pcap):
+        if len(rec.payload) != size:
+            continue  # IMU packets and other profiles
+        cols = np.frombuffer(rec.payload, col)
+        for c in cols:
+            if c["status"] == 0xFFFFFFFF and c["mid"] < width:
+                frames.setdefault(int(c["fid"]), {})[int(c["mid"])] = c["px"]
+    if not frames:
+        raise ConfigError(f"{pcap}: no LEGACY lidar packets of {size} bytes ({rows} beams)")
+    fid = max(frames, key=lambda f: len(frames[f]))
+    got = frames[fid]
+    rng = np.zeros((rows, width))
+    sig = np.zeros((rows, width))
+    in_view = np.zeros((rows, width), bool)
+    for m, px in got.items():
+        rng[:, m] = (px["range"] & 0xFFFFF) / 1000.0
+        sig[:, m] = px["signal"]
+        in_view[:, m] = True
+    theta = 2 * np.pi * (1 - np.arange(width) / width)[None, :] - np.radians(azi)[:, None]
+    phi = np.radians(alt)[:, None]
+    direction = np.stack(
+        [np.cos(phi) * np.cos(theta), np.cos(phi) * np.sin(theta), np.broadcast_to(np.sin(phi), theta.shape)],
+        -1,
+    )
+    xyz = np.where((rng > 0)[..., None], direction * rng[..., None], np.nan)
+    sig = np.where(rng > 0, sig, 0.0)
+    return ScanGrid(Path(pcap).name, xyz, rng, sig, direction, in_view, 1.0, "Ouster signal (photons)")

@@ -1,0 +1,151 @@
+"""The realism statistics (issue 40): on synthetic grids whose answer is known, on the real frames of the
+shared reference (KITTI's HDL-64E, an Ouster OS1-64 read back by ouster-sdk too), and on simulated scans."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rt_lidar.validation.realism import realism_statistics
+from rt_lidar.validation.realism_grid import (
+    ScanGrid,
+    grid_from_points,
+    read_kitti_bin,
+    read_ouster_legacy_pcap,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = next(
+    (
+        p / "shared" / "reference" / "real"
+        for p in ROOT.parents
+        if (p / "shared" / "reference" / "real").is_dir()
+    ),
+    None,
+)
+PEER = ROOT / ".venv-ouster" / "bin" / "python"
+if not PEER.exists():
+    PEER = Path("/work/main/.venv-ouster/bin/python")
+needs_real = pytest.mark.skipif(REAL is None, reason="../shared/reference/real absent")
+
+
+def _flat_ground(intensity_of, drop_beyond_m: float = 1e9, height: float = 1.8, seed: int = 0) -> ScanGrid:
+    """A sensor ``height`` over an endless plane: 32 rings from -25 to -1 deg, 1,000 columns; rays whose
+    ground range exceeds ``drop_beyond_m`` return nothing."""
+    rng = np.random.default_rng(seed)
+    el = np.radians(np.linspace(-25, -1, 32))
+    az = np.radians(np.arange(1000) * 0.36)
+    d = np.stack(
+        np.broadcast_arrays(
+            np.cos(el)[:, None] * np.cos(az), np.cos(el)[:, None] * np.sin(az), np.sin(el)[:, None]
+        ),
+        -1,
+    )
+    r = height / -d[..., 2]
+    keep = r < drop_beyond_m
+    xyz = (d * r[..., None])[keep]
+    ring = np.broadcast_to(np.arange(32)[:, None], r.shape)[keep]
+    return grid_from_points("flat", xyz, intensity_of(r[keep], rng), ring, 1.0, "counts")
+
+
+def test_flat_ground_gives_its_falloff_horizon_and_no_texture() -> None:
+    g = _flat_ground(lambda r, rng: np.round(100.0 / (1 + r / 10.0)), drop_beyond_m=30.0)
+    s = realism_statistics(g)
+    assert s["sensor_height_m"] == pytest.approx(1.8, abs=0.02)
+    b = s["ground_intensity_by_band"]
+    assert b[0] > b[1] > b[2] and b[4] is None
+    assert s["ground_falloff_20_30_over_0_10"] == pytest.approx(b[2] / b[0])
+    assert 25.0 <= s["ground_horizon_m"] < 30.0  # the farthest ring before the drops begin
+    assert s["ground_texture_share"] == pytest.approx(
+        0.0, abs=0.02
+    )  # smooth in range, so smooth along a ring
+    assert s["zero_share_beyond_40m"] is None  # nothing returns beyond 30 m
+
+
+def test_texture_and_zeros_move_with_the_scan() -> None:
+    speckled = realism_statistics(_flat_ground(lambda r, rng: np.round(50 + 5 * rng.standard_normal(r.size))))
+    assert speckled["ground_texture_share"] > 0.5
+    zeros = realism_statistics(_flat_ground(lambda r, rng: np.where(r > 40, 0.0, 30.0)))
+    assert zeros["zero_share_beyond_40m"] == 1.0
+    again = realism_statistics(_flat_ground(lambda r, rng: np.round(50 + 5 * rng.standard_normal(r.size))))
+    assert again == speckled  # deterministic
+
+
+@needs_real
+def test_kitti_frame_statistics() -> None:
+    assert REAL is not None
+    k = REAL / "kitti_000008"
+    g = read_kitti_bin(k / "velodyne_000008.bin", k / "calib.txt")
+    assert int(g.returned.sum()) == 17_238  # every point on the grid, one a cell
+    s = realism_statistics(g)
+    assert 1.6 < s["sensor_height_m"] < 2.0  # KITTI's HDL-64E sits 1.73 m up
+    assert s["ground_horizon_m"] >= 60.0  # realism-statistics.md: >= 64 m
+    assert 0.12 <= s["ground_texture_share"] <= 0.84
+    assert 0.4 <= s["zero_share_beyond_40m"] <= 0.8  # the S2 reports ~half its far returns as 0
+    assert 0.10 <= s["hole_share"] <= 0.25  # the issue: 15.7 % in the camera crop
+    assert s["holes_near_object_share"] > 0.5  # holes in near cars, not far grazing road
+
+
+@needs_real
+@pytest.mark.skipif(not PEER.exists(), reason="ouster-sdk peer venv absent: run tools/setup_ouster_peer.sh")
+def test_ouster_frame_matches_ouster_sdk(tmp_path: Path) -> None:
+    assert REAL is not None
+    o = REAL / "ouster_os1_64"
+    pcap, meta = o / "OS-1-64_1024x10_fw20.pcap", o / "OS-1-64_sensor_config_reduced.json"
+    g = read_ouster_legacy_pcap(pcap, meta)
+    script = tmp_path / "read.py"
+    script.write_text(
+        "import sys, numpy as np\n"
+        "from ouster.sdk import open_source\n"
+        "from ouster.sdk.core import ChanField, destagger\n"
+        "src = open_source(sys.argv[1], meta=[sys.argv[2]], index=False)\n"
+        "scans = [fs[0] for fs in src]\n"
+        "s = max(scans, key=lambda s: int((s.field(ChanField.RANGE) > 0).sum()))\n"
+        "np.savez(sys.argv[3], r=s.field(ChanField.RANGE), sig=s.field(ChanField.SIGNAL))\n"
+    )
+    out = tmp_path / "sdk.npz"
+    subprocess.run(
+        [str(PEER), str(script), str(pcap), str(meta), str(out)], check=True, timeout=120, capture_output=True
+    )
+    sdk = np.load(out)
+    assert np.array_equal(np.round(g.range_m * 1000).astype(np.int64), sdk["r"].astype(np.int64))
+    assert np.array_equal(
+        g.intensity.astype(np.int64), np.where(sdk["r"] > 0, sdk["sig"], 0).astype(np.int64)
+    )
+    assert g.intensity.max() == 1241  # the issue's figure: the real frame's largest signal
+
+
+def test_validate_realism_reports_every_preset_beside_real_scans(tmp_path: Path) -> None:
+    from rt_lidar.validation.realism_experiment import REALISM_PRESETS
+    from rt_lidar.validation.report import run_validation, trend_checks
+
+    rep = run_validation(tmp_path, ["realism"])["realism"]
+    assert rep["presets"] == list(REALISM_PRESETS)
+    for key in ("falloff", "horizon_m", "texture", "zeros40"):
+        assert len(rep[f"sim_{key}"]) == len(REALISM_PRESETS) and len(rep[f"residual_{key}"]) == len(
+            REALISM_PRESETS
+        )
+        assert all(v is not None for v in rep[f"sim_{key}"])
+    assert (tmp_path / "realism.png").stat().st_size > 20_000  # one column of panels per sensor
+    assert "![realism](realism.png)" in (tmp_path / "report.md").read_text()
+    if REAL is not None:
+        assert rep["real_frames"] == {"HDL-64E": "velodyne_000008.bin", "OS1-64": "OS-1-64_1024x10_fw20.pcap"}
+        assert rep["residual_real_frame_zeros40"][0] is not None
+    assert all(ok for _, ok in trend_checks({"realism": rep})["realism"])
+
+
+def test_validate_prints_simulated_beside_real(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from rt_lidar.cli.validate import add_validate_parser
+
+    p = argparse.ArgumentParser()
+    add_validate_parser(p.add_subparsers())
+    args = p.parse_args(["validate", "--out", str(tmp_path), "--only", "realism"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "preset   statistic   simulated real frame   published  residual" in out
+    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 4

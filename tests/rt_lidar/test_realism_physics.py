@@ -1,0 +1,151 @@
+"""Issue 40's physics: rough-road backscatter, ground texture and the measured intensity chain, each held to
+the realism statistic it was made for (it moves the right way) and to determinism."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rt_lidar.errors import ConfigError
+from rt_lidar.kernels.texture import texture_factor
+from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.intensity_chain import measured_amplitude, reported_intensity
+from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.points import PointFlag
+from rt_lidar.sensor.materials import load_material_table
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.unreal_bridge.world import wall_scene
+from rt_lidar.validation.realism import realism_statistics
+from rt_lidar.validation.realism_experiment import simulated_grids
+
+
+@pytest.fixture(scope="module")
+def hdl64() -> list[dict]:
+    return [realism_statistics(g) for g in simulated_grids("HDL-64E")]
+
+
+def test_asphalt_keeps_its_backscatter_at_grazing_incidence() -> None:
+    table = load_material_table()
+    m = table.arrays(["asphalt", "building_plaster"], 905.0)
+    rho = table.reflectance("asphalt", 905.0)
+    assert m.hemispherical()[0] == pytest.approx(rho)  # sunlight and wet roads keep the albedo
+    echo = EchoModel(load_preset("HDL-64E"), m)
+    cos = np.array([1.0, 0.35, 0.07, 0.027], np.float32)  # 1.75 m up: normal, 5 m, 25 m, 64 m
+    _, s = echo.power(np.full(4, 10.0, np.float32), cos, np.zeros(4, np.int16), np.ones(4, np.float32))
+    assert s[0] == pytest.approx(rho, rel=1e-5)  # head-on: the measured reflectance
+    assert s[2] / s[1] > 0.45  # Lambertian: 0.07 / 0.35 = 0.2
+    assert s[3] > 0.15 * rho  # Lambertian: 0.027 rho
+    _, plaster = echo.power(np.full(4, 10.0, np.float32), cos, np.ones(4, np.int16), np.ones(4, np.float32))
+    assert plaster[2] / plaster[1] == pytest.approx(0.2, rel=1e-5)  # smooth materials stay Lambertian
+
+
+def test_a_material_cannot_have_both_lobes(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parents[2] / "sensor_presets" / "materials.toml"
+    text = src.read_text().replace(
+        "backscatter_fraction = 0.2\n", "backscatter_fraction = 0.2\nretro_gain = 1.0\n", 1
+    )
+    bad = tmp_path / "m.toml"
+    bad.write_text(text)
+    with pytest.raises(ConfigError, match="backscatter_fraction and retro_gain"):
+        load_material_table(bad)
+
+
+def test_texture_is_fixed_in_the_world_and_has_its_spread() -> None:
+    rng = np.random.default_rng(0)
+    pts = rng.uniform(-50, 50, (20_000, 3))
+    seed = np.full(len(pts), 7, np.uint64)
+    cell = np.full(len(pts), 0.1)
+    sigma = np.full(len(pts), 0.12, np.float32)
+    f = texture_factor(pts, seed, cell, sigma)
+    assert f.dtype == np.float32
+    assert np.array_equal(f, texture_factor(pts.copy(), seed, cell, sigma))  # same spot, same factor
+    assert float(np.mean(f)) == pytest.approx(1.0, abs=0.01)
+    assert float(np.std(np.log(f))) == pytest.approx(0.12, rel=0.05)
+    other = texture_factor(pts, seed + np.uint64(1), cell, sigma)
+    assert abs(float(np.corrcoef(np.log(f), np.log(other))[0, 1])) < 0.05  # another material, another pattern
+    nudged = texture_factor(pts + 1e-3, seed, cell, sigma)
+    assert 0.95 < (nudged == f).mean() < 1.0  # a cube reads one value; a step of 1 mm leaves 3 % of them
+    road = np.c_[pts[:, :2], np.zeros(len(pts))]  # a flat road at z = 0 lies mid-cube, not on a face
+    assert np.array_equal(
+        texture_factor(road, seed, cell, sigma), texture_factor(road - [0, 0, 1e-9], seed, cell, sigma)
+    )
+
+
+def test_the_road_of_the_demo_street_looks_real_on_an_hdl64e(hdl64: list[dict]) -> None:
+    falloff = np.mean([s["ground_falloff_20_30_over_0_10"] for s in hdl64])
+    horizon = np.mean([s["ground_horizon_m"] for s in hdl64])
+    texture = np.mean([s["ground_texture_share"] for s in hdl64])
+    zeros = np.mean([s["zero_share_beyond_40m"] for s in hdl64])
+    assert 0.45 <= falloff <= 0.76  # before issue 40: 0.22 (Lambertian asphalt)
+    assert horizon > 30.0  # before: 23 m (real: >= 64 m, docs/realism.md)
+    assert 0.12 <= texture <= 0.84  # before: 0.004
+    assert 0.4 <= zeros <= 0.7  # the S2's zeros beyond 40 m; before: none
+    again = [realism_statistics(g) for g in simulated_grids("HDL-64E")]
+    assert again == hdl64  # deterministic
+
+
+def test_intensity_is_measured_with_the_detections_noise() -> None:
+    scene = wall_scene(20.0, "building_plaster", width_m=30.0, height_m=20.0, ground=False)
+
+    def wall(noisy: bool) -> np.ndarray:
+        cfg = PhysicsConfig(range_noise=False, receiver_noise=noisy)
+        pts = build_pipeline("VLP-16", scene, seed=1, physics=cfg).pipeline.scans(1)[0].points
+        return pts[np.abs(pts["x"] - 20.0) < 0.5]
+
+    ideal, noisy = wall(False), wall(True)
+    assert np.array_equal(noisy["intensity"], np.round(noisy["intensity"]))  # 8-bit steps
+    key = lambda p: p["t"].astype(np.int64) * 64 + p["ring"]  # noqa: E731
+    _, i_n, i_i = np.intersect1d(key(noisy), key(ideal), return_indices=True)
+    ratio = noisy["reflectivity"][i_n] / ideal["reflectivity"][i_i]
+    assert abs(float(np.mean(ratio)) - 1.0) < 0.01  # unbiased
+    assert float(np.std(ratio)) > 1e-3  # a plastered wall no longer reads one flat value
+
+
+def test_weak_returns_saturation_and_spad_compression() -> None:
+    p = load_preset("OS1-64")
+    thr = p.pulse.detection_threshold_w
+    amp = np.array([thr, 10 * thr, 1e3 * thr, 1e6 * thr, 1e9 * thr])
+    counts = reported_intensity(p, amp, np.ones(5, np.float32), np.full(5, 30.0))
+    assert np.all(np.diff(counts) >= 0) and counts.max() <= p.output.saturation_counts  # no 65,535 clip
+    near = reported_intensity(p, amp, np.ones(5, np.float32), np.full(5, 3.0))
+    assert np.all(near <= counts)  # the near field's overlap
+    assert measured_amplitude(p, np.array([0.5 * thr]), np.array([thr]), np.array([-3.0]))[0] == thr
+    s2 = load_preset("HDL-64E")
+    weak = reported_intensity(
+        s2, np.array([2.0, 3.0]) * s2.pulse.detection_threshold_w, np.full(2, 0.2), np.full(2, 50.0)
+    )
+    assert weak[0] == 0 and weak[1] == 20
+    vls = load_preset("VLS-128")
+    faint = reported_intensity(
+        vls, np.array([1.5 * vls.pulse.detection_threshold_w]), np.full(1, 1e-3), np.full(1, 90.0)
+    )
+    assert faint[0] == 1  # a calibrated Velodyne never reports a return as 0
+    v = dataclasses.replace(s2, output=dataclasses.replace(s2.output, weak_zero_snr=0.0))
+    assert reported_intensity(v, np.array([2.0]) * thr, np.full(1, 0.2), np.full(1, 50.0))[0] == 20
+
+
+def test_saturated_is_set_on_retro_reflectors() -> None:
+    pts = build_pipeline("VLP-16", "street", seed=1).pipeline.scans(1)[0].points
+    sat = (pts["flags"] & int(PointFlag.SATURATED)) != 0
+    assert sat.any()
+    assert np.median(pts["reflectivity"][sat]) > 1.0  # the sheeting of plates and signs
+
+
+def test_legacy_packets_of_firmware_2_0_carry_signal_times_range_squared() -> None:
+    from rt_lidar.sinks.ouster import OusterPacketizer, legacy_reflectivity_is_signal_r2, metadata_for
+
+    preset = load_preset("OS1-64")
+    meta = metadata_for(preset, None, "LEGACY")
+    assert legacy_reflectivity_is_signal_r2(meta)  # our metadata says firmware v2.0.0
+    pz = OusterPacketizer(preset, meta)
+    img = pz.image(build_pipeline("OS1-64", "street", seed=1).pipeline.scans(1)[0])
+    got = img["range"] > 0
+    r_m = img["range"][got] / 1000.0
+    want = np.clip(np.round(img["signal"][got] * r_m * r_m), 0, 65535)
+    assert np.abs(img["reflectivity"][got] - want).max() <= 1 + 0.002 * want.max()  # range rounded to mm
+    newer = dict(meta, sensor_info=dict(meta["sensor_info"], build_rev="v2.1.0"))
+    assert not legacy_reflectivity_is_signal_r2(newer)  # 2.1+: calibrated reflectivity
