@@ -136,6 +136,7 @@ def _material_as_segment(hits: Hits) -> Hits:
 
     out = copy.copy(hits)
     out.segment = (hits.material.astype(np.int64) + 1).clip(0).astype(np.uint32)
+    out.glass_segment = (hits.glass_material.astype(np.int64) + 1).clip(0).astype(np.uint32)  # its echoes too
     return out
 
 

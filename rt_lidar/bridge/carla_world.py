@@ -39,6 +39,8 @@ MATERIAL_TAGS: dict[str, int] = {
     "bark": 9,
     "grass": 10,  # Terrain
     "rock": 20,  # Static
+    "car_glass": 14,  # a car's windows and cabin are Car too
+    "interior": 14,
 }
 """The CARLA 0.9.14 tag a surface of each embedded material would carry (CARLA tags classes, not
 materials: brick and plaster are both Building, every car part is Car)."""

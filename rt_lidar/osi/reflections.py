@@ -53,6 +53,10 @@ class RayEchoes:
     segment: np.ndarray  # (rays,) uint32
 
 
+ECHO_FLOOR = 1e-6
+"""Reflections weaker than this fraction of the preset's detection threshold are left out (no echo)."""
+
+
 def ray_echoes(hits: Hits, echo: EchoModel) -> RayEchoes:
     """Each ray's single echo: the surface it ended on (through any glass), or the glass's own mirror
     echo where that is stronger (as the single-ray physics picks)."""
@@ -70,7 +74,9 @@ def ray_echoes(hits: Hits, echo: EchoModel) -> RayEchoes:
         power[won] = np.asarray(gp, np.float64)[np.asarray(gp, np.float64) > power[gi]]
         rng_m[won] = hits.glass_range_m[won]
         segment[won] = hits.glass_segment[won]
-    hit = np.isfinite(rng_m) & (power > 0)
+    # an echo 60 dB below the detection threshold is none: a glancing ray on glass's mirror lobe underflows
+    # to 1e-46 of the pulse, which no receiver sees (and would read as -460 dB)
+    hit = np.isfinite(rng_m) & (power > ECHO_FLOOR * echo.preset.pulse.detection_threshold_w)
     return RayEchoes(hit, rng_m, power / echo.preset.pulse.peak_power_w, segment)
 
 

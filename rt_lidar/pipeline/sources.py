@@ -120,7 +120,8 @@ class Hits:
     comparison; the physics computes its own. None = the source gives none."""
     normal: np.ndarray | None = None
     """(rays, 3) float32 world-frame normal of the surface each ray ended on, facing the ray (not
-    normalised; zero for misses); only from a source asked for it (``WorldSource.keep_normals``)."""
+    normalised; zero where the ray met no surface, the glass's where it went through glass into nothing);
+    only from a source asked for it (``WorldSource.keep_normals``)."""
     weather: dict[str, float] | None = None
     """The sim's weather when these rays were cast (a source with :attr:`Capabilities.weather`: the
     server's ``simSetWeatherParameter``), as :class:`~rt_lidar.physics.weather.WeatherConfig` fields;

@@ -90,7 +90,9 @@ def test_stock_getlidardata_is_recovered_to_the_extension_hits():
         assert (rec.segment[both] == truth.segment[both]).mean() > 0.995
         # normals from the organised range image agree with the exact ones on most surfaces
         err = np.abs(rec.cos_incidence[both] - truth.cos_incidence[both])
-        assert np.median(err) < 0.05
+        # 0.045 on the street before issue 40 made cars hollow behind their glazing (the cabins' faces
+        # are small and at all angles: neighbours' ranges there say little of a face's normal); 0.053 after
+        assert np.median(err) < 0.06
     finally:
         server.close()
 
@@ -353,8 +355,10 @@ def test_sub_rays_from_a_server_without_the_call_warn_and_cast_one_ray_a_pulse(u
 
 
 # sha256[:16] of the msgpack of a 2-argument rtLidarGetHits answer (two-plane scene, VLP-16, 10 ms),
-# computed at git fbc8de0, before rtLidarGetBeamHits existed
-HITS_ANSWER_V1 = "cb69cc1853b37eb9"
+# computed at git fbc8de0, before rtLidarGetBeamHits existed (cb69cc1853b37eb9); re-pinned when issue 40
+# added the materials interior and car_glass, which every answer's info.materials lists: with those two
+# names taken out of the list the answer still hashes to cb69cc1853b37eb9
+HITS_ANSWER_V1 = "4d226a704e2e3a86"
 
 
 def _raw_hits(client, method="rtLidarGetHits", *extra):

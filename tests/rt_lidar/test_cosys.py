@@ -144,7 +144,12 @@ def test_controller_reads_both_cosys_lidars(cosys_server, flavor):
     assert np.median(np.abs(got.range_m[both] - truth.range_m[both])) < 0.05
     got_names = np.array(source.material_names)[got.material[both]]
     true_names = np.array(sim.world.material_names)[truth.material[both]]
-    assert np.mean(got_names == true_names) > 0.5
+    # names tell an object's class, not its faces' materials (a car's glass and cabin, a building's
+    # windows and the rooms behind them): compared by class, where the rules must be right
+    got_class, true_class = _classes(got_names), _classes(true_names)
+    same = (got_class == true_class) | ((true_names == "interior") & np.isin(got_class, ["car", "building"]))
+    assert np.mean(same) > 0.95
+    assert np.mean(got_names == true_names) > 0.4
     assert source.stats.grid_error_deg is not None and source.stats.grid_error_deg < 0.2
     if flavor == "cosys-gpu":
         assert got.source_intensity is not None and np.all(got.source_intensity[both] > 0)
@@ -154,3 +159,26 @@ def test_controller_reads_both_cosys_lidars(cosys_server, flavor):
         said = source.material_assignment  # the CPU lidar's names are read through the rules: no ids set
         assert said is not None and said.ids == {} and said.unmatched == []
         assert sum(len(v) for v in said.objects.values()) == len(sim.actor_names)
+
+
+_CLASS = {
+    **dict.fromkeys(
+        [
+            "car_paint_red",
+            "car_paint_white",
+            "car_paint_black",
+            "chrome",
+            "plate_sheeting",
+            "rubber",
+            "car_glass",
+        ],
+        "car",
+    ),
+    **dict.fromkeys(["brick", "building_plaster", "glass"], "building"),
+    **dict.fromkeys(["vegetation", "bark"], "tree"),
+}
+
+
+def _classes(names: np.ndarray) -> np.ndarray:
+    """The class each material belongs to (itself where it is a class of its own)."""
+    return np.array([_CLASS.get(str(n), str(n)) for n in names])
