@@ -13,6 +13,7 @@ import numpy as np
 
 from rt_lidar.faults.optical import in_azimuth, in_elevation
 from rt_lidar.faults.spec import Blinding, Dirt, MountDrift, NoiseBurst, RangeBias, RotationWobble
+from rt_lidar.physics.source_fields import extra_fill
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
@@ -51,8 +52,9 @@ class Cloud:
         self.extras = {k: v[keep] for k, v in self.extras.items()}
 
     def add(self, new: np.ndarray, bit: int) -> None:
-        """Insert false points ``new`` (sorted by ``t``; their extras 0), flagged ``bit``, keeping the
-        scan in time order (a new point goes after the scan's points of the same time)."""
+        """Insert false points ``new`` (sorted by ``t``; their extras :func:`extra_fill`'s), flagged
+        ``bit``, keeping the scan in time order (a new point goes after the scan's points of the same
+        time)."""
         if new.size == 0:
             return
         t = self.points["t"]
@@ -70,7 +72,7 @@ class Cloud:
         bits[old], bits[at] = self.bits, bit
         extras = {}
         for k, v in self.extras.items():
-            e = np.zeros(n + m, v.dtype)
+            e = extra_fill(k, n + m, v.dtype)
             e[old] = v
             extras[k] = e
         self.points, self.bits, self.extras = pts, bits, extras
