@@ -13,6 +13,7 @@ import numpy as np
 
 from rt_lidar.faults.optical import in_azimuth, in_elevation
 from rt_lidar.faults.spec import Blinding, Dirt, MountDrift, NoiseBurst, RangeBias, RotationWobble
+from rt_lidar.physics.source_fields import extra_fill
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
@@ -51,8 +52,9 @@ class Cloud:
         self.extras = {k: v[keep] for k, v in self.extras.items()}
 
     def add(self, new: np.ndarray, bit: int) -> None:
-        """Insert false points ``new`` (sorted by ``t``; their extras 0), flagged ``bit``, keeping the
-        scan in time order (a new point goes after the scan's points of the same time)."""
+        """Insert false points ``new`` (sorted by ``t``; their extras :func:`extra_fill`'s), flagged
+        ``bit``, keeping the scan in time order (a new point goes after the scan's points of the same
+        time)."""
         if new.size == 0:
             return
         t = self.points["t"]
@@ -70,7 +72,7 @@ class Cloud:
         bits[old], bits[at] = self.bits, bit
         extras = {}
         for k, v in self.extras.items():
-            e = np.zeros(n + m, v.dtype)
+            e = extra_fill(k, n + m, v.dtype)
             e[old] = v
             extras[k] = e
         self.points, self.bits, self.extras = pts, bits, extras
@@ -244,7 +246,10 @@ def apply_range_bias(cloud: Cloud, fault: RangeBias, on: np.ndarray) -> None:
 
 def apply_wobble(cloud: Cloud, fault: RotationWobble, on: np.ndarray) -> None:
     """The rotor's phase leads the nominal by ``amplitude_deg * sin(2 pi t / period_s)``: the firing
-    that looked at a point's azimuth happened that much earlier (later where it lags)."""
+    that looked at a point's azimuth happened that much earlier (later where it lags), and the sensor,
+    whose encoder follows the nominal phase, reports the point at the azimuth its schedule has at that
+    time: the point turns about z by the lead, against the rotation (the world is not cast again for
+    the shift: the sensor's motion over it is left out)."""
     p = cloud.preset
     hz = p.scan.rotation_hz
     if p.scan.pattern != "rotating" or not hz or not on.any():
@@ -256,6 +261,14 @@ def apply_wobble(cloud: Cloud, fault: RotationWobble, on: np.ndarray) -> None:
     t = cloud.points["t"].astype(np.int64)
     t[on] -= shift[on]
     cloud.points["t"] = t
+    # the nominal azimuth moves by sign * deg_per_ns * dt over dt = -shift (sign -1: a clockwise head)
+    sign = -1.0 if p.scan.rotation_direction == "cw" else 1.0
+    turn = np.radians(-sign * deg_per_ns * shift[on].astype(np.float64))
+    pts = cloud.points
+    x, y = pts["x"][on].astype(np.float64), pts["y"][on].astype(np.float64)
+    c, s = np.cos(turn), np.sin(turn)
+    pts["x"][on] = (c * x - s * y).astype(np.float32)
+    pts["y"][on] = (s * x + c * y).astype(np.float32)
     cloud.bits[on] |= int(PointFlag.FAULT_TIMING)
     order = np.argsort(cloud.points["t"], kind="stable")
     if not np.array_equal(order, np.arange(order.size)):

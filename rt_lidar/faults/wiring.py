@@ -14,7 +14,7 @@ from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.base import ScanSink, SinkContext
 
-__all__ = ["fault_plan", "with_faults"]
+__all__ = ["fault_plan", "message_sinks_with_faults", "with_faults"]
 
 Post = Callable[[Scan], "Scan | None"]
 
@@ -41,6 +41,20 @@ def _message_sink_kind(sink: ScanSink) -> str | None:
     return None
 
 
+def message_sinks_with_faults(plan: FaultPlan | None, sinks: Sequence[ScanSink]) -> list[ScanSink]:
+    """``sinks`` with each message sink (``zmq``, a rig's stream, ``ros2``) behind ``plan``'s network
+    faults that apply to it; the packet sinks take theirs through ``SinkContext.faults``."""
+    out: list[ScanSink] = []
+    for sink in sinks:
+        kind = _message_sink_kind(sink)
+        if plan is not None and kind is not None and plan.network:
+            net = NetworkFaults(plan.network, kind, plan.seed, plan)
+            out.append(FaultyStream(sink, net) if net else sink)
+        else:
+            out.append(sink)
+    return out
+
+
 def with_faults(
     plan: FaultPlan,
     pipeline: Pipeline,
@@ -52,14 +66,7 @@ def with_faults(
     ``post``, the stream sinks wrapped, the plan in the sinks' context; returns the new sinks,
     context and post."""
     pipeline.on_hits = plan.on_hits
-    out: list[ScanSink] = []
-    for sink in sinks:
-        kind = _message_sink_kind(sink)
-        if kind is not None and plan.network:
-            net = NetworkFaults(plan.network, kind, plan.seed, plan)
-            out.append(FaultyStream(sink, net) if net else sink)
-        else:
-            out.append(sink)
+    out = message_sinks_with_faults(plan, sinks)
     first = post
 
     def faulted(scan: Scan) -> Scan | None:

@@ -29,6 +29,7 @@ from rt_lidar.physics.fused import detect, detections, pack_points, prepare, ran
 from rt_lidar.physics.intensity_chain import measured_amplitude, reported_intensity, saturated_flags
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.returns import Detections, waveform_detections
+from rt_lidar.physics.source_fields import source_intensity_of_points
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
 from rt_lidar.physics.wet_road import wet_road_apply
@@ -96,12 +97,19 @@ class PhysicsResult:
     """Sunlight (background) power (W, float32) on the detector during each point's pulse, from the
     footprint it looked at (:func:`~rt_lidar.physics.ambient.pulse_background_w`); set when the sun is
     on (at night there is none). What an Ouster reports as near-IR / ambient."""
+    source_intensity: np.ndarray | None = None
+    """(points,) float32 the hit source's own intensity of each point's ray (Cosys-AirSim's GPU lidar,
+    :func:`~rt_lidar.physics.source_fields.source_intensity_of_points`), NaN for a point that is not
+    its ray's surface; None when the source gives none."""
 
     def extras(self) -> dict[str, np.ndarray]:
-        """Optional per-point fields beside ``points`` (``epw_ns``, ``ambient_w`` when computed)."""
+        """Optional per-point fields beside ``points`` (``epw_ns``, ``ambient_w``, ``source_intensity``
+        when computed or given)."""
         out = {} if self.epw_ns is None else {"epw_ns": self.epw_ns}
         if self.ambient_w is not None:
             out["ambient_w"] = self.ambient_w
+        if self.source_intensity is not None:
+            out["source_intensity"] = self.source_intensity
         return out
 
 
@@ -249,6 +257,7 @@ class SensorPhysics:
             dropped=hits.pulses - with_return,
             epw_ns=epw,
             ambient_w=ambient,
+            source_intensity=source_intensity_of_points(hits, idx, det.segment, det.flags),
         )
 
     def range_walk(self, range_m: np.ndarray, power_w: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 from rt_lidar.allocator import prefault_heap
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsResult, SensorPhysics
+from rt_lidar.physics.source_fields import extra_fill
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
 from rt_lidar.pipeline.sources import Hits, HitSource, Pose, WorldSource, pose_at
 from rt_lidar.sensor.presets import SensorPreset
@@ -356,7 +357,7 @@ class Pipeline:
         points, extras = result.points, result.extras()
         if extra is not None and extra.size:
             points = np.concatenate([points, extra])
-            extras = {n: np.concatenate([v, np.zeros(extra.size, v.dtype)]) for n, v in extras.items()}
+            extras = {n: np.concatenate([v, extra_fill(n, extra.size, v.dtype)]) for n, v in extras.items()}
             order = np.argsort(points["t"], kind="stable")
             points, extras = points[order], {n: v[order] for n, v in extras.items()}
         # 4. stitch into scans (a remote source reports the firings it really swept); a scan's pose is

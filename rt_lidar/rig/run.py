@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from rt_lidar.config import DEFAULT_CASTER, SceneSetup
 from rt_lidar.errors import ConfigError
+from rt_lidar.faults.wiring import message_sinks_with_faults
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.builder import build_world
@@ -135,7 +136,7 @@ def drive_rig(
                 sinks.append(bag.sink(s.name))
             if stream is not None:
                 sinks.append(stream.sink(s.name))
-            fan = SinkFanout(sinks)
+            fan = SinkFanout(message_sinks_with_faults(plans.get(s.name), sinks))
             context = SinkContext(preset=s.preset, scenario={**(scenario or {}), "sensor": s.name})
             fan.open(dataclasses.replace(context, faults=plans.get(s.name)))
             fans[s.name] = fan

@@ -47,7 +47,10 @@ class RigStream:
         return self.publisher.address if self.publisher else self.requested_address
 
     def open(self) -> None:
-        """Bind the socket."""
+        """Bind the socket (once: a stream opened beforehand, e.g. for a subscriber to join first,
+        stays as it is)."""
+        if self.publisher is not None:
+            return
         self.publisher = _SharedPublisher(self.requested_address, hwm=self.hwm, nodrop=self.nodrop)
 
     def sink(self, name: str) -> ZmqStreamSink:

@@ -181,6 +181,40 @@ def test_rotation_wobble_fires_azimuths_off_schedule(clean):
     assert np.abs(shift_ns).max() * deg_per_ns > 0.5 * amp
 
 
+def _off_schedule_deg(scan, preset) -> np.ndarray:
+    """Each point's azimuth minus the azimuth the preset's schedule fires its ring at at its time."""
+    pts = scan.points
+    period = scan_period_ns(preset)
+    t_abs = scan.start_ns + pts["t"].astype(np.int64)
+    sign = -1.0 if preset.scan.rotation_direction == "cw" else 1.0
+    nominal = (
+        preset.scan.scan_start_azimuth_deg
+        + sign * 360.0 * np.mod(t_abs, period) / period
+        + np.asarray(preset.azimuth_offsets_deg)[pts["ring"]]
+    )
+    return (_az(pts) - nominal + 180.0) % 360.0 - 180.0
+
+
+def test_rotation_wobble_turns_each_point_to_the_azimuth_of_its_new_time(clean):
+    """A wobbling rotor's points sit where the nominal schedule points at their (perturbed) firing
+    times, as a decoder of its packets places them: turned by up to the amplitude, ranges kept."""
+    amp, period = 5.0, 0.4
+    preset = load_preset(PRESET)
+    got, _, _ = _run(_faults({"kind": "rotation_wobble", "amplitude_deg": amp, "period_s": period}), n=2)
+    c, s = clean[1], got[1]
+    assert np.abs(_off_schedule_deg(c, preset)).max() < 0.01  # the clean scan is on its schedule
+    assert np.abs(_off_schedule_deg(s, preset)).max() < 0.01  # and the wobbled one on its new times
+    assert np.allclose(np.sort(_range(s.points)), np.sort(_range(c.points)), atol=1e-4)
+    assert np.array_equal(np.sort(s.points["z"]), np.sort(c.points["z"]))
+    # matched by (ring, range), the points turned by up to the amplitude
+    kc = np.lexsort((_range(c.points), c.points["ring"]))
+    ks = np.lexsort((_range(s.points), s.points["ring"]))
+    turned = (_az(s.points)[ks] - _az(c.points)[kc] + 180.0) % 360.0 - 180.0
+    near = np.abs(_range(s.points)[ks] - _range(c.points)[kc]) < 1e-4
+    assert np.percentile(np.abs(turned[near]), 99) <= amp + 0.01
+    assert np.abs(turned[near]).max() > 0.5 * amp
+
+
 def test_same_seed_same_bytes_other_seed_other_bytes():
     faults = _faults(
         {"kind": "dirt", "transmission": 0.5, "azimuth_deg": [-30, 30]},
