@@ -30,6 +30,7 @@ import numpy as np
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.beam_origins import ranges_along_beams
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
@@ -200,7 +201,10 @@ class VelodynePacketizer:
         col = point_columns(self.preset, scan)
         ring = pts["ring"].astype(np.intp)
         laser = self.laser_of_ring[ring]
-        rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2) - self.dist_correction_of_ring[ring]
+        if self.preset.beam_origins_m is None:
+            rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2) - self.dist_correction_of_ring[ring]
+        else:  # beams with offsets: the range along the beam from its origin, as the decoder reads it
+            rng = ranges_along_beams(self.preset, pts).astype(np.float32) - self.dist_correction_of_ring[ring]
         inten = pts["intensity"].astype(np.float32)
         if self._next_packet is None:
             first = int(-((-scan.start_ns * self.slots) // self.period_ns))
@@ -329,16 +333,10 @@ def _distance_corrections(preset: SensorPreset) -> np.ndarray:
     """(n_rings,) float32 ``dist_correction`` per ring; refuses corrections a range cannot invert."""
     out = np.zeros(preset.n_rings, np.float32)
     for b in preset.beams:
-        rest = (
-            b.dist_correction_x_m,
-            b.dist_correction_y_m,
-            b.vert_offset_correction_m,
-            b.horiz_offset_correction_m,
-        )
-        if any(v for v in rest):
+        if b.dist_correction_x_m or b.dist_correction_y_m:
             raise ConfigError(
-                f"preset {preset.name}: ring {b.ring} has two-point distance or offset corrections; "
-                "the Velodyne packet writer handles only dist_correction"
+                f"preset {preset.name}: ring {b.ring} has two-point distance corrections; "
+                "the Velodyne packet writer handles dist_correction and the beam offsets only"
             )
         out[b.ring] = b.dist_correction_m or 0.0
     return out
