@@ -98,3 +98,18 @@ def test_rays_start_at_their_beam_origin(ref):
 
     assert on_surface(firings.origin[ok].astype(np.float64) + r * d) > 0.97
     assert on_surface(r * d) < 0.7
+
+
+@pytest.mark.parametrize("beam", [[], ["--sub-rays", "3"]], ids=["one-ray", "sub-rays"])
+def test_bridged_and_in_process_scans_of_a_preset_with_origins_are_the_same(tmp_path, beam, recwarn):
+    """Over the bridge our server casts from the beam origins too, and the client places the points
+    by them: the same scan bytes as in-process."""
+    from rt_lidar.cli.main import main
+
+    ref = str(DATA / "ouster" / "OS-0-32-U1_v2.2.0_1024x10.json")
+    a, b = tmp_path / "bridged", tmp_path / "in-process"
+    args = ["demo", "--preset", ref, "--frames", "2", "--quiet", *beam, "--out"]
+    assert main([*args, str(a)]) == 0
+    assert main([*args, str(b), "--in-process"]) == 0
+    for name in ("000000.pcd", "000001.pcd"):
+        assert (a / "scans" / name).read_bytes() == (b / "scans" / name).read_bytes()
