@@ -324,10 +324,11 @@ class SensorPreset:
     @functools.cached_property
     def beam_origins_m(self) -> np.ndarray | None:
         """(n_rings, 3) float64 origin of each beam in its head frame (radial, lateral, up: see
-        :class:`Beam`), or None when every beam starts on the sensor axis."""
+        :class:`Beam`), or None when every beam starts on the sensor axis and its points lie on it
+        (zeros for beams on the axis whose decoder moves their points: two-point corrections)."""
         names = ("origin_radial_m", "origin_lateral_m", "origin_up_m")
         arr = np.array([[getattr(b, n) or 0.0 for n in names] for b in self.beams], np.float64)
-        if not arr.any():
+        if not arr.any() and not any(b.dist_correction_x_m and b.dist_correction_y_m for b in self.beams):
             return None
         arr.flags.writeable = False
         return arr
