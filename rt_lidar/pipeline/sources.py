@@ -250,7 +250,7 @@ def _beam_starts(firings: Firings, pos: np.ndarray, quat: np.ndarray) -> tuple[n
     origin where the preset has them (:attr:`Firings.origin`); ``pos`` itself otherwise."""
     if firings.origin is None:
         return pos, quat
-    return pos + quat_rotate(quat, firings.origin.astype(np.float64)), quat
+    return pos + _rotate_f32(_rows_f32(quat), firings.origin), quat
 
 
 class WorldSource:
