@@ -142,17 +142,23 @@ def test_velodyne_ranges_along_beams_invert_the_origins(pipeline_scans, tmp_path
         "OS-0-128_v2.3.0_512x10_windowed_frame1_0.json",
     ],
 )
-def test_ouster_sdk_places_our_pixels_at_our_points_with_beam_origins(tmp_path, pipeline_scans, name):
+@pytest.mark.parametrize("with_file", [True, False], ids=["metadata=file", "metadata written"])
+def test_ouster_sdk_places_our_pixels_at_our_points_with_beam_origins(
+    tmp_path, pipeline_scans, name, with_file
+):
+    """ouster-sdk with the vendor's file (origins and all), or with the metadata the sink writes for
+    the preset when given none (it carries the preset's origins)."""
     given = DATA / "ouster" / name
     preset = _preset(str(given))
     assert preset.beam_origins_m is not None  # the file's beam origins are the preset's
     scan = pipeline_scans(preset, 1)[0]
     pcap = tmp_path / "os.pcap"
-    sink = ouster_pcap_sink(str(pcap), {"metadata": str(given)})
+    sink = ouster_pcap_sink(str(pcap), {"metadata": str(given)} if with_file else {})
     sink.open(SinkContext(preset))
     sink.write(scan)
     sink.close()
-    dec = _decode(tmp_path, pcap, given, given)  # ouster-sdk with the vendor's file, origins and all
+    meta_file = given if with_file else tmp_path / "os.json"
+    dec = _decode(tmp_path, pcap, meta_file, meta_file)
     meta = read_metadata(tmp_path / "os.json")
     pz = OusterPacketizer(preset, meta)
     quantum = 8 if "RNG15" in str(dec["given"][0]) else 1
