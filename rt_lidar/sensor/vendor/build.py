@@ -129,9 +129,7 @@ def _origins(t: VendorTable, spec: ModelSpec, prov: dict[str, str]) -> Any:
     """Per beam -> its origin fields beyond what the reader set (Velodyne's offsets, RoboSense's lens
     centre), recording where they came from in ``prov``."""
     if t.vendor == "Velodyne" and any(velodyne_origin(b) for b in t.beams):
-        prov["beams.origin_m"] = (
-            "file: vert/horiz_offset_correction, placed as velodyne_decoder places them"
-        )
+        prov["beams.origin_m"] = "file: vert/horiz_offset_correction, placed as velodyne_decoder places them"
         return velodyne_origin
     if t.vendor == "RoboSense":
         lens = robosense_origin(spec.name)
