@@ -24,7 +24,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,7 @@ from rt_lidar.pipeline.sources import BeamGrant, Capabilities, Hits, Pose
 from rt_lidar.sensor.beam import BeamConfig, SubRayPattern
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import Firings, firings_between, schedule_digest
+from rt_lidar.sensor.scan_pattern import Firings, beam_origins, firings_between, schedule_digest
 from rt_lidar.unreal_bridge import AirSimClient, LidarHits, RpcError
 from rt_lidar.unreal_bridge.beam_call import SunArg, encode_beam
 from rt_lidar.unreal_bridge.client import FrameRequest
@@ -517,9 +517,19 @@ class BridgeSource:
         if ans.omitted & FIRING_FIELDS and (expected is None or (t0, t1) != interval):
             expected = firings_between(self.preset, t0, t1)  # what the server swept, on the same schedule
         hits = hits_from_wire(ans, expected=expected)
+        if hits.firings.origin is None and self.preset.beam_origins_m is not None:
+            hits.firings = self._with_origins(hits.firings, t0, t1)
         hits.weather = weather
         hits.pose_end = _pose(ans.pose)
         return hits, t0, t1
+
+    def _with_origins(self, f: Firings, t0: int, t1: int) -> Firings:
+        """Firings rebuilt from an answer's rays, with their beam origins: this side's schedule's where
+        the rays are its firings (the same values as in-process), else turned to each ray's azimuth."""
+        local = firings_between(self.preset, t0, t1)
+        if np.array_equal(local.t_ns, f.t_ns) and np.array_equal(local.ring, f.ring):
+            return replace(f, origin=local.origin)
+        return replace(f, origin=beam_origins(self.preset, f.ring, f.azimuth_deg))
 
     def _fetch_stock(self, local: Firings | None) -> tuple[Hits, int, int]:
         frame = self.client.get_lidar_data(self.lidar_name, self.vehicle_name)

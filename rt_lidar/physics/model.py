@@ -37,6 +37,7 @@ from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.schema import Where, check_fields, spec
 from rt_lidar.sensor.beam import BeamConfig, SubRayPattern, subray_pattern
+from rt_lidar.sensor.beam_origins import place_as_decoded
 from rt_lidar.sensor.materials import MaterialArrays, MaterialTable, load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -243,6 +244,10 @@ class SensorPhysics:
             out["return_id"] = det.return_id
             out["flags"] = det.flags
             out["segment"] = det.segment
+        if f.origin is not None:  # beams that start off the axis: the point is where the decoder puts it
+            place_as_decoded(
+                p, out, np.take(f.origin, idx, axis=0), np.take(direction, idx, axis=0), measured
+            )
         epw = det.epw_ns
         if self.beam.epw and epw is None:
             epw = single_echo_epw_ns(pw, threshold, p.pulse.width_ns, p.pulse.epw_offset_ns).astype(

@@ -273,6 +273,14 @@ def _rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
+def _beam_starts(firings: Firings, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each firing's rays start in the world: the sensor's position, moved to the firing's beam
+    origin where the preset has them (:attr:`Firings.origin`); ``pos`` itself otherwise."""
+    if firings.origin is None:
+        return pos, quat
+    return pos + _rotate_f32(_rows_f32(quat), firings.origin), quat
+
+
 class WorldSource:
     """Casts firings into an embedded :class:`~rt_lidar.unreal_bridge.world.World` in-process.
 
@@ -380,7 +388,7 @@ class WorldSource:
             return self.beam_hits(firings, t0_ns, t1_ns, self._beam, self._sun)
         d_sensor = firings.directions()
         samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
-        pos, quat = interpolate_pose_samples(firings.t_ns, samples)
+        pos, quat = _beam_starts(firings, *interpolate_pose_samples(firings.t_ns, samples))
         return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
 
     def _with_poses(self, hits: Hits, t0_ns: int, t1_ns: int, samples: PoseSamples | None) -> Hits:
@@ -402,7 +410,7 @@ class WorldSource:
         posed at that time; a one-ray pattern without sun gives exactly :meth:`hits` without a beam."""
         n = len(pattern)
         samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
-        pos, quat = interpolate_pose_samples(firings.t_ns, samples)
+        pos, quat = _beam_starts(firings, *interpolate_pose_samples(firings.t_ns, samples))
         if n == 1 and sun_direction is None:
             d_sensor = firings.directions()
             return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)

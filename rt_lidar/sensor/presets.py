@@ -269,6 +269,13 @@ class Beam:
     horiz_offset_correction_m: float | None = spec(None, -10.0, 10.0, "m")
     focal_distance: float | None = spec(None, -1e4, 1e4)
     focal_slope: float | None = spec(None, -1e4, 1e4)
+    origin_radial_m: float | None = spec(None, -1.0, 1.0, "m")
+    """Where the beam starts, off the sensor axis, in the head's frame at the column's azimuth (the
+    firing's azimuth less this beam's ``azimuth_offset_deg``): out along that azimuth, ..."""
+    origin_lateral_m: float | None = spec(None, -1.0, 1.0, "m")
+    """... 90 deg counter-clockwise from it (seen from above), ..."""
+    origin_up_m: float | None = spec(None, -1.0, 1.0, "m")
+    """... and up. Unset: the beam starts on the axis (Ouster's beam origins, Velodyne's offsets)."""
 
 
 @dataclass(frozen=True)
@@ -329,6 +336,18 @@ class SensorPreset:
     def firing_offsets_us(self) -> np.ndarray:
         """(n_rings,) float64 firing offset of each ring within the firing cycle."""
         return self._column("firing_offset_us", np.float64)
+
+    @functools.cached_property
+    def beam_origins_m(self) -> np.ndarray | None:
+        """(n_rings, 3) float64 origin of each beam in its head frame (radial, lateral, up: see
+        :class:`Beam`), or None when every beam starts on the sensor axis and its points lie on it
+        (zeros for beams on the axis whose decoder moves their points: two-point corrections)."""
+        names = ("origin_radial_m", "origin_lateral_m", "origin_up_m")
+        arr = np.array([[getattr(b, n) or 0.0 for n in names] for b in self.beams], np.float64)
+        if not arr.any() and not any(b.dist_correction_x_m and b.dist_correction_y_m for b in self.beams):
+            return None
+        arr.flags.writeable = False
+        return arr
 
 
 def lambertian_return_w(

@@ -24,6 +24,7 @@ from rt_lidar.sensor.presets import SensorPreset
 __all__ = [
     "Firings",
     "azimuth_span_deg",
+    "beam_origins",
     "firings_between",
     "firings_per_scan",
     "prepare_schedule",
@@ -46,6 +47,9 @@ class Firings:
     column: np.ndarray  # int64 firing slot index since sensor start
     unit: np.ndarray | None = field(default=None, repr=False, compare=False)
     """Precomputed (N, 3) directions (periodic patterns take them from a per-preset table)."""
+    origin: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """(N, 3) float32 start of each ray in the sensor frame (its beam's origin, turned with the head to
+    the firing's column); None: every ray starts at the sensor origin (presets without beam origins)."""
 
     def directions(self) -> np.ndarray:
         """(N, 3) float32 unit vectors in the sensor frame (x forward, y left, z up)."""
@@ -183,6 +187,8 @@ def schedule_digest(preset: SensorPreset) -> str | None:
     h = hashlib.sha256(f"{_DIGEST_VERSION}:{sch.period_ns}:{sch.slots}:{sch.all_rings}".encode())
     for arr in (table.ring, table.t_ns, table.column, table.azimuth_deg, table.elevation_deg, table.unit):
         h.update(np.ascontiguousarray(arr).tobytes() if arr is not None else b"-")
+    if table.origin is not None:  # presets without beam origins keep the digest they had
+        h.update(b"origin:" + np.ascontiguousarray(table.origin).tobytes())
     return h.hexdigest()[:32]
 
 
@@ -228,6 +234,7 @@ def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
         elevation_deg=cat(tpl.elevation_deg),
         column=cat(tpl.column, per_slot=True),
         unit=cat(unit),
+        origin=None if tpl.origin is None else cat(tpl.origin),
     )
 
 
@@ -243,8 +250,17 @@ def _scan_table(preset: SensorPreset) -> Firings:
         elevation_deg=f.elevation_deg,
         column=f.column - sch.slots,
         unit=f.directions(),
+        origin=f.origin,
     )
-    for arr in (table.ring, table.t_ns, table.azimuth_deg, table.elevation_deg, table.column, table.unit):
+    for arr in (
+        table.ring,
+        table.t_ns,
+        table.azimuth_deg,
+        table.elevation_deg,
+        table.column,
+        table.unit,
+        table.origin,
+    ):
         if arr is not None:
             arr.setflags(write=False)
     return table
@@ -280,7 +296,22 @@ def _compute_firings(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
         azimuth_deg=az,
         elevation_deg=el,
         column=col.astype(np.int64),
+        origin=beam_origins(preset, ring, az),
     )
+
+
+def beam_origins(preset: SensorPreset, ring: np.ndarray, azimuth_deg: np.ndarray) -> np.ndarray | None:
+    """(N, 3) float32 sensor-frame origins of firings of ``ring`` at ``azimuth_deg``: each beam's
+    :attr:`~SensorPreset.beam_origins_m` turned to its column's azimuth (the firing's azimuth less the
+    beam's azimuth offset), as the vendors' decoders turn them; None for a preset without origins."""
+    o = preset.beam_origins_m
+    if o is None:
+        return None
+    r = np.asarray(ring, np.int64)
+    head = np.radians(np.asarray(azimuth_deg, np.float64) - preset.azimuth_offsets_deg[r])
+    c, s = np.cos(head), np.sin(head)
+    rad, lat = o[r, 0], o[r, 1]
+    return np.stack([c * rad - s * lat, s * rad + c * lat, o[r, 2]], axis=1).astype(np.float32)
 
 
 def _directions(

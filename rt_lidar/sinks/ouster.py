@@ -42,6 +42,7 @@ import numpy as np
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.beam_origins import ranges_along_beams
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
@@ -231,7 +232,11 @@ class OusterPacketizer:
         nir = nir_counts(amb_w)
         ring = pts["ring"].astype(np.int64)
         m = np.mod(m + self.column_shift[ring], self.cols)
-        rng = np.sqrt(pts["x"].astype(np.float64) ** 2 + pts["y"] ** 2 + pts["z"] ** 2)
+        if self.preset.beam_origins_m is None:
+            rng = np.sqrt(pts["x"].astype(np.float64) ** 2 + pts["y"] ** 2 + pts["z"] ** 2)
+        else:  # ouster-sdk puts a pixel at origin + (RANGE - |origin|) * direction
+            o = self.preset.beam_origins_m
+            rng = ranges_along_beams(self.preset, pts) + np.sqrt(np.einsum("ij,ij->i", o, o))[ring]
         mm = np.round(rng * 1000.0).astype(np.int64)
         sig = np.clip(np.round(pts["intensity"].astype(np.float64)), 0, 65535).astype(np.int64)
         if self.signal_r2:  # firmware 2.0's LEGACY reflectivity: the signal times the range (m) squared

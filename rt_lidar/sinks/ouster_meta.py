@@ -116,6 +116,15 @@ class OusterFormat:
         return list(range(a, b + 1)) if a <= b else [*range(a, w), *range(0, b + 1)]
 
 
+def _preset_origin_mm(preset: SensorPreset) -> tuple[float | None, float | None]:
+    """(out, up) mm of the preset's beam origins where it has them (every beam alike, as Ouster's are),
+    else (None, None)."""
+    o = preset.beam_origins_m
+    if o is None:
+        return None, None
+    return round(float(o[0, 0]) * 1000.0, 6), round(float(o[0, 2]) * 1000.0, 6)
+
+
 def nir_counts(ambient_w: np.ndarray) -> np.ndarray:
     """Ambient power (W) on the detector -> an Ouster's near-IR / ambient counts (int64, 0..65535)."""
     return np.clip(np.round(np.asarray(ambient_w, np.float64) * NIR_COUNTS_PER_W), 0, 65535).astype(np.int64)
@@ -307,11 +316,13 @@ def complete_metadata(
             "columns_per_packet", f"{cpp}: a {prof} packet of {h} beams would be {fmt.packet_bytes} bytes"
         )
 
-    beam_mm = float(val("lidar_origin_to_beam_origin_mm", 15.806))
+    # a preset with beam origins (from a metadata file) writes its own; the others ouster-sdk's OS1 default
+    out_mm, up_mm = _preset_origin_mm(preset)
+    beam_mm = float(val("lidar_origin_to_beam_origin_mm", 15.806 if out_mm is None else out_mm))
     port_lidar = int(val("udp_port_lidar", 7502)) or 7502  # 0 reads as profile OFF in ouster-sdk
     port_imu = int(val("udp_port_imu", 7503)) or 7503
     eye = [1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0]
-    beam_to_lidar = [1.0, 0, 0, beam_mm, 0, 1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0]
+    beam_to_lidar = [1.0, 0, 0, beam_mm, 0, 1.0, 0, 0, 0, 0, 1.0, up_mm or 0, 0, 0, 0, 1.0]
     out: dict[str, Any] = copy.deepcopy(
         {k: v for k, v in (given or {}).items() if k in ("calibration_status",)}
     )

@@ -30,6 +30,12 @@ import numpy as np
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.sensor.beam_origins import (
+    firing_geometry,
+    ranges_along_beams,
+    ranges_from_decoded,
+    two_point_corrections,
+)
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
@@ -199,7 +205,14 @@ class VelodynePacketizer:
         col = point_columns(self.preset, scan)
         ring = pts["ring"].astype(np.intp)
         laser = self.laser_of_ring[ring]
-        rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2) - self.dist_correction_of_ring[ring]
+        if self.preset.beam_origins_m is None:
+            rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2) - self.dist_correction_of_ring[ring]
+        elif two_point_corrections(self.preset) is None:  # offsets: the range along the beam from its origin
+            rng = ranges_along_beams(self.preset, pts).astype(np.float32) - self.dist_correction_of_ring[ring]
+        else:  # and the HDL-64E's two-point corrections: the distance the decoder turned into the point
+            d, o = firing_geometry(self.preset, np.int64(scan.start_ns) + pts["t"].astype(np.int64), ring)
+            s = ranges_from_decoded(self.preset, pts, o, d)
+            rng = s.astype(np.float32) - self.dist_correction_of_ring[ring]
         inten = pts["intensity"].astype(np.float32)
         if self._next_packet is None:
             first = int(-((-scan.start_ns * self.slots) // self.period_ns))
@@ -328,16 +341,10 @@ def _distance_corrections(preset: SensorPreset) -> np.ndarray:
     """(n_rings,) float32 ``dist_correction`` per ring; refuses corrections a range cannot invert."""
     out = np.zeros(preset.n_rings, np.float32)
     for b in preset.beams:
-        rest = (
-            b.dist_correction_x_m,
-            b.dist_correction_y_m,
-            b.vert_offset_correction_m,
-            b.horiz_offset_correction_m,
-        )
-        if any(v for v in rest):
+        if (b.dist_correction_x_m or b.dist_correction_y_m) and preset.packet_format != "velodyne-hdl64":
             raise ConfigError(
-                f"preset {preset.name}: ring {b.ring} has two-point distance or offset corrections; "
-                "the Velodyne packet writer handles only dist_correction"
+                f"preset {preset.name}: ring {b.ring} has two-point distance corrections, which only "
+                "an HDL-64E's packets carry (in its status bytes)"
             )
         out[b.ring] = b.dist_correction_m or 0.0
     return out

@@ -22,6 +22,7 @@ from rt_lidar.sensor.presets import (
     preset_to_dict,
 )
 from rt_lidar.sensor.vendor.models import ModelSpec, find_model, models_for
+from rt_lidar.sensor.vendor.origins import robosense_origin, velodyne_origin
 from rt_lidar.sensor.vendor.table import VendorTable, refuse
 
 __all__ = ["choose_model", "preset_from_table"]
@@ -124,6 +125,26 @@ def _name(path: str) -> str:
     return re.sub(r"\s+", "_", stem) or "vendor"
 
 
+def _origins(t: VendorTable, spec: ModelSpec, prov: dict[str, str]) -> Any:
+    """Per beam -> its origin fields beyond what the reader set (Velodyne's offsets, RoboSense's lens
+    centre), recording where they came from in ``prov``."""
+    if t.vendor == "Velodyne" and any(velodyne_origin(b) for b in t.beams):
+        prov["beams.origin_m"] = "file: vert/horiz_offset_correction, placed as velodyne_decoder places them"
+        return velodyne_origin
+    if t.vendor == "RoboSense":
+        lens = robosense_origin(spec.name)
+        if lens:
+            prov["beams.origin_m"] = f"rs_driver's lens centre of the {spec.name} (RX, RZ; not in the file)"
+            t.unused = [u for u in t.unused if not u.startswith("lens centre")]
+        else:
+            t.unused = [
+                u.replace("rays start at the axis", f"not known for the {spec.name}: rays start at the axis")
+                for u in t.unused
+            ]
+        return lambda _b: lens
+    return lambda _b: {}
+
+
 def preset_from_table(
     t: VendorTable, model: str | None = None, firing_us: list[float] | None = None, firing_said: str = ""
 ) -> SensorPreset:
@@ -210,11 +231,13 @@ def preset_from_table(
             f"{t.path}: firing offsets reach {max(offsets):g} us, beyond the {cycle:g} us firing cycle "
             f"of a {spec.name}: firings of one column overlap the next"
         )
+    origin_of = _origins(t, spec, prov)
     for b, off in zip(t.beams, offsets, strict=True):
         beam = dict(b)
         beam["elevation_deg"] = round(float(b["elevation_deg"]), 9)
         beam["azimuth_offset_deg"] = round(float(b["azimuth_offset_deg"]), 9)
         beam["firing_offset_us"] = off
+        beam.update(origin_of(beam))
         beams.append(beam)
     d["beams"] = beams
     if t.unused:

@@ -139,16 +139,21 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
     unused = []
     btl = bi.get("beam_to_lidar_transform")
     origin = bi.get("lidar_origin_to_beam_origin_mm")
+    out_mm = up_mm = 0.0
     if isinstance(btl, list) and len(btl) == 16:
-        unused.append(
-            f"beam origins: beam_to_lidar_transform ({float(btl[3]):g} mm out, {float(btl[11]):g} mm up)"
-        )
+        out_mm, up_mm = float(btl[3]), float(btl[11])
+        said_origin = f"beam_to_lidar_transform ({out_mm:g} mm out, {up_mm:g} mm up)"
     elif isinstance(origin, (int, float)):
-        unused.append(f"beam origins: lidar_origin_to_beam_origin_mm {float(origin):g} mm")
-    elif model is not None:
-        radius = _ORIGIN_MM.get(model.split()[0])
-        if radius is not None:
-            unused.append(f"beam origins: none in the file ({model}'s {radius:g} mm, ouster-sdk's fallback)")
+        out_mm = float(origin)
+        said_origin = f"lidar_origin_to_beam_origin_mm ({out_mm:g} mm)"
+    elif model is not None and model.split()[0] in _ORIGIN_MM:
+        out_mm = _ORIGIN_MM[model.split()[0]]
+        said_origin = f"none in the file: {model}'s {out_mm:g} mm, ouster-sdk's fallback"
+    if out_mm or up_mm:  # every beam starts there, turned with the encoder (ouster-sdk's XYZ table)
+        for b in beams:
+            b["origin_radial_m"] = out_mm / 1000.0
+            b["origin_up_m"] = up_mm / 1000.0
+        from_file["beams.origin_m"] = f"{said_origin}, turned with the encoder as ouster-sdk does"
     if fmt.get("pixel_shift_by_row") is not None:
         unused.append("pixel_shift_by_row (the packet sinks take it from the metadata file)")
     profile = fmt.get("udp_profile_lidar") or (

@@ -137,8 +137,6 @@ def _table(
         "beams.dist_correction_m": "dist_correction, _x, _y, vert/horiz_offset_correction, focal_*",
     }
     unused = []
-    if any(b["vert_offset_correction_m"] or b["horiz_offset_correction_m"] for b in beams):
-        unused.append("vert/horiz_offset_correction: kept in the beams, rays are cast from the sensor origin")
     if any(b["dist_correction_x_m"] or b["focal_distance"] for b in beams):
         unused.append("two-point distance corrections (_x, _y, focal_*): kept, not applied to ranges")
     res = rest.get("distance_resolution")
