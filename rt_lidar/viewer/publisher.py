@@ -8,6 +8,7 @@ viewer and the simulation never share an interpreter lock.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import subprocess
@@ -211,7 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _interrupt)
     tune_allocator()
     try:
-        print(json.dumps(serve(opts, log=True)), flush=True)
+        summary = serve(opts, log=True)
+        with contextlib.suppress(BrokenPipeError):  # the viewer that read our stdout has gone first
+            print(json.dumps(summary), flush=True)
     except RtLidarError as exc:
         print(f"rt-lidar view --demo: error: {exc}", file=sys.stderr)
         return 2
