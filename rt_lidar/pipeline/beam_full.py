@@ -1,0 +1,335 @@
+"""``--beam full``: the divergent beam where it matters, one exact ray elsewhere.
+
+A dense sub-ray bundle (19 sub-rays) gives multi-echo at depth edges, blooming of retro-reflectors, the
+echo pulse width of surfaces the footprint crosses at a slant, and the double echo of glass; but most
+pulses meet one surface square on, where the bundle's sub-rays all say what the central ray says. Here
+every pulse's central ray is cast first; :func:`bundle_pulses` picks from those central hits, and their
+neighbours in ring and azimuth, the pulses whose footprint may meet
+
+- a depth edge: a neighbour's central ray misses where this one hits (or the other way round), or the
+  two ranges differ by more than the footprint can hold on one smooth surface: the range difference
+  scaled down to the footprint's angular size (``|dr| * footprint / spacing``) exceeds ``edge_m`` (a
+  quarter of the pulse's length by default: the echo already widens there);
+- a transmissive surface (a material with transmission > 0, on its own or a neighbour's ray);
+- a retro-reflector (a material with a retro lobe, on its own or a neighbour's ray: the neighbour's
+  target may reach into this footprint and bloom);
+
+and only those are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`).
+The rest keep the central ray as one sub-ray of full weight: the single-ray model exactly. The physics
+(:mod:`rt_lidar.physics.beam_full`) runs each group its own way and merges the returns in pulse order.
+
+Neighbours are looked for among the firings of one sim frame (a frame's first and last column have one
+azimuth neighbour fewer; their ring neighbours still count).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from rt_lidar.sensor.beam import FULL_BEAM_SUB_RAYS, SubRayPattern, subray_pattern
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import Firings
+
+if TYPE_CHECKING:
+    from rt_lidar.pipeline.sources import BeamGrant, Hits, WorldSource
+    from rt_lidar.unreal_bridge.beam_call import SunArg
+
+__all__ = [
+    "FULL_BEAM_SUB_RAYS",
+    "BundleStats",
+    "FullBeamPlan",
+    "FullBeamSource",
+    "beam_summary",
+    "bundle_pulses",
+    "full_beam_hits",
+    "full_beam_plan",
+    "take_firings",
+    "take_pulses",
+    "use_full_beam",
+]
+
+EDGE_PULSE_FRACTION = 0.25
+"""Default ``edge_m``: this share of the pulse's length in range (c * width / 2)."""
+NEIGHBOUR_MAX_DEG = 2.0
+"""Firings farther apart than this (in azimuth) are not neighbours (a frame's gap, the seam)."""
+
+_C_M_PER_NS = 0.299792458
+
+
+@dataclass
+class BundleStats:
+    """How many pulses ``--beam full`` cast, and how many of them as the bundle (thread-safe counts)."""
+
+    pulses: int = 0
+    bundled: int = 0
+    by_reason: dict[str, int] = field(default_factory=lambda: {"edge": 0, "glass": 0, "retro": 0})
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, pulses: int, bundled: int, reasons: dict[str, int]) -> None:
+        """Count one batch."""
+        with self._lock:
+            self.pulses += pulses
+            self.bundled += bundled
+            for k, v in reasons.items():
+                self.by_reason[k] = self.by_reason.get(k, 0) + v
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary.json form: pulses, bundled, their share and why (a pulse may have several reasons)."""
+        with self._lock:
+            share = self.bundled / self.pulses if self.pulses else 0.0
+            return {
+                "pulses": self.pulses,
+                "bundled_pulses": self.bundled,
+                "bundled_share": share,
+                "bundled_by_reason": dict(self.by_reason),
+            }
+
+
+@dataclass(frozen=True)
+class FullBeamPlan:
+    """What ``--beam full`` needs to choose and cast: the bundle, the materials that call for it and the
+    thresholds."""
+
+    pattern: SubRayPattern
+    glass: np.ndarray  # (M,) bool per world material: transmissive
+    retro: np.ndarray  # (M,) bool per world material: has a retro lobe
+    footprint_rad: float
+    """Full angular size of the footprint the bundle samples (largest sub-ray offset, both sides)."""
+    edge_m: float
+    """Range spread over the footprint that calls for the bundle (see the module docstring)."""
+    stats: BundleStats = field(default_factory=BundleStats, compare=False)
+
+
+def full_beam_plan(
+    preset: SensorPreset,
+    transmission: np.ndarray,
+    retro_gain: np.ndarray,
+    sub_rays: int = FULL_BEAM_SUB_RAYS,
+    edge_m: float | None = None,
+) -> FullBeamPlan:
+    """The plan of ``preset`` for a world whose materials have ``transmission`` and ``retro_gain``
+    (:class:`~rt_lidar.sensor.materials.MaterialArrays` fields); ``edge_m`` None takes
+    :data:`EDGE_PULSE_FRACTION` of the pulse's length."""
+    pattern = subray_pattern(preset, sub_rays)
+    off = np.asarray(pattern.offsets_rad)
+    foot = 2.0 * float(np.hypot(off[:, 0], off[:, 1]).max()) if len(pattern) > 1 else 0.0
+    if edge_m is None:
+        edge_m = EDGE_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
+    return FullBeamPlan(
+        pattern=pattern,
+        glass=np.asarray(transmission) > 0,
+        retro=np.asarray(retro_gain) > 0,
+        footprint_rad=foot,
+        edge_m=float(edge_m),
+    )
+
+
+def take_firings(f: Firings, idx: np.ndarray) -> Firings:
+    """The firings ``idx`` of ``f``."""
+    return Firings(
+        f.ring[idx],
+        f.t_ns[idx],
+        f.azimuth_deg[idx],
+        f.elevation_deg[idx],
+        f.column[idx],
+        None if f.unit is None else f.unit[idx],
+    )
+
+
+_PER_RAY = (
+    "direction",
+    "range_m",
+    "cos_incidence",
+    "material",
+    "segment",
+    "glass_range_m",
+    "glass_cos",
+    "glass_material",
+    "glass_segment",
+    "glass_transmission",
+    "sun_cos",
+    "beam_sun_cos",
+    "wet",
+    "mirror_range_m",
+    "mirror_cos",
+    "mirror_material",
+    "mirror_segment",
+    "spray_in_m",
+    "spray_out_m",
+    "spray_density",
+    "source_intensity",
+    "normal",
+)
+
+
+def take_pulses(hits: Hits, idx: np.ndarray) -> Hits:
+    """The pulses ``idx`` of one-ray-a-pulse ``hits`` (every per-ray field, the firings; poses kept)."""
+    if hits.subrays != 1:
+        raise ValueError("take_pulses needs one ray a pulse")
+    rows = {name: (None if getattr(hits, name) is None else getattr(hits, name)[idx]) for name in _PER_RAY}
+    return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **rows)
+
+
+def _ring_order(f: Firings) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Rings present, in order of elevation, and each one's pulses sorted by azimuth."""
+    rings = np.unique(f.ring)
+    members = [np.flatnonzero(f.ring == r) for r in rings]
+    elev = np.array([float(np.median(f.elevation_deg[m])) for m in members])
+    order = np.argsort(elev, kind="stable")
+    sorted_members = []
+    for k in order:
+        m = members[k]
+        sorted_members.append(m[np.argsort(f.azimuth_deg[m], kind="stable")])
+    return rings[order], sorted_members
+
+
+def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
+    """(i, j) pulse pairs that neighbour in azimuth (same ring) or in ring (adjacent elevation, nearest
+    azimuth), each pair once."""
+    _, members = _ring_order(f)
+    az = f.azimuth_deg
+    left: list[np.ndarray] = []
+    right: list[np.ndarray] = []
+    for k, m in enumerate(members):
+        if m.size > 1:  # along the ring
+            close = np.abs(np.diff(az[m])) <= NEIGHBOUR_MAX_DEG
+            left.append(m[:-1][close])
+            right.append(m[1:][close])
+        if k + 1 < len(members) and m.size and members[k + 1].size:  # to the ring above
+            up = members[k + 1]
+            a_up = az[up]
+            pos = np.clip(np.searchsorted(a_up, az[m]), 1, max(up.size - 1, 1))
+            lo = np.clip(pos - 1, 0, up.size - 1)
+            hi = np.clip(pos, 0, up.size - 1)
+            pick = np.where(np.abs(a_up[lo] - az[m]) <= np.abs(a_up[hi] - az[m]), lo, hi)
+            close = np.abs(a_up[pick] - az[m]) <= NEIGHBOUR_MAX_DEG
+            left.append(m[close])
+            right.append(up[pick[close]])
+    if not left:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(left).astype(np.int64), np.concatenate(right).astype(np.int64)
+
+
+def bundle_pulses(f: Firings, central: Hits, plan: FullBeamPlan) -> tuple[np.ndarray, dict[str, int]]:
+    """(P,) bool: the pulses of firings ``f`` whose footprint may meet a depth edge, glass or a
+    retro-reflector, judged from their central rays ``central`` (one ray a pulse) and their neighbours'
+    (module docstring); and how many pulses each reason marked."""
+    n = len(f)
+    rng = central.range_m
+    hit = np.isfinite(rng)
+    mat = central.material
+    safe = np.maximum(mat, 0)
+    glass = (central.glass_material >= 0) | (hit & (mat >= 0) & plan.glass[safe])
+    retro = hit & (mat >= 0) & plan.retro[safe]
+    i, j = _neighbour_pairs(f)
+    edge = np.zeros(n, bool)
+    if i.size:
+        d = f.directions().astype(np.float64)
+        cos_sep = np.clip(np.einsum("ij,ij->i", d[i], d[j]), -1.0, 1.0)
+        sep = np.maximum(np.arccos(cos_sep), 1e-9)
+        scale = np.minimum(1.0, plan.footprint_rad / sep)
+        with np.errstate(invalid="ignore"):
+            spread = np.abs(rng[i].astype(np.float64) - rng[j]) * scale
+        step = (hit[i] != hit[j]) | (hit[i] & hit[j] & (spread > plan.edge_m))
+        edge[i[step]] = True
+        edge[j[step]] = True
+        # glass and retro-reflectors reach into the neighbours' footprints
+        for mask in (glass, retro):
+            near = mask[i] | mask[j]
+            spread_to = np.zeros(n, bool)
+            spread_to[i[near]] = True
+            spread_to[j[near]] = True
+            if mask is glass:
+                glass = glass | spread_to
+            else:
+                retro = retro | spread_to
+    chosen = edge | glass | retro
+    reasons = {
+        "edge": int(np.count_nonzero(edge)),
+        "glass": int(np.count_nonzero(glass)),
+        "retro": int(np.count_nonzero(retro)),
+    }
+    return chosen, reasons
+
+
+def _single_ray_pattern() -> SubRayPattern:
+    off = np.zeros((1, 2))
+    w = np.ones(1, np.float32)
+    r = np.zeros(1)
+    for a in (off, w, r):
+        a.setflags(write=False)
+    return SubRayPattern(off, w, r)
+
+
+_SINGLE_RAY = _single_ray_pattern()
+
+
+def full_beam_hits(
+    source: WorldSource,
+    firings: Firings,
+    t0_ns: int,
+    t1_ns: int,
+    plan: FullBeamPlan,
+    sun: np.ndarray | None,
+) -> Hits:
+    """Every firing's central ray, and the bundle of ``plan`` for the pulses :func:`bundle_pulses` picks
+    (in :attr:`Hits.bundle`); the counts go to ``plan.stats``."""
+    from rt_lidar.pipeline.sources import BeamBundle
+
+    central = source.beam_hits(firings, t0_ns, t1_ns, _SINGLE_RAY, sun)
+    chosen, reasons = bundle_pulses(firings, central, plan)
+    idx = np.flatnonzero(chosen)
+    plan.stats.add(len(firings), int(idx.size), reasons)
+    if idx.size:
+        sub = source.beam_hits(take_firings(firings, idx), t0_ns, t1_ns, plan.pattern, sun)
+        central.bundle = BeamBundle(idx.astype(np.int64), sub)
+    return central
+
+
+class FullBeamSource(Protocol):
+    """A hit source whose :attr:`~rt_lidar.pipeline.sources.Capabilities.full_beam` is set."""
+
+    @property
+    def material_names(self) -> list[str]: ...
+
+    @property
+    def transmission(self) -> np.ndarray: ...
+
+    retro_gain: np.ndarray | None
+
+    def use_full_beam(self, plan: FullBeamPlan, sun: SunArg = None) -> BeamGrant: ...
+
+
+def use_full_beam(source: FullBeamSource, preset: SensorPreset, sub_rays: int, sun: SunArg) -> BeamGrant:
+    """Ask ``source`` (one whose :attr:`Capabilities.full_beam` is set) for ``--beam full`` with a bundle of
+    ``sub_rays``; the plan takes the source's material transmissions and retro gains (the default material
+    table's where the source names none)."""
+    transmission = np.asarray(source.transmission, np.float32)
+    retro = source.retro_gain
+    if retro is None:
+        from rt_lidar.sensor.materials import load_material_table
+
+        arrays = load_material_table().arrays(source.material_names, preset.optics.wavelength_nm)
+        retro = arrays.retro_gain
+    plan = full_beam_plan(preset, transmission, np.asarray(retro), sub_rays)
+    return source.use_full_beam(plan, sun)
+
+
+def beam_summary(source: object, sub_rays: int, return_mode: str) -> dict[str, Any]:
+    """summary.json's ``beam`` section: the mode that ran (``fixed``: every pulse as ``sub_rays``; ``full``:
+    the bundle where needed), and for ``full`` how many pulses got the bundle, their share and why."""
+    plan = getattr(source, "full_beam", None)
+    if not isinstance(plan, FullBeamPlan):
+        return {"mode": "fixed", "sub_rays": sub_rays, "return_mode": return_mode}
+    return {
+        "mode": "full",
+        "sub_rays": len(plan.pattern),
+        "return_mode": return_mode,
+        "edge_m": plan.edge_m,
+        **plan.stats.as_dict(),
+    }
