@@ -8,14 +8,21 @@ neighbours in ring and azimuth, the pulses whose footprint may meet
 
 - a depth edge: a neighbour's central ray misses where this one hits (or the other way round), or the
   two ranges differ by more than the footprint can hold on one smooth surface: the range difference
-  scaled down to the footprint's angular size (``|dr| * footprint / spacing``) exceeds ``edge_m`` (a
-  quarter of the pulse's length by default: the echo already widens there);
-- a transmissive surface (a material with transmission > 0, on its own or a neighbour's ray);
-- a retro-reflector (a material with a retro lobe, on its own or a neighbour's ray: the neighbour's
-  target may reach into this footprint and bloom);
+  scaled down to the footprint's angular size (``|dr| * footprint / spacing``) exceeds ``edge_m`` (half
+  the pulse's length in range by default, where two echoes start to part); between two objects
+  (their segments differ) the unscaled range difference counts, since the step may lie anywhere
+  between the two rays, in either footprint;
+- the edge of a transmissive surface (glass): a neighbour's ray passes glass where this one does not,
+  or their glass ranges part as above;
+- the edge of a retro-reflector (a material with a retro lobe): a neighbour's ray ends on one where
+  this one does not (the target reaches into one of the two footprints: it blooms there);
 
 and only those are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`).
-The rest keep the central ray as one sub-ray of full weight: the single-ray model exactly. The physics
+The rest keep the central ray as one sub-ray of full weight: the single-ray model exactly. Inside a
+glass pane or a retro-reflective sign every sub-ray meets what the central ray meets (the same glass,
+the same sheeting, the same surface behind), so the bundle would only repeat it; the measured
+statistics agree with the dense bundle's within :data:`rt_lidar.validation.beam_full_check.TOLERANCES`
+(docs/beam-full.md). The physics
 (:mod:`rt_lidar.physics.beam_full`) runs each group its own way and merges the returns in pulse order.
 
 Neighbours are looked for among the firings of one sim frame (a frame's first and last column have one
@@ -53,7 +60,7 @@ __all__ = [
     "use_full_beam",
 ]
 
-EDGE_PULSE_FRACTION = 0.25
+EDGE_PULSE_FRACTION = 0.5
 """Default ``edge_m``: this share of the pulse's length in range (c * width / 2)."""
 NEIGHBOUR_MAX_DEG = 2.0
 """Firings farther apart than this (in azimuth) are not neighbours (a frame's gap, the seam)."""
@@ -216,45 +223,38 @@ def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
 
 
 def bundle_pulses(f: Firings, central: Hits, plan: FullBeamPlan) -> tuple[np.ndarray, dict[str, int]]:
-    """(P,) bool: the pulses of firings ``f`` whose footprint may meet a depth edge, glass or a
-    retro-reflector, judged from their central rays ``central`` (one ray a pulse) and their neighbours'
-    (module docstring); and how many pulses each reason marked."""
+    """(P,) bool: the pulses of firings ``f`` whose footprint may meet a depth edge, the edge of glass or
+    of a retro-reflector, judged from their central rays ``central`` (one ray a pulse) and their
+    neighbours' (module docstring); and how many pulses each reason marked."""
     n = len(f)
     rng = central.range_m
     hit = np.isfinite(rng)
     mat = central.material
-    safe = np.maximum(mat, 0)
-    glass = (central.glass_material >= 0) | (hit & (mat >= 0) & plan.glass[safe])
-    retro = hit & (mat >= 0) & plan.retro[safe]
+    seg = central.segment
+    glass = central.glass_material >= 0
+    glass_rng = np.where(glass, central.glass_range_m, np.float32(np.inf))
+    retro = hit & (mat >= 0) & plan.retro[np.maximum(mat, 0)]
     i, j = _neighbour_pairs(f)
-    edge = np.zeros(n, bool)
+    marks = {"edge": np.zeros(n, bool), "glass": np.zeros(n, bool), "retro": np.zeros(n, bool)}
     if i.size:
         d = f.directions().astype(np.float64)
-        cos_sep = np.clip(np.einsum("ij,ij->i", d[i], d[j]), -1.0, 1.0)
-        sep = np.maximum(np.arccos(cos_sep), 1e-9)
-        scale = np.minimum(1.0, plan.footprint_rad / sep)
+        sep = np.arccos(np.clip(np.einsum("ij,ij->i", d[i], d[j]), -1.0, 1.0))
+        scale = np.minimum(1.0, plan.footprint_rad / np.maximum(sep, 1e-9))
         with np.errstate(invalid="ignore"):
-            spread = np.abs(rng[i].astype(np.float64) - rng[j]) * scale
-        step = (hit[i] != hit[j]) | (hit[i] & hit[j] & (spread > plan.edge_m))
-        edge[i[step]] = True
-        edge[j[step]] = True
-        # glass and retro-reflectors reach into the neighbours' footprints
-        for mask in (glass, retro):
-            near = mask[i] | mask[j]
-            spread_to = np.zeros(n, bool)
-            spread_to[i[near]] = True
-            spread_to[j[near]] = True
-            if mask is glass:
-                glass = glass | spread_to
-            else:
-                retro = retro | spread_to
-    chosen = edge | glass | retro
-    reasons = {
-        "edge": int(np.count_nonzero(edge)),
-        "glass": int(np.count_nonzero(glass)),
-        "retro": int(np.count_nonzero(retro)),
-    }
-    return chosen, reasons
+            dr = np.abs(rng[i].astype(np.float64) - rng[j])
+            spread = dr * scale
+            jump = np.where(seg[i] != seg[j], dr, 0.0)  # two objects: the step may lie in either footprint
+            glass_spread = np.abs(glass_rng[i].astype(np.float64) - glass_rng[j]) * scale
+        steps = {
+            "edge": (hit[i] != hit[j]) | (hit[i] & hit[j] & ((spread > plan.edge_m) | (jump > plan.edge_m))),
+            "glass": (glass[i] != glass[j]) | (glass[i] & glass[j] & (glass_spread > plan.edge_m)),
+            "retro": retro[i] != retro[j],
+        }
+        for name, step in steps.items():
+            marks[name][i[step]] = True
+            marks[name][j[step]] = True
+    chosen = marks["edge"] | marks["glass"] | marks["retro"]
+    return chosen, {k: int(np.count_nonzero(v)) for k, v in marks.items()}
 
 
 def _single_ray_pattern() -> SubRayPattern:
