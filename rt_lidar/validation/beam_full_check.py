@@ -72,9 +72,9 @@ class BeamStatistics:
 
 
 def mixed_pixel_points(points: np.ndarray) -> int:
-    """First returns (not rain clutter) that float between their two azimuth neighbours of the same ring, where those differ
-    by at least :data:`MIXED_EDGE_M`, at least :data:`MIXED_MARGIN_M` from both (the veil of points a
-    divergent beam leaves between a foreground edge and the background)."""
+    """First returns (not rain clutter) that float between their two azimuth neighbours of the same ring,
+    where those differ by at least :data:`MIXED_EDGE_M`, at least :data:`MIXED_MARGIN_M` from both (the
+    veil of points a divergent beam leaves between a foreground edge and the background)."""
     first = points[(points["return_id"] == 0) & (points["flags"] & np.uint8(PointFlag.RAIN_CLUTTER) == 0)]
     order = np.lexsort((first["t"], first["ring"]))
     p = first[order]
