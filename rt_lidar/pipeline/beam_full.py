@@ -8,10 +8,10 @@ neighbours in ring and azimuth, the pulses whose footprint may meet
 
 - a depth edge: a neighbour's central ray misses where this one hits (or the other way round), or the
   two ranges differ by more than the footprint can hold on one smooth surface: the range difference
-  scaled down to the footprint's angular size (``|dr| * footprint / spacing``) exceeds ``edge_m`` (half
-  the pulse's length in range by default, where two echoes start to part); between two objects
-  (their segments differ) the unscaled range difference counts, since the step may lie anywhere
-  between the two rays, in either footprint;
+  scaled down to the footprint's angular size (``|dr| * footprint / spacing``) exceeds ``spread_m``
+  (the pulse's length in range, c * width / 2: the echo widens and parts beyond it); between two
+  objects (their segments differ) the unscaled range difference counts against ``edge_m`` (half the
+  pulse's length), since the step may lie anywhere between the two rays, in either footprint;
 - the edge of a transmissive surface (glass): a neighbour's ray passes glass where this one does not,
   or their glass ranges part as above;
 - the edge of a retro-reflector (a material with a retro lobe): a neighbour's ray ends on one where
@@ -62,6 +62,8 @@ __all__ = [
 
 EDGE_PULSE_FRACTION = 0.5
 """Default ``edge_m``: this share of the pulse's length in range (c * width / 2)."""
+SPREAD_PULSE_FRACTION = 1.0
+"""``spread_m``: this share of the pulse's length in range (c * width / 2)."""
 NEIGHBOUR_MAX_DEG = 2.0
 """Firings farther apart than this (in azimuth) are not neighbours (a frame's gap, the seam)."""
 
@@ -108,7 +110,9 @@ class FullBeamPlan:
     footprint_rad: float
     """Full angular size of the footprint the bundle samples (largest sub-ray offset, both sides)."""
     edge_m: float
-    """Range spread over the footprint that calls for the bundle (see the module docstring)."""
+    """Range step between two objects' neighbouring rays that calls for the bundle (module docstring)."""
+    spread_m: float
+    """Range spread over the footprint on one surface that calls for the bundle (module docstring)."""
     stats: BundleStats = field(default_factory=BundleStats, compare=False)
 
 
@@ -133,6 +137,7 @@ def full_beam_plan(
         retro=np.asarray(retro_gain) > 0,
         footprint_rad=foot,
         edge_m=float(edge_m),
+        spread_m=float(SPREAD_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0),
     )
 
 
@@ -245,8 +250,9 @@ def bundle_pulses(f: Firings, central: Hits, plan: FullBeamPlan) -> tuple[np.nda
             spread = dr * scale
             jump = np.where(seg[i] != seg[j], dr, 0.0)  # two objects: the step may lie in either footprint
             glass_spread = np.abs(glass_rng[i].astype(np.float64) - glass_rng[j]) * scale
+        both = hit[i] & hit[j]
         steps = {
-            "edge": (hit[i] != hit[j]) | (hit[i] & hit[j] & ((spread > plan.edge_m) | (jump > plan.edge_m))),
+            "edge": (hit[i] != hit[j]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
             "glass": (glass[i] != glass[j]) | (glass[i] & glass[j] & (glass_spread > plan.edge_m)),
             "retro": retro[i] != retro[j],
         }
