@@ -46,6 +46,7 @@ __all__ = [
     "Hits",
     "Pose",
     "PoseSamples",
+    "ThreadedCaster",
     "WorldSource",
     "interpolate_pose_samples",
     "pose_at",
@@ -166,6 +167,16 @@ class Capabilities:
     """Rays come with their ring, firing time, normal and material (not recovered from stock points)."""
     full_beam: bool = False
     """Casts ``--beam full``: the bundle only for the pulses that need it (``use_full_beam``)."""
+    frames_in_any_order: bool = False
+    """Its hits depend on each ray's time alone, so several frames may be cast at the same time on
+    threads of the frame loop, in any order (an in-process world; a server answers in order). Such a
+    source has a ``cast_threads`` the loop then sets to 1 (:class:`ThreadedCaster`)."""
+
+
+class ThreadedCaster(Protocol):
+    """A source whose :attr:`Capabilities.frames_in_any_order` is set: the threads one cast is split over."""
+
+    cast_threads: int | None
 
 
 @dataclass(frozen=True)
@@ -324,7 +335,9 @@ class WorldSource:
         twin.world = world
         return twin
 
-    capabilities = Capabilities(sub_rays=True, sun=True, weather=False, extension=True, full_beam=True)
+    capabilities = Capabilities(
+        sub_rays=True, sun=True, weather=False, extension=True, full_beam=True, frames_in_any_order=True
+    )
     """In-process: every bundle and the sun; the weather is the scenario's (no sim reports one)."""
 
     def use_beam(self, pattern: SubRayPattern, sun: SunArg = None) -> BeamGrant:
