@@ -183,7 +183,9 @@ def take_pulses(hits: Hits, idx: np.ndarray) -> Hits:
     """The pulses ``idx`` of one-ray-a-pulse ``hits`` (every per-ray field, the firings; poses kept)."""
     if hits.subrays != 1:
         raise ValueError("take_pulses needs one ray a pulse")
-    rows = {name: (None if getattr(hits, name) is None else getattr(hits, name)[idx]) for name in _PER_RAY}
+    rows: dict[str, Any] = {
+        name: (None if getattr(hits, name) is None else getattr(hits, name)[idx]) for name in _PER_RAY
+    }
     return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **rows)
 
 

@@ -191,12 +191,12 @@ class _NoFullBeam:
         return self.inner.material_names
 
     @property
-    def capabilities(self):  # type: ignore[no-untyped-def]
+    def capabilities(self):
         import dataclasses
 
         return dataclasses.replace(self.inner.capabilities, full_beam=False)
 
-    def use_beam(self, pattern, sun=None):  # type: ignore[no-untyped-def]
+    def use_beam(self, pattern, sun=None):
         self.asked = len(pattern)
         return self.inner.use_beam(pattern, sun)
 

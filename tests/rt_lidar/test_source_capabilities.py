@@ -25,10 +25,10 @@ class Delegating:
     def material_names(self) -> list[str]:
         return self.inner.material_names
 
-    def use_beam(self, pattern, sun=None):  # type: ignore[no-untyped-def]
+    def use_beam(self, pattern, sun=None):
         return self.inner.use_beam(pattern, sun)
 
-    def hits(self, firings, t0_ns, t1_ns):  # type: ignore[no-untyped-def]
+    def hits(self, firings, t0_ns, t1_ns):
         self.inner.cast_threads = self.cast_threads
         return self.inner.hits(firings, t0_ns, t1_ns)
 
@@ -45,7 +45,7 @@ def _source(frames_in_any_order: bool) -> tuple[Delegating, Pipeline]:
 
 def test_a_source_stating_frames_in_any_order_is_cast_on_several_threads() -> None:
     src, pipe = _source(True)
-    assert frame_workers(src, CAST_AHEAD, 70_000) >= 2  # type: ignore[arg-type]
+    assert frame_workers(src, CAST_AHEAD, 70_000) >= 2
     try:
         pipe.scans(1)
         assert src.cast_threads == 1  # one thread a frame, the frames side by side
@@ -55,7 +55,7 @@ def test_a_source_stating_frames_in_any_order_is_cast_on_several_threads() -> No
 
 def test_a_source_not_stating_it_is_fetched_in_order() -> None:
     src, pipe = _source(False)
-    assert frame_workers(src, CAST_AHEAD, 70_000) == 1  # type: ignore[arg-type]
+    assert frame_workers(src, CAST_AHEAD, 70_000) == 1
     try:
         pipe.scans(1)
         assert src.cast_threads is None
