@@ -17,6 +17,7 @@ from rt_lidar.physics.returns import Detections
 from rt_lidar.pipeline.beam_full import bundle_pulses, full_beam_plan, take_pulses
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.sources import WorldSource
+from rt_lidar.points import PointFlag
 from rt_lidar.sensor.beam import FULL_BEAM_SUB_RAYS, BeamConfig
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import load_preset
@@ -252,3 +253,33 @@ def test_frames_cast_ahead_on_threads_give_the_same_full_beam_scans() -> None:
             built.pipeline.close()
 
     assert scans(0) == scans(CAST_AHEAD)
+
+
+def test_power_faults_act_on_the_bundled_pulses_too() -> None:
+    """A blockage leaves no point in its sector, from plain and bundled pulses alike (but the receiver's
+    own false alarms, which need no echo)."""
+    from rt_lidar.faults.spec import faults_from_table
+    from rt_lidar.faults.wiring import fault_plan
+
+    faults = faults_from_table({"fault": [{"kind": "blockage", "azimuth_deg": [60, 150]}]}, "test")
+    built = build_pipeline("VLP-16", "street", seed=0, physics=PhysicsConfig(beam=BeamConfig(full=True)))
+    plan = fault_plan(faults, built.pipeline.preset, 0)
+    assert plan is not None
+    built.pipeline.on_hits = plan.on_hits
+    bundled_in_sector = 0
+    sensed: list = []
+    built.pipeline.on_sensed = sensed.append
+    try:
+        scans = built.pipeline.scans(2)
+    finally:
+        built.pipeline.close()
+    for s in sensed:
+        b = s.hits.bundle
+        if b is not None:
+            az = b.hits.firings.azimuth_deg
+            bundled_in_sector += int(np.count_nonzero((az > 61) & (az < 149)))
+    assert bundled_in_sector > 0  # the sector has pulses that got the bundle
+    for scan in scans:
+        p = scan.points[(scan.points["flags"] & PointFlag.AMBIENT_NOISE) == 0]
+        az = np.degrees(np.arctan2(p["y"], p["x"]))
+        assert not np.any((az > 60.5) & (az < 149.5))
