@@ -283,3 +283,13 @@ def test_power_faults_act_on_the_bundled_pulses_too() -> None:
         p = scan.points[(scan.points["flags"] & PointFlag.AMBIENT_NOISE) == 0]
         az = np.degrees(np.arctan2(p["y"], p["x"]))
         assert not np.any((az > 60.5) & (az < 149.5))
+
+
+def test_a_full_beam_run_re_runs_from_its_config_json(tmp_path: Path) -> None:
+    first = _scan_bytes(tmp_path, "a", [])
+    cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--config", str(tmp_path / "a" / "config.json")]
+    cmd += ["--quiet", "--out", str(tmp_path / "again")]
+    subprocess.run(cmd, check=True, cwd=tmp_path, capture_output=True, timeout=120)
+    again = [f.read_bytes() for f in sorted((tmp_path / "again" / "scans").glob("*.bin"))]
+    assert again == first
+    assert json.loads((tmp_path / "again" / "summary.json").read_text())["beam"]["mode"] == "full"
