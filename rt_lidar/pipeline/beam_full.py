@@ -189,44 +189,35 @@ def take_pulses(hits: Hits, idx: np.ndarray) -> Hits:
     return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **rows)
 
 
-def _ring_order(f: Firings) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Rings present, in order of elevation, and each one's pulses sorted by azimuth."""
-    rings = np.unique(f.ring)
-    members = [np.flatnonzero(f.ring == r) for r in rings]
-    elev = np.array([float(np.median(f.elevation_deg[m])) for m in members])
-    order = np.argsort(elev, kind="stable")
-    sorted_members = []
-    for k in order:
-        m = members[k]
-        sorted_members.append(m[np.argsort(f.azimuth_deg[m], kind="stable")])
-    return rings[order], sorted_members
-
-
 def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
-    """(i, j) pulse pairs that neighbour in azimuth (same ring) or in ring (adjacent elevation, nearest
-    azimuth), each pair once."""
-    _, members = _ring_order(f)
-    az = f.azimuth_deg
-    left: list[np.ndarray] = []
-    right: list[np.ndarray] = []
-    for k, m in enumerate(members):
-        if m.size > 1:  # along the ring
-            close = np.abs(np.diff(az[m])) <= NEIGHBOUR_MAX_DEG
-            left.append(m[:-1][close])
-            right.append(m[1:][close])
-        if k + 1 < len(members) and m.size and members[k + 1].size:  # to the ring above
-            up = members[k + 1]
-            a_up = az[up]
-            pos = np.clip(np.searchsorted(a_up, az[m]), 1, max(up.size - 1, 1))
-            lo = np.clip(pos - 1, 0, up.size - 1)
-            hi = np.clip(pos, 0, up.size - 1)
-            pick = np.where(np.abs(a_up[lo] - az[m]) <= np.abs(a_up[hi] - az[m]), lo, hi)
-            close = np.abs(a_up[pick] - az[m]) <= NEIGHBOUR_MAX_DEG
-            left.append(m[close])
-            right.append(up[pick[close]])
-    if not left:
+    """(i, j) pulse pairs that neighbour in azimuth (the same ring, next in azimuth) or in ring (the ring
+    next above in elevation, the nearest azimuth), each pair once; none farther apart in azimuth than
+    :data:`NEIGHBOUR_MAX_DEG`."""
+    n = len(f)
+    if n < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(left).astype(np.int64), np.concatenate(right).astype(np.int64)
+    ring = f.ring.astype(np.int64)
+    count = np.bincount(ring)
+    present = np.flatnonzero(count)
+    elevation = np.bincount(ring, weights=f.elevation_deg)[present] / count[present]
+    rank_of = np.zeros(count.size, np.int64)
+    rank_of[present[np.argsort(elevation, kind="stable")]] = np.arange(present.size)
+    rank = rank_of[ring]
+    az = f.azimuth_deg
+    key_all = rank * 720.0 + (az + 360.0)  # azimuth in [-180, 180): the rings' keys never overlap
+    order = np.argsort(key_all, kind="stable")  # by ring (in elevation order), then azimuth
+    r_s, a_s, key = rank[order], az[order], key_all[order]
+    along = (r_s[1:] == r_s[:-1]) & (np.abs(np.diff(a_s)) <= NEIGHBOUR_MAX_DEG)
+    # the ring above: search (rank + 1, azimuth) among the sorted (rank, azimuth) keys
+    pos = np.searchsorted(key, key + 720.0)
+    lo, hi = np.clip(pos - 1, 0, n - 1), np.clip(pos, 0, n - 1)
+    d_lo = np.where(r_s[lo] == r_s + 1, np.abs(a_s[lo] - a_s), np.inf)
+    d_hi = np.where(r_s[hi] == r_s + 1, np.abs(a_s[hi] - a_s), np.inf)
+    pick = np.where(d_lo <= d_hi, lo, hi)
+    up = np.minimum(d_lo, d_hi) <= NEIGHBOUR_MAX_DEG
+    left = np.concatenate([order[:-1][along], order[up]])
+    right = np.concatenate([order[1:][along], order[pick[up]]])
+    return left.astype(np.int64), right.astype(np.int64)
 
 
 def bundle_pulses(f: Firings, central: Hits, plan: FullBeamPlan) -> tuple[np.ndarray, dict[str, int]]:
@@ -244,14 +235,18 @@ def bundle_pulses(f: Firings, central: Hits, plan: FullBeamPlan) -> tuple[np.nda
     i, j = _neighbour_pairs(f)
     marks = {"edge": np.zeros(n, bool), "glass": np.zeros(n, bool), "retro": np.zeros(n, bool)}
     if i.size:
-        d = f.directions().astype(np.float64)
-        sep = np.arccos(np.clip(np.einsum("ij,ij->i", d[i], d[j]), -1.0, 1.0))
-        scale = np.minimum(1.0, plan.footprint_rad / np.maximum(sep, 1e-9))
+        az = np.radians(f.azimuth_deg).astype(np.float32)
+        el = np.radians(f.elevation_deg).astype(np.float32)
+        el_i = el[i]
+        sep = np.hypot((az[i] - az[j]) * np.cos(el_i), el_i - el[j])  # small angles: neighbours
+        foot = np.float32(plan.footprint_rad)
+        scale = np.minimum(np.float32(1.0), foot / np.maximum(sep, np.float32(1e-9)))
         with np.errstate(invalid="ignore"):
-            dr = np.abs(rng[i].astype(np.float64) - rng[j])
+            dr = np.abs(rng[i] - rng[j])
             spread = dr * scale
-            jump = np.where(seg[i] != seg[j], dr, 0.0)  # two objects: the step may lie in either footprint
-            glass_spread = np.abs(glass_rng[i].astype(np.float64) - glass_rng[j]) * scale
+            # two objects: the step may lie anywhere between the rays, in either footprint
+            jump = np.where(seg[i] != seg[j], dr, np.float32(0))
+            glass_spread = np.abs(glass_rng[i] - glass_rng[j]) * scale
         both = hit[i] & hit[j]
         steps = {
             "edge": (hit[i] != hit[j]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
