@@ -105,7 +105,6 @@ class FullBeamPlan:
     thresholds."""
 
     pattern: SubRayPattern
-    glass: np.ndarray  # (M,) bool per world material: transmissive
     retro: np.ndarray  # (M,) bool per world material: has a retro lobe
     footprint_rad: float
     """Full angular size of the footprint the bundle samples (largest sub-ray offset, both sides)."""
@@ -118,14 +117,13 @@ class FullBeamPlan:
 
 def full_beam_plan(
     preset: SensorPreset,
-    transmission: np.ndarray,
     retro_gain: np.ndarray,
     sub_rays: int = FULL_BEAM_SUB_RAYS,
     edge_m: float | None = None,
 ) -> FullBeamPlan:
-    """The plan of ``preset`` for a world whose materials have ``transmission`` and ``retro_gain``
-    (:class:`~rt_lidar.sensor.materials.MaterialArrays` fields); ``edge_m`` None takes
-    :data:`EDGE_PULSE_FRACTION` of the pulse's length."""
+    """The plan of ``preset`` for a world whose materials have ``retro_gain``
+    (:class:`~rt_lidar.sensor.materials.MaterialArrays`; glass is found from the hits themselves);
+    ``edge_m`` None takes :data:`EDGE_PULSE_FRACTION` of the pulse's length."""
     pattern = subray_pattern(preset, sub_rays)
     off = np.asarray(pattern.offsets_rad)
     foot = 2.0 * float(np.hypot(off[:, 0], off[:, 1]).max()) if len(pattern) > 1 else 0.0
@@ -133,7 +131,6 @@ def full_beam_plan(
         edge_m = EDGE_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
     return FullBeamPlan(
         pattern=pattern,
-        glass=np.asarray(transmission) > 0,
         retro=np.asarray(retro_gain) > 0,
         footprint_rad=foot,
         edge_m=float(edge_m),
@@ -300,9 +297,6 @@ class FullBeamSource(Protocol):
     @property
     def material_names(self) -> list[str]: ...
 
-    @property
-    def transmission(self) -> np.ndarray: ...
-
     retro_gain: np.ndarray | None
 
     def use_full_beam(self, plan: FullBeamPlan, sun: SunArg = None) -> BeamGrant: ...
@@ -310,16 +304,15 @@ class FullBeamSource(Protocol):
 
 def use_full_beam(source: FullBeamSource, preset: SensorPreset, sub_rays: int, sun: SunArg) -> BeamGrant:
     """Ask ``source`` (one whose :attr:`Capabilities.full_beam` is set) for ``--beam full`` with a bundle of
-    ``sub_rays``; the plan takes the source's material transmissions and retro gains (the default material
-    table's where the source names none)."""
-    transmission = np.asarray(source.transmission, np.float32)
+    ``sub_rays``; the plan takes the source's materials' retro gains (the default material table's where
+    the source names none)."""
     retro = source.retro_gain
     if retro is None:
         from rt_lidar.sensor.materials import load_material_table
 
         arrays = load_material_table().arrays(source.material_names, preset.optics.wavelength_nm)
         retro = arrays.retro_gain
-    plan = full_beam_plan(preset, transmission, np.asarray(retro), sub_rays)
+    plan = full_beam_plan(preset, np.asarray(retro), sub_rays)
     return source.use_full_beam(plan, sun)
 
 

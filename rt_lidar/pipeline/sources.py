@@ -360,11 +360,6 @@ class WorldSource:
         return grant
 
     @property
-    def transmission(self) -> np.ndarray:
-        """One-way transmission of each world material (0 = opaque)."""
-        return self._transmission
-
-    @property
     def full_beam(self) -> FullBeamPlan | None:
         """The ``--beam full`` plan in use (its ``stats`` count the bundled pulses), or None."""
         return self._full

@@ -94,7 +94,7 @@ def test_bundle_goes_to_the_pulses_beside_a_depth_edge_only() -> None:
     world = World(_wall_scene())
     arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
     source = WorldSource(world, preset.range.max_m, arrays.transmission)
-    plan = full_beam_plan(preset, arrays.transmission, arrays.retro_gain)
+    plan = full_beam_plan(preset, arrays.retro_gain)
     f = firings_between(preset, 0, 100_000_000)
     central = source.hits(f, 0, 100_000_000)
     chosen, reasons = bundle_pulses(f, central, plan)
