@@ -161,9 +161,11 @@ def test_summary_beam_section_and_config(tmp_path: Path) -> None:
         "--out",
         str(out),
     ]
-    subprocess.run(cmd, check=True, cwd=tmp_path, capture_output=True, timeout=120)
+    done = subprocess.run(cmd, check=True, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     summary = json.loads((out / "summary.json").read_text())
     beam = summary["beam"]
+    said = f"--beam full: {100 * beam['bundled_share']:.1f} % of pulses cast as the 19-sub-ray bundle"
+    assert said in done.stdout
     assert beam["mode"] == "full" and beam["sub_rays"] == FULL_BEAM_SUB_RAYS
     assert 0 < beam["bundled_pulses"] < beam["pulses"]
     assert beam["bundled_share"] == pytest.approx(beam["bundled_pulses"] / beam["pulses"])
