@@ -49,6 +49,13 @@ def merge_detections(parts: list[tuple[np.ndarray, Detections]]) -> Detections:
     )
 
 
+def _split_by_glass(hits: Hits) -> list[np.ndarray]:
+    """The pulses of ``hits`` none of whose rays passed glass, and those some did: the waveform of the
+    first has no glass echoes to sort (one column of echoes fewer a sub-ray)."""
+    glass = (hits.glass_material >= 0).reshape(hits.pulses, hits.subrays).any(axis=1)
+    return [np.flatnonzero(~glass), np.flatnonzero(glass)]
+
+
 def full_beam_detections(
     physics: SensorPhysics,
     echo: EchoModel,
@@ -57,46 +64,43 @@ def full_beam_detections(
     sigma: np.ndarray | None,
 ) -> Detections:
     """Detections of the ``--beam full`` batch ``hits`` (module docstring); ``sigma`` the pulses' noise
-    floors (P,) or None."""
+    floors (P,) or None. Each group runs in two parts, its pulses without glass and with it, in that
+    order (each pulse's returns do not depend on the others')."""
     bundle = hits.bundle
     assert bundle is not None
     p = physics.preset
-    n = hits.pulses
-    in_bundle = np.zeros(n, bool)
-    in_bundle[bundle.pulses] = True
-    plain = np.flatnonzero(~in_bundle)
     cfg = physics.config
+    in_bundle = np.zeros(hits.pulses, bool)
+    in_bundle[bundle.pulses] = True
     parts: list[tuple[np.ndarray, Detections]] = []
+
+    def run(group: Hits, pulses: np.ndarray, plain: bool) -> None:
+        for sel in _split_by_glass(group):
+            if not sel.size:
+                continue
+            part = group if sel.size == group.pulses else take_pulses(group, sel)
+            part_sigma = None if sigma is None else sigma[pulses[sel]]
+            if plain and not physics.uses_waveform(part):
+                det = physics._single(echo, part, rng, part_sigma)
+                if physics.beam.epw:
+                    det.epw_ns = single_echo_epw_ns(
+                        det.power_w, p.pulse.detection_threshold_w, p.pulse.width_ns, p.pulse.epw_offset_ns
+                    ).astype(np.float32)
+            else:
+                det = waveform_detections(
+                    echo,
+                    part,
+                    rng,
+                    mode=physics.return_mode,
+                    weather=cfg.weather,
+                    epw=physics.beam.epw,
+                    sigma=part_sigma,
+                    device=cfg.kernels_device,
+                )
+            parts.append((pulses[sel], det))
+
+    plain = np.flatnonzero(~in_bundle)
     if plain.size:
-        plain_hits = take_pulses(hits, plain)
-        plain_sigma = None if sigma is None else sigma[plain]
-        if physics.uses_waveform(plain_hits):
-            det = waveform_detections(
-                echo,
-                plain_hits,
-                rng,
-                mode=physics.return_mode,
-                weather=cfg.weather,
-                epw=physics.beam.epw,
-                sigma=plain_sigma,
-                device=cfg.kernels_device,
-            )
-        else:
-            det = physics._single(echo, plain_hits, rng, plain_sigma)
-            if physics.beam.epw:
-                det.epw_ns = single_echo_epw_ns(
-                    det.power_w, p.pulse.detection_threshold_w, p.pulse.width_ns, p.pulse.epw_offset_ns
-                ).astype(np.float32)
-        parts.append((plain, det))
-    det_b = waveform_detections(
-        echo,
-        bundle.hits,
-        rng,
-        mode=physics.return_mode,
-        weather=cfg.weather,
-        epw=physics.beam.epw,
-        sigma=None if sigma is None else sigma[bundle.pulses],
-        device=cfg.kernels_device,
-    )
-    parts.append((bundle.pulses, det_b))
+        run(take_pulses(hits, plain), plain, True)
+    run(bundle.hits, bundle.pulses, False)
     return merge_detections(parts)

@@ -177,13 +177,14 @@ _PER_RAY = (
 
 
 def take_pulses(hits: Hits, idx: np.ndarray) -> Hits:
-    """The pulses ``idx`` of one-ray-a-pulse ``hits`` (every per-ray field, the firings; poses kept)."""
-    if hits.subrays != 1:
-        raise ValueError("take_pulses needs one ray a pulse")
-    rows: dict[str, Any] = {
-        name: (None if getattr(hits, name) is None else getattr(hits, name)[idx]) for name in _PER_RAY
+    """The pulses ``idx`` of ``hits`` (each pulse's ``subrays`` rows of every per-ray field, the firings;
+    the poses and sub-ray weights kept)."""
+    n = hits.subrays
+    rows = idx if n == 1 else (np.asarray(idx)[:, None] * n + np.arange(n)).ravel()
+    taken: dict[str, Any] = {
+        name: (None if getattr(hits, name) is None else getattr(hits, name)[rows]) for name in _PER_RAY
     }
-    return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **rows)
+    return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **taken)
 
 
 def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
