@@ -25,8 +25,8 @@ from rt_lidar.validation.scenes import rain_test_scene
 CASES = [
     pytest.param("HDL-64E", "street", 0.0, 1, id="street-hdl64e"),
     pytest.param("VLP-32C", "street", 25.0, 1, id="street-vlp32c-rain25"),
-    pytest.param("VLP-16", rain_test_scene, 25.0, 2, id="rain-scene-vlp16-rain25"),
-    pytest.param("VLP-16", rain_test_scene, 0.0, 2, id="rain-scene-vlp16-clear"),
+    pytest.param("VLP-16", rain_test_scene, 25.0, 6, id="rain-scene-vlp16-rain25"),
+    pytest.param("VLP-16", rain_test_scene, 0.0, 6, id="rain-scene-vlp16-clear"),
     pytest.param("HDL-64E", "targets", 0.0, 1, id="targets-hdl64e"),
 ]
 
