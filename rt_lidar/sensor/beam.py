@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.schema import check_fields, spec
+from rt_lidar.schema import Where, check_fields, spec
 from rt_lidar.sensor.presets import RETURN_MODES, SensorPreset
 
 __all__ = [
@@ -60,6 +60,12 @@ class BeamConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, "beam")
+
+    def validate(self, what: Where) -> None:
+        """``--beam full`` casts a bundle: at least two sub-rays."""
+        if self.full and self.sub_rays is not None and self.sub_rays < 2:
+            problem = f"--beam full casts a bundle of 2..{MAX_SUB_RAYS} sub-rays, got {self.sub_rays}"
+            raise what.fail("sub_rays", problem)
 
     def resolve(self, preset: SensorPreset) -> tuple[int, str]:
         """(sub-rays, return mode) for ``preset``; a mode the sensor does not offer is an error."""
