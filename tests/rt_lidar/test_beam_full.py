@@ -295,3 +295,12 @@ def test_a_full_beam_run_re_runs_from_its_config_json(tmp_path: Path) -> None:
     again = [f.read_bytes() for f in sorted((tmp_path / "again" / "scans").glob("*.bin"))]
     assert again == first
     assert json.loads((tmp_path / "again" / "summary.json").read_text())["beam"]["mode"] == "full"
+
+
+def test_full_beam_of_one_sub_ray_is_refused_in_one_line(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--in-process", "--preset", "VLP-16"]
+    cmd += ["--frames", "1", "--beam", "full", "--sub-rays", "1", "--out", str(tmp_path / "x")]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "sub_rays" in lines[0] and "--beam full" in lines[0] and "2..127" in lines[0]
