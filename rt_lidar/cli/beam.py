@@ -1,4 +1,5 @@
-"""CLI pieces of the beam model: ``--sub-rays N``, ``--return-mode MODE`` and ``--epw`` on demo / run."""
+"""CLI pieces of the beam model: ``--sub-rays N``, ``--beam fixed|full``, ``--return-mode MODE`` and
+``--epw`` on demo / run."""
 
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ def add_beam_arguments(parser: argparse.ArgumentParser) -> None:
         help="rays per pulse over the beam divergence (default: the preset's, 1)",
     )
     g.add_argument(
+        "--beam",
+        choices=("fixed", "full"),
+        default="fixed",
+        help="fixed: every pulse as --sub-rays N; full: the 19-sub-ray bundle (or --sub-rays N) only "
+        "where the footprint meets a depth edge, glass or a retro-reflector, one exact ray elsewhere",
+    )
+    g.add_argument(
         "--return-mode",
         choices=CLI_RETURN_MODES,
         default=None,
@@ -67,9 +75,10 @@ def add_beam_arguments(parser: argparse.ArgumentParser) -> None:
 
 def beam_from_args(args: argparse.Namespace) -> BeamConfig | None:
     """The :class:`BeamConfig` of parsed beam options; None when none was given (the preset decides)."""
-    if args.sub_rays is None and args.return_mode is None and not args.epw:
+    full = getattr(args, "beam", "fixed") == "full"
+    if args.sub_rays is None and args.return_mode is None and not args.epw and not full:
         return None
-    return BeamConfig(sub_rays=args.sub_rays, return_mode=args.return_mode, epw=bool(args.epw))
+    return BeamConfig(sub_rays=args.sub_rays, return_mode=args.return_mode, epw=bool(args.epw), full=full)
 
 
 def sun_from_args(args: argparse.Namespace) -> SunConfig:

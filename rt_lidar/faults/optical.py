@@ -80,4 +80,7 @@ def with_power_faults(faults: tuple[Fault, ...], hits: Hits) -> Hits:
         return hits
     per_ray = np.repeat(factor, hits.subrays) if hits.subrays > 1 else factor
     trans = (hits.glass_transmission.astype(np.float64) * per_ray).astype(np.float32)
-    return dataclasses.replace(hits, glass_transmission=trans)
+    bundle = hits.bundle
+    if bundle is not None:  # --beam full: the pulses cast again as the bundle fade as their central rays
+        bundle = dataclasses.replace(bundle, hits=with_power_faults(faults, bundle.hits))
+    return dataclasses.replace(hits, glass_transmission=trans, bundle=bundle)

@@ -181,7 +181,11 @@ class SensorPhysics:
         background = pulse_background_w(echo, lux, hits) if lux > 0 else None
         sigma = pulse_noise_w(echo, lux, hits, background) if noisy or self.config.range_noise else None
         det_sigma = sigma if noisy else None
-        if self.uses_waveform(hits):
+        if hits.bundle is not None:  # --beam full: the bundle only where the footprint needs it
+            from rt_lidar.physics.beam_full import full_beam_detections
+
+            det = full_beam_detections(self, echo, hits, rng, det_sigma)
+        elif self.uses_waveform(hits):
             det = waveform_detections(
                 echo,
                 hits,

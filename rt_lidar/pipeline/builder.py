@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
+from rt_lidar.pipeline.beam_full import FullBeamSource, use_full_beam
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.scene_files import read_mesh_scene
 from rt_lidar.pipeline.sources import HitSource, WorldSource, sun_unit
@@ -76,6 +77,7 @@ def build_pipeline(
     table = materials or load_material_table()
     arrays = table.arrays(world.material_names, sensor.optics.wavelength_nm)
     source = WorldSource(world, sensor.range.max_m, arrays.transmission, exit_m_per_rad(sensor))
+    source.retro_gain = arrays.retro_gain
     phys = SensorPhysics(sensor, arrays, negotiate(source, sensor, physics or PhysicsConfig()))
     return BuiltPipeline(
         Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch), world, sensor, table
@@ -93,7 +95,17 @@ def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) ->
     want_sun: SunArg = None
     if config.sun_illuminance_lux > 0:
         want_sun = SCENE_SUN if config.sun_direction is None else sun_unit(config.sun_direction)
-    grant = source.use_beam(subray_pattern(preset, sub_rays), want_sun)
+    full = beam.full and source.capabilities.full_beam
+    if beam.full and not full:
+        warnings.warn(
+            f"--beam full needs a source that casts in-process (rt-lidar demo --in-process): this one "
+            f"casts every pulse as the {sub_rays}-sub-ray bundle instead (the same physics, slower)",
+            stacklevel=3,
+        )
+    if full:
+        grant = use_full_beam(cast(FullBeamSource, source), preset, sub_rays, want_sun)
+    else:
+        grant = source.use_beam(subray_pattern(preset, sub_rays), want_sun)
     if grant.sub_rays < sub_rays:
         warnings.warn(
             f"the AirSim server offers no rtLidarGetBeamHits (stock AirSim, an older server, or "
@@ -118,5 +130,5 @@ def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) ->
             "rt-lidar serve, with the extension): --road-wetness is not applied over this bridge",
             stacklevel=3,
         )
-    ran = BeamConfig(sub_rays=grant.sub_rays, return_mode=mode, epw=beam.epw)
+    ran = BeamConfig(sub_rays=grant.sub_rays, return_mode=mode, epw=beam.epw, full=full)
     return dataclasses.replace(config, beam=ran, sun_illuminance_lux=lux)

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsResult, SensorPhysics
 from rt_lidar.physics.source_fields import extra_fill
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
-from rt_lidar.pipeline.sources import Hits, HitSource, Pose, WorldSource, pose_at
+from rt_lidar.pipeline.sources import Hits, HitSource, Pose, ThreadedCaster, pose_at
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import (
     Firings,
@@ -86,12 +87,12 @@ class FrameStats:
 
 
 def frame_workers(source: HitSource, depth: int, rays_per_frame: float) -> int:
-    """Threads that fetch the frames asked for ahead: one per frame, as many as the cores, for an
-    in-process world source whose frames are large enough that its cast would be split over two
-    threads (its hits depend on each ray's time alone, so frames may be cast in any order); one for
-    smaller frames (their time is mostly the interpreter's: threads would only take turns) and for
-    any other source (a server answers in order)."""
-    if depth < 2 or not isinstance(source, WorldSource) or rays_per_frame < PARALLEL_MIN_RAYS:
+    """Threads that fetch the frames asked for ahead: one per frame, as many as the cores, for a source
+    that states :attr:`Capabilities.frames_in_any_order` (an in-process world: its hits depend on each
+    ray's time alone) when its frames are large enough that its cast would be split over two threads;
+    one for smaller frames (their time is mostly the interpreter's: threads would only take turns) and
+    for any other source (a server answers in order)."""
+    if depth < 2 or not source.capabilities.frames_in_any_order or rays_per_frame < PARALLEL_MIN_RAYS:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(depth, max(2, cores)))
@@ -232,8 +233,8 @@ class Pipeline:
         if self._pool is None:
             per_frame = self._rays_per_frame()
             workers = frame_workers(self.source, self.prefetch, per_frame)
-            if workers > 1 and isinstance(self.source, WorldSource):
-                self.source.cast_threads = 1
+            if workers > 1 and self.source.capabilities.frames_in_any_order:
+                cast(ThreadedCaster, self.source).cast_threads = 1
             self._pool = ThreadPoolExecutor(
                 max_workers=workers,
                 thread_name_prefix="rt-lidar-prefetch",

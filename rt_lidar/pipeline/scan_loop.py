@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.pipeline.beam_full import beam_summary
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import azimuth_span_deg, firings_per_scan
@@ -264,6 +265,7 @@ def drive_scans(
         "sinks": sink_reports((*own, *sinks), sinks_),
         "scenario": scenario or {},
     }
+    summary["beam"] = beam_summary(pipeline.source, pipeline.physics.sub_rays, pipeline.physics.return_mode)
     if faults:
         summary["scans_suppressed"] = loop.suppressed
         summary["faults"] = faults.report()

@@ -13,7 +13,7 @@ import contextlib
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -32,16 +32,21 @@ from rt_lidar.unreal_bridge.world import RayHits, Trajectory, World
 from rt_lidar.unreal_bridge.world.pose import quat_rotate
 from rt_lidar.unreal_bridge.world.spray import spray_segments
 
+if TYPE_CHECKING:
+    from rt_lidar.pipeline.beam_full import FullBeamPlan
+
 __all__ = [
     "GLASS_MAX_CROSSINGS",
     "ROAD_MATERIALS",
     "ROAD_NORMAL_MIN_Z",
+    "BeamBundle",
     "BeamGrant",
     "Capabilities",
     "HitSource",
     "Hits",
     "Pose",
     "PoseSamples",
+    "ThreadedCaster",
     "WorldSource",
     "interpolate_pose_samples",
     "pose_at",
@@ -122,6 +127,9 @@ class Hits:
     """(rays, 3) float32 world-frame normal of the surface each ray ended on, facing the ray (not
     normalised; zero where the ray met no surface, the glass's where it went through glass into nothing);
     only from a source asked for it (``WorldSource.keep_normals``)."""
+    bundle: BeamBundle | None = None
+    """``--beam full`` (:mod:`rt_lidar.pipeline.beam_full`): these hits are every pulse's central ray,
+    and the pulses named here were cast again as the whole sub-ray bundle; None = no such pulses."""
     weather: dict[str, float] | None = None
     """The sim's weather when these rays were cast (a source with :attr:`Capabilities.weather`: the
     server's ``simSetWeatherParameter``), as :class:`~rt_lidar.physics.weather.WeatherConfig` fields;
@@ -163,6 +171,16 @@ class Hits:
         return len(self.firings)
 
 
+@dataclass
+class BeamBundle:
+    """The pulses of a ``--beam full`` batch that were cast as the whole sub-ray bundle."""
+
+    pulses: np.ndarray
+    """(B,) int64 indices of those pulses among the batch's firings, ascending."""
+    hits: Hits
+    """Their hits as the bundle (``subrays`` rays a pulse, firings = those pulses)."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a hit source can give, stated once by the source (the pipeline builder negotiates with it)."""
@@ -175,6 +193,18 @@ class Capabilities:
     """Reports the sim's weather with its hits (:attr:`Hits.weather`), which the physics then follows."""
     extension: bool = False
     """Rays come with their ring, firing time, normal and material (not recovered from stock points)."""
+    full_beam: bool = False
+    """Casts ``--beam full``: the bundle only for the pulses that need it (``use_full_beam``)."""
+    frames_in_any_order: bool = False
+    """Its hits depend on each ray's time alone, so several frames may be cast at the same time on
+    threads of the frame loop, in any order (an in-process world; a server answers in order). Such a
+    source has a ``cast_threads`` the loop then sets to 1 (:class:`ThreadedCaster`)."""
+
+
+class ThreadedCaster(Protocol):
+    """A source whose :attr:`Capabilities.frames_in_any_order` is set: the threads one cast is split over."""
+
+    cast_threads: int | None
 
 
 @dataclass(frozen=True)
@@ -308,6 +338,10 @@ class WorldSource:
         self.exit_m_per_rad = (float(exit_m_per_rad[0]), float(exit_m_per_rad[1]))
         self._beam: SubRayPattern | None = None
         self._sun: np.ndarray | None = None
+        self._full: FullBeamPlan | None = None
+        self.retro_gain: np.ndarray | None = None
+        """Each world material's retro lobe gain (``MaterialArrays.retro_gain``: ``--beam full`` bundles
+        the pulses near a retro-reflector); None = the default material table's."""
         self.wet_road = False
         """Cast the wet road: mark road hits, cast their mirror rays and the tyre-spray segments
         (:meth:`use_wet_road`); off, the cast is exactly the dry one."""
@@ -337,7 +371,9 @@ class WorldSource:
         twin.world = world
         return twin
 
-    capabilities = Capabilities(sub_rays=True, sun=True, weather=False, extension=True)
+    capabilities = Capabilities(
+        sub_rays=True, sun=True, weather=False, extension=True, full_beam=True, frames_in_any_order=True
+    )
     """In-process: every bundle and the sun; the weather is the scenario's (no sim reports one)."""
 
     def use_beam(self, pattern: SubRayPattern, sun: SunArg = None) -> BeamGrant:
@@ -349,7 +385,20 @@ class WorldSource:
             sun = sun_unit(self.sun_direction)
         self._sun = None if sun is None else np.asarray(sun, np.float64)
         self._beam = pattern if len(pattern) > 1 or self._sun is not None else None
+        self._full = None
         return BeamGrant(len(pattern), self._sun is not None)
+
+    def use_full_beam(self, plan: FullBeamPlan, sun: SunArg = None) -> BeamGrant:
+        """Cast ``--beam full`` from now on: every central ray, and ``plan``'s bundle where
+        :func:`~rt_lidar.pipeline.beam_full.bundle_pulses` asks for it (with the sun cosines for ``sun``)."""
+        grant = self.use_beam(plan.pattern, sun)
+        self._full = plan
+        return grant
+
+    @property
+    def full_beam(self) -> FullBeamPlan | None:
+        """The ``--beam full`` plan in use (its ``stats`` count the bundled pulses), or None."""
+        return self._full
 
     @property
     def material_names(self) -> list[str]:
@@ -383,7 +432,11 @@ class WorldSource:
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
         """Cast every firing from the sensor pose at its own firing time, against the moving objects
         posed at that time (as the bundle :meth:`use_beam` asked for, if any: its sub-rays start across
-        the exit aperture)."""
+        the exit aperture; with :meth:`use_full_beam`, only where the footprint needs it)."""
+        if self._full is not None:
+            from rt_lidar.pipeline.beam_full import full_beam_hits
+
+            return full_beam_hits(self, firings, t0_ns, t1_ns, self._full, self._sun)
         if self._beam is not None:
             return self.beam_hits(firings, t0_ns, t1_ns, self._beam, self._sun)
         d_sensor = firings.directions()

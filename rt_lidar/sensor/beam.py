@@ -21,10 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from rt_lidar.errors import ConfigError
-from rt_lidar.schema import check_fields, spec
+from rt_lidar.schema import Where, check_fields, spec
 from rt_lidar.sensor.presets import RETURN_MODES, SensorPreset
 
 __all__ = [
+    "FULL_BEAM_SUB_RAYS",
     "BeamConfig",
     "SubRayPattern",
     "exit_m_per_rad",
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 MAX_SUB_RAYS = 127
+FULL_BEAM_SUB_RAYS = 19
+"""Sub-rays of the bundle ``--beam full`` casts where it casts one (the dense sampling it stands for)."""
 MAX_OFFSET_RAD = 0.1
 """Largest sub-ray offset :func:`pattern_from_offsets` accepts (~5.7 deg; real divergences are mrad)."""
 
@@ -50,13 +53,24 @@ class BeamConfig:
     """strongest / last / first / dual / multi, None = ``returns.default``."""
     epw: bool = False
     """Report each return's echo pulse width (``PhysicsResult.epw_ns``, ``Scan.extras['epw_ns']``)."""
+    full: bool = False
+    """``--beam full``: cast the bundle of ``sub_rays`` (default :data:`FULL_BEAM_SUB_RAYS`) only for the
+    pulses whose footprint meets a depth edge, glass or a retro-reflector, one exact ray elsewhere
+    (:mod:`rt_lidar.pipeline.beam_full`)."""
 
     def __post_init__(self) -> None:
         check_fields(self, "beam")
 
+    def validate(self, what: Where) -> None:
+        """``--beam full`` casts a bundle: at least two sub-rays."""
+        if self.full and self.sub_rays is not None and self.sub_rays < 2:
+            problem = f"--beam full casts a bundle of 2..{MAX_SUB_RAYS} sub-rays, got {self.sub_rays}"
+            raise what.fail("sub_rays", problem)
+
     def resolve(self, preset: SensorPreset) -> tuple[int, str]:
         """(sub-rays, return mode) for ``preset``; a mode the sensor does not offer is an error."""
-        n = self.sub_rays if self.sub_rays is not None else preset.optics.sub_rays
+        default = FULL_BEAM_SUB_RAYS if self.full else preset.optics.sub_rays
+        n = self.sub_rays if self.sub_rays is not None else default
         mode = self.return_mode or preset.returns.default
         if mode not in preset.returns.modes:
             raise ConfigError(

@@ -57,5 +57,10 @@ def print_report(command: str, summary: Mapping[str, Any], out: str, stream: Tex
         f"{points:,.0f} points a scan, {100 * drop:.1f} % of pulses without a return",
         file=stream,
     )
+    beam = summary.get("beam")
+    if isinstance(beam, Mapping) and beam.get("mode") == "full":
+        share = 100 * float(beam.get("bundled_share", 0.0))
+        bundle = f"the {beam.get('sub_rays')}-sub-ray bundle"
+        print(f"  --beam full: {share:.1f} % of pulses cast as {bundle}", file=stream)
     for line in warnings_of(summary):
         print(f"rt-lidar {command}: warning: {line}", file=sys.stderr)

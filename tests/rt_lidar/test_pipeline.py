@@ -11,6 +11,7 @@ from scenes import glass_scene, targets_scene, wall_scene
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.frame_loop import CAST_AHEAD, frame_workers
+from rt_lidar.pipeline.sources import Capabilities
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import list_presets, load_preset
 from rt_lidar.sensor.scan_pattern import firings_per_scan
@@ -257,7 +258,7 @@ def test_only_an_in_process_world_casts_frames_at_the_same_time():
     b = build_pipeline("VLP-16", "street", seed=4)
 
     class Remote:  # any other source: a server answers in order, one frame at a time
-        pass
+        capabilities = Capabilities()
 
     assert frame_workers(b.pipeline.source, 1, 70_000) == 1
     assert frame_workers(b.pipeline.source, CAST_AHEAD, 70_000) >= 2

@@ -29,6 +29,7 @@ BENCHES: dict[str, list[str]] = {
     "profile_inprocess_frame.py": [],
     "bench_decode.py": [],
     "bench_page_cache.py": [],  # scans written with the page cache let go of behind them and without
+    "bench_beam_full.py": [],  # --beam full against --sub-rays 7 / 19 and one ray, whole demos
 }
 OUT_FLAG = {"bench_udp.py": "--json"}
 # second runs of a script with other arguments, under their own JSON name (run after the script's own)

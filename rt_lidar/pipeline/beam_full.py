@@ -1,0 +1,332 @@
+"""``--beam full``: the divergent beam where it matters, one exact ray elsewhere.
+
+A dense sub-ray bundle (19 sub-rays) gives multi-echo at depth edges, blooming of retro-reflectors, the
+echo pulse width of surfaces the footprint crosses at a slant, and the double echo of glass; but most
+pulses meet one surface square on, where the bundle's sub-rays all say what the central ray says. Here
+every pulse's central ray is cast first; :func:`bundle_pulses` picks from those central hits, and their
+neighbours in ring and azimuth, the pulses whose footprint may meet
+
+- a depth edge: a neighbour's central ray misses where this one hits (or the other way round), or the
+  two ranges differ by more than the footprint can hold on one smooth surface: the range difference
+  scaled down to the footprint's angular size (``|dr| * footprint / spacing``) exceeds ``spread_m``
+  (the pulse's length in range, c * width / 2: the echo widens and parts beyond it); between two
+  objects (their segments differ) the unscaled range difference counts against ``edge_m`` (half the
+  pulse's length), since the step may lie anywhere between the two rays, in either footprint;
+- the edge of a transmissive surface (glass): a neighbour's ray passes glass where this one does not,
+  or their glass ranges part as above;
+- the edge of a retro-reflector (a material with a retro lobe): a neighbour's ray ends on one where
+  this one does not (the target reaches into one of the two footprints: it blooms there);
+
+and only those are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`).
+The rest keep the central ray as one sub-ray of full weight: the single-ray model exactly. Inside a
+glass pane or a retro-reflective sign every sub-ray meets what the central ray meets (the same glass,
+the same sheeting, the same surface behind), so the bundle would only repeat it; the measured
+statistics agree with the dense bundle's within :data:`rt_lidar.validation.beam_full_check.TOLERANCES`
+(docs/beam-full.md). The physics
+(:mod:`rt_lidar.physics.beam_full`) runs each group its own way and merges the returns in pulse order.
+
+Neighbours are looked for among the firings of one sim frame (a frame's first and last column have one
+azimuth neighbour fewer; their ring neighbours still count).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from rt_lidar.sensor.beam import FULL_BEAM_SUB_RAYS, SubRayPattern, subray_pattern
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import Firings
+
+if TYPE_CHECKING:
+    from rt_lidar.pipeline.sources import BeamGrant, Hits, WorldSource
+    from rt_lidar.unreal_bridge.beam_call import SunArg
+
+__all__ = [
+    "FULL_BEAM_SUB_RAYS",
+    "BundleStats",
+    "FullBeamPlan",
+    "FullBeamSource",
+    "beam_summary",
+    "bundle_pulses",
+    "full_beam_hits",
+    "full_beam_plan",
+    "take_firings",
+    "take_pulses",
+    "use_full_beam",
+]
+
+EDGE_PULSE_FRACTION = 0.5
+"""Default ``edge_m``: this share of the pulse's length in range (c * width / 2)."""
+SPREAD_PULSE_FRACTION = 1.0
+"""``spread_m``: this share of the pulse's length in range (c * width / 2)."""
+NEIGHBOUR_MAX_DEG = 2.0
+"""Firings farther apart than this (in azimuth) are not neighbours (a frame's gap, the seam)."""
+
+_C_M_PER_NS = 0.299792458
+
+
+@dataclass
+class BundleStats:
+    """How many pulses ``--beam full`` cast, and how many of them as the bundle (thread-safe counts)."""
+
+    pulses: int = 0
+    bundled: int = 0
+    by_reason: dict[str, int] = field(default_factory=lambda: {"edge": 0, "glass": 0, "retro": 0})
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, pulses: int, bundled: int, reasons: dict[str, int]) -> None:
+        """Count one batch."""
+        with self._lock:
+            self.pulses += pulses
+            self.bundled += bundled
+            for k, v in reasons.items():
+                self.by_reason[k] = self.by_reason.get(k, 0) + v
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary.json form: pulses, bundled, their share and why (a pulse may have several reasons)."""
+        with self._lock:
+            share = self.bundled / self.pulses if self.pulses else 0.0
+            return {
+                "pulses": self.pulses,
+                "bundled_pulses": self.bundled,
+                "bundled_share": share,
+                "bundled_by_reason": dict(self.by_reason),
+            }
+
+
+@dataclass(frozen=True)
+class FullBeamPlan:
+    """What ``--beam full`` needs to choose and cast: the bundle, the materials that call for it and the
+    thresholds."""
+
+    pattern: SubRayPattern
+    retro: np.ndarray  # (M,) bool per world material: has a retro lobe
+    footprint_rad: float
+    """Full angular size of the footprint the bundle samples (largest sub-ray offset, both sides)."""
+    edge_m: float
+    """Range step between two objects' neighbouring rays that calls for the bundle (module docstring)."""
+    spread_m: float
+    """Range spread over the footprint on one surface that calls for the bundle (module docstring)."""
+    stats: BundleStats = field(default_factory=BundleStats, compare=False)
+
+
+def full_beam_plan(
+    preset: SensorPreset,
+    retro_gain: np.ndarray,
+    sub_rays: int = FULL_BEAM_SUB_RAYS,
+    edge_m: float | None = None,
+) -> FullBeamPlan:
+    """The plan of ``preset`` for a world whose materials have ``retro_gain``
+    (:class:`~rt_lidar.sensor.materials.MaterialArrays`; glass is found from the hits themselves);
+    ``edge_m`` None takes :data:`EDGE_PULSE_FRACTION` of the pulse's length."""
+    pattern = subray_pattern(preset, sub_rays)
+    off = np.asarray(pattern.offsets_rad)
+    foot = 2.0 * float(np.hypot(off[:, 0], off[:, 1]).max()) if len(pattern) > 1 else 0.0
+    if edge_m is None:
+        edge_m = EDGE_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
+    return FullBeamPlan(
+        pattern=pattern,
+        retro=np.asarray(retro_gain) > 0,
+        footprint_rad=foot,
+        edge_m=float(edge_m),
+        spread_m=float(SPREAD_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0),
+    )
+
+
+def take_firings(f: Firings, idx: np.ndarray) -> Firings:
+    """The firings ``idx`` of ``f``."""
+    return Firings(
+        f.ring[idx],
+        f.t_ns[idx],
+        f.azimuth_deg[idx],
+        f.elevation_deg[idx],
+        f.column[idx],
+        None if f.unit is None else f.unit[idx],
+    )
+
+
+_PER_RAY = (
+    "direction",
+    "range_m",
+    "cos_incidence",
+    "material",
+    "segment",
+    "glass_range_m",
+    "glass_cos",
+    "glass_material",
+    "glass_segment",
+    "glass_transmission",
+    "sun_cos",
+    "beam_sun_cos",
+    "wet",
+    "mirror_range_m",
+    "mirror_cos",
+    "mirror_material",
+    "mirror_segment",
+    "spray_in_m",
+    "spray_out_m",
+    "spray_density",
+    "source_intensity",
+    "normal",
+)
+
+
+def take_pulses(hits: Hits, idx: np.ndarray) -> Hits:
+    """The pulses ``idx`` of ``hits`` (each pulse's ``subrays`` rows of every per-ray field, the firings;
+    the poses and sub-ray weights kept)."""
+    n = hits.subrays
+    rows = idx if n == 1 else (np.asarray(idx)[:, None] * n + np.arange(n)).ravel()
+    taken: dict[str, Any] = {
+        name: (None if getattr(hits, name) is None else getattr(hits, name)[rows]) for name in _PER_RAY
+    }
+    return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **taken)
+
+
+def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
+    """(i, j) pulse pairs that neighbour in azimuth (the same ring, next in azimuth) or in ring (the ring
+    next above in elevation, the nearest azimuth), each pair once; none farther apart in azimuth than
+    :data:`NEIGHBOUR_MAX_DEG`."""
+    n = len(f)
+    if n < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ring = f.ring.astype(np.int64)
+    count = np.bincount(ring)
+    present = np.flatnonzero(count)
+    elevation = np.bincount(ring, weights=f.elevation_deg)[present] / count[present]
+    rank_of = np.zeros(count.size, np.int64)
+    rank_of[present[np.argsort(elevation, kind="stable")]] = np.arange(present.size)
+    rank = rank_of[ring]
+    az = f.azimuth_deg
+    key_all = rank * 720.0 + (az + 360.0)  # azimuth in [-180, 180): the rings' keys never overlap
+    order = np.argsort(key_all, kind="stable")  # by ring (in elevation order), then azimuth
+    r_s, a_s, key = rank[order], az[order], key_all[order]
+    along = (r_s[1:] == r_s[:-1]) & (np.abs(np.diff(a_s)) <= NEIGHBOUR_MAX_DEG)
+    # the ring above: search (rank + 1, azimuth) among the sorted (rank, azimuth) keys
+    pos = np.searchsorted(key, key + 720.0)
+    lo, hi = np.clip(pos - 1, 0, n - 1), np.clip(pos, 0, n - 1)
+    d_lo = np.where(r_s[lo] == r_s + 1, np.abs(a_s[lo] - a_s), np.inf)
+    d_hi = np.where(r_s[hi] == r_s + 1, np.abs(a_s[hi] - a_s), np.inf)
+    pick = np.where(d_lo <= d_hi, lo, hi)
+    up = np.minimum(d_lo, d_hi) <= NEIGHBOUR_MAX_DEG
+    left = np.concatenate([order[:-1][along], order[up]])
+    right = np.concatenate([order[1:][along], order[pick[up]]])
+    return left.astype(np.int64), right.astype(np.int64)
+
+
+def bundle_pulses(f: Firings, central: Hits, plan: FullBeamPlan) -> tuple[np.ndarray, dict[str, int]]:
+    """(P,) bool: the pulses of firings ``f`` whose footprint may meet a depth edge, the edge of glass or
+    of a retro-reflector, judged from their central rays ``central`` (one ray a pulse) and their
+    neighbours' (module docstring); and how many pulses each reason marked."""
+    n = len(f)
+    rng = central.range_m
+    hit = np.isfinite(rng)
+    mat = central.material
+    seg = central.segment
+    glass = central.glass_material >= 0
+    glass_rng = np.where(glass, central.glass_range_m, np.float32(np.inf))
+    retro = hit & (mat >= 0) & plan.retro[np.maximum(mat, 0)]
+    i, j = _neighbour_pairs(f)
+    marks = {"edge": np.zeros(n, bool), "glass": np.zeros(n, bool), "retro": np.zeros(n, bool)}
+    if i.size:
+        az = np.radians(f.azimuth_deg).astype(np.float32)
+        el = np.radians(f.elevation_deg).astype(np.float32)
+        el_i = el[i]
+        sep = np.hypot((az[i] - az[j]) * np.cos(el_i), el_i - el[j])  # small angles: neighbours
+        foot = np.float32(plan.footprint_rad)
+        scale = np.minimum(np.float32(1.0), foot / np.maximum(sep, np.float32(1e-9)))
+        with np.errstate(invalid="ignore"):
+            dr = np.abs(rng[i] - rng[j])
+            spread = dr * scale
+            # two objects: the step may lie anywhere between the rays, in either footprint
+            jump = np.where(seg[i] != seg[j], dr, np.float32(0))
+            glass_spread = np.abs(glass_rng[i] - glass_rng[j]) * scale
+        both = hit[i] & hit[j]
+        steps = {
+            "edge": (hit[i] != hit[j]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
+            "glass": (glass[i] != glass[j]) | (glass[i] & glass[j] & (glass_spread > plan.edge_m)),
+            "retro": retro[i] != retro[j],
+        }
+        for name, step in steps.items():
+            marks[name][i[step]] = True
+            marks[name][j[step]] = True
+    chosen = marks["edge"] | marks["glass"] | marks["retro"]
+    return chosen, {k: int(np.count_nonzero(v)) for k, v in marks.items()}
+
+
+def _single_ray_pattern() -> SubRayPattern:
+    off = np.zeros((1, 2))
+    w = np.ones(1, np.float32)
+    r = np.zeros(1)
+    for a in (off, w, r):
+        a.setflags(write=False)
+    return SubRayPattern(off, w, r)
+
+
+_SINGLE_RAY = _single_ray_pattern()
+
+
+def full_beam_hits(
+    source: WorldSource,
+    firings: Firings,
+    t0_ns: int,
+    t1_ns: int,
+    plan: FullBeamPlan,
+    sun: np.ndarray | None,
+) -> Hits:
+    """Every firing's central ray, and the bundle of ``plan`` for the pulses :func:`bundle_pulses` picks
+    (in :attr:`Hits.bundle`); the counts go to ``plan.stats``."""
+    from rt_lidar.pipeline.sources import BeamBundle
+
+    central = source.beam_hits(firings, t0_ns, t1_ns, _SINGLE_RAY, sun)
+    chosen, reasons = bundle_pulses(firings, central, plan)
+    idx = np.flatnonzero(chosen)
+    plan.stats.add(len(firings), int(idx.size), reasons)
+    if idx.size:
+        sub = source.beam_hits(take_firings(firings, idx), t0_ns, t1_ns, plan.pattern, sun)
+        central.bundle = BeamBundle(idx.astype(np.int64), sub)
+    return central
+
+
+class FullBeamSource(Protocol):
+    """A hit source whose :attr:`~rt_lidar.pipeline.sources.Capabilities.full_beam` is set."""
+
+    @property
+    def material_names(self) -> list[str]: ...
+
+    retro_gain: np.ndarray | None
+
+    def use_full_beam(self, plan: FullBeamPlan, sun: SunArg = None) -> BeamGrant: ...
+
+
+def use_full_beam(source: FullBeamSource, preset: SensorPreset, sub_rays: int, sun: SunArg) -> BeamGrant:
+    """Ask ``source`` (one whose :attr:`Capabilities.full_beam` is set) for ``--beam full`` with a bundle of
+    ``sub_rays``; the plan takes the source's materials' retro gains (the default material table's where
+    the source names none)."""
+    retro = source.retro_gain
+    if retro is None:
+        from rt_lidar.sensor.materials import load_material_table
+
+        arrays = load_material_table().arrays(source.material_names, preset.optics.wavelength_nm)
+        retro = arrays.retro_gain
+    plan = full_beam_plan(preset, np.asarray(retro), sub_rays)
+    return source.use_full_beam(plan, sun)
+
+
+def beam_summary(source: object, sub_rays: int, return_mode: str) -> dict[str, Any]:
+    """summary.json's ``beam`` section: the mode that ran (``fixed``: every pulse as ``sub_rays``; ``full``:
+    the bundle where needed), and for ``full`` how many pulses got the bundle, their share and why."""
+    plan = getattr(source, "full_beam", None)
+    if not isinstance(plan, FullBeamPlan):
+        return {"mode": "fixed", "sub_rays": sub_rays, "return_mode": return_mode}
+    return {
+        "mode": "full",
+        "sub_rays": len(plan.pattern),
+        "return_mode": return_mode,
+        "edge_m": plan.edge_m,
+        **plan.stats.as_dict(),
+    }

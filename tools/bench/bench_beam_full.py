@@ -1,0 +1,130 @@
+"""``--beam full`` against fixed sub-ray bundles and one ray a pulse: real-time factors of whole demos.
+
+Run: .venv/bin/python tools/bench/bench_beam_full.py [--out docs/bench/beam_full.json] [--repeats 3]
+     [--frames 10] [--only NAME,...] [--note TEXT]
+
+Every configuration is one ``rt-lidar demo --in-process`` (its scans written as PCD + KITTI, as the
+demo runs), seed 3 on the street; its real-time factor is the demo's own (summary.json: simulated
+seconds over wall seconds of the scan loop). The configurations run in rounds, each once a round in
+turn, so that a shared machine's drift shows as the range of each one's runs, not as a difference
+between them. The rows:
+
+- HDL-64E, dual returns, 25 mm/h rain: one ray a pulse, ``--sub-rays 7``, ``--beam full``, and the
+  dense ``--sub-rays 19`` that ``--beam full`` stands for;
+- VLS-128 dual returns: one ray a pulse and ``--beam full``;
+- the example rig (docs/rigs/roof-and-corners.toml: an HDL-64E and two VLP-16s), without and with
+  ``--crosstalk``.
+
+The JSON keeps every run's factor, each row's range and median, ``--beam full``'s share of pulses
+that got the bundle, and the machine (tools/bench/machine_record.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from machine_record import write_json  # tools/bench, beside this script
+
+ROOT = Path(__file__).resolve().parents[2]
+RIG = ROOT / "docs" / "rigs" / "roof-and-corners.toml"
+HDL_RAIN = ["--preset", "HDL-64E", "--return-mode", "dual", "--rain", "25"]
+VLS_DUAL = ["--preset", "VLS-128", "--return-mode", "dual"]
+CONFIGS: dict[str, list[str]] = {
+    "hdl64e_dual_rain25_single_ray": [*HDL_RAIN, "--sub-rays", "1"],
+    "hdl64e_dual_rain25_sub_rays_7": [*HDL_RAIN, "--sub-rays", "7"],
+    "hdl64e_dual_rain25_beam_full": [*HDL_RAIN, "--beam", "full"],
+    "hdl64e_dual_rain25_sub_rays_19": [*HDL_RAIN, "--sub-rays", "19"],
+    "vls128_dual_single_ray": [*VLS_DUAL, "--sub-rays", "1"],
+    "vls128_dual_beam_full": [*VLS_DUAL, "--beam", "full"],
+    "rig": ["--rig", str(RIG)],
+    "rig_crosstalk": ["--rig", str(RIG), "--crosstalk"],
+}
+
+
+def run_demo(args: list[str], frames: int, seed: int) -> dict[str, Any]:
+    """One in-process demo with ``args``; its summary.json's figures."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--in-process", "--quiet"]
+        cmd += ["--frames", str(frames), "--seed", str(seed), "--out", str(out), *args]
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
+        elapsed = time.perf_counter() - t0
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+        summary = json.loads((out / "summary.json").read_text())
+    got: dict[str, Any] = {
+        "realtime_factor": float(summary["realtime_factor"]),
+        "elapsed_s": elapsed,
+        "sim_time_s": summary.get("sim_time_s"),
+    }
+    if "beam" in summary:
+        got["beam"] = summary["beam"]
+    if "points_per_scan_mean" in summary:
+        got["points_per_scan_mean"] = summary["points_per_scan_mean"]
+    return got
+
+
+def summarise(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A row: every run's factor, their range and median, and the last run's beam section."""
+    f = [round(r["realtime_factor"], 3) for r in runs]
+    row: dict[str, Any] = {
+        "config": name,
+        "args": CONFIGS[name],
+        "realtime_factor_runs": f,
+        "realtime_factor_min": min(f),
+        "realtime_factor_max": max(f),
+        "realtime_factor_median": statistics.median(f),
+    }
+    if "beam" in runs[-1]:
+        row["beam"] = runs[-1]["beam"]
+    if "points_per_scan_mean" in runs[-1]:
+        row["points_per_scan_mean"] = runs[-1]["points_per_scan_mean"]
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--repeats", type=int, default=3, help="rounds: runs of each configuration")
+    parser.add_argument("--frames", type=int, default=10, help="scans each demo writes")
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--only", default="", help="comma-separated configurations (default: all)")
+    parser.add_argument("--note", default="", help="a line on how the machine was used (e.g. shared)")
+    args = parser.parse_args(argv)
+    names = [n for n in args.only.split(",") if n] or list(CONFIGS)
+    unknown = set(names) - set(CONFIGS)
+    if unknown:
+        parser.error(f"unknown configuration(s) {sorted(unknown)}; known: {', '.join(CONFIGS)}")
+    runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    for round_no in range(max(1, args.repeats)):
+        for name in names:
+            got = run_demo(CONFIGS[name], args.frames, args.seed)
+            runs[name].append(got)
+            share = got.get("beam", {}).get("bundled_share")
+            extra = (
+                f"  bundled {share:.1%}" if isinstance(share, float) and got["beam"]["mode"] == "full" else ""
+            )
+            print(f"round {round_no + 1} {name:>32}: RTF {got['realtime_factor']:5.2f}{extra}", flush=True)
+    report = {
+        "frames": args.frames,
+        "rounds": max(1, args.repeats),
+        "seed": args.seed,
+        "note": args.note,
+        "results": [summarise(n, runs[n]) for n in names],
+    }
+    if args.out:
+        write_json(args.out, report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
