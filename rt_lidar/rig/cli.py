@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,28 @@ def add_rig_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-rosbag", action="store_true", help="with --rig: no OUT/rosbag of every sensor")
 
 
+def warn_unapplied_beam(args: argparse.Namespace) -> None:
+    """One line when beam options were given to a rig: its sensors cast their presets' beams (one ray a
+    pulse) and do not take ``--sub-rays``, ``--return-mode``, ``--epw``, ``--beam full`` or sunlight yet."""
+    given = [
+        name
+        for name, value in (
+            ("--sub-rays", getattr(args, "sub_rays", None)),
+            ("--return-mode", getattr(args, "return_mode", None)),
+            ("--epw", getattr(args, "epw", False) or None),
+            ("--beam full", "full" if getattr(args, "beam", "fixed") == "full" else None),
+            ("--sun-lux", getattr(args, "sun_lux", 0.0) or None),
+        )
+        if value is not None
+    ]
+    if given:
+        print(
+            f"rt-lidar: warning: {', '.join(given)} not applied to a rig: each sensor casts its preset's "
+            "beam",
+            file=sys.stderr,
+        )
+
+
 def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int:
     """``rt-lidar demo --rig RIG.toml`` (``config`` from the command line) or ``demo --config
     RUN/config.json`` of a rig run (a rig demo's or a rig sweep's run of ``rt-lidar generate``): the rig
@@ -46,6 +69,7 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
     from rt_lidar.rig.run import RigRunOptions, run_rig_demo
 
     assert config.rig is not None
+    warn_unapplied_beam(args)
     rig = load_rig(config.rig)
     stream = rig_stream_address(list(config.sinks), "demo")
     opts = RigRunOptions(
@@ -90,6 +114,7 @@ def add_rig_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
     """``rt-lidar run --rig RIG.toml --airsim HOST:PORT --lockstep``."""
+    warn_unapplied_beam(args)
 
     from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
     from rt_lidar.bridge.source import parse_address
