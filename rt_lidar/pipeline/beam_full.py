@@ -70,6 +70,12 @@ NEIGHBOUR_MAX_DEG = 2.0
 _C_M_PER_NS = 0.299792458
 
 
+RETRO_GAIN_MIN = 1.0
+"""A material is a retro-reflector here when its retro lobe's gain exceeds a white Lambertian's: road
+markings' beads (2) and sheeting (300-600) bloom; the backscatter of rough asphalt, concrete and rock
+(0.05-0.07, issue 40) is a texture of the road, not a reflector whose edge blooms."""
+
+
 @dataclass
 class BundleStats:
     """How many pulses ``--beam full`` cast, and how many of them as the bundle (thread-safe counts)."""
@@ -131,7 +137,7 @@ def full_beam_plan(
         edge_m = EDGE_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
     return FullBeamPlan(
         pattern=pattern,
-        retro=np.asarray(retro_gain) > 0,
+        retro=np.asarray(retro_gain) > RETRO_GAIN_MIN,
         footprint_rad=foot,
         edge_m=float(edge_m),
         spread_m=float(SPREAD_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0),
