@@ -79,8 +79,13 @@ CHECKS.update(REALISM_CHECKS)
 
 
 def trend_checks(report: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, bool]]]:
-    """The checks of every experiment in ``report``: (description, passed)."""
-    return {name: [(d, bool(f(report[name]))) for d, f in CHECKS.get(name, [])] for name in report}
+    """The checks of every experiment in ``report``: (description, passed). A check whose data is absent
+    (it answers None, e.g. a real frame that is not on this machine) is not run, and not listed."""
+    out: dict[str, list[tuple[str, bool]]] = {}
+    for name in report:
+        results = [(d, f(report[name])) for d, f in CHECKS.get(name, [])]
+        out[name] = [(d, bool(r)) for d, r in results if r is not None]
+    return out
 
 
 def _fmt(v: Any) -> str:

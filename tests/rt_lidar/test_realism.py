@@ -149,3 +149,17 @@ def test_validate_prints_simulated_beside_real(tmp_path: Path, capsys: pytest.Ca
     out = capsys.readouterr().out
     assert "preset   statistic   simulated real frame   published  residual" in out
     assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 4
+
+
+def test_without_the_real_frames_their_checks_are_not_run_and_that_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rt_lidar.validation.realism_experiment as experiment
+    from rt_lidar.validation.report import run_validation, trend_checks
+
+    monkeypatch.setattr(experiment, "_shared_real", lambda: None)
+    with pytest.warns(UserWarning, match=r"reference/real not found: .*published figures only"):
+        rep = run_validation(tmp_path, ["realism"])
+    assert rep["realism"]["real_frames"] == {}
+    assert trend_checks(rep) == {"realism": []}  # not run: neither passed nor failed
+    assert "KITTI frame" not in (tmp_path / "report.md").read_text()
