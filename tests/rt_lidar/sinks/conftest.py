@@ -11,6 +11,7 @@ import pytest
 
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.sensor.presets import SensorPreset
 
 
 @functools.lru_cache(maxsize=8)
@@ -36,6 +37,22 @@ def with_second_returns(scan: Scan, every: int = 3, factor: float = 1.25) -> Sca
     merged = np.concatenate([pts, twin])
     merged = merged[np.lexsort((merged["return_id"], merged["ring"], merged["t"]))]
     return Scan(scan.index, scan.start_ns, merged, scan.fired, scan.dropped, scan.frames)
+
+
+def velodyne_pcap_of(path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -> list[Scan]:
+    """Write ``scans`` of ``preset`` to ``path`` with the velodyne-pcap sink in return ``mode`` (dual:
+    every third point gains a second return first); returns the scans as written."""
+    from rt_lidar.sinks.base import SinkContext
+    from rt_lidar.sinks.velodyne import velodyne_pcap_sink
+
+    if mode == "dual":
+        scans = [with_second_returns(s) for s in scans]
+    sink = velodyne_pcap_sink(str(path), {"mode": mode})
+    sink.open(SinkContext(preset))
+    for s in scans:
+        sink.write(s)
+    sink.close()
+    return scans
 
 
 _BENCH = Path(__file__).resolve().parents[3] / "tools" / "bench"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import with_second_returns
+from conftest import velodyne_pcap_of
 from test_ouster_profiles import PEER, _decode, _sensor_frame
 from test_velodyne import EPOCH_S
 
@@ -68,15 +68,8 @@ def test_velodyne_offsets_place_points_as_velodyne_decoder_does(tmp_path, pipeli
     preset = _preset(str(cal) + ("#model=HDL-32E" if model == "HDL32E" else "#model=VLP-32A"))
     origins = preset.beam_origins_m
     assert origins is not None and np.linalg.norm(origins, axis=1).min() > 0.02
-    scans = list(pipeline_scans(preset, 2))
-    if mode == "dual":
-        scans = [with_second_returns(s) for s in scans]
     pcap = tmp_path / "v.pcap"
-    sink = velodyne_pcap_sink(str(pcap), {"mode": mode})
-    sink.open(SinkContext(preset))
-    for s in scans:
-        sink.write(s)
-    sink.close()
+    scans = velodyne_pcap_of(pcap, preset, list(pipeline_scans(preset, 2)), mode)
     dec = _velodyne_decode(pcap, cal, model)
 
     ours = np.concatenate([s.points for s in scans])
@@ -218,15 +211,8 @@ def test_hdl64e_offsets_and_two_point_corrections_decode_to_our_points(tmp_path,
     cal = DATA / "velodyne" / src
     preset = _preset(str(cal))
     assert preset.packet_format == "velodyne-hdl64" and preset.beam_origins_m is not None
-    scans = list(pipeline_scans(preset, 2))
-    if mode == "dual":
-        scans = [with_second_returns(s) for s in scans]
     pcap = tmp_path / "v.pcap"
-    sink = velodyne_pcap_sink(str(pcap), {"mode": mode})
-    sink.open(SinkContext(preset))
-    for s in scans:
-        sink.write(s)
-    sink.close()
+    scans = velodyne_pcap_of(pcap, preset, list(pipeline_scans(preset, 2)), mode)
     ours, dec = _matched(scans, _velodyne_decode(pcap, cal, "HDL64E_S2"), mode)
     assert _off_azimuth_gap(dec, ours).max() < 0.002  # the packets' 2 mm
     az = np.degrees(np.arctan2(ours[:, 1], ours[:, 0]) - np.arctan2(dec[:, 1], dec[:, 0]))

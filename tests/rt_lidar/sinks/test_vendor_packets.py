@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import with_second_returns
+from conftest import velodyne_pcap_of
 from test_ouster_profiles import PEER, _decode
 from test_velodyne import _agreement
 
@@ -17,7 +17,6 @@ from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.ouster import OusterPacketizer, ouster_pcap_sink
 from rt_lidar.sinks.ouster_meta import read_metadata
-from rt_lidar.sinks.velodyne import velodyne_pcap_sink
 
 vd = pytest.importorskip("velodyne_decoder")
 
@@ -59,15 +58,8 @@ def test_velodyne_decoder_reads_our_packets_with_the_same_file(tmp_path, pipelin
     file, _, opts = ref.partition("#")
     full = f"{DATA / file}#{opts}" if opts else str(DATA / file)
     preset = _preset(full)
-    scans = list(pipeline_scans(preset, 2))
-    if mode == "dual":
-        scans = [with_second_returns(s) for s in scans]
     pcap = tmp_path / "v.pcap"
-    sink = velodyne_pcap_sink(str(pcap), {"mode": mode})
-    sink.open(SinkContext(preset))
-    for s in scans:
-        sink.write(s)
-    sink.close()
+    scans = velodyne_pcap_of(pcap, preset, list(pipeline_scans(preset, 2)), mode)
     cfg = vd.Config(max_range=1000.0)
     cfg.model = getattr(vd.Model, DECODER_MODEL[preset.packet_format])
     cfg.calibration = vd.Calibration.read(str(DATA / file))  # the vendor's file, not one we wrote
