@@ -77,9 +77,10 @@ def simulate(
     7}``; ``faults``: a faults TOML file or fault tables such as ``[{"kind": "dead_channel", "rings":
     [3]}]`` (docs/faults.md). The same arguments and seed give the same points, byte for byte. Values
     out of range raise :class:`rt_lidar.errors.ConfigError` naming the field."""
-    from rt_lidar.faults.wiring import fault_plan
+    from rt_lidar.faults.wiring import fault_plan, with_faults
     from rt_lidar.pipeline.builder import build_pipeline, build_world
     from rt_lidar.pipeline.frame_loop import CAST_AHEAD
+    from rt_lidar.sinks.base import SinkContext
 
     config = RunConfig(
         command="demo",
@@ -102,9 +103,9 @@ def simulate(
     if plan is None:
         yield from _scans(built.pipeline, scans)
         return
-    built.pipeline.on_hits = plan.on_hits
+    _, _, faulted = with_faults(plan, built.pipeline, [], SinkContext(preset=sensor), None)
     for scan in _scans(built.pipeline, scans):
-        out = plan.on_scan(scan)
+        out = faulted(scan)
         if out is not None:  # None: a scan the sensor did not send (down in an injected reboot)
             yield out
 

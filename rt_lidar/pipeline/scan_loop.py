@@ -200,15 +200,13 @@ def drive_scans(
     else:
         out.mkdir(parents=True, exist_ok=True)
     sinks_ = [make_sink(s) for s in (*own, *sinks)]
-    given_figures = live_figures
 
     def figures() -> dict[str, str]:  # the run's own (e.g. --realtime's pace) and the packet sinks'
-        run = given_figures() if given_figures is not None else {}
+        run = live_figures() if live_figures is not None else {}
         return {**run, **live_sink_figures((*own, *sinks), sinks_)}
 
-    live_figures = figures
     context = SinkContext(
-        preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp, _live=live_figures
+        preset=preset, scenario=dict(scenario or {}), lockstep=lockstep, stamp=stamp, _live=figures
     )
     if mount is not None:
         context = dataclasses.replace(context, mount=tuple(mount))
@@ -224,7 +222,7 @@ def drive_scans(
             points=scan.points.size,
             drop=f"{scan.drop_fraction:.2f}",
             sim=f"{pipeline.sim_time_s:.2f}s",
-            **(live_figures() if live_figures is not None else {}),
+            **figures(),
         )
 
     sim0 = pipeline.sim_time_s
