@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import SensorPreset, load_preset
+
+if TYPE_CHECKING:
+    from rt_lidar.pipeline.builder import BuiltPipeline
 
 __all__ = ["Scan", "attach", "read", "simulate"]
 
@@ -78,8 +81,6 @@ def simulate(
     [3]}]`` (docs/faults.md). The same arguments and seed give the same points, byte for byte. Values
     out of range raise :class:`rt_lidar.errors.ConfigError` naming the field."""
     from rt_lidar.faults.wiring import fault_plan, with_faults
-    from rt_lidar.pipeline.builder import build_pipeline, build_world
-    from rt_lidar.pipeline.frame_loop import CAST_AHEAD
     from rt_lidar.sinks.base import SinkContext
 
     config = RunConfig(
@@ -95,10 +96,7 @@ def simulate(
         faults=_faults(faults),
     )
     sensor = preset if isinstance(preset, SensorPreset) else load_preset(config.preset)
-    world = build_world(config.scene, seed=config.seed, caster=config.caster)
-    built = build_pipeline(
-        sensor, world, seed=config.seed, sim_hz=config.sim_hz, prefetch=CAST_AHEAD, physics=config.physics()
-    )
+    built = in_process_pipeline(config, sensor)
     plan = fault_plan(config.faults, sensor, config.seed)
     if plan is None:
         yield from _scans(built.pipeline, scans)
@@ -108,6 +106,18 @@ def simulate(
         out = faulted(scan)
         if out is not None:  # None: a scan the sensor did not send (down in an injected reboot)
             yield out
+
+
+def in_process_pipeline(config: RunConfig, sensor: SensorPreset) -> BuiltPipeline:
+    """The pipeline of an in-process run of ``config`` (:func:`simulate`, ``rt-lidar demo --in-process``):
+    its scene (with a dataset run's ``scene_setup``) cast directly, frames cast ahead."""
+    from rt_lidar.pipeline.builder import build_pipeline, build_world
+    from rt_lidar.pipeline.frame_loop import CAST_AHEAD
+
+    world = build_world(config.scene, seed=config.seed, caster=config.caster, setup=config.scene_setup)
+    return build_pipeline(
+        sensor, world, seed=config.seed, sim_hz=config.sim_hz, prefetch=CAST_AHEAD, physics=config.physics()
+    )
 
 
 def _faults(faults: FaultsLike) -> Any:

@@ -14,13 +14,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rt_lidar.api import in_process_pipeline
 from rt_lidar.bridge.source import BridgeSource, airsim_mount, bridge_pipeline
 from rt_lidar.config import BridgeConfig, RunConfig, plain, write_run_config, write_summary
 from rt_lidar.errors import ConfigError
 from rt_lidar.faults.wiring import fault_plan
 from rt_lidar.pipeline.assembler import Scan
-from rt_lidar.pipeline.builder import build_pipeline, build_world
-from rt_lidar.pipeline.frame_loop import CAST_AHEAD
+from rt_lidar.pipeline.builder import build_world
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.rinet.stage import airsim_camera_post
 from rt_lidar.sensor.presets import load_preset
@@ -87,10 +87,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
             "a run configuration with a scene_setup (a dataset run's) runs in-process only: add --in-process"
         )
     if opts.in_process:
-        scene = build_world(opts.scene, seed=opts.seed, caster=opts.caster, setup=opts.scene_setup)
-        built = build_pipeline(
-            preset, scene, seed=opts.seed, sim_hz=opts.sim_hz, prefetch=CAST_AHEAD, physics=opts.physics()
-        )
+        built = in_process_pipeline(opts, preset)  # what rt_lidar.simulate() runs
         world = built.world
         stage = _rinet_stage(opts, world.scene.sensor_mount, imax)
 
