@@ -6,7 +6,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ import msgpack
 import numpy as np
 import pytest
 from old_servers import WithoutBeamCall
+from peers import run_peer_json
 from pypcd4 import PointCloud
 from scenes import targets_scene, wall_scene
 
@@ -36,7 +36,6 @@ from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
 from rt_lidar.unreal_bridge.world import World, street_scene
 
 ROOT = Path(__file__).resolve().parents[2]
-PEER_PYTHON = Path(os.environ.get("RT_LIDAR_AIRSIM_PEER", ROOT / ".venv-airsim")) / "bin" / "python"
 
 
 def _serve(scene, preset_name="VLP-16", paused=True):
@@ -172,20 +171,11 @@ print(json.dumps({"n": len(lidar.point_cloud), "seg": len(getattr(lidar, "segmen
 
 @pytest.mark.parametrize("module", ["airsim", "cosysairsim"])
 def test_stock_clients_drive_the_embedded_street(module):
-    if not PEER_PYTHON.exists():
-        pytest.skip(f"no AirSim peer venv at {PEER_PYTHON.parent.parent}: run tools/setup_airsim_peer.sh")
     server = _serve(street_scene(0), "VLP-16")
     try:
-        proc = subprocess.run(
-            [PEER_PYTHON, "-c", PEER_SCRIPT, module, str(server.port)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        seen = run_peer_json("airsim", ["-c", PEER_SCRIPT, module, str(server.port)])
     finally:
         server.close()
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
     # 0.1 s of a 10 Hz VLP-16 = one rotation of 28,800 rays, most of which hit the street
     assert 20_000 * 3 < seen["n"] <= 28_800 * 3
     assert module == "cosysairsim" or seen["seg"] == seen["n"] // 3

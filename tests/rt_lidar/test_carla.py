@@ -5,7 +5,6 @@ real ``carla`` package's types (its own peer venv); the one-line error without i
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from peers import ROOT, run_peer_json
 
 from rt_lidar.bridge.carla import (
     SEMANTIC_DETECTION,
@@ -31,18 +31,11 @@ from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.unreal_bridge.world import World, street_scene
 from rt_lidar.unreal_bridge.world.pose import quat_rotate
 
-ROOT = Path(__file__).resolve().parents[2]
-PEER = Path(os.environ.get("RT_LIDAR_CARLA_PEER", ROOT / ".venv-carla"))
-PEER_PYTHON = PEER / "bin" / "python"
 NAMES = load_material_table().names
 
 
 def run_peer(script: str, *args: str) -> object:
-    if not PEER_PYTHON.exists():
-        pytest.skip(f"no CARLA peer venv at {PEER}: run tools/setup_carla_peer.sh {PEER}")
-    proc = subprocess.run([PEER_PYTHON, "-c", script, *args], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_peer_json("carla", ["-c", script, *args])
 
 
 def test_decode_reads_the_documented_layout_and_turns_y_over_once():

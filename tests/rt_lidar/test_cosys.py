@@ -3,13 +3,9 @@ controller (CPU lidar with ``groundtruth`` names, GPU lidar with colours and int
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-from pathlib import Path
-
 import numpy as np
 import pytest
+from peers import run_peer_json
 
 from rt_lidar.bridge.cosys import (
     OUT_OF_RANGE,
@@ -30,18 +26,11 @@ from rt_lidar.server.embedded_sim import EmbeddedSim
 from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
 from rt_lidar.unreal_bridge.world import World, street_scene
 
-ROOT = Path(__file__).resolve().parents[2]
-PEER = Path(os.environ.get("RT_LIDAR_COSYS_PEER", ROOT / ".venv-cosys"))
-PEER_PYTHON = PEER / "bin" / "python"
 NAMES = load_material_table().names
 
 
 def run_peer(script: str, *args: str) -> dict:
-    if not PEER_PYTHON.exists():
-        pytest.skip(f"no Cosys-AirSim peer venv at {PEER}: run tools/setup_cosys_peer.sh {PEER}")
-    proc = subprocess.run([PEER_PYTHON, "-c", script, *args], capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_peer_json("cosys", ["-c", script, *args], timeout=180)
 
 
 @pytest.fixture(scope="module")

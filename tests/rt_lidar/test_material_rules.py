@@ -3,13 +3,11 @@ server (ours, naming its meshes as an Unreal level does), the stock path's hits,
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from peers import run_peer_json
 
 from rt_lidar.bridge.material_rules import (
     DEFAULT_MATERIAL,
@@ -28,7 +26,6 @@ from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
 from rt_lidar.unreal_bridge.world import World, street_scene
 
 ROOT = Path(__file__).resolve().parents[2]
-PEER_PYTHON = Path(os.environ.get("RT_LIDAR_AIRSIM_PEER", ROOT / ".venv-airsim")) / "bin" / "python"
 NAMES = load_material_table().names
 
 
@@ -162,18 +159,12 @@ print(json.dumps(out))
 
 
 def test_stock_airsim_client_sees_the_names_and_the_ids(street_server):
-    if not PEER_PYTHON.exists():
-        pytest.skip(f"no AirSim peer venv at {PEER_PYTHON.parents[1]}: run tools/setup_airsim_peer.sh")
     sim, server = street_server
     rules = load_material_rules(None, NAMES)
     with AirSimClient(port=server.port) as client:
         done = assign_segmentation(client, rules, NAMES)
         client.sim_continue_for_time(0.1)
-    proc = subprocess.run(
-        [PEER_PYTHON, "-c", PEER_SCRIPT, str(server.port)], capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    seen = run_peer_json("airsim", ["-c", PEER_SCRIPT, str(server.port)])
     assert sorted(seen["names"]) == sorted(sim.actor_names.values())
     for material, members in done.objects.items():
         assert {seen["ids"][n] for n in members} == {done.ids[material]}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from peers import needs_peer, peer_python
 
 from rt_lidar.validation.realism import realism_statistics
 from rt_lidar.validation.realism_grid import (
@@ -26,9 +27,7 @@ REAL = next(
     ),
     None,
 )
-PEER = ROOT / ".venv-ouster" / "bin" / "python"
-if not PEER.exists():
-    PEER = Path("/work/main/.venv-ouster/bin/python")
+PEER = peer_python("ouster")
 needs_real = pytest.mark.skipif(REAL is None, reason="../shared/reference/real absent")
 
 
@@ -90,7 +89,7 @@ def test_kitti_frame_statistics() -> None:
 
 
 @needs_real
-@pytest.mark.skipif(not PEER.exists(), reason="ouster-sdk peer venv absent: run tools/setup_ouster_peer.sh")
+@needs_peer("ouster")
 def test_ouster_frame_matches_ouster_sdk(tmp_path: Path) -> None:
     assert REAL is not None
     o = REAL / "ouster_os1_64"

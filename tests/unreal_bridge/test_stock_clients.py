@@ -6,21 +6,15 @@ The peer venv is made by ``tools/setup_airsim_peer.sh`` (default ``.venv-airsim`
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
 from backend_fixture import LIDAR_POSE, PlaneBackend
+from peers import run_peer_json
 
 from rt_lidar.unreal_bridge import AirSimServer
 
-ROOT = Path(__file__).resolve().parents[2]
-PEER = Path(os.environ.get("RT_LIDAR_AIRSIM_PEER", ROOT / ".venv-airsim"))
-PEER_PYTHON = PEER / "bin" / "python"
 N_POINTS = 20_000
 
 # Run by the peer venv's python: argv = module name, port. Prints one JSON line of what it saw.
@@ -71,16 +65,7 @@ def backend_and_port() -> Iterator[tuple[PlaneBackend, int]]:
 
 
 def run_peer(module: str, port: int) -> dict:
-    if not PEER_PYTHON.exists():
-        pytest.skip(f"no AirSim peer venv at {PEER}: run tools/setup_airsim_peer.sh {PEER}")
-    probe = subprocess.run([PEER_PYTHON, "-c", f"import {module}"], capture_output=True, timeout=60)
-    if probe.returncode:
-        pytest.skip(f"{module} is not installed in {PEER}: run tools/setup_airsim_peer.sh {PEER}")
-    proc = subprocess.run(
-        [PEER_PYTHON, "-c", PEER_SCRIPT, module, str(port)], capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_peer_json("airsim", ["-c", PEER_SCRIPT, module, str(port)])
 
 
 @pytest.mark.parametrize("module", ["airsim", "cosysairsim"])

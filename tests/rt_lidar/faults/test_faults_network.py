@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from peers import needs_peer, peer_python
 
 from rt_lidar.faults.spec import faults_from_table
 from rt_lidar.faults.wiring import fault_plan
@@ -22,9 +23,7 @@ from rt_lidar.sinks.pcap import read_pcap_udp
 from rt_lidar.sinks.velodyne import velodyne_pcap_sink
 
 ROOT = Path(__file__).resolve().parents[3]
-OUSTER_PEER = ROOT / ".venv-ouster" / "bin" / "python"
-if not OUSTER_PEER.exists():
-    OUSTER_PEER = Path("/work/main/.venv-ouster/bin/python")
+OUSTER_PEER = peer_python("ouster")
 
 
 def _scans(preset: str, n: int) -> list[Scan]:
@@ -119,9 +118,7 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.skipif(
-    not OUSTER_PEER.exists(), reason="ouster-sdk peer venv absent: tools/setup_ouster_peer.sh"
-)
+@needs_peer("ouster")
 def test_ouster_sdk_sees_the_lost_packets_as_missing_columns(tmp_path):
     scans = _scans("OS1-64", 3)
     _, sink = _write(
@@ -322,9 +319,7 @@ print(json.dumps([int(fs[0].frame_id) for fs in src]))
 """
 
 
-@pytest.mark.skipif(
-    not OUSTER_PEER.exists(), reason="ouster-sdk peer venv absent: tools/setup_ouster_peer.sh"
-)
+@needs_peer("ouster")
 def test_ouster_sdk_needs_the_new_metadata_after_a_reboot(tmp_path):
     """A rebooted Ouster has a new init_id: ouster-sdk refuses its packets under the old metadata, as
     with a real sensor, and decodes them (frame ids from 0) under metadata with the new id."""

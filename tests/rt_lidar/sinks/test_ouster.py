@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from peers import needs_peer, peer_python
 
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sinks.base import SinkContext
@@ -15,7 +16,7 @@ from rt_lidar.sinks.ouster import ouster_pcap_sink
 from rt_lidar.sinks.pcap import point_columns
 
 ROOT = Path(__file__).resolve().parents[3]
-PEER = ROOT / ".venv-ouster" / "bin" / "python"
+PEER = peer_python("ouster")
 SHARED = next((p / "shared" for p in (ROOT.parent, ROOT.parents[1]) if (p / "shared").is_dir()), ROOT.parent)
 """``../shared`` beside the checkout (CI), or two up from a worktree under ``wt/``."""
 REAL_META = SHARED / "reference" / "real" / "ouster_os1_64" / "OS-1-64_sensor_config_reduced.json"
@@ -27,9 +28,7 @@ src = open_source(sys.argv[1], meta=[sys.argv[2]], index=False)
 np.save(sys.argv[3], np.stack([fs[0].field(ChanField.RANGE).astype(np.uint32) for fs in src]))
 """
 
-pytestmark = pytest.mark.skipif(
-    not PEER.exists(), reason="ouster-sdk peer venv absent: run tools/setup_ouster_peer.sh"
-)
+pytestmark = needs_peer("ouster")
 
 
 def _expected(scan, preset, beam_azimuths) -> np.ndarray:

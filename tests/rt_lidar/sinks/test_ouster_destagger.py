@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_ouster_profiles import PEER, _decode, _write
+from peers import needs_peer
+from test_ouster_profiles import _decode, _write
 
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.unreal_bridge.world import Pose, Scene, StaticTrajectory
@@ -18,9 +19,7 @@ from rt_lidar.unreal_bridge.world import Pose, Scene, StaticTrajectory
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scenes import panel
 
-pytestmark = pytest.mark.skipif(
-    not PEER.exists(), reason="ouster-sdk peer venv absent: run tools/setup_ouster_peer.sh"
-)
+pytestmark = needs_peer("ouster")
 
 
 def _pole_scene(distance_m: float, y_m: float) -> Scene:

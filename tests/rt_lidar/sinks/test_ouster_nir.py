@@ -11,7 +11,8 @@ import warnings
 import numpy as np
 import pytest
 from conftest import with_second_returns
-from test_ouster_profiles import PEER, _decode, _write
+from peers import needs_peer
+from test_ouster_profiles import _decode, _write
 
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.assembler import Scan
@@ -21,9 +22,7 @@ from rt_lidar.sinks.ouster import NIR_COUNTS_PER_W, OusterPacketizer
 from rt_lidar.sinks.pcap import read_pcap_udp
 from rt_lidar.sinks.pcd import read_pcd, with_extras, write_pcd
 
-pytestmark = pytest.mark.skipif(
-    not PEER.exists(), reason="ouster-sdk peer venv absent: run tools/setup_ouster_peer.sh"
-)
+pytestmark = needs_peer("ouster")
 
 
 @functools.lru_cache(maxsize=2)

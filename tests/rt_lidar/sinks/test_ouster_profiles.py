@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import with_second_returns
+from peers import needs_peer, peer_python
 
 from rt_lidar.errors import FieldError
 from rt_lidar.sensor.presets import load_preset
@@ -24,12 +25,10 @@ from rt_lidar.sinks.ouster_meta import read_metadata
 from rt_lidar.sinks.pcap import read_pcap_udp
 
 ROOT = Path(__file__).resolve().parents[3]
-PEER = ROOT / ".venv-ouster" / "bin" / "python"
+PEER = peer_python("ouster")
 DATA = Path(__file__).resolve().parent / "data" / "ouster"
 
-pytestmark = pytest.mark.skipif(
-    not PEER.exists(), reason="ouster-sdk peer venv absent: run tools/setup_ouster_peer.sh"
-)
+pytestmark = needs_peer("ouster")
 
 READER = """
 import json, sys, numpy as np

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from peers import needs_peer, peer_python
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
@@ -27,7 +28,7 @@ from rt_lidar.sinks.base import SinkContext, make_sink
 from rt_lidar.sinks.ouster_sensor import OusterSensorSink
 
 ROOT = Path(__file__).resolve().parents[3]
-PEER = ROOT / ".venv-ouster" / "bin" / "python"
+PEER = peer_python("ouster")
 DATA = Path(__file__).resolve().parent / "data" / "ouster"
 PERIOD = 100_000_000
 LATE_MS_FOR_COUNTS = 2000.0
@@ -67,10 +68,6 @@ keys = ("la_x", "la_y", "la_z", "av_x", "av_y", "av_z")
 vals = [[getattr(pf, "imu_" + k)(row) for k in keys] for row in raw]
 np.savez(sys.argv[3], ts=ts, vals=np.array(vals, np.float64))
 """
-
-needs_peer = pytest.mark.skipif(
-    not PEER.exists(), reason="ouster-sdk peer venv absent: tools/setup_ouster_peer.sh"
-)
 
 
 def _free_udp_ports(n: int) -> list[int]:
@@ -128,7 +125,7 @@ def _live_frames(tmp_path: Path, host: str, n: int) -> dict[str, np.ndarray]:
     return res
 
 
-@needs_peer
+@needs_peer("ouster")
 @pytest.mark.parametrize(
     ("host", "options", "profile", "api"),
     [
@@ -207,7 +204,7 @@ def _accelerating_turning_scans(n: int) -> list[Scan]:
     return out
 
 
-@needs_peer
+@needs_peer("ouster")
 def test_http_api_and_imu_packets(tmp_path):
     """Configured by plain HTTP (fw 2.4-3.0 cmd API and the 3.1 config API): the lidar packet profile
     switches on reinitialise, a lidar mode the preset cannot fire is refused naming the field, and the
