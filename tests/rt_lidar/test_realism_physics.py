@@ -126,7 +126,7 @@ def test_weak_returns_saturation_and_spad_compression() -> None:
     assert measured_amplitude(p, np.array([0.5 * thr]), np.array([thr]), np.array([-3.0]))[0] == thr
     s2 = load_preset("HDL-64E")
     weak = reported_intensity(
-        s2, np.array([2.0, 3.0]) * s2.pulse.detection_threshold_w, np.full(2, 0.2), np.full(2, 50.0)
+        s2, np.array([1.8, 3.0]) * s2.pulse.detection_threshold_w, np.full(2, 0.2), np.full(2, 50.0)
     )
     assert weak[0] == 0 and weak[1] == 20
     vls = load_preset("VLS-128")
