@@ -49,8 +49,8 @@ from rt_lidar.validation.beam_experiments import BEAM_CHECKS, BEAM_EXPERIMENTS
 # compressed by its near-field overlap and SPAD dead time (the targets' intensity sum 33.3 M -> 1.30 M:
 # the plate sheeting at 12 m no longer reads 65,535). Then Hapke's road (B0 = 0.5) and the receivers fitted
 # to both datasheet ranges (the OS1-64's range law): the street's road brighter at grazing (one drop fewer,
-# intensity sum 542,981 -> 577,148), the OS1-64's targets at 12 m a little weaker and its counts_at_threshold refitted 26 -> 21 (intensity
-# sum 1.297 M -> 1.244 M).
+# intensity sum 542,981 -> 577,148), the OS1-64's targets at 12 m a little weaker and its
+# counts_at_threshold refitted 26 -> 21 (intensity sum 1.297 M -> 1.244 M).
 GOLDEN = {
     "street": (
         "VLP-16",
