@@ -159,3 +159,13 @@ def test_legacy_packets_of_firmware_2_0_carry_signal_times_range_squared() -> No
     assert np.abs(img["reflectivity"][got] - want).max() <= 1 + 0.002 * want.max()  # range rounded to mm
     newer = dict(meta, sensor_info=dict(meta["sensor_info"], build_rev="v2.1.0"))
     assert not legacy_reflectivity_is_signal_r2(newer)  # 2.1+: calibrated reflectivity
+
+
+@pytest.mark.parametrize(("name", "low", "high"), [("HDL-32E", 35.0, 43.0), ("OS1-64", 35.0, 55.0)])
+def test_the_road_horizon_follows_from_hapkes_road_and_the_datasheet_receivers(
+    name: str, low: float, high: float
+) -> None:
+    # HDL-32E: real ~39 m, met (its next ring meets the road at 77 m: a brighter road would jump there);
+    # OS1-64: real ~50 m, 38 m here (27 m before Hapke's road and its two-figure receiver)
+    horizon = np.mean([realism_statistics(g)["ground_horizon_m"] for g in simulated_grids(name)])
+    assert low <= horizon <= high
