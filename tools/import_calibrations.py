@@ -164,6 +164,11 @@ def _toml_value(v: Any) -> str:
     return "[" + ", ".join(_toml_value(x) for x in v) + "]"
 
 
+def _toml_key(key: str) -> str:
+    """A bare TOML key, or a quoted one where it holds anything else (``[provenance]``'s dotted keys)."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
 def render_toml(preset: dict[str, Any]) -> str:
     """A preset dict (TOML-shaped) as TOML text: scalars, then tables, then ``[[beams]]``."""
     out = [
@@ -174,7 +179,7 @@ def render_toml(preset: dict[str, Any]) -> str:
     out += [f"{k} = {_toml_value(v)}" for k, v in preset.items() if not isinstance(v, (dict, list))]
     for k, v in preset.items():
         if isinstance(v, dict):
-            out += ["", f"[{k}]"] + [f"{kk} = {_toml_value(vv)}" for kk, vv in v.items()]
+            out += ["", f"[{k}]"] + [f"{_toml_key(kk)} = {_toml_value(vv)}" for kk, vv in v.items()]
     for beam in preset["beams"]:
         out += ["", "[[beams]]"] + [f"{kk} = {_toml_value(vv)}" for kk, vv in beam.items()]
     return "\n".join(out) + "\n"

@@ -103,7 +103,8 @@ def _text(p: SensorPreset) -> str:
         f"  scan:     {scan}",
         f"  beams:    {p.n_rings}, elevation {el.min():.3f} .. {el.max():.3f} deg",
         f"  range:    {r.min_m:g} .. {r.max_m:g} m, sigma {r.accuracy_m:g} m, "
-        f"10 % target at {r.range_10pct_m} m",
+        f"10 % target at {r.range_10pct_m} m"
+        + (f", 80 % at {r.range_80pct_m} m" if r.range_80pct_m is not None else ""),
         f"  optics:   {o.wavelength_nm:g} nm, divergence {o.beam_divergence_h_mrad:g} x "
         f"{o.beam_divergence_v_mrad:g} mrad, aperture {o.receiver_aperture_m:g} m, "
         f"efficiency {o.system_efficiency:g}",

@@ -19,6 +19,7 @@ from rt_lidar.kernels import effective_reflectance, received_power, two_way_tran
 from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.physics.fused import echo_power
 from rt_lidar.physics.normals import standard_normal
+from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.physics.texture import texture_apply
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
@@ -40,10 +41,17 @@ class EchoModel:
     extinction_per_m: float = 1e-4
     """Clear-air extinction coefficient a (1/m) in exp(-2 a R)."""
 
+    def path_factor(self, range_m: np.ndarray) -> np.ndarray:
+        """Clear air's two-way transmission times the receiver's range law (1 where the preset follows
+        1/R^2; :mod:`rt_lidar.physics.receiver_range`): what multiplies ``K S / R^2`` at ``range_m``."""
+        trans = two_way_transmission(range_m, self.extinction_per_m)
+        gain = receiver_range_gain(self.preset, range_m)
+        return trans if gain is None else trans * gain
+
     def unit_power(self, range_m: np.ndarray) -> np.ndarray:
         """Received power (W) of a white Lambertian target (S = 1) filling the beam, in clear air."""
         p = self.preset
-        trans = two_way_transmission(range_m, self.extinction_per_m)
+        trans = self.path_factor(range_m)
         return np.asarray(
             received_power(
                 range_m,
@@ -94,7 +102,7 @@ class EchoModel:
             m.specular_gain,
             m.specular_exponent,
         )
-        trans = two_way_transmission(range_m, self.extinction_per_m) * extra_t
+        trans = self.path_factor(range_m) * extra_t
         power = received_power(
             range_m,
             refl,

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rt_lidar.kernels import two_way_transmission
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.physics import normals
 from rt_lidar.points import POINT_DTYPE, PointFlag
@@ -163,7 +162,7 @@ def echo_power(
     if not all(isinstance(t, np.ndarray) and t.dtype == np.float32 for t in tables) or type(k) is not float:
         return None  # other types would promote the NumPy code's results past float32
     with np.errstate(over="ignore", invalid="ignore"):
-        trans0 = two_way_transmission(range_m, model.extinction_per_m)
+        trans0 = model.path_factor(range_m)
     if trans0.dtype != np.float32:
         return None
     lobes = (None, None) if powf_is_numpys() else numpy_lobe_powers(model, cos_inc, mat)
@@ -402,9 +401,7 @@ def detections(
         return None
     m = idx.shape[0]
     idx64 = np.ascontiguousarray(idx, np.int64)
-    trans = np.ascontiguousarray(
-        two_way_transmission(np.take(range_m, idx64), model.extinction_per_m), np.float32
-    )
+    trans = np.ascontiguousarray(model.path_factor(np.take(range_m, idx64)), np.float32)
     p = model.preset
     out = (
         np.empty(m, np.float32),

@@ -20,6 +20,7 @@ import numpy as np
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.schema import Where, build, spec
+from rt_lidar.sensor.hapke import road_lobes
 
 __all__ = [
     "RETRO_LOBE_HALF_WIDTH_RAD",
@@ -68,6 +69,10 @@ class MaterialSpec:
     ``rho cos``, so the road keeps its return at grazing incidence (docs/realism.md)."""
     backscatter_exponent: float = spec(1.0, 0.0, 1.0)
     """Exponent ``n`` of the backscatter lobe ``cos^n`` (0: the same at every incidence; 1: Lambertian)."""
+    opposition_b0: float | None = spec(None, 0.0, 1.0)
+    """Hapke's opposition-surge amplitude B0 of a rough particulate surface: ``backscatter_fraction`` is
+    then Hapke's monostatic reflectance at the sensor's wavelength (:mod:`rt_lidar.sensor.hapke`), with
+    ``backscatter_exponent`` 0, instead of a number given here."""
     texture_sigma: float = spec(0.0, 0.0, 1.0)
     """Relative spread of the surface's reflectance from place to place (aggregate, patches, wear): a
     log-normal factor of this standard deviation, fixed in world coordinates (0 = uniform)."""
@@ -77,8 +82,12 @@ class MaterialSpec:
     def validate(self, what: Where) -> None:
         """A material reflects at most all the light it gets (diffuse + lobes); a rough-surface
         backscatter lobe takes the place of a retro-reflective one (a material has at most one)."""
-        if self.backscatter_fraction > 0 and self.retro_gain > 0:
-            raise what.fail_table("has both backscatter_fraction and retro_gain: give it one of them")
+        if (self.backscatter_fraction > 0 or self.opposition_b0 is not None) and self.retro_gain > 0:
+            raise what.fail_table("has both a rough-surface backscatter and retro_gain: give it one of them")
+        if self.backscatter_fraction > 0 and self.opposition_b0 is not None:
+            raise what.fail_table(
+                "has both backscatter_fraction and opposition_b0 (which computes it): give it one of them"
+            )
         total = float(max(self.spectrum, default=0.0)) + lobe_albedo(
             self.specular_gain, self.specular_exponent, self.retro_gain
         )
@@ -115,7 +124,7 @@ class _MaterialFile:
 _OPTIONAL = {
     f.name: f.default
     for f in dataclasses.fields(MaterialSpec)
-    if f.name not in ("spectrum", "description", "spectrum_source", "spectrum_scale")
+    if f.name not in ("spectrum", "description", "spectrum_source", "spectrum_scale", "opposition_b0")
 }
 
 
@@ -189,12 +198,19 @@ class MaterialTable:
         rho = np.array([self.reflectance(n, wavelength_nm) for n in names], np.float32)
         w = col("backscatter_fraction")
         rough = w > 0
+        diffuse = np.where(rough, rho * (np.float32(1) - w), rho).astype(np.float32)
+        retro = np.where(rough, rho * w, col("retro_gain")).astype(np.float32)
+        for i, n in enumerate(names):  # Hapke's monostatic reflectance at this wavelength
+            b0 = self.materials[n].get("opposition_b0")
+            if b0 is not None:
+                diffuse[i], retro[i] = road_lobes(float(rho[i]), float(b0))
+                rough[i] = True
         texture = col("texture_sigma")
         return MaterialArrays(
             names=tuple(names),
-            diffuse=np.where(rough, rho * (np.float32(1) - w), rho).astype(np.float32),
-            retro_gain=np.where(rough, rho * w, col("retro_gain")).astype(np.float32),
-            retro_exponent=np.where(rough, col("backscatter_exponent"), col("retro_exponent")).astype(
+            diffuse=diffuse,
+            retro_gain=retro,
+            retro_exponent=np.where(rough, self._backscatter_exponents(names), col("retro_exponent")).astype(
                 np.float32
             ),
             specular_gain=col("specular_gain"),
@@ -203,6 +219,18 @@ class MaterialTable:
             albedo=rho if bool(rough.any()) else None,
             texture_sigma=texture if bool((texture > 0).any()) else None,
             texture_cell_m=col("texture_cell_m"),
+        )
+
+    def _backscatter_exponents(self, names: list[str] | tuple[str, ...]) -> np.ndarray:
+        """Each material's backscatter lobe exponent: 0 where Hapke's model gives the lobe."""
+        return np.array(
+            [
+                0.0
+                if self.materials[n].get("opposition_b0") is not None
+                else float(self.materials[n].get("backscatter_exponent", 1.0))
+                for n in names
+            ],
+            np.float32,
         )
 
 

@@ -135,6 +135,10 @@ class RangeSpec:
     min_m: float = spec(0.5, 0.0, 100.0, "m")
     accuracy_m: float = spec(0.03, 0.0, 10.0, "m")
     range_10pct_m: float | None = spec(None, 0.1, 10_000.0, "m")
+    """Datasheet range of a 10 % Lambertian target: sets the detection threshold."""
+    range_80pct_m: float | None = spec(None, 0.1, 10_000.0, "m")
+    """Datasheet range of an 80 % target, where the datasheet gives one: with ``range_10pct_m`` it fits
+    the receiver's range law (:mod:`rt_lidar.physics.receiver_range`); None = the radar equation's 1/R^2."""
 
 
 @dataclass(frozen=True)
@@ -460,6 +464,10 @@ def _check_cross(p: SensorPreset, source: str) -> None:
     if r.range_10pct_m is not None and not r.min_m < r.range_10pct_m <= r.max_m:
         raise PresetError(
             source, "range.range_10pct_m", f"must be in ({r.min_m:g}, {r.max_m:g}] m, got {r.range_10pct_m:g}"
+        )
+    if r.range_80pct_m is not None and (r.range_10pct_m is None or r.range_80pct_m <= r.range_10pct_m):
+        raise PresetError(
+            source, "range.range_80pct_m", f"needs range.range_10pct_m below it, got {r.range_80pct_m:g} m"
         )
     ret = p.returns
     if not ret.modes or len(set(ret.modes)) != len(ret.modes):

@@ -20,6 +20,7 @@ import numpy as np
 from rt_lidar.kernels.intensity import leading_edge_walk_m, received_power, two_way_transmission
 from rt_lidar.kernels.waveform import pulse_sigma_ns
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
+from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.materials import MaterialArrays, load_material_table
 from rt_lidar.sensor.presets import SensorPreset, load_preset
@@ -75,12 +76,15 @@ def analytic_walk_m(
     preset: SensorPreset, reflectance: float, range_m: float, extinction_per_m: float
 ) -> float:
     """The walk of a full-beam target of effective reflectance ``reflectance`` straight from the
-    radar equation and :func:`rt_lidar.kernels.intensity.leading_edge_walk_m`."""
+    radar equation (with the receiver's range law, :mod:`rt_lidar.physics.receiver_range`) and
+    :func:`rt_lidar.kernels.intensity.leading_edge_walk_m`."""
     p = preset
+    gain = receiver_range_gain(p, np.array([range_m], np.float32))
     power = received_power(
         range_m,
         reflectance,
-        float(two_way_transmission(np.float64(range_m), extinction_per_m)),
+        float(two_way_transmission(np.float64(range_m), extinction_per_m))
+        * (1.0 if gain is None else float(gain[0])),
         p.pulse.peak_power_w,
         p.optics.receiver_aperture_m,
         p.optics.system_efficiency,

@@ -17,6 +17,7 @@ from rt_lidar.kernels.intensity import (
 )
 from rt_lidar.kernels.waveform import pulse_sigma_ns
 from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SATURATION_OVER_THRESHOLD, load_preset, preset_from_dict, preset_to_dict
@@ -52,6 +53,8 @@ def _expected_walk(name: str, reflectance: float, range_m: float) -> float:
     p = load_preset(name)
     k = sensor_constant(p.pulse.peak_power_w, p.optics.receiver_aperture_m, p.optics.system_efficiency)
     power = k * reflectance * math.exp(-2 * PhysicsConfig().extinction_per_m * range_m) / range_m**2
+    gain = receiver_range_gain(p, np.array([range_m], np.float32))  # the receiver's range law (issue 40)
+    power *= 1.0 if gain is None else float(gain[0])
     thr = p.pulse.detection_threshold_w
     sat = SATURATION_OVER_THRESHOLD * thr
     if power <= sat:

@@ -1,0 +1,59 @@
+"""Issue 40 item 5: detection ranges meet both datasheet figures (10 % and 80 %) where a datasheet gives
+both, from the receiver's fitted range law (rt_lidar.physics.receiver_range), not from a range gate."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from rt_lidar.physics.receiver_range import range_exponent, receiver_range_gain
+from rt_lidar.sensor.presets import list_presets, load_preset
+from rt_lidar.validation.detection import detection_curve, range_at
+
+TWO_FIGURES = [n for n in list_presets() if load_preset(n).range.range_80pct_m is not None]
+
+
+def test_presets_with_both_figures_are_the_datasheets_that_give_both() -> None:
+    assert {"HDL-64E", "OS1-64", "Mid-40"} <= set(TWO_FIGURES)
+
+
+@pytest.mark.parametrize("name", TWO_FIGURES)
+def test_each_figure_names_its_source(name: str) -> None:
+    p = load_preset(name)
+    prov = p.provenance or {}
+    for key in ("range.range_10pct_m", "range.range_80pct_m"):
+        assert "datasheet" in prov.get(key, ""), f"{name}: {key} has no datasheet source"
+    assert p.range.max_m >= p.range.range_80pct_m  # the gate does not cut before the physics
+
+
+@pytest.mark.parametrize("name", TWO_FIGURES)
+def test_both_datasheet_ranges_hold_without_a_range_gate(name: str) -> None:
+    p = load_preset(name)
+    r10, r80 = p.range.range_10pct_m, p.range.range_80pct_m
+    assert r10 is not None and r80 is not None
+    # lift the range gate far beyond both figures: what stops the target is the physics
+    ungated = dataclasses.replace(p, range=dataclasses.replace(p.range, max_m=4.0 * r80))
+    for rho, published in ((0.1, r10), (0.8, r80)):
+        ranges = np.linspace(0.85 * published, 1.15 * published, 31)
+        curve = detection_curve(ungated, ranges, rho, pulses=1500, seed=3)
+        assert range_at(curve, 0.5) == pytest.approx(published, rel=0.03), (name, rho)
+
+
+def test_one_figure_keeps_the_radar_equation() -> None:
+    p = load_preset("VLP-16")
+    assert range_exponent(p) == 2.0
+    assert receiver_range_gain(p, np.array([10.0], np.float32)) is None
+
+
+def test_the_range_law_is_one_at_the_10pct_range_and_bends_the_right_way() -> None:
+    hdl, os1 = load_preset("HDL-64E"), load_preset("OS1-64")
+    assert range_exponent(hdl) > 2.0 > range_exponent(os1)  # 2.4 R10 and 3.0 R10 against sqrt(8) R10
+    for p in (hdl, os1):
+        r10 = p.range.range_10pct_m
+        g = receiver_range_gain(p, np.array([r10, 2 * r10], np.float32))
+        assert g is not None and g[0] == pytest.approx(1.0, abs=1e-6)
+    g_hdl = receiver_range_gain(hdl, np.array([100.0], np.float32))
+    g_os1 = receiver_range_gain(os1, np.array([80.0], np.float32))
+    assert g_hdl is not None and g_hdl[0] < 1.0 and g_os1 is not None and g_os1[0] > 1.0
