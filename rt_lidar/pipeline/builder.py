@@ -98,12 +98,21 @@ def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) ->
     full = beam.full and source.capabilities.full_beam
     if beam.full and not full:
         warnings.warn(
-            f"--beam full needs a source that casts in-process (rt-lidar demo --in-process): this one "
-            f"casts every pulse as the {sub_rays}-sub-ray bundle instead (the same physics, slower)",
+            f"--beam full needs a source that chooses the pulses from the world (in-process, or our "
+            f"rt-lidar serve with the extension): this one casts every pulse as the {sub_rays}-sub-ray "
+            "bundle instead (the same physics, slower)",
             stacklevel=3,
         )
     if full:
         grant = use_full_beam(cast(FullBeamSource, source), preset, sub_rays, want_sun)
+        if not grant.full and grant.sub_rays > 1:
+            warnings.warn(
+                f"--beam full: the server does not choose the pulses itself (an rt-lidar serve older than "
+                f"the 'full' entry of rtLidarGetBeamHits): every pulse is cast as the {sub_rays}-sub-ray "
+                "bundle instead (the same physics, slower)",
+                stacklevel=3,
+            )
+        full = grant.full
     else:
         grant = source.use_beam(subray_pattern(preset, sub_rays), want_sun)
     if grant.sub_rays < sub_rays:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -213,6 +214,9 @@ class BeamGrant:
 
     sub_rays: int = 1
     sun: bool = False
+    full: bool = False
+    """``--beam full`` granted (:meth:`~rt_lidar.pipeline.beam_full.FullBeamSource.use_full_beam`): the
+    bundle only where the footprint needs it; else, when asked, every pulse's bundle."""
 
 
 class HitSource(Protocol):
@@ -393,7 +397,7 @@ class WorldSource:
         :func:`~rt_lidar.pipeline.beam_full.bundle_pulses` asks for it (with the sun cosines for ``sun``)."""
         grant = self.use_beam(plan.pattern, sun)
         self._full = plan
-        return grant
+        return dataclasses.replace(grant, full=True)
 
     @property
     def full_beam(self) -> FullBeamPlan | None:
