@@ -18,6 +18,7 @@ from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.rig.model import Rig
+from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.unreal_bridge import AirSimClient
 
 __all__ = ["RigFramesAhead", "bridge_rig_loop"]
@@ -54,11 +55,14 @@ def bridge_rig_loop(
     vehicle_name: str = "",
     crosstalk: bool = False,
     ask_ahead: int = 1,
+    beam: BeamConfig | None = None,
 ) -> tuple[RigLoop, dict[str, BridgeSource]]:
     """The rig's frame loop over ``client`` (lockstep) and each sensor's bridge source; with
     ``crosstalk`` the sensors interfere as in-process (each pulse's world pose from the server's answer).
     ``ask_ahead``: frames whose requests go out ahead of the one being worked on (0: none), where every
-    sensor's source allows it (:meth:`BridgeSource.can_be_asked_ahead`)."""
+    sensor's source allows it (:meth:`BridgeSource.can_be_asked_ahead`). ``beam``: every sensor's beam
+    (sub-rays, return mode, ``--beam full``: our server chooses the bundled pulses), resolved against
+    each sensor's preset (None: each preset's)."""
     sources: dict[str, BridgeSource] = {}
     pipelines: dict[str, Pipeline] = {}
     for i, s in enumerate(rig.sensors):
@@ -72,7 +76,7 @@ def bridge_rig_loop(
             advance_clock=i == 0,
             poses=crosstalk,
         )
-        pipe = bridge_pipeline(source, sim_hz, seed, weather)
+        pipe = bridge_pipeline(source, sim_hz, seed, weather, beam=beam)
         pipe.prefetch = 0  # every sensor reads the frame the first one advanced to, in order
         source.ask_ahead = None  # no source asks on its own: the rig asks for all, in frame order
         sources[s.name], pipelines[s.name] = source, pipe

@@ -39,23 +39,11 @@ def add_rig_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def warn_unapplied_beam(args: argparse.Namespace) -> None:
-    """One line when beam options were given to a rig: its sensors cast their presets' beams (one ray a
-    pulse) and do not take ``--sub-rays``, ``--return-mode``, ``--epw``, ``--beam full`` or sunlight yet."""
-    given = [
-        name
-        for name, value in (
-            ("--sub-rays", getattr(args, "sub_rays", None)),
-            ("--return-mode", getattr(args, "return_mode", None)),
-            ("--epw", getattr(args, "epw", False) or None),
-            ("--beam full", "full" if getattr(args, "beam", "fixed") == "full" else None),
-            ("--sun-lux", getattr(args, "sun_lux", 0.0) or None),
-        )
-        if value is not None
-    ]
-    if given:
+    """One line when sunlight was asked of a rig, which does not take it yet (its beam options,
+    ``--sub-rays``, ``--return-mode``, ``--epw`` and ``--beam full``, apply to every sensor)."""
+    if getattr(args, "sun_lux", 0.0):
         print(
-            f"rt-lidar: warning: {', '.join(given)} not applied to a rig: each sensor casts its preset's "
-            "beam",
+            "rt-lidar: warning: --sun-lux not applied to a rig: its sensors run at night (no sunlight)",
             file=sys.stderr,
         )
 
@@ -89,6 +77,7 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
         write_scans=config.write_scans,
         scene_setup=config.scene_setup,
         faults=config.faults,
+        beam=config.beam,
     )
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -118,6 +107,7 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
 
     from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
     from rt_lidar.bridge.source import parse_address
+    from rt_lidar.cli.beam import beam_from_args
     from rt_lidar.cli.validate import weather_from_args
     from rt_lidar.faults.spec import load_faults
     from rt_lidar.rig import load_rig
@@ -150,6 +140,7 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
             vehicle_name=args.vehicle,
             crosstalk=args.crosstalk,
             ask_ahead=args.ask_ahead,
+            beam=beam_from_args(args),
         )
         if pacer is not None:  # the first sensor's source advances the sim for all
             next(iter(sources.values())).pacer = pacer
