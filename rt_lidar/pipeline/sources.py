@@ -49,6 +49,7 @@ __all__ = [
     "PoseSamples",
     "ThreadedCaster",
     "WorldSource",
+    "WorldTruthSource",
     "interpolate_pose_samples",
     "pose_at",
     "sensor_pose_samples",
@@ -200,6 +201,17 @@ class Capabilities:
     """Its hits depend on each ray's time alone, so several frames may be cast at the same time on
     threads of the frame loop, in any order (an in-process world; a server answers in order). Such a
     source has a ``cast_threads`` the loop then sets to 1 (:class:`ThreadedCaster`)."""
+    world_truth: bool = False
+    """Holds the world it casts into (:class:`WorldTruthSource`): its objects for ground truth, its mount,
+    and every hit's surface normal on request (``keep_normals``); a server's world is not known here."""
+
+
+class WorldTruthSource(Protocol):
+    """A source whose :attr:`Capabilities.world_truth` is set (an in-process world)."""
+
+    world: World
+    mount: MountPose | None
+    keep_normals: bool
 
 
 class ThreadedCaster(Protocol):
@@ -376,7 +388,13 @@ class WorldSource:
         return twin
 
     capabilities = Capabilities(
-        sub_rays=True, sun=True, weather=False, extension=True, full_beam=True, frames_in_any_order=True
+        sub_rays=True,
+        sun=True,
+        weather=False,
+        extension=True,
+        full_beam=True,
+        frames_in_any_order=True,
+        world_truth=True,
     )
     """In-process: every bundle and the sun; the weather is the scenario's (no sim reports one)."""
 
