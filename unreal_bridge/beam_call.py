@@ -176,8 +176,9 @@ def decode_full(beam: Any) -> FullBeamRequest | None:
     if not isinstance(beam, Mapping) or "full" not in beam:
         return None
     full = beam["full"]
-    values = [full.get(k) for k in ("edge_m", "spread_m")] if isinstance(full, Mapping) else []
-    ok = len(values) == 2 and all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in values)
+    raw: list[Any] = [full.get(k) for k in ("edge_m", "spread_m")] if isinstance(full, Mapping) else []
+    values = [float(v) for v in raw if type(v) in (int, float)]  # no bools, no strings
+    ok = len(values) == 2 and all(math.isfinite(v) and v >= 0 for v in values)
     if not ok or not isinstance(beam.get("sub_rays"), Mapping):
         raise WireFormatError(
             f"{BEAM_HITS_METHOD}: full must be a map {{'edge_m': m, 'spread_m': m}} (finite, >= 0) beside "

@@ -60,7 +60,7 @@ def full_beam_to_wire(
     sub = hits_to_wire(bundle.hits, pose, time_stamp_ns, omit=omit)
     if set(sub.extras) != set(extras):
         raise ValueError(f"full beam: the bundle's fields {sorted(sub.extras)} differ from {sorted(extras)}")
-    joined = {f: np.concatenate([getattr(central, f), getattr(sub, f)]) for f in _ROW_FIELDS}
+    joined: dict[str, Any] = {f: np.concatenate([getattr(central, f), getattr(sub, f)]) for f in _ROW_FIELDS}
     return dataclasses.replace(
         central,
         **joined,
@@ -75,9 +75,10 @@ def is_full_beam_answer(answer: LidarHits) -> bool:
 
 
 def _rows(answer: LidarHits, rows: slice, info: dict[str, Any]) -> LidarHits:
+    taken: dict[str, Any] = {f: getattr(answer, f)[rows] for f in _ROW_FIELDS}
     return dataclasses.replace(
         answer,
-        **{f: getattr(answer, f)[rows] for f in _ROW_FIELDS},
+        **taken,
         extras={k: v[rows] for k, v in answer.extras.items()},
         info=info,
     )

@@ -54,9 +54,8 @@ def run_waveform_returns(device: str, t_ns: np.ndarray, amp: np.ndarray, *args: 
     if device == HOST_CUDA:
         from rt_lidar.kernels import waveform_cuda
 
-        return waveform_returns(
-            t_ns, amp, *args, peaks_kernel=_host_kernel(waveform_cuda.CUDA_SOURCE, "wf_peaks")
-        )
+        returns: Any = waveform_returns  # its keyword after the positional arguments
+        return returns(t_ns, amp, *args, peaks_kernel=_host_kernel(waveform_cuda.CUDA_SOURCE, "wf_peaks"))
     cp = _cupy()
     ret = waveform_returns(cp.asarray(t_ns), cp.asarray(amp), *args)
     return Returns(*(cp.asnumpy(x) for x in ret))
