@@ -27,13 +27,13 @@ from rt_lidar.validation.beam_full_check import beam_statistics, scan_statistics
 FULL_DUAL = BeamConfig(return_mode="dual", epw=True, full=True)
 
 
-def _bridged(backend, preset, beam, scans=2, weather=None, use_extension=None):
+def _bridged(backend, preset, beam, scans=2, weather=None, use_extension=None, shm=False):
     """Scans over a loopback server of ``backend``, the warnings the negotiation gave and the summary's
     beam section."""
     server = AirSimServer(backend, port=0)
     server.start()
     try:
-        with AirSimClient(port=server.port) as client:
+        with AirSimClient(port=server.port, shared_memory=shm) as client:
             client.reset()
             source = BridgeSource(client, preset, lockstep=True, sim_hz=20.0, use_extension=use_extension)
             with warnings.catch_warnings(record=True) as caught:
@@ -44,6 +44,8 @@ def _bridged(backend, preset, beam, scans=2, weather=None, use_extension=None):
             finally:
                 pipe.close()
             summary = beam_summary(source, pipe.physics.sub_rays, pipe.physics.return_mode)
+            if shm:  # the answers came through shared memory (the segment offered with each frame)
+                assert source.stats.transport == "shm", source.stats.shm_refused
             return got, [str(w.message) for w in caught], summary, pipe.physics.config.beam
     finally:
         server.close()
@@ -58,10 +60,11 @@ def _in_process(preset, beam, scans=2, weather=None):
         pipe.close()
 
 
-def test_full_beam_over_the_bridge_gives_the_in_process_scans_byte_for_byte():
+@pytest.mark.parametrize("transport", ["tcp", "shm"])
+def test_full_beam_over_the_bridge_gives_the_in_process_scans_byte_for_byte(transport):
     preset = load_preset("VLP-16")
     sim = EmbeddedSim(World(street_scene(0)), preset, paused=True)
-    bridged, caught, summary, ran = _bridged(sim, preset, FULL_DUAL)
+    bridged, caught, summary, ran = _bridged(sim, preset, FULL_DUAL, shm=transport == "shm")
     assert not [w for w in caught if "--beam full" in w or "sub-rays" in w], caught
     assert ran is not None and ran.full and ran.sub_rays == FULL_BEAM_SUB_RAYS
     # the server chose the pulses: a part of them got the bundle, for the reasons it counted
