@@ -14,6 +14,7 @@ for with every frame's call), from which each pulse's world pose is interpolated
 from __future__ import annotations
 
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
+from rt_lidar.config import SunConfig
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.rig.loop import RigLoop
@@ -56,13 +57,14 @@ def bridge_rig_loop(
     crosstalk: bool = False,
     ask_ahead: int = 1,
     beam: BeamConfig | None = None,
+    sun: SunConfig | None = None,
 ) -> tuple[RigLoop, dict[str, BridgeSource]]:
     """The rig's frame loop over ``client`` (lockstep) and each sensor's bridge source; with
     ``crosstalk`` the sensors interfere as in-process (each pulse's world pose from the server's answer).
     ``ask_ahead``: frames whose requests go out ahead of the one being worked on (0: none), where every
     sensor's source allows it (:meth:`BridgeSource.can_be_asked_ahead`). ``beam``: every sensor's beam
     (sub-rays, return mode, ``--beam full``: our server chooses the bundled pulses), resolved against
-    each sensor's preset (None: each preset's)."""
+    each sensor's preset (None: each preset's); ``sun``: sunlight on every sensor (None: night)."""
     sources: dict[str, BridgeSource] = {}
     pipelines: dict[str, Pipeline] = {}
     for i, s in enumerate(rig.sensors):
@@ -76,7 +78,7 @@ def bridge_rig_loop(
             advance_clock=i == 0,
             poses=crosstalk,
         )
-        pipe = bridge_pipeline(source, sim_hz, seed, weather, beam=beam)
+        pipe = bridge_pipeline(source, sim_hz, seed, weather, beam=beam, sun=sun)
         pipe.prefetch = 0  # every sensor reads the frame the first one advanced to, in order
         source.ask_ahead = None  # no source asks on its own: the rig asks for all, in frame order
         sources[s.name], pipelines[s.name] = source, pipe

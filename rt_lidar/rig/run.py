@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from rt_lidar.config import DEFAULT_CASTER, SceneSetup
+from rt_lidar.config import DEFAULT_CASTER, SceneSetup, SunConfig
 from rt_lidar.errors import ConfigError
 from rt_lidar.faults.wiring import message_sinks_with_faults
 from rt_lidar.physics.model import PhysicsConfig
@@ -65,6 +65,8 @@ class RigRunOptions:
     beam: BeamConfig | None = None
     """Every sensor's beam (``--sub-rays``, ``--return-mode``, ``--epw``, ``--beam full``), resolved
     against each sensor's preset; None = each preset's."""
+    sun: SunConfig | None = None
+    """Sunlight on every sensor (``--sun-lux``, ``--sun-elevation``, ``--sun-azimuth``); None = night."""
     faults: tuple[Any, ...] = ()
     """Run-wide faults (``--faults``); one naming a ``sensor`` acts on that sensor alone. Each sensor's
     own ``faults`` file adds to them."""
@@ -217,7 +219,14 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
     """``rt-lidar demo --rig``: the rig in the embedded world, in-process."""
     rig = rig or load_rig(opts.rig)
     # a device this machine lacks is refused here, before any file is written
-    physics = PhysicsConfig(weather=opts.weather, kernels_device=opts.kernels_device, beam=opts.beam)
+    sun = opts.sun or SunConfig()
+    physics = PhysicsConfig(
+        weather=opts.weather,
+        kernels_device=opts.kernels_device,
+        beam=opts.beam,
+        sun_illuminance_lux=sun.lux,
+        sun_direction=sun.direction,
+    )
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "rig.json").write_text(json.dumps({"options": asdict(opts), "rig": rig.to_plain()}, indent=2))

@@ -1,6 +1,6 @@
-"""A rig takes the beam options (``--sub-rays``, ``--return-mode``, ``--epw``, ``--beam full``) for every
-sensor, in-process and over the bridge (where our server chooses the ``--beam full`` pulses): the same
-scans both ways, byte for byte, each sensor's beam in its summary."""
+"""A rig takes the beam options (``--sub-rays``, ``--return-mode``, ``--epw``, ``--beam full``) and
+sunlight for every sensor, in-process and over the bridge (where our server chooses the ``--beam full``
+pulses): the same scans both ways, byte for byte, each sensor's beam in its summary."""
 
 from __future__ import annotations
 
@@ -47,15 +47,22 @@ def test_a_rig_casts_every_sensor_with_the_beam_options(
     assert np.count_nonzero(top_full == 1) > 0 == np.count_nonzero(top_plain == 1)
 
 
-def test_a_rig_with_sunlight_says_it_is_not_applied(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    argv = ["demo", "--rig", str(EXAMPLE), "--frames", "1", "--quiet", "--no-rosbag", "--sun-lux", "50000"]
-    assert main([*argv, "--out", str(tmp_path / "r")]) == 0
-    assert "--sun-lux not applied to a rig" in capsys.readouterr().err
+def test_a_rig_takes_sunlight_for_every_sensor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pypcd4 import PointCloud
+
+    argv = ["demo", "--rig", str(EXAMPLE), "--frames", "1", "--quiet", "--no-rosbag"]
+    assert main([*argv, "--sun-lux", "80000", "--out", str(tmp_path / "sun")]) == 0
+    assert "not applied" not in capsys.readouterr().err
+    for name in NAMES:
+        pc = PointCloud.from_path(tmp_path / "sun" / name / "scans" / "000000.pcd")
+        ambient = np.asarray(pc.pc_data["ambient_w"])  # the sunlight each point's pulse saw
+        assert ambient.size > 1000 and float(ambient.max()) > 0.0
 
 
-@pytest.mark.parametrize("beam", [FULL, ["--sub-rays", "7", "--return-mode", "dual"]], ids=["full", "seven"])
+SEVEN_SUN = ["--sub-rays", "7", "--return-mode", "dual", "--sun-lux", "50000"]
+
+
+@pytest.mark.parametrize("beam", [FULL, SEVEN_SUN], ids=["full", "seven-sun"])
 def test_a_bridged_rig_with_beam_options_equals_in_process(tmp_path: Path, beam: list[str]) -> None:
     served = start_embedded_server(ServeOptions(port=0, rig=str(EXAMPLE), paused=True, seed=0))
     try:
