@@ -62,7 +62,9 @@ def test_a_rig_takes_sunlight_for_every_sensor(tmp_path: Path, capsys: pytest.Ca
 SEVEN_SUN = ["--sub-rays", "7", "--return-mode", "dual", "--sun-lux", "50000"]
 
 
-@pytest.mark.parametrize("beam", [FULL, SEVEN_SUN], ids=["full", "seven-sun"])
+@pytest.mark.parametrize(
+    "beam", [FULL, SEVEN_SUN, [*FULL, "--crosstalk"]], ids=["full", "seven-sun", "full-crosstalk"]
+)
 def test_a_bridged_rig_with_beam_options_equals_in_process(tmp_path: Path, beam: list[str]) -> None:
     served = start_embedded_server(ServeOptions(port=0, rig=str(EXAMPLE), paused=True, seed=0))
     try:
