@@ -252,6 +252,11 @@ class EmbeddedSim:
             source.pose_memo = self.vehicle is None
             return source, t0, t1, lidar.frames[reader]
 
+    def skip_ns(self, ns: int) -> None:
+        """Count ``ns`` of sweep left out of an answer to keep its ray budget (:attr:`skipped_ns`)."""
+        with self._lock:
+            self.skipped_ns += int(ns)
+
     def plan_firings(self, preset: SensorPreset, t0: int, t1: int, sub_rays: int) -> tuple[Firings, int]:
         """The firings of [t0, t1) within the ray budget (the newest ones; the cut is counted in
         :attr:`skipped_ns`) and the interval's start after the cut."""

@@ -17,7 +17,7 @@ from rt_lidar.pipeline.beam_full import BundleStats, full_beam_hits, plan_of_pat
 from rt_lidar.pipeline.sources import Hits, WorldSource
 from rt_lidar.sensor.beam import SubRayPattern
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import Firings
+from rt_lidar.sensor.scan_pattern import Firings, firings_between
 from rt_lidar.unreal_bridge import FluPose, LidarFrame, LidarHits
 from rt_lidar.unreal_bridge.beam_call import FullBeamRequest
 from rt_lidar.unreal_bridge.world import World
@@ -51,6 +51,15 @@ class Sim(Protocol):
 
     def weather_config(self) -> dict[str, Any] | None:
         """The weather the answer reports (None: clear)."""
+        ...
+
+    @property
+    def max_rays_per_call(self) -> int:
+        """The ray budget of one answer."""
+        ...
+
+    def skip_ns(self, ns: int) -> None:
+        """Count ``ns`` of sweep left out of an answer to keep its ray budget."""
         ...
 
 
@@ -153,10 +162,25 @@ class FullBeamRead(HitsRead):
         return 1  # the central rays; the bundles are a share of them
 
     def run(self) -> LidarHits:
-        """Cast; the answer of ``EmbeddedSim.lidar_full_beam_hits`` (:func:`full_beam_to_wire`)."""
+        """Cast; the answer of ``EmbeddedSim.lidar_full_beam_hits`` (:func:`full_beam_to_wire`). Within
+        the ray budget: where the central rays and the chosen bundles exceed it (a backlog), the
+        oldest firings are left out (counted as skipped) and the rest cast again."""
         firings, t0 = self._planned()
-        plan = dataclasses.replace(self._plan, stats=BundleStats())
-        hits = full_beam_hits(self._source, firings, t0, self.t1, plan, self._sun)
+        budget = self._sim.max_rays_per_call
+        for _ in range(4):
+            plan = dataclasses.replace(self._plan, stats=BundleStats())
+            hits = full_beam_hits(self._source, firings, t0, self.t1, plan, self._sun)
+            rays = np.ones(hits.pulses, np.int64)
+            if hits.bundle is not None:
+                rays[hits.bundle.pulses] += hits.bundle.hits.subrays
+            newest = np.cumsum(rays[::-1])  # rays of the newest k + 1 firings
+            keep = max(int(np.searchsorted(newest, budget, side="right")), 1)
+            if keep >= hits.pulses:
+                break
+            cut = int(firings.t_ns[hits.pulses - keep])
+            self._sim.skip_ns(cut - t0)
+            t0 = cut
+            firings = firings_between(self._lidar.preset, t0, self.t1)
         pose = self._sensor_pose(self.t1)
         return full_beam_to_wire(hits, pose, self.t1, self._info(t0), plan.stats.by_reason, self._omit)
 

@@ -158,3 +158,25 @@ def test_a_bad_full_entry_is_refused_by_the_server_in_one_error():
             assert ans.miss.shape[0] == head["pulses"] + 7 * chosen.size
     finally:
         server.close()
+
+
+def test_a_full_beam_answer_keeps_the_servers_ray_budget():
+    """A backlog whose central rays and bundles exceed the budget: the oldest firings are left out
+    (counted as skipped), the answer's rows stay within it."""
+    preset = load_preset("VLP-16")
+    sim = EmbeddedSim(World(street_scene(0)), preset, paused=True, max_rays_per_call=20_000)
+    server = AirSimServer(sim, port=0)
+    server.start()
+    try:
+        with AirSimClient(port=server.port) as client:
+            pattern = subray_pattern(preset, FULL_BEAM_SUB_RAYS)
+            client.sim_continue_for_time(0.2)
+            ans = client.rt_lidar_get_beam_hits(
+                "Lidar1", "Car1", pattern.offsets_rad, pattern.weights, full=FullBeamRequest(0.45, 0.9)
+            )
+    finally:
+        server.close()
+    head = ans.info["full_beam"]
+    assert ans.miss.shape[0] <= 20_000 and len(head["bundle_pulses"]) > 0
+    assert head["pulses"] + FULL_BEAM_SUB_RAYS * len(head["bundle_pulses"]) == ans.miss.shape[0]
+    assert sim.skipped_ns > 0 and ans.info["t1_ns"] - ans.info["t0_ns"] < 200_000_000
