@@ -18,13 +18,27 @@ from rt_lidar.unreal_bridge.world.raycast import PARALLEL_MIN_RAYS
 if TYPE_CHECKING:
     from rt_lidar.pipeline.sources import HitSource
 
-__all__ = ["CAST_AHEAD", "PHYSICS_THREADS", "frame_workers", "physics_on_own_threads", "split_casts"]
+__all__ = [
+    "BRIDGED_RIG_PREFETCH",
+    "CAST_AHEAD",
+    "PHYSICS_THREADS",
+    "RIG_PHYSICS_AHEAD",
+    "frame_workers",
+    "physics_on_own_threads",
+    "split_casts",
+]
 
 CAST_AHEAD = 3
 """The prefetch depth of a scripted in-process world's runs (the demo's): with two or more frames ahead
 they are cast at the same time, one thread each (see :attr:`Pipeline.prefetch`)."""
 PHYSICS_THREADS = 2
 """Threads of their own for the waveform physics of frames that one thread fetches in order."""
+RIG_PHYSICS_AHEAD = False
+"""A rig's physics stays on the frame loop's thread: with a sensor's frames fetched on threads of their
+own, the rig's physics there too measured 0-10 % slower (docs/performance-notes.md)."""
+BRIDGED_RIG_PREFETCH = 0
+"""A rig over the bridge fetches no frame ahead on its own: every sensor reads the frame the first one
+advanced the sim to, in order (the rig asks every sensor's frames ahead itself, ``RigFramesAhead``)."""
 
 
 def frame_workers(source: HitSource, depth: int, rays_per_frame: float) -> int:

@@ -13,6 +13,7 @@ for with every frame's call), from which each pulse's world pose is interpolated
 
 from __future__ import annotations
 
+from rt_lidar.backend.schedule import BRIDGED_RIG_PREFETCH
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
 from rt_lidar.config import SunConfig
 from rt_lidar.physics.weather import WeatherConfig
@@ -79,7 +80,7 @@ def bridge_rig_loop(
             poses=crosstalk,
         )
         pipe = bridge_pipeline(source, sim_hz, seed, weather, beam=beam, sun=sun)
-        pipe.prefetch = 0  # every sensor reads the frame the first one advanced to, in order
+        pipe.prefetch = BRIDGED_RIG_PREFETCH
         source.ask_ahead = None  # no source asks on its own: the rig asks for all, in frame order
         sources[s.name], pipelines[s.name] = source, pipe
     loop = RigLoop.over(rig, pipelines, sim_hz, crosstalk=crosstalk)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rt_lidar.backend.schedule import RIG_PHYSICS_AHEAD
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import negotiate
@@ -72,9 +73,7 @@ class RigLoop:
             weather = phys.config.weather
             source.use_wet_road(weather.road_wetness if weather is not None else 0.0)  # mirror rays, spray
             pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch)
-            # the physics stays on this thread: with a sensor's frames fetched on threads of their
-            # own, the rig's physics there too measured 0-10 % slower (docs/performance-notes.md)
-            pipe.physics_ahead = False
+            pipe.physics_ahead = RIG_PHYSICS_AHEAD
             self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys), pipe)
         self.frame = 0
         self.before_step: Callable[[int], None] | None = None
