@@ -391,13 +391,15 @@ def waveform_returns(
     min_separation_ns: float,
     max_returns: int = 3,
     noise: Noise | None = None,
+    peaks_kernel: Any = None,
 ) -> Returns:
     """The reported returns of (P, E) echoes (times in ns, amplitudes in W; amp 0 = no echo); with
     ``noise``, detection is a probability (:func:`detect_noisy_peaks`), without it a step at the
-    threshold."""
+    threshold. ``peaks_kernel``: the CUDA peak search's launcher for NumPy arrays (its source built for
+    the CPU, :class:`rt_lidar.kernels.cuda_host.HostKernel`); None = NumPy's, or CuPy's for CuPy arrays."""
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf of absent echoes is masked out
         return _waveform_returns(
-            t_ns, amp, width_ns, threshold_w, kind, min_separation_ns, max_returns, noise
+            t_ns, amp, width_ns, threshold_w, kind, min_separation_ns, max_returns, noise, peaks_kernel
         )
 
 
@@ -410,6 +412,7 @@ def _waveform_returns(
     min_separation_ns: float,
     max_returns: int,
     noise: Noise | None,
+    peaks_kernel: Any = None,
 ) -> Returns:
     xp = array_module(t_ns)
     cl = cluster_echoes(t_ns, amp, width_ns)
@@ -419,12 +422,12 @@ def _waveform_returns(
     if noise is not None and int(noise.sigma_w.shape[0]):
         s_max = math.sqrt(float(xp.max(noise.sigma_w)) ** 2 + noise.shot_w * threshold_w)
         search = max(threshold_w - SEARCH_SIGMAS * s_max, 0.05 * threshold_w)
-    if xp is np:
+    if xp is np and peaks_kernel is None:
         pk = waveform_peaks(cl, width_ns, search)
     else:
         from rt_lidar.kernels.waveform_cuda import waveform_peaks_cuda
 
-        pk = waveform_peaks_cuda(cl, width_ns, search)
+        pk = waveform_peaks_cuda(cl, width_ns, search, kernel=peaks_kernel)
     if noise is not None:
         pk = detect_noisy_peaks(pk, noise, threshold_w, search, width_ns)
     sel, ok = select_returns(pk, kind, min_separation_ns, max_returns)

@@ -7,7 +7,12 @@ firing as a bundle of sub-rays. ``beam`` is a map with up to two keys:
   sub-rays from the pulse's nominal direction (horizontal, vertical; rad) and their weights; absent =
   one ray along the pulse's direction (only together with ``sun``);
 - ``sun``: ``{"direction": [x, y, z]}`` -- a unit vector towards the sun in AirSim's NED world frame,
-  or ``{}`` for the sun of the server's own scene: the answer then carries the per-ray sun cosines.
+  or ``{}`` for the sun of the server's own scene: the answer then carries the per-ray sun cosines;
+- ``full``: ``{"edge_m": e, "spread_m": s}`` -- ``--beam full``: the server casts every firing's central
+  ray, chooses from those the pulses whose footprint needs the bundle (``sub_rays``), with these range
+  thresholds, and casts only those as the bundle; the answer's header says which
+  (``info.full_beam``, :data:`FULL_BEAM_INFO`). A server that does not know the entry answers with the
+  bundle for every pulse (``info.sub_rays``).
 
 The client packs it with :func:`encode_beam`, the server reads it with :func:`decode_beam` and
 :func:`decode_sun`. The sun direction is converted between NED and the project frame here, once each
@@ -21,6 +26,7 @@ are.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,13 +38,16 @@ from .wire import Vec3, flu_to_ned_vector, ned_to_flu_vector
 
 __all__ = [
     "BEAM_HITS_METHOD",
+    "FULL_BEAM_INFO",
     "INFO_VECTORS",
     "MAX_WIRE_SUB_RAYS",
     "SCENE_SUN",
     "SUN_UNIT_TOLERANCE",
+    "FullBeamRequest",
     "SunArg",
     "SunRequest",
     "decode_beam",
+    "decode_full",
     "decode_sun",
     "encode_beam",
 ]
@@ -56,8 +65,24 @@ INFO_VECTORS = ("sun_direction",)
 """Answer header (``info``) entries that are world-frame vectors: NED on the wire like every other vector
 (``sun_direction``: the direction towards the sun a sun request was cast with)."""
 
+FULL_BEAM_INFO = "full_beam"
+"""The answer header entry of a ``full`` request: ``{"pulses": P, "sub_rays": N, "subray_weights": [...],
+"bundle_pulses": [i, ...], "by_reason": {...}}``. The answer's first P rows are every firing's central
+ray (one a firing, in firing order), the rest the N-ray bundles of the firings ``bundle_pulses``
+(ascending), pulse-major, with each row's ``pulse_direction``."""
+
 SunArg = Sequence[float] | np.ndarray | Literal["scene"] | None
 """What :func:`encode_beam` takes as ``sun``: a project-frame unit vector, :data:`SCENE_SUN`, or None."""
+
+
+@dataclass(frozen=True)
+class FullBeamRequest:
+    """The ``full`` entry of a request: the range steps that call for the bundle (m)."""
+
+    edge_m: float
+    """Between two objects' neighbouring central rays."""
+    spread_m: float
+    """Over the footprint on one surface."""
 
 
 @dataclass(frozen=True)
@@ -69,12 +94,17 @@ class SunRequest:
 
 
 def encode_beam(
-    offsets_rad: Any = None, weights: Any = None, sun: SunArg = None, poses: bool = False
+    offsets_rad: Any = None,
+    weights: Any = None,
+    sun: SunArg = None,
+    poses: bool = False,
+    full: FullBeamRequest | None = None,
 ) -> dict[str, Any]:
     """The ``beam`` argument for sub-ray ``offsets_rad`` (N, 2) rad and ``weights`` (N,) (both None: no
     ``sub_rays`` entry, one ray a pulse) and ``sun``: None (no sun), :data:`SCENE_SUN`, or a unit
     world-frame vector towards the sun in the project frame (sent in NED); ``poses`` asks for the
-    lidar's world poses on the 1 ms grid it cast from (``"poses": {}``, answered in ``info.pose_samples``).
+    lidar's world poses on the 1 ms grid it cast from (``"poses": {}``, answered in ``info.pose_samples``);
+    ``full`` asks for ``--beam full`` with the sub-rays as its bundle (the ``full`` entry).
 
     Values go as plain msgpack arrays of floats (the client sends float64: offsets and sun arrive exact).
     Raises ValueError for a beam with neither entry or a sun direction that is not a unit 3-vector.
@@ -95,6 +125,10 @@ def encode_beam(
         beam["sun"] = {"direction": list(flu_to_ned_vector(d).as_tuple())}
     if poses:
         beam["poses"] = {}
+    if full is not None:
+        if "sub_rays" not in beam:
+            raise ValueError(f"{BEAM_HITS_METHOD}: a full beam needs its sub-ray bundle")
+        beam["full"] = {"edge_m": float(full.edge_m), "spread_m": float(full.spread_m)}
     if not beam:
         raise ValueError(f"{BEAM_HITS_METHOD}: a beam needs sub-rays or a sun (or poses)")
     return beam
@@ -133,6 +167,24 @@ def decode_sun(beam: Any) -> SunRequest | None:
             f"(length 1 +- {SUN_UNIT_TOLERANCE}), got {ned!r:.80}"
         )
     return SunRequest(ned_to_flu_vector(d))
+
+
+def decode_full(beam: Any) -> FullBeamRequest | None:
+    """The ``full`` entry of a ``beam`` argument, None when it has none; raises
+    :class:`~unreal_bridge.errors.WireFormatError` for one that is not a map of two finite non-negative
+    numbers ``edge_m`` and ``spread_m``, or that comes without ``sub_rays``."""
+    if not isinstance(beam, Mapping) or "full" not in beam:
+        return None
+    full = beam["full"]
+    raw: list[Any] = [full.get(k) for k in ("edge_m", "spread_m")] if isinstance(full, Mapping) else []
+    values = [float(v) for v in raw if type(v) in (int, float)]  # no bools, no strings
+    ok = len(values) == 2 and all(math.isfinite(v) and v >= 0 for v in values)
+    if not ok or not isinstance(beam.get("sub_rays"), Mapping):
+        raise WireFormatError(
+            f"{BEAM_HITS_METHOD}: full must be a map {{'edge_m': m, 'spread_m': m}} (finite, >= 0) beside "
+            "a 'sub_rays' map"
+        )
+    return FullBeamRequest(float(values[0]), float(values[1]))
 
 
 def decode_beam(beam: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .beam_call import BEAM_HITS_METHOD, SunArg, encode_beam
+from .beam_call import BEAM_HITS_METHOD, FullBeamRequest, SunArg, encode_beam
 from .errors import BridgeError, RpcError, WireFormatError
 from .hits_codec import decode_hits
 from .rpc import DEFAULT_MAX_MESSAGE_SIZE, RpcClient
@@ -377,6 +377,7 @@ class AirSimClient:
         weights: Any = None,
         sun: SunArg = None,
         poses: bool = False,
+        full: FullBeamRequest | None = None,
     ) -> LidarHits:
         """Extension ``rtLidarGetBeamHits`` (our server only): like :meth:`rt_lidar_get_hits` with every
         firing cast as ``len(weights)`` sub-rays at angular ``offsets_rad`` (N, 2) rad (horizontal,
@@ -385,8 +386,10 @@ class AirSimClient:
         (extras ``sun_cos`` / ``beam_sun_cos``, ``info["sun_direction"]``); without offsets and weights,
         one ray a pulse. A server without the call raises an :class:`~rt_lidar.unreal_bridge.errors.RpcError`
         whose ``unbound`` is true; a server that predates the sun entry answers without those fields.
-        ``poses``: as for :meth:`rt_lidar_get_hits`."""
-        beam = encode_beam(offsets_rad, weights, sun, poses)
+        ``poses``: as for :meth:`rt_lidar_get_hits`. ``full``: ``--beam full``, the bundle only where the
+        server finds the footprint needs it (``info.full_beam``, :data:`.beam_call.FULL_BEAM_INFO`;
+        a server that does not know it answers with every pulse's bundle)."""
+        beam = encode_beam(offsets_rad, weights, sun, poses, full)
         if self.shm_refused is None:
             return self._shm_call(lidar_name, vehicle_name, beam)
         self.transport = "tcp"

@@ -13,7 +13,7 @@ from typing import Any, cast
 import numpy as np
 
 from . import wire
-from .beam_call import INFO_VECTORS
+from .beam_call import FULL_BEAM_INFO, INFO_VECTORS
 from .compact import GLASS_FIELDS, GLASS_ROWS, NARROW_DTYPES, spread_glass
 from .compact import glass_rows as compact_glass_rows
 from .errors import WireFormatError
@@ -130,7 +130,8 @@ def encode_hits(
     answer goes inline with ``shm_refused`` and ``shm_needed`` (the segment size that would fit).
     """
     count = len(hits.points)
-    if hits.info.get("sub_rays", 1) != 1:  # a bundle's rows are not the firings: they go as they are
+    bundles = hits.info.get("sub_rays", 1) != 1 or FULL_BEAM_INFO in hits.info
+    if bundles:  # a bundle's rows are not the firings: they go as they are
         omit = omit - FIRING_FIELDS
     info = dict(hits.info)
     for key in INFO_VECTORS:

@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar, cast
 import numpy as np
 
 from . import wire
-from .beam_call import BEAM_HITS_METHOD, SunRequest, decode_beam, decode_sun
+from .beam_call import BEAM_HITS_METHOD, SunRequest, decode_beam, decode_full, decode_sun
 from .casts import HEAVY_BUDGET_RAYS, CastQueue, DeferredSimBackend, PreparedCast, is_deferred, takes_omit
 from .errors import WireFormatError
 from .hits_codec import compact_option, encode_hits, hits_options, omit_option, server_info
@@ -387,12 +387,26 @@ class AirSimServer:
             return Later(lambda: self._written(beam, self._in_turn(job), poses, form))
         offsets, weights = decode_beam(beam)
         sun = decode_sun(beam)
+        full = decode_full(beam)
+        # --beam full where the backend chooses the pulses itself; else every pulse's bundle
+        full_cast = None
+        if full is not None:
+            full_cast = getattr(
+                self.backend,
+                "prepare_lidar_full_beam_hits" if self._deferred else "lidar_full_beam_hits",
+                None,
+            )
         if self._deferred:
             deferred = cast(DeferredSimBackend, self.backend)
-            beam_job = self._prepared(
-                lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun)
-            )
+            if callable(full_cast):
+                beam_job = self._prepared(lambda: full_cast(lidar, vehicle, offsets, weights, sun, full))
+            else:
+                beam_job = self._prepared(
+                    lambda: deferred.prepare_lidar_beam_hits(lidar, vehicle, offsets, weights, sun)
+                )
             return Later(lambda: self._written(beam, self._in_turn(beam_job), poses, form))
+        if callable(full_cast):
+            return self._written(beam, full_cast(lidar, vehicle, offsets, weights, sun, full), poses, form)
         if sun is None:  # a backend that knows no sun is called as before
             hits = cast(BeamSimBackend, self.backend).lidar_beam_hits(lidar, vehicle, offsets, weights)
         else:

@@ -31,6 +31,7 @@ import numpy as np
 
 from rt_lidar.bridge.cosys import CosysFrame, CosysGrid, grid_error_deg, read_cosys_cpu, read_cosys_gpu
 from rt_lidar.bridge.cosys_hits import CellLabels, cell_labels, hits_from_cosys
+from rt_lidar.bridge.full_beam_wire import full_beam_from_wire, is_full_beam_answer
 from rt_lidar.bridge.hits import hits_from_wire
 from rt_lidar.bridge.material_rules import MaterialAssignment, MaterialRules, assign_segmentation, match_scene
 from rt_lidar.bridge.pacing import RealtimePacer
@@ -39,6 +40,7 @@ from rt_lidar.config import SunConfig
 from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.pipeline.beam_full import FullBeamPlan
 from rt_lidar.pipeline.builder import negotiate
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.sources import BeamGrant, Capabilities, Hits, Pose
@@ -47,7 +49,7 @@ from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, beam_origins, firings_between, schedule_digest
 from rt_lidar.unreal_bridge import AirSimClient, LidarHits, RpcError
-from rt_lidar.unreal_bridge.beam_call import SunArg, encode_beam
+from rt_lidar.unreal_bridge.beam_call import FullBeamRequest, SunArg, encode_beam
 from rt_lidar.unreal_bridge.client import FrameRequest
 from rt_lidar.unreal_bridge.errors import BridgeError
 from rt_lidar.unreal_bridge.wire import FIRING_FIELDS, OMITTABLE_FIELDS, FluPose
@@ -179,6 +181,12 @@ class BridgeSource:
         self._material_names: list[str] = []
         self._beam: SubRayPattern | None = None
         self._sun: SunArg = None
+        self._full: FullBeamPlan | None = None
+        """The ``--beam full`` plan the server casts (its ``stats`` counted from the answers), or None."""
+        self._full_request: FullBeamRequest | None = None
+        self.retro_gain: np.ndarray | None = None
+        """The materials' retro gains for ``--beam full`` (None: the packaged table's; the server judges
+        the retro-reflectors of its own world)."""
         self._beam_call: bool | None = None
         """Whether the server offers ``rtLidarGetBeamHits`` (None: not asked yet)."""
         self.ask_ahead: Callable[[int, int], tuple[int, int] | None] | None = None
@@ -330,9 +338,24 @@ class BridgeSource:
             sun=ext and self._beam_call is not False,
             weather=ext,
             extension=ext,
+            full_beam=ext and self._beam_call is not False,
         )
 
-    def use_beam(self, pattern: SubRayPattern, sun: SunArg = None) -> BeamGrant:
+    @property
+    def full_beam(self) -> FullBeamPlan | None:
+        """The ``--beam full`` plan the server casts (granted by :meth:`use_full_beam`), or None."""
+        return self._full
+
+    def use_full_beam(self, plan: FullBeamPlan, sun: SunArg = None) -> BeamGrant:
+        """Ask the server for ``--beam full`` with ``plan``'s bundle and thresholds: it casts every
+        firing's central ray and chooses the pulses that get the bundle (the world is on its side). A
+        server of ours that predates it answers with every pulse's bundle: then granted without
+        ``full`` (the dense bundle); one without the call, one ray a pulse (see :meth:`use_beam`)."""
+        return self.use_beam(plan.pattern, sun, full=plan)
+
+    def use_beam(
+        self, pattern: SubRayPattern, sun: SunArg = None, full: FullBeamPlan | None = None
+    ) -> BeamGrant:
         """Ask the server to cast every firing as ``pattern``'s sub-ray bundle (``rtLidarGetBeamHits``)
         from the next frame on, with every ray's sun cosines when ``sun`` names the sun (a world-frame
         unit vector towards it, or ``"scene"`` for the server's scene sun); call it before the first
@@ -344,14 +367,16 @@ class BridgeSource:
         restarts the time origin after the rays it swept.
         """
         self._beam, self._sun, self.stats.sub_rays, self.stats.sun = None, None, 1, False
+        self._full = self._full_request = None
         self.stats.sun_direction = None
         if len(pattern) == 1 and sun is None:
             return BeamGrant(1, False)
         if not self.stats.extension:
             return BeamGrant(1, False)
+        request = None if full is None else FullBeamRequest(full.edge_m, full.spread_m)
         try:  # always with the sub-ray entry: a server older than the sun entry needs it (and ignores sun)
             answer = self.client.rt_lidar_get_beam_hits(
-                self.lidar_name, self.vehicle_name, pattern.offsets_rad, pattern.weights, sun
+                self.lidar_name, self.vehicle_name, pattern.offsets_rad, pattern.weights, sun, full=request
             )
         except RpcError as exc:
             if exc.unbound:
@@ -370,7 +395,9 @@ class BridgeSource:
             if "sun_direction" in answer.info:
                 x, y, z = answer.info["sun_direction"]
                 self.stats.sun_direction = (float(x), float(y), float(z))
-        return BeamGrant(self.stats.sub_rays, self.stats.sun)
+        if full is not None and is_full_beam_answer(answer):
+            self._full, self._full_request = full, request
+        return BeamGrant(self.stats.sub_rays, self.stats.sun, self._full is not None)
 
     def use_wet_road(self, wetness: float) -> bool:
         """A wet road of ``wetness`` (0..1) asked for by the scenario (``--road-wetness``): set as the sim's
@@ -412,7 +439,7 @@ class BridgeSource:
             return None
         if b is None:
             return encode_beam(None, None, None, True)
-        return encode_beam(b.offsets_rad, b.weights, self._sun, self.poses)
+        return encode_beam(b.offsets_rad, b.weights, self._sun, self.poses, self._full_request)
 
     def ask_frame(self, t0_ns: int, t1_ns: int) -> None:
         """Send the request of the lockstep frame ``[t0_ns, t1_ns)`` now (advancing the sim first when
@@ -476,7 +503,13 @@ class BridgeSource:
         else:
             ans = self._checked(
                 lambda: self.client.rt_lidar_get_beam_hits(
-                    self.lidar_name, self.vehicle_name, b.offsets_rad, b.weights, self._sun, poses=self.poses
+                    self.lidar_name,
+                    self.vehicle_name,
+                    b.offsets_rad,
+                    b.weights,
+                    self._sun,
+                    poses=self.poses,
+                    full=self._full_request,
                 )
             )
         return self._hits_of_answer(ans, expected, interval)
@@ -516,7 +549,13 @@ class BridgeSource:
         self.stats.transport, self.stats.shm_refused = self.client.transport, self.client.shm_refused
         if ans.omitted & FIRING_FIELDS and (expected is None or (t0, t1) != interval):
             expected = firings_between(self.preset, t0, t1)  # what the server swept, on the same schedule
-        hits = hits_from_wire(ans, expected=expected)
+        if is_full_beam_answer(ans):
+            hits, reasons = full_beam_from_wire(ans, expected=expected)
+            if self._full is not None:
+                bundled = 0 if hits.bundle is None else len(hits.bundle.pulses)
+                self._full.stats.add(hits.pulses, bundled, reasons)
+        else:
+            hits = hits_from_wire(ans, expected=expected)
         if hits.firings.origin is None and self.preset.beam_origins_m is not None:
             hits.firings = self._with_origins(hits.firings, t0, t1)
         hits.weather = weather
@@ -606,6 +645,8 @@ class BridgeSource:
                 hits, s0, s1 = self._fetch_stock(firings if self.lockstep else None)
         hits.pose_start = pose_start
         self._pose = hits.pose_end = hits.pose_end or pose_start
+        if hits.bundle is not None:  # --beam full: the bundles' hits lie in the same slice
+            hits.bundle.hits.pose_start, hits.bundle.hits.pose_end = hits.pose_start, hits.pose_end
         self._last_ns = s1
         self.stats.frames += 1
         self.stats.fetch_s += time.perf_counter() - t_wall

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from rt_lidar.osi.ground_truth import (
 from rt_lidar.osi.model import StepResult
 from rt_lidar.osi.reflections import fill_lidar_view, read_view, sensor_velocity
 from rt_lidar.pipeline.frame_loop import Pipeline, Sensed
-from rt_lidar.pipeline.sources import WorldSource
+from rt_lidar.pipeline.sources import WorldTruthSource
 from rt_lidar.unreal_bridge.world.pose import quat_conjugate, quat_multiply, quat_rotate
 
 __all__ = ["FrameEncoder"]
@@ -41,9 +41,10 @@ class FrameEncoder:
         self.pipeline = pipeline
         self.sensor_id = int(sensor_id)
         self.static = static
-        source = pipeline.source
-        self.world = source.world if isinstance(source, WorldSource) else None
-        if isinstance(source, WorldSource):
+        self.world = None
+        if pipeline.source.capabilities.world_truth:
+            source = cast(WorldTruthSource, pipeline.source)
+            self.world = source.world
             source.keep_normals = True
             length, width, height = EGO_DIMENSION_M
             warnings.warn(
@@ -51,7 +52,7 @@ class FrameEncoder:
                 f"{length} x {width} x {height} m car standing on the vehicle origin (docs/osi.md)",
                 stacklevel=3,
             )
-            m = source.mount if source.mount is not None else self.world.scene.sensor_mount  # type: ignore[union-attr]
+            m = source.mount if source.mount is not None else source.world.scene.sensor_mount
             mount = (*(float(v) for v in m.position), *(float(v) for v in m.rotation))
         else:
             warnings.warn(

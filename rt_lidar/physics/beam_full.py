@@ -95,7 +95,7 @@ def full_beam_detections(
                     weather=cfg.weather,
                     epw=physics.beam.epw,
                     sigma=part_sigma,
-                    device=cfg.kernels_device,
+                    device=physics.backend.kernels_device,
                 )
             parts.append((pulses[sel], det))
 

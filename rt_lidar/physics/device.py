@@ -5,10 +5,15 @@ CUDA twins there (:mod:`kernels.weather_cuda`, :mod:`kernels.waveform_cuda`) and
 back into the same host arrays, so the rest of the frame loop does not change. Their draws come from
 the same counter-based generator and the same ``rng`` draws, so a scan matches the CPU one except for
 the rare outcome that float32 arithmetic on the GPU puts on the other side of a threshold.
+
+``cuda-host`` (:data:`HOST_CUDA`, a backend's device, not a user's choice) runs those kernels' own CUDA C
+source compiled for the CPU (:class:`~rt_lidar.kernels.cuda_host.HostKernel`) on the host arrays: what a
+GPU computes, on a machine without one (the tests' cross-backend comparison, docs/determinism.md).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -16,9 +21,11 @@ import numpy as np
 from rt_lidar.kernels.waveform import Returns, waveform_returns
 from rt_lidar.kernels.xp import cupy_available
 
-__all__ = ["KERNEL_DEVICES", "device_unavailable_reason", "run_waveform_returns", "run_weather"]
+__all__ = ["HOST_CUDA", "KERNEL_DEVICES", "device_unavailable_reason", "run_waveform_returns", "run_weather"]
 
 KERNEL_DEVICES = ("cpu", "cuda")
+HOST_CUDA = "cuda-host"
+"""The kernels' CUDA C source compiled for the CPU (a backend's device for the tests)."""
 
 
 def device_unavailable_reason(device: str) -> str | None:
@@ -27,6 +34,10 @@ def device_unavailable_reason(device: str) -> str | None:
         return None
     if device == "cuda":
         return None if cupy_available() else "needs CuPy and a CUDA device (pip install 'rt-lidar[gpu]')"
+    if device == HOST_CUDA:
+        from rt_lidar.kernels.cuda_host import host_compiler
+
+        return None if host_compiler() is not None else "needs a C++ compiler to build the CUDA source"
     return f"unknown kernel device {device!r}; known: {', '.join(KERNEL_DEVICES)}"
 
 
@@ -40,6 +51,11 @@ def run_waveform_returns(device: str, t_ns: np.ndarray, amp: np.ndarray, *args: 
     """:func:`rt_lidar.kernels.waveform.waveform_returns` of host arrays on ``device``; host arrays back."""
     if device == "cpu":
         return waveform_returns(t_ns, amp, *args)
+    if device == HOST_CUDA:
+        from rt_lidar.kernels import waveform_cuda
+
+        returns: Any = waveform_returns  # its keyword after the positional arguments
+        return returns(t_ns, amp, *args, peaks_kernel=_host_kernel(waveform_cuda.CUDA_SOURCE, "wf_peaks"))
     cp = _cupy()
     ret = waveform_returns(cp.asarray(t_ns), cp.asarray(amp), *args)
     return Returns(*(cp.asnumpy(x) for x in ret))
@@ -60,6 +76,18 @@ def run_weather(
     if device == "cpu":
         model.apply(range_m, power_w, flags, *rest, **kw)
         return
+    if device == HOST_CUDA:
+        from rt_lidar.kernels import weather_cuda
+
+        model.apply(
+            range_m,
+            power_w,
+            flags,
+            *rest,
+            **kw,
+            kernel=_host_kernel(weather_cuda.CUDA_SOURCE, "weather_kernel"),
+        )
+        return
     cp = _cupy()
     host: list[np.ndarray] = [range_m, power_w, flags]
     dev = [cp.asarray(a) for a in host]
@@ -76,3 +104,11 @@ def run_weather(
     model.apply(*dev[:3], *rest, **kw)
     for h, d in zip(host, dev, strict=True):
         h[...] = cp.asnumpy(d)
+
+
+@functools.cache
+def _host_kernel(source: str, name: str) -> Any:
+    """The CUDA kernel ``name`` of ``source`` built for the CPU (once a process)."""
+    from rt_lidar.kernels.cuda_host import HostKernel
+
+    return HostKernel(source, name)

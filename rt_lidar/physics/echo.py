@@ -6,23 +6,24 @@ specular lobes) and the two-way transmission T of clear air (and of glass passed
 single-ray physics (:mod:`rt_lidar.physics.model`), the waveform returns (:mod:`rt_lidar.physics.returns`)
 and the receiver noise and sunlight (:mod:`rt_lidar.physics.ambient`) all take their echo powers from
 here, and what the sensor reports from them: the measured reflectivity (power over a white full-beam
-target's) and detection against the pulses' noise floors (the preset's receiver model).
+target's) and detection against the pulses' noise floors (the preset's receiver model). The array work
+of the radar equation runs on the model's :class:`~rt_lidar.backend.PhysicsBackend` (NumPy, or its
+compiled twins: the same values).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from rt_lidar.kernels import effective_reflectance, received_power, two_way_transmission
+from rt_lidar.backend import PhysicsBackend, default_backend
+from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.kernels.ambient import receiver_sigma_w
-from rt_lidar.physics.fused import echo_power
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.physics.texture import texture_apply
 from rt_lidar.pipeline.sources import Hits
-from rt_lidar.points import PointFlag
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -40,6 +41,8 @@ class EchoModel:
     materials: MaterialArrays
     extinction_per_m: float = 1e-4
     """Clear-air extinction coefficient a (1/m) in exp(-2 a R)."""
+    backend: PhysicsBackend = field(default_factory=default_backend, compare=False, repr=False)
+    """Where the array work runs (:func:`rt_lidar.backend.select_backend`; the pipeline's)."""
 
     def path_factor(self, range_m: np.ndarray) -> np.ndarray:
         """Clear air's two-way transmission times the receiver's range law (1 where the preset follows
@@ -87,57 +90,16 @@ class EchoModel:
         self, range_m: np.ndarray, cos_inc: np.ndarray, mat: np.ndarray, extra_t: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """(received power W, effective reflectance S) of full-beam echoes off materials ``mat``, with
-        the further two-way transmission ``extra_t`` (glass passed on the way)."""
-        fused = echo_power(self, range_m, cos_inc, mat, extra_t)
-        if fused is not None:  # the compiled twin of the lines below
-            return fused[0], fused[1]
-        m = self.materials
-        p = self.preset
-        refl = effective_reflectance(
-            cos_inc.astype(np.float32),
-            mat,
-            m.diffuse,
-            m.retro_gain,
-            m.retro_exponent,
-            m.specular_gain,
-            m.specular_exponent,
-        )
-        trans = self.path_factor(range_m) * extra_t
-        power = received_power(
-            range_m,
-            refl,
-            trans,
-            p.pulse.peak_power_w,
-            p.optics.receiver_aperture_m,
-            p.optics.system_efficiency,
-        )
-        return power, refl
+        the further two-way transmission ``extra_t`` (glass passed on the way): P = P_e eta D_r^2 S T /
+        (4 R^2), S the diffuse, retro-reflective and specular lobes at the incidence angle, T =
+        exp(-2 a R) * ``extra_t``."""
+        return self.backend.echo_power(self, range_m, cos_inc, mat, extra_t)
 
     def object_echoes(self, hits: Hits) -> ObjectEchoes:
         """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
         segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
-        crossed glass on the way is flagged THROUGH_GLASS)."""
-        fused = echo_power(
-            self,
-            hits.range_m,
-            hits.cos_incidence,
-            hits.material,
-            hits.glass_transmission,
-            hits.glass_material,
-        )
-        if fused is not None and fused[2] is not None:  # the compiled twin of the lines below
-            texture_apply(self.materials, hits, fused[0], fused[1])
-            return fused[0], fused[1], hits.range_m.copy(), hits.segment.copy(), fused[2]
-        obj = hits.material >= 0
-        # Misses have range inf, so their power comes out 0 without masking every array first.
-        with np.errstate(invalid="ignore", over="ignore"):
-            power, refl = self.power(
-                hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
-            )
-        power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
-        refl = np.array(refl, np.float32, copy=True)
+        crossed glass on the way is flagged THROUGH_GLASS); the surface's texture on top
+        (:func:`~rt_lidar.physics.texture.texture_apply`)."""
+        power, refl, flags = self.backend.object_echo_power(self, hits)
         texture_apply(self.materials, hits, power, refl)
-        flags = np.where(
-            (hits.glass_material >= 0) & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)
-        ).astype(np.uint8)
         return power, refl, hits.range_m.copy(), hits.segment.copy(), flags

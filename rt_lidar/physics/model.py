@@ -6,7 +6,9 @@ crossed glass reports whichever echo is stronger, the glass's own mirror-like re
 attenuated object behind it; below the detection threshold the ray drops. Sub-ray bundles and the
 other return modes go through the waveform model (:mod:`rt_lidar.physics.returns`); the range walk of strong
 returns (:meth:`SensorPhysics.range_walk`) acts on the returns of either path; sunlight
-(:mod:`rt_lidar.physics.ambient`) acts on the detections of either.
+(:mod:`rt_lidar.physics.ambient`) acts on the detections of either. The array work runs on the
+:class:`~rt_lidar.backend.PhysicsBackend` chosen once for the pipeline (NumPy, its compiled twins, the
+kernels on a GPU: :mod:`rt_lidar.backend`).
 """
 
 from __future__ import annotations
@@ -16,16 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rt_lidar.kernels import (
-    apply_range_noise,
-    leading_edge_walk_m,
-)
-from rt_lidar.kernels.ambient import receiver_sigma_w
+from rt_lidar.backend import PhysicsBackend, select_backend
+from rt_lidar.kernels import leading_edge_walk_m
 from rt_lidar.kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
-from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason, run_weather
+from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason
 from rt_lidar.physics.echo import EchoModel
-from rt_lidar.physics.fused import detect, detections, pack_points, prepare, range_noise
+from rt_lidar.physics.fused import prepare
 from rt_lidar.physics.intensity_chain import measured_amplitude, reported_intensity, saturated_flags
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.returns import Detections, waveform_detections
@@ -34,7 +33,7 @@ from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
 from rt_lidar.physics.wet_road import wet_road_apply
 from rt_lidar.pipeline.sources import Hits
-from rt_lidar.points import POINT_DTYPE, PointFlag
+from rt_lidar.points import PointFlag
 from rt_lidar.schema import Where, check_fields, spec
 from rt_lidar.sensor.beam import BeamConfig, SubRayPattern, subray_pattern
 from rt_lidar.sensor.beam_origins import place_as_decoded
@@ -117,10 +116,18 @@ class PhysicsResult:
 class SensorPhysics:
     """Received power and output of one sensor for the materials of one scene."""
 
-    def __init__(self, preset: SensorPreset, materials: MaterialArrays, config: PhysicsConfig | None = None):
+    def __init__(
+        self,
+        preset: SensorPreset,
+        materials: MaterialArrays,
+        config: PhysicsConfig | None = None,
+        backend: PhysicsBackend | None = None,
+    ):
         self.preset = preset
         self.materials = materials
         self.config = config or PhysicsConfig()
+        self.backend = backend or select_backend(self.config.kernels_device)
+        """Where the array work runs, chosen once (:func:`rt_lidar.backend.select_backend`)."""
         self.beam = self.config.beam or BeamConfig()
         self.sub_rays, self.return_mode = self.beam.resolve(preset)
         self.pattern: SubRayPattern = subray_pattern(preset, self.sub_rays)
@@ -133,10 +140,11 @@ class SensorPhysics:
         material_names: list[str],
         table: MaterialTable | None = None,
         config: PhysicsConfig | None = None,
+        backend: PhysicsBackend | None = None,
     ) -> SensorPhysics:
         """Physics for ``preset`` with the scene's material names, evaluated at the preset's wavelength."""
         table = table or load_material_table()
-        return cls(preset, table.arrays(material_names, preset.optics.wavelength_nm), config)
+        return cls(preset, table.arrays(material_names, preset.optics.wavelength_nm), config, backend)
 
     def set_weather(self, weather: dict[str, float] | None) -> None:
         """Switch the weather (a dict of :class:`~rt_lidar.physics.weather.WeatherConfig` fields, or None)."""
@@ -155,7 +163,7 @@ class SensorPhysics:
     @property
     def echo(self) -> EchoModel:
         """The radar equation of this sensor and scene (clear air at the configured extinction)."""
-        return EchoModel(self.preset, self.materials, self.config.extinction_per_m)
+        return EchoModel(self.preset, self.materials, self.config.extinction_per_m, self.backend)
 
     def unit_power(self, range_m: np.ndarray) -> np.ndarray:
         """Received power (W) of a white Lambertian target filling the beam (:meth:`EchoModel.unit_power`)."""
@@ -194,7 +202,7 @@ class SensorPhysics:
                 weather=self.config.weather,
                 epw=self.beam.epw,
                 sigma=det_sigma,
-                device=self.config.kernels_device,
+                device=self.backend.kernels_device,
             )
         else:
             det = self._single(echo, hits, rng, det_sigma)
@@ -203,16 +211,8 @@ class SensorPhysics:
             det.range_m = self.range_walk(det.range_m, pw)
         measured = det.range_m
         if self.config.range_noise and sigma is not None:
-            rx = p.receiver
             noise = standard_normal(rng, len(det), np.float32)
-            psig = pulse_sigma_ns(p.pulse.width_ns)
-            fast = range_noise(measured, noise, pw, sigma, det.pulse, rx.shot_w, p.range.accuracy_m, psig)
-            if fast is not None:  # the compiled twin of the lines below
-                measured = fast
-            else:
-                s_tot = receiver_sigma_w(sigma[det.pulse], rx.shot_w, pw.astype(np.float64))
-                measured = apply_range_noise(measured, noise, p.range.accuracy_m, pw, s_tot, psig)
-                measured = np.maximum(measured, 0.0).astype(np.float32)
+            measured = self.backend.range_noise(p, measured, noise, pw, sigma, det.pulse)
         if noisy and sigma is not None:
             det.range_m = np.asarray(measured, np.float32)
             det = noise_detections(echo, lux, hits, det, sigma, rng)
@@ -230,24 +230,9 @@ class SensorPhysics:
         intensity = reported_intensity(p, amp, refl, measured)
         det.flags = det.flags | saturated_flags(p, amp)
         f = hits.firings
-        packed = pack_points(
+        out = self.backend.pack_points(
             direction, idx, measured, intensity, refl, f.ring, f.t_ns, det.return_id, det.flags, det.segment
         )
-        if packed is not None:  # the compiled twin of the lines below
-            out = packed
-        else:
-            out = np.empty(len(det), dtype=POINT_DTYPE)  # every field is written below (no padding)
-            dsel = np.take(direction, idx, axis=0)
-            m32 = np.asarray(measured, np.float32)
-            for k, axis in enumerate("xyz"):
-                np.multiply(dsel[:, k], m32, out=out[axis])
-            out["intensity"] = intensity
-            out["reflectivity"] = refl
-            out["ring"] = f.ring[idx]
-            out["t"] = f.t_ns[idx]
-            out["return_id"] = det.return_id
-            out["flags"] = det.flags
-            out["segment"] = det.segment
         if f.origin is not None:  # beams that start off the axis: the point is where the decoder puts it
             place_as_decoded(
                 p, out, np.take(f.origin, idx, axis=0), np.take(direction, idx, axis=0), measured
@@ -328,8 +313,7 @@ class SensorPhysics:
             segment[won], flags[won] = 0, int(PointFlag.RAIN_CLUTTER)
 
         if self.config.weather is not None:
-            run_weather(
-                self.config.kernels_device,
+            self.backend.weather(
                 weather_model(self.config.weather),
                 rng_m,
                 power,
@@ -342,27 +326,9 @@ class SensorPhysics:
                 reflectivity=refl,
                 segment=segment,
             )
-        rx = p.receiver
-        got = (
-            None
-            if sigma is None
-            else detect(power, sigma, rng, rx.shot_w, threshold, rng_m, p.range.min_m, p.range.max_m)
+        # detected: the echo plus a draw of the noise reaches the threshold, within the range limits
+        idx = self.backend.detect(echo, power, sigma, rng, rng_m)
+        r_sel, p_sel, refl_sel, seg_sel, fl_sel = self.backend.select_detections(
+            echo, idx, rng_m, power, segment, flags
         )
-        if got is not None:  # the compiled twin of the lines below (the same draw)
-            idx = got
-        else:
-            keep = echo.detected(power, sigma, rng) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
-            idx = np.nonzero(keep)[0]
-        rows = detections(echo, idx, rng_m, power, segment, flags)
-        if rows is not None:  # the compiled twin of the lines below
-            r_sel, p_sel, refl_sel, seg_sel, fl_sel = rows
-            return Detections(idx, np.zeros(idx.size, np.uint8), r_sel, p_sel, refl_sel, seg_sel, fl_sel)
-        return Detections(
-            pulse=idx,
-            return_id=np.zeros(idx.size, np.uint8),
-            range_m=rng_m[idx],
-            power_w=power[idx],
-            reflectivity=echo.measured_reflectivity(power[idx], rng_m[idx]),
-            segment=segment[idx],
-            flags=flags[idx],
-        )
+        return Detections(idx, np.zeros(idx.size, np.uint8), r_sel, p_sel, refl_sel, seg_sel, fl_sel)

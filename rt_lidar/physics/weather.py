@@ -208,6 +208,7 @@ class WeatherModel:
         reflectivity: Any = None,
         segment: Any = None,
         echoes: tuple[Any, Any, Any] | None = None,
+        kernel: Any = None,
     ) -> None:
         """Apply the weather to one batch in place.
 
@@ -220,7 +221,9 @@ class WeatherModel:
 
         With ``echoes`` = (range, power, flag) output arrays the clutter is *added* instead: each ray's
         strongest clutter echo is written there (power 0 = none) and the object return is only
-        attenuated (:func:`rt_lidar.kernels.weather_rays.apply_weather`'s extra-echo mode).
+        attenuated (:func:`rt_lidar.kernels.weather_rays.apply_weather`'s extra-echo mode). ``kernel``
+        launches the CUDA kernel's source another way (its host build on NumPy arrays,
+        :mod:`rt_lidar.physics.device`'s ``cuda-host``).
         """
         del direction
         if self.config.is_clear_air or range_m.shape[0] == 0:
@@ -229,12 +232,14 @@ class WeatherModel:
         key = int(rng.integers(0, 2**63 - 1))
         xp = array_module(range_m)
         refl = reflectivity if reflectivity is not None else xp.zeros(range_m.shape, xp.float32)
-        if xp is np:
+        if xp is np and kernel is None:
             clutter = weather_rays.apply_weather(range_m, power_w, flags, refl, prm, key, echoes=echoes)
         else:
             from rt_lidar.kernels.weather_cuda import apply_weather_cuda
 
-            clutter = apply_weather_cuda(range_m, power_w, flags, refl, prm, key, echoes=echoes)
+            clutter = apply_weather_cuda(
+                range_m, power_w, flags, refl, prm, key, kernel=kernel, echoes=echoes
+            )
         if segment is not None and echoes is None:
             segment[clutter] = 0
 

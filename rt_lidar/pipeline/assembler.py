@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rt_lidar.backend.source_ops import NumpySourceOps, select_source_ops
 from rt_lidar.kernels import scan_boundaries
-from rt_lidar.pipeline.source_steps import join_scan
-from rt_lidar.points import concat_points
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import firings_per_scan, scan_index, scan_runs, scan_start_ns
 
@@ -82,8 +81,10 @@ class _Pending:
 class ScanAssembler:
     """Accumulates sector points into scans of ``preset``'s schedule."""
 
-    def __init__(self, preset: SensorPreset) -> None:
+    def __init__(self, preset: SensorPreset, ops: NumpySourceOps | None = None) -> None:
         self.preset = preset
+        self.ops = ops or select_source_ops()
+        """How a scan's parts are joined (NumPy, or its compiled twin: :mod:`rt_lidar.backend.source_ops`)."""
         self._pending: dict[int, _Pending] = {}
         self._first: int | None = None
         """Index of the run's first scan (None before the first firing)."""
@@ -151,15 +152,7 @@ class ScanAssembler:
 
     def _finish(self, pend: _Pending) -> Scan:
         start = scan_start_ns(self.preset, pend.index)
-        joined = join_scan(pend.parts, start)  # the compiled twin of the lines below (two parts or more)
-        if joined is not None:
-            pts, returned = joined
-        else:
-            # A single part is a slice of one frame's physics output, which nothing else holds: shift in
-            # place.
-            pts = concat_points(pend.parts)
-            pts["t"] -= start
-            returned = int(np.count_nonzero(pts["return_id"] == 0))  # one first return per returning pulse
+        pts, returned = self.ops.join_scan(pend.parts, start)  # t from the scan's start; first returns
         extras: dict[str, np.ndarray] = {}
         if pend.extras and all(pend.extras):
             extras = {name: np.concatenate([e[name] for e in pend.extras]) for name in pend.extras[0]}

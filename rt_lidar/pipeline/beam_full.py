@@ -55,6 +55,7 @@ __all__ = [
     "bundle_pulses",
     "full_beam_hits",
     "full_beam_plan",
+    "plan_of_pattern",
     "take_firings",
     "take_pulses",
     "use_full_beam",
@@ -130,17 +131,26 @@ def full_beam_plan(
     """The plan of ``preset`` for a world whose materials have ``retro_gain``
     (:class:`~rt_lidar.sensor.materials.MaterialArrays`; glass is found from the hits themselves);
     ``edge_m`` None takes :data:`EDGE_PULSE_FRACTION` of the pulse's length."""
-    pattern = subray_pattern(preset, sub_rays)
-    off = np.asarray(pattern.offsets_rad)
-    foot = 2.0 * float(np.hypot(off[:, 0], off[:, 1]).max()) if len(pattern) > 1 else 0.0
     if edge_m is None:
         edge_m = EDGE_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
+    spread_m = SPREAD_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
+    return plan_of_pattern(subray_pattern(preset, sub_rays), retro_gain, edge_m, spread_m)
+
+
+def plan_of_pattern(
+    pattern: SubRayPattern, retro_gain: np.ndarray, edge_m: float, spread_m: float
+) -> FullBeamPlan:
+    """The plan of a given bundle ``pattern`` and range thresholds (what a server builds from a
+    client's ``rtLidarGetBeamHits`` ``full`` request, which carries the bundle and the thresholds its
+    preset gives)."""
+    off = np.asarray(pattern.offsets_rad)
+    foot = 2.0 * float(np.hypot(off[:, 0], off[:, 1]).max()) if len(pattern) > 1 else 0.0
     return FullBeamPlan(
         pattern=pattern,
         retro=np.asarray(retro_gain) > RETRO_GAIN_MIN,
         footprint_rad=foot,
         edge_m=float(edge_m),
-        spread_m=float(SPREAD_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0),
+        spread_m=float(spread_m),
     )
 
 

@@ -7,6 +7,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+from rt_lidar.backend import PhysicsBackend
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.beam_full import FullBeamSource, use_full_beam
@@ -69,16 +70,18 @@ def build_pipeline(
     physics: PhysicsConfig | None = None,
     materials: MaterialTable | None = None,
     prefetch: bool | int = False,
+    backend: PhysicsBackend | None = None,
 ) -> BuiltPipeline:
     """Everything the frame loop needs for ``preset`` in ``scene`` (``prefetch``: frames cast ahead,
-    see :attr:`Pipeline.prefetch`)."""
+    see :attr:`Pipeline.prefetch`; ``backend``: where the physics' array work runs, None =
+    :func:`~rt_lidar.backend.select_backend`'s choice)."""
     sensor = preset if isinstance(preset, SensorPreset) else load_preset(preset)
     world = scene if isinstance(scene, World) else build_world(scene, seed=seed)
     table = materials or load_material_table()
     arrays = table.arrays(world.material_names, sensor.optics.wavelength_nm)
     source = WorldSource(world, sensor.range.max_m, arrays.transmission, exit_m_per_rad(sensor))
     source.retro_gain = arrays.retro_gain
-    phys = SensorPhysics(sensor, arrays, negotiate(source, sensor, physics or PhysicsConfig()))
+    phys = SensorPhysics(sensor, arrays, negotiate(source, sensor, physics or PhysicsConfig()), backend)
     return BuiltPipeline(
         Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch), world, sensor, table
     )
@@ -98,12 +101,21 @@ def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) ->
     full = beam.full and source.capabilities.full_beam
     if beam.full and not full:
         warnings.warn(
-            f"--beam full needs a source that casts in-process (rt-lidar demo --in-process): this one "
-            f"casts every pulse as the {sub_rays}-sub-ray bundle instead (the same physics, slower)",
+            f"--beam full needs a source that chooses the pulses from the world (in-process, or our "
+            f"rt-lidar serve with the extension): this one casts every pulse as the {sub_rays}-sub-ray "
+            "bundle instead (the same physics, slower)",
             stacklevel=3,
         )
     if full:
         grant = use_full_beam(cast(FullBeamSource, source), preset, sub_rays, want_sun)
+        if not grant.full and grant.sub_rays > 1:
+            warnings.warn(
+                f"--beam full: the server does not choose the pulses itself (an rt-lidar serve older than "
+                f"the 'full' entry of rtLidarGetBeamHits): every pulse is cast as the {sub_rays}-sub-ray "
+                "bundle instead (the same physics, slower)",
+                stacklevel=3,
+            )
+        full = grant.full
     else:
         grant = source.use_beam(subray_pattern(preset, sub_rays), want_sun)
     if grant.sub_rays < sub_rays:

@@ -2,30 +2,37 @@
 
 One :meth:`Pipeline.step` is one sim frame of length 1/f_sim. Frame ``k`` covers the integer
 nanosecond slice ``[t(k), t(k+1))`` with ``t(k) = round(k * 1e9 / f_sim)``, so consecutive frames tile
-the time line exactly at any f_sim and no firing is skipped or repeated.
+the time line exactly at any f_sim and no firing is skipped or repeated. How the frames are spread
+over threads is decided in :mod:`rt_lidar.backend.schedule` from the source's capabilities; the
+physics' array work runs on the physics' backend (:mod:`rt_lidar.backend`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 
 from rt_lidar.allocator import prefault_heap
+from rt_lidar.backend.schedule import (
+    CAST_AHEAD,
+    PHYSICS_THREADS,
+    frame_workers,
+    physics_on_own_threads,
+    split_casts,
+)
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsResult, SensorPhysics
 from rt_lidar.physics.source_fields import extra_fill
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
-from rt_lidar.pipeline.sources import Hits, HitSource, Pose, ThreadedCaster, pose_at
+from rt_lidar.pipeline.sources import Hits, HitSource, Pose, pose_at
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import (
     Firings,
@@ -34,13 +41,9 @@ from rt_lidar.sensor.scan_pattern import (
     prepare_schedule,
     scan_period_ns,
 )
-from rt_lidar.unreal_bridge.world.raycast import PARALLEL_MIN_RAYS
 
 __all__ = ["CAST_AHEAD", "FrameStats", "Pipeline", "Sensed", "frame_time_ns", "frame_workers"]
 
-CAST_AHEAD = 3
-"""The prefetch depth of a scripted in-process world's runs (the demo's): with two or more frames ahead
-they are cast at the same time, one thread each (see :attr:`Pipeline.prefetch`)."""
 PREFAULT_CAST_BYTES_PER_RAY = 256
 """Memory :meth:`Pipeline.start` touches for a thread that fetches frames, per ray of a frame: the
 threads that cast in-process HDL-64E and VLS-128 frames took ~210-230 bytes a ray of fresh pages over
@@ -84,18 +87,6 @@ class FrameStats:
     fired: int
     kept: int
     wall_s: float
-
-
-def frame_workers(source: HitSource, depth: int, rays_per_frame: float) -> int:
-    """Threads that fetch the frames asked for ahead: one per frame, as many as the cores, for a source
-    that states :attr:`Capabilities.frames_in_any_order` (an in-process world: its hits depend on each
-    ray's time alone) when its frames are large enough that its cast would be split over two threads;
-    one for smaller frames (their time is mostly the interpreter's: threads would only take turns) and
-    for any other source (a server answers in order)."""
-    if depth < 2 or not source.capabilities.frames_in_any_order or rays_per_frame < PARALLEL_MIN_RAYS:
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(depth, max(2, cores)))
 
 
 class Pipeline:
@@ -194,9 +185,7 @@ class Pipeline:
         firings, hits = self._fetch(k)
         hits_wall_ns = time.time_ns()
         physics = self._physics_of(hits)
-        if self._workers == 1 and physics.uses_waveform(hits):
-            # one thread fetches the frames in order (a server answers in order): their waveform
-            # physics, the heavy kind, on threads of its own, so consecutive frames' overlap
+        if physics_on_own_threads(self._workers, physics.uses_waveform(hits)):
             return (
                 firings,
                 hits,
@@ -206,7 +195,9 @@ class Pipeline:
 
     def _physics_threads(self) -> ThreadPoolExecutor:
         if self._physics_pool is None:
-            self._physics_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rt-lidar-physics")
+            self._physics_pool = ThreadPoolExecutor(
+                max_workers=PHYSICS_THREADS, thread_name_prefix="rt-lidar-physics"
+            )
         return self._physics_pool
 
     def _physics_of(self, hits: Hits) -> SensorPhysics:
@@ -233,8 +224,7 @@ class Pipeline:
         if self._pool is None:
             per_frame = self._rays_per_frame()
             workers = frame_workers(self.source, self.prefetch, per_frame)
-            if workers > 1 and self.source.capabilities.frames_in_any_order:
-                cast(ThreadedCaster, self.source).cast_threads = 1
+            split_casts(self.source, workers)
             self._pool = ThreadPoolExecutor(
                 max_workers=workers,
                 thread_name_prefix="rt-lidar-prefetch",

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from rt_lidar.pipeline import source_steps
+from rt_lidar.backend.source_ops import NumpySourceOps, dot_f32, select_source_ops, sun_cosines
 from rt_lidar.pipeline.pose_samples import (
     PoseSamples,
     interpolate_pose_samples,
     sensor_pose_samples,
 )
-from rt_lidar.pipeline.source_steps import first_surfaces
 from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
 from rt_lidar.sensor.scan_pattern import Firings
 from rt_lidar.unreal_bridge.beam_call import SCENE_SUN, SunArg
@@ -48,6 +48,7 @@ __all__ = [
     "PoseSamples",
     "ThreadedCaster",
     "WorldSource",
+    "WorldTruthSource",
     "interpolate_pose_samples",
     "pose_at",
     "sensor_pose_samples",
@@ -199,6 +200,17 @@ class Capabilities:
     """Its hits depend on each ray's time alone, so several frames may be cast at the same time on
     threads of the frame loop, in any order (an in-process world; a server answers in order). Such a
     source has a ``cast_threads`` the loop then sets to 1 (:class:`ThreadedCaster`)."""
+    world_truth: bool = False
+    """Holds the world it casts into (:class:`WorldTruthSource`): its objects for ground truth, its mount,
+    and every hit's surface normal on request (``keep_normals``); a server's world is not known here."""
+
+
+class WorldTruthSource(Protocol):
+    """A source whose :attr:`Capabilities.world_truth` is set (an in-process world)."""
+
+    world: World
+    mount: MountPose | None
+    keep_normals: bool
 
 
 class ThreadedCaster(Protocol):
@@ -213,6 +225,9 @@ class BeamGrant:
 
     sub_rays: int = 1
     sun: bool = False
+    full: bool = False
+    """``--beam full`` granted (:meth:`~rt_lidar.pipeline.beam_full.FullBeamSource.use_full_beam`): the
+    bundle only where the footprint needs it; else, when asked, every pulse's bundle."""
 
 
 class HitSource(Protocol):
@@ -264,16 +279,6 @@ def pose_at(start: Pose, end: Pose, t0_ns: int, t1_ns: int, t_ns: int) -> Pose:
     return p0 + (p1 - p0) * w, q / np.linalg.norm(q)
 
 
-def _with_rows(arr: np.ndarray, rows: np.ndarray, values: Any) -> np.ndarray:
-    """``arr`` (a fresh array) with ``values`` written into ``rows``."""
-    arr[rows] = values
-    return arr
-
-
-def _dot_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]).astype(np.float32)
-
-
 def _rows_f32(a: np.ndarray) -> np.ndarray:
     """``a`` (N, k) as float32; one row broadcast to N (a sensor not turning) stays a broadcast."""
     if a.ndim == 2 and a.shape[0] > 1 and a.strides[0] == 0:
@@ -281,34 +286,23 @@ def _rows_f32(a: np.ndarray) -> np.ndarray:
     return a.astype(np.float32)
 
 
+_dot_f32 = dot_f32  # the names the tests and tools/bench import
+
+
 def _rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate (N,3) float32 vectors by (N,4) wxyz unit quaternions, component-wise (no np.cross), on
-    contiguous components (a quaternion broadcast to every row: its four scalars; the same float32
-    products either way)."""
-    fast = source_steps.rotate_f32(q, v)
-    if fast is not None:  # the compiled twin of the lines below
-        return fast
-    if q.shape[0] > 1 and q.strides[0] == 0:
-        w, x, y, z = q[0]
-    else:
-        w, x, y, z = (np.ascontiguousarray(q[:, i]) for i in range(4))
-    vx, vy, vz = (np.ascontiguousarray(v[:, i]) for i in range(3))
-    tx = 2.0 * (y * vz - z * vy)
-    ty = 2.0 * (z * vx - x * vz)
-    tz = 2.0 * (x * vy - y * vx)
-    out = np.empty(v.shape, dtype=np.float32)
-    out[:, 0] = vx + w * tx + (y * tz - z * ty)
-    out[:, 1] = vy + w * ty + (z * tx - x * tz)
-    out[:, 2] = vz + w * tz + (x * ty - y * tx)
-    return out
+    """:meth:`~rt_lidar.backend.source_ops.NumpySourceOps.rotate_f32` of the operations the process would
+    choose now (the compiled twin where it is built and on)."""
+    return select_source_ops().rotate_f32(q, v)
 
 
-def _beam_starts(firings: Firings, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _beam_starts(
+    ops: NumpySourceOps, firings: Firings, pos: np.ndarray, quat: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Where each firing's rays start in the world: the sensor's position, moved to the firing's beam
     origin where the preset has them (:attr:`Firings.origin`); ``pos`` itself otherwise."""
     if firings.origin is None:
         return pos, quat
-    return pos + _rotate_f32(_rows_f32(quat), firings.origin), quat
+    return pos + ops.rotate_f32(_rows_f32(quat), firings.origin), quat
 
 
 class WorldSource:
@@ -333,6 +327,8 @@ class WorldSource:
             raise ValueError("transmission must have one entry per world material")
         self.world = world
         self.mount = mount
+        self.ops = select_source_ops()
+        """The caster's array operations (NumPy, or its compiled twins: :mod:`rt_lidar.backend`)."""
         self.max_range_m = float(max_range_m)
         self._transmission = transmission.astype(np.float32)
         self.exit_m_per_rad = (float(exit_m_per_rad[0]), float(exit_m_per_rad[1]))
@@ -372,7 +368,13 @@ class WorldSource:
         return twin
 
     capabilities = Capabilities(
-        sub_rays=True, sun=True, weather=False, extension=True, full_beam=True, frames_in_any_order=True
+        sub_rays=True,
+        sun=True,
+        weather=False,
+        extension=True,
+        full_beam=True,
+        frames_in_any_order=True,
+        world_truth=True,
     )
     """In-process: every bundle and the sun; the weather is the scenario's (no sim reports one)."""
 
@@ -393,7 +395,7 @@ class WorldSource:
         :func:`~rt_lidar.pipeline.beam_full.bundle_pulses` asks for it (with the sun cosines for ``sun``)."""
         grant = self.use_beam(plan.pattern, sun)
         self._full = plan
-        return grant
+        return dataclasses.replace(grant, full=True)
 
     @property
     def full_beam(self) -> FullBeamPlan | None:
@@ -441,7 +443,7 @@ class WorldSource:
             return self.beam_hits(firings, t0_ns, t1_ns, self._beam, self._sun)
         d_sensor = firings.directions()
         samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
-        pos, quat = _beam_starts(firings, *interpolate_pose_samples(firings.t_ns, samples))
+        pos, quat = _beam_starts(self.ops, firings, *interpolate_pose_samples(firings.t_ns, samples))
         return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
 
     def _with_poses(self, hits: Hits, t0_ns: int, t1_ns: int, samples: PoseSamples | None) -> Hits:
@@ -463,7 +465,7 @@ class WorldSource:
         posed at that time; a one-ray pattern without sun gives exactly :meth:`hits` without a beam."""
         n = len(pattern)
         samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
-        pos, quat = _beam_starts(firings, *interpolate_pose_samples(firings.t_ns, samples))
+        pos, quat = _beam_starts(self.ops, firings, *interpolate_pose_samples(firings.t_ns, samples))
         if n == 1 and sun_direction is None:
             d_sensor = firings.directions()
             return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
@@ -494,39 +496,22 @@ class WorldSource:
         if d_sensor.shape[0] != t_ray.shape[0]:
             t_ray = np.repeat(t_ray, d_sensor.shape[0] // max(t_ray.shape[0], 1))
         origins = pos.astype(np.float32)
-        dirs = _rotate_f32(_rows_f32(quat), d_sensor)
+        dirs = self.ops.rotate_f32(_rows_f32(quat), d_sensor)
 
         # First surface of every ray, without indexing: most rays end here.
         rh = self.world.cast(origins, dirs, t_ray, self.max_range_m, threads=self.cast_threads)
-        fast = None if sun is not None or self.wet_road else first_surfaces(rh, dirs, self._transmission)
+        first, active, opaque = self.ops.first_surfaces(
+            rh, dirs, self._transmission, need_opaque=sun is not None or self.wet_road
+        )
+        range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans = first
         normal = (
             np.where(np.isfinite(rh.distance)[:, None], rh.normal, 0).astype(np.float32)
             if self.keep_normals
             else None
         )
         sun_cos = wet_fields = None
-        if fast is not None:  # the compiled twin of the lines below (no sun, no wet road)
-            (range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans), active = fast
-        else:
-            hit = np.isfinite(rh.distance)
-            trans_all = np.take(self._transmission, np.maximum(rh.material, 0))
-            passes = hit & (trans_all > 0)
-            opaque = hit & ~passes
-            cosi = np.abs(_dot_f32(rh.normal, dirs))
-            sun_cos = _sun_cos(rh.normal, dirs, opaque, sun) if sun is not None else None
-            # A miss already reads inf / -1 / 0 (RayHits): of the first surfaces, only those of the rays
-            # that pass a transmissive one (a few per cent) change, and only they fill the glass fields.
-            active = np.flatnonzero(passes)
-            range_m = _with_rows(rh.distance.astype(np.float32), active, np.inf)
-            cos_inc = np.where(opaque, cosi, np.float32(0)).astype(np.float32, copy=False)
-            material = _with_rows(rh.material.astype(np.int16), active, -1)
-            segment = _with_rows(rh.segment.astype(np.uint32), active, 0)
-            n = rh.distance.shape[0]
-            g_range = _with_rows(np.full(n, np.inf, np.float32), active, rh.distance[active])
-            g_cos = _with_rows(np.zeros(n, np.float32), active, cosi[active])
-            g_mat = _with_rows(np.full(n, -1, np.int16), active, rh.material[active])
-            g_seg = _with_rows(np.zeros(n, np.uint32), active, rh.segment[active])
-            g_trans = _with_rows(np.ones(n, np.float32), active, trans_all[active] ** 2)
+        if opaque is not None:  # the sunlit side and the wet road need to know the opaque surfaces
+            sun_cos = sun_cosines(rh.normal, dirs, opaque, sun) if sun is not None else None
             wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
 
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
@@ -543,32 +528,17 @@ class WorldSource:
                 self.max_range_m - float(travelled.min()),
                 threads=self.cast_threads,
             )
-            if sun_cos is None and normal is None:  # the compiled twin of the lines below
-                rays, fields = (travelled, active, d_act, org), (range_m, cos_inc, material, segment, g_trans)
-                eps = np.float32(_EPS_M)
-                step_c = source_steps.glass_step(rh, rays, self._transmission, self.max_range_m, eps, fields)
-                if step_c is not None:
-                    org, travelled, active = step_c
-                    continue
-            dist = rh.distance + travelled
-            hit = np.isfinite(rh.distance) & (dist <= self.max_range_m)
-            trans = np.where(hit, self._transmission[np.maximum(rh.material, 0)], 0.0)
-            more = hit & (trans > 0)
-            opaque = hit & ~more
-            idx = active[opaque]
-            range_m[idx] = dist[opaque]
-            cos_inc[idx] = np.abs(_dot_f32(rh.normal[opaque], d_act[opaque]))
-            material[idx] = rh.material[opaque]
-            segment[idx] = rh.segment[opaque]
-            if normal is not None:
-                normal[idx] = rh.normal[opaque]
-            if sun_cos is not None and sun is not None:
-                sun_cos[idx] = _sun_cos(rh.normal[opaque], d_act[opaque], np.ones(idx.size, bool), sun)
-            g_trans[active[more]] *= trans[more] ** 2
-            step = rh.distance[more] + np.float32(_EPS_M)
-            org = org[more] + d_act[more] * step[:, None]
-            travelled = travelled[more] + step
-            active = active[more]
+            org, travelled, active = self.ops.glass_step(
+                rh,
+                (travelled, active, d_act, org),
+                self._transmission,
+                self.max_range_m,
+                np.float32(_EPS_M),
+                (range_m, cos_inc, material, segment, g_trans),
+                normal,
+                sun_cos,
+                sun,
+            )
 
         hits = Hits(
             firings=firings,
@@ -614,7 +584,7 @@ class WorldSource:
         wi = np.nonzero(wet)[0]
         if wi.size:
             d, nrm = dirs[wi], normal[wi]
-            dn = _dot_f32(d, nrm)
+            dn = dot_f32(d, nrm)
             mdir = (d - (2.0 * dn)[:, None] * nrm).astype(np.float32)
             mdir /= np.sqrt(np.einsum("ij,ij->i", mdir, mdir))[:, None]
             org = (origins[wi] + d * dist[wi][:, None] + nrm * np.float32(_EPS_M)).astype(np.float32)
@@ -625,17 +595,7 @@ class WorldSource:
             ok = np.isfinite(mh.distance) & (total <= self.max_range_m)
             k = wi[ok]
             m_range[k] = total[ok]
-            m_cos[k] = np.abs(_dot_f32(mh.normal[ok], mdir[ok]))
+            m_cos[k] = np.abs(dot_f32(mh.normal[ok], mdir[ok]))
             m_mat[k] = mh.material[ok]
             m_seg[k] = mh.segment[ok]
         return wet, m_range, m_cos, m_mat, m_seg
-
-
-def _sun_cos(normal: np.ndarray, dirs: np.ndarray, valid: np.ndarray, sun: np.ndarray) -> np.ndarray:
-    """max(0, n . s) of normals turned to face the ray (the lit side seen by the sensor), 0 where invalid
-    (normals need not be normalised; shadowing by other objects is not cast)."""
-    n = normal.astype(np.float64)
-    norm = np.maximum(np.linalg.norm(n, axis=1), 1e-12)
-    facing = -np.sign(np.einsum("ij,ij->i", n, dirs.astype(np.float64)))
-    c = facing * (n @ sun) / norm
-    return np.where(valid, np.maximum(c, 0.0), 0.0).astype(np.float32)

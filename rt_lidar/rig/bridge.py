@@ -13,11 +13,14 @@ for with every frame's call), from which each pulse's world pose is interpolated
 
 from __future__ import annotations
 
+from rt_lidar.backend.schedule import BRIDGED_RIG_PREFETCH
 from rt_lidar.bridge.source import BridgeSource, bridge_pipeline
+from rt_lidar.config import SunConfig
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.rig.model import Rig
+from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.unreal_bridge import AirSimClient
 
 __all__ = ["RigFramesAhead", "bridge_rig_loop"]
@@ -54,11 +57,15 @@ def bridge_rig_loop(
     vehicle_name: str = "",
     crosstalk: bool = False,
     ask_ahead: int = 1,
+    beam: BeamConfig | None = None,
+    sun: SunConfig | None = None,
 ) -> tuple[RigLoop, dict[str, BridgeSource]]:
     """The rig's frame loop over ``client`` (lockstep) and each sensor's bridge source; with
     ``crosstalk`` the sensors interfere as in-process (each pulse's world pose from the server's answer).
     ``ask_ahead``: frames whose requests go out ahead of the one being worked on (0: none), where every
-    sensor's source allows it (:meth:`BridgeSource.can_be_asked_ahead`)."""
+    sensor's source allows it (:meth:`BridgeSource.can_be_asked_ahead`). ``beam``: every sensor's beam
+    (sub-rays, return mode, ``--beam full``: our server chooses the bundled pulses), resolved against
+    each sensor's preset (None: each preset's); ``sun``: sunlight on every sensor (None: night)."""
     sources: dict[str, BridgeSource] = {}
     pipelines: dict[str, Pipeline] = {}
     for i, s in enumerate(rig.sensors):
@@ -72,8 +79,8 @@ def bridge_rig_loop(
             advance_clock=i == 0,
             poses=crosstalk,
         )
-        pipe = bridge_pipeline(source, sim_hz, seed, weather)
-        pipe.prefetch = 0  # every sensor reads the frame the first one advanced to, in order
+        pipe = bridge_pipeline(source, sim_hz, seed, weather, beam=beam, sun=sun)
+        pipe.prefetch = BRIDGED_RIG_PREFETCH
         source.ask_ahead = None  # no source asks on its own: the rig asks for all, in frame order
         sources[s.name], pipelines[s.name] = source, pipe
     loop = RigLoop.over(rig, pipelines, sim_hz, crosstalk=crosstalk)

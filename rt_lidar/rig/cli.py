@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,28 +37,6 @@ def add_rig_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-rosbag", action="store_true", help="with --rig: no OUT/rosbag of every sensor")
 
 
-def warn_unapplied_beam(args: argparse.Namespace) -> None:
-    """One line when beam options were given to a rig: its sensors cast their presets' beams (one ray a
-    pulse) and do not take ``--sub-rays``, ``--return-mode``, ``--epw``, ``--beam full`` or sunlight yet."""
-    given = [
-        name
-        for name, value in (
-            ("--sub-rays", getattr(args, "sub_rays", None)),
-            ("--return-mode", getattr(args, "return_mode", None)),
-            ("--epw", getattr(args, "epw", False) or None),
-            ("--beam full", "full" if getattr(args, "beam", "fixed") == "full" else None),
-            ("--sun-lux", getattr(args, "sun_lux", 0.0) or None),
-        )
-        if value is not None
-    ]
-    if given:
-        print(
-            f"rt-lidar: warning: {', '.join(given)} not applied to a rig: each sensor casts its preset's "
-            "beam",
-            file=sys.stderr,
-        )
-
-
 def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int:
     """``rt-lidar demo --rig RIG.toml`` (``config`` from the command line) or ``demo --config
     RUN/config.json`` of a rig run (a rig demo's or a rig sweep's run of ``rt-lidar generate``): the rig
@@ -69,7 +46,6 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
     from rt_lidar.rig.run import RigRunOptions, run_rig_demo
 
     assert config.rig is not None
-    warn_unapplied_beam(args)
     rig = load_rig(config.rig)
     stream = rig_stream_address(list(config.sinks), "demo")
     opts = RigRunOptions(
@@ -89,6 +65,8 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
         write_scans=config.write_scans,
         scene_setup=config.scene_setup,
         faults=config.faults,
+        beam=config.beam,
+        sun=config.sun,
     )
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -114,10 +92,10 @@ def add_rig_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
     """``rt-lidar run --rig RIG.toml --airsim HOST:PORT --lockstep``."""
-    warn_unapplied_beam(args)
 
     from rt_lidar.bridge.pacing import RealtimePacer, warn_if_behind
     from rt_lidar.bridge.source import parse_address
+    from rt_lidar.cli.beam import beam_from_args, sun_from_args
     from rt_lidar.cli.validate import weather_from_args
     from rt_lidar.faults.spec import load_faults
     from rt_lidar.rig import load_rig
@@ -150,6 +128,8 @@ def run_rig_bridge_from_args(args: argparse.Namespace) -> int:
             vehicle_name=args.vehicle,
             crosstalk=args.crosstalk,
             ask_ahead=args.ask_ahead,
+            beam=beam_from_args(args),
+            sun=sun_from_args(args),
         )
         if pacer is not None:  # the first sensor's source advances the sim for all
             next(iter(sources.values())).pacer = pacer

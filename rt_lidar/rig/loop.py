@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rt_lidar.backend.schedule import RIG_PHYSICS_AHEAD
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.pipeline.builder import negotiate
 from rt_lidar.pipeline.frame_loop import Pipeline, frame_time_ns
 from rt_lidar.pipeline.sources import WorldSource
 from rt_lidar.rig.crosstalk import CrosstalkSensor, false_points
@@ -61,20 +63,17 @@ class RigLoop:
         table = materials or load_material_table()
         self.units: dict[str, RigUnit] = {}
         for s in rig.sensors:
-            phys = SensorPhysics.from_preset(s.preset, world.material_names, table, physics)
+            arrays = table.arrays(world.material_names, s.preset.optics.wavelength_nm)
             source = WorldSource(
-                world,
-                s.preset.range.max_m,
-                phys.materials.transmission,
-                exit_m_per_rad(s.preset),
-                mount=s.mount,
+                world, s.preset.range.max_m, arrays.transmission, exit_m_per_rad(s.preset), mount=s.mount
             )
+            source.retro_gain = arrays.retro_gain
+            # each sensor's beam (sub-rays, return mode, --beam full), as one sensor's pipeline asks it
+            phys = SensorPhysics(s.preset, arrays, negotiate(source, s.preset, physics or PhysicsConfig()))
             weather = phys.config.weather
             source.use_wet_road(weather.road_wetness if weather is not None else 0.0)  # mirror rays, spray
             pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch)
-            # the physics stays on this thread: with a sensor's frames fetched on threads of their
-            # own, the rig's physics there too measured 0-10 % slower (docs/performance-notes.md)
-            pipe.physics_ahead = False
+            pipe.physics_ahead = RIG_PHYSICS_AHEAD
             self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys), pipe)
         self.frame = 0
         self.before_step: Callable[[int], None] | None = None

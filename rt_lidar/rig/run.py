@@ -14,17 +14,20 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from rt_lidar.config import DEFAULT_CASTER, SceneSetup
+from rt_lidar.config import DEFAULT_CASTER, SceneSetup, SunConfig
 from rt_lidar.errors import ConfigError
 from rt_lidar.faults.wiring import message_sinks_with_faults
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.pipeline.beam_full import beam_summary
 from rt_lidar.pipeline.builder import build_world
+from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.points import PointFlag
 from rt_lidar.rig.bag import RigBag
 from rt_lidar.rig.loop import RigLoop
 from rt_lidar.rig.model import Rig, load_rig
 from rt_lidar.rig.stream import RigStream
+from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sinks.base import ScanSink, SinkContext, make_sink
 from rt_lidar.sinks.fanout import SinkFanout
 from rt_lidar.unreal_bridge.world import Pose
@@ -59,6 +62,11 @@ class RigRunOptions:
     """Write ``OUT/<sensor>/scans`` (``--no-scans``: only the bag, the stream and the rig's sinks)."""
     scene_setup: SceneSetup | None = None
     """More of the scene than its name (a dataset run's, :class:`rt_lidar.config.SceneSetup`)."""
+    beam: BeamConfig | None = None
+    """Every sensor's beam (``--sub-rays``, ``--return-mode``, ``--epw``, ``--beam full``), resolved
+    against each sensor's preset; None = each preset's."""
+    sun: SunConfig | None = None
+    """Sunlight on every sensor (``--sun-lux``, ``--sun-elevation``, ``--sun-azimuth``); None = night."""
     faults: tuple[Any, ...] = ()
     """Run-wide faults (``--faults``); one naming a ``sensor`` acts on that sensor alone. Each sensor's
     own ``faults`` file adds to them."""
@@ -181,6 +189,7 @@ def drive_rig(
             "points_per_scan_mean": float(np.mean(counts[s.name])) if counts[s.name] else 0.0,
             "crosstalk_points": false_pts[s.name],
             "mount": asdict(s.entry.mount),
+            "beam": _beam_section(loop.units[s.name].pipeline),
             **(
                 {"scans_suppressed": held[s.name], "faults": plans[s.name].report()}
                 if s.name in plans
@@ -210,7 +219,14 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
     """``rt-lidar demo --rig``: the rig in the embedded world, in-process."""
     rig = rig or load_rig(opts.rig)
     # a device this machine lacks is refused here, before any file is written
-    physics = PhysicsConfig(weather=opts.weather, kernels_device=opts.kernels_device)
+    sun = opts.sun or SunConfig()
+    physics = PhysicsConfig(
+        weather=opts.weather,
+        kernels_device=opts.kernels_device,
+        beam=opts.beam,
+        sun_illuminance_lux=sun.lux,
+        sun_direction=sun.direction,
+    )
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "rig.json").write_text(json.dumps({"options": asdict(opts), "rig": rig.to_plain()}, indent=2))
@@ -241,3 +257,9 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
         )
     finally:
         loop.close()
+
+
+def _beam_section(pipeline: Pipeline) -> dict[str, Any]:
+    """A sensor's summary ``beam`` section: the beam that ran (:func:`beam_summary`)."""
+    physics = pipeline.physics
+    return beam_summary(pipeline.source, physics.sub_rays, physics.return_mode)

@@ -34,7 +34,7 @@ from rt_lidar.sensor.beam import exit_m_per_rad, pattern_from_offsets
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between, prepare_schedule, schedule_digest
-from rt_lidar.server.lidar_reads import DataRead, HitsRead, SimLidar
+from rt_lidar.server.lidar_reads import DataRead, FullBeamRead, HitsRead, SimLidar
 from rt_lidar.server.unreal_names import unreal_actor_names
 from rt_lidar.server.vehicle import BicycleModel
 from rt_lidar.unreal_bridge import (
@@ -46,7 +46,7 @@ from rt_lidar.unreal_bridge import (
     LidarFrame,
     LidarHits,
 )
-from rt_lidar.unreal_bridge.beam_call import SunRequest
+from rt_lidar.unreal_bridge.beam_call import FullBeamRequest, SunRequest
 from rt_lidar.unreal_bridge.errors import BackendError
 from rt_lidar.unreal_bridge.wire import FluKinematics
 from rt_lidar.unreal_bridge.world import CameraSpec, Pose, World
@@ -106,6 +106,7 @@ class EmbeddedSim:
             world, preset.range.max_m, self._transmission, exit_m_per_rad(preset), mount=mount
         )
         self._lock = threading.RLock()
+        self._retro_gain: dict[str, np.ndarray] = {}
         self._t_ns = 0
         self._paused = paused
         self._wall_ref = time.perf_counter_ns()
@@ -251,6 +252,11 @@ class EmbeddedSim:
             source.pose_memo = self.vehicle is None
             return source, t0, t1, lidar.frames[reader]
 
+    def skip_ns(self, ns: int) -> None:
+        """Count ``ns`` of sweep left out of an answer to keep its ray budget (:attr:`skipped_ns`)."""
+        with self._lock:
+            self.skipped_ns += int(ns)
+
     def plan_firings(self, preset: SensorPreset, t0: int, t1: int, sub_rays: int) -> tuple[Firings, int]:
         """The firings of [t0, t1) within the ray budget (the newest ones; the cut is counted in
         :attr:`skipped_ns`) and the interval's start after the cut."""
@@ -311,6 +317,51 @@ class EmbeddedSim:
         if sun.direction is None:
             return HitsRead(self, lidar, pattern, sun_unit(self.source.sun_direction))
         return HitsRead(self, lidar, pattern, np.array(sun.direction, np.float64))
+
+    def lidar_full_beam_hits(
+        self,
+        lidar_name: str,
+        vehicle_name: str,
+        offsets_rad: np.ndarray,
+        weights: np.ndarray,
+        sun: SunRequest | None,
+        full: FullBeamRequest,
+    ) -> LidarHits:
+        """``--beam full`` (``rtLidarGetBeamHits`` with a ``full`` entry): every firing's central ray, and
+        the sub-ray bundle ``offsets_rad`` / ``weights`` for the pulses whose footprint needs it, chosen
+        here from the central rays (:mod:`rt_lidar.pipeline.beam_full`); the answer of
+        :func:`~rt_lidar.bridge.full_beam_wire.full_beam_to_wire`."""
+        return self.prepare_lidar_full_beam_hits(
+            lidar_name, vehicle_name, offsets_rad, weights, sun, full
+        ).run()
+
+    def prepare_lidar_full_beam_hits(
+        self,
+        lidar_name: str,
+        vehicle_name: str,
+        offsets_rad: np.ndarray,
+        weights: np.ndarray,
+        sun: SunRequest | None,
+        full: FullBeamRequest,
+    ) -> FullBeamRead:
+        """:meth:`lidar_full_beam_hits` prepared, as :meth:`prepare_lidar_hits`."""
+        lidar = self._check(lidar_name, vehicle_name)
+        try:
+            pattern = pattern_from_offsets(offsets_rad, weights)
+        except ConfigError as exc:
+            raise BackendError(f"rtLidarGetBeamHits: {exc}") from None
+        retro = self._retro_gain.get(lidar.name)
+        if retro is None:
+            arrays = load_material_table().arrays(
+                self.world.material_names, lidar.preset.optics.wavelength_nm
+            )
+            retro = self._retro_gain[lidar.name] = arrays.retro_gain
+        direction = None
+        if sun is not None:
+            direction = (
+                sun_unit(self.source.sun_direction) if sun.direction is None else np.array(sun.direction)
+            )
+        return FullBeamRead(self, lidar, pattern, direction, full, retro)
 
     def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:
         """AirSim's ``getLidarData``: the hit points (sensor frame) since the previous read."""

@@ -5,20 +5,24 @@ and ``run()`` then need no lock (``rtLidarGetHits`` / ``rtLidarGetBeamHits``: :c
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from rt_lidar.bridge.full_beam_wire import full_beam_to_wire
 from rt_lidar.bridge.hits import hits_to_wire
+from rt_lidar.pipeline.beam_full import BundleStats, full_beam_hits, plan_of_pattern
 from rt_lidar.pipeline.sources import Hits, WorldSource
 from rt_lidar.sensor.beam import SubRayPattern
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.sensor.scan_pattern import Firings
+from rt_lidar.sensor.scan_pattern import Firings, firings_between
 from rt_lidar.unreal_bridge import FluPose, LidarFrame, LidarHits
+from rt_lidar.unreal_bridge.beam_call import FullBeamRequest
 from rt_lidar.unreal_bridge.world import World
 
-__all__ = ["DataRead", "HitsRead", "PreparedRead", "Sim", "SimLidar"]
+__all__ = ["DataRead", "FullBeamRead", "HitsRead", "PreparedRead", "Sim", "SimLidar"]
 
 
 @dataclass
@@ -49,6 +53,15 @@ class Sim(Protocol):
         """The weather the answer reports (None: clear)."""
         ...
 
+    @property
+    def max_rays_per_call(self) -> int:
+        """The ray budget of one answer."""
+        ...
+
+    def skip_ns(self, ns: int) -> None:
+        """Count ``ns`` of sweep left out of an answer to keep its ray budget."""
+        ...
+
 
 class PreparedRead:
     """One lidar read of a :class:`Sim`, prepared: built under the call lock (it takes the interval and a
@@ -61,9 +74,13 @@ class PreparedRead:
         self._source, self._t0, self.t1, self.frame = sim.take_interval(self.reader, lidar)
         self._firings: Firings | None = None
 
+    def _budget_sub_rays(self) -> int:
+        """Rays a firing counts in the server's ray budget."""
+        return 1 if self._pattern is None else max(len(self._pattern.weights), 1)
+
     def _planned(self) -> tuple[Firings, int]:
         if self._firings is None:
-            sub_rays = 1 if self._pattern is None else max(len(self._pattern.weights), 1)
+            sub_rays = self._budget_sub_rays()
             self._firings, self._t0 = self._sim.plan_firings(self._lidar.preset, self._t0, self.t1, sub_rays)
         return self._firings, self._t0
 
@@ -72,7 +89,7 @@ class PreparedRead:
         """Rays the cast takes (firings x sub-rays, within the budget)."""
         firings, _ = self._planned()
         sub_rays = 1 if self._pattern is None else max(len(self._pattern.weights), 1)
-        return len(firings.t_ns) * sub_rays
+        return len(firings.t_ns) * sub_rays  # a full beam's bundles at most
 
     def _hits(self, sun: np.ndarray | None = None) -> tuple[Hits, int]:
         firings, t0 = self._planned()
@@ -107,6 +124,9 @@ class HitsRead(PreparedRead):
     def run(self) -> LidarHits:
         """Cast; the answer of ``EmbeddedSim.lidar_hits`` / ``lidar_beam_hits``."""
         hits, t0 = self._hits(self._sun)
+        return hits_to_wire(hits, self._sensor_pose(self.t1), self.t1, info=self._info(t0), omit=self._omit)
+
+    def _info(self, t0: int) -> dict[str, Any]:
         info: dict[str, Any] = {
             "materials": list(self._sim.world.material_names),
             "t0_ns": t0,
@@ -117,7 +137,52 @@ class HitsRead(PreparedRead):
         }
         if self._sun is not None:
             info["sun_direction"] = [float(v) for v in self._sun]
-        return hits_to_wire(hits, self._sensor_pose(self.t1), self.t1, info=info, omit=self._omit)
+        return info
+
+
+class FullBeamRead(HitsRead):
+    """``rtLidarGetBeamHits`` with a ``full`` entry, prepared: every firing's central ray, and the
+    bundle (``pattern``) for the pulses :func:`~rt_lidar.pipeline.beam_full.bundle_pulses` picks with
+    the request's thresholds and this world's retro-reflectors (``retro_gain`` per material)."""
+
+    def __init__(
+        self,
+        sim: Sim,
+        lidar: SimLidar,
+        pattern: SubRayPattern,
+        sun: np.ndarray | None,
+        request: FullBeamRequest,
+        retro_gain: np.ndarray,
+        omit: frozenset[str] = frozenset(),
+    ) -> None:
+        super().__init__(sim, lidar, pattern, sun, omit)
+        self._plan = plan_of_pattern(pattern, retro_gain, request.edge_m, request.spread_m)
+
+    def _budget_sub_rays(self) -> int:
+        return 1  # the central rays; the bundles are a share of them
+
+    def run(self) -> LidarHits:
+        """Cast; the answer of ``EmbeddedSim.lidar_full_beam_hits`` (:func:`full_beam_to_wire`). Within
+        the ray budget: where the central rays and the chosen bundles exceed it (a backlog), the
+        oldest firings are left out (counted as skipped) and the rest cast again."""
+        firings, t0 = self._planned()
+        budget = self._sim.max_rays_per_call
+        for _ in range(4):
+            plan = dataclasses.replace(self._plan, stats=BundleStats())
+            hits = full_beam_hits(self._source, firings, t0, self.t1, plan, self._sun)
+            rays = np.ones(hits.pulses, np.int64)
+            if hits.bundle is not None:
+                rays[hits.bundle.pulses] += hits.bundle.hits.subrays
+            newest = np.cumsum(rays[::-1])  # rays of the newest k + 1 firings
+            keep = max(int(np.searchsorted(newest, budget, side="right")), 1)
+            if keep >= hits.pulses:
+                break
+            cut = int(firings.t_ns[hits.pulses - keep])
+            self._sim.skip_ns(cut - t0)
+            t0 = cut
+            firings = firings_between(self._lidar.preset, t0, self.t1)
+        pose = self._sensor_pose(self.t1)
+        return full_beam_to_wire(hits, pose, self.t1, self._info(t0), plan.stats.by_reason, self._omit)
 
 
 class DataRead(PreparedRead):

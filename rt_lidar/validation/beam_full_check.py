@@ -31,6 +31,7 @@ __all__ = [
     "beam_statistics",
     "compare_full_beam",
     "mixed_pixel_points",
+    "scan_statistics",
     "within_tolerance",
 ]
 
@@ -87,7 +88,9 @@ def mixed_pixel_points(points: np.ndarray) -> int:
     return int(np.count_nonzero(mixed))
 
 
-def _statistics(scans: list[Scan], beam: dict[str, Any]) -> BeamStatistics:
+def scan_statistics(scans: list[Scan], beam: dict[str, Any]) -> BeamStatistics:
+    """:class:`BeamStatistics` of ``scans`` (made with ``epw`` on) of a run whose summary beam section is
+    ``beam`` (a run over the bridge, say)."""
     pts = np.concatenate([s.points for s in scans])
     epw = np.concatenate([s.extras["epw_ns"] for s in scans]) if "epw_ns" in scans[0].extras else None
     n = max(len(scans), 1)
@@ -123,7 +126,7 @@ def beam_statistics(
         got = pipe.scans(scans + 1)[1:]  # the first scan may be partial
     finally:
         pipe.close()
-    return _statistics(got, beam_summary(pipe.source, pipe.physics.sub_rays, pipe.physics.return_mode))
+    return scan_statistics(got, beam_summary(pipe.source, pipe.physics.sub_rays, pipe.physics.return_mode))
 
 
 def compare_full_beam(
