@@ -65,6 +65,7 @@ PACKET_FORMATS = (
     "hesai-pandar64",
     "hesai-at128",
     "hesai-xt32",
+    "hesai-ot128",
     "livox-mid40",
     "blickfeld",
     "valeo-scala",
