@@ -12,7 +12,23 @@
   then the tail: reserved status bytes, the azimuth states, the operational state (0 high
   resolution, 2 standard), the return mode, the motor speed, the UTC date and time, the microseconds
   of the last block's firing, a factory byte, the UDP sequence number, 22 bytes of IMU data and the
-  tail's CRC. The CRCs, the functional-safety bytes and the IMU data are written as zeros.
+  tail's CRC. The pre-header's fifth byte is above 127 for an OT128 (Hesai's SDK 2.0 tells it from a
+  Pandar128E3X so).
+- Pandar40P (1262 bytes, no header): ten blocks of a ``FF EE`` flag, an azimuth and 40 channels of
+  distance (4 mm) and reflectivity, then the tail: reserved and status bytes, the motor speed, the
+  microseconds, the return mode, a factory byte and the UTC date (year - 2000) and time.
+- PandarQT64, protocol 3.1 (1072 bytes): the pre-header (3.1), the header (64 channels, 4 blocks,
+  4 mm, flags: UDP sequence), four blocks of an azimuth and 64 channels of distance, reflectivity and
+  a confidence byte, then the tail: status bytes, the motor speed, the microseconds, the return mode,
+  a factory byte, the UTC date and time and the UDP sequence number.
+- PandarQT128, protocol 3.2 (1095 bytes): the pre-header (3.2), the header (128 channels, 2 blocks,
+  4 mm, flags: UDP sequence, functional safety, confidence byte), two blocks of an azimuth and 128
+  channels of distance, reflectivity and confidence, the body's CRC, 17 bytes of functional safety,
+  then the tail (status bytes, mode flag, azimuth states, working mode, return mode, motor speed, UTC
+  date and time, microseconds, factory byte), the UDP sequence number and the tail's CRC.
+
+The tail's time is the packet's last block's firing (the XT32's: its first block's). The CRCs, the functional-safety and
+IMU bytes, the confidence bytes and the status bytes are written as zeros.
 """
 
 from __future__ import annotations
@@ -21,7 +37,14 @@ import numpy as np
 
 from rt_lidar.sinks.hesai_packets import RETURN_MODE_BYTE, HesaiPacketizer, utc_fields
 
-__all__ = ["LAYOUTS", "HesaiOT128Packetizer", "HesaiXT32Packetizer"]
+__all__ = [
+    "LAYOUTS",
+    "HesaiOT128Packetizer",
+    "HesaiPandar40PPacketizer",
+    "HesaiQT64Packetizer",
+    "HesaiQT128Packetizer",
+    "HesaiXT32Packetizer",
+]
 
 
 class HesaiXT32Packetizer(HesaiPacketizer):
@@ -40,15 +63,9 @@ class HesaiXT32Packetizer(HesaiPacketizer):
         """See :meth:`HesaiPacketizer.pack`."""
         n, nb, nc = dist.shape
         out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        body = np.zeros((n, nb, 2 + 4 * nc), np.uint8)
-        body[:, :, 0:2] = self.le_bytes(az, "<u2")
-        chan = np.zeros((n, nb, nc, 4), np.uint8)
-        chan[..., 0:2] = self.le_bytes(dist, "<u2")
-        chan[..., 2] = refl
-        body[:, :, 2:] = chan.reshape(n, nb, 4 * nc)
         out[:, :6] = (0xEE, 0xFF, 6, 1, 0, 0)
         out[:, 6:12] = (nc, nb, 0, int(self.DISTANCE_M * 1000), self.n_returns, 0)
-        out[:, self.BODY : self.TAIL] = body.reshape(n, -1)
+        out[:, self.BODY : self.TAIL] = self.body_blocks(az, dist, refl, 4)
         wall = self.wall_ns(block_ns[:, 0])
         for k in range(n):
             date, us = utc_fields(int(wall[k]))
@@ -78,22 +95,22 @@ class HesaiOT128Packetizer(HesaiPacketizer):
     HIGH_RES_CYCLE_US = 40.0
     """Columns closer than this are the high-resolution mode's (27.78 us at 10 Hz), else standard (55.56)."""
 
+    @property
+    def status_version(self) -> int:
+        """The pre-header's fifth byte: above 127 an OT128's (Hesai's SDK 2.0 tells the OT128 from the
+        Pandar128E3X by it), else 0."""
+        return 0x80 if self.preset.model == "OT128" else 0
+
     def pack(
         self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
     ) -> np.ndarray:
         """See :meth:`HesaiPacketizer.pack`."""
         n, nb, nc = dist.shape
         out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        body = np.zeros((n, nb, 2 + 3 * nc), np.uint8)
-        body[:, :, 0:2] = self.le_bytes(az, "<u2")
-        chan = np.zeros((n, nb, nc, 3), np.uint8)
-        chan[..., 0:2] = self.le_bytes(dist, "<u2")
-        chan[..., 2] = refl
-        body[:, :, 2:] = chan.reshape(n, nb, 3 * nc)
         first_block = 1 if self.mode == "dual" else 0  # dual: the first block holds the last return
-        out[:, :6] = (0xEE, 0xFF, 1, 4, 0, 0)
+        out[:, :6] = (0xEE, 0xFF, 1, 4, self.status_version, 0)
         out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
-        out[:, self.BODY : self.CRC] = body.reshape(n, -1)
+        out[:, self.BODY : self.CRC] = self.body_blocks(az, dist, refl, 3)
         cycle_us = self.period_ns / self.slots / 1000.0
         state = 0 if cycle_us < self.HIGH_RES_CYCLE_US else 2
         wall = self.wall_ns(block_ns[:, -1])  # the tail's time: the last block's firing
@@ -111,5 +128,112 @@ class HesaiOT128Packetizer(HesaiPacketizer):
         return out
 
 
-LAYOUTS: tuple[type[HesaiPacketizer], ...] = (HesaiXT32Packetizer, HesaiOT128Packetizer)
+class HesaiPandar40PPacketizer(HesaiPacketizer):
+    """Scans -> Pandar40P data packets (1262 bytes, no pre-header), in send order."""
+
+    PRODUCT = "Pandar40P"
+    PACKET_FORMATS = ("hesai-pandar40p",)
+    CHANNELS, BLOCKS, DISTANCE_M = 40, 10, 0.004
+    TAIL = BLOCKS * (4 + 3 * CHANNELS)  # 1240
+    PAYLOAD_BYTES = TAIL + 22  # 1262
+
+    def pack(
+        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
+    ) -> np.ndarray:
+        """See :meth:`HesaiPacketizer.pack`."""
+        n = dist.shape[0]
+        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
+        out[:, : self.TAIL] = self.body_blocks(az, dist, refl, 3, flag=b"\xff\xee")
+        wall = self.wall_ns(block_ns[:, -1])
+        for k in range(n):
+            date, us = utc_fields(int(wall[k]), year_base=2000)
+            tail = bytearray(22)
+            tail[8:10] = self.rpm.to_bytes(2, "little")
+            tail[10:14] = us.to_bytes(4, "little")
+            tail[14] = RETURN_MODE_BYTE[self.mode]
+            tail[15] = 0x42  # factory information
+            tail[16:22] = date
+            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
+        return out
+
+
+class HesaiQT64Packetizer(HesaiPacketizer):
+    """Scans -> PandarQT64 data packets (protocol 3.1, 1072 bytes), in send order."""
+
+    PRODUCT = "PandarQT64"
+    PACKET_FORMATS = ("hesai-qt64",)
+    CHANNELS, BLOCKS, DISTANCE_M = 64, 4, 0.004
+    BODY = 12
+    TAIL = BODY + BLOCKS * (2 + 4 * CHANNELS)  # 1044
+    PAYLOAD_BYTES = TAIL + 28  # 1072
+    FLAGS = 0x01  # UDP sequence number present
+
+    def pack(
+        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
+    ) -> np.ndarray:
+        """See :meth:`HesaiPacketizer.pack`."""
+        n, nb, nc = dist.shape
+        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
+        first_block = 1 if self.mode == "dual" else 0
+        out[:, :6] = (0xEE, 0xFF, 3, 1, 0, 0)
+        out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
+        out[:, self.BODY : self.TAIL] = self.body_blocks(az, dist, refl, 4)
+        wall = self.wall_ns(block_ns[:, -1])
+        for k in range(n):
+            date, us = utc_fields(int(wall[k]))
+            tail = bytearray(28)
+            tail[10:12] = self.rpm.to_bytes(2, "little")
+            tail[12:16] = us.to_bytes(4, "little")
+            tail[16] = RETURN_MODE_BYTE[self.mode]
+            tail[17] = 0x42  # factory information
+            tail[18:24] = date
+            tail[24:28] = ((seq0 + k) % 2**32).to_bytes(4, "little")
+            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
+        return out
+
+
+class HesaiQT128Packetizer(HesaiPacketizer):
+    """Scans -> PandarQT128 data packets (protocol 3.2, 1095 bytes), in send order."""
+
+    PRODUCT = "PandarQT128"
+    PACKET_FORMATS = ("hesai-qt128",)
+    CHANNELS, BLOCKS, DISTANCE_M = 128, 2, 0.004
+    BODY = 12
+    CRC = BODY + BLOCKS * (2 + 4 * CHANNELS)  # 1040
+    SAFETY = CRC + 4
+    TAIL = SAFETY + 17  # 1061
+    PAYLOAD_BYTES = TAIL + 26 + 4 + 4  # tail, UDP sequence number, CRC: 1095
+    FLAGS = 0x01 | 0x04 | 0x10  # UDP sequence, functional safety, confidence byte
+
+    def pack(
+        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
+    ) -> np.ndarray:
+        """See :meth:`HesaiPacketizer.pack`."""
+        n, nb, nc = dist.shape
+        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
+        first_block = 1 if self.mode == "dual" else 0
+        out[:, :6] = (0xEE, 0xFF, 3, 2, 0, 0)
+        out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
+        out[:, self.BODY : self.CRC] = self.body_blocks(az, dist, refl, 4)
+        wall = self.wall_ns(block_ns[:, -1])
+        for k in range(n):
+            date, us = utc_fields(int(wall[k]))
+            tail = bytearray(34)
+            tail[12] = RETURN_MODE_BYTE[self.mode]
+            tail[13:15] = self.rpm.to_bytes(2, "little")
+            tail[15:21] = date
+            tail[21:25] = us.to_bytes(4, "little")
+            tail[25] = 0x42  # factory information
+            tail[26:30] = ((seq0 + k) % 2**32).to_bytes(4, "little")
+            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
+        return out
+
+
+LAYOUTS: tuple[type[HesaiPacketizer], ...] = (
+    HesaiXT32Packetizer,
+    HesaiOT128Packetizer,
+    HesaiPandar40PPacketizer,
+    HesaiQT64Packetizer,
+    HesaiQT128Packetizer,
+)
 """Every layout, by the preset packet formats it writes."""

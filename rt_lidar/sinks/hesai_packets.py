@@ -167,6 +167,24 @@ class HesaiPacketizer:
         """Wall time (ns) of sim times, on this packetizer's clock."""
         return np.asarray(sim_ns, np.int64) + self.epoch_ns
 
+    @classmethod
+    def body_blocks(
+        cls, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, unit_bytes: int, flag: bytes = b""
+    ) -> np.ndarray:
+        """(n, B * block) bytes of the blocks: ``flag``, the azimuth, then per channel the distance and
+        the reflectivity in ``unit_bytes`` (3, or 4 with a zero confidence / reserved byte)."""
+        n, nb, nc = dist.shape
+        head = len(flag) + 2
+        body = np.zeros((n, nb, head + unit_bytes * nc), np.uint8)
+        if flag:
+            body[:, :, : len(flag)] = np.frombuffer(flag, np.uint8)
+        body[:, :, head - 2 : head] = cls.le_bytes(az, "<u2")
+        chan = np.zeros((n, nb, nc, unit_bytes), np.uint8)
+        chan[..., 0:2] = cls.le_bytes(dist, "<u2")
+        chan[..., 2] = refl
+        body[:, :, head:] = chan.reshape(n, nb, unit_bytes * nc)
+        return body.reshape(n, -1)
+
     @staticmethod
     def le_bytes(values: np.ndarray, dtype: str) -> np.ndarray:
         """Little-endian bytes of ``values`` as ``dtype`` (``"<u2"``, ``"<u4"``), the last axis widened."""

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import csv
 import warnings
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import with_second_returns
+from hesai_compare import compare_points, pick_returns
 
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.hesai import HesaiOT128Packetizer, hesai_packetizer, hesai_pcap_sink
-from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, read_pcap_udp
+from rt_lidar.sinks.pcap import read_pcap_udp
 
 hydra4 = pytest.importorskip("hydra4")
 from hydra4.decoders import PandarOT128  # noqa: E402
@@ -59,18 +59,6 @@ def _decode(pcap: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.column_stack([a[:, 1], -a[:, 0], a[:, 2], a[:, 3], a[:, 4], a[:, 5]]), np.array(blocks)
 
 
-def _pick(points: np.ndarray, last: bool) -> np.ndarray:
-    """Index of the farthest (``last``) or strongest return of every (t, ring) firing of one scan."""
-    r = points["x"].astype(np.float64) ** 2 + points["y"] ** 2 + points["z"] ** 2
-    level = np.clip(np.round(points["intensity"]), 0, 255)
-    units = np.round(np.sqrt(r).astype(np.float32) / np.float32(0.004))
-    keys = (r, points["ring"], points["t"]) if last else (-units, level, points["ring"], points["t"])
-    order = np.lexsort(keys)
-    order = order[(units[order] >= 1) & (units[order] <= 65535)]  # what a uint16 distance holds
-    key = points["t"][order] * 4096 + points["ring"][order]
-    return np.sort(order[np.r_[key[1:] != key[:-1], True]])
-
-
 def _write(tmp_path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -> Path:
     pcap = tmp_path / "ot128.pcap"
     sink = hesai_pcap_sink(str(pcap), {"mode": mode})
@@ -79,41 +67,6 @@ def _write(tmp_path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -
         sink.write(s)
     sink.close()
     return pcap
-
-
-def _compare(dec: np.ndarray, ours: np.ndarray, starts: np.ndarray) -> dict[str, float]:
-    """Match each decoded point to ours (same ring and range unit, nearest azimuth); the worst
-    differences, and the decoded firing time less the firetime file's offset against ours."""
-    rng32 = np.sqrt(ours["x"] ** 2 + ours["y"] ** 2 + ours["z"] ** 2).astype(np.float32)
-    units = np.round(rng32 / np.float32(0.004)).astype(int)
-    by_key: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for i, key in enumerate(zip(ours["ring"].tolist(), units.tolist(), strict=True)):
-        by_key[key].append(i)
-    o_az = np.degrees(np.arctan2(ours["y"], ours["x"]))
-    o_el = np.degrees(np.arcsin(ours["z"] / rng32))
-    o_wall_s = (starts + ours["t"].astype(np.int64) + DEFAULT_EPOCH_NS) / 1e9
-    d_r = np.linalg.norm(dec[:, :3], axis=1)
-    d_az = np.degrees(np.arctan2(dec[:, 1], dec[:, 0]))
-    d_el = np.degrees(np.arcsin(dec[:, 2] / d_r))
-    fire = _standard_mode_firetimes_us()
-    worst = {"az": 0.0, "el": 0.0, "r": 0.0}
-    dt_s = np.empty(len(dec))
-    for k in range(len(dec)):
-        ring = int(dec[k, 4])
-        cand = by_key[(ring, round(d_r[k] / 0.004))]
-        assert cand, f"decoded point {k} has no point of ours on its ring at its range"
-        diff = np.abs((d_az[k] - o_az[cand] + 180.0) % 360.0 - 180.0)
-        j = cand[int(np.argmin(diff))]
-        worst["az"] = max(worst["az"], float(diff.min()))
-        worst["el"] = max(worst["el"], abs(float(d_el[k] - o_el[j])))
-        worst["r"] = max(worst["r"], abs(float(d_r[k] - rng32[j])))
-        same = np.asarray(cand)[diff < 0.01]  # the same beam in both scans of a still world
-        assert dec[k, 3] in np.clip(np.round(ours["intensity"][same]), 0, 255)
-        # hydra4 reads the tail's date as local time: whole minutes off where TZ is not UTC
-        off = dec[k, 5] - fire[ring] * 1e-6 - o_wall_s[same]
-        dt_s[k] = float(np.min(np.abs((off + 30.0) % 60.0 - 30.0)))
-    worst["t_us"] = float(dt_s.max() * 1e6)
-    return worst
 
 
 @pytest.mark.parametrize("mode", ["strongest", "last", "dual"])
@@ -126,14 +79,14 @@ def test_hydra4_reads_our_ot128_packets_with_the_same_file(tmp_path, pipeline_sc
     dec, block = _decode(_write(tmp_path, preset, scans, mode))
     parts = {"strongest": [False], "last": [True], "dual": [True, False]}[mode]
     for b, last in enumerate(parts):
-        picked = [s.points[_pick(s.points, last)] for s in scans]
+        picked = [s.points[pick_returns(s.points, last)] for s in scans]
         ours = np.concatenate(picked)
         starts = np.concatenate(
             [np.full(len(p), s.start_ns, np.int64) for s, p in zip(scans, picked, strict=True)]
         )
         mine = dec[block == b] if mode == "dual" else dec
         assert len(mine) == len(ours) > 10_000
-        worst = _compare(mine, ours, starts)
+        worst = compare_points(mine, ours, starts, _standard_mode_firetimes_us())
         assert worst["r"] < 0.0021 and worst["az"] < 0.01 and worst["el"] < 0.01, worst
         assert worst["t_us"] < 1.5, worst  # the tail has whole microseconds
     if mode == "dual":  # the second returns we added are in the first (last-return) blocks
