@@ -27,8 +27,8 @@
   then the tail (status bytes, mode flag, azimuth states, working mode, return mode, motor speed, UTC
   date and time, microseconds, factory byte), the UDP sequence number and the tail's CRC.
 
-The tail's time is the packet's last block's firing (the XT32's: its first block's). The CRCs, the functional-safety and
-IMU bytes, the confidence bytes and the status bytes are written as zeros.
+The tail's time is the packet's last block's firing (the XT32's: its first block's). The CRCs, the
+functional-safety and IMU bytes, the confidence bytes and the status bytes are written as zeros.
 """
 
 from __future__ import annotations

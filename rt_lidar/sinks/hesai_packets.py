@@ -1,5 +1,5 @@
-"""What every Hesai spinning-lidar packet writer shares: scans -> per packet the block azimuths and the
-channels' distances and reflectivities, firings in send order.
+"""What every Hesai spinning-lidar packet writer shares (and the RoboSense MSOP writer borrows): scans ->
+per packet the block azimuths and the channels' distances and reflectivities, firings in send order.
 
 A block holds one firing of all channels at the block's azimuth (uint16, 0.01 deg, clockwise), as
 Hesai's decoders place a point: the block's azimuth plus its channel's calibrated offset. In dual
@@ -92,7 +92,7 @@ class HesaiPacketizer:
         pts = scan.points
         col = point_columns(self.preset, scan)
         ring = pts["ring"].astype(np.int64)
-        rng = np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2).astype(np.float32)
+        rng = self.ranges(pts)
         inten = pts["intensity"].astype(np.float32)
         if self._next_packet is None:
             self._next_packet = int(-((-scan.start_ns * self.slots) // self.period_ns)) // cpp
@@ -117,6 +117,11 @@ class HesaiPacketizer:
         self._carry = tuple(a[:0] for a in self._carry)
         self._next_packet = p1
         return [self._batch(p0, p1, c, r, d, i)]
+
+    def ranges(self, pts: np.ndarray) -> np.ndarray:
+        """(N,) float32 distance each point's packet carries (here its norm: Hesai presets' beams start
+        on the axis)."""
+        return np.sqrt(pts["x"] ** 2 + pts["y"] ** 2 + pts["z"] ** 2).astype(np.float32)
 
     def _picks(self, key: np.ndarray, units: np.ndarray, level: np.ndarray) -> list[np.ndarray]:
         """Per firing: the strongest / the last return, or (last, strongest) in dual mode."""
