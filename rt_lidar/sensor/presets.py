@@ -65,6 +65,7 @@ PACKET_FORMATS = (
     "hesai-pandar64",
     "hesai-at128",
     "hesai-xt32",
+    "hesai-xt16",
     "hesai-ot128",
     "hesai-pandar40p",
     "hesai-qt64",

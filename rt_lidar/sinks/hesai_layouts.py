@@ -14,6 +14,10 @@
   of the last block's firing, a factory byte, the UDP sequence number, 22 bytes of IMU data and the
   tail's CRC. The pre-header's fifth byte is above 127 for an OT128 (Hesai's SDK 2.0 tells it from a
   Pandar128E3X so).
+- PandarXT-16: the XT32's protocol 6.1 with 16 channels (568 bytes).
+- Pandar64 (1194 bytes): a header (``EE FF``, 64 channels, 6 blocks, 1 in dual mode, the distance
+  unit 4 mm, two reserved bytes), six blocks of an azimuth and 64 channels of distance (4 mm) and
+  reflectivity, then the Pandar40P's tail.
 - Pandar40P (1262 bytes, no header): ten blocks of a ``FF EE`` flag, an azimuth and 40 channels of
   distance (4 mm) and reflectivity, then the tail: reserved and status bytes, the motor speed, the
   microseconds, the return mode, a factory byte and the UTC date (year - 2000) and time.
@@ -41,8 +45,10 @@ __all__ = [
     "LAYOUTS",
     "HesaiOT128Packetizer",
     "HesaiPandar40PPacketizer",
+    "HesaiPandar64Packetizer",
     "HesaiQT64Packetizer",
     "HesaiQT128Packetizer",
+    "HesaiXT16Packetizer",
     "HesaiXT32Packetizer",
 ]
 
@@ -78,6 +84,16 @@ class HesaiXT32Packetizer(HesaiPacketizer):
             tail[24:28] = (seq0 + k).to_bytes(4, "little")
             out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
         return out
+
+
+class HesaiXT16Packetizer(HesaiXT32Packetizer):
+    """Scans -> PandarXT-16 data packets (protocol 6.1 with 16 channels, 568 bytes), in send order."""
+
+    PRODUCT = "PandarXT-16"
+    PACKET_FORMATS = ("hesai-xt16",)
+    CHANNELS = 16
+    TAIL = HesaiXT32Packetizer.BODY + HesaiXT32Packetizer.BLOCKS * (2 + 4 * CHANNELS)  # 540
+    PAYLOAD_BYTES = TAIL + 24 + 4  # 568
 
 
 class HesaiOT128Packetizer(HesaiPacketizer):
@@ -144,6 +160,37 @@ class HesaiPandar40PPacketizer(HesaiPacketizer):
         n = dist.shape[0]
         out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
         out[:, : self.TAIL] = self.body_blocks(az, dist, refl, 3, flag=b"\xff\xee")
+        wall = self.wall_ns(block_ns[:, -1])
+        for k in range(n):
+            date, us = utc_fields(int(wall[k]), year_base=2000)
+            tail = bytearray(22)
+            tail[8:10] = self.rpm.to_bytes(2, "little")
+            tail[10:14] = us.to_bytes(4, "little")
+            tail[14] = RETURN_MODE_BYTE[self.mode]
+            tail[15] = 0x42  # factory information
+            tail[16:22] = date
+            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
+        return out
+
+
+class HesaiPandar64Packetizer(HesaiPacketizer):
+    """Scans -> Pandar64 data packets (1194 bytes), in send order."""
+
+    PRODUCT = "Pandar64"
+    PACKET_FORMATS = ("hesai-pandar64",)
+    CHANNELS, BLOCKS, DISTANCE_M = 64, 6, 0.004
+    BODY = 8
+    TAIL = BODY + BLOCKS * (2 + 3 * CHANNELS)  # 1172
+    PAYLOAD_BYTES = TAIL + 22  # 1194
+
+    def pack(
+        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
+    ) -> np.ndarray:
+        """See :meth:`HesaiPacketizer.pack`."""
+        n, nb, nc = dist.shape
+        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
+        out[:, :8] = (0xEE, 0xFF, nc, nb, 1 if self.mode == "dual" else 0, 4, 0, 0)
+        out[:, self.BODY : self.TAIL] = self.body_blocks(az, dist, refl, 3)
         wall = self.wall_ns(block_ns[:, -1])
         for k in range(n):
             date, us = utc_fields(int(wall[k]), year_base=2000)
@@ -231,6 +278,8 @@ class HesaiQT128Packetizer(HesaiPacketizer):
 
 LAYOUTS: tuple[type[HesaiPacketizer], ...] = (
     HesaiXT32Packetizer,
+    HesaiXT16Packetizer,
+    HesaiPandar64Packetizer,
     HesaiOT128Packetizer,
     HesaiPandar40PPacketizer,
     HesaiQT64Packetizer,

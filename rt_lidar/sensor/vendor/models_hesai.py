@@ -56,7 +56,7 @@ HESAI: tuple[ModelSpec, ...] = (
         "Hesai",
         "pandar64",
         (16,),
-        "none",
+        "hesai-xt16",
         120.0,
         80.0,
         0.05,
