@@ -70,6 +70,7 @@ PACKET_FORMATS = (
     "hesai-pandar40p",
     "hesai-qt64",
     "hesai-qt128",
+    "hesai-jt16",
     "robosense-rs16",
     "robosense-rs32",
     "robosense-bp",

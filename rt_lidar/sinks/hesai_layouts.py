@@ -31,6 +31,11 @@
   then the tail (status bytes, mode flag, azimuth states, working mode, return mode, motor speed, UTC
   date and time, microseconds, factory byte), the UDP sequence number and the tail's CRC.
 
+- JT16, protocol 1.8 (80 bytes, one column a packet): the pre-header (``EE FF``, 1.8, data type 0:
+  points), the UTC date (year - 1900) and time and the microseconds of the firing, the azimuth and 16
+  channels of distance (4 mm) and reflectivity, 10 bytes of point information (the last two a UDP
+  sequence number) and a CRC. One return a packet.
+
 The tail's time is the packet's last block's firing (the XT32's: its first block's). The CRCs, the
 functional-safety and IMU bytes, the confidence bytes and the status bytes are written as zeros.
 """
@@ -39,10 +44,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from rt_lidar.errors import ConfigError
+from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.hesai_packets import RETURN_MODE_BYTE, HesaiPacketizer, utc_fields
+from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS
 
 __all__ = [
     "LAYOUTS",
+    "HesaiJT16Packetizer",
     "HesaiOT128Packetizer",
     "HesaiPandar40PPacketizer",
     "HesaiPandar64Packetizer",
@@ -276,6 +285,43 @@ class HesaiQT128Packetizer(HesaiPacketizer):
         return out
 
 
+class HesaiJT16Packetizer(HesaiPacketizer):
+    """Scans -> JT16 point packets (protocol 1.8, 80 bytes: one column each), in send order."""
+
+    PRODUCT = "JT16"
+    PACKET_FORMATS = ("hesai-jt16",)
+    CHANNELS, BLOCKS, DISTANCE_M = 16, 1, 0.004
+    BODY = 16
+    PAYLOAD_BYTES = BODY + 2 + 3 * CHANNELS + 10 + 4  # block, point info, CRC: 80
+
+    def __init__(
+        self, preset: SensorPreset, mode: str | None = None, epoch_ns: int = DEFAULT_EPOCH_NS
+    ) -> None:
+        if (mode or preset.returns.default) not in ("strongest", "last"):
+            raise ConfigError(
+                f"hesai return mode '{mode or preset.returns.default}': a JT16 packet holds one return "
+                "(strongest or last)"
+            )
+        super().__init__(preset, mode, epoch_ns)
+
+    def pack(
+        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
+    ) -> np.ndarray:
+        """See :meth:`HesaiPacketizer.pack`."""
+        n = dist.shape[0]
+        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
+        out[:, :6] = (0xEE, 0xFF, 1, 8, 0, 0)  # data type 0: points
+        body = self.BODY + 2 + 3 * self.CHANNELS
+        out[:, self.BODY : body] = self.body_blocks(az, dist, refl, 3)
+        wall = self.wall_ns(block_ns[:, 0])
+        for k in range(n):
+            date, us = utc_fields(int(wall[k]))
+            out[k, 6:12] = np.frombuffer(date, np.uint8)
+            out[k, 12:16] = np.frombuffer(us.to_bytes(4, "little"), np.uint8)
+            out[k, body + 8 : body + 10] = np.frombuffer(((seq0 + k) % 2**16).to_bytes(2, "little"), np.uint8)
+        return out
+
+
 LAYOUTS: tuple[type[HesaiPacketizer], ...] = (
     HesaiXT32Packetizer,
     HesaiXT16Packetizer,
@@ -284,5 +330,6 @@ LAYOUTS: tuple[type[HesaiPacketizer], ...] = (
     HesaiPandar40PPacketizer,
     HesaiQT64Packetizer,
     HesaiQT128Packetizer,
+    HesaiJT16Packetizer,
 )
 """Every layout, by the preset packet formats it writes."""

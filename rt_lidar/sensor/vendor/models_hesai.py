@@ -176,7 +176,7 @@ HESAI: tuple[ModelSpec, ...] = (
         "Hesai",
         "pandar64",
         (16,),
-        "none",
+        "hesai-jt16",
         30.0,
         30.0,
         0.05,
