@@ -36,6 +36,13 @@
   channels of distance (4 mm) and reflectivity, 10 bytes of point information (the last two a UDP
   sequence number) and a CRC. One return a packet.
 
+- AT128, protocol 4.3 (1086 bytes, no signature): the pre-header (4.3), the header (128 channels, 2
+  blocks, 4 mm, flags: UDP sequence, confidence), two blocks of the mirror encoder's angle (0.01 deg
+  and a fine byte of 1/256 of it) and 128 channels of distance, reflectivity and confidence, the
+  body's CRC, the tail (status bytes, motor speed, microseconds, return mode, factory byte, UTC date
+  (year - 1900) and time), the UDP sequence number and the tail's CRC. Only presets made from the
+  AT128's ``.dat`` (the encoder angle of a column needs its mirror fields).
+
 The tail's time is the packet's last block's firing (the XT32's: its first block's). The CRCs, the
 functional-safety and IMU bytes, the confidence bytes and the status bytes are written as zeros.
 """
@@ -45,12 +52,14 @@ from __future__ import annotations
 import numpy as np
 
 from rt_lidar.errors import ConfigError
+from rt_lidar.sensor.mirror_adjust import has_adjust
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.hesai_packets import RETURN_MODE_BYTE, HesaiPacketizer, utc_fields
 from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS
 
 __all__ = [
     "LAYOUTS",
+    "HesaiAT128Packetizer",
     "HesaiJT16Packetizer",
     "HesaiOT128Packetizer",
     "HesaiPandar40PPacketizer",
@@ -322,6 +331,80 @@ class HesaiJT16Packetizer(HesaiPacketizer):
         return out
 
 
+class HesaiAT128Packetizer(HesaiPacketizer):
+    """Scans -> AT128 data packets (protocol 4.3, 1086 bytes), in send order, of a preset made from the
+    AT128's ``.dat`` (its mirror fields and adjust tables: :mod:`rt_lidar.sensor.mirror_adjust`)."""
+
+    PRODUCT = "AT128 (from its .dat)"
+    PACKET_FORMATS = ("hesai-at128",)
+    CHANNELS, BLOCKS, DISTANCE_M = 128, 2, 0.004
+    BODY = 12
+    CRC = BODY + BLOCKS * (3 + 4 * CHANNELS)  # 1042
+    TAIL = CRC + 4
+    PAYLOAD_BYTES = TAIL + 32 + 4 + 4  # tail, UDP sequence number, CRC: 1086
+    FLAGS = 0x01 | 0x10  # UDP sequence number; confidence byte
+
+    def __init__(
+        self, preset: SensorPreset, mode: str | None = None, epoch_ns: int = DEFAULT_EPOCH_NS
+    ) -> None:
+        if preset.packet_format in self.PACKET_FORMATS and not has_adjust(preset):
+            raise ConfigError(
+                f"preset {preset.name}: AT128 packets carry the mirror encoder's angle, which only a preset "
+                "made from the sensor's .dat knows (--preset 'AT128E2X_Angle Correction File.dat')"
+            )
+        super().__init__(preset, mode, epoch_ns)
+        fields = preset.scan.mirror_fields_deg
+        assert fields is not None and preset.scan.fov_h_deg is not None
+        self._fields = np.asarray(fields, np.float64)
+        az_off = preset.azimuth_offsets_deg
+        self._lo = -preset.scan.fov_h_deg / 2.0 - float(az_off.min())
+        self._hi = preset.scan.fov_h_deg / 2.0 - float(az_off.max())
+
+    @property
+    def rpm(self) -> int:
+        """The mirror motor's speed: one field a frame."""
+        return round(60e9 / self.period_ns / len(self._fields))
+
+    def block_azimuths(self, block_col: np.ndarray) -> np.ndarray:
+        """The mirror encoder's angle of each block's column, in 1/25600 deg (as the scan pattern puts the
+        column: :func:`rt_lidar.sensor.mirror_adjust.mirror_adjust_deg`)."""
+        slot = np.mod(block_col, self.slots)
+        field = np.mod(block_col // self.slots, len(self._fields))
+        col_az = self._hi - (self._hi - self._lo) * slot / max(self.slots - 1, 1)
+        enc = np.mod(self._fields[field] + (90.0 - col_az) / 2.0, 360.0)
+        return np.round(enc * 25600.0).astype(np.int64) % (360 * 25600)
+
+    def pack(
+        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
+    ) -> np.ndarray:
+        """See :meth:`HesaiPacketizer.pack` (``az``: the encoder in 1/25600 deg: 0.01 deg and a fine byte)."""
+        n, nb, nc = dist.shape
+        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
+        body = np.zeros((n, nb, 3 + 4 * nc), np.uint8)
+        body[:, :, 0:2] = self.le_bytes(az // 256, "<u2")
+        body[:, :, 2] = az % 256
+        chan = np.zeros((n, nb, nc, 4), np.uint8)
+        chan[..., 0:2] = self.le_bytes(dist, "<u2")
+        chan[..., 2] = refl
+        body[:, :, 3:] = chan.reshape(n, nb, 4 * nc)
+        out[:, :6] = (0xEE, 0xFF, 4, 3, 0, 0)
+        first_block = 1 if self.mode == "dual" else 0
+        out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
+        out[:, self.BODY : self.CRC] = body.reshape(n, -1)
+        wall = self.wall_ns(block_ns[:, -1])
+        for k in range(n):
+            date, us = utc_fields(int(wall[k]))
+            tail = bytearray(40)
+            tail[18:20] = self.rpm.to_bytes(2, "little", signed=True)
+            tail[20:24] = us.to_bytes(4, "little")
+            tail[24] = RETURN_MODE_BYTE[self.mode]
+            tail[25] = 0x42  # factory information
+            tail[26:32] = date
+            tail[32:36] = ((seq0 + k) % 2**32).to_bytes(4, "little")
+            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
+        return out
+
+
 LAYOUTS: tuple[type[HesaiPacketizer], ...] = (
     HesaiXT32Packetizer,
     HesaiXT16Packetizer,
@@ -331,5 +414,6 @@ LAYOUTS: tuple[type[HesaiPacketizer], ...] = (
     HesaiQT64Packetizer,
     HesaiQT128Packetizer,
     HesaiJT16Packetizer,
+    HesaiAT128Packetizer,
 )
 """Every layout, by the preset packet formats it writes."""

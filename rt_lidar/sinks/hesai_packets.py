@@ -156,9 +156,14 @@ class HesaiPacketizer:
             refl[packet[idx], blk, ring[idx]] = level[idx]
         first_col = (p0 + np.arange(n, dtype=np.int64)) * cpp
         block_col = first_col[:, None] + np.arange(nb)[None, :] // self.n_returns
-        az = rotation_centideg(self.slot_time_ns(block_col), self.period_ns, self._az0, self._sign)
+        az = self.block_azimuths(block_col)
         out = self.pack(az, dist, refl, self.slot_time_ns(block_col), p0)
         return PacketBatch("data", out, self.slot_time_ns(first_col + cpp))
+
+    def block_azimuths(self, block_col: np.ndarray) -> np.ndarray:
+        """The azimuth each block carries, of its firing slot ``block_col`` (here the head's, uint16
+        hundredths of a degree clockwise)."""
+        return rotation_centideg(self.slot_time_ns(block_col), self.period_ns, self._az0, self._sign)
 
     def pack(
         self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
