@@ -207,4 +207,4 @@ def test_our_packets_read_back_by_the_documented_layout(tmp_path, pipeline_scans
 
 def test_a_preset_of_another_layout_is_refused():
     with pytest.raises(ConfigError, match="has no Hesai packet writer; the Hesai sinks write PandarXT-32"):
-        hesai_packetizer(load_preset("AT128"))
+        hesai_packetizer(load_preset("VLP-16"))
