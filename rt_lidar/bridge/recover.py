@@ -55,33 +55,15 @@ def recover_hits(
     cos_inc = np.zeros(n, np.float32)
     direction = firings.directions().copy()
     if pts.shape[0] and n:
-        el = np.degrees(np.arcsin(np.clip(pts[:, 2] / r, -1, 1)))
-        az = np.degrees(np.arctan2(pts[:, 1], pts[:, 0]))
-        ring = nearest_ring(el, np.asarray(preset.elevations_deg, np.float64))
-        # nearest firing of the same ring by azimuth (circular distance)
-        key_f = firings.ring.astype(np.int64)
-        order = np.lexsort((firings.azimuth_deg, key_f))
-        f_ring, f_az = key_f[order], firings.azimuth_deg[order]
-        starts = np.searchsorted(f_ring, np.arange(preset.n_rings + 1))
-        match = np.full(pts.shape[0], -1, np.int64)
-        for rr in np.unique(ring):
-            a, b = starts[rr], starts[rr + 1]
-            if b <= a:
-                continue
-            sel = np.nonzero(ring == rr)[0]
-            azs = f_az[a:b]
-            j = np.searchsorted(azs, az[sel])
-            cand = np.stack(
-                [
-                    np.clip(j - 1, 0, b - a - 1),
-                    np.clip(j, 0, b - a - 1),
-                    np.zeros_like(j),
-                    np.full_like(j, b - a - 1),
-                ]
-            )
-            dist = np.abs((azs[cand] - az[sel][None, :] + 180.0) % 360.0 - 180.0)
-            best = cand[np.argmin(dist, axis=0), np.arange(sel.size)]
-            match[sel] = order[a + best]
+        match = _match_firings(pts, firings, preset)
+        if firings.origin is not None:  # points from off-axis beams: match again from their beams' origins
+            near = match >= 0
+            match[near] = _match_firings(pts[near] - firings.origin[match[near]], firings, preset)
+            near = match >= 0
+            pts = pts.copy()
+            pts[near] -= firings.origin[match[near]]
+            r = np.linalg.norm(pts, axis=1)
+            match[r <= 1e-6] = -1
         good = match >= 0
         match, r_g, seg_g, pts_g = match[good], r[good], seg[good], pts[good]
         near_first = np.lexsort((r_g, match))
@@ -96,6 +78,40 @@ def recover_hits(
         material[match] = mats
         cos_inc[match] = _normals_cos(firings, range_m, direction, preset.n_rings)[match]
     return Hits.without_glass(firings, direction, range_m, cos_inc, material, segment)
+
+
+def _match_firings(pts: np.ndarray, firings: Firings, preset: SensorPreset) -> np.ndarray:
+    """Per point (sensor frame, from where its beam starts) the index of the firing it belongs to: the
+    ring nearest its elevation, that ring's firing nearest its azimuth; -1 where the ring has none."""
+    r = np.linalg.norm(pts, axis=1)
+    el = np.degrees(np.arcsin(np.clip(pts[:, 2] / r, -1, 1)))
+    az = np.degrees(np.arctan2(pts[:, 1], pts[:, 0]))
+    ring = nearest_ring(el, np.asarray(preset.elevations_deg, np.float64))
+    # nearest firing of the same ring by azimuth (circular distance)
+    key_f = firings.ring.astype(np.int64)
+    order = np.lexsort((firings.azimuth_deg, key_f))
+    f_ring, f_az = key_f[order], firings.azimuth_deg[order]
+    starts = np.searchsorted(f_ring, np.arange(preset.n_rings + 1))
+    match = np.full(pts.shape[0], -1, np.int64)
+    for rr in np.unique(ring):
+        a, b = starts[rr], starts[rr + 1]
+        if b <= a:
+            continue
+        sel = np.nonzero(ring == rr)[0]
+        azs = f_az[a:b]
+        j = np.searchsorted(azs, az[sel])
+        cand = np.stack(
+            [
+                np.clip(j - 1, 0, b - a - 1),
+                np.clip(j, 0, b - a - 1),
+                np.zeros_like(j),
+                np.full_like(j, b - a - 1),
+            ]
+        )
+        dist = np.abs((azs[cand] - az[sel][None, :] + 180.0) % 360.0 - 180.0)
+        best = cand[np.argmin(dist, axis=0), np.arange(sel.size)]
+        match[sel] = order[a + best]
+    return match
 
 
 def _normals_cos(firings: Firings, range_m: np.ndarray, direction: np.ndarray, n_rings: int) -> np.ndarray:

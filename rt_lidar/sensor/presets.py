@@ -65,6 +65,15 @@ PACKET_FORMATS = (
     "hesai-pandar64",
     "hesai-at128",
     "hesai-xt32",
+    "hesai-xt16",
+    "hesai-ot128",
+    "hesai-pandar40p",
+    "hesai-qt64",
+    "hesai-qt128",
+    "hesai-jt16",
+    "robosense-rs16",
+    "robosense-rs32",
+    "robosense-bp",
     "livox-mid40",
     "blickfeld",
     "valeo-scala",
@@ -104,6 +113,9 @@ class ScanSpec:
     points_per_line: int | None = spec(None, 2, 100_000)
     zigzag: bool = spec(True)
     columns_per_frame: int | None = spec(None, 2, 100_000)
+    mirror_fields_deg: tuple[float, ...] | None = spec(None, 0.0, 360.0, "deg")
+    """Where each mirror field starts on the mirror's encoder (the AT128's frames, in the order the
+    scans use them: scan n the field n mod their count); with the beams' adjust tables."""
 
 
 # Which scan keys each pattern uses (besides ``pattern``); the first group is required.
@@ -123,7 +135,10 @@ _PATTERN_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("frame_rate_hz", "fov_h_deg", "fov_v_deg", "lines_per_frame", "points_per_line"),
         ("zigzag",),
     ),
-    "mirror": (("frame_rate_hz", "fov_h_deg", "fov_v_deg", "columns_per_frame"), ("rotation_direction",)),
+    "mirror": (
+        ("frame_rate_hz", "fov_h_deg", "fov_v_deg", "columns_per_frame"),
+        ("rotation_direction", "mirror_fields_deg"),
+    ),
 }
 
 
@@ -280,6 +295,11 @@ class Beam:
     """... 90 deg counter-clockwise from it (seen from above), ..."""
     origin_up_m: float | None = spec(None, -1.0, 1.0, "m")
     """... and up. Unset: the beam starts on the axis (Ouster's beam origins, Velodyne's offsets)."""
+    azimuth_adjust_deg: tuple[float, ...] | None = spec(None, -10.0, 10.0, "deg")
+    """A mirror sensor's (the AT128's) azimuth adjustment, in Hesai's sense (clockwise), at each 2 deg
+    of the mirror's encoder from 0 (its ``.dat`` file's table); unset: none."""
+    elevation_adjust_deg: tuple[float, ...] | None = spec(None, -10.0, 10.0, "deg")
+    """... and its elevation adjustment (up positive), at the same encoder angles."""
 
 
 @dataclass(frozen=True)
@@ -451,8 +471,26 @@ def _check_scan(scan_table: dict[str, Any], p: SensorPreset, source: str) -> Non
         az = p.azimuth_offsets_deg
         if float(az.max() - az.min()) >= s.fov_h_deg:
             raise PresetError(source, "scan.fov_h_deg", "must exceed the span of the beams' azimuth offsets")
+    _check_adjust(p, source)
     if s.pattern == "rosette" and p.n_rings != 1:
         raise PresetError(source, "beams", f"a rosette preset has exactly one beam, got {p.n_rings}")
+
+
+def _check_adjust(p: SensorPreset, source: str) -> None:
+    """The AT128's adjust tables: every beam has both, of one length, and the scan names its fields."""
+    tables = [(b.azimuth_adjust_deg, b.elevation_adjust_deg) for b in p.beams]
+    given = [a is not None or e is not None for a, e in tables]
+    if not any(given):
+        return
+    lengths = {len(t) for pair in tables for t in pair if t is not None}
+    if not all(a is not None and e is not None for a, e in tables) or len(lengths) != 1:
+        raise PresetError(
+            source, "beams.azimuth_adjust_deg", "every beam needs both adjust tables, all of one length"
+        )
+    if lengths.pop() < 2 or p.scan.mirror_fields_deg is None:
+        raise PresetError(
+            source, "scan.mirror_fields_deg", "adjust tables need the mirror's fields (and >= 2 entries)"
+        )
 
 
 def _check_cross(p: SensorPreset, source: str) -> None:

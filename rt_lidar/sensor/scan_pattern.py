@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rt_lidar.sensor.mirror_adjust import field_count, has_adjust, mirror_adjust_deg
 from rt_lidar.sensor.presets import SensorPreset
 
 __all__ = [
@@ -165,7 +166,8 @@ def prepare_schedule(preset: SensorPreset) -> None:
     ``preset`` (tens of ms for a 128-ring sensor): a frame loop calls it before its clock starts, so
     that the first frame does not carry it."""
     if preset.scan.pattern != "rosette":
-        _scan_table(preset)
+        for f in range(field_count(preset)):
+            _scan_table(preset, f)
 
 
 _DIGEST_VERSION = "rt-lidar firings 1"
@@ -189,6 +191,10 @@ def schedule_digest(preset: SensorPreset) -> str | None:
         h.update(np.ascontiguousarray(arr).tobytes() if arr is not None else b"-")
     if table.origin is not None:  # presets without beam origins keep the digest they had
         h.update(b"origin:" + np.ascontiguousarray(table.origin).tobytes())
+    for f in range(1, field_count(preset)):  # the AT128's other mirror fields (presets with its tables)
+        other = _scan_table(preset, f)
+        for arr in (other.azimuth_deg, other.elevation_deg, other.unit):
+            h.update(f"field {f}:".encode() + np.ascontiguousarray(arr).tobytes())
     return h.hexdigest()[:32]
 
 
@@ -203,6 +209,7 @@ def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
         return _compute_firings(preset, t0_ns, t1_ns)
     sch = _schedule(preset)
     tpl = _scan_table(preset)
+    fields = field_count(preset)
     t0, t1 = max(int(t0_ns), 0), int(t1_ns)
     pieces: list[tuple[int, slice, np.ndarray | None]] = []
     for s in range(t0 // sch.period_ns, max(t1 - 1, t0) // sch.period_ns + 1):
@@ -214,41 +221,49 @@ def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
             mask = tpl.column[a:b] + s * sch.slots >= 0 if s == 0 else None
             pieces.append((s, slice(a, b), mask))
 
-    def cat(arr: np.ndarray, shift: int = 0, per_slot: bool = False) -> np.ndarray:
+    def cat(arr: np.ndarray | str, shift: int = 0, per_slot: bool = False) -> np.ndarray:
+        """``arr`` sliced per scan; a field name: that array of each scan's mirror-field table."""
         chunks = []
         for s, sl, mask in pieces:
-            v = arr[sl]
+            src = arr if not isinstance(arr, str) else getattr(_scan_table(preset, s % fields), arr)
+            v = src[sl]
             if shift or per_slot:
                 v = v + (s * sch.slots if per_slot else s * shift)
             chunks.append(v if mask is None else v[mask])
         if len(chunks) == 1:  # one scan's slice (most frames): no copy of it, a read-only view at most
             return chunks[0]
-        return np.concatenate(chunks) if chunks else arr[:0]
+        return (
+            np.concatenate(chunks) if chunks else getattr(tpl, arr)[:0] if isinstance(arr, str) else arr[:0]
+        )
 
     unit = tpl.unit
     assert unit is not None
+    by_field = fields > 1
     return Firings(
         ring=cat(tpl.ring),
         t_ns=cat(tpl.t_ns, shift=sch.period_ns),
-        azimuth_deg=cat(tpl.azimuth_deg),
-        elevation_deg=cat(tpl.elevation_deg),
+        azimuth_deg=cat("azimuth_deg" if by_field else tpl.azimuth_deg),
+        elevation_deg=cat("elevation_deg" if by_field else tpl.elevation_deg),
         column=cat(tpl.column, per_slot=True),
-        unit=cat(unit),
+        unit=cat("unit" if by_field else unit),
         origin=None if tpl.origin is None else cat(tpl.origin),
     )
 
 
 @functools.lru_cache(maxsize=16)
-def _scan_table(preset: SensorPreset) -> Firings:
-    """Firings of scan 1 (a whole period past start-up) with times and slots relative to that scan."""
+def _scan_table(preset: SensorPreset, mirror_field: int = 0) -> Firings:
+    """Firings of one whole scan past start-up (scan 1; with mirror fields, the first scan from 1 on
+    that uses ``mirror_field``) with times and slots relative to that scan."""
     sch = _schedule(preset)
-    f = _compute_firings(preset, sch.period_ns, 2 * sch.period_ns)
+    n = field_count(preset)
+    k = 1 if n == 1 else n + mirror_field
+    f = _compute_firings(preset, k * sch.period_ns, (k + 1) * sch.period_ns)
     table = Firings(
         ring=f.ring,
-        t_ns=f.t_ns - sch.period_ns,
+        t_ns=f.t_ns - k * sch.period_ns,
         azimuth_deg=f.azimuth_deg,
         elevation_deg=f.elevation_deg,
-        column=f.column - sch.slots,
+        column=f.column - k * sch.slots,
         unit=f.directions(),
         origin=f.origin,
     )
@@ -332,6 +347,10 @@ def _directions(
         hi = s.fov_h_deg / 2.0 - float(az_off.max())
         frac = slot.astype(np.float64) / max(sch.slots - 1, 1)
         col_az = hi - (hi - lo) * frac if sign < 0 else lo + (hi - lo) * frac
+        if has_adjust(preset):  # the AT128's adjust tables, by mirror field and encoder angle
+            mirror = np.mod(col // sch.slots, field_count(preset))
+            d_az, d_el = mirror_adjust_deg(preset, ring, col_az, mirror)
+            return _wrap(col_az + az_off[ring] - d_az), elev[ring] + d_el
         return _wrap(col_az + az_off[ring]), elev[ring].astype(np.float64)
     if s.pattern == "raster":
         assert s.fov_h_deg is not None and s.points_per_line is not None

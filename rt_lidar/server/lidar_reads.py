@@ -198,5 +198,7 @@ class DataRead(PreparedRead):
         rng = np.where(opaque, hits.range_m, hits.glass_range_m)
         keep = opaque | glass_only
         seg = np.where(opaque, hits.segment, hits.glass_segment)[keep].astype(np.int32)
-        points = (hits.direction[keep] * rng[keep][:, None]).astype(np.float32)
-        return LidarFrame(points, seg, self._sensor_pose(self.t1), self.t1)
+        points = hits.direction[keep] * rng[keep][:, None]
+        if hits.firings.origin is not None:  # beams off the axis: the hit is where the echo came from
+            points = hits.firings.origin[keep] + points
+        return LidarFrame(points.astype(np.float32), seg, self._sensor_pose(self.t1), self.t1)

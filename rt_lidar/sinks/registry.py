@@ -24,5 +24,7 @@ SINK_FACTORIES: dict[str, str] = {
     "osi-sensordata": "rt_lidar.sinks.osi:osi_sensordata_sink",
     "hesai-pcap": "rt_lidar.sinks.hesai:hesai_pcap_sink",
     "hesai-udp": "rt_lidar.sinks.hesai:hesai_udp_sink",
+    "robosense-pcap": "rt_lidar.sinks.robosense:robosense_pcap_sink",
+    "robosense-udp": "rt_lidar.sinks.robosense:robosense_udp_sink",
 }
 """``kind -> "module:factory"``."""

@@ -151,5 +151,5 @@ def test_every_registered_kind_resolves_and_nothing_registers_by_import():
     out = subprocess.run([sys.executable, "-c", _LAZY], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     kinds = ["hesai-pcap", "hesai-udp", "kitti", "las", "osi-sensordata", "osi-sensorview", "ouster-pcap"]
-    kinds += ["ouster-sensor", "ouster-udp", "pcd", "ros2", "rosbag2"]
+    kinds += ["ouster-sensor", "ouster-udp", "pcd", "robosense-pcap", "robosense-udp", "ros2", "rosbag2"]
     assert out.stdout.strip() == str([*kinds, "velodyne-pcap", "velodyne-udp", "zmq"])

@@ -191,7 +191,7 @@ def test_at128_dat_agrees_with_the_csv() -> None:
     assert max(abs(dat.elevations_deg - csv_.elevations_deg)) < 0.1  # per-unit
     data = (HESAI / "AT128E2X_Angle Correction File.dat").read_bytes()
     assert hashlib.sha256(data[:-32]).digest() == data[-32:]  # the file's own SHA-256, as we check it
-    assert "mirror frames" in _prov(dat)["not_used"]
+    assert "mirror frames" in _prov(dat)["scan.mirror_fields_deg"] and "not_used" not in _prov(dat)
 
 
 def test_robosense_one_and_two_columns() -> None:

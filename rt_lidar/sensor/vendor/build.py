@@ -187,6 +187,10 @@ def preset_from_table(
         el = [b["elevation_deg"] for b in t.beams]
         scan["fov_v_deg"] = max(float(scan.get("fov_v_deg", 0.0)), round(max(el) - min(el) + 0.1, 3))
         prov["scan"] = f"{stand_in}, fov_v_deg widened to the beams' fan"
+        if t.scan_extra:
+            scan.update(t.scan_extra)
+            for k in t.scan_extra:
+                prov.setdefault(f"scan.{k}", "file")
     d["scan"] = scan
     d["range"] = {
         "min_m": spec.min_m,

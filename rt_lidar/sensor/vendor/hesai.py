@@ -182,7 +182,7 @@ def read_at128_dat(data: bytes, path: str) -> VendorTable:
             f"Hesai .dat version {data[2]}.{data[3]}: only the AT128's 1.5 is read (other versions are other "
             "products' formats: ATX, ET25, FT120)",
         )
-    ch, mirrors, frames = data[4], data[5], data[6]
+    ch, mirrors = data[4], data[5]
     res = data[15]
     need = 16 + 8 * mirrors + 8 * ch + 2 * 180 * ch + 32
     if len(data) < need or ch == 0 or mirrors == 0:
@@ -196,7 +196,10 @@ def read_at128_dat(data: bytes, path: str) -> VendorTable:
     off += 4 * ch
     el = struct.unpack_from(f"<{ch}i", data, off)
     off += 4 * ch
+    adj_az = struct.unpack_from(f"<{ch * 180}b", data, off)
+    adj_el = struct.unpack_from(f"<{ch * 180}b", data, off + ch * 180)
     unit = res * AT128_UNIT_DEG
+    adj_unit = res * 0.01  # the adjust tables: 0.01 deg times the resolution byte, as nebula scales them
     beams = [
         {
             "ring": i,
@@ -204,6 +207,8 @@ def read_at128_dat(data: bytes, path: str) -> VendorTable:
             "elevation_deg": round(el[i] * unit, 6),
             "azimuth_offset_deg": round(wrap_deg(az[i] * unit), 6)
             + 0.0,  # the .dat's sign is the CSV's flipped
+            "azimuth_adjust_deg": [round(v * adj_unit, 6) for v in adj_az[i * 180 : (i + 1) * 180]],
+            "elevation_adjust_deg": [round(v * adj_unit, 6) for v in adj_el[i * 180 : (i + 1) * 180]],
         }
         for i in range(ch)
     ]
@@ -220,11 +225,11 @@ def read_at128_dat(data: bytes, path: str) -> VendorTable:
         from_file={
             "beams.elevation_deg": "elevation[channel]",
             "beams.azimuth_offset_deg": "azimuth[channel] (sign as the CSV's flipped)",
+            "beams.azimuth_adjust_deg": "azimuth adjust table (every 2 deg of encoder, x resolution x 0.01)",
+            "beams.elevation_adjust_deg": "elevation adjust table (as the azimuth's)",
+            "scan.mirror_fields_deg": f"mirror frames' starts ({mirrors} mirrors, encoder {frames_txt} deg)",
         },
-        unused=[
-            f"mirror frames ({mirrors} mirrors, encoder {frames_txt} deg, {frames} frame(s))",
-            f"per-azimuth adjust tables ({ch} x 180 azimuth and elevation entries, every 2 deg of encoder)",
-        ],
+        scan_extra={"mirror_fields_deg": [round(v * unit, 6) for v in start]},
     )
     if not digest_ok:
         table.warnings.append(f"{path}: the trailing SHA-256 does not match the file's bytes")

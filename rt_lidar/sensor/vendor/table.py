@@ -34,6 +34,8 @@ class VendorTable:
     """Where ``model`` came from (``prod_line``, ``comment``, ``file name``)."""
     columns_per_rev: int | None = None
     rotation_hz: float | None = None
+    scan_extra: dict[str, Any] = field(default_factory=dict)
+    """Scan fields the file gives beyond the model's (the AT128's ``mirror_fields_deg``)."""
     from_file: dict[str, str] = field(default_factory=dict)
     """Preset field -> what in the file gave it (provenance)."""
     unused: list[str] = field(default_factory=list)
