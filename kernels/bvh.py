@@ -110,8 +110,11 @@ def build_bvh(vertices: np.ndarray, faces: np.ndarray) -> Bvh:
     tri = v[f]  # (F, 3 corners, 3)
     if n == 0:
         return Bvh(
-            np.zeros((0, 6), np.float32), np.zeros((0, 2), np.int32), np.zeros((0, 9), np.float32),
-            np.zeros(0, np.int32), 0,
+            np.zeros((0, 6), np.float32),
+            np.zeros((0, 2), np.int32),
+            np.zeros((0, 9), np.float32),
+            np.zeros(0, np.int32),
+            0,
         )
     plo_all, phi_all = tri.min(axis=1), tri.max(axis=1)
     cent_all = (0.5 * (plo_all.astype(np.float64) + phi_all)).astype(np.float64)
@@ -144,10 +147,7 @@ def build_bvh(vertices: np.ndarray, faces: np.ndarray) -> Bvh:
         key = cent[np.arange(seg.shape[0]), axis[seg]]
         order = np.lexsort((key, seg))
         perm[elem] = perm[elem][order]
-        if depth < SAH_DEPTH:
-            mid = _sah_splits(plo_all[perm], phi_all[perm], s, c)
-        else:
-            mid = s + c // 2
+        mid = _sah_splits(plo_all[perm], phi_all[perm], s, c) if depth < SAH_DEPTH else s + c // 2
         left = n_nodes + 2 * np.arange(k, dtype=np.int64)
         node_meta[parents, 0] = left
         node_meta[parents, 1] = 0

@@ -12,8 +12,9 @@ to the Embree caster. A ray meets:
 Traversal: a stack of (node, entry distance), nearer child first; boxes by the slab test with the far
 distance widened by ``1 + 2 gamma(3)`` (a hit on a box's face is never lost to rounding); triangles by the
 watertight test of Woop, Benthin and Wald (JCGT 2013), so a ray through the shared edge of two triangles
-meets one of them, and the distance from the triangle's plane in double precision. Each ray writes its own outputs only: the CPU build computes what the GPU computes,
-up to the GPU's fused multiply-adds (CuPy builds it with ``--fmad=false``, so none).
+meets one of them, and the distance from the triangle's plane in double precision. Each ray writes its
+own outputs only: the CPU build computes what the GPU computes, up to the GPU's fused multiply-adds
+(CuPy builds it with ``--fmad=false``, so none).
 
 Outputs, one row per ray, as the CPU caster's ``RayHits``: distance (inf = miss), the hit face's unit
 normal (world frame, turned to face the ray), segment id (0 = miss), material (-1 = miss), object index

@@ -112,7 +112,7 @@ def _distinct_times(t: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArra
 class BvhWorld(World):
     """``world`` (its scene, poses and segment ids) cast by the BVH kernel on ``backend``."""
 
-    def __init__(self, world: World, backend: str = "cuda-source-on-cpu") -> None:  # noqa: D107
+    def __init__(self, world: World, backend: str = "cuda-source-on-cpu") -> None:
         why = bvh_backend_unavailable_reason(backend)
         if why is not None:
             raise ConfigError(f"--device {'cuda' if backend == 'cuda' else backend}: {why}")
@@ -152,7 +152,9 @@ class BvhWorld(World):
         else:
             tt = tt.reshape(-1)
             if tt.shape != (n,) or not np.isfinite(tt).all():
-                raise WorldError(f"World.cast: t must be one time or {n} finite per-ray times, got shape {tt.shape}")
+                raise WorldError(
+                    f"World.cast: t must be one time or {n} finite per-ray times, got shape {tt.shape}"
+                )
             times, index = _distinct_times(tt)
         m = len(self._moving_indices)
         poses = np.empty((m, times.shape[0], 7), np.float64)
@@ -188,7 +190,9 @@ class BvhWorld(World):
         if self._cp is not None:
             return self._cast_cuda(o, d, float(max_range), boxes, poses, index, segments)
         if n == 0:
-            return RayHits(*cast_rays(self._arrays, o, d, max_range, boxes, poses, index, segments, self._kernel))
+            return RayHits(
+                *cast_rays(self._arrays, o, d, max_range, boxes, poses, index, segments, self._kernel)
+            )
         out = RayHits(
             np.empty(n, np.float32),
             np.empty((n, 3), np.float32),
@@ -198,7 +202,9 @@ class BvhWorld(World):
         )
 
         def run(sl: slice) -> None:
-            got = cast_rays(self._arrays, o[sl], d[sl], max_range, boxes, poses, index[sl], segments, self._kernel)
+            got = cast_rays(
+                self._arrays, o[sl], d[sl], max_range, boxes, poses, index[sl], segments, self._kernel
+            )
             for dst, src in zip(out, got, strict=True):
                 dst[sl] = src
 
