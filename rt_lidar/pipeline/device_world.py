@@ -30,9 +30,23 @@ from rt_lidar.unreal_bridge.world import RayHits, World
 from rt_lidar.unreal_bridge.world.errors import WorldError
 from rt_lidar.unreal_bridge.world.raycast import face_normals, parallel_map, split, thread_count
 
-__all__ = ["BVH_BACKENDS", "BvhWorld", "bvh_backend_unavailable_reason", "scene_arrays"]
+__all__ = [
+    "BVH_BACKENDS",
+    "FRAME_DEVICES",
+    "BvhWorld",
+    "bvh_backend_unavailable_reason",
+    "frame_device_unavailable_reason",
+    "kernels_device_for",
+    "scene_arrays",
+    "world_on_device",
+]
 
 BVH_BACKENDS = ("cuda", "cuda-source-on-cpu")
+FRAME_DEVICES = ("cpu", *BVH_BACKENDS)
+"""Where a frame runs (``--device``): ``cpu`` (Embree and the NumPy physics: the default); ``cuda`` (the
+BVH kernel on a GPU, and the weather and echo-waveform kernels there too); ``cuda-source-on-cpu`` (the
+same kernel's CUDA source built for the CPU, the physics on the CPU: slow, for tests and for trying the
+GPU path on a machine without one)."""
 _BOX_SLACK_M = 1e-2
 """How much wider than the swept bounding sphere an instance's world box is (a cull only)."""
 
@@ -96,6 +110,25 @@ def scene_arrays(world: World) -> tuple[SceneArrays, list[int]]:
     return arrays, moving
 
 
+def frame_device_unavailable_reason(device: str) -> str | None:
+    """Why a frame cannot run on ``device`` here (one line), or None when it can."""
+    if device == "cpu":
+        return None
+    return bvh_backend_unavailable_reason(device)
+
+
+def world_on_device(world: World, device: str) -> World:
+    """``world`` cast where ``device`` casts: itself on ``cpu``, else a :class:`BvhWorld` on the device
+    (:class:`~rt_lidar.errors.ConfigError` naming what is missing where the device cannot run here)."""
+    return world if device == "cpu" else BvhWorld(world, device)
+
+
+def kernels_device_for(device: str, kernels_device: str) -> str:
+    """Where the weather and echo-waveform kernels run for a frame on ``device``: on the GPU with
+    ``cuda``, else where ``kernels_device`` puts them."""
+    return "cuda" if device == "cuda" else kernels_device
+
+
 def _distinct_times(t: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int32]]:
     """The distinct times of ``t`` (ascending) and each element's index among them: one pass for times in
     order (a frame's firings, its sub-ray bundles, the rays that go on behind glass), else a sort."""
@@ -115,7 +148,7 @@ class BvhWorld(World):
     def __init__(self, world: World, backend: str = "cuda-source-on-cpu") -> None:
         why = bvh_backend_unavailable_reason(backend)
         if why is not None:
-            raise ConfigError(f"--device {'cuda' if backend == 'cuda' else backend}: {why}")
+            raise ConfigError(f"--device {backend}: {why}")
         self.__dict__.update(world.__dict__)  # the World's scene, tables and casters (shared, read-only)
         self.backend = backend
         host, self._moving_indices = scene_arrays(world)
