@@ -151,7 +151,7 @@ extern "C" __global__ void bvh_cast(
     const float* org, const float* dir, int n, float max_range,
     const float* s_box, const int* s_meta, const float* s_tri, const int* s_id, int s_nodes,
     const float* s_normal, const short* s_material, const int* s_owner,
-    int n_inst, const float* i_box, const int* i_node, const int* i_tri, const int* i_object,
+    int n_inst, const float* i_box, const int* i_node, const int* i_ref, const int* i_face, const int* i_object,
     const float* b_box, const int* b_meta, const float* b_tri, const int* b_id,
     const float* b_normal, const short* b_material,
     const double* poses, int n_times, const int* time_index,
@@ -181,11 +181,11 @@ extern "C" __global__ void bvh_cast(
         for (int a = 0; a < 3; ++a) { lr.o[a] = (float)ol[a]; lr.d[a] = (float)dl[a]; }
         ray_setup(lr);
         float tl = tb;
-        int nb = i_node[k], tb0 = i_tri[k];
-        int h = traverse(lr, b_box + 6 * nb, b_meta + 2 * nb, b_tri + 9 * (long long)tb0, &tl);
+        int nb = i_node[k], r0 = i_ref[k];
+        int h = traverse(lr, b_box + 6 * nb, b_meta + 2 * nb, b_tri + 9 * (long long)r0, &tl);
         if (h >= 0 && tl < tb) {
             tb = tl;
-            face = b_id[tb0 + h];
+            face = b_id[r0 + h];
             inst = k;
             qw = p[3]; qx = p[4]; qy = p[5]; qz = p[6];
         }
@@ -198,7 +198,7 @@ extern "C" __global__ void bvh_cast(
         mat = s_material[face];
         obj = s_owner[face];
     } else if (face >= 0) {
-        int f = i_tri[inst] + face;
+        int f = i_face[inst] + face;
         double nw[3];
         quat_rotate(qw, qx, qy, qz, (double)b_normal[3 * f], (double)b_normal[3 * f + 1],
                     (double)b_normal[3 * f + 2], nw);
@@ -224,8 +224,9 @@ class SceneArrays:
     """A scene's BVHs and face tables as :func:`cast_rays` passes them to the kernel (NumPy or CuPy).
 
     Static mesh: ``s_*`` (its BVH's arrays; per input face: unit normal, material, owning object).
-    Instances (moving objects), concatenated: per instance its first node and first triangle in the
-    ``b_*`` arrays and its object index; per instance face (object frame): normal and material."""
+    Instances (moving objects), concatenated: per instance its first node and first reference in the
+    ``b_*`` BVH arrays, its first face in ``b_normal`` / ``b_material`` and its object index; per
+    instance face (object frame): normal and material."""
 
     s_box: Any
     s_meta: Any
@@ -235,7 +236,8 @@ class SceneArrays:
     s_material: Any
     s_owner: Any
     i_node: Any
-    i_tri: Any
+    i_ref: Any
+    i_face: Any
     i_object: Any
     b_box: Any
     b_meta: Any
@@ -314,7 +316,8 @@ def cast_rays(
         i32(scene.instances),
         instance_boxes,
         scene.i_node,
-        scene.i_tri,
+        scene.i_ref,
+        scene.i_face,
         scene.i_object,
         scene.b_box,
         scene.b_meta,

@@ -82,7 +82,8 @@ def scene_arrays(world: World) -> tuple[SceneArrays, list[int]]:
     moving = [i for i, o in enumerate(objs) if o.triangle_count and not o.is_static]
     blas: list[Bvh] = [build_bvh(objs[i].vertices, objs[i].faces) for i in moving]
     node_off = np.cumsum([0] + [b.node_count for b in blas])[:-1]
-    tri_off = np.cumsum([0] + [objs[i].triangle_count for i in moving])[:-1]
+    ref_off = np.cumsum([0] + [b.tri_index.shape[0] for b in blas])[:-1]
+    face_off = np.cumsum([0] + [objs[i].triangle_count for i in moving])[:-1]
 
     def cat(parts: list[np.ndarray], width: int, dtype: Any) -> np.ndarray:
         if not parts:
@@ -98,7 +99,8 @@ def scene_arrays(world: World) -> tuple[SceneArrays, list[int]]:
         s_material=cat(mats, 0, np.int16),
         s_owner=cat(owner, 0, np.int32),
         i_node=np.asarray(node_off, np.int32),
-        i_tri=np.asarray(tri_off, np.int32),
+        i_ref=np.asarray(ref_off, np.int32),
+        i_face=np.asarray(face_off, np.int32),
         i_object=np.asarray(moving, np.int32),
         b_box=cat([b.node_box for b in blas], 6, np.float32),
         b_meta=cat([b.node_meta for b in blas], 2, np.int32),
