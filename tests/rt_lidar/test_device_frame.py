@@ -5,6 +5,7 @@ coordinates within a tenth of a millimetre, and the statistics of ``--beam full`
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 
@@ -99,3 +100,24 @@ def test_device_over_the_bridge_is_refused(tmp_path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2 and "add --in-process" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_rig_demo_on_the_device_writes_the_cpu_rigs_scans(tmp_path) -> None:
+    rig = tmp_path / "rig.toml"
+    rig.write_text(
+        '[[sensor]]\nname = "roof"\npreset = "VLP-16"\n'
+        "mount = { xyz = [0.0, 0.0, 1.9], rpy_deg = [0.0, 0.0, 0.0] }\nphase_deg = 0.0\nsinks = []\n"
+    )
+    counts = {}
+    for device in ("cpu", "cuda-source-on-cpu"):
+        out = tmp_path / device
+        cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--rig", str(rig), "--frames", "2"]
+        cmd += ["--device", device, "--no-rosbag", "--quiet", "--out", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads((out / "rig.json").read_text())["options"]["device"] == device
+        scans = sorted((out / "roof" / "scans").glob("*.bin"))
+        assert len(scans) == 2
+        counts[device] = [np.fromfile(s, np.float32).size // 4 for s in scans]
+    for want, have in zip(counts["cpu"], counts["cuda-source-on-cpu"], strict=True):
+        assert want > 10_000 and abs(have - want) <= max(3, want // 5_000)
