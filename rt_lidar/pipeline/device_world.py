@@ -240,8 +240,8 @@ class BvhWorld(World):
             got = cast_rays(
                 self._arrays, o[sl], d[sl], max_range, boxes, poses, index[sl], segments, self._kernel
             )
-            for dst, src in zip(out, got, strict=True):
-                dst[sl] = src
+            for field, src in zip(RayHits._fields, got, strict=True):
+                getattr(out, field)[sl] = src
 
         parallel_map(run, split(n, thread_count(n, threads)))
         return out

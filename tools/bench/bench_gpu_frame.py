@@ -96,7 +96,7 @@ class CastRecorder:
 
 
 def _stats(points: list[np.ndarray]) -> dict[str, float]:
-    allp = np.concatenate(points) if points else np.zeros(0)
+    allp: Any = np.concatenate(points) if points else np.zeros(0)
     if not allp.size:
         return {"points_per_scan": 0.0}
     rng = np.sqrt(allp["x"].astype(np.float64) ** 2 + allp["y"] ** 2 + allp["z"] ** 2)
