@@ -220,10 +220,10 @@ class BvhWorld(World):
         if o.shape != d.shape:
             raise WorldError(f"World.cast: origins {o.shape} and directions {d.shape} differ")
         n = o.shape[0]
+        if self._cp is not None:
+            return self._cast_cuda(o, d, t, float(max_range))
         boxes, poses, index = self.instance_poses(t, n)
         segments = np.ascontiguousarray(self._segments, np.uint32)
-        if self._cp is not None:
-            return self._cast_cuda(o, d, float(max_range), boxes, poses, index, segments)
         if n == 0:
             return RayHits(
                 *cast_rays(self._arrays, o, d, max_range, boxes, poses, index, segments, self._kernel)
@@ -248,48 +248,32 @@ class BvhWorld(World):
 
     def cast_device(
         self, origins: Any, directions: Any, t: float | ArrayLike, max_range: float = np.inf
-    ) -> tuple[Any, ...]:
-        """The hits of rays already on the GPU (CuPy (N, 3) float32), left on the GPU: the fields of
-        :class:`RayHits` as CuPy arrays, for a consumer that stays on the device."""
-        if self._cp is None:
-            raise WorldError("BvhWorld.cast_device needs the cuda backend")
-        cp = self._cp
+    ) -> RayHits:
+        """The hits of rays already where the backend casts (CuPy (N, 3) float32 on ``cuda``, NumPy on
+        the CPU build), left there: :class:`RayHits` of that backend's arrays, for a consumer that stays
+        on the device. ``t``: one time or the rays' times, on the host (their poses are looked up there)."""
+        xp: Any = self._cp if self._cp is not None else np
         n = int(origins.shape[0])
         boxes, poses, index = self.instance_poses(t, n)
         segments = np.ascontiguousarray(self._segments, np.uint32)
-        return cast_rays(
+        got = cast_rays(
             self._arrays,
-            cp.ascontiguousarray(origins, cp.float32),
-            cp.ascontiguousarray(directions, cp.float32),
+            xp.ascontiguousarray(origins, dtype=xp.float32).reshape(-1, 3),
+            xp.ascontiguousarray(directions, dtype=xp.float32).reshape(-1, 3),
             max_range,
-            cp.asarray(boxes),
-            cp.asarray(poses),
-            cp.asarray(index),
-            cp.asarray(segments),
+            xp.asarray(boxes),
+            xp.asarray(poses),
+            xp.asarray(index),
+            xp.asarray(segments),
+            self._kernel,
         )
+        return RayHits(*got)
 
-    def _cast_cuda(
-        self,
-        o: NDArray[np.float32],
-        d: NDArray[np.float32],
-        max_range: float,
-        boxes: NDArray[np.float32],
-        poses: NDArray[np.float64],
-        index: NDArray[np.int32],
-        segments: NDArray[np.uint32],
-    ) -> RayHits:
+    def _cast_cuda(self, o: NDArray[np.float32], d: NDArray[np.float32], t: Any, max_range: float) -> RayHits:
+        """:meth:`cast_device` of host rays on the GPU, the hits copied back into page-locked memory."""
         cp = self._cp
         with self._lock:  # one batch at a time on the device's stream
-            got = cast_rays(
-                self._arrays,
-                cp.asarray(o),
-                cp.asarray(d),
-                max_range,
-                cp.asarray(boxes),
-                cp.asarray(poses),
-                cp.asarray(index),
-                cp.asarray(segments),
-            )
+            got = self.cast_device(cp.asarray(o), cp.asarray(d), t, max_range)
             return RayHits(*(_to_pinned(cp, g) for g in got))
 
 

@@ -15,6 +15,7 @@ from rt_lidar.kernels.bvh import LEAF_SIZE, MAX_DEPTH, build_bvh
 from rt_lidar.pipeline.builder import build_world
 from rt_lidar.pipeline.device_world import BvhWorld
 from rt_lidar.unreal_bridge.world import RayHits, Scene, World
+from rt_lidar.unreal_bridge.world.geometry import MeshBuilder
 from rt_lidar.unreal_bridge.world.scenes import plane_scene
 from rt_lidar.validation.scenes import rain_test_scene
 
@@ -181,3 +182,44 @@ def test_segment_ids_set_after_the_build_are_used(cuda_backend: Any) -> None:
     assert bw.set_segment_id("plane", 77)
     got = bw.cast(o, d, t, 100.0)
     assert (got.segment[np.isfinite(got.distance)] == 77).all() and np.isfinite(got.distance).any()
+
+
+def _only_moving_scene() -> Scene:
+    """No static mesh: two spinning, driving boxes and a sphere crossing in front of the sensor."""
+    from rt_lidar.unreal_bridge.world import ConstantVelocity, Pose
+
+    objs = []
+    for k, (y, vx, yaw_rate) in enumerate([(6.0, 4.0, 0.8), (-7.0, -6.0, -0.5), (0.0, 0.0, 2.0)]):
+        b = MeshBuilder()
+        if k < 2:
+            b.box((0.0, 0.0, 0.0), (4.5, 1.9, 1.5), "car_paint_red", yaw=0.3 * k)
+        else:
+            b.sphere((0.0, 0.0, 0.0), (1.0, 1.5, 0.8), "concrete", subdivisions=3)
+        start = Pose.from_xyz_rpy(-8.0 + 8.0 * k, y, 1.0, 0.0, 0.0, 0.2 * k)
+        objs.append(b.build(f"mover_{k}", k + 1, ConstantVelocity(start, (vx, 0.0, 0.0), yaw_rate)))
+    return Scene(objects=objs)
+
+
+def test_a_scene_of_moving_objects_alone(cuda_backend: Any) -> None:
+    world = World(_only_moving_scene())
+    bw = BvhWorld(world, _backend_name(cuda_backend))
+    assert bw.scene_arrays.static_nodes == 0 and bw.scene_arrays.instances == 3
+    o, d, t = _rays_at_movers(world, 2000, 0.0, seed=7)
+    shares = assert_same_hits(world.cast(o, d, t, 60.0), bw.cast(o, d, t, 60.0), [0, 1, 2])
+    assert shares["moving_hits"] > 0.3 * o.shape[0]
+    o, d, t = _sensor_rays(world, 5000, 0.0, 1.0, seed=8)  # most of these meet nothing
+    assert_same_hits(world.cast(o, d, t, 60.0), bw.cast(o, d, t, 60.0), [0, 1, 2])
+
+
+def test_no_rays_a_short_range_and_hits_left_on_the_backend(cuda_backend: Any, street: World) -> None:
+    bw = BvhWorld(street, _backend_name(cuda_backend))
+    empty = bw.cast(np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32), 0.5, 100.0)
+    assert all(a.shape[0] == 0 for a in empty)
+    o, d, t = _sensor_rays(street, 5000, 0.5, 0.1, seed=9)
+    near = bw.cast(o, d, t, 5.0)
+    assert_same_hits(street.cast(o, d, t, 5.0), near)
+    assert np.isfinite(near.distance).any() and (near.distance[np.isfinite(near.distance)] <= 5.0).all()
+    host = bw.cast(o, d, t, 120.0, threads=1)
+    kept = bw.cast_device(cuda_backend.asarray(o), cuda_backend.asarray(d), t, 120.0)
+    for a, b in zip(host, kept, strict=True):
+        assert cuda_backend.asnumpy(b).tobytes() == a.tobytes()
