@@ -281,6 +281,6 @@ def _to_pinned(cp: Any, a: Any) -> np.ndarray:
     """A device array copied into page-locked host memory (the DMA engine's direct path), as NumPy."""
     import cupyx
 
-    host = cupyx.empty_pinned(a.shape, a.dtype)
-    a.get(out=host)
-    return np.asarray(host)
+    host: np.ndarray = cupyx.empty_pinned(a.shape, a.dtype)
+    cp.asnumpy(a, out=host)
+    return host

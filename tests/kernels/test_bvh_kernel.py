@@ -223,3 +223,40 @@ def test_no_rays_a_short_range_and_hits_left_on_the_backend(cuda_backend: Any, s
     kept = bw.cast_device(cuda_backend.asarray(o), cuda_backend.asarray(d), t, 120.0)
     for a, b in zip(host, kept, strict=True):
         assert cuda_backend.asnumpy(b).tobytes() == a.tobytes()
+
+
+def test_the_cuda_backends_plumbing_with_numpy_standing_in_for_cupy(
+    monkeypatch: pytest.MonkeyPatch, street: World
+) -> None:
+    """BvhWorld's ``cuda`` branch (upload, launch through the RawKernel wrapper, copy back into pinned
+    memory) run with NumPy as CuPy and the CPU build as the RawKernel: what a GPU run goes through."""
+    import sys
+    import types
+
+    import rt_lidar.kernels.bvh_cuda as bc
+    import rt_lidar.pipeline.device_world as dw
+    from rt_lidar.kernels.cuda_host import HostKernel, host_compiler
+
+    if host_compiler() is None:
+        pytest.skip("no C++ compiler to build the CUDA source for the CPU")
+    copies: list[tuple[int, ...]] = []
+
+    def asnumpy(a: np.ndarray, out: np.ndarray) -> np.ndarray:
+        copies.append(out.shape)
+        np.copyto(out, a)
+        return out
+
+    cupy = types.SimpleNamespace(
+        asarray=np.asarray, ascontiguousarray=np.ascontiguousarray, float32=np.float32, asnumpy=asnumpy
+    )
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=np.empty))
+    monkeypatch.setattr(dw, "cupy_available", lambda: True)
+    kernel = HostKernel(bc.CUDA_SOURCE, bc.KERNEL_NAME)
+    monkeypatch.setattr(bc, "_cupy_kernel", lambda: kernel)
+    gpu = BvhWorld(street, "cuda")
+    o, d, t = _rays_at_movers(street, 1000, 1.5, seed=11)
+    got = gpu.cast(o, d, t, 120.0)
+    assert len(copies) == 5 and copies[0] == (o.shape[0],)  # every field came back through pinned memory
+    want = BvhWorld(street, "cuda-source-on-cpu").cast(o, d, t, 120.0)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(want, got, strict=True))
