@@ -44,7 +44,14 @@ CUDA_SOURCE = r"""
 #define RT_INF INFINITY
 #endif
 
-struct Ray { float o[3]; float d[3]; float inv[3]; int kx, ky, kz; float sx, sy, sz; };
+/* The ray; kx, ky, kz its axes ordered for the watertight test (kz: the largest direction component),
+   px, py, pz its origin along them. The axes are chosen with selects, never by indexing an array with a
+   run-time index (on a GPU that puts the array in local memory). */
+struct Ray { float o[3]; float d[3]; float inv[3]; int kx, ky, kz; float sx, sy, sz, px, py, pz; };
+
+__device__ __forceinline__ float pick(float x, float y, float z, int k) {
+    return k == 0 ? x : (k == 1 ? y : z);
+}
 
 __device__ __forceinline__ void ray_setup(Ray& r) {
     for (int a = 0; a < 3; ++a) r.inv[a] = 1.0f / r.d[a];
@@ -52,10 +59,14 @@ __device__ __forceinline__ void ray_setup(Ray& r) {
     r.kz = (ax >= ay && ax >= az) ? 0 : (ay >= az ? 1 : 2);
     r.kx = r.kz == 2 ? 0 : r.kz + 1;
     r.ky = r.kx == 2 ? 0 : r.kx + 1;
-    if (r.d[r.kz] < 0.0f) { int s = r.kx; r.kx = r.ky; r.ky = s; }
-    r.sx = r.d[r.kx] / r.d[r.kz];
-    r.sy = r.d[r.ky] / r.d[r.kz];
-    r.sz = 1.0f / r.d[r.kz];
+    float dz = pick(r.d[0], r.d[1], r.d[2], r.kz);
+    if (dz < 0.0f) { int s = r.kx; r.kx = r.ky; r.ky = s; }
+    r.sx = pick(r.d[0], r.d[1], r.d[2], r.kx) / dz;
+    r.sy = pick(r.d[0], r.d[1], r.d[2], r.ky) / dz;
+    r.sz = 1.0f / dz;
+    r.px = pick(r.o[0], r.o[1], r.o[2], r.kx);
+    r.py = pick(r.o[0], r.o[1], r.o[2], r.ky);
+    r.pz = pick(r.o[0], r.o[1], r.o[2], r.kz);
 }
 
 /* Entry distance of the ray into box b (lo xyz, hi xyz) within [0, tmax], or -1 when it misses. */
@@ -71,11 +82,15 @@ __device__ __forceinline__ float box_enter(const float* b, const Ray& r, float t
 
 /* Watertight ray-triangle test; true (and *t) for a hit at 0 < t < tbest. */
 __device__ __forceinline__ bool tri_hit(const Ray& r, const float* v, float tbest, float* t) {
-    float A[3], B[3], C[3];
-    for (int a = 0; a < 3; ++a) { A[a] = v[a] - r.o[a]; B[a] = v[3 + a] - r.o[a]; C[a] = v[6 + a] - r.o[a]; }
-    float ax = A[r.kx] - r.sx * A[r.kz], ay = A[r.ky] - r.sy * A[r.kz];
-    float bx = B[r.kx] - r.sx * B[r.kz], by = B[r.ky] - r.sy * B[r.kz];
-    float cx = C[r.kx] - r.sx * C[r.kz], cy = C[r.ky] - r.sy * C[r.kz];
+    float az = pick(v[0], v[1], v[2], r.kz) - r.pz;
+    float bz = pick(v[3], v[4], v[5], r.kz) - r.pz;
+    float cz = pick(v[6], v[7], v[8], r.kz) - r.pz;
+    float ax = (pick(v[0], v[1], v[2], r.kx) - r.px) - r.sx * az;
+    float ay = (pick(v[0], v[1], v[2], r.ky) - r.py) - r.sy * az;
+    float bx = (pick(v[3], v[4], v[5], r.kx) - r.px) - r.sx * bz;
+    float by = (pick(v[3], v[4], v[5], r.ky) - r.py) - r.sy * bz;
+    float cx = (pick(v[6], v[7], v[8], r.kx) - r.px) - r.sx * cz;
+    float cy = (pick(v[6], v[7], v[8], r.ky) - r.py) - r.sy * cz;
     float u = cx * by - cy * bx, w1 = ax * cy - ay * cx, w2 = bx * ay - by * ax;
     if (u == 0.0f || w1 == 0.0f || w2 == 0.0f) {  /* on an edge in float: decide in double */
         u = (float)((double)cx * (double)by - (double)cy * (double)bx);
