@@ -33,7 +33,7 @@ PRELUDE = r"""
 #include <math.h>
 using std::isnan;
 struct rt_host_dim3 { unsigned int x, y, z; };
-static rt_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static thread_local rt_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __global__
 #define __device__
 #define __forceinline__ inline

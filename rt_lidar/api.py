@@ -112,9 +112,11 @@ def in_process_pipeline(config: RunConfig, sensor: SensorPreset) -> BuiltPipelin
     """The pipeline of an in-process run of ``config`` (:func:`simulate`, ``rt-lidar demo --in-process``):
     its scene (with a dataset run's ``scene_setup``) cast directly, frames cast ahead."""
     from rt_lidar.pipeline.builder import build_pipeline, build_world
+    from rt_lidar.pipeline.device_world import world_on_device
     from rt_lidar.pipeline.frame_loop import CAST_AHEAD
 
     world = build_world(config.scene, seed=config.seed, caster=config.caster, setup=config.scene_setup)
+    world = world_on_device(world, config.device)  # --device: cast by the BVH kernel (docs/gpu.md)
     return build_pipeline(
         sensor, world, seed=config.seed, sim_hz=config.sim_hz, prefetch=CAST_AHEAD, physics=config.physics()
     )

@@ -21,6 +21,7 @@ from rt_lidar.faults.spec import Fault, faults_from_table
 from rt_lidar.physics.device import KERNEL_DEVICES
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.pipeline.device_world import FRAME_DEVICES, frame_device_unavailable_reason, kernels_device_for
 from rt_lidar.schema import build, check_fields, spec, to_plain
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import SensorPreset, preset_to_dict
@@ -221,6 +222,10 @@ class RunConfig:
     sun: SunConfig = field(default_factory=SunConfig)
     kernels_device: str = spec("cpu", choices=KERNEL_DEVICES)
     """Where the weather and echo-waveform kernels run (``--kernels-device``): ``cpu`` or ``cuda``."""
+    device: str = spec("cpu", choices=FRAME_DEVICES)
+    """Where the whole frame runs (``--device``, in-process): ``cpu`` (Embree), ``cuda`` (the scene's BVH
+    cast on a GPU, the weather and waveform kernels there too) or ``cuda-source-on-cpu`` (that kernel's
+    source built for the CPU): :data:`rt_lidar.pipeline.device_world.FRAME_DEVICES`, docs/gpu.md."""
     rinet: str | None = None
     """An ONNX RINet model: learned raydrop and intensity for the points the camera sees."""
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
@@ -231,6 +236,9 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, RUN_CONFIG_LABEL)  # e.g. --frames 0, as a ConfigError naming the field
+        why = frame_device_unavailable_reason(self.device)
+        if why:
+            raise ConfigError(f"--device {self.device}: {why}")
         if any(isinstance(f, dict) for f in self.faults):  # tables given in code: the checked faults
             object.__setattr__(
                 self, "faults", faults_from_table({"fault": list(self.faults)}, RUN_CONFIG_LABEL)
@@ -243,7 +251,7 @@ class RunConfig:
             beam=self.beam,
             sun_illuminance_lux=self.sun.lux,
             sun_direction=self.sun.direction,
-            kernels_device=self.kernels_device,
+            kernels_device=kernels_device_for(self.device, self.kernels_device),
         )
 
     def resolved(self, ran: PhysicsConfig) -> RunConfig:

@@ -29,6 +29,7 @@ from rt_lidar.config import (
 from rt_lidar.errors import ConfigError, FieldError, RtLidarError
 from rt_lidar.extras import missing_extra
 from rt_lidar.physics.device import KERNEL_DEVICES
+from rt_lidar.pipeline.device_world import FRAME_DEVICES
 from rt_lidar.rig.cli import (
     add_rig_arguments,
     add_rig_run_arguments,
@@ -122,6 +123,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         weather=weather_from_args(args),
         beam=beam_from_args(args),
         kernels_device=args.kernels_device,
+        device=getattr(args, "device", "cpu"),
         sun=sun_from_args(args),
         rinet=resolve_rinet_model(args.rinet),
         bridge=bridge,
@@ -342,6 +344,14 @@ def _add_run_arguments(p: argparse.ArgumentParser, command: str) -> None:
         default=d.kernels_device,
         help="where the weather and echo-waveform kernels run: cpu (NumPy, default) or cuda (CuPy on a GPU)",
     )
+    if command == "demo":
+        p.add_argument(
+            "--device",
+            choices=FRAME_DEVICES,
+            default=d.device,
+            help="where the frame runs, in-process (docs/gpu.md): cpu (Embree, default), cuda (the scene's "
+            "BVH cast on a GPU, the physics kernels there too), cuda-source-on-cpu (that kernel on the CPU)",
+        )
     add_weather_arguments(p)
     add_beam_arguments(p)
     add_sink_argument(p)

@@ -61,6 +61,7 @@ def run_rig_demo_from_config(config: RunConfig, args: argparse.Namespace) -> int
         crosstalk=config.crosstalk,
         weather=config.weather,
         kernels_device=config.kernels_device,
+        device=config.device,
         stream=stream,
         write_scans=config.write_scans,
         scene_setup=config.scene_setup,

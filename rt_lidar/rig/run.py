@@ -56,6 +56,8 @@ class RigRunOptions:
     weather: WeatherConfig | None = None
     kernels_device: str = "cpu"
     """Where the weather and echo-waveform kernels run (``--kernels-device``): ``cpu`` or ``cuda``."""
+    device: str = "cpu"
+    """Where the frame runs (``--device``): ``cpu``, ``cuda`` or ``cuda-source-on-cpu`` (docs/gpu.md)."""
     stream: str | None = None
     """A ZeroMQ endpoint publishing every sensor's scans (header ``sensor``), e.g. tcp://127.0.0.1:5555."""
     write_scans: bool = True
@@ -219,10 +221,12 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
     """``rt-lidar demo --rig``: the rig in the embedded world, in-process."""
     rig = rig or load_rig(opts.rig)
     # a device this machine lacks is refused here, before any file is written
+    from rt_lidar.pipeline.device_world import kernels_device_for, world_on_device
+
     sun = opts.sun or SunConfig()
     physics = PhysicsConfig(
         weather=opts.weather,
-        kernels_device=opts.kernels_device,
+        kernels_device=kernels_device_for(opts.device, opts.kernels_device),
         beam=opts.beam,
         sun_illuminance_lux=sun.lux,
         sun_direction=sun.direction,
@@ -231,6 +235,7 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "rig.json").write_text(json.dumps({"options": asdict(opts), "rig": rig.to_plain()}, indent=2))
     world = build_world(opts.scene, seed=opts.seed, caster=opts.caster, setup=opts.scene_setup)
+    world = world_on_device(world, opts.device)  # --device: cast by the BVH kernel (docs/gpu.md)
     loop = RigLoop(
         rig,
         world,

@@ -86,6 +86,10 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
         raise ConfigError(
             "a run configuration with a scene_setup (a dataset run's) runs in-process only: add --in-process"
         )
+    if opts.device != "cpu" and not opts.in_process:
+        raise ConfigError(
+            f"--device {opts.device} casts the embedded world in this process: add --in-process"
+        )
     if opts.in_process:
         built = in_process_pipeline(opts, preset)  # what rt_lidar.simulate() runs
         world = built.world

@@ -10,10 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rt_lidar.kernels import waveform_cuda, weather_cuda
+from rt_lidar.kernels import bvh_cuda, waveform_cuda, weather_cuda
 from rt_lidar.kernels.cuda_host import HostKernel, KernelBuildError, kernel_parameters
 
-SOURCES = [(weather_cuda.CUDA_SOURCE, "weather_kernel"), (waveform_cuda.CUDA_SOURCE, "wf_peaks")]
+SOURCES = [
+    (weather_cuda.CUDA_SOURCE, "weather_kernel"),
+    (waveform_cuda.CUDA_SOURCE, "wf_peaks"),
+    (bvh_cuda.CUDA_SOURCE, bvh_cuda.KERNEL_NAME),
+]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no CUDA toolkit (nvcc) on this machine")

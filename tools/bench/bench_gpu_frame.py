@@ -1,0 +1,268 @@
+"""The whole frame with ``--device``: the scene's BVH cast by the CUDA kernel (kernels/bvh_cuda.py), against
+the CPU frame (Embree). Prints JSON (and writes it with ``--out``).
+
+- ``cast``: every ``World.cast`` batch of the rig's frames (central rays, ``--beam full`` bundles, the rays
+  that go on behind glass) recorded, then replayed: Embree (``World.cast``, its two threads), the kernel
+  through ``BvhWorld.cast`` (with the copies in and out on a GPU), and the kernel alone on rays already
+  on the device (``kernel_only``; all batches in one launch: ``kernel_one_launch``), in rays per second;
+  how many rays' hits agree with Embree's (distance within 1e-4 relative, same object and material).
+- ``frame``: the rig (default: four VLS-128s, docs/rigs/four-vls128.toml) with ``--beam full``, dual
+  returns and 25 mm/h rain, every sensor's frames cast ahead on threads, run on the CPU and on the device:
+  wall time, real-time factor (sim time over wall time), rays cast per second, and each sensor's scan
+  statistics on both sides (points a scan, second-return and rain-flag shares, mean range) with their
+  differences.
+
+Targets (issue 43): >= 10x real time and >= 100 M rays/s on one H100 with ``--device cuda``. The CPU
+build of the source (``--device cuda-source-on-cpu``) runs the same script on a machine without a GPU.
+
+Run: python tools/bench/bench_gpu_frame.py [--device cuda] [--frames 10] [--rig RIG.toml] [--out x.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from machine_record import write_json  # noqa: E402  (tools/bench, beside this script)
+
+from rt_lidar.physics.model import PhysicsConfig, SensorPhysics  # noqa: E402
+from rt_lidar.physics.weather import WeatherConfig  # noqa: E402
+from rt_lidar.pipeline.builder import build_world, negotiate  # noqa: E402
+from rt_lidar.pipeline.device_world import (  # noqa: E402
+    BvhWorld,
+    frame_device_unavailable_reason,
+    kernels_device_for,
+)
+from rt_lidar.pipeline.frame_loop import Pipeline  # noqa: E402
+from rt_lidar.pipeline.sources import WorldSource  # noqa: E402
+from rt_lidar.rig.loop import RigLoop  # noqa: E402
+from rt_lidar.rig.model import Rig, load_rig  # noqa: E402
+from rt_lidar.sensor.beam import BeamConfig, exit_m_per_rad  # noqa: E402
+from rt_lidar.sensor.materials import load_material_table  # noqa: E402
+from rt_lidar.unreal_bridge.world import World  # noqa: E402
+
+DEFAULT_RIG = ROOT / "docs" / "rigs" / "four-vls128.toml"
+SIM_HZ = 20.0
+Batch = tuple[np.ndarray, np.ndarray, Any, float]
+
+
+def rig_loop(rig: Rig, world: World, physics: PhysicsConfig, seed: int) -> RigLoop:
+    """The rig's sensors in ``world``, each negotiated with its source as ``build_pipeline`` does (so
+    ``--beam full`` applies), its frames cast ahead on a thread of its own."""
+    table = load_material_table()
+    pipes: dict[str, Pipeline] = {}
+    for s in rig.sensors:
+        arrays = table.arrays(world.material_names, s.preset.optics.wavelength_nm)
+        source = WorldSource(
+            world, s.preset.range.max_m, arrays.transmission, exit_m_per_rad(s.preset), mount=s.mount
+        )
+        source.retro_gain = arrays.retro_gain
+        phys = SensorPhysics(s.preset, arrays, negotiate(source, s.preset, physics))
+        pipes[s.name] = Pipeline(s.preset, source, phys, sim_hz=SIM_HZ, seed=seed, prefetch=True)
+    return RigLoop.over(rig, pipes, SIM_HZ)
+
+
+class CastRecorder:
+    """Counts (and, with ``keep``, keeps) every batch cast into a world: ``world.cast`` wrapped in place."""
+
+    def __init__(self, world: World, keep: bool) -> None:
+        self.rays = 0
+        self.batches: list[Batch] = []
+        inner = world.cast
+
+        def cast(
+            origins: Any, directions: Any, t: Any, max_range: float = np.inf, threads: Any = None
+        ) -> Any:
+            o = np.ascontiguousarray(origins, np.float32).reshape(-1, 3)
+            self.rays += o.shape[0]
+            if keep:
+                d = np.ascontiguousarray(directions, np.float32).reshape(-1, 3)
+                self.batches.append(
+                    (o.copy(), d.copy(), np.array(t, np.float64, copy=True), float(max_range))
+                )
+            return inner(origins, directions, t, max_range, threads)
+
+        world.cast = cast  # type: ignore[method-assign]  # with_ego views copy it along
+
+
+def _stats(points: list[np.ndarray]) -> dict[str, float]:
+    allp: Any = np.concatenate(points) if points else np.zeros(0)
+    if not allp.size:
+        return {"points_per_scan": 0.0}
+    rng = np.sqrt(allp["x"].astype(np.float64) ** 2 + allp["y"] ** 2 + allp["z"] ** 2)
+    return {
+        "points_per_scan": round(allp.size / len(points), 1),
+        "second_return_share": round(float((allp["return_id"] == 1).mean()), 5),
+        "flagged_share": round(float((allp["flags"] != 0).mean()), 5),
+        "mean_range_m": round(float(rng.mean()), 4),
+    }
+
+
+def run_frames(
+    rig: Rig, world: World, device: str, frames: int, seed: int
+) -> tuple[dict[str, Any], dict[str, list[np.ndarray]], CastRecorder]:
+    """The rig's ``frames`` sim frames on ``device`` (``cpu``: Embree): timing and every sensor's scans."""
+    cast_world: World = world if device == "cpu" else BvhWorld(world, device)
+    rec = CastRecorder(cast_world, keep=device == "cpu")
+    physics = PhysicsConfig(
+        weather=WeatherConfig(rain_mm_h=25.0),
+        beam=BeamConfig(return_mode="dual", full=True),
+        kernels_device=kernels_device_for(device, "cpu"),
+    )
+    loop = rig_loop(rig, cast_world, physics, seed)
+    scans: dict[str, list[np.ndarray]] = {name: [] for name in rig.names}
+    try:
+        loop.start()
+        loop.step()  # the first frame (threads started, memory touched) is not timed
+        rays0 = rec.rays
+        t0 = time.perf_counter()
+        for _ in range(frames):
+            for name, got in loop.step().items():
+                scans[name].extend(s.points for s in got)
+        wall = time.perf_counter() - t0
+    finally:
+        loop.close()
+    sim = frames / SIM_HZ
+    timing = {
+        "device": device,
+        "sim_frames": frames,
+        "sim_time_s": sim,
+        "wall_time_s": round(wall, 3),
+        "realtime_factor": round(sim / wall, 3),
+        "rays_cast": rec.rays - rays0,
+        "M_rays_per_s": round((rec.rays - rays0) / wall / 1e6, 3),
+    }
+    return timing, scans, rec
+
+
+def _timed(fn: Callable[[], Any], sync: Callable[[], None], repeat: int) -> float:
+    fn()
+    sync()
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        sync()
+        best = min(best, time.perf_counter() - t)
+    return float(best)
+
+
+def bench_cast(world: World, device: str, batches: list[Batch], repeat: int) -> dict[str, Any]:
+    """Embree against the kernel on the recorded batches (see the module docstring)."""
+    from rt_lidar.kernels.bvh_cuda import cast_rays
+
+    bw = BvhWorld(world, device)
+    rays = sum(b[0].shape[0] for b in batches)
+    agree = 0
+    for o, d, t, r in batches:
+        a, b = world.cast(o, d, t, r), bw.cast(o, d, t, r)
+        hit_a, hit_b = np.isfinite(a.distance), np.isfinite(b.distance)
+        both = hit_a & hit_b
+        close = np.zeros(o.shape[0], bool)
+        close[both] = np.abs(a.distance[both] - b.distance[both]) <= 1e-4 * a.distance[both]
+        close |= ~hit_a & ~hit_b
+        agree += int((close & (a.object_index == b.object_index) & (a.material == b.material)).sum())
+    nothing = lambda: None  # noqa: E731
+    sync = nothing
+    xp: Any = np
+    if device == "cuda":
+        import cupy as cp
+
+        xp = cp
+        sync = cp.cuda.Device().synchronize
+    embree_s = _timed(lambda: [world.cast(o, d, t, r) for o, d, t, r in batches], nothing, repeat)
+    bvh_s = _timed(lambda: [bw.cast(o, d, t, r) for o, d, t, r in batches], sync, repeat)
+    segments = xp.asarray(np.ascontiguousarray(world._segments, np.uint32))
+    prepared = []
+    for o, d, t, r in batches:
+        boxes, poses, index = bw.instance_poses(t, o.shape[0])
+        prepared.append([xp.asarray(x) for x in (o, d, boxes, poses, index)] + [r])
+    kernel = bw._kernel
+    arrays = bw._arrays
+
+    def kernel_only() -> None:
+        for o, d, boxes, poses, index, r in prepared:
+            cast_rays(arrays, o, d, r, boxes, poses, index, segments, kernel)
+
+    kernel_s = _timed(kernel_only, sync, repeat)
+    # every batch in one launch (one time for all: the instance poses of the first batch's start)
+    o_all = xp.concatenate([p[0] for p in prepared])
+    d_all = xp.concatenate([p[1] for p in prepared])
+    b1, p1, i1 = (xp.asarray(x) for x in bw.instance_poses(float(np.min(batches[0][2])), int(o_all.shape[0])))
+    one_s = _timed(lambda: cast_rays(arrays, o_all, d_all, 250.0, b1, p1, i1, segments, kernel), sync, repeat)
+    return {
+        "batches": len(batches),
+        "rays": rays,
+        "embree_M_rays_per_s": round(rays / embree_s / 1e6, 3),
+        "bvh_cast_M_rays_per_s": round(rays / bvh_s / 1e6, 3),
+        "kernel_only_M_rays_per_s": round(rays / kernel_s / 1e6, 3),
+        "kernel_one_launch_M_rays_per_s": round(rays / one_s / 1e6, 3),
+        "same_hit_share": round(agree / max(rays, 1), 6),
+        "static_triangles": int(bw.scene_arrays.s_id.shape[0]),
+        "static_nodes": bw.scene_arrays.static_nodes,
+        "moving_objects": bw.scene_arrays.instances,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cuda-source-on-cpu"))
+    ap.add_argument("--rig", default=str(DEFAULT_RIG))
+    ap.add_argument("--frames", type=int, default=10, help="sim frames timed on each side (20 Hz)")
+    ap.add_argument("--repeat", type=int, default=3, help="replays of the cast batches (best kept)")
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--skip-cpu-frame", action="store_true", help="time the device frame only")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    why = frame_device_unavailable_reason(args.device)
+    if why:
+        print(f"bench_gpu_frame: --device {args.device} {why}", file=sys.stderr)
+        return 2
+    rig = load_rig(args.rig)
+    world = build_world("street", seed=args.seed)
+    report: dict[str, Any] = {"rig": {"file": str(args.rig), "sensors": [s.preset.name for s in rig.sensors]}}
+    report["scenario"] = f"--beam full, dual returns, 25 mm/h rain, street, seed {args.seed}"
+    if args.device == "cuda":
+        import cupy as cp
+
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        name = props["name"]
+        report["gpu"] = name.decode() if isinstance(name, bytes) else str(name)
+    frames: dict[str, Any] = {}
+    cpu_scans: dict[str, list[np.ndarray]] | None = None
+    batches: list[Batch] = []
+    if not args.skip_cpu_frame:
+        frames["cpu"], cpu_scans, rec = run_frames(rig, world, "cpu", args.frames, args.seed)
+        batches = rec.batches
+        print(json.dumps({"cpu": frames["cpu"]}), file=sys.stderr)
+    frames[args.device], dev_scans, _ = run_frames(
+        rig, build_world("street", seed=args.seed), args.device, args.frames, args.seed
+    )
+    print(json.dumps({args.device: frames[args.device]}), file=sys.stderr)
+    report["frame"] = frames
+    if cpu_scans is not None:
+        stats = {}
+        for name in rig.names:
+            c, g = _stats(cpu_scans[name]), _stats(dev_scans[name])
+            stats[name] = {"cpu": c, args.device: g, "difference": {k: round(g[k] - c[k], 5) for k in c}}
+        report["scan_statistics"] = stats
+        report["cast"] = bench_cast(build_world("street", seed=args.seed), args.device, batches, args.repeat)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        write_json(args.out, report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
