@@ -46,6 +46,7 @@ __all__ = [
     "clutter_calibration",
     "linnhoff_rain_points_per_beam",
     "open_sky_rain_rate",
+    "open_sky_snow_rate",
     "rain_clutter_expectation",
     "rain_extinction_scale_for",
 ]
@@ -66,6 +67,9 @@ LINNHOFF_SOURCE = (
 )
 LINNHOFF_RAIN_P_PER_MM_H = 1.69e-4
 """Probability per beam and per mm/h that a VLP-16 beam reports a rain point (``rain_det_prob_factor``)."""
+LINNHOFF_SNOW_P_PER_MM_H = 0.01569
+"""Their ``snow_det_prob_factor``: snow points per VLP-16 beam per unit of snowfall rate (the unit is not
+stated; read as mm/h water equivalent, the unit of their rain rate and of ours)."""
 LINNHOFF_RAIN_LOGNORMAL = (1.362, 0.784)
 """(mu, sigma) of the lognormal range (m) of those rain points."""
 LINNHOFF_RAIN_ALPHA_PER_MM_H = 7.677e-5
@@ -298,6 +302,18 @@ def open_sky_rain_rate(
     return float(np.count_nonzero(pts["flags"] & int(PointFlag.RAIN_CLUTTER))) / pulses
 
 
+def open_sky_snow_rate(preset: SensorPreset, snow_mm_h: float, pulses: int = 200_000, seed: int = 5) -> float:
+    """Snow points per open-sky beam in strongest mode, measured as :func:`open_sky_rain_rate` does."""
+    phys: SensorPhysics = datasheet_physics(
+        preset, 0.1, PhysicsConfig(weather=WeatherConfig(snow_mm_h=snow_mm_h))
+    )
+    hits = target_hits(preset, np.full(pulses, np.inf, np.float32))
+    hits.material[:] = -1
+    hits.segment[:] = 0
+    pts = phys.apply(hits, np.random.default_rng(seed)).points
+    return float(np.count_nonzero(pts["flags"] & int(PointFlag.SNOW_CLUTTER))) / pulses
+
+
 def linnhoff_rain_points_per_beam(rain_mm_h: float) -> float:
     """Linnhoff et al.'s share of VLP-16 beams that report a rain point at ``rain_mm_h``."""
     return LINNHOFF_RAIN_P_PER_MM_H * rain_mm_h
@@ -330,6 +346,11 @@ def _linnhoff_compare(preset: SensorPreset) -> dict[str, Any]:
         math.log(measured[-1] / max(measured[0], 1e-12)) / math.log(FIT_RAIN_MM_H[-1] / FIT_RAIN_MM_H[0]), 2
     )
     res["rain_drop_rho_equivalent"] = rho
+    snow = [open_sky_snow_rate(preset, s) for s in SNOW_RATES_MM_H]
+    res["snow_points_per_beam_measured"] = [round(x, 5) for x in snow]
+    res["snow_points_per_beam_ratio_to_linnhoff_if_mm_h"] = [
+        round(x / (LINNHOFF_SNOW_P_PER_MM_H * s), 3) for x, s in zip(snow, SNOW_RATES_MM_H, strict=True)
+    ]
     res["rain_point_range_quantiles_10mm_h_m"] = [
         round(q, 2) for q in rain_clutter_expectation(preset, 10.0)[1]
     ]
