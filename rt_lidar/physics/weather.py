@@ -36,13 +36,14 @@ __all__ = [
     "OVERLAP_FULL_M",
     "OVERLAP_START_M",
     "PARTICLE_POWER_OVERLAP",
-    "RECEIVER_BASELINE_M",
-    "RECEIVER_FOV_MRAD",
+    "RECEIVER_FOV_OVER_DIVERGENCE",
+    "RECEIVER_GAP_M",
     "RHO_RAIN_DROP",
     "WEATHER_LIMITS",
     "WeatherConfig",
     "WeatherModel",
     "airsim_weather_to_config",
+    "receiver_geometry",
     "weather_model",
 ]
 
@@ -57,13 +58,16 @@ RHO_RAIN_DROP = 0.0141
 5266, 2022), kept for reference: since issue 40 a drop's backscatter comes from its size and the
 wavelength (:func:`rt_lidar.physics.drop_backscatter.drop_reflectance`) and the receiver's overlap
 (:data:`RECEIVER_BASELINE_M`, :data:`RECEIVER_FOV_MRAD`) decides which drops it sees."""
-RECEIVER_BASELINE_M = 0.0231
-"""Distance between the transmitter's and the receiver's optical axes (parallel) of a biaxial spinning
-lidar (:func:`rt_lidar.physics.rain_receiver.point_overlap`). Not published for any preset: fitted with
-:data:`RECEIVER_FOV_MRAD` to Linnhoff et al.'s calibrated VLP-16 rain rate (``rt-lidar validate --only
-clutter_calibration``; docs/rain.md), within the size of a VLP-16's side-by-side lenses."""
-RECEIVER_FOV_MRAD = 1.5
-"""Full angle of the receiver's field of view (mrad), fitted with :data:`RECEIVER_BASELINE_M`."""
+RECEIVER_GAP_M = 0.0051
+"""Gap between the edges of the transmitted beam at the exit (``beam_exit_diameter_m``) and of the
+receiver's aperture (``receiver_aperture_m``) of a biaxial spinning lidar whose lenses sit side by side:
+the baseline between the two parallel axes is ``(d0 + D_r) / 2 + gap``
+(:func:`rt_lidar.physics.rain_receiver.point_overlap`). Not published for any preset: fitted with
+:data:`RECEIVER_FOV_OVER_DIVERGENCE` to Linnhoff et al.'s calibrated VLP-16 rain rate (``rt-lidar
+validate --only clutter_calibration``; docs/rain.md): a 23 mm baseline on a VLP-16."""
+RECEIVER_FOV_OVER_DIVERGENCE = 0.707
+"""Full angle of the receiver's field of view over the beam's equal-area divergence
+``sqrt(theta_h theta_v)`` (1.5 mrad on a VLP-16's 3 x 1.5 mrad beam), fitted with :data:`RECEIVER_GAP_M`."""
 PARTICLE_POWER_OVERLAP = (0.0, 1e-6)
 """(r1, r2) of the kernels' power overlap for particles: none (a drop the receiver sees returns its
 whole echo; the overlap thins the drops instead, through each species' table)."""
@@ -124,6 +128,15 @@ class WeatherConfig:
         )
 
 
+def receiver_geometry(preset: SensorPreset) -> tuple[float, float]:
+    """(baseline m, field of view rad) of ``preset``'s receiver beside its transmitter
+    (:data:`RECEIVER_GAP_M`, :data:`RECEIVER_FOV_OVER_DIVERGENCE`)."""
+    o = preset.optics
+    baseline = (o.beam_exit_diameter_m + o.receiver_aperture_m) / 2.0 + RECEIVER_GAP_M
+    fov = RECEIVER_FOV_OVER_DIVERGENCE * math.sqrt(o.beam_divergence_h_mrad * o.beam_divergence_v_mrad) * 1e-3
+    return baseline, fov
+
+
 def airsim_weather_to_config(params: dict[int, float]) -> WeatherConfig | None:
     """Map AirSim's ``simSetWeatherParameter`` values (0..1, keyed by the WeatherParameter enum) to a
     :class:`WeatherConfig`; None when rain, snow, fog and road wetness are all 0.
@@ -171,9 +184,7 @@ class WeatherModel:
         r1, r2 = OVERLAP_START_M, OVERLAP_FULL_M  # the fog's (an extended target's) overlap
         p1, p2 = PARTICLE_POWER_OVERLAP  # particles: the receiver sees a point or not (``seen``)
         zmin, zmax = preset.range.min_m, preset.range.max_m
-        seen = seen_table(
-            zmin, zmax, beam, RECEIVER_BASELINE_M, RECEIVER_FOV_MRAD * 1e-3, o.receiver_aperture_m
-        )
+        seen = seen_table(zmin, zmax, beam, *receiver_geometry(preset), o.receiver_aperture_m)
         species = []
         if c.rain_mm_h > 0:
             lam = float(kw.marshall_palmer_slope(c.rain_mm_h))

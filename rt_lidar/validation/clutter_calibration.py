@@ -25,10 +25,9 @@ import numpy as np
 from rt_lidar.kernels.intensity import received_power
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.physics.weather import (
-    RECEIVER_BASELINE_M,
-    RECEIVER_FOV_MRAD,
     RHO_RAIN_DROP,
     WeatherConfig,
+    receiver_geometry,
     weather_model,
 )
 from rt_lidar.points import PointFlag
@@ -324,8 +323,8 @@ def _linnhoff_compare(preset: SensorPreset) -> dict[str, Any]:
     Linnhoff et al.'s calibration; the receiver geometry in use and the drop reflectance it implies."""
     res: dict[str, Any] = {
         "fit_rain_mm_h": list(FIT_RAIN_MM_H),
-        "receiver_baseline_m": RECEIVER_BASELINE_M,
-        "receiver_fov_mrad": RECEIVER_FOV_MRAD,
+        "receiver_baseline_m": round(receiver_geometry(preset)[0], 5),
+        "receiver_fov_mrad": round(receiver_geometry(preset)[1] * 1e3, 3),
         "rain_drop_rho_before": RHO_RAIN_DROP,
     }
     per_beam, ratio, measured, m_ratio, rho = [], [], [], [], []
