@@ -25,6 +25,7 @@ from rt_lidar.pipeline.pose_samples import (
 )
 from rt_lidar.pipeline.source_steps import first_surfaces
 from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
+from rt_lidar.sensor.glazing import glass_angle_table, table_lookup_ratio
 from rt_lidar.sensor.scan_pattern import Firings
 from rt_lidar.unreal_bridge.beam_call import SCENE_SUN, SunArg
 from rt_lidar.unreal_bridge.world import Pose as MountPose
@@ -335,6 +336,9 @@ class WorldSource:
         self.mount = mount
         self.max_range_m = float(max_range_m)
         self._transmission = transmission.astype(np.float32)
+        self._glass_angle = glass_angle_table(self._transmission)
+        """Each material's transmission at incidence over that at normal incidence (Fresnel, issue 40:
+        :mod:`rt_lidar.sensor.glazing`), looked up at every glass crossing."""
         self.exit_m_per_rad = (float(exit_m_per_rad[0]), float(exit_m_per_rad[1]))
         self._beam: SubRayPattern | None = None
         self._sun: np.ndarray | None = None
@@ -529,6 +533,9 @@ class WorldSource:
             g_trans = _with_rows(np.ones(n, np.float32), active, trans_all[active] ** 2)
             wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
 
+        if active.size:  # glass passes less at a slant (Fresnel): the first crossing's share, two-way
+            f = table_lookup_ratio(self._glass_angle, g_mat[active], g_cos[active])
+            g_trans[active] *= f * f
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
         travelled = rh.distance[active] + np.float32(_EPS_M)
         org = np.take(origins, active, axis=0) + np.take(dirs, active, axis=0) * travelled[:, None]
@@ -548,6 +555,8 @@ class WorldSource:
                 eps = np.float32(_EPS_M)
                 step_c = source_steps.glass_step(rh, rays, self._transmission, self.max_range_m, eps, fields)
                 if step_c is not None:
+                    more = np.isin(active, step_c[2], assume_unique=True)
+                    self._slant_loss(g_trans, step_c[2], rh.material[more], rh.normal[more], d_act[more])
                     org, travelled, active = step_c
                     continue
             dist = rh.distance + travelled
@@ -565,6 +574,7 @@ class WorldSource:
             if sun_cos is not None and sun is not None:
                 sun_cos[idx] = _sun_cos(rh.normal[opaque], d_act[opaque], np.ones(idx.size, bool), sun)
             g_trans[active[more]] *= trans[more] ** 2
+            self._slant_loss(g_trans, active[more], rh.material[more], rh.normal[more], d_act[more])
             step = rh.distance[more] + np.float32(_EPS_M)
             org = org[more] + d_act[more] * step[:, None]
             travelled = travelled[more] + step
@@ -594,6 +604,15 @@ class WorldSource:
                 self._moving_objects(), origins, dirs, t_ray, range_m
             )
         return hits
+
+    def _slant_loss(
+        self, g_trans: np.ndarray, rows: np.ndarray, material: np.ndarray, normal: np.ndarray, d: np.ndarray
+    ) -> None:
+        """Multiply the two-way glass transmission of ``rows`` by the Fresnel loss (squared) of the pane
+        each crossed now (its material, its normal, the rays' directions)."""
+        if rows.size:
+            f = table_lookup_ratio(self._glass_angle, material, np.abs(_dot_f32(normal, d)))
+            g_trans[rows] *= f * f
 
     def _moving_objects(self) -> list[tuple[str, Trajectory]]:
         return [(o.name, o.trajectory) for o in self.world.scene.objects if not o.is_static]
