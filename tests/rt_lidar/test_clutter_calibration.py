@@ -51,3 +51,34 @@ def test_rain_points_per_open_sky_beam_follow_linnhoff_within_1_5x() -> None:
     p10, q10 = cc.rain_clutter_expectation(preset, 10.0)
     assert p10 == pytest.approx(measured[10.0], rel=0.35) and q10 == sorted(q10)
     assert 2.0 < q10[1] < 6.0  # Linnhoff's median rain point lies at 3.9 m
+
+
+def test_dual_mode_reports_the_drops_that_strongest_mode_hides_behind_a_wall() -> None:
+    """Issue 40, why dual mode shows ~9x strongest mode's rain in the street: a drop's echo is weak, so in
+    strongest mode it is reported only where nothing stronger answers (open sky); a Velodyne in dual
+    mode (strongest + last, the second strongest where they coincide) also reports the drop in front
+    of a wall. Beams into open sky show the same rain in both modes."""
+    import numpy as np
+
+    import rt_lidar.validation.clutter_calibration as cc
+    from rt_lidar.physics.model import PhysicsConfig
+    from rt_lidar.physics.weather import WeatherConfig
+    from rt_lidar.points import PointFlag
+    from rt_lidar.sensor.beam import BeamConfig
+    from rt_lidar.validation.detection import datasheet_physics, target_hits
+
+    preset = load_preset("VLP-16")
+    rain = {}
+    for mode in ("strongest", "dual"):
+        beam = None if mode == "strongest" else BeamConfig(return_mode=mode)
+        phys = datasheet_physics(preset, 0.6, PhysicsConfig(weather=WeatherConfig(rain_mm_h=25.0), beam=beam))
+        pts = phys.apply(
+            target_hits(preset, np.full(100_000, 20.0, np.float32)), np.random.default_rng(5)
+        ).points
+        wall = (pts["flags"] & int(PointFlag.RAIN_CLUTTER)) == 0
+        assert wall.sum() == 100_000  # every pulse still reports the wall
+        rain[mode] = np.count_nonzero(~wall) / 100_000
+    sky = {m: cc.open_sky_rain_rate(preset, 25.0, 100_000, mode=m) for m in ("strongest", "dual")}
+    assert rain["strongest"] == 0.0
+    assert rain["dual"] == pytest.approx(sky["dual"], rel=0.25) and rain["dual"] > 0.004
+    assert sky["dual"] == pytest.approx(sky["strongest"], rel=0.15)
