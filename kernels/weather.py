@@ -275,11 +275,14 @@ def detectable_particle_table(
     z_min: float,
     z_max: float,
     n: int = 256,
+    seen: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float, np.ndarray]:
     """(z0, dz, cum): expected number of *detectable* particles in the beam from z0 to each grid range.
 
-    The density per metre is ``A(z) * integral_{max(d_lo, Dmin(z))}^{d_hi} N dD``; the table ends where
-    no particle can reach the threshold any more (or at ``z_max``).
+    The density per metre is ``A(z) * s(z) * integral_{max(d_lo, Dmin(z))}^{d_hi} N dD``; the table ends
+    where no particle can reach the threshold any more (or at ``z_max``). ``seen`` = (ranges, shares)
+    gives ``s(z)``, the share of the beam's cross-section that the receiver sees (a point particle
+    outside it returns nothing), linearly interpolated; None: 1.
     """
     z0 = max(z_min, r1, 1e-3)
     fine = np.linspace(z0, max(z_max, z0 + 1e-3), 4096)
@@ -292,6 +295,8 @@ def detectable_particle_table(
     lo = np.maximum(min_detectable_diameter_mm(z, k_sensor, rho, threshold_w, a_total, *beam, r1, r2), d_lo)
     lo = np.minimum(lo, d_hi)
     dens = beam_area(z, *beam) * n0 / lam * (np.exp(-lam * lo) - np.exp(-lam * d_hi))
+    if seen is not None:
+        dens = dens * np.interp(z, seen[0], seen[1])
     cum = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(z))])
     return float(z0), float(z[1] - z[0]), cum
 

@@ -154,6 +154,11 @@ def particle_returns(
         return empty
     cand, mu_c = pre[hit], -xp.log(p0[hit])
     k = poisson_inverse(mu_c, u_pre[hit])
+    some = k > 0  # u a float32 step above exp(-mu) can still draw no particle (so does the CUDA twin)
+    if not bool(some.all()):
+        cand, mu_c, k = cand[some], mu_c[some], k[some]
+        if cand.shape[0] == 0:
+            return empty
     start = xp.cumsum(k) - k
     owner = xp.repeat(xp.arange(cand.shape[0]), k)  # particle m lies in beam owner[m], as its j-th
     j = xp.arange(owner.shape[0]) - start[owner]

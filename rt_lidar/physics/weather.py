@@ -22,6 +22,7 @@ from rt_lidar.kernels import weather as kw
 from rt_lidar.kernels import weather_rays
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.kernels.xp import array_module
+from rt_lidar.physics.rain_receiver import equivalent_drop_rho, seen_table
 from rt_lidar.points import PointFlag
 from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
@@ -34,11 +35,15 @@ __all__ = [
     "BEAM_EXIT_DIAMETER_M",
     "OVERLAP_FULL_M",
     "OVERLAP_START_M",
+    "PARTICLE_POWER_OVERLAP",
+    "RECEIVER_FOV_OVER_DIVERGENCE",
+    "RECEIVER_GAP_M",
     "RHO_RAIN_DROP",
     "WEATHER_LIMITS",
     "WeatherConfig",
     "WeatherModel",
     "airsim_weather_to_config",
+    "receiver_geometry",
     "weather_model",
 ]
 
@@ -49,11 +54,23 @@ OVERLAP_START_M, OVERLAP_FULL_M = 1.5, 6.0
 in most sensor systems"): echoes from closer than that are weakened, as for a biaxial spinning lidar.
 Chosen so that fog clutter starts near 500 m visibility on a VLP-16 (see docs of :mod:`kernels.weather`)."""
 RHO_RAIN_DROP = 0.0141
-"""Backscatter reflectance of one rain drop, fitted (issue 14, item 10) to the VLP-16 rain-clutter
-calibration of Linnhoff et al. 2022 (Sensors 22(14) 5266, measured on a long-term outdoor rig): the value
-that makes the expected share of open-sky beams holding a detectable drop closest to theirs (1.69e-4 per
-mm/h) over 1-20 mm/h, in log terms. ``rt-lidar validate --only clutter_calibration`` re-derives it and
-states the residuals; water's Fresnel reflectance at normal incidence (0.02) was the value before."""
+"""The single drop reflectance issue 14 fitted to Linnhoff et al.'s VLP-16 rain rate (Sensors 22(14)
+5266, 2022), kept for reference: since issue 40 a drop's backscatter comes from its size and the
+wavelength (:func:`rt_lidar.physics.drop_backscatter.drop_reflectance`) and the receiver's overlap
+(:data:`RECEIVER_BASELINE_M`, :data:`RECEIVER_FOV_MRAD`) decides which drops it sees."""
+RECEIVER_GAP_M = 0.0051
+"""Gap between the edges of the transmitted beam at the exit (``beam_exit_diameter_m``) and of the
+receiver's aperture (``receiver_aperture_m``) of a biaxial spinning lidar whose lenses sit side by side:
+the baseline between the two parallel axes is ``(d0 + D_r) / 2 + gap``
+(:func:`rt_lidar.physics.rain_receiver.point_overlap`). Not published for any preset: fitted with
+:data:`RECEIVER_FOV_OVER_DIVERGENCE` to Linnhoff et al.'s calibrated VLP-16 rain rate (``rt-lidar
+validate --only clutter_calibration``; docs/rain.md): a 23 mm baseline on a VLP-16."""
+RECEIVER_FOV_OVER_DIVERGENCE = 0.707
+"""Full angle of the receiver's field of view over the beam's equal-area divergence
+``sqrt(theta_h theta_v)`` (1.5 mrad on a VLP-16's 3 x 1.5 mrad beam), fitted with :data:`RECEIVER_GAP_M`."""
+PARTICLE_POWER_OVERLAP = (0.0, 1e-6)
+"""(r1, r2) of the kernels' power overlap for particles: none (a drop the receiver sees returns its
+whole echo; the overlap thins the drops instead, through each species' table)."""
 ICE_REFRACTIVE_INDEX = 1.31  # at 905 nm (Warren & Brandt 2008)
 RHO_SNOWFLAKE = ((ICE_REFRACTIVE_INDEX - 1) / (ICE_REFRACTIVE_INDEX + 1)) ** 2
 """Backscatter reflectance of one flake: the Fresnel reflectance of ice at normal incidence (0.018), as
@@ -111,6 +128,15 @@ class WeatherConfig:
         )
 
 
+def receiver_geometry(preset: SensorPreset) -> tuple[float, float]:
+    """(baseline m, field of view rad) of ``preset``'s receiver beside its transmitter
+    (:data:`RECEIVER_GAP_M`, :data:`RECEIVER_FOV_OVER_DIVERGENCE`)."""
+    o = preset.optics
+    baseline = (o.beam_exit_diameter_m + o.receiver_aperture_m) / 2.0 + RECEIVER_GAP_M
+    fov = RECEIVER_FOV_OVER_DIVERGENCE * math.sqrt(o.beam_divergence_h_mrad * o.beam_divergence_v_mrad) * 1e-3
+    return baseline, fov
+
+
 def airsim_weather_to_config(params: dict[int, float]) -> WeatherConfig | None:
     """Map AirSim's ``simSetWeatherParameter`` values (0..1, keyed by the WeatherParameter enum) to a
     :class:`WeatherConfig`; None when rain, snow, fog and road wetness are all 0.
@@ -155,14 +181,19 @@ class WeatherModel:
         a_w = c.extinction_per_m
         a_tot = a0 + a_w
         beam = (o.beam_exit_diameter_m, o.beam_divergence_h_mrad * 1e-3, o.beam_divergence_v_mrad * 1e-3)
-        r1, r2 = OVERLAP_START_M, OVERLAP_FULL_M
+        r1, r2 = OVERLAP_START_M, OVERLAP_FULL_M  # the fog's (an extended target's) overlap
+        p1, p2 = PARTICLE_POWER_OVERLAP  # particles: the receiver sees a point or not (``seen``)
         zmin, zmax = preset.range.min_m, preset.range.max_m
+        seen = seen_table(zmin, zmax, beam, *receiver_geometry(preset), o.receiver_aperture_m)
         species = []
         if c.rain_mm_h > 0:
             lam = float(kw.marshall_palmer_slope(c.rain_mm_h))
-            lo, hi, rho = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, RHO_RAIN_DROP
+            lo, hi = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM
+            rho = equivalent_drop_rho(
+                c.rain_mm_h, o.wavelength_nm, k_sensor, threshold_w, a_tot, beam, seen, zmin, zmax
+            )
             tab = kw.detectable_particle_table(
-                kw.MP_N0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, r1, r2, zmin, zmax
+                kw.MP_N0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, p1, p2, zmin, zmax, seen=seen
             )
             species.append(
                 kw.Species(kw.MP_N0, lam, lo, hi, rho, int(PointFlag.RAIN_CLUTTER), kw.SLOT_RAIN, *tab)
@@ -171,7 +202,20 @@ class WeatherModel:
             n0, lam = kw.snow_distribution(c.snow_mm_h)
             lo, hi = 0.5, 10.0
             tab = kw.detectable_particle_table(
-                n0, lam, lo, hi, RHO_SNOWFLAKE, k_sensor, threshold_w, a_tot, beam, r1, r2, zmin, zmax
+                n0,
+                lam,
+                lo,
+                hi,
+                RHO_SNOWFLAKE,
+                k_sensor,
+                threshold_w,
+                a_tot,
+                beam,
+                p1,
+                p2,
+                zmin,
+                zmax,
+                seen=seen,
             )
             species.append(
                 kw.Species(n0, lam, lo, hi, RHO_SNOWFLAKE, int(PointFlag.SNOW_CLUTTER), kw.SLOT_SNOW, *tab)
@@ -186,8 +230,8 @@ class WeatherModel:
             d0=beam[0],
             th_h=beam[1],
             th_v=beam[2],
-            r1=r1,
-            r2=r2,
+            r1=p1,
+            r2=p2,
             species=tuple(species),
             fog=kw.FogParams(fog_p, fog_z, pulse_len),
             noise_sigma_m=RANGE_NOISE_M_PER_MM_H * (c.rain_mm_h + c.snow_mm_h),

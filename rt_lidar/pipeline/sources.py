@@ -25,6 +25,7 @@ from rt_lidar.pipeline.pose_samples import (
     sensor_pose_samples,
 )
 from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
+from rt_lidar.sensor.glazing import glass_angle_table, table_lookup_ratio
 from rt_lidar.sensor.scan_pattern import Firings
 from rt_lidar.unreal_bridge.beam_call import SCENE_SUN, SunArg
 from rt_lidar.unreal_bridge.world import Pose as MountPose
@@ -331,6 +332,9 @@ class WorldSource:
         """The caster's array operations (NumPy, or its compiled twins: :mod:`rt_lidar.backend`)."""
         self.max_range_m = float(max_range_m)
         self._transmission = transmission.astype(np.float32)
+        self._glass_angle = glass_angle_table(self._transmission)
+        """Each material's transmission at incidence over that at normal incidence (Fresnel, issue 40:
+        :mod:`rt_lidar.sensor.glazing`), looked up at every glass crossing."""
         self.exit_m_per_rad = (float(exit_m_per_rad[0]), float(exit_m_per_rad[1]))
         self._beam: SubRayPattern | None = None
         self._sun: np.ndarray | None = None
@@ -514,6 +518,9 @@ class WorldSource:
             sun_cos = sun_cosines(rh.normal, dirs, opaque, sun) if sun is not None else None
             wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
 
+        if active.size:  # glass passes less at a slant (Fresnel): the first crossing's share, two-way
+            f = table_lookup_ratio(self._glass_angle, g_mat[active], g_cos[active])
+            g_trans[active] *= f * f
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
         travelled = rh.distance[active] + np.float32(_EPS_M)
         org = np.take(origins, active, axis=0) + np.take(dirs, active, axis=0) * travelled[:, None]
@@ -528,6 +535,7 @@ class WorldSource:
                 self.max_range_m - float(travelled.min()),
                 threads=self.cast_threads,
             )
+            before = active
             org, travelled, active = self.ops.glass_step(
                 rh,
                 (travelled, active, d_act, org),
@@ -539,6 +547,8 @@ class WorldSource:
                 sun_cos,
                 sun,
             )
+            more = np.isin(before, active, assume_unique=True)  # the rays that crossed glass again
+            self._slant_loss(g_trans, active, rh.material[more], rh.normal[more], d_act[more])
 
         hits = Hits(
             firings=firings,
@@ -564,6 +574,15 @@ class WorldSource:
                 self._moving_objects(), origins, dirs, t_ray, range_m
             )
         return hits
+
+    def _slant_loss(
+        self, g_trans: np.ndarray, rows: np.ndarray, material: np.ndarray, normal: np.ndarray, d: np.ndarray
+    ) -> None:
+        """Multiply the two-way glass transmission of ``rows`` by the Fresnel loss (squared) of the pane
+        each crossed now (its material, its normal, the rays' directions)."""
+        if rows.size:
+            f = table_lookup_ratio(self._glass_angle, material, np.abs(_dot_f32(normal, d)))
+            g_trans[rows] *= f * f
 
     def _moving_objects(self) -> list[tuple[str, Trajectory]]:
         return [(o.name, o.trajectory) for o in self.world.scene.objects if not o.is_static]

@@ -9,7 +9,8 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
 - the ground horizon: per ring, the probability that a ray meeting the plane with nothing closer in
   front of it returns from the ground, against the range where it meets the plane; the horizon is the
   farthest ring with probability >= 0.5 (a ray without a return within two rays along the ring of one
-  that hit something in front of the ground counts as blocked: a hole in a car, not a miss of the road);
+  that hit something in front of the ground, or inside a run of such rays whose nearest returns on both
+  sides hit something in front of the ground, counts as blocked: a hole in a car, not a miss of the road);
 - the ground's texture: on ground rings at 5-15 m, the share of points whose intensity differs by a
   reporting step or more from the running median of the 9 points around it along the ring;
 - the share of zero readings among returns beyond 40 m;
@@ -153,7 +154,7 @@ def _horizon(
     beside = np.zeros_like(blocked)
     for shift in (-2, -1, 1, 2):
         beside |= np.roll(blocked, shift, axis=1)
-    blocked = blocked | (~ret & beside)
+    blocked = blocked | (~ret & (beside | _inside_blocked_run(ret, blocked)))
     rows = []
     for k in range(grid.range_m.shape[0]):
         use = meets[k] & ~blocked[k]
@@ -165,6 +166,21 @@ def _horizon(
     rows.sort()
     good = [r for r, p, _ in rows if p >= 0.5]
     return (max(good) if good else None), rows
+
+
+def _inside_blocked_run(ret: np.ndarray, blocked: np.ndarray) -> np.ndarray:
+    """(rings, columns) bool: the ray returned nothing and the nearest returns on both sides of it along
+    its ring both came from something in front of the ground (a run of holes through a car's windows,
+    however wide, is a hole in the car)."""
+    cols = np.arange(ret.shape[1])
+    prev = np.maximum.accumulate(np.where(ret, cols, -1), axis=1)
+    nxt = np.minimum.accumulate(np.where(ret, cols, ret.shape[1])[:, ::-1], axis=1)[:, ::-1]
+    ok = (prev >= 0) & (nxt < ret.shape[1])
+    rows = np.arange(ret.shape[0])[:, None]
+    both = (
+        blocked[rows, np.clip(prev, 0, ret.shape[1] - 1)] & blocked[rows, np.clip(nxt, 0, ret.shape[1] - 1)]
+    )
+    return ~ret & ok & both
 
 
 def _cell_azimuth(grid: ScanGrid) -> np.ndarray:

@@ -203,3 +203,24 @@ def test_cuda_kernel_extra_echo_mode_matches_numpy(cuda_backend) -> None:
     np.testing.assert_allclose(cuda_backend.asnumpy(ge[0])[both], echo[0][both], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cuda_backend.asnumpy(g[0]), r, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cuda_backend.asnumpy(g[1]), p, rtol=1e-3, atol=1e-15)
+
+
+def test_a_beam_whose_count_rounds_to_zero_draws_no_particle() -> None:
+    """Issue 40: a beam's uniform one float32 step above exp(-mu) passes the pre-screen, but the Poisson
+    inversion (which recomputes exp(-mu)) can still give it no particle; the kernel drops such beams, as
+    its CUDA twin does, instead of mis-pairing the other beams' particles (an IndexError in a
+    10 mm/h HDL-64E demo)."""
+    prm = _params()
+    sp = prm.species[0]
+    hits = 0
+    for mu in np.linspace(1.0e-4, 1.02e-4, 201):
+        edge = sp._replace(cum=np.array([0.0, mu]), z0=1.0, dz=1.0)  # every beam past it: mu_max = mu
+        p0 = float(np.float32(math.exp(-mu)))
+        step = int(np.floor(p0 * 2**24 - 0.5)) + 1  # the 24-bit uniform just above p0
+        bits = np.array([np.uint64(step) << np.uint64(40), np.uint64(0xFFFFFF) << np.uint64(40)], np.uint64)
+        pre = np.array([0, 1], np.int64)
+        rng_m = np.full(2, 50.0, np.float32)
+        i, cp, cz = wr.particle_returns(rng_m, pre, bits, 7, edge, prm)
+        assert i.shape == cp.shape == cz.shape and 1 in i.tolist()  # the certain beam keeps its particle
+        hits += int(0 not in i.tolist())
+    assert hits > 0  # the rounding case occurred in the sweep

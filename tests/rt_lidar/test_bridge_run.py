@@ -90,8 +90,10 @@ def test_stock_getlidardata_is_recovered_to_the_extension_hits():
         # normals from the organised range image agree with the exact ones on most surfaces
         err = np.abs(rec.cos_incidence[both] - truth.cos_incidence[both])
         # 0.045 on the street before issue 40 made cars hollow behind their glazing (the cabins' faces
-        # are small and at all angles: neighbours' ranges there say little of a face's normal); 0.053 after
-        assert np.median(err) < 0.06
+        # are small and at all angles: neighbours' ranges there say little of a face's normal); 0.053 after;
+        # 0.080 once issue 40 parked the cars nose to tail and gave their cabins seats (more of the view
+        # is small car faces)
+        assert np.median(err) < 0.09
     finally:
         server.close()
 

@@ -16,19 +16,26 @@ def add_car(b: MeshBuilder, paint: str) -> None:
     """A 4.5 m sedan centred on the origin, facing +x: body, glazed cabin, chrome trim, tyres, plates."""
     half_l, half_w = CAR_LENGTH / 2, CAR_WIDTH / 2
     b.box((0.0, 0.0, 0.62), (CAR_LENGTH, CAR_WIDTH, 0.64), paint)
-    # the cabin: a roof over glazing that rays enter (and leave through the far side's), dark seats and
-    # dashboard inside; before issue 40 a painted box 1 cm behind the glass made cars look solid
+    # the cabin: a roof over raked glazing that rays enter (and leave through the far side's), with a
+    # sparse dark inside: floor, dashboard, two front seats and a rear bench with air between them and
+    # above them. Before issue 40 a painted box sat 1 cm behind vertical glass (cars looked solid); then
+    # a solid dark block whose sides faced the street. Windscreen and rear window are raked (33 and 37 deg
+    # from horizontal) so their mirror echo goes to the sky, as a real car's does.
     b.box((-0.25, 0.0, 1.40), (2.3, 1.6, 0.04), paint)
-    b.box((-0.35, 0.0, 1.04), (1.9, 1.4, 0.2), "interior")
-    # glazing: windscreen, rear window, side windows
-    b.quad([(0.91, -0.72, 0.98), (0.91, 0.72, 0.98), (0.91, 0.72, 1.38), (0.91, -0.72, 1.38)], "car_glass")
-    b.quad(
-        [(-1.41, 0.72, 0.98), (-1.41, -0.72, 0.98), (-1.41, -0.72, 1.38), (-1.41, 0.72, 1.38)], "car_glass"
-    )
+    z_low, z_top, yg = 0.96, 1.38, 0.81
+    b.quad([(1.55, -yg, z_low), (1.55, yg, z_low), (0.9, yg, z_top), (0.9, -yg, z_top)], "car_glass")
+    b.quad([(-1.95, yg, z_low), (-1.95, -yg, z_low), (-1.4, -yg, z_top), (-1.4, yg, z_top)], "car_glass")
     for s in (-1.0, 1.0):
-        y = s * 0.81
-        b.quad([(-1.25, y, 0.98), (0.75, y, 0.98), (0.75, y, 1.36), (-1.25, y, 1.36)], "car_glass")
+        y = s * yg
+        b.quad([(-1.95, y, z_low), (1.55, y, z_low), (0.9, y, z_top), (-1.4, y, z_top)], "car_glass")
         b.box((0.0, s * (half_w + 0.005), 0.75), (3.6, 0.01, 0.05), "chrome")
+    b.box((-0.2, 0.0, 0.95), (3.5, 1.58, 0.02), "interior")  # floor and parcel shelf
+    b.box((1.15, 0.0, 1.03), (0.6, 1.5, 0.14), "interior")  # dashboard
+    for s in (-1.0, 1.0):
+        b.box((0.3, s * 0.4, 1.01), (0.5, 0.5, 0.1), "interior")  # front seat cushion
+        b.box((0.0, s * 0.4, 1.18), (0.1, 0.5, 0.34), "interior")  # front seat back
+    b.box((-0.8, 0.0, 1.01), (0.5, 1.4, 0.1), "interior")  # rear bench
+    b.box((-1.1, 0.0, 1.16), (0.1, 1.4, 0.3), "interior")  # rear backrest
     b.box((half_l + 0.005, 0.0, 0.72), (0.01, 1.0, 0.12), "chrome")
     for s in (-1.0, 1.0):
         b.box((s * (half_l + 0.01), 0.0, 0.5), (0.01, 0.52, 0.11), "plate_sheeting")

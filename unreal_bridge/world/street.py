@@ -106,7 +106,7 @@ def _parked_cars(objs: _Objects, rng: np.random.Generator, x0: float, x1: float,
                     _car(paint), f"car_parked_{side}_{k}", Pose.from_xyz_rpy(x, s * PARKING_Y, 0.0, yaw=yaw)
                 )
                 k += 1
-            x += CAR_LENGTH + float(rng.uniform(2.0, 14.0))
+            x += CAR_LENGTH + float(rng.uniform(0.8, 4.0))
 
 
 def _moving_cars(objs: _Objects, rng: np.random.Generator, length_m: float, pull_out_x: float) -> None:
