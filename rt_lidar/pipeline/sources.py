@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from rt_lidar.pipeline import source_steps
+from rt_lidar.pipeline.beam_steps import bundle_rays
 from rt_lidar.pipeline.pose_samples import (
     PoseSamples,
     interpolate_pose_samples,
@@ -467,8 +468,12 @@ class WorldSource:
         if n == 1 and sun_direction is None:
             d_sensor = firings.directions()
             return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
-        d_sensor = subray_directions(firings.directions(), pattern)
-        if n > 1:
+        fast = bundle_rays(firings.directions(), pattern, self.exit_m_per_rad, pos, quat)
+        if fast is not None:  # the compiled twin of the lines below
+            d_sensor, pos, quat = fast
+        else:
+            d_sensor = subray_directions(firings.directions(), pattern)
+        if n > 1 and fast is None:
             pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
             if any(self.exit_m_per_rad):  # sub-rays start across the exit aperture
                 pos = pos + quat_rotate(

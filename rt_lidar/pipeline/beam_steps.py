@@ -1,0 +1,62 @@
+"""A bundle's sub-rays in one compiled pass (``_beam_steps``), where it was built.
+
+:func:`bundle_rays` gives what :meth:`rt_lidar.pipeline.sources.WorldSource.beam_hits` computes with
+:func:`~rt_lidar.sensor.beam.subray_directions`, :func:`~rt_lidar.sensor.beam.exit_offsets`,
+``np.repeat`` and :func:`~rt_lidar.unreal_bridge.world.pose.quat_rotate`, bit for bit
+(``tests/rt_lidar/test_beam_steps.py``), or None when off or given arrays it does not take; the caller
+then runs the NumPy code.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from rt_lidar.sensor.beam import SubRayPattern
+
+try:
+    from rt_lidar.pipeline import _beam_steps as _c
+except ImportError:  # built without a C compiler: the NumPy code runs
+    _c = None  # type: ignore[assignment]
+
+__all__ = ["available", "bundle_rays"]
+
+enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
+"""Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
+
+
+def available() -> bool:
+    """Whether the compiled step runs."""
+    return _c is not None and enabled
+
+
+def bundle_rays(
+    directions: np.ndarray,
+    pattern: SubRayPattern,
+    m_per_rad: tuple[float, float],
+    pos: np.ndarray,
+    quat: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(sub-ray directions (P * N, 3) float32 in the sensor frame, their start points (P * N, 3) and
+    poses (P * N, 4) float64) of the bundles ``pattern`` of nominal ``directions`` (P, 3) float32 fired
+    from ``pos`` (P, 3) / ``quat`` (P, 4) float64, started across the exit aperture when ``m_per_rad``
+    (:func:`~rt_lidar.sensor.beam.exit_m_per_rad`) is not zero. None when off, for one sub-ray, or for
+    arrays of other types."""
+    n = len(pattern)
+    p = directions.shape[0] if isinstance(directions, np.ndarray) else -1
+    if not available() or n < 2 or p < 0 or directions.dtype != np.float32 or directions.shape != (p, 3):
+        return None
+    if pos.dtype != np.float64 or pos.shape != (p, 3) or quat.dtype != np.float64 or quat.shape != (p, 4):
+        return None
+    off = pattern.offsets_rad
+    th, tv = np.tan(off[:, 0]), np.tan(off[:, 1])
+    oh, ov = off[:, 0] * m_per_rad[0], off[:, 1] * m_per_rad[1]
+    arrays = [np.ascontiguousarray(a, np.float64) for a in (th, tv, oh, ov)]
+    d_out = np.empty((p * n, 3), np.float32)
+    pos_out, quat_out = np.empty((p * n, 3)), np.empty((p * n, 4))
+    _c.bundle_rays(
+        np.ascontiguousarray(directions), *arrays, np.ascontiguousarray(pos), np.ascontiguousarray(quat),
+        p, n, int(not off[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
+    )  # fmt: skip
+    return d_out, pos_out, quat_out
