@@ -17,53 +17,21 @@
  * where it is missing, the NumPy code runs.
  */
 #include "_np_twins.h"
+#include "_np_loops.h"
 
 #include <stdlib.h>
 
-typedef void (*LoopFn)(char **args, const Py_ssize_t *dims, const Py_ssize_t *steps, void *data);
-typedef struct {
-    LoopFn fn;
-    void *data;
-} Loop;
-
-/* The head of NumPy's PyUFuncObject (numpy/ufuncobject.h), unchanged since NumPy 1.0. */
-typedef struct {
-    PyObject_HEAD int nin, nout, nargs;
-    int identity;
-    LoopFn *functions;
-    void *const *data;
-    int ntypes;
-    int reserved1;
-    const char *name;
-    const char *types;
-} UFuncHead;
-
-enum { NP_FLOAT = 11, NP_DOUBLE = 12 };
-static Loop exp_f, exp_d, log_f;
+static NpLoop exp_f, exp_d, log_f;
 static int loops_ready = 0;
-
-static int find_loop(PyObject *ufunc, const char *name, char code, Loop *out) {
-    const UFuncHead *u = (const UFuncHead *)ufunc;
-    if (u->nin != 1 || u->nout != 1 || u->nargs != 2 || u->name == NULL || strcmp(u->name, name) != 0) return -1;
-    for (int i = 0; i < u->ntypes; i++)
-        if (u->types[2 * i] == code && u->types[2 * i + 1] == code) {
-            out->fn = u->functions[i];
-            out->data = u->data[i];
-            return out->fn == NULL ? -1 : 0;
-        }
-    return -1;
-}
 
 /* setup(np.exp, np.log) -> bool: take their float32 and float64 loops (False if not found). */
 static PyObject *setup(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *exp_u, *log_u;
     if (!PyArg_ParseTuple(args, "OO", &exp_u, &log_u)) return NULL;
-    if (strcmp(Py_TYPE(exp_u)->tp_name, "numpy.ufunc") != 0 || strcmp(Py_TYPE(log_u)->tp_name, "numpy.ufunc") != 0)
-        Py_RETURN_FALSE;
-    Loop a, b, c;
-    if (find_loop(exp_u, "exp", NP_FLOAT, &a) || find_loop(exp_u, "exp", NP_DOUBLE, &b) ||
-        find_loop(log_u, "log", NP_FLOAT, &c))
+    NpLoop a, b, c;
+    if (np_loop_find(exp_u, "exp", NP_TYPE_FLOAT, &a) || np_loop_find(exp_u, "exp", NP_TYPE_DOUBLE, &b) ||
+        np_loop_find(log_u, "log", NP_TYPE_FLOAT, &c))
         Py_RETURN_FALSE;
     exp_f = a;
     exp_d = b;
@@ -72,12 +40,7 @@ static PyObject *setup(PyObject *self, PyObject *args) {
     Py_RETURN_TRUE;
 }
 
-static void run_loop(const Loop *l, void *buf, Py_ssize_t n, Py_ssize_t item) {
-    if (n <= 0) return;
-    char *args[2] = {buf, buf};
-    Py_ssize_t dims[1] = {n}, steps[2] = {item, item};
-    l->fn(args, dims, steps, l->data);
-}
+#define run_loop np_loop_run
 
 /* _log of kernels.waveform: np.log(np.maximum(x, 1e-38)) in float32 (the maximum here, the log later). */
 static inline float log_arg(float x) { return max_np(x, 1e-38f); }

@@ -60,11 +60,11 @@ def pulse_returns(
     noise: Any,
     fallback: Fallback,
 ) -> tuple[np.ndarray, ...] | None:
-    """The fields ``(pulse, return_id, t_ns, amp, epw_ns, echo)`` of :class:`~rt_lidar.kernels.waveform.Returns`
-    of (P, E) echoes ``t_ns``, ``amp`` (float32), peaks searched down to ``search_w`` and, with ``noise``
-    (:class:`~rt_lidar.kernels.waveform.Noise`), detected against ``threshold_w``; the pulses the kernel
-    leaves to NumPy go through ``fallback``. None when the compiled search does not run or takes
-    these arrays (then the caller runs the NumPy code)."""
+    """The fields ``(pulse, return_id, t_ns, amp, epw_ns, echo)`` of the
+    :class:`~rt_lidar.kernels.waveform.Returns` of (P, E) echoes ``t_ns``, ``amp`` (float32), peaks
+    searched down to ``search_w`` and, with ``noise`` (:class:`~rt_lidar.kernels.waveform.Noise`),
+    detected against ``threshold_w``; the pulses the kernel leaves to NumPy go through ``fallback``.
+    None when the compiled search does not run or take these arrays (the caller runs the NumPy code)."""
     if not isinstance(t_ns, np.ndarray) or not isinstance(amp, np.ndarray) or not available():
         return None
     if kind not in KINDS or amp.dtype != np.float32 or t_ns.ndim != 2 or amp.shape != t_ns.shape:

@@ -1,0 +1,53 @@
+/* NumPy's own element-wise loops of float functions, called from C (kernels/_waveform_pulses.c,
+ * rt_lidar/physics/_intensity_chain.c): the inner loop a ufunc such as np.exp runs on a float32 or
+ * float64 array (its SIMD code where NumPy chose one for this CPU), taken from the ufunc object once and
+ * called on short buffers. Each element is computed on its own, so the values are those np.exp gives
+ * on any array holding them, to the bit. Header-only; include after _np_twins.h.
+ */
+#ifndef RT_LIDAR_NP_LOOPS_H
+#define RT_LIDAR_NP_LOOPS_H
+
+typedef void (*NpLoopFn)(char **args, const Py_ssize_t *dims, const Py_ssize_t *steps, void *data);
+typedef struct {
+    NpLoopFn fn;
+    void *data;
+} NpLoop;
+
+/* The head of NumPy's PyUFuncObject (numpy/ufuncobject.h), the same since NumPy 1.0. */
+typedef struct {
+    PyObject_HEAD int nin, nout, nargs;
+    int identity;
+    NpLoopFn *functions;
+    void *const *data;
+    int ntypes;
+    int reserved1;
+    const char *name;
+    const char *types;
+} NpUFuncHead;
+
+enum { NP_TYPE_FLOAT = 11, NP_TYPE_DOUBLE = 12 };
+
+/* The one-in, one-out loop of ufunc `obj` (named `name`) for type `code` (NP_TYPE_FLOAT or _DOUBLE):
+ * 0, or -1 when `obj` is not that ufunc or has no such loop. */
+static int np_loop_find(PyObject *obj, const char *name, char code, NpLoop *out) {
+    if (strcmp(Py_TYPE(obj)->tp_name, "numpy.ufunc") != 0) return -1;
+    const NpUFuncHead *u = (const NpUFuncHead *)obj;
+    if (u->nin != 1 || u->nout != 1 || u->nargs != 2 || u->name == NULL || strcmp(u->name, name) != 0) return -1;
+    for (int i = 0; i < u->ntypes; i++)
+        if (u->types[2 * i] == code && u->types[2 * i + 1] == code) {
+            out->fn = u->functions[i];
+            out->data = u->data[i];
+            return out->fn == NULL ? -1 : 0;
+        }
+    return -1;
+}
+
+/* buf[0 .. n) = f(buf[0 .. n)) in place, items of `item` bytes (as np.exp(a, out=a)). */
+static void np_loop_run(const NpLoop *l, void *buf, Py_ssize_t n, Py_ssize_t item) {
+    if (n <= 0) return;
+    char *args[2] = {buf, buf};
+    Py_ssize_t dims[1] = {n}, steps[2] = {item, item};
+    l->fn(args, dims, steps, l->data);
+}
+
+#endif
