@@ -49,12 +49,13 @@ def apply(
     n = hits.range_m.shape[0]
     if not available() or sig is None or cell is None:
         return False
-    want = (
+    want: list[tuple[np.ndarray, type, tuple[int, ...]]] = [
         (hits.direction, np.float32, (n, 3)),
         (hits.range_m, np.float32, (n,)),
         (hits.material, np.int16, (n,)),
-    )
-    want += ((power, np.float32, (n,)), (refl, np.float32, (n,)))
+        (power, np.float32, (n,)),
+        (refl, np.float32, (n,)),
+    ]
     if any(not isinstance(a, np.ndarray) or a.dtype != d or a.shape != s for a, d, s in want):
         return False
     if not (power.flags.c_contiguous and refl.flags.c_contiguous):
@@ -69,5 +70,8 @@ def apply(
     if tables[1].shape[0] != m or seeds.shape != (m,) or seeds.dtype != np.uint64:
         return False
     seeds_i8 = c(seeds).view(np.int64)  # the same 64 bits (the buffer protocol names uint64 "L")
-    _c.apply(c(hits.direction), c(hits.range_m), c(hits.material), *tables, seeds_i8, pose, n, m, power, refl)
+    _c.apply(
+        c(hits.direction), c(hits.range_m), c(hits.material), tables[0], tables[1], seeds_i8, pose,
+        n, m, power, refl,
+    )  # fmt: skip
     return True

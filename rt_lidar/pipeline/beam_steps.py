@@ -52,11 +52,12 @@ def bundle_rays(
     off = pattern.offsets_rad
     th, tv = np.tan(off[:, 0]), np.tan(off[:, 1])
     oh, ov = off[:, 0] * m_per_rad[0], off[:, 1] * m_per_rad[1]
-    arrays = [np.ascontiguousarray(a, np.float64) for a in (th, tv, oh, ov)]
+    th, tv, oh, ov = (np.ascontiguousarray(a, np.float64) for a in (th, tv, oh, ov))
     d_out = np.empty((p * n, 3), np.float32)
     pos_out, quat_out = np.empty((p * n, 3)), np.empty((p * n, 4))
     _c.bundle_rays(
-        np.ascontiguousarray(directions), *arrays, np.ascontiguousarray(pos), np.ascontiguousarray(quat),
+        np.ascontiguousarray(directions), th, tv, oh, ov,
+        np.ascontiguousarray(pos), np.ascontiguousarray(quat),
         p, n, int(not off[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
     )  # fmt: skip
     return d_out, pos_out, quat_out

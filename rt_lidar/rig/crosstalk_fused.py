@@ -60,7 +60,8 @@ def echoes(
     fields = [
         (pa.t_ns, np.int64, (na,)), (pa.origin, np.float64, (na, 3)), (pa.direction, np.float64, (na, 3)),
         (pa.range_m, np.float64, (na,)), (pa.cos_inc, np.float64, (na,)), (pb.t_ns, np.int64, (nb,)),
-        (pb.origin, np.float64, (nb, 3)), (pb.direction, np.float64, (nb, 3)), (pb.range_m, np.float64, (nb,)),
+        (pb.origin, np.float64, (nb, 3)), (pb.direction, np.float64, (nb, 3)),
+        (pb.range_m, np.float64, (nb,)),
         (pb.material, np.int64, (nb,)), (order, np.int64, (nb,)), (rho, np.float64, (rho.shape[0],)),
     ]  # fmt: skip
     if not all(_ok(a, d, s) for a, d, s in fields):
