@@ -27,26 +27,43 @@ typedef struct {
 
 enum { NP_TYPE_FLOAT = 11, NP_TYPE_DOUBLE = 12 };
 
-/* The one-in, one-out loop of ufunc `obj` (named `name`) for type `code` (NP_TYPE_FLOAT or _DOUBLE):
- * 0, or -1 when `obj` is not that ufunc or has no such loop. */
-static int np_loop_find(PyObject *obj, const char *name, char code, NpLoop *out) {
+/* The loop of ufunc `obj` (named `name`, `nin` inputs, one output) whose operands are all of type `code`
+ * (NP_TYPE_FLOAT or _DOUBLE): 0, or -1 when `obj` is not that ufunc or has no such loop. */
+static inline int np_loop_find_n(PyObject *obj, const char *name, int nin, char code, NpLoop *out) {
     if (strcmp(Py_TYPE(obj)->tp_name, "numpy.ufunc") != 0) return -1;
     const NpUFuncHead *u = (const NpUFuncHead *)obj;
-    if (u->nin != 1 || u->nout != 1 || u->nargs != 2 || u->name == NULL || strcmp(u->name, name) != 0) return -1;
-    for (int i = 0; i < u->ntypes; i++)
-        if (u->types[2 * i] == code && u->types[2 * i + 1] == code) {
+    if (u->nin != nin || u->nout != 1 || u->nargs != nin + 1 || u->name == NULL || strcmp(u->name, name) != 0)
+        return -1;
+    for (int i = 0; i < u->ntypes; i++) {
+        int same = 1;
+        for (int k = 0; k <= nin; k++) same = same && u->types[(nin + 1) * i + k] == code;
+        if (same) {
             out->fn = u->functions[i];
             out->data = u->data[i];
             return out->fn == NULL ? -1 : 0;
         }
+    }
     return -1;
 }
 
+/* The one-in, one-out loop of ufunc `obj` named `name` for type `code` (np_loop_find_n). */
+static inline int np_loop_find(PyObject *obj, const char *name, char code, NpLoop *out) {
+    return np_loop_find_n(obj, name, 1, code, out);
+}
+
 /* buf[0 .. n) = f(buf[0 .. n)) in place, items of `item` bytes (as np.exp(a, out=a)). */
-static void np_loop_run(const NpLoop *l, void *buf, Py_ssize_t n, Py_ssize_t item) {
+static inline void np_loop_run(const NpLoop *l, void *buf, Py_ssize_t n, Py_ssize_t item) {
     if (n <= 0) return;
     char *args[2] = {buf, buf};
     Py_ssize_t dims[1] = {n}, steps[2] = {item, item};
+    l->fn(args, dims, steps, l->data);
+}
+
+/* out[0 .. n) = f(a[0 .. n), b[0 .. n)) of a two-in loop (as np.hypot(a, b, out=out)). */
+static inline void np_loop_run2(const NpLoop *l, void *a, void *b, void *out, Py_ssize_t n, Py_ssize_t item) {
+    if (n <= 0) return;
+    char *args[3] = {a, b, out};
+    Py_ssize_t dims[1] = {n}, steps[3] = {item, item, item};
     l->fn(args, dims, steps, l->data);
 }
 

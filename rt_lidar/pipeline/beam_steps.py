@@ -1,6 +1,7 @@
-"""A bundle's sub-rays in one compiled pass (``_beam_steps``), where it was built.
+"""``--beam full``'s steps in one compiled pass each (``_beam_steps``, ``_bundle_choice``), where built.
 
-:func:`bundle_rays` gives what :meth:`rt_lidar.pipeline.sources.WorldSource.beam_hits` computes with
+:func:`choose_bundles` marks the pulses that get the bundle as
+:func:`~rt_lidar.pipeline.beam_full.bundle_pulses` does; :func:`bundle_rays` gives what :meth:`rt_lidar.pipeline.sources.WorldSource.beam_hits` computes with
 :func:`~rt_lidar.sensor.beam.subray_directions`, :func:`~rt_lidar.sensor.beam.exit_offsets`,
 ``np.repeat`` and :func:`~rt_lidar.unreal_bridge.world.pose.quat_rotate`, bit for bit
 (``tests/rt_lidar/test_beam_steps.py``), or None when off or given arrays it does not take; the caller
@@ -19,8 +20,12 @@ try:
     from rt_lidar.pipeline import _beam_steps as _c
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
+try:
+    from rt_lidar.pipeline import _bundle_choice as _choice
+except ImportError:
+    _choice = None  # type: ignore[assignment]
 
-__all__ = ["available", "bundle_rays"]
+__all__ = ["available", "bundle_rays", "choose_bundles"]
 
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
@@ -61,3 +66,50 @@ def bundle_rays(
         p, n, int(not off[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
     )  # fmt: skip
     return d_out, pos_out, quat_out
+
+
+_choice_ready: bool | None = None
+
+
+def _choice_available() -> bool:
+    global _choice_ready
+    if _choice is None or not enabled:
+        return False
+    if _choice_ready is None:
+        _choice_ready = bool(_choice.setup(np.hypot))
+    return _choice_ready
+
+
+def choose_bundles(
+    rank: np.ndarray,
+    azimuth_deg: np.ndarray,
+    elevation_deg: np.ndarray,
+    range_m: np.ndarray,
+    segment: np.ndarray,
+    glass: np.ndarray,
+    glass_range_m: np.ndarray,
+    retro: np.ndarray,
+    limits: tuple[float, float, float, float],
+) -> dict[str, np.ndarray] | None:
+    """The pulses each reason marks (``edge``, ``glass``, ``retro``: (P,) bool) among firings of ring ranks
+    ``rank`` (int64, each ring's rank in elevation) at ``azimuth_deg`` / ``elevation_deg`` (float64),
+    their central rays' ``range_m``, ``segment``, ``glass`` (bool), ``glass_range_m`` (inf without glass)
+    and ``retro`` (bool), with ``limits`` (neighbours' largest azimuth step in degrees, the footprint in
+    rad, the spread and edge in m), as ``rt_lidar.pipeline.beam_full.bundle_pulses`` marks them; None
+    when off or for arrays of other types."""
+    n = rank.shape[0]
+    want = [
+        (rank, np.int64), (azimuth_deg, np.float64), (elevation_deg, np.float64), (range_m, np.float32),
+        (segment, np.uint32), (glass, np.bool_), (glass_range_m, np.float32), (retro, np.bool_),
+    ]  # fmt: skip
+    if not _choice_available() or any(a.dtype != d or a.shape != (n,) for a, d in want):
+        return None
+    c = np.ascontiguousarray
+    az = c(np.radians(azimuth_deg).astype(np.float32))
+    el = c(np.radians(elevation_deg).astype(np.float32))
+    marks = {k: np.empty(n, np.uint8) for k in ("edge", "glass", "retro")}
+    _choice.choose(
+        c(rank), c(azimuth_deg), az, el, c(np.cos(el)), c(range_m), c(segment), c(glass).view(np.uint8),
+        c(glass_range_m), c(retro).view(np.uint8), n, *limits, marks["edge"], marks["glass"], marks["retro"],
+    )  # fmt: skip
+    return {k: v.view(np.bool_) for k, v in marks.items()}

@@ -99,3 +99,26 @@ def test_a_full_beam_frame_is_the_same_with_the_step_off() -> None:
     for name in ("direction", "range_m", "segment", "glass_range_m"):
         assert getattr(on.bundle.hits, name).tobytes() == getattr(off.bundle.hits, name).tobytes()
         assert getattr(on, name).tobytes() == getattr(off, name).tobytes()
+
+
+@needs_compiled
+@pytest.mark.parametrize(("preset", "frame"), [("HDL-64E", 1), ("VLP-16", 3), ("VLS-128", 2)])
+def test_the_chosen_pulses_are_numpy_s(preset: str, frame: int) -> None:
+    """Every frame's central rays marked by each reason, the step on and off (a frame's seam included)."""
+    from rt_lidar.pipeline.beam_full import _SINGLE_RAY, bundle_pulses, full_beam_plan
+    from rt_lidar.pipeline.builder import build_pipeline
+    from rt_lidar.sensor.scan_pattern import firings_between
+
+    pipe = build_pipeline(preset, "street", seed=2).pipeline
+    plan = full_beam_plan(pipe.preset, np.asarray(pipe.source.retro_gain), 19)
+    t0, t1 = pipe.frame_interval(frame)
+    firings = firings_between(pipe.preset, t0, t1)
+    central = pipe.source.beam_hits(firings, t0, t1, _SINGLE_RAY, None)
+    got = bundle_pulses(firings, central, plan)
+    beam_steps.enabled = False
+    try:
+        want = bundle_pulses(firings, central, plan)
+    finally:
+        beam_steps.enabled = True
+    assert np.array_equal(got[0], want[0]) and got[1] == want[1]
+    assert all(v > 0 for v in got[1].values())

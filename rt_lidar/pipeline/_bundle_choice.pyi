@@ -1,0 +1,9 @@
+"""Type stub of the compiled choice of --beam full's bundled pulses (``_bundle_choice.c``)."""
+
+from typing import Any
+
+def setup(hypot: Any, /) -> bool:
+    """Take NumPy's float32 hypot loop; False when not found."""
+
+def choose(*args: Any) -> int:
+    """Mark a frame's pulses by edge, glass and retro-reflector; returns the neighbour pairs."""
