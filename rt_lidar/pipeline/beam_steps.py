@@ -1,10 +1,11 @@
 """``--beam full``'s steps in one compiled pass each (``_beam_steps``, ``_bundle_choice``), where built.
 
 :func:`choose_bundles` marks the pulses that get the bundle as
-:func:`~rt_lidar.pipeline.beam_full.bundle_pulses` does; :func:`bundle_rays` gives what :meth:`rt_lidar.pipeline.sources.WorldSource.beam_hits` computes with
+:func:`~rt_lidar.pipeline.beam_full.bundle_pulses` does; :func:`bundle_rays` gives what
+:meth:`rt_lidar.pipeline.sources.WorldSource.beam_hits` computes with
 :func:`~rt_lidar.sensor.beam.subray_directions`, :func:`~rt_lidar.sensor.beam.exit_offsets`,
-``np.repeat`` and :func:`~rt_lidar.unreal_bridge.world.pose.quat_rotate`, bit for bit
-(``tests/rt_lidar/test_beam_steps.py``), or None when off or given arrays it does not take; the caller
+``np.repeat`` and :func:`~rt_lidar.unreal_bridge.world.pose.quat_rotate`. Both bit for bit
+(``tests/rt_lidar/test_beam_steps.py``), or None when off or given arrays they do not take; the caller
 then runs the NumPy code.
 """
 
