@@ -141,6 +141,8 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     double *ts_b = malloc((size_t)(BLOCK * e) * sizeof(double));
     float *am_b = malloc((size_t)(BLOCK * e) * sizeof(float));
     int64_t *ord_b = malloc((size_t)(BLOCK * e) * sizeof(int64_t));
+    Vec v_grid = {NULL, 0};
+    Py_ssize_t n_grid = 0;
     Py_ssize_t n_out = 0, n_fb = 0;
     int failed = ts_b == NULL || am_b == NULL || ord_b == NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -202,6 +204,14 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
         /* 2. the samples' exponents (_bucket_peaks: float32), then NumPy's exp of them all */
         float *G = v_g->p, *W = v_w->p;
         const Cluster *CL = v_cl->p;
+        for (Py_ssize_t c = 0; c < n_cl && !failed; c++)
+            if (CL[c].b > n_grid) { /* the bins' times, float32(j) * dt as NumPy's grid has them */
+                if (need(&v_grid, CL[c].b, sizeof(float))) failed = 1;
+                for (Py_ssize_t j = n_grid; j < CL[c].b && !failed; j++) ((float *)v_grid.p)[j] = (float)j * dt32;
+                if (!failed) n_grid = CL[c].b;
+            }
+        if (failed) break;
+        const float *grid = v_grid.p;
         for (Py_ssize_t c = 0; c < n_cl; c++) {
             const Cluster *cl = CL + c;
             const double *ts = ts_b + (cl->pulse - i0) * e;
@@ -209,7 +219,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 const float rel = (float)(ts[cl->f + q] - cl->start);
                 float *row = G + cl->g_off + q * cl->b;
                 for (Py_ssize_t j = 0; j < cl->b; j++) {
-                    const float dd = (float)j * dt32 - rel;
+                    const float dd = grid[j] - rel;
                     row[j] = (coef32 * dd) * dd;
                 }
             }
@@ -472,6 +482,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     free(am_b);
     free(ord_b);
     for (int k = 0; k < N_VEC; k++) free(v[k].p);
+    free(v_grid.p);
     buf_release(buf, 13);
     if (failed) return PyErr_NoMemory();
     return Py_BuildValue("(nn)", n_out, n_fb);

@@ -13,7 +13,8 @@ between them. The rows:
   dense ``--sub-rays 19`` that ``--beam full`` stands for;
 - VLS-128 dual returns: one ray a pulse and ``--beam full``;
 - the example rig (docs/rigs/roof-and-corners.toml: an HDL-64E and two VLP-16s), without and with
-  ``--crosstalk``.
+  ``--crosstalk``;
+- plain HDL-64E (strongest return, clear air: the frame loop the realism intensity chain costs most).
 
 The JSON keeps every run's factor, each row's range and median, ``--beam full``'s share of pulses
 that got the bundle, and the machine (tools/bench/machine_record.py).
@@ -47,6 +48,7 @@ CONFIGS: dict[str, list[str]] = {
     "vls128_dual_beam_full": [*VLS_DUAL, "--beam", "full"],
     "rig": ["--rig", str(RIG)],
     "rig_crosstalk": ["--rig", str(RIG), "--crosstalk"],
+    "hdl64e_plain": ["--preset", "HDL-64E"],
 }
 
 

@@ -14,9 +14,15 @@ Steps (each on real frames of the street, seed 3):
 - ``cast_full``: an HDL-64E ``--beam full`` frame's cast (the bundle's choice and sub-rays on / off);
 - ``crosstalk``: the example rig's crosstalk of one sim frame (rt_lidar/rig/_crosstalk.c on / off).
 
-Each figure is the median over ``--repeats`` rounds of the step's milliseconds per sim frame (1/20 s);
-within a round the twin and the NumPy code run one right after the other on the same input. The JSON
-keeps every round and the machine (tools/bench/machine_record.py).
+- ``frame_*``: a frame loop's whole work of a frame (cast and physics; for the rig every sensor's, the
+  crosstalk and the stitching) for HDL-64E ``--beam full`` dual returns in rain, VLS-128 dual returns,
+  plain HDL-64E and the example rig with ``--crosstalk``: all twins on / off.
+
+Each figure is the median over ``--repeats`` rounds of the step's milliseconds per sim frame (1/20 s),
+wall and CPU (``time.process_time``: every thread of the process, the caster's included, so a figure a
+shared machine's load barely moves); within a round the twin and the NumPy code run one right after the
+other on the same input. A frame loop on two cores can run at most at 2 x 50 ms / (CPU ms a frame) of
+real time. The JSON keeps every round and the machine (tools/bench/machine_record.py).
 """
 
 from __future__ import annotations
@@ -62,10 +68,11 @@ def twins(on: bool) -> Iterator[None]:
             m.enabled = True
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
+def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """(wall ms, CPU ms of the whole process: every thread's, the caster's included) of ``fn()``."""
+    t0, c0 = time.perf_counter(), time.process_time()
     fn()
-    return (time.perf_counter() - t0) * 1e3
+    return (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
 
 
 def _pipeline(preset: str, beam: BeamConfig | None, weather: WeatherConfig | None) -> Any:
@@ -126,6 +133,35 @@ def cast_step(pipe: Any) -> Callable[[], None]:
     return run
 
 
+def frame_step(pipe: Any) -> Callable[[], None]:
+    """The frame loop's work of each frame: the cast and the physics, one after the other."""
+    frames = _frames(pipe)
+
+    def run() -> None:
+        for k, (span, f) in enumerate(frames):
+            pipe.physics.apply(pipe.source.hits(f, *span), pipe._rng(k))
+
+    return run
+
+
+def rig_frame_step(crosstalk_on: bool) -> Callable[[], None]:
+    """The example rig's frames (every sensor's cast and physics, the crosstalk, the stitching), each
+    timed run on a rig loop of its own (built before the clock starts)."""
+    rig, world = load_rig(ROOT / "docs/rigs/roof-and-corners.toml"), build_world("street", seed=3)
+    loops: list[RigLoop] = []
+
+    def prepare() -> None:
+        loops.append(RigLoop(rig, world, seed=3, crosstalk=crosstalk_on))
+
+    def run() -> None:
+        loop = loops.pop()
+        for _ in range(FRAMES):
+            loop.step()
+
+    run.prepare = prepare  # type: ignore[attr-defined]
+    return run
+
+
 def crosstalk_step() -> Callable[[], None]:
     loop = RigLoop(load_rig(ROOT / "docs/rigs/roof-and-corners.toml"), build_world("street", seed=3), seed=3)
     sensed = []
@@ -152,38 +188,53 @@ def main(argv: list[str] | None = None) -> int:
     full = BeamConfig(return_mode="dual", full=True)
     rain = WeatherConfig(rain_mm_h=25)
     full_pipe = _pipeline("HDL-64E", full, rain)
+    plain_pipe = _pipeline("HDL-64E", None, None)
+    vls_pipe = _pipeline("VLS-128", BeamConfig(return_mode="dual", sub_rays=1), None)
     steps: dict[str, Callable[[], None]] = {
         "waveform": waveform_step(),
         "physics_full": physics_step(full_pipe),
-        "physics_plain": physics_step(_pipeline("HDL-64E", None, None)),
+        "physics_plain": physics_step(plain_pipe),
         "cast_full": cast_step(full_pipe),
         "crosstalk": crosstalk_step(),
+        "frame_hdl64e_dual_rain25_beam_full": frame_step(full_pipe),
+        "frame_vls128_dual_single_ray": frame_step(vls_pipe),
+        "frame_hdl64e_plain": frame_step(plain_pipe),
+        "frame_rig_crosstalk": rig_frame_step(True),
     }
-    rows: dict[str, dict[str, list[float]]] = {n: {"twins": [], "numpy": []} for n in steps}
+    rows: dict[str, dict[str, list[float]]] = {
+        n: {k: [] for k in ("twins", "numpy", "twins_cpu", "numpy_cpu")} for n in steps
+    }
     for name, fn in steps.items():
+        prepare = getattr(fn, "prepare", None)
         for on in (True, False):  # once each, untimed: caches, first-use checks
             with twins(on):
+                if prepare is not None:
+                    prepare()
                 fn()
         for _ in range(max(1, args.repeats)):
             for on in (True, False):
                 with twins(on):
-                    rows[name]["twins" if on else "numpy"].append(timed(fn) / FRAMES)
+                    if prepare is not None:
+                        prepare()
+                    wall, cpu = timed(fn)
+                key = "twins" if on else "numpy"
+                rows[name][key].append(wall / FRAMES)
+                rows[name][key + "_cpu"].append(cpu / FRAMES)
         med = {k: statistics.median(v) for k, v in rows[name].items()}
-        print(
-            f"{name:>14}: {med['twins']:7.1f} ms a frame with the twins, {med['numpy']:7.1f} with NumPy",
-            flush=True,
+        line = (
+            f"{name:>36}: CPU {med['twins_cpu']:7.1f} ms a frame with the twins, {med['numpy_cpu']:7.1f} "
+            f"with NumPy (wall {med['twins']:.1f} / {med['numpy']:.1f})"
         )
+        print(line, flush=True)
     report = {
         "frames": FRAMES,
         "repeats": args.repeats,
         "note": args.note,
-        "unit": "ms per sim frame (1/20 s)",
+        "unit": "ms per sim frame (1/20 s): wall, and CPU of the whole process (every thread)",
         "results": {
             n: {
-                "twins_ms": [round(x, 2) for x in r["twins"]],
-                "numpy_ms": [round(x, 2) for x in r["numpy"]],
-                "twins_median_ms": round(statistics.median(r["twins"]), 2),
-                "numpy_median_ms": round(statistics.median(r["numpy"]), 2),
+                **{f"{k}_ms": [round(x, 2) for x in v] for k, v in r.items()},
+                **{f"{k}_median_ms": round(statistics.median(v), 2) for k, v in r.items()},
             }
             for n, r in rows.items()
         },
