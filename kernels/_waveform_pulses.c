@@ -488,7 +488,16 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nn)", n_out, n_fb);
 }
 
+/* probe(index, buffer, nin): one of this module's loops run on the buffer (_np_loops.h np_loop_probe) */
+static PyObject *probe(PyObject *self, PyObject *args) {
+    (void)self;
+    static const NpLoop *const loops[] = {&exp_f, &exp_d, &log_f};
+    static const Py_ssize_t items[] = {4, 8, 4};
+    return np_loop_probe(loops, items, 3, args);
+}
+
 static PyMethodDef methods[] = {
+    {"probe", probe, METH_VARARGS, "Run one of the loops setup() took on a buffer (see _np_loops.h)."},
     {"setup", setup, METH_VARARGS, "Take NumPy's exp and log loops from np.exp and np.log (see the source)."},
     {"pulse_returns", pulse_returns, METH_VARARGS, "The waveform search, pulse by pulse (see the source)."},
     {NULL, NULL, 0, NULL},

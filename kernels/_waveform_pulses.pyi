@@ -28,3 +28,6 @@ def pulse_returns(
     /,
 ) -> tuple[int, int]:
     """The waveform search pulse by pulse; returns (returns written, pulses left to NumPy)."""
+
+def probe(index: int, buf: Any, nin: int, /) -> None:
+    """Run one of the loops setup() took on ``buf`` in place (kernels/np_loops.py checks them)."""

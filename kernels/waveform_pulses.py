@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from rt_lidar.kernels.np_loops import loops_agree
+
 try:
     from rt_lidar.kernels import _waveform_pulses as _c
 except ImportError:  # built without a C compiler: the NumPy code runs
@@ -40,7 +42,9 @@ def available() -> bool:
     if _c is None or not enabled:
         return False
     if _ready is None:
-        _ready = bool(_c.setup(np.exp, np.log))
+        _ready = bool(_c.setup(np.exp, np.log)) and loops_agree(
+            _c, [(np.exp, np.float32), (np.exp, np.float64), (np.log, np.float32)]
+        )
     return _ready
 
 

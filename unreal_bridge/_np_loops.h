@@ -67,4 +67,30 @@ static inline void np_loop_run2(const NpLoop *l, void *a, void *b, void *out, Py
     l->fn(args, dims, steps, l->data);
 }
 
+/* probe(index, buffer, nin) of a module whose loops are `loops[0 .. n)`: run loops[index] in place on the
+ * buffer's items (a one-in loop), or on its first and second halves into the first (a two-in loop,
+ * nin = 2), so that Python can check the values against the ufunc's own (each module's available()). */
+static PyObject *np_loop_probe(const NpLoop *const *loops, const Py_ssize_t *items, int n, PyObject *args) {
+    int index, nin;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "iw*i", &index, &view, &nin)) return NULL;
+    PyObject *out = NULL;
+    if (index < 0 || index >= n || (nin != 1 && nin != 2) || loops[index]->fn == NULL ||
+        view.len % (items[index] * nin) != 0) {
+        PyErr_SetString(PyExc_ValueError, "probe: no such loop, or a buffer of another size");
+    } else {
+        const Py_ssize_t count = view.len / (items[index] * nin);
+        char *buf = view.buf;
+        if (nin == 1) {
+            np_loop_run(loops[index], buf, count, items[index]);
+        } else {
+            np_loop_run2(loops[index], buf, buf + count * items[index], buf, count, items[index]);
+        }
+        out = Py_None;
+        Py_INCREF(out);
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
 #endif

@@ -143,7 +143,16 @@ static PyObject *chain(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* probe(index, buffer, nin): one of this module's loops run on the buffer (_np_loops.h np_loop_probe) */
+static PyObject *probe(PyObject *self, PyObject *args) {
+    (void)self;
+    static const NpLoop *const loops[] = {&log10_f, &expm1_d};
+    static const Py_ssize_t items[] = {4, 8};
+    return np_loop_probe(loops, items, 2, args);
+}
+
 static PyMethodDef methods[] = {
+    {"probe", probe, METH_VARARGS, "Run one of the loops setup() took on a buffer (see _np_loops.h)."},
     {"setup", setup, METH_VARARGS, "Take NumPy's log10 and expm1 loops (see the source)."},
     {"chain", chain, METH_VARARGS, "The intensity chain of a batch's detections (see the source)."},
     {NULL, NULL, 0, NULL},

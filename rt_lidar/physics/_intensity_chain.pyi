@@ -22,3 +22,6 @@ def chain(
     /,
 ) -> None:
     """The reflectivity, reported intensity and flags of m detections."""
+
+def probe(index: int, buf: Any, nin: int, /) -> None:
+    """Run one of the loops setup() took on ``buf`` in place (kernels/np_loops.py checks them)."""

@@ -119,7 +119,16 @@ static PyObject *apply(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(done);
 }
 
+/* probe(index, buffer, nin): one of this module's loops run on the buffer (_np_loops.h np_loop_probe) */
+static PyObject *probe(PyObject *self, PyObject *args) {
+    (void)self;
+    static const NpLoop *const loops[] = {&log_d, &cos_d, &exp_d};
+    static const Py_ssize_t items[] = {8, 8, 8};
+    return np_loop_probe(loops, items, 3, args);
+}
+
 static PyMethodDef methods[] = {
+    {"probe", probe, METH_VARARGS, "Run one of the loops setup() took on a buffer (see _np_loops.h)."},
     {"setup", setup, METH_VARARGS, "Take NumPy's log, cos and exp loops (see the source)."},
     {"apply", apply, METH_VARARGS, "Scale a batch's echoes by the texture at each hit (see the source)."},
     {NULL, NULL, 0, NULL},

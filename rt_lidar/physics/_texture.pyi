@@ -20,3 +20,6 @@ def apply(
     /,
 ) -> int:
     """Scale the echoes by the texture at each hit; returns the textured rays."""
+
+def probe(index: int, buf: Any, nin: int, /) -> None:
+    """Run one of the loops setup() took on ``buf`` in place (kernels/np_loops.py checks them)."""

@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from rt_lidar.kernels.np_loops import loops_agree
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -39,7 +40,9 @@ def available() -> bool:
     if _c is None or not enabled:
         return False
     if _ready is None:
-        _ready = bool(_c.setup(np.log10, np.expm1))
+        _ready = bool(_c.setup(np.log10, np.expm1)) and loops_agree(
+            _c, [(np.log10, np.float32), (np.expm1, np.float64)]
+        )
     return _ready
 
 

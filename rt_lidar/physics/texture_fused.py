@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rt_lidar.kernels.np_loops import loops_agree
+
 if TYPE_CHECKING:
     from rt_lidar.pipeline.sources import Hits
     from rt_lidar.sensor.materials import MaterialArrays
@@ -36,7 +38,9 @@ def available() -> bool:
     if _c is None or not enabled:
         return False
     if _ready is None:
-        _ready = bool(_c.setup(np.log, np.cos, np.exp))
+        _ready = bool(_c.setup(np.log, np.cos, np.exp)) and loops_agree(
+            _c, [(np.log, np.float64), (np.cos, np.float64), (np.exp, np.float64)]
+        )
     return _ready
 
 

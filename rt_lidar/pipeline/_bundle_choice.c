@@ -168,7 +168,16 @@ static PyObject *choose(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(np_);
 }
 
+/* probe(index, buffer, nin): one of this module's loops run on the buffer (_np_loops.h np_loop_probe) */
+static PyObject *probe(PyObject *self, PyObject *args) {
+    (void)self;
+    static const NpLoop *const loops[] = {&hypot_f};
+    static const Py_ssize_t items[] = {4};
+    return np_loop_probe(loops, items, 1, args);
+}
+
 static PyMethodDef methods[] = {
+    {"probe", probe, METH_VARARGS, "Run one of the loops setup() took on a buffer (see _np_loops.h)."},
     {"setup", setup, METH_VARARGS, "Take NumPy's float32 hypot loop (see the source)."},
     {"choose", choose, METH_VARARGS, "The marks of a --beam full frame's pulses (see the source)."},
     {NULL, NULL, 0, NULL},

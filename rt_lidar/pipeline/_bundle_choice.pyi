@@ -7,3 +7,6 @@ def setup(hypot: Any, /) -> bool:
 
 def choose(*args: Any) -> int:
     """Mark a frame's pulses by edge, glass and retro-reflector; returns the neighbour pairs."""
+
+def probe(index: int, buf: Any, nin: int, /) -> None:
+    """Run one of the loops setup() took on ``buf`` in place (kernels/np_loops.py checks them)."""

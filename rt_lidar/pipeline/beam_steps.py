@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from rt_lidar.kernels.np_loops import loops_agree
 from rt_lidar.sensor.beam import SubRayPattern
 
 try:
@@ -77,7 +78,7 @@ def _choice_available() -> bool:
     if _choice is None or not enabled:
         return False
     if _choice_ready is None:
-        _choice_ready = bool(_choice.setup(np.hypot))
+        _choice_ready = bool(_choice.setup(np.hypot)) and loops_agree(_choice, [(np.hypot, np.float32)])
     return _choice_ready
 
 

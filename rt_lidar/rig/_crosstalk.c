@@ -263,7 +263,16 @@ static PyObject *rotate_unit(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* probe(index, buffer, nin): one of this module's loops run on the buffer (_np_loops.h np_loop_probe) */
+static PyObject *probe(PyObject *self, PyObject *args) {
+    (void)self;
+    static const NpLoop *const loops[] = {&cos_d, &exp_d};
+    static const Py_ssize_t items[] = {8, 8};
+    return np_loop_probe(loops, items, 2, args);
+}
+
 static PyMethodDef methods[] = {
+    {"probe", probe, METH_VARARGS, "Run one of the loops setup() took on a buffer (see _np_loops.h)."},
     {"rotate_unit", rotate_unit, METH_VARARGS, "Pulses' world directions from their quaternions (see the source)."},
     {"setup", setup, METH_VARARGS, "Take NumPy's cos and exp loops (see the source)."},
     {"pair_bounds", pair_bounds, METH_VARARGS, "Each A pulse's range of B pulses in its window (see the source)."},

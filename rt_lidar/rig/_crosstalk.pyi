@@ -13,3 +13,6 @@ def rotate_unit(q: Any, v: Any, n: int, out: Any, /) -> None:
 
 def echoes(*args: Any) -> tuple[int, int]:
     """The scattered and direct echoes of B's pulses in A's windows; returns how many of each."""
+
+def probe(index: int, buf: Any, nin: int, /) -> None:
+    """Run one of the loops setup() took on ``buf`` in place (kernels/np_loops.py checks them)."""

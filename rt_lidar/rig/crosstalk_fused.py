@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from rt_lidar.kernels.np_loops import loops_agree
+
 try:
     from rt_lidar.rig import _crosstalk as _c
 except ImportError:  # built without a C compiler: the NumPy code runs
@@ -32,7 +34,9 @@ def available() -> bool:
     if _c is None or not enabled:
         return False
     if _ready is None:
-        _ready = bool(_c.setup(np.cos, np.exp))
+        _ready = bool(_c.setup(np.cos, np.exp)) and loops_agree(
+            _c, [(np.cos, np.float64), (np.exp, np.float64)]
+        )
     return _ready
 
 

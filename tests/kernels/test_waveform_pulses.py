@@ -113,3 +113,32 @@ def test_off_and_foreign_input_run_numpy() -> None:
         assert pulse_returns(t, amp, WIDTH_NS, THR_W, THR_W, "last", 1.0, 3, None, unused) is None
     finally:
         waveform_pulses.enabled = True
+
+
+def test_borrowed_loops_are_checked_against_the_ufuncs() -> None:
+    """Each module's borrowed NumPy loops give the ufunc's bytes (else the module stays off)."""
+    from rt_lidar.kernels.np_loops import loops_agree
+    from rt_lidar.physics import intensity_fused, texture_fused
+    from rt_lidar.pipeline import beam_steps
+    from rt_lidar.rig import crosstalk_fused
+
+    checks = [
+        (waveform_pulses._c, [(np.exp, np.float32), (np.exp, np.float64), (np.log, np.float32)]),
+        (intensity_fused._c, [(np.log10, np.float32), (np.expm1, np.float64)]),
+        (texture_fused._c, [(np.log, np.float64), (np.cos, np.float64), (np.exp, np.float64)]),
+        (crosstalk_fused._c, [(np.cos, np.float64), (np.exp, np.float64)]),
+        (beam_steps._choice, [(np.hypot, np.float32)]),
+    ]
+    for module, loops in checks:
+        if module is None:
+            continue
+        assert module.setup(*dict.fromkeys(u for u, _ in loops))
+        assert loops_agree(module, loops)
+        assert not loops_agree(module, [(loops[0][0], np.float16)])  # another type's values: refused
+
+    class Idle:  # a "loop" that leaves its buffer as it is: not exp
+        @staticmethod
+        def probe(index: int, buf: np.ndarray, nin: int) -> None:
+            return None
+
+    assert not loops_agree(Idle, [(np.exp, np.float64)])
