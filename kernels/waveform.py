@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rt_lidar.kernels.waveform_pulses import pulse_returns
 from rt_lidar.kernels.waveform_steps import clusters, peak_runs, sampled_waves
 from rt_lidar.kernels.xp import array_module
 
@@ -413,15 +414,29 @@ def _waveform_returns(
     max_returns: int,
     noise: Noise | None,
     peaks_kernel: Any = None,
+    search: float | None = None,
+    fused: bool = True,
 ) -> Returns:
     xp = array_module(t_ns)
-    cl = cluster_echoes(t_ns, amp, width_ns)
-    search = threshold_w
     if noise is not None:  # the draws and floors onto the batch's device (host arrays from the caller)
         noise = Noise(xp.asarray(noise.sigma_w), noise.shot_w, xp.asarray(noise.standard_normal))
-    if noise is not None and int(noise.sigma_w.shape[0]):
-        s_max = math.sqrt(float(xp.max(noise.sigma_w)) ** 2 + noise.shot_w * threshold_w)
-        search = max(threshold_w - SEARCH_SIGMAS * s_max, 0.05 * threshold_w)
+    if search is None:  # the level peaks are searched down to: the whole batch's
+        search = threshold_w
+        if noise is not None and int(noise.sigma_w.shape[0]):
+            s_max = math.sqrt(float(xp.max(noise.sigma_w)) ** 2 + noise.shot_w * threshold_w)
+            search = max(threshold_w - SEARCH_SIGMAS * s_max, 0.05 * threshold_w)
+    level = search
+
+    def numpy_search(t_sub: Any, a_sub: Any, noise_sub: Noise | None) -> tuple[Any, ...]:
+        args = (width_ns, threshold_w, kind, min_separation_ns, max_returns, noise_sub)
+        return tuple(_waveform_returns(t_sub, a_sub, *args, search=level, fused=False))
+
+    got = pulse_returns(
+        t_ns, amp, width_ns, threshold_w, search, kind, min_separation_ns, max_returns, noise, numpy_search
+    ) if fused and peaks_kernel is None else None  # fmt: skip
+    if got is not None:  # the compiled twin of the lines below, pulse by pulse
+        return Returns(*got)
+    cl = cluster_echoes(t_ns, amp, width_ns)
     if xp is np and peaks_kernel is None:
         pk = waveform_peaks(cl, width_ns, search)
     else:

@@ -72,13 +72,18 @@ def full_beam_detections(
     cfg = physics.config
     in_bundle = np.zeros(hits.pulses, bool)
     in_bundle[bundle.pulses] = True
+    glass = hits.glass_material >= 0  # the central rays' (one a pulse)
     parts: list[tuple[np.ndarray, Detections]] = []
 
-    def run(group: Hits, pulses: np.ndarray, plain: bool) -> None:
-        for sel in _split_by_glass(group):
+    def run(group: Hits, pulses: np.ndarray, plain: bool, whole: bool = True) -> None:
+        """The pulses ``pulses`` of ``group`` (all of its pulses when ``whole``, else those rows of it)."""
+        split = _split_by_glass(group) if whole else [pulses[~glass[pulses]], pulses[glass[pulses]]]
+        for sel in split:
             if not sel.size:
                 continue
-            part = group if sel.size == group.pulses else take_pulses(group, sel)
+            part = group if whole and sel.size == group.pulses else take_pulses(group, sel)
+            if not whole:  # sel are pulses of the batch: index them from here on as the part's own
+                sel = np.searchsorted(pulses, sel)
             part_sigma = None if sigma is None else sigma[pulses[sel]]
             if plain and not physics.uses_waveform(part):
                 det = physics._single(echo, part, rng, part_sigma)
@@ -100,7 +105,7 @@ def full_beam_detections(
             parts.append((pulses[sel], det))
 
     plain = np.flatnonzero(~in_bundle)
-    if plain.size:
-        run(take_pulses(hits, plain), plain, True)
+    if plain.size:  # one ray a pulse: taken from the batch once, in two parts (without and with glass)
+        run(hits, plain, True, whole=False)
     run(bundle.hits, bundle.pulses, False)
     return merge_detections(parts)

@@ -53,10 +53,17 @@ def available() -> bool:
 def prepare() -> None:
     """Make now the once-per-process checks the compiled steps make at their first use
     (:func:`powf_is_numpys` and :func:`rt_lidar.physics.normals.check`, ~30 ms each), so that a frame
-    loop's first frame does not carry them."""
+    loop's first frame does not carry them; and the check of the NumPy loops that issue 43's twins borrow
+    (:mod:`rt_lidar.kernels.np_loops`, a few ms)."""
     if available():
         powf_is_numpys()
         normals.check()
+    from rt_lidar.kernels import waveform_pulses
+    from rt_lidar.physics import intensity_fused, texture_fused
+
+    waveform_pulses.available()
+    intensity_fused.available()
+    texture_fused.available()
 
 
 @functools.cache

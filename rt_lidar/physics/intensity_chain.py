@@ -22,10 +22,11 @@ import numpy as np
 
 from rt_lidar.kernels import calibrated_reflectivity_output, received_power_output
 from rt_lidar.kernels.ambient import receiver_sigma_w
+from rt_lidar.physics.intensity_fused import chain
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["measured_amplitude", "reported_intensity", "saturated_flags"]
+__all__ = ["measure", "measured_amplitude", "reported_intensity", "saturated_flags"]
 
 
 def measured_amplitude(
@@ -80,3 +81,29 @@ def saturated_flags(preset: SensorPreset, amplitude_w: np.ndarray) -> np.ndarray
     return np.where(np.asarray(amplitude_w) > sat, np.uint8(PointFlag.SATURATED), np.uint8(0)).astype(
         np.uint8
     )
+
+
+def measure(
+    preset: SensorPreset,
+    power_w: np.ndarray,
+    pulse_sigma_w: np.ndarray | None,
+    pulse: np.ndarray,
+    standard_normal: np.ndarray,
+    reflectivity: np.ndarray,
+    range_m: np.ndarray,
+    flags: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Steps 1-5 for detections of height ``power_w`` of pulses ``pulse`` (noise floors
+    ``pulse_sigma_w``, None: an ideal receiver; one ``standard_normal`` draw each), measured
+    ``reflectivity`` at ``range_m``: (reflectivity scaled by the measured amplitude (float32), the
+    reported intensity (float32), ``flags`` with SATURATED added)."""
+    fast = chain(preset, power_w, pulse_sigma_w, pulse, standard_normal, reflectivity, range_m, flags)
+    if fast is not None:  # the compiled twin of the lines below
+        return fast
+    sigma = None if pulse_sigma_w is None else pulse_sigma_w[pulse]
+    amp = measured_amplitude(preset, power_w, sigma, standard_normal)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.where(power_w > 0, amp / np.asarray(power_w, np.float64), 1.0)
+    refl = (reflectivity * gain).astype(np.float32)
+    intensity = reported_intensity(preset, amp, refl, range_m)
+    return refl, intensity, flags | saturated_flags(preset, amp)

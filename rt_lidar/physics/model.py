@@ -25,7 +25,7 @@ from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse
 from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.fused import prepare
-from rt_lidar.physics.intensity_chain import measured_amplitude, reported_intensity, saturated_flags
+from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.source_fields import source_intensity_of_points
@@ -221,14 +221,11 @@ class SensorPhysics:
 
         direction = hits.direction if hits.subrays == 1 else hits.firings.directions()
         # intensity is measured: the amplitude carries a draw of the detection's noise (intensity_chain)
-        amp_sigma = sigma[idx] if (noisy and sigma is not None) else None
+        amp_sigma = sigma if (noisy and sigma is not None) else None
         amp_z = standard_normal(rng, len(det)) if amp_sigma is not None else np.zeros(len(det))
-        amp = measured_amplitude(p, pw, amp_sigma, amp_z)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            gain = np.where(pw > 0, amp / np.asarray(pw, np.float64), 1.0)
-        refl = (det.reflectivity * gain).astype(np.float32)
-        intensity = reported_intensity(p, amp, refl, measured)
-        det.flags = det.flags | saturated_flags(p, amp)
+        refl, intensity, det.flags = measure(
+            p, pw, amp_sigma, idx, amp_z, det.reflectivity, measured, det.flags
+        )
         f = hits.firings
         out = self.backend.pack_points(
             direction, idx, measured, intensity, refl, f.ring, f.t_ns, det.return_id, det.flags, det.segment

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from rt_lidar.pipeline.beam_steps import choose_bundles
 from rt_lidar.sensor.beam import FULL_BEAM_SUB_RAYS, SubRayPattern, subray_pattern
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings
@@ -203,6 +204,17 @@ def take_pulses(hits: Hits, idx: np.ndarray) -> Hits:
     return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **taken)
 
 
+def _ring_ranks(f: Firings) -> np.ndarray:
+    """(P,) int64 each firing's ring's rank among the frame's rings in mean elevation, lowest first."""
+    ring = f.ring.astype(np.int64)
+    count = np.bincount(ring)
+    present = np.flatnonzero(count)
+    elevation = np.bincount(ring, weights=f.elevation_deg)[present] / count[present]
+    rank_of = np.zeros(count.size, np.int64)
+    rank_of[present[np.argsort(elevation, kind="stable")]] = np.arange(present.size)
+    return rank_of[ring]
+
+
 def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
     """(i, j) pulse pairs that neighbour in azimuth (the same ring, next in azimuth) or in ring (the ring
     next above in elevation, the nearest azimuth), each pair once; none farther apart in azimuth than
@@ -210,13 +222,7 @@ def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
     n = len(f)
     if n < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ring = f.ring.astype(np.int64)
-    count = np.bincount(ring)
-    present = np.flatnonzero(count)
-    elevation = np.bincount(ring, weights=f.elevation_deg)[present] / count[present]
-    rank_of = np.zeros(count.size, np.int64)
-    rank_of[present[np.argsort(elevation, kind="stable")]] = np.arange(present.size)
-    rank = rank_of[ring]
+    rank = _ring_ranks(f)
     az = f.azimuth_deg
     key_all = rank * 720.0 + (az + 360.0)  # azimuth in [-180, 180): the rings' keys never overlap
     order = np.argsort(key_all, kind="stable")  # by ring (in elevation order), then azimuth
@@ -246,6 +252,13 @@ def bundle_pulses(f: Firings, central: Hits, plan: FullBeamPlan) -> tuple[np.nda
     glass = central.glass_material >= 0
     glass_rng = np.where(glass, central.glass_range_m, np.float32(np.inf))
     retro = hit & (mat >= 0) & plan.retro[np.maximum(mat, 0)]
+    limits = (NEIGHBOUR_MAX_DEG, plan.footprint_rad, plan.spread_m, plan.edge_m)
+    fast = choose_bundles(
+        _ring_ranks(f), f.azimuth_deg, f.elevation_deg, rng, seg, glass, glass_rng, retro, limits
+    )
+    if fast is not None:  # the compiled twin of the lines below
+        chosen = fast["edge"] | fast["glass"] | fast["retro"]
+        return chosen, {k: int(np.count_nonzero(v)) for k, v in fast.items()}
     i, j = _neighbour_pairs(f)
     marks = {"edge": np.zeros(n, bool), "glass": np.zeros(n, bool), "retro": np.zeros(n, bool)}
     if i.size:

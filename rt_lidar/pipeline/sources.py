@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from rt_lidar.backend.source_ops import NumpySourceOps, dot_f32, select_source_ops, sun_cosines
+from rt_lidar.pipeline.beam_steps import bundle_rays
 from rt_lidar.pipeline.pose_samples import (
     PoseSamples,
     interpolate_pose_samples,
@@ -473,8 +474,12 @@ class WorldSource:
         if n == 1 and sun_direction is None:
             d_sensor = firings.directions()
             return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
-        d_sensor = subray_directions(firings.directions(), pattern)
-        if n > 1:
+        fast = bundle_rays(firings.directions(), pattern, self.exit_m_per_rad, pos, quat)
+        if fast is not None:  # the compiled twin of the lines below
+            d_sensor, pos, quat = fast
+        else:
+            d_sensor = subray_directions(firings.directions(), pattern)
+        if n > 1 and fast is None:
             pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
             if any(self.exit_m_per_rad):  # sub-rays start across the exit aperture
                 pos = pos + quat_rotate(

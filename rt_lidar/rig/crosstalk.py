@@ -38,6 +38,8 @@ from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.frame_loop import Sensed
 from rt_lidar.pipeline.sources import interpolate_pose_samples
 from rt_lidar.points import POINT_DTYPE, PointFlag, empty_points
+from rt_lidar.rig.crosstalk_fused import echoes as compiled_echoes
+from rt_lidar.rig.crosstalk_fused import world_directions
 from rt_lidar.sensor.presets import SensorPreset
 
 __all__ = ["C_M_PER_NS", "CrosstalkSensor", "false_points", "in_band"]
@@ -114,8 +116,10 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
         )
     pos, quat = interpolate_pose_samples(f.t_ns, hits.pose_samples)
     d_sensor = f.directions()
-    d_world = _rotate(np.asarray(quat, np.float64), d_sensor.astype(np.float64))
-    d_world /= np.linalg.norm(d_world, axis=1)[:, None]
+    d_world = world_directions(np.asarray(quat, np.float64), d_sensor)
+    if d_world is None:  # without the compiled twin of these lines
+        d_world = _rotate(np.asarray(quat, np.float64), d_sensor.astype(np.float64))
+        d_world /= np.linalg.norm(d_world, axis=1)[:, None]
     return _Pulses(
         f.t_ns,
         f.ring,
@@ -150,11 +154,28 @@ def _echoes(
     window_ns = 2.0 * pre_a.range.max_m / C_M_PER_NS
     lead_ns = 2.0 * pre_b.range.max_m / C_M_PER_NS
     order = np.argsort(pb.t_ns, kind="stable")
+    th_a, th_b = a.receiver_half_angle_rad, _half_angle_rad(pre_b)
+    oa = a.preset.optics
+    rho_table = np.asarray(a.physics.materials.hemispherical(), np.float64)
+    consts = (
+        th_a,
+        th_b,
+        float(np.cos(th_a)),
+        _HIDDEN_TOL_M,
+        C_M_PER_NS,
+        0.5 * C_M_PER_NS,
+        -a.physics.config.extinction_per_m,
+        pre_b.pulse.peak_power_w * oa.receiver_aperture_m**2 * oa.system_efficiency,
+        0.5 * oa.receiver_aperture_m,
+        np.pi * oa.receiver_aperture_m**2 / 4.0,
+        pre_b.pulse.peak_power_w * oa.system_efficiency,
+    )
+    fast = compiled_echoes(pa, pb, order, lead_ns, window_ns, rho_table, consts)
+    if fast is not None:  # the compiled twin of the lines below
+        return fast
     i, jj = _pairs(pa.t_ns, pb.t_ns[order], lead_ns, window_ns)
     j = order[jj]
-    th_a, th_b = a.receiver_half_angle_rad, _half_angle_rad(pre_b)
     d_a = pa.direction[i]
-    oa = a.preset.optics
     out_i, out_r, out_p = [], [], []
     # scattered: B's spot inside A's receiver cone, visible from A
     hit = np.isfinite(pb.range_m[j])

@@ -48,3 +48,22 @@ def test_an_unknown_configuration_is_refused(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "unknown configuration" in done.stderr
+
+
+def test_before_runs_each_configuration_with_the_other_checkout_first(tmp_path: Path) -> None:
+    out = tmp_path / "beam_full.json"
+    root = BENCH.parents[1]
+    argv = ["--only", "vls128_dual_single_ray", "--repeats", "1", "--frames", "1", "--before", str(root)]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    subprocess.run(
+        [sys.executable, str(BENCH / "bench_beam_full.py"), *argv, "--out", str(out)],
+        check=True,
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    d = json.loads(out.read_text())
+    assert d["before"] == str(root)
+    names = [r["config"] for r in d["results"]]
+    assert names == ["vls128_dual_single_ray_before", "vls128_dual_single_ray"]
+    assert all(len(r["realtime_factor_runs"]) == 1 for r in d["results"])

@@ -13,7 +13,8 @@ between them. The rows:
   dense ``--sub-rays 19`` that ``--beam full`` stands for;
 - VLS-128 dual returns: one ray a pulse and ``--beam full``;
 - the example rig (docs/rigs/roof-and-corners.toml: an HDL-64E and two VLP-16s), without and with
-  ``--crosstalk``.
+  ``--crosstalk``;
+- plain HDL-64E (strongest return, clear air: the frame loop the realism intensity chain costs most).
 
 The JSON keeps every run's factor, each row's range and median, ``--beam full``'s share of pulses
 that got the bundle, and the machine (tools/bench/machine_record.py).
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -46,17 +48,24 @@ CONFIGS: dict[str, list[str]] = {
     "vls128_dual_beam_full": [*VLS_DUAL, "--beam", "full"],
     "rig": ["--rig", str(RIG)],
     "rig_crosstalk": ["--rig", str(RIG), "--crosstalk"],
+    "hdl64e_plain": ["--preset", "HDL-64E"],
 }
 
 
-def run_demo(args: list[str], frames: int, seed: int) -> dict[str, Any]:
-    """One in-process demo with ``args``; its summary.json's figures."""
+BEFORE_SUFFIX = "_before"
+
+
+def run_demo(args: list[str], frames: int, seed: int, code: Path | None = None) -> dict[str, Any]:
+    """One in-process demo with ``args``; its summary.json's figures. ``code``: a checkout whose
+    ``rt_lidar`` runs instead of this one (its compiled twins built in place)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(code if code is not None else ROOT)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--in-process", "--quiet"]
         cmd += ["--frames", str(frames), "--seed", str(seed), "--out", str(out), *args]
         t0 = time.perf_counter()
-        done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
+        done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env=env)
         elapsed = time.perf_counter() - t0
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
@@ -78,7 +87,7 @@ def summarise(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     f = [round(r["realtime_factor"], 3) for r in runs]
     row: dict[str, Any] = {
         "config": name,
-        "args": CONFIGS[name],
+        "args": CONFIGS[name.removesuffix(BEFORE_SUFFIX)],
         "realtime_factor_runs": f,
         "realtime_factor_min": min(f),
         "realtime_factor_max": max(f),
@@ -99,15 +108,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--only", default="", help="comma-separated configurations (default: all)")
     parser.add_argument("--note", default="", help="a line on how the machine was used (e.g. shared)")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="a checkout of the code before a change (compiled twins built in place): each configuration "
+        "also runs with it, right before this checkout's run, as NAME" + BEFORE_SUFFIX,
+    )
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(CONFIGS)
     unknown = set(names) - set(CONFIGS)
     if unknown:
         parser.error(f"unknown configuration(s) {sorted(unknown)}; known: {', '.join(CONFIGS)}")
-    runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    order: list[tuple[str, Path | None]] = []
+    for n in names:  # each configuration before the change, then after it, one right after the other
+        if args.before is not None:
+            order.append((n + BEFORE_SUFFIX, args.before))
+        order.append((n, None))
+    runs: dict[str, list[dict[str, Any]]] = {n: [] for n, _ in order}
     for round_no in range(max(1, args.repeats)):
-        for name in names:
-            got = run_demo(CONFIGS[name], args.frames, args.seed)
+        for name, code in order:
+            got = run_demo(CONFIGS[name.removesuffix(BEFORE_SUFFIX)], args.frames, args.seed, code)
             runs[name].append(got)
             share = got.get("beam", {}).get("bundled_share")
             extra = (
@@ -119,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": max(1, args.repeats),
         "seed": args.seed,
         "note": args.note,
-        "results": [summarise(n, runs[n]) for n in names],
+        "before": None if args.before is None else str(args.before),
+        "results": [summarise(n, runs[n]) for n, _ in order],
     }
     if args.out:
         write_json(args.out, report)

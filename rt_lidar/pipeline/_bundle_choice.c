@@ -1,0 +1,188 @@
+/* Which pulses of a --beam full frame get the bundle (rt_lidar/pipeline/beam_full.py _neighbour_pairs and
+ * bundle_pulses) in one pass, with the GIL released (rt_lidar/pipeline/beam_steps.py choose_bundles is its
+ * Python side): the firings sorted by (ring in elevation order, azimuth) with a stable merge sort (a
+ * stable sort's order is the only one), each one's neighbour along its ring and in the ring above, and
+ * for each pair the tests of a depth edge, glass and a retro-reflector. The NumPy code's float32 and
+ * float64 operations in its order (built with -ffp-contract=off), float32 comparisons where it compares
+ * float32 arrays with Python floats, and its hypot NumPy's own loop (_np_loops.h), so the same marks
+ * (tests/rt_lidar/test_beam_steps.py). Optional extension: where it is missing, the NumPy code runs.
+ */
+#include "_np_twins.h"
+#include "_np_loops.h"
+
+#include <stdlib.h>
+
+static NpLoop hypot_f;
+static int loops_ready = 0;
+
+/* setup(np.hypot) -> bool: take its float32 loop (False if not found). */
+static PyObject *setup(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *u;
+    if (!PyArg_ParseTuple(args, "O", &u)) return NULL;
+    NpLoop a;
+    if (np_loop_find_n(u, "hypot", 2, NP_TYPE_FLOAT, &a)) Py_RETURN_FALSE;
+    hypot_f = a;
+    loops_ready = 1;
+    Py_RETURN_TRUE;
+}
+
+static inline float min_np(float a, float b) { return isnan(a) ? a : (isnan(b) ? b : (a < b ? a : b)); }
+
+/* indices 0 .. n - 1 sorted by key, equal keys in index order (bottom-up merge sort through tmp) */
+static void stable_argsort(const double *key, int64_t *idx, int64_t *tmp, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) idx[i] = i;
+    int64_t *a = idx, *b = tmp;
+    for (Py_ssize_t w = 1; w < n; w *= 2) {
+        for (Py_ssize_t lo = 0; lo < n; lo += 2 * w) {
+            const Py_ssize_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            Py_ssize_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) b[k++] = key[a[j]] < key[a[i]] ? a[j++] : a[i++];
+            while (i < mid) b[k++] = a[i++];
+            while (j < hi) b[k++] = a[j++];
+        }
+        int64_t *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != idx) memcpy(idx, a, (size_t)n * sizeof(int64_t));
+}
+
+#define CHUNK 512
+
+/* choose(rank i8, az_deg f8, az f4, el f4, cos_el f4, range f4, segment u4, glass u1, glass_range f4, retro u1,
+ *        n, max_deg, footprint, spread_m, edge_m, edge u1 out, glass u1 out, retro u1 out (n each)) -> pairs
+ * rank: each firing's ring's rank in elevation; az_deg: its azimuth (degrees, float64); az, el: in radians
+ * (float32); cos_el: np.cos(el); the marks are 0 or 1. */
+static PyObject *choose(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[13];
+    Py_ssize_t n;
+    double max_deg, foot_d, spread_d, edge_d;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOnddddOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &n, &max_deg, &foot_d, &spread_d, &edge_d, &o[10], &o[11], &o[12]))
+        return NULL;
+    if (!loops_ready) return PyErr_Format(PyExc_RuntimeError, "choose: setup() did not find NumPy's hypot loop");
+    Buf b[13];
+    memset(b, 0, sizeof b);
+    const char fmt[13] = {'q', 'd', 'f', 'f', 'f', 'f', 'I', 'B', 'f', 'B', 'B', 'B', 'B'};
+    const Py_ssize_t size[13] = {8, 8, 4, 4, 4, 4, 4, 1, 4, 1, 1, 1, 1};
+    static const char *names[13] = {"rank", "az_deg", "az", "el", "cos_el", "range", "segment", "glass",
+                                    "glass_range", "retro", "edge_out", "glass_out", "retro_out"};
+    for (int k = 0; k < 13; k++)
+        if (buf_get(&b[k], o[k], k >= 10, fmt[k], size[k], n, names[k])) {
+            buf_release(b, 13);
+            return NULL;
+        }
+    const int64_t *RANK = b[0].view.buf;
+    const double *AZD = b[1].view.buf;
+    const float *AZ = b[2].view.buf, *EL = b[3].view.buf, *CEL = b[4].view.buf, *RNG = b[5].view.buf;
+    const float *GRNG = b[8].view.buf;
+    const uint32_t *SEG = b[6].view.buf;
+    const uint8_t *GL = b[7].view.buf, *RT = b[9].view.buf;
+    uint8_t *m_edge = b[10].view.buf, *m_glass = b[11].view.buf, *m_retro = b[12].view.buf;
+    const float foot = (float)foot_d, spread_m = (float)spread_d, edge_m = (float)edge_d;
+    double *key = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    int64_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    int64_t *tmp = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    int64_t *left = malloc((size_t)(2 * n + 1) * sizeof(int64_t)), *right = malloc((size_t)(2 * n + 1) * sizeof(int64_t));
+    if (key == NULL || order == NULL || tmp == NULL || left == NULL || right == NULL) {
+        free(key);
+        free(order);
+        free(tmp);
+        free(left);
+        free(right);
+        buf_release(b, 13);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t np_ = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        m_edge[i] = m_glass[i] = m_retro[i] = 0;
+        key[i] = (double)RANK[i] * 720.0 + (AZD[i] + 360.0);
+    }
+    if (n >= 2) {
+        stable_argsort(key, order, tmp, n);
+        /* along the ring: the next in azimuth */
+        for (Py_ssize_t k = 0; k + 1 < n; k++) {
+            const int64_t a = order[k], c = order[k + 1];
+            if (RANK[c] == RANK[a] && fabs(AZD[c] - AZD[a]) <= max_deg) {
+                left[np_] = a;
+                right[np_] = c;
+                np_++;
+            }
+        }
+        /* the ring above: (rank + 1, azimuth) searched among the sorted keys, the nearer of the two */
+        Py_ssize_t pos = 0;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            const int64_t a = order[k];
+            const double want = key[a] + 720.0;
+            if (k > 0 && want < key[order[k - 1]] + 720.0) pos = 0; /* keys sorted: never, but stay exact */
+            while (pos < n && key[order[pos]] < want) pos++;
+            const Py_ssize_t lo = pos - 1 < 0 ? 0 : (pos - 1 > n - 1 ? n - 1 : pos - 1);
+            const Py_ssize_t hi = pos > n - 1 ? n - 1 : pos;
+            const int64_t l = order[lo], h = order[hi];
+            const double d_lo = RANK[l] == RANK[a] + 1 ? fabs(AZD[l] - AZD[a]) : INFINITY;
+            const double d_hi = RANK[h] == RANK[a] + 1 ? fabs(AZD[h] - AZD[a]) : INFINITY;
+            const int64_t pick = d_lo <= d_hi ? l : h;
+            if ((d_lo < d_hi ? d_lo : d_hi) <= max_deg) {
+                left[np_] = a;
+                right[np_] = pick;
+                np_++;
+            }
+        }
+        /* the tests of each pair, the angle between the two rays by NumPy's float32 hypot */
+        float x[CHUNK], y[CHUNK], sep[CHUNK];
+        for (Py_ssize_t q0 = 0; q0 < np_; q0 += CHUNK) {
+            const Py_ssize_t m = np_ - q0 < CHUNK ? np_ - q0 : CHUNK;
+            for (Py_ssize_t q = 0; q < m; q++) {
+                const int64_t i = left[q0 + q], j = right[q0 + q];
+                x[q] = (AZ[i] - AZ[j]) * CEL[i];
+                y[q] = EL[i] - EL[j];
+            }
+            np_loop_run2(&hypot_f, x, y, sep, m, sizeof(float));
+            for (Py_ssize_t q = 0; q < m; q++) {
+                const int64_t i = left[q0 + q], j = right[q0 + q];
+                const float scale = min_np(1.0f, foot / max_np(sep[q], 1e-9f));
+                const float dr = fabsf(RNG[i] - RNG[j]);
+                const float spread = dr * scale;
+                const float jump = SEG[i] != SEG[j] ? dr : 0.0f;
+                const float g_spread = fabsf(GRNG[i] - GRNG[j]) * scale;
+                const int hit_i = isfinite(RNG[i]), hit_j = isfinite(RNG[j]);
+                const int edge = (hit_i != hit_j) || (hit_i && hit_j && (spread > spread_m || jump > edge_m));
+                const int glass = (GL[i] != GL[j]) || (GL[i] && GL[j] && g_spread > edge_m);
+                const int retro = RT[i] != RT[j];
+                if (edge) m_edge[i] = m_edge[j] = 1;
+                if (glass) m_glass[i] = m_glass[j] = 1;
+                if (retro) m_retro[i] = m_retro[j] = 1;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(key);
+    free(order);
+    free(tmp);
+    free(left);
+    free(right);
+    buf_release(b, 13);
+    return PyLong_FromSsize_t(np_);
+}
+
+/* probe(index, buffer, nin): one of this module's loops run on the buffer (_np_loops.h np_loop_probe) */
+static PyObject *probe(PyObject *self, PyObject *args) {
+    (void)self;
+    static const NpLoop *const loops[] = {&hypot_f};
+    static const Py_ssize_t items[] = {4};
+    return np_loop_probe(loops, items, 1, args);
+}
+
+static PyMethodDef methods[] = {
+    {"probe", probe, METH_VARARGS, "Run one of the loops setup() took on a buffer (see _np_loops.h)."},
+    {"setup", setup, METH_VARARGS, "Take NumPy's float32 hypot loop (see the source)."},
+    {"choose", choose, METH_VARARGS, "The marks of a --beam full frame's pulses (see the source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bundle_choice", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__bundle_choice(void) { return PyModule_Create(&module); }

@@ -1,0 +1,12 @@
+"""Type stub of the compiled choice of --beam full's bundled pulses (``_bundle_choice.c``)."""
+
+from typing import Any
+
+def setup(hypot: Any, /) -> bool:
+    """Take NumPy's float32 hypot loop; False when not found."""
+
+def choose(*args: Any) -> int:
+    """Mark a frame's pulses by edge, glass and retro-reflector; returns the neighbour pairs."""
+
+def probe(index: int, buf: Any, nin: int, /) -> None:
+    """Run one of the loops setup() took on ``buf`` in place (kernels/np_loops.py checks them)."""

@@ -1,0 +1,117 @@
+"""``--beam full``'s steps in one compiled pass each (``_beam_steps``, ``_bundle_choice``), where built.
+
+:func:`choose_bundles` marks the pulses that get the bundle as
+:func:`~rt_lidar.pipeline.beam_full.bundle_pulses` does; :func:`bundle_rays` gives what
+:meth:`rt_lidar.pipeline.sources.WorldSource.beam_hits` computes with
+:func:`~rt_lidar.sensor.beam.subray_directions`, :func:`~rt_lidar.sensor.beam.exit_offsets`,
+``np.repeat`` and :func:`~rt_lidar.unreal_bridge.world.pose.quat_rotate`. Both bit for bit
+(``tests/rt_lidar/test_beam_steps.py``), or None when off or given arrays they do not take; the caller
+then runs the NumPy code.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from rt_lidar.kernels.np_loops import loops_agree
+from rt_lidar.sensor.beam import SubRayPattern
+
+try:
+    from rt_lidar.pipeline import _beam_steps as _c
+except ImportError:  # built without a C compiler: the NumPy code runs
+    _c = None  # type: ignore[assignment]
+try:
+    from rt_lidar.pipeline import _bundle_choice as _choice
+except ImportError:
+    _choice = None  # type: ignore[assignment]
+
+__all__ = ["available", "bundle_rays", "choose_bundles"]
+
+enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
+"""Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
+
+
+def available() -> bool:
+    """Whether the compiled step runs."""
+    return _c is not None and enabled
+
+
+def bundle_rays(
+    directions: np.ndarray,
+    pattern: SubRayPattern,
+    m_per_rad: tuple[float, float],
+    pos: np.ndarray,
+    quat: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(sub-ray directions (P * N, 3) float32 in the sensor frame, their start points (P * N, 3) and
+    poses (P * N, 4) float64) of the bundles ``pattern`` of nominal ``directions`` (P, 3) float32 fired
+    from ``pos`` (P, 3) / ``quat`` (P, 4) float64, started across the exit aperture when ``m_per_rad``
+    (:func:`~rt_lidar.sensor.beam.exit_m_per_rad`) is not zero. None when off, for one sub-ray, or for
+    arrays of other types."""
+    n = len(pattern)
+    p = directions.shape[0] if isinstance(directions, np.ndarray) else -1
+    if not available() or n < 2 or p < 0 or directions.dtype != np.float32 or directions.shape != (p, 3):
+        return None
+    if pos.dtype != np.float64 or pos.shape != (p, 3) or quat.dtype != np.float64 or quat.shape != (p, 4):
+        return None
+    off = pattern.offsets_rad
+    th, tv = np.tan(off[:, 0]), np.tan(off[:, 1])
+    oh, ov = off[:, 0] * m_per_rad[0], off[:, 1] * m_per_rad[1]
+    th, tv, oh, ov = (np.ascontiguousarray(a, np.float64) for a in (th, tv, oh, ov))
+    d_out = np.empty((p * n, 3), np.float32)
+    pos_out, quat_out = np.empty((p * n, 3)), np.empty((p * n, 4))
+    _c.bundle_rays(
+        np.ascontiguousarray(directions), th, tv, oh, ov,
+        np.ascontiguousarray(pos), np.ascontiguousarray(quat),
+        p, n, int(not off[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
+    )  # fmt: skip
+    return d_out, pos_out, quat_out
+
+
+_choice_ready: bool | None = None
+
+
+def _choice_available() -> bool:
+    global _choice_ready
+    if _choice is None or not enabled:
+        return False
+    if _choice_ready is None:
+        _choice_ready = bool(_choice.setup(np.hypot)) and loops_agree(_choice, [(np.hypot, np.float32)])
+    return _choice_ready
+
+
+def choose_bundles(
+    rank: np.ndarray,
+    azimuth_deg: np.ndarray,
+    elevation_deg: np.ndarray,
+    range_m: np.ndarray,
+    segment: np.ndarray,
+    glass: np.ndarray,
+    glass_range_m: np.ndarray,
+    retro: np.ndarray,
+    limits: tuple[float, float, float, float],
+) -> dict[str, np.ndarray] | None:
+    """The pulses each reason marks (``edge``, ``glass``, ``retro``: (P,) bool) among firings of ring ranks
+    ``rank`` (int64, each ring's rank in elevation) at ``azimuth_deg`` / ``elevation_deg`` (float64),
+    their central rays' ``range_m``, ``segment``, ``glass`` (bool), ``glass_range_m`` (inf without glass)
+    and ``retro`` (bool), with ``limits`` (neighbours' largest azimuth step in degrees, the footprint in
+    rad, the spread and edge in m), as ``rt_lidar.pipeline.beam_full.bundle_pulses`` marks them; None
+    when off or for arrays of other types."""
+    n = rank.shape[0]
+    want = [
+        (rank, np.int64), (azimuth_deg, np.float64), (elevation_deg, np.float64), (range_m, np.float32),
+        (segment, np.uint32), (glass, np.bool_), (glass_range_m, np.float32), (retro, np.bool_),
+    ]  # fmt: skip
+    if not _choice_available() or any(a.dtype != d or a.shape != (n,) for a, d in want):
+        return None
+    c = np.ascontiguousarray
+    az = c(np.radians(azimuth_deg).astype(np.float32))
+    el = c(np.radians(elevation_deg).astype(np.float32))
+    marks = {k: np.empty(n, np.uint8) for k in ("edge", "glass", "retro")}
+    _choice.choose(
+        c(rank), c(azimuth_deg), az, el, c(np.cos(el)), c(range_m), c(segment), c(glass).view(np.uint8),
+        c(glass_range_m), c(retro).view(np.uint8), n, *limits, marks["edge"], marks["glass"], marks["retro"],
+    )  # fmt: skip
+    return {k: v.view(np.bool_) for k, v in marks.items()}

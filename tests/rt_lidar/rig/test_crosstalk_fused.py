@@ -1,0 +1,113 @@
+"""The crosstalk echoes from the compiled step (``rt_lidar.rig._crosstalk``) are the NumPy code's bytes, in
+its order: on a facing pair of VLP-16s (direct and scattered paths) and on the example rig (an HDL-64E
+and two VLP-16s on a street), pair of sensors by pair, frame by frame; and a rig's scans are the same
+with the step on and off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rt_lidar.pipeline.builder import build_world
+from rt_lidar.rig import crosstalk, crosstalk_fused
+from rt_lidar.rig.experiment import _ground, facing_pair
+from rt_lidar.rig.loop import RigLoop
+from rt_lidar.rig.model import load_rig
+
+needs_compiled = pytest.mark.skipif(not crosstalk_fused.available(), reason="_crosstalk was not built")
+RIG = Path(__file__).resolve().parents[3] / "docs" / "rigs" / "roof-and-corners.toml"
+
+
+def _held_to_numpy(loop: RigLoop, frames: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Step ``loop``; every pair of sensors' echoes computed both ways and compared; the echoes found."""
+    numpy_echoes = crosstalk._echoes
+    found = [0]
+
+    def both(*args: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        fast = numpy_echoes(*args)  # type: ignore[arg-type]
+        crosstalk_fused.enabled = False
+        try:
+            want = numpy_echoes(*args)  # type: ignore[arg-type]
+        finally:
+            crosstalk_fused.enabled = True
+        for g, w in zip(fast, want, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+        found[0] += int(fast[0].size)
+        return fast
+
+    monkeypatch.setattr(crosstalk, "_echoes", both)
+    for _ in range(frames):
+        loop.step()
+    return found[0]
+
+
+@needs_compiled
+def test_a_facing_pair_s_echoes_are_numpy_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = RigLoop(facing_pair("VLP-16"), _ground(), sim_hz=20.0, crosstalk=True)
+    assert _held_to_numpy(loop, 4, monkeypatch) > 0
+
+
+@needs_compiled
+def test_the_example_rig_s_echoes_are_numpy_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its sensors face apart: every pair of pulses is tried, none is seen (the demo's 0 false points)."""
+    loop = RigLoop(load_rig(RIG), build_world("street", seed=3), sim_hz=20.0, seed=3, crosstalk=True)
+    assert _held_to_numpy(loop, 2, monkeypatch) == 0
+
+
+@needs_compiled
+def test_scans_are_the_same_with_the_step_off() -> None:
+    def scans() -> list[bytes]:
+        loop = RigLoop(facing_pair("VLP-16"), _ground(), sim_hz=20.0, crosstalk=True)
+        out = []
+        for _ in range(3):
+            for _name, got in sorted(loop.step().items()):
+                out.extend(s.points.tobytes() for s in got)
+        return out
+
+    fast = scans()
+    crosstalk_fused.enabled = False
+    try:
+        assert scans() == fast
+    finally:
+        crosstalk_fused.enabled = True
+
+
+def test_einsum_adds_the_first_and_third_products_then_the_second() -> None:
+    """The order of the dot products the compiled step copies (NumPy's einsum on rows of three)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((100_000, 3)), rng.standard_normal((100_000, 3))
+    p = a * b
+    assert np.einsum("ij,ij->i", a, b).tobytes() == ((p[:, 0] + p[:, 2]) + p[:, 1]).tobytes()
+
+
+@needs_compiled
+def test_world_directions_are_numpy_s() -> None:
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((20_000, 4))
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    d = rng.standard_normal((20_000, 3)).astype(np.float32)
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    got = crosstalk_fused.world_directions(q, d)
+    want = crosstalk._rotate(q, d.astype(np.float64))
+    want /= np.linalg.norm(want, axis=1)[:, None]
+    assert got is not None and got.tobytes() == want.tobytes()
+
+
+@needs_compiled
+@pytest.mark.parametrize("in_order", [True, False])
+def test_pair_bounds_are_searchsorted_s(in_order: bool) -> None:
+    rng = np.random.default_rng(2)
+    t_a = rng.integers(0, 50_000_000, 30_000)
+    t_b = np.sort(rng.integers(0, 50_000_000, 20_000))
+    t_b[100:110] = t_b[100]  # equal times
+    if in_order:
+        t_a.sort()
+    lo, hi = np.empty(t_a.size, np.int64), np.empty(t_a.size, np.int64)
+    assert crosstalk_fused._c is not None
+    total = crosstalk_fused._c.pair_bounds(t_a, t_b, t_a.size, t_b.size, 1600.5, 800.0, lo, hi)
+    want_lo = np.searchsorted(t_b, t_a - 1600.5, "left")
+    want_hi = np.searchsorted(t_b, t_a + 800.0, "right")
+    assert np.array_equal(lo, want_lo) and np.array_equal(hi, want_hi)
+    assert total == int((want_hi - want_lo).sum())
