@@ -5,7 +5,9 @@ from typing import Any
 def setup(cos: Any, exp: Any, /) -> bool:
     """Take NumPy's float64 cos and exp loops; False when not found."""
 
-def pair_bounds(t_a: Any, t_b: Any, na: int, nb: int, before: float, after: float, lo: Any, hi: Any, /) -> int:
+def pair_bounds(
+    t_a: Any, t_b: Any, na: int, nb: int, before: float, after: float, lo: Any, hi: Any, /
+) -> int:
     """Each A pulse's range of B pulses in its window; returns the pairs."""
 
 def rotate_unit(q: Any, v: Any, n: int, out: Any, /) -> None:
