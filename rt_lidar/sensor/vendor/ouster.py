@@ -19,7 +19,7 @@ __all__ = ["LIDAR_MODES", "is_ouster", "parse_lidar_mode", "read_ouster"]
 LIDAR_MODES = ("512x10", "512x20", "1024x10", "1024x20", "2048x10", "4096x5")
 # ouster-sdk's fallback beam origin (mm) by product line, for files before firmware 1.14 / 2.0
 _ORIGIN_MM = {"OS0": 27.67, "OS1": 15.806, "OS2": 13.762}
-_PROD = re.compile(r"^OS-?(\d)(?:-(\d+))?(?:-(.*))?$", re.IGNORECASE)
+_PROD = re.compile(r"^OS-?(\d|DOME)(?:-(\d+))?(?:-(.*))?$", re.IGNORECASE)
 
 
 def is_ouster(d: Any) -> bool:
@@ -115,10 +115,10 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
         m = _PROD.match(prod.strip())
         if not m:
             warnings.append(
-                f"{path}: prod_line {prod!r} is not one we know (OS-0/1/2-N-...): model from the fan"
+                f"{path}: prod_line {prod!r} is not one we know (OS-0/1/2/DOME-N-...): model from the fan"
             )
     if prod and m:
-        line = f"OS{m[1]}"
+        line = "OSDome" if m[1].upper() == "DOME" else f"OS{m[1]}"
         build = str(info.get("build_rev", ""))
         model = "OS1 gen1" if line == "OS1" and build.startswith("v1.") and len(alt) <= 64 else line
         said_by = f"prod_line {prod}"

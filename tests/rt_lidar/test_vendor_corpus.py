@@ -1,0 +1,281 @@
+"""More real vendor calibration files (tests/data/vendor, see its README): each one imports with the
+beam count of its product and the angles the file holds, read here by small independent readers (json,
+PyYAML, ElementTree, csv, struct) rather than by rt_lidar's parsers; files without a beam table are
+refused in one line (exit 2 from the CLI)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import struct
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rt_lidar.cli.main import main as cli_main
+from rt_lidar.errors import RtLidarError
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.vendor import preset_from_vendor_file
+from rt_lidar.sensor.vendor.models import find_model
+
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "vendor"
+
+# file -> (vendor, model, beams): the products' beam counts; the model from the file's own words
+CORPUS: dict[str, tuple[str, str, int]] = {
+    "ouster/1_12_os1-991913000010-64.json": ("Ouster", "OS1 gen1", 64),
+    "ouster/1_14_6cccd_os-882002000138-128_legacy.json": ("Ouster", "OS0", 128),
+    "ouster/2_0_0_os1-992008000494-128_col_win_legacy.json": ("Ouster", "OS1", 128),
+    "ouster/2_5_0_os-992146000760-128.json": ("Ouster", "OS1", 128),
+    "ouster/OS-0-128-U1_v2.3.0_1024x10.json": ("Ouster", "OS0", 128),
+    "ouster/OS-0-128_v3.0.1_1024x10.json": ("Ouster", "OS0", 128),
+    "ouster/OS-1-128_v2.3.0_1024x10.json": ("Ouster", "OS1", 128),
+    "ouster/OS-1-32-G_v2.1.1_1024x10.json": ("Ouster", "OS1", 32),
+    "ouster/OS-1-64_sensor_config_reduced.json": ("Ouster", "OS1", 64),
+    "ouster/OS-2-32-U0_v2.0.0_1024x10.json": ("Ouster", "OS2", 32),
+    "ouster/duplicate_id.json": ("Ouster", "OS2", 128),
+    "velodyne/64e_s3-xiesc.yaml": ("Velodyne", "HDL-64E", 64),
+    "velodyne/64e_utexas.yaml": ("Velodyne", "HDL-64E", 64),
+    "velodyne/VLP16_hires_db.yaml": ("Velodyne", "Puck Hi-Res", 16),
+    "velodyne/VeloView-VLP-32C.yaml": ("Velodyne", "VLP-32C", 32),
+    "velodyne/angles-calibrated.yaml": ("Velodyne", "HDL-64E", 64),
+    "velodyne/ros_VLS128.yaml": ("Velodyne", "VLS-128", 128),
+    "velodyne/HDL-64E_S3-VeloView.yml": ("Velodyne", "HDL-64E", 64),
+    "velodyne/VLP-32B.yml": ("Velodyne", "VLP-32B", 32),
+    "velodyne/VLP-32C.yml": ("Velodyne", "VLP-32C", 32),
+    "velodyne/nebula_HDL64e_s3.yaml": ("Velodyne", "HDL-64E", 64),
+    "velodyne/nebula_VLP32MR.yaml": ("Velodyne", "VLP-32C", 32),
+    "velodyne/ros_32db.xml": ("Velodyne", "HDL-32E", 32),
+    "velodyne/ros_64e_s2.1-sztaki.xml": ("Velodyne", "HDL-64E", 64),
+    "velodyne/test_db_without_intensities.xml": ("Velodyne", "HDL-64E", 64),
+    "velodyne/HDL-128.xml": ("Velodyne", "VLS-128", 128),
+    "velodyne/HDL-64.xml": ("Velodyne", "HDL-64E", 64),
+    "velodyne/Puck LITE.xml": ("Velodyne", "Puck LITE", 16),
+    "velodyne/VLP-32a.xml": ("Velodyne", "VLP-32A", 32),
+    "velodyne/VLP-32b.xml": ("Velodyne", "VLP-32B", 32),
+    "velodyne/HDL-32_2014.xml": ("Velodyne", "HDL-32E", 32),
+    "hesai/Pandar128E3X_Angle Correction File.csv": ("Hesai", "Pandar128E3X", 128),
+    "hesai/Pandar40M_Angle Correction File.csv": ("Hesai", "Pandar40M", 40),
+    "hesai/Pandar90E3X_Angle Correction File.csv": ("Hesai", "Pandar90", 90),
+    "hesai/PandarXT_Angle Correction File.csv": ("Hesai", "PandarXT-32", 32),
+    "hesai/XT32M2X_Angle Correction File.csv": ("Hesai", "PandarXT-32M2X", 32),
+    "hesai/OT128_40_Angle Correction File.csv": ("Hesai", "Pandar40P", 40),
+    "hesai/AT128E3X_Angle Correction File.dat": ("Hesai", "AT128", 128),
+    "hesai/nebula_Pandar128E4X.csv": ("Hesai", "OT128", 128),
+    "hesai/nebula_Pandar40P.csv": ("Hesai", "Pandar40P", 40),
+    "hesai/nebula_Pandar64.csv": ("Hesai", "Pandar64", 64),
+    "hesai/nebula_PandarQT128.csv": ("Hesai", "PandarQT128", 128),
+    "hesai/nebula_PandarQT64.csv": ("Hesai", "PandarQT64", 64),
+    "hesai/nebula_PandarXT16.csv": ("Hesai", "PandarXT-16", 16),
+    "hesai/nebula_PandarXT32M.csv": ("Hesai", "PandarXT-32M2X", 32),
+    "hesai/nebula_PandarAT128.dat": ("Hesai", "AT128", 128),
+    "hesai/LidarView_CalibrationExample.csv": ("Hesai", "PandarXT-32", 32),
+    "robosense/lidar1/angle.csv": ("RoboSense", "RS-16", 16),
+    "robosense/lidar2/angle.csv": ("RoboSense", "RS-16", 16),
+}
+
+# file -> what the one-line refusal says
+CORPUS_REFUSED: dict[str, str] = {
+    "ouster/1_13_os1-991937000062-32A02_legacy.json": "64 beam angles but prod_line OS-1-32-A02 has 32 beams",
+    "ouster/incorrect_nbeam_angles_legacy_113.json": "64 azimuths for 63 altitudes",
+    "ouster/OS-0-128-U1_v2.3.0_1024x10_digest.json": "a JSON file without a beam table",
+    "hesai/ET25_Angle_Correction_File_V1.dat": "only the AT128's 1.5 is read",
+    "hesai/QT128C2X_Channel_Cofig.csv": "no beam angles",
+    "hesai/PandarXT-32_Firetime Correction File.csv": "no beam angles",
+    "hesai/QT128C2X_Firetime Correction File.csv": "no beam angles",
+    "hesai/AT128E2X_Firetime Correction File.csv": "no beam angles",
+    "hesai/Pandar40P_Firetime Correction File.csv": "no beam angles",
+    "robosense/lidar1/curves.csv": "not an angle table",
+    "robosense/rs_lidar_32/CurveRate.csv": "not a calibrated beam table",
+    "other/nebula_PandarXT32.param.yaml": "not a calibration format we read",
+}
+
+
+def _load(path: Path, **kw: str) -> SensorPreset:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return preset_from_vendor_file(str(path), **kw)
+
+
+def _wrap(a: float) -> float:
+    return (a + 180.0) % 360.0 - 180.0
+
+
+# ------------------------------------------------------------- independent readers: {laser id: (el, az)}
+# el up positive, az counter-clockwise positive (the preset's convention), degrees
+
+
+def _ouster(path: Path) -> dict[int, tuple[float, float]]:
+    d = json.loads(path.read_text())
+    bi = d.get("beam_intrinsics", d)
+    return {
+        i: (e, _wrap(-a))
+        for i, (e, a) in enumerate(zip(bi["beam_altitude_angles"], bi["beam_azimuth_angles"], strict=True))
+    }
+
+
+def _velodyne_yaml(path: Path) -> dict[int, tuple[float, float]]:
+    text = path.read_text()
+    try:
+        d = yaml.safe_load(text)
+    except yaml.YAMLError:  # PyYAML refuses trailing commas in flow mappings: drop them
+        d = yaml.safe_load(text.replace(",}", "}").replace(", }", "}"))
+    return {
+        int(las["laser_id"]): (
+            math.degrees(las["vert_correction"]),
+            math.degrees(las.get("rot_correction", 0)),
+        )
+        for las in d["lasers"]
+    }
+
+
+def _velodyne_xml(path: Path, n: int) -> dict[int, tuple[float, float]]:
+    db = ET.parse(path).getroot().find("DB")
+    assert db is not None
+    out = {}
+    for item in db.iterfind("points_/item"):
+        px = item.find("px")
+        assert px is not None
+        lid = int(float(px.findtext("id_", "-1")))
+        if lid < n:  # the first n entries (db.xml pads with repeats or zeros to 64)
+            out[lid] = (
+                float(px.findtext("vertCorrection_", "nan")),
+                float(px.findtext("rotCorrection_", "0")),
+            )
+    return out
+
+
+def _hesai_csv(path: Path) -> dict[int, tuple[float, float]]:
+    rows = list(csv.reader(path.read_text(encoding="utf-8-sig").splitlines()))
+    out = {}
+    for r in rows:
+        try:
+            ch, el, az = int(r[0]), float(r[1]), float(r[2])
+        except (ValueError, IndexError):
+            continue  # the header, a version line or a checksum line
+        out[ch] = (el, _wrap(-az))  # laser id = the 1-based channel
+    return out
+
+
+def _at128_dat(path: Path) -> dict[int, tuple[float, float]]:
+    b = path.read_bytes()
+    assert b[:4] == b"\xee\xff\x01\x05"
+    ch, mirrors, res = b[4], b[5], b[15]
+    off = 16 + 8 * mirrors
+    az = struct.unpack_from(f"<{ch}i", b, off)
+    el = struct.unpack_from(f"<{ch}i", b, off + 4 * ch)
+    unit = res / 25600.0  # 1/256 of the resolution byte's 0.01 deg
+    return {i + 1: (el[i] * unit, _wrap(az[i] * unit)) for i in range(ch)}
+
+
+def _robosense(path: Path) -> dict[int, tuple[float, float]]:
+    rows = [r for r in csv.reader(path.read_text().splitlines()) if any(c.strip() for c in r)]
+    return {
+        i: (float(r[0]), _wrap(-float(r[1])) if len(r) > 1 and r[1].strip() else 0.0)
+        for i, r in enumerate(rows)
+    }
+
+
+def _expected(rel: str, n: int) -> dict[int, tuple[float, float]]:
+    path = DATA / rel
+    if rel.startswith("ouster/"):
+        return _ouster(path)
+    if path.suffix in (".yaml", ".yml"):
+        return _velodyne_yaml(path)
+    if path.suffix == ".xml":
+        return _velodyne_xml(path, n)
+    if path.suffix == ".dat":
+        return _at128_dat(path)
+    if rel.startswith("hesai/"):
+        return _hesai_csv(path)
+    return _robosense(path)
+
+
+@pytest.mark.parametrize("rel", sorted(CORPUS))
+def test_real_file_imports_with_its_beam_count_and_angles(rel: str) -> None:
+    vendor, model, n = CORPUS[rel]
+    p = _load(DATA / rel)
+    assert (p.vendor, p.model, p.n_rings) == (vendor, model, n)
+    want = _expected(rel, n)
+    assert len(want) == n
+    got = {int(b.laser_id): (b.elevation_deg, b.azimuth_offset_deg) for b in p.beams}
+    assert sorted(got) == sorted(want)
+    for lid in sorted(want):
+        assert got[lid][0] == pytest.approx(want[lid][0], abs=1e-6), f"laser {lid} elevation"
+        assert _wrap(got[lid][1] - want[lid][1]) == pytest.approx(0.0, abs=1e-6), f"laser {lid} azimuth"
+
+
+@pytest.mark.parametrize("rel", sorted(CORPUS_REFUSED))
+def test_real_file_without_a_beam_table_is_refused_in_one_line(
+    rel: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(DATA / rel)
+    with pytest.raises(RtLidarError, match=CORPUS_REFUSED[rel]):
+        preset_from_vendor_file(path)
+    assert cli_main(["presets", "show", path]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and path in err[0] and CORPUS_REFUSED[rel] in err[0]
+
+
+def test_db_xml_with_a_stale_enabled_mask_takes_the_models_count(tmp_path: Path) -> None:
+    """VeloView's 2014 HDL-32.xml holds 32 calibrated lasers but enables 16: its name (or --model) says
+    HDL-32E, so the 32 are taken, with a warning; --model VLP-16 keeps the 16 enabled ones."""
+    src = DATA / "velodyne/HDL-32_2014.xml"
+    with pytest.warns(UserWarning, match="enabled_ enables 16 lasers but entries 0..31"):
+        p = preset_from_vendor_file(str(src))
+    assert (p.model, p.n_rings) == ("HDL-32E", 32)
+    anon = tmp_path / "db.xml"
+    anon.write_bytes(src.read_bytes())
+    assert _load(anon, model="HDL-32E").n_rings == 32
+    assert _load(anon, model="VLP-16").n_rings == 16
+
+
+def test_ouster_dome_metadata(tmp_path: Path) -> None:
+    """An OSDome's prod_line (``OS-DOME-128``) names the hemispherical model."""
+    d = json.loads((DATA / "ouster/OS-0-128-U1_v2.3.0_1024x10.json").read_text())
+    d["prod_line"] = "OS-DOME-128-U1"
+    d["beam_altitude_angles"] = [90.0 - i * 90.0 / 127 for i in range(128)]
+    f = tmp_path / "dome.json"
+    f.write_text(json.dumps(d))
+    p = _load(f)
+    assert (p.model, p.n_rings) == ("OSDome", 128)
+    assert p.provenance is not None and p.provenance["range"] == "datasheet OSDome"
+
+
+ISSUE_NAMES = [
+    "HDL-64E", "HDL-32E", "VLP-16", "VLP-32A", "VLP-32C", "Puck Hi-Res", "Puck LITE", "VLS-128",
+    "Alpha Prime", "Pandar40P", "Pandar40M", "Pandar64", "PandarQT", "PandarQT128", "PandarXT-16",
+    "PandarXT-32", "PandarXT-32M2X", "OT128", "AT128", "JT16", "JT128", "Pandar128E3X", "Pandar90",
+    "RS-16", "RS-32", "RS-Bpearl", "RS-Helios", "RS-Ruby",
+    "OS0", "OS1", "OS2", "OSDome",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ISSUE_NAMES)
+def test_model_names_match_whatever_the_case_and_punctuation(name: str) -> None:
+    canonical = find_model(name, "<test>").name
+    for spelling in (
+        name.lower(),
+        name.upper(),
+        name.replace("-", " "),
+        name.replace("-", "_"),
+        name.replace("-", ""),
+    ):
+        assert find_model(spelling, "<test>").name == canonical
+
+
+@pytest.mark.parametrize(
+    ("name", "model"), [("XT32", "PandarXT-32"), ("QT128C2X", "PandarQT128"), ("Pandar128E4X", "OT128")]
+)
+def test_hesai_short_and_protocol_names(name: str, model: str) -> None:
+    assert find_model(name, "<test>").name == model
+
+
+def test_every_model_cites_its_datasheet() -> None:
+    from rt_lidar.sensor.vendor.models import MODELS
+
+    for spec in {id(m): m for m in MODELS.values()}.values():
+        assert "datasheet" in spec.note, spec.name
