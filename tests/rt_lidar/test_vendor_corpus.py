@@ -73,6 +73,9 @@ CORPUS: dict[str, tuple[str, str, int]] = {
     "hesai/nebula_PandarXT32M.csv": ("Hesai", "PandarXT-32M2X", 32),
     "hesai/nebula_PandarAT128.dat": ("Hesai", "AT128", 128),
     "hesai/LidarView_CalibrationExample.csv": ("Hesai", "PandarXT-32", 32),
+    "hesai/AT128P_Angle Correction File.dat": ("Hesai", "AT128", 128),
+    "hesai/DriveWorks_correction_p128.dat": ("Hesai", "Pandar128E3X", 128),
+    "hesai/General_ROS_correction.csv": ("Hesai", "Pandar40P", 40),
     "robosense/lidar1/angle.csv": ("RoboSense", "RS-16", 16),
     "robosense/lidar2/angle.csv": ("RoboSense", "RS-16", 16),
 }
@@ -82,7 +85,7 @@ CORPUS_REFUSED: dict[str, str] = {
     "ouster/1_13_os1-991937000062-32A02_legacy.json": "64 beam angles but prod_line OS-1-32-A02 has 32 beams",
     "ouster/incorrect_nbeam_angles_legacy_113.json": "64 azimuths for 63 altitudes",
     "ouster/OS-0-128-U1_v2.3.0_1024x10_digest.json": "a JSON file without a beam table",
-    "hesai/ET25_Angle_Correction_File_V1.dat": "only the AT128's 1.5 is read",
+    "hesai/ET25_Angle_Correction_File_V1.dat": "only the AT128's 1.3 and 1.5 are read",
     "hesai/QT128C2X_Channel_Cofig.csv": "no beam angles",
     "hesai/PandarXT-32_Firetime Correction File.csv": "no beam angles",
     "hesai/QT128C2X_Firetime Correction File.csv": "no beam angles",
@@ -90,6 +93,7 @@ CORPUS_REFUSED: dict[str, str] = {
     "hesai/Pandar40P_Firetime Correction File.csv": "no beam angles",
     "robosense/lidar1/curves.csv": "not an angle table",
     "robosense/rs_lidar_32/CurveRate.csv": "not a calibrated beam table",
+    "robosense/rs_lidar_32/limit.csv": "not elevations in degrees",
     "other/nebula_PandarXT32.param.yaml": "not a calibration format we read",
 }
 
@@ -162,6 +166,11 @@ def _hesai_csv(path: Path) -> dict[int, tuple[float, float]]:
 
 def _at128_dat(path: Path) -> dict[int, tuple[float, float]]:
     b = path.read_bytes()
+    if b[:4] == b"\xee\xff\x01\x03":  # v1.3: int16 0.01 deg x resolution, uint16 frame starts and ends
+        ch, frames, res = b[4], b[6], b[15]
+        az3 = struct.unpack_from(f"<{ch}h", b, 16 + 4 * frames)
+        el3 = struct.unpack_from(f"<{ch}h", b, 16 + 4 * frames + 2 * ch)
+        return {i + 1: (el3[i] * 0.01 * res, _wrap(az3[i] * 0.01 * res)) for i in range(ch)}
     assert b[:4] == b"\xee\xff\x01\x05"
     ch, mirrors, res = b[4], b[5], b[15]
     off = 16 + 8 * mirrors
@@ -187,7 +196,7 @@ def _expected(rel: str, n: int) -> dict[int, tuple[float, float]]:
         return _velodyne_yaml(path)
     if path.suffix == ".xml":
         return _velodyne_xml(path, n)
-    if path.suffix == ".dat":
+    if path.suffix == ".dat" and path.read_bytes()[:2] == b"\xee\xff":
         return _at128_dat(path)
     if rel.startswith("hesai/"):
         return _hesai_csv(path)
@@ -279,3 +288,14 @@ def test_every_model_cites_its_datasheet() -> None:
 
     for spec in {id(m): m for m in MODELS.values()}.values():
         assert "datasheet" in spec.note, spec.name
+
+
+def test_flash_lidar_pixel_table_is_refused(tmp_path: Path) -> None:
+    """HesaiLidar_Swift_SDK's PandarFT_Correction.csv (FT120, 19440 pixels: too big to vendor; its first
+    lines here) has a Column_id: a per-pixel table, refused in one line."""
+    f = tmp_path / "PandarFT_Correction.csv"
+    f.write_text(
+        "Channel,Column_id,Elevation,Azimuth\n120,162,-27.10187776,133.819671\n119,162,-26.65549469,133.6896303\n"
+    )
+    with pytest.raises(RtLidarError, match="flash lidar"):
+        preset_from_vendor_file(str(f))

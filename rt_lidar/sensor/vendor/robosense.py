@@ -40,6 +40,11 @@ def read_robosense_csv(text: str, path: str) -> VendorTable:
             f"{max(widths)} columns a row: not an angle table (RoboSense's ChannelNum.csv holds "
             "temperature-indexed distance offsets, curves.csv intensity curves)",
         )
+    worst = max((abs(r[0]) for r in rows), default=0.0)
+    if worst > 90.0:
+        raise refuse(
+            path, "<file>", f"column 1 reaches {worst:g}: not elevations in degrees (not an angle.csv)"
+        )
     check_azimuths(path, [r[1] for r in rows if len(r) > 1], "azimuth")
     # rs_driver's user channel: the laser's rank by elevation, lowest first (laser id = the file's row)
     rank = {row: ring for ring, row in enumerate(sorted(range(len(rows)), key=lambda i: (rows[i][0], i)))}
