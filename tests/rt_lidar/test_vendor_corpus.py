@@ -5,6 +5,7 @@ refused in one line (exit 2 from the CLI)."""
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import math
@@ -299,3 +300,38 @@ def test_flash_lidar_pixel_table_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(RtLidarError, match="flash lidar"):
         preset_from_vendor_file(str(f))
+
+
+def _variants(src: str) -> dict[str, bytes]:
+    lines = src.splitlines()
+    return {
+        "utf16.csv": codecs.BOM_UTF16_LE + src.encode("utf-16-le"),  # Excel's "Unicode text"
+        "tabs.csv": "\n".join(ln.replace(",", "\t") for ln in lines).encode(),
+        "semicolons.csv": "\r\n".join(ln.replace(",", ";") for ln in lines).encode(),
+        "quoted.csv": "\n".join(",".join(f'"{c}"' for c in ln.split(",")) for ln in lines).encode(),
+        "gbk_comment.csv": ("# 角度校准文件\n" + src).encode("gbk"),
+        "spaces.csv": ("\n".join(", ".join(ln.split(",")) + "  " for ln in lines) + "\n\n").encode(),
+        "extra_columns.csv": (lines[0] + ",Note\n" + "\n".join(ln + ",x" for ln in lines[1:])).encode(),
+        "columns_reordered.csv": (
+            "Elevation,Azimuth,Channel\n"
+            + "\n".join(",".join(ln.split(",")[i] for i in (1, 2, 0)) for ln in lines[1:])
+        ).encode(),
+    }
+
+
+@pytest.mark.parametrize("variant", sorted(_variants("a,b,c\n1,2,3")))
+def test_exported_csv_variants_read_the_same(variant: str, tmp_path: Path) -> None:
+    """A Hesai table re-saved by a spreadsheet (UTF-16, tabs, semicolons, quotes, a GBK comment, extra or
+    reordered columns) and a RoboSense one with tabs or semicolons give the same beams."""
+    hesai = DATA / "hesai/Pandar64_Angle Correction File.csv"
+    f = tmp_path / "Pandar64" / variant
+    f.parent.mkdir()
+    f.write_bytes(_variants(hesai.read_text(encoding="utf-8-sig"))[variant])
+    assert _load(f).beams == _load(hesai).beams
+    if variant in ("tabs.csv", "semicolons.csv"):
+        rs = DATA / "robosense/rs_lidar_32/angle.csv"
+        g = tmp_path / "rs_lidar_32" / "angle.csv"
+        g.parent.mkdir()
+        sep = "\t" if variant == "tabs.csv" else ";"
+        g.write_text("\n".join(ln.replace(",", sep) for ln in rs.read_text().splitlines()))
+        assert _load(g).beams == _load(rs).beams
