@@ -9,7 +9,9 @@ import codecs
 import csv
 import json
 import math
+import os
 import struct
+import subprocess
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -335,3 +337,64 @@ def test_exported_csv_variants_read_the_same(variant: str, tmp_path: Path) -> No
         sep = "\t" if variant == "tabs.csv" else ";"
         g.write_text("\n".join(ln.replace(",", sep) for ln in rs.read_text().splitlines()))
         assert _load(g).beams == _load(rs).beams
+
+
+_OUSTER_PEER = (
+    Path(os.environ.get("RT_LIDAR_OUSTER_PEER", DATA.parents[2] / ".venv-ouster")) / "bin" / "python"
+)
+_SDK_READ = """
+import json, sys
+from ouster.sdk import core
+out = {}
+for f in sys.argv[1:]:
+    try:
+        si = core.SensorInfo(open(f).read())
+    except Exception as exc:
+        out[f] = str(exc).splitlines()[0]
+        continue
+    mode = si.config.lidar_mode if si.config else None
+    out[f] = dict(alt=list(si.beam_altitude_angles), az=list(si.beam_azimuth_angles),
+                  mode=str(mode) if mode else None,
+                  btl=[float(x) for x in si.beam_to_lidar_transform.flatten()])
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not _OUSTER_PEER.exists(), reason="ouster-sdk peer venv absent (RT_LIDAR_OUSTER_PEER)")
+def test_ouster_files_read_as_ouster_sdk_reads_them() -> None:
+    """Every vendored Ouster file: ouster-sdk's SensorInfo (its own venv) and our preset hold the same
+    angles, lidar mode and beam origin; a file ouster-sdk refuses we refuse too (and an all-zero table,
+    which ouster-sdk takes, we refuse as uncalibrated)."""
+    files = sorted(str(f) for f in (DATA / "ouster").glob("*.json"))
+    run = subprocess.run(
+        [str(_OUSTER_PEER), "-c", _SDK_READ, *files], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    sdk = json.loads(run.stdout)
+    checked = 0
+    for f in files:
+        ref = sdk[f]
+        if "beam_intrinsics" in f:  # beam intrinsics alone: not a metadata file for ouster-sdk
+            continue
+        if isinstance(ref, str):
+            with pytest.raises(RtLidarError):
+                _load(Path(f))
+            continue
+        if ref["alt"] and not any(ref["alt"]):
+            with pytest.raises(RtLidarError, match="all 128 elevations are 0"):
+                _load(Path(f))
+            continue
+        p = _load(Path(f))
+        assert list(p.elevations_deg) == pytest.approx(ref["alt"], abs=1e-9), f
+        assert [_wrap(-a) for a in p.azimuth_offsets_deg] == pytest.approx(
+            [_wrap(a) for a in ref["az"]], abs=1e-9
+        ), f
+        if ref["mode"]:
+            cols, hz = ref["mode"].split("x")
+            assert (p.scan.columns_per_rev, p.scan.rotation_hz) == (int(cols), float(hz)), f
+        b = p.beams[0]
+        assert (b.origin_radial_m * 1000.0, b.origin_up_m * 1000.0) == pytest.approx(
+            (ref["btl"][3], ref["btl"][11]), abs=1e-6
+        ), f
+        checked += 1
+    assert checked >= 18

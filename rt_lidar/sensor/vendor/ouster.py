@@ -19,6 +19,7 @@ __all__ = ["LIDAR_MODES", "is_ouster", "parse_lidar_mode", "read_ouster"]
 LIDAR_MODES = ("512x10", "512x20", "1024x10", "1024x20", "2048x10", "4096x5")
 # ouster-sdk's fallback beam origin (mm) by product line, for files before firmware 1.14 / 2.0
 _ORIGIN_MM = {"OS0": 27.67, "OS1": 15.806, "OS2": 13.762}
+_DEFAULT_ORIGIN_MM = 12.163  # ouster-sdk's lidar_origin_to_beam_origin_mm when the product is unknown
 _PROD = re.compile(r"^OS-?(\d|DOME)(?:-(\d+))?(?:-(.*))?$", re.IGNORECASE)
 
 
@@ -149,6 +150,9 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
     elif model is not None and model.split()[0] in _ORIGIN_MM:
         out_mm = _ORIGIN_MM[model.split()[0]]
         said_origin = f"none in the file: {model}'s {out_mm:g} mm, ouster-sdk's fallback"
+    else:  # no prod_line either (Studio's reduced files): ouster-sdk's default for an unnamed product
+        out_mm = _DEFAULT_ORIGIN_MM
+        said_origin = f"none in the file, no prod_line: ouster-sdk's default {out_mm:g} mm"
     if out_mm or up_mm:  # every beam starts there, turned with the encoder (ouster-sdk's XYZ table)
         for b in beams:
             b["origin_radial_m"] = out_mm / 1000.0
