@@ -398,3 +398,20 @@ def test_ouster_files_read_as_ouster_sdk_reads_them() -> None:
         ), f
         checked += 1
     assert checked >= 18
+
+
+@pytest.mark.parametrize(
+    "rel", sorted(r for r in CORPUS if r.startswith("velodyne/") and r.endswith((".yaml", ".yml")))
+)
+def test_velodyne_yaml_reads_as_velodyne_decoder_reads_it(rel: str) -> None:
+    """velodyne_decoder parses the same YAML (its float32 angles: within 1e-5 deg) to the same lasers."""
+    vd = pytest.importorskip("velodyne_decoder")
+    theirs = yaml.safe_load(vd.Calibration.read(str(DATA / rel)).to_string())["lasers"]
+    p = _load(DATA / rel)
+    ours = {int(b.laser_id): b for b in p.beams}
+    assert len(theirs) == p.n_rings
+    for las in theirs:
+        b = ours[int(las["laser_id"])]
+        assert b.elevation_deg == pytest.approx(math.degrees(las["vert_correction"]), abs=1e-5)
+        az = math.degrees(las.get("rot_correction", 0.0))
+        assert _wrap(b.azimuth_offset_deg - az) == pytest.approx(0.0, abs=1e-5)
