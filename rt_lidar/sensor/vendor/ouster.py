@@ -51,7 +51,8 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
     bi: dict[str, Any] = d["beam_intrinsics"] if nested else d
     fmt = d.get("lidar_data_format") if nested else d.get("data_format")
     fmt = fmt if isinstance(fmt, dict) else {}
-    cfg: dict[str, Any] = d["config_params"] if isinstance(d.get("config_params"), dict) else d
+    cfg_key = next((k for k in ("config_params", "config_param") if isinstance(d.get(k), dict)), None)
+    cfg: dict[str, Any] = d[cfg_key] if cfg_key else d  # ouster_example's early dumps: "config_param"
     info: dict[str, Any] = d["sensor_info"] if isinstance(d.get("sensor_info"), dict) else d
     pre = "beam_intrinsics." if nested else ""
     alt = _numbers(bi.get("beam_altitude_angles"), path, pre + "beam_altitude_angles")
@@ -83,7 +84,7 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
 
     # the lidar mode: columns a turn and the rotation rate
     file_mode = cfg.get("lidar_mode") if isinstance(cfg, dict) else None
-    mode_where = ("config_params." if nested else "") + "lidar_mode"
+    mode_where = (f"{cfg_key}." if cfg_key else "") + "lidar_mode"
     warnings: list[str] = []
     if lidar_mode is not None:
         mode, said = lidar_mode, "--lidar-mode"
