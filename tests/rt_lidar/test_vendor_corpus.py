@@ -351,7 +351,7 @@ for f in sys.argv[1:]:
     try:
         si = core.SensorInfo(open(f).read())
     except Exception as exc:
-        out[f] = str(exc).splitlines()[0]
+        out[f] = str(exc)
         continue
     mode = si.config.lidar_mode if si.config else None
     out[f] = dict(alt=list(si.beam_altitude_angles), az=list(si.beam_azimuth_angles),
