@@ -82,6 +82,7 @@ CORPUS: dict[str, tuple[str, str, int]] = {
     "hesai/General_ROS_correction.csv": ("Hesai", "Pandar40P", 40),
     "robosense/lidar1/angle.csv": ("RoboSense", "RS-16", 16),
     "robosense/lidar2/angle.csv": ("RoboSense", "RS-16", 16),
+    "robosense/nebula_Helios5515.csv": ("RoboSense", "RS-Helios", 32),
 }
 
 # file -> what the one-line refusal says
@@ -204,6 +205,8 @@ def _expected(rel: str, n: int) -> dict[int, tuple[float, float]]:
         return _at128_dat(path)
     if rel.startswith("hesai/"):
         return _hesai_csv(path)
+    if "elevation" in path.read_text().splitlines()[0].lower():  # nebula's RoboSense layout: 1-based ids
+        return {ch - 1: v for ch, v in _hesai_csv(path).items()}
     return _robosense(path)
 
 
@@ -421,3 +424,15 @@ def test_velodyne_yaml_reads_as_velodyne_decoder_reads_it(rel: str) -> None:
         assert b.elevation_deg == pytest.approx(math.degrees(las["vert_correction"]), abs=1e-5)
         az = math.degrees(las.get("rot_correction", 0.0))
         assert _wrap(b.azimuth_offset_deg - az) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_robosense_table_in_hesai_layout_by_name_or_model(tmp_path: Path) -> None:
+    """nebula's RoboSense tables use Hesai's 'Laser id,Elevation,Azimuth' layout: the file's name (or
+    --model) makes it a RoboSense preset; without either it stays a Hesai table."""
+    src = DATA / "robosense/nebula_Helios5515.csv"
+    anon = tmp_path / "calibration.csv"
+    anon.write_bytes(src.read_bytes())
+    assert _load(anon).vendor == "Hesai"
+    p = _load(anon, model="RS-Helios")
+    assert (p.vendor, p.model) == ("RoboSense", "RS-Helios")
+    assert p.beams == _load(src).beams

@@ -31,7 +31,7 @@ from rt_lidar.sensor.vendor.hesai import (
     read_hesai_csv,
 )
 from rt_lidar.sensor.vendor.ouster import is_ouster, read_ouster
-from rt_lidar.sensor.vendor.robosense import read_robosense_csv
+from rt_lidar.sensor.vendor.robosense import as_robosense, read_robosense_csv, robosense_model_named
 from rt_lidar.sensor.vendor.table import VendorTable, refuse
 from rt_lidar.sensor.vendor.velodyne import read_velodyne_xml, read_velodyne_yaml
 
@@ -214,6 +214,10 @@ def _cached(
     path: str, stamp: tuple[int, int] | None, model: str | None, lidar_mode: str | None, firetime: str | None
 ) -> tuple[SensorPreset, tuple[str, ...]]:
     table = read_vendor_table(path, lidar_mode)
+    if table.layout == "Hesai angle-correction CSV":
+        rs = robosense_model_named(path, model)
+        if rs is not None:  # nebula keeps RoboSense tables in Hesai's layout
+            table = as_robosense(table, rs, "--model" if model else "file name")
     if lidar_mode is not None and table.vendor != "Ouster":
         raise refuse(path, "--lidar-mode", f"applies to Ouster metadata only; this is a {table.layout}")
     firing = None
