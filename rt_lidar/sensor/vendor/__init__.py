@@ -122,8 +122,8 @@ def read_vendor_table(path: str, lidar_mode: str | None = None) -> VendorTable:
     raise refuse(
         path,
         "<file>",
-        "not a calibration format we read (Ouster JSON, Velodyne YAML / db.xml, Hesai CSV / .dat, "
-        "RoboSense angle.csv)",
+        "no beam table: not a calibration format we read (Ouster JSON, Velodyne YAML / db.xml, "
+        "Hesai CSV / .dat, RoboSense angle.csv)",
     )
 
 
