@@ -217,7 +217,8 @@ def test_real_file_imports_with_its_beam_count_and_angles(rel: str) -> None:
     assert (p.vendor, p.model, p.n_rings) == (vendor, model, n)
     want = _expected(rel, n)
     assert len(want) == n
-    got = {int(b.laser_id): (b.elevation_deg, b.azimuth_offset_deg) for b in p.beams}
+    assert all(b.laser_id is not None for b in p.beams)
+    got = {int(b.laser_id or 0): (b.elevation_deg, b.azimuth_offset_deg) for b in p.beams}
     assert sorted(got) == sorted(want)
     for lid in sorted(want):
         assert got[lid][0] == pytest.approx(want[lid][0], abs=1e-6), f"laser {lid} elevation"
@@ -402,6 +403,7 @@ def test_ouster_files_read_as_ouster_sdk_reads_them() -> None:
             cols, hz = ref["mode"].split("x")
             assert (p.scan.columns_per_rev, p.scan.rotation_hz) == (int(cols), float(hz)), f
         b = p.beams[0]
+        assert b.origin_radial_m is not None and b.origin_up_m is not None, f
         assert (b.origin_radial_m * 1000.0, b.origin_up_m * 1000.0) == pytest.approx(
             (ref["btl"][3], ref["btl"][11]), abs=1e-6
         ), f
@@ -417,7 +419,7 @@ def test_velodyne_yaml_reads_as_velodyne_decoder_reads_it(rel: str) -> None:
     vd = pytest.importorskip("velodyne_decoder")
     theirs = yaml.safe_load(vd.Calibration.read(str(DATA / rel)).to_string())["lasers"]
     p = _load(DATA / rel)
-    ours = {int(b.laser_id): b for b in p.beams}
+    ours = {int(b.laser_id or 0): b for b in p.beams}
     assert len(theirs) == p.n_rings
     for las in theirs:
         b = ours[int(las["laser_id"])]
