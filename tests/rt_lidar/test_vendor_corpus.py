@@ -438,3 +438,11 @@ def test_robosense_table_in_hesai_layout_by_name_or_model(tmp_path: Path) -> Non
     p = _load(anon, model="RS-Helios")
     assert (p.vendor, p.model) == ("RoboSense", "RS-Helios")
     assert p.beams == _load(src).beams
+
+
+def test_at128_dat_with_bytes_before_its_delimiter(tmp_path: Path) -> None:
+    """nebula searches an AT128 .dat for its EE FF delimiter: a few bytes before it change nothing."""
+    src = DATA / "hesai/AT128E2X_Angle Correction File.dat"
+    f = tmp_path / "AT128.dat"
+    f.write_bytes(b"\x00\x01\x02" + src.read_bytes())
+    assert _load(f).beams == _load(src).beams

@@ -85,8 +85,8 @@ def read_vendor_table(path: str, lidar_mode: str | None = None) -> VendorTable:
     if not p.is_file():
         raise refuse(path, "<file>", "no such calibration file")
     data = p.read_bytes()
-    if data[:2] == b"\xee\xff":
-        return read_at128_dat(data, path)
+    if data[:2] == b"\xee\xff" or (b"\x00" in data[:256] and b"\xee\xff\x01" in data[:64]):
+        return read_at128_dat(data, path)  # (nebula finds the delimiter after a few bytes too)
     text = _decode(data, path)
     body = text.lstrip()
     if not body:
