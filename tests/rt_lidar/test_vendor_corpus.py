@@ -446,3 +446,11 @@ def test_at128_dat_with_bytes_before_its_delimiter(tmp_path: Path) -> None:
     f = tmp_path / "AT128.dat"
     f.write_bytes(b"\x00\x01\x02" + src.read_bytes())
     assert _load(f).beams == _load(src).beams
+
+
+def test_model_option_against_what_the_file_says_is_said() -> None:
+    """--model wins over the file's prod_line, with a warning naming both."""
+    f = DATA / "ouster/OS-0-32-U1_v2.2.0_1024x10.json"
+    with pytest.warns(UserWarning, match="the file says OS0 .prod_line OS-0-32-U1. but --model says OS2"):
+        p = preset_from_vendor_file(str(f), model="OS2")
+    assert p.model == "OS2"

@@ -83,6 +83,16 @@ def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
     if model is not None:
         spec = find_model(model, t.path, t.vendor)
         said = f"--model {model}"
+        if t.model and t.model_said_by not in ("file name", "folder name"):
+            try:
+                own = find_model(t.model, t.path, t.vendor)
+            except PresetError:
+                own = None
+            if own is not None and own.name.split()[0] != spec.name.split()[0]:
+                t.warnings.append(
+                    f"{t.path}: the file says {own.name} ({t.model_said_by}) but --model says {spec.name}: "
+                    f"took {spec.name}"
+                )
     else:
         said = ""
         hints = [(t.model, t.model_said_by)] if t.model else []
