@@ -31,7 +31,7 @@ from rt_lidar.sensor.vendor.hesai import (
     read_hesai_csv,
 )
 from rt_lidar.sensor.vendor.ouster import is_ouster, read_ouster
-from rt_lidar.sensor.vendor.robosense import read_robosense_csv
+from rt_lidar.sensor.vendor.robosense import as_robosense, read_robosense_csv, robosense_model_named
 from rt_lidar.sensor.vendor.table import VendorTable, refuse
 from rt_lidar.sensor.vendor.velodyne import read_velodyne_xml, read_velodyne_yaml
 
@@ -85,14 +85,9 @@ def read_vendor_table(path: str, lidar_mode: str | None = None) -> VendorTable:
     if not p.is_file():
         raise refuse(path, "<file>", "no such calibration file")
     data = p.read_bytes()
-    if data[:2] == b"\xee\xff":
-        return read_at128_dat(data, path)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise refuse(path, "<file>", "a binary file of unknown format: no beam table we can read") from None
-    if "\x00" in text:
-        raise refuse(path, "<file>", "a binary file of unknown format: no beam table we can read")
+    if data[:2] == b"\xee\xff" or (b"\x00" in data[:256] and b"\xee\xff\x01" in data[:64]):
+        return read_at128_dat(data, path)  # (nebula finds the delimiter after a few bytes too)
+    text = _decode(data, path)
     body = text.lstrip()
     if not body:
         raise refuse(path, "<file>", "is empty")
@@ -100,6 +95,8 @@ def read_vendor_table(path: str, lidar_mode: str | None = None) -> VendorTable:
         return _json(body, path, lidar_mode)
     if body.startswith("<"):
         return read_velodyne_xml(text, path)
+    if "lasers" not in text:
+        text = body = _as_csv(body)
     head = [ln for ln in body.splitlines()[:8] if ln.strip()]
     first = head[0]
     if any(is_hesai_angle_header(ln) for ln in head):
@@ -125,9 +122,44 @@ def read_vendor_table(path: str, lidar_mode: str | None = None) -> VendorTable:
     raise refuse(
         path,
         "<file>",
-        "not a calibration format we read (Ouster JSON, Velodyne YAML / db.xml, Hesai CSV / .dat, "
-        "RoboSense angle.csv)",
+        "no beam table: not a calibration format we read (Ouster JSON, Velodyne YAML / db.xml, "
+        "Hesai CSV / .dat, RoboSense angle.csv)",
     )
+
+
+def _decode(data: bytes, path: str) -> str:
+    """The file's text: UTF-8 (with or without a BOM), UTF-16 with its BOM (Excel's "Unicode text"), or
+    a mostly-ASCII file in a legacy code page (a GBK or Latin-1 comment: the numbers are ASCII)."""
+    binary = refuse(path, "<file>", "a binary file of unknown format: no beam table we can read")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise binary from None
+    if b"\x00" in data:
+        raise binary
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    controls = sum(1 for b in data if b < 32 and b not in (9, 10, 13))
+    if controls or sum(1 for b in data if b < 128) < 0.9 * len(data):
+        raise binary
+    return data.decode("latin-1")
+
+
+def _as_csv(text: str) -> str:
+    """A table exported with tabs or semicolons instead of commas, or with quoted cells, as plain CSV
+    (the vendors' readers split on commas; the numbers are the same)."""
+    text = text.replace('"', "")
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if lines and not any("," in ln for ln in lines):
+        for sep in ("\t", ";"):
+            if all(sep in ln.strip() for ln in lines[1:]) and len(lines) > 1:
+                return "\n".join(
+                    ",".join(c.strip() for c in ln.strip().split(sep)) for ln in text.splitlines()
+                )
+    return text
 
 
 def _is_number(s: str) -> bool:
@@ -182,6 +214,10 @@ def _cached(
     path: str, stamp: tuple[int, int] | None, model: str | None, lidar_mode: str | None, firetime: str | None
 ) -> tuple[SensorPreset, tuple[str, ...]]:
     table = read_vendor_table(path, lidar_mode)
+    if table.layout == "Hesai angle-correction CSV":
+        rs = robosense_model_named(path, model)
+        if rs is not None:  # nebula keeps RoboSense tables in Hesai's layout
+            table = as_robosense(table, rs, "--model" if model else "file name")
     if lidar_mode is not None and table.vendor != "Ouster":
         raise refuse(path, "--lidar-mode", f"applies to Ouster metadata only; this is a {table.layout}")
     firing = None

@@ -8,6 +8,7 @@ from the datasheet's 10 % range. ``provenance`` records which is which.
 
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 from pathlib import Path
@@ -61,8 +62,18 @@ def _guess(t: VendorTable, candidates: list[ModelSpec]) -> ModelSpec:
     if v == "RoboSense" and n == 32:
         return pick("RS-Bpearl" if hi > 45.0 else "RS-Helios" if lo < -40.0 else "RS-32")
     if v == "Ouster":
+        if hi > 60.0 and lo > -30.0:  # a fan up to the zenith: the hemispherical OSDome
+            return pick("OSDome")
         return pick("OS0" if hi - lo > 60.0 else "OS2" if hi - lo < 30.0 else "OS1")
     return candidates[0]
+
+
+def _name_parts(stem: str) -> list[tuple[str, str]]:
+    """A file name's words and pairs of words (``lidar_VLP-32C_2019`` -> ``VLP-32C``, ``Puck LITE``)."""
+    words = [w for w in re.split(r"[_\s.]+", stem) if w]
+    pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
+    words += [w.split("-", k)[k] for w in list(words) for k in range(1, w.count("-") + 1)]  # VeloView-VLP-32C
+    return [(w, "file name") for w in (*pairs, *words) if len(w) >= 3]
 
 
 def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
@@ -72,6 +83,16 @@ def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
     if model is not None:
         spec = find_model(model, t.path, t.vendor)
         said = f"--model {model}"
+        if t.model and t.model_said_by not in ("file name", "folder name"):
+            try:
+                own = find_model(t.model, t.path, t.vendor)
+            except PresetError:
+                own = None
+            if own is not None and own.name.split()[0] != spec.name.split()[0]:
+                t.warnings.append(
+                    f"{t.path}: the file says {own.name} ({t.model_said_by}) but --model says {spec.name}: "
+                    f"took {spec.name}"
+                )
     else:
         said = ""
         hints = [(t.model, t.model_said_by)] if t.model else []
@@ -79,6 +100,7 @@ def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
             p = Path(t.path)
             hints = [(p.stem, "file name"), (p.parent.name, "folder name")]
             hints += [(h[len(t.vendor) :], by) for h, by in hints if h.lower().startswith(t.vendor.lower())]
+            hints += _name_parts(p.stem)  # "nebula_Pandar64", "front Puck LITE db": the product among words
         for hint, by in hints:
             try:
                 found = find_model(hint, t.path, t.vendor)
@@ -86,7 +108,11 @@ def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
                 if by.startswith("prod_line"):
                     raise
                 continue
-            if n in found.beams or by.startswith("prod_line"):
+            if (
+                n in found.beams
+                or any(k in found.beams for k in t.alternatives)
+                or by.startswith("prod_line")
+            ):
                 spec, said = found, f"{by} {hint!r}"
                 break
         if spec is None:
@@ -106,6 +132,16 @@ def choose_model(t: VendorTable, model: str | None) -> tuple[ModelSpec, str]:
             else:
                 said = f"the only {t.vendor} model with {n} beams"
     assert spec is not None
+    alt = next((k for k in t.alternatives if k in spec.beams), None)
+    if n not in spec.beams and alt is not None:
+        beams, why = t.alternatives[alt]
+        t.warnings.append(f"{t.path}: {why}: took those {alt}, as a {spec.name} has ({said})")
+        t.beams, n = beams, alt
+    elif t.alternatives:
+        k = next(iter(t.alternatives))
+        t.warnings.append(
+            f"{t.path}: {t.alternatives[k][1]}: took the {n} enabled ones; give --model to say which"
+        )
     if n not in spec.beams:
         raise refuse(
             t.path,

@@ -27,6 +27,7 @@ __all__ = [
 
 _SHA = re.compile(r"^[0-9a-fA-F]{64}$")
 AT128_MAGIC = b"\xee\xff\x01\x05"
+AT128_V13_MAGIC = b"\xee\xff\x01\x03"  # the PandarAT / early AT128P .dat (HesaiLidar_Swift_ROS reads it)
 AT128_UNIT_DEG = 1.0 / 25600.0  # the .dat's angles: 1/256 of 0.01 deg, times its resolution byte
 
 
@@ -82,6 +83,13 @@ def read_hesai_csv(text: str, path: str) -> VendorTable:
     preamble = lines[:cut]  # e.g. an "EEFF,1,4" version line before the header or the rows
     header = [h.strip().lower() for h in lines[start].split(",")] if start is not None else []
     body = lines[start + 1 :] if start is not None else lines[cut:]
+    if any("column" in h for h in header):
+        raise refuse(
+            path,
+            "<file>",
+            f"header {lines[start or 0][:40]!r}: a per-pixel table of a flash lidar (Hesai FT120), "
+            "not a beam table",
+        )
     if start is None:
         ch_col, el_col, az_col = 0, 1, 2
     else:
@@ -175,12 +183,14 @@ def read_at128_dat(data: bytes, path: str) -> VendorTable:
     data = data[at:] if at > 0 else data
     if data[:2] != b"\xee\xff":
         raise refuse(path, "<file>", "not a Hesai .dat (no EE FF delimiter)")
+    if data[:4] == AT128_V13_MAGIC:
+        return _read_at128_dat_v13(data, path)
     if data[:4] != AT128_MAGIC:
         raise refuse(
             path,
             "version",
-            f"Hesai .dat version {data[2]}.{data[3]}: only the AT128's 1.5 is read (other versions are other "
-            "products' formats: ATX, ET25, FT120)",
+            f"Hesai .dat version {data[2]}.{data[3]}: only the AT128's 1.3 and 1.5 are read (other versions "
+            "are other products' formats: ATX, ET25, FT120)",
         )
     ch, mirrors = data[4], data[5]
     res = data[15]
@@ -230,6 +240,52 @@ def read_at128_dat(data: bytes, path: str) -> VendorTable:
             "scan.mirror_fields_deg": f"mirror frames' starts ({mirrors} mirrors, encoder {frames_txt} deg)",
         },
         scan_extra={"mirror_fields_deg": [round(v * unit, 6) for v in start]},
+    )
+    if not digest_ok:
+        table.warnings.append(f"{path}: the trailing SHA-256 does not match the file's bytes")
+    return table
+
+
+def _read_at128_dat_v13(data: bytes, path: str) -> VendorTable:
+    """The AT128's older .dat (version 1.3): int16 angles in 0.01 deg x the resolution byte, frames as
+    uint16, and adjust tables indexed by the encoder angle (not by channel; not used)."""
+    ch, frames, res = data[4], data[6], data[15]
+    need = 16 + 4 * frames + 4 * ch + 2 * 36000 + 32
+    if len(data) < need or ch == 0 or frames == 0:
+        raise refuse(
+            path, "<file>", f"{len(data)} bytes; a v1.3 .dat of {ch} channels, {frames} frames needs {need}"
+        )
+    off = 16
+    start = struct.unpack_from(f"<{frames}H", data, off)
+    off += 4 * frames  # the starts, then the ends
+    az = struct.unpack_from(f"<{ch}h", data, off)
+    el = struct.unpack_from(f"<{ch}h", data, off + 2 * ch)
+    unit = 0.01 * res
+    beams = [
+        {
+            "ring": i,
+            "laser_id": i + 1,
+            "elevation_deg": round(el[i] * unit, 6),
+            "azimuth_offset_deg": round(wrap_deg(az[i] * unit), 6) + 0.0,  # subtracted from the encoder's
+        }
+        for i in range(ch)
+    ]
+    check_angles(path, beams, "elevation")
+    digest_ok = hashlib.sha256(data[: need - 32]).digest() == data[need - 32 : need]
+    table = VendorTable(
+        path=path,
+        vendor="Hesai",
+        layout="Hesai AT128 angle-correction .dat (v1.3)",
+        beams=beams,
+        model="AT128",
+        model_said_by="version 1.3 .dat",
+        from_file={
+            "beams.elevation_deg": "elevation[channel] (0.01 deg x resolution)",
+            "beams.azimuth_offset_deg": "azimuth[channel] (subtracted from the encoder angle: sign kept)",
+            "scan.mirror_fields_deg": f"frame starts ({frames} frames)",
+        },
+        scan_extra={"mirror_fields_deg": [round(v * unit, 6) for v in start]},
+        unused=["azimuth / elevation adjust tables by encoder angle (v1.3): not applied"],
     )
     if not digest_ok:
         table.warnings.append(f"{path}: the trailing SHA-256 does not match the file's bytes")

@@ -138,7 +138,7 @@ HESAI: tuple[ModelSpec, ...] = (
         0.02,
         rotation_hz_range=(10.0, 20.0),
         firing_cycle_us=55.56,
-        aliases=("Pandar128", "Pandar128E4X"),
+        aliases=("Pandar128",),
         note="Pandar128 datasheet: 200 m at 10 %, 0.2 deg at 10 Hz",
     ),
     ModelSpec(
@@ -168,7 +168,7 @@ HESAI: tuple[ModelSpec, ...] = (
         0.02,
         rotation_hz_range=(10.0, 20.0),
         firing_cycle_us=55.56,
-        aliases=("PandarOT128",),
+        aliases=("PandarOT128", "Pandar128E4X"),  # nebula: "Pandar OT128 | Pandar128E4X"
         note="OT128 datasheet: 230 m (200 m at 10 %), 0.2 deg at 10 Hz",
     ),
     ModelSpec(

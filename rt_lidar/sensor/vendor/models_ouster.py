@@ -56,6 +56,23 @@ OUSTER: tuple[ModelSpec, ...] = (
         note="OS2 rev7 datasheet: 400 m (200 m at 10 %), 865 nm, 22.5 deg fan",
     ),
     ModelSpec(
+        "OSDome",
+        "Ouster",
+        "os1-64",
+        (32, 64, 128),
+        "ouster-legacy",
+        45.0,
+        20.0,
+        0.5,
+        0.03,
+        865.0,
+        rotation_hz_range=(10.0, 20.0),
+        columns_per_rev=1024,
+        aliases=("OS-Dome", "Dome", "OS Dome"),
+        note="OSDome rev7 datasheet (Ouster, as remembered: not found by our search): 45 m (20 m at 10 %), "
+        "865 nm, 180 deg fan",
+    ),
+    ModelSpec(
         "OS1 gen1",
         "Ouster",
         "os1-64",

@@ -88,7 +88,7 @@ VELODYNE: tuple[ModelSpec, ...] = (
         1.0,
         0.03,
         903.0,
-        note="Ultra Puck VLP-32A: 200 m, 903 nm",
+        note="Ultra Puck (VLP-32C) datasheet, the A build: 200 m, 903 nm",
         **_VLP32,
     ),
     ModelSpec(
@@ -102,7 +102,7 @@ VELODYNE: tuple[ModelSpec, ...] = (
         1.0,
         0.03,
         903.0,
-        note="Ultra Puck VLP-32B: 200 m, 903 nm",
+        note="Ultra Puck (VLP-32C) datasheet, the B build: 200 m, 903 nm",
         **_VLP32,
     ),
     ModelSpec(

@@ -19,7 +19,8 @@ __all__ = ["LIDAR_MODES", "is_ouster", "parse_lidar_mode", "read_ouster"]
 LIDAR_MODES = ("512x10", "512x20", "1024x10", "1024x20", "2048x10", "4096x5")
 # ouster-sdk's fallback beam origin (mm) by product line, for files before firmware 1.14 / 2.0
 _ORIGIN_MM = {"OS0": 27.67, "OS1": 15.806, "OS2": 13.762}
-_PROD = re.compile(r"^OS-?(\d)(?:-(\d+))?(?:-(.*))?$", re.IGNORECASE)
+_DEFAULT_ORIGIN_MM = 12.163  # ouster-sdk's lidar_origin_to_beam_origin_mm when the product is unknown
+_PROD = re.compile(r"^OS-?(\d|DOME)(?:-(\d+))?(?:-(.*))?$", re.IGNORECASE)
 
 
 def is_ouster(d: Any) -> bool:
@@ -50,7 +51,8 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
     bi: dict[str, Any] = d["beam_intrinsics"] if nested else d
     fmt = d.get("lidar_data_format") if nested else d.get("data_format")
     fmt = fmt if isinstance(fmt, dict) else {}
-    cfg: dict[str, Any] = d["config_params"] if isinstance(d.get("config_params"), dict) else d
+    cfg_key = next((k for k in ("config_params", "config_param") if isinstance(d.get(k), dict)), None)
+    cfg: dict[str, Any] = d[cfg_key] if cfg_key else d  # ouster_example's early dumps: "config_param"
     info: dict[str, Any] = d["sensor_info"] if isinstance(d.get("sensor_info"), dict) else d
     pre = "beam_intrinsics." if nested else ""
     alt = _numbers(bi.get("beam_altitude_angles"), path, pre + "beam_altitude_angles")
@@ -82,7 +84,7 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
 
     # the lidar mode: columns a turn and the rotation rate
     file_mode = cfg.get("lidar_mode") if isinstance(cfg, dict) else None
-    mode_where = ("config_params." if nested else "") + "lidar_mode"
+    mode_where = (f"{cfg_key}." if cfg_key else "") + "lidar_mode"
     warnings: list[str] = []
     if lidar_mode is not None:
         mode, said = lidar_mode, "--lidar-mode"
@@ -115,10 +117,10 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
         m = _PROD.match(prod.strip())
         if not m:
             warnings.append(
-                f"{path}: prod_line {prod!r} is not one we know (OS-0/1/2-N-...): model from the fan"
+                f"{path}: prod_line {prod!r} is not one we know (OS-0/1/2/DOME-N-...): model from the fan"
             )
     if prod and m:
-        line = f"OS{m[1]}"
+        line = "OSDome" if m[1].upper() == "DOME" else f"OS{m[1]}"
         build = str(info.get("build_rev", ""))
         model = "OS1 gen1" if line == "OS1" and build.startswith("v1.") and len(alt) <= 64 else line
         said_by = f"prod_line {prod}"
@@ -149,6 +151,9 @@ def read_ouster(d: dict[str, Any], path: str, lidar_mode: str | None = None) -> 
     elif model is not None and model.split()[0] in _ORIGIN_MM:
         out_mm = _ORIGIN_MM[model.split()[0]]
         said_origin = f"none in the file: {model}'s {out_mm:g} mm, ouster-sdk's fallback"
+    else:  # no prod_line either (Studio's reduced files): ouster-sdk's default for an unnamed product
+        out_mm = _DEFAULT_ORIGIN_MM
+        said_origin = f"none in the file, no prod_line: ouster-sdk's default {out_mm:g} mm"
     if out_mm or up_mm:  # every beam starts there, turned with the encoder (ouster-sdk's XYZ table)
         for b in beams:
             b["origin_radial_m"] = out_mm / 1000.0

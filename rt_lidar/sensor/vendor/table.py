@@ -41,6 +41,9 @@ class VendorTable:
     unused: list[str] = field(default_factory=list)
     """What the file holds that the preset does not use (one phrase each)."""
     warnings: list[str] = field(default_factory=list)
+    alternatives: dict[int, tuple[list[dict[str, Any]], str]] = field(default_factory=dict)
+    """Other beam tables the file may mean, by beam count, with why (a db.xml whose ``enabled_`` mask
+    disagrees with its calibrated entries): taken when the model has that count and not ``len(beams)``."""
 
 
 def refuse(path: str, what: str, problem: str) -> PresetError:

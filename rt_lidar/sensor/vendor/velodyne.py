@@ -182,11 +182,10 @@ def read_velodyne_xml(text: str, path: str) -> VendorTable:
         else [1] * len(pxs)
     )
     lasers: list[dict[str, float]] = []
+    every: list[dict[str, float]] = []
     for i, px in enumerate(pxs):
         if px is None:
             raise refuse(path, f"points_[{i}]", "has no px entry")
-        if i < len(enabled) and enabled[i] == 0:
-            continue
         las = {
             "laser_id": _num(px.find("id_"), path, f"points_[{i}].id_"),
             "vert_correction": math.radians(
@@ -200,10 +199,13 @@ def read_velodyne_xml(text: str, path: str) -> VendorTable:
             el = px.find(tag)
             if el is not None:
                 las[key] = _num(el, path, f"points_[{i}].{tag}") * factor
-        lasers.append(las)
+        every.append(las)
+        if i >= len(enabled) or enabled[i] != 0:
+            lasers.append(las)
     if not lasers:
         raise refuse(path, "enabled_", "no laser is enabled")
     lasers, note = _drop_repeats(lasers)
+    calibrated, _ = _drop_repeats(_drop_blank_tail(every))
     rest: dict[str, Any] = {}
     lsb = db.find("distLSB_")
     if lsb is not None:
@@ -212,7 +214,22 @@ def read_velodyne_xml(text: str, path: str) -> VendorTable:
     table.model, table.model_said_by = Path(path).stem, "file name"
     if note:
         table.warnings.append(f"{path}: {note}")
+    n_cal = len(calibrated)
+    if n_cal != len(lasers) and sorted(int(las["laser_id"]) for las in calibrated) == list(range(n_cal)):
+        alt = _table(calibrated, rest, path, table.layout, "degrees, centimetres")
+        table.alternatives[n_cal] = (
+            alt.beams,
+            f"enabled_ enables {len(lasers)} lasers but entries 0..{n_cal - 1} hold calibrated angles",
+        )
     return table
+
+
+def _drop_blank_tail(lasers: list[dict[str, float]]) -> list[dict[str, float]]:
+    """The entries up to the last one that holds a correction (old db.xml files pad to 64 with zeros)."""
+    end = len(lasers)
+    while end > 1 and not any(v for k, v in lasers[end - 1].items() if k != "laser_id"):
+        end -= 1
+    return lasers[:end]
 
 
 def _drop_repeats(lasers: list[dict[str, float]]) -> tuple[list[dict[str, float]], str]:
