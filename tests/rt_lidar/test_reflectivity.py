@@ -13,6 +13,7 @@ from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.sensor.glazing import pane_transmission
 from rt_lidar.unreal_bridge.world import Scene, wall_scene
 
 WALL_M = 20.0
@@ -54,9 +55,18 @@ def test_single_ray_reflectivity_drops_behind_glass_and_equals_the_waveform_path
     kb = bare["t"].astype(np.int64) * 64 + bare["ring"]
     ks = single["t"].astype(np.int64) * 64 + single["ring"]
     _, i_s, i_b = np.intersect1d(ks[behind], kb, return_indices=True)
-    ratio = single["reflectivity"][behind][i_s] / bare["reflectivity"][i_b]
+    through = single[behind][i_s]
+    ratio = through["reflectivity"] / bare["reflectivity"][i_b]
     assert i_s.size == behind.sum()
-    np.testing.assert_allclose(ratio, GLASS_T2, rtol=2e-3)
+    # each face crossing passes T(theta) (Fresnel at both faces of the pane, its path inside: glazing.py);
+    # the few rays that meet the pane at its edge cross its 1 cm thick side face at grazing incidence
+    # and pass less (never more)
+    cos_i = through["x"] / np.sqrt(through["x"] ** 2 + through["y"] ** 2 + through["z"] ** 2)
+    slant = (pane_transmission(0.85, cos_i) / 0.85) ** 4
+    assert slant.min() < 0.997  # the slant's loss is there, and larger than the tolerance below
+    want = GLASS_T2 * slant
+    face = np.abs(ratio / want - 1.0) <= 2e-3
+    assert face.mean() > 0.99 and np.all(ratio[~face] < want[~face])
     key = lambda p: p["t"].astype(np.int64) * 64 + p["ring"]  # noqa: E731
     common, ia, ib = np.intersect1d(key(single), key(wave), return_indices=True)
     assert common.size == single.size
