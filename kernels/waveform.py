@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rt_lidar.kernels.waveform_pulses import pulse_returns
 from rt_lidar.kernels.waveform_steps import clusters, peak_runs, sampled_waves
 from rt_lidar.kernels.xp import array_module
 
@@ -40,6 +39,7 @@ __all__ = [
     "pack_peaks",
     "pulse_sigma_ns",
     "row_argsort",
+    "search_level",
     "select_returns",
     "single_echo_epw_ns",
     "span_buckets",
@@ -404,6 +404,16 @@ def waveform_returns(
         )
 
 
+def search_level(threshold_w: float, noise: Noise | None) -> float:
+    """The level peaks are searched down to, the whole batch's: the threshold, or with ``noise``
+    :data:`SEARCH_SIGMAS` of its largest noise below it (at least 5 % of it)."""
+    if noise is None or not int(noise.sigma_w.shape[0]):
+        return threshold_w
+    xp = array_module(noise.sigma_w)
+    s_max = math.sqrt(float(xp.max(noise.sigma_w)) ** 2 + noise.shot_w * threshold_w)
+    return max(threshold_w - SEARCH_SIGMAS * s_max, 0.05 * threshold_w)
+
+
 def _waveform_returns(
     t_ns: Any,
     amp: Any,
@@ -415,27 +425,14 @@ def _waveform_returns(
     noise: Noise | None,
     peaks_kernel: Any = None,
     search: float | None = None,
-    fused: bool = True,
 ) -> Returns:
+    """:func:`waveform_returns` (without its error state), peaks searched down to ``search`` (None: the
+    batch's :func:`search_level`)."""
     xp = array_module(t_ns)
     if noise is not None:  # the draws and floors onto the batch's device (host arrays from the caller)
         noise = Noise(xp.asarray(noise.sigma_w), noise.shot_w, xp.asarray(noise.standard_normal))
-    if search is None:  # the level peaks are searched down to: the whole batch's
-        search = threshold_w
-        if noise is not None and int(noise.sigma_w.shape[0]):
-            s_max = math.sqrt(float(xp.max(noise.sigma_w)) ** 2 + noise.shot_w * threshold_w)
-            search = max(threshold_w - SEARCH_SIGMAS * s_max, 0.05 * threshold_w)
-    level = search
-
-    def numpy_search(t_sub: Any, a_sub: Any, noise_sub: Noise | None) -> tuple[Any, ...]:
-        args = (width_ns, threshold_w, kind, min_separation_ns, max_returns, noise_sub)
-        return tuple(_waveform_returns(t_sub, a_sub, *args, search=level, fused=False))
-
-    got = pulse_returns(
-        t_ns, amp, width_ns, threshold_w, search, kind, min_separation_ns, max_returns, noise, numpy_search
-    ) if fused and peaks_kernel is None else None  # fmt: skip
-    if got is not None:  # the compiled twin of the lines below, pulse by pulse
-        return Returns(*got)
+    if search is None:
+        search = search_level(threshold_w, noise)
     cl = cluster_echoes(t_ns, amp, width_ns)
     if xp is np and peaks_kernel is None:
         pk = waveform_peaks(cl, width_ns, search)

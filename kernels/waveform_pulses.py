@@ -14,18 +14,21 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rt_lidar.kernels.np_loops import loops_agree
+
+if TYPE_CHECKING:
+    from rt_lidar.kernels.waveform import Returns
 
 try:
     from rt_lidar.kernels import _waveform_pulses as _c
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["KINDS", "available", "pulse_returns"]
+__all__ = ["KINDS", "available", "pulse_returns", "waveform_returns"]
 
 KINDS = {"strongest": 0, "last": 1, "first": 2, "strongest_last": 3, "two_strongest": 4, "multi": 5}
 """The return selections of :func:`rt_lidar.kernels.waveform.select_returns` the kernel knows."""
@@ -132,3 +135,32 @@ def pulse_returns(
         order_out = np.argsort(parts[0], kind="stable")
         out = [x[order_out] for x in parts]
     return tuple(out)
+
+
+def waveform_returns(
+    t_ns: Any,
+    amp: Any,
+    width_ns: float,
+    threshold_w: float,
+    kind: str,
+    min_separation_ns: float,
+    max_returns: int = 3,
+    noise: Any = None,
+) -> Returns | None:
+    """:func:`rt_lidar.kernels.waveform.waveform_returns` of NumPy arrays by the compiled search (the
+    pulses it leaves to NumPy through the NumPy code); None when it does not run or take these arrays
+    (the caller then runs the NumPy code: :class:`rt_lidar.backend.CompiledBackend` makes the choice)."""
+    if not available():
+        return None
+    from rt_lidar.kernels.waveform import Returns, _waveform_returns, search_level
+
+    search = search_level(threshold_w, noise)
+
+    def numpy_search(t_sub: Any, a_sub: Any, noise_sub: Any) -> tuple[Any, ...]:
+        args = (width_ns, threshold_w, kind, min_separation_ns, max_returns, noise_sub)
+        return tuple(_waveform_returns(t_sub, a_sub, *args, search=search))
+
+    with np.errstate(invalid="ignore", over="ignore"):  # as waveform_returns: absent echoes are masked
+        args = (width_ns, threshold_w, search, kind, min_separation_ns, max_returns, noise, numpy_search)
+        got = pulse_returns(t_ns, amp, *args)
+    return None if got is None else Returns(*got)

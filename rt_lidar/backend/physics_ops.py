@@ -21,16 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rt_lidar.kernels import apply_range_noise, effective_reflectance, received_power
+from rt_lidar.kernels import apply_range_noise, effective_reflectance, received_power, waveform_pulses
 from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.kernels.waveform import Returns, pulse_sigma_ns
-from rt_lidar.physics import fused
+from rt_lidar.physics import fused, intensity_fused, texture_fused
 from rt_lidar.physics.device import HOST_CUDA, device_unavailable_reason, run_waveform_returns, run_weather
+from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.points import POINT_DTYPE, PointFlag
 
 if TYPE_CHECKING:
     from rt_lidar.physics.echo import EchoModel
     from rt_lidar.pipeline.sources import Hits
+    from rt_lidar.rig.crosstalk import CrosstalkSensor
+    from rt_lidar.sensor.materials import MaterialArrays
     from rt_lidar.sensor.presets import SensorPreset
 
 __all__ = [
@@ -189,6 +192,46 @@ class NumpyBackend:
         """The echo waveform's reported returns on :attr:`kernels_device` (:func:`run_waveform_returns`)."""
         return run_waveform_returns(self.kernels_device, t_ns, amp, *args)
 
+    def texture_apply(
+        self, materials: MaterialArrays, hits: Hits, power: np.ndarray, refl: np.ndarray
+    ) -> None:
+        """``power`` and ``refl`` scaled in place by the texture at each hit
+        (:func:`rt_lidar.physics.texture.texture_apply`)."""
+        from rt_lidar.physics.texture import texture_apply
+
+        texture_apply(materials, hits, power, refl)
+
+    def measure_intensity(
+        self,
+        preset: SensorPreset,
+        power_w: np.ndarray,
+        pulse_sigma_w: np.ndarray | None,
+        pulse: np.ndarray,
+        standard_normal: np.ndarray,
+        reflectivity: np.ndarray,
+        range_m: np.ndarray,
+        flags: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(reflectivity, intensity, flags) the sensor reports: the intensity chain
+        (:func:`rt_lidar.physics.intensity_chain.measure`)."""
+        return measure(preset, power_w, pulse_sigma_w, pulse, standard_normal, reflectivity, range_m, flags)
+
+    def crosstalk_echoes(
+        self, a: CrosstalkSensor, pa: Any, b: CrosstalkSensor, pb: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(A pulse index, false range m, received power W) of every echo of sensor ``b``'s pulses
+        ``pb`` in sensor ``a``'s windows (:func:`rt_lidar.rig.crosstalk.echoes`)."""
+        from rt_lidar.rig.crosstalk import echoes
+
+        return echoes(a, pa, b, pb)
+
+    def world_directions(self, quat: np.ndarray, d_sensor: np.ndarray) -> np.ndarray:
+        """(N, 3) float64 unit world directions of sensor-frame directions ``d_sensor`` (N, 3) rotated by
+        wxyz quaternions ``quat`` (N, 4) float64 (:func:`rt_lidar.rig.crosstalk.world_directions`)."""
+        from rt_lidar.rig.crosstalk import world_directions
+
+        return world_directions(quat, d_sensor)
+
 
 class CompiledBackend(NumpyBackend):
     """The compiled twins (:mod:`rt_lidar.physics.fused`): each operation in one compiled pass, bit for
@@ -295,6 +338,48 @@ class CompiledBackend(NumpyBackend):
         args = (direction, idx, measured, intensity, reflectivity, ring, t_ns, return_id, flags, segment)
         got = fused.pack_points(*args)
         return got if got is not None else super().pack_points(*args)
+
+    def waveform_returns(self, t_ns: np.ndarray, amp: np.ndarray, *args: Any) -> Returns:
+        got = waveform_pulses.waveform_returns(t_ns, amp, *args) if self.kernels_device == "cpu" else None
+        return got if got is not None else super().waveform_returns(t_ns, amp, *args)
+
+    def texture_apply(
+        self, materials: MaterialArrays, hits: Hits, power: np.ndarray, refl: np.ndarray
+    ) -> None:
+        from rt_lidar.physics.texture import material_seeds
+
+        if not texture_fused.apply(materials, material_seeds(materials), hits, power, refl):
+            super().texture_apply(materials, hits, power, refl)
+
+    def measure_intensity(
+        self,
+        preset: SensorPreset,
+        power_w: np.ndarray,
+        pulse_sigma_w: np.ndarray | None,
+        pulse: np.ndarray,
+        standard_normal: np.ndarray,
+        reflectivity: np.ndarray,
+        range_m: np.ndarray,
+        flags: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        args = (preset, power_w, pulse_sigma_w, pulse, standard_normal, reflectivity, range_m, flags)
+        got = intensity_fused.chain(*args)
+        return got if got is not None else super().measure_intensity(*args)
+
+    def crosstalk_echoes(
+        self, a: CrosstalkSensor, pa: Any, b: CrosstalkSensor, pb: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        from rt_lidar.rig import crosstalk_fused
+        from rt_lidar.rig.crosstalk import twin_arguments
+
+        got = crosstalk_fused.echoes(pa, pb, *twin_arguments(a, pa, b, pb))
+        return got if got is not None else super().crosstalk_echoes(a, pa, b, pb)
+
+    def world_directions(self, quat: np.ndarray, d_sensor: np.ndarray) -> np.ndarray:
+        from rt_lidar.rig import crosstalk_fused
+
+        got = crosstalk_fused.world_directions(quat, d_sensor)
+        return got if got is not None else super().world_directions(quat, d_sensor)
 
 
 PhysicsBackend = NumpyBackend

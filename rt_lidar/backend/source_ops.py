@@ -10,14 +10,20 @@ makes the choice (docs/determinism.md).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rt_lidar.pipeline import source_steps
+from rt_lidar.pipeline import beam_steps, source_steps
 from rt_lidar.pipeline.source_steps import FirstSurfaces
 from rt_lidar.points import concat_points
+from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
 from rt_lidar.unreal_bridge.world import RayHits
+from rt_lidar.unreal_bridge.world.pose import quat_rotate
+
+if TYPE_CHECKING:
+    from rt_lidar.pipeline.beam_full import FullBeamPlan
+    from rt_lidar.sensor.scan_pattern import Firings
 
 __all__ = [
     "CompiledSourceOps",
@@ -31,6 +37,8 @@ GlassRays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """(travelled, active, directions, origins) of the rays cast on behind glass."""
 GlassFields = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """(range, cos_incidence, material, segment, glass transmission) of the frame, written in place."""
+CentralRays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""(range, segment, passes glass, glass range, ends on a retro-reflector) of every pulse's central ray."""
 
 
 def dot_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -76,6 +84,33 @@ class NumpySourceOps:
         out[:, 1] = vy + w * ty + (z * tx - x * tz)
         out[:, 2] = vz + w * tz + (x * ty - y * tx)
         return out
+
+    def subray_starts(
+        self,
+        directions: np.ndarray,
+        pattern: SubRayPattern,
+        exit_m_per_rad: tuple[float, float],
+        pos: np.ndarray,
+        quat: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(sensor-frame directions, start positions, orientations) of every sub-ray of ``pattern``
+        (pulse by pulse) around the pulses' ``directions`` fired from ``pos`` / ``quat``: each sub-ray
+        started across the exit aperture (``exit_m_per_rad``)."""
+        n = len(pattern)
+        d_sensor = subray_directions(directions, pattern)
+        if n > 1:
+            pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
+            if any(exit_m_per_rad):  # sub-rays start across the exit aperture
+                pos = pos + quat_rotate(quat, exit_offsets(directions, pattern, exit_m_per_rad))
+        return d_sensor, pos, quat
+
+    def bundle_marks(self, f: Firings, central: CentralRays, plan: FullBeamPlan) -> dict[str, np.ndarray]:
+        """Per reason (``edge``, ``glass``, ``retro``), the (P,) bool pulses of firings ``f`` that reason
+        marks for the ``--beam full`` bundle from their ``central`` rays
+        (:func:`rt_lidar.pipeline.beam_full.neighbour_marks`)."""
+        from rt_lidar.pipeline.beam_full import neighbour_marks
+
+        return neighbour_marks(f, *central, plan)
 
     def first_surfaces(
         self, rh: RayHits, dirs: np.ndarray, transmission: np.ndarray, need_opaque: bool
@@ -158,6 +193,25 @@ class CompiledSourceOps(NumpySourceOps):
     def rotate_f32(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         got = source_steps.rotate_f32(q, v)
         return got if got is not None else super().rotate_f32(q, v)
+
+    def subray_starts(
+        self,
+        directions: np.ndarray,
+        pattern: SubRayPattern,
+        exit_m_per_rad: tuple[float, float],
+        pos: np.ndarray,
+        quat: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        args = (directions, pattern, exit_m_per_rad, pos, quat)
+        got = beam_steps.bundle_rays(*args)
+        return got if got is not None else super().subray_starts(*args)
+
+    def bundle_marks(self, f: Firings, central: CentralRays, plan: FullBeamPlan) -> dict[str, np.ndarray]:
+        from rt_lidar.pipeline.beam_full import NEIGHBOUR_MAX_DEG, ring_ranks
+
+        limits = (NEIGHBOUR_MAX_DEG, plan.footprint_rad, plan.spread_m, plan.edge_m)
+        got = beam_steps.choose_bundles(ring_ranks(f), f.azimuth_deg, f.elevation_deg, *central, limits)
+        return got if got is not None else super().bundle_marks(f, central, plan)
 
     def first_surfaces(
         self, rh: RayHits, dirs: np.ndarray, transmission: np.ndarray, need_opaque: bool

@@ -100,7 +100,6 @@ def full_beam_detections(
                     weather=cfg.weather,
                     epw=physics.beam.epw,
                     sigma=part_sigma,
-                    device=physics.backend.kernels_device,
                 )
             parts.append((pulses[sel], det))
 

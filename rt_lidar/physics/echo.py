@@ -22,7 +22,6 @@ from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.receiver_range import receiver_range_gain
-from rt_lidar.physics.texture import texture_apply
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
@@ -99,7 +98,7 @@ class EchoModel:
         """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
         segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
         crossed glass on the way is flagged THROUGH_GLASS); the surface's texture on top
-        (:func:`~rt_lidar.physics.texture.texture_apply`)."""
+        (:func:`~rt_lidar.physics.texture.texture_apply`, on the backend)."""
         power, refl, flags = self.backend.object_echo_power(self, hits)
-        texture_apply(self.materials, hits, power, refl)
+        self.backend.texture_apply(self.materials, hits, power, refl)
         return power, refl, hits.range_m.copy(), hits.segment.copy(), flags

@@ -22,7 +22,6 @@ import numpy as np
 
 from rt_lidar.kernels import calibrated_reflectivity_output, received_power_output
 from rt_lidar.kernels.ambient import receiver_sigma_w
-from rt_lidar.physics.intensity_fused import chain
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -96,10 +95,8 @@ def measure(
     """Steps 1-5 for detections of height ``power_w`` of pulses ``pulse`` (noise floors
     ``pulse_sigma_w``, None: an ideal receiver; one ``standard_normal`` draw each), measured
     ``reflectivity`` at ``range_m``: (reflectivity scaled by the measured amplitude (float32), the
-    reported intensity (float32), ``flags`` with SATURATED added)."""
-    fast = chain(preset, power_w, pulse_sigma_w, pulse, standard_normal, reflectivity, range_m, flags)
-    if fast is not None:  # the compiled twin of the lines below
-        return fast
+    reported intensity (float32), ``flags`` with SATURATED added). The pipeline runs it on its backend
+    (:meth:`rt_lidar.backend.PhysicsBackend.measure_intensity`: this, or its compiled twin)."""
     sigma = None if pulse_sigma_w is None else pulse_sigma_w[pulse]
     amp = measured_amplitude(preset, power_w, sigma, standard_normal)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,9 +1,10 @@
 """The intensity chain in one compiled pass (``_intensity_chain``), where it was built.
 
-:func:`chain` gives what :func:`rt_lidar.physics.intensity_chain.measure`'s NumPy code gives (the
+:func:`chain` gives what :func:`rt_lidar.physics.intensity_chain.measure` (the NumPy code) gives (the
 measured amplitude, the reflectivity scaled by it, the reported intensity and the SATURATED flag), bit
 for bit (``tests/rt_lidar/test_intensity_fused.py``), or None when off or given arrays it does not take;
-the caller then runs the NumPy code.
+the compiled backend (:meth:`rt_lidar.backend.CompiledBackend.measure_intensity`) then runs the NumPy
+code.
 """
 
 from __future__ import annotations

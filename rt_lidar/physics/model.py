@@ -25,7 +25,6 @@ from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse
 from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.fused import prepare
-from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.source_fields import source_intensity_of_points
@@ -202,7 +201,6 @@ class SensorPhysics:
                 weather=self.config.weather,
                 epw=self.beam.epw,
                 sigma=det_sigma,
-                device=self.backend.kernels_device,
             )
         else:
             det = self._single(echo, hits, rng, det_sigma)
@@ -223,7 +221,7 @@ class SensorPhysics:
         # intensity is measured: the amplitude carries a draw of the detection's noise (intensity_chain)
         amp_sigma = sigma if (noisy and sigma is not None) else None
         amp_z = standard_normal(rng, len(det)) if amp_sigma is not None else np.zeros(len(det))
-        refl, intensity, det.flags = measure(
+        refl, intensity, det.flags = self.backend.measure_intensity(
             p, pw, amp_sigma, idx, amp_z, det.reflectivity, measured, det.flags
         )
         f = hits.firings

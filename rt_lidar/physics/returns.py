@@ -20,7 +20,6 @@ import numpy as np
 
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT
 from rt_lidar.kernels.waveform import Noise
-from rt_lidar.physics.device import run_waveform_returns, run_weather
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.spray import spray_apply
@@ -81,10 +80,9 @@ def weather_echoes(
     rng_m: np.ndarray,
     power: np.ndarray,
     *cols: list[np.ndarray],
-    device: str = "cpu",
 ) -> None:
-    """The weather of one batch of pulses, once per pulse whatever the sub-ray count (its kernel on
-    ``device``, :mod:`rt_lidar.physics.device`).
+    """The weather of one batch of pulses, once per pulse whatever the sub-ray count (its kernel on the
+    echo model's backend, :meth:`rt_lidar.backend.PhysicsBackend.weather`).
 
     Each pulse's particles and fog are drawn once over its beam (up to the farthest surface any of its
     sub-rays met): its strongest clutter echo is appended to ``cols`` (range, amplitude, reflectance,
@@ -101,8 +99,7 @@ def weather_echoes(
     er = np.full(n_pulse, np.inf, np.float32)
     ep = np.zeros(n_pulse, np.float32)
     ef = np.zeros(n_pulse, np.uint8)
-    run_weather(
-        device,
+    echo.backend.weather(
         weather_model(weather),
         r_noisy,
         np.zeros(n_pulse, np.float32),
@@ -177,13 +174,12 @@ def waveform_detections(
     weather: WeatherConfig | None = None,
     epw: bool = False,
     sigma: np.ndarray | None = None,
-    device: str = "cpu",
 ) -> Detections:
     """Sub-ray echoes (powers from ``echo``) summed in time and peak-picked for return mode ``mode``
     (the module docstring); the clutter echoes of ``weather`` (:func:`weather_echoes`) join them as
     extra echoes of each pulse; ``epw`` adds each return's echo pulse width. With the pulses' noise
     floors ``sigma`` (P,), each peak is detected with the probability its SNR gives. The weather and
-    waveform kernels run on ``device`` (``cpu`` or ``cuda``)."""
+    waveform kernels run on the echo model's backend (:class:`rt_lidar.backend.PhysicsBackend`)."""
     p = echo.preset
     thr = p.pulse.detection_threshold_w
     n_sub, n_pulse = hits.subrays, hits.pulses
@@ -196,9 +192,7 @@ def waveform_detections(
         wet_echoes(echo, weather, hits, rng, power, cols_r, cols_a, cols_s, cols_seg, cols_f)
         cols_a[0] = power * w_ray
     if weather is not None and not weather.is_clear_air:
-        weather_echoes(
-            echo, weather, hits, rng, rng_m, power, cols_r, cols_a, cols_s, cols_seg, cols_f, device=device
-        )
+        weather_echoes(echo, weather, hits, rng, rng_m, power, cols_r, cols_a, cols_s, cols_seg, cols_f)
         cols_a[0] = power * w_ray
     if glass.any():
         gi = np.nonzero(glass)[0]
@@ -229,8 +223,7 @@ def waveform_detections(
         # one draw per candidate peak: a pulse rarely has more than 8 (the rest are detected noiselessly)
         z = standard_normal(rng, (n_pulse, min(a_tab.shape[1] + 2, MAX_NOISY_CANDIDATES)))
         noise = Noise(np.asarray(sigma, np.float64), p.receiver.shot_w, z)
-    ret = run_waveform_returns(
-        device,
+    ret = echo.backend.waveform_returns(
         t_tab,
         a_tab,
         p.pulse.width_ns,

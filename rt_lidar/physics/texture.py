@@ -17,7 +17,6 @@ import zlib
 import numpy as np
 
 from rt_lidar.kernels.texture import texture_factor
-from rt_lidar.physics import texture_fused
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.unreal_bridge.world.pose import quat_rotate
@@ -48,9 +47,9 @@ def hit_world_points(hits: Hits, rays: np.ndarray) -> np.ndarray:
 
 
 def texture_apply(materials: MaterialArrays, hits: Hits, power: np.ndarray, refl: np.ndarray) -> None:
-    """Scale ``power`` and ``refl`` (the rays' echoes, in place) by the texture at each hit."""
-    if texture_fused.apply(materials, material_seeds(materials), hits, power, refl):
-        return  # the compiled twin of the lines below
+    """Scale ``power`` and ``refl`` (the rays' echoes, in place) by the texture at each hit. The pipeline
+    runs it on its backend (:meth:`rt_lidar.backend.PhysicsBackend.texture_apply`: this, or its compiled
+    twin)."""
     rays = textured_rays(materials, hits.material)
     if rays.size == 0 or materials.texture_sigma is None or materials.texture_cell_m is None:
         return

@@ -3,7 +3,8 @@
 :func:`apply` does what :func:`rt_lidar.physics.texture.texture_apply`'s NumPy code does (the textured
 rays' world points, the factor of each point's cube, the echoes scaled by it), bit for bit
 (``tests/rt_lidar/test_texture_fused.py``), with the GIL released; False when off or given arrays it
-does not take (the caller then runs the NumPy code).
+does not take (the compiled backend, :meth:`rt_lidar.backend.CompiledBackend.texture_apply`, then runs
+the NumPy code).
 """
 
 from __future__ import annotations

@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from rt_lidar.pipeline.beam_steps import choose_bundles
 from rt_lidar.sensor.beam import FULL_BEAM_SUB_RAYS, SubRayPattern, subray_pattern
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings
 
 if TYPE_CHECKING:
+    from rt_lidar.backend.source_ops import NumpySourceOps
     from rt_lidar.pipeline.sources import BeamGrant, Hits, WorldSource
     from rt_lidar.unreal_bridge.beam_call import SunArg
 
@@ -56,7 +56,9 @@ __all__ = [
     "bundle_pulses",
     "full_beam_hits",
     "full_beam_plan",
+    "neighbour_marks",
     "plan_of_pattern",
+    "ring_ranks",
     "take_firings",
     "take_pulses",
     "use_full_beam",
@@ -204,7 +206,7 @@ def take_pulses(hits: Hits, idx: np.ndarray) -> Hits:
     return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **taken)
 
 
-def _ring_ranks(f: Firings) -> np.ndarray:
+def ring_ranks(f: Firings) -> np.ndarray:
     """(P,) int64 each firing's ring's rank among the frame's rings in mean elevation, lowest first."""
     ring = f.ring.astype(np.int64)
     count = np.bincount(ring)
@@ -222,7 +224,7 @@ def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
     n = len(f)
     if n < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    rank = _ring_ranks(f)
+    rank = ring_ranks(f)
     az = f.azimuth_deg
     key_all = rank * 720.0 + (az + 360.0)  # azimuth in [-180, 180): the rings' keys never overlap
     order = np.argsort(key_all, kind="stable")  # by ring (in elevation order), then azimuth
@@ -240,25 +242,42 @@ def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
     return left.astype(np.int64), right.astype(np.int64)
 
 
-def bundle_pulses(f: Firings, central: Hits, plan: FullBeamPlan) -> tuple[np.ndarray, dict[str, int]]:
+def bundle_pulses(
+    f: Firings, central: Hits, plan: FullBeamPlan, ops: NumpySourceOps | None = None
+) -> tuple[np.ndarray, dict[str, int]]:
     """(P,) bool: the pulses of firings ``f`` whose footprint may meet a depth edge, the edge of glass or
     of a retro-reflector, judged from their central rays ``central`` (one ray a pulse) and their
-    neighbours' (module docstring); and how many pulses each reason marked."""
-    n = len(f)
+    neighbours' (module docstring: :func:`neighbour_marks`, run by the source's operations ``ops``, None:
+    those the process would choose); and how many pulses each reason marked."""
+    if ops is None:
+        from rt_lidar.backend.source_ops import select_source_ops
+
+        ops = select_source_ops()
     rng = central.range_m
-    hit = np.isfinite(rng)
     mat = central.material
-    seg = central.segment
     glass = central.glass_material >= 0
     glass_rng = np.where(glass, central.glass_range_m, np.float32(np.inf))
-    retro = hit & (mat >= 0) & plan.retro[np.maximum(mat, 0)]
-    limits = (NEIGHBOUR_MAX_DEG, plan.footprint_rad, plan.spread_m, plan.edge_m)
-    fast = choose_bundles(
-        _ring_ranks(f), f.azimuth_deg, f.elevation_deg, rng, seg, glass, glass_rng, retro, limits
-    )
-    if fast is not None:  # the compiled twin of the lines below
-        chosen = fast["edge"] | fast["glass"] | fast["retro"]
-        return chosen, {k: int(np.count_nonzero(v)) for k, v in fast.items()}
+    retro = np.isfinite(rng) & (mat >= 0) & plan.retro[np.maximum(mat, 0)]
+    marks = ops.bundle_marks(f, (rng, central.segment, glass, glass_rng, retro), plan)
+    chosen = marks["edge"] | marks["glass"] | marks["retro"]
+    return chosen, {k: int(np.count_nonzero(v)) for k, v in marks.items()}
+
+
+def neighbour_marks(
+    f: Firings,
+    rng: np.ndarray,
+    seg: np.ndarray,
+    glass: np.ndarray,
+    glass_rng: np.ndarray,
+    retro: np.ndarray,
+    plan: FullBeamPlan,
+) -> dict[str, np.ndarray]:
+    """Per reason (``edge``, ``glass``, ``retro``), the (P,) bool pulses of firings ``f`` marked by the
+    steps between neighbours (module docstring) in their central rays' range ``rng``, segment ``seg``,
+    whether they pass ``glass`` and its range ``glass_rng`` (inf without), whether they end on a
+    ``retro``-reflector."""
+    n = len(f)
+    hit = np.isfinite(rng)
     i, j = _neighbour_pairs(f)
     marks = {"edge": np.zeros(n, bool), "glass": np.zeros(n, bool), "retro": np.zeros(n, bool)}
     if i.size:
@@ -283,8 +302,7 @@ def bundle_pulses(f: Firings, central: Hits, plan: FullBeamPlan) -> tuple[np.nda
         for name, step in steps.items():
             marks[name][i[step]] = True
             marks[name][j[step]] = True
-    chosen = marks["edge"] | marks["glass"] | marks["retro"]
-    return chosen, {k: int(np.count_nonzero(v)) for k, v in marks.items()}
+    return marks
 
 
 def _single_ray_pattern() -> SubRayPattern:
@@ -312,7 +330,7 @@ def full_beam_hits(
     from rt_lidar.pipeline.sources import BeamBundle
 
     central = source.beam_hits(firings, t0_ns, t1_ns, _SINGLE_RAY, sun)
-    chosen, reasons = bundle_pulses(firings, central, plan)
+    chosen, reasons = bundle_pulses(firings, central, plan, source.ops)
     idx = np.flatnonzero(chosen)
     plan.stats.add(len(firings), int(idx.size), reasons)
     if idx.size:

@@ -1,12 +1,13 @@
 """``--beam full``'s steps in one compiled pass each (``_beam_steps``, ``_bundle_choice``), where built.
 
 :func:`choose_bundles` marks the pulses that get the bundle as
-:func:`~rt_lidar.pipeline.beam_full.bundle_pulses` does; :func:`bundle_rays` gives what
-:meth:`rt_lidar.pipeline.sources.WorldSource.beam_hits` computes with
+:func:`~rt_lidar.pipeline.beam_full.neighbour_marks` does; :func:`bundle_rays` gives what
+:meth:`rt_lidar.backend.source_ops.NumpySourceOps.subray_starts` computes with
 :func:`~rt_lidar.sensor.beam.subray_directions`, :func:`~rt_lidar.sensor.beam.exit_offsets`,
 ``np.repeat`` and :func:`~rt_lidar.unreal_bridge.world.pose.quat_rotate`. Both bit for bit
-(``tests/rt_lidar/test_beam_steps.py``), or None when off or given arrays they do not take; the caller
-then runs the NumPy code.
+(``tests/rt_lidar/test_beam_steps.py``), or None when off or given arrays they do not take; the
+compiled source operations (:class:`rt_lidar.backend.source_ops.CompiledSourceOps`) then run the NumPy
+code.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def choose_bundles(
     ``rank`` (int64, each ring's rank in elevation) at ``azimuth_deg`` / ``elevation_deg`` (float64),
     their central rays' ``range_m``, ``segment``, ``glass`` (bool), ``glass_range_m`` (inf without glass)
     and ``retro`` (bool), with ``limits`` (neighbours' largest azimuth step in degrees, the footprint in
-    rad, the spread and edge in m), as ``rt_lidar.pipeline.beam_full.bundle_pulses`` marks them; None
+    rad, the spread and edge in m), as ``rt_lidar.pipeline.beam_full.neighbour_marks`` marks them; None
     when off or for arrays of other types."""
     n = rank.shape[0]
     want = [

@@ -19,19 +19,17 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from rt_lidar.backend.source_ops import NumpySourceOps, dot_f32, select_source_ops, sun_cosines
-from rt_lidar.pipeline.beam_steps import bundle_rays
 from rt_lidar.pipeline.pose_samples import (
     PoseSamples,
     interpolate_pose_samples,
     sensor_pose_samples,
 )
-from rt_lidar.sensor.beam import SubRayPattern, exit_offsets, subray_directions
+from rt_lidar.sensor.beam import SubRayPattern
 from rt_lidar.sensor.glazing import glass_angle_table, table_lookup_ratio
 from rt_lidar.sensor.scan_pattern import Firings
 from rt_lidar.unreal_bridge.beam_call import SCENE_SUN, SunArg
 from rt_lidar.unreal_bridge.world import Pose as MountPose
 from rt_lidar.unreal_bridge.world import RayHits, Trajectory, World
-from rt_lidar.unreal_bridge.world.pose import quat_rotate
 from rt_lidar.unreal_bridge.world.spray import spray_segments
 
 if TYPE_CHECKING:
@@ -474,17 +472,9 @@ class WorldSource:
         if n == 1 and sun_direction is None:
             d_sensor = firings.directions()
             return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
-        fast = bundle_rays(firings.directions(), pattern, self.exit_m_per_rad, pos, quat)
-        if fast is not None:  # the compiled twin of the lines below
-            d_sensor, pos, quat = fast
-        else:
-            d_sensor = subray_directions(firings.directions(), pattern)
-        if n > 1 and fast is None:
-            pos, quat = np.repeat(pos, n, axis=0), np.repeat(quat, n, axis=0)
-            if any(self.exit_m_per_rad):  # sub-rays start across the exit aperture
-                pos = pos + quat_rotate(
-                    quat, exit_offsets(firings.directions(), pattern, self.exit_m_per_rad)
-                )
+        d_sensor, pos, quat = self.ops.subray_starts(
+            firings.directions(), pattern, self.exit_m_per_rad, pos, quat
+        )
         sun = None if sun_direction is None else np.asarray(sun_direction, np.float64)
         hits = self._cast(firings, d_sensor, pos, quat, sun)
         hits.subrays = n

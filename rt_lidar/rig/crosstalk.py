@@ -38,11 +38,17 @@ from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.frame_loop import Sensed
 from rt_lidar.pipeline.sources import interpolate_pose_samples
 from rt_lidar.points import POINT_DTYPE, PointFlag, empty_points
-from rt_lidar.rig.crosstalk_fused import echoes as compiled_echoes
-from rt_lidar.rig.crosstalk_fused import world_directions
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["C_M_PER_NS", "CrosstalkSensor", "false_points", "in_band"]
+__all__ = [
+    "C_M_PER_NS",
+    "CrosstalkSensor",
+    "echoes",
+    "false_points",
+    "in_band",
+    "twin_arguments",
+    "world_directions",
+]
 
 C_M_PER_NS = 0.299792458
 """Speed of light, metres per nanosecond."""
@@ -102,6 +108,14 @@ def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.asarray(v + w * t + np.cross(r, t), np.float64)
 
 
+def world_directions(quat: np.ndarray, d_sensor: np.ndarray) -> np.ndarray:
+    """(N, 3) float64 unit world directions of sensor-frame directions ``d_sensor`` (N, 3) rotated by wxyz
+    quaternions ``quat`` (N, 4) float64."""
+    d_world = _rotate(quat, d_sensor.astype(np.float64))
+    d_world /= np.linalg.norm(d_world, axis=1)[:, None]
+    return d_world
+
+
 def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
     hits = sensed.hits
     f = hits.firings
@@ -116,10 +130,7 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
         )
     pos, quat = interpolate_pose_samples(f.t_ns, hits.pose_samples)
     d_sensor = f.directions()
-    d_world = world_directions(np.asarray(quat, np.float64), d_sensor)
-    if d_world is None:  # without the compiled twin of these lines
-        d_world = _rotate(np.asarray(quat, np.float64), d_sensor.astype(np.float64))
-        d_world /= np.linalg.norm(d_world, axis=1)[:, None]
+    d_world = sensor.physics.backend.world_directions(np.asarray(quat, np.float64), d_sensor)
     return _Pulses(
         f.t_ns,
         f.ring,
@@ -149,11 +160,26 @@ def _pairs(
 def _echoes(
     a: CrosstalkSensor, pa: _Pulses, b: CrosstalkSensor, pb: _Pulses
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(A pulse index, false range m, received power W) of every echo of B's pulses in A's windows."""
-    pre_a, pre_b = a.preset, b.preset
-    window_ns = 2.0 * pre_a.range.max_m / C_M_PER_NS
-    lead_ns = 2.0 * pre_b.range.max_m / C_M_PER_NS
-    order = np.argsort(pb.t_ns, kind="stable")
+    """:func:`echoes` on A's physics backend (:meth:`rt_lidar.backend.PhysicsBackend.crosstalk_echoes`:
+    the NumPy code, or its compiled twin)."""
+    return a.physics.backend.crosstalk_echoes(a, pa, b, pb)
+
+
+def _windows(a: CrosstalkSensor, b: CrosstalkSensor, pb: _Pulses) -> tuple[float, float, np.ndarray]:
+    """(A's listening window ns, B's lead ns, B's pulses in time order)."""
+    window_ns = 2.0 * a.preset.range.max_m / C_M_PER_NS
+    lead_ns = 2.0 * b.preset.range.max_m / C_M_PER_NS
+    return window_ns, lead_ns, np.argsort(pb.t_ns, kind="stable")
+
+
+def twin_arguments(
+    a: CrosstalkSensor, pa: _Pulses, b: CrosstalkSensor, pb: _Pulses
+) -> tuple[np.ndarray, float, float, np.ndarray, tuple[float, ...]]:
+    """The arguments after the pulses of :func:`rt_lidar.rig.crosstalk_fused.echoes`, the compiled twin
+    of :func:`echoes`: (B's time order, B's lead ns, A's window ns, A's materials' hemispherical
+    reflectance, the constants of the equations below)."""
+    pre_b = b.preset
+    window_ns, lead_ns, order = _windows(a, b, pb)
     th_a, th_b = a.receiver_half_angle_rad, _half_angle_rad(pre_b)
     oa = a.preset.optics
     rho_table = np.asarray(a.physics.materials.hemispherical(), np.float64)
@@ -170,9 +196,17 @@ def _echoes(
         np.pi * oa.receiver_aperture_m**2 / 4.0,
         pre_b.pulse.peak_power_w * oa.system_efficiency,
     )
-    fast = compiled_echoes(pa, pb, order, lead_ns, window_ns, rho_table, consts)
-    if fast is not None:  # the compiled twin of the lines below
-        return fast
+    return order, lead_ns, window_ns, rho_table, consts
+
+
+def echoes(
+    a: CrosstalkSensor, pa: _Pulses, b: CrosstalkSensor, pb: _Pulses
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A pulse index, false range m, received power W) of every echo of B's pulses in A's windows."""
+    pre_b = b.preset
+    window_ns, lead_ns, order = _windows(a, b, pb)
+    th_a, th_b = a.receiver_half_angle_rad, _half_angle_rad(pre_b)
+    oa = a.preset.optics
     i, jj = _pairs(pa.t_ns, pb.t_ns[order], lead_ns, window_ns)
     j = order[jj]
     d_a = pa.direction[i]

@@ -1,9 +1,10 @@
 """The crosstalk echoes of one pair of sensors in one compiled pass (``_crosstalk``), where it was built.
 
-:func:`echoes` gives what :func:`rt_lidar.rig.crosstalk._echoes`' NumPy code gives (the pairs of pulses
+:func:`echoes` gives what :func:`rt_lidar.rig.crosstalk.echoes` (the NumPy code) gives (the pairs of pulses
 in each other's windows, their scattered and direct echoes, in its order), bit for bit
 (``tests/rig/test_crosstalk_fused.py``), with the GIL released, or None when off or given arrays it
-does not take; the caller then runs the NumPy code.
+does not take; the compiled backend (:meth:`rt_lidar.backend.CompiledBackend.crosstalk_echoes`) then
+runs the NumPy code.
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ def echoes(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(A pulse index, false range m, received power W) of every echo of B's pulses ``pb`` in A's
     windows (A's pulses ``pa``; ``order``: B's pulses in time order, ``rho`` the hemispherical
-    reflectance of each material, float64), as ``_echoes`` computes them; ``consts``: A's and B's half
-    angles, cos of A's, the hidden tolerance, c (m/ns), c / 2, minus A's extinction, the scattered
-    power's factor, half A's aperture, A's aperture area, the direct power's factor."""
+    reflectance of each material, float64), as ``crosstalk.echoes`` computes them (the arguments from
+    ``crosstalk.twin_arguments``); ``consts``: A's and B's half angles, cos of A's, the hidden tolerance,
+    c (m/ns), c / 2, minus A's extinction, the scattered power's factor, half A's aperture, A's aperture
+    area, the direct power's factor."""
     if not available() or len(consts) != 11:
         return None
     na, nb = int(pa.t_ns.shape[0]), int(pb.t_ns.shape[0])
