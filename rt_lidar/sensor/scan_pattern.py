@@ -333,7 +333,7 @@ def _state_firings(sch: _Schedule, t0: int, t1: int) -> tuple[np.ndarray, np.nda
     omin, omax = int(table[fires].min()), int(table[fires].max())
     k_lo, k_hi = max(_first_slot(t0 - omax, sch), 0), _first_slot(t1 - omin, sch)
     ks = np.arange(k_lo, max(k_hi, k_lo), dtype=np.int64)
-    state = ks % table.shape[0]
+    state = ks % sch.slots % table.shape[0]  # the column within its rotation, so every scan is alike
     t = (ks * sch.period_ns // sch.slots)[:, None] + table[state]
     keep = fires[state] & (t >= t0) & (t < t1)
     ring = np.broadcast_to(np.arange(table.shape[1], dtype=np.int64), t.shape)[keep]
@@ -344,10 +344,11 @@ def _state_firings(sch: _Schedule, t0: int, t1: int) -> tuple[np.ndarray, np.nda
 
 
 def firing_states(preset: SensorPreset, column: np.ndarray) -> np.ndarray:
-    """(N,) int64 azimuth state of firing slots ``column`` (0 for a preset without states)."""
-    table = _schedule(preset).state_offsets_ns
-    n = 1 if table is None else table.shape[0]
-    return np.mod(np.asarray(column, np.int64), n)
+    """(N,) int64 azimuth state of firing slots ``column``: the column within its rotation mod the
+    states' count (0 for a preset without states)."""
+    sch = _schedule(preset)
+    n = 1 if sch.state_offsets_ns is None else sch.state_offsets_ns.shape[0]
+    return np.mod(np.mod(np.asarray(column, np.int64), sch.slots), n)
 
 
 def beam_origins(preset: SensorPreset, ring: np.ndarray, azimuth_deg: np.ndarray) -> np.ndarray | None:

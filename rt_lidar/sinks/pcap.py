@@ -131,7 +131,7 @@ def _state_point_columns(preset: SensorPreset, scan: Scan, period: int, slots: i
         off = offs[s, ring]
         k = -((-(t - off) * slots) // period)
         err = np.abs(k * period // slots + off - t)
-        ok = (off >= 0) & (np.mod(k, n_states) == s) & (err < best_err)
+        ok = (off >= 0) & (np.mod(np.mod(k, slots), n_states) == s) & (err < best_err)
         best, best_err = np.where(ok, k, best), np.where(ok, err, best_err)
     return best
 

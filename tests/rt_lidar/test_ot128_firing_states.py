@@ -53,14 +53,13 @@ def _high_res(p: SensorPreset) -> SensorPreset:
 
 def _check_schedule(p: SensorPreset, table: np.ndarray) -> None:
     period, slots = scan_period_ns(p), slots_per_scan(p)
-    t0 = 3 * period
-    f = firings_between(p, t0, t0 + period)
+    f = firings_between(p, 2 * period, 4 * period)  # two rotations: each starts in state 0
     n_states = table.shape[0]
     cols = np.unique(f.column)
-    assert len(cols) >= slots - 1
+    assert len(cols) >= 2 * slots - 1
     for k in cols[1:-1]:  # whole columns (the edges may cut a column's later firings)
         sel = f.column == k
-        state = int(k) % n_states
+        state = int(k) % slots % n_states
         want = np.flatnonzero(~np.isnan(table[state]))
         assert sorted(f.ring[sel].tolist()) == want.tolist(), f"column {k} (state {state})"
         slot_ns = int(k) * period // slots
@@ -95,10 +94,25 @@ def test_high_resolution_mode_skips_the_channels_marked_dash():
     assert len(f) == int(per_state.sum()) * slots_per_scan(p) // 4
 
 
-@pytest.mark.parametrize("mode", ["standard", "high"])
+def _at_13_hz(p: SensorPreset) -> SensorPreset:
+    """An odd number of columns a turn (1385): the states restart with each rotation."""
+    d = preset_to_dict(p)
+    d["scan"]["rotation_hz"] = 13.0
+    return preset_from_dict(d, "OT128 at 13 Hz")
+
+
+def test_states_restart_with_each_rotation_of_an_odd_column_count():
+    p = _at_13_hz(_preset())
+    assert slots_per_scan(p) % 2 == 1
+    _check_schedule(p, _file_table(2))
+
+
+@pytest.mark.parametrize("mode", ["standard", "high", "13hz"])
 def test_point_columns_invert_the_state_schedule(mode):
     """A packet writer finds each firing's column from its time and ring alone."""
-    p = _preset() if mode == "standard" else _high_res(_preset())
+    p = {"standard": _preset, "high": lambda: _high_res(_preset()), "13hz": lambda: _at_13_hz(_preset())}[
+        mode
+    ]()
     period = scan_period_ns(p)
     f = firings_between(p, 2 * period, 3 * period)
     pts = np.zeros(len(f), dtype=[("t", np.uint32), ("ring", np.uint16)])
@@ -121,3 +135,10 @@ def test_inconsistent_state_tables_are_refused():
         b["firing_state_offsets_us"] = [-1.0, b["firing_state_offsets_us"][1]]
     with pytest.raises(PresetError, match="every state must fire"):
         preset_from_dict(d, "bad")
+
+
+def test_a_state_table_of_another_channel_count_is_refused():
+    with pytest.raises(PresetError, match=r"channels 1\.\.128 \(128\); the angle file 64"):
+        preset_from_vendor_file(
+            str(HESAI / "Pandar64_Angle Correction File.csv"), model="Pandar64", firetime=str(FIRETIME)
+        )
