@@ -300,6 +300,10 @@ class Beam:
     of the mirror's encoder from 0 (its ``.dat`` file's table); unset: none."""
     elevation_adjust_deg: tuple[float, ...] | None = spec(None, -10.0, 10.0, "deg")
     """... and its elevation adjustment (up positive), at the same encoder angles."""
+    firing_state_offsets_us: tuple[float, ...] | None = spec(None, -1.0, 1e6, "us")
+    """A rotating sensor whose firing depends on the column's azimuth state (the OT128's firetime
+    file): the beam's firing offset in each state (column k of the rotation is in state k mod their
+    count), -1 where the beam does not fire in that state; unset: ``firing_offset_us`` in every column."""
 
 
 @dataclass(frozen=True)
@@ -360,6 +364,18 @@ class SensorPreset:
     def firing_offsets_us(self) -> np.ndarray:
         """(n_rings,) float64 firing offset of each ring within the firing cycle."""
         return self._column("firing_offset_us", np.float64)
+
+    @functools.cached_property
+    def firing_state_offsets_us(self) -> np.ndarray | None:
+        """(n_states, n_rings) float64 firing offset of each ring in each azimuth state (-1: it does not
+        fire in that state), or None for a preset whose beams fire at ``firing_offset_us`` in every
+        column."""
+        rows = [b.firing_state_offsets_us for b in self.beams]
+        if rows[0] is None:
+            return None
+        arr = np.array(rows, np.float64).T.copy()
+        arr.flags.writeable = False
+        return arr
 
     @functools.cached_property
     def beam_origins_m(self) -> np.ndarray | None:
@@ -472,6 +488,7 @@ def _check_scan(scan_table: dict[str, Any], p: SensorPreset, source: str) -> Non
         if float(az.max() - az.min()) >= s.fov_h_deg:
             raise PresetError(source, "scan.fov_h_deg", "must exceed the span of the beams' azimuth offsets")
     _check_adjust(p, source)
+    _check_firing_states(p, source)
     if s.pattern == "rosette" and p.n_rings != 1:
         raise PresetError(source, "beams", f"a rosette preset has exactly one beam, got {p.n_rings}")
 
@@ -491,6 +508,24 @@ def _check_adjust(p: SensorPreset, source: str) -> None:
         raise PresetError(
             source, "scan.mirror_fields_deg", "adjust tables need the mirror's fields (and >= 2 entries)"
         )
+
+
+def _check_firing_states(p: SensorPreset, source: str) -> None:
+    """Azimuth-state firing tables: every beam has one, all of one length, on a rotating head; every
+    state fires some beam and every beam fires in some state."""
+    rows = [b.firing_state_offsets_us for b in p.beams]
+    if all(r is None for r in rows):
+        return
+    field = "beams.firing_state_offsets_us"
+    if any(r is None for r in rows) or len({len(r or ()) for r in rows}) != 1:
+        raise PresetError(source, field, "every beam needs one, all of one length (one per azimuth state)")
+    if p.scan.pattern != "rotating":
+        raise PresetError(source, field, f"applies to a rotating scan, not a {p.scan.pattern} one")
+    table = np.array(rows, np.float64)
+    if np.any((table < 0) & (table != -1.0)):
+        raise PresetError(source, field, "an offset is >= 0 us, or -1 where the beam does not fire")
+    if not np.all((table >= 0).any(axis=0)) or not np.all((table >= 0).any(axis=1)):
+        raise PresetError(source, field, "every state must fire a beam and every beam fire in a state")
 
 
 def _check_cross(p: SensorPreset, source: str) -> None:

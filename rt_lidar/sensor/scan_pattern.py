@@ -26,6 +26,7 @@ __all__ = [
     "Firings",
     "azimuth_span_deg",
     "beam_origins",
+    "firing_states",
     "firings_between",
     "firings_per_scan",
     "prepare_schedule",
@@ -71,6 +72,9 @@ class _Schedule:
     slots: int  # firing slots per scan
     all_rings: bool  # every ring fires in each slot (rotating, mirror) or one per slot
     offsets_ns: np.ndarray  # (R,) int64
+    state_offsets_ns: np.ndarray | None = None
+    """(S, R) int64 offsets of each ring in azimuth state s (slot k is in state k mod S), -1 where the
+    ring does not fire; None: ``offsets_ns`` in every slot."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,7 +89,11 @@ def _schedule(preset: SensorPreset) -> _Schedule:
         else:
             assert s.firing_cycle_us is not None
             slots = max(1, round(period / (s.firing_cycle_us * 1000.0)))
-        return _Schedule(period, slots, True, offsets)
+        states = preset.firing_state_offsets_us
+        if states is None:
+            return _Schedule(period, slots, True, offsets)
+        state_ns = np.where(states >= 0, np.round(states * 1000.0), -1).astype(np.int64)
+        return _Schedule(period, slots, True, offsets, state_ns)
     assert s.frame_rate_hz is not None
     period = round(1e9 / s.frame_rate_hz)
     if s.pattern == "mirror":
@@ -286,14 +294,13 @@ def _compute_firings(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
     sch = _schedule(preset)
     t0, t1 = max(int(t0_ns), 0), int(t1_ns)
     n_rings = preset.n_rings
-    if sch.all_rings:
+    if sch.state_offsets_ns is not None:
+        t, ring, col = _state_firings(sch, t0, t1)
+    elif sch.all_rings:
         omin, omax = int(sch.offsets_ns.min()), int(sch.offsets_ns.max())
         k_lo, k_hi = max(_first_slot(t0 - omax, sch), 0), _first_slot(t1 - omin, sch)
-    else:
-        k_lo, k_hi = _first_slot(t0, sch), _first_slot(t1, sch)
-    ks = np.arange(k_lo, max(k_hi, k_lo), dtype=np.int64)
-    t_slot = ks * sch.period_ns // sch.slots
-    if sch.all_rings:
+        ks = np.arange(k_lo, max(k_hi, k_lo), dtype=np.int64)
+        t_slot = ks * sch.period_ns // sch.slots
         t = t_slot[:, None] + sch.offsets_ns[None, :]
         keep = (t >= t0) & (t < t1)
         ring = np.broadcast_to(np.arange(n_rings, dtype=np.int64), t.shape)[keep]
@@ -302,7 +309,9 @@ def _compute_firings(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
         order = np.lexsort((ring, t))
         t, ring, col = t[order], ring[order], col[order]
     else:
-        t, col = t_slot, ks
+        k_lo, k_hi = _first_slot(t0, sch), _first_slot(t1, sch)
+        ks = np.arange(k_lo, max(k_hi, k_lo), dtype=np.int64)
+        t, col = ks * sch.period_ns // sch.slots, ks
         ring = np.zeros_like(ks)
     az, el = _directions(preset, sch, t, ring, col)
     return Firings(
@@ -313,6 +322,33 @@ def _compute_firings(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
         column=col.astype(np.int64),
         origin=beam_origins(preset, ring, az),
     )
+
+
+def _state_firings(sch: _Schedule, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t, ring, column) of the firings in ``[t0, t1)`` of a schedule with azimuth states: slot k
+    fires the rings of state k mod S, each at its offset in that state, sorted by time then ring."""
+    table = sch.state_offsets_ns
+    assert table is not None
+    fires = table >= 0
+    omin, omax = int(table[fires].min()), int(table[fires].max())
+    k_lo, k_hi = max(_first_slot(t0 - omax, sch), 0), _first_slot(t1 - omin, sch)
+    ks = np.arange(k_lo, max(k_hi, k_lo), dtype=np.int64)
+    state = ks % sch.slots % table.shape[0]  # the column within its rotation, so every scan is alike
+    t = (ks * sch.period_ns // sch.slots)[:, None] + table[state]
+    keep = fires[state] & (t >= t0) & (t < t1)
+    ring = np.broadcast_to(np.arange(table.shape[1], dtype=np.int64), t.shape)[keep]
+    col = np.broadcast_to(ks[:, None], t.shape)[keep]
+    t = t[keep]
+    order = np.lexsort((ring, t))
+    return t[order], ring[order], col[order]
+
+
+def firing_states(preset: SensorPreset, column: np.ndarray) -> np.ndarray:
+    """(N,) int64 azimuth state of firing slots ``column``: the column within its rotation mod the
+    states' count (0 for a preset without states)."""
+    sch = _schedule(preset)
+    n = 1 if sch.state_offsets_ns is None else sch.state_offsets_ns.shape[0]
+    return np.mod(np.mod(np.asarray(column, np.int64), sch.slots), n)
 
 
 def beam_origins(preset: SensorPreset, ring: np.ndarray, azimuth_deg: np.ndarray) -> np.ndarray | None:

@@ -9,7 +9,8 @@
   channels, 2 blocks, which return the first block holds, the distance unit 4 mm, the returns, flags:
   UDP sequence, IMU and functional safety present, no confidence byte), two blocks of an azimuth and
   128 channels of distance (4 mm) and reflectivity, the body's CRC, 17 bytes of functional safety,
-  then the tail: reserved status bytes, the azimuth states, the operational state (0 high
+  then the tail: reserved status bytes, the azimuth states (each block's column's state: 0 unless
+  the preset has per-state firing offsets from the OT128's firetime file), the operational state (0 high
   resolution, 2 standard), the return mode, the motor speed, the UTC date and time, the microseconds
   of the last block's firing, a factory byte, the UDP sequence number, 22 bytes of IMU data and the
   tail's CRC. The pre-header's fifth byte is above 127 for an OT128 (Hesai's SDK 2.0 tells it from a
@@ -54,6 +55,7 @@ import numpy as np
 from rt_lidar.errors import ConfigError
 from rt_lidar.sensor.mirror_adjust import has_adjust
 from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sensor.scan_pattern import firing_states
 from rt_lidar.sinks.hesai_packets import RETURN_MODE_BYTE, HesaiPacketizer, utc_fields
 from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS
 
@@ -147,10 +149,13 @@ class HesaiOT128Packetizer(HesaiPacketizer):
         out[:, self.BODY : self.CRC] = self.body_blocks(az, dist, refl, 3)
         cycle_us = self.period_ns / self.slots / 1000.0
         state = 0 if cycle_us < self.HIGH_RES_CYCLE_US else 2
+        az_state = firing_states(self.preset, self.block_columns(block_ns))  # (n, B)
+        az_word = (az_state[:, 0] << 14) | (az_state[:, 1] << 12)  # block 1: bits 15-14, block 2: 13-12
         wall = self.wall_ns(block_ns[:, -1])  # the tail's time: the last block's firing
         for k in range(n):
             date, us = utc_fields(int(wall[k]))
             tail = bytearray(56)
+            tail[9:11] = int(az_word[k]).to_bytes(2, "little")
             tail[11] = state
             tail[12] = RETURN_MODE_BYTE[self.mode]
             tail[13:15] = self.rpm.to_bytes(2, "little")

@@ -70,7 +70,9 @@ class HesaiPacketizer:
         self.slots = slots_per_scan(preset)
         self.n_returns = 2 if self.mode == "dual" else 1
         self.cols_per_packet = self.BLOCKS // self.n_returns
-        self.max_offset_ns = int(np.round(preset.firing_offsets_us.max() * 1000.0))
+        states = preset.firing_state_offsets_us
+        latest = preset.firing_offsets_us.max() if states is None else max(states.max(), 0.0)
+        self.max_offset_ns = int(np.round(latest * 1000.0))
         s = preset.scan
         self._az0 = s.scan_start_azimuth_deg
         self._sign = -1.0 if s.rotation_direction == "cw" else 1.0
@@ -172,6 +174,11 @@ class HesaiPacketizer:
         reflectivities (n, B, C), the blocks' sim firing times ``block_ns`` (n, B); ``seq0`` is the
         first packet's sequence number."""
         raise NotImplementedError
+
+    def block_columns(self, block_ns: np.ndarray) -> np.ndarray:
+        """The firing slots of blocks fired at sim times ``block_ns`` (the inverse of
+        :meth:`slot_time_ns`)."""
+        return -((-np.asarray(block_ns, np.int64) * self.slots) // self.period_ns)
 
     def wall_ns(self, sim_ns: np.ndarray | int) -> np.ndarray:
         """Wall time (ns) of sim times, on this packetizer's clock."""

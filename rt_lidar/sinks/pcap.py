@@ -106,10 +106,34 @@ def point_columns(preset: SensorPreset, scan: Scan) -> np.ndarray:
     times a few ns off the slot.
     """
     period, slots = scan_period_ns(preset), slots_per_scan(preset)
-    offsets = np.round(preset.firing_offsets_us * 1000.0).astype(np.int64)
     pts = scan.points
+    if preset.firing_state_offsets_us is not None:
+        return _state_point_columns(preset, scan, period, slots)
+    offsets = np.round(preset.firing_offsets_us * 1000.0).astype(np.int64)
     t = np.int64(scan.start_ns) + pts["t"].astype(np.int64) - offsets[pts["ring"].astype(np.intp)]
     return -((-t * slots) // period)
+
+
+def _state_point_columns(preset: SensorPreset, scan: Scan, period: int, slots: int) -> np.ndarray:
+    """:func:`point_columns` of a preset with azimuth states: per state the slot that the point's ring
+    would fire at its time with that state's offset; the one whose slot is in that state (and where
+    the ring fires), nearest the point's time."""
+    table = preset.firing_state_offsets_us
+    assert table is not None
+    offs = np.where(table >= 0, np.round(table * 1000.0), -1).astype(np.int64)  # (S, R)
+    n_states = offs.shape[0]
+    pts = scan.points
+    ring = pts["ring"].astype(np.intp)
+    t = np.int64(scan.start_ns) + pts["t"].astype(np.int64)
+    best = np.zeros(len(t), np.int64)
+    best_err = np.full(len(t), np.iinfo(np.int64).max)
+    for s in range(n_states):
+        off = offs[s, ring]
+        k = -((-(t - off) * slots) // period)
+        err = np.abs(k * period // slots + off - t)
+        ok = (off >= 0) & (np.mod(np.mod(k, slots), n_states) == s) & (err < best_err)
+        best, best_err = np.where(ok, k, best), np.where(ok, err, best_err)
+    return best
 
 
 _MAGIC_US = 0xA1B2C3D4

@@ -268,12 +268,12 @@ def test_hesai_firetime_file_gives_the_firing_offsets() -> None:
     for b in p.beams:
         assert b.firing_offset_us == pytest.approx(times[int(b.laser_id or 0)] - lo, abs=1e-6)
     assert _prov(p)["beams.firing_offset_us"].startswith("file: firetime")
-    # a state-table firetime (OT128) cannot be used: said, and the preset still builds
-    with pytest.warns(UserWarning, match="depends on the operating state"):
-        preset_from_vendor_file(
-            str(HESAI / "OT128_Angle Correction File.csv"),
-            firetime=str(HESAI / "OT128_Firetime Correction File.csv"),
-        )
+    # the OT128's state table gives per-azimuth-state offsets (tests/rt_lidar/test_ot128_firing_states.py)
+    ot = preset_from_vendor_file(
+        str(HESAI / "OT128_Angle Correction File.csv"),
+        firetime=str(HESAI / "OT128_Firetime Correction File.csv"),
+    )
+    assert ot.firing_state_offsets_us is not None and ot.firing_state_offsets_us.shape == (2, 128)
 
 
 # ------------------------------------------------------------------ refusals

@@ -28,6 +28,7 @@ from rt_lidar.sensor.vendor.hesai import (
     is_hesai_firetime,
     read_at128_dat,
     read_firetime,
+    read_firetime_states,
     read_hesai_csv,
 )
 from rt_lidar.sensor.vendor.ouster import is_ouster, read_ouster
@@ -221,6 +222,7 @@ def _cached(
     if lidar_mode is not None and table.vendor != "Ouster":
         raise refuse(path, "--lidar-mode", f"applies to Ouster metadata only; this is a {table.layout}")
     firing = None
+    states = None
     said = ""
     if firetime is not None:
         if table.vendor != "Hesai":
@@ -232,13 +234,14 @@ def _cached(
         fp = Path(firetime)
         if not fp.is_file():
             raise refuse(firetime, "<file>", "no such firetime file")
-        firing, why = read_firetime(
-            fp.read_bytes().decode("utf-8-sig", errors="replace"), firetime, len(table.beams)
-        )
+        text = fp.read_bytes().decode("utf-8-sig", errors="replace")
         said = f"firetime {fp.name}"
-        if firing is None:
-            table.warnings.append(why)
+        states = read_firetime_states(text, firetime, len(table.beams))
+        if states is None:
+            firing, why = read_firetime(text, firetime, len(table.beams))
+            if firing is None:
+                table.warnings.append(why)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        preset = preset_from_table(table, model, firing, said)
+        preset = preset_from_table(table, model, firing, said, states)
     return preset, tuple(str(w.message) for w in caught)

@@ -181,11 +181,56 @@ def _origins(t: VendorTable, spec: ModelSpec, prov: dict[str, str]) -> Any:
     return lambda _b: {}
 
 
+HIGH_RES_CYCLE_US = 40.0
+"""An OT128 whose columns are closer than this fires in its high-resolution mode (operational state 0,
+27.78 us a column at 10 Hz), else in the standard mode (operational state 2, 55.56 us)."""
+
+
+def _pick_states(
+    t: VendorTable,
+    scan: dict[str, Any],
+    states: dict[int, list[list[float]]],
+    said: str,
+    prov: dict[str, str],
+) -> tuple[list[list[float]], list[float]]:
+    """The azimuth-state rows of the operational state the preset's column rate is (and, per ring, the
+    offset of its first state that fires it, as ``firing_offset_us``)."""
+    if scan.get("pattern") != "rotating":
+        raise refuse(t.path, "firetime", "an azimuth-state firetime table goes with a rotating sensor")
+    cycle = scan.get("firing_cycle_us") or 1e6 / scan["rotation_hz"] / scan["columns_per_rev"]
+    op = 0 if cycle < HIGH_RES_CYCLE_US else 2
+    name = {0: "high resolution", 2: "standard"}[op]
+    if op not in states:
+        raise refuse(
+            t.path,
+            "firetime",
+            f"the firetime table has operational states {sorted(states)}, not {op} ({name}: "
+            f"{cycle:g} us a column)",
+        )
+    rows = states[op]
+    prov["beams.firing_state_offsets_us"] = (
+        f"file: {said}, operational state {op} ({name}: {cycle:g} us a column), azimuth states "
+        f"0..{len(rows) - 1} (column k in state k mod {len(rows)}; -1: does not fire)"
+    )
+    prov["beams.firing_offset_us"] = f"file: {said}, the first azimuth state that fires the beam"
+    others = [o for o in states if o != op]
+    if others:
+        t.unused.append(f"firetime operational state(s) {others} (the preset's column rate is state {op})")
+    n = len(rows[0])
+    return rows, [next(row[r] for row in rows if row[r] >= 0) for r in range(n)]
+
+
 def preset_from_table(
-    t: VendorTable, model: str | None = None, firing_us: list[float] | None = None, firing_said: str = ""
+    t: VendorTable,
+    model: str | None = None,
+    firing_us: list[float] | None = None,
+    firing_said: str = "",
+    firing_states: dict[int, list[list[float]]] | None = None,
 ) -> SensorPreset:
     """The preset of table ``t``: ``model`` (a product name) where the file does not say it, ``firing_us``
-    (per ring, from a firetime file) where the model's firing table should not be used."""
+    (per ring, from a firetime file) where the model's firing table should not be used, or
+    ``firing_states`` (per operational state, per azimuth state, per ring; -1: does not fire) from the
+    OT128's firetime table."""
     spec, said = choose_model(t, model)
     template = preset_to_dict(load_preset(spec.template))
     prov: dict[str, str] = {"model": said}
@@ -253,7 +298,10 @@ def preset_from_table(
     prov["pulse.detection_threshold_w"] = "computed: a 10 % target at range.range_10pct_m"
 
     beams = []
-    if firing_us is not None:
+    state_rows: list[list[float]] | None = None
+    if firing_states is not None:
+        state_rows, offsets = _pick_states(t, scan, firing_states, firing_said, prov)
+    elif firing_us is not None:
         base = min(firing_us)
         offsets = [round(f - base, 6) for f in firing_us]
         prov["beams.firing_offset_us"] = f"file: {firing_said} (shifted to start at 0)"
@@ -277,6 +325,8 @@ def preset_from_table(
         beam["elevation_deg"] = round(float(b["elevation_deg"]), 9)
         beam["azimuth_offset_deg"] = round(float(b["azimuth_offset_deg"]), 9)
         beam["firing_offset_us"] = off
+        if state_rows is not None:
+            beam["firing_state_offsets_us"] = [row[int(b["ring"])] for row in state_rows]
         beam.update(origin_of(beam))
         beams.append(beam)
     d["beams"] = beams

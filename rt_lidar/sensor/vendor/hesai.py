@@ -22,6 +22,7 @@ __all__ = [
     "is_hesai_firetime",
     "read_at128_dat",
     "read_firetime",
+    "read_firetime_states",
     "read_hesai_csv",
 ]
 
@@ -175,6 +176,52 @@ def read_firetime(text: str, path: str, n_channels: int) -> tuple[list[float] | 
             f"has channels {min(times)}..{max(times)} ({len(times)}); the angle file {n_channels}",
         )
     return [times[ch] for ch in range(1, n_channels + 1)], ""
+
+
+def read_firetime_states(text: str, path: str, n_channels: int) -> dict[int, list[list[float]]] | None:
+    """The OT128's firetime table (rows ``Operational State``, ``Azimuth State``, then per channel the
+    firing offset in us of each (operational state, azimuth state) column, ``-`` where the channel
+    does not fire in that state): per operational state (0 high resolution, 2 standard), per azimuth
+    state, per channel the offset, -1 where it does not fire. None for the other layouts."""
+    lines = _lines(text)
+    if len(lines) < 3 or not lines[0].lower().startswith("operational state"):
+        return None
+    op_row, az_row = ([c.strip() for c in ln.split(",")] for ln in lines[:2])
+    if not az_row[0].lower().startswith("azimuth state") or len(op_row) != len(az_row):
+        raise refuse(path, "line 2", "expected 'Azimuth State' and one state per column of line 1")
+    try:
+        cols = [(int(o), int(a)) for o, a in zip(op_row[1:], az_row[1:], strict=True)]
+    except ValueError:
+        raise refuse(path, "line 1", "operational and azimuth states must be integers") from None
+    times: dict[int, list[float]] = {}
+    for n, line in enumerate(lines[2:]):
+        cells = [c.strip() for c in line.split(",")]
+        try:
+            ch = int(cells[0])
+            times[ch] = [-1.0 if c == "-" else float(c) for c in cells[1 : len(cols) + 1]]
+        except (ValueError, IndexError):
+            raise refuse(
+                path, f"line {n + 3}", f"{line!r}: expected channel, then a time or '-' a column"
+            ) from None
+        if len(times[ch]) != len(cols) or any(v < 0 and v != -1.0 for v in times[ch]):
+            raise refuse(
+                path, f"line {n + 3}", f"{line!r}: one time (>= 0 us) or '-' for each of {len(cols)} columns"
+            )
+    if sorted(times) != list(range(1, n_channels + 1)):
+        raise refuse(
+            path,
+            "channel",
+            f"has channels {min(times)}..{max(times)} ({len(times)}); the angle file {n_channels}",
+        )
+    out: dict[int, list[list[float]]] = {}
+    for op in sorted({o for o, _ in cols}):
+        states = sorted(a for o, a in cols if o == op)
+        if states != list(range(len(states))):
+            raise refuse(
+                path, "Azimuth State", f"operational state {op}: azimuth states {states}, expected 0..N-1"
+            )
+        out[op] = [[times[ch][cols.index((op, a))] for ch in range(1, n_channels + 1)] for a in states]
+    return out
 
 
 def read_at128_dat(data: bytes, path: str) -> VendorTable:

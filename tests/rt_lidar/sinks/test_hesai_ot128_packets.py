@@ -1,7 +1,11 @@
 """OT128 packets (``hesai-pcap``, Hesai protocol 1.4) of a preset made from a real OT128 angle-correction
 file, read by hydra4's PandarOT128 decoder with the same file: every point back within 4 mm and 0.01
-deg, dual returns (last and strongest) in their blocks, and firing times as the vendor's firetime file
-times the standard mode's channels."""
+deg, dual returns (last and strongest) in their blocks, and firing times. Without the firetime file
+the preset fires a column's channels together, and hydra4's times are ours plus the file's standard-mode
+offsets; with it (``#firetime=``) the preset fires each channel at its offset in the column's azimuth
+state, the tail says each block's state, and hydra4's times are ours as they are. hydra4 places a point
+at its block's azimuth; Hesai's SDK 2.0 (``udp1_4_parser``) turns it by the rotation over the channel's
+firing offset in that state, as done here with the file's numbers."""
 
 from __future__ import annotations
 
@@ -29,34 +33,48 @@ CSV = HESAI / "OT128_Angle Correction File.csv"
 FIRETIME = HESAI / "OT128_Firetime Correction File.csv"
 
 
-def _preset() -> SensorPreset:
+def _preset(firetime: bool = False) -> SensorPreset:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return load_preset(f"{CSV}#model=OT128")
+        return load_preset(f"{CSV}#model=OT128" + (f",firetime={FIRETIME}" if firetime else ""))
 
 
 def _standard_mode_firetimes_us() -> np.ndarray:
-    """Per channel the firing offset of the standard mode (operational state 2), azimuth state 0, from
-    Hesai's OT128 firetime file (its columns: operational state, then azimuth state)."""
+    """(2, 128) per azimuth state, per channel the firing offset of the standard mode (operational
+    state 2) in Hesai's OT128 firetime file (its columns: operational state, then azimuth state)."""
     with FIRETIME.open(newline="") as fh:
         rows = list(csv.reader(fh))
-    col = next(i for i in range(1, len(rows[0])) if (rows[0][i], rows[1][i]) == ("2", "0"))
-    return np.array([float(r[col]) for r in rows[2:]])
+    cols = [next(i for i in range(1, len(rows[0])) if (rows[0][i], rows[1][i]) == ("2", a)) for a in "01"]
+    return np.array([[float(r[c]) for r in rows[2:]] for c in cols])
 
 
-def _decode(pcap: Path) -> tuple[np.ndarray, np.ndarray]:
+def _decode(pcap: Path, sdk_turn: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(N, 6) x, y, z, intensity, ring, firing time in our frame (hydra4's x is our -y, its y our x),
-    and (N,) the block of the packet each point came from."""
+    (N,) the block of the packet each point came from and (N,) its block's azimuth state (the tail's
+    bits 15-14, 13-12). ``sdk_turn``: each point turned clockwise by the rotation over its channel's
+    firing offset in that state (from the file), as Hesai's SDK places it."""
     dec = PandarOT128(CSV, 0.05, 1000.0)
-    rows, blocks = [], []
+    fire = _standard_mode_firetimes_us()
+    rows, blocks, states = [], [], []
     for rec in read_pcap_udp(pcap):
         assert len(rec.payload) == HesaiOT128Packetizer.PAYLOAD_BYTES == 861
+        tail = HesaiOT128Packetizer.TAIL
+        word = int.from_bytes(rec.payload[tail + 9 : tail + 11], "little")
+        rpm = int.from_bytes(rec.payload[tail + 13 : tail + 15], "little")
         pk = pandar_msgs__msg__PandarPacket(stamp=None, data=np.frombuffer(rec.payload, np.uint8), size=861)
         for b, block in enumerate(dec(pk)):
-            rows += [(p[0], p[1], p[2], p[3], p[4], p[6]) for p in block.points]
+            state = (word >> (14 - 2 * b)) & 3
+            for p in block.points:
+                x, y = p[0], p[1]
+                if sdk_turn:
+                    turn = np.radians(fire[state, p[4]] * rpm * 6e-6)
+                    x, y = x * np.cos(turn) + y * np.sin(turn), y * np.cos(turn) - x * np.sin(turn)
+                rows.append((x, y, p[2], p[3], p[4], p[6]))
             blocks += [b] * len(block.points)
+            states += [state] * len(block.points)
     a = np.array(rows, np.float64)
-    return np.column_stack([a[:, 1], -a[:, 0], a[:, 2], a[:, 3], a[:, 4], a[:, 5]]), np.array(blocks)
+    ours = np.column_stack([a[:, 1], -a[:, 0], a[:, 2], a[:, 3], a[:, 4], a[:, 5]])
+    return ours, np.array(blocks), np.array(states)
 
 
 def _write(tmp_path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -> Path:
@@ -69,14 +87,21 @@ def _write(tmp_path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -
     return pcap
 
 
-@pytest.mark.parametrize("mode", ["strongest", "last", "dual"])
-def test_hydra4_reads_our_ot128_packets_with_the_same_file(tmp_path, pipeline_scans, mode):
-    preset = _preset()
+@pytest.mark.parametrize(
+    ("mode", "firetime"),
+    [("strongest", False), ("last", False), ("dual", False), ("strongest", True), ("dual", True)],
+)
+def test_hydra4_reads_our_ot128_packets_with_the_same_file(tmp_path, pipeline_scans, mode, firetime):
+    preset = _preset(firetime)
     assert (preset.model, preset.packet_format, preset.n_rings) == ("OT128", "hesai-ot128", 128)
     scans = list(pipeline_scans(preset, 2))
     if mode == "dual":
         scans = [with_second_returns(s) for s in scans]
-    dec, block = _decode(_write(tmp_path, preset, scans, mode))
+    dec, block, state = _decode(_write(tmp_path, preset, scans, mode), sdk_turn=firetime)
+    # hydra4 adds the file's offset of the block's state: with the file, our times are already the
+    # firing's; without it every channel fired with its column (the tail says state 0)
+    fire_us = np.zeros(128) if firetime else _standard_mode_firetimes_us()[0]
+    assert set(np.unique(state).tolist()) == ({0, 1} if firetime else {0})
     parts = {"strongest": [False], "last": [True], "dual": [True, False]}[mode]
     for b, last in enumerate(parts):
         picked = [s.points[pick_returns(s.points, last)] for s in scans]
@@ -86,7 +111,7 @@ def test_hydra4_reads_our_ot128_packets_with_the_same_file(tmp_path, pipeline_sc
         )
         mine = dec[block == b] if mode == "dual" else dec
         assert len(mine) == len(ours) > 10_000
-        worst = compare_points(mine, ours, starts, _standard_mode_firetimes_us())
+        worst = compare_points(mine, ours, starts, fire_us)
         assert worst["r"] < 0.0021 and worst["az"] < 0.01 and worst["el"] < 0.01, worst
         assert worst["t_us"] < 1.5, worst  # the tail has whole microseconds
     if mode == "dual":  # the second returns we added are in the first (last-return) blocks
