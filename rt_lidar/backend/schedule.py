@@ -22,6 +22,7 @@ __all__ = [
     "BRIDGED_RIG_PREFETCH",
     "CAST_AHEAD",
     "PHYSICS_THREADS",
+    "RIG_FRAMES_AHEAD",
     "RIG_PHYSICS_AHEAD",
     "frame_workers",
     "physics_on_own_threads",
@@ -33,9 +34,15 @@ CAST_AHEAD = 3
 they are cast at the same time, one thread each (see :attr:`Pipeline.prefetch`)."""
 PHYSICS_THREADS = 2
 """Threads of their own for the waveform physics of frames that one thread fetches in order."""
-RIG_PHYSICS_AHEAD = False
-"""A rig's physics stays on the frame loop's thread: with a sensor's frames fetched on threads of their
-own, the rig's physics there too measured 0-10 % slower (docs/performance-notes.md)."""
+RIG_PHYSICS_AHEAD = True
+"""A rig's sensors each do their frames' physics on the threads that fetch them, so that every sensor's
+cast and physics of the next frame overlap the crosstalk and the stitching of this one on the frame
+loop's thread. (Before the compiled twins released the GIL it measured 0-10 % slower and stayed on
+the frame loop's thread, docs/performance-notes.md.)"""
+RIG_FRAMES_AHEAD = 1
+"""Frames each sensor of an in-process rig fetches (and senses) ahead: one keeps every sensor's next
+frame in flight while the frame loop's thread computes the crosstalk; two or three measured the same
+on two cores (the cores are already busy) and hold more memory."""
 BRIDGED_RIG_PREFETCH = 0
 """A rig over the bridge fetches no frame ahead on its own: every sensor reads the frame the first one
 advanced the sim to, in order (the rig asks every sensor's frames ahead itself, ``RigFramesAhead``)."""

@@ -160,13 +160,20 @@ def plan_of_pattern(
 def take_firings(f: Firings, idx: np.ndarray) -> Firings:
     """The firings ``idx`` of ``f``."""
     return Firings(
-        f.ring[idx],
-        f.t_ns[idx],
-        f.azimuth_deg[idx],
-        f.elevation_deg[idx],
-        f.column[idx],
-        None if f.unit is None else f.unit[idx],
+        _rows(f.ring, idx),
+        _rows(f.t_ns, idx),
+        _rows(f.azimuth_deg, idx),
+        _rows(f.elevation_deg, idx),
+        _rows(f.column, idx),
+        None if f.unit is None else _rows(f.unit, idx),
     )
+
+
+def _rows(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``a[rows]`` for an index array ``rows``: the same elements, by ``np.take`` (a (N, 3) array's rows
+    4x as fast as fancy indexing, a 1-D array's 1.4x); a boolean mask is indexed as such."""
+    rows = np.asarray(rows)
+    return a[rows] if rows.dtype == np.bool_ else np.take(a, rows, axis=0)
 
 
 _PER_RAY = (
@@ -201,7 +208,7 @@ def take_pulses(hits: Hits, idx: np.ndarray) -> Hits:
     n = hits.subrays
     rows = idx if n == 1 else (np.asarray(idx)[:, None] * n + np.arange(n)).ravel()
     taken: dict[str, Any] = {
-        name: (None if getattr(hits, name) is None else getattr(hits, name)[rows]) for name in _PER_RAY
+        name: (None if getattr(hits, name) is None else _rows(getattr(hits, name), rows)) for name in _PER_RAY
     }
     return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **taken)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rt_lidar.backend.schedule import RIG_PHYSICS_AHEAD
+from rt_lidar.backend.schedule import RIG_FRAMES_AHEAD, RIG_PHYSICS_AHEAD
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import negotiate
@@ -61,6 +61,7 @@ class RigLoop:
         self.sim_hz = float(sim_hz)
         self.crosstalk = crosstalk
         table = materials or load_material_table()
+        ahead = RIG_FRAMES_AHEAD if prefetch is True else int(prefetch)
         self.units: dict[str, RigUnit] = {}
         for s in rig.sensors:
             arrays = table.arrays(world.material_names, s.preset.optics.wavelength_nm)
@@ -72,7 +73,7 @@ class RigLoop:
             phys = SensorPhysics(s.preset, arrays, negotiate(source, s.preset, physics or PhysicsConfig()))
             weather = phys.config.weather
             source.use_wet_road(weather.road_wetness if weather is not None else 0.0)  # mirror rays, spray
-            pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch)
+            pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=ahead)
             pipe.physics_ahead = RIG_PHYSICS_AHEAD
             self.units[s.name] = RigUnit(CrosstalkSensor(s.name, s.preset, phys), pipe)
         self.frame = 0
