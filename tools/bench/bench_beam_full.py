@@ -14,7 +14,10 @@ between them. The rows:
 - VLS-128 dual returns: one ray a pulse and ``--beam full``;
 - the example rig (docs/rigs/roof-and-corners.toml: an HDL-64E and two VLP-16s), without and with
   ``--crosstalk``;
-- plain HDL-64E (strongest return, clear air: the frame loop the realism intensity chain costs most).
+- plain HDL-64E (strongest return, clear air: the frame loop the realism intensity chain costs most);
+- the other rows of issue 43's table: HDL-64E plain and dual returns over the bridge, HDL-64E dual
+  in-process, HDL-64E ``--beam full`` dual in rain over the bridge, VLS-128 over the bridge (names ending
+  in ``_bridged`` run ``rt-lidar demo`` without ``--in-process``: the embedded server and the bridge).
 
 The JSON keeps every run's factor, each row's range and median, ``--beam full``'s share of pulses
 that got the bundle, and the machine (tools/bench/machine_record.py).
@@ -39,6 +42,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RIG = ROOT / "docs" / "rigs" / "roof-and-corners.toml"
 HDL_RAIN = ["--preset", "HDL-64E", "--return-mode", "dual", "--rain", "25"]
 VLS_DUAL = ["--preset", "VLS-128", "--return-mode", "dual"]
+BRIDGED = "bridged"
+"""A configuration whose arguments start with this runs over the bridge (``rt-lidar demo`` without
+``--in-process``: the embedded server and the AirSim RPC bridge)."""
 CONFIGS: dict[str, list[str]] = {
     "hdl64e_dual_rain25_single_ray": [*HDL_RAIN, "--sub-rays", "1"],
     "hdl64e_dual_rain25_sub_rays_7": [*HDL_RAIN, "--sub-rays", "7"],
@@ -49,6 +55,12 @@ CONFIGS: dict[str, list[str]] = {
     "rig": ["--rig", str(RIG)],
     "rig_crosstalk": ["--rig", str(RIG), "--crosstalk"],
     "hdl64e_plain": ["--preset", "HDL-64E"],
+    # the other rows of issue 43's table: dual returns, and over the bridge (the embedded server)
+    "hdl64e_plain_bridged": [BRIDGED, "--preset", "HDL-64E"],
+    "hdl64e_dual": ["--preset", "HDL-64E", "--return-mode", "dual"],
+    "hdl64e_dual_bridged": [BRIDGED, "--preset", "HDL-64E", "--return-mode", "dual"],
+    "hdl64e_dual_rain25_beam_full_bridged": [BRIDGED, *HDL_RAIN, "--beam", "full"],
+    "vls128_bridged": [BRIDGED, "--preset", "VLS-128"],
 }
 
 
@@ -62,8 +74,10 @@ def run_demo(args: list[str], frames: int, seed: int, code: Path | None = None) 
     env["PYTHONPATH"] = str(code if code is not None else ROOT)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--in-process", "--quiet"]
-        cmd += ["--frames", str(frames), "--seed", str(seed), "--out", str(out), *args]
+        bridged = args[:1] == [BRIDGED]
+        demo_args = args[1:] if bridged else ["--in-process", *args]
+        cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--quiet"]
+        cmd += ["--frames", str(frames), "--seed", str(seed), "--out", str(out), *demo_args]
         t0 = time.perf_counter()
         done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env=env)
         elapsed = time.perf_counter() - t0
