@@ -53,7 +53,10 @@ class CosysLidars:
         self.sim = sim
         self.grid = CosysGrid.of_preset(sim.preset)
         table = load_material_table()
-        self._reflectivity = table.arrays(sim.world.material_names, sim.preset.optics.wavelength_nm).diffuse
+        # Cosys's reflectivity is the material's whole (hemispherical) reflectance, not the diffuse lobe
+        # of our echo model: a rough road's lobe is only the incidence-dependent part of Hapke's fit.
+        arrays = table.arrays(sim.world.material_names, sim.preset.optics.wavelength_nm)
+        self._reflectivity = arrays.hemispherical()
         self._threshold_per_m = self.grid.range_m / lambertian_percent / 100.0
         self._colours = packed_colours(256).astype(np.float32)
         self._cache: dict[bool, _Rotation] = {}

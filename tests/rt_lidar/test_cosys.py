@@ -21,10 +21,11 @@ from rt_lidar.bridge.source import BridgeSource
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
-from rt_lidar.server.cosys_flavor import serve_cosys
+from rt_lidar.server.cosys_flavor import CosysLidars, serve_cosys
 from rt_lidar.server.embedded_sim import EmbeddedSim
 from rt_lidar.unreal_bridge import AirSimClient, AirSimServer
 from rt_lidar.unreal_bridge.world import World, street_scene
+from rt_lidar.unreal_bridge.world.scenes import plane_scene
 
 NAMES = load_material_table().names
 
@@ -171,3 +172,25 @@ _CLASS = {
 def _classes(names: np.ndarray) -> np.ndarray:
     """The class each material belongs to (itself where it is a class of its own)."""
     return np.array([_CLASS.get(str(n), str(n)) for n in names])
+
+
+def test_gpu_intensity_is_the_materials_reflectance_times_the_cosine():
+    """Cosys's GPU lidar intensity is the material's reflectance times the cosine of incidence: for a rough
+    material (concrete: Hapke's road lobes) the whole reflectance, not the echo model's diffuse lobe alone,
+    so a concrete wall 10 m ahead stays above Cosys's threshold well away from normal incidence."""
+    preset = load_preset("VLP-16")
+    sim = EmbeddedSim(World(plane_scene(10.0, "concrete")), preset, paused=True)
+    lidars = CosysLidars(sim)
+    sim.continue_for_time(0.25)
+    rot = lidars.rotation(gpu=True)
+    assert rot is not None
+    hit = np.linalg.norm(rot.points, axis=1) > 0
+    p = rot.points[hit].astype(np.float64)
+    cos = np.abs(p[:, 0]) / np.linalg.norm(p, axis=1)  # the plane faces the sensor along x
+    rho = load_material_table().reflectance("concrete", preset.optics.wavelength_nm)
+    assert hit.sum() > 1000
+    np.testing.assert_allclose(rot.intensity[hit], rho * cos, rtol=1e-4)
+    # Cosys's threshold (100 m / 80 % / 100 * range, range = 10 m / cos) holds wherever rho cos^2 >= 0.125:
+    # the whole 20 m plane (cos >= 0.68) with concrete's reflectance, only cos > 0.92 with its diffuse lobe
+    assert cos.min() < 0.75
+    assert np.all(rot.kept[hit])
