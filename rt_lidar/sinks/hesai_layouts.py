@@ -51,6 +51,7 @@ functional-safety and IMU bytes, the confidence bytes and the status bytes are w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -112,28 +113,49 @@ PANDAR40P_TAIL = TailFields(rpm=8, us=10, date=16, mode=14, factory=15, year_bas
 """The Pandar40P's tail, which the Pandar64 shares: no sequence number, the year from 2000."""
 
 
-def write_headers(
-    packetizer: HesaiPacketizer,
-    out: np.ndarray,
-    version: tuple[int, int],
-    nc: int,
-    nb: int,
-    first_block: int,
-    flags: int,
-    status: int = 0,
-) -> None:
-    """The pre-header (``EE FF``, the protocol ``version``, ``status``) and the header (channels,
-    blocks, ``first_block``, the distance unit in mm, the returns, ``flags``) of every packet."""
-    out[:, :6] = (0xEE, 0xFF, *version, status, 0)
-    out[:, 6:12] = (nc, nb, first_block, int(packetizer.DISTANCE_M * 1000), packetizer.n_returns, flags)
+class HeaderedLayout(HesaiPacketizer):
+    """A layout of the pre-header and header (12 bytes: ``EE FF``, the protocol ``VERSION``, the status
+    byte; channels, blocks, which return the first block holds, the distance unit in mm, the returns,
+    ``FLAGS``), the blocks from byte 12 and a tail at ``TAIL`` with the fields of ``TAIL_FIELDS``."""
+
+    VERSION = (0, 0)
+    UNIT_BYTES = 4
+    """Bytes a channel of a block: distance and reflectivity, and with 4 a confidence/reserved byte."""
+    FLAGS = 0
+    BLOCK_ORDER = True
+    """Whether the header says which return the first block holds (1 in dual mode: the last)."""
+    TAIL_TIME_BLOCK = -1
+    """The block whose firing the tail's time is."""
+    BODY = 12
+    TAIL = 0
+    TAIL_FIELDS: ClassVar[TailFields]
+
+    @property
+    def status_version(self) -> int:
+        """The pre-header's fifth byte."""
+        return 0
+
+    def blocks(self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray) -> np.ndarray:
+        """(n, B * block) bytes of the blocks (:meth:`HesaiPacketizer.body_blocks`)."""
+        return self.body_blocks(az, dist, refl, self.UNIT_BYTES)
+
+    def pack(
+        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
+    ) -> np.ndarray:
+        """See :meth:`HesaiPacketizer.pack`."""
+        n, nb, nc = dist.shape
+        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
+        first_block = 1 if self.BLOCK_ORDER and self.mode == "dual" else 0
+        out[:, :6] = (0xEE, 0xFF, *self.VERSION, self.status_version, 0)
+        out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
+        body = self.blocks(az, dist, refl)
+        out[:, self.BODY : self.BODY + body.shape[1]] = body
+        wall = self.wall_ns(block_ns[:, self.TAIL_TIME_BLOCK])
+        write_tails(self, out, self.TAIL, wall, seq0, self.TAIL_FIELDS)
+        return out
 
 
-def dual_first_block(mode: str) -> int:
-    """The header's block-order byte: 1 in dual mode (the first block holds the last return), else 0."""
-    return 1 if mode == "dual" else 0
-
-
-class HesaiXT32Packetizer(HesaiPacketizer):
+class HesaiXT32Packetizer(HeaderedLayout):
     """Scans -> PandarXT-32 data packets (protocol 6.1), in send order."""
 
     PRODUCT = "PandarXT-32"
@@ -143,17 +165,8 @@ class HesaiXT32Packetizer(HesaiPacketizer):
     TAIL = BODY + BLOCKS * (2 + 4 * CHANNELS)  # 1052
     PAYLOAD_BYTES = TAIL + 24 + 4  # tail + UDP sequence number: 1080
     TAIL_FIELDS = TailFields(rpm=11, us=19, date=13, mode=10, factory=23, seq=24)
-
-    def pack(
-        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
-    ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack`."""
-        n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        write_headers(self, out, (6, 1), nc, nb, first_block=0, flags=0)
-        out[:, self.BODY : self.TAIL] = self.body_blocks(az, dist, refl, 4)
-        write_tails(self, out, self.TAIL, self.wall_ns(block_ns[:, 0]), seq0, self.TAIL_FIELDS)
-        return out
+    VERSION, BLOCK_ORDER = (6, 1), False
+    TAIL_TIME_BLOCK = 0  # the XT32's tail: its first block's firing
 
 
 class HesaiXT16Packetizer(HesaiXT32Packetizer):
@@ -166,7 +179,7 @@ class HesaiXT16Packetizer(HesaiXT32Packetizer):
     PAYLOAD_BYTES = TAIL + 24 + 4  # 568
 
 
-class HesaiOT128Packetizer(HesaiPacketizer):
+class HesaiOT128Packetizer(HeaderedLayout):
     """Scans -> OT128 / Pandar128E3X data packets (protocol 1.4), in send order."""
 
     PRODUCT = "OT128 / Pandar128E3X"
@@ -179,6 +192,7 @@ class HesaiOT128Packetizer(HesaiPacketizer):
     PAYLOAD_BYTES = TAIL + 56  # 861
     FLAGS = 0x01 | 0x02 | 0x04  # UDP sequence, IMU, functional safety; no confidence byte
     TAIL_FIELDS = TailFields(rpm=13, us=21, date=15, mode=12, factory=25, seq=26)
+    VERSION, UNIT_BYTES = (1, 4), 3
     HIGH_RES_CYCLE_US = 40.0
     """Columns closer than this are the high-resolution mode's (27.78 us at 10 Hz), else standard (55.56)."""
 
@@ -191,14 +205,8 @@ class HesaiOT128Packetizer(HesaiPacketizer):
     def pack(
         self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
     ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack`."""
-        n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        first_block = dual_first_block(self.mode)
-        write_headers(self, out, (1, 4), nc, nb, first_block, self.FLAGS, status=self.status_version)
-        out[:, self.BODY : self.CRC] = self.body_blocks(az, dist, refl, 3)
-        # the tail's time: the last block's firing
-        write_tails(self, out, self.TAIL, self.wall_ns(block_ns[:, -1]), seq0, self.TAIL_FIELDS)
+        """See :meth:`HesaiPacketizer.pack`; the tail's azimuth states and operational state added."""
+        out = super().pack(az, dist, refl, block_ns, seq0)
         cycle_us = self.period_ns / self.slots / 1000.0
         az_state = firing_states(self.preset, self.block_columns(block_ns))  # (n, B)
         az_word = (az_state[:, 0] << 14) | (az_state[:, 1] << 12)  # block 1: bits 15-14, block 2: 13-12
@@ -249,7 +257,7 @@ class HesaiPandar64Packetizer(HesaiPacketizer):
         return out
 
 
-class HesaiQT64Packetizer(HesaiPacketizer):
+class HesaiQT64Packetizer(HeaderedLayout):
     """Scans -> PandarQT64 data packets (protocol 3.1, 1072 bytes), in send order."""
 
     PRODUCT = "PandarQT64"
@@ -260,20 +268,10 @@ class HesaiQT64Packetizer(HesaiPacketizer):
     PAYLOAD_BYTES = TAIL + 28  # 1072
     FLAGS = 0x01  # UDP sequence number present
     TAIL_FIELDS = TailFields(rpm=10, us=12, date=18, mode=16, factory=17, seq=24)
-
-    def pack(
-        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
-    ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack`."""
-        n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        write_headers(self, out, (3, 1), nc, nb, dual_first_block(self.mode), self.FLAGS)
-        out[:, self.BODY : self.TAIL] = self.body_blocks(az, dist, refl, 4)
-        write_tails(self, out, self.TAIL, self.wall_ns(block_ns[:, -1]), seq0, self.TAIL_FIELDS)
-        return out
+    VERSION = (3, 1)
 
 
-class HesaiQT128Packetizer(HesaiPacketizer):
+class HesaiQT128Packetizer(HeaderedLayout):
     """Scans -> PandarQT128 data packets (protocol 3.2, 1095 bytes), in send order."""
 
     PRODUCT = "PandarQT128"
@@ -286,17 +284,7 @@ class HesaiQT128Packetizer(HesaiPacketizer):
     PAYLOAD_BYTES = TAIL + 26 + 4 + 4  # tail, UDP sequence number, CRC: 1095
     FLAGS = 0x01 | 0x04 | 0x10  # UDP sequence, functional safety, confidence byte
     TAIL_FIELDS = TailFields(rpm=13, us=21, date=15, mode=12, factory=25, seq=26)
-
-    def pack(
-        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
-    ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack`."""
-        n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        write_headers(self, out, (3, 2), nc, nb, dual_first_block(self.mode), self.FLAGS)
-        out[:, self.BODY : self.CRC] = self.body_blocks(az, dist, refl, 4)
-        write_tails(self, out, self.TAIL, self.wall_ns(block_ns[:, -1]), seq0, self.TAIL_FIELDS)
-        return out
+    VERSION = (3, 2)
 
 
 class HesaiJT16Packetizer(HesaiPacketizer):
@@ -336,7 +324,7 @@ class HesaiJT16Packetizer(HesaiPacketizer):
         return out
 
 
-class HesaiAT128Packetizer(HesaiPacketizer):
+class HesaiAT128Packetizer(HeaderedLayout):
     """Scans -> AT128 data packets (protocol 4.3, 1086 bytes), in send order, of a preset made from the
     AT128's ``.dat`` (its mirror fields and adjust tables: :mod:`rt_lidar.sensor.mirror_adjust`)."""
 
@@ -349,6 +337,7 @@ class HesaiAT128Packetizer(HesaiPacketizer):
     PAYLOAD_BYTES = TAIL + 32 + 4 + 4  # tail, UDP sequence number, CRC: 1086
     FLAGS = 0x01 | 0x10  # UDP sequence number; confidence byte
     TAIL_FIELDS = TailFields(rpm=18, us=20, date=26, mode=24, factory=25, seq=32)
+    VERSION = (4, 3)
 
     def __init__(
         self, preset: SensorPreset, mode: str | None = None, epoch_ns: int = DEFAULT_EPOCH_NS
@@ -380,12 +369,9 @@ class HesaiAT128Packetizer(HesaiPacketizer):
         enc = np.mod(self._fields[field] + (90.0 - col_az) / 2.0, 360.0)
         return np.round(enc * 25600.0).astype(np.int64) % (360 * 25600)
 
-    def pack(
-        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
-    ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack` (``az``: the encoder in 1/25600 deg: 0.01 deg and a fine byte)."""
+    def blocks(self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray) -> np.ndarray:
+        """The blocks, ``az`` the encoder in 1/25600 deg: 0.01 deg and a fine byte."""
         n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
         body = np.zeros((n, nb, 3 + 4 * nc), np.uint8)
         body[:, :, 0:2] = self.le_bytes(az // 256, "<u2")
         body[:, :, 2] = az % 256
@@ -393,10 +379,7 @@ class HesaiAT128Packetizer(HesaiPacketizer):
         chan[..., 0:2] = self.le_bytes(dist, "<u2")
         chan[..., 2] = refl
         body[:, :, 3:] = chan.reshape(n, nb, 4 * nc)
-        write_headers(self, out, (4, 3), nc, nb, dual_first_block(self.mode), self.FLAGS)
-        out[:, self.BODY : self.CRC] = body.reshape(n, -1)
-        write_tails(self, out, self.TAIL, self.wall_ns(block_ns[:, -1]), seq0, self.TAIL_FIELDS)
-        return out
+        return body.reshape(n, -1)
 
 
 LAYOUTS: tuple[type[HesaiPacketizer], ...] = (
