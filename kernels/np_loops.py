@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["loops_agree", "probe_values"]
+__all__ = ["LoopCheck", "loops_agree", "probe_values"]
 
 
 def probe_values(dtype: Any, n: int = 4096) -> np.ndarray:
@@ -53,3 +53,21 @@ def loops_agree(module: Any, loops: list[tuple[np.ufunc, Any]]) -> bool:
         if buf[: x.size].tobytes() != np.asarray(want, dtype).tobytes():
             return False
     return True
+
+
+class LoopCheck:
+    """Whether a compiled twin ``module`` can run: it was built (not ``None``), its ``setup`` found the
+    ``ufuncs``' loops and those ``loops`` (:func:`loops_agree`) give NumPy's bytes; checked on the first
+    call, once per process. The twin's own ``enabled`` switch stays the caller's."""
+
+    def __init__(self, module: Any, ufuncs: tuple[np.ufunc, ...], loops: list[tuple[np.ufunc, Any]]) -> None:
+        self.module, self.ufuncs, self.loops = module, ufuncs, loops
+        self._ready: bool | None = None
+
+    def __call__(self) -> bool:
+        """Whether the module is built and its borrowed loops are NumPy's."""
+        if self.module is None:
+            return False
+        if self._ready is None:
+            self._ready = bool(self.module.setup(*self.ufuncs)) and loops_agree(self.module, self.loops)
+        return self._ready

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rt_lidar.kernels.np_loops import loops_agree
+from rt_lidar.kernels.np_loops import LoopCheck
 
 if TYPE_CHECKING:
     from rt_lidar.kernels.waveform import Returns
@@ -36,19 +36,14 @@ KINDS = {"strongest": 0, "last": 1, "first": 2, "strongest_last": 3, "two_strong
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled search off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
 
-_ready: bool | None = None
+_loops_ok = LoopCheck(
+    _c, (np.exp, np.log), [(np.exp, np.float32), (np.exp, np.float64), (np.log, np.float32)]
+)
 
 
 def available() -> bool:
     """Whether the compiled search runs (built, on, and NumPy's exp and log loops found)."""
-    global _ready
-    if _c is None or not enabled:
-        return False
-    if _ready is None:
-        _ready = bool(_c.setup(np.exp, np.log)) and loops_agree(
-            _c, [(np.exp, np.float32), (np.exp, np.float64), (np.log, np.float32)]
-        )
-    return _ready
+    return enabled and _loops_ok()
 
 
 Fallback = Callable[[np.ndarray, np.ndarray, Any], tuple[np.ndarray, ...]]

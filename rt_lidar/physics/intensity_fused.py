@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from rt_lidar.kernels.np_loops import loops_agree
+from rt_lidar.kernels.np_loops import LoopCheck
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -32,19 +32,12 @@ RETRO_SATURATION = 1000.0
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
 
-_ready: bool | None = None
+_loops_ok = LoopCheck(_c, (np.log10, np.expm1), [(np.log10, np.float32), (np.expm1, np.float64)])
 
 
 def available() -> bool:
     """Whether the compiled chain runs (built, on, and NumPy's log10 and expm1 loops found)."""
-    global _ready
-    if _c is None or not enabled:
-        return False
-    if _ready is None:
-        _ready = bool(_c.setup(np.log10, np.expm1)) and loops_agree(
-            _c, [(np.log10, np.float32), (np.expm1, np.float64)]
-        )
-    return _ready
+    return enabled and _loops_ok()
 
 
 def _params(preset: SensorPreset) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rt_lidar.kernels.np_loops import loops_agree
+from rt_lidar.kernels.np_loops import LoopCheck
 
 if TYPE_CHECKING:
     from rt_lidar.pipeline.sources import Hits
@@ -30,19 +30,14 @@ __all__ = ["apply", "available"]
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
 
-_ready: bool | None = None
+_loops_ok = LoopCheck(
+    _c, (np.log, np.cos, np.exp), [(np.log, np.float64), (np.cos, np.float64), (np.exp, np.float64)]
+)
 
 
 def available() -> bool:
     """Whether the compiled step runs (built, on, and NumPy's log, cos and exp loops found)."""
-    global _ready
-    if _c is None or not enabled:
-        return False
-    if _ready is None:
-        _ready = bool(_c.setup(np.log, np.cos, np.exp)) and loops_agree(
-            _c, [(np.log, np.float64), (np.cos, np.float64), (np.exp, np.float64)]
-        )
-    return _ready
+    return enabled and _loops_ok()
 
 
 def apply(

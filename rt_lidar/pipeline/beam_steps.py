@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from rt_lidar.kernels.np_loops import loops_agree
+from rt_lidar.kernels.np_loops import LoopCheck
 from rt_lidar.sensor.beam import SubRayPattern
 
 try:
@@ -71,16 +71,11 @@ def bundle_rays(
     return d_out, pos_out, quat_out
 
 
-_choice_ready: bool | None = None
+_choice_loops_ok = LoopCheck(_choice, (np.hypot,), [(np.hypot, np.float32)])
 
 
 def _choice_available() -> bool:
-    global _choice_ready
-    if _choice is None or not enabled:
-        return False
-    if _choice_ready is None:
-        _choice_ready = bool(_choice.setup(np.hypot)) and loops_agree(_choice, [(np.hypot, np.float32)])
-    return _choice_ready
+    return enabled and _choice_loops_ok()
 
 
 def choose_bundles(

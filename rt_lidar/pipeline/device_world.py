@@ -28,7 +28,7 @@ from rt_lidar.kernels.bvh_cuda import CUDA_SOURCE, KERNEL_NAME, SceneArrays, cas
 from rt_lidar.kernels.xp import cupy_available
 from rt_lidar.unreal_bridge.world import RayHits, World
 from rt_lidar.unreal_bridge.world.errors import WorldError
-from rt_lidar.unreal_bridge.world.raycast import face_normals, parallel_map, split, thread_count
+from rt_lidar.unreal_bridge.world.raycast import check_rays, face_normals, parallel_map, split, thread_count
 
 __all__ = [
     "BVH_BACKENDS",
@@ -215,10 +215,7 @@ class BvhWorld(World):
     ) -> RayHits:
         """:meth:`World.cast` through the BVH kernel: the same fields, each ray's hit depending on that
         ray (and its time) alone."""
-        o = np.ascontiguousarray(origins, dtype=np.float32).reshape(-1, 3)
-        d = np.ascontiguousarray(directions, dtype=np.float32).reshape(-1, 3)
-        if o.shape != d.shape:
-            raise WorldError(f"World.cast: origins {o.shape} and directions {d.shape} differ")
+        o, d = check_rays(origins, directions, "World.cast")
         n = o.shape[0]
         if self._cp is not None:
             return self._cast_cuda(o, d, t, float(max_range))

@@ -30,7 +30,7 @@ from PIL import Image
 from rt_lidar.bridge.airsim_settings import airsim_lidar_settings, airsim_settings_json
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.sources import WorldSource, sun_unit
-from rt_lidar.sensor.beam import exit_m_per_rad, pattern_from_offsets
+from rt_lidar.sensor.beam import SubRayPattern, exit_m_per_rad, pattern_from_offsets
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import Firings, firings_between, prepare_schedule, schedule_digest
@@ -307,16 +307,29 @@ class EmbeddedSim:
         sun: SunRequest | None = None,
     ) -> HitsRead:
         """:meth:`lidar_beam_hits` prepared, as :meth:`prepare_lidar_hits`."""
+        return HitsRead(self, *self._beam_request(lidar_name, vehicle_name, offsets_rad, weights, sun))
+
+    def _beam_request(
+        self,
+        lidar_name: str,
+        vehicle_name: str,
+        offsets_rad: np.ndarray,
+        weights: np.ndarray,
+        sun: SunRequest | None,
+    ) -> tuple[SimLidar, SubRayPattern, np.ndarray | None]:
+        """(the lidar, the sub-ray pattern, the sun direction or None) of a ``rtLidarGetBeamHits``
+        request: the sun's as sent, or the scene's (:func:`~rt_lidar.pipeline.sources.sun_unit`) when it
+        names none."""
         lidar = self._check(lidar_name, vehicle_name)
         try:
             pattern = pattern_from_offsets(offsets_rad, weights)
         except ConfigError as exc:
             raise BackendError(f"rtLidarGetBeamHits: {exc}") from None
         if sun is None:
-            return HitsRead(self, lidar, pattern, None)
+            return lidar, pattern, None
         if sun.direction is None:
-            return HitsRead(self, lidar, pattern, sun_unit(self.source.sun_direction))
-        return HitsRead(self, lidar, pattern, np.array(sun.direction, np.float64))
+            return lidar, pattern, sun_unit(self.source.sun_direction)
+        return lidar, pattern, np.array(sun.direction, np.float64)
 
     def lidar_full_beam_hits(
         self,
@@ -345,22 +358,13 @@ class EmbeddedSim:
         full: FullBeamRequest,
     ) -> FullBeamRead:
         """:meth:`lidar_full_beam_hits` prepared, as :meth:`prepare_lidar_hits`."""
-        lidar = self._check(lidar_name, vehicle_name)
-        try:
-            pattern = pattern_from_offsets(offsets_rad, weights)
-        except ConfigError as exc:
-            raise BackendError(f"rtLidarGetBeamHits: {exc}") from None
+        lidar, pattern, direction = self._beam_request(lidar_name, vehicle_name, offsets_rad, weights, sun)
         retro = self._retro_gain.get(lidar.name)
         if retro is None:
             arrays = load_material_table().arrays(
                 self.world.material_names, lidar.preset.optics.wavelength_nm
             )
             retro = self._retro_gain[lidar.name] = arrays.retro_gain
-        direction = None
-        if sun is not None:
-            direction = (
-                sun_unit(self.source.sun_direction) if sun.direction is None else np.array(sun.direction)
-            )
         return FullBeamRead(self, lidar, pattern, direction, full, retro)
 
     def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:

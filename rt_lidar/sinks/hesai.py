@@ -13,7 +13,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
 from rt_lidar.sinks.hesai_layouts import LAYOUTS, HesaiOT128Packetizer, HesaiXT32Packetizer
-from rt_lidar.sinks.hesai_packets import RETURN_MODE_BYTE, HesaiPacketizer
+from rt_lidar.sinks.hesai_packets import RETURN_MODE_BYTE, HesaiPacketizer, packetizer_factory
 from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, PacketPcapSink
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
 
@@ -45,14 +45,7 @@ def hesai_packetizer(
 
 
 def _factory(options: dict[str, str], kind: str) -> tuple[Callable[[SinkContext], HesaiPacketizer], dict]:
-    opts = SinkOptions(kind, options, options)
-    mode = opts.choice("mode", "", tuple(RETURN_MODE_BYTE)) or None
-    epoch = opts.integer("epoch_ns", DEFAULT_EPOCH_NS, 0, 2**63 - 1)
-
-    def make(context: SinkContext) -> HesaiPacketizer:
-        return hesai_packetizer(context.preset, mode=mode, epoch_ns=epoch)
-
-    return make, {k: v for k, v in options.items() if k not in ("mode", "epoch_ns")}
+    return packetizer_factory(options, kind, tuple(RETURN_MODE_BYTE), hesai_packetizer)
 
 
 @register_sink("hesai-pcap")

@@ -50,6 +50,9 @@ functional-safety and IMU bytes, the confidence bytes and the status bytes are w
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
 from rt_lidar.errors import ConfigError
@@ -73,7 +76,86 @@ __all__ = [
 ]
 
 
-class HesaiXT32Packetizer(HesaiPacketizer):
+@dataclass(frozen=True)
+class TailFields:
+    """Where a layout's tail holds the fields the simulator fills (byte offsets into the tail; the
+    rest stays zero)."""
+
+    rpm: int
+    us: int
+    date: int
+    mode: int
+    factory: int
+    seq: int | None = None
+    """The 4-byte UDP sequence number's offset, if the tail carries one."""
+    year_base: int = 1900
+
+
+def write_tails(
+    packetizer: HesaiPacketizer, out: np.ndarray, start: int, wall: np.ndarray, seq0: int, fields: TailFields
+) -> None:
+    """Fill each packet's tail (``out[k, start:]``) with the motor speed, the UTC date and time and the
+    microseconds of the wall time ``wall[k]``, the return mode, the factory byte and the sequence number."""
+    for k in range(len(out)):
+        date, us = utc_fields(int(wall[k]), year_base=fields.year_base)
+        tail = bytearray(out.shape[1] - start)
+        tail[fields.rpm : fields.rpm + 2] = packetizer.rpm.to_bytes(2, "little")
+        tail[fields.us : fields.us + 4] = us.to_bytes(4, "little")
+        tail[fields.date : fields.date + 6] = date
+        tail[fields.mode] = RETURN_MODE_BYTE[packetizer.mode]
+        tail[fields.factory] = 0x42  # factory information
+        if fields.seq is not None:
+            tail[fields.seq : fields.seq + 4] = ((seq0 + k) % 2**32).to_bytes(4, "little")
+        out[k, start:] = np.frombuffer(bytes(tail), np.uint8)
+
+
+PANDAR40P_TAIL = TailFields(rpm=8, us=10, date=16, mode=14, factory=15, year_base=2000)
+"""The Pandar40P's tail, which the Pandar64 shares: no sequence number, the year from 2000."""
+
+
+class HeaderedLayout(HesaiPacketizer):
+    """A layout of the pre-header and header (12 bytes: ``EE FF``, the protocol ``VERSION``, the status
+    byte; channels, blocks, which return the first block holds, the distance unit in mm, the returns,
+    ``FLAGS``), the blocks from byte 12 and a tail at ``TAIL`` with the fields of ``TAIL_FIELDS``."""
+
+    VERSION = (0, 0)
+    UNIT_BYTES = 4
+    """Bytes a channel of a block: distance and reflectivity, and with 4 a confidence/reserved byte."""
+    FLAGS = 0
+    BLOCK_ORDER = True
+    """Whether the header says which return the first block holds (1 in dual mode: the last)."""
+    TAIL_TIME_BLOCK = -1
+    """The block whose firing the tail's time is."""
+    BODY = 12
+    TAIL = 0
+    TAIL_FIELDS: ClassVar[TailFields]
+
+    @property
+    def status_version(self) -> int:
+        """The pre-header's fifth byte."""
+        return 0
+
+    def blocks(self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray) -> np.ndarray:
+        """(n, B * block) bytes of the blocks (:meth:`HesaiPacketizer.body_blocks`)."""
+        return self.body_blocks(az, dist, refl, self.UNIT_BYTES)
+
+    def pack(
+        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
+    ) -> np.ndarray:
+        """See :meth:`HesaiPacketizer.pack`."""
+        n, nb, nc = dist.shape
+        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
+        first_block = 1 if self.BLOCK_ORDER and self.mode == "dual" else 0
+        out[:, :6] = (0xEE, 0xFF, *self.VERSION, self.status_version, 0)
+        out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
+        body = self.blocks(az, dist, refl)
+        out[:, self.BODY : self.BODY + body.shape[1]] = body
+        wall = self.wall_ns(block_ns[:, self.TAIL_TIME_BLOCK])
+        write_tails(self, out, self.TAIL, wall, seq0, self.TAIL_FIELDS)
+        return out
+
+
+class HesaiXT32Packetizer(HeaderedLayout):
     """Scans -> PandarXT-32 data packets (protocol 6.1), in send order."""
 
     PRODUCT = "PandarXT-32"
@@ -82,28 +164,9 @@ class HesaiXT32Packetizer(HesaiPacketizer):
     BODY = 12
     TAIL = BODY + BLOCKS * (2 + 4 * CHANNELS)  # 1052
     PAYLOAD_BYTES = TAIL + 24 + 4  # tail + UDP sequence number: 1080
-
-    def pack(
-        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
-    ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack`."""
-        n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        out[:, :6] = (0xEE, 0xFF, 6, 1, 0, 0)
-        out[:, 6:12] = (nc, nb, 0, int(self.DISTANCE_M * 1000), self.n_returns, 0)
-        out[:, self.BODY : self.TAIL] = self.body_blocks(az, dist, refl, 4)
-        wall = self.wall_ns(block_ns[:, 0])
-        for k in range(n):
-            date, us = utc_fields(int(wall[k]))
-            tail = bytearray(28)
-            tail[10] = RETURN_MODE_BYTE[self.mode]
-            tail[11:13] = self.rpm.to_bytes(2, "little")
-            tail[13:19] = date
-            tail[19:23] = us.to_bytes(4, "little")
-            tail[23] = 0x42  # factory information
-            tail[24:28] = (seq0 + k).to_bytes(4, "little")
-            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
-        return out
+    TAIL_FIELDS = TailFields(rpm=11, us=19, date=13, mode=10, factory=23, seq=24)
+    VERSION, BLOCK_ORDER = (6, 1), False
+    TAIL_TIME_BLOCK = 0  # the XT32's tail: its first block's firing
 
 
 class HesaiXT16Packetizer(HesaiXT32Packetizer):
@@ -116,7 +179,7 @@ class HesaiXT16Packetizer(HesaiXT32Packetizer):
     PAYLOAD_BYTES = TAIL + 24 + 4  # 568
 
 
-class HesaiOT128Packetizer(HesaiPacketizer):
+class HesaiOT128Packetizer(HeaderedLayout):
     """Scans -> OT128 / Pandar128E3X data packets (protocol 1.4), in send order."""
 
     PRODUCT = "OT128 / Pandar128E3X"
@@ -128,6 +191,8 @@ class HesaiOT128Packetizer(HesaiPacketizer):
     TAIL = SAFETY + 17  # 805
     PAYLOAD_BYTES = TAIL + 56  # 861
     FLAGS = 0x01 | 0x02 | 0x04  # UDP sequence, IMU, functional safety; no confidence byte
+    TAIL_FIELDS = TailFields(rpm=13, us=21, date=15, mode=12, factory=25, seq=26)
+    VERSION, UNIT_BYTES = (1, 4), 3
     HIGH_RES_CYCLE_US = 40.0
     """Columns closer than this are the high-resolution mode's (27.78 us at 10 Hz), else standard (55.56)."""
 
@@ -140,30 +205,13 @@ class HesaiOT128Packetizer(HesaiPacketizer):
     def pack(
         self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
     ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack`."""
-        n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        first_block = 1 if self.mode == "dual" else 0  # dual: the first block holds the last return
-        out[:, :6] = (0xEE, 0xFF, 1, 4, self.status_version, 0)
-        out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
-        out[:, self.BODY : self.CRC] = self.body_blocks(az, dist, refl, 3)
+        """See :meth:`HesaiPacketizer.pack`; the tail's azimuth states and operational state added."""
+        out = super().pack(az, dist, refl, block_ns, seq0)
         cycle_us = self.period_ns / self.slots / 1000.0
-        state = 0 if cycle_us < self.HIGH_RES_CYCLE_US else 2
         az_state = firing_states(self.preset, self.block_columns(block_ns))  # (n, B)
         az_word = (az_state[:, 0] << 14) | (az_state[:, 1] << 12)  # block 1: bits 15-14, block 2: 13-12
-        wall = self.wall_ns(block_ns[:, -1])  # the tail's time: the last block's firing
-        for k in range(n):
-            date, us = utc_fields(int(wall[k]))
-            tail = bytearray(56)
-            tail[9:11] = int(az_word[k]).to_bytes(2, "little")
-            tail[11] = state
-            tail[12] = RETURN_MODE_BYTE[self.mode]
-            tail[13:15] = self.rpm.to_bytes(2, "little")
-            tail[15:21] = date
-            tail[21:25] = us.to_bytes(4, "little")
-            tail[25] = 0x42  # factory information
-            tail[26:30] = ((seq0 + k) % 2**32).to_bytes(4, "little")
-            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
+        out[:, self.TAIL + 9 : self.TAIL + 11] = self.le_bytes(az_word, "<u2")
+        out[:, self.TAIL + 11] = 0 if cycle_us < self.HIGH_RES_CYCLE_US else 2  # the operational state
         return out
 
 
@@ -183,16 +231,7 @@ class HesaiPandar40PPacketizer(HesaiPacketizer):
         n = dist.shape[0]
         out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
         out[:, : self.TAIL] = self.body_blocks(az, dist, refl, 3, flag=b"\xff\xee")
-        wall = self.wall_ns(block_ns[:, -1])
-        for k in range(n):
-            date, us = utc_fields(int(wall[k]), year_base=2000)
-            tail = bytearray(22)
-            tail[8:10] = self.rpm.to_bytes(2, "little")
-            tail[10:14] = us.to_bytes(4, "little")
-            tail[14] = RETURN_MODE_BYTE[self.mode]
-            tail[15] = 0x42  # factory information
-            tail[16:22] = date
-            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
+        write_tails(self, out, self.TAIL, self.wall_ns(block_ns[:, -1]), seq0, PANDAR40P_TAIL)
         return out
 
 
@@ -214,20 +253,11 @@ class HesaiPandar64Packetizer(HesaiPacketizer):
         out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
         out[:, :8] = (0xEE, 0xFF, nc, nb, 1 if self.mode == "dual" else 0, 4, 0, 0)
         out[:, self.BODY : self.TAIL] = self.body_blocks(az, dist, refl, 3)
-        wall = self.wall_ns(block_ns[:, -1])
-        for k in range(n):
-            date, us = utc_fields(int(wall[k]), year_base=2000)
-            tail = bytearray(22)
-            tail[8:10] = self.rpm.to_bytes(2, "little")
-            tail[10:14] = us.to_bytes(4, "little")
-            tail[14] = RETURN_MODE_BYTE[self.mode]
-            tail[15] = 0x42  # factory information
-            tail[16:22] = date
-            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
+        write_tails(self, out, self.TAIL, self.wall_ns(block_ns[:, -1]), seq0, PANDAR40P_TAIL)
         return out
 
 
-class HesaiQT64Packetizer(HesaiPacketizer):
+class HesaiQT64Packetizer(HeaderedLayout):
     """Scans -> PandarQT64 data packets (protocol 3.1, 1072 bytes), in send order."""
 
     PRODUCT = "PandarQT64"
@@ -237,32 +267,11 @@ class HesaiQT64Packetizer(HesaiPacketizer):
     TAIL = BODY + BLOCKS * (2 + 4 * CHANNELS)  # 1044
     PAYLOAD_BYTES = TAIL + 28  # 1072
     FLAGS = 0x01  # UDP sequence number present
-
-    def pack(
-        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
-    ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack`."""
-        n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        first_block = 1 if self.mode == "dual" else 0
-        out[:, :6] = (0xEE, 0xFF, 3, 1, 0, 0)
-        out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
-        out[:, self.BODY : self.TAIL] = self.body_blocks(az, dist, refl, 4)
-        wall = self.wall_ns(block_ns[:, -1])
-        for k in range(n):
-            date, us = utc_fields(int(wall[k]))
-            tail = bytearray(28)
-            tail[10:12] = self.rpm.to_bytes(2, "little")
-            tail[12:16] = us.to_bytes(4, "little")
-            tail[16] = RETURN_MODE_BYTE[self.mode]
-            tail[17] = 0x42  # factory information
-            tail[18:24] = date
-            tail[24:28] = ((seq0 + k) % 2**32).to_bytes(4, "little")
-            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
-        return out
+    TAIL_FIELDS = TailFields(rpm=10, us=12, date=18, mode=16, factory=17, seq=24)
+    VERSION = (3, 1)
 
 
-class HesaiQT128Packetizer(HesaiPacketizer):
+class HesaiQT128Packetizer(HeaderedLayout):
     """Scans -> PandarQT128 data packets (protocol 3.2, 1095 bytes), in send order."""
 
     PRODUCT = "PandarQT128"
@@ -274,29 +283,8 @@ class HesaiQT128Packetizer(HesaiPacketizer):
     TAIL = SAFETY + 17  # 1061
     PAYLOAD_BYTES = TAIL + 26 + 4 + 4  # tail, UDP sequence number, CRC: 1095
     FLAGS = 0x01 | 0x04 | 0x10  # UDP sequence, functional safety, confidence byte
-
-    def pack(
-        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
-    ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack`."""
-        n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
-        first_block = 1 if self.mode == "dual" else 0
-        out[:, :6] = (0xEE, 0xFF, 3, 2, 0, 0)
-        out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
-        out[:, self.BODY : self.CRC] = self.body_blocks(az, dist, refl, 4)
-        wall = self.wall_ns(block_ns[:, -1])
-        for k in range(n):
-            date, us = utc_fields(int(wall[k]))
-            tail = bytearray(34)
-            tail[12] = RETURN_MODE_BYTE[self.mode]
-            tail[13:15] = self.rpm.to_bytes(2, "little")
-            tail[15:21] = date
-            tail[21:25] = us.to_bytes(4, "little")
-            tail[25] = 0x42  # factory information
-            tail[26:30] = ((seq0 + k) % 2**32).to_bytes(4, "little")
-            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
-        return out
+    TAIL_FIELDS = TailFields(rpm=13, us=21, date=15, mode=12, factory=25, seq=26)
+    VERSION = (3, 2)
 
 
 class HesaiJT16Packetizer(HesaiPacketizer):
@@ -336,7 +324,7 @@ class HesaiJT16Packetizer(HesaiPacketizer):
         return out
 
 
-class HesaiAT128Packetizer(HesaiPacketizer):
+class HesaiAT128Packetizer(HeaderedLayout):
     """Scans -> AT128 data packets (protocol 4.3, 1086 bytes), in send order, of a preset made from the
     AT128's ``.dat`` (its mirror fields and adjust tables: :mod:`rt_lidar.sensor.mirror_adjust`)."""
 
@@ -348,6 +336,8 @@ class HesaiAT128Packetizer(HesaiPacketizer):
     TAIL = CRC + 4
     PAYLOAD_BYTES = TAIL + 32 + 4 + 4  # tail, UDP sequence number, CRC: 1086
     FLAGS = 0x01 | 0x10  # UDP sequence number; confidence byte
+    TAIL_FIELDS = TailFields(rpm=18, us=20, date=26, mode=24, factory=25, seq=32)
+    VERSION = (4, 3)
 
     def __init__(
         self, preset: SensorPreset, mode: str | None = None, epoch_ns: int = DEFAULT_EPOCH_NS
@@ -379,12 +369,9 @@ class HesaiAT128Packetizer(HesaiPacketizer):
         enc = np.mod(self._fields[field] + (90.0 - col_az) / 2.0, 360.0)
         return np.round(enc * 25600.0).astype(np.int64) % (360 * 25600)
 
-    def pack(
-        self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray, block_ns: np.ndarray, seq0: int
-    ) -> np.ndarray:
-        """See :meth:`HesaiPacketizer.pack` (``az``: the encoder in 1/25600 deg: 0.01 deg and a fine byte)."""
+    def blocks(self, az: np.ndarray, dist: np.ndarray, refl: np.ndarray) -> np.ndarray:
+        """The blocks, ``az`` the encoder in 1/25600 deg: 0.01 deg and a fine byte."""
         n, nb, nc = dist.shape
-        out = np.zeros((n, self.PAYLOAD_BYTES), np.uint8)
         body = np.zeros((n, nb, 3 + 4 * nc), np.uint8)
         body[:, :, 0:2] = self.le_bytes(az // 256, "<u2")
         body[:, :, 2] = az % 256
@@ -392,22 +379,7 @@ class HesaiAT128Packetizer(HesaiPacketizer):
         chan[..., 0:2] = self.le_bytes(dist, "<u2")
         chan[..., 2] = refl
         body[:, :, 3:] = chan.reshape(n, nb, 4 * nc)
-        out[:, :6] = (0xEE, 0xFF, 4, 3, 0, 0)
-        first_block = 1 if self.mode == "dual" else 0
-        out[:, 6:12] = (nc, nb, first_block, int(self.DISTANCE_M * 1000), self.n_returns, self.FLAGS)
-        out[:, self.BODY : self.CRC] = body.reshape(n, -1)
-        wall = self.wall_ns(block_ns[:, -1])
-        for k in range(n):
-            date, us = utc_fields(int(wall[k]))
-            tail = bytearray(40)
-            tail[18:20] = self.rpm.to_bytes(2, "little", signed=True)
-            tail[20:24] = us.to_bytes(4, "little")
-            tail[24] = RETURN_MODE_BYTE[self.mode]
-            tail[25] = 0x42  # factory information
-            tail[26:32] = date
-            tail[32:36] = ((seq0 + k) % 2**32).to_bytes(4, "little")
-            out[k, self.TAIL :] = np.frombuffer(bytes(tail), np.uint8)
-        return out
+        return body.reshape(n, -1)
 
 
 LAYOUTS: tuple[type[HesaiPacketizer], ...] = (

@@ -11,6 +11,8 @@ says how many channels and blocks a packet has, its distance unit, and lays the 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import scan_period_ns
+from rt_lidar.sinks.base import SinkContext, SinkOptions
 from rt_lidar.sinks.pcap import (
     DEFAULT_EPOCH_NS,
     PacketBatch,
@@ -26,7 +29,7 @@ from rt_lidar.sinks.pcap import (
     slots_per_scan,
 )
 
-__all__ = ["RETURN_MODE_BYTE", "HesaiPacketizer", "utc_fields"]
+__all__ = ["RETURN_MODE_BYTE", "HesaiPacketizer", "packetizer_factory", "utc_fields"]
 
 RETURN_MODE_BYTE = {"strongest": 0x37, "last": 0x38, "dual": 0x39}
 
@@ -207,3 +210,25 @@ class HesaiPacketizer:
         """Little-endian bytes of ``values`` as ``dtype`` (``"<u2"``, ``"<u4"``), the last axis widened."""
         a = np.ascontiguousarray(np.asarray(values).astype(dtype))
         return a.view(np.uint8).reshape(*a.shape, a.dtype.itemsize)
+
+
+P = TypeVar("P", bound=HesaiPacketizer)
+
+
+def packetizer_factory(
+    options: dict[str, str],
+    kind: str,
+    modes: tuple[str, ...],
+    build: Callable[[SensorPreset, str | None, int], P],
+) -> tuple[Callable[[SinkContext], P], dict[str, str]]:
+    """A packet sink's ``(context -> packetizer, the options left for the sink)``: the ``mode`` (one of
+    ``modes``; empty: the preset's) and ``epoch_ns`` options of sink ``kind`` read, ``build(preset,
+    mode, epoch_ns)`` called per context."""
+    opts = SinkOptions(kind, options, options)
+    mode = opts.choice("mode", "", modes) or None
+    epoch = opts.integer("epoch_ns", DEFAULT_EPOCH_NS, 0, 2**63 - 1)
+
+    def make(context: SinkContext) -> P:
+        return build(context.preset, mode, epoch)
+
+    return make, {k: v for k, v in options.items() if k not in ("mode", "epoch_ns")}

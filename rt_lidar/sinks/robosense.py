@@ -29,7 +29,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.sensor.beam_origins import ranges_along_beams
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
-from rt_lidar.sinks.hesai_packets import HesaiPacketizer, utc_fields
+from rt_lidar.sinks.hesai_packets import HesaiPacketizer, packetizer_factory, utc_fields
 from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, PacketPcapSink
 from rt_lidar.sinks.udp import PACER_OPTIONS, UdpPacketSink
 
@@ -99,14 +99,7 @@ class RoboSensePacketizer(HesaiPacketizer):
 
 
 def _factory(options: dict[str, str], kind: str) -> tuple[Callable[[SinkContext], RoboSensePacketizer], dict]:
-    opts = SinkOptions(kind, options, options)
-    mode = opts.choice("mode", "", ("strongest", "last")) or None
-    epoch = opts.integer("epoch_ns", DEFAULT_EPOCH_NS, 0, 2**63 - 1)
-
-    def make(context: SinkContext) -> RoboSensePacketizer:
-        return RoboSensePacketizer(context.preset, mode=mode, epoch_ns=epoch)
-
-    return make, {k: v for k, v in options.items() if k not in ("mode", "epoch_ns")}
+    return packetizer_factory(options, kind, ("strongest", "last"), RoboSensePacketizer)
 
 
 @register_sink("robosense-pcap")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from .errors import WorldError
 
@@ -20,6 +20,7 @@ __all__ = [
     "EmbreeCaster",
     "NumpyCaster",
     "RayCaster",
+    "check_rays",
     "face_normals",
     "parallel_map",
     "split",
@@ -68,11 +69,13 @@ def _check_mesh(vertices: np.ndarray, faces: np.ndarray) -> tuple[F32, NDArray[n
     return v, f
 
 
-def _check_rays(origins: np.ndarray, directions: np.ndarray) -> tuple[F32, F32]:
+def check_rays(origins: ArrayLike, directions: ArrayLike, who: str = "ray caster") -> tuple[F32, F32]:
+    """Rays as contiguous float32 (N, 3) origins and directions; WorldError (naming ``who``) when their
+    shapes differ."""
     o = np.ascontiguousarray(origins, dtype=np.float32).reshape(-1, 3)
     d = np.ascontiguousarray(directions, dtype=np.float32).reshape(-1, 3)
     if o.shape != d.shape:
-        raise WorldError(f"ray caster: origins {o.shape} and directions {d.shape} differ")
+        raise WorldError(f"{who}: origins {o.shape} and directions {d.shape} differ")
     return o, d
 
 
@@ -258,7 +261,7 @@ class EmbreeCaster:
         """The faces hit (int32, -1 = miss) by rays cast in the calling thread, their hit distances
         written into the caller's ``distance`` (N,) (inf: none): :meth:`intersect_into` without the
         normals."""
-        o, d = _check_rays(origins, directions)
+        o, d = check_rays(origins, directions)
         n = o.shape[0]
         tfar = _limits(max_distance, n)
         if not self.n_faces or n == 0:
@@ -278,7 +281,7 @@ class EmbreeCaster:
 
         ``threads``: how many threads share the rays (None: 2 when there are many rays, else 1).
         """
-        o, d = _check_rays(origins, directions)
+        o, d = check_rays(origins, directions)
         n = o.shape[0]
         tfar = _limits(max_distance, n)
         if not self.n_faces or n == 0:
@@ -334,7 +337,7 @@ class NumpyCaster:
     ) -> CastResult:
         """Nearest hits within ``max_distance`` (a number, or one per ray): distance, face (-1 = miss),
         unit normal; one thread."""
-        o, d = _check_rays(origins, directions)
+        o, d = check_rays(origins, directions)
         n = o.shape[0]
         tfar = _limits(max_distance, n)
         limit = np.full(n, np.inf) if tfar is None else tfar.astype(np.float64)

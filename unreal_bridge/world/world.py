@@ -16,7 +16,16 @@ from .moving import (
     _steps,  # the compiled steps of the cast (None where they were not built)
 )
 from .pose import Pose, quat_multiply, quat_rotate
-from .raycast import _N_THREADS, RAY_CASTERS, EmbreeCaster, RayCaster, parallel_map, split, thread_count
+from .raycast import (
+    _N_THREADS,
+    RAY_CASTERS,
+    EmbreeCaster,
+    RayCaster,
+    check_rays,
+    parallel_map,
+    split,
+    thread_count,
+)
 from .scene import Scene
 
 if TYPE_CHECKING:
@@ -178,10 +187,7 @@ class World:
         the rest of the batch. Hits farther than ``max_range`` are misses. Large batches are split over
         two threads (``threads`` = 1: all in the calling thread, at its priority).
         """
-        o = np.ascontiguousarray(origins, dtype=np.float32).reshape(-1, 3)
-        d = np.ascontiguousarray(directions, dtype=np.float32).reshape(-1, 3)
-        if o.shape != d.shape:
-            raise WorldError(f"World.cast: origins {o.shape} and directions {d.shape} differ")
+        o, d = check_rays(origins, directions, "World.cast")
         n = o.shape[0]
         if self._static is not None:  # every row of every field is written by the static cast
             out = RayHits(

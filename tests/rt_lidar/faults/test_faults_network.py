@@ -232,41 +232,23 @@ def test_stream_receiver_sees_lost_duplicated_and_reordered_scans():
 
 def test_velodyne_udp_datagrams_lost_and_reordered_on_loopback():
     """The live sink over a real socket: what a listener receives, decoded by velodyne-decoder."""
-    import socket
-    import threading
+    from udp_listen import datagrams
 
     from rt_lidar.sinks.velodyne import velodyne_udp_sink
 
     vd = pytest.importorskip("velodyne_decoder")
     scans = _scans("VLP-16", 2)
-    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    rx.bind(("127.0.0.1", 0))
-    rx.settimeout(2.0)
-    port = rx.getsockname()[1]
-    got: list[bytes] = []
-
-    def listen() -> None:
-        try:
-            while True:
-                got.append(rx.recv(65535))
-        except TimeoutError:
-            pass
-
-    thread = threading.Thread(target=listen)
-    thread.start()
     faults = [
         {"kind": "packet_loss", "rate": 0.1, "burst": 2.0},
         {"kind": "reorder", "rate": 0.05, "depth": 3},
     ]
-    sink = velodyne_udp_sink(f"127.0.0.1:{port}", {"position_hz": "0", "clock": "sim", "process": "0"})
-    plan = fault_plan(faults_from_table({"fault": faults}, "test"), load_preset("VLP-16"), 5)
-    sink.open(SinkContext(load_preset("VLP-16"), lockstep=True, faults=plan))
-    for s in scans:
-        sink.write(s)
-    sink.close()
-    thread.join()
-    rx.close()
+    with datagrams(rcvbuf=4 << 20) as (port, got):
+        sink = velodyne_udp_sink(f"127.0.0.1:{port}", {"position_hz": "0", "clock": "sim", "process": "0"})
+        plan = fault_plan(faults_from_table({"fault": faults}, "test"), load_preset("VLP-16"), 5)
+        sink.open(SinkContext(load_preset("VLP-16"), lockstep=True, faults=plan))
+        for s in scans:
+            sink.write(s)
+        sink.close()
     c = sink.packetizer.net.counts
     cfg = vd.Config(model=vd.Model.VLP16)
     stamps = []

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -39,20 +41,32 @@ def with_second_returns(scan: Scan, every: int = 3, factor: float = 1.25) -> Sca
     return Scan(scan.index, scan.start_ns, merged, scan.fired, scan.dropped, scan.frames)
 
 
-def velodyne_pcap_of(path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -> list[Scan]:
-    """Write ``scans`` of ``preset`` to ``path`` with the velodyne-pcap sink in return ``mode`` (dual:
+def pcap_of(
+    make_sink: Callable[[str, dict[str, str]], Any],
+    path: Path,
+    preset: SensorPreset,
+    scans: list[Scan],
+    mode: str,
+) -> list[Scan]:
+    """Write ``scans`` of ``preset`` to ``path`` with the pcap sink ``make_sink`` in return ``mode`` (dual:
     every third point gains a second return first); returns the scans as written."""
     from rt_lidar.sinks.base import SinkContext
-    from rt_lidar.sinks.velodyne import velodyne_pcap_sink
 
     if mode == "dual":
         scans = [with_second_returns(s) for s in scans]
-    sink = velodyne_pcap_sink(str(path), {"mode": mode})
+    sink = make_sink(str(path), {"mode": mode})
     sink.open(SinkContext(preset))
     for s in scans:
         sink.write(s)
     sink.close()
     return scans
+
+
+def velodyne_pcap_of(path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -> list[Scan]:
+    """:func:`pcap_of` with the velodyne-pcap sink."""
+    from rt_lidar.sinks.velodyne import velodyne_pcap_sink
+
+    return pcap_of(velodyne_pcap_sink, path, preset, scans, mode)
 
 
 _BENCH = Path(__file__).resolve().parents[3] / "tools" / "bench"

@@ -23,12 +23,12 @@ def pick_returns(points: np.ndarray, last: bool) -> np.ndarray:
 
 
 def compare_points(
-    dec: np.ndarray, ours: np.ndarray, starts: np.ndarray, fire_us: np.ndarray | None = None
+    dec: np.ndarray, ours: np.ndarray, starts: np.ndarray | None = None, fire_us: np.ndarray | None = None
 ) -> dict[str, float]:
     """Match each decoded point (rows of x, y, z, intensity, ring[, firing time s]) to ours (same ring
     and range unit, nearest azimuth); the worst differences in range, azimuth and elevation, and with
     ``fire_us`` (each channel's firing offset the decoder adds) the worst decoded firing time less it
-    against ours (``t_us``). ``starts``: each of our points' scan start (ns)."""
+    against ours (``t_us``). ``starts``: each of our points' scan start (ns), needed with ``fire_us``."""
     rng32 = np.sqrt(ours["x"] ** 2 + ours["y"] ** 2 + ours["z"] ** 2).astype(np.float32)
     units = np.round(rng32 / np.float32(0.004)).astype(int)
     by_key: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -36,7 +36,9 @@ def compare_points(
         by_key[key].append(i)
     o_az = np.degrees(np.arctan2(ours["y"], ours["x"]))
     o_el = np.degrees(np.arcsin(ours["z"] / rng32))
-    o_wall_s = (starts + ours["t"].astype(np.int64) + DEFAULT_EPOCH_NS) / 1e9
+    if fire_us is not None:
+        assert starts is not None, "the firing times need each point's scan start"
+        o_wall_s = (starts + ours["t"].astype(np.int64) + DEFAULT_EPOCH_NS) / 1e9
     d_r = np.linalg.norm(dec[:, :3], axis=1)
     d_az = np.degrees(np.arctan2(dec[:, 1], dec[:, 0]))
     d_el = np.degrees(np.arcsin(dec[:, 2] / d_r))

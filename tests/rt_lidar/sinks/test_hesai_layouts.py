@@ -18,12 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import with_second_returns
+from conftest import pcap_of
 from hesai_compare import compare_points, pick_returns
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.sensor.presets import SensorPreset, load_preset
-from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.hesai import hesai_packetizer, hesai_pcap_sink
 from rt_lidar.sinks.pcap import read_pcap_udp
 
@@ -174,15 +173,8 @@ def test_our_packets_read_back_by_the_documented_layout(tmp_path, pipeline_scans
         with pytest.raises(ConfigError, match="holds one return"):
             hesai_packetizer(preset, mode="dual")
         return
-    scans = list(pipeline_scans(preset, 2))
-    if mode == "dual":
-        scans = [with_second_returns(s) for s in scans]
     pcap = tmp_path / "hesai.pcap"
-    sink = hesai_pcap_sink(str(pcap), {"mode": mode})
-    sink.open(SinkContext(preset))
-    for s in scans:
-        sink.write(s)
-    sink.close()
+    scans = pcap_of(hesai_pcap_sink, pcap, preset, list(pipeline_scans(preset, 2)), mode)
     pz = hesai_packetizer(preset)
     column_us = pz.period_ns / pz.slots / 1000.0
     dec, place, tails = _read(lay, pcap, column_us, preset)

@@ -15,12 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import with_second_returns
+from conftest import pcap_of
 from hesai_compare import compare_points, pick_returns
 
-from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset, load_preset
-from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.hesai import HesaiOT128Packetizer, hesai_packetizer, hesai_pcap_sink
 from rt_lidar.sinks.pcap import read_pcap_udp
 
@@ -77,16 +75,6 @@ def _decode(pcap: Path, sdk_turn: bool) -> tuple[np.ndarray, np.ndarray, np.ndar
     return ours, np.array(blocks), np.array(states)
 
 
-def _write(tmp_path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -> Path:
-    pcap = tmp_path / "ot128.pcap"
-    sink = hesai_pcap_sink(str(pcap), {"mode": mode})
-    sink.open(SinkContext(preset))
-    for s in scans:
-        sink.write(s)
-    sink.close()
-    return pcap
-
-
 @pytest.mark.parametrize(
     ("mode", "firetime"),
     [("strongest", False), ("last", False), ("dual", False), ("strongest", True), ("dual", True)],
@@ -94,10 +82,9 @@ def _write(tmp_path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -
 def test_hydra4_reads_our_ot128_packets_with_the_same_file(tmp_path, pipeline_scans, mode, firetime):
     preset = _preset(firetime)
     assert (preset.model, preset.packet_format, preset.n_rings) == ("OT128", "hesai-ot128", 128)
-    scans = list(pipeline_scans(preset, 2))
-    if mode == "dual":
-        scans = [with_second_returns(s) for s in scans]
-    dec, block, state = _decode(_write(tmp_path, preset, scans, mode), sdk_turn=firetime)
+    pcap = tmp_path / "ot128.pcap"
+    scans = pcap_of(hesai_pcap_sink, pcap, preset, list(pipeline_scans(preset, 2)), mode)
+    dec, block, state = _decode(pcap, sdk_turn=firetime)
     # hydra4 adds the file's offset of the block's state: with the file, our times are already the
     # firing's; without it every channel fired with its column (the tail says state 0)
     fire_us = np.zeros(128) if firetime else _standard_mode_firetimes_us()[0]

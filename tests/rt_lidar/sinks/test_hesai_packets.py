@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import with_second_returns
+from conftest import pcap_of
+from hesai_compare import compare_points, pick_returns
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.sensor.presets import SensorPreset, load_preset
-from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.hesai import PAYLOAD_BYTES, HesaiXT32Packetizer, hesai_pcap_sink
 from rt_lidar.sinks.pcap import read_pcap_udp
 
@@ -48,52 +47,16 @@ def _decode(pcap: Path) -> np.ndarray:
 def test_hydra4_reads_our_xt32_packets_with_the_same_file(tmp_path, pipeline_scans, mode):
     preset = _preset()
     assert (preset.model, preset.packet_format) == ("PandarXT-32", "hesai-xt32")
-    scans = list(pipeline_scans(preset, 2))
-    if mode == "dual":
-        scans = [with_second_returns(s) for s in scans]
     pcap = tmp_path / "xt32.pcap"
-    sink = hesai_pcap_sink(str(pcap), {"mode": mode})
-    sink.open(SinkContext(preset))
-    for s in scans:
-        sink.write(s)
-    sink.close()
+    scans = pcap_of(hesai_pcap_sink, pcap, preset, list(pipeline_scans(preset, 2)), mode)
     dec = _decode(pcap)
     if mode == "dual":  # hydra4 reads the first block of each pair: the last (farthest) return
-        ours = np.concatenate([s.points[_last_of_each_firing(s.points)] for s in scans])
+        ours = np.concatenate([s.points[pick_returns(s.points, last=True)] for s in scans])
     else:
         ours = np.concatenate([s.points for s in scans])
     assert len(dec) == len(ours)
-    rng32 = np.sqrt(ours["x"] ** 2 + ours["y"] ** 2 + ours["z"] ** 2).astype(np.float32)
-    units = np.round(rng32 / np.float32(0.004)).astype(int)
-    by_key: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for i, key in enumerate(zip(ours["ring"].tolist(), units.tolist(), strict=True)):
-        by_key[key].append(i)
-    o_az = np.degrees(np.arctan2(ours["y"], ours["x"]))
-    o_el = np.degrees(np.arcsin(ours["z"] / rng32))
-    d_r = np.linalg.norm(dec[:, :3], axis=1)
-    d_az = np.degrees(np.arctan2(dec[:, 1], dec[:, 0]))
-    d_el = np.degrees(np.arcsin(dec[:, 2] / d_r))
-    worst = {"az": 0.0, "el": 0.0, "r": 0.0}
-    for k in range(len(dec)):
-        cand = by_key[(int(dec[k, 4]), round(d_r[k] / 0.004))]
-        assert cand, f"decoded point {k} has no point of ours on its ring at its range"
-        diff = np.abs((d_az[k] - o_az[cand] + 180.0) % 360.0 - 180.0)
-        j = cand[int(np.argmin(diff))]
-        worst["az"] = max(worst["az"], float(diff.min()))
-        worst["el"] = max(worst["el"], abs(float(d_el[k] - o_el[j])))
-        worst["r"] = max(worst["r"], abs(float(d_r[k] - rng32[j])))
-        same = np.asarray(cand)[diff < 0.01]  # the same firing in both scans may read another intensity
-        assert dec[k, 3] in np.clip(np.round(ours["intensity"][same]), 0, 255)
+    worst = compare_points(dec, ours)
     assert worst["r"] < 0.0021 and worst["az"] < 0.01 and worst["el"] < 0.01, worst
-
-
-def _last_of_each_firing(points: np.ndarray) -> np.ndarray:
-    """Index of the farthest return of every (t, ring) firing of one scan."""
-    r = points["x"].astype(np.float64) ** 2 + points["y"] ** 2 + points["z"] ** 2
-    order = np.lexsort((r, points["ring"], points["t"]))
-    key = points["t"][order] * 4096 + points["ring"][order]
-    last = np.r_[key[1:] != key[:-1], True]
-    return np.sort(order[last])
 
 
 def test_packets_are_the_xt32_layout(pipeline_scans):

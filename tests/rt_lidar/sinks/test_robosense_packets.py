@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import pcap_of
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.sensor.beam_origins import ranges_along_beams
 from rt_lidar.sensor.presets import SensorPreset, load_preset
-from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.pcap import DEFAULT_EPOCH_NS, read_pcap_udp
 from rt_lidar.sinks.robosense import MSOP_BYTES, RoboSensePacketizer, robosense_pcap_sink
 
@@ -115,13 +115,8 @@ def test_rs_driver_layout_reads_our_msop_packets(tmp_path, pipeline_scans, name,
     d = DRIVERS[name]
     preset = _preset(d)
     assert preset.beam_origins_m is not None  # the lens centre: rs_driver's RX, RZ
-    scans = list(pipeline_scans(preset, 2))
     pcap = tmp_path / "rs.pcap"
-    sink = robosense_pcap_sink(str(pcap), {"mode": mode})
-    sink.open(SinkContext(preset))
-    for s in scans:
-        sink.write(s)
-    sink.close()
+    scans = pcap_of(robosense_pcap_sink, pcap, preset, list(pipeline_scans(preset, 2)), mode)
     dec = _read(d, pcap)
     ours = np.concatenate([s.points for s in scans])
     t_ours = np.concatenate([s.start_ns + s.points["t"].astype(np.int64) for s in scans])

@@ -4,12 +4,11 @@ same scans arrives, byte for byte, at the port given (an OT128 through ``hesai-u
 
 from __future__ import annotations
 
-import socket
-import threading
 import warnings
 from pathlib import Path
 
 import pytest
+from udp_listen import datagrams
 
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sinks.base import SinkContext
@@ -41,27 +40,11 @@ def test_udp_sends_what_the_pcap_holds(tmp_path, pipeline_scans, ref, pcap_sink,
     sink.close()
     want = [rec.payload for rec in read_pcap_udp(pcap)]
 
-    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    rx.bind(("127.0.0.1", 0))
-    rx.settimeout(2.0)
-    got: list[bytes] = []
-
-    def listen() -> None:
-        try:
-            while True:
-                got.append(rx.recv(65535))
-        except TimeoutError:
-            pass
-
-    thread = threading.Thread(target=listen)
-    thread.start()
-    sink = udp_sink(f"127.0.0.1:{rx.getsockname()[1]}", {"clock": "sim", "process": "0"})
-    sink.open(SinkContext(preset, lockstep=True))
-    for s in scans:
-        sink.write(s)
-    sink.close()
-    thread.join()
-    rx.close()
+    with datagrams() as (port, got):
+        sink = udp_sink(f"127.0.0.1:{port}", {"clock": "sim", "process": "0"})
+        sink.open(SinkContext(preset, lockstep=True))
+        for s in scans:
+            sink.write(s)
+        sink.close()
     assert len(want) > 100 and {len(p) for p in want} == {size}
     assert got == want
