@@ -193,7 +193,7 @@ def schedule_digest(preset: SensorPreset) -> str | None:
     if preset.scan.pattern == "rosette":
         return None
     sch = _schedule(preset)
-    table = _scan_table(preset)
+    table = _scan_table(preset, 0)
     h = hashlib.sha256(f"{_DIGEST_VERSION}:{sch.period_ns}:{sch.slots}:{sch.all_rings}".encode())
     for arr in (table.ring, table.t_ns, table.column, table.azimuth_deg, table.elevation_deg, table.unit):
         h.update(np.ascontiguousarray(arr).tobytes() if arr is not None else b"-")
@@ -216,7 +216,7 @@ def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
     if preset.scan.pattern == "rosette":
         return _compute_firings(preset, t0_ns, t1_ns)
     sch = _schedule(preset)
-    tpl = _scan_table(preset)
+    tpl = _scan_table(preset, 0)
     fields = field_count(preset)
     t0, t1 = max(int(t0_ns), 0), int(t1_ns)
     pieces: list[tuple[int, slice, np.ndarray | None]] = []
@@ -259,9 +259,11 @@ def firings_between(preset: SensorPreset, t0_ns: int, t1_ns: int) -> Firings:
 
 
 @functools.lru_cache(maxsize=16)
-def _scan_table(preset: SensorPreset, mirror_field: int = 0) -> Firings:
+def _scan_table(preset: SensorPreset, mirror_field: int) -> Firings:
     """Firings of one whole scan past start-up (scan 1; with mirror fields, the first scan from 1 on
-    that uses ``mirror_field``) with times and slots relative to that scan."""
+    that uses ``mirror_field``) with times and slots relative to that scan. ``mirror_field`` has no
+    default and is always passed positionally: ``lru_cache`` keys ``(p,)`` and ``(p, 0)`` apart, and
+    two keys would build the same table twice."""
     sch = _schedule(preset)
     n = field_count(preset)
     k = 1 if n == 1 else n + mirror_field

@@ -139,11 +139,15 @@ class _Recorder:
         self.waveform: list[tuple[Any, ...]] = []
 
     def __enter__(self) -> _Recorder:
+        import rt_lidar.kernels.waveform_pulses as twin
         import rt_lidar.kernels.weather_rays as wr
         import rt_lidar.physics.device as ret
 
-        self._wr, self._ret = wr, ret
+        # the backend (rt_lidar/backend/physics_ops.py) runs the echo waveform through the compiled
+        # twin when it takes the arrays, else through physics.device's NumPy call: both are hooked
+        self._wr, self._ret, self._twin = wr, ret, twin
         self._apply, self._wave = wr.apply_weather, ret.waveform_returns
+        self._twin_wave = twin.waveform_returns
 
         def apply(
             range_m: Any,
@@ -159,15 +163,26 @@ class _Recorder:
             self.weather.append((range_m.copy(), power_w.copy(), flags.copy(), refl.copy(), prm, key, shapes))
             return self._apply(range_m, power_w, flags, refl, prm, key, chunk, echoes=echoes)
 
-        def wave(*args: Any) -> Any:
+        def record(args: tuple[Any, ...]) -> None:
             self.waveform.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+
+        def wave(*args: Any) -> Any:
+            record(args)
             return self._wave(*args)
 
-        wr.apply_weather, ret.waveform_returns = apply, wave
+        def twin_wave(*args: Any) -> Any:
+            copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+            got = self._twin_wave(*args)
+            if got is not None:  # None: the backend falls back to the NumPy call, recorded there
+                self.waveform.append(copies)
+            return got
+
+        wr.apply_weather, ret.waveform_returns, twin.waveform_returns = apply, wave, twin_wave
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._wr.apply_weather, self._ret.waveform_returns = self._apply, self._wave
+        self._twin.waveform_returns = self._twin_wave
 
 
 def _replay_weather(
