@@ -20,6 +20,9 @@
 #include "_np_loops.h"
 
 #include <stdlib.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 static NpLoop exp_f, exp_d, log_f;
 static int loops_ready = 0;
@@ -134,6 +137,9 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     const double gap = C[0], span_max = C[1], pad = C[2], pad2 = C[3], dt = C[4], s2 = C[6], epw_c = C[7];
     const double shot = C[8], threshold = C[9], min_sep = C[10];
     const float dt32 = (float)C[4], coef32 = (float)C[5], search32 = (float)C[11], log_search32 = (float)log(C[11]);
+#if defined(__SSE2__)
+    const __m128 level = _mm_set1_ps(search32);
+#endif
     Vec v[N_VEC];
     memset(v, 0, sizeof v);
     Vec *v_cl = &v[0], *v_g = &v[1], *v_w = &v[2], *v_pk = &v[3], *v_lg = &v[4], *v_c = &v[5], *v_ex = &v[6];
@@ -185,7 +191,8 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 }
                 Cluster *cl = (Cluster *)v_cl->p + n_cl++;
                 const int64_t want = (int64_t)ceil(((ts[j - 1] - first) + pad2) / dt) + 2;
-                frexp((double)((want > 32 ? want : 32) - 1), &cl->k);
+                /* frexp's exponent of the bins less one (an integer >= 31): its bit length */
+                cl->k = 64 - __builtin_clzll((unsigned long long)((want > 32 ? want : 32) - 1));
                 cl->pulse = i;
                 cl->f = f;
                 cl->m = j - f;
@@ -240,6 +247,39 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 const float *gq = g + q * b;
                 for (Py_ssize_t j = 0; j < b; j++) w[j] = w[j] + gq[j] * aq;
             }
+#if defined(__SSE2__)
+            /* the same search four bins at a time (b is a power of two >= 32): each bin's three tests as
+             * lane masks (a NaN compares false, as in the scalar tests), a branch only where a chunk has
+             * a peak; last_below: the last bin below the search level before the peak */
+            Py_ssize_t last_below = -1;
+            for (Py_ssize_t j = 0; j < b && !failed; j += 4) {
+                const __m128 x = _mm_loadu_ps(w + j);
+                const __m128 left = j > 0 ? _mm_loadu_ps(w + j - 1) : _mm_set_ps(w[2], w[1], w[0], 0.0f);
+                const __m128 right =
+                    j + 4 < b ? _mm_loadu_ps(w + j + 1) : _mm_set_ps(0.0f, w[j + 3], w[j + 2], w[j + 1]);
+                const int above = _mm_movemask_ps(_mm_cmpge_ps(x, level));
+                int peaks = above & _mm_movemask_ps(_mm_cmpge_ps(x, left)) & _mm_movemask_ps(_mm_cmpgt_ps(x, right));
+                const int below = ~above & 0xF;
+                while (peaks) {
+                    const int q = __builtin_ctz((unsigned)peaks);
+                    peaks &= peaks - 1;
+                    const int below_before = below & ((1 << q) - 1);
+                    const Py_ssize_t jj = j + q;
+                    Py_ssize_t next_below = jj + 1;
+                    while (next_below < b && w[next_below] >= search32) next_below++;
+                    if (need(v_pk, n_pk + 1, sizeof(Peak))) {
+                        failed = 1;
+                        break;
+                    }
+                    Peak *pk = (Peak *)v_pk->p + n_pk++;
+                    pk->cl = c;
+                    pk->bi = jj;
+                    pk->lo = below_before ? j + 31 - __builtin_clz((unsigned)below_before) : last_below;
+                    pk->hi = next_below;
+                }
+                if (below) last_below = j + 31 - __builtin_clz((unsigned)below);
+            }
+#else
             Py_ssize_t last_below = -1;
             for (Py_ssize_t j = 0; j < b; j++) {
                 const float x = w[j];
@@ -261,6 +301,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 pk->lo = last_below;
                 pk->hi = next_below;
             }
+#endif
         }
         if (failed || need(v_lg, 7 * n_pk, sizeof(float)) || need(v_c, n_pk, sizeof(Cand)) ||
             need(v_ex, n_pk, sizeof(float))) {
