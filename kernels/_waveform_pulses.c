@@ -190,7 +190,12 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                     break;
                 }
                 Cluster *cl = (Cluster *)v_cl->p + n_cl++;
-                const int64_t want = (int64_t)ceil(((ts[j - 1] - first) + pad2) / dt) + 2;
+                /* ceil of a positive finite quotient, without libm's call (no SSE4.1 rounding in the
+                 * baseline x86-64 build): the truncation, plus one where it fell short */
+                const double span_bins = ((ts[j - 1] - first) + pad2) / dt;
+                int64_t want = (int64_t)span_bins;
+                want += (double)want < span_bins;
+                want += 2;
                 /* frexp's exponent of the bins less one (an integer >= 31): its bit length */
                 cl->k = 64 - __builtin_clzll((unsigned long long)((want > 32 ? want : 32) - 1));
                 cl->pulse = i;
