@@ -87,6 +87,8 @@ def two_point_corrections(preset: SensorPreset) -> np.ndarray | None:
 
 
 TWO_POINT_FAR_M = 25.04
+HDL64E_DISTANCE_STEP_M = 0.002
+"""The HDL-64E packets' distance step: the only Velodyne whose files carry two-point corrections."""
 """The two-point calibration's far point: packet distances (less ``dist_correction``) from there on get
 ``dist_correction`` alone (velodyne_decoder 3.1, after the HDL-64E S3 manual)."""
 
@@ -101,7 +103,9 @@ def two_point_shift(table: np.ndarray, ring: np.ndarray, s: np.ndarray, d: np.nd
     dc, dcx, dcy = (table[ring, k] for k in range(3))
     u_x = (np.abs(s * d[:, 1]) - 2.4) / (TWO_POINT_FAR_M - 2.4)
     u_y = (np.abs(s * d[:, 0]) - 1.93) / (TWO_POINT_FAR_M - 1.93)
-    near = s - dc < TWO_POINT_FAR_M
+    # the decoder compares the packet's distance (whole steps of the HDL-64E's 2 mm), not the exact one:
+    # a point within a step of the far point lands on the side its packet puts it
+    near = np.round((s - dc) / HDL64E_DISTANCE_STEP_M) * HDL64E_DISTANCE_STEP_M < TWO_POINT_FAR_M
     corr_x = np.where(near, (1.0 - u_x) * (dcx - dc), 0.0)
     corr_y = np.where(near, (1.0 - u_y) * (dcy - dc), 0.0)
     return np.stack([corr_y * d[:, 0], corr_x * d[:, 1], 0.5 * (corr_x + corr_y) * d[:, 2]], axis=1)
@@ -135,10 +139,41 @@ def ranges_from_decoded(
     if table is None:
         return s
     ring = points["ring"].astype(np.int64)
-    for _ in range(iterations):
+    s = _newton_along_beam(table, ring, xyz, origins, d, s, iterations)
+    # Near the calibration's far point the shift jumps to 0: a point placed just inside it (shifted)
+    # projects to a range just outside it, where the unshifted line is a false fixed point. Such rows
+    # start again from inside, and keep whichever range rebuilds the point.
+    miss = _rebuild_error(table, ring, xyz, origins, d, s) > 1e-4
+    if np.any(miss):
+        inside = table[ring[miss], 0] + TWO_POINT_FAR_M - 2.0 * HDL64E_DISTANCE_STEP_M
+        s_in = np.minimum(s[miss], inside)
+        args = (table, ring[miss], xyz[miss], origins[miss], d[miss])
+        s_in = _newton_along_beam(*args, s_in, iterations)
+        better = _rebuild_error(*args, s_in) < _rebuild_error(*args, s[miss])
+        s[np.flatnonzero(miss)[better]] = s_in[better]
+    return s
+
+
+def _newton_along_beam(
+    table: np.ndarray,
+    ring: np.ndarray,
+    xyz: np.ndarray,
+    origins: np.ndarray,
+    d: np.ndarray,
+    s: np.ndarray,
+    n: int,
+) -> np.ndarray:
+    for _ in range(n):
         on_line = origins + d * s[:, None]
         s = s + np.einsum("ij,ij->i", xyz - on_line - two_point_shift(table, ring, s, d), d)
     return s
+
+
+def _rebuild_error(
+    table: np.ndarray, ring: np.ndarray, xyz: np.ndarray, origins: np.ndarray, d: np.ndarray, s: np.ndarray
+) -> np.ndarray:
+    rebuilt = origins + d * s[:, None] + two_point_shift(table, ring, s, d)
+    return np.linalg.norm(rebuilt - xyz, axis=1)
 
 
 def firing_geometry(

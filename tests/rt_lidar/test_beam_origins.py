@@ -11,6 +11,12 @@ import numpy as np
 import pytest
 
 from rt_lidar.pipeline.sources import WorldSource
+from rt_lidar.sensor.beam_origins import (
+    TWO_POINT_FAR_M,
+    ranges_from_decoded,
+    two_point_corrections,
+    two_point_shift,
+)
 from rt_lidar.sensor.presets import SensorPreset, list_presets, load_preset
 from rt_lidar.sensor.scan_pattern import beam_origins, firings_between, scan_period_ns
 from rt_lidar.unreal_bridge.world import World, street_scene
@@ -113,3 +119,34 @@ def test_bridged_and_in_process_scans_of_a_preset_with_origins_are_the_same(tmp_
     assert main([*args, str(b), "--in-process"]) == 0
     for name in ("000000.pcd", "000001.pcd"):
         assert (a / "scans" / name).read_bytes() == (b / "scans" / name).read_bytes()
+
+
+def test_ranges_are_recovered_on_both_sides_of_the_two_point_far_point():
+    """Points placed within a few millimetres of the two-point calibration's far point (25.04 m of packet
+    distance, where the shift jumps to 0): the range the packet writer recovers rebuilds each point, and
+    which side a point falls on follows its packet distance's 2 mm steps, as the decoder decides."""
+    preset = _preset(str(DATA / "velodyne" / "64e_s2.1-sztaki.yaml"))
+    table = two_point_corrections(preset)
+    assert table is not None
+    ring = np.repeat(np.arange(64, dtype=np.int64), 9)
+    az = np.radians(np.tile(np.linspace(-170.0, 170.0, 9), 64))
+    el = np.radians(preset.elevations_deg[ring])
+    d = np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], axis=1)
+    origins = np.zeros_like(d)
+    offsets = np.tile(np.array([-0.006, -0.003, -0.0012, -0.0009, 0.0, 0.0009, 0.0012, 0.003, 0.006]), 64)
+    s = table[ring, 0] + TWO_POINT_FAR_M + offsets
+    xyz = d * s[:, None] + two_point_shift(table, ring, s, d)
+    pts = np.zeros(s.size, dtype=[("x", "f8"), ("y", "f8"), ("z", "f8"), ("ring", "u2")])
+    pts["x"], pts["y"], pts["z"], pts["ring"] = xyz[:, 0], xyz[:, 1], xyz[:, 2], ring
+    got = ranges_from_decoded(preset, pts, origins, d)
+    rebuilt = d * got[:, None] + two_point_shift(table, ring, got, d)  # the decoder: the packet's point
+    assert np.linalg.norm(rebuilt - xyz, axis=1).max() < 1e-4
+    shift = two_point_shift(table, ring, s, d)
+    across = np.linalg.norm(shift - np.einsum("ij,ij->i", shift, d)[:, None] * d, axis=1)
+    # a shift with a part across the beam has one range that rebuilds the point (where the shift is
+    # along the beam, either side's range does, to within 0.1 mm)
+    np.testing.assert_allclose(got[across > 1e-3], s[across > 1e-3], atol=1e-6)
+    shifted = np.abs(two_point_shift(table, ring, s, d)).sum(axis=1) > 0
+    packet_m = np.round(offsets / 0.002) * 0.002  # the packet's distance less the far point
+    assert np.array_equal(shifted[np.abs(offsets) > 0.002], packet_m[np.abs(offsets) > 0.002] < 0)
+    assert not shifted[offsets == 0.0009].any() and shifted[offsets == -0.0012].any()
