@@ -513,9 +513,7 @@ class WorldSource:
             sun_cos = sun_cosines(rh.normal, dirs, opaque, sun) if sun is not None else None
             wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
 
-        if active.size:  # glass passes less at a slant (Fresnel): the first crossing's share, two-way
-            f = table_lookup_ratio(self._glass_angle, g_mat[active], g_cos[active])
-            g_trans[active] *= f * f
+        self._slant_loss(g_trans, active, g_mat[active], g_cos[active])  # at the first crossing
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
         travelled = rh.distance[active] + np.float32(_EPS_M)
         org = np.take(origins, active, axis=0) + np.take(dirs, active, axis=0) * travelled[:, None]
@@ -543,7 +541,8 @@ class WorldSource:
                 sun,
             )
             more = np.isin(before, active, assume_unique=True)  # the rays that crossed glass again
-            self._slant_loss(g_trans, active, rh.material[more], rh.normal[more], d_act[more])
+            cos_i = np.abs(_dot_f32(rh.normal[more], d_act[more]))
+            self._slant_loss(g_trans, active, rh.material[more], cos_i)
 
         hits = Hits(
             firings=firings,
@@ -571,12 +570,12 @@ class WorldSource:
         return hits
 
     def _slant_loss(
-        self, g_trans: np.ndarray, rows: np.ndarray, material: np.ndarray, normal: np.ndarray, d: np.ndarray
+        self, g_trans: np.ndarray, rows: np.ndarray, material: np.ndarray, cos_i: np.ndarray
     ) -> None:
         """Multiply the two-way glass transmission of ``rows`` by the Fresnel loss (squared) of the pane
-        each crossed now (its material, its normal, the rays' directions)."""
+        each crossed now (its material, the crossing's incidence cosine): glass passes less at a slant."""
         if rows.size:
-            f = table_lookup_ratio(self._glass_angle, material, np.abs(_dot_f32(normal, d)))
+            f = table_lookup_ratio(self._glass_angle, material, cos_i)
             g_trans[rows] *= f * f
 
     def _moving_objects(self) -> list[tuple[str, Trajectory]]:
