@@ -87,7 +87,7 @@ def full_beam_detections(
             part_sigma = None if sigma is None else sigma[pulses[sel]]
             if plain and not physics.uses_waveform(part):
                 det = physics._single(echo, part, rng, part_sigma)
-                if physics.beam.epw:
+                if physics.beam.epw and det.epw_ns is None:
                     det.epw_ns = single_echo_epw_ns(
                         det.power_w, p.pulse.detection_threshold_w, p.pulse.width_ns, p.pulse.epw_offset_ns
                     ).astype(np.float32)

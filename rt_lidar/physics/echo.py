@@ -21,6 +21,7 @@ from rt_lidar.backend import PhysicsBackend, default_backend
 from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.physics.normals import standard_normal
+from rt_lidar.physics.pulse_spread import peak_factor
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
@@ -98,7 +99,11 @@ class EchoModel:
         """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
         segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
         crossed glass on the way is flagged THROUGH_GLASS); the surface's texture on top
-        (:func:`~rt_lidar.physics.texture.texture_apply`, on the backend)."""
+        (:func:`~rt_lidar.physics.texture.texture_apply`, on the backend); a pulse cast as one ray has
+        its echo's peak lowered by its footprint's spread in range on an oblique surface
+        (:func:`~rt_lidar.physics.pulse_spread.peak_factor`; a sub-ray bundle samples that itself)."""
         power, refl, flags = self.backend.object_echo_power(self, hits)
         self.backend.texture_apply(self.materials, hits, power, refl)
+        if hits.subrays == 1:
+            power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence).astype(np.float32)
         return power, refl, hits.range_m.copy(), hits.segment.copy(), flags

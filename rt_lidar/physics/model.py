@@ -26,6 +26,7 @@ from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.fused import prepare
 from rt_lidar.physics.normals import standard_normal
+from rt_lidar.physics.pulse_spread import echo_width_ns
 from rt_lidar.physics.returns import Detections, waveform_detections
 from rt_lidar.physics.source_fields import source_intensity_of_points
 from rt_lidar.physics.spray import spray_apply
@@ -326,4 +327,15 @@ class SensorPhysics:
         r_sel, p_sel, refl_sel, seg_sel, fl_sel = self.backend.select_detections(
             echo, idx, rng_m, power, segment, flags
         )
-        return Detections(idx, np.zeros(idx.size, np.uint8), r_sel, p_sel, refl_sel, seg_sel, fl_sel)
+        det = Detections(idx, np.zeros(idx.size, np.uint8), r_sel, p_sel, refl_sel, seg_sel, fl_sel)
+        if self.beam.epw:  # an object's echo is as wide as its footprint's spread in range makes it
+            obj_r = np.take(hits.range_m, idx)
+            width = np.where(
+                r_sel == obj_r,
+                echo_width_ns(p, obj_r, np.take(hits.cos_incidence, idx)),
+                p.pulse.width_ns,
+            )
+            unit = single_echo_epw_ns(p_sel, threshold, 1.0)  # the width of a 1 ns echo, scaled
+            epw = np.where(p_sel >= threshold, p.pulse.epw_offset_ns + width * unit, 0.0)
+            det.epw_ns = epw.astype(np.float32)
+        return det
