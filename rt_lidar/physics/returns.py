@@ -22,6 +22,7 @@ from rt_lidar.kernels.intensity import SPEED_OF_LIGHT
 from rt_lidar.kernels.waveform import Noise
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.normals import standard_normal
+from rt_lidar.physics.pulse_spread import echo_width_ns
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
 from rt_lidar.physics.wet_road import wet_road_apply
@@ -246,6 +247,14 @@ def waveform_detections(
     bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)
     fl = np.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(np.uint8)
     apparent = echo.measured_reflectivity(ret.amp.astype(np.float32), range_m)
+    epw_ns = None
+    if epw:
+        epw_ns = np.asarray(ret.epw_ns, np.float32)
+        if n_sub == 1:  # one ray a pulse: an object's echo is as wide as its footprint's spread makes it
+            width = echo_width_ns(p, hits.range_m[ret.pulse], hits.cos_incidence[ret.pulse])
+            scale = np.where(ret.echo < n_sub, width / p.pulse.width_ns, 1.0)
+            epw_ns = (epw_ns * scale).astype(np.float32)
+        epw_ns = (epw_ns + np.float32(p.pulse.epw_offset_ns)).astype(np.float32)
     return Detections(
         pulse=ret.pulse,
         return_id=ret.return_id.astype(np.uint8),
@@ -254,5 +263,5 @@ def waveform_detections(
         reflectivity=apparent,
         segment=seg,
         flags=fl,
-        epw_ns=(ret.epw_ns + np.float32(p.pulse.epw_offset_ns)).astype(np.float32) if epw else None,
+        epw_ns=epw_ns,
     )

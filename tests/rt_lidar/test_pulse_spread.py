@@ -141,3 +141,22 @@ def test_the_echo_pulse_width_of_a_single_ray_grows_on_the_grazing_road() -> Non
     assert f[2] < 0.85
     assert (res.epw_ns - off) == pytest.approx((plain - off) / f, rel=1e-4)
     assert res.epw_ns[1] == pytest.approx(plain[1], rel=1e-5) and res.epw_ns[2] > 1.1 * plain[2]
+
+
+def test_the_waveform_of_one_ray_reports_the_same_broadened_width() -> None:
+    p = load_preset("HDL-64E")
+    ranges = np.array([8.0, 8.0, 30.0, 30.0])
+    out = {}
+    for mode in ("strongest", "dual"):
+        cfg = PhysicsConfig(
+            receiver_noise=False, range_noise=False, beam=BeamConfig(epw=True, return_mode=mode)
+        )
+        physics = SensorPhysics.from_preset(p, ["asphalt"], config=cfg)
+        hits = _road_hits("HDL-64E", ranges, 1)
+        hits.cos_incidence[[1, 3]] = 1.0
+        out[mode] = physics.apply(hits, np.random.default_rng(0))
+    single, dual = out["strongest"], out["dual"]
+    assert dual.epw_ns is not None and single.epw_ns is not None
+    # the waveform path (one echo a pulse here) and the single-ray path: the same peaks and widths
+    assert dual.power_w == pytest.approx(single.power_w, rel=1e-3)
+    assert dual.epw_ns == pytest.approx(single.epw_ns, rel=0.02)
