@@ -105,5 +105,5 @@ class EchoModel:
         power, refl, flags = self.backend.object_echo_power(self, hits)
         self.backend.texture_apply(self.materials, hits, power, refl)
         if hits.subrays == 1:
-            power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence).astype(np.float32)
+            power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence)
         return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
