@@ -17,7 +17,9 @@ neighbours in ring and azimuth, the pulses whose footprint may meet
 - the edge of a retro-reflector (a material with a retro lobe): a neighbour's ray ends on one where
   this one does not (the target reaches into one of the two footprints: it blooms there);
 
-and only those are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`).
+and each pulse so marked casts one probe ray at its footprint's rim toward the neighbour that marked
+it (:mod:`rt_lidar.pipeline.beam_probe`): only the pulses whose probe sees the step within the footprint
+are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`).
 The rest keep the central ray as one sub-ray of full weight: the single-ray model exactly. Inside a
 glass pane or a retro-reflective sign every sub-ray meets what the central ray meets (the same glass,
 the same sheeting, the same surface behind), so the bundle would only repeat it; the measured
@@ -357,11 +359,11 @@ def full_beam_hits(
     plan: FullBeamPlan,
     sun: np.ndarray | None,
 ) -> Hits:
-    """Every firing's central ray, and the bundle of ``plan`` for the pulses :func:`bundle_pulses` picks
-    (in :attr:`Hits.bundle`); the counts go to ``plan.stats``."""
-    from rt_lidar.pipeline.sources import BeamBundle
-
+    """Every firing's central ray, and the bundle of ``plan`` (in :attr:`Hits.bundle`) for the pulses the
+    neighbour test marks (:func:`neighbour_steps`) whose probe toward the marking neighbour sees the step
+    (:func:`rt_lidar.pipeline.beam_probe.refine_bundles`); the counts go to ``plan.stats``."""
     from rt_lidar.pipeline.beam_probe import refine_bundles
+    from rt_lidar.pipeline.sources import BeamBundle
 
     central = source.beam_hits(firings, t0_ns, t1_ns, _SINGLE_RAY, sun)
     _, pairs_i, pairs_j = source.ops.bundle_steps(firings, central_rays(central, plan), plan)

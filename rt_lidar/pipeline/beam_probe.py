@@ -64,17 +64,21 @@ def probe_pattern(pattern: SubRayPattern) -> SubRayPattern:
 def probe_rows(f: Firings, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(pulse, side) int64 of the probes of the marked neighbour pairs ``(i, j)`` of firings ``f``: each
     pulse of a pair probes on the side of the other (the larger of the azimuth and elevation steps between
-    them, :data:`PROBE_SIDES`), each (pulse, side) once, sorted."""
+    them, :data:`PROBE_SIDES`), each (pulse, side) once, by side and then pulse (rays of one side of
+    neighbouring pulses run side by side: Embree's packets of them stay coherent)."""
     if not i.size:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    az = np.radians(f.azimuth_deg)
-    el = np.radians(f.elevation_deg)
-    d_az = np.remainder(az[j] - az[i] + np.pi, 2.0 * np.pi) - np.pi
-    d_h = d_az * np.cos(el[i])
-    d_v = el[j] - el[i]
+    az_i, az_j = np.take(f.azimuth_deg, i), np.take(f.azimuth_deg, j)
+    el_i, el_j = np.take(f.elevation_deg, i), np.take(f.elevation_deg, j)
+    d_h = (np.remainder(az_j - az_i + 180.0, 360.0) - 180.0) * np.cos(np.radians(el_i))
+    d_v = el_j - el_i
     side_i = np.where(np.abs(d_h) >= np.abs(d_v), (d_h > 0).astype(np.int64), 2 + (d_v > 0).astype(np.int64))
-    key = np.unique(np.concatenate([i * PROBE_SIDES + side_i, j * PROBE_SIDES + (side_i ^ 1)]))
-    return key // PROBE_SIDES, key % PROBE_SIDES
+    n = len(f)
+    wanted = np.zeros(PROBE_SIDES * n, bool)
+    wanted[side_i * n + i] = True
+    wanted[(side_i ^ 1) * n + j] = True
+    key = np.flatnonzero(wanted)
+    return key % n, key // n
 
 
 def _probe_hits(
@@ -85,7 +89,9 @@ def _probe_hits(
     from rt_lidar.pipeline.beam_full import take_firings
     from rt_lidar.pipeline.sources import _beam_starts
 
-    pulses = np.unique(pulse)
+    in_use = np.zeros(len(f), bool)
+    in_use[pulse] = True
+    pulses = np.flatnonzero(in_use)
     fu = take_firings(f, pulses)
     samples = sensor_pose_samples(source.world, fu.t_ns, source.mount)
     pos, quat = _beam_starts(source.ops, fu, *interpolate_pose_samples(fu.t_ns, samples))
@@ -132,7 +138,7 @@ def refine_bundles(
     marked; and how many probe rays were cast."""
     chosen = np.zeros(len(f), bool)
     reasons = {"edge": 0, "glass": 0, "retro": 0}
-    pulse, side = probe_rows(f, *pairs)
+    pulse, side = probe_rows(f, *pairs)  # pulse: every probe's, unsorted
     if not pulse.size:
         return chosen, reasons, 0
     probe = _probe_hits(source, f, pulse, side, probe_pattern(plan.pattern))
