@@ -220,7 +220,10 @@ class CompiledSourceOps(NumpySourceOps):
 
         limits = (NEIGHBOUR_MAX_DEG, plan.footprint_rad, plan.spread_m, plan.edge_m)
         got = beam_steps.choose_bundles(ring_ranks(f), f.azimuth_deg, f.elevation_deg, *central, limits)
-        return got if got is not None else super().bundle_marks(f, central, plan)
+        if got is None:
+            return super().bundle_marks(f, central, plan)
+        assert isinstance(got, dict)
+        return got
 
     def bundle_steps(
         self, f: Firings, central: CentralRays, plan: FullBeamPlan

@@ -108,7 +108,9 @@ def choose_bundles(
     az = c(np.radians(azimuth_deg).astype(np.float32))
     el = c(np.radians(elevation_deg).astype(np.float32))
     marks = {k: np.empty(n, np.uint8) for k in ("edge", "glass", "retro")}
-    pairs = (np.empty(2 * n + 1, np.int64), np.empty(2 * n + 1, np.int64)) if with_pairs else ()
+    pairs: tuple[np.ndarray, ...] = (np.empty(2 * n + 1, np.int64), np.empty(2 * n + 1, np.int64))
+    if not with_pairs:
+        pairs = ()
     got = _choice.choose(
         c(rank), c(azimuth_deg), az, el, c(np.cos(el)), c(range_m), c(segment), c(glass).view(np.uint8),
         c(glass_range_m), c(retro).view(np.uint8), n, *limits, marks["edge"], marks["glass"], marks["retro"],

@@ -91,10 +91,12 @@ def test_each_marked_pulse_probes_toward_its_neighbour() -> None:
 @pytest.mark.parametrize(("preset", "frame"), [("HDL-64E", 1), ("VLP-16", 3)])
 def test_the_marking_pairs_are_numpy_s(preset: str, frame: int) -> None:
     pipe = build_pipeline(preset, "street", seed=2).pipeline
-    plan = full_beam_plan(pipe.preset, np.asarray(pipe.source.retro_gain), 19)
+    source = pipe.source
+    assert isinstance(source, WorldSource)
+    plan = full_beam_plan(pipe.preset, np.asarray(source.retro_gain), 19)
     t0, t1 = pipe.frame_interval(frame)
     f = firings_between(pipe.preset, t0, t1)
-    central = central_rays(pipe.source.beam_hits(f, t0, t1, _SINGLE_RAY, None), plan)
+    central = central_rays(source.beam_hits(f, t0, t1, _SINGLE_RAY, None), plan)
     got = CompiledSourceOps().bundle_steps(f, central, plan)
     want = NumpySourceOps().bundle_steps(f, central, plan)
     assert got[1].size > 100
