@@ -161,7 +161,8 @@ def plan_of_pattern(
 
 
 def take_firings(f: Firings, idx: np.ndarray) -> Firings:
-    """The firings ``idx`` of ``f``."""
+    """The firings ``idx`` of ``f`` (their beam origins too, where the preset has them: a bundle or a
+    probe starts where its central ray does)."""
     return Firings(
         _rows(f.ring, idx),
         _rows(f.t_ns, idx),
@@ -169,6 +170,7 @@ def take_firings(f: Firings, idx: np.ndarray) -> Firings:
         _rows(f.elevation_deg, idx),
         _rows(f.column, idx),
         None if f.unit is None else _rows(f.unit, idx),
+        None if f.origin is None else _rows(f.origin, idx),
     )
 
 

@@ -103,3 +103,18 @@ def test_the_marking_pairs_are_numpy_s(preset: str, frame: int) -> None:
     for k in ("edge", "glass", "retro"):
         assert np.array_equal(got[0][k], want[0][k])
     assert np.array_equal(got[1], want[1]) and np.array_equal(got[2], want[2])
+
+
+def test_a_probe_and_a_bundle_start_at_their_pulses_beam_origin() -> None:
+    """``take_firings`` keeps each firing's beam origin (a preset with beam origins): the bundle and the
+    probe rays start where the central ray does."""
+    import dataclasses
+
+    from rt_lidar.pipeline.beam_full import take_firings
+
+    f = firings_between(load_preset("HDL-64E"), 0, 2_000_000)
+    origin = np.random.default_rng(1).uniform(-0.1, 0.1, (len(f), 3)).astype(np.float32)
+    f = dataclasses.replace(f, origin=origin)
+    idx = np.arange(3, len(f), 7)
+    got = take_firings(f, idx)
+    assert got.origin is not None and got.origin.tobytes() == origin[idx].tobytes()
