@@ -111,11 +111,16 @@ def choose_bundles(
     pairs: tuple[np.ndarray, ...] = (np.empty(2 * n + 1, np.int64), np.empty(2 * n + 1, np.int64))
     if not with_pairs:
         pairs = ()
-    got = _choice.choose(
-        c(rank), c(azimuth_deg), az, el, c(np.cos(el)), c(range_m), c(segment), c(glass).view(np.uint8),
-        c(glass_range_m), c(retro).view(np.uint8), n, *limits, marks["edge"], marks["glass"], marks["retro"],
-        *pairs,
-    )  # fmt: skip
+    try:
+        got = _choice.choose(
+            c(rank), c(azimuth_deg), az, el, c(np.cos(el)), c(range_m), c(segment), c(glass).view(np.uint8),
+            c(glass_range_m), c(retro).view(np.uint8), n, *limits, marks["edge"], marks["glass"],
+            marks["retro"], *pairs,
+        )  # fmt: skip
+    except TypeError:  # an extension built before the marking pairs: the NumPy code runs
+        if with_pairs:
+            return None
+        raise
     out = {k: v.view(np.bool_) for k, v in marks.items()}
     if with_pairs:
         return out, pairs[0][:got].copy(), pairs[1][:got].copy()
