@@ -112,6 +112,15 @@ class NumpySourceOps:
 
         return neighbour_marks(f, *central, plan)
 
+    def bundle_steps(
+        self, f: Firings, central: CentralRays, plan: FullBeamPlan
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """:meth:`bundle_marks`, and the (i, j) pairs of neighbouring pulses that marked them
+        (:func:`rt_lidar.pipeline.beam_full.neighbour_steps`)."""
+        from rt_lidar.pipeline.beam_full import neighbour_steps
+
+        return neighbour_steps(f, *central, plan)
+
     def first_surfaces(
         self, rh: RayHits, dirs: np.ndarray, transmission: np.ndarray, need_opaque: bool
     ) -> tuple[FirstSurfaces, np.ndarray, np.ndarray | None]:
@@ -211,7 +220,24 @@ class CompiledSourceOps(NumpySourceOps):
 
         limits = (NEIGHBOUR_MAX_DEG, plan.footprint_rad, plan.spread_m, plan.edge_m)
         got = beam_steps.choose_bundles(ring_ranks(f), f.azimuth_deg, f.elevation_deg, *central, limits)
-        return got if got is not None else super().bundle_marks(f, central, plan)
+        if got is None:
+            return super().bundle_marks(f, central, plan)
+        assert isinstance(got, dict)
+        return got
+
+    def bundle_steps(
+        self, f: Firings, central: CentralRays, plan: FullBeamPlan
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        from rt_lidar.pipeline.beam_full import NEIGHBOUR_MAX_DEG, ring_ranks
+
+        limits = (NEIGHBOUR_MAX_DEG, plan.footprint_rad, plan.spread_m, plan.edge_m)
+        got = beam_steps.choose_bundles(
+            ring_ranks(f), f.azimuth_deg, f.elevation_deg, *central, limits, with_pairs=True
+        )
+        if got is None:
+            return super().bundle_steps(f, central, plan)
+        assert isinstance(got, tuple)
+        return got
 
     def first_surfaces(
         self, rh: RayHits, dirs: np.ndarray, transmission: np.ndarray, need_opaque: bool

@@ -51,29 +51,38 @@ static void stable_argsort(const double *key, int64_t *idx, int64_t *tmp, Py_ssi
 #define CHUNK 512
 
 /* choose(rank i8, az_deg f8, az f4, el f4, cos_el f4, range f4, segment u4, glass u1, glass_range f4, retro u1,
- *        n, max_deg, footprint, spread_m, edge_m, edge u1 out, glass u1 out, retro u1 out (n each)) -> pairs
+ *        n, max_deg, footprint, spread_m, edge_m, edge u1 out, glass u1 out, retro u1 out (n each)
+ *        [, marked_i i8 out, marked_j i8 out (2 n + 1 each)]) -> pairs
  * rank: each firing's ring's rank in elevation; az_deg: its azimuth (degrees, float64); az, el: in radians
- * (float32); cos_el: np.cos(el); the marks are 0 or 1. */
+ * (float32); cos_el: np.cos(el); the marks are 0 or 1. With marked_i / marked_j, the pairs that marked
+ * their two pulses (for any reason) are written there, in the order of the pairs, and their count is
+ * returned instead of the pairs'. */
 static PyObject *choose(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[13];
+    PyObject *o[15] = {NULL};
     Py_ssize_t n;
     double max_deg, foot_d, spread_d, edge_d;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOnddddOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                          &o[9], &n, &max_deg, &foot_d, &spread_d, &edge_d, &o[10], &o[11], &o[12]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOnddddOOO|OO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &n, &max_deg, &foot_d, &spread_d, &edge_d, &o[10], &o[11], &o[12], &o[13],
+                          &o[14]))
         return NULL;
+    const int with_pairs = o[13] != NULL && o[14] != NULL;
     if (!loops_ready) return PyErr_Format(PyExc_RuntimeError, "choose: setup() did not find NumPy's hypot loop");
-    Buf b[13];
+    Buf b[15];
     memset(b, 0, sizeof b);
-    const char fmt[13] = {'q', 'd', 'f', 'f', 'f', 'f', 'I', 'B', 'f', 'B', 'B', 'B', 'B'};
-    const Py_ssize_t size[13] = {8, 8, 4, 4, 4, 4, 4, 1, 4, 1, 1, 1, 1};
-    static const char *names[13] = {"rank", "az_deg", "az", "el", "cos_el", "range", "segment", "glass",
-                                    "glass_range", "retro", "edge_out", "glass_out", "retro_out"};
-    for (int k = 0; k < 13; k++)
-        if (buf_get(&b[k], o[k], k >= 10, fmt[k], size[k], n, names[k])) {
-            buf_release(b, 13);
+    const char fmt[15] = {'q', 'd', 'f', 'f', 'f', 'f', 'I', 'B', 'f', 'B', 'B', 'B', 'B', 'q', 'q'};
+    const Py_ssize_t size[15] = {8, 8, 4, 4, 4, 4, 4, 1, 4, 1, 1, 1, 1, 8, 8};
+    static const char *names[15] = {"rank", "az_deg", "az", "el", "cos_el", "range", "segment", "glass",
+                                    "glass_range", "retro", "edge_out", "glass_out", "retro_out", "marked_i",
+                                    "marked_j"};
+    const int nbuf = with_pairs ? 15 : 13;
+    for (int k = 0; k < nbuf; k++)
+        if (buf_get(&b[k], o[k], k >= 10, fmt[k], size[k], k >= 13 ? 2 * n + 1 : n, names[k])) {
+            buf_release(b, nbuf);
             return NULL;
         }
+    int64_t *MI = with_pairs ? b[13].view.buf : NULL, *MJ = with_pairs ? b[14].view.buf : NULL;
+    Py_ssize_t n_marked = 0;
     const int64_t *RANK = b[0].view.buf;
     const double *AZD = b[1].view.buf;
     const float *AZ = b[2].view.buf, *EL = b[3].view.buf, *CEL = b[4].view.buf, *RNG = b[5].view.buf;
@@ -92,7 +101,7 @@ static PyObject *choose(PyObject *self, PyObject *args) {
         free(tmp);
         free(left);
         free(right);
-        buf_release(b, 13);
+        buf_release(b, nbuf);
         return PyErr_NoMemory();
     }
     Py_ssize_t np_ = 0;
@@ -155,6 +164,11 @@ static PyObject *choose(PyObject *self, PyObject *args) {
                 if (edge) m_edge[i] = m_edge[j] = 1;
                 if (glass) m_glass[i] = m_glass[j] = 1;
                 if (retro) m_retro[i] = m_retro[j] = 1;
+                if (with_pairs && (edge || glass || retro)) {
+                    MI[n_marked] = i;
+                    MJ[n_marked] = j;
+                    n_marked++;
+                }
             }
         }
     }
@@ -164,8 +178,8 @@ static PyObject *choose(PyObject *self, PyObject *args) {
     free(tmp);
     free(left);
     free(right);
-    buf_release(b, 13);
-    return PyLong_FromSsize_t(np_);
+    buf_release(b, nbuf);
+    return PyLong_FromSsize_t(with_pairs ? n_marked : np_);
 }
 
 /* probe(index, buffer, nin): one of this module's loops run on the buffer (_np_loops.h np_loop_probe) */

@@ -6,7 +6,8 @@ def setup(hypot: Any, /) -> bool:
     """Take NumPy's float32 hypot loop; False when not found."""
 
 def choose(*args: Any) -> int:
-    """Mark a frame's pulses by edge, glass and retro-reflector; returns the neighbour pairs."""
+    """Mark a frame's pulses by edge, glass and retro-reflector; returns the neighbour pairs (with the two
+    optional outputs, the marking pairs written there and their count)."""
 
 def probe(index: int, buf: Any, nin: int, /) -> None:
     """Run one of the loops setup() took on ``buf`` in place (kernels/np_loops.py checks them)."""

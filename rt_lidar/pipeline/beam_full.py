@@ -17,7 +17,9 @@ neighbours in ring and azimuth, the pulses whose footprint may meet
 - the edge of a retro-reflector (a material with a retro lobe): a neighbour's ray ends on one where
   this one does not (the target reaches into one of the two footprints: it blooms there);
 
-and only those are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`).
+and each pulse so marked casts one probe ray at its footprint's rim toward the neighbour that marked
+it (:mod:`rt_lidar.pipeline.beam_probe`): only the pulses whose probe sees the step within the footprint
+are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`).
 The rest keep the central ray as one sub-ray of full weight: the single-ray model exactly. Inside a
 glass pane or a retro-reflective sign every sub-ray meets what the central ray meets (the same glass,
 the same sheeting, the same surface behind), so the bundle would only repeat it; the measured
@@ -57,6 +59,7 @@ __all__ = [
     "full_beam_hits",
     "full_beam_plan",
     "neighbour_marks",
+    "neighbour_steps",
     "plan_of_pattern",
     "ring_ranks",
     "take_firings",
@@ -158,7 +161,8 @@ def plan_of_pattern(
 
 
 def take_firings(f: Firings, idx: np.ndarray) -> Firings:
-    """The firings ``idx`` of ``f``."""
+    """The firings ``idx`` of ``f`` (their beam origins too, where the preset has them: a bundle or a
+    probe starts where its central ray does)."""
     return Firings(
         _rows(f.ring, idx),
         _rows(f.t_ns, idx),
@@ -166,6 +170,7 @@ def take_firings(f: Firings, idx: np.ndarray) -> Firings:
         _rows(f.elevation_deg, idx),
         _rows(f.column, idx),
         None if f.unit is None else _rows(f.unit, idx),
+        None if f.origin is None else _rows(f.origin, idx),
     )
 
 
@@ -260,14 +265,22 @@ def bundle_pulses(
         from rt_lidar.backend.source_ops import select_source_ops
 
         ops = select_source_ops()
+    marks = ops.bundle_marks(f, central_rays(central, plan), plan)
+    chosen = marks["edge"] | marks["glass"] | marks["retro"]
+    return chosen, {k: int(np.count_nonzero(v)) for k, v in marks.items()}
+
+
+def central_rays(
+    central: Hits, plan: FullBeamPlan
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the neighbour tests read of the ``central`` rays: range, segment, whether each passed glass,
+    the glass range (inf without), whether it ended on a retro-reflector of ``plan``."""
     rng = central.range_m
     mat = central.material
     glass = central.glass_material >= 0
     glass_rng = np.where(glass, central.glass_range_m, np.float32(np.inf))
     retro = np.isfinite(rng) & (mat >= 0) & plan.retro[np.maximum(mat, 0)]
-    marks = ops.bundle_marks(f, (rng, central.segment, glass, glass_rng, retro), plan)
-    chosen = marks["edge"] | marks["glass"] | marks["retro"]
-    return chosen, {k: int(np.count_nonzero(v)) for k, v in marks.items()}
+    return rng, central.segment, glass, glass_rng, retro
 
 
 def neighbour_marks(
@@ -283,33 +296,49 @@ def neighbour_marks(
     steps between neighbours (module docstring) in their central rays' range ``rng``, segment ``seg``,
     whether they pass ``glass`` and its range ``glass_rng`` (inf without), whether they end on a
     ``retro``-reflector."""
+    return neighbour_steps(f, rng, seg, glass, glass_rng, retro, plan)[0]
+
+
+def neighbour_steps(
+    f: Firings,
+    rng: np.ndarray,
+    seg: np.ndarray,
+    glass: np.ndarray,
+    glass_rng: np.ndarray,
+    retro: np.ndarray,
+    plan: FullBeamPlan,
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """:func:`neighbour_marks`, and the (i, j) int64 pairs of neighbours whose step marked them (for any
+    reason), in the order of :func:`_neighbour_pairs`."""
     n = len(f)
     hit = np.isfinite(rng)
     i, j = _neighbour_pairs(f)
     marks = {"edge": np.zeros(n, bool), "glass": np.zeros(n, bool), "retro": np.zeros(n, bool)}
-    if i.size:
-        az = np.radians(f.azimuth_deg).astype(np.float32)
-        el = np.radians(f.elevation_deg).astype(np.float32)
-        el_i = el[i]
-        sep = np.hypot((az[i] - az[j]) * np.cos(el_i), el_i - el[j])  # small angles: neighbours
-        foot = np.float32(plan.footprint_rad)
-        scale = np.minimum(np.float32(1.0), foot / np.maximum(sep, np.float32(1e-9)))
-        with np.errstate(invalid="ignore"):
-            dr = np.abs(rng[i] - rng[j])
-            spread = dr * scale
-            # two objects: the step may lie anywhere between the rays, in either footprint
-            jump = np.where(seg[i] != seg[j], dr, np.float32(0))
-            glass_spread = np.abs(glass_rng[i] - glass_rng[j]) * scale
-        both = hit[i] & hit[j]
-        steps = {
-            "edge": (hit[i] != hit[j]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
-            "glass": (glass[i] != glass[j]) | (glass[i] & glass[j] & (glass_spread > plan.edge_m)),
-            "retro": retro[i] != retro[j],
-        }
-        for name, step in steps.items():
-            marks[name][i[step]] = True
-            marks[name][j[step]] = True
-    return marks
+    if not i.size:
+        return marks, i, j
+    az = np.radians(f.azimuth_deg).astype(np.float32)
+    el = np.radians(f.elevation_deg).astype(np.float32)
+    el_i = el[i]
+    sep = np.hypot((az[i] - az[j]) * np.cos(el_i), el_i - el[j])  # small angles: neighbours
+    foot = np.float32(plan.footprint_rad)
+    scale = np.minimum(np.float32(1.0), foot / np.maximum(sep, np.float32(1e-9)))
+    with np.errstate(invalid="ignore"):
+        dr = np.abs(rng[i] - rng[j])
+        spread = dr * scale
+        # two objects: the step may lie anywhere between the rays, in either footprint
+        jump = np.where(seg[i] != seg[j], dr, np.float32(0))
+        glass_spread = np.abs(glass_rng[i] - glass_rng[j]) * scale
+    both = hit[i] & hit[j]
+    steps = {
+        "edge": (hit[i] != hit[j]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
+        "glass": (glass[i] != glass[j]) | (glass[i] & glass[j] & (glass_spread > plan.edge_m)),
+        "retro": retro[i] != retro[j],
+    }
+    for name, step in steps.items():
+        marks[name][i[step]] = True
+        marks[name][j[step]] = True
+    any_step = steps["edge"] | steps["glass"] | steps["retro"]
+    return marks, i[any_step], j[any_step]
 
 
 def _single_ray_pattern() -> SubRayPattern:
@@ -332,12 +361,15 @@ def full_beam_hits(
     plan: FullBeamPlan,
     sun: np.ndarray | None,
 ) -> Hits:
-    """Every firing's central ray, and the bundle of ``plan`` for the pulses :func:`bundle_pulses` picks
-    (in :attr:`Hits.bundle`); the counts go to ``plan.stats``."""
+    """Every firing's central ray, and the bundle of ``plan`` (in :attr:`Hits.bundle`) for the pulses the
+    neighbour test marks (:func:`neighbour_steps`) whose probe toward the marking neighbour sees the step
+    (:func:`rt_lidar.pipeline.beam_probe.refine_bundles`); the counts go to ``plan.stats``."""
+    from rt_lidar.pipeline.beam_probe import refine_bundles
     from rt_lidar.pipeline.sources import BeamBundle
 
     central = source.beam_hits(firings, t0_ns, t1_ns, _SINGLE_RAY, sun)
-    chosen, reasons = bundle_pulses(firings, central, plan, source.ops)
+    _, pairs_i, pairs_j = source.ops.bundle_steps(firings, central_rays(central, plan), plan)
+    chosen, reasons, _ = refine_bundles(source, firings, central, (pairs_i, pairs_j), plan)
     idx = np.flatnonzero(chosen)
     plan.stats.add(len(firings), int(idx.size), reasons)
     if idx.size:

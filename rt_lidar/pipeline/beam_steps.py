@@ -88,13 +88,15 @@ def choose_bundles(
     glass_range_m: np.ndarray,
     retro: np.ndarray,
     limits: tuple[float, float, float, float],
-) -> dict[str, np.ndarray] | None:
+    with_pairs: bool = False,
+) -> dict[str, np.ndarray] | tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
     """The pulses each reason marks (``edge``, ``glass``, ``retro``: (P,) bool) among firings of ring ranks
     ``rank`` (int64, each ring's rank in elevation) at ``azimuth_deg`` / ``elevation_deg`` (float64),
     their central rays' ``range_m``, ``segment``, ``glass`` (bool), ``glass_range_m`` (inf without glass)
     and ``retro`` (bool), with ``limits`` (neighbours' largest azimuth step in degrees, the footprint in
     rad, the spread and edge in m), as ``rt_lidar.pipeline.beam_full.neighbour_marks`` marks them; None
-    when off or for arrays of other types."""
+    when off or for arrays of other types. ``with_pairs``: also the (i, j) pairs of neighbours that marked
+    their pulses, in the order ``rt_lidar.pipeline.beam_full.neighbour_steps`` gives them."""
     n = rank.shape[0]
     want = [
         (rank, np.int64), (azimuth_deg, np.float64), (elevation_deg, np.float64), (range_m, np.float32),
@@ -106,8 +108,20 @@ def choose_bundles(
     az = c(np.radians(azimuth_deg).astype(np.float32))
     el = c(np.radians(elevation_deg).astype(np.float32))
     marks = {k: np.empty(n, np.uint8) for k in ("edge", "glass", "retro")}
-    _choice.choose(
-        c(rank), c(azimuth_deg), az, el, c(np.cos(el)), c(range_m), c(segment), c(glass).view(np.uint8),
-        c(glass_range_m), c(retro).view(np.uint8), n, *limits, marks["edge"], marks["glass"], marks["retro"],
-    )  # fmt: skip
-    return {k: v.view(np.bool_) for k, v in marks.items()}
+    pairs: tuple[np.ndarray, ...] = (np.empty(2 * n + 1, np.int64), np.empty(2 * n + 1, np.int64))
+    if not with_pairs:
+        pairs = ()
+    try:
+        got = _choice.choose(
+            c(rank), c(azimuth_deg), az, el, c(np.cos(el)), c(range_m), c(segment), c(glass).view(np.uint8),
+            c(glass_range_m), c(retro).view(np.uint8), n, *limits, marks["edge"], marks["glass"],
+            marks["retro"], *pairs,
+        )  # fmt: skip
+    except TypeError:  # an extension built before the marking pairs: the NumPy code runs
+        if with_pairs:
+            return None
+        raise
+    out = {k: v.view(np.bool_) for k, v in marks.items()}
+    if with_pairs:
+        return out, pairs[0][:got].copy(), pairs[1][:got].copy()
+    return out

@@ -395,7 +395,8 @@ class WorldSource:
 
     def use_full_beam(self, plan: FullBeamPlan, sun: SunArg = None) -> BeamGrant:
         """Cast ``--beam full`` from now on: every central ray, and ``plan``'s bundle where
-        :func:`~rt_lidar.pipeline.beam_full.bundle_pulses` asks for it (with the sun cosines for ``sun``)."""
+        :func:`~rt_lidar.pipeline.beam_full.full_beam_hits` finds a step in the footprint (with the sun
+        cosines for ``sun``)."""
         grant = self.use_beam(plan.pattern, sun)
         self._full = plan
         return dataclasses.replace(grant, full=True)

@@ -19,8 +19,10 @@ between them. The rows:
   in-process, HDL-64E ``--beam full`` dual in rain over the bridge, VLS-128 over the bridge (names ending
   in ``_bridged`` run ``rt-lidar demo`` without ``--in-process``: the embedded server and the bridge).
 
-The JSON keeps every run's factor, each row's range and median, ``--beam full``'s share of pulses
-that got the bundle, and the machine (tools/bench/machine_record.py).
+The JSON keeps every run's factor, each row's range and median, each run's CPU seconds (the demo's
+process and its children, every thread, start-up included) and the 1-minute load average after it,
+``--beam full``'s share of pulses that got the bundle, and the machine (tools/bench/machine_record.py).
+``bench_beam_full_cpu.py`` gives the CPU time per sim frame without the start-up.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -79,14 +82,19 @@ def run_demo(args: list[str], frames: int, seed: int, code: Path | None = None) 
         cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--quiet"]
         cmd += ["--frames", str(frames), "--seed", str(seed), "--out", str(out), *demo_args]
         t0 = time.perf_counter()
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env=env)
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         elapsed = time.perf_counter() - t0
+        cpu_s = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
         summary = json.loads((out / "summary.json").read_text())
     got: dict[str, Any] = {
         "realtime_factor": float(summary["realtime_factor"]),
         "elapsed_s": elapsed,
+        "cpu_s": cpu_s,  # the demo's process and its children, every thread, start-up included
+        "load_average_1min": os.getloadavg()[0],
         "sim_time_s": summary.get("sim_time_s"),
     }
     if "beam" in summary:
@@ -106,6 +114,8 @@ def summarise(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "realtime_factor_min": min(f),
         "realtime_factor_max": max(f),
         "realtime_factor_median": statistics.median(f),
+        "cpu_s_runs": [round(r["cpu_s"], 2) for r in runs],
+        "load_average_1min": [round(r["load_average_1min"], 2) for r in runs],
     }
     if "beam" in runs[-1]:
         row["beam"] = runs[-1]["beam"]
@@ -148,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
             extra = (
                 f"  bundled {share:.1%}" if isinstance(share, float) and got["beam"]["mode"] == "full" else ""
             )
-            print(f"round {round_no + 1} {name:>32}: RTF {got['realtime_factor']:5.2f}{extra}", flush=True)
+            print(
+                f"round {round_no + 1} {name:>32}: RTF {got['realtime_factor']:5.2f}  "
+                f"CPU {got['cpu_s']:5.2f} s (load {got['load_average_1min']:.1f}){extra}",
+                flush=True,
+            )
     report = {
         "frames": args.frames,
         "rounds": max(1, args.repeats),

@@ -1,0 +1,151 @@
+"""``--beam full``'s second look: one probe ray at the footprint's rim toward each neighbour that marked a
+pulse, and the bundle only where the probe sees the step.
+
+Two neighbouring central rays that differ (a depth edge, the edge of glass or of a retro-reflector,
+:func:`rt_lidar.pipeline.beam_full.neighbour_steps`) say that a step lies somewhere between them, not
+in whose footprint. The rings of a spinning sensor are 3-8 mrad apart and its footprint 2-4 mrad
+across, so a step between two rings lies in neither footprint more often than in one, and when it lies
+in one it is not in the other: bundling both pulses (what the neighbour test alone does) casts most
+bundles where every sub-ray would say what the central ray says.
+
+Here each pulse marked by a pair casts one **probe**: a ray at its footprint's rim (the bundle's
+largest offset, :func:`probe_pattern`) on the side of the neighbour, horizontal for a neighbour along
+the ring and vertical for one in the next ring (:func:`probe_rows`). The pulse keeps the bundle only
+where its probe sees what the pair saw, within the footprint (:func:`probe_marks`):
+
+- a depth edge: the probe misses where the central ray hits (or the other way round), or its range
+  differs from the central ray's by more than half the spread a footprint may hold on one smooth
+  surface (``spread_m / 2``: the footprint reaches as far on the other side);
+- the edge of glass: the probe passes glass where the central ray does not (or the other way round),
+  or their glass ranges differ by more than ``edge_m / 2``;
+- the edge of a retro-reflector: the probe ends on one where the central ray does not (or the other
+  way round).
+
+A probe costs one ray where the bundle costs 19; the pulses that keep the bundle are cast as the whole
+bundle as before (bit for bit the dense bundle), the others keep their central ray (the single-ray model
+exactly).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rt_lidar.pipeline.pose_samples import interpolate_pose_samples, sensor_pose_samples
+from rt_lidar.sensor.beam import SubRayPattern
+from rt_lidar.sensor.scan_pattern import Firings
+
+if TYPE_CHECKING:
+    from rt_lidar.pipeline.beam_full import FullBeamPlan
+    from rt_lidar.pipeline.sources import Hits, WorldSource
+
+__all__ = ["PROBE_SIDES", "probe_marks", "probe_pattern", "probe_rows", "refine_bundles"]
+
+PROBE_SIDES = 4
+"""Probe offsets of a pulse: toward lower azimuth, higher azimuth, lower elevation, higher elevation."""
+
+
+def probe_pattern(pattern: SubRayPattern) -> SubRayPattern:
+    """The four probe rays of a bundle ``pattern``: its largest offsets to either side in the horizontal
+    and the vertical, each on its own axis (in the order of :data:`PROBE_SIDES`)."""
+    off = np.asarray(pattern.offsets_rad, np.float64)
+    h_lo, h_hi = float(off[:, 0].min()), float(off[:, 0].max())
+    v_lo, v_hi = float(off[:, 1].min()), float(off[:, 1].max())
+    probes = np.array([[h_lo, 0.0], [h_hi, 0.0], [0.0, v_lo], [0.0, v_hi]])
+    weights = np.full(PROBE_SIDES, 1.0 / PROBE_SIDES, np.float32)
+    radius = np.hypot(probes[:, 0], probes[:, 1])
+    radius = radius / radius.max() if radius.max() > 0 else radius
+    for a in (probes, weights, radius):
+        a.setflags(write=False)
+    return SubRayPattern(probes, weights, radius)
+
+
+def probe_rows(f: Firings, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pulse, side) int64 of the probes of the marked neighbour pairs ``(i, j)`` of firings ``f``: each
+    pulse of a pair probes on the side of the other (the larger of the azimuth and elevation steps between
+    them, :data:`PROBE_SIDES`), each (pulse, side) once, by side and then pulse (rays of one side of
+    neighbouring pulses run side by side: Embree's packets of them stay coherent)."""
+    if not i.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    az_i, az_j = np.take(f.azimuth_deg, i), np.take(f.azimuth_deg, j)
+    el_i, el_j = np.take(f.elevation_deg, i), np.take(f.elevation_deg, j)
+    d_h = (np.remainder(az_j - az_i + 180.0, 360.0) - 180.0) * np.cos(np.radians(el_i))
+    d_v = el_j - el_i
+    side_i = np.where(np.abs(d_h) >= np.abs(d_v), (d_h > 0).astype(np.int64), 2 + (d_v > 0).astype(np.int64))
+    n = len(f)
+    wanted = np.zeros(PROBE_SIDES * n, bool)
+    wanted[side_i * n + i] = True
+    wanted[(side_i ^ 1) * n + j] = True
+    key = np.flatnonzero(wanted)
+    return key % n, key // n
+
+
+def _probe_hits(
+    source: WorldSource, f: Firings, pulse: np.ndarray, side: np.ndarray, probes: SubRayPattern
+) -> Hits:
+    """The probe ray of each (``pulse``, ``side``) of firings ``f``, one row each, cast as the bundle's
+    sub-rays are (from the pose at the firing time, started across the exit aperture)."""
+    from rt_lidar.pipeline.beam_full import take_firings
+    from rt_lidar.pipeline.sources import _beam_starts
+
+    in_use = np.zeros(len(f), bool)
+    in_use[pulse] = True
+    pulses = np.flatnonzero(in_use)
+    fu = take_firings(f, pulses)
+    samples = sensor_pose_samples(source.world, fu.t_ns, source.mount)
+    pos, quat = _beam_starts(source.ops, fu, *interpolate_pose_samples(fu.t_ns, samples))
+    d, pos, quat = source.ops.subray_starts(fu.directions(), probes, source.exit_m_per_rad, pos, quat)
+    rows = np.searchsorted(pulses, pulse) * PROBE_SIDES + side
+    take = (np.take(d, rows, axis=0), np.take(pos, rows, axis=0), np.take(quat, rows, axis=0))
+    return source._cast(take_firings(f, pulse), *take, None)
+
+
+def probe_marks(
+    central: Hits, pulse: np.ndarray, probe: Hits, retro: np.ndarray, plan: FullBeamPlan
+) -> dict[str, np.ndarray]:
+    """Per reason (``edge``, ``glass``, ``retro``), the (R,) bool probes (``probe``'s rows, of pulses
+    ``pulse``) that see a step from their pulse's ``central`` ray within the footprint (module docstring);
+    ``retro`` the world materials' retro flags."""
+    c_rng = np.take(central.range_m, pulse)
+    q_rng = probe.range_m
+    c_hit, q_hit = np.isfinite(c_rng), np.isfinite(q_rng)
+    c_glass = np.take(central.glass_material, pulse) >= 0
+    q_glass = probe.glass_material >= 0
+    c_mat = np.take(central.material, pulse)
+    c_retro = c_hit & (c_mat >= 0) & retro[np.maximum(c_mat, 0)]
+    q_retro = q_hit & (probe.material >= 0) & retro[np.maximum(probe.material, 0)]
+    with np.errstate(invalid="ignore"):
+        dr = np.abs(q_rng - c_rng)
+        g_dr = np.abs(probe.glass_range_m - np.take(central.glass_range_m, pulse))
+    both = c_hit & q_hit
+    return {
+        "edge": (c_hit != q_hit) | (both & (dr > np.float32(plan.spread_m / 2.0))),
+        "glass": (c_glass != q_glass) | (c_glass & q_glass & (g_dr > np.float32(plan.edge_m / 2.0))),
+        "retro": c_retro != q_retro,
+    }
+
+
+def refine_bundles(
+    source: WorldSource,
+    f: Firings,
+    central: Hits,
+    pairs: tuple[np.ndarray, np.ndarray],
+    plan: FullBeamPlan,
+) -> tuple[np.ndarray, dict[str, int], int]:
+    """(P,) bool: the pulses of firings ``f`` whose probe toward a neighbour of a marked pair ``pairs``
+    sees the step (module docstring), from their ``central`` rays; how many of them each reason
+    marked; and how many probe rays were cast."""
+    chosen = np.zeros(len(f), bool)
+    reasons = {"edge": 0, "glass": 0, "retro": 0}
+    pulse, side = probe_rows(f, *pairs)  # pulse: every probe's, unsorted
+    if not pulse.size:
+        return chosen, reasons, 0
+    probe = _probe_hits(source, f, pulse, side, probe_pattern(plan.pattern))
+    marks = probe_marks(central, pulse, probe, plan.retro, plan)
+    for name, m in marks.items():
+        by = np.zeros(len(f), bool)
+        by[pulse[m]] = True
+        reasons[name] = int(np.count_nonzero(by))
+        chosen |= by
+    return chosen, reasons, int(pulse.size)
