@@ -1,0 +1,229 @@
+"""Real scans vendored under tests/data/real (issue 40, item 6): each read back on its firing grid and held
+against another library's decode (velodyne-decoder, ouster-sdk, pypcd4), the format told from the file,
+and ``rt-lidar validate --only realism --real PRESET=PATH``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from peers import needs_peer, peer_python
+
+from rt_lidar.errors import ConfigError, RecordingError
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sinks.velodyne import calibration_yaml
+from rt_lidar.validation.real_formats import detect_format, read_real_scan
+from rt_lidar.validation.real_frames import VENDORED, is_outdoor, parse_real_option, vendored_frames
+from rt_lidar.validation.real_velodyne import decode_velodyne_payloads, read_velodyne_pcap
+from rt_lidar.validation.realism import realism_statistics
+from rt_lidar.validation.realism_grid import read_ouster_legacy_pcap
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "real"
+NUSCENES = DATA / "HDL-32E" / "nuscenes_LIDAR_TOP_1532402927647951.pcd.bin"
+VLS128 = DATA / "VLS-128" / "vls128_nebula_1614315746.pcap"
+VLP32C = DATA / "VLP-32C" / "vlp32c_nebula_1713492677.pcap"
+OS1_32 = DATA / "OS1-32" / "OS-1-32-G_v2.1.1_1024x10.pcap"
+
+
+def test_every_vendored_frame_is_found_and_named_in_the_readme() -> None:
+    frames = vendored_frames()
+    assert [f.path for f in frames] == [DATA / f for _, f, _ in VENDORED]
+    readme = (DATA / "README.md").read_text()
+    for f in frames:
+        assert f.path.name in readme
+        assert f.path.stat().st_size <= 2_000_000
+
+
+@pytest.mark.parametrize(
+    ("pcap", "preset", "model"), [(VLP32C, "VLP-32C", "VLP32C"), (VLS128, "VLS-128", "VLS128")]
+)
+def test_velodyne_pcap_decodes_as_velodyne_decoder_does(pcap: Path, preset: str, model: str) -> None:
+    """Every return (ring by elevation, range to the mm, intensity) equals velodyne-decoder's."""
+    vd = pytest.importorskip("velodyne_decoder")
+    from rt_lidar.validation.real_velodyne import _data_payloads
+
+    p = load_preset(preset)
+    ret = decode_velodyne_payloads(_data_payloads(pcap), p.n_rings)
+    elev_of_laser = np.zeros(p.n_rings)
+    elev_of_laser[[b.laser_id for b in p.beams]] = p.elevations_deg
+    rank = np.argsort(np.argsort(elev_of_laser, kind="stable"), kind="stable")
+    got = ret.distance > 0
+    ours = np.stack([rank[ret.laser[got]], np.round(ret.distance[got] * 4.0), ret.intensity[got]], 1)
+    cfg = vd.Config(max_range=1000.0, min_range=0.0)
+    cfg.model = getattr(vd.Model, model)
+    cfg.calibration = vd.Calibration.from_string(calibration_yaml(p))
+    pts = np.concatenate([q for _, q in vd.read_pcap(str(pcap), cfg)])
+    f = vd.PointField
+    theirs = np.stack(
+        [pts[:, f.ring], np.round(np.linalg.norm(pts[:, :3], axis=1) * 1000.0), pts[:, f.intensity]], 1
+    )
+    assert ours.shape == theirs.shape
+    a = ours[np.lexsort(ours.T[::-1])].astype(np.int64)
+    b = theirs[np.lexsort(theirs.T[::-1])].astype(np.int64)
+    assert np.array_equal(a, b)
+
+
+def test_vls128_rotation_on_its_firing_grid() -> None:
+    g = read_velodyne_pcap(VLS128)
+    rings, cols = g.range_m.shape
+    assert rings == 128 and 1780 <= cols <= 1830  # one rotation at 0.2 deg a firing
+    assert g.in_view.all()
+    assert 0.85 < g.returned.mean() < 0.95
+    assert g.range_m.max() < 250.0  # the VLS-128's range
+    s = realism_statistics(g)
+    assert 1.7 < s["sensor_height_m"] < 2.2  # on a car's roof
+    assert is_outdoor(g)
+    assert 0.3 <= s["ground_falloff_20_30_over_0_10"] <= 0.8
+    assert s["ground_horizon_m"] >= 60.0
+
+
+def test_vlp32c_sweep_is_its_field_of_view_indoors() -> None:
+    g = read_real_scan(VLP32C, "VLP-32C")
+    assert g.range_m.shape[0] == 32
+    az = np.degrees(np.arctan2(g.direction[0, :, 1], g.direction[0, :, 0]))
+    span = np.ptp(np.unwrap(np.radians(az))) * 180 / np.pi
+    assert 170.0 < span < 210.0  # the unit's 200 deg field of view, not a full turn
+    assert not is_outdoor(g)  # a floor 0.27 m below: no road statistics
+
+
+def test_nuscenes_sweep_is_its_firing_grid() -> None:
+    a = np.fromfile(NUSCENES, np.float32).reshape(-1, 5)
+    g = read_real_scan(NUSCENES, "HDL-32E")
+    assert g.range_m.shape == (32, a.shape[0] // 32)
+    near = np.linalg.norm(a[:, :3], axis=1) < 0.5
+    assert int(g.returned.sum()) == int((~near).sum())  # every return on the grid, one a cell
+    elev = np.degrees(np.arcsin(g.direction[:, 0, 2]))
+    assert np.all(np.diff(elev) > 0) and elev[0] == pytest.approx(-30.67, abs=0.3)  # ring 0 lowest
+    s = realism_statistics(g)
+    assert 1.7 < s["sensor_height_m"] < 2.0  # nuScenes' roof HDL-32E
+    assert 30.0 <= s["ground_horizon_m"] <= 45.0  # realism-statistics.md: HDL-32E ~39 m
+    assert 0.12 <= s["ground_texture_share"] <= 0.84
+
+
+@pytest.mark.parametrize("with_ring", [True, False])
+def test_pcd_written_by_pypcd4_reads_as_the_same_scan(tmp_path: Path, with_ring: bool) -> None:
+    pypcd4 = pytest.importorskip("pypcd4")
+    a = np.fromfile(NUSCENES, np.float32).reshape(-1, 5)
+    names = ("x", "y", "z", "intensity", "ring")[: 5 if with_ring else 4]
+    types = (np.float32,) * 4 + (np.uint16,)
+    path = tmp_path / "scan.pcd"
+    pypcd4.PointCloud.from_points(a[:, : len(names)], names, types[: len(names)]).save(path)
+    assert detect_format(path) == "pcd"
+    g = read_real_scan(path, "HDL-32E")
+    native = realism_statistics(read_real_scan(NUSCENES, "HDL-32E"))
+    s = realism_statistics(g)
+    far = np.linalg.norm(a[:, :3], axis=1) >= 0.5
+    assert g.returned.sum() >= 0.9 * far.sum()  # binned by azimuth: a few points share a cell
+    assert s["ground_falloff_20_30_over_0_10"] == pytest.approx(
+        native["ground_falloff_20_30_over_0_10"], abs=0.1
+    )
+    assert s["ground_texture_share"] == pytest.approx(native["ground_texture_share"], abs=0.05)
+
+
+@needs_peer("ouster")
+def test_os1_32_frame_matches_ouster_sdk(tmp_path: Path) -> None:
+    meta = OS1_32.with_suffix(".json")
+    g = read_real_scan(OS1_32, "OS1-64")  # the metadata found beside the pcap
+    script = tmp_path / "read.py"
+    script.write_text(
+        "import sys, numpy as np\n"
+        "from ouster.sdk import open_source\n"
+        "from ouster.sdk.core import ChanField\n"
+        "src = open_source(sys.argv[1], meta=[sys.argv[2]], index=False)\n"
+        "scans = [fs[0] for fs in src]\n"
+        "s = max(scans, key=lambda s: int((s.field(ChanField.RANGE) > 0).sum()))\n"
+        "np.savez(sys.argv[3], r=s.field(ChanField.RANGE), sig=s.field(ChanField.SIGNAL))\n"
+    )
+    out = tmp_path / "sdk.npz"
+    cmd = [str(peer_python("ouster")), str(script), str(OS1_32), str(meta), str(out)]
+    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+    sdk = np.load(out)
+    assert np.array_equal(np.round(g.range_m * 1000).astype(np.int64), sdk["r"].astype(np.int64))
+    assert np.array_equal(
+        g.intensity.astype(np.int64), np.where(sdk["r"] > 0, sdk["sig"], 0).astype(np.int64)
+    )
+
+
+def test_ouster_pcap_without_metadata_is_one_clear_error(tmp_path: Path) -> None:
+    shutil.copy(OS1_32, tmp_path / "alone.pcap")
+    assert detect_format(tmp_path / "alone.pcap") == "ouster-pcap"
+    with pytest.raises(RecordingError, match=r"no single Ouster metadata \.json beside it"):
+        read_real_scan(tmp_path / "alone.pcap", "OS1-64")
+    g = read_ouster_legacy_pcap(OS1_32, OS1_32.with_suffix(".json"))
+    assert g.range_m.shape == (32, 1024)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("HDL-32E", r"must be PRESET=PATH"),
+        ("NO-SUCH=x.pcd", r"--real 'NO-SUCH=x.pcd'"),
+        ("HDL-32E=missing.pcd.bin", r"missing.pcd.bin: no such file"),
+        ("HDL-32E=README.md", r"format not known from its name"),
+    ],
+)
+def test_bad_real_options_name_what_is_wrong(tmp_path: Path, text: str, match: str) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("x")
+    with pytest.raises(ConfigError, match=match):
+        parse_real_option(text.replace("README.md", str(readme)))
+
+
+def test_a_pcap_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "x.pcap"
+    bad.write_bytes(b"not a capture at all")
+    with pytest.raises(RecordingError, match="not a pcap file"):
+        detect_format(bad)
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "rt_lidar.cli.main", *argv], capture_output=True, text=True, timeout=300
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_cli_refuses_a_bad_real_scan_with_one_line(tmp_path: Path) -> None:
+    rc, _, err = _cli("validate", "--only", "realism", "--out", str(tmp_path), "--real", "HDL-32E=nope.pcd")
+    assert rc == 2 and err.strip().count("\n") == 0 and "nope.pcd: no such file" in err
+    rc, _, err = _cli(
+        "validate", "--only", "rain_max_range", "--out", str(tmp_path), "--real", f"HDL-32E={NUSCENES}"
+    )
+    assert rc == 2 and "add it to --only" in err
+
+
+def test_cli_sets_a_users_scan_beside_its_preset(tmp_path: Path) -> None:
+    mine = tmp_path / "my_sweep.pcd.bin"
+    shutil.copy(NUSCENES, mine)
+    out = tmp_path / "out"
+    rc, stdout, err = _cli(
+        "validate",
+        "--only",
+        "realism",
+        "--presets",
+        "HDL-32E",
+        "--frames",
+        "1",
+        "--out",
+        str(out),
+        "--real",
+        f"HDL-32E={mine}",
+    )
+    assert rc == 0, err
+    rep = json.loads((out / "report.json").read_text())["realism"]
+    assert rep["presets"] == ["HDL-32E"] and rep["frames_per_preset"] == 1
+    user = rep["real_scans"]["my_sweep.pcd.bin"]
+    vendored = rep["real_scans"]["nuScenes HDL-32E"]
+    assert user["origin"] == "user" and vendored["origin"] == "vendored"
+    assert user["statistics"] == vendored["statistics"]  # the same bytes, the same statistics
+    sim = rep["sim_horizon_m"][0]
+    assert user["residual"]["horizon_m"] == pytest.approx(sim - user["statistics"]["ground_horizon_m"])
+    assert "my_sweep.pcd.bin" in stdout and "my_sweep.pcd.bin" in (out / "realism.txt").read_text()
+    assert "left out" in err  # the frames of presets not simulated: said, not silent
+    assert (out / "realism.png").stat().st_size > 10_000
