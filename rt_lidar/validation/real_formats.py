@@ -226,6 +226,15 @@ def detect_format(path: str | Path) -> str:
     )
 
 
+def _stored_ring_by_ring(path: Path, rings: int) -> bool:
+    """The ``.bin``'s points run ring after ring (KITTI's raw order: the azimuth sweeps, then jumps back
+    once a ring); a file in another order (a processed or shuffled cloud) gets its rings from elevation."""
+    a = np.fromfile(path, np.float32)
+    a = a[: a.size - a.size % 4].reshape(-1, 4)
+    jumps = int(np.count_nonzero(np.diff(np.arctan2(a[:, 1], a[:, 0])) < 0))
+    return jumps < 2 * rings
+
+
 def read_real_scan(path: str | Path, preset: str | SensorPreset) -> ScanGrid:
     """One real scan on its firing grid, its format told from the file; ``preset`` is the sensor model
     it stands beside (its beam table gives rings to files that carry none)."""
@@ -242,7 +251,7 @@ def read_real_scan(path: str | Path, preset: str | SensorPreset) -> ScanGrid:
     if fmt == "nuscenes-bin":
         return read_nuscenes_bin(path)
     if fmt == "kitti-bin":
-        if p.name.upper().startswith("HDL-64"):
+        if p.name.upper().startswith("HDL-64") and _stored_ring_by_ring(path, p.n_rings):
             calib = path.parent / "calib.txt"
             return read_kitti_bin(path, calib if calib.exists() else None)
         return read_xyzi_bin(path, p)

@@ -94,6 +94,7 @@ def shared_frames(root: Path | None) -> list[RealFrame]:
 
 VENDORED = (
     ("HDL-32E", "HDL-32E/nuscenes_LIDAR_TOP_1532402927647951.pcd.bin", "nuScenes HDL-32E"),
+    ("VLP-32C", "VLP-32C/av2_up_lidar_315966265259836000.pcd", "Argoverse 2 VLP-32C"),
     ("VLP-32C", "VLP-32C/vlp32c_nebula_1713492677.pcap", "nebula VLP-32C (indoors)"),
     ("VLS-128", "VLS-128/vls128_nebula_1614315746.pcap", "nebula VLS-128"),
     ("OS1-64", "OS1-32/OS-1-32-G_v2.1.1_1024x10.pcap", "Ouster OS1-32 gen 2"),

@@ -27,6 +27,7 @@ NUSCENES = DATA / "HDL-32E" / "nuscenes_LIDAR_TOP_1532402927647951.pcd.bin"
 VLS128 = DATA / "VLS-128" / "vls128_nebula_1614315746.pcap"
 VLP32C = DATA / "VLP-32C" / "vlp32c_nebula_1713492677.pcap"
 OS1_32 = DATA / "OS1-32" / "OS-1-32-G_v2.1.1_1024x10.pcap"
+AV2 = DATA / "VLP-32C" / "av2_up_lidar_315966265259836000.pcd"
 
 
 def test_every_vendored_frame_is_found_and_named_in_the_readme() -> None:
@@ -102,6 +103,23 @@ def test_nuscenes_sweep_is_its_firing_grid() -> None:
     assert 1.7 < s["sensor_height_m"] < 2.0  # nuScenes' roof HDL-32E
     assert 30.0 <= s["ground_horizon_m"] <= 45.0  # realism-statistics.md: HDL-32E ~39 m
     assert 0.12 <= s["ground_texture_share"] <= 0.84
+
+
+def test_argoverse2_sweep_reads_as_pypcd4_reads_it() -> None:
+    pypcd4 = pytest.importorskip("pypcd4")
+    theirs = pypcd4.PointCloud.from_path(AV2).numpy(("x", "y", "z", "intensity", "ring"))
+    g = read_real_scan(AV2, "VLP-32C")
+    assert g.range_m.shape[0] == len(np.unique(theirs[:, 4])) == 32
+    assert 1780 <= g.range_m.shape[1] <= 1820  # 0.2 deg a firing at 10 Hz
+    # every point lands on the grid, at most one a cell: the same ranges and intensities as pypcd4 reads
+    r = np.linalg.norm(theirs[:, :3].astype(np.float64), axis=1)
+    assert abs(int(g.returned.sum()) - r.size) <= 0.03 * r.size
+    assert np.median(g.range_m[g.returned]) == pytest.approx(np.median(r), rel=0.02)
+    assert g.intensity.max() == theirs[:, 3].max()
+    s = realism_statistics(g)
+    assert 1.8 < s["sensor_height_m"] < 2.2 and is_outdoor(g)
+    assert s["ground_horizon_m"] >= 60.0  # realism-statistics.md: VLP-32C >= 67 m
+    assert 0.45 <= s["ground_falloff_20_30_over_0_10"] <= 0.76
 
 
 @pytest.mark.parametrize("with_ring", [True, False])

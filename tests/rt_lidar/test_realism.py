@@ -132,7 +132,7 @@ def test_validate_realism_reports_every_preset_beside_real_scans(tmp_path: Path)
     assert "![realism](realism.png)" in (tmp_path / "report.md").read_text()
     vendored = {
         "HDL-32E": ["nuscenes_LIDAR_TOP_1532402927647951.pcd.bin"],
-        "VLP-32C": ["vlp32c_nebula_1713492677.pcap"],
+        "VLP-32C": ["av2_up_lidar_315966265259836000.pcd", "vlp32c_nebula_1713492677.pcap"],
         "VLS-128": ["vls128_nebula_1614315746.pcap"],
         "OS1-64": ["OS-1-32-G_v2.1.1_1024x10.pcap"],
     }
