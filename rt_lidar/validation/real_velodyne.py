@@ -63,35 +63,36 @@ def decode_velodyne_payloads(payloads: list[bytes], lasers: int) -> VelodyneRetu
     blocks = pk["blocks"].reshape(-1)
     flag = blocks["flag"].astype(np.int64)
     az = blocks["azimuth"].astype(np.int64)
+    slot = np.arange(flag.size)  # the block's place in the run: packet * 12 + block
     valid = np.isin(flag, list(_BANK_OF_FLAG)) & (az < 36000)
-    blocks, flag, az = blocks[valid], flag[valid], az[valid]
+    blocks, flag, az, slot = blocks[valid], flag[valid], az[valid], slot[valid]
     bank = np.vectorize(_BANK_OF_FLAG.get, otypes=[np.int64])(flag) if flag.size else flag
     dist = blocks["channels"]["distance"].astype(np.int64)
     inten = blocks["channels"]["intensity"].astype(np.int64)
+    # the blocks of one firing: one per bank (upper and lower, or four on a VLS-128), twice that in
+    # dual-return mode (the last and the strongest returns of the same firing)
+    per_firing = max(1, np.unique(bank).size) * (2 if mode == _DUAL else 1)
+    group = np.unique(slot // per_firing, return_inverse=True)[1].reshape(-1)
     if lasers == 16:  # two firings of 16 lasers a block; the second at the half-way azimuth
-        nxt = np.r_[az[1:], az[-1:] + 40]
+        g_az = np.zeros(int(group.max()) + 1, np.int64)
+        g_az[group] = az
+        nxt = np.r_[g_az[1:], g_az[-1:] + 40][group]
         gap = np.mod(nxt - az, 36000)
         half = np.mod(az + np.where(gap < 100, gap, 20) // 2, 36000)
-        firing = np.repeat(np.arange(az.size) * 2, 32) + np.tile(np.repeat([0, 1], 16), az.size)
+        second = np.tile(np.repeat([0, 1], 16), az.size)
+        firing = np.repeat(group * 2, 32) + second
         laser = np.tile(np.r_[np.arange(16), np.arange(16)], az.size)
-        azimuth = np.where(
-            np.tile(np.repeat([0, 1], 16), az.size) == 0, np.repeat(az, 32), np.repeat(half, 32)
-        )
+        azimuth = np.where(second == 0, np.repeat(az, 32), np.repeat(half, 32))
     else:
-        # a new firing where the azimuth changes or a bank comes round again (dual mode repeats banks)
-        new = np.r_[True, (az[1:] != az[:-1]) | (bank[1:] <= bank[:-1])]
-        if mode == _DUAL:
-            new = np.r_[True, az[1:] != az[:-1]]
-        fid = np.cumsum(new) - 1
-        firing = np.repeat(fid, 32)
+        firing = np.repeat(group, 32)
         laser = np.repeat(bank * 32, 32) + np.tile(np.arange(32), az.size)
         azimuth = np.repeat(az, 32)
     distance, intensity = dist.reshape(-1), inten.reshape(-1)
     if mode == _DUAL:  # keep each laser's stronger return of the firing (the strongest-return mode)
         key = firing * lasers + laser
-        order = np.lexsort((-(distance > 0), -intensity, key))
+        order = np.lexsort(((distance == 0).astype(np.int64), -intensity, key))
         first = np.r_[True, key[order][1:] != key[order][:-1]]
-        keep = np.sort(order[first])
+        keep = order[first]  # one row a (firing, laser), in that order
         firing, laser, azimuth = firing[keep], laser[keep], azimuth[keep]
         distance, intensity = distance[keep], intensity[keep]
     ok = laser < lasers

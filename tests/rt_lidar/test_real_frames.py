@@ -50,7 +50,7 @@ def test_velodyne_pcap_decodes_as_velodyne_decoder_does(pcap: Path, preset: str,
     p = load_preset(preset)
     ret = decode_velodyne_payloads(_data_payloads(pcap), p.n_rings)
     elev_of_laser = np.zeros(p.n_rings)
-    elev_of_laser[[b.laser_id for b in p.beams]] = p.elevations_deg
+    elev_of_laser[[int(b.laser_id or 0) for b in p.beams]] = p.elevations_deg
     rank = np.argsort(np.argsort(elev_of_laser, kind="stable"), kind="stable")
     got = ret.distance > 0
     ours = np.stack([rank[ret.laser[got]], np.round(ret.distance[got] * 4.0), ret.intensity[got]], 1)
@@ -245,3 +245,102 @@ def test_cli_sets_a_users_scan_beside_its_preset(tmp_path: Path) -> None:
     assert "my_sweep.pcd.bin" in stdout and "my_sweep.pcd.bin" in (out / "realism.txt").read_text()
     assert "left out" in err  # the frames of presets not simulated: said, not silent
     assert (out / "realism.png").stat().st_size > 10_000
+
+
+def test_dual_return_packets_keep_each_lasers_strongest_return() -> None:
+    """The real VLP-32C firings re-packed as dual-return packets (each firing a block pair: a weaker,
+    farther 'last' return, then the real one as the strongest) decode to the single-return firings."""
+    from rt_lidar.sinks.velodyne import DATA_PACKET
+    from rt_lidar.validation.real_velodyne import _data_payloads
+
+    single = np.frombuffer(b"".join(_data_payloads(VLP32C)), DATA_PACKET)
+    blocks = single["blocks"].reshape(-1)[:600]
+    last = blocks.copy()
+    ch = last["channels"]
+    ch["distance"] = np.where(ch["distance"] > 0, ch["distance"] + 500, 0)
+    ch["intensity"] = ch["intensity"] // 2
+    pairs = np.stack([last, blocks], 1).reshape(-1, 12)  # six firings a packet, last then strongest
+    dual = np.zeros(pairs.shape[0], DATA_PACKET)
+    dual["blocks"], dual["mode"], dual["product"] = pairs, 0x39, 0x28
+    got = decode_velodyne_payloads([p.tobytes() for p in dual], 32)
+    want = decode_velodyne_payloads([p.tobytes() for p in single[:50]], 32)
+    assert got.return_mode == 0x39
+    keep = got.intensity > 0  # a laser whose intensity is 0 has no stronger of its two to tell
+    assert np.array_equal(got.distance[keep], want.distance[keep])
+    assert np.array_equal(got.firing, want.firing) and np.array_equal(got.laser, want.laser)
+
+
+def _sim_pcap(tmp_path: Path, preset: str, mode: str, second: bool) -> Path:
+    """Two street scans of ``preset`` written as Velodyne packets by our own sink."""
+    from rt_lidar.pipeline.builder import build_pipeline
+    from rt_lidar.sinks.base import SinkContext
+    from rt_lidar.sinks.velodyne import velodyne_pcap_sink
+
+    built = build_pipeline(preset, "street", seed=0)
+    try:
+        scans = built.pipeline.scans(2)
+    finally:
+        built.pipeline.close()
+    if second:  # every third point gains a farther, weaker second return
+        from rt_lidar.pipeline.assembler import Scan
+
+        out = []
+        for s in scans:
+            twin = s.points[::3].copy()
+            for axis in ("x", "y", "z"):
+                twin[axis] *= np.float32(1.25)
+            twin["intensity"] = np.floor(twin["intensity"] * 0.5)
+            twin["return_id"] = 1
+            pts = np.concatenate([s.points, twin])
+            pts = pts[np.lexsort((pts["return_id"], pts["ring"], pts["t"]))]
+            out.append(Scan(s.index, s.start_ns, pts, s.fired, s.dropped, s.frames))
+        scans = out
+    path = tmp_path / f"{preset}-{mode}.pcap"
+    sink = velodyne_pcap_sink(str(path), {"mode": mode})
+    sink.open(SinkContext(load_preset(preset), scenario={"test": True}))
+    for s in scans:
+        sink.write(s)
+    sink.close()
+    return path
+
+
+@pytest.mark.parametrize(("preset", "model"), [("VLP-16", "VLP16"), ("HDL-32E", "HDL32E")])
+def test_vlp16_and_hdl32e_packets_decode_as_velodyne_decoder_does(
+    tmp_path: Path, preset: str, model: str
+) -> None:
+    vd = pytest.importorskip("velodyne_decoder")
+    from rt_lidar.validation.real_velodyne import _data_payloads
+
+    p = load_preset(preset)
+    path = _sim_pcap(tmp_path, preset, "strongest", False)
+    ret = decode_velodyne_payloads(_data_payloads(path), p.n_rings)
+    res = 0.002
+    elev_of_laser = np.zeros(p.n_rings)
+    elev_of_laser[[int(b.laser_id if b.laser_id is not None else b.ring) for b in p.beams]] = p.elevations_deg
+    rank = np.argsort(np.argsort(elev_of_laser, kind="stable"), kind="stable")
+    got = ret.distance > 0
+    ours = np.stack([rank[ret.laser[got]], np.round(ret.distance[got] * res * 1000), ret.intensity[got]], 1)
+    cfg = vd.Config(max_range=1000.0, min_range=0.0)
+    cfg.model = getattr(vd.Model, model)
+    cfg.calibration = vd.Calibration.from_string(calibration_yaml(p))
+    pts = np.concatenate([q for _, q in vd.read_pcap(str(path), cfg)])
+    f = vd.PointField
+    theirs = np.stack(
+        [pts[:, f.ring], np.round(np.linalg.norm(pts[:, :3], axis=1) * 1000), pts[:, f.intensity]], 1
+    )
+    a = ours[np.lexsort(ours.T[::-1])].astype(np.int64)
+    b = theirs[np.lexsort(theirs.T[::-1])].astype(np.int64)
+    assert a.shape == b.shape and np.abs(a - b).max() <= 1  # the mm rounding of a 2 mm unit
+
+
+def test_vlp16_dual_return_decodes_to_its_strongest_returns(tmp_path: Path) -> None:
+    from rt_lidar.validation.real_velodyne import _data_payloads
+
+    dual = decode_velodyne_payloads(_data_payloads(_sim_pcap(tmp_path, "VLP-16", "dual", True)), 16)
+    single = decode_velodyne_payloads(_data_payloads(_sim_pcap(tmp_path, "VLP-16", "strongest", False)), 16)
+    assert dual.return_mode == 0x39 and single.return_mode == 0x37
+    n = min(dual.firing.size, single.firing.size)
+    assert n > 0.9 * single.firing.size
+    assert np.array_equal(dual.laser[:n], single.laser[:n])
+    assert np.array_equal(dual.distance[:n], single.distance[:n])
+    assert np.array_equal(dual.intensity[:n], single.intensity[:n])
