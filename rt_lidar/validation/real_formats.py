@@ -3,8 +3,8 @@ putting the scan on its firing grid (rings, columns, rays without returns) as
 :mod:`rt_lidar.validation.realism_grid` does.
 
 - ``.pcap`` of 1206-byte UDP payloads: Velodyne data packets (:mod:`rt_lidar.validation.real_velodyne`);
-  other payloads: Ouster LEGACY-profile packets, with the sensor's metadata JSON beside the pcap (the
-  same stem, or the only ``.json`` in its folder);
+  other payloads: Ouster lidar packets of any profile (:mod:`rt_lidar.validation.real_ouster`), with
+  the sensor's metadata JSON beside the pcap (the same stem, or the only ``.json`` in its folder);
 - ``.pcd.bin``: a nuScenes sweep (float32 x, y, z, intensity 0-255, ring; the HDL-32E's rays without a
   return come as points within 0.5 m of the sensor, the offsets of its calibration applied to distance 0);
 - ``.bin``: KITTI's layout (float32 x, y, z, reflectance); with the HDL-64E's preset the rings come from
@@ -25,13 +25,9 @@ from rt_lidar.errors import RecordingError
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.sinks.pcap import read_pcap_udp
 from rt_lidar.sinks.pcd import read_pcd_points
+from rt_lidar.validation.real_ouster import read_ouster_pcap
 from rt_lidar.validation.real_velodyne import read_velodyne_pcap
-from rt_lidar.validation.realism_grid import (
-    ScanGrid,
-    grid_from_points,
-    read_kitti_bin,
-    read_ouster_legacy_pcap,
-)
+from rt_lidar.validation.realism_grid import ScanGrid, grid_from_points, read_kitti_bin
 
 __all__ = [
     "FORMATS",
@@ -45,7 +41,7 @@ __all__ = [
 
 FORMATS = {
     "velodyne-pcap": "Velodyne data packets in a pcap (VLP-16, VLP-32C, HDL-32E, VLS-128; HDL-64E by preset)",
-    "ouster-pcap": "Ouster LEGACY-profile packets in a pcap, with the sensor's metadata .json beside it",
+    "ouster-pcap": "Ouster lidar packets (any profile) in a pcap, the sensor's metadata .json beside it",
     "nuscenes-bin": "nuScenes .pcd.bin (float32 x y z intensity ring)",
     "kitti-bin": "KITTI .bin (float32 x y z reflectance), calib.txt beside it crops to camera 2",
     "pcd": "PCD (binary or ascii) with x y z intensity [ring]",
@@ -247,7 +243,7 @@ def read_real_scan(path: str | Path, preset: str | SensorPreset) -> ScanGrid:
 
         return read_velodyne_pcap(path, None if head[-1] in PRESET_OF_PRODUCT else p)
     if fmt == "ouster-pcap":
-        return read_ouster_legacy_pcap(path, _ouster_metadata(path))
+        return read_ouster_pcap(path, _ouster_metadata(path))
     if fmt == "nuscenes-bin":
         return read_nuscenes_bin(path)
     if fmt == "kitti-bin":

@@ -344,3 +344,48 @@ def test_vlp16_dual_return_decodes_to_its_strongest_returns(tmp_path: Path) -> N
     assert np.array_equal(dual.laser[:n], single.laser[:n])
     assert np.array_equal(dual.distance[:n], single.distance[:n])
     assert np.array_equal(dual.intensity[:n], single.intensity[:n])
+
+
+@needs_peer("ouster")
+@pytest.mark.parametrize("profile", ["LEGACY", "RNG19", "RNG15", "DUAL", "RNG15_DUAL"])
+def test_ouster_packets_of_every_profile_read_as_ouster_sdk_reads_them(tmp_path: Path, profile: str) -> None:
+    """Our own OS1-64 packets in each lidar profile, read back here and by ouster-sdk 1.0: the same range
+    and signal (reflectivity where the profile has no signal) in every pixel."""
+    from rt_lidar.pipeline.builder import build_pipeline
+    from rt_lidar.sinks.base import SinkContext
+    from rt_lidar.sinks.ouster import ouster_pcap_sink
+    from rt_lidar.validation.real_ouster import read_ouster_pcap
+
+    built = build_pipeline("OS1-64", "street", seed=0)
+    try:
+        scans = built.pipeline.scans(1)
+    finally:
+        built.pipeline.close()
+    pcap = tmp_path / "os.pcap"
+    sink = ouster_pcap_sink(str(pcap), {"profile": profile})
+    sink.open(SinkContext(load_preset("OS1-64")))
+    for s in scans:
+        sink.write(s)
+    sink.close()
+    meta = tmp_path / "os.json"
+    script = tmp_path / "read.py"
+    script.write_text(
+        "import sys, numpy as np\n"
+        "from ouster.sdk import open_source\n"
+        "from ouster.sdk.core import ChanField\n"
+        "src = open_source(sys.argv[1], meta=[sys.argv[2]], index=False)\n"
+        "s = max((fs[0] for fs in src), key=lambda s: int((s.field(ChanField.RANGE) > 0).sum()))\n"
+        "f = ChanField.SIGNAL if ChanField.SIGNAL in s.fields else ChanField.REFLECTIVITY\n"
+        "np.savez(sys.argv[3], r=s.field(ChanField.RANGE), sig=s.field(f))\n"
+    )
+    out = tmp_path / "sdk.npz"
+    cmd = [str(peer_python("ouster")), str(script), str(pcap), str(meta), str(out)]
+    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+    sdk = np.load(out)
+    g = read_ouster_pcap(pcap, meta)
+    assert g.returned.sum() > 10_000
+    assert np.array_equal(np.round(g.range_m * 1000).astype(np.int64), sdk["r"].astype(np.int64))
+    assert np.array_equal(
+        g.intensity.astype(np.int64), np.where(sdk["r"] > 0, sdk["sig"], 0).astype(np.int64)
+    )
+    assert g.units.startswith("Ouster reflectivity" if "RNG15" in profile else "Ouster signal")
