@@ -46,7 +46,10 @@ def _realism_options(args: argparse.Namespace) -> Any:
     from rt_lidar.validation.real_frames import parse_real_option
     from rt_lidar.validation.realism_experiment import REALISM_PRESETS, RealismOptions, realism_options
 
-    presets = tuple(load_preset(p).name for p in args.presets) if args.presets else REALISM_PRESETS
+    try:
+        presets = tuple(load_preset(p).name for p in args.presets) if args.presets else REALISM_PRESETS
+    except ConfigError as exc:
+        raise ConfigError(f"--presets: {exc}") from None
     if args.frames is not None and not 1 <= args.frames <= 20:
         raise ConfigError(f"--frames: must be in [1, 20], got {args.frames}")
     real = tuple(parse_real_option(t) for t in args.real or ())

@@ -114,7 +114,7 @@ def read_ouster_pcap(pcap: str | Path, metadata: str | Path) -> ScanGrid:
     in_view = np.zeros((rows, width), bool)
     rng15 = lay.profile.startswith(("RNG15", "FUSA_RNG15"))
     bits = 0xFFFFF if lay.profile == "LEGACY" else (0x7FFF if rng15 else 0x7FFFF)
-    field = "signal" if "signal" in pixel_dtype(lay.profile).names else "reflectivity"
+    field = "signal" if "signal" in (pixel_dtype(lay.profile).names or ()) else "reflectivity"
     for m, px in got.items():
         raw = px["range"].astype(np.int64) & bits
         rng[:, m] = raw * (8.0 if rng15 else 1.0) / 1000.0

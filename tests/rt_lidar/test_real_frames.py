@@ -214,6 +214,11 @@ def test_cli_refuses_a_bad_real_scan_with_one_line(tmp_path: Path) -> None:
         "validate", "--only", "rain_max_range", "--out", str(tmp_path), "--real", f"HDL-32E={NUSCENES}"
     )
     assert rc == 2 and "add it to --only" in err
+    rc, _, err = _cli("validate", "--only", "realism", "--out", str(tmp_path), "--presets", "NOPE")
+    assert rc == 2 and err.startswith("rt-lidar validate: error: --presets: NOPE")
+    rc, _, err = _cli("validate", "--only", "realism", "--out", str(tmp_path), "--frames", "0")
+    assert rc == 2 and "--frames: must be in [1, 20], got 0" in err
+    assert not (tmp_path / "report.json").exists()  # refused before anything ran
 
 
 def test_cli_sets_a_users_scan_beside_its_preset(tmp_path: Path) -> None:
