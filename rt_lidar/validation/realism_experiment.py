@@ -330,7 +330,7 @@ _REAL_STYLES = ("s--", "^--", "v--", "D--", "P--")
 
 def _plot(path: Path, sim: dict[str, dict[str, Any]], scans: list[dict[str, Any]]) -> None:
     n = len(sim)
-    fig, axes = plt.subplots(2, n, figsize=(3.4 * n, 6.2), dpi=100, squeeze=False)
+    fig, axes = plt.subplots(3, n, figsize=(3.4 * n, 9.0), dpi=100, squeeze=False)
     centres = [5, 15, 25, 40, 60]
     for j, (name, s) in enumerate(sim.items()):
         curves = [("simulated", s, "o-")]
@@ -360,9 +360,36 @@ def _plot(path: Path, sim: dict[str, dict[str, Any]], scans: list[dict[str, Any]
         ax.set(xlabel="range to the ground (m)", ylabel="P(ground return)", xscale="log", xlim=(3, 200))
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6)
+        _plot_drops(axes[2][j], s, mine)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+_DROP_BARS = (
+    ("drop_share", "raydrop"),
+    ("hole_share", "holes"),
+    ("holes_near_object_share", "holes in\nnear objects"),
+)
+
+
+def _plot_drops(ax: Any, sim: dict[str, Any], scans: list[dict[str, Any]]) -> None:
+    """Raydrop, holes and the share of holes in near objects: the simulated scans (over the same view as
+    each real frame: KITTI's crop, or every ray) beside every real frame of the preset."""
+    bars: list[tuple[str, list[float]]] = [
+        ("simulated, every ray", [sim.get(f"full_{k}") or 0.0 for k, _ in _DROP_BARS])
+    ]
+    if any(sc["kitti_view"] for sc in scans):
+        bars.append(("simulated, KITTI crop", [sim.get(k) or 0.0 for k, _ in _DROP_BARS]))
+    bars += [(sc["label"], [sc["statistics"].get(k) or 0.0 for k, _ in _DROP_BARS]) for sc in scans]
+    width = 0.8 / len(bars)
+    x = np.arange(len(_DROP_BARS))
+    for i, (label, values) in enumerate(bars):
+        ax.bar(x + (i - (len(bars) - 1) / 2) * width, values, width, label=label)
+    ax.set_xticks(x, [t for _, t in _DROP_BARS], fontsize=7)
+    ax.set(ylabel="share", ylim=(0, 1))
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=6)
 
 
 KITTI_LABEL = "KITTI HDL-64E"
