@@ -394,3 +394,23 @@ def test_ouster_packets_of_every_profile_read_as_ouster_sdk_reads_them(tmp_path:
         g.intensity.astype(np.int64), np.where(sdk["r"] > 0, sdk["sig"], 0).astype(np.int64)
     )
     assert g.units.startswith("Ouster reflectivity" if "RNG15" in profile else "Ouster signal")
+
+
+def test_kitti_layout_bin_of_another_sensor_gets_rings_from_elevation(tmp_path: Path) -> None:
+    """The nuScenes sweep as a KITTI-layout .bin (no ring field): rings from the HDL-32E's elevations,
+    and the road statistics of the sweep read as its firing grid; shuffled and named HDL-64E, the
+    file is not read ring by ring (its sweep jumps back at nearly every point)."""
+    a = np.fromfile(NUSCENES, np.float32).reshape(-1, 5)
+    path = tmp_path / "scan.bin"
+    a[:, :4].tofile(path)
+    assert detect_format(path) == "kitti-bin"
+    native = realism_statistics(read_real_scan(NUSCENES, "HDL-32E"))
+    s = realism_statistics(read_real_scan(path, "HDL-32E"))
+    assert s["ground_falloff_20_30_over_0_10"] == pytest.approx(
+        native["ground_falloff_20_30_over_0_10"], abs=0.1
+    )
+    assert s["ground_texture_share"] == pytest.approx(native["ground_texture_share"], abs=0.05)
+    shuffled = tmp_path / "shuffled.bin"
+    a[np.random.default_rng(0).permutation(len(a)), :4].tofile(shuffled)
+    g = read_real_scan(shuffled, "HDL-64E")
+    assert g.range_m.shape[0] <= 64  # the preset's rings, not one 'ring' per jump of the sweep
