@@ -4,7 +4,9 @@ options."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+from typing import Any
 
 from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.physics.weather import WeatherConfig
@@ -18,7 +20,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     require("matplotlib", "", "validate")
     from rt_lidar.validation.report import run_validation, trend_checks
 
-    report = run_validation(args.out, args.only)
+    with _realism_options(args):
+        report = run_validation(args.out, args.only)
     checks = trend_checks(report)
     print(json.dumps({name: {d: ok for d, ok in c} for name, c in checks.items()}, indent=2))
     if "realism" in report:  # simulated beside real scans, each residual (docs/realism.md)
@@ -27,6 +30,30 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print(realism_table(report["realism"]))
     print(f"report: {args.out}/report.json, {args.out}/report.md")
     return 0 if all(ok for c in checks.values() for _, ok in c) else 1
+
+
+def _realism_options(args: argparse.Namespace) -> Any:
+    """The realism experiment's ``--presets/--frames/--real`` (docs/realism.md), checked before anything
+    runs: a bad preset, file or format is one line and exit 2."""
+    given = [
+        o for o, v in (("--presets", args.presets), ("--frames", args.frames), ("--real", args.real)) if v
+    ]
+    if args.only and "realism" not in args.only:
+        if given:
+            raise ConfigError(f"{', '.join(given)}: options of the realism experiment; add it to --only")
+        return contextlib.nullcontext()
+    from rt_lidar.sensor.presets import load_preset
+    from rt_lidar.validation.real_frames import parse_real_option
+    from rt_lidar.validation.realism_experiment import REALISM_PRESETS, RealismOptions, realism_options
+
+    try:
+        presets = tuple(load_preset(p).name for p in args.presets) if args.presets else REALISM_PRESETS
+    except ConfigError as exc:
+        raise ConfigError(f"--presets: {exc}") from None
+    if args.frames is not None and not 1 <= args.frames <= 20:
+        raise ConfigError(f"--frames: must be in [1, 20], got {args.frames}")
+    real = tuple(parse_real_option(t) for t in args.real or ())
+    return realism_options(RealismOptions(presets, args.frames or 3, real))
 
 
 EXPERIMENT_NAMES = (
@@ -63,6 +90,24 @@ def add_validate_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME",
         choices=list(EXPERIMENT_NAMES),
         help=f"experiments to run (default all: {', '.join(EXPERIMENT_NAMES)})",
+    )
+    g = p.add_argument_group("realism (docs/realism.md)")
+    g.add_argument(
+        "--presets",
+        nargs="+",
+        metavar="PRESET",
+        help="presets whose street scans the realism experiment simulates "
+        "(default HDL-64E HDL-32E VLP-32C VLS-128 OS1-64)",
+    )
+    g.add_argument(
+        "--frames", type=int, metavar="N", help="simulated scans a preset, averaged (realism; default 3)"
+    )
+    g.add_argument(
+        "--real",
+        action="append",
+        metavar="PRESET=PATH",
+        help="a real scan of your own beside PRESET's simulated ones (repeatable; Velodyne or Ouster "
+        "pcap, nuScenes .pcd.bin, KITTI .bin, PCD: told from the file)",
     )
     p.set_defaults(func=_cmd_validate)
 

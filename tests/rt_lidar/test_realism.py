@@ -130,9 +130,20 @@ def test_validate_realism_reports_every_preset_beside_real_scans(tmp_path: Path)
         assert all(v is not None for v in rep[f"sim_{key}"])
     assert (tmp_path / "realism.png").stat().st_size > 20_000  # one column of panels per sensor
     assert "![realism](realism.png)" in (tmp_path / "report.md").read_text()
+    vendored = {
+        "HDL-32E": ["nuscenes_LIDAR_TOP_1532402927647951.pcd.bin"],
+        "VLP-32C": ["av2_up_lidar_315966265259836000.pcd", "vlp32c_nebula_1713492677.pcap"],
+        "VLS-128": ["vls128_nebula_1614315746.pcap"],
+        "OS1-64": ["OS-1-32-G_v2.1.1_1024x10.pcap"],
+    }
     if REAL is not None:
-        assert rep["real_frames"] == {"HDL-64E": "velodyne_000008.bin", "OS1-64": "OS-1-64_1024x10_fw20.pcap"}
+        vendored["HDL-64E"] = ["velodyne_000008.bin"]
+        vendored["OS1-64"].insert(0, "OS-1-64_1024x10_fw20.pcap")
         assert rep["residual_real_frame_zeros40"][0] is not None
+    assert rep["real_frames"] == {k: vendored[k] for k in REALISM_PRESETS}
+    for sc in rep["real_scans"].values():  # every real scan measured, its residuals stated
+        assert sc["residual"]["zeros40"] is not None or sc["statistics"]["zero_share_beyond_40m"] is None
+        assert (sc["statistics"]["ground_horizon_m"] is None) == (not sc["outdoor"])
     assert all(ok for _, ok in trend_checks({"realism": rep})["realism"])
 
 
@@ -157,8 +168,9 @@ def test_without_the_real_frames_their_checks_are_not_run_and_that_is_said(
     from rt_lidar.validation.report import run_validation, trend_checks
 
     monkeypatch.setattr(experiment, "_shared_real", lambda: None)
-    with pytest.warns(UserWarning, match=r"reference/real not found: .*published figures only"):
+    with pytest.warns(UserWarning, match=r"reference/real not found: KITTI's HDL-64E frame and the Ouster"):
         rep = run_validation(tmp_path, ["realism"])
-    assert rep["realism"]["real_frames"] == {}
+    assert "HDL-64E" not in rep["realism"]["real_frames"]
+    assert "KITTI HDL-64E" not in rep["realism"]["real_scans"]  # the vendored frames are still used
     assert trend_checks(rep) == {"realism": []}  # not run: neither passed nor failed
     assert "KITTI frame" not in (tmp_path / "report.md").read_text()

@@ -1,0 +1,254 @@
+"""Real scans from files, for the realism statistics: the format told from the file itself, every reader
+putting the scan on its firing grid (rings, columns, rays without returns) as
+:mod:`rt_lidar.validation.realism_grid` does.
+
+- ``.pcap`` of 1206-byte UDP payloads: Velodyne data packets (:mod:`rt_lidar.validation.real_velodyne`);
+  other payloads: Ouster lidar packets of any profile (:mod:`rt_lidar.validation.real_ouster`), with
+  the sensor's metadata JSON beside the pcap (the same stem, or the only ``.json`` in its folder);
+- ``.pcd.bin``: a nuScenes sweep (float32 x, y, z, intensity 0-255, ring; the HDL-32E's rays without a
+  return come as points within 0.5 m of the sensor, the offsets of its calibration applied to distance 0);
+- ``.bin``: KITTI's layout (float32 x, y, z, reflectance); with the HDL-64E's preset the rings come from
+  the sweep's jumps back (and ``calib.txt`` beside it crops to camera 2's view), otherwise from the
+  nearest beam elevation of the preset;
+- ``.pcd`` (binary or ascii): x, y, z, ``intensity``, and ``ring`` where it has one (else, as above, the
+  nearest elevation of the preset's beams).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from rt_lidar.errors import RecordingError
+from rt_lidar.sensor.presets import SensorPreset, load_preset
+from rt_lidar.sinks.pcap import read_pcap_udp
+from rt_lidar.sinks.pcd import read_pcd_points
+from rt_lidar.validation.real_ouster import read_ouster_pcap
+from rt_lidar.validation.real_velodyne import read_velodyne_pcap
+from rt_lidar.validation.realism_grid import ScanGrid, grid_from_points, read_kitti_bin
+
+__all__ = [
+    "FORMATS",
+    "detect_format",
+    "read_nuscenes_bin",
+    "read_pcd_scan",
+    "read_real_scan",
+    "read_xyzi_bin",
+    "rings_from_elevation",
+]
+
+FORMATS = {
+    "velodyne-pcap": "Velodyne data packets in a pcap (VLP-16, VLP-32C, HDL-32E, VLS-128; HDL-64E by preset)",
+    "ouster-pcap": "Ouster lidar packets (any profile) in a pcap, the sensor's metadata .json beside it",
+    "nuscenes-bin": "nuScenes .pcd.bin (float32 x y z intensity ring)",
+    "kitti-bin": "KITTI .bin (float32 x y z reflectance), calib.txt beside it crops to camera 2",
+    "pcd": "PCD (binary or ascii) with x y z intensity [ring]",
+}
+"""The formats :func:`read_real_scan` tells apart, with what each holds."""
+NO_RETURN_M = 0.5
+"""Points closer than this to the sensor are rays without a return (nuScenes, organised PCDs)."""
+
+
+def rings_from_elevation(xyz: np.ndarray, preset: SensorPreset) -> np.ndarray:
+    """(N,) ring of each point: the preset's beam whose elevation is nearest the point's."""
+    r = np.linalg.norm(xyz, axis=1)
+    el = np.degrees(np.arcsin(np.clip(xyz[:, 2] / np.maximum(r, 1e-9), -1.0, 1.0)))
+    elev = np.asarray(preset.elevations_deg)
+    order = np.argsort(elev)
+    s = elev[order]
+    i = np.clip(np.searchsorted(s, el), 1, len(s) - 1)
+    left = np.abs(s[i - 1] - el) <= np.abs(s[i] - el)
+    return order[np.where(left, i - 1, i)]
+
+
+def _step_of(intensity: np.ndarray) -> tuple[float, str]:
+    """The reporting step of intensities as a file stores them: whole numbers -> 1; reflectance in
+    [0, 1] -> 0.01 (KITTI's)."""
+    finite = intensity[np.isfinite(intensity)]
+    if finite.size and np.all(finite == np.round(finite)):
+        return 1.0, "intensity (whole numbers)"
+    if finite.size and finite.max() <= 1.0:
+        return 0.01, "reflectance 0..1"
+    return 1.0, "intensity (rounded to 1)"
+
+
+def read_nuscenes_bin(path: str | Path) -> ScanGrid:
+    """A nuScenes ``LIDAR_TOP`` sweep (``.pcd.bin``). A full sweep is stored firing by firing, one point
+    per ring, so it is already a grid (rings x firings); rays without a return are the points within
+    :data:`NO_RETURN_M` of the sensor."""
+    path = Path(path)
+    raw = np.fromfile(path, np.float32)
+    if raw.size % 5:
+        raise RecordingError(f"{path}: {raw.size * 4} bytes are not rows of 5 float32 (x y z intensity ring)")
+    a = raw.reshape(-1, 5).astype(np.float64)
+    ring = a[:, 4].astype(np.int64)
+    rings = int(ring.max()) + 1 if ring.size else 0
+    xyz, inten = a[:, :3], a[:, 3]
+    rng = np.linalg.norm(xyz, axis=1)
+    if (
+        rings
+        and a.shape[0] % rings == 0
+        and np.array_equal(ring, np.tile(np.arange(rings), a.shape[0] // rings))
+    ):
+        cols = a.shape[0] // rings
+        shape = (cols, rings)
+        r = rng.reshape(shape).T.copy()
+        got = r >= NO_RETURN_M
+        p = xyz.reshape(cols, rings, 3).transpose(1, 0, 2)
+        out_xyz = np.where(got[..., None], p, np.nan)
+        i = np.where(got, inten.reshape(shape).T, 0.0)
+        # directions of rays without a return: the ring's median elevation at the firing's azimuth
+        az = np.arctan2(p[..., 1], p[..., 0])
+        el = np.arcsin(np.clip(p[..., 2] / np.maximum(r, 1e-9), -1, 1))
+        el_ring = np.array([np.median(el[k, got[k]]) if got[k].any() else 0.0 for k in range(rings)])
+        az_col = np.array(
+            [
+                np.angle(np.exp(1j * az[got[:, c], c]).mean()) if got[:, c].any() else np.nan
+                for c in range(cols)
+            ]
+        )
+        az_col = _fill_azimuths(az_col)
+        e = el_ring[:, None]
+        direction = np.stack(
+            np.broadcast_arrays(np.cos(e) * np.cos(az_col), np.cos(e) * np.sin(az_col), np.sin(e)), -1
+        )
+        units = "nuScenes HDL-32E intensity 0..255"
+        return ScanGrid(
+            path.name, out_xyz, np.where(got, r, 0.0), i, direction, np.ones(r.shape, bool), 1.0, units
+        )
+    keep = rng >= NO_RETURN_M  # a sweep not stored firing by firing: binned by azimuth
+    return grid_from_points(path.name, xyz[keep], inten[keep], ring[keep], 1.0, "nuScenes intensity 0..255")
+
+
+def _fill_azimuths(az: np.ndarray) -> np.ndarray:
+    """Azimuths (rad) of firings where none of the rays returned, interpolated along the sweep."""
+    ok = np.isfinite(az)
+    if ok.all() or not ok.any():
+        return np.nan_to_num(az)
+    idx = np.arange(az.size)
+    unwrapped = np.unwrap(az[ok])
+    return np.interp(idx, idx[ok], unwrapped)
+
+
+def read_xyzi_bin(path: str | Path, preset: SensorPreset) -> ScanGrid:
+    """A KITTI-layout ``.bin`` (float32 x, y, z, reflectance) of any sensor: rings from the nearest beam
+    elevation of ``preset``, columns from the azimuth."""
+    path = Path(path)
+    raw = np.fromfile(path, np.float32)
+    if raw.size % 4:
+        raise RecordingError(f"{path}: {raw.size * 4} bytes are not rows of 4 float32 (x y z reflectance)")
+    a = raw.reshape(-1, 4).astype(np.float64)
+    keep = np.linalg.norm(a[:, :3], axis=1) >= NO_RETURN_M
+    a = a[keep]
+    step, units = _step_of(a[:, 3])
+    return grid_from_points(path.name, a[:, :3], a[:, 3], rings_from_elevation(a[:, :3], preset), step, units)
+
+
+def _pcd_fields(path: Path) -> list[str]:
+    with path.open("rb") as fh:
+        for _ in range(20):
+            line = fh.readline().decode("ascii", "replace").split()
+            if line and line[0].upper() == "FIELDS":
+                return line[1:]
+    return []
+
+
+def read_pcd_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
+    """A PCD of one scan: x, y, z, ``intensity``, ``ring`` where the file has one (else the nearest beam
+    elevation of ``preset``); points without a return (NaN, or within 0.5 m) are left out."""
+    path = Path(path)
+    fields = _pcd_fields(path)
+    if not {"x", "y", "z"} <= set(fields):
+        raise RecordingError(f"{path}: a PCD without x, y, z fields ({' '.join(fields) or 'no FIELDS line'})")
+    pts = read_pcd_points(path)
+    xyz = np.stack([pts["x"], pts["y"], pts["z"]], -1).astype(np.float64)
+    ok = np.all(np.isfinite(xyz), axis=1) & (np.linalg.norm(np.nan_to_num(xyz), axis=1) >= NO_RETURN_M)
+    xyz, inten = xyz[ok], pts["intensity"][ok].astype(np.float64)
+    ring = pts["ring"][ok].astype(np.int64) if "ring" in fields else rings_from_elevation(xyz, preset)
+    step, units = _step_of(inten) if "intensity" in fields else (1.0, "no intensity field")
+    return grid_from_points(path.name, xyz, inten, ring, step, units)
+
+
+def _ouster_metadata(pcap: Path) -> Path:
+    beside = pcap.with_suffix(".json")
+    if beside.exists():
+        return beside
+    found = []
+    for cand in sorted(pcap.parent.glob("*.json")):
+        try:
+            meta = json.loads(cand.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict) and (
+            "beam_altitude_angles" in meta or "beam_altitude_angles" in meta.get("beam_intrinsics", {})
+        ):
+            found.append(cand)
+    if len(found) != 1:
+        raise RecordingError(
+            f"{pcap}: not Velodyne packets, and no single Ouster metadata .json beside it "
+            f"({pcap.with_suffix('.json').name} or the only one in its folder; found {len(found)})"
+        )
+    return found[0]
+
+
+def detect_format(path: str | Path) -> str:
+    """The key of :data:`FORMATS` that ``path`` holds, told from its name and its first bytes."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecordingError(f"{path}: no such file")
+    name = path.name.lower()
+    if name.endswith(".pcap"):
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+        if magic not in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):
+            raise RecordingError(f"{path}: not a pcap file (magic {magic.hex()})")
+        for k, rec in enumerate(read_pcap_udp(path)):
+            if len(rec.payload) == 1206:
+                return "velodyne-pcap"
+            if k > 50:
+                break
+        return "ouster-pcap"
+    if name.endswith(".pcd.bin"):
+        return "nuscenes-bin"
+    if name.endswith(".bin"):
+        return "kitti-bin"
+    if name.endswith(".pcd"):
+        return "pcd"
+    raise RecordingError(
+        f"{path}: format not known from its name; one of: "
+        + "; ".join(f"{k}: {v}" for k, v in FORMATS.items())
+    )
+
+
+def _stored_ring_by_ring(path: Path, rings: int) -> bool:
+    """The ``.bin``'s points run ring after ring (KITTI's raw order: the azimuth sweeps, then jumps back
+    once a ring); a file in another order (a processed or shuffled cloud) gets its rings from elevation."""
+    a = np.fromfile(path, np.float32)
+    a = a[: a.size - a.size % 4].reshape(-1, 4)
+    jumps = int(np.count_nonzero(np.diff(np.arctan2(a[:, 1], a[:, 0])) < 0))
+    return jumps < 2 * rings
+
+
+def read_real_scan(path: str | Path, preset: str | SensorPreset) -> ScanGrid:
+    """One real scan on its firing grid, its format told from the file; ``preset`` is the sensor model
+    it stands beside (its beam table gives rings to files that carry none)."""
+    path = Path(path)
+    fmt = detect_format(path)
+    p = load_preset(preset) if isinstance(preset, str) else preset
+    if fmt == "velodyne-pcap":
+        head = next(rec.payload for rec in read_pcap_udp(path) if len(rec.payload) == 1206)
+        from rt_lidar.validation.real_velodyne import PRESET_OF_PRODUCT
+
+        return read_velodyne_pcap(path, None if head[-1] in PRESET_OF_PRODUCT else p)
+    if fmt == "ouster-pcap":
+        return read_ouster_pcap(path, _ouster_metadata(path))
+    if fmt == "nuscenes-bin":
+        return read_nuscenes_bin(path)
+    if fmt == "kitti-bin":
+        if p.name.upper().startswith("HDL-64") and _stored_ring_by_ring(path, p.n_rings):
+            calib = path.parent / "calib.txt"
+            return read_kitti_bin(path, calib if calib.exists() else None)
+        return read_xyzi_bin(path, p)
+    return read_pcd_scan(path, p)
