@@ -85,6 +85,13 @@ static PyObject *pair_bounds(PyObject *self, PyObject *args) {
 static inline double dot_einsum(const double *a, const double *b) { return (a[0] * b[0] + a[2] * b[2]) + a[1] * b[1]; }
 static inline double norm3(const double *v) { return sqrt((v[0] * v[0] + v[1] * v[1]) + v[2] * v[2]); }
 
+/* Whether a cosine c is below cos(angle) for certain, without taking the cosine: cos x >= 1 - x^2 / 2 for
+ * every real x, so c below that bound (less a margin far above the bound's rounding and the last bits of
+ * NumPy's cos) fails the test c >= cos(angle) whatever NumPy's cos gives. A NaN angle or cosine is never
+ * out for certain here: the exact test decides it. */
+#define CONE_MARGIN 1e-9
+static inline int cone_out(double c, double angle) { return c < (1.0 - 0.5 * (angle * angle)) - CONE_MARGIN; }
+
 enum { K_TH_A, K_TH_B, K_COS_TH_A, K_TOL, K_C, K_HALF_C, K_NEG_EXT, K_POWER_S, K_HALF_AP, K_AREA_AP, K_POWER_D, K_N };
 #define CHUNK 512
 
@@ -147,30 +154,30 @@ static PyObject *echoes(PyObject *self, PyObject *args) {
             jj++;
         }
         if (bad >= 0) break;
-        /* scattered: B's spot in A's receiver cone and not hidden from A */
+        /* scattered: B's spot in A's receiver cone and not hidden from A. The cone's cosine is taken
+         * only for the pairs that pass the other tests and are not out of the cone for certain
+         * (cone_out); each cosine is NumPy's own of that angle, so the pairs seen are the same. */
+        Py_ssize_t cand_n = 0;
+        Py_ssize_t cand[CHUNK];
         for (Py_ssize_t q = 0; q < n; q++) {
             const int64_t a = ci[q], j = cj[q];
             const double rb = RB[j];
-            if (!isfinite(rb)) {
-                arg[q] = 0.0;
-                continue;
-            }
+            if (!isfinite(rb)) continue;
             double v[3];
             for (int c = 0; c < 3; c++) v[c] = (OB[3 * j + c] + DB[3 * j + c] * rb) - OA[3 * a + c];
             dist[q] = norm3(v);
             const double m = max_np64(dist[q], 1e-9);
             cosang[q] = dot_einsum(v, DA + 3 * a) / m;
-            arg[q] = K[K_TH_A] + K[K_TH_B] * rb / m;
+            const double limit = K[K_TH_A] + K[K_TH_B] * rb / m;
+            if (!(RA[a] >= dist[q] - K[K_TOL]) || cone_out(cosang[q], limit)) continue;
+            arg[cand_n] = limit;
+            cand[cand_n++] = q;
         }
-        np_loop_run(&cos_d, arg, n, sizeof(double));
+        np_loop_run(&cos_d, arg, cand_n, sizeof(double));
         Py_ssize_t seen_n = 0;
         Py_ssize_t seen[CHUNK];
-        for (Py_ssize_t q = 0; q < n; q++) {
-            const int64_t a = ci[q], j = cj[q];
-            const double rb = RB[j];
-            if (!isfinite(rb)) continue;
-            if (cosang[q] >= arg[q] && RA[a] >= dist[q] - K[K_TOL]) seen[seen_n++] = q;
-        }
+        for (Py_ssize_t u = 0; u < cand_n; u++)
+            if (cosang[cand[u]] >= arg[u]) seen[seen_n++] = cand[u];
         double ex[CHUNK];
         for (Py_ssize_t u = 0; u < seen_n; u++) {
             const Py_ssize_t q = seen[u];
@@ -192,7 +199,9 @@ static PyObject *echoes(PyObject *self, PyObject *args) {
             s_p[ns] = K[K_POWER_S] * rho * cos_out * ex[u] / (16.0 * (m * m));
             ns++;
         }
-        /* direct: A's aperture in B's beam, B in A's receiver cone, nothing in between */
+        /* direct: A's aperture in B's beam, B in A's receiver cone, nothing in between (the beam's
+         * cosine taken as the scattered cone's above: only where the other tests pass) */
+        cand_n = 0;
         for (Py_ssize_t q = 0; q < n; q++) {
             const int64_t a = ci[q], j = cj[q];
             double ab[3], u[3], neg[3];
@@ -204,15 +213,19 @@ static PyObject *echoes(PyObject *self, PyObject *args) {
             }
             dot_b[q] = dot_einsum(u, DB + 3 * j);
             dot_a[q] = dot_einsum(neg, DA + 3 * a);
-            arg[q] = K[K_TH_B] + K[K_HALF_AP] / len_[q];
+            const double l = len_[q], limit = K[K_TH_B] + K[K_HALF_AP] / l;
+            if (!(dot_a[q] >= K[K_COS_TH_A] && RB[j] >= l - K[K_TOL] && RA[a] >= l - K[K_TOL]) ||
+                cone_out(dot_b[q], limit))
+                continue;
+            arg[cand_n] = limit;
+            cand[cand_n++] = q;
         }
-        np_loop_run(&cos_d, arg, n, sizeof(double));
-        for (Py_ssize_t q = 0; q < n; q++) {
+        np_loop_run(&cos_d, arg, cand_n, sizeof(double));
+        for (Py_ssize_t w = 0; w < cand_n; w++) {
+            const Py_ssize_t q = cand[w];
             const int64_t a = ci[q], j = cj[q];
             const double l = len_[q];
-            const int ok = dot_b[q] >= arg[q] && dot_a[q] >= K[K_COS_TH_A] && RB[j] >= l - K[K_TOL] &&
-                           RA[a] >= l - K[K_TOL];
-            if (!ok) continue;
+            if (!(dot_b[q] >= arg[w])) continue;
             const double m = max_np64(l * K[K_TH_B], 1e-6);
             const double spot_area = M_PI * (m * m);
             const double frac = min_np64(K[K_AREA_AP] / spot_area, 1.0);

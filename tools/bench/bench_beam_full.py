@@ -76,7 +76,8 @@ def run_demo(args: list[str], frames: int, seed: int, code: Path | None = None) 
         out = Path(tmp) / "run"
         bridged = args[:1] == [BRIDGED]
         demo_args = args[1:] if bridged else ["--in-process", *args]
-        cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--quiet"]
+        probe = Path(tmp) / "cpu.json"
+        cmd = [sys.executable, str(Path(__file__).with_name("cpu_probe.py")), str(probe), "demo", "--quiet"]
         cmd += ["--frames", str(frames), "--seed", str(seed), "--out", str(out), *demo_args]
         t0 = time.perf_counter()
         done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env=env)
@@ -84,10 +85,14 @@ def run_demo(args: list[str], frames: int, seed: int, code: Path | None = None) 
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
         summary = json.loads((out / "summary.json").read_text())
+        loop_cpu = json.loads(probe.read_text())["loop_cpu_s"]
+    sim_s = float(summary["sim_time_s"])
     got: dict[str, Any] = {
         "realtime_factor": float(summary["realtime_factor"]),
         "elapsed_s": elapsed,
-        "sim_time_s": summary.get("sim_time_s"),
+        "sim_time_s": sim_s,
+        # CPU of every thread from the loop's start to the last sink closed, per 1/20 s of sim time
+        "cpu_ms_per_sim_frame": None if loop_cpu is None else 1000.0 * loop_cpu / (sim_s * 20.0),
     }
     if "beam" in summary:
         got["beam"] = summary["beam"]
@@ -107,6 +112,10 @@ def summarise(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "realtime_factor_max": max(f),
         "realtime_factor_median": statistics.median(f),
     }
+    cpu = [r["cpu_ms_per_sim_frame"] for r in runs if r.get("cpu_ms_per_sim_frame") is not None]
+    if cpu:
+        row["cpu_ms_per_sim_frame_runs"] = [round(c, 1) for c in cpu]
+        row["cpu_ms_per_sim_frame_median"] = round(statistics.median(cpu), 1)
     if "beam" in runs[-1]:
         row["beam"] = runs[-1]["beam"]
     if "points_per_scan_mean" in runs[-1]:
@@ -148,7 +157,14 @@ def main(argv: list[str] | None = None) -> int:
             extra = (
                 f"  bundled {share:.1%}" if isinstance(share, float) and got["beam"]["mode"] == "full" else ""
             )
-            print(f"round {round_no + 1} {name:>32}: RTF {got['realtime_factor']:5.2f}{extra}", flush=True)
+            cpu = got["cpu_ms_per_sim_frame"]
+            cpu_txt = "" if cpu is None else f"  CPU {cpu:6.1f} ms/sim frame"
+            load = os.getloadavg()[0]
+            print(
+                f"round {round_no + 1} {name:>32}: RTF {got['realtime_factor']:5.2f}{cpu_txt}"
+                f"  load {load:.1f}{extra}",
+                flush=True,
+            )
     report = {
         "frames": args.frames,
         "rounds": max(1, args.repeats),
