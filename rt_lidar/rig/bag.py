@@ -62,14 +62,16 @@ class RigBag:
 
     def open(self, stamp_ns: int = 0) -> None:
         """Create the bag (the folder must not exist) and write every mount to ``/tf_static``."""
-        from rosbags.rosbag2 import StoragePlugin, Writer
+        from rosbags.rosbag2 import StoragePlugin
         from rosbags.typesys import Stores, get_typestore
+
+        from rt_lidar.rig.bag_writer import LeanWriter
 
         if self.path.exists():
             raise ConfigError(f"rig rosbag2: {self.path} exists already; give a new folder name")
         self._ts = get_typestore(Stores.ROS2_HUMBLE)
         plugin = StoragePlugin.MCAP if self.storage == "mcap" else StoragePlugin.SQLITE3
-        writer = Writer(self.path, version=8, storage_plugin=plugin)
+        writer = LeanWriter(self.path, version=8, storage_plugin=plugin)  # rosbags' file, fewer copies
         writer.open()
         self._writer = writer
         tf = writer.add_connection(
