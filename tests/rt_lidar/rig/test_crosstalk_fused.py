@@ -172,3 +172,44 @@ def test_pairs_at_the_cone_s_edge_are_numpy_s(seed: int) -> None:
     for g, w in zip(fast, want, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
     assert want[0].size > 100  # pairs inside the cones were found, and (by the angles) as many outside
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_random_pairs_near_and_far_are_numpy_s(seed: int) -> None:
+    """Pulses from origins a few metres apart in every direction, spots near and far and missing, wide
+    and narrow cones: the pairs the compiled step rejects without a square root (behind A's beam,
+    beyond A's reach, A looking away from B) are the pairs the NumPy code rejects."""
+    rng = np.random.default_rng(seed)
+    loop = RigLoop(facing_pair("VLP-16"), _ground(), sim_hz=20.0, crosstalk=True)
+    a, b = (u.sensor for u in loop.units.values())
+    a = dataclasses.replace(a, receiver_fov_mrad=float(rng.choice([3.0, 200.0, 900.0])))
+    n = 700
+
+    def pulses() -> crosstalk._Pulses:
+        d = rng.standard_normal((n, 3))
+        d /= np.linalg.norm(d, axis=1)[:, None]
+        r = rng.choice([0.5, 3.0, 30.0], n) * rng.random(n)
+        r[rng.random(n) < 0.1] = np.inf
+        return crosstalk._Pulses(
+            np.sort(rng.integers(0, 600, n)).astype(np.int64),
+            np.zeros(n, np.uint16),
+            rng.uniform(-2.0, 2.0, (n, 3)),
+            d,
+            d.astype(np.float32),
+            r,
+            rng.uniform(0.0, 1.0, n),
+            rng.integers(0, 3, n).astype(np.int64),
+        )
+
+    pa, pb = pulses(), pulses()
+    fast = crosstalk_fused.echoes(pa, pb, *crosstalk.twin_arguments(a, pa, b, pb))
+    crosstalk_fused.enabled = False
+    try:
+        want = crosstalk.echoes(a, pa, b, pb)
+    finally:
+        crosstalk_fused.enabled = True
+    assert fast is not None
+    for g, w in zip(fast, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+    assert want[0].size > 0
