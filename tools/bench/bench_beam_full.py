@@ -20,7 +20,11 @@ between them. The rows:
   in ``_bridged`` run ``rt-lidar demo`` without ``--in-process``: the embedded server and the bridge).
 
 The JSON keeps every run's factor, each row's range and median, ``--beam full``'s share of pulses
-that got the bundle, and the machine (tools/bench/machine_record.py).
+that got the bundle, and the machine (tools/bench/machine_record.py); and each run's CPU time of the
+frame loop (every thread, from the loop's start to its last sink closed: tools/bench/cpu_probe.py) per
+1/20 s of sim time, which a shared machine's load moves far less than the wall clock (a frame loop on
+two cores runs at most at 100 ms / that figure of real time). Each line printed names the load
+average then.
 """
 
 from __future__ import annotations
