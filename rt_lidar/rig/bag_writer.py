@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from io import BytesIO
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any
 
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.rosbag2.storage_mcap import McapWriter, PendingChunk, write_record, write_uint16, write_uint64
@@ -99,7 +100,6 @@ class LeanMcapWriter(McapWriter):
 class LeanWriter(Writer):
     """rosbags' :class:`Writer` with :class:`LeanMcapWriter` for MCAP storage."""
 
-    STORAGE_PLUGINS: ClassVar[Mapping[StoragePlugin, type[Any]]] = {
-        **Writer.STORAGE_PLUGINS,
-        StoragePlugin.MCAP: LeanMcapWriter,
-    }
+    STORAGE_PLUGINS: Mapping[StoragePlugin, type[Any]] = MappingProxyType(
+        {**Writer.STORAGE_PLUGINS, StoragePlugin.MCAP: LeanMcapWriter}
+    )

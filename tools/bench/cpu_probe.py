@@ -47,8 +47,8 @@ def main(argv: list[str]) -> int:
 
     Pipeline.start = timed(Pipeline.start)  # type: ignore[method-assign]
     RigLoop.start = timed(RigLoop.start)  # type: ignore[method-assign]
-    scan_loop.run_scans = until_return(scan_loop.run_scans)  # type: ignore[assignment]
-    rig_run.drive_rig = until_return(rig_run.drive_rig)  # type: ignore[assignment]
+    scan_loop.run_scans = until_return(scan_loop.run_scans)
+    rig_run.drive_rig = until_return(rig_run.drive_rig)
     try:
         code = cli_main(argv[1:])
     except SystemExit as exc:
