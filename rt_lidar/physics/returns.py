@@ -218,7 +218,10 @@ def waveform_detections(
     a_tab = table(cols_a)
     gate = np.isfinite(r_tab) & (r_tab >= p.range.min_m) & (r_tab <= p.range.max_m)
     a_tab = np.where(gate, a_tab, np.float32(0))
-    t_tab = np.where(gate, 2.0 * r_tab.astype(np.float64) / _C_M_PER_NS, np.inf)
+    t_tab = r_tab.astype(np.float64)  # 2 r / c where gated, else inf (in place: the same values)
+    t_tab *= 2.0
+    t_tab /= _C_M_PER_NS
+    t_tab[~gate] = np.inf
     noise = None
     if sigma is not None:
         # one draw per candidate peak: a pulse rarely has more than 8 (the rest are detected noiselessly)
@@ -237,15 +240,16 @@ def waveform_detections(
     e_tot = n_sub * n_e
     flat = ret.pulse * e_tot + ret.echo
     range_m = (ret.t_ns * (_C_M_PER_NS / 2.0)).astype(np.float32)
-    s_tab, seg_tab, f_tab = table(cols_s).reshape(-1), table(cols_seg).reshape(-1), table(cols_f).reshape(-1)
-    seg = seg_tab[flat].astype(np.uint32)
-    fl = f_tab[flat].astype(np.uint8)
-    # blooming: a retro-reflector found by an outer sub-ray that the nominal ray does not hit
-    sub = ret.echo % n_sub
-    centre = ret.pulse * n_sub
-    centre_seg = np.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
-    bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)
-    fl = np.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(np.uint8)
+    seg_tab, f_tab = table(cols_seg).reshape(-1), table(cols_f).reshape(-1)
+    seg = seg_tab[flat].astype(np.uint32, copy=False)
+    fl = f_tab[flat].astype(np.uint8, copy=False)
+    if n_sub > 1:  # blooming: a retro-reflector found by an outer sub-ray that the nominal ray does not hit
+        s_tab = table(cols_s).reshape(-1)
+        sub = ret.echo % n_sub
+        centre = ret.pulse * n_sub
+        centre_seg = np.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
+        bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)
+        fl = np.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(np.uint8)
     apparent = echo.measured_reflectivity(ret.amp.astype(np.float32), range_m)
     epw_ns = None
     if epw:

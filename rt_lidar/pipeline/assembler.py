@@ -128,6 +128,15 @@ class ScanAssembler:
         done = sorted(i for i in self._pending if i < current)
         return self._whole([self._finish(self._pending.pop(i)) for i in done])
 
+    def oldest_pending(self) -> int | None:
+        """Index of the oldest scan still being gathered (None: none)."""
+        return min(self._pending) if self._pending else None
+
+    @property
+    def started(self) -> bool:
+        """Whether the run's first scan was handed out (or dropped as partial)."""
+        return self._first is not None
+
     def _whole(self, scans: list[Scan]) -> list[Scan]:
         """``scans`` without the run's first scan when it missed firings of its schedule."""
         if self._first is None and scans:

@@ -150,6 +150,10 @@ class Pipeline:
         self._weather: dict[str, float] | None = None
         self._poses: deque[tuple[int, int, Pose, Pose]] = deque()
         """(t0, t1, pose at t0, pose at t1) of the frames a scan still to come may have started in."""
+        self.fetch_until: int | None = None
+        """The last sim frame the run will step, where it knows it (:meth:`last_frame_for`; None: no end):
+        no frame after it is fetched ahead, so a run that stops after its scans leaves no frames cast
+        and sensed in vain beside its last ones. The scans are the same either way."""
 
     def _interval(self, k: int) -> tuple[int, int]:
         return self.start_ns + frame_time_ns(k, self.sim_hz), self.start_ns + frame_time_ns(
@@ -278,14 +282,42 @@ class Pipeline:
             self._drain()
             got = pool.submit(fetch, k)
             for ahead in range(k + 1, k + 1 + self.prefetch):
-                pending.append((ahead, pool.submit(fetch, ahead)))
+                if self._wanted(ahead):
+                    pending.append((ahead, pool.submit(fetch, ahead)))
             return got.result()
         fetched = got.result()
         nxt = pending[-1][0] + 1 if pending else k + 1
-        while len(pending) < self.prefetch:
+        while len(pending) < self.prefetch and self._wanted(nxt):
             pending.append((nxt, pool.submit(fetch, nxt)))
             nxt += 1
         return fetched
+
+    def _wanted(self, k: int) -> bool:
+        """Whether frame ``k`` is to be fetched ahead (:attr:`fetch_until`)."""
+        return self.fetch_until is None or k <= self.fetch_until
+
+    def last_frame_for(self, scans: int) -> int:
+        """The sim frame whose step hands out the ``scans``-th scan still to come (from the frame about
+        to be stepped, :attr:`frame`; the run's first scan counted as dropped where it starts before
+        the run), from the scan schedule: what :attr:`fetch_until` is set to by a run that stops after
+        a number of scans. A source that reports other intervals than it was asked for (a server's)
+        may need a frame more or fewer: it is fetched then without being asked ahead."""
+        if scans <= 0:
+            return self.frame - 1
+        period = scan_period_ns(self.preset)
+        t0, _ = self._interval(self.frame)
+        first = self.assembler.oldest_pending()
+        nxt = first if first is not None else t0 // period
+        target = nxt + scans - 1
+        if not self.assembler.started and nxt * period < self.start_ns:
+            target += 1  # the run's first scan is partial and dropped
+        end_ns = (target + 1) * period  # a scan is handed out by the frame that reaches its end
+        k = max(self.frame, int((end_ns - self.start_ns) * self.sim_hz // 1e9) - 1)
+        while k > self.frame and self._interval(k - 1)[1] >= end_ns:
+            k -= 1
+        while self._interval(k)[1] < end_ns:
+            k += 1
+        return k
 
     def _drain(self) -> None:
         """Drop the frames asked for ahead (waiting for the one in flight)."""

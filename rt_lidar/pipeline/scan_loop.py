@@ -94,6 +94,8 @@ def run_scans(
         if on_open is not None:
             on_open()
         while count is None or stats.scans + stats.suppressed < count:
+            if count is not None:  # no frame past the run's last fetched ahead
+                pipeline.fetch_until = pipeline.last_frame_for(count - stats.scans - stats.suppressed)
             t0 = time.perf_counter()
             try:
                 scans = pipeline.step()

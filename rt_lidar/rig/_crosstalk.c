@@ -85,8 +85,44 @@ static PyObject *pair_bounds(PyObject *self, PyObject *args) {
 static inline double dot_einsum(const double *a, const double *b) { return (a[0] * b[0] + a[2] * b[2]) + a[1] * b[1]; }
 static inline double norm3(const double *v) { return sqrt((v[0] * v[0] + v[1] * v[1]) + v[2] * v[2]); }
 
+/* Whether a cosine c is below cos(angle) for certain, without taking the cosine: cos x >= 1 - x^2 / 2 for
+ * every real x, so c below that bound (less a margin far above the bound's rounding and the last bits of
+ * NumPy's cos) fails the test c >= cos(angle) whatever NumPy's cos gives. A NaN angle or cosine is never
+ * out for certain here: the exact test decides it. */
+#define CONE_MARGIN 1e-9
+static inline int cone_out(double c, double angle) { return c < (1.0 - 0.5 * (angle * angle)) - CONE_MARGIN; }
+
+/* Pairs that fail the NumPy code's tests for certain, found without a square root or a division (each a
+ * bound with margins far above the rounding of the exact expressions; a NaN never fails here, so the
+ * exact test decides it):
+ * - behind: the spot behind A's beam (the cone's numerator d <= 0, so cosang = d / m <= 0) while the
+ *   cone's half-angle th_a + th_b rb / m stays below 1.4 rad (m >= the largest |v_c|), whose cosine is
+ *   positive: cosang >= cos(limit) fails;
+ * - beyond: the spot farther from A than A's own ray reaches (|v| > range_a + tol, on the squares);
+ * - looks_away: B's origin outside A's receiver cone, -ab.dir_a / |ab| below cos(th_a) (> 0.5) less
+ *   1e-6 (on the squares where it is positive). */
+static inline double max_abs3(const double *v) {
+    const double x = fabs(v[0]), y = fabs(v[1]), z = fabs(v[2]);
+    return x > y ? (x > z ? x : z) : (y > z ? y : z);
+}
+static inline int behind(double d, const double *v, double rb, const double *K);
+static inline int beyond(const double *v, double reach) {
+    const double ss = (v[0] * v[0] + v[1] * v[1]) + v[2] * v[2], r = reach * (1.0 + 1e-9);
+    return reach >= 0.0 && ss > r * r;
+}
+static inline int looks_away(const double *ab, const double *da, double cos_th_a) {
+    const double s = -((ab[0] * da[0] + ab[2] * da[2]) + ab[1] * da[1]);
+    const double ss = (ab[0] * ab[0] + ab[1] * ab[1]) + ab[2] * ab[2], c = cos_th_a - 1e-6;
+    return s <= 0.0 || s * s < (c * c) * ss;
+}
+
 enum { K_TH_A, K_TH_B, K_COS_TH_A, K_TOL, K_C, K_HALF_C, K_NEG_EXT, K_POWER_S, K_HALF_AP, K_AREA_AP, K_POWER_D, K_N };
 #define CHUNK 512
+
+static inline int behind(double d, const double *v, double rb, const double *K) {
+    const double vmax = max_abs3(v);
+    return d <= 0.0 && rb >= 0.0 && K[K_TH_A] * vmax + K[K_TH_B] * rb < 1.4 * vmax;
+}
 
 /* echoes(lo, hi i8 (A), order i8 (B), t_a i8, origin_a f8 (A, 3), dir_a f8 (A, 3), range_a f8, cos_a f8 (A each),
  *        t_b i8, origin_b f8 (B, 3), dir_b f8 (B, 3), range_b f8, material_b i8 (B each), rho f8 (M), consts f8,
@@ -124,6 +160,8 @@ static PyObject *echoes(PyObject *self, PyObject *args) {
     Py_ssize_t ns = 0, nd = 0, bad = -1;
     int64_t ci[CHUNK], cj[CHUNK];
     double dist[CHUNK], cosang[CHUNK], arg[CHUNK], len_[CHUNK], dot_b[CHUNK], dot_a[CHUNK];
+    /* the tests without a square root or a division below hold for half-angles in [0, 0.5] rad */
+    const int quick = K[K_TH_A] >= 0.0 && K[K_TH_A] <= 0.5 && K[K_TH_B] >= 0.0 && K[K_COS_TH_A] > 0.5;
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t i = 0, jj = na > 0 ? LO[0] : 0;
     while (i < na && bad < 0) {
@@ -147,30 +185,32 @@ static PyObject *echoes(PyObject *self, PyObject *args) {
             jj++;
         }
         if (bad >= 0) break;
-        /* scattered: B's spot in A's receiver cone and not hidden from A */
-        for (Py_ssize_t q = 0; q < n; q++) {
-            const int64_t a = ci[q], j = cj[q];
-            const double rb = RB[j];
-            if (!isfinite(rb)) {
-                arg[q] = 0.0;
-                continue;
-            }
-            double v[3];
-            for (int c = 0; c < 3; c++) v[c] = (OB[3 * j + c] + DB[3 * j + c] * rb) - OA[3 * a + c];
-            dist[q] = norm3(v);
-            const double m = max_np64(dist[q], 1e-9);
-            cosang[q] = dot_einsum(v, DA + 3 * a) / m;
-            arg[q] = K[K_TH_A] + K[K_TH_B] * rb / m;
-        }
-        np_loop_run(&cos_d, arg, n, sizeof(double));
-        Py_ssize_t seen_n = 0;
-        Py_ssize_t seen[CHUNK];
+        /* scattered: B's spot in A's receiver cone and not hidden from A. The cone's cosine is taken
+         * only for the pairs that pass the other tests and are not out of the cone for certain
+         * (cone_out); each cosine is NumPy's own of that angle, so the pairs seen are the same. */
+        Py_ssize_t cand_n = 0;
+        Py_ssize_t cand[CHUNK];
         for (Py_ssize_t q = 0; q < n; q++) {
             const int64_t a = ci[q], j = cj[q];
             const double rb = RB[j];
             if (!isfinite(rb)) continue;
-            if (cosang[q] >= arg[q] && RA[a] >= dist[q] - K[K_TOL]) seen[seen_n++] = q;
+            double v[3];
+            for (int c = 0; c < 3; c++) v[c] = (OB[3 * j + c] + DB[3 * j + c] * rb) - OA[3 * a + c];
+            const double d = dot_einsum(v, DA + 3 * a); /* cosang's numerator, as below */
+            if (quick && (behind(d, v, rb, K) || beyond(v, RA[a] + K[K_TOL]))) continue;
+            dist[q] = norm3(v);
+            const double m = max_np64(dist[q], 1e-9);
+            cosang[q] = d / m;
+            const double limit = K[K_TH_A] + K[K_TH_B] * rb / m;
+            if (!(RA[a] >= dist[q] - K[K_TOL]) || cone_out(cosang[q], limit)) continue;
+            arg[cand_n] = limit;
+            cand[cand_n++] = q;
         }
+        np_loop_run(&cos_d, arg, cand_n, sizeof(double));
+        Py_ssize_t seen_n = 0;
+        Py_ssize_t seen[CHUNK];
+        for (Py_ssize_t u = 0; u < cand_n; u++)
+            if (cosang[cand[u]] >= arg[u]) seen[seen_n++] = cand[u];
         double ex[CHUNK];
         for (Py_ssize_t u = 0; u < seen_n; u++) {
             const Py_ssize_t q = seen[u];
@@ -192,11 +232,14 @@ static PyObject *echoes(PyObject *self, PyObject *args) {
             s_p[ns] = K[K_POWER_S] * rho * cos_out * ex[u] / (16.0 * (m * m));
             ns++;
         }
-        /* direct: A's aperture in B's beam, B in A's receiver cone, nothing in between */
+        /* direct: A's aperture in B's beam, B in A's receiver cone, nothing in between (the beam's
+         * cosine taken as the scattered cone's above: only where the other tests pass) */
+        cand_n = 0;
         for (Py_ssize_t q = 0; q < n; q++) {
             const int64_t a = ci[q], j = cj[q];
             double ab[3], u[3], neg[3];
             for (int c = 0; c < 3; c++) ab[c] = OA[3 * a + c] - OB[3 * j + c];
+            if (quick && looks_away(ab, DA + 3 * a, K[K_COS_TH_A])) continue;
             len_[q] = max_np64(norm3(ab), 1e-6);
             for (int c = 0; c < 3; c++) {
                 u[c] = ab[c] / len_[q];
@@ -204,15 +247,19 @@ static PyObject *echoes(PyObject *self, PyObject *args) {
             }
             dot_b[q] = dot_einsum(u, DB + 3 * j);
             dot_a[q] = dot_einsum(neg, DA + 3 * a);
-            arg[q] = K[K_TH_B] + K[K_HALF_AP] / len_[q];
+            const double l = len_[q], limit = K[K_TH_B] + K[K_HALF_AP] / l;
+            if (!(dot_a[q] >= K[K_COS_TH_A] && RB[j] >= l - K[K_TOL] && RA[a] >= l - K[K_TOL]) ||
+                cone_out(dot_b[q], limit))
+                continue;
+            arg[cand_n] = limit;
+            cand[cand_n++] = q;
         }
-        np_loop_run(&cos_d, arg, n, sizeof(double));
-        for (Py_ssize_t q = 0; q < n; q++) {
+        np_loop_run(&cos_d, arg, cand_n, sizeof(double));
+        for (Py_ssize_t w = 0; w < cand_n; w++) {
+            const Py_ssize_t q = cand[w];
             const int64_t a = ci[q], j = cj[q];
             const double l = len_[q];
-            const int ok = dot_b[q] >= arg[q] && dot_a[q] >= K[K_COS_TH_A] && RB[j] >= l - K[K_TOL] &&
-                           RA[a] >= l - K[K_TOL];
-            if (!ok) continue;
+            if (!(dot_b[q] >= arg[w])) continue;
             const double m = max_np64(l * K[K_TH_B], 1e-6);
             const double spot_area = M_PI * (m * m);
             const double frac = min_np64(K[K_AREA_AP] / spot_area, 1.0);

@@ -17,11 +17,27 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.rig.model import Rig
 from rt_lidar.sinks.base import SinkContext
-from rt_lidar.sinks.rosbag import CLOUD_DTYPE_ALL, POINTFIELD_DTYPES, cloud_bytes
+from rt_lidar.sinks.rosbag import CLOUD_DTYPE_ALL, POINTFIELD_DTYPES, cloud_bytes, fill_cloud
 
 __all__ = ["RigBag", "points_topic"]
 
 _PF_TYPE = {np.dtype(v).str: k for k, v in POINTFIELD_DTYPES.items()}
+
+
+def cloud_message(empty: memoryview | bytes, scan: Scan, layout: np.dtype) -> bytearray:
+    """The CDR bytes of a PointCloud2 whose serialization without data is ``empty`` (its data, a
+    ``uint8[]``, is the last field but the one-byte ``is_dense``), with ``scan``'s points packed as
+    ``layout`` straight into the message (:func:`~rt_lidar.sinks.rosbag.fill_cloud`): what rosbags'
+    ``serialize_cdr`` gives with the data in place, without a copy of the cloud."""
+    head = bytes(empty)
+    n = scan.points.size
+    out = bytearray(len(head) + n * layout.itemsize)  # zeros: the layout's padding bytes
+    out[: len(head) - 5] = head[:-5]
+    out[len(head) - 5 : len(head) - 1] = (n * layout.itemsize).to_bytes(4, "little")
+    out[-1:] = head[-1:]
+    cloud = np.frombuffer(out, layout, count=n, offset=len(head) - 1)
+    fill_cloud(cloud, scan.points, scan.extras.get("ambient_w"))  # as cloud_bytes fills its array
+    return out
 
 
 def points_topic(name: str) -> str:
@@ -62,14 +78,16 @@ class RigBag:
 
     def open(self, stamp_ns: int = 0) -> None:
         """Create the bag (the folder must not exist) and write every mount to ``/tf_static``."""
-        from rosbags.rosbag2 import StoragePlugin, Writer
+        from rosbags.rosbag2 import StoragePlugin
         from rosbags.typesys import Stores, get_typestore
+
+        from rt_lidar.rig.bag_writer import LeanWriter
 
         if self.path.exists():
             raise ConfigError(f"rig rosbag2: {self.path} exists already; give a new folder name")
         self._ts = get_typestore(Stores.ROS2_HUMBLE)
         plugin = StoragePlugin.MCAP if self.storage == "mcap" else StoragePlugin.SQLITE3
-        writer = Writer(self.path, version=8, storage_plugin=plugin)
+        writer = LeanWriter(self.path, version=8, storage_plugin=plugin)  # rosbags' file, fewer copies
         writer.open()
         self._writer = writer
         tf = writer.add_connection(
@@ -99,11 +117,20 @@ class RigBag:
 
     def write(self, name: str, scan: Scan) -> None:
         """Append one scan of sensor ``name`` to its topic."""
+        data = self.message(name, scan)
+        with self._lock:
+            self._writer.write(self._topics[name], int(scan.start_ns), data)
+
+    def message(self, name: str, scan: Scan, in_place: bool = True) -> bytes | bytearray | memoryview:
+        """The CDR bytes of ``scan``'s PointCloud2 (``frame_id`` = ``name``): with ``in_place``, the cloud
+        packed straight into the message (:func:`cloud_message`), else by rosbags' ``serialize_cdr``
+        with the cloud as its data (the same bytes)."""
         types = self._ts.types
         stamp_ns = int(scan.start_ns)
         stamp = types["builtin_interfaces/msg/Time"](sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
         pf = types["sensor_msgs/msg/PointField"]
         layout = CLOUD_DTYPE_ALL
+        ambient = scan.extras.get("ambient_w")
         fields = [
             pf(name=n, offset=spec[1], datatype=_PF_TYPE[spec[0].str], count=1)
             for n, spec in (layout.fields or {}).items()
@@ -116,12 +143,14 @@ class RigBag:
             is_bigendian=False,
             point_step=layout.itemsize,
             row_step=layout.itemsize * scan.points.size,
-            data=cloud_bytes(scan.points, layout, scan.extras.get("ambient_w")),
+            data=np.empty(0, np.uint8) if in_place else cloud_bytes(scan.points, layout, ambient),
             is_dense=True,
         )
-        data = self._ts.serialize_cdr(msg, msg.__msgtype__)
-        with self._lock:
-            self._writer.write(self._topics[name], stamp_ns, data)
+        got = self._ts.serialize_cdr(msg, msg.__msgtype__)
+        little = bytes(got[:2]) == b"\x00\x01"  # CDR little-endian, as the layout's fields
+        if not in_place or not little:
+            return got if not in_place else self.message(name, scan, in_place=False)
+        return cloud_message(got, scan, layout)
 
     def close(self) -> None:
         """Finish the bag."""

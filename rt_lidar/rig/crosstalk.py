@@ -120,9 +120,9 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
     hits = sensed.hits
     f = hits.firings
     n, k = hits.pulses, hits.subrays
-    rng = hits.range_m.reshape(n, k)
-    pick = np.argmin(rng, axis=1)  # the nearest sub-ray's surface stands for the pulse's spot
-    rows = np.arange(n) * k + pick
+    rows: np.ndarray | slice = slice(None)  # one ray a pulse: its own
+    if k > 1:  # the nearest sub-ray's surface stands for the pulse's spot
+        rows = np.arange(n) * k + np.argmin(hits.range_m.reshape(n, k), axis=1)
     if hits.pose_samples is None and n:
         raise RtLidarError(
             f"crosstalk: sensor '{sensor.name}': its hits carry no pose samples (a server older than "

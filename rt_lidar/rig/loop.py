@@ -115,6 +115,14 @@ class RigLoop:
         self.frame += 1
         return out
 
+    def fetch_until(self, scans: dict[str, int]) -> None:
+        """The rig stops when each sensor named in ``scans`` handed out that many more scans: no
+        sensor fetches a frame ahead past the last one the rig will step
+        (:meth:`Pipeline.last_frame_for`, the latest of the sensors'; the scans are the same)."""
+        last = max(self.units[n].pipeline.last_frame_for(k) for n, k in scans.items())
+        for u in self.units.values():
+            u.pipeline.fetch_until = last
+
     def start(self) -> None:
         """Start every pipeline's threads and touch their memory (:meth:`Pipeline.start`)."""
         for u in self.units.values():

@@ -157,6 +157,7 @@ def drive_rig(
         t_loop = time.perf_counter()
         held: dict[str, int] = dict.fromkeys(rig.names, 0)
         while min(len(counts[n]) + held[n] for n in rig.names) < frames:
+            loop.fetch_until({n: frames - len(counts[n]) - held[n] for n in rig.names})
             for name, scans in loop.step().items():
                 for got in scans[: frames - len(counts[name]) - held[name]]:
                     plan = plans.get(name)

@@ -123,6 +123,14 @@ def cloud_bytes(
     without one: night)."""
     padded = layout.itemsize > sum(f[0].itemsize for f in (layout.fields or {}).values())
     out = np.zeros(points.size, layout) if padded else np.empty(points.size, layout)
+    fill_cloud(out, points, ambient_w)
+    return out.view(np.uint8)
+
+
+def fill_cloud(out: np.ndarray, points: np.ndarray, ambient_w: np.ndarray | None = None) -> None:
+    """Write our ``points`` into ``out``, an array of a PointCloud2 layout (:func:`cloud_bytes`' values;
+    its padding bytes are left as they are)."""
+    layout = out.dtype
     for name in layout.names or ():
         kind = layout[name]
         if name == "time":  # the Velodyne driver's: float32 s from the scan start
@@ -138,7 +146,6 @@ def cloud_bytes(
             out[name] = 0 if ambient_w is None else nir_counts(ambient_w)
         else:
             out[name] = points[name]
-    return out.view(np.uint8)
 
 
 class RosbagSink:

@@ -33,6 +33,8 @@ def test_rounds_record_every_run_the_bundled_share_and_the_machine(tmp_path: Pat
         assert (
             len(runs) == 2 and r["realtime_factor_min"] == min(runs) and r["realtime_factor_max"] == max(runs)
         )
+        cpu = r["cpu_ms_per_sim_frame_runs"]  # the frame loop's CPU (tools/bench/cpu_probe.py)
+        assert len(cpu) == 2 and all(c > 0 for c in cpu) and r["cpu_ms_per_sim_frame_median"] > 0
     assert rows["vls128_dual_single_ray"]["beam"] == {"mode": "fixed", "sub_rays": 1, "return_mode": "dual"}
     full = rows["vls128_dual_beam_full"]["beam"]
     assert full["mode"] == "full" and 0 < full["bundled_share"] < 1

@@ -21,8 +21,11 @@ between them. The rows:
 
 The JSON keeps every run's factor, each row's range and median, each run's CPU seconds (the demo's
 process and its children, every thread, start-up included) and the 1-minute load average after it,
-``--beam full``'s share of pulses that got the bundle, and the machine (tools/bench/machine_record.py).
-``bench_beam_full_cpu.py`` gives the CPU time per sim frame without the start-up.
+``--beam full``'s share of pulses that got the bundle, and the machine (tools/bench/machine_record.py);
+and each run's CPU time of the frame loop (every thread, from the loop's start to its last sink closed:
+tools/bench/cpu_probe.py) per 1/20 s of sim time, which a shared machine's load moves far less than the
+wall clock (a frame loop on two cores runs at most at 100 ms / that figure of real time).
+``bench_beam_full_cpu.py`` gives the CPU time per sim frame of ``--beam full`` alone.
 """
 
 from __future__ import annotations
@@ -79,7 +82,8 @@ def run_demo(args: list[str], frames: int, seed: int, code: Path | None = None) 
         out = Path(tmp) / "run"
         bridged = args[:1] == [BRIDGED]
         demo_args = args[1:] if bridged else ["--in-process", *args]
-        cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--quiet"]
+        probe = Path(tmp) / "cpu.json"
+        cmd = [sys.executable, str(Path(__file__).with_name("cpu_probe.py")), str(probe), "demo", "--quiet"]
         cmd += ["--frames", str(frames), "--seed", str(seed), "--out", str(out), *demo_args]
         t0 = time.perf_counter()
         ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -90,12 +94,16 @@ def run_demo(args: list[str], frames: int, seed: int, code: Path | None = None) 
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
         summary = json.loads((out / "summary.json").read_text())
+        loop_cpu = json.loads(probe.read_text())["loop_cpu_s"]
+    sim_s = float(summary["sim_time_s"])
     got: dict[str, Any] = {
         "realtime_factor": float(summary["realtime_factor"]),
         "elapsed_s": elapsed,
         "cpu_s": cpu_s,  # the demo's process and its children, every thread, start-up included
         "load_average_1min": os.getloadavg()[0],
-        "sim_time_s": summary.get("sim_time_s"),
+        "sim_time_s": sim_s,
+        # CPU of every thread from the loop's start to the last sink closed, per 1/20 s of sim time
+        "cpu_ms_per_sim_frame": None if loop_cpu is None else 1000.0 * loop_cpu / (sim_s * 20.0),
     }
     if "beam" in summary:
         got["beam"] = summary["beam"]
@@ -117,6 +125,10 @@ def summarise(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "cpu_s_runs": [round(r["cpu_s"], 2) for r in runs],
         "load_average_1min": [round(r["load_average_1min"], 2) for r in runs],
     }
+    cpu = [r["cpu_ms_per_sim_frame"] for r in runs if r.get("cpu_ms_per_sim_frame") is not None]
+    if cpu:
+        row["cpu_ms_per_sim_frame_runs"] = [round(c, 1) for c in cpu]
+        row["cpu_ms_per_sim_frame_median"] = round(statistics.median(cpu), 1)
     if "beam" in runs[-1]:
         row["beam"] = runs[-1]["beam"]
     if "points_per_scan_mean" in runs[-1]:
@@ -158,9 +170,11 @@ def main(argv: list[str] | None = None) -> int:
             extra = (
                 f"  bundled {share:.1%}" if isinstance(share, float) and got["beam"]["mode"] == "full" else ""
             )
+            cpu = got["cpu_ms_per_sim_frame"]
+            cpu_txt = "" if cpu is None else f"  loop CPU {cpu:6.1f} ms/sim frame"
             print(
                 f"round {round_no + 1} {name:>32}: RTF {got['realtime_factor']:5.2f}  "
-                f"CPU {got['cpu_s']:5.2f} s (load {got['load_average_1min']:.1f}){extra}",
+                f"CPU {got['cpu_s']:5.2f} s{cpu_txt} (load {got['load_average_1min']:.1f}){extra}",
                 flush=True,
             )
     report = {

@@ -5,6 +5,7 @@ with the step on and off."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -111,3 +112,104 @@ def test_pair_bounds_are_searchsorted_s(in_order: bool) -> None:
     want_hi = np.searchsorted(t_b, t_a + 800.0, "right")
     assert np.array_equal(lo, want_lo) and np.array_equal(hi, want_hi)
     assert total == int((want_hi - want_lo).sum())
+
+
+def _boundary_pulses(n: int, seed: int) -> tuple[crosstalk._Pulses, crosstalk._Pulses, float, float]:
+    """A's pulses along +x from the origin and B's spots (scattered) and origins (direct) each at an
+    angle from A's beam within a few parts in 1e9 of the cone's edge, on either side, all in time."""
+    rng = np.random.default_rng(seed)
+    th_a, th_b = 1.5e-3, 1.5e-3
+    t_a = np.sort(rng.integers(0, 1_000, n)).astype(np.int64)
+    d_a = np.tile([1.0, 0.0, 0.0], (n, 1))
+    o_a = np.zeros((n, 3))
+    # scattered: B at (0, 0.5, 0) hitting a spot at distance D from A, at the angle limit * (1 + eps)
+    dist = rng.uniform(5.0, 60.0, n)
+    r_b = rng.uniform(5.0, 60.0, n)
+    limit = th_a + th_b * r_b / dist
+    ang = limit * (1.0 + rng.choice([-1.0, 1.0], n) * rng.uniform(0.0, 4e-9, n))
+    spot = np.stack([dist * np.cos(ang), dist * np.sin(ang), np.zeros(n)], axis=1)
+    o_b = np.tile([0.0, 0.5, 0.0], (n, 1))
+    # half of B's pulses instead sit in A's beam, looking back at A (the direct path's edge)
+    direct = rng.random(n) < 0.5
+    length = rng.uniform(2.0, 80.0, n)
+    beam_ang = th_b + 0.5 * 0.025 / length  # VLP-16: 25 mm aperture
+    tilt = beam_ang * (1.0 + rng.choice([-1.0, 1.0], n) * rng.uniform(0.0, 4e-9, n))
+    o_b[direct] = np.stack([length, np.zeros(n), np.zeros(n)], axis=1)[direct]
+    d_dir = spot - o_b
+    d_dir /= np.linalg.norm(d_dir, axis=1)[:, None]
+    back = np.stack([-np.cos(tilt), np.sin(tilt), np.zeros(n)], axis=1)
+    d_dir[direct] = back[direct]
+    rb = np.where(direct, 1e3, np.linalg.norm(spot - o_b, axis=1))
+    ring = np.zeros(n, np.uint16)
+
+    def pulses(t: np.ndarray, o: np.ndarray, d: np.ndarray, r: np.ndarray) -> crosstalk._Pulses:
+        return crosstalk._Pulses(
+            t, ring, o, d, d.astype(np.float32), r, np.full(n, 0.9), np.zeros(n, np.int64)
+        )
+
+    pa = pulses(t_a, o_a, d_a, np.full(n, 1e3))
+    pb = pulses(np.sort(rng.integers(0, 1_000, n)).astype(np.int64), o_b, d_dir, rb)
+    return pa, pb, th_a, th_b
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", [3, 4])
+def test_pairs_at_the_cone_s_edge_are_numpy_s(seed: int) -> None:
+    """The compiled step takes the cone's cosine only where a pair may be inside it: pairs within a few
+    parts in 1e9 of the edge (of A's receiver cone and of B's beam) are seen as the NumPy code sees
+    them, on both sides of it."""
+    loop = RigLoop(facing_pair("VLP-16"), _ground(), sim_hz=20.0, crosstalk=True)
+    a, b = (u.sensor for u in loop.units.values())
+    a = dataclasses.replace(a, receiver_fov_mrad=3.0)
+    pa, pb, _, _ = _boundary_pulses(600, seed)
+    fast = crosstalk_fused.echoes(pa, pb, *crosstalk.twin_arguments(a, pa, b, pb))
+    crosstalk_fused.enabled = False
+    try:
+        want = crosstalk.echoes(a, pa, b, pb)
+    finally:
+        crosstalk_fused.enabled = True
+    assert fast is not None
+    for g, w in zip(fast, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+    assert want[0].size > 100  # pairs inside the cones were found, and (by the angles) as many outside
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_random_pairs_near_and_far_are_numpy_s(seed: int) -> None:
+    """Pulses from origins a few metres apart in every direction, spots near and far and missing, wide
+    and narrow cones: the pairs the compiled step rejects without a square root (behind A's beam,
+    beyond A's reach, A looking away from B) are the pairs the NumPy code rejects."""
+    rng = np.random.default_rng(seed)
+    loop = RigLoop(facing_pair("VLP-16"), _ground(), sim_hz=20.0, crosstalk=True)
+    a, b = (u.sensor for u in loop.units.values())
+    a = dataclasses.replace(a, receiver_fov_mrad=float(rng.choice([3.0, 200.0, 900.0])))
+    n = 700
+
+    def pulses() -> crosstalk._Pulses:
+        d = rng.standard_normal((n, 3))
+        d /= np.linalg.norm(d, axis=1)[:, None]
+        r = rng.choice([0.5, 3.0, 30.0], n) * rng.random(n)
+        r[rng.random(n) < 0.1] = np.inf
+        return crosstalk._Pulses(
+            np.sort(rng.integers(0, 600, n)).astype(np.int64),
+            np.zeros(n, np.uint16),
+            rng.uniform(-2.0, 2.0, (n, 3)),
+            d,
+            d.astype(np.float32),
+            r,
+            rng.uniform(0.0, 1.0, n),
+            rng.integers(0, 3, n).astype(np.int64),
+        )
+
+    pa, pb = pulses(), pulses()
+    fast = crosstalk_fused.echoes(pa, pb, *crosstalk.twin_arguments(a, pa, b, pb))
+    crosstalk_fused.enabled = False
+    try:
+        want = crosstalk.echoes(a, pa, b, pb)
+    finally:
+        crosstalk_fused.enabled = True
+    assert fast is not None
+    for g, w in zip(fast, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+    assert want[0].size > 0
