@@ -83,18 +83,21 @@ def detectable_drops_exact(
     seen: tuple[np.ndarray, np.ndarray],
     z_min: float,
     z_max: float,
+    gain: tuple[float, float] = (0.0, 1.0),
     n_z: int = 2048,
     n_d: int = 400,
 ) -> float:
     """Expected drops per beam whose echo reaches ``threshold_w``, with the size-dependent reflectance
-    ``rho(D)`` at ``wavelength_nm`` and the receiver's seen share (a direct sum over range and size)."""
+    ``rho(D)`` at ``wavelength_nm``, the receiver's seen share and its range law ``gain`` (exponent,
+    reference range: :func:`rt_lidar.kernels.weather.receiver_gain`): a direct sum over range and size."""
     lam = float(kw.marshall_palmer_slope(rate_mm_h))
     z = np.linspace(max(z_min, 1e-3), z_max, n_z)
     d = np.linspace(kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, n_d)
     rho = drop_reflectance(d, wavelength_nm)
     width = kw.beam_diameter(z, *beam)
     fill = np.minimum((d[None, :] * 1e-3 / width[:, None]) ** 2, 1.0)
-    power = k_sensor * rho[None, :] * fill * (np.exp(-2.0 * a_total * z) / (z * z))[:, None]
+    law = np.exp(-2.0 * a_total * z) / (z * z) * kw.receiver_gain(z, *gain)
+    power = k_sensor * rho[None, :] * fill * law[:, None]
     n_d_sizes = kw.MP_N0 * np.exp(-lam * d) * (d[1] - d[0])
     per_m = kw.beam_area(z, *beam) * np.interp(z, *seen) * ((power >= threshold_w) @ n_d_sizes)
     return float(np.trapezoid(per_m, z))
@@ -110,12 +113,13 @@ def equivalent_drop_rho(
     seen: tuple[np.ndarray, np.ndarray],
     z_min: float,
     z_max: float,
+    gain: tuple[float, float] = (0.0, 1.0),
 ) -> float:
     """The one drop reflectance with which :func:`rt_lidar.kernels.weather.detectable_particle_table`
     (power overlap 1, the same seen share) expects as many detectable drops per beam as
     :func:`detectable_drops_exact`: a bisection in log(rho) over 1e-4..10."""
     want = detectable_drops_exact(
-        rate_mm_h, wavelength_nm, k_sensor, threshold_w, a_total, beam, seen, z_min, z_max
+        rate_mm_h, wavelength_nm, k_sensor, threshold_w, a_total, beam, seen, z_min, z_max, gain
     )
     lam = float(kw.marshall_palmer_slope(rate_mm_h))
     if want <= 0.0:
@@ -124,7 +128,7 @@ def equivalent_drop_rho(
     def expected(rho: float) -> float:
         _, _, cum = kw.detectable_particle_table(
             kw.MP_N0, lam, kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, rho, k_sensor, threshold_w, a_total, beam,
-            0.0, 1e-6, z_min, z_max, seen=seen,
+            0.0, 1e-6, z_min, z_max, seen=seen, gain=gain,
         )  # fmt: skip
         return float(cum[-1])
 

@@ -23,6 +23,7 @@ from rt_lidar.kernels import weather_rays
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.kernels.xp import array_module
 from rt_lidar.physics.rain_receiver import equivalent_drop_rho, seen_table
+from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.points import PointFlag
 from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
@@ -43,6 +44,7 @@ __all__ = [
     "WeatherConfig",
     "WeatherModel",
     "airsim_weather_to_config",
+    "receiver_gain_law",
     "receiver_geometry",
     "weather_model",
 ]
@@ -137,6 +139,17 @@ def receiver_geometry(preset: SensorPreset) -> tuple[float, float]:
     return baseline, fov
 
 
+def receiver_gain_law(preset: SensorPreset) -> tuple[float, float]:
+    """(exponent, reference range m) of ``preset``'s receiver range law ``g(R) = (R / R10)^(2 - n)``
+    (:mod:`rt_lidar.physics.receiver_range`) for the weather kernels: (0, 1), i.e. g = 1, where the
+    preset follows 1/R^2. Drops, flakes and the fog's soft target pass the same receiver as a wall."""
+    n = range_exponent(preset)
+    r10 = preset.range.range_10pct_m
+    if n == 2.0 or r10 is None:
+        return 0.0, 1.0
+    return 2.0 - n, float(r10)
+
+
 def airsim_weather_to_config(params: dict[int, float]) -> WeatherConfig | None:
     """Map AirSim's ``simSetWeatherParameter`` values (0..1, keyed by the WeatherParameter enum) to a
     :class:`WeatherConfig`; None when rain, snow, fog and road wetness are all 0.
@@ -185,16 +198,18 @@ class WeatherModel:
         p1, p2 = PARTICLE_POWER_OVERLAP  # particles: the receiver sees a point or not (``seen``)
         zmin, zmax = preset.range.min_m, preset.range.max_m
         seen = seen_table(zmin, zmax, beam, *receiver_geometry(preset), o.receiver_aperture_m)
+        gain = receiver_gain_law(preset)
         species = []
         if c.rain_mm_h > 0:
             lam = float(kw.marshall_palmer_slope(c.rain_mm_h))
             lo, hi = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM
             rho = equivalent_drop_rho(
-                c.rain_mm_h, o.wavelength_nm, k_sensor, threshold_w, a_tot, beam, seen, zmin, zmax
+                c.rain_mm_h, o.wavelength_nm, k_sensor, threshold_w, a_tot, beam, seen, zmin, zmax, gain
             )
             tab = kw.detectable_particle_table(
-                kw.MP_N0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, p1, p2, zmin, zmax, seen=seen
-            )
+                kw.MP_N0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, p1, p2, zmin, zmax,
+                seen=seen, gain=gain,
+            )  # fmt: skip
             species.append(
                 kw.Species(kw.MP_N0, lam, lo, hi, rho, int(PointFlag.RAIN_CLUTTER), kw.SLOT_RAIN, *tab)
             )
@@ -216,12 +231,15 @@ class WeatherModel:
                 zmin,
                 zmax,
                 seen=seen,
+                gain=gain,
             )
             species.append(
                 kw.Species(n0, lam, lo, hi, RHO_SNOWFLAKE, int(PointFlag.SNOW_CLUTTER), kw.SLOT_SNOW, *tab)
             )
         pulse_len = SPEED_OF_LIGHT * preset.pulse.width_ns * 1e-9 / 2
-        fog_p, fog_z = kw.fog_soft_target(k_sensor, c.fog_visibility_m, a_tot, pulse_len, r1, r2, zmin)
+        fog_p, fog_z = kw.fog_soft_target(
+            k_sensor, c.fog_visibility_m, a_tot, pulse_len, r1, r2, zmin, gain=gain
+        )
         return kw.WeatherKernelParams(
             k_sensor=k_sensor,
             threshold_w=threshold_w,
@@ -236,6 +254,8 @@ class WeatherModel:
             fog=kw.FogParams(fog_p, fog_z, pulse_len),
             noise_sigma_m=RANGE_NOISE_M_PER_MM_H * (c.rain_mm_h + c.snow_mm_h),
             fog_flag=int(PointFlag.FOG_CLUTTER),
+            gain_exp=gain[0],
+            gain_ref_m=gain[1],
         )
 
     def apply(
