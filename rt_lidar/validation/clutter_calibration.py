@@ -73,7 +73,7 @@ LINNHOFF_RAIN_LOGNORMAL = (1.362, 0.784)
 """(mu, sigma) of the lognormal range (m) of those rain points."""
 LINNHOFF_RAIN_ALPHA_PER_MM_H = 7.677e-5
 """Rain extinction per metre and per mm/h (``rain_attenuation_factor`` 7.677 x 1e-5)."""
-FIT_RAIN_MM_H = (1.0, 2.5, 5.0, 10.0, 20.0, 25.0)
+FIT_RAIN_MM_H = (1.0, 2.5, 5.0, 10.0, 15.0, 25.0)
 """Rain rates compared with Linnhoff et al.'s calibration (issue 40: 1-25 mm/h)."""
 QUANTILES = (0.1, 0.5, 0.9)
 
