@@ -109,7 +109,8 @@ extern "C" __global__ void weather_kernel(
     const float* cum1, int n1, float z01, float dz1, float pf1, float lam1, float lo1, float hi1,
     float rho1, int flag1, int slot1,
     float k, float thr, float a_w, float a_tot, float d0, float thh, float thv, float r1, float r2,
-    float gexp, float gref, float fog_p, float fog_z, float fog_j, int fog_flag, float sigma, const float* normal,
+    float gexp, float gref,
+    float fog_p, float fog_z, float fog_j, int fog_flag, float sigma, const float* normal,
     int extra, float* c_range, float* c_power, unsigned char* c_flag)
 {
     int i = blockDim.x * blockIdx.x + threadIdx.x;
@@ -124,11 +125,13 @@ extern "C" __global__ void weather_kernel(
     int bf = 0;
     if (nsp > 0) {
         Sp s0 = {cum0, n0, z00, dz0, pf0, lam0, lo0, hi0, rho0, flag0, slot0};
-        particles(s0, range, unit24(h0, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, gexp, gref, &bp, &bz, &bf);
+        particles(s0, range, unit24(h0, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, gexp, gref,
+                  &bp, &bz, &bf);
     }
     if (nsp > 1) {
         Sp s1 = {cum1, n1, z01, dz1, pf1, lam1, lo1, hi1, rho1, flag1, slot1};
-        particles(s1, range, unit24(h1, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, gexp, gref, &bp, &bz, &bf);
+        particles(s1, range, unit24(h1, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, gexp, gref,
+                  &bp, &bz, &bf);
     }
     if (fog_p > 0.0f && range > fog_z) {
         float fp = -logf(unit16(h1, 0)) * fog_p;  // speckle: exponential about the soft target's mean

@@ -213,9 +213,7 @@ class WeatherModel:
                 n0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, p1, p2, zmin, zmax,
                 seen=seen, gain=gain,
             )  # fmt: skip
-            species.append(
-                kw.Species(n0, lam, lo, hi, rho, int(PointFlag.RAIN_CLUTTER), kw.SLOT_RAIN, *tab)
-            )
+            species.append(kw.Species(n0, lam, lo, hi, rho, int(PointFlag.RAIN_CLUTTER), kw.SLOT_RAIN, *tab))
         if c.snow_mm_h > 0:
             n0, lam = kw.snow_distribution(c.snow_mm_h)
             lo, hi = 0.5, 10.0

@@ -52,4 +52,6 @@ def test_the_small_spherical_drops_grow_slowly_and_the_tail_steeply() -> None:
     assert growth(mp, 2.0, math.inf) > 1.4
     assert 1.2 < growth(rain_distribution, 2.0, math.inf) < growth(mp, 2.0, math.inf) - 0.05
     assert growth(rain_distribution, 0.1, 0.5) < 0.4 and growth(mp, 0.1, 0.5) < 0.2
-    assert count(rain_distribution(10.0), 1.0, math.inf) == pytest.approx(count(mp(10.0), 1.0, math.inf), rel=0.25)
+    assert count(rain_distribution(10.0), 1.0, math.inf) == pytest.approx(
+        count(mp(10.0), 1.0, math.inf), rel=0.25
+    )

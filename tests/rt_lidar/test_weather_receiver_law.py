@@ -45,15 +45,13 @@ def test_the_hdl64e_receiver_sees_near_drops_brighter_and_the_os1_dimmer() -> No
     for name in ("HDL-64E", "OS1-64"):
         preset = load_preset(name)
         prm = WeatherModel(WeatherConfig(rain_mm_h=10.0)).params(preset, preset.pulse.detection_threshold_w)
-        plain = WeatherModel(WeatherConfig(rain_mm_h=10.0)).params(preset, preset.pulse.detection_threshold_w)
         sp = prm.species[0]
         beam = (prm.d0, prm.th_h, prm.th_v)
         z = np.linspace(2.0, 10.0, 9)
-        with_law = kw.min_detectable_diameter_mm(z, prm.k_sensor, sp.rho, prm.threshold_w, prm.a_total, *beam,
-                                                 prm.r1, prm.r2, prm.gain_exp, prm.gain_ref_m)  # fmt: skip
-        without = kw.min_detectable_diameter_mm(z, plain.k_sensor, sp.rho, prm.threshold_w, prm.a_total, *beam,
-                                                prm.r1, prm.r2)  # fmt: skip
-        counts[name] = (with_law, without)
+        args = (z, prm.k_sensor, sp.rho, prm.threshold_w, prm.a_total, *beam, prm.r1, prm.r2)
+        with_law = kw.min_detectable_diameter_mm(*args, prm.gain_exp, prm.gain_ref_m)
+        without = kw.min_detectable_diameter_mm(*args)
+        counts[name] = (np.asarray(with_law), np.asarray(without))
     hdl, os1 = counts["HDL-64E"], counts["OS1-64"]
     assert np.all(hdl[0] < hdl[1])  # a smaller drop suffices near an HDL-64E
     assert np.all(os1[0] > os1[1])
