@@ -48,12 +48,9 @@ def test_a_demo_scan_reads_back_in_pypcd4_with_the_sensors_type(
     runs = []
     for k in range(2):
         out = tmp_path / f"run{k}"
-        assert (
-            rt_lidar(
-                ["demo", "--quiet", "--in-process", "--preset", preset, "--frames", "2", "--out", str(out)]
-            )
-            == 0
-        )
+        floats = ["--sink", f"pcd:{tmp_path / 'float'},intensity=float32"] if k else []
+        args = ["demo", "--quiet", "--in-process", "--preset", preset, "--frames", "2", "--out", str(out)]
+        assert rt_lidar([*args, *floats]) == 0
         runs.append(sorted((out / "scans").glob("*.pcd")))
     path = runs[0][0]
     assert path.read_bytes() == runs[1][0].read_bytes()  # same seed, same bytes
@@ -66,6 +63,10 @@ def test_a_demo_scan_reads_back_in_pypcd4_with_the_sensors_type(
     ours = read_pcd_points(path)  # our reader takes it back as the point type's float32
     np.testing.assert_array_equal(ours["intensity"], values.astype(np.float32))
     np.testing.assert_array_equal(read_pcd(path, POINT_DTYPE)["intensity"], ours["intensity"])
+    # the sensor's type loses nothing: the float32 recording of the same run holds the same values
+    as_float = read_pcd_points(tmp_path / "float" / path.name)
+    assert _field_type(tmp_path / "float" / path.name, "intensity") == ("F", "4")
+    np.testing.assert_array_equal(as_float["intensity"], ours["intensity"])
 
 
 def _points(n: int = 500) -> np.ndarray:
