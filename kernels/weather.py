@@ -74,6 +74,7 @@ __all__ = [
     "min_detectable_diameter_mm",
     "overlap",
     "rain_extinction",
+    "receiver_gain",
     "snow_distribution",
     "snow_extinction",
 ]
@@ -235,9 +236,20 @@ class WeatherKernelParams(NamedTuple):
     fog: FogParams
     noise_sigma_m: float
     fog_flag: int
+    gain_exp: float = 0.0  # the receiver's range law g(z) = (z / gain_ref_m)^gain_exp on clutter echoes
+    gain_ref_m: float = 1.0
 
 
 # --------------------------------------------------------------------------- host-side tables
+
+
+def receiver_gain(z: Any, gain_exp: float, gain_ref_m: float) -> Any:
+    """The receiver's range law ``g(z) = (z / gain_ref_m)^gain_exp`` (the preset's, fitted to two
+    datasheet ranges); the scalar 1.0 where ``gain_exp`` is 0 (callers then leave their bytes alone)."""
+    if gain_exp == 0.0:
+        return 1.0
+    xp = array_module(z)
+    return xp.power(z * (1.0 / gain_ref_m), gain_exp)
 
 
 def min_detectable_diameter_mm(
@@ -251,10 +263,15 @@ def min_detectable_diameter_mm(
     th_v: float,
     r1: float,
     r2: float,
+    gain_exp: float = 0.0,
+    gain_ref_m: float = 1.0,
 ) -> Any:
-    """Smallest particle diameter (mm) whose return at range z reaches the threshold; inf if none."""
+    """Smallest particle diameter (mm) whose return at range z reaches the threshold; inf if none
+    (``gain_exp``, ``gain_ref_m``: the receiver's range law, :func:`receiver_gain`)."""
     xp = array_module(z)
     gain = k_sensor * rho * overlap(z, r1, r2) * xp.exp(-2.0 * a_total * z) / (z * z)
+    if gain_exp != 0.0:
+        gain = gain * receiver_gain(z, gain_exp, gain_ref_m)
     q = threshold_w / xp.maximum(gain, 1e-30)
     d = beam_diameter(z, d0, th_h, th_v) * 1e3
     return xp.where(q < 1.0, d * xp.sqrt(q), xp.inf)
@@ -276,23 +293,26 @@ def detectable_particle_table(
     z_max: float,
     n: int = 256,
     seen: tuple[np.ndarray, np.ndarray] | None = None,
+    gain: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[float, float, np.ndarray]:
     """(z0, dz, cum): expected number of *detectable* particles in the beam from z0 to each grid range.
 
     The density per metre is ``A(z) * s(z) * integral_{max(d_lo, Dmin(z))}^{d_hi} N dD``; the table ends
     where no particle can reach the threshold any more (or at ``z_max``). ``seen`` = (ranges, shares)
     gives ``s(z)``, the share of the beam's cross-section that the receiver sees (a point particle
-    outside it returns nothing), linearly interpolated; None: 1.
+    outside it returns nothing), linearly interpolated; None: 1. ``gain`` = (exponent, reference range)
+    of the receiver's range law (:func:`receiver_gain`).
     """
     z0 = max(z_min, r1, 1e-3)
     fine = np.linspace(z0, max(z_max, z0 + 1e-3), 4096)
-    dmin = min_detectable_diameter_mm(fine, k_sensor, rho, threshold_w, a_total, *beam, r1, r2)
+    dmin = min_detectable_diameter_mm(fine, k_sensor, rho, threshold_w, a_total, *beam, r1, r2, *gain)
     ok = np.nonzero(dmin < d_hi)[0]
     if n0 <= 0 or ok.size == 0:
         return z0, 1.0, np.zeros(2)
     z1 = fine[min(ok[-1] + 1, fine.size - 1)]
     z = np.linspace(z0, z1, n)
-    lo = np.maximum(min_detectable_diameter_mm(z, k_sensor, rho, threshold_w, a_total, *beam, r1, r2), d_lo)
+    lo = min_detectable_diameter_mm(z, k_sensor, rho, threshold_w, a_total, *beam, r1, r2, *gain)
+    lo = np.maximum(lo, d_lo)
     lo = np.minimum(lo, d_hi)
     dens = beam_area(z, *beam) * n0 / lam * (np.exp(-lam * lo) - np.exp(-lam * d_hi))
     if seen is not None:
@@ -310,13 +330,17 @@ def fog_soft_target(
     r2: float,
     z_min: float,
     n: int = 2048,
+    gain: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[float, float]:
-    """(peak power W, its range m) of the fog's soft-target return, pulse-integrated over ``c tau / 2``."""
+    """(peak power W, its range m) of the fog's soft-target return, pulse-integrated over ``c tau / 2``
+    (``gain``: the receiver's range law, :func:`receiver_gain`)."""
     beta = fog_backscatter(visibility_m)
     if beta <= 0:
         return 0.0, 0.0
     r = np.linspace(max(r1, 1e-3), max(r2, r1) + 20.0 * pulse_len_m + 10.0, n)
     g = overlap(r, r1, r2) * np.exp(-2.0 * a_total * r) / (r * r)
+    if gain[0] != 0.0:
+        g = g * receiver_gain(r, *gain)
     cum = np.concatenate([[0.0], np.cumsum((g[1:] + g[:-1]) / 2 * np.diff(r))])
     window = cum - np.interp(r - pulse_len_m, r, cum, left=0.0)
     window[r < z_min] = 0.0

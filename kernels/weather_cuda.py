@@ -56,6 +56,9 @@ __device__ __forceinline__ float inverse(const float* cum, int n, float z0, floa
 __device__ __forceinline__ float overlap(float z, float r1, float r2) {
     return fminf(fmaxf((z - r1) / fmaxf(r2 - r1, 1e-9f), 0.0f), 1.0f);
 }
+__device__ __forceinline__ float rx_gain(float z, float gexp, float gref) {
+    return gexp != 0.0f ? powf(z / gref, gexp) : 1.0f;
+}
 __device__ __forceinline__ float beam_d(float z, float d0, float thh, float thv) {
     return sqrtf((d0 + thh * z) * (d0 + thv * z));
 }
@@ -64,7 +67,8 @@ struct Sp { const float* cum; int n; float z0, dz, p0_far, lam, dlo, dhi, rho; i
 
 __device__ void particles(const Sp& s, float range, float u, u64 key, u64 ray,
                           float k, float thr, float a_tot, float d0, float thh, float thv,
-                          float r1, float r2, float* best_p, float* best_z, int* best_f) {
+                          float r1, float r2, float gexp, float gref,
+                          float* best_p, float* best_z, int* best_f) {
     if (s.n < 2 || s.cum[s.n - 1] <= 0.0f) return;
     float z_end = s.z0 + s.dz * (float)(s.n - 1);
     float p0 = range < z_end ? expf(-lookup(s.cum, s.n, s.z0, 1.0f / s.dz, range)) : s.p0_far;
@@ -81,6 +85,7 @@ __device__ void particles(const Sp& s, float range, float u, u64 key, u64 ray,
         float uz = unit24(h, 40), ud = unit24(h, 16);
         float z = inverse(s.cum, s.n, s.z0, s.dz, uz * mu);
         float xi = overlap(z, r1, r2);
+        if (gexp != 0.0f) xi *= rx_gain(z, gexp, gref);
         float gain = k * s.rho * xi * expf(-2.0f * a_tot * z) / (z * z);
         float q = thr / fmaxf(gain, 1e-30f);
         float bd = beam_d(z, d0, thh, thv);
@@ -104,6 +109,7 @@ extern "C" __global__ void weather_kernel(
     const float* cum1, int n1, float z01, float dz1, float pf1, float lam1, float lo1, float hi1,
     float rho1, int flag1, int slot1,
     float k, float thr, float a_w, float a_tot, float d0, float thh, float thv, float r1, float r2,
+    float gexp, float gref,
     float fog_p, float fog_z, float fog_j, int fog_flag, float sigma, const float* normal,
     int extra, float* c_range, float* c_power, unsigned char* c_flag)
 {
@@ -119,11 +125,13 @@ extern "C" __global__ void weather_kernel(
     int bf = 0;
     if (nsp > 0) {
         Sp s0 = {cum0, n0, z00, dz0, pf0, lam0, lo0, hi0, rho0, flag0, slot0};
-        particles(s0, range, unit24(h0, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, &bp, &bz, &bf);
+        particles(s0, range, unit24(h0, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, gexp, gref,
+                  &bp, &bz, &bf);
     }
     if (nsp > 1) {
         Sp s1 = {cum1, n1, z01, dz1, pf1, lam1, lo1, hi1, rho1, flag1, slot1};
-        particles(s1, range, unit24(h1, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, &bp, &bz, &bf);
+        particles(s1, range, unit24(h1, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, gexp, gref,
+                  &bp, &bz, &bf);
     }
     if (fog_p > 0.0f && range > fog_z) {
         float fp = -logf(unit16(h1, 0)) * fog_p;  // speckle: exponential about the soft target's mean
@@ -148,7 +156,7 @@ extern "C" __global__ void weather_kernel(
         range = bz;
         power = bp;
         flags[i] = (unsigned char)bf;
-        refl[i] = bp * bz * bz / (k * expf(-2.0f * a_tot * bz));
+        refl[i] = bp * bz * bz / (k * expf(-2.0f * a_tot * bz) * rx_gain(bz, gexp, gref));
     }
     if (sigma > 0.0f) range += g * (power >= thr ? 1.0f : 0.0f);
     range_m[i] = range;
@@ -230,6 +238,8 @@ def apply_weather_cuda(
         f(prm.th_v),
         f(prm.r1),
         f(prm.r2),
+        f(prm.gain_exp),
+        f(prm.gain_ref_m),
         f(fog.power_w),
         f(fog.range_m),
         f(fog.jitter_m),

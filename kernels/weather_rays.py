@@ -24,6 +24,7 @@ from rt_lidar.kernels.weather import (
     beam_diameter,
     min_detectable_diameter_mm,
     overlap,
+    receiver_gain,
 )
 from rt_lidar.kernels.xp import array_module
 
@@ -168,13 +169,16 @@ def particle_returns(
     grid = xp.arange(cum.shape[0], dtype=xp.float32) * xp.float32(sp.dz) + xp.float32(sp.z0)
     z = xp.interp(uz * mu_c[owner], cum, grid).astype(xp.float32)
     dmin = min_detectable_diameter_mm(
-        z, prm.k_sensor, sp.rho, prm.threshold_w, prm.a_total, prm.d0, prm.th_h, prm.th_v, prm.r1, prm.r2
-    )
+        z, prm.k_sensor, sp.rho, prm.threshold_w, prm.a_total, prm.d0, prm.th_h, prm.th_v, prm.r1, prm.r2,
+        prm.gain_exp, prm.gain_ref_m,
+    )  # fmt: skip
     dmin = xp.clip(dmin, sp.d_lo_mm, sp.d_hi_mm)
     span = 1.0 - xp.exp(-sp.lam * (sp.d_hi_mm - dmin))
     d = dmin - xp.log1p(-ud * span) / sp.lam
     fill = xp.minimum((d * 1e-3 / beam_diameter(z, prm.d0, prm.th_h, prm.th_v)) ** 2, 1.0)
     xi = overlap(z, prm.r1, prm.r2)
+    if prm.gain_exp != 0.0:  # the receiver's range law, as for a surface's echo
+        xi = xi * receiver_gain(z, prm.gain_exp, prm.gain_ref_m)
     p = (prm.k_sensor * sp.rho * fill * xi * xp.exp(-2.0 * prm.a_total * z) / (z * z)).astype(xp.float32)
     cp = np.maximum.reduceat(p, start) if xp is np else _segment_max(p, owner, cand.shape[0])
     top = xp.nonzero(p == cp[owner])[0]
@@ -285,6 +289,11 @@ def apply_weather(
         idx, cp, cz, cf = _strongest_clutter(b - a, local, fog, prm)
         if not idx.shape[0]:
             continue
+        if echoes is None:  # the echo's effective reflectance at the particle's own range (as the CUDA twin)
+            s_eff = cp * cz * cz * xp.exp(xp.float32(2.0 * prm.a_total) * cz) * xp.float32(1 / prm.k_sensor)
+            if prm.gain_exp != 0.0:  # an effective reflectance holds no receiver law (as a surface's)
+                s_eff = s_eff / receiver_gain(cz, prm.gain_exp, prm.gain_ref_m)
+            refl[a:b][idx] = s_eff
         if noise is not None:
             cz += noise[a:b][idx]
         clutter[a:b][idx] = True
@@ -294,9 +303,6 @@ def apply_weather(
         range_m[a:b][idx] = cz
         power_w[a:b][idx] = cp
         flags[a:b][idx] = cf
-        refl[a:b][idx] = (
-            cp * cz * cz * xp.exp(xp.float32(2.0 * prm.a_total) * cz) * xp.float32(1 / prm.k_sensor)
-        )
     if echoes is not None and noise is not None:
         range_m += noise
     return clutter

@@ -58,6 +58,8 @@ def reference_ray(
             z = sp.z0 + sp.dz * (lo + ((target - cum[lo]) / w if w > 0 else 0.0))
             xi = min(max((z - prm.r1) / (prm.r2 - prm.r1), 0.0), 1.0)
             bd = math.sqrt((prm.d0 + prm.th_h * z) * (prm.d0 + prm.th_v * z))
+            if prm.gain_exp != 0.0:  # the receiver's range law
+                xi *= (z / prm.gain_ref_m) ** prm.gain_exp
             gain = prm.k_sensor * sp.rho * xi * math.exp(-2 * prm.a_total * z) / (z * z)
             q = prm.threshold_w / max(gain, 1e-30)
             dmin = min(max(bd * 1e3 * math.sqrt(q) if q < 1 else math.inf, sp.d_lo_mm), sp.d_hi_mm)

@@ -66,11 +66,11 @@ WATER_INDEX = {  # wavelength nm: (n, k), liquid water at 25 C (Hale & Querry 19
 """Complex refractive index ``n + i k`` of liquid water: absorption ``4 pi k / lambda`` is 6.7 /m at
 905 nm and 800 /m at 1550 nm."""
 
-SPHERE_TABLE_D_MM = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+SPHERE_TABLE_D_MM = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 SPHERE_Q_BACK = {
-    850: (3.76, 4.54, 4.41, 4.44, 3.93, 2.71, 2.23, 1.6),
-    905: (3.9, 4.59, 5.31, 5.88, 6.73, 7.09, 7.56, 7.37),
-    1550: (0.0925, 0.0483, 0.0357, 0.025, 0.0215, 0.0193, 0.0189, 0.0188),
+    850: (1.93, 2.48, 3.1, 3.76, 4.54, 4.41, 4.44, 3.93, 2.71, 2.23, 1.6),
+    905: (1.96, 2.54, 2.94, 3.9, 4.59, 5.31, 5.88, 6.73, 7.09, 7.56, 7.37),
+    1550: (0.926, 0.51, 0.257, 0.0925, 0.0483, 0.0357, 0.025, 0.0215, 0.0193, 0.0189, 0.0188),
 }
 """``Q_back`` of water spheres, the mean over diameters within +-3 % of each entry of
 :data:`SPHERE_TABLE_D_MM` (64 sizes: the single-size series oscillates by 2-3x, so an entry carries

@@ -29,8 +29,16 @@ import numpy as np
 
 from rt_lidar.kernels import weather as kw
 from rt_lidar.physics.drop_backscatter import drop_reflectance
+from rt_lidar.physics.rain_dsd import rain_distribution
 
-__all__ = ["detectable_drops_exact", "equivalent_drop_rho", "point_overlap", "seen_table"]
+__all__ = ["DROP_D_MIN_MM", "detectable_drops_exact", "equivalent_drop_rho", "point_overlap", "seen_table"]
+
+DROP_D_MIN_MM = 0.1
+"""Smallest drop counted (mm). Drops under 0.5 mm are spheres that keep their Mie glory (``rho`` 0.5-1 at
+905 nm, :func:`rt_lidar.physics.drop_backscatter.drop_reflectance`), so a 0.3 mm drop returns as much
+as a 1.7 mm oblate one; a 0.1 mm drop returns 1/16 of a 1.5 mm one and reaches a VLP-16's threshold
+only inside ~1 m, where its receiver sees nothing. (The weather kernels draw drops of 0.5-6 mm with the
+equivalent reflectance; only the count includes the small ones exactly.)"""
 
 
 def point_overlap(
@@ -83,19 +91,23 @@ def detectable_drops_exact(
     seen: tuple[np.ndarray, np.ndarray],
     z_min: float,
     z_max: float,
+    gain: tuple[float, float] = (0.0, 1.0),
     n_z: int = 2048,
     n_d: int = 400,
 ) -> float:
-    """Expected drops per beam whose echo reaches ``threshold_w``, with the size-dependent reflectance
-    ``rho(D)`` at ``wavelength_nm`` and the receiver's seen share (a direct sum over range and size)."""
-    lam = float(kw.marshall_palmer_slope(rate_mm_h))
+    """Expected drops per beam whose echo reaches ``threshold_w`` (drop sizes from
+    :func:`rt_lidar.physics.rain_dsd.rain_distribution`), with the size-dependent reflectance
+    ``rho(D)`` at ``wavelength_nm``, the receiver's seen share and its range law ``gain`` (exponent,
+    reference range: :func:`rt_lidar.kernels.weather.receiver_gain`): a direct sum over range and size."""
+    n0, lam = rain_distribution(rate_mm_h)
     z = np.linspace(max(z_min, 1e-3), z_max, n_z)
-    d = np.linspace(kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, n_d)
+    d = np.linspace(DROP_D_MIN_MM, kw.RAIN_D_MAX_MM, n_d)
     rho = drop_reflectance(d, wavelength_nm)
     width = kw.beam_diameter(z, *beam)
     fill = np.minimum((d[None, :] * 1e-3 / width[:, None]) ** 2, 1.0)
-    power = k_sensor * rho[None, :] * fill * (np.exp(-2.0 * a_total * z) / (z * z))[:, None]
-    n_d_sizes = kw.MP_N0 * np.exp(-lam * d) * (d[1] - d[0])
+    law = np.exp(-2.0 * a_total * z) / (z * z) * kw.receiver_gain(z, *gain)
+    power = k_sensor * rho[None, :] * fill * law[:, None]
+    n_d_sizes = n0 * np.exp(-lam * d) * (d[1] - d[0])
     per_m = kw.beam_area(z, *beam) * np.interp(z, *seen) * ((power >= threshold_w) @ n_d_sizes)
     return float(np.trapezoid(per_m, z))
 
@@ -110,21 +122,22 @@ def equivalent_drop_rho(
     seen: tuple[np.ndarray, np.ndarray],
     z_min: float,
     z_max: float,
+    gain: tuple[float, float] = (0.0, 1.0),
 ) -> float:
     """The one drop reflectance with which :func:`rt_lidar.kernels.weather.detectable_particle_table`
     (power overlap 1, the same seen share) expects as many detectable drops per beam as
     :func:`detectable_drops_exact`: a bisection in log(rho) over 1e-4..10."""
     want = detectable_drops_exact(
-        rate_mm_h, wavelength_nm, k_sensor, threshold_w, a_total, beam, seen, z_min, z_max
+        rate_mm_h, wavelength_nm, k_sensor, threshold_w, a_total, beam, seen, z_min, z_max, gain
     )
-    lam = float(kw.marshall_palmer_slope(rate_mm_h))
+    n0, lam = rain_distribution(rate_mm_h)
     if want <= 0.0:
         return float(np.mean(drop_reflectance(np.array([1.0, 2.0]), wavelength_nm)))
 
     def expected(rho: float) -> float:
         _, _, cum = kw.detectable_particle_table(
-            kw.MP_N0, lam, kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, rho, k_sensor, threshold_w, a_total, beam,
-            0.0, 1e-6, z_min, z_max, seen=seen,
+            n0, lam, kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, rho, k_sensor, threshold_w, a_total, beam,
+            0.0, 1e-6, z_min, z_max, seen=seen, gain=gain,
         )  # fmt: skip
         return float(cum[-1])
 

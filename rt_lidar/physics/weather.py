@@ -22,7 +22,9 @@ from rt_lidar.kernels import weather as kw
 from rt_lidar.kernels import weather_rays
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.kernels.xp import array_module
+from rt_lidar.physics.rain_dsd import rain_distribution
 from rt_lidar.physics.rain_receiver import equivalent_drop_rho, seen_table
+from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.points import PointFlag
 from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
@@ -43,6 +45,7 @@ __all__ = [
     "WeatherConfig",
     "WeatherModel",
     "airsim_weather_to_config",
+    "receiver_gain_law",
     "receiver_geometry",
     "weather_model",
 ]
@@ -58,16 +61,18 @@ RHO_RAIN_DROP = 0.0141
 5266, 2022), kept for reference: since issue 40 a drop's backscatter comes from its size and the
 wavelength (:func:`rt_lidar.physics.drop_backscatter.drop_reflectance`) and the receiver's overlap
 (:data:`RECEIVER_BASELINE_M`, :data:`RECEIVER_FOV_MRAD`) decides which drops it sees."""
-RECEIVER_GAP_M = 0.0051
+RECEIVER_GAP_M = 0.0153
 """Gap between the edges of the transmitted beam at the exit (``beam_exit_diameter_m``) and of the
 receiver's aperture (``receiver_aperture_m``) of a biaxial spinning lidar whose lenses sit side by side:
 the baseline between the two parallel axes is ``(d0 + D_r) / 2 + gap``
 (:func:`rt_lidar.physics.rain_receiver.point_overlap`). Not published for any preset: fitted with
-:data:`RECEIVER_FOV_OVER_DIVERGENCE` to Linnhoff et al.'s calibrated VLP-16 rain rate (``rt-lidar
-validate --only clutter_calibration``; docs/rain.md): a 23 mm baseline on a VLP-16."""
-RECEIVER_FOV_OVER_DIVERGENCE = 0.707
+:data:`RECEIVER_FOV_OVER_DIVERGENCE` to Linnhoff et al.'s calibrated VLP-16 rain rate over 1-25 mm/h
+(``rt-lidar validate --only clutter_calibration``; docs/rain.md): a 33 mm baseline on a VLP-16 (was
+23 mm with Marshall-Palmer drops of 0.5 mm and more)."""
+RECEIVER_FOV_OVER_DIVERGENCE = 2.0
 """Full angle of the receiver's field of view over the beam's equal-area divergence
-``sqrt(theta_h theta_v)`` (1.5 mrad on a VLP-16's 3 x 1.5 mrad beam), fitted with :data:`RECEIVER_GAP_M`."""
+``sqrt(theta_h theta_v)`` (4.2 mrad on a VLP-16's 3 x 1.5 mrad beam: a field a little wider than the
+beam, as receivers are built), fitted with :data:`RECEIVER_GAP_M` (was 0.707)."""
 PARTICLE_POWER_OVERLAP = (0.0, 1e-6)
 """(r1, r2) of the kernels' power overlap for particles: none (a drop the receiver sees returns its
 whole echo; the overlap thins the drops instead, through each species' table)."""
@@ -137,6 +142,17 @@ def receiver_geometry(preset: SensorPreset) -> tuple[float, float]:
     return baseline, fov
 
 
+def receiver_gain_law(preset: SensorPreset) -> tuple[float, float]:
+    """(exponent, reference range m) of ``preset``'s receiver range law ``g(R) = (R / R10)^(2 - n)``
+    (:mod:`rt_lidar.physics.receiver_range`) for the weather kernels: (0, 1), i.e. g = 1, where the
+    preset follows 1/R^2. Drops, flakes and the fog's soft target pass the same receiver as a wall."""
+    n = range_exponent(preset)
+    r10 = preset.range.range_10pct_m
+    if n == 2.0 or r10 is None:
+        return 0.0, 1.0
+    return 2.0 - n, float(r10)
+
+
 def airsim_weather_to_config(params: dict[int, float]) -> WeatherConfig | None:
     """Map AirSim's ``simSetWeatherParameter`` values (0..1, keyed by the WeatherParameter enum) to a
     :class:`WeatherConfig`; None when rain, snow, fog and road wetness are all 0.
@@ -185,19 +201,19 @@ class WeatherModel:
         p1, p2 = PARTICLE_POWER_OVERLAP  # particles: the receiver sees a point or not (``seen``)
         zmin, zmax = preset.range.min_m, preset.range.max_m
         seen = seen_table(zmin, zmax, beam, *receiver_geometry(preset), o.receiver_aperture_m)
+        gain = receiver_gain_law(preset)
         species = []
         if c.rain_mm_h > 0:
-            lam = float(kw.marshall_palmer_slope(c.rain_mm_h))
+            n0, lam = rain_distribution(c.rain_mm_h)
             lo, hi = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM
             rho = equivalent_drop_rho(
-                c.rain_mm_h, o.wavelength_nm, k_sensor, threshold_w, a_tot, beam, seen, zmin, zmax
+                c.rain_mm_h, o.wavelength_nm, k_sensor, threshold_w, a_tot, beam, seen, zmin, zmax, gain
             )
             tab = kw.detectable_particle_table(
-                kw.MP_N0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, p1, p2, zmin, zmax, seen=seen
-            )
-            species.append(
-                kw.Species(kw.MP_N0, lam, lo, hi, rho, int(PointFlag.RAIN_CLUTTER), kw.SLOT_RAIN, *tab)
-            )
+                n0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, p1, p2, zmin, zmax,
+                seen=seen, gain=gain,
+            )  # fmt: skip
+            species.append(kw.Species(n0, lam, lo, hi, rho, int(PointFlag.RAIN_CLUTTER), kw.SLOT_RAIN, *tab))
         if c.snow_mm_h > 0:
             n0, lam = kw.snow_distribution(c.snow_mm_h)
             lo, hi = 0.5, 10.0
@@ -216,12 +232,15 @@ class WeatherModel:
                 zmin,
                 zmax,
                 seen=seen,
+                gain=gain,
             )
             species.append(
                 kw.Species(n0, lam, lo, hi, RHO_SNOWFLAKE, int(PointFlag.SNOW_CLUTTER), kw.SLOT_SNOW, *tab)
             )
         pulse_len = SPEED_OF_LIGHT * preset.pulse.width_ns * 1e-9 / 2
-        fog_p, fog_z = kw.fog_soft_target(k_sensor, c.fog_visibility_m, a_tot, pulse_len, r1, r2, zmin)
+        fog_p, fog_z = kw.fog_soft_target(
+            k_sensor, c.fog_visibility_m, a_tot, pulse_len, r1, r2, zmin, gain=gain
+        )
         return kw.WeatherKernelParams(
             k_sensor=k_sensor,
             threshold_w=threshold_w,
@@ -236,6 +255,8 @@ class WeatherModel:
             fog=kw.FogParams(fog_p, fog_z, pulse_len),
             noise_sigma_m=RANGE_NOISE_M_PER_MM_H * (c.rain_mm_h + c.snow_mm_h),
             fog_flag=int(PointFlag.FOG_CLUTTER),
+            gain_exp=gain[0],
+            gain_ref_m=gain[1],
         )
 
     def apply(

@@ -10,9 +10,9 @@ from rt_lidar.sensor.presets import preset_to_dict
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink, target_dir
 from rt_lidar.sinks.kitti import write_kitti_bin
-from rt_lidar.sinks.pcd import write_pcd
+from rt_lidar.sinks.pcd import intensity_dtype, write_pcd
 
-__all__ = ["KittiFolderSink", "PcdFolderSink", "write_resolved_config"]
+__all__ = ["PCD_INTENSITY_CHOICES", "KittiFolderSink", "PcdFolderSink", "write_resolved_config"]
 
 
 def write_resolved_config(folder: Path, context: SinkContext) -> None:
@@ -50,15 +50,32 @@ class _FolderSink:
         pass
 
 
+PCD_INTENSITY_CHOICES = ("sensor", "float32")
+
+
 @register_sink("pcd")
 class PcdFolderSink(_FolderSink):
-    """``--sink pcd:DIR``: one binary PCD per scan with every point field (and ``epw_ns`` when computed)."""
+    """``--sink pcd:DIR``: one binary PCD per scan with every point field (and ``epw_ns`` when computed);
+    intensity in the sensor's own type (``intensity=sensor``, the default: uint8 for an 8-bit Velodyne,
+    uint16 for Ouster's counts, float32 for a continuous intensity) or ``intensity=float32``."""
 
     suffix = ".pcd"
     kind = "pcd"
 
+    def __init__(self, target: str, options: dict[str, str]) -> None:
+        opts = SinkOptions(self.kind, options, {"intensity"})
+        self.intensity_kind = opts.choice("intensity", "sensor", PCD_INTENSITY_CHOICES)
+        self.folder = target_dir(target)
+        self.count = 0
+        self.context: SinkContext | None = None
+
     def _write(self, path: Path, scan: Scan) -> None:
-        write_pcd(path, scan.points, scan.extras)
+        assert self.context is not None, "open() first"
+        out = self.context.preset.output
+        kind = None
+        if self.intensity_kind == "sensor":
+            kind = intensity_dtype(out.intensity_max, out.intensity_step)
+        write_pcd(path, scan.points, scan.extras, intensity=kind)
 
 
 @register_sink("kitti")

@@ -1,5 +1,10 @@
 """PCD (Point Cloud Library) files: binary, every field of the point type, plus optional extra fields
-(``epw_ns``, the echo pulse width) appended after them when a scan carries them."""
+(``epw_ns``, the echo pulse width) appended after them when a scan carries them.
+
+Intensity is written in the sensor's own type when the writer is given one (:func:`intensity_dtype` of
+the preset's ``[output]``): a Velodyne's 8-bit integers as ``U 1``, an Ouster's photon counts as ``U 2``,
+a continuous or fractional-step intensity as ``F 4`` (issue 40); without one, float32 as the point type
+holds it."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.points import POINT_DTYPE, POINT_FIELDS
 from rt_lidar.sinks.atomic import atomic_write
 
-__all__ = ["pcd_header", "read_pcd", "with_extras", "write_pcd"]
+__all__ = ["intensity_dtype", "pcd_header", "read_pcd", "with_extras", "with_intensity_type", "write_pcd"]
 
 _PCD_TYPE = {"f": "F", "i": "I", "u": "U"}
 
@@ -57,9 +62,51 @@ def with_extras(points: np.ndarray, extras: dict[str, np.ndarray] | None) -> np.
     return out
 
 
-def write_pcd(path: str | Path, points: np.ndarray, extras: dict[str, np.ndarray] | None = None) -> Path:
+def intensity_dtype(intensity_max: int, intensity_step: float) -> np.dtype:
+    """The type a sensor reports its intensity in: the smallest unsigned integer that holds
+    ``intensity_max`` where the reporting step is a whole number (Velodyne's 8-bit intensity: uint8;
+    Ouster's photon counts to 65,535: uint16; a 12-bit power: uint16), float32 where the step is 0
+    (continuous) or fractional."""
+    step = float(intensity_step)
+    if step <= 0.0 or step != round(step):
+        return np.dtype(np.float32)
+    for t in (np.uint8, np.uint16, np.uint32):
+        if intensity_max <= np.iinfo(t).max:
+            return np.dtype(t)
+    return np.dtype(np.float32)
+
+
+def with_intensity_type(points: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``points`` with their ``intensity`` field as ``dtype`` (rounded and clipped to its range for an
+    integer type); the same array when it already is."""
+    names = points.dtype.names or ()
+    if "intensity" not in names or points.dtype.fields is None:
+        return points
+    if points.dtype.fields["intensity"][0] == dtype:
+        return points
+    fields = [(n, dtype if n == "intensity" else points.dtype.fields[n][0]) for n in names]
+    out = np.empty(points.shape, np.dtype(fields))
+    for n in names:
+        if n != "intensity":
+            out[n] = points[n]
+    values = np.nan_to_num(points["intensity"].astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    if dtype.kind == "u":
+        values = np.clip(np.rint(values), 0, np.iinfo(dtype).max)
+    out["intensity"] = values.astype(dtype)
+    return out
+
+
+def write_pcd(
+    path: str | Path,
+    points: np.ndarray,
+    extras: dict[str, np.ndarray] | None = None,
+    intensity: np.dtype | None = None,
+) -> Path:
     """Write structured ``points`` (and any per-point ``extras`` as further fields) as a binary PCD
-    (little-endian, packed); returns the path."""
+    (little-endian, packed), ``intensity`` in that type when given (:func:`intensity_dtype`); returns the
+    path."""
+    if intensity is not None:
+        points = with_intensity_type(points, np.dtype(intensity))
     points = with_extras(points, extras)
     packed = np.ascontiguousarray(points, dtype=points.dtype.newbyteorder("<"))
     header = pcd_header(packed.dtype, packed.size)
@@ -70,13 +117,24 @@ def write_pcd(path: str | Path, points: np.ndarray, extras: dict[str, np.ndarray
 
 
 def read_pcd(path: str | Path, dtype: np.dtype) -> np.ndarray:
-    """Read a binary PCD this module wrote back into ``dtype`` (our own reader, for round trips)."""
+    """Read a binary PCD this module wrote back into ``dtype`` (our own reader, for round trips): each
+    field of ``dtype`` from the file's field of that name, in whatever type its header gives (an 8-bit
+    intensity comes back as the float32 it stood for)."""
     data = Path(path).read_bytes()
     marker = b"DATA binary\n"
     pos = data.find(marker)
     if pos < 0:
         raise ConfigError(f"{path}: not a binary PCD file (no 'DATA binary' line)")
-    return np.frombuffer(data, dtype=dtype, offset=pos + len(marker)).copy()
+    header, start = _pcd_header(data, str(path))
+    stored, _, _ = _pcd_dtype(header, str(path))
+    if stored == np.dtype(dtype):
+        return np.frombuffer(data, dtype=dtype, offset=start).copy()
+    raw = np.frombuffer(data, dtype=stored, offset=start)
+    out = np.zeros(raw.shape[0], dtype)
+    for n in np.dtype(dtype).names or ():
+        if n in (stored.names or ()):
+            out[n] = raw[n]
+    return out
 
 
 _PCD_SIZES = {"F": (2, 4, 8), "I": (1, 2, 4, 8), "U": (1, 2, 4, 8)}

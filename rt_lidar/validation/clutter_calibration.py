@@ -73,7 +73,7 @@ LINNHOFF_RAIN_LOGNORMAL = (1.362, 0.784)
 """(mu, sigma) of the lognormal range (m) of those rain points."""
 LINNHOFF_RAIN_ALPHA_PER_MM_H = 7.677e-5
 """Rain extinction per metre and per mm/h (``rain_attenuation_factor`` 7.677 x 1e-5)."""
-FIT_RAIN_MM_H = (1.0, 2.5, 5.0, 10.0, 20.0, 25.0)
+FIT_RAIN_MM_H = (1.0, 2.5, 5.0, 10.0, 15.0, 25.0)
 """Rain rates compared with Linnhoff et al.'s calibration (issue 40: 1-25 mm/h)."""
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -504,12 +504,12 @@ CLUTTER_CAL_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]
             ),
         ),
         (
-            "Linnhoff 2022: rain points per open-sky beam within 2.5x of theirs at 1-25 mm/h",
-            lambda m: all(0.4 < r < 2.5 for r in m["rain_points_per_beam_measured_ratio_to_linnhoff"]),
+            "Linnhoff 2022: rain points per open-sky beam within 1.5x of theirs at 1-25 mm/h",
+            lambda m: all(1 / 1.5 < r < 1.5 for r in m["rain_points_per_beam_measured_ratio_to_linnhoff"]),
         ),
         (
-            "Linnhoff 2022: rain points grow with the rain rate, slower than R^1.6",
-            lambda m: _up(m["rain_points_per_beam_measured"]) and m["rain_growth_exponent"] < 1.6,
+            "Linnhoff 2022: rain points grow with the rain rate, as R^0.8 to R^1.2 (theirs: R^1)",
+            lambda m: _up(m["rain_points_per_beam_measured"]) and 0.8 < m["rain_growth_exponent"] < 1.2,
         ),
         # the secondary 30-40 % max-range loss at 30 mm/h is not a check: its residual is reported
         # (``comparisons``) and docs/clutter-calibration.md says why the model does not chase it

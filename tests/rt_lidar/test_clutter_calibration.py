@@ -36,21 +36,23 @@ def test_extinction_scale_fit_reproduces_the_model_at_scale_one() -> None:
 
 def test_rain_points_per_open_sky_beam_follow_linnhoff_within_1_5x() -> None:
     """Issue 40: per open-sky VLP-16 beam in strongest mode, the measured rain-point rate (the whole
-    physics stage, noise included) is within 1.5x of Linnhoff et al.'s calibrated 1.69e-4 x R at
-    2.5, 5 and 10 mm/h, within 2.5x at 1 and 25 mm/h, and grows with R no faster than R^1.6 (it grew as
-    R^1.8 before); the expectation from the kernels' own table agrees with the measurement."""
+    physics stage, noise included) is within 1.5x of Linnhoff et al.'s calibrated 1.69e-4 x R at every
+    rate from 1 to 25 mm/h and grows about linearly (it grew as R^1.35 with Marshall-Palmer drops and
+    the 0.5 mm cut, 0.62x at 1 mm/h and 1.94x at 25 mm/h); the expectation from the kernels' own table
+    agrees with the measurement."""
     import rt_lidar.validation.clutter_calibration as cc
 
     preset = load_preset("VLP-16")
-    measured = {r: cc.open_sky_rain_rate(preset, r) for r in (1.0, 2.5, 5.0, 10.0, 25.0)}
+    rates = (1.0, 2.5, 5.0, 10.0, 15.0, 25.0)
+    measured = {r: cc.open_sky_rain_rate(preset, r) for r in rates}
     ratio = {r: m / cc.linnhoff_rain_points_per_beam(r) for r, m in measured.items()}
-    assert all(1 / 1.5 < ratio[r] < 1.5 for r in (2.5, 5.0, 10.0)), ratio
-    assert all(0.4 < x < 2.5 for x in ratio.values()), ratio
+    assert all(1 / 1.5 < x < 1.5 for x in ratio.values()), ratio
     slope = math.log(measured[25.0] / measured[1.0]) / math.log(25.0)
-    assert 0.8 < slope < 1.6
+    assert 0.8 < slope < 1.2, slope
     p10, q10 = cc.rain_clutter_expectation(preset, 10.0)
     assert p10 == pytest.approx(measured[10.0], rel=0.35) and q10 == sorted(q10)
-    assert 2.0 < q10[1] < 6.0  # Linnhoff's median rain point lies at 3.9 m
+    # Linnhoff's median rain point lies at 3.9 m; this receiver puts it at ~6.3 m (docs/rain.md, residuals)
+    assert 3.0 < q10[1] < 7.0
 
 
 def test_dual_mode_reports_the_drops_that_strongest_mode_hides_behind_a_wall() -> None:
