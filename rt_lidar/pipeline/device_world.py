@@ -16,6 +16,7 @@ tests hold to Embree, and what runs where no GPU is).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -264,6 +265,38 @@ class BvhWorld(World):
             xp.asarray(segments),
             self._kernel,
         )
+        return RayHits(*got)
+
+    @property
+    def xp(self) -> Any:
+        """The array module of the backend's arrays: CuPy on ``cuda``, NumPy on the CPU build."""
+        return self._cp if self._cp is not None else np
+
+    def posed_batch(self, t: float | ArrayLike, n: int) -> tuple[Any, Any, Any, Any]:
+        """(instance boxes, poses, each ray's time index, segment table) of ``n`` rays at times ``t``
+        (host), put where the backend casts: computed and copied once for a frame's rays, then shared
+        by every :meth:`cast_posed` of that frame (the rays behind glass take their rows' indices)."""
+        xp = self.xp
+        boxes, poses, index = self.instance_poses(t, n)
+        segments = np.ascontiguousarray(self._segments, np.uint32)
+        return xp.asarray(boxes), xp.asarray(poses), xp.asarray(index), xp.asarray(segments)
+
+    def cast_posed(
+        self,
+        origins: Any,
+        directions: Any,
+        max_range: float,
+        posed: tuple[Any, Any, Any, Any],
+        rows: Any = None,
+    ) -> RayHits:
+        """The hits of device rays ``origins`` / ``directions`` (N, 3) float32 against a frame's
+        :meth:`posed_batch` (``rows``: the frame's rays these are, None = all), left on the device."""
+        boxes, poses, index, segments = posed
+        idx = index if rows is None else index[rows]
+        with self._lock if self._cp is not None else contextlib.nullcontext():  # one batch on the stream
+            got = cast_rays(
+                self._arrays, origins, directions, max_range, boxes, poses, idx, segments, self._kernel
+            )
         return RayHits(*got)
 
     def _cast_cuda(self, o: NDArray[np.float32], d: NDArray[np.float32], t: Any, max_range: float) -> RayHits:

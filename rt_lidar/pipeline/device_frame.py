@@ -1,0 +1,242 @@
+"""The device-resident frame (``--device cuda``, and its CPU twin ``cuda-source-on-cpu``; docs/gpu.md).
+
+:class:`DeviceWorldSource` casts a frame's firings through the BVH kernel and leaves the hits where it
+cast them: the rays go up in one copy (origins, world and sensor-frame directions, firing times and
+rings packed into one block of bytes), the moving objects' poses of the frame once, and the first
+surfaces, the rays behind glass and the glass fields are computed there (:class:`DeviceHits`, arrays of
+the frame's ``xp``). :class:`~rt_lidar.physics.device_physics.DeviceSensorPhysics` takes them from there
+to packed points that come back in one copy.
+
+:func:`device_frame_parts` builds the pair for a sensor, or says (one line) why a configuration keeps
+the host physics: the device frame runs one ray a pulse (no ``--beam full`` bundles or sub-rays), no
+sunlight, no wet road, no echo pulse width, no crosstalk; those runs cast on the device and do their
+physics on the host as before.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.backend.device_arrays import PinnedPoints, TransferCounter
+from rt_lidar.pipeline.device_world import BvhWorld
+from rt_lidar.pipeline.pose_samples import interpolate_pose_samples, sensor_pose_samples
+from rt_lidar.pipeline.sources import GLASS_MAX_CROSSINGS, Hits, WorldSource, _beam_starts, _rows_f32
+from rt_lidar.sensor.glazing import TABLE_STEPS
+from rt_lidar.sensor.scan_pattern import Firings
+from rt_lidar.unreal_bridge.world import Pose as MountPose
+
+__all__ = [
+    "DeviceHits",
+    "DeviceWorldSource",
+    "device_frame_parts",
+    "device_frame_unsupported",
+    "warn_host_physics",
+]
+
+_EPS_M = 1e-3
+RAY_RECORD = np.dtype(
+    [
+        ("origin", "<f4", (3,)),
+        ("world_dir", "<f4", (3,)),
+        ("dir", "<f4", (3,)),
+        ("t", "<i8"),
+        ("ring", "<u2"),
+        ("beam_origin", "<f4", (3,)),
+    ]
+)
+"""One ray of a frame as it goes up to the device (58 bytes, packed)."""
+
+
+@dataclass
+class DeviceHits(Hits):
+    """:class:`Hits` whose per-ray arrays live on the device (``xp``): ``direction`` is the sensor-frame
+    directions there; ``t_ns`` and ``ring`` the firings' times and rings there (``firings`` stays on the
+    host for the frame loop)."""
+
+    xp: Any = np
+    t_ns: Any = None
+    ring: Any = None
+    beam_origin: Any = None
+    """(N, 3) float32 each beam's origin in the sensor frame (:attr:`Firings.origin`), None = none."""
+
+
+def _columns(xp: Any, buf: Any, start: int, stop: int, dtype: Any, shape: tuple[int, ...]) -> Any:
+    """Bytes ``start:stop`` of every row of the (N, record) uint8 ``buf`` as an array of ``dtype``."""
+    return xp.ascontiguousarray(buf[:, start:stop]).view(dtype).reshape(shape)
+
+
+class DeviceWorldSource(WorldSource):
+    """A :class:`WorldSource` over a :class:`BvhWorld` whose hits stay on the device (module docstring).
+    One ray a pulse; the first surface, glass and the rays behind it as the CPU caster computes them."""
+
+    def __init__(
+        self,
+        world: BvhWorld,
+        max_range_m: float,
+        transmission: np.ndarray,
+        exit_m_per_rad: tuple[float, float] = (0.0, 0.0),
+        mount: MountPose | None = None,
+        counter: TransferCounter | None = None,
+    ) -> None:
+        super().__init__(world, max_range_m, transmission, exit_m_per_rad, mount)
+        self.bvh = world
+        self.xp = world.xp
+        self.counter = counter or TransferCounter()
+        self._trans_dev = self.xp.asarray(self._transmission)
+        self._angle_dev = self.xp.asarray(self._glass_angle)
+
+    def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
+        """The hits of every firing's one ray, on the device (:class:`DeviceHits`)."""
+        xp = self.xp
+        n = len(firings)
+        d_sensor = firings.directions()
+        samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
+        pos, quat = _beam_starts(self.ops, firings, *interpolate_pose_samples(firings.t_ns, samples))
+        rec = np.empty(n, RAY_RECORD)
+        rec["origin"] = pos
+        rec["world_dir"] = self.ops.rotate_f32(_rows_f32(quat), d_sensor)
+        rec["dir"] = d_sensor
+        rec["t"] = firings.t_ns
+        rec["ring"] = firings.ring
+        rec["beam_origin"] = 0.0 if firings.origin is None else firings.origin
+        buf = xp.asarray(rec.view(np.uint8).reshape(n, RAY_RECORD.itemsize))  # the frame's one copy up
+        self.counter.up()
+        origins = _columns(xp, buf, 0, 12, xp.float32, (n, 3))
+        dirs = _columns(xp, buf, 12, 24, xp.float32, (n, 3))
+        posed = self.bvh.posed_batch(firings.t_ns.astype(np.float64) * 1e-9, n)
+        hits = DeviceHits(
+            firings,
+            _columns(xp, buf, 24, 36, xp.float32, (n, 3)),
+            *self._surfaces(origins, dirs, posed),
+            xp=xp,
+            t_ns=_columns(xp, buf, 36, 44, xp.int64, (n,)),
+            ring=_columns(xp, buf, 44, 46, xp.uint16, (n,)),
+            beam_origin=None if firings.origin is None else _columns(xp, buf, 46, 58, xp.float32, (n, 3)),
+        )
+        return self._with_poses(hits, t0_ns, t1_ns, samples)
+
+    def _slant(self, g_trans: Any, rows: Any, material: Any, cos_i: Any) -> None:
+        """:meth:`WorldSource._slant_loss` on the device."""
+        xp = self.xp
+        if rows.size:
+            c = xp.clip(cos_i, np.float32(0), np.float32(1))
+            idx = (c * np.float32(TABLE_STEPS) + np.float32(0.5)).astype(xp.int32)
+            f = self._angle_dev[xp.maximum(material, 0), idx]
+            g_trans[rows] *= f * f
+
+    def _surfaces(self, origins: Any, dirs: Any, posed: tuple[Any, Any, Any, Any]) -> tuple[Any, ...]:
+        """(range, cos, material, segment, glass range, glass cos, glass material, glass segment, glass
+        transmission) of every ray: the first surfaces, and the rays that pass glass cast on behind it."""
+        xp = self.xp
+        rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed)
+        hit = xp.isfinite(rh.distance)
+        trans_all = xp.take(self._trans_dev, xp.maximum(rh.material, 0))
+        passes = hit & (trans_all > 0)
+        opaque = hit & ~passes
+        cosi = xp.abs(xp.sum(rh.normal * dirs, axis=1, dtype=xp.float32))
+        inf, zero = np.float32(np.inf), np.float32(0)
+        range_m = xp.where(passes, inf, rh.distance).astype(xp.float32)
+        cos_inc = xp.where(opaque, cosi, zero).astype(xp.float32)
+        material = xp.where(passes, np.int16(-1), rh.material).astype(xp.int16)
+        segment = xp.where(passes, np.uint32(0), rh.segment).astype(xp.uint32)
+        g_range = xp.where(passes, rh.distance, inf).astype(xp.float32)
+        g_cos = xp.where(passes, cosi, zero).astype(xp.float32)
+        g_mat = xp.where(passes, rh.material, np.int16(-1)).astype(xp.int16)
+        g_seg = xp.where(passes, rh.segment, np.uint32(0)).astype(xp.uint32)
+        g_trans = xp.where(passes, trans_all * trans_all, np.float32(1)).astype(xp.float32)
+        active = xp.flatnonzero(passes)
+        self._slant(g_trans, active, g_mat[active], g_cos[active])
+        travelled = rh.distance[active] + np.float32(_EPS_M)
+        org = origins[active] + dirs[active] * travelled[:, None]
+        for _ in range(GLASS_MAX_CROSSINGS):
+            if active.size == 0:
+                break
+            d_act = dirs[active]
+            rh = self.bvh.cast_posed(org, d_act, self.max_range_m, posed, rows=active)  # dist checks the rest
+            dist = rh.distance + travelled
+            ok = xp.isfinite(rh.distance) & (dist <= self.max_range_m)
+            trans = xp.where(ok, xp.take(self._trans_dev, xp.maximum(rh.material, 0)), zero)
+            more = ok & (trans > 0)
+            stop = ok & ~more
+            idx = active[stop]
+            range_m[idx] = dist[stop]
+            cos_inc[idx] = xp.abs(xp.sum(rh.normal[stop] * d_act[stop], axis=1, dtype=xp.float32))
+            material[idx] = rh.material[stop]
+            segment[idx] = rh.segment[stop]
+            g_trans[active[more]] *= trans[more] * trans[more]
+            step = rh.distance[more] + np.float32(_EPS_M)
+            cos_i = xp.abs(xp.sum(rh.normal[more] * d_act[more], axis=1, dtype=xp.float32))
+            org, travelled, active = (
+                org[more] + d_act[more] * step[:, None],
+                travelled[more] + step,
+                active[more],
+            )
+            self._slant(g_trans, active, rh.material[more], cos_i)
+        return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans
+
+
+def device_frame_unsupported(physics: Any, crosstalk: bool = False) -> str | None:
+    """Why the physics configuration ``physics`` (as negotiated: a :class:`SensorPhysics`) keeps the
+    host physics, or None when the whole frame runs on the device."""
+    cfg = physics.config
+    if physics.sub_rays > 1 or getattr(physics.beam, "full", False):
+        return "sub-ray bundles (--beam full, --sub-rays)"
+    if cfg.sun_illuminance_lux > 0:
+        return "sunlight"
+    if cfg.weather is not None and cfg.weather.road_wetness > 0:
+        return "a wet road"
+    if physics.beam.epw:
+        return "echo pulse width"
+    if physics.return_mode not in ("strongest", "last", "dual"):
+        return f"return mode {physics.return_mode}"
+    if crosstalk:
+        return "crosstalk"
+    from rt_lidar.sensor.beam_origins import two_point_corrections
+
+    if two_point_corrections(physics.preset) is not None:
+        return "the preset's two-point corrections"
+    return None
+
+
+def device_frame_parts(
+    world: BvhWorld,
+    preset: Any,
+    arrays: Any,
+    config: Any,
+    mount: MountPose | None = None,
+    crosstalk: bool = False,
+) -> tuple[WorldSource, Any, str | None]:
+    """(source, physics, why not) of ``preset`` in ``world`` cast by the BVH kernel: the device-resident
+    pair where ``config`` runs there, else a host :class:`WorldSource` and :class:`SensorPhysics` (the
+    cast on the device, the physics on the host) and the one-line reason."""
+    from rt_lidar.physics.device_physics import DeviceSensorPhysics
+    from rt_lidar.physics.model import SensorPhysics
+    from rt_lidar.pipeline.builder import negotiate
+    from rt_lidar.sensor.beam import exit_m_per_rad
+
+    host = WorldSource(world, preset.range.max_m, arrays.transmission, exit_m_per_rad(preset), mount=mount)
+    host.retro_gain = arrays.retro_gain
+    phys = SensorPhysics(preset, arrays, negotiate(host, preset, config))
+    why = device_frame_unsupported(phys, crosstalk)
+    if why is not None:
+        return host, phys, why
+    counter = TransferCounter()
+    source = DeviceWorldSource(
+        world, preset.range.max_m, arrays.transmission, exit_m_per_rad(preset), mount, counter
+    )
+    source.retro_gain = arrays.retro_gain
+    dev = DeviceSensorPhysics(preset, arrays, phys.config, PinnedPoints(world.xp, counter))
+    return source, dev, None
+
+
+def warn_host_physics(why: str) -> None:
+    """The one-line warning of a ``--device`` run whose physics stays on the host."""
+    warnings.warn(
+        f"--device: {why} run on the host; the cast stays on the device, the physics after it does not "
+        "(docs/gpu.md)",
+        stacklevel=3,
+    )
