@@ -57,10 +57,10 @@ class TransferCounter:
         self.to_host = 0
         self.bytes_to_host = 0
 
-    def up(self) -> None:
-        """One host->device copy."""
+    def up(self, copies: int = 1) -> None:
+        """``copies`` host->device copies."""
         with self._lock:
-            self.to_device += 1
+            self.to_device += copies
 
     def down(self, nbytes: int) -> None:
         """One device->host copy of ``nbytes``."""

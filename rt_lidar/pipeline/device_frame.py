@@ -30,6 +30,7 @@ from rt_lidar.sensor.scan_pattern import Firings
 from rt_lidar.unreal_bridge.world import Pose as MountPose
 
 __all__ = [
+    "UPLOADS_PER_FRAME",
     "DeviceHits",
     "DeviceWorldSource",
     "device_frame_parts",
@@ -49,6 +50,9 @@ RAY_RECORD = np.dtype(
     ]
 )
 """One ray of a frame as it goes up to the device (58 bytes, packed)."""
+UPLOADS_PER_FRAME = 4
+"""Host->device copies a frame: its rays (one block of :data:`RAY_RECORD`), and the moving objects'
+boxes, poses and each ray's time index (:meth:`BvhWorld.posed_batch`; the segment table stays there)."""
 
 
 @dataclass
@@ -104,7 +108,7 @@ class DeviceWorldSource(WorldSource):
         rec["ring"] = firings.ring
         rec["beam_origin"] = 0.0 if firings.origin is None else firings.origin
         buf = xp.asarray(rec.view(np.uint8).reshape(n, RAY_RECORD.itemsize))  # the frame's one copy up
-        self.counter.up()
+        self.counter.up(UPLOADS_PER_FRAME)
         origins = _columns(xp, buf, 0, 12, xp.float32, (n, 3))
         dirs = _columns(xp, buf, 12, 24, xp.float32, (n, 3))
         posed = self.bvh.posed_batch(firings.t_ns.astype(np.float64) * 1e-9, n)

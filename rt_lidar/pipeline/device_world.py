@@ -161,6 +161,8 @@ class BvhWorld(World):
         self._kernel: Any = None
         self._cp: Any = None
         self._lock = threading.Lock()
+        self._segments_host: np.ndarray = np.zeros(0, np.uint32)
+        self._segments_dev: Any = None
         if backend == "cuda":
             import cupy
 
@@ -279,7 +281,9 @@ class BvhWorld(World):
         xp = self.xp
         boxes, poses, index = self.instance_poses(t, n)
         segments = np.ascontiguousarray(self._segments, np.uint32)
-        return xp.asarray(boxes), xp.asarray(poses), xp.asarray(index), xp.asarray(segments)
+        if self._segments_dev is None or self._segments_host.tobytes() != segments.tobytes():
+            self._segments_host, self._segments_dev = segments, xp.asarray(segments)
+        return xp.asarray(boxes), xp.asarray(poses), xp.asarray(index), self._segments_dev
 
     def cast_posed(
         self,

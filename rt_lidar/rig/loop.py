@@ -79,7 +79,9 @@ class RigLoop:
                 )
                 source.retro_gain = arrays.retro_gain
                 # each sensor's beam (sub-rays, return mode, --beam full), as one sensor's pipeline asks it
-                phys = SensorPhysics(s.preset, arrays, negotiate(source, s.preset, physics or PhysicsConfig()))
+                phys = SensorPhysics(
+                    s.preset, arrays, negotiate(source, s.preset, physics or PhysicsConfig())
+                )
             weather = phys.config.weather
             source.use_wet_road(weather.road_wetness if weather is not None else 0.0)  # mirror rays, spray
             pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=ahead)
