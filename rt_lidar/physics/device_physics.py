@@ -4,11 +4,12 @@ the points packed there and copied to the host once (docs/gpu.md).
 
 The steps are those of the host's one-ray physics (:meth:`SensorPhysics.apply`), written once for both
 array modules: the echo of each ray's opaque surface and of the glass it crossed (the radar equation,
-:mod:`rt_lidar.kernels.intensity`); the weather (the fused weather kernel's CUDA or NumPy form); the
+:mod:`rt_lidar.kernels.intensity`) with the surface's texture (:mod:`rt_lidar.kernels.texture`); the
+weather (the fused weather kernel: CUDA on the GPU, its CUDA source built for the host on the twin); the
 candidate echoes of a pulse (the surface, the glass, the weather's clutter) merged within the preset's
-return separation; detection against the receiver's noise floor; the return choice (strongest, last,
-or the preset's dual pair); the false alarms of pulses left empty; the range walk and range noise; the
-intensity chain (:mod:`rt_lidar.physics.intensity_chain`); surface texture (:mod:`rt_lidar.kernels.texture`). Its draws come from the device's own generator
+return separation; detection against the receiver's noise floor; the return choice (strongest, last, or
+the preset's dual pair); the false alarms of pulses left empty; the range walk and range noise; the
+intensity chain (:mod:`rt_lidar.physics.intensity_chain`). Its draws come from the device's own generator
 seeded by one draw of the frame's stream, so a device frame is the same bytes run after run on one
 device, and the same statistics as the host's frame (not its bytes: the host draws differently, and its
 waveform merges close echoes by their summed pulse shapes).
@@ -23,18 +24,18 @@ import numpy as np
 from rt_lidar.kernels import apply_range_noise, effective_reflectance, leading_edge_walk_m, received_power
 from rt_lidar.kernels.ambient import false_alarm_probability, receiver_sigma_w
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, two_way_transmission
+from rt_lidar.kernels.texture import texture_factor
 from rt_lidar.kernels.waveform import pulse_sigma_ns
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
-from rt_lidar.kernels.texture import texture_factor
 from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.physics.texture import material_seeds
-from rt_lidar.unreal_bridge.world.pose import quat_rotate
 from rt_lidar.physics.weather import weather_model
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.unreal_bridge.world.pose import quat_rotate
 
 __all__ = ["DEVICE_RECORD", "DeviceSensorPhysics"]
 

@@ -19,9 +19,9 @@ from rt_lidar.backend.schedule import RIG_FRAMES_AHEAD, RIG_PHYSICS_AHEAD
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import negotiate
-from rt_lidar.pipeline.frame_loop import Pipeline, frame_time_ns
 from rt_lidar.pipeline.device_frame import device_frame_parts, warn_host_physics
 from rt_lidar.pipeline.device_world import BvhWorld
+from rt_lidar.pipeline.frame_loop import Pipeline, frame_time_ns
 from rt_lidar.pipeline.sources import WorldSource
 from rt_lidar.rig.crosstalk import CrosstalkSensor, false_points
 from rt_lidar.rig.model import Rig

@@ -119,5 +119,6 @@ def test_rig_demo_on_the_device_writes_the_cpu_rigs_scans(tmp_path) -> None:
         scans = sorted((out / "roof" / "scans").glob("*.bin"))
         assert len(scans) == 2
         counts[device] = [np.fromfile(s, np.float32).size // 4 for s in scans]
+    # the rig's frames run on the device (docs/gpu.md): its own draws, so the counts agree as statistics
     for want, have in zip(counts["cpu"], counts["cuda-source-on-cpu"], strict=True):
-        assert want > 10_000 and abs(have - want) <= max(3, want // 5_000)
+        assert want > 10_000 and abs(have - want) <= want * 0.005
