@@ -162,9 +162,10 @@ class DeviceSensorPhysics(SensorPhysics):
         single = self.return_mode == "strongest"
         if single:  # the stronger of glass and surface, as the host's one-ray physics chooses
             take = gp > power
-            power, refl = xp.where(take, gp, power), xp.where(take, g_refl, refl)
-            rng_m, seg = xp.where(take, g_rng, rng_m), xp.where(take, g_seg, seg)
-            flags = xp.where(take, np.uint8(0), flags)
+            power, refl = xp.where(take, gp, power).astype(f32), xp.where(take, g_refl, refl).astype(f32)
+            rng_m = xp.where(take, g_rng, rng_m).astype(f32)
+            seg = xp.where(take, g_seg, seg).astype(xp.uint32)
+            flags = xp.where(take, np.uint8(0), flags).astype(xp.uint8)
         n = rng_m.shape[0]
         clutter = (xp.full(n, np.inf, f32), xp.zeros(n, f32), xp.zeros(n, xp.uint8))
         weather = self.config.weather
