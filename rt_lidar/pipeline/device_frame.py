@@ -35,6 +35,7 @@ __all__ = [
     "DeviceWorldSource",
     "device_frame_parts",
     "device_frame_unsupported",
+    "device_summary",
     "warn_host_physics",
 ]
 
@@ -244,3 +245,21 @@ def warn_host_physics(why: str) -> None:
         "(docs/gpu.md)",
         stacklevel=3,
     )
+
+
+def device_summary(source: Any, physics: Any) -> dict[str, Any]:
+    """The summary.json ``device`` section of a pipeline's ``source`` and ``physics``: where the rays were
+    cast, where the physics ran (and why on the host, where a device was asked for), the copies made."""
+    world = getattr(source, "world", None)
+    if isinstance(source, DeviceWorldSource):
+        c = source.counter
+        return {
+            "cast": source.bvh.backend,
+            "physics": "device",
+            "copies_to_host": c.to_host,
+            "copies_to_device": c.to_device,
+            "bytes_to_host": c.bytes_to_host,
+        }
+    if isinstance(world, BvhWorld):
+        return {"cast": world.backend, "physics": "host", "why": device_frame_unsupported(physics)}
+    return {"cast": "cpu", "physics": "host"}
