@@ -39,7 +39,8 @@ from rt_lidar.unreal_bridge.world.pose import quat_rotate
 
 __all__ = ["DEVICE_RECORD", "DeviceSensorPhysics"]
 
-DEVICE_RECORD = np.dtype([*((n, POINT_DTYPE.fields[n][0]) for n in POINT_DTYPE.names), ("power_w", "<f4")])
+_POINT_FIELDS = tuple((name, POINT_DTYPE[name]) for name in POINT_DTYPE.names or ())
+DEVICE_RECORD = np.dtype([*_POINT_FIELDS, ("power_w", np.dtype("<f4"))])
 """A point as it leaves the device: :data:`POINT_DTYPE`'s fields, packed, and its received power."""
 _NO = -np.inf
 
@@ -306,7 +307,7 @@ class DeviceSensorPhysics(SensorPhysics):
         packed = self._pack(hits, pulse, measured, intensity, refl, rid, fl, seg, pw)
         rec = self.pinned.receive(packed, DEVICE_RECORD)
         points = np.empty(rec.shape[0], POINT_DTYPE)
-        for name in POINT_DTYPE.names:
+        for name, _ in _POINT_FIELDS:
             points[name] = rec[name]
         with_return = int(np.count_nonzero(points["return_id"] == 0))
         return PhysicsResult(
@@ -349,7 +350,10 @@ class DeviceSensorPhysics(SensorPhysics):
             "segment": seg,
             "power_w": pw,
         }
-        for name, (dtype, offset) in DEVICE_RECORD.fields.items():
+        offset = 0  # the record is packed: each field right after the one before
+        for name in DEVICE_RECORD.names or ():
+            dtype = DEVICE_RECORD[name]
             col = xp.ascontiguousarray(xp.asarray(cols[name]).astype(dtype))
             out[:, offset : offset + dtype.itemsize] = col.view(xp.uint8).reshape(k, dtype.itemsize)
+            offset += dtype.itemsize
         return out

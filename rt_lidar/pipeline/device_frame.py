@@ -113,10 +113,19 @@ class DeviceWorldSource(WorldSource):
         origins = _columns(xp, buf, 0, 12, xp.float32, (n, 3))
         dirs = _columns(xp, buf, 12, 24, xp.float32, (n, 3))
         posed = self.bvh.posed_batch(firings.t_ns.astype(np.float64) * 1e-9, n)
+        r, cos, mat, seg, g_r, g_cos, g_mat, g_seg, g_trans = self._surfaces(origins, dirs, posed)
         hits = DeviceHits(
-            firings,
-            _columns(xp, buf, 24, 36, xp.float32, (n, 3)),
-            *self._surfaces(origins, dirs, posed),
+            firings=firings,
+            direction=_columns(xp, buf, 24, 36, xp.float32, (n, 3)),
+            range_m=r,
+            cos_incidence=cos,
+            material=mat,
+            segment=seg,
+            glass_range_m=g_r,
+            glass_cos=g_cos,
+            glass_material=g_mat,
+            glass_segment=g_seg,
+            glass_transmission=g_trans,
             xp=xp,
             t_ns=_columns(xp, buf, 36, 44, xp.int64, (n,)),
             ring=_columns(xp, buf, 44, 46, xp.uint16, (n,)),

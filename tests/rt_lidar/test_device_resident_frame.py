@@ -21,6 +21,7 @@ from rt_lidar.kernels.xp import cupy_available
 from rt_lidar.physics.device_physics import DeviceSensorPhysics
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.device_frame import UPLOADS_PER_FRAME, DeviceWorldSource
+from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.points import POINT_DTYPE, PointFlag
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import load_preset
@@ -38,7 +39,7 @@ DUAL_RAIN = RunConfig(
 SCANS = 2
 
 
-def _run(config: RunConfig, scans: int = SCANS) -> tuple[list[np.ndarray], object]:
+def _run(config: RunConfig, scans: int = SCANS) -> tuple[list[np.ndarray], Pipeline]:
     built = in_process_pipeline(config, load_preset(config.preset))
     try:
         return [s.points for s in built.pipeline.scans(scans)], built.pipeline
@@ -94,6 +95,7 @@ def test_one_copy_to_the_host_a_frame(device: str) -> None:
     pipe = built.pipeline
     pipe.close()
     source, physics = pipe.source, pipe.physics
+    assert isinstance(source, DeviceWorldSource) and isinstance(physics, DeviceSensorPhysics)
     assert source.counter is physics.pinned.counter  # the uploads and the downloads counted together
     frame_ns = 50_000_000
     for k in range(3):

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "bench"))
@@ -38,7 +39,11 @@ def test_summary_marks_the_targets_of_a_gpu_run(tmp_path: Path) -> None:
         "cpu": {"realtime_factor": 0.3, "M_rays_per_s": 2.0},
         "cuda": {"realtime_factor": 12.5, "M_rays_per_s": 140.0, "rays_cast": 10, "physics": "device"},
     }
-    device = {"gpu": "NVIDIA H100", "rig": {"sensors": ["VLS-128"] * 4}, "device_frame": {"frame": frame}}
+    device: dict[str, Any] = {
+        "gpu": "NVIDIA H100",
+        "rig": {"sensors": ["VLS-128"] * 4},
+        "device_frame": {"frame": frame},
+    }
     device["device_frame"]["scan_statistics"] = stats
     (tmp_path / "gpu_frame_device.json").write_text(json.dumps(device))
     got = gpu_check_summary.summary(tmp_path, {"device_frame": 0, "full_frame": 124})
