@@ -45,6 +45,11 @@ DEVICE_RECORD = np.dtype([*_POINT_FIELDS, ("power_w", np.dtype("<f4"))])
 _NO = -np.inf
 
 
+def _index(xp: Any, material: Any) -> Any:
+    """Materials (int16, -1 = none) as table indices (int32, 0 for none)."""
+    return xp.maximum(material, 0).astype(xp.int32)
+
+
 class DeviceSensorPhysics(SensorPhysics):
     """:class:`SensorPhysics` whose :meth:`apply` runs on the device for :class:`DeviceHits` (any other
     hits take the host physics). ``pinned`` receives each frame's points (one copy)."""
@@ -116,7 +121,7 @@ class DeviceSensorPhysics(SensorPhysics):
                 xp.asarray(material_seeds(m)),
             )
         sigma, cell, seeds = self._texture_tables
-        mat = xp.maximum(hits.material, 0)
+        mat = _index(xp, hits.material)
         rays = xp.flatnonzero((hits.material >= 0) & (sigma[mat] > 0) & xp.isfinite(hits.range_m))
         if rays.size == 0:
             return
@@ -125,7 +130,7 @@ class DeviceSensorPhysics(SensorPhysics):
             p0, q0 = (np.asarray(v, np.float32).astype(np.float64) for v in hits.pose_start)
             rot = quat_rotate(q0 / np.linalg.norm(q0), np.eye(3))  # the rotated basis vectors, as rows
             local = local @ xp.asarray(rot) + xp.asarray(p0)
-        mr = mat[rays].astype(xp.int64)
+        mr = mat[rays]
         f = texture_factor(local, seeds[mr], cell[mr], sigma[mr])
         power[rays] *= f
         refl[rays] *= f
@@ -147,11 +152,11 @@ class DeviceSensorPhysics(SensorPhysics):
         obj = hits.material >= 0
         with np.errstate(invalid="ignore", over="ignore"):
             power, refl = self._power(
-                hits.range_m, hits.cos_incidence, xp.maximum(hits.material, 0), hits.glass_transmission
+                hits.range_m, hits.cos_incidence, _index(xp, hits.material), hits.glass_transmission
             )
             glass = hits.glass_material >= 0
             gp, grefl = self._power(
-                hits.glass_range_m, hits.glass_cos, xp.maximum(hits.glass_material, 0), np.float32(1)
+                hits.glass_range_m, hits.glass_cos, _index(xp, hits.glass_material), np.float32(1)
             )
         power = xp.where(obj, power, np.float32(0)).astype(f32)
         refl = xp.asarray(refl, dtype=f32).copy()

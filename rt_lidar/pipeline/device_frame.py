@@ -139,7 +139,7 @@ class DeviceWorldSource(WorldSource):
         if rows.size:
             c = xp.clip(cos_i, np.float32(0), np.float32(1))
             idx = (c * np.float32(TABLE_STEPS) + np.float32(0.5)).astype(xp.int32)
-            f = self._angle_dev[xp.maximum(material, 0), idx]
+            f = self._angle_dev[xp.maximum(material, 0).astype(xp.int32), idx]
             g_trans[rows] *= f * f
 
     def _surfaces(self, origins: Any, dirs: Any, posed: tuple[Any, Any, Any, Any]) -> tuple[Any, ...]:
@@ -148,7 +148,7 @@ class DeviceWorldSource(WorldSource):
         xp = self.xp
         rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed)
         hit = xp.isfinite(rh.distance)
-        trans_all = xp.take(self._trans_dev, xp.maximum(rh.material, 0))
+        trans_all = xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32))
         passes = hit & (trans_all > 0)
         opaque = hit & ~passes
         cosi = xp.abs(xp.sum(rh.normal * dirs, axis=1, dtype=xp.float32))
@@ -173,7 +173,7 @@ class DeviceWorldSource(WorldSource):
             rh = self.bvh.cast_posed(org, d_act, self.max_range_m, posed, rows=active)  # dist checks the rest
             dist = rh.distance + travelled
             ok = xp.isfinite(rh.distance) & (dist <= self.max_range_m)
-            trans = xp.where(ok, xp.take(self._trans_dev, xp.maximum(rh.material, 0)), zero)
+            trans = xp.where(ok, xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32)), zero)
             more = ok & (trans > 0)
             stop = ok & ~more
             idx = active[stop]

@@ -45,9 +45,10 @@ __all__ = [
 BVH_BACKENDS = ("cuda", "cuda-source-on-cpu")
 FRAME_DEVICES = ("cpu", *BVH_BACKENDS)
 """Where a frame runs (``--device``): ``cpu`` (Embree and the NumPy physics: the default); ``cuda`` (the
-BVH kernel on a GPU, and the weather and echo-waveform kernels there too); ``cuda-source-on-cpu`` (the
-same kernel's CUDA source built for the CPU, the physics on the CPU: slow, for tests and for trying the
-GPU path on a machine without one)."""
+BVH kernel on a GPU, and the physics after it there too: the device-resident frame,
+:mod:`rt_lidar.pipeline.device_frame`); ``cuda-source-on-cpu`` (the same kernel's CUDA source built for
+the CPU, the device frame's code on NumPy: slow, for tests and for trying the GPU path on a machine
+without one)."""
 _BOX_SLACK_M = 1e-2
 """How much wider than the swept bounding sphere an instance's world box is (a cull only)."""
 

@@ -6,6 +6,7 @@ backend present; each is held to the CPU frame (Embree and the host physics) by 
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 import warnings
@@ -161,3 +162,23 @@ def test_cupy_glue_without_cupy_is_one_config_error() -> None:
         capture_output=True,
     )
     assert proc.returncode == 0  # the device frame's modules import without CuPy (it is imported lazily)
+
+
+def test_demo_summary_says_where_the_frame_ran(tmp_path) -> None:
+    out = tmp_path / "o"
+    cmd = [
+        sys.executable,
+        "-m",
+        "rt_lidar.cli.main",
+        "demo",
+        "--in-process",
+        "--device",
+        "cuda-source-on-cpu",
+    ]
+    cmd += ["--preset", "VLP-16", "--return-mode", "dual", "--rain", "25", "--frames", "2", "--quiet"]
+    proc = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    device = json.loads((out / "summary.json").read_text())["device"]
+    assert device["cast"] == "cuda-source-on-cpu" and device["physics"] == "device"
+    assert device["copies_to_device"] == UPLOADS_PER_FRAME * device["copies_to_host"] > 0
+    assert device["bytes_to_host"] > 41 * 10_000
