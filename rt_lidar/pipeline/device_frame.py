@@ -146,7 +146,7 @@ class DeviceWorldSource(WorldSource):
         """(range, cos, material, segment, glass range, glass cos, glass material, glass segment, glass
         transmission) of every ray: the first surfaces, and the rays that pass glass cast on behind it."""
         xp = self.xp
-        rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed)
+        rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed, threads=self.cast_threads)
         hit = xp.isfinite(rh.distance)
         trans_all = xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32))
         passes = hit & (trans_all > 0)
@@ -170,7 +170,9 @@ class DeviceWorldSource(WorldSource):
             if active.size == 0:
                 break
             d_act = dirs[active]
-            rh = self.bvh.cast_posed(org, d_act, self.max_range_m, posed, rows=active)  # dist checks the rest
+            rh = self.bvh.cast_posed(
+                org, d_act, self.max_range_m, posed, active, self.cast_threads
+            )  # dist checks the rest
             dist = rh.distance + travelled
             ok = xp.isfinite(rh.distance) & (dist <= self.max_range_m)
             trans = xp.where(ok, xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32)), zero)

@@ -16,7 +16,6 @@ tests hold to Embree, and what runs where no GPU is).
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any
 
@@ -293,16 +292,46 @@ class BvhWorld(World):
         max_range: float,
         posed: tuple[Any, Any, Any, Any],
         rows: Any = None,
+        threads: int | None = None,
     ) -> RayHits:
         """The hits of device rays ``origins`` / ``directions`` (N, 3) float32 against a frame's
-        :meth:`posed_batch` (``rows``: the frame's rays these are, None = all), left on the device."""
+        :meth:`posed_batch` (``rows``: the frame's rays these are, None = all), left on the device; the
+        CPU build splits a large batch over ``threads`` (None: the world's choice), as :meth:`cast` does."""
         boxes, poses, index, segments = posed
         idx = index if rows is None else index[rows]
-        with self._lock if self._cp is not None else contextlib.nullcontext():  # one batch on the stream
+        if self._cp is not None:
+            with self._lock:  # one batch at a time on the device's stream
+                got = cast_rays(
+                    self._arrays, origins, directions, max_range, boxes, poses, idx, segments, self._kernel
+                )
+            return RayHits(*got)
+        n = int(origins.shape[0])
+        out = RayHits(
+            np.empty(n, np.float32),
+            np.empty((n, 3), np.float32),
+            np.empty(n, np.uint32),
+            np.empty(n, np.int16),
+            np.empty(n, np.int32),
+        )
+
+        def run(sl: slice) -> None:
             got = cast_rays(
-                self._arrays, origins, directions, max_range, boxes, poses, idx, segments, self._kernel
+                self._arrays,
+                origins[sl],
+                directions[sl],
+                max_range,
+                boxes,
+                poses,
+                idx[sl],
+                segments,
+                self._kernel,
             )
-        return RayHits(*got)
+            for field, src in zip(RayHits._fields, got, strict=True):
+                getattr(out, field)[sl] = src
+
+        if n:
+            parallel_map(run, split(n, thread_count(n, threads)))
+        return out
 
     def _cast_cuda(self, o: NDArray[np.float32], d: NDArray[np.float32], t: Any, max_range: float) -> RayHits:
         """:meth:`cast_device` of host rays on the GPU, the hits copied back into page-locked memory."""
