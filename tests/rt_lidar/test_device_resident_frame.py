@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,6 +39,7 @@ DUAL_RAIN = RunConfig(
     beam=BeamConfig(return_mode="dual"),
 )
 SCANS = 2
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(config: RunConfig, scans: int = SCANS) -> tuple[list[np.ndarray], Pipeline]:
@@ -182,3 +184,27 @@ def test_demo_summary_says_where_the_frame_ran(tmp_path) -> None:
     assert device["cast"] == "cuda-source-on-cpu" and device["physics"] == "device"
     assert device["copies_to_device"] == UPLOADS_PER_FRAME * device["copies_to_host"] > 0
     assert device["bytes_to_host"] > 41 * 10_000
+
+
+def test_power_faults_act_on_the_device_frame(tmp_path) -> None:
+    means = {}
+    for device in ("cpu", "cuda-source-on-cpu"):
+        out = tmp_path / device
+        cmd = [sys.executable, "-m", "rt_lidar.cli.main", "demo", "--in-process", "--device", device]
+        cmd += [
+            "--preset",
+            "VLP-16",
+            "--frames",
+            "2",
+            "--quiet",
+            "--faults",
+            "docs/examples/faults_vlp16.toml",
+        ]
+        proc = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        summary = json.loads((out / "summary.json").read_text())
+        means[device] = summary["points_per_scan_mean"]
+        assert summary["device"]["physics"] == ("host" if device == "cpu" else "device")
+    clean = _stats(_run(dataclasses.replace(DUAL_RAIN, beam=None, weather=None), 1)[0])["points"]
+    assert means["cpu"] < clean  # the dirty window and the weak ring lose points
+    assert abs(means["cuda-source-on-cpu"] - means["cpu"]) <= 0.005 * means["cpu"]
