@@ -164,8 +164,9 @@ class BvhWorld(World):
         self._segments_host: np.ndarray = np.zeros(0, np.uint32)
         self._segments_dev: Any = None
         if backend == "cuda":
-            import cupy
+            from rt_lidar.backend.device_arrays import import_cupy
 
+            cupy = import_cupy(f"--device {backend}")  # the one place CuPy is imported (lazily)
             self._cp = cupy
             self._arrays = host.to(cupy.asarray)
         else:
