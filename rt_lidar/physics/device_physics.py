@@ -5,14 +5,16 @@ the points packed there and copied to the host once (docs/gpu.md).
 The steps are those of the host's one-ray physics (:meth:`SensorPhysics.apply`), written once for both
 array modules: the echo of each ray's opaque surface and of the glass it crossed (the radar equation,
 :mod:`rt_lidar.kernels.intensity`) with the surface's texture (:mod:`rt_lidar.kernels.texture`); the
-weather (the fused weather kernel: CUDA on the GPU, its CUDA source built for the host on the twin); the
-candidate echoes of a pulse (the surface, the glass, the weather's clutter) merged within the preset's
-return separation; detection against the receiver's noise floor; the return choice (strongest, last, or
-the preset's dual pair); the false alarms of pulses left empty; the range walk and range noise; the
-intensity chain (:mod:`rt_lidar.physics.intensity_chain`). Its draws come from the device's own generator
-seeded by one draw of the frame's stream, so a device frame is the same bytes run after run on one
-device, and the same statistics as the host's frame (not its bytes: the host draws differently, and its
-waveform merges close echoes by their summed pulse shapes).
+weather (the fused weather kernel: CUDA on the GPU, its CUDA source built for the host on the twin);
+``strongest``: the stronger of glass and surface, detection against the receiver's noise floor;
+``last`` and ``dual``: the surface's, the clutter's and the glass's echoes summed in time and
+peak-picked by the waveform kernel (:func:`rt_lidar.kernels.waveform.waveform_returns`, as
+:func:`rt_lidar.physics.returns.waveform_detections` does on the host); then the false alarms of pulses
+left empty, the range walk and range noise, the intensity chain
+(:mod:`rt_lidar.physics.intensity_chain`). Its draws come from the device's own generator seeded by one
+draw of the frame's stream (the weather kernel's key is drawn from that stream as on the host), so a
+device frame is the same bytes run after run on one device, and the same statistics as the host's
+frame, not its bytes.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from rt_lidar.kernels import apply_range_noise, effective_reflectance, leading_e
 from rt_lidar.kernels.ambient import false_alarm_probability, receiver_sigma_w
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, two_way_transmission
 from rt_lidar.kernels.texture import texture_factor
-from rt_lidar.kernels.waveform import pulse_sigma_ns
+from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, waveform_returns
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
 from rt_lidar.physics.receiver_range import range_exponent
+from rt_lidar.physics.returns import _C_M_PER_NS as C_M_PER_NS
+from rt_lidar.physics.returns import MAX_NOISY_CANDIDATES, select_kind
 from rt_lidar.physics.texture import material_seeds
 from rt_lidar.physics.weather import weather_model
 from rt_lidar.pipeline.sources import Hits
@@ -42,7 +46,6 @@ __all__ = ["DEVICE_RECORD", "DeviceSensorPhysics"]
 _POINT_FIELDS = tuple((name, POINT_DTYPE[name]) for name in POINT_DTYPE.names or ())
 DEVICE_RECORD = np.dtype([*_POINT_FIELDS, ("power_w", np.dtype("<f4"))])
 """A point as it leaves the device: :data:`POINT_DTYPE`'s fields, packed, and its received power."""
-_NO = -np.inf
 
 
 def _index(xp: Any, material: Any) -> Any:
@@ -143,18 +146,17 @@ class DeviceSensorPhysics(SensorPhysics):
             return super().apply(hits, rng)
         return self._apply_device(hits, rng)
 
-    def _candidates(self, hits: Any, rng: np.random.Generator) -> tuple[Any, Any, Any, Any, Any]:
-        """(range, power, effective reflectance, segment, flags), each (N, C): every pulse's candidate
-        echoes (its surface, the glass it crossed, the weather's clutter), an absent one at power 0."""
-        xp, p = self.xp, self.preset
-        thr = p.pulse.detection_threshold_w
+    def _echoes(self, hits: Any) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
+        """(power, effective reflectance, flags) of every ray's surface echo (textured), and (power,
+        effective reflectance, glass present) of the glass it crossed: fresh device arrays."""
+        xp = self.xp
         f32 = xp.float32
         obj = hits.material >= 0
+        glass = hits.glass_material >= 0
         with np.errstate(invalid="ignore", over="ignore"):
             power, refl = self._power(
                 hits.range_m, hits.cos_incidence, _index(xp, hits.material), hits.glass_transmission
             )
-            glass = hits.glass_material >= 0
             gp, grefl = self._power(
                 hits.glass_range_m, hits.glass_cos, _index(xp, hits.glass_material), np.float32(1)
             )
@@ -163,100 +165,124 @@ class DeviceSensorPhysics(SensorPhysics):
         self._texture(hits, power, refl)
         gp = xp.where(glass, gp, np.float32(0)).astype(f32)
         flags = xp.where(glass & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)).astype(xp.uint8)
-        rng_m, seg = hits.range_m.copy(), hits.segment.copy()
-        g_rng, g_seg, g_refl = hits.glass_range_m, hits.glass_segment, xp.asarray(grefl, dtype=f32)
-        single = self.return_mode == "strongest"
-        if single:  # the stronger of glass and surface, as the host's one-ray physics chooses
-            take = gp > power
-            power, refl = xp.where(take, gp, power).astype(f32), xp.where(take, g_refl, refl).astype(f32)
-            rng_m = xp.where(take, g_rng, rng_m).astype(f32)
-            seg = xp.where(take, g_seg, seg).astype(xp.uint32)
-            flags = xp.where(take, np.uint8(0), flags).astype(xp.uint8)
-        n = rng_m.shape[0]
-        clutter = (xp.full(n, np.inf, f32), xp.zeros(n, f32), xp.zeros(n, xp.uint8))
-        weather = self.config.weather
-        if weather is not None:
-            model = weather_model(weather)
-            kw: dict[str, Any] = {"clear_air_per_m": self.config.extinction_per_m, "reflectivity": refl}
-            if single:
-                kw["segment"] = seg
-            else:
-                kw["echoes"] = clutter
-            if xp is np:  # the CPU twin runs the weather kernel's CUDA source built for the host
-                from rt_lidar.kernels import weather_cuda
-                from rt_lidar.physics.device import _host_kernel
+        return power, refl, flags, gp, xp.asarray(grefl, dtype=f32), glass, obj
 
-                kw["kernel"] = _host_kernel(weather_cuda.CUDA_SOURCE, "weather_kernel")
-            model.apply(rng_m, power, flags, None, p, thr, rng, **kw)
-        if single:
-            return (rng_m[:, None], power[:, None], refl[:, None], seg[:, None], flags[:, None])
-        zero_u32 = xp.zeros(n, xp.uint32)
-        cols = (
-            xp.stack([rng_m, g_rng, clutter[0]], axis=1),
-            xp.stack([power, gp, clutter[1]], axis=1),
-            xp.stack([refl, g_refl, xp.zeros(n, f32)], axis=1),
-            xp.stack([seg, g_seg, zero_u32], axis=1),
-            xp.stack([flags, xp.zeros(n, xp.uint8), clutter[2]], axis=1),
+    def _weather(self, rng_m: Any, power: Any, flags: Any, rng: np.random.Generator, **kw: Any) -> None:
+        """The weather kernel on the frame's arrays, in place (:meth:`WeatherModel.apply`): CUDA on the GPU,
+        its CUDA source built for the host on the CPU twin."""
+        weather = self.config.weather
+        if weather is None:
+            return
+        p = self.preset
+        if self.xp is np:
+            from rt_lidar.kernels import weather_cuda
+            from rt_lidar.physics.device import _host_kernel
+
+            kw["kernel"] = _host_kernel(weather_cuda.CUDA_SOURCE, "weather_kernel")
+        weather_model(weather).apply(
+            rng_m,
+            power,
+            flags,
+            None,
+            p,
+            p.pulse.detection_threshold_w,
+            rng,
+            clear_air_per_m=self.config.extinction_per_m,
+            **kw,
         )
-        return cols
+
+    def _strongest(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float) -> tuple[Any, ...]:
+        """The host's one-ray ``strongest`` physics on the device: the stronger of glass and surface, the
+        weather in place, detection against the noise floor. (pulse, return id, range, power, segment,
+        flags) of the detections."""
+        xp, p, f32 = self.xp, self.preset, self.xp.float32
+        thr = p.pulse.detection_threshold_w
+        power, refl, flags, gp, g_refl, _glass, _obj = self._echoes(hits)
+        take = gp > power
+        power = xp.where(take, gp, power).astype(f32)
+        refl = xp.where(take, g_refl, refl).astype(f32)
+        rng_m = xp.where(take, hits.glass_range_m, hits.range_m).astype(f32)
+        seg = xp.where(take, hits.glass_segment, hits.segment).astype(xp.uint32)
+        flags = xp.where(take, np.uint8(0), flags).astype(xp.uint8)
+        self._weather(rng_m, power, flags, rng, reflectivity=refl, segment=seg)
+        if self.config.receiver_noise:
+            z = draws.standard_normal(size=power.shape[0]).astype(xp.float64)
+            s = receiver_sigma_w(sigma, p.receiver.shot_w, power.astype(xp.float64))
+            seen = power + s * z >= thr
+        else:
+            seen = power >= thr
+        seen &= (power > 0) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
+        pulse = xp.flatnonzero(seen)
+        rid = xp.zeros(pulse.shape[0], xp.uint8)
+        return pulse, rid, rng_m[pulse], power[pulse], seg[pulse], flags[pulse]
+
+    def _waveform(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float) -> tuple[Any, ...]:
+        """The host's one-ray waveform physics (:func:`rt_lidar.physics.returns.waveform_detections`) on
+        the device: the surface's echo, the weather's clutter echo (and its range noise), the glass's
+        echo, summed in time and peak-picked by the waveform kernel (CUDA on the GPU, its source built for
+        the host on the twin) for the return mode. (pulse, return id, range, power, segment, flags)."""
+        xp, p, f32 = self.xp, self.preset, self.xp.float32
+        thr = p.pulse.detection_threshold_w
+        n = len(hits)
+        power, refl, flags, gp, g_refl, glass, _obj = self._echoes(hits)
+        rng_m = hits.range_m.copy()
+        cols = [[rng_m, power, refl, hits.segment, flags]]
+        weather = self.config.weather
+        if weather is not None and not weather.is_clear_air:  # weather_echoes, one sub-ray a pulse
+            r_noisy = rng_m.copy()
+            clutter = (xp.full(n, np.inf, f32), xp.zeros(n, f32), xp.zeros(n, xp.uint8))
+            self._weather(r_noisy, xp.zeros(n, f32), xp.zeros(n, xp.uint8), rng, echoes=clutter)
+            a_w = np.float32(weather.extinction_per_m)
+            finite = xp.isfinite(rng_m)
+            with np.errstate(invalid="ignore"):
+                power *= xp.exp(np.float32(-2.0) * a_w * xp.where(finite, rng_m, np.float32(0)))
+                rng_m += xp.where(finite, r_noisy - rng_m, np.float32(0)).astype(f32)
+            cols.append([clutter[0], clutter[1], xp.zeros(n, f32), xp.zeros(n, xp.uint32), clutter[2]])
+        if bool(glass.any()):
+            cols.append([hits.glass_range_m, gp, g_refl, hits.glass_segment, xp.zeros(n, xp.uint8)])
+        r_tab, a_tab, _s_tab, seg_tab, f_tab = (xp.stack([c[k] for c in cols], axis=1) for k in range(5))
+        e = r_tab.shape[1]
+        gate = xp.isfinite(r_tab) & (r_tab >= p.range.min_m) & (r_tab <= p.range.max_m)
+        a_tab = xp.where(gate, a_tab, np.float32(0))
+        t_tab = xp.where(gate, 2.0 * r_tab.astype(xp.float64) / C_M_PER_NS, np.inf)
+        noise = None
+        if self.config.receiver_noise:
+            z = draws.standard_normal(size=(n, min(e + 2, MAX_NOISY_CANDIDATES))).astype(xp.float64)
+            noise = Noise(xp.full(n, sigma, xp.float64), p.receiver.shot_w, z)
+        kernel = None
+        if xp is np:
+            from rt_lidar.kernels import waveform_cuda
+            from rt_lidar.physics.device import _host_kernel
+
+            kernel = _host_kernel(waveform_cuda.CUDA_SOURCE, "wf_peaks")
+        ret = waveform_returns(
+            t_tab,
+            a_tab,
+            p.pulse.width_ns,
+            thr,
+            select_kind(p, self.return_mode),
+            2.0 * p.returns.min_separation_m / C_M_PER_NS,
+            p.returns.max_returns,
+            noise,
+            peaks_kernel=kernel,
+        )
+        flat = ret.pulse * e + ret.echo
+        range_m = (ret.t_ns * (C_M_PER_NS / 2.0)).astype(f32)
+        seg = seg_tab.reshape(-1)[flat].astype(xp.uint32)
+        fl = f_tab.reshape(-1)[flat].astype(xp.uint8)
+        return ret.pulse, ret.return_id.astype(xp.uint8), range_m, ret.amp.astype(f32), seg, fl
 
     def _apply_device(self, hits: Any, rng: np.random.Generator) -> PhysicsResult:
-        xp, p, cfg = self.xp, self.preset, self.config
+        xp, p = self.xp, self.preset
         thr = p.pulse.detection_threshold_w
         rx = p.receiver
         n = len(hits)
         draws = xp.random.RandomState(int(rng.integers(0, 2**32 - 1)))
-        r, pw, _eff, seg, fl = self._candidates(hits, rng)
-        c = r.shape[1]
-        # close echoes merge: a weaker one within the return separation of a stronger one is not seen
-        for i in range(c):
-            for j in range(c):  # (inf - inf: two absent echoes, never close)
-                if i != j:
-                    with np.errstate(invalid="ignore"):
-                        close = xp.abs(r[:, i] - r[:, j]) < p.returns.min_separation_m
-                    weaker = (pw[:, j] < pw[:, i]) | ((pw[:, j] == pw[:, i]) & (j > i))
-                    pw[:, j] = xp.where(close & weaker & (pw[:, i] > 0), np.float32(0), pw[:, j])
         sigma = float(receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, np.zeros(1))[0])
-        noisy = cfg.receiver_noise
-        if noisy:
-            z = draws.standard_normal(size=(n, c)).astype(xp.float64)
-            s = receiver_sigma_w(sigma, rx.shot_w, pw.astype(xp.float64))
-            seen = pw + s * z >= thr
-        else:
-            seen = pw >= thr
-        seen &= (pw > 0) & (r >= p.range.min_m) & (r <= p.range.max_m)
-        p_rank = xp.where(seen, pw, _NO)
-        first = xp.argmax(p_rank, axis=1)
-        any_seen = xp.max(p_rank, axis=1) > _NO
-        rows = xp.arange(n)
-        if self.return_mode == "last":
-            first = xp.argmax(xp.where(seen, r, _NO), axis=1)
-        picks = [(first, any_seen)]
-        if self.return_mode == "dual" and c > 1:
-            rest = p_rank.copy()
-            rest[rows, first] = _NO
-            second = xp.argmax(rest, axis=1)
-            has2 = xp.max(rest, axis=1) > _NO
-            if p.returns.dual == "strongest_last":
-                last = xp.argmax(xp.where(seen, r, _NO), axis=1)
-                other = xp.where(last != first, last, second)
-                has_other = xp.where(last != first, any_seen, has2)
-            else:  # two strongest
-                other, has_other = second, has2
-            picks.append((other, has_other))
-        pulse_parts, col_parts, rid_parts = [], [], []
-        for rid, (col, ok) in enumerate(picks):
-            idx = xp.flatnonzero(ok)
-            pulse_parts.append(idx)
-            col_parts.append(col[idx])
-            rid_parts.append(xp.full(idx.shape[0], rid, xp.uint8))
-        pulse = xp.concatenate(pulse_parts)
-        col = xp.concatenate(col_parts)
-        rid = xp.concatenate(rid_parts)
-        order = xp.argsort(pulse * 4 + rid)
-        pulse, col, rid = pulse[order], col[order], rid[order]
-        d_r, d_p = r[pulse, col], pw[pulse, col]
-        d_seg, d_fl = seg[pulse, col], fl[pulse, col].astype(xp.uint8)
+        step = self._strongest if self.return_mode == "strongest" else self._waveform
+        pulse, rid, d_r, d_p, d_seg, d_fl = step(hits, rng, draws, sigma)
+        any_seen = xp.zeros(n, bool)
+        any_seen[pulse] = True
         d_refl = self._reflectivity(d_p, d_r)
         return self._measure(hits, draws, pulse, rid, d_r, d_p, d_refl, d_seg, d_fl, sigma, any_seen)
 
