@@ -216,39 +216,58 @@ class DeviceSensorPhysics(SensorPhysics):
         rid = xp.zeros(pulse.shape[0], xp.uint8)
         return pulse, rid, rng_m[pulse], power[pulse], seg[pulse], flags[pulse]
 
-    def _waveform(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float) -> tuple[Any, ...]:
-        """The host's one-ray waveform physics (:func:`rt_lidar.physics.returns.waveform_detections`) on
-        the device: the surface's echo, the weather's clutter echo (and its range noise), the glass's
-        echo, summed in time and peak-picked by the waveform kernel (CUDA on the GPU, its source built for
-        the host on the twin) for the return mode. (pulse, return id, range, power, segment, flags)."""
+    def _waveform(
+        self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float, kind: str | None = None
+    ) -> tuple[Any, ...]:
+        """The host's waveform physics (:func:`rt_lidar.physics.returns.waveform_detections`) on the
+        device, for one ray a pulse or a sub-ray bundle (``hits.subrays``): each sub-ray's surface echo
+        (weighted by its share of the beam), each pulse's weather clutter echo (and its range noise), the
+        glass's echoes, summed in time and peak-picked by the waveform kernel (CUDA on the GPU, its source
+        built for the host on the twin) for the return mode; an outer sub-ray's retro-reflector that the
+        central ray misses is flagged BLOOM. (pulse, return id, range, power, segment, flags)."""
         xp, p, f32 = self.xp, self.preset, self.xp.float32
         thr = p.pulse.detection_threshold_w
         n = len(hits)
+        n_sub = hits.subrays
+        n_pulse = n // n_sub
+        weight = hits.subray_weight if hits.subray_weight is not None else np.ones(n_sub, np.float32)
+        w_ray = xp.asarray(np.tile(np.asarray(weight, np.float32), n_pulse))
         power, refl, flags, gp, g_refl, glass, _obj = self._echoes(hits)
         rng_m = hits.range_m.copy()
         cols = [[rng_m, power, refl, hits.segment, flags]]
         weather = self.config.weather
-        if weather is not None and not weather.is_clear_air:  # weather_echoes, one sub-ray a pulse
-            r_noisy = rng_m.copy()
-            clutter = (xp.full(n, np.inf, f32), xp.zeros(n, f32), xp.zeros(n, xp.uint8))
-            self._weather(r_noisy, xp.zeros(n, f32), xp.zeros(n, xp.uint8), rng, echoes=clutter)
-            a_w = np.float32(weather.extinction_per_m)
-            finite = xp.isfinite(rng_m)
+        if weather is not None and not weather.is_clear_air:  # weather_echoes: once a pulse
             with np.errstate(invalid="ignore"):
-                power *= xp.exp(np.float32(-2.0) * a_w * xp.where(finite, rng_m, np.float32(0)))
-                rng_m += xp.where(finite, r_noisy - rng_m, np.float32(0)).astype(f32)
-            cols.append([clutter[0], clutter[1], xp.zeros(n, f32), xp.zeros(n, xp.uint32), clutter[2]])
+                r_pulse = xp.max(rng_m.reshape(n_pulse, n_sub), axis=1).astype(f32)
+            r_noisy = r_pulse.copy()
+            er, ep = xp.full(n_pulse, np.inf, f32), xp.zeros(n_pulse, f32)
+            ef = xp.zeros(n_pulse, xp.uint8)
+            self._weather(
+                r_noisy, xp.zeros(n_pulse, f32), xp.zeros(n_pulse, xp.uint8), rng, echoes=(er, ep, ef)
+            )
+            a_w = np.float32(weather.extinction_per_m)
+            with np.errstate(invalid="ignore"):
+                power *= xp.exp(np.float32(-2.0) * a_w * xp.where(xp.isfinite(rng_m), rng_m, np.float32(0)))
+                shift = xp.where(xp.isfinite(r_pulse), r_noisy - r_pulse, np.float32(0)).astype(f32)
+            rng_m += xp.repeat(shift, n_sub)
+            first = xp.arange(n_pulse) * n_sub  # the clutter echo sits in the first sub-ray's column
+            col_r, col_a, col_f = xp.full(n, np.inf, f32), xp.zeros(n, f32), xp.zeros(n, xp.uint8)
+            col_r[first], col_a[first], col_f[first] = er, ep, ef
+            cols.append([col_r, col_a, xp.zeros(n, f32), xp.zeros(n, xp.uint32), col_f])
+        cols[0][1] = power * w_ray
         if bool(glass.any()):
-            cols.append([hits.glass_range_m, gp, g_refl, hits.glass_segment, xp.zeros(n, xp.uint8)])
-        r_tab, a_tab, _s_tab, seg_tab, f_tab = (xp.stack([c[k] for c in cols], axis=1) for k in range(5))
-        e = r_tab.shape[1]
+            cols.append([hits.glass_range_m, gp * w_ray, g_refl, hits.glass_segment, xp.zeros(n, xp.uint8)])
+        r_tab, a_tab, s_tab, seg_tab, f_tab = (
+            xp.concatenate([c[k].reshape(n_pulse, n_sub) for c in cols], axis=1) for k in range(5)
+        )
+        e_tot = r_tab.shape[1]
         gate = xp.isfinite(r_tab) & (r_tab >= p.range.min_m) & (r_tab <= p.range.max_m)
         a_tab = xp.where(gate, a_tab, np.float32(0))
         t_tab = xp.where(gate, 2.0 * r_tab.astype(xp.float64) / C_M_PER_NS, np.inf)
         noise = None
         if self.config.receiver_noise:
-            z = draws.standard_normal(size=(n, min(e + 2, MAX_NOISY_CANDIDATES))).astype(xp.float64)
-            noise = Noise(xp.full(n, sigma, xp.float64), p.receiver.shot_w, z)
+            z = draws.standard_normal(size=(n_pulse, min(e_tot + 2, MAX_NOISY_CANDIDATES)))
+            noise = Noise(xp.full(n_pulse, sigma, xp.float64), p.receiver.shot_w, z.astype(xp.float64))
         kernel = None
         if xp is np:
             from rt_lidar.kernels import waveform_cuda
@@ -260,17 +279,40 @@ class DeviceSensorPhysics(SensorPhysics):
             a_tab,
             p.pulse.width_ns,
             thr,
-            select_kind(p, self.return_mode),
+            select_kind(p, kind or self.return_mode),
             2.0 * p.returns.min_separation_m / C_M_PER_NS,
             p.returns.max_returns,
             noise,
             peaks_kernel=kernel,
         )
-        flat = ret.pulse * e + ret.echo
+        flat = ret.pulse * e_tot + ret.echo
         range_m = (ret.t_ns * (C_M_PER_NS / 2.0)).astype(f32)
         seg = seg_tab.reshape(-1)[flat].astype(xp.uint32)
         fl = f_tab.reshape(-1)[flat].astype(xp.uint8)
+        if n_sub > 1:  # blooming: a retro-reflector found by an outer sub-ray the central ray does not hit
+            centre = ret.pulse * n_sub
+            centre_seg = xp.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
+            bloom = (ret.echo % n_sub != 0) & (s_tab.reshape(-1)[flat] > 1.0) & (centre_seg != seg)
+            fl = xp.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(xp.uint8)
         return ret.pulse, ret.return_id.astype(xp.uint8), range_m, ret.amp.astype(f32), seg, fl
+
+    def _bundled(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float) -> tuple[Any, ...]:
+        """``--beam full`` (:func:`rt_lidar.physics.beam_full.full_beam_detections`): the pulses without a
+        bundle by the one-ray physics, the bundled ones by the sub-ray waveform, merged by (pulse,
+        return id)."""
+        xp = self.xp
+        bundle = hits.bundle
+        one = self._strongest if self.return_mode == "strongest" else self._waveform
+        parts = list(one(hits, rng, draws, sigma))
+        in_bundle = xp.zeros(len(hits), bool)
+        in_bundle[bundle.pulses] = True
+        keep = ~in_bundle[parts[0]]
+        parts = [a[keep] for a in parts]
+        sub = list(self._waveform(bundle.hits, rng, draws, sigma))
+        sub[0] = bundle.pulses[sub[0]]
+        merged = [xp.concatenate([a, b]) for a, b in zip(parts, sub, strict=True)]
+        order = xp.argsort(merged[0] * 4 + merged[1])
+        return tuple(a[order] for a in merged)
 
     def _apply_device(self, hits: Any, rng: np.random.Generator) -> PhysicsResult:
         xp, p = self.xp, self.preset
@@ -279,7 +321,10 @@ class DeviceSensorPhysics(SensorPhysics):
         n = len(hits)
         draws = xp.random.RandomState(int(rng.integers(0, 2**32 - 1)))
         sigma = float(receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, np.zeros(1))[0])
-        step = self._strongest if self.return_mode == "strongest" else self._waveform
+        if hits.bundle is not None:
+            step = self._bundled
+        else:
+            step = self._strongest if self.return_mode == "strongest" else self._waveform
         pulse, rid, d_r, d_p, d_seg, d_fl = step(hits, rng, draws, sigma)
         any_seen = xp.zeros(n, bool)
         any_seen[pulse] = True

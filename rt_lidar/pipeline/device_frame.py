@@ -51,6 +51,8 @@ RAY_RECORD = np.dtype(
     ]
 )
 """One ray of a frame as it goes up to the device (58 bytes, packed)."""
+BUNDLE_RECORD = np.dtype([("origin", "<f4", (3,)), ("world_dir", "<f4", (3,)), ("dir", "<f4", (3,))])
+"""One sub-ray of a ``--beam full`` bundle as it goes up (36 bytes, packed)."""
 UPLOADS_PER_FRAME = 4
 """Host->device copies a frame: its rays (one block of :data:`RAY_RECORD`), and the moving objects'
 boxes, poses and each ray's time index (:meth:`BvhWorld.posed_batch`; the segment table stays there)."""
@@ -93,6 +95,13 @@ class DeviceWorldSource(WorldSource):
         self.counter = counter or TransferCounter()
         self._trans_dev = self.xp.asarray(self._transmission)
         self._angle_dev = self.xp.asarray(self._glass_angle)
+        self._retro_dev: Any = None  # --beam full's retro-reflector table, once its plan is known
+
+    def use_full_beam(self, plan: Any, sun: Any = None) -> Any:
+        """:meth:`WorldSource.use_full_beam`, its retro-reflector table put on the device."""
+        grant = super().use_full_beam(plan, sun)
+        self._retro_dev = self.xp.asarray(plan.retro)
+        return grant
 
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
         """The hits of every firing's one ray, on the device (:class:`DeviceHits`)."""
@@ -131,7 +140,102 @@ class DeviceWorldSource(WorldSource):
             ring=_columns(xp, buf, 44, 46, xp.uint16, (n,)),
             beam_origin=None if firings.origin is None else _columns(xp, buf, 46, 58, xp.float32, (n, 3)),
         )
-        return self._with_poses(hits, t0_ns, t1_ns, samples)
+        hits = self._with_poses(hits, t0_ns, t1_ns, samples)
+        if self._full is not None:  # --beam full: the bundle where the footprint needs it
+            self._bundle(hits, firings, pos, quat, posed)
+        return hits
+
+    def _bundle(self, hits: DeviceHits, f: Firings, pos: Any, quat: Any, posed: Any) -> None:
+        """``--beam full`` on the device (:func:`rt_lidar.pipeline.beam_full.full_beam_hits`): the pulses
+        whose central rays mark an edge, glass or a retro-reflector with a neighbour's
+        (:func:`~rt_lidar.pipeline.beam_full.neighbour_marks`, on the device; the neighbour pairs from
+        the firings, on the host), cast again as the sub-ray bundle (their starts built on the host from
+        the chosen pulses, this step's one copy down, and sent up as one block) into ``hits.bundle``."""
+        from rt_lidar.pipeline.beam_full import _neighbour_pairs
+        from rt_lidar.pipeline.sources import BeamBundle
+
+        plan = self._full
+        assert plan is not None
+        xp = self.xp
+        n = len(f)
+        i, j = _neighbour_pairs(f)
+        az = np.radians(f.azimuth_deg).astype(np.float32)
+        el = np.radians(f.elevation_deg).astype(np.float32)
+        el_i = el[i]
+        sep_h = np.hypot((az[i] - az[j]) * np.cos(el_i), el_i - el[j])  # small angles: neighbours
+        ij, sep = xp.asarray(np.stack([i, j])), xp.asarray(sep_h)  # up: the pairs and their separations
+        self.counter.up(2)
+        rng, mat, seg = hits.range_m, hits.material, hits.segment
+        glass = hits.glass_material >= 0
+        glass_rng = xp.where(glass, hits.glass_range_m, np.float32(np.inf))
+        hit = xp.isfinite(rng)
+        retro = hit & (mat >= 0) & self._retro_dev[xp.maximum(mat, 0).astype(xp.int32)]
+        chosen = xp.zeros(n, bool)
+        counts = {"edge": 0, "glass": 0, "retro": 0}
+        if i.size:
+            ii, jj = ij[0], ij[1]
+            foot = np.float32(plan.footprint_rad)
+            scale = xp.minimum(np.float32(1.0), foot / xp.maximum(sep, np.float32(1e-9)))
+            with np.errstate(invalid="ignore"):
+                dr = xp.abs(rng[ii] - rng[jj])
+                spread = dr * scale
+                jump = xp.where(seg[ii] != seg[jj], dr, np.float32(0))
+                glass_spread = xp.abs(glass_rng[ii] - glass_rng[jj]) * scale
+            both = hit[ii] & hit[jj]
+            steps = {
+                "edge": (hit[ii] != hit[jj]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
+                "glass": (glass[ii] != glass[jj]) | (glass[ii] & glass[jj] & (glass_spread > plan.edge_m)),
+                "retro": retro[ii] != retro[jj],
+            }
+            for name, step in steps.items():
+                mark = xp.zeros(n, bool)
+                mark[ii[step]] = True
+                mark[jj[step]] = True
+                counts[name] = int(xp.count_nonzero(mark))
+                chosen |= mark
+        idx_dev = xp.flatnonzero(chosen)
+        idx = np.asarray(idx_dev.get() if xp is not np else idx_dev, np.int64)  # down: the chosen pulses
+        self.counter.down(idx.nbytes)
+        plan.stats.add(n, int(idx.size), counts)
+        if not idx.size:
+            return
+        pattern = plan.pattern
+        k = len(pattern)
+        d_sensor, starts, q = self.ops.subray_starts(
+            f.directions()[idx], pattern, self.exit_m_per_rad, pos[idx], quat[idx]
+        )
+        rec = np.empty(idx.size * k, BUNDLE_RECORD)
+        rec["origin"] = starts
+        rec["world_dir"] = self.ops.rotate_f32(_rows_f32(q), d_sensor)
+        rec["dir"] = d_sensor
+        buf = xp.asarray(rec.view(np.uint8).reshape(-1, BUNDLE_RECORD.itemsize))  # up: the bundle's rays
+        self.counter.up()
+        m = idx.size * k
+        origins = _columns(xp, buf, 0, 12, xp.float32, (m, 3))
+        dirs = _columns(xp, buf, 12, 24, xp.float32, (m, 3))
+        rows = xp.repeat(idx_dev, k)
+        r, cos, mat_b, seg_b, g_r, g_cos, g_mat, g_seg, g_trans = self._surfaces(origins, dirs, posed, rows)
+        sub = DeviceHits(
+            firings=_take_firings(f, idx),
+            direction=_columns(xp, buf, 24, 36, xp.float32, (m, 3)),
+            range_m=r,
+            cos_incidence=cos,
+            material=mat_b,
+            segment=seg_b,
+            glass_range_m=g_r,
+            glass_cos=g_cos,
+            glass_material=g_mat,
+            glass_segment=g_seg,
+            glass_transmission=g_trans,
+            subrays=k,
+            subray_weight=pattern.weights,
+            pose_start=hits.pose_start,
+            xp=xp,
+            t_ns=hits.t_ns[idx_dev],
+            ring=hits.ring[idx_dev],
+            beam_origin=None if hits.beam_origin is None else hits.beam_origin[idx_dev],
+        )
+        hits.bundle = BeamBundle(idx_dev, sub)
 
     def _slant(self, g_trans: Any, rows: Any, material: Any, cos_i: Any) -> None:
         """:meth:`WorldSource._slant_loss` on the device."""
@@ -142,11 +246,14 @@ class DeviceWorldSource(WorldSource):
             f = self._angle_dev[xp.maximum(material, 0).astype(xp.int32), idx]
             g_trans[rows] *= f * f
 
-    def _surfaces(self, origins: Any, dirs: Any, posed: tuple[Any, Any, Any, Any]) -> tuple[Any, ...]:
+    def _surfaces(
+        self, origins: Any, dirs: Any, posed: tuple[Any, Any, Any, Any], rows: Any = None
+    ) -> tuple[Any, ...]:
         """(range, cos, material, segment, glass range, glass cos, glass material, glass segment, glass
-        transmission) of every ray: the first surfaces, and the rays that pass glass cast on behind it."""
+        transmission) of every ray (``rows``: the frame's pulses they are, None = one ray each): the first
+        surfaces, and the rays that pass glass cast on behind it."""
         xp = self.xp
-        rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed, threads=self.cast_threads)
+        rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed, rows, self.cast_threads)
         hit = xp.isfinite(rh.distance)
         trans_all = xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32))
         passes = hit & (trans_all > 0)
@@ -170,9 +277,8 @@ class DeviceWorldSource(WorldSource):
             if active.size == 0:
                 break
             d_act = dirs[active]
-            rh = self.bvh.cast_posed(
-                org, d_act, self.max_range_m, posed, active, self.cast_threads
-            )  # dist checks the rest
+            at = active if rows is None else rows[active]  # the pulses whose poses these rays take
+            rh = self.bvh.cast_posed(org, d_act, self.max_range_m, posed, at, self.cast_threads)
             dist = rh.distance + travelled
             ok = xp.isfinite(rh.distance) & (dist <= self.max_range_m)
             trans = xp.where(ok, xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32)), zero)
@@ -195,12 +301,19 @@ class DeviceWorldSource(WorldSource):
         return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans
 
 
+def _take_firings(f: Firings, idx: np.ndarray) -> Firings:
+    """The firings ``idx`` of ``f`` (:func:`rt_lidar.pipeline.beam_full.take_firings`)."""
+    from rt_lidar.pipeline.beam_full import take_firings
+
+    return take_firings(f, idx)
+
+
 def device_frame_unsupported(physics: Any, crosstalk: bool = False) -> str | None:
     """Why the physics configuration ``physics`` (as negotiated: a :class:`SensorPhysics`) keeps the
     host physics, or None when the whole frame runs on the device."""
     cfg = physics.config
-    if physics.sub_rays > 1 or getattr(physics.beam, "full", False):
-        return "sub-ray bundles (--beam full, --sub-rays)"
+    if physics.sub_rays > 1 and not physics.beam.full:
+        return "sub-ray bundles on every pulse (--sub-rays)"
     if cfg.sun_illuminance_lux > 0:
         return "sunlight"
     if cfg.weather is not None and cfg.weather.road_wetness > 0:
@@ -245,6 +358,8 @@ def device_frame_parts(
         world, preset.range.max_m, arrays.transmission, exit_m_per_rad(preset), mount, counter
     )
     source.retro_gain = arrays.retro_gain
+    if host.full_beam is not None:  # --beam full: the plan negotiated above, its bundles on the device
+        source.use_full_beam(host.full_beam)
     dev = DeviceSensorPhysics(preset, arrays, phys.config, PinnedPoints(world.xp, counter))
     return source, dev, None
 

@@ -130,15 +130,15 @@ def test_device_frame_gives_the_same_bytes_twice() -> None:
     assert all(x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
 
 
-def test_full_beam_keeps_the_host_physics_and_says_so() -> None:
-    config = dataclasses.replace(DUAL_RAIN, device="cuda-source-on-cpu", beam=BeamConfig(full=True))
+def test_fixed_sub_ray_bundles_keep_the_host_physics_and_say_so() -> None:
+    config = dataclasses.replace(DUAL_RAIN, device="cuda-source-on-cpu", beam=BeamConfig(sub_rays=4))
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
         built = in_process_pipeline(config, load_preset("VLP-16"))
         built.pipeline.close()
     assert not isinstance(built.pipeline.source, DeviceWorldSource)
     lines = [str(w.message) for w in got if "--device:" in str(w.message)]
-    assert len(lines) == 1 and "sub-ray bundles" in lines[0] and "host" in lines[0]
+    assert len(lines) == 1 and "sub-ray bundles on every pulse" in lines[0] and "host" in lines[0]
 
 
 def test_pinned_buffer_is_reused_and_scans_are_their_own() -> None:
