@@ -1,16 +1,18 @@
 """The device-resident frame (``--device cuda``, and its CPU twin ``cuda-source-on-cpu``; docs/gpu.md).
 
 :class:`DeviceWorldSource` casts a frame's firings through the BVH kernel and leaves the hits where it
-cast them: the rays go up in one copy (origins, world and sensor-frame directions, firing times and
-rings packed into one block of bytes), the moving objects' poses of the frame once, and the first
-surfaces, the rays behind glass and the glass fields are computed there (:class:`DeviceHits`, arrays of
-the frame's ``xp``). :class:`~rt_lidar.physics.device_physics.DeviceSensorPhysics` takes them from there
-to packed points that come back in one copy.
+cast them: the rays go up in one copy (origins, world and sensor-frame directions, firing times, rings
+and beam origins packed into one block of bytes), the moving objects' poses of the frame once, and the
+first surfaces, the rays behind glass and the glass fields are computed there (:class:`DeviceHits`,
+arrays of the frame's ``xp``). With ``--beam full`` the pulses that need the bundle are chosen there too
+(their indices come down once so the host can build the sub-rays' starts, which go up as one block) and
+the bundles cast there. :class:`~rt_lidar.physics.device_physics.DeviceSensorPhysics` takes the hits
+from there to packed points that come back in one copy.
 
 :func:`device_frame_parts` builds the pair for a sensor, or says (one line) why a configuration keeps
-the host physics: the device frame runs one ray a pulse (no ``--beam full`` bundles or sub-rays), no
-sunlight, no wet road, no echo pulse width, no crosstalk; those runs cast on the device and do their
-physics on the host as before.
+the host physics: a bundle on every pulse (``--sub-rays``), sunlight, a wet road, echo pulse width,
+crosstalk, a preset's two-point corrections; those runs cast on the device and do their physics on the
+host as before.
 """
 
 from __future__ import annotations
