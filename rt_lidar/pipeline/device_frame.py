@@ -142,7 +142,7 @@ class DeviceWorldSource(WorldSource):
             ring=_columns(xp, buf, 44, 46, xp.uint16, (n,)),
             beam_origin=None if firings.origin is None else _columns(xp, buf, 46, 58, xp.float32, (n, 3)),
         )
-        hits = self._with_poses(hits, t0_ns, t1_ns, samples)
+        self._with_poses(hits, t0_ns, t1_ns, samples)  # (sets the poses on ``hits`` itself)
         if self._full is not None:  # --beam full: the bundle where the footprint needs it
             self._bundle(hits, firings, pos, quat, posed)
         return hits
