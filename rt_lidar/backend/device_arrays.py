@@ -22,12 +22,15 @@ __all__ = ["PinnedPoints", "TransferCounter", "array_module_of_device", "import_
 CUPY_MISSING = "needs CuPy and a CUDA device (pip install 'rt-lidar[gpu]')"
 
 
-def import_cupy(what: str = "--device cuda") -> ModuleType:
-    """CuPy, imported now; :class:`ConfigError` (one line, exit 2) where it is missing or sees no GPU."""
+def import_cupy(what: str = "--device cuda", check_device: bool = True) -> ModuleType:
+    """CuPy, imported now; :class:`ConfigError` (one line, exit 2) where it is missing or (with
+    ``check_device``; a caller that has just checked passes False) sees no GPU."""
     try:
         import cupy
     except Exception as exc:  # ImportError, or CUDA's own error on a machine without a driver
         raise ConfigError(f"{what}: {CUPY_MISSING} ({type(exc).__name__})") from None
+    if not check_device:
+        return cupy
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
             raise ConfigError(f"{what}: {CUPY_MISSING} (no CUDA device)")

@@ -166,7 +166,7 @@ class BvhWorld(World):
         if backend == "cuda":
             from rt_lidar.backend.device_arrays import import_cupy
 
-            cupy = import_cupy(f"--device {backend}")  # the one place CuPy is imported (lazily)
+            cupy = import_cupy(f"--device {backend}", check_device=False)  # (checked above)
             self._cp = cupy
             self._arrays = host.to(cupy.asarray)
         else:
