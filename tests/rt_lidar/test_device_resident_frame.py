@@ -92,9 +92,11 @@ def test_dual_rain_frame_on_the_device_has_the_cpu_statistics(device: str, cpu_d
         assert diff <= tol, (name, want, have[name])
 
 
+@pytest.mark.parametrize("full", [False, True], ids=["one-ray", "beam-full"])
 @pytest.mark.parametrize("device", DEVICES)
-def test_one_copy_to_the_host_a_frame(device: str) -> None:
-    built = in_process_pipeline(dataclasses.replace(DUAL_RAIN, device=device), load_preset("VLP-16"))
+def test_one_copy_to_the_host_a_frame(device: str, full: bool) -> None:
+    config = dataclasses.replace(DUAL_RAIN, device=device, beam=BeamConfig(return_mode="dual", full=full))
+    built = in_process_pipeline(config, load_preset("VLP-16"))
     pipe = built.pipeline
     pipe.close()
     source, physics = pipe.source, pipe.physics
@@ -108,8 +110,10 @@ def test_one_copy_to_the_host_a_frame(device: str) -> None:
         points = physics.apply(hits, np.random.default_rng(k)).points
         assert isinstance(points, np.ndarray) and points.dtype == POINT_DTYPE and points.size > 1000
     counter = source.counter
-    assert counter.to_host == 3  # one copy down a frame: the packed points
-    assert counter.to_device == 3 * UPLOADS_PER_FRAME  # the rays, and the moving objects' poses
+    # one copy down a frame (the packed points); up: the rays and the moving objects' poses. --beam full
+    # adds the chosen pulses down, the neighbour pairs, their separations and the bundles' rays up
+    assert counter.to_host == 3 * (2 if full else 1)
+    assert counter.to_device == 3 * (UPLOADS_PER_FRAME + (3 if full else 0))
     assert counter.bytes_to_host > 0
 
 
