@@ -212,6 +212,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         rig=args.rig,
         cast_threads=args.cast_threads,
         flavor=args.flavor,
+        device=args.device,
         **({"max_rays": args.max_rays} if args.max_rays is not None else {}),
     )
     served = start_embedded_server(opts)
@@ -281,6 +282,13 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="threads one lidar cast is split over, 0..64 (default 0: two for a large cast; 1: each cast "
         "on one thread, for a server sharing its cores with a client that asks frames ahead)",
+    )
+    p.add_argument(
+        "--device",
+        choices=FRAME_DEVICES,
+        default="cpu",
+        help="where the served world's rays are cast (docs/gpu.md): cpu (default), cuda (the scene's BVH on "
+        "a GPU), cuda-source-on-cpu (that kernel on the CPU)",
     )
     p.add_argument("--exit-with-stdin", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_serve)

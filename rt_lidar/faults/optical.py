@@ -12,6 +12,7 @@ import dataclasses
 import numpy as np
 
 from rt_lidar.faults.spec import Blockage, DeadChannel, Dirt, Fault, GainDrift, WeakChannel
+from rt_lidar.kernels.xp import array_module
 from rt_lidar.pipeline.sources import Hits
 
 __all__ = ["POWER_KINDS", "in_azimuth", "in_elevation", "power_factor", "with_power_faults"]
@@ -79,7 +80,8 @@ def with_power_faults(faults: tuple[Fault, ...], hits: Hits) -> Hits:
     if factor is None:
         return hits
     per_ray = np.repeat(factor, hits.subrays) if hits.subrays > 1 else factor
-    trans = (hits.glass_transmission.astype(np.float64) * per_ray).astype(np.float32)
+    xp = array_module(hits.glass_transmission)  # a device frame's hits stay on the device (docs/gpu.md)
+    trans = (hits.glass_transmission.astype(xp.float64) * xp.asarray(per_ray)).astype(xp.float32)
     bundle = hits.bundle
     if bundle is not None:  # --beam full: the pulses cast again as the bundle fade as their central rays
         bundle = dataclasses.replace(bundle, hits=with_power_faults(faults, bundle.hits))

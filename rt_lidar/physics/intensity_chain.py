@@ -22,6 +22,7 @@ import numpy as np
 
 from rt_lidar.kernels import calibrated_reflectivity_output, received_power_output
 from rt_lidar.kernels.ambient import receiver_sigma_w
+from rt_lidar.kernels.xp import array_module
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -36,11 +37,12 @@ def measured_amplitude(
 ) -> np.ndarray:
     """The amplitude (W, float64) each detected echo of height ``power_w`` is measured at: with the
     pulses' noise floors ``pulse_sigma_w`` (None: an ideal receiver, the height itself)."""
-    p = np.asarray(power_w, np.float64)
+    xp = array_module(power_w)
+    p = xp.asarray(power_w, dtype=xp.float64)
     if pulse_sigma_w is None:
         return p
-    s = receiver_sigma_w(np.asarray(pulse_sigma_w, np.float64), preset.receiver.shot_w, p)
-    return np.maximum(p + s * standard_normal, preset.pulse.detection_threshold_w)
+    s = receiver_sigma_w(xp.asarray(pulse_sigma_w, dtype=xp.float64), preset.receiver.shot_w, p)
+    return xp.maximum(p + s * standard_normal, preset.pulse.detection_threshold_w)
 
 
 def reported_intensity(
@@ -48,36 +50,40 @@ def reported_intensity(
 ) -> np.ndarray:
     """The intensity (float32) the sensor reports for returns measured at ``amplitude_w`` with measured
     ``reflectivity`` at ``range_m``."""
+    xp = array_module(amplitude_w)
     out = preset.output
     thr = preset.pulse.detection_threshold_w
     if out.intensity == "calibrated_reflectivity":
-        val = np.asarray(
+        val = xp.asarray(
             calibrated_reflectivity_output(
                 reflectivity, out.diffuse_max or out.intensity_max, out.intensity_max
             ),
-            np.float64,
+            dtype=xp.float64,
         )
     else:
-        x = np.asarray(amplitude_w, np.float64)
+        x = xp.asarray(amplitude_w, dtype=xp.float64)
         if out.near_field_m is not None:
-            r = np.asarray(range_m, np.float64) / out.near_field_m
-            x = x * -np.expm1(-r * r)
-        counts = np.asarray(received_power_output(x, thr, float("inf"), out.counts_at_threshold), np.float64)
+            r = xp.asarray(range_m, dtype=xp.float64) / out.near_field_m
+            x = x * -xp.expm1(-r * r)
+        counts = xp.asarray(
+            received_power_output(x, thr, float("inf"), out.counts_at_threshold), dtype=xp.float64
+        )
         if out.saturation_counts is not None:
             counts = counts / (1.0 + counts / out.saturation_counts)
-        val = np.minimum(counts, out.intensity_max)
+        val = xp.minimum(counts, out.intensity_max)
     if out.intensity_step > 0:  # a detected return reads at least one step: 0 is the sensor's own word
         step = out.intensity_step
-        val = np.clip(np.round(val / step) * step, step, out.intensity_max)
+        val = xp.clip(xp.round(val / step) * step, step, out.intensity_max)
     if out.weak_zero_snr > 0:
-        val = np.where(np.asarray(amplitude_w) < out.weak_zero_snr * thr, 0.0, val)
+        val = xp.where(xp.asarray(amplitude_w) < out.weak_zero_snr * thr, 0.0, val)
     return val.astype(np.float32)
 
 
 def saturated_flags(preset: SensorPreset, amplitude_w: np.ndarray) -> np.ndarray:
     """``SATURATED`` (uint8) where the amplitude exceeds the receiver's saturation, else 0."""
+    xp = array_module(amplitude_w)
     sat = preset.receiver.saturation(preset.pulse.detection_threshold_w)
-    return np.where(np.asarray(amplitude_w) > sat, np.uint8(PointFlag.SATURATED), np.uint8(0)).astype(
+    return xp.where(xp.asarray(amplitude_w) > sat, np.uint8(PointFlag.SATURATED), np.uint8(0)).astype(
         np.uint8
     )
 
@@ -98,9 +104,10 @@ def measure(
     reported intensity (float32), ``flags`` with SATURATED added). The pipeline runs it on its backend
     (:meth:`rt_lidar.backend.PhysicsBackend.measure_intensity`: this, or its compiled twin)."""
     sigma = None if pulse_sigma_w is None else pulse_sigma_w[pulse]
+    xp = array_module(power_w)
     amp = measured_amplitude(preset, power_w, sigma, standard_normal)
     with np.errstate(divide="ignore", invalid="ignore"):
-        gain = np.where(power_w > 0, amp / np.asarray(power_w, np.float64), 1.0)
+        gain = xp.where(power_w > 0, amp / xp.asarray(power_w, dtype=xp.float64), 1.0)
     refl = (reflectivity * gain).astype(np.float32)
     intensity = reported_intensity(preset, amp, refl, range_m)
     return refl, intensity, flags | saturated_flags(preset, amp)

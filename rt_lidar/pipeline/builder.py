@@ -79,9 +79,19 @@ def build_pipeline(
     world = scene if isinstance(scene, World) else build_world(scene, seed=seed)
     table = materials or load_material_table()
     arrays = table.arrays(world.material_names, sensor.optics.wavelength_nm)
-    source = WorldSource(world, sensor.range.max_m, arrays.transmission, exit_m_per_rad(sensor))
-    source.retro_gain = arrays.retro_gain
-    phys = SensorPhysics(sensor, arrays, negotiate(source, sensor, physics or PhysicsConfig()), backend)
+    from rt_lidar.pipeline.device_world import BvhWorld
+
+    source: WorldSource
+    if isinstance(world, BvhWorld):  # --device: the frame on the device where it can run there
+        from rt_lidar.pipeline.device_frame import device_frame_parts, warn_host_physics
+
+        source, phys, why = device_frame_parts(world, sensor, arrays, physics or PhysicsConfig())
+        if why is not None:
+            warn_host_physics(why)
+    else:
+        source = WorldSource(world, sensor.range.max_m, arrays.transmission, exit_m_per_rad(sensor))
+        source.retro_gain = arrays.retro_gain
+        phys = SensorPhysics(sensor, arrays, negotiate(source, sensor, physics or PhysicsConfig()), backend)
     return BuiltPipeline(
         Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch), world, sensor, table
     )

@@ -44,9 +44,10 @@ __all__ = [
 BVH_BACKENDS = ("cuda", "cuda-source-on-cpu")
 FRAME_DEVICES = ("cpu", *BVH_BACKENDS)
 """Where a frame runs (``--device``): ``cpu`` (Embree and the NumPy physics: the default); ``cuda`` (the
-BVH kernel on a GPU, and the weather and echo-waveform kernels there too); ``cuda-source-on-cpu`` (the
-same kernel's CUDA source built for the CPU, the physics on the CPU: slow, for tests and for trying the
-GPU path on a machine without one)."""
+BVH kernel on a GPU, and the physics after it there too: the device-resident frame,
+:mod:`rt_lidar.pipeline.device_frame`); ``cuda-source-on-cpu`` (the same kernel's CUDA source built for
+the CPU, the device frame's code on NumPy: slow, for tests and for trying the GPU path on a machine
+without one)."""
 _BOX_SLACK_M = 1e-2
 """How much wider than the swept bounding sphere an instance's world box is (a cull only)."""
 
@@ -160,9 +161,12 @@ class BvhWorld(World):
         self._kernel: Any = None
         self._cp: Any = None
         self._lock = threading.Lock()
+        self._segments_host: np.ndarray = np.zeros(0, np.uint32)
+        self._segments_dev: Any = None
         if backend == "cuda":
-            import cupy
+            from rt_lidar.backend.device_arrays import import_cupy
 
+            cupy = import_cupy(f"--device {backend}", check_device=False)  # (checked above)
             self._cp = cupy
             self._arrays = host.to(cupy.asarray)
         else:
@@ -265,6 +269,70 @@ class BvhWorld(World):
             self._kernel,
         )
         return RayHits(*got)
+
+    @property
+    def xp(self) -> Any:
+        """The array module of the backend's arrays: CuPy on ``cuda``, NumPy on the CPU build."""
+        return self._cp if self._cp is not None else np
+
+    def posed_batch(self, t: float | ArrayLike, n: int) -> tuple[Any, Any, Any, Any]:
+        """(instance boxes, poses, each ray's time index, segment table) of ``n`` rays at times ``t``
+        (host), put where the backend casts: computed and copied once for a frame's rays, then shared
+        by every :meth:`cast_posed` of that frame (the rays behind glass take their rows' indices)."""
+        xp = self.xp
+        boxes, poses, index = self.instance_poses(t, n)
+        segments = np.ascontiguousarray(self._segments, np.uint32)
+        if self._segments_dev is None or self._segments_host.tobytes() != segments.tobytes():
+            self._segments_host, self._segments_dev = segments, xp.asarray(segments)
+        return xp.asarray(boxes), xp.asarray(poses), xp.asarray(index), self._segments_dev
+
+    def cast_posed(
+        self,
+        origins: Any,
+        directions: Any,
+        max_range: float,
+        posed: tuple[Any, Any, Any, Any],
+        rows: Any = None,
+        threads: int | None = None,
+    ) -> RayHits:
+        """The hits of device rays ``origins`` / ``directions`` (N, 3) float32 against a frame's
+        :meth:`posed_batch` (``rows``: the frame's rays these are, None = all), left on the device; the
+        CPU build splits a large batch over ``threads`` (None: the world's choice), as :meth:`cast` does."""
+        boxes, poses, index, segments = posed
+        idx = index if rows is None else index[rows]
+        if self._cp is not None:
+            with self._lock:  # one batch at a time on the device's stream
+                got = cast_rays(
+                    self._arrays, origins, directions, max_range, boxes, poses, idx, segments, self._kernel
+                )
+            return RayHits(*got)
+        n = int(origins.shape[0])
+        out = RayHits(
+            np.empty(n, np.float32),
+            np.empty((n, 3), np.float32),
+            np.empty(n, np.uint32),
+            np.empty(n, np.int16),
+            np.empty(n, np.int32),
+        )
+
+        def run(sl: slice) -> None:
+            got = cast_rays(
+                self._arrays,
+                origins[sl],
+                directions[sl],
+                max_range,
+                boxes,
+                poses,
+                idx[sl],
+                segments,
+                self._kernel,
+            )
+            for field, src in zip(RayHits._fields, got, strict=True):
+                getattr(out, field)[sl] = src
+
+        if n:
+            parallel_map(run, split(n, thread_count(n, threads)))
+        return out
 
     def _cast_cuda(self, o: NDArray[np.float32], d: NDArray[np.float32], t: Any, max_range: float) -> RayHits:
         """:meth:`cast_device` of host rays on the GPU, the hits copied back into page-locked memory."""

@@ -19,6 +19,8 @@ from rt_lidar.backend.schedule import RIG_FRAMES_AHEAD, RIG_PHYSICS_AHEAD
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import negotiate
+from rt_lidar.pipeline.device_frame import device_frame_parts, warn_host_physics
+from rt_lidar.pipeline.device_world import BvhWorld
 from rt_lidar.pipeline.frame_loop import Pipeline, frame_time_ns
 from rt_lidar.pipeline.sources import WorldSource
 from rt_lidar.rig.crosstalk import CrosstalkSensor, false_points
@@ -65,12 +67,21 @@ class RigLoop:
         self.units: dict[str, RigUnit] = {}
         for s in rig.sensors:
             arrays = table.arrays(world.material_names, s.preset.optics.wavelength_nm)
-            source = WorldSource(
-                world, s.preset.range.max_m, arrays.transmission, exit_m_per_rad(s.preset), mount=s.mount
-            )
-            source.retro_gain = arrays.retro_gain
-            # each sensor's beam (sub-rays, return mode, --beam full), as one sensor's pipeline asks it
-            phys = SensorPhysics(s.preset, arrays, negotiate(source, s.preset, physics or PhysicsConfig()))
+            if isinstance(world, BvhWorld):  # --device: the frame on the device where it can run there
+                source, phys, why = device_frame_parts(
+                    world, s.preset, arrays, physics or PhysicsConfig(), s.mount, crosstalk
+                )
+                if why is not None and s is rig.sensors[0]:
+                    warn_host_physics(why)
+            else:
+                source = WorldSource(
+                    world, s.preset.range.max_m, arrays.transmission, exit_m_per_rad(s.preset), mount=s.mount
+                )
+                source.retro_gain = arrays.retro_gain
+                # each sensor's beam (sub-rays, return mode, --beam full), as one sensor's pipeline asks it
+                phys = SensorPhysics(
+                    s.preset, arrays, negotiate(source, s.preset, physics or PhysicsConfig())
+                )
             weather = phys.config.weather
             source.use_wet_road(weather.road_wetness if weather is not None else 0.0)  # mirror rays, spray
             pipe = Pipeline(s.preset, source, phys, sim_hz=sim_hz, seed=seed, prefetch=ahead)

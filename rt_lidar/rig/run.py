@@ -21,6 +21,7 @@ from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.weather import WeatherConfig
 from rt_lidar.pipeline.beam_full import beam_summary
 from rt_lidar.pipeline.builder import build_world
+from rt_lidar.pipeline.device_frame import device_summary
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.points import PointFlag
 from rt_lidar.rig.bag import RigBag
@@ -193,6 +194,7 @@ def drive_rig(
             "crosstalk_points": false_pts[s.name],
             "mount": asdict(s.entry.mount),
             "beam": _beam_section(loop.units[s.name].pipeline),
+            "device": device_summary(loop.units[s.name].pipeline.source, loop.units[s.name].pipeline.physics),
             **(
                 {"scans_suppressed": held[s.name], "faults": plans[s.name].report()}
                 if s.name in plans

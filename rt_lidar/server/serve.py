@@ -51,6 +51,10 @@ class ServeOptions:
     server that shares its cores with a client asking frames ahead, as the demo's: it casts two frames
     at once, docs/performance.md)."""
 
+    device: str = spec("cpu", choices=("cpu", "cuda", "cuda-source-on-cpu"))
+    """Where the world's rays are cast (docs/gpu.md): ``cpu`` (the world's caster), ``cuda`` (the scene's
+    BVH on a GPU, the hits copied back for the wire) or ``cuda-source-on-cpu`` (that kernel on the CPU)."""
+
     flavor: str = spec("airsim", choices=("airsim", "cosys"))
     """Whose lidar answers: ``airsim`` (stock ``getLidarData``) or ``cosys`` (Cosys-AirSim's organised
     ``getLidarData`` with ``groundtruth`` names, and ``getGPULidarData``:
@@ -167,6 +171,10 @@ def start_embedded_server(opts: ServeOptions) -> EmbeddedServer:
     camera = _camera(opts.camera)
     preset = None if opts.rig else _preset(opts)
     world = build_world(opts.scene, seed=opts.seed, caster=opts.caster)
+    if opts.device != "cpu":  # --device: cast by the BVH kernel (a ConfigError where it cannot run)
+        from rt_lidar.pipeline.device_world import world_on_device
+
+        world = world_on_device(world, opts.device)
     cast_threads = opts.cast_threads or None  # 0: the world's two-thread split
     if opts.rig:  # a sensor rig (rt_lidar.rig): every lidar, named as in the rig file
         from rt_lidar.rig import load_rig

@@ -21,6 +21,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.faults.wiring import fault_plan
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_world
+from rt_lidar.pipeline.device_frame import device_summary
 from rt_lidar.pipeline.scan_loop import drive_scans
 from rt_lidar.rinet.stage import airsim_camera_post
 from rt_lidar.sensor.presets import load_preset
@@ -120,6 +121,7 @@ def run_demo(opts: RunConfig) -> dict[str, Any]:
         finally:
             built.pipeline.close()
         result.summary["bridge"] = None
+        result.summary["device"] = device_summary(built.pipeline.source, built.pipeline.physics)
     else:
         camera = f"{RINET_CAMERA.width}x{RINET_CAMERA.height}"
         server, port = start_server_process(

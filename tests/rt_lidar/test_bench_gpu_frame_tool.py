@@ -51,3 +51,23 @@ def test_cpu_build_of_the_source_runs_every_part(tmp_path: Path) -> None:
     cast = report["cast"]
     assert cast["rays"] > 0 and cast["same_hit_share"] > 0.999 and cast["moving_objects"] == 3
     assert cast["kernel_only_M_rays_per_s"] > 0 and cast["embree_M_rays_per_s"] > 0
+
+
+def test_dry_run_times_the_device_resident_frame_against_the_cpus(tmp_path: Path) -> None:
+    out = tmp_path / "dry.json"
+    args = ["--device", "cuda-source-on-cpu", "--dry-run", "--scenario", "dual-rain"]
+    assert bench_gpu_frame.main([*args, "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["dry_run"] and "frame" not in report  # --beam full's row not asked for
+    frame = report["device_frame"]["frame"]
+    dev = frame["cuda-source-on-cpu"]
+    assert dev["physics"] == "device" and frame["cpu"]["physics"] == "host"
+    assert dev["rays_cast"] > 0 and dev["realtime_factor"] > 0 and dev["M_rays_per_s"] > 0
+    assert dev["transfers"]["to_host"] >= 1 and dev["transfers"]["to_device_per_copy_to_host"] == 4
+    stats = report["device_frame"]["scan_statistics"]["roof"]
+    cpu = stats["cpu"]
+    assert cpu["points_per_scan"] > 10_000 and cpu["second_return_share"] > 0
+    diff = stats["difference"]
+    assert abs(diff["points_per_scan"]) <= 0.005 * cpu["points_per_scan"]
+    assert abs(diff["second_return_share"]) <= 0.002 and abs(diff["rain_share"]) <= 0.002
+    assert abs(diff["median_range_m"]) <= 0.01 and abs(diff["median_intensity"]) <= 1.0

@@ -1,6 +1,6 @@
 """``--device``: the whole frame with the scene's BVH cast by the CUDA kernel (built for the CPU here, on
-CuPy where a GPU is), held to the CPU frame (Embree) on the same scans: the same points, their
-coordinates within a tenth of a millimetre, and the statistics of ``--beam full``, dual returns and rain."""
+CuPy where a GPU is), held to the CPU frame (Embree) on the same scans: the statistics of ``--beam full``,
+dual returns and rain (the frame's physics runs on the device too, with its own draws: docs/gpu.md)."""
 
 from __future__ import annotations
 
@@ -45,10 +45,6 @@ def cpu_scans() -> list[np.ndarray]:
     return _scans(FULL)
 
 
-def _pulse_ids(p: np.ndarray) -> np.ndarray:
-    return (p["t"].astype(np.int64) * 256 + p["ring"].astype(np.int64)) * 4 + p["return_id"].astype(np.int64)
-
-
 @pytest.mark.parametrize("device", DEVICES)
 def test_full_beam_dual_rain_frame_on_the_device_matches_the_cpu(device: str, cpu_scans: list[np.ndarray]):
     built = in_process_pipeline(dataclasses.replace(FULL, device=device), load_preset("VLP-16"))
@@ -59,19 +55,21 @@ def test_full_beam_dual_rain_frame_on_the_device_matches_the_cpu(device: str, cp
         built.pipeline.close()
     assert any((s["return_id"] == 1).any() for s in cpu_scans)  # second returns are in what is compared
     assert any((s["flags"] != 0).any() for s in cpu_scans)  # and rain clutter
+    # the whole frame runs on the device (docs/gpu.md): its own draws, so its scans are held by their
+    # statistics (the cast alone is held to Embree ray by ray in tests/kernels/test_bvh_kernel.py)
     for want, have in zip(cpu_scans, got, strict=True):
-        # a ray whose distance differs in its last bits may cross a threshold: a few points in 10^4
-        assert abs(have.size - want.size) <= max(3, want.size // 5_000)
-        ids_w, ids_h = _pulse_ids(want), _pulse_ids(have)
-        common, iw, ih = np.intersect1d(ids_w, ids_h, return_indices=True)
-        assert common.size >= 0.998 * want.size
-        for axis in "xyz":
-            assert np.percentile(np.abs(want[axis][iw] - have[axis][ih]), 99.9) < 1e-3
+        assert abs(have.size - want.size) <= 0.005 * want.size
         for name, w, h in (
             ("second returns", (want["return_id"] == 1).mean(), (have["return_id"] == 1).mean()),
             ("flagged", (want["flags"] != 0).mean(), (have["flags"] != 0).mean()),
+            ("bloom", (want["flags"] & 8 != 0).mean(), (have["flags"] & 8 != 0).mean()),
         ):
             assert abs(w - h) <= 0.002, name
+    want_all, have_all = np.concatenate(cpu_scans), np.concatenate(got)
+    rw = np.linalg.norm(np.stack([want_all[a] for a in "xyz"], axis=1).astype(np.float64), axis=1)
+    rh = np.linalg.norm(np.stack([have_all[a] for a in "xyz"], axis=1).astype(np.float64), axis=1)
+    assert abs(np.median(rh) - np.median(rw)) <= 0.02  # (a rain drop less moves the median)
+    assert abs(np.median(have_all["intensity"]) - np.median(want_all["intensity"])) <= 1.0
 
 
 def test_cuda_source_on_cpu_gives_the_same_bytes_twice() -> None:
@@ -119,5 +117,6 @@ def test_rig_demo_on_the_device_writes_the_cpu_rigs_scans(tmp_path) -> None:
         scans = sorted((out / "roof" / "scans").glob("*.bin"))
         assert len(scans) == 2
         counts[device] = [np.fromfile(s, np.float32).size // 4 for s in scans]
+    # the rig's frames run on the device (docs/gpu.md): its own draws, so the counts agree as statistics
     for want, have in zip(counts["cpu"], counts["cuda-source-on-cpu"], strict=True):
-        assert want > 10_000 and abs(have - want) <= max(3, want // 5_000)
+        assert want > 10_000 and abs(have - want) <= want * 0.005

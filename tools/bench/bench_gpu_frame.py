@@ -9,13 +9,17 @@ the CPU frame (Embree). Prints JSON (and writes it with ``--out``).
 - ``frame``: the rig (default: four VLS-128s, docs/rigs/four-vls128.toml) with ``--beam full``, dual
   returns and 25 mm/h rain, every sensor's frames cast ahead on threads, run on the CPU and on the device:
   wall time, real-time factor (sim time over wall time), rays cast per second, and each sensor's scan
-  statistics on both sides (points a scan, second-return and rain-flag shares, mean range) with their
-  differences.
+  statistics on both sides (points a scan, second-return and rain-flag shares, mean range, range and
+  intensity medians) with their differences.
+- ``device_frame``: the same rig with dual returns and 25 mm/h rain, one ray a pulse, timed and compared
+  the same way (``--scenario`` picks ``full``, ``dual-rain`` or ``both``). On the device both run as the
+  device-resident frame (hits, physics and packed points on the device): the copies are counted.
 
 Targets (issue 43): >= 10x real time and >= 100 M rays/s on one H100 with ``--device cuda``. The CPU
 build of the source (``--device cuda-source-on-cpu``) runs the same script on a machine without a GPU.
 
 Run: python tools/bench/bench_gpu_frame.py [--device cuda] [--frames 10] [--rig RIG.toml] [--out x.json]
+     [--scenario both|full|dual-rain] [--dry-run: one VLP-16, one frame, no cast replay]
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +43,7 @@ from machine_record import write_json  # noqa: E402  (tools/bench, beside this s
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics  # noqa: E402
 from rt_lidar.physics.weather import WeatherConfig  # noqa: E402
 from rt_lidar.pipeline.builder import build_world, negotiate  # noqa: E402
+from rt_lidar.pipeline.device_frame import DeviceWorldSource, device_frame_parts  # noqa: E402
 from rt_lidar.pipeline.device_world import (  # noqa: E402
     BvhWorld,
     frame_device_unavailable_reason,
@@ -52,24 +58,39 @@ from rt_lidar.sensor.materials import load_material_table  # noqa: E402
 from rt_lidar.unreal_bridge.world import World  # noqa: E402
 
 DEFAULT_RIG = ROOT / "docs" / "rigs" / "four-vls128.toml"
+DRY_RUN_RIG = """[[sensor]]
+name = "roof"
+preset = "VLP-16"
+mount = { xyz = [0.0, 0.0, 1.9], rpy_deg = [0.0, 0.0, 0.0] }
+phase_deg = 0.0
+sinks = []
+"""
+"""The rig of ``--dry-run``: one VLP-16 on the roof."""
 SIM_HZ = 20.0
 Batch = tuple[np.ndarray, np.ndarray, Any, float]
 
 
-def rig_loop(rig: Rig, world: World, physics: PhysicsConfig, seed: int) -> RigLoop:
+def rig_loop(rig: Rig, world: World, physics: PhysicsConfig, seed: int) -> tuple[RigLoop, list[Any]]:
     """The rig's sensors in ``world``, each negotiated with its source as ``build_pipeline`` does (so
-    ``--beam full`` applies), its frames cast ahead on a thread of its own."""
+    ``--beam full`` applies; on a :class:`BvhWorld` the device-resident frame where the configuration
+    runs there), its frames cast ahead on a thread of its own; and the device frames' copy counters."""
     table = load_material_table()
     pipes: dict[str, Pipeline] = {}
+    counters = []
     for s in rig.sensors:
         arrays = table.arrays(world.material_names, s.preset.optics.wavelength_nm)
-        source = WorldSource(
-            world, s.preset.range.max_m, arrays.transmission, exit_m_per_rad(s.preset), mount=s.mount
-        )
-        source.retro_gain = arrays.retro_gain
-        phys = SensorPhysics(s.preset, arrays, negotiate(source, s.preset, physics))
+        if isinstance(world, BvhWorld):
+            source, phys, _why = device_frame_parts(world, s.preset, arrays, physics, s.mount)
+            if isinstance(source, DeviceWorldSource):
+                counters.append(source.counter)
+        else:
+            source = WorldSource(
+                world, s.preset.range.max_m, arrays.transmission, exit_m_per_rad(s.preset), mount=s.mount
+            )
+            source.retro_gain = arrays.retro_gain
+            phys = SensorPhysics(s.preset, arrays, negotiate(source, s.preset, physics))
         pipes[s.name] = Pipeline(s.preset, source, phys, sim_hz=SIM_HZ, seed=seed, prefetch=True)
-    return RigLoop.over(rig, pipes, SIM_HZ)
+    return RigLoop.over(rig, pipes, SIM_HZ), counters
 
 
 class CastRecorder:
@@ -93,6 +114,14 @@ class CastRecorder:
             return inner(origins, directions, t, max_range, threads)
 
         world.cast = cast  # type: ignore[method-assign]  # with_ego views copy it along
+        if isinstance(world, BvhWorld):  # the device frame casts through cast_posed
+            posed = world.cast_posed
+
+            def cast_posed(origins: Any, directions: Any, *rest: Any, **kw: Any) -> Any:
+                self.rays += int(origins.shape[0])
+                return posed(origins, directions, *rest, **kw)
+
+            world.cast_posed = cast_posed  # type: ignore[method-assign]
 
 
 def _stats(points: list[np.ndarray]) -> dict[str, float]:
@@ -104,22 +133,26 @@ def _stats(points: list[np.ndarray]) -> dict[str, float]:
         "points_per_scan": round(allp.size / len(points), 1),
         "second_return_share": round(float((allp["return_id"] == 1).mean()), 5),
         "flagged_share": round(float((allp["flags"] != 0).mean()), 5),
+        "rain_share": round(float(((allp["flags"] & 1) != 0).mean()), 5),
         "mean_range_m": round(float(rng.mean()), 4),
+        "median_range_m": round(float(np.median(rng)), 4),
+        "median_intensity": round(float(np.median(allp["intensity"])), 3),
     }
 
 
 def run_frames(
-    rig: Rig, world: World, device: str, frames: int, seed: int
+    rig: Rig, world: World, device: str, frames: int, seed: int, full: bool = True, keep: bool = True
 ) -> tuple[dict[str, Any], dict[str, list[np.ndarray]], CastRecorder]:
-    """The rig's ``frames`` sim frames on ``device`` (``cpu``: Embree): timing and every sensor's scans."""
+    """The rig's ``frames`` sim frames on ``device`` (``cpu``: Embree): timing and every sensor's scans;
+    ``full``: ``--beam full``, else one ray a pulse."""
     cast_world: World = world if device == "cpu" else BvhWorld(world, device)
-    rec = CastRecorder(cast_world, keep=device == "cpu")
+    rec = CastRecorder(cast_world, keep=keep and device == "cpu")
     physics = PhysicsConfig(
         weather=WeatherConfig(rain_mm_h=25.0),
-        beam=BeamConfig(return_mode="dual", full=True),
+        beam=BeamConfig(return_mode="dual", full=full),
         kernels_device=kernels_device_for(device, "cpu"),
     )
-    loop = rig_loop(rig, cast_world, physics, seed)
+    loop, counters = rig_loop(rig, cast_world, physics, seed)
     scans: dict[str, list[np.ndarray]] = {name: [] for name in rig.names}
     try:
         loop.start()
@@ -133,7 +166,7 @@ def run_frames(
     finally:
         loop.close()
     sim = frames / SIM_HZ
-    timing = {
+    timing: dict[str, Any] = {
         "device": device,
         "sim_frames": frames,
         "sim_time_s": sim,
@@ -141,7 +174,16 @@ def run_frames(
         "realtime_factor": round(sim / wall, 3),
         "rays_cast": rec.rays - rays0,
         "M_rays_per_s": round((rec.rays - rays0) / wall / 1e6, 3),
+        "physics": "device" if counters else "host",
     }
+    if counters:  # every sensor's copies over the run (its frames fetched ahead included)
+        up, down = sum(c.to_device for c in counters), sum(c.to_host for c in counters)
+        timing["transfers"] = {
+            "to_host": down,
+            "to_device": up,
+            "to_device_per_copy_to_host": round(up / max(down, 1), 3),
+            "MB_per_copy_to_host": round(sum(c.bytes_to_host for c in counters) / max(down, 1) / 1e6, 3),
+        }
     return timing, scans, rec
 
 
@@ -214,6 +256,16 @@ def bench_cast(world: World, device: str, batches: list[Batch], repeat: int) -> 
     }
 
 
+def _compare(
+    rig: Rig, cpu: dict[str, list[np.ndarray]], dev: dict[str, list[np.ndarray]], device: str
+) -> Any:
+    stats = {}
+    for name in rig.names:
+        c, g = _stats(cpu[name]), _stats(dev[name])
+        stats[name] = {"cpu": c, device: g, "difference": {k: round(g[k] - c[k], 5) for k in c if k in g}}
+    return stats
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda", choices=("cuda", "cuda-source-on-cpu"))
@@ -222,41 +274,62 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="replays of the cast batches (best kept)")
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--skip-cpu-frame", action="store_true", help="time the device frame only")
+    ap.add_argument(
+        "--scenario",
+        default="both",
+        choices=("both", "full", "dual-rain"),
+        help="full: --beam full, dual returns, rain; dual-rain: the same with one ray a pulse",
+    )
+    ap.add_argument(
+        "--dry-run", action="store_true", help="one VLP-16, one frame, no cast replay: the plumbing only"
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     why = frame_device_unavailable_reason(args.device)
     if why:
         print(f"bench_gpu_frame: --device {args.device} {why}", file=sys.stderr)
         return 2
+    if args.dry_run:
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(DRY_RUN_RIG)
+        args.rig, args.frames, args.repeat = f.name, 1, 0
     rig = load_rig(args.rig)
-    world = build_world("street", seed=args.seed)
-    report: dict[str, Any] = {"rig": {"file": str(args.rig), "sensors": [s.preset.name for s in rig.sensors]}}
-    report["scenario"] = f"--beam full, dual returns, 25 mm/h rain, street, seed {args.seed}"
+    if args.dry_run:
+        Path(args.rig).unlink()
+    rig_file = "--dry-run: one VLP-16" if args.dry_run else str(args.rig)
+    report: dict[str, Any] = {"rig": {"file": rig_file, "sensors": [s.preset.name for s in rig.sensors]}}
+    report["scenario"] = f"dual returns, 25 mm/h rain, street, seed {args.seed}; full: --beam full"
+    report["dry_run"] = bool(args.dry_run)
     if args.device == "cuda":
         import cupy as cp
 
         props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
         name = props["name"]
         report["gpu"] = name.decode() if isinstance(name, bytes) else str(name)
-    frames: dict[str, Any] = {}
-    cpu_scans: dict[str, list[np.ndarray]] | None = None
-    batches: list[Batch] = []
-    if not args.skip_cpu_frame:
-        frames["cpu"], cpu_scans, rec = run_frames(rig, world, "cpu", args.frames, args.seed)
-        batches = rec.batches
-        print(json.dumps({"cpu": frames["cpu"]}), file=sys.stderr)
-    frames[args.device], dev_scans, _ = run_frames(
-        rig, build_world("street", seed=args.seed), args.device, args.frames, args.seed
-    )
-    print(json.dumps({args.device: frames[args.device]}), file=sys.stderr)
-    report["frame"] = frames
-    if cpu_scans is not None:
-        stats = {}
-        for name in rig.names:
-            c, g = _stats(cpu_scans[name]), _stats(dev_scans[name])
-            stats[name] = {"cpu": c, args.device: g, "difference": {k: round(g[k] - c[k], 5) for k in c}}
-        report["scan_statistics"] = stats
-        report["cast"] = bench_cast(build_world("street", seed=args.seed), args.device, batches, args.repeat)
+    for key, full in (("full", True), ("device_frame", False)):
+        if args.scenario != "both" and args.scenario != ("full" if full else "dual-rain"):
+            continue
+        frames: dict[str, Any] = {}
+        cpu_scans: dict[str, list[np.ndarray]] | None = None
+        batches: list[Batch] = []
+        keep = full and args.repeat > 0
+        if not args.skip_cpu_frame:
+            world = build_world("street", seed=args.seed)
+            frames["cpu"], cpu_scans, rec = run_frames(rig, world, "cpu", args.frames, args.seed, full, keep)
+            batches = rec.batches
+            print(json.dumps({key: {"cpu": frames["cpu"]}}), file=sys.stderr)
+        frames[args.device], dev_scans, _ = run_frames(
+            rig, build_world("street", seed=args.seed), args.device, args.frames, args.seed, full, False
+        )
+        print(json.dumps({key: {args.device: frames[args.device]}}), file=sys.stderr)
+        # --beam full keeps the report's first keys (frame, scan_statistics, cast); the device frame its own
+        section: dict[str, Any] = report if full else report.setdefault("device_frame", {})
+        section["frame"] = frames
+        if cpu_scans is not None:
+            section["scan_statistics"] = _compare(rig, cpu_scans, dev_scans, args.device)
+            if batches:
+                world = build_world("street", seed=args.seed)
+                section["cast"] = bench_cast(world, args.device, batches, args.repeat)
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

@@ -1,0 +1,435 @@
+"""The physics of a device-resident frame: from :class:`~rt_lidar.pipeline.device_frame.DeviceHits` to
+points, every step on the frame's array module ``xp`` (CuPy on ``--device cuda``, NumPy on the CPU twin),
+the points packed there and copied to the host once (docs/gpu.md).
+
+The steps are those of the host's one-ray physics (:meth:`SensorPhysics.apply`), written once for both
+array modules: the echo of each ray's opaque surface and of the glass it crossed (the radar equation,
+:mod:`rt_lidar.kernels.intensity`) with the surface's texture (:mod:`rt_lidar.kernels.texture`); the
+weather (the fused weather kernel: CUDA on the GPU, its CUDA source built for the host on the twin);
+``strongest``: the stronger of glass and surface, detection against the receiver's noise floor;
+``last`` and ``dual``: the surface's, the clutter's and the glass's echoes summed in time and
+peak-picked by the waveform kernel (:func:`rt_lidar.kernels.waveform.waveform_returns`, as
+:func:`rt_lidar.physics.returns.waveform_detections` does on the host); then the false alarms of pulses
+left empty, the range walk and range noise, the intensity chain
+(:mod:`rt_lidar.physics.intensity_chain`). Its draws come from the device's own generator seeded by one
+draw of the frame's stream (the weather kernel's key is drawn from that stream as on the host), so a
+device frame is the same bytes run after run on one device, and the same statistics as the host's
+frame, not its bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.kernels import apply_range_noise, effective_reflectance, leading_edge_walk_m, received_power
+from rt_lidar.kernels.ambient import false_alarm_probability, receiver_sigma_w
+from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, two_way_transmission
+from rt_lidar.kernels.texture import texture_factor
+from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, waveform_returns
+from rt_lidar.physics.intensity_chain import measure
+from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
+from rt_lidar.physics.receiver_range import range_exponent
+from rt_lidar.physics.returns import _C_M_PER_NS as C_M_PER_NS
+from rt_lidar.physics.returns import MAX_NOISY_CANDIDATES, select_kind
+from rt_lidar.physics.texture import material_seeds
+from rt_lidar.physics.weather import weather_model
+from rt_lidar.pipeline.sources import Hits
+from rt_lidar.points import POINT_DTYPE, PointFlag
+from rt_lidar.sensor.materials import MaterialArrays
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.unreal_bridge.world.pose import quat_rotate
+
+__all__ = ["DEVICE_RECORD", "DeviceSensorPhysics"]
+
+_POINT_FIELDS = tuple((name, POINT_DTYPE[name]) for name in POINT_DTYPE.names or ())
+DEVICE_RECORD = np.dtype([*_POINT_FIELDS, ("power_w", np.dtype("<f4"))])
+"""A point as it leaves the device: :data:`POINT_DTYPE`'s fields, packed, and its received power."""
+
+
+def _index(xp: Any, material: Any) -> Any:
+    """Materials (int16, -1 = none) as table indices (int32, 0 for none)."""
+    return xp.maximum(material, 0).astype(xp.int32)
+
+
+class DeviceSensorPhysics(SensorPhysics):
+    """:class:`SensorPhysics` whose :meth:`apply` runs on the device for :class:`DeviceHits` (any other
+    hits take the host physics). ``pinned`` receives each frame's points (one copy)."""
+
+    def __init__(
+        self, preset: SensorPreset, materials: MaterialArrays, config: PhysicsConfig | None, pinned: Any
+    ) -> None:
+        super().__init__(preset, materials, config)
+        self.pinned = pinned
+        xp = pinned.xp
+        self.xp = xp
+        m = materials
+        self._tables = tuple(
+            xp.asarray(a)
+            for a in (m.diffuse, m.retro_gain, m.retro_exponent, m.specular_gain, m.specular_exponent)
+        )
+        self._texture_tables: tuple[Any, Any, Any] | None = None
+        self._gain = (
+            None if range_exponent(preset) == 2.0 else (range_exponent(preset), preset.range.range_10pct_m)
+        )
+
+    def _path(self, range_m: Any) -> Any:
+        """:meth:`EchoModel.path_factor` on the device."""
+        xp = self.xp
+        trans = two_way_transmission(range_m, self.config.extinction_per_m)
+        if self._gain is None:
+            return trans
+        n, r10 = self._gain
+        g = (xp.maximum(range_m.astype(xp.float64), 1e-3) / r10) ** (2.0 - n)
+        return trans * xp.where(xp.isfinite(g), g, 0.0).astype(xp.float32)
+
+    def _power(self, range_m: Any, cos_inc: Any, mat: Any, extra_t: Any) -> tuple[Any, Any]:
+        """(received power W, effective reflectance) (:meth:`EchoModel.power`) on the device."""
+        p = self.preset
+        refl = effective_reflectance(cos_inc.astype(self.xp.float32), mat, *self._tables)
+        power = received_power(
+            range_m,
+            refl,
+            self._path(range_m) * extra_t,
+            p.pulse.peak_power_w,
+            p.optics.receiver_aperture_m,
+            p.optics.system_efficiency,
+        )
+        return power, refl
+
+    def _reflectivity(self, power_w: Any, range_m: Any) -> Any:
+        """:meth:`EchoModel.measured_reflectivity` on the device."""
+        p = self.preset
+        unit = received_power(
+            range_m,
+            1.0,
+            self._path(range_m),
+            p.pulse.peak_power_w,
+            p.optics.receiver_aperture_m,
+            p.optics.system_efficiency,
+        ).astype(self.xp.float32)
+        return (power_w / self.xp.maximum(unit, 1e-30)).astype(self.xp.float32)
+
+    def _texture(self, hits: Any, power: Any, refl: Any) -> None:
+        """:func:`rt_lidar.physics.texture.texture_apply` on the device: ``power`` and ``refl`` scaled in
+        place by the texture of each hit (its world point from the slice's start pose, as on the host)."""
+        xp, m = self.xp, self.materials
+        if m.texture_sigma is None or m.texture_cell_m is None or not (m.texture_sigma > 0).any():
+            return
+        if self._texture_tables is None:
+            self._texture_tables = (
+                xp.asarray(m.texture_sigma),
+                xp.asarray(m.texture_cell_m.astype(np.float64)),
+                xp.asarray(material_seeds(m)),
+            )
+        sigma, cell, seeds = self._texture_tables
+        mat = _index(xp, hits.material)
+        rays = xp.flatnonzero((hits.material >= 0) & (sigma[mat] > 0) & xp.isfinite(hits.range_m))
+        if rays.size == 0:
+            return
+        local = hits.direction[rays].astype(xp.float64) * hits.range_m[rays, None].astype(xp.float64)
+        if hits.pose_start is not None:
+            p0, q0 = (np.asarray(v, np.float32).astype(np.float64) for v in hits.pose_start)
+            rot = quat_rotate(q0 / np.linalg.norm(q0), np.eye(3))  # the rotated basis vectors, as rows
+            local = local @ xp.asarray(rot) + xp.asarray(p0)
+        mr = mat[rays]
+        f = texture_factor(local, seeds[mr], cell[mr], sigma[mr])
+        power[rays] *= f
+        refl[rays] *= f
+
+    def apply(self, hits: Hits, rng: np.random.Generator) -> PhysicsResult:
+        """The detected points of ``hits``: on the device for :class:`DeviceHits`, else the host's."""
+        from rt_lidar.pipeline.device_frame import DeviceHits
+
+        if not isinstance(hits, DeviceHits):
+            return super().apply(hits, rng)
+        return self._apply_device(hits, rng)
+
+    def _echoes(self, hits: Any) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
+        """(power, effective reflectance, flags) of every ray's surface echo (textured), and (power,
+        effective reflectance, glass present) of the glass it crossed: fresh device arrays."""
+        xp = self.xp
+        f32 = xp.float32
+        obj = hits.material >= 0
+        glass = hits.glass_material >= 0
+        with np.errstate(invalid="ignore", over="ignore"):
+            power, refl = self._power(
+                hits.range_m, hits.cos_incidence, _index(xp, hits.material), hits.glass_transmission
+            )
+            gp, grefl = self._power(
+                hits.glass_range_m, hits.glass_cos, _index(xp, hits.glass_material), np.float32(1)
+            )
+        power = xp.where(obj, power, np.float32(0)).astype(f32)
+        refl = xp.asarray(refl, dtype=f32).copy()
+        self._texture(hits, power, refl)
+        gp = xp.where(glass, gp, np.float32(0)).astype(f32)
+        flags = xp.where(glass & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)).astype(xp.uint8)
+        return power, refl, flags, gp, xp.asarray(grefl, dtype=f32), glass, obj
+
+    def _weather(self, rng_m: Any, power: Any, flags: Any, rng: np.random.Generator, **kw: Any) -> None:
+        """The weather kernel on the frame's arrays, in place (:meth:`WeatherModel.apply`): CUDA on the GPU,
+        its CUDA source built for the host on the CPU twin."""
+        weather = self.config.weather
+        if weather is None:
+            return
+        p = self.preset
+        if self.xp is np:
+            from rt_lidar.kernels import weather_cuda
+            from rt_lidar.physics.device import _host_kernel
+
+            kw["kernel"] = _host_kernel(weather_cuda.CUDA_SOURCE, "weather_kernel")
+        weather_model(weather).apply(
+            rng_m,
+            power,
+            flags,
+            None,
+            p,
+            p.pulse.detection_threshold_w,
+            rng,
+            clear_air_per_m=self.config.extinction_per_m,
+            **kw,
+        )
+
+    def _strongest(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float) -> tuple[Any, ...]:
+        """The host's one-ray ``strongest`` physics on the device: the stronger of glass and surface, the
+        weather in place, detection against the noise floor. (pulse, return id, range, power, segment,
+        flags) of the detections."""
+        xp, p, f32 = self.xp, self.preset, self.xp.float32
+        thr = p.pulse.detection_threshold_w
+        power, refl, flags, gp, g_refl, _glass, _obj = self._echoes(hits)
+        take = gp > power
+        power = xp.where(take, gp, power).astype(f32)
+        refl = xp.where(take, g_refl, refl).astype(f32)
+        rng_m = xp.where(take, hits.glass_range_m, hits.range_m).astype(f32)
+        seg = xp.where(take, hits.glass_segment, hits.segment).astype(xp.uint32)
+        flags = xp.where(take, np.uint8(0), flags).astype(xp.uint8)
+        self._weather(rng_m, power, flags, rng, reflectivity=refl, segment=seg)
+        if self.config.receiver_noise:
+            z = draws.standard_normal(size=power.shape[0]).astype(xp.float64)
+            s = receiver_sigma_w(sigma, p.receiver.shot_w, power.astype(xp.float64))
+            seen = power + s * z >= thr
+        else:
+            seen = power >= thr
+        seen &= (power > 0) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
+        pulse = xp.flatnonzero(seen)
+        rid = xp.zeros(pulse.shape[0], xp.uint8)
+        return pulse, rid, rng_m[pulse], power[pulse], seg[pulse], flags[pulse]
+
+    def _waveform(
+        self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float, kind: str | None = None
+    ) -> tuple[Any, ...]:
+        """The host's waveform physics (:func:`rt_lidar.physics.returns.waveform_detections`) on the
+        device, for one ray a pulse or a sub-ray bundle (``hits.subrays``): each sub-ray's surface echo
+        (weighted by its share of the beam), each pulse's weather clutter echo (and its range noise), the
+        glass's echoes, summed in time and peak-picked by the waveform kernel (CUDA on the GPU, its source
+        built for the host on the twin) for the return mode; an outer sub-ray's retro-reflector that the
+        central ray misses is flagged BLOOM. (pulse, return id, range, power, segment, flags)."""
+        xp, p, f32 = self.xp, self.preset, self.xp.float32
+        thr = p.pulse.detection_threshold_w
+        n = len(hits)
+        n_sub = hits.subrays
+        n_pulse = n // n_sub
+        weight = hits.subray_weight if hits.subray_weight is not None else np.ones(n_sub, np.float32)
+        w_ray = xp.asarray(np.tile(np.asarray(weight, np.float32), n_pulse))
+        power, refl, flags, gp, g_refl, glass, _obj = self._echoes(hits)
+        rng_m = hits.range_m.copy()
+        cols = [[rng_m, power, refl, hits.segment, flags]]
+        weather = self.config.weather
+        if weather is not None and not weather.is_clear_air:  # weather_echoes: once a pulse
+            with np.errstate(invalid="ignore"):
+                r_pulse = xp.max(rng_m.reshape(n_pulse, n_sub), axis=1).astype(f32)
+            r_noisy = r_pulse.copy()
+            er, ep = xp.full(n_pulse, np.inf, f32), xp.zeros(n_pulse, f32)
+            ef = xp.zeros(n_pulse, xp.uint8)
+            self._weather(
+                r_noisy, xp.zeros(n_pulse, f32), xp.zeros(n_pulse, xp.uint8), rng, echoes=(er, ep, ef)
+            )
+            a_w = np.float32(weather.extinction_per_m)
+            with np.errstate(invalid="ignore"):
+                power *= xp.exp(np.float32(-2.0) * a_w * xp.where(xp.isfinite(rng_m), rng_m, np.float32(0)))
+                shift = xp.where(xp.isfinite(r_pulse), r_noisy - r_pulse, np.float32(0)).astype(f32)
+            rng_m += xp.repeat(shift, n_sub)
+            first = xp.arange(n_pulse) * n_sub  # the clutter echo sits in the first sub-ray's column
+            col_r, col_a, col_f = xp.full(n, np.inf, f32), xp.zeros(n, f32), xp.zeros(n, xp.uint8)
+            col_r[first], col_a[first], col_f[first] = er, ep, ef
+            cols.append([col_r, col_a, xp.zeros(n, f32), xp.zeros(n, xp.uint32), col_f])
+        cols[0][1] = power * w_ray
+        if bool(glass.any()):
+            cols.append([hits.glass_range_m, gp * w_ray, g_refl, hits.glass_segment, xp.zeros(n, xp.uint8)])
+        r_tab, a_tab, s_tab, seg_tab, f_tab = (
+            xp.concatenate([c[k].reshape(n_pulse, n_sub) for c in cols], axis=1) for k in range(5)
+        )
+        e_tot = r_tab.shape[1]
+        gate = xp.isfinite(r_tab) & (r_tab >= p.range.min_m) & (r_tab <= p.range.max_m)
+        a_tab = xp.where(gate, a_tab, np.float32(0))
+        t_tab = xp.where(gate, 2.0 * r_tab.astype(xp.float64) / C_M_PER_NS, np.inf)
+        noise = None
+        if self.config.receiver_noise:
+            z = draws.standard_normal(size=(n_pulse, min(e_tot + 2, MAX_NOISY_CANDIDATES)))
+            noise = Noise(xp.full(n_pulse, sigma, xp.float64), p.receiver.shot_w, z.astype(xp.float64))
+        kernel = None
+        if xp is np:
+            from rt_lidar.kernels import waveform_cuda
+            from rt_lidar.physics.device import _host_kernel
+
+            kernel = _host_kernel(waveform_cuda.CUDA_SOURCE, "wf_peaks")
+        ret = waveform_returns(
+            t_tab,
+            a_tab,
+            p.pulse.width_ns,
+            thr,
+            select_kind(p, kind or self.return_mode),
+            2.0 * p.returns.min_separation_m / C_M_PER_NS,
+            p.returns.max_returns,
+            noise,
+            peaks_kernel=kernel,
+        )
+        flat = ret.pulse * e_tot + ret.echo
+        range_m = (ret.t_ns * (C_M_PER_NS / 2.0)).astype(f32)
+        seg = seg_tab.reshape(-1)[flat].astype(xp.uint32)
+        fl = f_tab.reshape(-1)[flat].astype(xp.uint8)
+        if n_sub > 1:  # blooming: a retro-reflector found by an outer sub-ray the central ray does not hit
+            centre = ret.pulse * n_sub
+            centre_seg = xp.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
+            bloom = (ret.echo % n_sub != 0) & (s_tab.reshape(-1)[flat] > 1.0) & (centre_seg != seg)
+            fl = xp.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(xp.uint8)
+        return ret.pulse, ret.return_id.astype(xp.uint8), range_m, ret.amp.astype(f32), seg, fl
+
+    def _bundled(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float) -> tuple[Any, ...]:
+        """``--beam full`` (:func:`rt_lidar.physics.beam_full.full_beam_detections`): the pulses without a
+        bundle by the one-ray physics, the bundled ones by the sub-ray waveform, merged by (pulse,
+        return id)."""
+        xp = self.xp
+        bundle = hits.bundle
+        one = self._strongest if self.return_mode == "strongest" else self._waveform
+        parts = list(one(hits, rng, draws, sigma))
+        in_bundle = xp.zeros(len(hits), bool)
+        in_bundle[bundle.pulses] = True
+        keep = ~in_bundle[parts[0]]
+        parts = [a[keep] for a in parts]
+        sub = list(self._waveform(bundle.hits, rng, draws, sigma))
+        sub[0] = bundle.pulses[sub[0]]
+        merged = [xp.concatenate([a, b]) for a, b in zip(parts, sub, strict=True)]
+        order = xp.argsort(merged[0] * 4 + merged[1])
+        return tuple(a[order] for a in merged)
+
+    def _apply_device(self, hits: Any, rng: np.random.Generator) -> PhysicsResult:
+        xp, p = self.xp, self.preset
+        thr = p.pulse.detection_threshold_w
+        rx = p.receiver
+        n = len(hits)
+        draws = xp.random.RandomState(int(rng.integers(0, 2**32 - 1)))
+        sigma = float(receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, np.zeros(1))[0])
+        if hits.bundle is not None:
+            step = self._bundled
+        else:
+            step = self._strongest if self.return_mode == "strongest" else self._waveform
+        pulse, rid, d_r, d_p, d_seg, d_fl = step(hits, rng, draws, sigma)
+        any_seen = xp.zeros(n, bool)
+        any_seen[pulse] = True
+        d_refl = self._reflectivity(d_p, d_r)
+        return self._measure(hits, draws, pulse, rid, d_r, d_p, d_refl, d_seg, d_fl, sigma, any_seen)
+
+    def _measure(
+        self,
+        hits: Any,
+        draws: Any,
+        pulse: Any,
+        rid: Any,
+        rng_m: Any,
+        pw: Any,
+        refl: Any,
+        seg: Any,
+        fl: Any,
+        sigma: float,
+        any_seen: Any,
+    ) -> PhysicsResult:
+        """Range walk, range noise, false alarms, the intensity chain and the packed points (one copy)."""
+        xp, p, cfg = self.xp, self.preset, self.config
+        thr = p.pulse.detection_threshold_w
+        n = len(hits)
+        if cfg.range_walk:
+            sat = p.receiver.saturation(thr)
+            walk = leading_edge_walk_m(pw.astype(xp.float64), thr, pulse_sigma_ns(p.pulse.width_ns), sat)
+            rng_m = xp.where(pw > sat, xp.maximum(rng_m + walk, 0.0), rng_m).astype(xp.float32)
+        measured = rng_m
+        if cfg.range_noise:
+            z = draws.standard_normal(size=pulse.shape[0]).astype(xp.float32)
+            s_tot = receiver_sigma_w(sigma, p.receiver.shot_w, pw.astype(xp.float64))
+            psig = pulse_sigma_ns(p.pulse.width_ns)
+            measured = apply_range_noise(rng_m, z, p.range.accuracy_m, pw, s_tot, psig)
+            measured = xp.maximum(measured, 0.0).astype(xp.float32)
+        if cfg.receiver_noise:  # false alarms of the noise floor in pulses left without a return
+            n_cells = (p.range.max_m - p.range.min_m) / (SPEED_OF_LIGHT * p.pulse.width_ns * 0.5e-9)
+            p_fa = float(false_alarm_probability(thr, np.array([sigma]), n_cells)[0])
+            fa = xp.flatnonzero(~any_seen & (draws.random_sample(size=n) < p_fa))
+            k = fa.shape[0]
+            fa_r = draws.uniform(p.range.min_m, p.range.max_m, size=k).astype(xp.float32)
+            fa_p = (thr + xp.abs(draws.standard_normal(size=k)) * max(sigma, thr * 0.1)).astype(xp.float32)
+            order = xp.argsort(xp.concatenate([pulse * 4 + rid, fa * 4]))
+            pulse = xp.concatenate([pulse, fa])[order]
+            rid = xp.concatenate([rid, xp.zeros(k, xp.uint8)])[order]
+            measured = xp.concatenate([measured, fa_r])[order]
+            pw = xp.concatenate([pw, fa_p])[order]
+            refl = xp.concatenate([refl, self._reflectivity(fa_p, fa_r)])[order]
+            seg = xp.concatenate([seg, xp.zeros(k, xp.uint32)])[order]
+            fl = xp.concatenate([fl, xp.full(k, np.uint8(PointFlag.AMBIENT_NOISE), xp.uint8)])[order]
+        amp_sigma = xp.full(n, sigma, xp.float64) if cfg.receiver_noise else None
+        amp_z = (
+            draws.standard_normal(size=pulse.shape[0]) if amp_sigma is not None else xp.zeros(pulse.shape[0])
+        )
+        refl, intensity, fl = measure(p, pw, amp_sigma, pulse, amp_z, refl, measured, fl)
+        packed = self._pack(hits, pulse, measured, intensity, refl, rid, fl, seg, pw)
+        rec = self.pinned.receive(packed, DEVICE_RECORD)
+        points = np.empty(rec.shape[0], POINT_DTYPE)
+        for name, _ in _POINT_FIELDS:
+            points[name] = rec[name]
+        with_return = int(np.count_nonzero(points["return_id"] == 0))
+        return PhysicsResult(
+            points=points,
+            power_w=rec["power_w"].copy(),
+            fired=hits.pulses,
+            dropped=hits.pulses - with_return,
+        )
+
+    def _pack(
+        self,
+        hits: Any,
+        pulse: Any,
+        measured: Any,
+        intensity: Any,
+        refl: Any,
+        rid: Any,
+        fl: Any,
+        seg: Any,
+        pw: Any,
+    ) -> Any:
+        """(K, :data:`DEVICE_RECORD` itemsize) uint8 rows of the points, built on the device."""
+        xp = self.xp
+        k = int(pulse.shape[0])
+        out = xp.empty((k, DEVICE_RECORD.itemsize), xp.uint8)
+        d = hits.direction[pulse]
+        xyz = d * measured.astype(xp.float32)[:, None]
+        if hits.beam_origin is not None:
+            xyz = xyz + hits.beam_origin[pulse]
+        cols = {
+            "x": xyz[:, 0],
+            "y": xyz[:, 1],
+            "z": xyz[:, 2],
+            "intensity": intensity,
+            "reflectivity": refl,
+            "ring": hits.ring[pulse],
+            "t": hits.t_ns[pulse],
+            "return_id": rid,
+            "flags": fl,
+            "segment": seg,
+            "power_w": pw,
+        }
+        offset = 0  # the record is packed: each field right after the one before
+        for name in DEVICE_RECORD.names or ():
+            dtype = DEVICE_RECORD[name]
+            col = xp.ascontiguousarray(xp.asarray(cols[name]).astype(dtype))
+            out[:, offset : offset + dtype.itemsize] = col.view(xp.uint8).reshape(k, dtype.itemsize)
+            offset += dtype.itemsize
+        return out

@@ -1,0 +1,393 @@
+"""The device-resident frame (``--device cuda``, and its CPU twin ``cuda-source-on-cpu``; docs/gpu.md).
+
+:class:`DeviceWorldSource` casts a frame's firings through the BVH kernel and leaves the hits where it
+cast them: the rays go up in one copy (origins, world and sensor-frame directions, firing times, rings
+and beam origins packed into one block of bytes), the moving objects' poses of the frame once, and the
+first surfaces, the rays behind glass and the glass fields are computed there (:class:`DeviceHits`,
+arrays of the frame's ``xp``). With ``--beam full`` the pulses that need the bundle are chosen there too
+(their indices come down once so the host can build the sub-rays' starts, which go up as one block) and
+the bundles cast there. :class:`~rt_lidar.physics.device_physics.DeviceSensorPhysics` takes the hits
+from there to packed points that come back in one copy.
+
+:func:`device_frame_parts` builds the pair for a sensor, or says (one line) why a configuration keeps
+the host physics: a bundle on every pulse (``--sub-rays``), sunlight, a wet road, echo pulse width,
+crosstalk, a preset's two-point corrections; those runs cast on the device and do their physics on the
+host as before.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.backend.device_arrays import PinnedPoints, TransferCounter
+from rt_lidar.pipeline.device_world import BvhWorld
+from rt_lidar.pipeline.pose_samples import interpolate_pose_samples, sensor_pose_samples
+from rt_lidar.pipeline.sources import GLASS_MAX_CROSSINGS, Hits, WorldSource, _beam_starts, _rows_f32
+from rt_lidar.sensor.glazing import TABLE_STEPS
+from rt_lidar.sensor.scan_pattern import Firings
+from rt_lidar.unreal_bridge.world import Pose as MountPose
+
+__all__ = [
+    "UPLOADS_PER_FRAME",
+    "DeviceHits",
+    "DeviceWorldSource",
+    "device_frame_parts",
+    "device_frame_unsupported",
+    "device_summary",
+    "warn_host_physics",
+]
+
+_EPS_M = 1e-3
+RAY_RECORD = np.dtype(
+    [
+        ("origin", "<f4", (3,)),
+        ("world_dir", "<f4", (3,)),
+        ("dir", "<f4", (3,)),
+        ("t", "<i8"),
+        ("ring", "<u2"),
+        ("beam_origin", "<f4", (3,)),
+    ]
+)
+"""One ray of a frame as it goes up to the device (58 bytes, packed)."""
+BUNDLE_RECORD = np.dtype([("origin", "<f4", (3,)), ("world_dir", "<f4", (3,)), ("dir", "<f4", (3,))])
+"""One sub-ray of a ``--beam full`` bundle as it goes up (36 bytes, packed)."""
+UPLOADS_PER_FRAME = 4
+"""Host->device copies a frame: its rays (one block of :data:`RAY_RECORD`), and the moving objects'
+boxes, poses and each ray's time index (:meth:`BvhWorld.posed_batch`; the segment table stays there)."""
+
+
+@dataclass
+class DeviceHits(Hits):
+    """:class:`Hits` whose per-ray arrays live on the device (``xp``): ``direction`` is the sensor-frame
+    directions there; ``t_ns`` and ``ring`` the firings' times and rings there (``firings`` stays on the
+    host for the frame loop)."""
+
+    xp: Any = np
+    t_ns: Any = None
+    ring: Any = None
+    beam_origin: Any = None
+    """(N, 3) float32 each beam's origin in the sensor frame (:attr:`Firings.origin`), None = none."""
+
+
+def _columns(xp: Any, buf: Any, start: int, stop: int, dtype: Any, shape: tuple[int, ...]) -> Any:
+    """Bytes ``start:stop`` of every row of the (N, record) uint8 ``buf`` as an array of ``dtype``."""
+    return xp.ascontiguousarray(buf[:, start:stop]).view(dtype).reshape(shape)
+
+
+class DeviceWorldSource(WorldSource):
+    """A :class:`WorldSource` over a :class:`BvhWorld` whose hits stay on the device (module docstring).
+    One ray a pulse; the first surface, glass and the rays behind it as the CPU caster computes them."""
+
+    def __init__(
+        self,
+        world: BvhWorld,
+        max_range_m: float,
+        transmission: np.ndarray,
+        exit_m_per_rad: tuple[float, float] = (0.0, 0.0),
+        mount: MountPose | None = None,
+        counter: TransferCounter | None = None,
+    ) -> None:
+        super().__init__(world, max_range_m, transmission, exit_m_per_rad, mount)
+        self.bvh = world
+        self.xp = world.xp
+        self.counter = counter or TransferCounter()
+        self._trans_dev = self.xp.asarray(self._transmission)
+        self._angle_dev = self.xp.asarray(self._glass_angle)
+        self._retro_dev: Any = None  # --beam full's retro-reflector table, once its plan is known
+
+    def use_full_beam(self, plan: Any, sun: Any = None) -> Any:
+        """:meth:`WorldSource.use_full_beam`, its retro-reflector table put on the device."""
+        grant = super().use_full_beam(plan, sun)
+        self._retro_dev = self.xp.asarray(plan.retro)
+        return grant
+
+    def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
+        """The hits of every firing's one ray, on the device (:class:`DeviceHits`)."""
+        xp = self.xp
+        n = len(firings)
+        d_sensor = firings.directions()
+        samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
+        pos, quat = _beam_starts(self.ops, firings, *interpolate_pose_samples(firings.t_ns, samples))
+        rec = np.empty(n, RAY_RECORD)
+        rec["origin"] = pos
+        rec["world_dir"] = self.ops.rotate_f32(_rows_f32(quat), d_sensor)
+        rec["dir"] = d_sensor
+        rec["t"] = firings.t_ns
+        rec["ring"] = firings.ring
+        rec["beam_origin"] = 0.0 if firings.origin is None else firings.origin
+        buf = xp.asarray(rec.view(np.uint8).reshape(n, RAY_RECORD.itemsize))  # the frame's one copy up
+        self.counter.up(UPLOADS_PER_FRAME)
+        origins = _columns(xp, buf, 0, 12, xp.float32, (n, 3))
+        dirs = _columns(xp, buf, 12, 24, xp.float32, (n, 3))
+        posed = self.bvh.posed_batch(firings.t_ns.astype(np.float64) * 1e-9, n)
+        r, cos, mat, seg, g_r, g_cos, g_mat, g_seg, g_trans = self._surfaces(origins, dirs, posed)
+        hits = DeviceHits(
+            firings=firings,
+            direction=_columns(xp, buf, 24, 36, xp.float32, (n, 3)),
+            range_m=r,
+            cos_incidence=cos,
+            material=mat,
+            segment=seg,
+            glass_range_m=g_r,
+            glass_cos=g_cos,
+            glass_material=g_mat,
+            glass_segment=g_seg,
+            glass_transmission=g_trans,
+            xp=xp,
+            t_ns=_columns(xp, buf, 36, 44, xp.int64, (n,)),
+            ring=_columns(xp, buf, 44, 46, xp.uint16, (n,)),
+            beam_origin=None if firings.origin is None else _columns(xp, buf, 46, 58, xp.float32, (n, 3)),
+        )
+        self._with_poses(hits, t0_ns, t1_ns, samples)  # (sets the poses on ``hits`` itself)
+        if self._full is not None:  # --beam full: the bundle where the footprint needs it
+            self._bundle(hits, firings, pos, quat, posed)
+        return hits
+
+    def _bundle(self, hits: DeviceHits, f: Firings, pos: Any, quat: Any, posed: Any) -> None:
+        """``--beam full`` on the device (:func:`rt_lidar.pipeline.beam_full.full_beam_hits`): the pulses
+        whose central rays mark an edge, glass or a retro-reflector with a neighbour's
+        (:func:`~rt_lidar.pipeline.beam_full.neighbour_marks`, on the device; the neighbour pairs from
+        the firings, on the host), cast again as the sub-ray bundle (their starts built on the host from
+        the chosen pulses, this step's one copy down, and sent up as one block) into ``hits.bundle``."""
+        from rt_lidar.pipeline.beam_full import _neighbour_pairs
+        from rt_lidar.pipeline.sources import BeamBundle
+
+        plan = self._full
+        assert plan is not None
+        xp = self.xp
+        n = len(f)
+        i, j = _neighbour_pairs(f)
+        az = np.radians(f.azimuth_deg).astype(np.float32)
+        el = np.radians(f.elevation_deg).astype(np.float32)
+        el_i = el[i]
+        sep_h = np.hypot((az[i] - az[j]) * np.cos(el_i), el_i - el[j])  # small angles: neighbours
+        ij, sep = xp.asarray(np.stack([i, j])), xp.asarray(sep_h)  # up: the pairs and their separations
+        self.counter.up(2)
+        rng, mat, seg = hits.range_m, hits.material, hits.segment
+        glass = hits.glass_material >= 0
+        glass_rng = xp.where(glass, hits.glass_range_m, np.float32(np.inf))
+        hit = xp.isfinite(rng)
+        retro = hit & (mat >= 0) & self._retro_dev[xp.maximum(mat, 0).astype(xp.int32)]
+        chosen = xp.zeros(n, bool)
+        counts = {"edge": 0, "glass": 0, "retro": 0}
+        if i.size:
+            ii, jj = ij[0], ij[1]
+            foot = np.float32(plan.footprint_rad)
+            scale = xp.minimum(np.float32(1.0), foot / xp.maximum(sep, np.float32(1e-9)))
+            with np.errstate(invalid="ignore"):
+                dr = xp.abs(rng[ii] - rng[jj])
+                spread = dr * scale
+                jump = xp.where(seg[ii] != seg[jj], dr, np.float32(0))
+                glass_spread = xp.abs(glass_rng[ii] - glass_rng[jj]) * scale
+            both = hit[ii] & hit[jj]
+            steps = {
+                "edge": (hit[ii] != hit[jj]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
+                "glass": (glass[ii] != glass[jj]) | (glass[ii] & glass[jj] & (glass_spread > plan.edge_m)),
+                "retro": retro[ii] != retro[jj],
+            }
+            for name, step in steps.items():
+                mark = xp.zeros(n, bool)
+                mark[ii[step]] = True
+                mark[jj[step]] = True
+                counts[name] = int(xp.count_nonzero(mark))
+                chosen |= mark
+        idx_dev = xp.flatnonzero(chosen)
+        idx = np.asarray(idx_dev.get() if xp is not np else idx_dev, np.int64)  # down: the chosen pulses
+        self.counter.down(idx.nbytes)
+        plan.stats.add(n, int(idx.size), counts)
+        if not idx.size:
+            return
+        pattern = plan.pattern
+        k = len(pattern)
+        d_sensor, starts, q = self.ops.subray_starts(
+            f.directions()[idx], pattern, self.exit_m_per_rad, pos[idx], quat[idx]
+        )
+        rec = np.empty(idx.size * k, BUNDLE_RECORD)
+        rec["origin"] = starts
+        rec["world_dir"] = self.ops.rotate_f32(_rows_f32(q), d_sensor)
+        rec["dir"] = d_sensor
+        buf = xp.asarray(rec.view(np.uint8).reshape(-1, BUNDLE_RECORD.itemsize))  # up: the bundle's rays
+        self.counter.up()
+        m = idx.size * k
+        origins = _columns(xp, buf, 0, 12, xp.float32, (m, 3))
+        dirs = _columns(xp, buf, 12, 24, xp.float32, (m, 3))
+        rows = xp.repeat(idx_dev, k)
+        r, cos, mat_b, seg_b, g_r, g_cos, g_mat, g_seg, g_trans = self._surfaces(origins, dirs, posed, rows)
+        sub = DeviceHits(
+            firings=_take_firings(f, idx),
+            direction=_columns(xp, buf, 24, 36, xp.float32, (m, 3)),
+            range_m=r,
+            cos_incidence=cos,
+            material=mat_b,
+            segment=seg_b,
+            glass_range_m=g_r,
+            glass_cos=g_cos,
+            glass_material=g_mat,
+            glass_segment=g_seg,
+            glass_transmission=g_trans,
+            subrays=k,
+            subray_weight=pattern.weights,
+            pose_start=hits.pose_start,
+            xp=xp,
+            t_ns=hits.t_ns[idx_dev],
+            ring=hits.ring[idx_dev],
+            beam_origin=None if hits.beam_origin is None else hits.beam_origin[idx_dev],
+        )
+        hits.bundle = BeamBundle(idx_dev, sub)
+
+    def _slant(self, g_trans: Any, rows: Any, material: Any, cos_i: Any) -> None:
+        """:meth:`WorldSource._slant_loss` on the device."""
+        xp = self.xp
+        if rows.size:
+            c = xp.clip(cos_i, np.float32(0), np.float32(1))
+            idx = (c * np.float32(TABLE_STEPS) + np.float32(0.5)).astype(xp.int32)
+            f = self._angle_dev[xp.maximum(material, 0).astype(xp.int32), idx]
+            g_trans[rows] *= f * f
+
+    def _surfaces(
+        self, origins: Any, dirs: Any, posed: tuple[Any, Any, Any, Any], rows: Any = None
+    ) -> tuple[Any, ...]:
+        """(range, cos, material, segment, glass range, glass cos, glass material, glass segment, glass
+        transmission) of every ray (``rows``: the frame's pulses they are, None = one ray each): the first
+        surfaces, and the rays that pass glass cast on behind it."""
+        xp = self.xp
+        rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed, rows, self.cast_threads)
+        hit = xp.isfinite(rh.distance)
+        trans_all = xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32))
+        passes = hit & (trans_all > 0)
+        opaque = hit & ~passes
+        cosi = xp.abs(xp.sum(rh.normal * dirs, axis=1, dtype=xp.float32))
+        inf, zero = np.float32(np.inf), np.float32(0)
+        range_m = xp.where(passes, inf, rh.distance).astype(xp.float32)
+        cos_inc = xp.where(opaque, cosi, zero).astype(xp.float32)
+        material = xp.where(passes, np.int16(-1), rh.material).astype(xp.int16)
+        segment = xp.where(passes, np.uint32(0), rh.segment).astype(xp.uint32)
+        g_range = xp.where(passes, rh.distance, inf).astype(xp.float32)
+        g_cos = xp.where(passes, cosi, zero).astype(xp.float32)
+        g_mat = xp.where(passes, rh.material, np.int16(-1)).astype(xp.int16)
+        g_seg = xp.where(passes, rh.segment, np.uint32(0)).astype(xp.uint32)
+        g_trans = xp.where(passes, trans_all * trans_all, np.float32(1)).astype(xp.float32)
+        active = xp.flatnonzero(passes)
+        self._slant(g_trans, active, g_mat[active], g_cos[active])
+        travelled = rh.distance[active] + np.float32(_EPS_M)
+        org = origins[active] + dirs[active] * travelled[:, None]
+        for _ in range(GLASS_MAX_CROSSINGS):
+            if active.size == 0:
+                break
+            d_act = dirs[active]
+            at = active if rows is None else rows[active]  # the pulses whose poses these rays take
+            rh = self.bvh.cast_posed(org, d_act, self.max_range_m, posed, at, self.cast_threads)
+            dist = rh.distance + travelled
+            ok = xp.isfinite(rh.distance) & (dist <= self.max_range_m)
+            trans = xp.where(ok, xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32)), zero)
+            more = ok & (trans > 0)
+            stop = ok & ~more
+            idx = active[stop]
+            range_m[idx] = dist[stop]
+            cos_inc[idx] = xp.abs(xp.sum(rh.normal[stop] * d_act[stop], axis=1, dtype=xp.float32))
+            material[idx] = rh.material[stop]
+            segment[idx] = rh.segment[stop]
+            g_trans[active[more]] *= trans[more] * trans[more]
+            step = rh.distance[more] + np.float32(_EPS_M)
+            cos_i = xp.abs(xp.sum(rh.normal[more] * d_act[more], axis=1, dtype=xp.float32))
+            org, travelled, active = (
+                org[more] + d_act[more] * step[:, None],
+                travelled[more] + step,
+                active[more],
+            )
+            self._slant(g_trans, active, rh.material[more], cos_i)
+        return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans
+
+
+def _take_firings(f: Firings, idx: np.ndarray) -> Firings:
+    """The firings ``idx`` of ``f`` (:func:`rt_lidar.pipeline.beam_full.take_firings`)."""
+    from rt_lidar.pipeline.beam_full import take_firings
+
+    return take_firings(f, idx)
+
+
+def device_frame_unsupported(physics: Any, crosstalk: bool = False) -> str | None:
+    """Why the physics configuration ``physics`` (as negotiated: a :class:`SensorPhysics`) keeps the
+    host physics, or None when the whole frame runs on the device."""
+    cfg = physics.config
+    if physics.sub_rays > 1 and not physics.beam.full:
+        return "sub-ray bundles on every pulse (--sub-rays)"
+    if cfg.sun_illuminance_lux > 0:
+        return "sunlight"
+    if cfg.weather is not None and cfg.weather.road_wetness > 0:
+        return "a wet road"
+    if physics.beam.epw:
+        return "echo pulse width"
+    if physics.return_mode not in ("strongest", "last", "dual"):
+        return f"return mode {physics.return_mode}"
+    if crosstalk:
+        return "crosstalk"
+    from rt_lidar.sensor.beam_origins import two_point_corrections
+
+    if two_point_corrections(physics.preset) is not None:
+        return "the preset's two-point corrections"
+    return None
+
+
+def device_frame_parts(
+    world: BvhWorld,
+    preset: Any,
+    arrays: Any,
+    config: Any,
+    mount: MountPose | None = None,
+    crosstalk: bool = False,
+) -> tuple[WorldSource, Any, str | None]:
+    """(source, physics, why not) of ``preset`` in ``world`` cast by the BVH kernel: the device-resident
+    pair where ``config`` runs there, else a host :class:`WorldSource` and :class:`SensorPhysics` (the
+    cast on the device, the physics on the host) and the one-line reason."""
+    from rt_lidar.physics.device_physics import DeviceSensorPhysics
+    from rt_lidar.physics.model import SensorPhysics
+    from rt_lidar.pipeline.builder import negotiate
+    from rt_lidar.sensor.beam import exit_m_per_rad
+
+    host = WorldSource(world, preset.range.max_m, arrays.transmission, exit_m_per_rad(preset), mount=mount)
+    host.retro_gain = arrays.retro_gain
+    phys = SensorPhysics(preset, arrays, negotiate(host, preset, config))
+    why = device_frame_unsupported(phys, crosstalk)
+    if why is not None:
+        return host, phys, why
+    counter = TransferCounter()
+    source = DeviceWorldSource(
+        world, preset.range.max_m, arrays.transmission, exit_m_per_rad(preset), mount, counter
+    )
+    source.retro_gain = arrays.retro_gain
+    if host.full_beam is not None:  # --beam full: the plan negotiated above, its bundles on the device
+        source.use_full_beam(host.full_beam)
+    dev = DeviceSensorPhysics(preset, arrays, phys.config, PinnedPoints(world.xp, counter))
+    return source, dev, None
+
+
+def warn_host_physics(why: str) -> None:
+    """The one-line warning of a ``--device`` run whose physics stays on the host."""
+    warnings.warn(
+        f"--device: {why} run on the host; the cast stays on the device, the physics after it does not "
+        "(docs/gpu.md)",
+        stacklevel=3,
+    )
+
+
+def device_summary(source: Any, physics: Any) -> dict[str, Any]:
+    """The summary.json ``device`` section of a pipeline's ``source`` and ``physics``: where the rays were
+    cast, where the physics ran (and why on the host, where a device was asked for), the copies made."""
+    world = getattr(source, "world", None)
+    if isinstance(source, DeviceWorldSource):
+        c = source.counter
+        return {
+            "cast": source.bvh.backend,
+            "physics": "device",
+            "copies_to_host": c.to_host,
+            "copies_to_device": c.to_device,
+            "bytes_to_host": c.bytes_to_host,
+        }
+    if isinstance(world, BvhWorld):
+        return {"cast": world.backend, "physics": "host", "why": device_frame_unsupported(physics)}
+    return {"cast": "cpu", "physics": "host"}

@@ -1,0 +1,80 @@
+"""The summary of one tools/gpu_check.sh run: gpu_check.json beside the files it read.
+
+Reads ``gpu_frame_device.json`` and ``gpu_frame.json`` (tools/bench/bench_gpu_frame.py's two scenarios)
+and the steps' exit codes, and writes the numbers
+issue 43 asks for with the targets beside them: the four-VLS-128 rig with ``--beam full``, dual returns
+and 25 mm/h rain, and the same with one ray a pulse, each as the device-resident frame: rays per second
+and real-time factor (targets >= 100 M rays/s, >= 10x real time on one H100), the copies, and the device
+scans' statistics against the CPU's (points a scan, range and intensity medians, second-return and rain
+shares).
+
+Run: python tools/bench/gpu_check_summary.py OUT_DIR [step=rc ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+TARGET_M_RAYS_PER_S = 100.0
+TARGET_REALTIME_FACTOR = 10.0
+STAT_KEYS = ("points_per_scan", "median_range_m", "median_intensity", "second_return_share", "rain_share")
+
+
+def _row(frame: dict[str, Any], device: str) -> dict[str, Any]:
+    dev = frame.get(device, {})
+    row = {k: dev.get(k) for k in ("realtime_factor", "M_rays_per_s", "rays_cast", "physics", "transfers")}
+    row["cpu_realtime_factor"] = frame.get("cpu", {}).get("realtime_factor")
+    row["meets_100M_rays_per_s"] = (row["M_rays_per_s"] or 0) >= TARGET_M_RAYS_PER_S
+    row["meets_10x_realtime"] = (row["realtime_factor"] or 0) >= TARGET_REALTIME_FACTOR
+    return row
+
+
+def _statistics(stats: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: {k: s["difference"].get(k) for k in STAT_KEYS if k in s["difference"]}
+        for name, s in stats.items()
+    }
+
+
+def summary(out: Path, rcs: dict[str, int]) -> dict[str, Any]:
+    """What gpu_check.json holds (module docstring)."""
+    got: dict[str, Any] = {"exit_codes": rcs}
+    report: dict[str, Any] = {}
+    for name, step in (("gpu_frame_device.json", "device_frame"), ("gpu_frame.json", "full_frame")):
+        path = out / name
+        if path.exists():
+            report.update(json.loads(path.read_text()))
+        elif step in rcs:  # a step that ran and left no report
+            got.setdefault("missing", []).append(f"{name}: tools/bench/bench_gpu_frame.py did not finish")
+    if not report:
+        return got
+    device = "cuda" if "gpu" in report else "cuda-source-on-cpu"
+    got.update(gpu=report.get("gpu"), device=device, rig=report["rig"], dry_run=report.get("dry_run", False))
+    if "device_frame" in report:
+        sec = report["device_frame"]
+        got["dual_rain_device_frame"] = _row(sec["frame"], device)
+        if "scan_statistics" in sec:
+            got["dual_rain_device_minus_cpu"] = _statistics(sec["scan_statistics"])
+    if "frame" in report:
+        got["beam_full_dual_rain"] = _row(report["frame"], device)
+        if "scan_statistics" in report:
+            got["beam_full_device_minus_cpu"] = _statistics(report["scan_statistics"])
+        if "cast" in report:
+            got["cast"] = report["cast"]
+    return got
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0])
+    rcs = {k: int(v) for k, v in (a.split("=", 1) for a in argv[1:])}
+    got = summary(out, rcs)
+    (out / "gpu_check.json").write_text(json.dumps(got, indent=2) + "\n")
+    print(json.dumps(got, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
