@@ -30,6 +30,7 @@ from rt_lidar.kernels.texture import texture_factor
 from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, waveform_returns
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
+from rt_lidar.physics.pulse_spread import peak_factor
 from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.physics.returns import _C_M_PER_NS as C_M_PER_NS
 from rt_lidar.physics.returns import MAX_NOISY_CANDIDATES, select_kind
@@ -163,6 +164,8 @@ class DeviceSensorPhysics(SensorPhysics):
         power = xp.where(obj, power, np.float32(0)).astype(f32)
         refl = xp.asarray(refl, dtype=f32).copy()
         self._texture(hits, power, refl)
+        if hits.subrays == 1:  # a pulse cast as one ray: its echo's peak spread over its footprint's depth
+            power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence)
         gp = xp.where(glass, gp, np.float32(0)).astype(f32)
         flags = xp.where(glass & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)).astype(xp.uint8)
         return power, refl, flags, gp, xp.asarray(grefl, dtype=f32), glass, obj

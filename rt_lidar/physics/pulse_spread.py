@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from rt_lidar.kernels.waveform import pulse_sigma_ns
+from rt_lidar.kernels.xp import array_module
 from rt_lidar.sensor.presets import SensorPreset
 
 __all__ = ["C_M_PER_NS", "beam_sigma_rad", "echo_width_ns", "footprint_range_sigma_m", "peak_factor"]
@@ -64,19 +65,20 @@ def peak_factor(preset: SensorPreset, range_m: np.ndarray, cos_inc: np.ndarray) 
     """Peak of the broadened echo over the single-ray echo's, ``sigma_p / sqrt(sigma_p^2 + sigma_t^2)``
     (float32, in (0, 1]; 1 at normal incidence; 0 for rays that met nothing). The echo's width grows by
     the inverse. Written as ``1 / sqrt(1 + k R^2 (1 / cos^2 - 1))``, ``k = (2 s / (c sigma_p))^2``, in
-    float32: it runs on every ray."""
+    float32: it runs on every ray. NumPy or CuPy arrays (the device frame's physics), the same code."""
+    xp = array_module(range_m, cos_inc)
     sp = pulse_sigma_ns(preset.pulse.width_ns)
     k = np.float32((2.0 * beam_sigma_rad(preset) / (C_M_PER_NS * sp)) ** 2)
-    c = np.clip(np.abs(np.asarray(cos_inc, np.float32)), np.float32(MIN_COS), np.float32(1.0))
-    r = np.asarray(range_m, np.float32)
+    c = xp.clip(xp.abs(xp.asarray(cos_inc, xp.float32)), np.float32(MIN_COS), np.float32(1.0))
+    r = xp.asarray(range_m, xp.float32)
     with np.errstate(invalid="ignore", over="ignore"):
-        t = np.reciprocal(c * c)
+        t = xp.reciprocal(c * c)
         t -= np.float32(1.0)
         t *= r * r
         t *= k
         t += np.float32(1.0)
-        f = np.reciprocal(np.sqrt(t))
-    return np.where(np.isnan(f), np.float32(0.0), f)
+        f = xp.reciprocal(xp.sqrt(t))
+    return xp.where(xp.isnan(f), np.float32(0.0), f)
 
 
 def echo_width_ns(preset: SensorPreset, range_m: np.ndarray, cos_inc: np.ndarray) -> np.ndarray:
