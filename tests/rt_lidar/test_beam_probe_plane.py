@@ -37,7 +37,7 @@ def _ground_scene(height_m: float) -> Scene:
 def _floor_bands(preset_name: str, height_m: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(gentle, steep, marked by the neighbour test, bundled) of every pulse of 0.1 s of ``preset_name``
     over the floor ``height_m`` below: gentle where the vertical probe's rim lies 0.45-0.65 m farther
-    than the footprint's centre (beyond half a pulse length, within one: 0.75 m), steep where 1-3 m."""
+    than the footprint's centre (beyond half a pulse length: 0.375 m), steep where 1.7-4 m (beyond two)."""
     preset = load_preset(preset_name)
     world = World(_ground_scene(height_m))
     arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
@@ -58,14 +58,14 @@ def _floor_bands(preset_name: str, height_m: float) -> tuple[np.ndarray, np.ndar
     with np.errstate(divide="ignore"):  # the probe's range step on a floor h below: h rim cos / sin^2
         step = height_m * rim * np.cos(el) / (np.sin(el) ** 2)
     gentle = (el < 0) & (step > 0.45) & (step < 0.65)
-    steep = (el < 0) & (step > 1.0) & (step < 3.0)
+    steep = (el < 0) & (step > 1.7) & (step < 4.0)
     return gentle, steep, marked, chosen
 
 
 def test_a_round_footprint_on_one_slanted_plane_keeps_one_ray() -> None:
     """HDL-64E (2 x 2 mrad) over a floor: where the footprint's rim lies 0.45-0.65 m farther than its
     centre the neighbour test marks the pulses and the probe, on the same plane, lets them go; where the
-    rim lies more than a pulse length (0.75 m) away, they keep the bundle."""
+    rim lies more than two pulse lengths (1.5 m) away, they keep the bundle."""
     gentle, steep, marked, chosen = _floor_bands("HDL-64E", 2.0)
     assert marked[gentle].sum() > 50 and marked[steep].sum() > 50
     assert not chosen[gentle].any()
