@@ -119,7 +119,7 @@ def weather_echoes(
         power *= np.exp(np.float32(-2.0) * a_w * np.where(np.isfinite(rng_m), rng_m, np.float32(0)))
         shift = np.where(np.isfinite(r_pulse), r_noisy - r_pulse, np.float32(0)).astype(np.float32)
     rng_m += np.repeat(shift, n_sub)
-    new = (er, ep, np.zeros(n_pulse, np.float32), np.zeros(n_pulse, np.uint32), ef)
+    new: tuple[np.ndarray, ...] = (er, ep, np.zeros(n_pulse, np.float32), np.zeros(n_pulse, np.uint32), ef)
     for out, col in zip(cols, new, strict=True):
         out.append(col)
 
