@@ -87,7 +87,9 @@ def weather_echoes(
 
     Each pulse's particles and fog are drawn once over its beam (up to the farthest surface any of its
     sub-rays met): its strongest clutter echo is appended to ``cols`` (range, amplitude, reflectance,
-    segment, flags columns) as one more echo of the pulse, beside its sub-rays' object echoes, whose
+    segment, flags columns) as one more echo of the pulse (a column of one entry a pulse, not one a
+    sub-ray: a 19-sub-ray bundle's table then holds 20 echoes a pulse without glass instead of 38),
+    beside its sub-rays' object echoes, whose
     power ``power`` is attenuated two-way by the weather (in place) and whose range ``rng_m`` gets the
     precipitation range noise of the pulse.
     """
@@ -117,12 +119,7 @@ def weather_echoes(
         power *= np.exp(np.float32(-2.0) * a_w * np.where(np.isfinite(rng_m), rng_m, np.float32(0)))
         shift = np.where(np.isfinite(r_pulse), r_noisy - r_pulse, np.float32(0)).astype(np.float32)
     rng_m += np.repeat(shift, n_sub)
-    first = np.arange(n_pulse) * n_sub  # the clutter echo sits in the first sub-ray's column
-    n = len(hits)
-    col_r, col_a = np.full(n, np.inf, np.float32), np.zeros(n, np.float32)
-    col_f = np.zeros(n, np.uint8)
-    col_r[first], col_a[first], col_f[first] = er, ep, ef
-    new: tuple[np.ndarray, ...] = (col_r, col_a, np.zeros(n, np.float32), np.zeros(n, np.uint32), col_f)
+    new: tuple[np.ndarray, ...] = (er, ep, np.zeros(n_pulse, np.float32), np.zeros(n_pulse, np.uint32), ef)
     for out, col in zip(cols, new, strict=True):
         out.append(col)
 
@@ -208,11 +205,12 @@ def waveform_detections(
         cols_s.append(grefl)
         cols_seg.append(hits.glass_segment)
         cols_f.append(np.zeros(len(hits), np.uint8))
-    n_e = len(cols_r)
+    e_draws = n_sub * len(cols_r)  # the noise's draws as when every kind of echo had a column a sub-ray
 
-    # (P, E) echo tables, E = sub-rays x (object [, glass]); echo column = kind * n_sub + sub-ray
+    # (P, E) echo tables: a block of columns per kind of echo (object, wet road, weather, glass), one
+    # column a sub-ray, or one a pulse (the weather's clutter echo: its first sub-ray's)
     def table(cols: list[np.ndarray]) -> np.ndarray:
-        return np.concatenate([c.reshape(n_pulse, n_sub) for c in cols], axis=1)
+        return np.concatenate([c.reshape(n_pulse, -1) for c in cols], axis=1)
 
     r_tab = table(cols_r)
     a_tab = table(cols_a)
@@ -225,7 +223,7 @@ def waveform_detections(
     noise = None
     if sigma is not None:
         # one draw per candidate peak: a pulse rarely has more than 8 (the rest are detected noiselessly)
-        z = standard_normal(rng, (n_pulse, min(a_tab.shape[1] + 2, MAX_NOISY_CANDIDATES)))
+        z = standard_normal(rng, (n_pulse, min(e_draws + 2, MAX_NOISY_CANDIDATES)))
         noise = Noise(np.asarray(sigma, np.float64), p.receiver.shot_w, z)
     ret = echo.backend.waveform_returns(
         t_tab,
@@ -237,7 +235,7 @@ def waveform_detections(
         p.returns.max_returns,
         noise,
     )
-    e_tot = n_sub * n_e
+    e_tot = r_tab.shape[1]
     flat = ret.pulse * e_tot + ret.echo
     range_m = (ret.t_ns * (_C_M_PER_NS / 2.0)).astype(np.float32)
     seg_tab, f_tab = table(cols_seg).reshape(-1), table(cols_f).reshape(-1)
@@ -245,7 +243,8 @@ def waveform_detections(
     fl = f_tab[flat].astype(np.uint8, copy=False)
     if n_sub > 1:  # blooming: a retro-reflector found by an outer sub-ray that the nominal ray does not hit
         s_tab = table(cols_s).reshape(-1)
-        sub = ret.echo % n_sub
+        col_sub = np.concatenate([np.arange(c.size // n_pulse) for c in cols_r]) if n_pulse else None
+        sub = ret.echo if col_sub is None else col_sub[ret.echo]
         centre = ret.pulse * n_sub
         centre_seg = np.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
         bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)

@@ -152,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         "also runs with it, right before this checkout's run, as NAME" + BEFORE_SUFFIX,
     )
     args = parser.parse_args(argv)
+    if args.before is not None:  # the runs start in other folders: a relative path would miss it
+        args.before = args.before.resolve()
     names = [n for n in args.only.split(",") if n] or list(CONFIGS)
     unknown = set(names) - set(CONFIGS)
     if unknown:

@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--note", default="")
     args = parser.parse_args(argv)
+    if args.before is not None:  # the runs start in other folders: a relative path would miss it
+        args.before = args.before.resolve()
     names = [n for n in args.only.split(",") if n] or list(CONFIGS)
     unknown = set(names) - set(CONFIGS)
     if unknown:

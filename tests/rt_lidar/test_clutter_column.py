@@ -1,0 +1,62 @@
+"""The weather's clutter echo takes one column a pulse in the waveform's echo table (not one a sub-ray,
+all but the first empty): a bundle's table is about half as wide in rain, and its detections are those
+of the per-sub-ray layout, bit for bit, noise draws included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rt_lidar.physics import returns
+from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.pipeline.builder import build_pipeline, build_world
+from rt_lidar.points import PointFlag
+from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.sensor.scan_pattern import firings_between
+
+_weather_echoes = returns.weather_echoes
+_widened: list[int] = []
+
+
+def _per_sub_ray_layout(
+    echo: Any, weather: Any, hits: Any, rng: Any, rng_m: Any, power: Any, *cols: Any
+) -> None:
+    """:func:`returns.weather_echoes`, its clutter echo then spread to a column a sub-ray (the first
+    sub-ray's holds it, the others are empty): the layout before."""
+    _weather_echoes(echo, weather, hits, rng, rng_m, power, *cols)
+    _widened.append(hits.subrays)
+    first = np.arange(hits.pulses) * hits.subrays
+    empty = (np.inf, 0.0, 0.0, 0, 0)
+    for col, fill in zip(cols, empty, strict=True):
+        per_pulse = col.pop()
+        assert per_pulse.shape == (hits.pulses,)
+        wide = np.full(len(hits), fill, per_pulse.dtype)
+        wide[first] = per_pulse
+        col.append(wide)
+
+
+@pytest.mark.parametrize(
+    ("beam", "frame"), [(BeamConfig(7, "dual", True), 2), (BeamConfig(None, "dual", True, True), 3)]
+)
+def test_the_clutter_column_gives_the_per_sub_ray_layout_s_detections(
+    beam: BeamConfig, frame: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = PhysicsConfig(beam=beam, weather=WeatherConfig(rain_mm_h=25.0))
+    pipe = build_pipeline("HDL-64E", build_world("street", seed=3), seed=3, physics=cfg).pipeline
+    try:
+        t0, t1 = pipe.frame_interval(frame)
+        hits = pipe.source.hits(firings_between(pipe.preset, t0, t1), t0, t1)
+        got = pipe.physics.apply(hits, pipe._rng(frame))
+        monkeypatch.setattr(returns, "weather_echoes", _per_sub_ray_layout)
+        _widened.clear()
+        want = pipe.physics.apply(hits, pipe._rng(frame))
+    finally:
+        pipe.close()
+    assert max(_widened) > 1  # the bundles went through the per-sub-ray layout
+    assert got.points.tobytes() == want.points.tobytes() and got.power_w.tobytes() == want.power_w.tobytes()
+    flags = got.points["flags"]
+    assert np.count_nonzero(flags & PointFlag.RAIN_CLUTTER) > 10
+    assert not np.any((flags & PointFlag.RAIN_CLUTTER) & (flags & PointFlag.BLOOM))
