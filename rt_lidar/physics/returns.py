@@ -21,6 +21,7 @@ import numpy as np
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT
 from rt_lidar.kernels.waveform import Noise
 from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.glass_ghost import glass_ghost_echoes
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
@@ -186,6 +187,7 @@ def waveform_detections(
     weight = hits.subray_weight if hits.subray_weight is not None else np.ones(n_sub, np.float32)
     w_ray = np.tile(weight.astype(np.float32), n_pulse)
     glass = hits.glass_material >= 0
+    ghost_kind = -1  # the echo column of the panes' mirror ghosts, if any
     power, refl, rng_m, segment, flags = echo.object_echoes(hits)
     cols_r, cols_a, cols_s, cols_seg, cols_f = [rng_m], [power * w_ray], [refl], [segment], [flags]
     if weather is not None and weather.road_wetness > 0:
@@ -207,6 +209,20 @@ def waveform_detections(
         cols_s.append(grefl)
         cols_seg.append(hits.glass_segment)
         cols_f.append(np.zeros(len(hits), np.uint8))
+        ghost = glass_ghost_echoes(echo, hits)
+        if ghost is not None:  # the echo over the pane's mirror, one more echo of the pulse
+            g_r, g_p, g_s, g_seg = ghost
+            if weather is not None and weather.extinction_per_m > 0:
+                with np.errstate(invalid="ignore"):
+                    g_p = g_p * np.exp(
+                        np.float32(-2.0 * weather.extinction_per_m) * np.where(np.isfinite(g_r), g_r, 0)
+                    )
+            ghost_kind = len(cols_r)
+            cols_r.append(g_r)
+            cols_a.append((g_p * w_ray).astype(np.float32))
+            cols_s.append(g_s)
+            cols_seg.append(g_seg)
+            cols_f.append(np.zeros(len(hits), np.uint8))
     n_e = len(cols_r)
 
     # (P, E) echo tables, E = sub-rays x (object [, glass]); echo column = kind * n_sub + sub-ray
@@ -243,7 +259,8 @@ def waveform_detections(
     sub = ret.echo % n_sub
     centre = ret.pulse * n_sub
     centre_seg = np.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
-    bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)
+    # (a ghost over a pane's mirror is no blooming, however bright what it mirrors)
+    bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg) & (ret.echo // n_sub != ghost_kind)
     fl = np.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(np.uint8)
     apparent = echo.measured_reflectivity(ret.amp.astype(np.float32), range_m)
     return Detections(
