@@ -168,7 +168,10 @@ def test_rays_that_meet_no_glass_carry_no_mirror_fields() -> None:
     names = list(Scene(objects=[]).material_names)
     wall = panel("wall", "concrete", names, (8.0, 0.0, 0.0), (0, 50.0, 0), (0, 0, 20.0), 7)
     scene = Scene(
-        objects=[wall], material_names=names, ego=StaticTrajectory(Pose.identity()), sensor_mount=Pose.identity()
+        objects=[wall],
+        material_names=names,
+        ego=StaticTrajectory(Pose.identity()),
+        sensor_mount=Pose.identity(),
     )
     trans = load_material_table().arrays(names, 905.0).transmission
     firings = Firings(
@@ -180,3 +183,26 @@ def test_rays_that_meet_no_glass_carry_no_mirror_fields() -> None:
     )
     hits = WorldSource(World(scene), 100.0, trans).hits(firings, 0, 2)
     assert hits.glass_mirror_range_m is None
+
+
+def test_a_paints_base_answers_through_its_clear_coat_less_at_a_slant() -> None:
+    """The base's echo crosses the lacquer twice: ((1 - F) / (1 - F0))^2 of the Lambertian echo, 0.90 at
+    60 deg and 0.61 at 75 deg (n = 1.5); head-on the paints keep their measured reflectance (and their
+    clear coat's specular lobe), and surfaces without a coat are Lambertian still."""
+    from rt_lidar.physics.clear_coat import coat_factor
+    from rt_lidar.physics.model import SensorPhysics
+
+    assert coat_factor(1.0, 1.5) == pytest.approx(1.0)
+    assert coat_factor(0.5, 1.5) == pytest.approx(0.900, abs=0.002)
+    assert coat_factor(math.cos(math.radians(75.0)), 1.5) == pytest.approx(0.605, abs=0.003)
+    names = list(Scene(objects=[]).material_names)
+    echo = SensorPhysics.from_preset(load_preset("HDL-64E"), names).echo
+    m = echo.materials
+    for name, coated in (("car_paint_white", True), ("car_paint_black", True), ("building_plaster", False)):
+        i = names.index(name)
+        cos = np.array([1.0, 0.5, math.cos(math.radians(75.0))], np.float32)
+        _p, s = echo.power(np.full(3, 10.0, np.float32), cos, np.full(3, i, np.int16), np.ones(3, np.float32))
+        lambert = m.diffuse[i] * cos
+        want = coat_factor(cos, 1.5) if coated else np.ones(3)
+        np.testing.assert_allclose(s[1:] / lambert[1:], want[1:], rtol=2e-3)
+        assert s[0] >= m.diffuse[i]  # head-on: the measured reflectance (and the lacquer's own lobe)
