@@ -40,6 +40,8 @@ MATERIAL_TAGS: dict[str, int] = {
     "grass": 10,  # Terrain
     "rock": 20,  # Static
     "car_glass": 14,  # a car's windows and cabin are Car too
+    "car_glass_ir": 14,
+    "car_glass_privacy": 14,
     "interior": 14,
 }
 """The CARLA 0.9.14 tag a surface of each embedded material would carry (CARLA tags classes, not

@@ -48,7 +48,7 @@ def hits_to_wire(
         value = getattr(hits, name)
         if value is not None:
             extras[name] = np.asarray(value, np.float32)
-    for attr, (wire_name, dtype) in _WET_FIELDS.items():
+    for attr, (wire_name, dtype) in (_WET_FIELDS | _GLASS_MIRROR_FIELDS).items():
         value = getattr(hits, attr)
         if value is not None:
             extras[wire_name] = np.asarray(value, dtype)
@@ -194,6 +194,9 @@ def hits_from_wire(answer: LidarHits, t_offset_ns: int = 0, expected: Firings | 
     )
     for attr, value in _wet_fields(ex).items():
         setattr(hits, attr, value)
+    if all(wire in ex for wire, _ in _GLASS_MIRROR_FIELDS.values()):
+        for attr, (wire, dtype) in _GLASS_MIRROR_FIELDS.items():
+            setattr(hits, attr, np.ascontiguousarray(ex[wire]).astype(dtype))
     samples = answer.info.get(INFO_POSE_SAMPLES)
     if samples is not None and t_offset_ns == 0:  # sample times are on the server's clock
         a = np.asarray(samples, np.float64)
@@ -235,6 +238,16 @@ _WET_FIELDS: dict[str, tuple[str, Any]] = {
 }
 """The wet-road fields of :class:`~rt_lidar.pipeline.sources.Hits` (attribute: wire name, dtype): sent
 only when the server casts a wet road (its ``Roadwetness`` > 0), all or none."""
+
+
+_GLASS_MIRROR_FIELDS: dict[str, tuple[str, Any]] = {
+    "glass_mirror_range_m": ("glass_mirror_range", np.float32),
+    "glass_mirror_cos": ("glass_mirror_cos", np.float32),
+    "glass_mirror_material": ("glass_mirror_material", np.int16),
+    "glass_mirror_segment": ("glass_mirror_segment", np.uint32),
+}
+"""The mirror rays off each ray's first pane (:mod:`rt_lidar.physics.glass_ghost`; attribute: wire name,
+dtype): sent only when some ray of the answer met glass, all or none."""
 
 
 def _wet_fields(extras: Any) -> dict[str, np.ndarray | None]:

@@ -85,4 +85,10 @@ def with_power_faults(faults: tuple[Fault, ...], hits: Hits) -> Hits:
     bundle = hits.bundle
     if bundle is not None:  # --beam full: the pulses cast again as the bundle fade as their central rays
         bundle = dataclasses.replace(bundle, hits=with_power_faults(faults, bundle.hits))
-    return dataclasses.replace(hits, glass_transmission=trans, bundle=bundle)
+    mirror = hits.glass_mirror_transmission
+    if hits.glass_mirror_range_m is not None:  # a pane's mirror ghost leaves through the same window
+        base = np.ones(len(hits), np.float64) if mirror is None else mirror.astype(np.float64)
+        mirror = (base * per_ray).astype(np.float32)
+    return dataclasses.replace(
+        hits, glass_transmission=trans, bundle=bundle, glass_mirror_transmission=mirror
+    )

@@ -33,6 +33,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.osi.frames import NO_ID, SPEED_OF_LIGHT_M_S, set_mounting
 from rt_lidar.osi.wire import Rows, field_tag, length_delimited, read_doubles, read_varints
 from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.glass_ghost import glass_ghost_echoes
 from rt_lidar.pipeline.sources import Hits, interpolate_pose_samples
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.unreal_bridge.world.pose import quat_conjugate, quat_rotate
@@ -59,7 +60,7 @@ ECHO_FLOOR = 1e-6
 
 def ray_echoes(hits: Hits, echo: EchoModel) -> RayEchoes:
     """Each ray's single echo: the surface it ended on (through any glass), or the glass's own mirror
-    echo where that is stronger (as the single-ray physics picks)."""
+    echo, or the ghost over the glass's mirror, where that is stronger (as the single-ray physics picks)."""
     power, _refl, rng_m, segment, _flags = echo.object_echoes(hits)
     power = power.astype(np.float64)
     gi = np.flatnonzero(hits.glass_material >= 0)
@@ -74,6 +75,11 @@ def ray_echoes(hits: Hits, echo: EchoModel) -> RayEchoes:
         power[won] = np.asarray(gp, np.float64)[np.asarray(gp, np.float64) > power[gi]]
         rng_m[won] = hits.glass_range_m[won]
         segment[won] = hits.glass_segment[won]
+    ghost = glass_ghost_echoes(echo, hits)
+    if ghost is not None:  # the pane's mirror ghost, where stronger (:mod:`rt_lidar.physics.glass_ghost`)
+        g_r, g_p, _g_s, g_seg = ghost
+        won = np.flatnonzero(g_p.astype(np.float64) > power)
+        power[won], rng_m[won], segment[won] = g_p[won], g_r[won], g_seg[won]
     # an echo 60 dB below the detection threshold is none: a glancing ray on glass's mirror lobe underflows
     # to 1e-46 of the pulse, which no receiver sees (and would read as -460 dB)
     hit = np.isfinite(rng_m) & (power > ECHO_FLOOR * echo.preset.pulse.detection_threshold_w)

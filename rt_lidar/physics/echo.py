@@ -20,6 +20,7 @@ import numpy as np
 from rt_lidar.backend import PhysicsBackend, default_backend
 from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.kernels.ambient import receiver_sigma_w
+from rt_lidar.physics.clear_coat import coat_apply
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import peak_factor
 from rt_lidar.physics.receiver_range import receiver_range_gain
@@ -91,9 +92,11 @@ class EchoModel:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(received power W, effective reflectance S) of full-beam echoes off materials ``mat``, with
         the further two-way transmission ``extra_t`` (glass passed on the way): P = P_e eta D_r^2 S T /
-        (4 R^2), S the diffuse, retro-reflective and specular lobes at the incidence angle, T =
-        exp(-2 a R) * ``extra_t``."""
-        return self.backend.echo_power(self, range_m, cos_inc, mat, extra_t)
+        (4 R^2), S the diffuse, retro-reflective and specular lobes at the incidence angle (a painted
+        surface's base through its clear coat: :mod:`rt_lidar.physics.clear_coat`), T = exp(-2 a R) *
+        ``extra_t``."""
+        power, refl = self.backend.echo_power(self, range_m, cos_inc, mat, extra_t)
+        return coat_apply(self.materials, cos_inc, np.asarray(mat), power, refl)
 
     def object_echoes(self, hits: Hits) -> ObjectEchoes:
         """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
@@ -103,6 +106,8 @@ class EchoModel:
         its echo's peak lowered by its footprint's spread in range on an oblique surface
         (:func:`~rt_lidar.physics.pulse_spread.peak_factor`; a sub-ray bundle samples that itself)."""
         power, refl, flags = self.backend.object_echo_power(self, hits)
+        if self.materials.coat_index is not None:  # the paints' clear coat (rt_lidar.physics.clear_coat)
+            power, refl = coat_apply(self.materials, hits.cos_incidence, hits.material, power, refl)
         self.backend.texture_apply(self.materials, hits, power, refl)
         if hits.subrays == 1:
             power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence)

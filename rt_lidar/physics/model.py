@@ -25,6 +25,7 @@ from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse
 from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.fused import prepare
+from rt_lidar.physics.glass_ghost import glass_ghost_echoes
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import echo_width_ns
 from rt_lidar.physics.returns import Detections, waveform_detections
@@ -297,8 +298,11 @@ class SensorPhysics:
             rng_m[take] = hits.glass_range_m[take]
             segment[take] = hits.glass_segment[take]
             flags[take] = 0
-        if ghost is not None:  # the mirror ghost, where stronger than what the ray saw directly
-            g_r, g_p, g_s, g_seg = ghost
+        glass_ghost = glass_ghost_echoes(echo, hits)
+        for mirrored in (glass_ghost, ghost):  # the mirror ghosts, where stronger than what the ray saw
+            if mirrored is None:
+                continue
+            g_r, g_p, g_s, g_seg = mirrored
             won = g_p > power
             power[won], refl[won], rng_m[won] = g_p[won], g_s[won], g_r[won]
             segment[won], flags[won] = g_seg[won], 0

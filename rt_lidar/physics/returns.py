@@ -21,6 +21,7 @@ import numpy as np
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT
 from rt_lidar.kernels.waveform import Noise
 from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.glass_ghost import glass_ghost_echoes
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import echo_width_ns
 from rt_lidar.physics.spray import spray_apply
@@ -184,6 +185,7 @@ def waveform_detections(
     weight = hits.subray_weight if hits.subray_weight is not None else np.ones(n_sub, np.float32)
     w_ray = np.tile(weight.astype(np.float32), n_pulse)
     glass = hits.glass_material >= 0
+    ghost_kind = -1  # the echo column of the panes' mirror ghosts, if any
     power, refl, rng_m, segment, flags = echo.object_echoes(hits)
     cols_r, cols_a, cols_s, cols_seg, cols_f = [rng_m], [power * w_ray], [refl], [segment], [flags]
     if weather is not None and weather.road_wetness > 0:
@@ -205,6 +207,20 @@ def waveform_detections(
         cols_s.append(grefl)
         cols_seg.append(hits.glass_segment)
         cols_f.append(np.zeros(len(hits), np.uint8))
+        ghost = glass_ghost_echoes(echo, hits)
+        if ghost is not None:  # the echo over the pane's mirror, one more echo of the pulse
+            g_r, g_p, g_s, g_seg = ghost
+            if weather is not None and weather.extinction_per_m > 0:
+                with np.errstate(invalid="ignore"):
+                    g_p = g_p * np.exp(
+                        np.float32(-2.0 * weather.extinction_per_m) * np.where(np.isfinite(g_r), g_r, 0)
+                    )
+            ghost_kind = len(cols_r)
+            cols_r.append(g_r)
+            cols_a.append((g_p * w_ray).astype(np.float32))
+            cols_s.append(g_s)
+            cols_seg.append(g_seg)
+            cols_f.append(np.zeros(len(hits), np.uint8))
     e_draws = n_sub * len(cols_r)  # the noise's draws as when every kind of echo had a column a sub-ray
 
     # (P, E) echo tables: a block of columns per kind of echo (object, wet road, weather, glass), one
@@ -243,11 +259,14 @@ def waveform_detections(
     fl = f_tab[flat].astype(np.uint8, copy=False)
     if n_sub > 1:  # blooming: a retro-reflector found by an outer sub-ray that the nominal ray does not hit
         s_tab = table(cols_s).reshape(-1)
-        col_sub = np.concatenate([np.arange(c.size // n_pulse) for c in cols_r]) if n_pulse else None
-        sub = ret.echo if col_sub is None else col_sub[ret.echo]
+        per_kind = [c.size // n_pulse for c in cols_r] if n_pulse else [0 for _ in cols_r]
+        col_sub = np.concatenate([np.arange(k) for k in per_kind])
+        col_kind = np.repeat(np.arange(len(per_kind)), per_kind)
+        sub, kind = col_sub[ret.echo], col_kind[ret.echo]
         centre = ret.pulse * n_sub
         centre_seg = np.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
-        bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg)
+        # (a ghost over a pane's mirror is no blooming, however bright what it mirrors)
+        bloom = (sub != 0) & (s_tab[flat] > 1.0) & (centre_seg != seg) & (kind != ghost_kind)
         fl = np.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(np.uint8)
     apparent = echo.measured_reflectivity(ret.amp.astype(np.float32), range_m)
     epw_ns = None

@@ -115,6 +115,18 @@ class Hits:
     """(rays,) int16 material of that object, -1 = none."""
     mirror_segment: np.ndarray | None = None
     """(rays,) uint32 segment of that object."""
+    glass_mirror_range_m: np.ndarray | None = None
+    """(rays,) float32 whole path of the mirror ray off the ray's first pane (pane + mirror leg), inf =
+    none (:mod:`rt_lidar.physics.glass_ghost`); None = no ray met glass, or a source that traces none."""
+    glass_mirror_cos: np.ndarray | None = None
+    """(rays,) float32 incidence cosine of that mirror ray at the surface it met."""
+    glass_mirror_material: np.ndarray | None = None
+    """(rays,) int16 material of that surface, -1 = none."""
+    glass_mirror_segment: np.ndarray | None = None
+    """(rays,) uint32 segment of that surface."""
+    glass_mirror_transmission: np.ndarray | None = None
+    """(rays,) float32 two-way transmission of the mirror path outside the pane's reflection (a fault on
+    the sensor's own window: :mod:`rt_lidar.faults.optical`); None = 1."""
     spray_in_m: np.ndarray | None = None
     """(rays,) float32 where the ray enters the nearest tyre-spray plume (inf = none; wet road only)."""
     spray_out_m: np.ndarray | None = None
@@ -515,6 +527,7 @@ class WorldSource:
             wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
 
         self._slant_loss(g_trans, active, g_mat[active], g_cos[active])  # at the first crossing
+        ghost = self._glass_mirror(origins, dirs, t_ray, rh, active) if active.size else None
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
         travelled = rh.distance[active] + np.float32(_EPS_M)
         org = np.take(origins, active, axis=0) + np.take(dirs, active, axis=0) * travelled[:, None]
@@ -561,6 +574,13 @@ class WorldSource:
             beam_sun_cos=None if sun is None else (dirs.astype(np.float64) @ sun).astype(np.float32),
             normal=normal,
         )
+        if ghost is not None:
+            (
+                hits.glass_mirror_range_m,
+                hits.glass_mirror_cos,
+                hits.glass_mirror_material,
+                hits.glass_mirror_segment,
+            ) = ghost
         if wet_fields is not None:
             hits.wet, hits.mirror_range_m, hits.mirror_cos, hits.mirror_material, hits.mirror_segment = (
                 wet_fields
@@ -578,6 +598,41 @@ class WorldSource:
         if rows.size:
             f = table_lookup_ratio(self._glass_angle, material, cos_i)
             g_trans[rows] *= f * f
+
+    def _glass_mirror(
+        self, origins: np.ndarray, dirs: np.ndarray, t_ray: np.ndarray, rh: RayHits, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(whole path, incidence cosine, material, segment) of the mirror rays off the first pane of
+        rays ``rows`` (the first-surface hits ``rh`` there are glass), each at its own firing time, up to
+        the rest of the sensor's range (:mod:`rt_lidar.physics.glass_ghost`); every other ray none. The
+        same NumPy code on the compiled and NumPy casts."""
+        n = origins.shape[0]
+        m_range = np.full(n, np.inf, np.float32)
+        m_cos = np.zeros(n, np.float32)
+        m_mat = np.full(n, -1, np.int16)
+        m_seg = np.zeros(n, np.uint32)
+        d = np.take(dirs, rows, axis=0)
+        nrm = np.take(rh.normal, rows, axis=0).astype(np.float32)
+        nrm /= np.sqrt(np.einsum("ij,ij->i", nrm, nrm))[:, None]
+        dn = dot_f32(d, nrm)
+        mdir = (d - (np.float32(2.0) * dn)[:, None] * nrm).astype(np.float32)
+        mdir /= np.sqrt(np.einsum("ij,ij->i", mdir, mdir))[:, None]
+        dist = np.take(rh.distance, rows)
+        back = np.where(dn > 0, np.float32(-1.0), np.float32(1.0))[:, None] * nrm  # the sensor's side
+        org = (np.take(origins, rows, axis=0) + d * dist[:, None] + back * np.float32(_EPS_M)).astype(
+            np.float32
+        )
+        mh = self.world.cast(
+            org, mdir, t_ray[rows], self.max_range_m - float(dist.min()), threads=self.cast_threads
+        )
+        total = dist + mh.distance
+        ok = np.isfinite(mh.distance) & (total <= self.max_range_m)
+        k = rows[ok]
+        m_range[k] = total[ok]
+        m_cos[k] = np.abs(dot_f32(mh.normal[ok], mdir[ok]))
+        m_mat[k] = mh.material[ok]
+        m_seg[k] = mh.segment[ok]
+        return m_range, m_cos, m_mat, m_seg
 
     def _moving_objects(self) -> list[tuple[str, Trajectory]]:
         return [(o.name, o.trajectory) for o in self.world.scene.objects if not o.is_static]

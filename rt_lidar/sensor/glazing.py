@@ -25,7 +25,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GLASS_INDEX", "TABLE_STEPS", "glass_angle_table", "pane_transmission", "table_lookup_ratio"]
+__all__ = [
+    "GLASS_INDEX",
+    "TABLE_STEPS",
+    "glass_angle_table",
+    "pane_mirror_reflectance",
+    "pane_transmission",
+    "table_lookup_ratio",
+]
 
 GLASS_INDEX = 1.52
 TABLE_STEPS = 1024
@@ -67,3 +74,15 @@ def table_lookup_ratio(table: np.ndarray, material: np.ndarray, cos_i: np.ndarra
         np.int32
     )
     return np.asarray(table[np.maximum(material, 0), idx], np.float32)
+
+
+def pane_mirror_reflectance(r0: Any, cos_i: Any, n: float = GLASS_INDEX) -> np.ndarray:
+    """Share of a beam a pane sends on as its mirror ray at incidence cosines ``cos_i``, for the mirror
+    reflectance ``r0`` it has at normal incidence (uncoated glass: its faces' Fresnel few per cent; a
+    silver-coated athermic windscreen: ~0.45 at 905 nm): ``r0`` plus the rise of the faces' Fresnel
+    reflectance towards grazing incidence, ``R(theta) = r0 + (1 - r0) (F(theta) - F(0)) / (1 - F(0))``
+    (F: unpolarised Fresnel at index ``n``; 1 at grazing incidence, as every pane becomes a mirror)."""
+    f0, _ = _reflectance(1.0, n)
+    f, _ = _reflectance(cos_i, n)
+    r0 = np.clip(np.asarray(r0, float), 0.0, 1.0)
+    return np.asarray(np.clip(r0 + (1.0 - r0) * (f - f0) / (1.0 - f0), 0.0, 1.0))

@@ -78,6 +78,10 @@ class MaterialSpec:
     log-normal factor of this standard deviation, fixed in world coordinates (0 = uniform)."""
     texture_cell_m: float = spec(0.1, 0.005, 10.0, "m")
     """Size of the texture's cells: the reflectance of neighbouring cells is independent."""
+    clear_coat_index: float = spec(0.0, 0.0, 3.0)
+    """Refractive index of a clear coat over the diffuse base (automotive paint; 0 = none): the base's
+    echo passes the coat twice, ``((1 - F(theta)) / (1 - F(0)))^2`` of what it gives head-on
+    (:mod:`rt_lidar.physics.clear_coat`)."""
 
     def validate(self, what: Where) -> None:
         """A material reflects at most all the light it gets (diffuse + lobes); a rough-surface
@@ -146,6 +150,8 @@ class MaterialArrays:
     """Relative spread of reflectance from place to place (None: none anywhere)."""
     texture_cell_m: np.ndarray | None = None
     """Cell size of that texture (m)."""
+    coat_index: np.ndarray | None = None
+    """Refractive index of each material's clear coat, 0 = none (None: no material has one)."""
 
     def hemispherical(self) -> np.ndarray:
         """:attr:`albedo`, or ``diffuse`` where the table has no backscatter lobes."""
@@ -206,6 +212,7 @@ class MaterialTable:
                 diffuse[i], retro[i] = road_lobes(float(rho[i]), float(b0))
                 rough[i] = True
         texture = col("texture_sigma")
+        coat = col("clear_coat_index")
         return MaterialArrays(
             names=tuple(names),
             diffuse=diffuse,
@@ -219,6 +226,7 @@ class MaterialTable:
             albedo=rho if bool(rough.any()) else None,
             texture_sigma=texture if bool((texture > 0).any()) else None,
             texture_cell_m=col("texture_cell_m"),
+            coat_index=coat if bool((coat > 0).any()) else None,
         )
 
     def _backscatter_exponents(self, names: list[str] | tuple[str, ...]) -> np.ndarray:

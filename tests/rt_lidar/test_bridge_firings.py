@@ -68,7 +68,9 @@ def test_an_answer_without_its_firings_gives_the_same_hits_with_a_third_fewer_by
         rays = a["count"]
         assert rays == b["count"] > 60_000
         assert _bin_bytes(a) - _bin_bytes(b) == 22 * rays  # u2 ring, i8 time, 3 x f4 direction
-        assert _bin_bytes(b) < 0.67 * _bin_bytes(a)
+        # a third fewer until issue 40's glass_mirror_* fields (20 bytes a ray in a plain answer, sent when
+        # some ray met glass: the street's always do) grew both answers; a quarter fewer now
+        assert _bin_bytes(b) < 0.75 * _bin_bytes(a)
         wa = decode_hits(a, omit=OMITTABLE_FIELDS)
         wb = decode_hits(b, omit=LEAN_FIELDS)
         assert wb.omitted == LEAN_FIELDS and "direction" not in wb.extras

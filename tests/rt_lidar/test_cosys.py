@@ -161,6 +161,8 @@ _CLASS = {
             "plate_sheeting",
             "rubber",
             "car_glass",
+            "car_glass_ir",
+            "car_glass_privacy",
         ],
         "car",
     ),

@@ -12,8 +12,12 @@ __all__ = ["add_building", "add_car", "add_rock", "add_sign", "add_street_light"
 CAR_LENGTH, CAR_WIDTH = 4.5, 1.8
 
 
-def add_car(b: MeshBuilder, paint: str) -> None:
-    """A 4.5 m sedan centred on the origin, facing +x: body, glazed cabin, chrome trim, tyres, plates."""
+def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glass: str = "car_glass") -> None:
+    """A 4.5 m sedan centred on the origin, facing +x: body, glazed cabin, chrome trim, tyres, plates.
+
+    ``windscreen`` is the windscreen's material (``car_glass_ir``: a NIR-reflective coated one);
+    ``rear_glass`` that of the rear side windows and the rear window, behind the B-pillar
+    (``car_glass_privacy``: factory-tinted privacy glass); the front side windows are ``car_glass``."""
     half_l, half_w = CAR_LENGTH / 2, CAR_WIDTH / 2
     b.box((0.0, 0.0, 0.62), (CAR_LENGTH, CAR_WIDTH, 0.64), paint)
     # the cabin: a roof over raked glazing that rays enter (and leave through the far side's), with a
@@ -22,15 +26,22 @@ def add_car(b: MeshBuilder, paint: str) -> None:
     # a solid dark block whose sides faced the street. Windscreen and rear window are raked (33 and 37 deg
     # from horizontal) so their mirror echo goes to the sky, as a real car's does.
     b.box((-0.25, 0.0, 1.40), (2.3, 1.6, 0.04), paint)
-    z_low, z_top, yg = 0.96, 1.38, 0.81
-    b.quad([(1.55, -yg, z_low), (1.55, yg, z_low), (0.9, yg, z_top), (0.9, -yg, z_top)], "car_glass")
-    b.quad([(-1.95, yg, z_low), (-1.95, -yg, z_low), (-1.4, -yg, z_top), (-1.4, yg, z_top)], "car_glass")
+    z_low, z_top, yg, xb = 0.96, 1.38, 0.81, -0.25
+    b.quad([(1.55, -yg, z_low), (1.55, yg, z_low), (0.9, yg, z_top), (0.9, -yg, z_top)], windscreen)
+    b.quad([(-1.95, yg, z_low), (-1.95, -yg, z_low), (-1.4, -yg, z_top), (-1.4, yg, z_top)], rear_glass)
     for s in (-1.0, 1.0):
         y = s * yg
-        b.quad([(-1.95, y, z_low), (1.55, y, z_low), (0.9, y, z_top), (-1.4, y, z_top)], "car_glass")
+        # front side window, B-pillar, rear side window
+        b.quad([(xb + 0.05, y, z_low), (1.55, y, z_low), (0.9, y, z_top), (xb + 0.05, y, z_top)], "car_glass")
+        b.box((xb, y, (z_low + z_top) / 2), (0.1, 0.03, z_top - z_low), paint)
+        b.quad(
+            [(-1.95, y, z_low), (xb - 0.05, y, z_low), (xb - 0.05, y, z_top), (-1.4, y, z_top)], rear_glass
+        )
         b.box((0.0, s * (half_w + 0.005), 0.75), (3.6, 0.01, 0.05), "chrome")
     b.box((-0.2, 0.0, 0.95), (3.5, 1.58, 0.02), "interior")  # floor and parcel shelf
-    b.box((1.15, 0.0, 1.03), (0.6, 1.5, 0.14), "interior")  # dashboard
+    # dashboard, under the windscreen (it reached through the raked glass before: its front 0.3 m stood
+    # outside the car, an unglazed dark face in every car's windscreen)
+    b.box((1.0, 0.0, 1.03), (0.3, 1.5, 0.14), "interior")
     for s in (-1.0, 1.0):
         b.box((0.3, s * 0.4, 1.01), (0.5, 0.5, 0.1), "interior")  # front seat cushion
         b.box((0.0, s * 0.4, 1.18), (0.1, 0.5, 0.34), "interior")  # front seat back

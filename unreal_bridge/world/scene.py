@@ -42,6 +42,8 @@ MATERIAL_NAMES: tuple[str, ...] = (
     "rock",
     "interior",
     "car_glass",
+    "car_glass_ir",
+    "car_glass_privacy",
 )
 
 #: Display albedo (linear RGB 0..1) per material, for the camera renderer only.
@@ -65,6 +67,8 @@ MATERIAL_COLORS: dict[str, tuple[float, float, float]] = {
     "rock": (0.42, 0.40, 0.37),
     "interior": (0.06, 0.06, 0.07),
     "car_glass": (0.12, 0.18, 0.18),
+    "car_glass_ir": (0.14, 0.16, 0.20),
+    "car_glass_privacy": (0.05, 0.06, 0.07),
 }
 
 DEFAULT_SUN_DIRECTION: tuple[float, float, float] = (0.4, 0.3, 0.866)

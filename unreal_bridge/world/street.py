@@ -21,6 +21,18 @@ KERB_Y = LANE_WIDTH + 2.2
 SIDEWALK_Z = 0.15
 FACADE_Y = 10.0
 PAINTS = ("car_paint_red", "car_paint_white", "car_paint_black")
+PAINT_SHARES = (0.23, 0.47, 0.30)
+"""How often each paint is drawn. Of new cars sold worldwide 37 % are white and 17 % black (The
+Economist, 'The art of reflection', 2018, from paint makers' colour-popularity surveys); silver joins
+white (bright in the near infrared) and dark grey and blue join black (carbon-black pigmented dark tones
+absorb it alike); the coloured rest is red."""
+IR_WINDSCREEN_SHARE = 0.25
+"""Share of cars with a NIR-reflective (silver-coated athermic) windscreen, ``car_glass_ir``: an option
+or standard fit on many European makes (heated or solar-control 'climate' windscreens); set by hand,
+no census of the fleet could be read here."""
+PRIVACY_GLASS_SHARE = 0.5
+"""Share of cars with factory privacy glass behind the B-pillar, ``car_glass_privacy`` ('standard on
+the rear half of many new vehicles': SUVs, estates, people carriers); set by hand."""
 
 
 class _Objects:
@@ -89,9 +101,13 @@ def _buildings(objs: _Objects, rng: np.random.Generator, x0: float, x1: float) -
             k += 1
 
 
-def _car(paint: str) -> MeshBuilder:
+def _car(rng: np.random.Generator) -> MeshBuilder:
+    """A car of the street: its paint and glazing drawn from ``rng`` at the shares above."""
+    paint = PAINTS[int(rng.choice(len(PAINTS), p=PAINT_SHARES))]
+    windscreen = "car_glass_ir" if rng.random() < IR_WINDSCREEN_SHARE else "car_glass"
+    rear = "car_glass_privacy" if rng.random() < PRIVACY_GLASS_SHARE else "car_glass"
     b = MeshBuilder()
-    add_car(b, paint)
+    add_car(b, paint, windscreen, rear)
     return b
 
 
@@ -100,23 +116,22 @@ def _parked_cars(objs: _Objects, rng: np.random.Generator, x0: float, x1: float,
         x, k = x0, 0
         while x < x1:
             if not (s < 0 and abs(x - keep_free) < 8.0):
-                paint = PAINTS[int(rng.integers(len(PAINTS)))]
                 yaw = 0.0 if s < 0 else np.pi
                 objs.add(
-                    _car(paint), f"car_parked_{side}_{k}", Pose.from_xyz_rpy(x, s * PARKING_Y, 0.0, yaw=yaw)
+                    _car(rng), f"car_parked_{side}_{k}", Pose.from_xyz_rpy(x, s * PARKING_Y, 0.0, yaw=yaw)
                 )
                 k += 1
             x += CAR_LENGTH + float(rng.uniform(0.8, 4.0))
 
 
 def _moving_cars(objs: _Objects, rng: np.random.Generator, length_m: float, pull_out_x: float) -> None:
-    paints = [PAINTS[int(i)] for i in rng.integers(len(PAINTS), size=3)]
+    cars = [_car(rng) for _ in range(3)]
     ahead = ConstantVelocity(Pose.from_xyz_rpy(30.0, EGO_LANE_Y, 0.0), (8.0, 0.0, 0.0))
-    objs.add(_car(paints[0]), "car_moving_0", trajectory=ahead)
+    objs.add(cars[0], "car_moving_0", trajectory=ahead)
     oncoming = ConstantVelocity(
         Pose.from_xyz_rpy(length_m - 20.0, -EGO_LANE_Y, 0.0, yaw=np.pi), (-11.0, 0.0, 0.0)
     )
-    objs.add(_car(paints[1]), "car_moving_1", trajectory=oncoming)
+    objs.add(cars[1], "car_moving_1", trajectory=oncoming)
     pull_out = WaypointTrajectory(
         times=[0.0, 2.0, 5.0, 60.0],
         positions=[
@@ -126,7 +141,7 @@ def _moving_cars(objs: _Objects, rng: np.random.Generator, length_m: float, pull
             (pull_out_x + 12.0 + 7.0 * 55.0, EGO_LANE_Y, 0.0),
         ],
     )
-    objs.add(_car(paints[2]), "car_moving_2", trajectory=pull_out)
+    objs.add(cars[2], "car_moving_2", trajectory=pull_out)
 
 
 def _furniture(objs: _Objects, rng: np.random.Generator, x0: float, x1: float) -> None:

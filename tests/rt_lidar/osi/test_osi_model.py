@@ -351,7 +351,7 @@ def _quiet():
 
 def test_sub_ray_bundles_and_dual_returns_through_osi(tmp_path):
     """Sub-rays are OSI rays of their own (pulse-major); the model with the run's beam gives its dual
-    returns, but for the pulses whose glass echo was one of them (OSI has one reflection a ray)."""
+    returns, but for the pulses whose glass echo or ghost was one of them (OSI has one reflection a ray)."""
     out = tmp_path / "dual"
     rc = main(
         [
@@ -370,18 +370,30 @@ def test_sub_ray_bundles_and_dual_returns_through_osi(tmp_path):
     seconds = 0
     for got, want in zip(model_frames, sink_frames, strict=True):
         a, b = _detections(got), _detections(want)
-        assert abs(len(a) - len(b)) <= 0.005 * len(b)
+        # 0.5 % before issue 40 traced the ghost over each pane's mirror: a ray with a surface echo and a
+        # ghost gives dual mode two echoes, OSI one reflection (as for a glass's own echo): 0.9 % now
+        assert abs(len(a) - len(b)) <= 0.015 * len(b)
         pulses = {(d.beam_id.value, round(d.position.azimuth, 3)) for d in b}
         seconds += len(b) - len(pulses)
     assert seconds > 100  # pulses with two returns
     # frame 0 (the half turn behind, where glass is barely seen): the same returns one for one. Where a
     # pulse's return count differs, the later pulses' noise draws shift: frame 1 is compared by count only
+    # (since issue 40's pane ghosts, a few pulses behind, through the windows of cars there, differ too:
+    # 8 of 12,803 returns; after the first of them the noise draws shift, so each pulse's first return is
+    # compared within the range noise)
     a, b = _detections(model_frames[0]), _detections(sink_frames[0])
-    assert len(a) == len(b)
-    da = np.array([d.position.distance for d in a])
-    db = np.array([d.position.distance for d in b])
-    assert np.mean(np.abs(da - db) < 1e-4) > 0.99
-    assert [d.beam_id.value for d in a] == [d.beam_id.value for d in b]
+    assert abs(len(a) - len(b)) <= 0.002 * len(b)
+
+    def first(ds: list) -> dict[tuple[int, float], float]:
+        out: dict[tuple[int, float], float] = {}
+        for d in ds:
+            out.setdefault((d.beam_id.value, round(d.position.azimuth, 4)), d.position.distance)
+        return out
+
+    fa, fb = first(a), first(b)
+    common = fa.keys() & fb.keys()
+    assert len(common) > 0.99 * len(fb)
+    assert np.mean([abs(fa[k] - fb[k]) < 0.2 for k in common]) > 0.98
 
 
 def test_fmu_settings_and_seed_parameter(osi_demo, tmp_path):
