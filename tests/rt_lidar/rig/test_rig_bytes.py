@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import date
 from pathlib import Path
 
+import laspy
 import pytest
 from mcap.reader import make_reader
 
@@ -75,6 +77,9 @@ def test_a_rig_run_twice_writes_the_same_bytes(
         for key in WALL_CLOCK_KEYS:
             s.pop(key)
     assert summaries[0] == summaries[1]
+    # no day of the wall clock in a LAS header: the day of the scan's stamp on the sim clock
+    las = laspy.read(tmp_path / "a" / "out" / "front_left_las" / "000000.las")
+    assert las.header.creation_date == date(1970, 1, 1)
     # the bag's order is the frame loop's: by stamp, then the sensor's place in the rig
     order = _bag_order(tmp_path / "a" / "out" / "rosbag" / "rosbag.mcap")
     names = load_rig(rig).names
