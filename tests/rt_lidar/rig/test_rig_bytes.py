@@ -160,3 +160,22 @@ def test_the_reorder_buffer_holds_a_frame_until_its_last_message() -> None:
     order.expect("c", (0,))
     with pytest.raises(ValueError, match="expected twice"):
         order.expect("c", (0,))
+
+
+def test_a_bridged_rig_writes_the_in_process_bag_byte_for_byte(tmp_path: Path) -> None:
+    """``run --rig`` over the bridge drives the same frame loop, so its bag orders the same way: the
+    in-process run's bag, byte for byte (metadata.yaml included)."""
+    from rt_lidar.server.serve import ServeOptions, start_embedded_server
+
+    served = start_embedded_server(ServeOptions(port=0, rig=str(EXAMPLE), paused=True, seed=0))
+    try:
+        bridged = tmp_path / "bridged"
+        argv = ["run", "--rig", str(EXAMPLE), "--airsim", f"127.0.0.1:{served.port}", "--lockstep"]
+        assert main([*argv, "--frames", "2", "--out", str(bridged), "--quiet"]) == 0
+    finally:
+        served.close()
+    local = tmp_path / "local"
+    assert main(["demo", "--rig", str(EXAMPLE), "--frames", "2", "--out", str(local), "--quiet"]) == 0
+    for name in ("rosbag.mcap", "metadata.yaml"):
+        assert (bridged / "rosbag" / name).read_bytes() == (local / "rosbag" / name).read_bytes()
+    assert len(_bag_order(local / "rosbag" / "rosbag.mcap")) == 1 + 2 * 3
