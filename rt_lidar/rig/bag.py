@@ -84,7 +84,8 @@ class RigBag:
         self._order: FrameOrder[tuple[str, int, bytes | bytearray | memoryview]] = FrameOrder()
         self._place = {s.name: i for i, s in enumerate(rig.sensors)}
         self.held_most = 0
-        """The most messages that ever waited for their frame (the reorder buffer's high-water mark)."""
+        """The most messages the reorder buffer held at once, a frame's last one included (its high-water
+        mark; timing-dependent, so in no output file)."""
 
     def open(self, stamp_ns: int = 0) -> None:
         """Create the bag (the folder must not exist) and write every mount to ``/tf_static``."""
