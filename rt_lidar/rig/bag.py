@@ -2,6 +2,11 @@
 ``frame_id`` = the sensor's name) and ``/tf_static`` holding every mount (``base_link`` -> name),
 written once at the start with transient-local durability as ``robot_state_publisher`` offers it.
 
+The sensors' scans arrive from their own writer threads; a run that says which scans each sim frame
+hands out (:meth:`RigBag.expect`, :meth:`RigBag.end_frame`, as ``drive_rig`` does) gets them written
+frame by frame, by stamp and then the sensor's place in the rig (:mod:`rt_lidar.rig.bag_order`), so the
+same run writes the same file, byte for byte, however the threads were timed.
+
 Clouds use the layout of the ``rosbag2`` sink (:data:`rt_lidar.sinks.rosbag.CLOUD_DTYPE_ALL`).
 """
 
@@ -15,6 +20,7 @@ import numpy as np
 
 from rt_lidar.errors import ConfigError
 from rt_lidar.pipeline.assembler import Scan
+from rt_lidar.rig.bag_order import FrameOrder
 from rt_lidar.rig.model import Rig
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.rosbag import CLOUD_DTYPE_ALL, POINTFIELD_DTYPES, cloud_bytes, fill_cloud
@@ -75,6 +81,11 @@ class RigBag:
         self._lock = threading.Lock()
         self._writer: Any = None
         self._topics: dict[str, Any] = {}
+        self._order: FrameOrder[tuple[str, int, bytes | bytearray | memoryview]] = FrameOrder()
+        self._place = {s.name: i for i, s in enumerate(rig.sensors)}
+        self.held_most = 0
+        """The most messages the reorder buffer held at once, a frame's last one included (its high-water
+        mark; timing-dependent, so in no output file)."""
 
     def open(self, stamp_ns: int = 0) -> None:
         """Create the bag (the folder must not exist) and write every mount to ``/tf_static``."""
@@ -115,11 +126,33 @@ class RigBag:
         msg = types["tf2_msgs/msg/TFMessage"](transforms=transforms)
         writer.write(tf, stamp_ns, self._ts.serialize_cdr(msg, msg.__msgtype__))
 
-    def write(self, name: str, scan: Scan) -> None:
-        """Append one scan of sensor ``name`` to its topic."""
-        data = self.message(name, scan)
+    def expect(self, name: str, scan: Scan) -> None:
+        """The frame loop hands ``scan`` of sensor ``name`` to its sinks (call it before it does): the
+        bag writes it with the rest of the frame, in the frame's order (:meth:`end_frame`)."""
         with self._lock:
-            self._writer.write(self._topics[name], int(scan.start_ns), data)
+            self._order.expect((name, int(scan.start_ns)), (int(scan.start_ns), self._place[name]))
+
+    def end_frame(self) -> None:
+        """Every scan of the sim frame was handed out (:meth:`expect`)."""
+        with self._lock:
+            self._write_due(self._order.end_frame())
+
+    def write(self, name: str, scan: Scan) -> None:
+        """Append one scan of sensor ``name`` to its topic: with its frame, in order, when it was
+        expected (:meth:`expect`), else at once."""
+        data = self.message(name, scan)
+        stamp = int(scan.start_ns)
+        with self._lock:
+            due = self._order.put((name, stamp), (name, stamp, data))
+            if due is None:
+                self._writer.write(self._topics[name], stamp, data)
+                return
+            self.held_most = max(self.held_most, self._order.held + len(due))
+            self._write_due(due)
+
+    def _write_due(self, due: list[tuple[str, int, bytes | bytearray | memoryview]]) -> None:
+        for name, stamp, data in due:
+            self._writer.write(self._topics[name], stamp, data)
 
     def message(self, name: str, scan: Scan, in_place: bool = True) -> bytes | bytearray | memoryview:
         """The CDR bytes of ``scan``'s PointCloud2 (``frame_id`` = ``name``): with ``in_place``, the cloud
@@ -156,6 +189,8 @@ class RigBag:
         """Finish the bag."""
         with self._lock:
             if self._writer is not None:
+                rest, _missing = self._order.drain()  # a frame left open by a failed run: what came
+                self._write_due(rest)
                 self._writer.close()
                 self._writer = None
 

@@ -167,11 +167,15 @@ def drive_rig(
                         held[name] += 1
                         bar.update(1)
                         continue
+                    if bag is not None:  # the bag writes each frame in order, whichever thread is first
+                        bag.expect(name, scan)
                     fans[name].write(scan)
                     counts[name].append(int(scan.points.size))
                     flags = scan.points["flags"]
                     false_pts[name] += int(np.count_nonzero(flags & int(PointFlag.CROSSTALK)))
                     bar.update(1)
+            if bag is not None:
+                bag.end_frame()
         wall_s = time.perf_counter() - t_loop
         bar.close()
     finally:

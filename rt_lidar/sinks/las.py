@@ -1,8 +1,11 @@
 """``--sink las:DIR``: one LAS 1.4 file (point format 6) per scan, with extra dimensions for the fields
-LAS has no slot for (reflectivity, ring, t, return_id, flags, segment). Written atomically."""
+LAS has no slot for (reflectivity, ring, t, return_id, flags, segment). Written atomically. The header's
+creation day is the scan's stamp's on the run's stamp clock (``--stamp``: the sim clock's day, 1970-01-01
+from sim time 0, or the wall clock's), so a run repeats byte for byte on any day."""
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +27,15 @@ EXTRA_DIMS = (
 SCALE_M = 1e-4
 
 
-def write_las(path: str | Path, points: np.ndarray, intensity_max: int = 255) -> None:
-    """Write ``points`` (POINT_DTYPE) as LAS 1.4; intensity is scaled to uint16 by ``intensity_max``."""
+def write_las(
+    path: str | Path, points: np.ndarray, intensity_max: int = 255, creation_date: date | None = None
+) -> None:
+    """Write ``points`` (POINT_DTYPE) as LAS 1.4; intensity is scaled to uint16 by ``intensity_max``;
+    ``creation_date`` is the header's creation day (None: today, laspy's default)."""
     import laspy
 
     header = laspy.LasHeader(point_format=6, version="1.4")
+    header.creation_date = creation_date
     header.scales = np.array([SCALE_M] * 3)
     header.offsets = np.zeros(3)
     for name, kind in EXTRA_DIMS:
@@ -72,17 +79,23 @@ class LasFolderSink:
         self.folder = target_dir(target)
         self.count = 0
         self.intensity_max = 255
+        self.context: SinkContext | None = None
 
     def open(self, context: SinkContext) -> None:
         """Write the resolved preset and scenario."""
         from rt_lidar.sinks.files import write_resolved_config
 
         self.intensity_max = context.preset.output.intensity_max
+        self.context = context
         write_resolved_config(self.folder, context)
 
     def write(self, scan: Scan) -> None:
         """Write one scan."""
-        write_las(self.folder / f"{self.count:06d}.las", scan.points, self.intensity_max)
+        day = None
+        if self.context is not None:  # the scan's stamp's day, on the run's stamp clock
+            stamp_ns = int(scan.start_ns) + self.context.stamp_offset_ns(scan)
+            day = datetime.fromtimestamp(stamp_ns // 10**9, UTC).date()
+        write_las(self.folder / f"{self.count:06d}.las", scan.points, self.intensity_max, day)
         self.count += 1
 
     def close(self) -> None:
