@@ -22,6 +22,7 @@ from rt_lidar.backend import PhysicsBackend, select_backend
 from rt_lidar.kernels import leading_edge_walk_m
 from rt_lidar.kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
+from rt_lidar.physics.ambient_threshold import preset_at_ambient
 from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.fused import prepare
@@ -124,9 +125,11 @@ class SensorPhysics:
         config: PhysicsConfig | None = None,
         backend: PhysicsBackend | None = None,
     ):
-        self.preset = preset
-        self.materials = materials
         self.config = config or PhysicsConfig()
+        self.preset = preset_at_ambient(preset, self.config.sun_illuminance_lux)
+        """The preset as this scene sees it: a photon-counting receiver's threshold follows the scene's
+        ambient light (:mod:`rt_lidar.physics.ambient_threshold`); otherwise ``preset`` itself."""
+        self.materials = materials
         self.backend = backend or select_backend(self.config.kernels_device)
         """Where the array work runs, chosen once (:func:`rt_lidar.backend.select_backend`)."""
         self.beam = self.config.beam or BeamConfig()

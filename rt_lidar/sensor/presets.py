@@ -206,6 +206,13 @@ class ReceiverSpec:
     """Echo power (W at the detector) where the receiver's amplitude measurement saturates, so its range
     walk correction stops (:func:`rt_lidar.kernels.intensity.leading_edge_walk_m`). None: an assumption,
     :data:`SATURATION_OVER_THRESHOLD` times the detection threshold (see docs/range-walk.md)."""
+    photon_floor_counts: float | None = spec(None, 1e-3, 1e6)
+    """A photon-counting receiver (SPAD): its noise floor (counts, 1 sigma) with no background light.
+    Set, the threshold is a constant false-alarm-rate one over the scene's ambient light
+    (:mod:`rt_lidar.physics.ambient_threshold`): ``pulse.detection_threshold_w`` holds at
+    ``datasheet_ambient_lux`` and falls with less light. None: a fixed threshold."""
+    datasheet_ambient_lux: float = spec(0.0, 0.0, 200_000.0, "lx")
+    """Ambient light in which the datasheet's range figures were measured (Ouster: 100 klx sunlight)."""
 
     def saturation(self, threshold_w: float) -> float:
         """The saturation power (W): ``saturation_w``, or the assumed default over ``threshold_w``."""
@@ -553,6 +560,20 @@ def _check_cross(p: SensorPreset, source: str) -> None:
         )
     _check_profile(p.optics, source)
     out = p.output
+    rx = p.receiver
+    if rx.photon_floor_counts is not None:
+        if rx.datasheet_ambient_lux <= 0:
+            raise PresetError(
+                source, "receiver.datasheet_ambient_lux", "must be > 0 lx with receiver.photon_floor_counts"
+            )
+        floor_counts = rx.threshold_snr * rx.photon_floor_counts
+        if out.counts_at_threshold <= floor_counts:
+            raise PresetError(
+                source,
+                "output.counts_at_threshold",
+                f"must exceed threshold_snr x photon_floor_counts = {floor_counts:g} (the threshold with no "
+                f"background light), got {out.counts_at_threshold:g}",
+            )
     if out.diffuse_max is not None and out.diffuse_max > out.intensity_max:
         raise PresetError(
             source, "output.diffuse_max", f"must be in [1, {out.intensity_max}], got {out.diffuse_max}"

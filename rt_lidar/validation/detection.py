@@ -88,12 +88,18 @@ def detection_curve(
     ranges_m: Sequence[float] | np.ndarray,
     reflectivity: float = 0.1,
     pulses: int = 2000,
-    sun_lux: float = 0.0,
+    sun_lux: float | None = None,
     sun_cos: float = 1.0,
     seed: int = 0,
     config: PhysicsConfig | None = None,
 ) -> DetectionCurve:
-    """Fire ``pulses`` at the target at each range (single-ray path of the preset's physics)."""
+    """Fire ``pulses`` at the target at each range (single-ray path of the preset's physics) in
+    ``sun_lux`` of sunlight; None: the light of the preset's datasheet figures where its threshold
+    follows the ambient light (``receiver.photon_floor_counts``: ``receiver.datasheet_ambient_lux``,
+    the target lit square-on), else night."""
+    if sun_lux is None:
+        rx = preset.receiver
+        sun_lux = rx.datasheet_ambient_lux if rx.photon_floor_counts is not None else 0.0
     cfg = dataclasses.replace(config or PhysicsConfig(), sun_illuminance_lux=sun_lux)
     phys = datasheet_physics(preset, reflectivity, cfg)
     rng = np.random.default_rng(seed)

@@ -19,6 +19,7 @@ import numpy as np
 
 from rt_lidar.kernels.intensity import leading_edge_walk_m, received_power, two_way_transmission
 from rt_lidar.kernels.waveform import pulse_sigma_ns
+from rt_lidar.physics.ambient_threshold import preset_at_ambient
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.sensor.beam import BeamConfig
@@ -73,12 +74,17 @@ def walk_errors(
 
 
 def analytic_walk_m(
-    preset: SensorPreset, reflectance: float, range_m: float, extinction_per_m: float
+    preset: SensorPreset,
+    reflectance: float,
+    range_m: float,
+    extinction_per_m: float,
+    ambient_lux: float = 0.0,
 ) -> float:
     """The walk of a full-beam target of effective reflectance ``reflectance`` straight from the
     radar equation (with the receiver's range law, :mod:`rt_lidar.physics.receiver_range`) and
-    :func:`rt_lidar.kernels.intensity.leading_edge_walk_m`."""
-    p = preset
+    :func:`rt_lidar.kernels.intensity.leading_edge_walk_m`, at the threshold of a scene lit with
+    ``ambient_lux`` (:mod:`rt_lidar.physics.ambient_threshold`)."""
+    p = preset_at_ambient(preset, ambient_lux)
     gain = receiver_range_gain(p, np.array([range_m], np.float32))
     power = received_power(
         range_m,
@@ -117,8 +123,9 @@ def range_walk_vs_strength(out: Path) -> dict[str, Any]:
         sign = float(walk_errors(preset, real, TARGET_M)[0])
         ten = float(walk_errors(preset, lam, TARGET_M)[0])
         res[f"sign_minus_10pct_cm_{key}"] = round(100 * (sign - ten), 2)
-        thr = preset.pulse.detection_threshold_w
-        res[f"saturation_over_threshold_{key}"] = round(preset.receiver.saturation(thr) / thr, 1)
+        scene = preset_at_ambient(preset, PhysicsConfig().sun_illuminance_lux)  # the threshold at night
+        thr = scene.pulse.detection_threshold_w
+        res[f"saturation_over_threshold_{key}"] = round(scene.receiver.saturation(thr) / thr, 1)
         ok = np.isfinite(err)
         kept = [s for s, k in zip(REFLECTANCES, ok, strict=True) if k]
         series[f"{name} simulated"] = (kept, [100 * e for e in err[ok]])

@@ -16,6 +16,7 @@ from rt_lidar.kernels.intensity import (
     sensor_constant,
 )
 from rt_lidar.kernels.waveform import pulse_sigma_ns
+from rt_lidar.physics.ambient_threshold import preset_at_ambient
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.sensor.beam import BeamConfig
@@ -56,7 +57,8 @@ def _expected_walk(name: str, reflectance: float, range_m: float) -> float:
     gain = receiver_range_gain(p, np.array([range_m], np.float32))  # the receiver's range law (issue 40)
     power *= 1.0 if gain is None else float(gain[0])
     thr = p.pulse.detection_threshold_w
-    sat = SATURATION_OVER_THRESHOLD * thr
+    sat = SATURATION_OVER_THRESHOLD * thr  # absolute: a photon counter's night threshold (below) keeps it
+    thr = preset_at_ambient(p, PhysicsConfig().sun_illuminance_lux).pulse.detection_threshold_w
     if power <= sat:
         return 0.0
     s = pulse_sigma_ns(p.pulse.width_ns)

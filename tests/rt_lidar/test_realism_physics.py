@@ -169,15 +169,16 @@ def test_legacy_packets_of_firmware_2_0_carry_signal_times_range_squared() -> No
 
 @pytest.mark.parametrize(
     ("name", "low", "high"),
-    [("HDL-32E", 35.1, 42.9), ("VLP-32C", 67.0, 120.0), ("VLS-128", 48.6, 59.4), ("OS1-64", 24.0, 33.0)],
+    [("HDL-32E", 35.1, 42.9), ("VLP-32C", 67.0, 120.0), ("VLS-128", 48.6, 59.4), ("OS1-64", 44.0, 55.0)],
 )
 def test_the_road_horizon_follows_from_the_broadened_echo_and_the_receivers(
     name: str, low: float, high: float
 ) -> None:
     # HDL-32E: real ~39 m (its next ring meets the road at 77 m, where the broadened echo keeps 0.14 of
     # its peak; 77 m without broadening); VLP-32C: real >= 67 m (77 m); VLS-128: real ~54 m (56 m, its
-    # 10 % range a fit to it); OS1-64: real ~50 m, 27 m here (45 m without broadening: a residual,
-    # docs/realism.md). The first three within the real figure's tolerance.
+    # 10 % range a fit to it); OS1-64: real ~50 m, 45 m (its ring there; 27 m under the datasheet's
+    # 100 klx threshold): the demo street is at night, where its photon-counting receiver's threshold
+    # is 5.3x lower (docs/realism.md change 14). All four within the real figure's tolerance.
     horizon = np.mean([realism_statistics(g)["ground_horizon_m"] for g in simulated_grids(name)])
     assert low <= horizon <= high
 
