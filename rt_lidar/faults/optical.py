@@ -81,14 +81,15 @@ def with_power_faults(faults: tuple[Fault, ...], hits: Hits) -> Hits:
         return hits
     per_ray = np.repeat(factor, hits.subrays) if hits.subrays > 1 else factor
     xp = array_module(hits.glass_transmission)  # a device frame's hits stay on the device (docs/gpu.md)
-    trans = (hits.glass_transmission.astype(xp.float64) * xp.asarray(per_ray)).astype(xp.float32)
+    per_ray = xp.asarray(per_ray)  # (one copy up on a device frame)
+    trans = (hits.glass_transmission.astype(xp.float64) * per_ray).astype(xp.float32)
     bundle = hits.bundle
     if bundle is not None:  # --beam full: the pulses cast again as the bundle fade as their central rays
         bundle = dataclasses.replace(bundle, hits=with_power_faults(faults, bundle.hits))
     mirror = hits.glass_mirror_transmission
     if hits.glass_mirror_range_m is not None:  # a pane's mirror ghost leaves through the same window
-        base = np.ones(len(hits), np.float64) if mirror is None else mirror.astype(np.float64)
-        mirror = (base * per_ray).astype(np.float32)
+        base = xp.ones(len(hits), xp.float64) if mirror is None else mirror.astype(xp.float64)
+        mirror = (base * per_ray).astype(xp.float32)
     return dataclasses.replace(
         hits, glass_transmission=trans, bundle=bundle, glass_mirror_transmission=mirror
     )

@@ -19,13 +19,14 @@ degrees of the normal, where the factor is 1.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
-from rt_lidar.sensor.glazing import TABLE_STEPS, table_lookup_ratio
+from rt_lidar.sensor.glazing import TABLE_STEPS
 from rt_lidar.sensor.materials import MaterialArrays
 
-__all__ = ["coat_apply", "coat_factor", "coat_table"]
+__all__ = ["coat_apply", "coat_factor", "coat_lookup", "coat_table"]
 
 
 def _fresnel(cos_i: np.ndarray, n: float) -> np.ndarray:
@@ -59,6 +60,18 @@ def coat_table(coat_index: np.ndarray) -> np.ndarray:
     return _table(np.ascontiguousarray(coat_index, np.float32).tobytes())
 
 
+def coat_lookup(xp: Any, table: Any, material: Any, cos_i: Any) -> Any:
+    """The clear coat's factor of echoes off ``material`` (int, -1 = none: any entry) at incidence cosines
+    ``cos_i``, from a :func:`coat_table` already on ``xp`` (NumPy, or CuPy for the device frame): the
+    nearest entry, float32 (:func:`rt_lidar.sensor.glazing.table_lookup_ratio`, written for either)."""
+    c = xp.asarray(cos_i, dtype=xp.float32)
+    c = xp.where(xp.isnan(c), np.float32(0), c)  # (a NaN cosine's echo is NaN already: any entry will do)
+    idx = (xp.clip(c, np.float32(0), np.float32(1)) * np.float32(TABLE_STEPS) + np.float32(0.5)).astype(
+        xp.int32
+    )
+    return xp.asarray(table[xp.maximum(material, 0), idx], dtype=xp.float32)
+
+
 def coat_apply(
     materials: MaterialArrays, cos_i: np.ndarray, material: np.ndarray, power: np.ndarray, refl: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +79,5 @@ def coat_apply(
     coat's factor (new arrays; the same ones where no material has a coat)."""
     if materials.coat_index is None or material.size == 0:
         return power, refl
-    c = np.asarray(cos_i, np.float32)
-    c = np.where(np.isnan(c), np.float32(0), c)  # (a NaN cosine's echo is NaN already: any entry will do)
-    f = table_lookup_ratio(coat_table(materials.coat_index), material, c)
+    f = coat_lookup(np, coat_table(materials.coat_index), material, cos_i)
     return (power * f).astype(np.float32, copy=False), (refl * f).astype(np.float32, copy=False)

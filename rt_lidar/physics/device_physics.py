@@ -28,6 +28,8 @@ from rt_lidar.kernels.ambient import false_alarm_probability, receiver_sigma_w
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, two_way_transmission
 from rt_lidar.kernels.texture import texture_factor
 from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, waveform_returns
+from rt_lidar.physics.clear_coat import coat_lookup, coat_table
+from rt_lidar.physics.glass_ghost import mirror_r0
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
 from rt_lidar.physics.pulse_spread import peak_factor
@@ -38,6 +40,7 @@ from rt_lidar.physics.texture import material_seeds
 from rt_lidar.physics.weather import weather_model
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import POINT_DTYPE, PointFlag
+from rt_lidar.sensor.glazing import pane_mirror_reflectance
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.unreal_bridge.world.pose import quat_rotate
@@ -71,6 +74,10 @@ class DeviceSensorPhysics(SensorPhysics):
             for a in (m.diffuse, m.retro_gain, m.retro_exponent, m.specular_gain, m.specular_exponent)
         )
         self._texture_tables: tuple[Any, Any, Any] | None = None
+        # the paints' clear coat (rt_lidar.physics.clear_coat): its table put on the device once
+        self._coat = None if m.coat_index is None else xp.asarray(coat_table(m.coat_index))
+        # ghosts behind glass (rt_lidar.physics.glass_ghost): each material's mirror reflectance head-on
+        self._mirror_r0 = xp.asarray(mirror_r0(m))
         self._gain = (
             None if range_exponent(preset) == 2.0 else (range_exponent(preset), preset.range.range_10pct_m)
         )
@@ -97,7 +104,43 @@ class DeviceSensorPhysics(SensorPhysics):
             p.optics.receiver_aperture_m,
             p.optics.system_efficiency,
         )
+        if self._coat is not None:  # the paints' clear coat, as EchoModel.power applies it
+            f = coat_lookup(self.xp, self._coat, mat, cos_inc)
+            power, refl = (power * f).astype(self.xp.float32), (refl * f).astype(self.xp.float32)
         return power, refl
+
+    def _ghosts(self, hits: Any) -> tuple[Any, Any, Any, Any] | None:
+        """:func:`rt_lidar.physics.glass_ghost.glass_ghost_echoes` on the device: every ray's echo over
+        its first pane's mirror ``(range m, power W, effective reflectance, segment)`` (power 0: none);
+        None when the hits carry no mirror rays."""
+        xp = self.xp
+        if hits.glass_mirror_range_m is None:
+            return None
+        n = len(hits)
+        g_r = xp.full(n, np.inf, xp.float32)
+        g_p = xp.zeros(n, xp.float32)
+        g_s = xp.zeros(n, xp.float32)
+        g_seg = xp.zeros(n, xp.uint32)
+        gi = xp.flatnonzero(
+            xp.isfinite(hits.glass_mirror_range_m)
+            & (hits.glass_mirror_material >= 0)
+            & (hits.glass_material >= 0)
+        )
+        if gi.size == 0:
+            return g_r, g_p, g_s, g_seg
+        r0 = self._mirror_r0[_index(xp, hits.glass_material[gi])]
+        r = pane_mirror_reflectance(r0, hits.glass_cos[gi].astype(xp.float64), xp=xp)
+        extra = (r * r).astype(xp.float32)
+        if hits.glass_mirror_transmission is not None:  # a fault on the sensor's window (faults/optical.py)
+            extra = extra * hits.glass_mirror_transmission[gi]
+        r_m = hits.glass_mirror_range_m[gi]
+        with np.errstate(invalid="ignore", over="ignore"):
+            p, s = self._power(
+                r_m, hits.glass_mirror_cos[gi], _index(xp, hits.glass_mirror_material[gi]), extra
+            )
+        g_r[gi], g_p[gi], g_s[gi] = r_m, p, s
+        g_seg[gi] = hits.glass_mirror_segment[gi]
+        return g_r, g_p, g_s, g_seg
 
     def _reflectivity(self, power_w: Any, range_m: Any) -> Any:
         """:meth:`EchoModel.measured_reflectivity` on the device."""
@@ -207,6 +250,15 @@ class DeviceSensorPhysics(SensorPhysics):
         rng_m = xp.where(take, hits.glass_range_m, hits.range_m).astype(f32)
         seg = xp.where(take, hits.glass_segment, hits.segment).astype(xp.uint32)
         flags = xp.where(take, np.uint8(0), flags).astype(xp.uint8)
+        ghost = self._ghosts(hits)
+        if ghost is not None:  # the pane's mirror ghost, where stronger than what the ray saw
+            g_r, g_p, g_s, g_seg = ghost
+            won = g_p > power
+            power = xp.where(won, g_p, power).astype(f32)
+            refl = xp.where(won, g_s, refl).astype(f32)
+            rng_m = xp.where(won, g_r, rng_m).astype(f32)
+            seg = xp.where(won, g_seg, seg).astype(xp.uint32)
+            flags = xp.where(won, np.uint8(0), flags).astype(xp.uint8)
         self._weather(rng_m, power, flags, rng, reflectivity=refl, segment=seg)
         if self.config.receiver_noise:
             z = draws.standard_normal(size=power.shape[0]).astype(xp.float64)
@@ -258,8 +310,20 @@ class DeviceSensorPhysics(SensorPhysics):
             col_r[first], col_a[first], col_f[first] = er, ep, ef
             cols.append([col_r, col_a, xp.zeros(n, f32), xp.zeros(n, xp.uint32), col_f])
         cols[0][1] = power * w_ray
+        ghost_kind = -1  # the echo column block of the panes' mirror ghosts, if any
         if bool(glass.any()):
             cols.append([hits.glass_range_m, gp * w_ray, g_refl, hits.glass_segment, xp.zeros(n, xp.uint8)])
+            ghost = self._ghosts(hits)
+            if ghost is not None:  # the echo over the pane's mirror, one more echo of the pulse
+                g_r, g_p, g_s, g_seg = ghost
+                if weather is not None and weather.extinction_per_m > 0:
+                    with np.errstate(invalid="ignore"):
+                        g_p = g_p * xp.exp(
+                            np.float32(-2.0 * weather.extinction_per_m)
+                            * xp.where(xp.isfinite(g_r), g_r, np.float32(0))
+                        )
+                ghost_kind = len(cols)
+                cols.append([g_r, (g_p * w_ray).astype(f32), g_s, g_seg, xp.zeros(n, xp.uint8)])
         r_tab, a_tab, s_tab, seg_tab, f_tab = (
             xp.concatenate([c[k].reshape(n_pulse, n_sub) for c in cols], axis=1) for k in range(5)
         )
@@ -296,6 +360,7 @@ class DeviceSensorPhysics(SensorPhysics):
             centre = ret.pulse * n_sub
             centre_seg = xp.where(hits.material[centre] >= 0, hits.segment[centre], np.uint32(0))
             bloom = (ret.echo % n_sub != 0) & (s_tab.reshape(-1)[flat] > 1.0) & (centre_seg != seg)
+            bloom &= ret.echo // n_sub != ghost_kind  # (a ghost over a pane's mirror is no blooming)
             fl = xp.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(xp.uint8)
         return ret.pulse, ret.return_id.astype(xp.uint8), range_m, ret.amp.astype(f32), seg, fl
 

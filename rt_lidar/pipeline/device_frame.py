@@ -124,7 +124,7 @@ class DeviceWorldSource(WorldSource):
         origins = _columns(xp, buf, 0, 12, xp.float32, (n, 3))
         dirs = _columns(xp, buf, 12, 24, xp.float32, (n, 3))
         posed = self.bvh.posed_batch(firings.t_ns.astype(np.float64) * 1e-9, n)
-        r, cos, mat, seg, g_r, g_cos, g_mat, g_seg, g_trans = self._surfaces(origins, dirs, posed)
+        r, cos, mat, seg, g_r, g_cos, g_mat, g_seg, g_trans, ghost = self._surfaces(origins, dirs, posed)
         hits = DeviceHits(
             firings=firings,
             direction=_columns(xp, buf, 24, 36, xp.float32, (n, 3)),
@@ -142,6 +142,7 @@ class DeviceWorldSource(WorldSource):
             ring=_columns(xp, buf, 44, 46, xp.uint16, (n,)),
             beam_origin=None if firings.origin is None else _columns(xp, buf, 46, 58, xp.float32, (n, 3)),
         )
+        _set_glass_mirror(hits, ghost)
         self._with_poses(hits, t0_ns, t1_ns, samples)  # (sets the poses on ``hits`` itself)
         if self._full is not None:  # --beam full: the bundle where the footprint needs it
             self._bundle(hits, firings, pos, quat, posed)
@@ -216,7 +217,9 @@ class DeviceWorldSource(WorldSource):
         origins = _columns(xp, buf, 0, 12, xp.float32, (m, 3))
         dirs = _columns(xp, buf, 12, 24, xp.float32, (m, 3))
         rows = xp.repeat(idx_dev, k)
-        r, cos, mat_b, seg_b, g_r, g_cos, g_mat, g_seg, g_trans = self._surfaces(origins, dirs, posed, rows)
+        r, cos, mat_b, seg_b, g_r, g_cos, g_mat, g_seg, g_trans, ghost = self._surfaces(
+            origins, dirs, posed, rows
+        )
         sub = DeviceHits(
             firings=_take_firings(f, idx),
             direction=_columns(xp, buf, 24, 36, xp.float32, (m, 3)),
@@ -237,6 +240,7 @@ class DeviceWorldSource(WorldSource):
             ring=hits.ring[idx_dev],
             beam_origin=None if hits.beam_origin is None else hits.beam_origin[idx_dev],
         )
+        _set_glass_mirror(sub, ghost)
         hits.bundle = BeamBundle(idx_dev, sub)
 
     def _slant(self, g_trans: Any, rows: Any, material: Any, cos_i: Any) -> None:
@@ -252,8 +256,9 @@ class DeviceWorldSource(WorldSource):
         self, origins: Any, dirs: Any, posed: tuple[Any, Any, Any, Any], rows: Any = None
     ) -> tuple[Any, ...]:
         """(range, cos, material, segment, glass range, glass cos, glass material, glass segment, glass
-        transmission) of every ray (``rows``: the frame's pulses they are, None = one ray each): the first
-        surfaces, and the rays that pass glass cast on behind it."""
+        transmission, mirror rays off the first pane or None) of every ray (``rows``: the frame's pulses
+        they are, None = one ray each): the first surfaces, the mirror rays of the rays whose first
+        surface is glass (:meth:`_glass_mirror_device`), and the rays that pass glass cast on behind it."""
         xp = self.xp
         rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed, rows, self.cast_threads)
         hit = xp.isfinite(rh.distance)
@@ -273,6 +278,7 @@ class DeviceWorldSource(WorldSource):
         g_trans = xp.where(passes, trans_all * trans_all, np.float32(1)).astype(xp.float32)
         active = xp.flatnonzero(passes)
         self._slant(g_trans, active, g_mat[active], g_cos[active])
+        ghost = self._glass_mirror_device(origins, dirs, rh, active, posed, rows) if active.size else None
         travelled = rh.distance[active] + np.float32(_EPS_M)
         org = origins[active] + dirs[active] * travelled[:, None]
         for _ in range(GLASS_MAX_CROSSINGS):
@@ -300,7 +306,52 @@ class DeviceWorldSource(WorldSource):
                 active[more],
             )
             self._slant(g_trans, active, rh.material[more], cos_i)
-        return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans
+        return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans, ghost
+
+    def _glass_mirror_device(
+        self, origins: Any, dirs: Any, rh: Any, active: Any, posed: tuple[Any, Any, Any, Any], rows: Any
+    ) -> tuple[Any, Any, Any, Any]:
+        """:meth:`WorldSource._glass_mirror` on the device: (whole path, incidence cosine, material,
+        segment) of the mirror rays off the first pane of rays ``active`` (their first hits ``rh`` are
+        glass), cast by the BVH kernel against the frame's poses; every other ray none."""
+        xp = self.xp
+        f32 = xp.float32
+        n = int(origins.shape[0])
+        m_range = xp.full(n, np.inf, f32)
+        m_cos = xp.zeros(n, f32)
+        m_mat = xp.full(n, -1, xp.int16)
+        m_seg = xp.zeros(n, xp.uint32)
+        d = dirs[active]
+        nrm = rh.normal[active].astype(f32)
+        nrm /= xp.sqrt(xp.sum(nrm * nrm, axis=1, dtype=f32))[:, None]
+        dn = xp.sum(d * nrm, axis=1, dtype=f32)
+        mdir = (d - (np.float32(2.0) * dn)[:, None] * nrm).astype(f32)
+        mdir /= xp.sqrt(xp.sum(mdir * mdir, axis=1, dtype=f32))[:, None]
+        dist = rh.distance[active]
+        side = np.float32(1.0) - np.float32(2.0) * (dn > 0).astype(f32)  # -1 where d leaves by the back
+        back = side[:, None] * nrm  # the sensor's side of the pane
+        org = (origins[active] + d * dist[:, None] + back * np.float32(_EPS_M)).astype(f32)
+        at = active if rows is None else rows[active]  # the pulses whose poses the mirror rays take
+        mh = self.bvh.cast_posed(org, mdir, self.max_range_m, posed, at, self.cast_threads)
+        total = dist + mh.distance
+        ok = xp.isfinite(mh.distance) & (total <= self.max_range_m)
+        k = active[ok]
+        m_range[k] = total[ok]
+        m_cos[k] = xp.abs(xp.sum(mh.normal[ok] * mdir[ok], axis=1, dtype=f32))
+        m_mat[k] = mh.material[ok]
+        m_seg[k] = mh.segment[ok]
+        return m_range, m_cos, m_mat, m_seg
+
+
+def _set_glass_mirror(hits: DeviceHits, ghost: tuple[Any, Any, Any, Any] | None) -> None:
+    """The mirror rays off each ray's first pane onto ``hits`` (left None where no ray met glass)."""
+    if ghost is not None:
+        (
+            hits.glass_mirror_range_m,
+            hits.glass_mirror_cos,
+            hits.glass_mirror_material,
+            hits.glass_mirror_segment,
+        ) = ghost
 
 
 def _take_firings(f: Firings, idx: np.ndarray) -> Firings:

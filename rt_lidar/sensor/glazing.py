@@ -38,10 +38,11 @@ GLASS_INDEX = 1.52
 TABLE_STEPS = 1024
 
 
-def _reflectance(cos_i: Any, n: float) -> Any:
-    """Unpolarised Fresnel reflectance of one face at incidence cosines ``cos_i`` (air to index n)."""
-    c = np.clip(np.asarray(cos_i, float), 0.0, 1.0)
-    cos_t = np.sqrt(1.0 - (1.0 - c * c) / (n * n))
+def _reflectance(cos_i: Any, n: float, xp: Any = np) -> Any:
+    """Unpolarised Fresnel reflectance of one face at incidence cosines ``cos_i`` (air to index n), on
+    the array module ``xp`` (NumPy, or CuPy for the device frame)."""
+    c = xp.clip(xp.asarray(cos_i, dtype=float), 0.0, 1.0)
+    cos_t = xp.sqrt(1.0 - (1.0 - c * c) / (n * n))
     rs = ((c - n * cos_t) / (c + n * cos_t)) ** 2
     rp = ((cos_t - n * c) / (cos_t + n * c)) ** 2
     return 0.5 * (rs + rp), cos_t
@@ -76,13 +77,14 @@ def table_lookup_ratio(table: np.ndarray, material: np.ndarray, cos_i: np.ndarra
     return np.asarray(table[np.maximum(material, 0), idx], np.float32)
 
 
-def pane_mirror_reflectance(r0: Any, cos_i: Any, n: float = GLASS_INDEX) -> np.ndarray:
+def pane_mirror_reflectance(r0: Any, cos_i: Any, n: float = GLASS_INDEX, xp: Any = np) -> Any:
     """Share of a beam a pane sends on as its mirror ray at incidence cosines ``cos_i``, for the mirror
     reflectance ``r0`` it has at normal incidence (uncoated glass: its faces' Fresnel few per cent; a
     silver-coated athermic windscreen: ~0.45 at 905 nm): ``r0`` plus the rise of the faces' Fresnel
     reflectance towards grazing incidence, ``R(theta) = r0 + (1 - r0) (F(theta) - F(0)) / (1 - F(0))``
-    (F: unpolarised Fresnel at index ``n``; 1 at grazing incidence, as every pane becomes a mirror)."""
+    (F: unpolarised Fresnel at index ``n``; 1 at grazing incidence, as every pane becomes a mirror), on
+    the array module ``xp`` (NumPy, or CuPy for the device frame)."""
     f0, _ = _reflectance(1.0, n)
-    f, _ = _reflectance(cos_i, n)
-    r0 = np.clip(np.asarray(r0, float), 0.0, 1.0)
-    return np.asarray(np.clip(r0 + (1.0 - r0) * (f - f0) / (1.0 - f0), 0.0, 1.0))
+    f, _ = _reflectance(cos_i, n, xp)
+    r0 = xp.clip(xp.asarray(r0, dtype=float), 0.0, 1.0)
+    return xp.asarray(xp.clip(r0 + (1.0 - r0) * (f - f0) / (1.0 - f0), 0.0, 1.0))
