@@ -137,6 +137,8 @@ def _material_as_segment(hits: Hits) -> Hits:
     out = copy.copy(hits)
     out.segment = (hits.material.astype(np.int64) + 1).clip(0).astype(np.uint32)
     out.glass_segment = (hits.glass_material.astype(np.int64) + 1).clip(0).astype(np.uint32)  # its echoes too
+    if hits.glass_mirror_material is not None:  # and the ghosts over the panes' mirrors
+        out.glass_mirror_segment = (hits.glass_mirror_material.astype(np.int64) + 1).clip(0).astype(np.uint32)
     return out
 
 

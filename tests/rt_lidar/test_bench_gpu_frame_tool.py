@@ -46,7 +46,8 @@ def test_cpu_build_of_the_source_runs_every_part(tmp_path: Path) -> None:
         assert frame["sim_frames"] == 2 and frame["rays_cast"] > 0 and frame["realtime_factor"] > 0
     stats = report["scan_statistics"]["roof"]
     assert stats["cpu"]["points_per_scan"] > 10_000 and stats["cpu"]["second_return_share"] > 0
-    assert abs(stats["difference"]["points_per_scan"]) <= 0.001 * stats["cpu"]["points_per_scan"]
+    # the device draws its own noise (docs/gpu.md's tolerances: points within 0.5 %)
+    assert abs(stats["difference"]["points_per_scan"]) <= 0.005 * stats["cpu"]["points_per_scan"]
     assert abs(stats["difference"]["second_return_share"]) <= 0.002
     cast = report["cast"]
     assert cast["rays"] > 0 and cast["same_hit_share"] > 0.999 and cast["moving_objects"] == 3

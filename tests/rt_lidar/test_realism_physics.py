@@ -189,7 +189,7 @@ def test_the_road_horizon_follows_from_the_broadened_echo_and_the_receivers(
         ("HDL-32E", (0.45, 0.76), (5.0, 14.0)),
         ("VLP-32C", (0.45, 0.76), (5.0, 14.0)),
         ("VLS-128", (0.45, 0.76), (5.0, 14.0)),
-        ("OS1-64", (0.234, 0.286), (180.0, 240.0)),
+        ("OS1-64", (0.21, 0.31), (180.0, 240.0)),  # ~0.26: the band validate --only realism uses
     ],
 )
 def test_the_road_fades_as_real_roads_do(name: str, falloff: tuple, near: tuple) -> None:

@@ -50,9 +50,11 @@ def test_ambient_power_rides_with_the_points_and_into_pcd(tmp_path):
     (scan,) = _sunny("OS1-64", 1)
     amb = scan.extras["ambient_w"]
     assert amb.dtype == np.float32 and amb.shape == scan.points.shape
-    # full summer sun: nanowatts on the detector from lit surfaces
-    # (surfaces turned from the sun, about a third of the points, send none)
-    assert 1e-9 < float(np.median(amb)) < 1e-8 and (amb > 0).mean() > 0.5
+    # full summer sun: nanowatts on the detector from the lit road; less from what stands up (walls,
+    # cars: dark paints and glass send less); surfaces turned from the sun, about a third, send none
+    road = scan.points["z"] < -1.0
+    assert 1e-9 < float(np.median(amb[road])) < 1e-8 and (amb > 0).mean() > 0.5
+    assert 1e-10 < float(np.median(amb[~road])) < float(np.median(amb[road]))
     path = write_pcd(tmp_path / "a.pcd", scan.points, scan.extras)
     back = read_pcd(path, with_extras(scan.points[:0], {"ambient_w": amb[:0]}).dtype)
     np.testing.assert_array_equal(back["ambient_w"], amb)
@@ -108,9 +110,11 @@ def test_ouster_sdk_reads_near_ir_in_every_profile(tmp_path, profile):
             np.testing.assert_array_equal(dec["RANGE2"][k], r2)
             np.testing.assert_array_equal(dec["REFLECTIVITY2"][k], img["reflectivity2"])
             assert (dec["RANGE2"][k] > 0).sum() > 0.2 * (dec["RANGE"][k] > 0).sum()
-        # near-IR is the sunlight the pixel's surface sends: sunlit pixels (most) have some
+        # near-IR is the sunlight the pixel's surface sends: sunlit pixels (most) have some, the lit road
+        # (a third of the pixels, the brightest) hundreds to thousands of counts
         lit = dec["NEAR_IR"][k][dec["RANGE"][k] > 0]
-        assert (lit > 0).mean() > 0.5 and 300 < np.median(lit) < 3000, np.median(lit)
+        q50, q75 = np.percentile(lit, [50, 75])
+        assert (lit > 0).mean() > 0.5 and 30 < q50 < q75 and 300 < q75 < 3000, (q50, q75)
 
 
 def test_near_ir_counts_follow_the_ambient_power():
