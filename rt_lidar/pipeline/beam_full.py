@@ -304,6 +304,48 @@ def neighbour_marks(
     return neighbour_steps(f, rng, seg, glass, glass_rng, retro, plan)[0]
 
 
+def pair_separation(f: Firings, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """(K,) float32 angle (rad) between the central rays of neighbour pairs ``(i, j)`` of firings ``f``
+    (small angles: the azimuth step scaled by the elevation's cosine, and the elevation step)."""
+    az = np.radians(f.azimuth_deg).astype(np.float32)
+    el = np.radians(f.elevation_deg).astype(np.float32)
+    el_i = el[i]
+    return np.hypot((az[i] - az[j]) * np.cos(el_i), el_i - el[j])
+
+
+def pair_steps(
+    xp: Any,
+    plan: FullBeamPlan,
+    sep: Any,
+    i: Any,
+    j: Any,
+    rng: Any,
+    seg: Any,
+    hit: Any,
+    glass: Any,
+    glass_rng: Any,
+    retro: Any,
+) -> dict[str, Any]:
+    """Per reason (``edge``, ``glass``, ``retro``), the (K,) bool steps between neighbour pairs ``(i, j)``
+    ``sep`` rad apart (module docstring), on array module ``xp`` (NumPy on the host, CuPy in the device
+    frame): a range step scaled to one footprint, a jump between two objects, a ray beside a miss, glass
+    beginning or ending, a retro-reflector's edge."""
+    foot = np.float32(plan.footprint_rad)
+    scale = xp.minimum(np.float32(1.0), foot / xp.maximum(sep, np.float32(1e-9)))
+    with np.errstate(invalid="ignore"):
+        dr = xp.abs(rng[i] - rng[j])
+        spread = dr * scale
+        # two objects: the step may lie anywhere between the rays, in either footprint
+        jump = xp.where(seg[i] != seg[j], dr, np.float32(0))
+        glass_spread = xp.abs(glass_rng[i] - glass_rng[j]) * scale
+    both = hit[i] & hit[j]
+    return {
+        "edge": (hit[i] != hit[j]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
+        "glass": (glass[i] != glass[j]) | (glass[i] & glass[j] & (glass_spread > plan.edge_m)),
+        "retro": retro[i] != retro[j],
+    }
+
+
 def neighbour_steps(
     f: Firings,
     rng: np.ndarray,
@@ -321,24 +363,7 @@ def neighbour_steps(
     marks = {"edge": np.zeros(n, bool), "glass": np.zeros(n, bool), "retro": np.zeros(n, bool)}
     if not i.size:
         return marks, i, j
-    az = np.radians(f.azimuth_deg).astype(np.float32)
-    el = np.radians(f.elevation_deg).astype(np.float32)
-    el_i = el[i]
-    sep = np.hypot((az[i] - az[j]) * np.cos(el_i), el_i - el[j])  # small angles: neighbours
-    foot = np.float32(plan.footprint_rad)
-    scale = np.minimum(np.float32(1.0), foot / np.maximum(sep, np.float32(1e-9)))
-    with np.errstate(invalid="ignore"):
-        dr = np.abs(rng[i] - rng[j])
-        spread = dr * scale
-        # two objects: the step may lie anywhere between the rays, in either footprint
-        jump = np.where(seg[i] != seg[j], dr, np.float32(0))
-        glass_spread = np.abs(glass_rng[i] - glass_rng[j]) * scale
-    both = hit[i] & hit[j]
-    steps = {
-        "edge": (hit[i] != hit[j]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
-        "glass": (glass[i] != glass[j]) | (glass[i] & glass[j] & (glass_spread > plan.edge_m)),
-        "retro": retro[i] != retro[j],
-    }
+    steps = pair_steps(np, plan, pair_separation(f, i, j), i, j, rng, seg, hit, glass, glass_rng, retro)
     for name, step in steps.items():
         marks[name][i[step]] = True
         marks[name][j[step]] = True

@@ -154,7 +154,7 @@ class DeviceWorldSource(WorldSource):
         (:func:`~rt_lidar.pipeline.beam_full.neighbour_marks`, on the device; the neighbour pairs from
         the firings, on the host), cast again as the sub-ray bundle (their starts built on the host from
         the chosen pulses, this step's one copy down, and sent up as one block) into ``hits.bundle``."""
-        from rt_lidar.pipeline.beam_full import _neighbour_pairs
+        from rt_lidar.pipeline.beam_full import _neighbour_pairs, pair_separation, pair_steps
         from rt_lidar.pipeline.sources import BeamBundle
 
         plan = self._full
@@ -162,10 +162,7 @@ class DeviceWorldSource(WorldSource):
         xp = self.xp
         n = len(f)
         i, j = _neighbour_pairs(f)
-        az = np.radians(f.azimuth_deg).astype(np.float32)
-        el = np.radians(f.elevation_deg).astype(np.float32)
-        el_i = el[i]
-        sep_h = np.hypot((az[i] - az[j]) * np.cos(el_i), el_i - el[j])  # small angles: neighbours
+        sep_h = pair_separation(f, i, j)
         ij, sep = xp.asarray(np.stack([i, j])), xp.asarray(sep_h)  # up: the pairs and their separations
         self.counter.up(2)
         rng, mat, seg = hits.range_m, hits.material, hits.segment
@@ -177,19 +174,7 @@ class DeviceWorldSource(WorldSource):
         counts = {"edge": 0, "glass": 0, "retro": 0}
         if i.size:
             ii, jj = ij[0], ij[1]
-            foot = np.float32(plan.footprint_rad)
-            scale = xp.minimum(np.float32(1.0), foot / xp.maximum(sep, np.float32(1e-9)))
-            with np.errstate(invalid="ignore"):
-                dr = xp.abs(rng[ii] - rng[jj])
-                spread = dr * scale
-                jump = xp.where(seg[ii] != seg[jj], dr, np.float32(0))
-                glass_spread = xp.abs(glass_rng[ii] - glass_rng[jj]) * scale
-            both = hit[ii] & hit[jj]
-            steps = {
-                "edge": (hit[ii] != hit[jj]) | (both & ((spread > plan.spread_m) | (jump > plan.edge_m))),
-                "glass": (glass[ii] != glass[jj]) | (glass[ii] & glass[jj] & (glass_spread > plan.edge_m)),
-                "retro": retro[ii] != retro[jj],
-            }
+            steps = pair_steps(xp, plan, sep, ii, jj, rng, seg, hit, glass, glass_rng, retro)
             for name, step in steps.items():
                 mark = xp.zeros(n, bool)
                 mark[ii[step]] = True
