@@ -29,7 +29,7 @@ from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, two_way_transmission
 from rt_lidar.kernels.texture import texture_factor
 from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, waveform_returns
 from rt_lidar.physics.clear_coat import coat_lookup, coat_table
-from rt_lidar.physics.glass_ghost import mirror_r0
+from rt_lidar.physics.glass_ghost import ghost_echoes, mirror_r0
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
 from rt_lidar.physics.pulse_spread import peak_factor
@@ -40,7 +40,6 @@ from rt_lidar.physics.texture import material_seeds
 from rt_lidar.physics.weather import weather_model
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import POINT_DTYPE, PointFlag
-from rt_lidar.sensor.glazing import pane_mirror_reflectance
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.unreal_bridge.world.pose import quat_rotate
@@ -114,33 +113,7 @@ class DeviceSensorPhysics(SensorPhysics):
         its first pane's mirror ``(range m, power W, effective reflectance, segment)`` (power 0: none);
         None when the hits carry no mirror rays."""
         xp = self.xp
-        if hits.glass_mirror_range_m is None:
-            return None
-        n = len(hits)
-        g_r = xp.full(n, np.inf, xp.float32)
-        g_p = xp.zeros(n, xp.float32)
-        g_s = xp.zeros(n, xp.float32)
-        g_seg = xp.zeros(n, xp.uint32)
-        gi = xp.flatnonzero(
-            xp.isfinite(hits.glass_mirror_range_m)
-            & (hits.glass_mirror_material >= 0)
-            & (hits.glass_material >= 0)
-        )
-        if gi.size == 0:
-            return g_r, g_p, g_s, g_seg
-        r0 = self._mirror_r0[_index(xp, hits.glass_material[gi])]
-        r = pane_mirror_reflectance(r0, hits.glass_cos[gi].astype(xp.float64), xp=xp)
-        extra = (r * r).astype(xp.float32)
-        if hits.glass_mirror_transmission is not None:  # a fault on the sensor's window (faults/optical.py)
-            extra = extra * hits.glass_mirror_transmission[gi]
-        r_m = hits.glass_mirror_range_m[gi]
-        with np.errstate(invalid="ignore", over="ignore"):
-            p, s = self._power(
-                r_m, hits.glass_mirror_cos[gi], _index(xp, hits.glass_mirror_material[gi]), extra
-            )
-        g_r[gi], g_p[gi], g_s[gi] = r_m, p, s
-        g_seg[gi] = hits.glass_mirror_segment[gi]
-        return g_r, g_p, g_s, g_seg
+        return ghost_echoes(xp, hits, self._mirror_r0, self._power, lambda m: _index(xp, m))
 
     def _reflectivity(self, power_w: Any, range_m: Any) -> Any:
         """:meth:`EchoModel.measured_reflectivity` on the device."""

@@ -16,7 +16,8 @@ A pane's mirror reflectance at normal incidence is its specular lobe's albedo in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from rt_lidar.physics.echo import EchoModel
     from rt_lidar.pipeline.sources import Hits
 
-__all__ = ["glass_ghost_echoes", "mirror_r0"]
+__all__ = ["ghost_echoes", "glass_ghost_echoes", "mirror_r0"]
 
 
 def mirror_r0(materials: MaterialArrays) -> np.ndarray:
@@ -38,35 +39,50 @@ def mirror_r0(materials: MaterialArrays) -> np.ndarray:
     return np.array([lobe_albedo(float(a), float(b)) if a > 0 else 0.0 for a, b in zip(g, n, strict=True)])
 
 
-def glass_ghost_echoes(
-    echo: EchoModel, hits: Hits
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+Echoes = tuple[Any, Any, Any, Any]
+
+
+def glass_ghost_echoes(echo: EchoModel, hits: Hits) -> Echoes | None:
     """Every ray's ghost echo over its first pane's mirror ``(range m, power W, effective reflectance,
     segment)`` (power 0: none); None when the hits carry no mirror rays of glass."""
+    return ghost_echoes(np, hits, mirror_r0(echo.materials), echo.power)
+
+
+def ghost_echoes(
+    xp: Any,
+    hits: Any,
+    r0_table: Any,
+    power: Callable[[Any, Any, Any, Any], tuple[Any, Any]],
+    index: Callable[[Any], Any] = lambda m: m,
+) -> Echoes | None:
+    """:func:`glass_ghost_echoes` on array module ``xp`` (NumPy on the host, CuPy in the device frame):
+    the panes' mirror reflectances at normal incidence ``r0_table`` (:func:`mirror_r0`, per material),
+    the echo ``power(range, cos, material, extra transmission) -> (power W, effective reflectance)`` of
+    what the mirror rays met, ``index`` turning material numbers into the array module's indices."""
     if hits.glass_mirror_range_m is None or hits.glass_mirror_material is None:
         return None
     if hits.glass_mirror_cos is None:
         return None
     n = len(hits)
-    g_r = np.full(n, np.inf, np.float32)
-    g_p = np.zeros(n, np.float32)
-    g_s = np.zeros(n, np.float32)
-    g_seg = np.zeros(n, np.uint32)
-    gi = np.flatnonzero(
-        np.isfinite(hits.glass_mirror_range_m)
+    g_r = xp.full(n, np.inf, xp.float32)
+    g_p = xp.zeros(n, xp.float32)
+    g_s = xp.zeros(n, xp.float32)
+    g_seg = xp.zeros(n, xp.uint32)
+    gi = xp.flatnonzero(
+        xp.isfinite(hits.glass_mirror_range_m)
         & (hits.glass_mirror_material >= 0)
         & (hits.glass_material >= 0)
     )
     if gi.size:
-        r0 = mirror_r0(echo.materials)[hits.glass_material[gi]]
-        r = pane_mirror_reflectance(r0, hits.glass_cos[gi].astype(np.float64))
-        extra = (r * r).astype(np.float32)
-        if hits.glass_mirror_transmission is not None:
+        r0 = r0_table[index(hits.glass_material[gi])]
+        r = pane_mirror_reflectance(r0, hits.glass_cos[gi].astype(xp.float64), xp=xp)
+        extra = (r * r).astype(xp.float32)
+        if hits.glass_mirror_transmission is not None:  # a fault on the sensor's window (faults/optical.py)
             extra = extra * hits.glass_mirror_transmission[gi]
-        p, s = echo.power(
-            hits.glass_mirror_range_m[gi], hits.glass_mirror_cos[gi], hits.glass_mirror_material[gi], extra
-        )
-        g_r[gi], g_p[gi], g_s[gi] = hits.glass_mirror_range_m[gi], p, s
+        r_m = hits.glass_mirror_range_m[gi]
+        with np.errstate(invalid="ignore", over="ignore"):
+            p, s = power(r_m, hits.glass_mirror_cos[gi], index(hits.glass_mirror_material[gi]), extra)
+        g_r[gi], g_p[gi], g_s[gi] = r_m, p, s
         if hits.glass_mirror_segment is not None:
             g_seg[gi] = hits.glass_mirror_segment[gi]
     return g_r, g_p, g_s, g_seg
