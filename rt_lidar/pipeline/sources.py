@@ -606,20 +606,39 @@ class WorldSource:
         rays ``rows`` (the first-surface hits ``rh`` there are glass), each at its own firing time, up to
         the rest of the sensor's range (:mod:`rt_lidar.physics.glass_ghost`); every other ray none. The
         same NumPy code on the compiled and NumPy casts."""
+        d = np.take(dirs, rows, axis=0)
+        nrm = np.take(rh.normal, rows, axis=0).astype(np.float32)
+        nrm /= np.sqrt(np.einsum("ij,ij->i", nrm, nrm))[:, None]
+        dn = dot_f32(d, nrm)
+        back = np.where(dn > 0, np.float32(-1.0), np.float32(1.0))[:, None] * nrm  # the sensor's side
+        return self._mirror_cast(origins, t_ray, rows, np.take(rh.distance, rows), d, nrm, dn, back)
+
+    def _mirror_cast(
+        self,
+        origins: np.ndarray,
+        t_ray: np.ndarray,
+        rows: np.ndarray,
+        dist: np.ndarray,
+        d: np.ndarray,
+        nrm: np.ndarray,
+        dn: np.ndarray,
+        off: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(whole path, incidence cosine, material, segment), for every ray, of the mirror rays of rays
+        ``rows`` (directions ``d``) off the surfaces of normals ``nrm`` (``dn`` = d . n) they met first
+        ``dist`` away,
+        each started ``off`` (a unit normal, its side) by the epsilon from the hit and cast at its own
+        firing time up to the rest of the sensor's range; every other ray none (inf, 0, -1, 0)."""
         n = origins.shape[0]
         m_range = np.full(n, np.inf, np.float32)
         m_cos = np.zeros(n, np.float32)
         m_mat = np.full(n, -1, np.int16)
         m_seg = np.zeros(n, np.uint32)
-        d = np.take(dirs, rows, axis=0)
-        nrm = np.take(rh.normal, rows, axis=0).astype(np.float32)
-        nrm /= np.sqrt(np.einsum("ij,ij->i", nrm, nrm))[:, None]
-        dn = dot_f32(d, nrm)
+        if not rows.size:
+            return m_range, m_cos, m_mat, m_seg
         mdir = (d - (np.float32(2.0) * dn)[:, None] * nrm).astype(np.float32)
         mdir /= np.sqrt(np.einsum("ij,ij->i", mdir, mdir))[:, None]
-        dist = np.take(rh.distance, rows)
-        back = np.where(dn > 0, np.float32(-1.0), np.float32(1.0))[:, None] * nrm  # the sensor's side
-        org = (np.take(origins, rows, axis=0) + d * dist[:, None] + back * np.float32(_EPS_M)).astype(
+        org = (np.take(origins, rows, axis=0) + d * dist[:, None] + off * np.float32(_EPS_M)).astype(
             np.float32
         )
         mh = self.world.cast(
@@ -643,28 +662,11 @@ class WorldSource:
         """(wet, mirror range, mirror cos, mirror material, mirror segment) of the first-surface hits
         ``rh``: road hits facing up are wet, and each casts its mirror ray off the film (at its own
         firing time, up to the rest of the sensor's range)."""
-        n = origins.shape[0]
         dist, normal = rh.distance, rh.normal
         wet = opaque & np.isin(rh.material, self._road_mat) & (normal[:, 2] >= ROAD_NORMAL_MIN_Z)
-        m_range = np.full(n, np.inf, np.float32)
-        m_cos = np.zeros(n, np.float32)
-        m_mat = np.full(n, -1, np.int16)
-        m_seg = np.zeros(n, np.uint32)
         wi = np.nonzero(wet)[0]
-        if wi.size:
-            d, nrm = dirs[wi], normal[wi]
-            dn = dot_f32(d, nrm)
-            mdir = (d - (2.0 * dn)[:, None] * nrm).astype(np.float32)
-            mdir /= np.sqrt(np.einsum("ij,ij->i", mdir, mdir))[:, None]
-            org = (origins[wi] + d * dist[wi][:, None] + nrm * np.float32(_EPS_M)).astype(np.float32)
-            mh = self.world.cast(
-                org, mdir, t_ray[wi], self.max_range_m - float(dist[wi].min()), threads=self.cast_threads
-            )
-            total = dist[wi] + mh.distance
-            ok = np.isfinite(mh.distance) & (total <= self.max_range_m)
-            k = wi[ok]
-            m_range[k] = total[ok]
-            m_cos[k] = np.abs(dot_f32(mh.normal[ok], mdir[ok]))
-            m_mat[k] = mh.material[ok]
-            m_seg[k] = mh.segment[ok]
+        d, nrm = dirs[wi], normal[wi]
+        m_range, m_cos, m_mat, m_seg = self._mirror_cast(
+            origins, t_ray, wi, dist[wi], d, nrm, dot_f32(d, nrm), nrm
+        )
         return wet, m_range, m_cos, m_mat, m_seg
