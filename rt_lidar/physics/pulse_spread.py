@@ -33,6 +33,8 @@ bundles) samples the footprint itself and sums its sub-rays' echoes in time.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rt_lidar.kernels.waveform import pulse_sigma_ns
@@ -61,13 +63,21 @@ def footprint_range_sigma_m(preset: SensorPreset, range_m: np.ndarray, cos_inc: 
         return np.asarray(range_m, np.float64) * beam_sigma_rad(preset) * tan_i
 
 
-def peak_factor(preset: SensorPreset, range_m: np.ndarray, cos_inc: np.ndarray) -> np.ndarray:
+def _filtered_sigma_ns(preset: SensorPreset) -> float:
+    """Standard deviation (ns) of the echo the receiver thresholds off a surface square on: the pulse
+    convolved with the receiver's impulse response (``pulse.receiver_response_ns``, 0 = none)."""
+    return math.hypot(pulse_sigma_ns(preset.pulse.width_ns), pulse_sigma_ns(preset.pulse.receiver_response_ns))
+
+
+def peak_factor(
+    preset: SensorPreset, range_m: np.ndarray, cos_inc: np.ndarray, filtered: bool = True
+) -> np.ndarray:
     """Peak of the broadened echo over the single-ray echo's, ``sigma_p / sqrt(sigma_p^2 + sigma_t^2)``
     (float32, in (0, 1]; 1 at normal incidence; 0 for rays that met nothing). The echo's width grows by
     the inverse. Written as ``1 / sqrt(1 + k R^2 (1 / cos^2 - 1))``, ``k = (2 s / (c sigma_p))^2``, in
     float32: it runs on every ray. NumPy or CuPy arrays (the device frame's physics), the same code."""
     xp = array_module(range_m, cos_inc)
-    sp = pulse_sigma_ns(preset.pulse.width_ns)
+    sp = _filtered_sigma_ns(preset) if filtered else pulse_sigma_ns(preset.pulse.width_ns)
     k = np.float32((2.0 * beam_sigma_rad(preset) / (C_M_PER_NS * sp)) ** 2)
     c = xp.clip(xp.abs(xp.asarray(cos_inc, xp.float32)), np.float32(MIN_COS), np.float32(1.0))
     r = xp.asarray(range_m, xp.float32)
@@ -84,5 +94,5 @@ def peak_factor(preset: SensorPreset, range_m: np.ndarray, cos_inc: np.ndarray) 
 def echo_width_ns(preset: SensorPreset, range_m: np.ndarray, cos_inc: np.ndarray) -> np.ndarray:
     """FWHM (ns) of the broadened echo off a plane ``range_m`` away at incidence cosine ``cos_inc``: the
     pulse's width over :func:`peak_factor` (float64; the pulse's own width at normal incidence)."""
-    f = peak_factor(preset, range_m, cos_inc)
+    f = peak_factor(preset, range_m, cos_inc, filtered=False)
     return float(preset.pulse.width_ns) / np.maximum(f, 1e-6)

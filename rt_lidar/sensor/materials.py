@@ -78,6 +78,8 @@ class MaterialSpec:
     log-normal factor of this standard deviation, fixed in world coordinates (0 = uniform)."""
     texture_cell_m: float = spec(0.1, 0.005, 10.0, "m")
     """Size of the texture's cells: the reflectance of neighbouring cells is independent."""
+    provenance: dict[str, str] | None = None
+    """Where each fitted or measured value came from (field -> source), as a preset's ``[provenance]``."""
     clear_coat_index: float = spec(0.0, 0.0, 3.0)
     """Refractive index of a clear coat over the diffuse base (automotive paint; 0 = none): the base's
     echo passes the coat twice, ``((1 - F(theta)) / (1 - F(0)))^2`` of what it gives head-on
@@ -128,7 +130,8 @@ class _MaterialFile:
 _OPTIONAL = {
     f.name: f.default
     for f in dataclasses.fields(MaterialSpec)
-    if f.name not in ("spectrum", "description", "spectrum_source", "spectrum_scale", "opposition_b0")
+    if f.name
+    not in ("spectrum", "description", "spectrum_source", "spectrum_scale", "opposition_b0", "provenance")
 }
 
 

@@ -239,6 +239,11 @@ class PulseSpec:
     detection_threshold_w: float = spec(5e-9, 1e-15, 1.0, "W")
     epw_offset_ns: float = spec(0.0, -100.0, 1000.0, "ns")
     """Echo pulse width = time the echo stays above the threshold plus this electronics offset."""
+    receiver_response_ns: float = spec(0.0, 0.0, 1000.0, "ns")
+    """FWHM of the receiver's impulse response (its filter or the DSP's integration of the digitised
+    waveform), Gaussian: the echo it thresholds is the optical echo convolved with it, so an echo
+    broadened over a slanted footprint loses less of its filtered peak
+    (:func:`~rt_lidar.physics.pulse_spread.peak_factor`). 0 = the optical echo's peak is thresholded."""
 
 
 @dataclass(frozen=True)

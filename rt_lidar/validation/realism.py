@@ -11,6 +11,8 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
   farthest ring with probability >= 0.5 (a ray without a return within two rays along the ring of one
   that hit something in front of the ground, or inside a run of such rays whose nearest returns on both
   sides hit something in front of the ground, counts as blocked: a hole in a car, not a miss of the road);
+  beside it, where the road answered there: the median range of that ring's ground returns (a road
+  rising beyond the fitted plane meets the ring short of it);
 - the ground's texture: on ground rings at 5-15 m, the share of points whose intensity differs by a
   reporting step or more from the running median of the 9 points around it along the ring;
 - the share of zero readings among returns beyond 40 m;
@@ -141,8 +143,9 @@ def _texture(grid: ScanGrid, ground: np.ndarray) -> tuple[float | None, int]:
 
 def _horizon(
     grid: ScanGrid, plane: GroundPlane, ground: np.ndarray
-) -> tuple[float | None, list[tuple[float, float, int]]]:
-    """(horizon m, per ring (median range to the plane, P(ground return), rays)) of unblocked rays."""
+) -> tuple[float | None, list[tuple[float, float, int, float | None]]]:
+    """(horizon m, per ring (median range to the plane, P(ground return), rays, median range of its
+    ground returns)) of unblocked rays."""
     denom = grid.direction @ plane.normal
     with np.errstate(divide="ignore", invalid="ignore"):
         t = -plane.offset / denom
@@ -162,10 +165,21 @@ def _horizon(
         if n < 30:
             continue
         p = float((ret[k] & use).sum() / n)
-        rows.append((float(np.median(t[k, use])), p, n))
-    rows.sort()
-    good = [r for r, p, _ in rows if p >= 0.5]
+        on_ground = use & ground[k]
+        where = float(np.median(grid.range_m[k, on_ground])) if on_ground.any() else None
+        rows.append((float(np.median(t[k, use])), p, n, where))
+    rows.sort(key=lambda row: row[0])
+    good = [r for r, p, _, _ in rows if p >= 0.5]
     return (max(good) if good else None), rows
+
+
+def _horizon_returned(rows: list[tuple[float, float, int, float | None]]) -> float | None:
+    """Where the road actually answered at the horizon: the median range of the ground returns of the
+    farthest ring (by its range to the plane) that returns half the time. A road that rises beyond the
+    plane fitted near the sensor meets a ring short of the plane, more steeply: the plane's range then
+    overstates how far the sensor sees the road (KITTI's frame 000008: 67 m to the plane, 55 m returned)."""
+    good = [w for _, p, _, w in rows if p >= 0.5 and w is not None]
+    return good[-1] if good else None
 
 
 def _inside_blocked_run(ret: np.ndarray, blocked: np.ndarray) -> np.ndarray:
@@ -295,6 +309,9 @@ def realism_statistics(grid: ScanGrid, seed: int = 0) -> dict[str, Any]:
     out["ground_texture_share"], out["texture_points"] = _texture(grid, ground)
     horizon, rows = _horizon(grid, plane, ground)
     out["ground_horizon_m"] = horizon
-    out["horizon_rings"] = [[round(t, 2), round(p, 3), n] for t, p, n in rows]
+    out["ground_horizon_returned_m"] = _horizon_returned(rows)
+    out["horizon_rings"] = [
+        [round(t, 2), round(p, 3), n, None if w is None else round(w, 2)] for t, p, n, w in rows
+    ]
     out.update(_drops(grid, ground))
     return out

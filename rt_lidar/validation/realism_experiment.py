@@ -93,10 +93,16 @@ outdoor scan; zero readings beyond 40 m: about half on KITTI's HDL-64E S2, none 
 STAT_KEYS = {
     "falloff": "ground_falloff_20_30_over_0_10",
     "horizon_m": "ground_horizon_m",
+    "horizon_ret": "ground_horizon_returned_m",
     "texture": "ground_texture_share",
     "zeros40": "zero_share_beyond_40m",
 }
-GROUND_KEYS = ("ground_falloff_20_30_over_0_10", "ground_horizon_m", "ground_texture_share")
+GROUND_KEYS = (
+    "ground_falloff_20_30_over_0_10",
+    "ground_horizon_m",
+    "ground_horizon_returned_m",
+    "ground_texture_share",
+)
 """Statistics of the road: compared only on real frames recorded outdoors (:func:`is_outdoor`)."""
 
 
@@ -179,6 +185,7 @@ def _residual(value: float | None, ref: Interval) -> float | None:
 SUMMARY_KEYS = (
     "ground_falloff_20_30_over_0_10",
     "ground_horizon_m",
+    "ground_horizon_returned_m",
     "ground_texture_share",
     "zero_share_beyond_40m",
     "drop_share",

@@ -159,7 +159,8 @@ def test_validate_prints_simulated_beside_real(tmp_path: Path, capsys: pytest.Ca
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "preset   statistic   simulated real frame   published  residual" in out
-    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 4
+    # falloff, horizon_m, horizon_ret (where the road answered at the horizon), texture, zeros40
+    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 5
 
 
 def test_without_the_real_frames_their_checks_are_not_run_and_that_is_said(
