@@ -66,7 +66,8 @@ def footprint_range_sigma_m(preset: SensorPreset, range_m: np.ndarray, cos_inc: 
 def _filtered_sigma_ns(preset: SensorPreset) -> float:
     """Standard deviation (ns) of the echo the receiver thresholds off a surface square on: the pulse
     convolved with the receiver's impulse response (``pulse.receiver_response_ns``, 0 = none)."""
-    return math.hypot(pulse_sigma_ns(preset.pulse.width_ns), pulse_sigma_ns(preset.pulse.receiver_response_ns))
+    pulse = pulse_sigma_ns(preset.pulse.width_ns)
+    return math.hypot(pulse, pulse_sigma_ns(preset.pulse.receiver_response_ns))
 
 
 def peak_factor(
@@ -74,7 +75,10 @@ def peak_factor(
 ) -> np.ndarray:
     """Peak of the broadened echo over the single-ray echo's, ``sigma_p / sqrt(sigma_p^2 + sigma_t^2)``
     (float32, in (0, 1]; 1 at normal incidence; 0 for rays that met nothing). The echo's width grows by
-    the inverse. Written as ``1 / sqrt(1 + k R^2 (1 / cos^2 - 1))``, ``k = (2 s / (c sigma_p))^2``, in
+    the inverse. ``filtered``: the peak the receiver thresholds, that of the echo convolved with its
+    impulse response (``pulse.receiver_response_ns``; a filter matched to the pulse keeps
+    ``sqrt(2 sigma_p^2 / (2 sigma_p^2 + sigma_t^2))``): ``sigma_p`` is then the filtered pulse's; the
+    optical echo's own peak (``filtered=False``) gives its width (:func:`echo_width_ns`). Written as ``1 / sqrt(1 + k R^2 (1 / cos^2 - 1))``, ``k = (2 s / (c sigma_p))^2``, in
     float32: it runs on every ray. NumPy or CuPy arrays (the device frame's physics), the same code."""
     xp = array_module(range_m, cos_inc)
     sp = _filtered_sigma_ns(preset) if filtered else pulse_sigma_ns(preset.pulse.width_ns)
