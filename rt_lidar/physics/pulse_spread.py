@@ -78,7 +78,8 @@ def peak_factor(
     the inverse. ``filtered``: the peak the receiver thresholds, that of the echo convolved with its
     impulse response (``pulse.receiver_response_ns``; a filter matched to the pulse keeps
     ``sqrt(2 sigma_p^2 / (2 sigma_p^2 + sigma_t^2))``): ``sigma_p`` is then the filtered pulse's; the
-    optical echo's own peak (``filtered=False``) gives its width (:func:`echo_width_ns`). Written as ``1 / sqrt(1 + k R^2 (1 / cos^2 - 1))``, ``k = (2 s / (c sigma_p))^2``, in
+    optical echo's own peak (``filtered=False``) gives its width (:func:`echo_width_ns`).
+    Written as ``1 / sqrt(1 + k R^2 (1 / cos^2 - 1))``, ``k = (2 s / (c sigma_p))^2``, in
     float32: it runs on every ray. NumPy or CuPy arrays (the device frame's physics), the same code."""
     xp = array_module(range_m, cos_inc)
     sp = _filtered_sigma_ns(preset) if filtered else pulse_sigma_ns(preset.pulse.width_ns)
