@@ -64,6 +64,33 @@ def test_flat_ground_gives_its_falloff_horizon_and_no_texture() -> None:
     assert s["zero_share_beyond_40m"] is None  # nothing returns beyond 30 m
 
 
+def test_a_road_rising_beyond_the_fitted_plane_answers_short_of_it() -> None:
+    # flat to 20 m, then rising 1 in 100: the plane fitted near the sensor is the flat part's, and the
+    # ring aimed at that plane 58 m away meets the rising road at 49 m. The plane's horizon overstates how far
+    # the road answers; the returned horizon is where it did (as on KITTI's frame: 67 m against 55 m).
+    flat = realism_statistics(_flat_ground(lambda r, rng: np.full(r.size, 30.0), drop_beyond_m=60.0))
+    assert flat["ground_horizon_returned_m"] == pytest.approx(flat["ground_horizon_m"], rel=0.02)
+    el = np.radians(np.linspace(-25, -1, 32))
+    az = np.radians(np.arange(1000) * 0.36)
+    d = np.stack(
+        np.broadcast_arrays(
+            np.cos(el)[:, None] * np.cos(az), np.cos(el)[:, None] * np.sin(az), np.sin(el)[:, None]
+        ),
+        -1,
+    )
+    tan_g = -d[..., 2] / np.hypot(d[..., 0], d[..., 1])  # grazing slope of each ray
+    horiz = np.where(1.8 / tan_g <= 20.0, 1.8 / tan_g, (1.8 + 0.01 * 20.0) / (tan_g + 0.01))
+    r = horiz * np.sqrt(1.0 + tan_g**2)
+    keep = horiz < 50.0  # the rising road answers out to 50 m along the ground
+    xyz = (d * r[..., None])[keep]
+    ring = np.broadcast_to(np.arange(32)[:, None], r.shape)[keep]
+    g = grid_from_points("rising", xyz, np.full(int(keep.sum()), 30.0), ring, 1.0, "counts")
+    s = realism_statistics(g)
+    assert s["ground_horizon_m"] > 55.0  # the farthest answering ring's range to the flat plane
+    assert 46.0 < s["ground_horizon_returned_m"] < 50.5  # where the rising road answered it
+    assert all(len(row) == 4 for row in s["horizon_rings"])
+
+
 def test_texture_and_zeros_move_with_the_scan() -> None:
     speckled = realism_statistics(_flat_ground(lambda r, rng: np.round(50 + 5 * rng.standard_normal(r.size))))
     assert speckled["ground_texture_share"] > 0.5
@@ -82,6 +109,9 @@ def test_kitti_frame_statistics() -> None:
     s = realism_statistics(g)
     assert 1.6 < s["sensor_height_m"] < 2.0  # KITTI's HDL-64E sits 1.73 m up
     assert s["ground_horizon_m"] >= 60.0  # realism-statistics.md: >= 64 m
+    # ... to the plane fitted near the car; the road rises beyond it, and the ring aimed 67 m out at the
+    # plane answers from the road 52-58 m away: the HDL-64E S2 sees this road to ~55 m
+    assert 50.0 <= s["ground_horizon_returned_m"] <= 60.0
     assert 0.12 <= s["ground_texture_share"] <= 0.84
     assert 0.4 <= s["zero_share_beyond_40m"] <= 0.8  # the S2 reports ~half its far returns as 0
     assert 0.10 <= s["hole_share"] <= 0.25  # the issue: 15.7 % in the camera crop
