@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from test_street_cars import MOUNT_Z, _car_points
 
+from rt_lidar.api import in_process_pipeline
+from rt_lidar.config import RunConfig
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.receiver_focus import receiver_focus_gain
 from rt_lidar.physics.receiver_range import range_exponent, receiver_range_gain
@@ -92,3 +94,17 @@ def test_calibrated_reflectivity_divides_the_focus_out_and_detection_keeps_it() 
     refl_f = EchoModel(preset, arrays).measured_reflectivity(p_f, r)
     refl_u = EchoModel(unfocused, arrays).measured_reflectivity(p_u, r)
     assert refl_f[0] == pytest.approx(refl_u[0], rel=1e-5)
+
+
+def test_the_device_frame_carries_the_focus_as_the_host_does() -> None:
+    """``--device`` (its CPU twin here, CuPy where a GPU is) applies the focus in its own path factor: an
+    HDL-64E street scan has the host's points within 0.5 % (without it, 8 % more near returns)."""
+    counts = []
+    for device in ("cpu", "cuda-source-on-cpu"):
+        config = RunConfig(preset="HDL-64E", seed=1, in_process=True, device=device)
+        built = in_process_pipeline(config, load_preset("HDL-64E"))
+        try:
+            counts.append(built.pipeline.scans(1)[0].points.size)
+        finally:
+            built.pipeline.close()
+    assert counts[1] == pytest.approx(counts[0], rel=0.005)
