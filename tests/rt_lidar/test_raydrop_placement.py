@@ -20,6 +20,8 @@ from rt_lidar.sensor.presets import load_preset
 from rt_lidar.unreal_bridge.world import Pose, Scene
 from rt_lidar.unreal_bridge.world.geometry import MeshBuilder
 from rt_lidar.unreal_bridge.world.props import add_car
+from rt_lidar.validation.real_formats import read_real_scan
+from rt_lidar.validation.real_frames import shared_real_dir
 
 
 def _diffuse_905(*names: str) -> np.ndarray:
@@ -108,3 +110,25 @@ def test_the_device_frame_carries_the_focus_as_the_host_does() -> None:
         finally:
             built.pipeline.close()
     assert counts[1] == pytest.approx(counts[0], rel=0.005)
+
+
+def test_kittis_s2_reads_zero_inside_near_cars_not_on_the_near_road() -> None:
+    """What change 22 is checked against (KITTI frame 000008, ring by ring): the upper block's returns
+    within 7.5 m (car windows and cabins) read 0 for most of them, beyond 10 m almost none do, and the
+    lower block's road at 4-10 m reads values."""
+    root = shared_real_dir()
+    path = None if root is None else root / "kitti_000008" / "velodyne_000008.bin"
+    if path is None or not path.exists():
+        pytest.skip("no KITTI frame in ../shared/reference/real")
+    g = read_real_scan(path, "HDL-64E")
+    ret = g.returned & g.in_view
+    elev = np.degrees(np.arcsin(np.clip(g.direction[..., 2], -1.0, 1.0)))
+    upper = elev > -8.7
+    zero = g.intensity == 0
+    z = g.range_m * g.direction[..., 2]
+    near_upper = ret & upper & (g.range_m < 7.5)
+    far_upper = ret & upper & (g.range_m >= 10.0) & (g.range_m < 15.0)
+    near_road = ret & ~upper & (g.range_m >= 4.0) & (g.range_m < 10.0) & (z < -1.5)
+    assert near_upper.sum() > 1000 and zero[near_upper].mean() > 0.7
+    assert zero[far_upper].mean() < 0.1
+    assert near_road.sum() > 1000 and zero[near_road].mean() < 0.02
