@@ -43,6 +43,7 @@ MATERIAL_TAGS: dict[str, int] = {
     "car_glass_ir": 14,
     "car_glass_privacy": 14,
     "interior": 14,
+    "car_interior": 14,
 }
 """The CARLA 0.9.14 tag a surface of each embedded material would carry (CARLA tags classes, not
 materials: brick and plaster are both Building, every car part is Car)."""

@@ -33,6 +33,7 @@ from rt_lidar.physics.glass_ghost import ghost_echoes, mirror_r0
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
 from rt_lidar.physics.pulse_spread import peak_factor
+from rt_lidar.physics.receiver_focus import focus_gain, focus_parameters
 from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.physics.returns import _C_M_PER_NS as C_M_PER_NS
 from rt_lidar.physics.returns import MAX_NOISY_CANDIDATES, select_kind
@@ -80,11 +81,14 @@ class DeviceSensorPhysics(SensorPhysics):
         self._gain = (
             None if range_exponent(preset) == 2.0 else (range_exponent(preset), preset.range.range_10pct_m)
         )
+        self._focus = focus_parameters(preset)
 
     def _path(self, range_m: Any) -> Any:
         """:meth:`EchoModel.path_factor` on the device."""
         xp = self.xp
         trans = two_way_transmission(range_m, self.config.extinction_per_m)
+        if self._focus is not None:  # the receiver lens's focus (rt_lidar.physics.receiver_focus)
+            trans = trans * focus_gain(xp, range_m, self._focus).astype(xp.float32)
         if self._gain is None:
             return trans
         n, r10 = self._gain

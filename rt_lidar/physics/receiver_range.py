@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from rt_lidar.physics.receiver_focus import receiver_focus_gain
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
 
 __all__ = ["range_exponent", "receiver_range_gain"]
@@ -46,11 +47,13 @@ def receiver_range_gain(preset: SensorPreset, range_m: np.ndarray) -> np.ndarray
     """``g(R) = (R / R10)^(2 - n)`` per range (float32), or None where the preset follows 1/R^2 (g = 1:
     callers skip the multiplication, so presets with one datasheet figure keep their bytes)."""
     n = range_exponent(preset)
+    focus = receiver_focus_gain(preset, range_m)  # the lens's focus (issue 40, change 22)
     if n == 2.0:
-        return None
+        return focus
     r10 = preset.range.range_10pct_m
     assert r10 is not None
     r = np.maximum(np.asarray(range_m, np.float64), 1e-3)
     with np.errstate(over="ignore", invalid="ignore"):
         g = np.power(r / r10, 2.0 - n)
-    return np.where(np.isfinite(g), g, 0.0).astype(np.float32)
+    g = np.where(np.isfinite(g), g, 0.0).astype(np.float32)
+    return g if focus is None else g * focus

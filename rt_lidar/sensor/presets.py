@@ -170,6 +170,9 @@ class OpticsSpec:
     """Beam diameter at the exit window: the footprint at range R is this plus the divergence x R, and
     sub-rays start across it (:func:`~rt_lidar.sensor.beam.exit_offsets`)."""
     receiver_aperture_m: float = spec(0.025, 0.001, 1.0, "m")
+    receiver_focus_m: float | None = spec(None, 0.5, 1000.0, "m")
+    """Distance the receiver lens is focused at: nearer echoes blur on the detector and lose power
+    (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss)."""
     system_efficiency: float = spec(0.5, 0.0, 1.0)
     sub_rays: int = spec(1, 1, 127)
     """Rays cast per pulse over the footprint (1 = the nominal direction only)."""

@@ -163,6 +163,7 @@ _CLASS = {
             "car_glass",
             "car_glass_ir",
             "car_glass_privacy",
+            "car_interior",
         ],
         "car",
     ),

@@ -71,8 +71,11 @@ def test_a_coated_windscreen_passes_a_quarter_of_what_plain_glazing_does() -> No
         sel = (z > 0.97) & (z < 1.3) & (p["x"] > 7.0) & (p["x"] < 8.2) & (np.abs(p["y"]) < 0.7)
         return p["reflectivity"][sel]
 
-    plain = cabin(_car_points("car_paint_white", pose, "car_glass"))
-    coated = cabin(_car_points("car_paint_white", pose, "car_glass_ir"))
+    # the cabin's carbon-black trim (car_interior, 0.02) is near the S2's threshold through any glazing:
+    # a receiver 8x more sensitive sees both, so the ratio measures the glazing alone
+    threshold = load_preset("HDL-64E").pulse.detection_threshold_w / 8
+    plain = cabin(_car_points("car_paint_white", pose, "car_glass", threshold))
+    coated = cabin(_car_points("car_paint_white", pose, "car_glass_ir", threshold))
     assert len(plain) > 30 and len(coated) > 10
     assert 0.15 < np.median(coated) / np.median(plain) < 0.4
 

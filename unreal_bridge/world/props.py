@@ -38,15 +38,15 @@ def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glas
             [(-1.95, y, z_low), (xb - 0.05, y, z_low), (xb - 0.05, y, z_top), (-1.4, y, z_top)], rear_glass
         )
         b.box((0.0, s * (half_w + 0.005), 0.75), (3.6, 0.01, 0.05), "chrome")
-    b.box((-0.2, 0.0, 0.95), (3.5, 1.58, 0.02), "interior")  # floor and parcel shelf
+    b.box((-0.2, 0.0, 0.95), (3.5, 1.58, 0.02), "car_interior")  # floor and parcel shelf
     # dashboard, under the windscreen (it reached through the raked glass before: its front 0.3 m stood
     # outside the car, an unglazed dark face in every car's windscreen)
-    b.box((1.0, 0.0, 1.03), (0.3, 1.5, 0.14), "interior")
+    b.box((1.0, 0.0, 1.03), (0.3, 1.5, 0.14), "car_interior")
     for s in (-1.0, 1.0):
-        b.box((0.3, s * 0.4, 1.01), (0.5, 0.5, 0.1), "interior")  # front seat cushion
-        b.box((0.0, s * 0.4, 1.18), (0.1, 0.5, 0.34), "interior")  # front seat back
-    b.box((-0.8, 0.0, 1.01), (0.5, 1.4, 0.1), "interior")  # rear bench
-    b.box((-1.1, 0.0, 1.16), (0.1, 1.4, 0.3), "interior")  # rear backrest
+        b.box((0.3, s * 0.4, 1.01), (0.5, 0.5, 0.1), "car_interior")  # front seat cushion
+        b.box((0.0, s * 0.4, 1.18), (0.1, 0.5, 0.34), "car_interior")  # front seat back
+    b.box((-0.8, 0.0, 1.01), (0.5, 1.4, 0.1), "car_interior")  # rear bench
+    b.box((-1.1, 0.0, 1.16), (0.1, 1.4, 0.3), "car_interior")  # rear backrest
     b.box((half_l + 0.005, 0.0, 0.72), (0.01, 1.0, 0.12), "chrome")
     for s in (-1.0, 1.0):
         b.box((s * (half_l + 0.01), 0.0, 0.5), (0.01, 0.52, 0.11), "plate_sheeting")
