@@ -56,8 +56,7 @@ def with_extras(points: np.ndarray, extras: dict[str, np.ndarray] | None) -> np.
     fields = [(n, points.dtype.fields[n][0]) for n in names] if points.dtype.fields else []
     dtype = np.dtype(fields + [(k, v.dtype) for k, v in extras.items()])
     out = np.empty(points.shape, dtype)
-    for n in names:
-        out[n] = points[n]
+    copy_same_fields(out, points, list(names))  # the point fields as one block
     for k, v in extras.items():
         out[k] = v
     return out
