@@ -6,6 +6,8 @@ write the same bytes with fewer passes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["copied_runs", "copy_fields", "copy_same_fields"]
@@ -16,7 +18,8 @@ def copied_runs(dst: np.dtype, src: np.dtype, names: list[str]) -> list[list[str
     runs of fields that lie side by side in both types with the same types: each run is one block of
     bytes in either, copied at once (:func:`copy_fields`)."""
     runs: list[list[str]] = []
-    dst_f, src_f = dst.fields or {}, src.fields or {}
+    dst_f: dict[str, Any] = dict(dst.fields or {})
+    src_f: dict[str, Any] = dict(src.fields or {})
     for name in names:
         if runs:
             prev = runs[-1][-1]
@@ -39,7 +42,8 @@ def copy_fields(out: np.ndarray, points: np.ndarray, run: list[str]) -> None:
     if len(run) == 1:
         out[run[0]] = points[run[0]]
         return
-    dst_f, src_f = out.dtype.fields or {}, points.dtype.fields or {}
+    dst_f: dict[str, Any] = dict(out.dtype.fields or {})
+    src_f: dict[str, Any] = dict(points.dtype.fields or {})
     size = dst_f[run[-1]][1] + dst_f[run[-1]][0].itemsize - dst_f[run[0]][1]
 
     def block(array: np.ndarray, offset: int) -> np.ndarray:

@@ -85,7 +85,8 @@ def test_pcd_intensity_types_and_extras_are_copied_whole(kind: type, tmp_path: P
     finite = _random_points(500, 5)
     for name in ("x", "y", "z", "intensity", "reflectivity"):
         finite[name] = np.random.default_rng(6).uniform(-50.0, 50.0, finite.size)
-    path = write_pcd(tmp_path / "scan.pcd", finite, {"epw_ns": np.ones(finite.size, np.float32)}, kind)
+    extra = {"epw_ns": np.ones(finite.size, np.float32)}
+    path = write_pcd(tmp_path / "scan.pcd", finite, extra, np.dtype(kind))
     cloud = PointCloud.from_path(path)
     back = cloud.numpy(("x", "y", "z", "ring", "epw_ns"))
     assert np.array_equal(back[:, 0], finite["x"]) and np.array_equal(back[:, 2], finite["z"])
