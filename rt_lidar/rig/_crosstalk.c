@@ -275,17 +275,20 @@ static PyObject *echoes(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nn)", ns, nd);
 }
 
-/* rotate_unit(q f8 (N, 4), v f4 (N, 3), N, out f8 (N, 3)): crosstalk._rotate of v (as float64) by the wxyz
- * quaternions q, v + w t + r x t with t = 2 r x v (np.cross's products and differences), then divided by
- * its np.linalg.norm, as _pulses makes each pulse's world direction. */
+/* rotate_unit(q f8 (N, 4), v f4 (N, 3), N, out f8 (N, 3)[, one]): crosstalk._rotate of v (as float64) by the
+ * wxyz quaternions q, v + w t + r x t with t = 2 r x v (np.cross's products and differences), then divided
+ * by its np.linalg.norm, as _pulses makes each pulse's world direction. With one = 1, q is a single
+ * quaternion (1, 4) that every direction takes (a sensor that does not turn: the broadcast rows of
+ * interpolate_pose_samples, read in place instead of copied row by row); the same values. */
 static PyObject *rotate_unit(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[3];
     Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "OOnO", &o[0], &o[1], &n, &o[2])) return NULL;
+    int one = 0;
+    if (!PyArg_ParseTuple(args, "OOnO|p", &o[0], &o[1], &n, &o[2], &one)) return NULL;
     Buf b[3];
     memset(b, 0, sizeof b);
-    if (buf_get(&b[0], o[0], 0, 'd', 8, 4 * n, "q") || buf_get(&b[1], o[1], 0, 'f', 4, 3 * n, "v") ||
+    if (buf_get(&b[0], o[0], 0, 'd', 8, one ? 4 : 4 * n, "q") || buf_get(&b[1], o[1], 0, 'f', 4, 3 * n, "v") ||
         buf_get(&b[2], o[2], 1, 'd', 8, 3 * n, "out")) {
         buf_release(b, 3);
         return NULL;
@@ -294,8 +297,10 @@ static PyObject *rotate_unit(PyObject *self, PyObject *args) {
     const float *V = b[1].view.buf;
     double *out = b[2].view.buf;
     Py_BEGIN_ALLOW_THREADS
+    const Py_ssize_t q_step = one ? 0 : 4;
     for (Py_ssize_t i = 0; i < n; i++) {
-        const double w = Q[4 * i], r0 = Q[4 * i + 1], r1 = Q[4 * i + 2], r2 = Q[4 * i + 3];
+        const double *q = Q + q_step * i;
+        const double w = q[0], r0 = q[1], r1 = q[2], r2 = q[3];
         const double v0 = V[3 * i], v1 = V[3 * i + 1], v2 = V[3 * i + 2];
         const double t0 = 2.0 * (r1 * v2 - r2 * v1), t1 = 2.0 * (r2 * v0 - r0 * v2), t2 = 2.0 * (r0 * v1 - r1 * v0);
         double x[3];

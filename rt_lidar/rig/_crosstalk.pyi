@@ -10,7 +10,7 @@ def pair_bounds(
 ) -> int:
     """Each A pulse's range of B pulses in its window; returns the pairs."""
 
-def rotate_unit(q: Any, v: Any, n: int, out: Any, /) -> None:
+def rotate_unit(q: Any, v: Any, n: int, out: Any, one: bool = ..., /) -> None:
     """Unit world directions of sensor-frame directions rotated by quaternions."""
 
 def echoes(*args: Any) -> tuple[int, int]:

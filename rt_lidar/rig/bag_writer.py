@@ -5,8 +5,11 @@ times on the way to the file (into a record buffer, into the chunk, the chunk's 
 then the file), every copy under the GIL on the sinks' thread, beside the frame loop's. Here a message
 goes into the chunk once and the chunk goes to the file from its own buffer: the records, their
 lengths and their order are the ones ``McapWriter`` writes (``tests/rt_lidar/rig/test_bag_writer.py``
-holds the two files equal). Only uncompressed chunks (the rig's bag) take the short way; a compressed
-chunk is closed by ``McapWriter`` itself.
+holds the two files equal). A large message (a cloud, :data:`_BY_REFERENCE_BYTES` or more) is not even
+copied into the chunk: the chunk keeps the message's own buffer and writes it to the file from there
+when it closes (so a caller must not change a message's bytes after :meth:`LeanMcapWriter.write`, as
+the rig's bag never does: each message is a new buffer). Only uncompressed chunks (the rig's bag) take
+the short way; a compressed chunk is closed by ``McapWriter`` itself.
 """
 
 from __future__ import annotations
@@ -26,6 +29,50 @@ _CHUNK_BYTES = 2**20
 """McapWriter closes a chunk once it holds more than this."""
 _MESSAGE_HEAD = 2 + 4 + 8 + 8
 """A message record's fields before its data: channel id, sequence, log time, publish time."""
+_BY_REFERENCE_BYTES = 2**16
+"""A message at least this large stays in its own buffer until its chunk is written (not copied)."""
+
+
+class _ChunkBuffer:
+    """A pending chunk's bytes as ``BytesIO`` holds them (``write``, ``tell``, ``getvalue``,
+    ``getbuffer``) where large writes are kept as the caller's buffers, not copied: :meth:`pieces`
+    gives the chunk's bytes in order without joining them."""
+
+    def __init__(self) -> None:
+        self._done: list[memoryview] = []
+        self._small = BytesIO()
+        self._size = 0
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        n = view.nbytes
+        if n >= _BY_REFERENCE_BYTES:
+            if self._small.tell():
+                self._done.append(self._small.getbuffer().toreadonly())
+                self._small = BytesIO()
+            self._done.append(view)
+        else:
+            self._small.write(view)
+        self._size += n
+        return n
+
+    def tell(self) -> int:
+        return self._size
+
+    def pieces(self) -> list[memoryview]:
+        """The chunk's bytes, in order."""
+        tail = [self._small.getbuffer().toreadonly()] if self._small.tell() else []
+        return [*self._done, *tail]
+
+    def getvalue(self) -> bytes:
+        return b"".join(self.pieces())
+
+    def getbuffer(self) -> memoryview:
+        return memoryview(self.getvalue())
+
+
+def _new_chunk() -> PendingChunk:
+    return PendingChunk(2**63 - 1, 0, _ChunkBuffer(), defaultdict(list))  # type: ignore[arg-type]
 
 
 def _u64(v: int) -> bytes:
@@ -33,7 +80,12 @@ def _u64(v: int) -> bytes:
 
 
 class LeanMcapWriter(McapWriter):
-    """:class:`McapWriter` writing each message into its chunk once and each chunk from its buffer."""
+    """:class:`McapWriter` writing each message into its chunk once (a large one not at all: kept as
+    its own buffer) and each chunk from its buffers."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.chunk = _new_chunk()
 
     def write(self, connection: Any, timestamp: int, data: bytes | memoryview) -> None:
         """As :meth:`McapWriter.write`: the message record (op 0x05) appended to the pending chunk."""
@@ -64,8 +116,9 @@ class LeanMcapWriter(McapWriter):
         fields += (0).to_bytes(4, "little") + _u64(size)  # compression "" and the chunk's length
         chunk_start = self.bio.tell()
         self.bio.write(b"\x06" + _u64(len(fields) + size) + fields)
-        with chunk.bio.getbuffer() as body:
-            self.bio.write(body)
+        for piece in chunk.bio.pieces():  # type: ignore[attr-defined]
+            self.bio.write(piece)
+            piece.release()
         chunk_end = self.bio.tell()
 
         offsets: list[tuple[int, int]] = []
@@ -94,7 +147,7 @@ class LeanMcapWriter(McapWriter):
         write_uint64(rec, size)
         self.chunks.append(rec)
 
-        self.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
+        self.chunk = _new_chunk()
 
 
 class LeanWriter(Writer):

@@ -28,7 +28,7 @@ last listening window of a frame (< 1 us of 50 ms) misses aggressors fired in th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -94,6 +94,19 @@ class _Pulses:
     range_m: np.ndarray  # (N,) float64, inf = nothing hit
     cos_inc: np.ndarray  # (N,) float64
     material: np.ndarray  # (N,) int64, -1 = miss
+    _order: np.ndarray | None = field(default=None, init=False, repr=False)
+    in_time_order: bool = field(default=False, init=False, repr=False)
+    """``t_ns`` never decreases (known once :meth:`time_order` ran): B's times in time order are ``t_ns``."""
+
+    def time_order(self) -> np.ndarray:
+        """The pulses in time order (a stable argsort of ``t_ns``), found once for every sensor that
+        pairs with them: ``arange`` when they already are (a sensor fires in time order), which is what
+        the argsort gives then."""
+        if self._order is None:
+            t = self.t_ns
+            self.in_time_order = t.size < 2 or bool(np.all(t[1:] >= t[:-1]))
+            self._order = np.arange(t.size) if self.in_time_order else np.argsort(t, kind="stable")
+        return self._order
 
 
 def _half_angle_rad(preset: SensorPreset) -> float:
@@ -169,7 +182,7 @@ def _windows(a: CrosstalkSensor, b: CrosstalkSensor, pb: _Pulses) -> tuple[float
     """(A's listening window ns, B's lead ns, B's pulses in time order)."""
     window_ns = 2.0 * a.preset.range.max_m / C_M_PER_NS
     lead_ns = 2.0 * b.preset.range.max_m / C_M_PER_NS
-    return window_ns, lead_ns, np.argsort(pb.t_ns, kind="stable")
+    return window_ns, lead_ns, pb.time_order()
 
 
 def twin_arguments(

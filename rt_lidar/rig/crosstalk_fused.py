@@ -67,7 +67,9 @@ def echoes(
         return None
     c = np.ascontiguousarray
     lo, hi = np.empty(na, np.int64), np.empty(na, np.int64)
-    t_sorted = c(pb.t_ns[order])
+    # B's times in time order: its own array where they already are (``_Pulses.time_order``)
+    in_order = getattr(pb, "in_time_order", False) and order is getattr(pb, "_order", None)
+    t_sorted = c(pb.t_ns if in_order else pb.t_ns[order])
     total = _c.pair_bounds(c(pa.t_ns), t_sorted, na, nb, float(lead_ns), float(window_ns), lo, hi)
     out = [np.empty(total, d) for d in (np.int64, np.float64, np.float64) * 2]
     ns, nd = _c.echoes(
@@ -90,5 +92,8 @@ def world_directions(quat: np.ndarray, d_sensor: np.ndarray) -> np.ndarray | Non
     if not available() or not _ok(d_sensor, np.float32, (n, 3)) or not _ok(quat, np.float64, (n, 4)):
         return None
     out = np.empty((n, 3))
-    _c.rotate_unit(np.ascontiguousarray(quat), np.ascontiguousarray(d_sensor), n, out)
+    if n and quat.strides[0] == 0:  # one orientation broadcast to every pulse: read it once, not copied
+        _c.rotate_unit(np.ascontiguousarray(quat[:1]), np.ascontiguousarray(d_sensor), n, out, True)
+    else:
+        _c.rotate_unit(np.ascontiguousarray(quat), np.ascontiguousarray(d_sensor), n, out)
     return out

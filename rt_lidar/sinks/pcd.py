@@ -15,6 +15,7 @@ import numpy as np
 from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.points import POINT_DTYPE, POINT_FIELDS
 from rt_lidar.sinks.atomic import atomic_write
+from rt_lidar.sinks.field_copy import copy_same_fields
 
 __all__ = ["intensity_dtype", "pcd_header", "read_pcd", "with_extras", "with_intensity_type", "write_pcd"]
 
@@ -55,8 +56,7 @@ def with_extras(points: np.ndarray, extras: dict[str, np.ndarray] | None) -> np.
     fields = [(n, points.dtype.fields[n][0]) for n in names] if points.dtype.fields else []
     dtype = np.dtype(fields + [(k, v.dtype) for k, v in extras.items()])
     out = np.empty(points.shape, dtype)
-    for n in names:
-        out[n] = points[n]
+    copy_same_fields(out, points, list(names))  # the point fields as one block
     for k, v in extras.items():
         out[k] = v
     return out
@@ -86,9 +86,7 @@ def with_intensity_type(points: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return points
     fields = [(n, dtype if n == "intensity" else points.dtype.fields[n][0]) for n in names]
     out = np.empty(points.shape, np.dtype(fields))
-    for n in names:
-        if n != "intensity":
-            out[n] = points[n]
+    copy_same_fields(out, points, [n for n in names if n != "intensity"])  # the fields around it as blocks
     values = np.nan_to_num(points["intensity"].astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     if dtype.kind == "u":
         values = np.clip(np.rint(values), 0, np.iinfo(dtype).max)

@@ -27,6 +27,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
+from rt_lidar.sinks.field_copy import copy_same_fields
 from rt_lidar.sinks.ouster_meta import nir_counts
 
 __all__ = [
@@ -131,8 +132,20 @@ def fill_cloud(out: np.ndarray, points: np.ndarray, ambient_w: np.ndarray | None
     """Write our ``points`` into ``out``, an array of a PointCloud2 layout (:func:`cloud_bytes`' values;
     its padding bytes are left as they are)."""
     layout = out.dtype
+    converted = ("time", "t", "range", "ambient")
+    same = [
+        n
+        for n in layout.names or ()
+        if n not in converted
+        and not (n == "reflectivity" and layout[n].kind == "u")
+        and n in (points.dtype.names or ())
+        and layout[n] == points.dtype[n]
+    ]
+    copy_same_fields(out, points, same)
     for name in layout.names or ():
         kind = layout[name]
+        if name in same:
+            continue
         if name == "time":  # the Velodyne driver's: float32 s from the scan start
             out[name] = points["t"].astype(np.float64) * 1e-9
         elif name == "t":  # ouster-ros's: uint32 ns from the scan start

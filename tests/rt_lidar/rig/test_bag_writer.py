@@ -40,6 +40,8 @@ def _write(cls: type[Writer], path: Path, sizes: list[int], seed: int) -> bytes:
         [10, 20, 30],  # one chunk, closed at the end
         [5_000_000, 12, 3_000_000, 700_000, 700_000, 1, 2**20 - 60, 2**20 + 5, 0],  # chunks closed by size
         [400_000] * 9,
+        # around the size a message is kept by reference at (2**16), small ones between: one chunk of both
+        [65_535, 65_536, 10, 65_537, 7, 2**20 - 200_000, 3, 131_072, 1],
     ],
 )
 def test_the_lean_writer_s_file_is_rosbags_s(tmp_path: Path, sizes: list[int]) -> None:
