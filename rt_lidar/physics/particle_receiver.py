@@ -94,19 +94,24 @@ def collected_fraction(s: Any, z: float, aperture_m: float, fov_rad: float) -> n
     return disc_overlap_area(ra, fov_rad * z / 2.0, s) / (math.pi * ra * ra)
 
 
-def _beam_rings(z: float, rx: ReceiverOptics, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(s, dA): distances from the receiver's axis and the beam-disc area of each of ``n`` rings at
-    range ``z`` (the disc's radius ``(d0 + theta_t z) / 2``, its centre ``baseline`` away)."""
-    rt = (rx.exit_diameter_m + rx.divergence_rad * z) / 2.0
-    b = rx.baseline_m
-    lo, hi = max(b - rt, 0.0), b + rt
-    edges = np.linspace(lo, hi, n + 1)
-    s = (edges[1:] + edges[:-1]) / 2.0
-    if b <= 0.0:
-        arc = np.where(s <= rt, 2.0 * math.pi * s, 0.0)
-    else:
-        arc = 2.0 * s * np.arccos(np.clip((s * s + b * b - rt * rt) / (2.0 * s * b), -1.0, 1.0))
-    return s, arc * (hi - lo) / n
+def _unit_disc(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` points spread evenly over the unit disc, each standing for ``pi / n`` of its area (a
+    sunflower pattern: radius ``sqrt((i + 1/2) / n)``, golden-angle steps)."""
+    i = np.arange(n) + 0.5
+    r = np.sqrt(i / n)
+    a = i * math.pi * (3.0 - math.sqrt(5.0))
+    return r * np.cos(a), r * np.sin(a)
+
+
+def _beam_points(z: float, rx: ReceiverOptics, n: int) -> tuple[np.ndarray, float]:
+    """(distances from the receiver's axis, area each) of ``n`` points over the beam's elliptic
+    cross-section at range ``z`` (widths ``d0 + theta z`` as the kernels' beam; the wide axis along the
+    baseline, as on a spinning lidar whose lenses sit side by side and whose beam is widest in azimuth)."""
+    ux, uy = _unit_disc(n)
+    ah = (rx.exit_diameter_m + max(rx.divergence_h_rad, rx.divergence_v_rad) * z) / 2.0
+    av = (rx.exit_diameter_m + min(rx.divergence_h_rad, rx.divergence_v_rad) * z) / 2.0
+    s = np.hypot(rx.baseline_m - ah * ux, av * uy)
+    return s, math.pi * ah * av / n
 
 
 def detectable_density(
@@ -119,13 +124,13 @@ def detectable_density(
     sizes_mm: np.ndarray,
     number_per_m3: np.ndarray,
     cross_section: Callable[[np.ndarray], np.ndarray],
-    n_rings: int = 96,
+    n_points: int = 512,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(per metre, median size mm) of the particles a beam holds whose echo reaches ``threshold_w``, at
     each range ``z``: ``number_per_m3[i]`` particles of size ``sizes_mm[i]`` per m^3, each with the
     backscatter ``cross_section(sizes_mm)`` = ``rho(D) D^2`` (m^2, Lambertian-equivalent reflectance
-    times the squared diameter), the receiver ``rx`` (:func:`collected_fraction` over the beam's
-    cross-section), the path's extinction ``a_total`` and the receiver's range law ``gain``."""
+    times the squared diameter), the receiver ``rx`` (:func:`collected_fraction` over ``n_points`` of the
+    beam's cross-section), the path's extinction ``a_total`` and the receiver's range law ``gain``."""
     h = np.asarray(cross_section(sizes_mm), float)
     order = np.argsort(h)[::-1]
     h_desc = h[order]
@@ -134,9 +139,9 @@ def detectable_density(
     dens = np.zeros(z.shape)
     d50 = np.zeros(z.shape)
     for i, zz in enumerate(z):
-        s, area = _beam_rings(float(zz), rx, n_rings)
+        s, area = _beam_points(float(zz), rx, n_points)
         f = collected_fraction(s, float(zz), rx.aperture_m, rx.fov_rad)
-        d_beam = rx.exit_diameter_m + rx.divergence_rad * zz
+        d_beam = float(kw.beam_diameter(zz, *rx.beam))
         law = k_sensor * math.exp(-2.0 * a_total * zz) / (zz * zz) * float(kw.receiver_gain(zz, *gain))
         with np.errstate(divide="ignore"):
             need = np.where(f > 0.0, threshold_w * d_beam * d_beam / (law * f), np.inf)
@@ -168,12 +173,17 @@ def particle_table(
     z0 = max(z_min, 1e-3)
     probe = np.linspace(z0, max(z_max, z0 + 0.1), 257)
     dens, _ = detectable_density(
-        probe, rx, k_sensor, threshold_w, a_total, gain, sizes_mm, number_per_m3, cross_section, 48
+        probe, rx, k_sensor, threshold_w, a_total, gain, sizes_mm, number_per_m3, cross_section, 128
     )
-    live = np.nonzero(dens > 0.0)[0]
-    if live.size == 0:
+    cum = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2.0 * np.diff(probe))])
+    if cum[-1] <= 0.0:
         return z0, 1.0, np.zeros(2), np.zeros(2)
-    z1 = float(probe[min(live[-1] + 1, probe.size - 1)])
+    # the table spans the ranges that hold the particles (all but 1e-5 of them at the far end), so that
+    # the kernels' inverse lookup never runs along a flat stretch where float32 and float64 part
+    first = int(np.nonzero(dens > 0.0)[0][0])
+    last = int(np.searchsorted(cum, cum[-1] * (1.0 - 1e-5)))
+    z0 = float(probe[max(first - 1, 0)])
+    z1 = float(probe[min(last + 1, probe.size - 1)])
     z = np.linspace(z0, z1, n)
     dens, size = detectable_density(
         z, rx, k_sensor, threshold_w, a_total, gain, sizes_mm, number_per_m3, cross_section

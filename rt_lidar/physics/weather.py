@@ -64,18 +64,18 @@ RHO_RAIN_DROP = 0.0141
 5266, 2022), kept for reference: since issue 40 a drop's backscatter comes from its size and the
 wavelength (:func:`rt_lidar.physics.drop_backscatter.drop_reflectance`) and the receiver's overlap
 (:func:`receiver_geometry`) decides which drops it sees."""
-RECEIVER_GAP_M = 0.003
+RECEIVER_GAP_M = 0.0035
 """Gap between the edges of the transmitted beam at the exit (``beam_exit_diameter_m``) and of the
 receiver's aperture (``receiver_aperture_m``) of a biaxial spinning lidar whose lenses sit side by side:
 the baseline between the two parallel axes is ``(d0 + D_r) / 2 + gap`` where a preset gives no
-``optics.receiver_baseline_m``. Not published for any preset: the VLP-16's fitted baseline (21 mm,
+``optics.receiver_baseline_m``. Not published for any preset: the VLP-16's fitted baseline (21.5 mm,
 ``sensor_presets/vlp-16.toml``, fitted to Linnhoff et al.'s rain rate and rain-point ranges with the
 receiver of :mod:`rt_lidar.physics.particle_receiver`; docs/rain.md) less its lens radii (was 15.3 mm
 with the binary overlap)."""
-RECEIVER_FOV_OVER_DIVERGENCE = 2.59
+RECEIVER_FOV_OVER_DIVERGENCE = 2.45
 """Full angle of the receiver's field of view over the beam's equal-area divergence
 ``sqrt(theta_h theta_v)`` where a preset gives no ``optics.receiver_fov_mrad``: the VLP-16's fitted
-5.5 mrad over its 2.12 mrad (was 2.0 with the binary overlap, 0.707 before)."""
+5.2 mrad over its 2.12 mrad (was 2.0 with the binary overlap, 0.707 before)."""
 PARTICLE_POWER_OVERLAP = (0.0, 1e-6)
 """(r1, r2) of the kernels' power overlap for particles: none (the receiver's near field is in each
 species' table and equivalent reflectance, :mod:`rt_lidar.physics.particle_receiver`)."""
