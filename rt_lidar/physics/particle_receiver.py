@@ -41,6 +41,7 @@ import numpy as np
 from rt_lidar.kernels import weather as kw
 
 __all__ = [
+    "DENSITY_FLOOR",
     "ReceiverOptics",
     "collected_fraction",
     "detectable_density",
@@ -48,6 +49,12 @@ __all__ = [
     "kernel_power_model",
     "particle_table",
 ]
+
+
+DENSITY_FLOOR = 1e-3
+"""Inside a particle table the density of detectable particles is held at this share of its peak at
+least (they add ~0.1 % of the particles): the kernels invert the table in float32, which must not meet
+a flat stretch where float64 (the per-ray reference) would place a particle elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -184,12 +191,16 @@ def particle_table(
     last = int(np.searchsorted(cum, cum[-1] * (1.0 - 1e-5)))
     z0 = float(probe[max(first - 1, 0)])
     z1 = float(probe[min(last + 1, probe.size - 1)])
+    args = (rx, k_sensor, threshold_w, a_total, gain, sizes_mm, number_per_m3, cross_section)
     z = np.linspace(z0, z1, n)
-    dens, size = detectable_density(
-        z, rx, k_sensor, threshold_w, a_total, gain, sizes_mm, number_per_m3, cross_section
-    )
+    dens, size = detectable_density(z, *args)
+    start = max(int(np.nonzero(dens > 0.0)[0][0]) - 1, 0)
+    if start > 0:  # the table starts one step before the nearest detectable particle
+        z = np.linspace(float(z[start]), z1, n)
+        dens, size = detectable_density(z, *args)
+    dens = np.maximum(dens, DENSITY_FLOOR * float(dens.max()))
     cum = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2.0 * np.diff(z))])
-    return float(z0), float(z[1] - z[0]), cum, size
+    return float(z[0]), float(z[1] - z[0]), cum, size
 
 
 def kernel_power_model(
