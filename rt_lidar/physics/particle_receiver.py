@@ -2,8 +2,10 @@
 overlap for a point scatterer, the particle's size and backscatter, and the detection threshold.
 
 A spinning lidar's transmitter and receiver lenses sit side by side, their axes a baseline ``b`` apart.
-The beam leaves the transmitter with its real exit size ``d0`` and spreads at ``theta_t`` (a disc of
-radius ``(d0 + theta_t z) / 2`` at range ``z``, uniformly lit). The receiver is focused at infinity: a
+The beam leaves the transmitter with its real exit size ``d0`` and spreads at ``theta_h`` x ``theta_v``
+(an ellipse ``d0 + theta_h z`` by ``d0 + theta_v z`` at range ``z``, uniformly lit, as the weather
+kernels' beam; its wide axis along the baseline, as on a spinning lidar whose beam is widest in azimuth
+and whose lenses sit side by side). The receiver is focused at infinity: a
 detector of angular size ``theta_r`` behind an aperture ``D_r``. A point (a drop) at range ``z`` and at
 distance ``s`` from the receiver's axis sends light into the whole aperture; the detector takes the
 rays whose direction lies within ``theta_r / 2`` of the axis, i.e. those through the part of the
@@ -11,9 +13,11 @@ aperture within ``theta_r z / 2`` of the point's foot. The share of the drop's l
 collects is the overlap of two discs (radius ``D_r / 2`` and ``theta_r z / 2``, ``s`` apart) over the
 aperture's area (:func:`collected_fraction`): 1 far out on the axis, at most ``(theta_r z / D_r)^2``
 near the sensor, where a near drop's image is blurred over many detector widths (the defocus of the
-near field; Halldorsson & Langerholc 1978, Appl. Opt. 17, 240, for the geometric overlap; the
-point-source form as in Wallace et al. 2020, Sensors 20, 7133?; Rasshofer et al. 2011 for the
-biaxial near field of automotive lidars).
+near field; Halldorsson & Langerholc 1978, Appl. Opt. 17, 240, for the geometric overlap of a biaxial
+lidar; Rasshofer, Spies & Spies 2011, Adv. Radio Sci. 9, 49, and Wallace, Halimi & Buller 2020, IEEE
+Trans. Veh. Technol., "Full waveform LiDAR for adverse weather conditions", for drops as discrete
+scatterers in an automotive lidar's beam; Goodin et al. 2019, Electronics 8, 89, and Filgueira et al.
+2017, Measurement 95, 143, for the measured effect of rain).
 
 A drop of diameter ``D`` and Lambertian-equivalent backscatter ``rho(D)`` at (``z``, ``s``) returns
 ``P = K rho(D) (D / d_beam)^2 f(s, z) exp(-2 a z) g(z) / z^2`` (the project's radar equation,

@@ -25,7 +25,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AGGREGATE_AREA_RATIO", "ICE_LIDAR_RATIO_SR", "RHO_SNOWFLAKE", "SNOWFLAKE_D_MM", "snowflake_cross_section"]
+__all__ = [
+    "AGGREGATE_AREA_RATIO",
+    "ICE_LIDAR_RATIO_SR",
+    "RHO_SNOWFLAKE",
+    "SNOWFLAKE_D_MM",
+    "snowflake_cross_section",
+]
 
 ICE_LIDAR_RATIO_SR = 25.0
 """Extinction-to-backscatter ratio of ice particles (sr): CALIPSO's ice cloud model (Young et al. 2013);

@@ -26,8 +26,8 @@ from rt_lidar.physics.drop_backscatter import drop_cross_section
 from rt_lidar.physics.particle_receiver import ReceiverOptics, kernel_power_model, particle_table
 from rt_lidar.physics.rain_dsd import rain_distribution
 from rt_lidar.physics.rain_receiver import DROP_D_MIN_MM
-from rt_lidar.physics.snowflake import SNOWFLAKE_D_MM, snowflake_cross_section
 from rt_lidar.physics.receiver_range import range_exponent
+from rt_lidar.physics.snowflake import SNOWFLAKE_D_MM, snowflake_cross_section
 from rt_lidar.points import PointFlag
 from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
@@ -141,7 +141,8 @@ def receiver_geometry(preset: SensorPreset) -> tuple[float, float]:
         baseline = (o.beam_exit_diameter_m + o.receiver_aperture_m) / 2.0 + RECEIVER_GAP_M
     fov_mrad = o.receiver_fov_mrad
     if fov_mrad is None:
-        fov_mrad = RECEIVER_FOV_OVER_DIVERGENCE * math.sqrt(o.beam_divergence_h_mrad * o.beam_divergence_v_mrad)
+        divergence = math.sqrt(o.beam_divergence_h_mrad * o.beam_divergence_v_mrad)
+        fov_mrad = RECEIVER_FOV_OVER_DIVERGENCE * divergence
     return float(baseline), float(fov_mrad) * 1e-3
 
 
@@ -227,8 +228,8 @@ class WeatherModel:
             counts = n0 * np.exp(-lam * sizes) * (sizes[1] - sizes[0])
             wl = o.wavelength_nm
             tab = particle_table(zmin, zmax, rx, *sensor, sizes, counts, lambda d: drop_cross_section(d, wl))
-            rho = kernel_power_model(*tab, lam, kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM, *sensor[:3], beam, gain, p2)
             lo, hi = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM
+            rho = kernel_power_model(*tab, lam, lo, hi, *sensor[:3], beam, gain, p2)
             flag = int(PointFlag.RAIN_CLUTTER)
             species.append(kw.Species(n0, lam, lo, hi, rho, flag, kw.SLOT_RAIN, *tab[:3]))
         if c.snow_mm_h > 0:

@@ -16,8 +16,6 @@ from rt_lidar.physics.rain_dsd import rain_distribution
 from rt_lidar.physics.weather import WeatherConfig, receiver_gain_law, receiver_geometry, receiver_optics
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, list_presets, load_preset
 
-LINNHOFF_RAIN_QUANTILES_M = (1.43, 3.9, 10.7)  # 10 / 50 / 90 % of their lognormal (openMSL VLP-16 profile)
-
 
 def test_the_detector_takes_all_of_a_far_point_on_axis_and_little_of_a_near_one() -> None:
     ap, fov = 0.025, 5.5e-3
@@ -63,7 +61,7 @@ def test_rain_points_spread_over_range_as_linnhoffs() -> None:
     import rt_lidar.validation.clutter_calibration as cc
 
     _, q = cc.rain_clutter_expectation(load_preset("VLP-16"), 10.0)
-    ratio = [m / r for m, r in zip(q, LINNHOFF_RAIN_QUANTILES_M, strict=True)]
+    ratio = [m / r for m, r in zip(q, cc.LINNHOFF_RAIN_QUANTILES_M, strict=True)]
     assert 1 / 1.7 < ratio[0] < 1.7 and 1 / 1.25 < ratio[1] < 1.25 and 1 / 1.5 < ratio[2] < 1.5, q
     assert q[2] / q[0] > 3.0
 
