@@ -46,6 +46,7 @@ from rt_lidar.kernels import weather as kw
 
 __all__ = [
     "DENSITY_FLOOR",
+    "GAUSSIAN_EXTENT",
     "ReceiverOptics",
     "collected_fraction",
     "detectable_density",
@@ -55,6 +56,8 @@ __all__ = [
 ]
 
 
+GAUSSIAN_EXTENT = 1.6
+"""A Gaussian beam is sampled out to 1.6 of its 1/e^2 radii (irradiance there 1.2 % of the mean)."""
 DENSITY_FLOOR = 1e-3
 """Inside a particle table the density of detectable particles is held at this share of its peak at
 least (they add ~0.1 % of the particles): the kernels invert the table in float32, which must not meet
@@ -71,6 +74,8 @@ class ReceiverOptics:
     aperture_m: float
     fov_rad: float
     baseline_m: float
+    gaussian: bool = False
+    """The beam's irradiance is a Gaussian whose 1/e^2 widths are the divergences (else a top hat)."""
 
     @property
     def beam(self) -> tuple[float, float, float]:
@@ -114,15 +119,20 @@ def _unit_disc(n: int) -> tuple[np.ndarray, np.ndarray]:
     return r * np.cos(a), r * np.sin(a)
 
 
-def _beam_points(z: float, rx: ReceiverOptics, n: int) -> tuple[np.ndarray, float]:
-    """(distances from the receiver's axis, area each) of ``n`` points over the beam's elliptic
-    cross-section at range ``z`` (widths ``d0 + theta z`` as the kernels' beam; the wide axis along the
-    baseline, as on a spinning lidar whose lenses sit side by side and whose beam is widest in azimuth)."""
+def _beam_points(z: float, rx: ReceiverOptics, n: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """(distances from the receiver's axis, area each, irradiance over the beam's mean) of ``n`` points
+    over the beam's elliptic cross-section at range ``z`` (widths ``d0 + theta z`` as the kernels' beam;
+    the wide axis along the baseline, as on a spinning lidar whose lenses sit side by side and whose beam
+    is widest in azimuth). A Gaussian beam (those widths its 1/e^2 diameters) is sampled out to
+    :data:`GAUSSIAN_EXTENT` of them, its wings included; a top hat over its widths."""
     ux, uy = _unit_disc(n)
+    extent = GAUSSIAN_EXTENT if rx.gaussian else 1.0
+    ux, uy = ux * extent, uy * extent
     ah = (rx.exit_diameter_m + max(rx.divergence_h_rad, rx.divergence_v_rad) * z) / 2.0
     av = (rx.exit_diameter_m + min(rx.divergence_h_rad, rx.divergence_v_rad) * z) / 2.0
     s = np.hypot(rx.baseline_m - ah * ux, av * uy)
-    return s, math.pi * ah * av / n
+    weight = 2.0 * np.exp(-2.0 * (ux * ux + uy * uy)) if rx.gaussian else np.ones(n)
+    return s, math.pi * ah * av * extent * extent / n, weight
 
 
 def detectable_density(
@@ -150,12 +160,12 @@ def detectable_density(
     dens = np.zeros(z.shape)
     d50 = np.zeros(z.shape)
     for i, zz in enumerate(z):
-        s, area = _beam_points(float(zz), rx, n_points)
+        s, area, weight = _beam_points(float(zz), rx, n_points)
         f = collected_fraction(s, float(zz), rx.aperture_m, rx.fov_rad)
         d_beam = float(kw.beam_diameter(zz, *rx.beam))
         law = k_sensor * math.exp(-2.0 * a_total * zz) / (zz * zz) * float(kw.receiver_gain(zz, *gain))
         with np.errstate(divide="ignore"):
-            need = np.where(f > 0.0, threshold_w * d_beam * d_beam / (law * f), np.inf)
+            need = np.where(f > 0.0, threshold_w * d_beam * d_beam / (law * f * weight), np.inf)
         k = np.searchsorted(-h_desc, -need, side="right")  # how many sizes reach the threshold
         seen = k > 0
         dens[i] = float(np.sum(np.where(seen, count_desc[np.maximum(k - 1, 0)], 0.0) * area))

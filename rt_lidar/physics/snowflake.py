@@ -13,7 +13,7 @@ the extinction-to-backscatter (lidar) ratio of ice clouds, ``S = sigma_ext / (ds
 CALIPSO's ice model, Young et al. 2013, 25 sr), ice being transparent at 905 nm as at 532 nm. With
 ``Q_ext = 2`` over the flake's projected area ``A``, its backscatter per steradian is ``2 A / S``, which
 a Lambertian disc of area ``A`` returns with ``rho = 2 pi / S`` (0.25 at 25 sr). An aggregate's ice
-covers only part of its disc (:data:`AGGREGATE_AREA_RATIO`, fitted): ``rho`` = 0.028 over the disc, 1.5x
+covers only part of its disc (:data:`AGGREGATE_AREA_RATIO`, fitted): ``rho`` = 0.024 over the disc, 1.3x
 the Fresnel reflectance of a smooth ice face (0.018) that LISA (Kilic et al. 2021) and this project used
 before.
 """
@@ -36,10 +36,10 @@ __all__ = [
 ICE_LIDAR_RATIO_SR = 25.0
 """Extinction-to-backscatter ratio of ice particles (sr): CALIPSO's ice cloud model (Young et al. 2013);
 Chen et al. 2002 measured 29 +- 12 sr."""
-AGGREGATE_AREA_RATIO = 0.11
+AGGREGATE_AREA_RATIO = 0.095
 """Share of the flake's circumscribed disc (of its bulk-density diameter) that returns as ice: the
 aggregate's projected-area ratio, with what of its facets faces back. **Fitted** to Linnhoff et al.'s
-VLP-16 snow factor read per mm/h water equivalent (docs/rain.md; 1.5x holds for ~0.08-0.12); imaged
+VLP-16 snow factor read per mm/h water equivalent (docs/rain.md; 1.5x holds for ~0.075-0.11); imaged
 aggregates fill ~0.2-0.4 of that disc (an order, e.g. Heymsfield & Miloshevich 2003, J. Atmos. Sci.
 60, 936), so the fit sits ~2x under the projected area alone."""
 RHO_SNOWFLAKE = 2.0 * math.pi / ICE_LIDAR_RATIO_SR * AGGREGATE_AREA_RATIO

@@ -48,6 +48,7 @@ __all__ = [
     "WeatherConfig",
     "WeatherModel",
     "airsim_weather_to_config",
+    "particle_full_overlap_m",
     "receiver_gain_law",
     "receiver_geometry",
     "weather_model",
@@ -64,21 +65,22 @@ RHO_RAIN_DROP = 0.0141
 5266, 2022), kept for reference: since issue 40 a drop's backscatter comes from its size and the
 wavelength (:func:`rt_lidar.physics.drop_backscatter.drop_reflectance`) and the receiver's overlap
 (:func:`receiver_geometry`) decides which drops it sees."""
-RECEIVER_GAP_M = 0.0035
+RECEIVER_GAP_M = 0.0
 """Gap between the edges of the transmitted beam at the exit (``beam_exit_diameter_m``) and of the
 receiver's aperture (``receiver_aperture_m``) of a biaxial spinning lidar whose lenses sit side by side:
 the baseline between the two parallel axes is ``(d0 + D_r) / 2 + gap`` where a preset gives no
-``optics.receiver_baseline_m``. Not published for any preset: the VLP-16's fitted baseline (21.5 mm,
+``optics.receiver_baseline_m``. Not published for any preset: the VLP-16's fitted baseline (18 mm,
 ``sensor_presets/vlp-16.toml``, fitted to Linnhoff et al.'s rain rate and rain-point ranges with the
 receiver of :mod:`rt_lidar.physics.particle_receiver`; docs/rain.md) less its lens radii (was 15.3 mm
 with the binary overlap)."""
-RECEIVER_FOV_OVER_DIVERGENCE = 2.45
+RECEIVER_FOV_OVER_DIVERGENCE = 2.31
 """Full angle of the receiver's field of view over the beam's equal-area divergence
 ``sqrt(theta_h theta_v)`` where a preset gives no ``optics.receiver_fov_mrad``: the VLP-16's fitted
-5.2 mrad over its 2.12 mrad (was 2.0 with the binary overlap, 0.707 before)."""
+4.9 mrad over its 2.12 mrad (was 2.0 with the binary overlap, 0.707 before)."""
 PARTICLE_POWER_OVERLAP = (0.0, 1e-6)
-"""(r1, r2) of the kernels' power overlap for particles: none (the receiver's near field is in each
-species' table and equivalent reflectance, :mod:`rt_lidar.physics.particle_receiver`)."""
+"""(r1, r2) of the kernels' power overlap for particles before issue 40's third pass: none. Now r1 = 0
+and r2 = :func:`particle_full_overlap_m`, so that the kernels draw near particles with the weak echo
+the receiver's near field gives them (:mod:`rt_lidar.physics.particle_receiver`)."""
 RANGE_NOISE_M_PER_MM_H = 5e-4
 """Extra range noise (1 sigma) per mm/h of precipitation: 2.5 cm at 50 mm/h, on top of the SNR-driven
 noise of the physics stage (which grows by itself as extinction weakens the return)."""
@@ -157,7 +159,16 @@ def receiver_optics(preset: SensorPreset) -> ReceiverOptics:
         o.receiver_aperture_m,
         fov,
         baseline,
+        gaussian=o.beam_profile == "gaussian",
     )
+
+
+def particle_full_overlap_m(rx: ReceiverOptics) -> float:
+    """Range (m) from which the receiver's detector takes all the light of a particle on the beam's
+    axis: its field ``theta_r z / 2`` reaches past the aperture's far edge, ``baseline + D_r / 2``.
+    Nearer, the share grows about linearly with range over the beam (as ``(theta_r z / D_r)^2`` on the
+    receiver's axis): the kernels' particle echo takes that as its linear overlap from 0."""
+    return (2.0 * rx.baseline_m + rx.aperture_m) / max(rx.fov_rad, 1e-9)
 
 
 def receiver_gain_law(preset: SensorPreset) -> tuple[float, float]:
@@ -216,9 +227,9 @@ class WeatherModel:
         a_tot = a0 + a_w
         beam = (o.beam_exit_diameter_m, o.beam_divergence_h_mrad * 1e-3, o.beam_divergence_v_mrad * 1e-3)
         r1, r2 = OVERLAP_START_M, OVERLAP_FULL_M  # the fog's (an extended target's) overlap
-        p1, p2 = PARTICLE_POWER_OVERLAP  # particles: the receiver sees a point or not (``seen``)
         zmin, zmax = preset.range.min_m, preset.range.max_m
         rx = receiver_optics(preset)
+        p1, p2 = 0.0, particle_full_overlap_m(rx)  # the near field in the particles' drawn power
         gain = receiver_gain_law(preset)
         sensor = (k_sensor, threshold_w, a_tot, gain)
         species = []

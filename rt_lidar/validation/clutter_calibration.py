@@ -529,13 +529,13 @@ CLUTTER_CAL_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]
             lambda m: _up(m["rain_points_per_beam_measured"]) and 0.8 < m["rain_growth_exponent"] < 1.2,
         ),
         (
-            "Linnhoff 2022: rain points' 10/50/90 % ranges at 10 mm/h within 1.7x/1.25x/1.5x of theirs",
+            "Linnhoff 2022: rain points' 10/50/90 % ranges at 10 mm/h within 1.7x/1.3x/1.5x of theirs",
             lambda m: all(
                 1 / t < q / w < t
                 for q, w, t in zip(
                     m["rain_point_range_quantiles_10mm_h_m"],
                     LINNHOFF_RAIN_QUANTILES_M,
-                    (1.7, 1.25, 1.5),
+                    (1.7, 1.3, 1.5),
                     strict=True,
                 )
             ),
