@@ -3,10 +3,11 @@ overlap for a point scatterer, the particle's size and backscatter, and the dete
 
 A spinning lidar's transmitter and receiver lenses sit side by side, their axes a baseline ``b`` apart.
 The beam leaves the transmitter with its real exit size ``d0`` and spreads at ``theta_h`` x ``theta_v``
-(an ellipse ``d0 + theta_h z`` by ``d0 + theta_v z`` at range ``z``, uniformly lit, as the weather
-kernels' beam; its wide axis along the baseline, as on a spinning lidar whose beam is widest in azimuth
-and whose lenses sit side by side). The receiver is focused at infinity: a
-detector of angular size ``theta_r`` behind an aperture ``D_r``. A point (a drop) at range ``z`` and at
+(an ellipse ``d0 + theta_h z`` by ``d0 + theta_v z`` at range ``z``, as the weather kernels' beam; its
+wide axis along the baseline, as on a spinning lidar whose beam is widest in azimuth and whose lenses
+sit side by side), a Gaussian whose 1/e^2 widths those are (the preset's ``beam_profile``), its wing
+included, or a top hat. The receiver is focused at infinity: a detector of angular size ``theta_r``
+behind an aperture ``D_r``. A point (a drop) at range ``z`` and at
 distance ``s`` from the receiver's axis sends light into the whole aperture; the detector takes the
 rays whose direction lies within ``theta_r / 2`` of the axis, i.e. those through the part of the
 aperture within ``theta_r z / 2`` of the point's foot. The share of the drop's light the detector
@@ -22,10 +23,11 @@ scatterers in an automotive lidar's beam; Goodin et al. 2019, Electronics 8, 89,
 A drop of diameter ``D`` and Lambertian-equivalent backscatter ``rho(D)`` at (``z``, ``s``) returns
 ``P = K rho(D) (D / d_beam)^2 f(s, z) exp(-2 a z) g(z) / z^2`` (the project's radar equation,
 :func:`rt_lidar.kernels.intensity.received_power`, with the beam's fill factor and the collected
-share ``f``); it is detected when ``P`` reaches the preset's threshold. So near the sensor only big
-drops at the beam's inner edge are seen (a large drop fills the small near beam, and its echo is so
-strong that a few per cent of its light suffices), far out only the largest drops, and in between the
-most: :func:`detectable_density` integrates that over the beam's cross-section and the drop sizes.
+share ``f``, and the Gaussian's irradiance over its mean where the drop sits); it is detected when ``P``
+reaches the threshold. So near the sensor drops are seen only in the beam's wing that meets the
+receiver's field, through a few per cent of their light (drops that fill much of the small near beam,
+or small spheres with their glory), far out only the largest drops, and in between the most:
+:func:`detectable_density` integrates that over the beam's cross-section and the drop sizes.
 
 The weather kernels draw particles from a table of the expected number of detectable particles up to
 each range (:func:`rt_lidar.kernels.weather.detectable_particle_table`'s form), which is what
