@@ -22,9 +22,12 @@ from rt_lidar.kernels import weather as kw
 from rt_lidar.kernels import weather_rays
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.kernels.xp import array_module
+from rt_lidar.physics.drop_backscatter import drop_cross_section
+from rt_lidar.physics.particle_receiver import ReceiverOptics, kernel_power_model, particle_table
 from rt_lidar.physics.rain_dsd import rain_distribution
-from rt_lidar.physics.rain_receiver import equivalent_drop_rho, seen_table
+from rt_lidar.physics.rain_receiver import DROP_D_MIN_MM
 from rt_lidar.physics.receiver_range import range_exponent
+from rt_lidar.physics.snowflake import SNOWFLAKE_D_MM, snowflake_cross_section
 from rt_lidar.points import PointFlag
 from rt_lidar.schema import check_fields, spec
 from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
@@ -45,6 +48,7 @@ __all__ = [
     "WeatherConfig",
     "WeatherModel",
     "airsim_weather_to_config",
+    "particle_full_overlap_m",
     "receiver_gain_law",
     "receiver_geometry",
     "weather_model",
@@ -60,27 +64,23 @@ RHO_RAIN_DROP = 0.0141
 """The single drop reflectance issue 14 fitted to Linnhoff et al.'s VLP-16 rain rate (Sensors 22(14)
 5266, 2022), kept for reference: since issue 40 a drop's backscatter comes from its size and the
 wavelength (:func:`rt_lidar.physics.drop_backscatter.drop_reflectance`) and the receiver's overlap
-(:data:`RECEIVER_BASELINE_M`, :data:`RECEIVER_FOV_MRAD`) decides which drops it sees."""
-RECEIVER_GAP_M = 0.0153
+(:func:`receiver_geometry`) decides which drops it sees."""
+RECEIVER_GAP_M = 0.0
 """Gap between the edges of the transmitted beam at the exit (``beam_exit_diameter_m``) and of the
 receiver's aperture (``receiver_aperture_m``) of a biaxial spinning lidar whose lenses sit side by side:
-the baseline between the two parallel axes is ``(d0 + D_r) / 2 + gap``
-(:func:`rt_lidar.physics.rain_receiver.point_overlap`). Not published for any preset: fitted with
-:data:`RECEIVER_FOV_OVER_DIVERGENCE` to Linnhoff et al.'s calibrated VLP-16 rain rate over 1-25 mm/h
-(``rt-lidar validate --only clutter_calibration``; docs/rain.md): a 33 mm baseline on a VLP-16 (was
-23 mm with Marshall-Palmer drops of 0.5 mm and more)."""
-RECEIVER_FOV_OVER_DIVERGENCE = 2.0
+the baseline between the two parallel axes is ``(d0 + D_r) / 2 + gap`` where a preset gives no
+``optics.receiver_baseline_m``. Not published for any preset: the VLP-16's fitted baseline (18 mm,
+``sensor_presets/vlp-16.toml``, fitted to Linnhoff et al.'s rain rate and rain-point ranges with the
+receiver of :mod:`rt_lidar.physics.particle_receiver`; docs/rain.md) less its lens radii (was 15.3 mm
+with the binary overlap)."""
+RECEIVER_FOV_OVER_DIVERGENCE = 2.31
 """Full angle of the receiver's field of view over the beam's equal-area divergence
-``sqrt(theta_h theta_v)`` (4.2 mrad on a VLP-16's 3 x 1.5 mrad beam: a field a little wider than the
-beam, as receivers are built), fitted with :data:`RECEIVER_GAP_M` (was 0.707)."""
+``sqrt(theta_h theta_v)`` where a preset gives no ``optics.receiver_fov_mrad``: the VLP-16's fitted
+4.9 mrad over its 2.12 mrad (was 2.0 with the binary overlap, 0.707 before)."""
 PARTICLE_POWER_OVERLAP = (0.0, 1e-6)
-"""(r1, r2) of the kernels' power overlap for particles: none (a drop the receiver sees returns its
-whole echo; the overlap thins the drops instead, through each species' table)."""
-ICE_REFRACTIVE_INDEX = 1.31  # at 905 nm (Warren & Brandt 2008)
-RHO_SNOWFLAKE = ((ICE_REFRACTIVE_INDEX - 1) / (ICE_REFRACTIVE_INDEX + 1)) ** 2
-"""Backscatter reflectance of one flake: the Fresnel reflectance of ice at normal incidence (0.018), as
-LISA (Kilic et al. 2021) treats snow (drops use a fitted value, :data:`RHO_RAIN_DROP`). Clutter stays within
-~10 m of the sensor and grows with the snowfall rate (``rt-lidar validate --only snow_clutter``)."""
+"""(r1, r2) of the kernels' power overlap for particles before issue 40's third pass: none. Now r1 = 0
+and r2 = :func:`particle_full_overlap_m`, so that the kernels draw near particles with the weak echo
+the receiver's near field gives them (:mod:`rt_lidar.physics.particle_receiver`)."""
 RANGE_NOISE_M_PER_MM_H = 5e-4
 """Extra range noise (1 sigma) per mm/h of precipitation: 2.5 cm at 50 mm/h, on top of the SNR-driven
 noise of the physics stage (which grows by itself as extinction weakens the return)."""
@@ -134,12 +134,41 @@ class WeatherConfig:
 
 
 def receiver_geometry(preset: SensorPreset) -> tuple[float, float]:
-    """(baseline m, field of view rad) of ``preset``'s receiver beside its transmitter
-    (:data:`RECEIVER_GAP_M`, :data:`RECEIVER_FOV_OVER_DIVERGENCE`)."""
+    """(baseline m, field of view rad) of ``preset``'s receiver beside its transmitter: the preset's
+    ``optics.receiver_baseline_m`` / ``receiver_fov_mrad`` where it gives them, else derived from its
+    exit beam, aperture and divergence (:data:`RECEIVER_GAP_M`, :data:`RECEIVER_FOV_OVER_DIVERGENCE`)."""
     o = preset.optics
-    baseline = (o.beam_exit_diameter_m + o.receiver_aperture_m) / 2.0 + RECEIVER_GAP_M
-    fov = RECEIVER_FOV_OVER_DIVERGENCE * math.sqrt(o.beam_divergence_h_mrad * o.beam_divergence_v_mrad) * 1e-3
-    return baseline, fov
+    baseline = o.receiver_baseline_m
+    if baseline is None:
+        baseline = (o.beam_exit_diameter_m + o.receiver_aperture_m) / 2.0 + RECEIVER_GAP_M
+    fov_mrad = o.receiver_fov_mrad
+    if fov_mrad is None:
+        divergence = math.sqrt(o.beam_divergence_h_mrad * o.beam_divergence_v_mrad)
+        fov_mrad = RECEIVER_FOV_OVER_DIVERGENCE * divergence
+    return float(baseline), float(fov_mrad) * 1e-3
+
+
+def receiver_optics(preset: SensorPreset) -> ReceiverOptics:
+    """``preset``'s transmitter beam and receiver (:func:`receiver_geometry`) for the particle tables."""
+    o = preset.optics
+    baseline, fov = receiver_geometry(preset)
+    return ReceiverOptics(
+        o.beam_exit_diameter_m,
+        o.beam_divergence_h_mrad * 1e-3,
+        o.beam_divergence_v_mrad * 1e-3,
+        o.receiver_aperture_m,
+        fov,
+        baseline,
+        gaussian=o.beam_profile == "gaussian",
+    )
+
+
+def particle_full_overlap_m(rx: ReceiverOptics) -> float:
+    """Range (m) from which the receiver's detector takes all the light of a particle on the beam's
+    axis: its field ``theta_r z / 2`` reaches past the aperture's far edge, ``baseline + D_r / 2``.
+    Nearer, the share grows about linearly with range over the beam (as ``(theta_r z / D_r)^2`` on the
+    receiver's axis): the kernels' particle echo takes that as its linear overlap from 0."""
+    return (2.0 * rx.baseline_m + rx.aperture_m) / max(rx.fov_rad, 1e-9)
 
 
 def receiver_gain_law(preset: SensorPreset) -> tuple[float, float]:
@@ -198,45 +227,31 @@ class WeatherModel:
         a_tot = a0 + a_w
         beam = (o.beam_exit_diameter_m, o.beam_divergence_h_mrad * 1e-3, o.beam_divergence_v_mrad * 1e-3)
         r1, r2 = OVERLAP_START_M, OVERLAP_FULL_M  # the fog's (an extended target's) overlap
-        p1, p2 = PARTICLE_POWER_OVERLAP  # particles: the receiver sees a point or not (``seen``)
         zmin, zmax = preset.range.min_m, preset.range.max_m
-        seen = seen_table(zmin, zmax, beam, *receiver_geometry(preset), o.receiver_aperture_m)
+        rx = receiver_optics(preset)
+        p1, p2 = 0.0, particle_full_overlap_m(rx)  # the near field in the particles' drawn power
         gain = receiver_gain_law(preset)
+        sensor = (k_sensor, threshold_w, a_tot, gain)
         species = []
         if c.rain_mm_h > 0:
             n0, lam = rain_distribution(c.rain_mm_h)
+            sizes = np.linspace(DROP_D_MIN_MM, kw.RAIN_D_MAX_MM, 300)
+            counts = n0 * np.exp(-lam * sizes) * (sizes[1] - sizes[0])
+            wl = o.wavelength_nm
+            tab = particle_table(zmin, zmax, rx, *sensor, sizes, counts, lambda d: drop_cross_section(d, wl))
             lo, hi = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM
-            rho = equivalent_drop_rho(
-                c.rain_mm_h, o.wavelength_nm, k_sensor, threshold_w, a_tot, beam, seen, zmin, zmax, gain
-            )
-            tab = kw.detectable_particle_table(
-                n0, lam, lo, hi, rho, k_sensor, threshold_w, a_tot, beam, p1, p2, zmin, zmax,
-                seen=seen, gain=gain,
-            )  # fmt: skip
-            species.append(kw.Species(n0, lam, lo, hi, rho, int(PointFlag.RAIN_CLUTTER), kw.SLOT_RAIN, *tab))
+            rho = kernel_power_model(*tab, lam, lo, hi, *sensor[:3], beam, gain, p2)
+            flag = int(PointFlag.RAIN_CLUTTER)
+            species.append(kw.Species(n0, lam, lo, hi, rho, flag, kw.SLOT_RAIN, *tab[:3]))
         if c.snow_mm_h > 0:
             n0, lam = kw.snow_distribution(c.snow_mm_h)
-            lo, hi = 0.5, 10.0
-            tab = kw.detectable_particle_table(
-                n0,
-                lam,
-                lo,
-                hi,
-                RHO_SNOWFLAKE,
-                k_sensor,
-                threshold_w,
-                a_tot,
-                beam,
-                p1,
-                p2,
-                zmin,
-                zmax,
-                seen=seen,
-                gain=gain,
-            )
-            species.append(
-                kw.Species(n0, lam, lo, hi, RHO_SNOWFLAKE, int(PointFlag.SNOW_CLUTTER), kw.SLOT_SNOW, *tab)
-            )
+            lo, hi = SNOWFLAKE_D_MM
+            sizes = np.linspace(lo, hi, 300)
+            counts = n0 * np.exp(-lam * sizes) * (sizes[1] - sizes[0])
+            tab = particle_table(zmin, zmax, rx, *sensor, sizes, counts, snowflake_cross_section)
+            rho = kernel_power_model(*tab, lam, lo, hi, *sensor[:3], beam, gain, p2)
+            flag = int(PointFlag.SNOW_CLUTTER)
+            species.append(kw.Species(n0, lam, lo, hi, rho, flag, kw.SLOT_SNOW, *tab[:3]))
         pulse_len = SPEED_OF_LIGHT * preset.pulse.width_ns * 1e-9 / 2
         fog_p, fog_z = kw.fog_soft_target(
             k_sensor, c.fog_visibility_m, a_tot, pulse_len, r1, r2, zmin, gain=gain

@@ -19,10 +19,8 @@ known ranges, and the echo pulse width against received power. Three tables, thr
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -30,6 +28,7 @@ from scipy.optimize import least_squares
 from rt_lidar.kernels.intensity import sensor_constant
 from rt_lidar.kernels.waveform import single_echo_epw_ns
 from rt_lidar.sensor.presets import SensorPreset, preset_from_dict, preset_to_dict
+from rt_lidar.sensor.vendor.toml_out import preset_toml_text
 
 __all__ = [
     "BeamFit",
@@ -166,27 +165,10 @@ def calibrate(
     return preset_from_dict(preset_to_dict(out), "<calibrated>")  # validated like any preset file
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-
-
 def preset_toml(preset: SensorPreset) -> str:
-    """The preset as a TOML preset file (scalars, then tables, then ``[[beams]]``)."""
-    d = preset_to_dict(preset)
-    out = ["# Written by tools/calibrate_preset.py", ""]
-    out += [f"{k} = {_toml_value(v)}" for k, v in d.items() if not isinstance(v, (dict, list))]
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out += ["", f"[{k}]"] + [f"{kk} = {_toml_value(vv)}" for kk, vv in v.items()]
-    for b in d["beams"]:
-        out += ["", "[[beams]]"] + [f"{kk} = {_toml_value(vv)}" for kk, vv in b.items()]
-    return "\n".join(out) + "\n"
+    """The preset as a TOML preset file (scalars, then tables with ``[provenance]``'s dotted keys
+    quoted, then ``[[beams]]``)."""
+    return preset_toml_text(preset, "Written by tools/calibrate_preset.py")
 
 
 def synthetic_profile_table(

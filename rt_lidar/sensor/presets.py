@@ -173,6 +173,13 @@ class OpticsSpec:
     receiver_focus_m: float | None = spec(None, 0.5, 1000.0, "m")
     """Distance the receiver lens is focused at: nearer echoes blur on the detector and lose power
     (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss)."""
+    receiver_fov_mrad: float | None = spec(None, 0.05, 100.0, "mrad")
+    """Full angle of the receiver's field of view (its detector over its focal length); None: derived
+    from the beam's divergence (:func:`rt_lidar.physics.weather.receiver_optics`). Decides which rain
+    drops and snowflakes the receiver sees near the sensor (docs/rain.md)."""
+    receiver_baseline_m: float | None = spec(None, 0.0, 0.5, "m")
+    """Distance between the transmitter's and the receiver's optical axes (lenses side by side); None:
+    derived from the exit beam and the aperture (:func:`rt_lidar.physics.weather.receiver_optics`)."""
     system_efficiency: float = spec(0.5, 0.0, 1.0)
     sub_rays: int = spec(1, 1, 127)
     """Rays cast per pulse over the footprint (1 = the nominal direction only)."""

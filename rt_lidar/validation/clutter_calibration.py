@@ -41,6 +41,7 @@ __all__ = [
     "CLUTTER_CAL_CHECKS",
     "CLUTTER_CAL_EXPERIMENTS",
     "LINNHOFF_RAIN_P_PER_MM_H",
+    "LINNHOFF_RAIN_QUANTILES_M",
     "PUBLISHED",
     "clutter_calibration",
     "linnhoff_rain_points_per_beam",
@@ -71,6 +72,11 @@ LINNHOFF_SNOW_P_PER_MM_H = 0.01569
 stated; read as mm/h water equivalent, the unit of their rain rate and of ours)."""
 LINNHOFF_RAIN_LOGNORMAL = (1.362, 0.784)
 """(mu, sigma) of the lognormal range (m) of those rain points."""
+LINNHOFF_RAIN_QUANTILES_M = tuple(
+    round(math.exp(LINNHOFF_RAIN_LOGNORMAL[0] + z * LINNHOFF_RAIN_LOGNORMAL[1]), 2)
+    for z in (-1.2816, 0.0, 1.2816)
+)
+"""10 / 50 / 90 % of their rain points' lognormal range: 1.43 / 3.90 / 10.7 m."""
 LINNHOFF_RAIN_ALPHA_PER_MM_H = 7.677e-5
 """Rain extinction per metre and per mm/h (``rain_attenuation_factor`` 7.677 x 1e-5)."""
 FIT_RAIN_MM_H = (1.0, 2.5, 5.0, 10.0, 15.0, 25.0)
@@ -187,6 +193,17 @@ PUBLISHED: list[dict[str, Any]] = [
         ],
         "model_key": "rain_point_range_quantiles_10mm_h_m",
         "unit": "m",
+    },
+    {
+        "id": "linnhoff2022_snow_points_per_beam",
+        "kind": "fit",
+        "source": LINNHOFF_SOURCE,
+        "access": "as above (the unit of their snow factor is not stated: read as mm/h water equivalent)",
+        "sensor": "as above, measured snowfall",
+        "figure": "a beam reports a snow point with probability 0.01569 per unit of snowfall rate",
+        "published": [LINNHOFF_SNOW_P_PER_MM_H * s for s in SNOW_RATES_MM_H],
+        "model_key": "snow_points_per_beam_measured",
+        "unit": "per beam",
     },
     {
         "id": "linnhoff2022_rain_extinction",
@@ -510,6 +527,22 @@ CLUTTER_CAL_CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]
         (
             "Linnhoff 2022: rain points grow with the rain rate, as R^0.8 to R^1.2 (theirs: R^1)",
             lambda m: _up(m["rain_points_per_beam_measured"]) and 0.8 < m["rain_growth_exponent"] < 1.2,
+        ),
+        (
+            "Linnhoff 2022: rain points' 10/50/90 % ranges at 10 mm/h within 1.7x/1.3x/1.5x of theirs",
+            lambda m: all(
+                1 / t < q / w < t
+                for q, w, t in zip(
+                    m["rain_point_range_quantiles_10mm_h_m"],
+                    LINNHOFF_RAIN_QUANTILES_M,
+                    (1.7, 1.3, 1.5),
+                    strict=True,
+                )
+            ),
+        ),
+        (
+            "Linnhoff 2022: snow points per open-sky beam within 1.5x of theirs (per mm/h water equivalent)",
+            lambda m: all(1 / 1.5 < r < 1.5 for r in m["snow_points_per_beam_ratio_to_linnhoff_if_mm_h"]),
         ),
         # the secondary 30-40 % max-range loss at 30 mm/h is not a check: its residual is reported
         # (``comparisons``) and docs/clutter-calibration.md says why the model does not chase it

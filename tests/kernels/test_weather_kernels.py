@@ -112,12 +112,13 @@ def test_cuda_kernel_matches_numpy_reference(cuda_backend, preset: str) -> None:
     same = cuda_backend.asnumpy(gf) == f
     assert same.mean() > 0.999
     assert (f != 0).sum() > 100  # the case makes clutter of every kind
-    # float32 table inversion (CUDA) against float64 interp: a few drops ~1 mm apart at 6-9 m
+    # float32 table inversion (CUDA) against float64 interp: a few drops ~1 mm apart at 1.5-9 m (issue 40:
+    # the receiver's near field puts drops from ~1.3 m, where 1.4 mm is 8e-4 of the range)
     rtol = 5e-4
-    np.testing.assert_allclose(cuda_backend.asnumpy(gr)[same], r[same], rtol=rtol, atol=1e-4)
+    np.testing.assert_allclose(cuda_backend.asnumpy(gr)[same], r[same], rtol=rtol, atol=2e-3)
     np.testing.assert_allclose(cuda_backend.asnumpy(gp)[same], p[same], rtol=1e-3, atol=1e-15)
     clutter = same & (f != 0)
-    np.testing.assert_allclose(cuda_backend.asnumpy(grefl)[clutter], refl[clutter], rtol=1e-3)
+    np.testing.assert_allclose(cuda_backend.asnumpy(grefl)[clutter], refl[clutter], rtol=2e-3)  # z^2: 1.4 mm
 
 
 @pytest.mark.parametrize(
@@ -129,7 +130,7 @@ def test_cuda_kernel_matches_numpy_reference(cuda_backend, preset: str) -> None:
         {"snow_mm_h": 1.0},
         {"rain_mm_h": 10.0, "fog_visibility_m": 200.0},
         {"rain_mm_h": 5.0, "snow_mm_h": 2.0, "fog_visibility_m": 400.0},
-        {"rain_mm_h": 25.0, "snow_mm_h": 2.0, "preset": "HDL-64E"},
+        {"rain_mm_h": 25.0, "snow_mm_h": 10.0, "preset": "HDL-64E"},  # issue 40: its receiver sees little
         {"rain_mm_h": 25.0, "fog_visibility_m": 150.0, "preset": "OS1-64"},
     ],
 )
@@ -158,7 +159,8 @@ def test_array_kernel_equals_the_per_ray_reference(config: dict) -> None:
     assert same.mean() > 0.998, f"{(~same).sum()} of {n} rays differ in outcome"
     assert (rf != 0).sum() > 10  # the case makes clutter at all
     det = same & (rp > 0)
-    np.testing.assert_allclose(r[det], rr[det], rtol=1e-4, atol=1e-4)
+    # a drop's range from the float32 table against float64: ~1 mm apart on one ray in ~10^4 (issue 40)
+    np.testing.assert_allclose(r[det], rr[det], rtol=1e-4, atol=2e-3)
     np.testing.assert_allclose(p[det], rp[det], rtol=1e-3)
     assert np.all(np.isfinite(refl[f != 0])) and np.all(refl[f != 0] > 0)
 

@@ -51,8 +51,9 @@ def test_rain_points_per_open_sky_beam_follow_linnhoff_within_1_5x() -> None:
     assert 0.8 < slope < 1.2, slope
     p10, q10 = cc.rain_clutter_expectation(preset, 10.0)
     assert p10 == pytest.approx(measured[10.0], rel=0.35) and q10 == sorted(q10)
-    # Linnhoff's median rain point lies at 3.9 m; this receiver puts it at ~6.3 m (docs/rain.md, residuals)
-    assert 3.0 < q10[1] < 7.0
+    # Linnhoff's median rain point lies at 3.9 m; the receiver's near field puts it at ~3.6 m (was 6.3 m
+    # with the binary overlap; the quantiles' own test: test_particle_receiver.py)
+    assert 3.0 < q10[1] < 4.9
 
 
 def test_dual_mode_reports_the_drops_that_strongest_mode_hides_behind_a_wall() -> None:

@@ -44,7 +44,8 @@ def _per_sub_ray_layout(
 def test_the_clutter_column_gives_the_per_sub_ray_layout_s_detections(
     beam: BeamConfig, frame: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cfg = PhysicsConfig(beam=beam, weather=WeatherConfig(rain_mm_h=25.0))
+    # issue 40: an HDL-64E's receiver sees few drops (docs/rain.md); its flakes fill the clutter column
+    cfg = PhysicsConfig(beam=beam, weather=WeatherConfig(rain_mm_h=25.0, snow_mm_h=2.0))
     pipe = build_pipeline("HDL-64E", build_world("street", seed=3), seed=3, physics=cfg).pipeline
     try:
         t0, t1 = pipe.frame_interval(frame)
@@ -73,5 +74,6 @@ def test_the_clutter_column_gives_the_per_sub_ray_layout_s_detections(
     assert differ.sum() <= 1e-3 * a.size
     assert np.all(a["flags"][differ] & PointFlag.THROUGH_GLASS)
     flags = got.points["flags"]
-    assert np.count_nonzero(flags & PointFlag.RAIN_CLUTTER) > 10
-    assert not np.any((flags & PointFlag.RAIN_CLUTTER) & (flags & PointFlag.BLOOM))
+    clutter = PointFlag.RAIN_CLUTTER | PointFlag.SNOW_CLUTTER
+    assert np.count_nonzero(flags & clutter) > 0  # 3-7 a frame (was > 10 drops before issue 40's receiver)
+    assert not np.any((flags & clutter) & (flags & PointFlag.BLOOM))
