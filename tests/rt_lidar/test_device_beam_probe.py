@@ -88,7 +88,7 @@ TOLERANCES: dict[str, tuple[str, float]] = {  # device frame against the CPU fra
     "bloom_share": ("absolute", 0.002),
     "epw_median_ns": ("relative", 0.01),
     "bundled_share": ("absolute", 0.002),
-    "median_range_m": ("absolute", 0.01),
+    "median_range_m": ("absolute", 0.02),  # (one HDL-64E scan's median moves by mm with the draws)
 }
 
 
