@@ -381,7 +381,9 @@ class DeviceSensorPhysics(SensorPhysics):
         parts = [None if a is None else a[keep] for a in parts]
         sub = list(self._waveform(bundle.hits, rng, draws, sigma))
         sub[0] = bundle.pulses[sub[0]]
-        merged = [None if a is None else xp.concatenate([a, b]) for a, b in zip(parts, sub, strict=True)]
+        merged: list[Any] = [
+            None if a is None else xp.concatenate([a, b]) for a, b in zip(parts, sub, strict=True)
+        ]
         order = xp.argsort(merged[0] * 4 + merged[1])
         return tuple(None if a is None else a[order] for a in merged)
 
