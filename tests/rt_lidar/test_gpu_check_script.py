@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from peers import needs_peer, peer_python
+
 from rt_lidar.kernels.xp import cupy_available
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,3 +103,16 @@ def test_the_whole_check_keeps_to_its_time_budget_and_says_what_it_skipped(tmp_p
     assert codes["full_frame"] in (124, 125)  # (124: a machine so fast that 15 s were left for it)
     assert any("bench skipped" in line for line in got["skipped"])
     assert "gpu_check:" in proc.stdout and "preflight=" in proc.stdout
+
+
+@needs_peer("airsim")
+def test_the_preflight_names_the_wheels_a_python_without_this_projects_packages_needs(tmp_path: Path) -> None:
+    """A Python that lacks Embree and the others (the stock-AirSim peer's venv stands in for a lent
+    machine's image): the preflight says which wheels to bring, in pip's names, and exits 1."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [str(peer_python("airsim")), "tools/bench/gpu_preflight.py", str(tmp_path), "--offline"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    got = json.loads((tmp_path / "preflight.json").read_text())
+    assert "embreex" in got["project_imports_missing"]
+    assert "google-re2" in got["fix_imports"] and "fix_imports: bring wheels for" in proc.stdout

@@ -32,7 +32,16 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_IMPORTS = ("numpy", "embreex", "trimesh", "re2", "msgpack")
-"""What the CPU frame needs beyond the standard library (the first to fail is named)."""
+"""What the CPU frame needs beyond the standard library, by name."""
+CHECK_MODULES = (
+    "rt_lidar.pipeline.builder",
+    "rt_lidar.pipeline.device_frame",
+    "rt_lidar.physics.device_physics",
+    "rt_lidar.rig.loop",
+)
+"""The modules the check's steps import: the first package each lacks is named too."""
+WHEEL_OF = {"re2": "google-re2", "zmq": "pyzmq", "yaml": "pyyaml", "PIL": "pillow"}
+"""The wheel (pip's name) of an import name where the two differ."""
 TWINS = (
     "rt_lidar.physics._fused",
     "rt_lidar.pipeline._beam_steps",
@@ -121,6 +130,14 @@ def preflight(out: Path, offline: bool, site: Path) -> tuple[dict[str, Any], int
         "cuda_driver_major": cuda_driver_major(),
     }
     missing = {m: e for m in PROJECT_IMPORTS if (e := _try(m)) is not None}
+    for module in CHECK_MODULES:  # each names the first package it lacks (bring it, run again)
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            name = (exc.name or module).split(".")[0]
+            missing.setdefault(name, f"ModuleNotFoundError (needed by {module})")
+        except Exception as exc:
+            missing.setdefault(module, f"{type(exc).__name__}: {str(exc)[:160]}")
     got["project_imports_missing"] = missing
     twins = {m: _try(m) for m in TWINS}
     got["compiled_twins"] = "loaded" if not any(twins.values()) else "not loaded here: the NumPy backend runs"
@@ -145,9 +162,10 @@ def preflight(out: Path, offline: bool, site: Path) -> tuple[dict[str, Any], int
             "'The device check')"
         )
     if missing:
+        wheels = ", ".join(sorted(WHEEL_OF.get(m, m) for m in missing))
         got["fix_imports"] = (
-            f"bring wheels for {', '.join(sorted(missing))} in .whl/ (docs/performance-notes.md, "
-            "'Running the checks'): the CPU frame cannot run without them"
+            f"bring wheels for {wheels} in .whl/ (docs/performance-notes.md, 'Running the checks'): "
+            "the CPU frame cannot run without them"
         )
     out.mkdir(parents=True, exist_ok=True)
     (out / "preflight.json").write_text(json.dumps(got, indent=2) + "\n")
