@@ -107,7 +107,7 @@ def two_point_shift(table: Any, ring: Any, s: Any, d: Any, xp: Any = np) -> Any:
     u_y = (xp.abs(s * d[:, 0]) - 1.93) / (TWO_POINT_FAR_M - 1.93)
     # the decoder compares the packet's distance (whole steps of the HDL-64E's 2 mm), not the exact one:
     # a point within a step of the far point lands on the side its packet puts it
-    near = xp.round((s - dc) / HDL64E_DISTANCE_STEP_M) * HDL64E_DISTANCE_STEP_M < TWO_POINT_FAR_M
+    near = xp.around((s - dc) / HDL64E_DISTANCE_STEP_M) * HDL64E_DISTANCE_STEP_M < TWO_POINT_FAR_M
     corr_x = xp.where(near, (1.0 - u_x) * (dcx - dc), 0.0)
     corr_y = xp.where(near, (1.0 - u_y) * (dcy - dc), 0.0)
     return xp.stack([corr_y * d[:, 0], corr_x * d[:, 1], 0.5 * (corr_x + corr_y) * d[:, 2]], axis=1)
