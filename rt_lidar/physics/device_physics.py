@@ -384,7 +384,7 @@ class DeviceSensorPhysics(SensorPhysics):
         merged: list[Any] = [
             None if a is None else xp.concatenate([a, b]) for a, b in zip(parts, sub, strict=True)
         ]
-        order = xp.argsort(merged[0] * 4 + merged[1])
+        order = xp.argsort(merged[0] * 256 + merged[1])  # (a return id is a uint8)
         return tuple(None if a is None else a[order] for a in merged)
 
     def _apply_device(self, hits: Any, rng: np.random.Generator) -> PhysicsResult:
@@ -443,7 +443,7 @@ class DeviceSensorPhysics(SensorPhysics):
             k = fa.shape[0]
             fa_r = draws.uniform(p.range.min_m, p.range.max_m, size=k).astype(xp.float32)
             fa_p = (thr + xp.abs(draws.standard_normal(size=k)) * max(sigma, thr * 0.1)).astype(xp.float32)
-            order = xp.argsort(xp.concatenate([pulse * 4 + rid, fa * 4]))
+            order = xp.argsort(xp.concatenate([pulse * 256 + rid, fa * 256]))
             pulse = xp.concatenate([pulse, fa])[order]
             rid = xp.concatenate([rid, xp.zeros(k, xp.uint8)])[order]
             measured = xp.concatenate([measured, fa_r])[order]

@@ -15,8 +15,8 @@ bundles are cast there. With ``--sub-rays N`` every pulse is cast there as the b
 (with their echo pulse widths where asked for) that come back in one copy.
 
 :func:`device_frame_parts` builds the pair for a sensor, or says (one line) why a configuration keeps
-the host physics: sunlight, a wet road, crosstalk, a return mode other than strongest, last and dual;
-those runs cast on the device and do their physics on the host as before.
+the host physics: sunlight, a wet road, crosstalk; those runs cast on the device and do their physics on
+the host as before.
 """
 
 from __future__ import annotations
@@ -488,8 +488,6 @@ def device_frame_unsupported(physics: Any, crosstalk: bool = False) -> str | Non
         return "sunlight"
     if cfg.weather is not None and cfg.weather.road_wetness > 0:
         return "a wet road"
-    if physics.return_mode not in ("strongest", "last", "dual"):
-        return f"return mode {physics.return_mode}"
     if crosstalk:
         return "crosstalk"
     return None

@@ -3,8 +3,8 @@ probe ray at the footprint's rim toward the marking neighbour (``rt_lidar.pipeli
 same code on the device's arrays), a round beam on one slanted plane keeping one ray. One test body on
 every backend present (the CPU twin ``cuda-source-on-cpu`` always, ``cuda`` where a GPU and CuPy are),
 held to ``--device cpu`` within the tolerances docs/gpu.md states; and the configurations the device
-frame has taken over from the host (echo pulse width, ``--sub-rays N``, two-point corrections) held the
-same way."""
+frame has taken over from the host (echo pulse width, ``--sub-rays N``, two-point corrections, the
+``first`` return mode) held the same way."""
 
 from __future__ import annotations
 
@@ -63,6 +63,17 @@ CASES: dict[str, tuple[RunConfig, int]] = {
             beam=BeamConfig(return_mode="strongest", full=True, epw=True),
         ),
         2,
+    ),
+    # the first return (a Hesai's mode; the device frame took only strongest, last and dual before)
+    "pandar64-full-first-rain-epw": (
+        RunConfig(
+            preset="Pandar64",
+            seed=3,
+            in_process=True,
+            weather=WeatherConfig(rain_mm_h=25.0),
+            beam=BeamConfig(return_mode="first", full=True, epw=True),
+        ),
+        1,
     ),
     # a bundle on every pulse (--sub-rays 7), dual, rain
     "vlp16-subrays7-dual-rain": (
