@@ -27,7 +27,7 @@ from rt_lidar.kernels import apply_range_noise, effective_reflectance, leading_e
 from rt_lidar.kernels.ambient import false_alarm_probability, receiver_sigma_w
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, two_way_transmission
 from rt_lidar.kernels.texture import texture_factor
-from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, waveform_returns
+from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, single_echo_epw_ns, waveform_returns
 from rt_lidar.physics.clear_coat import coat_lookup, coat_table
 from rt_lidar.physics.glass_ghost import ghost_echoes, mirror_r0
 from rt_lidar.physics.intensity_chain import measure
@@ -41,15 +41,18 @@ from rt_lidar.physics.texture import material_seeds
 from rt_lidar.physics.weather import weather_model
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import POINT_DTYPE, PointFlag
+from rt_lidar.sensor.beam_origins import two_point_corrections, two_point_shift
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.unreal_bridge.world.pose import quat_rotate
 
-__all__ = ["DEVICE_RECORD", "DeviceSensorPhysics"]
+__all__ = ["DEVICE_RECORD", "DEVICE_RECORD_EPW", "DeviceSensorPhysics"]
 
 _POINT_FIELDS = tuple((name, POINT_DTYPE[name]) for name in POINT_DTYPE.names or ())
 DEVICE_RECORD = np.dtype([*_POINT_FIELDS, ("power_w", np.dtype("<f4"))])
 """A point as it leaves the device: :data:`POINT_DTYPE`'s fields, packed, and its received power."""
+DEVICE_RECORD_EPW = np.dtype([*DEVICE_RECORD.descr, ("epw_ns", np.dtype("<f4"))])
+""":data:`DEVICE_RECORD` and the echo pulse width (ns) of each point, where ``--epw`` asks for it."""
 
 
 def _index(xp: Any, material: Any) -> Any:
@@ -66,8 +69,12 @@ class DeviceSensorPhysics(SensorPhysics):
     ) -> None:
         super().__init__(preset, materials, config)
         self.pinned = pinned
+        self.record = DEVICE_RECORD_EPW if self.beam.epw else DEVICE_RECORD
+        """What each point carries back to the host: its echo pulse width too where asked for."""
         xp = pinned.xp
         self.xp = xp
+        table = two_point_corrections(preset)  # a Velodyne's two-point corrections, on the device
+        self._two_point = None if table is None else xp.asarray(table)
         m = materials
         self._tables = tuple(
             xp.asarray(a)
@@ -118,6 +125,12 @@ class DeviceSensorPhysics(SensorPhysics):
         None when the hits carry no mirror rays."""
         xp = self.xp
         return ghost_echoes(xp, hits, self._mirror_r0, self._power, lambda m: _index(xp, m))
+
+    def _echo_width_ns(self, range_m: Any, cos_inc: Any) -> Any:
+        """:func:`rt_lidar.physics.pulse_spread.echo_width_ns` on the device: the FWHM (ns) of the
+        broadened echo of one ray off a plane ``range_m`` away at incidence cosine ``cos_inc``."""
+        f = peak_factor(self.preset, range_m, cos_inc)
+        return float(self.preset.pulse.width_ns) / self.xp.maximum(f, 1e-6)
 
     def _reflectivity(self, power_w: Any, range_m: Any) -> Any:
         """:meth:`EchoModel.measured_reflectivity` on the device."""
@@ -246,7 +259,16 @@ class DeviceSensorPhysics(SensorPhysics):
         seen &= (power > 0) & (rng_m >= p.range.min_m) & (rng_m <= p.range.max_m)
         pulse = xp.flatnonzero(seen)
         rid = xp.zeros(pulse.shape[0], xp.uint8)
-        return pulse, rid, rng_m[pulse], power[pulse], seg[pulse], flags[pulse]
+        r_sel, p_sel = rng_m[pulse], power[pulse]
+        epw = None
+        if self.beam.epw:  # an object's echo is as wide as its footprint's spread in range makes it
+            obj_r = hits.range_m[pulse]
+            width = xp.where(
+                r_sel == obj_r, self._echo_width_ns(obj_r, hits.cos_incidence[pulse]), p.pulse.width_ns
+            )
+            unit = single_echo_epw_ns(p_sel, thr, 1.0)  # the width of a 1 ns echo, scaled
+            epw = xp.where(p_sel >= thr, p.pulse.epw_offset_ns + width * unit, 0.0).astype(f32)
+        return pulse, rid, r_sel, p_sel, seg[pulse], flags[pulse], epw
 
     def _waveform(
         self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float, kind: str | None = None
@@ -339,7 +361,15 @@ class DeviceSensorPhysics(SensorPhysics):
             bloom = (ret.echo % n_sub != 0) & (s_tab.reshape(-1)[flat] > 1.0) & (centre_seg != seg)
             bloom &= ret.echo // n_sub != ghost_kind  # (a ghost over a pane's mirror is no blooming)
             fl = xp.where(bloom, fl | np.uint8(PointFlag.BLOOM), fl).astype(xp.uint8)
-        return ret.pulse, ret.return_id.astype(xp.uint8), range_m, ret.amp.astype(f32), seg, fl
+        epw = None
+        if self.beam.epw:  # as waveform_detections: one ray a pulse has its footprint's broadened echo
+            epw = xp.asarray(ret.epw_ns, f32)
+            if n_sub == 1:
+                width = self._echo_width_ns(hits.range_m[ret.pulse], hits.cos_incidence[ret.pulse])
+                scale = xp.where(ret.echo < n_sub, width / p.pulse.width_ns, 1.0)
+                epw = (epw * scale).astype(f32)
+            epw = (epw + np.float32(p.pulse.epw_offset_ns)).astype(f32)
+        return ret.pulse, ret.return_id.astype(xp.uint8), range_m, ret.amp.astype(f32), seg, fl, epw
 
     def _bundled(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float) -> tuple[Any, ...]:
         """``--beam full`` (:func:`rt_lidar.physics.beam_full.full_beam_detections`): the pulses without a
@@ -352,29 +382,32 @@ class DeviceSensorPhysics(SensorPhysics):
         in_bundle = xp.zeros(len(hits), bool)
         in_bundle[bundle.pulses] = True
         keep = ~in_bundle[parts[0]]
-        parts = [a[keep] for a in parts]
+        parts = [None if a is None else a[keep] for a in parts]
         sub = list(self._waveform(bundle.hits, rng, draws, sigma))
         sub[0] = bundle.pulses[sub[0]]
-        merged = [xp.concatenate([a, b]) for a, b in zip(parts, sub, strict=True)]
-        order = xp.argsort(merged[0] * 4 + merged[1])
-        return tuple(a[order] for a in merged)
+        merged: list[Any] = [
+            None if a is None else xp.concatenate([a, b]) for a, b in zip(parts, sub, strict=True)
+        ]
+        order = xp.argsort(merged[0] * 256 + merged[1])  # (a return id is a uint8)
+        return tuple(None if a is None else a[order] for a in merged)
 
     def _apply_device(self, hits: Any, rng: np.random.Generator) -> PhysicsResult:
         xp, p = self.xp, self.preset
         thr = p.pulse.detection_threshold_w
         rx = p.receiver
-        n = len(hits)
+        n = hits.pulses
         draws = xp.random.RandomState(int(rng.integers(0, 2**32 - 1)))
         sigma = float(receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, np.zeros(1))[0])
         if hits.bundle is not None:
             step = self._bundled
         else:
-            step = self._strongest if self.return_mode == "strongest" else self._waveform
-        pulse, rid, d_r, d_p, d_seg, d_fl = step(hits, rng, draws, sigma)
+            one_ray = self.return_mode == "strongest" and hits.subrays == 1
+            step = self._strongest if one_ray else self._waveform
+        pulse, rid, d_r, d_p, d_seg, d_fl, d_epw = step(hits, rng, draws, sigma)
         any_seen = xp.zeros(n, bool)
         any_seen[pulse] = True
         d_refl = self._reflectivity(d_p, d_r)
-        return self._measure(hits, draws, pulse, rid, d_r, d_p, d_refl, d_seg, d_fl, sigma, any_seen)
+        return self._measure(hits, draws, pulse, rid, d_r, d_p, d_refl, d_seg, d_fl, sigma, any_seen, d_epw)
 
     def _measure(
         self,
@@ -389,11 +422,13 @@ class DeviceSensorPhysics(SensorPhysics):
         fl: Any,
         sigma: float,
         any_seen: Any,
+        epw: Any = None,
     ) -> PhysicsResult:
-        """Range walk, range noise, false alarms, the intensity chain and the packed points (one copy)."""
+        """Range walk, range noise, false alarms, the intensity chain and the packed points (one copy);
+        ``epw`` each detection's echo pulse width (None: not asked for)."""
         xp, p, cfg = self.xp, self.preset, self.config
         thr = p.pulse.detection_threshold_w
-        n = len(hits)
+        n = hits.pulses
         if cfg.range_walk:
             sat = p.receiver.saturation(thr)
             walk = leading_edge_walk_m(pw.astype(xp.float64), thr, pulse_sigma_ns(p.pulse.width_ns), sat)
@@ -412,7 +447,7 @@ class DeviceSensorPhysics(SensorPhysics):
             k = fa.shape[0]
             fa_r = draws.uniform(p.range.min_m, p.range.max_m, size=k).astype(xp.float32)
             fa_p = (thr + xp.abs(draws.standard_normal(size=k)) * max(sigma, thr * 0.1)).astype(xp.float32)
-            order = xp.argsort(xp.concatenate([pulse * 4 + rid, fa * 4]))
+            order = xp.argsort(xp.concatenate([pulse * 256 + rid, fa * 256]))
             pulse = xp.concatenate([pulse, fa])[order]
             rid = xp.concatenate([rid, xp.zeros(k, xp.uint8)])[order]
             measured = xp.concatenate([measured, fa_r])[order]
@@ -420,13 +455,16 @@ class DeviceSensorPhysics(SensorPhysics):
             refl = xp.concatenate([refl, self._reflectivity(fa_p, fa_r)])[order]
             seg = xp.concatenate([seg, xp.zeros(k, xp.uint32)])[order]
             fl = xp.concatenate([fl, xp.full(k, np.uint8(PointFlag.AMBIENT_NOISE), xp.uint8)])[order]
+            if epw is not None:  # a false alarm's width: one echo of its height (noise_detections)
+                fa_w = single_echo_epw_ns(fa_p, thr, p.pulse.width_ns, p.pulse.epw_offset_ns)
+                epw = xp.concatenate([epw, fa_w.astype(xp.float32)])[order]
         amp_sigma = xp.full(n, sigma, xp.float64) if cfg.receiver_noise else None
         amp_z = (
             draws.standard_normal(size=pulse.shape[0]) if amp_sigma is not None else xp.zeros(pulse.shape[0])
         )
         refl, intensity, fl = measure(p, pw, amp_sigma, pulse, amp_z, refl, measured, fl)
-        packed = self._pack(hits, pulse, measured, intensity, refl, rid, fl, seg, pw)
-        rec = self.pinned.receive(packed, DEVICE_RECORD)
+        packed = self._pack(hits, pulse, measured, intensity, refl, rid, fl, seg, pw, epw)
+        rec = self.pinned.receive(packed, self.record)
         points = np.empty(rec.shape[0], POINT_DTYPE)
         for name, _ in _POINT_FIELDS:
             points[name] = rec[name]
@@ -436,6 +474,7 @@ class DeviceSensorPhysics(SensorPhysics):
             power_w=rec["power_w"].copy(),
             fired=hits.pulses,
             dropped=hits.pulses - with_return,
+            epw_ns=rec["epw_ns"].copy() if epw is not None else None,
         )
 
     def _pack(
@@ -449,14 +488,21 @@ class DeviceSensorPhysics(SensorPhysics):
         fl: Any,
         seg: Any,
         pw: Any,
+        epw: Any = None,
     ) -> Any:
-        """(K, :data:`DEVICE_RECORD` itemsize) uint8 rows of the points, built on the device."""
+        """(K, :attr:`record` itemsize) uint8 rows of the points, built on the device."""
         xp = self.xp
         k = int(pulse.shape[0])
-        out = xp.empty((k, DEVICE_RECORD.itemsize), xp.uint8)
-        d = hits.direction[pulse]
+        out = xp.empty((k, self.record.itemsize), xp.uint8)
+        d = (hits.direction if hits.subrays == 1 else hits.pulse_direction)[pulse]
         xyz = d * measured.astype(xp.float32)[:, None]
-        if hits.beam_origin is not None:
+        if hits.beam_origin is not None and self._two_point is not None:
+            # rt_lidar.sensor.beam_origins.place_as_decoded: where the vendor's decoder puts the point
+            m64, d64 = measured.astype(xp.float64), d.astype(xp.float64)
+            on_line = hits.beam_origin[pulse].astype(xp.float64) + d64 * m64[:, None]
+            ring = hits.ring[pulse].astype(xp.int64)
+            xyz = (on_line + two_point_shift(self._two_point, ring, m64, d64, xp)).astype(xp.float32)
+        elif hits.beam_origin is not None:
             xyz = xyz + hits.beam_origin[pulse]
         cols = {
             "x": xyz[:, 0],
@@ -470,10 +516,11 @@ class DeviceSensorPhysics(SensorPhysics):
             "flags": fl,
             "segment": seg,
             "power_w": pw,
+            "epw_ns": epw,
         }
         offset = 0  # the record is packed: each field right after the one before
-        for name in DEVICE_RECORD.names or ():
-            dtype = DEVICE_RECORD[name]
+        for name in self.record.names or ():
+            dtype = self.record[name]
             col = xp.ascontiguousarray(xp.asarray(cols[name]).astype(dtype))
             out[:, offset : offset + dtype.itemsize] = col.view(xp.uint8).reshape(k, dtype.itemsize)
             offset += dtype.itemsize

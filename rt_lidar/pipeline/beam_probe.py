@@ -32,7 +32,7 @@ exactly).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,9 +51,11 @@ __all__ = [
     "ROUND_FOOTPRINT",
     "on_one_plane",
     "plane_tolerance_m",
+    "probe_keys",
     "probe_marks",
     "probe_pattern",
     "probe_rows",
+    "probe_sides",
     "refine_bundles",
 ]
 
@@ -91,23 +93,36 @@ def probe_pattern(pattern: SubRayPattern) -> SubRayPattern:
     return SubRayPattern(probes, weights, radius)
 
 
-def probe_rows(f: Firings, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(pulse, side) int64 of the probes of the marked neighbour pairs ``(i, j)`` of firings ``f``: each
-    pulse of a pair probes on the side of the other (the larger of the azimuth and elevation steps between
-    them, :data:`PROBE_SIDES`), each (pulse, side) once, by side and then pulse (rays of one side of
-    neighbouring pulses run side by side: Embree's packets of them stay coherent)."""
-    if not i.size:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+def probe_sides(f: Firings, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """(K,) int64 the side (:data:`PROBE_SIDES`) on which pulse ``i`` of each neighbour pair ``(i, j)`` of
+    firings ``f`` probes toward ``j`` (the larger of the azimuth and elevation steps between them; ``j``
+    probes on the opposite side, ``side ^ 1``)."""
     az_i, az_j = np.take(f.azimuth_deg, i), np.take(f.azimuth_deg, j)
     el_i, el_j = np.take(f.elevation_deg, i), np.take(f.elevation_deg, j)
     d_h = (np.remainder(az_j - az_i + 180.0, 360.0) - 180.0) * np.cos(np.radians(el_i))
     d_v = el_j - el_i
-    side_i = np.where(np.abs(d_h) >= np.abs(d_v), (d_h > 0).astype(np.int64), 2 + (d_v > 0).astype(np.int64))
-    n = len(f)
-    wanted = np.zeros(PROBE_SIDES * n, bool)
+    return np.where(np.abs(d_h) >= np.abs(d_v), (d_h > 0).astype(np.int64), 2 + (d_v > 0).astype(np.int64))
+
+
+def probe_keys(xp: Any, n: int, i: Any, j: Any, side_i: Any) -> Any:
+    """(R,) int64 ``side * n + pulse`` of the probes of the marked pairs ``(i, j)`` of ``n`` pulses
+    whose pulse ``i`` probes on ``side_i`` (:func:`probe_sides`), each once, sorted (by side, then
+    pulse), on array module ``xp`` (NumPy on the host, CuPy in the device frame)."""
+    wanted = xp.zeros(PROBE_SIDES * n, bool)
     wanted[side_i * n + i] = True
     wanted[(side_i ^ 1) * n + j] = True
-    key = np.flatnonzero(wanted)
+    return xp.flatnonzero(wanted)
+
+
+def probe_rows(f: Firings, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pulse, side) int64 of the probes of the marked neighbour pairs ``(i, j)`` of firings ``f``: each
+    pulse of a pair probes on the side of the other (:func:`probe_sides`), each (pulse, side) once, by side
+    and then pulse (rays of one side of neighbouring pulses run side by side: Embree's packets of them stay
+    coherent)."""
+    if not i.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    n = len(f)
+    key = probe_keys(np, n, i, j, probe_sides(f, i, j))
     return key % n, key // n
 
 
@@ -132,20 +147,21 @@ def _probe_hits(
 
 
 def on_one_plane(
-    c_rng: np.ndarray,
-    c_cos: np.ndarray,
-    q_rng: np.ndarray,
-    q_cos: np.ndarray,
-    same_surface: np.ndarray,
+    c_rng: Any,
+    c_cos: Any,
+    q_rng: Any,
+    q_cos: Any,
+    same_surface: Any,
     tol_m: float,
-) -> np.ndarray:
+    xp: Any = np,
+) -> Any:
     """(R,) bool: the probes (range ``q_rng``, incidence cosine ``q_cos``) that lie on the plane of their
     central ray (``c_rng``, ``c_cos``): ``same_surface`` (the same object and material) and the plane's
     distance from the two rays' starts the same within ``tol_m``. A ray meets a plane ``d`` away from
     its start at range ``d / cos(i)``, so on one plane ``q_rng * q_cos == c_rng * c_cos`` up to the
-    offset of the two starts along the plane's normal."""
+    offset of the two starts along the plane's normal. On array module ``xp`` (CuPy in the device frame)."""
     with np.errstate(invalid="ignore"):
-        off = np.abs(q_rng * q_cos - c_rng * c_cos)
+        off = xp.abs(q_rng * q_cos - c_rng * c_cos)
         return same_surface & (off <= np.float32(tol_m))
 
 
@@ -168,46 +184,49 @@ def plane_tolerance_m(exit_m_per_rad: tuple[float, float], probes: SubRayPattern
 
 def probe_marks(
     central: Hits,
-    pulse: np.ndarray,
+    pulse: Any,
     probe: Hits,
-    retro: np.ndarray,
+    retro: Any,
     plan: FullBeamPlan,
     plane_tol_m: float | None = None,
-) -> dict[str, np.ndarray]:
+    xp: Any = np,
+) -> dict[str, Any]:
     """Per reason (``edge``, ``glass``, ``retro``), the (R,) bool probes (``probe``'s rows, of pulses
     ``pulse``) that see a step from their pulse's ``central`` ray within the footprint (module docstring);
     ``retro`` the world materials' retro flags; ``plane_tol_m`` that of :func:`on_one_plane` (None: no
-    probe counts as on its central ray's plane, every slant beyond ``spread_m / 2`` keeps the bundle)."""
-    c_rng = np.take(central.range_m, pulse)
+    probe counts as on its central ray's plane, every slant beyond ``spread_m / 2`` keeps the bundle).
+    Written once for any array module ``xp``: NumPy on the host, CuPy (or NumPy, on its CPU twin) in the
+    device frame (:class:`~rt_lidar.pipeline.device_frame.DeviceWorldSource`), every array on it."""
+    c_rng = xp.take(central.range_m, pulse)
     q_rng = probe.range_m
-    c_hit, q_hit = np.isfinite(c_rng), np.isfinite(q_rng)
-    c_glass = np.take(central.glass_material, pulse) >= 0
+    c_hit, q_hit = xp.isfinite(c_rng), xp.isfinite(q_rng)
+    c_glass = xp.take(central.glass_material, pulse) >= 0
     q_glass = probe.glass_material >= 0
-    c_mat = np.take(central.material, pulse)
-    c_retro = c_hit & (c_mat >= 0) & retro[np.maximum(c_mat, 0)]
-    q_retro = q_hit & (probe.material >= 0) & retro[np.maximum(probe.material, 0)]
+    c_mat = xp.take(central.material, pulse)
+    c_retro = c_hit & (c_mat >= 0) & retro[xp.maximum(c_mat, 0)]
+    q_retro = q_hit & (probe.material >= 0) & retro[xp.maximum(probe.material, 0)]
     with np.errstate(invalid="ignore"):
-        dr = np.abs(q_rng - c_rng)
-        g_dr = np.abs(probe.glass_range_m - np.take(central.glass_range_m, pulse))
+        dr = xp.abs(q_rng - c_rng)
+        g_dr = xp.abs(probe.glass_range_m - xp.take(central.glass_range_m, pulse))
     both = c_hit & q_hit
     slanted = both & (dr > np.float32(plan.spread_m / 2.0))
-    if (
-        plane_tol_m is not None and slanted.any()
-    ):  # of those, the probes on their central ray's plane see no step
-        k = np.flatnonzero(slanted)
-        pk = np.take(pulse, k)
-        same = (np.take(central.segment, pk) == np.take(probe.segment, k)) & (
-            np.take(c_mat, k) == np.take(probe.material, k)
+    if plane_tol_m is not None and bool(slanted.any()):
+        # of those, the probes on their central ray's plane see no step
+        k = xp.flatnonzero(slanted)
+        pk = xp.take(pulse, k)
+        same = (xp.take(central.segment, pk) == xp.take(probe.segment, k)) & (
+            xp.take(c_mat, k) == xp.take(probe.material, k)
         )
         plane = on_one_plane(
-            np.take(c_rng, k),
-            np.take(central.cos_incidence, pk),
-            np.take(q_rng, k),
-            np.take(probe.cos_incidence, k),
+            xp.take(c_rng, k),
+            xp.take(central.cos_incidence, pk),
+            xp.take(q_rng, k),
+            xp.take(probe.cos_incidence, k),
             same,
             plane_tol_m,
+            xp,
         )
-        plane &= np.take(dr, k) <= np.float32(PLANE_MAX_SPREAD * plan.spread_m)
+        plane &= xp.take(dr, k) <= np.float32(PLANE_MAX_SPREAD * plan.spread_m)
         slanted[k[plane]] = False
     return {
         "edge": (c_hit != q_hit) | slanted,

@@ -4,15 +4,19 @@
 cast them: the rays go up in one copy (origins, world and sensor-frame directions, firing times, rings
 and beam origins packed into one block of bytes), the moving objects' poses of the frame once, and the
 first surfaces, the rays behind glass and the glass fields are computed there (:class:`DeviceHits`,
-arrays of the frame's ``xp``). With ``--beam full`` the pulses that need the bundle are chosen there too
-(their indices come down once so the host can build the sub-rays' starts, which go up as one block) and
-the bundles cast there. :class:`~rt_lidar.physics.device_physics.DeviceSensorPhysics` takes the hits
-from there to packed points that come back in one copy.
+arrays of the frame's ``xp``). With ``--beam full`` the pulses that need the bundle are chosen there as
+the host chooses them: the neighbour test (:func:`~rt_lidar.pipeline.beam_full.pair_steps`), then one
+probe ray at the footprint's rim toward the marking neighbour
+(:func:`~rt_lidar.pipeline.beam_probe.probe_marks`, a round beam on one slanted plane keeping one ray),
+the same code on the device's arrays; the probes' (pulse, side) and the chosen pulses come down so the
+host can build the probes' and the sub-rays' starts, which go up as one block each, and the probes and
+bundles are cast there. With ``--sub-rays N`` every pulse is cast there as the bundle.
+:class:`~rt_lidar.physics.device_physics.DeviceSensorPhysics` takes the hits from there to packed points
+(with their echo pulse widths where asked for) that come back in one copy.
 
 :func:`device_frame_parts` builds the pair for a sensor, or says (one line) why a configuration keeps
-the host physics: a bundle on every pulse (``--sub-rays``), sunlight, a wet road, echo pulse width,
-crosstalk, a preset's two-point corrections; those runs cast on the device and do their physics on the
-host as before.
+the host physics: sunlight, a wet road, crosstalk; those runs cast on the device and do their physics on
+the host as before.
 """
 
 from __future__ import annotations
@@ -71,6 +75,9 @@ class DeviceHits(Hits):
     ring: Any = None
     beam_origin: Any = None
     """(N, 3) float32 each beam's origin in the sensor frame (:attr:`Firings.origin`), None = none."""
+    pulse_direction: Any = None
+    """(P, 3) float32 each pulse's nominal (central) direction in the sensor frame where the rows are a
+    bundle's sub-rays (``subrays`` > 1, ``--sub-rays N``): where its points are placed, as on the host."""
 
 
 def _columns(xp: Any, buf: Any, start: int, stop: int, dtype: Any, shape: tuple[int, ...]) -> Any:
@@ -124,6 +131,8 @@ class DeviceWorldSource(WorldSource):
         origins = _columns(xp, buf, 0, 12, xp.float32, (n, 3))
         dirs = _columns(xp, buf, 12, 24, xp.float32, (n, 3))
         posed = self.bvh.posed_batch(firings.t_ns.astype(np.float64) * 1e-9, n)
+        if self._full is None and self._beam is not None:  # --sub-rays N: every pulse as the bundle
+            return self._every_pulse_bundled(firings, buf, pos, quat, posed, t0_ns, t1_ns, samples)
         r, cos, mat, seg, g_r, g_cos, g_mat, g_seg, g_trans, ghost = self._surfaces(origins, dirs, posed)
         hits = DeviceHits(
             firings=firings,
@@ -148,13 +157,47 @@ class DeviceWorldSource(WorldSource):
             self._bundle(hits, firings, pos, quat, posed)
         return hits
 
+    def _every_pulse_bundled(
+        self, f: Firings, buf: Any, pos: Any, quat: Any, posed: Any, t0_ns: int, t1_ns: int, samples: Any
+    ) -> DeviceHits:
+        """``--sub-rays N`` on the device (:meth:`WorldSource.beam_hits`): every pulse of ``f`` cast as the
+        bundle of :meth:`use_beam` (the sub-rays' starts built on the host and sent up as one block, beside
+        the pulses' record ``buf``), one row a sub-ray, pulse-major."""
+        xp = self.xp
+        n = len(f)
+        pattern = self._beam
+        assert pattern is not None
+        k = len(pattern)
+        d_sub, starts, q = self.ops.subray_starts(f.directions(), pattern, self.exit_m_per_rad, pos, quat)
+        hits = self._rays_hits(
+            f,
+            xp.repeat(xp.arange(n, dtype=xp.int64), k),
+            d_sub,
+            starts,
+            q,
+            posed,
+            _columns(xp, buf, 36, 44, xp.int64, (n,)),
+            _columns(xp, buf, 44, 46, xp.uint16, (n,)),
+            None if f.origin is None else _columns(xp, buf, 46, 58, xp.float32, (n, 3)),
+            None,
+        )
+        hits.subrays = k
+        hits.subray_weight = pattern.weights
+        hits.pulse_direction = _columns(xp, buf, 24, 36, xp.float32, (n, 3))
+        self._with_poses(hits, t0_ns, t1_ns, samples)
+        return hits
+
     def _bundle(self, hits: DeviceHits, f: Firings, pos: Any, quat: Any, posed: Any) -> None:
         """``--beam full`` on the device (:func:`rt_lidar.pipeline.beam_full.full_beam_hits`): the pulses
         whose central rays mark an edge, glass or a retro-reflector with a neighbour's
-        (:func:`~rt_lidar.pipeline.beam_full.neighbour_marks`, on the device; the neighbour pairs from
-        the firings, on the host), cast again as the sub-ray bundle (their starts built on the host from
-        the chosen pulses, this step's one copy down, and sent up as one block) into ``hits.bundle``."""
+        (:func:`~rt_lidar.pipeline.beam_full.pair_steps`, on the device; the neighbour pairs and the side
+        each probes on from the firings, on the host), whose probe ray at the footprint's rim toward that
+        neighbour sees the step (:func:`~rt_lidar.pipeline.beam_probe.probe_marks`, on the device; the
+        probes' (pulse, side) come down, their starts go up), cast again as the sub-ray bundle (their
+        starts built on the host from the chosen pulses, which come down, and sent up as one block) into
+        ``hits.bundle``."""
         from rt_lidar.pipeline.beam_full import _neighbour_pairs, pair_separation, pair_steps
+        from rt_lidar.pipeline.beam_probe import probe_keys, probe_sides
         from rt_lidar.pipeline.sources import BeamBundle
 
         plan = self._full
@@ -163,24 +206,22 @@ class DeviceWorldSource(WorldSource):
         n = len(f)
         i, j = _neighbour_pairs(f)
         sep_h = pair_separation(f, i, j)
-        ij, sep = xp.asarray(np.stack([i, j])), xp.asarray(sep_h)  # up: the pairs and their separations
+        ijs = xp.asarray(np.stack([i, j, probe_sides(f, i, j)]))  # up: the pairs, each one's probe side
+        sep = xp.asarray(sep_h)  # up: their separations
         self.counter.up(2)
-        rng, mat, seg = hits.range_m, hits.material, hits.segment
+        rng, seg = hits.range_m, hits.segment
         glass = hits.glass_material >= 0
         glass_rng = xp.where(glass, hits.glass_range_m, np.float32(np.inf))
         hit = xp.isfinite(rng)
-        retro = hit & (mat >= 0) & self._retro_dev[xp.maximum(mat, 0).astype(xp.int32)]
+        retro = hit & (hits.material >= 0) & self._retro_dev[xp.maximum(hits.material, 0).astype(xp.int32)]
         chosen = xp.zeros(n, bool)
         counts = {"edge": 0, "glass": 0, "retro": 0}
         if i.size:
-            ii, jj = ij[0], ij[1]
+            ii, jj, side = ijs[0], ijs[1], ijs[2]
             steps = pair_steps(xp, plan, sep, ii, jj, rng, seg, hit, glass, glass_rng, retro)
-            for name, step in steps.items():
-                mark = xp.zeros(n, bool)
-                mark[ii[step]] = True
-                mark[jj[step]] = True
-                counts[name] = int(xp.count_nonzero(mark))
-                chosen |= mark
+            marked = steps["edge"] | steps["glass"] | steps["retro"]
+            keys = probe_keys(xp, n, ii[marked], jj[marked], side[marked])
+            chosen = self._probe(hits, f, pos, quat, posed, keys, counts)
         idx_dev = xp.flatnonzero(chosen)
         idx = np.asarray(idx_dev.get() if xp is not np else idx_dev, np.int64)  # down: the chosen pulses
         self.counter.down(idx.nbytes)
@@ -192,21 +233,54 @@ class DeviceWorldSource(WorldSource):
         d_sensor, starts, q = self.ops.subray_starts(
             f.directions()[idx], pattern, self.exit_m_per_rad, pos[idx], quat[idx]
         )
-        rec = np.empty(idx.size * k, BUNDLE_RECORD)
+        sub = self._rays_hits(
+            _take_firings(f, idx),
+            xp.repeat(idx_dev, k),
+            d_sensor,
+            starts,
+            q,
+            posed,
+            hits.t_ns[idx_dev],
+            hits.ring[idx_dev],
+            None if hits.beam_origin is None else hits.beam_origin[idx_dev],
+            hits.pose_start,
+        )
+        sub.subrays = k
+        sub.subray_weight = pattern.weights
+        hits.bundle = BeamBundle(idx_dev, sub)
+
+    def _rays_hits(
+        self,
+        firings: Firings,
+        rows: Any,
+        d_sensor: np.ndarray,
+        starts: np.ndarray,
+        q: np.ndarray,
+        posed: Any,
+        t_ns: Any,
+        ring: Any,
+        beam_origin: Any,
+        pose_start: Any,
+    ) -> DeviceHits:
+        """The rays (sensor-frame directions ``d_sensor``, world starts ``starts``, orientations ``q``) of
+        the frame's pulses ``rows`` (on the device: whose poses they take) sent up as one block and cast
+        there with glass, as :class:`DeviceHits` of ``firings`` (their times ``t_ns``, rings ``ring`` and
+        beam origins ``beam_origin`` already on the device), one row a ray."""
+        xp = self.xp
+        rec = np.empty(len(starts), BUNDLE_RECORD)
         rec["origin"] = starts
         rec["world_dir"] = self.ops.rotate_f32(_rows_f32(q), d_sensor)
         rec["dir"] = d_sensor
-        buf = xp.asarray(rec.view(np.uint8).reshape(-1, BUNDLE_RECORD.itemsize))  # up: the bundle's rays
+        buf = xp.asarray(rec.view(np.uint8).reshape(-1, BUNDLE_RECORD.itemsize))  # up: the rays
         self.counter.up()
-        m = idx.size * k
+        m = len(starts)
         origins = _columns(xp, buf, 0, 12, xp.float32, (m, 3))
         dirs = _columns(xp, buf, 12, 24, xp.float32, (m, 3))
-        rows = xp.repeat(idx_dev, k)
         r, cos, mat_b, seg_b, g_r, g_cos, g_mat, g_seg, g_trans, ghost = self._surfaces(
             origins, dirs, posed, rows
         )
         sub = DeviceHits(
-            firings=_take_firings(f, idx),
+            firings=firings,
             direction=_columns(xp, buf, 24, 36, xp.float32, (m, 3)),
             range_m=r,
             cos_incidence=cos,
@@ -217,16 +291,76 @@ class DeviceWorldSource(WorldSource):
             glass_material=g_mat,
             glass_segment=g_seg,
             glass_transmission=g_trans,
-            subrays=k,
-            subray_weight=pattern.weights,
-            pose_start=hits.pose_start,
+            pose_start=pose_start,
             xp=xp,
-            t_ns=hits.t_ns[idx_dev],
-            ring=hits.ring[idx_dev],
-            beam_origin=None if hits.beam_origin is None else hits.beam_origin[idx_dev],
+            t_ns=t_ns,
+            ring=ring,
+            beam_origin=beam_origin,
         )
         _set_glass_mirror(sub, ghost)
-        hits.bundle = BeamBundle(idx_dev, sub)
+        return sub
+
+    def _probe(
+        self,
+        hits: DeviceHits,
+        f: Firings,
+        pos: Any,
+        quat: Any,
+        posed: Any,
+        keys: Any,
+        counts: dict[str, int],
+    ) -> Any:
+        """(P,) bool on the device: the pulses whose probe (``keys``: ``side * P + pulse`` on the device,
+        :func:`~rt_lidar.pipeline.beam_probe.probe_keys`) sees the step its pair saw
+        (:func:`~rt_lidar.pipeline.beam_probe.probe_marks`, the host's code on the device's arrays);
+        ``counts`` takes how many pulses each reason kept. The keys come down once (the probes' starts
+        are built on the host, as the bundle's are) and the probes go up as one block."""
+        from rt_lidar.pipeline.beam_probe import (
+            PROBE_SIDES,
+            plane_tolerance_m,
+            probe_marks,
+            probe_pattern,
+        )
+
+        plan = self._full
+        assert plan is not None
+        xp = self.xp
+        n = len(f)
+        chosen = xp.zeros(n, bool)
+        key = np.asarray(keys.get() if xp is not np else keys, np.int64)  # down: the probes
+        self.counter.down(key.nbytes)
+        if not key.size:
+            return chosen
+        pulse, side = key % n, key // n
+        probes = probe_pattern(plan.pattern)
+        in_use = np.zeros(n, bool)
+        in_use[pulse] = True
+        pulses = np.flatnonzero(in_use)
+        d, starts, q = self.ops.subray_starts(
+            f.directions()[pulses], probes, self.exit_m_per_rad, pos[pulses], quat[pulses]
+        )
+        rows = np.searchsorted(pulses, pulse) * PROBE_SIDES + side
+        pulse_dev = keys % n
+        probe = self._rays_hits(
+            _take_firings(f, pulse),
+            pulse_dev,
+            d[rows],
+            starts[rows],
+            q[rows],
+            posed,
+            hits.t_ns[pulse_dev],
+            hits.ring[pulse_dev],
+            None,
+            hits.pose_start,
+        )
+        tol = plane_tolerance_m(self.exit_m_per_rad, probes)
+        marks = probe_marks(hits, pulse_dev, probe, self._retro_dev, plan, tol, xp=xp)
+        for name, m in marks.items():
+            by = xp.zeros(n, bool)
+            by[pulse_dev[m]] = True
+            counts[name] = int(xp.count_nonzero(by))
+            chosen |= by
+        return chosen
 
     def _slant(self, g_trans: Any, rows: Any, material: Any, cos_i: Any) -> None:
         """:meth:`WorldSource._slant_loss` on the device."""
@@ -350,22 +484,12 @@ def device_frame_unsupported(physics: Any, crosstalk: bool = False) -> str | Non
     """Why the physics configuration ``physics`` (as negotiated: a :class:`SensorPhysics`) keeps the
     host physics, or None when the whole frame runs on the device."""
     cfg = physics.config
-    if physics.sub_rays > 1 and not physics.beam.full:
-        return "sub-ray bundles on every pulse (--sub-rays)"
     if cfg.sun_illuminance_lux > 0:
         return "sunlight"
     if cfg.weather is not None and cfg.weather.road_wetness > 0:
         return "a wet road"
-    if physics.beam.epw:
-        return "echo pulse width"
-    if physics.return_mode not in ("strongest", "last", "dual"):
-        return f"return mode {physics.return_mode}"
     if crosstalk:
         return "crosstalk"
-    from rt_lidar.sensor.beam_origins import two_point_corrections
-
-    if two_point_corrections(physics.preset) is not None:
-        return "the preset's two-point corrections"
     return None
 
 
@@ -398,6 +522,8 @@ def device_frame_parts(
     source.retro_gain = arrays.retro_gain
     if host.full_beam is not None:  # --beam full: the plan negotiated above, its bundles on the device
         source.use_full_beam(host.full_beam)
+    elif phys.sub_rays > 1:  # --sub-rays N: every pulse as the bundle, on the device
+        source.use_beam(phys.pattern)
     dev = DeviceSensorPhysics(preset, arrays, phys.config, PinnedPoints(world.xp, counter))
     return source, dev, None
 

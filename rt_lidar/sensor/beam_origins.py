@@ -18,6 +18,7 @@ packet writer inverts it (:func:`ranges_from_decoded`).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -93,22 +94,23 @@ HDL64E_DISTANCE_STEP_M = 0.002
 ``dist_correction`` alone (velodyne_decoder 3.1, after the HDL-64E S3 manual)."""
 
 
-def two_point_shift(table: np.ndarray, ring: np.ndarray, s: np.ndarray, d: np.ndarray) -> np.ndarray:
+def two_point_shift(table: Any, ring: Any, s: Any, d: Any, xp: Any = np) -> Any:
     """(N, 3) float64 shift velodyne_decoder 3.1 gives points at distance ``s`` (with
     ``dist_correction``) along unit directions ``d`` (our frame) of ``ring`` beyond ``s * d`` and the
     beam's offsets. Its x distance correction is interpolated between ``dist_correction_x`` at 2.4 m and
     ``dist_correction`` at 25.04 m of the point's |Velodyne x| (our |y|), its y one between
     ``dist_correction_y`` at 1.93 m and 25.04 m of |Velodyne y| (our |x|), its z one is their mean;
-    each moves the point along that axis's component of the beam."""
+    each moves the point along that axis's component of the beam. On array module ``xp`` (NumPy, or CuPy
+    in the device frame with ``table`` there too)."""
     dc, dcx, dcy = (table[ring, k] for k in range(3))
-    u_x = (np.abs(s * d[:, 1]) - 2.4) / (TWO_POINT_FAR_M - 2.4)
-    u_y = (np.abs(s * d[:, 0]) - 1.93) / (TWO_POINT_FAR_M - 1.93)
+    u_x = (xp.abs(s * d[:, 1]) - 2.4) / (TWO_POINT_FAR_M - 2.4)
+    u_y = (xp.abs(s * d[:, 0]) - 1.93) / (TWO_POINT_FAR_M - 1.93)
     # the decoder compares the packet's distance (whole steps of the HDL-64E's 2 mm), not the exact one:
     # a point within a step of the far point lands on the side its packet puts it
-    near = np.round((s - dc) / HDL64E_DISTANCE_STEP_M) * HDL64E_DISTANCE_STEP_M < TWO_POINT_FAR_M
-    corr_x = np.where(near, (1.0 - u_x) * (dcx - dc), 0.0)
-    corr_y = np.where(near, (1.0 - u_y) * (dcy - dc), 0.0)
-    return np.stack([corr_y * d[:, 0], corr_x * d[:, 1], 0.5 * (corr_x + corr_y) * d[:, 2]], axis=1)
+    near = xp.around((s - dc) / HDL64E_DISTANCE_STEP_M) * HDL64E_DISTANCE_STEP_M < TWO_POINT_FAR_M
+    corr_x = xp.where(near, (1.0 - u_x) * (dcx - dc), 0.0)
+    corr_y = xp.where(near, (1.0 - u_y) * (dcy - dc), 0.0)
+    return xp.stack([corr_y * d[:, 0], corr_x * d[:, 1], 0.5 * (corr_x + corr_y) * d[:, 2]], axis=1)
 
 
 def place_as_decoded(

@@ -1,6 +1,6 @@
 """tools/bench/bench_gpu_frame.py (the --device frame benchmark of tools/gpu_check.sh): without a GPU it
-says so, and with the CUDA source built for the CPU its parts run end to end on a one-sensor rig, so a GPU
-run finds no broken plumbing."""
+says so and still records the CPU's figures, and with the CUDA source built for the CPU its parts run end
+to end on a one-sensor rig, so a GPU run finds no broken plumbing."""
 
 from __future__ import annotations
 
@@ -28,9 +28,20 @@ sinks = []
 
 
 @pytest.mark.skipif(cupy_available(), reason="a CUDA device is here")
-def test_without_a_gpu_it_says_so_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench_gpu_frame.main(["--device", "cuda", "--frames", "1"]) == 2
+def test_without_a_gpu_it_records_the_cpu_figures_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "frame.json"
+    assert bench_gpu_frame.main(["--device", "cuda", "--dry-run", "--out", str(out)]) == 3
     assert "needs CuPy and a CUDA device" in capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert "needs CuPy and a CUDA device" in report["device_error"]
+    for section in (report, report["device_frame"]):  # --beam full, then one ray a pulse
+        assert section["frame"]["cpu"]["realtime_factor"] > 0 and "cuda" not in section["frame"]
+        assert section["scan_statistics_cpu"]["roof"]["points_per_scan"] > 10_000
+    assert report["frame"]["cpu"]["bundled_share"]["roof"] > 0.02
+    # asked for the device alone, there is nothing to record: a wrong request, exit 2
+    assert bench_gpu_frame.main(["--device", "cuda", "--dry-run", "--skip-cpu-frame"]) == 2
 
 
 def test_cpu_build_of_the_source_runs_every_part(tmp_path: Path) -> None:
@@ -49,6 +60,9 @@ def test_cpu_build_of_the_source_runs_every_part(tmp_path: Path) -> None:
     # the device draws its own noise (docs/gpu.md's tolerances: points within 0.5 %)
     assert abs(stats["difference"]["points_per_scan"]) <= 0.005 * stats["cpu"]["points_per_scan"]
     assert abs(stats["difference"]["second_return_share"]) <= 0.002
+    shares = [report["frame"][side]["bundled_share"]["roof"] for side in ("cpu", "cuda-source-on-cpu")]
+    assert shares[0] > 0.02 and abs(shares[1] - shares[0]) <= 0.002  # the probe on both (docs/gpu.md)
+    assert abs(stats["difference"]["bloom_share"]) <= 0.002
     cast = report["cast"]
     assert cast["rays"] > 0 and cast["same_hit_share"] > 0.999 and cast["moving_objects"] == 3
     assert cast["kernel_only_M_rays_per_s"] > 0 and cast["embree_M_rays_per_s"] > 0

@@ -17,7 +17,7 @@ import pytest
 
 from rt_lidar.api import in_process_pipeline
 from rt_lidar.backend.device_arrays import PinnedPoints, array_module_of_device
-from rt_lidar.config import RunConfig
+from rt_lidar.config import RunConfig, SunConfig
 from rt_lidar.errors import ConfigError
 from rt_lidar.kernels.xp import cupy_available
 from rt_lidar.physics.device_physics import DeviceSensorPhysics
@@ -111,9 +111,10 @@ def test_one_copy_to_the_host_a_frame(device: str, full: bool) -> None:
         assert isinstance(points, np.ndarray) and points.dtype == POINT_DTYPE and points.size > 1000
     counter = source.counter
     # one copy down a frame (the packed points); up: the rays and the moving objects' poses. --beam full
-    # adds the chosen pulses down, the neighbour pairs, their separations and the bundles' rays up
-    assert counter.to_host == 3 * (2 if full else 1)
-    assert counter.to_device == 3 * (UPLOADS_PER_FRAME + (3 if full else 0))
+    # adds the probes' (pulse, side) and the chosen pulses down, the neighbour pairs with their probe
+    # sides, their separations, the probe rays and the bundles' rays up
+    assert counter.to_host == 3 * (3 if full else 1)
+    assert counter.to_device == 3 * (UPLOADS_PER_FRAME + (4 if full else 0))
     assert counter.bytes_to_host > 0
 
 
@@ -134,15 +135,15 @@ def test_device_frame_gives_the_same_bytes_twice() -> None:
     assert all(x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
 
 
-def test_fixed_sub_ray_bundles_keep_the_host_physics_and_say_so() -> None:
-    config = dataclasses.replace(DUAL_RAIN, device="cuda-source-on-cpu", beam=BeamConfig(sub_rays=4))
+def test_sunlight_keeps_the_host_physics_and_says_so() -> None:
+    config = dataclasses.replace(DUAL_RAIN, device="cuda-source-on-cpu", sun=SunConfig(lux=50_000.0))
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
         built = in_process_pipeline(config, load_preset("VLP-16"))
         built.pipeline.close()
     assert not isinstance(built.pipeline.source, DeviceWorldSource)
     lines = [str(w.message) for w in got if "--device:" in str(w.message)]
-    assert len(lines) == 1 and "sub-ray bundles on every pulse" in lines[0] and "host" in lines[0]
+    assert len(lines) == 1 and "sunlight" in lines[0] and "host" in lines[0]
 
 
 def test_pinned_buffer_is_reused_and_scans_are_their_own() -> None:

@@ -18,6 +18,10 @@ the CPU frame (Embree). Prints JSON (and writes it with ``--out``).
 Targets (issue 43): >= 10x real time and >= 100 M rays/s on one H100 with ``--device cuda``. The CPU
 build of the source (``--device cuda-source-on-cpu``) runs the same script on a machine without a GPU.
 
+The CPU frame runs first and its figures are written at once; where the device cannot run (no CuPy, no
+GPU) or fails part way (a kernel that does not compile, memory), the report still holds the CPU's figures
+and says why under ``device_error``, and the script exits 3 (2: a wrong argument; 1: the CPU side broke).
+
 Run: python tools/bench/bench_gpu_frame.py [--device cuda] [--frames 10] [--rig RIG.toml] [--out x.json]
      [--scenario both|full|dual-rain] [--dry-run: one VLP-16, one frame, no cast replay]
 """
@@ -29,6 +33,7 @@ import json
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +47,7 @@ from machine_record import write_json  # noqa: E402  (tools/bench, beside this s
 
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics  # noqa: E402
 from rt_lidar.physics.weather import WeatherConfig  # noqa: E402
+from rt_lidar.pipeline.beam_full import beam_summary  # noqa: E402
 from rt_lidar.pipeline.builder import build_world, negotiate  # noqa: E402
 from rt_lidar.pipeline.device_frame import DeviceWorldSource, device_frame_parts  # noqa: E402
 from rt_lidar.pipeline.device_world import (  # noqa: E402
@@ -70,10 +76,13 @@ SIM_HZ = 20.0
 Batch = tuple[np.ndarray, np.ndarray, Any, float]
 
 
-def rig_loop(rig: Rig, world: World, physics: PhysicsConfig, seed: int) -> tuple[RigLoop, list[Any]]:
+def rig_loop(
+    rig: Rig, world: World, physics: PhysicsConfig, seed: int
+) -> tuple[RigLoop, list[Any], dict[str, Pipeline]]:
     """The rig's sensors in ``world``, each negotiated with its source as ``build_pipeline`` does (so
     ``--beam full`` applies; on a :class:`BvhWorld` the device-resident frame where the configuration
-    runs there), its frames cast ahead on a thread of its own; and the device frames' copy counters."""
+    runs there), its frames cast ahead on a thread of its own; the device frames' copy counters; and
+    each sensor's pipeline."""
     table = load_material_table()
     pipes: dict[str, Pipeline] = {}
     counters = []
@@ -90,7 +99,7 @@ def rig_loop(rig: Rig, world: World, physics: PhysicsConfig, seed: int) -> tuple
             source.retro_gain = arrays.retro_gain
             phys = SensorPhysics(s.preset, arrays, negotiate(source, s.preset, physics))
         pipes[s.name] = Pipeline(s.preset, source, phys, sim_hz=SIM_HZ, seed=seed, prefetch=True)
-    return RigLoop.over(rig, pipes, SIM_HZ), counters
+    return RigLoop.over(rig, pipes, SIM_HZ), counters, pipes
 
 
 class CastRecorder:
@@ -134,6 +143,7 @@ def _stats(points: list[np.ndarray]) -> dict[str, float]:
         "second_return_share": round(float((allp["return_id"] == 1).mean()), 5),
         "flagged_share": round(float((allp["flags"] != 0).mean()), 5),
         "rain_share": round(float(((allp["flags"] & 1) != 0).mean()), 5),
+        "bloom_share": round(float(((allp["flags"] & 8) != 0).mean()), 5),
         "mean_range_m": round(float(rng.mean()), 4),
         "median_range_m": round(float(np.median(rng)), 4),
         "median_intensity": round(float(np.median(allp["intensity"])), 3),
@@ -152,7 +162,7 @@ def run_frames(
         beam=BeamConfig(return_mode="dual", full=full),
         kernels_device=kernels_device_for(device, "cpu"),
     )
-    loop, counters = rig_loop(rig, cast_world, physics, seed)
+    loop, counters, pipes = rig_loop(rig, cast_world, physics, seed)
     scans: dict[str, list[np.ndarray]] = {name: [] for name in rig.names}
     try:
         loop.start()
@@ -176,6 +186,11 @@ def run_frames(
         "M_rays_per_s": round((rec.rays - rays0) / wall / 1e6, 3),
         "physics": "device" if counters else "host",
     }
+    if full:  # the share of pulses each sensor cast as the bundle (the neighbour test, then the probe)
+        timing["bundled_share"] = {
+            name: round(float(beam_summary(p.source, 0, "").get("bundled_share", 0.0)), 5)
+            for name, p in pipes.items()
+        }
     if counters:  # every sensor's copies over the run (its frames fetched ahead included)
         up, down = sum(c.to_device for c in counters), sum(c.to_host for c in counters)
         timing["transfers"] = {
@@ -286,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     why = frame_device_unavailable_reason(args.device)
-    if why:
+    if why and args.skip_cpu_frame:
         print(f"bench_gpu_frame: --device {args.device} {why}", file=sys.stderr)
         return 2
     if args.dry_run:
@@ -300,12 +315,24 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"rig": {"file": rig_file, "sensors": [s.preset.name for s in rig.sensors]}}
     report["scenario"] = f"dual returns, 25 mm/h rain, street, seed {args.seed}; full: --beam full"
     report["dry_run"] = bool(args.dry_run)
-    if args.device == "cuda":
-        import cupy as cp
+    report["device"] = args.device
+    if why:  # the CPU's figures all the same, and why the device's are missing
+        report["device_error"] = f"--device {args.device} {why}"
+        print(f"bench_gpu_frame: {report['device_error']}: the CPU frame only", file=sys.stderr)
+    elif args.device == "cuda":
+        try:
+            import cupy as cp
 
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        name = props["name"]
-        report["gpu"] = name.decode() if isinstance(name, bytes) else str(name)
+            props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+            name = props["name"]
+            report["gpu"] = name.decode() if isinstance(name, bytes) else str(name)
+        except Exception as exc:  # CuPy imported but the GPU does not answer: the CPU's figures only
+            report["device_error"] = _error(exc)
+
+    def save() -> None:  # after each step, so a step cut short leaves what came before it
+        if args.out:
+            write_json(args.out, report)
+
     for key, full in (("full", True), ("device_frame", False)):
         if args.scenario != "both" and args.scenario != ("full" if full else "dual-rain"):
             continue
@@ -313,28 +340,44 @@ def main(argv: list[str] | None = None) -> int:
         cpu_scans: dict[str, list[np.ndarray]] | None = None
         batches: list[Batch] = []
         keep = full and args.repeat > 0
+        # --beam full keeps the report's first keys (frame, scan_statistics, cast); the device frame its own
+        section: dict[str, Any] = report if full else report.setdefault("device_frame", {})
+        section["frame"] = frames
         if not args.skip_cpu_frame:
             world = build_world("street", seed=args.seed)
             frames["cpu"], cpu_scans, rec = run_frames(rig, world, "cpu", args.frames, args.seed, full, keep)
             batches = rec.batches
             print(json.dumps({key: {"cpu": frames["cpu"]}}), file=sys.stderr)
-        frames[args.device], dev_scans, _ = run_frames(
-            rig, build_world("street", seed=args.seed), args.device, args.frames, args.seed, full, False
-        )
-        print(json.dumps({key: {args.device: frames[args.device]}}), file=sys.stderr)
-        # --beam full keeps the report's first keys (frame, scan_statistics, cast); the device frame its own
-        section: dict[str, Any] = report if full else report.setdefault("device_frame", {})
-        section["frame"] = frames
-        if cpu_scans is not None:
-            section["scan_statistics"] = _compare(rig, cpu_scans, dev_scans, args.device)
-            if batches:
-                world = build_world("street", seed=args.seed)
-                section["cast"] = bench_cast(world, args.device, batches, args.repeat)
+            section["scan_statistics_cpu"] = {name: _stats(cpu_scans[name]) for name in rig.names}
+            save()
+        if "device_error" in report:
+            continue
+        try:
+            frames[args.device], dev_scans, _ = run_frames(
+                rig, build_world("street", seed=args.seed), args.device, args.frames, args.seed, full, False
+            )
+            print(json.dumps({key: {args.device: frames[args.device]}}), file=sys.stderr)
+            if cpu_scans is not None:
+                section["scan_statistics"] = _compare(rig, cpu_scans, dev_scans, args.device)
+                save()
+                if batches:
+                    world = build_world("street", seed=args.seed)
+                    section["cast"] = bench_cast(world, args.device, batches, args.repeat)
+        except Exception as exc:  # the device broke part way: keep the CPU's figures and say why
+            report["device_error"] = _error(exc)
+            print(f"bench_gpu_frame: the device frame failed: {report['device_error']}", file=sys.stderr)
+        save()
     text = json.dumps(report, indent=2)
     print(text)
-    if args.out:
-        write_json(args.out, report)
-    return 0
+    save()
+    return 3 if "device_error" in report else 0
+
+
+def _error(exc: BaseException) -> str:
+    """One line of ``exc`` and where it was raised (the last frame of its traceback)."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{where}"
 
 
 if __name__ == "__main__":

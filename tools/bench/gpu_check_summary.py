@@ -1,12 +1,14 @@
 """The summary of one tools/gpu_check.sh run: gpu_check.json beside the files it read.
 
-Reads ``gpu_frame_device.json`` and ``gpu_frame.json`` (tools/bench/bench_gpu_frame.py's two scenarios)
-and the steps' exit codes, and writes the numbers
+Reads ``preflight.json`` (tools/bench/gpu_preflight.py), ``gpu_frame_device.json`` and ``gpu_frame.json``
+(tools/bench/bench_gpu_frame.py's two scenarios), ``skipped.txt`` and the steps' exit codes (125: skipped,
+out of the check's time budget; 124: stopped at its limit), and writes the numbers
 issue 43 asks for with the targets beside them: the four-VLS-128 rig with ``--beam full``, dual returns
 and 25 mm/h rain, and the same with one ray a pulse, each as the device-resident frame: rays per second
 and real-time factor (targets >= 100 M rays/s, >= 10x real time on one H100), the copies, and the device
 scans' statistics against the CPU's (points a scan, range and intensity medians, second-return and rain
-shares).
+shares, blooming and the share of pulses bundled). Where the device could not run, ``device_error`` says
+why and the CPU's own statistics stand in its rows' place (``*_cpu_statistics``).
 
 Run: python tools/bench/gpu_check_summary.py OUT_DIR [step=rc ...]
 """
@@ -20,13 +22,25 @@ from typing import Any
 
 TARGET_M_RAYS_PER_S = 100.0
 TARGET_REALTIME_FACTOR = 10.0
-STAT_KEYS = ("points_per_scan", "median_range_m", "median_intensity", "second_return_share", "rain_share")
+STAT_KEYS = (
+    "points_per_scan",
+    "median_range_m",
+    "median_intensity",
+    "second_return_share",
+    "rain_share",
+    "bloom_share",
+)
 
 
 def _row(frame: dict[str, Any], device: str) -> dict[str, Any]:
     dev = frame.get(device, {})
-    row = {k: dev.get(k) for k in ("realtime_factor", "M_rays_per_s", "rays_cast", "physics", "transfers")}
-    row["cpu_realtime_factor"] = frame.get("cpu", {}).get("realtime_factor")
+    keys = ("realtime_factor", "M_rays_per_s", "rays_cast", "physics", "transfers", "bundled_share")
+    row = {k: dev.get(k) for k in keys}
+    cpu = frame.get("cpu", {})
+    row["cpu_realtime_factor"] = cpu.get("realtime_factor")
+    row["cpu_M_rays_per_s"] = cpu.get("M_rays_per_s")
+    if "bundled_share" in cpu:
+        row["cpu_bundled_share"] = cpu["bundled_share"]
     row["meets_100M_rays_per_s"] = (row["M_rays_per_s"] or 0) >= TARGET_M_RAYS_PER_S
     row["meets_10x_realtime"] = (row["realtime_factor"] or 0) >= TARGET_REALTIME_FACTOR
     return row
@@ -42,6 +56,10 @@ def _statistics(stats: dict[str, Any]) -> dict[str, Any]:
 def summary(out: Path, rcs: dict[str, int]) -> dict[str, Any]:
     """What gpu_check.json holds (module docstring)."""
     got: dict[str, Any] = {"exit_codes": rcs}
+    if (out / "preflight.json").exists():
+        got["preflight"] = json.loads((out / "preflight.json").read_text())
+    if (out / "skipped.txt").exists():
+        got["skipped"] = (out / "skipped.txt").read_text().splitlines()
     report: dict[str, Any] = {}
     for name, step in (("gpu_frame_device.json", "device_frame"), ("gpu_frame.json", "full_frame")):
         path = out / name
@@ -51,17 +69,23 @@ def summary(out: Path, rcs: dict[str, int]) -> dict[str, Any]:
             got.setdefault("missing", []).append(f"{name}: tools/bench/bench_gpu_frame.py did not finish")
     if not report:
         return got
-    device = "cuda" if "gpu" in report else "cuda-source-on-cpu"
+    device = report.get("device") or ("cuda" if "gpu" in report else "cuda-source-on-cpu")
     got.update(gpu=report.get("gpu"), device=device, rig=report["rig"], dry_run=report.get("dry_run", False))
+    if "device_error" in report:
+        got["device_error"] = report["device_error"]
     if "device_frame" in report:
         sec = report["device_frame"]
-        got["dual_rain_device_frame"] = _row(sec["frame"], device)
+        got["dual_rain_device_frame"] = _row(sec.get("frame", {}), device)
         if "scan_statistics" in sec:
             got["dual_rain_device_minus_cpu"] = _statistics(sec["scan_statistics"])
+        elif "scan_statistics_cpu" in sec:
+            got["dual_rain_cpu_statistics"] = sec["scan_statistics_cpu"]
     if "frame" in report:
         got["beam_full_dual_rain"] = _row(report["frame"], device)
         if "scan_statistics" in report:
             got["beam_full_device_minus_cpu"] = _statistics(report["scan_statistics"])
+        elif "scan_statistics_cpu" in report:
+            got["beam_full_cpu_statistics"] = report["scan_statistics_cpu"]
         if "cast" in report:
             got["cast"] = report["cast"]
     return got
