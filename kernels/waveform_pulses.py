@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rt_lidar.kernels.echo_order import echo_order
+from rt_lidar.kernels.echo_table import echo_order
 from rt_lidar.kernels.np_loops import LoopCheck
 
 if TYPE_CHECKING:
