@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rt_lidar.kernels.echo_table import echo_order
 from rt_lidar.kernels.np_loops import LoopCheck
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def pulse_returns(
     a32 = np.ascontiguousarray(amp)
     order = None
     if e != 2:  # NumPy's sort of each row (its order of equal times is the NumPy code's)
-        order = np.ascontiguousarray(np.argsort(np.where(a32 > 0, t64, np.inf), axis=1), np.int64)
+        order = echo_order(t64, a32)  # as NumPy's sort orders what the search reads of each row
     sigma = pulse_sigma_ns(width_ns)
     dt = sigma / 2.0
     sig_w = z = None

@@ -184,6 +184,66 @@ class NumpySourceOps:
         step = rh.distance[more] + eps_m
         return org[more] + d_act[more] * step[:, None], travelled[more] + step, active[more]
 
+    def glass_mirror_rays(
+        self,
+        origins: np.ndarray,
+        dirs: np.ndarray,
+        rows: np.ndarray,
+        distance: np.ndarray,
+        normal: np.ndarray,
+        eps_m: np.float32,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start points, unit directions, distances to the pane) of the mirror rays off the first pane
+        of rays ``rows`` (``distance`` and ``normal``: every ray's first hit, a pane for ``rows``): the
+        pane's normal made unit, each ray mirrored on it and started ``eps_m`` off the pane on the
+        sensor's side."""
+        d = np.take(dirs, rows, axis=0)
+        nrm = np.take(normal, rows, axis=0).astype(np.float32)
+        nrm /= np.sqrt(np.einsum("ij,ij->i", nrm, nrm))[:, None]
+        dn = dot_f32(d, nrm)
+        back = np.where(dn > 0, np.float32(-1.0), np.float32(1.0))[:, None] * nrm  # the sensor's side
+        dist = np.take(distance, rows)
+        org, mdir = self.mirror_rays(origins, rows, dist, d, nrm, dn, back, eps_m)
+        return org, mdir, dist
+
+    def mirror_rays(
+        self,
+        origins: np.ndarray,
+        rows: np.ndarray,
+        dist: np.ndarray,
+        d: np.ndarray,
+        nrm: np.ndarray,
+        dn: np.ndarray,
+        off: np.ndarray,
+        eps_m: np.float32,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(start points, unit directions) of the mirror rays of rays ``rows`` (directions ``d``) off the
+        surfaces of normals ``nrm`` (``dn`` = d . n) they met ``dist`` away, each started ``off`` (a unit
+        normal, its side) by ``eps_m`` from the hit."""
+        mdir = (d - (np.float32(2.0) * dn)[:, None] * nrm).astype(np.float32)
+        mdir /= np.sqrt(np.einsum("ij,ij->i", mdir, mdir))[:, None]
+        org = (np.take(origins, rows, axis=0) + d * dist[:, None] + off * eps_m).astype(np.float32)
+        return org, mdir
+
+    def mirror_hits(
+        self, n: int, rows: np.ndarray, dist: np.ndarray, mh: RayHits, mdir: np.ndarray, max_range_m: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(whole path, incidence cosine, material, segment) of every one of ``n`` rays: those of the
+        mirror rays ``mdir`` of rays ``rows`` (started ``dist`` along them) that met ``mh`` within
+        ``max_range_m`` in all; every other ray none (inf, 0, -1, 0)."""
+        m_range = np.full(n, np.inf, np.float32)
+        m_cos = np.zeros(n, np.float32)
+        m_mat = np.full(n, -1, np.int16)
+        m_seg = np.zeros(n, np.uint32)
+        total = dist + mh.distance
+        ok = np.isfinite(mh.distance) & (total <= max_range_m)
+        k = rows[ok]
+        m_range[k] = total[ok]
+        m_cos[k] = np.abs(dot_f32(mh.normal[ok], mdir[ok]))
+        m_mat[k] = mh.material[ok]
+        m_seg[k] = mh.segment[ok]
+        return m_range, m_cos, m_mat, m_seg
+
     def join_scan(self, parts: list[np.ndarray], start_ns: int) -> tuple[np.ndarray, int]:
         """A scan's ``parts`` one after another with their ``t`` less ``start_ns``, and how many points
         have return id 0 (one first return per returning pulse). A single part is a slice of one frame's
@@ -264,6 +324,28 @@ class CompiledSourceOps(NumpySourceOps):
             if got is not None:
                 return got
         return super().glass_step(rh, rays, transmission, max_range_m, eps_m, fields, normal, sun_cos, sun)
+
+    def glass_mirror_rays(
+        self,
+        origins: np.ndarray,
+        dirs: np.ndarray,
+        rows: np.ndarray,
+        distance: np.ndarray,
+        normal: np.ndarray,
+        eps_m: np.float32,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        got = source_steps.glass_mirror_rays(origins, dirs, rows, distance, normal, eps_m)
+        return (
+            got
+            if got is not None
+            else super().glass_mirror_rays(origins, dirs, rows, distance, normal, eps_m)
+        )
+
+    def mirror_hits(
+        self, n: int, rows: np.ndarray, dist: np.ndarray, mh: RayHits, mdir: np.ndarray, max_range_m: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        got = source_steps.mirror_hits(n, rows, dist, mh, mdir, max_range_m)
+        return got if got is not None else super().mirror_hits(n, rows, dist, mh, mdir, max_range_m)
 
     def join_scan(self, parts: list[np.ndarray], start_ns: int) -> tuple[np.ndarray, int]:
         got = source_steps.join_scan(parts, start_ns)

@@ -77,7 +77,24 @@ def pulse_noise_w(
 
 
 def _renumber(pulse: np.ndarray) -> np.ndarray:
-    """Return ids 0, 1, ... within each run of equal (sorted) pulse indices."""
+    """Return ids 0, 1, ... within each run of equal pulse indices (sorted: a row's id is then the number
+    of k >= 1 with ``pulse[i - k] == pulse[i]``, found in one comparison a k, as many as the longest run;
+    unsorted: by the runs' starts)."""
+    if not _sorted(pulse):
+        return _renumber_runs(pulse)
+    rid = np.zeros(pulse.size, np.uint8)
+    k = 1
+    while k < pulse.size:
+        same = pulse[k:] == pulse[:-k]
+        if not same.any():
+            break
+        rid[k:] += same.view(np.uint8)  # (past 255 it wraps, as the cast of the runs' ids does)
+        k += 1
+    return rid
+
+
+def _renumber_runs(pulse: np.ndarray) -> np.ndarray:
+    """:func:`_renumber` of any order: ids 0, 1, ... within each run of adjacent equal indices."""
     if pulse.size == 0:
         return np.zeros(0, np.uint8)
     repeats = np.flatnonzero(pulse[1:] == pulse[:-1])
@@ -148,12 +165,31 @@ def noise_detections(
 
 
 def _merge(a: Detections, b: Detections) -> Detections:
-    """Rows of both, sorted by pulse (a's order kept within a pulse)."""
+    """Rows of both, sorted by pulse (a's order kept within a pulse, b's rows after a's): where both are
+    sorted by pulse already (the waveform's returns and the false detections), b's rows are put in
+    their places between a's; else a stable sort of the pulses."""
+    pulse_a, pulse_b = a.pulse, b.pulse
+    if _sorted(pulse_a) and _sorted(pulse_b):
+        n = pulse_a.size + pulse_b.size
+        at_b = np.searchsorted(pulse_a, pulse_b, side="right") + np.arange(pulse_b.size)
+        at_a = np.ones(n, bool)
+        at_a[at_b] = False
+
+        def put(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
+            if x is None or y is None:
+                return None
+            out = np.empty(n, np.result_type(x, y))
+            out[at_a] = x
+            out[at_b] = y
+            return out
+
+        fields = [put(x, y) for x, y in zip(_columns(a), _columns(b), strict=True)]
+        return Detections(*fields)  # type: ignore[arg-type]
 
     def cat(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
         return None if x is None or y is None else np.concatenate([x, y])
 
-    pulse = np.concatenate([a.pulse, b.pulse])
+    pulse = np.concatenate([pulse_a, pulse_b])
     order = np.argsort(pulse, kind="stable")
     merged = Detections(
         pulse,
@@ -166,3 +202,11 @@ def _merge(a: Detections, b: Detections) -> Detections:
         cat(a.epw_ns, b.epw_ns),
     )
     return merged.take(order)
+
+
+def _sorted(x: np.ndarray) -> bool:
+    return x.ndim == 1 and bool((x[1:] >= x[:-1]).all())
+
+
+def _columns(d: Detections) -> list[np.ndarray | None]:
+    return [d.pulse, d.return_id, d.range_m, d.power_w, d.reflectivity, d.segment, d.flags, d.epw_ns]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rt_lidar.kernels.echo_table import gated_tables
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT
 from rt_lidar.kernels.waveform import Noise
 from rt_lidar.physics.echo import EchoModel
@@ -228,14 +229,8 @@ def waveform_detections(
     def table(cols: list[np.ndarray]) -> np.ndarray:
         return np.concatenate([c.reshape(n_pulse, -1) for c in cols], axis=1)
 
-    r_tab = table(cols_r)
-    a_tab = table(cols_a)
-    gate = np.isfinite(r_tab) & (r_tab >= p.range.min_m) & (r_tab <= p.range.max_m)
-    a_tab = np.where(gate, a_tab, np.float32(0))
-    t_tab = r_tab.astype(np.float64)  # 2 r / c where gated, else inf (in place: the same values)
-    t_tab *= 2.0
-    t_tab /= _C_M_PER_NS
-    t_tab[~gate] = np.inf
+    # 2 r / c where the range gate lets the echo in, else inf (and height 0); one compiled pass
+    t_tab, a_tab = gated_tables(cols_r, cols_a, n_pulse, p.range.min_m, p.range.max_m, _C_M_PER_NS)
     noise = None
     if sigma is not None:
         # one draw per candidate peak: a pulse rarely has more than 8 (the rest are detected noiselessly)
@@ -251,7 +246,7 @@ def waveform_detections(
         p.returns.max_returns,
         noise,
     )
-    e_tot = r_tab.shape[1]
+    e_tot = t_tab.shape[1]
     flat = ret.pulse * e_tot + ret.echo
     range_m = (ret.t_ns * (_C_M_PER_NS / 2.0)).astype(np.float32)
     seg_tab, f_tab = table(cols_seg).reshape(-1), table(cols_f).reshape(-1)

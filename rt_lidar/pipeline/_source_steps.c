@@ -7,6 +7,8 @@
  * - rotate_f32: sensor-frame directions rotated by each firing's quaternion (sources._rotate_f32);
  * - glass_step: one round of the rays that go on behind glass (the loop of WorldSource._cast without sun):
  *   the surfaces they end on written into the frame's fields, the ones that pass glass again moved on;
+ * - glass_mirror_rays / mirror_hits: the mirror rays off the rays' first panes (the ghosts behind glass)
+ *   made in one pass, and what they met scattered into every ray's fields in another;
  * - join_scan: a scan's parts (frames' points) joined, their times made relative to the scan start and
  *   its first returns counted (ScanAssembler._finish: NumPy copies, shifts and compares in three passes).
  *
@@ -215,6 +217,135 @@ static PyObject *glass_step(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(m);
 }
 
+/* glass_mirror_rays(origins f4 (N, 3), dirs f4 (N, 3), rows i8 (M), distance f4 (N), normal f4 (N, 3), eps,
+ *                   org_out f4 (M, 3), mdir_out f4 (M, 3), dist_out f4 (M))
+ * The mirror rays off the first pane of rays ``rows`` (WorldSource._glass_mirror, in NumPy's float32
+ * order): the pane's normal n made unit (n / sqrt((n0 n0 + n1 n1) + n2 n2), einsum's order), d.n =
+ * (d0 n0 + d1 n1) + d2 n2, the mirror direction d - (2 d.n) n made unit the same way, its start
+ * (o + d dist) + s n eps with s = -1 where d.n > 0, else 1 (the sensor's side of the pane). */
+static PyObject *glass_mirror_rays(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[8];
+    double eps;
+    if (!PyArg_ParseTuple(args, "OOOOOdOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &eps, &o[5], &o[6], &o[7]))
+        return NULL;
+    Buf b[8];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[3], 4), m = buf_items(o[2], 8);
+    if (n < 0 || m < 0) return NULL;
+    static const char fmt[8] = {'f', 'f', 'q', 'f', 'f', 'f', 'f', 'f'};
+    static const Py_ssize_t size[8] = {4, 4, 8, 4, 4, 4, 4, 4};
+    static const char *names[8] = {"origins", "dirs", "rows", "distance", "normal", "org_out", "mdir_out", "dist_out"};
+    for (int i = 0; i < 8; i++) {
+        const Py_ssize_t count = (i == 0 || i == 1 || i == 4) ? 3 * n : (i == 3 ? n : (i == 5 || i == 6) ? 3 * m : m);
+        if (buf_get(&b[i], o[i], i >= 5, fmt[i], size[i], count, names[i]) != 0) {
+            buf_release(b, 8);
+            return NULL;
+        }
+    }
+    const float *org = b[0].view.buf, *dir = b[1].view.buf, *dist = b[3].view.buf, *nrm = b[4].view.buf;
+    const int64_t *rows = b[2].view.buf;
+    float *org_out = b[5].view.buf, *mdir = b[6].view.buf, *dist_out = b[7].view.buf;
+    const float epsf = (float)eps;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (rows[j] < 0 || rows[j] >= n) {
+            bad = j;
+            break;
+        }
+    if (bad < 0)
+        for (Py_ssize_t j = 0; j < m; j++) {
+            const int64_t i = rows[j];
+            const float *d = dir + 3 * i, *o_ = org + 3 * i;
+            float u[3] = {nrm[3 * i], nrm[3 * i + 1], nrm[3 * i + 2]};
+            const float un = sqrtf((u[0] * u[0] + u[1] * u[1]) + u[2] * u[2]);
+            for (int c = 0; c < 3; c++) u[c] = u[c] / un;
+            const float dn = (d[0] * u[0] + d[1] * u[1]) + d[2] * u[2];
+            const float side = dn > 0 ? -1.0f : 1.0f, dn2 = 2.0f * dn, r = dist[i];
+            float md[3];
+            for (int c = 0; c < 3; c++) md[c] = d[c] - dn2 * u[c];
+            const float mn = sqrtf((md[0] * md[0] + md[1] * md[1]) + md[2] * md[2]);
+            for (int c = 0; c < 3; c++) {
+                mdir[3 * j + c] = md[c] / mn;
+                org_out[3 * j + c] = (o_[c] + d[c] * r) + (side * u[c]) * epsf;
+            }
+            dist_out[j] = r;
+        }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 8);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "glass_mirror_rays: rows[%zd] is not a ray", bad);
+    Py_RETURN_NONE;
+}
+
+/* mirror_hits(rows i8 (M), dist f4 (M), hit_distance f4 (M), hit_normal f4 (M, 3), hit_material i2 (M),
+ *             hit_segment u4 (M), mdir f4 (M, 3), max_range, range f4 (N), cos f4 (N), material i2 (N),
+ *             segment u4 (N))
+ * What the mirror rays of rays ``rows`` met (WorldSource._mirror_cast after its cast): every ray's fields
+ * first none (inf, 0, -1, 0); then where the mirror ray hit (a finite distance) within the sensor's range
+ * (total = dist + distance <= max_range, float32 as NumPy compares a float32 array with a Python
+ * float), its row's range = total, cos = |(n0 m0 + n1 m1) + n2 m2|, material and segment. */
+static PyObject *mirror_hits(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[11];
+    double max_range;
+    if (!PyArg_ParseTuple(args, "OOOOOOOdOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &max_range, &o[7],
+                          &o[8], &o[9], &o[10]))
+        return NULL;
+    Buf b[11];
+    memset(b, 0, sizeof b);
+    Py_ssize_t m = buf_items(o[0], 8), n = buf_items(o[7], 4);
+    if (n < 0 || m < 0) return NULL;
+    static const char fmt[11] = {'q', 'f', 'f', 'f', 'h', 'I', 'f', 'f', 'f', 'h', 'I'};
+    static const Py_ssize_t size[11] = {8, 4, 4, 4, 2, 4, 4, 4, 4, 2, 4};
+    static const char *names[11] = {"rows", "dist", "hit_distance", "hit_normal", "hit_material", "hit_segment",
+                                    "mdir", "range", "cos", "material", "segment"};
+    for (int i = 0; i < 11; i++) {
+        const Py_ssize_t count = (i == 3 || i == 6) ? 3 * m : (i >= 7 ? n : m);
+        if (buf_get(&b[i], o[i], i >= 7, fmt[i], size[i], count, names[i]) != 0) {
+            buf_release(b, 11);
+            return NULL;
+        }
+    }
+    const int64_t *rows = b[0].view.buf;
+    const float *dist = b[1].view.buf, *hd = b[2].view.buf, *hn = b[3].view.buf, *md = b[6].view.buf;
+    const int16_t *hm = b[4].view.buf;
+    const uint32_t *hs = b[5].view.buf;
+    float *range = b[7].view.buf, *cosi = b[8].view.buf;
+    int16_t *mat = b[9].view.buf;
+    uint32_t *seg = b[10].view.buf;
+    const float limit = (float)max_range;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (rows[j] < 0 || rows[j] >= n) {
+            bad = j;
+            break;
+        }
+    if (bad < 0) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            range[i] = INFINITY;
+            cosi[i] = 0.0f;
+            mat[i] = -1;
+            seg[i] = 0;
+        }
+        for (Py_ssize_t j = 0; j < m; j++) {
+            const float total = dist[j] + hd[j];
+            if (!(isfinite(hd[j]) && total <= limit)) continue;
+            const int64_t i = rows[j];
+            const float *a = hn + 3 * j, *c = md + 3 * j;
+            range[i] = total;
+            cosi[i] = fabsf((a[0] * c[0] + a[1] * c[1]) + a[2] * c[2]);
+            mat[i] = hm[j];
+            seg[i] = hs[j];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 11);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "mirror_hits: rows[%zd] is not a ray", bad);
+    Py_RETURN_NONE;
+}
+
 /* join_scan(parts (sequence of contiguous byte buffers of whole records), out u1 (the parts' bytes),
  *           itemsize, t_offset, return_id_offset, start) -> records whose return_id is 0
  * out gets the parts one after another, each record's int64 t (at t_offset) less start, wrapping as
@@ -283,6 +414,8 @@ static PyMethodDef methods[] = {
     {"first_surfaces", first_surfaces, METH_VARARGS, "WorldSource._cast's first-surface step (see the source)."},
     {"rotate_f32", rotate_f32, METH_VARARGS, "Directions rotated by quaternions, float32 (see the source)."},
     {"glass_step", glass_step, METH_VARARGS, "One round of the rays behind glass (see the source)."},
+    {"glass_mirror_rays", glass_mirror_rays, METH_VARARGS, "The mirror rays off the rays' first panes (see the source)."},
+    {"mirror_hits", mirror_hits, METH_VARARGS, "What the mirror rays met, every ray's fields (see the source)."},
     {"join_scan", join_scan, METH_VARARGS, "A scan's parts joined, times shifted, first returns counted (see the source)."},
     {NULL, NULL, 0, NULL},
 };

@@ -11,6 +11,12 @@ def rotate_f32(q: Any, v: Any, out: Any, /) -> None:
 def glass_step(*arrays_and_limits: Any) -> int:
     """One round of the rays behind glass: their ends written, the rays that go on; returns how many."""
 
+def glass_mirror_rays(*arrays_and_eps: Any) -> None:
+    """The mirror rays off the first panes of rays ``rows``: start points, unit directions, distances."""
+
+def mirror_hits(*arrays_and_limit: Any) -> None:
+    """What the mirror rays met, scattered into every ray's range, cosine, material and segment."""
+
 def join_scan(
     parts: Any, out: Any, itemsize: int, t_offset: int, return_id_offset: int, start: int, /
 ) -> int:

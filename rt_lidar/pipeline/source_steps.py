@@ -19,7 +19,16 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["FirstSurfaces", "available", "first_surfaces", "glass_step", "join_scan", "rotate_f32"]
+__all__ = [
+    "FirstSurfaces",
+    "available",
+    "first_surfaces",
+    "glass_mirror_rays",
+    "glass_step",
+    "join_scan",
+    "mirror_hits",
+    "rotate_f32",
+]
 
 FirstSurfaces = tuple[
     np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
@@ -125,6 +134,59 @@ def glass_step(
     arrays = _contiguous(*hit_fields, travelled, active, d_act, org, transmission)
     m = _c.glass_step(*arrays, max_range_m, float(eps_m), *fields, org_out, travelled_out, active_out)
     return org_out[:m], travelled_out[:m], active_out[:m]
+
+
+def glass_mirror_rays(
+    origins: np.ndarray,
+    dirs: np.ndarray,
+    rows: np.ndarray,
+    distance: np.ndarray,
+    normal: np.ndarray,
+    eps_m: np.float32,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(start points, unit directions, distances to the pane) of the mirror rays off the first pane of
+    rays ``rows`` (origins and directions of every ray, the panes' ``distance`` and ``normal`` of every
+    ray's first hit), as ``NumpySourceOps.glass_mirror_rays`` makes them. None when off or the arrays
+    are not of the types it takes."""
+    n, m = distance.shape[0], rows.shape[0]
+    if not (
+        available()
+        and _is(origins, np.float32, (n, 3))
+        and _is(dirs, np.float32, (n, 3))
+        and _is(rows, np.int64, (m,))
+        and _is(distance, np.float32, (n,))
+        and _is(normal, np.float32, (n, 3))
+    ):
+        return None
+    org, mdir, dist = np.empty((m, 3), np.float32), np.empty((m, 3), np.float32), np.empty(m, np.float32)
+    arrays = _contiguous(origins, dirs, rows, distance, normal)
+    _c.glass_mirror_rays(*arrays, float(eps_m), org, mdir, dist)
+    return org, mdir, dist
+
+
+def mirror_hits(
+    n: int, rows: np.ndarray, dist: np.ndarray, mh: RayHits, mdir: np.ndarray, max_range_m: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every one of ``n`` rays' (whole path, incidence cosine, material, segment) of the mirror rays
+    ``mdir`` of rays ``rows`` (``dist`` to where they started) that met ``mh``, as
+    ``NumpySourceOps.mirror_hits`` gives them. None when off or the arrays are not of the types it takes."""
+    m = rows.shape[0]
+    if not (
+        available()
+        and type(max_range_m) is float
+        and _is(rows, np.int64, (m,))
+        and _is(dist, np.float32, (m,))
+        and _is(mh.distance, np.float32, (m,))
+        and _is(mh.normal, np.float32, (m, 3))
+        and _is(mh.material, np.int16, (m,))
+        and _is(mh.segment, np.uint32, (m,))
+        and _is(mdir, np.float32, (m, 3))
+    ):
+        return None
+    out = (np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.int16), np.empty(n, np.uint32))
+    arrays = _contiguous(rows, dist, mh.distance, mh.normal, mh.material, mh.segment, mdir)
+    _c.mirror_hits(*arrays[:7], max_range_m, *out)
+    return out
 
 
 def rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray | None:

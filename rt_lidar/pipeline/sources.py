@@ -307,6 +307,17 @@ def _rotate_f32(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return select_source_ops().rotate_f32(q, v)
 
 
+def _no_hits() -> RayHits:
+    """The hits of no rays."""
+    return RayHits(
+        np.zeros(0, np.float32),
+        np.zeros((0, 3), np.float32),
+        np.zeros(0, np.uint32),
+        np.zeros(0, np.int16),
+        np.zeros(0, np.int32),
+    )
+
+
 def _beam_starts(
     ops: NumpySourceOps, firings: Firings, pos: np.ndarray, quat: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -605,53 +616,31 @@ class WorldSource:
         """(whole path, incidence cosine, material, segment) of the mirror rays off the first pane of
         rays ``rows`` (the first-surface hits ``rh`` there are glass), each at its own firing time, up to
         the rest of the sensor's range (:mod:`rt_lidar.physics.glass_ghost`); every other ray none. The
-        same NumPy code on the compiled and NumPy casts."""
-        d = np.take(dirs, rows, axis=0)
-        nrm = np.take(rh.normal, rows, axis=0).astype(np.float32)
-        nrm /= np.sqrt(np.einsum("ij,ij->i", nrm, nrm))[:, None]
-        dn = dot_f32(d, nrm)
-        back = np.where(dn > 0, np.float32(-1.0), np.float32(1.0))[:, None] * nrm  # the sensor's side
-        return self._mirror_cast(origins, t_ray, rows, np.take(rh.distance, rows), d, nrm, dn, back)
+        rays made and their hits scattered by the source's operations (the compiled twins where built)."""
+        org, mdir, dist = self.ops.glass_mirror_rays(
+            origins, dirs, rows, rh.distance, rh.normal, np.float32(_EPS_M)
+        )
+        return self._mirror_cast(origins.shape[0], t_ray, rows, dist, org, mdir)
 
     def _mirror_cast(
         self,
-        origins: np.ndarray,
+        n: int,
         t_ray: np.ndarray,
         rows: np.ndarray,
         dist: np.ndarray,
-        d: np.ndarray,
-        nrm: np.ndarray,
-        dn: np.ndarray,
-        off: np.ndarray,
+        org: np.ndarray,
+        mdir: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(whole path, incidence cosine, material, segment), for every ray, of the mirror rays of rays
-        ``rows`` (directions ``d``) off the surfaces of normals ``nrm`` (``dn`` = d . n) they met first
-        ``dist`` away,
-        each started ``off`` (a unit normal, its side) by the epsilon from the hit and cast at its own
-        firing time up to the rest of the sensor's range; every other ray none (inf, 0, -1, 0)."""
-        n = origins.shape[0]
-        m_range = np.full(n, np.inf, np.float32)
-        m_cos = np.zeros(n, np.float32)
-        m_mat = np.full(n, -1, np.int16)
-        m_seg = np.zeros(n, np.uint32)
+        """(whole path, incidence cosine, material, segment), for every one of ``n`` rays, of the mirror
+        rays of rays ``rows`` that start at ``org`` (``dist`` along their rays) along ``mdir``, each cast
+        at its own firing time up to the rest of the sensor's range; every other ray none (inf, 0, -1,
+        0)."""
         if not rows.size:
-            return m_range, m_cos, m_mat, m_seg
-        mdir = (d - (np.float32(2.0) * dn)[:, None] * nrm).astype(np.float32)
-        mdir /= np.sqrt(np.einsum("ij,ij->i", mdir, mdir))[:, None]
-        org = (np.take(origins, rows, axis=0) + d * dist[:, None] + off * np.float32(_EPS_M)).astype(
-            np.float32
-        )
+            return self.ops.mirror_hits(n, rows, dist, _no_hits(), mdir, self.max_range_m)
         mh = self.world.cast(
             org, mdir, t_ray[rows], self.max_range_m - float(dist.min()), threads=self.cast_threads
         )
-        total = dist + mh.distance
-        ok = np.isfinite(mh.distance) & (total <= self.max_range_m)
-        k = rows[ok]
-        m_range[k] = total[ok]
-        m_cos[k] = np.abs(dot_f32(mh.normal[ok], mdir[ok]))
-        m_mat[k] = mh.material[ok]
-        m_seg[k] = mh.segment[ok]
-        return m_range, m_cos, m_mat, m_seg
+        return self.ops.mirror_hits(n, rows, dist, mh, mdir, self.max_range_m)
 
     def _moving_objects(self) -> list[tuple[str, Trajectory]]:
         return [(o.name, o.trajectory) for o in self.world.scene.objects if not o.is_static]
@@ -665,8 +654,7 @@ class WorldSource:
         dist, normal = rh.distance, rh.normal
         wet = opaque & np.isin(rh.material, self._road_mat) & (normal[:, 2] >= ROAD_NORMAL_MIN_Z)
         wi = np.nonzero(wet)[0]
-        d, nrm = dirs[wi], normal[wi]
-        m_range, m_cos, m_mat, m_seg = self._mirror_cast(
-            origins, t_ray, wi, dist[wi], d, nrm, dot_f32(d, nrm), nrm
-        )
+        d, nrm, dw = dirs[wi], normal[wi], dist[wi]
+        org, mdir = self.ops.mirror_rays(origins, wi, dw, d, nrm, dot_f32(d, nrm), nrm, np.float32(_EPS_M))
+        m_range, m_cos, m_mat, m_seg = self._mirror_cast(origins.shape[0], t_ray, wi, dw, org, mdir)
         return wet, m_range, m_cos, m_mat, m_seg
