@@ -1,0 +1,147 @@
+"""``--beam full``'s sparse bundle (:mod:`rt_lidar.pipeline.beam_sparse`): every other sub-ray of each
+ring of the dense 19-sub-ray bundle, each weighted for two; the pulses without the bundle stay the
+single-ray model bit for bit, the bundled ones are the dense bundle's kept sub-rays bit for bit, and the
+CLI and config.json name the bundle that ran. Its statistics against dense sampling are held by
+tests/rt_lidar/test_beam_full_fidelity.py (the tolerances of docs/beam-full.md)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rt_lidar.cli.main import main as rt_lidar
+from rt_lidar.physics.model import PhysicsConfig
+from rt_lidar.pipeline.beam_full import bundle_that_runs, full_beam_plan, take_firings
+from rt_lidar.pipeline.beam_probe import probe_pattern
+from rt_lidar.pipeline.beam_sparse import sparse_bundle
+from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.sensor.beam import FULL_BEAM_SUB_RAYS, BeamConfig, subray_pattern
+from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.scan_pattern import firings_between
+
+KEPT = [0, 1, 3, 5, *range(7, 19, 2)]
+"""The dense 19's sub-rays the sparse bundle keeps: the centre, every other of the inner ring of 6 and
+of the rim's 12, each from the ring's first."""
+
+
+@pytest.mark.parametrize("preset", ["HDL-64E", "VLP-16", "VLS-128"])
+def test_the_sparse_bundle_is_every_other_sub_ray_of_each_ring(preset: str) -> None:
+    p = load_preset(preset)
+    dense = subray_pattern(p, FULL_BEAM_SUB_RAYS)
+    sparse = sparse_bundle(dense)
+    assert len(sparse) == 10
+    assert np.array_equal(sparse.offsets_rad, dense.offsets_rad[KEPT])
+    w = dense.weights.astype(np.float64)
+    folded = np.array([w[0], *(w[k] + w[k + 1] for k in KEPT[1:])])
+    np.testing.assert_allclose(sparse.weights, folded / folded.sum(), rtol=1e-6)
+    assert abs(float(sparse.weights.sum()) - 1.0) < 1e-6
+    # the footprint and the probes at its rim are the dense bundle's (to the last bits of a float)
+    d_plan = full_beam_plan(p, np.zeros(1))
+    s_plan = full_beam_plan(p, np.zeros(1), bundle="sparse")
+    assert s_plan.bundle == "sparse" and s_plan.stands_for == FULL_BEAM_SUB_RAYS
+    assert s_plan.footprint_rad == pytest.approx(d_plan.footprint_rad, rel=1e-12)
+    np.testing.assert_allclose(
+        probe_pattern(s_plan.pattern).offsets_rad, probe_pattern(d_plan.pattern).offsets_rad, atol=1e-15
+    )
+
+
+def test_a_sparse_bundle_needs_full_rings() -> None:
+    p = load_preset("HDL-64E")
+    with pytest.raises(ValueError, match="even count"):
+        sparse_bundle(subray_pattern(p, 12))
+    assert [bundle_that_runs(n, "sparse") for n in (7, 13, 19, 37)] == ["dense", "dense", "sparse", "sparse"]
+    assert bundle_that_runs(19, "dense") == "dense"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built = build_pipeline("VLP-16", "street", physics=PhysicsConfig(beam=BeamConfig(13, full=True)))
+    try:
+        plan = built.pipeline.source.full_beam
+        assert plan is not None and plan.bundle == "dense" and len(plan.pattern) == 13
+        assert built.pipeline.physics.beam.bundle == "dense"
+    finally:
+        built.pipeline.close()
+    assert any("cast whole" in str(w.message) for w in caught)
+
+
+def test_the_bundled_pulses_are_the_dense_bundles_kept_sub_rays_bit_for_bit() -> None:
+    """The sparse bundle's rays are the dense bundle's kept rays: the same starts, the same hits."""
+    cfg = PhysicsConfig(beam=BeamConfig(return_mode="dual", full=True))
+    built = build_pipeline("HDL-64E", "street", seed=3, physics=cfg)
+    pipe = built.pipeline
+    try:
+        source = pipe.source
+        assert source.full_beam is not None and source.full_beam.bundle == "sparse"
+        dense = subray_pattern(pipe.preset, FULL_BEAM_SUB_RAYS)
+        t0, t1 = pipe.frame_interval(2)
+        f = firings_between(pipe.preset, t0, t1)
+        hits = source.hits(f, t0, t1)
+        bundle = hits.bundle
+        assert bundle is not None and 0 < bundle.pulses.size < hits.pulses
+        assert bundle.hits.subrays == 10
+        again = source.beam_hits(take_firings(f, bundle.pulses), t0, t1, dense, None)
+        for name in (
+            "range_m",
+            "cos_incidence",
+            "material",
+            "segment",
+            "glass_range_m",
+            "glass_transmission",
+        ):
+            want = getattr(again, name).reshape(bundle.pulses.size, FULL_BEAM_SUB_RAYS)[:, KEPT]
+            got = getattr(bundle.hits, name).reshape(bundle.pulses.size, 10)
+            assert np.array_equal(got, want, equal_nan=True), name
+    finally:
+        pipe.close()
+
+
+def _sensed(beam: BeamConfig, frames: int = 2) -> list:
+    """The sensed frames of the street (VLP-32C, seed 3) without random draws in the physics."""
+    cfg = PhysicsConfig(beam=beam, receiver_noise=False, range_noise=False)
+    built = build_pipeline("VLP-32C", "street", seed=3, physics=cfg)
+    out: list = []
+    built.pipeline.on_sensed = out.append
+    try:
+        for _ in range(frames):
+            built.pipeline.step()
+    finally:
+        built.pipeline.close()
+    return out
+
+
+def _by_pulse(points: np.ndarray) -> dict[tuple[int, int, int], bytes]:
+    return {(int(p["t"]), int(p["ring"]), int(p["return_id"])): p.tobytes() for p in points}
+
+
+def test_the_pulses_without_the_bundle_stay_single_ray_bit_for_bit() -> None:
+    n_plain = n_bundled = 0
+    for f, s in zip(
+        _sensed(BeamConfig(return_mode="dual", full=True)), _sensed(BeamConfig(1, "dual")), strict=True
+    ):
+        bundle = f.hits.bundle
+        assert bundle is not None and bundle.hits.subrays == 10
+        key = np.stack([f.hits.firings.t_ns, f.hits.firings.ring.astype(np.int64)], axis=1)
+        bundled = {(int(t), int(r)) for t, r in key[bundle.pulses]}
+        got, want = _by_pulse(f.result.points), _by_pulse(s.result.points)
+        plain = {k for k in got if (k[0], k[1]) not in bundled}
+        assert plain == {k for k in want if (k[0], k[1]) not in bundled}
+        assert all(got[k] == want[k] for k in plain)
+        n_plain += len(plain)
+        n_bundled += len(got) - len(plain)
+    assert n_plain > 0 and n_bundled > 0
+
+
+def test_the_cli_names_the_bundle_that_ran(tmp_path: Path) -> None:
+    for beam, want in (("full", "sparse"), ("full-dense", "dense")):
+        out = tmp_path / beam
+        args = ["demo", "--in-process", "--preset", "VLP-16", "--frames", "1", "--beam", beam, "--quiet"]
+        assert rt_lidar([*args, "--out", str(out)]) == 0
+        summary = json.loads((out / "summary.json").read_text())["beam"]
+        assert summary["mode"] == "full" and summary["bundle"] == want
+        assert summary["sub_rays"] == FULL_BEAM_SUB_RAYS
+        assert summary["cast_sub_rays"] == (10 if want == "sparse" else FULL_BEAM_SUB_RAYS)
+        config = json.loads((out / "config.json").read_text())
+        assert json.dumps(config).count(f'"bundle": "{want}"') == 1
