@@ -436,9 +436,41 @@ def full_beam_hits(
     idx = np.flatnonzero(chosen)
     plan.stats.add(len(firings), int(idx.size), reasons)
     if idx.size:
-        sub = source.beam_hits(take_firings(firings, idx), t0_ns, t1_ns, plan.pattern, sun)
+        pulses = take_firings(firings, idx)
+        rim = _without_centre(plan.pattern)
+        if rim is None:
+            sub = source.beam_hits(pulses, t0_ns, t1_ns, plan.pattern, sun)
+        else:  # the centre sub-ray is the central ray, cast already: the rest, and the two interleaved
+            sub = _with_centre(source.beam_hits(pulses, t0_ns, t1_ns, rim, sun), central, idx, plan.pattern)
         central.bundle = BeamBundle(idx.astype(np.int64), sub)
     return central
+
+
+def _without_centre(pattern: SubRayPattern) -> SubRayPattern | None:
+    """``pattern`` less its first sub-ray where that is the nominal direction (offset 0: it starts and
+    points as the pulse's central ray, bit for bit) and two or more remain; None otherwise."""
+    off = np.asarray(pattern.offsets_rad)
+    if len(pattern) < 3 or off[0, 0] != 0.0 or off[0, 1] != 0.0:
+        return None
+    return SubRayPattern(off[1:], pattern.weights[1:], pattern.radius[1:])
+
+
+def _with_centre(rim: Hits, central: Hits, idx: np.ndarray, pattern: SubRayPattern) -> Hits:
+    """The bundle ``pattern`` of pulses ``idx``: the hits of its other sub-rays ``rim`` (a pulse's
+    ``len(pattern) - 1`` rows each) with the ``central`` ray of each pulse as its sub-ray 0."""
+    n = len(pattern)
+    b = idx.size
+    fields: dict[str, Any] = {}
+    for name in _PER_RAY:
+        got, centre = getattr(rim, name), getattr(central, name)
+        if got is None or centre is None:
+            fields[name] = None
+            continue
+        out = np.empty((b, n, *got.shape[1:]), got.dtype)
+        out[:, 0] = _rows(centre, idx)
+        out[:, 1:] = got.reshape(b, n - 1, *got.shape[1:])
+        fields[name] = out.reshape(b * n, *got.shape[1:])
+    return dataclasses.replace(rim, subrays=n, subray_weight=pattern.weights, **fields)
 
 
 class FullBeamSource(Protocol):

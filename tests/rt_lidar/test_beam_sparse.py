@@ -15,7 +15,8 @@ import pytest
 
 from rt_lidar.cli.main import main as rt_lidar
 from rt_lidar.physics.model import PhysicsConfig
-from rt_lidar.pipeline.beam_full import bundle_that_runs, full_beam_plan, take_firings
+from rt_lidar.physics.weather import WeatherConfig
+from rt_lidar.pipeline.beam_full import _PER_RAY, bundle_that_runs, full_beam_plan, take_firings
 from rt_lidar.pipeline.beam_probe import probe_pattern
 from rt_lidar.pipeline.beam_sparse import sparse_bundle
 from rt_lidar.pipeline.builder import build_pipeline
@@ -145,3 +146,37 @@ def test_the_cli_names_the_bundle_that_ran(tmp_path: Path) -> None:
         assert summary["cast_sub_rays"] == (10 if want == "sparse" else FULL_BEAM_SUB_RAYS)
         config = json.loads((out / "config.json").read_text())
         assert json.dumps(config).count(f'"bundle": "{want}"') == 1
+
+
+@pytest.mark.parametrize(("preset", "bundle"), [("HDL-64E", "sparse"), ("VLP-16", "dense")])
+def test_the_bundles_centre_taken_from_the_central_ray_is_the_bundle_cast_whole(
+    preset: str, bundle: str
+) -> None:
+    """The bundle's sub-ray 0 is not cast again: the central ray stands in for it, every field bit for bit
+    what casting the whole bundle gives (sunlight and a wet road's mirror rays and spray included)."""
+    cfg = PhysicsConfig(
+        beam=BeamConfig(return_mode="dual", full=True, bundle=bundle),
+        sun_illuminance_lux=50_000.0,
+        weather=WeatherConfig(road_wetness=0.8),
+    )
+    built = build_pipeline(preset, "street", seed=3, physics=cfg)
+    pipe = built.pipeline
+    try:
+        source = pipe.source
+        for k in (1, 2):
+            t0, t1 = pipe.frame_interval(k)
+            f = firings_between(pipe.preset, t0, t1)
+            got = source.hits(f, t0, t1).bundle
+            assert got is not None and got.pulses.size > 0
+            whole = source.beam_hits(
+                take_firings(f, got.pulses), t0, t1, source.full_beam.pattern, source._sun
+            )
+            assert got.hits.subrays == whole.subrays == len(source.full_beam.pattern)
+            assert got.hits.subray_weight.tobytes() == whole.subray_weight.tobytes()
+            assert got.hits.wet is not None and got.hits.sun_cos is not None
+            for name in _PER_RAY:
+                a, b = getattr(got.hits, name), getattr(whole, name)
+                assert (a is None) == (b is None), name
+                assert a is None or a.tobytes() == b.tobytes(), name
+    finally:
+        pipe.close()
