@@ -41,7 +41,7 @@ def add_beam_arguments(parser: argparse.ArgumentParser) -> None:
         default="fixed",
         help="fixed: every pulse as --sub-rays N; full: the 19-sub-ray bundle (or --sub-rays N) only "
         "where the footprint meets a depth edge, glass or a retro-reflector, one exact ray elsewhere, "
-        "sampled sparse (every other sub-ray of each ring, 10 of 19); full-dense: every sub-ray of it",
+        "sampled sparse (the rim thinned to every other sub-ray: 13 of 19); full-dense: all of them",
     )
     g.add_argument(
         "--return-mode",

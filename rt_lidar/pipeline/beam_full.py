@@ -131,7 +131,7 @@ class FullBeamPlan:
     stats: BundleStats = field(default_factory=BundleStats, compare=False)
     bundle: str = "dense"
     """``dense``: ``pattern`` is the bundle asked for; ``sparse``: :func:`~rt_lidar.pipeline.beam_sparse.
-    sparse_bundle` of it (every other sub-ray of each ring, each weighted for two)."""
+    sparse_bundle` of it (its rim thinned to every other sub-ray, each weighted for two)."""
     stands_for: int = 0
     """Sub-rays of the dense bundle ``pattern`` stands for (its own count when ``dense``; 0: the same)."""
 
@@ -160,9 +160,10 @@ def full_beam_plan(
     return dataclasses.replace(plan_of_pattern(pattern, retro_gain, edge_m, spread_m), stands_for=sub_rays)
 
 
-SPARSE_SUB_RAYS = (19, 37, 61, 91, 127)
-"""Bundles :func:`~rt_lidar.pipeline.beam_sparse.sparse_bundle` thins: full hexagonal rings, two or more
-(their widest offsets, the footprint and the probes, stay the dense bundle's)."""
+SPARSE_SUB_RAYS = (19, 61, 127)
+"""Bundles :func:`~rt_lidar.pipeline.beam_sparse.sparse_bundle` thins: full hexagonal rings, two or more,
+whose thinned rim keeps the widest offsets of the dense one in the horizontal and the vertical (the
+footprint and the probes stay the dense bundle's; of 37 and 91 sub-rays it would not)."""
 
 
 def sparse_bundle_fits(sub_rays: int) -> bool:

@@ -41,8 +41,8 @@ MAX_SUB_RAYS = 127
 FULL_BEAM_SUB_RAYS = 19
 """Sub-rays of the bundle ``--beam full`` casts where it casts one (the dense sampling it stands for)."""
 FULL_BEAM_BUNDLES = ("sparse", "dense")
-"""``--beam full``'s bundle: ``sparse`` (every other sub-ray of each ring of the dense pattern, each weighted
-for two: :func:`rt_lidar.pipeline.beam_sparse.sparse_bundle`) or ``dense`` (the whole pattern)."""
+"""``--beam full``'s bundle: ``sparse`` (the dense pattern's rim thinned to every other sub-ray, each
+weighted for two: :func:`rt_lidar.pipeline.beam_sparse.sparse_bundle`) or ``dense`` (the whole pattern)."""
 MAX_OFFSET_RAD = 0.1
 """Largest sub-ray offset :func:`pattern_from_offsets` accepts (~5.7 deg; real divergences are mrad)."""
 
@@ -62,8 +62,8 @@ class BeamConfig:
     pulses whose footprint meets a depth edge, glass or a retro-reflector, one exact ray elsewhere
     (:mod:`rt_lidar.pipeline.beam_full`)."""
     bundle: str = spec("sparse", choices=FULL_BEAM_BUNDLES)
-    """With ``full``: cast the bundle ``sparse`` (every other sub-ray of each ring, each weighted for two;
-    the default, ``--beam full``) or ``dense`` (every sub-ray, ``--beam full-dense``)."""
+    """With ``full``: cast the bundle ``sparse`` (its rim thinned to every other sub-ray, each weighted
+    for two; the default, ``--beam full``) or ``dense`` (every sub-ray, ``--beam full-dense``)."""
 
     def __post_init__(self) -> None:
         check_fields(self, "beam")

@@ -1,5 +1,5 @@
-"""``--beam full``'s sparse bundle (:mod:`rt_lidar.pipeline.beam_sparse`): every other sub-ray of each
-ring of the dense 19-sub-ray bundle, each weighted for two; the pulses without the bundle stay the
+"""``--beam full``'s sparse bundle (:mod:`rt_lidar.pipeline.beam_sparse`): the dense 19-sub-ray bundle
+with its rim thinned to every other sub-ray, each weighted for two; the pulses without the bundle stay the
 single-ray model bit for bit, the bundled ones are the dense bundle's kept sub-rays bit for bit, and the
 CLI and config.json name the bundle that ran. Its statistics against dense sampling are held by
 tests/rt_lidar/test_beam_full_fidelity.py (the tolerances of docs/beam-full.md)."""
@@ -24,20 +24,21 @@ from rt_lidar.sensor.beam import FULL_BEAM_SUB_RAYS, BeamConfig, subray_pattern
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
 
-KEPT = [0, 1, 3, 5, *range(7, 19, 2)]
-"""The dense 19's sub-rays the sparse bundle keeps: the centre, every other of the inner ring of 6 and
-of the rim's 12, each from the ring's first."""
+KEPT = [*range(7), *range(7, 19, 2)]
+"""The dense 19's sub-rays the sparse bundle keeps: the centre, the inner ring of 6 and every other of
+the rim's 12, from its first."""
+CAST = len(KEPT)
 
 
 @pytest.mark.parametrize("preset", ["HDL-64E", "VLP-16", "VLS-128"])
-def test_the_sparse_bundle_is_every_other_sub_ray_of_each_ring(preset: str) -> None:
+def test_the_sparse_bundle_is_the_dense_one_with_every_other_rim_sub_ray(preset: str) -> None:
     p = load_preset(preset)
     dense = subray_pattern(p, FULL_BEAM_SUB_RAYS)
     sparse = sparse_bundle(dense)
-    assert len(sparse) == 10
+    assert len(sparse) == CAST == 13
     assert np.array_equal(sparse.offsets_rad, dense.offsets_rad[KEPT])
     w = dense.weights.astype(np.float64)
-    folded = np.array([w[0], *(w[k] + w[k + 1] for k in KEPT[1:])])
+    folded = np.array([*w[:7], *(w[k] + w[k + 1] for k in KEPT[7:])])
     np.testing.assert_allclose(sparse.weights, folded / folded.sum(), rtol=1e-6)
     assert abs(float(sparse.weights.sum()) - 1.0) < 1e-6
     # the footprint and the probes at its rim are the dense bundle's (to the last bits of a float)
@@ -53,8 +54,16 @@ def test_the_sparse_bundle_is_every_other_sub_ray_of_each_ring(preset: str) -> N
 def test_a_sparse_bundle_needs_full_rings() -> None:
     p = load_preset("HDL-64E")
     with pytest.raises(ValueError, match="even count"):
-        sparse_bundle(subray_pattern(p, 12))
-    assert [bundle_that_runs(n, "sparse") for n in (7, 13, 19, 37)] == ["dense", "dense", "sparse", "sparse"]
+        sparse_bundle(subray_pattern(p, 18))
+    with pytest.raises(ValueError, match="an inner ring"):
+        sparse_bundle(subray_pattern(p, 7))
+    runs = [bundle_that_runs(n, "sparse") for n in (7, 13, 19, 37, 61, 91, 127)]
+    assert runs == ["dense", "dense", "sparse", "dense", "sparse", "dense", "sparse"]
+    for n in (19, 61, 127):  # the thinned rim keeps the dense rim's widest offsets: the same probes
+        dense = subray_pattern(p, n)
+        np.testing.assert_allclose(
+            probe_pattern(sparse_bundle(dense)).offsets_rad, probe_pattern(dense).offsets_rad, atol=1e-15
+        )
     assert bundle_that_runs(19, "dense") == "dense"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -82,7 +91,7 @@ def test_the_bundled_pulses_are_the_dense_bundles_kept_sub_rays_bit_for_bit() ->
         hits = source.hits(f, t0, t1)
         bundle = hits.bundle
         assert bundle is not None and 0 < bundle.pulses.size < hits.pulses
-        assert bundle.hits.subrays == 10
+        assert bundle.hits.subrays == CAST
         again = source.beam_hits(take_firings(f, bundle.pulses), t0, t1, dense, None)
         for name in (
             "range_m",
@@ -93,7 +102,7 @@ def test_the_bundled_pulses_are_the_dense_bundles_kept_sub_rays_bit_for_bit() ->
             "glass_transmission",
         ):
             want = getattr(again, name).reshape(bundle.pulses.size, FULL_BEAM_SUB_RAYS)[:, KEPT]
-            got = getattr(bundle.hits, name).reshape(bundle.pulses.size, 10)
+            got = getattr(bundle.hits, name).reshape(bundle.pulses.size, CAST)
             assert np.array_equal(got, want, equal_nan=True), name
     finally:
         pipe.close()
@@ -123,7 +132,7 @@ def test_the_pulses_without_the_bundle_stay_single_ray_bit_for_bit() -> None:
         _sensed(BeamConfig(return_mode="dual", full=True)), _sensed(BeamConfig(1, "dual")), strict=True
     ):
         bundle = f.hits.bundle
-        assert bundle is not None and bundle.hits.subrays == 10
+        assert bundle is not None and bundle.hits.subrays == CAST
         key = np.stack([f.hits.firings.t_ns, f.hits.firings.ring.astype(np.int64)], axis=1)
         bundled = {(int(t), int(r)) for t, r in key[bundle.pulses]}
         got, want = _by_pulse(f.result.points), _by_pulse(s.result.points)
@@ -143,7 +152,7 @@ def test_the_cli_names_the_bundle_that_ran(tmp_path: Path) -> None:
         summary = json.loads((out / "summary.json").read_text())["beam"]
         assert summary["mode"] == "full" and summary["bundle"] == want
         assert summary["sub_rays"] == FULL_BEAM_SUB_RAYS
-        assert summary["cast_sub_rays"] == (10 if want == "sparse" else FULL_BEAM_SUB_RAYS)
+        assert summary["cast_sub_rays"] == (CAST if want == "sparse" else FULL_BEAM_SUB_RAYS)
         config = json.loads((out / "config.json").read_text())
         assert json.dumps(config).count(f'"bundle": "{want}"') == 1
 
