@@ -6,6 +6,8 @@ tests/rt_lidar/test_beam_full_fidelity.py (the tolerances of docs/beam-full.md).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import warnings
 from pathlib import Path
@@ -147,9 +149,12 @@ def test_the_pulses_without_the_bundle_stay_single_ray_bit_for_bit() -> None:
 def test_the_cli_names_the_bundle_that_ran(tmp_path: Path) -> None:
     for beam, want in (("full", "sparse"), ("full-dense", "dense")):
         out = tmp_path / beam
-        args = ["demo", "--in-process", "--preset", "VLP-16", "--frames", "1", "--beam", beam, "--quiet"]
-        assert rt_lidar([*args, "--out", str(out)]) == 0
+        args = ["demo", "--in-process", "--preset", "VLP-16", "--frames", "1", "--beam", beam]
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            assert rt_lidar([*args, "--out", str(out)]) == 0
         summary = json.loads((out / "summary.json").read_text())["beam"]
+        line = f"of pulses cast as the {FULL_BEAM_SUB_RAYS}-sub-ray bundle"
+        assert line + (f", sparse ({CAST} sub-rays)" if want == "sparse" else "\n") in said.getvalue()
         assert summary["mode"] == "full" and summary["bundle"] == want
         assert summary["sub_rays"] == FULL_BEAM_SUB_RAYS
         assert summary["cast_sub_rays"] == (CAST if want == "sparse" else FULL_BEAM_SUB_RAYS)
