@@ -1,5 +1,5 @@
-"""CLI pieces of the beam model: ``--sub-rays N``, ``--beam fixed|full``, ``--return-mode MODE`` and
-``--epw`` on demo / run."""
+"""CLI pieces of the beam model: ``--sub-rays N``, ``--beam fixed|full|full-dense``, ``--return-mode
+MODE`` and ``--epw`` on demo / run."""
 
 from __future__ import annotations
 
@@ -37,10 +37,11 @@ def add_beam_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--beam",
-        choices=("fixed", "full"),
+        choices=("fixed", "full", "full-dense"),
         default="fixed",
         help="fixed: every pulse as --sub-rays N; full: the 19-sub-ray bundle (or --sub-rays N) only "
-        "where the footprint meets a depth edge, glass or a retro-reflector, one exact ray elsewhere",
+        "where the footprint meets a depth edge, glass or a retro-reflector, one exact ray elsewhere, "
+        "sampled sparse (the rim thinned to every other sub-ray: 13 of 19); full-dense: all of them",
     )
     g.add_argument(
         "--return-mode",
@@ -75,10 +76,14 @@ def add_beam_arguments(parser: argparse.ArgumentParser) -> None:
 
 def beam_from_args(args: argparse.Namespace) -> BeamConfig | None:
     """The :class:`BeamConfig` of parsed beam options; None when none was given (the preset decides)."""
-    full = getattr(args, "beam", "fixed") == "full"
+    mode = getattr(args, "beam", "fixed")
+    full = mode in ("full", "full-dense")
     if args.sub_rays is None and args.return_mode is None and not args.epw and not full:
         return None
-    return BeamConfig(sub_rays=args.sub_rays, return_mode=args.return_mode, epw=bool(args.epw), full=full)
+    bundle = "dense" if mode == "full-dense" else "sparse"
+    return BeamConfig(
+        sub_rays=args.sub_rays, return_mode=args.return_mode, epw=bool(args.epw), full=full, bundle=bundle
+    )
 
 
 def sun_from_args(args: argparse.Namespace) -> SunConfig:

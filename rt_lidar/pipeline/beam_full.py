@@ -51,17 +51,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FULL_BEAM_SUB_RAYS",
+    "SPARSE_SUB_RAYS",
     "BundleStats",
     "FullBeamPlan",
     "FullBeamSource",
     "beam_summary",
     "bundle_pulses",
+    "bundle_that_runs",
     "full_beam_hits",
     "full_beam_plan",
     "neighbour_marks",
     "neighbour_steps",
     "plan_of_pattern",
     "ring_ranks",
+    "sparse_bundle_fits",
     "take_firings",
     "take_pulses",
     "use_full_beam",
@@ -126,6 +129,11 @@ class FullBeamPlan:
     spread_m: float
     """Range spread over the footprint on one surface that calls for the bundle (module docstring)."""
     stats: BundleStats = field(default_factory=BundleStats, compare=False)
+    bundle: str = "dense"
+    """``dense``: ``pattern`` is the bundle asked for; ``sparse``: :func:`~rt_lidar.pipeline.beam_sparse.
+    sparse_bundle` of it (its rim thinned to every other sub-ray, each weighted for two)."""
+    stands_for: int = 0
+    """Sub-rays of the dense bundle ``pattern`` stands for (its own count when ``dense``; 0: the same)."""
 
 
 def full_beam_plan(
@@ -133,14 +141,40 @@ def full_beam_plan(
     retro_gain: np.ndarray,
     sub_rays: int = FULL_BEAM_SUB_RAYS,
     edge_m: float | None = None,
+    bundle: str = "dense",
 ) -> FullBeamPlan:
     """The plan of ``preset`` for a world whose materials have ``retro_gain``
     (:class:`~rt_lidar.sensor.materials.MaterialArrays`; glass is found from the hits themselves);
-    ``edge_m`` None takes :data:`EDGE_PULSE_FRACTION` of the pulse's length."""
+    ``edge_m`` None takes :data:`EDGE_PULSE_FRACTION` of the pulse's length. ``bundle`` ``sparse`` casts
+    :func:`~rt_lidar.pipeline.beam_sparse.sparse_bundle` of the ``sub_rays`` bundle where
+    :func:`sparse_bundle_fits` it (the dense bundle otherwise: :func:`bundle_that_runs`)."""
     if edge_m is None:
         edge_m = EDGE_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
     spread_m = SPREAD_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
-    return plan_of_pattern(subray_pattern(preset, sub_rays), retro_gain, edge_m, spread_m)
+    pattern = subray_pattern(preset, sub_rays)
+    if bundle_that_runs(sub_rays, bundle) == "sparse":
+        from rt_lidar.pipeline.beam_sparse import sparse_bundle
+
+        plan = plan_of_pattern(sparse_bundle(pattern), retro_gain, edge_m, spread_m)
+        return dataclasses.replace(plan, bundle="sparse", stands_for=sub_rays)
+    return dataclasses.replace(plan_of_pattern(pattern, retro_gain, edge_m, spread_m), stands_for=sub_rays)
+
+
+SPARSE_SUB_RAYS = (19, 61, 127)
+"""Bundles :func:`~rt_lidar.pipeline.beam_sparse.sparse_bundle` thins: full hexagonal rings, two or more,
+whose thinned rim keeps the widest offsets of the dense one in the horizontal and the vertical (the
+footprint and the probes stay the dense bundle's; of 37 and 91 sub-rays it would not)."""
+
+
+def sparse_bundle_fits(sub_rays: int) -> bool:
+    """Whether a bundle of ``sub_rays`` can be cast sparse (:data:`SPARSE_SUB_RAYS`)."""
+    return sub_rays in SPARSE_SUB_RAYS
+
+
+def bundle_that_runs(sub_rays: int, bundle: str) -> str:
+    """The bundle ``--beam full`` casts for ``bundle`` (``sparse`` or ``dense``) of ``sub_rays``: ``dense``
+    where a sparse one does not fit (:func:`sparse_bundle_fits`)."""
+    return "sparse" if bundle == "sparse" and sparse_bundle_fits(sub_rays) else "dense"
 
 
 def plan_of_pattern(
@@ -403,9 +437,41 @@ def full_beam_hits(
     idx = np.flatnonzero(chosen)
     plan.stats.add(len(firings), int(idx.size), reasons)
     if idx.size:
-        sub = source.beam_hits(take_firings(firings, idx), t0_ns, t1_ns, plan.pattern, sun)
+        pulses = take_firings(firings, idx)
+        rim = _without_centre(plan.pattern)
+        if rim is None:
+            sub = source.beam_hits(pulses, t0_ns, t1_ns, plan.pattern, sun)
+        else:  # the centre sub-ray is the central ray, cast already: the rest, and the two interleaved
+            sub = _with_centre(source.beam_hits(pulses, t0_ns, t1_ns, rim, sun), central, idx, plan.pattern)
         central.bundle = BeamBundle(idx.astype(np.int64), sub)
     return central
+
+
+def _without_centre(pattern: SubRayPattern) -> SubRayPattern | None:
+    """``pattern`` less its first sub-ray where that is the nominal direction (offset 0: it starts and
+    points as the pulse's central ray, bit for bit) and two or more remain; None otherwise."""
+    off = np.asarray(pattern.offsets_rad)
+    if len(pattern) < 3 or off[0, 0] != 0.0 or off[0, 1] != 0.0:
+        return None
+    return SubRayPattern(off[1:], pattern.weights[1:], pattern.radius[1:])
+
+
+def _with_centre(rim: Hits, central: Hits, idx: np.ndarray, pattern: SubRayPattern) -> Hits:
+    """The bundle ``pattern`` of pulses ``idx``: the hits of its other sub-rays ``rim`` (a pulse's
+    ``len(pattern) - 1`` rows each) with the ``central`` ray of each pulse as its sub-ray 0."""
+    n = len(pattern)
+    b = idx.size
+    fields: dict[str, Any] = {}
+    for name in _PER_RAY:
+        got, centre = getattr(rim, name), getattr(central, name)
+        if got is None or centre is None:
+            fields[name] = None
+            continue
+        out = np.empty((b, n, *got.shape[1:]), got.dtype)
+        out[:, 0] = _rows(centre, idx)
+        out[:, 1:] = got.reshape(b, n - 1, *got.shape[1:])
+        fields[name] = out.reshape(b * n, *got.shape[1:])
+    return dataclasses.replace(rim, subrays=n, subray_weight=pattern.weights, **fields)
 
 
 class FullBeamSource(Protocol):
@@ -419,17 +485,19 @@ class FullBeamSource(Protocol):
     def use_full_beam(self, plan: FullBeamPlan, sun: SunArg = None) -> BeamGrant: ...
 
 
-def use_full_beam(source: FullBeamSource, preset: SensorPreset, sub_rays: int, sun: SunArg) -> BeamGrant:
+def use_full_beam(
+    source: FullBeamSource, preset: SensorPreset, sub_rays: int, sun: SunArg, bundle: str = "dense"
+) -> BeamGrant:
     """Ask ``source`` (one whose :attr:`Capabilities.full_beam` is set) for ``--beam full`` with a bundle of
-    ``sub_rays``; the plan takes the source's materials' retro gains (the default material table's where
-    the source names none)."""
+    ``sub_rays`` (cast ``bundle``: :func:`full_beam_plan`); the plan takes the source's materials' retro
+    gains (the default material table's where the source names none)."""
     retro = source.retro_gain
     if retro is None:
         from rt_lidar.sensor.materials import load_material_table
 
         arrays = load_material_table().arrays(source.material_names, preset.optics.wavelength_nm)
         retro = arrays.retro_gain
-    plan = full_beam_plan(preset, np.asarray(retro), sub_rays)
+    plan = full_beam_plan(preset, np.asarray(retro), sub_rays, bundle=bundle)
     return source.use_full_beam(plan, sun)
 
 
@@ -441,7 +509,9 @@ def beam_summary(source: object, sub_rays: int, return_mode: str) -> dict[str, A
         return {"mode": "fixed", "sub_rays": sub_rays, "return_mode": return_mode}
     return {
         "mode": "full",
-        "sub_rays": len(plan.pattern),
+        "sub_rays": plan.stands_for or len(plan.pattern),
+        "bundle": plan.bundle,
+        "cast_sub_rays": len(plan.pattern),
         "return_mode": return_mode,
         "edge_m": plan.edge_m,
         **plan.stats.as_dict(),

@@ -130,7 +130,8 @@ def _probe_hits(
     source: WorldSource, f: Firings, pulse: np.ndarray, side: np.ndarray, probes: SubRayPattern
 ) -> Hits:
     """The probe ray of each (``pulse``, ``side``) of firings ``f``, one row each, cast as the bundle's
-    sub-rays are (from the pose at the firing time, started across the exit aperture)."""
+    sub-rays are (from the pose at the firing time, started across the exit aperture), without the glass
+    ghosts' mirror rays (:func:`probe_marks` reads none of their fields)."""
     from rt_lidar.pipeline.beam_full import take_firings
     from rt_lidar.pipeline.sources import _beam_starts
 
@@ -143,7 +144,7 @@ def _probe_hits(
     d, pos, quat = source.ops.subray_starts(fu.directions(), probes, source.exit_m_per_rad, pos, quat)
     rows = np.searchsorted(pulses, pulse) * PROBE_SIDES + side
     take = (np.take(d, rows, axis=0), np.take(pos, rows, axis=0), np.take(quat, rows, axis=0))
-    return source._cast(take_firings(f, pulse), *take, None)
+    return source._cast(take_firings(f, pulse), *take, None, ghosts=False)
 
 
 def on_one_plane(

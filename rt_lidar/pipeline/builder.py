@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 from rt_lidar.backend import PhysicsBackend
 from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
-from rt_lidar.pipeline.beam_full import FullBeamSource, use_full_beam
+from rt_lidar.pipeline.beam_full import SPARSE_SUB_RAYS, FullBeamSource, bundle_that_runs, use_full_beam
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.scene_files import read_mesh_scene
 from rt_lidar.pipeline.sources import HitSource, WorldSource, sun_unit
@@ -116,8 +116,15 @@ def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) ->
             "bundle instead (the same physics, slower)",
             stacklevel=3,
         )
+    bundle = bundle_that_runs(sub_rays, beam.bundle) if full else beam.bundle
+    if full and bundle != beam.bundle:
+        warnings.warn(
+            f"--beam full: the sparse bundle thins a bundle of {', '.join(map(str, SPARSE_SUB_RAYS))} "
+            f"sub-rays; the {sub_rays}-sub-ray bundle is cast whole (as --beam full-dense)",
+            stacklevel=3,
+        )
     if full:
-        grant = use_full_beam(cast(FullBeamSource, source), preset, sub_rays, want_sun)
+        grant = use_full_beam(cast(FullBeamSource, source), preset, sub_rays, want_sun, bundle)
         if not grant.full and grant.sub_rays > 1:
             warnings.warn(
                 f"--beam full: the server does not choose the pulses itself (an rt-lidar serve older than "
@@ -126,6 +133,11 @@ def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) ->
                 stacklevel=3,
             )
         full = grant.full
+        if not full and grant.sub_rays > 1 and bundle == "sparse":  # every pulse as the dense bundle
+            bundle = "dense"
+            grant = source.use_beam(subray_pattern(preset, sub_rays), want_sun)
+        if full:  # a sparse bundle casts fewer sub-rays than the dense bundle it stands for
+            grant = dataclasses.replace(grant, sub_rays=sub_rays)
     else:
         grant = source.use_beam(subray_pattern(preset, sub_rays), want_sun)
     if grant.sub_rays < sub_rays:
@@ -152,5 +164,5 @@ def negotiate(source: HitSource, preset: SensorPreset, config: PhysicsConfig) ->
             "rt-lidar serve, with the extension): --road-wetness is not applied over this bridge",
             stacklevel=3,
         )
-    ran = BeamConfig(sub_rays=grant.sub_rays, return_mode=mode, epw=beam.epw, full=full)
+    ran = BeamConfig(sub_rays=grant.sub_rays, return_mode=mode, epw=beam.epw, full=full, bundle=bundle)
     return dataclasses.replace(config, beam=ran, sun_illuminance_lux=lux)

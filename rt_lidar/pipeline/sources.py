@@ -512,9 +512,11 @@ class WorldSource:
         pos: np.ndarray,
         quat: np.ndarray,
         sun: np.ndarray | None,
+        ghosts: bool = True,
     ) -> Hits:
         """Cast rays ``d_sensor`` (sensor frame) from poses ``pos``/``quat``, one row per ray, each
-        against the moving objects posed at its firing time."""
+        against the moving objects posed at its firing time (``ghosts`` False: without the mirror rays
+        off the first pane, whose fields stay None: ``--beam full``'s probes read none of them)."""
         t_ray = firings.t_ns.astype(np.float64) * 1e-9
         if d_sensor.shape[0] != t_ray.shape[0]:
             t_ray = np.repeat(t_ray, d_sensor.shape[0] // max(t_ray.shape[0], 1))
@@ -538,7 +540,7 @@ class WorldSource:
             wet_fields = self._wet_fields(origins, dirs, t_ray, rh, opaque) if self.wet_road else None
 
         self._slant_loss(g_trans, active, g_mat[active], g_cos[active])  # at the first crossing
-        ghost = self._glass_mirror(origins, dirs, t_ray, rh, active) if active.size else None
+        ghost = self._glass_mirror(origins, dirs, t_ray, rh, active) if active.size and ghosts else None
         # Rays that crossed a transmissive surface go on behind it (a few per cent of all rays).
         travelled = rh.distance[active] + np.float32(_EPS_M)
         org = np.take(origins, active, axis=0) + np.take(dirs, active, axis=0) * travelled[:, None]

@@ -25,6 +25,7 @@ from rt_lidar.schema import Where, check_fields, spec
 from rt_lidar.sensor.presets import RETURN_MODES, SensorPreset
 
 __all__ = [
+    "FULL_BEAM_BUNDLES",
     "FULL_BEAM_SUB_RAYS",
     "BeamConfig",
     "SubRayPattern",
@@ -39,6 +40,9 @@ __all__ = [
 MAX_SUB_RAYS = 127
 FULL_BEAM_SUB_RAYS = 19
 """Sub-rays of the bundle ``--beam full`` casts where it casts one (the dense sampling it stands for)."""
+FULL_BEAM_BUNDLES = ("sparse", "dense")
+"""``--beam full``'s bundle: ``sparse`` (the dense pattern's rim thinned to every other sub-ray, each
+weighted for two: :func:`rt_lidar.pipeline.beam_sparse.sparse_bundle`) or ``dense`` (the whole pattern)."""
 MAX_OFFSET_RAD = 0.1
 """Largest sub-ray offset :func:`pattern_from_offsets` accepts (~5.7 deg; real divergences are mrad)."""
 
@@ -57,6 +61,9 @@ class BeamConfig:
     """``--beam full``: cast the bundle of ``sub_rays`` (default :data:`FULL_BEAM_SUB_RAYS`) only for the
     pulses whose footprint meets a depth edge, glass or a retro-reflector, one exact ray elsewhere
     (:mod:`rt_lidar.pipeline.beam_full`)."""
+    bundle: str = spec("sparse", choices=FULL_BEAM_BUNDLES)
+    """With ``full``: cast the bundle ``sparse`` (its rim thinned to every other sub-ray, each weighted
+    for two; the default, ``--beam full``) or ``dense`` (every sub-ray, ``--beam full-dense``)."""
 
     def __post_init__(self) -> None:
         check_fields(self, "beam")

@@ -61,6 +61,8 @@ def print_report(command: str, summary: Mapping[str, Any], out: str, stream: Tex
     if isinstance(beam, Mapping) and beam.get("mode") == "full":
         share = 100 * float(beam.get("bundled_share", 0.0))
         bundle = f"the {beam.get('sub_rays')}-sub-ray bundle"
+        if beam.get("bundle") == "sparse":
+            bundle += f", sparse ({beam.get('cast_sub_rays')} sub-rays)"
         print(f"  --beam full: {share:.1f} % of pulses cast as {bundle}", file=stream)
     for line in warnings_of(summary):
         print(f"rt-lidar {command}: warning: {line}", file=sys.stderr)

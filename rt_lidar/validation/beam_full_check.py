@@ -10,6 +10,7 @@ together are :data:`TOLERANCES` (docs/beam-full.md; tests/rt_lidar/pipeline/test
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -119,7 +120,7 @@ def beam_statistics(
     giving the scene) with ``beam`` (``epw`` is switched on), in ``rain_mm_h`` of rain."""
     world = build_world(scene if isinstance(scene, str) else scene(), seed=seed)
     weather = WeatherConfig(rain_mm_h=rain_mm_h) if rain_mm_h > 0 else None
-    cfg = PhysicsConfig(beam=BeamConfig(beam.sub_rays, beam.return_mode, True, beam.full), weather=weather)
+    cfg = PhysicsConfig(beam=dataclasses.replace(beam, epw=True), weather=weather)
     built = build_pipeline(preset, world, seed=seed, sim_hz=sim_hz, physics=cfg)
     pipe = built.pipeline
     try:
@@ -137,10 +138,13 @@ def compare_full_beam(
     scans: int = 2,
     seed: int = 3,
     rain_mm_h: float = 0.0,
+    bundle: str = "sparse",
 ) -> tuple[BeamStatistics, BeamStatistics]:
-    """(``--beam full``, every pulse as the dense 19-sub-ray bundle) statistics of the same run."""
+    """(``--beam full`` casting ``bundle``, every pulse as the dense 19-sub-ray bundle) statistics of the
+    same run."""
     kw: dict[str, Any] = {"scans": scans, "seed": seed, "rain_mm_h": rain_mm_h}
-    full = beam_statistics(preset, scene, BeamConfig(return_mode=return_mode, full=True), **kw)
+    full_beam = BeamConfig(return_mode=return_mode, full=True, bundle=bundle)
+    full = beam_statistics(preset, scene, full_beam, **kw)
     dense = beam_statistics(preset, scene, BeamConfig(FULL_BEAM_SUB_RAYS, return_mode), **kw)
     return full, dense
 

@@ -51,7 +51,7 @@ def _sensed(preset: str, beam: BeamConfig, frames: int = 3) -> list:
 def test_plain_pulses_are_single_ray_and_bundled_pulses_are_the_dense_bundle() -> None:
     """Without random draws, every point of ``--beam full`` is bit for bit the single-ray run's point of
     that pulse (pulses without the bundle) or the 19-sub-ray run's (pulses with it)."""
-    full = _sensed("VLP-32C", BeamConfig(return_mode="dual", full=True))
+    full = _sensed("VLP-32C", BeamConfig(return_mode="dual", full=True, bundle="dense"))
     single = _sensed("VLP-32C", BeamConfig(1, "dual"))
     dense = _sensed("VLP-32C", BeamConfig(FULL_BEAM_SUB_RAYS, "dual"))
     n_plain = n_bundle = 0

@@ -607,7 +607,8 @@ def test_a_run_records_what_a_stock_server_granted_and_re_runs_from_it(tmp_path,
         server.close()
     assert len([w for w in recwarn if "not applied" in str(w.message)]) == 2
     cfg = json.loads((a / "config.json").read_text())["config"]
-    assert cfg["beam"] == {"sub_rays": 1, "return_mode": "dual", "epw": False, "full": False}
+    want = {"sub_rays": 1, "return_mode": "dual", "epw": False, "full": False, "bundle": "sparse"}
+    assert cfg["beam"] == want
     assert cfg["sun"]["lux"] == 0.0 and cfg["bridge"]["lockstep"] is True
     recwarn.clear()
     server = serve()

@@ -134,7 +134,8 @@ def test_a_demo_re_runs_from_its_config_json_to_the_same_scan_bytes(tmp_path, mo
     assert main(["demo", "--quiet", *opts, *mode, "--out", str(a)]) == 0
     assert writes[str(a / "summary.json")] == writes[str(a / "config.json")] == 1
     cfg = json.loads((a / "config.json").read_text())["config"]
-    assert cfg["beam"] == {"sub_rays": 3, "return_mode": "dual", "epw": True, "full": False}
+    want = {"sub_rays": 3, "return_mode": "dual", "epw": True, "full": False, "bundle": "sparse"}
+    assert cfg["beam"] == want
     ran = (cfg["seed"], cfg["sim_hz"], cfg["sun"]["lux"], cfg["in_process"])
     assert ran == (4, 25.0, 60000.0, bool(mode))
     assert cfg["weather"]["rain_mm_h"] == 10.0
@@ -156,7 +157,7 @@ def test_the_preset_beam_is_recorded_as_it_ran_and_options_override_a_config(tmp
     args = ["demo", "--quiet", "--in-process", "--preset", "VLP-16", "--frames", "1"]
     assert main([*args, "--out", str(a)]) == 0
     cfg = json.loads((a / "config.json").read_text())["config"]
-    the_presets = {"sub_rays": 1, "return_mode": "strongest", "epw": False, "full": False}
+    the_presets = {"sub_rays": 1, "return_mode": "strongest", "epw": False, "full": False, "bundle": "sparse"}
     assert cfg["beam"] == the_presets
     assert main(["demo", "--config", str(a), "--frames", "2", "--seed", "5", "--out", str(b)]) == 0
     again = json.loads((b / "config.json").read_text())["config"]
