@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .geometry import MeshBuilder
+from .canopy import crown_leaves, leaf_rng
+from .geometry import MeshBuilder, unit_sphere
 
 __all__ = ["add_building", "add_car", "add_rock", "add_sign", "add_street_light", "add_tree"]
 
@@ -56,13 +57,17 @@ def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glas
 
 
 def add_tree(b: MeshBuilder, rng: np.random.Generator) -> None:
-    """A low-poly tree: bark trunk and a roughened vegetation crown, random size."""
+    """A tree: bark trunk and a crown of leaves (a volume that beams enter and pass through, at the
+    street trees' leaf area density: :mod:`canopy`), random size."""
     trunk_h = float(rng.uniform(2.2, 3.4))
     r = float(rng.uniform(1.4, 2.4))
     b.cylinder((0.0, 0.0, 0.0), float(rng.uniform(0.14, 0.25)), trunk_h + 0.5 * r, "bark", sections=10)
-    b.sphere(
-        (0.0, 0.0, trunk_h + 0.8 * r), (r, r, 1.1 * r), "vegetation", subdivisions=3, jitter=0.12, rng=rng
-    )
+    # Before issue 40's canopy change the crown was a roughened solid shell (an icosphere whose vertices
+    # were jittered by these draws); the draws are still taken, and seed the leaves, so that every object
+    # drawn after a tree stays where it was.
+    draws = rng.uniform(-1.0, 1.0, size=(unit_sphere(3)[0].shape[0], 1))
+    v, f = crown_leaves((0.0, 0.0, trunk_h + 0.8 * r), (r, r, 1.1 * r), leaf_rng(draws))
+    b.add(v, f, "vegetation")
 
 
 def add_street_light(b: MeshBuilder, arm_dir: float) -> None:
