@@ -4,6 +4,8 @@ a pulse's footprint meets leaves at two depths."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -44,16 +46,20 @@ def test_the_crown_passes_beams_as_beer_lambert_gap_probability_says() -> None:
     exp(-G u s) with G = 0.5 and the leaf area density, over four crowns: within 0.03 in every band (one
     crown's leaves scatter its bands' shares by ~0.03); the middle passes ~0.14."""
     org, dirs = _parallel_rays()
-    passed = np.mean([~np.isfinite(_crown_world(s).cast(org, dirs, 0.0, 100.0).distance) for s in range(4)], 0)
+    passed = np.mean(
+        [~np.isfinite(_crown_world(s).cast(org, dirs, 0.0, 100.0).distance) for s in range(4)], 0
+    )
     rho = np.hypot(org[:, 1], org[:, 2])
     chord = 2.0 * np.sqrt(R_CROWN**2 - rho**2)
     bands = np.quantile(chord, np.linspace(0.0, 1.0, 6))
-    for lo, hi in zip(bands[:-1], bands[1:], strict=True):
+    for lo, hi in itertools.pairwise(bands):
         sel = (chord >= lo) & (chord < hi)
         want = float(np.mean(gap_probability(chord[sel])))
         assert float(np.mean(passed[sel])) == pytest.approx(want, abs=0.03), (lo, hi)
     middle = chord > 3.8
-    assert float(np.mean(passed[middle])) == pytest.approx(np.exp(-G_SPHERICAL * LEAF_AREA_DENSITY * 4.0), abs=0.04)
+    assert float(np.mean(passed[middle])) == pytest.approx(
+        np.exp(-G_SPHERICAL * LEAF_AREA_DENSITY * 4.0), abs=0.04
+    )
 
 
 def test_returns_spread_through_the_crowns_depth() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .canopy import crown_leaves, leaf_rng
+from .car_glazing import add_car_glazing
 from .geometry import MeshBuilder, unit_sphere
 
 __all__ = ["add_building", "add_car", "add_rock", "add_sign", "add_street_light", "add_tree"]
@@ -27,17 +28,9 @@ def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glas
     # a solid dark block whose sides faced the street. Windscreen and rear window are raked (33 and 37 deg
     # from horizontal) so their mirror echo goes to the sky, as a real car's does.
     b.box((-0.25, 0.0, 1.40), (2.3, 1.6, 0.04), paint)
-    z_low, z_top, yg, xb = 0.96, 1.38, 0.81, -0.25
-    b.quad([(1.55, -yg, z_low), (1.55, yg, z_low), (0.9, yg, z_top), (0.9, -yg, z_top)], windscreen)
-    b.quad([(-1.95, yg, z_low), (-1.95, -yg, z_low), (-1.4, -yg, z_top), (-1.4, yg, z_top)], rear_glass)
+    # the glazing is curved as real car glazing is (issue 40, docs/realism.md): :mod:`car_glazing`
+    add_car_glazing(b, paint, windscreen, rear_glass)
     for s in (-1.0, 1.0):
-        y = s * yg
-        # front side window, B-pillar, rear side window
-        b.quad([(xb + 0.05, y, z_low), (1.55, y, z_low), (0.9, y, z_top), (xb + 0.05, y, z_top)], "car_glass")
-        b.box((xb, y, (z_low + z_top) / 2), (0.1, 0.03, z_top - z_low), paint)
-        b.quad(
-            [(-1.95, y, z_low), (xb - 0.05, y, z_low), (xb - 0.05, y, z_top), (-1.4, y, z_top)], rear_glass
-        )
         b.box((0.0, s * (half_w + 0.005), 0.75), (3.6, 0.01, 0.05), "chrome")
     b.box((-0.2, 0.0, 0.95), (3.5, 1.58, 0.02), "interior")  # floor and parcel shelf
     # dashboard, under the windscreen (it reached through the raked glass before: its front 0.3 m stood
