@@ -70,8 +70,8 @@ def test_a_windscreens_mirror_rays_fan_out_across_its_width() -> None:
 
 def test_the_fresnel_transmission_follows_the_curved_panes_incidence() -> None:
     """A car turned 45 deg from the sensor's view: level beams fanned across its windscreen meet it at
-    incidence cosines spread over more than 0.15 (a flat pane's would spread over ~0.07: the beams' own
-    fan), and the caster's two-way transmission through it is at most the Fresnel pane's at each facet's
+    incidence cosines spread over more than 0.2 (0.32; a flat pane's would spread over ~0.06: the beams'
+    own fan), and the caster's two-way transmission through it is at most the Fresnel pane's at each facet's
     own incidence (the caster reads the facets' normals)."""
     yaw = np.pi - np.pi / 4
     world = _car_world(yaw=yaw)
@@ -91,9 +91,10 @@ def test_the_fresnel_transmission_follows_the_curved_panes_incidence() -> None:
     pos = met[:, None] * np.stack([np.cos(a), np.sin(a)], 1)  # where each beam met glass
     rel = pos - np.array([8.0, 0.0])
     x_car = rel[:, 0] * np.cos(yaw) + rel[:, 1] * np.sin(yaw)
-    ws = (hits.glass_material == NAMES.index("car_glass")) & (x_car > 0.85)  # the windscreen's beams
-    assert ws.sum() > 20
+    y_car = -rel[:, 0] * np.sin(yaw) + rel[:, 1] * np.cos(yaw)
+    ws = (hits.glass_material == NAMES.index("car_glass")) & (x_car > 0.85) & (np.abs(y_car) < 0.78)
+    assert ws.sum() > 20  # the windscreen's beams (not the front side window's)
     cos = hits.glass_cos[ws].astype(np.float64)
-    assert cos.max() - cos.min() > 0.15
+    assert cos.max() - cos.min() > 0.2
     one_way = pane_transmission(float(trans[NAMES.index("car_glass")]), cos)
     assert np.all(hits.glass_transmission[ws] <= one_way**2 * 1.001)

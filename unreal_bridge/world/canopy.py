@@ -19,8 +19,8 @@ Street trees: ``LEAF_AREA_DENSITY`` = 1.0 m^2/m^3, within the 0.5-2 m^2/m^3 that
 scans of single broadleaf trees give (voxel-based canopy profiling: Hosoi & Omasa 2006, IEEE TGRS 44(12)
 3610; Li et al. 2017, Remote Sens. 9(11) 1202; Engstrom 2025, some 2,100 street trees of Malmo scanned
 from the street; only the abstracts could be read here, the value is set by hand within that range): a
-crown 4 m deep then has a leaf area index of ~4 (street trees' 2-6) and passes ``exp(-2) = 0.14`` of
-the beams through its middle. ``LEAF_AREA_M2`` = 0.01 m^2 (a 15 cm triangle: a lime's or maple's leaf;
+column of crown 4 m deep then holds a leaf area index of 4 (street trees' 2-6) and passes ``exp(-2) =
+0.14`` of the beams through it. ``LEAF_AREA_M2`` = 0.01 m^2 (a 15 cm triangle: a lime's or maple's leaf;
 a 905 nm beam's footprint at 10-30 m is 2-6 cm, smaller than a leaf, so each beam meets whole leaves).
 """
 
