@@ -6,7 +6,8 @@ roughly 2-4 m seen from above) and less along its rake (the cross curvature, ~6-
 cylinders about the car's length (radius ~1-2 m) leaning inwards towards the roof (tumblehome) (the
 bending tolerances of ECE R43 and the glass makers' design guides quote such radii; set by hand here:
 ``WINDSCREEN_RADIUS_M`` 2.5 m across, ``WINDSCREEN_CROSS_RADIUS_M`` 8 m along the rake, side windows
-``SIDE_RADIUS_M`` 1.4 m leaning 8 deg). The normal a beam meets then depends on where it meets the pane:
+``SIDE_RADIUS_M`` 1.4 m leaning 8 deg), in facets fine enough that neighbouring facets' normals differ
+by about the width of glass's mirror lobe. The normal a beam meets then depends on where it meets the pane:
 across a windscreen it turns by +-20 deg, so the pane's Fresnel transmission (``rt_lidar.sensor.glazing``)
 and its mirror ray (the ghosts of ``rt_lidar.physics.glass_ghost``, cast by ``WorldSource._mirror_cast``)
 spread over a fan of directions instead of one plane's, as a curved mirror's reflections do. Nothing in
@@ -40,7 +41,10 @@ Y_LOW, Y_TOP = 0.87, 0.81  # the side glass's half-width at its foot and at the 
 X_WS_LOW, X_WS_TOP = 1.55, 0.9  # windscreen foot and head (raked 33 deg from horizontal)
 X_RW_LOW, X_RW_TOP = -1.95, -1.4  # rear window foot and head (37 deg)
 X_B_PILLAR = -0.25
-ACROSS, ALONG = 8, 4  # facets across and along a curved pane
+# facets across a pane and up it: up the side glass's arc the normal steps by 0.7 deg a facet, about the
+# glass mirror lobe's half-width (0.5 deg), so no facet is a flat mirror much larger than the stripe of a
+# curved pane that glints (with 4 rows, 3.5 deg steps, whole facets glinted or none did)
+ACROSS, ALONG = 8, 24
 
 Surface = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
 
