@@ -30,6 +30,7 @@ MATERIAL_TAGS: dict[str, int] = {
     "car_paint_red": 14,  # Car
     "car_paint_white": 14,
     "car_paint_black": 14,
+    "car_paint_silver": 14,
     "chrome": 14,
     "plate_sheeting": 14,
     "rubber": 14,

@@ -28,7 +28,7 @@ from rt_lidar.kernels.ambient import false_alarm_probability, receiver_sigma_w
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, two_way_transmission
 from rt_lidar.kernels.texture import texture_factor
 from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, single_echo_epw_ns, waveform_returns
-from rt_lidar.physics.clear_coat import coat_lookup, coat_table
+from rt_lidar.physics.clear_coat import coat_lookup, coat_table, paint_params
 from rt_lidar.physics.glass_ghost import ghost_echoes, mirror_r0
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
@@ -82,7 +82,7 @@ class DeviceSensorPhysics(SensorPhysics):
         )
         self._texture_tables: tuple[Any, Any, Any] | None = None
         # the paints' clear coat (rt_lidar.physics.clear_coat): its table put on the device once
-        self._coat = None if m.coat_index is None else xp.asarray(coat_table(m.coat_index))
+        self._coat = None if m.coat_index is None else xp.asarray(coat_table(*paint_params(m)))
         # ghosts behind glass (rt_lidar.physics.glass_ghost): each material's mirror reflectance head-on
         self._mirror_r0 = xp.asarray(mirror_r0(m))
         self._gain = (

@@ -84,6 +84,12 @@ class MaterialSpec:
     """Refractive index of a clear coat over the diffuse base (automotive paint; 0 = none): the base's
     echo passes the coat twice, ``((1 - F(theta)) / (1 - F(0)))^2`` of what it gives head-on
     (:mod:`rt_lidar.physics.clear_coat`)."""
+    flake_share: float = spec(0.0, 0.0, 1.0)
+    """Share of the head-on echo that a metallic paint's flakes give (0 = a solid paint, Lambertian under
+    its coat): the flakes' mirror lobe answers where a flake faces the refracted beam
+    (:func:`rt_lidar.physics.clear_coat.paint_factor`)."""
+    flake_slope_rms: float = spec(0.25, 0.01, 1.0)
+    """RMS slope of the flakes' tilts (Beckmann), the width of their lobe."""
 
     def validate(self, what: Where) -> None:
         """A material reflects at most all the light it gets (diffuse + lobes); a rough-surface
@@ -155,6 +161,10 @@ class MaterialArrays:
     """Cell size of that texture (m)."""
     coat_index: np.ndarray | None = None
     """Refractive index of each material's clear coat, 0 = none (None: no material has one)."""
+    flake_share: np.ndarray | None = None
+    """Each paint's metallic flakes' share of its head-on echo (None: no material has flakes)."""
+    flake_slope_rms: np.ndarray | None = None
+    """RMS slope of those flakes' tilts."""
 
     def hemispherical(self) -> np.ndarray:
         """:attr:`albedo`, or ``diffuse`` where the table has no backscatter lobes."""
@@ -216,6 +226,7 @@ class MaterialTable:
                 rough[i] = True
         texture = col("texture_sigma")
         coat = col("clear_coat_index")
+        flakes = col("flake_share")
         return MaterialArrays(
             names=tuple(names),
             diffuse=diffuse,
@@ -229,7 +240,9 @@ class MaterialTable:
             albedo=rho if bool(rough.any()) else None,
             texture_sigma=texture if bool((texture > 0).any()) else None,
             texture_cell_m=col("texture_cell_m"),
-            coat_index=coat if bool((coat > 0).any()) else None,
+            coat_index=coat if bool((coat > 0).any()) or bool((flakes > 0).any()) else None,
+            flake_share=flakes if bool((flakes > 0).any()) else None,
+            flake_slope_rms=col("flake_slope_rms") if bool((flakes > 0).any()) else None,
         )
 
     def _backscatter_exponents(self, names: list[str] | tuple[str, ...]) -> np.ndarray:

@@ -157,6 +157,7 @@ _CLASS = {
             "car_paint_red",
             "car_paint_white",
             "car_paint_black",
+            "car_paint_silver",
             "chrome",
             "plate_sheeting",
             "rubber",

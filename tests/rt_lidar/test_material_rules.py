@@ -130,7 +130,10 @@ def test_stock_path_materials_match_the_worlds_own(street_server):
     reach through a car's or a building's glazing (seats, dashboards, rooms: faces of that actor, never
     actors of their own) can only take the actor's material: those rays are checked for exactly that and
     left out of the agreement (since issue 40's sparse cabins and denser parking they are ~15 % of the
-    hits)."""
+    hits). Since
+    the crowns are volumes of leaves (docs/realism.md change 26) beams pass them to the brick facades
+    behind, which the building rule calls plaster, and silver cars join the red and black ones the car
+    rule calls white: 0.61 -> 0.58."""
     sim, server = street_server
     preset = load_preset("VLP-16")
     rules = load_material_rules(None, NAMES)
@@ -153,7 +156,7 @@ def test_stock_path_materials_match_the_worlds_own(street_server):
     got_names, true_names = got_names[~inside], true_names[~inside]
     agree = float(np.mean(got_names == true_names))
     baseline = float(np.mean(true_names == "concrete"))  # the stock path without rules: all concrete
-    assert agree > 0.6 and agree > baseline + 0.3, (agree, baseline)
+    assert agree > 0.55 and agree > baseline + 0.3, (agree, baseline)
     assert stock.stats.materials is not None and stock.stats.materials["on_default"] == 0
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .geometry import MeshBuilder
+from .canopy import crown_leaves, leaf_rng
+from .car_glazing import add_car_glazing
+from .geometry import MeshBuilder, unit_sphere
 
 __all__ = ["add_building", "add_car", "add_rock", "add_sign", "add_street_light", "add_tree"]
 
@@ -26,17 +28,9 @@ def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glas
     # a solid dark block whose sides faced the street. Windscreen and rear window are raked (33 and 37 deg
     # from horizontal) so their mirror echo goes to the sky, as a real car's does.
     b.box((-0.25, 0.0, 1.40), (2.3, 1.6, 0.04), paint)
-    z_low, z_top, yg, xb = 0.96, 1.38, 0.81, -0.25
-    b.quad([(1.55, -yg, z_low), (1.55, yg, z_low), (0.9, yg, z_top), (0.9, -yg, z_top)], windscreen)
-    b.quad([(-1.95, yg, z_low), (-1.95, -yg, z_low), (-1.4, -yg, z_top), (-1.4, yg, z_top)], rear_glass)
+    # the glazing is curved as real car glazing is (issue 40, docs/realism.md): :mod:`car_glazing`
+    add_car_glazing(b, paint, windscreen, rear_glass)
     for s in (-1.0, 1.0):
-        y = s * yg
-        # front side window, B-pillar, rear side window
-        b.quad([(xb + 0.05, y, z_low), (1.55, y, z_low), (0.9, y, z_top), (xb + 0.05, y, z_top)], "car_glass")
-        b.box((xb, y, (z_low + z_top) / 2), (0.1, 0.03, z_top - z_low), paint)
-        b.quad(
-            [(-1.95, y, z_low), (xb - 0.05, y, z_low), (xb - 0.05, y, z_top), (-1.4, y, z_top)], rear_glass
-        )
         b.box((0.0, s * (half_w + 0.005), 0.75), (3.6, 0.01, 0.05), "chrome")
     b.box((-0.2, 0.0, 0.95), (3.5, 1.58, 0.02), "car_interior")  # floor and parcel shelf
     # dashboard, under the windscreen (it reached through the raked glass before: its front 0.3 m stood
@@ -56,13 +50,17 @@ def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glas
 
 
 def add_tree(b: MeshBuilder, rng: np.random.Generator) -> None:
-    """A low-poly tree: bark trunk and a roughened vegetation crown, random size."""
+    """A tree: bark trunk and a crown of leaves (a volume that beams enter and pass through, at the
+    street trees' leaf area density: :mod:`canopy`), random size."""
     trunk_h = float(rng.uniform(2.2, 3.4))
     r = float(rng.uniform(1.4, 2.4))
     b.cylinder((0.0, 0.0, 0.0), float(rng.uniform(0.14, 0.25)), trunk_h + 0.5 * r, "bark", sections=10)
-    b.sphere(
-        (0.0, 0.0, trunk_h + 0.8 * r), (r, r, 1.1 * r), "vegetation", subdivisions=3, jitter=0.12, rng=rng
-    )
+    # Before issue 40's canopy change the crown was a roughened solid shell (an icosphere whose vertices
+    # were jittered by these draws); the draws are still taken, and seed the leaves, so that every object
+    # drawn after a tree stays where it was.
+    draws = rng.uniform(-1.0, 1.0, size=(unit_sphere(3)[0].shape[0], 1))
+    v, f = crown_leaves((0.0, 0.0, trunk_h + 0.8 * r), (r, r, 1.1 * r), leaf_rng(draws))
+    b.add(v, f, "vegetation")
 
 
 def add_street_light(b: MeshBuilder, arm_dir: float) -> None:

@@ -45,6 +45,7 @@ MATERIAL_NAMES: tuple[str, ...] = (
     "car_glass_ir",
     "car_glass_privacy",
     "car_interior",
+    "car_paint_silver",
 )
 
 #: Display albedo (linear RGB 0..1) per material, for the camera renderer only.
@@ -71,6 +72,7 @@ MATERIAL_COLORS: dict[str, tuple[float, float, float]] = {
     "car_glass_ir": (0.14, 0.16, 0.20),
     "car_glass_privacy": (0.05, 0.06, 0.07),
     "car_interior": (0.04, 0.04, 0.045),
+    "car_paint_silver": (0.62, 0.63, 0.66),
 }
 
 DEFAULT_SUN_DIRECTION: tuple[float, float, float] = (0.4, 0.3, 0.866)

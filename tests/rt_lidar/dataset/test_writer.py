@@ -65,7 +65,12 @@ def test_sequence_layout_and_labels_match_the_scene(tmp_path: Path) -> None:
         assert np.all(semantic[instance == 0] == C["outlier"])
         # geometry: road points lie on the ground 1.8 m below the sensor, buildings behind the facades
         xyz = f.points[:, :3]
-        assert np.all(np.abs(xyz[semantic == C["road"], 2] + 1.8) < 0.15)
+        # (but for the road's ghosts in parked cars' side windows: glass leaning in towards the roof mirrors
+        # the road less steeply than the beam falls, so the ghost, put along the beam at the mirror path's
+        # length, lies below the road: docs/realism.md changes 16 and 21; 5 of ~3,300 road points here)
+        dz = xyz[semantic == C["road"], 2] + 1.8
+        on_road = np.abs(dz) < 0.15
+        assert np.mean(on_road) > 0.995 and np.all(dz[~on_road] < 0)
         y_world = xyz[semantic == C["building"], 1] - 1.75  # the parked ego faces +x at y = -1.75
         assert y_world.size > 1000 and np.abs(y_world).min() >= 9.5, np.abs(y_world).min()
         # the camera image's segmentation agrees with the labels where points project into it
