@@ -172,7 +172,8 @@ class OpticsSpec:
     receiver_aperture_m: float = spec(0.025, 0.001, 1.0, "m")
     receiver_focus_m: float | None = spec(None, 0.5, 1000.0, "m")
     """Distance the receiver lens is focused at: nearer echoes blur on the detector and lose power
-    (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss)."""
+    (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss). The default of the
+    beams' own ``receiver_focus_m``."""
     system_efficiency: float = spec(0.5, 0.0, 1.0)
     sub_rays: int = spec(1, 1, 127)
     """Rays cast per pulse over the footprint (1 = the nominal direction only)."""
@@ -303,6 +304,9 @@ class Beam:
     horiz_offset_correction_m: float | None = spec(None, -10.0, 10.0, "m")
     focal_distance: float | None = spec(None, -1e4, 1e4)
     focal_slope: float | None = spec(None, -1e4, 1e4)
+    receiver_focus_m: float | None = spec(None, 0.1, 1000.0, "m")
+    """Distance this laser's receiver is focused at (a Velodyne calibration's ``focal_distance`` where it
+    gives one; :mod:`rt_lidar.physics.receiver_focus`); unset: ``optics.receiver_focus_m``."""
     origin_radial_m: float | None = spec(None, -1.0, 1.0, "m")
     """Where the beam starts, off the sensor axis, in the head's frame at the column's azimuth (the
     firing's azimuth less this beam's ``azimuth_offset_deg``): out along that azimuth, ..."""
