@@ -95,8 +95,9 @@ def test_a_beams_own_focus_scales_its_echoes_by_the_ratio_of_the_two_foci() -> N
     assert np.all(echo.beam_focus(np.full(r.size, upper), r) == 1.0)
 
 
-def _lower_block_near_road(preset: SensorPreset) -> tuple[float, float]:
-    built = in_process_pipeline(RunConfig(preset="HDL-64E", seed=1, in_process=True), preset)
+def _lower_block_near_road(preset: SensorPreset, device: str = "cpu") -> tuple[float, float]:
+    config = RunConfig(preset="HDL-64E", seed=1, in_process=True, device=device)
+    built = in_process_pipeline(config, preset)
     try:
         pts = built.pipeline.scans(1)[0].points
     finally:
@@ -116,3 +117,12 @@ def test_the_lower_blocks_nearer_focus_keeps_its_near_road_out_of_the_zeros() ->
     zeros_wide, refl_wide = _lower_block_near_road(_hdl64(None))
     assert zeros_own < 0.005 < zeros_wide
     assert refl_own == pytest.approx(refl_wide, rel=0.01)
+
+
+def test_the_device_frame_applies_each_lasers_focus_as_the_host_does() -> None:
+    """``--device`` (its CPU twin here): the lower block's near road keeps out of the zeros and reads the
+    host's calibrated reflectivity (without the per-laser focus on the device: 1.5 % zeros)."""
+    zeros_host, refl_host = _lower_block_near_road(load_preset("HDL-64E"))
+    zeros_dev, refl_dev = _lower_block_near_road(load_preset("HDL-64E"), "cuda-source-on-cpu")
+    assert zeros_dev < 0.005 and zeros_dev == pytest.approx(zeros_host, abs=0.002)
+    assert refl_dev == pytest.approx(refl_host, rel=0.01)
