@@ -5,6 +5,7 @@ Velodyne calibration's ``focal_distance``, given in a preset's ``[[beams]]``, th
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,8 @@ from rt_lidar.sensor.presets import SensorPreset, list_presets, load_preset, pre
 from rt_lidar.sensor.vendor import preset_from_vendor_file
 from rt_lidar.sensor.vendor.velodyne import parse_velodyne_yaml
 
-VELODYNE = Path(__file__).resolve().parents[1] / "data" / "vendor" / "velodyne"
+ROOT = Path(__file__).resolve().parents[2]
+VELODYNE = ROOT / "tests" / "data" / "vendor" / "velodyne"
 
 
 def test_a_calibrations_focal_distance_becomes_each_lasers_focus() -> None:
@@ -126,3 +128,24 @@ def test_the_device_frame_applies_each_lasers_focus_as_the_host_does() -> None:
     zeros_dev, refl_dev = _lower_block_near_road(load_preset("HDL-64E"), "cuda-source-on-cpu")
     assert zeros_dev < 0.005 and zeros_dev == pytest.approx(zeros_host, abs=0.002)
     assert refl_dev == pytest.approx(refl_host, rel=0.01)
+
+
+def test_the_import_tool_writes_the_s3_units_lower_block_focus(tmp_path: Path) -> None:
+    """``tools/import_calibrations.py`` gives the HDL-64E's lower block the median focal_distance of the
+    S3 unit's lower-block lasers focused at 9 m or more (11.2 m), from the vendored calibration files."""
+    spec = importlib.util.spec_from_file_location(
+        "import_calibrations", ROOT / "tools" / "import_calibrations.py"
+    )
+    assert spec and spec.loader
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    lasers, _ = parse_velodyne_yaml((VELODYNE / "64e_s3-xiesc.yaml").read_text())
+    lower = sorted(las["focal_distance"] for las in lasers if las["laser_id"] >= 32)
+    kept = [f for f in lower if f >= 9.0]
+    assert len(kept) == 19 and max(f for f in lower if f < 9.0) <= 5.0
+    preset = tool.build("hdl-64e", VELODYNE, tmp_path)
+    for b in preset["beams"]:
+        if b["laser_id"] >= 32:
+            assert b["receiver_focus_m"] == pytest.approx(float(np.median(kept))) == pytest.approx(11.2)
+        else:
+            assert "receiver_focus_m" not in b
