@@ -20,6 +20,7 @@ import csv
 import json
 import math
 import re
+import statistics
 import sys
 import tomllib
 from pathlib import Path
@@ -46,6 +47,13 @@ SOURCES: dict[str, tuple[str, str]] = {
     "cube-1": ("uniform", "15,-15,75"),  # one nominal elevation per scan line
     "scala-gen2": ("uniform", "5,-5,16"),
 }
+# Preset file stem -> (calibration file, laser ids): those lasers' receiver focus (beams.receiver_focus_m)
+# is the median focal_distance of the same lasers in that file, where the preset's own file gives none.
+# The HDL-64E S2's file (64e_utexas.yaml) has no focal_distance; the S3 unit's lower block is focused at
+# 9-16.5 m (median 11.2 m), 13 of its lasers at 0.25-5 m, nearer than any road they see (read as not
+# calibrated, left out); the upper block's median (15 m) is the preset's optics.receiver_focus_m.
+FOCUS_SOURCES: dict[str, tuple[str, range]] = {"hdl-64e": ("64e_s3-xiesc.yaml", range(32, 64))}
+FOCUS_FLOOR_M = 9.0
 PRESET_DIR = Path(__file__).resolve().parents[1] / "sensor_presets"
 HESAI_FIRING_STEP_US = 0.65  # Pandar64 channel firing offsets, evenly spread (approximation)
 
@@ -90,6 +98,8 @@ def _velodyne(path: Path, packet: str) -> list[dict[str, Any]]:
                 "focal_slope": las.get("focal_slope", 0.0),
             }
         )
+        if las.get("focal_distance", 0.0) > 0:  # the laser's receiver focus, as the vendor reader takes it
+            beams[-1]["receiver_focus_m"] = las["focal_distance"]
     return sorted(beams, key=lambda b: b["laser_id"])
 
 
@@ -196,6 +206,16 @@ def build(key: str, calibrations: Path, out_dir: Path) -> dict[str, Any]:
         path = PRESET_DIR / f"{key}.toml"
     preset = {k: v for k, v in tomllib.loads(path.read_text()).items() if k != "beams"}
     beams = beams_for(key, calibrations, preset["packet_format"])
+    if key in FOCUS_SOURCES:
+        name, ids = FOCUS_SOURCES[key]
+        focus = [
+            las["focal_distance"]
+            for las in parse_velodyne_yaml((calibrations / name).read_text())
+            if int(las["laser_id"]) in ids and las.get("focal_distance", 0.0) >= FOCUS_FLOOR_M
+        ]
+        for b in beams:
+            if b["laser_id"] in ids and "receiver_focus_m" not in b:
+                b["receiver_focus_m"] = round(statistics.median(focus), 6)
     for b in beams:
         b["elevation_deg"] = round(b["elevation_deg"], 6)
         b["azimuth_offset_deg"] = round(b["azimuth_offset_deg"], 6)

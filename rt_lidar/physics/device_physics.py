@@ -33,7 +33,7 @@ from rt_lidar.physics.glass_ghost import ghost_echoes, mirror_r0
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
 from rt_lidar.physics.pulse_spread import peak_factor
-from rt_lidar.physics.receiver_focus import focus_gain, focus_parameters
+from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus, focus_gain, focus_parameters
 from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.physics.returns import _C_M_PER_NS as C_M_PER_NS
 from rt_lidar.physics.returns import MAX_NOISY_CANDIDATES, select_kind
@@ -89,6 +89,15 @@ class DeviceSensorPhysics(SensorPhysics):
             None if range_exponent(preset) == 2.0 else (range_exponent(preset), preset.range.range_10pct_m)
         )
         self._focus = focus_parameters(preset)
+        inv = beam_inverse_focus(preset)  # each laser's own focus, where set (EchoModel.beam_focus)
+        self._beam_focus = None if inv is None else xp.asarray(inv)
+
+    def _beam_focus_ratio(self, ring: Any, range_m: Any) -> Any:
+        """:meth:`EchoModel.beam_focus` on the device (float32), None where no beam sets its own focus."""
+        if self._beam_focus is None:
+            return None
+        xp = self.xp
+        return beam_focus_ratio(xp, self.preset, self._beam_focus, ring, range_m).astype(xp.float32)
 
     def _path(self, range_m: Any) -> Any:
         """:meth:`EchoModel.path_factor` on the device."""
@@ -199,6 +208,11 @@ class DeviceSensorPhysics(SensorPhysics):
         self._texture(hits, power, refl)
         if hits.subrays == 1:  # a pulse cast as one ray: its echo's peak spread over its footprint's depth
             power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence)
+        ring = hits.ring if hits.subrays == 1 else xp.repeat(hits.ring, hits.subrays)
+        focus = self._beam_focus_ratio(ring, hits.range_m)
+        if focus is not None:  # each laser's own focus on its surface and glass echoes
+            power *= focus
+            gp = gp * self._beam_focus_ratio(ring, hits.glass_range_m)
         gp = xp.where(glass, gp, np.float32(0)).astype(f32)
         flags = xp.where(glass & obj, np.uint8(PointFlag.THROUGH_GLASS), np.uint8(0)).astype(xp.uint8)
         return power, refl, flags, gp, xp.asarray(grefl, dtype=f32), glass, obj
@@ -407,6 +421,9 @@ class DeviceSensorPhysics(SensorPhysics):
         any_seen = xp.zeros(n, bool)
         any_seen[pulse] = True
         d_refl = self._reflectivity(d_p, d_r)
+        focus = self._beam_focus_ratio(hits.ring[pulse], d_r)
+        if focus is not None:  # calibrated reflectivity divides each laser's own focus out
+            d_refl = (d_refl / focus).astype(xp.float32)
         return self._measure(hits, draws, pulse, rid, d_r, d_p, d_refl, d_seg, d_fl, sigma, any_seen, d_epw)
 
     def _measure(

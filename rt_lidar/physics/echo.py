@@ -23,12 +23,13 @@ from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.physics.clear_coat import coat_apply
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import peak_factor
+from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["EchoModel", "ObjectEchoes"]
+__all__ = ["EchoModel", "ObjectEchoes", "ray_rings"]
 
 ObjectEchoes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """``(power W, effective reflectance, range m, segment, flags)`` of every ray."""
@@ -51,6 +52,16 @@ class EchoModel:
         trans = two_way_transmission(range_m, self.extinction_per_m)
         gain = receiver_range_gain(self.preset, range_m)
         return trans if gain is None else trans * gain
+
+    def beam_focus(self, ring: np.ndarray, range_m: np.ndarray) -> np.ndarray | None:
+        """What each laser's own focus changes (float32, per echo of a pulse of ring ``ring`` at
+        ``range_m``) against the preset-wide focus of :meth:`path_factor`: object and glass echoes are
+        multiplied by it, calibrated reflectivity divided (the drivers compensate each laser's focus);
+        None where no beam sets its own (:func:`~rt_lidar.physics.receiver_focus.beam_focus_ratio`)."""
+        inv = beam_inverse_focus(self.preset)
+        if inv is None:
+            return None
+        return np.asarray(beam_focus_ratio(np, self.preset, inv, ring, range_m), np.float32)
 
     def unit_power(self, range_m: np.ndarray) -> np.ndarray:
         """Received power (W) of a white Lambertian target (S = 1) filling the beam, in clear air."""
@@ -109,6 +120,15 @@ class EchoModel:
         if self.materials.coat_index is not None:  # the paints' clear coat (rt_lidar.physics.clear_coat)
             power, refl = coat_apply(self.materials, hits.cos_incidence, hits.material, power, refl)
         self.backend.texture_apply(self.materials, hits, power, refl)
+        focus = self.beam_focus(ray_rings(hits), hits.range_m)  # each laser's own focus, where set
+        if focus is not None:
+            power *= focus
         if hits.subrays == 1:
             power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence)
         return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
+
+
+def ray_rings(hits: Hits) -> np.ndarray:
+    """The ring of every ray of ``hits`` (a sub-ray bundle's rays are pulse-major)."""
+    ring = hits.firings.ring
+    return ring if hits.subrays == 1 else np.repeat(ring, hits.subrays)

@@ -209,6 +209,9 @@ class SensorPhysics:
             )
         else:
             det = self._single(echo, hits, rng, det_sigma)
+        focus = echo.beam_focus(np.take(hits.firings.ring, det.pulse), det.range_m) if len(det) else None
+        if focus is not None:  # calibrated reflectivity divides each laser's own focus out
+            det.reflectivity = (det.reflectivity / focus).astype(np.float32)
         pw = det.power_w
         if self.config.range_walk and len(det):
             det.range_m = self.range_walk(det.range_m, pw)
@@ -295,6 +298,9 @@ class SensorPhysics:
                 np.take(hits.glass_material, gi),
                 np.ones(gi.size, np.float32),
             )
+            focus = echo.beam_focus(np.take(hits.firings.ring, gi), np.take(hits.glass_range_m, gi))
+            if focus is not None:
+                gp = gp * focus
             stronger = gp > power[gi]
             take = gi[stronger]
             power[take], refl[take] = gp[stronger], grefl[stronger]

@@ -19,6 +19,13 @@ targets (a car's cabin through its glazing) drop or read 0 under the weak-return
 shows, while the near road keeps its level. Presets without ``optics.receiver_focus_m`` are focused at
 infinity here (eta = 1, their bytes unchanged). Not modelled: the transmitter-receiver parallax of a
 biaxial head, which also moves a near spot's image off its detector.
+
+Each laser may have its own focus (``Beam.receiver_focus_m``: a calibration's ``focal_distance``, e.g.
+the S3's lower block at ~11 m). The preset-wide ``optics.receiver_focus_m`` stays in the receiver's path
+factor (what every echo and the white reference target see); a beam with its own F changes its object
+and glass echoes by :func:`beam_focus_ratio`, ``eta(R, F_beam) / eta(R, F_preset)``, and calibrated
+reflectivity divides that ratio out again (:meth:`rt_lidar.physics.echo.EchoModel.beam_focus`), so a
+laser's reading is focus-compensated with its own F as Velodyne's drivers compensate each laser's.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import numpy as np
 
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["focus_gain", "focus_parameters", "receiver_focus_gain"]
+__all__ = ["beam_focus_ratio", "beam_inverse_focus", "focus_gain", "focus_parameters", "receiver_focus_gain"]
 
 
 def focus_parameters(preset: SensorPreset) -> tuple[float, float, float] | None:
@@ -57,3 +64,35 @@ def receiver_focus_gain(preset: SensorPreset, range_m: np.ndarray) -> np.ndarray
     if params is None:
         return None
     return np.asarray(focus_gain(np, range_m, params), np.float32)
+
+
+def beam_inverse_focus(preset: SensorPreset) -> np.ndarray | None:
+    """Each ring's ``1 / F`` (1/m, float64, indexed by ring) where any beam sets its own
+    ``receiver_focus_m`` (the others take ``optics.receiver_focus_m``; +inf where a beam has no focus at
+    all: no loss at any range); None when no beam does (the preset-wide focus alone applies)."""
+    if all(b.receiver_focus_m is None for b in preset.beams):
+        return None
+    default = preset.optics.receiver_focus_m
+    inv = np.full(max(b.ring for b in preset.beams) + 1, np.inf)
+    for b in preset.beams:
+        focus = b.receiver_focus_m if b.receiver_focus_m is not None else default
+        if focus is not None:
+            inv[b.ring] = 1.0 / focus
+    return inv
+
+
+def beam_focus_ratio(xp: Any, preset: SensorPreset, inverse_focus: Any, ring: Any, range_m: Any) -> Any:
+    """``eta(R, F_beam) / eta(R, F_preset)`` (float64 array of ``xp``) of echoes at ``range_m`` fired by
+    rings ``ring``, for :func:`beam_inverse_focus`'s ``inverse_focus`` (on ``xp``): what a beam's own focus
+    changes against the preset-wide one that the path factor applies (1 where they agree)."""
+    o = preset.optics
+    spot = max(0.5e-3 * (o.beam_divergence_h_mrad + o.beam_divergence_v_mrad), 1e-6)
+    aperture = float(o.receiver_aperture_m)
+    r = xp.maximum(xp.asarray(range_m, dtype=xp.float64), 1e-3)
+    inv_r = 1.0 / r
+    blur = aperture * xp.maximum(inv_r - xp.take(inverse_focus, xp.asarray(ring, dtype=xp.int64)), 0.0)
+    own = spot * spot / (spot * spot + blur * blur)
+    if o.receiver_focus_m is None:
+        return own
+    blur0 = aperture * xp.maximum(inv_r - 1.0 / float(o.receiver_focus_m), 0.0)
+    return own * ((spot * spot + blur0 * blur0) / (spot * spot))

@@ -47,7 +47,7 @@ def receiver_range_gain(preset: SensorPreset, range_m: np.ndarray) -> np.ndarray
     """``g(R) = (R / R10)^(2 - n)`` per range (float32), or None where the preset follows 1/R^2 (g = 1:
     callers skip the multiplication, so presets with one datasheet figure keep their bytes)."""
     n = range_exponent(preset)
-    focus = receiver_focus_gain(preset, range_m)  # the lens's focus (issue 40, change 22)
+    focus = receiver_focus_gain(preset, range_m)  # the lens's focus (issue 40, change 24)
     if n == 2.0:
         return focus
     r10 = preset.range.range_10pct_m

@@ -21,7 +21,7 @@ import numpy as np
 from rt_lidar.kernels.echo_table import gated_tables
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT
 from rt_lidar.kernels.waveform import Noise
-from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.echo import EchoModel, ray_rings
 from rt_lidar.physics.glass_ghost import glass_ghost_echoes
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import echo_width_ns
@@ -202,7 +202,8 @@ def waveform_detections(
         gp, gr = echo.power(
             hits.glass_range_m[gi], hits.glass_cos[gi], hits.glass_material[gi], np.ones(gi.size, np.float32)
         )
-        gp_full[gi], grefl[gi] = gp, gr
+        focus = echo.beam_focus(ray_rings(hits)[gi], hits.glass_range_m[gi])  # each laser's own focus
+        gp_full[gi], grefl[gi] = gp if focus is None else gp * focus, gr
         cols_r.append(hits.glass_range_m)
         cols_a.append(gp_full * w_ray)
         cols_s.append(grefl)

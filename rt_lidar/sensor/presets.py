@@ -172,7 +172,8 @@ class OpticsSpec:
     receiver_aperture_m: float = spec(0.025, 0.001, 1.0, "m")
     receiver_focus_m: float | None = spec(None, 0.5, 1000.0, "m")
     """Distance the receiver lens is focused at: nearer echoes blur on the detector and lose power
-    (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss)."""
+    (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss). The default of the
+    beams' own ``receiver_focus_m``."""
     receiver_fov_mrad: float | None = spec(None, 0.05, 100.0, "mrad")
     """Full angle of the receiver's field of view (its detector over its focal length); None: derived
     from the beam's divergence (:func:`rt_lidar.physics.weather.receiver_optics`). Decides which rain
@@ -310,6 +311,9 @@ class Beam:
     horiz_offset_correction_m: float | None = spec(None, -10.0, 10.0, "m")
     focal_distance: float | None = spec(None, -1e4, 1e4)
     focal_slope: float | None = spec(None, -1e4, 1e4)
+    receiver_focus_m: float | None = spec(None, 0.1, 1000.0, "m")
+    """Distance this laser's receiver is focused at (a Velodyne calibration's ``focal_distance`` where it
+    gives one; :mod:`rt_lidar.physics.receiver_focus`); unset: ``optics.receiver_focus_m``."""
     origin_radial_m: float | None = spec(None, -1.0, 1.0, "m")
     """Where the beam starts, off the sensor axis, in the head's frame at the column's azimuth (the
     firing's azimuth less this beam's ``azimuth_offset_deg``): out along that azimuth, ..."""

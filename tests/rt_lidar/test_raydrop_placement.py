@@ -113,7 +113,7 @@ def test_the_device_frame_carries_the_focus_as_the_host_does() -> None:
 
 
 def test_kittis_s2_reads_zero_inside_near_cars_not_on_the_near_road() -> None:
-    """What change 22 is checked against (KITTI frame 000008, ring by ring): the upper block's returns
+    """What change 24 is checked against (KITTI frame 000008, ring by ring): the upper block's returns
     within 7.5 m (car windows and cabins) read 0 for most of them, beyond 10 m almost none do, and the
     lower block's road at 4-10 m reads values."""
     root = shared_real_dir()

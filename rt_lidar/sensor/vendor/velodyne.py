@@ -30,6 +30,8 @@ _YAML_FIELDS = {
     "focal_distance": "focal_distance",
     "focal_slope": "focal_slope",
 }
+FOCUS_RANGE_M = (0.1, 1000.0)
+"""``focal_distance`` values read as the laser's receiver focus (``Beam.receiver_focus_m``'s range)."""
 # db.xml tag -> YAML key, factor (cm -> m)
 _XML_FIELDS = {
     "distCorrection_": ("dist_correction", 0.01),
@@ -128,6 +130,8 @@ def _table(
         }
         for key, name in _YAML_FIELDS.items():
             b[name] = float(las.get(key, 0.0))
+        if FOCUS_RANGE_M[0] <= b["focal_distance"] <= FOCUS_RANGE_M[1]:  # 0: the file gives none
+            b["receiver_focus_m"] = b["focal_distance"]
         beams.append(b)
     check_angles(path, beams, "lasers.vert_correction")
     beams.sort(key=lambda b: b["laser_id"])
@@ -136,7 +140,18 @@ def _table(
         "beams.azimuth_offset_deg": f"rot_correction ({unit})",
         "beams.dist_correction_m": "dist_correction, _x, _y, vert/horiz_offset_correction, focal_*",
     }
+    focused = [b for b in beams if "receiver_focus_m" in b]
+    if focused:
+        from_file["beams.receiver_focus_m"] = (
+            f"focal_distance (m) of {len(focused)} of {len(beams)} lasers (the receiver lens's focus)"
+        )
     unused = []
+    odd = [b["laser_id"] for b in beams if b["focal_distance"] and "receiver_focus_m" not in b]
+    if odd:
+        unused.append(
+            f"focal_distance outside {FOCUS_RANGE_M[0]:g}-{FOCUS_RANGE_M[1]:g} m (laser ids "
+            f"{', '.join(map(str, odd[:8]))}): those lasers take the preset's optics.receiver_focus_m"
+        )
     if any(b["dist_correction_x_m"] or b["focal_distance"] for b in beams):
         unused.append("two-point distance corrections (_x, _y, focal_*): kept, not applied to ranges")
     res = rest.get("distance_resolution")
