@@ -528,13 +528,14 @@ def use_full_beam(
 ) -> BeamGrant:
     """Ask ``source`` (one whose :attr:`Capabilities.full_beam` is set) for ``--beam full`` with a bundle of
     ``sub_rays`` (cast ``bundle``: :func:`full_beam_plan`); the plan takes the source's materials' retro
-    gains and volume flags (the default material table's where the source names none)."""
+    gains and volume flags (the default material table's where the source names none, each apart)."""
     retro, volume = source.retro_gain, source.volume
-    if retro is None:
+    if retro is None or volume is None:
         from rt_lidar.sensor.materials import load_material_table
 
         arrays = load_material_table().arrays(source.material_names, preset.optics.wavelength_nm)
-        retro, volume = arrays.retro_gain, arrays.volume
+        retro = arrays.retro_gain if retro is None else retro
+        volume = arrays.volume if volume is None else volume
     plan = full_beam_plan(preset, np.asarray(retro), sub_rays, bundle=bundle, volume=volume)
     return source.use_full_beam(plan, sun)
 
