@@ -187,6 +187,9 @@ class BridgeSource:
         self.retro_gain: np.ndarray | None = None
         """The materials' retro gains for ``--beam full`` (None: the packaged table's; the server judges
         the retro-reflectors of its own world)."""
+        self.volume: np.ndarray | None = None
+        """The materials' ``volume`` flags for ``--beam full`` (as ``retro_gain``; the server judges its
+        own world's)."""
         self._beam_call: bool | None = None
         """Whether the server offers ``rtLidarGetBeamHits`` (None: not asked yet)."""
         self.ask_ahead: Callable[[int, int], tuple[int, int] | None] | None = None

@@ -19,7 +19,10 @@ neighbours in ring and azimuth, the pulses whose footprint may meet
 
 and each pulse so marked casts one probe ray at its footprint's rim toward the neighbour that marked
 it (:mod:`rt_lidar.pipeline.beam_probe`): only the pulses whose probe sees the step within the footprint
-are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`).
+are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`). A pulse whose
+central ray ends in a volume of scatterers (a material with ``volume = true``: a tree crown's leaves)
+gets the bundle without a neighbour or a probe (:func:`volume_marks`): its footprint straddles leaves at
+many depths, and the bundle's echo is as wide as they lie deep.
 The rest keep the central ray as one sub-ray of full weight: the single-ray model exactly. Inside a
 glass pane or a retro-reflective sign every sub-ray meets what the central ray meets (the same glass,
 the same sheeting, the same surface behind), so the bundle would only repeat it; the measured
@@ -68,6 +71,7 @@ __all__ = [
     "take_firings",
     "take_pulses",
     "use_full_beam",
+    "volume_marks",
 ]
 
 EDGE_PULSE_FRACTION = 0.5
@@ -79,6 +83,9 @@ NEIGHBOUR_MAX_DEG = 2.0
 
 _C_M_PER_NS = 0.299792458
 
+
+REASONS = ("edge", "glass", "retro", "volume")
+"""Why a pulse got the bundle (summary.json's ``bundled_by_reason``; a pulse may have several)."""
 
 RETRO_GAIN_MIN = 1.0
 """A material is a retro-reflector here when its retro lobe's gain exceeds a white Lambertian's: road
@@ -92,7 +99,7 @@ class BundleStats:
 
     pulses: int = 0
     bundled: int = 0
-    by_reason: dict[str, int] = field(default_factory=lambda: {"edge": 0, "glass": 0, "retro": 0})
+    by_reason: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, pulses: int, bundled: int, reasons: dict[str, int]) -> None:
@@ -134,6 +141,8 @@ class FullBeamPlan:
     sparse_bundle` of it (its rim thinned to every other sub-ray, each weighted for two)."""
     stands_for: int = 0
     """Sub-rays of the dense bundle ``pattern`` stands for (its own count when ``dense``; 0: the same)."""
+    volume: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    """(M,) bool per world material: a volume of scatterers (:func:`volume_marks`; empty: none)."""
 
 
 def full_beam_plan(
@@ -142,12 +151,14 @@ def full_beam_plan(
     sub_rays: int = FULL_BEAM_SUB_RAYS,
     edge_m: float | None = None,
     bundle: str = "dense",
+    volume: np.ndarray | None = None,
 ) -> FullBeamPlan:
     """The plan of ``preset`` for a world whose materials have ``retro_gain``
     (:class:`~rt_lidar.sensor.materials.MaterialArrays`; glass is found from the hits themselves);
     ``edge_m`` None takes :data:`EDGE_PULSE_FRACTION` of the pulse's length. ``bundle`` ``sparse`` casts
     :func:`~rt_lidar.pipeline.beam_sparse.sparse_bundle` of the ``sub_rays`` bundle where
-    :func:`sparse_bundle_fits` it (the dense bundle otherwise: :func:`bundle_that_runs`)."""
+    :func:`sparse_bundle_fits` it (the dense bundle otherwise: :func:`bundle_that_runs`); ``volume`` the
+    materials' :attr:`~rt_lidar.sensor.materials.MaterialArrays.volume` flags (None: none)."""
     if edge_m is None:
         edge_m = EDGE_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
     spread_m = SPREAD_PULSE_FRACTION * preset.pulse.width_ns * _C_M_PER_NS / 2.0
@@ -155,9 +166,10 @@ def full_beam_plan(
     if bundle_that_runs(sub_rays, bundle) == "sparse":
         from rt_lidar.pipeline.beam_sparse import sparse_bundle
 
-        plan = plan_of_pattern(sparse_bundle(pattern), retro_gain, edge_m, spread_m)
+        plan = plan_of_pattern(sparse_bundle(pattern), retro_gain, edge_m, spread_m, volume)
         return dataclasses.replace(plan, bundle="sparse", stands_for=sub_rays)
-    return dataclasses.replace(plan_of_pattern(pattern, retro_gain, edge_m, spread_m), stands_for=sub_rays)
+    plan = plan_of_pattern(pattern, retro_gain, edge_m, spread_m, volume)
+    return dataclasses.replace(plan, stands_for=sub_rays)
 
 
 SPARSE_SUB_RAYS = (19, 61, 127)
@@ -178,19 +190,28 @@ def bundle_that_runs(sub_rays: int, bundle: str) -> str:
 
 
 def plan_of_pattern(
-    pattern: SubRayPattern, retro_gain: np.ndarray, edge_m: float, spread_m: float
+    pattern: SubRayPattern,
+    retro_gain: np.ndarray,
+    edge_m: float,
+    spread_m: float,
+    volume: np.ndarray | None = None,
 ) -> FullBeamPlan:
     """The plan of a given bundle ``pattern`` and range thresholds (what a server builds from a
     client's ``rtLidarGetBeamHits`` ``full`` request, which carries the bundle and the thresholds its
-    preset gives)."""
+    preset gives), for a world whose materials have ``retro_gain`` and ``volume`` flags (None: none)."""
+    retro = np.asarray(retro_gain) > RETRO_GAIN_MIN
+    vol = np.zeros(retro.shape, bool) if volume is None else np.asarray(volume, bool)
+    if vol.shape != retro.shape:
+        raise ValueError(f"volume flags for {vol.size} materials, retro gains for {retro.size}")
     off = np.asarray(pattern.offsets_rad)
     foot = 2.0 * float(np.hypot(off[:, 0], off[:, 1]).max()) if len(pattern) > 1 else 0.0
     return FullBeamPlan(
         pattern=pattern,
-        retro=np.asarray(retro_gain) > RETRO_GAIN_MIN,
+        retro=retro,
         footprint_rad=foot,
         edge_m=float(edge_m),
         spread_m=float(spread_m),
+        volume=vol,
     )
 
 
@@ -305,7 +326,8 @@ def bundle_pulses(
 
         ops = select_source_ops()
     marks = ops.bundle_marks(f, central_rays(central, plan), plan)
-    chosen = marks["edge"] | marks["glass"] | marks["retro"]
+    marks["volume"] = volume_marks(np, plan.volume, central.range_m, central.material)
+    chosen = marks["edge"] | marks["glass"] | marks["retro"] | marks["volume"]
     return chosen, {k: int(np.count_nonzero(v)) for k, v in marks.items()}
 
 
@@ -380,6 +402,19 @@ def pair_steps(
     }
 
 
+def volume_marks(xp: Any, volume: Any, rng: Any, material: Any) -> Any:
+    """(P,) bool: the pulses whose central ray (range ``rng``, material ``material``) ends on a material
+    flagged ``volume`` (:attr:`FullBeamPlan.volume`, on ``xp``): a tree crown's leaves, where the footprint
+    straddles leaves at many depths (each a step the neighbours and the probe, 2-35 mrad away, cannot see
+    within it) and dense sampling's echo is as wide as they lie deep; such a pulse gets the bundle.
+    Written once for any array module ``xp``: NumPy on the host (after the compiled or NumPy neighbour
+    test), CuPy in the device frame."""
+    if not volume.size:
+        return xp.zeros(rng.shape, bool)
+    on = xp.isfinite(rng) & (material >= 0)
+    return on & volume[xp.clip(material, 0, volume.size - 1).astype(xp.int32)]
+
+
 def neighbour_steps(
     f: Firings,
     rng: np.ndarray,
@@ -434,7 +469,9 @@ def full_beam_hits(
     central = source.beam_hits(firings, t0_ns, t1_ns, _SINGLE_RAY, sun)
     _, pairs_i, pairs_j = source.ops.bundle_steps(firings, central_rays(central, plan), plan)
     chosen, reasons, _ = refine_bundles(source, firings, central, (pairs_i, pairs_j), plan)
-    idx = np.flatnonzero(chosen)
+    volume = volume_marks(np, plan.volume, central.range_m, central.material)
+    reasons["volume"] = int(np.count_nonzero(volume))
+    idx = np.flatnonzero(chosen | volume)
     plan.stats.add(len(firings), int(idx.size), reasons)
     if idx.size:
         pulses = take_firings(firings, idx)
@@ -481,6 +518,7 @@ class FullBeamSource(Protocol):
     def material_names(self) -> list[str]: ...
 
     retro_gain: np.ndarray | None
+    volume: np.ndarray | None
 
     def use_full_beam(self, plan: FullBeamPlan, sun: SunArg = None) -> BeamGrant: ...
 
@@ -490,14 +528,15 @@ def use_full_beam(
 ) -> BeamGrant:
     """Ask ``source`` (one whose :attr:`Capabilities.full_beam` is set) for ``--beam full`` with a bundle of
     ``sub_rays`` (cast ``bundle``: :func:`full_beam_plan`); the plan takes the source's materials' retro
-    gains (the default material table's where the source names none)."""
-    retro = source.retro_gain
-    if retro is None:
+    gains and volume flags (the default material table's where the source names none, each apart)."""
+    retro, volume = source.retro_gain, source.volume
+    if retro is None or volume is None:
         from rt_lidar.sensor.materials import load_material_table
 
         arrays = load_material_table().arrays(source.material_names, preset.optics.wavelength_nm)
-        retro = arrays.retro_gain
-    plan = full_beam_plan(preset, np.asarray(retro), sub_rays, bundle=bundle)
+        retro = arrays.retro_gain if retro is None else retro
+        volume = arrays.volume if volume is None else volume
+    plan = full_beam_plan(preset, np.asarray(retro), sub_rays, bundle=bundle, volume=volume)
     return source.use_full_beam(plan, sun)
 
 

@@ -90,7 +90,7 @@ def build_pipeline(
             warn_host_physics(why)
     else:
         source = WorldSource(world, sensor.range.max_m, arrays.transmission, exit_m_per_rad(sensor))
-        source.retro_gain = arrays.retro_gain
+        source.retro_gain, source.volume = arrays.retro_gain, arrays.volume
         phys = SensorPhysics(sensor, arrays, negotiate(source, sensor, physics or PhysicsConfig()), backend)
     return BuiltPipeline(
         Pipeline(sensor, source, phys, sim_hz=sim_hz, seed=seed, prefetch=prefetch), world, sensor, table

@@ -105,11 +105,13 @@ class DeviceWorldSource(WorldSource):
         self._trans_dev = self.xp.asarray(self._transmission)
         self._angle_dev = self.xp.asarray(self._glass_angle)
         self._retro_dev: Any = None  # --beam full's retro-reflector table, once its plan is known
+        self._volume_dev: Any = None  # and its volume materials' flags
 
     def use_full_beam(self, plan: Any, sun: Any = None) -> Any:
-        """:meth:`WorldSource.use_full_beam`, its retro-reflector table put on the device."""
+        """:meth:`WorldSource.use_full_beam`, its retro-reflector and volume tables put on the device."""
         grant = super().use_full_beam(plan, sun)
         self._retro_dev = self.xp.asarray(plan.retro)
+        self._volume_dev = self.xp.asarray(plan.volume)
         return grant
 
     def hits(self, firings: Firings, t0_ns: int, t1_ns: int) -> Hits:
@@ -193,10 +195,17 @@ class DeviceWorldSource(WorldSource):
         (:func:`~rt_lidar.pipeline.beam_full.pair_steps`, on the device; the neighbour pairs and the side
         each probes on from the firings, on the host), whose probe ray at the footprint's rim toward that
         neighbour sees the step (:func:`~rt_lidar.pipeline.beam_probe.probe_marks`, on the device; the
-        probes' (pulse, side) come down, their starts go up), cast again as the sub-ray bundle (their
-        starts built on the host from the chosen pulses, which come down, and sent up as one block) into
-        ``hits.bundle``."""
-        from rt_lidar.pipeline.beam_full import _neighbour_pairs, pair_separation, pair_steps
+        probes' (pulse, side) come down, their starts go up), and those whose central ray ends in a
+        volume (:func:`~rt_lidar.pipeline.beam_full.volume_marks`, on the device), cast again as the
+        sub-ray bundle (their starts built on the host from the chosen pulses, which come down, and sent
+        up as one block) into ``hits.bundle``."""
+        from rt_lidar.pipeline.beam_full import (
+            REASONS,
+            _neighbour_pairs,
+            pair_separation,
+            pair_steps,
+            volume_marks,
+        )
         from rt_lidar.pipeline.beam_probe import probe_keys, probe_sides
         from rt_lidar.pipeline.sources import BeamBundle
 
@@ -215,14 +224,16 @@ class DeviceWorldSource(WorldSource):
         hit = xp.isfinite(rng)
         retro = hit & (hits.material >= 0) & self._retro_dev[xp.maximum(hits.material, 0).astype(xp.int32)]
         chosen = xp.zeros(n, bool)
-        counts = {"edge": 0, "glass": 0, "retro": 0}
+        counts = dict.fromkeys(REASONS, 0)
         if i.size:
             ii, jj, side = ijs[0], ijs[1], ijs[2]
             steps = pair_steps(xp, plan, sep, ii, jj, rng, seg, hit, glass, glass_rng, retro)
             marked = steps["edge"] | steps["glass"] | steps["retro"]
             keys = probe_keys(xp, n, ii[marked], jj[marked], side[marked])
             chosen = self._probe(hits, f, pos, quat, posed, keys, counts)
-        idx_dev = xp.flatnonzero(chosen)
+        volume = volume_marks(xp, self._volume_dev, rng, hits.material)  # in a crown: the bundle
+        counts["volume"] = int(xp.count_nonzero(volume))
+        idx_dev = xp.flatnonzero(chosen | volume)
         idx = np.asarray(idx_dev.get() if xp is not np else idx_dev, np.int64)  # down: the chosen pulses
         self.counter.down(idx.nbytes)
         plan.stats.add(n, int(idx.size), counts)
@@ -510,7 +521,7 @@ def device_frame_parts(
     from rt_lidar.sensor.beam import exit_m_per_rad
 
     host = WorldSource(world, preset.range.max_m, arrays.transmission, exit_m_per_rad(preset), mount=mount)
-    host.retro_gain = arrays.retro_gain
+    host.retro_gain, host.volume = arrays.retro_gain, arrays.volume
     phys = SensorPhysics(preset, arrays, negotiate(host, preset, config))
     why = device_frame_unsupported(phys, crosstalk)
     if why is not None:
@@ -519,7 +530,7 @@ def device_frame_parts(
     source = DeviceWorldSource(
         world, preset.range.max_m, arrays.transmission, exit_m_per_rad(preset), mount, counter
     )
-    source.retro_gain = arrays.retro_gain
+    source.retro_gain, source.volume = arrays.retro_gain, arrays.volume
     if host.full_beam is not None:  # --beam full: the plan negotiated above, its bundles on the device
         source.use_full_beam(host.full_beam)
     elif phys.sub_rays > 1:  # --sub-rays N: every pulse as the bundle, on the device

@@ -364,6 +364,9 @@ class WorldSource:
         self.retro_gain: np.ndarray | None = None
         """Each world material's retro lobe gain (``MaterialArrays.retro_gain``: ``--beam full`` bundles
         the pulses near a retro-reflector); None = the default material table's."""
+        self.volume: np.ndarray | None = None
+        """Each world material's ``volume`` flag (``MaterialArrays.volume``: ``--beam full`` bundles the
+        pulses that end in a tree crown's leaves); None = the default material table's."""
         self.wet_road = False
         """Cast the wet road: mark road hits, cast their mirror rays and the tyre-spray segments
         (:meth:`use_wet_road`); off, the cast is exactly the dry one."""

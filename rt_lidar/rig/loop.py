@@ -77,7 +77,7 @@ class RigLoop:
                 source = WorldSource(
                     world, s.preset.range.max_m, arrays.transmission, exit_m_per_rad(s.preset), mount=s.mount
                 )
-                source.retro_gain = arrays.retro_gain
+                source.retro_gain, source.volume = arrays.retro_gain, arrays.volume
                 # each sensor's beam (sub-rays, return mode, --beam full), as one sensor's pipeline asks it
                 phys = SensorPhysics(
                     s.preset, arrays, negotiate(source, s.preset, physics or PhysicsConfig())

@@ -90,6 +90,10 @@ class MaterialSpec:
     (:func:`rt_lidar.physics.clear_coat.paint_factor`)."""
     flake_slope_rms: float = spec(0.25, 0.01, 1.0)
     """RMS slope of the flakes' tilts (Beckmann), the width of their lobe."""
+    volume: bool = spec(False)
+    """The material makes a volume of small scatterers (a tree crown's leaves): a beam's footprint on it
+    straddles scatterers at many depths, so ``--beam full`` casts the bundle for every pulse whose central
+    ray ends on it (:func:`rt_lidar.pipeline.beam_full.volume_marks`)."""
 
     def validate(self, what: Where) -> None:
         """A material reflects at most all the light it gets (diffuse + lobes); a rough-surface
@@ -165,6 +169,8 @@ class MaterialArrays:
     """Each paint's metallic flakes' share of its head-on echo (None: no material has flakes)."""
     flake_slope_rms: np.ndarray | None = None
     """RMS slope of those flakes' tilts."""
+    volume: np.ndarray | None = None
+    """(M,) bool: the materials that make a volume of scatterers (:attr:`MaterialSpec.volume`; None: none)."""
 
     def hemispherical(self) -> np.ndarray:
         """:attr:`albedo`, or ``diffuse`` where the table has no backscatter lobes."""
@@ -243,6 +249,7 @@ class MaterialTable:
             coat_index=coat if bool((coat > 0).any()) or bool((flakes > 0).any()) else None,
             flake_share=flakes if bool((flakes > 0).any()) else None,
             flake_slope_rms=col("flake_slope_rms") if bool((flakes > 0).any()) else None,
+            volume=col("volume") > 0,
         )
 
     def _backscatter_exponents(self, names: list[str] | tuple[str, ...]) -> np.ndarray:

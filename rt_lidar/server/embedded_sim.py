@@ -106,7 +106,7 @@ class EmbeddedSim:
             world, preset.range.max_m, self._transmission, exit_m_per_rad(preset), mount=mount
         )
         self._lock = threading.RLock()
-        self._retro_gain: dict[str, np.ndarray] = {}
+        self._retro_gain: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}  # and volume flags
         self._t_ns = 0
         self._paused = paused
         self._wall_ref = time.perf_counter_ns()
@@ -359,13 +359,13 @@ class EmbeddedSim:
     ) -> FullBeamRead:
         """:meth:`lidar_full_beam_hits` prepared, as :meth:`prepare_lidar_hits`."""
         lidar, pattern, direction = self._beam_request(lidar_name, vehicle_name, offsets_rad, weights, sun)
-        retro = self._retro_gain.get(lidar.name)
-        if retro is None:
+        flags = self._retro_gain.get(lidar.name)
+        if flags is None:
             arrays = load_material_table().arrays(
                 self.world.material_names, lidar.preset.optics.wavelength_nm
             )
-            retro = self._retro_gain[lidar.name] = arrays.retro_gain
-        return FullBeamRead(self, lidar, pattern, direction, full, retro)
+            flags = self._retro_gain[lidar.name] = (arrays.retro_gain, arrays.volume)
+        return FullBeamRead(self, lidar, pattern, direction, full, *flags)
 
     def lidar_data(self, lidar_name: str, vehicle_name: str) -> LidarFrame:
         """AirSim's ``getLidarData``: the hit points (sensor frame) since the previous read."""

@@ -143,7 +143,8 @@ class HitsRead(PreparedRead):
 class FullBeamRead(HitsRead):
     """``rtLidarGetBeamHits`` with a ``full`` entry, prepared: every firing's central ray, and the
     bundle (``pattern``) for the pulses :func:`~rt_lidar.pipeline.beam_full.bundle_pulses` picks with
-    the request's thresholds and this world's retro-reflectors (``retro_gain`` per material)."""
+    the request's thresholds and this world's retro-reflectors and volumes (``retro_gain`` and
+    ``volume`` per material)."""
 
     def __init__(
         self,
@@ -153,10 +154,11 @@ class FullBeamRead(HitsRead):
         sun: np.ndarray | None,
         request: FullBeamRequest,
         retro_gain: np.ndarray,
+        volume: np.ndarray | None = None,
         omit: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(sim, lidar, pattern, sun, omit)
-        self._plan = plan_of_pattern(pattern, retro_gain, request.edge_m, request.spread_m)
+        self._plan = plan_of_pattern(pattern, retro_gain, request.edge_m, request.spread_m, volume)
 
     def _budget_sub_rays(self) -> int:
         return 1  # the central rays; the bundles are a share of them

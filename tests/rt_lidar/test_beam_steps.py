@@ -110,7 +110,7 @@ def test_the_chosen_pulses_are_numpy_s(preset: str, frame: int) -> None:
     from rt_lidar.sensor.scan_pattern import firings_between
 
     pipe = build_pipeline(preset, "street", seed=2).pipeline
-    plan = full_beam_plan(pipe.preset, np.asarray(pipe.source.retro_gain), 19)
+    plan = full_beam_plan(pipe.preset, np.asarray(pipe.source.retro_gain), 19, volume=pipe.source.volume)
     t0, t1 = pipe.frame_interval(frame)
     firings = firings_between(pipe.preset, t0, t1)
     central = pipe.source.beam_hits(firings, t0, t1, _SINGLE_RAY, None)

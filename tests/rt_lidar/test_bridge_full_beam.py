@@ -70,6 +70,7 @@ def test_full_beam_over_the_bridge_gives_the_in_process_scans_byte_for_byte(tran
     # the server chose the pulses: a part of them got the bundle, for the reasons it counted
     assert summary["mode"] == "full" and 0.0 < summary["bundled_share"] < 0.6
     assert summary["bundled_by_reason"]["edge"] > 0 and summary["bundled_by_reason"]["glass"] > 0
+    assert summary["bundled_by_reason"]["volume"] > 0  # the server's crowns of leaves (its own table)
     direct = _in_process(preset, FULL_DUAL)
     for b, d in zip(bridged, direct, strict=True):
         assert b.points.size > 1000
