@@ -90,6 +90,11 @@ def with_power_faults(faults: tuple[Fault, ...], hits: Hits) -> Hits:
     if hits.glass_mirror_range_m is not None:  # a pane's mirror ghost leaves through the same window
         base = xp.ones(len(hits), xp.float64) if mirror is None else mirror.astype(xp.float64)
         mirror = (base * per_ray).astype(xp.float32)
+    window = per_ray if hits.window_transmission is None else hits.window_transmission * per_ray
     return dataclasses.replace(
-        hits, glass_transmission=trans, bundle=bundle, glass_mirror_transmission=mirror
+        hits,
+        glass_transmission=trans,
+        bundle=bundle,
+        glass_mirror_transmission=mirror,
+        window_transmission=window.astype(xp.float32),
     )

@@ -200,9 +200,9 @@ class DeviceSensorPhysics(SensorPhysics):
             power, refl = self._power(
                 hits.range_m, hits.cos_incidence, _index(xp, hits.material), hits.glass_transmission
             )
-            gp, grefl = self._power(
-                hits.glass_range_m, hits.glass_cos, _index(xp, hits.glass_material), np.float32(1)
-            )
+            window = np.float32(1) if hits.window_transmission is None else hits.window_transmission
+            gmat = _index(xp, hits.glass_material)
+            gp, grefl = self._power(hits.glass_range_m, hits.glass_cos, gmat, window)
         power = xp.where(obj, power, np.float32(0)).astype(f32)
         refl = xp.asarray(refl, dtype=f32).copy()
         self._texture(hits, power, refl)

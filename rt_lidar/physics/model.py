@@ -29,7 +29,7 @@ from rt_lidar.physics.fused import prepare
 from rt_lidar.physics.glass_ghost import glass_ghost_echoes
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import echo_width_ns
-from rt_lidar.physics.returns import Detections, waveform_detections
+from rt_lidar.physics.returns import Detections, waveform_detections, window_of_panes
 from rt_lidar.physics.source_fields import source_intensity_of_points
 from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.weather import WeatherConfig, weather_model
@@ -296,7 +296,7 @@ class SensorPhysics:
                 np.take(hits.glass_range_m, gi),
                 np.take(hits.glass_cos, gi),
                 np.take(hits.glass_material, gi),
-                np.ones(gi.size, np.float32),
+                window_of_panes(hits, gi),
             )
             focus = echo.beam_focus(np.take(hits.firings.ring, gi), np.take(hits.glass_range_m, gi))
             if focus is not None:

@@ -32,7 +32,7 @@ from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["Detections", "select_kind", "waveform_detections"]
+__all__ = ["Detections", "select_kind", "waveform_detections", "window_of_panes"]
 
 _C_M_PER_NS = SPEED_OF_LIGHT * 1e-9
 MAX_NOISY_CANDIDATES = 8
@@ -66,6 +66,14 @@ class Detections:
             self.flags[idx],
             None if self.epw_ns is None else self.epw_ns[idx],
         )
+
+
+def window_of_panes(hits: Hits, gi: np.ndarray) -> np.ndarray:
+    """The two-way transmission of the sensor's own window for the rays ``gi`` whose first surface is a
+    pane: what dims that pane's own echo (:attr:`Hits.window_transmission`; 1 without a power fault)."""
+    if hits.window_transmission is None:
+        return np.ones(gi.size, np.float32)
+    return np.take(hits.window_transmission, gi).astype(np.float32, copy=False)
 
 
 def select_kind(preset: SensorPreset, mode: str) -> str:
@@ -199,9 +207,8 @@ def waveform_detections(
         gi = np.nonzero(glass)[0]
         gp_full = np.zeros(len(hits), np.float32)
         grefl = np.zeros(len(hits), np.float32)
-        gp, gr = echo.power(
-            hits.glass_range_m[gi], hits.glass_cos[gi], hits.glass_material[gi], np.ones(gi.size, np.float32)
-        )
+        window = window_of_panes(hits, gi)
+        gp, gr = echo.power(hits.glass_range_m[gi], hits.glass_cos[gi], hits.glass_material[gi], window)
         focus = echo.beam_focus(ray_rings(hits)[gi], hits.glass_range_m[gi])  # each laser's own focus
         gp_full[gi], grefl[gi] = gp if focus is None else gp * focus, gr
         cols_r.append(hits.glass_range_m)

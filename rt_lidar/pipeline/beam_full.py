@@ -259,6 +259,7 @@ _PER_RAY = (
     "glass_mirror_material",
     "glass_mirror_segment",
     "glass_mirror_transmission",
+    "window_transmission",
     "spray_in_m",
     "spray_out_m",
     "spray_density",

@@ -125,6 +125,10 @@ class Hits:
     glass_mirror_segment: np.ndarray | None = None
     """(rays,) uint32 segment of that surface."""
     glass_mirror_transmission: np.ndarray | None = None
+    window_transmission: np.ndarray | None = None
+    """(rays,) float32 two-way transmission of the sensor's own window (a blockage, dirt, a weak channel:
+    :mod:`rt_lidar.faults.optical`), which dims the first pane's own echo as ``glass_transmission`` dims
+    every surface behind it; None = 1."""
     """(rays,) float32 two-way transmission of the mirror path outside the pane's reflection (a fault on
     the sensor's own window: :mod:`rt_lidar.faults.optical`); None = 1."""
     spray_in_m: np.ndarray | None = None

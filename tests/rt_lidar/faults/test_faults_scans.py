@@ -257,3 +257,42 @@ def test_gain_drift_dims_every_echo_over_time(clean):
         assert _matched_ratio(clean[k].points, got[k].points) == pytest.approx(gain, rel=0.05)
         assert got[k].points.size < clean[k].points.size
         assert np.all(got[k].points["flags"] & int(PointFlag.FAULT_POWER))
+
+
+@pytest.mark.parametrize("kind", ["blockage", "dirt"])
+def test_a_window_fault_dims_a_panes_own_echo(kind):
+    """A pane in front of the sensor with nothing behind it returns only its own echo: a blockage of the
+    sensor's window takes every such point out of its sector, and dirt of one-way transmission T dims
+    its reflectivity by T^2 (the window's two-way loss, as on every echo behind the pane)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from scenes import glass_scene
+
+    table = {"kind": kind, "azimuth_deg": [-30, 30]}
+    if kind == "dirt":
+        table["transmission"] = 0.7
+    runs = []
+    for faults in (None, _faults(table)):
+        built = build_pipeline(PRESET, glass_scene(4.0), seed=0)
+        plan = fault_plan(faults, built.pipeline.preset, 0) if faults is not None else None
+        if plan is not None:
+            built.pipeline.on_hits = plan.on_hits
+        try:
+            scan = built.pipeline.scans(2)[1]
+        finally:
+            built.pipeline.close()
+        p = scan.points[(scan.points["flags"] & PointFlag.AMBIENT_NOISE) == 0]
+        runs.append(p[np.abs(np.degrees(np.arctan2(p["y"], p["x"]))) < 29.5])
+    clean, faulted = runs
+    assert clean.size > 20  # the pane answers (near normal incidence) in the sector without the fault
+    if kind == "blockage":
+        assert faulted.size == 0
+    else:
+        assert faulted.size > 0
+        key = lambda p: p["t"].astype(np.int64) * 256 + p["ring"]  # noqa: E731 (one pulse's point)
+        both, i, j = np.intersect1d(key(clean), key(faulted), return_indices=True)
+        assert both.size > 10
+        ratio = faulted["reflectivity"][j].astype(np.float64) / clean["reflectivity"][i]
+        assert np.median(ratio) == pytest.approx(0.7**2, rel=0.05)
