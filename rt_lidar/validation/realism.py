@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.validation.realism_grid import ScanGrid
+from rt_lidar.validation.realism_holes import class_counts, hole_rates
 
 __all__ = ["BANDS_M", "GroundPlane", "fit_ground", "realism_statistics"]
 
@@ -273,6 +274,7 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
     near_obj = int(np.count_nonzero((med < NEAR_OBJECT_M) & (g_share < 0.5)))
     n_holes = int(holes.sum())
     hr = np.asarray(ranges)
+    counts = class_counts(grid.range_m[ret], ground[ret], med, g_share)
     return {
         "drop_share": float(missing.sum() / max(view.sum(), 1)),
         "hole_share": float(n_holes / max(int(ret.sum()) + n_holes, 1)),
@@ -282,6 +284,8 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
         "holes_by_range_band": [
             float(((hr >= lo) & (hr < hi)).mean()) if hr.size else None for lo, hi in BANDS_M
         ],
+        "hole_class_counts": counts,
+        "hole_rate_by_class": hole_rates(counts),
     }
 
 

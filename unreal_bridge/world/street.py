@@ -3,15 +3,27 @@ cars, street lights, signs, trees and rocks. Deterministic for a seed."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from .errors import WorldError
 from .geometry import MeshBuilder
 from .pose import Pose
-from .props import CAR_LENGTH, add_building, add_car, add_rock, add_sign, add_street_light, add_tree
+from .props import (
+    CAR_LENGTH,
+    CAR_WIDTH,
+    add_building,
+    add_car,
+    add_rock,
+    add_sign,
+    add_street_light,
+    add_tree,
+)
 from .scene import MeshObject, Scene
 from .trajectory import ConstantVelocity, Looping, StaticTrajectory, Trajectory, WaypointTrajectory
 
-__all__ = ["EGO_LANE_Y", "EGO_SPEED", "LANE_WIDTH", "street_scene"]
+__all__ = ["EGO_LANE_Y", "EGO_SPEED", "LANE_WIDTH", "LAYOUTS", "RESIDENTIAL", "street_scene"]
 
 LANE_WIDTH = 3.5
 EGO_LANE_Y = -LANE_WIDTH / 2  # right-hand traffic, driving towards +x
@@ -33,6 +45,37 @@ no census of the fleet could be read here."""
 PRIVACY_GLASS_SHARE = 0.5
 """Share of cars with factory privacy glass behind the B-pillar, ``car_glass_privacy`` ('standard on
 the rear half of many new vehicles': SUVs, estates, people carriers); set by hand."""
+LAYOUTS = ("demo", "residential")
+"""The street's layouts: the demo's (parked cars with gaps, 2.85 m and 6.35 m beside the sensor's
+path, a pulling-out and an oncoming car) and a residential street like KITTI's frame 000008."""
+
+
+@dataclass(frozen=True)
+class ResidentialLayout:
+    """A residential street: cars parked nose to tail along both kerbs close to the one lane the sensor
+    drives, a car ahead in it. Measured on KITTI's frame 000008 (HDL-64E, camera 2's crop; points
+    0.2-1.8 m above the fitted road): the near parked cars' sides, 2-8 m ahead, lie a median 2.06 m to
+    the left (x 2-5 m; 5th percentile 1.68 m) and 3.32 m to the right (x 5-8 m) of the sensor; a car
+    ahead at 12-16 m; non-ground returns within 10 m fill 24 % of the crop's rays, within 20 m 44 %
+    (docs/realism.md, change 26)."""
+
+    left_gap_m: float = 2.0
+    right_gap_m: float = 3.3
+    bumper_gap_m: tuple[float, float] = (0.5, 1.2)
+    ahead_x_m: float = 14.0
+
+    @property
+    def ego_y(self) -> float:
+        """The sensor's path: the right row keeps the demo's parking line."""
+        return -PARKING_Y + CAR_WIDTH / 2 + self.right_gap_m
+
+    @property
+    def left_row_y(self) -> float:
+        """The left row's centre line."""
+        return self.ego_y + self.left_gap_m + CAR_WIDTH / 2
+
+
+RESIDENTIAL = ResidentialLayout()
 
 
 class _Objects:
@@ -124,6 +167,18 @@ def _parked_cars(objs: _Objects, rng: np.random.Generator, x0: float, x1: float,
             x += CAR_LENGTH + float(rng.uniform(0.8, 4.0))
 
 
+def _residential_cars(objs: _Objects, rng: np.random.Generator, x0: float, x1: float, speed: float) -> None:
+    lay = RESIDENTIAL
+    for side, y, yaw in (("right", -PARKING_Y, 0.0), ("left", lay.left_row_y, np.pi)):
+        x, k = x0, 0
+        while x < x1:
+            objs.add(_car(rng), f"car_parked_{side}_{k}", Pose.from_xyz_rpy(x, y, 0.0, yaw=yaw))
+            k += 1
+            x += CAR_LENGTH + float(rng.uniform(*lay.bumper_gap_m))
+    ahead = ConstantVelocity(Pose.from_xyz_rpy(lay.ahead_x_m, lay.ego_y, 0.0), (speed, 0.0, 0.0))
+    objs.add(_car(rng), "car_moving_0", trajectory=ahead)
+
+
 def _moving_cars(objs: _Objects, rng: np.random.Generator, length_m: float, pull_out_x: float) -> None:
     cars = [_car(rng) for _ in range(3)]
     ahead = ConstantVelocity(Pose.from_xyz_rpy(30.0, EGO_LANE_Y, 0.0), (8.0, 0.0, 0.0))
@@ -174,23 +229,36 @@ def _furniture(objs: _Objects, rng: np.random.Generator, x0: float, x1: float) -
 
 
 def street_scene(
-    seed: int = 0, length_m: float = 200.0, ego_speed: float = EGO_SPEED, loop: bool = True
+    seed: int = 0,
+    length_m: float = 200.0,
+    ego_speed: float = EGO_SPEED,
+    loop: bool = True,
+    layout: str = "demo",
 ) -> Scene:
     """The default street, about ``length_m`` long along +x, ego driving in the right lane from x = 0.
 
     The ego starts at (0, -1.75, 0) heading +x at ``ego_speed`` m/s; the lidar sits 1.8 m above the ground.
     With ``loop`` the drive (ego and moving cars) replays each time the ego reaches ``length_m``.
+    ``layout`` "residential" parks cars nose to tail along both sides of the ego's lane
+    (:class:`ResidentialLayout`: the ego drives at y = ``RESIDENTIAL.ego_y``, a car ahead at the ego's
+    speed); "demo" is the default street.
     """
+    if layout not in LAYOUTS:
+        raise WorldError(f"street layout '{layout}' unknown; known: {', '.join(LAYOUTS)}")
     rng = np.random.default_rng(seed)
     x0, x1 = -30.0, float(length_m) + 30.0
     pull_out_x = min(70.0, 0.4 * length_m)
     objs = _Objects()
     _road(objs, x0, x1)
     _buildings(objs, rng, x0, x1)
-    _parked_cars(objs, rng, x0 + 5.0, x1 - 5.0, pull_out_x)
-    _moving_cars(objs, rng, float(length_m), pull_out_x)
+    if layout == "residential":
+        _residential_cars(objs, rng, x0 + 5.0, x1 - 5.0, ego_speed)
+    else:
+        _parked_cars(objs, rng, x0 + 5.0, x1 - 5.0, pull_out_x)
+        _moving_cars(objs, rng, float(length_m), pull_out_x)
     _furniture(objs, rng, x0, x1)
-    ego: Trajectory = ConstantVelocity(Pose.from_xyz_rpy(0.0, EGO_LANE_Y, 0.0), (ego_speed, 0.0, 0.0))
+    ego_y = RESIDENTIAL.ego_y if layout == "residential" else EGO_LANE_Y
+    ego: Trajectory = ConstantVelocity(Pose.from_xyz_rpy(0.0, ego_y, 0.0), (ego_speed, 0.0, 0.0))
     if loop and ego_speed > 0:
         period = float(length_m) / ego_speed
         ego = Looping(ego, period)

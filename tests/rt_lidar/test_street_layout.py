@@ -1,0 +1,91 @@
+"""The street's residential layout (issue 40, docs/realism.md change 26): cars parked nose to tail close
+to the lane on both sides, where KITTI's frame 000008 has them; the demo's street unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from rt_lidar.unreal_bridge.world import WorldError
+from rt_lidar.unreal_bridge.world.props import CAR_LENGTH, CAR_WIDTH
+from rt_lidar.unreal_bridge.world.scene import Scene
+from rt_lidar.unreal_bridge.world.street import RESIDENTIAL, street_scene
+
+DEMO_DIGESTS = {
+    0: "aea8e9073329d07ef33216039e45d40ad2d5668f623ce86bd1003eb973dbc79a",
+    1: "b69884bbebf0373b8e6afe4be069b11b96500e1c78b25e1eef99d6a8efed8015",
+}
+"""The default street's geometry and poses as built by main 1b98db3 (before the layouts), by
+:func:`_digest`: vertices to the millimetre, faces, materials, object names, poses at t = 0.7 s."""
+
+
+def _digest(scene: Scene) -> str:
+    h = hashlib.sha256()
+    for o in scene.objects:
+        h.update(o.name.encode())
+        h.update(np.round(o.vertices.astype(np.float64), 3).tobytes())
+        h.update(o.faces.tobytes())
+        h.update(o.face_material.tobytes())
+        h.update(np.round(o.trajectory.pose_at(0.7).matrix(), 6).tobytes())
+    h.update("|".join(scene.material_names).encode())
+    h.update(np.round(scene.ego.pose_at(0.7).matrix(), 6).tobytes())
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_demo_street_is_unchanged(seed: int) -> None:
+    assert _digest(street_scene(seed=seed)) == DEMO_DIGESTS[seed]
+    assert _digest(street_scene(seed=seed, layout="demo")) == DEMO_DIGESTS[seed]
+
+
+def _parked(scene: Scene, side: str) -> list[np.ndarray]:
+    objs = [o for o in scene.objects if o.name.startswith(f"car_parked_{side}_")]
+    return [o.trajectory.pose_at(0.0).position for o in objs]
+
+
+def test_residential_cars_are_parked_nose_to_tail_where_kitti_has_them() -> None:
+    scene = street_scene(seed=1, layout="residential")
+    ego = scene.ego.pose_at(0.0).position
+    assert ego[1] == pytest.approx(RESIDENTIAL.ego_y)
+    for side, gap, sign in (("left", 2.0, 1.0), ("right", 3.3, -1.0)):
+        pos = np.array(_parked(scene, side))
+        assert len(pos) > 40  # a row along the whole street
+        # the inner side of every car lies `gap` beside the sensor's path (KITTI: 2.06 m left, 3.32 m right)
+        inner = np.abs(pos[:, 1] - ego[1]) - CAR_WIDTH / 2
+        np.testing.assert_allclose(inner, gap, atol=1e-6)
+        assert np.all(np.sign(pos[:, 1] - ego[1]) == sign)
+        bumpers = np.diff(np.sort(pos[:, 0])) - CAR_LENGTH
+        assert bumpers.min() >= 0.5 and bumpers.max() <= 1.2
+    # no pulling-out or oncoming car; one car ahead in the lane, 14 m on, keeping the ego's pace
+    moving = [o for o in scene.objects if o.name.startswith("car_moving_")]
+    assert [o.name for o in moving] == ["car_moving_0"]
+    for t in (0.0, 1.0):
+        ahead = moving[0].trajectory.pose_at(t).position - scene.ego.pose_at(t).position
+        np.testing.assert_allclose(ahead, (14.0, 0.0, 0.0), atol=1e-9)
+
+
+def test_residential_view_is_filled_by_near_cars() -> None:
+    """Rays straight to the left at the body's height, every 0.5 m over 30 m of the ego's path (behind
+    the car ahead), meet a parked car 2 m off wherever no bumper gap is (at least 4.5 of every 5.7 m) on
+    the residential street, and none within 2.5 m on the demo street (its left row is 5.45 m off)."""
+    from rt_lidar.unreal_bridge.world import World
+
+    for layout, near in (("residential", True), ("demo", False)):
+        scene = street_scene(seed=1, layout=layout)
+        world = World(scene)
+        origin = scene.ego.pose_at(0.0).position + np.array([0.0, 0.0, 0.6])
+        origins = origin + np.stack([np.arange(-20.0, 10.0, 0.5), np.zeros(60), np.zeros(60)], -1)
+        r = np.asarray(world.cast(origins, np.tile([0.0, 1.0, 0.0], (60, 1)), 0.0).distance)
+        share = np.count_nonzero(r < 2.5) / r.size
+        if near:
+            assert share >= 0.75
+            np.testing.assert_allclose(np.min(r), 2.0, atol=0.02)  # the chrome strip: 1 cm proud
+        else:
+            assert share == 0.0
+
+
+def test_unknown_layout_is_refused() -> None:
+    with pytest.raises(WorldError, match="residential"):
+        street_scene(layout="suburb")
