@@ -18,7 +18,9 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
 - the share of zero readings among returns beyond 40 m;
 - raydrop: the share of rays in view without a return, the share of holes (a ray without a return below
   a ray of the same column that returned: not open sky), and where holes are (the range of the returns
-  around them; near-object holes are those whose neighbours are not ground and closer than 20 m).
+  around them; near-object holes are those whose neighbours are not ground and closer than 20 m), and
+  the hole rate by surface class and range band (:mod:`rt_lidar.validation.realism_holes`: the
+  placement with the street's layout taken out).
 """
 
 from __future__ import annotations

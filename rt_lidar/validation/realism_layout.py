@@ -45,7 +45,9 @@ def layout_report(
     the real frame (``real``: its statistics): the crop's raydrop statistics, the counts and hole rates
     by class, the share of classified rays that near objects fill, and the near-object share of each
     layout's rates on the real frame's returns."""
-    real_counts = {k: tuple(v) for k, v in (real.get("hole_class_counts") or {}).items()}
+    real_counts: dict[str, tuple[int, int]] = {
+        k: (int(v[0]), int(v[1])) for k, v in (real.get("hole_class_counts") or {}).items()
+    }
     out: dict[str, Any] = {}
     for name, summary in sims.items():
         counts = summed_counts(sim_stats[name])
@@ -55,17 +57,17 @@ def layout_report(
             "hole_rate_by_class": hole_rates(counts),
             **_crop_fill(counts),
             "holes_near_object_share_on_real_layout": (
-                near_share_on_layout(hole_rates(counts), real_counts) if real_counts else None  # type: ignore[arg-type]
+                near_share_on_layout(hole_rates(counts), real_counts) if real_counts else None
             ),
         }
     if real_counts:
-        rates = hole_rates(real_counts)  # type: ignore[arg-type]
+        rates = hole_rates(real_counts)
         out["KITTI"] = {
             **{k: real.get(k) for k in LAYOUT_DROP_KEYS},
             "hole_class_counts": real_counts,
             "hole_rate_by_class": rates,
-            **_crop_fill(real_counts),  # type: ignore[arg-type]
-            "holes_near_object_share_on_real_layout": near_share_on_layout(rates, real_counts),  # type: ignore[arg-type]
+            **_crop_fill(real_counts),
+            "holes_near_object_share_on_real_layout": near_share_on_layout(rates, real_counts),
         }
     return out
 
