@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.validation.realism_grid import ScanGrid
-from rt_lidar.validation.realism_holes import class_counts, hole_rates
+from rt_lidar.validation.realism_holes import class_counts, fine_counts, hole_rates
 
 __all__ = ["BANDS_M", "GroundPlane", "fit_ground", "realism_statistics"]
 
@@ -288,6 +288,7 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
         ],
         "hole_class_counts": counts,
         "hole_rate_by_class": hole_rates(counts),
+        "hole_fine_counts": fine_counts(grid.range_m[ret], ground[ret], med, g_share),
     }
 
 

@@ -14,27 +14,64 @@ with another scan's mix of returns: the simulated physics on the real frame's la
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
-__all__ = ["HOLE_CLASSES", "RANGE_BANDS_M", "class_counts", "hole_rates", "near_share_on_layout"]
+__all__ = [
+    "FINE_BANDS_M",
+    "HOLE_CLASSES",
+    "RANGE_BANDS_M",
+    "class_counts",
+    "fine_counts",
+    "hole_rates",
+    "median_range_on_layout",
+    "near_share_on_layout",
+]
 
-RANGE_BANDS_M = ((0.0, 10.0), (10.0, 20.0), (20.0, float("inf")))
-HOLE_CLASSES = tuple(
-    f"{surface}_{int(lo)}_{'inf' if hi == float('inf') else int(hi)}m"
-    for surface in ("object", "ground")
-    for lo, hi in RANGE_BANDS_M
+Band = tuple[float, float]
+RANGE_BANDS_M: tuple[Band, ...] = ((0.0, 10.0), (10.0, 20.0), (20.0, float("inf")))
+_FINE_EDGES_M = (
+    0.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    12.5,
+    15.0,
+    17.5,
+    20.0,
+    25.0,
+    30.0,
+    40.0,
+    60.0,
+    120.0,
+    float("inf"),
 )
+FINE_BANDS_M: tuple[Band, ...] = tuple(itertools.pairwise(_FINE_EDGES_M))
+"""Finer bands for the median range around holes on another layout."""
+
+
+def _names(bands: tuple[Band, ...]) -> tuple[str, ...]:
+    return tuple(
+        f"{surface}_{lo:g}_{'inf' if hi == float('inf') else f'{hi:g}'}m"
+        for surface in ("object", "ground")
+        for lo, hi in bands
+    )
+
+
+HOLE_CLASSES = _names(RANGE_BANDS_M)
 """Class names: ``object_0_10m``, ``object_10_20m``, ``object_20_infm``, ``ground_...`` alike."""
 NEAR_CLASSES = ("object_0_10m", "object_10_20m")
 """The classes the near-object share counts (not ground, closer than 20 m)."""
 
 
-def _classify(range_m: np.ndarray, ground: np.ndarray) -> np.ndarray:
-    """Class index (into :data:`HOLE_CLASSES`) of each (range, is-ground) pair; -1 for a NaN range."""
+def _classify(range_m: np.ndarray, ground: np.ndarray, bands: tuple[Band, ...]) -> np.ndarray:
+    """Class index (into ``_names(bands)``) of each (range, is-ground) pair; -1 for a NaN range."""
     band = np.full(range_m.shape, -1, np.int64)
-    for i, (lo, hi) in enumerate(RANGE_BANDS_M):
+    for i, (lo, hi) in enumerate(bands):
         band[(range_m >= lo) & (range_m < hi)] = i
-    cls = np.where(ground, len(RANGE_BANDS_M), 0) + band
+    cls = np.where(ground, len(bands), 0) + band
     return np.where(band >= 0, cls, -1)
 
 
@@ -46,12 +83,32 @@ def class_counts(
 ) -> dict[str, tuple[int, int]]:
     """(returns, holes) per class: returns by their own range and ground flag, holes by their returning
     neighbours' median range and ground share (>= 0.5: ground)."""
-    rc = _classify(np.asarray(return_range_m, float), np.asarray(return_ground, bool))
-    hc = _classify(np.asarray(hole_range_m, float), np.asarray(hole_ground_share, float) >= 0.5)
-    n = len(HOLE_CLASSES)
-    nr = np.bincount(rc[rc >= 0], minlength=n)
-    nh = np.bincount(hc[hc >= 0], minlength=n)
-    return {name: (int(nr[i]), int(nh[i])) for i, name in enumerate(HOLE_CLASSES)}
+    return _counts(return_range_m, return_ground, hole_range_m, hole_ground_share, RANGE_BANDS_M)
+
+
+def fine_counts(
+    return_range_m: np.ndarray,
+    return_ground: np.ndarray,
+    hole_range_m: np.ndarray,
+    hole_ground_share: np.ndarray,
+) -> dict[str, tuple[int, int]]:
+    """:func:`class_counts` over :data:`FINE_BANDS_M`."""
+    return _counts(return_range_m, return_ground, hole_range_m, hole_ground_share, FINE_BANDS_M)
+
+
+def _counts(
+    return_range_m: np.ndarray,
+    return_ground: np.ndarray,
+    hole_range_m: np.ndarray,
+    hole_ground_share: np.ndarray,
+    bands: tuple[Band, ...],
+) -> dict[str, tuple[int, int]]:
+    rc = _classify(np.asarray(return_range_m, float), np.asarray(return_ground, bool), bands)
+    hc = _classify(np.asarray(hole_range_m, float), np.asarray(hole_ground_share, float) >= 0.5, bands)
+    names = _names(bands)
+    nr = np.bincount(rc[rc >= 0], minlength=len(names))
+    nh = np.bincount(hc[hc >= 0], minlength=len(names))
+    return {name: (int(nr[i]), int(nh[i])) for i, name in enumerate(names)}
 
 
 def hole_rates(counts: dict[str, tuple[int, int]]) -> dict[str, float | None]:
@@ -65,14 +122,47 @@ def near_share_on_layout(
     """The near-object share of holes that ``rates`` give on a scene whose returns per class are those
     of ``layout_counts``: each class is expected ``returns x rate / (1 - rate)`` holes. None when a class
     the layout fills has no rate, or no hole is expected."""
-    expected: dict[str, float] = {}
+    expected = _expected_holes(rates, layout_counts)
+    if expected is None:
+        return None
+    total = sum(expected.values())
+    return sum(expected[k] for k in NEAR_CLASSES) / total if total > 0 else None
+
+
+def _expected_holes(
+    rates: dict[str, float | None], layout_counts: dict[str, tuple[int, int]]
+) -> dict[str, float] | None:
+    out: dict[str, float] = {}
     for k, (n_ret, _) in layout_counts.items():
         rate = rates.get(k)
         if n_ret == 0:
-            expected[k] = 0.0
-            continue
-        if rate is None or rate >= 1.0:
+            out[k] = 0.0
+        elif rate is None or rate >= 1.0:
             return None
-        expected[k] = n_ret * rate / (1.0 - rate)
-    total = sum(expected.values())
-    return sum(expected[k] for k in NEAR_CLASSES) / total if total > 0 else None
+        else:
+            out[k] = n_ret * rate / (1.0 - rate)
+    return out
+
+
+def median_range_on_layout(
+    rates: dict[str, float | None], layout_counts: dict[str, tuple[int, int]]
+) -> float | None:
+    """The median range around holes that ``rates`` (over :data:`FINE_BANDS_M`) give on a scene whose
+    returns per fine class are ``layout_counts``: the expected holes per band, the median read off
+    their cumulative sum linearly within its band (the last band counts as 120-200 m). None where a
+    class the layout fills has no rate (few rays of the scan met it), or no hole is expected."""
+    expected = _expected_holes(rates, layout_counts)
+    if expected is None:
+        return None
+    per_band = np.zeros(len(FINE_BANDS_M))
+    for i, name in enumerate(_names(FINE_BANDS_M)):
+        per_band[i % len(FINE_BANDS_M)] += expected.get(name, 0.0)
+    total = per_band.sum()
+    if total <= 0:
+        return None
+    cum = np.cumsum(per_band)
+    i = int(np.searchsorted(cum, total / 2))
+    lo, hi = FINE_BANDS_M[i]
+    hi = min(hi, 200.0)
+    before = cum[i - 1] if i else 0.0
+    return float(lo + (hi - lo) * (total / 2 - before) / per_band[i])

@@ -9,21 +9,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from rt_lidar.validation.realism_holes import HOLE_CLASSES, hole_rates, near_share_on_layout
+from rt_lidar.validation.realism_holes import (
+    HOLE_CLASSES,
+    hole_rates,
+    median_range_on_layout,
+    near_share_on_layout,
+)
 
 __all__ = ["CLASS_KEYS", "LAYOUT_DROP_KEYS", "layout_report", "layout_table", "summed_counts"]
 
-CLASS_KEYS = ("hole_class_counts", "hole_rate_by_class")
+CLASS_KEYS = ("hole_class_counts", "hole_rate_by_class", "hole_fine_counts")
 LAYOUT_DROP_KEYS = ("drop_share", "hole_share", "holes_near_object_share", "holes_median_neighbour_range_m")
 
 
-def summed_counts(stats: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
-    """(returns, holes) per class summed over scans (their measured ``hole_class_counts``)."""
-    out = {k: (0, 0) for k in HOLE_CLASSES}
+def summed_counts(stats: list[dict[str, Any]], key: str = "hole_class_counts") -> dict[str, tuple[int, int]]:
+    """(returns, holes) per class summed over scans (their measured ``key``: the classes' counts, or
+    ``hole_fine_counts``)."""
+    out: dict[str, tuple[int, int]] = {}
     for s in stats:
-        for k, (r, h) in (s.get("hole_class_counts") or {}).items():
-            out[k] = (out[k][0] + int(r), out[k][1] + int(h))
+        for k, (r, h) in (s.get(key) or {}).items():
+            a, b = out.get(k, (0, 0))
+            out[k] = (a + int(r), b + int(h))
     return out
+
+
+def _pairs(d: dict[str, Any] | None) -> dict[str, tuple[int, int]]:
+    return {k: (int(v[0]), int(v[1])) for k, v in (d or {}).items()}
 
 
 def _crop_fill(counts: dict[str, tuple[int, int]]) -> dict[str, float]:
@@ -45,12 +56,12 @@ def layout_report(
     the real frame (``real``: its statistics): the crop's raydrop statistics, the counts and hole rates
     by class, the share of classified rays that near objects fill, and the near-object share of each
     layout's rates on the real frame's returns."""
-    real_counts: dict[str, tuple[int, int]] = {
-        k: (int(v[0]), int(v[1])) for k, v in (real.get("hole_class_counts") or {}).items()
-    }
+    real_counts = _pairs(real.get("hole_class_counts"))
+    real_fine = _pairs(real.get("hole_fine_counts"))
     out: dict[str, Any] = {}
     for name, summary in sims.items():
         counts = summed_counts(sim_stats[name])
+        fine = summed_counts(sim_stats[name], "hole_fine_counts")
         out[name] = {
             **{k: summary.get(k) for k in LAYOUT_DROP_KEYS},
             "hole_class_counts": counts,
@@ -58,6 +69,9 @@ def layout_report(
             **_crop_fill(counts),
             "holes_near_object_share_on_real_layout": (
                 near_share_on_layout(hole_rates(counts), real_counts) if real_counts else None
+            ),
+            "holes_median_range_on_real_layout": (
+                median_range_on_layout(hole_rates(fine), real_fine) if real_fine else None
             ),
         }
     if real_counts:
@@ -68,6 +82,7 @@ def layout_report(
             "hole_rate_by_class": rates,
             **_crop_fill(real_counts),
             "holes_near_object_share_on_real_layout": near_share_on_layout(rates, real_counts),
+            "holes_median_range_on_real_layout": median_range_on_layout(hole_rates(real_fine), real_fine),
         }
     return out
 
@@ -85,6 +100,7 @@ def layout_table(preset: str, rep: dict[str, Any]) -> str:
         "near_object_fill_10m",
         "near_object_fill",
         "holes_near_object_share_on_real_layout",
+        "holes_median_range_on_real_layout",
     ]
     for k in keys:
         rows.append(f"  {k:40} " + " ".join(f"{_fmt(rep[c].get(k)):>12}" for c in cols))

@@ -10,7 +10,14 @@ import pytest
 
 from rt_lidar.validation.realism import realism_statistics
 from rt_lidar.validation.realism_grid import ScanGrid
-from rt_lidar.validation.realism_holes import HOLE_CLASSES, class_counts, hole_rates, near_share_on_layout
+from rt_lidar.validation.realism_holes import (
+    FINE_BANDS_M,
+    HOLE_CLASSES,
+    class_counts,
+    hole_rates,
+    median_range_on_layout,
+    near_share_on_layout,
+)
 
 H = 1.8
 EL = np.radians(np.linspace(-25.0, 10.0, 64))
@@ -90,8 +97,25 @@ def test_holes_land_in_the_class_of_their_surface() -> None:
     # the near-object share is the near classes' share of the classified holes
     near = sum(counts[k][1] for k in ("object_0_10m", "object_10_20m"))
     assert st["holes_near_object_share"] == pytest.approx(near / sum(h for _, h in counts.values()))
-    # a scan's rates on its own layout give back its near-object share
+    # a scan's rates on its own layout give back its near-object share, and its median range around
+    # holes to within the fine band that holds it
     assert near_share_on_layout(rates, counts) == pytest.approx(st["holes_near_object_share"])
+    fine = st["hole_fine_counts"]
+    med = median_range_on_layout(hole_rates(fine), fine)
+    band = next((lo, hi) for lo, hi in FINE_BANDS_M if lo <= st["holes_median_neighbour_range_m"] < hi)
+    assert med is not None and band[0] <= med <= band[1]
+
+
+def test_median_range_on_layout_reads_the_expected_holes() -> None:
+    """Rates 0.5 on objects at 5-7.5 m and 0.2 at 30-40 m: on a layout of 100 and 400 returns there,
+    100 and 100 holes are expected; the median falls at the top of the 5-7.5 m band."""
+    names = {f"object_{lo:g}_{hi:g}m": (lo, hi) for lo, hi in FINE_BANDS_M if hi != float("inf")}
+    assert "object_5_7.5m" in names and "object_30_40m" in names
+    rates = {"object_5_7.5m": 0.5, "object_30_40m": 0.2}
+    layout = {"object_5_7.5m": (100, 0), "object_30_40m": (400, 0)}
+    assert median_range_on_layout(rates, layout) == pytest.approx(7.5)
+    layout = {"object_5_7.5m": (100, 0), "object_30_40m": (1200, 0)}  # 100 near, 300 far holes
+    assert median_range_on_layout(rates, layout) == pytest.approx(30.0 + 10.0 * (200 - 100) / 300)
 
 
 def test_a_layout_full_of_near_cars_moves_the_share_not_the_rates() -> None:
@@ -150,5 +174,11 @@ def test_validate_realism_compares_both_layouts_with_kitti(tmp_path: Path) -> No
     assert res["holes_median_neighbour_range_m"] < demo["holes_median_neighbour_range_m"]
     # the real frame's rates on its own layout give back its near-object share
     assert kitti["holes_near_object_share_on_real_layout"] == pytest.approx(kitti["holes_near_object_share"])
+    assert kitti["holes_median_range_on_real_layout"] == pytest.approx(
+        kitti["holes_median_neighbour_range_m"], abs=1.25
+    )
+    # either street's rates on KITTI's returns put the holes nearer than the demo street's own view does
+    for lay in (demo, res):
+        assert lay["holes_median_range_on_real_layout"] < demo["holes_median_neighbour_range_m"]
     assert demo["drop_share"] == rep["sim_drop_share"][0]
     assert "raydrop in KITTI's crop by layout" in (tmp_path / "realism.txt").read_text()
