@@ -1,5 +1,5 @@
 """Hole rates by surface class and range band: the raydrop placement statistic with the street's layout
-taken out (docs/realism.md, change 26).
+taken out (docs/realism.md, change 29).
 
 ``holes_near_object_share`` (:mod:`rt_lidar.validation.realism`) mixes two things: how often a surface
 drops a ray (physics) and how much of the view such surfaces fill (layout). Here every returned ray and

@@ -2,7 +2,7 @@
 demo street and the residential one (``street_scene(layout="residential")``, cars parked nose to tail
 close to the lane as in KITTI's frame 000008), with the hole rates by surface class and range band
 (:mod:`rt_lidar.validation.realism_holes`) and the near-object share each layout's rates give on the
-real frame's mix of returns (the layout taken out: what is left is physics). docs/realism.md, change 26.
+real frame's mix of returns (the layout taken out: what is left is physics). docs/realism.md, change 29.
 """
 
 from __future__ import annotations

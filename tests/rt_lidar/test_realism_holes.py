@@ -1,4 +1,4 @@
-"""Hole rates by surface class and range band (docs/realism.md change 26) on a synthetic scan whose holes
+"""Hole rates by surface class and range band (docs/realism.md change 29) on a synthetic scan whose holes
 are placed by hand: a wall 6 m ahead, a facade 30 m to the left, and open road."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The street's residential layout (issue 40, docs/realism.md change 26): cars parked nose to tail close
+"""The street's residential layout (issue 40, docs/realism.md change 29): cars parked nose to tail close
 to the lane on both sides, where KITTI's frame 000008 has them; the demo's street unchanged."""
 
 from __future__ import annotations
@@ -61,6 +61,13 @@ def test_residential_cars_are_parked_nose_to_tail_where_kitti_has_them() -> None
         assert np.all(np.sign(pos[:, 1] - ego[1]) == sign)
         bumpers = np.diff(np.sort(pos[:, 0])) - CAR_LENGTH
         assert bumpers.min() >= 0.5 and bumpers.max() <= 1.2
+    # both rows along the kerbs (0.2 m inside them), which close the narrower street; no lane markings
+    for side in ("left", "right"):
+        outer = np.abs(np.array(_parked(scene, side))[:, 1]) + CAR_WIDTH / 2
+        np.testing.assert_allclose(outer, RESIDENTIAL.kerb_y - 0.2, atol=1e-6)
+        kerb = next(o for o in scene.objects if o.name == f"sidewalk_{side}")
+        assert np.abs(kerb.vertices[:, 1]).min() == pytest.approx(RESIDENTIAL.kerb_y, abs=1e-4)
+    assert not any(o.name == "lane_markings" for o in scene.objects)
     # no pulling-out or oncoming car; one car ahead in the lane, 14 m on, keeping the ego's pace
     moving = [o for o in scene.objects if o.name.startswith("car_moving_")]
     assert [o.name for o in moving] == ["car_moving_0"]

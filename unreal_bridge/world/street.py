@@ -53,26 +53,33 @@ path, a pulling-out and an oncoming car) and a residential street like KITTI's f
 @dataclass(frozen=True)
 class ResidentialLayout:
     """A residential street: cars parked nose to tail along both kerbs close to the one lane the sensor
-    drives, a car ahead in it. Measured on KITTI's frame 000008 (HDL-64E, camera 2's crop; points
-    0.2-1.8 m above the fitted road): the near parked cars' sides, 2-8 m ahead, lie a median 2.06 m to
-    the left (x 2-5 m; 5th percentile 1.68 m) and 3.32 m to the right (x 5-8 m) of the sensor; a car
-    ahead at 12-16 m; non-ground returns within 10 m fill 24 % of the crop's rays, within 20 m 44 %
-    (docs/realism.md, change 26)."""
+    drives, a car ahead in it, no lane markings. Measured on KITTI's frame 000008 (HDL-64E, camera 2's
+    crop; returns 0.2-1.8 m above the fitted road): the near parked cars' sides lie a median 2.06 m to
+    the left of the sensor 2-5 m ahead (5th percentile 1.68 m) and 3.32 m to the right 5-8 m ahead; a
+    car ahead at 12-14 m; non-ground returns within 10 m fill 24 % of the crop's rays, within 20 m 44 %
+    (docs/realism.md, change 29). The street is centred on y = 0, the rows ``kerb_gap_m`` inside the
+    kerbs."""
 
     left_gap_m: float = 2.0
     right_gap_m: float = 3.3
+    kerb_gap_m: float = 0.2
     bumper_gap_m: tuple[float, float] = (0.5, 1.2)
     ahead_x_m: float = 14.0
 
     @property
-    def ego_y(self) -> float:
-        """The sensor's path: the right row keeps the demo's parking line."""
-        return -PARKING_Y + CAR_WIDTH / 2 + self.right_gap_m
+    def row_y(self) -> float:
+        """|y| of both rows' centre lines."""
+        return (self.left_gap_m + self.right_gap_m) / 2 + CAR_WIDTH / 2
 
     @property
-    def left_row_y(self) -> float:
-        """The left row's centre line."""
-        return self.ego_y + self.left_gap_m + CAR_WIDTH / 2
+    def ego_y(self) -> float:
+        """The sensor's path."""
+        return -self.row_y + CAR_WIDTH / 2 + self.right_gap_m
+
+    @property
+    def kerb_y(self) -> float:
+        """|y| of the kerbs."""
+        return self.row_y + CAR_WIDTH / 2 + self.kerb_gap_m
 
 
 RESIDENTIAL = ResidentialLayout()
@@ -91,10 +98,16 @@ class _Objects:
         self.items.append(b.build(name, 1 + len(self.items) % 255, traj))
 
 
-def _road(objs: _Objects, x0: float, x1: float) -> None:
+def _road(objs: _Objects, x0: float, x1: float, kerb_y: float = KERB_Y, markings: bool = True) -> None:
     b = MeshBuilder()
-    b.grid(x0, x1, -KERB_Y, KERB_Y, 0.0, 0.5, "asphalt")
+    b.grid(x0, x1, -kerb_y, kerb_y, 0.0, 0.5, "asphalt")
     objs.add(b, "road")
+    if markings:
+        _markings(objs, x0, x1)
+    _sidewalks_and_ground(objs, x0, x1, kerb_y)
+
+
+def _markings(objs: _Objects, x0: float, x1: float) -> None:
     b = MeshBuilder()
     z, w = 0.004, 0.15
     for x in np.arange(x0, x1 - 3.0, 9.0):
@@ -106,12 +119,15 @@ def _road(objs: _Objects, x0: float, x1: float) -> None:
                 [(x, y - w / 2, z), (xe, y - w / 2, z), (xe, y + w / 2, z), (x, y + w / 2, z)], "lane_paint"
             )
     objs.add(b, "lane_markings")
+
+
+def _sidewalks_and_ground(objs: _Objects, x0: float, x1: float, kerb_y: float) -> None:
     for side, s in (("right", -1.0), ("left", 1.0)):
         b = MeshBuilder()
-        b.box(((x0 + x1) / 2, s * (KERB_Y + 0.075), SIDEWALK_Z / 2), (x1 - x0, 0.15, SIDEWALK_Z), "concrete")
-        walk = FACADE_Y - KERB_Y - 0.15
+        b.box(((x0 + x1) / 2, s * (kerb_y + 0.075), SIDEWALK_Z / 2), (x1 - x0, 0.15, SIDEWALK_Z), "concrete")
+        walk = FACADE_Y - kerb_y - 0.15
         b.box(
-            ((x0 + x1) / 2, s * (KERB_Y + 0.15 + walk / 2), SIDEWALK_Z / 2 - 0.005),
+            ((x0 + x1) / 2, s * (kerb_y + 0.15 + walk / 2), SIDEWALK_Z / 2 - 0.005),
             (x1 - x0, walk, SIDEWALK_Z - 0.01),
             "concrete",
         )
@@ -169,7 +185,7 @@ def _parked_cars(objs: _Objects, rng: np.random.Generator, x0: float, x1: float,
 
 def _residential_cars(objs: _Objects, rng: np.random.Generator, x0: float, x1: float, speed: float) -> None:
     lay = RESIDENTIAL
-    for side, y, yaw in (("right", -PARKING_Y, 0.0), ("left", lay.left_row_y, np.pi)):
+    for side, y, yaw in (("right", -lay.row_y, 0.0), ("left", lay.row_y, np.pi)):
         x, k = x0, 0
         while x < x1:
             objs.add(_car(rng), f"car_parked_{side}_{k}", Pose.from_xyz_rpy(x, y, 0.0, yaw=yaw))
@@ -249,7 +265,10 @@ def street_scene(
     x0, x1 = -30.0, float(length_m) + 30.0
     pull_out_x = min(70.0, 0.4 * length_m)
     objs = _Objects()
-    _road(objs, x0, x1)
+    if layout == "residential":
+        _road(objs, x0, x1, RESIDENTIAL.kerb_y, markings=False)
+    else:
+        _road(objs, x0, x1)
     _buildings(objs, rng, x0, x1)
     if layout == "residential":
         _residential_cars(objs, rng, x0 + 5.0, x1 - 5.0, ego_speed)
