@@ -18,7 +18,9 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
 - the share of zero readings among returns beyond 40 m;
 - raydrop: the share of rays in view without a return, the share of holes (a ray without a return below
   a ray of the same column that returned: not open sky), and where holes are (the range of the returns
-  around them; near-object holes are those whose neighbours are not ground and closer than 20 m).
+  around them; near-object holes are those whose neighbours are not ground and closer than 20 m), and
+  the hole rate by surface class and range band (:mod:`rt_lidar.validation.realism_holes`: the
+  placement with the street's layout taken out).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.validation.realism_grid import ScanGrid
+from rt_lidar.validation.realism_holes import class_counts, fine_counts, hole_rates
 
 __all__ = ["BANDS_M", "GroundPlane", "fit_ground", "realism_statistics"]
 
@@ -273,6 +276,7 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
     near_obj = int(np.count_nonzero((med < NEAR_OBJECT_M) & (g_share < 0.5)))
     n_holes = int(holes.sum())
     hr = np.asarray(ranges)
+    counts = class_counts(grid.range_m[ret], ground[ret], med, g_share)
     return {
         "drop_share": float(missing.sum() / max(view.sum(), 1)),
         "hole_share": float(n_holes / max(int(ret.sum()) + n_holes, 1)),
@@ -282,6 +286,9 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
         "holes_by_range_band": [
             float(((hr >= lo) & (hr < hi)).mean()) if hr.size else None for lo, hi in BANDS_M
         ],
+        "hole_class_counts": counts,
+        "hole_rate_by_class": hole_rates(counts),
+        "hole_fine_counts": fine_counts(grid.range_m[ret], ground[ret], med, g_share),
     }
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.sensor.presets import load_preset
+from rt_lidar.unreal_bridge.world.street import street_scene
 from rt_lidar.validation.real_frames import (
     RealFrame,
     is_outdoor,
@@ -38,6 +39,7 @@ from rt_lidar.validation.real_frames import (
 )
 from rt_lidar.validation.realism import BANDS_M, realism_statistics
 from rt_lidar.validation.realism_grid import ScanGrid, camera_view, grid_from_points, read_kitti_calib
+from rt_lidar.validation.realism_layout import CLASS_KEYS, layout_report, layout_table
 
 __all__ = [
     "REALISM_CHECKS",
@@ -151,11 +153,15 @@ def real_grids() -> dict[str, ScanGrid]:
     return {f.preset: read_frame(f) for f in shared_frames(_shared_real())}
 
 
-def simulated_grids(preset_name: str, frames: int = FRAMES, seed: int = SEED) -> list[ScanGrid]:
+def simulated_grids(
+    preset_name: str, frames: int = FRAMES, seed: int = SEED, layout: str = "demo"
+) -> list[ScanGrid]:
     """The scans of ``rt-lidar demo --in-process --frames N --seed S --preset P`` on their firing grids
-    (first returns; intensity rounded to the sensor's reporting step of 1)."""
+    (first returns; intensity rounded to the sensor's reporting step of 1); ``layout`` "residential"
+    drives the street with cars parked nose to tail beside the lane (KITTI's frame's layout)."""
     preset = load_preset(preset_name)
-    built = build_pipeline(preset, build_world("street", seed=seed), seed=seed)
+    scene = "street" if layout == "demo" else street_scene(seed=seed, layout=layout)
+    built = build_pipeline(preset, build_world(scene, seed=seed), seed=seed)
     try:
         scans = built.pipeline.scans(frames)
     finally:
@@ -227,11 +233,18 @@ def _measure(grid: ScanGrid, calib: dict[str, np.ndarray] | None = None) -> dict
             grid, in_view=grid.in_view & camera_view(grid.direction, calib, (1242, 375))
         )
         cropped = realism_statistics(crop)
-        s.update({k: cropped[k] for k in DROP_KEYS})
+        s.update({k: cropped[k] for k in (*DROP_KEYS, *CLASS_KEYS)})
     return s
 
 
-REAL_SCAN_KEYS = (*SUMMARY_KEYS, "sensor_height_m", "ground_intensity_by_band", "horizon_rings", "points")
+REAL_SCAN_KEYS = (
+    *SUMMARY_KEYS,
+    *CLASS_KEYS,
+    "sensor_height_m",
+    "ground_intensity_by_band",
+    "horizon_rings",
+    "points",
+)
 
 
 def _measure_real(frame: RealFrame) -> dict[str, Any]:
@@ -289,9 +302,13 @@ def realism(out: Path) -> dict[str, Any]:
     per: dict[str, dict[str, Any]] = {}
     calib = _kitti_calib()
     for name in presets:
-        sim = _summary([_measure(g, calib) for g in simulated_grids(name, opts.frames)])
+        stats = [_measure(g, calib) for g in simulated_grids(name, opts.frames)]
+        sim = _summary(stats)
         per[name] = sim
         mine = [sc for sc in scans if sc["preset"] == name]
+        kitti = [sc for sc in mine if sc["kitti_view"]]
+        if kitti and calib is not None:
+            res.setdefault("layouts", {})[name] = _layouts(name, opts.frames, calib, sim, stats, kitti[0])
         for short, key in STAT_KEYS.items():
             ref = REFERENCE.get(name, {}).get(short)
             res.setdefault(f"sim_{short}", []).append(sim[key])
@@ -322,6 +339,21 @@ def realism(out: Path) -> dict[str, Any]:
     _plot(out / "realism.png", per, scans)
     (out / "realism.txt").write_text(realism_table(res) + "\n")
     return res
+
+
+def _layouts(
+    name: str,
+    frames: int,
+    calib: dict[str, np.ndarray],
+    demo: dict[str, Any],
+    demo_stats: list[dict[str, Any]],
+    kitti: dict[str, Any],
+) -> dict[str, Any]:
+    """Raydrop placement on the demo street and the residential one beside KITTI's frame
+    (:mod:`rt_lidar.validation.realism_layout`)."""
+    stats = [_measure(g, calib) for g in simulated_grids(name, frames, layout="residential")]
+    sims = {"demo": demo, "residential": _summary(stats)}
+    return layout_report(sims, {"demo": demo_stats, "residential": stats}, kitti["statistics"])
 
 
 def _by_label(scans: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -462,4 +494,6 @@ def realism_table(rep: dict[str, Any]) -> str:
             key_of = {**STAT_KEYS, "hole_share": "hole_share"}
             cells = [f"{_fmt(st.get(key_of[c])) + ' (' + _fmt(r.get(c)) + ')':>17}" for c in cols]
             rows.append(f"{label[:40]:40} {sc['preset']:8} " + " ".join(cells))
+    for name, lay in rep.get("layouts", {}).items():
+        rows += ["", layout_table(name, lay)]
     return "\n".join(rows)

@@ -3,15 +3,27 @@ cars, street lights, signs, trees and rocks. Deterministic for a seed."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from .errors import WorldError
 from .geometry import MeshBuilder
 from .pose import Pose
-from .props import CAR_LENGTH, add_building, add_car, add_rock, add_sign, add_street_light, add_tree
+from .props import (
+    CAR_LENGTH,
+    CAR_WIDTH,
+    add_building,
+    add_car,
+    add_rock,
+    add_sign,
+    add_street_light,
+    add_tree,
+)
 from .scene import MeshObject, Scene
 from .trajectory import ConstantVelocity, Looping, StaticTrajectory, Trajectory, WaypointTrajectory
 
-__all__ = ["EGO_LANE_Y", "EGO_SPEED", "LANE_WIDTH", "street_scene"]
+__all__ = ["EGO_LANE_Y", "EGO_SPEED", "LANE_WIDTH", "LAYOUTS", "RESIDENTIAL", "street_scene"]
 
 LANE_WIDTH = 3.5
 EGO_LANE_Y = -LANE_WIDTH / 2  # right-hand traffic, driving towards +x
@@ -34,6 +46,44 @@ no census of the fleet could be read here."""
 PRIVACY_GLASS_SHARE = 0.5
 """Share of cars with factory privacy glass behind the B-pillar, ``car_glass_privacy`` ('standard on
 the rear half of many new vehicles': SUVs, estates, people carriers); set by hand."""
+LAYOUTS = ("demo", "residential")
+"""The street's layouts: the demo's (parked cars with gaps, 2.85 m and 6.35 m beside the sensor's
+path, a pulling-out and an oncoming car) and a residential street like KITTI's frame 000008."""
+
+
+@dataclass(frozen=True)
+class ResidentialLayout:
+    """A residential street: cars parked nose to tail along both kerbs close to the one lane the sensor
+    drives, a car ahead in it, no lane markings. Measured on KITTI's frame 000008 (HDL-64E, camera 2's
+    crop; returns 0.2-1.8 m above the fitted road): the near parked cars' sides lie a median 2.06 m to
+    the left of the sensor 2-5 m ahead (5th percentile 1.68 m) and 3.32 m to the right 5-8 m ahead; a
+    car ahead at 12-14 m; non-ground returns within 10 m fill 24 % of the crop's rays, within 20 m 44 %
+    (docs/realism.md, change 30). The street is centred on y = 0, the rows ``kerb_gap_m`` inside the
+    kerbs."""
+
+    left_gap_m: float = 2.0
+    right_gap_m: float = 3.3
+    kerb_gap_m: float = 0.2
+    bumper_gap_m: tuple[float, float] = (0.5, 1.2)
+    ahead_x_m: float = 14.0
+
+    @property
+    def row_y(self) -> float:
+        """|y| of both rows' centre lines."""
+        return (self.left_gap_m + self.right_gap_m) / 2 + CAR_WIDTH / 2
+
+    @property
+    def ego_y(self) -> float:
+        """The sensor's path."""
+        return -self.row_y + CAR_WIDTH / 2 + self.right_gap_m
+
+    @property
+    def kerb_y(self) -> float:
+        """|y| of the kerbs."""
+        return self.row_y + CAR_WIDTH / 2 + self.kerb_gap_m
+
+
+RESIDENTIAL = ResidentialLayout()
 
 
 class _Objects:
@@ -49,10 +99,16 @@ class _Objects:
         self.items.append(b.build(name, 1 + len(self.items) % 255, traj))
 
 
-def _road(objs: _Objects, x0: float, x1: float) -> None:
+def _road(objs: _Objects, x0: float, x1: float, kerb_y: float = KERB_Y, markings: bool = True) -> None:
     b = MeshBuilder()
-    b.grid(x0, x1, -KERB_Y, KERB_Y, 0.0, 0.5, "asphalt")
+    b.grid(x0, x1, -kerb_y, kerb_y, 0.0, 0.5, "asphalt")
     objs.add(b, "road")
+    if markings:
+        _markings(objs, x0, x1)
+    _sidewalks_and_ground(objs, x0, x1, kerb_y)
+
+
+def _markings(objs: _Objects, x0: float, x1: float) -> None:
     b = MeshBuilder()
     z, w = 0.004, 0.15
     for x in np.arange(x0, x1 - 3.0, 9.0):
@@ -64,12 +120,15 @@ def _road(objs: _Objects, x0: float, x1: float) -> None:
                 [(x, y - w / 2, z), (xe, y - w / 2, z), (xe, y + w / 2, z), (x, y + w / 2, z)], "lane_paint"
             )
     objs.add(b, "lane_markings")
+
+
+def _sidewalks_and_ground(objs: _Objects, x0: float, x1: float, kerb_y: float) -> None:
     for side, s in (("right", -1.0), ("left", 1.0)):
         b = MeshBuilder()
-        b.box(((x0 + x1) / 2, s * (KERB_Y + 0.075), SIDEWALK_Z / 2), (x1 - x0, 0.15, SIDEWALK_Z), "concrete")
-        walk = FACADE_Y - KERB_Y - 0.15
+        b.box(((x0 + x1) / 2, s * (kerb_y + 0.075), SIDEWALK_Z / 2), (x1 - x0, 0.15, SIDEWALK_Z), "concrete")
+        walk = FACADE_Y - kerb_y - 0.15
         b.box(
-            ((x0 + x1) / 2, s * (KERB_Y + 0.15 + walk / 2), SIDEWALK_Z / 2 - 0.005),
+            ((x0 + x1) / 2, s * (kerb_y + 0.15 + walk / 2), SIDEWALK_Z / 2 - 0.005),
             (x1 - x0, walk, SIDEWALK_Z - 0.01),
             "concrete",
         )
@@ -125,6 +184,18 @@ def _parked_cars(objs: _Objects, rng: np.random.Generator, x0: float, x1: float,
             x += CAR_LENGTH + float(rng.uniform(0.8, 4.0))
 
 
+def _residential_cars(objs: _Objects, rng: np.random.Generator, x0: float, x1: float, speed: float) -> None:
+    lay = RESIDENTIAL
+    for side, y, yaw in (("right", -lay.row_y, 0.0), ("left", lay.row_y, np.pi)):
+        x, k = x0, 0
+        while x < x1:
+            objs.add(_car(rng), f"car_parked_{side}_{k}", Pose.from_xyz_rpy(x, y, 0.0, yaw=yaw))
+            k += 1
+            x += CAR_LENGTH + float(rng.uniform(*lay.bumper_gap_m))
+    ahead = ConstantVelocity(Pose.from_xyz_rpy(lay.ahead_x_m, lay.ego_y, 0.0), (speed, 0.0, 0.0))
+    objs.add(_car(rng), "car_moving_0", trajectory=ahead)
+
+
 def _moving_cars(objs: _Objects, rng: np.random.Generator, length_m: float, pull_out_x: float) -> None:
     cars = [_car(rng) for _ in range(3)]
     ahead = ConstantVelocity(Pose.from_xyz_rpy(30.0, EGO_LANE_Y, 0.0), (8.0, 0.0, 0.0))
@@ -175,23 +246,39 @@ def _furniture(objs: _Objects, rng: np.random.Generator, x0: float, x1: float) -
 
 
 def street_scene(
-    seed: int = 0, length_m: float = 200.0, ego_speed: float = EGO_SPEED, loop: bool = True
+    seed: int = 0,
+    length_m: float = 200.0,
+    ego_speed: float = EGO_SPEED,
+    loop: bool = True,
+    layout: str = "demo",
 ) -> Scene:
     """The default street, about ``length_m`` long along +x, ego driving in the right lane from x = 0.
 
     The ego starts at (0, -1.75, 0) heading +x at ``ego_speed`` m/s; the lidar sits 1.8 m above the ground.
     With ``loop`` the drive (ego and moving cars) replays each time the ego reaches ``length_m``.
+    ``layout`` "residential" parks cars nose to tail along both sides of the ego's lane
+    (:class:`ResidentialLayout`: the ego drives at y = ``RESIDENTIAL.ego_y``, a car ahead at the ego's
+    speed); "demo" is the default street.
     """
+    if layout not in LAYOUTS:
+        raise WorldError(f"street layout '{layout}' unknown; known: {', '.join(LAYOUTS)}")
     rng = np.random.default_rng(seed)
     x0, x1 = -30.0, float(length_m) + 30.0
     pull_out_x = min(70.0, 0.4 * length_m)
     objs = _Objects()
-    _road(objs, x0, x1)
+    if layout == "residential":
+        _road(objs, x0, x1, RESIDENTIAL.kerb_y, markings=False)
+    else:
+        _road(objs, x0, x1)
     _buildings(objs, rng, x0, x1)
-    _parked_cars(objs, rng, x0 + 5.0, x1 - 5.0, pull_out_x)
-    _moving_cars(objs, rng, float(length_m), pull_out_x)
+    if layout == "residential":
+        _residential_cars(objs, rng, x0 + 5.0, x1 - 5.0, ego_speed)
+    else:
+        _parked_cars(objs, rng, x0 + 5.0, x1 - 5.0, pull_out_x)
+        _moving_cars(objs, rng, float(length_m), pull_out_x)
     _furniture(objs, rng, x0, x1)
-    ego: Trajectory = ConstantVelocity(Pose.from_xyz_rpy(0.0, EGO_LANE_Y, 0.0), (ego_speed, 0.0, 0.0))
+    ego_y = RESIDENTIAL.ego_y if layout == "residential" else EGO_LANE_Y
+    ego: Trajectory = ConstantVelocity(Pose.from_xyz_rpy(0.0, ego_y, 0.0), (ego_speed, 0.0, 0.0))
     if loop and ego_speed > 0:
         period = float(length_m) / ego_speed
         ego = Looping(ego, period)
