@@ -126,7 +126,8 @@ def collected_fraction(
         return disc_overlap_area(ra, fov_rad * z / 2.0, s) / (math.pi * ra * ra)
     gap = max(abs(focus_m - z), 1e-6 * focus_m)  # at z = F both discs grow without bound
     scale = focus_m / gap
-    return disc_overlap_area(ra, fov_rad * z * scale / 2.0, np.asarray(s, float) * scale) / (math.pi * ra * ra)
+    overlap = disc_overlap_area(ra, fov_rad * z * scale / 2.0, np.asarray(s, float) * scale)
+    return overlap / (math.pi * ra * ra)
 
 
 def _unit_disc(n: int) -> tuple[np.ndarray, np.ndarray]:
