@@ -76,8 +76,9 @@ def test_every_presets_open_sky_rain_is_near_the_vlp16s_calibrated_rate(
     VLP-16 rate, every preset: within 1.1x at 10 mm/h, where each assumed field is fitted (before: <
     0.01x on the HDL-64E to 38x on the Cube 1 and ~44x on the OS1-64), and within 2x at 25 mm/h (now
     1.0-1.9x; the narrow beams of the AT128 and Pandar64 see only the big drops, whose share grows with
-    the rate), and the presets within ``tolerance`` of each other. The chamber studies (LIBRE, DENSE) show every one of these sensors
-    seeing rain near it, and none publishes a per-sensor rate to spread them."""
+    the rate), and the presets within ``tolerance`` of each other. The chamber studies (LIBRE, DENSE)
+    show every one of these sensors seeing rain near it, and none publishes a per-sensor rate to spread
+    them."""
     got = {}
     for name in list_presets():
         p, _ = cc.rain_clutter_expectation(preset_at_ambient(load_preset(name), 0.0), rate)
