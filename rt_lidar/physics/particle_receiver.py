@@ -6,7 +6,8 @@ The beam leaves the transmitter with its real exit size ``d0`` and spreads at ``
 (an ellipse ``d0 + theta_h z`` by ``d0 + theta_v z`` at range ``z``, as the weather kernels' beam; its
 wide axis along the baseline, as on a spinning lidar whose beam is widest in azimuth and whose lenses
 sit side by side), a Gaussian whose 1/e^2 widths those are (the preset's ``beam_profile``), its wing
-included, or a top hat. The receiver is focused at infinity: a detector of angular size ``theta_r``
+included, or a top hat. The receiver is focused at infinity (or at the preset's
+``optics.receiver_focus_m``, :func:`collected_fraction`): a detector of angular size ``theta_r``
 behind an aperture ``D_r``. A point (a drop) at range ``z`` and at
 distance ``s`` from the receiver's axis sends light into the whole aperture; the detector takes the
 rays whose direction lies within ``theta_r / 2`` of the axis, i.e. those through the part of the
@@ -78,6 +79,8 @@ class ReceiverOptics:
     baseline_m: float
     gaussian: bool = False
     """The beam's irradiance is a Gaussian whose 1/e^2 widths are the divergences (else a top hat)."""
+    focus_m: float | None = None
+    """The distance the receiver lens is focused at (``optics.receiver_focus_m``); None: infinity."""
 
     @property
     def beam(self) -> tuple[float, float, float]:
@@ -105,11 +108,26 @@ def disc_overlap_area(r1: Any, r2: Any, d: Any) -> np.ndarray:
     return out
 
 
-def collected_fraction(s: Any, z: float, aperture_m: float, fov_rad: float) -> np.ndarray:
+def collected_fraction(
+    s: Any, z: float, aperture_m: float, fov_rad: float, focus_m: float | None = None
+) -> np.ndarray:
     """Share of a point scatterer's light at range ``z``, ``s`` from the receiver's axis, that reaches
-    its detector (receiver focused at infinity, aperture ``aperture_m``, field ``fov_rad``)."""
+    its detector (aperture ``aperture_m``, field ``fov_rad``, lens focused at ``focus_m``; None:
+    infinity).
+
+    The detector is conjugate to a disc of radius ``theta_r F / 2`` at the focus distance ``F``; a ray
+    from the point through the aperture at ``a`` reaches it when, carried on to ``F``, it lands inside
+    that disc. Those rays pass the part of the aperture within ``theta_r z F / (2 |F - z|)`` of a centre
+    ``s F / |F - z|`` from the aperture's: at ``F`` infinite, ``theta_r z / 2`` and ``s`` (a lens focused
+    at infinity), and at ``z = F`` the point is imaged sharp (all of its light when ``s < theta_r z /
+    2``, none beyond)."""
     ra = aperture_m / 2.0
-    return disc_overlap_area(ra, fov_rad * z / 2.0, s) / (math.pi * ra * ra)
+    if focus_m is None or not math.isfinite(focus_m):
+        return disc_overlap_area(ra, fov_rad * z / 2.0, s) / (math.pi * ra * ra)
+    gap = max(abs(focus_m - z), 1e-6 * focus_m)  # at z = F both discs grow without bound
+    scale = focus_m / gap
+    overlap = disc_overlap_area(ra, fov_rad * z * scale / 2.0, np.asarray(s, float) * scale)
+    return overlap / (math.pi * ra * ra)
 
 
 def _unit_disc(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +181,7 @@ def detectable_density(
     d50 = np.zeros(z.shape)
     for i, zz in enumerate(z):
         s, area, weight = _beam_points(float(zz), rx, n_points)
-        f = collected_fraction(s, float(zz), rx.aperture_m, rx.fov_rad)
+        f = collected_fraction(s, float(zz), rx.aperture_m, rx.fov_rad, rx.focus_m)
         d_beam = float(kw.beam_diameter(zz, *rx.beam))
         law = k_sensor * math.exp(-2.0 * a_total * zz) / (zz * zz) * float(kw.receiver_gain(zz, *gain))
         with np.errstate(divide="ignore"):

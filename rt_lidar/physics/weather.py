@@ -160,6 +160,7 @@ def receiver_optics(preset: SensorPreset) -> ReceiverOptics:
         fov,
         baseline,
         gaussian=o.beam_profile == "gaussian",
+        focus_m=o.receiver_focus_m,
     )
 
 
