@@ -31,18 +31,23 @@ PEER = peer_python("ouster")
 needs_real = pytest.mark.skipif(REAL is None, reason="../shared/reference/real absent")
 
 
-def _flat_ground(intensity_of, drop_beyond_m: float = 1e9, height: float = 1.8, seed: int = 0) -> ScanGrid:
-    """A sensor ``height`` over an endless plane: 32 rings from -25 to -1 deg, 1,000 columns; rays whose
-    ground range exceeds ``drop_beyond_m`` return nothing."""
-    rng = np.random.default_rng(seed)
+def _ring_directions() -> np.ndarray:
+    """(32, 1000, 3) unit directions: 32 rings from -25 to -1 deg, 1,000 columns."""
     el = np.radians(np.linspace(-25, -1, 32))
     az = np.radians(np.arange(1000) * 0.36)
-    d = np.stack(
+    return np.stack(
         np.broadcast_arrays(
             np.cos(el)[:, None] * np.cos(az), np.cos(el)[:, None] * np.sin(az), np.sin(el)[:, None]
         ),
         -1,
     )
+
+
+def _flat_ground(intensity_of, drop_beyond_m: float = 1e9, height: float = 1.8, seed: int = 0) -> ScanGrid:
+    """A sensor ``height`` over an endless plane: 32 rings from -25 to -1 deg, 1,000 columns; rays whose
+    ground range exceeds ``drop_beyond_m`` return nothing."""
+    rng = np.random.default_rng(seed)
+    d = _ring_directions()
     r = height / -d[..., 2]
     keep = r < drop_beyond_m
     xyz = (d * r[..., None])[keep]
@@ -70,14 +75,7 @@ def test_a_road_rising_beyond_the_fitted_plane_answers_short_of_it() -> None:
     # the road answers; the returned horizon is where it did (as on KITTI's frame: 67 m against 55 m).
     flat = realism_statistics(_flat_ground(lambda r, rng: np.full(r.size, 30.0), drop_beyond_m=60.0))
     assert flat["ground_horizon_returned_m"] == pytest.approx(flat["ground_horizon_m"], rel=0.02)
-    el = np.radians(np.linspace(-25, -1, 32))
-    az = np.radians(np.arange(1000) * 0.36)
-    d = np.stack(
-        np.broadcast_arrays(
-            np.cos(el)[:, None] * np.cos(az), np.cos(el)[:, None] * np.sin(az), np.sin(el)[:, None]
-        ),
-        -1,
-    )
+    d = _ring_directions()
     tan_g = -d[..., 2] / np.hypot(d[..., 0], d[..., 1])  # grazing slope of each ray
     horiz = np.where(1.8 / tan_g <= 20.0, 1.8 / tan_g, (1.8 + 0.01 * 20.0) / (tan_g + 0.01))
     r = horiz * np.sqrt(1.0 + tan_g**2)
