@@ -223,6 +223,14 @@ static PyObject *glass_step(PyObject *self, PyObject *args) {
  * order): the pane's normal n made unit (n / sqrt((n0 n0 + n1 n1) + n2 n2), einsum's order), d.n =
  * (d0 n0 + d1 n1) + d2 n2, the mirror direction d - (2 d.n) n made unit the same way, its start
  * (o + d dist) + s n eps with s = -1 where d.n > 0, else 1 (the sensor's side of the pane). */
+/* The first of the m rows outside [0, n), or -1 when every row lies inside. */
+static Py_ssize_t first_row_outside(const int64_t *rows, Py_ssize_t m, Py_ssize_t n) {
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (rows[j] < 0 || rows[j] >= n)
+            return j;
+    return -1;
+}
+
 static PyObject *glass_mirror_rays(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[8];
@@ -247,13 +255,9 @@ static PyObject *glass_mirror_rays(PyObject *self, PyObject *args) {
     const int64_t *rows = b[2].view.buf;
     float *org_out = b[5].view.buf, *mdir = b[6].view.buf, *dist_out = b[7].view.buf;
     const float epsf = (float)eps;
-    Py_ssize_t bad = -1;
+    Py_ssize_t bad;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t j = 0; j < m; j++)
-        if (rows[j] < 0 || rows[j] >= n) {
-            bad = j;
-            break;
-        }
+    bad = first_row_outside(rows, m, n);
     if (bad < 0)
         for (Py_ssize_t j = 0; j < m; j++) {
             const int64_t i = rows[j];
@@ -315,13 +319,9 @@ static PyObject *mirror_hits(PyObject *self, PyObject *args) {
     int16_t *mat = b[9].view.buf;
     uint32_t *seg = b[10].view.buf;
     const float limit = (float)max_range;
-    Py_ssize_t bad = -1;
+    Py_ssize_t bad;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t j = 0; j < m; j++)
-        if (rows[j] < 0 || rows[j] >= n) {
-            bad = j;
-            break;
-        }
+    bad = first_row_outside(rows, m, n);
     if (bad < 0) {
         for (Py_ssize_t i = 0; i < n; i++) {
             range[i] = INFINITY;
