@@ -137,9 +137,13 @@ def test_controller_reads_both_cosys_lidars(cosys_server, flavor):
     # names tell an object's class, not its faces' materials (a car's glass and cabin, a building's
     # windows and the rooms behind them): compared by class, where the rules must be right
     got_class, true_class = _classes(got_names), _classes(true_names)
-    same = (got_class == true_class) | ((true_names == "interior") & np.isin(got_class, ["car", "building"]))
+    inside = np.isin(true_names, ["interior", "car_interior"])
+    same = (got_class == true_class) | (inside & np.isin(got_class, ["car", "building"]))
     assert np.mean(same) > 0.95
-    assert np.mean(got_names == true_names) > 0.4
+    # a rule names one material an actor; since issue 40's silver cars (the car rule says white paint),
+    # dark cabins and crowns of leaves (docs/realism.md changes 23, 26, 28) fewer faces share it: the GPU
+    # flavour, which keeps only Cosys's brighter returns, 0.37 of them (0.4 before)
+    assert np.mean(got_names == true_names) > 0.33
     assert source.stats.grid_error_deg is not None and source.stats.grid_error_deg < 0.2
     if flavor == "cosys-gpu":
         assert got.source_intensity is not None and np.all(got.source_intensity[both] > 0)
