@@ -34,6 +34,10 @@ class SimLidar:
     source: WorldSource
     cursors: dict[str, int] = field(default_factory=lambda: {"hits": 0, "data": 0})
     frames: dict[str, int] = field(default_factory=lambda: {"hits": 0, "data": 0})
+    full_beam_rays_per_firing: float = 0.0
+    """Rays a firing took in this lidar's last ``--beam full`` answer (its central ray and its share of
+    the bundles' rows: what :meth:`FullBeamRead.run` counts against the ray budget); 0: none yet. A
+    prepared read claims its turn in the server's cast queue by it (:attr:`FullBeamRead.rays`)."""
 
 
 class Sim(Protocol):
@@ -163,6 +167,20 @@ class FullBeamRead(HitsRead):
     def _budget_sub_rays(self) -> int:
         return 1  # the central rays; the bundles are a share of them
 
+    @property
+    def rays(self) -> int:
+        """Rays the cast's answer is expected to hold: its firings at the rays a firing took in this
+        lidar's last ``--beam full`` answer (:attr:`SimLidar.full_beam_rays_per_firing`), every firing
+        as the whole bundle before the first. A claim of every firing as the bundle (13 rays a firing
+        for the sparse bundle, where 1.1-1.3 are cast) made each frame heavier than the cast queue's
+        budget, so the frames a client asked ahead were cast one at a time (on one thread each, as the
+        demo's server casts): one core idle while the other cast."""
+        firings, _ = self._planned()
+        per_firing = self._lidar.full_beam_rays_per_firing
+        if per_firing <= 0.0:
+            return super().rays
+        return max(int(np.ceil(len(firings.t_ns) * per_firing)), len(firings.t_ns))
+
     def run(self) -> LidarHits:
         """Cast; the answer of ``EmbeddedSim.lidar_full_beam_hits`` (:func:`full_beam_to_wire`). Within
         the ray budget: where the central rays and the chosen bundles exceed it (a backlog), the
@@ -183,6 +201,7 @@ class FullBeamRead(HitsRead):
             self._sim.skip_ns(cut - t0)
             t0 = cut
             firings = firings_between(self._lidar.preset, t0, self.t1)
+        self._lidar.full_beam_rays_per_firing = float(rays.sum()) / max(hits.pulses, 1)
         pose = self._sensor_pose(self.t1)
         return full_beam_to_wire(hits, pose, self.t1, self._info(t0), plan.stats.by_reason, self._omit)
 

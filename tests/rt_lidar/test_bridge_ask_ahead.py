@@ -285,3 +285,27 @@ def test_a_refused_continue_takes_its_frames_answer_off_the_link() -> None:
             b.client.read_frame(request)
         assert not b.client.rpc._in_flight and not b.client.rpc._answers
         assert b.client.ping()
+
+
+def test_two_full_beam_frames_asked_ahead_are_cast_at_once() -> None:
+    """``--beam full`` frames asked ahead overlap on the server once it knows what a frame casts: a read
+    claims its turn in the cast queue by the rays a firing took in the lidar's last answer (about 1.2),
+    not by every firing as the 13-ray bundle (an HDL-64E's 20 Hz frame claimed 866,000 rays, more than
+    the heavy casts' budget, so each frame was cast alone)."""
+    from rt_lidar.sensor.scan_pattern import firings_between
+    from rt_lidar.unreal_bridge.casts import HEAVY_BUDGET_RAYS
+
+    casts = _Overlaps()
+    beam = BeamConfig(return_mode="dual", full=True)
+    with _bridge(
+        street_scene(0), depth=2, casts=casts, preset_name="HDL-64E", cast_threads=1, beam=beam
+    ) as b:
+        for k in range(5):
+            b.pipe._fetch(k)
+        b.pipe.close()
+        lidar = next(iter(b.sim._lidars.values()))
+        per_firing = lidar.full_beam_rays_per_firing
+    assert 1.0 < per_firing < 3.0
+    assert casts.most == 2
+    frame = len(firings_between(load_preset("HDL-64E"), 0, 50_000_000))
+    assert 2 * per_firing * frame < HEAVY_BUDGET_RAYS < 13 * frame  # two fit together now, one did not
