@@ -23,6 +23,7 @@ __all__ = [
     "ScanGrid",
     "camera_view",
     "grid_from_points",
+    "kitti_laser_rings",
     "read_kitti_bin",
     "read_kitti_calib",
     "read_ouster_legacy_pcap",
@@ -162,6 +163,7 @@ def _sequence_grid(
     cells, azs = [], []
     for r in rings:
         sel = np.flatnonzero(ring == r)
+        sel = sel[np.argsort(az[sel], kind="stable")]  # a laser stored from its seam: run it by azimuth
         inc = np.maximum(1, np.round(np.diff(az[sel]) / az_step).astype(np.int64))
         idx = pad + np.concatenate([[0], np.cumsum(inc)])
         n = int(idx[-1]) + 1 + pad
@@ -190,12 +192,44 @@ def _sequence_grid(
     return ScanGrid(name, out_xyz, out_r, out_i, direction, in_view, step, units, out_az)
 
 
+def kitti_laser_rings(xyz: np.ndarray) -> np.ndarray:
+    """Each point's laser (ring index) in a KITTI ``.bin``, whose points run laser after laser.
+
+    A laser's sweep is stored from its seam: in KITTI's files each laser starts straight ahead
+    (azimuth 0), runs to +180 deg, jumps back to -180 and ends just short of 0 (frame 000008's crop:
+    [0, 40] then [-40, 0) per laser). Splitting where the azimuth jumps back would join one laser's
+    right half to the next one's left half. The sweep is cut into pieces where the azimuth jumps back
+    or crosses 0 upwards; a new laser begins at whichever of the two joins points of different lasers:
+    the one whose two sides differ more in elevation where they meet (one laser spacing, ~0.4 deg,
+    against ~0 across a laser's own seam). Jumps back that do not cross 0 always start a laser."""
+    xyz = np.asarray(xyz, np.float64)
+    az = np.degrees(np.arctan2(xyz[:, 1], xyz[:, 0]))
+    if az.size < 2:
+        return np.zeros(az.size, np.int64)
+    el = np.degrees(np.arctan2(xyz[:, 2], np.hypot(xyz[:, 0], xyz[:, 1])))
+    prev, cur = az[:-1], az[1:]
+    back = cur < prev
+    wrap = back & (prev >= 0) & (cur < 0)  # +180 -> -180 (or the crop's +40 -> -40)
+    up = ~back & (prev < 0) & (cur >= 0)  # crossing straight ahead
+    # where a wrap or an up-crossing joins two pieces, the elevation step across the join
+    after_up = np.flatnonzero(up)
+    step_up = np.abs(el[after_up + 1] - el[after_up])
+    # a wrap joins the piece before it (its start) to the piece after it (its end) across the seam at 0
+    starts = np.flatnonzero(np.concatenate([[True], back | up]))
+    ends = np.concatenate([starts[1:] - 1, [az.size - 1]])
+    piece = np.cumsum(np.concatenate([[False], back | up]))
+    wraps = np.flatnonzero(wrap)
+    step_wrap = np.abs(el[starts[piece[wraps]]] - el[ends[piece[wraps + 1]]])
+    seam_at_zero = step_up.size > 0 and (step_wrap.size == 0 or np.median(step_wrap) < np.median(step_up))
+    new_laser = (back & ~wrap) | (up if seam_at_zero else wrap)
+    return np.concatenate([[0], np.cumsum(new_laser)])
+
+
 def read_kitti_bin(path: str | Path, calib_path: str | Path | None = None) -> ScanGrid:
     """A KITTI velodyne ``.bin`` (float32 x, y, z, reflectance) on its firing grid; with ``calib_path``
     the rays outside camera 2's 1242x375 image are out of view (KITTI object frames keep only those)."""
     a = np.fromfile(path, np.float32).reshape(-1, 4)
-    az = np.degrees(np.arctan2(a[:, 1], a[:, 0]))
-    ring = np.concatenate([[0], np.cumsum(np.diff(az) < 0)])  # the sweep jumps back: the next ring
+    ring = kitti_laser_rings(a[:, :3])
     units = "KITTI reflectance 0..0.99"
     grid = _sequence_grid(Path(path).name, a[:, :3], a[:, 3], ring, 0.01, units, 45.0)
     if calib_path is not None:

@@ -201,7 +201,7 @@ def test_a_paints_base_answers_through_its_clear_coat_less_at_a_slant() -> None:
     names = list(Scene(objects=[]).material_names)
     echo = SensorPhysics.from_preset(load_preset("HDL-64E"), names).echo
     m = echo.materials
-    for name, coated in (("car_paint_white", True), ("car_paint_black", True), ("building_plaster", False)):
+    for name, coated in (("car_paint_white", True), ("car_paint_black", True), ("interior", False)):
         i = names.index(name)
         cos = np.array([1.0, 0.5, math.cos(math.radians(75.0))], np.float32)
         _p, s = echo.power(np.full(3, 10.0, np.float32), cos, np.full(3, i, np.int16), np.ones(3, np.float32))
