@@ -201,9 +201,9 @@ def _replay_weather(
         echoes = None if shapes is None else tuple(xp.zeros(s, d) for s, d in shapes)
         window = None if win is None else xp.asarray(win)
         if xp is np:
-            apply_weather(*a, prm, key, echoes=echoes, window=window)
+            apply_weather(a[0], a[1], a[2], a[3], prm, key, echoes=echoes, window=window)
         else:
-            apply_weather_cuda(*a, prm, key, echoes=echoes, window=window)
+            apply_weather_cuda(a[0], a[1], a[2], a[3], prm, key, echoes=echoes, window=window)
         outs.append(np.concatenate([to_host(a[0]), to_host(a[2]).astype(np.float32)]))
     return outs
 
