@@ -331,7 +331,7 @@ class WeatherModel:
             return
         xp = array_module(range_m)
         if window is not None:
-            window = xp.asarray(window, dtype=xp.float32)
+            window = xp.ascontiguousarray(window, dtype=xp.float32)
         prm = self.params(preset, threshold_w, clear_air_per_m, window_draw_gain(window))
         key = int(rng.integers(0, 2**63 - 1))
         refl = reflectivity if reflectivity is not None else xp.zeros(range_m.shape, xp.float32)
