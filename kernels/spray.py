@@ -44,12 +44,20 @@ class SprayParams(NamedTuple):
 
 
 def spray_echoes(
-    z_in: Any, z_out: Any, density: Any, prm: SprayParams, key: int, ray: Any = None
+    z_in: Any,
+    z_out: Any,
+    density: Any,
+    prm: SprayParams,
+    key: int,
+    ray: Any = None,
+    window: Any = None,
 ) -> tuple[Any, Any, Any]:
     """(echo range m, echo power W, two-way transmission) of every ray through a plume segment
     ``[z_in, z_out]`` (float32, z_in inf = none) of relative ``density`` (float32, 0 = none). Rays
     without a plume get range inf, power 0 and transmission 1. ``ray`` numbers the rays for the draws
-    (default 0..n-1): a subset of a batch passes its rays' numbers and gets their draws."""
+    (default 0..n-1): a subset of a batch passes its rays' numbers and gets their draws. ``window``
+    (float32 per ray, None = 1): the two-way transmission of the sensor's own window (a power fault,
+    ``Hits.window_transmission``), which the droplets' echo passes out and back as every echo does."""
     xp = array_module(z_in)
     n = z_in.shape[0]
     ray = xp.arange(n, dtype=xp.uint64) if ray is None else ray.astype(xp.uint64)
@@ -75,6 +83,8 @@ def spray_echoes(
         * xp.minimum(prm.pulse_len_m, depth)
         / (zz * zz)
     )
+    if window is not None:  # out through the sensor's window and back
+        power = power * window.astype(xp.float64)
     trans = xp.exp(-2.0 * alpha * depth)
     rng = xp.where(has, z, xp.inf).astype(xp.float32)
     return rng, xp.where(has, power, 0.0).astype(xp.float32), xp.where(has, trans, 1.0).astype(xp.float32)

@@ -238,6 +238,8 @@ class WeatherKernelParams(NamedTuple):
     fog_flag: int
     gain_exp: float = 0.0  # the receiver's range law g(z) = (z / gain_ref_m)^gain_exp on clutter echoes
     gain_ref_m: float = 1.0
+    draw_gain: float = 1.0  # the tables hold the particles whose echo reaches threshold_w / draw_gain: a
+    # pulse's window gain above 1 (a receiver gain fault, rt_lidar.faults.optical) can lift them over it
 
 
 # --------------------------------------------------------------------------- host-side tables

@@ -67,7 +67,7 @@ struct Sp { const float* cum; int n; float z0, dz, p0_far, lam, dlo, dhi, rho; i
 
 __device__ void particles(const Sp& s, float range, float u, u64 key, u64 ray,
                           float k, float thr, float a_tot, float d0, float thh, float thv,
-                          float r1, float r2, float gexp, float gref,
+                          float r1, float r2, float gexp, float gref, float win,
                           float* best_p, float* best_z, int* best_f) {
     if (s.n < 2 || s.cum[s.n - 1] <= 0.0f) return;
     float z_end = s.z0 + s.dz * (float)(s.n - 1);
@@ -98,6 +98,7 @@ __device__ void particles(const Sp& s, float range, float u, u64 key, u64 ray,
         float pw = k * s.rho * fill * xi * expf(-2.0f * a_tot * z) / (z * z);
         if (pw > cp) { cp = pw; cz = z; }
     }
+    cp *= win;  // the strongest particle's echo through the sensor's window
     if (cp > *best_p) { *best_p = cp; *best_z = cz; *best_f = s.flag; }
 }
 
@@ -111,7 +112,8 @@ extern "C" __global__ void weather_kernel(
     float k, float thr, float a_w, float a_tot, float d0, float thh, float thv, float r1, float r2,
     float gexp, float gref,
     float fog_p, float fog_z, float fog_j, int fog_flag, float sigma, const float* normal,
-    int extra, float* c_range, float* c_power, unsigned char* c_flag)
+    int extra, float* c_range, float* c_power, unsigned char* c_flag,
+    const float* window, int has_window, float thr_draw)
 {
     int i = blockDim.x * blockIdx.x + threadIdx.x;
     if (i >= n) return;
@@ -121,20 +123,22 @@ extern "C" __global__ void weather_kernel(
     if (a_w > 0.0f) power *= expf(-2.0f * a_w * range);
     u64 h0 = mix(key, ray * SLOTS);
     u64 h1 = (nsp > 1 || fog_p > 0.0f) ? mix(key, ray * SLOTS + 1ULL) : 0ULL;
+    float win = has_window ? window[i] : 1.0f;  // the sensor's window, two-way (1: clean)
     float bp = 0.0f, bz = 0.0f;
     int bf = 0;
     if (nsp > 0) {
         Sp s0 = {cum0, n0, z00, dz0, pf0, lam0, lo0, hi0, rho0, flag0, slot0};
-        particles(s0, range, unit24(h0, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, gexp, gref,
-                  &bp, &bz, &bf);
+        particles(s0, range, unit24(h0, 40), key, ray, k, thr_draw, a_tot, d0, thh, thv, r1, r2, gexp,
+                  gref, win, &bp, &bz, &bf);
     }
     if (nsp > 1) {
         Sp s1 = {cum1, n1, z01, dz1, pf1, lam1, lo1, hi1, rho1, flag1, slot1};
-        particles(s1, range, unit24(h1, 40), key, ray, k, thr, a_tot, d0, thh, thv, r1, r2, gexp, gref,
-                  &bp, &bz, &bf);
+        particles(s1, range, unit24(h1, 40), key, ray, k, thr_draw, a_tot, d0, thh, thv, r1, r2, gexp,
+                  gref, win, &bp, &bz, &bf);
     }
     if (fog_p > 0.0f && range > fog_z) {
         float fp = -logf(unit16(h1, 0)) * fog_p;  // speckle: exponential about the soft target's mean
+        if (has_window) fp *= win;
         if (bp < fp) {
             float jitter = -logf(unit24(h1, 16));
             bp = fp;
@@ -204,9 +208,10 @@ def apply_weather_cuda(
     key: int,
     kernel: Any = None,
     echoes: tuple[Any, Any, Any] | None = None,
+    window: Any = None,
 ) -> Any:
     """CuPy twin of :func:`rt_lidar.kernels.weather_rays.apply_weather` (same arguments, same in-place effect,
-    ``echoes`` the same extra-echo mode).
+    ``echoes`` the same extra-echo mode, ``window`` the same per-ray window gain).
 
     ``kernel`` launches :data:`CUDA_SOURCE` (default: CuPy's ``RawKernel``); with NumPy arrays and
     :class:`rt_lidar.kernels.cuda_host.HostKernel` the same source and this same wrapper run on the CPU.
@@ -248,6 +253,9 @@ def apply_weather_cuda(
         xp.asarray(NORMAL_TABLE),
         i(echoes is not None),
         *(echoes if echoes is not None else (range_m, power_w, flags)),
+        window if window is not None else power_w,  # (not read without a window)
+        i(window is not None),
+        f(prm.threshold_w / prm.draw_gain),
     ]
     block = 256
     (kernel or _kernel())(((n + block - 1) // block,), (block,), tuple(args))

@@ -132,6 +132,7 @@ def particle_returns(
     range_m: Any, pre: Any, h_pre: Any, key: int, sp: Species, prm: WeatherKernelParams
 ) -> tuple[Any, Any, Any]:
     """Strongest detectable particle of one species in each beam that holds any: (rays, power W, range m).
+    Detectable at ``prm.threshold_w / prm.draw_gain`` (the table's), before any window gain.
 
     ``pre`` are the indices of the rays that passed :func:`count_prescreen_bits` (a ray's index is its
     counter) and ``h_pre`` their random bits, whose top 24 give the uniform of the Poisson count.
@@ -169,8 +170,8 @@ def particle_returns(
     grid = xp.arange(cum.shape[0], dtype=xp.float32) * xp.float32(sp.dz) + xp.float32(sp.z0)
     z = xp.interp(uz * mu_c[owner], cum, grid).astype(xp.float32)
     dmin = min_detectable_diameter_mm(
-        z, prm.k_sensor, sp.rho, prm.threshold_w, prm.a_total, prm.d0, prm.th_h, prm.th_v, prm.r1, prm.r2,
-        prm.gain_exp, prm.gain_ref_m,
+        z, prm.k_sensor, sp.rho, prm.threshold_w / prm.draw_gain, prm.a_total, prm.d0, prm.th_h, prm.th_v,
+        prm.r1, prm.r2, prm.gain_exp, prm.gain_ref_m,
     )  # fmt: skip
     dmin = xp.clip(dmin, sp.d_lo_mm, sp.d_hi_mm)
     span = 1.0 - xp.exp(-sp.lam * (sp.d_hi_mm - dmin))
@@ -212,6 +213,7 @@ def apply_weather(
     key: int,
     chunk: int = 32768,
     echoes: tuple[Any, Any, Any] | None = None,
+    window: Any = None,
 ) -> Any:
     """The whole per-ray weather model, in place on float32 ``range_m``/``power_w``, uint8 ``flags`` and
     float32 ``refl`` (effective reflectance). Returns the boolean mask of rays replaced by clutter.
@@ -221,6 +223,13 @@ def apply_weather(
     the threshold (drop, flake or fog, whether or not it beats the object) is written there (power 0:
     none), the object keeps its attenuated return, ``range_m`` gets the precipitation range noise
     whatever its power (the caller decides what is detected), and the mask says which rays have one.
+
+    ``window`` (float32, one per ray; None = 1) is each ray's two-way transmission of the sensor's own
+    window and the receiver's gain (``Hits.window_transmission``: a blockage, dirt, a weak channel,
+    :mod:`rt_lidar.faults.optical`): every clutter echo leaves and comes back through the window, so its
+    power is multiplied by it before it meets the threshold and the object's (already dimmed) echo.
+    Where it exceeds 1 the tables must hold the particles that it lifts over the threshold
+    (``prm.draw_gain`` at least its largest value).
 
     1. two-way weather extinction on the object's return (RIO); 2. the strongest particle of each
     species and the fog's soft target; 3. RIRD >= DT and RIRD > RIO: the ray reports the clutter point;
@@ -262,6 +271,8 @@ def apply_weather(
         if f.shape[0]:  # the fog's draws share counter (i, 1) with the second species' count
             b1 = h1[f] if h1 is not None else ray_hash(key, ray[f], 1)
             fp = _fog_powers(b1, prm)
+            if window is not None:  # the fog's echo through the sensor's window
+                fp *= window[a:b][f]
             keep = fp >= thr
             if echoes is None:  # replacing the object: only where the fog's echo beats it
                 keep &= fp > p[f]
@@ -276,6 +287,8 @@ def apply_weather(
     found = []
     for s, sp in enumerate(prm.species):  # pass 2: the few beams that may hold a detectable particle
         i, cp, cz = particle_returns(range_m, xp.concatenate(pre[s]), xp.concatenate(bits[s]), key, sp, prm)
+        if window is not None:  # the particle's echo through the sensor's window
+            cp = cp * window[i]
         keep = cp >= thr
         if echoes is None:  # only particles that beat the object change the ray
             keep &= cp > power_w[i]

@@ -29,10 +29,11 @@ def _u(z: int, shift: int) -> float:
 
 
 def reference_ray(
-    i: int, r: float, p: float, prm: kw.WeatherKernelParams, key: int
+    i: int, r: float, p: float, prm: kw.WeatherKernelParams, key: int, window: float = 1.0
 ) -> tuple[float, float, int]:
     """(range m, power W, clutter flag) of ray ``i`` after the weather: the loop a per-point
-    implementation runs (``r`` is inf and ``p`` 0 on a miss)."""
+    implementation runs (``r`` is inf and ``p`` 0 on a miss; ``window``: the ray's two-way
+    transmission of the sensor's window, on every clutter echo)."""
     p *= math.exp(-2 * prm.a_weather * r) if math.isfinite(r) else 0.0
     h0, h1 = _mix(key, i * kw.SLOTS_PER_RAY), _mix(key, i * kw.SLOTS_PER_RAY + 1)
     bp, bz, bf = 0.0, 0.0, 0
@@ -61,14 +62,14 @@ def reference_ray(
             if prm.gain_exp != 0.0:  # the receiver's range law
                 xi *= (z / prm.gain_ref_m) ** prm.gain_exp
             gain = prm.k_sensor * sp.rho * xi * math.exp(-2 * prm.a_total * z) / (z * z)
-            q = prm.threshold_w / max(gain, 1e-30)
+            q = prm.threshold_w / prm.draw_gain / max(gain, 1e-30)
             dmin = min(max(bd * 1e3 * math.sqrt(q) if q < 1 else math.inf, sp.d_lo_mm), sp.d_hi_mm)
             d = dmin - math.log1p(-_u(h, 16) * (1 - math.exp(-sp.lam * (sp.d_hi_mm - dmin)))) / sp.lam
-            pw = gain * min((d * 1e-3 / bd) ** 2, 1.0)
+            pw = gain * min((d * 1e-3 / bd) ** 2, 1.0) * window
             if pw > bp:
                 bp, bz, bf = pw, z, sp.flag
     if prm.fog.power_w > 0 and r > prm.fog.range_m:
-        fp = -math.log(((h1 & 0xFFFF) + 0.5) * 2.0**-16) * prm.fog.power_w  # speckle: exponential draw
+        fp = -math.log(((h1 & 0xFFFF) + 0.5) * 2.0**-16) * prm.fog.power_w * window  # speckle
         if bp < fp:
             bp, bz, bf = fp, min(prm.fog.range_m - prm.fog.jitter_m * math.log(_u(h1, 16)), r), prm.fog_flag
     if bp >= prm.threshold_w and bp > p:

@@ -263,7 +263,8 @@ class DeviceSensorPhysics(SensorPhysics):
             rng_m = xp.where(won, g_r, rng_m).astype(f32)
             seg = xp.where(won, g_seg, seg).astype(xp.uint32)
             flags = xp.where(won, np.uint8(0), flags).astype(xp.uint8)
-        self._weather(rng_m, power, flags, rng, reflectivity=refl, segment=seg)
+        window = hits.window_transmission  # the clutter's echoes leave through the sensor's window too
+        self._weather(rng_m, power, flags, rng, reflectivity=refl, segment=seg, window=window)
         if self.config.receiver_noise:
             z = draws.standard_normal(size=power.shape[0]).astype(xp.float64)
             s = receiver_sigma_w(sigma, p.receiver.shot_w, power.astype(xp.float64))
@@ -310,8 +311,16 @@ class DeviceSensorPhysics(SensorPhysics):
             r_noisy = r_pulse.copy()
             er, ep = xp.full(n_pulse, np.inf, f32), xp.zeros(n_pulse, f32)
             ef = xp.zeros(n_pulse, xp.uint8)
+            window = hits.window_transmission  # each pulse's (its first sub-ray's): returns.window_of_pulses
+            if window is not None and n_sub > 1:
+                window = xp.ascontiguousarray(window.reshape(n_pulse, n_sub)[:, 0])
             self._weather(
-                r_noisy, xp.zeros(n_pulse, f32), xp.zeros(n_pulse, xp.uint8), rng, echoes=(er, ep, ef)
+                r_noisy,
+                xp.zeros(n_pulse, f32),
+                xp.zeros(n_pulse, xp.uint8),
+                rng,
+                echoes=(er, ep, ef),
+                window=window,
             )
             a_w = np.float32(weather.extinction_per_m)
             with np.errstate(invalid="ignore"):

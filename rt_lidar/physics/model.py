@@ -334,6 +334,7 @@ class SensorPhysics:
                 clear_air_per_m=self.config.extinction_per_m,
                 reflectivity=refl,
                 segment=segment,
+                window=hits.window_transmission,  # the clutter's echoes leave through the window too
             )
         # detected: the echo plus a draw of the noise reaches the threshold, within the range limits
         idx = self.backend.detect(echo, power, sigma, rng, rng_m)

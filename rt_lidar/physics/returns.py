@@ -32,7 +32,7 @@ from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["Detections", "select_kind", "waveform_detections", "window_of_panes"]
+__all__ = ["Detections", "select_kind", "waveform_detections", "window_of_panes", "window_of_pulses"]
 
 _C_M_PER_NS = SPEED_OF_LIGHT * 1e-9
 MAX_NOISY_CANDIDATES = 8
@@ -76,6 +76,15 @@ def window_of_panes(hits: Hits, gi: np.ndarray) -> np.ndarray:
     return np.take(hits.window_transmission, gi).astype(np.float32, copy=False)
 
 
+def window_of_pulses(hits: Hits) -> np.ndarray | None:
+    """(P,) float32 each pulse's two-way transmission of the sensor's own window (its first sub-ray's
+    :attr:`Hits.window_transmission`: a power fault acts on the whole pulse); None without a fault."""
+    window = hits.window_transmission
+    if window is None or hits.subrays == 1:
+        return window
+    return np.ascontiguousarray(window.reshape(hits.pulses, hits.subrays)[:, 0])
+
+
 def select_kind(preset: SensorPreset, mode: str) -> str:
     """The waveform selection of return mode ``mode`` (``dual`` as the preset defines it)."""
     if mode == "dual":
@@ -101,7 +110,9 @@ def weather_echoes(
     sub-ray: a 19-sub-ray bundle's table then holds 20 echoes a pulse without glass instead of 38),
     beside its sub-rays' object echoes, whose
     power ``power`` is attenuated two-way by the weather (in place) and whose range ``rng_m`` gets the
-    precipitation range noise of the pulse.
+    precipitation range noise of the pulse. The clutter echo leaves and returns through the sensor's
+    window: the kernel dims it by the pulse's window transmission (:func:`window_of_pulses`) before it
+    meets the threshold, as the window dims every other echo of the pulse.
     """
     p = echo.preset
     n_sub, n_pulse = hits.subrays, hits.pulses
@@ -123,6 +134,7 @@ def weather_echoes(
         rng,
         clear_air_per_m=echo.extinction_per_m,
         echoes=(er, ep, ef),
+        window=window_of_pulses(hits),
     )
     a_w = np.float32(weather.extinction_per_m)
     with np.errstate(invalid="ignore"):

@@ -78,9 +78,10 @@ def spray_params(echo: EchoModel, wetness: float) -> SprayParams:
 def spray_apply(
     echo: EchoModel, hits: Hits, wetness: float, power: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The spray clutter echo ``(range m, power W)`` of every ray (power 0: none), with the object
-    echoes ``power`` attenuated through the plume in place; None (and no draw of ``rng``) when the road
-    is dry or the source gave no plume segments."""
+    """The spray clutter echo ``(range m, power W)`` of every ray (power 0: none), dimmed by the sensor's
+    window as every echo is (``Hits.window_transmission``, a power fault), with the object echoes
+    ``power`` attenuated through the plume in place; None (and no draw of ``rng``) when the road is dry
+    or the source gave no plume segments."""
     if wetness <= 0 or hits.spray_in_m is None or hits.spray_out_m is None or hits.spray_density is None:
         return None
     idx = np.nonzero(hits.spray_density > 0)[0]
@@ -90,8 +91,9 @@ def spray_apply(
     prm = spray_params(echo, wetness)
     n = len(hits)
     rng_m, p_w = np.full(n, np.inf, np.float32), np.zeros(n, np.float32)
+    window = None if hits.window_transmission is None else hits.window_transmission[idx]
     r_i, p_i, trans = spray_echoes(
-        hits.spray_in_m[idx], hits.spray_out_m[idx], hits.spray_density[idx], prm, key, ray=idx
+        hits.spray_in_m[idx], hits.spray_out_m[idx], hits.spray_density[idx], prm, key, ray=idx, window=window
     )
     power[idx] *= trans
     rng_m[idx], p_w[idx] = r_i, p_i

@@ -52,6 +52,7 @@ __all__ = [
     "receiver_gain_law",
     "receiver_geometry",
     "weather_model",
+    "window_draw_gain",
 ]
 
 BEAM_EXIT_DIAMETER_M = 0.011
@@ -213,12 +214,23 @@ class WeatherModel:
         self._params: dict[tuple[Any, ...], kw.WeatherKernelParams] = {}
 
     def params(
-        self, preset: SensorPreset, threshold_w: float, clear_air_per_m: float = CLEAR_AIR_EXTINCTION_PER_M
+        self,
+        preset: SensorPreset,
+        threshold_w: float,
+        clear_air_per_m: float = CLEAR_AIR_EXTINCTION_PER_M,
+        draw_gain: float = 1.0,
     ) -> kw.WeatherKernelParams:
-        """The kernel parameters for ``preset`` at ``threshold_w`` (built once, then cached)."""
-        key = (preset.name, id(preset), float(threshold_w), float(clear_air_per_m))
+        """The kernel parameters for ``preset`` at ``threshold_w`` (built once, then cached); with
+        ``draw_gain`` > 1 their tables hold the particles whose echo reaches ``threshold_w / draw_gain``
+        (what a window gain up to ``draw_gain`` lifts over the threshold: :func:`window_draw_gain`)."""
+        key = (preset.name, id(preset), float(threshold_w), float(clear_air_per_m), float(draw_gain))
         if key not in self._params:
-            self._params[key] = self._build(preset, float(threshold_w), float(clear_air_per_m))
+            thr = float(threshold_w)
+            if draw_gain == 1.0:
+                self._params[key] = self._build(preset, thr, float(clear_air_per_m))
+            else:
+                drawn = self._build(preset, thr / draw_gain, float(clear_air_per_m))
+                self._params[key] = drawn._replace(threshold_w=thr, draw_gain=float(draw_gain))
         return self._params[key]
 
     def _build(self, preset: SensorPreset, threshold_w: float, a0: float) -> kw.WeatherKernelParams:
@@ -290,6 +302,7 @@ class WeatherModel:
         segment: Any = None,
         echoes: tuple[Any, Any, Any] | None = None,
         kernel: Any = None,
+        window: Any = None,
     ) -> None:
         """Apply the weather to one batch in place.
 
@@ -305,24 +318,51 @@ class WeatherModel:
         attenuated (:func:`rt_lidar.kernels.weather_rays.apply_weather`'s extra-echo mode). ``kernel``
         launches the CUDA kernel's source another way (its host build on NumPy arrays,
         :mod:`rt_lidar.physics.device`'s ``cuda-host``).
+
+        ``window`` (one per ray, on the arrays' device; None = 1) is each ray's two-way transmission of
+        the sensor's own window and its receiver's gain (:attr:`Hits.window_transmission
+        <rt_lidar.pipeline.sources.Hits.window_transmission>`, the power faults of
+        :mod:`rt_lidar.faults.optical`): the kernels multiply every clutter echo's power by it before the
+        threshold and the object's echo (which ``power_w`` already carries dimmed) decide, so a blocked
+        window sees no rain and a dirty one dims the drops as it dims a wall.
         """
         del direction
         if self.config.is_clear_air or range_m.shape[0] == 0:
             return
-        prm = self.params(preset, threshold_w, clear_air_per_m)
-        key = int(rng.integers(0, 2**63 - 1))
         xp = array_module(range_m)
+        if window is not None:
+            window = xp.ascontiguousarray(window, dtype=xp.float32)
+        prm = self.params(preset, threshold_w, clear_air_per_m, window_draw_gain(window))
+        key = int(rng.integers(0, 2**63 - 1))
         refl = reflectivity if reflectivity is not None else xp.zeros(range_m.shape, xp.float32)
         if xp is np and kernel is None:
-            clutter = weather_rays.apply_weather(range_m, power_w, flags, refl, prm, key, echoes=echoes)
+            clutter = weather_rays.apply_weather(
+                range_m, power_w, flags, refl, prm, key, echoes=echoes, window=window
+            )
         else:
             from rt_lidar.kernels.weather_cuda import apply_weather_cuda
 
             clutter = apply_weather_cuda(
-                range_m, power_w, flags, refl, prm, key, kernel=kernel, echoes=echoes
+                range_m, power_w, flags, refl, prm, key, kernel=kernel, echoes=echoes, window=window
             )
         if segment is not None and echoes is None:
             segment[clutter] = 0
+
+
+def window_draw_gain(window: Any) -> float:
+    """The ``draw_gain`` of the kernel tables a batch of rays with window gains ``window`` needs
+    (:meth:`WeatherModel.params`): 1 where none exceeds 1 (a window only dims: the detectable particles
+    at the threshold are all the kernels can detect), else the power of two at or above the largest (a
+    receiver gain fault above 1 lifts weaker particles over the threshold; powers of two keep the
+    tables built few)."""
+    if window is None or window.shape[0] == 0:
+        return 1.0
+    top = float(window.max())
+    if not top > 1.0:
+        return 1.0
+    if not math.isfinite(top):
+        raise ValueError(f"a window gain must be finite, got {top}")
+    return float(2.0 ** math.ceil(math.log2(top)))
 
 
 @functools.lru_cache(maxsize=32)

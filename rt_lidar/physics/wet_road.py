@@ -119,7 +119,8 @@ def ghost_echoes(
     echo: EchoModel, hits: Hits, wetness: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every ray's mirror-ghost echo ``(range m, power W, effective reflectance, segment)``: the object
-    its mirror ray met, at the whole path length, with :func:`mirror_factor` of its echo."""
+    its mirror ray met, at the whole path length, with :func:`mirror_factor` of its echo, through the
+    sensor's window as every echo (``Hits.window_transmission``, a power fault: 1 without one)."""
     n = len(hits)
     g_r = np.full(n, np.inf, np.float32)
     g_p = np.zeros(n, np.float32)
@@ -130,6 +131,8 @@ def ghost_echoes(
     gi = np.nonzero(np.isfinite(hits.mirror_range_m) & (hits.mirror_material >= 0))[0]
     if gi.size:
         extra = mirror_factor(hits.cos_incidence[gi], wetness)
+        if hits.window_transmission is not None:  # out through the sensor's window and back
+            extra = extra * hits.window_transmission[gi]
         p, s = echo.power(hits.mirror_range_m[gi], hits.mirror_cos[gi], hits.mirror_material[gi], extra)
         g_r[gi], g_p[gi], g_s[gi] = hits.mirror_range_m[gi], p, s
         if hits.mirror_segment is not None:

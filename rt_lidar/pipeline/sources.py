@@ -125,12 +125,13 @@ class Hits:
     glass_mirror_segment: np.ndarray | None = None
     """(rays,) uint32 segment of that surface."""
     glass_mirror_transmission: np.ndarray | None = None
+    """(rays,) float32 two-way transmission of the mirror path outside the pane's reflection (a fault on
+    the sensor's own window: :mod:`rt_lidar.faults.optical`); None = 1."""
     window_transmission: np.ndarray | None = None
     """(rays,) float32 two-way transmission of the sensor's own window (a blockage, dirt, a weak channel:
     :mod:`rt_lidar.faults.optical`), which dims the first pane's own echo as ``glass_transmission`` dims
-    every surface behind it; None = 1."""
-    """(rays,) float32 two-way transmission of the mirror path outside the pane's reflection (a fault on
-    the sensor's own window: :mod:`rt_lidar.faults.optical`); None = 1."""
+    every surface behind it, and every echo that does not come from a surface the ray met: the rain,
+    fog and snow clutter, tyre spray, the wet road's mirror ghosts; None = 1."""
     spray_in_m: np.ndarray | None = None
     """(rays,) float32 where the ray enters the nearest tyre-spray plume (inf = none; wet road only)."""
     spray_out_m: np.ndarray | None = None

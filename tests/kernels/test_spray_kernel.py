@@ -82,3 +82,15 @@ def test_a_subset_with_its_ray_numbers_gets_the_batch_s_draws():
     part = spray_echoes(zi[idx], zo[idx], dens[idx], PRM, key=11, ray=idx)
     for f, p in zip(full, part, strict=True):
         assert f[idx].tobytes() == p.tobytes()
+
+
+def test_the_sensor_s_window_dims_the_droplets_echo_not_the_plume_s_transmission():
+    """A power fault's window transmission (out and back): blocked, no echo; half, half the power; the
+    object behind the plume keeps its plume transmission (the window's loss is already on its echo)."""
+    clean = spray_echoes(*_rays(300), PRM, key=9)
+    w = np.tile(np.array([0.0, 0.5, 1.0], np.float32), 100)
+    rng, p, t = spray_echoes(*_rays(300), PRM, key=9, window=w)
+    assert np.all(p[w == 0] == 0) and np.all(clean[1] > 0)
+    np.testing.assert_array_equal(p[w == 0.5], clean[1][w == 0.5] * np.float32(0.5))
+    assert p[w == 1].tobytes() == clean[1][w == 1].tobytes()
+    assert rng.tobytes() == clean[0].tobytes() and t.tobytes() == clean[2].tobytes()

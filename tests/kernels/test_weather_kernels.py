@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -237,3 +238,148 @@ def test_a_beam_whose_count_rounds_to_zero_draws_no_particle() -> None:
         assert i.shape == cp.shape == cz.shape and 1 in i.tolist()  # the certain beam keeps its particle
         hits += int(0 not in i.tolist())
     assert hits > 0  # the rounding case occurred in the sweep
+
+
+# -- the sensor's window (a power fault: rt_lidar.faults.optical) ---------------------------------------
+
+
+@pytest.fixture(params=["numpy", "cuda-source-on-cpu", "cupy"])
+def weather_kernel(request: pytest.FixtureRequest) -> Any:
+    """``run(range, power, flags, refl, prm, key, **kw) -> (clutter mask, range, power, flags, refl,
+    echoes)`` of one weather kernel on host arrays: NumPy, the CUDA source built for the CPU, CuPy."""
+    from rt_lidar.kernels.cuda_host import HostKernel, host_compiler
+    from rt_lidar.kernels.weather_cuda import CUDA_SOURCE, apply_weather_cuda
+    from rt_lidar.kernels.xp import cupy_available
+
+    if request.param == "numpy":
+        put, back, launch = np.asarray, np.asarray, None
+    elif request.param == "cupy":
+        if not cupy_available():
+            pytest.skip("CuPy with a CUDA device is not available")
+        import cupy as cp
+
+        put, back, launch = cp.asarray, cp.asnumpy, None
+    else:
+        if host_compiler() is None:
+            pytest.skip("no C++ compiler to build the CUDA source for the CPU")
+        put, back, launch = np.ascontiguousarray, np.asarray, HostKernel(CUDA_SOURCE, "weather_kernel")
+
+    def run(*arrays: np.ndarray, prm: kw.WeatherKernelParams, key: int, window=None, echoes=None) -> tuple:
+        dev = [put(a.copy()) for a in arrays]
+        outs = None if echoes is None else tuple(put(e.copy()) for e in echoes)
+        win = None if window is None else put(window)
+        if request.param == "numpy":
+            mask = wr.apply_weather(*dev, prm, key, echoes=outs, window=win)
+        else:
+            mask = apply_weather_cuda(*dev, prm, key, kernel=launch, echoes=outs, window=win)
+        got = [back(x) for x in (mask, *dev)]
+        return (*got, None if outs is None else tuple(back(e) for e in outs))
+
+    return run
+
+
+def _windows(n: int) -> np.ndarray:
+    """Every third ray blocked (0), every third through half a window (0.5), the rest clean (1)."""
+    w = np.ones(n, np.float32)
+    w[0::3], w[1::3] = 0.0, 0.5
+    return w
+
+
+def test_the_window_dims_every_clutter_echo_inside_the_kernel(weather_kernel: Any) -> None:
+    """Extra-echo mode (the waveform path): a blocked ray has no clutter echo; half a window halves each
+    ray's strongest drop, flake or fog echo exactly, and the ones that fall below the threshold are
+    gone; a clean ray is untouched (each backend against itself without a window)."""
+    prm = _params()
+    r, p = _rays()
+    n, w = r.size, _windows(r.size)
+    empty = (np.full(n, np.inf, np.float32), np.zeros(n, np.float32), np.zeros(n, np.uint8))
+    zeros = (np.zeros(n, np.uint8), np.zeros(n, np.float32))
+    has0, r0, p0, *_, e0 = weather_kernel(r, p, *zeros, prm=prm, key=5, echoes=empty)
+    has, r1, p1, *_, e1 = weather_kernel(r, p, *zeros, prm=prm, key=5, echoes=empty, window=w)
+    np.testing.assert_array_equal(r1, r0)  # the objects' ranges and powers are the caller's to dim
+    np.testing.assert_array_equal(p1, p0)
+    blocked, half, clean = w == 0, w == 0.5, w == 1
+    assert not has[blocked].any() and (e1[1][blocked] == 0).all()
+    for i in range(3):
+        np.testing.assert_array_equal(e1[i][clean], e0[i][clean])
+    stays = half & has0 & (e0[1] * np.float32(0.5) >= prm.threshold_w)
+    np.testing.assert_array_equal(has[half], stays[half])
+    np.testing.assert_array_equal(e1[1][stays], e0[1][stays] * np.float32(0.5))
+    np.testing.assert_array_equal(e1[0][stays], e0[0][stays])
+    np.testing.assert_array_equal(e1[2][stays], e0[2][stays])
+    assert (half & has0 & ~stays).sum() > 50  # weak echoes dropped out
+    assert {1, 2, 4} <= set(np.unique(e1[2][stays]).tolist())  # rain, fog and snow all dimmed
+
+
+def test_the_window_dims_clutter_and_object_alike_in_replace_mode(weather_kernel: Any) -> None:
+    """One return a ray: the object's echo arrives dimmed by the window (as the physics passes it) and
+    the clutter competes with it dimmed the same way: halved, the same winner, half the power and
+    reflectance, unless below the threshold; blocked, neither."""
+    prm = _params()
+    r, p = _rays()
+    n, w = r.size, _windows(r.size)
+    zeros = (np.zeros(n, np.uint8), np.zeros(n, np.float32))
+    won0, r0, p0, f0, refl0, _ = weather_kernel(r, p, *zeros, prm=prm, key=11)
+    won, r1, p1, f1, refl1, _ = weather_kernel(r, p * w, *zeros, prm=prm, key=11, window=w)
+    blocked, half, clean = w == 0, w == 0.5, w == 1
+    assert not won[blocked].any() and (p1[blocked] == 0).all()
+    np.testing.assert_array_equal(won[clean], won0[clean])
+    np.testing.assert_array_equal(p1[clean], p0[clean])
+    stays = half & won0 & (p0 * np.float32(0.5) >= prm.threshold_w)
+    np.testing.assert_array_equal(won[half], stays[half])
+    np.testing.assert_array_equal(f1[stays], f0[stays])
+    np.testing.assert_array_equal(r1[stays], r0[stays])
+    np.testing.assert_array_equal(p1[stays], p0[stays] * np.float32(0.5))
+    np.testing.assert_allclose(refl1[stays], refl0[stays] * 0.5, rtol=1e-6)
+    assert stays.sum() > 100 and (half & won0 & ~stays).sum() > 10
+
+
+def test_a_receiver_gain_above_one_sees_what_a_more_sensitive_receiver_sees() -> None:
+    """A window gain of 2 (a gain-drift fault): the tables draw the particles down to half the threshold
+    (``draw_gain``), and the kernel finds exactly the echoes a receiver of half the threshold finds, at
+    twice their power; without the lower tables it would miss them."""
+    from rt_lidar.physics.weather import WeatherConfig, WeatherModel, window_draw_gain
+    from rt_lidar.sensor.presets import load_preset
+
+    preset = load_preset("VLP-16")
+    thr = preset.pulse.detection_threshold_w
+    model = WeatherModel(WeatherConfig(25.0, 150.0, 1.0))
+    r, p = _rays()
+    n = r.size
+    w = np.full(n, 1.7, np.float32)
+    assert window_draw_gain(None) == 1.0 and window_draw_gain(np.array([0.0, 1.0], np.float32)) == 1.0
+    assert window_draw_gain(w) == 2.0 and window_draw_gain(np.array([3.0], np.float32)) == 4.0
+    twice = np.full(n, 2.0, np.float32)
+    prm = model.params(preset, thr, draw_gain=window_draw_gain(twice))
+    assert prm.threshold_w == thr and prm.draw_gain == 2.0
+
+    def echoes(params: kw.WeatherKernelParams, window: np.ndarray | None) -> tuple:
+        outs = np.full(n, np.inf, np.float32), np.zeros(n, np.float32), np.zeros(n, np.uint8)
+        has = wr.apply_weather(r.copy(), p.copy(), np.zeros(n, np.uint8), np.zeros(n, np.float32), params, 3,
+                               echoes=outs, window=window)  # fmt: skip
+        return has, outs
+
+    has, e = echoes(prm, twice)
+    has_half, e_half = echoes(model.params(preset, thr / 2), None)
+    np.testing.assert_array_equal(has, has_half)
+    np.testing.assert_array_equal(e[1][has], e_half[1][has] * np.float32(2.0))
+    has_1, _ = echoes(model.params(preset, thr), None)
+    assert has.sum() > has_1.sum() + 100  # the particles only the gain lifts over the threshold
+
+
+def test_the_per_ray_reference_takes_the_window_as_the_kernel_does() -> None:
+    from rt_lidar.kernels.weather_reference import reference_ray
+
+    prm = _params()
+    r, p = _rays(6000)
+    n, w = r.size, _windows(r.size)
+    pw = (p * w).astype(np.float32)
+    ref = [reference_ray(i, float(r[i]), float(pw[i]), prm, 21, float(w[i])) for i in range(n)]
+    rr, rp, rf = (np.array(c) for c in zip(*ref, strict=True))
+    f = np.zeros(n, np.uint8)
+    wr.apply_weather(r, pw, f, np.zeros(n, np.float32), prm, 21, window=w)
+    same = f == rf
+    assert same.mean() > 0.998 and (rf[w == 0.5] != 0).sum() > 10 and (rf[w == 0] == 0).all()
+    det = same & (rp > 0)
+    np.testing.assert_allclose(pw[det], rp[det], rtol=1e-3)
+    np.testing.assert_allclose(r[det], rr[det], rtol=1e-4, atol=2e-3)

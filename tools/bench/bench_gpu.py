@@ -158,10 +158,14 @@ class _Recorder:
             key: int,
             chunk: int = 32768,
             echoes: Any = None,
+            window: Any = None,
         ) -> Any:
             shapes = None if echoes is None else [(e.shape, e.dtype) for e in echoes]
-            self.weather.append((range_m.copy(), power_w.copy(), flags.copy(), refl.copy(), prm, key, shapes))
-            return self._apply(range_m, power_w, flags, refl, prm, key, chunk, echoes=echoes)
+            win = None if window is None else window.copy()
+            self.weather.append(
+                (range_m.copy(), power_w.copy(), flags.copy(), refl.copy(), prm, key, shapes, win)
+            )
+            return self._apply(range_m, power_w, flags, refl, prm, key, chunk, echoes=echoes, window=window)
 
         def record(args: tuple[Any, ...]) -> None:
             self.waveform.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
@@ -192,13 +196,14 @@ def _replay_weather(
     from rt_lidar.kernels.weather_rays import apply_weather
 
     outs = []
-    for r, p, f, refl, prm, key, shapes in calls:
+    for r, p, f, refl, prm, key, shapes, win in calls:
         a = [xp.asarray(x).copy() for x in (r, p, f, refl)]
         echoes = None if shapes is None else tuple(xp.zeros(s, d) for s, d in shapes)
+        window = None if win is None else xp.asarray(win)
         if xp is np:
-            apply_weather(*a, prm, key, echoes=echoes)
+            apply_weather(a[0], a[1], a[2], a[3], prm, key, echoes=echoes, window=window)
         else:
-            apply_weather_cuda(*a, prm, key, echoes=echoes)
+            apply_weather_cuda(a[0], a[1], a[2], a[3], prm, key, echoes=echoes, window=window)
         outs.append(np.concatenate([to_host(a[0]), to_host(a[2]).astype(np.float32)]))
     return outs
 
