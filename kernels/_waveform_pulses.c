@@ -150,7 +150,8 @@ static int need(Vec *v, Py_ssize_t n, size_t item) {
 }
 
 #define BLOCK 256
-#define N_VEC 11
+#define N_VEC 12
+#define CX_ONE (-1) /* cx_at of a return named by its one finite echo j: CX_ONE - j */
 
 /* pulse_returns(t f8 (p, e), amp f4 (p, e), order i8 (p, e) or None (e == 2 only), sigma f8 (p) or None,
  *   z f8 (p, d) or None, p, e, d, consts f8 (12), kind, max_returns, r,
@@ -205,6 +206,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     memset(v, 0, sizeof v);
     Vec *v_cl = &v[0], *v_g = &v[1], *v_w = &v[2], *v_pk = &v[3], *v_lg = &v[4], *v_c = &v[5], *v_ex = &v[6];
     Vec *v_ret = &v[7], *v_cx = &v[8], *v_cd = &v[9], *v_rank = &v[10];
+    Vec *v_at = &v[11];
     double *ts_b = malloc((size_t)(BLOCK * e) * sizeof(double));
     float *am_b = malloc((size_t)(BLOCK * e) * sizeof(float));
     int64_t *ord_b = malloc((size_t)(BLOCK * e) * sizeof(int64_t));
@@ -322,8 +324,10 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
             /* the same search four bins at a time (b is a power of two >= 32): each bin's three tests as
              * lane masks (a NaN compares false, as in the scalar tests), a branch only where a chunk has
              * a peak; last_below: the last bin below the search level before the peak */
-            Py_ssize_t last_below = -1;
-            for (Py_ssize_t j = 0; j < b && !failed; j += 4) {
+            /* the chunks that hold the sampled bins: the bins before them are 0, below the level */
+            const Py_ssize_t j0 = wl & ~(Py_ssize_t)3, j1 = wn == 0 ? j0 : ((wl + wn + 3) & ~(Py_ssize_t)3);
+            Py_ssize_t last_below = j0 - 1;
+            for (Py_ssize_t j = j0; j < (j1 < b ? j1 : b) && !failed; j += 4) {
                 const __m128 x = _mm_loadu_ps(w + j);
                 const __m128 left = j > 0 ? _mm_loadu_ps(w + j - 1) : _mm_set_ps(w[2], w[1], w[0], 0.0f);
                 const __m128 right =
@@ -351,8 +355,8 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 if (below) last_below = j + 31 - __builtin_clz((unsigned)below);
             }
 #else
-            Py_ssize_t last_below = -1;
-            for (Py_ssize_t j = 0; j < b; j++) {
+            Py_ssize_t last_below = wl - 1; /* the bins before the sampled ones are 0, below the level */
+            for (Py_ssize_t j = wl; j < wl + wn; j++) {
                 const float x = w[j];
                 if (!(x >= search32)) {
                     last_below = j;
@@ -549,31 +553,48 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 rt->epw = cd[sel[u]].epw;
             }
         }
-        if (failed || need(v_cx, n_ret * e, sizeof(double))) {
+        if (failed || need(v_cx, n_ret * e, sizeof(double)) || need(v_at, n_ret, sizeof(Py_ssize_t))) {
             failed = 1;
             break;
         }
-        /* 7. the echo contributing most at each peak names its surface */
+        /* 7. the echo contributing most at each peak names its surface. A return with one echo at a
+         * finite distance in time is named by it: its value, a positive height (or inf) times an exp of
+         * at most 350 below 0, beats every other echo's -1, so its exps are not taken (CX_ONE) */
         double *CX = v_cx->p;
         const Ret *RT = v_ret->p;
+        Py_ssize_t *cx_at = v_at->p, n_cx = 0;
         for (Py_ssize_t u = 0; u < n_ret; u++) {
             const double *ts = ts_b + (RT[u].pulse - i0) * e;
+            Py_ssize_t n_finite = 0, only = 0;
+            for (Py_ssize_t j = 0; j < e; j++)
+                if (isfinite(ts[j] - RT[u].t)) {
+                    n_finite++;
+                    only = j;
+                }
+            if (n_finite == 1) {
+                cx_at[u] = CX_ONE - only;
+                continue;
+            }
+            cx_at[u] = n_cx;
             for (Py_ssize_t j = 0; j < e; j++) {
                 const double dd = ts[j] - RT[u].t;
                 const double x = dd * dd / s2;
-                CX[u * e + j] = -0.5 * (isnan(x) || x < 700.0 ? x : 700.0);
+                CX[n_cx + j] = -0.5 * (isnan(x) || x < 700.0 ? x : 700.0);
             }
+            n_cx += e;
         }
-        run_loop(&exp_d, CX, n_ret * e, sizeof(double));
+        run_loop(&exp_d, CX, n_cx, sizeof(double));
         for (Py_ssize_t u = 0; u < n_ret; u++) {
             const Py_ssize_t off = (RT[u].pulse - i0) * e;
             const double *ts = ts_b + off;
             const float *am = am_b + off;
             Py_ssize_t best = 0;
             double best_v = 0.0;
-            for (Py_ssize_t j = 0; j < e; j++) {
+            const Py_ssize_t at = cx_at[u];
+            if (at <= CX_ONE) best = CX_ONE - at;
+            for (Py_ssize_t j = 0; j < e && at > CX_ONE; j++) {
                 const double dd = ts[j] - RT[u].t;
-                const double val = isfinite(dd) ? (double)am[j] * CX[u * e + j] : -1.0;
+                const double val = isfinite(dd) ? (double)am[j] * CX[at + j] : -1.0;
                 if (j == 0 || val > best_v || (isnan(val) && !isnan(best_v))) {
                     best = j;
                     best_v = val;
