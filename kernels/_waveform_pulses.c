@@ -52,9 +52,68 @@ enum { KIND_STRONGEST, KIND_LAST, KIND_FIRST, KIND_STRONGEST_LAST, KIND_TWO_STRO
 
 typedef struct {
     Py_ssize_t pulse, f, m, b, g_off, w_off;
-    int k;        /* bucket: log2 of the cluster's bins */
-    double start; /* grid start */
+    Py_ssize_t wl, wn; /* the bins sampled: [wl, wl + wn) (sampled_bins); the others are 0 */
+    int k;             /* bucket: log2 of the cluster's bins */
+    double start;      /* grid start */
 } Cluster;
+
+/* The reach of an echo's samples in bins (REACH_SPARE bins to spare), by the binary exponent of its
+ * height over a quarter of the search level's share of it (reach_table): an echo of height a, one of
+ * m in its cluster, whose 4 m a / level is below 2^(x + 1), falls below level / (4 m) further than
+ * sqrt((x + 1) ln 2 / -coef) from its time. */
+#define REACH_EXPONENTS 128
+#define REACH_SPARE 2.0
+
+/* reach[x] for x in [0, REACH_EXPONENTS) (bins; ln 2 rounded up, so each a little long); 0 when the
+ * level, coefficient or bin are out of range (then every bin is sampled) */
+static int reach_table(double *reach, double level, double coef, double dt) {
+    if (!(level > 0.0) || !isfinite(level) || !(coef < 0.0) || !isfinite(coef) || !(dt > 0.0) || !isfinite(dt)) return 0;
+    for (int x = 0; x < REACH_EXPONENTS; x++) reach[x] = sqrt((double)(x + 1) * 0.69314718056 / -coef) / dt + REACH_SPARE;
+    return 1;
+}
+
+/* The bins of a cluster of m echoes (times ts, heights am, grid from start, b bins of dt) that can
+ * reach the search level, and one more on each side: [*wl, *wl + *wn); reach: reach_table's, or NULL.
+ * A bin where every echo's term a q * exp(coef * dd * dd) is below level / (4 m) sums to less than
+ * level / 2 whatever the float32 rounding of its exponent, exp and sum (a factor of 2 to spare), so
+ * it is below the search level: it is no peak, and it is read only as a peak's neighbour below the
+ * level (the one each side of the bins that can reach it, which are sampled) or not at all. The
+ * bounds are found in float64 with 2 bins to spare each side (the float32 grid and echo times differ
+ * from them by ~1e-5 bin). Outside those bins the waveform is left 0, also below the level: the peaks,
+ * the runs above the level around them and every value the refinement reads are the whole grid's, to
+ * the bit (tests/kernels/test_waveform_pulses.py). Any echo height that is not positive and finite,
+ * or out of the table's range, samples every bin, as before. */
+static void sampled_bins(const double *ts, const float *am, Py_ssize_t m, double start, Py_ssize_t b, double level,
+                         double inv_dt, const double *reach, Py_ssize_t *wl, Py_ssize_t *wn) {
+    *wl = 0;
+    *wn = b;
+    if (reach == NULL) return;
+    const double share = 4.0 * (double)m / level, nb = (double)b;
+    double lo = nb + 1.0, hi = -2.0;
+    for (Py_ssize_t q = 0; q < m; q++) {
+        const double a = (double)am[q];
+        if (!(a > 0.0) || !isfinite(a)) return;
+        const double x = a * share;
+        if (!(x >= 1.0)) continue; /* exp of a non-positive exponent is at most 1: never near the level */
+        uint64_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        const int e = (int)((bits >> 52) & 0x7ff) - 1023; /* x < 2^(e + 1) */
+        if (e >= REACH_EXPONENTS) return;
+        const double c = (ts[q] - start) * inv_dt, r = reach[e];
+        if (!(c - r < lo) && !(c - r >= lo)) return; /* NaN */
+        lo = c - r < lo ? c - r : lo;
+        hi = c + r > hi ? c + r : hi;
+    }
+    if (hi < 0.0 || lo > nb - 1.0 || lo > hi) { /* no echo can reach the level inside the grid */
+        *wn = 0;
+        return;
+    }
+    /* the first bin that can reach it, less one (>= 0), and the last, plus one, plus one (<= b) */
+    const Py_ssize_t first = lo < 1.0 ? 0 : (Py_ssize_t)lo - 1;
+    const Py_ssize_t end = hi >= nb - 2.0 ? b : (Py_ssize_t)hi + 3;
+    *wl = first;
+    *wn = (end < b ? end : b) - first;
+}
 
 typedef struct {
     Py_ssize_t cl, bi, lo, hi;
@@ -91,7 +150,8 @@ static int need(Vec *v, Py_ssize_t n, size_t item) {
 }
 
 #define BLOCK 256
-#define N_VEC 11
+#define N_VEC 12
+#define CX_ONE (-1) /* cx_at of a return named by its one finite echo j: CX_ONE - j */
 
 /* pulse_returns(t f8 (p, e), amp f4 (p, e), order i8 (p, e) or None (e == 2 only), sigma f8 (p) or None,
  *   z f8 (p, d) or None, p, e, d, consts f8 (12), kind, max_returns, r,
@@ -135,7 +195,9 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     double *out_t = buf[8].view.buf;
     float *out_a = buf[9].view.buf, *out_w = buf[10].view.buf;
     const double gap = C[0], span_max = C[1], pad = C[2], pad2 = C[3], dt = C[4], s2 = C[6], epw_c = C[7];
-    const double shot = C[8], threshold = C[9], min_sep = C[10];
+    const double shot = C[8], threshold = C[9], min_sep = C[10], search = C[11], coef = C[5];
+    double reach_bins[REACH_EXPONENTS];
+    const double *reach = reach_table(reach_bins, search, coef, dt) ? reach_bins : NULL;
     const float dt32 = (float)C[4], coef32 = (float)C[5], search32 = (float)C[11], log_search32 = (float)log(C[11]);
 #if defined(__SSE2__)
     const __m128 level = _mm_set1_ps(search32);
@@ -144,6 +206,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     memset(v, 0, sizeof v);
     Vec *v_cl = &v[0], *v_g = &v[1], *v_w = &v[2], *v_pk = &v[3], *v_lg = &v[4], *v_c = &v[5], *v_ex = &v[6];
     Vec *v_ret = &v[7], *v_cx = &v[8], *v_cd = &v[9], *v_rank = &v[10];
+    Vec *v_at = &v[11];
     double *ts_b = malloc((size_t)(BLOCK * e) * sizeof(double));
     float *am_b = malloc((size_t)(BLOCK * e) * sizeof(float));
     int64_t *ord_b = malloc((size_t)(BLOCK * e) * sizeof(int64_t));
@@ -203,9 +266,10 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 cl->m = j - f;
                 cl->b = (Py_ssize_t)1 << cl->k;
                 cl->start = first - pad;
+                sampled_bins(ts + f, am + f, cl->m, cl->start, cl->b, search, 1.0 / dt, reach, &cl->wl, &cl->wn);
                 cl->g_off = g_tot;
                 cl->w_off = w_tot;
-                g_tot += cl->m * cl->b;
+                g_tot += cl->m * cl->wn;
                 w_tot += cl->b;
             }
         }
@@ -227,11 +291,12 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
         for (Py_ssize_t c = 0; c < n_cl; c++) {
             const Cluster *cl = CL + c;
             const double *ts = ts_b + (cl->pulse - i0) * e;
+            const Py_ssize_t wl = cl->wl, wn = cl->wn;
             for (Py_ssize_t q = 0; q < cl->m; q++) {
                 const float rel = (float)(ts[cl->f + q] - cl->start);
-                float *row = G + cl->g_off + q * cl->b;
-                for (Py_ssize_t j = 0; j < cl->b; j++) {
-                    const float dd = grid[j] - rel;
+                float *row = G + cl->g_off + q * wn;
+                for (Py_ssize_t j = 0; j < wn; j++) {
+                    const float dd = grid[wl + j] - rel;
                     row[j] = (coef32 * dd) * dd;
                 }
             }
@@ -244,20 +309,25 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
             const float *am = am_b + (cl->pulse - i0) * e;
             const float *g = G + cl->g_off;
             float *w = W + cl->w_off;
-            const Py_ssize_t b = cl->b;
+            const Py_ssize_t b = cl->b, wl = cl->wl, wn = cl->wn;
             const float a0 = am[cl->f];
-            for (Py_ssize_t j = 0; j < b; j++) w[j] = g[j] * a0;
+            float *ws = w + wl; /* the sampled bins; the others are below the level (sampled_bins) */
+            for (Py_ssize_t j = 0; j < wl; j++) w[j] = 0.0f;
+            for (Py_ssize_t j = wl + wn; j < b; j++) w[j] = 0.0f;
+            for (Py_ssize_t j = 0; j < wn; j++) ws[j] = g[j] * a0;
             for (Py_ssize_t q = 1; q < cl->m; q++) {
                 const float aq = am[cl->f + q];
-                const float *gq = g + q * b;
-                for (Py_ssize_t j = 0; j < b; j++) w[j] = w[j] + gq[j] * aq;
+                const float *gq = g + q * wn;
+                for (Py_ssize_t j = 0; j < wn; j++) ws[j] = ws[j] + gq[j] * aq;
             }
 #if defined(__SSE2__)
             /* the same search four bins at a time (b is a power of two >= 32): each bin's three tests as
              * lane masks (a NaN compares false, as in the scalar tests), a branch only where a chunk has
              * a peak; last_below: the last bin below the search level before the peak */
-            Py_ssize_t last_below = -1;
-            for (Py_ssize_t j = 0; j < b && !failed; j += 4) {
+            /* the chunks that hold the sampled bins: the bins before them are 0, below the level */
+            const Py_ssize_t j0 = wl & ~(Py_ssize_t)3, j1 = wn == 0 ? j0 : ((wl + wn + 3) & ~(Py_ssize_t)3);
+            Py_ssize_t last_below = j0 - 1;
+            for (Py_ssize_t j = j0; j < (j1 < b ? j1 : b) && !failed; j += 4) {
                 const __m128 x = _mm_loadu_ps(w + j);
                 const __m128 left = j > 0 ? _mm_loadu_ps(w + j - 1) : _mm_set_ps(w[2], w[1], w[0], 0.0f);
                 const __m128 right =
@@ -285,8 +355,8 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 if (below) last_below = j + 31 - __builtin_clz((unsigned)below);
             }
 #else
-            Py_ssize_t last_below = -1;
-            for (Py_ssize_t j = 0; j < b; j++) {
+            Py_ssize_t last_below = wl - 1; /* the bins before the sampled ones are 0, below the level */
+            for (Py_ssize_t j = wl; j < wl + wn; j++) {
                 const float x = w[j];
                 if (!(x >= search32)) {
                     last_below = j;
@@ -483,31 +553,48 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 rt->epw = cd[sel[u]].epw;
             }
         }
-        if (failed || need(v_cx, n_ret * e, sizeof(double))) {
+        if (failed || need(v_cx, n_ret * e, sizeof(double)) || need(v_at, n_ret, sizeof(Py_ssize_t))) {
             failed = 1;
             break;
         }
-        /* 7. the echo contributing most at each peak names its surface */
+        /* 7. the echo contributing most at each peak names its surface. A return with one echo at a
+         * finite distance in time is named by it: its value, a positive height (or inf) times an exp of
+         * at most 350 below 0, beats every other echo's -1, so its exps are not taken (CX_ONE) */
         double *CX = v_cx->p;
         const Ret *RT = v_ret->p;
+        Py_ssize_t *cx_at = v_at->p, n_cx = 0;
         for (Py_ssize_t u = 0; u < n_ret; u++) {
             const double *ts = ts_b + (RT[u].pulse - i0) * e;
+            Py_ssize_t n_finite = 0, only = 0;
+            for (Py_ssize_t j = 0; j < e; j++)
+                if (isfinite(ts[j] - RT[u].t)) {
+                    n_finite++;
+                    only = j;
+                }
+            if (n_finite == 1) {
+                cx_at[u] = CX_ONE - only;
+                continue;
+            }
+            cx_at[u] = n_cx;
             for (Py_ssize_t j = 0; j < e; j++) {
                 const double dd = ts[j] - RT[u].t;
                 const double x = dd * dd / s2;
-                CX[u * e + j] = -0.5 * (isnan(x) || x < 700.0 ? x : 700.0);
+                CX[n_cx + j] = -0.5 * (isnan(x) || x < 700.0 ? x : 700.0);
             }
+            n_cx += e;
         }
-        run_loop(&exp_d, CX, n_ret * e, sizeof(double));
+        run_loop(&exp_d, CX, n_cx, sizeof(double));
         for (Py_ssize_t u = 0; u < n_ret; u++) {
             const Py_ssize_t off = (RT[u].pulse - i0) * e;
             const double *ts = ts_b + off;
             const float *am = am_b + off;
             Py_ssize_t best = 0;
             double best_v = 0.0;
-            for (Py_ssize_t j = 0; j < e; j++) {
+            const Py_ssize_t at = cx_at[u];
+            if (at <= CX_ONE) best = CX_ONE - at;
+            for (Py_ssize_t j = 0; j < e && at > CX_ONE; j++) {
                 const double dd = ts[j] - RT[u].t;
-                const double val = isfinite(dd) ? (double)am[j] * CX[u * e + j] : -1.0;
+                const double val = isfinite(dd) ? (double)am[j] * CX[at + j] : -1.0;
                 if (j == 0 || val > best_v || (isnan(val) && !isnan(best_v))) {
                     best = j;
                     best_v = val;

@@ -79,6 +79,44 @@ def test_multi_returns_are_numpy_s(max_returns: int) -> None:
     _both(t, amp, "multi", _noise(2_000, 19, 1), max_returns)
 
 
+def _near_the_level(p: int, e: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Echo tables at the edges of the bins the kernel samples (its ``sampled_bins``): heights from
+    a tenth of the level to a million times it, log-uniform, a few exactly at it and just around it;
+    clusters of echoes each below the level whose sum crosses it; echoes at the span's far ends and
+    at every fraction of a bin; heights the kernel samples every bin for (inf, float32's largest)."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(5, 600, (p, 1))
+    # sub-bin offsets, a cluster's spread up to its maximum span (96 bins of sigma / 2), or far apart
+    spread = rng.choice([0.0, 0.3, 1.0, 2.5, 50.0, 150.0], (p, 1))
+    t = base + rng.uniform(0, 1, (p, e)) * spread
+    amp = (THR_W * np.exp(rng.uniform(np.log(0.1), np.log(1e6), (p, e)))).astype(np.float32)
+    level = np.float32(THR_W)
+    edge = rng.random((p, e))
+    amp[edge < 0.05] = level
+    amp[(edge >= 0.05) & (edge < 0.1)] = np.nextafter(level, np.float32(0))
+    amp[(edge >= 0.1) & (edge < 0.15)] = np.nextafter(level, np.float32(1))
+    weak = rng.random(p) < 0.2  # each echo below the level, their sum at or above it
+    amp[weak] = (THR_W * rng.uniform(0.2, 0.6, (int(weak.sum()), e))).astype(np.float32)
+    t[weak] = base[weak] + rng.uniform(0, 0.5, (int(weak.sum()), e))
+    odd = rng.random((p, e))
+    amp[odd < 0.002] = np.inf
+    amp[(odd >= 0.002) & (odd < 0.004)] = np.finfo(np.float32).max
+    amp[rng.random((p, e)) < 0.1] = 0.0
+    return t, amp
+
+
+@needs_compiled
+@pytest.mark.parametrize("e", [1, 2, 3, 7])
+def test_returns_are_numpy_s_where_few_bins_reach_the_level(e: int) -> None:
+    """The kernel samples only the bins of a cluster that can reach the search level (and one each
+    side); its returns stay NumPy's, sampled on the whole grid, to the bit: near and at the level,
+    far above it, from sums of echoes each below it, at the grid's ends, with and without noise."""
+    t, amp = _near_the_level(4_000, e, seed=10 + e)
+    for noise in (None, _noise(4_000, e, e)):
+        for kind in SELECT_KINDS:
+            _both(t, amp, kind, noise)
+
+
 @needs_compiled
 def test_pulses_whose_candidates_tie_go_through_numpy() -> None:
     """Two surfaces of exactly the same height far apart: the NumPy sort decides which is first; the

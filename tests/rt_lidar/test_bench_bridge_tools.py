@@ -70,7 +70,9 @@ def test_decode_bench_checks_both_decoders(tmp_path):
 
 def test_inprocess_profile_gives_each_stage_and_the_ceiling_its_cpu_allows(tmp_path):
     out = tmp_path / "profile_inprocess_frame.json"
-    d = _run("profile_inprocess_frame.py", out, "--presets", "VLP-16", "--frames", "4", "--cores", "2")
+    args = ("--presets", "VLP-16", "--frames", "4", "--cores", "2", "--return-mode", "dual")
+    d = _run("profile_inprocess_frame.py", out, *args)
+    assert d["return_mode"] == "dual"
     p = d["presets"]["VLP-16"]
     mean = p["stage_cpu_ms_mean"]
     assert set(mean) == {"cast", "physics", "sweep", "sinks", "total"} and mean["cast"] > 0

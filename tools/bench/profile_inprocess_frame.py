@@ -1,7 +1,10 @@
 """Where one in-process sim frame's CPU goes, stage by stage, and the real-time factor that CPU allows.
 
     .venv/bin/python tools/bench/profile_inprocess_frame.py --out docs/bench/profile_inprocess_frame.json \
-        [--presets HDL-64E VLS-128] [--frames 40] [--cores 2] [--caster embree]
+        [--presets HDL-64E VLS-128] [--frames 40] [--cores 2] [--caster embree] [--return-mode dual]
+
+``--return-mode`` runs the physics as the demo's ``--return-mode`` does (one ray a pulse; the preset's
+default without it), e.g. issue 43's VLS-128 dual row.
 
 The stages of ``rt-lidar demo --in-process`` (embedded street, f_sim 20 Hz, the demo's physics and its
 PCD + KITTI writers), each run by the function the frame loop runs, one after the other in this thread:
@@ -35,15 +38,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from machine_record import write_json  # tools/bench, beside this script
 
 from rt_lidar.config import CASTERS, DEFAULT_CASTER
+from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.assembler import ScanAssembler
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.frame_loop import CAST_AHEAD, frame_time_ns
+from rt_lidar.pipeline.sources import ThreadedCaster
+from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.sensor.presets import RETURN_MODES
 from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.session.realtime import tune_allocator
 from rt_lidar.sinks.base import SinkContext, make_sink
@@ -53,12 +60,20 @@ SIM_HZ = 20.0
 WARMUP = 3
 
 
-def profile_preset(name: str, frames: int, tmp: str, caster: str = DEFAULT_CASTER) -> dict[str, Any]:
+def physics_config(return_mode: str | None) -> PhysicsConfig | None:
+    """The demo's physics with ``--return-mode`` (None: the preset's default return, as without it)."""
+    return None if return_mode is None else PhysicsConfig(beam=BeamConfig(return_mode=return_mode))
+
+
+def profile_preset(
+    name: str, frames: int, tmp: str, caster: str = DEFAULT_CASTER, return_mode: str | None = None
+) -> dict[str, Any]:
     """CPU ms per sim frame of each stage (medians and means over ``frames`` after a warm-up), the world
-    casting with ``caster``."""
-    built = build_pipeline(name, build_world("street", seed=0, caster=caster), seed=0, sim_hz=SIM_HZ)
+    casting with ``caster``, the physics with ``return_mode`` (:func:`physics_config`)."""
+    world = build_world("street", seed=0, caster=caster)
+    built = build_pipeline(name, world, seed=0, sim_hz=SIM_HZ, physics=physics_config(return_mode))
     preset, source, physics = built.preset, built.pipeline.source, built.pipeline.physics
-    source.cast_threads = 1  # as each frame the demo casts ahead
+    cast(ThreadedCaster, source).cast_threads = 1  # as each frame the demo casts ahead
     assembler = ScanAssembler(preset)
     sinks = [make_sink(f"pcd:{tmp}/{name}"), make_sink(f"kitti:{tmp}/{name}")]
     for s in sinks:
@@ -99,11 +114,14 @@ def profile_preset(name: str, frames: int, tmp: str, caster: str = DEFAULT_CASTE
     }
 
 
-def run_as_the_demo(name: str, frames: int, caster: str = DEFAULT_CASTER) -> dict[str, float]:
+def run_as_the_demo(
+    name: str, frames: int, caster: str = DEFAULT_CASTER, return_mode: str | None = None
+) -> dict[str, float]:
     """The frame loop as the demo runs it in-process (frames cast ahead), without the writers: the
     real-time factor of ``frames`` frames after a warm-up and the process's CPU ms per frame."""
     world = build_world("street", seed=0, caster=caster)
-    pipe = build_pipeline(name, world, seed=0, sim_hz=SIM_HZ, prefetch=CAST_AHEAD).pipeline
+    physics = physics_config(return_mode)
+    pipe = build_pipeline(name, world, seed=0, sim_hz=SIM_HZ, prefetch=CAST_AHEAD, physics=physics).pipeline
     try:
         for _ in range(WARMUP):
             pipe.step()
@@ -134,6 +152,9 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--out", type=Path, default=Path("docs/bench/profile_inprocess_frame.json"))
     ap.add_argument("--caster", choices=CASTERS, default=DEFAULT_CASTER, help="the world's ray caster")
+    ap.add_argument(
+        "--return-mode", choices=RETURN_MODES, default=None, help="as the demo's (default: the preset's)"
+    )
     args = ap.parse_args()
     if args.frames < 1 or args.cores < 1:
         ap.error("--frames and --cores must be at least 1")
@@ -141,9 +162,9 @@ def main() -> None:
     presets = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.presets:
-            got = profile_preset(name, args.frames, tmp, args.caster)
+            got = profile_preset(name, args.frames, tmp, args.caster, args.return_mode)
             got["budget"] = budget(got["stage_cpu_ms_mean"]["total"], args.cores, (1.5, 3.0))
-            run = run_as_the_demo(name, args.frames, args.caster)
+            run = run_as_the_demo(name, args.frames, args.caster, args.return_mode)
             mean = got["stage_cpu_ms_mean"]
             alone = mean["cast"] + mean["physics"] + mean["sweep"]
             run["cpu_vs_stages_alone"] = run["cpu_ms_per_frame"] / alone
@@ -156,6 +177,7 @@ def main() -> None:
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "frames": args.frames,
         "caster": args.caster,
+        "return_mode": args.return_mode,
         "cores": args.cores,
         "presets": presets,
         "load_average": os.getloadavg(),
