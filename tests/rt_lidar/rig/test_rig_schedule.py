@@ -65,7 +65,9 @@ def test_the_rig_senses_ahead_on_the_sensors_threads_by_default() -> None:
         loop.close()
 
 
-@pytest.mark.parametrize(("prefetch", "physics_ahead"), [(True, None), (1, True), (2, True), (1, False), (3, True)])
+@pytest.mark.parametrize(
+    ("prefetch", "physics_ahead"), [(True, None), (1, True), (2, True), (1, False), (3, True)]
+)
 def test_scans_are_the_same_bytes_however_the_rig_is_scheduled(
     on_loop_thread: tuple[str, dict[str, list[bytes]]], prefetch: bool | int, physics_ahead: bool | None
 ) -> None:
