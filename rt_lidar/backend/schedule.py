@@ -39,10 +39,14 @@ RIG_PHYSICS_AHEAD = True
 cast and physics of the next frame overlap the crosstalk and the stitching of this one on the frame
 loop's thread. (Before the compiled twins released the GIL it measured 0-10 % slower and stayed on
 the frame loop's thread, docs/performance-notes.md.)"""
-RIG_FRAMES_AHEAD = 1
-"""Frames each sensor of an in-process rig fetches (and senses) ahead: one keeps every sensor's next
-frame in flight while the frame loop's thread computes the crosstalk; two or three measured the same
-on two cores (the cores are already busy) and hold more memory."""
+RIG_FRAMES_AHEAD = 2
+"""Frames each sensor of an in-process rig fetches (and senses) ahead. With one, the rig ran in lockstep
+behind its slowest sensor: no sensor started frame n+2 before the HDL-64E's cast and physics of frame
+n+1 were done and the loop had taken them, so every sensor's work, the crosstalk and the sinks of a
+frame crowded into the window of that one chain, which then ran its last part alone on one core
+(docs/performance.md, "Issue 43, twenty-second session"). With two, the light sensors and the loop's
+crosstalk fill that core with the next frame's work, and the HDL-64E casts two frames at once, one
+thread each (:func:`frame_workers`)."""
 BRIDGED_RIG_PREFETCH = 0
 """A rig over the bridge fetches no frame ahead on its own: every sensor reads the frame the first one
 advanced the sim to, in order (the rig asks every sensor's frames ahead itself, ``RigFramesAhead``)."""

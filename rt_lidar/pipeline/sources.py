@@ -104,6 +104,11 @@ class Hits:
     pose_samples: PoseSamples | None = None
     """The sensor poses on the 1 ms grid the rays were cast from (:func:`interpolate_pose_samples`
     gives each firing's): a rig's interference model needs each pulse's world pose; None = unknown."""
+    firing_poses: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    """(``firings.t_ns`` they were found for, positions (N, 3), wxyz rotations (N, 4)) float64: each
+    firing's sensor pose as the cast interpolated it (:func:`interpolate_pose_samples` of
+    :attr:`pose_samples`), kept so that a rig's interference model does not interpolate them again;
+    None = not kept (valid only while ``firings.t_ns`` is that same array)."""
     wet: np.ndarray | None = None
     """(rays,) bool: the ray's surface is the road under its water film (cast with a wet road only;
     None = dry road, or a source that does not know)."""
@@ -478,11 +483,25 @@ class WorldSource:
             return self.beam_hits(firings, t0_ns, t1_ns, self._beam, self._sun)
         d_sensor = firings.directions()
         samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
-        pos, quat = _beam_starts(self.ops, firings, *interpolate_pose_samples(firings.t_ns, samples))
-        return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
+        poses = interpolate_pose_samples(firings.t_ns, samples)
+        pos, quat = _beam_starts(self.ops, firings, *poses)
+        hits = self._cast(firings, d_sensor, pos, quat, None)
+        return self._with_poses(hits, t0_ns, t1_ns, samples, poses)
 
-    def _with_poses(self, hits: Hits, t0_ns: int, t1_ns: int, samples: PoseSamples | None) -> Hits:
+    def _with_poses(
+        self,
+        hits: Hits,
+        t0_ns: int,
+        t1_ns: int,
+        samples: PoseSamples | None,
+        poses: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> Hits:
+        """``hits`` with the sensor's poses: its 1 ms samples, the slice's start and end, and (``poses``,
+        :func:`interpolate_pose_samples` of ``hits.firings.t_ns``) each firing's, kept as the cast found
+        them (:attr:`Hits.firing_poses`)."""
         hits.pose_samples = samples
+        if poses is not None:
+            hits.firing_poses = (hits.firings.t_ns, *poses)
         hits.pose_start = self.sensor_pose_ns(t0_ns)
         hits.pose_end = self.sensor_pose_ns(t1_ns)
         return hits
@@ -500,10 +519,12 @@ class WorldSource:
         posed at that time; a one-ray pattern without sun gives exactly :meth:`hits` without a beam."""
         n = len(pattern)
         samples = sensor_pose_samples(self.world, firings.t_ns, self.mount)
-        pos, quat = _beam_starts(self.ops, firings, *interpolate_pose_samples(firings.t_ns, samples))
+        poses = interpolate_pose_samples(firings.t_ns, samples)
+        pos, quat = _beam_starts(self.ops, firings, *poses)
         if n == 1 and sun_direction is None:
             d_sensor = firings.directions()
-            return self._with_poses(self._cast(firings, d_sensor, pos, quat, None), t0_ns, t1_ns, samples)
+            hits = self._cast(firings, d_sensor, pos, quat, None)
+            return self._with_poses(hits, t0_ns, t1_ns, samples, poses)
         d_sensor, pos, quat = self.ops.subray_starts(
             firings.directions(), pattern, self.exit_m_per_rad, pos, quat
         )
@@ -511,7 +532,7 @@ class WorldSource:
         hits = self._cast(firings, d_sensor, pos, quat, sun)
         hits.subrays = n
         hits.subray_weight = pattern.weights
-        return self._with_poses(hits, t0_ns, t1_ns, samples)
+        return self._with_poses(hits, t0_ns, t1_ns, samples, poses)
 
     def _cast(
         self,

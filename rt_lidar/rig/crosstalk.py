@@ -36,7 +36,7 @@ from rt_lidar.errors import RtLidarError
 from rt_lidar.kernels import calibrated_reflectivity_output, received_power_output
 from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.frame_loop import Sensed
-from rt_lidar.pipeline.sources import interpolate_pose_samples
+from rt_lidar.pipeline.sources import Hits, interpolate_pose_samples
 from rt_lidar.points import POINT_DTYPE, PointFlag, empty_points
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -45,6 +45,7 @@ __all__ = [
     "CrosstalkSensor",
     "echoes",
     "false_points",
+    "firing_poses",
     "in_band",
     "twin_arguments",
     "world_directions",
@@ -141,7 +142,7 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
             f"crosstalk: sensor '{sensor.name}': its hits carry no pose samples (a server older than "
             "info.pose_samples, or stock AirSim, cannot give each pulse's world pose)"
         )
-    pos, quat = interpolate_pose_samples(f.t_ns, hits.pose_samples)
+    pos, quat = firing_poses(hits)
     d_sensor = f.directions()
     d_world = sensor.physics.backend.world_directions(np.asarray(quat, np.float64), d_sensor)
     return _Pulses(
@@ -154,6 +155,16 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
         hits.cos_incidence[rows].astype(np.float64),
         hits.material[rows].astype(np.int64),
     )
+
+
+def firing_poses(hits: Hits) -> tuple[np.ndarray, np.ndarray]:
+    """Each firing's world position (N, 3) and wxyz rotation (N, 4) of ``hits``: those the cast kept
+    (:attr:`Hits.firing_poses`, found for these very firing times), else interpolated here from its
+    pose samples, as the cast interpolates them."""
+    kept = hits.firing_poses
+    if kept is not None and kept[0] is hits.firings.t_ns:
+        return kept[1], kept[2]
+    return interpolate_pose_samples(hits.firings.t_ns, hits.pose_samples)
 
 
 def _pairs(

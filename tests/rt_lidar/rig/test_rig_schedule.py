@@ -65,7 +65,23 @@ def test_the_rig_senses_ahead_on_the_sensors_threads_by_default() -> None:
         loop.close()
 
 
-@pytest.mark.parametrize(("prefetch", "physics_ahead"), [(True, None), (2, True), (1, False)])
+def test_no_sensor_waits_in_lockstep_behind_the_slowest() -> None:
+    """While the loop holds frame n, every sensor has frames n+1 and n+2 in flight: a light sensor
+    need not wait for the HDL-64E's frame n+1 to be taken before it starts n+2."""
+    loop = RigLoop(load_rig(EXAMPLE), build_world("street", seed=3), seed=3, prefetch=True)
+    try:
+        loop.start()
+        sensed = {name: unit.pipeline.sense() for name, unit in loop.units.items()}
+        for name, unit in loop.units.items():
+            in_flight = [k for k, _future in unit.pipeline._pending]
+            assert in_flight == [sensed[name].frame + 1, sensed[name].frame + 2], name
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize(
+    ("prefetch", "physics_ahead"), [(True, None), (1, True), (2, True), (1, False), (3, True)]
+)
 def test_scans_are_the_same_bytes_however_the_rig_is_scheduled(
     on_loop_thread: tuple[str, dict[str, list[bytes]]], prefetch: bool | int, physics_ahead: bool | None
 ) -> None:
