@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.backend.device_arrays import PinnedPoints, TransferCounter
+from rt_lidar.backend.source_ops import sun_cosines
 from rt_lidar.pipeline.device_world import BvhWorld
 from rt_lidar.pipeline.pose_samples import interpolate_pose_samples, sensor_pose_samples
 from rt_lidar.pipeline.sources import GLASS_MAX_CROSSINGS, Hits, WorldSource, _beam_starts, _rows_f32
@@ -107,6 +108,14 @@ class DeviceWorldSource(WorldSource):
         self._retro_dev: Any = None  # --beam full's retro-reflector table, once its plan is known
         self._volume_dev: Any = None  # and its volume materials' flags
 
+    def use_beam(self, pattern: Any, sun: Any = None) -> Any:
+        """:meth:`WorldSource.use_beam`; with the sun and one ray a pulse the central rays stay one ray
+        each (no bundle), their sun cosines computed where they are cast."""
+        grant = super().use_beam(pattern, sun)
+        if len(pattern) == 1:
+            self._beam = None
+        return grant
+
     def use_full_beam(self, plan: Any, sun: Any = None) -> Any:
         """:meth:`WorldSource.use_full_beam`, its retro-reflector and volume tables put on the device."""
         grant = super().use_full_beam(plan, sun)
@@ -135,7 +144,7 @@ class DeviceWorldSource(WorldSource):
         posed = self.bvh.posed_batch(firings.t_ns.astype(np.float64) * 1e-9, n)
         if self._full is None and self._beam is not None:  # --sub-rays N: every pulse as the bundle
             return self._every_pulse_bundled(firings, buf, pos, quat, posed, t0_ns, t1_ns, samples)
-        r, cos, mat, seg, g_r, g_cos, g_mat, g_seg, g_trans, ghost = self._surfaces(origins, dirs, posed)
+        r, cos, mat, seg, g_r, g_cos, g_mat, g_seg, g_trans, ghost, sun = self._surfaces(origins, dirs, posed)
         hits = DeviceHits(
             firings=firings,
             direction=_columns(xp, buf, 24, 36, xp.float32, (n, 3)),
@@ -154,6 +163,7 @@ class DeviceWorldSource(WorldSource):
             beam_origin=None if firings.origin is None else _columns(xp, buf, 46, 58, xp.float32, (n, 3)),
         )
         _set_glass_mirror(hits, ghost)
+        _set_sun(hits, sun)
         self._with_poses(hits, t0_ns, t1_ns, samples)  # (sets the poses on ``hits`` itself)
         if self._full is not None:  # --beam full: the bundle where the footprint needs it
             self._bundle(hits, firings, pos, quat, posed)
@@ -182,6 +192,7 @@ class DeviceWorldSource(WorldSource):
             _columns(xp, buf, 44, 46, xp.uint16, (n,)),
             None if f.origin is None else _columns(xp, buf, 46, 58, xp.float32, (n, 3)),
             None,
+            with_sun=True,
         )
         hits.subrays = k
         hits.subray_weight = pattern.weights
@@ -272,11 +283,13 @@ class DeviceWorldSource(WorldSource):
         ring: Any,
         beam_origin: Any,
         pose_start: Any,
+        with_sun: bool = False,
     ) -> DeviceHits:
         """The rays (sensor-frame directions ``d_sensor``, world starts ``starts``, orientations ``q``) of
         the frame's pulses ``rows`` (on the device: whose poses they take) sent up as one block and cast
         there with glass, as :class:`DeviceHits` of ``firings`` (their times ``t_ns``, rings ``ring`` and
-        beam origins ``beam_origin`` already on the device), one row a ray."""
+        beam origins ``beam_origin`` already on the device), one row a ray; ``with_sun``: with the sun
+        cosines (``--sub-rays N`` in sunlight: every sub-ray's, as the host's bundle has them)."""
         xp = self.xp
         rec = np.empty(len(starts), BUNDLE_RECORD)
         rec["origin"] = starts
@@ -287,8 +300,8 @@ class DeviceWorldSource(WorldSource):
         m = len(starts)
         origins = _columns(xp, buf, 0, 12, xp.float32, (m, 3))
         dirs = _columns(xp, buf, 12, 24, xp.float32, (m, 3))
-        r, cos, mat_b, seg_b, g_r, g_cos, g_mat, g_seg, g_trans, ghost = self._surfaces(
-            origins, dirs, posed, rows
+        r, cos, mat_b, seg_b, g_r, g_cos, g_mat, g_seg, g_trans, ghost, sun = self._surfaces(
+            origins, dirs, posed, rows, with_sun
         )
         sub = DeviceHits(
             firings=firings,
@@ -309,6 +322,7 @@ class DeviceWorldSource(WorldSource):
             beam_origin=beam_origin,
         )
         _set_glass_mirror(sub, ghost)
+        _set_sun(sub, sun)
         return sub
 
     def _probe(
@@ -383,13 +397,21 @@ class DeviceWorldSource(WorldSource):
             g_trans[rows] *= f * f
 
     def _surfaces(
-        self, origins: Any, dirs: Any, posed: tuple[Any, Any, Any, Any], rows: Any = None
+        self,
+        origins: Any,
+        dirs: Any,
+        posed: tuple[Any, Any, Any, Any],
+        rows: Any = None,
+        with_sun: bool = True,
     ) -> tuple[Any, ...]:
         """(range, cos, material, segment, glass range, glass cos, glass material, glass segment, glass
-        transmission, mirror rays off the first pane or None) of every ray (``rows``: the frame's pulses
-        they are, None = one ray each): the first surfaces, the mirror rays of the rays whose first
-        surface is glass (:meth:`_glass_mirror_device`), and the rays that pass glass cast on behind it."""
+        transmission, mirror rays off the first pane or None, (sun cosine, beam's sun cosine) or None)
+        of every ray (``rows``: the frame's pulses they are, None = one ray each): the first surfaces,
+        the mirror rays of the rays whose first surface is glass (:meth:`_glass_mirror_device`), and the
+        rays that pass glass cast on behind it; the sun cosines (:func:`sun_cosines`, of the opaque
+        surface each ray ends on, and of the ray itself) where the sun is asked for and ``with_sun``."""
         xp = self.xp
+        sun = self._sun if with_sun else None
         rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed, rows, self.cast_threads)
         hit = xp.isfinite(rh.distance)
         trans_all = xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32))
@@ -406,6 +428,7 @@ class DeviceWorldSource(WorldSource):
         g_mat = xp.where(passes, rh.material, np.int16(-1)).astype(xp.int16)
         g_seg = xp.where(passes, rh.segment, np.uint32(0)).astype(xp.uint32)
         g_trans = xp.where(passes, trans_all * trans_all, np.float32(1)).astype(xp.float32)
+        sun_cos = None if sun is None else sun_cosines(rh.normal, dirs, opaque, sun)
         active = xp.flatnonzero(passes)
         self._slant(g_trans, active, g_mat[active], g_cos[active])
         ghost = self._glass_mirror_device(origins, dirs, rh, active, posed, rows) if active.size else None
@@ -427,6 +450,8 @@ class DeviceWorldSource(WorldSource):
             cos_inc[idx] = xp.abs(xp.sum(rh.normal[stop] * d_act[stop], axis=1, dtype=xp.float32))
             material[idx] = rh.material[stop]
             segment[idx] = rh.segment[stop]
+            if sun_cos is not None:  # the sunlit side of the surface behind the glass
+                sun_cos[idx] = sun_cosines(rh.normal[stop], d_act[stop], xp.ones(idx.shape[0], bool), sun)
             g_trans[active[more]] *= trans[more] * trans[more]
             step = rh.distance[more] + np.float32(_EPS_M)
             cos_i = xp.abs(xp.sum(rh.normal[more] * d_act[more], axis=1, dtype=xp.float32))
@@ -436,7 +461,11 @@ class DeviceWorldSource(WorldSource):
                 active[more],
             )
             self._slant(g_trans, active, rh.material[more], cos_i)
-        return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans, ghost
+        lit = None
+        if sun_cos is not None:
+            beam_sun = (dirs.astype(xp.float64) @ xp.asarray(sun, xp.float64)).astype(xp.float32)
+            lit = (sun_cos, beam_sun)
+        return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans, ghost, lit
 
     def _glass_mirror_device(
         self, origins: Any, dirs: Any, rh: Any, active: Any, posed: tuple[Any, Any, Any, Any], rows: Any
@@ -484,6 +513,12 @@ def _set_glass_mirror(hits: DeviceHits, ghost: tuple[Any, Any, Any, Any] | None)
         ) = ghost
 
 
+def _set_sun(hits: DeviceHits, lit: tuple[Any, Any] | None) -> None:
+    """The rays' sun cosines onto ``hits`` (left None where the sun was not asked for)."""
+    if lit is not None:
+        hits.sun_cos, hits.beam_sun_cos = lit
+
+
 def _take_firings(f: Firings, idx: np.ndarray) -> Firings:
     """The firings ``idx`` of ``f`` (:func:`rt_lidar.pipeline.beam_full.take_firings`)."""
     from rt_lidar.pipeline.beam_full import take_firings
@@ -495,8 +530,6 @@ def device_frame_unsupported(physics: Any, crosstalk: bool = False) -> str | Non
     """Why the physics configuration ``physics`` (as negotiated: a :class:`SensorPhysics`) keeps the
     host physics, or None when the whole frame runs on the device."""
     cfg = physics.config
-    if cfg.sun_illuminance_lux > 0:
-        return "sunlight"
     if cfg.weather is not None and cfg.weather.road_wetness > 0:
         return "a wet road"
     if crosstalk:
@@ -531,10 +564,11 @@ def device_frame_parts(
         world, preset.range.max_m, arrays.transmission, exit_m_per_rad(preset), mount, counter
     )
     source.retro_gain, source.volume = arrays.retro_gain, arrays.volume
+    sun = host._sun  # the sun negotiated above (a unit vector towards it), None = no sunlight
     if host.full_beam is not None:  # --beam full: the plan negotiated above, its bundles on the device
-        source.use_full_beam(host.full_beam)
-    elif phys.sub_rays > 1:  # --sub-rays N: every pulse as the bundle, on the device
-        source.use_beam(phys.pattern)
+        source.use_full_beam(host.full_beam, sun)
+    elif phys.sub_rays > 1 or sun is not None:  # --sub-rays N: every pulse as the bundle, on the device
+        source.use_beam(phys.pattern, sun)
     dev = DeviceSensorPhysics(preset, arrays, phys.config, PinnedPoints(world.xp, counter))
     return source, dev, None
 
