@@ -30,6 +30,7 @@ from rt_lidar.kernels.texture import texture_factor
 from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, single_echo_epw_ns, waveform_returns
 from rt_lidar.physics.clear_coat import coat_lookup, coat_table, paint_params
 from rt_lidar.physics.device_sun import at_pulses, blinded_pulses, false_alarm_chance, noise_floor, per_pulse
+from rt_lidar.physics.device_wet import spray_device, wet_columns, wet_road_device, wetness_of
 from rt_lidar.physics.glass_ghost import ghost_echoes, mirror_r0
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
@@ -99,6 +100,14 @@ class DeviceSensorPhysics(SensorPhysics):
         self._focus = focus_parameters(preset)
         inv = beam_inverse_focus(preset)  # each laser's own focus, where set (EchoModel.beam_focus)
         self._beam_focus = None if inv is None else xp.asarray(inv)
+        self._hemispherical: Any = None  # the wet road's albedos (hemispherical_device)
+
+    def hemispherical_device(self) -> Any:
+        """Each material's hemispherical reflectance (:meth:`MaterialArrays.hemispherical`) on the device,
+        put there once."""
+        if self._hemispherical is None:
+            self._hemispherical = self.xp.asarray(self.materials.hemispherical())
+        return self._hemispherical
 
     def _beam_focus_ratio(self, ring: Any, range_m: Any) -> Any:
         """:meth:`EchoModel.beam_focus` on the device (float32), None where no beam sets its own focus."""
@@ -256,14 +265,21 @@ class DeviceSensorPhysics(SensorPhysics):
         xp, p, f32 = self.xp, self.preset, self.xp.float32
         thr = p.pulse.detection_threshold_w
         power, refl, flags, gp, g_refl, _glass, _obj = self._echoes(hits)
+        wetness = wetness_of(self)  # the wet road: the road darker, its mirror ghosts, the tyre spray
+        wet_ghost = wet_road_device(self, hits, wetness, power) if wetness > 0 else None
+        spray = spray_device(self, hits, wetness, power, rng) if wetness > 0 else None
         take = gp > power
         power = xp.where(take, gp, power).astype(f32)
         refl = xp.where(take, g_refl, refl).astype(f32)
         rng_m = xp.where(take, hits.glass_range_m, hits.range_m).astype(f32)
         seg = xp.where(take, hits.glass_segment, hits.segment).astype(xp.uint32)
         flags = xp.where(take, np.uint8(0), flags).astype(xp.uint8)
-        ghost = self._ghosts(hits)
-        if ghost is not None:  # the pane's mirror ghost, where stronger than what the ray saw
+        for ghost in (
+            self._ghosts(hits),
+            wet_ghost,
+        ):  # the mirror ghosts, where stronger than what the ray saw
+            if ghost is None:
+                continue
             g_r, g_p, g_s, g_seg = ghost
             won = g_p > power
             power = xp.where(won, g_p, power).astype(f32)
@@ -271,6 +287,14 @@ class DeviceSensorPhysics(SensorPhysics):
             rng_m = xp.where(won, g_r, rng_m).astype(f32)
             seg = xp.where(won, g_seg, seg).astype(xp.uint32)
             flags = xp.where(won, np.uint8(0), flags).astype(xp.uint8)
+        if spray is not None:  # the spray's droplet echo, where stronger
+            s_r, s_p = spray
+            won = s_p > power
+            power = xp.where(won, s_p, power).astype(f32)
+            refl = xp.where(won, np.float32(0), refl).astype(f32)
+            rng_m = xp.where(won, s_r, rng_m).astype(f32)
+            seg = xp.where(won, np.uint32(0), seg).astype(xp.uint32)
+            flags = xp.where(won, np.uint8(PointFlag.RAIN_CLUTTER), flags).astype(xp.uint8)
         self._weather(rng_m, power, flags, rng, reflectivity=refl, segment=seg)
         if self.config.receiver_noise:
             z = draws.standard_normal(size=power.shape[0]).astype(xp.float64)
@@ -312,6 +336,8 @@ class DeviceSensorPhysics(SensorPhysics):
         rng_m = hits.range_m.copy()
         cols = [[rng_m, power, refl, hits.segment, flags]]
         weather = self.config.weather
+        if wetness_of(self) > 0:  # the wet road's ghosts and spray: more echoes of each pulse
+            cols += wet_columns(self, hits, rng, power, w_ray)
         if weather is not None and not weather.is_clear_air:  # weather_echoes: once a pulse
             with np.errstate(invalid="ignore"):
                 r_pulse = xp.max(rng_m.reshape(n_pulse, n_sub), axis=1).astype(f32)
