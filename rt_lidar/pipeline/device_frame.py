@@ -474,7 +474,7 @@ class DeviceWorldSource(WorldSource):
             cos_inc[idx] = xp.abs(xp.sum(rh.normal[stop] * d_act[stop], axis=1, dtype=xp.float32))
             material[idx] = rh.material[stop]
             segment[idx] = rh.segment[stop]
-            if sun_cos is not None:  # the sunlit side of the surface behind the glass
+            if sun_cos is not None and sun is not None:  # the sunlit side of the surface behind the glass
                 sun_cos[idx] = sun_cosines(rh.normal[stop], d_act[stop], xp.ones(idx.shape[0], bool), sun)
             g_trans[active[more]] *= trans[more] * trans[more]
             step = rh.distance[more] + np.float32(_EPS_M)
