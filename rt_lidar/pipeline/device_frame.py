@@ -452,7 +452,7 @@ class DeviceWorldSource(WorldSource):
             extra["wet"] = wet
             wi = xp.flatnonzero(wet)
             film = self._glass_mirror_device(origins, dirs, rh, wi, posed, rows) if wi.size else None
-            extra["mirror"] = film or _no_mirror(xp, int(origins.shape[0]))
+            extra["mirror"] = film if film is not None else _no_mirror(xp, int(origins.shape[0]))
         active = xp.flatnonzero(passes)
         self._slant(g_trans, active, g_mat[active], g_cos[active])
         ghost = self._glass_mirror_device(origins, dirs, rh, active, posed, rows) if active.size else None
@@ -490,7 +490,7 @@ class DeviceWorldSource(WorldSource):
             extra["beam_sun_cos"] = (dirs.astype(xp.float64) @ xp.asarray(sun, xp.float64)).astype(xp.float32)
         if "wet" in extra:  # the tyre spray up to the surface each ray ends on
             none = PlumeRays(*(xp.zeros((0, 3) if k in (1, 2) else 0) for k in range(5)))
-            extra["spray"] = plume_segments(plumes or none, range_m)
+            extra["spray"] = plume_segments(plumes if plumes is not None else none, range_m)
         return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans, ghost, extra
 
     def _plumes_up(self, starts: np.ndarray, world_dirs: np.ndarray, t_ns: np.ndarray) -> PlumeRays | None:

@@ -167,17 +167,13 @@ def _on_device(sensor: CrosstalkSensor, p: _Pulses) -> _Pulses:
     xp = array_module(p.range_m)
     if xp is np:
         return p
-    n = p.t_ns.shape[0]
-    block = xp.asarray(np.column_stack([p.t_ns.view(np.float64), p.origin, p.direction]))
+    t_bits = np.ascontiguousarray(p.t_ns, np.int64).view(np.float64)  # (the times' bits, not values)
+    block = xp.asarray(np.column_stack([t_bits, p.origin, p.direction]))
     counter = getattr(getattr(sensor.physics, "pinned", None), "counter", None)
     if counter is not None:
         counter.up()
     t_ns = xp.ascontiguousarray(block[:, 0]).view(xp.int64)
-    return (
-        _Pulses(t_ns, p.ring, block[:, 1:4], block[:, 4:7], p.d_sensor, p.range_m, p.cos_inc, p.material)
-        if n
-        else p
-    )
+    return _Pulses(t_ns, p.ring, block[:, 1:4], block[:, 4:7], p.d_sensor, p.range_m, p.cos_inc, p.material)
 
 
 def _pairs(
@@ -267,7 +263,8 @@ def echoes(
         seen = (cos_ang >= xp.cos(limit)) & (pa.range_m[i_s] >= dist - _HIDDEN_TOL_M)
         i_s, j_s, dist, r_b = i_s[seen], j_s[seen], dist[seen], r_b[seen]
         arrival = pb.t_ns[j_s] + (r_b + dist) / C_M_PER_NS
-        rho = a.physics.materials.hemispherical()[xp.maximum(pb.material[j_s], 0)].astype(np.float64)
+        rho_table = xp.asarray(a.physics.materials.hemispherical())
+        rho = rho_table[xp.maximum(pb.material[j_s], 0)].astype(xp.float64)
         cos_out = xp.maximum(pa.cos_inc[i_s], 0.0)
         ext = xp.exp(-a.physics.config.extinction_per_m * (r_b + dist))
         power = (
@@ -286,7 +283,7 @@ def echoes(
     ab = pa.origin[i] - pb.origin[j]
     length = xp.maximum(xp.linalg.norm(ab, axis=1), 1e-6)
     u = ab / length[:, None]
-    beam_ok = xp.einsum("ij,ij->i", u, pb.direction[j]) >= np.cos(
+    beam_ok = xp.einsum("ij,ij->i", u, pb.direction[j]) >= xp.cos(
         th_b + 0.5 * oa.receiver_aperture_m / length
     )
     look_ok = xp.einsum("ij,ij->i", -u, d_a) >= np.cos(th_a)
