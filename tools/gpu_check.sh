@@ -13,15 +13,18 @@
 #      statistics against the CPU's (points, second-return, rain and bloom shares, bundled share, medians),
 #      the recorded casts replayed through Embree and the kernel.
 #   2. the same with one ray a pulse (--scenario dual-rain) -> gpu_frame_device.json.
-#   3. the parity tests on CuPy -> pytest.txt;  4. tools/bench/bench_gpu.py -> gpu.json.
-#   5. tools/bench/gpu_check_summary.py -> gpu_check.json: the numbers against the targets (>= 100 M rays/s,
+#   3. the same with sunlight, a wet road and crosstalk (--scenario sun-wet-crosstalk) -> gpu_frame_extras.json:
+#      each sensor's sunlight false alarms, wet-road ghosts, rain/spray and crosstalk false points a scan too.
+#   4. the parity tests on CuPy -> pytest.txt (and pytest_extras.txt: sunlight, wet road, crosstalk);
+#      5. tools/bench/bench_gpu.py -> gpu.json.
+#   6. tools/bench/gpu_check_summary.py -> gpu_check.json: the numbers against the targets (>= 100 M rays/s,
 #      >= 10x real time), the statistics' differences, preflight, each step's exit code or why it was skipped.
-# If CuPy fails (missing, no device, a kernel that does not build), steps 1-2 still record the CPU's
+# If CuPy fails (missing, no device, a kernel that does not build), steps 1-3 still record the CPU's
 # figures and the error (device_error); the script's exit code is then non-zero.
 #
 # --dry-run: no GPU needed (a test runs it here): the preflight without asking a registry, the frame
-# benchmark on the CUDA source built for the CPU (one VLP-16, one frame; --beam full and one ray a pulse),
-# and its gpu_check.json.
+# benchmark on the CUDA source built for the CPU (one VLP-16, one frame; --beam full, one ray a pulse, and
+# with sunlight, a wet road and a second VLP-16's crosstalk), and its gpu_check.json.
 set -u
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -51,7 +54,7 @@ if [ "${1:-}" = "--dry-run" ]; then
   "$py" tools/bench/gpu_preflight.py "$out" --offline >"$out/preflight.txt" 2>&1
   rcs+=("preflight=$?")
   run device_frame 300 "$py" tools/bench/bench_gpu_frame.py --device cuda-source-on-cpu --dry-run \
-    --scenario both --out "$out/gpu_frame_device.json" >"$out/bench_frame_device.txt" 2>&1
+    --scenario all --out "$out/gpu_frame_device.json" >"$out/bench_frame_device.txt" 2>&1
   "$py" tools/bench/gpu_check_summary.py "$out" "${rcs[@]}" >/dev/null
   device_rc=${rcs[1]#*=}
   echo "gpu_check --dry-run: ${rcs[*]} ($out/gpu_check.json)"
@@ -73,12 +76,18 @@ tail -3 "$out/bench_frame.txt"
 run device_frame 75 "$py" tools/bench/bench_gpu_frame.py --device cuda --scenario dual-rain \
   --frames "${GPU_FRAME_FRAMES:-10}" --out "$out/gpu_frame_device.json" >"$out/bench_frame_device.txt" 2>&1
 tail -3 "$out/bench_frame_device.txt"
+run sun_wet_crosstalk 45 "$py" tools/bench/bench_gpu_frame.py --device cuda --scenario sun-wet-crosstalk \
+  --frames "${GPU_EXTRAS_FRAMES:-6}" --out "$out/gpu_frame_extras.json" >"$out/bench_frame_extras.txt" 2>&1
+tail -3 "$out/bench_frame_extras.txt"
 run tests 60 "$py" -m pytest -q -p no:cacheprovider -rs tests/kernels tests/rt_lidar/test_kernels_device.py \
   tests/rt_lidar/test_device_frame.py tests/rt_lidar/test_device_resident_frame.py \
   tests/rt_lidar/test_device_beam_probe.py tests/rt_lidar/test_serve_device.py \
   tests/rt_lidar/rinet/test_rinet_runtime.py tests/rt_lidar/rinet/test_rinet_torch_runtime.py \
   >"$out/pytest.txt" 2>&1
 tail -25 "$out/pytest.txt"
+run tests_extras 30 "$py" -m pytest -q -p no:cacheprovider -rs tests/rt_lidar/test_device_sun_wet_crosstalk.py \
+  -k "cuda and not source" >"$out/pytest_extras.txt" 2>&1
+tail -5 "$out/pytest_extras.txt"
 run bench 25 "$py" tools/bench/bench_gpu.py --out "$out/gpu.json" "$@" >"$out/bench.txt" 2>&1
 tail -5 "$out/bench.txt"
 "$py" tools/bench/gpu_check_summary.py "$out" "${rcs[@]}" | head -60

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rt_lidar.kernels.xp import array_module
 from rt_lidar.pipeline import beam_steps, source_steps
 from rt_lidar.pipeline.source_steps import FirstSurfaces
 from rt_lidar.points import concat_points
@@ -48,12 +49,13 @@ def dot_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def sun_cosines(normal: np.ndarray, dirs: np.ndarray, valid: np.ndarray, sun: np.ndarray) -> np.ndarray:
     """max(0, n . s) of normals turned to face the ray (the lit side seen by the sensor), 0 where invalid
-    (normals need not be normalised; shadowing by other objects is not cast)."""
-    n = normal.astype(np.float64)
-    norm = np.maximum(np.linalg.norm(n, axis=1), 1e-12)
-    facing = -np.sign(np.einsum("ij,ij->i", n, dirs.astype(np.float64)))
-    c = facing * (n @ sun) / norm
-    return np.where(valid, np.maximum(c, 0.0), 0.0).astype(np.float32)
+    (normals need not be normalised; shadowing by other objects is not cast). Arrays of any module."""
+    xp = array_module(normal)  # NumPy, or CuPy on the device frame (the same operations)
+    n = normal.astype(xp.float64)
+    norm = xp.maximum(xp.linalg.norm(n, axis=1), 1e-12)
+    facing = -xp.sign(xp.einsum("ij,ij->i", n, dirs.astype(xp.float64)))
+    c = facing * (n @ xp.asarray(sun, xp.float64)) / norm
+    return xp.where(valid, xp.maximum(c, 0.0), 0.0).astype(xp.float32)
 
 
 def _with_rows(arr: np.ndarray, rows: np.ndarray, values: Any) -> np.ndarray:

@@ -32,6 +32,7 @@ from rt_lidar.kernels.ambient import (
 )
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT
 from rt_lidar.kernels.waveform import single_echo_epw_ns
+from rt_lidar.kernels.xp import array_module
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.normals import standard_normal, uniform_below
 from rt_lidar.physics.returns import Detections
@@ -46,21 +47,23 @@ UNKNOWN_SUN_COS = 0.5
 
 def pulse_background_w(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarray:
     """(P,) background (sun) power (W) on the detector of every pulse, from the footprint it looks at
-    lit by ``sun_lux``; 0 at night."""
+    lit by ``sun_lux``; 0 at night. The hits' arrays may be of any array module (NumPy, or CuPy on the
+    device frame: docs/gpu.md), and so is the answer."""
+    xp = array_module(hits.material)
     if sun_lux <= 0:
-        return np.zeros(hits.pulses)
+        return xp.zeros(hits.pulses)
     o = echo.preset.optics
     irr = band_irradiance_w_m2(sun_lux, o.wavelength_nm, o.filter_bandwidth_nm)
     hit = hits.material >= 0
-    sun_cos = hits.sun_cos if hits.sun_cos is not None else np.full(len(hits), UNKNOWN_SUN_COS, np.float32)
-    diffuse = echo.materials.hemispherical()[np.maximum(hits.material, 0)]
+    sun_cos = hits.sun_cos if hits.sun_cos is not None else xp.full(len(hits), UNKNOWN_SUN_COS, xp.float32)
+    diffuse = xp.asarray(echo.materials.hemispherical())[xp.maximum(hits.material, 0)]
     fov_h, fov_v = max(o.beam_divergence_h_mrad, 0.1) * 1e-3, max(o.beam_divergence_v_mrad, 0.1) * 1e-3
     pb = background_power(
         sun_cos, diffuse, hit, irr, o.receiver_aperture_m, o.system_efficiency, fov_h, fov_v
     )
     n = hits.subrays
     w = hits.subray_weight if hits.subray_weight is not None else np.ones(n, np.float32)
-    return pb.reshape(hits.pulses, n).astype(np.float64) @ w.astype(np.float64)
+    return pb.reshape(hits.pulses, n).astype(xp.float64) @ xp.asarray(w, xp.float64)
 
 
 def pulse_noise_w(

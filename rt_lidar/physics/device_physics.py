@@ -24,11 +24,13 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.kernels import apply_range_noise, effective_reflectance, leading_edge_walk_m, received_power
-from rt_lidar.kernels.ambient import false_alarm_probability, receiver_sigma_w
+from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, two_way_transmission
 from rt_lidar.kernels.texture import texture_factor
 from rt_lidar.kernels.waveform import Noise, pulse_sigma_ns, single_echo_epw_ns, waveform_returns
 from rt_lidar.physics.clear_coat import coat_lookup, coat_table, paint_params
+from rt_lidar.physics.device_sun import at_pulses, blinded_pulses, false_alarm_chance, noise_floor, per_pulse
+from rt_lidar.physics.device_wet import spray_device, wet_columns, wet_road_device, wetness_of
 from rt_lidar.physics.glass_ghost import ghost_echoes, mirror_r0
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
@@ -46,13 +48,20 @@ from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.unreal_bridge.world.pose import quat_rotate
 
-__all__ = ["DEVICE_RECORD", "DEVICE_RECORD_EPW", "DeviceSensorPhysics"]
+__all__ = ["DEVICE_RECORD", "DEVICE_RECORD_EPW", "DeviceSensorPhysics", "device_record"]
 
 _POINT_FIELDS = tuple((name, POINT_DTYPE[name]) for name in POINT_DTYPE.names or ())
 DEVICE_RECORD = np.dtype([*_POINT_FIELDS, ("power_w", np.dtype("<f4"))])
 """A point as it leaves the device: :data:`POINT_DTYPE`'s fields, packed, and its received power."""
 DEVICE_RECORD_EPW = np.dtype([*DEVICE_RECORD.descr, ("epw_ns", np.dtype("<f4"))])
 """:data:`DEVICE_RECORD` and the echo pulse width (ns) of each point, where ``--epw`` asks for it."""
+
+
+def device_record(epw: bool, sun: bool) -> np.dtype:
+    """What each point carries back to the host: :data:`DEVICE_RECORD`, its echo pulse width where
+    ``--epw`` asks for it, and the sunlight on its pulse (``ambient_w``) where the sun is out."""
+    base = DEVICE_RECORD_EPW if epw else DEVICE_RECORD
+    return np.dtype([*base.descr, ("ambient_w", np.dtype("<f4"))]) if sun else base
 
 
 def _index(xp: Any, material: Any) -> Any:
@@ -69,8 +78,8 @@ class DeviceSensorPhysics(SensorPhysics):
     ) -> None:
         super().__init__(preset, materials, config)
         self.pinned = pinned
-        self.record = DEVICE_RECORD_EPW if self.beam.epw else DEVICE_RECORD
-        """What each point carries back to the host: its echo pulse width too where asked for."""
+        self.record = device_record(self.beam.epw, self.config.sun_illuminance_lux > 0)
+        """What each point carries back to the host (:func:`device_record`)."""
         xp = pinned.xp
         self.xp = xp
         table = two_point_corrections(preset)  # a Velodyne's two-point corrections, on the device
@@ -91,6 +100,14 @@ class DeviceSensorPhysics(SensorPhysics):
         self._focus = focus_parameters(preset)
         inv = beam_inverse_focus(preset)  # each laser's own focus, where set (EchoModel.beam_focus)
         self._beam_focus = None if inv is None else xp.asarray(inv)
+        self._hemispherical: Any = None  # the wet road's albedos (hemispherical_device)
+
+    def hemispherical_device(self) -> Any:
+        """Each material's hemispherical reflectance (:meth:`MaterialArrays.hemispherical`) on the device,
+        put there once."""
+        if self._hemispherical is None:
+            self._hemispherical = self.xp.asarray(self.materials.hemispherical())
+        return self._hemispherical
 
     def _beam_focus_ratio(self, ring: Any, range_m: Any) -> Any:
         """:meth:`EchoModel.beam_focus` on the device (float32), None where no beam sets its own focus."""
@@ -241,21 +258,28 @@ class DeviceSensorPhysics(SensorPhysics):
             **kw,
         )
 
-    def _strongest(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float) -> tuple[Any, ...]:
+    def _strongest(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: Any) -> tuple[Any, ...]:
         """The host's one-ray ``strongest`` physics on the device: the stronger of glass and surface, the
         weather in place, detection against the noise floor. (pulse, return id, range, power, segment,
         flags) of the detections."""
         xp, p, f32 = self.xp, self.preset, self.xp.float32
         thr = p.pulse.detection_threshold_w
         power, refl, flags, gp, g_refl, _glass, _obj = self._echoes(hits)
+        wetness = wetness_of(self)  # the wet road: the road darker, its mirror ghosts, the tyre spray
+        wet_ghost = wet_road_device(self, hits, wetness, power) if wetness > 0 else None
+        spray = spray_device(self, hits, wetness, power, rng) if wetness > 0 else None
         take = gp > power
         power = xp.where(take, gp, power).astype(f32)
         refl = xp.where(take, g_refl, refl).astype(f32)
         rng_m = xp.where(take, hits.glass_range_m, hits.range_m).astype(f32)
         seg = xp.where(take, hits.glass_segment, hits.segment).astype(xp.uint32)
         flags = xp.where(take, np.uint8(0), flags).astype(xp.uint8)
-        ghost = self._ghosts(hits)
-        if ghost is not None:  # the pane's mirror ghost, where stronger than what the ray saw
+        for ghost in (
+            self._ghosts(hits),
+            wet_ghost,
+        ):  # the mirror ghosts, where stronger than what the ray saw
+            if ghost is None:
+                continue
             g_r, g_p, g_s, g_seg = ghost
             won = g_p > power
             power = xp.where(won, g_p, power).astype(f32)
@@ -263,6 +287,14 @@ class DeviceSensorPhysics(SensorPhysics):
             rng_m = xp.where(won, g_r, rng_m).astype(f32)
             seg = xp.where(won, g_seg, seg).astype(xp.uint32)
             flags = xp.where(won, np.uint8(0), flags).astype(xp.uint8)
+        if spray is not None:  # the spray's droplet echo, where stronger
+            s_r, s_p = spray
+            won = s_p > power
+            power = xp.where(won, s_p, power).astype(f32)
+            refl = xp.where(won, np.float32(0), refl).astype(f32)
+            rng_m = xp.where(won, s_r, rng_m).astype(f32)
+            seg = xp.where(won, np.uint32(0), seg).astype(xp.uint32)
+            flags = xp.where(won, np.uint8(PointFlag.RAIN_CLUTTER), flags).astype(xp.uint8)
         window = hits.window_transmission  # the clutter's echoes leave through the sensor's window too
         self._weather(rng_m, power, flags, rng, reflectivity=refl, segment=seg, window=window)
         if self.config.receiver_noise:
@@ -286,7 +318,7 @@ class DeviceSensorPhysics(SensorPhysics):
         return pulse, rid, r_sel, p_sel, seg[pulse], flags[pulse], epw
 
     def _waveform(
-        self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float, kind: str | None = None
+        self, hits: Any, rng: np.random.Generator, draws: Any, sigma: Any, kind: str | None = None
     ) -> tuple[Any, ...]:
         """The host's waveform physics (:func:`rt_lidar.physics.returns.waveform_detections`) on the
         device, for one ray a pulse or a sub-ray bundle (``hits.subrays``): each sub-ray's surface echo
@@ -305,6 +337,8 @@ class DeviceSensorPhysics(SensorPhysics):
         rng_m = hits.range_m.copy()
         cols = [[rng_m, power, refl, hits.segment, flags]]
         weather = self.config.weather
+        if wetness_of(self) > 0:  # the wet road's ghosts and spray: more echoes of each pulse
+            cols += wet_columns(self, hits, rng, power, w_ray)
         if weather is not None and not weather.is_clear_air:  # weather_echoes: once a pulse
             with np.errstate(invalid="ignore"):
                 r_pulse = xp.max(rng_m.reshape(n_pulse, n_sub), axis=1).astype(f32)
@@ -356,7 +390,7 @@ class DeviceSensorPhysics(SensorPhysics):
         noise = None
         if self.config.receiver_noise:
             z = draws.standard_normal(size=(n_pulse, min(e_tot + 2, MAX_NOISY_CANDIDATES)))
-            noise = Noise(xp.full(n_pulse, sigma, xp.float64), p.receiver.shot_w, z.astype(xp.float64))
+            noise = Noise(per_pulse(xp, sigma, n_pulse), p.receiver.shot_w, z.astype(xp.float64))
         kernel = None
         if xp is np:
             from rt_lidar.kernels import waveform_cuda
@@ -394,7 +428,7 @@ class DeviceSensorPhysics(SensorPhysics):
             epw = (epw + np.float32(p.pulse.epw_offset_ns)).astype(f32)
         return ret.pulse, ret.return_id.astype(xp.uint8), range_m, ret.amp.astype(f32), seg, fl, epw
 
-    def _bundled(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: float) -> tuple[Any, ...]:
+    def _bundled(self, hits: Any, rng: np.random.Generator, draws: Any, sigma: Any) -> tuple[Any, ...]:
         """``--beam full`` (:func:`rt_lidar.physics.beam_full.full_beam_detections`): the pulses without a
         bundle by the one-ray physics, the bundled ones by the sub-ray waveform, merged by (pulse,
         return id)."""
@@ -406,7 +440,7 @@ class DeviceSensorPhysics(SensorPhysics):
         in_bundle[bundle.pulses] = True
         keep = ~in_bundle[parts[0]]
         parts = [None if a is None else a[keep] for a in parts]
-        sub = list(self._waveform(bundle.hits, rng, draws, sigma))
+        sub = list(self._waveform(bundle.hits, rng, draws, at_pulses(sigma, bundle.pulses)))
         sub[0] = bundle.pulses[sub[0]]
         merged: list[Any] = [
             None if a is None else xp.concatenate([a, b]) for a, b in zip(parts, sub, strict=True)
@@ -415,12 +449,10 @@ class DeviceSensorPhysics(SensorPhysics):
         return tuple(None if a is None else a[order] for a in merged)
 
     def _apply_device(self, hits: Any, rng: np.random.Generator) -> PhysicsResult:
-        xp, p = self.xp, self.preset
-        thr = p.pulse.detection_threshold_w
-        rx = p.receiver
+        xp = self.xp
         n = hits.pulses
         draws = xp.random.RandomState(int(rng.integers(0, 2**32 - 1)))
-        sigma = float(receiver_sigma_w(rx.dark_sigma_w(thr), rx.shot_w, np.zeros(1))[0])
+        background, sigma = noise_floor(self, hits)  # sunlight: a floor a pulse (device_sun)
         if hits.bundle is not None:
             step = self._bundled
         else:
@@ -433,7 +465,9 @@ class DeviceSensorPhysics(SensorPhysics):
         focus = self._beam_focus_ratio(hits.ring[pulse], d_r)
         if focus is not None:  # calibrated reflectivity divides each laser's own focus out
             d_refl = (d_refl / focus).astype(xp.float32)
-        return self._measure(hits, draws, pulse, rid, d_r, d_p, d_refl, d_seg, d_fl, sigma, any_seen, d_epw)
+        return self._measure(
+            hits, draws, pulse, rid, d_r, d_p, d_refl, d_seg, d_fl, sigma, any_seen, d_epw, background
+        )
 
     def _measure(
         self,
@@ -446,12 +480,14 @@ class DeviceSensorPhysics(SensorPhysics):
         refl: Any,
         seg: Any,
         fl: Any,
-        sigma: float,
+        sigma: float | Any,
         any_seen: Any,
         epw: Any = None,
+        background: Any = None,
     ) -> PhysicsResult:
-        """Range walk, range noise, false alarms, the intensity chain and the packed points (one copy);
-        ``epw`` each detection's echo pulse width (None: not asked for)."""
+        """Range walk, range noise, the sun's blinding, false alarms, the intensity chain and the packed
+        points (one copy); ``epw`` each detection's echo pulse width (None: not asked for); ``sigma``
+        the noise floor (one float, or (P,) in sunlight, whose ``background`` (P,) each point takes)."""
         xp, p, cfg = self.xp, self.preset, self.config
         thr = p.pulse.detection_threshold_w
         n = hits.pulses
@@ -462,17 +498,27 @@ class DeviceSensorPhysics(SensorPhysics):
         measured = rng_m
         if cfg.range_noise:
             z = draws.standard_normal(size=pulse.shape[0]).astype(xp.float32)
-            s_tot = receiver_sigma_w(sigma, p.receiver.shot_w, pw.astype(xp.float64))
+            s_tot = receiver_sigma_w(at_pulses(sigma, pulse), p.receiver.shot_w, pw.astype(xp.float64))
             psig = pulse_sigma_ns(p.pulse.width_ns)
             measured = apply_range_noise(rng_m, z, p.range.accuracy_m, pw, s_tot, psig)
             measured = xp.maximum(measured, 0.0).astype(xp.float32)
         if cfg.receiver_noise:  # false alarms of the noise floor in pulses left without a return
+            blinded = blinded_pulses(self, hits)
+            if blinded is not None:  # looking into the sun: the pulse's true returns are lost
+                keep = ~blinded[pulse]
+                pulse, rid, measured, pw, refl, seg, fl = (
+                    a[keep] for a in (pulse, rid, measured, pw, refl, seg, fl)
+                )
+                epw = None if epw is None else epw[keep]
+                any_seen = xp.zeros(n, bool)
+                any_seen[pulse] = True
             n_cells = (p.range.max_m - p.range.min_m) / (SPEED_OF_LIGHT * p.pulse.width_ns * 0.5e-9)
-            p_fa = float(false_alarm_probability(thr, np.array([sigma]), n_cells)[0])
+            p_fa = false_alarm_chance(xp, thr, sigma, n_cells, blinded)
             fa = xp.flatnonzero(~any_seen & (draws.random_sample(size=n) < p_fa))
             k = fa.shape[0]
             fa_r = draws.uniform(p.range.min_m, p.range.max_m, size=k).astype(xp.float32)
-            fa_p = (thr + xp.abs(draws.standard_normal(size=k)) * max(sigma, thr * 0.1)).astype(xp.float32)
+            fa_sigma = xp.maximum(at_pulses(sigma, fa), thr * 0.1)
+            fa_p = (thr + xp.abs(draws.standard_normal(size=k)) * fa_sigma).astype(xp.float32)
             order = xp.argsort(xp.concatenate([pulse * 256 + rid, fa * 256]))
             pulse = xp.concatenate([pulse, fa])[order]
             rid = xp.concatenate([rid, xp.zeros(k, xp.uint8)])[order]
@@ -484,12 +530,13 @@ class DeviceSensorPhysics(SensorPhysics):
             if epw is not None:  # a false alarm's width: one echo of its height (noise_detections)
                 fa_w = single_echo_epw_ns(fa_p, thr, p.pulse.width_ns, p.pulse.epw_offset_ns)
                 epw = xp.concatenate([epw, fa_w.astype(xp.float32)])[order]
-        amp_sigma = xp.full(n, sigma, xp.float64) if cfg.receiver_noise else None
+        amp_sigma = per_pulse(xp, sigma, n) if cfg.receiver_noise else None
         amp_z = (
             draws.standard_normal(size=pulse.shape[0]) if amp_sigma is not None else xp.zeros(pulse.shape[0])
         )
         refl, intensity, fl = measure(p, pw, amp_sigma, pulse, amp_z, refl, measured, fl)
-        packed = self._pack(hits, pulse, measured, intensity, refl, rid, fl, seg, pw, epw)
+        ambient = None if background is None else background[pulse].astype(xp.float32)
+        packed = self._pack(hits, pulse, measured, intensity, refl, rid, fl, seg, pw, epw, ambient)
         rec = self.pinned.receive(packed, self.record)
         points = np.empty(rec.shape[0], POINT_DTYPE)
         for name, _ in _POINT_FIELDS:
@@ -501,6 +548,7 @@ class DeviceSensorPhysics(SensorPhysics):
             fired=hits.pulses,
             dropped=hits.pulses - with_return,
             epw_ns=rec["epw_ns"].copy() if epw is not None else None,
+            ambient_w=rec["ambient_w"].copy() if ambient is not None else None,
         )
 
     def _pack(
@@ -515,6 +563,7 @@ class DeviceSensorPhysics(SensorPhysics):
         seg: Any,
         pw: Any,
         epw: Any = None,
+        ambient: Any = None,
     ) -> Any:
         """(K, :attr:`record` itemsize) uint8 rows of the points, built on the device."""
         xp = self.xp
@@ -543,6 +592,7 @@ class DeviceSensorPhysics(SensorPhysics):
             "segment": seg,
             "power_w": pw,
             "epw_ns": epw,
+            "ambient_w": ambient,
         }
         offset = 0  # the record is packed: each field right after the one before
         for name in self.record.names or ():

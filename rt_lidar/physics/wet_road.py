@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from rt_lidar.kernels.xp import array_module
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.pipeline.sources import Hits
 
@@ -61,13 +62,14 @@ ROAD_MATERIALS = ("asphalt", "lane_paint")
 
 def fresnel_reflectance(cos_i: np.ndarray | float, n: float = WATER_N) -> np.ndarray:
     """Unpolarised Fresnel reflectance of an air -> medium (index ``n``) interface at incidence cosine
-    ``cos_i`` (float64 array): the mean of the s and p reflectances."""
-    c = np.clip(np.asarray(cos_i, np.float64), 0.0, 1.0)
+    ``cos_i`` (float64 array, of ``cos_i``'s array module): the mean of the s and p reflectances."""
+    xp = array_module(cos_i)
+    c = xp.clip(xp.asarray(cos_i, xp.float64), 0.0, 1.0)
     s2 = 1.0 - c * c
-    ct = np.sqrt(np.maximum(1.0 - s2 / (n * n), 0.0))  # cos of the refracted angle
-    rs = ((c - n * ct) / np.maximum(c + n * ct, 1e-300)) ** 2
-    rp = ((ct - n * c) / np.maximum(ct + n * c, 1e-300)) ** 2
-    return np.asarray(0.5 * (rs + rp))
+    ct = xp.sqrt(xp.maximum(1.0 - s2 / (n * n), 0.0))  # cos of the refracted angle
+    rs = ((c - n * ct) / xp.maximum(c + n * ct, 1e-300)) ** 2
+    rp = ((ct - n * c) / xp.maximum(ct + n * c, 1e-300)) ** 2
+    return xp.asarray(0.5 * (rs + rp))
 
 
 @functools.lru_cache(maxsize=8)
@@ -84,20 +86,21 @@ def internal_diffuse_reflectance(n: float = WATER_N) -> float:
 def wet_diffuse_factor(cos_i: np.ndarray, albedo: np.ndarray, n: float = WATER_N) -> np.ndarray:
     """M(theta): backscatter of a surface of albedo ``albedo`` under a water film over its dry
     backscatter, at incidence cosine ``cos_i`` (module docstring; float64)."""
+    xp = array_module(cos_i)
     r = fresnel_reflectance(cos_i, n)
-    a = np.clip(np.asarray(albedo, np.float64), 0.0, 1.0)
-    return np.asarray((1.0 - r) ** 2 / (n * n * (1.0 - a * internal_diffuse_reflectance(n))))
+    a = xp.clip(xp.asarray(albedo, xp.float64), 0.0, 1.0)
+    return xp.asarray((1.0 - r) ** 2 / (n * n * (1.0 - a * internal_diffuse_reflectance(n))))
 
 
 def wet_road_power(cos_i: np.ndarray, albedo: np.ndarray, wetness: float) -> np.ndarray:
     """Factor on the road's echo power at ``wetness`` w: ``(1 - w) + w M(theta)`` (float32)."""
     m = wet_diffuse_factor(cos_i, albedo)
-    return np.asarray((1.0 - wetness) + wetness * m, np.float32)
+    return array_module(cos_i).asarray((1.0 - wetness) + wetness * m, np.float32)
 
 
 def mirror_factor(cos_i: np.ndarray, wetness: float) -> np.ndarray:
     """Share of an object's echo that returns over the film mirror: ``w R(theta)^2`` (float32)."""
-    return np.asarray(wetness * fresnel_reflectance(cos_i) ** 2, np.float32)
+    return array_module(cos_i).asarray(wetness * fresnel_reflectance(cos_i) ** 2, np.float32)
 
 
 def wet_road_apply(

@@ -15,8 +15,7 @@ bundles are cast there. With ``--sub-rays N`` every pulse is cast there as the b
 (with their echo pulse widths where asked for) that come back in one copy.
 
 :func:`device_frame_parts` builds the pair for a sensor, or says (one line) why a configuration keeps
-the host physics: sunlight, a wet road, crosstalk; those runs cast on the device and do their physics on
-the host as before.
+the host physics (none does now: sunlight, the wet road and a rig's crosstalk run on the device too).
 """
 
 from __future__ import annotations
@@ -28,12 +27,21 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.backend.device_arrays import PinnedPoints, TransferCounter
+from rt_lidar.backend.source_ops import sun_cosines
 from rt_lidar.pipeline.device_world import BvhWorld
 from rt_lidar.pipeline.pose_samples import interpolate_pose_samples, sensor_pose_samples
-from rt_lidar.pipeline.sources import GLASS_MAX_CROSSINGS, Hits, WorldSource, _beam_starts, _rows_f32
+from rt_lidar.pipeline.sources import (
+    GLASS_MAX_CROSSINGS,
+    ROAD_NORMAL_MIN_Z,
+    Hits,
+    WorldSource,
+    _beam_starts,
+    _rows_f32,
+)
 from rt_lidar.sensor.glazing import TABLE_STEPS
 from rt_lidar.sensor.scan_pattern import Firings
 from rt_lidar.unreal_bridge.world import Pose as MountPose
+from rt_lidar.unreal_bridge.world.spray import PlumeRays, plume_rays, plume_segments
 
 __all__ = [
     "UPLOADS_PER_FRAME",
@@ -106,6 +114,15 @@ class DeviceWorldSource(WorldSource):
         self._angle_dev = self.xp.asarray(self._glass_angle)
         self._retro_dev: Any = None  # --beam full's retro-reflector table, once its plan is known
         self._volume_dev: Any = None  # and its volume materials' flags
+        self._road_dev = self.xp.asarray(self._road_mat)  # the wet road's materials
+
+    def use_beam(self, pattern: Any, sun: Any = None) -> Any:
+        """:meth:`WorldSource.use_beam`; with the sun and one ray a pulse the central rays stay one ray
+        each (no bundle), their sun cosines computed where they are cast."""
+        grant = super().use_beam(pattern, sun)
+        if len(pattern) == 1:
+            self._beam = None
+        return grant
 
     def use_full_beam(self, plan: Any, sun: Any = None) -> Any:
         """:meth:`WorldSource.use_full_beam`, its retro-reflector and volume tables put on the device."""
@@ -135,7 +152,10 @@ class DeviceWorldSource(WorldSource):
         posed = self.bvh.posed_batch(firings.t_ns.astype(np.float64) * 1e-9, n)
         if self._full is None and self._beam is not None:  # --sub-rays N: every pulse as the bundle
             return self._every_pulse_bundled(firings, buf, pos, quat, posed, t0_ns, t1_ns, samples)
-        r, cos, mat, seg, g_r, g_cos, g_mat, g_seg, g_trans, ghost = self._surfaces(origins, dirs, posed)
+        plumes = self._plumes_up(pos, rec["world_dir"], firings.t_ns)
+        r, cos, mat, seg, g_r, g_cos, g_mat, g_seg, g_trans, ghost, extra = self._surfaces(
+            origins, dirs, posed, plumes=plumes
+        )
         hits = DeviceHits(
             firings=firings,
             direction=_columns(xp, buf, 24, 36, xp.float32, (n, 3)),
@@ -154,6 +174,7 @@ class DeviceWorldSource(WorldSource):
             beam_origin=None if firings.origin is None else _columns(xp, buf, 46, 58, xp.float32, (n, 3)),
         )
         _set_glass_mirror(hits, ghost)
+        _set_extras(hits, extra)
         self._with_poses(hits, t0_ns, t1_ns, samples)  # (sets the poses on ``hits`` itself)
         if self._full is not None:  # --beam full: the bundle where the footprint needs it
             self._bundle(hits, firings, pos, quat, posed)
@@ -272,11 +293,14 @@ class DeviceWorldSource(WorldSource):
         ring: Any,
         beam_origin: Any,
         pose_start: Any,
+        extras: bool = True,
     ) -> DeviceHits:
         """The rays (sensor-frame directions ``d_sensor``, world starts ``starts``, orientations ``q``) of
         the frame's pulses ``rows`` (on the device: whose poses they take) sent up as one block and cast
         there with glass, as :class:`DeviceHits` of ``firings`` (their times ``t_ns``, rings ``ring`` and
-        beam origins ``beam_origin`` already on the device), one row a ray."""
+        beam origins ``beam_origin`` already on the device), one row a ray; ``extras``: with the sun
+        cosines and the wet road's fields where asked for (as the host's bundles have them; False for
+        ``--beam full``'s probes, which read neither)."""
         xp = self.xp
         rec = np.empty(len(starts), BUNDLE_RECORD)
         rec["origin"] = starts
@@ -287,8 +311,9 @@ class DeviceWorldSource(WorldSource):
         m = len(starts)
         origins = _columns(xp, buf, 0, 12, xp.float32, (m, 3))
         dirs = _columns(xp, buf, 12, 24, xp.float32, (m, 3))
-        r, cos, mat_b, seg_b, g_r, g_cos, g_mat, g_seg, g_trans, ghost = self._surfaces(
-            origins, dirs, posed, rows
+        plumes = self._plumes_up(starts, rec["world_dir"], firings.t_ns) if extras else None
+        r, cos, mat_b, seg_b, g_r, g_cos, g_mat, g_seg, g_trans, ghost, extra = self._surfaces(
+            origins, dirs, posed, rows, extras, plumes
         )
         sub = DeviceHits(
             firings=firings,
@@ -309,6 +334,7 @@ class DeviceWorldSource(WorldSource):
             beam_origin=beam_origin,
         )
         _set_glass_mirror(sub, ghost)
+        _set_extras(sub, extra)
         return sub
 
     def _probe(
@@ -363,6 +389,7 @@ class DeviceWorldSource(WorldSource):
             hits.ring[pulse_dev],
             None,
             hits.pose_start,
+            extras=False,
         )
         tol = plane_tolerance_m(self.exit_m_per_rad, probes)
         marks = probe_marks(hits, pulse_dev, probe, self._retro_dev, plan, tol, xp=xp)
@@ -383,13 +410,26 @@ class DeviceWorldSource(WorldSource):
             g_trans[rows] *= f * f
 
     def _surfaces(
-        self, origins: Any, dirs: Any, posed: tuple[Any, Any, Any, Any], rows: Any = None
+        self,
+        origins: Any,
+        dirs: Any,
+        posed: tuple[Any, Any, Any, Any],
+        rows: Any = None,
+        extras: bool = True,
+        plumes: PlumeRays | None = None,
     ) -> tuple[Any, ...]:
         """(range, cos, material, segment, glass range, glass cos, glass material, glass segment, glass
-        transmission, mirror rays off the first pane or None) of every ray (``rows``: the frame's pulses
-        they are, None = one ray each): the first surfaces, the mirror rays of the rays whose first
-        surface is glass (:meth:`_glass_mirror_device`), and the rays that pass glass cast on behind it."""
+        transmission, mirror rays off the first pane or None, the extra fields) of every ray (``rows``:
+        the frame's pulses they are, None = one ray each): the first surfaces, the mirror rays of the
+        rays whose first surface is glass (:meth:`_glass_mirror_device`), and the rays that pass glass
+        cast on behind it. With ``extras``, the extra fields (a dict of :class:`Hits` fields) hold the
+        sun cosines (:func:`sun_cosines`, of the opaque surface each ray ends on, and of the ray itself)
+        where the sun is asked for, and on a wet road (:meth:`use_wet_road`) the road hits, their mirror
+        rays off the film cast here (as the panes' are) and each ray's segment through the nearest tyre
+        spray plume (:func:`plume_segments` of ``plumes``, the rays near a plume sent up by the host)."""
         xp = self.xp
+        sun = self._sun if extras else None
+        extra: dict[str, Any] = {}
         rh = self.bvh.cast_posed(origins, dirs, self.max_range_m, posed, rows, self.cast_threads)
         hit = xp.isfinite(rh.distance)
         trans_all = xp.take(self._trans_dev, xp.maximum(rh.material, 0).astype(xp.int32))
@@ -406,6 +446,13 @@ class DeviceWorldSource(WorldSource):
         g_mat = xp.where(passes, rh.material, np.int16(-1)).astype(xp.int16)
         g_seg = xp.where(passes, rh.segment, np.uint32(0)).astype(xp.uint32)
         g_trans = xp.where(passes, trans_all * trans_all, np.float32(1)).astype(xp.float32)
+        sun_cos = None if sun is None else sun_cosines(rh.normal, dirs, opaque, sun)
+        if self.wet_road and extras:  # road hits facing up are wet; each casts its mirror ray off the film
+            wet = opaque & xp.isin(rh.material, self._road_dev) & (rh.normal[:, 2] >= ROAD_NORMAL_MIN_Z)
+            extra["wet"] = wet
+            wi = xp.flatnonzero(wet)
+            film = self._glass_mirror_device(origins, dirs, rh, wi, posed, rows) if wi.size else None
+            extra["mirror"] = film if film is not None else _no_mirror(xp, int(origins.shape[0]))
         active = xp.flatnonzero(passes)
         self._slant(g_trans, active, g_mat[active], g_cos[active])
         ghost = self._glass_mirror_device(origins, dirs, rh, active, posed, rows) if active.size else None
@@ -427,6 +474,8 @@ class DeviceWorldSource(WorldSource):
             cos_inc[idx] = xp.abs(xp.sum(rh.normal[stop] * d_act[stop], axis=1, dtype=xp.float32))
             material[idx] = rh.material[stop]
             segment[idx] = rh.segment[stop]
+            if sun_cos is not None and sun is not None:  # the sunlit side of the surface behind the glass
+                sun_cos[idx] = sun_cosines(rh.normal[stop], d_act[stop], xp.ones(idx.shape[0], bool), sun)
             g_trans[active[more]] *= trans[more] * trans[more]
             step = rh.distance[more] + np.float32(_EPS_M)
             cos_i = xp.abs(xp.sum(rh.normal[more] * d_act[more], axis=1, dtype=xp.float32))
@@ -436,21 +485,44 @@ class DeviceWorldSource(WorldSource):
                 active[more],
             )
             self._slant(g_trans, active, rh.material[more], cos_i)
-        return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans, ghost
+        if sun_cos is not None:
+            extra["sun_cos"] = sun_cos
+            extra["beam_sun_cos"] = (dirs.astype(xp.float64) @ xp.asarray(sun, xp.float64)).astype(xp.float32)
+        if "wet" in extra:  # the tyre spray up to the surface each ray ends on
+            none = PlumeRays(*(xp.zeros((0, 3) if k in (1, 2) else 0) for k in range(5)))
+            extra["spray"] = plume_segments(plumes if plumes is not None else none, range_m)
+        return range_m, cos_inc, material, segment, g_range, g_cos, g_mat, g_seg, g_trans, ghost, extra
+
+    def _plumes_up(self, starts: np.ndarray, world_dirs: np.ndarray, t_ns: np.ndarray) -> PlumeRays | None:
+        """On a wet road, the rays (world ``starts`` and ``world_dirs`` on the host, their pulses' times
+        ``t_ns``) that may cross a car's spray plume, in the car's frame at each ray's time
+        (:func:`plume_rays`, on the host where the trajectories are), sent up as one block; None on a
+        dry road. The device clips them at the surfaces the rays hit (:func:`plume_segments`)."""
+        if not self.wet_road:
+            return None
+        t_ray = t_ns.astype(np.float64) * 1e-9
+        if t_ray.shape[0] != starts.shape[0]:  # a bundle: its pulses' sub-rays, pulse-major
+            t_ray = np.repeat(t_ray, starts.shape[0] // max(t_ray.shape[0], 1))
+        host = plume_rays(self._moving_objects(), np.asarray(starts, np.float32), world_dirs, t_ray)
+        block = np.column_stack(
+            [host.ray.astype(np.float64), host.origin, host.direction, host.length, host.density]
+        )
+        dev = self.xp.asarray(block)  # up: the rays near a plume
+        self.counter.up()
+        return PlumeRays(dev[:, 0].astype(self.xp.int64), dev[:, 1:4], dev[:, 4:7], dev[:, 7], dev[:, 8])
 
     def _glass_mirror_device(
         self, origins: Any, dirs: Any, rh: Any, active: Any, posed: tuple[Any, Any, Any, Any], rows: Any
     ) -> tuple[Any, Any, Any, Any]:
         """:meth:`WorldSource._glass_mirror` on the device: (whole path, incidence cosine, material,
         segment) of the mirror rays off the first pane of rays ``active`` (their first hits ``rh`` are
-        glass), cast by the BVH kernel against the frame's poses; every other ray none."""
+        glass), cast by the BVH kernel against the frame's poses; every other ray none. The wet road's
+        mirror rays off the film are the same rays off the road's hits (:meth:`WorldSource._wet_fields`:
+        the normal faces the ray, so they start on its side)."""
         xp = self.xp
         f32 = xp.float32
         n = int(origins.shape[0])
-        m_range = xp.full(n, np.inf, f32)
-        m_cos = xp.zeros(n, f32)
-        m_mat = xp.full(n, -1, xp.int16)
-        m_seg = xp.zeros(n, xp.uint32)
+        m_range, m_cos, m_mat, m_seg = _no_mirror(xp, n)
         d = dirs[active]
         nrm = rh.normal[active].astype(f32)
         nrm /= xp.sqrt(xp.sum(nrm * nrm, axis=1, dtype=f32))[:, None]
@@ -484,6 +556,23 @@ def _set_glass_mirror(hits: DeviceHits, ghost: tuple[Any, Any, Any, Any] | None)
         ) = ghost
 
 
+def _no_mirror(xp: Any, n: int) -> tuple[Any, Any, Any, Any]:
+    """(whole path, incidence cosine, material, segment) of ``n`` rays without a mirror ray."""
+    f32 = xp.float32
+    return xp.full(n, np.inf, f32), xp.zeros(n, f32), xp.full(n, -1, xp.int16), xp.zeros(n, xp.uint32)
+
+
+def _set_extras(hits: DeviceHits, extra: dict[str, Any]) -> None:
+    """The rays' sun cosines and wet road fields (:meth:`DeviceWorldSource._surfaces`) onto ``hits``
+    (left None where not asked for)."""
+    if "sun_cos" in extra:
+        hits.sun_cos, hits.beam_sun_cos = extra["sun_cos"], extra["beam_sun_cos"]
+    if "wet" in extra:
+        hits.wet = extra["wet"]
+        hits.mirror_range_m, hits.mirror_cos, hits.mirror_material, hits.mirror_segment = extra["mirror"]
+        hits.spray_in_m, hits.spray_out_m, hits.spray_density = extra["spray"]
+
+
 def _take_firings(f: Firings, idx: np.ndarray) -> Firings:
     """The firings ``idx`` of ``f`` (:func:`rt_lidar.pipeline.beam_full.take_firings`)."""
     from rt_lidar.pipeline.beam_full import take_firings
@@ -493,14 +582,10 @@ def _take_firings(f: Firings, idx: np.ndarray) -> Firings:
 
 def device_frame_unsupported(physics: Any, crosstalk: bool = False) -> str | None:
     """Why the physics configuration ``physics`` (as negotiated: a :class:`SensorPhysics`) keeps the
-    host physics, or None when the whole frame runs on the device."""
-    cfg = physics.config
-    if cfg.sun_illuminance_lux > 0:
-        return "sunlight"
-    if cfg.weather is not None and cfg.weather.road_wetness > 0:
-        return "a wet road"
-    if crosstalk:
-        return "crosstalk"
+    host physics, or None when the whole frame runs on the device: every configuration does now
+    (sunlight, a wet road and a rig's crosstalk moved there too; docs/gpu.md). Kept as the one place
+    that names a configuration the device frame cannot run, should one come."""
+    del physics, crosstalk
     return None
 
 
@@ -531,10 +616,12 @@ def device_frame_parts(
         world, preset.range.max_m, arrays.transmission, exit_m_per_rad(preset), mount, counter
     )
     source.retro_gain, source.volume = arrays.retro_gain, arrays.volume
+    source.use_wet_road(1.0 if host.wet_road else 0.0)  # as negotiated above
+    sun = host._sun  # the sun negotiated above (a unit vector towards it), None = no sunlight
     if host.full_beam is not None:  # --beam full: the plan negotiated above, its bundles on the device
-        source.use_full_beam(host.full_beam)
-    elif phys.sub_rays > 1:  # --sub-rays N: every pulse as the bundle, on the device
-        source.use_beam(phys.pattern)
+        source.use_full_beam(host.full_beam, sun)
+    elif phys.sub_rays > 1 or sun is not None:  # --sub-rays N: every pulse as the bundle, on the device
+        source.use_beam(phys.pattern, sun)
     dev = DeviceSensorPhysics(preset, arrays, phys.config, PinnedPoints(world.xp, counter))
     return source, dev, None
 

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from rt_lidar.errors import RtLidarError
 from rt_lidar.kernels import calibrated_reflectivity_output, received_power_output
+from rt_lidar.kernels.xp import array_module
 from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.frame_loop import Sensed
 from rt_lidar.pipeline.sources import Hits, interpolate_pose_samples
@@ -105,8 +107,9 @@ class _Pulses:
         the argsort gives then."""
         if self._order is None:
             t = self.t_ns
-            self.in_time_order = t.size < 2 or bool(np.all(t[1:] >= t[:-1]))
-            self._order = np.arange(t.size) if self.in_time_order else np.argsort(t, kind="stable")
+            xp = array_module(t)
+            self.in_time_order = t.size < 2 or bool(xp.all(t[1:] >= t[:-1]))
+            self._order = xp.arange(t.size) if self.in_time_order else xp.argsort(t, kind="stable")
         return self._order
 
 
@@ -134,9 +137,10 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
     hits = sensed.hits
     f = hits.firings
     n, k = hits.pulses, hits.subrays
-    rows: np.ndarray | slice = slice(None)  # one ray a pulse: its own
+    xp = array_module(hits.range_m)  # CuPy where the hits are on the device (docs/gpu.md)
+    rows: Any = slice(None)  # one ray a pulse: its own
     if k > 1:  # the nearest sub-ray's surface stands for the pulse's spot
-        rows = np.arange(n) * k + np.argmin(hits.range_m.reshape(n, k), axis=1)
+        rows = xp.arange(n) * k + xp.argmin(hits.range_m.reshape(n, k), axis=1)
     if hits.pose_samples is None and n:
         raise RtLidarError(
             f"crosstalk: sensor '{sensor.name}': its hits carry no pose samples (a server older than "
@@ -151,9 +155,9 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
         np.asarray(pos, np.float64),
         d_world,
         d_sensor,
-        hits.range_m[rows].astype(np.float64),
-        hits.cos_incidence[rows].astype(np.float64),
-        hits.material[rows].astype(np.int64),
+        hits.range_m[rows].astype(xp.float64),
+        hits.cos_incidence[rows].astype(xp.float64),
+        hits.material[rows].astype(xp.int64),
     )
 
 
@@ -167,17 +171,34 @@ def firing_poses(hits: Hits) -> tuple[np.ndarray, np.ndarray]:
     return interpolate_pose_samples(hits.firings.t_ns, hits.pose_samples)
 
 
+def _on_device(sensor: CrosstalkSensor, p: _Pulses) -> _Pulses:
+    """``p`` with every array :func:`echoes` reads where its surfaces are: where those are on a device
+    (the device-resident frame), the pulses' times, origins and world directions go up there in one
+    block (counted by the physics' :class:`~rt_lidar.backend.device_arrays.TransferCounter`)."""
+    xp = array_module(p.range_m)
+    if xp is np:
+        return p
+    t_bits = np.ascontiguousarray(p.t_ns, np.int64).view(np.float64)  # (the times' bits, not values)
+    block = xp.asarray(np.column_stack([t_bits, p.origin, p.direction]))
+    counter = getattr(getattr(sensor.physics, "pinned", None), "counter", None)
+    if counter is not None:
+        counter.up()
+    t_ns = xp.ascontiguousarray(block[:, 0]).view(xp.int64)
+    return _Pulses(t_ns, p.ring, block[:, 1:4], block[:, 4:7], p.d_sensor, p.range_m, p.cos_inc, p.material)
+
+
 def _pairs(
     t_a: np.ndarray, t_b: np.ndarray, before_ns: float, after_ns: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Index pairs (i, j) with ``t_a[i] - before <= t_b[j] <= t_a[i] + after`` (``t_b`` sorted)."""
-    lo = np.searchsorted(t_b, t_a - before_ns, "left")
-    hi = np.searchsorted(t_b, t_a + after_ns, "right")
+    xp = array_module(t_a)
+    lo = xp.searchsorted(t_b, t_a - before_ns, "left")
+    hi = xp.searchsorted(t_b, t_a + after_ns, "right")
     counts = hi - lo
     total = int(counts.sum())
-    i = np.repeat(np.arange(t_a.size), counts)
-    starts = np.cumsum(counts) - counts
-    j = lo[i] + (np.arange(total) - starts[i])
+    i = xp.repeat(xp.arange(t_a.size), counts)
+    starts = xp.cumsum(counts) - counts
+    j = lo[i] + (xp.arange(total) - starts[i])
     return i, j
 
 
@@ -185,7 +206,10 @@ def _echoes(
     a: CrosstalkSensor, pa: _Pulses, b: CrosstalkSensor, pb: _Pulses
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`echoes` on A's physics backend (:meth:`rt_lidar.backend.PhysicsBackend.crosstalk_echoes`:
-    the NumPy code, or its compiled twin)."""
+    the NumPy code, or its compiled twin); on the device (the device-resident frame's pulses), the same
+    code on its array module."""
+    if getattr(a.physics, "pinned", None) is not None:  # the device-resident frame's physics
+        return echoes(a, pa, b, pb)
     return a.physics.backend.crosstalk_echoes(a, pa, b, pb)
 
 
@@ -226,7 +250,9 @@ def twin_arguments(
 def echoes(
     a: CrosstalkSensor, pa: _Pulses, b: CrosstalkSensor, pb: _Pulses
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(A pulse index, false range m, received power W) of every echo of B's pulses in A's windows."""
+    """(A pulse index, false range m, received power W) of every echo of B's pulses in A's windows; of
+    the pulses' array module (NumPy, or CuPy on the device-resident frame)."""
+    xp = array_module(pa.range_m)
     pre_b = b.preset
     window_ns, lead_ns, order = _windows(a, b, pb)
     th_a, th_b = a.receiver_half_angle_rad, _half_angle_rad(pre_b)
@@ -236,21 +262,22 @@ def echoes(
     d_a = pa.direction[i]
     out_i, out_r, out_p = [], [], []
     # scattered: B's spot inside A's receiver cone, visible from A
-    hit = np.isfinite(pb.range_m[j])
+    hit = xp.isfinite(pb.range_m[j])
     i_s, j_s, d_s = i[hit], j[hit], d_a[hit]
     if i_s.size:
         r_b = pb.range_m[j_s]
         spot = pb.origin[j_s] + pb.direction[j_s] * r_b[:, None]
         v = spot - pa.origin[i_s]
-        dist = np.linalg.norm(v, axis=1)
-        cos_ang = np.einsum("ij,ij->i", v, d_s) / np.maximum(dist, 1e-9)
-        limit = th_a + th_b * r_b / np.maximum(dist, 1e-9)
-        seen = (cos_ang >= np.cos(limit)) & (pa.range_m[i_s] >= dist - _HIDDEN_TOL_M)
+        dist = xp.linalg.norm(v, axis=1)
+        cos_ang = xp.einsum("ij,ij->i", v, d_s) / xp.maximum(dist, 1e-9)
+        limit = th_a + th_b * r_b / xp.maximum(dist, 1e-9)
+        seen = (cos_ang >= xp.cos(limit)) & (pa.range_m[i_s] >= dist - _HIDDEN_TOL_M)
         i_s, j_s, dist, r_b = i_s[seen], j_s[seen], dist[seen], r_b[seen]
         arrival = pb.t_ns[j_s] + (r_b + dist) / C_M_PER_NS
-        rho = a.physics.materials.hemispherical()[np.maximum(pb.material[j_s], 0)].astype(np.float64)
-        cos_out = np.maximum(pa.cos_inc[i_s], 0.0)
-        ext = np.exp(-a.physics.config.extinction_per_m * (r_b + dist))
+        rho_table = xp.asarray(a.physics.materials.hemispherical())
+        rho = rho_table[xp.maximum(pb.material[j_s], 0)].astype(xp.float64)
+        cos_out = xp.maximum(pa.cos_inc[i_s], 0.0)
+        ext = xp.exp(-a.physics.config.extinction_per_m * (r_b + dist))
         power = (
             pre_b.pulse.peak_power_w
             * oa.receiver_aperture_m**2
@@ -258,50 +285,54 @@ def echoes(
             * rho
             * cos_out
             * ext
-            / (16.0 * np.maximum(dist, 1e-3) ** 2)
+            / (16.0 * xp.maximum(dist, 1e-3) ** 2)
         )
         out_i.append(i_s)
         out_r.append(0.5 * C_M_PER_NS * (arrival - pa.t_ns[i_s]))
         out_p.append(power)
     # direct: A's aperture in B's beam and B in A's receiver cone, nothing in between
     ab = pa.origin[i] - pb.origin[j]
-    length = np.maximum(np.linalg.norm(ab, axis=1), 1e-6)
+    length = xp.maximum(xp.linalg.norm(ab, axis=1), 1e-6)
     u = ab / length[:, None]
-    beam_ok = np.einsum("ij,ij->i", u, pb.direction[j]) >= np.cos(
+    beam_ok = xp.einsum("ij,ij->i", u, pb.direction[j]) >= xp.cos(
         th_b + 0.5 * oa.receiver_aperture_m / length
     )
-    look_ok = np.einsum("ij,ij->i", -u, d_a) >= np.cos(th_a)
+    look_ok = xp.einsum("ij,ij->i", -u, d_a) >= np.cos(th_a)
     clear = (pb.range_m[j] >= length - _HIDDEN_TOL_M) & (pa.range_m[i] >= length - _HIDDEN_TOL_M)
     direct = beam_ok & look_ok & clear
     if direct.any():
         i_d, j_d, ld = i[direct], j[direct], length[direct]
-        spot_area = np.pi * np.maximum(ld * th_b, 1e-6) ** 2
-        frac = np.minimum(np.pi * oa.receiver_aperture_m**2 / 4.0 / spot_area, 1.0)
+        spot_area = np.pi * xp.maximum(ld * th_b, 1e-6) ** 2
+        frac = xp.minimum(np.pi * oa.receiver_aperture_m**2 / 4.0 / spot_area, 1.0)
         out_i.append(i_d)
         out_r.append(0.5 * C_M_PER_NS * (pb.t_ns[j_d] + ld / C_M_PER_NS - pa.t_ns[i_d]))
         out_p.append(pre_b.pulse.peak_power_w * oa.system_efficiency * frac)
     if not out_i:
-        z = np.zeros(0)
-        return z.astype(np.int64), z, z
-    return np.concatenate(out_i), np.concatenate(out_r), np.concatenate(out_p)
+        z = xp.zeros(0)
+        return z.astype(xp.int64), z, z
+    return xp.concatenate(out_i), xp.concatenate(out_r), xp.concatenate(out_p)
 
 
 def false_points(sensors: Sequence[CrosstalkSensor], sensed: Mapping[str, Sensed]) -> dict[str, np.ndarray]:
     """Each sensor's false points of one sim frame (:data:`POINT_DTYPE`, ``t`` absolute ns), from the
     pulses every other in-band sensor fired in that frame."""
     pulses = {s.name: _pulses(s, sensed[s.name]) for s in sensors}
+    where = {s.name: _on_device(s, pulses[s.name]) for s in sensors}  # the pulses where the hits are
     out: dict[str, np.ndarray] = {}
     for a in sensors:
         pa, pre = pulses[a.name], a.preset
         found = [
-            _echoes(a, pa, b, pulses[b.name]) for b in sensors if b.name != a.name and in_band(pre, b.preset)
+            _echoes(a, where[a.name], b, where[b.name])
+            for b in sensors
+            if b.name != a.name and in_band(pre, b.preset)
         ]
         if not found:
             out[a.name] = empty_points()
             continue
-        idx = np.concatenate([f[0] for f in found])
-        rng_m = np.concatenate([f[1] for f in found])
-        power = np.concatenate([f[2] for f in found])
+        xp = array_module(found[0][0])
+        idx = xp.concatenate([f[0] for f in found])
+        rng_m = xp.concatenate([f[1] for f in found])
+        power = xp.concatenate([f[2] for f in found])
         keep = (
             (power >= pre.pulse.detection_threshold_w)
             & (rng_m >= pre.range.min_m)
@@ -309,11 +340,18 @@ def false_points(sensors: Sequence[CrosstalkSensor], sensed: Mapping[str, Sensed
         )
         idx, rng_m, power = idx[keep], rng_m[keep], power[keep]
         # one false echo per pulse: the strongest
-        order = np.lexsort((-power, idx))
+        order = (
+            np.lexsort((-power, idx)) if xp is np else xp.lexsort(xp.stack([-power, idx.astype(xp.float64)]))
+        )
         idx, rng_m, power = idx[order], rng_m[order], power[order]
-        first = np.ones(idx.size, bool)
+        first = xp.ones(idx.size, bool)
         first[1:] = idx[1:] != idx[:-1]
         idx, rng_m, power = idx[first], rng_m[first], power[first]
+        if xp is not np:  # down: the false echoes (a few a frame) of the device-resident frame
+            idx, rng_m, power = (np.asarray(v.get()) for v in (idx, rng_m, power))
+            counter = getattr(getattr(a.physics, "pinned", None), "counter", None)
+            if counter is not None:
+                counter.down(idx.nbytes + rng_m.nbytes + power.nbytes)
         out[a.name] = _as_points(a, pa, sensed[a.name], idx, rng_m, power)
     return out
 

@@ -9,7 +9,6 @@ import dataclasses
 import json
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pytest
 
 from rt_lidar.api import in_process_pipeline
 from rt_lidar.backend.device_arrays import PinnedPoints, array_module_of_device
-from rt_lidar.config import RunConfig, SunConfig
+from rt_lidar.config import RunConfig
 from rt_lidar.errors import ConfigError
 from rt_lidar.kernels.xp import cupy_available
 from rt_lidar.physics.device_physics import DeviceSensorPhysics
@@ -133,17 +132,6 @@ def test_device_frame_gives_the_same_bytes_twice() -> None:
     config = dataclasses.replace(DUAL_RAIN, device="cuda-source-on-cpu")
     a, b = _run(config)[0], _run(config)[0]
     assert all(x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
-
-
-def test_sunlight_keeps_the_host_physics_and_says_so() -> None:
-    config = dataclasses.replace(DUAL_RAIN, device="cuda-source-on-cpu", sun=SunConfig(lux=50_000.0))
-    with warnings.catch_warnings(record=True) as got:
-        warnings.simplefilter("always")
-        built = in_process_pipeline(config, load_preset("VLP-16"))
-        built.pipeline.close()
-    assert not isinstance(built.pipeline.source, DeviceWorldSource)
-    lines = [str(w.message) for w in got if "--device:" in str(w.message)]
-    assert len(lines) == 1 and "sunlight" in lines[0] and "host" in lines[0]
 
 
 def test_pinned_buffer_is_reused_and_scans_are_their_own() -> None:

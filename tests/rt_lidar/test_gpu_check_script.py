@@ -46,6 +46,14 @@ def test_dry_run_writes_the_summary_of_the_device_frame(tmp_path: Path) -> None:
     assert full["physics"] == "device" and full["cpu_bundled_share"]["roof"] > 0.02
     assert abs(full["bundled_share"]["roof"] - full["cpu_bundled_share"]["roof"]) <= 0.002
     assert set(got["beam_full_device_minus_cpu"]["roof"]) == set(gpu_check_summary.STAT_KEYS)
+    # sunlight, a wet road and a second VLP-16's crosstalk: on the device too, their counts recorded
+    extras = got["sun_wet_crosstalk_device_frame"]
+    assert extras["physics"] == "device" and extras["transfers"]["to_device_per_copy_to_host"] == 5
+    keys = set(gpu_check_summary.STAT_KEYS + gpu_check_summary.EXTRA_KEYS)
+    assert set(got["sun_wet_crosstalk_device_minus_cpu"]) == {"roof", "front"}
+    assert set(got["sun_wet_crosstalk_device_minus_cpu"]["front"]) == keys
+    cpu = got["sun_wet_crosstalk_cpu"]["front"]
+    assert cpu["false_alarms_per_scan"] > 0 and cpu["ghosts_per_scan"] > 100  # the sun and the wet road
 
 
 def test_a_run_whose_cupy_failed_keeps_the_cpu_figures_and_the_error(tmp_path: Path) -> None:
@@ -98,8 +106,10 @@ def test_the_whole_check_keeps_to_its_time_budget_and_says_what_it_skipped(tmp_p
     assert proc.returncode == 1, proc.stdout + proc.stderr
     got = json.loads((tmp_path / "gpu_check.json").read_text())
     codes = got["exit_codes"]
-    assert list(codes) == ["preflight", "full_frame", "device_frame", "tests", "bench"]
+    steps = ["preflight", "full_frame", "device_frame", "sun_wet_crosstalk", "tests", "tests_extras", "bench"]
+    assert list(codes) == steps
     assert codes["preflight"] in (0, 3) and codes["bench"] == 125 and codes["tests"] == 125
+    assert codes["sun_wet_crosstalk"] == codes["tests_extras"] == 125
     assert codes["full_frame"] in (124, 125)  # (124: a machine so fast that 15 s were left for it)
     assert any("bench skipped" in line for line in got["skipped"])
     assert "gpu_check:" in proc.stdout and "preflight=" in proc.stdout

@@ -14,6 +14,11 @@ the CPU frame (Embree). Prints JSON (and writes it with ``--out``).
 - ``device_frame``: the same rig with dual returns and 25 mm/h rain, one ray a pulse, timed and compared
   the same way (``--scenario`` picks ``full``, ``dual-rain`` or ``both``). On the device both run as the
   device-resident frame (hits, physics and packed points on the device): the copies are counted.
+- ``sun_wet_crosstalk`` (``--scenario sun-wet-crosstalk``, or ``all``): the same rig, one ray a pulse, dual
+  returns and 25 mm/h rain, with full sun low over the street, a road 80 % wet and the sensors'
+  crosstalk, on the device as the rest: besides the statistics above, each sensor's sunlight false
+  alarms, wet-road ghosts (points under the road), spray and rain points and crosstalk false points a
+  scan, against the CPU's.
 
 Targets (issue 43): >= 10x real time and >= 100 M rays/s on one H100 with ``--device cuda``. The CPU
 build of the source (``--device cuda-source-on-cpu``) runs the same script on a machine without a GPU.
@@ -23,7 +28,8 @@ GPU) or fails part way (a kernel that does not compile, memory), the report stil
 and says why under ``device_error``, and the script exits 3 (2: a wrong argument; 1: the CPU side broke).
 
 Run: python tools/bench/bench_gpu_frame.py [--device cuda] [--frames 10] [--rig RIG.toml] [--out x.json]
-     [--scenario both|full|dual-rain] [--dry-run: one VLP-16, one frame, no cast replay]
+     [--scenario both|full|dual-rain|sun-wet-crosstalk|all] [--dry-run: one VLP-16 (two for crosstalk),
+     one frame, no cast replay]
 """
 
 from __future__ import annotations
@@ -72,17 +78,39 @@ phase_deg = 0.0
 sinks = []
 """
 """The rig of ``--dry-run``: one VLP-16 on the roof."""
+DRY_RUN_PAIR = (
+    DRY_RUN_RIG
+    + """
+[[sensor]]
+name = "front"
+preset = "VLP-16"
+mount = { xyz = [1.5, 0.0, 1.2], rpy_deg = [0.0, 0.0, 0.0] }
+phase_deg = 180.0
+sinks = []
+"""
+)
+"""The rig of ``--dry-run``'s sunlight, wet road and crosstalk: a second VLP-16 at the front (crosstalk)."""
+LOW_SUN_LUX, LOW_SUN_DIRECTION = 100_000.0, (-1.0, 0.0, 0.05)
+"""``sun-wet-crosstalk``'s sun: full summer sun, low behind the rig's start (the street lit, blinding)."""
+ROAD_WETNESS = 0.8
+GHOST_BELOW_ROAD_M = 0.3
+"""A point this far under the road (the sensor's mount height) is a wet road's mirror ghost."""
+SCENARIOS = {  # report key: (--scenario name, --beam full, sunlight + wet road + crosstalk)
+    "full": ("full", True, False),
+    "device_frame": ("dual-rain", False, False),
+    "sun_wet_crosstalk": ("sun-wet-crosstalk", False, True),
+}
 SIM_HZ = 20.0
 Batch = tuple[np.ndarray, np.ndarray, Any, float]
 
 
 def rig_loop(
-    rig: Rig, world: World, physics: PhysicsConfig, seed: int
+    rig: Rig, world: World, physics: PhysicsConfig, seed: int, crosstalk: bool = False
 ) -> tuple[RigLoop, list[Any], dict[str, Pipeline]]:
     """The rig's sensors in ``world``, each negotiated with its source as ``build_pipeline`` does (so
     ``--beam full`` applies; on a :class:`BvhWorld` the device-resident frame where the configuration
     runs there), its frames cast ahead on a thread of its own; the device frames' copy counters; and
-    each sensor's pipeline."""
+    each sensor's pipeline (``crosstalk``: the rig's mutual interference on)."""
     table = load_material_table()
     pipes: dict[str, Pipeline] = {}
     counters = []
@@ -98,8 +126,10 @@ def rig_loop(
             )
             source.retro_gain = arrays.retro_gain
             phys = SensorPhysics(s.preset, arrays, negotiate(source, s.preset, physics))
+        weather = phys.config.weather
+        source.use_wet_road(weather.road_wetness if weather is not None else 0.0)  # as RigLoop does
         pipes[s.name] = Pipeline(s.preset, source, phys, sim_hz=SIM_HZ, seed=seed, prefetch=True)
-    return RigLoop.over(rig, pipes, SIM_HZ), counters, pipes
+    return RigLoop.over(rig, pipes, SIM_HZ, crosstalk=crosstalk), counters, pipes
 
 
 class CastRecorder:
@@ -133,11 +163,25 @@ class CastRecorder:
             world.cast_posed = cast_posed  # type: ignore[method-assign]
 
 
-def _stats(points: list[np.ndarray]) -> dict[str, float]:
+def _stats(points: list[np.ndarray], mount_z_m: float | None = None) -> dict[str, float]:
+    """A sensor's scan statistics; with its mount height ``mount_z_m`` (the sunlight, wet road and
+    crosstalk scenario) also its false alarms, points under the road, rain/spray points and crosstalk
+    false points a scan."""
     allp: Any = np.concatenate(points) if points else np.zeros(0)
     if not allp.size:
         return {"points_per_scan": 0.0}
     rng = np.sqrt(allp["x"].astype(np.float64) ** 2 + allp["y"] ** 2 + allp["z"] ** 2)
+    extra: dict[str, float] = {}
+    if mount_z_m is not None:
+        scans = len(points)
+        extra = {
+            "false_alarms_per_scan": round(float(np.count_nonzero(allp["flags"] & 16)) / scans, 2),
+            "ghosts_per_scan": round(
+                float(np.count_nonzero(allp["z"] < -mount_z_m - GHOST_BELOW_ROAD_M)) / scans, 2
+            ),
+            "rain_or_spray_per_scan": round(float(np.count_nonzero(allp["flags"] & 1)) / scans, 2),
+            "crosstalk_per_scan": round(float(np.count_nonzero(allp["flags"] & 128)) / scans, 2),
+        }
     return {
         "points_per_scan": round(allp.size / len(points), 1),
         "second_return_share": round(float((allp["return_id"] == 1).mean()), 5),
@@ -147,22 +191,32 @@ def _stats(points: list[np.ndarray]) -> dict[str, float]:
         "mean_range_m": round(float(rng.mean()), 4),
         "median_range_m": round(float(np.median(rng)), 4),
         "median_intensity": round(float(np.median(allp["intensity"])), 3),
+        **extra,
     }
 
 
 def run_frames(
-    rig: Rig, world: World, device: str, frames: int, seed: int, full: bool = True, keep: bool = True
+    rig: Rig,
+    world: World,
+    device: str,
+    frames: int,
+    seed: int,
+    full: bool = True,
+    keep: bool = True,
+    extras: bool = False,
 ) -> tuple[dict[str, Any], dict[str, list[np.ndarray]], CastRecorder]:
     """The rig's ``frames`` sim frames on ``device`` (``cpu``: Embree): timing and every sensor's scans;
-    ``full``: ``--beam full``, else one ray a pulse."""
+    ``full``: ``--beam full``, else one ray a pulse; ``extras``: with sunlight, a wet road and crosstalk."""
     cast_world: World = world if device == "cpu" else BvhWorld(world, device)
     rec = CastRecorder(cast_world, keep=keep and device == "cpu")
     physics = PhysicsConfig(
-        weather=WeatherConfig(rain_mm_h=25.0),
+        weather=WeatherConfig(rain_mm_h=25.0, road_wetness=ROAD_WETNESS if extras else 0.0),
         beam=BeamConfig(return_mode="dual", full=full),
         kernels_device=kernels_device_for(device, "cpu"),
+        sun_illuminance_lux=LOW_SUN_LUX if extras else 0.0,
+        sun_direction=LOW_SUN_DIRECTION if extras else None,
     )
-    loop, counters, pipes = rig_loop(rig, cast_world, physics, seed)
+    loop, counters, pipes = rig_loop(rig, cast_world, physics, seed, crosstalk=extras)
     scans: dict[str, list[np.ndarray]] = {name: [] for name in rig.names}
     try:
         loop.start()
@@ -272,11 +326,15 @@ def bench_cast(world: World, device: str, batches: list[Batch], repeat: int) -> 
 
 
 def _compare(
-    rig: Rig, cpu: dict[str, list[np.ndarray]], dev: dict[str, list[np.ndarray]], device: str
+    rig: Rig,
+    cpu: dict[str, list[np.ndarray]],
+    dev: dict[str, list[np.ndarray]],
+    device: str,
+    mounts: dict[str, float | None],
 ) -> Any:
     stats = {}
     for name in rig.names:
-        c, g = _stats(cpu[name]), _stats(dev[name])
+        c, g = _stats(cpu[name], mounts[name]), _stats(dev[name], mounts[name])
         stats[name] = {"cpu": c, device: g, "difference": {k: round(g[k] - c[k], 5) for k in c if k in g}}
     return stats
 
@@ -292,8 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--scenario",
         default="both",
-        choices=("both", "full", "dual-rain"),
-        help="full: --beam full, dual returns, rain; dual-rain: the same with one ray a pulse",
+        choices=("both", "full", "dual-rain", "sun-wet-crosstalk", "all"),
+        help="full: --beam full, dual returns, rain; dual-rain: the same with one ray a pulse; "
+        "sun-wet-crosstalk: dual-rain with sunlight, a wet road and crosstalk; both: full and dual-rain; "
+        "all: the three",
     )
     ap.add_argument(
         "--dry-run", action="store_true", help="one VLP-16, one frame, no cast replay: the plumbing only"
@@ -307,10 +367,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
             f.write(DRY_RUN_RIG)
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as g:
+            g.write(DRY_RUN_PAIR)
         args.rig, args.frames, args.repeat = f.name, 1, 0
     rig = load_rig(args.rig)
+    pair = load_rig(g.name) if args.dry_run else rig  # the rig of the crosstalk scenario
     if args.dry_run:
         Path(args.rig).unlink()
+        Path(g.name).unlink()
     rig_file = "--dry-run: one VLP-16" if args.dry_run else str(args.rig)
     report: dict[str, Any] = {"rig": {"file": rig_file, "sensors": [s.preset.name for s in rig.sensors]}}
     report["scenario"] = f"dual returns, 25 mm/h rain, street, seed {args.seed}; full: --beam full"
@@ -333,32 +397,40 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             write_json(args.out, report)
 
-    for key, full in (("full", True), ("device_frame", False)):
-        if args.scenario != "both" and args.scenario != ("full" if full else "dual-rain"):
+    wanted = {"both": ("full", "dual-rain"), "all": ("full", "dual-rain", "sun-wet-crosstalk")}
+    for key, (name, full, extras) in SCENARIOS.items():
+        if name not in wanted.get(args.scenario, (args.scenario,)):
             continue
+        rig_now = pair if extras else rig
+        mounts = {s.name: (s.mount.position[2] if extras else None) for s in rig_now.sensors}
         frames: dict[str, Any] = {}
         cpu_scans: dict[str, list[np.ndarray]] | None = None
         batches: list[Batch] = []
         keep = full and args.repeat > 0
         # --beam full keeps the report's first keys (frame, scan_statistics, cast); the device frame its own
-        section: dict[str, Any] = report if full else report.setdefault("device_frame", {})
+        section: dict[str, Any] = report if full else report.setdefault(key, {})
+        if extras:
+            section["rig"] = {"sensors": [s.preset.name for s in rig_now.sensors]}
         section["frame"] = frames
         if not args.skip_cpu_frame:
             world = build_world("street", seed=args.seed)
-            frames["cpu"], cpu_scans, rec = run_frames(rig, world, "cpu", args.frames, args.seed, full, keep)
+            frames["cpu"], cpu_scans, rec = run_frames(
+                rig_now, world, "cpu", args.frames, args.seed, full, keep, extras
+            )
             batches = rec.batches
             print(json.dumps({key: {"cpu": frames["cpu"]}}), file=sys.stderr)
-            section["scan_statistics_cpu"] = {name: _stats(cpu_scans[name]) for name in rig.names}
+            section["scan_statistics_cpu"] = {n: _stats(cpu_scans[n], mounts[n]) for n in rig_now.names}
             save()
         if "device_error" in report:
             continue
         try:
+            world = build_world("street", seed=args.seed)
             frames[args.device], dev_scans, _ = run_frames(
-                rig, build_world("street", seed=args.seed), args.device, args.frames, args.seed, full, False
+                rig_now, world, args.device, args.frames, args.seed, full, False, extras
             )
             print(json.dumps({key: {args.device: frames[args.device]}}), file=sys.stderr)
             if cpu_scans is not None:
-                section["scan_statistics"] = _compare(rig, cpu_scans, dev_scans, args.device)
+                section["scan_statistics"] = _compare(rig_now, cpu_scans, dev_scans, args.device, mounts)
                 save()
                 if batches:
                     world = build_world("street", seed=args.seed)

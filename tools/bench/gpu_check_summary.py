@@ -1,14 +1,16 @@
 """The summary of one tools/gpu_check.sh run: gpu_check.json beside the files it read.
 
-Reads ``preflight.json`` (tools/bench/gpu_preflight.py), ``gpu_frame_device.json`` and ``gpu_frame.json``
-(tools/bench/bench_gpu_frame.py's two scenarios), ``skipped.txt`` and the steps' exit codes (125: skipped,
-out of the check's time budget; 124: stopped at its limit), and writes the numbers
+Reads ``preflight.json`` (tools/bench/gpu_preflight.py), ``gpu_frame_device.json``, ``gpu_frame.json`` and
+``gpu_frame_extras.json`` (tools/bench/bench_gpu_frame.py's scenarios), ``skipped.txt`` and the steps'
+exit codes (125: skipped, out of the check's time budget; 124: stopped at its limit), and writes the numbers
 issue 43 asks for with the targets beside them: the four-VLS-128 rig with ``--beam full``, dual returns
 and 25 mm/h rain, and the same with one ray a pulse, each as the device-resident frame: rays per second
 and real-time factor (targets >= 100 M rays/s, >= 10x real time on one H100), the copies, and the device
 scans' statistics against the CPU's (points a scan, range and intensity medians, second-return and rain
-shares, blooming and the share of pulses bundled). Where the device could not run, ``device_error`` says
-why and the CPU's own statistics stand in its rows' place (``*_cpu_statistics``).
+shares, blooming and the share of pulses bundled), and with sunlight, a wet road and crosstalk also each
+sensor's false alarms, wet-road ghosts, rain/spray and crosstalk false points a scan. Where the device
+could not run, ``device_error`` says why and the CPU's own statistics stand in its rows' place
+(``*_cpu_statistics``).
 
 Run: python tools/bench/gpu_check_summary.py OUT_DIR [step=rc ...]
 """
@@ -30,6 +32,8 @@ STAT_KEYS = (
     "rain_share",
     "bloom_share",
 )
+EXTRA_KEYS = ("false_alarms_per_scan", "ghosts_per_scan", "rain_or_spray_per_scan", "crosstalk_per_scan")
+"""The sunlight, wet road and crosstalk scenario's statistics besides :data:`STAT_KEYS`."""
 
 
 def _row(frame: dict[str, Any], device: str) -> dict[str, Any]:
@@ -46,10 +50,9 @@ def _row(frame: dict[str, Any], device: str) -> dict[str, Any]:
     return row
 
 
-def _statistics(stats: dict[str, Any]) -> dict[str, Any]:
+def _statistics(stats: dict[str, Any], keys: tuple[str, ...] = STAT_KEYS) -> dict[str, Any]:
     return {
-        name: {k: s["difference"].get(k) for k in STAT_KEYS if k in s["difference"]}
-        for name, s in stats.items()
+        name: {k: s["difference"].get(k) for k in keys if k in s["difference"]} for name, s in stats.items()
     }
 
 
@@ -61,7 +64,12 @@ def summary(out: Path, rcs: dict[str, int]) -> dict[str, Any]:
     if (out / "skipped.txt").exists():
         got["skipped"] = (out / "skipped.txt").read_text().splitlines()
     report: dict[str, Any] = {}
-    for name, step in (("gpu_frame_device.json", "device_frame"), ("gpu_frame.json", "full_frame")):
+    steps = (
+        ("gpu_frame_device.json", "device_frame"),
+        ("gpu_frame.json", "full_frame"),
+        ("gpu_frame_extras.json", "sun_wet_crosstalk"),
+    )
+    for name, step in steps:
         path = out / name
         if path.exists():
             report.update(json.loads(path.read_text()))
@@ -80,6 +88,18 @@ def summary(out: Path, rcs: dict[str, int]) -> dict[str, Any]:
             got["dual_rain_device_minus_cpu"] = _statistics(sec["scan_statistics"])
         elif "scan_statistics_cpu" in sec:
             got["dual_rain_cpu_statistics"] = sec["scan_statistics_cpu"]
+    if "sun_wet_crosstalk" in report:
+        sec = report["sun_wet_crosstalk"]
+        got["sun_wet_crosstalk_device_frame"] = _row(sec.get("frame", {}), device)
+        if "scan_statistics" in sec:
+            got["sun_wet_crosstalk_device_minus_cpu"] = _statistics(
+                sec["scan_statistics"], STAT_KEYS + EXTRA_KEYS
+            )
+            got["sun_wet_crosstalk_cpu"] = {
+                name: {k: s["cpu"].get(k) for k in EXTRA_KEYS} for name, s in sec["scan_statistics"].items()
+            }
+        elif "scan_statistics_cpu" in sec:
+            got["sun_wet_crosstalk_cpu_statistics"] = sec["scan_statistics_cpu"]
     if "frame" in report:
         got["beam_full_dual_rain"] = _row(report["frame"], device)
         if "scan_statistics" in report:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,7 +34,10 @@ __all__ = [
     "PLUME_HEIGHT_M",
     "SPRAY_MIN_SPEED_M_S",
     "SPRAY_REF_SPEED_M_S",
+    "PlumeRays",
     "plume_length",
+    "plume_rays",
+    "plume_segments",
     "speed_factor",
     "spray_segments",
 ]
@@ -67,6 +71,22 @@ def plume_length(speed_m_s: F64) -> F64:
     return np.asarray(np.clip(0.4 * np.asarray(speed_m_s, np.float64), 2.0, 12.0))
 
 
+class PlumeRays(NamedTuple):
+    """The rays that may cross a car's plume, in that car's frame at each ray's time: one row a (ray,
+    car) pair, the cars' rows one car after another (:func:`plume_rays`). Arrays of any module."""
+
+    ray: Any
+    """(K,) int64 the ray each row is."""
+    origin: Any
+    """(K, 3) float64 the ray's start in the car's frame."""
+    direction: Any
+    """(K, 3) float64 the ray's direction in the car's frame."""
+    length: Any
+    """(K,) float64 the plume's length behind the rear bumper (:func:`plume_length` of the car's speed)."""
+    density: Any
+    """(K,) float64 the plume's density factor (:func:`speed_factor` of the car's speed)."""
+
+
 def spray_segments(
     objects: Sequence[tuple[str, Trajectory]],
     origins: F32,
@@ -80,18 +100,24 @@ def spray_segments(
     ``objects`` are ``(name, trajectory)`` of the world's moving objects (trajectories with
     ``positions_rotations(t)``); each ray meets them posed at its time ``t_ray``.
     """
-    n = origins.shape[0]
-    t_in = np.full(n, np.inf, np.float32)
-    t_out = np.full(n, np.inf, np.float32)
-    dens = np.zeros(n, np.float32)
-    if n == 0:
-        return t_in, t_out, dens
-    o64, d64 = origins.astype(np.float64), dirs.astype(np.float64)
     lim = np.where(np.isfinite(max_range), max_range, np.float32(1e6)).astype(np.float64)
-    for name, traj in objects:
+    return plume_segments(plume_rays(objects, origins, dirs, t_ray, lim), max_range)
+
+
+def plume_rays(
+    objects: Sequence[tuple[str, Trajectory]], origins: F32, dirs: F32, t_ray: F64, lim: F64 | None = None
+) -> PlumeRays:
+    """The rays (world ``origins``, ``dirs`` at times ``t_ray``) that may cross a spray plume, each in
+    the frame of the car posed at its time (:class:`PlumeRays`); ``lim`` (N,) how far each ray reaches
+    (None: as far as it goes: a superset of the rays, for a caller that knows the ranges later)."""
+    n = origins.shape[0]
+    o64, d64 = origins.astype(np.float64), dirs.astype(np.float64)
+    reach = np.full(n, np.inf) if lim is None else lim
+    parts: list[tuple[np.ndarray, ...]] = []
+    for name, traj in objects if n else ():
         if "car" not in name.lower():
             continue
-        cand = _candidates(traj, o64, d64, t_ray, lim)
+        cand = _candidates(traj, o64, d64, t_ray, reach)
         if cand.size == 0:
             continue
         pos, quat = traj.positions_rotations(t_ray[cand])
@@ -105,42 +131,73 @@ def spray_segments(
         qi = quat_conjugate(quat)
         o = quat_rotate(qi, o64[live] - pos)
         d = quat_rotate(qi, d64[live])
-        length = plume_length(speed)
-        lo = np.stack(
-            [
-                -CAR_HALF_LENGTH_M - length,
-                np.full(live.size, -CAR_HALF_WIDTH_M - PLUME_SIDE_M),
-                np.zeros(live.size),
-            ],
-            axis=1,
-        )
-        hi = np.stack(
-            [
-                np.full(live.size, FRONT_WHEEL_X_M),
-                np.full(live.size, CAR_HALF_WIDTH_M + PLUME_SIDE_M),
-                np.full(live.size, PLUME_HEIGHT_M),
-            ],
-            axis=1,
-        )
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = 1.0 / d
-            a = (lo - o) * inv
-            b = (hi - o) * inv
-        near = np.nanmax(np.minimum(a, b), axis=1)
-        far = np.nanmin(np.maximum(a, b), axis=1)
-        near = np.maximum(near, 0.0)
-        far = np.minimum(far, lim[live])
-        ok = np.isfinite(near) & np.isfinite(far) & (far > near) & (near < t_in[live])
-        idx = live[ok]
-        if idx.size == 0:
-            continue
-        mid = o[ok] + d[ok] * (0.5 * (near[ok] + far[ok]))[:, None]
-        behind = np.maximum(-CAR_HALF_LENGTH_M - mid[:, 0], 0.0)
-        decay = 0.5 * length[ok]
-        t_in[idx] = near[ok]
-        t_out[idx] = far[ok]
-        dens[idx] = sf[ok] * np.exp(-behind / decay)
+        parts.append((live.astype(np.int64), o, d, plume_length(speed), sf))
+    if not parts:
+        return PlumeRays(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
+    cols = [np.concatenate([part[k] for part in parts]) for k in range(5)]
+    return PlumeRays(*cols)
+
+
+def plume_segments(plumes: PlumeRays, max_range: Any) -> tuple[Any, Any, Any]:
+    """(entry m, exit m, relative density) (N,) float32 of every one of the N rays of ``max_range``
+    (the surface each hit, inf: none) through the nearest plume of ``plumes`` that it reaches (the one
+    it enters first; of equal entries, the first car's): the slab test of each row's box, on the array
+    module of ``max_range`` (NumPy, or CuPy on the device frame)."""
+    xp = array_module(max_range)
+    n = max_range.shape[0]
+    t_in = xp.full(n, np.inf, np.float32)
+    t_out = xp.full(n, np.inf, np.float32)
+    dens = xp.zeros(n, np.float32)
+    k = plumes.ray.shape[0]
+    if n == 0 or k == 0:
+        return t_in, t_out, dens
+    lim = xp.where(xp.isfinite(max_range), max_range, np.float32(1e6)).astype(xp.float64)
+    o, d, length = plumes.origin, plumes.direction, plumes.length
+    lo = xp.stack(
+        [-CAR_HALF_LENGTH_M - length, xp.full(k, -CAR_HALF_WIDTH_M - PLUME_SIDE_M), xp.zeros(k)], axis=1
+    )
+    hi = xp.stack(
+        [
+            xp.full(k, FRONT_WHEEL_X_M),
+            xp.full(k, CAR_HALF_WIDTH_M + PLUME_SIDE_M),
+            xp.full(k, PLUME_HEIGHT_M),
+        ],
+        axis=1,
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / d
+        a = (lo - o) * inv
+        b = (hi - o) * inv
+        near = xp.nanmax(xp.minimum(a, b), axis=1)
+        far = xp.nanmin(xp.maximum(a, b), axis=1)
+    near = xp.maximum(near, 0.0)
+    far = xp.minimum(far, lim[plumes.ray])
+    ok = xp.flatnonzero(xp.isfinite(near) & xp.isfinite(far) & (far > near))
+    if ok.shape[0] == 0:
+        return t_in, t_out, dens
+    # of each ray's plumes the nearest entry (the first car's where two are entered at once)
+    order = xp.lexsort(xp.stack([ok.astype(xp.float64), near[ok], plumes.ray[ok].astype(xp.float64)]))
+    rows = ok[order]
+    ray = plumes.ray[rows]
+    first = xp.ones(rows.shape[0], bool)
+    first[1:] = ray[1:] != ray[:-1]
+    win, idx = rows[first], ray[first]
+    mid = o[win] + d[win] * (0.5 * (near[win] + far[win]))[:, None]
+    behind = xp.maximum(-CAR_HALF_LENGTH_M - mid[:, 0], 0.0)
+    decay = 0.5 * length[win]
+    t_in[idx] = near[win]
+    t_out[idx] = far[win]
+    dens[idx] = plumes.density[win] * xp.exp(-behind / decay)
     return t_in, t_out, dens
+
+
+def array_module(a: Any) -> Any:
+    """``cupy`` for a CuPy array, else ``numpy`` (CuPy imported only when it is given one)."""
+    if type(a).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
 
 
 def _candidates(traj: Trajectory, o: F64, d: F64, t_ray: F64, lim: F64) -> NDArray[np.intp]:
