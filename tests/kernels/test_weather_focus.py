@@ -97,7 +97,8 @@ def test_cuda_kernel_draws_drop_echoes_through_the_focused_overlap(cuda_backend)
 
     def run(r: Any, p: Any, f: Any, refl: Any, prm: kw.WeatherKernelParams) -> tuple[Any, Any, Any]:
         g = [cuda_backend.asarray(x) for x in (r, p, f, refl)]
-        apply_weather_cuda(*g, prm, 7, kernel=cuda_backend.kernel(CUDA_SOURCE, "weather_kernel"))
+        launch = cuda_backend.kernel(CUDA_SOURCE, "weather_kernel")
+        apply_weather_cuda(g[0], g[1], g[2], g[3], prm, 7, kernel=launch)
         return g[0], g[3], g[2]
 
     _check(run, cuda_backend.asnumpy)
