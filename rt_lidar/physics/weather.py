@@ -167,10 +167,26 @@ def receiver_optics(preset: SensorPreset) -> ReceiverOptics:
 
 def particle_full_overlap_m(rx: ReceiverOptics) -> float:
     """Range (m) from which the receiver's detector takes all the light of a particle on the beam's
-    axis: its field ``theta_r z / 2`` reaches past the aperture's far edge, ``baseline + D_r / 2``.
+    axis (:func:`rt_lidar.physics.particle_receiver.collected_fraction` reaches 1 at ``s = b``).
     Nearer, the share grows about linearly with range over the beam (as ``(theta_r z / D_r)^2`` on the
-    receiver's axis): the kernels' particle echo takes that as its linear overlap from 0."""
-    return (2.0 * rx.baseline_m + rx.aperture_m) / max(rx.fov_rad, 1e-9)
+    receiver's axis): the kernels' particle echo takes that as its linear overlap from 0.
+
+    Focused at infinity the detector's field ``theta_r z / 2`` must reach past the aperture's far edge,
+    ``b + D_r / 2``: ``z = (2 b + D_r) / theta_r``. A lens focused at ``F`` (``optics.receiver_focus_m``)
+    scales the field's disc and the point's offset by ``F / |F - z|``: before ``F`` the whole aperture is
+    taken from ``z = F (2 b + D_r) / (theta_r F + D_r)`` on (sooner than at infinity), and where that
+    lies beyond ``F``, from ``F (2 b - D_r) / (theta_r F - D_r)`` (never, where ``theta_r F <= D_r``: the
+    range where the share peaks, ``F``, is taken then)."""
+    b, d_r, fov = rx.baseline_m, rx.aperture_m, max(rx.fov_rad, 1e-9)
+    f = rx.focus_m
+    if f is None or not math.isfinite(f):
+        return (2.0 * b + d_r) / fov
+    near = f * (2.0 * b + d_r) / (fov * f + d_r)
+    if near <= f:
+        return near
+    if fov * f <= d_r:
+        return f
+    return max(f, f * (2.0 * b - d_r) / (fov * f - d_r))
 
 
 def receiver_gain_law(preset: SensorPreset) -> tuple[float, float]:
