@@ -27,6 +27,18 @@ The echo step keeps its two lobes, ``S = a1 mu + a0`` (a diffuse lobe and one th
 incidence, ``retro_exponent`` 0); :func:`road_lobes` is the least-squares fit of that form to ``S(mu)``
 over the incidences a road presents to a lidar mounted 1.5-2 m up from ~3 m out to the horizon, so the
 table's numbers are this model's, not free fits.
+
+Macroscopic roughness (Hapke 1984, Icarus 59, 41-59: facets tilted about the mean plane with mean slope
+angle theta-bar) enters the monostatic echo through the facets' mean cosine only: at phase angle 0 the
+shadowing function S(i, e, 0) is 1 (every shadow lies behind what casts it), and the reflectance is
+Hapke's with mu replaced by the effective cosine
+
+    eta(mu) = chi [cos i + sin i tan(theta-bar) E2(i) / (2 - E1(i))],
+    chi = 1 / sqrt(1 + pi tan^2 theta-bar), E1(i) = exp(-2 / (pi tan theta-bar tan i)),
+    E2(i) = exp(-1 / (pi tan^2 theta-bar tan^2 i)),
+
+(Hapke 1984, eqs. 46-48 with psi = 0): at grazing incidence the lit facets face the beam more steeply
+than the mean plane does (eta > mu), head-on slightly less (eta(1) = chi < 1).
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ __all__ = [
     "chandrasekhar_h",
     "monostatic_reflectance",
     "road_lobes",
+    "rough_cosine",
     "single_scattering_albedo",
 ]
 
@@ -60,27 +73,48 @@ def chandrasekhar_h(mu: np.ndarray | float, w: float) -> np.ndarray:
     return (1.0 + 2.0 * x) / (1.0 + 2.0 * x * np.sqrt(1.0 - w))
 
 
-def monostatic_reflectance(mu: np.ndarray | float, w: float, b0: float) -> np.ndarray:
+def rough_cosine(mu: np.ndarray | float, roughness_deg: float) -> np.ndarray:
+    """Hapke's (1984) effective cosine ``eta(mu)`` of a surface with mean facet slope ``roughness_deg``
+    lit and seen from the same direction (phase angle 0); ``mu`` itself for a smooth surface."""
+    m = np.clip(np.asarray(mu, np.float64), 1e-9, 1.0)
+    if roughness_deg <= 0.0:
+        return m
+    t = np.tan(np.radians(roughness_deg))
+    chi = 1.0 / np.sqrt(1.0 + np.pi * t * t)
+    i = np.arccos(m)
+    tan_i = np.maximum(np.tan(i), 1e-12)
+    e1 = np.exp(-2.0 / (np.pi * t * tan_i))
+    e2 = np.exp(-1.0 / (np.pi * t * t * tan_i * tan_i))
+    return chi * (m + np.sin(i) * t * e2 / (2.0 - e1))
+
+
+def monostatic_reflectance(
+    mu: np.ndarray | float, w: float, b0: float, roughness_deg: float = 0.0
+) -> np.ndarray:
     """Effective reflectance S (the radar equation's, 1 = white Lambertian head-on) of the surface
-    seen and lit from the same direction at incidence cosine ``mu``: ``(w / 8)(B0 + H(mu)^2)``."""
-    h = chandrasekhar_h(mu, w)
+    seen and lit from the same direction at incidence cosine ``mu``: ``(w / 8)(B0 + H(eta)^2)``, with
+    ``eta`` the facets' effective cosine (:func:`rough_cosine`; ``mu`` for a smooth surface)."""
+    h = chandrasekhar_h(rough_cosine(mu, roughness_deg), w)
     return (w / 8.0) * (b0 + h * h)
 
 
 def road_lobes(
-    hemispherical: float, b0: float, mu_range: tuple[float, float] = ROAD_MU
+    hemispherical: float, b0: float, mu_range: tuple[float, float] = ROAD_MU, roughness_deg: float = 0.0
 ) -> tuple[float, float]:
     """``(a1, a0)`` of ``S = a1 mu + a0`` fitted (least squares, 200 cosines evenly spread over
-    ``mu_range``) to Hapke's monostatic S of a surface with this hemispherical reflectance and
-    opposition amplitude ``b0``: the diffuse lobe's gain and the part that stays at grazing incidence."""
+    ``mu_range``) to Hapke's monostatic S of a surface with this hemispherical reflectance, opposition
+    amplitude ``b0`` and mean facet slope ``roughness_deg``: the diffuse lobe's gain and the part that
+    stays at grazing incidence."""
     w = single_scattering_albedo(hemispherical)
     mu = np.linspace(mu_range[0], mu_range[1], 200)
-    slope, intercept = np.polyfit(mu, monostatic_reflectance(mu, w, b0), 1)
+    slope, intercept = np.polyfit(mu, monostatic_reflectance(mu, w, b0, roughness_deg), 1)
     return float(slope), float(intercept)
 
 
-def backscatter_fraction(hemispherical: float, b0: float, mu_range: tuple[float, float] = ROAD_MU) -> float:
+def backscatter_fraction(
+    hemispherical: float, b0: float, mu_range: tuple[float, float] = ROAD_MU, roughness_deg: float = 0.0
+) -> float:
     """The share ``a0 / (a0 + a1)`` of :func:`road_lobes`: how much of the head-on echo a grazing road
     keeps."""
-    a1, a0 = road_lobes(hemispherical, b0, mu_range)
+    a1, a0 = road_lobes(hemispherical, b0, mu_range, roughness_deg)
     return a0 / (a0 + a1)

@@ -73,6 +73,11 @@ class MaterialSpec:
     """Hapke's opposition-surge amplitude B0 of a rough particulate surface: ``backscatter_fraction`` is
     then Hapke's monostatic reflectance at the sensor's wavelength (:mod:`rt_lidar.sensor.hapke`), with
     ``backscatter_exponent`` 0, instead of a number given here."""
+    roughness_deg: float = spec(0.0, 0.0, 45.0, "deg")
+    """Hapke's macroscopic roughness (1984): the mean slope angle of the surface's facets (a road's
+    chips), with ``opposition_b0`` only. At the lidar's phase angle 0 it leaves no shadow and evaluates
+    the reflectance at the facets' effective cosine (:func:`rt_lidar.sensor.hapke.rough_cosine`):
+    brighter at grazing incidence, a little darker head-on. 0 = a smooth mean plane."""
     texture_sigma: float = spec(0.0, 0.0, 1.0)
     """Relative spread of the surface's reflectance from place to place (aggregate, patches, wear): a
     log-normal factor of this standard deviation, fixed in world coordinates (0 = uniform)."""
@@ -100,6 +105,8 @@ class MaterialSpec:
         backscatter lobe takes the place of a retro-reflective one (a material has at most one)."""
         if (self.backscatter_fraction > 0 or self.opposition_b0 is not None) and self.retro_gain > 0:
             raise what.fail_table("has both a rough-surface backscatter and retro_gain: give it one of them")
+        if self.roughness_deg > 0 and self.opposition_b0 is None:
+            raise what.fail_table("has roughness_deg without opposition_b0 (Hapke's model that takes it)")
         if self.backscatter_fraction > 0 and self.opposition_b0 is not None:
             raise what.fail_table(
                 "has both backscatter_fraction and opposition_b0 (which computes it): give it one of them"
@@ -228,7 +235,8 @@ class MaterialTable:
         for i, n in enumerate(names):  # Hapke's monostatic reflectance at this wavelength
             b0 = self.materials[n].get("opposition_b0")
             if b0 is not None:
-                diffuse[i], retro[i] = road_lobes(float(rho[i]), float(b0))
+                rough_deg = float(self.materials[n].get("roughness_deg", 0.0))
+                diffuse[i], retro[i] = road_lobes(float(rho[i]), float(b0), roughness_deg=rough_deg)
                 rough[i] = True
         texture = col("texture_sigma")
         coat = col("clear_coat_index")

@@ -85,16 +85,19 @@ GOLDEN = {
     "street": (
         "VLP-16",
         28928,
-        2999,
-        25929,
-        1297428665007,
-        185896,
+        3000,
+        25928,
+        1297330960368,
+        185890,
         # asphalt's texture in 3 cm cells (docs/realism.md change 21), brick as fired clay and car
         # cabins of carbon-black trim (changes 22-23), the crowns of leaves, curved glazing and silver
         # paint (changes 26-28): was (37664.60831, 27447.74011, 10770.85566, 575253.0, 24441.06892);
         # then brick and render as rough surfaces (change 32): facades at grazing incidence return,
-        # 3026 -> 2999 empty pulses, was (43740.22403, 27771.74182, 12715.0285, 628180.0, 25016.59786)
-        (45898.52842, 27822.18598, 12885.25063, 641548.0, 25151.96426),
+        # 3026 -> 2999 empty pulses, was (43740.22403, 27771.74182, 12715.0285, 628180.0, 25016.59786);
+        # then the road's asphalt past the street's ends (change 35: rays 30-200 m behind the start meet
+        # asphalt, not the ground's concrete): 2999 -> 3000 empty pulses, was 1297428665007, 185896,
+        # (45898.52842, 27822.18598, 12885.25063, 641548.0, 25151.96426)
+        (45961.7842, 27828.44338, 12888.63686, 641173.0, 25148.15761),
     ),
     "targets": (
         "OS1-64",

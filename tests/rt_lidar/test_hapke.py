@@ -42,14 +42,15 @@ def test_the_material_tables_road_lobes_are_hapkes() -> None:
     for name in ("asphalt", "concrete", "rock"):
         b0 = table.materials[name]["opposition_b0"]
         assert b0 is not None
+        rough = table.materials[name]["roughness_deg"]  # asphalt's chips (change 35)
         for nm in (850.0, 905.0, 1550.0):
             rho = table.reflectance(name, nm)
             m = table.arrays([name], nm)
             assert (float(m.diffuse[0]), float(m.retro_gain[0])) == pytest.approx(
-                road_lobes(rho, b0), rel=1e-5
+                road_lobes(rho, b0, roughness_deg=rough), rel=1e-5
             )
             assert float(m.retro_exponent[0]) == 0.0
             mu = np.linspace(0.02, 0.5, 25)
             fit = m.diffuse[0] * mu + m.retro_gain[0]
-            hapke = monostatic_reflectance(mu, single_scattering_albedo(rho), b0)
+            hapke = monostatic_reflectance(mu, single_scattering_albedo(rho), b0, rough)
             assert np.max(np.abs(fit / hapke - 1)) < 0.05

@@ -89,6 +89,32 @@ def test_a_road_rising_beyond_the_fitted_plane_answers_short_of_it() -> None:
     assert all(len(row) == 4 for row in s["horizon_rings"])
 
 
+def test_the_horizon_in_kittis_view_is_the_road_ahead() -> None:
+    # the ground ahead (within 45 deg of the heading) answers to 30 m, the ground behind to 60 m: the
+    # whole turn's horizon is the ground behind's, that of the rays in a forward camera's view (KITTI's
+    # frame is that crop) the road ahead's (change 31: the demo street's concrete slab behind the sensor)
+    from rt_lidar.validation.realism_experiment import _measure
+
+    d = _ring_directions()
+    r = 1.8 / -d[..., 2]
+    ahead = np.abs(np.degrees(np.arctan2(d[..., 1], d[..., 0]))) < 45.0
+    keep = r < np.where(ahead, 30.0, 60.0)
+    ring = np.broadcast_to(np.arange(32)[:, None], r.shape)[keep]
+    g = grid_from_points(
+        "ahead", (d * r[..., None])[keep], np.full(int(keep.sum()), 30.0), ring, 1.0, "counts"
+    )
+    camera = {  # a pinhole 1242 x 375 pixels looking along +x (f = 700 px: +-41.6 deg, +-15 deg)
+        "P2": np.array([700.0, 0, 621, 0, 0, 700, 187, 0, 0, 0, 1, 0]),
+        "R0_rect": np.eye(3).ravel(),
+        "Tr_velo_to_cam": np.array([0.0, -1, 0, 0, 0, 0, -1, 0, 1, 0, 0, 0]),
+    }
+    s = _measure(g, camera)
+    assert s["ground_horizon_m"] > 55.0  # behind: the ring 58 m out answers on three quarters of the turn
+    assert 24.0 < s["view_horizon_m"] < 30.0  # ahead: the farthest ring before 30 m
+    assert s["view_horizon_returned_m"] == pytest.approx(s["view_horizon_m"], rel=0.02)  # a flat road
+    assert _measure(g)["view_horizon_m"] is None  # no camera, no view
+
+
 def test_texture_and_zeros_move_with_the_scan() -> None:
     speckled = realism_statistics(_flat_ground(lambda r, rng: np.round(50 + 5 * rng.standard_normal(r.size))))
     assert speckled["ground_texture_share"] > 0.5
@@ -168,6 +194,13 @@ def test_validate_realism_reports_every_preset_beside_real_scans(tmp_path: Path)
         vendored["HDL-64E"] = ["velodyne_000008.bin"]
         vendored["OS1-64"].insert(0, "OS-1-64_1024x10_fw20.pcap")
         assert rep["residual_real_frame_zeros40"][0] is not None
+        # KITTI's frame looks ahead (camera 2's crop): its horizon is set beside the simulated one in
+        # the same view (the road ahead), not the whole turn's (the ground behind; change 31)
+        kitti = next(sc for sc in rep["real_scans"].values() if sc["kitti_view"])
+        ret = kitti["statistics"]["ground_horizon_returned_m"]
+        assert kitti["residual"]["horizon_ret"] == pytest.approx(rep["sim_ret_view"][0] - ret)
+        assert rep["real_frame_ret_view"][0] == pytest.approx(ret)
+        assert all(v is not None for v in rep["sim_ret_view"])  # every preset, in KITTI's camera view
     # presets without any real frame (the HDL-64E without ../shared) are left out of the listing
     assert rep["real_frames"] == {k: vendored[k] for k in REALISM_PRESETS if k in vendored}
     for sc in rep["real_scans"].values():  # every real scan measured, its residuals stated
@@ -187,8 +220,9 @@ def test_validate_prints_simulated_beside_real(tmp_path: Path, capsys: pytest.Ca
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "preset   statistic   simulated real frame   published  residual" in out
-    # falloff, horizon_m, horizon_ret (where the road answered at the horizon), texture, zeros40
-    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 5
+    # falloff, horizon_m, horizon_ret (where the road answered at the horizon), texture, zeros40, and
+    # the horizon in KITTI's camera view (to the plane, returned: change 31)
+    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 7
 
 
 def test_without_the_real_frames_their_checks_are_not_run_and_that_is_said(

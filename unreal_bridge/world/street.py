@@ -99,9 +99,17 @@ class _Objects:
         self.items.append(b.build(name, 1 + len(self.items) % 255, traj))
 
 
+GROUND_RUN_M = 170.0
+"""How far the road's asphalt and the ground run past both ends of the street (issue 40: the road
+horizon). A real street's road goes on past its last building; the rays behind the sensor at the
+start of the drive meet road, not the ground's concrete (docs/realism.md, change 35)."""
+
+
 def _road(objs: _Objects, x0: float, x1: float, kerb_y: float = KERB_Y, markings: bool = True) -> None:
     b = MeshBuilder()
     b.grid(x0, x1, -kerb_y, kerb_y, 0.0, 0.5, "asphalt")
+    b.grid(x0 - GROUND_RUN_M, x0, -kerb_y, kerb_y, 0.0, 5.0, "asphalt")
+    b.grid(x1, x1 + GROUND_RUN_M, -kerb_y, kerb_y, 0.0, 5.0, "asphalt")
     objs.add(b, "road")
     if markings:
         _markings(objs, x0, x1)
@@ -134,9 +142,9 @@ def _sidewalks_and_ground(objs: _Objects, x0: float, x1: float, kerb_y: float) -
         )
         objs.add(b, f"sidewalk_{side}")
     b = MeshBuilder()
-    # the ground runs 170 m past both ends of the street, so that rays behind and ahead find ground at
-    # the ranges real streets give it (issue 40: the road horizon, docs/realism.md)
-    b.box(((x0 + x1) / 2, 0.0, -0.03), (x1 - x0 + 340.0, 2 * (FACADE_Y + 30.0), 0.04), "concrete")
+    # the ground runs GROUND_RUN_M past both ends of the street, so that rays behind and ahead find
+    # ground at the ranges real streets give it (issue 40: the road horizon, docs/realism.md)
+    b.box(((x0 + x1) / 2, 0.0, -0.03), (x1 - x0 + 2 * GROUND_RUN_M, 2 * (FACADE_Y + 30.0), 0.04), "concrete")
     objs.add(b, "ground")
 
 
