@@ -6,7 +6,7 @@ The source marks the wet road hits, casts their mirror rays off the film and cli
 through the nearest spray plume where it casts the rays
 (:class:`~rt_lidar.pipeline.device_frame.DeviceWorldSource`); here they become powers by the host's
 equations (:mod:`rt_lidar.physics.wet_road`: :func:`wet_road_power`, :func:`mirror_factor`;
-:mod:`rt_lidar.physics.spray`: :func:`spray_params`, and the spray kernel
+:func:`rt_lidar.physics.spray.spray_apply` with the spray kernel
 :func:`~rt_lidar.kernels.spray.spray_echoes`, all of any array module), as
 :meth:`SensorPhysics._single` and :func:`~rt_lidar.physics.returns.wet_echoes` use them on the host.
 """
@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rt_lidar.kernels.spray import spray_echoes
-from rt_lidar.physics.spray import spray_params
+from rt_lidar.physics.spray import spray_apply
 from rt_lidar.physics.wet_road import mirror_factor, wet_road_power
 from rt_lidar.points import PointFlag
 
@@ -69,27 +68,9 @@ def wet_road_device(physics: Any, hits: Any, wetness: float, power: Any) -> tupl
 def spray_device(
     physics: Any, hits: Any, wetness: float, power: Any, rng: np.random.Generator
 ) -> tuple[Any, Any] | None:
-    """:func:`~rt_lidar.physics.spray.spray_apply` on the device: every ray's spray echo ``(range m,
-    power W)`` (power 0: none), dimmed by the sensor's window as every echo is, the object echoes
-    ``power`` attenuated through the plume in place; None (and no draw of ``rng``) when the road is dry or
-    no ray crosses a plume."""
-    if wetness <= 0 or hits.spray_in_m is None or hits.spray_out_m is None or hits.spray_density is None:
-        return None
-    xp = physics.xp
-    idx = xp.flatnonzero(hits.spray_density > 0)
-    if idx.shape[0] == 0:
-        return None
-    key = int(rng.integers(0, 2**63 - 1))
-    prm = spray_params(physics.echo, wetness)
-    n = len(hits)
-    rng_m, p_w = xp.full(n, np.inf, xp.float32), xp.zeros(n, xp.float32)
-    window = None if hits.window_transmission is None else hits.window_transmission[idx]
-    r_i, p_i, trans = spray_echoes(
-        hits.spray_in_m[idx], hits.spray_out_m[idx], hits.spray_density[idx], prm, key, ray=idx, window=window
-    )
-    power[idx] *= trans
-    rng_m[idx], p_w[idx] = r_i, p_i
-    return rng_m, p_w
+    """:func:`~rt_lidar.physics.spray.spray_apply` on the device (the same function, on the hits' array
+    module): every ray's spray echo ``(range m, power W)`` (power 0: none)."""
+    return spray_apply(physics.echo, hits, wetness, power, rng)
 
 
 def wet_columns(physics: Any, hits: Any, rng: np.random.Generator, power: Any, w_ray: Any) -> list[list[Any]]:

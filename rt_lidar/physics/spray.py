@@ -34,6 +34,7 @@ import numpy as np
 
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.kernels.spray import SprayParams, spray_echoes
+from rt_lidar.kernels.xp import array_module
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.weather import OVERLAP_FULL_M, OVERLAP_START_M
 from rt_lidar.pipeline.sources import Hits
@@ -81,16 +82,18 @@ def spray_apply(
     """The spray clutter echo ``(range m, power W)`` of every ray (power 0: none), dimmed by the sensor's
     window as every echo is (``Hits.window_transmission``, a power fault), with the object echoes
     ``power`` attenuated through the plume in place; None (and no draw of ``rng``) when the road is dry
-    or the source gave no plume segments."""
+    or the source gave no plume segments. The arrays are of the hits' array module (NumPy, or CuPy on
+    the device frame)."""
     if wetness <= 0 or hits.spray_in_m is None or hits.spray_out_m is None or hits.spray_density is None:
         return None
-    idx = np.nonzero(hits.spray_density > 0)[0]
-    if idx.size == 0:
+    xp = array_module(hits.spray_density)
+    idx = xp.flatnonzero(hits.spray_density > 0)
+    if idx.shape[0] == 0:
         return None
     key = int(rng.integers(0, 2**63 - 1))
     prm = spray_params(echo, wetness)
     n = len(hits)
-    rng_m, p_w = np.full(n, np.inf, np.float32), np.zeros(n, np.float32)
+    rng_m, p_w = xp.full(n, np.inf, xp.float32), xp.zeros(n, xp.float32)
     window = None if hits.window_transmission is None else hits.window_transmission[idx]
     r_i, p_i, trans = spray_echoes(
         hits.spray_in_m[idx], hits.spray_out_m[idx], hits.spray_density[idx], prm, key, ray=idx, window=window

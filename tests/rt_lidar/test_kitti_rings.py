@@ -11,19 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from real_frames import REAL
 
 from rt_lidar.validation.realism import realism_statistics
 from rt_lidar.validation.realism_grid import kitti_laser_rings, read_kitti_bin
 
-ROOT = Path(__file__).resolve().parents[2]
-REAL = next(
-    (
-        p / "shared" / "reference" / "real"
-        for p in ROOT.parents
-        if (p / "shared" / "reference" / "real").is_dir()
-    ),
-    None,
-)
 ELEV_DEG = np.linspace(-15.0, -8.0, 12)
 """Twelve lasers over a flat road, the lowest first meets it 6.6 m out from 1.73 m up."""
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from peers import needs_peer, peer_python
+from real_frames import REAL
 
 from rt_lidar.validation.realism import realism_statistics
 from rt_lidar.validation.realism_grid import (
@@ -18,15 +19,6 @@ from rt_lidar.validation.realism_grid import (
     read_ouster_legacy_pcap,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-REAL = next(
-    (
-        p / "shared" / "reference" / "real"
-        for p in ROOT.parents
-        if (p / "shared" / "reference" / "real").is_dir()
-    ),
-    None,
-)
 PEER = peer_python("ouster")
 needs_real = pytest.mark.skipif(REAL is None, reason="../shared/reference/real absent")
 

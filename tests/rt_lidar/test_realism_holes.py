@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from real_frames import REAL
 
 from rt_lidar.validation.realism import realism_statistics
 from rt_lidar.validation.realism_grid import ScanGrid
@@ -145,16 +146,6 @@ def test_class_counts_by_range_and_ground() -> None:
     assert counts["object_20_infm"] == (1, 0)
     assert counts["ground_0_10m"] == (1, 0)
     assert counts["ground_10_20m"] == (0, 1)
-
-
-REAL = next(
-    (
-        p / "shared" / "reference" / "real"
-        for p in Path(__file__).resolve().parents
-        if (p / "shared" / "reference" / "real").is_dir()
-    ),
-    None,
-)
 
 
 @pytest.mark.skipif(REAL is None, reason="../shared/reference/real absent")
