@@ -242,7 +242,7 @@ def _through_windows(
         if not parts:
             z = xp.zeros(0)
             return z.astype(xp.int64), z, z
-        found = tuple(xp.concatenate([part[k] for part in parts]) for k in range(3))  # type: ignore[assignment]
+        found = tuple(xp.concatenate([part[k] for part in parts]) for k in range(3))
     if pa.window is None:
         return found
     i, r, p = found

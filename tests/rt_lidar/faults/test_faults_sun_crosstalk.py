@@ -45,6 +45,13 @@ def _faults(table: dict | list[dict]) -> tuple:
     return faults_from_table({"fault": table if isinstance(table, list) else [table]}, "test")
 
 
+def _on_hits(faults: dict | list[dict], preset, seed: int):
+    """The hits' hook of ``faults``' plan (their power faults on each frame's hits)."""
+    plan = fault_plan(_faults(faults), preset, seed)
+    assert plan is not None
+    return plan.on_hits
+
+
 def _skip_absent(run: str) -> None:
     if run == "device:cuda" and not cupy_available():
         pytest.skip("no CUDA device")
@@ -67,7 +74,7 @@ def _sunlit_scan(run: str, fault: dict | list[dict] | None):
         else:
             built = build_pipeline("VLP-16", "street", seed=0, physics=physics, backend=backend_named(run))
         if fault is not None:
-            built.pipeline.on_hits = fault_plan(_faults(fault), built.pipeline.preset, 0).on_hits
+            built.pipeline.on_hits = _on_hits(fault, built.pipeline.preset, 0)
         try:
             return built.pipeline.scans(2)[1]
         finally:
@@ -146,7 +153,7 @@ def _crosstalk_points(run: str, faults: dict[str, dict], frames: int = 20) -> di
         if not run.startswith("device:"):
             unit.pipeline.physics.backend = backend_named(run)
         if name in faults:
-            unit.pipeline.on_hits = fault_plan(_faults(faults[name]), unit.pipeline.preset, 3).on_hits
+            unit.pipeline.on_hits = _on_hits(faults[name], unit.pipeline.preset, 3)
     got: dict[str, list] = {}
     for _ in range(frames):
         for name, scans in loop.step().items():
