@@ -3,6 +3,10 @@ channels, the receiver's gain. They scale each ray's two-way transmission in the
 (``Hits.glass_transmission``, the factor every echo model multiplies its power by), so detection,
 range noise, intensity and reflectivity follow as the physics computes them: dirt of one-way
 transmission T takes T^2 off the echo, and a return is lost where that puts it below threshold.
+
+Light from outside that enters the receiver once passes the window one way: the window alone (a
+blockage 0, dirt T; not the channel or gain faults, which act on the sensor's own pulse and echo) gives
+each ray ``Hits.window_one_way``, which dims the sunlight background and another sensor's pulse.
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ from rt_lidar.faults.spec import Blockage, DeadChannel, Dirt, Fault, GainDrift, 
 from rt_lidar.kernels.xp import array_module
 from rt_lidar.pipeline.sources import Hits
 
-__all__ = ["POWER_KINDS", "in_azimuth", "in_elevation", "power_factor", "with_power_faults"]
+__all__ = [
+    "POWER_KINDS",
+    "in_azimuth",
+    "in_elevation",
+    "power_factor",
+    "window_one_way_factor",
+    "with_power_faults",
+]
 
 POWER_KINDS = (Blockage, Dirt, DeadChannel, WeakChannel, GainDrift)
 
@@ -72,6 +83,26 @@ def power_factor(
     return factor
 
 
+def window_one_way_factor(
+    faults: tuple[Fault, ...], t_ns: np.ndarray, az_deg: np.ndarray, el_deg: np.ndarray
+) -> np.ndarray | None:
+    """The one-way transmission of the window faults among ``faults`` for each pulse's direction (a
+    blockage 0, dirt ``T``: the square root of their part of :func:`power_factor`); None where no
+    window fault acts."""
+    factor: np.ndarray | None = None
+    t_s = np.asarray(t_ns, np.int64) * 1e-9
+    for f in faults:
+        if not isinstance(f, (Blockage, Dirt)):
+            continue
+        sel = _active(f, t_s) & in_azimuth(az_deg, f.azimuth_deg) & in_elevation(el_deg, f.elevation_deg)
+        if not sel.any():
+            continue
+        if factor is None:
+            factor = np.ones(t_s.shape, np.float64)
+        factor[sel] *= 0.0 if isinstance(f, Blockage) else f.transmission
+    return factor
+
+
 def with_power_faults(faults: tuple[Fault, ...], hits: Hits) -> Hits:
     """``hits`` with the power faults' factors on each ray's two-way transmission (the same object
     where none acts in its interval)."""
@@ -91,10 +122,16 @@ def with_power_faults(faults: tuple[Fault, ...], hits: Hits) -> Hits:
         base = xp.ones(len(hits), xp.float64) if mirror is None else mirror.astype(xp.float64)
         mirror = (base * per_ray).astype(xp.float32)
     window = per_ray if hits.window_transmission is None else hits.window_transmission * per_ray
+    one_way = hits.window_one_way
+    inward = window_one_way_factor(faults, f.t_ns, f.azimuth_deg, f.elevation_deg)
+    if inward is not None:  # sunlight and other sensors' pulses enter through the window once
+        inward_ray = xp.asarray(np.repeat(inward, hits.subrays) if hits.subrays > 1 else inward)
+        one_way = (inward_ray if one_way is None else one_way * inward_ray).astype(xp.float32)
     return dataclasses.replace(
         hits,
         glass_transmission=trans,
         bundle=bundle,
         glass_mirror_transmission=mirror,
         window_transmission=window.astype(xp.float32),
+        window_one_way=one_way,
     )

@@ -39,7 +39,7 @@ from rt_lidar.physics.returns import Detections
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
 
-__all__ = ["UNKNOWN_SUN_COS", "noise_detections", "pulse_background_w", "pulse_noise_w"]
+__all__ = ["UNKNOWN_SUN_COS", "noise_detections", "pulse_background_w", "pulse_noise_w", "sun_blinds"]
 
 UNKNOWN_SUN_COS = 0.5
 """Sun cosine assumed for every surface when the source does not report it."""
@@ -47,8 +47,9 @@ UNKNOWN_SUN_COS = 0.5
 
 def pulse_background_w(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarray:
     """(P,) background (sun) power (W) on the detector of every pulse, from the footprint it looks at
-    lit by ``sun_lux``; 0 at night. The hits' arrays may be of any array module (NumPy, or CuPy on the
-    device frame: docs/gpu.md), and so is the answer."""
+    lit by ``sun_lux``, through the window one way (``Hits.window_one_way``: a blocked sector sees
+    none, dirt of transmission T passes T of it); 0 at night. The hits' arrays may be of any array
+    module (NumPy, or CuPy on the device frame: docs/gpu.md), and so is the answer."""
     xp = array_module(hits.material)
     if sun_lux <= 0:
         return xp.zeros(hits.pulses)
@@ -61,9 +62,21 @@ def pulse_background_w(echo: EchoModel, sun_lux: float, hits: Hits) -> np.ndarra
     pb = background_power(
         sun_cos, diffuse, hit, irr, o.receiver_aperture_m, o.system_efficiency, fov_h, fov_v
     )
+    if hits.window_one_way is not None:  # the sunlight enters through the window once (faults/optical.py)
+        pb = pb * hits.window_one_way
     n = hits.subrays
     w = hits.subray_weight if hits.subray_weight is not None else np.ones(n, np.float32)
     return pb.reshape(hits.pulses, n).astype(xp.float64) @ xp.asarray(w, xp.float64)
+
+
+def sun_blinds(centre_sun_cos: np.ndarray, blinding_deg: float, hits: Hits) -> np.ndarray:
+    """(P,) bool: the pulses whose beam (``centre_sun_cos``, each pulse's first ray's cosine to the sun)
+    points within ``blinding_deg`` of the sun, unless a blockage covers the window there
+    (``Hits.window_one_way`` 0; dirt still lets a blinding share of the sun through)."""
+    blinded = centre_sun_cos >= math.cos(math.radians(blinding_deg))
+    if hits.window_one_way is not None:
+        blinded = blinded & (hits.window_one_way[:: hits.subrays] > 0)
+    return blinded
 
 
 def pulse_noise_w(
@@ -128,7 +141,7 @@ def noise_detections(
     blinded = np.zeros(hits.pulses, bool)
     if hits.beam_sun_cos is not None and sun_lux > 0:
         centre = hits.beam_sun_cos[:: hits.subrays]
-        blinded = centre >= math.cos(math.radians(p.optics.sun_blinding_deg))
+        blinded = sun_blinds(centre, p.optics.sun_blinding_deg, hits)
         if blinded.any():
             det = det.take(~blinded[det.pulse])
     # false detections of pulses left without a return

@@ -11,13 +11,12 @@ Without sunlight the floor stays one number for every pulse (the frame's bytes u
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from rt_lidar.kernels.ambient import false_alarm_probability, receiver_sigma_w
-from rt_lidar.physics.ambient import pulse_background_w
+from rt_lidar.physics.ambient import pulse_background_w, sun_blinds
 
 __all__ = ["at_pulses", "blinded_pulses", "false_alarm_chance", "noise_floor", "per_pulse"]
 
@@ -48,12 +47,12 @@ def at_pulses(sigma: float | Any, pulse: Any) -> float | Any:
 
 def blinded_pulses(physics: Any, hits: Any) -> Any:
     """(P,) bool: the pulses whose beam points within ``optics.sun_blinding_deg`` of the sun (their
-    true returns are lost and they report noise, :func:`~rt_lidar.physics.ambient.noise_detections`);
+    true returns are lost and they report noise, :func:`~rt_lidar.physics.ambient.noise_detections`),
+    but not behind a blocked window;
     None where no sun is out or the hits carry no beam cosines."""
     if physics.config.sun_illuminance_lux <= 0 or hits.beam_sun_cos is None:
         return None
-    centre = hits.beam_sun_cos[:: hits.subrays]
-    return centre >= math.cos(math.radians(physics.preset.optics.sun_blinding_deg))
+    return sun_blinds(hits.beam_sun_cos[:: hits.subrays], physics.preset.optics.sun_blinding_deg, hits)
 
 
 def false_alarm_chance(xp: Any, threshold_w: float, sigma: float | Any, n_cells: float, blinded: Any) -> Any:

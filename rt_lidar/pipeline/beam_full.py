@@ -260,6 +260,7 @@ _PER_RAY = (
     "glass_mirror_segment",
     "glass_mirror_transmission",
     "window_transmission",
+    "window_one_way",
     "spray_in_m",
     "spray_out_m",
     "spray_density",

@@ -137,6 +137,11 @@ class Hits:
     :mod:`rt_lidar.faults.optical`), which dims the first pane's own echo as ``glass_transmission`` dims
     every surface behind it, and every echo that does not come from a surface the ray met: the rain,
     fog and snow clutter, tyre spray, the wet road's mirror ghosts; None = 1."""
+    window_one_way: np.ndarray | None = None
+    """(rays,) float32 one-way transmission of the sensor's own window alone (a blockage 0, dirt ``T``:
+    :mod:`rt_lidar.faults.optical`; not the channel or gain faults), which dims the light from outside
+    that enters the receiver once: the sunlight background (:mod:`rt_lidar.physics.ambient`) and another
+    sensor's pulse (:mod:`rt_lidar.rig.crosstalk`); None = 1."""
     spray_in_m: np.ndarray | None = None
     """(rays,) float32 where the ray enters the nearest tyre-spray plume (inf = none; wet road only)."""
     spray_out_m: np.ndarray | None = None

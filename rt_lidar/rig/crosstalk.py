@@ -35,7 +35,7 @@ import numpy as np
 
 from rt_lidar.errors import RtLidarError
 from rt_lidar.kernels import calibrated_reflectivity_output, received_power_output
-from rt_lidar.kernels.xp import array_module
+from rt_lidar.kernels.xp import array_module, to_numpy
 from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.frame_loop import Sensed
 from rt_lidar.pipeline.sources import Hits, interpolate_pose_samples
@@ -97,6 +97,9 @@ class _Pulses:
     range_m: np.ndarray  # (N,) float64, inf = nothing hit
     cos_inc: np.ndarray  # (N,) float64
     material: np.ndarray  # (N,) int64, -1 = miss
+    window: Any = None
+    """(N,) float64 one-way transmission of the sensor's window along each pulse (a window fault:
+    ``Hits.window_one_way``), which its outgoing pulse and any light entering it pass; None = 1."""
     _order: np.ndarray | None = field(default=None, init=False, repr=False)
     in_time_order: bool = field(default=False, init=False, repr=False)
     """``t_ns`` never decreases (known once :meth:`time_order` ran): B's times in time order are ``t_ns``."""
@@ -158,6 +161,7 @@ def _pulses(sensor: CrosstalkSensor, sensed: Sensed) -> _Pulses:
         hits.range_m[rows].astype(xp.float64),
         hits.cos_incidence[rows].astype(xp.float64),
         hits.material[rows].astype(xp.int64),
+        None if hits.window_one_way is None else hits.window_one_way[rows].astype(xp.float64),
     )
 
 
@@ -184,7 +188,9 @@ def _on_device(sensor: CrosstalkSensor, p: _Pulses) -> _Pulses:
     if counter is not None:
         counter.up()
     t_ns = xp.ascontiguousarray(block[:, 0]).view(xp.int64)
-    return _Pulses(t_ns, p.ring, block[:, 1:4], block[:, 4:7], p.d_sensor, p.range_m, p.cos_inc, p.material)
+    return _Pulses(
+        t_ns, p.ring, block[:, 1:4], block[:, 4:7], p.d_sensor, p.range_m, p.cos_inc, p.material, p.window
+    )
 
 
 def _pairs(
@@ -211,6 +217,45 @@ def _echoes(
     if getattr(a.physics, "pinned", None) is not None:  # the device-resident frame's physics
         return echoes(a, pa, b, pb)
     return a.physics.backend.crosstalk_echoes(a, pa, b, pb)
+
+
+def _through_windows(
+    a: CrosstalkSensor, pa: _Pulses, b: CrosstalkSensor, pb: _Pulses
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_echoes` through the sensors' windows (a window fault, ``_Pulses.window``): B's pulse
+    leaves through B's window and enters A's, one way each, so its power on A's detector is scaled by
+    both transmissions; a blocked pulse of B sends nothing. Without a window fault, :func:`_echoes` as
+    it is. B's pulses are taken by their transmission (a few values: 1, each dirt's T, 0), so the
+    echo kernels (NumPy, compiled, device) stay the ones without a window."""
+    if pb.window is None:
+        found = _echoes(a, pa, b, pb)
+    else:
+        xp = array_module(pb.window)
+        parts = []
+        for value in (float(v) for v in to_numpy(xp.unique(pb.window))):
+            if value <= 0.0:
+                continue  # a blockage: B's pulse never leaves
+            rows = xp.flatnonzero(pb.window == value)
+            sub = _Pulses(*(_take(getattr(pb, n), rows) for n in _PULSE_ARRAYS))
+            i, r, p = _echoes(a, pa, b, sub)
+            parts.append((i, r, p * value))
+        if not parts:
+            z = xp.zeros(0)
+            return z.astype(xp.int64), z, z
+        found = tuple(xp.concatenate([part[k] for part in parts]) for k in range(3))
+    if pa.window is None:
+        return found
+    i, r, p = found
+    return i, r, p * pa.window[i]
+
+
+_PULSE_ARRAYS = ("t_ns", "ring", "origin", "direction", "d_sensor", "range_m", "cos_inc", "material")
+
+
+def _take(values: Any, rows: Any) -> Any:
+    """``values[rows]`` where ``rows`` may be on the device and ``values`` on the host (a device frame's
+    rings and sensor-frame directions stay on the host)."""
+    return values[rows] if array_module(values) is array_module(rows) else values[to_numpy(rows)]
 
 
 def _windows(a: CrosstalkSensor, b: CrosstalkSensor, pb: _Pulses) -> tuple[float, float, np.ndarray]:
@@ -322,7 +367,7 @@ def false_points(sensors: Sequence[CrosstalkSensor], sensed: Mapping[str, Sensed
     for a in sensors:
         pa, pre = pulses[a.name], a.preset
         found = [
-            _echoes(a, where[a.name], b, where[b.name])
+            _through_windows(a, where[a.name], b, where[b.name])
             for b in sensors
             if b.name != a.name and in_band(pre, b.preset)
         ]
