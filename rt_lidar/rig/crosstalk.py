@@ -196,15 +196,18 @@ def _on_device(sensor: CrosstalkSensor, p: _Pulses) -> _Pulses:
 def _pairs(
     t_a: np.ndarray, t_b: np.ndarray, before_ns: float, after_ns: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Index pairs (i, j) with ``t_a[i] - before <= t_b[j] <= t_a[i] + after`` (``t_b`` sorted)."""
+    """Index pairs (i, j) with ``t_a[i] - before <= t_b[j] <= t_a[i] + after`` (``t_b`` sorted), of
+    ``t_a``'s array module. Each pair's ``i`` is found by a search over the counts' running ends, not by
+    ``repeat`` with an array of counts, which CuPy before 14 refuses (``cupy-cuda12x>=13`` is allowed)."""
     xp = array_module(t_a)
     lo = xp.searchsorted(t_b, t_a - before_ns, "left")
     hi = xp.searchsorted(t_b, t_a + after_ns, "right")
     counts = hi - lo
-    total = int(counts.sum())
-    i = xp.repeat(xp.arange(t_a.size), counts)
-    starts = xp.cumsum(counts) - counts
-    j = lo[i] + (xp.arange(total) - starts[i])
+    ends = xp.cumsum(counts)
+    total = int(ends[-1]) if ends.shape[0] else 0
+    k = xp.arange(total)
+    i = xp.searchsorted(ends, k, "right")  # pair k belongs to the first i whose running end passes k
+    j = lo[i] + (k - (ends[i] - counts[i]))
     return i, j
 
 
