@@ -219,3 +219,19 @@ def test_rays_behind_several_panes_are_the_numpy_fields(preset: str) -> None:
     behind = got.glass_transmission < 1
     assert np.unique(got.glass_transmission[behind]).size >= 3  # one, two, three... panes crossed
     assert np.isin([9, 10], got.segment).all()  # the wall behind the panes and the far one are hit
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_kept_is_isin_of_an_ascending_subset(seed: int) -> None:
+    """The rays still behind glass after a round, by binary search, are np.isin's mask (empty, whole and
+    random subsets, rows with gaps)."""
+    from rt_lidar.pipeline.sources import rows_kept
+
+    rng = np.random.default_rng(seed)
+    before = np.flatnonzero(rng.random(500) < 0.3)
+    for share in (0.0, 0.1, 0.7, 1.0):
+        kept = before[rng.random(before.size) < share]
+        got = rows_kept(before, kept)
+        assert got.dtype == bool and got.shape == before.shape
+        np.testing.assert_array_equal(got, np.isin(before, kept, assume_unique=True))
+    assert rows_kept(before[:0], before[:0]).shape == (0,)

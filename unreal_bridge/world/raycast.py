@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -81,11 +82,11 @@ def check_rays(origins: ArrayLike, directions: ArrayLike, who: str = "ray caster
 
 def _limits(max_distance: MaxDistance, n: int) -> NDArray[np.float32] | None:
     """Per-ray far limits (float32, a fresh array Embree may write into), or None for no limit at all."""
-    if np.ndim(max_distance) == 0:
+    if isinstance(max_distance, float | int) or np.ndim(max_distance) == 0:  # (a Python number: no ndim)
         limit = float(max_distance)
-        if np.isnan(limit):
+        if math.isnan(limit):
             raise WorldError("ray caster: max_distance is NaN")
-        return None if np.isposinf(limit) else np.full(n, limit, dtype=np.float32)
+        return None if limit == math.inf else np.full(n, limit, dtype=np.float32)
     lim = np.array(max_distance, dtype=np.float32).reshape(-1)
     if lim.shape[0] != n:
         raise WorldError(f"ray caster: {lim.shape[0]} max_distance values for {n} rays")
@@ -308,6 +309,8 @@ def thread_count(n: int, threads: int | None = None) -> int:
 
 def split(n: int, parts: int) -> list[slice]:
     """``parts`` contiguous slices covering range(n)."""
+    if parts == 1:  # one slice (a cast in the calling thread): no linspace, a sizeable share of a small cast
+        return [slice(0, n)]
     bounds = np.linspace(0, n, parts + 1).astype(int)
     return [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -201,3 +203,38 @@ def test_sensor_poses_vectorised_match_compose() -> None:
         np.testing.assert_allclose(pos[i], ref.position, atol=1e-12)
         np.testing.assert_allclose(quat[i], ref.rotation, atol=1e-12)
     np.testing.assert_allclose(pos[1] - pos[0], [10.0, 0.0, 0.0], atol=1e-12)  # ego at 10 m/s
+
+
+def test_split_covers_every_ray_once() -> None:
+    """One part is the whole batch (the calling thread's cast), several are linspace's contiguous parts."""
+    from rt_lidar.unreal_bridge.world.raycast import split
+
+    for n in (0, 1, 7, 66_656):
+        assert split(n, 1) == [slice(0, n)]
+        parts = split(n, 2)
+        assert parts[0].start == 0 and parts[-1].stop == n
+        assert all(a.stop == b.start for a, b in itertools.pairwise(parts))
+
+
+def test_scalar_limits_cast_the_same() -> None:
+    """A far limit given as a Python float or int or a NumPy scalar gives the same hits, each within it
+    (the street's static caster: Embree where it is); NaN is refused."""
+    from rt_lidar.unreal_bridge.world import street_scene
+
+    w = World(street_scene(seed=0))
+    o = np.zeros((64, 3), np.float32) + np.array([0.0, 0.0, 1.7], np.float32)
+    ang = np.linspace(-np.pi, np.pi, 64, endpoint=False)
+    d = np.stack([np.cos(ang), np.sin(ang), np.full(64, -0.05)], 1).astype(np.float32)
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    ref = w.cast(o, d, 0.0, 10.0)
+    for limit in (10, np.float32(10.0), np.float64(10.0), np.array(10.0)):
+        got = w.cast(o, d, 0.0, limit)
+        np.testing.assert_array_equal(got.distance, ref.distance)
+        np.testing.assert_array_equal(got.object_index, ref.object_index)
+    far = w.cast(o, d, 0.0, np.inf)
+    hit = np.isfinite(ref.distance)
+    assert hit.any() and (ref.distance[hit] <= 10.0).all()
+    assert (np.isfinite(far.distance) & ~hit).any()  # the limit dropped hits that are there
+    np.testing.assert_array_equal(far.distance[hit], ref.distance[hit])
+    with pytest.raises(WorldError):
+        w.cast(o, d, 0.0, float("nan"))
