@@ -20,10 +20,11 @@ import numpy as np
 from rt_lidar.backend import PhysicsBackend, default_backend
 from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.kernels.ambient import receiver_sigma_w
+from rt_lidar.physics import path_factor_fused
 from rt_lidar.physics.clear_coat import coat_apply
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import peak_factor
-from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus
+from rt_lidar.physics.receiver_focus import beam_focus_ratio
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
@@ -48,7 +49,13 @@ class EchoModel:
 
     def path_factor(self, range_m: np.ndarray) -> np.ndarray:
         """Clear air's two-way transmission times the receiver's range law (1 where the preset follows
-        1/R^2; :mod:`rt_lidar.physics.receiver_range`): what multiplies ``K S / R^2`` at ``range_m``."""
+        1/R^2; :mod:`rt_lidar.physics.receiver_range`): what multiplies ``K S / R^2`` at ``range_m``
+        (on the compiled backend in one compiled pass, :mod:`rt_lidar.physics.path_factor_fused`, the
+        same bits)."""
+        if self.backend.name == "compiled":
+            fused = path_factor_fused.path_factor(self.preset, range_m, self.extinction_per_m)
+            if fused is not None:
+                return fused
         trans = two_way_transmission(range_m, self.extinction_per_m)
         gain = receiver_range_gain(self.preset, range_m)
         return trans if gain is None else trans * gain
@@ -58,9 +65,13 @@ class EchoModel:
         ``range_m``) against the preset-wide focus of :meth:`path_factor`: object and glass echoes are
         multiplied by it, calibrated reflectivity divided (the drivers compensate each laser's focus);
         None where no beam sets its own (:func:`~rt_lidar.physics.receiver_focus.beam_focus_ratio`)."""
-        inv = beam_inverse_focus(self.preset)
+        inv = path_factor_fused.inverse_focus(self.preset)  # (built once per preset)
         if inv is None:
             return None
+        if self.backend.name == "compiled":
+            fused = path_factor_fused.beam_focus(self.preset, inv, ring, range_m)
+            if fused is not None:
+                return fused
         return np.asarray(beam_focus_ratio(np, self.preset, inv, ring, range_m), np.float32)
 
     def unit_power(self, range_m: np.ndarray) -> np.ndarray:
