@@ -20,7 +20,7 @@ import numpy as np
 from rt_lidar.backend import PhysicsBackend, default_backend
 from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.kernels.ambient import receiver_sigma_w
-from rt_lidar.physics import path_factor_fused
+from rt_lidar.physics import fused, path_factor_fused
 from rt_lidar.physics.clear_coat import coat_apply
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import peak_factor
@@ -118,7 +118,18 @@ class EchoModel:
         surface's base through its clear coat: :mod:`rt_lidar.physics.clear_coat`), T = exp(-2 a R) *
         ``extra_t``."""
         power, refl = self.backend.echo_power(self, range_m, cos_inc, mat, extra_t)
-        return coat_apply(self.materials, cos_inc, np.asarray(mat), power, refl)
+        return self.coat(cos_inc, np.asarray(mat), power, refl)
+
+    def coat(
+        self, cos_inc: np.ndarray, mat: np.ndarray, power: np.ndarray, refl: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`~rt_lidar.physics.clear_coat.coat_apply` (in one compiled pass on the compiled backend,
+        :func:`rt_lidar.physics.fused.coat_apply`, the same bits)."""
+        if self.backend.name == "compiled":
+            fused_out = fused.coat_apply(self.materials, cos_inc, mat, power, refl)
+            if fused_out is not None:
+                return fused_out
+        return coat_apply(self.materials, cos_inc, mat, power, refl)
 
     def object_echoes(self, hits: Hits) -> ObjectEchoes:
         """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
@@ -129,7 +140,7 @@ class EchoModel:
         (:func:`~rt_lidar.physics.pulse_spread.peak_factor`; a sub-ray bundle samples that itself)."""
         power, refl, flags = self.backend.object_echo_power(self, hits)
         if self.materials.coat_index is not None:  # the paints' clear coat (rt_lidar.physics.clear_coat)
-            power, refl = coat_apply(self.materials, hits.cos_incidence, hits.material, power, refl)
+            power, refl = self.coat(hits.cos_incidence, hits.material, power, refl)
         self.backend.texture_apply(self.materials, hits, power, refl)
         focus = self.beam_focus(ray_rings(hits), hits.range_m)  # each laser's own focus, where set
         if focus is not None:
