@@ -359,6 +359,44 @@ static PyObject *coat(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* peak_scale(range f4, cos f4, power f4 (N each, power in place), k, min_cos)
+ * power *= pulse_spread.peak_factor(preset, range, cos) (float32 throughout): c = clip(|cos|, min_cos, 1),
+ * t = ((1 / (c c) - 1) (r r)) k + 1, f = 1 / sqrt(t), 0 where f is NaN. */
+static PyObject *peak_scale(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    double k, min_cos;
+    if (!PyArg_ParseTuple(args, "OOOdd", &o[0], &o[1], &o[2], &k, &min_cos)) return NULL;
+    Buf b[3];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 4);
+    if (n < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'f', 4, n, "range") || buf_get(&b[1], o[1], 0, 'f', 4, n, "cos") ||
+        buf_get(&b[2], o[2], 1, 'f', 4, n, "power")) {
+        buf_release(b, 3);
+        return NULL;
+    }
+    const float *range = b[0].view.buf, *cs = b[1].view.buf;
+    float *pw = b[2].view.buf;
+    const float kf = (float)k, lo = (float)min_cos, one = (float)1.0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const float c = clip_np(fabsf(cs[i]), lo, one);
+        const float r = range[i];
+        float t = one / (c * c);
+        t = t - one;
+        t = t * (r * r);
+        t = t * kf;
+        t = t + one;
+        float f = one / sqrtf(t);
+        if (isnan(f)) f = (float)0.0;
+        pw[i] = pw[i] * f;
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 3);
+    Py_RETURN_NONE;
+}
+
 /* powf_array(c f4, e f4, out f4 (N each)): the C library's powf, element by element (fused.py compares
  * it with NumPy's float32 power before echo_power is trusted with the lobes). */
 static PyObject *powf_array(PyObject *self, PyObject *args) {
@@ -437,6 +475,7 @@ static PyMethodDef methods[] = {
     {"pack_points", pack_points, METH_VARARGS, "SensorPhysics.apply's structured points in one pass."},
     {"select", select_rows, METH_VARARGS, "The detections' rows and measured reflectivity (see the source)."},
     {"coat", coat, METH_VARARGS, "The clear coat's factor times power and reflectance (see the source)."},
+    {"peak_scale", peak_scale, METH_VARARGS, "Power times the footprint's peak factor (see the source)."},
     {"powf_array", powf_array, METH_VARARGS, "The C library's powf, element by element."},
     {"detect", detect, METH_VARARGS, "The detected pulses within the range limits (see the source)."},
     {"range_noise", range_noise, METH_VARARGS, "The measured ranges with noise (see the source)."},

@@ -76,3 +76,6 @@ def coat(
     /,
 ) -> bool:
     """power and reflectance times the clear coat's factor; False: a material past the table."""
+
+def peak_scale(range_m: Any, cos_i: Any, power: Any, k: float, min_cos: float, /) -> None:
+    """power times pulse_spread.peak_factor in place (see the source)."""

@@ -145,7 +145,10 @@ class EchoModel:
         focus = self.beam_focus(ray_rings(hits), hits.range_m)  # each laser's own focus, where set
         if focus is not None:
             power *= focus
-        if hits.subrays == 1:
+        if hits.subrays == 1 and not (  # (one compiled pass on the compiled backend: fused.peak_scale)
+            self.backend.name == "compiled"
+            and fused.peak_scale(self.preset, hits.range_m, hits.cos_incidence, power)
+        ):
             power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence)
         return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
 

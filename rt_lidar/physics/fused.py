@@ -16,11 +16,13 @@ import numpy as np
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.physics import normals
 from rt_lidar.physics.clear_coat import coat_table, paint_params
+from rt_lidar.physics.pulse_spread import MIN_COS, peak_factor_k
 from rt_lidar.points import POINT_DTYPE, PointFlag
 
 if TYPE_CHECKING:
     from rt_lidar.physics.echo import EchoModel
     from rt_lidar.sensor.materials import MaterialArrays
+    from rt_lidar.sensor.presets import SensorPreset
 
 try:
     from rt_lidar.physics import _fused as _c
@@ -465,3 +467,21 @@ def coat_apply(
         *out,
     )
     return out if ok else None
+
+
+def peak_scale(preset: SensorPreset, range_m: Any, cos_i: Any, power: Any) -> bool:
+    """``power *= pulse_spread.peak_factor(preset, range_m, cos_i)`` in one pass (float32, in place):
+    True, or False (nothing done) when off or the arrays are not 1-D float32 NumPy arrays of one size
+    with ``power`` writable and contiguous."""
+    if not available() or not isinstance(power, np.ndarray):
+        return False
+    n = power.shape[0]
+    if not (_f32(range_m, n) and _f32(cos_i, n) and _f32(power, n)):
+        return False
+    if not (power.flags.c_contiguous and power.flags.writeable):
+        return False
+    k = float(peak_factor_k(preset))
+    _c.peak_scale(
+        np.ascontiguousarray(range_m), np.ascontiguousarray(cos_i), power, k, float(np.float32(MIN_COS))
+    )
+    return True
