@@ -7,6 +7,7 @@ compiled step on the compiled backend only."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.sensor.materials import load_material_table
-from rt_lidar.sensor.presets import list_presets, load_preset
+from rt_lidar.sensor.presets import SensorPreset, list_presets, load_preset
 
 needs_compiled = pytest.mark.skipif(not path_factor_fused.available(), reason="_path_factor was not built")
 
@@ -48,7 +49,7 @@ def test_path_factor_is_numpy_s(preset: str, extinction: float) -> None:
     assert got.tobytes() == want.tobytes()
 
 
-def _focused_presets() -> list[object]:
+def _focused_presets() -> list[SensorPreset]:
     p = load_preset("HDL-64E")
     assert beam_inverse_focus(p) is not None  # the S2 calibration's per-laser focal distances
     no_preset_focus = dataclasses.replace(p, optics=dataclasses.replace(p.optics, receiver_focus_m=None))
@@ -92,7 +93,12 @@ def test_echo_model_same_bytes_on_either_backend(backend: str, monkeypatch: pyte
     )
     calls: list[int] = []
     real = path_factor_fused.path_factor
-    monkeypatch.setattr(path_factor_fused, "path_factor", lambda *a: calls.append(1) or real(*a))
+
+    def spy(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(path_factor_fused, "path_factor", spy)
     r = _ranges(11)
     with np.errstate(all="ignore"):
         got = model.path_factor(r)
