@@ -63,11 +63,12 @@ def prepare() -> None:
         powf_is_numpys()
         normals.check()
     from rt_lidar.kernels import waveform_pulses
-    from rt_lidar.physics import intensity_fused, texture_fused
+    from rt_lidar.physics import intensity_fused, path_factor_fused, texture_fused
 
     waveform_pulses.available()
     intensity_fused.available()
     texture_fused.available()
+    path_factor_fused.available()
 
 
 @functools.cache
