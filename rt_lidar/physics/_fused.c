@@ -310,6 +310,93 @@ static PyObject *select_rows(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* coat(cos f4 (N), material i2 (N), table f4 (M, S + 1), M, S, power f4, refl f4, power_out f4, refl_out f4 (N))
+ *   -> bool
+ * clear_coat.coat_apply's products: f = table[max(material, 0), int32(clip(c, 0, 1) * S + 0.5)] with
+ * c = cos (0 where NaN), all float32; power_out = power * f, refl_out = refl * f. False, nothing written
+ * past it, where a material is past the table (NumPy's indexing raises there: the caller runs it). */
+static PyObject *coat(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[7];
+    Py_ssize_t m, steps;
+    if (!PyArg_ParseTuple(args, "OOOnnOOOO", &o[0], &o[1], &o[2], &m, &steps, &o[3], &o[4], &o[5], &o[6]))
+        return NULL;
+    Buf b[7];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 4);
+    if (n < 0 || m < 0 || steps < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "coat: negative sizes");
+        return NULL;
+    }
+    if (buf_get(&b[0], o[0], 0, 'f', 4, n, "cos") || buf_get(&b[1], o[1], 0, 'h', 2, n, "material") ||
+        buf_get(&b[2], o[2], 0, 'f', 4, m * (steps + 1), "table") || buf_get(&b[3], o[3], 0, 'f', 4, n, "power") ||
+        buf_get(&b[4], o[4], 0, 'f', 4, n, "refl") || buf_get(&b[5], o[5], 1, 'f', 4, n, "power_out") ||
+        buf_get(&b[6], o[6], 1, 'f', 4, n, "refl_out")) {
+        buf_release(b, 7);
+        return NULL;
+    }
+    const float *cs = b[0].view.buf, *table = b[2].view.buf, *pw = b[3].view.buf, *rf = b[4].view.buf;
+    const int16_t *mat = b[1].view.buf;
+    float *p_out = b[5].view.buf, *r_out = b[6].view.buf;
+    const float sf = (float)steps, half = (float)0.5, zero = (float)0, one = (float)1;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_ssize_t row = mat[i] > 0 ? (Py_ssize_t)mat[i] : 0;
+        if (row >= m) {
+            ok = 0;
+            break;
+        }
+        float c = isnan(cs[i]) ? zero : cs[i];
+        c = clip_np(c, zero, one);
+        const int32_t k = (int32_t)(c * sf + half);
+        const float f = table[row * (steps + 1) + k];
+        p_out[i] = pw[i] * f;
+        r_out[i] = rf[i] * f;
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 7);
+    return PyBool_FromLong(ok);
+}
+
+/* peak_scale(range f4, cos f4, power f4 (N each, power in place), k, min_cos)
+ * power *= pulse_spread.peak_factor(preset, range, cos) (float32 throughout): c = clip(|cos|, min_cos, 1),
+ * t = ((1 / (c c) - 1) (r r)) k + 1, f = 1 / sqrt(t), 0 where f is NaN. */
+static PyObject *peak_scale(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    double k, min_cos;
+    if (!PyArg_ParseTuple(args, "OOOdd", &o[0], &o[1], &o[2], &k, &min_cos)) return NULL;
+    Buf b[3];
+    memset(b, 0, sizeof b);
+    Py_ssize_t n = buf_items(o[0], 4);
+    if (n < 0) return NULL;
+    if (buf_get(&b[0], o[0], 0, 'f', 4, n, "range") || buf_get(&b[1], o[1], 0, 'f', 4, n, "cos") ||
+        buf_get(&b[2], o[2], 1, 'f', 4, n, "power")) {
+        buf_release(b, 3);
+        return NULL;
+    }
+    const float *range = b[0].view.buf, *cs = b[1].view.buf;
+    float *pw = b[2].view.buf;
+    const float kf = (float)k, lo = (float)min_cos, one = (float)1.0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const float c = clip_np(fabsf(cs[i]), lo, one);
+        const float r = range[i];
+        float t = one / (c * c);
+        t = t - one;
+        t = t * (r * r);
+        t = t * kf;
+        t = t + one;
+        float f = one / sqrtf(t);
+        if (isnan(f)) f = (float)0.0;
+        pw[i] = pw[i] * f;
+    }
+    Py_END_ALLOW_THREADS
+    buf_release(b, 3);
+    Py_RETURN_NONE;
+}
+
 /* powf_array(c f4, e f4, out f4 (N each)): the C library's powf, element by element (fused.py compares
  * it with NumPy's float32 power before echo_power is trusted with the lobes). */
 static PyObject *powf_array(PyObject *self, PyObject *args) {
@@ -387,6 +474,8 @@ static PyMethodDef methods[] = {
     {"echo_power", echo_power, METH_VARARGS, "EchoModel.power of every ray in one pass (see the source)."},
     {"pack_points", pack_points, METH_VARARGS, "SensorPhysics.apply's structured points in one pass."},
     {"select", select_rows, METH_VARARGS, "The detections' rows and measured reflectivity (see the source)."},
+    {"coat", coat, METH_VARARGS, "The clear coat's factor times power and reflectance (see the source)."},
+    {"peak_scale", peak_scale, METH_VARARGS, "Power times the footprint's peak factor (see the source)."},
     {"powf_array", powf_array, METH_VARARGS, "The C library's powf, element by element."},
     {"detect", detect, METH_VARARGS, "The detected pulses within the range limits (see the source)."},
     {"range_noise", range_noise, METH_VARARGS, "The measured ranges with noise (see the source)."},

@@ -62,3 +62,20 @@ def lobe_rays(
 ) -> int:
     """The rays whose lobe power NumPy is asked for (the lobe's material, no sure underflow): their
     indices, clipped cosines and exponents written in ray order; returns how many."""
+
+def coat(
+    cos_i: Any,
+    material: Any,
+    table: Any,
+    m: int,
+    steps: int,
+    power: Any,
+    refl: Any,
+    power_out: Any,
+    refl_out: Any,
+    /,
+) -> bool:
+    """power and reflectance times the clear coat's factor; False: a material past the table."""
+
+def peak_scale(range_m: Any, cos_i: Any, power: Any, k: float, min_cos: float, /) -> None:
+    """power times pulse_spread.peak_factor in place (see the source)."""

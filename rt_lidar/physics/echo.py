@@ -20,10 +20,11 @@ import numpy as np
 from rt_lidar.backend import PhysicsBackend, default_backend
 from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.kernels.ambient import receiver_sigma_w
+from rt_lidar.physics import fused, path_factor_fused
 from rt_lidar.physics.clear_coat import coat_apply
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import peak_factor
-from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus
+from rt_lidar.physics.receiver_focus import beam_focus_ratio
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
@@ -48,7 +49,13 @@ class EchoModel:
 
     def path_factor(self, range_m: np.ndarray) -> np.ndarray:
         """Clear air's two-way transmission times the receiver's range law (1 where the preset follows
-        1/R^2; :mod:`rt_lidar.physics.receiver_range`): what multiplies ``K S / R^2`` at ``range_m``."""
+        1/R^2; :mod:`rt_lidar.physics.receiver_range`): what multiplies ``K S / R^2`` at ``range_m``
+        (on the compiled backend in one compiled pass, :mod:`rt_lidar.physics.path_factor_fused`, the
+        same bits)."""
+        if self.backend.name == "compiled":
+            fused = path_factor_fused.path_factor(self.preset, range_m, self.extinction_per_m)
+            if fused is not None:
+                return fused
         trans = two_way_transmission(range_m, self.extinction_per_m)
         gain = receiver_range_gain(self.preset, range_m)
         return trans if gain is None else trans * gain
@@ -58,9 +65,13 @@ class EchoModel:
         ``range_m``) against the preset-wide focus of :meth:`path_factor`: object and glass echoes are
         multiplied by it, calibrated reflectivity divided (the drivers compensate each laser's focus);
         None where no beam sets its own (:func:`~rt_lidar.physics.receiver_focus.beam_focus_ratio`)."""
-        inv = beam_inverse_focus(self.preset)
+        inv = path_factor_fused.inverse_focus(self.preset)  # (built once per preset)
         if inv is None:
             return None
+        if self.backend.name == "compiled":
+            fused = path_factor_fused.beam_focus(self.preset, inv, ring, range_m)
+            if fused is not None:
+                return fused
         return np.asarray(beam_focus_ratio(np, self.preset, inv, ring, range_m), np.float32)
 
     def unit_power(self, range_m: np.ndarray) -> np.ndarray:
@@ -107,7 +118,18 @@ class EchoModel:
         surface's base through its clear coat: :mod:`rt_lidar.physics.clear_coat`), T = exp(-2 a R) *
         ``extra_t``."""
         power, refl = self.backend.echo_power(self, range_m, cos_inc, mat, extra_t)
-        return coat_apply(self.materials, cos_inc, np.asarray(mat), power, refl)
+        return self.coat(cos_inc, np.asarray(mat), power, refl)
+
+    def coat(
+        self, cos_inc: np.ndarray, mat: np.ndarray, power: np.ndarray, refl: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`~rt_lidar.physics.clear_coat.coat_apply` (in one compiled pass on the compiled backend,
+        :func:`rt_lidar.physics.fused.coat_apply`, the same bits)."""
+        if self.backend.name == "compiled":
+            fused_out = fused.coat_apply(self.materials, cos_inc, mat, power, refl)
+            if fused_out is not None:
+                return fused_out
+        return coat_apply(self.materials, cos_inc, mat, power, refl)
 
     def object_echoes(self, hits: Hits) -> ObjectEchoes:
         """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
@@ -118,12 +140,15 @@ class EchoModel:
         (:func:`~rt_lidar.physics.pulse_spread.peak_factor`; a sub-ray bundle samples that itself)."""
         power, refl, flags = self.backend.object_echo_power(self, hits)
         if self.materials.coat_index is not None:  # the paints' clear coat (rt_lidar.physics.clear_coat)
-            power, refl = coat_apply(self.materials, hits.cos_incidence, hits.material, power, refl)
+            power, refl = self.coat(hits.cos_incidence, hits.material, power, refl)
         self.backend.texture_apply(self.materials, hits, power, refl)
         focus = self.beam_focus(ray_rings(hits), hits.range_m)  # each laser's own focus, where set
         if focus is not None:
             power *= focus
-        if hits.subrays == 1:
+        if hits.subrays == 1 and not (  # (one compiled pass on the compiled backend: fused.peak_scale)
+            self.backend.name == "compiled"
+            and fused.peak_scale(self.preset, hits.range_m, hits.cos_incidence, power)
+        ):
             power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence)
         return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
 

@@ -15,10 +15,14 @@ import numpy as np
 
 from rt_lidar.kernels.intensity import SPEED_OF_LIGHT, sensor_constant
 from rt_lidar.physics import normals
+from rt_lidar.physics.clear_coat import coat_table, paint_params
+from rt_lidar.physics.pulse_spread import MIN_COS, peak_factor_k
 from rt_lidar.points import POINT_DTYPE, PointFlag
 
 if TYPE_CHECKING:
     from rt_lidar.physics.echo import EchoModel
+    from rt_lidar.sensor.materials import MaterialArrays
+    from rt_lidar.sensor.presets import SensorPreset
 
 try:
     from rt_lidar.physics import _fused as _c
@@ -59,11 +63,12 @@ def prepare() -> None:
         powf_is_numpys()
         normals.check()
     from rt_lidar.kernels import waveform_pulses
-    from rt_lidar.physics import intensity_fused, texture_fused
+    from rt_lidar.physics import intensity_fused, path_factor_fused, texture_fused
 
     waveform_pulses.available()
     intensity_fused.available()
     texture_fused.available()
+    path_factor_fused.available()
 
 
 @functools.cache
@@ -428,3 +433,56 @@ def detections(
         *out,
     )
     return out
+
+
+def coat_apply(
+    materials: MaterialArrays, cos_i: Any, material: Any, power: Any, refl: Any
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`rt_lidar.physics.clear_coat.coat_apply`'s new ``(power, refl)`` in one pass (the coat's
+    table lookup and both products), or None when off, no material has a coat, the batch is empty, the
+    arrays are not the types it takes (float32 cosines, power and reflectance, int16 materials) or a
+    material is past the table (NumPy's indexing raises there)."""
+    if not available() or materials.coat_index is None or not isinstance(cos_i, np.ndarray):
+        return None
+    n = cos_i.shape[0]
+    if not (
+        n > 0
+        and _f32(cos_i, n)
+        and _f32(power, n)
+        and _f32(refl, n)
+        and isinstance(material, np.ndarray)
+        and material.dtype == np.int16
+        and material.shape == (n,)
+    ):
+        return None
+    table = np.ascontiguousarray(coat_table(*paint_params(materials)), np.float32)
+    out = np.empty(n, np.float32), np.empty(n, np.float32)
+    ok = _c.coat(
+        np.ascontiguousarray(cos_i),
+        np.ascontiguousarray(material),
+        table,
+        table.shape[0],
+        table.shape[1] - 1,
+        np.ascontiguousarray(power),
+        np.ascontiguousarray(refl),
+        *out,
+    )
+    return out if ok else None
+
+
+def peak_scale(preset: SensorPreset, range_m: Any, cos_i: Any, power: Any) -> bool:
+    """``power *= pulse_spread.peak_factor(preset, range_m, cos_i)`` in one pass (float32, in place):
+    True, or False (nothing done) when off or the arrays are not 1-D float32 NumPy arrays of one size
+    with ``power`` writable and contiguous."""
+    if not available() or not isinstance(power, np.ndarray):
+        return False
+    n = power.shape[0]
+    if not (_f32(range_m, n) and _f32(cos_i, n) and _f32(power, n)):
+        return False
+    if not (power.flags.c_contiguous and power.flags.writeable):
+        return False
+    k = float(peak_factor_k(preset))
+    _c.peak_scale(
+        np.ascontiguousarray(range_m), np.ascontiguousarray(cos_i), power, k, float(np.float32(MIN_COS))
+    )
+    return True

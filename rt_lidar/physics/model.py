@@ -312,12 +312,12 @@ class SensorPhysics:
             if mirrored is None:
                 continue
             g_r, g_p, g_s, g_seg = mirrored
-            won = g_p > power
+            won = np.flatnonzero(g_p > power)  # (few win: their indices, not ten passes over a mask)
             power[won], refl[won], rng_m[won] = g_p[won], g_s[won], g_r[won]
             segment[won], flags[won] = g_seg[won], 0
         if spray is not None:  # the spray's droplet echo, where stronger
             s_r, s_p = spray
-            won = s_p > power
+            won = np.flatnonzero(s_p > power)
             power[won], refl[won], rng_m[won] = s_p[won], 0.0, s_r[won]
             segment[won], flags[won] = 0, int(PointFlag.RAIN_CLUTTER)
 

@@ -41,7 +41,14 @@ from rt_lidar.kernels.waveform import pulse_sigma_ns
 from rt_lidar.kernels.xp import array_module
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["C_M_PER_NS", "beam_sigma_rad", "echo_width_ns", "footprint_range_sigma_m", "peak_factor"]
+__all__ = [
+    "C_M_PER_NS",
+    "beam_sigma_rad",
+    "echo_width_ns",
+    "footprint_range_sigma_m",
+    "peak_factor",
+    "peak_factor_k",
+]
 
 C_M_PER_NS = 0.299792458
 MIN_COS = 1e-4
@@ -82,8 +89,7 @@ def peak_factor(
     Written as ``1 / sqrt(1 + k R^2 (1 / cos^2 - 1))``, ``k = (2 s / (c sigma_p))^2``, in
     float32: it runs on every ray. NumPy or CuPy arrays (the device frame's physics), the same code."""
     xp = array_module(range_m, cos_inc)
-    sp = _filtered_sigma_ns(preset) if filtered else pulse_sigma_ns(preset.pulse.width_ns)
-    k = np.float32((2.0 * beam_sigma_rad(preset) / (C_M_PER_NS * sp)) ** 2)
+    k = peak_factor_k(preset, filtered)
     c = xp.clip(xp.abs(xp.asarray(cos_inc, xp.float32)), np.float32(MIN_COS), np.float32(1.0))
     r = xp.asarray(range_m, xp.float32)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -94,6 +100,12 @@ def peak_factor(
         t += np.float32(1.0)
         f = xp.reciprocal(xp.sqrt(t))
     return xp.where(xp.isnan(f), np.float32(0.0), f)
+
+
+def peak_factor_k(preset: SensorPreset, filtered: bool = True) -> np.float32:
+    """:func:`peak_factor`'s ``k = (2 s / (c sigma_p))^2`` (float32) of ``preset``'s beam and pulse."""
+    sp = _filtered_sigma_ns(preset) if filtered else pulse_sigma_ns(preset.pulse.width_ns)
+    return np.float32((2.0 * beam_sigma_rad(preset) / (C_M_PER_NS * sp)) ** 2)
 
 
 def echo_width_ns(preset: SensorPreset, range_m: np.ndarray, cos_inc: np.ndarray) -> np.ndarray:
