@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from device_demo import device_demo_summary
 
 from rt_lidar.api import in_process_pipeline
 from rt_lidar.backend.device_arrays import PinnedPoints, array_module_of_device
@@ -160,20 +161,7 @@ def test_cupy_glue_without_cupy_is_one_config_error() -> None:
 
 
 def test_demo_summary_says_where_the_frame_ran(tmp_path) -> None:
-    out = tmp_path / "o"
-    cmd = [
-        sys.executable,
-        "-m",
-        "rt_lidar.cli.main",
-        "demo",
-        "--in-process",
-        "--device",
-        "cuda-source-on-cpu",
-    ]
-    cmd += ["--preset", "VLP-16", "--return-mode", "dual", "--rain", "25", "--frames", "2", "--quiet"]
-    proc = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
-    device = json.loads((out / "summary.json").read_text())["device"]
+    device = device_demo_summary(tmp_path, "--return-mode", "dual", "--rain", "25")
     assert device["cast"] == "cuda-source-on-cpu" and device["physics"] == "device"
     assert device["copies_to_device"] == UPLOADS_PER_FRAME * device["copies_to_host"] > 0
     assert device["bytes_to_host"] > 41 * 10_000

@@ -6,13 +6,11 @@ the BVH kernel's CUDA source built for the CPU, the physics on NumPy) always, Cu
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
+from device_demo import device_demo_summary
 
 from rt_lidar.api import in_process_pipeline
 from rt_lidar.config import RunConfig, SunConfig
@@ -236,20 +234,7 @@ def test_crosstalk_on_the_device_gives_the_cpus_false_points(device: str) -> Non
 
 
 def test_demo_with_sun_and_wet_road_says_the_physics_ran_on_the_device(tmp_path) -> None:
-    out = tmp_path / "o"
-    cmd = [
-        sys.executable,
-        "-m",
-        "rt_lidar.cli.main",
-        "demo",
-        "--in-process",
-        "--device",
-        "cuda-source-on-cpu",
-    ]
-    cmd += ["--preset", "VLP-16", "--sun-lux", "50000", "--road-wetness", "0.5", "--frames", "2", "--quiet"]
-    proc = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
-    device = json.loads((out / "summary.json").read_text())["device"]
+    device = device_demo_summary(tmp_path, "--sun-lux", "50000", "--road-wetness", "0.5")
     assert device["cast"] == "cuda-source-on-cpu" and device["physics"] == "device"
 
 
