@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from crosstalk_points import crosstalk_false_points
 from device_demo import device_demo_summary
 
 from rt_lidar.api import in_process_pipeline
@@ -35,7 +36,6 @@ LOW_SUN = SunConfig(lux=100_000.0, direction=(-1.0, 0.0, 0.05))
 """Full sun low behind the sensor's start: the street lit, and the sensor blinded once a turn."""
 NOISE = np.uint8(PointFlag.AMBIENT_NOISE)
 SPRAY = np.uint8(PointFlag.RAIN_CLUTTER)
-CROSSTALK = np.uint8(PointFlag.CROSSTALK)
 BELOW_ROAD_M = -2.2
 """Points lower than this in the sensor frame lie under the road: the wet road's mirror ghosts."""
 TOLERANCES = {  # device frame against the CPU frame (docs/gpu.md states them)
@@ -203,16 +203,7 @@ def test_street_wet_road_on_the_device_has_the_cpu_ghosts(device: str) -> None:
 
 def _false_points(world, frames: int = 10) -> tuple[dict[str, np.ndarray], RigLoop]:
     loop = RigLoop(facing_pair("VLP-16"), world, sim_hz=20.0, crosstalk=True, seed=3)
-    got: dict[str, list] = {}
-    for _ in range(frames):
-        for name, scans in loop.step().items():
-            got.setdefault(name, []).extend(s.points for s in scans)
-    out = {}
-    for name, parts in got.items():
-        p = np.concatenate(parts)
-        false = p[(p["flags"] & CROSSTALK) != 0]
-        out[name] = false[np.lexsort((false["ring"], false["t"]))]
-    return out, loop
+    return crosstalk_false_points(loop, frames), loop
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from crosstalk_points import crosstalk_false_points
 
 from rt_lidar.backend.physics_ops import BACKEND_NAMES, available_backends, backend_named
 from rt_lidar.faults.spec import faults_from_table
@@ -34,7 +35,6 @@ RUNS = [
     pytest.param("device:cuda", marks=NO_CUDA),
 ]
 NOISE = int(PointFlag.AMBIENT_NOISE)
-CROSSTALK = int(PointFlag.CROSSTALK)
 SUN = {"sun_illuminance_lux": 100_000.0, "sun_direction": (-1.0, 0.0, 0.05)}
 """Full sun low behind the sensor: the street lit, the sensor blinded once a turn near 180 deg."""
 TOWARDS_SUN = (135.0, 225.0)
@@ -154,16 +154,7 @@ def _crosstalk_points(run: str, faults: dict[str, dict], frames: int = 20) -> di
             unit.pipeline.physics.backend = backend_named(run)
         if name in faults:
             unit.pipeline.on_hits = _on_hits(faults[name], unit.pipeline.preset, 3)
-    got: dict[str, list] = {}
-    for _ in range(frames):
-        for name, scans in loop.step().items():
-            got.setdefault(name, []).extend(s.points for s in scans)
-    out = {}
-    for name, parts in got.items():
-        p = np.concatenate(parts)
-        false = p[(p["flags"] & CROSSTALK) != 0]
-        out[name] = false[np.lexsort((false["ring"], false["t"]))]
-    return out
+    return crosstalk_false_points(loop, frames)
 
 
 @pytest.mark.parametrize("run", RUNS)
