@@ -83,11 +83,7 @@ def chain(
     and amplitude draws ``standard_normal`` (float64), measured ``reflectivity`` (float32) at
     ``range_m`` (float32), ``flags`` (uint8). None when off or for arrays of other types."""
     m = power_w.shape[0] if isinstance(power_w, np.ndarray) else -1
-    if (
-        not available()
-        or m < 0
-        or preset.output.intensity not in INTENSITY_KIND_CODES
-    ):
+    if not available() or m < 0 or preset.output.intensity not in INTENSITY_KIND_CODES:
         return None
     want = ((power_w, np.float32), (reflectivity, np.float32), (range_m, np.float32), (flags, np.uint8))
     if any(not isinstance(a, np.ndarray) or a.dtype != d or a.shape != (m,) for a, d in want):
