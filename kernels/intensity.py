@@ -25,6 +25,7 @@ __all__ = [
     "effective_reflectance",
     "leading_edge_advance_ns",
     "leading_edge_walk_m",
+    "raw_intensity_output",
     "received_power",
     "received_power_output",
     "sensor_constant",
@@ -162,6 +163,14 @@ def calibrated_reflectivity_output(
         frac = xp.clip(xp.log10(s[bright]) / xp.log10(retro_saturation), 0.0, 1.0)
         out[bright] = (diffuse_max + 1.0) + frac * (intensity_max - diffuse_max - 1.0)
     return out
+
+
+def raw_intensity_output(effective_refl: Any, gain: float, intensity_max: float) -> Any:
+    """An uncalibrated reading (the HDL-64E S2's 8-bit intensity): ``gain`` per unit of measured
+    reflectivity, linear and clipped to 0..intensity_max (float64; retro-reflectors clip)."""
+    xp = array_module(effective_refl)
+    s = xp.maximum(xp.asarray(effective_refl, dtype=xp.float64), 0.0)
+    return xp.minimum(s * gain, float(intensity_max))
 
 
 def received_power_output(

@@ -1,7 +1,7 @@
 /* The intensity chain of rt_lidar/physics/intensity_chain.py in one pass over the detections
  * (rt_lidar/physics/intensity_fused.py is its Python side): each detection's measured amplitude, the
- * reflectivity scaled by it, the intensity the sensor reports (Velodyne's calibrated reflectivity or
- * Ouster's photon counts, quantised) and the SATURATED flag, as SensorPhysics.apply makes them with
+ * reflectivity scaled by it, the intensity the sensor reports (Velodyne's calibrated reflectivity, the
+ * HDL-64E S2's raw 8-bit reading or Ouster's photon counts, quantised) and the SATURATED flag, as SensorPhysics.apply makes them with
  * NumPy. The NumPy code's float32 and float64 operations in its order (built with -ffp-contract=off), and
  * its log10 and expm1 NumPy's own loops (_np_loops.h), so the same bits
  * (tests/rt_lidar/test_intensity_fused.py). Optional extension: where it is missing, NumPy runs.
@@ -38,7 +38,8 @@ enum { P_SHOT, P_THR, P_SAT, P_KIND, P_DMAX, P_IMAX, P_NEAR, P_CAT, P_SATC, P_ST
 
 /* chain(power f4 (M), sigma f8 (P) or None, idx i8 (M), z f8 (M), refl f4 (M), range f4 (M), flags u1 (M),
  *       params f8 (P_N), M, P, refl_out f4, intensity_out f4, flags_out u1 (M each)) -> None
- * params: shot_w, threshold, saturation, kind (0 calibrated reflectivity, 1 received power), diffuse max,
+ * params: shot_w, threshold, saturation, kind (0 calibrated reflectivity, 1 received power, 2 raw intensity),
+ * diffuse max (raw intensity: its gain),
  * intensity max, near-field range (0: none), counts at the threshold, saturation counts (0: none),
  * intensity step, weak-zero SNR, log10 of the retro saturation, the SATURATED flag's bit. */
 static PyObject *chain(PyObject *self, PyObject *args) {
@@ -67,7 +68,7 @@ static PyObject *chain(PyObject *self, PyObject *args) {
     const uint8_t *flags = b[6].view.buf;
     float *refl_out = b[8].view.buf, *int_out = b[9].view.buf;
     uint8_t *flags_out = b[10].view.buf;
-    const int calibrated = P[P_KIND] == 0.0;
+    const int calibrated = P[P_KIND] == 0.0, raw = P[P_KIND] == 2.0;
     const float dmax32 = (float)P[P_DMAX];
     const double weak_level = P[P_WEAK] * P[P_THR];
     const uint8_t sat_flag = (uint8_t)P[P_FLAG];
@@ -101,7 +102,7 @@ static PyObject *chain(PyObject *self, PyObject *args) {
                 int_out[i] = min_np(s, 1.0f) * dmax32;
                 chunk_s[q] = s;
                 if (s > 1.0f) bright[nb++] = q;
-            } else if (P[P_NEAR] > 0) {
+            } else if (!raw && P[P_NEAR] > 0) {
                 const double r = (double)rng[i] / P[P_NEAR];
                 chunk_x[q] = -r * r;
             }
@@ -117,13 +118,15 @@ static PyObject *chain(PyObject *self, PyObject *args) {
                 int_out[i] = (float)((P[P_DMAX] + 1.0) + frac * (P[P_IMAX] - P[P_DMAX] - 1.0));
             }
         }
-        if (!calibrated && P[P_NEAR] > 0) np_loop_run(&expm1_d, chunk_x, n, sizeof(double));
+        if (!calibrated && !raw && P[P_NEAR] > 0) np_loop_run(&expm1_d, chunk_x, n, sizeof(double));
         for (Py_ssize_t q = 0; q < n; q++) {
             const Py_ssize_t i = a0 + q;
             const double amp = chunk_amp[q];
             double val;
             if (calibrated) {
                 val = (double)int_out[i];
+            } else if (raw) {
+                val = min_np64(max_np64((double)refl_out[i], 0.0) * P[P_DMAX], P[P_IMAX]);
             } else {
                 double x = amp;
                 if (P[P_NEAR] > 0) x = x * -chunk_x[q];

@@ -29,6 +29,9 @@ RETRO_SATURATION = 1000.0
 """The effective reflectance at which calibrated reflectivity reaches its maximum (the default of
 :func:`rt_lidar.kernels.intensity.calibrated_reflectivity_output`)."""
 
+INTENSITY_KIND_CODES = {"calibrated_reflectivity": 0.0, "received_power": 1.0, "raw_intensity": 2.0}
+"""The compiled chain's code of each ``output.intensity`` kind (its ``P_KIND`` parameter)."""
+
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
 
@@ -42,14 +45,16 @@ def available() -> bool:
 
 def _params(preset: SensorPreset) -> np.ndarray:
     out, thr = preset.output, preset.pulse.detection_threshold_w
-    calibrated = out.intensity == "calibrated_reflectivity"
+    kind = INTENSITY_KIND_CODES[out.intensity]
+    raw = out.intensity == "raw_intensity"
+    scale = (out.raw_gain or 1.0) if raw else (out.diffuse_max or out.intensity_max)
     return np.array(
         [
             preset.receiver.shot_w,
             thr,
             preset.receiver.saturation(thr),
-            0.0 if calibrated else 1.0,
-            out.diffuse_max or out.intensity_max,
+            kind,
+            scale,
             out.intensity_max,
             out.near_field_m or 0.0,
             out.counts_at_threshold,
@@ -78,11 +83,7 @@ def chain(
     and amplitude draws ``standard_normal`` (float64), measured ``reflectivity`` (float32) at
     ``range_m`` (float32), ``flags`` (uint8). None when off or for arrays of other types."""
     m = power_w.shape[0] if isinstance(power_w, np.ndarray) else -1
-    if (
-        not available()
-        or m < 0
-        or preset.output.intensity not in ("calibrated_reflectivity", "received_power")
-    ):
+    if not available() or m < 0 or preset.output.intensity not in INTENSITY_KIND_CODES:
         return None
     want = ((power_w, np.float32), (reflectivity, np.float32), (range_m, np.float32), (flags, np.uint8))
     if any(not isinstance(a, np.ndarray) or a.dtype != d or a.shape != (m,) for a, d in want):

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.errors import RtLidarError
-from rt_lidar.kernels import calibrated_reflectivity_output, received_power_output
+from rt_lidar.kernels import calibrated_reflectivity_output, raw_intensity_output, received_power_output
 from rt_lidar.kernels.xp import array_module, to_numpy
 from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.frame_loop import Sensed
@@ -420,6 +420,8 @@ def _as_points(
         pts["intensity"] = calibrated_reflectivity_output(
             refl, pre.output.diffuse_max or pre.output.intensity_max, pre.output.intensity_max
         )
+    elif pre.output.intensity == "raw_intensity":
+        pts["intensity"] = raw_intensity_output(refl, pre.output.raw_gain or 1.0, pre.output.intensity_max)
     else:
         pts["intensity"] = received_power_output(
             power.astype(np.float32), pre.pulse.detection_threshold_w, pre.output.intensity_max

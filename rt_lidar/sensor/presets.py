@@ -82,7 +82,7 @@ PACKET_FORMATS = (
 RETURN_MODES = ("strongest", "last", "first", "dual", "multi")
 DUAL_KINDS = ("strongest_last", "two_strongest")
 BEAM_PROFILES = ("gaussian", "top_hat", "table")
-INTENSITY_KINDS = ("calibrated_reflectivity", "received_power")
+INTENSITY_KINDS = ("calibrated_reflectivity", "received_power", "raw_intensity")
 CLEAR_AIR_EXTINCTION_PER_M = 1e-4
 ELEMENTARY_CHARGE_C = 1.602176634e-19
 SATURATION_OVER_THRESHOLD = 5000.0
@@ -264,6 +264,10 @@ class OutputSpec:
     intensity: str = spec("calibrated_reflectivity", choices=INTENSITY_KINDS)
     intensity_max: int = spec(255, 1, 2**32 - 1)
     diffuse_max: int | None = spec(None, 1, 2**32 - 1)
+    raw_gain: float | None = spec(None, 1e-6, 1e9)
+    """``raw_intensity`` output (an uncalibrated reading, the HDL-64E S2's 8-bit intensity): the reading per
+    unit of measured reflectivity (a white Lambertian target square on would read it), linear and clipped
+    at intensity_max, with no calibrated scale for retro-reflectors (required for that kind)."""
     intensity_step: float = spec(1.0, 0.0, 1e6)
     """The reporting step of intensity: reported values are whole multiples of it (Velodyne's 8-bit
     intensity and Ouster's photon counts: 1; 0 = a continuous value)."""
@@ -597,6 +601,8 @@ def _check_cross(p: SensorPreset, source: str) -> None:
         raise PresetError(
             source, "output.diffuse_max", f"must be in [1, {out.intensity_max}], got {out.diffuse_max}"
         )
+    if (out.intensity == "raw_intensity") != (out.raw_gain is not None):
+        raise PresetError(source, "output.raw_gain", 'given with intensity = "raw_intensity" and only then')
 
 
 def _check_profile(o: OpticsSpec, source: str) -> None:

@@ -38,7 +38,15 @@ from rt_lidar.validation.real_frames import (
     vendored_frames,
 )
 from rt_lidar.validation.realism import BANDS_M, realism_statistics
-from rt_lidar.validation.realism_grid import ScanGrid, camera_view, grid_from_points, read_kitti_calib
+from rt_lidar.validation.realism_grid import (
+    KITTI_STEP,
+    KITTI_UNITS,
+    ScanGrid,
+    camera_view,
+    grid_from_points,
+    kitti_file_intensity,
+    read_kitti_calib,
+)
 from rt_lidar.validation.realism_layout import CLASS_KEYS, layout_report, layout_table
 
 __all__ = [
@@ -165,7 +173,9 @@ def simulated_grids(
     preset_name: str, frames: int = FRAMES, seed: int = SEED, layout: str = "demo"
 ) -> list[ScanGrid]:
     """The scans of ``rt-lidar demo --in-process --frames N --seed S --preset P`` on their firing grids
-    (first returns; intensity rounded to the sensor's reporting step of 1); ``layout`` "residential"
+    (first returns; intensity rounded to the sensor's reporting step of 1, an uncalibrated
+    ``raw_intensity`` (the HDL-64E S2's byte) written as KITTI's files hold it, whose real frames these
+    are: :func:`~rt_lidar.validation.realism_grid.kitti_file_intensity`); ``layout`` "residential"
     drives the street with cars parked nose to tail beside the lane (KITTI's frame's layout)."""
     preset = load_preset(preset_name)
     scene = "street" if layout == "demo" else street_scene(seed=seed, layout=layout)
@@ -178,9 +188,10 @@ def simulated_grids(
     for s in scans:
         p = s.points[s.points["return_id"] == 0]
         xyz = np.stack([p["x"], p["y"], p["z"]], -1)
-        out.append(
-            grid_from_points(preset_name, xyz, p["intensity"], p["ring"], 1.0, preset.output.intensity)
-        )
+        inten, step, units = p["intensity"], 1.0, preset.output.intensity
+        if preset.output.intensity == "raw_intensity":  # the S2's byte, as KITTI's files hold it
+            inten, step, units = kitti_file_intensity(inten), KITTI_STEP, KITTI_UNITS
+        out.append(grid_from_points(preset_name, xyz, inten, p["ring"], step, units))
     return out
 
 
