@@ -80,7 +80,30 @@ def test_inprocess_profile_gives_each_stage_and_the_ceiling_its_cpu_allows(tmp_p
     assert p["budget"]["ceiling"] == pytest.approx(2 * 50.0 / mean["total"])
     assert p["budget"]["cpu_ms_for"]["3x"] == pytest.approx(2 * 50.0 / 3)
     assert p["run"]["realtime_factor"] > 0 and p["run"]["cpu_ms_per_frame"] > 0 and p["run"]["cores_busy"] > 0
+    threads = p["run"]["threads"]
+    if threads:  # Linux's per-thread schedstat: the frames ran on the prefetch thread and the loop's
+        assert threads["loop"]["threads"] == 1 and threads["rt-lidar-prefetch"]["cpu_ms"] > 0
+        assert all(r["wait_ms"] >= 0 for r in threads.values())
+        # the threads' CPU is the process's, within the clocks' ticks (2 ms a thread over 4 frames)
+        ran = sum(r["cpu_ms"] for r in threads.values())
+        ticks = 2.0 * sum(r["threads"] for r in threads.values())
+        assert ran == pytest.approx(p["run"]["cpu_ms_per_frame"], abs=ticks)
     assert "One in-process frame, stage by stage" in _report(tmp_path)
+
+
+def test_thread_roles_name_the_frame_loop_s_threads(monkeypatch):
+    import importlib
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    tool = importlib.import_module("profile_inprocess_frame")
+    assert tool.thread_role("MainThread") == "loop"
+    assert tool.thread_role("rt-lidar-prefetch_1") == "rt-lidar-prefetch"
+    assert tool.thread_role("rt-lidar-physics_0") == "rt-lidar-physics"
+    assert tool.thread_role("ThreadPoolExecutor-0_0") == tool.thread_role(None) == "other"
+    before = {1: (1_000_000, 0), 2: (0, 5_000_000)}
+    after = {1: (9_000_000, 2_000_000), 2: (4_000_000, 5_000_000), 3: (2_000_000, 0)}
+    roles = tool.threads_per_frame(before, after, frames=2)  # no live thread has these ids: all "other"
+    assert roles == {"other": {"threads": 3, "cpu_ms": 7.0, "wait_ms": 1.0}}
 
 
 def test_page_cache_bench_runs_both_modes_and_reports_them(tmp_path):

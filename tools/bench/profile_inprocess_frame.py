@@ -25,7 +25,10 @@ core busy with this work alone. ``cpu_ms_for`` gives the CPU per frame a factor 
 cast ahead on the prefetch threads, without the writers): its real-time factor, its CPU per frame (every
 thread of the process), how that compares with the stages' sum (cast + physics + sweep) one at a time,
 and the share of the cores' time it kept busy (``cores_busy``: its CPU over the cores' time in its wall
-time).
+time); ``threads`` gives each role of its threads (``loop``, ``rt-lidar-prefetch``, ``rt-lidar-physics``,
+``other``) the CPU ms per frame it ran and the ms per frame it was runnable but waited for a core
+(``/proc/self/task/*/schedstat``): whether the second core is used, and how much of the cores other
+processes took.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -114,24 +118,77 @@ def profile_preset(
     }
 
 
+def thread_schedstats() -> dict[int, tuple[int, int]]:
+    """Each thread of this process (native id): its time on a CPU and its time runnable but waiting for
+    one (ns, ``/proc/self/task/*/schedstat``; empty where Linux does not give them)."""
+    got: dict[int, tuple[int, int]] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return got
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as fh:
+                on_cpu, waiting = fh.read().split()[:2]
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile, or no schedstat
+        got[int(tid)] = (int(on_cpu), int(waiting))
+    return got
+
+
+def thread_role(name: str | None) -> str:
+    """The frame loop's role of a thread by its Python name: ``loop`` (the main thread), the prefix of a
+    pool's threads (``rt-lidar-prefetch``, ``rt-lidar-physics``), else ``other`` (threads Python did not
+    start, such as NumPy's BLAS threads, or that ended)."""
+    if name == "MainThread":
+        return "loop"
+    if name and name.startswith("rt-lidar-"):
+        return name.rsplit("_", 1)[0]
+    return "other"
+
+
+def threads_per_frame(
+    before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]], frames: int
+) -> dict[str, dict[str, float]]:
+    """Per role (:func:`thread_role`): threads, CPU ms and ms runnable but waiting for a CPU (another
+    process's or this one's threads on every core) per frame, between two :func:`thread_schedstats`."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    roles: dict[str, dict[str, float]] = {}
+    for tid, (cpu, wait) in after.items():
+        cpu0, wait0 = before.get(tid, (0, 0))
+        role = roles.setdefault(thread_role(names.get(tid)), {"threads": 0, "cpu_ms": 0.0, "wait_ms": 0.0})
+        role["threads"] += 1
+        role["cpu_ms"] += (cpu - cpu0) / 1e6 / frames
+        role["wait_ms"] += (wait - wait0) / 1e6 / frames
+    return roles
+
+
 def run_as_the_demo(
     name: str, frames: int, caster: str = DEFAULT_CASTER, return_mode: str | None = None
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """The frame loop as the demo runs it in-process (frames cast ahead), without the writers: the
-    real-time factor of ``frames`` frames after a warm-up and the process's CPU ms per frame."""
+    real-time factor of ``frames`` frames after a warm-up, the process's CPU ms per frame, and each of
+    its threads' roles' CPU and wait for a CPU per frame (:func:`threads_per_frame`): with both cores
+    busy the prefetch threads' CPU is most of it, and their wait says how much other processes took."""
     world = build_world("street", seed=0, caster=caster)
     physics = physics_config(return_mode)
     pipe = build_pipeline(name, world, seed=0, sim_hz=SIM_HZ, prefetch=CAST_AHEAD, physics=physics).pipeline
     try:
         for _ in range(WARMUP):
             pipe.step()
+        before = thread_schedstats()
         wall, cpu = time.perf_counter(), time.process_time()
         for _ in range(frames):
             pipe.step()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        threads = threads_per_frame(before, thread_schedstats(), frames)
     finally:
         pipe.close()
-    return {"realtime_factor": frames / SIM_HZ / wall, "cpu_ms_per_frame": 1e3 * cpu / frames}
+    return {
+        "realtime_factor": frames / SIM_HZ / wall,
+        "cpu_ms_per_frame": 1e3 * cpu / frames,
+        "threads": threads,
+    }
 
 
 def budget(cpu_ms_per_frame: float, cores: int, factors: tuple[float, ...]) -> dict[str, Any]:
