@@ -28,6 +28,22 @@ def test_each_figure_names_its_source(name: str) -> None:
     assert p.range.max_m >= p.range.range_80pct_m  # the gate does not cut before the physics
 
 
+@pytest.mark.parametrize("name", list_presets())
+def test_every_range_figure_of_every_preset_names_its_source(name: str) -> None:
+    # issue 40 item 5: "each figure with its source in the preset", one-figure presets included (a
+    # figure that is no datasheet's says so, and what it is instead)
+    p = load_preset(name)
+    prov = p.provenance or {}
+    for key, value in (
+        ("range.range_10pct_m", p.range.range_10pct_m),
+        ("range.range_80pct_m", p.range.range_80pct_m),
+    ):
+        if value is not None:
+            source = prov.get(key, "")
+            assert len(source) > 20, f"{name}: {key} = {value} has no source in [provenance]"
+            assert "datasheet" in source.lower() or "fit" in source.lower(), f"{name}: {key}: {source!r}"
+
+
 @pytest.mark.parametrize("name", TWO_FIGURES)
 def test_both_datasheet_ranges_hold_without_a_range_gate(name: str) -> None:
     p = load_preset(name)
