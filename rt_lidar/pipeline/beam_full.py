@@ -115,13 +115,11 @@ class BundleStats:
     pulses: int = 0
     bundled: int = 0
     by_reason: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
-    frames: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, frame: BundleCounts) -> None:
         """Count one frame."""
         with self._lock:
-            self.frames += 1
             self.pulses += frame.pulses
             self.bundled += frame.bundled
             for k, v in frame.by_reason.items():
