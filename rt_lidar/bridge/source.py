@@ -40,7 +40,7 @@ from rt_lidar.config import SunConfig
 from rt_lidar.errors import ConfigError, RtLidarError
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.physics.weather import WeatherConfig
-from rt_lidar.pipeline.beam_full import FullBeamPlan
+from rt_lidar.pipeline.beam_full import BundleCounts, FullBeamPlan
 from rt_lidar.pipeline.builder import negotiate
 from rt_lidar.pipeline.frame_loop import Pipeline
 from rt_lidar.pipeline.sources import BeamGrant, Capabilities, Hits, Pose
@@ -182,7 +182,8 @@ class BridgeSource:
         self._beam: SubRayPattern | None = None
         self._sun: SunArg = None
         self._full: FullBeamPlan | None = None
-        """The ``--beam full`` plan the server casts (its ``stats`` counted from the answers), or None."""
+        """The ``--beam full`` plan the server casts (each answer's counts in its hits' ``bundle_counts``),
+        or None."""
         self._full_request: FullBeamRequest | None = None
         self.retro_gain: np.ndarray | None = None
         """The materials' retro gains for ``--beam full`` (None: the packaged table's; the server judges
@@ -554,9 +555,9 @@ class BridgeSource:
             expected = firings_between(self.preset, t0, t1)  # what the server swept, on the same schedule
         if is_full_beam_answer(ans):
             hits, reasons = full_beam_from_wire(ans, expected=expected)
-            if self._full is not None:
+            if self._full is not None:  # counted when the frame loop hands the frame on
                 bundled = 0 if hits.bundle is None else len(hits.bundle.pulses)
-                self._full.stats.add(hits.pulses, bundled, reasons)
+                hits.bundle_counts = BundleCounts(hits.pulses, bundled, reasons)
         else:
             hits = hits_from_wire(ans, expected=expected)
         if hits.firings.origin is None and self.preset.beam_origins_m is not None:

@@ -49,12 +49,14 @@ from rt_lidar.sensor.scan_pattern import Firings
 
 if TYPE_CHECKING:
     from rt_lidar.backend.source_ops import NumpySourceOps
+    from rt_lidar.pipeline.frame_loop import Pipeline
     from rt_lidar.pipeline.sources import BeamGrant, Hits, WorldSource
     from rt_lidar.unreal_bridge.beam_call import SunArg
 
 __all__ = [
     "FULL_BEAM_SUB_RAYS",
     "SPARSE_SUB_RAYS",
+    "BundleCounts",
     "BundleStats",
     "FullBeamPlan",
     "FullBeamSource",
@@ -93,21 +95,34 @@ markings' beads (2) and sheeting (300-600) bloom; the backscatter of rough aspha
 (0.05-0.07, issue 40) is a texture of the road, not a reflector whose edge blooms."""
 
 
+@dataclass(frozen=True)
+class BundleCounts:
+    """One frame's ``--beam full`` choice (:attr:`~rt_lidar.pipeline.sources.Hits.bundle_counts`): its
+    pulses, how many of them were cast as the bundle, and why (a pulse may have several reasons)."""
+
+    pulses: int
+    bundled: int
+    by_reason: dict[str, int]
+
+
 @dataclass
 class BundleStats:
-    """How many pulses ``--beam full`` cast, and how many of them as the bundle (thread-safe counts)."""
+    """The sum of :class:`BundleCounts` over the frames a pipeline handed on
+    (:attr:`~rt_lidar.pipeline.frame_loop.Pipeline.bundle_stats`): the frames the scans were made of,
+    never one cast ahead and dropped, so the same run counts the same however far ahead its frames were
+    cast (thread-safe counts)."""
 
     pulses: int = 0
     bundled: int = 0
     by_reason: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, pulses: int, bundled: int, reasons: dict[str, int]) -> None:
-        """Count one batch."""
+    def add(self, frame: BundleCounts) -> None:
+        """Count one frame."""
         with self._lock:
-            self.pulses += pulses
-            self.bundled += bundled
-            for k, v in reasons.items():
+            self.pulses += frame.pulses
+            self.bundled += frame.bundled
+            for k, v in frame.by_reason.items():
                 self.by_reason[k] = self.by_reason.get(k, 0) + v
 
     def as_dict(self) -> dict[str, Any]:
@@ -135,7 +150,6 @@ class FullBeamPlan:
     """Range step between two objects' neighbouring rays that calls for the bundle (module docstring)."""
     spread_m: float
     """Range spread over the footprint on one surface that calls for the bundle (module docstring)."""
-    stats: BundleStats = field(default_factory=BundleStats, compare=False)
     bundle: str = "dense"
     """``dense``: ``pattern`` is the bundle asked for; ``sparse``: :func:`~rt_lidar.pipeline.beam_sparse.
     sparse_bundle` of it (its rim thinned to every other sub-ray, each weighted for two)."""
@@ -277,7 +291,9 @@ def take_pulses(hits: Hits, idx: np.ndarray) -> Hits:
     taken: dict[str, Any] = {
         name: (None if getattr(hits, name) is None else _rows(getattr(hits, name), rows)) for name in _PER_RAY
     }
-    return dataclasses.replace(hits, firings=take_firings(hits.firings, idx), bundle=None, **taken)
+    return dataclasses.replace(
+        hits, firings=take_firings(hits.firings, idx), bundle=None, bundle_counts=None, **taken
+    )
 
 
 def ring_ranks(f: Firings) -> np.ndarray:
@@ -464,7 +480,8 @@ def full_beam_hits(
 ) -> Hits:
     """Every firing's central ray, and the bundle of ``plan`` (in :attr:`Hits.bundle`) for the pulses the
     neighbour test marks (:func:`neighbour_steps`) whose probe toward the marking neighbour sees the step
-    (:func:`rt_lidar.pipeline.beam_probe.refine_bundles`); the counts go to ``plan.stats``."""
+    (:func:`rt_lidar.pipeline.beam_probe.refine_bundles`); the batch's counts in
+    :attr:`Hits.bundle_counts`."""
     from rt_lidar.pipeline.beam_probe import refine_bundles
     from rt_lidar.pipeline.sources import BeamBundle
 
@@ -474,7 +491,7 @@ def full_beam_hits(
     volume = volume_marks(np, plan.volume, central.range_m, central.material)
     reasons["volume"] = int(np.count_nonzero(volume))
     idx = np.flatnonzero(chosen | volume)
-    plan.stats.add(len(firings), int(idx.size), reasons)
+    central.bundle_counts = BundleCounts(len(firings), int(idx.size), reasons)
     if idx.size:
         pulses = take_firings(firings, idx)
         rim = _without_centre(plan.pattern)
@@ -542,10 +559,13 @@ def use_full_beam(
     return source.use_full_beam(plan, sun)
 
 
-def beam_summary(source: object, sub_rays: int, return_mode: str) -> dict[str, Any]:
-    """summary.json's ``beam`` section: the mode that ran (``fixed``: every pulse as ``sub_rays``; ``full``:
-    the bundle where needed), and for ``full`` how many pulses got the bundle, their share and why."""
-    plan = getattr(source, "full_beam", None)
+def beam_summary(pipeline: Pipeline) -> dict[str, Any]:
+    """summary.json's ``beam`` section of ``pipeline``'s run: the mode that ran (``fixed``: every pulse as
+    its ``sub_rays``; ``full``: the bundle where needed), and for ``full`` how many pulses of the frames it
+    handed on (:attr:`~rt_lidar.pipeline.frame_loop.Pipeline.bundle_stats`) got the bundle, their share
+    and why."""
+    sub_rays, return_mode = pipeline.physics.sub_rays, pipeline.physics.return_mode
+    plan = getattr(pipeline.source, "full_beam", None)
     if not isinstance(plan, FullBeamPlan):
         return {"mode": "fixed", "sub_rays": sub_rays, "return_mode": return_mode}
     return {
@@ -555,5 +575,5 @@ def beam_summary(source: object, sub_rays: int, return_mode: str) -> dict[str, A
         "cast_sub_rays": len(plan.pattern),
         "return_mode": return_mode,
         "edge_m": plan.edge_m,
-        **plan.stats.as_dict(),
+        **pipeline.bundle_stats.as_dict(),
     }

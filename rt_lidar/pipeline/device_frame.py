@@ -219,9 +219,10 @@ class DeviceWorldSource(WorldSource):
         probes' (pulse, side) come down, their starts go up), and those whose central ray ends in a
         volume (:func:`~rt_lidar.pipeline.beam_full.volume_marks`, on the device), cast again as the
         sub-ray bundle (their starts built on the host from the chosen pulses, which come down, and sent
-        up as one block) into ``hits.bundle``."""
+        up as one block) into ``hits.bundle``; the frame's counts into ``hits.bundle_counts``."""
         from rt_lidar.pipeline.beam_full import (
             REASONS,
+            BundleCounts,
             _neighbour_pairs,
             pair_separation,
             pair_steps,
@@ -257,7 +258,7 @@ class DeviceWorldSource(WorldSource):
         idx_dev = xp.flatnonzero(chosen | volume)
         idx = np.asarray(idx_dev.get() if xp is not np else idx_dev, np.int64)  # down: the chosen pulses
         self.counter.down(idx.nbytes)
-        plan.stats.add(n, int(idx.size), counts)
+        hits.bundle_counts = BundleCounts(n, int(idx.size), counts)
         if not idx.size:
             return
         pattern = plan.pattern

@@ -32,6 +32,7 @@ from rt_lidar.errors import ConfigError
 from rt_lidar.physics.model import PhysicsResult, SensorPhysics
 from rt_lidar.physics.source_fields import extra_fill
 from rt_lidar.pipeline.assembler import Scan, ScanAssembler
+from rt_lidar.pipeline.beam_full import BundleStats
 from rt_lidar.pipeline.sources import Hits, HitSource, Pose, pose_at
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import (
@@ -115,6 +116,10 @@ class Pipeline:
         self.assembler = ScanAssembler(preset)
         prepare_schedule(preset)  # the scan's firing table now, not in frame 0
         self.last_stats: FrameStats | None = None
+        self.bundle_stats = BundleStats()
+        """``--beam full``'s counts (:attr:`Hits.bundle_counts <rt_lidar.pipeline.sources.Hits.
+        bundle_counts>`) of the frames :meth:`commit` took, the ones the scans are made of: a frame cast
+        ahead counts when its turn comes, one dropped never (summary.json's ``beam`` section)."""
         self.on_sector: Callable[[np.ndarray, int, int], None] | None = None
         self.on_hits: Callable[[Hits], Hits] | None = None
         """Called with each frame's hits before the physics (an injected fault's, :mod:`rt_lidar.faults`);
@@ -388,6 +393,8 @@ class Pipeline:
         s0, t_end = hits.interval if hits.interval is not None else (t0, t1)
         if hits.pose_start is not None and hits.pose_end is not None:
             self._poses.append((s0, t_end, hits.pose_start, hits.pose_end))
+        if hits.bundle_counts is not None:
+            self.bundle_stats.add(hits.bundle_counts)
         if self.on_sensed is not None:
             self.on_sensed(sensed)
         if self.on_sector is not None:

@@ -265,7 +265,7 @@ def drive_scans(
         "sinks": sink_reports((*own, *sinks), sinks_),
         "scenario": scenario or {},
     }
-    summary["beam"] = beam_summary(pipeline.source, pipeline.physics.sub_rays, pipeline.physics.return_mode)
+    summary["beam"] = beam_summary(pipeline)
     if faults:
         summary["scans_suppressed"] = loop.suppressed
         summary["faults"] = faults.report()

@@ -33,7 +33,7 @@ from rt_lidar.unreal_bridge.world import RayHits, Trajectory, World
 from rt_lidar.unreal_bridge.world.spray import spray_segments
 
 if TYPE_CHECKING:
-    from rt_lidar.pipeline.beam_full import FullBeamPlan
+    from rt_lidar.pipeline.beam_full import BundleCounts, FullBeamPlan
 
 __all__ = [
     "GLASS_MAX_CROSSINGS",
@@ -158,6 +158,10 @@ class Hits:
     bundle: BeamBundle | None = None
     """``--beam full`` (:mod:`rt_lidar.pipeline.beam_full`): these hits are every pulse's central ray,
     and the pulses named here were cast again as the whole sub-ray bundle; None = no such pulses."""
+    bundle_counts: BundleCounts | None = None
+    """``--beam full``: how many of these pulses the bundle was chosen for, and why (set where the choice
+    is made, counted when the frame loop hands the frame on: :attr:`Pipeline.bundle_stats
+    <rt_lidar.pipeline.frame_loop.Pipeline.bundle_stats>`); None = not ``--beam full``."""
     weather: dict[str, float] | None = None
     """The sim's weather when these rays were cast (a source with :attr:`Capabilities.weather`: the
     server's ``simSetWeatherParameter``), as :class:`~rt_lidar.physics.weather.WeatherConfig` fields;

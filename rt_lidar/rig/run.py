@@ -273,5 +273,4 @@ def run_rig_demo(opts: RigRunOptions, rig: Rig | None = None) -> dict[str, Any]:
 
 def _beam_section(pipeline: Pipeline) -> dict[str, Any]:
     """A sensor's summary ``beam`` section: the beam that ran (:func:`beam_summary`)."""
-    physics = pipeline.physics
-    return beam_summary(pipeline.source, physics.sub_rays, physics.return_mode)
+    return beam_summary(pipeline)

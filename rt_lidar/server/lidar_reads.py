@@ -5,7 +5,6 @@ and ``run()`` then need no lock (``rtLidarGetHits`` / ``rtLidarGetBeamHits``: :c
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -13,7 +12,7 @@ import numpy as np
 
 from rt_lidar.bridge.full_beam_wire import full_beam_to_wire
 from rt_lidar.bridge.hits import hits_to_wire
-from rt_lidar.pipeline.beam_full import BundleStats, full_beam_hits, plan_of_pattern
+from rt_lidar.pipeline.beam_full import full_beam_hits, plan_of_pattern
 from rt_lidar.pipeline.sources import Hits, WorldSource
 from rt_lidar.sensor.beam import SubRayPattern
 from rt_lidar.sensor.presets import SensorPreset
@@ -188,8 +187,7 @@ class FullBeamRead(HitsRead):
         firings, t0 = self._planned()
         budget = self._sim.max_rays_per_call
         for _ in range(4):
-            plan = dataclasses.replace(self._plan, stats=BundleStats())
-            hits = full_beam_hits(self._source, firings, t0, self.t1, plan, self._sun)
+            hits = full_beam_hits(self._source, firings, t0, self.t1, self._plan, self._sun)
             rays = np.ones(hits.pulses, np.int64)
             if hits.bundle is not None:
                 rays[hits.bundle.pulses] += hits.bundle.hits.subrays
@@ -203,7 +201,9 @@ class FullBeamRead(HitsRead):
             firings = firings_between(self._lidar.preset, t0, self.t1)
         self._lidar.full_beam_rays_per_firing = float(rays.sum()) / max(hits.pulses, 1)
         pose = self._sensor_pose(self.t1)
-        return full_beam_to_wire(hits, pose, self.t1, self._info(t0), plan.stats.by_reason, self._omit)
+        counts = hits.bundle_counts
+        assert counts is not None  # full_beam_hits counts every batch it casts
+        return full_beam_to_wire(hits, pose, self.t1, self._info(t0), counts.by_reason, self._omit)
 
 
 class DataRead(PreparedRead):

@@ -1,8 +1,9 @@
 """One ``summary.json`` for a run made of parts (``rt-lidar run --reconnect``: a part per connection).
 
 Each part is the summary :func:`~rt_lidar.pipeline.scan_loop.drive_scans` wrote for it. The run's
-summary adds up what adds up (frames, times, bridge counters), weights the per-scan means by frames,
-recomputes the real-time factors from the sums, and lists every part with its folder and outcome.
+summary adds up what adds up (frames, times, bridge counters, ``--beam full``'s counts), weights the
+per-scan means by frames, recomputes the real-time factors from the sums, and lists every part with
+its folder and outcome.
 """
 
 from __future__ import annotations
@@ -40,6 +41,30 @@ def _bridge(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return out
 
 
+def _beam(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's ``beam`` section: the beam that ran (the parts share it), with ``--beam full``'s counts
+    (each part's: the frames it handed on) added up and their share taken from the sums."""
+    beams = [p["beam"] for p in parts if isinstance(p.get("beam"), dict)]
+    if not beams:
+        return None
+    out = dict(beams[0])
+    if out.get("mode") != "full":
+        return out
+    pulses = sum(b.get("pulses", 0) or 0 for b in beams)
+    bundled = sum(b.get("bundled_pulses", 0) or 0 for b in beams)
+    reasons: dict[str, int] = {}
+    for b in beams:
+        for reason, n in (b.get("bundled_by_reason") or {}).items():
+            reasons[reason] = reasons.get(reason, 0) + n
+    out.update(
+        pulses=pulses,
+        bundled_pulses=bundled,
+        bundled_share=bundled / pulses if pulses else 0.0,
+        bundled_by_reason=reasons,
+    )
+    return out
+
+
 def combine_parts(
     parts: Sequence[dict[str, Any]],
     dirs: Sequence[str],
@@ -67,6 +92,9 @@ def combine_parts(
     summary["pipeline_realtime_factor"] = _ratio(summary["sim_time_s"], summary["pipeline_time_s"])
     summary["stopped_early"] = stopped_early
     summary["bridge"] = _bridge(parts)
+    beam = _beam(parts)
+    if beam is not None:
+        summary["beam"] = beam
     summary["parts"] = len(parts)
     summary["reconnects"] = len(parts) - 1
     summary["elapsed_s"] = elapsed_s

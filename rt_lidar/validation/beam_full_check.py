@@ -127,7 +127,7 @@ def beam_statistics(
         got = pipe.scans(scans + 1)[1:]  # the first scan may be partial
     finally:
         pipe.close()
-    return scan_statistics(got, beam_summary(pipe.source, pipe.physics.sub_rays, pipe.physics.return_mode))
+    return scan_statistics(got, beam_summary(pipe))
 
 
 def compare_full_beam(

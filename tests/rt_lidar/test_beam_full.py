@@ -177,7 +177,7 @@ def test_fixed_beam_summary_names_the_sub_rays(tmp_path: Path) -> None:
     built = build_pipeline("VLP-16", "street", physics=PhysicsConfig(beam=BeamConfig(sub_rays=3)))
     from rt_lidar.pipeline.beam_full import beam_summary
 
-    got = beam_summary(built.pipeline.source, built.pipeline.physics.sub_rays, "strongest")
+    got = beam_summary(built.pipeline)
     built.pipeline.close()
     assert got == {"mode": "fixed", "sub_rays": 3, "return_mode": "strongest"}
 

@@ -77,7 +77,7 @@ def test_a_wall_flagged_as_a_volume_gets_the_bundle_on_every_pulse() -> None:
     # the cast with the probe: the same pulses, each cast as the bundle, counted as volume
     hits = full_beam_hits(source, f, 0, 100_000_000, as_volume, None)
     assert hits.bundle is not None and set(np.flatnonzero(wall)) <= set(hits.bundle.pulses.tolist())
-    assert as_volume.stats.by_reason["volume"] == int(wall.sum())
+    assert hits.bundle_counts is not None and hits.bundle_counts.by_reason["volume"] == int(wall.sum())
 
 
 def test_on_the_street_every_pulse_ending_in_a_crown_is_bundled() -> None:
@@ -101,6 +101,6 @@ def test_on_the_street_every_pulse_ending_in_a_crown_is_bundled() -> None:
         in_crown += crown.size
         bundled = set() if hits.bundle is None else set(hits.bundle.pulses.tolist())
         assert set(crown.tolist()) <= bundled
-    summary = beam_summary(built.pipeline.source, 19, "dual")
+    summary = beam_summary(built.pipeline)
     assert set(summary["bundled_by_reason"]) == set(REASONS)
     assert summary["bundled_by_reason"]["volume"] == in_crown > 0

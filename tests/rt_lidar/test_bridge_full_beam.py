@@ -43,7 +43,7 @@ def _bridged(backend, preset, beam, scans=2, weather=None, use_extension=None, s
                 got = pipe.scans(scans + 1)[1:]  # the first scan may be partial
             finally:
                 pipe.close()
-            summary = beam_summary(source, pipe.physics.sub_rays, pipe.physics.return_mode)
+            summary = beam_summary(pipe)
             if shm:  # the answers came through shared memory (the segment offered with each frame)
                 assert source.stats.transport == "shm", source.stats.shm_refused
             return got, [str(w.message) for w in caught], summary, pipe.physics.config.beam

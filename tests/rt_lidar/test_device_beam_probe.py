@@ -126,7 +126,7 @@ def _run(config: RunConfig, scans: int) -> tuple[dict[str, float], Any]:
     }
     if config.beam is not None and config.beam.epw:
         stats["epw_median_ns"] = float(np.median(np.concatenate([s.extras["epw_ns"] for s in got])))
-    beam = beam_summary(built.pipeline.source, 0, "")
+    beam = beam_summary(built.pipeline)
     if beam["mode"] == "full":
         stats["bundled_share"] = float(beam["bundled_share"])
     return stats, built.pipeline

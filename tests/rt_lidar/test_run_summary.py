@@ -44,6 +44,39 @@ def test_parts_add_up_and_are_all_listed() -> None:
     assert s["part_summaries"][0]["stopped_early"] == "ConnectionLost: gone"
 
 
+def full_beam(pulses: int, bundled: int, edge: int, volume: int) -> dict[str, object]:
+    return {
+        "mode": "full",
+        "sub_rays": 19,
+        "return_mode": "dual",
+        "pulses": pulses,
+        "bundled_pulses": bundled,
+        "bundled_share": bundled / pulses,
+        "bundled_by_reason": {"edge": edge, "glass": 0, "retro": 0, "volume": volume},
+    }
+
+
+def test_full_beam_counts_add_up_over_the_parts() -> None:
+    """A reconnected run's ``--beam full`` counts are those of every part's frames, not the first's."""
+    parts = [part(3, 0.3, 0.6, 100.0, "ConnectionLost: gone"), part(5, 0.5, 0.5, 200.0, None)]
+    parts[0]["beam"] = full_beam(1000, 100, 80, 30)
+    parts[1]["beam"] = full_beam(3000, 600, 500, 150)
+    s = combine_parts(parts, [".", "part01"], elapsed_s=3.0)
+    assert s["beam"]["pulses"] == 4000 and s["beam"]["bundled_pulses"] == 700
+    assert s["beam"]["bundled_share"] == pytest.approx(700 / 4000)
+    assert s["beam"]["bundled_by_reason"] == {"edge": 580, "glass": 0, "retro": 0, "volume": 180}
+    assert s["beam"]["mode"] == "full" and s["beam"]["sub_rays"] == 19
+    assert parts[0]["beam"]["pulses"] == 1000  # the parts' own sections are left as they were
+
+
+def test_a_fixed_beam_is_the_parts_one() -> None:
+    parts = [part(3, 0.3, 0.6, 100.0, None), part(5, 0.5, 0.5, 200.0, None)]
+    for p in parts:
+        p["beam"] = {"mode": "fixed", "sub_rays": 1, "return_mode": "strongest"}
+    s = combine_parts(parts, [".", "part01"], elapsed_s=3.0)
+    assert s["beam"] == {"mode": "fixed", "sub_rays": 1, "return_mode": "strongest"}
+
+
 def test_a_run_has_parts() -> None:
     with pytest.raises(ValueError, match="at least one part"):
         combine_parts([], [], 0.0)

@@ -54,14 +54,23 @@ todo = []
 for k in range(1, frames + warmup + 1):
     t0, t1 = pipe.frame_interval(k)
     todo.append(((t0, t1), firings_between(pipe.preset, t0, t1)))
-cpu = []
+cpu, pulses, bundled = [], 0, 0
 for k, (span, f) in enumerate(todo):
     c0 = time.process_time()
-    pipe.physics.apply(pipe.source.hits(f, *span), pipe._rng(k))
+    hits = pipe.source.hits(f, *span)
+    pipe.physics.apply(hits, pipe._rng(k))
     if k >= warmup:
         cpu.append(time.process_time() - c0)
+    counts = getattr(hits, "bundle_counts", None)  # every frame's, as --beam full's summary counts them
+    if counts is not None:
+        pulses, bundled = pulses + counts.pulses, bundled + counts.bundled
 plan = getattr(pipe.source, "full_beam", None)
-share = None if plan is None else plan.stats.as_dict()["bundled_share"]
+if plan is None:
+    share = None
+elif hasattr(plan, "stats"):  # a checkout whose plan counted the casts itself
+    share = plan.stats.as_dict()["bundled_share"]
+else:
+    share = bundled / pulses if pulses else 0.0
 print(json.dumps({"cpu_ms": [1e3 * c for c in cpu], "bundled_share": share}))
 """
 

@@ -242,8 +242,7 @@ def run_frames(
     }
     if full:  # the share of pulses each sensor cast as the bundle (the neighbour test, then the probe)
         timing["bundled_share"] = {
-            name: round(float(beam_summary(p.source, 0, "").get("bundled_share", 0.0)), 5)
-            for name, p in pipes.items()
+            name: round(float(beam_summary(p).get("bundled_share", 0.0)), 5) for name, p in pipes.items()
         }
     if counters:  # every sensor's copies over the run (its frames fetched ahead included)
         up, down = sum(c.to_device for c in counters), sum(c.to_host for c in counters)
