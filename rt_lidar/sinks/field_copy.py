@@ -68,9 +68,10 @@ def copy_fields(out: np.ndarray, points: np.ndarray, run: list[str]) -> None:
 
 def copy_runs_compiled(out: np.ndarray, points: np.ndarray, runs: list[list[str]]) -> bool:
     """:func:`copy_fields` of every run in ``runs`` by the compiled twin, each record once; False (and
-    nothing copied) where it is off or not built, or the arrays are not 1-D, C-contiguous, of one length
-    (``out`` writable): the NumPy code runs then."""
-    if _c is None or not enabled or not runs:
+    nothing copied) where it is off or not built, a field's type differs between the arrays (NumPy
+    casts it) or holds Python objects, or the arrays are not 1-D, C-contiguous, of one length (``out``
+    writable): the NumPy code runs then."""
+    if _c is None or not enabled or not runs or out.dtype.hasobject or points.dtype.hasobject:
         return False
     if out.ndim != 1 or points.ndim != 1 or out.shape != points.shape:
         return False
@@ -78,13 +79,13 @@ def copy_runs_compiled(out: np.ndarray, points: np.ndarray, runs: list[list[str]
         return False
     dst_f: dict[str, Any] = dict(out.dtype.fields or {})
     src_f: dict[str, Any] = dict(points.dtype.fields or {})
+    if any(dst_f[n][0] != src_f[n][0] for run in runs for n in run) or len(runs) > 32:
+        return False
     spec = []
     for run in runs:
         first, last = run[0], run[-1]
         size = dst_f[last][1] + dst_f[last][0].itemsize - dst_f[first][1]
         spec.append((dst_f[first][1], src_f[first][1], size))
-    if len(spec) > 32:
-        return False
     n = points.size
     if n:
         _c.copy_runs(

@@ -126,6 +126,10 @@ def test_the_compiled_copy_declines_arrays_it_does_not_take(monkeypatch: pytest.
     assert not field_copy.copy_runs_compiled(out[:50], points, runs)  # other lengths
     out.flags.writeable = False
     assert not field_copy.copy_runs_compiled(out, points, runs)  # read-only
+    wider = np.zeros(100, [("ring", "<u4")])  # a field of another type: NumPy casts it
+    assert not field_copy.copy_runs_compiled(wider, points, [["ring"]])
+    objects = np.zeros(2, [("x", object)])
+    assert not field_copy.copy_runs_compiled(objects, objects.copy(), [["x"]])
     # the strided records still come out right, by the NumPy code
     half = np.zeros(50, CLOUD_DTYPE_ALL)
     copy_same_fields(half, points[::2], _same_fields(CLOUD_DTYPE_ALL, POINT_DTYPE))
