@@ -81,7 +81,45 @@ done:
     return result;
 }
 
+/* seconds_f32(dst, src, n, dst_itemsize, src_itemsize, dst_offset, src_offset): each record's int64
+ * nanoseconds at src_offset as float32 seconds at dst_offset, (float)((double)t * 1e-9): what NumPy's
+ * ``out["time"] = t.astype(np.float64) * 1e-9`` gives (the int64 -> float64 conversion, one float64
+ * product, the float64 -> float32 cast, each rounded to nearest), in one pass. */
+static PyObject *seconds_f32(PyObject *self, PyObject *args) {
+    Py_buffer dst, src;
+    Py_ssize_t n, dst_item, src_item, doff, soff;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "w*y*nnnnn", &dst, &src, &n, &dst_item, &src_item, &doff, &soff)) return NULL;
+    PyObject *result = NULL;
+    if (n < 0 || doff < 0 || soff < 0 || doff + 4 > dst_item || soff + 8 > src_item ||
+        (n > 0 && (dst.len < n * dst_item || src.len < n * src_item))) {
+        PyErr_SetString(PyExc_ValueError, "seconds_f32: a field outside its record or short buffers");
+        goto done;
+    }
+    {
+        char *d = (char *)dst.buf + doff;
+        const char *s = (const char *)src.buf + soff;
+        Py_BEGIN_ALLOW_THREADS;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t t;
+            memcpy(&t, s + i * src_item, 8);
+            const double seconds = (double)t * 1e-9;
+            const float v = (float)seconds;
+            memcpy(d + i * dst_item, &v, 4);
+        }
+        Py_END_ALLOW_THREADS;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&src);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"seconds_f32", seconds_f32, METH_VARARGS,
+     "seconds_f32(dst, src, n, dst_itemsize, src_itemsize, dst_offset, src_offset): int64 ns -> float32 s."},
     {"copy_runs", copy_runs, METH_VARARGS,
      "copy_runs(dst, src, n, dst_itemsize, src_itemsize, runs): each record's runs of bytes, one pass."},
     {NULL, NULL, 0, NULL},

@@ -19,7 +19,7 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["copied_runs", "copy_fields", "copy_runs_compiled", "copy_same_fields"]
+__all__ = ["copied_runs", "copy_fields", "copy_runs_compiled", "copy_same_fields", "seconds_compiled"]
 
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled copy off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
@@ -107,3 +107,33 @@ def copy_same_fields(out: np.ndarray, points: np.ndarray, names: list[str]) -> N
         return
     for run in runs:
         copy_fields(out, points, run)
+
+
+def seconds_compiled(out: np.ndarray, name: str, points: np.ndarray, t_name: str) -> bool:
+    """``out[name] = points[t_name].astype(np.float64) * 1e-9`` (int64 ns as float32 seconds, the
+    Velodyne driver's ``time``) by the compiled twin in one pass, the same bits; False (nothing written)
+    where it is off or not built, the fields are not float32 and little-endian int64, or the arrays are
+    not 1-D, C-contiguous, of one length (``out`` writable): the NumPy line runs then."""
+    if _c is None or not enabled or out.dtype.hasobject or points.dtype.hasobject:
+        return False
+    if out.ndim != 1 or points.ndim != 1 or out.shape != points.shape:
+        return False
+    if not (out.flags.c_contiguous and points.flags.c_contiguous and out.flags.writeable):
+        return False
+    dst_f: dict[str, Any] = dict(out.dtype.fields or {})
+    src_f: dict[str, Any] = dict(points.dtype.fields or {})
+    if name not in dst_f or t_name not in src_f:
+        return False
+    if dst_f[name][0] != np.dtype("<f4") or src_f[t_name][0] != np.dtype("<i8"):
+        return False
+    if points.size:
+        _c.seconds_f32(
+            out.view(np.uint8).reshape(-1),
+            points.view(np.uint8).reshape(-1),
+            points.size,
+            out.dtype.itemsize,
+            points.dtype.itemsize,
+            dst_f[name][1],
+            src_f[t_name][1],
+        )
+    return True

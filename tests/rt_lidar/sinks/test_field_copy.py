@@ -135,3 +135,22 @@ def test_the_compiled_copy_declines_arrays_it_does_not_take(monkeypatch: pytest.
     copy_same_fields(half, points[::2], _same_fields(CLOUD_DTYPE_ALL, POINT_DTYPE))
     assert half["x"].tobytes() == points[::2]["x"].tobytes()
     assert half["segment"].tobytes() == points[::2]["segment"].tobytes()
+
+
+def test_the_compiled_seconds_are_numpys_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rt_lidar.sinks import field_copy
+
+    if field_copy._c is None:
+        pytest.skip("the compiled field copy was not built")
+    monkeypatch.setattr(field_copy, "enabled", True)
+    points = _random_points(20_000, 8)  # random int64 times: beyond 2**53, negative, the extremes
+    points["t"][:6] = [0, 1, -1, 2**53 + 1, np.iinfo(np.int64).max, np.iinfo(np.int64).min]
+    points["t"][6:5000] = np.random.default_rng(9).integers(0, 100_000_000, 4994)  # a scan's offsets
+    got, want = np.zeros(points.size, CLOUD_DTYPE_ALL), np.zeros(points.size, CLOUD_DTYPE_ALL)
+    assert field_copy.seconds_compiled(got, "time", points, "t")
+    want["time"] = points["t"].astype(np.float64) * 1e-9
+    assert got.tobytes() == want.tobytes()
+    assert not field_copy.seconds_compiled(got, "x", points, "x")  # not int64 ns into float32
+    assert not field_copy.seconds_compiled(got[:10], "time", points, "t")  # other lengths
+    monkeypatch.setattr(field_copy, "enabled", False)
+    assert not field_copy.seconds_compiled(got, "time", points, "t")
