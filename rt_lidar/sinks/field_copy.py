@@ -1,16 +1,28 @@
 """Copying the fields of one structured array into another's: fields that lie side by side in both, with
 the same types, as one block of bytes (one pass over the arrays instead of one a field). The sinks'
 packers (:func:`rt_lidar.sinks.rosbag.fill_cloud`, :func:`rt_lidar.sinks.pcd.with_intensity_type`)
-write the same bytes with fewer passes.
+write the same bytes with fewer passes. Where the compiled twin (``_field_copy``) was built,
+:func:`copy_same_fields` copies every run of every record in one pass over the records instead (the
+same bytes: ``tests/rt_lidar/sinks/test_field_copy.py``); ``RT_LIDAR_NO_TWINS=1`` or :data:`enabled`
+switch it off.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
-__all__ = ["copied_runs", "copy_fields", "copy_same_fields"]
+try:
+    from rt_lidar.sinks import _field_copy as _c
+except ImportError:  # built without a C compiler: the NumPy code runs
+    _c = None  # type: ignore[assignment]
+
+__all__ = ["copied_runs", "copy_fields", "copy_runs_compiled", "copy_same_fields", "seconds_compiled"]
+
+enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
+"""Switch the compiled copy off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
 
 
 def copied_runs(dst: np.dtype, src: np.dtype, names: list[str]) -> list[list[str]]:
@@ -54,7 +66,74 @@ def copy_fields(out: np.ndarray, points: np.ndarray, run: list[str]) -> None:
     block(out, dst_f[run[0]][1])[...] = block(points, src_f[run[0]][1])
 
 
+def copy_runs_compiled(out: np.ndarray, points: np.ndarray, runs: list[list[str]]) -> bool:
+    """:func:`copy_fields` of every run in ``runs`` by the compiled twin, each record once; False (and
+    nothing copied) where it is off or not built, a field's type differs between the arrays (NumPy
+    casts it) or holds Python objects, or the arrays are not 1-D, C-contiguous, of one length (``out``
+    writable): the NumPy code runs then."""
+    if _c is None or not enabled or not runs or out.dtype.hasobject or points.dtype.hasobject:
+        return False
+    if out.ndim != 1 or points.ndim != 1 or out.shape != points.shape:
+        return False
+    if not (out.flags.c_contiguous and points.flags.c_contiguous and out.flags.writeable):
+        return False
+    dst_f: dict[str, Any] = dict(out.dtype.fields or {})
+    src_f: dict[str, Any] = dict(points.dtype.fields or {})
+    if any(dst_f[n][0] != src_f[n][0] for run in runs for n in run) or len(runs) > 32:
+        return False
+    spec = []
+    for run in runs:
+        first, last = run[0], run[-1]
+        size = dst_f[last][1] + dst_f[last][0].itemsize - dst_f[first][1]
+        spec.append((dst_f[first][1], src_f[first][1], size))
+    n = points.size
+    if n:
+        _c.copy_runs(
+            out.view(np.uint8).reshape(-1),
+            points.view(np.uint8).reshape(-1),
+            n,
+            out.dtype.itemsize,
+            points.dtype.itemsize,
+            np.asarray(spec, np.int64).reshape(-1),
+        )
+    return True
+
+
 def copy_same_fields(out: np.ndarray, points: np.ndarray, names: list[str]) -> None:
-    """``out[name] = points[name]`` for each of ``names`` (fields of the same type in both), in runs."""
-    for run in copied_runs(out.dtype, points.dtype, names):
+    """``out[name] = points[name]`` for each of ``names`` (fields of the same type in both), in runs
+    (every record in one pass where the compiled twin runs, :func:`copy_runs_compiled`)."""
+    runs = copied_runs(out.dtype, points.dtype, names)
+    if copy_runs_compiled(out, points, runs):
+        return
+    for run in runs:
         copy_fields(out, points, run)
+
+
+def seconds_compiled(out: np.ndarray, name: str, points: np.ndarray, t_name: str) -> bool:
+    """``out[name] = points[t_name].astype(np.float64) * 1e-9`` (int64 ns as float32 seconds, the
+    Velodyne driver's ``time``) by the compiled twin in one pass, the same bits; False (nothing written)
+    where it is off or not built, the fields are not float32 and little-endian int64, or the arrays are
+    not 1-D, C-contiguous, of one length (``out`` writable): the NumPy line runs then."""
+    if _c is None or not enabled or out.dtype.hasobject or points.dtype.hasobject:
+        return False
+    if out.ndim != 1 or points.ndim != 1 or out.shape != points.shape:
+        return False
+    if not (out.flags.c_contiguous and points.flags.c_contiguous and out.flags.writeable):
+        return False
+    dst_f: dict[str, Any] = dict(out.dtype.fields or {})
+    src_f: dict[str, Any] = dict(points.dtype.fields or {})
+    if name not in dst_f or t_name not in src_f:
+        return False
+    if dst_f[name][0] != np.dtype("<f4") or src_f[t_name][0] != np.dtype("<i8"):
+        return False
+    if points.size:
+        _c.seconds_f32(
+            out.view(np.uint8).reshape(-1),
+            points.view(np.uint8).reshape(-1),
+            points.size,
+            out.dtype.itemsize,
+            points.dtype.itemsize,
+            dst_f[name][1],
+            src_f[t_name][1],
+        )
+    return True

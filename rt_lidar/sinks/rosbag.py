@@ -27,7 +27,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sinks.atomic import atomic_write
 from rt_lidar.sinks.base import SinkContext, SinkOptions, register_sink
-from rt_lidar.sinks.field_copy import copy_same_fields
+from rt_lidar.sinks.field_copy import copy_same_fields, seconds_compiled
 from rt_lidar.sinks.ouster_meta import nir_counts
 
 __all__ = [
@@ -147,7 +147,8 @@ def fill_cloud(out: np.ndarray, points: np.ndarray, ambient_w: np.ndarray | None
         if name in same:
             continue
         if name == "time":  # the Velodyne driver's: float32 s from the scan start
-            out[name] = points["t"].astype(np.float64) * 1e-9
+            if not seconds_compiled(out, name, points, "t"):  # the same bits in one pass, where built
+                out[name] = points["t"].astype(np.float64) * 1e-9
         elif name == "t":  # ouster-ros's: uint32 ns from the scan start
             out[name] = np.clip(points["t"], 0, 2**32 - 1)
         elif name == "reflectivity" and kind.kind == "u":  # ouster's calibrated 0..255 (100 = Lambertian 1)

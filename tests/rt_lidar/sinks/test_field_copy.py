@@ -91,3 +91,66 @@ def test_pcd_intensity_types_and_extras_are_copied_whole(kind: type, tmp_path: P
     back = cloud.numpy(("x", "y", "z", "ring", "epw_ns"))
     assert np.array_equal(back[:, 0], finite["x"]) and np.array_equal(back[:, 2], finite["z"])
     assert np.array_equal(back[:, 3], finite["ring"]) and np.all(back[:, 4] == 1.0)
+
+
+@pytest.mark.parametrize("layout", [CLOUD_DTYPE, CLOUD_DTYPE_ALL, OUSTER_DTYPE, OUSTER_DTYPE_ALL])
+def test_the_compiled_copy_gives_the_numpy_blocks_bytes_and_leaves_the_rest(
+    layout: np.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rt_lidar.sinks import field_copy
+
+    if field_copy._c is None:
+        pytest.skip("the compiled field copy was not built")
+    monkeypatch.setattr(field_copy, "enabled", True)  # on, whatever RT_LIDAR_NO_TWINS says
+    points = _random_points(7_001, 5)
+    names = _same_fields(layout, POINT_DTYPE)
+    runs = copied_runs(layout, POINT_DTYPE, names)
+    # bytes outside the runs keep what they held (a structured copy() would not copy the padding)
+    got, want = (np.frombuffer(bytearray(b"\xab" * points.size * layout.itemsize), layout) for _ in "ab")
+    assert field_copy.copy_runs_compiled(got, points, runs)
+    monkeypatch.setattr(field_copy, "enabled", False)
+    assert not field_copy.copy_runs_compiled(want, points, runs)
+    copy_same_fields(want, points, names)  # the NumPy blocks
+    assert got.tobytes() == want.tobytes()
+
+
+def test_the_compiled_copy_declines_arrays_it_does_not_take(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rt_lidar.sinks import field_copy
+
+    monkeypatch.setattr(field_copy, "enabled", True)
+
+    points = _random_points(100, 6)
+    runs = copied_runs(CLOUD_DTYPE_ALL, POINT_DTYPE, _same_fields(CLOUD_DTYPE_ALL, POINT_DTYPE))
+    out = np.zeros(100, CLOUD_DTYPE_ALL)
+    assert not field_copy.copy_runs_compiled(out, points[::2], runs)  # strided records
+    assert not field_copy.copy_runs_compiled(out[:50], points, runs)  # other lengths
+    out.flags.writeable = False
+    assert not field_copy.copy_runs_compiled(out, points, runs)  # read-only
+    wider = np.zeros(100, [("ring", "<u4")])  # a field of another type: NumPy casts it
+    assert not field_copy.copy_runs_compiled(wider, points, [["ring"]])
+    objects = np.zeros(2, [("x", object)])
+    assert not field_copy.copy_runs_compiled(objects, objects.copy(), [["x"]])
+    # the strided records still come out right, by the NumPy code
+    half = np.zeros(50, CLOUD_DTYPE_ALL)
+    copy_same_fields(half, points[::2], _same_fields(CLOUD_DTYPE_ALL, POINT_DTYPE))
+    assert half["x"].tobytes() == points[::2]["x"].tobytes()
+    assert half["segment"].tobytes() == points[::2]["segment"].tobytes()
+
+
+def test_the_compiled_seconds_are_numpys_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rt_lidar.sinks import field_copy
+
+    if field_copy._c is None:
+        pytest.skip("the compiled field copy was not built")
+    monkeypatch.setattr(field_copy, "enabled", True)
+    points = _random_points(20_000, 8)  # random int64 times: beyond 2**53, negative, the extremes
+    points["t"][:6] = [0, 1, -1, 2**53 + 1, np.iinfo(np.int64).max, np.iinfo(np.int64).min]
+    points["t"][6:5000] = np.random.default_rng(9).integers(0, 100_000_000, 4994)  # a scan's offsets
+    got, want = np.zeros(points.size, CLOUD_DTYPE_ALL), np.zeros(points.size, CLOUD_DTYPE_ALL)
+    assert field_copy.seconds_compiled(got, "time", points, "t")
+    want["time"] = points["t"].astype(np.float64) * 1e-9
+    assert got.tobytes() == want.tobytes()
+    assert not field_copy.seconds_compiled(got, "x", points, "x")  # not int64 ns into float32
+    assert not field_copy.seconds_compiled(got[:10], "time", points, "t")  # other lengths
+    monkeypatch.setattr(field_copy, "enabled", False)
+    assert not field_copy.seconds_compiled(got, "time", points, "t")
