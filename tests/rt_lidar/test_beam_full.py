@@ -304,3 +304,35 @@ def test_full_beam_of_one_sub_ray_is_refused_in_one_line(tmp_path: Path) -> None
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "sub_rays" in lines[0] and "--beam full" in lines[0] and "2..127" in lines[0]
+
+
+def test_take_pulses_of_a_bundle_takes_each_pulses_rows() -> None:
+    """Of a bundle (several rows a pulse), every per-ray field of the pulses taken is their rows
+    ``pulse * n + k`` in order (the block-wise gather gives the row-wise one's elements), negative
+    indices as NumPy takes them."""
+    from rt_lidar.pipeline.beam_full import _PER_RAY
+    from rt_lidar.sensor.beam import subray_pattern
+
+    preset = load_preset("VLP-16")
+    world = build_world("street", seed=1)
+    arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
+    src = WorldSource(world, preset.range.max_m, arrays.transmission)
+    f = firings_between(preset, 0, 2_000_000)
+    pattern = subray_pattern(preset, 7)
+    hits = src.beam_hits(f, 0, 2_000_000, pattern)
+    n = hits.subrays
+    assert n == 7
+    for idx in (np.array([5, 0, 11, 11, 3]), np.array([-1, 2], np.int32), np.zeros(0, np.int64)):
+        sub = take_pulses(hits, idx)
+        rows = (np.asarray(idx, np.int64)[:, None] * n + np.arange(n)).ravel()
+        assert sub.pulses == idx.size
+        checked = 0
+        for name in _PER_RAY:
+            got, whole = getattr(sub, name), getattr(hits, name)
+            if whole is None:
+                assert got is None
+                continue
+            assert got.dtype == whole.dtype
+            assert np.array_equal(got, whole[rows], equal_nan=got.dtype.kind == "f")
+            checked += 1
+        assert checked >= 10
