@@ -165,12 +165,20 @@ def calibrated_reflectivity_output(
     return out
 
 
-def raw_intensity_output(effective_refl: Any, gain: float, intensity_max: float) -> Any:
+def raw_intensity_output(
+    effective_refl: Any, gain: float, intensity_max: float, knee: float | None = None
+) -> Any:
     """An uncalibrated reading (the HDL-64E S2's 8-bit intensity): ``gain`` per unit of measured
-    reflectivity, linear and clipped to 0..intensity_max (float64; retro-reflectors clip)."""
+    reflectivity, linear up to ``knee`` (None: up to intensity_max) and above it compressed toward
+    intensity_max, ``knee + w (1 - exp(-(x - knee) / w))`` with ``w = intensity_max - knee`` (slope 1 at
+    the knee; only very bright returns, retro-reflectors, reach the top), clipped to 0..intensity_max
+    (float64)."""
     xp = array_module(effective_refl)
-    s = xp.maximum(xp.asarray(effective_refl, dtype=xp.float64), 0.0)
-    return xp.minimum(s * gain, float(intensity_max))
+    x = xp.maximum(xp.asarray(effective_refl, dtype=xp.float64), 0.0) * gain
+    if knee is not None:
+        w = float(intensity_max) - knee
+        x = xp.where(x > knee, knee - w * xp.expm1((knee - x) / w), x)
+    return xp.minimum(x, float(intensity_max))
 
 
 def received_power_output(

@@ -34,14 +34,15 @@ static inline double clip_np64(double x, double lo, double hi) {
     return x > hi ? hi : x;
 }
 
-enum { P_SHOT, P_THR, P_SAT, P_KIND, P_DMAX, P_IMAX, P_NEAR, P_CAT, P_SATC, P_STEP, P_WEAK, P_LOG_RETRO, P_FLAG, P_N };
+enum { P_SHOT, P_THR, P_SAT, P_KIND, P_DMAX, P_IMAX, P_NEAR, P_CAT, P_SATC, P_STEP, P_WEAK, P_LOG_RETRO, P_FLAG, P_KNEE, P_N };
 
 /* chain(power f4 (M), sigma f8 (P) or None, idx i8 (M), z f8 (M), refl f4 (M), range f4 (M), flags u1 (M),
  *       params f8 (P_N), M, P, refl_out f4, intensity_out f4, flags_out u1 (M each)) -> None
  * params: shot_w, threshold, saturation, kind (0 calibrated reflectivity, 1 received power, 2 raw intensity),
  * diffuse max (raw intensity: its gain),
  * intensity max, near-field range (0: none), counts at the threshold, saturation counts (0: none),
- * intensity step, weak-zero SNR, log10 of the retro saturation, the SATURATED flag's bit. */
+ * intensity step, weak-zero SNR, log10 of the retro saturation, the SATURATED flag's bit, the raw
+ * intensity's knee (0: linear; above it knee - w expm1((knee - x) / w), w = intensity max - knee). */
 static PyObject *chain(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[11];
@@ -68,12 +69,13 @@ static PyObject *chain(PyObject *self, PyObject *args) {
     const uint8_t *flags = b[6].view.buf;
     float *refl_out = b[8].view.buf, *int_out = b[9].view.buf;
     uint8_t *flags_out = b[10].view.buf;
-    const int calibrated = P[P_KIND] == 0.0, raw = P[P_KIND] == 2.0;
+    const int calibrated = P[P_KIND] == 0.0, raw = P[P_KIND] == 2.0, knee = raw && P[P_KNEE] > 0;
+    const double knee_w = P[P_IMAX] - P[P_KNEE];
     const float dmax32 = (float)P[P_DMAX];
     const double weak_level = P[P_WEAK] * P[P_THR];
     const uint8_t sat_flag = (uint8_t)P[P_FLAG];
     Py_ssize_t bad = -1;
-    double chunk_amp[256], chunk_x[256];
+    double chunk_amp[256], chunk_x[256], chunk_raw[256];
     float chunk_s[256];
     Py_ssize_t bright[256];
     Py_BEGIN_ALLOW_THREADS
@@ -102,7 +104,10 @@ static PyObject *chain(PyObject *self, PyObject *args) {
                 int_out[i] = min_np(s, 1.0f) * dmax32;
                 chunk_s[q] = s;
                 if (s > 1.0f) bright[nb++] = q;
-            } else if (!raw && P[P_NEAR] > 0) {
+            } else if (raw) {
+                chunk_raw[q] = max_np64((double)r32, 0.0) * P[P_DMAX];
+                if (knee) chunk_x[q] = (P[P_KNEE] - chunk_raw[q]) / knee_w;
+            } else if (P[P_NEAR] > 0) {
                 const double r = (double)rng[i] / P[P_NEAR];
                 chunk_x[q] = -r * r;
             }
@@ -118,7 +123,7 @@ static PyObject *chain(PyObject *self, PyObject *args) {
                 int_out[i] = (float)((P[P_DMAX] + 1.0) + frac * (P[P_IMAX] - P[P_DMAX] - 1.0));
             }
         }
-        if (!calibrated && !raw && P[P_NEAR] > 0) np_loop_run(&expm1_d, chunk_x, n, sizeof(double));
+        if (knee || (!calibrated && !raw && P[P_NEAR] > 0)) np_loop_run(&expm1_d, chunk_x, n, sizeof(double));
         for (Py_ssize_t q = 0; q < n; q++) {
             const Py_ssize_t i = a0 + q;
             const double amp = chunk_amp[q];
@@ -126,7 +131,8 @@ static PyObject *chain(PyObject *self, PyObject *args) {
             if (calibrated) {
                 val = (double)int_out[i];
             } else if (raw) {
-                val = min_np64(max_np64((double)refl_out[i], 0.0) * P[P_DMAX], P[P_IMAX]);
+                const double x = chunk_raw[q];
+                val = min_np64(knee && x > P[P_KNEE] ? P[P_KNEE] - knee_w * chunk_x[q] : x, P[P_IMAX]);
             } else {
                 double x = amp;
                 if (P[P_NEAR] > 0) x = x * -chunk_x[q];

@@ -8,7 +8,7 @@ compression, quantised to the sensor's reporting step (issue 40, docs/realism.md
 2. The measured reflectivity is the amplitude over a white full-beam target's power at that range.
 3. ``calibrated_reflectivity`` (Velodyne) maps it to 0..diffuse_max and retro-reflectors above;
    ``raw_intensity`` (the HDL-64E S2's uncalibrated 8-bit intensity) reads it on the unit's own gain
-   (``output.raw_gain``), clipped at intensity_max;
+   (``output.raw_gain``), linear up to ``output.raw_knee`` and compressed toward intensity_max above it;
    ``received_power`` (Ouster signal) counts photons in proportion to the amplitude, scaled by the
    near-field overlap (``output.near_field_m``) and compressed by a SPAD array's dead time
    (``output.saturation_counts``).
@@ -63,7 +63,7 @@ def reported_intensity(
             dtype=xp.float64,
         )
     elif out.intensity == "raw_intensity":
-        val = raw_intensity_output(reflectivity, out.raw_gain or 1.0, out.intensity_max)
+        val = raw_intensity_output(reflectivity, out.raw_gain or 1.0, out.intensity_max, out.raw_knee)
     else:
         x = xp.asarray(amplitude_w, dtype=xp.float64)
         if out.near_field_m is not None:

@@ -63,6 +63,7 @@ def _params(preset: SensorPreset) -> np.ndarray:
             out.weak_zero_snr,
             float(np.log10(RETRO_SATURATION)),
             int(PointFlag.SATURATED),
+            (out.raw_knee or 0.0) if raw else 0.0,
         ],
         np.float64,
     )

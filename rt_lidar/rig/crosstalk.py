@@ -421,7 +421,9 @@ def _as_points(
             refl, pre.output.diffuse_max or pre.output.intensity_max, pre.output.intensity_max
         )
     elif pre.output.intensity == "raw_intensity":
-        pts["intensity"] = raw_intensity_output(refl, pre.output.raw_gain or 1.0, pre.output.intensity_max)
+        pts["intensity"] = raw_intensity_output(
+            refl, pre.output.raw_gain or 1.0, pre.output.intensity_max, pre.output.raw_knee
+        )
     else:
         pts["intensity"] = received_power_output(
             power.astype(np.float32), pre.pulse.detection_threshold_w, pre.output.intensity_max

@@ -268,6 +268,10 @@ class OutputSpec:
     """``raw_intensity`` output (an uncalibrated reading, the HDL-64E S2's 8-bit intensity): the reading per
     unit of measured reflectivity (a white Lambertian target square on would read it), linear and clipped
     at intensity_max, with no calibrated scale for retro-reflectors (required for that kind)."""
+    raw_knee: float | None = spec(None, 1.0, 2**32 - 1)
+    """``raw_intensity`` output: the reading above which it compresses toward intensity_max (slope 1 at the
+    knee, approaching intensity_max exponentially: :func:`rt_lidar.kernels.intensity.raw_intensity_output`;
+    None: linear up to intensity_max)."""
     intensity_step: float = spec(1.0, 0.0, 1e6)
     """The reporting step of intensity: reported values are whole multiples of it (Velodyne's 8-bit
     intensity and Ouster's photon counts: 1; 0 = a continuous value)."""
@@ -603,6 +607,10 @@ def _check_cross(p: SensorPreset, source: str) -> None:
         )
     if (out.intensity == "raw_intensity") != (out.raw_gain is not None):
         raise PresetError(source, "output.raw_gain", 'given with intensity = "raw_intensity" and only then')
+    if out.raw_knee is not None and (out.intensity != "raw_intensity" or out.raw_knee >= out.intensity_max):
+        raise PresetError(
+            source, "output.raw_knee", f'only with intensity = "raw_intensity", below {out.intensity_max}'
+        )
 
 
 def _check_profile(o: OpticsSpec, source: str) -> None:

@@ -5,6 +5,7 @@ from rt_lidar.kernels import (
     apply_range_noise,
     calibrated_reflectivity_output,
     effective_reflectance,
+    raw_intensity_output,
     received_power,
     received_power_output,
     two_way_transmission,
@@ -111,3 +112,21 @@ def test_leading_edge_walk_on_every_backend(xp):
     w = np.asarray(w.get() if hasattr(w, "get") else w)
     expected = -0.5e-9 * SPEED_OF_LIGHT * 2.0 * (np.sqrt(2 * np.log(1e6)) - np.sqrt(2 * np.log(1e3)))
     np.testing.assert_allclose(w, [0, 0, 0, 0, expected], rtol=1e-9, atol=1e-12)
+
+
+def test_raw_intensity_is_linear_to_its_knee_and_compressed_above_on_every_backend(xp):
+    # the HDL-64E S2's byte (docs/realism.md change 36): gain 630, knee 160
+    refl = xp.asarray([-0.1, 0.0, 0.12, 160 / 630, 0.5, 0.8, 1.6, 300.0], dtype=xp.float32)
+    got = np.asarray(
+        xp.asnumpy(raw_intensity_output(refl, 630.0, 255, 160.0))
+        if xp is not np
+        else raw_intensity_output(refl, 630.0, 255, 160.0)
+    )
+    assert got[0] == 0 and got[1] == 0
+    assert got[2] == pytest.approx(0.12 * 630, rel=1e-6) and got[3] == pytest.approx(160, rel=1e-6)
+    w = 255 - 160
+    assert got[4] == pytest.approx(160 + w * (1 - np.exp(-(0.5 * 630 - 160) / w)), rel=1e-6)
+    assert got[4] < got[5] < 254.5 <= got[6] <= 255 and got[7] == 255
+    lin = raw_intensity_output(refl, 630.0, 255)
+    lin = np.asarray(xp.asnumpy(lin) if xp is not np else lin)
+    assert lin[4] == 255 and lin[2] == got[2]  # the linear byte clips what the knee compresses

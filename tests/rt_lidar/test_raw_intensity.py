@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rt_lidar.errors import PresetError
+from rt_lidar.kernels import raw_intensity_output
 from rt_lidar.physics.intensity_chain import reported_intensity
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.validation.real_frames import shared_real_dir
@@ -32,7 +33,24 @@ def test_the_s2_reads_its_byte_on_its_own_gain_without_a_calibrated_scale() -> N
     # 0..100, the road a step of 8 %; the S2's byte puts the road near KITTI's 0.30 of its scale)
     assert got[2] == pytest.approx(2 * got[1], abs=1)
     assert 70 <= got[1] <= 82
-    assert got[3] == 255 and got[4] == 255  # white paint clips as sheeting does: no retro scale above 100
+    # above the knee the byte compresses toward 255: white paint reads under it, sheeting reaches it
+    assert s2.output.raw_knee is not None and got[2] < s2.output.raw_knee < got[3] < 255 and got[4] == 255
+
+
+def test_the_s2s_byte_is_linear_to_its_knee_then_compresses_toward_255() -> None:
+    knee, gain = 160.0, 630.0
+    x = np.linspace(0.0, 1000.0, 100_001)  # the linear reading, bytes
+    got = raw_intensity_output(x / gain, gain, 255, knee)
+    below = x <= knee
+    assert np.allclose(got[below], x[below])
+    assert np.all(np.diff(got) >= 0) and got.max() <= 255
+    slope = np.diff(got) / np.diff(x)
+    assert slope[below[1:]].min() == pytest.approx(1.0)
+    assert np.all(slope[~below[1:]] < 1.0) and slope[-1] < 0.01  # compressed, flattening at the top
+    assert np.abs(np.diff(got)).max() < 0.011  # continuous at the knee
+    assert got[np.searchsorted(x, 504.0)] < 254.5 < got[-1]  # white paint (0.8) rounds under 255, 1.6 to it
+    lin = raw_intensity_output(x / gain, gain, 255)
+    assert np.allclose(lin, np.minimum(x, 255))  # no knee: linear and clipped
 
 
 def test_raw_gain_belongs_to_raw_intensity(tmp_path: Path) -> None:
@@ -41,10 +59,11 @@ def test_raw_gain_belongs_to_raw_intensity(tmp_path: Path) -> None:
     for bad_text in (
         text.replace('intensity = "raw_intensity"', 'intensity = "calibrated_reflectivity"', 1),
         "\n".join(ln for ln in text.splitlines() if not ln.startswith("raw_gain")) + "\n",
+        text.replace("raw_knee = 160.0", "raw_knee = 255.0", 1),
     ):
         bad = tmp_path / "s2.toml"
         bad.write_text(bad_text)
-        with pytest.raises(PresetError, match="raw_gain"):
+        with pytest.raises(PresetError, match=r"raw_gain|raw_knee"):
             load_preset(bad)
 
 
@@ -74,3 +93,8 @@ def test_the_simulated_s2s_road_reads_as_kittis_in_its_units() -> None:
     # reflectivity's step of 1 on a road at 12 (8 %)
     assert 0.6 <= s["ground_texture_share"] <= 0.8
     assert 0.4 <= s["zero_share_beyond_40m"] <= 0.75  # the S2's zeros survive the conversion
+    # KITTI's frame holds 0.67 % of its returns at 0.99 (the byte's 255); a linear byte clipped at 255 put
+    # 10 % of the street's there (every surface over 0.40 of reflectivity); the compression leaves the
+    # retro-reflectors: under twice KITTI's share, and not none
+    at_top = float(np.mean(grids[0].intensity[grids[0].returned] >= 0.985))
+    assert 0.001 <= at_top <= 0.015
