@@ -42,9 +42,10 @@ SHOULDER_Z_M = 0.75  # widest section, at the chrome strip's height
 PLAN_CAMBER_M = 0.04
 CORNER_RADIUS_M = 0.30
 SECTION_RADIUS_M = 1.2
-# facets: along each side, round each corner, across each end (per half), and up the section; the side's
-# normal turns by ~2.5 deg between its ends and the corner, the section's by ~3.5 deg a row
-SIDE_STEPS, CORNER_STEPS, END_STEPS, ROWS = 16, 8, 4, 8
+# facets: along each side, round each corner, across each end (per half), and up the section (paint is
+# diffuse: no mirror lobe to resolve); the normal steps by 0.3 deg along the side, 15 deg round a
+# corner, 5 deg a row
+SIDE_STEPS, CORNER_STEPS, END_STEPS, ROWS = 8, 6, 2, 6
 
 
 def _quadrant() -> tuple[NDArray[np.float64], NDArray[np.float64]]:

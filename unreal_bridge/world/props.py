@@ -27,7 +27,8 @@ MIRROR_X_M, MIRROR_Y_M = 1.35, 0.90
 
 
 def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glass: str = "car_glass") -> None:
-    """A 4.5 m sedan centred on the origin, facing +x: body, glazed cabin, chrome trim, tyres, plates.
+    """A 4.5 m sedan centred on the origin, facing +x: curved body, glazed cabin, chrome trim, door mirrors,
+    tyres, plates.
 
     ``windscreen`` is the windscreen's material (``car_glass_ir``: a NIR-reflective coated one);
     ``rear_glass`` that of the rear side windows and the rear window, behind the B-pillar
@@ -45,11 +46,11 @@ def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glas
     # the glazing is curved as real car glazing is (issue 40, docs/realism.md): :mod:`car_glazing`
     add_car_glazing(b, paint, windscreen, rear_glass)
     for s in (-1.0, 1.0):  # the chrome strip along each side at the shoulder, following the side's bow
-        for x0 in np.arange(-1.8, 1.8, 0.6):
-            xc = x0 + 0.3
+        for x0 in np.arange(-1.8, 1.8, 1.2):
+            xc = x0 + 0.6
             y = body_half_width(xc, SHOULDER_Z_M) + 0.005
             tilt = 2.0 * PLAN_CAMBER_M * xc / (BODY_HALF_LENGTH_M - CORNER_RADIUS_M) ** 2  # the side's -dy/dx
-            b.box((xc, s * y, SHOULDER_Z_M), (0.6, 0.01, 0.05), "chrome", yaw=-s * float(np.arctan(tilt)))
+            b.box((xc, s * y, SHOULDER_Z_M), (1.2, 0.01, 0.05), "chrome", yaw=-s * float(np.arctan(tilt)))
     for s in (-1.0, 1.0):  # door mirrors: painted housings whose mirror glass faces back (chrome)
         b.box((MIRROR_X_M, s * MIRROR_Y_M, 1.02), (0.10, 0.24, 0.15), paint)
         b.box((MIRROR_X_M - 0.055, s * MIRROR_Y_M, 1.02), (0.01, 0.20, 0.11), "chrome")
