@@ -27,6 +27,7 @@ __all__ = [
     "hole_rates",
     "median_range_on_layout",
     "near_share_on_layout",
+    "pooled_fine_rates",
 ]
 
 Band = tuple[float, float]
@@ -114,6 +115,39 @@ def _counts(
 def hole_rates(counts: dict[str, tuple[int, int]]) -> dict[str, float | None]:
     """holes / (holes + returns) per class (None for an empty class)."""
     return {k: (h / (r + h) if r + h else None) for k, (r, h) in counts.items()}
+
+
+MIN_CLASS_RAYS = 30
+"""A fine class with fewer classed rays takes its coarse class's rate (:func:`pooled_fine_rates`)."""
+
+
+def pooled_fine_rates(
+    fine: dict[str, tuple[int, int]], min_rays: int = MIN_CLASS_RAYS
+) -> dict[str, float | None]:
+    """:func:`hole_rates` of fine counts (over :data:`FINE_BANDS_M`), where a class with fewer than
+    ``min_rays`` rays (returns + holes) takes the rate of the coarse class (:data:`RANGE_BANDS_M`, same
+    surface) its band lies in, pooled over that class's fine bands: a handful of rays is chance, and two
+    holes with no return (a rate of 1) would otherwise leave :func:`median_range_on_layout` undefined
+    for any layout with returns there (change 37: the demo street's far ground at 60-120 m)."""
+    rates = hole_rates(fine)
+    names = _names(FINE_BANDS_M)
+    pooled: dict[str, tuple[int, int]] = {}
+    owner: dict[str, str] = {}
+    for i, name in enumerate(names):
+        surface = "ground" if i >= len(FINE_BANDS_M) else "object"
+        lo, _ = FINE_BANDS_M[i % len(FINE_BANDS_M)]
+        coarse = next(j for j, (clo, chi) in enumerate(RANGE_BANDS_M) if clo <= lo < chi)
+        key = f"{surface}_{coarse}"
+        owner[name] = key
+        r, h = fine.get(name, (0, 0))
+        pr, ph = pooled.get(key, (0, 0))
+        pooled[key] = (pr + r, ph + h)
+    coarse_rates = hole_rates(pooled)
+    out: dict[str, float | None] = {}
+    for name in names:
+        r, h = fine.get(name, (0, 0))
+        out[name] = rates.get(name) if r + h >= min_rays else coarse_rates[owner[name]]
+    return out
 
 
 def near_share_on_layout(

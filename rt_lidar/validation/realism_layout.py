@@ -14,6 +14,7 @@ from rt_lidar.validation.realism_holes import (
     hole_rates,
     median_range_on_layout,
     near_share_on_layout,
+    pooled_fine_rates,
 )
 
 __all__ = ["CLASS_KEYS", "LAYOUT_DROP_KEYS", "layout_report", "layout_table", "summed_counts"]
@@ -71,7 +72,7 @@ def layout_report(
                 near_share_on_layout(hole_rates(counts), real_counts) if real_counts else None
             ),
             "holes_median_range_on_real_layout": (
-                median_range_on_layout(hole_rates(fine), real_fine) if real_fine else None
+                median_range_on_layout(pooled_fine_rates(fine), real_fine) if real_fine else None
             ),
         }
     if real_counts:

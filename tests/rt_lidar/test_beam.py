@@ -85,10 +85,10 @@ GOLDEN = {
     "street": (
         "VLP-16",
         28928,
-        3000,
-        25928,
-        1297330960368,
-        185890,
+        2980,
+        25948,
+        1298235016277,
+        186002,
         # asphalt's texture in 3 cm cells (docs/realism.md change 21), brick as fired clay and car
         # cabins of carbon-black trim (changes 22-23), the crowns of leaves, curved glazing and silver
         # paint (changes 26-28): was (37664.60831, 27447.74011, 10770.85566, 575253.0, 24441.06892);
@@ -96,8 +96,11 @@ GOLDEN = {
         # 3026 -> 2999 empty pulses, was (43740.22403, 27771.74182, 12715.0285, 628180.0, 25016.59786);
         # then the road's asphalt past the street's ends (change 35: rays 30-200 m behind the start meet
         # asphalt, not the ground's concrete): 2999 -> 3000 empty pulses, was 1297428665007, 185896,
-        # (45898.52842, 27822.18598, 12885.25063, 641548.0, 25151.96426)
-        (45961.7842, 27828.44338, 12888.63686, 641173.0, 25148.15761),
+        # (45898.52842, 27822.18598, 12885.25063, 641548.0, 25151.96426); then curved car bodies and
+        # door mirrors (change 37): 3000 -> 2980 empty pulses (the cars' shapes: bodies, mirrors),
+        # was 1297330960368, 185890,
+        # (45961.7842, 27828.44338, 12888.63686, 641173.0, 25148.15761)
+        (46231.02758, 28031.48128, 12740.69369, 640400.0, 25172.54174),
     ),
     "targets": (
         "OS1-64",

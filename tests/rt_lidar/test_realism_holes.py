@@ -18,6 +18,7 @@ from rt_lidar.validation.realism_holes import (
     hole_rates,
     median_range_on_layout,
     near_share_on_layout,
+    pooled_fine_rates,
 )
 
 H = 1.8
@@ -117,6 +118,31 @@ def test_median_range_on_layout_reads_the_expected_holes() -> None:
     assert median_range_on_layout(rates, layout) == pytest.approx(7.5)
     layout = {"object_5_7.5m": (100, 0), "object_30_40m": (1200, 0)}  # 100 near, 300 far holes
     assert median_range_on_layout(rates, layout) == pytest.approx(30.0 + 10.0 * (200 - 100) / 300)
+
+
+def test_a_fine_class_of_a_few_rays_takes_its_coarse_classs_rate() -> None:
+    """Change 37: a scan whose far ground at 60-120 m holds 2 holes and no return has a rate of 1 there,
+    so any layout with returns there expected infinitely many holes and the median was undefined (None).
+    Pooled, that class takes the rate of ground 20 m on (the fine bands 20-inf together); classes with
+    enough rays keep their own."""
+    fine = {
+        name: (0, 0)
+        for name in (
+            f"{s}_{lo:g}_{'inf' if hi == float('inf') else f'{hi:g}'}m"
+            for s in ("object", "ground")
+            for lo, hi in FINE_BANDS_M
+        )
+    }
+    fine |= {"object_5_7.5m": (300, 100), "ground_20_25m": (900, 100), "ground_60_120m": (0, 2)}
+    layout = {"object_5_7.5m": (100, 0), "ground_60_120m": (50, 0)}
+    assert hole_rates(fine)["ground_60_120m"] == 1.0
+    assert median_range_on_layout(hole_rates(fine), layout) is None
+    pooled = pooled_fine_rates(fine)
+    assert pooled["object_5_7.5m"] == pytest.approx(0.25)  # 400 rays: its own
+    assert pooled["ground_60_120m"] == pytest.approx(102 / 1002)  # ground 20 m on, pooled
+    assert pooled["ground_20_25m"] == pytest.approx(0.1)
+    med = median_range_on_layout(pooled, layout)
+    assert med is not None and 5.0 < med < 7.5  # 33 near holes against 5.7 far ones
 
 
 def test_a_layout_full_of_near_cars_moves_the_share_not_the_rates() -> None:

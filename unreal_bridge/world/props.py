@@ -6,22 +6,37 @@ from __future__ import annotations
 import numpy as np
 
 from .canopy import crown_leaves, leaf_rng
+from .car_body import (
+    BODY_HALF_LENGTH_M,
+    CORNER_RADIUS_M,
+    PLAN_CAMBER_M,
+    SHOULDER_Z_M,
+    add_car_body,
+    body_end_x,
+    body_half_width,
+)
 from .car_glazing import add_car_glazing
 from .geometry import MeshBuilder, unit_sphere
 
 __all__ = ["add_building", "add_car", "add_rock", "add_sign", "add_street_light", "add_tree"]
 
 CAR_LENGTH, CAR_WIDTH = 4.5, 1.8
+# door mirrors at the windscreen's foot, reaching 0.11 m beyond the body each side (a compact car: 1.80 m
+# wide without them, ~2.03 m with them, as VW quotes a Golf's; set by hand around those figures)
+MIRROR_X_M, MIRROR_Y_M = 1.35, 0.90
 
 
 def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glass: str = "car_glass") -> None:
-    """A 4.5 m sedan centred on the origin, facing +x: body, glazed cabin, chrome trim, tyres, plates.
+    """A 4.5 m sedan centred on the origin, facing +x: curved body, glazed cabin, chrome trim, door mirrors,
+    tyres, plates.
 
     ``windscreen`` is the windscreen's material (``car_glass_ir``: a NIR-reflective coated one);
     ``rear_glass`` that of the rear side windows and the rear window, behind the B-pillar
     (``car_glass_privacy``: factory-tinted privacy glass); the front side windows are ``car_glass``."""
-    half_l, half_w = CAR_LENGTH / 2, CAR_WIDTH / 2
-    b.box((0.0, 0.0, 0.62), (CAR_LENGTH, CAR_WIDTH, 0.64), paint)
+    # the body is curved as real bodies are: sides bowed in plan and in section, rounded corners
+    # (issue 40, change 37: :mod:`car_body`); it was a 4.5 x 1.8 x 0.64 m box whose flat sides lost most
+    # beams that grazed them
+    add_car_body(b, paint)
     # the cabin: a roof over raked glazing that rays enter (and leave through the far side's), with a
     # sparse dark inside: floor, dashboard, two front seats and a rear bench with air between them and
     # above them. Before issue 40 a painted box sat 1 cm behind vertical glass (cars looked solid); then
@@ -30,8 +45,15 @@ def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glas
     b.box((-0.25, 0.0, 1.40), (2.3, 1.6, 0.04), paint)
     # the glazing is curved as real car glazing is (issue 40, docs/realism.md): :mod:`car_glazing`
     add_car_glazing(b, paint, windscreen, rear_glass)
-    for s in (-1.0, 1.0):
-        b.box((0.0, s * (half_w + 0.005), 0.75), (3.6, 0.01, 0.05), "chrome")
+    for s in (-1.0, 1.0):  # the chrome strip along each side at the shoulder, following the side's bow
+        for x0 in np.arange(-1.8, 1.8, 1.2):
+            xc = x0 + 0.6
+            y = body_half_width(xc, SHOULDER_Z_M) + 0.005
+            tilt = 2.0 * PLAN_CAMBER_M * xc / (BODY_HALF_LENGTH_M - CORNER_RADIUS_M) ** 2  # the side's -dy/dx
+            b.box((xc, s * y, SHOULDER_Z_M), (1.2, 0.01, 0.05), "chrome", yaw=-s * float(np.arctan(tilt)))
+    for s in (-1.0, 1.0):  # door mirrors: painted housings whose mirror glass faces back (chrome)
+        b.box((MIRROR_X_M, s * MIRROR_Y_M, 1.02), (0.10, 0.24, 0.15), paint)
+        b.box((MIRROR_X_M - 0.055, s * MIRROR_Y_M, 1.02), (0.01, 0.20, 0.11), "chrome")
     b.box((-0.2, 0.0, 0.95), (3.5, 1.58, 0.02), "car_interior")  # floor and parcel shelf
     # dashboard, under the windscreen (it reached through the raked glass before: its front 0.3 m stood
     # outside the car, an unglazed dark face in every car's windscreen)
@@ -41,9 +63,9 @@ def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glas
         b.box((0.0, s * 0.4, 1.18), (0.1, 0.5, 0.34), "car_interior")  # front seat back
     b.box((-0.8, 0.0, 1.01), (0.5, 1.4, 0.1), "car_interior")  # rear bench
     b.box((-1.1, 0.0, 1.16), (0.1, 1.4, 0.3), "car_interior")  # rear backrest
-    b.box((half_l + 0.005, 0.0, 0.72), (0.01, 1.0, 0.12), "chrome")
+    b.box((body_end_x(0.72) + 0.005, 0.0, 0.72), (0.01, 1.0, 0.12), "chrome")
     for s in (-1.0, 1.0):
-        b.box((s * (half_l + 0.01), 0.0, 0.5), (0.01, 0.52, 0.11), "plate_sheeting")
+        b.box((s * (body_end_x(0.5) + 0.01), 0.0, 0.5), (0.01, 0.52, 0.11), "plate_sheeting")
     for xw in (-1.4, 1.4):
         for s in (-1.0, 1.0):
             b.cylinder((xw, s * 0.8 + 0.11, 0.33), 0.33, 0.22, "rubber", sections=24, roll=np.pi / 2)
