@@ -38,7 +38,7 @@ def test_each_figure_names_its_source(name: str) -> None:
     prov = p.provenance or {}
     for key in ("range.range_10pct_m", "range.range_80pct_m"):
         assert "datasheet" in prov.get(key, ""), f"{name}: {key} has no datasheet source"
-    assert p.range.max_m >= p.range.range_80pct_m  # the gate does not cut before the physics
+    assert p.range.range_80pct_m is not None and p.range.max_m >= p.range.range_80pct_m  # the gate does not cut before the physics
 
 
 @pytest.mark.parametrize("name", list_presets())
@@ -82,6 +82,7 @@ def test_the_range_law_is_one_at_the_10pct_range_and_bends_the_right_way() -> No
     assert range_exponent(os1_128) == pytest.approx(range_exponent(os1))  # the same datasheet's figures
     for p in (hdl, os1, os1_128):
         r10 = p.range.range_10pct_m
+        assert r10 is not None
         g = receiver_range_gain(p, np.array([r10, 2 * r10], np.float32))
         assert g is not None and g[0] == pytest.approx(1.0, abs=1e-6)
     g_hdl = receiver_range_gain(hdl, np.array([100.0], np.float32))
