@@ -228,6 +228,7 @@ class WeatherModel:
     def __init__(self, config: WeatherConfig) -> None:
         self.config = config
         self._params: dict[tuple[Any, ...], kw.WeatherKernelParams] = {}
+        self._presets: dict[int, SensorPreset] = {}  # keeps each keyed preset alive: its id stays its own
 
     def params(
         self,
@@ -241,6 +242,7 @@ class WeatherModel:
         (what a window gain up to ``draw_gain`` lifts over the threshold: :func:`window_draw_gain`)."""
         key = (preset.name, id(preset), float(threshold_w), float(clear_air_per_m), float(draw_gain))
         if key not in self._params:
+            self._presets[id(preset)] = preset
             thr = float(threshold_w)
             if draw_gain == 1.0:
                 self._params[key] = self._build(preset, thr, float(clear_air_per_m))

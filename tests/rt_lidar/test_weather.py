@@ -159,3 +159,21 @@ def test_fog_onset_grows_smoothly_with_density() -> None:
     assert all(b > a for a, b in itertools.pairwise(shares)), shares
     assert sum(0.01 < s < 0.9 for s in shares) >= 4, shares
     assert shares[0] < 0.01 and shares[-1] > 0.7
+
+
+def test_a_new_preset_of_the_same_name_gets_its_own_tables() -> None:
+    """Presets made and dropped in a loop (a user's sweep over a field) reuse ids; each must still get
+    the tables of its own optics, not those cached for a dropped preset of the same name."""
+    import dataclasses
+
+    base = load_preset("vlp-16")
+    model = WeatherModel(WeatherConfig(rain_mm_h=10.0))
+    for i in range(40):
+        aperture = base.optics.receiver_aperture_m * (1.0 + 0.02 * i)
+        preset = dataclasses.replace(
+            base, optics=dataclasses.replace(base.optics, receiver_aperture_m=aperture)
+        )
+        got = model.params(preset, base.pulse.detection_threshold_w).k_sensor
+        fresh = WeatherModel(WeatherConfig(rain_mm_h=10.0)).params(preset, base.pulse.detection_threshold_w)
+        assert got == fresh.k_sensor, f"sweep step {i}: tables of another preset"
+        del preset
