@@ -601,6 +601,12 @@ def _check_cross(p: SensorPreset, source: str) -> None:
                 f"must exceed threshold_snr x photon_floor_counts = {floor_counts:g} (the threshold with no "
                 f"background light), got {out.counts_at_threshold:g}",
             )
+    if out.diffuse_max is not None and out.intensity != "calibrated_reflectivity":
+        raise PresetError(
+            source,
+            "output.diffuse_max",
+            f'only with intensity = "calibrated_reflectivity", not "{out.intensity}"',
+        )
     if out.diffuse_max is not None and out.diffuse_max > out.intensity_max:
         raise PresetError(
             source, "output.diffuse_max", f"must be in [1, {out.intensity_max}], got {out.diffuse_max}"

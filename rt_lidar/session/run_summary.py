@@ -43,10 +43,14 @@ def _bridge(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 
 def _beam(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The run's ``beam`` section: the beam that ran (the parts share it), with ``--beam full``'s counts
-    (each part's: the frames it handed on) added up and their share taken from the sums."""
+    (each part's: the frames it handed on) added up and their share taken from the sums; where the parts'
+    modes differ, ``mode`` is ``mixed`` with each part's mode and section."""
     beams = [p["beam"] for p in parts if isinstance(p.get("beam"), dict)]
     if not beams:
         return None
+    modes = [b.get("mode") for b in beams]
+    if len(set(modes)) > 1:  # a part fell back (a server without the bundle call): say so, each part's own
+        return {"mode": "mixed", "part_modes": modes, "parts": beams}
     out = dict(beams[0])
     if out.get("mode") != "full":
         return out

@@ -98,3 +98,16 @@ def test_the_simulated_s2s_road_reads_as_kittis_in_its_units() -> None:
     # retro-reflectors: under twice KITTI's share, and not none
     at_top = float(np.mean(grids[0].intensity[grids[0].returned] >= 0.985))
     assert 0.001 <= at_top <= 0.015
+
+
+def test_diffuse_max_belongs_to_calibrated_reflectivity(tmp_path: Path) -> None:
+    """diffuse_max scales only a calibrated reading: on another kind it would be ignored, so it is refused."""
+    src = Path(__file__).resolve().parents[2] / "sensor_presets" / "hdl-64e.toml"
+    bad = tmp_path / "s2.toml"
+    bad.write_text(
+        src.read_text().replace("intensity_max = 255", "intensity_max = 255\ndiffuse_max = 100", 1)
+    )
+    with pytest.raises(
+        PresetError, match=r'output\.diffuse_max.*calibrated_reflectivity.*not "raw_intensity"'
+    ):
+        load_preset(bad)

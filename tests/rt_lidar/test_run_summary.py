@@ -77,6 +77,16 @@ def test_a_fixed_beam_is_the_parts_one() -> None:
     assert s["beam"] == {"mode": "fixed", "sub_rays": 1, "return_mode": "strongest"}
 
 
+def test_parts_of_different_beams_are_reported_as_mixed() -> None:
+    """A part that fell back to the fixed beam is not hidden behind the first part's mode."""
+    parts = [part(3, 0.3, 0.6, 100.0, "ConnectionLost: gone"), part(5, 0.5, 0.5, 200.0, None)]
+    parts[0]["beam"] = full_beam(1000, 100, 80, 30)
+    parts[1]["beam"] = {"mode": "fixed", "sub_rays": 1, "return_mode": "dual"}
+    s = combine_parts(parts, [".", "part01"], elapsed_s=3.0)
+    assert s["beam"]["mode"] == "mixed" and s["beam"]["part_modes"] == ["full", "fixed"]
+    assert s["beam"]["parts"] == [parts[0]["beam"], parts[1]["beam"]]
+
+
 def test_a_run_has_parts() -> None:
     with pytest.raises(ValueError, match="at least one part"):
         combine_parts([], [], 0.0)

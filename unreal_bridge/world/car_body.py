@@ -11,8 +11,8 @@ sill). A beam grazing such a side meets a surface turned towards it somewhere al
 
 The shape is set by hand (no body surface of a production car was read here), inside what car bodies
 show: plan-view camber ``PLAN_CAMBER_M`` (the side 4 cm inside its widest point where it meets the
-corners; a ~40 m radius), plan corner radius ``CORNER_RADIUS_M`` (0.30 m), section radius
-``SECTION_RADIUS_M`` (1.2 m about the shoulder at ``SHOULDER_Z_M``: the sill 7 cm inside the shoulder,
+corners; a ~47 m radius), plan corner radius ``CORNER_RADIUS_M`` (0.30 m), section radius
+``SECTION_RADIUS_M`` (1.2 m about the shoulder at ``SHOULDER_Z_M``: the sill 8.4 cm inside the shoulder,
 the beltline 1.5 cm, meeting the side glass's foot, ``car_glazing.Y_LOW``).
 """
 
