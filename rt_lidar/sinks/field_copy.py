@@ -66,16 +66,22 @@ def copy_fields(out: np.ndarray, points: np.ndarray, run: list[str]) -> None:
     block(out, dst_f[run[0]][1])[...] = block(points, src_f[run[0]][1])
 
 
+def _compiled_can_take(out: np.ndarray, points: np.ndarray) -> bool:
+    """Whether the compiled twin is on and can take these arrays: no Python objects, 1-D, of one
+    length, C-contiguous, ``out`` writable."""
+    if _c is None or not enabled or out.dtype.hasobject or points.dtype.hasobject:
+        return False
+    if out.ndim != 1 or points.ndim != 1 or out.shape != points.shape:
+        return False
+    return bool(out.flags.c_contiguous and points.flags.c_contiguous and out.flags.writeable)
+
+
 def copy_runs_compiled(out: np.ndarray, points: np.ndarray, runs: list[list[str]]) -> bool:
     """:func:`copy_fields` of every run in ``runs`` by the compiled twin, each record once; False (and
     nothing copied) where it is off or not built, a field's type differs between the arrays (NumPy
     casts it) or holds Python objects, or the arrays are not 1-D, C-contiguous, of one length (``out``
     writable): the NumPy code runs then."""
-    if _c is None or not enabled or not runs or out.dtype.hasobject or points.dtype.hasobject:
-        return False
-    if out.ndim != 1 or points.ndim != 1 or out.shape != points.shape:
-        return False
-    if not (out.flags.c_contiguous and points.flags.c_contiguous and out.flags.writeable):
+    if not runs or not _compiled_can_take(out, points):
         return False
     dst_f: dict[str, Any] = dict(out.dtype.fields or {})
     src_f: dict[str, Any] = dict(points.dtype.fields or {})
@@ -114,11 +120,7 @@ def seconds_compiled(out: np.ndarray, name: str, points: np.ndarray, t_name: str
     Velodyne driver's ``time``) by the compiled twin in one pass, the same bits; False (nothing written)
     where it is off or not built, the fields are not float32 and little-endian int64, or the arrays are
     not 1-D, C-contiguous, of one length (``out`` writable): the NumPy line runs then."""
-    if _c is None or not enabled or out.dtype.hasobject or points.dtype.hasobject:
-        return False
-    if out.ndim != 1 or points.ndim != 1 or out.shape != points.shape:
-        return False
-    if not (out.flags.c_contiguous and points.flags.c_contiguous and out.flags.writeable):
+    if not _compiled_can_take(out, points):
         return False
     dst_f: dict[str, Any] = dict(out.dtype.fields or {})
     src_f: dict[str, Any] = dict(points.dtype.fields or {})
