@@ -59,6 +59,17 @@ def test_rpy_quaternion_round_trip():
     assert np.allclose(q, [math.cos(math.pi / 4), 0, 0, math.sin(math.pi / 4)])
 
 
+def _car_extent() -> tuple[float, float, float]:
+    """The street's car mesh's extent along x, y and z (metres), built as the world builds it."""
+    from rt_lidar.unreal_bridge.world.geometry import MATERIAL_NAMES, MeshBuilder
+    from rt_lidar.unreal_bridge.world.props import add_car
+
+    b = MeshBuilder()
+    add_car(b, next(m for m in MATERIAL_NAMES if m.endswith("paint")))
+    v = b.build("car", 0).vertices
+    return tuple(float(e) for e in v.max(axis=0) - v.min(axis=0))  # type: ignore[return-value]
+
+
 def test_sensorview_trace_has_ground_truth_and_reflections(osi_demo):
     views = _views(osi_demo)
     summary = json.loads((osi_demo / "summary.json").read_text())
@@ -77,7 +88,11 @@ def test_sensorview_trace_has_ground_truth_and_reflections(osi_demo):
         assert ego.base.position.x == pytest.approx(10.0 * k * 0.05)
         assert ego.base.position.z == pytest.approx(ego.base.dimension.height / 2)
         cars = [o for o in gt.moving_object if o.id.value != HOST_VEHICLE_ID]
-        assert len(cars) == 3 and all(o.base.dimension.length == pytest.approx(4.53, abs=1e-3) for o in cars)
+        length, width, height = _car_extent()  # each car's box is its mesh's, mirrors and trim included
+        assert len(cars) == 3
+        for o in cars:
+            got = (o.base.dimension.length, o.base.dimension.width, o.base.dimension.height)
+            assert got == pytest.approx((length, width, height), abs=1e-3)
         assert all(abs(o.base.velocity.x) < 30 and o.base.velocity.y == 0 for o in cars)  # m/s, no wrap jumps
         assert {round(o.base.velocity.x, 6) for o in cars} != {0.0}
         assert len(gt.stationary_object) > 100
