@@ -7,8 +7,9 @@ a facade's glass meets, as in real rooms.
   IBPSA Building Simulation, "A simulation-based review of the ubiquitous window-head-height to daylit
   zone depth rule-of-thumb"). The facade's windows reach 2.5 m above each storey's
   floor, so the back wall stands **5.0 m** inside the facade's inner face (it was a dark plane 3 m in).
-- **Floors and ceilings**: each storey has its floor slab, so a beam entering an upper window meets
-  that room's ceiling or floor, not the storey below.
+- **Floors and ceilings**: each storey above the ground floor has its floor slab, so a beam entering an
+  upper window meets that room's ceiling or floor, not the storey below. The ground floor's rooms
+  stand on the street's ground (the scene's concrete, a slab on grade, with its texture), as before.
 - **Blinds**: blinds or shades covered **59 %** of the window area of 55 residential and commercial
   buildings photographed from the street over three months, whatever the sun's position (Urban Green
   Council, New York, 2013, reported by BuildingGreen, "Tenants drawing the blinds in their glass
@@ -80,15 +81,16 @@ def add_rooms(
 ) -> None:
     """Rooms behind a facade on y = 0 (the building's frame of ``add_building``): a back wall
     ``ROOM_DEPTH_M`` inside the facade's inner face (``wall_t``), a floor slab for each of ``floors``
-    storeys (``floor_h`` apart), and a blind in each window of ``windows`` ((x0, x1, z0, z1) each), all
-    ``interior``; the double-glazed windows' second ``glass`` pane ``IGU_GAP_M`` behind the first, which
-    lies at ``wall_t / 2``."""
+    storeys (``floor_h`` apart) but the ground floor, and a blind in each window of ``windows``
+    ((x0, x1, z0, z1) each), all ``interior``; the double-glazed windows' second ``glass`` pane
+    ``IGU_GAP_M`` behind the first, which lies at ``wall_t / 2``."""
     inner = width - 2 * wall_t
     y_back = wall_t + ROOM_DEPTH_M
     b.box((width / 2, y_back + 0.1, (height - 0.3) / 2), (inner, 0.2, height - 0.3), "interior")
-    for f in range(floors):
-        top = f * floor_h + (0.05 if f == 0 else 0.0)
-        b.box((width / 2, wall_t + ROOM_DEPTH_M / 2, top - 0.1), (inner, ROOM_DEPTH_M, 0.2), "interior")
+    for f in range(1, floors):
+        b.box(
+            (width / 2, wall_t + ROOM_DEPTH_M / 2, f * floor_h - 0.1), (inner, ROOM_DEPTH_M, 0.2), "interior"
+        )
     y, y2 = wall_t + BLIND_GAP_M, wall_t / 2 + IGU_GAP_M
     n = len(windows)
     for (xa, xb, z0, z1), share, double in zip(windows, blind_shares(n), double_glazed(n), strict=True):
