@@ -1,7 +1,8 @@
 """The intensity chain from the compiled step (``rt_lidar.physics._intensity_chain``) is the NumPy code's
 bytes for every preset (calibrated reflectivity with retro-reflectors above the diffuse scale, read in
-each laser's raw steps, and KITTI's weak zeros; Ouster's photon counts with the near field and the SPAD's dead time), with receiver
-noise and without; and a whole frame's points are the same with it on and off."""
+each laser's raw steps, and KITTI's weak zeros; Ouster's photon counts with the near field and the
+SPAD's dead time), with receiver noise and without; and a whole frame's points are the same with it on
+and off."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_chain_is_numpy_s(preset: str, noisy: bool, per_laser: bool) -> None:
     sig = sigma if noisy else None
     p = load_preset(preset)
     # each laser's raw-reading table (calibrated Velodynes, change 41): the rings of the detections
-    laser = np.random.default_rng(7).integers(0, p.n_rings, len(power)).astype(np.int64) if per_laser else None
+    rings = np.random.default_rng(7).integers(0, p.n_rings, len(power)).astype(np.int64)
+    laser = rings if per_laser else None
     got = intensity_fused.chain(p, power, sig, pulse, z, refl, range_m, flags, laser)
     assert got is not None
     intensity_fused.enabled = False

@@ -73,7 +73,8 @@ def test_only_the_calibrated_velodynes_have_a_table() -> None:
 
 def test_raw_step_belongs_to_calibrated_reflectivity(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2] / "sensor_presets"
-    s2 = (root / "hdl-64e.toml").read_text().replace("raw_knee = 160.0", "raw_knee = 160.0\nraw_step = 1.6", 1)
+    s2 = (root / "hdl-64e.toml").read_text()
+    s2 = s2.replace("raw_knee = 160.0", "raw_knee = 160.0\nraw_step = 1.6", 1)
     spread_alone = (root / "hdl-32e.toml").read_text().replace("raw_step = 1.6\n", "", 1)
     for text, field in ((s2, "raw_step"), (spread_alone, "raw_step_spread")):
         bad = tmp_path / "bad.toml"
