@@ -56,17 +56,18 @@ def laser_table_steps(step: float, spread: float, lasers: int) -> np.ndarray:
 
 
 def detection_table_steps(preset: SensorPreset, laser: np.ndarray | None, m: int) -> np.ndarray | None:
-    """The raw-reading step (float64, (m,)) of each of ``m`` detections by ``laser`` (their rings; None:
-    every detection on the mean step), or None where the preset reports a continuous calibrated value
-    (no ``output.raw_step``)."""
+    """The raw-reading step (float64, (m,), on ``laser``'s array module) of each of ``m`` detections by
+    ``laser`` (their rings; None: every detection on the mean step), or None where the preset reports a
+    continuous calibrated value (no ``output.raw_step``)."""
     out = preset.output
     if out.intensity != "calibrated_reflectivity" or out.raw_step is None:
         return None
     if laser is None:
         return np.full(m, float(out.raw_step), np.float64)
+    xp = array_module(laser)
     lasers = max(len(preset.beams), int(laser.max()) + 1 if len(laser) else 1)
-    table = laser_table_steps(out.raw_step, out.raw_step_spread, lasers)
-    return np.asarray(table[np.asarray(laser, np.int64)], np.float64)
+    table = xp.asarray(laser_table_steps(out.raw_step, out.raw_step_spread, lasers))
+    return xp.take(table, xp.asarray(laser, dtype=xp.int64))
 
 
 def measured_amplitude(
@@ -160,6 +161,6 @@ def measure(
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = xp.where(power_w > 0, amp / xp.asarray(power_w, dtype=xp.float64), 1.0)
     refl = (reflectivity * gain).astype(np.float32)
-    steps = detection_table_steps(preset, None if laser is None else np.asarray(laser), len(power_w))
+    steps = detection_table_steps(preset, laser, len(power_w))
     intensity = reported_intensity(preset, amp, refl, range_m, steps)
     return refl, intensity, flags | saturated_flags(preset, amp)

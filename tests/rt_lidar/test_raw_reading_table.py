@@ -13,14 +13,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rt_lidar.api import in_process_pipeline
+from rt_lidar.config import RunConfig
 from rt_lidar.errors import PresetError
 from rt_lidar.kernels import raw_reading_lookup
+from rt_lidar.kernels.xp import cupy_available
 from rt_lidar.physics.intensity_chain import detection_table_steps, laser_table_steps, measure
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.validation import realism_experiment
 from rt_lidar.validation.realism import _tolerance, fit_ground, realism_statistics
 
 CALIBRATED = ("HDL-32E", "VLP-32C", "VLS-128")
+NO_CUDA = pytest.mark.skipif(not cupy_available(), reason="no CUDA device")
+DEVICES = ["cuda-source-on-cpu", pytest.param("cuda", marks=NO_CUDA)]
 
 
 def test_a_diffuse_value_is_read_in_whole_raw_steps_and_retro_values_pass() -> None:
@@ -123,3 +128,28 @@ def test_the_hdl_32e_road_combs_and_loses_texture(monkeypatch: pytest.MonkeyPatc
     troughs_flat, texture_flat = _troughs_and_texture("HDL-32E", flat, monkeypatch)
     assert troughs >= troughs_flat + 2
     assert texture <= texture_flat - 0.02
+
+
+@pytest.mark.parametrize("device", ["cpu", *DEVICES])
+def test_every_backend_reads_each_laser_on_its_table(device: str) -> None:
+    """One HDL-32E scan of the street on the host, the device frame's CPU twin and CUDA where present:
+    every diffuse reading is a value of its laser's table (1: a return never reads 0)."""
+    config = RunConfig(preset="HDL-32E", seed=3, in_process=True, device=device)
+    p = load_preset("HDL-32E")
+    built = in_process_pipeline(config, p)
+    try:
+        (scan,) = built.pipeline.scans(1)
+    finally:
+        built.pipeline.close()
+    pts = scan.points
+    assert p.output.raw_step is not None
+    steps = laser_table_steps(p.output.raw_step, p.output.raw_step_spread, p.n_rings)
+    diffuse = pts["intensity"] <= 100
+    assert diffuse.sum() > 10_000
+    checked = 0
+    for k in range(p.n_rings):
+        table = set(np.round(np.round(np.arange(0, 120) * steps[k], 12)).astype(int).tolist()) | {1, 100}
+        v = set(np.unique(pts["intensity"][diffuse & (pts["ring"] == k)]).astype(int).tolist())
+        assert v <= table, (k, sorted(v - table))
+        checked += len(v)
+    assert checked > 200
