@@ -26,6 +26,7 @@ __all__ = [
     "leading_edge_advance_ns",
     "leading_edge_walk_m",
     "raw_intensity_output",
+    "raw_reading_lookup",
     "received_power",
     "received_power_output",
     "sensor_constant",
@@ -163,6 +164,17 @@ def calibrated_reflectivity_output(
         frac = xp.clip(xp.log10(s[bright]) / xp.log10(retro_saturation), 0.0, 1.0)
         out[bright] = (diffuse_max + 1.0) + frac * (intensity_max - diffuse_max - 1.0)
     return out
+
+
+def raw_reading_lookup(value: Any, step: Any, diffuse_max: float) -> Any:
+    """Calibrated reflectivity as an on-board table from a coarser raw reading gives it: a diffuse
+    value (at most ``diffuse_max``) is read in whole raw steps of ``step`` calibrated units (per point:
+    its laser's step) and the table returns the step's calibrated value, ``round(value / step) step``
+    (at most ``diffuse_max``); retro-reflectors' values above ``diffuse_max`` pass (float64)."""
+    xp = array_module(value)
+    v = xp.asarray(value, dtype=xp.float64)
+    q = xp.asarray(step, dtype=xp.float64)
+    return xp.where(v <= diffuse_max, xp.minimum(xp.round(v / q) * q, diffuse_max), v)
 
 
 def raw_intensity_output(

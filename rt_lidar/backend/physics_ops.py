@@ -211,10 +211,14 @@ class NumpyBackend:
         reflectivity: np.ndarray,
         range_m: np.ndarray,
         flags: np.ndarray,
+        laser: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(reflectivity, intensity, flags) the sensor reports: the intensity chain
-        (:func:`rt_lidar.physics.intensity_chain.measure`)."""
-        return measure(preset, power_w, pulse_sigma_w, pulse, standard_normal, reflectivity, range_m, flags)
+        (:func:`rt_lidar.physics.intensity_chain.measure`; ``laser``: each return's ring, for its
+        laser's raw-reading table)."""
+        return measure(
+            preset, power_w, pulse_sigma_w, pulse, standard_normal, reflectivity, range_m, flags, laser
+        )
 
     def crosstalk_echoes(
         self, a: CrosstalkSensor, pa: Any, b: CrosstalkSensor, pb: Any
@@ -361,8 +365,9 @@ class CompiledBackend(NumpyBackend):
         reflectivity: np.ndarray,
         range_m: np.ndarray,
         flags: np.ndarray,
+        laser: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        args = (preset, power_w, pulse_sigma_w, pulse, standard_normal, reflectivity, range_m, flags)
+        args = (preset, power_w, pulse_sigma_w, pulse, standard_normal, reflectivity, range_m, flags, laser)
         got = intensity_fused.chain(*args)
         return got if got is not None else super().measure_intensity(*args)
 

@@ -1,6 +1,7 @@
 /* The intensity chain of rt_lidar/physics/intensity_chain.py in one pass over the detections
  * (rt_lidar/physics/intensity_fused.py is its Python side): each detection's measured amplitude, the
- * reflectivity scaled by it, the intensity the sensor reports (Velodyne's calibrated reflectivity, the
+ * reflectivity scaled by it, the intensity the sensor reports (Velodyne's calibrated reflectivity, read
+ * in whole steps of each laser's raw reading where steps are given, the
  * HDL-64E S2's raw 8-bit reading or Ouster's photon counts, quantised) and the SATURATED flag, as SensorPhysics.apply makes them with
  * NumPy. The NumPy code's float32 and float64 operations in its order (built with -ffp-contract=off), and
  * its log10 and expm1 NumPy's own loops (_np_loops.h), so the same bits
@@ -37,7 +38,8 @@ static inline double clip_np64(double x, double lo, double hi) {
 enum { P_SHOT, P_THR, P_SAT, P_KIND, P_DMAX, P_IMAX, P_NEAR, P_CAT, P_SATC, P_STEP, P_WEAK, P_LOG_RETRO, P_FLAG, P_KNEE, P_N };
 
 /* chain(power f4 (M), sigma f8 (P) or None, idx i8 (M), z f8 (M), refl f4 (M), range f4 (M), flags u1 (M),
- *       params f8 (P_N), M, P, refl_out f4, intensity_out f4, flags_out u1 (M each)) -> None
+ *       params f8 (P_N), M, P, refl_out f4, intensity_out f4, flags_out u1 (M each), steps f8 (M) or None)
+ *       -> None
  * params: shot_w, threshold, saturation, kind (0 calibrated reflectivity, 1 received power, 2 raw intensity),
  * diffuse max (raw intensity: its gain),
  * intensity max, near-field range (0: none), counts at the threshold, saturation counts (0: none),
@@ -45,26 +47,28 @@ enum { P_SHOT, P_THR, P_SAT, P_KIND, P_DMAX, P_IMAX, P_NEAR, P_CAT, P_SATC, P_ST
  * intensity's knee (0: linear; above it knee - w expm1((knee - x) / w), w = intensity max - knee). */
 static PyObject *chain(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[11];
+    PyObject *o[12];
     Py_ssize_t m, p;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOnnOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &m, &p,
-                          &o[8], &o[9], &o[10]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOnnOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &m, &p,
+                          &o[8], &o[9], &o[10], &o[11]))
         return NULL;
     if (!loops_ready) return PyErr_Format(PyExc_RuntimeError, "chain: setup() did not find NumPy's loops");
-    const int noisy = o[1] != Py_None;
-    Buf b[11];
+    const int noisy = o[1] != Py_None, table = o[11] != Py_None;
+    Buf b[12];
     memset(b, 0, sizeof b);
     if (buf_get(&b[0], o[0], 0, 'f', 4, m, "power") || (noisy && buf_get(&b[1], o[1], 0, 'd', 8, p, "sigma")) ||
         (noisy && buf_get(&b[2], o[2], 0, 'q', 8, m, "idx")) || (noisy && buf_get(&b[3], o[3], 0, 'd', 8, m, "z")) ||
         buf_get(&b[4], o[4], 0, 'f', 4, m, "refl") || buf_get(&b[5], o[5], 0, 'f', 4, m, "range") ||
         buf_get(&b[6], o[6], 0, 'B', 1, m, "flags") || buf_get(&b[7], o[7], 0, 'd', 8, P_N, "params") ||
         buf_get(&b[8], o[8], 1, 'f', 4, m, "refl_out") || buf_get(&b[9], o[9], 1, 'f', 4, m, "intensity_out") ||
-        buf_get(&b[10], o[10], 1, 'B', 1, m, "flags_out")) {
-        buf_release(b, 11);
+        buf_get(&b[10], o[10], 1, 'B', 1, m, "flags_out") ||
+        (table && buf_get(&b[11], o[11], 0, 'd', 8, m, "steps"))) {
+        buf_release(b, 12);
         return NULL;
     }
     const float *pw = b[0].view.buf, *refl = b[4].view.buf, *rng = b[5].view.buf;
     const double *sig = noisy ? b[1].view.buf : NULL, *z = noisy ? b[3].view.buf : NULL, *P = b[7].view.buf;
+    const double *steps = table ? b[11].view.buf : NULL;
     const int64_t *idx = noisy ? b[2].view.buf : NULL;
     const uint8_t *flags = b[6].view.buf;
     float *refl_out = b[8].view.buf, *int_out = b[9].view.buf;
@@ -130,6 +134,8 @@ static PyObject *chain(PyObject *self, PyObject *args) {
             double val;
             if (calibrated) {
                 val = (double)int_out[i];
+                if (steps && val <= P[P_DMAX]) /* the laser's table: whole steps of the raw reading */
+                    val = min_np64(nearbyint(val / steps[i]) * steps[i], P[P_DMAX]);
             } else if (raw) {
                 const double x = chunk_raw[q];
                 val = min_np64(knee && x > P[P_KNEE] ? P[P_KNEE] - knee_w * chunk_x[q] : x, P[P_IMAX]);
@@ -147,7 +153,7 @@ static PyObject *chain(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    buf_release(b, 11);
+    buf_release(b, 12);
     if (bad >= 0) return PyErr_Format(PyExc_IndexError, "chain: idx[%zd] is not a pulse", bad);
     Py_RETURN_NONE;
 }

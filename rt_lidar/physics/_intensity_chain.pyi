@@ -19,9 +19,11 @@ def chain(
     refl_out: Any,
     intensity_out: Any,
     flags_out: Any,
+    steps: Any,
     /,
 ) -> None:
-    """The reflectivity, reported intensity and flags of m detections."""
+    """The reflectivity, reported intensity and flags of m detections (``steps``: each one's raw-reading
+    step of calibrated reflectivity, float64 (m,), or None)."""
 
 def probe(index: int, buf: Any, nin: int, /) -> None:
     """Run one of the loops setup() took on ``buf`` in place (kernels/np_loops.py checks them)."""

@@ -534,7 +534,8 @@ class DeviceSensorPhysics(SensorPhysics):
         amp_z = (
             draws.standard_normal(size=pulse.shape[0]) if amp_sigma is not None else xp.zeros(pulse.shape[0])
         )
-        refl, intensity, fl = measure(p, pw, amp_sigma, pulse, amp_z, refl, measured, fl)
+        laser = hits.ring[pulse] if p.output.raw_step is not None else None  # each laser's table
+        refl, intensity, fl = measure(p, pw, amp_sigma, pulse, amp_z, refl, measured, fl, laser)
         ambient = None if background is None else background[pulse].astype(xp.float32)
         packed = self._pack(hits, pulse, measured, intensity, refl, rid, fl, seg, pw, epw, ambient)
         rec = self.pinned.receive(packed, self.record)

@@ -6,7 +6,9 @@ compression, quantised to the sensor's reporting step (issue 40, docs/realism.md
    threshold (a detected echo crossed it): a surface never reads one flat value, and weak returns
    scatter most.
 2. The measured reflectivity is the amplitude over a white full-beam target's power at that range.
-3. ``calibrated_reflectivity`` (Velodyne) maps it to 0..diffuse_max and retro-reflectors above;
+3. ``calibrated_reflectivity`` (Velodyne) maps it to 0..diffuse_max and retro-reflectors above, a
+   diffuse value read in whole steps of a coarser raw reading (``output.raw_step``, each laser its own:
+   the on-board per-laser table; docs/realism.md change 41);
    ``raw_intensity`` (the HDL-64E S2's uncalibrated 8-bit intensity) reads it on the unit's own gain
    (``output.raw_gain``), linear up to ``output.raw_knee`` and compressed toward intensity_max above it;
    ``received_power`` (Ouster signal) counts photons in proportion to the amplitude, scaled by the
@@ -22,13 +24,50 @@ from __future__ import annotations
 
 import numpy as np
 
-from rt_lidar.kernels import calibrated_reflectivity_output, raw_intensity_output, received_power_output
+from rt_lidar.kernels import (
+    calibrated_reflectivity_output,
+    raw_intensity_output,
+    raw_reading_lookup,
+    received_power_output,
+)
 from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.kernels.xp import array_module
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["measure", "measured_amplitude", "reported_intensity", "saturated_flags"]
+__all__ = [
+    "detection_table_steps",
+    "laser_table_steps",
+    "measure",
+    "measured_amplitude",
+    "reported_intensity",
+    "saturated_flags",
+]
+
+
+def laser_table_steps(step: float, spread: float, lasers: int) -> np.ndarray:
+    """Each laser's raw-reading step in calibrated units (float64, (lasers,)): ``step`` times
+    ``1 + spread (2 u_i - 1)``, ``u_i`` the fractional part of ``(i + 1)`` times the golden ratio (a fixed,
+    evenly spread sequence: laser i keeps its step in every run, and neighbouring lasers differ as the
+    factory tables of different lasers do)."""
+    golden = 0.5 * (1.0 + 5.0**0.5)
+    u = np.mod(np.arange(1, lasers + 1, dtype=np.float64) * golden, 1.0)
+    return np.asarray(step * (1.0 + spread * (2.0 * u - 1.0)), np.float64)
+
+
+def detection_table_steps(preset: SensorPreset, laser: np.ndarray | None, m: int) -> np.ndarray | None:
+    """The raw-reading step (float64, (m,), on ``laser``'s array module) of each of ``m`` detections by
+    ``laser`` (their rings; None: every detection on the mean step), or None where the preset reports a
+    continuous calibrated value (no ``output.raw_step``)."""
+    out = preset.output
+    if out.intensity != "calibrated_reflectivity" or out.raw_step is None:
+        return None
+    if laser is None:
+        return np.full(m, float(out.raw_step), np.float64)
+    xp = array_module(laser)
+    lasers = max(len(preset.beams), int(laser.max()) + 1 if len(laser) else 1)
+    table = xp.asarray(laser_table_steps(out.raw_step, out.raw_step_spread, lasers))
+    return xp.take(table, xp.asarray(laser, dtype=xp.int64))
 
 
 def measured_amplitude(
@@ -48,10 +87,15 @@ def measured_amplitude(
 
 
 def reported_intensity(
-    preset: SensorPreset, amplitude_w: np.ndarray, reflectivity: np.ndarray, range_m: np.ndarray
+    preset: SensorPreset,
+    amplitude_w: np.ndarray,
+    reflectivity: np.ndarray,
+    range_m: np.ndarray,
+    table_step: np.ndarray | None = None,
 ) -> np.ndarray:
     """The intensity (float32) the sensor reports for returns measured at ``amplitude_w`` with measured
-    ``reflectivity`` at ``range_m``."""
+    ``reflectivity`` at ``range_m``; ``table_step`` (float64 per return, calibrated reflectivity only:
+    :func:`detection_table_steps`) reads diffuse values in whole steps of the raw reading."""
     xp = array_module(amplitude_w)
     out = preset.output
     thr = preset.pulse.detection_threshold_w
@@ -62,6 +106,8 @@ def reported_intensity(
             ),
             dtype=xp.float64,
         )
+        if table_step is not None:
+            val = raw_reading_lookup(val, xp.asarray(table_step), float(out.diffuse_max or out.intensity_max))
     elif out.intensity == "raw_intensity":
         val = raw_intensity_output(reflectivity, out.raw_gain or 1.0, out.intensity_max, out.raw_knee)
     else:
@@ -101,10 +147,12 @@ def measure(
     reflectivity: np.ndarray,
     range_m: np.ndarray,
     flags: np.ndarray,
+    laser: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Steps 1-5 for detections of height ``power_w`` of pulses ``pulse`` (noise floors
     ``pulse_sigma_w``, None: an ideal receiver; one ``standard_normal`` draw each), measured
-    ``reflectivity`` at ``range_m``: (reflectivity scaled by the measured amplitude (float32), the
+    ``reflectivity`` at ``range_m``, by lasers ``laser`` (their rings, for each laser's raw-reading
+    table; None: the mean step): (reflectivity scaled by the measured amplitude (float32), the
     reported intensity (float32), ``flags`` with SATURATED added). The pipeline runs it on its backend
     (:meth:`rt_lidar.backend.PhysicsBackend.measure_intensity`: this, or its compiled twin)."""
     sigma = None if pulse_sigma_w is None else pulse_sigma_w[pulse]
@@ -113,5 +161,6 @@ def measure(
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = xp.where(power_w > 0, amp / xp.asarray(power_w, dtype=xp.float64), 1.0)
     refl = (reflectivity * gain).astype(np.float32)
-    intensity = reported_intensity(preset, amp, refl, range_m)
+    steps = detection_table_steps(preset, laser, len(power_w))
+    intensity = reported_intensity(preset, amp, refl, range_m, steps)
     return refl, intensity, flags | saturated_flags(preset, amp)

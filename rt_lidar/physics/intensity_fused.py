@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from rt_lidar.kernels.np_loops import LoopCheck
+from rt_lidar.physics.intensity_chain import detection_table_steps
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -78,11 +79,13 @@ def chain(
     reflectivity: np.ndarray,
     range_m: np.ndarray,
     flags: np.ndarray,
+    laser: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(reflectivity float32, intensity float32, flags uint8) of detections of height ``power_w``
     (float32), pulses ``pulse`` (int64) with noise floors ``pulse_sigma_w`` (None: an ideal receiver)
     and amplitude draws ``standard_normal`` (float64), measured ``reflectivity`` (float32) at
-    ``range_m`` (float32), ``flags`` (uint8). None when off or for arrays of other types."""
+    ``range_m`` (float32), ``flags`` (uint8), by lasers ``laser`` (rings: each laser's raw-reading
+    table, ``output.raw_step``). None when off or for arrays of other types."""
     m = power_w.shape[0] if isinstance(power_w, np.ndarray) else -1
     if not available() or m < 0 or preset.output.intensity not in INTENSITY_KIND_CODES:
         return None
@@ -100,9 +103,12 @@ def chain(
         or standard_normal.shape != (m,)
     ):
         return None
+    if laser is not None and (not isinstance(laser, np.ndarray) or laser.shape != (m,)):
+        return None
     params = _params(preset)
     if not math.isfinite(float(params.sum())):
         return None
+    steps = detection_table_steps(preset, laser, m)
     refl_out, int_out, flags_out = np.empty(m, np.float32), np.empty(m, np.float32), np.empty(m, np.uint8)
     c = np.ascontiguousarray
     sig = c(pulse_sigma_w) if noisy else None
@@ -110,6 +116,6 @@ def chain(
     n_pulses = int(sig.shape[0]) if sig is not None else 0
     _c.chain(
         c(power_w), sig, idx, z, c(reflectivity), c(range_m), c(flags), params, m, n_pulses,
-        refl_out, int_out, flags_out,
+        refl_out, int_out, flags_out, steps,
     )  # fmt: skip
     return refl_out, int_out, flags_out

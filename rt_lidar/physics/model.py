@@ -229,10 +229,11 @@ class SensorPhysics:
         # intensity is measured: the amplitude carries a draw of the detection's noise (intensity_chain)
         amp_sigma = sigma if (noisy and sigma is not None) else None
         amp_z = standard_normal(rng, len(det)) if amp_sigma is not None else np.zeros(len(det))
-        refl, intensity, det.flags = self.backend.measure_intensity(
-            p, pw, amp_sigma, idx, amp_z, det.reflectivity, measured, det.flags
-        )
         f = hits.firings
+        laser = np.take(f.ring, idx) if p.output.raw_step is not None else None  # each laser's table
+        refl, intensity, det.flags = self.backend.measure_intensity(
+            p, pw, amp_sigma, idx, amp_z, det.reflectivity, measured, det.flags, laser
+        )
         out = self.backend.pack_points(
             direction, idx, measured, intensity, refl, f.ring, f.t_ns, det.return_id, det.flags, det.segment
         )

@@ -272,6 +272,15 @@ class OutputSpec:
     """``raw_intensity`` output: the reading above which it compresses toward intensity_max (slope 1 at the
     knee, approaching intensity_max exponentially: :func:`rt_lidar.kernels.intensity.raw_intensity_output`;
     None: linear up to intensity_max)."""
+    raw_step: float | None = spec(None, 1e-3, 1e6)
+    """``calibrated_reflectivity`` output: the step, in calibrated units, of the coarser raw reading that
+    each laser's on-board table maps to calibrated reflectivity (the mean over the lasers; diffuse
+    values read ``round(x / step) step``: :func:`rt_lidar.kernels.intensity.raw_reading_lookup`; None:
+    the calibrated value is continuous before the reporting step)."""
+    raw_step_spread: float = spec(0.0, 0.0, 0.9)
+    """``calibrated_reflectivity`` output with ``raw_step``: each laser's step is ``raw_step`` times
+    ``1 + spread (2 u - 1)`` (u evenly spread over the lasers:
+    :func:`rt_lidar.physics.intensity_chain.laser_table_steps`), as each laser has its own table."""
     intensity_step: float = spec(1.0, 0.0, 1e6)
     """The reporting step of intensity: reported values are whole multiples of it (Velodyne's 8-bit
     intensity and Ouster's photon counts: 1; 0 = a continuous value)."""
@@ -613,6 +622,10 @@ def _check_cross(p: SensorPreset, source: str) -> None:
         )
     if (out.intensity == "raw_intensity") != (out.raw_gain is not None):
         raise PresetError(source, "output.raw_gain", 'given with intensity = "raw_intensity" and only then')
+    if (out.raw_step is not None or out.raw_step_spread > 0) and out.intensity != "calibrated_reflectivity":
+        raise PresetError(source, "output.raw_step", 'only with intensity = "calibrated_reflectivity"')
+    if out.raw_step_spread > 0 and out.raw_step is None:
+        raise PresetError(source, "output.raw_step_spread", "needs output.raw_step")
     if out.raw_knee is not None and (out.intensity != "raw_intensity" or out.raw_knee >= out.intensity_max):
         raise PresetError(
             source, "output.raw_knee", f'only with intensity = "raw_intensity", below {out.intensity_max}'

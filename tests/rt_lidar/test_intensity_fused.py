@@ -1,7 +1,8 @@
 """The intensity chain from the compiled step (``rt_lidar.physics._intensity_chain``) is the NumPy code's
-bytes for every preset (calibrated reflectivity with retro-reflectors above the diffuse scale and
-KITTI's weak zeros; Ouster's photon counts with the near field and the SPAD's dead time), with receiver
-noise and without; and a whole frame's points are the same with it on and off."""
+bytes for every preset (calibrated reflectivity with retro-reflectors above the diffuse scale, read in
+each laser's raw steps, and KITTI's weak zeros; Ouster's photon counts with the near field and the
+SPAD's dead time), with receiver noise and without; and a whole frame's points are the same with it on
+and off."""
 
 from __future__ import annotations
 
@@ -46,15 +47,19 @@ def _detections(preset_name: str, m: int, seed: int) -> tuple[np.ndarray, ...]:
 @needs_compiled
 @pytest.mark.parametrize("preset", list_presets())
 @pytest.mark.parametrize("noisy", [True, False])
-def test_chain_is_numpy_s(preset: str, noisy: bool) -> None:
+@pytest.mark.parametrize("per_laser", [True, False])
+def test_chain_is_numpy_s(preset: str, noisy: bool, per_laser: bool) -> None:
     power, sigma, pulse, z, refl, range_m, flags = _detections(preset, 5_000, len(preset))
     sig = sigma if noisy else None
     p = load_preset(preset)
-    got = intensity_fused.chain(p, power, sig, pulse, z, refl, range_m, flags)
+    # each laser's raw-reading table (calibrated Velodynes, change 41): the rings of the detections
+    rings = np.random.default_rng(7).integers(0, p.n_rings, len(power)).astype(np.int64)
+    laser = rings if per_laser else None
+    got = intensity_fused.chain(p, power, sig, pulse, z, refl, range_m, flags, laser)
     assert got is not None
     intensity_fused.enabled = False
     try:
-        want = measure(p, power, sig, pulse, z, refl, range_m, flags)
+        want = measure(p, power, sig, pulse, z, refl, range_m, flags, laser)
     finally:
         intensity_fused.enabled = True
     for g, w in zip(got, want, strict=True):
@@ -71,7 +76,7 @@ def test_foreign_arrays_run_numpy() -> None:
 
 
 @needs_compiled
-@pytest.mark.parametrize("preset", ["HDL-64E", "OS1-64"])
+@pytest.mark.parametrize("preset", ["HDL-64E", "OS1-64", "HDL-32E"])
 def test_a_frame_is_the_same_with_the_chain_off(preset: str, numpy_only: None) -> None:
     from rt_lidar.pipeline.builder import build_pipeline
 
