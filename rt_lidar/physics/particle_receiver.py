@@ -6,9 +6,11 @@ The beam leaves the transmitter with its real exit size ``d0`` and spreads at ``
 (an ellipse ``d0 + theta_h z`` by ``d0 + theta_v z`` at range ``z``, as the weather kernels' beam; its
 wide axis along the baseline, as on a spinning lidar whose beam is widest in azimuth and whose lenses
 sit side by side), a Gaussian whose 1/e^2 widths those are (the preset's ``beam_profile``), its wing
-included, or a top hat. The receiver is focused at infinity (or at the preset's
-``optics.receiver_focus_m``, :func:`collected_fraction`): a detector of angular size ``theta_r``
-behind an aperture ``D_r``. A point (a drop) at range ``z`` and at
+included, or a top hat; or, where the preset states the exit (``optics.beam_exit_h_m`` x
+``beam_exit_v_m``, the VLP-16's 12.7 x 9.5 mm), that exit lit evenly with each point of it spreading by
+the divergences (:func:`_filled_exit_points`, docs/rain.md change 44). The receiver is focused at
+infinity (or at the preset's ``optics.receiver_focus_m``, :func:`collected_fraction`): a detector of
+angular size ``theta_r`` behind an aperture ``D_r``. A point (a drop) at range ``z`` and at
 distance ``s`` from the receiver's axis sends light into the whole aperture; the detector takes the
 rays whose direction lies within ``theta_r / 2`` of the axis, i.e. those through the part of the
 aperture within ``theta_r z / 2`` of the point's foot. The share of the drop's light the detector
