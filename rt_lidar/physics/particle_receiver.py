@@ -6,9 +6,11 @@ The beam leaves the transmitter with its real exit size ``d0`` and spreads at ``
 (an ellipse ``d0 + theta_h z`` by ``d0 + theta_v z`` at range ``z``, as the weather kernels' beam; its
 wide axis along the baseline, as on a spinning lidar whose beam is widest in azimuth and whose lenses
 sit side by side), a Gaussian whose 1/e^2 widths those are (the preset's ``beam_profile``), its wing
-included, or a top hat. The receiver is focused at infinity (or at the preset's
-``optics.receiver_focus_m``, :func:`collected_fraction`): a detector of angular size ``theta_r``
-behind an aperture ``D_r``. A point (a drop) at range ``z`` and at
+included, or a top hat; or, where the preset states the exit (``optics.beam_exit_h_m`` x
+``beam_exit_v_m``, the VLP-16's 12.7 x 9.5 mm), that exit lit evenly with each point of it spreading by
+the divergences (:func:`_filled_exit_points`, docs/rain.md change 44). The receiver is focused at
+infinity (or at the preset's ``optics.receiver_focus_m``, :func:`collected_fraction`): a detector of
+angular size ``theta_r`` behind an aperture ``D_r``. A point (a drop) at range ``z`` and at
 distance ``s`` from the receiver's axis sends light into the whole aperture; the detector takes the
 rays whose direction lies within ``theta_r / 2`` of the axis, i.e. those through the part of the
 aperture within ``theta_r z / 2`` of the point's foot. The share of the drop's light the detector
@@ -44,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.special import erf
 
 from rt_lidar.kernels import weather as kw
 
@@ -81,6 +84,11 @@ class ReceiverOptics:
     """The beam's irradiance is a Gaussian whose 1/e^2 widths are the divergences (else a top hat)."""
     focus_m: float | None = None
     """The distance the receiver lens is focused at (``optics.receiver_focus_m``); None: infinity."""
+    filled_exit_m: tuple[float, float] | None = None
+    """(along the baseline, across it): an exit aperture the beam fills evenly, each point of it
+    sending the angular Gaussian (1/e^2 full angles the divergences, along and across in the same
+    order: ``divergence_h_rad`` along the baseline). None: the Gaussian ellipse of widths ``d0 +
+    theta z`` (:func:`_beam_points`)."""
 
     @property
     def beam(self) -> tuple[float, float, float]:
@@ -139,12 +147,46 @@ def _unit_disc(n: int) -> tuple[np.ndarray, np.ndarray]:
     return r * np.cos(a), r * np.sin(a)
 
 
+def _filled_exit_profile(x: np.ndarray, width: float, sigma: float) -> np.ndarray:
+    """Irradiance (per metre, integrating to 1) across one axis of an evenly lit exit of ``width``
+    after its light has spread as a Gaussian of standard deviation ``sigma``: a top hat's edges
+    blurred by the convolution."""
+    if sigma <= 0.0:
+        return (np.abs(x) <= width / 2.0) / width
+    k = 1.0 / (math.sqrt(2.0) * sigma)
+    return (erf((x + width / 2.0) * k) - erf((x - width / 2.0) * k)) / (2.0 * width)
+
+
+def _filled_exit_points(z: float, rx: ReceiverOptics, n: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """:func:`_beam_points` for a beam that fills its exit aperture evenly (``rx.filled_exit_m``): the
+    irradiance at range ``z`` is the exit's rectangle convolved with the angular Gaussian scaled to
+    ``z`` (geometric optics of a source at the collimator's focus: every point of the lens sends the
+    same angular spread), sampled over an ellipse that holds the rectangle and 3 standard deviations of
+    the spread beyond it. Its second moments grow as ``d^2 / 12 + (theta z / 4)^2`` (ISO 11146-1: the
+    near field's and the far field's add), so near the sensor the beam is its exit and far out its
+    divergence, with no wing beyond the exit's edge near the sensor."""
+    assert rx.filled_exit_m is not None
+    along, across = rx.filled_exit_m
+    ux, uy = _unit_disc(n)
+    s_along, s_across = rx.divergence_h_rad * z / 4.0, rx.divergence_v_rad * z / 4.0  # 1/e^2 = 2 sigma
+    half_a = (along / 2.0 + 3.0 * s_along) * math.sqrt(2.0)
+    half_c = (across / 2.0 + 3.0 * s_across) * math.sqrt(2.0)
+    x, y = ux * half_a, uy * half_c
+    d_beam = float(kw.beam_diameter(z, *rx.beam))  # the fill factor's normalisation (it cancels)
+    irradiance = _filled_exit_profile(x, along, s_along) * _filled_exit_profile(y, across, s_across)
+    weight = math.pi / 4.0 * d_beam * d_beam * irradiance
+    return np.hypot(rx.baseline_m - x, y), math.pi * half_a * half_c / n, weight
+
+
 def _beam_points(z: float, rx: ReceiverOptics, n: int) -> tuple[np.ndarray, float, np.ndarray]:
     """(distances from the receiver's axis, area each, irradiance over the beam's mean) of ``n`` points
     over the beam's elliptic cross-section at range ``z`` (widths ``d0 + theta z`` as the kernels' beam;
     the wide axis along the baseline, as on a spinning lidar whose lenses sit side by side and whose beam
     is widest in azimuth). A Gaussian beam (those widths its 1/e^2 diameters) is sampled out to
-    :data:`GAUSSIAN_EXTENT` of them, its wings included; a top hat over its widths."""
+    :data:`GAUSSIAN_EXTENT` of them, its wings included; a top hat over its widths. A beam that fills
+    its exit (``rx.filled_exit_m``): :func:`_filled_exit_points`."""
+    if rx.filled_exit_m is not None:
+        return _filled_exit_points(z, rx, n)
     ux, uy = _unit_disc(n)
     extent = GAUSSIAN_EXTENT if rx.gaussian else 1.0
     ux, uy = ux * extent, uy * extent

@@ -153,6 +153,9 @@ def receiver_optics(preset: SensorPreset) -> ReceiverOptics:
     """``preset``'s transmitter beam and receiver (:func:`receiver_geometry`) for the particle tables."""
     o = preset.optics
     baseline, fov = receiver_geometry(preset)
+    filled = None
+    if o.beam_exit_h_m is not None and o.beam_exit_v_m is not None:
+        filled = (o.beam_exit_h_m, o.beam_exit_v_m)
     return ReceiverOptics(
         o.beam_exit_diameter_m,
         o.beam_divergence_h_mrad * 1e-3,
@@ -162,6 +165,7 @@ def receiver_optics(preset: SensorPreset) -> ReceiverOptics:
         baseline,
         gaussian=o.beam_profile == "gaussian",
         focus_m=o.receiver_focus_m,
+        filled_exit_m=filled,
     )
 
 

@@ -169,6 +169,12 @@ class OpticsSpec:
     beam_exit_diameter_m: float = spec(0.011, 0.0, 0.2, "m")
     """Beam diameter at the exit window: the footprint at range R is this plus the divergence x R, and
     sub-rays start across it (:func:`~rt_lidar.sensor.beam.exit_offsets`)."""
+    beam_exit_h_m: float | None = spec(None, 0.0, 0.2, "m")
+    """Width of the exit aperture the beam fills evenly, horizontally (along the lenses' baseline); with
+    ``beam_exit_v_m`` the rain and snow tables light that rectangle and spread each point of it with
+    the divergences (:mod:`rt_lidar.physics.particle_receiver`). None: the Gaussian of ``d0 + theta z``."""
+    beam_exit_v_m: float | None = spec(None, 0.0, 0.2, "m")
+    """Width of that exit aperture vertically (across the baseline); given with ``beam_exit_h_m``."""
     receiver_aperture_m: float = spec(0.025, 0.001, 1.0, "m")
     receiver_focus_m: float | None = spec(None, 0.5, 1000.0, "m")
     """Distance the receiver lens is focused at: nearer echoes blur on the detector and lose power
@@ -633,6 +639,8 @@ def _check_cross(p: SensorPreset, source: str) -> None:
 
 
 def _check_profile(o: OpticsSpec, source: str) -> None:
+    if (o.beam_exit_h_m is None) != (o.beam_exit_v_m is None):
+        raise PresetError(source, "optics.beam_exit_h_m", "is given with optics.beam_exit_v_m, and only then")
     given = [o.beam_profile_h_mrad, o.beam_profile_v_mrad, o.beam_profile_table]
     if o.beam_profile != "table":
         if any(g is not None for g in given):

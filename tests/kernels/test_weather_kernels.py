@@ -160,8 +160,13 @@ def test_array_kernel_equals_the_per_ray_reference(config: dict) -> None:
     assert same.mean() > 0.998, f"{(~same).sum()} of {n} rays differ in outcome"
     assert (rf != 0).sum() > 10  # the case makes clutter at all
     det = same & (rp > 0)
-    # a drop's range from the float32 table against float64: ~1 mm apart on one ray in ~10^4 (issue 40)
-    np.testing.assert_allclose(r[det], rr[det], rtol=1e-4, atol=2e-3)
+    # a drop's range from the float32 table against float64: ~1 mm apart on one ray in ~10^4 (issue 40).
+    # The kernels take mu = -log(p0) in float32 (an absolute error of ~6e-8); where a table's density sits
+    # at its floor (DENSITY_FLOOR, its far end) that moves a particle by up to ~2 cm: since change 44 the
+    # VLP-16's snow table puts one ray in ~10^4 there (15.88 against 15.89 m)
+    close = np.isclose(r[det], rr[det], rtol=1e-4, atol=2e-3)
+    assert int((~close).sum()) <= 2, r[det][~close]
+    np.testing.assert_allclose(r[det], rr[det], rtol=1.5e-3, atol=2e-3)
     np.testing.assert_allclose(p[det], rp[det], rtol=1e-3)
     assert np.all(np.isfinite(refl[f != 0])) and np.all(refl[f != 0] > 0)
 

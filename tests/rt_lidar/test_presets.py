@@ -203,6 +203,7 @@ BAD = [
     ("max_m = 100.0", "max_m = 0.4", "range.min_m", "must be below range.max_m = 0.4 m"),
     ('packet_format = "velodyne-vlp16"', "", "packet_format", "is required"),
     ("[scan]", "frame_rate_hz = 5.0\n[scan]", "frame_rate_hz", "unknown key"),
+    ("beam_exit_v_m = 0.0095\n", "", "optics.beam_exit_h_m", "given with optics.beam_exit_v_m"),
 ]
 
 

@@ -114,8 +114,9 @@ def test_pipeline_with_rain_flags_clutter_and_is_reproducible() -> None:
     rain = (a["flags"] & PointFlag.RAIN_CLUTTER) != 0
     assert rain.sum() > 0 and np.all(a["segment"][rain] == 0)
     rng = np.sqrt(a["x"] ** 2 + a["y"] ** 2 + a["z"] ** 2)
-    # near the sensor: Linnhoff et al.'s VLP-16 rain points lie 90 % within 10.7 m (issue 40)
-    assert np.all(rng[rain] < 15) and np.median(rng[rain]) < 8
+    # near the sensor: Linnhoff et al.'s VLP-16 rain points lie 90 % within 10.7 m, 95 % within 14.2 m
+    # and 99 % within 24 m (issue 40; since change 44 the model's reach that far, at 50 mm/h beyond 15 m)
+    assert np.quantile(rng[rain], 0.95) < 14.2 and np.all(rng[rain] < 24) and np.median(rng[rain]) < 8
 
 
 def _wall_points(mode: str, sub_rays: int, weather: WeatherConfig) -> np.ndarray:
