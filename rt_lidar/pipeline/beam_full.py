@@ -14,8 +14,9 @@ neighbours in ring and azimuth, the pulses whose footprint may meet
   pulse's length), since the step may lie anywhere between the two rays, in either footprint;
 - the edge of a transmissive surface (glass): a neighbour's ray passes glass where this one does not,
   or their glass ranges part as above;
-- the edge of a retro-reflector (a material with a retro lobe): a neighbour's ray ends on one where
-  this one does not (the target reaches into one of the two footprints: it blooms there);
+- the edge of a retro-reflector (a retro lobe above :data:`RETRO_GAIN_MIN`: sheeting, not a road
+  marking): a neighbour's ray ends on one where this one does not (the target reaches into one of the
+  two footprints: it blooms there);
 
 and each pulse so marked casts one probe ray at its footprint's rim toward the neighbour that marked
 it (:mod:`rt_lidar.pipeline.beam_probe`): only the pulses whose probe sees the step within the footprint
@@ -149,7 +150,7 @@ class FullBeamPlan:
     thresholds."""
 
     pattern: SubRayPattern
-    retro: np.ndarray  # (M,) bool per world material: has a retro lobe
+    retro: np.ndarray  # (M,) bool per world material: a retro-reflector (gain > RETRO_GAIN_MIN)
     footprint_rad: float
     """Full angular size of the footprint the bundle samples (largest sub-ray offset, both sides)."""
     edge_m: float
