@@ -217,6 +217,7 @@ SUMMARY_KEYS = (
     "hole_share",
     "holes_near_object_share",
     "holes_median_neighbour_range_m",
+    "laser_hole_spread",
     "intensity_max",
 )
 DROP_KEYS = (
