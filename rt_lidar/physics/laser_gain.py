@@ -22,13 +22,14 @@ is the same unit, and the same preset gives the same bytes. ``laser_gain_spread 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
 
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["UNIT_STREAM", "laser_gains", "ring_gains"]
+__all__ = ["UNIT_STREAM", "alike_lasers", "laser_gains", "ring_gains"]
 
 UNIT_STREAM = 0x6C61736572
 """The unit's draw's stream, beside its seed (``SeedSequence([laser_unit_seed, UNIT_STREAM])``): no other
@@ -61,3 +62,13 @@ def ring_gains(preset: SensorPreset) -> np.ndarray | None:
         out[b.ring] = np.float32(g)
     out.flags.writeable = False
     return out
+
+
+def alike_lasers(preset: SensorPreset) -> SensorPreset:
+    """``preset`` with every laser at gain 1 (no spread, no beam's own gain): its average laser, the one
+    its datasheet figures describe (``preset`` itself where its lasers are alike already)."""
+    if ring_gains(preset) is None:
+        return preset
+    beams = tuple(dataclasses.replace(b, laser_gain=None) for b in preset.beams)
+    receiver = dataclasses.replace(preset.receiver, laser_gain_spread=0.0)
+    return dataclasses.replace(preset, beams=beams, receiver=receiver)

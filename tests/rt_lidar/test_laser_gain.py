@@ -16,7 +16,7 @@ from rt_lidar.backend.physics_ops import backend_named
 from rt_lidar.config import RunConfig
 from rt_lidar.physics import path_factor_fused
 from rt_lidar.physics.echo import EchoModel
-from rt_lidar.physics.laser_gain import laser_gains, ring_gains
+from rt_lidar.physics.laser_gain import alike_lasers, laser_gains, ring_gains
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset, list_presets, load_preset, preset_from_dict, preset_to_dict
 from rt_lidar.validation.real_frames import read_frame
@@ -78,6 +78,17 @@ def test_presets_without_a_spread_apply_no_per_laser_factor() -> None:
         assert (ring_gains(p) is not None) == (name == "HDL-64E"), name
         assert (p.receiver.laser_gain_spread > 0) == (name == "HDL-64E"), name
     assert ring_gains(_unit("HDL-64E", 0.0)) is None
+
+
+def test_the_datasheet_figures_are_the_average_lasers() -> None:
+    """Detection curves (``validation.detection``) fire the preset's average laser: the shipped HDL-64E's
+    ring 0 has a gain other than 1, its alike-lasers twin none; a preset already alike is returned as is."""
+    p = load_preset("HDL-64E")
+    g = ring_gains(p)
+    assert g is not None and abs(float(g[0]) - 1.0) > 0.05
+    assert ring_gains(alike_lasers(p)) is None
+    flat = load_preset("VLP-32C")
+    assert alike_lasers(flat) is flat
 
 
 @pytest.mark.parametrize("backend", ["numpy", "compiled"])
