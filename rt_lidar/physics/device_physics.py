@@ -33,6 +33,7 @@ from rt_lidar.physics.device_sun import at_pulses, blinded_pulses, false_alarm_c
 from rt_lidar.physics.device_wet import spray_device, wet_columns, wet_road_device, wetness_of
 from rt_lidar.physics.glass_ghost import ghost_echoes, mirror_r0
 from rt_lidar.physics.intensity_chain import measure
+from rt_lidar.physics.laser_gain import ring_gains
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
 from rt_lidar.physics.pulse_spread import peak_factor
 from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus, focus_gain, focus_parameters
@@ -100,6 +101,8 @@ class DeviceSensorPhysics(SensorPhysics):
         self._focus = focus_parameters(preset)
         inv = beam_inverse_focus(preset)  # each laser's own focus, where set (EchoModel.beam_focus)
         self._beam_focus = None if inv is None else xp.asarray(inv)
+        gain = ring_gains(preset)  # each laser's own gain, where the unit's lasers differ
+        self._laser_gain = None if gain is None else xp.asarray(gain)
         self._hemispherical: Any = None  # the wet road's albedos (hemispherical_device)
 
     def hemispherical_device(self) -> Any:
@@ -110,11 +113,14 @@ class DeviceSensorPhysics(SensorPhysics):
         return self._hemispherical
 
     def _beam_focus_ratio(self, ring: Any, range_m: Any) -> Any:
-        """:meth:`EchoModel.beam_focus` on the device (float32), None where no beam sets its own focus."""
-        if self._beam_focus is None:
-            return None
+        """:meth:`EchoModel.beam_focus` on the device (float32), None where no beam sets its own focus
+        or gain."""
         xp = self.xp
-        return beam_focus_ratio(xp, self.preset, self._beam_focus, ring, range_m).astype(xp.float32)
+        gain = None if self._laser_gain is None else xp.take(self._laser_gain, xp.asarray(ring, xp.int64))
+        if self._beam_focus is None:
+            return gain
+        ratio = beam_focus_ratio(xp, self.preset, self._beam_focus, ring, range_m).astype(xp.float32)
+        return ratio if gain is None else ratio * gain
 
     def _path(self, range_m: Any) -> Any:
         """:meth:`EchoModel.path_factor` on the device."""

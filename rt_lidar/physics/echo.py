@@ -22,6 +22,7 @@ from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.physics import fused, path_factor_fused
 from rt_lidar.physics.clear_coat import coat_apply
+from rt_lidar.physics.laser_gain import ring_gains
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import peak_factor
 from rt_lidar.physics.receiver_focus import beam_focus_ratio
@@ -64,15 +65,19 @@ class EchoModel:
         """What each laser's own focus changes (float32, per echo of a pulse of ring ``ring`` at
         ``range_m``) against the preset-wide focus of :meth:`path_factor`: object and glass echoes are
         multiplied by it, calibrated reflectivity divided (the drivers compensate each laser's focus);
-        None where no beam sets its own (:func:`~rt_lidar.physics.receiver_focus.beam_focus_ratio`)."""
+        None where no beam sets its own (:func:`~rt_lidar.physics.receiver_focus.beam_focus_ratio`).
+        Each laser's own gain (:mod:`rt_lidar.physics.laser_gain`) multiplies it, in float32 after the
+        focus ratio on every backend (the same bits)."""
         inv = path_factor_fused.inverse_focus(self.preset)  # (built once per preset)
+        gain = ring_gains(self.preset)
         if inv is None:
-            return None
+            return None if gain is None else np.take(gain, np.asarray(ring, np.intp))
+        ratio = None
         if self.backend.name == "compiled":
-            fused = path_factor_fused.beam_focus(self.preset, inv, ring, range_m)
-            if fused is not None:
-                return fused
-        return np.asarray(beam_focus_ratio(np, self.preset, inv, ring, range_m), np.float32)
+            ratio = path_factor_fused.beam_focus(self.preset, inv, ring, range_m)
+        if ratio is None:
+            ratio = np.asarray(beam_focus_ratio(np, self.preset, inv, ring, range_m), np.float32)
+        return ratio if gain is None else ratio * np.take(gain, np.asarray(ring, np.intp))
 
     def unit_power(self, range_m: np.ndarray) -> np.ndarray:
         """Received power (W) of a white Lambertian target (S = 1) filling the beam, in clear air."""

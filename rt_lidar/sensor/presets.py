@@ -230,6 +230,14 @@ class ReceiverSpec:
     ``datasheet_ambient_lux`` and falls with less light. None: a fixed threshold."""
     datasheet_ambient_lux: float = spec(0.0, 0.0, 200_000.0, "lx")
     """Ambient light in which the datasheet's range figures were measured (Ouster: 100 klx sunlight)."""
+    laser_gain_spread: float = spec(0.0, 0.0, 2.0)
+    """How much the unit's lasers differ in sensitivity (transmit power x receiver gain): the standard
+    deviation of the natural log of each laser's gain on its echo power, drawn once per unit from
+    ``laser_unit_seed`` (:mod:`rt_lidar.physics.laser_gain`); beams with their own ``laser_gain`` keep
+    it. 0: every laser alike."""
+    laser_unit_seed: int = spec(0, 0, 2**63 - 1)
+    """Which unit ``laser_gain_spread`` draws: the same seed gives the same lasers, whatever the run's
+    seed (a run's seed changes its noise, not its hardware)."""
 
     def saturation(self, threshold_w: float) -> float:
         """The saturation power (W): ``saturation_w``, or the assumed default over ``threshold_w``."""
@@ -337,6 +345,10 @@ class Beam:
     receiver_focus_m: float | None = spec(None, 0.1, 1000.0, "m")
     """Distance this laser's receiver is focused at (a Velodyne calibration's ``focal_distance`` where it
     gives one; :mod:`rt_lidar.physics.receiver_focus`); unset: ``optics.receiver_focus_m``."""
+    laser_gain: float | None = spec(None, 0.01, 100.0)
+    """This laser's sensitivity against the preset's (its transmit power x receiver gain, a factor on its
+    echo power: :mod:`rt_lidar.physics.laser_gain`); unset: drawn from ``receiver.laser_gain_spread``
+    (1 where that is 0)."""
     origin_radial_m: float | None = spec(None, -1.0, 1.0, "m")
     """Where the beam starts, off the sensor axis, in the head's frame at the column's azimuth (the
     firing's azimuth less this beam's ``azimuth_offset_deg``): out along that azimuth, ..."""

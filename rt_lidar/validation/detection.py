@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rt_lidar.physics.laser_gain import alike_lasers
 from rt_lidar.physics.model import PhysicsConfig, SensorPhysics
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import PointFlag
@@ -96,7 +97,9 @@ def detection_curve(
     """Fire ``pulses`` at the target at each range (single-ray path of the preset's physics) in
     ``sun_lux`` of sunlight; None: the light of the preset's datasheet figures where its threshold
     follows the ambient light (``receiver.photon_floor_counts``: ``receiver.datasheet_ambient_lux``,
-    the target lit square-on), else night."""
+    the target lit square-on), else night. The pulses are the preset's average laser (gain 1, what the
+    datasheet's figures describe: :func:`rt_lidar.physics.laser_gain.alike_lasers`)."""
+    preset = alike_lasers(preset)
     if sun_lux is None:
         rx = preset.receiver
         sun_lux = rx.datasheet_ambient_lux if rx.photon_floor_counts is not None else 0.0

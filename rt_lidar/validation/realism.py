@@ -33,6 +33,7 @@ import numpy as np
 
 from rt_lidar.validation.realism_grid import ScanGrid
 from rt_lidar.validation.realism_holes import class_counts, fine_counts, hole_rates
+from rt_lidar.validation.realism_lasers import laser_hole_rates, laser_hole_spread
 
 __all__ = ["BANDS_M", "GroundPlane", "fit_ground", "realism_statistics"]
 
@@ -277,7 +278,9 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
     n_holes = int(holes.sum())
     hr = np.asarray(ranges)
     counts = class_counts(grid.range_m[ret], ground[ret], med, g_share)
-    return {
+    elev_deg = np.degrees(np.arcsin(np.where(elev >= -1, elev, np.nan)))
+    lasers = laser_hole_spread(laser_hole_rates(elev_deg, holes, ret))
+    return lasers | {
         "drop_share": float(missing.sum() / max(view.sum(), 1)),
         "hole_share": float(n_holes / max(int(ret.sum()) + n_holes, 1)),
         "holes": n_holes,

@@ -217,9 +217,16 @@ SUMMARY_KEYS = (
     "hole_share",
     "holes_near_object_share",
     "holes_median_neighbour_range_m",
+    "laser_hole_spread",
     "intensity_max",
 )
-DROP_KEYS = ("drop_share", "hole_share", "holes_near_object_share", "holes_median_neighbour_range_m")
+DROP_KEYS = (
+    "drop_share",
+    "hole_share",
+    "holes_near_object_share",
+    "holes_median_neighbour_range_m",
+    "laser_hole_spread",
+)
 FULL_DROP_KEYS = tuple(f"full_{k}" for k in DROP_KEYS)
 """The raydrop statistics over every ray of a scan (``DROP_KEYS`` are over KITTI's camera view where
 the KITTI calibration is found)."""
@@ -521,7 +528,7 @@ def realism_table(rep: dict[str, Any]) -> str:
             )
     scans = rep.get("real_scans", {})
     if scans:
-        cols = (*STAT_KEYS, "hole_share")
+        cols = (*STAT_KEYS, "hole_share", "laser_hole_spread")
         rows.append("")
         rows.append(
             f"{'real scan (residual: simulated - real)':40} {'preset':8} "
@@ -529,7 +536,7 @@ def realism_table(rep: dict[str, Any]) -> str:
         )
         for label, sc in scans.items():
             st, r = sc["statistics"], sc.get("residual", {})
-            key_of = {**STAT_KEYS, "hole_share": "hole_share"}
+            key_of = {**STAT_KEYS, "hole_share": "hole_share", "laser_hole_spread": "laser_hole_spread"}
             cells = [f"{_fmt(st.get(key_of[c])) + ' (' + _fmt(r.get(c)) + ')':>17}" for c in cols]
             rows.append(f"{label[:40]:40} {sc['preset']:8} " + " ".join(cells))
     for name, lay in rep.get("layouts", {}).items():

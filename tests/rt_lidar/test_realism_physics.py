@@ -97,8 +97,9 @@ def test_the_road_of_the_demo_street_looks_real_on_an_hdl64e(hdl64: list[dict]) 
     # 39 with it on the optical peak (real: KITTI's road answers to ~55 m: docs/realism.md's residuals);
     # the ~43 was the ground's concrete behind the start of the drive: on asphalt all round (change 35)
     # the whole turn reads what the road ahead reads, its ring at 37.5 m (the next, 42.8 m, returns
-    # under half the time)
-    assert 36.0 < horizon < 42.0
+    # under half the time); with change 42's shipped unit (unit seed 1, spread 0.38) the laser of that
+    # next ring has a gain above 1 and it answers: 42.8 (every laser alike: 37.5)
+    assert 36.0 < horizon < 46.0
     returned = np.mean([s["ground_horizon_returned_m"] for s in hdl64])
     assert returned == pytest.approx(horizon, rel=0.03)  # the demo street's road is flat
     # asphalt's texture in 3 cm cells (change 21): ~0.51 at calibrated reflectivity's step; before:

@@ -79,8 +79,9 @@ def test_the_hdl64e_lower_block_is_focused_nearer_than_the_upper() -> None:
 
 def test_a_beams_own_focus_scales_its_echoes_by_the_ratio_of_the_two_foci() -> None:
     """A lower-block echo is ``eta(R, 11.2 m) / eta(R, 15 m)`` of the preset-wide one (1.5x at 6 m, 1
-    beyond 15 m); an upper-block echo is unchanged."""
+    beyond 15 m); an upper-block echo is unchanged (every laser's gain 1 here: change 42's spread off)."""
     preset = load_preset("HDL-64E")
+    preset = dataclasses.replace(preset, receiver=dataclasses.replace(preset.receiver, laser_gain_spread=0.0))
     echo = EchoModel(preset, load_material_table().arrays(["asphalt"], preset.optics.wavelength_nm))
     lower = next(b.ring for b in preset.beams if b.receiver_focus_m is not None)
     upper = next(b.ring for b in preset.beams if b.receiver_focus_m is None)
