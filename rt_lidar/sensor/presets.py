@@ -629,8 +629,8 @@ def _check_cross(p: SensorPreset, source: str) -> None:
     if (out.intensity == "raw_intensity") != (out.raw_gain is not None):
         raise PresetError(source, "output.raw_gain", 'given with intensity = "raw_intensity" and only then')
     if (out.raw_step is not None or out.raw_step_spread > 0) and out.intensity != "calibrated_reflectivity":
-        given = "output.raw_step" if out.raw_step is not None else "output.raw_step_spread"
-        raise PresetError(source, given, 'only with intensity = "calibrated_reflectivity"')
+        stated = "output.raw_step" if out.raw_step is not None else "output.raw_step_spread"
+        raise PresetError(source, stated, 'only with intensity = "calibrated_reflectivity"')
     if out.raw_step_spread > 0 and out.raw_step is None:
         raise PresetError(source, "output.raw_step_spread", "needs output.raw_step")
     if out.raw_knee is not None and (out.intensity != "raw_intensity" or out.raw_knee >= out.intensity_max):
@@ -641,8 +641,8 @@ def _check_cross(p: SensorPreset, source: str) -> None:
 
 def _check_profile(o: OpticsSpec, source: str) -> None:
     if (o.beam_exit_h_m is None) != (o.beam_exit_v_m is None):
-        given, missing = ("h", "v") if o.beam_exit_v_m is None else ("v", "h")
-        raise PresetError(source, f"optics.beam_exit_{given}_m", f"needs optics.beam_exit_{missing}_m too")
+        stated, missing = ("h", "v") if o.beam_exit_v_m is None else ("v", "h")
+        raise PresetError(source, f"optics.beam_exit_{stated}_m", f"needs optics.beam_exit_{missing}_m too")
     if o.beam_exit_h_m is not None and o.beam_profile != "gaussian":
         # the rain and snow tables spread the filled exit with the Gaussian of the divergences only
         raise PresetError(source, "optics.beam_exit_h_m", "needs optics.beam_profile = 'gaussian'")
