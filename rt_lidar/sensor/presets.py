@@ -643,9 +643,6 @@ def _check_profile(o: OpticsSpec, source: str) -> None:
     if (o.beam_exit_h_m is None) != (o.beam_exit_v_m is None):
         stated, missing = ("h", "v") if o.beam_exit_v_m is None else ("v", "h")
         raise PresetError(source, f"optics.beam_exit_{stated}_m", f"needs optics.beam_exit_{missing}_m too")
-    if o.beam_exit_h_m is not None and o.beam_profile != "gaussian":
-        # the rain and snow tables spread the filled exit with the Gaussian of the divergences only
-        raise PresetError(source, "optics.beam_exit_h_m", "needs optics.beam_profile = 'gaussian'")
     given = [o.beam_profile_h_mrad, o.beam_profile_v_mrad, o.beam_profile_table]
     if o.beam_profile != "table":
         if any(g is not None for g in given):
