@@ -203,7 +203,10 @@ BAD = [
     ("max_m = 100.0", "max_m = 0.4", "range.min_m", "must be below range.max_m = 0.4 m"),
     ('packet_format = "velodyne-vlp16"', "", "packet_format", "is required"),
     ("[scan]", "frame_rate_hz = 5.0\n[scan]", "frame_rate_hz", "unknown key"),
-    ("beam_exit_v_m = 0.0095\n", "", "optics.beam_exit_h_m", "given with optics.beam_exit_v_m"),
+    ("beam_exit_v_m = 0.0095\n", "", "optics.beam_exit_h_m", "needs optics.beam_exit_v_m too"),
+    ("beam_exit_h_m = 0.0127\n", "", "optics.beam_exit_v_m", "needs optics.beam_exit_h_m too"),
+    ("beam_exit_h_m = 0.0127", "beam_exit_h_m = 0.0", "optics.beam_exit_h_m", "must be in [0.0001, 0.2] m"),
+    ("max = 100", "max = 100\nraw_step_spread = 0.3", "output.raw_step_spread", "needs output.raw_step"),
 ]
 
 
@@ -310,3 +313,14 @@ def test_airsim_rotation_rate_and_uniform_fallback() -> None:
             p.pulse.peak_power_w, p.optics.receiver_aperture_m, p.optics.system_efficiency, 90.0
         )
     )
+
+
+def test_raw_step_spread_on_another_intensity_names_that_field(tmp_path: Path) -> None:
+    """Only ``raw_step_spread`` given on a raw-intensity preset: the error names the field given."""
+    text = _preset_file("hdl-64e").read_text()
+    bad = tmp_path / "spread-hdl64e.toml"
+    bad.write_text(text.replace("raw_knee = 160.0", "raw_knee = 160.0\nraw_step_spread = 0.3", 1))
+    with pytest.raises(PresetError) as info:
+        load_preset(bad)
+    assert info.value.field == "output.raw_step_spread"
+    assert 'only with intensity = "calibrated_reflectivity"' in info.value.problem
