@@ -18,7 +18,8 @@ from rt_lidar.physics import pulse_spread
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.pulse_spread import peak_factor
 from rt_lidar.sensor.materials import load_material_table
-from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.presets import SensorPreset, load_preset
+from rt_lidar.validation import realism_experiment
 from rt_lidar.validation.realism import realism_statistics
 from rt_lidar.validation.realism_experiment import simulated_grids
 
@@ -81,6 +82,12 @@ def test_scans_without_the_broadening_see_the_road_one_ring_further(monkeypatch:
         assert h is not None
         return float(h)
 
+    def every_laser_alike(name: str) -> SensorPreset:  # the broadening alone, without change 42's unit
+        preset = load_preset(name)
+        receiver = dataclasses.replace(preset.receiver, laser_gain_spread=0.0)
+        return dataclasses.replace(preset, receiver=receiver)
+
+    monkeypatch.setattr(realism_experiment, "load_preset", every_laser_alike)
     kept = horizon()
     monkeypatch.setattr(pulse_spread, "beam_sigma_rad", lambda preset: 0.0)  # no footprint's depth
     without = horizon()
