@@ -34,14 +34,8 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.errors import RtLidarError
-from rt_lidar.kernels import (
-    calibrated_reflectivity_output,
-    raw_intensity_output,
-    raw_reading_lookup,
-    received_power_output,
-)
 from rt_lidar.kernels.xp import array_module, to_numpy
-from rt_lidar.physics.intensity_chain import detection_table_steps
+from rt_lidar.physics.intensity_chain import detection_table_steps, reported_intensity
 from rt_lidar.physics.model import SensorPhysics
 from rt_lidar.pipeline.frame_loop import Sensed
 from rt_lidar.pipeline.sources import Hits, interpolate_pose_samples
@@ -422,19 +416,9 @@ def _as_points(
         pts[axis] = d[:, k] * r32
     pre = a.preset
     refl = (power / np.maximum(a.physics.unit_power(r32).astype(np.float64), 1e-30)).astype(np.float32)
-    if pre.output.intensity == "calibrated_reflectivity":
-        dmax = pre.output.diffuse_max or pre.output.intensity_max
-        val = calibrated_reflectivity_output(refl, dmax, pre.output.intensity_max)
-        steps = detection_table_steps(pre, pa.ring[idx], idx.size)  # each laser's raw reading (change 41)
-        pts["intensity"] = val if steps is None else raw_reading_lookup(val, steps, float(dmax))
-    elif pre.output.intensity == "raw_intensity":
-        pts["intensity"] = raw_intensity_output(
-            refl, pre.output.raw_gain or 1.0, pre.output.intensity_max, pre.output.raw_knee
-        )
-    else:
-        pts["intensity"] = received_power_output(
-            power.astype(np.float32), pre.pulse.detection_threshold_w, pre.output.intensity_max
-        )
+    steps = detection_table_steps(pre, pa.ring[idx], idx.size)  # each laser's raw reading (change 41)
+    # read as the sensor reports its own returns: its units, reporting step and weak zeros
+    pts["intensity"] = reported_intensity(pre, power, refl, r32, steps)
     pts["reflectivity"] = refl
     pts["ring"] = pa.ring[idx]
     pts["t"] = pa.t_ns[idx]

@@ -50,6 +50,8 @@ def test_false_points_are_flagged_and_added_to_the_true_scan() -> None:
             assert np.all((rng >= 0.5) & (rng <= 100.0))
             assert np.all(fp["return_id"] >= 1)  # after the pulse's own return
             assert np.all((fp["t"] >= 0) & (fp["t"] < 100_000_000))  # within the 10 Hz scan
+            # read as the VLP-16 reports its own returns: whole numbers, at least one step
+            assert np.all(fp["intensity"] == np.round(fp["intensity"])) and np.all(fp["intensity"] >= 1)
     assert total > 0
 
 
