@@ -645,6 +645,14 @@ def _check_cross(p: SensorPreset, source: str) -> None:
         raise PresetError(source, stated, 'only with intensity = "calibrated_reflectivity"')
     if out.raw_step_spread > 0 and out.raw_step is None:
         raise PresetError(source, "output.raw_step_spread", "needs output.raw_step")
+    top = out.diffuse_max or out.intensity_max
+    if out.raw_step is not None and out.raw_step * (1.0 + out.raw_step_spread) > top / 2:
+        raise PresetError(  # a coarser step reads every diffuse surface as 0 or the top
+            source,
+            "output.raw_step",
+            f"each laser's step (raw_step x (1 + raw_step_spread)) must be at most half of {top}, "
+            f"got {out.raw_step * (1.0 + out.raw_step_spread):g}",
+        )
     if out.raw_knee is not None and (out.intensity != "raw_intensity" or out.raw_knee >= out.intensity_max):
         raise PresetError(
             source, "output.raw_knee", f'only with intensity = "raw_intensity", below {out.intensity_max}'

@@ -207,6 +207,7 @@ BAD = [
     ("beam_exit_h_m = 0.0127\n", "", "optics.beam_exit_v_m", "needs optics.beam_exit_h_m too"),
     ("beam_exit_h_m = 0.0127", "beam_exit_h_m = 0.0", "optics.beam_exit_h_m", "must be in [0.0001, 0.2] m"),
     ("max = 100", "max = 100\nraw_step_spread = 0.3", "output.raw_step_spread", "needs output.raw_step"),
+    ("max = 100", "max = 100\nraw_step = 60.0", "output.raw_step", "must be at most half of 100, got 60"),
 ]
 
 
