@@ -88,17 +88,3 @@ def test_blinds_and_double_glazing_take_their_surveyed_shares() -> None:
     panes = int(np.count_nonzero(mesh.face_material == glass)) // 2  # two triangles a pane
     windows = 16
     assert panes == windows + int(double_glazed(windows).sum())
-
-
-def test_a_shallow_building_keeps_its_rooms_inside() -> None:
-    """A building shallower than the rooms' 5 m: the back wall stands just inside its rear wall, not
-    behind the building; a deep one keeps the 5 m room."""
-    for depth, back in ((4.0, 4.0 - WALL_T), (12.0, WALL_T + ROOM_DEPTH_M + 0.2)):
-        b = MeshBuilder()
-        add_building(b, WIDTH, depth, 2, "brick")
-        mesh = b.build("building", 1)
-        interior = list(Scene(objects=[]).material_names).index("interior")
-        faces = mesh.faces[mesh.face_material == interior]
-        y = mesh.vertices[faces.ravel(), 1]
-        assert y.min() >= WALL_T - 1e-5 and abs(float(y.max()) - back) < 1e-4, depth
-        assert float(mesh.vertices[:, 1].max()) <= depth + 1e-5

@@ -148,4 +148,4 @@ def add_building(
     b.box((width - th / 2, depth / 2, height / 2), (th, depth, height), wall)
     b.box((width / 2, depth - th / 2, height / 2), (width - 2 * th, th, height), wall)
     b.box((width / 2, th + inner / 2, height - 0.15), (width - 2 * th, inner, 0.3), "concrete")
-    add_rooms(b, width, height, th, floor_h, floors, windows, depth)
+    add_rooms(b, width, height, th, floor_h, floors, windows)

@@ -30,8 +30,6 @@ sources).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .geometry import MeshBuilder
@@ -80,20 +78,19 @@ def add_rooms(
     floor_h: float,
     floors: int,
     windows: list[tuple[float, float, float, float]],
-    depth: float = math.inf,
 ) -> None:
     """Rooms behind a facade on y = 0 (the building's frame of ``add_building``): a back wall
-    ``ROOM_DEPTH_M`` inside the facade's inner face (``wall_t``; in a building of ``depth`` too shallow
-    for that, just inside its rear wall), a floor slab for each of ``floors`` storeys (``floor_h``
-    apart) but the ground floor, and a blind in each window of ``windows`` ((x0, x1, z0, z1) each), all
-    ``interior``; the double-glazed windows' second ``glass`` pane ``IGU_GAP_M`` behind the first,
-    which lies at ``wall_t / 2``."""
+    ``ROOM_DEPTH_M`` inside the facade's inner face (``wall_t``), a floor slab for each of ``floors``
+    storeys (``floor_h`` apart) but the ground floor, and a blind in each window of ``windows``
+    ((x0, x1, z0, z1) each), all ``interior``; the double-glazed windows' second ``glass`` pane
+    ``IGU_GAP_M`` behind the first, which lies at ``wall_t / 2``."""
     inner = width - 2 * wall_t
-    room = max(min(ROOM_DEPTH_M, depth - 2 * wall_t - 0.2), 2 * BLIND_GAP_M)
-    y_back = wall_t + room
+    y_back = wall_t + ROOM_DEPTH_M
     b.box((width / 2, y_back + 0.1, (height - 0.3) / 2), (inner, 0.2, height - 0.3), "interior")
     for f in range(1, floors):
-        b.box((width / 2, wall_t + room / 2, f * floor_h - 0.1), (inner, room, 0.2), "interior")
+        b.box(
+            (width / 2, wall_t + ROOM_DEPTH_M / 2, f * floor_h - 0.1), (inner, ROOM_DEPTH_M, 0.2), "interior"
+        )
     y, y2 = wall_t + BLIND_GAP_M, wall_t / 2 + IGU_GAP_M
     n = len(windows)
     for (xa, xb, z0, z1), share, double in zip(windows, blind_shares(n), double_glazed(n), strict=True):
