@@ -17,7 +17,6 @@ from .car_body import (
 )
 from .car_glazing import add_car_glazing
 from .geometry import MeshBuilder, unit_sphere
-from .rooms import add_rooms
 
 __all__ = ["add_building", "add_car", "add_rock", "add_sign", "add_street_light", "add_tree"]
 
@@ -119,8 +118,8 @@ def add_building(
 ) -> None:
     """A building shell in a frame whose facade lies on y = 0 (facing -y), spanning x in [0, width] and
     y in [0, depth]. The facade is a grid of wall pieces around window openings, each opening holds a
-    glass pane, and rays that pass the glass meet the rooms behind it (:func:`rooms.add_rooms`: back wall
-    5 m inside, floors, blinds; docs/realism.md change 43)."""
+    glass pane, and a dark back wall 3 m inside (the rooms' furnishings, ``interior``) stops rays that pass
+    the glass."""
     th = 0.3
     height = floors * floor_h + 0.6
     cols = max(1, int(width // window_pitch))
@@ -133,7 +132,6 @@ def add_building(
     for z0, z1 in zip(levels[0::2], levels[1::2], strict=True):
         b.box((width / 2, th / 2, (z0 + z1) / 2), (width, th, z1 - z0), wall)
     edges = np.concatenate([[0.0], np.ravel(np.c_[centers - window_w / 2, centers + window_w / 2]), [width]])
-    windows: list[tuple[float, float, float, float]] = []
     for f in range(floors):
         z0, z1 = f * floor_h + sill, f * floor_h + sill + window_h
         for x0, x1 in zip(edges[0::2], edges[1::2], strict=True):
@@ -142,10 +140,9 @@ def add_building(
             xa, xb = c - window_w / 2, c + window_w / 2
             y = th / 2
             b.quad([(xa, y, z0), (xb, y, z0), (xb, y, z1), (xa, y, z1)], "glass")
-            windows.append((xa, xb, z0, z1))
     inner = depth - 2 * th
     b.box((th / 2, depth / 2, height / 2), (th, depth, height), wall)
     b.box((width - th / 2, depth / 2, height / 2), (th, depth, height), wall)
     b.box((width / 2, depth - th / 2, height / 2), (width - 2 * th, th, height), wall)
     b.box((width / 2, th + inner / 2, height - 0.15), (width - 2 * th, inner, 0.3), "concrete")
-    add_rooms(b, width, height, th, floor_h, floors, windows)
+    b.box((width / 2, th + 3.0, (height - 0.3) / 2), (width - 2 * th, 0.2, height - 0.3), "interior")
