@@ -21,6 +21,7 @@ __all__ = [
     "intensity_dtype",
     "pcd_header",
     "read_pcd",
+    "read_pcd_table",
     "with_extras",
     "with_intensity_type",
     "write_pcd",
@@ -212,13 +213,13 @@ def _pcd_dtype(header: dict[str, list[str]], path: str) -> tuple[np.dtype, list[
     return np.dtype(fields), names, counts
 
 
-def read_pcd_points(path: str | Path) -> np.ndarray:
-    """A PCD file (binary or ascii, any subset of our fields) as :data:`POINT_DTYPE` points.
+def read_pcd_table(path: str | Path) -> np.ndarray:
+    """A PCD file (binary or ascii) as a structured array of the fields it has, named and typed as its
+    header says (``ring``, ``channel``, ``reflectivity``, ... as the writer named them).
 
-    Fields the file lacks stay zero; ``t`` may also come as ``time`` (seconds, float) as the ROS drivers
-    write it. A header or data that is not PCD v0.7 (a bad TYPE or SIZE, short rows, more POINTS than
-    the file holds) gives a :class:`~rt_lidar.errors.FieldError` naming the file and the field, before
-    anything of the declared size is allocated.
+    A header or data that is not PCD v0.7 (a bad TYPE or SIZE, short rows, more POINTS than the file
+    holds, a DATA kind other than binary or ascii) gives a :class:`~rt_lidar.errors.FieldError` naming
+    the file and the field, before anything of the declared size is allocated.
     """
     where = str(path)
     data = Path(path).read_bytes()
@@ -243,6 +244,18 @@ def read_pcd_points(path: str | Path) -> np.ndarray:
         raw = _ascii_rows(data[pos:], dtype, names, counts, count, where)
     else:
         raise FieldError(where, "DATA", f"'{mode}' is not supported (binary or ascii)")
+    return raw
+
+
+def read_pcd_points(path: str | Path) -> np.ndarray:
+    """A PCD file (binary or ascii, any subset of our fields) as :data:`POINT_DTYPE` points.
+
+    Fields the file lacks stay zero; ``t`` may also come as ``time`` (seconds, float) as the ROS drivers
+    write it. Bad headers or data are :class:`~rt_lidar.errors.FieldError` (:func:`read_pcd_table`).
+    """
+    raw = read_pcd_table(path)
+    names = raw.dtype.names or ()
+    count = raw.shape[0]
     out = np.zeros(count, POINT_DTYPE)
     for nm in POINT_FIELDS:
         if nm in names:

@@ -294,6 +294,7 @@ def _measure_real(frame: RealFrame) -> dict[str, Any]:
         "file": frame.path.name,
         "path": str(frame.path),
         "origin": frame.origin,
+        "read_as": "; ".join(x for x in (grid.units, grid.note) if x),
         "outdoor": outdoor,
         "kitti_view": frame.kitti_view,
         "statistics": {k: st.get(k) for k in REAL_SCAN_KEYS},
@@ -539,6 +540,7 @@ def realism_table(rep: dict[str, Any]) -> str:
             key_of = {**STAT_KEYS, "hole_share": "hole_share", "laser_hole_spread": "laser_hole_spread"}
             cells = [f"{_fmt(st.get(key_of[c])) + ' (' + _fmt(r.get(c)) + ')':>17}" for c in cols]
             rows.append(f"{label[:40]:40} {sc['preset']:8} " + " ".join(cells))
+        rows += [f"{label}: read as {sc['read_as']}" for label, sc in scans.items() if sc.get("read_as")]
     for name, lay in rep.get("layouts", {}).items():
         rows += ["", layout_table(name, lay)]
     return "\n".join(rows)
