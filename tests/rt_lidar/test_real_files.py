@@ -224,3 +224,21 @@ def test_pcd_without_an_intensity_field_is_refused(tmp_path: Path) -> None:
     path.write_bytes(head.encode() + a.astype("<f4").tobytes())
     with pytest.raises(RecordingError, match="without an intensity field"):
         read_real_scan(path, "HDL-32E")
+
+
+def test_binary_compressed_pcd_reads_as_the_binary_one(tmp_path: Path) -> None:
+    """PCL's ``binary_compressed`` PCDs (LZF, fields one after the other), as pypcd4 writes them; before,
+    refused. A body whose LZF data is cut is one FieldError, not a traceback."""
+    pypcd4 = pytest.importorskip("pypcd4")
+    a = np.fromfile(NUSCENES, np.float32).reshape(-1, 5)
+    pc = pypcd4.PointCloud.from_points(
+        a, ("x", "y", "z", "intensity", "ring"), (np.float32,) * 4 + (np.uint16,)
+    )
+    pc.save(tmp_path / "c.pcd", encoding=pypcd4.Encoding.BINARY_COMPRESSED)
+    pc.save(tmp_path / "b.pcd")
+    c, b = read_real_scan(tmp_path / "c.pcd", "HDL-32E"), read_real_scan(tmp_path / "b.pcd", "HDL-32E")
+    assert np.array_equal(c.range_m, b.range_m) and np.array_equal(c.intensity, b.intensity)
+    data = (tmp_path / "c.pcd").read_bytes()
+    (tmp_path / "cut.pcd").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ConfigError, match="binary_compressed sizes"):
+        read_real_scan(tmp_path / "cut.pcd", "HDL-32E")
