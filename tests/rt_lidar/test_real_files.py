@@ -242,3 +242,24 @@ def test_binary_compressed_pcd_reads_as_the_binary_one(tmp_path: Path) -> None:
     (tmp_path / "cut.pcd").write_bytes(data[: len(data) // 2])
     with pytest.raises(ConfigError, match="binary_compressed sizes"):
         read_real_scan(tmp_path / "cut.pcd", "HDL-32E")
+
+
+OS0_128 = DATA / "OS0-128" / "OS-0-128-U1_v2.3.0_1024x10.pcap"
+
+
+def test_rng15_reflectivity_frame_leaves_its_intensity_statistics_out() -> None:
+    """ouster-sdk's OS-0-128 sample (RNG15_RFL8_NIR8: no signal, calibrated reflectivity 0..255) beside
+    the OS1-64, whose scans report signal: its geometry and raydrop are compared, its intensity
+    statistics are not (before: a fall-off of 9.6 set against a signal's ~0.3); a signal frame keeps
+    them, and each says how it was read."""
+    from rt_lidar.validation.real_frames import RealFrame
+    from rt_lidar.validation.realism_experiment import _measure_real
+
+    refl = _measure_real(RealFrame("OS1-64", OS0_128, "os0", "user"))
+    assert "Ouster reflectivity" in refl["read_as"] and "intensity statistics left out" in refl["read_as"]
+    st = refl["statistics"]
+    assert st["ground_falloff_20_30_over_0_10"] is None and st["ground_texture_share"] is None
+    assert st["ground_horizon_m"] is not None and st["hole_share"] is not None
+    sig = _measure_real(RealFrame("OS1-64", OS1_32, "os1", "user"))
+    assert sig["statistics"]["ground_falloff_20_30_over_0_10"] is not None
+    assert "1024 of 1024 columns" in sig["read_as"]
