@@ -263,3 +263,36 @@ def test_rng15_reflectivity_frame_leaves_its_intensity_statistics_out() -> None:
     sig = _measure_real(RealFrame("OS1-64", OS1_32, "os1", "user"))
     assert sig["statistics"]["ground_falloff_20_30_over_0_10"] is not None
     assert "1024 of 1024 columns" in sig["read_as"]
+
+
+VLP16_DUAL = DATA / "VLP-16" / "vlp16_nebula_dual_1673400471.pcap"
+
+
+def test_real_vlp16_dual_capture_keeps_returns_velodyne_decoder_finds() -> None:
+    """nebula's VLP-16 capture in dual-return mode (one turn, tests/data/real/README.md): every return
+    kept is one of velodyne_decoder's returns of the same laser (to 1 mm), and the sweep
+    taken is said."""
+    vd = pytest.importorskip("velodyne_decoder")
+    from rt_lidar.sensor.presets import load_preset
+    from rt_lidar.sinks.velodyne import calibration_yaml
+
+    p = load_preset("VLP-16")
+    g = read_real_scan(VLP16_DUAL, "VLP-16")
+    assert "dual returns" in g.note and "360 deg" in g.note
+    cfg = vd.Config(max_range=1000.0, min_range=0.0)
+    cfg.model = vd.Model.VLP16
+    cfg.calibration = vd.Calibration.from_string(calibration_yaml(p))
+    pts = np.concatenate([q for _, q in vd.read_pcap(str(VLP16_DUAL), cfg)])
+    f = vd.PointField
+    rng_mm = np.round(np.linalg.norm(pts[:, :3], axis=1) * 1000).astype(np.int64)
+    rank = np.argsort(np.argsort(p.elevations_deg))  # velodyne_decoder numbers rings by elevation
+    for k in range(16):
+        ours = np.round(g.range_m[k][g.returned[k]] * 1000).astype(np.int64)
+        theirs = np.unique(rng_mm[pts[:, f.ring] == rank[k]])
+        if ours.size == 0:  # a laser that saw nothing in the room
+            assert theirs.size == 0 or theirs.max() == 0
+            continue
+        near = np.abs(theirs[np.clip(np.searchsorted(theirs, ours), 0, theirs.size - 1)] - ours)
+        near = np.minimum(near, np.abs(theirs[np.clip(np.searchsorted(theirs, ours) - 1, 0, None)] - ours))
+        assert near.max() <= 1, k
+    assert g.returned.sum() > 10_000
