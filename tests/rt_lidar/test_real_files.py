@@ -296,3 +296,14 @@ def test_real_vlp16_dual_capture_keeps_returns_velodyne_decoder_finds() -> None:
         near = np.minimum(near, np.abs(theirs[np.clip(np.searchsorted(theirs, ours) - 1, 0, None)] - ours))
         assert near.max() <= 1, k
     assert g.returned.sum() > 10_000
+
+
+def test_real_option_refuses_an_unreadable_file_before_anything_is_simulated(tmp_path: Path) -> None:
+    """``--real`` reads the file when it is parsed: a capture cut to a few packets is one ConfigError
+    naming the option (before, it was found only after the presets' scans were simulated)."""
+    from rt_lidar.validation.real_frames import parse_real_option
+
+    head, recs = _records(VLS128)
+    path = _write(tmp_path / "cut.pcap", head, 1, recs[:10])
+    with pytest.raises(ConfigError, match=r"--real 'VLS-128=.*too little of a turn"):
+        parse_real_option(f"VLS-128={path}")
