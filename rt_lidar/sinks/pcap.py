@@ -263,6 +263,13 @@ def read_pcap_udp(path: str | Path) -> Iterator[PcapRecord]:
         else:
             raise FieldError(where, "magic", f"0x{magic_le:08x} is not a pcap file's (pcapng is not read)")
         nano = struct.unpack(endian + "I", head[:4])[0] == _MAGIC_NS
+        link = struct.unpack(endian + "I", head[20:24])[0] & 0xFFFF
+        if link not in _IP_OFFSET_OF_LINK:
+            raise FieldError(
+                where,
+                "linktype",
+                f"{link} is not one read here (Ethernet, Linux cooked v1/v2, raw IP, BSD loopback)",
+            )
         index = -1
         read = len(head)  # bytes of whole records (and the file header) so far
         udp = 0
@@ -283,12 +290,13 @@ def read_pcap_udp(path: str | Path) -> Iterator[PcapRecord]:
                 _warn_cut(where, index, udp, read, f"it holds {len(buf):,} of its {incl:,} bytes")
                 return
             read += 16 + incl
-            if len(buf) < 42 or buf[12:14] != b"\x08\x00" or buf[23] != 17:
+            ip = _ipv4_offset(buf, link)
+            if ip < 0 or len(buf) < ip + 28 or buf[ip] >> 4 != 4 or buf[ip + 9] != 17:
                 continue
-            if struct.unpack(">H", buf[20:22])[0] & 0x3FFF:  # an IP fragment: not a whole datagram
+            if struct.unpack(">H", buf[ip + 6 : ip + 8])[0] & 0x3FFF:  # an IP fragment: not a whole datagram
                 continue
-            ihl = (buf[14] & 0x0F) * 4
-            u = 14 + ihl
+            ihl = (buf[ip] & 0x0F) * 4
+            u = ip + ihl
             if ihl < 20 or u + 8 > len(buf):
                 raise FieldError(
                     where,
@@ -303,10 +311,33 @@ def read_pcap_udp(path: str | Path) -> Iterator[PcapRecord]:
                     f"{ulen} bytes (8 at least) from offset {u} runs past the {len(buf)}-byte frame",
                 )
             stamp = sec * 1_000_000_000 + (frac if nano else frac * 1000)
-            src = ".".join(str(b) for b in buf[26:30])
-            dst = ".".join(str(b) for b in buf[30:34])
+            src = ".".join(str(b) for b in buf[ip + 12 : ip + 16])
+            dst = ".".join(str(b) for b in buf[ip + 16 : ip + 20])
             udp += 1
             yield PcapRecord(stamp, src, dst, sport, dport, buf[u + 8 : u + ulen])
+
+
+_IP_OFFSET_OF_LINK = {1: 14, 113: 16, 276: 20, 101: 0, 228: 0, 12: 0, 0: 4}
+"""pcap link types read (Ethernet, Linux cooked capture v1 and v2 as ``tcpdump -i any`` writes them,
+raw IPv4, BSD loopback) -> where the IPv4 header starts after the link header."""
+
+
+def _ipv4_offset(buf: bytes, link: int) -> int:
+    """Where the IPv4 header of a frame of link type ``link`` starts, -1 where the frame holds no IPv4
+    (ARP, IPv6, ...). 802.1Q VLAN tags on Ethernet are stepped over."""
+    if link == 1:
+        off, ether = 12, buf[12:14]
+        while ether in (b"\x81\x00", b"\x88\xa8") and len(buf) >= off + 6:
+            off += 4
+            ether = buf[off : off + 2]
+        return off + 2 if ether == b"\x08\x00" else -1
+    if link == 113:
+        return 16 if buf[14:16] == b"\x08\x00" else -1
+    if link == 276:
+        return 20 if buf[0:2] == b"\x08\x00" else -1
+    if link == 0:
+        return 4 if buf[:4] in (b"\x02\x00\x00\x00", b"\x00\x00\x00\x02") else -1
+    return 0
 
 
 def _warn_cut(where: str, index: int, udp: int, read: int, how: str) -> None:

@@ -8,6 +8,7 @@ holds it."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +20,10 @@ from rt_lidar.sinks.field_copy import copy_same_fields
 
 __all__ = [
     "intensity_dtype",
+    "lzf_decompress",
     "pcd_header",
     "read_pcd",
+    "read_pcd_table",
     "with_extras",
     "with_intensity_type",
     "write_pcd",
@@ -212,13 +215,13 @@ def _pcd_dtype(header: dict[str, list[str]], path: str) -> tuple[np.dtype, list[
     return np.dtype(fields), names, counts
 
 
-def read_pcd_points(path: str | Path) -> np.ndarray:
-    """A PCD file (binary or ascii, any subset of our fields) as :data:`POINT_DTYPE` points.
+def read_pcd_table(path: str | Path) -> np.ndarray:
+    """A PCD file (binary or ascii) as a structured array of the fields it has, named and typed as its
+    header says (``ring``, ``channel``, ``reflectivity``, ... as the writer named them).
 
-    Fields the file lacks stay zero; ``t`` may also come as ``time`` (seconds, float) as the ROS drivers
-    write it. A header or data that is not PCD v0.7 (a bad TYPE or SIZE, short rows, more POINTS than
-    the file holds) gives a :class:`~rt_lidar.errors.FieldError` naming the file and the field, before
-    anything of the declared size is allocated.
+    A header or data that is not PCD v0.7 (a bad TYPE or SIZE, short rows, more POINTS than the file
+    holds, a DATA kind other than binary or ascii) gives a :class:`~rt_lidar.errors.FieldError` naming
+    the file and the field, before anything of the declared size is allocated.
     """
     where = str(path)
     data = Path(path).read_bytes()
@@ -241,8 +244,87 @@ def read_pcd_points(path: str | Path) -> np.ndarray:
         raw = np.frombuffer(data, dtype=dtype, count=count, offset=pos)
     elif mode == "ascii":
         raw = _ascii_rows(data[pos:], dtype, names, counts, count, where)
+    elif mode == "binary_compressed":
+        raw = _compressed_rows(data[pos:], dtype, count, where)
     else:
-        raise FieldError(where, "DATA", f"'{mode}' is not supported (binary or ascii)")
+        raise FieldError(where, "DATA", f"'{mode}' is not supported (binary, binary_compressed or ascii)")
+    return raw
+
+
+def _compressed_rows(body: bytes, dtype: np.dtype, n: int, path: str) -> np.ndarray:
+    """PCL's ``binary_compressed`` body: uint32 compressed and uncompressed sizes, then LZF data that
+    holds the fields one after the other (all points' first field, then the second, ...)."""
+    if len(body) < 8:
+        raise FieldError(path, "DATA", "binary_compressed without its two 4-byte sizes")
+    packed, size = struct.unpack("<II", body[:8])
+    if size != n * dtype.itemsize or packed > len(body) - 8:
+        raise FieldError(
+            path,
+            "DATA",
+            f"binary_compressed sizes {packed:,} -> {size:,} bytes do not fit {n:,} points of "
+            f"{dtype.itemsize} bytes in {len(body) - 8:,} bytes",
+        )
+    flat = lzf_decompress(body[8 : 8 + packed], size, path)
+    raw = np.zeros(n, dtype)
+    pos = 0
+    for nm in dtype.names or ():
+        sub = dtype.fields[nm][0] if dtype.fields else dtype
+        width = n * sub.itemsize
+        raw[nm] = np.frombuffer(flat[pos : pos + width], sub.base).reshape(raw[nm].shape)
+        pos += width
+    return raw
+
+
+def lzf_decompress(src: bytes, size: int, path: str = "LZF data") -> bytes:
+    """LZF (liblzf, as PCL compresses PCD bodies) decompressed to ``size`` bytes: a control byte below
+    32 starts a run of that many plus one literal bytes; any other is a back reference of length
+    ``ctrl >> 5`` (7: plus the next byte) plus 2, at distance ``(ctrl & 31) << 8`` plus the next byte
+    plus 1. Data that runs past its end or refers before its start is a :class:`FieldError`."""
+    out = bytearray()
+    i, n = 0, len(src)
+    while i < n:
+        ctrl = src[i]
+        i += 1
+        if ctrl < 32:
+            if i + ctrl + 1 > n:
+                raise FieldError(path, "DATA", f"LZF literal run past the end at byte {i}")
+            out += src[i : i + ctrl + 1]
+            i += ctrl + 1
+            continue
+        length = ctrl >> 5
+        if length == 7:
+            if i >= n:
+                raise FieldError(path, "DATA", f"LZF reference cut at byte {i}")
+            length += src[i]
+            i += 1
+        if i >= n:
+            raise FieldError(path, "DATA", f"LZF reference cut at byte {i}")
+        ref = len(out) - ((ctrl & 31) << 8) - src[i] - 1
+        i += 1
+        length += 2
+        if ref < 0:
+            raise FieldError(path, "DATA", f"LZF reference before the start at byte {i}")
+        if ref + length <= len(out):
+            out += out[ref : ref + length]
+        else:  # overlapping: the run repeats what it copies
+            for k in range(length):
+                out.append(out[ref + k])
+        if len(out) > size:
+            break
+    if len(out) != size:
+        raise FieldError(path, "DATA", f"LZF data gives {len(out):,} bytes, its header says {size:,}")
+    return bytes(out)
+
+
+def read_pcd_points(path: str | Path) -> np.ndarray:
+    """A PCD file (binary or ascii, any subset of our fields) as :data:`POINT_DTYPE` points.
+
+    Fields the file lacks stay zero; ``t`` may also come as ``time`` (seconds, float) as the ROS drivers
+    write it. Bad headers or data are :class:`~rt_lidar.errors.FieldError` (:func:`read_pcd_table`).
+    """
+    raw = read_pcd_table(path)
+    names = raw.dtype.names or ()
+    count = raw.shape[0]
     out = np.zeros(count, POINT_DTYPE)
     for nm in POINT_FIELDS:
         if nm in names:

@@ -24,7 +24,7 @@ import numpy as np
 from rt_lidar.errors import RecordingError
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.sinks.pcap import read_pcap_udp
-from rt_lidar.sinks.pcd import read_pcd_points
+from rt_lidar.sinks.pcd import read_pcd_table
 from rt_lidar.validation.real_ouster import read_ouster_pcap
 from rt_lidar.validation.real_velodyne import read_velodyne_pcap
 from rt_lidar.validation.realism_grid import ScanGrid, grid_from_points, read_kitti_bin
@@ -146,49 +146,92 @@ def read_xyzi_bin(path: str | Path, preset: SensorPreset) -> ScanGrid:
     return grid_from_points(path.name, a[:, :3], a[:, 3], rings_from_elevation(a[:, :3], preset), step, units)
 
 
-def _pcd_fields(path: Path) -> list[str]:
-    with path.open("rb") as fh:
-        for _ in range(20):
-            line = fh.readline().decode("ascii", "replace").split()
-            if line and line[0].upper() == "FIELDS":
-                return line[1:]
-    return []
+RING_FIELDS = ("ring", "channel", "laser_number", "laser_id", "beam")
+"""PCD fields that number a point's laser, as drivers name them (velodyne_pointcloud, Ouster's and
+Hesai's ROS drivers: ``ring``; tier4/nebula: ``channel``; Argoverse 2: ``laser_number``)."""
+INTENSITY_FIELDS = ("intensity", "i", "reflectivity", "signal")
+"""PCD fields that hold the sensor's intensity, the first the file has is taken (Ouster's ROS driver
+writes its signal as ``intensity`` beside ``reflectivity``)."""
+RETURN_FIELDS = ("return_type", "return")
+"""PCD fields that mark which return of a ray a point is (dual-return clouds hold two points a ray)."""
+
+
+def _first_field(names: tuple[str, ...], choices: tuple[str, ...]) -> str | None:
+    lower = {n.lower(): n for n in names}
+    return next((lower[c] for c in choices if c in lower), None)
 
 
 def read_pcd_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
-    """A PCD of one scan: x, y, z, ``intensity``, ``ring`` where the file has one (else the nearest beam
-    elevation of ``preset``); points without a return (NaN, or within 0.5 m) are left out."""
+    """A PCD of one scan: x, y, z, the intensity (:data:`INTENSITY_FIELDS`), the laser number
+    (:data:`RING_FIELDS`, else the nearest beam elevation of ``preset``); points without a return (NaN,
+    or within 0.5 m) are left out. A dual-return cloud (:data:`RETURN_FIELDS`) keeps each ray's
+    strongest return. A PCD without coordinates or without an intensity field is refused."""
     path = Path(path)
-    fields = _pcd_fields(path)
-    if not {"x", "y", "z"} <= set(fields):
-        raise RecordingError(f"{path}: a PCD without x, y, z fields ({' '.join(fields) or 'no FIELDS line'})")
-    pts = read_pcd_points(path)
+    pts = read_pcd_table(path)
+    names = pts.dtype.names or ()
+    if not {"x", "y", "z"} <= set(names):
+        raise RecordingError(f"{path}: a PCD without x, y, z fields ({' '.join(names)})")
+    inten_field = _first_field(names, INTENSITY_FIELDS)
+    if inten_field is None:
+        raise RecordingError(
+            f"{path}: a PCD without an intensity field (one of {', '.join(INTENSITY_FIELDS)}; it has "
+            f"{' '.join(n for n in names if not n.startswith('_pad'))}): the realism statistics need it"
+        )
     xyz = np.stack([pts["x"], pts["y"], pts["z"]], -1).astype(np.float64)
     ok = np.all(np.isfinite(xyz), axis=1) & (np.linalg.norm(np.nan_to_num(xyz), axis=1) >= NO_RETURN_M)
-    xyz, inten = xyz[ok], pts["intensity"][ok].astype(np.float64)
-    ring = pts["ring"][ok].astype(np.int64) if "ring" in fields else rings_from_elevation(xyz, preset)
-    step, units = _step_of(inten) if "intensity" in fields else (1.0, "no intensity field")
-    return grid_from_points(path.name, xyz, inten, ring, step, units)
+    inten = pts[inten_field].astype(np.float64)
+    ok &= np.isfinite(inten)
+    ring_field = _first_field(names, RING_FIELDS)
+    notes = []
+    if ring_field is not None:
+        ring = pts[ring_field].astype(np.int64)
+        notes.append(f"rings from its {ring_field!r} field")
+    else:
+        ring = rings_from_elevation(xyz, preset)
+        notes.append(f"no ring field: rings from the nearest beam elevation of {preset.name}")
+    order = np.flatnonzero(ok)
+    ret_field = _first_field(names, RETURN_FIELDS)
+    if ret_field is not None:  # the first point of a cell is kept: put each ray's strongest first
+        order = order[np.argsort(-inten[order], kind="stable")]
+        notes.append(f"dual returns ({ret_field!r}): each ray's strongest kept")
+    step, units = _step_of(inten[order])
+    units = f"{units}, PCD field {inten_field!r}"
+    grid = grid_from_points(path.name, xyz[order], inten[order], ring[order], step, units)
+    grid.note = "; ".join(notes)
+    return grid
+
+
+def _is_ouster_metadata(path: Path) -> bool:
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(meta, dict) and (
+        "beam_altitude_angles" in meta or "beam_altitude_angles" in (meta.get("beam_intrinsics") or {})
+    )
 
 
 def _ouster_metadata(pcap: Path) -> Path:
+    """The sensor metadata of an Ouster pcap: ``<stem>.json`` beside it; else the metadata file whose
+    name the pcap's extends (``OS-1-128_1024x10.json`` for ``OS-1-128_1024x10_lb_n3.pcap``, as
+    ouster-sdk's recordings and samples are named; ``<stem>_0.json`` of a one-sensor recording), the
+    longest such; else the only metadata file in its folder."""
     beside = pcap.with_suffix(".json")
     if beside.exists():
         return beside
-    found = []
-    for cand in sorted(pcap.parent.glob("*.json")):
-        try:
-            meta = json.loads(cand.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(meta, dict) and (
-            "beam_altitude_angles" in meta or "beam_altitude_angles" in meta.get("beam_intrinsics", {})
-        ):
-            found.append(cand)
+    found = [c for c in sorted(pcap.parent.glob("*.json")) if _is_ouster_metadata(c)]
+    stem = pcap.stem
+    extended = [c for c in found if stem.startswith(c.stem)]
+    longest = [c for c in extended if len(c.stem) == max(len(e.stem) for e in extended)]
+    numbered = [c for c in found if c.stem.startswith(stem + "_")]
+    for named in (longest, numbered):
+        if len(named) == 1:
+            return named[0]
     if len(found) != 1:
         raise RecordingError(
-            f"{pcap}: not Velodyne packets, and no single Ouster metadata .json beside it "
-            f"({pcap.with_suffix('.json').name} or the only one in its folder; found {len(found)})"
+            f"{pcap}: not Velodyne packets (1206-byte payloads), and no single Ouster metadata .json "
+            f"beside it ({pcap.with_suffix('.json').name}, one whose name the pcap's extends, or the "
+            f"only one in its folder; found {len(found)}: {', '.join(c.name for c in found[:4])})"
         )
     return found[0]
 
@@ -241,7 +284,9 @@ def read_real_scan(path: str | Path, preset: str | SensorPreset) -> ScanGrid:
         head = next(rec.payload for rec in read_pcap_udp(path) if len(rec.payload) == 1206)
         from rt_lidar.validation.real_velodyne import PRESET_OF_PRODUCT
 
-        return read_velodyne_pcap(path, None if head[-1] in PRESET_OF_PRODUCT else p)
+        # an HDL-64E's packets end in a status byte, not a product id: its preset is taken as named
+        hdl64 = p.name.upper().startswith("HDL-64")
+        return read_velodyne_pcap(path, p if hdl64 or head[-1] not in PRESET_OF_PRODUCT else None)
     if fmt == "ouster-pcap":
         return read_ouster_pcap(path, _ouster_metadata(path))
     if fmt == "nuscenes-bin":

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rt_lidar.errors import ConfigError, RecordingError
+from rt_lidar.errors import ConfigError
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.validation.real_formats import detect_format, read_real_scan
 from rt_lidar.validation.realism_grid import ScanGrid, read_kitti_bin, read_ouster_legacy_pcap
@@ -111,8 +111,8 @@ def vendored_frames() -> list[RealFrame]:
 
 
 def parse_real_option(text: str) -> RealFrame:
-    """``PRESET=PATH`` (``--real``) as a frame; a preset that is not shipped, a missing file or one whose
-    format is not known is a :class:`ConfigError` naming it."""
+    """``PRESET=PATH`` (``--real``) as a frame; a preset that is not shipped, a missing file, one whose
+    format is not known or that cannot be read is a :class:`ConfigError` naming it."""
     preset, sep, path = text.partition("=")
     if not sep or not preset or not path:
         raise ConfigError(f"--real {text!r}: must be PRESET=PATH (e.g. --real HDL-32E=scan.pcd.bin)")
@@ -122,7 +122,8 @@ def parse_real_option(text: str) -> RealFrame:
         raise ConfigError(f"--real {text!r}: {exc}") from None
     try:
         fmt = detect_format(path)
-    except RecordingError as exc:
+        read_real_scan(path, p)  # read once here, so a file that cannot be is refused before simulating
+    except ConfigError as exc:
         raise ConfigError(f"--real {text!r}: {exc}") from None
     calib = Path(path).parent / "calib.txt"
     kitti_view = fmt == "kitti-bin" and p.name.upper().startswith("HDL-64") and calib.exists()

@@ -47,6 +47,9 @@ class OusterLayout:
         self.columns_per_frame = int(fmt.get("columns_per_frame") or mode.split("x")[0])
         self.columns_per_packet = int(fmt.get("columns_per_packet") or 16)
         self.pixels_per_column = int(fmt.get("pixels_per_column") or self.altitude.size)
+        window = fmt.get("column_window") or [0, self.columns_per_frame - 1]
+        self.columns_in_window = (int(window[1]) - int(window[0])) % self.columns_per_frame + 1
+        """Columns the sensor sends a frame (its azimuth window; every column where none is set)."""
 
     def packet_dtype(self) -> np.dtype:
         """One lidar packet of this layout."""
@@ -107,7 +110,16 @@ def read_ouster_pcap(pcap: str | Path, metadata: str | Path) -> ScanGrid:
         raise RecordingError(
             f"{pcap}: no {lay.profile} lidar packets of {dt.itemsize} bytes ({lay.pixels_per_column} beams)"
         )
-    got = frames[max(frames, key=lambda f: len(frames[f]))]
+    best = max(frames, key=lambda f: len(frames[f]))  # the most complete; of equals, the first
+    got = frames[best]
+    if 2 * len(got) < lay.columns_in_window:
+        raise RecordingError(
+            f"{pcap}: its most complete frame ({best}) holds {len(got)} of the {lay.columns_in_window} "
+            f"columns the sensor sends a frame: too little of a turn to measure; record a whole frame"
+        )
+    note = f"frame {best}, {len(got)} of {lay.columns_in_window} columns" + (
+        f" (the most complete of {len(frames)} frames in the file)" if len(frames) > 1 else ""
+    )
     rows, width = lay.pixels_per_column, lay.columns_per_frame
     rng = np.zeros((rows, width))
     inten = np.zeros((rows, width))
@@ -129,4 +141,4 @@ def read_ouster_pcap(pcap: str | Path, metadata: str | Path) -> ScanGrid:
     xyz = np.where((rng > 0)[..., None], direction * rng[..., None], np.nan)
     inten = np.where(rng > 0, inten, 0.0)
     units = "Ouster signal (photons)" if field == "signal" else "Ouster reflectivity (0..255)"
-    return ScanGrid(Path(pcap).name, xyz, rng, inten, direction, in_view, 1.0, units)
+    return ScanGrid(Path(pcap).name, xyz, rng, inten, direction, in_view, 1.0, units, note=note)

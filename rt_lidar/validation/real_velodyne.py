@@ -33,6 +33,9 @@ PRESET_OF_PRODUCT = {0x22: "VLP-16", 0x28: "VLP-32C", 0x21: "HDL-32E", 0xA1: "VL
 _DISTANCE_M = {"VLP-16": 0.002, "HDL-32E": 0.002, "HDL-64E": 0.002, "VLP-32C": 0.004, "VLS-128": 0.004}
 _BANK_OF_FLAG = {0xEEFF: 0, 0xDDFF: 1, 0xCCFF: 2, 0xBBFF: 3}
 _DUAL = 0x39
+_STRONGEST = 0x37
+MIN_SWEEP_DEG = 30.0
+"""A sweep shorter than this (a capture cut after a few packets) is refused, not measured."""
 
 
 @dataclass
@@ -58,7 +61,13 @@ def decode_velodyne_payloads(payloads: list[bytes], lasers: int) -> VelodyneRetu
     if not payloads:
         raise RecordingError("no Velodyne data packets (1206-byte UDP payloads)")
     pk = np.frombuffer(b"".join(payloads), DATA_PACKET)
-    modes = np.unique(pk["mode"])
+    # an HDL-64E's last two bytes are a cycling status (type, value), not a return mode and product
+    modes = np.unique(pk["mode"]) if lasers != 64 else np.array([_STRONGEST])
+    if modes.size > 1:
+        raise RecordingError(
+            f"data packets in {modes.size} return modes ({', '.join(f'0x{m:02x}' for m in modes)}): "
+            "cut the capture to one mode"
+        )
     mode = int(modes[0])
     blocks = pk["blocks"].reshape(-1)
     flag = blocks["flag"].astype(np.int64)
@@ -90,7 +99,7 @@ def decode_velodyne_payloads(payloads: list[bytes], lasers: int) -> VelodyneRetu
     distance, intensity = dist.reshape(-1), inten.reshape(-1)
     if mode == _DUAL:  # keep each laser's stronger return of the firing (the strongest-return mode)
         key = firing * lasers + laser
-        order = np.lexsort(((distance == 0).astype(np.int64), -intensity, key))
+        order = np.lexsort((-intensity, (distance == 0).astype(np.int64), key))  # a return beats none
         first = np.r_[True, key[order][1:] != key[order][:-1]]
         keep = order[first]  # one row a (firing, laser), in that order
         firing, laser, azimuth = firing[keep], laser[keep], azimuth[keep]
@@ -107,8 +116,21 @@ def decode_velodyne_payloads(payloads: list[bytes], lasers: int) -> VelodyneRetu
     )
 
 
-def _data_payloads(path: Path) -> list[bytes]:
-    return [rec.payload for rec in read_pcap_udp(path) if len(rec.payload) == DATA_PACKET.itemsize]
+def _data_payloads(path: Path) -> tuple[list[bytes], str]:
+    """The data packets of the first sensor (source address and port) in the pcap, and a note naming
+    the others where several sensors were captured together."""
+    by_source: dict[tuple[str, int], list[bytes]] = {}
+    for rec in read_pcap_udp(path):
+        if len(rec.payload) == DATA_PACKET.itemsize:
+            by_source.setdefault((rec.src, rec.src_port), []).append(rec.payload)
+    if not by_source:
+        return [], ""
+    (ip, port), first = next(iter(by_source.items()))
+    note = ""
+    if len(by_source) > 1:
+        others = ", ".join(f"{a}:{b}" for a, b in list(by_source)[1:4])
+        note = f"; the first of {len(by_source)} sensors in the file ({ip}:{port}; also {others})"
+    return first, note
 
 
 def _rotations(firing_az: np.ndarray) -> list[np.ndarray]:
@@ -131,7 +153,7 @@ def read_velodyne_pcap(path: str | Path, preset: str | SensorPreset | None = Non
     """The most complete rotation of a Velodyne pcap on its firing grid (intensity step 1). The model
     comes from the packets' product id unless ``preset`` names it (an HDL-64E's packets carry none)."""
     path = Path(path)
-    payloads = _data_payloads(path)
+    payloads, sources = _data_payloads(path)
     if not payloads:
         raise RecordingError(f"{path}: no Velodyne data packets (1206-byte UDP payloads)")
     product = payloads[0][-1]
@@ -144,7 +166,10 @@ def read_velodyne_pcap(path: str | Path, preset: str | SensorPreset | None = Non
         preset = PRESET_OF_PRODUCT[product]
     p = load_preset(preset) if isinstance(preset, str) else preset
     lasers = 64 if p.name.upper().startswith("HDL-64") else p.n_rings
-    ret = decode_velodyne_payloads(payloads, lasers)
+    try:
+        ret = decode_velodyne_payloads(payloads, lasers)
+    except RecordingError as exc:
+        raise RecordingError(f"{path}: {exc}") from None
     laser_ids = np.array([b.laser_id if b.laser_id is not None else b.ring for b in p.beams])
     ring_of_laser = np.full(max(lasers, int(laser_ids.max()) + 1), -1)
     ring_of_laser[laser_ids] = [b.ring for b in p.beams]
@@ -152,7 +177,15 @@ def read_velodyne_pcap(path: str | Path, preset: str | SensorPreset | None = Non
     n_fire = int(ret.firing.max()) + 1
     fire_az = np.zeros(n_fire)
     fire_az[ret.firing] = ret.azimuth_deg
-    rot = max(_rotations(fire_az), key=len)
+    runs = _rotations(fire_az)
+    best = max(range(len(runs)), key=lambda k: len(runs[k]))  # the most complete; of equals, the first
+    rot = runs[best]
+    swept = float(np.sum(np.mod(np.diff(fire_az[rot]), 360.0))) if rot.size > 1 else 0.0
+    if swept < MIN_SWEEP_DEG:
+        raise RecordingError(
+            f"{path}: its longest sweep covers {swept:.0f} deg of azimuth ({rot.size} firings): too little "
+            f"of a turn to measure (at least {MIN_SWEEP_DEG:.0f} deg); record a whole rotation"
+        )
     col_of_firing = np.full(n_fire, -1)
     col_of_firing[rot] = np.arange(rot.size)
     sel = (col_of_firing[ret.firing] >= 0) & (ring_of_laser[ret.laser] >= 0)
@@ -174,4 +207,10 @@ def read_velodyne_pcap(path: str | Path, preset: str | SensorPreset | None = Non
     )
     xyz = np.where((range_m > 0)[..., None], direction * range_m[..., None], np.nan)
     units = f"Velodyne {p.name} intensity 0..255"
-    return ScanGrid(path.name, xyz, range_m, intensity, direction, in_view, 1.0, units)
+    note = (
+        f"sweep {best + 1} of {len(runs)} in the file ({rot.size} firings over {swept:.0f} deg, the longest)"
+        + sources
+    )
+    if ret.return_mode == _DUAL:
+        note += "; dual returns: each laser's stronger return kept"
+    return ScanGrid(path.name, xyz, range_m, intensity, direction, in_view, 1.0, units, note=note)

@@ -122,6 +122,9 @@ GROUND_KEYS = (
     "ground_texture_share",
 )
 """Statistics of the road: compared only on real frames recorded outdoors (:func:`is_outdoor`)."""
+INTENSITY_KEYS = ("ground_falloff_20_30_over_0_10", "ground_texture_share", "intensity_max")
+"""Statistics of the reported intensity: left out where a real frame reports another quantity than the
+simulated preset (an Ouster RNG15 profile's reflectivity beside the OS1-64's signal)."""
 
 
 def _shared_real() -> Path | None:
@@ -288,12 +291,19 @@ def _measure_real(frame: RealFrame) -> dict[str, Any]:
     outdoor = is_outdoor(grid)
     if not outdoor:
         st.update(dict.fromkeys(GROUND_KEYS), ground_intensity_by_band=None, horizon_rings=[])
+    read_as = [grid.units, grid.note]
+    if grid.units.startswith("Ouster reflectivity") and load_preset(frame.preset).output.intensity != (
+        "calibrated_reflectivity"
+    ):  # an RNG15 profile carries no signal: its range-compensated reflectivity is another quantity
+        st.update(dict.fromkeys(INTENSITY_KEYS), ground_intensity_by_band=None)
+        read_as.append(f"not the simulated {frame.preset}'s signal: its intensity statistics left out")
     return {
         "label": frame.label,
         "preset": frame.preset,
         "file": frame.path.name,
         "path": str(frame.path),
         "origin": frame.origin,
+        "read_as": "; ".join(x for x in read_as if x),
         "outdoor": outdoor,
         "kitti_view": frame.kitti_view,
         "statistics": {k: st.get(k) for k in REAL_SCAN_KEYS},
@@ -539,6 +549,7 @@ def realism_table(rep: dict[str, Any]) -> str:
             key_of = {**STAT_KEYS, "hole_share": "hole_share", "laser_hole_spread": "laser_hole_spread"}
             cells = [f"{_fmt(st.get(key_of[c])) + ' (' + _fmt(r.get(c)) + ')':>17}" for c in cols]
             rows.append(f"{label[:40]:40} {sc['preset']:8} " + " ".join(cells))
+        rows += [f"{label}: read as {sc['read_as']}" for label, sc in scans.items() if sc.get("read_as")]
     for name, lay in rep.get("layouts", {}).items():
         rows += ["", layout_table(name, lay)]
     return "\n".join(rows)

@@ -51,6 +51,9 @@ class ScanGrid:
     units: str
     azimuth_deg: np.ndarray | None = None
     """(rings, columns) azimuth of each ray where the rings' columns do not line up (None: they do)."""
+    note: str = ""
+    """How the file was read where it could have been read otherwise (which frame of several, dual
+    returns reduced, rings from elevation), for the report."""
 
     @property
     def returned(self) -> np.ndarray:

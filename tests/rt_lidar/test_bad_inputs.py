@@ -119,11 +119,18 @@ HEAD = (
             "cannot fit",
         ),
         ({"size": "4 4 4", "type": "F F F", "n": -1, "mode": "binary"}, b"", "POINTS", "must be in"),
+        ({"size": "4 4 4", "type": "F F F", "n": 1, "mode": "lzf"}, b"", "DATA", "not supported"),
         (
             {"size": "4 4 4", "type": "F F F", "n": 1, "mode": "binary_compressed"},
             b"",
             "DATA",
-            "not supported",
+            "without its two 4-byte sizes",
+        ),
+        (
+            {"size": "4 4 4", "type": "F F F", "n": 1, "mode": "binary_compressed"},
+            b"\x03\x00\x00\x00\x0c\x00\x00\x00\x05\x00\x00",  # a literal run of 6 cut to 2 bytes
+            "DATA",
+            "LZF literal run past the end",
         ),
     ],
 )

@@ -48,7 +48,7 @@ def test_velodyne_pcap_decodes_as_velodyne_decoder_does(pcap: Path, preset: str,
     from rt_lidar.validation.real_velodyne import _data_payloads
 
     p = load_preset(preset)
-    ret = decode_velodyne_payloads(_data_payloads(pcap), p.n_rings)
+    ret = decode_velodyne_payloads(_data_payloads(pcap)[0], p.n_rings)
     elev_of_laser = np.zeros(p.n_rings)
     elev_of_laser[[int(b.laser_id or 0) for b in p.beams]] = p.elevations_deg
     rank = np.argsort(np.argsort(elev_of_laser, kind="stable"), kind="stable")
@@ -258,7 +258,7 @@ def test_dual_return_packets_keep_each_lasers_strongest_return() -> None:
     from rt_lidar.sinks.velodyne import DATA_PACKET
     from rt_lidar.validation.real_velodyne import _data_payloads
 
-    single = np.frombuffer(b"".join(_data_payloads(VLP32C)), DATA_PACKET)
+    single = np.frombuffer(b"".join(_data_payloads(VLP32C)[0]), DATA_PACKET)
     blocks = single["blocks"].reshape(-1)[:600]
     last = blocks.copy()
     ch = last["channels"]
@@ -318,7 +318,7 @@ def test_vlp16_and_hdl32e_packets_decode_as_velodyne_decoder_does(
 
     p = load_preset(preset)
     path = _sim_pcap(tmp_path, preset, "strongest", False)
-    ret = decode_velodyne_payloads(_data_payloads(path), p.n_rings)
+    ret = decode_velodyne_payloads(_data_payloads(path)[0], p.n_rings)
     res = 0.002
     elev_of_laser = np.zeros(p.n_rings)
     elev_of_laser[[int(b.laser_id if b.laser_id is not None else b.ring) for b in p.beams]] = p.elevations_deg
@@ -341,8 +341,10 @@ def test_vlp16_and_hdl32e_packets_decode_as_velodyne_decoder_does(
 def test_vlp16_dual_return_decodes_to_its_strongest_returns(tmp_path: Path) -> None:
     from rt_lidar.validation.real_velodyne import _data_payloads
 
-    dual = decode_velodyne_payloads(_data_payloads(_sim_pcap(tmp_path, "VLP-16", "dual", True)), 16)
-    single = decode_velodyne_payloads(_data_payloads(_sim_pcap(tmp_path, "VLP-16", "strongest", False)), 16)
+    dual = decode_velodyne_payloads(_data_payloads(_sim_pcap(tmp_path, "VLP-16", "dual", True))[0], 16)
+    single = decode_velodyne_payloads(
+        _data_payloads(_sim_pcap(tmp_path, "VLP-16", "strongest", False))[0], 16
+    )
     assert dual.return_mode == 0x39 and single.return_mode == 0x37
     n = min(dual.firing.size, single.firing.size)
     assert n > 0.9 * single.firing.size
