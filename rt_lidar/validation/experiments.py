@@ -163,7 +163,8 @@ def _front(points: np.ndarray) -> np.ndarray:
 
 
 def _counts(points: np.ndarray, truth: np.ndarray) -> dict[str, int]:
-    """Band counts in the front sector; ``false`` = clutter points; ``fn`` = object rays (``truth``
+    """Band counts in the front sector (``mid_scene``: the mid band's points of the scene, without
+    clutter); ``false`` = clutter points; ``fn`` = object rays (``truth``
     keys) with no point at all (the seed's removed points); ``hidden`` = object rays that report a
     clutter point instead; ``all`` = points of the whole revolution."""
     n_all = int(points.size)
@@ -174,6 +175,7 @@ def _counts(points: np.ndarray, truth: np.ndarray) -> dict[str, int]:
     return {
         "near": int((r < 10).sum()),
         "mid": int(((r >= 10) & (r <= 50)).sum()),
+        "mid_scene": int(((r >= 10) & (r <= 50) & ~fake).sum()),
         "far": int((r > 50).sum()),
         "false": int(fake.sum()),
         "fn": int((~np.isin(truth, keys)).sum()),
@@ -200,6 +202,7 @@ def rain_range_bands(out: Path) -> dict[str, Any]:
     for key, name in (
         ("near", "points_near"),
         ("mid", "points_mid"),
+        ("mid_scene", "scene_points_mid"),
         ("far", "points_far"),
         ("false", "false_points"),
         ("fn", "false_negatives"),
