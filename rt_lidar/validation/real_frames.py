@@ -10,7 +10,7 @@ its sensor statistics (zeros beyond 40 m, raydrop, largest intensity) are compar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +50,8 @@ class RealFrame:
     """The metadata or calibration file it is read with (Ouster JSON, KITTI calib.txt), if any."""
     kitti_view: bool = False
     """The frame is KITTI's camera-2 crop: its raydrop compares with the simulated scans' same crop."""
+    grid: ScanGrid | None = field(default=None, compare=False, repr=False)
+    """The frame as already read (``--real`` reads it when parsed), so it is not read again."""
 
 
 def shared_real_dir() -> Path | None:
@@ -122,16 +124,19 @@ def parse_real_option(text: str) -> RealFrame:
         raise ConfigError(f"--real {text!r}: {exc}") from None
     try:
         fmt = detect_format(path)
-        read_real_scan(path, p)  # read once here, so a file that cannot be is refused before simulating
+        grid = read_real_scan(path, p)  # read here, so a file that cannot be is refused before simulating
     except ConfigError as exc:
         raise ConfigError(f"--real {text!r}: {exc}") from None
     calib = Path(path).parent / "calib.txt"
     kitti_view = fmt == "kitti-bin" and p.name.upper().startswith("HDL-64") and calib.exists()
-    return RealFrame(p.name, Path(path), Path(path).name, "user", calib if kitti_view else None, kitti_view)
+    meta = calib if kitti_view else None
+    return RealFrame(p.name, Path(path), Path(path).name, "user", meta, kitti_view, grid)
 
 
 def read_frame(frame: RealFrame) -> ScanGrid:
     """The frame on its firing grid (a file that cannot be read is a :class:`RecordingError`)."""
+    if frame.grid is not None:
+        return frame.grid
     if frame.origin == "shared" and frame.kitti_view:
         return read_kitti_bin(frame.path, frame.meta)
     if frame.origin == "shared" and frame.meta is not None:
