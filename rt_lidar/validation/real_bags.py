@@ -1,0 +1,79 @@
+"""A real scan from a ROS bag: a ROS 1 ``.bag``, or a ROS 2 bag (its folder with ``metadata.yaml``, or its
+``.mcap`` / ``.db3`` file alone), of ``sensor_msgs/PointCloud2`` as the sensors' ROS drivers publish them
+(velodyne_pointcloud, ouster-ros, nebula, hesai_ros_driver): one cloud a scan, read with rosbags.
+
+Which cloud is said in the grid's note: of the bag's first cloud topic (the others named), the fullest of
+its first :data:`FIRST_CLOUDS` clouds (a recording started mid-sweep can begin with a partial one).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.errors import RecordingError
+from rt_lidar.sensor.presets import SensorPreset
+from rt_lidar.sinks.recording import cloud_table
+from rt_lidar.validation.real_formats import scan_from_table
+from rt_lidar.validation.realism_grid import ScanGrid
+
+__all__ = ["CLOUD_TYPES", "FIRST_CLOUDS", "read_bag_scan"]
+
+CLOUD_TYPES = ("sensor_msgs/msg/PointCloud2",)
+"""The message types read (rosbags names ROS 1's ``sensor_msgs/PointCloud2`` the same)."""
+FIRST_CLOUDS = 5
+"""Clouds of the topic looked at; the one with the most points is read."""
+
+
+def read_bag_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
+    """One cloud of the bag at ``path`` on its firing grid (fields as :func:`scan_from_table` reads
+    them). A bag rosbags cannot open, one without a cloud topic, or whose clouds cannot be decoded is a
+    :class:`~rt_lidar.errors.RecordingError` naming it."""
+    from rosbags.highlevel import AnyReader
+
+    path = Path(path)
+    try:
+        reader = AnyReader([path])
+        reader.open()
+    except Exception as exc:  # rosbags raises its own error types for every kind of bad bag
+        raise RecordingError(f"{path}: not a readable ROS bag ({exc})") from None
+    try:
+        conns = [c for c in reader.connections if c.msgtype in CLOUD_TYPES]
+        if not conns:
+            types = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections}) or ["none"]
+            raise RecordingError(
+                f"{path}: no sensor_msgs/PointCloud2 topic in the bag (topics: {', '.join(types)})"
+            )
+        topics = sorted({c.topic for c in conns})
+        topic = topics[0]
+        chosen = [c for c in conns if c.topic == topic]
+        clouds: list[tuple[int, Any]] = []
+        total = sum(int(c.msgcount) for c in chosen)
+        for k, (conn, _stamp, raw) in enumerate(reader.messages(connections=chosen)):
+            if k >= FIRST_CLOUDS:
+                break
+            try:
+                msg = reader.deserialize(raw, conn.msgtype)
+            except Exception as exc:  # a message its own type cannot decode: a damaged bag
+                raise RecordingError(f"{path}: cloud {k} of {topic} cannot be decoded ({exc})") from None
+            clouds.append((k, msg))
+        if not clouds:
+            raise RecordingError(f"{path}: the topic {topic} holds no clouds")
+        sizes = [int(m.width) * int(m.height) for _k, m in clouds]
+        k, msg = clouds[int(np.argmax(sizes))]
+        try:
+            table = cloud_table(msg)
+        except Exception as exc:  # a cloud whose fields or data do not add up
+            raise RecordingError(f"{path}: cloud {k} of {topic}: {exc}") from None
+    finally:
+        reader.close()
+    grid = scan_from_table(path, path.name, np.asarray(table), preset, "PointCloud2")
+    others = f"; other cloud topics left out: {', '.join(topics[1:])}" if len(topics) > 1 else ""
+    which = (
+        f"topic {topic}, cloud {k} of {total} (the fullest of the first {len(clouds)}: {max(sizes):,} points)"
+        f"{others}"
+    )
+    grid.note = f"{which}; {grid.note}" if grid.note else which
+    return grid

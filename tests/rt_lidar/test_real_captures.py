@@ -1,0 +1,233 @@
+"""Real scans in the containers users record them in besides a classic pcap: pcapng (Wireshark's default)
+and ROS bags of ``sensor_msgs/PointCloud2`` (ROS 1 ``.bag``, ROS 2 ``.mcap`` and ``.db3``). The pcapng
+files are written by dpkt and the bags by rosbags (other people's writers), from the vendored real
+captures and scans (tests/data/real/README.md); the big-endian pcapng section and the nanosecond
+interface, which no library here writes, are built from pcapng's specification
+(draft-ietf-opsawg-pcapng: section header, interface description with ``if_tsresol``, enhanced packet)."""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rt_lidar.errors import RecordingError
+from rt_lidar.sinks.pcap_read import read_pcap_udp
+from rt_lidar.sinks.pcd import read_pcd_table
+from rt_lidar.sinks.recording import cloud_points
+from rt_lidar.validation.real_formats import read_real_scan
+from rt_lidar.validation.realism import realism_statistics
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+VLP16_DUAL = REAL / "VLP-16" / "vlp16_nebula_dual_1673400471.pcap"
+AV2_PCD = REAL / "VLP-32C" / "av2_up_lidar_315966265259836000.pcd"
+
+
+def _stats(grid: object) -> str:
+    """The realism statistics of a grid but its file's name and the container it came in, as text."""
+    stats = realism_statistics(grid)  # type: ignore[arg-type]
+    return repr(sorted((k, v) for k, v in stats.items() if k not in ("scan", "units")))
+
+
+def _to_pcapng(src: Path, dst: Path) -> Path:
+    """``src``'s frames rewritten by dpkt's pcapng writer (microsecond interface, Ethernet)."""
+    import dpkt
+
+    with src.open("rb") as fi, dst.open("wb") as fo:
+        out = dpkt.pcapng.Writer(fo, snaplen=65535, linktype=1)
+        for ts, frame in dpkt.pcap.Reader(fi):
+            out.writepkt(frame, ts=ts)
+    return dst
+
+
+def test_pcapng_reads_the_datagrams_and_the_scan_of_the_pcap(tmp_path: Path) -> None:
+    ng = _to_pcapng(VLP16_DUAL, tmp_path / "vlp16.pcapng")
+    a = list(read_pcap_udp(VLP16_DUAL))
+    b = list(read_pcap_udp(ng))
+    assert len(a) == len(b) > 100
+    assert all(x.payload == y.payload and x.dst_port == y.dst_port for x, y in zip(a, b, strict=True))
+    assert all(abs(x.stamp_ns - y.stamp_ns) < 1000 for x, y in zip(a, b, strict=True))  # float seconds
+    g1, g2 = read_real_scan(VLP16_DUAL, "VLP-16"), read_real_scan(ng, "VLP-16")
+    assert np.array_equal(g1.range_m, g2.range_m) and np.array_equal(g1.intensity, g2.intensity)
+    assert _stats(g1) == _stats(g2)
+
+
+def _block(endian: str, kind: int, body: bytes) -> bytes:
+    body += bytes(-len(body) % 4)
+    n = 12 + len(body)
+    return struct.pack(endian + "II", kind, n) + body + struct.pack(endian + "I", n)
+
+
+def _section(endian: str, link: int, resol: int, frames: list[tuple[int, bytes]]) -> bytes:
+    """A pcapng section in byte order ``endian``: one interface of ``link`` with ``if_tsresol`` ``resol``
+    and its frames as enhanced packet blocks stamped in that interface's ticks."""
+    shb = _block(endian, 0x0A0D0D0A, struct.pack(endian + "IHHq", 0x1A2B3C4D, 1, 0, -1))
+    opts = struct.pack(endian + "HH", 9, 1) + bytes([resol, 0, 0, 0]) + struct.pack(endian + "HH", 0, 0)
+    idb = _block(endian, 1, struct.pack(endian + "HHI", link, 0, 65535) + opts)
+    out = shb + idb
+    for ticks, frame in frames:
+        head = struct.pack(endian + "IIIII", 0, ticks >> 32, ticks & 0xFFFFFFFF, len(frame), len(frame))
+        out += _block(endian, 6, head + frame)
+    return out
+
+
+def _ether_frames(path: Path, n: int) -> list[bytes]:
+    import dpkt
+
+    with path.open("rb") as fh:
+        frames = (bytes(f) for _t, f in dpkt.pcap.Reader(fh))
+        return [next(frames) for _ in range(n)]
+
+
+def test_pcapng_sections_of_either_byte_order_and_their_resolutions(tmp_path: Path) -> None:
+    """A little-endian nanosecond section then a big-endian microsecond one: every datagram, each stamp
+    at its interface's resolution."""
+    frames = _ether_frames(VLP16_DUAL, 4)
+    t0 = 1_673_400_471_123_456_789
+    body = _section("<", 1, 9, [(t0 + k, f) for k, f in enumerate(frames[:2])])
+    body += _section(">", 1, 6, [(t0 // 1000 + 7, f) for f in frames[2:]])
+    path = tmp_path / "mixed.pcapng"
+    path.write_bytes(body)
+    recs = list(read_pcap_udp(path))
+    assert [r.stamp_ns for r in recs] == [t0, t0 + 1, (t0 // 1000 + 7) * 1000, (t0 // 1000 + 7) * 1000]
+    assert [len(r.payload) for r in recs] == [1206] * 4
+
+
+def test_pcapng_cut_inside_a_block_keeps_what_came_before_and_says_so(tmp_path: Path) -> None:
+    ng = _to_pcapng(VLP16_DUAL, tmp_path / "whole.pcapng")
+    whole = len(list(read_pcap_udp(ng)))
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(ng.read_bytes()[:-700])  # inside the last packet block
+    with pytest.warns(UserWarning, match=r"cut short inside record"):
+        got = list(read_pcap_udp(cut))
+    assert len(got) == whole - 1
+
+
+def _cloud_message(typestore: object, table: np.ndarray, big_endian: bool = False) -> object:
+    """``table`` (a structured array) as a sensor_msgs/PointCloud2 of ``typestore``'s classes."""
+    types = typestore.types  # type: ignore[attr-defined]
+    pc2, pf = types["sensor_msgs/msg/PointCloud2"], types["sensor_msgs/msg/PointField"]
+    header_cls, time_cls = types["std_msgs/msg/Header"], types["builtin_interfaces/msg/Time"]
+    codes = {np.dtype("f4"): 7, np.dtype("f8"): 8, np.dtype("u1"): 2, np.dtype("u2"): 4, np.dtype("u4"): 6}
+    dt = table.dtype
+    assert dt.fields is not None
+    fields = [
+        pf(name=n, offset=off, datatype=codes[f.newbyteorder("=")], count=1)
+        for n, (f, off, *_) in dt.fields.items()
+    ]
+    data = table.astype(dt.newbyteorder(">")) if big_endian else table
+    stamp = time_cls(sec=1, nanosec=0)
+    ros1 = "seq" in header_cls.__dataclass_fields__
+    header = header_cls(stamp=stamp, frame_id="lidar", **({"seq": 0} if ros1 else {}))
+    return pc2(
+        header=header,
+        height=1,
+        width=len(table),
+        fields=fields,
+        is_bigendian=big_endian,
+        point_step=dt.itemsize,
+        row_step=dt.itemsize * len(table),
+        data=np.frombuffer(data.tobytes(), np.uint8),
+        is_dense=False,
+    )
+
+
+def _write_bag(path: Path, clouds: dict[str, list[np.ndarray]], kind: str) -> Path:
+    """``clouds`` (topic -> tables) written by rosbags as a ROS 1 bag or a ROS 2 bag (mcap or sqlite3)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    if kind == "ros1":
+        from rosbags.rosbag1 import Writer as Writer1
+
+        ts = get_typestore(Stores.ROS1_NOETIC)
+        with Writer1(path) as w1:
+            for topic, tables in clouds.items():
+                conn = w1.add_connection(topic, "sensor_msgs/msg/PointCloud2", typestore=ts)
+                for k, t in enumerate(tables):
+                    w1.write(conn, 10 + k, ts.serialize_ros1(_cloud_message(ts, t), conn.msgtype))
+        return path
+    from rosbags.rosbag2 import StoragePlugin
+    from rosbags.rosbag2 import Writer as Writer2
+
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    plugin = StoragePlugin.MCAP if kind == "mcap" else StoragePlugin.SQLITE3
+    with Writer2(path, version=8, storage_plugin=plugin) as w2:
+        for topic, tables in clouds.items():
+            conn = w2.add_connection(topic, "sensor_msgs/msg/PointCloud2", typestore=ts)
+            for k, t in enumerate(tables):
+                w2.write(conn, 10 + k, ts.serialize_cdr(_cloud_message(ts, t), conn.msgtype))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["ros1", "mcap", "sqlite3"])
+def test_a_bags_cloud_reads_as_the_same_scan_in_a_pcd(tmp_path: Path, kind: str) -> None:
+    """Argoverse 2's VLP-32C sweep (x y z intensity ring) as a PointCloud2 in each kind of bag:
+    the same grid and statistics as its PCD, from the bag's file and (ROS 2) its folder."""
+    table = read_pcd_table(AV2_PCD)
+    bag = _write_bag(tmp_path / ("av2.bag" if kind == "ros1" else "av2"), {"/lidar/points": [table]}, kind)
+    want = read_real_scan(AV2_PCD, "VLP-32C")
+    paths = [bag] if kind == "ros1" else [bag, next(bag.glob("*.mcap" if kind == "mcap" else "*.db3"))]
+    for path in paths:
+        got = read_real_scan(path, "VLP-32C")
+        assert np.array_equal(got.range_m, want.range_m) and np.array_equal(got.intensity, want.intensity)
+        assert _stats(got) == _stats(want)
+        assert "topic /lidar/points, cloud 0 of 1" in got.note and "'ring' field" in got.note
+
+
+def test_the_fullest_early_cloud_of_the_first_topic_is_read_and_the_others_named(tmp_path: Path) -> None:
+    table = read_pcd_table(AV2_PCD)
+    partial = table[: len(table) // 5]
+    clouds = {"/a/points": [partial, table, partial], "/b/points": [table]}
+    got = read_real_scan(_write_bag(tmp_path / "two.bag", clouds, "ros1"), "VLP-32C")
+    assert "topic /a/points, cloud 1 of 3" in got.note and "/b/points" in got.note
+    assert np.array_equal(got.range_m, read_real_scan(AV2_PCD, "VLP-32C").range_m)
+
+
+def test_a_big_endian_cloud_reads_its_values() -> None:
+    """A PointCloud2 that says ``is_bigendian`` is read in that order (it was read little-endian)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    table = read_pcd_table(AV2_PCD)[:500]
+    msg = _cloud_message(get_typestore(Stores.ROS2_HUMBLE), table, big_endian=True)
+    pts = cloud_points(msg)
+    assert np.array_equal(pts["x"], table["x"]) and np.array_equal(pts["intensity"], table["intensity"])
+
+
+def test_bags_without_clouds_or_unreadable_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    from rosbags.rosbag1 import Writer as Writer1
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS1_NOETIC)
+    empty = tmp_path / "imu.bag"
+    with Writer1(empty) as w:
+        conn = w.add_connection("/imu", "std_msgs/msg/String", typestore=ts)
+        w.write(conn, 1, ts.serialize_ros1(ts.types["std_msgs/msg/String"](data="x"), conn.msgtype))
+    with pytest.raises(
+        RecordingError, match=r"no sensor_msgs/PointCloud2 topic .*/imu \(std_msgs/msg/String\)"
+    ):
+        read_real_scan(empty, "VLP-32C")
+    junk = tmp_path / "junk.bag"
+    junk.write_bytes(b"#ROSBAG V2.0\n" + bytes(100))
+    for bad, said in ((empty, "no sensor_msgs/PointCloud2 topic"), (junk, "not a readable ROS bag")):
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rt_lidar.cli.main",
+                "validate",
+                "--only",
+                "realism",
+                "--real",
+                f"VLP-32C={bad}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 2, run.stderr
+        lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and said in lines[0] and str(bad) in lines[0] and "Traceback" not in run.stderr
