@@ -249,6 +249,10 @@ def _ouster_metadata(pcap: Path) -> Path:
     return found[0]
 
 
+_OTHER_VENDORS = {b"\xee\xff": "Hesai", b"\x55\xaa\x05\x0a\x5a\xa5\x50\xa0": "RoboSense (MSOP)"}
+"""The first bytes of other vendors' lidar packets, told apart so they are not read as Ouster's."""
+
+
 def detect_format(path: str | Path) -> str:
     """The key of :data:`FORMATS` that ``path`` holds, told from its name and its first bytes."""
     path = Path(path)
@@ -264,11 +268,20 @@ def detect_format(path: str | Path) -> str:
             magic = fh.read(4)
         if magic not in (*PCAP_MAGICS, PCAPNG_MAGIC):
             raise RecordingError(f"{path}: neither a pcap nor a pcapng file (magic {magic.hex()})")
+        seen: list[bytes] = []
         for k, rec in enumerate(read_pcap_udp(path)):
             if len(rec.payload) == 1206:
                 return "velodyne-pcap"
+            seen.append(rec.payload[:8])
             if k > 50:
                 break
+        for head, vendor in _OTHER_VENDORS.items():
+            if sum(h.startswith(head) for h in seen) > len(seen) // 2:
+                raise RecordingError(
+                    f"{path}: {vendor} packets (they begin {head.hex(' ')}), which --real does not decode: "
+                    "record the vendor's ROS driver's PointCloud2 in a bag, or write the scan as a PCD "
+                    "(x y z intensity ring), and give that"
+                )
         return "ouster-pcap"
     if name.endswith(".pcd.bin"):
         return "nuscenes-bin"

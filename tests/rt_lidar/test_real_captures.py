@@ -197,6 +197,15 @@ def test_a_big_endian_cloud_reads_its_values() -> None:
     assert np.array_equal(pts["x"], table["x"]) and np.array_equal(pts["intensity"], table["intensity"])
 
 
+def _refused(real: str) -> tuple[int, list[str]]:
+    """``rt-lidar validate --only realism --real REAL`` as a user runs it: its exit code and stderr's
+    non-empty lines (a traceback fails the test)."""
+    argv = [sys.executable, "-m", "rt_lidar.cli.main", "validate", "--only", "realism", "--real", real]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr
+    return run.returncode, [ln for ln in run.stderr.splitlines() if ln.strip()]
+
+
 def test_bags_without_clouds_or_unreadable_are_one_line_and_exit_2(tmp_path: Path) -> None:
     from rosbags.rosbag1 import Writer as Writer1
     from rosbags.typesys import Stores, get_typestore
@@ -213,21 +222,48 @@ def test_bags_without_clouds_or_unreadable_are_one_line_and_exit_2(tmp_path: Pat
     junk = tmp_path / "junk.bag"
     junk.write_bytes(b"#ROSBAG V2.0\n" + bytes(100))
     for bad, said in ((empty, "no sensor_msgs/PointCloud2 topic"), (junk, "not a readable ROS bag")):
-        run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "rt_lidar.cli.main",
-                "validate",
-                "--only",
-                "realism",
-                "--real",
-                f"VLP-32C={bad}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert run.returncode == 2, run.stderr
-        lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
-        assert len(lines) == 1 and said in lines[0] and str(bad) in lines[0] and "Traceback" not in run.stderr
+        rc, lines = _refused(f"VLP-32C={bad}")
+        assert rc == 2, lines
+        assert len(lines) == 1 and said in lines[0] and str(bad) in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("vendor", "preset", "sink"),
+    [
+        ("Hesai", "tests/data/vendor/hesai/nebula_PandarXT32.csv", "hesai-pcap"),
+        ("RoboSense", "tests/data/vendor/robosense/rs_lidar_32/angle.csv", "robosense-pcap"),
+    ],
+)
+def test_other_vendors_captures_are_named_not_read_as_ousters(
+    tmp_path: Path, vendor: str, preset: str, sink: str
+) -> None:
+    """A Hesai or RoboSense capture (not 1206-byte payloads) was taken for an Ouster one and refused for a
+    missing Ouster metadata file; it is now named as what it is, with what to give instead."""
+    root = Path(__file__).resolve().parents[2]
+    pcap = tmp_path / "cap.pcap"
+    demo = [
+        sys.executable,
+        "-m",
+        "rt_lidar.cli.main",
+        "demo",
+        "--preset",
+        str(root / preset),
+        "--frames",
+        "1",
+    ]
+    demo += [
+        "--in-process",
+        "--quiet",
+        "--no-scans",
+        "--out",
+        str(tmp_path / "o"),
+        "--sink",
+        f"{sink}:{pcap}",
+    ]
+    if vendor == "Hesai":
+        demo += ["--model", "PandarXT-32"]
+    made = subprocess.run(demo, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    rc, lines = _refused(f"VLP-32C={pcap}")
+    assert rc == 2 and len(lines) == 1, lines
+    assert f"{vendor}" in lines[0] and "does not decode" in lines[0] and "Ouster" not in lines[0]
