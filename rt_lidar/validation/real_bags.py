@@ -1,6 +1,7 @@
 """A real scan from a ROS bag: a ROS 1 ``.bag``, or a ROS 2 bag (its folder with ``metadata.yaml``, or its
 ``.mcap`` / ``.db3`` file alone), of ``sensor_msgs/PointCloud2`` as the sensors' ROS drivers publish them
-(velodyne_pointcloud, ouster-ros, nebula, hesai_ros_driver): one cloud a scan, read with rosbags.
+(velodyne_pointcloud, ouster-ros, nebula, hesai_ros_driver): one cloud a scan, read with rosbags; or,
+where the bag holds no clouds, the velodyne driver's raw packets (``velodyne_msgs/VelodyneScan``).
 
 Which cloud is said in the grid's note: of the bag's first cloud topic (the others named), the fullest of
 its first :data:`FIRST_CLOUDS` clouds (a recording started mid-sweep can begin with a partial one).
@@ -19,12 +20,42 @@ from rt_lidar.sinks.recording import cloud_table
 from rt_lidar.validation.real_formats import scan_from_table
 from rt_lidar.validation.realism_grid import ScanGrid
 
-__all__ = ["CLOUD_TYPES", "FIRST_CLOUDS", "read_bag_scan"]
+__all__ = ["CLOUD_TYPES", "FIRST_CLOUDS", "PACKET_TYPES", "SCAN_MESSAGES", "read_bag_scan"]
 
 CLOUD_TYPES = ("sensor_msgs/msg/PointCloud2",)
 """The message types read (rosbags names ROS 1's ``sensor_msgs/PointCloud2`` the same)."""
 FIRST_CLOUDS = 5
 """Clouds of the topic looked at; the one with the most points is read."""
+PACKET_TYPES = ("velodyne_msgs/msg/VelodyneScan",)
+"""Raw Velodyne packets as the velodyne driver records them (a message a rotation, its 1206-byte
+packets), read as a pcap's packets are."""
+SCAN_MESSAGES = 3
+"""VelodyneScan messages read (a rotation each): the most complete rotation among them is measured."""
+
+
+def _velodyne_packets(path: Path, reader: Any, conns: list[Any], preset: SensorPreset) -> ScanGrid:
+    """The first packet topic's first :data:`SCAN_MESSAGES` rotations, read by
+    :func:`~rt_lidar.validation.real_velodyne.velodyne_scan`."""
+    from rt_lidar.validation.real_velodyne import PRESET_OF_PRODUCT, velodyne_scan
+
+    topic = sorted({c.topic for c in conns})[0]
+    chosen = [c for c in conns if c.topic == topic]
+    payloads: list[bytes] = []
+    scans = 0
+    for k, (conn, _stamp, raw) in enumerate(reader.messages(connections=chosen)):
+        if k >= SCAN_MESSAGES:
+            break
+        scans += 1
+        try:
+            msg = reader.deserialize(raw, conn.msgtype)
+        except Exception as exc:  # a message its own type cannot decode: a damaged bag
+            raise RecordingError(f"{path}: scan {k} of {topic} cannot be decoded ({exc})") from None
+        payloads += [bytes(pkt.data) for pkt in msg.packets if len(pkt.data) == 1206]
+    if not payloads:
+        raise RecordingError(f"{path}: the topic {topic} holds no 1206-byte Velodyne packets")
+    hdl64 = preset.name.upper().startswith("HDL-64")
+    model = preset if hdl64 or payloads[0][-1] not in PRESET_OF_PRODUCT else None
+    return velodyne_scan(path, payloads, model, f"; packets of {topic} (its first {scans} scans)")
 
 
 def read_bag_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
@@ -42,9 +73,13 @@ def read_bag_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
     try:
         conns = [c for c in reader.connections if c.msgtype in CLOUD_TYPES]
         if not conns:
+            packets = [c for c in reader.connections if c.msgtype in PACKET_TYPES]
+            if packets:
+                return _velodyne_packets(path, reader, packets, preset)
             types = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections}) or ["none"]
             raise RecordingError(
-                f"{path}: no sensor_msgs/PointCloud2 topic in the bag (topics: {', '.join(types)})"
+                f"{path}: no sensor_msgs/PointCloud2 topic (nor velodyne_msgs/VelodyneScan) in the bag "
+                f"(topics: {', '.join(types)})"
             )
         topics = sorted({c.topic for c in conns})
         topic = topics[0]

@@ -267,3 +267,64 @@ def test_other_vendors_captures_are_named_not_read_as_ousters(
     rc, lines = _refused(f"VLP-32C={pcap}")
     assert rc == 2 and len(lines) == 1, lines
     assert f"{vendor}" in lines[0] and "does not decode" in lines[0] and "Ouster" not in lines[0]
+
+
+_VELODYNE_MSGS = {
+    1: {
+        "velodyne_msgs/msg/VelodynePacket": "time stamp\nuint8[1206] data\n",
+        "velodyne_msgs/msg/VelodyneScan": "std_msgs/Header header\nvelodyne_msgs/VelodynePacket[] packets\n",
+    },
+    2: {
+        "velodyne_msgs/msg/VelodynePacket": "builtin_interfaces/Time stamp\nuint8[1206] data\n",
+        "velodyne_msgs/msg/VelodyneScan": "std_msgs/Header header\nvelodyne_msgs/VelodynePacket[] packets\n",
+    },
+}
+"""The velodyne driver's message definitions (ros-drivers/velodyne, velodyne_msgs/msg), ROS 1 and 2."""
+
+
+@pytest.mark.parametrize("ros", [1, 2])
+def test_a_bag_of_velodyne_packets_reads_as_the_capture_they_came_from(tmp_path: Path, ros: int) -> None:
+    """The vendored VLP-16 capture's data packets as velodyne_msgs/VelodyneScan messages (the driver's
+    raw recording, ~75 packets a rotation) in a bag without clouds: the same scan as the pcap."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    ts = get_typestore(Stores.ROS1_NOETIC if ros == 1 else Stores.ROS2_HUMBLE)
+    for name, text in _VELODYNE_MSGS[ros].items():
+        ts.register(get_types_from_msg(text, name))
+    scan_t, pkt_t = ts.types["velodyne_msgs/msg/VelodyneScan"], ts.types["velodyne_msgs/msg/VelodynePacket"]
+    header_t, time_t = ts.types["std_msgs/msg/Header"], ts.types["builtin_interfaces/msg/Time"]
+    data = [r.payload for r in read_pcap_udp(VLP16_DUAL) if len(r.payload) == 1206]
+    per = len(data) // 3 + 1
+    msgs = []
+    for k in range(0, len(data), per):
+        pkts = [
+            pkt_t(stamp=time_t(sec=1, nanosec=0), data=np.frombuffer(d, np.uint8)) for d in data[k : k + per]
+        ]
+        extra = {"seq": k} if ros == 1 else {}
+        msgs.append(
+            scan_t(
+                header=header_t(stamp=time_t(sec=1, nanosec=0), frame_id="velodyne", **extra), packets=pkts
+            )
+        )
+    kind = "velodyne_msgs/msg/VelodyneScan"
+    if ros == 1:
+        from rosbags.rosbag1 import Writer as Writer1
+
+        bag = tmp_path / "raw.bag"
+        with Writer1(bag) as w1:
+            conn = w1.add_connection("/velodyne_packets", kind, typestore=ts)
+            for k, m in enumerate(msgs):
+                w1.write(conn, 10 + k, ts.serialize_ros1(m, kind))
+    else:
+        from rosbags.rosbag2 import StoragePlugin
+        from rosbags.rosbag2 import Writer as Writer2
+
+        bag = tmp_path / "raw"
+        with Writer2(bag, version=8, storage_plugin=StoragePlugin.MCAP) as w2:
+            conn = w2.add_connection("/velodyne_packets", kind, typestore=ts)
+            for k, m in enumerate(msgs):
+                w2.write(conn, 10 + k, ts.serialize_cdr(m, kind))
+    got, want = read_real_scan(bag, "VLP-16"), read_real_scan(VLP16_DUAL, "VLP-16")
+    assert np.array_equal(got.range_m, want.range_m) and np.array_equal(got.intensity, want.intensity)
+    assert _stats(got) == _stats(want)
+    assert "packets of /velodyne_packets (its first 3 scans)" in got.note
