@@ -1,7 +1,8 @@
 """A real scan from a ROS bag: a ROS 1 ``.bag``, or a ROS 2 bag (its folder with ``metadata.yaml``, or its
 ``.mcap`` / ``.db3`` file alone), of ``sensor_msgs/PointCloud2`` as the sensors' ROS drivers publish them
 (velodyne_pointcloud, ouster-ros, nebula, hesai_ros_driver): one cloud a scan, read with rosbags; or,
-where the bag holds no clouds, the velodyne driver's raw packets (``velodyne_msgs/VelodyneScan``).
+where the bag holds no clouds, the velodyne driver's raw packets (``velodyne_msgs/VelodyneScan``) or
+ouster-ros's (``PacketMsg``, with the sensor's metadata topic or a ``.json`` beside the bag).
 
 Which cloud is said in the grid's note: of the bag's first cloud topic (the others named), the fullest of
 its first :data:`FIRST_CLOUDS` clouds (a recording started mid-sweep can begin with a partial one).
@@ -20,7 +21,15 @@ from rt_lidar.sinks.recording import cloud_table
 from rt_lidar.validation.real_formats import scan_from_table
 from rt_lidar.validation.realism_grid import ScanGrid
 
-__all__ = ["CLOUD_TYPES", "FIRST_CLOUDS", "PACKET_TYPES", "SCAN_MESSAGES", "read_bag_scan"]
+__all__ = [
+    "CLOUD_TYPES",
+    "FIRST_CLOUDS",
+    "OUSTER_PACKETS",
+    "OUSTER_PACKET_TYPES",
+    "PACKET_TYPES",
+    "SCAN_MESSAGES",
+    "read_bag_scan",
+]
 
 CLOUD_TYPES = ("sensor_msgs/msg/PointCloud2",)
 """The message types read (rosbags names ROS 1's ``sensor_msgs/PointCloud2`` the same)."""
@@ -31,6 +40,48 @@ PACKET_TYPES = ("velodyne_msgs/msg/VelodyneScan",)
 packets), read as a pcap's packets are."""
 SCAN_MESSAGES = 3
 """VelodyneScan messages read (a rotation each): the most complete rotation among them is measured."""
+
+
+OUSTER_PACKET_TYPES = ("ouster_sensor_msgs/msg/PacketMsg", "ouster_ros/msg/PacketMsg")
+"""Raw Ouster packets as ouster-ros records them (``buf``: one lidar or IMU packet a message)."""
+OUSTER_PACKETS = 512
+"""Lidar packets read from an Ouster bag: at least two frames of a 2048-column sensor."""
+
+
+def _ouster_packets(path: Path, reader: Any, conns: list[Any]) -> ScanGrid:
+    """The most complete frame among the first :data:`OUSTER_PACKETS` lidar packets (the topics named
+    ``lidar`` where there are such, else every packet topic; IMU packets are told apart by size), with the
+    sensor's metadata from the bag's ``.../metadata`` String topic, else a ``.json`` beside the bag."""
+    from rt_lidar.validation.real_ouster import ouster_layout, ouster_scan
+
+    lidar = [c for c in conns if "lidar" in c.topic] or conns
+    meta_conns = [
+        c for c in reader.connections if c.msgtype == "std_msgs/msg/String" and c.topic.endswith("metadata")
+    ]
+    if meta_conns:
+        _conn, _stamp, raw = next(iter(reader.messages(connections=meta_conns[:1])))
+        text = reader.deserialize(raw, meta_conns[0].msgtype).data
+        lay = ouster_layout(f"{path} ({meta_conns[0].topic})", text)
+    else:
+        from rt_lidar.validation.real_formats import is_ouster_metadata
+
+        named = path.with_suffix(".json")
+        found = [c for c in sorted(path.parent.glob("*.json")) if is_ouster_metadata(c)]
+        beside = [named] if named.is_file() else found
+        if len(beside) != 1:
+            raise RecordingError(
+                f"{path}: Ouster packets without the sensor's metadata (no .../metadata topic in the bag, "
+                f"no {named.name} beside it, {len(found)} other Ouster metadata .json files in its folder)"
+            )
+        lay = ouster_layout(beside[0])
+    payloads: list[bytes] = []
+    for k, (conn, _stamp, raw) in enumerate(reader.messages(connections=lidar)):
+        if k >= OUSTER_PACKETS:
+            break
+        payloads.append(bytes(reader.deserialize(raw, conn.msgtype).buf))
+    grid = ouster_scan(path, payloads, lay)
+    grid.note += f"; packets of {', '.join(sorted({c.topic for c in lidar}))}"
+    return grid
 
 
 def _velodyne_packets(path: Path, reader: Any, conns: list[Any], preset: SensorPreset) -> ScanGrid:
@@ -76,9 +127,12 @@ def read_bag_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
             packets = [c for c in reader.connections if c.msgtype in PACKET_TYPES]
             if packets:
                 return _velodyne_packets(path, reader, packets, preset)
+            ouster = [c for c in reader.connections if c.msgtype in OUSTER_PACKET_TYPES]
+            if ouster:
+                return _ouster_packets(path, reader, ouster)
             types = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections}) or ["none"]
             raise RecordingError(
-                f"{path}: no sensor_msgs/PointCloud2 topic (nor velodyne_msgs/VelodyneScan) in the bag "
+                f"{path}: no sensor_msgs/PointCloud2 topic (nor Velodyne or Ouster packets) in the bag "
                 f"(topics: {', '.join(types)})"
             )
         topics = sorted({c.topic for c in conns})

@@ -35,6 +35,7 @@ from rt_lidar.validation.realism_grid import ScanGrid, grid_from_points, read_ki
 __all__ = [
     "FORMATS",
     "detect_format",
+    "is_ouster_metadata",
     "read_nuscenes_bin",
     "read_pcd_scan",
     "read_real_scan",
@@ -214,7 +215,8 @@ def scan_from_table(where: Path, name: str, pts: np.ndarray, preset: SensorPrese
     return grid
 
 
-def _is_ouster_metadata(path: Path) -> bool:
+def is_ouster_metadata(path: Path) -> bool:
+    """``path`` is an Ouster sensor's metadata JSON (its beams' altitude angles, flat or nested)."""
     try:
         meta = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError):
@@ -232,7 +234,7 @@ def _ouster_metadata(pcap: Path) -> Path:
     beside = pcap.with_suffix(".json")
     if beside.exists():
         return beside
-    found = [c for c in sorted(pcap.parent.glob("*.json")) if _is_ouster_metadata(c)]
+    found = [c for c in sorted(pcap.parent.glob("*.json")) if is_ouster_metadata(c)]
     stem = pcap.stem
     extended = [c for c in found if stem.startswith(c.stem)]
     longest = [c for c in extended if len(c.stem) == max(len(e.stem) for e in extended)]

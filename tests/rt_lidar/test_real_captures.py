@@ -328,3 +328,49 @@ def test_a_bag_of_velodyne_packets_reads_as_the_capture_they_came_from(tmp_path:
     assert np.array_equal(got.range_m, want.range_m) and np.array_equal(got.intensity, want.intensity)
     assert _stats(got) == _stats(want)
     assert "packets of /velodyne_packets (its first 3 scans)" in got.note
+
+
+OS1_32 = REAL / "OS1-32" / "OS-1-32-G_v2.1.1_1024x10.pcap"
+
+
+@pytest.mark.parametrize("ros", [1, 2])
+def test_a_bag_of_ouster_packets_reads_as_the_capture_they_came_from(tmp_path: Path, ros: int) -> None:
+    """The vendored OS1-32 capture's packets as ouster-ros records them (``PacketMsg``: lidar and IMU
+    packets on their own topics): with the metadata on ``/ouster/metadata`` (ROS 2), or as a ``.json``
+    beside the bag (ROS 1): the same frame as the pcap."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    ts = get_typestore(Stores.ROS1_NOETIC if ros == 1 else Stores.ROS2_HUMBLE)
+    kind = "ouster_ros/msg/PacketMsg" if ros == 1 else "ouster_sensor_msgs/msg/PacketMsg"
+    ts.register(get_types_from_msg("uint8[] buf\n", kind))
+    packet_t, string_t = ts.types[kind], ts.types["std_msgs/msg/String"]
+    recs = [r.payload for r in read_pcap_udp(OS1_32)]
+    meta = OS1_32.with_suffix(".json")
+    if ros == 1:
+        from rosbags.rosbag1 import Writer as Writer1
+
+        bag = tmp_path / "os.bag"
+        (tmp_path / "os.json").write_text(meta.read_text())
+        with Writer1(bag) as w1:
+            lidar = w1.add_connection("/ouster/lidar_packets", kind, typestore=ts)
+            imu = w1.add_connection("/ouster/imu_packets", kind, typestore=ts)
+            for k, r in enumerate(recs):
+                msg = packet_t(buf=np.frombuffer(r, np.uint8))
+                w1.write(imu if len(r) == 48 else lidar, 10 + k, ts.serialize_ros1(msg, kind))
+    else:
+        from rosbags.rosbag2 import StoragePlugin
+        from rosbags.rosbag2 import Writer as Writer2
+
+        bag = tmp_path / "os"
+        with Writer2(bag, version=8, storage_plugin=StoragePlugin.MCAP) as w2:
+            m = w2.add_connection("/ouster/metadata", "std_msgs/msg/String", typestore=ts)
+            w2.write(m, 1, ts.serialize_cdr(string_t(data=meta.read_text()), "std_msgs/msg/String"))
+            imu = w2.add_connection("/ouster/imu_packets", kind, typestore=ts)
+            lidar = w2.add_connection("/ouster/lidar_packets", kind, typestore=ts)
+            for k, r in enumerate(recs):
+                msg = packet_t(buf=np.frombuffer(r, np.uint8))
+                w2.write(imu if len(r) == 48 else lidar, 10 + k, ts.serialize_cdr(msg, kind))
+    got, want = read_real_scan(bag, "OS1-64"), read_real_scan(OS1_32, "OS1-64")
+    assert np.array_equal(got.range_m, want.range_m) and np.array_equal(got.intensity, want.intensity)
+    assert _stats(got) == _stats(want)
+    assert "packets of /ouster/lidar_packets" in got.note
