@@ -12,6 +12,7 @@ each band's share and its 10 / 50 / 90 % ranges.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -74,7 +75,7 @@ def detected_drops_by_size(
         return drop_cross_section(d, o.wavelength_nm)
 
     bands = []
-    for i, (lo, hi) in enumerate(zip(edges_mm[:-1], edges_mm[1:], strict=True)):
+    for i, (lo, hi) in enumerate(itertools.pairwise(edges_mm)):
         inside = (sizes >= lo) & ((sizes < hi) | ((i == len(edges_mm) - 2) & (sizes <= hi)))
         dens, _ = detectable_density(z, *args, sizes, np.where(inside, counts, 0.0), cross_section, 256)
         bands.append((lo, hi, *_quantiles(z, dens)))
