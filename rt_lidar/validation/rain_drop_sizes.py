@@ -33,8 +33,8 @@ from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
 __all__ = ["SIZE_BANDS_MM", "detected_drops_by_size"]
 
 SIZE_BANDS_MM = (0.1, 0.5, 2.5, 3.0, 3.5, 4.0, 6.0)
-"""Band edges (mm): drops under 0.5 mm are spheres that keep their glory (rho ~ 0.7-1,
-:mod:`rt_lidar.physics.drop_backscatter`; on a VLP-16 those of 0.3-0.5 mm are detected), 0.5-2.5 mm
+"""Band edges (mm): drops under 0.5 mm are spheres that keep their glory (rho 0.7-1 while round, 0.10
+at 0.5 mm; :mod:`rt_lidar.physics.drop_backscatter`; on a VLP-16 those of 0.3-0.5 mm are detected), 0.5-2.5 mm
 oblate drops of rho ~ 0.03 that a VLP-16 detects almost nowhere, and half-millimetre bands of the big
 oblate drops that fill enough of the beam farther out, the bigger the farther (a band of its own each,
 so that the drop sizes' mix inside a band hardly moves with the rate)."""
