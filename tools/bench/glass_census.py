@@ -100,7 +100,11 @@ class _Census:
             caller = sys._getframe(1)
             site = caller.f_code.co_name
             if site == "_mirror_cast" and caller.f_back is not None:
-                site = "mirror rays of the panes" if caller.f_back.f_code.co_name == "_glass_mirror" else "wet road mirror"
+                site = (
+                    "mirror rays of the panes"
+                    if caller.f_back.f_code.co_name == "_glass_mirror"
+                    else "wet road mirror"
+                )
             elif site == "_cast":
                 site = "behind glass" if "rh" in caller.f_locals else "first surfaces"
             c = time.thread_time()
@@ -162,7 +166,7 @@ class _Census:
         out: dict[int, list[bytes]] = collections.defaultdict(list)
         for rec in self.detections:
             size, raw = rec.dtype.itemsize, rec.tobytes()
-            for i, k in enumerate(rec.f0.tolist()):
+            for i, k in enumerate(rec["f0"].tolist()):
                 out[k].append(raw[i * size : (i + 1) * size])
         return out
 
@@ -192,17 +196,23 @@ class _Census:
             self.counts["mirror rays meeting a surface"] += int(g["hit"].sum())
             self.counts["mirror rays whose pulse changed"] += int(changed.sum())
             self.counts["mirror rays: bound below the threshold"] += int((g["bound"] < thr).sum())
-            groups = [(f"pane {names[m]}", g["material"] == m) for m in np.unique(g["material"]).tolist()]
+            groups = [(f"pane of {names[m]}", g["material"] == m) for m in np.unique(g["material"]).tolist()]
             groups += [(f"cos [{a}, {b})", (g["cos"] >= a) & (g["cos"] < b)) for a, b in _COSINES]
-            groups += [(f"pane range [{a}, {b}) m", (g["pane_m"] >= a) & (g["pane_m"] < b)) for a, b in _PANE_RANGES]
+            groups += [
+                (f"pane range [{a}, {b}) m", (g["pane_m"] >= a) & (g["pane_m"] < b)) for a, b in _PANE_RANGES
+            ]
             for name, sel in groups:
                 c = self.groups[name]
                 c["cast"] += int(sel.sum())
                 c["met a surface"] += int((sel & g["hit"]).sum())
                 c["ghost >= threshold"] += int((sel & (g["power"] >= thr)).sum())
                 c["pulse changed"] += int((sel & changed).sum())
-                c["pulse changed, ghost < 0.05 threshold"] += int((sel & changed & (g["power"] < 0.05 * thr)).sum())
-                c["pulse changed, ghost < 0.001 threshold"] += int((sel & changed & (g["power"] < 1e-3 * thr)).sum())
+                c["pulse changed, ghost < 0.05 threshold"] += int(
+                    (sel & changed & (g["power"] < 0.05 * thr)).sum()
+                )
+                c["pulse changed, ghost < 0.001 threshold"] += int(
+                    (sel & changed & (g["power"] < 1e-3 * thr)).sum()
+                )
 
 
 def _changed(a: dict[int, list[bytes]], b: dict[int, list[bytes]]) -> np.ndarray:
@@ -237,7 +247,8 @@ def census(row: str, frames: int) -> dict[str, Any]:
             g: {k: round(v * per, 1) for k, v in d.items()} for g, d in c.groups.items()
         },
         "casts_per_frame": {
-            s: {"rays": round(c.cast_rays[s] * per), "thread_cpu_ms": round(c.cast_ms[s] * per, 2)} for s in c.cast_ms
+            s: {"rays": round(c.cast_rays[s] * per), "thread_cpu_ms": round(c.cast_ms[s] * per, 2)}
+            for s in c.cast_ms
         },
     }
 
