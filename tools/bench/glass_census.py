@@ -50,9 +50,10 @@ def _pipeline(row: str) -> Any:
     return build_pipeline(preset, build_world("street", seed=3), seed=3, physics=cfg).pipeline
 
 
-def _pulse_keys(hits: Any, rows: np.ndarray) -> np.ndarray:
-    """One int64 a pulse (its firing time and laser) for the rays ``rows`` of ``hits``."""
-    pulse = rows // max(hits.subrays, 1)
+def _pulse_keys(hits: Any, rows: np.ndarray, of_rays: bool = True) -> np.ndarray:
+    """One int64 a pulse (its firing time and laser) for the rays ``rows`` of ``hits`` (``of_rays``
+    False: ``rows`` are pulses already, as a detection's)."""
+    pulse = rows // max(hits.subrays, 1) if of_rays else rows
     return hits.firings.t_ns[pulse].astype(np.int64) * 1024 + hits.firings.ring[pulse].astype(np.int64)
 
 
@@ -136,7 +137,7 @@ class _Census:
 
         def logged_detections(echo: Any, hits: Any, *a: Any, **kw: Any) -> Any:
             det = detect(echo, hits, *a, **kw)
-            key = _pulse_keys(hits, det.pulse)
+            key = _pulse_keys(hits, det.pulse, of_rays=False)
             fields = [key, det.return_id, det.range_m, det.power_w, det.segment, det.flags]
             self.detections.append(np.rec.fromarrays(fields))
             return det
