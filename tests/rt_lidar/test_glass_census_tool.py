@@ -46,3 +46,22 @@ def test_the_census_of_a_vls128_frame_adds_up(tmp_path: Path) -> None:
 def test_an_unknown_row_is_refused() -> None:
     done = _run("--rows", "nope")
     assert done.returncode == 2 and "unknown row 'nope'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_bundles_rays_and_its_detections_name_the_same_pulse() -> None:
+    import importlib.util
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("glass_census", TOOL)
+    assert spec is not None and spec.loader is not None
+    census = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(census)
+    firings = SimpleNamespace(t_ns=np.array([1000, 1000, 2000]), ring=np.array([3, 4, 3], np.uint16))
+    hits = SimpleNamespace(subrays=13, firings=firings)
+    rays = np.array([0, 12, 13, 27, 38])  # sub-rays of pulses 0, 0, 1, 2, 2
+    by_ray = census._pulse_keys(hits, rays)
+    by_pulse = census._pulse_keys(hits, np.array([0, 1, 2]), of_rays=False)
+    assert by_ray.tolist() == by_pulse[[0, 0, 1, 2, 2]].tolist()
+    assert len(set(by_pulse.tolist())) == 3  # the same time, another laser: another pulse
