@@ -48,6 +48,20 @@ OUSTER_PACKETS = 512
 """Lidar packets read from an Ouster bag: at least two frames of a 2048-column sensor."""
 
 
+def _decoded(path: Path, reader: Any, conns: list[Any], limit: int, what: str) -> list[tuple[int, Any]]:
+    """(index, message) of the first ``limit`` messages of ``conns``, deserialised; one its own type
+    cannot decode (a damaged bag) is a :class:`RecordingError` naming it as ``what`` and its topic."""
+    out: list[tuple[int, Any]] = []
+    for k, (conn, _stamp, raw) in enumerate(reader.messages(connections=conns)):
+        if k >= limit:
+            break
+        try:
+            out.append((k, reader.deserialize(raw, conn.msgtype)))
+        except Exception as exc:  # rosbags raises its own error types for each kind of bad message
+            raise RecordingError(f"{path}: {what} {k} of {conn.topic} cannot be decoded ({exc})") from None
+    return out
+
+
 def _ouster_packets(path: Path, reader: Any, conns: list[Any]) -> ScanGrid:
     """The most complete frame among the first :data:`OUSTER_PACKETS` lidar packets (the topics named
     ``lidar`` where there are such, else every packet topic; IMU packets are told apart by size), with the
@@ -63,22 +77,11 @@ def _ouster_packets(path: Path, reader: Any, conns: list[Any]) -> ScanGrid:
         text = reader.deserialize(raw, meta_conns[0].msgtype).data
         lay = ouster_layout(f"{path} ({meta_conns[0].topic})", text)
     else:
-        from rt_lidar.validation.real_formats import is_ouster_metadata
+        from rt_lidar.validation.real_formats import ouster_metadata_beside
 
-        named = path.with_suffix(".json")
-        found = [c for c in sorted(path.parent.glob("*.json")) if is_ouster_metadata(c)]
-        beside = [named] if named.is_file() else found
-        if len(beside) != 1:
-            raise RecordingError(
-                f"{path}: Ouster packets without the sensor's metadata (no .../metadata topic in the bag, "
-                f"no {named.name} beside it, {len(found)} other Ouster metadata .json files in its folder)"
-            )
-        lay = ouster_layout(beside[0])
-    payloads: list[bytes] = []
-    for k, (conn, _stamp, raw) in enumerate(reader.messages(connections=lidar)):
-        if k >= OUSTER_PACKETS:
-            break
-        payloads.append(bytes(reader.deserialize(raw, conn.msgtype).buf))
+        lay = ouster_layout(ouster_metadata_beside(path, "Ouster packets without a .../metadata topic"))
+    packets = _decoded(path, reader, lidar, OUSTER_PACKETS, "packet")
+    payloads = [bytes(msg.buf) for _k, msg in packets]
     grid = ouster_scan(path, payloads, lay)
     grid.note += f"; packets of {', '.join(sorted({c.topic for c in lidar}))}"
     return grid
@@ -91,17 +94,9 @@ def _velodyne_packets(path: Path, reader: Any, conns: list[Any], preset: SensorP
 
     topic = sorted({c.topic for c in conns})[0]
     chosen = [c for c in conns if c.topic == topic]
-    payloads: list[bytes] = []
-    scans = 0
-    for k, (conn, _stamp, raw) in enumerate(reader.messages(connections=chosen)):
-        if k >= SCAN_MESSAGES:
-            break
-        scans += 1
-        try:
-            msg = reader.deserialize(raw, conn.msgtype)
-        except Exception as exc:  # a message its own type cannot decode: a damaged bag
-            raise RecordingError(f"{path}: scan {k} of {topic} cannot be decoded ({exc})") from None
-        payloads += [bytes(pkt.data) for pkt in msg.packets if len(pkt.data) == 1206]
+    msgs = _decoded(path, reader, chosen, SCAN_MESSAGES, "scan")
+    scans = len(msgs)
+    payloads = [bytes(pkt.data) for _k, msg in msgs for pkt in msg.packets if len(pkt.data) == 1206]
     if not payloads:
         raise RecordingError(f"{path}: the topic {topic} holds no 1206-byte Velodyne packets")
     hdl64 = preset.name.upper().startswith("HDL-64")
@@ -138,16 +133,8 @@ def read_bag_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
         topics = sorted({c.topic for c in conns})
         topic = topics[0]
         chosen = [c for c in conns if c.topic == topic]
-        clouds: list[tuple[int, Any]] = []
         total = sum(int(c.msgcount) for c in chosen)
-        for k, (conn, _stamp, raw) in enumerate(reader.messages(connections=chosen)):
-            if k >= FIRST_CLOUDS:
-                break
-            try:
-                msg = reader.deserialize(raw, conn.msgtype)
-            except Exception as exc:  # a message its own type cannot decode: a damaged bag
-                raise RecordingError(f"{path}: cloud {k} of {topic} cannot be decoded ({exc})") from None
-            clouds.append((k, msg))
+        clouds = _decoded(path, reader, chosen, FIRST_CLOUDS, "cloud")
         if not clouds:
             raise RecordingError(f"{path}: the topic {topic} holds no clouds")
         sizes = [int(m.width) * int(m.height) for _k, m in clouds]

@@ -36,6 +36,7 @@ __all__ = [
     "FORMATS",
     "detect_format",
     "is_ouster_metadata",
+    "ouster_metadata_beside",
     "read_nuscenes_bin",
     "read_pcd_scan",
     "read_real_scan",
@@ -226,11 +227,12 @@ def is_ouster_metadata(path: Path) -> bool:
     )
 
 
-def _ouster_metadata(pcap: Path) -> Path:
-    """The sensor metadata of an Ouster pcap: ``<stem>.json`` beside it; else the metadata file whose
-    name the pcap's extends (``OS-1-128_1024x10.json`` for ``OS-1-128_1024x10_lb_n3.pcap``, as
-    ouster-sdk's recordings and samples are named; ``<stem>_0.json`` of a one-sensor recording), the
-    longest such; else the only metadata file in its folder."""
+def ouster_metadata_beside(pcap: Path, why: str = "not Velodyne packets (1206-byte payloads)") -> Path:
+    """The sensor metadata of an Ouster capture (a pcap, or a bag of its packets): ``<stem>.json`` beside
+    it; else the metadata file whose name the capture's extends (``OS-1-128_1024x10.json`` for
+    ``OS-1-128_1024x10_lb_n3.pcap``, as ouster-sdk's recordings and samples are named; ``<stem>_0.json``
+    of a one-sensor recording), the longest such; else the only metadata file in its folder. ``why``
+    begins the error where there is none."""
     beside = pcap.with_suffix(".json")
     if beside.exists():
         return beside
@@ -244,7 +246,7 @@ def _ouster_metadata(pcap: Path) -> Path:
             return named[0]
     if len(found) != 1:
         raise RecordingError(
-            f"{pcap}: not Velodyne packets (1206-byte payloads), and no single Ouster metadata .json "
+            f"{pcap}: {why}, and no single Ouster metadata .json "
             f"beside it ({pcap.with_suffix('.json').name}, one whose name the pcap's extends, or the "
             f"only one in its folder; found {len(found)}: {', '.join(c.name for c in found[:4])})"
         )
@@ -320,7 +322,7 @@ def read_real_scan(path: str | Path, preset: str | SensorPreset) -> ScanGrid:
         hdl64 = p.name.upper().startswith("HDL-64")
         return read_velodyne_pcap(path, p if hdl64 or head[-1] not in PRESET_OF_PRODUCT else None)
     if fmt == "ouster-pcap":
-        return read_ouster_pcap(path, _ouster_metadata(path))
+        return read_ouster_pcap(path, ouster_metadata_beside(path))
     if fmt == "rosbag":
         from rt_lidar.validation.real_bags import read_bag_scan
 
