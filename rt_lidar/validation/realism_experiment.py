@@ -299,7 +299,7 @@ def _measure_real(frame: RealFrame) -> dict[str, Any]:
             dict.fromkeys(GROUND_KEYS), ground_intensity_by_band=None, horizon_rings=[], horizon_lasers=[]
         )
     preset = load_preset(frame.preset)  # its road's echo read back laser by laser (change 52)
-    st["road_echo_lasers"] = laser_echoes(preset, st.get("horizon_lasers") or [])
+    st["road_echo_lasers"] = laser_echoes(preset, st.get("horizon_lasers") or [], st.get("sensor_height_m"))
     st["road_echo_slope"] = echo_slope(st["road_echo_lasers"])
     read_as = [grid.units, grid.note]
     if grid.units.startswith("Ouster reflectivity") and load_preset(frame.preset).output.intensity != (

@@ -180,41 +180,45 @@ def echo_for_zero_share(preset: SensorPreset, zeros: float) -> float:
     return _solve(lambda e: zero_share(preset, e), zeros, increasing=False)
 
 
-ECHO_RANGE_M = (25.0, 60.0)
-"""Where lasers' ground returns are read back into echoes (:func:`laser_echoes`): the road from where
-the weak-return zeros start (KITTI's near road reads 0 for under 0.1 of its returns within 25 m) to
-beyond KITTI's farthest answering laser (54.8 m)."""
+ECHO_RANGE_M = (25.0, 90.0)
+"""Where lasers' ground returns are read back into echoes (:func:`laser_echoes`): from where KITTI's
+near road starts reading 0 (under 0.1 of its returns within 25 m) to beyond the farthest real road seen
+(nebula's VLS-128 frame answers from its road at 88 m)."""
 ZERO_SHARE_READ = (0.02, 0.98)
 """Zero shares a laser's echo is read from: outside, the share no longer tells the echo apart."""
 
 
-def laser_echoes(preset: SensorPreset, horizon_lasers: list[list[Any]]) -> list[list[float]]:
+def laser_echoes(
+    preset: SensorPreset, horizon_lasers: list[list[Any]], height_m: float | None = None
+) -> list[list[Any]]:
     """The mean road echo (over the threshold) each laser of a scan's ``horizon_lasers`` (rows of
-    :func:`rt_lidar.validation.realism_lasers.laser_ground_rates`) reads back to, on ``preset``'s
-    receiver: ``[ring, where its ground returns lie (m), P, zeros, echo from the zeros, echo that P asks
-    at least]`` for lasers answering within :data:`ECHO_RANGE_M` (the zeros' echo None outside
-    :data:`ZERO_SHARE_READ` or where the preset reports no zeros)."""
+    :func:`rt_lidar.validation.realism_lasers.laser_ground_rates`) reads back to on ``preset``'s receiver:
+    ``[ring, where its ground returns lie (m), P, zeros, echo from the zeros, echo that P asks at least,
+    the model's mean echo there]`` for lasers answering within :data:`ECHO_RANGE_M`. The zeros' echo is
+    None outside :data:`ZERO_SHARE_READ` or where the preset reports no zeros; the model's is that of
+    :func:`road_echo_terms` on a flat road ``height_m`` down (the scan's; :data:`SENSOR_HEIGHT_M` when
+    None), without the laser's own gain."""
+    h = SENSOR_HEIGHT_M if height_m is None else float(height_m)
+    road = road_material(preset)
     out: list[list[Any]] = []
     for ring, _elev, _plane, p, _rays, where, zeros in horizon_lasers:
-        if where is None or not ECHO_RANGE_M[0] <= where <= ECHO_RANGE_M[1] or p is None or p <= 0.0:
+        if where is None or p is None or p <= 0.0 or not ECHO_RANGE_M[0] <= where <= ECHO_RANGE_M[1]:
             continue
         from_zeros = None
-        if (
-            preset.output.weak_zero_snr > 1.0
-            and zeros is not None
-            and ZERO_SHARE_READ[0] < zeros < ZERO_SHARE_READ[1]
-        ):
+        reads_zeros = preset.output.weak_zero_snr > 1.0 and zeros is not None
+        if reads_zeros and ZERO_SHARE_READ[0] < zeros < ZERO_SHARE_READ[1]:
             from_zeros = round(echo_for_zero_share(preset, float(zeros)), 3)
-        out.append(
-            [ring, where, p, zeros, from_zeros, round(echo_for_return_rate(preset, min(float(p), 0.999)), 3)]
-        )
+        at_least = round(echo_for_return_rate(preset, min(float(p), 0.999)), 3)
+        model = road_echo_terms(preset, road, np.array([max(float(where), h)]), h)["echo_over_threshold"][0]
+        out.append([ring, where, p, zeros, from_zeros, at_least, round(float(model), 3)])
     return out
 
 
 def echo_slope(rows: list[list[Any]]) -> float | None:
     """Least-squares ``d ln(echo) / d ln R`` of :func:`laser_echoes`' echoes read from the zeros against
-    where the lasers answer (None with fewer than three such lasers)."""
-    pts = [(math.log(r[1]), math.log(r[4])) for r in rows if r[4] is not None]
+    where the lasers answer, up to 60 m (the zeros' own range in KITTI's frame; None with fewer than
+    three such lasers)."""
+    pts = [(math.log(r[1]), math.log(r[4])) for r in rows if r[4] is not None and r[1] <= 60.0]
     if len(pts) < 3:
         return None
     x, y = np.array(pts).T

@@ -12,6 +12,7 @@ from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.laser_gain import ring_gains
 from rt_lidar.physics.pulse_spread import peak_factor
 from rt_lidar.sensor.presets import load_preset
+from rt_lidar.validation.real_frames import read_frame, vendored_frames
 from rt_lidar.validation.realism import realism_statistics
 from rt_lidar.validation.realism_experiment import _shared_real, real_grids, simulated_grids
 from rt_lidar.validation.road_echo_terms import (
@@ -81,8 +82,9 @@ def test_the_zeros_read_the_simulated_lasers_echo_back() -> None:
     rows = laser_echoes(preset, realism_statistics(simulated_grids("HDL-64E", frames=1)[0])["horizon_lasers"])
     read = [r for r in rows if r[4] is not None]
     assert len(read) >= 2
-    for ring, where, _p, _z, from_zeros, _at_least in read:
-        model = road_echo_terms(preset, road_material(preset), np.array([where]))["echo_over_threshold"][0]
+    for ring, where, _p, _z, from_zeros, _at_least, model in read:
+        direct = road_echo_terms(preset, road_material(preset), np.array([where]))["echo_over_threshold"][0]
+        assert model == pytest.approx(direct, rel=1e-3)  # the row's model column: the street's flat road
         assert from_zeros == pytest.approx(model * gains[ring], rel=0.25)
 
 
@@ -97,5 +99,20 @@ def test_kittis_road_echo_reads_flatter_than_inverse_square_from_28_to_55_m() ->
     assert slope is not None and -1.0 < slope < 0.0  # KITTI: -0.29; 1 / R^2 alone is -2
     far = read[max(read)]
     assert far[4] > 1.8 and far[5] > 1.2  # its 54.8 m laser: ~1.9x the threshold, at least 1.2x
-    model = road_echo_terms(preset, road_material(preset), np.array([far[1]]))["echo_over_threshold"][0]
-    assert model < 0.4  # the model's flat road there
+    assert far[6] < 0.4  # the model's flat road there, its plane's 1.84 m down
+
+
+def test_nebulas_vls128_road_answers_where_the_models_road_echo_is_a_quarter_of_the_threshold() -> None:
+    # a second sensor, a calibrated Velodyne without zeros: only the return rate reads its echo
+    frames = [f for f in vendored_frames() if f.preset == "VLS-128"]
+    if not frames:
+        pytest.skip("tests/data/real/VLS-128 not found")
+    grid = read_frame(frames[0])
+    st = realism_statistics(grid)
+    rows = laser_echoes(load_preset("VLS-128"), st["horizon_lasers"], st["sensor_height_m"])
+    far = [r for r in rows if r[1] > 70.0]
+    assert len(far) >= 5
+    for _ring, _where, p, zeros, from_zeros, at_least, model in far:
+        assert p > 0.6 and zeros < 0.05 and from_zeros is None
+        assert at_least > 1.0  # returning 0.65-0.89 of the time asks at least the threshold ...
+        assert model < 0.32  # ... where the model's flat road echoes 0.16-0.29 of it
