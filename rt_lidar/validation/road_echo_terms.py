@@ -32,6 +32,7 @@ the model's receiver, so they are estimates, not measurements of the S2's echo.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -157,11 +158,12 @@ def zero_share(preset: SensorPreset, echo: float) -> float:
     return 1.0 - _q((k - echo) / s) / max(detected, 1e-300)
 
 
-def _solve(f: object, target: float, increasing: bool) -> float:
+def _solve(f: Callable[[float], float], target: float, increasing: bool) -> float:
+    """The x in [0.01, 100] (bisected in log) where the monotonic ``f`` reaches ``target``."""
     lo, hi = 0.01, 100.0
     for _ in range(100):
         mid = math.sqrt(lo * hi)
-        v = f(mid)  # type: ignore[operator]
+        v = f(mid)
         if (v < target) == increasing:
             lo = mid
         else:
