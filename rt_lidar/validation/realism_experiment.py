@@ -552,6 +552,9 @@ def realism_table(rep: dict[str, Any]) -> str:
                 f"{name:8} {key:10} {_fmt(rep[f'sim_{key}'][i]):>10} {_fmt(rep[f'real_frame_{key}'][i]):>10} "
                 f"{rep[f'published_{key}'][i]:>11} {_fmt(rep[f'residual_{key}'][i]):>9}"
             )
+        if "sim_road_echo_slope" in rep:  # d ln(echo) / d ln R: the model's 35-55 m, the real lasers' read
+            sim, real = rep["sim_road_echo_slope"][i], rep["real_frame_road_echo_slope"][i]
+            rows.append(f"{name:8} {'echo_slope':10} {_fmt(sim):>10} {_fmt(real):>10} {'-':>11} {'-':>9}")
     scans = rep.get("real_scans", {})
     if scans:
         cols = (*STAT_KEYS, "hole_share", "laser_hole_spread")
