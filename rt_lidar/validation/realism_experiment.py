@@ -48,6 +48,7 @@ from rt_lidar.validation.realism_grid import (
     read_kitti_calib,
 )
 from rt_lidar.validation.realism_layout import CLASS_KEYS, layout_report, layout_table
+from rt_lidar.validation.road_echo_terms import echo_slope, laser_echoes, road_echo_slopes, road_material
 
 __all__ = [
     "REALISM_CHECKS",
@@ -278,6 +279,8 @@ REAL_SCAN_KEYS = (
     "ground_intensity_by_band",
     "horizon_rings",
     "horizon_lasers",
+    "road_echo_lasers",
+    "road_echo_slope",
     "points",
 )
 
@@ -295,6 +298,9 @@ def _measure_real(frame: RealFrame) -> dict[str, Any]:
         st.update(
             dict.fromkeys(GROUND_KEYS), ground_intensity_by_band=None, horizon_rings=[], horizon_lasers=[]
         )
+    preset = load_preset(frame.preset)  # its road's echo read back laser by laser (change 52)
+    st["road_echo_lasers"] = laser_echoes(preset, st.get("horizon_lasers") or [], st.get("sensor_height_m"))
+    st["road_echo_slope"] = echo_slope(st["road_echo_lasers"])
     read_as = [grid.units, grid.note]
     if grid.units.startswith("Ouster reflectivity") and load_preset(frame.preset).output.intensity != (
         "calibrated_reflectivity"
@@ -385,6 +391,12 @@ def realism(out: Path) -> dict[str, Any]:
                 _median([sc["statistics"].get(key) for sc in mine if sc["kitti_view"]])
             )
         res.setdefault("sim_near_road_level", []).append(sim["ground_intensity_by_band"][0])
+        slopes = road_echo_slopes(load_preset(name), road_material(load_preset(name)))  # change 52
+        res.setdefault("road_echo_slopes", {})[name] = slopes
+        res.setdefault("sim_road_echo_slope", []).append(round(slopes["total"], 3))
+        res.setdefault("real_frame_road_echo_slope", []).append(
+            _median([sc["statistics"].get("road_echo_slope") for sc in mine])
+        )
         res.setdefault("sim_intensity_max", []).append(sim["intensity_max"])
         res.setdefault("real_frame_intensity_max", []).append(
             _median([sc["statistics"].get("intensity_max") for sc in mine])
@@ -540,6 +552,9 @@ def realism_table(rep: dict[str, Any]) -> str:
                 f"{name:8} {key:10} {_fmt(rep[f'sim_{key}'][i]):>10} {_fmt(rep[f'real_frame_{key}'][i]):>10} "
                 f"{rep[f'published_{key}'][i]:>11} {_fmt(rep[f'residual_{key}'][i]):>9}"
             )
+        if "sim_road_echo_slope" in rep:  # d ln(echo) / d ln R: the model's 35-55 m, the real lasers' read
+            sim, real = rep["sim_road_echo_slope"][i], rep["real_frame_road_echo_slope"][i]
+            rows.append(f"{name:8} {'echo_slope':10} {_fmt(sim):>10} {_fmt(real):>10} {'-':>11} {'-':>9}")
     scans = rep.get("real_scans", {})
     if scans:
         cols = (*STAT_KEYS, "hole_share", "laser_hole_spread")

@@ -1,0 +1,227 @@
+"""The road's echo over the detection threshold, term by term, on a flat road (docs/realism.md, change 52).
+
+Issue 40: the HDL-64E's road ends at 42.8 m (whole turn) where KITTI's S2 answers from its road to 54.8 m,
+and laser by laser the simulated road's return rate falls from 0.84 (37.5 m) to 0.02 (49.7 m) where
+KITTI's stays at 0.86-0.98 (change 47). This module takes the model's mean road echo apart. A beam
+``depression`` below the horizon meets a flat road ``height_m`` below the sensor at ``R = h / sin(d)``,
+incidence cosine ``sin(d)``; the echo over the threshold there is the product of
+
+- ``inverse_square``: the radar equation's ``P_e eta D^2 / (4 R^2)`` over the threshold (a white
+  Lambertian target filling the beam, no path, :func:`rt_lidar.kernels.received_power`);
+- ``reflectance``: the road's effective reflectance S at that incidence (the table's asphalt: Hapke's
+  single scattering, change 13; ``lambert`` is what a Lambertian road of the same S head-on would keep,
+  ``cos(i)`` times S at normal incidence, the "cos law" the issue measures against);
+- ``range_law``: the receiver's range law ``(R / R10)^(2 - n)`` (:mod:`rt_lidar.physics.receiver_range`);
+- ``focus``: the receiver lens's focus (:mod:`rt_lidar.physics.receiver_focus`; 1 beyond focus);
+- ``atmosphere``: clear air's two-way transmission;
+- ``broadening``: the peak the receiver thresholds after the footprint's spread in range
+  (:func:`rt_lidar.physics.pulse_spread.peak_factor`).
+
+Each laser's own gain (change 42) multiplies this for one unit and is left out. :func:`road_echo_slopes`
+gives each term's logarithmic slope ``d ln(term) / d ln R`` between two ranges: ``inverse_square`` is -2,
+a Lambertian road adds about -1 (``lambert``), and what is left over is what makes the model's road fall
+faster or slower than ``1 / R^2`` times the cos law.
+
+The real side (:func:`echo_for_return_rate`, :func:`echo_for_zero_share`): a laser that returns from the
+road with probability P, and reads 0 (its amplitude under ``output.weak_zero_snr`` thresholds) for a
+share z of those returns, has a mean echo that the preset's own receiver noise (the dark floor and the
+echo's shot noise; no texture, no sunlight) turns into that P or that z. Both read the real unit with
+the model's receiver, so they are estimates, not measurements of the S2's echo.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rt_lidar.kernels import received_power, two_way_transmission
+from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.pulse_spread import peak_factor
+from rt_lidar.physics.receiver_focus import receiver_focus_gain
+from rt_lidar.physics.receiver_range import receiver_range_gain
+from rt_lidar.sensor.materials import MaterialArrays, load_material_table
+from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
+
+__all__ = [
+    "ECHO_RANGE_M",
+    "SENSOR_HEIGHT_M",
+    "TERMS",
+    "ZERO_SHARE_READ",
+    "echo_for_return_rate",
+    "echo_for_zero_share",
+    "echo_slope",
+    "laser_echoes",
+    "return_rate",
+    "road_echo_slopes",
+    "road_echo_terms",
+    "road_material",
+    "zero_share",
+]
+
+SENSOR_HEIGHT_M = 1.8
+"""The demo street's lidar above its road (``unreal_bridge/world/street.py``, the sensor mount)."""
+TERMS = ("inverse_square", "reflectance", "range_law", "focus", "atmosphere", "broadening")
+"""The factors whose product is the mean road echo over the threshold."""
+
+
+def road_material(preset: SensorPreset, name: str = "asphalt") -> MaterialArrays:
+    """The packaged table's ``name`` (the road's asphalt) as material 0 at the preset's wavelength."""
+    return load_material_table().arrays([name], preset.optics.wavelength_nm)
+
+
+def road_echo_terms(
+    preset: SensorPreset, road: MaterialArrays, range_m: np.ndarray, height_m: float = SENSOR_HEIGHT_M
+) -> dict[str, np.ndarray]:
+    """Each of :data:`TERMS` (float64 arrays) where beams meet a flat road of material 0 of ``road``
+    ``height_m`` below the sensor at ``range_m`` (>= ``height_m``), their product ``echo_over_threshold``,
+    the incidence cosine ``cos_incidence`` and ``lambert``: the Lambertian reference reflectance
+    ``cos(i) S(0)``."""
+    r = np.asarray(range_m, np.float64)
+    cos = np.clip(height_m / r, 0.0, 1.0)
+    r32, c32 = r.astype(np.float32), cos.astype(np.float32)
+    n = r.size
+    model = EchoModel(preset, road, CLEAR_AIR_EXTINCTION_PER_M)
+    _, refl = model.power(r32, c32, np.zeros(n, np.int16), np.ones(n, np.float32))
+    _, head_on = model.power(
+        np.ones(1, np.float32), np.ones(1, np.float32), np.zeros(1, np.int16), np.ones(1, np.float32)
+    )
+    p = preset.pulse
+    white = received_power(
+        r32, 1.0, 1.0, p.peak_power_w, preset.optics.receiver_aperture_m, preset.optics.system_efficiency
+    )
+    law = receiver_range_gain(preset, r32)
+    focus = receiver_focus_gain(preset, r32)
+    focus_only = np.ones(n) if focus is None else np.asarray(focus, np.float64)
+    law_only = np.ones(n) if law is None else np.asarray(law, np.float64) / np.maximum(focus_only, 1e-30)
+    terms = {
+        "inverse_square": np.asarray(white, np.float64) / p.detection_threshold_w,
+        "reflectance": np.asarray(refl, np.float64),
+        "range_law": law_only,
+        "focus": focus_only,
+        "atmosphere": np.asarray(two_way_transmission(r32, model.extinction_per_m), np.float64),
+        "broadening": np.asarray(peak_factor(preset, r32, c32), np.float64),
+    }
+    out = dict(terms)
+    out["echo_over_threshold"] = np.prod(np.stack([terms[t] for t in TERMS]), axis=0)
+    out["cos_incidence"] = cos
+    out["lambert"] = cos * float(head_on[0])
+    return out
+
+
+def road_echo_slopes(
+    preset: SensorPreset,
+    road: MaterialArrays,
+    near_m: float = 35.0,
+    far_m: float = 55.0,
+    height_m: float = SENSOR_HEIGHT_M,
+) -> dict[str, float]:
+    """``d ln(term) / d ln R`` of each of :data:`TERMS` between ``near_m`` and ``far_m`` on a flat road
+    ``height_m`` down, their sum ``total`` (the mean echo's), ``lambert`` (the cos law's) and
+    ``steeper_than_cos_law``: ``total - (-2 + lambert)``, negative where the model's road falls faster
+    than ``1 / R^2`` times the cos law."""
+    t = road_echo_terms(preset, road, np.array([near_m, far_m]), height_m)
+    span = math.log(far_m / near_m)
+    out = {k: float(np.log(t[k][1] / t[k][0]) / span) for k in (*TERMS, "lambert")}
+    out["total"] = float(np.log(t["echo_over_threshold"][1] / t["echo_over_threshold"][0]) / span)
+    out["steeper_than_cos_law"] = out["total"] - (-2.0 + out["lambert"])
+    return out
+
+
+def _q(x: float) -> float:
+    """P(N(0, 1) > x)."""
+    return 0.5 * math.erfc(x / math.sqrt(2.0))
+
+
+def _sigma_over_threshold(preset: SensorPreset, echo: float) -> float:
+    """The receiver's noise (1 sigma) over its threshold with a mean echo ``echo`` thresholds on it: the
+    dark floor ``1 / threshold_snr`` and the echo's shot noise (no sunlight)."""
+    rx, thr = preset.receiver, preset.pulse.detection_threshold_w
+    return math.sqrt(rx.threshold_snr**-2 + rx.shot_w * max(echo, 0.0) / thr)
+
+
+def return_rate(preset: SensorPreset, echo: float) -> float:
+    """P(detection) of an echo ``echo`` thresholds high on the preset's receiver noise alone."""
+    return _q((1.0 - echo) / _sigma_over_threshold(preset, echo))
+
+
+def zero_share(preset: SensorPreset, echo: float) -> float:
+    """Of the detected echoes of mean ``echo`` (over the threshold), the share measured under
+    ``output.weak_zero_snr`` thresholds: those the S2 reports as 0 (0 where the preset reports none)."""
+    k = preset.output.weak_zero_snr
+    if k <= 1.0:
+        return 0.0
+    s = _sigma_over_threshold(preset, echo)
+    detected = _q((1.0 - echo) / s)
+    return 1.0 - _q((k - echo) / s) / max(detected, 1e-300)
+
+
+def _solve(f: Callable[[float], float], target: float, increasing: bool) -> float:
+    """The x in [0.01, 100] (bisected in log) where the monotonic ``f`` reaches ``target``."""
+    lo, hi = 0.01, 100.0
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        v = f(mid)
+        if (v < target) == increasing:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def echo_for_return_rate(preset: SensorPreset, p_return: float) -> float:
+    """The mean echo (over the threshold) that returns ``p_return`` of the time on the receiver noise
+    alone: any spread of the echo (texture, laser gains) asks for more, so a lower bound."""
+    return _solve(lambda e: return_rate(preset, e), p_return, increasing=True)
+
+
+def echo_for_zero_share(preset: SensorPreset, zeros: float) -> float:
+    """The mean echo (over the threshold) whose detected returns read 0 for ``zeros`` of them."""
+    return _solve(lambda e: zero_share(preset, e), zeros, increasing=False)
+
+
+ECHO_RANGE_M = (25.0, 90.0)
+"""Where lasers' ground returns are read back into echoes (:func:`laser_echoes`): from where KITTI's
+near road starts reading 0 (under 0.1 of its returns within 25 m) to beyond the farthest real road seen
+(nebula's VLS-128 frame answers from its road at 88 m)."""
+ZERO_SHARE_READ = (0.02, 0.98)
+"""Zero shares a laser's echo is read from: outside, the share no longer tells the echo apart."""
+
+
+def laser_echoes(
+    preset: SensorPreset, horizon_lasers: list[list[Any]], height_m: float | None = None
+) -> list[list[Any]]:
+    """The mean road echo (over the threshold) each laser of a scan's ``horizon_lasers`` (rows of
+    :func:`rt_lidar.validation.realism_lasers.laser_ground_rates`) reads back to on ``preset``'s receiver:
+    ``[ring, where its ground returns lie (m), P, zeros, echo from the zeros, echo that P asks at least,
+    the model's mean echo there]`` for lasers answering within :data:`ECHO_RANGE_M`. The zeros' echo is
+    None outside :data:`ZERO_SHARE_READ` or where the preset reports no zeros; the model's is that of
+    :func:`road_echo_terms` on a flat road ``height_m`` down (the scan's; :data:`SENSOR_HEIGHT_M` when
+    None), without the laser's own gain."""
+    h = SENSOR_HEIGHT_M if height_m is None else float(height_m)
+    road = road_material(preset)
+    out: list[list[Any]] = []
+    for ring, _elev, _plane, p, _rays, where, zeros in horizon_lasers:
+        if where is None or p is None or p <= 0.0 or not ECHO_RANGE_M[0] <= where <= ECHO_RANGE_M[1]:
+            continue
+        from_zeros = None
+        reads_zeros = preset.output.weak_zero_snr > 1.0 and zeros is not None
+        if reads_zeros and ZERO_SHARE_READ[0] < zeros < ZERO_SHARE_READ[1]:
+            from_zeros = round(echo_for_zero_share(preset, float(zeros)), 3)
+        at_least = round(echo_for_return_rate(preset, min(float(p), 0.999)), 3)
+        model = road_echo_terms(preset, road, np.array([max(float(where), h)]), h)["echo_over_threshold"][0]
+        out.append([ring, where, p, zeros, from_zeros, at_least, round(float(model), 3)])
+    return out
+
+
+def echo_slope(rows: list[list[Any]]) -> float | None:
+    """Least-squares ``d ln(echo) / d ln R`` of :func:`laser_echoes`' echoes read from the zeros against
+    where the lasers answer, up to 60 m (the zeros' own range in KITTI's frame; None with fewer than
+    three such lasers)."""
+    pts = [(math.log(r[1]), math.log(r[4])) for r in rows if r[4] is not None and r[1] <= 60.0]
+    if len(pts) < 3:
+        return None
+    x, y = np.array(pts).T
+    return round(float(np.polyfit(x, y, 1)[0]), 3)
