@@ -1,11 +1,25 @@
 """Surface texture: a reflectance factor fixed in world coordinates, so the same spot of road reads the same
 from every ray, scan and run, and neighbouring spots differ as real asphalt's aggregate and patches do.
 
-The world is cut into cubes of ``cell_m``, shifted by a fraction of a cube (0.318, 0.577, 0.414 of it on
-x, y, z: a flat road at z = 0 then lies mid-cube, not on a face where the last bits of a hit decide the
-cube); each cube's factor is ``exp(sigma z - sigma^2 / 2)`` (mean 1,
-log-normal), with ``z`` ~ N(0, 1) drawn from a hash of the cube's integer coordinates and the material's
-seed (splitmix64 of the coordinates, then Box-Muller), so it needs no state and no table.
+Two components multiply (their logs add), each log-normal with mean 1 (``exp(s z - s^2 / 2)``):
+
+- **Aggregate** (``sigma`` at ``cell_m``): the spread of independent cubes of ``cell_m`` (the chips and
+  binder of the surface course). A pulse's footprint of area ``A`` averages ``N = A / cell_m^2`` of them,
+  so its log spread is ``sigma / sqrt(N)`` (the variance of a mean of N independent cells; ``sigma`` where
+  the footprint is smaller than a cell), and it is drawn from the cube of the footprint's own scale: the
+  smallest ``L = cell_m 2^k`` with ``L^2 >= A`` (k <= 16). Footprints that overlap (neighbouring shots on
+  a ring) mostly share that cube, so they read alike, as a real footprint's mean over shared cells does.
+- **Patches** (``patch_sigma`` at ``patch_m``): value noise on a lattice of ``patch_m`` (repairs, wear in
+  the wheel paths, stains): a unit normal drawn at each lattice corner, interpolated trilinearly and
+  divided by the root of the weights' squares (unit variance everywhere), so it varies smoothly over
+  metres and neighbouring shots read the same patch.
+
+The world is cut into cubes shifted by a fraction of a cube (0.318, 0.577, 0.414 of it on x, y, z: a flat
+road at z = 0 then lies mid-cube, not on a face where the last bits of a hit decide the cube); each
+cube's ``z`` ~ N(0, 1) comes from a hash of its integer coordinates, the material's seed and the octave
+``k`` (or the patch lattice's own salt): splitmix64 of the coordinates, then Box-Muller, so it needs no
+state and no table. With no footprint (``A`` = 0) and no patches it is the single-cell texture of
+change 21, bit for bit.
 """
 
 from __future__ import annotations
@@ -14,11 +28,15 @@ from typing import Any
 
 from rt_lidar.kernels.xp import array_module
 
-__all__ = ["texture_factor"]
+__all__ = ["MAX_OCTAVE", "texture_factor"]
 
 _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
 _GOLDEN = 0x9E3779B97F4A7C15
+_PATCH_SALT = 0xD6E8FEB86659FD93
+_SHIFT = (0.3183098861837907, 0.5772156649015329, 0.4142135623730951)
+MAX_OCTAVE = 16
+"""Largest octave k of the aggregate's footprint-scale cube (``cell_m 2^16``: far beyond any footprint)."""
 
 
 def _mix(xp: Any, h: Any) -> Any:
@@ -30,19 +48,70 @@ def _mix(xp: Any, h: Any) -> Any:
     return h ^ (h >> xp.uint64(31))
 
 
-def texture_factor(points_m: Any, seed: Any, cell_m: Any, sigma: Any) -> Any:
-    """Per point, the texture factor (float32, mean 1) of the world-frame ``points_m`` (N, 3), with each
-    point's material ``seed`` (N,) uint64, cube size ``cell_m`` (N,) and log spread ``sigma`` (N,)."""
-    xp = array_module(points_m)
-    shift = xp.asarray([0.3183098861837907, 0.5772156649015329, 0.4142135623730951])
-    cells = xp.floor(points_m / cell_m[:, None] + shift[None, :]).astype(xp.int64).view(xp.uint64)
-    with_seed = seed.astype(xp.uint64) * xp.uint64(_GOLDEN)
-    h = _mix(xp, cells[:, 0] ^ with_seed)
+def _normal(xp: Any, cells: Any, key: Any) -> Any:
+    """N(0, 1) (float64) of integer cubes ``cells`` (N, 3) uint64 under hash key ``key`` (N,) uint64."""
+    h = _mix(xp, cells[:, 0] ^ key)
     h = _mix(xp, h ^ cells[:, 1])
     h = _mix(xp, h ^ cells[:, 2])
     h2 = _mix(xp, h ^ xp.uint64(_GOLDEN))
     u1 = ((h >> xp.uint64(11)).astype(xp.float64) + 0.5) / float(1 << 53)
     u2 = (h2 >> xp.uint64(11)).astype(xp.float64) / float(1 << 53)
-    z = xp.sqrt(-2.0 * xp.log(u1)) * xp.cos(2.0 * xp.pi * u2)
+    return xp.sqrt(-2.0 * xp.log(u1)) * xp.cos(2.0 * xp.pi * u2)
+
+
+def _cubes(xp: Any, scaled: Any) -> Any:
+    """Integer cubes (uint64 bits of int64) of points already divided by the cube size, shifted."""
+    shift = xp.asarray(_SHIFT)
+    return xp.floor(scaled + shift[None, :]).astype(xp.int64).view(xp.uint64)
+
+
+def texture_factor(
+    points_m: Any,
+    seed: Any,
+    cell_m: Any,
+    sigma: Any,
+    footprint_m2: Any = None,
+    patch_m: Any = None,
+    patch_sigma: Any = None,
+) -> Any:
+    """Per point, the texture factor (float32, mean 1) of the world-frame ``points_m`` (N, 3), with each
+    point's material ``seed`` (N,) uint64, aggregate cube size ``cell_m`` (N,) and log spread ``sigma``
+    (N,), its pulse's footprint area ``footprint_m2`` (N,) float64 (None: a point), and the patches'
+    lattice ``patch_m`` (N,) and log spread ``patch_sigma`` (N,) (None: no patches)."""
+    xp = array_module(points_m)
+    cell = cell_m.astype(xp.float64)
     s = sigma.astype(xp.float64)
-    return xp.exp(s * z - 0.5 * s * s).astype(xp.float32)
+    key = seed.astype(xp.uint64) * xp.uint64(_GOLDEN)
+    if footprint_m2 is None:
+        z = _normal(xp, _cubes(xp, points_m / cell[:, None]), key)
+        return xp.exp(s * z - 0.5 * s * s).astype(xp.float32)
+    area = footprint_m2.astype(xp.float64)
+    scale = cell.copy()
+    octave = xp.zeros(scale.shape, xp.uint64)
+    for _ in range(MAX_OCTAVE):  # the footprint's own scale: cell 2^k, the smallest covering its area
+        grow = scale * scale < area
+        scale = xp.where(grow, scale * 2.0, scale)
+        octave = octave + grow.astype(xp.uint64)
+    z = _normal(xp, _cubes(xp, points_m / scale[:, None]), key ^ (octave * xp.uint64(_M2)))
+    s = xp.where(area > cell * cell, s * (cell / xp.sqrt(xp.maximum(area, 1e-300))), s)
+    log_f = s * z - 0.5 * s * s
+    if patch_m is not None and patch_sigma is not None:
+        ps = patch_sigma.astype(xp.float64)
+        scaled = points_m / patch_m.astype(xp.float64)[:, None] + xp.asarray(_SHIFT)[None, :]
+        base = xp.floor(scaled)
+        t = scaled - base
+        corner0 = base.astype(xp.int64)
+        pkey = key ^ xp.uint64(_PATCH_SALT)
+        num = xp.zeros(area.shape, xp.float64)
+        wsq = xp.zeros(area.shape, xp.float64)
+        for c in range(8):  # corners in the order (x, y, z) = (0,0,0), (1,0,0), (0,1,0), ...
+            bits = ((c >> 0) & 1, (c >> 1) & 1, (c >> 2) & 1)
+            w = xp.ones(area.shape, xp.float64)
+            for ax, b in enumerate(bits):
+                w = w * (t[:, ax] if b else 1.0 - t[:, ax])
+            corner = (corner0 + xp.asarray(bits, dtype=xp.int64)[None, :]).view(xp.uint64)
+            num = num + w * _normal(xp, corner, pkey)
+            wsq = wsq + w * w
+        zp = num / xp.sqrt(wsq)
+        log_f = log_f + (ps * zp - 0.5 * ps * ps)
+    return xp.exp(log_f).astype(xp.float32)
