@@ -87,7 +87,8 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         "replay", help="resend a recording at its recorded rate"
     )
     p.add_argument(
-        "recording", help="a .pcap (Velodyne or Ouster), a folder of PCD or KITTI .bin scans, or a bag"
+        "recording",
+        help="a .pcap or .pcapng (Velodyne or Ouster), a folder of PCD or KITTI .bin scans, or a bag",
     )
     p.add_argument(
         "--preset", default=None, help="sensor of a cloud recording that does not name one (KITTI: HDL-64E)"

@@ -107,7 +107,7 @@ def add_validate_parser(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         metavar="PRESET=PATH",
         help="a real scan of your own beside PRESET's simulated ones (repeatable; Velodyne or Ouster "
-        "pcap, nuScenes .pcd.bin, KITTI .bin, PCD: told from the file)",
+        "pcap/pcapng, nuScenes .pcd.bin, KITTI .bin, PCD, ROS bag of PointCloud2: told from the file)",
     )
     p.set_defaults(func=_cmd_validate)
 

@@ -49,6 +49,7 @@ __all__ = [
     "WeatherModel",
     "airsim_weather_to_config",
     "particle_full_overlap_m",
+    "rain_drop_counts",
     "receiver_gain_law",
     "receiver_geometry",
     "weather_model",
@@ -204,6 +205,15 @@ def receiver_gain_law(preset: SensorPreset) -> tuple[float, float]:
     return 2.0 - n, float(r10)
 
 
+def rain_drop_counts(rain_mm_h: float) -> tuple[np.ndarray, np.ndarray]:
+    """(diameters mm, drops per m^3 in each size step) over which the rain tables sum: 300 sizes from
+    :data:`~rt_lidar.physics.rain_receiver.DROP_D_MIN_MM` to the kernels' largest drop, from the Z-R
+    drop-size distribution at ``rain_mm_h`` (:func:`rt_lidar.physics.rain_dsd.rain_distribution`)."""
+    n0, lam = rain_distribution(rain_mm_h)
+    sizes = np.linspace(DROP_D_MIN_MM, kw.RAIN_D_MAX_MM, 300)
+    return sizes, n0 * np.exp(-lam * sizes) * (sizes[1] - sizes[0])
+
+
 def airsim_weather_to_config(params: dict[int, float]) -> WeatherConfig | None:
     """Map AirSim's ``simSetWeatherParameter`` values (0..1, keyed by the WeatherParameter enum) to a
     :class:`WeatherConfig`; None when rain, snow, fog and road wetness are all 0.
@@ -270,8 +280,7 @@ class WeatherModel:
         species = []
         if c.rain_mm_h > 0:
             n0, lam = rain_distribution(c.rain_mm_h)
-            sizes = np.linspace(DROP_D_MIN_MM, kw.RAIN_D_MAX_MM, 300)
-            counts = n0 * np.exp(-lam * sizes) * (sizes[1] - sizes[0])
+            sizes, counts = rain_drop_counts(c.rain_mm_h)
             wl = o.wavelength_nm
             tab = particle_table(zmin, zmax, rx, *sensor, sizes, counts, lambda d: drop_cross_section(d, wl))
             lo, hi = kw.RAIN_D_MIN_MM, kw.RAIN_D_MAX_MM

@@ -1,5 +1,6 @@
 """Sensor datagrams and pcap files: the packetizer protocol every packet sink shares, the sim epoch,
-points to firing slots, and a minimal libpcap writer/reader for UDP (Ethernet / IPv4 / UDP) in NumPy.
+points to firing slots, and a minimal libpcap writer for UDP (Ethernet / IPv4 / UDP) in NumPy (the reader,
+of pcap and pcapng: :mod:`rt_lidar.sinks.pcap_read`).
 
 The writer emits classic pcap (microsecond stamps, link type Ethernet) so Wireshark, dpkt,
 velodyne-decoder and ouster-sdk read it. Each batch is written whole and flushed: a recording killed
@@ -9,19 +10,18 @@ mid-run keeps every batch before the kill (a reader stops at a torn final record
 from __future__ import annotations
 
 import struct
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
 import numpy as np
 
-from rt_lidar.errors import FieldError
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.sensor.presets import SensorPreset
 from rt_lidar.sensor.scan_pattern import firings_per_scan, scan_period_ns
 from rt_lidar.sinks.base import SinkContext
+from rt_lidar.sinks.pcap_read import MAGIC_US, PcapRecord, read_pcap_udp
 
 __all__ = [
     "DEFAULT_EPOCH_NS",
@@ -136,8 +136,6 @@ def _state_point_columns(preset: SensorPreset, scan: Scan, period: int, slots: i
     return best
 
 
-_MAGIC_US = 0xA1B2C3D4
-_MAGIC_NS = 0xA1B23C4D
 _LINKTYPE_ETHERNET = 1
 _HDR = 16 + 14 + 20 + 8  # record header + Ethernet + IPv4 + UDP
 
@@ -150,18 +148,6 @@ def ipv4_bytes(addr: str) -> bytes:
     return bytes(parts)
 
 
-@dataclass(frozen=True)
-class PcapRecord:
-    """One UDP datagram read from a pcap file."""
-
-    stamp_ns: int
-    src: str
-    dst: str
-    src_port: int
-    dst_port: int
-    payload: bytes
-
-
 class PcapWriter:
     """Appends UDP datagrams to a pcap file; ``write_batch`` builds all headers of a batch at once."""
 
@@ -169,7 +155,7 @@ class PcapWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: BinaryIO = self.path.open("wb")
-        self._fh.write(struct.pack("<IHHiIII", _MAGIC_US, 2, 4, 0, 0, 65535, _LINKTYPE_ETHERNET))
+        self._fh.write(struct.pack("<IHHiIII", MAGIC_US, 2, 4, 0, 0, 65535, _LINKTYPE_ETHERNET))
         self._fh.flush()
         self._eth = b"\xff" * 6 + src_mac + b"\x08\x00"
         self._ip_id = 0
@@ -235,118 +221,6 @@ class PcapWriter:
         """Flush and close the file."""
         if not self._fh.closed:
             self._fh.close()
-
-
-MAX_PCAP_RECORD = 262_144
-"""Largest captured length of one record (libpcap's largest snap length)."""
-
-
-def read_pcap_udp(path: str | Path) -> Iterator[PcapRecord]:
-    """Yield the UDP datagrams of an Ethernet/IPv4 pcap file in order; a file cut mid-record (a capture
-    that was killed, a copy that stopped) yields what came before the cut and warns what was read.
-
-    Records that are not IPv4/UDP, and IP fragments, are passed over. A header that cannot be (an
-    unknown magic, a record longer than libpcap's snap length, an IPv4 header or UDP length past the
-    end of its frame) raises :class:`~rt_lidar.errors.FieldError` naming the file, record and field.
-    """
-    where = str(path)
-    with Path(path).open("rb") as fh:
-        head = fh.read(24)
-        if len(head) < 24:
-            return
-        magic_le = struct.unpack("<I", head[:4])[0]
-        magic_be = struct.unpack(">I", head[:4])[0]
-        if magic_le in (_MAGIC_US, _MAGIC_NS):
-            endian = "<"
-        elif magic_be in (_MAGIC_US, _MAGIC_NS):
-            endian = ">"
-        else:
-            raise FieldError(where, "magic", f"0x{magic_le:08x} is not a pcap file's (pcapng is not read)")
-        nano = struct.unpack(endian + "I", head[:4])[0] == _MAGIC_NS
-        link = struct.unpack(endian + "I", head[20:24])[0] & 0xFFFF
-        if link not in _IP_OFFSET_OF_LINK:
-            raise FieldError(
-                where,
-                "linktype",
-                f"{link} is not one read here (Ethernet, Linux cooked v1/v2, raw IP, BSD loopback)",
-            )
-        index = -1
-        read = len(head)  # bytes of whole records (and the file header) so far
-        udp = 0
-        while True:
-            index += 1
-            rh = fh.read(16)
-            if len(rh) < 16:
-                if rh:
-                    _warn_cut(where, index, udp, read, f"its 16-byte record header is {len(rh)} bytes")
-                return
-            sec, frac, incl, _orig = struct.unpack(endian + "IIII", rh)
-            if incl > MAX_PCAP_RECORD:
-                raise FieldError(
-                    where, f"record {index}.incl_len", f"{incl:,} bytes; at most {MAX_PCAP_RECORD:,}"
-                )
-            buf = fh.read(incl)
-            if len(buf) < incl:
-                _warn_cut(where, index, udp, read, f"it holds {len(buf):,} of its {incl:,} bytes")
-                return
-            read += 16 + incl
-            ip = _ipv4_offset(buf, link)
-            if ip < 0 or len(buf) < ip + 28 or buf[ip] >> 4 != 4 or buf[ip + 9] != 17:
-                continue
-            if struct.unpack(">H", buf[ip + 6 : ip + 8])[0] & 0x3FFF:  # an IP fragment: not a whole datagram
-                continue
-            ihl = (buf[ip] & 0x0F) * 4
-            u = ip + ihl
-            if ihl < 20 or u + 8 > len(buf):
-                raise FieldError(
-                    where,
-                    f"record {index}.ipv4.ihl",
-                    f"an IPv4 header of {ihl} bytes (20..60) leaves no UDP header in a {len(buf)}-byte frame",
-                )
-            sport, dport, ulen = struct.unpack(">HHH", buf[u : u + 6])
-            if ulen < 8 or u + ulen > len(buf):
-                raise FieldError(
-                    where,
-                    f"record {index}.udp.length",
-                    f"{ulen} bytes (8 at least) from offset {u} runs past the {len(buf)}-byte frame",
-                )
-            stamp = sec * 1_000_000_000 + (frac if nano else frac * 1000)
-            src = ".".join(str(b) for b in buf[ip + 12 : ip + 16])
-            dst = ".".join(str(b) for b in buf[ip + 16 : ip + 20])
-            udp += 1
-            yield PcapRecord(stamp, src, dst, sport, dport, buf[u + 8 : u + ulen])
-
-
-_IP_OFFSET_OF_LINK = {1: 14, 113: 16, 276: 20, 101: 0, 228: 0, 12: 0, 0: 4}
-"""pcap link types read (Ethernet, Linux cooked capture v1 and v2 as ``tcpdump -i any`` writes them,
-raw IPv4, BSD loopback) -> where the IPv4 header starts after the link header."""
-
-
-def _ipv4_offset(buf: bytes, link: int) -> int:
-    """Where the IPv4 header of a frame of link type ``link`` starts, -1 where the frame holds no IPv4
-    (ARP, IPv6, ...). 802.1Q VLAN tags on Ethernet are stepped over."""
-    if link == 1:
-        off, ether = 12, buf[12:14]
-        while ether in (b"\x81\x00", b"\x88\xa8") and len(buf) >= off + 6:
-            off += 4
-            ether = buf[off : off + 2]
-        return off + 2 if ether == b"\x08\x00" else -1
-    if link == 113:
-        return 16 if buf[14:16] == b"\x08\x00" else -1
-    if link == 276:
-        return 20 if buf[0:2] == b"\x08\x00" else -1
-    if link == 0:
-        return 4 if buf[:4] in (b"\x02\x00\x00\x00", b"\x00\x00\x00\x02") else -1
-    return 0
-
-
-def _warn_cut(where: str, index: int, udp: int, read: int, how: str) -> None:
-    """Warn (one line) that the pcap ``where`` ends inside record ``index``: what was read before."""
-    warnings.warn(
-        f"{where}: the file is cut short inside record {index} ({how}): read {index:,} whole records "
-        f"({udp:,} UDP datagrams, {read:,} bytes); the rest is lost",
-        stacklevel=3,
-    )
 
 
 class PacketPcapSink:

@@ -25,7 +25,7 @@ from rt_lidar.sinks.kitti import read_kitti_bin
 from rt_lidar.sinks.pcd import read_pcd_points
 from rt_lidar.sinks.rosbag import POINTFIELD_DTYPES
 
-__all__ = ["DEFAULT_SCAN_PERIOD_NS", "CloudRecording", "cloud_points", "kitti_points"]
+__all__ = ["DEFAULT_SCAN_PERIOD_NS", "CloudRecording", "cloud_points", "cloud_table", "kitti_points"]
 
 DEFAULT_SCAN_PERIOD_NS = 100_000_000
 """The scan period assumed for a PCD folder whose sensor is unknown (10 Hz)."""
@@ -34,12 +34,9 @@ _CLOUD_TYPE = "sensor_msgs/msg/PointCloud2"
 _COPIED_FIELDS = ("x", "y", "z", "intensity", "reflectivity", "ring", "return_id", "flags", "segment")
 
 
-def cloud_points(msg: Any) -> np.ndarray:
-    """A deserialised PointCloud2 message as :data:`POINT_DTYPE` points.
-
-    The fields it shares with our point type are copied; a ``time`` field (seconds from the scan
-    start, as the ROS drivers write it) becomes ``t``; the rest stay zero.
-    """
+def cloud_table(msg: Any) -> np.ndarray:
+    """A deserialised PointCloud2 message's points as they are: a structured array of its fields, in the
+    byte order the message declares (``is_bigendian``)."""
     try:
         formats = [POINTFIELD_DTYPES[f.datatype] for f in msg.fields]
     except KeyError as exc:
@@ -55,7 +52,20 @@ def cloud_points(msg: Any) -> np.ndarray:
     n = int(msg.width) * int(msg.height)
     if len(msg.data) < n * msg.point_step:
         raise ConfigError(f"PointCloud2: {len(msg.data)} data bytes for {n} points of {msg.point_step} bytes")
-    cloud: Any = np.frombuffer(msg.data, dtype=layout, count=n)
+    if bool(getattr(msg, "is_bigendian", False)):
+        layout = layout.newbyteorder(">")
+    return np.frombuffer(msg.data, dtype=layout, count=n)
+
+
+def cloud_points(msg: Any) -> np.ndarray:
+    """A deserialised PointCloud2 message as :data:`POINT_DTYPE` points.
+
+    The fields it shares with our point type are copied; a ``time`` field (seconds from the scan
+    start, as the ROS drivers write it) becomes ``t``; the rest stay zero.
+    """
+    cloud: Any = cloud_table(msg)
+    layout = cloud.dtype
+    n = cloud.shape[0]
     pts = np.zeros(n, POINT_DTYPE)
     for name in _COPIED_FIELDS:
         if name in layout.names:

@@ -35,6 +35,7 @@ from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.validation.detection import TARGET_SEGMENT, datasheet_physics, target_hits
 from rt_lidar.validation.experiments import max_detection_range
+from rt_lidar.validation.rain_drop_sizes import detected_drops_by_size
 from rt_lidar.validation.scenes import rain_test_scene
 
 __all__ = [
@@ -348,10 +349,12 @@ def _linnhoff_compare(preset: SensorPreset) -> dict[str, Any]:
         "receiver_fov_mrad": round(receiver_geometry(preset)[1] * 1e3, 3),
         "rain_drop_rho_before": RHO_RAIN_DROP,
     }
-    per_beam, ratio, measured, m_ratio, rho = [], [], [], [], []
+    per_beam, ratio, measured, m_ratio, rho, ranges, glory = [], [], [], [], [], [], []
     for rate in FIT_RAIN_MM_H:
-        p, _ = rain_clutter_expectation(preset, rate)
+        p, q = rain_clutter_expectation(preset, rate)
         per_beam.append(p)
+        ranges.append([round(x, 2) for x in q])
+        glory.append(round(detected_drops_by_size(preset, rate)[0]["share"], 3))
         ratio.append(round(p / linnhoff_rain_points_per_beam(rate), 3))
         m = open_sky_rain_rate(preset, rate)
         measured.append(m)
@@ -366,6 +369,9 @@ def _linnhoff_compare(preset: SensorPreset) -> dict[str, Any]:
         math.log(measured[-1] / max(measured[0], 1e-12)) / math.log(FIT_RAIN_MM_H[-1] / FIT_RAIN_MM_H[0]), 2
     )
     res["rain_drop_rho_equivalent"] = rho
+    # the residual of change 49: the range grows with the rate as the glory drops' share falls
+    res["rain_point_range_quantiles_by_rate_m"] = ranges
+    res["rain_points_share_under_0_5mm"] = glory
     snow = [open_sky_snow_rate(preset, s) for s in SNOW_RATES_MM_H]
     res["snow_points_per_beam_measured"] = [round(x, 5) for x in snow]
     res["snow_points_per_beam_ratio_to_linnhoff_if_mm_h"] = [

@@ -2,7 +2,8 @@
 putting the scan on its firing grid (rings, columns, rays without returns) as
 :mod:`rt_lidar.validation.realism_grid` does.
 
-- ``.pcap`` of 1206-byte UDP payloads: Velodyne data packets (:mod:`rt_lidar.validation.real_velodyne`);
+- ``.pcap`` or ``.pcapng`` of 1206-byte UDP payloads: Velodyne data packets
+  (:mod:`rt_lidar.validation.real_velodyne`);
   other payloads: Ouster lidar packets of any profile (:mod:`rt_lidar.validation.real_ouster`), with
   the sensor's metadata JSON beside the pcap (the same stem, or the only ``.json`` in its folder);
 - ``.pcd.bin``: a nuScenes sweep (float32 x, y, z, intensity 0-255, ring; the HDL-32E's rays without a
@@ -11,7 +12,9 @@ putting the scan on its firing grid (rings, columns, rays without returns) as
   the sweep's jumps back (and ``calib.txt`` beside it crops to camera 2's view), otherwise from the
   nearest beam elevation of the preset;
 - ``.pcd`` (binary or ascii): x, y, z, ``intensity``, and ``ring`` where it has one (else, as above, the
-  nearest elevation of the preset's beams).
+  nearest elevation of the preset's beams);
+- a ROS 1 ``.bag`` or a ROS 2 bag (its folder, ``.mcap`` or ``.db3``) of ``sensor_msgs/PointCloud2``
+  (:mod:`rt_lidar.validation.real_bags`): one cloud read as a PCD's points are.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import numpy as np
 
 from rt_lidar.errors import RecordingError
 from rt_lidar.sensor.presets import SensorPreset, load_preset
-from rt_lidar.sinks.pcap import read_pcap_udp
+from rt_lidar.sinks.pcap_read import PCAP_MAGICS, PCAPNG_MAGIC, read_pcap_udp
 from rt_lidar.sinks.pcd import read_pcd_table
 from rt_lidar.validation.real_ouster import read_ouster_pcap
 from rt_lidar.validation.real_velodyne import read_velodyne_pcap
@@ -32,19 +35,26 @@ from rt_lidar.validation.realism_grid import ScanGrid, grid_from_points, read_ki
 __all__ = [
     "FORMATS",
     "detect_format",
+    "is_ouster_metadata",
+    "ouster_metadata_beside",
     "read_nuscenes_bin",
     "read_pcd_scan",
     "read_real_scan",
     "read_xyzi_bin",
     "rings_from_elevation",
+    "scan_from_table",
 ]
 
 FORMATS = {
-    "velodyne-pcap": "Velodyne data packets in a pcap (VLP-16, VLP-32C, HDL-32E, VLS-128; HDL-64E by preset)",
-    "ouster-pcap": "Ouster lidar packets (any profile) in a pcap, the sensor's metadata .json beside it",
+    "velodyne-pcap": "Velodyne data packets in a pcap or pcapng (VLP-16, VLP-32C, HDL-32E, VLS-128; HDL-64E "
+    "by preset)",
+    "ouster-pcap": "Ouster lidar packets (any profile) in a pcap or pcapng, the sensor's metadata .json "
+    "beside it",
     "nuscenes-bin": "nuScenes .pcd.bin (float32 x y z intensity ring)",
     "kitti-bin": "KITTI .bin (float32 x y z reflectance), calib.txt beside it crops to camera 2",
     "pcd": "PCD (binary or ascii) with x y z intensity [ring]",
+    "rosbag": "ROS 1 .bag or ROS 2 bag (folder, .mcap, .db3) of sensor_msgs/PointCloud2 with x y z "
+    "intensity [ring]",
 }
 """The formats :func:`read_real_scan` tells apart, with what each holds."""
 NO_RETURN_M = 0.5
@@ -162,19 +172,24 @@ def _first_field(names: tuple[str, ...], choices: tuple[str, ...]) -> str | None
 
 
 def read_pcd_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
-    """A PCD of one scan: x, y, z, the intensity (:data:`INTENSITY_FIELDS`), the laser number
-    (:data:`RING_FIELDS`, else the nearest beam elevation of ``preset``); points without a return (NaN,
-    or within 0.5 m) are left out. A dual-return cloud (:data:`RETURN_FIELDS`) keeps each ray's
-    strongest return. A PCD without coordinates or without an intensity field is refused."""
+    """A PCD of one scan, read by :func:`scan_from_table`."""
     path = Path(path)
-    pts = read_pcd_table(path)
+    return scan_from_table(path, path.name, read_pcd_table(path), preset, "PCD")
+
+
+def scan_from_table(where: Path, name: str, pts: np.ndarray, preset: SensorPreset, kind: str) -> ScanGrid:
+    """One scan's points as a file holds them (a structured array: a PCD's, a PointCloud2's): x, y, z,
+    the intensity (:data:`INTENSITY_FIELDS`), the laser number (:data:`RING_FIELDS`, else the nearest
+    beam elevation of ``preset``); points without a return (NaN, or within 0.5 m) are left out. A
+    dual-return cloud (:data:`RETURN_FIELDS`) keeps each ray's strongest return. A ``kind`` (PCD,
+    PointCloud2) without coordinates or without an intensity field is refused, naming ``where``."""
     names = pts.dtype.names or ()
     if not {"x", "y", "z"} <= set(names):
-        raise RecordingError(f"{path}: a PCD without x, y, z fields ({' '.join(names)})")
+        raise RecordingError(f"{where}: a {kind} without x, y, z fields ({' '.join(names)})")
     inten_field = _first_field(names, INTENSITY_FIELDS)
     if inten_field is None:
         raise RecordingError(
-            f"{path}: a PCD without an intensity field (one of {', '.join(INTENSITY_FIELDS)}; it has "
+            f"{where}: a {kind} without an intensity field (one of {', '.join(INTENSITY_FIELDS)}; it has "
             f"{' '.join(n for n in names if not n.startswith('_pad'))}): the realism statistics need it"
         )
     xyz = np.stack([pts["x"], pts["y"], pts["z"]], -1).astype(np.float64)
@@ -195,13 +210,14 @@ def read_pcd_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
         order = order[np.argsort(-inten[order], kind="stable")]
         notes.append(f"dual returns ({ret_field!r}): each ray's strongest kept")
     step, units = _step_of(inten[order])
-    units = f"{units}, PCD field {inten_field!r}"
-    grid = grid_from_points(path.name, xyz[order], inten[order], ring[order], step, units)
+    units = f"{units}, {kind} field {inten_field!r}"
+    grid = grid_from_points(name, xyz[order], inten[order], ring[order], step, units)
     grid.note = "; ".join(notes)
     return grid
 
 
-def _is_ouster_metadata(path: Path) -> bool:
+def is_ouster_metadata(path: Path) -> bool:
+    """``path`` is an Ouster sensor's metadata JSON (its beams' altitude angles, flat or nested)."""
     try:
         meta = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError):
@@ -211,15 +227,16 @@ def _is_ouster_metadata(path: Path) -> bool:
     )
 
 
-def _ouster_metadata(pcap: Path) -> Path:
-    """The sensor metadata of an Ouster pcap: ``<stem>.json`` beside it; else the metadata file whose
-    name the pcap's extends (``OS-1-128_1024x10.json`` for ``OS-1-128_1024x10_lb_n3.pcap``, as
-    ouster-sdk's recordings and samples are named; ``<stem>_0.json`` of a one-sensor recording), the
-    longest such; else the only metadata file in its folder."""
+def ouster_metadata_beside(pcap: Path, why: str = "not Velodyne packets (1206-byte payloads)") -> Path:
+    """The sensor metadata of an Ouster capture (a pcap, or a bag of its packets): ``<stem>.json`` beside
+    it; else the metadata file whose name the capture's extends (``OS-1-128_1024x10.json`` for
+    ``OS-1-128_1024x10_lb_n3.pcap``, as ouster-sdk's recordings and samples are named; ``<stem>_0.json``
+    of a one-sensor recording), the longest such; else the only metadata file in its folder. ``why``
+    begins the error where there is none."""
     beside = pcap.with_suffix(".json")
     if beside.exists():
         return beside
-    found = [c for c in sorted(pcap.parent.glob("*.json")) if _is_ouster_metadata(c)]
+    found = [c for c in sorted(pcap.parent.glob("*.json")) if is_ouster_metadata(c)]
     stem = pcap.stem
     extended = [c for c in found if stem.startswith(c.stem)]
     longest = [c for c in extended if len(c.stem) == max(len(e.stem) for e in extended)]
@@ -229,29 +246,46 @@ def _ouster_metadata(pcap: Path) -> Path:
             return named[0]
     if len(found) != 1:
         raise RecordingError(
-            f"{pcap}: not Velodyne packets (1206-byte payloads), and no single Ouster metadata .json "
+            f"{pcap}: {why}, and no single Ouster metadata .json "
             f"beside it ({pcap.with_suffix('.json').name}, one whose name the pcap's extends, or the "
             f"only one in its folder; found {len(found)}: {', '.join(c.name for c in found[:4])})"
         )
     return found[0]
 
 
+_OTHER_VENDORS = {b"\xee\xff": "Hesai", b"\x55\xaa\x05\x0a\x5a\xa5\x50\xa0": "RoboSense (MSOP)"}
+"""The first bytes of other vendors' lidar packets, told apart so they are not read as Ouster's."""
+
+
 def detect_format(path: str | Path) -> str:
     """The key of :data:`FORMATS` that ``path`` holds, told from its name and its first bytes."""
     path = Path(path)
+    if path.is_dir() and (path / "metadata.yaml").is_file():
+        return "rosbag"
     if not path.is_file():
         raise RecordingError(f"{path}: no such file")
     name = path.name.lower()
-    if name.endswith(".pcap"):
+    if name.endswith((".bag", ".mcap", ".db3")):
+        return "rosbag"
+    if name.endswith((".pcap", ".pcapng")):
         with path.open("rb") as fh:
             magic = fh.read(4)
-        if magic not in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):
-            raise RecordingError(f"{path}: not a pcap file (magic {magic.hex()})")
+        if magic not in (*PCAP_MAGICS, PCAPNG_MAGIC):
+            raise RecordingError(f"{path}: neither a pcap nor a pcapng file (magic {magic.hex()})")
+        seen: list[bytes] = []
         for k, rec in enumerate(read_pcap_udp(path)):
             if len(rec.payload) == 1206:
                 return "velodyne-pcap"
+            seen.append(rec.payload[:8])
             if k > 50:
                 break
+        for head, vendor in _OTHER_VENDORS.items():
+            if sum(h.startswith(head) for h in seen) > len(seen) // 2:
+                raise RecordingError(
+                    f"{path}: {vendor} packets (they begin {head.hex(' ')}), which --real does not decode: "
+                    "record the vendor's ROS driver's PointCloud2 in a bag, or write the scan as a PCD "
+                    "(x y z intensity ring), and give that"
+                )
         return "ouster-pcap"
     if name.endswith(".pcd.bin"):
         return "nuscenes-bin"
@@ -288,7 +322,11 @@ def read_real_scan(path: str | Path, preset: str | SensorPreset) -> ScanGrid:
         hdl64 = p.name.upper().startswith("HDL-64")
         return read_velodyne_pcap(path, p if hdl64 or head[-1] not in PRESET_OF_PRODUCT else None)
     if fmt == "ouster-pcap":
-        return read_ouster_pcap(path, _ouster_metadata(path))
+        return read_ouster_pcap(path, ouster_metadata_beside(path))
+    if fmt == "rosbag":
+        from rt_lidar.validation.real_bags import read_bag_scan
+
+        return read_bag_scan(path, p)
     if fmt == "nuscenes-bin":
         return read_nuscenes_bin(path)
     if fmt == "kitti-bin":

@@ -12,6 +12,7 @@ layout of firmware 2.x (``data_format``) and the nested one of ouster-sdk (``lid
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,10 @@ import numpy as np
 from rt_lidar.errors import RecordingError
 from rt_lidar.sinks.ouster import pixel_dtype
 from rt_lidar.sinks.ouster_meta import FUSA_HEADER, PIXEL_BYTES
-from rt_lidar.sinks.pcap import read_pcap_udp
+from rt_lidar.sinks.pcap_read import read_pcap_udp
 from rt_lidar.validation.realism_grid import ScanGrid
 
-__all__ = ["OusterLayout", "ouster_layout", "read_ouster_pcap"]
+__all__ = ["OusterLayout", "ouster_layout", "ouster_scan", "read_ouster_pcap"]
 
 
 class OusterLayout:
@@ -79,10 +80,11 @@ class OusterLayout:
         )
 
 
-def ouster_layout(metadata: str | Path) -> OusterLayout:
-    """The layout of an Ouster metadata JSON file (flat or nested)."""
+def ouster_layout(metadata: str | Path, text: str | None = None) -> OusterLayout:
+    """The layout of an Ouster metadata JSON file (flat or nested), or of its ``text`` (as a ROS bag's
+    metadata topic holds it) where given, ``metadata`` then naming where it came from."""
     try:
-        meta = json.loads(Path(metadata).read_text())
+        meta = json.loads(Path(metadata).read_text() if text is None else text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RecordingError(f"{metadata}: not a readable Ouster metadata JSON file: {exc}") from None
     if not isinstance(meta, dict):
@@ -93,13 +95,20 @@ def ouster_layout(metadata: str | Path) -> OusterLayout:
 def read_ouster_pcap(pcap: str | Path, metadata: str | Path) -> ScanGrid:
     """The most complete frame of an Ouster pcap with its metadata on the sensor's grid: range (m) and
     the strongest return's signal (or reflectivity where the profile has no signal) per pixel."""
-    lay = ouster_layout(metadata)
+    return ouster_scan(Path(pcap), (rec.payload for rec in read_pcap_udp(pcap)), ouster_layout(metadata))
+
+
+def ouster_scan(path: Path, payloads: Iterable[bytes], lay: OusterLayout) -> ScanGrid:
+    """The most complete frame of one sensor's lidar packets (``payloads`` in order, read from
+    ``path``; packets of other sizes are passed over) on its grid, as :func:`read_ouster_pcap` reads a
+    pcap's."""
+    pcap = path
     dt = lay.packet_dtype()
     frames: dict[int, dict[int, np.ndarray]] = {}
-    for rec in read_pcap_udp(pcap):
-        if len(rec.payload) != dt.itemsize:
+    for payload in payloads:
+        if len(payload) != dt.itemsize:
             continue  # IMU packets, other sensors
-        pk = np.frombuffer(rec.payload, dt)[0]
+        pk = np.frombuffer(payload, dt)[0]
         cols = pk["cols"]
         for c in cols:
             ok = c["status"] == 0xFFFFFFFF if lay.profile == "LEGACY" else bool(c["status"] & 1)

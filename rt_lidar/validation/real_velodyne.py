@@ -156,6 +156,15 @@ def read_velodyne_pcap(path: str | Path, preset: str | SensorPreset | None = Non
     payloads, sources = _data_payloads(path)
     if not payloads:
         raise RecordingError(f"{path}: no Velodyne data packets (1206-byte UDP payloads)")
+    return velodyne_scan(path, payloads, preset, sources)
+
+
+def velodyne_scan(
+    path: Path, payloads: list[bytes], preset: str | SensorPreset | None, sources: str = ""
+) -> ScanGrid:
+    """The most complete rotation of one sensor's data packets (``payloads``, in order; read from
+    ``path``) on its firing grid, as :func:`read_velodyne_pcap` reads a pcap's; ``sources`` is added to
+    the grid's note."""
     product = payloads[0][-1]
     if preset is None:
         if product not in PRESET_OF_PRODUCT:

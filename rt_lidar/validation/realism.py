@@ -33,7 +33,7 @@ import numpy as np
 
 from rt_lidar.validation.realism_grid import ScanGrid
 from rt_lidar.validation.realism_holes import class_counts, fine_counts, hole_rates
-from rt_lidar.validation.realism_lasers import laser_hole_rates, laser_hole_spread
+from rt_lidar.validation.realism_lasers import laser_ground_rates, laser_hole_rates, laser_hole_spread
 
 __all__ = ["BANDS_M", "GroundPlane", "fit_ground", "realism_statistics"]
 
@@ -150,6 +150,28 @@ def _horizon(
 ) -> tuple[float | None, list[tuple[float, float, int, float | None]]]:
     """(horizon m, per ring (median range to the plane, P(ground return), rays, median range of its
     ground returns)) of unblocked rays."""
+    t, unblocked = _unblocked_ground_rays(grid, plane, ground)
+    ret = grid.returned
+    rows = []
+    for k in range(grid.range_m.shape[0]):
+        use = unblocked[k]
+        n = int(use.sum())
+        if n < 30:
+            continue
+        p = float((ret[k] & use).sum() / n)
+        on_ground = use & ground[k]
+        where = float(np.median(grid.range_m[k, on_ground])) if on_ground.any() else None
+        rows.append((float(np.median(t[k, use])), p, n, where))
+    rows.sort(key=lambda row: row[0])
+    good = [r for r, p, _, _ in rows if p >= 0.5]
+    return (max(good) if good else None), rows
+
+
+def _unblocked_ground_rays(
+    grid: ScanGrid, plane: GroundPlane, ground: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(range to the plane, rays that meet the plane in view with nothing in front of it), (rings, columns)
+    each: the rays the ground horizon is measured on."""
     denom = grid.direction @ plane.normal
     with np.errstate(divide="ignore", invalid="ignore"):
         t = -plane.offset / denom
@@ -162,19 +184,7 @@ def _horizon(
     for shift in (-2, -1, 1, 2):
         beside |= np.roll(blocked, shift, axis=1)
     blocked = blocked | (~ret & (beside | _inside_blocked_run(ret, blocked)))
-    rows = []
-    for k in range(grid.range_m.shape[0]):
-        use = meets[k] & ~blocked[k]
-        n = int(use.sum())
-        if n < 30:
-            continue
-        p = float((ret[k] & use).sum() / n)
-        on_ground = use & ground[k]
-        where = float(np.median(grid.range_m[k, on_ground])) if on_ground.any() else None
-        rows.append((float(np.median(t[k, use])), p, n, where))
-    rows.sort(key=lambda row: row[0])
-    good = [r for r, p, _, _ in rows if p >= 0.5]
-    return (max(good) if good else None), rows
+    return t, meets & ~blocked
 
 
 def _horizon_returned(rows: list[tuple[float, float, int, float | None]]) -> float | None:
@@ -323,5 +333,6 @@ def realism_statistics(grid: ScanGrid, seed: int = 0) -> dict[str, Any]:
     out["horizon_rings"] = [
         [round(t, 2), round(p, 3), n, None if w is None else round(w, 2)] for t, p, n, w in rows
     ]
+    out["horizon_lasers"] = laser_ground_rates(grid, *_unblocked_ground_rays(grid, plane, ground), ground)
     out.update(_drops(grid, ground))
     return out

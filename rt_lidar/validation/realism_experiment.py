@@ -241,6 +241,7 @@ def _summary(stats: list[dict[str, Any]]) -> dict[str, Any]:
     bands = [s.get("ground_intensity_by_band") or [None] * len(BANDS_M) for s in stats]
     out["ground_intensity_by_band"] = [_mean([b[i] for b in bands]) for i in range(len(BANDS_M))]
     out["horizon_rings"] = stats[-1].get("horizon_rings", [])
+    out["horizon_lasers"] = stats[-1].get("horizon_lasers", [])
     return out
 
 
@@ -276,6 +277,7 @@ REAL_SCAN_KEYS = (
     "sensor_height_m",
     "ground_intensity_by_band",
     "horizon_rings",
+    "horizon_lasers",
     "points",
 )
 
@@ -290,7 +292,9 @@ def _measure_real(frame: RealFrame) -> dict[str, Any]:
         st["view_horizon_returned_m"] = st.get("ground_horizon_returned_m")
     outdoor = is_outdoor(grid)
     if not outdoor:
-        st.update(dict.fromkeys(GROUND_KEYS), ground_intensity_by_band=None, horizon_rings=[])
+        st.update(
+            dict.fromkeys(GROUND_KEYS), ground_intensity_by_band=None, horizon_rings=[], horizon_lasers=[]
+        )
     read_as = [grid.units, grid.note]
     if grid.units.startswith("Ouster reflectivity") and load_preset(frame.preset).output.intensity != (
         "calibrated_reflectivity"

@@ -14,6 +14,12 @@ read off the scene. The statistic (:func:`laser_hole_spread`):
   ratio is counting noise of a few rays);
 - ``laser_hole_spread`` is the mean of the :data:`TOP` largest ratios: 1 for a unit whose lasers drop
   alike on alike surfaces, larger where a few lasers drop more than their neighbours.
+
+The road laser by laser (:func:`laser_ground_rates`, the report's ``horizon_lasers``): each laser's
+share of unblocked rays that return from the ground, with its elevation, the range where it meets the
+fitted plane, where its ground returns lie and how many of them read 0 (the rays the ground horizon is
+measured on, :func:`rt_lidar.validation.realism._horizon`). The horizon is one laser's figure; this
+says which laser, and what the lasers on either side of it do (docs/realism.md, change 47).
 """
 
 from __future__ import annotations
@@ -24,10 +30,12 @@ import numpy as np
 
 __all__ = [
     "EDGE",
+    "MIN_GROUND_RAYS",
     "MIN_NEIGHBOUR_RATE",
     "MIN_RAYS",
     "NEIGHBOURS",
     "TOP",
+    "laser_ground_rates",
     "laser_hole_rates",
     "laser_hole_spread",
 ]
@@ -44,6 +52,38 @@ own body and the dataset's minimum-range cut (nuScenes' HDL-32E: its three lowes
 of their rays where the next drop 0.06), the highest the sky's edge."""
 TOP = 4
 """How many of the largest ratios are averaged (KITTI's frame: four lasers stand out)."""
+MIN_GROUND_RAYS = 30
+"""Unblocked rays a laser needs for its ground return rate (as the horizon's rings)."""
+
+
+def laser_ground_rates(
+    grid: Any, range_to_plane_m: np.ndarray, unblocked: np.ndarray, ground: np.ndarray
+) -> list[list[Any]]:
+    """Per laser (ring) of ``grid`` with at least :data:`MIN_GROUND_RAYS` unblocked rays, sorted by the
+    range where it meets the plane: [ring, elevation (deg, median over those rays), range to the plane (m),
+    P(ground return), rays, median range of its ground returns (m) or None, share of them reading 0 or
+    None]. ``range_to_plane_m``, ``unblocked`` and ``ground`` are (rings, columns) arrays over the grid."""
+    rows: list[list[Any]] = []
+    for k in range(grid.range_m.shape[0]):
+        use = unblocked[k]
+        n = int(use.sum())
+        if n < MIN_GROUND_RAYS:
+            continue
+        on_ground = use & ground[k]
+        elevation = float(np.degrees(np.arcsin(np.clip(np.median(grid.direction[k, use, 2]), -1.0, 1.0))))
+        rows.append(
+            [
+                k,
+                round(elevation, 3),
+                round(float(np.median(range_to_plane_m[k, use])), 2),
+                round(float((grid.returned[k] & use).sum() / n), 3),
+                n,
+                round(float(np.median(grid.range_m[k, on_ground])), 2) if on_ground.any() else None,
+                round(float((grid.intensity[k, on_ground] == 0).mean()), 3) if on_ground.any() else None,
+            ]
+        )
+    rows.sort(key=lambda row: row[2])
+    return rows
 
 
 def laser_hole_rates(elevation_deg: np.ndarray, holes: np.ndarray, returned: np.ndarray) -> list[list[float]]:

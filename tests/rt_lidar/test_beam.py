@@ -85,10 +85,10 @@ GOLDEN = {
     "street": (
         "VLP-16",
         28928,
-        2981,
-        25947,
-        1298142128193,
-        185997,
+        2982,
+        25946,
+        1298098069389,
+        185990,
         # asphalt's texture in 3 cm cells (docs/realism.md change 21), brick as fired clay and car
         # cabins of carbon-black trim (changes 22-23), the crowns of leaves, curved glazing and silver
         # paint (changes 26-28): was (37664.60831, 27447.74011, 10770.85566, 575253.0, 24441.06892);
@@ -99,10 +99,13 @@ GOLDEN = {
         # (45898.52842, 27822.18598, 12885.25063, 641548.0, 25151.96426); then curved car bodies and
         # door mirrors (change 37): 3000 -> 2980 empty pulses (the cars' shapes: bodies, mirrors),
         # was 1297330960368, 185890,
-        # (45961.7842, 27828.44338, 12888.63686, 641173.0, 25148.15761); then the texture averaged over
-        # each pulse's footprint, with 1 m patches (change 46): 2980 -> 2981 empty pulses, was
-        # 1298235016277, 186002, (46231.02758, 28031.48128, 12740.69369, 640400.0, 25172.54174)
-        (46248.53057, 28039.79817, 12742.20497, 641850.0, 25186.44838),
+        # (45961.7842, 27828.44338, 12888.63686, 641173.0, 25148.15761); then the wheels' painted alloy
+        # faces inside the tyres and tyre rubber at SICK's 0.02 (change 48): 2980 -> 2982 empty pulses
+        # (tyres darker), intensity sum +0.4 % (the wheel faces), was 1298235016277, 186002,
+        # (46231.02758, 28031.48128, 12740.69369, 640400.0, 25172.54174); then the texture averaged over
+        # each pulse's footprint, with 1 m patches (change 46): TODO, was 1298098069389, 185990,
+        # (46126.28566, 28020.06724, 12741.51113, 642807.0, 25196.73838)
+        (46126.28566, 28020.06724, 12741.51113, 642807.0, 25196.73838),
     ),
     "targets": (
         "OS1-64",

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from beam_setup import full_beam_source, world_source
 
 from rt_lidar.physics.beam_full import merge_detections
 from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.physics.returns import Detections
-from rt_lidar.pipeline.beam_full import bundle_pulses, full_beam_plan, take_pulses
+from rt_lidar.pipeline.beam_full import bundle_pulses, take_pulses
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.pipeline.sources import WorldSource
 from rt_lidar.points import PointFlag
 from rt_lidar.sensor.beam import FULL_BEAM_SUB_RAYS, BeamConfig
-from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World
@@ -92,9 +92,7 @@ def _wall_scene() -> Scene:
 def test_bundle_goes_to_the_pulses_beside_a_depth_edge_only() -> None:
     preset = load_preset("VLP-16")
     world = World(_wall_scene())
-    arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
-    source = WorldSource(world, preset.range.max_m, arrays.transmission)
-    plan = full_beam_plan(preset, arrays.retro_gain)
+    source, plan = full_beam_source(preset, world)
     f = firings_between(preset, 0, 100_000_000)
     central = source.hits(f, 0, 100_000_000)
     chosen, reasons = bundle_pulses(f, central, plan)
@@ -131,8 +129,7 @@ def test_take_pulses_and_merge_keep_pulse_order() -> None:
 
     preset = load_preset("VLP-16")
     world = build_world("street", seed=1)
-    arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
-    src = WorldSource(world, preset.range.max_m, arrays.transmission)
+    src = world_source(preset, world)
     f = firings_between(preset, 0, 5_000_000)
     hits = src.hits(f, 0, 5_000_000)
     idx = np.array([3, 7, 11])
@@ -209,8 +206,8 @@ def test_a_source_without_full_beam_warns_and_casts_the_dense_bundle() -> None:
 
     preset = load_preset("VLP-16")
     world = build_world("street", seed=1)
-    arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
-    src = _NoFullBeam(WorldSource(world, preset.range.max_m, arrays.transmission))
+    plain = world_source(preset, world)
+    src = _NoFullBeam(plain)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ran = negotiate(src, preset, PhysicsConfig(beam=BeamConfig(full=True)))  # type: ignore[arg-type]
@@ -315,8 +312,7 @@ def test_take_pulses_of_a_bundle_takes_each_pulses_rows() -> None:
 
     preset = load_preset("VLP-16")
     world = build_world("street", seed=1)
-    arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
-    src = WorldSource(world, preset.range.max_m, arrays.transmission)
+    src = world_source(preset, world)
     f = firings_between(preset, 0, 2_000_000)
     pattern = subray_pattern(preset, 7)
     hits = src.beam_hits(f, 0, 2_000_000, pattern)

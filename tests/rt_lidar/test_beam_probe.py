@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from beam_setup import full_beam_source
 
 from rt_lidar.backend.source_ops import CompiledSourceOps, NumpySourceOps
 from rt_lidar.pipeline import beam_steps
@@ -19,7 +20,6 @@ from rt_lidar.pipeline.beam_full import (
 from rt_lidar.pipeline.beam_probe import PROBE_SIDES, probe_pattern, probe_rows
 from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.sources import WorldSource
-from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World
@@ -47,9 +47,7 @@ def test_the_bundle_goes_to_the_footprint_the_edge_crosses() -> None:
     alone marks too, keep one ray."""
     preset = load_preset("HDL-64E")
     world = World(_wall_scene())
-    arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
-    source = WorldSource(world, preset.range.max_m, arrays.transmission)
-    plan = full_beam_plan(preset, arrays.retro_gain)
+    source, plan = full_beam_source(preset, world)
     source.use_full_beam(plan)
     t1 = 100_000_000
     f = firings_between(preset, 0, t1)

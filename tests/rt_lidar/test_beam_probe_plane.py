@@ -6,6 +6,7 @@ an oval beam keep the bundle."""
 from __future__ import annotations
 
 import numpy as np
+from beam_setup import full_beam_source
 
 from rt_lidar.pipeline.beam_full import _SINGLE_RAY, bundle_pulses, full_beam_hits, full_beam_plan
 from rt_lidar.pipeline.beam_probe import (
@@ -14,9 +15,6 @@ from rt_lidar.pipeline.beam_probe import (
     plane_tolerance_m,
     probe_pattern,
 )
-from rt_lidar.pipeline.sources import WorldSource
-from rt_lidar.sensor.beam import exit_m_per_rad
-from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World
@@ -40,11 +38,7 @@ def _floor_bands(preset_name: str, height_m: float) -> tuple[np.ndarray, np.ndar
     than the footprint's centre (beyond half a pulse length: 0.375 m), steep where 1.7-4 m (beyond two)."""
     preset = load_preset(preset_name)
     world = World(_ground_scene(height_m))
-    arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
-    source = WorldSource(
-        world, preset.range.max_m, arrays.transmission, exit_m_per_rad=exit_m_per_rad(preset)
-    )
-    plan = full_beam_plan(preset, arrays.retro_gain)
+    source, plan = full_beam_source(preset, world, exit_aperture=True)
     source.use_full_beam(plan)
     t1 = 100_000_000
     f = firings_between(preset, 0, t1)

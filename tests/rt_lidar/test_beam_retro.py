@@ -5,10 +5,9 @@ step, :data:`rt_lidar.pipeline.beam_full.RETRO_GAIN_MIN`)."""
 from __future__ import annotations
 
 import numpy as np
+from beam_setup import full_beam_source, world_arrays
 
-from rt_lidar.pipeline.beam_full import central_rays, full_beam_plan, neighbour_marks
-from rt_lidar.pipeline.sources import WorldSource
-from rt_lidar.sensor.materials import load_material_table
+from rt_lidar.pipeline.beam_full import central_rays, neighbour_marks
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
 from rt_lidar.unreal_bridge.world import MeshObject, Pose, Scene, StaticTrajectory, World
@@ -40,12 +39,10 @@ def _road_with_a_marking_and_a_sign() -> Scene:
 def test_a_marking_edge_is_no_retro_reason_but_a_signs_edge_is() -> None:
     preset = load_preset("HDL-64E")
     world = World(_road_with_a_marking_and_a_sign())
-    arrays = load_material_table().arrays(world.material_names, preset.optics.wavelength_nm)
-    source = WorldSource(world, preset.range.max_m, arrays.transmission)
-    plan = full_beam_plan(preset, arrays.retro_gain)
+    source, plan = full_beam_source(preset, world)
     names = list(world.material_names)
     paint, sheeting = names.index("lane_paint"), names.index("sign_sheeting")
-    assert arrays.retro_gain[paint] > 1.0  # the beads do have a retro lobe
+    assert world_arrays(preset, world).retro_gain[paint] > 1.0  # the beads do have a retro lobe
     assert plan.retro[sheeting] and not plan.retro[paint]
 
     f = firings_between(preset, 0, 100_000_000)

@@ -24,6 +24,11 @@ def test_every_published_figure_has_a_source_an_access_level_and_a_model_value(t
     # rain clutter grows with the rate and stays near the sensor
     assert m["rain_clutter_per_scan"] == sorted(m["rain_clutter_per_scan"])
     assert m["rain_clutter_range_p95_m"] < LINNHOFF_RAIN_P95_M  # 14.2 m (was 10 m, change 44)
+    # change 49: the rain points' median grows with the rate as the small glory drops' share falls
+    share = m["rain_points_share_under_0_5mm"]
+    assert share == sorted(share, reverse=True) and share[0] > 0.8 and share[-1] < 0.15
+    medians = [q[1] for q in m["rain_point_range_quantiles_by_rate_m"]]
+    assert medians == sorted(medians) and len(medians) == len(m["fit_rain_mm_h"])
 
 
 def test_extinction_scale_fit_reproduces_the_model_at_scale_one() -> None:

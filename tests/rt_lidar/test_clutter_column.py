@@ -49,7 +49,8 @@ def test_the_clutter_column_gives_the_per_sub_ray_layout_s_detections(
     pipe = build_pipeline("HDL-64E", build_world("street", seed=3), seed=3, physics=cfg).pipeline
     try:
         t0, t1 = pipe.frame_interval(frame)
-        hits = pipe.source.hits(firings_between(pipe.preset, t0, t1), t0, t1)
+        fired = firings_between(pipe.preset, t0, t1)
+        hits = pipe.source.hits(fired, t0, t1)
         got = pipe.physics.apply(hits, pipe._rng(frame))
         monkeypatch.setattr(returns, "weather_echoes", _per_sub_ray_layout)
         _widened.clear()
@@ -59,20 +60,27 @@ def test_the_clutter_column_gives_the_per_sub_ray_layout_s_detections(
     assert max(_widened) > 1  # the bundles went through the per-sub-ray layout
     a, b = got.points, want.points
     assert a.size == b.size
-    np.testing.assert_allclose(got.power_w, want.power_w, rtol=1e-6)
+    # float32 sums of a glass pulse's echoes taken in another column order: ~10 ulp (2 ppm) at most
+    np.testing.assert_allclose(got.power_w, want.power_w, rtol=2e-6)
     floats = ("x", "y", "z", "intensity", "reflectivity")
     for f in a.dtype.names:
         if f not in floats:
             assert np.array_equal(a[f], b[f]), f
-    # bit for bit but for a pulse seen through glass whose pane's ghost (one more echo column) sits at
-    # another column index in the two layouts: its range may differ in the last bit (NumPy's sort of
-    # the echoes, ties in time): at most 1 ppm, on at most 0.1 % of the points
+    # bit for bit but for a bundled pulse whose echoes sit at other column indices in the two layouts
+    # (a pane's ghost, one more echo column; sub-rays meeting two surfaces, as a car's wheel face and its
+    # tyre since change 48): its float32 sums may differ in the last bits (NumPy's sort of the echoes,
+    # ties in time): at most 2 ppm, on at most 0.1 % of the points; every plain pulse bit for bit
     differ = np.zeros(a.size, bool)
     for f in floats:
-        np.testing.assert_allclose(a[f], b[f], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(a[f], b[f], rtol=2e-6, atol=1e-7)
         differ |= a[f] != b[f]
+    differ |= got.power_w != want.power_w
     assert differ.sum() <= 1e-3 * a.size
-    assert np.all(a["flags"][differ] & PointFlag.THROUGH_GLASS)
+    if hits.bundle is not None:  # --beam full; fixed sub-rays make every pulse a bundle
+        p = hits.bundle.pulses
+        bundled = set(zip(fired.ring[p].tolist(), fired.t_ns[p].tolist(), strict=True))
+        for i in np.flatnonzero(differ):
+            assert (int(a["ring"][i]), int(a["t"][i])) in bundled, a[i]
     flags = got.points["flags"]
     clutter = PointFlag.RAIN_CLUTTER | PointFlag.SNOW_CLUTTER
     assert np.count_nonzero(flags & clutter) > 0  # 3-7 a frame (was > 10 drops before issue 40's receiver)

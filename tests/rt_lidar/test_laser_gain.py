@@ -71,12 +71,13 @@ def test_a_beams_own_gain_is_kept_and_the_others_draws_do_not_move() -> None:
 
 
 def test_presets_without_a_spread_apply_no_per_laser_factor() -> None:
-    """Only the HDL-64E (fitted to KITTI's frame) ships a spread; every other preset's physics is as it
-    was (no per-laser gain array at all)."""
+    """Only the HDL-64E and the VLS-128 (fitted to KITTI's and nebula's frames) ship a spread; every other
+    preset's physics is as it was (no per-laser gain array at all)."""
+    spread = ("HDL-64E", "VLS-128")
     for name in list_presets():
         p = load_preset(name)
-        assert (ring_gains(p) is not None) == (name == "HDL-64E"), name
-        assert (p.receiver.laser_gain_spread > 0) == (name == "HDL-64E"), name
+        assert (ring_gains(p) is not None) == (name in spread), name
+        assert (p.receiver.laser_gain_spread > 0) == (name in spread), name
     assert ring_gains(_unit("HDL-64E", 0.0)) is None
 
 

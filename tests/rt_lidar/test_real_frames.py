@@ -194,7 +194,7 @@ def test_bad_real_options_name_what_is_wrong(tmp_path: Path, text: str, match: s
 def test_a_pcap_that_is_not_one_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "x.pcap"
     bad.write_bytes(b"not a capture at all")
-    with pytest.raises(RecordingError, match="not a pcap file"):
+    with pytest.raises(RecordingError, match="neither a pcap nor a pcapng file"):
         detect_format(bad)
 
 

@@ -118,8 +118,10 @@ def test_the_lower_blocks_nearer_focus_keeps_its_near_road_out_of_the_zeros() ->
     which divides each laser's focus out, reads the same."""
     zeros_own, refl_own = _lower_block_near_road(load_preset("HDL-64E"))
     zeros_wide, refl_wide = _lower_block_near_road(_hdl64(None))
-    # weak_zero_snr 2.1 (change 26): 0.07 % against 0.38 % (at 2.6: under 0.5 % against 1.5 %)
-    assert zeros_own < 0.005 and zeros_own < zeros_wide / 3
+    # weak_zero_snr 2.1 (change 26): 0.07 % against 0.38 % (at 2.6: under 0.5 % against 1.5 %); since
+    # change 48 the parked cars' tyres (rubber 0.02) read 0 at either focus: 0.27 % against 0.72 %, so the
+    # focus is held by the share of the block's returns it keeps out of the zeros (0.31-0.45 points)
+    assert zeros_own < 0.005 and zeros_wide - zeros_own > 0.002
     assert refl_own == pytest.approx(refl_wide, rel=0.01)
 
 

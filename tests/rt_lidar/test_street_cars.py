@@ -89,10 +89,19 @@ def test_the_streets_cars_wear_paints_and_glazing_at_their_shares_the_same_for_a
             {names[i] for i in np.unique(o.face_material)} for o in scene.objects if o.name.startswith("car_")
         ]
 
+    def body_paint(scene: Scene) -> list[str]:  # the paint of most faces (wheels are silver, change 48)
+        out = []
+        for o in scene.objects:
+            if o.name.startswith("car_"):
+                counts = {p: int(np.count_nonzero(o.face_material == names.index(p))) for p in PAINTS}
+                out.append(max(counts, key=lambda p: counts[p]))
+        return out
+
     cars = [c for seed in range(4) for c in wearing(street_scene(seed))]
+    paints = [p for seed in range(4) for p in body_paint(street_scene(seed))]
     assert len(cars) > 150
     for paint, share in zip(PAINTS, PAINT_SHARES, strict=True):
-        assert np.mean([paint in c for c in cars]) == pytest.approx(share, abs=0.08)
+        assert np.mean([p == paint for p in paints]) == pytest.approx(share, abs=0.08)
     assert np.mean(["car_glass_ir" in c for c in cars]) == pytest.approx(IR_WINDSCREEN_SHARE, abs=0.08)
     assert np.mean(["car_glass_privacy" in c for c in cars]) == pytest.approx(PRIVACY_GLASS_SHARE, abs=0.1)
     assert all("car_glass" in c for c in cars)  # the front side windows stay plain

@@ -24,6 +24,13 @@ CAR_LENGTH, CAR_WIDTH = 4.5, 1.8
 # door mirrors at the windscreen's foot, reaching 0.11 m beyond the body each side (a compact car: 1.80 m
 # wide without them, ~2.03 m with them, as VW quotes a Golf's; set by hand around those figures)
 MIRROR_X_M, MIRROR_Y_M = 1.35, 0.90
+# wheels (issue 40, docs/realism.md change 48): a passenger tyre's size code gives its rim's diameter in
+# inches (ISO metric tyre code, e.g. 205/55 R16: 16 in rim, 632 mm overall; 225/45 R17: 17 in, 634 mm),
+# so a 0.66 m tyre carries a 16-17 in wheel whose face, to the rim flange, is ~0.43 m across; the
+# rubber is the sidewall ring outside it
+TYRE_RADIUS_M = 0.33
+WHEEL_FACE_RADIUS_M = 0.215
+WHEEL_MATERIAL = "car_paint_silver"
 
 
 def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glass: str = "car_glass") -> None:
@@ -68,7 +75,14 @@ def add_car(b: MeshBuilder, paint: str, windscreen: str = "car_glass", rear_glas
         b.box((s * (body_end_x(0.5) + 0.01), 0.0, 0.5), (0.01, 0.52, 0.11), "plate_sheeting")
     for xw in (-1.4, 1.4):
         for s in (-1.0, 1.0):
-            b.cylinder((xw, s * 0.8 + 0.11, 0.33), 0.33, 0.22, "rubber", sections=24, roll=np.pi / 2)
+            b.cylinder((xw, s * 0.8 + 0.11, 0.33), TYRE_RADIUS_M, 0.22, "rubber", sections=24, roll=np.pi / 2)
+            # the wheel's face inside the tyre's sidewall: a painted alloy wheel (issue 40, change 48);
+            # it was all tyre rubber from tread to hub. The disc stands 5 mm proud of the tyre's cap
+            # (a closed cylinder), the tyre's own sidewall the ring around it.
+            y_face = s * (0.8 + 0.11) + (0.005 if s > 0 else 0.0)
+            b.cylinder(
+                (xw, y_face, 0.33), WHEEL_FACE_RADIUS_M, 0.005, WHEEL_MATERIAL, sections=24, roll=np.pi / 2
+            )
 
 
 def add_tree(b: MeshBuilder, rng: np.random.Generator) -> None:
