@@ -1,7 +1,7 @@
 /* The surface texture of a batch of hits in one pass (rt_lidar/physics/texture.py texture_apply and
  * rt_lidar/kernels/texture.py texture_factor; rt_lidar/physics/texture_fused.py is its Python side): the
  * textured rays, their world points and footprints, the hash of each footprint-scale cube and of the
- * patches' lattice corners, the log-normal factor, and the
+ * patches' lattice corners (an Irwin-Hall value each, no log or cos), the log-normal factor, and the
  * echoes scaled by it, with the GIL released. The NumPy code's float64 operations in its order (built
  * with -ffp-contract=off), its wrapping uint64 arithmetic, and its log, cos and exp NumPy's own loops
  * (_np_loops.h), so the same bits (tests/rt_lidar/test_texture_fused.py). Optional extension: where it is
@@ -43,6 +43,38 @@ static inline uint64_t mix(uint64_t h) {
 #define MAX_OCTAVE 16 /* rt_lidar/kernels/texture.py MAX_OCTAVE */
 #define GRAZING_COS_MIN 0.02 /* rt_lidar/physics/texture.py GRAZING_COS_MIN */
 static const uint64_t PATCH_SALT = 0xD6E8FEB86659FD93ULL;
+/* rt_lidar/kernels/texture.py _CORNER_PRIMES, _IRWIN_HALL_MEAN, _IRWIN_HALL_SD */
+static const uint64_t CORNER_PRIMES[2] = {0x9E3779B97F4A7C15ULL, 0xC2B2AE3D27D4EB4FULL};
+#define IRWIN_HALL_MEAN 131070.0
+#define IRWIN_HALL_SD 37837.22723720648
+
+/* _patch_field: value noise of unit variance at p on a horizontal lattice of pm under key
+ * (kernels/texture.py: the same operations in its order). */
+static inline double patch_field(const double p[3], double pm, uint64_t key, const double shift[3]) {
+    double weight[2][2];
+    uint64_t axis_hash[2][2];
+    for (int c = 0; c < 2; c++) {
+        const double sc = p[c] / pm + shift[c];
+        const double fl = floor(sc);
+        const double t = sc - fl;
+        const uint64_t lo = (uint64_t)(int64_t)fl * CORNER_PRIMES[c];
+        axis_hash[c][0] = lo;
+        axis_hash[c][1] = lo + CORNER_PRIMES[c];
+        weight[c][0] = 1.0 - t;
+        weight[c][1] = t;
+    }
+    const uint64_t pkey = key ^ PATCH_SALT;
+    double num = 0.0, wsq = 0.0;
+    for (int c = 0; c < 4; c++) { /* (x, y) = (0, 0), (1, 0), (0, 1), (1, 1) */
+        const int bx = c & 1, by = c >> 1;
+        const double w = weight[0][bx] * weight[1][by];
+        const uint64_t h = mix(pkey ^ axis_hash[0][bx] ^ axis_hash[1][by]);
+        const uint64_t total = (h & 0xFFFF) + ((h >> 16) & 0xFFFF) + ((h >> 32) & 0xFFFF) + (h >> 48);
+        num = num + w * ((double)total - IRWIN_HALL_MEAN);
+        wsq = wsq + w * w;
+    }
+    return num / (IRWIN_HALL_SD * sqrt(wsq));
+}
 
 /* The hash of cube (c0, c1, c2) under key: the two uniforms of its Box-Muller draw (u2 already 2 pi u). */
 static inline void cube_uniforms(uint64_t c0, uint64_t c1, uint64_t c2, uint64_t key, double *u1, double *u2) {
@@ -96,12 +128,13 @@ static PyObject *apply(PyObject *self, PyObject *args) {
     const double sub = (double)subrays;
     Py_ssize_t done = 0;
     Py_ssize_t rays[CHUNK];
-    double s_eff[CHUNK], weights[CHUNK][8];
-    double u1[CHUNK * 9], u2[CHUNK * 9];
+    double s_eff[CHUNK], patch[CHUNK];
+    char has_patch[CHUNK];
+    double u1[CHUNK], u2[CHUNK];
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t i = 0;
     while (i < n) {
-        Py_ssize_t k = 0, nz = 0;
+        Py_ssize_t k = 0;
         for (; i < n && k < CHUNK; i++) {
             const int mat = MAT[i];
             if (mat < 0 || mat >= m || !(SIG[mat] > 0) || !isfinite(R[i])) continue;
@@ -135,56 +168,25 @@ static PyObject *apply(PyObject *self, PyObject *args) {
             uint64_t cells[3];
             for (int c = 0; c < 3; c++) cells[c] = (uint64_t)(int64_t)floor(p[c] / scale + shift[c]);
             const uint64_t key = SEED[mat] * GOLDEN;
-            cube_uniforms(cells[0], cells[1], cells[2], key ^ (octave * M2), &u1[nz], &u2[nz]);
-            nz++;
+            cube_uniforms(cells[0], cells[1], cells[2], key ^ (octave * M2), &u1[k], &u2[k]);
             const double s = SIG[mat];
             s_eff[k] = area > cell * cell ? s * (cell / sqrt(area > 1e-300 ? area : 1e-300)) : s;
-            if (PSIG != NULL) {
-                const double pm = PM[mat];
-                double t[3];
-                int64_t base[3];
-                for (int c = 0; c < 3; c++) {
-                    const double sc = p[c] / pm + shift[c];
-                    const double fl = floor(sc);
-                    t[c] = sc - fl;
-                    base[c] = (int64_t)fl;
-                }
-                const uint64_t pkey = key ^ PATCH_SALT;
-                for (int c = 0; c < 8; c++) {
-                    const int bx = c & 1, by = (c >> 1) & 1, bz = (c >> 2) & 1;
-                    double w = 1.0;
-                    w = w * (bx ? t[0] : 1.0 - t[0]);
-                    w = w * (by ? t[1] : 1.0 - t[1]);
-                    w = w * (bz ? t[2] : 1.0 - t[2]);
-                    weights[k][c] = w;
-                    cube_uniforms((uint64_t)(base[0] + bx), (uint64_t)(base[1] + by), (uint64_t)(base[2] + bz), pkey,
-                                  &u1[nz], &u2[nz]);
-                    nz++;
-                }
+            patch[k] = 0.0;
+            has_patch[k] = 0;
+            if (PSIG != NULL && PSIG[mat] > 0) { /* materials without patches skip them (nothing to add) */
+                const double ps = PSIG[mat], zp = patch_field(p, PM[mat], key, shift);
+                patch[k] = ps * zp - 0.5 * ps * ps;
+                has_patch[k] = 1;
             }
             rays[k++] = i;
         }
-        np_loop_run(&log_d, u1, nz, sizeof(double));
-        np_loop_run(&cos_d, u2, nz, sizeof(double));
-        Py_ssize_t at = 0;
+        np_loop_run(&log_d, u1, k, sizeof(double));
+        np_loop_run(&cos_d, u2, k, sizeof(double));
         for (Py_ssize_t q = 0; q < k; q++) {
-            const int mat = MAT[rays[q]];
             const double s = s_eff[q];
-            const double z = sqrt(-2.0 * u1[at]) * u2[at];
-            at++;
+            const double z = sqrt(-2.0 * u1[q]) * u2[q];
             double log_f = s * z - 0.5 * s * s;
-            if (PSIG != NULL) {
-                double num = 0.0, wsq = 0.0;
-                for (int c = 0; c < 8; c++) {
-                    const double zc = sqrt(-2.0 * u1[at]) * u2[at];
-                    at++;
-                    const double w = weights[q][c];
-                    num = num + w * zc;
-                    wsq = wsq + w * w;
-                }
-                const double zp = num / sqrt(wsq), ps = PSIG[mat];
-                log_f = log_f + (ps * zp - 0.5 * ps * ps);
-            }
+            if (has_patch[q]) log_f = log_f + patch[q];
             u1[q] = log_f;
         }
         np_loop_run(&exp_d, u1, k, sizeof(double));

@@ -110,3 +110,28 @@ def test_the_footprint_grows_with_range_and_grazing_and_is_shared_by_sub_rays() 
     np.testing.assert_allclose(a, want / np.maximum(cos.astype(float), GRAZING_COS_MIN), rtol=1e-12)
     assert a[1] > a[0] and a[1] > a[2]  # farther, and more grazing: larger
     np.testing.assert_allclose(footprint_area_m2(np, beam, r, cos, 4), a / 4, rtol=1e-12)
+
+
+def test_patches_lie_in_the_road_s_plane_and_skip_materials_without_them(xp: Any) -> None:
+    pts = _road(20_000, seed=2)
+    flat = _factor(xp, pts, 0.0, patch=(1.0, 0.3), sigma=0.0)
+    raised = _factor(xp, pts + np.array([0.0, 0.0, 0.7]), 0.0, patch=(1.0, 0.3), sigma=0.0)
+    assert flat.tobytes() == raised.tobytes()  # a horizontal lattice: the same patch at any height
+    assert float(np.std(np.log(flat))) > 0.2
+    # a patch spread of 0 adds nothing: the factor is the one without patches, bit for bit, also where
+    # the rays of one call mix materials with and without patches
+    area = 0.004
+    none = _factor(xp, pts, area)
+    assert _factor(xp, pts, area, patch=(1.0, 0.0)).tobytes() == none.tobytes()
+    n = len(pts)
+    mixed = xp.asarray(np.where(np.arange(n) % 2 == 0, 0.3, 0.0).astype(np.float32))
+    args = [
+        xp.asarray(pts),
+        xp.full(n, 11, dtype=xp.uint64),
+        xp.full(n, CELL),
+        xp.full(n, SIGMA, dtype=xp.float32),
+    ]
+    f = _host(texture_factor(*args, xp.full(n, area), xp.full(n, 1.0), mixed))
+    patched = _factor(xp, pts, area, patch=(1.0, 0.3))
+    assert f[1::2].tobytes() == none[1::2].tobytes()
+    assert f[0::2].tobytes() == patched[0::2].tobytes()
