@@ -16,7 +16,9 @@ Two components multiply (their logs add), each log-normal with mean 1 (``exp(s z
   neighbouring shots read the same patch. A corner's value is cheap (:func:`_corner_sums`): one
   splitmix64 round of its coordinates times two odd constants, xor-ed, and the sum of the hash's four
   16-bit fields, centred and scaled to unit variance (Irwin-Hall of four: near normal, within +-3.46;
-  no log or cos), so the four corners cost less than one aggregate draw.
+  no log or cos), so the four corners cost less than one aggregate draw. A footprint longer than a
+  patch along the incidence plane (``along_m``: metres on the far road at grazing incidence) averages
+  ``along_m / patch_m`` of them, so their spread shrinks as the aggregate's does.
 
 The world is cut into cubes shifted by a fraction of a cube (0.318, 0.577, 0.414 of it on x, y, z: a flat
 road at z = 0 then lies mid-cube, not on a face where the last bits of a hit decide the cube); each
@@ -121,11 +123,15 @@ def texture_factor(
     footprint_m2: Any = None,
     patch_m: Any = None,
     patch_sigma: Any = None,
+    along_m: Any = None,
 ) -> Any:
     """Per point, the texture factor (float32, mean 1) of the world-frame ``points_m`` (N, 3), with each
     point's material ``seed`` (N,) uint64, aggregate cube size ``cell_m`` (N,) and log spread ``sigma``
     (N,), its pulse's footprint area ``footprint_m2`` (N,) float64 (None: a point), and the patches'
-    lattice ``patch_m`` (N,) and log spread ``patch_sigma`` (N,) (None: no patches)."""
+    lattice ``patch_m`` (N,) and log spread ``patch_sigma`` (N,) (None: no patches), and the footprint's
+    length along the incidence plane ``along_m`` (N,) float64 (None: a point), over which the patches
+    average: their log spread is ``patch_sigma sqrt(patch_m / along_m)`` where the footprint is longer than
+    a patch (the variance of a mean of ``along_m / patch_m`` independent patches in a row)."""
     xp = array_module(points_m)
     cell = cell_m.astype(xp.float64)
     s = sigma.astype(xp.float64)
@@ -148,6 +154,9 @@ def texture_factor(
         on = xp.flatnonzero(ps_all > 0)  # materials without patches skip them (nothing to add)
         if on.size:
             ps = ps_all[on]
+            if along_m is not None:
+                pm, al = patch_m[on].astype(xp.float64), along_m[on].astype(xp.float64)
+                ps = xp.where(al > pm, ps * xp.sqrt(pm / al), ps)
             zp = _patch_field(xp, points_m[on], patch_m[on], key[on])
             log_f[on] = log_f[on] + (ps * zp - 0.5 * ps * ps)
     return xp.exp(log_f).astype(xp.float32)

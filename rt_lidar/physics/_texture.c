@@ -125,7 +125,7 @@ static PyObject *apply(PyObject *self, PyObject *args) {
     const uint64_t *SEED = (const uint64_t *)b[6].view.buf;
     float *power = b[11].view.buf, *refl = b[12].view.buf;
     static const double shift[3] = {0.3183098861837907, 0.5772156649015329, 0.4142135623730951};
-    const double sub = (double)subrays;
+    const double sub = (double)subrays, sqrt_sub = sqrt(sub);
     Py_ssize_t done = 0;
     Py_ssize_t rays[CHUNK];
     double s_eff[CHUNK], patch[CHUNK];
@@ -150,12 +150,13 @@ static PyObject *apply(PyObject *self, PyObject *args) {
                 p[1] = POSE[1] + q1;
                 p[2] = POSE[2] + q2;
             }
-            double area = 0.0; /* footprint_area_m2 */
+            double area = 0.0, along = 0.0; /* footprint_area_m2, footprint_along_m */
             if (BEAM != NULL) {
                 const double wide = BEAM[0] + BEAM[1] * r, tall = BEAM[0] + BEAM[2] * r;
                 double c = (double)COS[i];
                 c = c > GRAZING_COS_MIN ? c : GRAZING_COS_MIN; /* np.maximum (no NaN on a hit) */
                 area = (0.7853981633974483 * wide * tall) / c / sub;
+                along = (0.8862269254527579 * tall) / c / sqrt_sub;
             }
             const double cell = CELL[mat];
             double scale = cell;
@@ -174,7 +175,9 @@ static PyObject *apply(PyObject *self, PyObject *args) {
             patch[k] = 0.0;
             has_patch[k] = 0;
             if (PSIG != NULL && PSIG[mat] > 0) { /* materials without patches skip them (nothing to add) */
-                const double ps = PSIG[mat], zp = patch_field(p, PM[mat], key, shift);
+                const double pm = PM[mat], zp = patch_field(p, pm, key, shift);
+                /* the patches averaged along the footprint (none without a beam: along 0) */
+                const double ps = along > pm ? PSIG[mat] * sqrt(pm / along) : PSIG[mat];
                 patch[k] = ps * zp - 0.5 * ps * ps;
                 has_patch[k] = 1;
             }

@@ -40,7 +40,7 @@ from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus
 from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.physics.returns import _C_M_PER_NS as C_M_PER_NS
 from rt_lidar.physics.returns import MAX_NOISY_CANDIDATES, select_kind
-from rt_lidar.physics.texture import footprint_area_m2, footprint_beam, material_seeds
+from rt_lidar.physics.texture import footprint_along_m, footprint_area_m2, footprint_beam, material_seeds
 from rt_lidar.physics.weather import weather_model
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import POINT_DTYPE, PointFlag
@@ -204,9 +204,9 @@ class DeviceSensorPhysics(SensorPhysics):
             rot = quat_rotate(q0 / np.linalg.norm(q0), np.eye(3))  # the rotated basis vectors, as rows
             local = local @ xp.asarray(rot) + xp.asarray(p0)
         mr = mat[rays]
-        area = footprint_area_m2(
-            xp, footprint_beam(self.preset), hits.range_m[rays], hits.cos_incidence[rays], hits.subrays
-        )
+        beam, r, cos = footprint_beam(self.preset), hits.range_m[rays], hits.cos_incidence[rays]
+        area = footprint_area_m2(xp, beam, r, cos, hits.subrays)
+        along = footprint_along_m(xp, beam, r, cos, hits.subrays)
         patched = patch_sigma_t is not None
         f = texture_factor(
             local,
@@ -216,6 +216,7 @@ class DeviceSensorPhysics(SensorPhysics):
             area,
             patch_m_t[mr] if patched else None,
             patch_sigma_t[mr] if patched else None,
+            along,
         )
         power[rays] *= f
         refl[rays] *= f

@@ -12,7 +12,8 @@ name), so two materials never share a pattern.
 A pulse's footprint on the surface (:func:`footprint_area_m2`: the preset's exit diameter plus its
 divergences times the range, across and along, over the incidence cosine on the oblique surface, shared
 among a bundle's sub-rays) averages the aggregate's cells under it, so the texture's shot-to-shot spread
-shrinks with its area, and the patches (metres) are read as they lie (:mod:`rt_lidar.kernels.texture`).
+shrinks with its area, and its length along the incidence plane (:func:`footprint_along_m`: metres on the
+far road at grazing incidence) averages the patches (:mod:`rt_lidar.kernels.texture`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from rt_lidar.unreal_bridge.world.pose import quat_rotate
 
 __all__ = [
     "GRAZING_COS_MIN",
+    "footprint_along_m",
     "footprint_area_m2",
     "footprint_beam",
     "hit_world_points",
@@ -66,6 +68,19 @@ def footprint_area_m2(
     tall = d0 + tv * r
     cos = xp.maximum(cos_inc.astype(xp.float64), GRAZING_COS_MIN)
     return (0.7853981633974483 * wide * tall) / cos / float(subrays)
+
+
+def footprint_along_m(
+    xp: Any, beam: tuple[float, float, float], range_m: Any, cos_inc: Any, subrays: int
+) -> Any:
+    """Per ray (float64), the length of its footprint along the incidence plane: ``sqrt(pi / 4) (d0 +
+    theta_v R) / max(cos, GRAZING_COS_MIN) / sqrt(subrays)`` (the side of a rectangle of the footprint's
+    equivalent area and aspect; on the road ahead the vertical divergence is the one the grazing
+    incidence stretches). The patches average over it (:func:`rt_lidar.kernels.texture.texture_factor`)."""
+    d0, _th, tv = beam
+    tall = d0 + tv * range_m.astype(xp.float64)
+    cos = xp.maximum(cos_inc.astype(xp.float64), GRAZING_COS_MIN)
+    return (0.8862269254527579 * tall) / cos / float(np.sqrt(float(subrays)))
 
 
 def material_seeds(materials: MaterialArrays) -> np.ndarray:
@@ -108,8 +123,11 @@ def texture_apply(
     rays = rays[ok]
     mat = hits.material[rays].astype(np.int64)
     area = np.zeros(rays.size)  # a point: the single cell under it
+    along = None
     if beam is not None:
-        area = footprint_area_m2(np, beam, hits.range_m[rays], hits.cos_incidence[rays], hits.subrays)
+        r, cos = hits.range_m[rays], hits.cos_incidence[rays]
+        area = footprint_area_m2(np, beam, r, cos, hits.subrays)
+        along = footprint_along_m(np, beam, r, cos, hits.subrays)
     patch_sigma = materials.texture_patch_sigma
     patch_m = materials.texture_patch_m
     f = texture_factor(
@@ -120,6 +138,7 @@ def texture_apply(
         area,
         None if patch_sigma is None or patch_m is None else patch_m[mat],
         None if patch_sigma is None or patch_m is None else patch_sigma[mat],
+        along,
     )
     power[rays] *= f
     refl[rays] *= f
