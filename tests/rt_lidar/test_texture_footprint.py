@@ -13,7 +13,7 @@ import pytest
 
 from rt_lidar.kernels.texture import texture_factor
 from rt_lidar.kernels.xp import cupy_available
-from rt_lidar.physics.texture import GRAZING_COS_MIN, footprint_area_m2, footprint_beam
+from rt_lidar.physics.texture import GRAZING_COS_MIN, footprint_along_m, footprint_area_m2, footprint_beam
 from rt_lidar.sensor.presets import load_preset
 
 BACKENDS = ["numpy"] + (["cupy"] if cupy_available() else [])
@@ -110,6 +110,14 @@ def test_the_footprint_grows_with_range_and_grazing_and_is_shared_by_sub_rays() 
     np.testing.assert_allclose(a, want / np.maximum(cos.astype(float), GRAZING_COS_MIN), rtol=1e-12)
     assert a[1] > a[0] and a[1] > a[2]  # farther, and more grazing: larger
     np.testing.assert_allclose(footprint_area_m2(np, beam, r, cos, 4), a / 4, rtol=1e-12)
+    # its length along the incidence plane: the vertical divergence stretched by 1 / cos (the side of a
+    # rectangle of the same area and aspect), a bundle's sub-rays each a share
+    along = footprint_along_m(np, beam, r, cos, 1)
+    tall = d0 + tv * r.astype(float)
+    np.testing.assert_allclose(
+        along, np.sqrt(np.pi / 4) * tall / np.maximum(cos.astype(float), GRAZING_COS_MIN)
+    )
+    np.testing.assert_allclose(footprint_along_m(np, beam, r, cos, 4), along / 2, rtol=1e-12)
 
 
 def test_patches_lie_in_the_road_s_plane_and_skip_materials_without_them(xp: Any) -> None:
@@ -135,3 +143,18 @@ def test_patches_lie_in_the_road_s_plane_and_skip_materials_without_them(xp: Any
     patched = _factor(xp, pts, area, patch=(1.0, 0.3))
     assert f[1::2].tobytes() == none[1::2].tobytes()
     assert f[0::2].tobytes() == patched[0::2].tobytes()
+
+
+def test_a_footprint_longer_than_a_patch_averages_the_patches(xp: Any) -> None:
+    pts = _road(40_000, seed=3)
+    n = len(pts)
+
+    def patches(along: float | None) -> np.ndarray:
+        args = [xp.asarray(pts), xp.full(n, 11, dtype=xp.uint64), xp.full(n, CELL), xp.zeros(n, xp.float32)]
+        extra = [xp.zeros(n), xp.full(n, 1.0), xp.full(n, 0.3, dtype=xp.float32)]
+        return _host(texture_factor(*args, *extra, None if along is None else xp.full(n, along)))
+
+    short = patches(0.5)  # shorter than a patch: read as it lies
+    assert short.tobytes() == patches(None).tobytes()
+    for along in (4.0, 16.0):  # the variance of a mean of along / patch_m patches in a row
+        assert float(np.std(np.log(patches(along)))) == pytest.approx(0.3 / np.sqrt(along), rel=0.08)
