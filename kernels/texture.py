@@ -6,9 +6,12 @@ Two components multiply (their logs add), each log-normal with mean 1 (``exp(s z
 - **Aggregate** (``sigma`` at ``cell_m``): the spread of independent cubes of ``cell_m`` (the chips and
   binder of the surface course). A pulse's footprint of area ``A`` averages ``N = A / cell_m^2`` of them,
   so its log spread is ``sigma / sqrt(N)`` (the variance of a mean of N independent cells; ``sigma`` where
-  the footprint is smaller than a cell), and it is drawn from the cube of the footprint's own scale: the
-  smallest ``L = cell_m 2^k`` with ``L^2 >= A`` (k <= 16). Footprints that overlap (neighbouring shots on
-  a ring) mostly share that cube, so they read alike, as a real footprint's mean over shared cells does.
+  the footprint is smaller than a cell). It is drawn from one cube at the hit: ``L = cell_m 2^k``, the
+  largest no wider than the footprint across the incidence plane (``A / along_m``; k <= 16; a cell
+  without ``along_m``). Neighbouring shots on a ring lie about a footprint's width apart, so they share
+  a cube, and read alike, about as often as their footprints overlap: a cube fitted to the footprint's
+  area instead (its long side along a grazing road) made shots whose footprints barely touch read the
+  same value.
 - **Patches** (``patch_sigma`` at ``patch_m``; only where ``patch_sigma`` > 0): value noise on a
   horizontal lattice (x, y) of ``patch_m`` (repairs, wear in the wheel paths, stains: features of the
   road's plane), a unit-variance value at each lattice corner, interpolated bilinearly and divided by the
@@ -131,7 +134,8 @@ def texture_factor(
     lattice ``patch_m`` (N,) and log spread ``patch_sigma`` (N,) (None: no patches), and the footprint's
     length along the incidence plane ``along_m`` (N,) float64 (None: a point), over which the patches
     average: their log spread is ``patch_sigma sqrt(patch_m / along_m)`` where the footprint is longer than
-    a patch (the variance of a mean of ``along_m / patch_m`` independent patches in a row)."""
+    a patch (the variance of a mean of ``along_m / patch_m`` independent patches in a row); the
+    aggregate's cube is no wider than the footprint across (``footprint_m2 / along_m``)."""
     xp = array_module(points_m)
     cell = cell_m.astype(xp.float64)
     s = sigma.astype(xp.float64)
@@ -142,10 +146,12 @@ def texture_factor(
     area = footprint_m2.astype(xp.float64)
     scale = cell.copy()
     octave = xp.zeros(scale.shape, xp.uint64)
-    for _ in range(MAX_OCTAVE):  # the footprint's own scale: cell 2^k, the smallest covering its area
-        grow = scale * scale < area
-        scale = xp.where(grow, scale * 2.0, scale)
-        octave = octave + grow.astype(xp.uint64)
+    if along_m is not None:  # the cube: cell 2^k, the largest no wider than the footprint across
+        across = area / along_m.astype(xp.float64)
+        for _ in range(MAX_OCTAVE):
+            grow = scale * 2.0 <= across
+            scale = xp.where(grow, scale * 2.0, scale)
+            octave = octave + grow.astype(xp.uint64)
     z = _normal(xp, _cubes(xp, points_m / scale[:, None]), key ^ (octave * xp.uint64(_M2)))
     s = xp.where(area > cell * cell, s * (cell / xp.sqrt(xp.maximum(area, 1e-300))), s)
     log_f = s * z - 0.5 * s * s

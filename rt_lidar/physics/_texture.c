@@ -161,11 +161,14 @@ static PyObject *apply(PyObject *self, PyObject *args) {
             const double cell = CELL[mat];
             double scale = cell;
             uint64_t octave = 0;
-            for (int j = 0; j < MAX_OCTAVE; j++)
-                if (scale * scale < area) {
-                    scale = scale * 2.0;
-                    octave++;
-                }
+            if (BEAM != NULL) { /* cell 2^k, the largest no wider than the footprint across */
+                const double across = area / along;
+                for (int j = 0; j < MAX_OCTAVE; j++)
+                    if (scale * 2.0 <= across) {
+                        scale = scale * 2.0;
+                        octave++;
+                    }
+            }
             uint64_t cells[3];
             for (int c = 0; c < 3; c++) cells[c] = (uint64_t)(int64_t)floor(p[c] / scale + shift[c]);
             const uint64_t key = SEED[mat] * GOLDEN;

@@ -74,16 +74,27 @@ def test_the_aggregate_spread_shrinks_as_a_mean_of_the_cells_under_the_footprint
 
 
 def test_overlapping_footprints_read_alike_and_a_point_s_cells_do_not(xp: Any) -> None:
-    # neighbouring shots of a ring on the road at ~10 m: 3.5 cm apart, footprint ~0.0074 m^2 (8.6 cm)
+    # neighbouring shots of a ring on the road at ~10 m, 3.5 cm apart
     x = np.arange(20_000) * 0.035
     pts = np.c_[x, np.full(x.size, 3.3), np.zeros(x.size)]
+    n = x.size
 
-    def lag1(f: np.ndarray) -> float:
+    def lag1(across: float | None) -> float:
+        if across is None:
+            f = _factor(xp, pts, None)
+        else:  # a footprint `across` wide and 0.25 m long (the grazing road)
+            args = [xp.asarray(pts), xp.full(n, 11, dtype=xp.uint64), xp.full(n, CELL), xp.full(n, SIGMA)]
+            area, along = xp.full(n, across * 0.25), xp.full(n, 0.25)
+            f = _host(texture_factor(*args, area, None, None, along))
         g = np.log(f)
         return float(np.corrcoef(g[:-1], g[1:])[0, 1])
 
-    assert abs(lag1(_factor(xp, pts, None))) < 0.05  # 3 cm cells: neighbours independent (before)
-    assert lag1(_factor(xp, pts, 0.0074)) > 0.5  # one footprint-scale cube mostly shared
+    assert abs(lag1(None)) < 0.05  # 3 cm cells: neighbours independent
+    # a footprint narrower than the shots' spacing across (3.1 cm: the HDL-64E's at 10 m) does not
+    # overlap its neighbour's: independent, however long it is along the road
+    assert abs(lag1(0.031)) < 0.05
+    # 13 cm across: a 12 cm cube, shared by neighbours 3.5 cm apart 1 - 3.5 / 12 = 0.71 of the time
+    assert lag1(0.13) == pytest.approx(0.71, abs=0.08)
 
 
 def test_patches_are_smooth_over_metres_with_their_own_spread(xp: Any) -> None:
