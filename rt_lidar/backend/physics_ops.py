@@ -193,13 +193,18 @@ class NumpyBackend:
         return run_waveform_returns(self.kernels_device, t_ns, amp, *args)
 
     def texture_apply(
-        self, materials: MaterialArrays, hits: Hits, power: np.ndarray, refl: np.ndarray
+        self,
+        materials: MaterialArrays,
+        hits: Hits,
+        power: np.ndarray,
+        refl: np.ndarray,
+        beam: tuple[float, float, float] | None = None,
     ) -> None:
-        """``power`` and ``refl`` scaled in place by the texture at each hit
-        (:func:`rt_lidar.physics.texture.texture_apply`)."""
+        """``power`` and ``refl`` scaled in place by the texture at each hit, averaged over each pulse's
+        footprint of ``beam`` (:func:`rt_lidar.physics.texture.texture_apply`)."""
         from rt_lidar.physics.texture import texture_apply
 
-        texture_apply(materials, hits, power, refl)
+        texture_apply(materials, hits, power, refl, beam)
 
     def measure_intensity(
         self,
@@ -348,12 +353,17 @@ class CompiledBackend(NumpyBackend):
         return got if got is not None else super().waveform_returns(t_ns, amp, *args)
 
     def texture_apply(
-        self, materials: MaterialArrays, hits: Hits, power: np.ndarray, refl: np.ndarray
+        self,
+        materials: MaterialArrays,
+        hits: Hits,
+        power: np.ndarray,
+        refl: np.ndarray,
+        beam: tuple[float, float, float] | None = None,
     ) -> None:
         from rt_lidar.physics.texture import material_seeds
 
-        if not texture_fused.apply(materials, material_seeds(materials), hits, power, refl):
-            super().texture_apply(materials, hits, power, refl)
+        if not texture_fused.apply(materials, material_seeds(materials), hits, power, refl, beam):
+            super().texture_apply(materials, hits, power, refl, beam)
 
     def measure_intensity(
         self,

@@ -40,7 +40,7 @@ from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus
 from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.physics.returns import _C_M_PER_NS as C_M_PER_NS
 from rt_lidar.physics.returns import MAX_NOISY_CANDIDATES, select_kind
-from rt_lidar.physics.texture import material_seeds
+from rt_lidar.physics.texture import footprint_along_m, footprint_area_m2, footprint_beam, material_seeds
 from rt_lidar.physics.weather import weather_model
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.points import POINT_DTYPE, PointFlag
@@ -90,7 +90,7 @@ class DeviceSensorPhysics(SensorPhysics):
             xp.asarray(a)
             for a in (m.diffuse, m.retro_gain, m.retro_exponent, m.specular_gain, m.specular_exponent)
         )
-        self._texture_tables: tuple[Any, Any, Any] | None = None
+        self._texture_tables: tuple[Any, Any, Any, Any, Any] | None = None
         # the paints' clear coat (rt_lidar.physics.clear_coat): its table put on the device once
         self._coat = None if m.coat_index is None else xp.asarray(coat_table(*paint_params(m)))
         # ghosts behind glass (rt_lidar.physics.glass_ghost): each material's mirror reflectance head-on
@@ -184,12 +184,16 @@ class DeviceSensorPhysics(SensorPhysics):
         if m.texture_sigma is None or m.texture_cell_m is None or not (m.texture_sigma > 0).any():
             return
         if self._texture_tables is None:
+            patch_m = m.texture_patch_m if m.texture_patch_m is not None else np.ones_like(m.texture_cell_m)
+            patch_sigma = m.texture_patch_sigma
             self._texture_tables = (
                 xp.asarray(m.texture_sigma),
                 xp.asarray(m.texture_cell_m.astype(np.float64)),
                 xp.asarray(material_seeds(m)),
+                xp.asarray(patch_m),
+                None if patch_sigma is None else xp.asarray(patch_sigma),
             )
-        sigma, cell, seeds = self._texture_tables
+        sigma, cell, seeds, patch_m_t, patch_sigma_t = self._texture_tables
         mat = _index(xp, hits.material)
         rays = xp.flatnonzero((hits.material >= 0) & (sigma[mat] > 0) & xp.isfinite(hits.range_m))
         if rays.size == 0:
@@ -200,7 +204,20 @@ class DeviceSensorPhysics(SensorPhysics):
             rot = quat_rotate(q0 / np.linalg.norm(q0), np.eye(3))  # the rotated basis vectors, as rows
             local = local @ xp.asarray(rot) + xp.asarray(p0)
         mr = mat[rays]
-        f = texture_factor(local, seeds[mr], cell[mr], sigma[mr])
+        beam, r, cos = footprint_beam(self.preset), hits.range_m[rays], hits.cos_incidence[rays]
+        area = footprint_area_m2(xp, beam, r, cos, hits.subrays)
+        along = footprint_along_m(xp, beam, r, cos, hits.subrays)
+        patched = patch_sigma_t is not None
+        f = texture_factor(
+            local,
+            seeds[mr],
+            cell[mr],
+            sigma[mr],
+            area,
+            patch_m_t[mr] if patched else None,
+            patch_sigma_t[mr] if patched else None,
+            along,
+        )
         power[rays] *= f
         refl[rays] *= f
 

@@ -27,6 +27,7 @@ from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import peak_factor
 from rt_lidar.physics.receiver_focus import beam_focus_ratio
 from rt_lidar.physics.receiver_range import receiver_range_gain
+from rt_lidar.physics.texture import footprint_beam
 from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
@@ -139,14 +140,14 @@ class EchoModel:
     def object_echoes(self, hits: Hits) -> ObjectEchoes:
         """Every ray's echo of the opaque surface it hit: ``(power W, effective reflectance, range m,
         segment, flags)``, fresh arrays the caller may change (misses: power 0, range inf; a ray that
-        crossed glass on the way is flagged THROUGH_GLASS); the surface's texture on top
-        (:func:`~rt_lidar.physics.texture.texture_apply`, on the backend); a pulse cast as one ray has
-        its echo's peak lowered by its footprint's spread in range on an oblique surface
+        crossed glass on the way is flagged THROUGH_GLASS); the surface's texture on top, averaged over
+        each pulse's footprint (:func:`~rt_lidar.physics.texture.texture_apply`, on the backend); a pulse
+        cast as one ray has its echo's peak lowered by its footprint's spread in range on an oblique surface
         (:func:`~rt_lidar.physics.pulse_spread.peak_factor`; a sub-ray bundle samples that itself)."""
         power, refl, flags = self.backend.object_echo_power(self, hits)
         if self.materials.coat_index is not None:  # the paints' clear coat (rt_lidar.physics.clear_coat)
             power, refl = self.coat(hits.cos_incidence, hits.material, power, refl)
-        self.backend.texture_apply(self.materials, hits, power, refl)
+        self.backend.texture_apply(self.materials, hits, power, refl, footprint_beam(self.preset))
         focus = self.beam_focus(ray_rings(hits), hits.range_m)  # each laser's own focus, where set
         if focus is not None:
             power *= focus

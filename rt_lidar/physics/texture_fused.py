@@ -1,7 +1,8 @@
 """The surface texture of a batch in one compiled pass (``_texture``), where it was built.
 
 :func:`apply` does what :func:`rt_lidar.physics.texture.texture_apply`'s NumPy code does (the textured
-rays' world points, the factor of each point's cube, the echoes scaled by it), bit for bit
+rays' world points, their footprints' areas, the factor of each footprint's cube and patch, the echoes
+scaled by it), bit for bit
 (``tests/rt_lidar/test_texture_fused.py``), with the GIL released; False when off or given arrays it
 does not take (the compiled backend, :meth:`rt_lidar.backend.CompiledBackend.texture_apply`, then runs
 the NumPy code).
@@ -41,10 +42,17 @@ def available() -> bool:
 
 
 def apply(
-    materials: MaterialArrays, seeds: np.ndarray, hits: Hits, power: np.ndarray, refl: np.ndarray
+    materials: MaterialArrays,
+    seeds: np.ndarray,
+    hits: Hits,
+    power: np.ndarray,
+    refl: np.ndarray,
+    beam: tuple[float, float, float] | None = None,
 ) -> bool:
     """Scale ``power`` and ``refl`` (float32, one per ray, in place) by the texture at each hit of
-    ``hits`` (materials' seeds ``seeds``); False (nothing done) when off or for other arrays."""
+    ``hits`` (materials' seeds ``seeds``), averaged over each pulse's footprint of ``beam``
+    (:func:`rt_lidar.physics.texture.footprint_beam`; None: a point); False (nothing done) when off or
+    for other arrays."""
     sig, cell = materials.texture_sigma, materials.texture_cell_m
     n = hits.range_m.shape[0]
     if not available() or sig is None or cell is None:
@@ -52,6 +60,7 @@ def apply(
     want: list[tuple[np.ndarray, type, tuple[int, ...]]] = [
         (hits.direction, np.float32, (n, 3)),
         (hits.range_m, np.float32, (n,)),
+        (hits.cos_incidence, np.float32, (n,)),
         (hits.material, np.int16, (n,)),
         (power, np.float32, (n,)),
         (refl, np.float32, (n,)),
@@ -70,8 +79,14 @@ def apply(
     if tables[1].shape[0] != m or seeds.shape != (m,) or seeds.dtype != np.uint64:
         return False
     seeds_i8 = c(seeds).view(np.int64)  # the same 64 bits (the buffer protocol names uint64 "L")
+    psig, pm = materials.texture_patch_sigma, materials.texture_patch_m
+    patch_sigma = None if psig is None or pm is None else c(np.asarray(psig).astype(np.float64))
+    patch_m = c(np.asarray(pm if pm is not None else np.ones(m)).astype(np.float64))
+    if patch_m.shape != (m,) or (patch_sigma is not None and patch_sigma.shape != (m,)):
+        return False
+    beam_arr = None if beam is None else np.asarray(beam, np.float64).reshape(3)
     _c.apply(
-        c(hits.direction), c(hits.range_m), c(hits.material), tables[0], tables[1], seeds_i8, pose,
-        n, m, power, refl,
+        c(hits.direction), c(hits.range_m), c(hits.cos_incidence), c(hits.material), tables[0], tables[1],
+        seeds_i8, patch_sigma, patch_m, pose, beam_arr, int(hits.subrays), n, m, power, refl,
     )  # fmt: skip
     return True

@@ -82,7 +82,13 @@ class MaterialSpec:
     """Relative spread of the surface's reflectance from place to place (aggregate, patches, wear): a
     log-normal factor of this standard deviation, fixed in world coordinates (0 = uniform)."""
     texture_cell_m: float = spec(0.1, 0.005, 10.0, "m")
-    """Size of the texture's cells: the reflectance of neighbouring cells is independent."""
+    """Size of the texture's cells: the reflectance of neighbouring cells is independent. A pulse's
+    footprint averages the cells it covers (:mod:`rt_lidar.kernels.texture`)."""
+    texture_patch_sigma: float = spec(0.0, 0.0, 1.0)
+    """Log spread of the texture's larger-scale patches (repairs, wear, stains; with ``texture_sigma`` > 0
+    only): smooth value noise on a lattice of ``texture_patch_m`` (0 = none)."""
+    texture_patch_m: float = spec(1.0, 0.05, 100.0, "m")
+    """Lattice spacing of those patches."""
     provenance: dict[str, str] | None = None
     """Where each fitted or measured value came from (field -> source), as a preset's ``[provenance]``."""
     clear_coat_index: float = spec(0.0, 0.0, 3.0)
@@ -170,6 +176,10 @@ class MaterialArrays:
     """Relative spread of reflectance from place to place (None: none anywhere)."""
     texture_cell_m: np.ndarray | None = None
     """Cell size of that texture (m)."""
+    texture_patch_sigma: np.ndarray | None = None
+    """Log spread of the texture's patches (None: no material has patches)."""
+    texture_patch_m: np.ndarray | None = None
+    """Lattice spacing of those patches (m)."""
     coat_index: np.ndarray | None = None
     """Refractive index of each material's clear coat, 0 = none (None: no material has one)."""
     flake_share: np.ndarray | None = None
@@ -239,6 +249,7 @@ class MaterialTable:
                 diffuse[i], retro[i] = road_lobes(float(rho[i]), float(b0), roughness_deg=rough_deg)
                 rough[i] = True
         texture = col("texture_sigma")
+        patches = col("texture_patch_sigma")
         coat = col("clear_coat_index")
         flakes = col("flake_share")
         return MaterialArrays(
@@ -254,6 +265,8 @@ class MaterialTable:
             albedo=rho if bool(rough.any()) else None,
             texture_sigma=texture if bool((texture > 0).any()) else None,
             texture_cell_m=col("texture_cell_m"),
+            texture_patch_sigma=patches if bool((patches > 0).any()) else None,
+            texture_patch_m=col("texture_patch_m"),
             coat_index=coat if bool((coat > 0).any()) or bool((flakes > 0).any()) else None,
             flake_share=flakes if bool((flakes > 0).any()) else None,
             flake_slope_rms=col("flake_slope_rms") if bool((flakes > 0).any()) else None,

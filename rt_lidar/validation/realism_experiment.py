@@ -173,15 +173,28 @@ def real_grids() -> dict[str, ScanGrid]:
     return {f.preset: read_frame(f) for f in shared_frames(_shared_real())}
 
 
+REAL_FRAME_ROTATION_HZ = {"HDL-32E": 20.0}
+"""Rotation rates of the presets whose real frames turn at another rate than the preset's default: the
+road's texture compares each shot with its neighbours on the ring, so the shots must lie as far apart as
+the real frame's. nuScenes' HDL-32E frame holds 1084 firings a turn, 20.0 Hz at the HDL-32E's 46.08 us
+firing cycle (the preset's 10 Hz gives 2170); nuScenes gives its lidar's capture rate as 20 Hz (Caesar et
+al., arXiv:1903.11027, its sensor table; not re-read here) (docs/realism.md change 46)."""
+
+
 def simulated_grids(
     preset_name: str, frames: int = FRAMES, seed: int = SEED, layout: str = "demo"
 ) -> list[ScanGrid]:
-    """The scans of ``rt-lidar demo --in-process --frames N --seed S --preset P`` on their firing grids
-    (first returns; intensity rounded to the sensor's reporting step of 1, an uncalibrated
-    ``raw_intensity`` (the HDL-64E S2's byte) written as KITTI's files hold it, whose real frames these
-    are: :func:`~rt_lidar.validation.realism_grid.kitti_file_intensity`); ``layout`` "residential"
-    drives the street with cars parked nose to tail beside the lane (KITTI's frame's layout)."""
+    """The scans of ``rt-lidar demo --in-process --frames N --seed S --preset P`` on their firing grids,
+    each preset turning at the rate its real frame was recorded at (:data:`REAL_FRAME_ROTATION_HZ`; else
+    the preset's own) so that neighbouring shots lie as far apart as the real frame's (first returns;
+    intensity rounded to the sensor's reporting step of 1, an uncalibrated ``raw_intensity`` (the HDL-64E
+    S2's byte) written as KITTI's files hold it, whose real frames these are:
+    :func:`~rt_lidar.validation.realism_grid.kitti_file_intensity`); ``layout`` "residential" drives the
+    street with cars parked nose to tail beside the lane (KITTI's frame's layout)."""
     preset = load_preset(preset_name)
+    hz = REAL_FRAME_ROTATION_HZ.get(preset.name)
+    if hz is not None and hz != preset.scan.rotation_hz:  # the rate its real frame was recorded at
+        preset = dataclasses.replace(preset, scan=dataclasses.replace(preset.scan, rotation_hz=hz))
     scene = "street" if layout == "demo" else street_scene(seed=seed, layout=layout)
     built = build_pipeline(preset, build_world(scene, seed=seed), seed=seed)
     try:

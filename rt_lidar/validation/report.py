@@ -31,6 +31,11 @@ def _down(x: list[float]) -> bool:
     return all(b <= a for a, b in itertools.pairwise(x)) and x[-1] < x[0]
 
 
+def _down_within(x: list[float], share: float) -> bool:
+    """Falls from the first value to the last, no step rising by more than ``share`` of the first."""
+    return all(b <= a + share * x[0] for a, b in itertools.pairwise(x)) and x[-1] < x[0]
+
+
 def _up(x: list[float]) -> bool:
     return all(b >= a for a, b in itertools.pairwise(x)) and x[-1] > x[0]
 
@@ -47,8 +52,14 @@ CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     "rain_range_bands": [
         ("more near points with heavier rain", lambda m: _up(m["points_near"])),
         # of the scene: a tenth of rain's clutter lies beyond 10.7 m (Linnhoff's lognormal, docs/rain.md),
-        # so a revolution's whole mid band can gain a drop while it loses the scene's returns
-        ("fewer mid points of the scene with heavier rain", lambda m: _down(m["scene_points_mid"])),
+        # so a revolution's whole mid band can gain a drop while it loses the scene's returns; the
+        # scene's weakest road returns sit at the threshold and flip with the detection noise's draw,
+        # which differs from scan to scan: 0.5 % of a step may rise (docs/realism.md change 46: 896 dry,
+        # 897 at 5 mm/h, ring 5's road at 20.5 m, reflectivity 0.004-0.006, two in and one out)
+        (
+            "fewer mid points of the scene with heavier rain",
+            lambda m: _down_within(m["scene_points_mid"], 0.005),
+        ),
         ("fewer far points with heavier rain", lambda m: _down(m["points_far"])),
         ("fewer points in total with heavier rain", lambda m: _down(m["points_total"])),
         ("more false points with heavier rain", lambda m: _up(m["false_points"])),

@@ -102,8 +102,11 @@ GOLDEN = {
         # (45961.7842, 27828.44338, 12888.63686, 641173.0, 25148.15761); then the wheels' painted alloy
         # faces inside the tyres and tyre rubber at SICK's 0.02 (change 48): 2980 -> 2982 empty pulses
         # (tyres darker), intensity sum +0.4 % (the wheel faces), was 1298235016277, 186002,
-        # (46231.02758, 28031.48128, 12740.69369, 640400.0, 25172.54174)
-        (46126.28566, 28020.06724, 12741.51113, 642807.0, 25196.73838),
+        # (46231.02758, 28031.48128, 12740.69369, 640400.0, 25172.54174); then the texture averaged over
+        # each pulse's footprint, with 1 m patches (change 46): as many points, intensity sum +0.09 %
+        # (every echo off asphalt, concrete and rock moves with it; positions by the range walk), was
+        # (46126.28566, 28020.06724, 12741.51113, 642807.0, 25196.73838)
+        (46126.32593, 28020.05983, 12741.5104, 643398.0, 25202.10559),
     ),
     "targets": (
         "OS1-64",

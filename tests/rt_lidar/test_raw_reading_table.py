@@ -121,13 +121,15 @@ def _troughs_and_texture(
 
 def test_the_hdl_32e_road_combs_and_loses_texture(monkeypatch: pytest.MonkeyPatch) -> None:
     """nuScenes' HDL-32E frame combs (12 of its road rings' 164 values are troughs) where a continuous
-    calibrated value does not; the table lowers the road's texture toward nuScenes' 0.424."""
+    calibrated value does not; the table lowers the road's texture (by 0.02-0.04 over independent 3 cm
+    cells, change 41; by ~0.02 over the footprint-averaged texture of change 46, both then below
+    nuScenes' 0.424)."""
     p = load_preset("HDL-32E")
     flat = dataclasses.replace(p, output=dataclasses.replace(p.output, raw_step=None, raw_step_spread=0.0))
     troughs, texture = _troughs_and_texture("HDL-32E", p, monkeypatch)
     troughs_flat, texture_flat = _troughs_and_texture("HDL-32E", flat, monkeypatch)
     assert troughs >= troughs_flat + 2
-    assert texture <= texture_flat - 0.02
+    assert texture <= texture_flat - 0.01
 
 
 @pytest.mark.parametrize("device", ["cpu", *DEVICES])

@@ -92,8 +92,10 @@ def test_scans_without_the_broadening_see_the_road_one_ring_further(monkeypatch:
     monkeypatch.setattr(pulse_spread, "beam_sigma_rad", lambda preset: 0.0)  # no footprint's depth
     without = horizon()
     assert 35.0 < kept < 40.0  # the 37.5 m ring
-    assert 41.0 < without < 47.0  # the 43 m ring: the 50 m ring returns about a third of the time
-    assert without < KITTI_ROAD_M - 7.0
+    # the 43 m ring, the 50 m ring returning about a third of the time; since change 46 (the texture
+    # averaged over each footprint, with 1 m patches of spread 0.25) the 50 m ring returns half the time
+    assert 41.0 < without < 52.0
+    assert without < KITTI_ROAD_M - 4.0
 
 
 def test_the_hdl_64e_names_where_its_beam_and_pulse_come_from() -> None:
