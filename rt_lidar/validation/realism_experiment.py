@@ -406,7 +406,15 @@ def realism(out: Path) -> dict[str, Any]:
         res.setdefault("sim_near_road_level", []).append(sim["ground_intensity_by_band"][0])
         slopes = road_echo_slopes(load_preset(name), road_material(load_preset(name)))  # change 52
         res.setdefault("road_echo_slopes", {})[name] = slopes
-        res.setdefault("sim_road_echo_slope", []).append(round(slopes["total"], 3))
+        res.setdefault("model_road_echo_slope", []).append(round(slopes["total"], 3))
+        # the simulated scans' lasers read back as the real frame's are (change 52's amendment)
+        readback = [
+            echo_slope(
+                laser_echoes(load_preset(name), st.get("horizon_lasers") or [], st.get("sensor_height_m"))
+            )
+            for st in stats
+        ]
+        res.setdefault("sim_road_echo_slope", []).append(_median(readback))
         res.setdefault("real_frame_road_echo_slope", []).append(
             _median([sc["statistics"].get("road_echo_slope") for sc in mine])
         )
@@ -565,9 +573,12 @@ def realism_table(rep: dict[str, Any]) -> str:
                 f"{name:8} {key:10} {_fmt(rep[f'sim_{key}'][i]):>10} {_fmt(rep[f'real_frame_{key}'][i]):>10} "
                 f"{rep[f'published_{key}'][i]:>11} {_fmt(rep[f'residual_{key}'][i]):>9}"
             )
-        if "sim_road_echo_slope" in rep:  # d ln(echo) / d ln R: the model's 35-55 m, the real lasers' read
+        if "sim_road_echo_slope" in rep:  # d ln(echo) / d ln R read back from the lasers' zeros, either scan
             sim, real = rep["sim_road_echo_slope"][i], rep["real_frame_road_echo_slope"][i]
             rows.append(f"{name:8} {'echo_slope':10} {_fmt(sim):>10} {_fmt(real):>10} {'-':>11} {'-':>9}")
+        if "model_road_echo_slope" in rep:  # the model's own road echo over 35-55 m, term by term
+            model = rep["model_road_echo_slope"][i]
+            rows.append(f"{name:8} {'echo_model':10} {_fmt(model):>10} {'-':>10} {'-':>11} {'-':>9}")
     scans = rep.get("real_scans", {})
     if scans:
         cols = (*STAT_KEYS, "hole_share", "laser_hole_spread")
