@@ -5,6 +5,7 @@ afresh, bit for bit, on the NumPy and the compiled backends."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -34,6 +35,10 @@ def street() -> tuple[SensorPhysics, list[Hits]]:
         t0, t1 = frame_time_ns(k, 20.0), frame_time_ns(k + 1, 20.0)
         frames.append(source.hits(firings_between(preset, t0, t1), t0, t1))
     return built.pipeline.physics, frames
+
+
+def _path_at(echo: EchoModel, r: np.ndarray, k: np.ndarray) -> np.ndarray:
+    return echo.path_factor(r[k])
 
 
 def _echo(physics: SensorPhysics, backend: PhysicsBackend) -> EchoModel:
@@ -91,11 +96,11 @@ def test_detections_take_the_object_echoes_path_and_focus_bit_for_bit(
         ring = np.take(hits.firings.ring, det.pulse)
         fresh_focus = echo.beam_focus(ring, det.range_m)
         assert fresh_focus is not None
-        assert detection_focus(echo, hits, det, kept).tobytes() == fresh_focus.tobytes()
-        assert detection_focus(echo, hits, det, None).tobytes() == fresh_focus.tobytes()
+        for focus in (detection_focus(echo, hits, det, kept), detection_focus(echo, hits, det, None)):
+            assert focus is not None and focus.tobytes() == fresh_focus.tobytes()
         # the measured reflectivity of the detections: with the kept path factor and without
         idx, r = det.pulse, det.range_m
-        path = reuse_at(kept.path, kept.range_m, idx, r, lambda k: echo.path_factor(r[k]))
+        path = reuse_at(kept.path, kept.range_m, idx, r, functools.partial(_path_at, echo, r))
         assert path.tobytes() == echo.path_factor(r).tobytes()
         power = np.zeros(len(hits), np.float32)
         power[idx] = det.power_w
@@ -137,7 +142,13 @@ def test_apply_with_the_reuse_gives_the_points_computed_afresh(
     phys = SensorPhysics(physics.preset, physics.materials, physics.config, make_backend())
     reused = [phys.apply(h, np.random.default_rng(k)).points.tobytes() for k, h in enumerate(frames)]
 
-    def afresh(values, at_range, rows, range_m, compute):  # type: ignore[no-untyped-def]
+    def afresh(
+        values: np.ndarray,
+        at_range: np.ndarray,
+        rows: np.ndarray,
+        range_m: np.ndarray,
+        compute: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
         return compute(np.arange(rows.shape[0]))  # every value computed at the detections' ranges
 
     monkeypatch.setattr(model_module, "reuse_at", afresh)
