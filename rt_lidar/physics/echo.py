@@ -32,7 +32,7 @@ from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["EchoModel", "ObjectEchoes", "RayFactors", "ray_rings", "reuse_at"]
+__all__ = ["EchoModel", "KeptRows", "ObjectEchoes", "RayFactors", "ray_rings"]
 
 ObjectEchoes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """``(power W, effective reflectance, range m, segment, flags)`` of every ray."""
@@ -44,29 +44,35 @@ class RayFactors:
     (``Hits.range_m``): the path factor (:meth:`EchoModel.path_factor`) and each laser's focus
     (:meth:`EchoModel.beam_focus`, None where no beam sets its own). Both are functions of the range
     (and the ray's laser) alone, so a detection at that same range needs the same values again
-    (:func:`reuse_at`) rather than computing them a second time."""
+    (:meth:`at`) rather than computing them a second time."""
 
     range_m: np.ndarray
     path: np.ndarray
     focus: np.ndarray | None
 
+    def at(self, rows: np.ndarray, range_m: np.ndarray) -> KeptRows:
+        """The detections of rays ``rows`` at ranges ``range_m``: which of them keep their ray's range."""
+        return KeptRows(self, rows, np.flatnonzero(np.take(self.range_m, rows) != range_m))
 
-def reuse_at(
-    values: np.ndarray,
-    at_range: np.ndarray,
-    rows: np.ndarray,
-    range_m: np.ndarray,
-    compute: Callable[[np.ndarray], np.ndarray],
-) -> np.ndarray:
-    """A function of each ray's range at ranges ``range_m`` of rays ``rows``: ``values[rows]`` (that
-    function at ``at_range``) where ``range_m`` is ``at_range[rows]`` (the same range: the same value),
-    ``compute(k)`` for the positions ``k`` of the others (a detection of glass, a ghost or the weather's
-    clutter; NaN compares unequal, so it is computed too)."""
-    out = np.take(values, rows)
-    other = np.flatnonzero(np.take(at_range, rows) != range_m)
-    if other.size:
-        out[other] = compute(other)
-    return out
+
+@dataclass(frozen=True)
+class KeptRows:
+    """Detections of rays ``rows`` against :class:`RayFactors` ``factors``: ``other`` the positions of
+    those whose range is not their ray's surface range (a detection of glass, a ghost or the weather's
+    clutter; a NaN range counts as another), every other detection keeps its ray's range."""
+
+    factors: RayFactors
+    rows: np.ndarray
+    other: np.ndarray
+
+    def take(self, values: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """A function of each ray's range (and laser) at the detections: ``values[rows]`` (that function
+        at the rays' ranges, one of ``factors``' arrays) where a detection keeps its ray's range (the
+        same range: the same value), ``compute(other)`` for the others."""
+        out = np.take(values, self.rows)
+        if self.other.size:
+            out[self.other] = compute(self.other)
+        return out
 
 
 @dataclass(frozen=True)

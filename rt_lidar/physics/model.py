@@ -24,7 +24,7 @@ from rt_lidar.kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
 from rt_lidar.physics.ambient_threshold import preset_at_ambient
 from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason
-from rt_lidar.physics.echo import EchoModel, RayFactors, reuse_at
+from rt_lidar.physics.echo import EchoModel, KeptRows
 from rt_lidar.physics.fused import prepare
 from rt_lidar.physics.glass_ghost import glass_ghost_rows
 from rt_lidar.physics.normals import standard_normal
@@ -193,7 +193,7 @@ class SensorPhysics:
         background = pulse_background_w(echo, lux, hits) if lux > 0 else None
         sigma = pulse_noise_w(echo, lux, hits, background) if noisy or self.config.range_noise else None
         det_sigma = sigma if noisy else None
-        kept: RayFactors | None = None  # (the single-ray path's object echoes' path factor and focus)
+        kept: KeptRows | None = None  # (the single-ray path's detections against its object echoes)
         if hits.bundle is not None:  # --beam full: the bundle only where the footprint needs it
             from rt_lidar.physics.beam_full import full_beam_detections
 
@@ -289,14 +289,14 @@ class SensorPhysics:
 
     def _single_kept(
         self, echo: EchoModel, hits: Hits, rng: np.random.Generator, sigma: np.ndarray | None = None
-    ) -> tuple[Detections, RayFactors]:
-        """:meth:`_single`, and the path factor and focus its object echoes computed at every ray's
-        range (:class:`~rt_lidar.physics.echo.RayFactors`): the detections at those ranges take them
-        (:func:`~rt_lidar.physics.echo.reuse_at`) rather than computing them again."""
+    ) -> tuple[Detections, KeptRows]:
+        """:meth:`_single`, and its detections against the path factor and focus its object echoes
+        computed at every ray's range (:class:`~rt_lidar.physics.echo.KeptRows`): the detections at
+        those ranges take them rather than computing them again."""
         p = self.preset
         threshold = p.pulse.detection_threshold_w
         glass = hits.glass_material >= 0
-        (power, refl, rng_m, segment, flags), kept = echo.object_echoes_kept(hits)
+        (power, refl, rng_m, segment, flags), factors = echo.object_echoes_kept(hits)
         wetness = self.config.weather.road_wetness if self.config.weather is not None else 0.0
         ghost = wet_road_apply(echo, hits, wetness, power) if wetness > 0 else None
         spray = spray_apply(echo, hits, wetness, power, rng) if wetness > 0 else None
@@ -353,7 +353,8 @@ class SensorPhysics:
         # detected: the echo plus a draw of the noise reaches the threshold, within the range limits
         idx = self.backend.detect(echo, power, sigma, rng, rng_m)
         r_idx = np.take(rng_m, idx)
-        path = reuse_at(kept.path, kept.range_m, idx, r_idx, lambda k: echo.path_factor(r_idx[k]))
+        kept = factors.at(idx, r_idx)
+        path = kept.take(factors.path, lambda k: echo.path_factor(r_idx[k]))
         r_sel, p_sel, refl_sel, seg_sel, fl_sel = self.backend.select_detections(
             echo, idx, rng_m, power, segment, flags, path
         )
@@ -371,22 +372,21 @@ class SensorPhysics:
         return det, kept
 
 
-def detection_focus(
-    echo: EchoModel, hits: Hits, det: Detections, kept: RayFactors | None
-) -> np.ndarray | None:
+def detection_focus(echo: EchoModel, hits: Hits, det: Detections, kept: KeptRows | None) -> np.ndarray | None:
     """Each laser's own focus (:meth:`EchoModel.beam_focus`) at the detections ``det`` of ``hits`` (None
-    where no beam sets its own, or no detections): with the single-ray path's object echoes' ``kept``,
-    theirs where a detection keeps its ray's range (:func:`~rt_lidar.physics.echo.reuse_at`)."""
+    where no beam sets its own, or no detections): with the single-ray path's ``kept`` (those same
+    detections against its object echoes), the object echoes' focus where a detection keeps its ray's
+    range."""
     if not len(det):
         return None
     ring = np.take(hits.firings.ring, det.pulse)
-    if kept is None or kept.focus is None:
+    if kept is None or kept.factors.focus is None:
         return echo.beam_focus(ring, det.range_m)
     r = det.range_m
 
     def compute(k: np.ndarray) -> np.ndarray:
         got = echo.beam_focus(ring[k], r[k])
-        assert got is not None  # (kept.focus is not None: the preset's beams set their focus)
+        assert got is not None  # (kept.factors.focus is not None: the preset's beams set their focus)
         return got
 
-    return reuse_at(kept.focus, kept.range_m, det.pulse, r, compute)
+    return kept.take(kept.factors.focus, compute)

@@ -12,9 +12,7 @@ import numpy as np
 import pytest
 
 from rt_lidar.backend import CompiledBackend, NumpyBackend, PhysicsBackend
-from rt_lidar.physics import echo as echo_module
-from rt_lidar.physics import model as model_module
-from rt_lidar.physics.echo import EchoModel, reuse_at
+from rt_lidar.physics.echo import EchoModel, KeptRows, RayFactors
 from rt_lidar.physics.glass_ghost import glass_ghost_echoes, glass_ghost_rows
 from rt_lidar.physics.model import SensorPhysics, detection_focus
 from rt_lidar.pipeline.builder import build_pipeline, build_world
@@ -45,22 +43,26 @@ def _echo(physics: SensorPhysics, backend: PhysicsBackend) -> EchoModel:
     return EchoModel(physics.preset, physics.materials, physics.config.extinction_per_m, backend)
 
 
-def test_reuse_at_takes_the_kept_value_only_where_the_range_is_the_same() -> None:
+def test_kept_rows_take_the_kept_value_only_where_the_range_is_the_same() -> None:
     at = np.array([1.0, 2.0, np.nan, 4.0, -0.0, np.inf], np.float32)
-    values = at * 10
+    factors = RayFactors(at, at * 10, None)
     rows = np.array([0, 1, 2, 3, 4, 5, 1], np.int64)
     ranges = np.array([1.0, 2.5, np.nan, 4.0, 0.0, np.inf, 2.0], np.float32)
+    kept = factors.at(rows, ranges)
+    # only the changed range and the NaN are others; +-0 and inf compare equal and are kept
+    assert kept.other.tolist() == [1, 2]
     asked: list[np.ndarray] = []
 
     def compute(k: np.ndarray) -> np.ndarray:
         asked.append(k)
         return ranges[k] * 10
 
-    got = reuse_at(values, at, rows, ranges, compute)
-    # only the changed range and the NaN are computed; +-0 and inf compare equal and are taken
-    assert asked[0].tolist() == [1, 2]
+    got = kept.take(factors.path, compute)
+    assert len(asked) == 1 and asked[0].tolist() == [1, 2]
     np.testing.assert_array_equal(got, ranges * 10)
     assert got.dtype == np.float32
+    none_other = factors.at(rows[:1], ranges[:1])
+    assert none_other.take(factors.path, compute).tolist() == [10.0] and len(asked) == 1
 
 
 @pytest.mark.parametrize("make_backend", BACKENDS)
@@ -92,7 +94,8 @@ def test_detections_take_the_object_echoes_path_and_focus_bit_for_bit(
     other_rows = 0
     for k, hits in enumerate(frames):
         det, kept = physics._single_kept(echo, hits, np.random.default_rng(k))
-        assert kept.focus is not None  # the HDL-64E's lasers have their own focus
+        assert kept.factors.focus is not None  # the HDL-64E's lasers have their own focus
+        assert kept.rows is det.pulse
         ring = np.take(hits.firings.ring, det.pulse)
         fresh_focus = echo.beam_focus(ring, det.range_m)
         assert fresh_focus is not None
@@ -100,7 +103,7 @@ def test_detections_take_the_object_echoes_path_and_focus_bit_for_bit(
             assert focus is not None and focus.tobytes() == fresh_focus.tobytes()
         # the measured reflectivity of the detections: with the kept path factor and without
         idx, r = det.pulse, det.range_m
-        path = reuse_at(kept.path, kept.range_m, idx, r, functools.partial(_path_at, echo, r))
+        path = kept.take(kept.factors.path, functools.partial(_path_at, echo, r))
         assert path.tobytes() == echo.path_factor(r).tobytes()
         power = np.zeros(len(hits), np.float32)
         power[idx] = det.power_w
@@ -111,7 +114,8 @@ def test_detections_take_the_object_echoes_path_and_focus_bit_for_bit(
         given = backend.select_detections(echo, idx, rng_m, power, seg, flags, path)
         for a, b in zip(fresh, given, strict=True):
             assert a.tobytes() == b.tobytes()
-        other_rows += int(np.count_nonzero(r != np.take(hits.range_m, idx)))
+        other_rows += int(kept.other.size)
+        assert kept.other.tolist() == np.flatnonzero(r != np.take(hits.range_m, idx)).tolist()
     assert other_rows > 0  # glass and ghost detections: the computed branch ran too
 
 
@@ -142,16 +146,9 @@ def test_apply_with_the_reuse_gives_the_points_computed_afresh(
     phys = SensorPhysics(physics.preset, physics.materials, physics.config, make_backend())
     reused = [phys.apply(h, np.random.default_rng(k)).points.tobytes() for k, h in enumerate(frames)]
 
-    def afresh(
-        values: np.ndarray,
-        at_range: np.ndarray,
-        rows: np.ndarray,
-        range_m: np.ndarray,
-        compute: Callable[[np.ndarray], np.ndarray],
-    ) -> np.ndarray:
-        return compute(np.arange(rows.shape[0]))  # every value computed at the detections' ranges
+    def afresh(self: KeptRows, values: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        return compute(np.arange(self.rows.shape[0]))  # every value computed at the detections' ranges
 
-    monkeypatch.setattr(model_module, "reuse_at", afresh)
-    monkeypatch.setattr(echo_module, "reuse_at", afresh)
+    monkeypatch.setattr(KeptRows, "take", afresh)
     fresh = [phys.apply(h, np.random.default_rng(k)).points.tobytes() for k, h in enumerate(frames)]
     assert reused == fresh
