@@ -69,9 +69,10 @@ class NumpyBackend:
         return self.name if self.kernels_device == "cpu" else f"{self.name}+{self.kernels_device}"
 
     def echo_power(
-        self, model: EchoModel, range_m: Any, cos_inc: Any, mat: Any, extra_t: Any
+        self, model: EchoModel, range_m: Any, cos_inc: Any, mat: Any, extra_t: Any, path: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(received power W, effective reflectance S) of full-beam echoes (:meth:`EchoModel.power`)."""
+        """(received power W, effective reflectance S) of full-beam echoes (:meth:`EchoModel.power`;
+        ``path``: :meth:`EchoModel.path_factor` at ``range_m`` where the caller has it)."""
         m = model.materials
         p = model.preset
         refl = effective_reflectance(
@@ -83,7 +84,7 @@ class NumpyBackend:
             m.specular_gain,
             m.specular_exponent,
         )
-        trans = model.path_factor(range_m) * extra_t
+        trans = (model.path_factor(range_m) if path is None else path) * extra_t
         power = received_power(
             range_m,
             refl,
@@ -94,14 +95,22 @@ class NumpyBackend:
         )
         return power, refl
 
-    def object_echo_power(self, model: EchoModel, hits: Hits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def object_echo_power(
+        self, model: EchoModel, hits: Hits, path: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(power W, effective reflectance, flags)`` of every ray's opaque surface, fresh arrays (misses
-        and rays without an opaque surface: power 0; THROUGH_GLASS where glass was crossed on the way)."""
+        and rays without an opaque surface: power 0; THROUGH_GLASS where glass was crossed on the way);
+        ``path``: :meth:`EchoModel.path_factor` at ``hits.range_m`` where the caller has it."""
         obj = hits.material >= 0
         # Misses have range inf, so their power comes out 0 without masking every array first.
         with np.errstate(invalid="ignore", over="ignore"):
             power, refl = self.echo_power(
-                model, hits.range_m, hits.cos_incidence, np.maximum(hits.material, 0), hits.glass_transmission
+                model,
+                hits.range_m,
+                hits.cos_incidence,
+                np.maximum(hits.material, 0),
+                hits.glass_transmission,
+                path,
             )
         power = np.where(obj, power, np.float32(0)).astype(np.float32, copy=False)
         refl = np.array(refl, np.float32, copy=True)
@@ -132,10 +141,12 @@ class NumpyBackend:
         power: np.ndarray,
         segment: np.ndarray,
         flags: np.ndarray,
+        path: np.ndarray | None = None,
     ) -> Rows:
-        """``(range, power, measured reflectivity, segment, flags)`` of the detected pulses ``idx``."""
+        """``(range, power, measured reflectivity, segment, flags)`` of the detected pulses ``idx``
+        (``path``: :meth:`EchoModel.path_factor` at ``range_m[idx]`` where the caller has it)."""
         r, pw = range_m[idx], power[idx]
-        return r, pw, model.measured_reflectivity(pw, r), segment[idx], flags[idx]
+        return r, pw, model.measured_reflectivity(pw, r, path), segment[idx], flags[idx]
 
     def range_noise(
         self,
@@ -250,14 +261,16 @@ class CompiledBackend(NumpyBackend):
     name = "compiled"
 
     def echo_power(
-        self, model: EchoModel, range_m: Any, cos_inc: Any, mat: Any, extra_t: Any
+        self, model: EchoModel, range_m: Any, cos_inc: Any, mat: Any, extra_t: Any, path: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        got = fused.echo_power(model, range_m, cos_inc, mat, extra_t)
-        return (
-            (got[0], got[1]) if got is not None else super().echo_power(model, range_m, cos_inc, mat, extra_t)
-        )
+        got = fused.echo_power(model, range_m, cos_inc, mat, extra_t, path=path)
+        if got is not None:
+            return got[0], got[1]
+        return super().echo_power(model, range_m, cos_inc, mat, extra_t, path)
 
-    def object_echo_power(self, model: EchoModel, hits: Hits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def object_echo_power(
+        self, model: EchoModel, hits: Hits, path: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         got = fused.echo_power(
             model,
             hits.range_m,
@@ -265,10 +278,11 @@ class CompiledBackend(NumpyBackend):
             hits.material,
             hits.glass_transmission,
             hits.glass_material,
+            path=path,
         )
         if got is not None and got[2] is not None:
             return got[0], got[1], got[2]
-        return super().object_echo_power(model, hits)
+        return super().object_echo_power(model, hits, path)
 
     def detect(
         self,
@@ -301,11 +315,12 @@ class CompiledBackend(NumpyBackend):
         power: np.ndarray,
         segment: np.ndarray,
         flags: np.ndarray,
+        path: np.ndarray | None = None,
     ) -> Rows:
-        got = fused.detections(model, idx, range_m, power, segment, flags)
-        return (
-            got if got is not None else super().select_detections(model, idx, range_m, power, segment, flags)
-        )
+        got = fused.detections(model, idx, range_m, power, segment, flags, path)
+        if got is not None:
+            return got
+        return super().select_detections(model, idx, range_m, power, segment, flags, path)
 
     def range_noise(
         self,

@@ -13,6 +13,7 @@ compiled twins: the same values).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,10 +33,47 @@ from rt_lidar.pipeline.sources import Hits
 from rt_lidar.sensor.materials import MaterialArrays
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["EchoModel", "ObjectEchoes", "ray_rings"]
+__all__ = ["EchoModel", "KeptRows", "ObjectEchoes", "RayFactors", "ray_rings"]
 
 ObjectEchoes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """``(power W, effective reflectance, range m, segment, flags)`` of every ray."""
+
+
+@dataclass(frozen=True)
+class RayFactors:
+    """What the object echoes of a batch computed at every ray's own surface range ``range_m``
+    (``Hits.range_m``): the path factor (:meth:`EchoModel.path_factor`) and each laser's focus
+    (:meth:`EchoModel.beam_focus`, None where no beam sets its own). Both are functions of the range
+    (and the ray's laser) alone, so a detection at that same range needs the same values again
+    (:meth:`at`) rather than computing them a second time."""
+
+    range_m: np.ndarray
+    path: np.ndarray
+    focus: np.ndarray | None
+
+    def at(self, rows: np.ndarray, range_m: np.ndarray) -> KeptRows:
+        """The detections of rays ``rows`` at ranges ``range_m``: which of them keep their ray's range."""
+        return KeptRows(self, rows, np.flatnonzero(np.take(self.range_m, rows) != range_m))
+
+
+@dataclass(frozen=True)
+class KeptRows:
+    """Detections of rays ``rows`` against :class:`RayFactors` ``factors``: ``other`` the positions of
+    those whose range is not their ray's surface range (a detection of glass, a ghost or the weather's
+    clutter; a NaN range counts as another), every other detection keeps its ray's range."""
+
+    factors: RayFactors
+    rows: np.ndarray
+    other: np.ndarray
+
+    def take(self, values: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """A function of each ray's range (and laser) at the detections: ``values[rows]`` (that function
+        at the rays' ranges, one of ``factors``' arrays) where a detection keeps its ray's range (the
+        same range: the same value), ``compute(other)`` for the others."""
+        out = np.take(values, self.rows)
+        if self.other.size:
+            out[self.other] = compute(self.other)
+        return out
 
 
 @dataclass(frozen=True)
@@ -80,10 +118,11 @@ class EchoModel:
             ratio = np.asarray(beam_focus_ratio(np, self.preset, inv, ring, range_m), np.float32)
         return ratio if gain is None else ratio * np.take(gain, np.asarray(ring, np.intp))
 
-    def unit_power(self, range_m: np.ndarray) -> np.ndarray:
-        """Received power (W) of a white Lambertian target (S = 1) filling the beam, in clear air."""
+    def unit_power(self, range_m: np.ndarray, path: np.ndarray | None = None) -> np.ndarray:
+        """Received power (W) of a white Lambertian target (S = 1) filling the beam, in clear air
+        (``path``: :meth:`path_factor` at ``range_m`` where the caller has it)."""
         p = self.preset
-        trans = self.path_factor(range_m)
+        trans = self.path_factor(range_m) if path is None else path
         return np.asarray(
             received_power(
                 range_m,
@@ -96,11 +135,14 @@ class EchoModel:
             np.float32,
         )
 
-    def measured_reflectivity(self, power_w: np.ndarray, range_m: np.ndarray) -> np.ndarray:
+    def measured_reflectivity(
+        self, power_w: np.ndarray, range_m: np.ndarray, path: np.ndarray | None = None
+    ) -> np.ndarray:
         """What the sensor reports as reflectivity: the received power over that of a white Lambertian
         target filling the beam at the same range in clear air (so glass, fog and rain on the way, and a
-        target only partly in the beam, lower it, as on a real sensor)."""
-        return (power_w / np.maximum(self.unit_power(range_m), 1e-30)).astype(np.float32)
+        target only partly in the beam, lower it, as on a real sensor); ``path``: :meth:`path_factor`
+        at ``range_m`` where the caller has it."""
+        return (power_w / np.maximum(self.unit_power(range_m, path), 1e-30)).astype(np.float32)
 
     def detected(
         self, power_w: np.ndarray, sigma_w: np.ndarray | None, rng: np.random.Generator
@@ -144,7 +186,14 @@ class EchoModel:
         each pulse's footprint (:func:`~rt_lidar.physics.texture.texture_apply`, on the backend); a pulse
         cast as one ray has its echo's peak lowered by its footprint's spread in range on an oblique surface
         (:func:`~rt_lidar.physics.pulse_spread.peak_factor`; a sub-ray bundle samples that itself)."""
-        power, refl, flags = self.backend.object_echo_power(self, hits)
+        return self.object_echoes_kept(hits)[0]
+
+    def object_echoes_kept(self, hits: Hits) -> tuple[ObjectEchoes, RayFactors]:
+        """:meth:`object_echoes`, and the path factor and focus it computed at every ray's range
+        (:class:`RayFactors`), for the detections that keep those ranges."""
+        with np.errstate(invalid="ignore", over="ignore"):  # (misses: range inf)
+            path = self.path_factor(hits.range_m)
+        power, refl, flags = self.backend.object_echo_power(self, hits, path)
         if self.materials.coat_index is not None:  # the paints' clear coat (rt_lidar.physics.clear_coat)
             power, refl = self.coat(hits.cos_incidence, hits.material, power, refl)
         self.backend.texture_apply(self.materials, hits, power, refl, footprint_beam(self.preset))
@@ -156,7 +205,8 @@ class EchoModel:
             and fused.peak_scale(self.preset, hits.range_m, hits.cos_incidence, power)
         ):
             power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence)
-        return power, refl, hits.range_m.copy(), hits.segment.copy(), flags
+        echoes = (power, refl, hits.range_m.copy(), hits.segment.copy(), flags)
+        return echoes, RayFactors(hits.range_m, path, focus)
 
 
 def ray_rings(hits: Hits) -> np.ndarray:

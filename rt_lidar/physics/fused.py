@@ -147,10 +147,12 @@ def echo_power(
     mat: Any,
     extra_t: Any,
     glass_material: Any = None,
+    path: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
     """``(power, effective reflectance, flags)`` as :meth:`EchoModel.power` gives the first two (the
     materials clipped at 0 first); with ``glass_material`` as :meth:`EchoModel.object_echoes` gives them
-    (power 0 where ``mat`` < 0, and the THROUGH_GLASS flags), else flags None. None: not NumPy arrays
+    (power 0 where ``mat`` < 0, and the THROUGH_GLASS flags), else flags None; ``path``: the model's
+    path factor at ``range_m`` where the caller has it (else computed here). None: not NumPy arrays
     of the types the compiled step takes."""
     if not available() or not isinstance(range_m, np.ndarray):
         return None
@@ -173,9 +175,11 @@ def echo_power(
     k = sensor_constant(p.pulse.peak_power_w, p.optics.receiver_aperture_m, p.optics.system_efficiency)
     if not all(isinstance(t, np.ndarray) and t.dtype == np.float32 for t in tables) or type(k) is not float:
         return None  # other types would promote the NumPy code's results past float32
-    with np.errstate(over="ignore", invalid="ignore"):
-        trans0 = model.path_factor(range_m)
-    if trans0.dtype != np.float32:
+    if path is None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            path = model.path_factor(range_m)
+    trans0 = np.asarray(path)
+    if trans0.dtype != np.float32 or trans0.shape != (n,):
         return None
     lobes = (None, None) if powf_is_numpys() else numpy_lobe_powers(model, cos_inc, mat)
     power = np.empty(n, np.float32)
@@ -395,9 +399,11 @@ def detections(
     power: np.ndarray,
     segment: np.ndarray,
     flags: np.ndarray,
+    path: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """``(range, power, measured reflectivity, segment, flags)`` of the detected pulses ``idx``, as
-    ``SensorPhysics._single`` takes them (:meth:`EchoModel.measured_reflectivity`). None when off."""
+    ``SensorPhysics._single`` takes them (:meth:`EchoModel.measured_reflectivity`; ``path``: the
+    model's path factor at ``range_m[idx]`` where the caller has it). None when off."""
     n = range_m.shape[0] if isinstance(range_m, np.ndarray) else -1
     if not (
         available()
@@ -413,7 +419,9 @@ def detections(
         return None
     m = idx.shape[0]
     idx64 = np.ascontiguousarray(idx, np.int64)
-    trans = np.ascontiguousarray(model.path_factor(np.take(range_m, idx64)), np.float32)
+    if path is None:
+        path = model.path_factor(np.take(range_m, idx64))
+    trans = np.ascontiguousarray(path, np.float32)
     p = model.preset
     out = (
         np.empty(m, np.float32),

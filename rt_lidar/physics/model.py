@@ -24,9 +24,9 @@ from rt_lidar.kernels.waveform import pulse_sigma_ns, single_echo_epw_ns
 from rt_lidar.physics.ambient import noise_detections, pulse_background_w, pulse_noise_w
 from rt_lidar.physics.ambient_threshold import preset_at_ambient
 from rt_lidar.physics.device import KERNEL_DEVICES, device_unavailable_reason
-from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.echo import EchoModel, KeptRows
 from rt_lidar.physics.fused import prepare
-from rt_lidar.physics.glass_ghost import glass_ghost_echoes
+from rt_lidar.physics.glass_ghost import glass_ghost_rows
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import echo_width_ns
 from rt_lidar.physics.returns import Detections, waveform_detections, window_of_panes
@@ -193,6 +193,7 @@ class SensorPhysics:
         background = pulse_background_w(echo, lux, hits) if lux > 0 else None
         sigma = pulse_noise_w(echo, lux, hits, background) if noisy or self.config.range_noise else None
         det_sigma = sigma if noisy else None
+        kept: KeptRows | None = None  # (the single-ray path's detections against its object echoes)
         if hits.bundle is not None:  # --beam full: the bundle only where the footprint needs it
             from rt_lidar.physics.beam_full import full_beam_detections
 
@@ -208,8 +209,8 @@ class SensorPhysics:
                 sigma=det_sigma,
             )
         else:
-            det = self._single(echo, hits, rng, det_sigma)
-        focus = echo.beam_focus(np.take(hits.firings.ring, det.pulse), det.range_m) if len(det) else None
+            det, kept = self._single_kept(echo, hits, rng, det_sigma)
+        focus = detection_focus(echo, hits, det, kept)
         if focus is not None:  # calibrated reflectivity divides each laser's own focus out
             det.reflectivity = (det.reflectivity / focus).astype(np.float32)
         pw = det.power_w
@@ -284,10 +285,18 @@ class SensorPhysics:
     ) -> Detections:
         """One ray per firing, strongest echo: the stronger of glass and object, then detection (with
         the pulses' noise floors ``sigma``: a probability, :meth:`EchoModel.detected`)."""
+        return self._single_kept(echo, hits, rng, sigma)[0]
+
+    def _single_kept(
+        self, echo: EchoModel, hits: Hits, rng: np.random.Generator, sigma: np.ndarray | None = None
+    ) -> tuple[Detections, KeptRows]:
+        """:meth:`_single`, and its detections against the path factor and focus its object echoes
+        computed at every ray's range (:class:`~rt_lidar.physics.echo.KeptRows`): the detections at
+        those ranges take them rather than computing them again."""
         p = self.preset
         threshold = p.pulse.detection_threshold_w
         glass = hits.glass_material >= 0
-        power, refl, rng_m, segment, flags = echo.object_echoes(hits)
+        (power, refl, rng_m, segment, flags), factors = echo.object_echoes_kept(hits)
         wetness = self.config.weather.road_wetness if self.config.weather is not None else 0.0
         ghost = wet_road_apply(echo, hits, wetness, power) if wetness > 0 else None
         spray = spray_apply(echo, hits, wetness, power, rng) if wetness > 0 else None
@@ -308,12 +317,16 @@ class SensorPhysics:
             rng_m[take] = hits.glass_range_m[take]
             segment[take] = hits.glass_segment[take]
             flags[take] = 0
-        glass_ghost = glass_ghost_echoes(echo, hits)
-        for mirrored in (glass_ghost, ghost):  # the mirror ghosts, where stronger than what the ray saw
-            if mirrored is None:
-                continue
-            g_r, g_p, g_s, g_seg = mirrored
-            won = np.flatnonzero(g_p > power)  # (few win: their indices, not ten passes over a mask)
+        glass_ghost = glass_ghost_rows(echo, hits)  # (every other ray's ghost is power 0: it wins none)
+        if glass_ghost is not None:  # the mirror ghosts, where stronger than what the ray saw
+            gi, g_r, g_p, g_s, g_seg = glass_ghost
+            w = np.flatnonzero(g_p > np.take(power, gi))  # (few win: their indices, not passes over a mask)
+            won = gi[w]
+            power[won], refl[won], rng_m[won] = g_p[w], g_s[w], g_r[w]
+            segment[won], flags[won] = g_seg[w], 0
+        if ghost is not None:  # the wet road's mirror ghost, where stronger
+            g_r, g_p, g_s, g_seg = ghost
+            won = np.flatnonzero(g_p > power)
             power[won], refl[won], rng_m[won] = g_p[won], g_s[won], g_r[won]
             segment[won], flags[won] = g_seg[won], 0
         if spray is not None:  # the spray's droplet echo, where stronger
@@ -339,8 +352,11 @@ class SensorPhysics:
             )
         # detected: the echo plus a draw of the noise reaches the threshold, within the range limits
         idx = self.backend.detect(echo, power, sigma, rng, rng_m)
+        r_idx = np.take(rng_m, idx)
+        kept = factors.at(idx, r_idx)
+        path = kept.take(factors.path, lambda k: echo.path_factor(r_idx[k]))
         r_sel, p_sel, refl_sel, seg_sel, fl_sel = self.backend.select_detections(
-            echo, idx, rng_m, power, segment, flags
+            echo, idx, rng_m, power, segment, flags, path
         )
         det = Detections(idx, np.zeros(idx.size, np.uint8), r_sel, p_sel, refl_sel, seg_sel, fl_sel)
         if self.beam.epw:  # an object's echo is as wide as its footprint's spread in range makes it
@@ -353,4 +369,24 @@ class SensorPhysics:
             unit = single_echo_epw_ns(p_sel, threshold, 1.0)  # the width of a 1 ns echo, scaled
             epw = np.where(p_sel >= threshold, p.pulse.epw_offset_ns + width * unit, 0.0)
             det.epw_ns = epw.astype(np.float32)
-        return det
+        return det, kept
+
+
+def detection_focus(echo: EchoModel, hits: Hits, det: Detections, kept: KeptRows | None) -> np.ndarray | None:
+    """Each laser's own focus (:meth:`EchoModel.beam_focus`) at the detections ``det`` of ``hits`` (None
+    where no beam sets its own, or no detections): with the single-ray path's ``kept`` (those same
+    detections against its object echoes), the object echoes' focus where a detection keeps its ray's
+    range."""
+    if not len(det):
+        return None
+    ring = np.take(hits.firings.ring, det.pulse)
+    if kept is None or kept.factors.focus is None:
+        return echo.beam_focus(ring, det.range_m)
+    r = det.range_m
+
+    def compute(k: np.ndarray) -> np.ndarray:
+        got = echo.beam_focus(ring[k], r[k])
+        assert got is not None  # (kept.factors.focus is not None: the preset's beams set their focus)
+        return got
+
+    return kept.take(kept.factors.focus, compute)
