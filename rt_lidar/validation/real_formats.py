@@ -14,7 +14,9 @@ putting the scan on its firing grid (rings, columns, rays without returns) as
 - ``.pcd`` (binary or ascii): x, y, z, ``intensity``, and ``ring`` where it has one (else, as above, the
   nearest elevation of the preset's beams);
 - a ROS 1 ``.bag`` or a ROS 2 bag (its folder, ``.mcap`` or ``.db3``) of ``sensor_msgs/PointCloud2``
-  (:mod:`rt_lidar.validation.real_bags`): one cloud read as a PCD's points are.
+  (:mod:`rt_lidar.validation.real_bags`): one cloud read as a PCD's points are;
+- ``.csv`` (VeloView, ouster-cli), ``.las``/``.laz`` and ``.ply`` exports
+  (:mod:`rt_lidar.validation.real_tables`): their points read as a PCD's are.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ FORMATS = {
     "pcd": "PCD (binary or ascii) with x y z intensity [ring]",
     "rosbag": "ROS 1 .bag or ROS 2 bag (folder, .mcap, .db3) of sensor_msgs/PointCloud2 with x y z "
     "intensity [ring]",
+    "csv": "CSV export: VeloView/LidarView's Save As CSV, ouster-cli's save .csv, or x y z intensity [ring]",
+    "las": "LAS or LAZ (x y z intensity [ring as an extra dimension]; LAZ needs laspy's lazrs backend)",
+    "ply": "PLY (ascii or binary) whose vertices have x y z intensity [ring]",
 }
 """The formats :func:`read_real_scan` tells apart, with what each holds."""
 NO_RETURN_M = 0.5
@@ -162,8 +167,9 @@ Hesai's ROS drivers: ``ring``; tier4/nebula: ``channel``; Argoverse 2: ``laser_n
 INTENSITY_FIELDS = ("intensity", "i", "reflectivity", "signal")
 """PCD fields that hold the sensor's intensity, the first the file has is taken (Ouster's ROS driver
 writes its signal as ``intensity`` beside ``reflectivity``)."""
-RETURN_FIELDS = ("return_type", "return")
-"""PCD fields that mark which return of a ray a point is (dual-return clouds hold two points a ray)."""
+RETURN_FIELDS = ("return_type", "return", "return_number", "dual_intensity")
+"""Fields that mark which return of a ray a point is (dual-return clouds hold two points a ray; LAS:
+``return_number``; VeloView's CSV: ``dual_intensity``, -1 or 1 on the two returns of a ray)."""
 
 
 def _first_field(names: tuple[str, ...], choices: tuple[str, ...]) -> str | None:
@@ -293,6 +299,9 @@ def detect_format(path: str | Path) -> str:
         return "kitti-bin"
     if name.endswith(".pcd"):
         return "pcd"
+    for ext, fmt in ((".csv", "csv"), (".las", "las"), (".laz", "las"), (".ply", "ply")):
+        if name.endswith(ext):
+            return fmt
     raise RecordingError(
         f"{path}: format not known from its name; one of: "
         + "; ".join(f"{k}: {v}" for k, v in FORMATS.items())
@@ -334,4 +343,8 @@ def read_real_scan(path: str | Path, preset: str | SensorPreset) -> ScanGrid:
             calib = path.parent / "calib.txt"
             return read_kitti_bin(path, calib if calib.exists() else None)
         return read_xyzi_bin(path, p)
+    if fmt in ("csv", "las", "ply"):
+        from rt_lidar.validation.real_tables import read_table_scan
+
+        return read_table_scan(path, p)
     return read_pcd_scan(path, p)
