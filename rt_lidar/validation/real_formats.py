@@ -177,6 +177,16 @@ def _first_field(names: tuple[str, ...], choices: tuple[str, ...]) -> str | None
     return next((lower[c] for c in choices if c in lower), None)
 
 
+def _dual_columns(xyz: np.ndarray, ring: np.ndarray) -> int | None:
+    """Columns a revolution of a dual-return cloud: 360 over the median azimuth step between neighbours
+    of a ring, a ray's two returns (within 0.01 deg of each other: a text export rounds their
+    coordinates apart) counted once; None where too few points tell."""
+    az = np.degrees(np.arctan2(xyz[:, 1], xyz[:, 0]))
+    d = np.concatenate([np.diff(np.sort(az[ring == r])) for r in np.unique(ring)] + [np.zeros(0)])
+    d = d[(d > 0.01) & (d < 2.0)]
+    return round(360.0 / float(np.median(d))) if d.size else None
+
+
 def read_pcd_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
     """A PCD of one scan, read by :func:`scan_from_table`."""
     path = Path(path)
@@ -212,12 +222,14 @@ def scan_from_table(where: Path, name: str, pts: np.ndarray, preset: SensorPrese
         notes.append(f"no ring field: rings from the nearest beam elevation of {preset.name}")
     order = np.flatnonzero(ok)
     ret_field = _first_field(names, RETURN_FIELDS)
+    columns = None
     if ret_field is not None:  # the first point of a cell is kept: put each ray's strongest first
+        columns = _dual_columns(xyz[order], ring[order])
         order = order[np.argsort(-inten[order], kind="stable")]
         notes.append(f"dual returns ({ret_field!r}): each ray's strongest kept")
     step, units = _step_of(inten[order])
     units = f"{units}, {kind} field {inten_field!r}"
-    grid = grid_from_points(name, xyz[order], inten[order], ring[order], step, units)
+    grid = grid_from_points(name, xyz[order], inten[order], ring[order], step, units, columns)
     grid.note = "; ".join(notes)
     return grid
 

@@ -55,9 +55,12 @@ in brackets left off)."""
 
 
 def _split_header(line: str) -> list[str]:
-    """A CSV header's names, their quotes and a unit in brackets (``RANGE (mm)``) left off, lower case."""
+    """A CSV header's names, their quotes and a unit in brackets (``RANGE (mm)``) left off, lower case
+    (``"Points_m_XYZ:0"`` as VTK's vtkCSVWriter names an array's component; ``Points_m_XYZ_0`` too)."""
     cells = next(csv.reader([line]), [])
-    return [re.sub(r"\s*\(.*\)\s*$", "", c.strip().strip('"').strip()).lower() for c in cells]
+    names = [re.sub(r"\s*\(.*\)\s*$", "", c.strip().strip('"').strip()).lower() for c in cells]
+    # a component as ParaView's spreadsheet export names it ("Points_0") read as VTK's CSV writer's
+    return [re.sub(r"^(points(?:_m_xyz)?)_([012])$", r"\1:\2", n) for n in names]
 
 
 def read_csv_table(path: str | Path) -> tuple[np.ndarray, str, str]:

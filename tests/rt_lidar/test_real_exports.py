@@ -29,10 +29,14 @@ def _nuscenes() -> np.ndarray:
     return np.fromfile(NUSCENES, np.float32).reshape(-1, 5)
 
 
-def _source_scan() -> ScanGrid:
-    """The nuScenes sweep read as a cloud of x y z intensity ring (a PCD's or a PointCloud2's way)."""
+def _source_scan(digits: int | None = None) -> ScanGrid:
+    """The nuScenes sweep read as a cloud of x y z intensity ring (a PCD's or a PointCloud2's way); with
+    ``digits``, its coordinates as a text export holds them (that many significant digits)."""
     a = _nuscenes()
-    t = np.zeros(len(a), [("x", "f4"), ("y", "f4"), ("z", "f4"), ("intensity", "f4"), ("ring", "u2")])
+    if digits is not None:
+        a = a.astype(np.float64)
+        a[:, :3] = [[float(f"{v:.{digits - 1}e}") for v in p] for p in a[:, :3]]
+    t = np.zeros(len(a), [("x", "f8"), ("y", "f8"), ("z", "f8"), ("intensity", "f4"), ("ring", "u2")])
     for k, n in enumerate(t.dtype.names or ()):
         t[n] = a[:, k]
     return scan_from_table(NUSCENES, NUSCENES.name, t, load_preset("HDL-32E"), "PCD")
@@ -50,8 +54,10 @@ def _veloview_csv(path: Path, a: np.ndarray, dual: bool = False) -> Path:
     the point array ``Points_m_XYZ`` as three columns, then the arrays vtkVelodyneHDLReader makes
     (``intensity``, ``laser_id``, ``azimuth`` in 0.01 deg, ``distance_m``, ``adjustedtime``,
     ``timestamp``; ``dual_distance``, ``dual_intensity`` in a dual-return capture: -1/1 on the two returns
-    of a ray, the weaker -1). Laid out from VeloView's source; VeloView does not run here. With
-    ``dual`` every third ray gains a weaker, 1.3x farther return written before it."""
+    of a ray, the weaker -1). VTK's vtkCSVWriter writes a name ``"array:component"`` in quotes and a
+    real number as ``std::scientific`` with precision 5 (``1.23457e+01``), an integer array as
+    integers. Laid out from VeloView's and VTK's source; VeloView does not run here. With ``dual`` every
+    third ray gains a weaker, 1.3x farther return written before it."""
     names = ["Points_m_XYZ:0", "Points_m_XYZ:1", "Points_m_XYZ:2", "intensity", "laser_id", "azimuth",
              "distance_m", "adjustedtime", "timestamp"]  # fmt: skip
     xyz = a[:, :3].astype(np.float64)
@@ -69,19 +75,24 @@ def _veloview_csv(path: Path, a: np.ndarray, dual: bool = False) -> Path:
         twin_flags = np.full((len(twin), 2), -1.0)
         table = np.vstack([np.hstack([twin, twin_flags]), np.hstack([table, flags])])
     lines = [",".join(f'"{n}"' for n in names)]
-    lines += [",".join(repr(float(v)) for v in row) for row in table]
+    real = {0, 1, 2, 6, 7}  # Points_m_XYZ (float), distance_m and adjustedtime (double)
+    lines += [",".join(f"{v:.5e}" if k in real else str(int(v)) for k, v in enumerate(row)) for row in table]
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def test_veloview_csv_reads_as_its_source_frame(tmp_path: Path) -> None:
+    """Its points to the CSV's six digits (within 0.1 mm of the sweep's), lasers and intensities."""
     got = read_real_scan(_veloview_csv(tmp_path / "sweep.csv", _nuscenes()), "HDL-32E")
-    _same_scan(got, _source_scan())
+    _same_scan(got, _source_scan(digits=6))
+    assert np.allclose(got.range_m, _source_scan().range_m, rtol=0, atol=1e-4)
     assert "VeloView CSV field 'intensity'" in got.units and "'laser_id'" in got.note
 
 
 def test_veloview_dual_return_csv_keeps_each_rays_stronger_return(tmp_path: Path) -> None:
-    """Before, a weaker farther return written first would have taken its ray's cell."""
+    """Before, a weaker farther return written first would have taken its ray's cell, and the two returns
+    of a ray, rounded apart by the CSV's six digits, read as a finer azimuth step (1084 columns, not
+    1083)."""
     a = _nuscenes()
     a = a[np.linalg.norm(a[:, :3], axis=1) >= 0.5]  # rays with a return (VeloView writes no others)
     got = read_real_scan(_veloview_csv(tmp_path / "dual.csv", a, dual=True), "HDL-32E")
