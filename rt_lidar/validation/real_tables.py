@@ -30,6 +30,8 @@ from rt_lidar.validation.real_formats import INTENSITY_FIELDS, RING_FIELDS, scan
 from rt_lidar.validation.realism_grid import ScanGrid
 
 __all__ = [
+    "LAS_RING_DIMENSIONS",
+    "OUSTER_CSV",
     "PLY_TYPES",
     "read_csv_table",
     "read_las_table",
@@ -63,9 +65,9 @@ def _split_header(line: str) -> list[str]:
     return [re.sub(r"^(points(?:_m_xyz)?)_([012])$", r"\1:\2", n) for n in names]
 
 
-def read_csv_table(path: str | Path) -> tuple[np.ndarray, str, str]:
+def read_csv_table(path: str | Path) -> tuple[np.ndarray, str]:
     """A CSV export as (a structured array of x, y, z, the intensity, the laser and the return where the
-    file has them, the export's name, how its fields were read). A file whose header names no
+    file has them; the export's name). A file whose header names no
     coordinates, or whose rows are not numbers of the header's count, is a :class:`RecordingError`."""
     path = Path(path)
     try:
@@ -102,7 +104,7 @@ def read_csv_table(path: str | Path) -> tuple[np.ndarray, str, str]:
             f"its header: {', '.join(names[:16])})"
         )
     if "row" in col and "x1" in col and ("signal" in col or "reflectivity" in col):
-        return _ouster_table(col), "ouster-cli CSV", ""
+        return _ouster_table(col), OUSTER_CSV
     fields = {"x": col[xyz[0]], "y": col[xyz[1]], "z": col[xyz[2]]}
     for n in names:
         if n in INTENSITY_FIELDS or n in RING_FIELDS:
@@ -110,7 +112,11 @@ def read_csv_table(path: str | Path) -> tuple[np.ndarray, str, str]:
     if "dual_intensity" in col and np.any(col["dual_intensity"] != 0):  # 0 on every point: one return
         fields["dual_intensity"] = col["dual_intensity"]
     kind = "VeloView CSV" if xyz[0].startswith("points") else "CSV"
-    return _table(fields), kind, ""
+    return _table(fields), kind
+
+
+OUSTER_CSV = "ouster-cli CSV"
+"""The name :func:`read_csv_table` gives ouster-cli's CSV export."""
 
 
 def _table(fields: dict[str, np.ndarray]) -> np.ndarray:
@@ -282,13 +288,15 @@ def read_las_table(path: str | Path) -> tuple[np.ndarray, str]:
 
 def read_table_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
     """A CSV, PLY or LAS/LAZ export on its firing grid (:func:`scan_from_table`), how it was read said in
-    the grid's note."""
+    the grid's note. Beside an Ouster preset, a ``reflectivity`` intensity is Ouster's calibrated
+    reflectivity (ouster-cli's default ``--field``; an RNG15 profile's only one), its units saying so, so
+    that the realism statistics leave its intensity statistics out as an RNG15 capture's."""
     path = Path(path)
     name = path.name.lower()
     extra = ""
     if name.endswith(".csv"):
-        pts, kind, extra = read_csv_table(path)
-        if kind == "ouster-cli CSV":
+        pts, kind = read_csv_table(path)
+        if kind == OUSTER_CSV:
             extra = "the laser is the CSV's ROW (a row of Ouster's 2-D frame)"
     elif name.endswith(".ply"):
         pts, kind = read_ply_table(path), "PLY"
@@ -296,6 +304,10 @@ def read_table_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
         pts, extra = read_las_table(path)
         kind = "LAZ" if name.endswith(".laz") else "LAS"
     grid = scan_from_table(path, path.name, pts, preset, kind)
+    if preset.name.upper().startswith("OS") and grid.units.endswith("field 'reflectivity'"):
+        grid.units = f"Ouster reflectivity (0..255), {kind} field 'reflectivity'"
+    elif kind == OUSTER_CSV:
+        grid.units = f"Ouster signal (photons), {kind} field 'signal'"
     if extra:
         grid.note = f"{grid.note}; {extra}" if grid.note else extra
     return grid

@@ -223,7 +223,7 @@ def test_ouster_cli_csv_reads_as_the_capture(tmp_path: Path) -> None:
     _ouster_cli(tmp_path, "save", "out.csv")
     (csv,) = tmp_path.glob("out_s0_*.csv")
     got, want = read_real_scan(csv, "OS1-64"), read_real_scan(OS1_32, "OS1-64")
-    assert "ROW" in got.note and "'signal'" in got.units
+    assert "ROW" in got.note and got.units.startswith("Ouster signal (photons)")
     assert got.range_m.shape == want.range_m.shape
     for k in range(want.range_m.shape[0]):
         a, b = want.returned[k], got.returned[k]
@@ -243,7 +243,7 @@ def test_ouster_cli_ply_and_las_hold_the_csvs_points(tmp_path: Path) -> None:
             tmp_path, "slice", "0:1", "save", "--decimate", "False", "--field", "SIGNAL", *extra, name
         )
     (csv,) = tmp_path.glob("out_s0_*.csv")
-    table, kind, _ = read_csv_table(csv)
+    table, kind = read_csv_table(csv)
     assert kind == "ouster-cli CSV"
     ret = table[np.isfinite(table["x"])]
     ply = read_ply_table(tmp_path / "b.ply")
@@ -259,3 +259,32 @@ def test_ouster_cli_ply_and_las_hold_the_csvs_points(tmp_path: Path) -> None:
     las = read_real_scan(tmp_path / "c.las", "OS1-64")
     assert las.returned.sum() == pytest.approx(b.returned.sum(), rel=0.02)
     assert np.isclose(las.intensity[las.returned].mean(), b.intensity[b.returned].mean(), rtol=0.02)
+
+
+OS0_128 = DATA / "OS0-128" / "OS-0-128-U1_v2.3.0_1024x10.pcap"
+
+
+@needs_peer("ouster")
+def test_ouster_cli_csv_of_a_reflectivity_profile_reads_as_the_capture(tmp_path: Path) -> None:
+    """ouster-sdk's OS-0-128 sample (RNG15_RFL8_NIR8: no SIGNAL column) saved by ouster-cli: read as the
+    capture is, Ouster reflectivity, so beside the OS1-64 its intensity statistics are left out as the
+    capture's are (before: its reflectivity would have been compared as a signal). The sample holds one
+    frame."""
+    from rt_lidar.validation.real_frames import RealFrame
+    from rt_lidar.validation.realism_experiment import _measure_real
+
+    cli = peer_dir("ouster") / "bin" / "ouster-cli"
+    proc = subprocess.run([str(cli), "source", str(OS0_128), "save", "o.csv"],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (csv,) = tmp_path.glob("o_s0_*.csv")
+    got, want = read_real_scan(csv, "OS1-64"), read_real_scan(OS0_128, "OS1-64")
+    assert got.units.startswith("Ouster reflectivity") and want.units.startswith("Ouster reflectivity")
+    # its one frame's returns, ring by ring; a cloud's points within 0.5 m are left out (the floor under
+    # the OS0's lowest beams is nearer), measured in the sensor frame, a few cm from the beam's range:
+    # near that cut a few low-ring points differ
+    diff = np.abs(got.returned.sum(1) - (want.range_m >= 0.5).sum(1))
+    assert diff[:100].max() == 0 and diff.sum() <= 0.005 * want.returned.sum()
+    measured = _measure_real(RealFrame("OS1-64", csv, "os0 csv", "user"))
+    assert "intensity statistics left out" in measured["read_as"]
+    assert measured["statistics"]["ground_falloff_20_30_over_0_10"] is None
