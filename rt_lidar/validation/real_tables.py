@@ -11,7 +11,8 @@ of its points and handed to :func:`~rt_lidar.validation.real_formats.scan_from_t
   header names x, y, z and an intensity (CloudCompare's ``//X,Y,Z,Intensity``).
 - ``.las`` / ``.laz`` (laspy; LAZ needs its lazrs or laszip backend): ``intensity`` (16 bits), the laser
   from an extra dimension (``ring``, ``laser_id``, ``channel``, ...), ``return_number`` where a pulse has
-  several.
+  several (LidarView's LAS writer, PDAL with ``extra_dims=all``: VeloView's arrays ``laser_id``,
+  ``dual_intensity``, ... as extra dimensions).
 - ``.ply`` (ascii, binary little or big endian; ouster-cli's and CloudCompare's exports): the ``vertex``
   element's properties read as a PCD's fields (CloudCompare's ``scalar_`` prefix taken off).
 """
@@ -280,8 +281,11 @@ def read_las_table(path: str | Path) -> tuple[np.ndarray, str]:
     if ring is not None:
         fields["ring"] = np.asarray(las[ring], np.float64)
         scale += f"; laser from its extra dimension {ring!r}"
+    dual = np.asarray(las[extra["dual_intensity"]], np.float64) if "dual_intensity" in extra else None
     returns = np.asarray(las.number_of_returns)
-    if returns.size and returns.max() > 1:
+    if dual is not None and np.any(dual != 0):  # LidarView's LAS: VeloView's arrays as extra dimensions
+        fields["dual_intensity"] = dual
+    elif returns.size and returns.max() > 1:
         fields["return_number"] = np.asarray(las.return_number, np.float64)
     return _table(fields), scale
 

@@ -125,6 +125,44 @@ def test_las_with_a_ring_dimension_reads_as_its_source_frame(tmp_path: Path) -> 
         assert ("/ 257" in got.note) == (stretch == 257)
 
 
+def test_lidarview_las_reads_its_laser_id_and_keeps_the_stronger_return(tmp_path: Path) -> None:
+    """As LidarView's vtkLASWriter writes a frame (PDAL's writers.las, LAS 1.4, ``extra_dims=all``):
+    ``intensity`` as LAS intensity, ``adjustedtime`` as GPS time, every other array of VeloView's
+    (``laser_id`` u8, ``azimuth`` u16, ``distance_m`` double, ``dual_intensity`` i32) an extra dimension.
+    Laid out from LidarView's source with laspy (PDAL is not installed here). Every third ray has a
+    weaker, 1.3x farther return written first, ``dual_intensity`` -1, its stronger twin 1."""
+    import laspy
+
+    a = _nuscenes()
+    a = a[np.linalg.norm(a[:, :3], axis=1) >= 0.5]
+    twin = a[::3].copy()
+    twin[:, :3] *= np.float32(1.3)
+    twin[:, 3] //= 2
+    flags = np.zeros(len(a), np.int32)
+    flags[::3] = 1
+    pts = np.vstack([twin, a])
+    h = laspy.LasHeader(point_format=1, version="1.4")
+    for name, kind in (("laser_id", np.uint8), ("azimuth", np.uint16), ("distance_m", np.float64),
+                       ("dual_intensity", np.int32)):  # fmt: skip
+        h.add_extra_dim(laspy.ExtraBytesParams(name=name, type=kind))
+    h.scales, h.offsets = np.array([1e-6] * 3), np.zeros(3)
+    las = laspy.LasData(h)
+    las.x, las.y, las.z = pts[:, 0], pts[:, 1], pts[:, 2]
+    las.intensity = pts[:, 3].astype(np.uint16)
+    las.gps_time = np.arange(len(pts)) * 1.5
+    las.laser_id = pts[:, 4].astype(np.uint8)
+    las.azimuth = np.round(np.mod(np.degrees(np.arctan2(pts[:, 0], pts[:, 1])), 360) * 100).astype(np.uint16)
+    las.distance_m = np.linalg.norm(pts[:, :3], axis=1)
+    las.dual_intensity = np.concatenate([np.full(len(twin), -1, np.int32), flags])
+    las.write(tmp_path / "lidarview.las")
+    got = read_real_scan(tmp_path / "lidarview.las", "HDL-32E")
+    assert "extra dimension 'laser_id'" in got.note and "strongest" in got.note
+    want = _source_scan()
+    both = got.returned & want.returned
+    assert np.mean(got.range_m[both] / want.range_m[both] > 1.2) < 0.01
+    assert np.mean(np.isclose(got.range_m, want.range_m)) > 0.95
+
+
 def test_laz_without_a_backend_and_a_cut_las_are_refused(tmp_path: Path) -> None:
     import laspy
 
