@@ -104,8 +104,8 @@ def read_csv_table(path: str | Path) -> tuple[np.ndarray, str]:
             f"{path}: a CSV without coordinate columns (Points_m_XYZ:0..2, Points:0..2, X1 (m).., or x y z; "
             f"its header: {', '.join(names[:16])})"
         )
-    if "row" in col and "x1" in col and ("signal" in col or "reflectivity" in col):
-        return _ouster_table(col), OUSTER_CSV
+    if "row" in col and "range" in col and ("signal" in col or "reflectivity" in col):
+        return _ouster_table(col, xyz), OUSTER_CSV
     fields = {"x": col[xyz[0]], "y": col[xyz[1]], "z": col[xyz[2]]}
     for n in names:
         if n in INTENSITY_FIELDS or n in RING_FIELDS:
@@ -127,12 +127,13 @@ def _table(fields: dict[str, np.ndarray]) -> np.ndarray:
     return out
 
 
-def _ouster_table(col: dict[str, np.ndarray]) -> np.ndarray:
-    """ouster-cli's CSV: a point a pixel and return, the laser its ``ROW``; ``SIGNAL`` (photons) as the
-    intensity where the profile has it (as Ouster captures are read), else ``REFLECTIVITY``; a dual
-    profile's second return (``X2``, ``SIGNAL2``) as a second point, the stronger kept."""
+def _ouster_table(col: dict[str, np.ndarray], xyz: tuple[str, str, str]) -> np.ndarray:
+    """ouster-cli's CSV (or an older ouster-sdk example's, ``X (m)`` for ``X1 (m)``): a point a pixel and
+    return, the laser its ``ROW``; ``SIGNAL`` (photons) as the intensity where the profile has it (as
+    Ouster captures are read), else ``REFLECTIVITY``; a dual profile's second return (``X2``,
+    ``SIGNAL2``) as a second point, the stronger kept."""
     inten = "signal" if "signal" in col else "reflectivity"
-    parts = [("x1", "y1", "z1", inten, 1)]
+    parts = [(*xyz, inten, 1)]
     if all(c in col for c in ("x2", "y2", "z2", inten + "2")):
         parts.append(("x2", "y2", "z2", inten + "2", 2))
     tables = []

@@ -326,3 +326,43 @@ def test_ouster_cli_csv_of_a_reflectivity_profile_reads_as_the_capture(tmp_path:
     measured = _measure_real(RealFrame("OS1-64", csv, "os0 csv", "user"))
     assert "intensity statistics left out" in measured["read_as"]
     assert measured["statistics"]["ground_falloff_20_30_over_0_10"] is None
+
+
+@needs_peer("ouster")
+def test_ouster_cli_csv_of_a_dual_profile_keeps_each_pixels_stronger_return(tmp_path: Path) -> None:
+    """A dual-return profile's CSV as ouster-cli's source lays it out (``RANGE2 (mm)``, ``SIGNAL2
+    (photons)`` after their first-return columns, ``X2 (m) Y2 (m) Z2 (m)`` last), made from ouster-cli's
+    single-return CSV of the OS1-32 capture: every third pixel with a return gains a weaker second
+    return 1.3x farther. It reads as the single-return CSV (before, its second returns went unread; and
+    ``REFLECTIVITY`` would have been taken for the intensity were ``ROW`` not told apart)."""
+    _ouster_cli(tmp_path, "save", "out.csv")
+    (csv,) = tmp_path.glob("out_s0_*.csv")
+    lines = csv.read_text().splitlines()
+    names = lines[1].lstrip("# ").split(", ")
+    vals = np.loadtxt(lines[2:], delimiter=",")
+    second = (vals[:, names.index("RANGE (mm)")] > 0) & (np.arange(len(vals)) % 3 == 0)
+    rng2 = np.where(second, vals[:, names.index("RANGE (mm)")] * 1.3, 0).round()
+    sig2 = np.where(second, vals[:, names.index("SIGNAL (photons)")] // 2, 0)
+    xyz2 = np.where(second[:, None], vals[:, [names.index(f"{c}1 (m)") for c in "XYZ"]] * 1.3, 0)
+    cols = [
+        *names[:7],
+        "RANGE2 (mm)",
+        *names[7:9],
+        "SIGNAL2 (photons)",
+        *names[9:],
+        "X2 (m)",
+        "Y2 (m)",
+        "Z2 (m)",
+    ]
+    assert names[6] == "RANGE (mm)" and names[8] == "SIGNAL (photons)"
+    table = np.hstack([vals[:, :7], rng2[:, None], vals[:, 7:9], sig2[:, None], vals[:, 9:], xyz2])
+    dual = tmp_path / "dual.csv"
+    body = "\n".join(
+        ",".join(f"{v:.4f}" if k >= len(cols) - 6 else str(int(v)) for k, v in enumerate(r)) for r in table
+    )
+    dual.write_text(f"# frame num: 0\n# {', '.join(cols)}\n{body}\n")
+    got, want = read_real_scan(dual, "OS1-64"), read_real_scan(csv, "OS1-64")
+    assert "strongest" in got.note and got.units.startswith("Ouster signal")
+    assert got.range_m.shape == want.range_m.shape
+    assert np.array_equal(got.returned, want.returned) and np.array_equal(got.intensity, want.intensity)
+    assert np.array_equal(got.range_m, want.range_m)
