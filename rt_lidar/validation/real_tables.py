@@ -68,8 +68,8 @@ def _split_header(line: str) -> list[str]:
 
 def read_csv_table(path: str | Path) -> tuple[np.ndarray, str]:
     """A CSV export as (a structured array of x, y, z, the intensity, the laser and the return where the
-    file has them; the export's name). A file whose header names no
-    coordinates, or whose rows are not numbers of the header's count, is a :class:`RecordingError`."""
+    file has them; the export's name). A file whose header names no coordinates, or whose rows are not
+    numbers of the header's count (a file cut inside a row), is a :class:`RecordingError`."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -121,6 +121,7 @@ OUSTER_CSV = "ouster-cli CSV"
 
 
 def _table(fields: dict[str, np.ndarray]) -> np.ndarray:
+    """Columns of one length as a structured array of float64 fields, named as the dict's keys."""
     out = np.zeros(len(next(iter(fields.values()))), [(n, "f8") for n in fields])
     for n, v in fields.items():
         out[n] = v
