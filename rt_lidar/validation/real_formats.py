@@ -198,7 +198,10 @@ def scan_from_table(where: Path, name: str, pts: np.ndarray, preset: SensorPrese
     the intensity (:data:`INTENSITY_FIELDS`), the laser number (:data:`RING_FIELDS`, else the nearest
     beam elevation of ``preset``); points without a return (NaN, or within 0.5 m) are left out. A
     dual-return cloud (:data:`RETURN_FIELDS`) keeps each ray's strongest return. A ``kind`` (PCD,
-    PointCloud2) without coordinates or without an intensity field is refused, naming ``where``."""
+    PointCloud2) without coordinates or without an intensity field is refused, naming ``where``. Beside
+    an Ouster preset a ``reflectivity`` field is Ouster's calibrated reflectivity (ouster-cli's default
+    ``--field``; an RNG15 profile's only one), its units saying so: the realism statistics leave its
+    intensity statistics out, as an RNG15 capture's."""
     names = pts.dtype.names or ()
     if not {"x", "y", "z"} <= set(names):
         raise RecordingError(f"{where}: a {kind} without x, y, z fields ({' '.join(names)})")
@@ -228,6 +231,8 @@ def scan_from_table(where: Path, name: str, pts: np.ndarray, preset: SensorPrese
         order = order[np.argsort(-inten[order], kind="stable")]
         notes.append(f"dual returns ({ret_field!r}): each ray's strongest kept")
     step, units = _step_of(inten[order])
+    if preset.name.upper().startswith("OS") and inten_field.lower() == "reflectivity":
+        units = "Ouster reflectivity (0..255)"  # its intensity statistics are left out, as an RNG15's
     units = f"{units}, {kind} field {inten_field!r}"
     grid = grid_from_points(name, xyz[order], inten[order], ring[order], step, units, columns)
     grid.note = "; ".join(notes)

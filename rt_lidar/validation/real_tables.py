@@ -294,9 +294,7 @@ def read_las_table(path: str | Path) -> tuple[np.ndarray, str]:
 
 def read_table_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
     """A CSV, PLY or LAS/LAZ export on its firing grid (:func:`scan_from_table`), how it was read said in
-    the grid's note. Beside an Ouster preset, a ``reflectivity`` intensity is Ouster's calibrated
-    reflectivity (ouster-cli's default ``--field``; an RNG15 profile's only one), its units saying so, so
-    that the realism statistics leave its intensity statistics out as an RNG15 capture's."""
+    the grid's note (an Ouster ``reflectivity``: :func:`scan_from_table`)."""
     path = Path(path)
     name = path.name.lower()
     extra = ""
@@ -310,10 +308,10 @@ def read_table_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
         pts, extra = read_las_table(path)
         kind = "LAZ" if name.endswith(".laz") else "LAS"
     grid = scan_from_table(path, path.name, pts, preset, kind)
-    if preset.name.upper().startswith("OS") and grid.units.endswith("field 'reflectivity'"):
-        grid.units = f"Ouster reflectivity (0..255), {kind} field 'reflectivity'"
-    elif kind == OUSTER_CSV:
-        grid.units = f"Ouster signal (photons), {kind} field 'signal'"
+    if kind == OUSTER_CSV:  # the units Ouster captures are read in
+        signal = "signal" in (pts.dtype.names or ())
+        grid.units = "Ouster signal (photons)" if signal else "Ouster reflectivity (0..255)"
+        grid.units += f", {kind} column {'SIGNAL' if signal else 'REFLECTIVITY'}"
     if extra:
         grid.note = f"{grid.note}; {extra}" if grid.note else extra
     return grid

@@ -293,7 +293,10 @@ def test_ouster_cli_ply_and_las_hold_the_csvs_points(tmp_path: Path) -> None:
     assert np.array_equal(ply["signal"], ret["signal"][idx])
     a, b = read_real_scan(tmp_path / "a.ply", "OS1-64"), read_real_scan(tmp_path / "b.ply", "OS1-64")
     assert np.array_equal(a.range_m, b.range_m) and np.array_equal(a.intensity, b.intensity)
-    assert "nearest beam elevation of OS1-64" in b.note
+    assert "nearest beam elevation of OS1-64" in b.note and b.units.startswith("intensity")
+    # ouster-cli's default --field REFLECTIVITY beside the OS1-64: Ouster reflectivity, not a signal
+    _ouster_cli(tmp_path, "slice", "0:1", "save", "--decimate", "False", "r.ply")
+    assert read_real_scan(tmp_path / "r.ply", "OS1-64").units.startswith("Ouster reflectivity")
     las = read_real_scan(tmp_path / "c.las", "OS1-64")
     assert las.returned.sum() == pytest.approx(b.returned.sum(), rel=0.02)
     assert np.isclose(las.intensity[las.returned].mean(), b.intensity[b.returned].mean(), rtol=0.02)
