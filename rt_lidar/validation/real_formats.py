@@ -14,7 +14,9 @@ putting the scan on its firing grid (rings, columns, rays without returns) as
 - ``.pcd`` (binary or ascii): x, y, z, ``intensity``, and ``ring`` where it has one (else, as above, the
   nearest elevation of the preset's beams);
 - a ROS 1 ``.bag`` or a ROS 2 bag (its folder, ``.mcap`` or ``.db3``) of ``sensor_msgs/PointCloud2``
-  (:mod:`rt_lidar.validation.real_bags`): one cloud read as a PCD's points are.
+  (:mod:`rt_lidar.validation.real_bags`): one cloud read as a PCD's points are;
+- ``.csv`` (VeloView, ouster-cli), ``.las``/``.laz`` and ``.ply`` exports
+  (:mod:`rt_lidar.validation.real_tables`): their points read as a PCD's are.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ FORMATS = {
     "pcd": "PCD (binary or ascii) with x y z intensity [ring]",
     "rosbag": "ROS 1 .bag or ROS 2 bag (folder, .mcap, .db3) of sensor_msgs/PointCloud2 with x y z "
     "intensity [ring]",
+    "csv": "CSV export: VeloView/LidarView's Save As CSV, ouster-cli's save .csv, or x y z intensity [ring]",
+    "las": "LAS or LAZ (x y z intensity [ring as an extra dimension]; LAZ needs laspy's lazrs backend)",
+    "ply": "PLY (ascii or binary) whose vertices have x y z intensity [ring]",
 }
 """The formats :func:`read_real_scan` tells apart, with what each holds."""
 NO_RETURN_M = 0.5
@@ -162,13 +167,24 @@ Hesai's ROS drivers: ``ring``; tier4/nebula: ``channel``; Argoverse 2: ``laser_n
 INTENSITY_FIELDS = ("intensity", "i", "reflectivity", "signal")
 """PCD fields that hold the sensor's intensity, the first the file has is taken (Ouster's ROS driver
 writes its signal as ``intensity`` beside ``reflectivity``)."""
-RETURN_FIELDS = ("return_type", "return")
-"""PCD fields that mark which return of a ray a point is (dual-return clouds hold two points a ray)."""
+RETURN_FIELDS = ("return_type", "return", "return_number", "dual_intensity")
+"""Fields that mark which return of a ray a point is (dual-return clouds hold two points a ray; LAS:
+``return_number``; VeloView's CSV: ``dual_intensity``, -1 or 1 on the two returns of a ray)."""
 
 
 def _first_field(names: tuple[str, ...], choices: tuple[str, ...]) -> str | None:
     lower = {n.lower(): n for n in names}
     return next((lower[c] for c in choices if c in lower), None)
+
+
+def _dual_columns(xyz: np.ndarray, ring: np.ndarray) -> int | None:
+    """Columns a revolution of a dual-return cloud: 360 over the median azimuth step between neighbours
+    of a ring, a ray's two returns (within 0.01 deg of each other: a text export rounds their
+    coordinates apart) counted once; None where too few points tell."""
+    az = np.degrees(np.arctan2(xyz[:, 1], xyz[:, 0]))
+    d = np.concatenate([np.diff(np.sort(az[ring == r])) for r in np.unique(ring)] + [np.zeros(0)])
+    d = d[(d > 0.01) & (d < 2.0)]
+    return round(360.0 / float(np.median(d))) if d.size else None
 
 
 def read_pcd_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
@@ -182,7 +198,10 @@ def scan_from_table(where: Path, name: str, pts: np.ndarray, preset: SensorPrese
     the intensity (:data:`INTENSITY_FIELDS`), the laser number (:data:`RING_FIELDS`, else the nearest
     beam elevation of ``preset``); points without a return (NaN, or within 0.5 m) are left out. A
     dual-return cloud (:data:`RETURN_FIELDS`) keeps each ray's strongest return. A ``kind`` (PCD,
-    PointCloud2) without coordinates or without an intensity field is refused, naming ``where``."""
+    PointCloud2) without coordinates or without an intensity field is refused, naming ``where``. Beside
+    an Ouster preset a ``reflectivity`` field is Ouster's calibrated reflectivity (ouster-cli's default
+    ``--field``; an RNG15 profile's only one), its units saying so: the realism statistics leave its
+    intensity statistics out, as an RNG15 capture's."""
     names = pts.dtype.names or ()
     if not {"x", "y", "z"} <= set(names):
         raise RecordingError(f"{where}: a {kind} without x, y, z fields ({' '.join(names)})")
@@ -206,12 +225,16 @@ def scan_from_table(where: Path, name: str, pts: np.ndarray, preset: SensorPrese
         notes.append(f"no ring field: rings from the nearest beam elevation of {preset.name}")
     order = np.flatnonzero(ok)
     ret_field = _first_field(names, RETURN_FIELDS)
+    columns = None
     if ret_field is not None:  # the first point of a cell is kept: put each ray's strongest first
+        columns = _dual_columns(xyz[order], ring[order])
         order = order[np.argsort(-inten[order], kind="stable")]
         notes.append(f"dual returns ({ret_field!r}): each ray's strongest kept")
     step, units = _step_of(inten[order])
+    if preset.name.upper().startswith("OS") and inten_field.lower() == "reflectivity":
+        units = "Ouster reflectivity (0..255)"  # its intensity statistics are left out, as an RNG15's
     units = f"{units}, {kind} field {inten_field!r}"
-    grid = grid_from_points(name, xyz[order], inten[order], ring[order], step, units)
+    grid = grid_from_points(name, xyz[order], inten[order], ring[order], step, units, columns)
     grid.note = "; ".join(notes)
     return grid
 
@@ -293,6 +316,9 @@ def detect_format(path: str | Path) -> str:
         return "kitti-bin"
     if name.endswith(".pcd"):
         return "pcd"
+    for ext, fmt in ((".csv", "csv"), (".las", "las"), (".laz", "las"), (".ply", "ply")):
+        if name.endswith(ext):
+            return fmt
     raise RecordingError(
         f"{path}: format not known from its name; one of: "
         + "; ".join(f"{k}: {v}" for k, v in FORMATS.items())
@@ -334,4 +360,8 @@ def read_real_scan(path: str | Path, preset: str | SensorPreset) -> ScanGrid:
             calib = path.parent / "calib.txt"
             return read_kitti_bin(path, calib if calib.exists() else None)
         return read_xyzi_bin(path, p)
+    if fmt in ("csv", "las", "ply"):
+        from rt_lidar.validation.real_tables import read_table_scan
+
+        return read_table_scan(path, p)
     return read_pcd_scan(path, p)
