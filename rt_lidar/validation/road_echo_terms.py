@@ -27,6 +27,10 @@ road with probability P, and reads 0 (its amplitude under ``output.weak_zero_snr
 share z of those returns, has a mean echo that the preset's own receiver noise (the dark floor and the
 echo's shot noise; no texture, no sunlight) turns into that P or that z. Both read the real unit with
 the model's receiver, so they are estimates, not measurements of the S2's echo.
+
+Read together (:func:`echo_and_spread`, :func:`laser_echo_spreads`), P and z give both the mean echo and a
+log-normal spread of it (the road's texture, change 46), which the zeros alone mistake for a flatter
+fall; P first loses the rays that meet something other than the road (:func:`road_reach`).
 """
 
 from __future__ import annotations
@@ -275,7 +279,7 @@ def _echo_for_zeros_at(preset: SensorPreset, zeros: float, spreads: np.ndarray) 
     """Per spread of ``spreads``, the mean echo whose detections read 0 for ``zeros`` of them (bisected in
     log over [0.01, 100]; the share falls as the mean rises)."""
     lo, hi = np.full(spreads.shape, 0.01), np.full(spreads.shape, 100.0)
-    for _ in range(60):
+    for _ in range(40):
         mid = np.sqrt(lo * hi)
         under = spread_rates(preset, mid, spreads)[1] > zeros  # too many zeros: the echo is higher
         lo, hi = np.where(under, mid, lo), np.where(under, hi, mid)
