@@ -48,7 +48,14 @@ from rt_lidar.validation.realism_grid import (
     read_kitti_calib,
 )
 from rt_lidar.validation.realism_layout import CLASS_KEYS, layout_report, layout_table
-from rt_lidar.validation.road_echo_terms import echo_slope, laser_echoes, road_echo_slopes, road_material
+from rt_lidar.validation.road_echo_terms import (
+    echo_slope,
+    laser_echo_spreads,
+    laser_echoes,
+    road_echo_slopes,
+    road_material,
+    spread_echo_slope,
+)
 
 __all__ = [
     "REALISM_CHECKS",
@@ -294,6 +301,8 @@ REAL_SCAN_KEYS = (
     "horizon_lasers",
     "road_echo_lasers",
     "road_echo_slope",
+    "road_echo_spreads",
+    "road_spread_slope",
     "points",
 )
 
@@ -314,6 +323,11 @@ def _measure_real(frame: RealFrame) -> dict[str, Any]:
     preset = load_preset(frame.preset)  # its road's echo read back laser by laser (change 52)
     st["road_echo_lasers"] = laser_echoes(preset, st.get("horizon_lasers") or [], st.get("sensor_height_m"))
     st["road_echo_slope"] = echo_slope(st["road_echo_lasers"])
+    # its mean and spread read from P and the zeros together (change 52's second amendment)
+    st["road_echo_spreads"] = laser_echo_spreads(
+        preset, st.get("horizon_lasers") or [], st.get("sensor_height_m")
+    )
+    st["road_spread_slope"] = spread_echo_slope(st["road_echo_spreads"])
     read_as = [grid.units, grid.note]
     if grid.units.startswith("Ouster reflectivity") and load_preset(frame.preset).output.intensity != (
         "calibrated_reflectivity"
@@ -417,6 +431,18 @@ def realism(out: Path) -> dict[str, Any]:
         res.setdefault("sim_road_echo_slope", []).append(_median(readback))
         res.setdefault("real_frame_road_echo_slope", []).append(
             _median([sc["statistics"].get("road_echo_slope") for sc in mine])
+        )
+        joint = [  # the mean echo read from P and the zeros together, either scan
+            spread_echo_slope(
+                laser_echo_spreads(
+                    load_preset(name), st.get("horizon_lasers") or [], st.get("sensor_height_m")
+                )
+            )
+            for st in stats
+        ]
+        res.setdefault("sim_road_spread_slope", []).append(_median(joint))
+        res.setdefault("real_frame_road_spread_slope", []).append(
+            _median([sc["statistics"].get("road_spread_slope") for sc in mine])
         )
         res.setdefault("sim_intensity_max", []).append(sim["intensity_max"])
         res.setdefault("real_frame_intensity_max", []).append(
@@ -576,6 +602,9 @@ def realism_table(rep: dict[str, Any]) -> str:
         if "sim_road_echo_slope" in rep:  # d ln(echo) / d ln R read back from the lasers' zeros, either scan
             sim, real = rep["sim_road_echo_slope"][i], rep["real_frame_road_echo_slope"][i]
             rows.append(f"{name:8} {'echo_slope':10} {_fmt(sim):>10} {_fmt(real):>10} {'-':>11} {'-':>9}")
+        if "sim_road_spread_slope" in rep:  # the same from P and the zeros together (mean and spread)
+            sim, real = rep["sim_road_spread_slope"][i], rep["real_frame_road_spread_slope"][i]
+            rows.append(f"{name:8} {'echo_joint':10} {_fmt(sim):>10} {_fmt(real):>10} {'-':>11} {'-':>9}")
         if "model_road_echo_slope" in rep:  # the model's own road echo over 35-55 m, term by term
             model = rep["model_road_echo_slope"][i]
             rows.append(f"{name:8} {'echo_model':10} {_fmt(model):>10} {'-':>10} {'-':>11} {'-':>9}")

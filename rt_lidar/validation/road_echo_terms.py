@@ -27,15 +27,20 @@ road with probability P, and reads 0 (its amplitude under ``output.weak_zero_snr
 share z of those returns, has a mean echo that the preset's own receiver noise (the dark floor and the
 echo's shot noise; no texture, no sunlight) turns into that P or that z. Both read the real unit with
 the model's receiver, so they are estimates, not measurements of the S2's echo.
+
+Read together (:func:`echo_and_spread`, :func:`laser_echo_spreads`), P and z give both the mean echo and a
+log-normal spread of it (the road's texture, change 46), which the zeros alone mistake for a flatter
+fall; P first loses the rays that meet something other than the road (:func:`road_reach`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+from scipy.special import ndtr
 
 from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.physics.echo import EchoModel
@@ -47,17 +52,27 @@ from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
 
 __all__ = [
     "ECHO_RANGE_M",
+    "P_SATURATED",
+    "REACH_RANGE_M",
+    "READ_SPAN",
     "SENSOR_HEIGHT_M",
+    "SPREAD_MAX",
     "TERMS",
     "ZERO_SHARE_READ",
+    "EchoSpread",
+    "echo_and_spread",
     "echo_for_return_rate",
     "echo_for_zero_share",
     "echo_slope",
+    "laser_echo_spreads",
     "laser_echoes",
     "return_rate",
     "road_echo_slopes",
     "road_echo_terms",
     "road_material",
+    "road_reach",
+    "spread_echo_slope",
+    "spread_rates",
     "zero_share",
 ]
 
@@ -221,6 +236,161 @@ def echo_slope(rows: list[list[Any]]) -> float | None:
     where the lasers answer, up to 60 m (the zeros' own range in KITTI's frame; None with fewer than
     three such lasers)."""
     pts = [(math.log(r[1]), math.log(r[4])) for r in rows if r[4] is not None and r[1] <= 60.0]
+    if len(pts) < 3:
+        return None
+    x, y = np.array(pts).T
+    return round(float(np.polyfit(x, y, 1)[0]), 3)
+
+
+SPREAD_MAX = 1.0
+"""Largest log spread of the road echo :func:`echo_and_spread` reads (a log-normal of spread 1 spans a
+factor 7.4 at one sigma either side; beyond it the zero share no longer falls with the mean)."""
+P_SATURATED = 0.98
+"""A (reach-corrected) return rate at or above this only bounds the spread: the echo's lower tail no longer
+shows."""
+REACH_RANGE_M = (10.0, 25.0)
+"""Where a scan's road lasers answer with echoes many times the threshold (KITTI's and the street's zero
+shares under 0.1): their median return rate is the share of unblocked rays that reach the road at all
+(:func:`road_reach`)."""
+_SPREADS = np.linspace(0.0, SPREAD_MAX, 101)
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(40)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def spread_rates(preset: SensorPreset, echo: Any, spread: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(P(detection), share of detections under ``output.weak_zero_snr`` thresholds) of a road echo whose
+    mean over the threshold is ``echo`` and which spreads log-normally by ``spread`` about it
+    (``echo exp(spread X - spread^2 / 2)``, X ~ N(0, 1): the mean kept), on the preset's receiver noise
+    (:func:`return_rate`, :func:`zero_share` at spread 0). Arrays broadcast; Gauss-Hermite, 40 nodes."""
+    m = np.asarray(echo, np.float64)[..., None]
+    s = np.asarray(spread, np.float64)[..., None]
+    e = m * np.exp(s * _NODES - 0.5 * s * s)
+    rx, thr = preset.receiver, preset.pulse.detection_threshold_w
+    noise = np.sqrt(rx.threshold_snr**-2 + rx.shot_w * np.maximum(e, 0.0) / thr)
+    detected = (ndtr((e - 1.0) / noise) * _WEIGHTS).sum(axis=-1)
+    k = preset.output.weak_zero_snr
+    if k <= 1.0:
+        return detected, np.zeros_like(detected)
+    over = (ndtr((e - k) / noise) * _WEIGHTS).sum(axis=-1)
+    return detected, 1.0 - over / np.maximum(detected, 1e-300)
+
+
+def _echo_for_zeros_at(preset: SensorPreset, zeros: float, spreads: np.ndarray) -> np.ndarray:
+    """Per spread of ``spreads``, the mean echo whose detections read 0 for ``zeros`` of them (bisected in
+    log over [0.01, 100]; the share falls as the mean rises)."""
+    lo, hi = np.full(spreads.shape, 0.01), np.full(spreads.shape, 100.0)
+    for _ in range(40):
+        mid = np.sqrt(lo * hi)
+        under = spread_rates(preset, mid, spreads)[1] > zeros  # too many zeros: the echo is higher
+        lo, hi = np.where(under, mid, lo), np.where(under, hi, mid)
+    return np.sqrt(lo * hi)
+
+
+class EchoSpread(NamedTuple):
+    """A laser's road echo read from its return rate and zeros (:func:`echo_and_spread`)."""
+
+    mean: float
+    """The mean echo over the threshold (the geometric middle of ``low``-``high``)."""
+    low: float
+    """The least mean both observations allow (``mean`` where they fix it)."""
+    high: float | None
+    """The largest (None: unbounded, a ``"rate only"`` reading)."""
+    spread: float | None
+    """The echo's log spread (its bound for ``"spread at most"``/``"spread at least"``; None: unread)."""
+    reading: str
+    """``"joint"``, ``"spread at most"``, ``"spread at least"`` or ``"rate only"``."""
+
+
+def echo_and_spread(preset: SensorPreset, p_return: float, zeros: float | None) -> EchoSpread:
+    """The road echo's mean (over the threshold) and log spread that give both a laser's return rate
+    ``p_return`` (on the road alone: :func:`road_reach` takes out the rays that meet something else) and
+    its zero share ``zeros`` (:func:`spread_rates`).
+
+    ``"joint"``: both solved (the spread where the zeros' mean at that spread returns ``p_return``).
+    ``"spread at most"``: ``p_return`` >= :data:`P_SATURATED` only bounds the spread (the largest that
+    still returns that often); the mean lies between the zeros' means at spread 0 and at that bound.
+    ``"spread at least"``: the zeros ask a spread beyond :data:`SPREAD_MAX` to return so rarely; the mean
+    is the zeros' at :data:`SPREAD_MAX`. ``"rate only"``: the zeros outside :data:`ZERO_SHARE_READ` or not
+    reported; the mean that ``p_return`` asks at spread 0, a lower bound where ``p_return`` > 0.5 (a
+    spread asks more), spread None."""
+    p = min(max(float(p_return), 0.0), 1.0)
+    reads_zeros = preset.output.weak_zero_snr > 1.0 and zeros is not None
+    if not (reads_zeros and ZERO_SHARE_READ[0] < float(zeros or 0.0) < ZERO_SHARE_READ[1]):
+        m = echo_for_return_rate(preset, min(max(p, 1e-6), 0.999))
+        return EchoSpread(m, m, None, None, "rate only")
+    means = _echo_for_zeros_at(preset, float(zeros or 0.0), _SPREADS)
+    rates = spread_rates(preset, means, _SPREADS)[0]  # falls as the spread grows at these zeros
+    target, reading = (P_SATURATED, "spread at most") if p >= P_SATURATED else (p, "joint")
+    if target >= rates[0]:
+        m = float(means[0])
+        return EchoSpread(m, m, m, 0.0, reading)
+    if target <= rates[-1]:
+        m = float(means[-1])
+        return EchoSpread(m, m, m, SPREAD_MAX, "spread at least")
+    i = int(np.flatnonzero(rates < target)[0])  # rates[i - 1] >= target > rates[i]
+    t = float((rates[i - 1] - target) / (rates[i - 1] - rates[i]))
+    spread = float(_SPREADS[i - 1] + t * (_SPREADS[i] - _SPREADS[i - 1]))
+    at = float(math.exp(math.log(means[i - 1]) + t * math.log(means[i] / means[i - 1])))
+    if reading == "joint":
+        return EchoSpread(at, at, at, spread, reading)
+    span = [*means[:i].tolist(), at]  # the zeros' means over spreads 0 .. the bound
+    low, high = min(span), max(span)
+    return EchoSpread(math.sqrt(low * high), low, high, spread, reading)
+
+
+def road_reach(horizon_lasers: list[list[Any]]) -> float | None:
+    """The share of a scan's unblocked rays that reach its road at all: the median return rate of the
+    lasers of ``horizon_lasers`` answering within :data:`REACH_RANGE_M` (their echoes many times the
+    threshold, so what they miss met something else: cars, kerbs, rays the plane fit counts as unblocked);
+    None with fewer than three such lasers."""
+    ps = [r[3] for r in horizon_lasers if r[5] is not None and REACH_RANGE_M[0] <= r[5] <= REACH_RANGE_M[1]]
+    return float(np.median(ps)) if len(ps) >= 3 else None
+
+
+READ_SPAN = 1.25
+"""A laser's joint reading counts in :func:`spread_echo_slope` where its mean is fixed within this factor
+(``high / low``)."""
+
+
+def laser_echo_spreads(
+    preset: SensorPreset, horizon_lasers: list[list[Any]], height_m: float | None = None
+) -> list[list[Any]]:
+    """Each laser's road echo read jointly from its return rate and its zeros (:func:`echo_and_spread`),
+    for the lasers :func:`laser_echoes` reads: ``[ring, where (m), P, P on the road (P over the scan's
+    :func:`road_reach`, at most 1), zeros, mean echo, its least, its largest (None: unbounded), log spread,
+    reading, the model's flat-road echo]``."""
+    reach = road_reach(horizon_lasers) or 1.0
+    out: list[list[Any]] = []
+    for ring, where, p, zeros, _z, _p, model in laser_echoes(preset, horizon_lasers, height_m):
+        on_road = min(float(p) / reach, 1.0)
+        e = echo_and_spread(preset, on_road, zeros)
+        out.append(
+            [
+                ring,
+                where,
+                p,
+                round(on_road, 3),
+                zeros,
+                round(e.mean, 3),
+                round(e.low, 3),
+                None if e.high is None else round(e.high, 3),
+                None if e.spread is None else round(e.spread, 3),
+                e.reading,
+                model,
+            ]
+        )
+    return out
+
+
+def _read(row: list[Any]) -> bool:
+    """Whether a :func:`laser_echo_spreads` row's mean is fixed within :data:`READ_SPAN`."""
+    return row[9] in ("joint", "spread at most") and row[7] is not None and row[7] <= READ_SPAN * row[6]
+
+
+def spread_echo_slope(rows: list[list[Any]]) -> float | None:
+    """Least-squares ``d ln(mean echo) / d ln R`` of :func:`laser_echo_spreads`' rows whose mean both
+    observations fix within :data:`READ_SPAN`, up to 60 m; None with fewer than three."""
+    pts = [(math.log(r[1]), math.log(r[5])) for r in rows if _read(r) and r[1] <= 60.0]
     if len(pts) < 3:
         return None
     x, y = np.array(pts).T
