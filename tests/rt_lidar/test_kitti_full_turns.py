@@ -2,7 +2,7 @@
 read on their firing grid (docs/realism.md, change 53).
 
 Twelve full frames of OpenPCDet's sample data were misread two ways: a step back of a hundredth of a
-degree inside one laser's sweep started a new ring (74-86 rings instead of 64 in three of them, each
+degree inside one laser's sweep started a new ring (65-88 rings instead of 64 in seven of them, each
 split laser's halves counting the other half as raydrop), and with a ``calib.txt`` beside the file every
 return of the whole turn stayed "in view", so the raydrop in camera 2's view was divided by six times
 too many rays (0.014 instead of 0.08 on testing/000001)."""
