@@ -83,3 +83,24 @@ def test_a_full_turn_and_its_camera_crop_read_the_same_view(tmp_path: Path) -> N
     assert drops_full == drops_crop == round(2.0 / AZ_STEP_DEG)  # laser 4's gap at 10-12 deg
     sf, sc = realism_statistics(full), realism_statistics(crop)
     assert sf["drop_share"] == sc["drop_share"] > 0.002
+
+
+VENDORED = Path(__file__).parents[1] / "data" / "real" / "HDL-64E" / "kitti_testing_000005.bin"
+"""A full KITTI turn (OpenPCDet PR #653's sample testing/000005, tests/data/real/README.md)."""
+
+
+def test_a_real_full_turn_reads_one_ring_a_laser() -> None:
+    """KITTI's testing frame 000005 holds ten steps back of under 1 deg inside its lasers' sweeps: the
+    old reader made 74 rings of its 64 lasers."""
+    a = np.fromfile(VENDORED, np.float32).reshape(-1, 4)
+    assert len(a) == 109_773
+    rings = kitti_laser_rings(a[:, :3])
+    assert rings.max() + 1 == 64
+    el = np.degrees(np.arctan2(a[:, 2], np.hypot(a[:, 0], a[:, 1])))
+    medians = np.array([np.median(el[rings == k]) for k in range(64)])
+    assert medians[0] > 1.5 and medians[-1] < -23.0  # the upper block's top laser to the lower's last
+    g = read_kitti_bin(VENDORED)
+    assert g.range_m.shape[0] == 64
+    assert int(g.returned.sum()) == len(a)
+    s = realism_statistics(g)
+    assert 0.1 < s["hole_share"] < 0.4  # the whole turn's (0.33); its view's is change 53's table
