@@ -128,20 +128,26 @@ def read_kitti_calib(path: str | Path) -> dict[str, np.ndarray]:
     return out
 
 
-def camera_view(direction: np.ndarray, calib: dict[str, np.ndarray], size: tuple[int, int]) -> np.ndarray:
-    """Which rays ``direction`` (..., 3) land in the image of KITTI camera 2 (``size`` = width, height)
-    at 20 m (``P2 @ R0_rect @ Tr_velo_to_cam``)."""
+def _in_image(points: np.ndarray, calib: dict[str, np.ndarray], size: tuple[int, int]) -> np.ndarray:
+    """Which ``points`` (..., 3, velodyne frame) project into KITTI camera 2's image (``size`` = width,
+    height) in front of it (``P2 @ R0_rect @ Tr_velo_to_cam``)."""
     p2 = calib["P2"].reshape(3, 4)
     r0 = np.eye(4)
     r0[:3, :3] = calib["R0_rect"].reshape(3, 3)
     tr = np.eye(4)
     tr[:3, :] = calib["Tr_velo_to_cam"].reshape(3, 4)
-    pts = direction.reshape(-1, 3) * 20.0
+    pts = np.nan_to_num(points.reshape(-1, 3))
     h = np.concatenate([pts, np.ones((len(pts), 1))], 1) @ (p2 @ r0 @ tr).T
     with np.errstate(divide="ignore", invalid="ignore"):
         u, v = h[:, 0] / h[:, 2], h[:, 1] / h[:, 2]
     inside = (h[:, 2] > 0) & (u >= 0) & (u < size[0]) & (v >= 0) & (v < size[1])
-    return inside.reshape(direction.shape[:-1])
+    return inside.reshape(points.shape[:-1])
+
+
+def camera_view(direction: np.ndarray, calib: dict[str, np.ndarray], size: tuple[int, int]) -> np.ndarray:
+    """Which rays ``direction`` (..., 3) land in the image of KITTI camera 2 (``size`` = width, height)
+    at 20 m (``P2 @ R0_rect @ Tr_velo_to_cam``)."""
+    return _in_image(direction * 20.0, calib, size)
 
 
 def _sequence_grid(
@@ -196,6 +202,12 @@ def _sequence_grid(
     return ScanGrid(name, out_xyz, out_r, out_i, direction, in_view, step, units, out_az)
 
 
+JITTER_BACK_DEG = 1.0
+"""A step back in azimuth smaller than this inside a KITTI sweep is not a new laser: full 360-deg frames
+(OpenPCDet's sample testing/000004) hold steps of 0.01 deg back within one laser, at object edges;
+a new laser's sweep jumps back by tens of degrees (80 in a camera crop, 360 over a full turn)."""
+
+
 def kitti_laser_rings(xyz: np.ndarray) -> np.ndarray:
     """Each point's laser (ring index) in a KITTI ``.bin``, whose points run laser after laser.
 
@@ -205,14 +217,15 @@ def kitti_laser_rings(xyz: np.ndarray) -> np.ndarray:
     right half to the next one's left half. The sweep is cut into pieces where the azimuth jumps back
     or crosses 0 upwards; a new laser begins at whichever of the two joins points of different lasers:
     the one whose two sides differ more in elevation where they meet (one laser spacing, ~0.4 deg,
-    against ~0 across a laser's own seam). Jumps back that do not cross 0 always start a laser."""
+    against ~0 across a laser's own seam). Jumps back that do not cross 0 always start a laser, but a
+    step back under :data:`JITTER_BACK_DEG` is a laser's own jitter (full turns hold a few a frame)."""
     xyz = np.asarray(xyz, np.float64)
     az = np.degrees(np.arctan2(xyz[:, 1], xyz[:, 0]))
     if az.size < 2:
         return np.zeros(az.size, np.int64)
     el = np.degrees(np.arctan2(xyz[:, 2], np.hypot(xyz[:, 0], xyz[:, 1])))
     prev, cur = az[:-1], az[1:]
-    back = cur < prev
+    back = cur < prev - JITTER_BACK_DEG
     wrap = back & (prev >= 0) & (cur < 0)  # +180 -> -180 (or the crop's +40 -> -40)
     up = ~back & (prev < 0) & (cur >= 0)  # crossing straight ahead
     # where a wrap or an up-crossing joins two pieces, the elevation step across the join
@@ -246,12 +259,18 @@ def kitti_file_intensity(byte: np.ndarray) -> np.ndarray:
 
 def read_kitti_bin(path: str | Path, calib_path: str | Path | None = None) -> ScanGrid:
     """A KITTI velodyne ``.bin`` (float32 x, y, z, reflectance) on its firing grid; with ``calib_path``
-    the rays outside camera 2's 1242x375 image are out of view (KITTI object frames keep only those)."""
+    the rays outside camera 2's 1242x375 image are out of view (KITTI's ``velodyne_reduced`` frames keep
+    only those): a full turn and its camera crop read the same view."""
     a = np.fromfile(path, np.float32).reshape(-1, 4)
     ring = kitti_laser_rings(a[:, :3])
     grid = _sequence_grid(Path(path).name, a[:, :3], a[:, 3], ring, KITTI_STEP, KITTI_UNITS, 45.0)
-    if calib_path is not None:
-        grid.in_view &= camera_view(grid.direction, read_kitti_calib(calib_path), (1242, 375)) | grid.returned
+    if calib_path is not None:  # a return is in view where its point is in the image (KITTI's own crop:
+        # a camera-cropped file holds only those), a ray without one where its direction is at 20 m
+        calib = read_kitti_calib(calib_path)
+        size = (1242, 375)
+        grid.in_view &= np.where(
+            grid.returned, _in_image(grid.xyz, calib, size), camera_view(grid.direction, calib, size)
+        )
     return grid
 
 
