@@ -245,13 +245,16 @@ def test_cli_demo_over_the_bridge_publishes_the_mount_airsim_reports(tmp_path, d
 
     reader = _start_reader(dds_domain, "/points", 2, tmp_path / "received")
     try:
-        argv = ["demo", "--preset", "VLP-16", "--frames", "2", "--out", str(tmp_path / "demo"), "--quiet"]
+        # best effort, no waiting for readers: clouds published before the two processes' DDS discovery
+        # completes reach no one (a clean-clone run on 7 December: none of two arrived), so the demo
+        # publishes six and the reader stops once it has two
+        argv = ["demo", "--preset", "VLP-16", "--frames", "6", "--out", str(tmp_path / "demo"), "--quiet"]
         assert main([*argv, "--stamp", "wall", "--sink", f"ros2:/points,domain={dds_domain}"]) == 0
         got = _finish_reader(reader)
     finally:
         reader.kill()
     assert json.loads((tmp_path / "demo" / "summary.json").read_text())["stamp_clock"] == "wall"
-    assert len(got["clouds"]) == 2
+    assert 2 <= len(got["clouds"]) <= 6  # (the reader takes what has come in batches)
     (tf,) = got["tf_static"]
     assert (tf["parent"], tf["child"]) == ("base_link", "lidar")
     assert np.allclose(tf["xyz"], [0.0, 0.0, 1.8], atol=1e-6) and np.allclose(tf["xyzw"], [0, 0, 0, 1])
