@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from road_sweeps import flat_road_lasers
 
 from rt_lidar.validation.realism import realism_statistics
 from rt_lidar.validation.realism_grid import kitti_laser_rings, read_kitti_bin
@@ -33,20 +34,15 @@ def _full_turn(jitter: bool) -> tuple[np.ndarray, np.ndarray]:
     laser 7 lies 0.01 deg behind the one before it (as at an object's edge in a real frame)."""
     az = np.arange(0.0, 360.0, AZ_STEP_DEG)
     az = np.where(az >= 180.0, az - 360.0, az)
-    pts, laser = [], []
-    for k, el in enumerate(np.radians(ELEV_DEG)):
+    lasers = []
+    for k in range(len(ELEV_DEG)):
         a = az.copy()
         if k == 4:
             a = a[(a < 10.0) | (a > 12.0)]
         if jitter and k == 7:
             a[300] = a[299] - 0.01
-        r = 1.73 / np.sin(-el)
-        ar = np.radians(a)
-        pts.append(
-            np.stack([r * np.cos(el) * np.cos(ar), r * np.cos(el) * np.sin(ar), np.full(a.size, -1.73)], -1)
-        )
-        laser.append(np.full(a.size, k))
-    return np.concatenate(pts), np.concatenate(laser)
+        lasers.append(a)
+    return flat_road_lasers(ELEV_DEG, lasers)
 
 
 def _write(path: Path, xyz: np.ndarray) -> Path:

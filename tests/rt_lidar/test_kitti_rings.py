@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from real_frames import REAL
+from road_sweeps import flat_road_lasers
 
 from rt_lidar.validation.realism import realism_statistics
 from rt_lidar.validation.realism_grid import kitti_laser_rings, read_kitti_bin
@@ -26,15 +27,7 @@ def _road_sweep(seam_at_zero: bool) -> tuple[np.ndarray, np.ndarray]:
     az = np.arange(-40.0, 40.0, 0.17)
     if seam_at_zero:
         az = np.concatenate([az[az >= 0], az[az < 0]])
-    pts, laser = [], []
-    for k, el in enumerate(np.radians(ELEV_DEG)):
-        r = 1.73 / np.sin(-el)
-        a = np.radians(az)
-        pts.append(
-            np.stack([r * np.cos(el) * np.cos(a), r * np.cos(el) * np.sin(a), np.full(a.size, -1.73)], -1)
-        )
-        laser.append(np.full(a.size, k))
-    return np.concatenate(pts), np.concatenate(laser)
+    return flat_road_lasers(ELEV_DEG, [az] * len(ELEV_DEG))
 
 
 @pytest.mark.parametrize("seam_at_zero", [True, False])
