@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.pipeline.builder import build_pipeline, build_world
-from rt_lidar.sensor.presets import load_preset
+from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.unreal_bridge.world.street import street_scene
 from rt_lidar.validation.real_frames import (
     RealFrame,
@@ -248,6 +248,21 @@ REAL_SCAN_KEYS = (
 )
 
 
+def _road_echo_readings(preset: SensorPreset, st: dict[str, Any]) -> dict[str, Any]:
+    """A scan's road echo read back laser by laser from its ``horizon_lasers`` (change 52): from the
+    zeros alone, and its mean with its spread from the return rate and the zeros together (the second
+    amendment), each with its slope over range."""
+    lasers, height = st.get("horizon_lasers") or [], st.get("sensor_height_m")
+    echoes = laser_echoes(preset, lasers, height)
+    spreads = laser_echo_spreads(preset, lasers, height)
+    return {
+        "road_echo_lasers": echoes,
+        "road_echo_slope": echo_slope(echoes),
+        "road_echo_spreads": spreads,
+        "road_spread_slope": spread_echo_slope(spreads),
+    }
+
+
 def _measure_real(frame: RealFrame) -> dict[str, Any]:
     """One real frame's entry of the report: where it came from and its statistics (no road statistics
     for a frame recorded indoors)."""
@@ -261,16 +276,10 @@ def _measure_real(frame: RealFrame) -> dict[str, Any]:
         st.update(
             dict.fromkeys(GROUND_KEYS), ground_intensity_by_band=None, horizon_rings=[], horizon_lasers=[]
         )
-    preset = load_preset(frame.preset)  # its road's echo read back laser by laser (change 52)
-    st["road_echo_lasers"] = laser_echoes(preset, st.get("horizon_lasers") or [], st.get("sensor_height_m"))
-    st["road_echo_slope"] = echo_slope(st["road_echo_lasers"])
-    # its mean and spread read from P and the zeros together (change 52's second amendment)
-    st["road_echo_spreads"] = laser_echo_spreads(
-        preset, st.get("horizon_lasers") or [], st.get("sensor_height_m")
-    )
-    st["road_spread_slope"] = spread_echo_slope(st["road_echo_spreads"])
+    preset = load_preset(frame.preset)
+    st.update(_road_echo_readings(preset, st))
     read_as = [grid.units, grid.note]
-    if grid.units.startswith("Ouster reflectivity") and load_preset(frame.preset).output.intensity != (
+    if grid.units.startswith("Ouster reflectivity") and preset.output.intensity != (
         "calibrated_reflectivity"
     ):  # an RNG15 profile carries no signal: its range-compensated reflectivity is another quantity
         st.update(dict.fromkeys(INTENSITY_KEYS), ground_intensity_by_band=None)
@@ -359,32 +368,17 @@ def realism(out: Path) -> dict[str, Any]:
                 _median([sc["statistics"].get(key) for sc in mine if sc["kitti_view"]])
             )
         res.setdefault("sim_near_road_level", []).append(sim["ground_intensity_by_band"][0])
-        slopes = road_echo_slopes(load_preset(name), road_material(load_preset(name)))  # change 52
+        preset = load_preset(name)
+        slopes = road_echo_slopes(preset, road_material(preset))  # change 52
         res.setdefault("road_echo_slopes", {})[name] = slopes
         res.setdefault("model_road_echo_slope", []).append(round(slopes["total"], 3))
-        # the simulated scans' lasers read back as the real frame's are (change 52's amendment)
-        readback = [
-            echo_slope(
-                laser_echoes(load_preset(name), st.get("horizon_lasers") or [], st.get("sensor_height_m"))
+        # the simulated scans' lasers read back as the real frames' are (change 52's amendments)
+        readings = [_road_echo_readings(preset, st) for st in stats]
+        for key in ("road_echo_slope", "road_spread_slope"):
+            res.setdefault(f"sim_{key}", []).append(_median([r[key] for r in readings]))
+            res.setdefault(f"real_frame_{key}", []).append(
+                _median([sc["statistics"].get(key) for sc in mine])
             )
-            for st in stats
-        ]
-        res.setdefault("sim_road_echo_slope", []).append(_median(readback))
-        res.setdefault("real_frame_road_echo_slope", []).append(
-            _median([sc["statistics"].get("road_echo_slope") for sc in mine])
-        )
-        joint = [  # the mean echo read from P and the zeros together, either scan
-            spread_echo_slope(
-                laser_echo_spreads(
-                    load_preset(name), st.get("horizon_lasers") or [], st.get("sensor_height_m")
-                )
-            )
-            for st in stats
-        ]
-        res.setdefault("sim_road_spread_slope", []).append(_median(joint))
-        res.setdefault("real_frame_road_spread_slope", []).append(
-            _median([sc["statistics"].get("road_spread_slope") for sc in mine])
-        )
         res.setdefault("sim_intensity_max", []).append(sim["intensity_max"])
         res.setdefault("real_frame_intensity_max", []).append(
             _median([sc["statistics"].get("intensity_max") for sc in mine])
