@@ -107,6 +107,9 @@ def realism_table(rep: dict[str, Any]) -> str:
         if "sim_road_spread_slope" in rep:  # the same from P and the zeros together (mean and spread)
             sim, real = rep["sim_road_spread_slope"][i], rep["real_frame_road_spread_slope"][i]
             rows.append(f"{name:8} {'echo_joint':10} {_fmt(sim):>10} {_fmt(real):>10} {'-':>11} {'-':>9}")
+        if "sim_road_gain_r10" in rep:  # the receiver gain the road asks at the 10 % range (change 56)
+            sim, real = rep["sim_road_gain_r10"][i], rep["real_frame_road_gain_r10"][i]
+            rows.append(f"{name:8} {'gain_r10':10} {_fmt(sim):>10} {_fmt(real):>10} {'-':>11} {'-':>9}")
         if "model_road_echo_slope" in rep:  # the model's own road echo over 35-55 m, term by term
             model = rep["model_road_echo_slope"][i]
             rows.append(f"{name:8} {'echo_model':10} {_fmt(model):>10} {'-':>10} {'-':>11} {'-':>9}")

@@ -53,6 +53,7 @@ from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
 __all__ = [
     "ECHO_RANGE_M",
     "P_SATURATED",
+    "R10_WINDOW",
     "REACH_RANGE_M",
     "READ_SPAN",
     "SENSOR_HEIGHT_M",
@@ -64,6 +65,7 @@ __all__ = [
     "echo_for_return_rate",
     "echo_for_zero_share",
     "echo_slope",
+    "gain_asked_at_r10",
     "laser_echo_spreads",
     "laser_echoes",
     "return_rate",
@@ -395,3 +397,24 @@ def spread_echo_slope(rows: list[list[Any]]) -> float | None:
         return None
     x, y = np.array(pts).T
     return round(float(np.polyfit(x, y, 1)[0]), 3)
+
+
+R10_WINDOW = 0.1
+"""Lasers answering within this share of the preset's datasheet 10 % range (45-55 m for the HDL-64E's 50 m)
+read the gain that the road asks there (:func:`gain_asked_at_r10`)."""
+
+
+def gain_asked_at_r10(preset: SensorPreset, rows: list[list[Any]]) -> float | None:
+    """The receiver gain over the model that a scan's road asks at the preset's datasheet 10 % range R10
+    (docs/realism.md, change 56): the median, over the rows of :func:`laser_echo_spreads` answering within
+    R10 (1 +- :data:`R10_WINDOW`), of the mean echo they read over the model's flat road echo there. On
+    the model's own scan it reads the lasers' own gains (~1). Any range-only receiver term (the range law, a
+    time-programmed gain or threshold) that keeps the 10 % figure is 1 at R10 by construction, so a figure
+    above 1 there is what no such term can give. A ``"rate only"`` row's mean is the least its return rate
+    asks (a lower bound where it returns more than half the time). None without R10 or such lasers."""
+    r10 = preset.range.range_10pct_m
+    if r10 is None:
+        return None
+    lo, hi = r10 * (1.0 - R10_WINDOW), r10 * (1.0 + R10_WINDOW)
+    ratios = [r[5] / r[10] for r in rows if lo <= r[1] <= hi and r[10] > 0.0]
+    return round(float(np.median(ratios)), 3) if ratios else None

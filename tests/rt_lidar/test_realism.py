@@ -214,8 +214,9 @@ def test_validate_prints_simulated_beside_real(tmp_path: Path, capsys: pytest.Ca
     assert "preset   statistic   simulated real frame   published  residual" in out
     # falloff, horizon_m, horizon_ret (where the road answered at the horizon), texture, zeros40, the
     # horizon in KITTI's camera view (to the plane, returned: change 31), the road echo's slope read back
-    # from the lasers' zeros, read from P and the zeros together, and the model's own (change 52)
-    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 10
+    # from the lasers' zeros, read from P and the zeros together, and the model's own (change 52), and the
+    # receiver gain the road asks at the 10 % range (change 56)
+    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 11
     slope = next(line.split() for line in out.splitlines() if line.startswith("HDL-64E  echo_slope"))
     joint = next(line.split() for line in out.splitlines() if line.startswith("HDL-64E  echo_joint"))
     model = next(line.split() for line in out.splitlines() if line.startswith("HDL-64E  echo_model"))
@@ -224,6 +225,9 @@ def test_validate_prints_simulated_beside_real(tmp_path: Path, capsys: pytest.Ca
     assert float(joint[2]) < float(slope[2]) - 1.0  # ... from P and the zeros together: it falls again
     assert slope[3] == "-" or float(slope[3]) > -1.0  # ... and KITTI's lasers' (where its frame is here),
     assert joint[3] == "-" or float(joint[3]) > -1.0  # either way
+    gain = next(line.split() for line in out.splitlines() if line.startswith("HDL-64E  gain_r10"))
+    assert gain[2] == "-" or float(gain[2]) < 1.6  # the model's scan reads about its lasers' own gains
+    assert gain[3] == "-" or float(gain[3]) > 2.0  # KITTI's road asks more than any range-only term gives
 
 
 def test_without_the_real_frames_their_checks_are_not_run_and_that_is_said(
