@@ -25,6 +25,7 @@ import numpy as np
 from rt_lidar.pipeline.builder import build_pipeline, build_world
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.unreal_bridge.world.street import street_scene
+from rt_lidar.validation.kitti_typical import TYPICAL_PRESET, typical_comparison
 from rt_lidar.validation.real_frames import (
     RealFrame,
     is_outdoor,
@@ -346,6 +347,8 @@ def realism(out: Path) -> dict[str, Any]:
         kitti = [sc for sc in mine if sc["kitti_view"]]
         if kitti and calib is not None:
             res.setdefault("layouts", {})[name] = _layouts(name, opts.frames, calib, sim, stats, kitti[0])
+        if name == TYPICAL_PRESET and calib is not None:  # the typical KITTI frame (change 55)
+            res.setdefault("typical_kitti", {})[name] = typical_comparison(stats)
         for short, key in STAT_KEYS.items():
             ref = REFERENCE.get(name, {}).get(short)
             res.setdefault(f"sim_{short}", []).append(sim[key])

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from rt_lidar.validation.kitti_typical import typical_table
 from rt_lidar.validation.realism_layout import layout_table
 from rt_lidar.validation.realism_reference import REFERENCE, STAT_KEYS, VIEW_KEYS
 
@@ -129,4 +130,6 @@ def realism_table(rep: dict[str, Any]) -> str:
         rows += [f"{label}: read as {sc['read_as']}" for label, sc in scans.items() if sc.get("read_as")]
     for name, lay in rep.get("layouts", {}).items():
         rows += ["", layout_table(name, lay)]
+    for name, typical in rep.get("typical_kitti", {}).items():
+        rows += ["", typical_table(name, typical)]
     return "\n".join(rows)

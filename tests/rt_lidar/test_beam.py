@@ -85,10 +85,10 @@ GOLDEN = {
     "street": (
         "VLP-16",
         28928,
-        2982,
-        25946,
-        1298098069389,
-        185990,
+        2753,
+        26175,
+        1311632627327,
+        187140,
         # asphalt's texture in 3 cm cells (docs/realism.md change 21), brick as fired clay and car
         # cabins of carbon-black trim (changes 22-23), the crowns of leaves, curved glazing and silver
         # paint (changes 26-28): was (37664.60831, 27447.74011, 10770.85566, 575253.0, 24441.06892);
@@ -105,8 +105,11 @@ GOLDEN = {
         # (46231.02758, 28031.48128, 12740.69369, 640400.0, 25172.54174); then the texture averaged over
         # each pulse's footprint, with 1 m patches (change 46): as many points, intensity sum +0.09 %
         # (every echo off asphalt, concrete and rock moves with it; positions by the range walk), was
-        # (46126.28566, 28020.06724, 12741.51113, 642807.0, 25196.73838)
-        (46126.32593, 28020.05983, 12741.5104, 643398.0, 25202.10559),
+        # (46126.28566, 28020.06724, 12741.51113, 642807.0, 25196.73838); then the cabins and car
+        # glazing fitted to the typical KITTI frame (change 55: car_interior 0.02 -> 0.3, car_glass
+        # one-way 0.5 -> 0.7): 2982 -> 2753 empty pulses (rays into cars' windows return), was
+        # 1298098069389, 185990, (46126.32593, 28020.05983, 12741.5104, 643398.0, 25202.10559)
+        (46645.21842, 28471.26104, 12629.82324, 652549.0, 25305.32204),
     ),
     "targets": (
         "OS1-64",

@@ -139,7 +139,9 @@ def test_same_seed_same_bytes_and_the_weak_lasers_return_less() -> None:
     n_unit = np.bincount(a["ring"], minlength=64)
     n_flat = np.bincount(flat["ring"], minlength=64)
     assert n_unit[weak].sum() < 0.97 * n_flat[weak].sum()
-    assert n_unit[strong].sum() > 1.01 * n_flat[strong].sum()
+    # the strong lasers gain only where echoes lie near the threshold: +0.9 % since the cabins return
+    # (change 55; +1-2 % when they were the street's darkest targets)
+    assert n_unit[strong].sum() > 1.005 * n_flat[strong].sum()
     med_unit = np.median(a["reflectivity"][np.isin(a["ring"], strong)])
     med_flat = np.median(flat["reflectivity"][np.isin(flat["ring"], strong)])
     assert med_unit == pytest.approx(med_flat, rel=0.05)

@@ -1,6 +1,7 @@
-"""Issue 40, items 3 and 6: raydrop in the right places. A car's cabin is carbon-black trim behind its
-glazing (``car_interior``), so rays into a parked car's windows come back weak or not at all, as in
-KITTI's frame; red brick is fired clay, bright in the near infrared (docs/realism.md, changes 20-21)."""
+"""Issue 40, items 3 and 6: raydrop in the right places. A car's cabin (``car_interior``) behind its
+glazing returns the rays that enter a parked car's windows, as the typical KITTI frame's near cars do
+(change 55; fitted to frame 000008 before, changes 21-24, they came back weak or not at all); red brick
+is fired clay, bright in the near infrared (docs/realism.md, changes 20-21)."""
 
 from __future__ import annotations
 
@@ -40,11 +41,14 @@ def test_red_brick_is_bright_in_the_near_infrared() -> None:
     assert brick > shingle_like
 
 
-def test_the_cabin_is_carbon_black_trim_darker_than_black_paint() -> None:
-    """Seats, dashboard and floor are ``car_interior``, darker than black paint's carbon-black base (PPG's
-    6 % of white); the rooms behind building windows keep ``interior``."""
-    cabin, black, rooms = _diffuse_905("car_interior", "car_paint_black", "interior")
-    assert cabin < black < rooms
+def test_the_cabin_is_the_fitted_average_trim_brighter_than_black_paint() -> None:
+    """Seats, dashboard and floor are ``car_interior``: 0.3, fitted to the typical KITTI frame (change 55),
+    between black paint's carbon-black base (PPG's 6 % of white) and white paint, brighter than the
+    rooms behind building windows, which keep ``interior``."""
+    cabin, black, rooms, white = _diffuse_905(
+        "car_interior", "car_paint_black", "interior", "car_paint_white"
+    )
+    assert black < rooms < cabin < white
     names = list(Scene(objects=[]).material_names)
     b = MeshBuilder(names)
     add_car(b, "car_paint_white")
@@ -53,17 +57,19 @@ def test_the_cabin_is_carbon_black_trim_darker_than_black_paint() -> None:
 
 
 @pytest.mark.parametrize("ahead_m", [10.0, 14.0])
-def test_a_parked_cars_cabin_reads_zero_or_drops_beyond_ten_metres(ahead_m: float) -> None:
-    """A white car parked 3 m aside: its body returns with intensity, while what comes back from inside
-    its cabin reads 0 (below 2.6x the S2's threshold), as KITTI's rings meeting car windows report."""
+def test_a_parked_cars_cabin_returns_through_its_glazing_beyond_ten_metres(ahead_m: float) -> None:
+    """A white car parked 3 m aside: its body and what lies inside its cabin return with intensity, as
+    the typical KITTI frame's near cars do (thirteen frames' near objects drop a median 1.7 % of their
+    rays, change 55). Fitted to frame 000008 (cabin 0.02, glazing 0.5 one way), the cabin returned 14-116
+    points here, 86-100 % of them reading 0; now 374 and 177, 1-2 % zeros."""
     pose = Pose.from_xyz_rpy(ahead_m, -3.0, 0.0)
     p = _car_points("car_paint_white", pose)
     z = p["z"] + MOUNT_Z
     cabin = (z > 0.97) & (z < 1.36) & (np.abs(p["y"] + 3.0) < 0.78) & (np.abs(p["x"] - ahead_m) < 1.9)
     body = (z > 0.35) & (z < 0.9)
     assert body.sum() > 300 and np.mean(p["intensity"][body] == 0) < 0.1
-    assert cabin.sum() > 10
-    assert np.mean(p["intensity"][cabin] == 0) > 0.8
+    assert cabin.sum() > 150
+    assert np.mean(p["intensity"][cabin] == 0) < 0.2
 
 
 def test_the_s2s_receiver_loses_near_echoes_out_of_its_focus() -> None:

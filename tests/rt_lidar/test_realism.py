@@ -130,7 +130,7 @@ def test_kitti_frame_statistics() -> None:
     assert 50.0 <= s["ground_horizon_returned_m"] <= 60.0
     assert 0.12 <= s["ground_texture_share"] <= 0.84
     assert 0.4 <= s["zero_share_beyond_40m"] <= 0.8  # the S2 reports ~half its far returns as 0
-    assert 0.10 <= s["hole_share"] <= 0.25  # the issue: 15.7 % in the camera crop
+    assert 0.10 <= s["hole_share"] <= 0.25  # 0.164: the highest of 13 KITTI frames (median 0.024, change 55)
     assert s["holes_near_object_share"] > 0.5  # holes in near cars, not far grazing road
 
 
