@@ -166,7 +166,8 @@ def test_the_joint_reading_recovers_the_simulated_roads_echo_where_the_zeros_alo
     assert gains is not None  # the shipped unit's lasers differ (change 42)
     lasers = realism_statistics(simulated_grids("HDL-64E", frames=1)[0])["horizon_lasers"]
     reach = road_reach(lasers)
-    assert reach is not None and 0.8 < reach < 0.97  # rays that meet cars and kerbs, not the road
+    # rays that meet kerbs and cars' lower bodies, not the road (0.96 before change 55's cabins returned)
+    assert reach is not None and 0.8 < reach < 0.995
     rows = laser_echo_spreads(preset, lasers)
     zeros_alone = {r[0]: r[4] for r in laser_echoes(preset, lasers)}
     read = [
