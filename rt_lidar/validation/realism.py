@@ -20,7 +20,11 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
   a ray of the same column that returned: not open sky), and where holes are (the range of the returns
   around them; near-object holes are those whose neighbours are not ground and closer than 20 m), and
   the hole rate by surface class and range band (:mod:`rt_lidar.validation.realism_holes`: the
-  placement with the street's layout taken out).
+  placement with the street's layout taken out). What a recording vehicle adds is left out of all of
+  these, the same way on real and simulated scans: a laser that returns nothing over the whole scan (a
+  dead channel: its rays are no holes) and the ego zone, returns within :data:`EGO_RANGE_M` of the sensor
+  and holes whose returning neighbours lie there (the vehicle's own roof, rack and mount, whose rays
+  closer than the sensor's minimum range come back empty: docs/realism.md, change 58).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from rt_lidar.validation.realism_grid import ScanGrid
 from rt_lidar.validation.realism_holes import class_counts, fine_counts, hole_rates
 from rt_lidar.validation.realism_lasers import laser_ground_rates, laser_hole_rates, laser_hole_spread
 
-__all__ = ["BANDS_M", "GroundPlane", "fit_ground", "realism_statistics"]
+__all__ = ["BANDS_M", "EGO_RANGE_M", "GroundPlane", "dead_lasers", "fit_ground", "realism_statistics"]
 
 BANDS_M = ((0.0, 10.0), (10.0, 20.0), (20.0, 30.0), (30.0, 50.0), (50.0, float("inf")))
 """Range bands of the ground intensity (m)."""
@@ -43,6 +47,13 @@ TEXTURE_RANGE_M = (5.0, 15.0)
 TEXTURE_WINDOW = 9
 ZERO_BEYOND_M = 40.0
 NEAR_OBJECT_M = 20.0
+EGO_RANGE_M = 2.0
+"""Returns closer than this, and holes whose returning neighbours' median range is, are the recording
+vehicle's own body and mount, not the street: left out of the raydrop statistics (change 58). Real roof
+sensors see their vehicle there every scan: nuScenes' HDL-32E its roof at 0.5-1.5 m (0.35 m below the
+sensor, all round), the OS0-128 sample its roof and mount at 0.2-1 m and the body to 2 m behind it,
+the VLS-128 sample 1.0-1.5 m to its side; a street's objects are rarely that close (KITTI's thirteen
+frames: 2-124 returns of 19,000-75,000 within 2 m)."""
 
 
 @dataclass(frozen=True)
@@ -239,22 +250,36 @@ def _under_a_return(grid: ScanGrid, az: np.ndarray, order: np.ndarray) -> np.nda
     return out
 
 
-def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
-    """Raydrop share, hole share and where the holes are."""
+def dead_lasers(grid: ScanGrid) -> np.ndarray:
+    """(rings,) bool: rings in view that return nothing over the whole scan (a dead or disabled channel:
+    the nebula VLS-128 sample's laser 82 reads 0 in all of its 1,812 firings), while the scan returns."""
     view = grid.in_view
     ret = grid.returned & view
+    return view.any(axis=1) & ~ret.any(axis=1) & bool(ret.any())
+
+
+def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
+    """Raydrop share, hole share and where the holes are (dead lasers and the ego zone left out)."""
+    view = grid.in_view
     missing = view & ~grid.returned
     elev = np.array(
         [np.nanmedian(grid.direction[k, view[k], 2]) if view[k].any() else -2 for k in range(len(view))]
     )
     order = np.argsort(-elev)  # rings from the highest elevation down
     az = _cell_azimuth(grid)
-    holes = missing & _under_a_return(grid, az, order)
-    rng = np.where(ret, grid.range_m, np.nan)
-    gnd = ground.astype(np.float64)
+    holes = missing & _under_a_return(grid, az, order) & ~dead_lasers(grid)[:, None]
+    ret = grid.returned & view & (grid.range_m >= EGO_RANGE_M)  # the ego zone's returns left out
+    holes &= ~_ego_holes(grid, holes, ret, az, order)
+    return _hole_statistics(grid, ground, holes, ret, az, order, missing, elev)
+
+
+def _hole_neighbours(
+    grid: ScanGrid, holes: np.ndarray, ret: np.ndarray, az: np.ndarray, order: np.ndarray, values: np.ndarray
+) -> np.ndarray:
+    """(holes, 4) ``values`` at each hole's neighbours (the rays beside it on its ring and the nearest rays
+    of the rings next to it in elevation), NaN where a neighbour has no return in ``ret``."""
     ncols = ret.shape[1]
     hk, hc = np.nonzero(holes)
-    # a hole's neighbours: the rays beside it on its ring and the nearest rays of the rings next to it
     cols = [(hk, (hc - 1) % ncols), (hk, (hc + 1) % ncols)]
     pos = np.empty_like(order)
     pos[order] = np.arange(order.size)
@@ -275,9 +300,42 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
             left_closer = np.abs(a[i - 1] - x) < np.abs(a[i] - x)
             nk[sel], nc[sel] = kk, o[np.where(left_closer, i - 1, i)]
         cols.append((nk, nc))
-    rr = np.stack([np.where(k >= 0, rng[np.maximum(k, 0), c], np.nan) for k, c in cols], -1)
-    gg = np.stack([np.where(k >= 0, gnd[np.maximum(k, 0), c], np.nan) for k, c in cols], -1)
-    gg = np.where(np.isfinite(rr), gg, np.nan)
+    v = np.where(ret, values, np.nan)
+    if not cols[0][0].size:
+        return np.zeros((0, 4))
+    return np.stack([np.where(k >= 0, v[np.maximum(k, 0), c], np.nan) for k, c in cols], -1)
+
+
+def _ego_holes(
+    grid: ScanGrid, holes: np.ndarray, ret: np.ndarray, az: np.ndarray, order: np.ndarray
+) -> np.ndarray:
+    """(rings, columns) bool: holes whose returning neighbours (any range) have their median range within
+    :data:`EGO_RANGE_M`: rays the vehicle's own body blocks closer than the sensor reports."""
+    rr = _hole_neighbours(grid, holes, grid.returned & grid.in_view, az, order, grid.range_m)
+    with warnings.catch_warnings():  # all-NaN rows: no returning neighbour, not the ego's
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(rr, axis=1) if rr.size else np.zeros(0)
+    out = np.zeros(holes.shape, bool)
+    hk, hc = np.nonzero(holes)
+    ego = np.isfinite(med) & (med < EGO_RANGE_M)
+    out[hk[ego], hc[ego]] = True
+    return out
+
+
+def _hole_statistics(
+    grid: ScanGrid,
+    ground: np.ndarray,
+    holes: np.ndarray,
+    ret: np.ndarray,
+    az: np.ndarray,
+    order: np.ndarray,
+    missing: np.ndarray,
+    elev: np.ndarray,
+) -> dict[str, Any]:
+    view = grid.in_view
+    # a hole's neighbours: the rays beside it on its ring and the nearest rays of the rings next to it
+    rr = _hole_neighbours(grid, holes, ret, az, order, grid.range_m)
+    gg = _hole_neighbours(grid, holes, ret, az, order, ground.astype(np.float64))
     seen = np.isfinite(rr).any(axis=1)
     with warnings.catch_warnings():  # rows of all-NaN neighbours are left out above; none warns
         warnings.simplefilter("ignore", RuntimeWarning)

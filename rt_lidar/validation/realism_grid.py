@@ -67,6 +67,45 @@ def _circular_phase(az_deg: np.ndarray, step: float) -> float:
     return float(np.angle(np.exp(1j * ang).mean()) / (2 * np.pi) * step)
 
 
+SETTLE_CELLS = 2
+"""How far (cells) a ray sharing its cell with another may move, with the rays between, to an empty one."""
+SAME_RAY_STEPS = 0.25
+"""Points of one ring closer than this in azimuth (steps) are one ray's returns (a dual-return cloud's two,
+within 0.01 deg of each other): they share a cell, the first (strongest) kept, and none moves."""
+
+
+def _settle_shared_cells(col: np.ndarray, lean: np.ndarray, columns: int) -> np.ndarray:
+    """Cells of one ring's points (``col``; ``lean``, each one's offset from its cell's centre in steps)
+    where two of them round to one cell: the one leaning most toward the side of an empty cell within
+    :data:`SETTLE_CELLS` moves one cell that way, and each single ray between it and the empty cell one
+    further, so the ring's rays keep their order. Where a ring's firing phase drifts across whole cells
+    and jitters (Argoverse 2's sweep: steps of 0.18-0.22 deg on 0.2), a ray crossing into its neighbour's
+    cell otherwise shares it and leaves a false hole beside them (1,309 of that sweep's 51,785 points
+    shared a cell; 340 still do, where the drift shifts whole runs; docs/realism.md, change 58). A
+    regular sweep has none; a shared cell with no empty one within reach stays (its extra ray dropped),
+    as do a ray's two returns (:data:`SAME_RAY_STEPS`)."""
+    col = col.copy()
+    taken = np.bincount(col, minlength=columns)
+    for c in np.flatnonzero(taken >= 2):
+        for side in (-1, 1):
+            if taken[c] < 2:
+                break
+            path = [(c + side * d) % columns for d in range(1, SETTLE_CELLS + 1)]
+            empty = next((j for j, cell in enumerate(path) if taken[cell] != 1), None)
+            if empty is None or taken[path[empty]] != 0:
+                continue
+            here = np.flatnonzero(col == c)
+            mover = here[np.argmin(lean[here] * -side)]  # the one leaning furthest to this side
+            others = here[here != mover]
+            if lean[mover] * side <= 0 or np.min(np.abs(lean[others] - lean[mover])) < SAME_RAY_STEPS:
+                continue  # a second return of one ray (dual returns) keeps its cell: the stronger wins
+            for j in range(empty, 0, -1):  # the single rays between move on by one, farthest first
+                col[np.flatnonzero(col == path[j - 1])] = path[j]
+            col[mover] = path[0]
+            taken[path[empty]], taken[c] = 1, taken[c] - 1
+    return col
+
+
 def grid_from_points(
     name: str,
     xyz: np.ndarray,
@@ -104,7 +143,10 @@ def grid_from_points(
     for k, r in enumerate(rings):
         sel = np.flatnonzero(ring == r)
         phase = _circular_phase(az[sel], step_deg)
-        col = np.mod(np.round((az[sel] - phase) / step_deg).astype(np.int64), columns)
+        pos = (az[sel] - phase) / step_deg
+        col = _settle_shared_cells(
+            np.mod(np.round(pos).astype(np.int64), columns), pos - np.round(pos), columns
+        )
         col_rev = col[::-1]  # the first point of a cell wins: assign in reverse
         s_rev = sel[::-1]
         out_xyz[k, col_rev] = xyz[s_rev]
