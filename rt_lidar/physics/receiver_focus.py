@@ -19,8 +19,8 @@ It is tabulated once per focus distance on a uniform grid of ranges (:data:`TABL
 where every point of the spot is collected whole, 1 beyond) and read by linear interpolation with the
 same float64 steps on every backend (NumPy here and on CuPy, ``_path_factor.c``'s twin): the table is a
 host input, so every backend reads the same bits. For the HDL-64E (D_r 0.05 m, b 30.5 mm, theta_r 11.79
-mrad, F 15 m): 0.21 at 4 m, 0.63 at 6 m, 0.96 at 8 m, 1 from ~8.5 m on (the former detector sized to the
-2 mrad spot gave 0.045 / 0.14 / 0.32 there and 0.59 at 10 m).
+mrad, F 15 m): 0.21 at 4 m, 0.63 at 6 m, 0.96 at 8 m, 0.9997 at 10 m, 1 from 10.9 m on (the former
+detector sized to the 2 mrad spot gave 0.045 / 0.14 / 0.32 there and 0.59 at 10 m).
 
 It multiplies the receiver's range law (:mod:`rt_lidar.physics.receiver_range`), so detection sees it and
 calibrated reflectivity divides it out again, as the drivers' focal compensation does. Presets without

@@ -17,7 +17,12 @@ from rt_lidar.kernels import two_way_transmission
 from rt_lidar.physics import path_factor_fused
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.laser_gain import ring_gains
-from rt_lidar.physics.receiver_focus import TABLE_POINTS, beam_focus_ratio, beam_focus_table, beam_inverse_focus
+from rt_lidar.physics.receiver_focus import (
+    TABLE_POINTS,
+    beam_focus_ratio,
+    beam_focus_table,
+    beam_inverse_focus,
+)
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset, list_presets, load_preset
