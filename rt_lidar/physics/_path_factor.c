@@ -1,6 +1,7 @@
 /* The echo model's path factor in one compiled pass (rt_lidar.physics.path_factor_fused): clear air's
  * two-way transmission exp(-2 a R) (float32) times the receiver's range law (R / R10)^(2 - n) and its
- * lens's focus loss (float64 steps, each cast to float32), as EchoModel.path_factor computes them over
+ * receiver's near-field share read from its focus table (float64 steps, each cast to float32), as
+ * EchoModel.path_factor computes them over
  * ~10 NumPy calls per batch. The same operations in the same order and types (NumPy 2's rules: a Python
  * float meets a float32 array as float32); exp and power are NumPy's own loops (_np_loops.h: its SIMD exp
  * and, on AVX-512, SVML's power are not the C library's), power called with the exponent's stride 0 as
@@ -28,25 +29,40 @@ static PyObject *setup(PyObject *self, PyObject *args) {
 
 enum { BLOCK = 512 };
 
-/* path_factor(range f4 (N), out f4 (N), N, c, has_gain, r10, exponent, has_focus, inv_focus, aperture, s2)
+/* receiver_focus._interpolate at one range: x = fmin(fmax(range * inv_dr, 0), m - 1), i = fmin(floor(x),
+ * m - 2), a + (x - i) * (b - a) with a, b = row[i], row[i + 1] (NaN reads as 0: fmax). */
+static inline double table_read(const double *row, Py_ssize_t m, double inv_dr, double range) {
+    const double x = fmin(fmax(range * inv_dr, 0.0), (double)(m - 1));
+    const double fi = fmin(floor(x), (double)(m - 2));
+    const double t = x - fi;
+    const Py_ssize_t k = (Py_ssize_t)fi;
+    const double a = row[k], b = row[k + 1];
+    return a + t * (b - a);
+}
+
+/* path_factor(range f4 (N), out f4 (N), N, c, has_gain, r10, exponent, has_focus, table f8 (M), M, inv_dr)
  * out = exp(float32(c) * range) [* gain], gain = g [* eta] (float32 products):
  *   g = float32(isfinite(p) ? p : 0), p = power(r / r10, exponent), r = maximum(float64(range), 1e-3);
- *   eta = float32(s2 / (s2 + b * b)), b = aperture * maximum(1 / r - inv_focus, 0).
- * c = -2 a (a Python float: float32 against the float32 range), s2 = the spot's square. */
+ *   eta = float32(table_read(table, M, inv_dr, float64(range))): the receiver's share (receiver_focus).
+ * c = -2 a (a Python float: float32 against the float32 range). */
 static PyObject *path_factor(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o_range, *o_out;
-    Py_ssize_t n;
-    double c, r10, expo, inv_focus, aperture, s2;
+    PyObject *o_range, *o_out, *o_table;
+    Py_ssize_t n, m;
+    double c, r10, expo, inv_dr;
     int has_gain, has_focus;
-    if (!PyArg_ParseTuple(args, "OOndiddiddd", &o_range, &o_out, &n, &c, &has_gain, &r10, &expo, &has_focus,
-                          &inv_focus, &aperture, &s2))
+    if (!PyArg_ParseTuple(args, "OOndiddiOnd", &o_range, &o_out, &n, &c, &has_gain, &r10, &expo, &has_focus,
+                          &o_table, &m, &inv_dr))
         return NULL;
     if (!loops_ready) return PyErr_Format(PyExc_RuntimeError, "path_factor: setup() did not find NumPy's loops");
-    Buf br = {0}, bo = {0};
+    if (m < 2) return PyErr_Format(PyExc_ValueError, "path_factor: the focus table needs 2 ranges or more");
+    Buf br = {0}, bo = {0}, bt = {0};
     PyObject *ret = NULL;
-    if (buf_get(&br, o_range, 0, 'f', 4, n, "range") || buf_get(&bo, o_out, 1, 'f', 4, n, "out")) goto done;
+    if (buf_get(&br, o_range, 0, 'f', 4, n, "range") || buf_get(&bo, o_out, 1, 'f', 4, n, "out") ||
+        buf_get(&bt, o_table, 0, 'd', 8, m, "table"))
+        goto done;
     {
+        const double *table = bt.view.buf;
         const float *range = br.view.buf;
         float *out = bo.view.buf;
         const float cf = (float)c;
@@ -73,8 +89,7 @@ static PyObject *path_factor(PyObject *self, PyObject *args) {
                 float gain = 1.0f;
                 if (has_gain) gain = isfinite(p[i]) ? (float)p[i] : 0.0f;
                 if (has_focus) {
-                    const double b = aperture * max_np64(1.0 / r[i] - inv_focus, 0.0);
-                    const float eta = (float)(s2 / (s2 + b * b));
+                    const float eta = (float)table_read(table, m, inv_dr, (double)rg[i]);
                     gain = has_gain ? gain * eta : eta;
                 }
                 out[start + i] = x[i] * gain;
@@ -87,34 +102,31 @@ static PyObject *path_factor(PyObject *self, PyObject *args) {
 done:
     if (br.held) PyBuffer_Release(&br.view);
     if (bo.held) PyBuffer_Release(&bo.view);
+    if (bt.held) PyBuffer_Release(&bt.view);
     return ret;
 }
 
-/* beam_focus(range f4 (N), ring u2 (N), inv_focus f8 (M), out f4 (N), N, M, has_preset_focus, inv_f0, aperture,
- *            s2) -> bool
- * receiver_focus.beam_focus_ratio as float32: r = maximum(float64(range), 1e-3), v = 1 / r,
- * own = s2 / (s2 + b * b), b = aperture * maximum(v - inv_focus[ring], 0); with the preset's own focus
- * times (s2 + b0 * b0) / s2, b0 = aperture * maximum(v - inv_f0, 0). False (nothing written past the
- * bad ring) when a ring is past the table: np.take raises there, the caller runs the NumPy code. */
+/* beam_focus(range f4 (N), ring u2 (N), table f8 (M * K), out f4 (N), N, M, K, inv_dr) -> bool
+ * receiver_focus.beam_focus_ratio as float32: each ring's row of K ranges in the table (M rings), read
+ * with table_read. False (nothing written past the bad ring) when a ring is past the table: np.take raises
+ * there, the caller runs the NumPy code. */
 static PyObject *beam_focus(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[4];
-    Py_ssize_t n, m;
-    int has_f0;
-    double inv_f0, aperture, s2;
-    if (!PyArg_ParseTuple(args, "OOOOnniddd", &o[0], &o[1], &o[2], &o[3], &n, &m, &has_f0, &inv_f0, &aperture,
-                          &s2))
-        return NULL;
+    Py_ssize_t n, m, k;
+    double inv_dr;
+    if (!PyArg_ParseTuple(args, "OOOOnnnd", &o[0], &o[1], &o[2], &o[3], &n, &m, &k, &inv_dr)) return NULL;
+    if (k < 2) return PyErr_Format(PyExc_ValueError, "beam_focus: each row needs 2 ranges or more");
     Buf b[4];
     memset(b, 0, sizeof b);
     PyObject *ret = NULL;
     if (buf_get(&b[0], o[0], 0, 'f', 4, n, "range") || buf_get(&b[1], o[1], 0, 'H', 2, n, "ring") ||
-        buf_get(&b[2], o[2], 0, 'd', 8, m, "inv_focus") || buf_get(&b[3], o[3], 1, 'f', 4, n, "out"))
+        buf_get(&b[2], o[2], 0, 'd', 8, m * k, "table") || buf_get(&b[3], o[3], 1, 'f', 4, n, "out"))
         goto done;
     {
         const float *range = b[0].view.buf;
         const uint16_t *ring = b[1].view.buf;
-        const double *inv = b[2].view.buf;
+        const double *table = b[2].view.buf;
         float *out = b[3].view.buf;
         int ok = 1;
         Py_BEGIN_ALLOW_THREADS
@@ -123,14 +135,7 @@ static PyObject *beam_focus(PyObject *self, PyObject *args) {
                 ok = 0;
                 break;
             }
-            const double v = 1.0 / max_np64((double)range[i], 1e-3);
-            const double bl = aperture * max_np64(v - inv[ring[i]], 0.0);
-            double own = s2 / (s2 + bl * bl);
-            if (has_f0) {
-                const double b0 = aperture * max_np64(v - inv_f0, 0.0);
-                own = own * ((s2 + b0 * b0) / s2);
-            }
-            out[i] = (float)own;
+            out[i] = (float)table_read(table + (Py_ssize_t)ring[i] * k, k, inv_dr, (double)range[i]);
         }
         Py_END_ALLOW_THREADS
         ret = PyBool_FromLong(ok);

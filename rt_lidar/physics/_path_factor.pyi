@@ -14,9 +14,9 @@ def path_factor(
     r10: float,
     exponent: float,
     has_focus: int,
-    inv_focus: float,
-    aperture: float,
-    spot2: float,
+    table: Any,
+    m: int,
+    inv_dr: float,
     /,
 ) -> None:
     """out = exp(c range) times the receiver's range law and focus loss (see the source)."""
@@ -27,14 +27,12 @@ def probe(index: int, buf: Any, nin: int, /) -> None:
 def beam_focus(
     range_m: Any,
     ring: Any,
-    inv_focus: Any,
+    table: Any,
     out: Any,
     n: int,
     m: int,
-    has_preset_focus: int,
-    inv_f0: float,
-    aperture: float,
-    spot2: float,
+    k: int,
+    inv_dr: float,
     /,
 ) -> bool:
     """out = each laser's focus loss over the preset's (see the source); False: a ring past the table."""

@@ -36,7 +36,7 @@ from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.laser_gain import ring_gains
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
 from rt_lidar.physics.pulse_spread import peak_factor
-from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus, focus_gain, focus_parameters
+from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_focus_table, focus_gain, focus_parameters
 from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.physics.returns import _C_M_PER_NS as C_M_PER_NS
 from rt_lidar.physics.returns import MAX_NOISY_CANDIDATES, select_kind
@@ -98,9 +98,10 @@ class DeviceSensorPhysics(SensorPhysics):
         self._gain = (
             None if range_exponent(preset) == 2.0 else (range_exponent(preset), preset.range.range_10pct_m)
         )
-        self._focus = focus_parameters(preset)
-        inv = beam_inverse_focus(preset)  # each laser's own focus, where set (EchoModel.beam_focus)
-        self._beam_focus = None if inv is None else xp.asarray(inv)
+        self._focus = focus_parameters(preset)  # the receiver's near-field share, its table put there once
+        self._focus_table = None if self._focus is None else xp.asarray(self._focus.table)
+        beams = beam_focus_table(preset)  # each laser's own focus, where set (EchoModel.beam_focus)
+        self._beam_focus = None if beams is None else xp.asarray(beams.table)
         gain = ring_gains(preset)  # each laser's own gain, where the unit's lasers differ
         self._laser_gain = None if gain is None else xp.asarray(gain)
         self._hemispherical: Any = None  # the wet road's albedos (hemispherical_device)
@@ -127,7 +128,7 @@ class DeviceSensorPhysics(SensorPhysics):
         xp = self.xp
         trans = two_way_transmission(range_m, self.config.extinction_per_m)
         if self._focus is not None:  # the receiver lens's focus (rt_lidar.physics.receiver_focus)
-            trans = trans * focus_gain(xp, range_m, self._focus).astype(xp.float32)
+            trans = trans * focus_gain(xp, range_m, self._focus, self._focus_table).astype(xp.float32)
         if self._gain is None:
             return trans
         n, r10 = self._gain

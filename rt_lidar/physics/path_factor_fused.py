@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rt_lidar.kernels.np_loops import LoopCheck
-from rt_lidar.physics.receiver_focus import beam_inverse_focus, focus_parameters
+from rt_lidar.physics.receiver_focus import TABLE_POINTS, beam_focus_table, focus_parameters
 from rt_lidar.physics.receiver_range import range_exponent
 from rt_lidar.sensor.presets import SensorPreset
 
@@ -40,8 +40,8 @@ def available() -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _preset_terms(preset: SensorPreset) -> tuple[int, float, float, int, float, float, float]:
-    """``(has_gain, R10, 2 - n, has_focus, 1 / F, aperture, spot^2)`` of ``preset``'s receiver, as
+def _preset_terms(preset: SensorPreset) -> tuple[int, float, float, int, float, np.ndarray]:
+    """``(has_gain, R10, 2 - n, has_focus, 1 / dr, focus table)`` of ``preset``'s receiver, as
     :func:`~rt_lidar.physics.receiver_range.receiver_range_gain` and
     :func:`~rt_lidar.physics.receiver_focus.focus_gain` compute them."""
     n = range_exponent(preset)
@@ -49,9 +49,8 @@ def _preset_terms(preset: SensorPreset) -> tuple[int, float, float, int, float, 
     r10 = float(preset.range.range_10pct_m) if has_gain and preset.range.range_10pct_m is not None else 1.0
     focus = focus_parameters(preset)
     if focus is None:
-        return int(has_gain), r10, 2.0 - n, 0, 0.0, 0.0, 1.0
-    f, aperture, spot = focus
-    return int(has_gain), r10, 2.0 - n, 1, 1.0 / f, aperture, spot * spot
+        return int(has_gain), r10, 2.0 - n, 0, 1.0, np.ones(2)
+    return int(has_gain), r10, 2.0 - n, 1, focus.inv_dr, np.ascontiguousarray(focus.table)
 
 
 def path_factor(preset: SensorPreset, range_m: Any, extinction_per_m: Any) -> np.ndarray | None:
@@ -65,26 +64,37 @@ def path_factor(preset: SensorPreset, range_m: Any, extinction_per_m: Any) -> np
         and type(extinction_per_m) is float
     ):
         return None
-    terms = _preset_terms(preset)
+    has_gain, r10, expo, has_focus, inv_dr, table = _preset_terms(preset)
     out = np.empty(range_m.shape[0], np.float32)
-    _c.path_factor(np.ascontiguousarray(range_m), out, out.shape[0], -2.0 * extinction_per_m, *terms)
+    _c.path_factor(
+        np.ascontiguousarray(range_m),
+        out,
+        out.shape[0],
+        -2.0 * extinction_per_m,
+        has_gain,
+        r10,
+        expo,
+        has_focus,
+        table,
+        table.shape[0],
+        inv_dr,
+    )
     return out
 
 
-@functools.lru_cache(maxsize=64)
 def inverse_focus(preset: SensorPreset) -> np.ndarray | None:
-    """:func:`~rt_lidar.physics.receiver_focus.beam_inverse_focus` of ``preset``, built once (read-only):
-    the physics asks for it ~4 times a frame."""
-    inv = beam_inverse_focus(preset)
-    if inv is not None:
-        inv.flags.writeable = False
-    return inv
+    """:func:`~rt_lidar.physics.receiver_focus.beam_focus_table`'s table of ``preset`` (read-only, one row
+    of ``TABLE_POINTS`` ranges per ring), built once: the physics asks for it ~4 times a frame; None when
+    no beam sets its own focus."""
+    params = beam_focus_table(preset)
+    return None if params is None else params.table
 
 
 def beam_focus(preset: SensorPreset, inv: np.ndarray, ring: Any, range_m: Any) -> np.ndarray | None:
     """``beam_focus_ratio(np, preset, inv, ring, range_m)`` as float32 (what
-    :meth:`rt_lidar.physics.echo.EchoModel.beam_focus` gives), or None when off, given arrays it does not
-    take (1-D float32 ranges, uint16 rings) or a ring past ``inv`` (np.take raises there)."""
+    :meth:`rt_lidar.physics.echo.EchoModel.beam_focus` gives; ``inv`` is :func:`inverse_focus`'s table),
+    or None when off, given arrays it does not take (1-D float32 ranges, uint16 rings) or a ring past
+    the table (np.take raises there)."""
     if not (
         available()
         and isinstance(range_m, np.ndarray)
@@ -97,9 +107,8 @@ def beam_focus(preset: SensorPreset, inv: np.ndarray, ring: Any, range_m: Any) -
         and inv.ndim == 1
     ):
         return None
-    o = preset.optics
-    spot = max(0.5e-3 * (o.beam_divergence_h_mrad + o.beam_divergence_v_mrad), 1e-6)
-    f0 = o.receiver_focus_m
+    params = beam_focus_table(preset)
+    assert params is not None
     out = np.empty(range_m.shape[0], np.float32)
     ok = _c.beam_focus(
         np.ascontiguousarray(range_m),
@@ -107,10 +116,8 @@ def beam_focus(preset: SensorPreset, inv: np.ndarray, ring: Any, range_m: Any) -
         np.ascontiguousarray(inv),
         out,
         out.shape[0],
-        inv.shape[0],
-        int(f0 is not None),
-        0.0 if f0 is None else 1.0 / float(f0),
-        float(o.receiver_aperture_m),
-        spot * spot,
+        inv.shape[0] // TABLE_POINTS,
+        TABLE_POINTS,
+        params.inv_dr,
     )
     return out if ok else None

@@ -1,61 +1,169 @@
-"""The receiver lens's focus: echoes nearer than the distance it is focused at are blurred on the detector.
+"""The receiver lens's focus and the biaxial head's near field: what share of a hard target's echo reaches
+its detector, range by range, through the same receiver the rain and snow tables use.
 
 A multi-beam lidar images each laser's spot through one receiver lens onto that laser's detector. The lens
 is focused at a finite distance F (Velodyne's HDL-64E calibrations give it per laser as ``focal_distance``:
 10.5-24 m for the upper block of the S3 unit in ``../shared/reference/calibrations/64e_s3-xiesc.yaml``,
 median 15 m; 9-13.5 m for most of the lower block), and Velodyne's drivers add ``focal_slope x |256 (1 -
-F / 131 m)^2 - 256 (1 - R / 131 m)^2|`` to the raw intensity to undo the loss away from it (ros-drivers
-``velodyne_pointcloud/rawdata.cc``; the same in tier4's nebula). An echo from R < F images behind the
-detector: in object-space angle its blur circle is ``D |1 / R - 1 / F|`` for a lens of aperture D (thin
-lens, R and F much longer than its focal length), and with the spot's own image (the beam's divergence
-``theta``, which the detector is matched to at focus) the detector collects
+F / 131 m)^2 - 256 (1 - R / 131 m)^2|`` to the raw intensity away from it (ros-drivers
+``velodyne_pointcloud/rawdata.cc``; the same in tier4's nebula).
 
-    eta(R) = theta^2 / (theta^2 + D^2 (1 / R - 1 / F)^2)   for R < F, 1 beyond.
+The receiver is the one :mod:`rt_lidar.physics.particle_receiver` models for rain (docs/realism.md change
+57): an aperture ``D_r`` (``optics.receiver_aperture_m``) a baseline ``b`` beside the transmitter
+(``optics.receiver_baseline_m``), a detector whose field is ``theta_r`` (``optics.receiver_fov_mrad``),
+the lens focused at F. A point of the lit spot at range R, ``s`` from the receiver's axis, reaches the
+detector through the part of the aperture :func:`~rt_lidar.physics.particle_receiver.collected_fraction`
+gives (the defocus blur and the parallax together); a hard target's share ``eta(R)`` is that averaged over
+the beam's spot (its irradiance, the preset's profile: the spot convolved with the blur, integrated).
+It is tabulated once per focus distance on a uniform grid of ranges (:data:`TABLE_POINTS` ranges out to
+where every point of the spot is collected whole, 1 beyond) and read by linear interpolation with the
+same float64 steps on every backend (NumPy here and on CuPy, ``_path_factor.c``'s twin): the table is a
+host input, so every backend reads the same bits. For the HDL-64E (D_r 0.05 m, b 30.5 mm, theta_r 11.79
+mrad, F 15 m): 0.21 at 4 m, 0.63 at 6 m, 0.96 at 8 m, 0.9997 at 10 m, 1 from 10.9 m on (the former
+detector sized to the 2 mrad spot gave 0.045 / 0.14 / 0.32 there and 0.59 at 10 m).
 
-For the HDL-64E S2 (D = 0.05 m, theta = 2 mrad, F = 15 m): 0.59 at 10 m, 0.32 at 8 m, 0.14 at 6 m, 0.045
-at 4 m. It multiplies the receiver's range law (:mod:`rt_lidar.physics.receiver_range`), so detection sees
-it and calibrated reflectivity divides it out again, as the drivers' focal compensation does: near dark
-targets (a car's cabin through its glazing) drop or read 0 under the weak-return rule, as KITTI's S2 frame
-shows, while the near road keeps its level. Presets without ``optics.receiver_focus_m`` are focused at
-infinity here (eta = 1, their bytes unchanged). Not modelled: the transmitter-receiver parallax of a
-biaxial head, which also moves a near spot's image off its detector.
+It multiplies the receiver's range law (:mod:`rt_lidar.physics.receiver_range`), so detection sees it and
+calibrated reflectivity divides it out again, as the drivers' focal compensation does. Presets without
+``optics.receiver_focus_m`` are focused at infinity here (eta = 1, their bytes unchanged).
 
 Each laser may have its own focus (``Beam.receiver_focus_m``: a calibration's ``focal_distance``, e.g.
 the S3's lower block at ~11 m). The preset-wide ``optics.receiver_focus_m`` stays in the receiver's path
 factor (what every echo and the white reference target see); a beam with its own F changes its object
-and glass echoes by :func:`beam_focus_ratio`, ``eta(R, F_beam) / eta(R, F_preset)``, and calibrated
-reflectivity divides that ratio out again (:meth:`rt_lidar.physics.echo.EchoModel.beam_focus`), so a
-laser's reading is focus-compensated with its own F as Velodyne's drivers compensate each laser's.
+and glass echoes by :func:`beam_focus_ratio`, ``eta(R, F_beam) / eta(R, F_preset)`` (tabulated per ring),
+and calibrated reflectivity divides that ratio out again
+(:meth:`rt_lidar.physics.echo.EchoModel.beam_focus`), so a laser's reading is focus-compensated with its
+own F as Velodyne's drivers compensate each laser's.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from rt_lidar.sensor.presets import SensorPreset
 
-__all__ = ["beam_focus_ratio", "beam_inverse_focus", "focus_gain", "focus_parameters", "receiver_focus_gain"]
+__all__ = [
+    "TABLE_POINTS",
+    "FocusTable",
+    "beam_focus_ratio",
+    "beam_focus_table",
+    "beam_inverse_focus",
+    "focus_gain",
+    "focus_parameters",
+    "hard_target_share",
+    "receiver_focus_gain",
+]
+
+TABLE_POINTS = 1025
+"""Ranges in each focus table (a uniform grid from 0 to where the whole spot is collected)."""
+SPOT_POINTS = 1024
+"""Points of the beam's spot each table range averages the receiver's share over."""
+ETA_FLOOR = 1e-6
+"""The least share a table holds (a laser's ratio divides by the preset-wide one)."""
 
 
-def focus_parameters(preset: SensorPreset) -> tuple[float, float, float] | None:
-    """``(focus m, aperture m, spot rad)`` of the preset's receiver lens, or None when it is focused at
-    infinity (no ``optics.receiver_focus_m``)."""
-    o = preset.optics
-    if o.receiver_focus_m is None:
+@dataclass(frozen=True)
+class FocusTable:
+    """A hard target's share ``eta`` at ranges ``0, dr, 2 dr, ...`` (``table``, float64, read-only, 1 at
+    its end and beyond); ``inv_dr`` = 1 / dr."""
+
+    inv_dr: float
+    table: np.ndarray = field(compare=False, repr=False)
+
+
+def hard_target_share(preset: SensorPreset, focus_m: float, range_m: np.ndarray) -> np.ndarray:
+    """The share of a hard target's echo at ``range_m`` (float64) that reaches the detector of
+    ``preset``'s receiver (:func:`rt_lidar.physics.weather.receiver_optics`, the rain tables' receiver)
+    with its lens focused at ``focus_m``: :func:`~rt_lidar.physics.particle_receiver.collected_fraction`
+    averaged over the beam's spot, weighted by its irradiance."""
+    from rt_lidar.physics import particle_receiver as pr  # (weather imports receiver_range, which imports us)
+    from rt_lidar.physics.weather import receiver_optics
+
+    rx = dataclasses.replace(receiver_optics(preset), focus_m=float(focus_m))
+    out = np.empty(np.shape(range_m))
+    for i, z in enumerate(np.asarray(range_m, float).ravel()):
+        if z <= 0.0:
+            out.flat[i] = 0.0
+            continue
+        s, _, weight = pr._beam_points(float(z), rx, SPOT_POINTS)
+        f = pr.collected_fraction(s, float(z), rx.aperture_m, rx.fov_rad, rx.focus_m)
+        out.flat[i] = float(np.sum(f * weight) / np.sum(weight))
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _share_table(preset: SensorPreset, focus_m: float) -> tuple[float, np.ndarray]:
+    """``(range where the spot is collected whole, share at TABLE_POINTS ranges from 0 to it)``."""
+    probe = np.geomspace(0.05, 400.0, 400)
+    share = hard_target_share(preset, focus_m, probe)
+    short = np.flatnonzero(share < 1.0 - 1e-12)
+    end = float(probe[short[-1] + 1]) if short.size else 0.05
+    grid = np.linspace(0.0, end, TABLE_POINTS)
+    table = np.maximum(hard_target_share(preset, focus_m, grid), ETA_FLOOR)
+    table[-1] = 1.0
+    table.flags.writeable = False
+    return end, table
+
+
+def _grid_end(preset: SensorPreset, foci: list[float]) -> float:
+    """One grid's end for every focus of ``preset`` (the farthest any needs)."""
+    return max(_share_table(preset, f)[0] for f in foci)
+
+
+@functools.lru_cache(maxsize=32)
+def _table_on(preset: SensorPreset, focus_m: float, end: float) -> np.ndarray:
+    """The share at ``focus_m`` on the grid ``0 .. end`` (:data:`TABLE_POINTS` ranges; read-only)."""
+    own_end, own = _share_table(preset, focus_m)
+    if own_end == end:
+        return own
+    grid = np.linspace(0.0, end, TABLE_POINTS)
+    out = np.where(grid >= own_end, 1.0, np.maximum(hard_target_share(preset, focus_m, grid), ETA_FLOOR))
+    out.flags.writeable = False
+    return out
+
+
+def _foci(preset: SensorPreset) -> list[float]:
+    """Every focus distance ``preset`` uses (preset-wide and per beam)."""
+    out = {float(b.receiver_focus_m) for b in preset.beams if b.receiver_focus_m is not None}
+    if preset.optics.receiver_focus_m is not None:
+        out.add(float(preset.optics.receiver_focus_m))
+    return sorted(out)
+
+
+@functools.lru_cache(maxsize=32)
+def focus_parameters(preset: SensorPreset) -> FocusTable | None:
+    """The preset-wide focus's :class:`FocusTable`, or None when the receiver is focused at infinity (no
+    ``optics.receiver_focus_m``)."""
+    f = preset.optics.receiver_focus_m
+    if f is None:
         return None
-    spot = 0.5e-3 * (o.beam_divergence_h_mrad + o.beam_divergence_v_mrad)
-    return float(o.receiver_focus_m), float(o.receiver_aperture_m), max(spot, 1e-6)
+    end = _grid_end(preset, _foci(preset))
+    return FocusTable((TABLE_POINTS - 1) / end, _table_on(preset, float(f), end))
 
 
-def focus_gain(xp: Any, range_m: Any, params: tuple[float, float, float]) -> Any:
+def _interpolate(xp: Any, table: Any, row_start: Any, n: int, inv_dr: float, range_m: Any) -> Any:
+    """Linear interpolation in ``table`` (flat, rows of ``n`` ranges, ``row_start`` the first index of
+    each value's row) at ``range_m``: ``x = fmin(fmax(R inv_dr, 0), n - 1)``, ``i = fmin(floor(x), n -
+    2)``, ``a + (x - i) (b - a)`` (float64; NaN reads as 0, +inf as the last range)."""
+    r = xp.asarray(range_m, dtype=xp.float64)
+    x = xp.fmin(xp.fmax(r * inv_dr, 0.0), float(n - 1))
+    i = xp.fmin(xp.floor(x), float(n - 2))
+    t = x - i
+    k = i.astype(xp.int64) + row_start
+    a = xp.take(table, k)
+    b = xp.take(table, k + 1)
+    return a + t * (b - a)
+
+
+def focus_gain(xp: Any, range_m: Any, params: FocusTable, table: Any = None) -> Any:
     """``eta(R)`` (float64 array of ``xp``, NumPy or CuPy) at ``range_m`` for ``focus_parameters``'s
-    ``params``: the share of a near echo's image that falls on its detector (1 at and beyond focus)."""
-    focus, aperture, spot = params
-    r = xp.maximum(xp.asarray(range_m, dtype=xp.float64), 1e-3)
-    blur = aperture * xp.maximum(1.0 / r - 1.0 / focus, 0.0)
-    return spot * spot / (spot * spot + blur * blur)
+    ``params`` (``table``: its table already on ``xp``): the share of an echo that reaches its detector."""
+    tab = params.table if table is None else table
+    return _interpolate(xp, tab, 0, int(tab.shape[0]), params.inv_dr, range_m)
 
 
 def receiver_focus_gain(preset: SensorPreset, range_m: np.ndarray) -> np.ndarray | None:
@@ -81,18 +189,33 @@ def beam_inverse_focus(preset: SensorPreset) -> np.ndarray | None:
     return inv
 
 
-def beam_focus_ratio(xp: Any, preset: SensorPreset, inverse_focus: Any, ring: Any, range_m: Any) -> Any:
+@functools.lru_cache(maxsize=32)
+def beam_focus_table(preset: SensorPreset) -> FocusTable | None:
+    """Each ring's ``eta(R, F_beam) / eta(R, F_preset)`` (a :class:`FocusTable` whose table holds one row
+    of :data:`TABLE_POINTS` ranges per ring, flattened; 1 where a ring has the preset's focus, ``1 /
+    eta(R, F_preset)`` where it has none), or None when no beam sets its own focus."""
+    inv = beam_inverse_focus(preset)
+    if inv is None:
+        return None
+    foci = _foci(preset)
+    end = _grid_end(preset, foci)
+    ones = np.ones(TABLE_POINTS)
+    f0 = preset.optics.receiver_focus_m
+    base = ones if f0 is None else _table_on(preset, float(f0), end)
+    rows = np.empty((inv.size, TABLE_POINTS))
+    for ring, v in enumerate(inv):
+        own = ones if not np.isfinite(v) else _table_on(preset, 1.0 / float(v), end)
+        rows[ring] = own / base
+    table = rows.ravel()
+    table.flags.writeable = False
+    return FocusTable((TABLE_POINTS - 1) / end, table)
+
+
+def beam_focus_ratio(xp: Any, preset: SensorPreset, table: Any, ring: Any, range_m: Any) -> Any:
     """``eta(R, F_beam) / eta(R, F_preset)`` (float64 array of ``xp``) of echoes at ``range_m`` fired by
-    rings ``ring``, for :func:`beam_inverse_focus`'s ``inverse_focus`` (on ``xp``): what a beam's own focus
-    changes against the preset-wide one that the path factor applies (1 where they agree)."""
-    o = preset.optics
-    spot = max(0.5e-3 * (o.beam_divergence_h_mrad + o.beam_divergence_v_mrad), 1e-6)
-    aperture = float(o.receiver_aperture_m)
-    r = xp.maximum(xp.asarray(range_m, dtype=xp.float64), 1e-3)
-    inv_r = 1.0 / r
-    blur = aperture * xp.maximum(inv_r - xp.take(inverse_focus, xp.asarray(ring, dtype=xp.int64)), 0.0)
-    own = spot * spot / (spot * spot + blur * blur)
-    if o.receiver_focus_m is None:
-        return own
-    blur0 = aperture * xp.maximum(inv_r - 1.0 / float(o.receiver_focus_m), 0.0)
-    return own * ((spot * spot + blur0 * blur0) / (spot * spot))
+    rings ``ring``, read from :func:`beam_focus_table`'s table (``table``, on ``xp``): what a beam's own
+    focus changes against the preset-wide one that the path factor applies (1 where they agree)."""
+    params = beam_focus_table(preset)
+    assert params is not None
+    start = xp.asarray(ring, dtype=xp.int64) * TABLE_POINTS
+    return _interpolate(xp, table, start, TABLE_POINTS, params.inv_dr, range_m)

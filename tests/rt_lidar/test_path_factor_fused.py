@@ -17,7 +17,12 @@ from rt_lidar.kernels import two_way_transmission
 from rt_lidar.physics import path_factor_fused
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.laser_gain import ring_gains
-from rt_lidar.physics.receiver_focus import beam_focus_ratio, beam_inverse_focus
+from rt_lidar.physics.receiver_focus import (
+    TABLE_POINTS,
+    beam_focus_ratio,
+    beam_focus_table,
+    beam_inverse_focus,
+)
 from rt_lidar.physics.receiver_range import receiver_range_gain
 from rt_lidar.sensor.materials import load_material_table
 from rt_lidar.sensor.presets import SensorPreset, list_presets, load_preset
@@ -64,10 +69,10 @@ def test_beam_focus_is_numpy_s(which: int) -> None:
     inv = path_factor_fused.inverse_focus(p)
     assert inv is not None and not inv.flags.writeable
     r = _ranges(7 + which)
-    ring = np.random.default_rng(3).integers(0, inv.size, r.size).astype(np.uint16)
+    ring = np.random.default_rng(3).integers(0, inv.size // TABLE_POINTS, r.size).astype(np.uint16)
     got = path_factor_fused.beam_focus(p, inv, ring, r)
     with np.errstate(all="ignore"):
-        want = np.asarray(beam_focus_ratio(np, p, beam_inverse_focus(p), ring, r), np.float32)
+        want = np.asarray(beam_focus_ratio(np, p, inv, ring, r), np.float32)
     assert got is not None
     assert got.tobytes() == want.tobytes()
     assert np.any(np.abs(want[np.isfinite(want)] - 1) > 0.1)  # a laser's own focus does change echoes
@@ -78,7 +83,7 @@ def test_beam_focus_past_the_table_falls_back() -> None:
     p = load_preset("HDL-64E")
     inv = path_factor_fused.inverse_focus(p)
     assert inv is not None
-    ring = np.array([0, inv.size], np.uint16)
+    ring = np.array([0, inv.size // TABLE_POINTS], np.uint16)
     assert path_factor_fused.beam_focus(p, inv, ring, np.array([5.0, 5.0], np.float32)) is None
     assert path_factor_fused.beam_focus(p, inv, ring[:1], np.array([5.0], np.float32)) is not None
 
@@ -108,7 +113,9 @@ def test_echo_model_same_bytes_on_either_backend(backend: str, monkeypatch: pyte
     ring = np.zeros(r.size, np.uint16)
     with np.errstate(all="ignore"):
         focus = model.beam_focus(ring, r)
-        want = beam_focus_ratio(np, p, beam_inverse_focus(p), ring, r)
+        table = beam_focus_table(p)
+        assert table is not None
+        want = beam_focus_ratio(np, p, table.table, ring, r)
     gain = ring_gains(p)  # each laser's own gain (change 42) times its focus ratio, in float32
     assert gain is not None
     want32 = np.asarray(want, np.float32) * gain[ring]
