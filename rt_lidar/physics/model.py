@@ -29,6 +29,7 @@ from rt_lidar.physics.fused import prepare
 from rt_lidar.physics.glass_ghost import glass_ghost_rows
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import echo_width_ns
+from rt_lidar.physics.receiver_focus import prepare_focus
 from rt_lidar.physics.returns import Detections, waveform_detections, window_of_panes
 from rt_lidar.physics.source_fields import source_intensity_of_points
 from rt_lidar.physics.spray import spray_apply
@@ -136,6 +137,7 @@ class SensorPhysics:
         self.sub_rays, self.return_mode = self.beam.resolve(preset)
         self.pattern: SubRayPattern = subray_pattern(preset, self.sub_rays)
         prepare()  # the compiled steps' one check now, not in the first frame
+        prepare_focus(self.preset)  # the receiver focus's tables (~1 s for the HDL-64E) likewise
 
     @classmethod
     def from_preset(

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,7 @@ __all__ = [
     "focus_gain",
     "focus_parameters",
     "hard_target_share",
+    "prepare_focus",
     "receiver_focus_gain",
 ]
 
@@ -84,24 +86,50 @@ def hard_target_share(preset: SensorPreset, focus_m: float, range_m: np.ndarray)
     from rt_lidar.physics.weather import receiver_optics
 
     rx = dataclasses.replace(receiver_optics(preset), focus_m=float(focus_m))
-    out = np.empty(np.shape(range_m))
-    for i, z in enumerate(np.asarray(range_m, float).ravel()):
-        if z <= 0.0:
-            out.flat[i] = 0.0
-            continue
-        s, _, weight = pr._beam_points(float(z), rx, SPOT_POINTS)
-        f = pr.collected_fraction(s, float(z), rx.aperture_m, rx.fov_rad, rx.focus_m)
-        out.flat[i] = float(np.sum(f * weight) / np.sum(weight))
-    return out
+    z_all = np.asarray(range_m, float).ravel()
+    out = np.zeros(z_all.shape)
+    if rx.filled_exit_m is not None:  # a beam filling its exit: its own spot sampling, range by range
+        for i, z in enumerate(z_all):
+            if z > 0.0:
+                s, _, weight = pr._beam_points(float(z), rx, SPOT_POINTS)
+                f = pr.collected_fraction(s, float(z), rx.aperture_m, rx.fov_rad, rx.focus_m)
+                out[i] = float(np.sum(f * weight) / np.sum(weight))
+        return out.reshape(np.shape(range_m))
+    # the elliptic spot of pr._beam_points and pr.collected_fraction's focused receiver, for a block of
+    # ranges at once (the same operations element by element, so the same bits as one range at a time)
+    ux, uy = pr._unit_disc(SPOT_POINTS)
+    extent = pr.GAUSSIAN_EXTENT if rx.gaussian else 1.0
+    ux, uy = ux * extent, uy * extent
+    weight = 2.0 * np.exp(-2.0 * (ux * ux + uy * uy)) if rx.gaussian else np.ones(SPOT_POINTS)
+    total = np.sum(weight)
+    wide = max(rx.divergence_h_rad, rx.divergence_v_rad)
+    narrow = min(rx.divergence_h_rad, rx.divergence_v_rad)
+    ra = rx.aperture_m / 2.0
+    focus = float(focus_m)
+    live = np.flatnonzero(z_all > 0.0)
+    for start in range(0, live.size, 64):
+        idx = live[start : start + 64]
+        z = z_all[idx][:, None]
+        ah = (rx.exit_diameter_m + wide * z) / 2.0
+        av = (rx.exit_diameter_m + narrow * z) / 2.0
+        s = np.hypot(rx.baseline_m - ah * ux, av * uy)
+        scale = focus / np.maximum(np.abs(focus - z), 1e-6 * focus)
+        f = pr.disc_overlap_area(ra, rx.fov_rad * z * scale / 2.0, s * scale) / (math.pi * ra * ra)
+        out[idx] = np.sum(f * weight, axis=1) / total
+    return out.reshape(np.shape(range_m))
 
 
 @functools.lru_cache(maxsize=32)
 def _share_table(preset: SensorPreset, focus_m: float) -> tuple[float, np.ndarray]:
     """``(range where the spot is collected whole, share at TABLE_POINTS ranges from 0 to it)``."""
     probe = np.geomspace(0.05, 400.0, 400)
-    share = hard_target_share(preset, focus_m, probe)
-    short = np.flatnonzero(share < 1.0 - 1e-12)
-    end = float(probe[short[-1] + 1]) if short.size else 0.05
+    end = 0.05
+    for top in range(probe.size, 0, -64):  # from the far end: the first probe short of 1 ends the table
+        share = hard_target_share(preset, focus_m, probe[max(top - 64, 0) : top])
+        short = np.flatnonzero(share < 1.0 - 1e-12)
+        if short.size:
+            end = float(probe[max(top - 64, 0) + short[-1] + 1])
+            break
     grid = np.linspace(0.0, end, TABLE_POINTS)
     table = np.maximum(hard_target_share(preset, focus_m, grid), ETA_FLOOR)
     table[-1] = 1.0
@@ -121,7 +149,9 @@ def _table_on(preset: SensorPreset, focus_m: float, end: float) -> np.ndarray:
     if own_end == end:
         return own
     grid = np.linspace(0.0, end, TABLE_POINTS)
-    out = np.where(grid >= own_end, 1.0, np.maximum(hard_target_share(preset, focus_m, grid), ETA_FLOOR))
+    out = np.ones(TABLE_POINTS)
+    short = grid < own_end  # beyond its own end the whole spot is collected
+    out[short] = np.maximum(hard_target_share(preset, focus_m, grid[short]), ETA_FLOOR)
     out.flags.writeable = False
     return out
 
@@ -219,3 +249,9 @@ def beam_focus_ratio(xp: Any, preset: SensorPreset, table: Any, ring: Any, range
     assert params is not None
     start = xp.asarray(ring, dtype=xp.int64) * TABLE_POINTS
     return _interpolate(xp, table, start, TABLE_POINTS, params.inv_dr, range_m)
+
+
+def prepare_focus(preset: SensorPreset) -> None:
+    """Build ``preset``'s focus tables now (cached per preset), so the first frame does not."""
+    focus_parameters(preset)
+    beam_focus_table(preset)
