@@ -14,6 +14,7 @@ import pytest
 from rt_lidar.physics import path_factor_fused
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.receiver_focus import (
+    TABLE_POINTS,
     beam_focus_ratio,
     beam_focus_table,
     focus_gain,
@@ -130,3 +131,18 @@ def test_rain_sees_the_receiver_the_hard_targets_see() -> None:
     full = particle_full_overlap_m(receiver_optics(p))
     eta = hard_target_share(p, 15.0, np.array([0.8 * full, full, 1.2 * full, 1.5 * full]))
     assert eta[0] < 0.8 < eta[1] < eta[2] < 1.0 and eta[2] > 0.98 and eta[3] == 1.0
+
+
+def test_the_physics_builds_the_focus_tables_before_its_first_frame() -> None:
+    # the tables take ~1 s for the HDL-64E: built when the physics is made, not inside frame 0's budget
+    from rt_lidar.physics.model import SensorPhysics
+
+    preset = dataclasses.replace(load_preset("HDL-64E"), name="HDL-64E (focus tables test)")
+    focus_parameters.cache_clear()
+    beam_focus_table.cache_clear()
+    SensorPhysics.from_preset(preset, ["asphalt"])
+    assert focus_parameters.cache_info().currsize == 1
+    assert beam_focus_table.cache_info().currsize == 1
+    tables = focus_parameters(preset), beam_focus_table(preset)  # now read from the cache
+    assert focus_parameters.cache_info().hits >= 1 and beam_focus_table.cache_info().hits >= 1
+    assert all(t is not None and t.table.size >= TABLE_POINTS for t in tables)
