@@ -39,7 +39,15 @@ from rt_lidar.validation.realism_grid import ScanGrid
 from rt_lidar.validation.realism_holes import class_counts, fine_counts, hole_rates
 from rt_lidar.validation.realism_lasers import laser_ground_rates, laser_hole_rates, laser_hole_spread
 
-__all__ = ["BANDS_M", "EGO_RANGE_M", "GroundPlane", "dead_lasers", "fit_ground", "realism_statistics"]
+__all__ = [
+    "BANDS_M",
+    "EGO_RANGE_M",
+    "GroundPlane",
+    "dead_lasers",
+    "fit_ground",
+    "realism_statistics",
+    "street_holes",
+]
 
 BANDS_M = ((0.0, 10.0), (10.0, 20.0), (20.0, 30.0), (30.0, 50.0), (50.0, float("inf")))
 """Range bands of the ground intensity (m)."""
@@ -258,8 +266,13 @@ def dead_lasers(grid: ScanGrid) -> np.ndarray:
     return view.any(axis=1) & ~ret.any(axis=1) & bool(ret.any())
 
 
-def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
-    """Raydrop share, hole share and where the holes are (dead lasers and the ego zone left out)."""
+def street_holes(
+    grid: ScanGrid,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The street's holes and returns as the raydrop statistics read them: (holes and returns, (rings,
+    columns) masks; the cells' azimuths; the rings from the highest down; the rings' elevation sines). A
+    hole is a ray in view without a return under a higher ring's return, dead lasers and the ego zone
+    (:data:`EGO_RANGE_M`) left out, as are the ego zone's returns."""
     view = grid.in_view
     missing = view & ~grid.returned
     elev = np.array(
@@ -270,6 +283,13 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
     holes = missing & _under_a_return(grid, az, order) & ~dead_lasers(grid)[:, None]
     ret = grid.returned & view & (grid.range_m >= EGO_RANGE_M)  # the ego zone's returns left out
     holes &= ~_ego_holes(grid, holes, ret, az, order)
+    return holes, ret, az, order, elev
+
+
+def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
+    """Raydrop share, hole share and where the holes are (dead lasers and the ego zone left out)."""
+    holes, ret, az, order, elev = street_holes(grid)
+    missing = grid.in_view & ~grid.returned
     return _hole_statistics(grid, ground, holes, ret, az, order, missing, elev)
 
 
