@@ -45,6 +45,7 @@ __all__ = [
     "GroundPlane",
     "dead_lasers",
     "fit_ground",
+    "nearest_columns",
     "realism_statistics",
     "street_holes",
 ]
@@ -293,6 +294,31 @@ def _drops(grid: ScanGrid, ground: np.ndarray) -> dict[str, Any]:
     return _hole_statistics(grid, ground, holes, ret, az, order, missing, elev)
 
 
+def nearest_columns(
+    az: np.ndarray, order: np.ndarray, rings: np.ndarray, cols: np.ndarray, step: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ring, column) of the ray nearest in azimuth to each ray (``rings``, ``cols``) on the ring ``step``
+    places away in elevation (``order``: the rings by elevation; ring -1 where there is none)."""
+    pos = np.empty_like(order)
+    pos[order] = np.arange(order.size)
+    nk = np.full(rings.shape, -1)
+    nc = np.zeros(rings.shape, np.int64)
+    for k in np.unique(rings):
+        j = pos[k] + step
+        if not 0 <= j < order.size:
+            continue
+        kk = order[j]
+        a = np.where(np.isfinite(az[kk]), az[kk], np.inf)
+        o = np.argsort(a)
+        a = a[o]
+        sel = rings == k
+        x = az[k, cols[sel]]
+        i = np.clip(np.searchsorted(a, x), 1, len(a) - 1)
+        left = np.abs(a[i - 1] - x) < np.abs(a[i] - x)
+        nk[sel], nc[sel] = kk, o[np.where(left, i - 1, i)]
+    return nk, nc
+
+
 def _hole_neighbours(
     grid: ScanGrid, holes: np.ndarray, ret: np.ndarray, az: np.ndarray, order: np.ndarray, values: np.ndarray
 ) -> np.ndarray:
@@ -301,24 +327,8 @@ def _hole_neighbours(
     ncols = ret.shape[1]
     hk, hc = np.nonzero(holes)
     cols = [(hk, (hc - 1) % ncols), (hk, (hc + 1) % ncols)]
-    pos = np.empty_like(order)
-    pos[order] = np.arange(order.size)
     for step in (-1, 1):
-        nk = np.full(hk.shape, -1)
-        nc = np.zeros(hk.shape, np.int64)
-        for k in np.unique(hk):
-            j = pos[k] + step
-            if not 0 <= j < order.size:
-                continue
-            kk = order[j]
-            a = np.where(np.isfinite(az[kk]), az[kk], np.inf)
-            o = np.argsort(a)
-            a = a[o]
-            sel = hk == k
-            x = az[k, hc[sel]]
-            i = np.clip(np.searchsorted(a, x), 1, len(a) - 1)
-            left_closer = np.abs(a[i - 1] - x) < np.abs(a[i] - x)
-            nk[sel], nc[sel] = kk, o[np.where(left_closer, i - 1, i)]
+        nk, nc = nearest_columns(az, order, hk, hc, step)
         cols.append((nk, nc))
     v = np.where(ret, values, np.nan)
     if not cols[0][0].size:

@@ -29,6 +29,7 @@ from rt_lidar.validation.realism import (
     _hole_neighbours,
     _tolerance,
     fit_ground,
+    nearest_columns,
     street_holes,
 )
 from rt_lidar.validation.realism_grid import ScanGrid
@@ -62,31 +63,6 @@ class NearRays:
     column: np.ndarray
 
 
-def _nearest_columns(
-    az: np.ndarray, order: np.ndarray, rings: np.ndarray, cols: np.ndarray, step: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(ring, column) of the ray nearest in azimuth on the ring ``step`` places away in elevation (ring
-    -1 where there is none)."""
-    pos = np.empty_like(order)
-    pos[order] = np.arange(order.size)
-    nk = np.full(rings.shape, -1)
-    nc = np.zeros(rings.shape, np.int64)
-    for k in np.unique(rings):
-        j = pos[k] + step
-        if not 0 <= j < order.size:
-            continue
-        kk = order[j]
-        a = np.where(np.isfinite(az[kk]), az[kk], np.inf)
-        o = np.argsort(a)
-        a = a[o]
-        sel = rings == k
-        x = az[k, cols[sel]]
-        i = np.clip(np.searchsorted(a, x), 1, len(a) - 1)
-        left = np.abs(a[i - 1] - x) < np.abs(a[i] - x)
-        nk[sel], nc[sel] = kk, o[np.where(left, i - 1, i)]
-    return nk, nc
-
-
 def _incidence(
     grid: ScanGrid,
     ret: np.ndarray,
@@ -103,7 +79,7 @@ def _incidence(
     pts = np.full((k.size, side.size**2, 3), np.nan)
     m = 0
     for d in side:
-        nk, nc = (k, c) if d == 0 else _nearest_columns(az, order, k, c, int(d))
+        nk, nc = (k, c) if d == 0 else nearest_columns(az, order, k, c, int(d))
         for e in side:
             p = np.where((nk >= 0)[:, None], xyz[np.maximum(nk, 0), (nc + e) % ncols], np.nan)
             off = np.abs(np.linalg.norm(p, axis=1) - r) >= SAME_SURFACE * r
