@@ -26,6 +26,7 @@ __all__ = [
     "FIRST_CLOUDS",
     "OUSTER_PACKETS",
     "OUSTER_PACKET_TYPES",
+    "PACKET_DEFINITIONS",
     "PACKET_TYPES",
     "SCAN_MESSAGES",
     "read_bag_scan",
@@ -104,6 +105,27 @@ def _velodyne_packets(path: Path, reader: Any, conns: list[Any], preset: SensorP
     return velodyne_scan(path, payloads, model, f"; packets of {topic} (its first {scans} scans)")
 
 
+PACKET_DEFINITIONS = {
+    "velodyne_msgs/msg/VelodynePacket": "builtin_interfaces/Time stamp\nuint8[1206] data\n",
+    "velodyne_msgs/msg/VelodyneScan": "std_msgs/Header header\nvelodyne_msgs/VelodynePacket[] packets\n",
+    "ouster_ros/msg/PacketMsg": "uint8[] buf\n",
+    "ouster_sensor_msgs/msg/PacketMsg": "uint8[] buf\n",
+}
+"""The packet messages' ROS 2 definitions (ros-drivers/velodyne ``velodyne_msgs/msg``, ouster-ros
+``PacketMsg``), for ROS 2 bags that store no type definitions (sqlite3 bags before ROS 2 Iron, e.g.
+tier4/nebula's test recordings): bags that store them are read with their own."""
+
+
+def _packet_typestore() -> Any:
+    """ROS 2 Humble's message types with :data:`PACKET_DEFINITIONS` added."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    for name, text in PACKET_DEFINITIONS.items():
+        store.register(get_types_from_msg(text, name))
+    return store
+
+
 def read_bag_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
     """One cloud of the bag at ``path`` on its firing grid (fields as :func:`scan_from_table` reads
     them). A bag rosbags cannot open, one without a cloud topic, or whose clouds cannot be decoded is a
@@ -112,7 +134,7 @@ def read_bag_scan(path: str | Path, preset: SensorPreset) -> ScanGrid:
 
     path = Path(path)
     try:
-        reader = AnyReader([path])
+        reader = AnyReader([path], default_typestore=_packet_typestore())
         reader.open()
     except Exception as exc:  # rosbags raises its own error types for every kind of bad bag
         raise RecordingError(f"{path}: not a readable ROS bag ({exc})") from None

@@ -374,3 +374,43 @@ def test_a_bag_of_ouster_packets_reads_as_the_capture_they_came_from(tmp_path: P
     assert np.array_equal(got.range_m, want.range_m) and np.array_equal(got.intensity, want.intensity)
     assert _stats(got) == _stats(want)
     assert "packets of /ouster/lidar_packets" in got.note
+
+
+def test_a_ros2_sqlite_bag_without_type_definitions_reads_its_velodyne_packets(tmp_path: Path) -> None:
+    """tier4/nebula's recordings are ROS 2 sqlite3 bags (version 5) that store no message definitions;
+    velodyne_msgs is not among rosbags' own types, so the reader brings the driver's definitions: the
+    vendored VLP-16 capture's packets written so (a bare ``.db3``, nebula's tables) read as the pcap."""
+    import sqlite3
+
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    for name, text in _VELODYNE_MSGS[2].items():
+        ts.register(get_types_from_msg(text, name))
+    scan_t, pkt_t = ts.types["velodyne_msgs/msg/VelodyneScan"], ts.types["velodyne_msgs/msg/VelodynePacket"]
+    header_t, time_t = ts.types["std_msgs/msg/Header"], ts.types["builtin_interfaces/msg/Time"]
+    data = [r.payload for r in read_pcap_udp(VLP16_DUAL) if len(r.payload) == 1206]
+    per = len(data) // 3 + 1
+    bag = tmp_path / "nebula_0.db3"
+    db = sqlite3.connect(bag)
+    db.executescript(
+        "CREATE TABLE schema(schema_version INTEGER PRIMARY KEY,ros_distro TEXT NOT NULL);"
+        "CREATE TABLE topics(id INTEGER PRIMARY KEY,name TEXT NOT NULL,type TEXT NOT NULL,"
+        "serialization_format TEXT NOT NULL,offered_qos_profiles TEXT NOT NULL);"
+        "CREATE TABLE messages(id INTEGER PRIMARY KEY,topic_id INTEGER NOT NULL,timestamp INTEGER NOT NULL,"
+        "data BLOB NOT NULL);"
+        "INSERT INTO schema VALUES (3, 'humble');"
+        "INSERT INTO topics VALUES (1, '/velodyne_packets', 'velodyne_msgs/msg/VelodyneScan', 'cdr', '');"
+    )
+    for k in range(0, len(data), per):
+        pkts = [
+            pkt_t(stamp=time_t(sec=1, nanosec=0), data=np.frombuffer(d, np.uint8)) for d in data[k : k + per]
+        ]
+        msg = scan_t(header=header_t(stamp=time_t(sec=1, nanosec=0), frame_id="velodyne"), packets=pkts)
+        raw = ts.serialize_cdr(msg, "velodyne_msgs/msg/VelodyneScan")
+        db.execute("INSERT INTO messages (topic_id, timestamp, data) VALUES (1, ?, ?)", (10 + k, bytes(raw)))
+    db.commit()
+    db.close()
+    got, want = read_real_scan(bag, "VLP-16"), read_real_scan(VLP16_DUAL, "VLP-16")
+    assert np.array_equal(got.range_m, want.range_m) and np.array_equal(got.intensity, want.intensity)
+    assert "packets of /velodyne_packets (its first 3 scans)" in got.note

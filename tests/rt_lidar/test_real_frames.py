@@ -28,6 +28,7 @@ VLS128 = DATA / "VLS-128" / "vls128_nebula_1614315746.pcap"
 VLP32C = DATA / "VLP-32C" / "vlp32c_nebula_1713492677.pcap"
 OS1_32 = DATA / "OS1-32" / "OS-1-32-G_v2.1.1_1024x10.pcap"
 AV2 = DATA / "VLP-32C" / "av2_up_lidar_315966265259836000.pcd"
+OS1_64 = DATA / "OS1-64" / "OS-1-64_1024x10_fw20.pcap"
 
 
 def test_every_vendored_frame_is_found_and_named_in_the_readme() -> None:
@@ -143,9 +144,10 @@ def test_pcd_written_by_pypcd4_reads_as_the_same_scan(tmp_path: Path, with_ring:
 
 
 @needs_peer("ouster")
-def test_os1_32_frame_matches_ouster_sdk(tmp_path: Path) -> None:
-    meta = OS1_32.with_suffix(".json")
-    g = read_real_scan(OS1_32, "OS1-64")  # the metadata found beside the pcap
+@pytest.mark.parametrize("pcap", [OS1_32, OS1_64], ids=["OS1-32", "OS1-64"])
+def test_ouster_frame_matches_ouster_sdk(tmp_path: Path, pcap: Path) -> None:
+    meta = pcap.with_suffix(".json")
+    g = read_real_scan(pcap, "OS1-64")  # the metadata found beside the pcap
     script = tmp_path / "read.py"
     script.write_text(
         "import sys, numpy as np\n"
@@ -157,13 +159,22 @@ def test_os1_32_frame_matches_ouster_sdk(tmp_path: Path) -> None:
         "np.savez(sys.argv[3], r=s.field(ChanField.RANGE), sig=s.field(ChanField.SIGNAL))\n"
     )
     out = tmp_path / "sdk.npz"
-    cmd = [str(peer_python("ouster")), str(script), str(OS1_32), str(meta), str(out)]
+    cmd = [str(peer_python("ouster")), str(script), str(pcap), str(meta), str(out)]
     subprocess.run(cmd, check=True, timeout=120, capture_output=True)
     sdk = np.load(out)
     assert np.array_equal(np.round(g.range_m * 1000).astype(np.int64), sdk["r"].astype(np.int64))
     assert np.array_equal(
         g.intensity.astype(np.int64), np.where(sdk["r"] > 0, sdk["sig"], 0).astype(np.int64)
     )
+
+
+def test_os1_64_frame_of_reduced_metadata_is_its_whole_turn_indoors() -> None:
+    """ouster-sdk's OS1-64 sample (firmware 2.0) comes with metadata of beam angles and mode only: read as
+    64 rings x 1024 columns, 16,749 returns (ouster-sdk 1.0.1 decodes the same count), indoors."""
+    g = read_real_scan(OS1_64, "OS1-64")
+    assert g.range_m.shape == (64, 1024) and int(g.returned.sum()) == 16_749
+    assert "frame 189, 1024 of 1024 columns" in g.note
+    assert not is_outdoor(g)  # median range ~2.1 m: only its sensor statistics are compared
 
 
 def test_ouster_pcap_without_metadata_is_one_clear_error(tmp_path: Path) -> None:
