@@ -120,21 +120,41 @@ def hard_target_share(preset: SensorPreset, focus_m: float, range_m: np.ndarray)
 
 
 @functools.lru_cache(maxsize=32)
-def _share_table(preset: SensorPreset, focus_m: float) -> tuple[float, np.ndarray]:
-    """``(range where the spot is collected whole, share at TABLE_POINTS ranges from 0 to it)``."""
+def _share_table(preset: SensorPreset, focus_m: float) -> tuple[float, np.ndarray, float]:
+    """``(range where the spot is collected whole, share at TABLE_POINTS ranges from 0 to it, 1.0)``; for a
+    focus so near that the receiver never collects the whole spot (a calibration's focal distance of a
+    few metres: its ``focal_distance`` is where the laser's intensity peaks), the share over its peak, to
+    the range of that peak (:func:`_peak_table`)."""
     probe = np.geomspace(0.05, 400.0, 400)
     end = 0.05
     for top in range(probe.size, 0, -64):  # from the far end: the first probe short of 1 ends the table
         share = hard_target_share(preset, focus_m, probe[max(top - 64, 0) : top])
         short = np.flatnonzero(share < 1.0 - 1e-12)
         if short.size:
-            end = float(probe[max(top - 64, 0) + short[-1] + 1])
+            last = max(top - 64, 0) + int(short[-1])
+            if last == probe.size - 1:  # short of 1 at the farthest probe: never collected whole
+                return _peak_table(preset, focus_m, probe)
+            end = float(probe[last + 1])
             break
     grid = np.linspace(0.0, end, TABLE_POINTS)
     table = np.maximum(hard_target_share(preset, focus_m, grid), ETA_FLOOR)
     table[-1] = 1.0
     table.flags.writeable = False
-    return end, table
+    return end, table, 1.0
+
+
+def _peak_table(preset: SensorPreset, focus_m: float, probe: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """:func:`_share_table` for a receiver that never collects the whole spot: its share over the peak
+    share, ending at the peak's range (1 beyond), so that such a laser loses echoes only nearer than where
+    its intensity peaks, as the drivers' focal compensation presumes, not at every range."""
+    share = hard_target_share(preset, focus_m, probe)
+    k = int(np.argmax(share))
+    peak, end = float(share[k]), float(probe[k])
+    grid = np.linspace(0.0, end, TABLE_POINTS)
+    table = np.clip(hard_target_share(preset, focus_m, grid) / peak, ETA_FLOOR, 1.0)
+    table[-1] = 1.0
+    table.flags.writeable = False
+    return end, table, peak
 
 
 def _grid_end(preset: SensorPreset, foci: list[float]) -> float:
@@ -145,13 +165,14 @@ def _grid_end(preset: SensorPreset, foci: list[float]) -> float:
 @functools.lru_cache(maxsize=32)
 def _table_on(preset: SensorPreset, focus_m: float, end: float) -> np.ndarray:
     """The share at ``focus_m`` on the grid ``0 .. end`` (:data:`TABLE_POINTS` ranges; read-only)."""
-    own_end, own = _share_table(preset, focus_m)
+    own_end, own, peak = _share_table(preset, focus_m)
     if own_end == end:
         return own
     grid = np.linspace(0.0, end, TABLE_POINTS)
     out = np.ones(TABLE_POINTS)
-    short = grid < own_end  # beyond its own end the whole spot is collected
-    out[short] = np.maximum(hard_target_share(preset, focus_m, grid[short]), ETA_FLOOR)
+    short = grid < own_end  # beyond its own end the whole spot is collected (or its peak share reached)
+    share = hard_target_share(preset, focus_m, grid[short])
+    out[short] = np.maximum(share, ETA_FLOOR) if peak == 1.0 else np.clip(share / peak, ETA_FLOOR, 1.0)
     out.flags.writeable = False
     return out
 

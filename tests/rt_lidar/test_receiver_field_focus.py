@@ -146,3 +146,24 @@ def test_the_physics_builds_the_focus_tables_before_its_first_frame() -> None:
     tables = focus_parameters(preset), beam_focus_table(preset)  # now read from the cache
     assert focus_parameters.cache_info().hits >= 1 and beam_focus_table.cache_info().hits >= 1
     assert all(t is not None and t.table.size >= TABLE_POINTS for t in tables)
+
+
+def test_a_laser_focused_nearer_than_its_receiver_ever_collects_loses_echoes_only_near() -> None:
+    # a calibration's focal_distance of 1.5-4 m (an S2.1 unit's file): through the rain receiver the
+    # share never reaches 1 at any range (0.13 at 400 m for 1.5 m), which raised IndexError building the
+    # table; it is taken over its peak, so such a laser loses echoes nearer than the peak, not far away
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "vendor" / "velodyne" / "64e_s2.1-sztaki.yaml"
+    preset = load_preset(str(path))
+    near = [
+        k for k, b in enumerate(preset.beams) if b.receiver_focus_m is not None and b.receiver_focus_m <= 2.0
+    ]
+    assert near, "the file has a laser focused within 2 m"
+    assert hard_target_share(preset, 1.5, np.array([400.0]))[0] < 0.2  # the receiver's own share, far
+    table = beam_focus_table(preset)
+    assert table is not None
+    ring = np.full(4, near[0])
+    ratio = np.asarray(beam_focus_ratio(np, preset, table.table, ring, np.array([1.0, 2.0, 60.0, 200.0])))
+    assert ratio[2] == pytest.approx(1.0) and ratio[3] == pytest.approx(1.0)  # far: as the preset's focus
+    assert 0.0 < ratio[0] < ratio[1] <= 1.0
