@@ -117,7 +117,7 @@ def disc_overlap_area(r1: Any, r2: Any, d: Any) -> np.ndarray:
 
 
 def collected_fraction(
-    s: Any, z: float, aperture_m: float, fov_rad: float, focus_m: float | None = None
+    s: Any, z: Any, aperture_m: float, fov_rad: float, focus_m: float | None = None
 ) -> np.ndarray:
     """Share of a point scatterer's light at range ``z``, ``s`` from the receiver's axis, that reaches
     its detector (aperture ``aperture_m``, field ``fov_rad``, lens focused at ``focus_m``; None:
@@ -128,11 +128,11 @@ def collected_fraction(
     that disc. Those rays pass the part of the aperture within ``theta_r z F / (2 |F - z|)`` of a centre
     ``s F / |F - z|`` from the aperture's: at ``F`` infinite, ``theta_r z / 2`` and ``s`` (a lens focused
     at infinity), and at ``z = F`` the point is imaged sharp (all of its light when ``s < theta_r z /
-    2``, none beyond)."""
+    2``, none beyond). ``z`` may be a column of ranges against rows of ``s`` (the same steps apiece)."""
     ra = aperture_m / 2.0
     if focus_m is None or not math.isfinite(focus_m):
         return disc_overlap_area(ra, fov_rad * z / 2.0, s) / (math.pi * ra * ra)
-    gap = max(abs(focus_m - z), 1e-6 * focus_m)  # at z = F both discs grow without bound
+    gap = np.maximum(np.abs(focus_m - z), 1e-6 * focus_m)  # at z = F both discs grow without bound
     scale = focus_m / gap
     overlap = disc_overlap_area(ra, fov_rad * z * scale / 2.0, np.asarray(s, float) * scale)
     return overlap / (math.pi * ra * ra)
@@ -178,13 +178,14 @@ def _filled_exit_points(z: float, rx: ReceiverOptics, n: int) -> tuple[np.ndarra
     return np.hypot(rx.baseline_m - x, y), math.pi * half_a * half_c / n, weight
 
 
-def _beam_points(z: float, rx: ReceiverOptics, n: int) -> tuple[np.ndarray, float, np.ndarray]:
+def _beam_points(z: Any, rx: ReceiverOptics, n: int) -> tuple[np.ndarray, Any, np.ndarray]:
     """(distances from the receiver's axis, area each, irradiance over the beam's mean) of ``n`` points
     over the beam's elliptic cross-section at range ``z`` (widths ``d0 + theta z`` as the kernels' beam;
     the wide axis along the baseline, as on a spinning lidar whose lenses sit side by side and whose beam
     is widest in azimuth). A Gaussian beam (those widths its 1/e^2 diameters) is sampled out to
     :data:`GAUSSIAN_EXTENT` of them, its wings included; a top hat over its widths. A beam that fills
-    its exit (``rx.filled_exit_m``): :func:`_filled_exit_points`."""
+    its exit (``rx.filled_exit_m``): :func:`_filled_exit_points` (one range). Otherwise ``z`` may be a
+    column of ranges: a row of distances (and an area) per range, the same steps as one at a time."""
     if rx.filled_exit_m is not None:
         return _filled_exit_points(z, rx, n)
     ux, uy = _unit_disc(n)

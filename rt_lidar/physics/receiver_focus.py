@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,27 +94,13 @@ def hard_target_share(preset: SensorPreset, focus_m: float, range_m: np.ndarray)
                 f = pr.collected_fraction(s, float(z), rx.aperture_m, rx.fov_rad, rx.focus_m)
                 out[i] = float(np.sum(f * weight) / np.sum(weight))
         return out.reshape(np.shape(range_m))
-    # the elliptic spot of pr._beam_points and pr.collected_fraction's focused receiver, for a block of
-    # ranges at once (the same operations element by element, so the same bits as one range at a time)
-    ux, uy = pr._unit_disc(SPOT_POINTS)
-    extent = pr.GAUSSIAN_EXTENT if rx.gaussian else 1.0
-    ux, uy = ux * extent, uy * extent
-    weight = 2.0 * np.exp(-2.0 * (ux * ux + uy * uy)) if rx.gaussian else np.ones(SPOT_POINTS)
-    total = np.sum(weight)
-    wide = max(rx.divergence_h_rad, rx.divergence_v_rad)
-    narrow = min(rx.divergence_h_rad, rx.divergence_v_rad)
-    ra = rx.aperture_m / 2.0
-    focus = float(focus_m)
     live = np.flatnonzero(z_all > 0.0)
-    for start in range(0, live.size, 64):
+    for start in range(0, live.size, 64):  # a block of ranges at once: the same bits as one at a time
         idx = live[start : start + 64]
         z = z_all[idx][:, None]
-        ah = (rx.exit_diameter_m + wide * z) / 2.0
-        av = (rx.exit_diameter_m + narrow * z) / 2.0
-        s = np.hypot(rx.baseline_m - ah * ux, av * uy)
-        scale = focus / np.maximum(np.abs(focus - z), 1e-6 * focus)
-        f = pr.disc_overlap_area(ra, rx.fov_rad * z * scale / 2.0, s * scale) / (math.pi * ra * ra)
-        out[idx] = np.sum(f * weight, axis=1) / total
+        s, _, weight = pr._beam_points(z, rx, SPOT_POINTS)
+        f = pr.collected_fraction(s, z, rx.aperture_m, rx.fov_rad, rx.focus_m)
+        out[idx] = np.sum(f * weight, axis=1) / np.sum(weight)
     return out.reshape(np.shape(range_m))
 
 
