@@ -23,7 +23,8 @@ every ray, along its own line, is met with it:
   plane: the cross slope is not modelled) and the grade, whether a return lies on that surface (within
   ``0.1 m + 0.5 %`` of range, as the near plane's ground) and whether the ray is unblocked (the near
   plane's rule: nothing returned in front of the surface, nor a hole between such returns); rays past
-  the end of their sector's profile do not meet it and are not counted;
+  the end of their sector's profile do not meet it, and rays whose return lies off the surface beyond
+  where they meet it show the surface is not there: neither is counted;
 - **the statistics** (:func:`road_statistics`), over cells of one ring in one sector with :data:`MIN_RAYS`
   unblocked rays: ``ground_horizon_local_m``, the farthest cell's median range among cells that return
   half the time, and the median grazing angle there; ``ground_horizon_level_m``, the same over the rays
@@ -70,12 +71,13 @@ MIN_BAND_POINTS = 12
 """Ground returns a band of a sector needs to make a node of its profile."""
 MAX_GRADE = 0.10
 """The steepest grade the profile follows (10 %: steeper than almost any street)."""
-MAX_GAP_M = 10.0
+MAX_GAP_M = 15.0
 GAP_SHARE = 0.6
 """The profile ends where a sector's ground is not seen over :data:`MAX_GAP_M` or this share of the
-distance reached, whichever is longer (a sparse unit's far lasers meet a level road 13 m (HDL-32E, 25
-to 38 m) or more apart; beyond a longer gap the densest heights are the bases of cars, hedges and walls
-as often as road); the surface is carried on as far past the last node."""
+distance reached, whichever is longer (a sparse unit's far lasers meet a level road 13 m apart (HDL-32E,
+25 to 38 m), and a band's node can sit at its nearer ring; beyond a longer gap the densest heights are
+the bases of cars, hedges and walls as often as road); the surface is carried on as far past the last
+node."""
 
 
 def _gap(rho: float) -> float:
@@ -307,7 +309,8 @@ def local_ground_rays(grid: ScanGrid, profile: RoadProfile) -> LocalGround:
     for shift in (-2, -1, 1, 2):
         beside |= np.roll(blocked, shift, axis=1)
     blocked = blocked | (~ret & (beside | _inside_blocked_run(ret, blocked)))
-    return LocalGround(t, grazing, ground, meets & ~blocked, grade_hit)
+    passed = ret & ~ground & (grid.range_m >= t)  # the ray went past the surface: it is not there
+    return LocalGround(t, grazing, ground, meets & ~blocked & ~passed, grade_hit)
 
 
 def _horizon(
@@ -317,11 +320,13 @@ def _horizon(
     its rays' median grazing angle, per cell [median range, P, rays, median grazing]) over (rings,
     columns) arrays, a cell being a ring's rays in one azimuth sector (``cell``: its label); a cell
     needs :data:`MIN_RAYS` rays, as the near plane's horizon asks of a ring."""
-    rows = []
+    rows: list[list[float]] = []
+    if not use.any():
+        return None, None, rows
     lab, tt, hh, gg = cell[use], t[use], hit[use], grazing[use]
     order = np.argsort(lab, kind="stable")
     lab, tt, hh, gg = lab[order], tt[order], hh[order], gg[order]
-    starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]]) if lab.size else np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
     for a, b in zip(starts, np.r_[starts[1:], lab.size], strict=True):
         if b - a >= MIN_RAYS:
             rows.append(
