@@ -288,7 +288,8 @@ def local_ground_rays(grid: ScanGrid, profile: RoadProfile) -> LocalGround:
             found_g = np.where(ok, g[j], found_g)
         rho_hit[mine], grade_hit[mine] = found, found_g
     meets = np.isfinite(rho_hit) & grid.in_view & (a0 > 0)
-    frac = (np.where(meets, rho_hit, 0.0) - dists[..., 0]) / (dists[..., 1] - dists[..., 0])
+    span = np.where(meets, dists[..., 1] - dists[..., 0], 1.0)  # rays out of view have no direction
+    frac = (np.where(meets, rho_hit, 0.0) - dists[..., 0]) / span
     point = pts[..., 0, :] + frac[..., None] * (pts[..., 1, :] - pts[..., 0, :])
     t = np.where(meets, np.linalg.norm(point, axis=-1), np.inf)
     grazing = np.where(meets, np.degrees(np.arctan(grade_hit) - np.arctan(slope)), np.nan)
