@@ -298,8 +298,9 @@ def local_ground_rays(grid: ScanGrid, profile: RoadProfile) -> LocalGround:
     if ret.any():
         u, rho = _plane_coordinates(plane, np.nan_to_num(grid.xyz))
         h_surface = np.full(ret.shape, np.nan)
+        sec_ret = _sector(np.nan_to_num(grid.xyz))
         for k, nodes in enumerate(profile.nodes):
-            mine = ret & (_sector(np.nan_to_num(grid.xyz)) == k)
+            mine = ret & (sec_ret == k)
             r0, h0, g, _ = _segments(nodes)
             j = np.clip(np.searchsorted(r0, rho[mine], side="right") - 1, 0, len(r0) - 1)
             h_surface[mine] = h0[j] + g[j] * (rho[mine] - r0[j])
