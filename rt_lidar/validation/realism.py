@@ -13,6 +13,9 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
   sides hit something in front of the ground, counts as blocked: a hole in a car, not a miss of the road);
   beside it, where the road answered there: the median range of that ring's ground returns (a road
   rising beyond the fitted plane meets the ring short of it);
+- the ground horizon on the scan's own road (:mod:`rt_lidar.validation.realism_road`, change 64): each
+  ray along its ring's own line met with the road profile measured per azimuth sector, the detection
+  probability by range and grazing angle, the horizon there and where the road is level;
 - the ground's texture: on ground rings at 5-15 m, the share of points whose intensity differs by a
   reporting step or more from the running median of the 9 points around it along the ring;
 - the share of zero readings among returns beyond 40 m;
@@ -38,6 +41,7 @@ import numpy as np
 from rt_lidar.validation.realism_grid import ScanGrid
 from rt_lidar.validation.realism_holes import class_counts, fine_counts, hole_rates
 from rt_lidar.validation.realism_lasers import laser_ground_rates, laser_hole_rates, laser_hole_spread
+from rt_lidar.validation.realism_road import road_statistics
 
 __all__ = [
     "BANDS_M",
@@ -422,5 +426,6 @@ def realism_statistics(grid: ScanGrid, seed: int = 0) -> dict[str, Any]:
         [round(t, 2), round(p, 3), n, None if w is None else round(w, 2)] for t, p, n, w in rows
     ]
     out["horizon_lasers"] = laser_ground_rates(grid, *_unblocked_ground_rays(grid, plane, ground), ground)
+    out.update(road_statistics(grid, plane))  # the horizon on the scan's own road (change 64)
     out.update(_drops(grid, ground))
     return out

@@ -178,6 +178,12 @@ SUMMARY_KEYS = (
     "ground_falloff_20_30_over_0_10",
     "ground_horizon_m",
     "ground_horizon_returned_m",
+    "ground_horizon_local_m",
+    "grazing_at_local_horizon_deg",
+    "ground_horizon_level_m",
+    "grazing_at_level_horizon_deg",
+    "road_rise_50m",
+    "road_rise_70m",
     "ground_texture_share",
     "zero_share_beyond_40m",
     "drop_share",
@@ -206,6 +212,8 @@ def _summary(stats: list[dict[str, Any]]) -> dict[str, Any]:
     out["ground_intensity_by_band"] = [_mean([b[i] for b in bands]) for i in range(len(BANDS_M))]
     out["horizon_rings"] = stats[-1].get("horizon_rings", [])
     out["horizon_lasers"] = stats[-1].get("horizon_lasers", [])
+    out["ground_pd_by_range_grazing"] = stats[-1].get("ground_pd_by_range_grazing", [])
+    out["road_profile"] = stats[-1].get("road_profile", [])
     return out
 
 
@@ -231,6 +239,8 @@ def _measure(grid: ScanGrid, calib: dict[str, np.ndarray] | None = None) -> dict
         s.update({k: cropped[k] for k in (*DROP_KEYS, *CLASS_KEYS)})
         s["view_horizon_m"] = cropped.get("ground_horizon_m")
         s["view_horizon_returned_m"] = cropped.get("ground_horizon_returned_m")
+        s["view_horizon_local_m"] = cropped.get("ground_horizon_local_m")
+        s["view_horizon_level_m"] = cropped.get("ground_horizon_level_m")
     return s
 
 
@@ -242,6 +252,8 @@ REAL_SCAN_KEYS = (
     "ground_intensity_by_band",
     "horizon_rings",
     "horizon_lasers",
+    "ground_pd_by_range_grazing",
+    "road_profile",
     "road_echo_lasers",
     "road_echo_slope",
     "road_echo_spreads",
@@ -276,10 +288,17 @@ def _measure_real(frame: RealFrame) -> dict[str, Any]:
     if frame.kitti_view:  # the frame is KITTI's camera view already
         st["view_horizon_m"] = st.get("ground_horizon_m")
         st["view_horizon_returned_m"] = st.get("ground_horizon_returned_m")
+        st["view_horizon_local_m"] = st.get("ground_horizon_local_m")
+        st["view_horizon_level_m"] = st.get("ground_horizon_level_m")
     outdoor = is_outdoor(grid)
     if not outdoor:
         st.update(
-            dict.fromkeys(GROUND_KEYS), ground_intensity_by_band=None, horizon_rings=[], horizon_lasers=[]
+            dict.fromkeys(GROUND_KEYS),
+            ground_intensity_by_band=None,
+            horizon_rings=[],
+            horizon_lasers=[],
+            ground_pd_by_range_grazing=[],
+            road_profile=[],
         )
     preset = load_preset(frame.preset)
     st.update(_road_echo_readings(preset, st))
@@ -312,7 +331,12 @@ def _residuals(sim: dict[str, Any], scan: dict[str, Any]) -> dict[str, float | N
     KITTI frame, every ray for the others)."""
     st = scan["statistics"]
     out: dict[str, float | None] = {}
-    view = {"horizon_m": "view_horizon_m", "horizon_ret": "view_horizon_returned_m"}
+    view = {
+        "horizon_m": "view_horizon_m",
+        "horizon_ret": "view_horizon_returned_m",
+        "horizon_loc": "view_horizon_local_m",
+        "horizon_lvl": "view_horizon_level_m",
+    }
     pairs = [
         (short, view.get(short, key) if scan["kitti_view"] else key, key) for short, key in STAT_KEYS.items()
     ]

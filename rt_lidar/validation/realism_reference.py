@@ -65,21 +65,28 @@ STAT_KEYS = {
     "falloff": "ground_falloff_20_30_over_0_10",
     "horizon_m": "ground_horizon_m",
     "horizon_ret": "ground_horizon_returned_m",
+    "horizon_loc": "ground_horizon_local_m",
+    "horizon_lvl": "ground_horizon_level_m",
     "texture": "ground_texture_share",
     "zeros40": "zero_share_beyond_40m",
 }
 VIEW_KEYS = {
     "horiz_view": "view_horizon_m",
     "ret_view": "view_horizon_returned_m",
+    "loc_view": "view_horizon_local_m",
+    "lvl_view": "view_horizon_level_m",
 }
 """The ground horizon (to the plane, and where the road answered) over the rays in KITTI's camera view,
 as the real KITTI frame measures it (camera 2's crop looks ahead): on the demo street the whole turn's
 horizon is set by the ground behind the sensor, a concrete slab where the street ends 30 m back
-(docs/realism.md, change 31), the view's by the asphalt road ahead."""
+(docs/realism.md, change 31), the view's by the asphalt road ahead; ``loc_view`` and ``lvl_view`` the
+horizon on the scan's own road, and where it is level, in that view (change 64)."""
 GROUND_KEYS = (
     "ground_falloff_20_30_over_0_10",
     "ground_horizon_m",
     "ground_horizon_returned_m",
+    "ground_horizon_local_m",
+    "ground_horizon_level_m",
     "ground_texture_share",
 )
 """Statistics of the road: compared only on real frames recorded outdoors (:func:`is_outdoor`)."""

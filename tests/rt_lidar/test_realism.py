@@ -128,6 +128,11 @@ def test_kitti_frame_statistics() -> None:
     # ... to the plane fitted near the car; the road rises beyond it, and the ring aimed 67 m out at the
     # plane answers from the road 52-58 m away: the HDL-64E S2 sees this road to ~55 m
     assert 50.0 <= s["ground_horizon_returned_m"] <= 60.0
+    # on its own road, each laser along its own line (0.2 m above the frame's origin: change 64), the
+    # horizon is where the road answered; where the road is level, nearer, at 2-3 deg of grazing
+    assert 50.0 <= s["ground_horizon_local_m"] <= 60.0
+    assert 40.0 <= s["ground_horizon_level_m"] <= s["ground_horizon_local_m"]
+    assert 2.0 <= s["grazing_at_level_horizon_deg"] <= 3.0
     assert 0.12 <= s["ground_texture_share"] <= 0.84
     assert 0.4 <= s["zero_share_beyond_40m"] <= 0.8  # the S2 reports ~half its far returns as 0
     assert 0.10 <= s["hole_share"] <= 0.25  # 0.164: the highest of 13 KITTI frames (median 0.024, change 55)
@@ -193,6 +198,8 @@ def test_validate_realism_reports_every_preset_beside_real_scans(tmp_path: Path)
         assert kitti["residual"]["horizon_ret"] == pytest.approx(rep["sim_ret_view"][0] - ret)
         assert rep["real_frame_ret_view"][0] == pytest.approx(ret)
         assert all(v is not None for v in rep["sim_ret_view"])  # every preset, in KITTI's camera view
+        loc = kitti["statistics"]["ground_horizon_local_m"]  # on its own road (change 64)
+        assert kitti["residual"]["horizon_loc"] == pytest.approx(rep["sim_loc_view"][0] - loc)
     # presets without any real frame (the HDL-64E without ../shared) are left out of the listing
     assert rep["real_frames"] == {k: vendored[k] for k in REALISM_PRESETS if k in vendored}
     for sc in rep["real_scans"].values():  # every real scan measured, its residuals stated
@@ -215,8 +222,9 @@ def test_validate_prints_simulated_beside_real(tmp_path: Path, capsys: pytest.Ca
     # falloff, horizon_m, horizon_ret (where the road answered at the horizon), texture, zeros40, the
     # horizon in KITTI's camera view (to the plane, returned: change 31), the road echo's slope read back
     # from the lasers' zeros, read from P and the zeros together, and the model's own (change 52), and the
-    # receiver gain the road asks at the 10 % range (change 56)
-    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 11
+    # receiver gain the road asks at the 10 % range (change 56), the horizon on the scan's own road and
+    # where it is level, over the whole turn and in KITTI's view (change 64)
+    assert sum(line.startswith("HDL-64E  ") for line in out.splitlines()) == 15
     slope = next(line.split() for line in out.splitlines() if line.startswith("HDL-64E  echo_slope"))
     joint = next(line.split() for line in out.splitlines() if line.startswith("HDL-64E  echo_joint"))
     model = next(line.split() for line in out.splitlines() if line.startswith("HDL-64E  echo_model"))
