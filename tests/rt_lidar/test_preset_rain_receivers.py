@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -67,14 +68,16 @@ def test_the_hdl64es_rain_table_uses_its_lens_focus() -> None:
     assert abs(p_focus / p_inf - 1.0) > 0.2, (p_focus, p_inf)
 
 
-@pytest.mark.parametrize(("rate", "tolerance"), [(10.0, 1.1), (25.0, 2.0)])
+@pytest.mark.parametrize(("rate", "tolerance"), [(10.0, 1.35), (25.0, 2.0)])
 def test_every_presets_open_sky_rain_is_near_the_vlp16s_calibrated_rate(
     rate: float, tolerance: float
 ) -> None:
     """Open-sky rain per beam (the kernels' table, at the threshold of a scene without sun, the default:
     the datasheet's, but for the OS1-64 and OS1-128 whose thresholds follow the ambient light) over
-    Linnhoff et al.'s VLP-16 rate, every preset: within 1.1x at 10 mm/h, where each assumed field is
-    fitted (before: < 0.01x on the HDL-64E to 38x on the Cube 1 and ~44x on the OS1-64), and within 2x
+    Linnhoff et al.'s VLP-16 rate, every preset: within 1.35x at 10 mm/h (each assumed field was fitted
+    there alone, within 1.1x; since change 61 the Cube 1's, Scala Gen2's, OS1-64's, HDL-32E's and
+    VLP-32C's are fitted over 1-25 mm/h, 0.80-1.06x here; before change 25: < 0.01x on the HDL-64E to 38x
+    on the Cube 1 and ~44x on the OS1-64), and within 2x
     at 25 mm/h (now 1.2-1.6x; 1.9x on the AT128 and Pandar64 before change 33 fitted their exit beams),
     and the presets within ``tolerance`` of each other. The chamber studies (LIBRE, DENSE) show every
     one of these sensors seeing rain near it, and none publishes a per-sensor rate to spread them."""
@@ -105,3 +108,19 @@ def test_every_presets_open_sky_rain_grows_about_as_the_rain_rate() -> None:
 def test_each_fitted_field_says_what_it_is_fitted_to(name: str) -> None:
     prov = (load_preset(name).provenance or {})["optics.receiver_fov_mrad"]
     assert prov.startswith("fit") and "Linnhoff" in prov and "docs/rain.md" in prov
+
+
+def test_every_presets_measured_open_sky_rain_follows_linnhoff_within_1_5x_at_every_rate() -> None:
+    """Issue 40 item 4 (change 61): every preset's rain points per open-sky beam in strongest mode,
+    measured through the whole physics stage with enough beams for ~600 points at Linnhoff et al.'s
+    rate (the Monte Carlo's error ~4 %), within 1.5x of their calibrated VLP-16 rate at 1 / 2.5 / 5 /
+    10 / 15 / 25 mm/h, and growing with the rate at every step as theirs does. Before, with the fields
+    fitted at 10 mm/h alone, the Cube 1 read 1.87x and the Scala Gen2 1.85x at 1 mm/h (their rain points
+    there 97 % glory spheres under 0.5 mm) and the VLP-32C 0.66x at 2.5 mm/h; the HDL-64E's 1.54x at 1
+    mm/h was 100,000 beams' Monte Carlo error (~17 points; 1.10x here)."""
+    got = {name: cc.open_sky_rain_ratios(load_preset(name)) for name in list_presets()}
+    out = {n: r for n, r in got.items() if not all(1 / 1.5 < x < 1.5 for x in r)}
+    assert not out, out
+    for name, ratios in got.items():
+        per_beam = [x * rate for x, rate in zip(ratios, cc.FIT_RAIN_MM_H, strict=True)]
+        assert all(b > a for a, b in itertools.pairwise(per_beam)), (name, per_beam)
