@@ -3,7 +3,8 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
 
 - the ground plane: the lowest well-supported plane (RANSAC, normal within 10 deg of vertical; car roofs
   can outnumber the road, so planes below the first one found are looked for), points within
-  0.1 m + 0.5 % of range;
+  0.1 m + 0.5 % of range, less the feet of what stands on it (a tyre, a sill, a wall's foot: the ray
+  just above in elevation rises from the point more steeply than 45 deg, :func:`ground_returns`);
 - ground intensity by range band (0-10, 10-20, 20-30, 30-50, 50+ m, medians in the sensor's units) and
   its fall-off, the 20-30 m median over the 0-10 m one;
 - the ground horizon: per ring, the probability that a ray meeting the plane with nothing closer in
@@ -45,6 +46,7 @@ __all__ = [
     "GroundPlane",
     "dead_lasers",
     "fit_ground",
+    "ground_returns",
     "nearest_columns",
     "realism_statistics",
     "street_holes",
@@ -138,6 +140,47 @@ def fit_ground(points: np.ndarray, seed: int = 0) -> GroundPlane | None:
             break
         plane, inl = lower, lin
     return plane
+
+
+FOOT_RISE_M = 0.05
+"""A point within the plane's tolerance is an object's foot where the ray just above it in elevation
+returned from higher than this above it, more steeply than 45 deg (rise over the change of horizontal
+range): a tyre, a car's sill or a wall standing on the road, not the road (docs/realism.md, change 62).
+Consecutive rays on a flat road differ in height by the range noise (about a centimetre) and in
+horizontal range by decimetres to metres."""
+
+
+def _object_feet(grid: ScanGrid, plane: GroundPlane, near_plane: np.ndarray) -> np.ndarray:
+    """(rings, columns) bool: the returns of ``near_plane`` whose ray just above in elevation (the nearest
+    in azimuth on the next ring up) returned from a surface rising from them by more than
+    :data:`FOOT_RISE_M` and more steeply than 45 deg."""
+    view = grid.in_view
+    elev = np.array(
+        [np.nanmedian(grid.direction[k, view[k], 2]) if view[k].any() else -2 for k in range(len(view))]
+    )
+    order = np.argsort(-elev)  # rings from the highest elevation down
+    gk, gc = np.nonzero(near_plane)
+    out = np.zeros_like(near_plane)
+    if gk.size == 0:
+        return out
+    uk, uc = nearest_columns(_cell_azimuth(grid), order, gk, gc, -1)
+    above = uk >= 0
+    uk = np.maximum(uk, 0)
+    p, q = grid.xyz[gk, gc], np.nan_to_num(grid.xyz[uk, uc])
+    rise = plane.distance(q) - plane.distance(p)
+    run = np.abs(np.hypot(q[:, 0], q[:, 1]) - np.hypot(p[:, 0], p[:, 1]))
+    foot = above & grid.returned[uk, uc] & (rise > FOOT_RISE_M) & (rise > run)
+    out[gk[foot], gc[foot]] = True
+    return out
+
+
+def ground_returns(grid: ScanGrid, plane: GroundPlane) -> np.ndarray:
+    """(rings, columns) bool: the ground's returns in view: within the plane's tolerance (0.1 m + 0.5 % of
+    range), less the feet of objects standing on it (:data:`FOOT_RISE_M`)."""
+    view_ret = grid.returned & grid.in_view
+    with np.errstate(invalid="ignore"):
+        near_plane = view_ret & (np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m))
+    return near_plane & ~_object_feet(grid, plane, near_plane)
 
 
 def _band_medians(r: np.ndarray, i: np.ndarray) -> list[float | None]:
@@ -405,8 +448,7 @@ def realism_statistics(grid: ScanGrid, seed: int = 0) -> dict[str, Any]:
     out["returns_beyond_40m"] = int(far.sum())
     if plane is None:
         return out | {"ground_points": 0}
-    with np.errstate(invalid="ignore"):
-        ground = ret & (np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m))
+    ground = ground_returns(grid, plane)
     r = grid.range_m[ground]
     i = grid.intensity[ground]
     bands = _band_medians(r, i)
