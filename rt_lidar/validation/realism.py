@@ -3,10 +3,11 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
 
 - the ground plane: the lowest well-supported plane (RANSAC, normal within 10 deg of vertical; car roofs
   can outnumber the road, so planes below the first one found are looked for), points within
-  0.1 m + 0.5 % of range, less the feet of what stands on it (a tyre, a sill, a wall's foot: the ray
-  just above in elevation rises from the point more steeply than 45 deg, :func:`ground_returns`);
+  0.1 m + 0.5 % of range;
 - ground intensity by range band (0-10, 10-20, 20-30, 30-50, 50+ m, medians in the sensor's units) and
-  its fall-off, the 20-30 m median over the 0-10 m one;
+  its fall-off, the 20-30 m median over the 0-10 m one, read on the ground's own surface: its points
+  less the feet of what stands on it (a tyre, a sill, a kerb or a wall's foot: the ray just above in
+  elevation rises from the point more steeply than 45 deg, :func:`ground_surface`);
 - the ground horizon: per ring, the probability that a ray meeting the plane with nothing closer in
   front of it returns from the ground, against the range where it meets the plane; the horizon is the
   farthest ring with probability >= 0.5 (a ray without a return within two rays along the ring of one
@@ -14,8 +15,9 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
   sides hit something in front of the ground, counts as blocked: a hole in a car, not a miss of the road);
   beside it, where the road answered there: the median range of that ring's ground returns (a road
   rising beyond the fitted plane meets the ring short of it);
-- the ground's texture: on ground rings at 5-15 m, the share of points whose intensity differs by a
-  reporting step or more from the running median of the 9 points around it along the ring;
+- the ground's texture: on ground rings at 5-15 m (its own surface, as the bands), the share of points
+  whose intensity differs by a reporting step or more from the running median of the 9 points around it
+  along the ring;
 - the share of zero readings among returns beyond 40 m;
 - raydrop: the share of rays in view without a return, the share of holes (a ray without a return below
   a ray of the same column that returned: not open sky), and where holes are (the range of the returns
@@ -46,7 +48,7 @@ __all__ = [
     "GroundPlane",
     "dead_lasers",
     "fit_ground",
-    "ground_returns",
+    "ground_surface",
     "nearest_columns",
     "realism_statistics",
     "street_holes",
@@ -145,7 +147,8 @@ def fit_ground(points: np.ndarray, seed: int = 0) -> GroundPlane | None:
 FOOT_RISE_M = 0.05
 """A point within the plane's tolerance is an object's foot where the ray just above it in elevation
 returned from higher than this above it, more steeply than 45 deg (rise over the change of horizontal
-range): a tyre, a car's sill or a wall standing on the road, not the road (docs/realism.md, change 62).
+range): a tyre, a car's sill, a kerb or a wall standing on the road, not the road (docs/realism.md,
+change 62).
 Consecutive rays on a flat road differ in height by the range noise (about a centimetre) and in
 horizontal range by decimetres to metres."""
 
@@ -174,13 +177,11 @@ def _object_feet(grid: ScanGrid, plane: GroundPlane, near_plane: np.ndarray) -> 
     return out
 
 
-def ground_returns(grid: ScanGrid, plane: GroundPlane) -> np.ndarray:
-    """(rings, columns) bool: the ground's returns in view: within the plane's tolerance (0.1 m + 0.5 % of
-    range), less the feet of objects standing on it (:data:`FOOT_RISE_M`)."""
-    view_ret = grid.returned & grid.in_view
-    with np.errstate(invalid="ignore"):
-        near_plane = view_ret & (np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m))
-    return near_plane & ~_object_feet(grid, plane, near_plane)
+def ground_surface(grid: ScanGrid, plane: GroundPlane, ground: np.ndarray) -> np.ndarray:
+    """(rings, columns) bool: the returns of ``ground`` (within the plane's tolerance) that are the
+    ground's own surface, the feet of objects standing on it (:data:`FOOT_RISE_M`) left out: what the
+    ground's intensity statistics read."""
+    return ground & ~_object_feet(grid, plane, ground)
 
 
 def _band_medians(r: np.ndarray, i: np.ndarray) -> list[float | None]:
@@ -448,15 +449,18 @@ def realism_statistics(grid: ScanGrid, seed: int = 0) -> dict[str, Any]:
     out["returns_beyond_40m"] = int(far.sum())
     if plane is None:
         return out | {"ground_points": 0}
-    ground = ground_returns(grid, plane)
-    r = grid.range_m[ground]
-    i = grid.intensity[ground]
+    with np.errstate(invalid="ignore"):
+        ground = ret & (np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m))
+    surface = ground_surface(grid, plane, ground)
+    r = grid.range_m[surface]
+    i = grid.intensity[surface]
     bands = _band_medians(r, i)
     out["sensor_height_m"] = plane.sensor_height_m
     out["ground_points"] = int(ground.sum())
+    out["ground_surface_points"] = int(surface.sum())
     out["ground_intensity_by_band"] = bands
     out["ground_falloff_20_30_over_0_10"] = bands[2] / bands[0] if bands[0] and bands[2] is not None else None
-    out["ground_texture_share"], out["texture_points"] = _texture(grid, ground)
+    out["ground_texture_share"], out["texture_points"] = _texture(grid, surface)
     horizon, rows = _horizon(grid, plane, ground)
     out["ground_horizon_m"] = horizon
     out["ground_horizon_returned_m"] = _horizon_returned(rows)

@@ -27,8 +27,8 @@ import numpy as np
 from rt_lidar.validation.realism import (
     EGO_RANGE_M,
     _hole_neighbours,
+    _tolerance,
     fit_ground,
-    ground_returns,
     nearest_columns,
     street_holes,
 )
@@ -125,7 +125,8 @@ def near_object_rays(grid: ScanGrid, seed: int = 0) -> NearRays | None:
     plane = fit_ground(grid.xyz[view_ret], seed)
     if plane is None:
         return None
-    ground = ground_returns(grid, plane)
+    with np.errstate(invalid="ignore"):
+        ground = view_ret & (np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m))
     holes, ret, az, order, elev = street_holes(grid)
     with warnings.catch_warnings():  # all-NaN rows: holes without a returning neighbour, not counted
         warnings.simplefilter("ignore", RuntimeWarning)

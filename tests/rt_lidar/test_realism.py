@@ -127,13 +127,14 @@ def _road_with_a_low_wall(noise_m: float = 0.0) -> tuple[ScanGrid, int]:
     return g, int((keep & ~on_wall).sum())
 
 
-def test_the_feet_of_what_stands_on_the_road_are_not_ground() -> None:
+def test_the_feet_of_what_stands_on_the_road_are_not_its_intensity() -> None:
     # the wall's lowest hits lie within the plane's tolerance: counted as ground they made the 20-30 m
     # band the wall's 5 counts (750 feet against 500 road points), where the road reads 40 (change 62:
     # parked cars' tyres and sills on the demo street, walls and kerbs on the real frames)
     g, road = _road_with_a_low_wall()
     s = realism_statistics(g)
-    assert s["ground_points"] == road
+    assert s["ground_surface_points"] == road
+    assert s["ground_points"] == road + 750  # within the plane's tolerance: the horizon's ground, as before
     assert s["ground_intensity_by_band"][:3] == [100.0, 70.0, 40.0]
     assert s["ground_falloff_20_30_over_0_10"] == pytest.approx(0.4)
 
@@ -147,9 +148,9 @@ def test_a_flat_road_with_range_noise_loses_no_point_as_a_foot() -> None:
     ring = np.broadcast_to(np.arange(plain.range_m.shape[0])[:, None], plain.range_m.shape)
     ok = plain.returned
     g = grid_from_points("noisy", (d * noisy_r[..., None])[ok], plain.intensity[ok], ring[ok], 1.0, "counts")
-    assert realism_statistics(g)["ground_points"] == int(ok.sum())
+    assert realism_statistics(g)["ground_surface_points"] == int(ok.sum())
     wall, road = _road_with_a_low_wall(noise_m=0.02)
-    assert realism_statistics(wall)["ground_points"] == road
+    assert realism_statistics(wall)["ground_surface_points"] == road
 
 
 def test_texture_and_zeros_move_with_the_scan() -> None:
