@@ -5,7 +5,9 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
   can outnumber the road, so planes below the first one found are looked for), points within
   0.1 m + 0.5 % of range;
 - ground intensity by range band (0-10, 10-20, 20-30, 30-50, 50+ m, medians in the sensor's units) and
-  its fall-off, the 20-30 m median over the 0-10 m one;
+  its fall-off, the 20-30 m median over the 0-10 m one, read on the ground's own surface: its points
+  less the feet of what stands on it (a tyre, a sill, a kerb or a wall's foot: the ray just above in
+  elevation rises from the point more steeply than 45 deg, :func:`ground_surface`);
 - the ground horizon: per ring, the probability that a ray meeting the plane with nothing closer in
   front of it returns from the ground, against the range where it meets the plane; the horizon is the
   farthest ring with probability >= 0.5 (a ray without a return within two rays along the ring of one
@@ -16,8 +18,9 @@ of the shared reference): they measure the sensor and the surfaces, not the layo
 - the ground horizon on the scan's own road (:mod:`rt_lidar.validation.realism_road`, change 64): each
   ray along its ring's own line met with the road profile measured per azimuth sector, the detection
   probability by range and grazing angle, the horizon there and where the road is level;
-- the ground's texture: on ground rings at 5-15 m, the share of points whose intensity differs by a
-  reporting step or more from the running median of the 9 points around it along the ring;
+- the ground's texture: on ground rings at 5-15 m (its own surface, as the bands), the share of points
+  whose intensity differs by a reporting step or more from the running median of the 9 points around it
+  along the ring;
 - the share of zero readings among returns beyond 40 m;
 - raydrop: the share of rays in view without a return, the share of holes (a ray without a return below
   a ray of the same column that returned: not open sky), and where holes are (the range of the returns
@@ -49,6 +52,7 @@ __all__ = [
     "GroundPlane",
     "dead_lasers",
     "fit_ground",
+    "ground_surface",
     "nearest_columns",
     "realism_statistics",
     "street_holes",
@@ -142,6 +146,46 @@ def fit_ground(points: np.ndarray, seed: int = 0) -> GroundPlane | None:
             break
         plane, inl = lower, lin
     return plane
+
+
+FOOT_RISE_M = 0.05
+"""A point within the plane's tolerance is an object's foot where the ray just above it in elevation
+returned from higher than this above it, more steeply than 45 deg (rise over the change of horizontal
+range): a tyre, a car's sill, a kerb or a wall standing on the road, not the road (docs/realism.md,
+change 62).
+Consecutive rays on a flat road differ in height by the range noise (about a centimetre) and in
+horizontal range by decimetres to metres."""
+
+
+def _object_feet(grid: ScanGrid, plane: GroundPlane, near_plane: np.ndarray) -> np.ndarray:
+    """(rings, columns) bool: the returns of ``near_plane`` whose ray just above in elevation (the nearest
+    in azimuth on the next ring up) returned from a surface rising from them by more than
+    :data:`FOOT_RISE_M` and more steeply than 45 deg."""
+    view = grid.in_view
+    elev = np.array(
+        [np.nanmedian(grid.direction[k, view[k], 2]) if view[k].any() else -2 for k in range(len(view))]
+    )
+    order = np.argsort(-elev)  # rings from the highest elevation down
+    gk, gc = np.nonzero(near_plane)
+    out = np.zeros_like(near_plane)
+    if gk.size == 0:
+        return out
+    uk, uc = nearest_columns(_cell_azimuth(grid), order, gk, gc, -1)
+    above = uk >= 0
+    uk = np.maximum(uk, 0)
+    p, q = grid.xyz[gk, gc], np.nan_to_num(grid.xyz[uk, uc])
+    rise = plane.distance(q) - plane.distance(p)
+    run = np.abs(np.hypot(q[:, 0], q[:, 1]) - np.hypot(p[:, 0], p[:, 1]))
+    foot = above & grid.returned[uk, uc] & (rise > FOOT_RISE_M) & (rise > run)
+    out[gk[foot], gc[foot]] = True
+    return out
+
+
+def ground_surface(grid: ScanGrid, plane: GroundPlane, ground: np.ndarray) -> np.ndarray:
+    """(rings, columns) bool: the returns of ``ground`` (within the plane's tolerance) that are the
+    ground's own surface, the feet of objects standing on it (:data:`FOOT_RISE_M`) left out: what the
+    ground's intensity statistics read."""
+    return ground & ~_object_feet(grid, plane, ground)
 
 
 def _band_medians(r: np.ndarray, i: np.ndarray) -> list[float | None]:
@@ -411,14 +455,16 @@ def realism_statistics(grid: ScanGrid, seed: int = 0) -> dict[str, Any]:
         return out | {"ground_points": 0}
     with np.errstate(invalid="ignore"):
         ground = ret & (np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m))
-    r = grid.range_m[ground]
-    i = grid.intensity[ground]
+    surface = ground_surface(grid, plane, ground)
+    r = grid.range_m[surface]
+    i = grid.intensity[surface]
     bands = _band_medians(r, i)
     out["sensor_height_m"] = plane.sensor_height_m
     out["ground_points"] = int(ground.sum())
+    out["ground_surface_points"] = int(surface.sum())
     out["ground_intensity_by_band"] = bands
     out["ground_falloff_20_30_over_0_10"] = bands[2] / bands[0] if bands[0] and bands[2] is not None else None
-    out["ground_texture_share"], out["texture_points"] = _texture(grid, ground)
+    out["ground_texture_share"], out["texture_points"] = _texture(grid, surface)
     horizon, rows = _horizon(grid, plane, ground)
     out["ground_horizon_m"] = horizon
     out["ground_horizon_returned_m"] = _horizon_returned(rows)

@@ -107,6 +107,52 @@ def test_the_horizon_in_kittis_view_is_the_road_ahead() -> None:
     assert _measure(g)["view_horizon_m"] is None  # no camera, no view
 
 
+def _road_with_a_low_wall(noise_m: float = 0.0) -> tuple[ScanGrid, int]:
+    """(grid, the road's returns): the flat ground of :func:`_flat_ground` (100 counts within 10 m, 70 to
+    20 m, 40 beyond) with a dark wall (5 counts) 0.6 m high standing 20 m out over three quarters of the
+    turn, a row of parked cars' tyres and sills: of each column there, the ring 4.9 deg down meets it 0.1 m
+    up, within the ground plane's tolerance (0.1 m + 0.5 % of range), the ring above 0.37 m up."""
+    rng = np.random.default_rng(3)
+    d = _ring_directions()
+    horiz = np.hypot(d[..., 0], d[..., 1])
+    r_ground = 1.8 / -d[..., 2]
+    walled = (np.arange(1000) < 750)[None, :] & (r_ground * horiz > 20.0)
+    z_wall = 1.8 + 20.0 / horiz * d[..., 2]  # height above the ground where the ray meets the wall
+    on_wall = walled & (z_wall <= 0.6)
+    r = np.where(on_wall, 20.0 / horiz, r_ground) + noise_m * rng.standard_normal(r_ground.shape)
+    inten = np.where(on_wall, 5.0, np.select([r_ground < 10, r_ground < 20], [100.0, 70.0], 40.0))
+    keep = r_ground < 30.0
+    ring = np.broadcast_to(np.arange(32)[:, None], r.shape)[keep]
+    g = grid_from_points("wall", (d * r[..., None])[keep], inten[keep], ring, 1.0, "counts")
+    return g, int((keep & ~on_wall).sum())
+
+
+def test_the_feet_of_what_stands_on_the_road_are_not_its_intensity() -> None:
+    # the wall's lowest hits lie within the plane's tolerance: counted as ground they made the 20-30 m
+    # band the wall's 5 counts (750 feet against 500 road points), where the road reads 40 (change 62:
+    # parked cars' tyres and sills on the demo street, walls and kerbs on the real frames)
+    g, road = _road_with_a_low_wall()
+    s = realism_statistics(g)
+    assert s["ground_surface_points"] == road
+    assert s["ground_points"] == road + 750  # within the plane's tolerance: the horizon's ground, as before
+    assert s["ground_intensity_by_band"][:3] == [100.0, 70.0, 40.0]
+    assert s["ground_falloff_20_30_over_0_10"] == pytest.approx(0.4)
+
+
+def test_a_flat_road_with_range_noise_loses_no_point_as_a_foot() -> None:
+    # range noise of 2 cm (the HDL-64E's datasheet accuracy, the OS1-64's 1.5 cm): neighbouring rings
+    # on a flat road do not rise 5 cm more steeply than 45 deg (3 cm would, 2 points in 32,000)
+    plain = _flat_ground(lambda r, rng: np.full(r.size, 30.0))
+    d = plain.xyz / plain.range_m[..., None]
+    noisy_r = plain.range_m + 0.02 * np.random.default_rng(5).standard_normal(plain.range_m.shape)
+    ring = np.broadcast_to(np.arange(plain.range_m.shape[0])[:, None], plain.range_m.shape)
+    ok = plain.returned
+    g = grid_from_points("noisy", (d * noisy_r[..., None])[ok], plain.intensity[ok], ring[ok], 1.0, "counts")
+    assert realism_statistics(g)["ground_surface_points"] == int(ok.sum())
+    wall, road = _road_with_a_low_wall(noise_m=0.02)
+    assert realism_statistics(wall)["ground_surface_points"] == road
+
+
 def test_texture_and_zeros_move_with_the_scan() -> None:
     speckled = realism_statistics(_flat_ground(lambda r, rng: np.round(50 + 5 * rng.standard_normal(r.size))))
     assert speckled["ground_texture_share"] > 0.5
