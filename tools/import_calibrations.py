@@ -28,7 +28,6 @@ from typing import Any
 
 from rt_lidar.errors import PresetError
 from rt_lidar.sensor.presets import lambertian_return_w, load_preset
-from rt_lidar.sensor.vendor.origins import velodyne_origin
 from rt_lidar.sensor.vendor.velodyne import parse_velodyne_yaml as _parse_velodyne_yaml
 
 __all__ = ["SOURCES", "beams_for", "main", "parse_velodyne_yaml", "render_toml"]
@@ -55,15 +54,7 @@ SOURCES: dict[str, tuple[str, str]] = {
 # calibrated, left out); the upper block's median (15 m) is the preset's optics.receiver_focus_m.
 FOCUS_SOURCES: dict[str, tuple[str, range]] = {"hdl-64e": ("64e_s3-xiesc.yaml", range(32, 64))}
 FOCUS_FLOOR_M = 9.0
-# Preset file stem -> calibration file whose lasers' vert/horiz_offset_correction (the beams' origins, as
-# velodyne_decoder places them) the preset takes by laser id, where its own file gives them as 0. The
-# HDL-64E S2 file 64e_utexas.yaml carries zeros; the S2.1 unit's file (ros-drivers/velodyne, vendored
-# under tests/data/vendor/velodyne/) gives the upper block (ids 0-31) 0.193-0.213 m and the lower (32-63)
-# 0.105-0.124 m up, +-0.026 m to the side, as KITTI's S2 frames show them (0.20 / 0.12 m: docs/realism.md
-# changes 64 and 65).
-OFFSET_SOURCES: dict[str, str] = {"hdl-64e": "64e_s2.1-sztaki.yaml"}
 PRESET_DIR = Path(__file__).resolve().parents[1] / "sensor_presets"
-VENDORED_DIR = PRESET_DIR.parent / "tests" / "data" / "vendor" / "velodyne"
 HESAI_FIRING_STEP_US = 0.65  # Pandar64 channel firing offsets, evenly spread (approximation)
 
 # Velodyne firing schedule within the firing cycle, from the laser id.
@@ -109,7 +100,6 @@ def _velodyne(path: Path, packet: str) -> list[dict[str, Any]]:
         )
         if las.get("focal_distance", 0.0) > 0:  # the laser's receiver focus, as the vendor reader takes it
             beams[-1]["receiver_focus_m"] = las["focal_distance"]
-        beams[-1].update(velodyne_origin(beams[-1]))
     return sorted(beams, key=lambda b: b["laser_id"])
 
 
@@ -205,36 +195,6 @@ def render_toml(preset: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _take_offsets(beams: list[dict[str, Any]], name: str, calibrations: Path, preset: dict[str, Any]) -> None:
-    """Give ``beams`` the vert/horiz offset corrections of the same laser ids in calibration file ``name``
-    (from ``calibrations``, else the vendored copy) and the origins they place, and say so in
-    ``[provenance]``."""
-    path = calibrations / name if (calibrations / name).exists() else VENDORED_DIR / name
-    lasers = {int(las["laser_id"]): las for las in parse_velodyne_yaml(path.read_text())}
-    for b in beams:
-        for key in ("origin_radial_m", "origin_lateral_m", "origin_up_m"):
-            b.pop(key, None)
-        las = lasers[b["laser_id"]]
-        b["vert_offset_correction_m"] = las.get("vert_offset_correction", 0.0)
-        b["horiz_offset_correction_m"] = las.get("horiz_offset_correction", 0.0)
-        b.update(velodyne_origin(b))
-    vert = {
-        blk: [lasers[i].get("vert_offset_correction", 0.0) for i in ids]
-        for blk, ids in (("upper", range(32)), ("lower", range(32, 64)))
-    }
-    horiz = sorted({abs(las.get("horiz_offset_correction", 0.0)) for las in lasers.values()})
-    preset.setdefault("provenance", {})["beams.origin_m"] = (
-        f"vert_offset_correction and horiz_offset_correction of the same laser id in the HDL-64E S2.1 "
-        f"calibration {name} (ros-drivers/velodyne velodyne_pointcloud/params, commit 29abd0e; "
-        f"tests/data/vendor/velodyne/), the shipped angles' file giving 0: upper block (ids 0-31) "
-        f"{min(vert['upper']):.3f}-{max(vert['upper']):.3f} m up, lower (32-63) "
-        f"{min(vert['lower']):.3f}-{max(vert['lower']):.3f} m, "
-        f"{'/'.join(f'{h:.3f}' for h in horiz)} m to the side; placed as velodyne_decoder places them "
-        f"(rt_lidar.sensor.vendor.origins). KITTI's S2 frames fire from 0.20 / 0.12 m above their origin "
-        f"(docs/realism.md changes 64 and 65)"
-    )
-
-
 def build(key: str, calibrations: Path, out_dir: Path) -> dict[str, Any]:
     """The preset dict of ``key``: its kept non-beam fields, fresh beams and detection threshold.
 
@@ -256,8 +216,6 @@ def build(key: str, calibrations: Path, out_dir: Path) -> dict[str, Any]:
         for b in beams:
             if b["laser_id"] in ids and "receiver_focus_m" not in b:
                 b["receiver_focus_m"] = round(statistics.median(focus), 6)
-    if key in OFFSET_SOURCES:
-        _take_offsets(beams, OFFSET_SOURCES[key], calibrations, preset)
     for b in beams:
         b["elevation_deg"] = round(b["elevation_deg"], 6)
         b["azimuth_offset_deg"] = round(b["azimuth_offset_deg"], 6)

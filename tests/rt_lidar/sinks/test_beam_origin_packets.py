@@ -239,7 +239,7 @@ def test_hdl64e_offsets_and_two_point_corrections_decode_to_our_points(tmp_path,
 def test_hdl64e_stream_carries_the_files_offsets_and_two_point_corrections(tmp_path, pipeline_scans, ref):
     """The status bytes carry the file's calibration (to the mm and 0.01 deg): velodyne-decoder reads
     it from our packets alone and places the points within a few mm of ours (a real S2.1 unit's file,
-    and the shipped preset, which fires from that unit's offsets: docs/realism.md change 65)."""
+    and the shipped preset)."""
     preset = _preset(ref)
     scans = list(pipeline_scans(preset, 2))
     period = scan_period_ns(preset)
@@ -270,24 +270,3 @@ def test_hdl64e_stream_carries_the_files_offsets_and_two_point_corrections(tmp_p
     ours, dec = _matched(scans, np.concatenate(parts), "strongest")
     # the stream's whole hundredths of a degree and millimetres: a few mm at the street's ranges
     assert np.percentile(_off_azimuth_gap(dec, ours), 99) < 0.01
-
-
-def test_shipped_hdl64e_fires_from_the_s2s_block_offsets(pipeline_scans):
-    """The shipped HDL-64E's lasers fire from above its origin as a real S2 unit's do (the S2.1 file's
-    offsets by laser id: upper block 0.193-0.213 m, lower 0.105-0.124 m, +-0.026 m to the side; KITTI's
-    frames: 0.20 / 0.12 m): every return of a ring lies on the line ``z = z0 + rho tan(e)`` of its laser's
-    origin height and elevation, not on one through the sensor's origin."""
-    preset = load_preset("HDL-64E")
-    o = preset.beam_origins_m
-    assert o is not None
-    ids = np.array([b.laser_id for b in preset.beams])
-    upper, lower = o[ids < 32, 2], o[ids >= 32, 2]
-    assert upper.min() >= 0.19 and upper.max() <= 0.22
-    assert lower.min() >= 0.10 and lower.max() <= 0.13
-    assert np.allclose(np.hypot(o[:, 0], o[:, 1]), 0.026, atol=1e-6)
-    pts = pipeline_scans(preset, 1)[0].points
-    ring = pts["ring"].astype(np.int64)
-    rho = np.hypot(pts["x"].astype(np.float64), pts["y"].astype(np.float64))
-    far = rho > 5.0  # the lateral offset and two-point corrections aside
-    z0 = pts["z"][far] - rho[far] * np.tan(np.radians(preset.elevations_deg[ring[far]]))
-    assert np.abs(z0 - o[ring[far], 2]).max() < 0.03
