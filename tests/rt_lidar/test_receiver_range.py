@@ -77,8 +77,8 @@ def test_one_figure_keeps_the_radar_equation() -> None:
     p = load_preset("VLP-16")
     assert range_exponent(p) == 2.0
     r = np.array([10.0, 300.0], np.float32)
-    g = receiver_range_gain(p, r)
-    assert g is not None and g.tobytes() == receiver_focus_gain(p, r).tobytes() and g[1] == 1.0
+    g, eta = receiver_range_gain(p, r), receiver_focus_gain(p, r)
+    assert g is not None and eta is not None and g.tobytes() == eta.tobytes() and g[1] == 1.0
     at128 = load_preset("AT128")
     assert range_exponent(at128) == 2.0
     assert receiver_range_gain(at128, r) is None
