@@ -178,7 +178,8 @@ class OpticsSpec:
     receiver_aperture_m: float = spec(0.025, 0.001, 1.0, "m")
     receiver_focus_m: float | None = spec(None, 0.5, 1000.0, "m")
     """Distance the receiver lens is focused at: nearer echoes blur on the detector and lose power
-    (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss). The default of the
+    (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss, unless
+    ``receiver_near_field``: then the near field's parallax alone). The default of the
     beams' own ``receiver_focus_m``."""
     receiver_fov_mrad: float | None = spec(None, 0.05, 100.0, "mrad")
     """Full angle of the receiver's field of view (its detector over its focal length); None: derived
