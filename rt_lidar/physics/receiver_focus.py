@@ -26,10 +26,10 @@ It multiplies the receiver's range law (:mod:`rt_lidar.physics.receiver_range`),
 calibrated reflectivity divides it out again, as the drivers' focal compensation does. A preset with
 ``optics.receiver_near_field`` and no focus (the Velodynes focused at infinity, docs/realism.md change 63)
 takes the same share with ``F`` infinite: only the parallax and the field's reach, ``theta_r R / 2``
-against the baseline, make it (for the VLP-32C: 0.02 at 3 m, 0.36 at 10 m, 0.78 at 20 m of its far
-share; its field is narrower than the Gaussian's wing, so the table is over the share at 400 m, as a
-calibration's near focus below). Other presets without ``optics.receiver_focus_m`` keep eta = 1 (their
-bytes unchanged).
+against the baseline, make it (for the VLP-32C: 0.02 at 3 m, 0.36 at 10 m, 0.79 at 20 m of its share at
+its 10 % range; its field is narrower than the Gaussian's wing, so the table is over the share there, the
+datasheet figure holding the threshold, as a calibration's near focus below is over its peak). Other
+presets without ``optics.receiver_focus_m`` keep eta = 1 (their bytes unchanged).
 
 Each laser may have its own focus (``Beam.receiver_focus_m``: a calibration's ``focal_distance``, e.g.
 the S3's lower block at ~11 m). The preset-wide ``optics.receiver_focus_m`` stays in the receiver's path
@@ -156,11 +156,15 @@ def _peak_table(preset: SensorPreset, focus_m: float, probe: np.ndarray) -> tupl
 def _far_table(preset: SensorPreset, probe: np.ndarray) -> tuple[float, np.ndarray, float]:
     """:func:`_share_table` for a receiver focused at infinity whose field never takes the whole spot:
     the share grows with range toward its far value (the wing outside the field), so the table is over
-    the share at the farthest probe (the loss far out is the datasheet range's, which the threshold
-    holds) and ends where it comes within :data:`FAR_SHARE_TOLERANCE` of it (1 beyond)."""
+    the share at the preset's 10 % range (the datasheet figure the threshold is set at: that loss is in
+    the figure; the farthest probe where none is given) and ends there, or sooner where the share comes
+    within :data:`FAR_SHARE_TOLERANCE` of it (1 beyond)."""
+    r10 = preset.range.range_10pct_m
+    ref = float(r10) if r10 is not None else float(probe[-1])
+    far = float(hard_target_share(preset, math.inf, np.array([ref]))[0])
     share = hard_target_share(preset, math.inf, probe)
-    far = float(share[-1])
-    end = float(probe[int(np.argmax(share >= far * (1.0 - FAR_SHARE_TOLERANCE)))])
+    near_far = share >= far * (1.0 - FAR_SHARE_TOLERANCE)
+    end = min(ref, float(probe[int(np.argmax(near_far))])) if near_far.any() else ref
     grid = np.linspace(0.0, end, TABLE_POINTS)
     table = np.clip(hard_target_share(preset, math.inf, grid) / far, ETA_FLOOR, 1.0)
     table[-1] = 1.0

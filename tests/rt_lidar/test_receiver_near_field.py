@@ -45,11 +45,12 @@ def _traced_share(preset_name: str, z: float, n_spot: int = 3000, n_aperture: in
 @pytest.mark.parametrize("z", [3.0, 5.0, 8.0, 12.0, 20.0])
 def test_a_vlp32c_hard_target_loses_what_traced_rays_through_its_rain_receiver_lose(z: float) -> None:
     """The VLP-32C's share (its rain-fitted 3.77 mrad field, 20.5 mm baseline, 30 mm aperture): over the
-    share far out (400 m), where the field never takes the Gaussian's outer wing and the datasheet range
-    holds the threshold. On the code before change 63 the preset had no share at all (None)."""
-    eta = receiver_focus_gain(load_preset("VLP-32C"), np.array([z], np.float32))
-    assert eta is not None
-    far = _traced_share("VLP-32C", 400.0)
+    share at its 10 % range (150 m; the field never takes the Gaussian's outer wing, and the datasheet
+    range holds the threshold). On the code before change 63 the preset had no share at all (None)."""
+    p = load_preset("VLP-32C")
+    eta = receiver_focus_gain(p, np.array([z, p.range.range_10pct_m or 0.0], np.float32))
+    assert eta is not None and eta[1] == 1.0
+    far = _traced_share("VLP-32C", float(p.range.range_10pct_m or 0.0))
     assert 0.9 < far < 1.0
     assert float(eta[0]) == pytest.approx(_traced_share("VLP-32C", z) / far, abs=0.02)
 
