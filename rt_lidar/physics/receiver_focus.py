@@ -23,8 +23,13 @@ mrad, F 15 m): 0.21 at 4 m, 0.63 at 6 m, 0.96 at 8 m, 0.9997 at 10 m, 1 from 10.
 detector sized to the 2 mrad spot gave 0.045 / 0.14 / 0.32 there and 0.59 at 10 m).
 
 It multiplies the receiver's range law (:mod:`rt_lidar.physics.receiver_range`), so detection sees it and
-calibrated reflectivity divides it out again, as the drivers' focal compensation does. Presets without
-``optics.receiver_focus_m`` are focused at infinity here (eta = 1, their bytes unchanged).
+calibrated reflectivity divides it out again, as the drivers' focal compensation does. A preset with
+``optics.receiver_near_field`` and no focus (the Velodynes focused at infinity, docs/realism.md change 63)
+takes the same share with ``F`` infinite: only the parallax and the field's reach, ``theta_r R / 2``
+against the baseline, make it (for the VLP-32C: 0.02 at 3 m, 0.36 at 10 m, 0.79 at 20 m of its share at
+its 10 % range; its field is narrower than the Gaussian's wing, so the table is over the share there, the
+datasheet figure holding the threshold, as a calibration's near focus below is over its peak). Other
+presets without ``optics.receiver_focus_m`` keep eta = 1 (their bytes unchanged).
 
 Each laser may have its own focus (``Beam.receiver_focus_m``: a calibration's ``focal_distance``, e.g.
 the S3's lower block at ~11 m). The preset-wide ``optics.receiver_focus_m`` stays in the receiver's path
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +71,9 @@ SPOT_POINTS = 1024
 """Points of the beam's spot each table range averages the receiver's share over."""
 ETA_FLOOR = 1e-6
 """The least share a table holds (a laser's ratio divides by the preset-wide one)."""
+FAR_SHARE_TOLERANCE = 1e-3
+"""A receiver focused at infinity whose field never takes the whole spot (its Gaussian wing) nears its
+far share only slowly: its table ends where the share is within this part of its farthest probe's."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,8 @@ def _share_table(preset: SensorPreset, focus_m: float) -> tuple[float, np.ndarra
         if short.size:
             last = max(top - 64, 0) + int(short[-1])
             if last == probe.size - 1:  # short of 1 at the farthest probe: never collected whole
+                if math.isinf(focus_m):
+                    return _far_table(preset, probe)
                 return _peak_table(preset, focus_m, probe)
             end = float(probe[last + 1])
             break
@@ -140,6 +151,34 @@ def _peak_table(preset: SensorPreset, focus_m: float, probe: np.ndarray) -> tupl
     table[-1] = 1.0
     table.flags.writeable = False
     return end, table, peak
+
+
+def _far_table(preset: SensorPreset, probe: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """:func:`_share_table` for a receiver focused at infinity whose field never takes the whole spot:
+    the share grows with range toward its far value (the wing outside the field), so the table is over
+    the share at the preset's 10 % range (the datasheet figure the threshold is set at: that loss is in
+    the figure; the farthest probe where none is given) and ends there, or sooner where the share comes
+    within :data:`FAR_SHARE_TOLERANCE` of it (1 beyond)."""
+    r10 = preset.range.range_10pct_m
+    ref = float(r10) if r10 is not None else float(probe[-1])
+    far = float(hard_target_share(preset, math.inf, np.array([ref]))[0])
+    share = hard_target_share(preset, math.inf, probe)
+    near_far = share >= far * (1.0 - FAR_SHARE_TOLERANCE)
+    end = min(ref, float(probe[int(np.argmax(near_far))])) if near_far.any() else ref
+    grid = np.linspace(0.0, end, TABLE_POINTS)
+    table = np.clip(hard_target_share(preset, math.inf, grid) / far, ETA_FLOOR, 1.0)
+    table[-1] = 1.0
+    table.flags.writeable = False
+    return end, table, far
+
+
+def _preset_focus(preset: SensorPreset) -> float | None:
+    """The preset-wide focus the hard targets' share takes: ``optics.receiver_focus_m``, infinity for a
+    preset with ``optics.receiver_near_field`` and no focus, None (no share: eta = 1) otherwise."""
+    f = preset.optics.receiver_focus_m
+    if f is not None:
+        return float(f)
+    return math.inf if preset.optics.receiver_near_field else None
 
 
 def _grid_end(preset: SensorPreset, foci: list[float]) -> float:
@@ -165,16 +204,17 @@ def _table_on(preset: SensorPreset, focus_m: float, end: float) -> np.ndarray:
 def _foci(preset: SensorPreset) -> list[float]:
     """Every focus distance ``preset`` uses (preset-wide and per beam)."""
     out = {float(b.receiver_focus_m) for b in preset.beams if b.receiver_focus_m is not None}
-    if preset.optics.receiver_focus_m is not None:
-        out.add(float(preset.optics.receiver_focus_m))
+    f = _preset_focus(preset)
+    if f is not None:
+        out.add(f)
     return sorted(out)
 
 
 @functools.lru_cache(maxsize=32)
 def focus_parameters(preset: SensorPreset) -> FocusTable | None:
-    """The preset-wide focus's :class:`FocusTable`, or None when the receiver is focused at infinity (no
-    ``optics.receiver_focus_m``)."""
-    f = preset.optics.receiver_focus_m
+    """The preset-wide focus's :class:`FocusTable`, or None when hard targets lose no near-field share (no
+    ``optics.receiver_focus_m`` and no ``optics.receiver_near_field``)."""
+    f = _preset_focus(preset)
     if f is None:
         return None
     end = _grid_end(preset, _foci(preset))
@@ -212,11 +252,12 @@ def receiver_focus_gain(preset: SensorPreset, range_m: np.ndarray) -> np.ndarray
 
 def beam_inverse_focus(preset: SensorPreset) -> np.ndarray | None:
     """Each ring's ``1 / F`` (1/m, float64, indexed by ring) where any beam sets its own
-    ``receiver_focus_m`` (the others take ``optics.receiver_focus_m``; +inf where a beam has no focus at
-    all: no loss at any range); None when no beam does (the preset-wide focus alone applies)."""
+    ``receiver_focus_m`` (the others take ``optics.receiver_focus_m``, 0 for infinity where the preset has
+    ``optics.receiver_near_field``; +inf where a beam has no focus at all: no loss at any range); None
+    when no beam does (the preset-wide focus alone applies)."""
     if all(b.receiver_focus_m is None for b in preset.beams):
         return None
-    default = preset.optics.receiver_focus_m
+    default = _preset_focus(preset)
     inv = np.full(max(b.ring for b in preset.beams) + 1, np.inf)
     for b in preset.beams:
         focus = b.receiver_focus_m if b.receiver_focus_m is not None else default
@@ -236,11 +277,11 @@ def beam_focus_table(preset: SensorPreset) -> FocusTable | None:
     foci = _foci(preset)
     end = _grid_end(preset, foci)
     ones = np.ones(TABLE_POINTS)
-    f0 = preset.optics.receiver_focus_m
-    base = ones if f0 is None else _table_on(preset, float(f0), end)
+    f0 = _preset_focus(preset)
+    base = ones if f0 is None else _table_on(preset, f0, end)
     rows = np.empty((inv.size, TABLE_POINTS))
-    for ring, v in enumerate(inv):
-        own = ones if not np.isfinite(v) else _table_on(preset, 1.0 / float(v), end)
+    for ring, v in enumerate(inv):  # 1 / F = 0: a ring focused at infinity where the preset has a near field
+        own = ones if not np.isfinite(v) else _table_on(preset, 1.0 / float(v) if v > 0 else math.inf, end)
         rows[ring] = own / base
     table = rows.ravel()
     table.flags.writeable = False

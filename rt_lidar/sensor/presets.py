@@ -178,7 +178,8 @@ class OpticsSpec:
     receiver_aperture_m: float = spec(0.025, 0.001, 1.0, "m")
     receiver_focus_m: float | None = spec(None, 0.5, 1000.0, "m")
     """Distance the receiver lens is focused at: nearer echoes blur on the detector and lose power
-    (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss). The default of the
+    (:mod:`rt_lidar.physics.receiver_focus`). None: focused at infinity (no loss, unless
+    ``receiver_near_field``: then the near field's parallax alone). The default of the
     beams' own ``receiver_focus_m``."""
     receiver_fov_mrad: float | None = spec(None, 0.05, 100.0, "mrad")
     """Full angle of the receiver's field of view (its detector over its focal length); None: derived
@@ -187,6 +188,10 @@ class OpticsSpec:
     receiver_baseline_m: float | None = spec(None, 0.0, 0.5, "m")
     """Distance between the transmitter's and the receiver's optical axes (lenses side by side); None:
     derived from the exit beam and the aperture (:func:`rt_lidar.physics.weather.receiver_optics`)."""
+    receiver_near_field: bool = spec(False)
+    """Hard targets pass the same receiver as rain and snow (field, baseline, aperture; focused at
+    infinity where ``receiver_focus_m`` is unset): near echoes lose the biaxial head's near-field share
+    (:mod:`rt_lidar.physics.receiver_focus`). A preset with ``receiver_focus_m`` does so already."""
     system_efficiency: float = spec(0.5, 0.0, 1.0)
     sub_rays: int = spec(1, 1, 127)
     """Rays cast per pulse over the footprint (1 = the nominal direction only)."""

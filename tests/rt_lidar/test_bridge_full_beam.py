@@ -81,14 +81,15 @@ def test_full_beam_over_the_bridge_gives_the_in_process_scans_byte_for_byte(tran
 
 def test_full_beam_over_the_bridge_keeps_dense_sampling_statistics():
     """The statistics of docs/beam-full.md (beam_full_check.TOLERANCES), the bridged ``--beam full`` run
-    against the in-process dense bundle: the VLP-32C street case of the in-process fidelity test."""
+    against the in-process dense bundle: the VLP-32C street case of the in-process fidelity test (three
+    scans, as there: on one the bloom count sits at its 10 % bound, 62 against 69 since change 63)."""
     preset = load_preset("VLP-32C")
     rain = WeatherConfig(rain_mm_h=25.0)
     sim = EmbeddedSim(World(street_scene(3)), preset, paused=True)
-    bridged, _caught, summary, _ran = _bridged(sim, preset, FULL_DUAL, scans=1, weather=rain)
+    bridged, _caught, summary, _ran = _bridged(sim, preset, FULL_DUAL, scans=3, weather=rain)
     full = scan_statistics(bridged, summary)
     dense = beam_statistics(
-        "VLP-32C", "street", BeamConfig(FULL_BEAM_SUB_RAYS, "dual"), scans=1, rain_mm_h=25
+        "VLP-32C", "street", BeamConfig(FULL_BEAM_SUB_RAYS, "dual"), scans=3, rain_mm_h=25
     )
     report = within_tolerance(full, dense)
     assert all(ok for _, _, ok in report.values()), report

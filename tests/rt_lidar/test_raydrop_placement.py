@@ -76,7 +76,7 @@ def test_the_s2s_receiver_loses_near_echoes_out_of_its_focus() -> None:
     """The HDL-64E's receiver lens is focused at 15 m (its S3 calibration's upper block): a near echo
     blurs on the detector and its image moves off it (the rain receiver's field and baseline, change 57:
     the share traced in ``test_receiver_field_focus.py``); nothing changes beyond ~8.5 m, so the
-    datasheet's 50 m and 120 m figures hold; presets without a focus keep their bytes."""
+    datasheet's 50 m and 120 m figures hold; presets without a focus or a near field keep their bytes."""
     preset = load_preset("HDL-64E")
     r = np.array([4.0, 6.0, 8.0, 10.0, 15.0, 50.0, 120.0], np.float32)
     eta = receiver_focus_gain(preset, r)
@@ -86,8 +86,8 @@ def test_the_s2s_receiver_loses_near_echoes_out_of_its_focus() -> None:
     assert g is not None
     n = range_exponent(preset)
     np.testing.assert_allclose(g / eta, (r / 50.0) ** (2.0 - n), rtol=1e-5)
-    assert receiver_focus_gain(load_preset("VLP-16"), r) is None
-    assert receiver_range_gain(load_preset("VLP-16"), r) is None
+    assert receiver_focus_gain(load_preset("AT128"), r) is None  # neither a focus nor a near field
+    assert receiver_range_gain(load_preset("AT128"), r) is None
 
 
 def test_calibrated_reflectivity_divides_the_focus_out_and_detection_keeps_it() -> None:

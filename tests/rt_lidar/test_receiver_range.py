@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from rt_lidar.physics.receiver_focus import receiver_focus_gain
 from rt_lidar.physics.receiver_range import range_exponent, receiver_range_gain
 from rt_lidar.sensor.presets import list_presets, load_preset
 from rt_lidar.validation.detection import detection_curve, range_at
@@ -72,9 +73,15 @@ def test_both_datasheet_ranges_hold_without_a_range_gate(name: str) -> None:
 
 
 def test_one_figure_keeps_the_radar_equation() -> None:
+    # the VLP-16's gain is its near-field share alone (docs/realism.md change 63); the AT128 has neither
     p = load_preset("VLP-16")
     assert range_exponent(p) == 2.0
-    assert receiver_range_gain(p, np.array([10.0], np.float32)) is None
+    r = np.array([10.0, 300.0], np.float32)
+    g, eta = receiver_range_gain(p, r), receiver_focus_gain(p, r)
+    assert g is not None and eta is not None and g.tobytes() == eta.tobytes() and g[1] == 1.0
+    at128 = load_preset("AT128")
+    assert range_exponent(at128) == 2.0
+    assert receiver_range_gain(at128, r) is None
 
 
 def test_the_range_law_is_one_at_the_10pct_range_and_bends_the_right_way() -> None:
