@@ -46,8 +46,13 @@ def _same_returns(got: SensorData, want: SensorData) -> None:
         x = np.array([getattr(d.position, name) for d in a])
         y = np.array([getattr(d.position, name) for d in b])
         assert np.allclose(x, y, atol=tol), name
-    for name, tol in (("intensity", 1e-3), ("reflectivity", 1e-5), ("echo_pulse_width", 1e-4)):
+    for name, tol in (("reflectivity", 1e-5), ("echo_pulse_width", 1e-4)):
         assert np.allclose([getattr(d, name) for d in a], [getattr(d, name) for d in b], atol=tol), name
+    # the echo's power crosses the view as P_r / P_e in dB and comes back through the single-precision
+    # hit arrays: a reading on a reporting step's boundary may land one step (100 / 255 %) apart
+    off = np.abs(np.array([d.intensity for d in a]) - np.array([d.intensity for d in b]))
+    assert off.max() <= 100.0 / 255.0 + 1e-6, "intensity"
+    assert np.count_nonzero(off > 1e-3) <= len(a) // 5000, "intensity"
     assert [d.beam_id.value for d in a] == [d.beam_id.value for d in b]
     assert [d.object_id.value for d in a] == [d.object_id.value for d in b]
     assert np.allclose([d.radial_velocity for d in a], [d.radial_velocity for d in b], atol=1e-6)
