@@ -5,12 +5,13 @@ and aperture), so it loses the biaxial head's near-field share; datasheet-visibl
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
+import importlib
 import math
 
 import numpy as np
 import pytest
 
+from rt_lidar.kernels.xp import cupy_available
 from rt_lidar.physics import path_factor_fused
 from rt_lidar.physics.echo import EchoModel
 from rt_lidar.physics.receiver_focus import focus_gain, focus_parameters, receiver_focus_gain
@@ -119,21 +120,13 @@ def test_datasheet_targets_stay_visible_from_the_minimum_range_to_the_10pct_rang
     assert far[0] > 0.5 > far[1], far
 
 
-_XPS = ["numpy"] + (["cupy"] if importlib.util.find_spec("cupy") is not None else [])
+BACKENDS = ["numpy"] + (["cupy"] if cupy_available() else [])
 
 
-@pytest.mark.parametrize("xp_name", _XPS)
+@pytest.mark.parametrize("xp_name", BACKENDS)
 def test_every_backend_reads_the_near_field_table_to_the_same_bits(xp_name: str) -> None:
     """NumPy, CuPy (where a GPU is) and the compiled path factor read the VLP-32C's table alike."""
-    if xp_name == "cupy":
-        cp = pytest.importorskip("cupy")
-        try:
-            cp.cuda.runtime.getDeviceCount()
-        except Exception:  # no CUDA device
-            pytest.skip("CuPy with a CUDA device is not available")
-        xp = cp
-    else:
-        xp = np
+    xp = importlib.import_module(xp_name)
     p = load_preset("VLP-32C")
     params = focus_parameters(p)
     assert params is not None
