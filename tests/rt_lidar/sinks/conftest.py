@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline
-from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import SensorPreset
 
