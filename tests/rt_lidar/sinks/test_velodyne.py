@@ -145,24 +145,22 @@ def test_hdl64e_stream_carries_its_calibration(tmp_path, pipeline_scans, name, m
     model, calib = vd.hdl64e.read_calibration_from_pcap(str(path))
     assert model == vd.Model.HDL64E_S2
     lasers = {las["laser_id"]: las for las in yaml.safe_load(calib.to_string())["lasers"]}
-    # the stream carries 0.01 deg and whole mm: the shipped preset's values are whole ones, a user's
-    # file's are rounded to them
-    shipped = name == "HDL-64E"
-    rot_tol, mm_tol = (1e-5, 1e-6) if shipped else (0.005 + 1e-6, 0.0005 + 1e-6)
+    # the stream carries whole hundredths of a degree and whole mm: the preset's values rounded to them
     for b in preset.beams:
         got = lasers[b.laser_id]
-        assert got["dist_correction"] == pytest.approx(b.dist_correction_m, abs=mm_tol)
         assert np.degrees(got["vert_correction"]) == pytest.approx(b.elevation_deg, abs=0.005 + 1e-6)
-        assert np.degrees(got["rot_correction"]) == pytest.approx(b.azimuth_offset_deg, abs=rot_tol)
-        for key in ("vert_offset_correction", "horiz_offset_correction"):
-            assert got.get(key, 0.0) == pytest.approx(getattr(b, key + "_m") or 0.0, abs=mm_tol)
+        assert np.degrees(got["rot_correction"]) == pytest.approx(round(b.azimuth_offset_deg, 2), abs=1e-5)
+        for key in ("dist_correction", "vert_offset_correction", "horiz_offset_correction"):
+            want = getattr(b, key + "_m") or 0.0
+            assert got.get(key, 0.0) == pytest.approx(round(want, 3), abs=1e-6)
     status = vd.hdl64e.read_status_info(vd.hdl64e.iter_pcap_packets(str(path)))
     assert status["Model"] == "S2" and status["RPM"] == 600 and status["IP Source"] == "192.168.1.201"
     assert status["Multiple Return Status"] == ("Both" if mode == "dual" else "Strongest")
     assert status["Current Time"].year == 2024 and status["GPS Time Present"]
     err = _agreement(name, scans, _decode(path, None), mode)
-    # angles travel in 0.01 deg (interpolated: 0.015; a file's offsets rounded to them: 0.005 deg more)
-    assert err["range_m"] < 0.01 and err["azimuth_deg"] <= (0.015 if shipped else 0.02)
+    # angles travel in 0.01 deg (interpolated: 0.015), and the azimuth offsets rounded to them
+    rounding = np.abs(preset.azimuth_offsets_deg - np.round(preset.azimuth_offsets_deg, 2)).max()
+    assert err["range_m"] < 0.01 and err["azimuth_deg"] <= 0.015 + rounding
     assert err["time_us"] < 2.0
 
 
