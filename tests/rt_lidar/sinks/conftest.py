@@ -11,29 +11,50 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline
+from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.presets import SensorPreset
 
 
 @functools.lru_cache(maxsize=8)
-def _scans(preset: str, n: int) -> tuple[Scan, ...]:
-    built = build_pipeline(preset, "street", seed=0)
+def _scans(preset: str | SensorPreset, n: int, return_mode: str | None = None) -> tuple[Scan, ...]:
+    physics = None if return_mode is None else PhysicsConfig(beam=BeamConfig(return_mode=return_mode))
+    built = build_pipeline(preset, "street", seed=0, physics=physics)
     return tuple(built.pipeline.scans(n))
 
 
 @pytest.fixture(scope="session")
 def pipeline_scans():
-    """``pipeline_scans(preset, n)`` -> n consecutive scans of the street scene (do not modify)."""
+    """``pipeline_scans(preset, n[, return_mode])`` -> n consecutive scans of the street scene, in the
+    preset's return mode or ``return_mode`` (``"dual"``: the simulator's own second returns; do not
+    modify)."""
     return _scans
 
 
-def with_second_returns(scan: Scan, every: int = 3, factor: float = 1.25) -> Scan:
-    """A copy of ``scan`` where every ``every``-th point gains a farther, weaker second return."""
+def with_second_returns(
+    scan: Scan, every: int = 3, factor: float = 1.25, preset: SensorPreset | None = None
+) -> Scan:
+    """A copy of ``scan`` where every ``every``-th point gains a farther, weaker second return.
+
+    The twin lies on its pulse's beam, ``factor`` times as far along it: for a ``preset`` whose beams
+    start off the sensor centre (Velodyne offsets), from the beam's origin along its direction, placed
+    as the vendor's decoder places that range (:func:`~rt_lidar.sensor.beam_origins.place_as_decoded`);
+    without origins (or no ``preset``) the point scaled from the centre, which is the same line."""
     pts = scan.points
     twin = pts[::every].copy()
-    for axis in ("x", "y", "z"):
-        twin[axis] *= np.float32(factor)
+    if preset is not None and preset.beam_origins_m is not None:
+        from rt_lidar.sensor.beam_origins import firing_geometry, place_as_decoded, ranges_from_decoded
+
+        d, o = firing_geometry(preset, np.int64(scan.start_ns) + twin["t"].astype(np.int64), twin["ring"])
+        far = ranges_from_decoded(preset, twin, o, d) * factor
+        for k, axis in enumerate("xyz"):
+            twin[axis] = (d[:, k] * far).astype(np.float32)
+        place_as_decoded(preset, twin, o, d, far)
+    else:
+        for axis in ("x", "y", "z"):
+            twin[axis] *= np.float32(factor)
     twin["intensity"] = np.floor(twin["intensity"] * 0.5)
     twin["return_id"] = 1
     merged = np.concatenate([pts, twin])
@@ -49,11 +70,11 @@ def pcap_of(
     mode: str,
 ) -> list[Scan]:
     """Write ``scans`` of ``preset`` to ``path`` with the pcap sink ``make_sink`` in return ``mode`` (dual:
-    every third point gains a second return first); returns the scans as written."""
+    every third point gains a second return on its beam first); returns the scans as written."""
     from rt_lidar.sinks.base import SinkContext
 
     if mode == "dual":
-        scans = [with_second_returns(s) for s in scans]
+        scans = [with_second_returns(s, preset=preset) for s in scans]
     sink = make_sink(str(path), {"mode": mode})
     sink.open(SinkContext(preset))
     for s in scans:
