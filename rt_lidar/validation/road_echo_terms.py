@@ -4,7 +4,9 @@ Issue 40: the HDL-64E's road ends at 42.8 m (whole turn) where KITTI's S2 answer
 and laser by laser the simulated road's return rate falls from 0.84 (37.5 m) to 0.02 (49.7 m) where
 KITTI's stays at 0.86-0.98 (change 47). This module takes the model's mean road echo apart. A beam
 ``depression`` below the horizon meets a flat road ``height_m`` below the sensor at ``R = h / sin(d)``,
-incidence cosine ``sin(d)``; the echo over the threshold there is the product of
+incidence cosine ``sin(d)`` (``h`` the height of the laser's own beam origin: an S2's lasers fire from
+0.1-0.21 m above the sensor's origin, :func:`laser_road`); the echo over the threshold there is the
+product of
 
 - ``inverse_square``: the radar equation's ``P_e eta D^2 / (4 R^2)`` over the threshold (a white
   Lambertian target filling the beam, no path, :func:`rt_lidar.kernels.received_power`);
