@@ -25,6 +25,11 @@ where its probe sees what the pair saw, within the footprint (:func:`probe_marks
 - the edge of a retro-reflector: the probe ends on one where the central ray does not (or the other
   way round).
 
+A pulse whose ring neighbour fired beyond the sim frame's seam (a Velodyne's lasers fire at their own
+azimuth offsets, so at a seam a ring's neighbour fired in the frame before or after over up to 100
+columns) has no pair on that side: it probes toward that ring unasked (:func:`seam_keys`), and keeps the
+bundle on what that probe sees, as above.
+
 A probe costs one ray where the bundle costs 19; the pulses that keep the bundle are cast as the whole
 bundle as before (bit for bit the dense bundle), the others keep their central ray (the single-ray model
 exactly).
@@ -49,6 +54,7 @@ __all__ = [
     "PLANE_TOLERANCE_M",
     "PROBE_SIDES",
     "ROUND_FOOTPRINT",
+    "SEAM_STEPS",
     "on_one_plane",
     "plane_tolerance_m",
     "probe_keys",
@@ -57,8 +63,13 @@ __all__ = [
     "probe_rows",
     "probe_sides",
     "refine_bundles",
+    "seam_keys",
 ]
 
+SEAM_STEPS = 1.5
+"""A pulse's ring neighbour is missing (:func:`seam_keys`) when the nearest pulse of that ring in the
+frame lies more than this many of the pulse's own azimuth steps away: in a seamless scan the ring next
+to it fires within half a column of it (a step where that ring fires at half the rate)."""
 PROBE_SIDES = 4
 """Probe offsets of a pulse: toward lower azimuth, higher azimuth, lower elevation, higher elevation."""
 PLANE_TOLERANCE_M = 0.02
@@ -104,25 +115,73 @@ def probe_sides(f: Firings, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return np.where(np.abs(d_h) >= np.abs(d_v), (d_h > 0).astype(np.int64), 2 + (d_v > 0).astype(np.int64))
 
 
-def probe_keys(xp: Any, n: int, i: Any, j: Any, side_i: Any) -> Any:
+def probe_keys(xp: Any, n: int, i: Any, j: Any, side_i: Any, seam: Any = None) -> Any:
     """(R,) int64 ``side * n + pulse`` of the probes of the marked pairs ``(i, j)`` of ``n`` pulses
-    whose pulse ``i`` probes on ``side_i`` (:func:`probe_sides`), each once, sorted (by side, then
-    pulse), on array module ``xp`` (NumPy on the host, CuPy in the device frame)."""
+    whose pulse ``i`` probes on ``side_i`` (:func:`probe_sides`), and the ``seam`` probes' keys
+    (:func:`seam_keys`, None: none), each once, sorted (by side, then pulse), on array module ``xp``
+    (NumPy on the host, CuPy in the device frame)."""
     wanted = xp.zeros(PROBE_SIDES * n, bool)
     wanted[side_i * n + i] = True
     wanted[(side_i ^ 1) * n + j] = True
+    if seam is not None:
+        wanted[seam] = True
     return xp.flatnonzero(wanted)
 
 
-def probe_rows(f: Firings, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(pulse, side) int64 of the probes of the marked neighbour pairs ``(i, j)`` of firings ``f``: each
-    pulse of a pair probes on the side of the other (:func:`probe_sides`), each (pulse, side) once, by side
-    and then pulse (rays of one side of neighbouring pulses run side by side: Embree's packets of them stay
-    coherent)."""
-    if not i.size:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+def seam_keys(f: Firings) -> np.ndarray:
+    """(S,) int64 ``side * n + pulse`` of the probes toward a ring neighbour that fired outside the
+    frame: each pulse of firings ``f`` (``n`` of them) whose ring next above (below) in elevation fires
+    in the frame, but none of its pulses within :data:`SEAM_STEPS` of the pulse's own azimuth steps
+    along its ring (nor within :data:`~rt_lidar.pipeline.beam_full.NEIGHBOUR_MAX_DEG`), probes upward
+    (downward) unasked, sorted.
+
+    A sim frame is a slice of time, and each laser fires at the head's azimuth plus its own azimuth
+    offset (a Velodyne HDL-64E's rotational corrections, -8 to +10 deg): at a frame's seam the ring
+    next to a pulse fired at that pulse's azimuth in the frame before or after, over as many columns
+    as their two offsets differ (up to 18 deg, 100 columns of an HDL-64E). No pair can mark such a
+    pulse from that side, so its probe looks there itself: it keeps the bundle only where it sees a
+    step (:func:`probe_marks`), as a marked pulse's does. (A pulse whose nearest ring neighbour in the
+    frame lies a few columns off would be paired with it and probe sideways, toward it, not toward the
+    ring: hence the bound in steps.)"""
+    from rt_lidar.pipeline.beam_full import NEIGHBOUR_MAX_DEG, ring_ranks
+
     n = len(f)
-    key = probe_keys(np, n, i, j, probe_sides(f, i, j))
+    if n < 2:
+        return np.zeros(0, np.int64)
+    rank = ring_ranks(f)
+    az = np.asarray(f.azimuth_deg, np.float64)
+    key = rank * 720.0 + (az + 360.0)  # as _neighbour_pairs' keys: the rings' never overlap
+    order = np.argsort(key, kind="stable")
+    r_s, a_s, k_s = rank[order], az[order], key[order]
+    present = np.zeros(int(rank.max()) + 2, bool)
+    present[rank] = True
+    # each pulse's step along its ring: the nearer of its azimuth neighbours (none: NEIGHBOUR_MAX_DEG)
+    gap = np.where(r_s[1:] == r_s[:-1], np.abs(np.diff(a_s)), np.inf)
+    own = np.minimum(np.concatenate([[np.inf], gap]), np.concatenate([gap, [np.inf]]))
+    far = np.minimum(SEAM_STEPS * own, NEIGHBOUR_MAX_DEG)
+    found = []
+    for step, side in ((1, 3), (-1, 2)):  # the ring above: probe upward; below: downward
+        pos = np.searchsorted(k_s, k_s + 720.0 * step)
+        lo, hi = np.clip(pos - 1, 0, n - 1), np.clip(pos, 0, n - 1)
+        d_lo = np.where(r_s[lo] == r_s + step, np.abs(a_s[lo] - a_s), np.inf)
+        d_hi = np.where(r_s[hi] == r_s + step, np.abs(a_s[hi] - a_s), np.inf)
+        there = present[np.maximum(r_s + step, 0)] & (r_s + step >= 0)
+        lone = there & (np.minimum(d_lo, d_hi) > far)
+        found.append(side * n + order[lone])
+    return np.sort(np.concatenate(found)).astype(np.int64)
+
+
+def probe_rows(
+    f: Firings, i: np.ndarray, j: np.ndarray, seam: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pulse, side) int64 of the probes of the marked neighbour pairs ``(i, j)`` of firings ``f``: each
+    pulse of a pair probes on the side of the other (:func:`probe_sides`), and the ``seam`` probes'
+    keys (:func:`seam_keys`; None: none); each (pulse, side) once, by side and then pulse (rays of one
+    side of neighbouring pulses run side by side: Embree's packets of them stay coherent)."""
+    n = len(f)
+    if not i.size and (seam is None or not seam.size):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    key = probe_keys(np, n, i, j, probe_sides(f, i, j), seam)
     return key % n, key // n
 
 
@@ -243,12 +302,13 @@ def refine_bundles(
     pairs: tuple[np.ndarray, np.ndarray],
     plan: FullBeamPlan,
 ) -> tuple[np.ndarray, dict[str, int], int]:
-    """(P,) bool: the pulses of firings ``f`` whose probe toward a neighbour of a marked pair ``pairs``
-    sees the step (module docstring), from their ``central`` rays; how many of them each reason
-    marked; and how many probe rays were cast."""
+    """(P,) bool: the pulses of firings ``f`` whose probe toward a neighbour of a marked pair ``pairs``,
+    or toward a ring neighbour beyond the frame's seam (:func:`seam_keys`), sees the step (module
+    docstring), from their ``central`` rays; how many of them each reason marked; and how many probe
+    rays were cast."""
     chosen = np.zeros(len(f), bool)
     reasons = {"edge": 0, "glass": 0, "retro": 0}
-    pulse, side = probe_rows(f, *pairs)  # pulse: every probe's, unsorted
+    pulse, side = probe_rows(f, *pairs, seam_keys(f))  # pulse: every probe's, unsorted
     if not pulse.size:
         return chosen, reasons, 0
     probes = probe_pattern(plan.pattern)

@@ -228,7 +228,7 @@ class DeviceWorldSource(WorldSource):
             pair_steps,
             volume_marks,
         )
-        from rt_lidar.pipeline.beam_probe import probe_keys, probe_sides
+        from rt_lidar.pipeline.beam_probe import probe_keys, probe_sides, seam_keys
         from rt_lidar.pipeline.sources import BeamBundle
 
         plan = self._full
@@ -239,7 +239,9 @@ class DeviceWorldSource(WorldSource):
         sep_h = pair_separation(f, i, j)
         ijs = xp.asarray(np.stack([i, j, probe_sides(f, i, j)]))  # up: the pairs, each one's probe side
         sep = xp.asarray(sep_h)  # up: their separations
-        self.counter.up(2)
+        seam_h = seam_keys(f)
+        seam = xp.asarray(seam_h)  # up: the probes toward a ring neighbour beyond the frame's seam
+        self.counter.up(3)
         rng, seg = hits.range_m, hits.segment
         glass = hits.glass_material >= 0
         glass_rng = xp.where(glass, hits.glass_range_m, np.float32(np.inf))
@@ -247,11 +249,11 @@ class DeviceWorldSource(WorldSource):
         retro = hit & (hits.material >= 0) & self._retro_dev[xp.maximum(hits.material, 0).astype(xp.int32)]
         chosen = xp.zeros(n, bool)
         counts = dict.fromkeys(REASONS, 0)
-        if i.size:
+        if i.size or seam_h.size:
             ii, jj, side = ijs[0], ijs[1], ijs[2]
             steps = pair_steps(xp, plan, sep, ii, jj, rng, seg, hit, glass, glass_rng, retro)
             marked = steps["edge"] | steps["glass"] | steps["retro"]
-            keys = probe_keys(xp, n, ii[marked], jj[marked], side[marked])
+            keys = probe_keys(xp, n, ii[marked], jj[marked], side[marked], seam)
             chosen = self._probe(hits, f, pos, quat, posed, keys, counts)
         volume = volume_marks(xp, self._volume_dev, rng, hits.material)  # in a crown: the bundle
         counts["volume"] = int(xp.count_nonzero(volume))

@@ -4,7 +4,9 @@ Issue 40: the HDL-64E's road ends at 42.8 m (whole turn) where KITTI's S2 answer
 and laser by laser the simulated road's return rate falls from 0.84 (37.5 m) to 0.02 (49.7 m) where
 KITTI's stays at 0.86-0.98 (change 47). This module takes the model's mean road echo apart. A beam
 ``depression`` below the horizon meets a flat road ``height_m`` below the sensor at ``R = h / sin(d)``,
-incidence cosine ``sin(d)``; the echo over the threshold there is the product of
+incidence cosine ``sin(d)`` (``h`` the height of the laser's own beam origin: an S2's lasers fire from
+0.1-0.21 m above the sensor's origin, :func:`laser_road`); the echo over the threshold there is the
+product of
 
 - ``inverse_square``: the radar equation's ``P_e eta D^2 / (4 R^2)`` over the threshold (a white
   Lambertian target filling the beam, no path, :func:`rt_lidar.kernels.received_power`);
@@ -68,6 +70,7 @@ __all__ = [
     "gain_asked_at_r10",
     "laser_echo_spreads",
     "laser_echoes",
+    "laser_road",
     "return_rate",
     "road_echo_slopes",
     "road_echo_terms",
@@ -207,6 +210,23 @@ ZERO_SHARE_READ = (0.02, 0.98)
 """Zero shares a laser's echo is read from: outside, the share no longer tells the echo apart."""
 
 
+def laser_road(preset: SensorPreset, ring: int, where_m: float, height_m: float) -> tuple[float, float]:
+    """(range from the laser's own beam origin, that origin's height) where laser ``ring`` of ``preset``
+    meets a flat road ``height_m`` below the sensor's origin, ``where_m`` from that origin (a grid's
+    range: the point's distance from the sensor's origin). A laser whose beam origin lies ``u`` up
+    (:attr:`~rt_lidar.sensor.presets.SensorPreset.beam_origins_m`: an S2's 0.1-0.21 m) fires from
+    ``h + u`` and meets the road ``sqrt(where^2 - h^2 + (h + u)^2)`` away (its few centimetres to the side
+    and forward left out: they move the range by under a millimetre beyond 10 m); a laser at the
+    origin (``u`` 0, or a preset without origins, or a ring it has no beam for) at ``max(where, h)``, h."""
+    origins = preset.beam_origins_m
+    up = 0.0 if origins is None or not 0 <= ring < len(origins) else float(origins[ring][2])
+    if up == 0.0:
+        return max(float(where_m), height_m), height_m
+    h = height_m + up
+    across = max(float(where_m) ** 2 - height_m**2, 0.0)
+    return math.sqrt(across + h * h), h
+
+
 def laser_echoes(
     preset: SensorPreset, horizon_lasers: list[list[Any]], height_m: float | None = None
 ) -> list[list[Any]]:
@@ -215,8 +235,10 @@ def laser_echoes(
     ``[ring, where its ground returns lie (m), P, zeros, echo from the zeros, echo that P asks at least,
     the model's mean echo there]`` for lasers answering within :data:`ECHO_RANGE_M`. The zeros' echo is
     None outside :data:`ZERO_SHARE_READ` or where the preset reports no zeros; the model's is that of
-    :func:`road_echo_terms` on a flat road ``height_m`` down (the scan's; :data:`SENSOR_HEIGHT_M` when
-    None), without the laser's own gain."""
+    :func:`road_echo_terms` on a flat road ``height_m`` below the sensor's origin (the scan's;
+    :data:`SENSOR_HEIGHT_M` when None), seen from the laser's own beam origin (:func:`laser_road`: a
+    laser fired from ``u`` up meets the road from ``h + u``), without the laser's own gain. The rows'
+    rings are ``preset``'s (a simulated grid's)."""
     h = SENSOR_HEIGHT_M if height_m is None else float(height_m)
     road = road_material(preset)
     out: list[list[Any]] = []
@@ -228,7 +250,8 @@ def laser_echoes(
         if reads_zeros and ZERO_SHARE_READ[0] < zeros < ZERO_SHARE_READ[1]:
             from_zeros = round(echo_for_zero_share(preset, float(zeros)), 3)
         at_least = round(echo_for_return_rate(preset, min(float(p), 0.999)), 3)
-        model = road_echo_terms(preset, road, np.array([max(float(where), h)]), h)["echo_over_threshold"][0]
+        r_laser, h_laser = laser_road(preset, int(ring), float(where), h)
+        model = road_echo_terms(preset, road, np.array([r_laser]), h_laser)["echo_over_threshold"][0]
         out.append([ring, where, p, zeros, from_zeros, at_least, round(float(model), 3)])
     return out
 

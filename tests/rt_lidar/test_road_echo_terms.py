@@ -39,6 +39,8 @@ from rt_lidar.validation.road_echo_terms import (
 )
 
 PRESETS = ("HDL-64E", "HDL-32E", "VLP-32C", "VLS-128", "OS1-64")
+S21_FILE = "velodyne/64e_s2.1-sztaki.yaml"
+"""An S2.1 unit's calibration with its lasers' vertical and horizontal offsets (vendored)."""
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -253,3 +255,50 @@ def test_kittis_road_at_the_10pct_range_asks_a_gain_no_range_only_receiver_term_
         rows = laser_echo_spreads(preset, st["horizon_lasers"], st["sensor_height_m"])
         kitti = gain_asked_at_r10(preset, rows)
         assert kitti is not None and kitti > 3.5  # 4.12: its 47.5 and 54.8 m lasers
+
+
+def test_each_laser_meets_the_road_from_its_own_beam_origin() -> None:
+    """A laser of an S2.1 unit fires from 0.19-0.21 m (upper block) or 0.10-0.12 m (lower) above the
+    sensor's origin: its road lies ``(h + u) / sin(d)`` away, met at incidence cosine ``sin(d)``, where the
+    grid's range of that point (from the sensor's origin) is shorter and steeper-looking. The model's echo
+    of each laser is read there, not at the grid's range with the sensor's height."""
+    import warnings
+
+    from rt_lidar.validation.road_echo_terms import laser_road
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s21 = load_preset(str(Path(__file__).resolve().parents[1] / "data" / "vendor" / S21_FILE))
+    origins = s21.beam_origins_m
+    assert origins is not None
+    road = road_material(s21)
+    h = 1.78
+    rows, want = [], {}
+    for ring in range(64):
+        beam, up = s21.beams[ring], float(origins[ring][2])
+        d = -np.radians(beam.elevation_deg)
+        if not 0.02 < d < 0.08:
+            continue
+        r_laser = (h + up) / np.sin(d)
+        across = r_laser * np.cos(d)
+        where = float(np.hypot(across, h))  # the point's range from the sensor's origin
+        if not 25.0 <= where <= 90.0:  # ECHO_RANGE_M
+            continue
+        rows.append([ring, float(beam.elevation_deg), where, 0.5, 500, where, None])
+        want[ring] = road_echo_terms(s21, road, np.array([r_laser]), h + up)["echo_over_threshold"][0]
+        got_r, got_h = laser_road(s21, ring, where, h)
+        assert got_r == pytest.approx(r_laser, rel=1e-9) and got_h == pytest.approx(h + up, rel=1e-12)
+    got = laser_echoes(s21, rows, h)
+    assert len(got) >= 4 and len(got) == len(rows)
+    off = []
+    for ring, _where, _p, _z, _from_zeros, _at_least, model in got:
+        assert model == pytest.approx(want[ring], rel=2e-3)  # rounded to 3 decimals
+        # the sensor's origin's height and the grid's range would read another echo (the old reading)
+        row = next(r for r in rows if r[0] == ring)
+        at_origin = road_echo_terms(s21, road, np.array([row[5]]), h)["echo_over_threshold"][0]
+        off.append(abs(at_origin / want[ring] - 1.0))
+    assert min(off) > 0.01 and max(off) > 0.05, off
+    # a laser at the origin (the shipped HDL-64E, every offset 0) reads at the grid's range, as before
+    shipped = load_preset("HDL-64E")
+    assert shipped.beam_origins_m is None or not np.any(shipped.beam_origins_m)
+    assert laser_road(shipped, 40, 45.0, h) == (45.0, h) and laser_road(shipped, 40, 1.0, h) == (h, h)
