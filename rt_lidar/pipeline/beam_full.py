@@ -66,10 +66,12 @@ __all__ = [
     "bundle_that_runs",
     "full_beam_hits",
     "full_beam_plan",
+    "nearest_in_ring",
     "neighbour_marks",
     "neighbour_steps",
     "plan_of_pattern",
     "ring_ranks",
+    "ring_sorted",
     "sparse_bundle_fits",
     "take_firings",
     "take_pulses",
@@ -330,6 +332,29 @@ def ring_ranks(f: Firings) -> np.ndarray:
     return rank_of[ring]
 
 
+def ring_sorted(rank: np.ndarray, az: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(order, rank, azimuth, key) of pulses with ring ranks ``rank`` (:func:`ring_ranks`) and azimuths
+    ``az`` (deg, in [-180, 180)) sorted by ring, then azimuth (stable): ``key`` is ``rank * 720 + az +
+    360``, so the rings' keys never overlap and ring ``r + step`` at an azimuth is ``key + 720 step``."""
+    key_all = rank * 720.0 + (az + 360.0)
+    order = np.argsort(key_all, kind="stable")
+    return order, rank[order], az[order], key_all[order]
+
+
+def nearest_in_ring(
+    r_s: np.ndarray, a_s: np.ndarray, key: np.ndarray, step: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For each pulse of :func:`ring_sorted`'s ``(rank, azimuth, key)``, the sorted positions ``lo``,
+    ``hi`` on either side of its azimuth in ring ``rank + step`` and their azimuth distances ``d_lo``,
+    ``d_hi`` (inf where that position is not of that ring)."""
+    n = key.size
+    pos = np.searchsorted(key, key + 720.0 * step)
+    lo, hi = np.clip(pos - 1, 0, n - 1), np.clip(pos, 0, n - 1)
+    d_lo = np.where(r_s[lo] == r_s + step, np.abs(a_s[lo] - a_s), np.inf)
+    d_hi = np.where(r_s[hi] == r_s + step, np.abs(a_s[hi] - a_s), np.inf)
+    return lo, hi, d_lo, d_hi
+
+
 def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
     """(i, j) pulse pairs that neighbour in azimuth (the same ring, next in azimuth) or in ring (the ring
     next above in elevation, the nearest azimuth), each pair once; none farther apart in azimuth than
@@ -337,17 +362,9 @@ def _neighbour_pairs(f: Firings) -> tuple[np.ndarray, np.ndarray]:
     n = len(f)
     if n < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    rank = ring_ranks(f)
-    az = f.azimuth_deg
-    key_all = rank * 720.0 + (az + 360.0)  # azimuth in [-180, 180): the rings' keys never overlap
-    order = np.argsort(key_all, kind="stable")  # by ring (in elevation order), then azimuth
-    r_s, a_s, key = rank[order], az[order], key_all[order]
+    order, r_s, a_s, key = ring_sorted(ring_ranks(f), f.azimuth_deg)
     along = (r_s[1:] == r_s[:-1]) & (np.abs(np.diff(a_s)) <= NEIGHBOUR_MAX_DEG)
-    # the ring above: search (rank + 1, azimuth) among the sorted (rank, azimuth) keys
-    pos = np.searchsorted(key, key + 720.0)
-    lo, hi = np.clip(pos - 1, 0, n - 1), np.clip(pos, 0, n - 1)
-    d_lo = np.where(r_s[lo] == r_s + 1, np.abs(a_s[lo] - a_s), np.inf)
-    d_hi = np.where(r_s[hi] == r_s + 1, np.abs(a_s[hi] - a_s), np.inf)
+    lo, hi, d_lo, d_hi = nearest_in_ring(r_s, a_s, key, 1)  # the ring above
     pick = np.where(d_lo <= d_hi, lo, hi)
     up = np.minimum(d_lo, d_hi) <= NEIGHBOUR_MAX_DEG
     left = np.concatenate([order[:-1][along], order[up]])

@@ -143,16 +143,13 @@ def seam_keys(f: Firings) -> np.ndarray:
     step (:func:`probe_marks`), as a marked pulse's does. (A pulse whose nearest ring neighbour in the
     frame lies a few columns off would be paired with it and probe sideways, toward it, not toward the
     ring: hence the bound in steps.)"""
-    from rt_lidar.pipeline.beam_full import NEIGHBOUR_MAX_DEG, ring_ranks
+    from rt_lidar.pipeline.beam_full import NEIGHBOUR_MAX_DEG, nearest_in_ring, ring_ranks, ring_sorted
 
     n = len(f)
     if n < 2:
         return np.zeros(0, np.int64)
     rank = ring_ranks(f)
-    az = np.asarray(f.azimuth_deg, np.float64)
-    key = rank * 720.0 + (az + 360.0)  # as _neighbour_pairs' keys: the rings' never overlap
-    order = np.argsort(key, kind="stable")
-    r_s, a_s, k_s = rank[order], az[order], key[order]
+    order, r_s, a_s, key = ring_sorted(rank, np.asarray(f.azimuth_deg, np.float64))
     present = np.zeros(int(rank.max()) + 2, bool)
     present[rank] = True
     # each pulse's step along its ring: the nearer of its azimuth neighbours (none: NEIGHBOUR_MAX_DEG)
@@ -161,10 +158,7 @@ def seam_keys(f: Firings) -> np.ndarray:
     far = np.minimum(SEAM_STEPS * own, NEIGHBOUR_MAX_DEG)
     found = []
     for step, side in ((1, 3), (-1, 2)):  # the ring above: probe upward; below: downward
-        pos = np.searchsorted(k_s, k_s + 720.0 * step)
-        lo, hi = np.clip(pos - 1, 0, n - 1), np.clip(pos, 0, n - 1)
-        d_lo = np.where(r_s[lo] == r_s + step, np.abs(a_s[lo] - a_s), np.inf)
-        d_hi = np.where(r_s[hi] == r_s + step, np.abs(a_s[hi] - a_s), np.inf)
+        _, _, d_lo, d_hi = nearest_in_ring(r_s, a_s, key, step)
         there = present[np.maximum(r_s + step, 0)] & (r_s + step >= 0)
         lone = there & (np.minimum(d_lo, d_hi) > far)
         found.append(side * n + order[lone])
