@@ -145,12 +145,7 @@ def _peak_table(preset: SensorPreset, focus_m: float, probe: np.ndarray) -> tupl
     its intensity peaks, as the drivers' focal compensation presumes, not at every range."""
     share = hard_target_share(preset, focus_m, probe)
     k = int(np.argmax(share))
-    peak, end = float(share[k]), float(probe[k])
-    grid = np.linspace(0.0, end, TABLE_POINTS)
-    table = np.clip(hard_target_share(preset, focus_m, grid) / peak, ETA_FLOOR, 1.0)
-    table[-1] = 1.0
-    table.flags.writeable = False
-    return end, table, peak
+    return _table_over(preset, focus_m, float(probe[k]), float(share[k]))
 
 
 def _far_table(preset: SensorPreset, probe: np.ndarray) -> tuple[float, np.ndarray, float]:
@@ -165,11 +160,20 @@ def _far_table(preset: SensorPreset, probe: np.ndarray) -> tuple[float, np.ndarr
     share = hard_target_share(preset, math.inf, probe)
     near_far = share >= far * (1.0 - FAR_SHARE_TOLERANCE)
     end = min(ref, float(probe[int(np.argmax(near_far))])) if near_far.any() else ref
+    return _table_over(preset, math.inf, end, far)
+
+
+def _table_over(
+    preset: SensorPreset, focus_m: float, end: float, ref: float
+) -> tuple[float, np.ndarray, float]:
+    """``(end, the share over ref at TABLE_POINTS ranges from 0 to end, ref)``: the table of a receiver
+    whose share never reaches 1, held to ``ref`` (its peak, or its share at the 10 % range) and 1 from
+    ``end`` on (:func:`_peak_table`, :func:`_far_table`)."""
     grid = np.linspace(0.0, end, TABLE_POINTS)
-    table = np.clip(hard_target_share(preset, math.inf, grid) / far, ETA_FLOOR, 1.0)
+    table = np.clip(hard_target_share(preset, focus_m, grid) / ref, ETA_FLOOR, 1.0)
     table[-1] = 1.0
     table.flags.writeable = False
-    return end, table, far
+    return end, table, ref
 
 
 def _preset_focus(preset: SensorPreset) -> float | None:
