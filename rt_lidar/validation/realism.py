@@ -56,6 +56,7 @@ __all__ = [
     "nearest_columns",
     "realism_statistics",
     "street_holes",
+    "with_holes_in_blockers",
 ]
 
 BANDS_M = ((0.0, 10.0), (10.0, 20.0), (20.0, 30.0), (30.0, 50.0), (50.0, float("inf")))
@@ -161,11 +162,7 @@ def _object_feet(grid: ScanGrid, plane: GroundPlane, near_plane: np.ndarray) -> 
     """(rings, columns) bool: the returns of ``near_plane`` whose ray just above in elevation (the nearest
     in azimuth on the next ring up) returned from a surface rising from them by more than
     :data:`FOOT_RISE_M` and more steeply than 45 deg."""
-    view = grid.in_view
-    elev = np.array(
-        [np.nanmedian(grid.direction[k, view[k], 2]) if view[k].any() else -2 for k in range(len(view))]
-    )
-    order = np.argsort(-elev)  # rings from the highest elevation down
+    order = _rings_by_elevation(grid)[1]
     gk, gc = np.nonzero(near_plane)
     out = np.zeros_like(near_plane)
     if gk.size == 0:
@@ -246,13 +243,18 @@ def _unblocked_ground_rays(
     meets = (denom < -1e-6) & np.isfinite(t) & (t > 0) & grid.in_view
     ret = grid.returned
     blocked = ret & ~ground & (grid.range_m < t)  # something stands in front of the ground
-    # a ray without a return between rays that something stood in front of is a hole in that object
-    # (a car's window), not a miss of the ground: its neighbours along the ring (2 each side) tell
+    return t, meets & ~with_holes_in_blockers(ret, blocked)
+
+
+def with_holes_in_blockers(ret: np.ndarray, blocked: np.ndarray) -> np.ndarray:
+    """(rings, columns) bool: the ``blocked`` returns (something stood in front of the ground) and the
+    rays without a return that are holes in what blocked: within two rays of a blocked return along the
+    ring, or inside a run whose nearest returns on both sides were blocked (a car's window), not misses
+    of the ground."""
     beside = np.zeros_like(blocked)
     for shift in (-2, -1, 1, 2):
         beside |= np.roll(blocked, shift, axis=1)
-    blocked = blocked | (~ret & (beside | _inside_blocked_run(ret, blocked)))
-    return t, meets & ~blocked
+    return blocked | (~ret & (beside | _inside_blocked_run(ret, blocked)))
 
 
 def _horizon_returned(rows: list[tuple[float, float, int, float | None]]) -> float | None:
@@ -315,6 +317,16 @@ def dead_lasers(grid: ScanGrid) -> np.ndarray:
     return view.any(axis=1) & ~ret.any(axis=1) & bool(ret.any())
 
 
+def _rings_by_elevation(grid: ScanGrid) -> tuple[np.ndarray, np.ndarray]:
+    """(each ring's median elevation sine over its rays in view, -2 for a ring with none; the rings from
+    the highest elevation down)."""
+    view = grid.in_view
+    elev = np.array(
+        [np.nanmedian(grid.direction[k, view[k], 2]) if view[k].any() else -2 for k in range(len(view))]
+    )
+    return elev, np.argsort(-elev)
+
+
 def street_holes(
     grid: ScanGrid,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -322,15 +334,11 @@ def street_holes(
     columns) masks; the cells' azimuths; the rings from the highest down; the rings' elevation sines). A
     hole is a ray in view without a return under a higher ring's return, dead lasers and the ego zone
     (:data:`EGO_RANGE_M`) left out, as are the ego zone's returns."""
-    view = grid.in_view
-    missing = view & ~grid.returned
-    elev = np.array(
-        [np.nanmedian(grid.direction[k, view[k], 2]) if view[k].any() else -2 for k in range(len(view))]
-    )
-    order = np.argsort(-elev)  # rings from the highest elevation down
+    missing = grid.in_view & ~grid.returned
+    elev, order = _rings_by_elevation(grid)
     az = _cell_azimuth(grid)
     holes = missing & _under_a_return(grid, az, order) & ~dead_lasers(grid)[:, None]
-    ret = grid.returned & view & (grid.range_m >= EGO_RANGE_M)  # the ego zone's returns left out
+    ret = grid.returned & grid.in_view & (grid.range_m >= EGO_RANGE_M)  # the ego zone's returns left out
     holes &= ~_ego_holes(grid, holes, ret, az, order)
     return holes, ret, az, order, elev
 

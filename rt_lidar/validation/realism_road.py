@@ -266,7 +266,7 @@ def _ray_lines(grid: ScanGrid, plane: GroundPlane) -> tuple[np.ndarray, np.ndarr
 def local_ground_rays(grid: ScanGrid, profile: RoadProfile) -> LocalGround:
     """Where each ray of ``grid`` meets its sector's road, at what grazing angle, and which rays are
     unblocked ground rays (module docstring); each ray along its ring's own line (:func:`ring_lines`)."""
-    from rt_lidar.validation.realism import _inside_blocked_run
+    from rt_lidar.validation.realism import with_holes_in_blockers
 
     plane = profile.plane
     a0, slope, dists, pts = _ray_lines(grid, plane)
@@ -306,11 +306,7 @@ def local_ground_rays(grid: ScanGrid, profile: RoadProfile) -> LocalGround:
             h_surface[mine] = h0[j] + g[j] * (rho[mine] - r0[j])
         with np.errstate(invalid="ignore"):
             ground = ret & (np.abs(u - h_surface) <= 0.1 + 0.005 * grid.range_m)
-    blocked = ret & ~ground & (grid.range_m < t)
-    beside = np.zeros_like(blocked)
-    for shift in (-2, -1, 1, 2):
-        beside |= np.roll(blocked, shift, axis=1)
-    blocked = blocked | (~ret & (beside | _inside_blocked_run(ret, blocked)))
+    blocked = with_holes_in_blockers(ret, ret & ~ground & (grid.range_m < t))
     passed = ret & ~ground & (grid.range_m >= t)  # the ray went past the surface: it is not there
     return LocalGround(t, grazing, ground, meets & ~blocked & ~passed, grade_hit)
 
