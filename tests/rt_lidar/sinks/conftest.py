@@ -68,12 +68,14 @@ def pcap_of(
     preset: SensorPreset,
     scans: list[Scan],
     mode: str,
+    fake_second_returns: bool = True,
 ) -> list[Scan]:
-    """Write ``scans`` of ``preset`` to ``path`` with the pcap sink ``make_sink`` in return ``mode`` (dual:
-    every third point gains a second return on its beam first); returns the scans as written."""
+    """Write ``scans`` of ``preset`` to ``path`` with the pcap sink ``make_sink`` in return ``mode`` (dual,
+    with ``fake_second_returns``: every third point gains a second return on its beam first; without,
+    the scans' own second returns); returns the scans as written."""
     from rt_lidar.sinks.base import SinkContext
 
-    if mode == "dual":
+    if mode == "dual" and fake_second_returns:
         scans = [with_second_returns(s, preset=preset) for s in scans]
     sink = make_sink(str(path), {"mode": mode})
     sink.open(SinkContext(preset))
@@ -83,11 +85,13 @@ def pcap_of(
     return scans
 
 
-def velodyne_pcap_of(path: Path, preset: SensorPreset, scans: list[Scan], mode: str) -> list[Scan]:
+def velodyne_pcap_of(
+    path: Path, preset: SensorPreset, scans: list[Scan], mode: str, fake_second_returns: bool = True
+) -> list[Scan]:
     """:func:`pcap_of` with the velodyne-pcap sink."""
     from rt_lidar.sinks.velodyne import velodyne_pcap_sink
 
-    return pcap_of(velodyne_pcap_sink, path, preset, scans, mode)
+    return pcap_of(velodyne_pcap_sink, path, preset, scans, mode, fake_second_returns)
 
 
 _BENCH = Path(__file__).resolve().parents[3] / "tools" / "bench"

@@ -24,7 +24,6 @@ from rt_lidar.sensor.scan_pattern import scan_period_ns
 from rt_lidar.sinks.base import SinkContext
 from rt_lidar.sinks.ouster import OusterPacketizer, ouster_pcap_sink
 from rt_lidar.sinks.ouster_meta import read_metadata
-from rt_lidar.sinks.velodyne import velodyne_pcap_sink
 
 vd = pytest.importorskip("velodyne_decoder")
 
@@ -239,11 +238,7 @@ def test_hdl64e_stream_carries_the_files_offsets_and_two_point_corrections(tmp_p
     period = scan_period_ns(preset)
     pad = [Scan(k, k * period, empty_points(), 0, 0) for k in range(2, 13)]  # a whole status cycle
     pcap = tmp_path / "v.pcap"
-    sink = velodyne_pcap_sink(str(pcap), {"mode": "strongest"})
-    sink.open(SinkContext(preset))
-    for s in scans + pad:
-        sink.write(s)
-    sink.close()
+    velodyne_pcap_of(pcap, preset, scans + pad, "strongest")
     model, calib = vd.hdl64e.read_calibration_from_pcap(str(pcap))
     assert model == vd.Model.HDL64E_S2
     lasers = {las["laser_id"]: las for las in yaml.safe_load(calib.to_string())["lasers"]}
@@ -278,11 +273,7 @@ def test_hdl64e_users_file_dual_returns_decode_on_their_beams(tmp_path, pipeline
     assert preset.packet_format == "velodyne-hdl64" and preset.beam_origins_m is not None
     scans = list(pipeline_scans(preset, 2, "dual"))
     pcap = tmp_path / "v.pcap"
-    sink = velodyne_pcap_sink(str(pcap), {"mode": "dual"})
-    sink.open(SinkContext(preset))
-    for s in scans:
-        sink.write(s)
-    sink.close()
+    velodyne_pcap_of(pcap, preset, scans, "dual", fake_second_returns=False)  # the simulator's own
     dec = _velodyne_decode(pcap, cal, "HDL64E_S2")
     ours = np.concatenate([s.points for s in scans])
     second = ours["return_id"] == 1
