@@ -15,14 +15,17 @@ import contextlib
 import dataclasses
 import math
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.builder import build_pipeline, build_world
+from rt_lidar.pipeline.frame_loop import Sensed
+from rt_lidar.sensor.materials import MaterialTable
 from rt_lidar.sensor.presets import SensorPreset, load_preset
 from rt_lidar.unreal_bridge.world.street import street_scene
 from rt_lidar.validation.kitti_typical import TYPICAL_PRESET, typical_comparison
@@ -74,7 +77,9 @@ __all__ = [
     "real_grids",
     "realism",
     "realism_table",
+    "scan_grid",
     "simulated_grids",
+    "simulated_scans",
 ]
 
 
@@ -131,35 +136,49 @@ firing cycle (the preset's 10 Hz gives 2170); nuScenes gives its lidar's capture
 al., arXiv:1903.11027, its sensor table; not re-read here) (docs/realism.md change 46)."""
 
 
-def simulated_grids(
-    preset_name: str, frames: int = FRAMES, seed: int = SEED, layout: str = "demo"
-) -> list[ScanGrid]:
-    """The scans of ``rt-lidar demo --in-process --frames N --seed S --preset P`` on their firing grids,
-    each preset turning at the rate its real frame was recorded at (:data:`REAL_FRAME_ROTATION_HZ`; else
-    the preset's own) so that neighbouring shots lie as far apart as the real frame's (first returns;
-    intensity rounded to the sensor's reporting step of 1, an uncalibrated ``raw_intensity`` (the HDL-64E
-    S2's byte) written as KITTI's files hold it, whose real frames these are:
-    :func:`~rt_lidar.validation.realism_grid.kitti_file_intensity`); ``layout`` "residential" drives the
-    street with cars parked nose to tail beside the lane (KITTI's frame's layout)."""
+def simulated_scans(
+    preset_name: str,
+    frames: int = FRAMES,
+    seed: int = SEED,
+    layout: str = "demo",
+    materials: MaterialTable | None = None,
+    on_sensed: Callable[[Sensed], None] | None = None,
+) -> tuple[SensorPreset, list[Scan]]:
+    """The preset as it turns and the scans of ``rt-lidar demo --in-process --frames N --seed S --preset P``,
+    turning at the rate its real frame was recorded at (:data:`REAL_FRAME_ROTATION_HZ`; else its own) so
+    that neighbouring shots lie as far apart as the real frame's; ``layout`` "residential": cars parked nose
+    to tail beside the lane (KITTI's frame's layout); ``materials``: another material table; ``on_sensed``
+    sees every sensed sim frame (its hits and physics result) before it is stitched."""
     preset = load_preset(preset_name)
     hz = REAL_FRAME_ROTATION_HZ.get(preset.name)
     if hz is not None and hz != preset.scan.rotation_hz:  # the rate its real frame was recorded at
         preset = dataclasses.replace(preset, scan=dataclasses.replace(preset.scan, rotation_hz=hz))
     scene = "street" if layout == "demo" else street_scene(seed=seed, layout=layout)
-    built = build_pipeline(preset, build_world(scene, seed=seed), seed=seed)
+    built = build_pipeline(preset, build_world(scene, seed=seed), seed=seed, materials=materials)
+    built.pipeline.on_sensed = on_sensed
     try:
-        scans = built.pipeline.scans(frames)
+        return preset, built.pipeline.scans(frames)
     finally:
         built.pipeline.close()
-    out = []
-    for s in scans:
-        p = s.points[s.points["return_id"] == 0]
-        xyz = np.stack([p["x"], p["y"], p["z"]], -1)
-        inten, step, units = p["intensity"], 1.0, preset.output.intensity
-        if preset.output.intensity == "raw_intensity":  # the S2's byte, as KITTI's files hold it
-            inten, step, units = kitti_file_intensity(inten), KITTI_STEP, KITTI_UNITS
-        out.append(grid_from_points(preset_name, xyz, inten, p["ring"], step, units))
-    return out
+
+
+def scan_grid(preset: SensorPreset, scan: Scan) -> ScanGrid:
+    """One simulated scan on its firing grid: first returns, intensity rounded to the reporting step of 1,
+    an uncalibrated ``raw_intensity`` (the S2's byte) as KITTI's files hold it (``kitti_file_intensity``)."""
+    p = scan.points[scan.points["return_id"] == 0]
+    xyz = np.stack([p["x"], p["y"], p["z"]], -1)
+    inten, step, units = p["intensity"], 1.0, preset.output.intensity
+    if preset.output.intensity == "raw_intensity":  # the S2's byte, as KITTI's files hold it
+        inten, step, units = kitti_file_intensity(inten), KITTI_STEP, KITTI_UNITS
+    return grid_from_points(preset.name, xyz, inten, p["ring"], step, units)
+
+
+def simulated_grids(
+    preset_name: str, frames: int = FRAMES, seed: int = SEED, layout: str = "demo"
+) -> list[ScanGrid]:
+    """The scans of :func:`simulated_scans` on their firing grids (:func:`scan_grid`)."""
+    preset, scans = simulated_scans(preset_name, frames, seed, layout)
+    return [scan_grid(preset, s) for s in scans]
 
 
 def _mean(values: list[Any]) -> float | None:
