@@ -163,6 +163,8 @@ def _scan_rays(
     grid = scan_grid(preset, scan)
     grid = dataclasses.replace(grid, in_view=grid.in_view & camera_view(grid.direction, calib, CAMERA_SIZE))
     k, c, hole, elev = _far_cells(grid)
+    if not preset.scan.rotation_hz:
+        raise ValueError(f"{preset.name}: far_object_rays reads a rotating sensor's scans")
     period = round(1e9 / preset.scan.rotation_hz)
     mine = (pulses["t"] >= scan.start_ns) & (pulses["t"] < scan.start_ns + period)
     q = {key: v[mine] for key, v in pulses.items()}
