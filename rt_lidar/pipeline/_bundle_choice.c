@@ -93,8 +93,8 @@ static void natural_merge(const double *key, int64_t *a, int64_t *b, Py_ssize_t 
  * keys rank * 720 + azimuth + 360 of ring ranks rank >= 0: where every rank's keys lie below the next
  * rank's (azimuths in [-180, 180)), the indices are put rank by rank in index order and each rank's
  * merged from its runs (the firings of a ring come in azimuth order, one wrap a frame: one or two runs),
- * in O(n) where the merge sort takes O(n log n) indirect reads; else (or where the rank tables cannot be
- * had) stable_argsort. */
+ * in O(n) where the merge sort takes O(n log n) indirect reads; else (or where a rank is n or more, or
+ * the rank tables cannot be had) stable_argsort. */
 static void ring_argsort(const double *key, const int64_t *rank, int64_t *idx, int64_t *tmp, Py_ssize_t n) {
     int64_t max_rank = -1;
     int ok = 1;
@@ -102,6 +102,7 @@ static void ring_argsort(const double *key, const int64_t *rank, int64_t *idx, i
         if (rank[i] < 0 || isnan(key[i])) ok = 0;
         if (rank[i] > max_rank) max_rank = rank[i];
     }
+    if (max_rank >= n) ok = 0; /* ranks of rings in elevation order are fewer than the firings */
     const size_t r_n = (size_t)(max_rank + 1);
     Py_ssize_t *start = ok ? calloc(r_n + 1, sizeof(Py_ssize_t)) : NULL;
     double *lo = ok ? malloc(r_n * sizeof(double)) : NULL, *hi = ok ? malloc(r_n * sizeof(double)) : NULL;

@@ -131,10 +131,10 @@ def choose_bundles(
 def seam_probe_keys(
     rank: np.ndarray, azimuth_deg: np.ndarray, seam_steps: float, max_deg: float
 ) -> np.ndarray | None:
-    """(S,) int64 the keys :func:`~rt_lidar.pipeline.beam_probe.seam_keys` gives for firings of ring ranks
-    ``rank`` (int64, :func:`~rt_lidar.pipeline.beam_full.ring_ranks`) at ``azimuth_deg`` (float64, every
-    one finite), with ``seam_steps`` and ``max_deg`` (its bounds); None when off, for arrays of other
-    types, or an extension built before it (the NumPy code runs)."""
+    """(S,) int64 the keys :func:`~rt_lidar.pipeline.beam_probe.seam_keys` gives for ``n`` firings of ring
+    ranks ``rank`` (int64, :func:`~rt_lidar.pipeline.beam_full.ring_ranks`: each in [0, n)) at
+    ``azimuth_deg`` (float64, every one finite), with ``seam_steps`` and ``max_deg`` (its bounds); None
+    when off, for arrays of other types, or an extension built before it (the NumPy code runs)."""
     n = rank.shape[0]
     if (
         not enabled
@@ -144,7 +144,7 @@ def seam_probe_keys(
         or azimuth_deg.dtype != np.float64
         or rank.shape != (n,)
         or azimuth_deg.shape != (n,)
-        or (n and int(rank.min()) < 0)
+        or (n and (int(rank.min()) < 0 or int(rank.max()) >= n))
         or not bool(np.isfinite(azimuth_deg).all())
     ):
         return None

@@ -72,6 +72,7 @@ def test_what_the_compiled_step_does_not_take_runs_numpy() -> None:
     rank, az = np.array([0, 1, 0, 1], np.int64), np.array([0.0, 0.5, np.nan, 1.0])
     assert beam_steps.seam_probe_keys(rank, az, SEAM_STEPS, NEIGHBOUR_MAX_DEG) is None  # a NaN azimuth
     assert beam_steps.seam_probe_keys(rank.astype(np.int32), az, SEAM_STEPS, NEIGHBOUR_MAX_DEG) is None
+    assert beam_steps.seam_probe_keys(rank * 4, np.zeros(4), SEAM_STEPS, NEIGHBOUR_MAX_DEG) is None  # rank 4
     beam_steps.enabled = False
     try:
         assert beam_steps.seam_probe_keys(rank, np.zeros(4), SEAM_STEPS, NEIGHBOUR_MAX_DEG) is None
