@@ -76,14 +76,20 @@ def full_beam_detections(
     parts: list[tuple[np.ndarray, Detections]] = []
 
     def run(group: Hits, pulses: np.ndarray, plain: bool, whole: bool = True) -> None:
-        """The pulses ``pulses`` of ``group`` (all of its pulses when ``whole``, else those rows of it)."""
-        split = _split_by_glass(group) if whole else [pulses[~glass[pulses]], pulses[glass[pulses]]]
+        """The pulses ``pulses`` of ``group`` (all of its pulses when ``whole``, else those rows of it:
+        ascending, each once)."""
+        if whole:
+            split = _split_by_glass(group)
+        else:  # the positions in ``pulses`` of its pulses without glass, and with it
+            on_glass = glass[pulses]
+            split = [np.flatnonzero(~on_glass), np.flatnonzero(on_glass)]
         for sel in split:
             if not sel.size:
                 continue
-            part = group if whole and sel.size == group.pulses else take_pulses(group, sel)
-            if not whole:  # sel are pulses of the batch: index them from here on as the part's own
-                sel = np.searchsorted(pulses, sel)
+            if whole:
+                part = group if sel.size == group.pulses else take_pulses(group, sel)
+            else:  # the part's pulses of the batch; sel, their positions in ``pulses``, index them on
+                part = take_pulses(group, pulses[sel])
             part_sigma = None if sigma is None else sigma[pulses[sel]]
             if plain and not physics.uses_waveform(part):
                 det = physics._single(echo, part, rng, part_sigma)

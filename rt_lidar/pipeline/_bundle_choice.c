@@ -48,6 +48,98 @@ static void stable_argsort(const double *key, int64_t *idx, int64_t *tmp, Py_ssi
     if (a != idx) memcpy(idx, a, (size_t)n * sizeof(int64_t));
 }
 
+/* a[0 .. n - 1] sorted by key, equal keys in index order, where a holds indices in ascending order:
+ * its strictly decreasing runs reversed (no equal keys in them), then its non-decreasing runs merged
+ * pairwise (through b, the left one's first where keys are equal) until one is left */
+static void natural_merge(const double *key, int64_t *a, int64_t *b, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_ssize_t j = i + 1;
+        if (j < n && key[a[j]] < key[a[i]]) {
+            while (j + 1 < n && key[a[j + 1]] < key[a[j]]) j++;
+            for (Py_ssize_t p = i, q = j; p < q; p++, q--) {
+                const int64_t t = a[p];
+                a[p] = a[q];
+                a[q] = t;
+            }
+            i = j + 1;
+        } else {
+            while (j < n && !(key[a[j]] < key[a[j - 1]])) j++;
+            i = j;
+        }
+    }
+    for (;;) {
+        Py_ssize_t i = 0, k = 0, runs = 0;
+        while (i < n) {
+            Py_ssize_t mid = i + 1;
+            while (mid < n && !(key[a[mid]] < key[a[mid - 1]])) mid++;
+            Py_ssize_t hi = mid;
+            if (mid < n) {
+                hi = mid + 1;
+                while (hi < n && !(key[a[hi]] < key[a[hi - 1]])) hi++;
+            }
+            Py_ssize_t p = i, q = mid;
+            while (p < mid && q < hi) b[k++] = key[a[q]] < key[a[p]] ? a[q++] : a[p++];
+            while (p < mid) b[k++] = a[p++];
+            while (q < hi) b[k++] = a[q++];
+            runs++;
+            i = hi;
+        }
+        memcpy(a, b, (size_t)n * sizeof(int64_t));
+        if (runs <= 1) return;
+    }
+}
+
+/* idx: 0 .. n - 1 sorted by key, equal keys in index order (stable_argsort's order, the only one), for
+ * keys rank * 720 + azimuth + 360 of ring ranks rank >= 0: where every rank's keys lie below the next
+ * rank's (azimuths in [-180, 180)), the indices are put rank by rank in index order and each rank's
+ * merged from its runs (the firings of a ring come in azimuth order, one wrap a frame: one or two runs),
+ * in O(n) where the merge sort takes O(n log n) indirect reads; else (or where a rank is n or more, or
+ * the rank tables cannot be had) stable_argsort. */
+static void ring_argsort(const double *key, const int64_t *rank, int64_t *idx, int64_t *tmp, Py_ssize_t n) {
+    int64_t max_rank = -1;
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (rank[i] < 0 || isnan(key[i])) ok = 0;
+        if (rank[i] > max_rank) max_rank = rank[i];
+    }
+    if (max_rank >= n) ok = 0; /* ranks of rings in elevation order are fewer than the firings */
+    const size_t r_n = (size_t)(max_rank + 1);
+    Py_ssize_t *start = ok ? calloc(r_n + 1, sizeof(Py_ssize_t)) : NULL;
+    double *lo = ok ? malloc(r_n * sizeof(double)) : NULL, *hi = ok ? malloc(r_n * sizeof(double)) : NULL;
+    if (!start || !lo || !hi) ok = 0;
+    if (ok) {
+        for (size_t r = 0; r < r_n; r++) {
+            lo[r] = INFINITY;
+            hi[r] = -INFINITY;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const int64_t r = rank[i];
+            start[r + 1]++;
+            if (key[i] < lo[r]) lo[r] = key[i];
+            if (key[i] > hi[r]) hi[r] = key[i];
+        }
+        double below = -INFINITY;
+        for (size_t r = 0; r < r_n && ok; r++) {
+            if (start[r + 1] == 0) continue;
+            if (!(lo[r] > below)) ok = 0;
+            below = hi[r];
+        }
+    }
+    if (ok) {
+        for (size_t r = 0; r < r_n; r++) start[r + 1] += start[r];
+        for (Py_ssize_t i = 0; i < n; i++) idx[start[rank[i]]++] = i; /* start[r]: now rank r's end */
+        Py_ssize_t s = 0;
+        for (size_t r = 0; r < r_n; r++) {
+            natural_merge(key, idx + s, tmp, start[r] - s);
+            s = start[r];
+        }
+    }
+    free(start);
+    free(lo);
+    free(hi);
+    if (!ok) stable_argsort(key, idx, tmp, n);
+}
+
 #define CHUNK 512
 
 /* choose(rank i8, az_deg f8, az f4, el f4, cos_el f4, range f4, segment u4, glass u1, glass_range f4, retro u1,
@@ -111,7 +203,7 @@ static PyObject *choose(PyObject *self, PyObject *args) {
         key[i] = (double)RANK[i] * 720.0 + (AZD[i] + 360.0);
     }
     if (n >= 2) {
-        stable_argsort(key, order, tmp, n);
+        ring_argsort(key, RANK, order, tmp, n);
         /* along the ring: the next in azimuth */
         for (Py_ssize_t k = 0; k + 1 < n; k++) {
             const int64_t a = order[k], c = order[k + 1];
@@ -182,6 +274,96 @@ static PyObject *choose(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(with_pairs ? n_marked : np_);
 }
 
+static inline double min_np_d(double a, double b) { return isnan(a) ? a : (isnan(b) ? b : (a < b ? a : b)); }
+
+/* seam(rank i8 (n), az_deg f8 (n), n, seam_steps, max_deg, keys i8 out (2 n)) -> count
+ * rt_lidar/pipeline/beam_probe.py seam_keys in one pass: the firings sorted by (ring rank, azimuth) as
+ * choose() sorts them, each one's step along its ring (the nearer azimuth neighbour), and the nearest
+ * pulse of the ring next above and below (a merge walk over the sorted keys, where NumPy searches each);
+ * a pulse whose neighbouring ring is in the frame (a rank of the firings) but farther than
+ * min(seam_steps x its step, max_deg) in azimuth probes that way. keys: side * n + pulse of those
+ * probes (side 2 down, 3 up), ascending; returns their count. The azimuths are finite and the ranks
+ * >= 0 (the Python side checks). */
+static PyObject *seam(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    Py_ssize_t n;
+    double seam_steps, max_deg;
+    if (!PyArg_ParseTuple(args, "OOnddO", &o[0], &o[1], &n, &seam_steps, &max_deg, &o[2])) return NULL;
+    if (n < 0) return PyErr_Format(PyExc_ValueError, "seam: n = %zd", n);
+    Buf b[3];
+    memset(b, 0, sizeof b);
+    if (buf_get(&b[0], o[0], 0, 'q', 8, n, "rank") || buf_get(&b[1], o[1], 0, 'd', 8, n, "az_deg") ||
+        buf_get(&b[2], o[2], 1, 'q', 8, 2 * n, "keys")) {
+        buf_release(b, 3);
+        return NULL;
+    }
+    const int64_t *RANK = b[0].view.buf;
+    const double *AZD = b[1].view.buf;
+    int64_t *OUT = b[2].view.buf;
+    int64_t max_rank = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (RANK[i] < 0) {
+            buf_release(b, 3);
+            return PyErr_Format(PyExc_ValueError, "seam: a negative ring rank");
+        }
+        if (RANK[i] > max_rank) max_rank = RANK[i];
+    }
+    const size_t m = (size_t)(n > 0 ? n : 1);
+    double *key = malloc(m * sizeof(double)), *ks = malloc(m * sizeof(double)), *as = malloc(m * sizeof(double));
+    double *far = malloc(m * sizeof(double));
+    int64_t *order = malloc(m * sizeof(int64_t)), *tmp = malloc(m * sizeof(int64_t)), *rs = malloc(m * sizeof(int64_t));
+    uint8_t *lone = calloc(2 * m, 1), *present = calloc((size_t)(max_rank + 3), 1);
+    if (!key || !ks || !as || !far || !order || !tmp || !rs || !lone || !present) {
+        free(key); free(ks); free(as); free(far); free(order); free(tmp); free(rs); free(lone); free(present);
+        buf_release(b, 3);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (n >= 2) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            key[i] = (double)RANK[i] * 720.0 + (AZD[i] + 360.0);
+            present[RANK[i]] = 1;
+        }
+        ring_argsort(key, RANK, order, tmp, n);
+        for (Py_ssize_t k = 0; k < n; k++) {
+            ks[k] = key[order[k]];
+            rs[k] = RANK[order[k]];
+            as[k] = AZD[order[k]];
+        }
+        /* each pulse's step along its ring: the nearer of its azimuth neighbours (none: max_deg) */
+        for (Py_ssize_t k = 0; k < n; k++) {
+            const double left = k > 0 && rs[k] == rs[k - 1] ? fabs(as[k] - as[k - 1]) : INFINITY;
+            const double right = k + 1 < n && rs[k + 1] == rs[k] ? fabs(as[k + 1] - as[k]) : INFINITY;
+            far[k] = min_np_d(seam_steps * min_np_d(left, right), max_deg);
+        }
+        for (int s = 0; s < 2; s++) { /* the ring above (side 3, up), then below (side 2, down) */
+            const int64_t step = s == 0 ? 1 : -1;
+            Py_ssize_t pos = 0;
+            for (Py_ssize_t k = 0; k < n; k++) {
+                const double want = ks[k] + 720.0 * (double)step;
+                if (k > 0 && want < ks[k - 1] + 720.0 * (double)step) pos = 0; /* keys sorted: never */
+                while (pos < n && ks[pos] < want) pos++;
+                const Py_ssize_t lo = pos - 1 < 0 ? 0 : (pos - 1 > n - 1 ? n - 1 : pos - 1);
+                const Py_ssize_t hi = pos > n - 1 ? n - 1 : pos;
+                const int64_t r = rs[k] + step;
+                if (r < 0 || r > max_rank + 1 || !present[r]) continue;
+                const double d_lo = rs[lo] == r ? fabs(as[lo] - as[k]) : INFINITY;
+                const double d_hi = rs[hi] == r ? fabs(as[hi] - as[k]) : INFINITY;
+                if (min_np_d(d_lo, d_hi) > far[k]) lone[(step > 0 ? m : 0) + (size_t)order[k]] = 1;
+            }
+        }
+        for (Py_ssize_t side = 0; side < 2; side++) /* side 2 (down) then 3 (up): ascending keys */
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (lone[(size_t)side * m + (size_t)i]) OUT[count++] = (2 + side) * n + i;
+    }
+    Py_END_ALLOW_THREADS
+    free(key); free(ks); free(as); free(far); free(order); free(tmp); free(rs); free(lone); free(present);
+    buf_release(b, 3);
+    return PyLong_FromSsize_t(count);
+}
+
 /* probe(index, buffer, nin): one of this module's loops run on the buffer (_np_loops.h np_loop_probe) */
 static PyObject *probe(PyObject *self, PyObject *args) {
     (void)self;
@@ -194,6 +376,7 @@ static PyMethodDef methods[] = {
     {"probe", probe, METH_VARARGS, "Run one of the loops setup() took on a buffer (see _np_loops.h)."},
     {"setup", setup, METH_VARARGS, "Take NumPy's float32 hypot loop (see the source)."},
     {"choose", choose, METH_VARARGS, "The marks of a --beam full frame's pulses (see the source)."},
+    {"seam", seam, METH_VARARGS, "The seam probes' keys of a --beam full frame (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rt_lidar.pipeline.beam_steps import seam_probe_keys
 from rt_lidar.pipeline.pose_samples import interpolate_pose_samples, sensor_pose_samples
 from rt_lidar.sensor.beam import SubRayPattern
 from rt_lidar.sensor.scan_pattern import Firings
@@ -143,13 +144,24 @@ def seam_keys(f: Firings) -> np.ndarray:
     step (:func:`probe_marks`), as a marked pulse's does. (A pulse whose nearest ring neighbour in the
     frame lies a few columns off would be paired with it and probe sideways, toward it, not toward the
     ring: hence the bound in steps.)"""
-    from rt_lidar.pipeline.beam_full import NEIGHBOUR_MAX_DEG, nearest_in_ring, ring_ranks, ring_sorted
+    from rt_lidar.pipeline.beam_full import NEIGHBOUR_MAX_DEG, ring_ranks
 
     n = len(f)
     if n < 2:
         return np.zeros(0, np.int64)
     rank = ring_ranks(f)
-    order, r_s, a_s, key = ring_sorted(rank, np.asarray(f.azimuth_deg, np.float64))
+    az = np.asarray(f.azimuth_deg, np.float64)
+    got = seam_probe_keys(rank, az, SEAM_STEPS, NEIGHBOUR_MAX_DEG)  # compiled, where built: the same keys
+    return numpy_seam_keys(rank, az) if got is None else got
+
+
+def numpy_seam_keys(rank: np.ndarray, az: np.ndarray) -> np.ndarray:
+    """:func:`seam_keys` by NumPy of firings of ring ranks ``rank`` (:func:`ring_ranks`, two or more) at
+    azimuths ``az`` (float64 deg)."""
+    from rt_lidar.pipeline.beam_full import NEIGHBOUR_MAX_DEG, nearest_in_ring, ring_sorted
+
+    n = rank.size
+    order, r_s, a_s, key = ring_sorted(rank, az)
     present = np.zeros(int(rank.max()) + 2, bool)
     present[rank] = True
     # each pulse's step along its ring: the nearer of its azimuth neighbours (none: NEIGHBOUR_MAX_DEG)

@@ -1,7 +1,8 @@
 """``--beam full``'s steps in one compiled pass each (``_beam_steps``, ``_bundle_choice``), where built.
 
 :func:`choose_bundles` marks the pulses that get the bundle as
-:func:`~rt_lidar.pipeline.beam_full.neighbour_marks` does; :func:`bundle_rays` gives what
+:func:`~rt_lidar.pipeline.beam_full.neighbour_marks` does; :func:`seam_probe_keys` gives the seam
+probes' keys :func:`~rt_lidar.pipeline.beam_probe.seam_keys` computes; :func:`bundle_rays` gives what
 :meth:`rt_lidar.backend.source_ops.NumpySourceOps.subray_starts` computes with
 :func:`~rt_lidar.sensor.beam.subray_directions`, :func:`~rt_lidar.sensor.beam.exit_offsets`,
 ``np.repeat`` and :func:`~rt_lidar.unreal_bridge.world.pose.quat_rotate`. Both bit for bit
@@ -28,7 +29,7 @@ try:
 except ImportError:
     _choice = None  # type: ignore[assignment]
 
-__all__ = ["available", "bundle_rays", "choose_bundles"]
+__all__ = ["available", "bundle_rays", "choose_bundles", "seam_probe_keys"]
 
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
@@ -125,3 +126,30 @@ def choose_bundles(
     if with_pairs:
         return out, pairs[0][:got].copy(), pairs[1][:got].copy()
     return out
+
+
+def seam_probe_keys(
+    rank: np.ndarray, azimuth_deg: np.ndarray, seam_steps: float, max_deg: float
+) -> np.ndarray | None:
+    """(S,) int64 the keys :func:`~rt_lidar.pipeline.beam_probe.seam_keys` gives for ``n`` firings of ring
+    ranks ``rank`` (int64, :func:`~rt_lidar.pipeline.beam_full.ring_ranks`: each in [0, n)) at
+    ``azimuth_deg`` (float64, every one finite), with ``seam_steps`` and ``max_deg`` (its bounds); None
+    when off, for arrays of other types, or an extension built before it (the NumPy code runs)."""
+    n = rank.shape[0]
+    if (
+        not enabled
+        or _choice is None
+        or not hasattr(_choice, "seam")
+        or rank.dtype != np.int64
+        or azimuth_deg.dtype != np.float64
+        or rank.shape != (n,)
+        or azimuth_deg.shape != (n,)
+        or (n and (int(rank.min()) < 0 or int(rank.max()) >= n))
+        or not bool(np.isfinite(azimuth_deg).all())
+    ):
+        return None
+    keys = np.empty(2 * n, np.int64)
+    got = _choice.seam(
+        np.ascontiguousarray(rank), np.ascontiguousarray(azimuth_deg), n, seam_steps, max_deg, keys
+    )
+    return keys[:got].copy()
