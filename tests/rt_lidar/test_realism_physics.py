@@ -236,10 +236,10 @@ def test_the_hdl64es_matched_filter_keeps_more_of_the_grazing_road() -> None:
         ("HDL-32E", (0.45, 0.76), (5.0, 14.0)),
         ("VLP-32C", (0.45, 0.76), (5.0, 14.0)),
         ("VLS-128", (0.45, 0.76), (5.0, 14.0)),
-        # ~0.26: the band validate --only realism uses is 0.21-0.31; 0.210 under change 46's 1 m patches
-        # (0.236 without): its 20-30 m band's few rings cross the road on a few dozen patches, so its
-        # median moves by several per cent with their draw
-        ("OS1-64", (0.20, 0.31), (180.0, 240.0)),
+        # ~0.26 (validate's band 0.21-0.31), inside it with margin since change 67's fit of the near-field
+        # factor (0.262 over seeds 1-3; 0.210 before, at the band's edge): its 20-30 m band's few rings
+        # cross the road on a few dozen 1 m patches (change 46), so a seed's median moves by ~0.01
+        ("OS1-64", (0.235, 0.29), (180.0, 240.0)),
     ],
 )
 def test_the_road_fades_as_real_roads_do(name: str, falloff: tuple, near: tuple) -> None:
