@@ -12,9 +12,9 @@ tall: the ring gap (the elevation step to the next ring, in radians) times the c
 above :data:`OPENING_MIN_M`. Each pulse whose central ray hit something that far off probes toward that
 ring unasked (one ray at its footprint's rim, :func:`rt_lidar.pipeline.beam_probe.probe_pattern`, as
 the frame's seam probes do, :func:`rt_lidar.pipeline.beam_probe.seam_keys`), and keeps the bundle only
-where that probe sees a step (:func:`rt_lidar.pipeline.beam_probe.probe_marks`). Rings 0.33-0.5 deg
-apart (an HDL-64E's, the VLP-32C's middle ones) leave no such gap within 115 m; a VLP-16's 2 deg do
-beyond 29 m.
+where that probe sees a step (:func:`rt_lidar.pipeline.beam_probe.probe_marks`). An HDL-64E's rings (at
+most 0.6 deg apart) leave such a gap only beyond 95 m, the VLP-32C's middle ones (0.33 deg) beyond 170
+m; a VLP-16's 2 deg do beyond 29 m.
 """
 
 from __future__ import annotations
