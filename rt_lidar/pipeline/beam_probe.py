@@ -309,12 +309,16 @@ def refine_bundles(
     plan: FullBeamPlan,
 ) -> tuple[np.ndarray, dict[str, int], int]:
     """(P,) bool: the pulses of firings ``f`` whose probe toward a neighbour of a marked pair ``pairs``,
-    or toward a ring neighbour beyond the frame's seam (:func:`seam_keys`), sees the step (module
+    or toward a ring neighbour beyond the frame's seam (:func:`seam_keys`) or across a ring gap an
+    opening may hide in (:func:`~rt_lidar.pipeline.beam_openings.opening_keys`), sees the step (module
     docstring), from their ``central`` rays; how many of them each reason marked; and how many probe
     rays were cast."""
     chosen = np.zeros(len(f), bool)
     reasons = {"edge": 0, "glass": 0, "retro": 0}
-    pulse, side = probe_rows(f, *pairs, seam_keys(f))  # pulse: every probe's, unsorted
+    from rt_lidar.pipeline.beam_openings import opening_keys, ring_gaps
+
+    unasked = np.concatenate([seam_keys(f), opening_keys(np, central.range_m, *ring_gaps(f))])
+    pulse, side = probe_rows(f, *pairs, unasked)  # pulse: every probe's, unsorted
     if not pulse.size:
         return chosen, reasons, 0
     probes = probe_pattern(plan.pattern)

@@ -228,6 +228,7 @@ class DeviceWorldSource(WorldSource):
             pair_steps,
             volume_marks,
         )
+        from rt_lidar.pipeline.beam_openings import opening_keys, ring_gaps
         from rt_lidar.pipeline.beam_probe import probe_keys, probe_sides, seam_keys
         from rt_lidar.pipeline.sources import BeamBundle
 
@@ -241,7 +242,8 @@ class DeviceWorldSource(WorldSource):
         sep = xp.asarray(sep_h)  # up: their separations
         seam_h = seam_keys(f)
         seam = xp.asarray(seam_h)  # up: the probes toward a ring neighbour beyond the frame's seam
-        self.counter.up(3)
+        gaps = xp.asarray(np.stack(ring_gaps(f)))  # up: each pulse's ring gaps (beam_openings)
+        self.counter.up(4)
         rng, seg = hits.range_m, hits.segment
         glass = hits.glass_material >= 0
         glass_rng = xp.where(glass, hits.glass_range_m, np.float32(np.inf))
@@ -249,11 +251,12 @@ class DeviceWorldSource(WorldSource):
         retro = hit & (hits.material >= 0) & self._retro_dev[xp.maximum(hits.material, 0).astype(xp.int32)]
         chosen = xp.zeros(n, bool)
         counts = dict.fromkeys(REASONS, 0)
-        if i.size or seam_h.size:
+        unasked = xp.concatenate([seam, opening_keys(xp, rng, gaps[0], gaps[1])])
+        if i.size or unasked.size:
             ii, jj, side = ijs[0], ijs[1], ijs[2]
             steps = pair_steps(xp, plan, sep, ii, jj, rng, seg, hit, glass, glass_rng, retro)
             marked = steps["edge"] | steps["glass"] | steps["retro"]
-            keys = probe_keys(xp, n, ii[marked], jj[marked], side[marked], seam)
+            keys = probe_keys(xp, n, ii[marked], jj[marked], side[marked], unasked)
             chosen = self._probe(hits, f, pos, quat, posed, keys, counts)
         volume = volume_marks(xp, self._volume_dev, rng, hits.material)  # in a crown: the bundle
         counts["volume"] = int(xp.count_nonzero(volume))
