@@ -303,9 +303,9 @@ static PyObject *seam(PyObject *self, PyObject *args) {
     int64_t *OUT = b[2].view.buf;
     int64_t max_rank = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (RANK[i] < 0) {
+        if (RANK[i] < 0 || RANK[i] >= n) {
             buf_release(b, 3);
-            return PyErr_Format(PyExc_ValueError, "seam: a negative ring rank");
+            return PyErr_Format(PyExc_ValueError, "seam: a ring rank outside 0..%zd", n - 1);
         }
         if (RANK[i] > max_rank) max_rank = RANK[i];
     }
