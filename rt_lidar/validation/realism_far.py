@@ -187,6 +187,8 @@ def _scan_rays(
             idx[sel[ok]] = cand[j[ok]]
     if (idx < 0).any():
         raise RuntimeError(f"{int((idx < 0).sum())} far-object cells without their firing")
+    if np.unique(idx).size != idx.size:
+        raise RuntimeError(f"{idx.size - np.unique(idx).size} far-object cells matched to a firing twice")
     return {
         "hole": hole,
         "material": np.asarray(
@@ -213,6 +215,8 @@ def far_object_rays(
     """The far-object rays in KITTI's camera view (``calib``: its calibration) of the scans ``validate
     --only realism`` measures for ``preset_name`` (:func:`~rt_lidar.validation.realism_experiment.
     simulated_scans`; ``materials``: another material table), each with what it met."""
+    if frames < 1:
+        raise ValueError(f"far_object_rays reads at least one scan, not {frames}")
     hits: list[Any] = []
 
     def keep(sensed: Sensed) -> None:
