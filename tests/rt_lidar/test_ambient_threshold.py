@@ -103,7 +103,7 @@ def test_an_echo_reads_the_same_counts_by_day_and_by_night() -> None:
 
 def test_a_floor_above_the_datasheet_threshold_is_refused() -> None:
     d = preset_to_dict(load_preset("OS1-64"))
-    d["receiver"]["photon_floor_counts"] = 10.0  # 5.3 x 10 counts > counts_at_threshold 28
+    d["receiver"]["photon_floor_counts"] = 10.0  # 5.3 x 10 counts > counts_at_threshold 35.5
     with pytest.raises(PresetError, match="counts_at_threshold"):
         preset_from_dict(d, "os1.toml")
     d["receiver"]["photon_floor_counts"] = 1.0

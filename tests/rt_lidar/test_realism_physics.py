@@ -189,7 +189,7 @@ def test_the_road_horizon_follows_from_the_broadened_echo_and_the_receivers(
     # its peak; 77 m without broadening); VLP-32C: real >= 67 m (77 m); VLS-128: real ~54 m (56 m, its
     # 10 % range a fit to it); OS1-64: real ~50 m, 45 m (its ring there; 27 m under the datasheet's
     # 100 klx threshold): the demo street is at night, where its photon-counting receiver's threshold
-    # is 5.3x lower (docs/realism.md change 14). All four within the real figure's tolerance.
+    # is 6.7x lower (docs/realism.md changes 14 and 67). All four within the real figure's tolerance.
     horizon = np.mean([realism_statistics(g)["ground_horizon_m"] for g in simulated_grids(name)])
     assert low <= horizon <= high
 
