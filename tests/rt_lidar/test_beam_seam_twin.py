@@ -85,5 +85,5 @@ def test_what_the_compiled_step_does_not_take_runs_numpy() -> None:
 def test_the_compiled_pass_refuses_a_ring_rank_outside_the_firings(bad: int) -> None:
     rank = np.array([0, 1, bad, 1], np.int64)
     keys = np.empty(8, np.int64)
-    with pytest.raises(ValueError, match="ring rank outside 0..3"):
+    with pytest.raises(ValueError, match=r"ring rank outside 0\.\.3"):
         beam_steps._choice.seam(rank, np.zeros(4), 4, float(SEAM_STEPS), NEIGHBOUR_MAX_DEG, keys)
