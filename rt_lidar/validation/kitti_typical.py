@@ -32,13 +32,37 @@ TYPICAL_PRESET = "HDL-64E"
 """The preset whose simulated raydrop is set beside the typical KITTI frame (KITTI's sensor)."""
 
 __all__ = [
+    "CAMERA2_CALIB_000008",
     "KITTI_VIEW_FRAMES",
     "TYPICAL_PRESET",
     "KittiViewFrame",
+    "camera2_view",
     "typical_comparison",
     "typical_kitti_reference",
     "typical_table",
 ]
+
+
+CAMERA2_CALIB_000008 = """\
+P2: 7.215377000000e+02 0.000000000000e+00 6.095593000000e+02 4.485728000000e+01 0.000000000000e+00 \
+7.215377000000e+02 1.728540000000e+02 2.163791000000e-01 0.000000000000e+00 0.000000000000e+00 \
+1.000000000000e+00 2.745884000000e-03
+R0_rect: 9.999238848686e-01 9.837759658694e-03 -7.445048075169e-03 -9.869795292616e-03 \
+9.999421238899e-01 -4.278459120542e-03 7.402527146041e-03 4.351614043117e-03 9.999631047249e-01
+Tr_velo_to_cam: 7.533744908869e-03 -9.999713897705e-01 -6.166020175442e-04 -4.069766029716e-03 \
+1.480249036103e-02 7.280732970685e-04 -9.998902082443e-01 -7.631617784500e-02 9.998620748520e-01 \
+7.523790001869e-03 1.480755023658e-02 -2.717806100845e-01
+"""
+"""Camera 2's projection in KITTI frame 000008's calib.txt (the lines the camera crop reads): the view
+every KITTI frame's and simulated scan's raydrop is measured in (changes 30 and 53)."""
+
+
+def camera2_view() -> dict[str, np.ndarray]:
+    """KITTI frame 000008's camera-2 calibration (:data:`CAMERA2_CALIB_000008`), as
+    :func:`~rt_lidar.validation.realism_grid.read_kitti_calib` reads its file."""
+    from rt_lidar.validation.realism_grid import parse_kitti_calib
+
+    return parse_kitti_calib(CAMERA2_CALIB_000008)
 
 
 @dataclass(frozen=True)

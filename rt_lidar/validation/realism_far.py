@@ -207,14 +207,19 @@ def _scan_rays(
 
 def far_object_rays(
     preset_name: str,
-    calib: dict[str, np.ndarray],
+    calib: dict[str, np.ndarray] | None = None,
     frames: int = FRAMES,
     seed: int = SEED,
     materials: MaterialTable | None = None,
 ) -> FarRays:
-    """The far-object rays in KITTI's camera view (``calib``: its calibration) of the scans ``validate
-    --only realism`` measures for ``preset_name`` (:func:`~rt_lidar.validation.realism_experiment.
-    simulated_scans`; ``materials``: another material table), each with what it met."""
+    """The far-object rays in KITTI's camera view (``calib``: its calibration; None: frame 000008's,
+    :func:`~rt_lidar.validation.kitti_typical.camera2_view`) of the scans ``validate --only realism``
+    measures for ``preset_name`` (:func:`~rt_lidar.validation.realism_experiment.simulated_scans`;
+    ``materials``: another material table), each with what it met."""
+    if calib is None:
+        from rt_lidar.validation.kitti_typical import camera2_view
+
+        calib = camera2_view()
     if frames < 1:
         raise ValueError(f"far_object_rays reads at least one scan, not {frames}")
     hits: list[Any] = []

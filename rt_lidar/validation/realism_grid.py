@@ -25,6 +25,7 @@ __all__ = [
     "grid_from_points",
     "kitti_file_intensity",
     "kitti_laser_rings",
+    "parse_kitti_calib",
     "read_kitti_bin",
     "read_kitti_calib",
     "read_ouster_legacy_pcap",
@@ -162,8 +163,13 @@ def grid_from_points(
 
 def read_kitti_calib(path: str | Path) -> dict[str, np.ndarray]:
     """The matrices of a KITTI object-layout ``calib.txt`` (name -> flat float array)."""
+    return parse_kitti_calib(Path(path).read_text())
+
+
+def parse_kitti_calib(text: str) -> dict[str, np.ndarray]:
+    """The matrices of a KITTI object-layout calibration's ``text`` (name -> flat float array)."""
     out = {}
-    for line in Path(path).read_text().splitlines():
+    for line in text.splitlines():
         if ":" in line:
             key, vals = line.split(":", 1)
             out[key.strip()] = np.array([float(v) for v in vals.split()])

@@ -12,28 +12,21 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from real_frames import REAL
 
+from rt_lidar.validation.kitti_typical import CAMERA2_CALIB_000008, camera2_view
 from rt_lidar.validation.realism import realism_statistics
-from rt_lidar.validation.realism_grid import read_kitti_bin
+from rt_lidar.validation.realism_grid import read_kitti_bin, read_kitti_calib
 from rt_lidar.validation.realism_holes import hole_rates, near_share_on_layout
 
 VENDORED = Path(__file__).parents[1] / "data" / "real" / "HDL-64E" / "kitti_testing_000005.bin"
 """A full KITTI turn (OpenPCDet PR #653's sample testing/000005, tests/data/real/README.md)."""
 
-CALIB_000008 = """\
-P2: 7.215377000000e+02 0.000000000000e+00 6.095593000000e+02 4.485728000000e+01 0.000000000000e+00 \
-7.215377000000e+02 1.728540000000e+02 2.163791000000e-01 0.000000000000e+00 0.000000000000e+00 \
-1.000000000000e+00 2.745884000000e-03
-R0_rect: 9.999238848686e-01 9.837759658694e-03 -7.445048075169e-03 -9.869795292616e-03 \
-9.999421238899e-01 -4.278459120542e-03 7.402527146041e-03 4.351614043117e-03 9.999631047249e-01
-Tr_velo_to_cam: 7.533744908869e-03 -9.999713897705e-01 -6.166020175442e-04 -4.069766029716e-03 \
-1.480249036103e-02 7.280732970685e-04 -9.998902082443e-01 -7.631617784500e-02 9.998620748520e-01 \
-7.523790001869e-03 1.480755023658e-02 -2.717806100845e-01
-"""
-"""Camera 2's projection in KITTI frame 000008's calib.txt (the lines the camera crop reads), so that
-another frame's full turn reads as the same view (change 53)."""
+CALIB_000008 = CAMERA2_CALIB_000008
+"""Camera 2's projection in KITTI frame 000008's calib.txt, so that another frame's full turn reads as the
+same view (change 53)."""
 
 RATES_000008 = {"object_0_10m": 0.217, "ground_10_20m": 0.042}
 """Frame 000008's hole rates in those two classes (change 54's table; checked against the frame itself
@@ -76,3 +69,14 @@ def test_frame_000008s_rates_are_the_ones_compared(tmp_path: Path) -> None:
     for name, value in RATES_000008.items():
         got = rates[name]
         assert got is not None and abs(got - value) < 0.0015, (name, got)
+
+
+@pytest.mark.skipif(REAL is None, reason="../shared/reference/real absent")
+def test_the_camera_view_is_frame_000008s_calibration() -> None:
+    """``kitti_typical.camera2_view`` (what ``far_object_rays`` reads without ``../shared``) holds frame
+    000008's own camera-2 matrices."""
+    assert REAL is not None
+    real = read_kitti_calib(REAL / "kitti_000008" / "calib.txt")
+    view = camera2_view()
+    for key in ("P2", "R0_rect", "Tr_velo_to_cam"):
+        assert np.array_equal(view[key], real[key])
