@@ -52,7 +52,9 @@ __all__ = [
     "GroundPlane",
     "dead_lasers",
     "fit_ground",
+    "ground_returns",
     "ground_surface",
+    "hole_neighbour_classes",
     "nearest_columns",
     "realism_statistics",
     "street_holes",
@@ -327,6 +329,33 @@ def _rings_by_elevation(grid: ScanGrid) -> tuple[np.ndarray, np.ndarray]:
     return elev, np.argsort(-elev)
 
 
+def ground_returns(grid: ScanGrid, plane: GroundPlane) -> np.ndarray:
+    """(rings, columns) bool: the returns in view that lie on ``plane`` within the ground's tolerance."""
+    with np.errstate(invalid="ignore"):
+        near_plane = np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m)
+    return grid.returned & grid.in_view & near_plane
+
+
+def hole_neighbour_classes(
+    grid: ScanGrid,
+    holes: np.ndarray,
+    ret: np.ndarray,
+    az: np.ndarray,
+    order: np.ndarray,
+    ground: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(H,) float: each hole of ``holes`` (row-major), its returning neighbours' median range and the share
+    of them on the ``ground`` (:func:`street_holes`' ``ret``, ``az``, ``order``): what the raydrop classes
+    read a hole by; NaN for a hole without a returning neighbour."""
+    rr = _hole_neighbours(grid, holes, ret, az, order, grid.range_m)
+    gg = _hole_neighbours(grid, holes, ret, az, order, ground.astype(np.float64))
+    if not rr.size:
+        return np.zeros(0), np.zeros(0)
+    with warnings.catch_warnings():  # holes without a returning neighbour: all-NaN rows
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(rr, axis=1), np.nanmean(gg, axis=1)
+
+
 def street_holes(
     grid: ScanGrid,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -420,13 +449,9 @@ def _hole_statistics(
 ) -> dict[str, Any]:
     view = grid.in_view
     # a hole's neighbours: the rays beside it on its ring and the nearest rays of the rings next to it
-    rr = _hole_neighbours(grid, holes, ret, az, order, grid.range_m)
-    gg = _hole_neighbours(grid, holes, ret, az, order, ground.astype(np.float64))
-    seen = np.isfinite(rr).any(axis=1)
-    with warnings.catch_warnings():  # rows of all-NaN neighbours are left out above; none warns
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(rr[seen], axis=1)
-        g_share = np.nanmean(gg[seen], axis=1)
+    med, g_share = hole_neighbour_classes(grid, holes, ret, az, order, ground)
+    seen = ~np.isnan(med)  # holes without a returning neighbour are left out
+    med, g_share = med[seen], g_share[seen]
     ranges = med.tolist()
     near_obj = int(np.count_nonzero((med < NEAR_OBJECT_M) & (g_share < 0.5)))
     n_holes = int(holes.sum())
@@ -461,8 +486,7 @@ def realism_statistics(grid: ScanGrid, seed: int = 0) -> dict[str, Any]:
     out["returns_beyond_40m"] = int(far.sum())
     if plane is None:
         return out | {"ground_points": 0}
-    with np.errstate(invalid="ignore"):
-        ground = ret & (np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m))
+    ground = ground_returns(grid, plane)
     surface = ground_surface(grid, plane, ground)
     r = grid.range_m[surface]
     i = grid.intensity[surface]

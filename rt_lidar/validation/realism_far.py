@@ -22,7 +22,6 @@ hole's share of the class's rate (holes over all the class's rays), so the bands
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,12 +31,7 @@ from rt_lidar.pipeline.assembler import Scan
 from rt_lidar.pipeline.frame_loop import Sensed
 from rt_lidar.sensor.materials import MaterialTable
 from rt_lidar.sensor.presets import SensorPreset
-from rt_lidar.validation.realism import (
-    _hole_neighbours,
-    _tolerance,
-    fit_ground,
-    street_holes,
-)
+from rt_lidar.validation.realism import fit_ground, ground_returns, hole_neighbour_classes, street_holes
 from rt_lidar.validation.realism_experiment import FRAMES, SEED, scan_grid, simulated_scans
 from rt_lidar.validation.realism_grid import ScanGrid, camera_view
 
@@ -130,19 +124,12 @@ def _label(names: tuple[str, ...] | list[str], glass: int, surface: int) -> str:
 def _far_cells(grid: ScanGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(rings, columns, hole flags, rings' elevation sines) of the far-object class's cells of ``grid``,
     classed as :func:`~rt_lidar.validation.realism.realism_statistics` classes them."""
-    ret = grid.returned & grid.in_view
-    plane = fit_ground(grid.xyz[ret], 0)
+    plane = fit_ground(grid.xyz[grid.returned & grid.in_view], 0)
     if plane is None:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0)
-    with np.errstate(invalid="ignore"):
-        ground = ret & (np.abs(plane.distance(np.nan_to_num(grid.xyz))) <= _tolerance(grid.range_m))
+    ground = ground_returns(grid, plane)
     holes, ret, az, order, elev = street_holes(grid)
-    rr = _hole_neighbours(grid, holes, ret, az, order, grid.range_m)
-    gg = _hole_neighbours(grid, holes, ret, az, order, ground.astype(np.float64))
-    with warnings.catch_warnings():  # holes without a returning neighbour: NaN, in no class
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(rr, axis=1) if rr.size else np.zeros(0)
-        g_share = np.nanmean(gg, axis=1) if gg.size else np.zeros(0)
+    med, g_share = hole_neighbour_classes(grid, holes, ret, az, order, ground)  # NaN: in no class
     hk, hc = np.nonzero(holes)
     far_hole = np.isfinite(med) & (med >= FAR_M) & (g_share < 0.5)
     rk, rc = np.nonzero(ret & ~ground & (grid.range_m >= FAR_M))
