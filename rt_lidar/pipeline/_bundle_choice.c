@@ -342,13 +342,12 @@ static PyObject *seam(PyObject *self, PyObject *args) {
             const int64_t step = s == 0 ? 1 : -1;
             Py_ssize_t pos = 0;
             for (Py_ssize_t k = 0; k < n; k++) {
-                const double want = ks[k] + 720.0 * (double)step;
-                if (k > 0 && want < ks[k - 1] + 720.0 * (double)step) pos = 0; /* keys sorted: never */
+                const double want = ks[k] + 720.0 * (double)step; /* ks ascending: so is want */
                 while (pos < n && ks[pos] < want) pos++;
-                const Py_ssize_t lo = pos - 1 < 0 ? 0 : (pos - 1 > n - 1 ? n - 1 : pos - 1);
-                const Py_ssize_t hi = pos > n - 1 ? n - 1 : pos;
-                const int64_t r = rs[k] + step;
-                if (r < 0 || r > max_rank + 1 || !present[r]) continue;
+                const Py_ssize_t lo = pos > 0 ? pos - 1 : 0;
+                const Py_ssize_t hi = pos < n ? pos : n - 1;
+                const int64_t r = rs[k] + step; /* -1 .. max_rank + 1 */
+                if (r < 0 || !present[r]) continue;
                 const double d_lo = rs[lo] == r ? fabs(as[lo] - as[k]) : INFINITY;
                 const double d_hi = rs[hi] == r ? fabs(as[hi] - as[k]) : INFINITY;
                 if (min_np_d(d_lo, d_hi) > far[k]) lone[(step > 0 ? m : 0) + (size_t)order[k]] = 1;
