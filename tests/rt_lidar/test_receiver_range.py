@@ -33,6 +33,19 @@ def test_the_os1_128_takes_the_gen1_datasheets_figures_and_light() -> None:
         assert "gen 1 datasheet" in prov.get(key, "") and "100 klx" in prov.get(key, ""), key
 
 
+def test_the_os1_128_takes_the_os1_receivers_near_field_and_its_night_threshold_falls_with_it() -> None:
+    # one gen-1 datasheet for the OS1-16/64/128 (one housing, a 10 mm exit beam, the same ranges): the
+    # near field's scale is the OS1-64's fit (changes 67 and 72; 12 m before), the counts at the threshold
+    # keep the OS1-128's near road (26 -> 34.2), so with the photon floor of one count the night threshold
+    # is 1/6.5 of the datasheet's (1/4.9 before) and the 100 klx figures, where the ratio is 1, hold
+    p, os1_64 = load_preset("OS1-128"), load_preset("OS1-64")
+    assert p.output.near_field_m == os1_64.output.near_field_m == 14.0
+    assert p.output.counts_at_threshold / p.receiver.threshold_snr == pytest.approx(6.45, abs=0.05)
+    prov = p.provenance or {}
+    assert "72" in prov.get("output.near_field_m", "")
+    assert prov.get("output.counts_at_threshold", "").startswith("fit")
+
+
 @pytest.mark.parametrize("name", TWO_FIGURES)
 def test_each_figure_names_its_source(name: str) -> None:
     p = load_preset(name)
