@@ -55,12 +55,15 @@ from rt_lidar.sensor.presets import CLEAR_AIR_EXTINCTION_PER_M, SensorPreset
 __all__ = [
     "ECHO_RANGE_M",
     "P_SATURATED",
+    "P_UNCERTAINTY",
     "R10_WINDOW",
     "REACH_RANGE_M",
     "READ_SPAN",
     "SENSOR_HEIGHT_M",
+    "SLOPE_SPAN",
     "SPREAD_MAX",
     "TERMS",
+    "ZERO_SHARE_BODY",
     "ZERO_SHARE_READ",
     "EchoSpread",
     "echo_and_spread",
@@ -71,6 +74,7 @@ __all__ = [
     "laser_echo_spreads",
     "laser_echoes",
     "laser_road",
+    "read_lasers",
     "return_rate",
     "road_echo_slopes",
     "road_echo_terms",
@@ -208,6 +212,13 @@ near road starts reading 0 (under 0.1 of its returns within 25 m) to beyond the 
 (nebula's VLS-128 frame answers from its road at 88 m)."""
 ZERO_SHARE_READ = (0.02, 0.98)
 """Zero shares a laser's echo is read from: outside, the share no longer tells the echo apart."""
+ZERO_SHARE_BODY = (0.1, 0.9)
+"""Zero shares whose joint reading (:func:`echo_and_spread`) counts as the laser's mean echo
+(:func:`read_lasers`): the S2's rule is nearly a step at its level (the receiver's noise a fifth of the
+threshold), so a laser's zeros tell its echo apart only where the level lies in the echo's body, its
+textured road's patches on either side of it; outside this, under a tenth of its returns lie on one side
+(a handful of metre patches on a ring's road) and the reading rests on the tail's shape (change 70: at
+3.3 thresholds the street's lasers of echo ~2.4 read zeros 0.93-0.99 and a joint mean 0.52-0.83 of theirs)."""
 
 
 def laser_road(preset: SensorPreset, ring: int, where_m: float, height_m: float) -> tuple[float, float]:
@@ -273,6 +284,10 @@ factor 7.4 at one sigma either side; beyond it the zero share no longer falls wi
 P_SATURATED = 0.98
 """A (reach-corrected) return rate at or above this only bounds the spread: the echo's lower tail no longer
 shows."""
+P_UNCERTAINTY = 0.05
+"""How far a laser's return rate on the road may lie from what its echo alone gives: rays lost to what is
+not the road beyond the scan's median reach (the street's reach 0.86-0.99 from scan to scan), and counting
+(KITTI's far lasers: 44-60 rays). A joint reading's mean spans the spreads this moves P over (change 70)."""
 REACH_RANGE_M = (10.0, 25.0)
 """Where a scan's road lasers answer with echoes many times the threshold (KITTI's and the street's zero
 shares under 0.1): their median return rate is the share of unblocked rays that reach the road at all
@@ -331,36 +346,65 @@ def echo_and_spread(preset: SensorPreset, p_return: float, zeros: float | None) 
     ``p_return`` (on the road alone: :func:`road_reach` takes out the rays that meet something else) and
     its zero share ``zeros`` (:func:`spread_rates`).
 
-    ``"joint"``: both solved (the spread where the zeros' mean at that spread returns ``p_return``).
+    ``"joint"``: both solved (the spread where the zeros' mean at that spread returns ``p_return``); its
+    ``low``-``high`` are the zeros' means over the spreads that ``p_return`` +- :data:`P_UNCERTAINTY` asks
+    (change 70), wide where the zeros read the echo's tail (the level far into it, a spread that P alone
+    sets).
     ``"spread at most"``: ``p_return`` >= :data:`P_SATURATED` only bounds the spread (the largest that
     still returns that often); the mean lies between the zeros' means at spread 0 and at that bound.
     ``"spread at least"``: the zeros ask a spread beyond :data:`SPREAD_MAX` to return so rarely; the mean
     is the zeros' at :data:`SPREAD_MAX`. ``"rate only"``: the zeros outside :data:`ZERO_SHARE_READ` or not
     reported; the mean that ``p_return`` asks at spread 0, a lower bound where ``p_return`` > 0.5 (a
-    spread asks more), spread None."""
+    spread asks more), spread None; its ``high`` None, or where the zeros saturate at the top (every
+    detection under the level: the echo well under it) the mean whose zeros reach
+    :data:`ZERO_SHARE_READ`'s upper share at spread 0 (a spread asks less): P reads, the level bounds."""
     p = min(max(float(p_return), 0.0), 1.0)
     reads_zeros = preset.output.weak_zero_snr > 1.0 and zeros is not None
     if not (reads_zeros and ZERO_SHARE_READ[0] < float(zeros or 0.0) < ZERO_SHARE_READ[1]):
         m = echo_for_return_rate(preset, min(max(p, 1e-6), 0.999))
-        return EchoSpread(m, m, None, None, "rate only")
+        high = None
+        if reads_zeros and float(zeros or 0.0) >= ZERO_SHARE_READ[1]:
+            high = max(echo_for_zero_share(preset, ZERO_SHARE_READ[1]), m)
+        return EchoSpread(m, m, high, None, "rate only")
     means = _echo_for_zeros_at(preset, float(zeros or 0.0), _SPREADS)
     rates = spread_rates(preset, means, _SPREADS)[0]  # falls as the spread grows at these zeros
-    target, reading = (P_SATURATED, "spread at most") if p >= P_SATURATED else (p, "joint")
-    if target >= rates[0]:
-        m = float(means[0])
-        return EchoSpread(m, m, m, 0.0, reading)
-    if target <= rates[-1]:
+    spread = _spread_for_rate(rates, min(p, P_SATURATED))
+    if spread >= SPREAD_MAX:
         m = float(means[-1])
         return EchoSpread(m, m, m, SPREAD_MAX, "spread at least")
+    if p >= P_SATURATED:  # the zeros' means over spreads 0 .. the bound
+        low, high = _means_over(means, 0.0, spread)
+        return EchoSpread(math.sqrt(low * high), low, high, spread, "spread at most")
+    at = _mean_at(means, spread)
+    near = _spread_for_rate(rates, min(p + P_UNCERTAINTY, 1.0))
+    far = _spread_for_rate(rates, max(p - P_UNCERTAINTY, 0.0))
+    low, high = _means_over(means, near, far)
+    return EchoSpread(at, min(low, at), max(high, at), spread, "joint")
+
+
+def _spread_for_rate(rates: np.ndarray, target: float) -> float:
+    """The spread (on :data:`_SPREADS`) at which ``rates`` (falling as the spread grows) reach ``target``:
+    0 where no spread returns less often, :data:`SPREAD_MAX` where the largest still returns more often."""
+    if target >= rates[0]:
+        return 0.0
+    if target <= rates[-1]:
+        return SPREAD_MAX
     i = int(np.flatnonzero(rates < target)[0])  # rates[i - 1] >= target > rates[i]
     t = float((rates[i - 1] - target) / (rates[i - 1] - rates[i]))
-    spread = float(_SPREADS[i - 1] + t * (_SPREADS[i] - _SPREADS[i - 1]))
-    at = float(math.exp(math.log(means[i - 1]) + t * math.log(means[i] / means[i - 1])))
-    if reading == "joint":
-        return EchoSpread(at, at, at, spread, reading)
-    span = [*means[:i].tolist(), at]  # the zeros' means over spreads 0 .. the bound
-    low, high = min(span), max(span)
-    return EchoSpread(math.sqrt(low * high), low, high, spread, reading)
+    return float(_SPREADS[i - 1] + t * (_SPREADS[i] - _SPREADS[i - 1]))
+
+
+def _mean_at(means: np.ndarray, spread: float) -> float:
+    """The zeros' mean echo at ``spread``, interpolated in log between :data:`_SPREADS`."""
+    return float(np.exp(np.interp(spread, _SPREADS, np.log(means))))
+
+
+def _means_over(means: np.ndarray, low: float, high: float) -> tuple[float, float]:
+    """(least, largest) of the zeros' means over the spreads ``low``-``high``."""
+    spreads = _SPREADS
+    inside = means[(spreads > low) & (spreads < high)].tolist()
+    span = [*inside, _mean_at(means, low), _mean_at(means, high)]
+    return min(span), max(span)
 
 
 def road_reach(horizon_lasers: list[list[Any]]) -> float | None:
@@ -408,15 +452,28 @@ def laser_echo_spreads(
 
 
 def _read(row: list[Any]) -> bool:
-    """Whether a :func:`laser_echo_spreads` row's mean is fixed within :data:`READ_SPAN`."""
-    return row[9] in ("joint", "spread at most") and row[7] is not None and row[7] <= READ_SPAN * row[6]
+    """Whether a :func:`laser_echo_spreads` row's mean is fixed within :data:`READ_SPAN` by zeros in
+    :data:`ZERO_SHARE_BODY` (its level in the echo's body)."""
+    fixed = row[9] in ("joint", "spread at most") and row[7] is not None and row[7] <= READ_SPAN * row[6]
+    return fixed and row[4] is not None and ZERO_SHARE_BODY[0] <= float(row[4]) <= ZERO_SHARE_BODY[1]
+
+
+def read_lasers(rows: list[list[Any]]) -> list[list[Any]]:
+    """The rows of :func:`laser_echo_spreads` whose mean both observations fix within :data:`READ_SPAN`,
+    their zeros in :data:`ZERO_SHARE_BODY` (at the preset's own level), up to 60 m."""
+    return [r for r in rows if _read(r) and r[1] <= 60.0]
+
+
+SLOPE_SPAN = 1.3
+"""The least factor in range :func:`spread_echo_slope`'s lasers span: over less (at 3.3 the street's 27-34 m,
+x1.22) a tenth off one laser's mean moves the slope by ~0.5 (change 70)."""
 
 
 def spread_echo_slope(rows: list[list[Any]]) -> float | None:
-    """Least-squares ``d ln(mean echo) / d ln R`` of :func:`laser_echo_spreads`' rows whose mean both
-    observations fix within :data:`READ_SPAN`, up to 60 m; None with fewer than three."""
-    pts = [(math.log(r[1]), math.log(r[5])) for r in rows if _read(r) and r[1] <= 60.0]
-    if len(pts) < 3:
+    """Least-squares ``d ln(mean echo) / d ln R`` of :func:`read_lasers`' rows; None with fewer than
+    three or where they span under :data:`SLOPE_SPAN` in range."""
+    pts = [(math.log(r[1]), math.log(r[5])) for r in read_lasers(rows)]
+    if len(pts) < 3 or max(p[0] for p in pts) - min(p[0] for p in pts) < math.log(SLOPE_SPAN):
         return None
     x, y = np.array(pts).T
     return round(float(np.polyfit(x, y, 1)[0]), 3)
