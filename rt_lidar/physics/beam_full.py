@@ -31,7 +31,7 @@ def merge_detections(parts: list[tuple[np.ndarray, Detections]]) -> Detections:
     renumbered to the whole batch and sorted by (pulse, return id)."""
     pulse = np.concatenate([idx[d.pulse] for idx, d in parts]).astype(np.int64)
     rid = np.concatenate([d.return_id for _, d in parts])
-    order = np.lexsort((rid, pulse))
+    order = _pulse_return_order(pulse, rid)
 
     def cat(name: str) -> np.ndarray:
         return np.concatenate([getattr(d, name) for _, d in parts])[order]
@@ -47,6 +47,15 @@ def merge_detections(parts: list[tuple[np.ndarray, Detections]]) -> Detections:
         flags=cat("flags"),
         epw_ns=cat("epw_ns") if with_epw else None,
     )
+
+
+def _pulse_return_order(pulse: np.ndarray, rid: np.ndarray) -> np.ndarray:
+    """The stable order of rows by (``pulse``, return id ``rid``): ``np.lexsort((rid, pulse))``. With
+    uint8 return ids, one stable sort of ``pulse * 256 + rid`` (the same order, equal keys kept in place
+    as lexsort keeps them), which on the parts' few sorted runs is 2-3x as fast as lexsort's two passes."""
+    if rid.dtype != np.uint8 or pulse.dtype != np.int64 or (pulse.size and int(pulse.max()) >= 1 << 54):
+        return np.lexsort((rid, pulse))
+    return np.argsort(pulse * 256 + rid, kind="stable")
 
 
 def _split_by_glass(hits: Hits) -> list[np.ndarray]:

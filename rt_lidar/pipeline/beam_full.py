@@ -321,8 +321,27 @@ def _pulse_rows(a: np.ndarray | None, idx: np.ndarray, n: int) -> np.ndarray | N
     return np.take(blocks, idx, axis=0).reshape(idx.size * n, *a.shape[1:])
 
 
+_RING_RANKS = "_ring_ranks"
+"""The attribute under which :func:`ring_ranks` keeps its answer on the firings it was asked about."""
+
+
 def ring_ranks(f: Firings) -> np.ndarray:
-    """(P,) int64 each firing's ring's rank among the frame's rings in mean elevation, lowest first."""
+    """(P,) int64 each firing's ring's rank among the frame's rings in mean elevation, lowest first
+    (read-only). A ``--beam full`` frame asks three times of its firings (the bundle steps, the seam
+    probes, the ring gaps): the ranks are kept on ``f`` (a frozen dataclass: its arrays are the frame's,
+    never written) with the ring and elevation arrays they came from, and handed back while those are
+    still the same objects."""
+    kept = f.__dict__.get(_RING_RANKS)
+    if kept is not None and kept[0] is f.ring and kept[1] is f.elevation_deg:
+        return kept[2]
+    rank = _ring_ranks(f)
+    rank.setflags(write=False)
+    object.__setattr__(f, _RING_RANKS, (f.ring, f.elevation_deg, rank))
+    return rank
+
+
+def _ring_ranks(f: Firings) -> np.ndarray:
+    """:func:`ring_ranks` computed."""
     ring = f.ring.astype(np.int64)
     count = np.bincount(ring)
     present = np.flatnonzero(count)

@@ -203,11 +203,14 @@ def _probe_hits(
     in_use = np.zeros(len(f), bool)
     in_use[pulse] = True
     pulses = np.flatnonzero(in_use)
+    # each probe's pulse's place among the probed pulses: the probed pulses up to it, less one (the
+    # integers a search of ``pulses`` gives, in one pass over the frame's pulses)
+    place = np.cumsum(in_use, dtype=np.int64) - 1
     fu = take_firings(f, pulses)
     samples = sensor_pose_samples(source.world, fu.t_ns, source.mount)
     pos, quat = _beam_starts(source.ops, fu, *interpolate_pose_samples(fu.t_ns, samples))
     d, pos, quat = source.ops.subray_starts(fu.directions(), probes, source.exit_m_per_rad, pos, quat)
-    rows = np.searchsorted(pulses, pulse) * PROBE_SIDES + side
+    rows = np.take(place, pulse) * PROBE_SIDES + side
     take = (np.take(d, rows, axis=0), np.take(pos, rows, axis=0), np.take(quat, rows, axis=0))
     return source._cast(take_firings(f, pulse), *take, None, ghosts=False)
 
