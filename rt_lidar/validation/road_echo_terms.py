@@ -330,11 +330,11 @@ class EchoSpread(NamedTuple):
     """A laser's road echo read from its return rate and zeros (:func:`echo_and_spread`)."""
 
     mean: float
-    """The mean echo over the threshold (the geometric middle of ``low``-``high``)."""
+    """The mean echo over the threshold (see :func:`echo_and_spread` for each reading's)."""
     low: float
     """The least mean both observations allow (``mean`` where they fix it)."""
     high: float | None
-    """The largest (None: unbounded, a ``"rate only"`` reading)."""
+    """The largest (None: unbounded, as a ``"rate only"`` reading unless its zeros saturate)."""
     spread: float | None
     """The echo's log spread (its bound for ``"spread at most"``/``"spread at least"``; None: unread)."""
     reading: str

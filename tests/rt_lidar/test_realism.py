@@ -279,7 +279,7 @@ def test_validate_prints_simulated_beside_real(tmp_path: Path, capsys: pytest.Ca
     # ... from P and the zeros together it falls again where three lasers' zeros lie in their echoes' body:
     # at the level 3.3 the street's scans keep one each (ring 48, 33.5 m), so none is printed (change 70;
     # tests/rt_lidar/test_road_echo_terms.py reads the street's road back at 2.1 and 3.3 together)
-    assert joint[2] == "-" or float(joint[2]) < float(slope[2]) - 1.0
+    assert joint[2] == "-"
     assert slope[3] == "-" or float(slope[3]) > -1.0  # ... and KITTI's lasers' (where its frame is here),
     assert joint[3] == "-" or float(joint[3]) > -1.0  # either way
     gain = next(line.split() for line in out.splitlines() if line.startswith("HDL-64E  gain_r10"))

@@ -26,3 +26,8 @@ def test_the_ranks_are_kept_and_are_the_ones_computed(name: str) -> None:
     other = dataclasses.replace(f, ring=f.ring[::-1].copy())
     assert ring_ranks(other) is not first
     assert np.array_equal(ring_ranks(other), _ring_ranks(other))
+    # the same object handed other rings (the identity guard): new ranks, not the kept ones
+    reversed_rings = f.ring[::-1].copy()
+    object.__setattr__(f, "ring", reversed_rings)
+    again = ring_ranks(f)
+    assert again is not first and np.array_equal(again, _ring_ranks(f))
