@@ -32,6 +32,7 @@ from rt_lidar.physics.clear_coat import coat_lookup, coat_table, paint_params
 from rt_lidar.physics.device_sun import at_pulses, blinded_pulses, false_alarm_chance, noise_floor, per_pulse
 from rt_lidar.physics.device_wet import spray_device, wet_columns, wet_road_device, wetness_of
 from rt_lidar.physics.glass_ghost import ghost_echoes, mirror_r0
+from rt_lidar.physics.grazing_lobe import grazing_apply
 from rt_lidar.physics.intensity_chain import measure
 from rt_lidar.physics.laser_gain import ring_gains
 from rt_lidar.physics.model import PhysicsConfig, PhysicsResult, SensorPhysics
@@ -247,6 +248,7 @@ class DeviceSensorPhysics(SensorPhysics):
         power = xp.where(obj, power, np.float32(0)).astype(f32)
         refl = xp.asarray(refl, dtype=f32).copy()
         self._texture(hits, power, refl)
+        grazing_apply(self.materials, hits.material, hits.cos_incidence, power, refl)
         if hits.subrays == 1:  # a pulse cast as one ray: its echo's peak spread over its footprint's depth
             power *= peak_factor(self.preset, hits.range_m, hits.cos_incidence)
         ring = hits.ring if hits.subrays == 1 else xp.repeat(hits.ring, hits.subrays)

@@ -23,6 +23,7 @@ from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.kernels.ambient import receiver_sigma_w
 from rt_lidar.physics import fused, path_factor_fused
 from rt_lidar.physics.clear_coat import coat_apply
+from rt_lidar.physics.grazing_lobe import grazing_apply
 from rt_lidar.physics.laser_gain import ring_gains
 from rt_lidar.physics.normals import standard_normal
 from rt_lidar.physics.pulse_spread import peak_factor
@@ -197,6 +198,7 @@ class EchoModel:
         if self.materials.coat_index is not None:  # the paints' clear coat (rt_lidar.physics.clear_coat)
             power, refl = self.coat(hits.cos_incidence, hits.material, power, refl)
         self.backend.texture_apply(self.materials, hits, power, refl, footprint_beam(self.preset))
+        grazing_apply(self.materials, hits.material, hits.cos_incidence, power, refl)
         focus = self.beam_focus(ray_rings(hits), hits.range_m)  # each laser's own focus, where set
         if focus is not None:
             power *= focus

@@ -78,6 +78,12 @@ class MaterialSpec:
     chips), with ``opposition_b0`` only. At the lidar's phase angle 0 it leaves no shadow and evaluates
     the reflectance at the facets' effective cosine (:func:`rt_lidar.sensor.hapke.rough_cosine`):
     brighter at grazing incidence, a little darker head-on. 0 = a smooth mean plane."""
+    grazing_lobe_deg: float = spec(0.0, 0.0, 30.0, "deg")
+    """Grazing angle ``g0`` below which a rough surface's monostatic echo grows (its macrotexture's
+    shadow hiding at grazing incidence): the echo is scaled by ``max(1, (g0 / g)^n)`` at grazing angle
+    ``g`` (:mod:`rt_lidar.physics.grazing_lobe`; 0 = none)."""
+    grazing_lobe_exponent: float = spec(2.0, 0.0, 10.0)
+    """Exponent ``n`` of that gain."""
     texture_sigma: float = spec(0.0, 0.0, 1.0)
     """Relative spread of the surface's reflectance from place to place (aggregate, patches, wear): a
     log-normal factor of this standard deviation, fixed in world coordinates (0 = uniform)."""
@@ -186,6 +192,11 @@ class MaterialArrays:
     """Each paint's metallic flakes' share of its head-on echo (None: no material has flakes)."""
     flake_slope_rms: np.ndarray | None = None
     """RMS slope of those flakes' tilts."""
+    grazing_lobe_deg: np.ndarray | None = None
+    """Each material's grazing lobe's ``g0`` (deg; :mod:`rt_lidar.physics.grazing_lobe`; None: no
+    material has one)."""
+    grazing_lobe_exponent: np.ndarray | None = None
+    """That lobe's exponent ``n``."""
     volume: np.ndarray | None = None
     """(M,) bool: the materials that make a volume of scatterers (:attr:`MaterialSpec.volume`; None: none)."""
 
@@ -252,6 +263,8 @@ class MaterialTable:
         patches = col("texture_patch_sigma")
         coat = col("clear_coat_index")
         flakes = col("flake_share")
+        grazing = col("grazing_lobe_deg")
+        grazed = bool((grazing > 0).any())
         return MaterialArrays(
             names=tuple(names),
             diffuse=diffuse,
@@ -270,6 +283,8 @@ class MaterialTable:
             coat_index=coat if bool((coat > 0).any()) or bool((flakes > 0).any()) else None,
             flake_share=flakes if bool((flakes > 0).any()) else None,
             flake_slope_rms=col("flake_slope_rms") if bool((flakes > 0).any()) else None,
+            grazing_lobe_deg=grazing if grazed else None,
+            grazing_lobe_exponent=col("grazing_lobe_exponent") if grazed else None,
             volume=col("volume") > 0,
         )
 

@@ -46,6 +46,7 @@ from scipy.special import ndtr
 
 from rt_lidar.kernels import received_power, two_way_transmission
 from rt_lidar.physics.echo import EchoModel
+from rt_lidar.physics.grazing_lobe import material_grazing_gain
 from rt_lidar.physics.pulse_spread import peak_factor
 from rt_lidar.physics.receiver_focus import receiver_focus_gain
 from rt_lidar.physics.receiver_range import receiver_range_gain
@@ -87,7 +88,7 @@ __all__ = [
 
 SENSOR_HEIGHT_M = 1.8
 """The demo street's lidar above its road (``unreal_bridge/world/street.py``, the sensor mount)."""
-TERMS = ("inverse_square", "reflectance", "range_law", "focus", "atmosphere", "broadening")
+TERMS = ("inverse_square", "reflectance", "grazing_lobe", "range_law", "focus", "atmosphere", "broadening")
 """The factors whose product is the mean road echo over the threshold."""
 
 
@@ -123,6 +124,7 @@ def road_echo_terms(
     terms = {
         "inverse_square": np.asarray(white, np.float64) / p.detection_threshold_w,
         "reflectance": np.asarray(refl, np.float64),
+        "grazing_lobe": np.asarray(material_grazing_gain(road, 0, c32), np.float64),
         "range_law": law_only,
         "focus": focus_only,
         "atmosphere": np.asarray(two_way_transmission(r32, model.extinction_per_m), np.float64),
