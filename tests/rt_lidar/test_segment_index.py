@@ -38,3 +38,19 @@ def test_rotations_follow_the_segments() -> None:
     _, q = traj.positions_rotations(np.array([-1.0, 0.5, 0.999, 1.0, 1.5, 9.0]))
     yaw = 2 * np.arctan2(q[:, 3], q[:, 0])
     np.testing.assert_allclose(yaw, [0, 0, 0, np.pi / 2, np.pi / 2, np.pi / 2], atol=1e-12)
+
+
+def test_times_of_a_float64_vector_are_its_own() -> None:
+    """``_times`` hands a 1-D float64 array on as itself (the per-ray times of a cast), and makes every
+    other input the 1-D float64 array it made before."""
+    from rt_lidar.unreal_bridge.world.trajectory import _times
+
+    t = np.array([0.5, -0.0, np.nan])
+    assert _times(t) is t
+    strided = np.arange(10.0)[::3]
+    assert _times(strided) is strided
+    for other in (2.5, [1, 2], np.arange(3, dtype=np.float32), np.ones((2, 2))):
+        want = np.atleast_1d(np.asarray(other, dtype=np.float64)).reshape(-1)
+        got = _times(other)
+        assert got.dtype == np.float64 and got.ndim == 1
+        np.testing.assert_array_equal(got, want)

@@ -35,6 +35,10 @@ _ZERO_YAWS = np.array([0.0, -0.0])
 
 
 def _times(t: ArrayLike) -> F64:
+    """``t`` as a 1-D float64 array: itself when it is one (as every cast's per-ray times are), where
+    ``atleast_1d(asarray(t)).reshape(-1)`` would give a view of the same elements at ~3 us a call."""
+    if type(t) is np.ndarray and t.ndim == 1 and t.dtype == np.float64:
+        return t
     return np.atleast_1d(np.asarray(t, dtype=np.float64)).reshape(-1)
 
 
