@@ -106,6 +106,22 @@ class NumpySourceOps:
                 pos = pos + quat_rotate(quat, exit_offsets(directions, pattern, exit_m_per_rad))
         return d_sensor, pos, quat
 
+    def subray_rows(
+        self,
+        directions: np.ndarray,
+        pattern: SubRayPattern,
+        exit_m_per_rad: tuple[float, float],
+        pos: np.ndarray,
+        quat: np.ndarray,
+        pulse: np.ndarray,
+        sub: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows ``pulse * len(pattern) + sub`` of :meth:`subray_starts` (sub-ray ``sub`` of pulse
+        ``pulse``, (R,) int64 each): the probes' start points, one or two of four sides a pulse."""
+        rows = pulse * len(pattern) + sub
+        d, p, q = self.subray_starts(directions, pattern, exit_m_per_rad, pos, quat)
+        return np.take(d, rows, axis=0), np.take(p, rows, axis=0), np.take(q, rows, axis=0)
+
     def bundle_marks(self, f: Firings, central: CentralRays, plan: FullBeamPlan) -> dict[str, np.ndarray]:
         """Per reason (``edge``, ``glass``, ``retro``), the (P,) bool pulses of firings ``f`` that reason
         marks for the ``--beam full`` bundle from their ``central`` rays
@@ -276,6 +292,21 @@ class CompiledSourceOps(NumpySourceOps):
         args = (directions, pattern, exit_m_per_rad, pos, quat)
         got = beam_steps.bundle_rays(*args)
         return got if got is not None else super().subray_starts(*args)
+
+    def subray_rows(
+        self,
+        directions: np.ndarray,
+        pattern: SubRayPattern,
+        exit_m_per_rad: tuple[float, float],
+        pos: np.ndarray,
+        quat: np.ndarray,
+        pulse: np.ndarray,
+        sub: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        got = beam_steps.bundle_rows(directions, pattern, exit_m_per_rad, pos, quat, pulse, sub)
+        if got is None:
+            return super().subray_rows(directions, pattern, exit_m_per_rad, pos, quat, pulse, sub)
+        return got
 
     def bundle_marks(self, f: Firings, central: CentralRays, plan: FullBeamPlan) -> dict[str, np.ndarray]:
         from rt_lidar.pipeline.beam_full import NEIGHBOUR_MAX_DEG, ring_ranks

@@ -2,7 +2,8 @@
 
 :func:`choose_bundles` marks the pulses that get the bundle as
 :func:`~rt_lidar.pipeline.beam_full.neighbour_marks` does; :func:`seam_probe_keys` gives the seam
-probes' keys :func:`~rt_lidar.pipeline.beam_probe.seam_keys` computes; :func:`bundle_rays` gives what
+probes' keys :func:`~rt_lidar.pipeline.beam_probe.seam_keys` computes; :func:`bundle_rays` (and chosen
+rows of it alone, :func:`bundle_rows`) gives what
 :meth:`rt_lidar.backend.source_ops.NumpySourceOps.subray_starts` computes with
 :func:`~rt_lidar.sensor.beam.subray_directions`, :func:`~rt_lidar.sensor.beam.exit_offsets`,
 ``np.repeat`` and :func:`~rt_lidar.unreal_bridge.world.pose.quat_rotate`. Both bit for bit
@@ -29,7 +30,7 @@ try:
 except ImportError:
     _choice = None  # type: ignore[assignment]
 
-__all__ = ["available", "bundle_rays", "choose_bundles", "seam_probe_keys"]
+__all__ = ["available", "bundle_rays", "bundle_rows", "choose_bundles", "seam_probe_keys"]
 
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled step off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
@@ -68,6 +69,45 @@ def bundle_rays(
         np.ascontiguousarray(directions), th, tv, oh, ov,
         np.ascontiguousarray(pos), np.ascontiguousarray(quat),
         p, n, int(not off[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
+    )  # fmt: skip
+    return d_out, pos_out, quat_out
+
+
+def bundle_rows(
+    directions: np.ndarray,
+    pattern: SubRayPattern,
+    m_per_rad: tuple[float, float],
+    pos: np.ndarray,
+    quat: np.ndarray,
+    pulse: np.ndarray,
+    sub: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Rows ``pulse * N + sub`` ((R,) int64 each) of what :func:`bundle_rays` gives for the same
+    arguments, made alone (the probes of ``--beam full`` cast one or two of their four sides a pulse):
+    the same bits as its rows taken by ``np.take``. None where :func:`bundle_rays` would be None or for
+    index arrays of other types."""
+    n = len(pattern)
+    p = directions.shape[0] if isinstance(directions, np.ndarray) else -1
+    if not available() or n < 2 or p < 0 or directions.dtype != np.float32 or directions.shape != (p, 3):
+        return None
+    if pos.dtype != np.float64 or pos.shape != (p, 3) or quat.dtype != np.float64 or quat.shape != (p, 4):
+        return None
+    r = pulse.shape[0] if isinstance(pulse, np.ndarray) else -1
+    if r < 0 or pulse.shape != (r,) or not isinstance(sub, np.ndarray) or sub.shape != (r,):
+        return None
+    if pulse.dtype != np.int64 or sub.dtype != np.int64:
+        return None
+    off = pattern.offsets_rad
+    th, tv = np.tan(off[:, 0]), np.tan(off[:, 1])
+    oh, ov = off[:, 0] * m_per_rad[0], off[:, 1] * m_per_rad[1]
+    th, tv, oh, ov = (np.ascontiguousarray(a, np.float64) for a in (th, tv, oh, ov))
+    d_out = np.empty((r, 3), np.float32)
+    pos_out, quat_out = np.empty((r, 3)), np.empty((r, 4))
+    _c.bundle_rows(
+        np.ascontiguousarray(directions), th, tv, oh, ov,
+        np.ascontiguousarray(pos), np.ascontiguousarray(quat),
+        np.ascontiguousarray(pulse), np.ascontiguousarray(sub),
+        p, n, r, int(not off[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
     )  # fmt: skip
     return d_out, pos_out, quat_out
 

@@ -95,6 +95,18 @@ def _limits(max_distance: MaxDistance, n: int) -> NDArray[np.float32] | None:
     return lim
 
 
+def _one_limit(max_distance: MaxDistance) -> float | None:
+    """The one far limit ``max_distance`` gives every ray (inf: none), or None for per-ray limits: the
+    limit :func:`_limits` would fill an array with (its float32 rounding, ``np.float32(limit)``, is the
+    one ``np.full`` gives), NaN refused as it refuses it."""
+    if isinstance(max_distance, float | int) or np.ndim(max_distance) == 0:
+        limit = float(max_distance)
+        if math.isnan(limit):
+            raise WorldError("ray caster: max_distance is NaN")
+        return limit
+    return None
+
+
 def _empty(n: int) -> CastResult:
     return (
         np.full(n, np.inf, dtype=np.float32),
@@ -264,12 +276,13 @@ class EmbreeCaster:
         normals."""
         o, d = check_rays(origins, directions)
         n = o.shape[0]
-        tfar = _limits(max_distance, n)
+        limit = _one_limit(max_distance)  # one far limit (a world cast's): filled in, no array of it
+        tfar = None if limit is not None else _limits(max_distance, n)
         if not self.n_faces or n == 0:
             distance.fill(np.inf)
             return np.full(n, -1, dtype=np.int32)
         if tfar is None:
-            distance.fill(_UNLIMITED)
+            distance.fill(_UNLIMITED if limit is None or limit == math.inf else np.float32(limit))
         else:
             distance[:] = tfar
         return self._faces_into(o, d, distance)

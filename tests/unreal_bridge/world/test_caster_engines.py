@@ -161,6 +161,25 @@ def test_intersect_into_matches_intersect(setup: dict[str, Any]) -> None:
         np.testing.assert_array_equal(n2.view(np.uint32), normal.view(np.uint32))
 
 
+def test_one_far_limit_is_filled_as_the_array_of_it(setup: dict[str, Any]) -> None:
+    """faces_into fills one far limit straight into the distances: the same faces and distances as
+    that limit given per ray (np.full, the array it filled them from before), a limit that float32
+    rounds included; NaN is refused either way."""
+    from rt_lidar.unreal_bridge.world.raycast import WorldError
+
+    caster = setup["world"]._static
+    o, d = setup["o"], setup["d"]
+    for limit in (MAX_RANGE, 37.30000001, np.inf, -np.inf, 0):
+        per_ray = np.full(o.shape[0], limit, np.float32)
+        d1, d2 = np.empty(o.shape[0], np.float32), np.empty(o.shape[0], np.float32)
+        f1 = caster.faces_into(o, d, limit, d1)
+        f2 = caster.faces_into(o, d, per_ray if np.isfinite(limit) else limit, d2)
+        np.testing.assert_array_equal(f1, f2)
+        np.testing.assert_array_equal(d1.view(np.uint32), d2.view(np.uint32))
+    with pytest.raises(WorldError, match="NaN"):
+        caster.faces_into(o, d, float("nan"), np.empty(o.shape[0], np.float32))
+
+
 @pytest.mark.parametrize("packets", [None, False], ids=["packets", "embreex"])
 def test_the_fast_caster_is_embree_non_robust(setup: dict[str, Any], packets: bool | None) -> None:
     """``embree-fast`` casts the same scene in Embree's non-robust mode: the same hits within a
