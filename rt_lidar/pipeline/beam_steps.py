@@ -41,6 +41,27 @@ def available() -> bool:
     return _c is not None and enabled
 
 
+def _bundle_tables(
+    directions: np.ndarray,
+    pattern: SubRayPattern,
+    m_per_rad: tuple[float, float],
+    pos: np.ndarray,
+    quat: np.ndarray,
+) -> tuple[int, int, tuple[np.ndarray, ...]] | None:
+    """(P, N, the pattern's (tan h, tan v, exit offset h, v) float64 tables) for the compiled bundle
+    steps; None when off, for one sub-ray, or for arrays of other types."""
+    n = len(pattern)
+    p = directions.shape[0] if isinstance(directions, np.ndarray) else -1
+    if not available() or n < 2 or p < 0 or directions.dtype != np.float32 or directions.shape != (p, 3):
+        return None
+    if pos.dtype != np.float64 or pos.shape != (p, 3) or quat.dtype != np.float64 or quat.shape != (p, 4):
+        return None
+    off = pattern.offsets_rad
+    th, tv = np.tan(off[:, 0]), np.tan(off[:, 1])
+    oh, ov = off[:, 0] * m_per_rad[0], off[:, 1] * m_per_rad[1]
+    return p, n, tuple(np.ascontiguousarray(a, np.float64) for a in (th, tv, oh, ov))
+
+
 def bundle_rays(
     directions: np.ndarray,
     pattern: SubRayPattern,
@@ -53,22 +74,16 @@ def bundle_rays(
     from ``pos`` (P, 3) / ``quat`` (P, 4) float64, started across the exit aperture when ``m_per_rad``
     (:func:`~rt_lidar.sensor.beam.exit_m_per_rad`) is not zero. None when off, for one sub-ray, or for
     arrays of other types."""
-    n = len(pattern)
-    p = directions.shape[0] if isinstance(directions, np.ndarray) else -1
-    if not available() or n < 2 or p < 0 or directions.dtype != np.float32 or directions.shape != (p, 3):
+    tables = _bundle_tables(directions, pattern, m_per_rad, pos, quat)
+    if tables is None:
         return None
-    if pos.dtype != np.float64 or pos.shape != (p, 3) or quat.dtype != np.float64 or quat.shape != (p, 4):
-        return None
-    off = pattern.offsets_rad
-    th, tv = np.tan(off[:, 0]), np.tan(off[:, 1])
-    oh, ov = off[:, 0] * m_per_rad[0], off[:, 1] * m_per_rad[1]
-    th, tv, oh, ov = (np.ascontiguousarray(a, np.float64) for a in (th, tv, oh, ov))
+    p, n, (th, tv, oh, ov) = tables
     d_out = np.empty((p * n, 3), np.float32)
     pos_out, quat_out = np.empty((p * n, 3)), np.empty((p * n, 4))
     _c.bundle_rays(
         np.ascontiguousarray(directions), th, tv, oh, ov,
         np.ascontiguousarray(pos), np.ascontiguousarray(quat),
-        p, n, int(not off[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
+        p, n, int(not pattern.offsets_rad[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
     )  # fmt: skip
     return d_out, pos_out, quat_out
 
@@ -86,28 +101,22 @@ def bundle_rows(
     arguments, made alone (the probes of ``--beam full`` cast one or two of their four sides a pulse):
     the same bits as its rows taken by ``np.take``. None where :func:`bundle_rays` would be None or for
     index arrays of other types."""
-    n = len(pattern)
-    p = directions.shape[0] if isinstance(directions, np.ndarray) else -1
-    if not available() or n < 2 or p < 0 or directions.dtype != np.float32 or directions.shape != (p, 3):
-        return None
-    if pos.dtype != np.float64 or pos.shape != (p, 3) or quat.dtype != np.float64 or quat.shape != (p, 4):
-        return None
     r = pulse.shape[0] if isinstance(pulse, np.ndarray) else -1
     if r < 0 or pulse.shape != (r,) or not isinstance(sub, np.ndarray) or sub.shape != (r,):
         return None
     if pulse.dtype != np.int64 or sub.dtype != np.int64:
         return None
-    off = pattern.offsets_rad
-    th, tv = np.tan(off[:, 0]), np.tan(off[:, 1])
-    oh, ov = off[:, 0] * m_per_rad[0], off[:, 1] * m_per_rad[1]
-    th, tv, oh, ov = (np.ascontiguousarray(a, np.float64) for a in (th, tv, oh, ov))
+    tables = _bundle_tables(directions, pattern, m_per_rad, pos, quat)
+    if tables is None:
+        return None
+    p, n, (th, tv, oh, ov) = tables
     d_out = np.empty((r, 3), np.float32)
     pos_out, quat_out = np.empty((r, 3)), np.empty((r, 4))
     _c.bundle_rows(
         np.ascontiguousarray(directions), th, tv, oh, ov,
         np.ascontiguousarray(pos), np.ascontiguousarray(quat),
         np.ascontiguousarray(pulse), np.ascontiguousarray(sub),
-        p, n, r, int(not off[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
+        p, n, r, int(not pattern.offsets_rad[0].any()), int(any(m_per_rad)), d_out, pos_out, quat_out,
     )  # fmt: skip
     return d_out, pos_out, quat_out
 
