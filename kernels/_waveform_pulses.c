@@ -127,6 +127,16 @@ typedef struct {
     int valid;
 } Cand;
 
+/* detect_noisy_peaks of one candidate: its noisy height against the threshold (valid), its echo pulse
+ * width less the noise's share (sw: the pulse's noise sigma, zq: its draw) */
+static inline void noisy_detect(Cand *c, double sw, double shot, double zq, double threshold, double epw_c) {
+    const double av = (double)c->amp;
+    const double s = sqrt(sw * sw + shot * max_np64(av, 0.0));
+    c->valid = av + s * zq >= threshold;
+    const double w2 = (double)c->epw * (double)c->epw - epw_c;
+    c->epw = (float)sqrt(max_np64(w2, 0.0));
+}
+
 typedef struct {
     Py_ssize_t pulse, rid;
     double t;
@@ -440,6 +450,27 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 failed = 1;
                 break;
             }
+            if (n_cand == 1) { /* one candidate: what the steps below do with one, without their loops */
+                Cand c1 = CA[q0];
+                c1.amp = EX[q0];
+                if (noisy) noisy_detect(&c1, SIG[i], shot, Z[i * d], threshold, epw_c);
+                if (!c1.valid) continue;
+                if (isnan(c1.amp)) { /* a NaN height: left to NumPy, as a tie */
+                    fb[i] = 1;
+                    n_fb++;
+                    continue;
+                }
+                Py_ssize_t want = kind <= KIND_STRONGEST_LAST ? 1 : kind == KIND_TWO_STRONGEST ? 2 : max_returns;
+                if (want > r) want = r;
+                if (want < 1) continue;
+                Ret *rt = (Ret *)v_ret->p + n_ret++;
+                rt->pulse = i;
+                rt->rid = 0;
+                rt->t = c1.t;
+                rt->amp = c1.amp;
+                rt->epw = c1.epw;
+                continue;
+            }
             Cand *cd = v_cd->p;
             Py_ssize_t *rank = v_rank->p;
             for (Py_ssize_t u = 0; u < n_cand; u++) {
@@ -455,17 +486,9 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 }
                 cd[j] = x;
             }
-            if (noisy) { /* detect_noisy_peaks */
-                const double sw = SIG[i];
-                for (Py_ssize_t u = 0; u < n_cand; u++) {
-                    const double zq = u < d ? Z[i * d + u] : 0.0;
-                    const double av = (double)cd[u].amp;
-                    const double s = sqrt(sw * sw + shot * max_np64(av, 0.0));
-                    cd[u].valid = av + s * zq >= threshold;
-                    const double w2 = (double)cd[u].epw * (double)cd[u].epw - epw_c;
-                    cd[u].epw = (float)sqrt(max_np64(w2, 0.0));
-                }
-            }
+            if (noisy) /* detect_noisy_peaks */
+                for (Py_ssize_t u = 0; u < n_cand; u++)
+                    noisy_detect(cd + u, SIG[i], shot, u < d ? Z[i * d + u] : 0.0, threshold, epw_c);
             /* select_returns: the greedy suppression from the strongest down (ties: NumPy's sort decides) */
             Py_ssize_t nv = 0;
             int tie = 0;
