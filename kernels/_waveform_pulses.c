@@ -350,8 +350,23 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                     peaks &= peaks - 1;
                     const int below_before = below & ((1 << q) - 1);
                     const Py_ssize_t jj = j + q;
-                    Py_ssize_t next_below = jj + 1;
-                    while (next_below < b && w[next_below] >= search32) next_below++;
+                    /* the first bin after the peak below the level: in this chunk's mask, else four by four
+                     * (b is a multiple of 4; a NaN is below, as in the scalar test) */
+                    Py_ssize_t next_below;
+                    const int below_after = below >> (q + 1);
+                    if (below_after) {
+                        next_below = jj + 1 + __builtin_ctz((unsigned)below_after);
+                    } else {
+                        next_below = j + 4;
+                        while (next_below < b) {
+                            const int ge = _mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(w + next_below), level));
+                            if (ge != 0xF) {
+                                next_below += __builtin_ctz((unsigned)(~ge & 0xF));
+                                break;
+                            }
+                            next_below += 4;
+                        }
+                    }
                     if (need(v_pk, n_pk + 1, sizeof(Peak))) {
                         failed = 1;
                         break;
