@@ -115,6 +115,18 @@ static void sampled_bins(const double *ts, const float *am, Py_ssize_t m, double
     *wn = (end < b ? end : b) - first;
 }
 
+/* The bucket (log2 of the bins) of a cluster spanning `span` ns: its bins, ceil((span + pad2) / dt) + 2
+ * (at least 32), as a power of two. The ceil of a positive finite quotient without libm's call (no
+ * SSE4.1 rounding in the baseline x86-64 build): the truncation, plus one where it fell short; then
+ * frexp's exponent of the bins less one (an integer >= 31): its bit length. */
+static inline int cluster_bucket(double span, double pad2, double dt) {
+    const double span_bins = (span + pad2) / dt;
+    int64_t want = (int64_t)span_bins;
+    want += (double)want < span_bins;
+    want += 2;
+    return 64 - __builtin_clzll((unsigned long long)((want > 32 ? want : 32) - 1));
+}
+
 typedef struct {
     Py_ssize_t cl, bi, lo, hi;
 } Peak;
@@ -225,6 +237,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     Py_ssize_t n_out = 0, n_fb = 0;
     int failed = ts_b == NULL || am_b == NULL || ord_b == NULL;
     Py_BEGIN_ALLOW_THREADS
+    const int k_one = cluster_bucket(0.0, pad2, dt);
     for (Py_ssize_t i0 = 0; i0 < p && !failed; i0 += BLOCK) {
         const Py_ssize_t i1 = i0 + BLOCK < p ? i0 + BLOCK : p;
         /* 1. each pulse's echoes in time order (cluster_echoes: no echo is +inf and sorts last), its clusters */
@@ -263,14 +276,8 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                     break;
                 }
                 Cluster *cl = (Cluster *)v_cl->p + n_cl++;
-                /* ceil of a positive finite quotient, without libm's call (no SSE4.1 rounding in the
-                 * baseline x86-64 build): the truncation, plus one where it fell short */
-                const double span_bins = ((ts[j - 1] - first) + pad2) / dt;
-                int64_t want = (int64_t)span_bins;
-                want += (double)want < span_bins;
-                want += 2;
-                /* frexp's exponent of the bins less one (an integer >= 31): its bit length */
-                cl->k = 64 - __builtin_clzll((unsigned long long)((want > 32 ? want : 32) - 1));
+                /* one echo: a span of first - first = 0, the bucket of every such cluster */
+                cl->k = j - f == 1 ? k_one : cluster_bucket(ts[j - 1] - first, pad2, dt);
                 cl->pulse = i;
                 cl->f = f;
                 cl->m = j - f;
