@@ -115,6 +115,18 @@ static void sampled_bins(const double *ts, const float *am, Py_ssize_t m, double
     *wn = (end < b ? end : b) - first;
 }
 
+/* The bucket (log2 of the bins) of a cluster spanning `span` ns: its bins, ceil((span + pad2) / dt) + 2
+ * (at least 32), as a power of two. The ceil of a positive finite quotient without libm's call (no
+ * SSE4.1 rounding in the baseline x86-64 build): the truncation, plus one where it fell short; then
+ * frexp's exponent of the bins less one (an integer >= 31): its bit length. */
+static inline int cluster_bucket(double span, double pad2, double dt) {
+    const double span_bins = (span + pad2) / dt;
+    int64_t want = (int64_t)span_bins;
+    want += (double)want < span_bins;
+    want += 2;
+    return 64 - __builtin_clzll((unsigned long long)((want > 32 ? want : 32) - 1));
+}
+
 typedef struct {
     Py_ssize_t cl, bi, lo, hi;
 } Peak;
@@ -126,6 +138,16 @@ typedef struct {
     float epw; /* echo pulse width */
     int valid;
 } Cand;
+
+/* detect_noisy_peaks of one candidate: its noisy height against the threshold (valid), its echo pulse
+ * width less the noise's share (sw: the pulse's noise sigma, zq: its draw) */
+static inline void noisy_detect(Cand *c, double sw, double shot, double zq, double threshold, double epw_c) {
+    const double av = (double)c->amp;
+    const double s = sqrt(sw * sw + shot * max_np64(av, 0.0));
+    c->valid = av + s * zq >= threshold;
+    const double w2 = (double)c->epw * (double)c->epw - epw_c;
+    c->epw = (float)sqrt(max_np64(w2, 0.0));
+}
 
 typedef struct {
     Py_ssize_t pulse, rid;
@@ -215,6 +237,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     Py_ssize_t n_out = 0, n_fb = 0;
     int failed = ts_b == NULL || am_b == NULL || ord_b == NULL;
     Py_BEGIN_ALLOW_THREADS
+    const int k_one = cluster_bucket(0.0, pad2, dt);
     for (Py_ssize_t i0 = 0; i0 < p && !failed; i0 += BLOCK) {
         const Py_ssize_t i1 = i0 + BLOCK < p ? i0 + BLOCK : p;
         /* 1. each pulse's echoes in time order (cluster_echoes: no echo is +inf and sorts last), its clusters */
@@ -253,14 +276,8 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                     break;
                 }
                 Cluster *cl = (Cluster *)v_cl->p + n_cl++;
-                /* ceil of a positive finite quotient, without libm's call (no SSE4.1 rounding in the
-                 * baseline x86-64 build): the truncation, plus one where it fell short */
-                const double span_bins = ((ts[j - 1] - first) + pad2) / dt;
-                int64_t want = (int64_t)span_bins;
-                want += (double)want < span_bins;
-                want += 2;
-                /* frexp's exponent of the bins less one (an integer >= 31): its bit length */
-                cl->k = 64 - __builtin_clzll((unsigned long long)((want > 32 ? want : 32) - 1));
+                /* one echo: a span of first - first = 0, the bucket of every such cluster */
+                cl->k = j - f == 1 ? k_one : cluster_bucket(ts[j - 1] - first, pad2, dt);
                 cl->pulse = i;
                 cl->f = f;
                 cl->m = j - f;
@@ -340,8 +357,23 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                     peaks &= peaks - 1;
                     const int below_before = below & ((1 << q) - 1);
                     const Py_ssize_t jj = j + q;
-                    Py_ssize_t next_below = jj + 1;
-                    while (next_below < b && w[next_below] >= search32) next_below++;
+                    /* the first bin after the peak below the level: in this chunk's mask, else four by four
+                     * (b is a multiple of 4; a NaN is below, as in the scalar test) */
+                    Py_ssize_t next_below;
+                    const int below_after = below >> (q + 1);
+                    if (below_after) {
+                        next_below = jj + 1 + __builtin_ctz((unsigned)below_after);
+                    } else {
+                        next_below = j + 4;
+                        while (next_below < b) {
+                            const int ge = _mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(w + next_below), level));
+                            if (ge != 0xF) {
+                                next_below += __builtin_ctz((unsigned)(~ge & 0xF));
+                                break;
+                            }
+                            next_below += 4;
+                        }
+                    }
                     if (need(v_pk, n_pk + 1, sizeof(Peak))) {
                         failed = 1;
                         break;
@@ -440,6 +472,27 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 failed = 1;
                 break;
             }
+            if (n_cand == 1) { /* one candidate: what the steps below do with one, without their loops */
+                Cand c1 = CA[q0];
+                c1.amp = EX[q0];
+                if (noisy) noisy_detect(&c1, SIG[i], shot, Z[i * d], threshold, epw_c);
+                if (!c1.valid) continue;
+                if (isnan(c1.amp)) { /* a NaN height: left to NumPy, as a tie */
+                    fb[i] = 1;
+                    n_fb++;
+                    continue;
+                }
+                Py_ssize_t want = kind <= KIND_STRONGEST_LAST ? 1 : kind == KIND_TWO_STRONGEST ? 2 : max_returns;
+                if (want > r) want = r;
+                if (want < 1) continue;
+                Ret *rt = (Ret *)v_ret->p + n_ret++;
+                rt->pulse = i;
+                rt->rid = 0;
+                rt->t = c1.t;
+                rt->amp = c1.amp;
+                rt->epw = c1.epw;
+                continue;
+            }
             Cand *cd = v_cd->p;
             Py_ssize_t *rank = v_rank->p;
             for (Py_ssize_t u = 0; u < n_cand; u++) {
@@ -455,17 +508,9 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 }
                 cd[j] = x;
             }
-            if (noisy) { /* detect_noisy_peaks */
-                const double sw = SIG[i];
-                for (Py_ssize_t u = 0; u < n_cand; u++) {
-                    const double zq = u < d ? Z[i * d + u] : 0.0;
-                    const double av = (double)cd[u].amp;
-                    const double s = sqrt(sw * sw + shot * max_np64(av, 0.0));
-                    cd[u].valid = av + s * zq >= threshold;
-                    const double w2 = (double)cd[u].epw * (double)cd[u].epw - epw_c;
-                    cd[u].epw = (float)sqrt(max_np64(w2, 0.0));
-                }
-            }
+            if (noisy) /* detect_noisy_peaks */
+                for (Py_ssize_t u = 0; u < n_cand; u++)
+                    noisy_detect(cd + u, SIG[i], shot, u < d ? Z[i * d + u] : 0.0, threshold, epw_c);
             /* select_returns: the greedy suppression from the strongest down (ties: NumPy's sort decides) */
             Py_ssize_t nv = 0;
             int tie = 0;

@@ -73,7 +73,7 @@ def test_returns_are_numpy_s(e: int, noisy: bool) -> None:
 
 
 @needs_compiled
-@pytest.mark.parametrize("max_returns", [1, 2, 4])
+@pytest.mark.parametrize("max_returns", [0, 1, 2, 4])
 def test_multi_returns_are_numpy_s(max_returns: int) -> None:
     t, amp = _table(2_000, 19, seed=max_returns)
     _both(t, amp, "multi", _noise(2_000, 19, 1), max_returns)
