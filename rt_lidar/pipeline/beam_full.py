@@ -23,11 +23,7 @@ it (:mod:`rt_lidar.pipeline.beam_probe`): only the pulses whose probe sees the s
 are cast again as the whole bundle (:attr:`~rt_lidar.pipeline.sources.Hits.bundle`). A pulse whose
 central ray ends in a volume of scatterers (a material with ``volume = true``: a tree crown's leaves)
 gets the bundle without a neighbour or a probe (:func:`volume_marks`): its footprint straddles leaves at
-many depths, and the bundle's echo is as wide as they lie deep; so does each neighbour of such a pulse
-(:func:`beside_volume`: its central ray may have passed a gap between the leaves while its footprint
-clips one). A pulse whose central ray passes glass and ends within :data:`BEHIND_GLASS_M` behind the
-pane (a car's cabin, a window's reveal) gets it too (:func:`behind_glass_marks`): the steps of that
-shallow space fall inside one footprint, between the neighbours' central rays.
+many depths, and the bundle's echo is as wide as they lie deep.
 The rest keep the central ray as one sub-ray of full weight: the single-ray model exactly. Inside a
 glass pane or a retro-reflective sign every sub-ray meets what the central ray meets (the same glass,
 the same sheeting, the same surface behind), so the bundle would only repeat it; the measured
@@ -66,8 +62,6 @@ __all__ = [
     "FullBeamPlan",
     "FullBeamSource",
     "beam_summary",
-    "behind_glass_marks",
-    "beside_volume",
     "bundle_pulses",
     "bundle_that_runs",
     "full_beam_hits",
@@ -94,15 +88,8 @@ NEIGHBOUR_MAX_DEG = 2.0
 
 _C_M_PER_NS = 0.299792458
 
-BEHIND_GLASS_M = 2.0
-"""A pulse whose central ray passes glass and ends within this (m) behind the pane gets the bundle
-unasked (:func:`behind_glass_marks`): a car's cabin (seats, head rests, pillars, the far pane 0.5-2 m
-behind the near one) or a window's reveal and frame, steps of a few decimetres inside one footprint that
-neighbouring central rays 3-8 mrad apart pass between (docs/beam-full.md, "Behind glass"). A building's
-room (its back wall 3 m in) is left to the neighbours and probes."""
 
-
-REASONS = ("edge", "glass", "retro", "volume", "beside_volume", "behind_glass")
+REASONS = ("edge", "glass", "retro", "volume")
 """Why a pulse got the bundle (summary.json's ``bundled_by_reason``; a pulse may have several)."""
 
 RETRO_GAIN_MIN = 10.0
@@ -417,12 +404,7 @@ def bundle_pulses(
         ops = select_source_ops()
     marks = ops.bundle_marks(f, central_rays(central, plan), plan)
     marks["volume"] = volume_marks(np, plan.volume, central.range_m, central.material)
-    marks["beside_volume"] = beside_volume(np, marks["volume"], *_neighbour_pairs(f))
-    marks["behind_glass"] = behind_glass_marks(
-        np, central.range_m, central.glass_range_m, central.glass_material
-    )
     chosen = marks["edge"] | marks["glass"] | marks["retro"] | marks["volume"]
-    chosen |= marks["beside_volume"] | marks["behind_glass"]
     return chosen, {k: int(np.count_nonzero(v)) for k, v in marks.items()}
 
 
@@ -510,32 +492,6 @@ def volume_marks(xp: Any, volume: Any, rng: Any, material: Any) -> Any:
     return on & volume[xp.clip(material, 0, volume.size - 1).astype(xp.int32)]
 
 
-def beside_volume(xp: Any, volume: Any, i: Any, j: Any) -> Any:
-    """(P,) bool: the pulses beside one of ``volume`` (:func:`volume_marks`) that are not in it
-    themselves, neighbours by the pairs ``(i, j)`` of :func:`_neighbour_pairs`: a pulse beside one that
-    ended in a crown may have passed a gap between its leaves (ending on what lies behind, or missing)
-    while its footprint clips a leaf, at a depth no neighbour's range foretells (the leaves lie at random
-    depths); such a pulse gets the bundle. On array module ``xp`` (NumPy on the host, CuPy in the device
-    frame)."""
-    out = xp.zeros(volume.shape, bool)
-    out[i[volume[j]]] = True
-    out[j[volume[i]]] = True
-    return out & ~volume
-
-
-def behind_glass_marks(
-    xp: Any, rng: Any, glass_rng: Any, glass_material: Any, depth_m: float = BEHIND_GLASS_M
-) -> Any:
-    """(P,) bool: the pulses whose central ray passes glass (``glass_material`` >= 0, the pane at
-    ``glass_rng``) and ends (``rng``) within ``depth_m`` behind it (:data:`BEHIND_GLASS_M`): the shallow
-    space behind a pane (a car's cabin, a window's reveal) whose steps fall inside the footprint between
-    the neighbours' central rays; such a pulse gets the bundle. Written once for any array module ``xp``:
-    NumPy on the host, CuPy in the device frame."""
-    with np.errstate(invalid="ignore"):
-        behind = rng - glass_rng
-        return (glass_material >= 0) & xp.isfinite(rng) & (behind < np.float32(depth_m))
-
-
 def neighbour_steps(
     f: Firings,
     rng: np.ndarray,
@@ -593,11 +549,7 @@ def full_beam_hits(
     chosen, reasons, _ = refine_bundles(source, firings, central, (pairs_i, pairs_j), plan)
     volume = volume_marks(np, plan.volume, central.range_m, central.material)
     reasons["volume"] = int(np.count_nonzero(volume))
-    beside = beside_volume(np, volume, *_neighbour_pairs(firings)) if volume.any() else volume
-    reasons["beside_volume"] = int(np.count_nonzero(beside))
-    cabin = behind_glass_marks(np, central.range_m, central.glass_range_m, central.glass_material)
-    reasons["behind_glass"] = int(np.count_nonzero(cabin))
-    idx = np.flatnonzero(chosen | volume | beside | cabin)
+    idx = np.flatnonzero(chosen | volume)
     central.bundle_counts = BundleCounts(len(firings), int(idx.size), reasons)
     if idx.size:
         pulses = take_firings(firings, idx)

@@ -217,17 +217,13 @@ class DeviceWorldSource(WorldSource):
         each probes on from the firings, on the host), whose probe ray at the footprint's rim toward that
         neighbour sees the step (:func:`~rt_lidar.pipeline.beam_probe.probe_marks`, on the device; the
         probes' (pulse, side) come down, their starts go up), and those whose central ray ends in a
-        volume (:func:`~rt_lidar.pipeline.beam_full.volume_marks`, on the device) or beside one
-        (:func:`~rt_lidar.pipeline.beam_full.beside_volume`) or in a shallow space behind glass
-        (:func:`~rt_lidar.pipeline.beam_full.behind_glass_marks`), cast again as the
+        volume (:func:`~rt_lidar.pipeline.beam_full.volume_marks`, on the device), cast again as the
         sub-ray bundle (their starts built on the host from the chosen pulses, which come down, and sent
         up as one block) into ``hits.bundle``; the frame's counts into ``hits.bundle_counts``."""
         from rt_lidar.pipeline.beam_full import (
             REASONS,
             BundleCounts,
             _neighbour_pairs,
-            behind_glass_marks,
-            beside_volume,
             pair_separation,
             pair_steps,
             volume_marks,
@@ -264,13 +260,7 @@ class DeviceWorldSource(WorldSource):
             chosen = self._probe(hits, f, pos, quat, posed, keys, counts)
         volume = volume_marks(xp, self._volume_dev, rng, hits.material)  # in a crown: the bundle
         counts["volume"] = int(xp.count_nonzero(volume))
-        if i.size:  # beside a pulse in a crown: perhaps through a gap between its leaves
-            volume = volume | beside_volume(xp, volume, ijs[0], ijs[1])
-        counts["beside_volume"] = int(xp.count_nonzero(volume)) - counts["volume"]
-        # a shallow space behind glass (a car's cabin, a window's reveal): the bundle
-        cabin = behind_glass_marks(xp, rng, hits.glass_range_m, hits.glass_material)
-        counts["behind_glass"] = int(xp.count_nonzero(cabin))
-        idx_dev = xp.flatnonzero(chosen | volume | cabin)
+        idx_dev = xp.flatnonzero(chosen | volume)
         idx = np.asarray(idx_dev.get() if xp is not np else idx_dev, np.int64)  # down: the chosen pulses
         self.counter.down(idx.nbytes)
         hits.bundle_counts = BundleCounts(n, int(idx.size), counts)
