@@ -82,10 +82,8 @@ def check_rays(origins: ArrayLike, directions: ArrayLike, who: str = "ray caster
 
 def _limits(max_distance: MaxDistance, n: int) -> NDArray[np.float32] | None:
     """Per-ray far limits (float32, a fresh array Embree may write into), or None for no limit at all."""
-    if isinstance(max_distance, float | int) or np.ndim(max_distance) == 0:  # (a Python number: no ndim)
-        limit = float(max_distance)
-        if math.isnan(limit):
-            raise WorldError("ray caster: max_distance is NaN")
+    limit = _one_limit(max_distance)
+    if limit is not None:
         return None if limit == math.inf else np.full(n, limit, dtype=np.float32)
     lim = np.array(max_distance, dtype=np.float32).reshape(-1)
     if lim.shape[0] != n:
@@ -96,10 +94,10 @@ def _limits(max_distance: MaxDistance, n: int) -> NDArray[np.float32] | None:
 
 
 def _one_limit(max_distance: MaxDistance) -> float | None:
-    """The one far limit ``max_distance`` gives every ray (inf: none), or None for per-ray limits: the
-    limit :func:`_limits` would fill an array with (its float32 rounding, ``np.float32(limit)``, is the
-    one ``np.full`` gives), NaN refused as it refuses it."""
-    if isinstance(max_distance, float | int) or np.ndim(max_distance) == 0:
+    """The one far limit ``max_distance`` gives every ray (inf: none), or None for per-ray limits (NaN
+    refused); :func:`_limits` fills its array with it (``np.float32(limit)`` is the rounding
+    ``np.full`` gives)."""
+    if isinstance(max_distance, float | int) or np.ndim(max_distance) == 0:  # (a Python number: no ndim)
         limit = float(max_distance)
         if math.isnan(limit):
             raise WorldError("ray caster: max_distance is NaN")
@@ -281,10 +279,10 @@ class EmbreeCaster:
         if not self.n_faces or n == 0:
             distance.fill(np.inf)
             return np.full(n, -1, dtype=np.int32)
-        if tfar is None:
-            distance.fill(_UNLIMITED if limit is None or limit == math.inf else np.float32(limit))
-        else:
+        if tfar is not None:
             distance[:] = tfar
+        else:  # one limit: tfar is None only then (per-ray limits always give an array)
+            distance.fill(_UNLIMITED if limit == math.inf else np.float32(limit))
         return self._faces_into(o, d, distance)
 
     def intersect(
