@@ -275,6 +275,36 @@ static PyObject *echoes(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nn)", ns, nd);
 }
 
+#define ROT_BLOCK 256
+/* The m unit directions of v (f4, (m, 3)) rotated by the quaternions (w, r) at Q + k * q_step into out (f8,
+ * (m, 3)): x = v + w t + r x t with t = 2 r x v, divided by its norm. Each pass over the block is one loop
+ * the compiler vectorises (built for AVX2 too where the CPU has it: the same IEEE operations on each
+ * element, in the same order, no contraction). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ROT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ROT_CLONES
+#endif
+ROT_CLONES static void rotate_block(const double *Q, Py_ssize_t q_step,
+                                                                          const float *V, Py_ssize_t m, double *out) {
+    double x0[ROT_BLOCK], x1[ROT_BLOCK], x2[ROT_BLOCK], nrm[ROT_BLOCK];
+    for (Py_ssize_t k = 0; k < m; k++) {
+        const double *q = Q + q_step * k;
+        const double w = q[0], r0 = q[1], r1 = q[2], r2 = q[3];
+        const double v0 = V[3 * k], v1 = V[3 * k + 1], v2 = V[3 * k + 2];
+        const double t0 = 2.0 * (r1 * v2 - r2 * v1), t1 = 2.0 * (r2 * v0 - r0 * v2), t2 = 2.0 * (r0 * v1 - r1 * v0);
+        x0[k] = (v0 + w * t0) + (r1 * t2 - r2 * t1);
+        x1[k] = (v1 + w * t1) + (r2 * t0 - r0 * t2);
+        x2[k] = (v2 + w * t2) + (r0 * t1 - r1 * t0);
+    }
+    for (Py_ssize_t k = 0; k < m; k++) nrm[k] = sqrt((x0[k] * x0[k] + x1[k] * x1[k]) + x2[k] * x2[k]);
+    for (Py_ssize_t k = 0; k < m; k++) {
+        out[3 * k] = x0[k] / nrm[k];
+        out[3 * k + 1] = x1[k] / nrm[k];
+        out[3 * k + 2] = x2[k] / nrm[k];
+    }
+}
+
 /* rotate_unit(q f8 (N, 4), v f4 (N, 3), N, out f8 (N, 3)[, one]): crosstalk._rotate of v (as float64) by the
  * wxyz quaternions q, v + w t + r x t with t = 2 r x v (np.cross's products and differences), then divided
  * by its np.linalg.norm, as _pulses makes each pulse's world direction. With one = 1, q is a single
@@ -297,18 +327,9 @@ static PyObject *rotate_unit(PyObject *self, PyObject *args) {
     const float *V = b[1].view.buf;
     double *out = b[2].view.buf;
     Py_BEGIN_ALLOW_THREADS
-    const Py_ssize_t q_step = one ? 0 : 4;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const double *q = Q + q_step * i;
-        const double w = q[0], r0 = q[1], r1 = q[2], r2 = q[3];
-        const double v0 = V[3 * i], v1 = V[3 * i + 1], v2 = V[3 * i + 2];
-        const double t0 = 2.0 * (r1 * v2 - r2 * v1), t1 = 2.0 * (r2 * v0 - r0 * v2), t2 = 2.0 * (r0 * v1 - r1 * v0);
-        double x[3];
-        x[0] = (v0 + w * t0) + (r1 * t2 - r2 * t1);
-        x[1] = (v1 + w * t1) + (r2 * t0 - r0 * t2);
-        x[2] = (v2 + w * t2) + (r0 * t1 - r1 * t0);
-        const double nrm = norm3(x);
-        for (int c = 0; c < 3; c++) out[3 * i + c] = x[c] / nrm;
+    for (Py_ssize_t i0 = 0; i0 < n; i0 += ROT_BLOCK) {
+        const Py_ssize_t m = n - i0 < ROT_BLOCK ? n - i0 : ROT_BLOCK;
+        rotate_block(one ? Q : Q + 4 * i0, one ? 0 : 4, V + 3 * i0, m, out + 3 * i0);
     }
     Py_END_ALLOW_THREADS
     buf_release(b, 3);

@@ -98,6 +98,25 @@ def test_world_directions_are_numpy_s() -> None:
 
 
 @needs_compiled
+@pytest.mark.parametrize("n", [1, 3, 255, 256, 257, 513])
+@pytest.mark.parametrize("one", [False, True])
+def test_world_directions_in_blocks_are_numpy_s(n: int, one: bool) -> None:
+    """The compiled rotation runs in blocks of 256 directions: sizes around a block, one orientation
+    for all (read in place) or one each, and a zero direction (its NaNs) give NumPy's bits."""
+    rng = np.random.default_rng(n)
+    q = rng.standard_normal((1 if one else n, 4))
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    quat = np.broadcast_to(q, (n, 4)) if one else q
+    d = rng.standard_normal((n, 3)).astype(np.float32)
+    d[n // 2] = 0.0
+    got = crosstalk_fused.world_directions(quat, d)
+    with np.errstate(invalid="ignore"):
+        want = crosstalk._rotate(np.ascontiguousarray(quat), d.astype(np.float64))
+        want /= np.linalg.norm(want, axis=1)[:, None]
+    assert got is not None and got.tobytes() == want.tobytes()
+
+
+@needs_compiled
 @pytest.mark.parametrize("in_order", [True, False])
 def test_pair_bounds_are_searchsorted_s(in_order: bool) -> None:
     rng = np.random.default_rng(2)
