@@ -51,7 +51,8 @@ static inline float log_arg(float x) { return max_np(x, 1e-38f); }
 enum { KIND_STRONGEST, KIND_LAST, KIND_FIRST, KIND_STRONGEST_LAST, KIND_TWO_STRONGEST, KIND_MULTI };
 
 typedef struct {
-    Py_ssize_t pulse, f, m, b, g_off, w_off;
+    Py_ssize_t pulse, f, m, b, w_off;
+    Py_ssize_t g_off; /* its samples' row in the block's exps; ONE_ROW - s: row s of the one-echo rows */
     Py_ssize_t wl, wn; /* the bins sampled: [wl, wl + wn) (sampled_bins); the others are 0 */
     int k;             /* bucket: log2 of the cluster's bins */
     double start;      /* grid start */
@@ -172,6 +173,13 @@ static int need(Vec *v, Py_ssize_t n, size_t item) {
 }
 
 #define BLOCK 256
+/* A one-echo cluster's samples exp(coef (grid_j - rel)^2) depend on rel, float32(t - (t - pad)), and its
+ * bins alone: rel is float32(pad) for nearly every such cluster (it differs only where t - pad rounds
+ * across one of float32's steps), so each call keeps the rows of the first ONE_ROWS values of rel, all b
+ * bins of each, NumPy's float32 exp of the same exponents (each element on its own: the same bits), and
+ * those clusters read their sampled bins from them. The others' rows are made per block, as before. */
+#define ONE_ROWS 8
+#define ONE_ROW (-1)
 #define N_VEC 12
 #define CX_ONE (-1) /* cx_at of a return named by its one finite echo j: CX_ONE - j */
 
@@ -235,9 +243,13 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     Vec v_grid = {NULL, 0};
     Py_ssize_t n_grid = 0;
     Py_ssize_t n_out = 0, n_fb = 0;
-    int failed = ts_b == NULL || am_b == NULL || ord_b == NULL;
-    Py_BEGIN_ALLOW_THREADS
     const int k_one = cluster_bucket(0.0, pad2, dt);
+    const Py_ssize_t b_one = (Py_ssize_t)1 << k_one;
+    float *one_rows = malloc((size_t)(ONE_ROWS * b_one) * sizeof(float));
+    uint32_t one_key[ONE_ROWS];
+    int n_one = 0;
+    int failed = ts_b == NULL || am_b == NULL || ord_b == NULL || one_rows == NULL;
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i0 = 0; i0 < p && !failed; i0 += BLOCK) {
         const Py_ssize_t i1 = i0 + BLOCK < p ? i0 + BLOCK : p;
         /* 1. each pulse's echoes in time order (cluster_echoes: no echo is +inf and sorts last), its clusters */
@@ -284,10 +296,30 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
                 cl->b = (Py_ssize_t)1 << cl->k;
                 cl->start = first - pad;
                 sampled_bins(ts + f, am + f, cl->m, cl->start, cl->b, search, 1.0 / dt, reach, &cl->wl, &cl->wn);
-                cl->g_off = g_tot;
                 cl->w_off = w_tot;
-                g_tot += cl->m * cl->wn;
                 w_tot += cl->b;
+                if (cl->m == 1) { /* the row of its rel, made the first time it comes */
+                    const float rel = (float)(ts[f] - cl->start);
+                    uint32_t key;
+                    memcpy(&key, &rel, sizeof key);
+                    int s = 0;
+                    while (s < n_one && one_key[s] != key) s++;
+                    if (s == n_one && n_one < ONE_ROWS) {
+                        float *row = one_rows + s * b_one;
+                        for (Py_ssize_t jb = 0; jb < b_one; jb++) {
+                            const float dd = (float)jb * dt32 - rel;
+                            row[jb] = (coef32 * dd) * dd;
+                        }
+                        run_loop(&exp_f, row, b_one, sizeof(float));
+                        one_key[n_one++] = key;
+                    }
+                    if (s < n_one) {
+                        cl->g_off = ONE_ROW - s;
+                        continue;
+                    }
+                }
+                cl->g_off = g_tot;
+                g_tot += cl->m * cl->wn;
             }
         }
         if (failed || need(v_g, g_tot, sizeof(float)) || need(v_w, w_tot, sizeof(float))) {
@@ -307,6 +339,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
         const float *grid = v_grid.p;
         for (Py_ssize_t c = 0; c < n_cl; c++) {
             const Cluster *cl = CL + c;
+            if (cl->g_off <= ONE_ROW) continue; /* a one-echo row's */
             const double *ts = ts_b + (cl->pulse - i0) * e;
             const Py_ssize_t wl = cl->wl, wn = cl->wn;
             for (Py_ssize_t q = 0; q < cl->m; q++) {
@@ -324,7 +357,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
         for (Py_ssize_t c = 0; c < n_cl && !failed; c++) {
             const Cluster *cl = CL + c;
             const float *am = am_b + (cl->pulse - i0) * e;
-            const float *g = G + cl->g_off;
+            const float *g = cl->g_off > ONE_ROW ? G + cl->g_off : one_rows + (ONE_ROW - cl->g_off) * b_one + cl->wl;
             float *w = W + cl->w_off;
             const Py_ssize_t b = cl->b, wl = cl->wl, wn = cl->wn;
             const float a0 = am[cl->f];
@@ -659,6 +692,7 @@ static PyObject *pulse_returns(PyObject *self, PyObject *args) {
     free(ts_b);
     free(am_b);
     free(ord_b);
+    free(one_rows);
     for (int k = 0; k < N_VEC; k++) free(v[k].p);
     free(v_grid.p);
     buf_release(buf, 13);

@@ -9,6 +9,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -117,9 +118,91 @@ done:
     return result;
 }
 
+/* Nearest whole number, ties to even, of 0 < v < 2^23 (np.rint's in the default rounding mode): v + 2^23
+ * has no bits below the units, so the sum rounds v, and taking 2^23 back is exact. */
+static inline float rint_positive(float v) {
+    const float big = 8388608.0f; /* IEEE arithmetic: not folded into v (no -ffast-math) */
+    return (v + big) - big;
+}
+
+/* One float32 as pcd.with_intensity_type's NumPy lines make it: np.nan_to_num (NaN and +-inf to 0),
+ * np.rint, np.clip to [0, top]: what is not above 0 rounds to 0 or -0 and clips to 0, what is at or
+ * above top clips to top (a whole number), what lies between is rounded. */
+static inline float intensity_value(float v, float top) {
+    if (!(v > 0.0f) || !isfinite(v)) return 0.0f;
+    if (v >= top) return top;
+    return rint_positive(v);
+}
+
+/* intensity_uint(dst, src, n, dst_itemsize, src_itemsize, dst_offset, src_offset, out_size, max, runs):
+ * each record's float32 at src_offset as an unsigned integer of out_size bytes (1 or 2, max below 2^23)
+ * at dst_offset: what pcd.with_intensity_type's NumPy lines give (np.nan_to_num, np.rint, np.clip to
+ * [0, max] in float32, then the cast of a whole number in range: exact), and the record's runs (as
+ * copy_runs; an empty buffer: none) in the same pass. */
+static PyObject *intensity_uint(PyObject *self, PyObject *args) {
+    Py_buffer dst, src, runs;
+    Py_ssize_t n, dst_item, src_item, doff, soff, out_size, max_v;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "w*y*nnnnnnny*", &dst, &src, &n, &dst_item, &src_item, &doff, &soff, &out_size,
+                          &max_v, &runs))
+        return NULL;
+    PyObject *result = NULL;
+    const Py_ssize_t k = runs.len / (Py_ssize_t)(3 * sizeof(int64_t));
+    Py_ssize_t ro[MAX_RUNS], rs[MAX_RUNS], rz[MAX_RUNS];
+    if (n < 0 || doff < 0 || soff < 0 || (out_size != 1 && out_size != 2) || max_v < 0 ||
+        max_v >= (out_size == 1 ? 256 : 65536) || doff + out_size > dst_item || soff + 4 > src_item ||
+        (n > 0 && (dst.len < n * dst_item || src.len < n * src_item)) ||
+        runs.len != k * (Py_ssize_t)(3 * sizeof(int64_t)) || k > MAX_RUNS) {
+        PyErr_SetString(PyExc_ValueError, "intensity_uint: a field outside its record, a bad type or short buffers");
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < k; r++) {
+        int64_t v[3];
+        memcpy(v, (const char *)runs.buf + r * 3 * sizeof(int64_t), sizeof v);
+        ro[r] = (Py_ssize_t)v[0];
+        rs[r] = (Py_ssize_t)v[1];
+        rz[r] = (Py_ssize_t)v[2];
+        if (v[0] < 0 || v[1] < 0 || v[2] < 1 || v[0] + v[2] > dst_item || v[1] + v[2] > src_item) {
+            PyErr_SetString(PyExc_ValueError, "intensity_uint: a run outside its record");
+            goto done;
+        }
+    }
+    {
+        char *d = (char *)dst.buf;
+        const char *s = (const char *)src.buf;
+        const float top = (float)max_v;
+        Py_BEGIN_ALLOW_THREADS;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            char *dr = d + i * dst_item;
+            const char *sr = s + i * src_item;
+            for (Py_ssize_t r = 0; r < k; r++) copy_run(dr + ro[r], sr + rs[r], rz[r]);
+            float v;
+            memcpy(&v, sr + soff, 4);
+            v = intensity_value(v, top);
+            if (out_size == 1) {
+                dr[doff] = (char)(uint8_t)v;
+            } else {
+                const uint16_t u = (uint16_t)v;
+                memcpy(dr + doff, &u, 2);
+            }
+        }
+        Py_END_ALLOW_THREADS;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&runs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"seconds_f32", seconds_f32, METH_VARARGS,
      "seconds_f32(dst, src, n, dst_itemsize, src_itemsize, dst_offset, src_offset): int64 ns -> float32 s."},
+    {"intensity_uint", intensity_uint, METH_VARARGS,
+     "intensity_uint(dst, src, n, dst_itemsize, src_itemsize, dst_offset, src_offset, out_size, max, runs): "
+     "float32 -> rounded, clipped unsigned, with the runs' bytes."},
     {"copy_runs", copy_runs, METH_VARARGS,
      "copy_runs(dst, src, n, dst_itemsize, src_itemsize, runs): each record's runs of bytes, one pass."},
     {NULL, NULL, 0, NULL},

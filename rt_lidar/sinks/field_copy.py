@@ -19,7 +19,14 @@ try:
 except ImportError:  # built without a C compiler: the NumPy code runs
     _c = None  # type: ignore[assignment]
 
-__all__ = ["copied_runs", "copy_fields", "copy_runs_compiled", "copy_same_fields", "seconds_compiled"]
+__all__ = [
+    "copied_runs",
+    "copy_fields",
+    "copy_runs_compiled",
+    "copy_same_fields",
+    "intensity_uint_compiled",
+    "seconds_compiled",
+]
 
 enabled = not os.environ.get("RT_LIDAR_NO_TWINS")
 """Switch the compiled copy off (tests compare both; ``RT_LIDAR_NO_TWINS=1`` switches every twin off)."""
@@ -83,15 +90,9 @@ def copy_runs_compiled(out: np.ndarray, points: np.ndarray, runs: list[list[str]
     writable): the NumPy code runs then."""
     if not runs or not _compiled_can_take(out, points):
         return False
-    dst_f: dict[str, Any] = dict(out.dtype.fields or {})
-    src_f: dict[str, Any] = dict(points.dtype.fields or {})
-    if any(dst_f[n][0] != src_f[n][0] for run in runs for n in run) or len(runs) > 32:
+    spec = _run_spec(out, points, runs)
+    if spec is None:
         return False
-    spec = []
-    for run in runs:
-        first, last = run[0], run[-1]
-        size = dst_f[last][1] + dst_f[last][0].itemsize - dst_f[first][1]
-        spec.append((dst_f[first][1], src_f[first][1], size))
     n = points.size
     if n:
         _c.copy_runs(
@@ -100,7 +101,7 @@ def copy_runs_compiled(out: np.ndarray, points: np.ndarray, runs: list[list[str]
             n,
             out.dtype.itemsize,
             points.dtype.itemsize,
-            np.asarray(spec, np.int64).reshape(-1),
+            spec,
         )
     return True
 
@@ -137,5 +138,59 @@ def seconds_compiled(out: np.ndarray, name: str, points: np.ndarray, t_name: str
             points.dtype.itemsize,
             dst_f[name][1],
             src_f[t_name][1],
+        )
+    return True
+
+
+def _run_spec(out: np.ndarray, points: np.ndarray, runs: list[list[str]]) -> np.ndarray | None:
+    """The (dst offset, src offset, size) int64 triples of ``runs`` for the compiled twin; None where a
+    field's type differs between the arrays (NumPy casts it) or there are more than 32 runs."""
+    dst_f: dict[str, Any] = dict(out.dtype.fields or {})
+    src_f: dict[str, Any] = dict(points.dtype.fields or {})
+    if any(dst_f[n][0] != src_f[n][0] for run in runs for n in run) or len(runs) > 32:
+        return None
+    spec = []
+    for run in runs:
+        first, last = run[0], run[-1]
+        size = dst_f[last][1] + dst_f[last][0].itemsize - dst_f[first][1]
+        spec.append((dst_f[first][1], src_f[first][1], size))
+    return np.asarray(spec, np.int64).reshape(-1)
+
+
+def intensity_uint_compiled(
+    out: np.ndarray, points: np.ndarray, names: list[str], name: str = "intensity"
+) -> bool:
+    """``out[name]``, a uint8 or uint16 field, from ``points[name]``, a float32 one, as
+    :func:`rt_lidar.sinks.pcd.with_intensity_type` converts it (NaN and +-inf to 0, rounded to the
+    nearest whole number, ties to even, clipped to the type's range), and ``names`` copied as
+    :func:`copy_same_fields` copies them, by the compiled twin in one pass over the records, the same
+    bytes; False (nothing written) where it is off or not built, the fields are not of those
+    little-endian types, a copied field's type differs, or the arrays are not 1-D, C-contiguous, of one
+    length (``out`` writable): the NumPy lines run then."""
+    if not _compiled_can_take(out, points):
+        return False
+    dst_f: dict[str, Any] = dict(out.dtype.fields or {})
+    src_f: dict[str, Any] = dict(points.dtype.fields or {})
+    if name not in dst_f or name not in src_f or src_f[name][0] != np.dtype("<f4") or name in names:
+        return False
+    kind = dst_f[name][0]
+    if kind not in (np.dtype("u1"), np.dtype("<u2")):
+        return False
+    runs = copied_runs(out.dtype, points.dtype, names)
+    spec = _run_spec(out, points, runs) if runs else np.empty(0, np.int64)
+    if spec is None:
+        return False
+    if points.size:
+        _c.intensity_uint(
+            out.view(np.uint8).reshape(-1),
+            points.view(np.uint8).reshape(-1),
+            points.size,
+            out.dtype.itemsize,
+            points.dtype.itemsize,
+            dst_f[name][1],
+            src_f[name][1],
+            kind.itemsize,
+            int(np.iinfo(kind).max),
+            spec,
         )
     return True

@@ -16,7 +16,7 @@ import numpy as np
 from rt_lidar.errors import ConfigError, FieldError
 from rt_lidar.points import POINT_DTYPE, POINT_FIELDS
 from rt_lidar.sinks.atomic import atomic_write
-from rt_lidar.sinks.field_copy import copy_same_fields
+from rt_lidar.sinks.field_copy import copy_same_fields, intensity_uint_compiled
 
 __all__ = [
     "intensity_dtype",
@@ -96,7 +96,10 @@ def with_intensity_type(points: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return points
     fields = [(n, dtype if n == "intensity" else points.dtype.fields[n][0]) for n in names]
     out = np.empty(points.shape, np.dtype(fields))
-    copy_same_fields(out, points, [n for n in names if n != "intensity"])  # the fields around it as blocks
+    around = [n for n in names if n != "intensity"]
+    if intensity_uint_compiled(out, points, around):  # the lines below in one compiled pass, the same bytes
+        return out
+    copy_same_fields(out, points, around)  # the fields around it as blocks
     # float32 holds every value rint, clip and the cast give for a target of up to 16 bits: the same
     # results as in float64, from half the bytes
     work = np.float32 if dtype.itemsize <= 2 or dtype == np.float32 else np.float64

@@ -118,6 +118,23 @@ def test_returns_are_numpy_s_where_few_bins_reach_the_level(e: int) -> None:
 
 
 @needs_compiled
+@pytest.mark.parametrize("e", [1, 3])
+def test_one_echo_rows_kept_per_call_are_numpy_s(e: int) -> None:
+    """A one-echo cluster's samples come from the rows the kernel keeps for each value of its offset
+    in the grid (float32 of t - (t - pad)), eight at most a call, the others' made per block: at times
+    from 1e6 to 1e14 ns those offsets take a dozen values, so both paths run, beside clusters of
+    several echoes, with and without noise; the returns stay NumPy's to the bit."""
+    rng = np.random.default_rng(40 + e)
+    p = 3_000
+    t = 10 ** rng.uniform(6, 14, (p, 1)) + rng.choice([0.0, 0.0, 0.5, 30.0], (p, e)) * rng.random((p, e))
+    amp = (THR_W * np.exp(rng.uniform(-2, 6, (p, e)))).astype(np.float32)
+    amp[rng.random((p, e)) < 0.3] = 0.0
+    for noise in (None, _noise(p, e, e)):
+        for kind in SELECT_KINDS:
+            _both(t, amp, kind, noise)
+
+
+@needs_compiled
 def test_pulses_whose_candidates_tie_go_through_numpy() -> None:
     """Two surfaces of exactly the same height far apart: the NumPy sort decides which is first; the
     kernel leaves those pulses to the NumPy code, whose returns are merged back in pulse order."""

@@ -90,3 +90,28 @@ def test_blocks_of_any_layout_are_the_field_copies(out_fields: list[tuple[str, s
     copy_same_fields(got2, src[::2], list(names[:3]))
     _field_by_field(src[::2], want2, names[:3])
     assert got2.tobytes() == want2.tobytes()
+
+
+@pytest.mark.parametrize("kind", [np.uint8, np.uint16])
+def test_compiled_intensity_is_the_numpy_lines_bytes(kind: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled conversion (``intensity_uint_compiled``) against the NumPy lines it replaces, on the
+    odd values of ``_points`` and at each edge: -0, the smallest subnormals, halves at 0, at the type's
+    top and just past it, the largest float32."""
+    from rt_lidar.sinks import field_copy
+
+    if field_copy._c is None:
+        pytest.skip("the compiled field copy was not built")
+    pts = _points(20_000, seed=11)
+    top = float(np.iinfo(kind).max)
+    edges = [-0.0, 1e-45, -1e-45, 0.5, 1.5, 2.5, top - 0.5, top + 0.5, top + 1.0, 3.4e38, -3.4e38]
+    pts["intensity"][: len(edges)] = np.asarray(edges, np.float32)
+    monkeypatch.setattr(field_copy, "enabled", True)  # on, whatever RT_LIDAR_NO_TWINS says
+    got = with_intensity_type(pts, np.dtype(kind))
+    out = np.empty(pts.shape, got.dtype)
+    assert field_copy.intensity_uint_compiled(out, pts, [])  # the intensity alone
+    assert out["intensity"].tobytes() == got["intensity"].tobytes()
+    wide = np.empty(pts.shape, np.dtype([(n, "<u4" if n == "intensity" else t) for n, t in got.dtype.descr]))
+    assert not field_copy.intensity_uint_compiled(wide, pts, [])  # uint32: the NumPy lines (float64)
+    monkeypatch.setattr(field_copy, "enabled", False)
+    want = with_intensity_type(pts, np.dtype(kind))
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
