@@ -112,7 +112,7 @@ GOLDEN = {
         # the VLP-16's hard targets through its rain receiver's near field (change 63): 2753 -> 2792
         # empty pulses (dark and slanted surfaces within ~10 m), was 26175 points, 1311632627327, 187140,
         # (46645.21842, 28471.26104, 12629.82324, 652549.0, 25305.32204); then the rooms behind building
-        # windows at 0.5 (change 74): 2792 -> 2756 empty pulses (rays into rooms return), was 26136
+        # windows at 0.5 (change 76): 2792 -> 2756 empty pulses (rays into rooms return), was 26136
         # points, 1308262305715, 187063, (46775.34553, 28452.59699, 12643.77431, 652473.0, 25305.36281)
         (47680.8853, 28251.13851, 12817.87363, 706201.0, 25841.38788),
     ),

@@ -66,7 +66,7 @@ def test_what_the_rays_met_decides_whether_they_return(street) -> None:  # type:
 
 
 def test_brighter_rooms_return_through_the_windows_and_nothing_else_moves(street, calib) -> None:  # type: ignore[no-untyped-def]
-    """The rooms behind building glass at their sourced 0.5 (change 74) against the dark 0.08 they had
+    """The rooms behind building glass at their sourced 0.5 (change 76) against the dark 0.08 they had
     (another table: the one term change 66 found blocked): the rays ending in a room drop less than half
     as often as with the dark plane, while the facades' and the cars' paint keep their holes within a
     tenth (the range noise's draws follow the number of points, so other rays may move a little)."""
