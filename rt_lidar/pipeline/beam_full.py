@@ -89,7 +89,7 @@ NEIGHBOUR_MAX_DEG = 2.0
 _C_M_PER_NS = 0.299792458
 
 
-REASONS = ("edge", "glass", "retro", "volume")
+REASONS = ("edge", "glass", "retro", "volume", "beside_volume", "behind_glass")
 """Why a pulse got the bundle (summary.json's ``bundled_by_reason``; a pulse may have several)."""
 
 RETRO_GAIN_MIN = 10.0
@@ -541,6 +541,7 @@ def full_beam_hits(
     neighbour test marks (:func:`neighbour_steps`) whose probe toward the marking neighbour sees the step
     (:func:`rt_lidar.pipeline.beam_probe.refine_bundles`); the batch's counts in
     :attr:`Hits.bundle_counts`."""
+    from rt_lidar.pipeline.beam_cabin import beside_volume, cabin_bundles
     from rt_lidar.pipeline.beam_probe import refine_bundles
     from rt_lidar.pipeline.sources import BeamBundle
 
@@ -549,7 +550,12 @@ def full_beam_hits(
     chosen, reasons, _ = refine_bundles(source, firings, central, (pairs_i, pairs_j), plan)
     volume = volume_marks(np, plan.volume, central.range_m, central.material)
     reasons["volume"] = int(np.count_nonzero(volume))
-    idx = np.flatnonzero(chosen | volume)
+    beside = beside_volume(np, volume, *_neighbour_pairs(firings)) if volume.any() else volume
+    reasons["beside_volume"] = int(np.count_nonzero(beside))
+    chosen = chosen | volume | beside
+    cabin, _ = cabin_bundles(source, firings, central, chosen, plan)
+    reasons["behind_glass"] = int(np.count_nonzero(cabin))
+    idx = np.flatnonzero(chosen | cabin)
     central.bundle_counts = BundleCounts(len(firings), int(idx.size), reasons)
     if idx.size:
         pulses = take_firings(firings, idx)

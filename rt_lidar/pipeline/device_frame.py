@@ -217,9 +217,12 @@ class DeviceWorldSource(WorldSource):
         each probes on from the firings, on the host), whose probe ray at the footprint's rim toward that
         neighbour sees the step (:func:`~rt_lidar.pipeline.beam_probe.probe_marks`, on the device; the
         probes' (pulse, side) come down, their starts go up), and those whose central ray ends in a
-        volume (:func:`~rt_lidar.pipeline.beam_full.volume_marks`, on the device), cast again as the
-        sub-ray bundle (their starts built on the host from the chosen pulses, which come down, and sent
-        up as one block) into ``hits.bundle``; the frame's counts into ``hits.bundle_counts``."""
+        volume (:func:`~rt_lidar.pipeline.beam_full.volume_marks`, on the device) or beside one
+        (:func:`~rt_lidar.pipeline.beam_cabin.beside_volume`), and those behind glass whose cabin probe
+        sees a step (:meth:`_cabin_probe`), cast again as the sub-ray bundle (their starts built on the
+        host from the chosen pulses, which come down, and sent up as one block) into ``hits.bundle``; the
+        frame's counts into ``hits.bundle_counts``."""
+        from rt_lidar.pipeline.beam_cabin import behind_glass_marks, beside_volume
         from rt_lidar.pipeline.beam_full import (
             REASONS,
             BundleCounts,
@@ -260,7 +263,16 @@ class DeviceWorldSource(WorldSource):
             chosen = self._probe(hits, f, pos, quat, posed, keys, counts)
         volume = volume_marks(xp, self._volume_dev, rng, hits.material)  # in a crown: the bundle
         counts["volume"] = int(xp.count_nonzero(volume))
-        idx_dev = xp.flatnonzero(chosen | volume)
+        chosen = chosen | volume
+        if i.size and counts["volume"]:  # beside a pulse in a crown: perhaps through a gap between leaves
+            beside = beside_volume(xp, volume, ijs[0], ijs[1])
+            counts["beside_volume"] = int(xp.count_nonzero(beside))
+            chosen |= beside
+        # behind glass (a car's cabin, a window's reveal): where a cabin probe sees a step behind the pane
+        cabin = behind_glass_marks(xp, rng, hits.glass_range_m, hits.glass_material) & ~chosen
+        cabin = self._cabin_probe(hits, f, pos, quat, posed, cabin)
+        counts["behind_glass"] = int(xp.count_nonzero(cabin))
+        idx_dev = xp.flatnonzero(chosen | cabin)
         idx = np.asarray(idx_dev.get() if xp is not np else idx_dev, np.int64)  # down: the chosen pulses
         self.counter.down(idx.nbytes)
         hits.bundle_counts = BundleCounts(n, int(idx.size), counts)
@@ -404,6 +416,47 @@ class DeviceWorldSource(WorldSource):
             by[pulse_dev[m]] = True
             counts[name] = int(xp.count_nonzero(by))
             chosen |= by
+        return chosen
+
+    def _cabin_probe(self, hits: DeviceHits, f: Firings, pos: Any, quat: Any, posed: Any, cabin: Any) -> Any:
+        """(P,) bool on the device: of the pulses ``cabin`` (behind glass, no other reason), those whose
+        cabin probe (:func:`~rt_lidar.pipeline.beam_cabin.cabin_pattern`) sees a step behind the pane
+        (:func:`~rt_lidar.pipeline.beam_cabin.cabin_probe_marks`, the host's code on the device's
+        arrays). The pulses come down once, the probes' starts are built on the host and go up as one
+        block, as :meth:`_probe`'s do."""
+        from rt_lidar.pipeline.beam_cabin import CABIN_SIDES, cabin_pattern, cabin_probe_marks
+
+        plan = self._full
+        assert plan is not None
+        xp = self.xp
+        chosen = xp.zeros(len(f), bool)
+        dev = xp.flatnonzero(cabin)
+        pulses = np.asarray(dev.get() if xp is not np else dev, np.int64)  # down: the pulses to probe
+        self.counter.down(pulses.nbytes)
+        if not pulses.size:
+            return chosen
+        d, starts, q = self.ops.subray_starts(
+            f.directions()[pulses],
+            cabin_pattern(plan.pattern),
+            self.exit_m_per_rad,
+            pos[pulses],
+            quat[pulses],
+        )
+        pulse_dev = xp.repeat(dev, CABIN_SIDES)  # the rows of subray_starts: pulse by pulse, each side
+        probe = self._rays_hits(
+            _take_firings(f, np.repeat(pulses, CABIN_SIDES)),
+            pulse_dev,
+            d,
+            starts,
+            q,
+            posed,
+            hits.t_ns[pulse_dev],
+            hits.ring[pulse_dev],
+            None,
+            hits.pose_start,
+            extras=False,
+        )
+        chosen[pulse_dev[cabin_probe_marks(hits, pulse_dev, probe, xp=xp)]] = True
         return chosen
 
     def _slant(self, g_trans: Any, rows: Any, material: Any, cos_i: Any) -> None:

@@ -40,6 +40,16 @@ def _up(x: list[float]) -> bool:
     return all(b >= a for a, b in itertools.pairwise(x)) and x[-1] > x[0]
 
 
+def _up_within(x: list[float], step: float) -> bool:
+    """Rises from the first value to the last, no step falling by more than ``step``."""
+    return all(b >= a - step for a, b in itertools.pairwise(x)) and x[-1] > x[0]
+
+
+def _scene_points(m: dict[str, Any]) -> list[float]:
+    """The revolution's points less rain's false points: the scene's returns."""
+    return [t - f for t, f in zip(m["points_total"], m["false_points"], strict=True)]
+
+
 CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
     "rain_max_range": [
         ("max range falls with rain rate", lambda m: _down(m["max_range_m"])),
@@ -61,9 +71,19 @@ CHECKS: dict[str, list[tuple[str, Callable[[dict[str, Any]], bool]]]] = {
             lambda m: _down_within(m["scene_points_mid"], 0.005),
         ),
         ("fewer far points with heavier rain", lambda m: _down(m["points_far"])),
-        ("fewer points in total with heavier rain", lambda m: _down(m["points_total"])),
+        # the scene's points, not rain's clutter with them: since the rooms behind the building's windows
+        # (51-73 m off) return at 0.5 (docs/realism.md change 76) the far band loses 5 points of 1,163
+        # from 0 to 50 mm/h (it lost 85 of 1,124 to the dark 0.08's echoes at the threshold), fewer than
+        # the near clutter adds (points with clutter 3,610 -> 3,641); the scene's own 3,610 -> 3,603
+        # fall, a step at most 1 point up (a threshold flip), so within 0.5 % of a step as the mid band
+        (
+            "fewer points of the scene in total with heavier rain",
+            lambda m: _down_within(_scene_points(m), 0.005),
+        ),
         ("more false points with heavier rain", lambda m: _up(m["false_points"])),
-        ("more false negatives with heavier rain", lambda m: _up(m["false_negatives"])),
+        # 12, 11, 11, 13, 13 since change 76 (was 51 -> 128: the dark rooms' echoes at the threshold):
+        # one revolution's threshold flips move it by a point
+        ("more false negatives with heavier rain", lambda m: _up_within(m["false_negatives"], 1.0)),
     ],
     "rain_threshold_sweep": [
         ("lower threshold: more false positives", lambda m: _down(m["false_positives"])),

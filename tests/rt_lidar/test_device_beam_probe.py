@@ -161,8 +161,10 @@ def test_the_compared_statistics_are_not_empty(cpu_stats: dict[str, dict[str, fl
     the probe's cut (the neighbour test alone bundles three to four times as many VLP-16 pulses)."""
     full = cpu_stats["vlp16-full-dual-rain-epw"]
     assert full["second_return_share"] > 0.01 and full["bloom_share"] > 0 and full["epw_median_ns"] > 5
-    assert 0.02 < full["bundled_share"] < 0.2
-    assert 0.02 < cpu_stats["hdl64-full-dual-epw"]["bundled_share"] < 0.2
+    # below 0.25: the crowns' neighbours and the cabins whose probe sees a step behind the pane bundled
+    # too (docs/realism.md change 76; this VLP-16 0.18 -> 0.22)
+    assert 0.02 < full["bundled_share"] < 0.25
+    assert 0.02 < cpu_stats["hdl64-full-dual-epw"]["bundled_share"] < 0.25
     assert cpu_stats["vlp16-subrays7-dual-rain"]["bloom_share"] > 0
     assert two_point_corrections(_preset(str(TWO_POINT_FILE))) is not None
 

@@ -138,10 +138,12 @@ def test_same_seed_same_bytes_and_the_weak_lasers_return_less() -> None:
     assert weak.size >= 3 and strong.size >= 3
     n_unit = np.bincount(a["ring"], minlength=64)
     n_flat = np.bincount(flat["ring"], minlength=64)
-    assert n_unit[weak].sum() < 0.97 * n_flat[weak].sum()
-    # the strong lasers gain only where echoes lie near the threshold: +0.9 % since the cabins return
-    # (change 55; +1-2 % when they were the street's darkest targets)
-    assert n_unit[strong].sum() > 1.005 * n_flat[strong].sum()
+    # the weak lasers lose, and the strong gain, only where echoes lie near the threshold: since the rooms
+    # behind building windows return (change 76: 0.5, was a dark 0.08 whose echoes through the pane sat
+    # near it) the weak lose 2.9 % (was 3.5 %) and the strong gain +0.4 % (was +0.5 %; +0.9 % when the
+    # cabins began to return, change 55; +1-2 % when they were the street's darkest targets)
+    assert n_unit[weak].sum() < 0.98 * n_flat[weak].sum()
+    assert n_unit[strong].sum() > 1.002 * n_flat[strong].sum()
     med_unit = np.median(a["reflectivity"][np.isin(a["ring"], strong)])
     med_flat = np.median(flat["reflectivity"][np.isin(flat["ring"], strong)])
     assert med_unit == pytest.approx(med_flat, rel=0.05)

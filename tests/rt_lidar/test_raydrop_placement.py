@@ -43,12 +43,12 @@ def test_red_brick_is_bright_in_the_near_infrared() -> None:
 
 def test_the_cabin_is_the_fitted_average_trim_brighter_than_black_paint() -> None:
     """Seats, dashboard and floor are ``car_interior``: 0.3, fitted to the typical KITTI frame (change 55),
-    between black paint's carbon-black base (PPG's 6 % of white) and white paint, brighter than the
-    rooms behind building windows, which keep ``interior``."""
+    between black paint's carbon-black base (PPG's 6 % of white) and white paint, darker than the
+    rooms behind building windows (``interior``, 0.5 since change 76)."""
     cabin, black, rooms, white = _diffuse_905(
         "car_interior", "car_paint_black", "interior", "car_paint_white"
     )
-    assert black < rooms < cabin < white
+    assert black < cabin < rooms < white
     names = list(Scene(objects=[]).material_names)
     b = MeshBuilder(names)
     add_car(b, "car_paint_white")

@@ -219,7 +219,11 @@ def test_the_joint_reading_recovers_the_simulated_roads_echo_where_the_zeros_alo
         read = read_lasers(rows)
         assert read, level  # at 2.1 rings 46/47/49 (27-38 m), at 3.3 ring 48 (33.5 m, gain 1.55)
         for r in read:
-            assert r[5] == pytest.approx(r[10] * gains[r[0]], rel=0.13), (level, r)  # ring 47: 1.12x at 2.1
+            # within 15 % (was 13 %): one scan's draws move a laser's reading by about that much. The rooms
+            # behind building windows at 0.5 (change 76) shift the scan's noise draws, and the same road
+            # reads ring 46 1.004x -> 1.138x, ring 47 1.12x -> 0.994x at 2.1; with the rooms at 0.08 seed
+            # 5 read ring 46 1.132x, seed 2 1.093x (the rooms at 0.5: 0.970x, 1.023x)
+            assert r[5] == pytest.approx(r[10] * gains[r[0]], rel=0.15), (level, r)
             assert r[8] is not None and 0.15 < r[8] <= SPREAD_MAX  # a spread is seen (the texture: 0.2-0.25)
             pooled.setdefault(r[0], r)
         # lasers whose zeros read the echo's tail (every detection but a few under the level) are left out:
@@ -238,7 +242,9 @@ def test_the_joint_reading_recovers_the_simulated_roads_echo_where_the_zeros_alo
     truth = np.log([r[10] * gains[r[0]] for r in rows])
     true_slope = float(np.polyfit(x, truth, 1)[0])
     joint = float(np.polyfit(x, np.log([r[5] for r in rows]), 1)[0])
-    assert joint == pytest.approx(true_slope, abs=0.3), (joint, true_slope)  # -1.79 against -1.70 (27-38 m)
+    # -1.79 against -1.70 (27-38 m) with the rooms at 0.08; -2.00 against -1.69 at 0.5 (change 76), ring 46
+    # read 1.138x above (the draws, see there): within 0.35 (was 0.3); the zeros alone miss by over 1.0
+    assert joint == pytest.approx(true_slope, abs=0.35), (joint, true_slope)
     assert alone_slope is not None and alone_slope > true_slope + 1.0  # the zeros alone at 2.1: -0.32
 
 

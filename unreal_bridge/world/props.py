@@ -132,8 +132,8 @@ def add_building(
 ) -> None:
     """A building shell in a frame whose facade lies on y = 0 (facing -y), spanning x in [0, width] and
     y in [0, depth]. The facade is a grid of wall pieces around window openings, each opening holds a
-    glass pane, and a dark back wall 3 m inside (the rooms' furnishings, ``interior``) stops rays that pass
-    the glass."""
+    glass pane, and a back wall 3 m inside (the rooms' walls and furnishings, ``interior``, 0.5) stops
+    rays that pass the glass."""
     th = 0.3
     height = floors * floor_h + 0.6
     cols = max(1, int(width // window_pitch))

@@ -386,8 +386,12 @@ def test_sub_ray_bundles_and_dual_returns_through_osi(tmp_path):
     # (since issue 40's pane ghosts, a few pulses behind, through the windows of cars there, differ too:
     # 8 of 12,803 returns; after the first of them the noise draws shift, so each pulse's first return is
     # compared within the range noise)
+    # 0.3 % since the rooms behind building windows return (docs/realism.md change 76): a sub-ray through
+    # a building's pane at a slant gives dual mode the pane's echo and the room's 4-14 m behind it, OSI's
+    # LidarSensorView one reflection (its Reflection has no ray index: reflections pair with the view's
+    # rays by place, one each), so the model keeps the stronger; frame 0 29 of 13,595 returns, was 0.2 %
     a, b = _detections(model_frames[0]), _detections(sink_frames[0])
-    assert abs(len(a) - len(b)) <= 0.002 * len(b)
+    assert abs(len(a) - len(b)) <= 0.003 * len(b)
 
     def first(ds: list) -> dict[tuple[int, float], float]:
         out: dict[tuple[int, float], float] = {}
