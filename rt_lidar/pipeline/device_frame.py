@@ -396,19 +396,7 @@ class DeviceWorldSource(WorldSource):
         )
         rows = np.searchsorted(pulses, pulse) * PROBE_SIDES + side
         pulse_dev = keys % n
-        probe = self._rays_hits(
-            _take_firings(f, pulse),
-            pulse_dev,
-            d[rows],
-            starts[rows],
-            q[rows],
-            posed,
-            hits.t_ns[pulse_dev],
-            hits.ring[pulse_dev],
-            None,
-            hits.pose_start,
-            extras=False,
-        )
+        probe = self._probe_hits(hits, f, pulse, pulse_dev, (d[rows], starts[rows], q[rows]), posed)
         tol = plane_tolerance_m(self.exit_m_per_rad, probes)
         marks = probe_marks(hits, pulse_dev, probe, self._retro_dev, plan, tol, xp=xp)
         for name, m in marks.items():
@@ -417,6 +405,32 @@ class DeviceWorldSource(WorldSource):
             counts[name] = int(xp.count_nonzero(by))
             chosen |= by
         return chosen
+
+    def _probe_hits(
+        self,
+        hits: DeviceHits,
+        f: Firings,
+        pulses: np.ndarray,
+        pulse_dev: Any,
+        rays: tuple[Any, Any, Any],
+        posed: Any,
+    ) -> Any:
+        """The hits of probe rays ``rays`` (directions, starts, orientations; a row a probe) fired with the
+        pulses ``pulses`` (host indices; ``pulse_dev`` the same on the device), at their pulses' times."""
+        d, starts, q = rays
+        return self._rays_hits(
+            _take_firings(f, pulses),
+            pulse_dev,
+            d,
+            starts,
+            q,
+            posed,
+            hits.t_ns[pulse_dev],
+            hits.ring[pulse_dev],
+            None,
+            hits.pose_start,
+            extras=False,
+        )
 
     def _cabin_probe(self, hits: DeviceHits, f: Firings, pos: Any, quat: Any, posed: Any, cabin: Any) -> Any:
         """(P,) bool on the device: of the pulses ``cabin`` (behind glass, no other reason), those whose
@@ -443,19 +457,7 @@ class DeviceWorldSource(WorldSource):
             quat[pulses],
         )
         pulse_dev = xp.repeat(dev, CABIN_SIDES)  # the rows of subray_starts: pulse by pulse, each side
-        probe = self._rays_hits(
-            _take_firings(f, np.repeat(pulses, CABIN_SIDES)),
-            pulse_dev,
-            d,
-            starts,
-            q,
-            posed,
-            hits.t_ns[pulse_dev],
-            hits.ring[pulse_dev],
-            None,
-            hits.pose_start,
-            extras=False,
-        )
+        probe = self._probe_hits(hits, f, np.repeat(pulses, CABIN_SIDES), pulse_dev, (d, starts, q), posed)
         chosen[pulse_dev[cabin_probe_marks(hits, pulse_dev, probe, xp=xp)]] = True
         return chosen
 

@@ -28,6 +28,29 @@ static inline void copy_run(char *d, const char *s, Py_ssize_t size) {
     }
 }
 
+/* The k runs (dst offset, src offset, size) of the int64 buffer ``runs`` (k * 3 values) into the three
+ * arrays, each checked to lie inside its records; -1 with a ValueError naming ``who`` where one does not. */
+static Py_ssize_t read_runs(const Py_buffer *runs, Py_ssize_t dst_item, Py_ssize_t src_item, Py_ssize_t *doff,
+                            Py_ssize_t *soff, Py_ssize_t *size, const char *who) {
+    const Py_ssize_t k = runs->len / (Py_ssize_t)(3 * sizeof(int64_t));
+    if (runs->len != k * (Py_ssize_t)(3 * sizeof(int64_t)) || k > MAX_RUNS) {
+        PyErr_Format(PyExc_ValueError, "%s: bad runs", who);
+        return -1;
+    }
+    for (Py_ssize_t r = 0; r < k; r++) {
+        int64_t v[3];
+        memcpy(v, (const char *)runs->buf + r * 3 * sizeof(int64_t), sizeof v);
+        doff[r] = (Py_ssize_t)v[0];
+        soff[r] = (Py_ssize_t)v[1];
+        size[r] = (Py_ssize_t)v[2];
+        if (v[0] < 0 || v[1] < 0 || v[2] < 1 || v[0] + v[2] > dst_item || v[1] + v[2] > src_item) {
+            PyErr_Format(PyExc_ValueError, "%s: a run outside its record", who);
+            return -1;
+        }
+    }
+    return k;
+}
+
 /* copy_runs(dst, src, n, dst_itemsize, src_itemsize, runs): for each of the n records and each run
  * (dst offset, src offset, size) of the int64 buffer ``runs`` (k * 3 values), copy the run's bytes. */
 static PyObject *copy_runs(PyObject *self, PyObject *args) {
@@ -36,23 +59,13 @@ static PyObject *copy_runs(PyObject *self, PyObject *args) {
     (void)self;
     if (!PyArg_ParseTuple(args, "w*y*nnny*", &dst, &src, &n, &dst_item, &src_item, &runs)) return NULL;
     PyObject *result = NULL;
-    const Py_ssize_t k = runs.len / (Py_ssize_t)(3 * sizeof(int64_t));
     Py_ssize_t doff[MAX_RUNS], soff[MAX_RUNS], size[MAX_RUNS];
-    if (runs.len != k * (Py_ssize_t)(3 * sizeof(int64_t)) || k > MAX_RUNS || n < 0) {
-        PyErr_SetString(PyExc_ValueError, "copy_runs: bad runs or count");
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "copy_runs: a negative count");
         goto done;
     }
-    for (Py_ssize_t r = 0; r < k; r++) {
-        int64_t v[3];
-        memcpy(v, (const char *)runs.buf + r * 3 * sizeof(int64_t), sizeof v);
-        doff[r] = (Py_ssize_t)v[0];
-        soff[r] = (Py_ssize_t)v[1];
-        size[r] = (Py_ssize_t)v[2];
-        if (v[0] < 0 || v[1] < 0 || v[2] < 1 || v[0] + v[2] > dst_item || v[1] + v[2] > src_item) {
-            PyErr_SetString(PyExc_ValueError, "copy_runs: a run outside its record");
-            goto done;
-        }
-    }
+    const Py_ssize_t k = read_runs(&runs, dst_item, src_item, doff, soff, size, "copy_runs");
+    if (k < 0) goto done;
     if (n > 0 && (dst.len < n * dst_item || src.len < n * src_item)) {
         PyErr_SetString(PyExc_ValueError, "copy_runs: buffers shorter than n records");
         goto done;
@@ -147,26 +160,15 @@ static PyObject *intensity_uint(PyObject *self, PyObject *args) {
                           &max_v, &runs))
         return NULL;
     PyObject *result = NULL;
-    const Py_ssize_t k = runs.len / (Py_ssize_t)(3 * sizeof(int64_t));
     Py_ssize_t ro[MAX_RUNS], rs[MAX_RUNS], rz[MAX_RUNS];
     if (n < 0 || doff < 0 || soff < 0 || (out_size != 1 && out_size != 2) || max_v < 0 ||
         max_v >= (out_size == 1 ? 256 : 65536) || doff + out_size > dst_item || soff + 4 > src_item ||
-        (n > 0 && (dst.len < n * dst_item || src.len < n * src_item)) ||
-        runs.len != k * (Py_ssize_t)(3 * sizeof(int64_t)) || k > MAX_RUNS) {
+        (n > 0 && (dst.len < n * dst_item || src.len < n * src_item))) {
         PyErr_SetString(PyExc_ValueError, "intensity_uint: a field outside its record, a bad type or short buffers");
         goto done;
     }
-    for (Py_ssize_t r = 0; r < k; r++) {
-        int64_t v[3];
-        memcpy(v, (const char *)runs.buf + r * 3 * sizeof(int64_t), sizeof v);
-        ro[r] = (Py_ssize_t)v[0];
-        rs[r] = (Py_ssize_t)v[1];
-        rz[r] = (Py_ssize_t)v[2];
-        if (v[0] < 0 || v[1] < 0 || v[2] < 1 || v[0] + v[2] > dst_item || v[1] + v[2] > src_item) {
-            PyErr_SetString(PyExc_ValueError, "intensity_uint: a run outside its record");
-            goto done;
-        }
-    }
+    const Py_ssize_t k = read_runs(&runs, dst_item, src_item, ro, rs, rz, "intensity_uint");
+    if (k < 0) goto done;
     {
         char *d = (char *)dst.buf;
         const char *s = (const char *)src.buf;

@@ -83,6 +83,18 @@ def _compiled_can_take(out: np.ndarray, points: np.ndarray) -> bool:
     return bool(out.flags.c_contiguous and points.flags.c_contiguous and out.flags.writeable)
 
 
+def _records(out: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """The compiled twins' first five arguments: both arrays' bytes, the record count and both record
+    sizes."""
+    return (
+        out.view(np.uint8).reshape(-1),
+        points.view(np.uint8).reshape(-1),
+        points.size,
+        out.dtype.itemsize,
+        points.dtype.itemsize,
+    )
+
+
 def copy_runs_compiled(out: np.ndarray, points: np.ndarray, runs: list[list[str]]) -> bool:
     """:func:`copy_fields` of every run in ``runs`` by the compiled twin, each record once; False (and
     nothing copied) where it is off or not built, a field's type differs between the arrays (NumPy
@@ -93,16 +105,8 @@ def copy_runs_compiled(out: np.ndarray, points: np.ndarray, runs: list[list[str]
     spec = _run_spec(out, points, runs)
     if spec is None:
         return False
-    n = points.size
-    if n:
-        _c.copy_runs(
-            out.view(np.uint8).reshape(-1),
-            points.view(np.uint8).reshape(-1),
-            n,
-            out.dtype.itemsize,
-            points.dtype.itemsize,
-            spec,
-        )
+    if points.size:
+        _c.copy_runs(*_records(out, points), spec)
     return True
 
 
@@ -130,15 +134,7 @@ def seconds_compiled(out: np.ndarray, name: str, points: np.ndarray, t_name: str
     if dst_f[name][0] != np.dtype("<f4") or src_f[t_name][0] != np.dtype("<i8"):
         return False
     if points.size:
-        _c.seconds_f32(
-            out.view(np.uint8).reshape(-1),
-            points.view(np.uint8).reshape(-1),
-            points.size,
-            out.dtype.itemsize,
-            points.dtype.itemsize,
-            dst_f[name][1],
-            src_f[t_name][1],
-        )
+        _c.seconds_f32(*_records(out, points), dst_f[name][1], src_f[t_name][1])
     return True
 
 
@@ -182,11 +178,7 @@ def intensity_uint_compiled(
         return False
     if points.size:
         _c.intensity_uint(
-            out.view(np.uint8).reshape(-1),
-            points.view(np.uint8).reshape(-1),
-            points.size,
-            out.dtype.itemsize,
-            points.dtype.itemsize,
+            *_records(out, points),
             dst_f[name][1],
             src_f[name][1],
             kind.itemsize,

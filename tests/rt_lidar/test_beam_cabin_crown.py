@@ -8,8 +8,8 @@ Before, both were left to the neighbour test and its probe, which missed most of
 from __future__ import annotations
 
 import numpy as np
+from beam_street import street_full_beam
 
-from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.beam_cabin import (
     BEHIND_GLASS_M,
     CABIN_SIDES,
@@ -18,9 +18,7 @@ from rt_lidar.pipeline.beam_cabin import (
     cabin_pattern,
     cabin_probe_marks,
 )
-from rt_lidar.pipeline.beam_full import REASONS, _neighbour_pairs, beam_summary, full_beam_plan
-from rt_lidar.pipeline.builder import build_pipeline
-from rt_lidar.sensor.beam import BeamConfig
+from rt_lidar.pipeline.beam_full import REASONS, _neighbour_pairs, full_beam_plan
 from rt_lidar.sensor.presets import load_preset
 
 
@@ -76,17 +74,8 @@ def test_on_the_street_cabins_with_a_step_and_crown_gaps_get_the_bundle() -> Non
     """HDL-64E on the street, in-process: every neighbour of a pulse ending in a crown is among the
     bundled ones; of the pulses behind glass within 2 m some keep one ray (their probes see the same seat
     or panel), the rest get the bundle, and summary.json counts both reasons."""
-    beam = BeamConfig(return_mode="dual", full=True)
-    cfg = PhysicsConfig(beam=beam, receiver_noise=False, range_noise=False)
-    built = build_pipeline("HDL-64E", "street", seed=3, physics=cfg)
-    sensed: list = []
-    built.pipeline.on_sensed = sensed.append
-    try:
-        for _ in range(3):
-            built.pipeline.step()
-    finally:
-        built.pipeline.close()
-    leaves = built.world.material_names.index("vegetation")
+    materials, sensed, summary = street_full_beam()
+    leaves = materials.index("vegetation")
     cabins = cabins_bundled = beside = 0
     for s in sensed:
         hits = s.hits
@@ -100,7 +89,6 @@ def test_on_the_street_cabins_with_a_step_and_crown_gaps_get_the_bundle() -> Non
         cabins += int(cabin.sum())
         cabins_bundled += int(bundled[cabin].sum())
         beside += int(near.sum())
-    summary = beam_summary(built.pipeline)
     assert set(summary["bundled_by_reason"]) == set(REASONS)
     assert summary["bundled_by_reason"]["beside_volume"] == beside > 0
     assert 0 < summary["bundled_by_reason"]["behind_glass"] <= cabins_bundled < cabins

@@ -4,19 +4,16 @@ with ``volume = true``: the leaves of a crown) gets the bundle, counted as the r
 from __future__ import annotations
 
 import numpy as np
+from beam_street import street_full_beam
 
-from rt_lidar.physics.model import PhysicsConfig
 from rt_lidar.pipeline.beam_full import (
     REASONS,
-    beam_summary,
     bundle_pulses,
     full_beam_hits,
     full_beam_plan,
     volume_marks,
 )
-from rt_lidar.pipeline.builder import build_pipeline
 from rt_lidar.pipeline.sources import WorldSource
-from rt_lidar.sensor.beam import BeamConfig
 from rt_lidar.sensor.materials import MaterialTable, load_material_table
 from rt_lidar.sensor.presets import load_preset
 from rt_lidar.sensor.scan_pattern import firings_between
@@ -83,17 +80,8 @@ def test_a_wall_flagged_as_a_volume_gets_the_bundle_on_every_pulse() -> None:
 def test_on_the_street_every_pulse_ending_in_a_crown_is_bundled() -> None:
     """HDL-64E on the street, in-process: the pulses whose central ray ends on the crowns' leaves are
     among the bundled ones, and summary.json's reasons count them beside edge, glass and retro."""
-    beam = BeamConfig(return_mode="dual", full=True)
-    cfg = PhysicsConfig(beam=beam, receiver_noise=False, range_noise=False)
-    built = build_pipeline("HDL-64E", "street", seed=3, physics=cfg)
-    sensed: list = []
-    built.pipeline.on_sensed = sensed.append
-    try:
-        for _ in range(3):
-            built.pipeline.step()
-    finally:
-        built.pipeline.close()
-    leaves = built.world.material_names.index("vegetation")
+    materials, sensed, summary = street_full_beam()
+    leaves = materials.index("vegetation")
     in_crown = 0
     for s in sensed:
         hits = s.hits
@@ -101,6 +89,5 @@ def test_on_the_street_every_pulse_ending_in_a_crown_is_bundled() -> None:
         in_crown += crown.size
         bundled = set() if hits.bundle is None else set(hits.bundle.pulses.tolist())
         assert set(crown.tolist()) <= bundled
-    summary = beam_summary(built.pipeline)
     assert set(summary["bundled_by_reason"]) == set(REASONS)
     assert summary["bundled_by_reason"]["volume"] == in_crown > 0
