@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rt_lidar.pipeline.beam_probe import offsets_pattern
 from rt_lidar.sensor.beam import SubRayPattern
 
 if TYPE_CHECKING:
@@ -89,13 +90,7 @@ def cabin_pattern(pattern: SubRayPattern) -> SubRayPattern:
     out catching the steps that cut the footprint's diagonal rim between two of its sub-rays."""
     off = np.asarray(pattern.offsets_rad, np.float64)
     h, v = float(np.abs(off[:, 0]).max()), float(np.abs(off[:, 1]).max())
-    probes = np.array([[h, v], [-h, -v]])
-    weights = np.full(CABIN_SIDES, 1.0 / CABIN_SIDES, np.float32)
-    radius = np.hypot(probes[:, 0], probes[:, 1])
-    radius = radius / radius.max() if radius.max() > 0 else radius
-    for a in (probes, weights, radius):
-        a.setflags(write=False)
-    return SubRayPattern(probes, weights, radius)
+    return offsets_pattern(np.array([[h, v], [-h, -v]]))
 
 
 def cabin_probe_marks(central: Hits, pulse: Any, probe: Hits, xp: Any = np) -> Any:

@@ -96,8 +96,13 @@ def probe_pattern(pattern: SubRayPattern) -> SubRayPattern:
     off = np.asarray(pattern.offsets_rad, np.float64)
     h_lo, h_hi = float(off[:, 0].min()), float(off[:, 0].max())
     v_lo, v_hi = float(off[:, 1].min()), float(off[:, 1].max())
-    probes = np.array([[h_lo, 0.0], [h_hi, 0.0], [0.0, v_lo], [0.0, v_hi]])
-    weights = np.full(PROBE_SIDES, 1.0 / PROBE_SIDES, np.float32)
+    return offsets_pattern(np.array([[h_lo, 0.0], [h_hi, 0.0], [0.0, v_lo], [0.0, v_hi]]))
+
+
+def offsets_pattern(probes: np.ndarray) -> SubRayPattern:
+    """A read-only pattern of the probe rays at ``probes`` (K, 2) offsets (rad): equal weights, each
+    ray's radius over the farthest's."""
+    weights = np.full(len(probes), 1.0 / len(probes), np.float32)
     radius = np.hypot(probes[:, 0], probes[:, 1])
     radius = radius / radius.max() if radius.max() > 0 else radius
     for a in (probes, weights, radius):
