@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rt_lidar.pipeline.beam_probe import offsets_pattern
+from rt_lidar.pipeline.beam_probe import _probe_hits, offsets_pattern
 from rt_lidar.sensor.beam import SubRayPattern
 
 if TYPE_CHECKING:
@@ -113,20 +113,17 @@ def cabin_probe_marks(central: Hits, pulse: Any, probe: Hits, xp: Any = np) -> A
 
 def cabin_bundles(
     source: WorldSource, f: Firings, central: Hits, taken: np.ndarray, plan: FullBeamPlan
-) -> tuple[np.ndarray, int]:
+) -> np.ndarray:
     """(P,) bool: the pulses of firings ``f`` behind glass (:func:`behind_glass_marks`, from their
     ``central`` rays) not ``taken`` by another reason whose cabin probe (:func:`cabin_pattern`, cast as
-    the neighbour pairs' probes are) sees a step behind the pane (:func:`cabin_probe_marks`); and how
-    many cabin probes were cast."""
-    from rt_lidar.pipeline.beam_probe import _probe_hits
-
+    the neighbour pairs' probes are) sees a step behind the pane (:func:`cabin_probe_marks`)."""
     chosen = np.zeros(len(f), bool)
     cabin = behind_glass_marks(np, central.range_m, central.glass_range_m, central.glass_material)
     pulses = np.flatnonzero(cabin & ~taken)
     if not pulses.size:
-        return chosen, 0
+        return chosen
     pulse = np.tile(pulses, CABIN_SIDES)
     side = np.repeat(np.arange(CABIN_SIDES, dtype=np.int64), pulses.size)
     probe = _probe_hits(source, f, pulse, side, cabin_pattern(plan.pattern))
     chosen[pulse[cabin_probe_marks(central, pulse, probe)]] = True
-    return chosen, int(pulse.size)
+    return chosen

@@ -553,7 +553,7 @@ def full_beam_hits(
     beside = beside_volume(np, volume, *_neighbour_pairs(firings)) if volume.any() else volume
     reasons["beside_volume"] = int(np.count_nonzero(beside))
     chosen = chosen | volume | beside
-    cabin, _ = cabin_bundles(source, firings, central, chosen, plan)
+    cabin = cabin_bundles(source, firings, central, chosen, plan)
     reasons["behind_glass"] = int(np.count_nonzero(cabin))
     idx = np.flatnonzero(chosen | cabin)
     central.bundle_counts = BundleCounts(len(firings), int(idx.size), reasons)
